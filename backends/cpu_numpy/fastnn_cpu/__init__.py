@@ -1,0 +1,255 @@
+"""fastnn's NumPy backend: every primitive on host arrays, float32 and float64.
+
+Registered as ``cpu`` in the ``fastnn.backends`` entry-point group. Arrays are
+plain ``numpy.ndarray``; ``device_index`` is always 0.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fastnn.api.hookspec import hookimpl
+from fastnn_cpu.conv import conv1d, conv1d_grad_input, conv1d_grad_weight  # noqa: F401
+from fastnn_cpu.fused import (  # noqa: F401
+    adam_step,
+    bias_act,
+    log_softmax,
+    rms_div,
+    rmsprop_step,
+    sgd_step,
+    softmax,
+    softmax_cross_entropy,
+)
+
+try:  # scipy's erf is vectorised C; fall back to math.erf elementwise
+    from scipy.special import erf as _erf
+except ImportError:  # pragma: no cover - scipy is optional
+    _erf = np.vectorize(math.erf, otypes=[np.float64])
+
+_DTYPES = ["float32", "float64", "float16", "int32", "int64", "bool"]
+
+
+@hookimpl
+def backend_probe():
+    return {
+        "available": True,
+        "reason": "",
+        "devices": ["host CPU (NumPy)"],
+        "dtypes": _DTYPES,
+        "version": np.__version__,
+        "host_memory": True,
+    }
+
+
+@hookimpl
+def from_numpy(array, device_index):
+    return np.array(array, copy=True)
+
+
+@hookimpl
+def to_numpy(x):
+    return np.asarray(x)
+
+
+@hookimpl
+def full(shape, value, dtype, device_index):
+    return np.full(shape, value, dtype=dtype)
+
+
+@hookimpl
+def uniform(shape, dtype, device_index, seed):
+    return np.random.default_rng(seed).random(shape, dtype=np.float64).astype(dtype)
+
+
+@hookimpl
+def astype(x, dtype):
+    return x.astype(dtype)
+
+
+@hookimpl
+def neg(x):
+    return np.negative(x)
+
+
+@hookimpl
+def exp(x):
+    return np.exp(x)
+
+
+@hookimpl
+def log(x):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(x)
+
+
+@hookimpl
+def sqrt(x):
+    with np.errstate(invalid="ignore"):
+        return np.sqrt(x)
+
+
+@hookimpl
+def abs(x):
+    return np.abs(x)
+
+
+@hookimpl
+def sign(x):
+    return np.sign(x)
+
+
+@hookimpl
+def erf(x):
+    return _erf(x).astype(x.dtype, copy=False)
+
+
+@hookimpl
+def tanh(x):
+    return np.tanh(x)
+
+
+@hookimpl
+def sigmoid(x):
+    # NOTE: 0.5 * (1 + tanh(x / 2)) never overflows, unlike 1 / (1 + exp(-x)).
+    out = np.multiply(x, 0.5)
+    np.tanh(out, out=out)
+    out += 1.0
+    out *= 0.5
+    return out
+
+
+@hookimpl
+def relu(x):
+    return np.maximum(x, 0)
+
+
+@hookimpl
+def leaky_relu(x, slope):
+    return np.where(x > 0, x, x * np.asarray(slope, dtype=x.dtype))
+
+
+@hookimpl
+def gelu(x):
+    return 0.5 * x * (1.0 + erf(x * (1.0 / math.sqrt(2.0))))
+
+
+@hookimpl
+def silu(x):
+    return x * sigmoid(x)
+
+
+@hookimpl
+def softplus(x):
+    return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
+
+
+@hookimpl
+def add(a, b):
+    return np.add(a, b)
+
+
+@hookimpl
+def sub(a, b):
+    return np.subtract(a, b)
+
+
+@hookimpl
+def mul(a, b):
+    return np.multiply(a, b)
+
+
+@hookimpl
+def div(a, b):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.divide(a, b)
+
+
+@hookimpl
+def pow(a, b):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.power(a, b)
+
+
+@hookimpl
+def maximum(a, b):
+    return np.maximum(a, b)
+
+
+@hookimpl
+def minimum(a, b):
+    return np.minimum(a, b)
+
+
+@hookimpl
+def greater(a, b):
+    return np.greater(a, b)
+
+
+@hookimpl
+def less(a, b):
+    return np.less(a, b)
+
+
+@hookimpl
+def equal(a, b):
+    return np.equal(a, b)
+
+
+@hookimpl
+def where(cond, a, b):
+    return np.where(cond, a, b)
+
+
+@hookimpl
+def sum(x, axis, keepdims):
+    return np.sum(x, axis=axis, keepdims=keepdims)
+
+
+@hookimpl
+def mean(x, axis, keepdims):
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.mean(x, axis=axis, keepdims=keepdims)
+
+
+@hookimpl
+def max(x, axis, keepdims):
+    return np.max(x, axis=axis, keepdims=keepdims)
+
+
+@hookimpl
+def argmax(x, axis):
+    return np.argmax(x, axis=axis).astype(np.int64, copy=False)
+
+
+@hookimpl
+def reshape(x, shape):
+    return np.reshape(x, shape)
+
+
+@hookimpl
+def transpose(x, axes):
+    return np.transpose(x, axes)
+
+
+@hookimpl
+def broadcast_to(x, shape):
+    return np.broadcast_to(x, shape)
+
+
+@hookimpl
+def contiguous(x):
+    return np.ascontiguousarray(x)
+
+
+@hookimpl
+def one_hot(indices, num_classes, dtype):
+    out = np.zeros(indices.shape + (num_classes,), dtype=dtype)
+    np.put_along_axis(out, indices[..., None].astype(np.intp), 1, axis=-1)
+    return out
+
+
+@hookimpl
+def matmul(a, b):
+    return np.matmul(a, b)

@@ -1,0 +1,107 @@
+"""Fused fast paths for the NumPy backend: fewer temporaries than the composites."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fastnn.api.hookspec import hookimpl
+
+
+@hookimpl
+def softmax(x, axis):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    e /= np.sum(e, axis=axis, keepdims=True)
+    return e
+
+
+@hookimpl
+def log_softmax(x, axis):
+    shifted = x - np.max(x, axis=axis, keepdims=True)
+    shifted -= np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+    return shifted
+
+
+@hookimpl
+def softmax_cross_entropy(logits, targets):
+    shifted = logits - np.max(logits, axis=1, keepdims=True)
+    probs = np.exp(shifted)
+    total = np.sum(probs, axis=1, keepdims=True)
+    probs /= total
+    rows = np.arange(logits.shape[0])
+    loss = np.log(total[:, 0]) - shifted[rows, targets]
+    return loss, probs
+
+
+@hookimpl
+def rms_div(x, eps):
+    r = np.mean(np.square(x), axis=-1, keepdims=True)
+    r += eps
+    np.sqrt(r, out=r)
+    np.reciprocal(r, out=r)
+    return x * r, r
+
+
+@hookimpl
+def bias_act(x, bias, kind, slope):
+    z = np.add(x, bias)
+    if kind == "relu":
+        return np.maximum(z, 0, out=z)
+    if kind == "identity":
+        return z
+    from fastnn_cpu import gelu, leaky_relu, sigmoid, silu, softplus, tanh
+
+    table = {"sigmoid": sigmoid, "tanh": tanh, "silu": silu, "gelu": gelu, "softplus": softplus}
+    if kind == "leaky_relu":
+        return leaky_relu(z, slope)
+    return table[kind](z)
+
+
+@hookimpl
+def sgd_step(params, grads, bufs, lrs, weight_decays, momentum, dampening, nesterov, first_step):
+    out_bufs = []
+    for p, g, buf, lr, wd in zip(params, grads, bufs, lrs, weight_decays):
+        if wd:
+            g = g + wd * p
+        if momentum:
+            if first_step or buf is None:
+                buf = np.array(g, copy=True)
+            else:
+                buf *= momentum
+                buf += (1.0 - dampening) * g
+            g = g + momentum * buf if nesterov else buf
+        p -= lr * g
+        out_bufs.append(buf)
+    return list(params), out_bufs
+
+
+@hookimpl
+def adam_step(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays, beta1, beta2, eps,
+              step, decoupled):
+    bias1 = 1.0 - beta1**step
+    bias2 = 1.0 - beta2**step
+    for p, g, m, v, lr, wd in zip(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays):
+        if wd and decoupled:
+            p *= 1.0 - lr * wd
+        elif wd:
+            g = g + wd * p
+        m *= beta1
+        m += (1.0 - beta1) * g
+        v *= beta2
+        v += (1.0 - beta2) * np.square(g)
+        denom = np.sqrt(v / bias2)
+        denom += eps
+        p -= (lr / bias1) * m / denom
+    return list(params), list(exp_avgs), list(exp_avg_sqs)
+
+
+@hookimpl
+def rmsprop_step(params, grads, square_avgs, lrs, weight_decays, alpha, eps):
+    for p, g, v, lr, wd in zip(params, grads, square_avgs, lrs, weight_decays):
+        if wd:
+            g = g + wd * p
+        v *= alpha
+        v += (1.0 - alpha) * np.square(g)
+        denom = np.sqrt(v)
+        denom += eps
+        p -= lr * g / denom
+    return list(params), list(square_avgs)

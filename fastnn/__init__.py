@@ -1,0 +1,34 @@
+"""fastnn: one model code, any device, through plug-in backends.
+
+Importing fastnn imports no backend: backends are found through the
+``fastnn.backends`` entry-point group and loaded the first time they are used.
+"""
+
+from fastnn.api import methods as _methods  # noqa: F401  (binds Tensor operators)
+from fastnn.api.device import Device, get_device, use
+from fastnn.api.dtypes import DType, bfloat16, bool_, float16, float32, float64, int32, int64
+from fastnn.api.errors import BackendError, DeviceMismatchError
+from fastnn.api.registry import backends
+from fastnn.api.tensor import Tensor, full, manual_seed, ones, rand, randn, tensor, zeros
+from fastnn.autograd import detect_anomaly, enable_grad, is_grad_enabled, no_grad
+from fastnn import functional  # noqa: E402
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BackendError", "DType", "Device", "DeviceMismatchError", "Tensor", "backends",
+    "bfloat16", "bool_", "detect_anomaly", "enable_grad", "float16", "float32", "float64",
+    "full", "functional", "get_device", "int32", "int64", "is_grad_enabled", "manual_seed",
+    "no_grad", "ones", "rand", "randn", "tensor", "use", "zeros",
+]
+
+
+def __getattr__(name):
+    # nn, optim and the checkpoint functions load on first use to keep import light
+    import importlib
+
+    if name in ("nn", "optim"):
+        return importlib.import_module(f"fastnn.{name}")
+    if name in ("save", "load"):
+        return getattr(importlib.import_module("fastnn.checkpoint"), name)
+    raise AttributeError(f"module 'fastnn' has no attribute {name!r}")

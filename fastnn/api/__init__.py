@@ -1,0 +1,1 @@
+"""fastnn's public API machinery: hook specification, registry, devices, tensors, ops."""

@@ -1,0 +1,90 @@
+"""Composite defaults for the optional (fused) hooks, written with primitives only.
+
+Each function takes the backend's :class:`~fastnn.api.registry.Ops` first and
+then the hook's own parameters; the registry binds ``ops`` for a backend that
+does not provide the fused hook itself. Python scalars are passed as the
+second operand of binary primitives, as the hook specification allows.
+"""
+
+from __future__ import annotations
+
+
+def softmax(ops, x, axis):
+    e = ops.exp(ops.sub(x, ops.max(x, (axis,), True)))
+    return ops.div(e, ops.sum(e, (axis,), True))
+
+
+def log_softmax(ops, x, axis):
+    shifted = ops.sub(x, ops.max(x, (axis,), True))
+    return ops.sub(shifted, ops.log(ops.sum(ops.exp(shifted), (axis,), True)))
+
+
+def softmax_cross_entropy(ops, logits, targets):
+    logp = log_softmax(ops, logits, 1)
+    probs = ops.exp(logp)
+    # NOTE: picking with a mask built by comparing against the probabilities' own
+    # dtype keeps this free of a dtype argument; where() selects, so no 0 * inf.
+    mask = ops.one_hot(targets, logits.shape[1], "bool")
+    picked = ops.sum(ops.where(mask, logp, 0.0), (1,), False)
+    return ops.neg(picked), probs
+
+
+def rms_div(ops, x, eps):
+    ms = ops.mean(ops.mul(x, x), (len(x.shape) - 1,), True)
+    r = ops.pow(ops.add(ms, eps), -0.5)
+    return ops.mul(x, r), r
+
+
+def bias_act(ops, x, bias, kind, slope):
+    z = ops.add(x, bias)
+    if kind == "identity":
+        return z
+    if kind == "leaky_relu":
+        return ops.leaky_relu(z, slope)
+    return getattr(ops, kind)(z)
+
+
+def sgd_step(ops, params, grads, bufs, lrs, weight_decays, momentum, dampening, nesterov,
+             first_step):
+    new_params, new_bufs = [], []
+    for p, g, buf, lr, wd in zip(params, grads, bufs, lrs, weight_decays):
+        if wd:
+            g = ops.add(g, ops.mul(p, wd))
+        if momentum:
+            if first_step or buf is None:
+                buf = ops.mul(g, 1.0)  # a fresh copy: never alias the gradient
+            else:
+                buf = ops.add(ops.mul(buf, momentum), ops.mul(g, 1.0 - dampening))
+            g = ops.add(g, ops.mul(buf, momentum)) if nesterov else buf
+        new_params.append(ops.sub(p, ops.mul(g, lr)))
+        new_bufs.append(buf)
+    return new_params, new_bufs
+
+
+def adam_step(ops, params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays, beta1, beta2,
+              eps, step, decoupled):
+    out_p, out_m, out_v = [], [], []
+    for p, g, m, v, lr, wd in zip(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays):
+        if wd and decoupled:
+            p = ops.mul(p, 1.0 - lr * wd)
+        elif wd:
+            g = ops.add(g, ops.mul(p, wd))
+        m = ops.add(ops.mul(m, beta1), ops.mul(g, 1.0 - beta1))
+        v = ops.add(ops.mul(v, beta2), ops.mul(ops.mul(g, g), 1.0 - beta2))
+        m_hat = ops.div(m, 1.0 - beta1**step)
+        denom = ops.add(ops.sqrt(ops.div(v, 1.0 - beta2**step)), eps)
+        out_p.append(ops.sub(p, ops.mul(ops.div(m_hat, denom), lr)))
+        out_m.append(m)
+        out_v.append(v)
+    return out_p, out_m, out_v
+
+
+def rmsprop_step(ops, params, grads, square_avgs, lrs, weight_decays, alpha, eps):
+    out_p, out_v = [], []
+    for p, g, v, lr, wd in zip(params, grads, square_avgs, lrs, weight_decays):
+        if wd:
+            g = ops.add(g, ops.mul(p, wd))
+        v = ops.add(ops.mul(v, alpha), ops.mul(ops.mul(g, g), 1.0 - alpha))
+        out_p.append(ops.sub(p, ops.mul(ops.div(g, ops.add(ops.sqrt(v), eps)), lr)))
+        out_v.append(v)
+    return out_p, out_v

@@ -1,0 +1,98 @@
+"""Devices ("cpu", "cuda:1", ...) and the default device that ``fnn.use`` sets."""
+
+from __future__ import annotations
+
+from fastnn.api.errors import BackendError
+from fastnn.api.registry import get_backend
+
+
+class Device:
+    """A backend name plus a device index; compares equal to its string form."""
+
+    __slots__ = ("backend", "index", "ops", "_str")
+
+    def __init__(self, backend_name: str, index: int = 0):
+        backend = get_backend(backend_name)
+        count = len(backend.record.devices)
+        if count and not 0 <= index < count:
+            raise BackendError(
+                f"device {backend_name}:{index} does not exist; backend {backend_name!r} "
+                f"has {count} device(s): {backend.record.devices}"
+            )
+        self.backend = backend
+        self.index = index
+        self.ops = backend.ops
+        self._str = backend_name if index == 0 and count <= 1 else f"{backend_name}:{index}"
+
+    @property
+    def type(self) -> str:
+        return self.backend.name
+
+    def __repr__(self) -> str:
+        return f"device({self._str!r})"
+
+    def __str__(self) -> str:
+        return self._str
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, Device):
+            return self.backend is other.backend and self.index == other.index
+        if isinstance(other, str):
+            try:
+                return self == as_device(other)
+            except (BackendError, ValueError):
+                return False
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.backend.name, self.index))
+
+
+_cache: dict[str, Device] = {}
+
+
+def as_device(spec) -> Device:
+    """Parse ``"name"`` or ``"name:N"`` (or pass a Device through)."""
+    if isinstance(spec, Device):
+        return spec
+    if spec is None:
+        return get_device()
+    if not isinstance(spec, str):
+        raise TypeError(f"device must be a string like 'cpu' or 'cuda:1', got {spec!r}")
+    found = _cache.get(spec)
+    if found is None:
+        name, _, index = spec.partition(":")
+        if index and not index.isdigit():
+            raise ValueError(f"bad device string {spec!r}: expected 'name' or 'name:N'")
+        found = Device(name, int(index) if index else 0)
+        _cache[spec] = found
+    return found
+
+
+_default: list[Device] = []
+
+
+def get_device() -> Device:
+    """The current default device (``cpu`` unless ``fnn.use`` changed it)."""
+    if not _default:
+        _default.append(as_device("cpu"))
+    return _default[-1]
+
+
+class use:
+    """Set the default device; as a context manager, restore the previous one on exit."""
+
+    def __init__(self, spec):
+        previous = get_device()
+        self.device = as_device(spec)
+        self._previous = previous
+        _default[-1] = self.device
+
+    def __enter__(self) -> Device:
+        return self.device
+
+    def __exit__(self, *exc) -> None:
+        _default[-1] = self._previous
+
+    def __repr__(self) -> str:
+        return f"fastnn.use({str(self.device)!r})"

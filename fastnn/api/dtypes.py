@@ -1,0 +1,75 @@
+"""Dtypes: small named objects that compare equal to their NumPy counterparts."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class DType:
+    """A tensor element type. ``name`` is what backends receive."""
+
+    __slots__ = ("name", "is_floating", "itemsize")
+
+    def __init__(self, name: str, is_floating: bool, itemsize: int):
+        self.name = name
+        self.is_floating = is_floating
+        self.itemsize = itemsize
+
+    def __repr__(self) -> str:
+        return f"fastnn.{self.name}"
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, DType):
+            return self is other
+        try:
+            return as_dtype(other) is self
+        except TypeError:
+            return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    @property
+    def numpy(self) -> np.dtype:
+        """The NumPy dtype used on the host (bfloat16 has none and is stored as float32)."""
+        return np.dtype("float32" if self.name == "bfloat16" else self.name)
+
+
+float16 = DType("float16", True, 2)
+bfloat16 = DType("bfloat16", True, 2)
+float32 = DType("float32", True, 4)
+float64 = DType("float64", True, 8)
+int32 = DType("int32", False, 4)
+int64 = DType("int64", False, 8)
+bool_ = DType("bool", False, 1)
+
+_BY_NAME = {d.name: d for d in (float16, bfloat16, float32, float64, int32, int64, bool_)}
+_ORDER = {"bool": 0, "int32": 1, "int64": 2, "float16": 3, "bfloat16": 3, "float32": 4, "float64": 5}
+
+
+def as_dtype(value) -> DType:
+    """Turn a DType, a name, or a NumPy dtype/type into a DType; TypeError if unsupported."""
+    if isinstance(value, DType):
+        return value
+    name = value if isinstance(value, str) else None
+    if name is None:
+        try:
+            name = np.dtype(value).name
+        except TypeError:
+            name = repr(value)
+    found = _BY_NAME.get(name)
+    if found is None:
+        raise TypeError(
+            f"unsupported dtype {name!r}; fastnn supports {', '.join(_BY_NAME)} "
+            "(convert the data first, e.g. array.astype('float32'))"
+        )
+    return found
+
+
+def promote(a: DType, b: DType) -> DType:
+    """The result dtype of a binary op, as in PyTorch: the wider kind/size wins."""
+    if a is b:
+        return a
+    if {a.name, b.name} == {"float16", "bfloat16"}:
+        return float32
+    return a if _ORDER[a.name] >= _ORDER[b.name] else b

@@ -1,0 +1,9 @@
+"""Exceptions raised by fastnn's public API."""
+
+
+class BackendError(RuntimeError):
+    """A backend is missing, cannot load, or cannot run on this machine."""
+
+
+class DeviceMismatchError(RuntimeError):
+    """An op received tensors that live on two different devices."""

@@ -1,0 +1,63 @@
+"""Loss functions on tensors; each takes ``reduction`` = "mean", "sum" or "none"."""
+
+from __future__ import annotations
+
+from fastnn.api import math as m
+from fastnn.api import nnops, shape
+from fastnn.api.tensor import Tensor
+
+REDUCTIONS = ("mean", "sum", "none")
+
+
+def _reduce(op: str, per_element: Tensor, reduction: str) -> Tensor:
+    if reduction == "mean":
+        return shape.mean(per_element)
+    if reduction == "sum":
+        return shape.sum(per_element)
+    if reduction == "none":
+        return per_element
+    raise ValueError(f"{op}: reduction must be one of {REDUCTIONS}, got {reduction!r}")
+
+
+def _same_shape(op: str, pred: Tensor, target: Tensor) -> None:
+    if not isinstance(target, Tensor):
+        raise TypeError(f"{op}: target must be a Tensor, got {type(target).__name__}")
+    if pred.shape != target.shape:
+        raise ValueError(f"{op}: prediction {pred.shape} and target {target.shape} differ in shape")
+
+
+def cross_entropy(logits: Tensor, targets: Tensor, reduction: str = "mean") -> Tensor:
+    """Softmax cross-entropy of (N, C) logits against integer class targets (N,)."""
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"cross_entropy: reduction must be one of {REDUCTIONS}, got {reduction!r}")
+    return _reduce("cross_entropy", nnops.softmax_cross_entropy_rows(logits, targets), reduction)
+
+
+def mse_loss(pred: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """(pred - target)**2."""
+    _same_shape("mse_loss", pred, target)
+    diff = m.sub(pred, target)
+    return _reduce("mse_loss", m.mul(diff, diff), reduction)
+
+
+def huber_loss(pred: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0):
+    """0.5 * d**2 where |d| <= delta, else delta * (|d| - 0.5 * delta); d = pred - target."""
+    _same_shape("huber_loss", pred, target)
+    if delta <= 0:
+        raise ValueError(f"huber_loss: delta must be > 0, got {delta}")
+    diff = m.sub(pred, target)
+    a = m.abs(diff)
+    quadratic = m.minimum(a, float(delta))
+    # 0.5 q^2 + delta (|d| - q): equals both branches and is smooth at |d| = delta
+    per = m.add(m.mul(m.mul(quadratic, quadratic), 0.5), m.mul(m.sub(a, quadratic), float(delta)))
+    return _reduce("huber_loss", per, reduction)
+
+
+def binary_cross_entropy_with_logits(logits: Tensor, target: Tensor, reduction: str = "mean"):
+    """-(t log sigmoid(x) + (1 - t) log(1 - sigmoid(x))), computed stably.
+
+    Uses max(x, 0) - x * t + log1p(exp(-|x|)) = softplus(x) - x * t.
+    """
+    _same_shape("binary_cross_entropy_with_logits", logits, target)
+    per = m.sub(nnops.softplus(logits), m.mul(logits, target))
+    return _reduce("binary_cross_entropy_with_logits", per, reduction)

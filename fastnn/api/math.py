@@ -1,0 +1,231 @@
+"""Elementwise math, reductions and data movement on tensors, recorded on the tape.
+
+Each function validates its arguments (so every backend raises the same clear
+error), calls the resolved backend primitive, and attaches a tape node.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+from fastnn.api import dtypes
+from fastnn.api.dtypes import promote
+from fastnn.api.errors import DeviceMismatchError
+from fastnn.api.tensor import Tensor
+from fastnn.autograd.engine import attach
+
+_Scalar = (numbers.Real,)
+
+
+def check_same_device(op, a, b) -> None:
+    if a._device is not b._device and a._device != b._device:
+        raise DeviceMismatchError(
+            f"{op}: tensors are on different devices ({a._device} and {b._device}); "
+            f"move one explicitly with .to({str(a._device)!r})"
+        )
+
+
+def broadcast_shape(op, sa, sb) -> tuple:
+    """NumPy's broadcast of two shapes, or ValueError naming the op and both shapes."""
+    if sa == sb:
+        return sa
+    n = max(len(sa), len(sb))
+    pa, pb = (1,) * (n - len(sa)) + tuple(sa), (1,) * (n - len(sb)) + tuple(sb)
+    out = []
+    for x, y in zip(pa, pb):
+        if x != y and x != 1 and y != 1:
+            raise ValueError(f"{op}: shapes {tuple(sa)} and {tuple(sb)} do not broadcast")
+        out.append(y if x == 1 else x)
+    return tuple(out)
+
+
+def _as_tensor_like(value, like: Tensor) -> Tensor:
+    """A 0-d tensor of ``like``'s dtype and device holding the Python scalar ``value``."""
+    dev = like._device
+    return Tensor._make(dev.ops.full((), value, like._dtype.name, dev.index), like._dtype, dev)
+
+
+def _float_scalar_needs_cast(t: Tensor, value) -> bool:
+    return not t._dtype.is_floating and not isinstance(value, numbers.Integral)
+
+
+def binary(op: str, a, b, saved_fn=None) -> Tensor:
+    """Broadcasting binary op ``op`` with dtype promotion; scalars stay scalars."""
+    if not isinstance(a, Tensor):
+        if not isinstance(b, Tensor):
+            raise TypeError(f"{op}: expected a Tensor operand, got {type(a).__name__}")
+        a = _as_tensor_like(_check_scalar(op, a), b)
+    if isinstance(b, Tensor):
+        check_same_device(op, a, b)
+        if a._dtype is not b._dtype:
+            target = promote(a._dtype, b._dtype)
+            a, b = astype(a, target), astype(b, target)
+        broadcast_shape(op, a._data.shape, b._data.shape)
+        b_data, b_in = b._data, b
+    else:
+        b_data = _check_scalar(op, b)
+        if _float_scalar_needs_cast(a, b_data):
+            a = astype(a, dtypes.float32)
+        b_in = None
+    if op == "div" and not a._dtype.is_floating:
+        a = astype(a, dtypes.float32)
+        if b_in is not None:
+            b_in = astype(b_in, dtypes.float32)
+            b_data = b_in._data
+    ops = a._device.ops
+    out_data = getattr(ops, op)(a._data, b_data)
+    out = Tensor._make(out_data, a._dtype, a._device)
+    saved = saved_fn(a._data, b_data, out_data) if saved_fn else ()
+    return attach(out, op, (a, b_in), saved)
+
+
+def _check_scalar(op, value):
+    if isinstance(value, bool) or not isinstance(value, _Scalar):
+        raise TypeError(f"{op}: expected a Tensor or a real number, got {type(value).__name__}")
+    return float(value) if not isinstance(value, numbers.Integral) else int(value)
+
+
+def add(a, b):
+    return binary("add", a, b)
+
+
+def sub(a, b):
+    return binary("sub", a, b)
+
+
+def mul(a, b):
+    return binary("mul", a, b, lambda x, y, out: (x, y))
+
+
+def div(a, b):
+    return binary("div", a, b, lambda x, y, out: (y, out))
+
+
+def pow(a, b):
+    return binary("pow", a, b, lambda x, y, out: (x, y, out))
+
+
+def maximum(a, b):
+    return binary("maximum", a, b, lambda x, y, out: (x, y))
+
+
+def minimum(a, b):
+    return binary("minimum", a, b, lambda x, y, out: (x, y))
+
+
+def compare(op: str, a, b) -> Tensor:
+    """greater / less / equal: a bool tensor that never carries gradients."""
+    if not isinstance(a, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(a).__name__}")
+    if isinstance(b, Tensor):
+        check_same_device(op, a, b)
+        if a._dtype is not b._dtype:
+            target = promote(a._dtype, b._dtype)
+            a, b = astype(a, target), astype(b, target)
+        broadcast_shape(op, a._data.shape, b._data.shape)
+        b = b._data
+    else:
+        b = _check_scalar(op, b)
+        if _float_scalar_needs_cast(a, b):
+            a = astype(a, dtypes.float32)
+    return Tensor._make(getattr(a._device.ops, op)(a._data, b), dtypes.bool_, a._device)
+
+
+def where(cond: Tensor, a, b) -> Tensor:
+    """Elementwise ``a if cond else b`` (cond a bool tensor)."""
+    if not isinstance(cond, Tensor) or cond._dtype is not dtypes.bool_:
+        raise TypeError("where: cond must be a bool tensor (e.g. x > 0)")
+    if not isinstance(a, Tensor):
+        if not isinstance(b, Tensor):
+            raise TypeError("where: a or b must be a Tensor")
+        a = _as_tensor_like(_check_scalar("where", a), b)
+    if isinstance(b, Tensor):
+        check_same_device("where", a, b)
+        if a._dtype is not b._dtype:
+            target = promote(a._dtype, b._dtype)
+            a, b = astype(a, target), astype(b, target)
+        b_data, b_in = b._data, b
+    else:
+        b_data, b_in = _check_scalar("where", b), None
+    check_same_device("where", cond, a)
+    shape = broadcast_shape("where", cond._data.shape, a._data.shape)
+    if b_in is not None:
+        broadcast_shape("where", shape, b_data.shape)
+    out = Tensor._make(a._device.ops.where(cond._data, a._data, b_data), a._dtype, a._device)
+    return attach(out, "where", (None, a, b_in), (cond._data,))
+
+
+# ---------------------------------------------------------------- unary
+
+
+def unary(op: str, x: Tensor, save_input=False, save_output=False) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
+    if not x._dtype.is_floating and op not in ("neg", "abs", "sign", "relu"):
+        x = astype(x, dtypes.float32)
+    out_data = getattr(x._device.ops, op)(x._data)
+    out = Tensor._make(out_data, x._dtype, x._device)
+    if op == "sign":
+        return out
+    saved = (x._data,) if save_input else ()
+    if save_output:
+        saved = saved + (out_data,)
+    return attach(out, op, (x,), saved)
+
+
+def neg(x):
+    return unary("neg", x)
+
+
+def exp(x):
+    return unary("exp", x, save_output=True)
+
+
+def log(x):
+    return unary("log", x, save_input=True)
+
+
+def sqrt(x):
+    return unary("sqrt", x, save_output=True)
+
+
+def abs(x):
+    return unary("abs", x, save_input=True)
+
+
+def sign(x):
+    return unary("sign", x)
+
+
+def erf(x):
+    return unary("erf", x, save_input=True)
+
+
+# ---------------------------------------------------------------- dtype and device
+
+
+def astype(x: Tensor, dtype) -> Tensor:
+    """Convert to ``dtype``; gradients flow back between floating dtypes."""
+    dtype = dtypes.as_dtype(dtype)
+    if dtype is x._dtype:
+        return x
+    if dtype.name not in x._device.backend.record.dtypes:
+        raise TypeError(
+            f"astype: backend {x._device.backend.name!r} does not support {dtype.name}; "
+            f"it supports {', '.join(x._device.backend.record.dtypes)}"
+        )
+    out = Tensor._make(x._device.ops.astype(x._data, dtype.name), dtype, x._device)
+    if not (dtype.is_floating and x._dtype.is_floating):
+        return out
+    return attach(out, "astype", (x,), (), x._dtype.name)
+
+
+def transfer(x: Tensor, device) -> Tensor:
+    """Copy ``x`` to ``device`` through the host; gradients flow back to the source device."""
+    if device is x._device or device == x._device:
+        return x
+    if x._dtype.name not in device.backend.record.dtypes:
+        raise TypeError(f"to: device {device} does not support {x._dtype.name}")
+    host = x._device.ops.to_numpy(x._data)
+    out = Tensor._make(device.ops.from_numpy(host, device.index), x._dtype, device)
+    return attach(out, "transfer", (x,), (), x._device)

@@ -1,0 +1,84 @@
+"""Operators and methods of :class:`~fastnn.api.tensor.Tensor`, bound to the functional ops.
+
+Kept apart from tensor.py so the class stays readable; imported once by
+``fastnn/__init__.py``.
+"""
+
+from __future__ import annotations
+
+from fastnn.api import math as m
+from fastnn.api import nnops, shape
+from fastnn.api.tensor import Tensor
+
+
+def _rsub(self, other):
+    return m.add(m.neg(self), other)
+
+
+def _rdiv(self, other):
+    return m.div(m._as_tensor_like(m._check_scalar("div", other), self), self)
+
+
+def _rpow(self, other):
+    return m.pow(m._as_tensor_like(m._check_scalar("pow", other), self), self)
+
+
+def _rmatmul(self, other):
+    return nnops.matmul(other, self)
+
+
+def _ge(self, other):
+    return m.compare("equal", m.compare("less", self, other), 0)
+
+
+def _le(self, other):
+    return m.compare("equal", m.compare("greater", self, other), 0)
+
+
+_METHODS = {
+    "__add__": m.add,
+    "__radd__": m.add,
+    "__sub__": m.sub,
+    "__rsub__": _rsub,
+    "__mul__": m.mul,
+    "__rmul__": m.mul,
+    "__truediv__": m.div,
+    "__rtruediv__": _rdiv,
+    "__pow__": m.pow,
+    "__rpow__": _rpow,
+    "__neg__": m.neg,
+    "__matmul__": nnops.matmul,
+    "__rmatmul__": _rmatmul,
+    "__gt__": lambda a, b: m.compare("greater", a, b),
+    "__lt__": lambda a, b: m.compare("less", a, b),
+    "__ge__": _ge,
+    "__le__": _le,
+    "eq": lambda a, b: m.compare("equal", a, b),
+    "exp": m.exp,
+    "log": m.log,
+    "sqrt": m.sqrt,
+    "abs": m.abs,
+    "__abs__": m.abs,
+    "sign": m.sign,
+    "tanh": nnops.tanh,
+    "sigmoid": nnops.sigmoid,
+    "relu": nnops.relu,
+    "sum": shape.sum,
+    "mean": shape.mean,
+    "max": shape.max,
+    "argmax": shape.argmax,
+    "reshape": shape.reshape,
+    "transpose": shape.transpose,
+    "contiguous": shape.contiguous,
+    "broadcast_to": shape.broadcast_to,
+    "matmul": nnops.matmul,
+    "softmax": nnops.softmax,
+    "log_softmax": nnops.log_softmax,
+    "astype": m.astype,
+}
+
+for _name, _fn in _METHODS.items():
+    setattr(Tensor, _name, _fn)
+
+Tensor.T = property(lambda self: shape.transpose(self))
+Tensor.__hash__ = object.__hash__

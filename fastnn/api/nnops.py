@@ -1,0 +1,209 @@
+"""Neural-network ops on tensors: matmul, conv1d, activations, softmax, RMS division.
+
+Fused ops (softmax, cross-entropy, rms_div, bias_act) call the backend's fused
+hook when it has one and the core's composite default otherwise; either way
+the backward rule in :mod:`fastnn.autograd.rules` applies.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+from fastnn.api import dtypes
+from fastnn.api.math import astype, broadcast_shape, check_same_device
+from fastnn.api.shape import check_targets, reshape
+from fastnn.api.tensor import Tensor
+from fastnn.autograd.engine import attach
+
+ACTIVATIONS = ("relu", "leaky_relu", "sigmoid", "tanh", "silu", "gelu", "softplus", "identity")
+
+
+def _float_pair(op, a, b):
+    for t in (a, b):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}: expected Tensors, got {type(t).__name__}")
+    check_same_device(op, a, b)
+    if a._dtype is not b._dtype:
+        target = dtypes.promote(a._dtype, b._dtype)
+        a, b = astype(a, target), astype(b, target)
+    return a, b
+
+
+def matmul(a: Tensor, b: Tensor) -> Tensor:
+    """Matrix product with NumPy semantics (batched, broadcasting; 1-D operands promoted)."""
+    a, b = _float_pair("matmul", a, b)
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError("matmul: operands must have at least 1 dimension; use * for scalars")
+    squeeze = []
+    if a.ndim == 1:
+        a = reshape(a, (1, a.shape[0]))
+        squeeze.append(-2)
+    if b.ndim == 1:
+        b = reshape(b, (b.shape[0], 1))
+        squeeze.append(-1)
+    if a.shape[-1] != b.shape[-2]:
+        raise ValueError(
+            f"matmul: shapes {a.shape} and {b.shape} are not aligned: "
+            f"{a.shape[-1]} (last dim of a) != {b.shape[-2]} (second-to-last dim of b)"
+        )
+    batch = broadcast_shape("matmul (batch dims)", a.shape[:-2], b.shape[:-2])
+    out = Tensor._make(a._device.ops.matmul(a._data, b._data), a._dtype, a._device)
+    out = attach(out, "matmul", (a, b), (a._data, b._data))
+    if squeeze:
+        shape = batch + (a.shape[-2],) * (-2 not in squeeze) + (b.shape[-1],) * (-1 not in squeeze)
+        out = reshape(out, shape)
+    return out
+
+
+def _positive_int(op, name, value, minimum):
+    if not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{op}: {name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def conv1d(x: Tensor, weight: Tensor, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-D cross-correlation as PyTorch's conv1d: x (N, C_in, L), weight (C_out, C_in/groups, K)."""
+    x, weight = _float_pair("conv1d", x, weight)
+    stride = _positive_int("conv1d", "stride", stride, 1)
+    padding = _positive_int("conv1d", "padding", padding, 0)
+    dilation = _positive_int("conv1d", "dilation", dilation, 1)
+    groups = _positive_int("conv1d", "groups", groups, 1)
+    if x.ndim != 3 or weight.ndim != 3:
+        raise ValueError(
+            f"conv1d: expected x (N, C_in, L) and weight (C_out, C_in/groups, K), got shapes "
+            f"{x.shape} and {weight.shape}"
+        )
+    n, c_in, length = x.shape
+    c_out, c_in_g, k = weight.shape
+    if c_in % groups or c_out % groups:
+        raise ValueError(f"conv1d: C_in={c_in} and C_out={c_out} must be divisible by groups={groups}")
+    if c_in_g * groups != c_in:
+        raise ValueError(
+            f"conv1d: weight expects {c_in_g * groups} input channels ({c_in_g} per group x "
+            f"{groups} groups) but x has {c_in}"
+        )
+    length_out = (length + 2 * padding - dilation * (k - 1) - 1) // stride + 1
+    if k < 1 or length_out < 1:
+        raise ValueError(
+            f"conv1d: kernel size {k} with dilation {dilation} does not fit an input of length "
+            f"{length} padded by {padding} on each side (output length {length_out})"
+        )
+    attrs = (stride, padding, dilation, groups)
+    data = x._device.ops.conv1d(x._data, weight._data, *attrs)
+    out = attach(Tensor._make(data, x._dtype, x._device), "conv1d", (x, weight),
+                 (x._data, weight._data), attrs)
+    if bias is not None:
+        if bias.shape != (c_out,):
+            raise ValueError(f"conv1d: bias must have shape ({c_out},), got {bias.shape}")
+        out = out + reshape(bias, (c_out, 1))
+    return out
+
+
+def _activation(kind: str, x: Tensor, slope=0.0) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{kind}: expected a Tensor, got {type(x).__name__}")
+    if not x._dtype.is_floating:
+        x = astype(x, dtypes.float32)
+    ops = x._device.ops
+    data = ops.leaky_relu(x._data, slope) if kind == "leaky_relu" else getattr(ops, kind)(x._data)
+    out = Tensor._make(data, x._dtype, x._device)
+    return attach(out, kind, (x,), (x._data, data), slope if kind == "leaky_relu" else None)
+
+
+def relu(x):
+    return _activation("relu", x)
+
+
+def leaky_relu(x, slope=0.01):
+    return _activation("leaky_relu", x, float(slope))
+
+
+def sigmoid(x):
+    return _activation("sigmoid", x)
+
+
+def tanh(x):
+    return _activation("tanh", x)
+
+
+def gelu(x):
+    """Exact GELU (with erf), as PyTorch's default."""
+    return _activation("gelu", x)
+
+
+def silu(x):
+    return _activation("silu", x)
+
+
+def softplus(x):
+    return _activation("softplus", x)
+
+
+def activation(kind: str, x: Tensor, slope=0.01) -> Tensor:
+    """Apply the activation named ``kind`` (one of ACTIVATIONS)."""
+    if kind not in ACTIVATIONS:
+        raise ValueError(f"unknown activation {kind!r}; choose one of {', '.join(ACTIVATIONS)}")
+    if kind == "identity":
+        return x
+    return _activation(kind, x, float(slope) if kind == "leaky_relu" else 0.0)
+
+
+def bias_act(x: Tensor, bias: Tensor, kind: str = "identity", slope=0.01) -> Tensor:
+    """activation(x + bias) in one fused hook; bias is (features,) along the last axis."""
+    x, bias = _float_pair("bias_act", x, bias)
+    if kind not in ACTIVATIONS:
+        raise ValueError(f"unknown activation {kind!r}; choose one of {', '.join(ACTIVATIONS)}")
+    if bias.ndim != 1 or not x.ndim or bias.shape[0] != x.shape[-1]:
+        raise ValueError(f"bias_act: bias {bias.shape} does not match the last axis of {x.shape}")
+    slope = float(slope)
+    data = x._device.ops.bias_act(x._data, bias._data, kind, slope)
+    out = Tensor._make(data, x._dtype, x._device)
+    return attach(out, "bias_act", (x, bias), (x._data, bias._data, data), (kind, slope))
+
+
+def _axis(op, x, axis):
+    if not -x.ndim <= axis < x.ndim:
+        raise ValueError(f"{op}: axis {axis} out of range for shape {x.shape}")
+    return axis % x.ndim
+
+
+def softmax(x: Tensor, axis=-1) -> Tensor:
+    """exp(x) / sum(exp(x)) along ``axis``, computed stably."""
+    axis = _axis("softmax", x, axis)
+    data = x._device.ops.softmax(x._data, axis)
+    return attach(Tensor._make(data, x._dtype, x._device), "softmax", (x,), (data,), axis)
+
+
+def log_softmax(x: Tensor, axis=-1) -> Tensor:
+    """x - logsumexp(x) along ``axis``, computed stably."""
+    axis = _axis("log_softmax", x, axis)
+    data = x._device.ops.log_softmax(x._data, axis)
+    return attach(Tensor._make(data, x._dtype, x._device), "log_softmax", (x,), (data,), axis)
+
+
+def rms_div(x: Tensor, eps=1e-6) -> Tensor:
+    """x / sqrt(mean(x**2 over the last axis) + eps)."""
+    if x.ndim == 0:
+        raise ValueError("rms_div: needs at least one axis")
+    data, r = x._device.ops.rms_div(x._data, float(eps))
+    return attach(Tensor._make(data, x._dtype, x._device), "rms_div", (x,), (data, r))
+
+
+def softmax_cross_entropy_rows(logits: Tensor, targets: Tensor) -> Tensor:
+    """Per-row cross-entropy of (N, C) logits against int targets (N,)."""
+    if not isinstance(logits, Tensor) or logits.ndim != 2:
+        shape = getattr(logits, "shape", None)
+        raise ValueError(f"cross_entropy: logits must be (N, C), got shape {shape}")
+    if not logits._dtype.is_floating:
+        raise TypeError(f"cross_entropy: logits must be floating point, got {logits._dtype}")
+    check_same_device("cross_entropy", logits, targets)
+    if targets.shape != (logits.shape[0],):
+        raise ValueError(
+            f"cross_entropy: targets must have shape ({logits.shape[0]},) to match logits "
+            f"{logits.shape}, got {targets.shape}"
+        )
+    check_targets("cross_entropy", targets, logits.shape[1])
+    loss, probs = logits._device.ops.softmax_cross_entropy(logits._data, targets._data)
+    out = Tensor._make(loss, logits._dtype, logits._device)
+    return attach(out, "softmax_cross_entropy", (logits, None), (probs, targets._data),
+                  logits._dtype.name)

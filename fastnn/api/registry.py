@@ -1,0 +1,179 @@
+"""Backend discovery and loading through the ``fastnn.backends`` entry-point group.
+
+Backends are found by entry point only, loaded lazily on first use, validated
+by pluggy against :mod:`fastnn.api.hookspec`, and resolved once into an
+:class:`Ops` table whose attributes are the implementations themselves, so
+the hot path pays no dispatch cost.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from dataclasses import dataclass, field
+from functools import partial
+from importlib.metadata import entry_points
+
+import pluggy
+
+from fastnn.api import composite, hookspec
+from fastnn.api.errors import BackendError
+
+GROUP = "fastnn.backends"
+
+
+@dataclass
+class BackendRecord:
+    """What ``fnn.backends()`` reports about one installed backend."""
+
+    name: str
+    distribution: str
+    version: str
+    available: bool
+    reason: str
+    devices: list = field(default_factory=list)
+    dtypes: list = field(default_factory=list)
+    host_memory: bool = False  # arrays live in host RAM: host-side checks cost nothing
+
+
+class Ops:
+    """A backend's resolved hook implementations, one attribute per hook name."""
+
+    def __init__(self, backend_name: str):
+        self._backend_name = backend_name
+
+    def __repr__(self) -> str:
+        return f"<Ops of backend {self._backend_name!r}>"
+
+
+class Backend:
+    """A loaded backend: its record and its resolved ops table."""
+
+    def __init__(self, record: BackendRecord, ops: Ops | None):
+        self.name = record.name
+        self.record = record
+        self.ops = ops
+        self.implemented: set[str] = set()
+
+
+_lock = threading.RLock()
+_entry_points: dict | None = None
+_loaded: dict[str, Backend] = {}
+
+
+def _discover() -> dict:
+    global _entry_points
+    if _entry_points is None:
+        _entry_points = {ep.name: ep for ep in entry_points(group=GROUP)}
+    return _entry_points
+
+
+def refresh() -> None:
+    """Forget discovered entry points and loaded backends (after installing a backend)."""
+    global _entry_points
+    with _lock:
+        _entry_points = None
+        _loaded.clear()
+
+
+def _missing(backend: str, name: str):
+    def not_implemented(*args, **kwargs):
+        raise NotImplementedError(
+            f"backend {backend!r} does not implement the primitive {name!r}; "
+            f"implement the hook {name!r} of fastnn.api.hookspec in that backend"
+        )
+
+    return not_implemented
+
+
+def _check_signatures(name: str, pm: pluggy.PluginManager) -> None:
+    """Reject implementations whose parameters differ from the spec's, in name or order."""
+    for hook_name in hookspec.PRIMITIVES + hookspec.FUSED + ["backend_probe"]:
+        spec_args = list(inspect.signature(getattr(hookspec, hook_name)).parameters)
+        for impl in getattr(pm.hook, hook_name).get_hookimpls():
+            if list(impl.argnames) != spec_args:
+                raise BackendError(
+                    f"backend {name!r}: hook {hook_name!r} takes {list(impl.argnames)}, "
+                    f"but the spec requires exactly {spec_args} in that order"
+                )
+
+
+def _build_ops(name: str, pm: pluggy.PluginManager) -> tuple[Ops, set[str]]:
+    ops = Ops(name)
+    implemented = set()
+    for hook_name in hookspec.PRIMITIVES + hookspec.FUSED:
+        impls = getattr(pm.hook, hook_name).get_hookimpls()
+        if impls:
+            setattr(ops, hook_name, impls[-1].function)
+            implemented.add(hook_name)
+        elif hook_name in hookspec.FUSED:
+            setattr(ops, hook_name, partial(getattr(composite, hook_name), ops))
+        else:
+            setattr(ops, hook_name, _missing(name, hook_name))
+    return ops, implemented
+
+
+def _load(name: str) -> Backend:
+    eps = _discover()
+    if name not in eps:
+        installed = ", ".join(sorted(eps)) or "none"
+        raise BackendError(
+            f"unknown backend {name!r}; installed backends: {installed}. Install one with "
+            f"`pip install -e backends/<dir>` or a third-party package that registers "
+            f"the entry point group {GROUP!r}"
+        )
+    ep = eps[name]
+    dist = getattr(ep, "dist", None)
+    record = BackendRecord(
+        name=name,
+        distribution=dist.name if dist else "?",
+        version=dist.version if dist else "?",
+        available=False,
+        reason="",
+    )
+    try:
+        module = ep.load()
+        pm = pluggy.PluginManager(hookspec.PROJECT)
+        pm.add_hookspecs(hookspec)
+        pm.register(module, name=name)
+        pm.check_pending()
+        _check_signatures(name, pm)
+        probe = pm.hook.backend_probe() or {}
+    except Exception as exc:  # a broken plugin must not break fastnn
+        record.reason = f"failed to load ({type(exc).__name__}: {exc})"
+        return Backend(record, None)
+    record.available = bool(probe.get("available", False))
+    record.reason = probe.get("reason", "") or ("" if record.available else "unavailable")
+    record.devices = list(probe.get("devices", []))
+    record.dtypes = list(probe.get("dtypes", []))
+    record.version = probe.get("version", record.version)
+    record.host_memory = bool(probe.get("host_memory", False))
+    if not record.available:
+        return Backend(record, None)
+    ops, implemented = _build_ops(name, pm)
+    backend = Backend(record, ops)
+    backend.implemented = implemented
+    return backend
+
+
+def get_backend(name: str, require: bool = True) -> Backend:
+    """The loaded backend called ``name``; BackendError if unknown or (with require) unusable."""
+    backend = _loaded.get(name)
+    if backend is None:
+        with _lock:
+            backend = _loaded.get(name)
+            if backend is None:
+                backend = _load(name)
+                _loaded[name] = backend
+    if require and backend.ops is None:
+        others = [n for n in _discover() if n != name]
+        raise BackendError(
+            f"backend {name!r} ({backend.record.distribution}) is installed but unusable: "
+            f"{backend.record.reason}. Other installed backends: {', '.join(others) or 'none'}"
+        )
+    return backend
+
+
+def backends() -> list[BackendRecord]:
+    """One record per installed backend (loading each to ask whether it is available)."""
+    return [get_backend(name, require=False).record for name in sorted(_discover())]

@@ -1,0 +1,152 @@
+"""Reductions and data movement on tensors, recorded on the tape."""
+
+from __future__ import annotations
+
+import builtins
+import math
+import numbers
+
+from fastnn.api import dtypes
+from fastnn.api.tensor import Tensor
+from fastnn.autograd.engine import attach
+
+
+def normalize_axis(op: str, axis, ndim: int):
+    """None, an int or a sequence of ints -> None or a sorted tuple of non-negative axes."""
+    if axis is None:
+        return None
+    axes = (axis,) if isinstance(axis, numbers.Integral) else tuple(axis)
+    out = []
+    for a in axes:
+        if not isinstance(a, numbers.Integral) or not -ndim <= a < builtins.max(ndim, 1):
+            raise ValueError(f"{op}: axis {a} is out of range for a tensor with {ndim} dims")
+        a = int(a) % builtins.max(ndim, 1)
+        if a in out:
+            raise ValueError(f"{op}: axis {a} is repeated in {axis}")
+        out.append(a)
+    return tuple(sorted(out))
+
+
+def _reduce(op: str, x: Tensor, axis, keepdims: bool) -> Tensor:
+    shape = x.shape
+    axis = normalize_axis(op, axis, len(shape))
+    if not x._dtype.is_floating and op == "mean":
+        x = x.to(dtypes.float32)
+    data = getattr(x._device.ops, op)(x._data, axis, keepdims)
+    out = Tensor._make(data, x._dtype, x._device)
+    if op == "max":
+        return attach(out, op, (x,), (x._data, data), (shape, axis, keepdims, x._dtype.name))
+    return attach(out, op, (x,), (), (shape, axis, keepdims))
+
+
+def sum(x: Tensor, axis=None, keepdims=False) -> Tensor:
+    """Sum over ``axis`` (None = all)."""
+    return _reduce("sum", x, axis, keepdims)
+
+
+def mean(x: Tensor, axis=None, keepdims=False) -> Tensor:
+    """Mean over ``axis`` (None = all); integer tensors give float32."""
+    return _reduce("mean", x, axis, keepdims)
+
+
+def max(x: Tensor, axis=None, keepdims=False) -> Tensor:
+    """Max over ``axis`` (None = all); ties share the gradient evenly."""
+    axes = normalize_axis("max", axis, x.ndim)
+    if any(x.shape[a] == 0 for a in (range(x.ndim) if axes is None else axes)):
+        raise ValueError(f"max: cannot reduce over a size-0 axis of a tensor of shape {x.shape}")
+    return _reduce("max", x, axis, keepdims)
+
+
+def argmax(x: Tensor, axis: int = -1) -> Tensor:
+    """Index of the maximum along ``axis`` as an int64 tensor (no gradient)."""
+    (axis,) = normalize_axis("argmax", axis, x.ndim)
+    if x.shape[axis] == 0:
+        raise ValueError(f"argmax: axis {axis} of shape {x.shape} is empty")
+    return Tensor._make(x._device.ops.argmax(x._data, axis), dtypes.int64, x._device)
+
+
+def _resolve_shape(op, shape, size: int) -> tuple:
+    if isinstance(shape, numbers.Integral):
+        shape = (shape,)
+    shape = tuple(int(n) for n in shape)
+    unknown = [i for i, n in enumerate(shape) if n == -1]
+    if len(unknown) > 1 or any(n < -1 for n in shape):
+        raise ValueError(f"{op}: bad shape {shape}: at most one -1 and no other negatives")
+    known = math.prod(n for n in shape if n != -1)
+    if unknown:
+        if known == 0 or size % known:
+            raise ValueError(f"{op}: cannot infer -1 in {shape} for {size} elements")
+        shape = shape[: unknown[0]] + (size // known,) + shape[unknown[0] + 1 :]
+    elif known != size:
+        raise ValueError(f"{op}: cannot reshape {size} elements into shape {shape}")
+    return shape
+
+
+def reshape(x: Tensor, *shape) -> Tensor:
+    """Same elements, new shape (one -1 allowed)."""
+    if len(shape) == 1 and not isinstance(shape[0], numbers.Integral):
+        shape = shape[0]
+    old = x.shape
+    shape = _resolve_shape("reshape", shape, math.prod(old))
+    if shape == old:
+        return x
+    out = Tensor._make(x._device.ops.reshape(x._data, shape), x._dtype, x._device)
+    return attach(out, "reshape", (x,), (), old)
+
+
+def transpose(x: Tensor, axes=None) -> Tensor:
+    """Permute axes; ``axes=None`` reverses them (``x.T``)."""
+    n = x.ndim
+    if axes is None:
+        axes = tuple(reversed(range(n)))
+    axes = tuple(int(a) % n if n else int(a) for a in axes)
+    if sorted(axes) != list(range(n)):
+        raise ValueError(f"transpose: {axes} is not a permutation of the {n} axes")
+    out = Tensor._make(x._device.ops.transpose(x._data, axes), x._dtype, x._device)
+    return attach(out, "transpose", (x,), (), axes)
+
+
+def broadcast_to(x: Tensor, shape) -> Tensor:
+    """A view of ``x`` broadcast to ``shape`` (NumPy rules)."""
+    from fastnn.api.math import broadcast_shape
+
+    shape = tuple(int(n) for n in shape)
+    if broadcast_shape("broadcast_to", x.shape, shape) != shape:
+        raise ValueError(f"broadcast_to: cannot broadcast {x.shape} to {shape}")
+    out = Tensor._make(x._device.ops.broadcast_to(x._data, shape), x._dtype, x._device)
+    return attach(out, "broadcast_to", (x,))
+
+
+def contiguous(x: Tensor) -> Tensor:
+    """A C-contiguous copy (or ``x``'s own data when it already is one)."""
+    out = Tensor._make(x._device.ops.contiguous(x._data), x._dtype, x._device)
+    return attach(out, "contiguous", (x,))
+
+
+def one_hot(targets: Tensor, num_classes: int, dtype=dtypes.float32) -> Tensor:
+    """(..., num_classes) with 1 at each target index; checks that targets are in range."""
+    check_targets("one_hot", targets, num_classes)
+    dtype = dtypes.as_dtype(dtype)
+    data = targets._device.ops.one_hot(targets._data, int(num_classes), dtype.name)
+    return Tensor._make(data, dtype, targets._device)
+
+
+def check_targets(op: str, targets: Tensor, num_classes: int) -> None:
+    """Integer class targets in [0, num_classes), or a clear error."""
+    if not isinstance(targets, Tensor) or targets._dtype not in (dtypes.int64, dtypes.int32):
+        raise TypeError(f"{op}: targets must be an int64 or int32 tensor of class indices")
+    from fastnn.autograd.grad_mode import is_anomaly_enabled
+
+    backend = targets._device.backend
+    if targets.numel() and (backend.record.host_memory or is_anomaly_enabled()):
+        # NOTE: on a device this would be a host round trip per step, so device
+        # backends check only in anomaly mode; their kernels must not read out
+        # of bounds on a bad target (they give NaN instead).
+        ops = targets._device.ops
+        low = ops.to_numpy(ops.max(ops.neg(targets._data), None, False))
+        high = ops.to_numpy(ops.max(targets._data, None, False))
+        if -int(low) < 0 or int(high) >= num_classes:
+            raise ValueError(
+                f"{op}: targets must be in [0, {num_classes}), got values in "
+                f"[{-int(low)}, {int(high)}]"
+            )

@@ -1,0 +1,262 @@
+"""The Tensor: a backend array, its dtype and device, and its place on the tape."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from fastnn.api import dtypes
+from fastnn.api.device import Device, as_device, get_device
+from fastnn.api.dtypes import DType, as_dtype
+from fastnn.autograd import engine
+
+
+class Tensor:
+    """An n-dimensional array on one device that can record its history for autograd.
+
+    Create tensors with :func:`tensor`, :func:`zeros`, :func:`ones`, :func:`full`
+    or :func:`randn`; the constructor itself is internal.
+    """
+
+    __slots__ = ("_data", "_dtype", "_device", "requires_grad", "grad", "_node", "__weakref__")
+    __array_priority__ = 1000  # so that ndarray + Tensor defers to Tensor.__radd__
+
+    @classmethod
+    def _make(cls, data, dtype: DType, device: Device) -> Tensor:
+        t = object.__new__(cls)
+        t._data = data
+        t._dtype = dtype
+        t._device = device
+        t.requires_grad = False
+        t.grad = None
+        t._node = None
+        return t
+
+    # ------------------------------------------------------------ properties
+    @property
+    def shape(self) -> tuple:
+        return tuple(self._data.shape)
+
+    @property
+    def ndim(self) -> int:
+        return len(self._data.shape)
+
+    @property
+    def dtype(self) -> DType:
+        return self._dtype
+
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    @property
+    def data(self):
+        """The raw backend array (no history)."""
+        return self._data
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._node is None
+
+    def size(self, axis=None):
+        return self.shape if axis is None else self.shape[axis]
+
+    def numel(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        grad = ", requires_grad=True" if self.requires_grad else ""
+        body = np.array2string(self.numpy(), separator=", ", threshold=50, prefix="tensor(")
+        return f"tensor({body}, dtype={self._dtype.name}, device='{self._device}'{grad})"
+
+    def __bool__(self) -> bool:
+        if self.numel() != 1:
+            raise ValueError(
+                f"the truth value of a tensor with {self.numel()} elements is ambiguous; "
+                "use .any()/.all() on .numpy() or reduce it first"
+            )
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    # ------------------------------------------------------------ host and devices
+    def numpy(self) -> np.ndarray:
+        """A host NumPy array (a copy unless the tensor lives on the host already)."""
+        return self._device.ops.to_numpy(self._data)
+
+    def item(self):
+        """The value of a one-element tensor as a Python number."""
+        if self.numel() != 1:
+            raise ValueError(f"item() needs a tensor with one element, got shape {self.shape}")
+        return self.numpy().reshape(()).item()
+
+    def tolist(self):
+        return self.numpy().tolist()
+
+    def detach(self) -> Tensor:
+        """The same data without history (shares memory)."""
+        return Tensor._make(self._data, self._dtype, self._device)
+
+    def to(self, *args, dtype=None, device=None) -> Tensor:
+        """Move to a device and/or convert to a dtype: ``x.to("cuda")``, ``x.to(fnn.float64)``."""
+        for arg in args:
+            if isinstance(arg, (Device, str)) and not _looks_like_dtype(arg):
+                device = arg
+            else:
+                dtype = arg
+        out = self
+        if device is not None:
+            out = _math.transfer(out, as_device(device))
+        if dtype is not None:
+            out = _math.astype(out, as_dtype(dtype))
+        return out
+
+    def cpu(self) -> Tensor:
+        return self.to("cpu")
+
+    def float(self) -> Tensor:
+        return self.to(dtypes.float32)
+
+    def double(self) -> Tensor:
+        return self.to(dtypes.float64)
+
+    # ------------------------------------------------------------ autograd
+    def backward(self, grad=None) -> None:
+        """Accumulate d(self)/d(leaf) into every leaf's ``.grad``.
+
+        ``grad`` defaults to 1 and may be omitted only for a one-element tensor.
+        """
+        if not self.requires_grad:
+            raise RuntimeError(
+                "backward() on a tensor that does not require grad: create the leaves with "
+                "requires_grad=True (and not under no_grad)"
+            )
+        ops = self._device.ops
+        if grad is None:
+            if self.numel() != 1:
+                raise RuntimeError(
+                    f"backward() without a gradient needs a scalar output, got shape "
+                    f"{self.shape}; reduce it (e.g. .sum()) or pass grad= of that shape"
+                )
+            grad_data = ops.full(self.shape, 1.0, self._dtype.name, self._device.index)
+        else:
+            g = grad if isinstance(grad, Tensor) else tensor(grad, dtype=self._dtype,
+                                                              device=self._device)
+            if g.shape != self.shape:
+                raise ValueError(f"backward: grad has shape {g.shape}, expected {self.shape}")
+            _math.check_same_device("backward", self, g)
+            grad_data = g._data
+        engine.backward(self, grad_data)
+
+    def requires_grad_(self, flag: bool = True) -> Tensor:
+        if flag and not self._dtype.is_floating:
+            raise TypeError(f"only floating-point tensors can require grad, not {self._dtype}")
+        self.requires_grad = flag
+        return self
+
+    def zero_grad(self) -> None:
+        self.grad = None
+
+
+def _looks_like_dtype(value) -> bool:
+    try:
+        as_dtype(value)
+        return True
+    except TypeError:
+        return False
+
+
+_default_rng = np.random.default_rng()
+
+
+def manual_seed(seed: int) -> None:
+    """Seed fastnn's host generator (used by randn without seed= and by layer init)."""
+    global _default_rng
+    _default_rng = np.random.default_rng(seed)
+
+
+def host_rng() -> np.random.Generator:
+    """The generator behind :func:`manual_seed`."""
+    return _default_rng
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A new tensor holding a copy of ``data`` (NumPy array, nested list, scalar or Tensor).
+
+    dtype=None keeps a NumPy array's dtype; lists and scalars become float32.
+    """
+    if isinstance(data, Tensor):
+        data = data.numpy()
+    if dtype is None:
+        if isinstance(data, np.ndarray):
+            dtype = as_dtype(data.dtype)
+        elif isinstance(data, np.generic):
+            dtype = as_dtype(data.dtype)
+        else:
+            dtype = dtypes.float32
+    else:
+        dtype = as_dtype(dtype)
+    try:
+        host = np.asarray(data, dtype=dtype.numpy)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"tensor: cannot convert {type(data).__name__} to {dtype}: {exc}") from None
+    dev = as_device(device)
+    out = Tensor._make(dev.ops.from_numpy(host, dev.index), dtype, dev)
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def _shape_of(shape) -> tuple:
+    if isinstance(shape, numbers.Integral):
+        shape = (shape,)
+    shape = tuple(int(n) for n in shape)
+    if any(n < 0 for n in shape):
+        raise ValueError(f"negative dimension in shape {shape}")
+    return shape
+
+
+def full(shape, value, dtype=dtypes.float32, device=None, requires_grad=False) -> Tensor:
+    """A new tensor of ``shape`` filled with ``value``."""
+    dtype, dev = as_dtype(dtype), as_device(device)
+    out = Tensor._make(dev.ops.full(_shape_of(shape), value, dtype.name, dev.index), dtype, dev)
+    return out.requires_grad_(True) if requires_grad else out
+
+
+def zeros(shape, dtype=dtypes.float32, device=None, requires_grad=False) -> Tensor:
+    return full(shape, 0, dtype, device, requires_grad)
+
+
+def ones(shape, dtype=dtypes.float32, device=None, requires_grad=False) -> Tensor:
+    return full(shape, 1, dtype, device, requires_grad)
+
+
+def randn(shape, dtype=dtypes.float32, device=None, seed=None, requires_grad=False) -> Tensor:
+    """Standard normal samples; the same ``seed`` gives the same values on every backend."""
+    rng = _default_rng if seed is None else np.random.default_rng(seed)
+    host = rng.standard_normal(_shape_of(shape))
+    return tensor(host, dtype=as_dtype(dtype), device=device, requires_grad=requires_grad)
+
+
+def rand(shape, dtype=dtypes.float32, device=None, seed=None) -> Tensor:
+    """Uniform samples in [0, 1), drawn on the device itself."""
+    dtype, dev = as_dtype(dtype), as_device(device)
+    if seed is None:
+        seed = int(_default_rng.integers(2**31))
+    return Tensor._make(dev.ops.uniform(_shape_of(shape), dtype.name, dev.index, seed), dtype, dev)
+
+
+__all__ = ["Tensor", "tensor", "full", "zeros", "ones", "randn", "rand", "manual_seed",
+           "get_device"]
+
+from fastnn.api import math as _math  # noqa: E402  (methods live there; imported last)

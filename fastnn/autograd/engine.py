@@ -1,0 +1,133 @@
+"""The reverse-mode tape: nodes recorded by ops, and an iterative backward pass.
+
+Each differentiable op that sees an input requiring gradients attaches a
+:class:`Node` to its output: the op's name, its input tensors, the raw arrays
+its backward rule needs, and its attributes. ``backward`` sorts the nodes
+topologically without recursion, runs each op's rule from
+:mod:`fastnn.autograd.rules` once, sums the gradients of shared inputs,
+reduces broadcast gradients back to the input's shape, and frees every node
+as soon as it has been used.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fastnn.autograd import grad_mode
+from fastnn.autograd.rules import RULES
+
+
+class Node:
+    """One recorded op: enough to compute its inputs' gradients from its output's."""
+
+    __slots__ = ("op", "inputs", "needs", "saved", "attrs", "ops", "__weakref__")
+
+    def __init__(self, op, inputs, saved, attrs, ops):
+        self.op = op
+        self.inputs = inputs
+        self.needs = tuple(t is not None and t.requires_grad for t in inputs)
+        self.saved = saved
+        self.attrs = attrs
+        self.ops = ops
+
+    def __repr__(self) -> str:
+        return f"<Node {self.op}>"
+
+
+def check_finite(ops, array, what: str) -> None:
+    """Raise FloatingPointError if ``array`` holds a NaN or Inf (anomaly mode)."""
+    host = np.asarray(ops.to_numpy(array))
+    if host.dtype.kind == "f" and not np.isfinite(host).all():
+        raise FloatingPointError(f"detect_anomaly: {what} produced NaN or Inf")
+
+
+def attach(out, op, inputs, saved=(), attrs=None):
+    """Record ``op`` on ``out`` when grad mode is on and some input requires grad."""
+    if grad_mode.is_grad_enabled():
+        for t in inputs:
+            if t is not None and t.requires_grad:
+                out.requires_grad = True
+                out._node = Node(op, inputs, saved, attrs, out._device.ops)
+                break
+    if grad_mode.is_anomaly_enabled():
+        check_finite(out._device.ops, out._data, f"the forward of {op!r}")
+    return out
+
+
+def unbroadcast(ops, grad, shape):
+    """Sum ``grad`` over the axes that broadcasting added or stretched to reach ``shape``."""
+    gshape = grad.shape
+    if gshape == shape:
+        return grad
+    lead = len(gshape) - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, n in enumerate(shape) if n == 1 and gshape[lead + i] != 1
+    )
+    if axes:
+        grad = ops.sum(grad, axes, False)
+    return ops.reshape(grad, shape)
+
+
+def _topological(root):
+    """Nodes reachable from ``root``, each after every node that consumes it."""
+    order, seen = [], {id(root)}
+    stack = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        stack.append((node, True))
+        for t in node.inputs:
+            child = t._node if t is not None else None
+            if child is not None and id(child) not in seen:
+                seen.add(id(child))
+                stack.append((child, False))
+    order.reverse()
+    return order
+
+
+def backward(tensor, grad_data) -> None:
+    """Propagate ``grad_data`` (a raw array shaped like ``tensor``) to every leaf."""
+    from fastnn.api.tensor import Tensor
+
+    root = tensor._node
+    if root is None:
+        _accumulate(tensor, grad_data, Tensor)
+        return
+    anomaly = grad_mode.is_anomaly_enabled()
+    grads = {id(root): grad_data}
+    with grad_mode.no_grad():
+        for node in _topological(root):
+            grad_out = grads.pop(id(node), None)
+            if grad_out is None:
+                continue
+            if node.inputs is None:
+                raise RuntimeError(
+                    f"backward through the graph a second time (at {node.op!r}): the graph "
+                    "is freed by the first backward; recompute the forward pass"
+                )
+            in_grads = RULES[node.op](node.ops, node, grad_out)
+            for t, needed, g in zip(node.inputs, node.needs, in_grads):
+                if not needed or g is None:
+                    continue
+                if anomaly:
+                    check_finite(node.ops, g, f"the backward of {node.op!r}")
+                g = unbroadcast(t._device.ops, g, t._data.shape)
+                child = t._node
+                if child is None:
+                    _accumulate(t, g, Tensor)
+                else:
+                    key = id(child)
+                    prev = grads.get(key)
+                    grads[key] = g if prev is None else child.ops.add(prev, g)
+            # free the graph as we go: the saved arrays are no longer needed
+            node.inputs = node.saved = node.attrs = None
+
+
+def _accumulate(leaf, g, tensor_cls) -> None:
+    if leaf.grad is None:
+        leaf.grad = tensor_cls._make(g, leaf._dtype, leaf._device)
+    else:
+        # out of place: a gradient array may be shared by several leaves
+        leaf.grad._data = leaf._device.ops.add(leaf.grad._data, g)

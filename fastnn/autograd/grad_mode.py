@@ -1,0 +1,55 @@
+"""Thread-local switches for the tape: ``no_grad`` and ``detect_anomaly``."""
+
+from __future__ import annotations
+
+import threading
+from contextlib import ContextDecorator
+
+_state = threading.local()
+
+
+def is_grad_enabled() -> bool:
+    """Whether ops record themselves on the tape in this thread."""
+    return getattr(_state, "grad", True)
+
+
+def is_anomaly_enabled() -> bool:
+    """Whether every op's output and gradients are checked for NaN/Inf in this thread."""
+    return getattr(_state, "anomaly", False)
+
+
+class _Switch(ContextDecorator):
+    _attr = ""
+    _value = False
+    _default = True
+
+    def __enter__(self):
+        self._saved = getattr(_state, self._attr, self._default)
+        setattr(_state, self._attr, self._value)
+        return self
+
+    def __exit__(self, *exc):
+        setattr(_state, self._attr, self._saved)
+        return False
+
+
+class no_grad(_Switch):
+    """Context manager and decorator: ops inside record nothing (this thread only)."""
+
+    _attr, _value, _default = "grad", False, True
+
+
+class enable_grad(_Switch):
+    """Context manager and decorator: re-enable recording inside a ``no_grad`` block."""
+
+    _attr, _value, _default = "grad", True, True
+
+
+class detect_anomaly(_Switch):
+    """Context manager: a NaN/Inf made in forward or backward raises FloatingPointError.
+
+    The message names the op. Every op then copies its result to the host to
+    check it, so use this for debugging only.
+    """
+
+    _attr, _value, _default = "anomaly", True, False

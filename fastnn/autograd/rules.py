@@ -1,0 +1,310 @@
+"""Backward rules: one per differentiable primitive (and fused op), written with primitives.
+
+A rule is ``rule(ops, node, grad_out) -> tuple`` with one entry per input of
+the node (None where no gradient flows). ``node.saved`` holds the arrays the
+forward pass kept, ``node.attrs`` its non-array arguments, ``node.needs`` which
+inputs want a gradient. The engine reduces broadcast gradients afterwards, so
+a rule may return a gradient shaped like the output.
+"""
+
+from __future__ import annotations
+
+import math
+
+RULES: dict = {}
+_SQRT_2_OVER_PI = 2.0 / math.sqrt(math.pi)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+def rule(name):
+    def register(fn):
+        RULES[name] = fn
+        return fn
+
+    return register
+
+
+def _one_minus(ops, x):
+    return ops.add(ops.neg(x), 1.0)
+
+
+# ---------------------------------------------------------------- activations
+
+
+def activation_grad(ops, kind, z, out, grad, slope=0.0):
+    """dL/dz for out = kind(z), given dL/dout."""
+    if kind == "identity":
+        return grad
+    if kind == "relu":
+        return ops.where(ops.greater(z, 0.0), grad, 0.0)
+    if kind == "leaky_relu":
+        return ops.where(ops.greater(z, 0.0), grad, ops.mul(grad, slope))
+    if kind == "sigmoid":
+        return ops.mul(grad, ops.mul(out, _one_minus(ops, out)))
+    if kind == "tanh":
+        return ops.mul(grad, _one_minus(ops, ops.mul(out, out)))
+    if kind == "silu":
+        s = ops.sigmoid(z)
+        return ops.mul(grad, ops.mul(s, ops.add(ops.mul(z, _one_minus(ops, s)), 1.0)))
+    if kind == "gelu":
+        cdf = ops.mul(ops.add(ops.erf(ops.mul(z, 1.0 / math.sqrt(2.0))), 1.0), 0.5)
+        pdf = ops.mul(ops.exp(ops.mul(ops.mul(z, z), -0.5)), _INV_SQRT_2PI)
+        return ops.mul(grad, ops.add(cdf, ops.mul(z, pdf)))
+    if kind == "softplus":
+        return ops.mul(grad, ops.sigmoid(z))
+    raise ValueError(f"unknown activation kind {kind!r}")
+
+
+def _activation_rule(kind):
+    def backward(ops, node, grad):
+        z, out = node.saved
+        slope = node.attrs or 0.0
+        return (activation_grad(ops, kind, z, out, grad, slope),)
+
+    return backward
+
+
+for _kind in ("relu", "leaky_relu", "sigmoid", "tanh", "silu", "gelu", "softplus"):
+    RULES[_kind] = _activation_rule(_kind)
+
+
+@rule("bias_act")
+def _bias_act(ops, node, grad):
+    x, bias, out = node.saved
+    kind, slope = node.attrs
+    z = ops.add(x, bias) if kind not in ("relu", "sigmoid", "tanh", "identity") else out
+    if kind == "relu":  # out > 0 exactly where z > 0
+        dz = ops.where(ops.greater(out, 0.0), grad, 0.0)
+    else:
+        dz = activation_grad(ops, kind, z, out, grad, slope)
+    return dz, dz
+
+
+# ---------------------------------------------------------------- elementwise math
+
+
+@rule("neg")
+def _neg(ops, node, grad):
+    return (ops.neg(grad),)
+
+
+@rule("exp")
+def _exp(ops, node, grad):
+    return (ops.mul(grad, node.saved[0]),)
+
+
+@rule("log")
+def _log(ops, node, grad):
+    return (ops.div(grad, node.saved[0]),)
+
+
+@rule("sqrt")
+def _sqrt(ops, node, grad):
+    return (ops.div(grad, ops.mul(node.saved[0], 2.0)),)
+
+
+@rule("abs")
+def _abs(ops, node, grad):
+    return (ops.mul(grad, ops.sign(node.saved[0])),)
+
+
+@rule("erf")
+def _erf(ops, node, grad):
+    (x,) = node.saved
+    return (ops.mul(grad, ops.mul(ops.exp(ops.neg(ops.mul(x, x))), _SQRT_2_OVER_PI)),)
+
+
+@rule("add")
+def _add(ops, node, grad):
+    return grad, grad
+
+
+@rule("sub")
+def _sub(ops, node, grad):
+    return grad, (ops.neg(grad) if node.needs[1] else None)
+
+
+@rule("mul")
+def _mul(ops, node, grad):
+    a, b = node.saved
+    return (ops.mul(grad, b) if node.needs[0] else None,
+            ops.mul(grad, a) if node.needs[1] else None)
+
+
+@rule("div")
+def _div(ops, node, grad):
+    b, out = node.saved
+    grad_a = ops.div(grad, b)
+    return grad_a, (ops.neg(ops.mul(grad_a, out)) if node.needs[1] else None)
+
+
+@rule("pow")
+def _pow(ops, node, grad):
+    a, b, out = node.saved
+    grad_a = grad_b = None
+    if node.needs[0]:
+        grad_a = ops.mul(grad, ops.mul(ops.pow(a, ops.sub(b, 1.0) if _is_array(b) else b - 1.0), b))
+    if node.needs[1]:
+        grad_b = ops.mul(grad, ops.mul(out, ops.log(a)))
+    return grad_a, grad_b
+
+
+def _is_array(value) -> bool:
+    return hasattr(value, "shape")
+
+
+def _select_rule(compare):
+    def backward(ops, node, grad):
+        a, b = node.saved
+        wins = compare(ops)(a, b)
+        ties = ops.equal(a, b)
+        half = ops.mul(grad, 0.5)
+        grad_a = ops.where(wins, grad, ops.where(ties, half, 0.0))
+        return grad_a, (ops.sub(grad, grad_a) if node.needs[1] else None)
+
+    return backward
+
+
+RULES["maximum"] = _select_rule(lambda ops: ops.greater)
+RULES["minimum"] = _select_rule(lambda ops: ops.less)
+
+
+@rule("where")
+def _where(ops, node, grad):
+    (cond,) = node.saved
+    grad_a = ops.where(cond, grad, 0.0)
+    return None, grad_a, (ops.sub(grad, grad_a) if node.needs[2] else None)
+
+
+@rule("transfer")
+def _transfer(ops, node, grad):
+    source = node.attrs  # the Device the input lives on
+    return (source.ops.from_numpy(ops.to_numpy(grad), source.index),)
+
+
+@rule("astype")
+def _astype(ops, node, grad):
+    return (ops.astype(grad, node.attrs),)
+
+
+# ---------------------------------------------------------------- reductions and shapes
+
+
+def _expand(ops, grad, shape, axis, keepdims):
+    """Reshape a reduced gradient so that it broadcasts against ``shape``."""
+    if not keepdims:
+        axes = range(len(shape)) if axis is None else axis
+        kept = list(shape)
+        for a in axes:
+            kept[a] = 1
+        grad = ops.reshape(grad, tuple(kept))
+    return grad
+
+
+@rule("sum")
+def _sum(ops, node, grad):
+    shape, axis, keepdims = node.attrs
+    return (ops.broadcast_to(_expand(ops, grad, shape, axis, keepdims), shape),)
+
+
+@rule("mean")
+def _mean(ops, node, grad):
+    shape, axis, keepdims = node.attrs
+    count = math.prod(shape[a] for a in (range(len(shape)) if axis is None else axis))
+    grad = ops.mul(_expand(ops, grad, shape, axis, keepdims), 1.0 / max(count, 1))
+    return (ops.broadcast_to(grad, shape),)
+
+
+@rule("max")
+def _max(ops, node, grad):
+    (x, out) = node.saved
+    shape, axis, keepdims, dtype = node.attrs
+    out = _expand(ops, out, shape, axis, keepdims)
+    grad = _expand(ops, grad, shape, axis, keepdims)
+    # NOTE: ties share the gradient evenly, as PyTorch's amax does.
+    mask = ops.astype(ops.equal(x, out), dtype)
+    count = ops.sum(mask, tuple(range(len(shape))) if axis is None else axis, True)
+    return (ops.mul(ops.div(mask, count), grad),)
+
+
+@rule("reshape")
+def _reshape(ops, node, grad):
+    return (ops.reshape(grad, node.attrs),)
+
+
+@rule("transpose")
+def _transpose(ops, node, grad):
+    axes = node.attrs
+    inverse = tuple(sorted(range(len(axes)), key=axes.__getitem__))
+    return (ops.transpose(grad, inverse),)
+
+
+@rule("broadcast_to")
+def _broadcast_to(ops, node, grad):
+    return (grad,)
+
+
+@rule("contiguous")
+def _contiguous(ops, node, grad):
+    return (grad,)
+
+
+# ---------------------------------------------------------------- matmul and conv1d
+
+
+def _swap_last(ops, x):
+    axes = tuple(range(len(x.shape) - 2)) + (len(x.shape) - 1, len(x.shape) - 2)
+    return ops.transpose(x, axes)
+
+
+@rule("matmul")
+def _matmul(ops, node, grad):
+    a, b = node.saved
+    return (ops.matmul(grad, _swap_last(ops, b)) if node.needs[0] else None,
+            ops.matmul(_swap_last(ops, a), grad) if node.needs[1] else None)
+
+
+@rule("conv1d")
+def _conv1d(ops, node, grad):
+    x, weight = node.saved
+    stride, padding, dilation, groups = node.attrs
+    grad_x = grad_w = None
+    if node.needs[0]:
+        grad_x = ops.conv1d_grad_input(grad, weight, x.shape[2], stride, padding, dilation, groups)
+    if node.needs[1]:
+        grad_w = ops.conv1d_grad_weight(x, grad, weight.shape[2], stride, padding, dilation, groups)
+    return grad_x, grad_w
+
+
+# ---------------------------------------------------------------- fused ops
+
+
+@rule("softmax")
+def _softmax(ops, node, grad):
+    (out,) = node.saved
+    axis = node.attrs
+    dot = ops.sum(ops.mul(grad, out), (axis,), True)
+    return (ops.mul(out, ops.sub(grad, dot)),)
+
+
+@rule("log_softmax")
+def _log_softmax(ops, node, grad):
+    (out,) = node.saved
+    axis = node.attrs
+    return (ops.sub(grad, ops.mul(ops.exp(out), ops.sum(grad, (axis,), True))),)
+
+
+@rule("softmax_cross_entropy")
+def _softmax_cross_entropy(ops, node, grad):
+    probs, targets = node.saved
+    one_hot = ops.one_hot(targets, probs.shape[1], node.attrs)
+    rows = ops.reshape(grad, (probs.shape[0], 1))
+    return ops.mul(ops.sub(probs, one_hot), rows), None
+
+
+@rule("rms_div")
+def _rms_div(ops, node, grad):
+    out, r = node.saved
+    last = len(out.shape) - 1
+    dot = ops.mean(ops.mul(grad, out), (last,), True)
+    return (ops.mul(r, ops.sub(grad, ops.mul(out, dot))),)
