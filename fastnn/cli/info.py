@@ -1,0 +1,53 @@
+"""``fastnn info``: which backends are installed, usable, and why not."""
+
+from __future__ import annotations
+
+import sys
+
+COLUMNS = ("name", "distribution", "version", "available", "reason", "devices")
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "info", help="list installed backends, their devices, and why any is unavailable"
+    )
+    parser.set_defaults(func=run)
+
+
+def table(rows: list[list[str]], header: tuple[str, ...]) -> str:
+    """Left-aligned text columns separated by two spaces, with a rule under the header."""
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
+    lines = ["  ".join(str(cell).ljust(w) for cell, w in zip(header, widths)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    for row in rows:
+        lines.append("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)).rstrip())
+    return "\n".join(lines)
+
+
+def rows_of(records) -> list[list[str]]:
+    """One table row per backend record; several devices go one per line below the first."""
+    rows = []
+    for record in records:
+        devices = [f"{i}: {d}" for i, d in enumerate(record.devices)] or ["-"]
+        rows.append([
+            record.name, record.distribution, record.version,
+            "yes" if record.available else "no", record.reason or "-", devices[0],
+        ])
+        rows.extend([["", "", "", "", "", device] for device in devices[1:]])
+    return rows
+
+
+def run(args) -> int:
+    import fastnn as fnn
+
+    records = fnn.backends()
+    print(f"fastnn {fnn.__version__}, Python {sys.version.split()[0]}")
+    if not records:
+        print("no backends installed: pip install -e backends/cpu_numpy (the NumPy backend)")
+        return 1
+    print(table(rows_of(records), COLUMNS))
+    try:
+        print(f"default device: {fnn.get_device()}")
+    except fnn.BackendError as exc:
+        print(f"no default device: {exc}")
+    return 0

@@ -1,0 +1,94 @@
+"""A training progress bar: epoch, loss, accuracy, samples/s.
+
+On a terminal it redraws one line per epoch as batches finish; when stdout is
+not a terminal (a pipe, a log file, CI) it prints one plain line per epoch and
+nothing in between, so logs stay readable.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+BAR_WIDTH = 24
+
+
+class Progress:
+    """Report training progress for ``epochs`` epochs of ``samples`` samples each.
+
+    Call :meth:`update` after each batch and :meth:`end_epoch` after each epoch.
+    """
+
+    def __init__(self, epochs: int, samples: int, stream=None, interactive: bool | None = None):
+        self.epochs = epochs
+        self.samples = samples
+        self.stream = sys.stdout if stream is None else stream
+        if interactive is None:
+            isatty = getattr(self.stream, "isatty", None)
+            interactive = bool(isatty and isatty())
+        self.interactive = interactive
+        self._start_epoch(0)
+
+    def _start_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+        self.seen = 0
+        self.loss_sum = 0.0
+        self.correct = 0
+        self.started = time.perf_counter()
+
+    def begin_epoch(self, epoch: int) -> None:
+        """Start counting epoch ``epoch`` (1-based)."""
+        self._start_epoch(epoch)
+
+    @property
+    def loss(self) -> float:
+        """Mean training loss over the batches of this epoch so far."""
+        return self.loss_sum / max(self.seen, 1)
+
+    @property
+    def accuracy(self) -> float:
+        """Fraction of this epoch's training samples classified correctly so far."""
+        return self.correct / max(self.seen, 1)
+
+    @property
+    def rate(self) -> float:
+        """Training samples per second in this epoch."""
+        return self.seen / max(time.perf_counter() - self.started, 1e-9)
+
+    def update(self, batch_size: int, loss: float, correct: int) -> None:
+        """Record one batch: its size, its mean loss and how many it got right."""
+        self.seen += batch_size
+        self.loss_sum += loss * batch_size
+        self.correct += correct
+        if self.interactive:
+            self.stream.write("\r" + self._line(bar=True))
+            self.stream.flush()
+
+    def end_epoch(self, extra: str = "") -> str:
+        """Finish the epoch's line (with ``extra``, e.g. held-out accuracy) and return it."""
+        line = self._line(bar=False) + (f"  {extra}" if extra else "")
+        if self.interactive:
+            # pad so the bar's longer line is fully overwritten
+            self.stream.write("\r" + line.ljust(len(self._line(bar=True))) + "\n")
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+        return line
+
+    def _line(self, bar: bool) -> str:
+        width = len(str(self.epochs))
+        text = (
+            f"epoch {self.epoch:>{width}}/{self.epochs}  loss {self.loss:.4f}  "
+            f"acc {self.accuracy:6.2%}  {self.rate:>8,.0f} samples/s"
+        )
+        if not bar:
+            return text
+        done = int(BAR_WIDTH * min(self.seen / max(self.samples, 1), 1.0))
+        return f"[{'#' * done}{'.' * (BAR_WIDTH - done)}] {text}"
+
+
+def note(message: str, stream=None) -> None:
+    """Print one line of status text."""
+    stream = sys.stdout if stream is None else stream
+    stream.write(message + "\n")
+    stream.flush()

@@ -1,0 +1,57 @@
+"""The Dataset record shared by the loaders, and the helpers they use."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+EXTRA_HINT = "pip install 'fastnn-core[examples]' (or: pip install -e '.[examples]' in the repo)"
+
+
+class MissingDataError(RuntimeError):
+    """A data set's source package or file is not installed."""
+
+
+@dataclass
+class Dataset:
+    """A classification data set split into a training part and a held-out part."""
+
+    name: str
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+    num_classes: int
+
+    @property
+    def input_shape(self) -> tuple:
+        """Shape of one sample: ``(features,)`` or ``(channels, length)``."""
+        return tuple(self.x_train.shape[1:])
+
+    def __repr__(self) -> str:
+        return (
+            f"Dataset({self.name!r}, train={self.x_train.shape}, test={self.x_test.shape}, "
+            f"classes={self.num_classes})"
+        )
+
+
+def standardise(x_train: np.ndarray, x_test: np.ndarray, axis) -> tuple[np.ndarray, np.ndarray]:
+    """(x - mean) / std with the training part's statistics over ``axis``.
+
+    NOTE: features that are constant in the training part (std 0, e.g. the
+    always-blank corner pixels of the digits) are only centred, not divided.
+    """
+    mean = x_train.mean(axis=axis, keepdims=True)
+    std = x_train.std(axis=axis, keepdims=True)
+    std = np.where(std > 1e-8, std, 1.0)
+    return ((x_train - mean) / std).astype(np.float32), ((x_test - mean) / std).astype(np.float32)
+
+
+def split(n: int, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Train and held-out indices of a seeded random permutation of ``range(n)``."""
+    if not 0.0 < test_fraction < 1.0:
+        raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}")
+    order = np.random.default_rng(seed).permutation(n)
+    n_test = int(round(n * test_fraction))
+    return np.sort(order[n_test:]), np.sort(order[:n_test])

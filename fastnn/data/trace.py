@@ -1,0 +1,58 @@
+"""UCR "Trace": 200 series of length 275 in 4 classes (100 train, 100 test).
+
+Read from the file that the tslearn wheel ships,
+``tslearn/.cached_datasets/Trace.npz``, found without importing tslearn
+(importing it pulls in scikit-learn, scipy and numba for nothing here).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+
+from fastnn.data.base import EXTRA_HINT, Dataset, MissingDataError, standardise
+
+RELATIVE_PATH = Path(".cached_datasets") / "Trace.npz"
+
+
+def trace_path() -> Path:
+    """Where the installed tslearn keeps Trace.npz; MissingDataError when it does not."""
+    spec = importlib.util.find_spec("tslearn")
+    if spec is None or not spec.submodule_search_locations:
+        raise MissingDataError(
+            f"the Trace data set is read from the tslearn package, which is not installed; "
+            f"install it with: {EXTRA_HINT}"
+        )
+    for root in spec.submodule_search_locations:
+        path = Path(root) / RELATIVE_PATH
+        if path.is_file():
+            return path
+    raise MissingDataError(
+        f"tslearn is installed but has no {RELATIVE_PATH} under "
+        f"{list(spec.submodule_search_locations)}; reinstall a tslearn wheel that ships it "
+        f"(tslearn>=0.6): {EXTRA_HINT}"
+    )
+
+
+def load_trace() -> Dataset:
+    """Trace as (N, 1, 275) float32 series with labels 0..3, using the file's own split.
+
+    Standardised with one mean and std over all training values (the series
+    are already z-normalised one by one; this only fixes the global scale).
+    """
+    with np.load(trace_path(), allow_pickle=False) as npz:
+        missing = {"X_train", "y_train", "X_test", "y_test"} - set(npz.files)
+        if missing:
+            raise MissingDataError(f"{trace_path()} lacks the arrays {sorted(missing)}")
+        # stored as (N, length, 1); conv1d wants (N, channels, length)
+        x_train = np.transpose(npz["X_train"], (0, 2, 1)).astype(np.float64)
+        x_test = np.transpose(npz["X_test"], (0, 2, 1)).astype(np.float64)
+        y_train, y_test = npz["y_train"], npz["y_test"]
+    labels = np.unique(y_train)
+    # map whatever labels the file uses (1..4) onto 0..C-1
+    y_train = np.searchsorted(labels, y_train).astype(np.int64)
+    y_test = np.searchsorted(labels, y_test).astype(np.int64)
+    x_train, x_test = standardise(x_train, x_test, axis=None)
+    return Dataset("trace", x_train, y_train, x_test, y_test, num_classes=len(labels))
