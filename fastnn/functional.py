@@ -14,6 +14,7 @@ from fastnn.api.nnops import (
     conv1d,
     gelu,
     leaky_relu,
+    linear,
     log_softmax,
     matmul,
     relu,
@@ -29,7 +30,7 @@ from fastnn.api.shape import argmax, broadcast_to, max, mean, one_hot, reshape, 
 __all__ = [
     "abs", "activation", "add", "argmax", "bias_act", "binary_cross_entropy_with_logits",
     "broadcast_to", "conv1d", "cross_entropy", "div", "erf", "exp", "gelu", "huber_loss",
-    "leaky_relu", "log", "log_softmax", "matmul", "max", "maximum", "mean", "minimum",
+    "leaky_relu", "linear", "log", "log_softmax", "matmul", "max", "maximum", "mean", "minimum",
     "mse_loss", "mul", "neg", "one_hot", "pow", "relu", "reshape", "rms_div", "sigmoid", "silu",
     "softmax", "softplus", "sqrt", "sub", "sum", "tanh", "transpose", "where",
 ]

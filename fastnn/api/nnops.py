@@ -55,6 +55,27 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     return out
 
 
+def linear(x: Tensor, weight: Tensor, bias=None, activation: str = "identity") -> Tensor:
+    """activation(x @ weight.T + bias), weight (out, in) as in PyTorch.
+
+    Its own tape node, so that the weight gradient g.T @ x comes out in the
+    weight's (out, in) layout rather than as a transposed view.
+    """
+    x, weight = _float_pair("linear", x, weight)
+    if weight.ndim != 2 or x.ndim == 0 or x.shape[-1] != weight.shape[1]:
+        raise ValueError(
+            f"linear: input with {x.shape[-1] if x.ndim else 0} features (shape {x.shape}) does "
+            f"not match weight {weight.shape}, which expects {weight.shape[-1]} input features"
+        )
+    ops = x._device.ops
+    data = ops.matmul(x._data, ops.transpose(weight._data, (1, 0)))
+    out = attach(Tensor._make(data, x._dtype, x._device), "linear", (x, weight),
+                 (x._data, weight._data))
+    if bias is not None:
+        return bias_act(out, bias, activation)
+    return out if activation == "identity" else globals()["activation"](activation, out)
+
+
 def _positive_int(op, name, value, minimum):
     if not isinstance(value, numbers.Integral) or value < minimum:
         raise ValueError(f"{op}: {name} must be an integer >= {minimum}, got {value!r}")

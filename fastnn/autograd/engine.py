@@ -78,6 +78,11 @@ def _topological(root):
             order.append(node)
             continue
         stack.append((node, True))
+        if node.inputs is None:
+            raise RuntimeError(
+                f"backward through the graph a second time (at {node.op!r}): the graph "
+                "is freed by the first backward; recompute the forward pass"
+            )
         for t in node.inputs:
             child = t._node if t is not None else None
             if child is not None and id(child) not in seen:
@@ -102,11 +107,6 @@ def backward(tensor, grad_data) -> None:
             grad_out = grads.pop(id(node), None)
             if grad_out is None:
                 continue
-            if node.inputs is None:
-                raise RuntimeError(
-                    f"backward through the graph a second time (at {node.op!r}): the graph "
-                    "is freed by the first backward; recompute the forward pass"
-                )
             in_grads = RULES[node.op](node.ops, node, grad_out)
             for t, needed, g in zip(node.inputs, node.needs, in_grads):
                 if not needed or g is None:

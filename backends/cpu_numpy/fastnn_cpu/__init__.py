@@ -199,6 +199,13 @@ def equal(a, b):
 
 @hookimpl
 def where(cond, a, b):
+    if isinstance(b, (int, float)) and b == 0:
+        # NOTE: np.where runs ~10x slower than a multiply on a random mask (branch
+        # misprediction); a * cond is exact unless a holds inf/nan where cond is
+        # False (inf * 0 = nan), which the isfinite check sends to np.where.
+        out = np.multiply(a, cond, dtype=a.dtype)
+        if np.isfinite(out).all():
+            return out
     return np.where(cond, a, b)
 
 

@@ -1,0 +1,319 @@
+"""``fastnn train``: train a small model on a real data set and report held-out accuracy.
+
+Defaults: an MLP (64-128-128-10, ReLU) on scikit-learn's handwritten digits
+with Adam, on the ``cpu`` backend. ``--data trace --model conv1d`` trains a
+small Conv1d net on UCR Trace. Two ways to train, which must agree:
+
+* tape (default): ``loss.backward()`` then ``optimizer.step()``;
+* ``--reverse``: no tape; ``grad_x, grads = model.reverse(x, dL/dlogits)``
+  then ``model.apply(optimizer, grads)``, with dL/dlogits of the mean softmax
+  cross-entropy written out: ``(softmax(logits) - one_hot(y)) / batch``.
+
+Reproducible: ``--seed`` fixes the initial weights and the batch order, and
+epoch ``e`` shuffles with ``default_rng([seed, e])``, so a run resumed from a
+checkpoint sees the same batches as one that never stopped.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from fastnn.cli.progress import Progress
+
+# per data set: the model and the hyper-parameters that reach the target accuracy
+DEFAULTS = {
+    "digits": {"model": "mlp", "epochs": 20, "batch_size": 32, "lr": 1e-3, "optimizer": "adam"},
+    "trace": {"model": "conv1d", "epochs": 30, "batch_size": 10, "lr": 3e-3,
+              "optimizer": "adam"},
+}
+OPTIMIZERS = ("sgd", "adam", "adamw", "rmsprop")
+PLOT_HINT = "pip install 'fastnn-core[plot]' (or: pip install matplotlib)"
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("train", help="train a model on a real data set (default: digits)")
+    p.add_argument("--data", choices=sorted(DEFAULTS), default="digits",
+                   help="data set (default digits)")
+    p.add_argument("--model", choices=("mlp", "conv1d"), default=None,
+                   help="model (default: mlp for digits, conv1d for trace)")
+    p.add_argument("--backend", default="cpu", help="backend/device, e.g. cpu, opencl, cuda:1")
+    p.add_argument("--epochs", type=int, default=None, help="total number of epochs")
+    p.add_argument("--batch-size", type=int, default=None)
+    p.add_argument("--lr", type=float, default=None, help="learning rate")
+    p.add_argument("--optimizer", choices=OPTIMIZERS, default=None)
+    p.add_argument("--seed", type=int, default=0, help="seed of the weights and batch order")
+    p.add_argument("--checkpoint", type=Path, default=None,
+                   help="save model, optimizer state and epoch here at the end (atomically)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue from --checkpoint up to --epochs in total")
+    p.add_argument("--reverse", action="store_true",
+                   help="train with per-layer reverse/apply instead of the autograd tape")
+    p.add_argument("--plot", type=Path, default=None,
+                   help="write a PNG of the loss and accuracy curves (needs matplotlib)")
+    p.set_defaults(func=run)
+
+
+@dataclass
+class History:
+    """Per-epoch training loss, training accuracy and held-out accuracy."""
+
+    loss: list = field(default_factory=list)
+    train_acc: list = field(default_factory=list)
+    test_acc: list = field(default_factory=list)
+
+    def as_arrays(self) -> dict:
+        return {k: np.asarray(v, dtype=np.float64) for k, v in vars(self).items()}
+
+    @classmethod
+    def from_arrays(cls, state: dict) -> History:
+        return cls(**{k: [float(v) for v in np.ravel(state[k])] for k in vars(cls())})
+
+
+def resolve(args):
+    """Fill the per-data-set defaults into ``args`` and check the values."""
+    defaults = DEFAULTS[args.data]
+    for name, value in defaults.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    if args.data == "trace" and args.model == "mlp":
+        pass  # allowed: the flattened series go into an MLP
+    if args.data == "digits" and args.model == "conv1d":
+        raise SystemExit("fastnn train: --model conv1d needs sequence data: use --data trace")
+    for name in ("epochs", "batch_size"):
+        if getattr(args, name) < 1:
+            raise SystemExit(f"fastnn train: --{name.replace('_', '-')} must be >= 1")
+    if args.lr <= 0:
+        raise SystemExit(f"fastnn train: --lr must be > 0, got {args.lr}")
+    if args.resume and args.checkpoint is None:
+        raise SystemExit("fastnn train: --resume needs --checkpoint PATH to resume from")
+    if args.resume and not args.checkpoint.is_file():
+        raise SystemExit(f"fastnn train: --resume: no checkpoint at {args.checkpoint}")
+    return args
+
+
+def build_model(kind: str, input_shape: tuple, num_classes: int):
+    """The MLP or Conv1d network, initialised from fastnn's seeded host generator."""
+    from fastnn import nn
+
+    if kind == "mlp":
+        features = int(np.prod(input_shape))
+        layers = [Flatten()] if len(input_shape) > 1 else []
+        return nn.Sequential(
+            *layers,
+            nn.Linear(features, 128), nn.Activation("relu"),
+            nn.Linear(128, 128), nn.Activation("relu"),
+            nn.Linear(128, num_classes),
+        )
+    channels, length = input_shape
+    # (N, 1, 275) -> (N, 8, 68) -> (N, 16, 32) -> flatten 512 -> classes; keeps position
+    # information, which is what tells Trace's classes apart
+    length = (length - 7) // 4 + 1
+    length = (length - 5) // 2 + 1
+    return nn.Sequential(
+        nn.Conv1d(channels, 8, 7, stride=4), nn.Activation("relu"),
+        nn.Conv1d(8, 16, 5, stride=2), nn.Activation("relu"),
+        Flatten(),
+        nn.Linear(16 * length, num_classes),
+    )
+
+
+_flatten_class = None
+
+
+def Flatten():  # noqa: N802  (a layer factory; the class needs fastnn.nn, imported lazily)
+    """A layer mapping (N, ...) -> (N, prod(...)); its reverse reshapes the gradient back."""
+    global _flatten_class
+    if _flatten_class is None:
+        from fastnn.nn import Module
+
+        class Flatten(Module):
+            def forward(self, x):
+                return x.reshape((x.shape[0], -1))
+
+            def reverse(self, x, grad_out):
+                return grad_out.reshape(x.shape), {}
+
+        _flatten_class = Flatten
+    return _flatten_class()
+
+
+def make_optimizer(name: str, params, lr: float):
+    from fastnn import optim
+
+    if name == "sgd":
+        return optim.SGD(params, lr=lr, momentum=0.9)
+    cls = {"adam": optim.Adam, "adamw": optim.AdamW, "rmsprop": optim.RMSProp}[name]
+    return cls(params, lr=lr)
+
+
+def tape_step(model, optimizer, x, y):
+    """One step on the autograd tape; returns the logits (detached) and the loss."""
+    import fastnn.functional as F
+
+    optimizer.zero_grad()
+    logits = model(x)
+    loss = F.cross_entropy(logits, y)
+    loss.backward()
+    optimizer.step()
+    return logits.detach(), loss
+
+
+def reverse_step(model, optimizer, x, y, num_classes: int):
+    """One step through ``model.reverse`` / ``model.apply``, with no tape at all."""
+    import fastnn as fnn
+    import fastnn.functional as F
+
+    with fnn.no_grad():
+        logits = model(x)
+        loss = F.cross_entropy(logits, y)
+        # d(mean cross-entropy)/d(logits) = (softmax - one_hot) / batch
+        grad_logits = (F.softmax(logits) - F.one_hot(y, num_classes)) * (1.0 / x.shape[0])
+        _, grads = model.reverse(x, grad_logits)
+        model.apply(optimizer, grads)
+    return logits, loss
+
+
+def evaluate(model, x: np.ndarray, y: np.ndarray, device, batch: int = 512) -> float:
+    """Fraction of ``x`` that ``model`` classifies as ``y``."""
+    import fastnn as fnn
+
+    correct = 0
+    with fnn.no_grad():
+        for start in range(0, len(x), batch):
+            logits = model(fnn.tensor(x[start:start + batch], device=device))
+            correct += int((logits.numpy().argmax(axis=1) == y[start:start + batch]).sum())
+    return correct / len(x)
+
+
+def fit(args, out=None) -> History:
+    """Train as ``args`` says; print progress to ``out``; return the per-epoch history."""
+    import fastnn as fnn
+    from fastnn.data import load
+
+    out = sys.stdout if out is None else out
+    args = resolve(args)
+    if args.plot is not None:
+        _require_matplotlib()
+    data = load(args.data)
+    with fnn.use(args.backend) as device:
+        return _fit(args, data, device, out)
+
+
+def _fit(args, data, device, out) -> History:
+    import fastnn as fnn
+
+    fnn.manual_seed(args.seed)
+    model = build_model(args.model, data.input_shape, data.num_classes)
+    optimizer = make_optimizer(args.optimizer, model.parameters(), args.lr)
+    history, first_epoch = History(), 1
+    if args.resume:
+        first_epoch, history = _restore(args.checkpoint, model, optimizer)
+    print(f"training {args.model} on {args.data} ({len(data.x_train)} train, "
+          f"{len(data.x_test)} held out) on {device}: {args.optimizer} lr {args.lr:g}, "
+          f"batch {args.batch_size}, {'reverse/apply' if args.reverse else 'tape'}, "
+          f"seed {args.seed}", file=out)
+    if first_epoch > args.epochs:
+        print(f"checkpoint is at epoch {first_epoch - 1} >= --epochs {args.epochs}: "
+              "nothing to train", file=out)
+    progress = Progress(args.epochs, len(data.x_train), stream=out)
+    started, epoch = time.perf_counter(), first_epoch - 1
+    try:
+        for epoch in range(first_epoch, args.epochs + 1):
+            _train_epoch(args, model, optimizer, data, device, epoch, progress)
+            test_acc = evaluate(model, data.x_test, data.y_test, device)
+            progress.end_epoch(f"held-out acc {test_acc:6.2%}")
+            history.loss.append(progress.loss)
+            history.train_acc.append(progress.accuracy)
+            history.test_acc.append(test_acc)
+    except KeyboardInterrupt:
+        kept = "" if args.checkpoint is None else f"; {args.checkpoint} was not written"
+        print(f"\ninterrupted in epoch {epoch}{kept}", file=out)
+        raise
+    elapsed = time.perf_counter() - started
+    final = history.test_acc[-1] if history.test_acc else evaluate(
+        model, data.x_test, data.y_test, device)
+    print(f"held-out accuracy {final:.2%} ({round(final * len(data.x_test))}/"
+          f"{len(data.x_test)}) after {max(args.epochs, first_epoch - 1)} epochs; "
+          f"{elapsed:.1f} s", file=out)
+    if args.checkpoint is not None:
+        fnn.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                  "epoch": max(args.epochs, first_epoch - 1), "seed": args.seed,
+                  "history": history.as_arrays()}, args.checkpoint)
+        print(f"saved checkpoint {args.checkpoint}", file=out)
+    if args.plot is not None:
+        plot(history, args.plot, f"{args.model} on {args.data}")
+        print(f"saved plot {args.plot}", file=out)
+    return history
+
+
+def _train_epoch(args, model, optimizer, data, device, epoch: int, progress) -> None:
+    import fastnn as fnn
+
+    progress.begin_epoch(epoch)
+    order = np.random.default_rng([args.seed, epoch]).permutation(len(data.x_train))
+    for start in range(0, len(order), args.batch_size):
+        idx = order[start:start + args.batch_size]
+        x = fnn.tensor(data.x_train[idx], device=device)
+        y = fnn.tensor(data.y_train[idx], device=device)
+        if args.reverse:
+            logits, loss = reverse_step(model, optimizer, x, y, data.num_classes)
+        else:
+            logits, loss = tape_step(model, optimizer, x, y)
+        correct = int((logits.numpy().argmax(axis=1) == data.y_train[idx]).sum())
+        progress.update(len(idx), loss.item(), correct)
+
+
+def _restore(path: Path, model, optimizer) -> tuple[int, History]:
+    import fastnn as fnn
+
+    state = fnn.load(path)
+    for key in ("model", "optimizer", "epoch"):
+        if key not in state:
+            raise SystemExit(f"fastnn train: {path} is not a `fastnn train` checkpoint "
+                             f"(no {key!r} entry)")
+    try:
+        model.load_state_dict(state["model"])
+    except ValueError as exc:
+        raise SystemExit(f"fastnn train: {path} was saved from another model "
+                         f"(use the same --data/--model): {exc}") from None
+    optimizer.load_state_dict(state["optimizer"])
+    history = History.from_arrays(state["history"]) if "history" in state else History()
+    return int(np.asarray(state["epoch"])) + 1, history
+
+
+def _require_matplotlib():
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise SystemExit(f"fastnn train: --plot needs matplotlib, which is not installed; "
+                         f"install it with: {PLOT_HINT}") from None
+
+
+def plot(history: History, path: Path, title: str) -> None:
+    """Loss (left) and train/held-out accuracy (right) per epoch, as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    epochs = np.arange(1, len(history.loss) + 1)
+    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(9, 3.5))
+    ax_loss.plot(epochs, history.loss)
+    ax_loss.set(xlabel="epoch", ylabel="training loss", title=title)
+    ax_acc.plot(epochs, history.train_acc, label="train")
+    ax_acc.plot(epochs, history.test_acc, label="held out")
+    ax_acc.set(xlabel="epoch", ylabel="accuracy", ylim=(0, 1))
+    ax_acc.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def run(args) -> int:
+    fit(args)
+    return 0

@@ -1,0 +1,153 @@
+"""Elementwise and softmax layers: Activation, Softmax, Swish, Dropout.
+
+Reverse rules (g = dL/dy):
+
+- Activation(kind): dL/dx = g * kind'(x), the same derivative table the tape
+  uses (:func:`fastnn.autograd.rules.activation_grad`).
+- Softmax(axis, T): y = softmax(x / T); dL/dx = y * (g - sum(g * y, axis)) / T.
+- Swish(features): y = x * s with s = sigmoid(beta * x);
+  dL/dx = g * (s + beta * x * s * (1 - s)), dL/dbeta = sum(g * x^2 * s * (1 - s)).
+- Dropout(p): y = x * m / (1 - p) with a random keep-mask m; dL/dx = g * m / (1 - p).
+"""
+
+from __future__ import annotations
+
+from fastnn.api import dtypes, nnops
+from fastnn.api.tensor import Tensor, host_rng, rand
+from fastnn.autograd.grad_mode import no_grad
+from fastnn.autograd.rules import activation_grad
+from fastnn.nn.linear import check_features, sum_leading
+from fastnn.nn.module import Module, check_tensor, const_init, wrap
+
+
+class Activation(Module):
+    """y = kind(x) for kind in relu, leaky_relu, sigmoid, tanh, silu, gelu, softplus, identity."""
+
+    def __init__(self, kind: str = "relu", slope: float = 0.01):
+        super().__init__()
+        if kind not in nnops.ACTIVATIONS:
+            raise ValueError(
+                f"Activation: unknown kind {kind!r}; choose one of {', '.join(nnops.ACTIVATIONS)}"
+            )
+        self.kind, self.slope = kind, float(slope)
+
+    def extra_repr(self) -> str:
+        return repr(self.kind) + (f", slope={self.slope}" if self.kind == "leaky_relu" else "")
+
+    def forward(self, x):
+        return nnops.activation(self.kind, check_tensor("Activation", x), self.slope)
+
+    def reverse(self, x, grad_out):
+        check_tensor("Activation", x)
+        if self.kind == "identity":
+            return grad_out, {}
+        with no_grad():
+            out = nnops.activation(self.kind, x, self.slope)
+            ops = x._device.ops
+            grad = activation_grad(ops, self.kind, x._data, out._data, grad_out._data, self.slope)
+        return wrap(grad, x), {}
+
+
+class Softmax(Module):
+    """y = softmax(x / temperature) along ``axis``."""
+
+    def __init__(self, axis: int = -1, temperature: float = 1.0):
+        super().__init__()
+        if not temperature > 0:
+            raise ValueError(f"Softmax: temperature must be > 0, got {temperature}")
+        self.axis, self.temperature = int(axis), float(temperature)
+
+    def extra_repr(self) -> str:
+        return f"axis={self.axis}, temperature={self.temperature}"
+
+    def _scaled(self, x):
+        return x if self.temperature == 1.0 else x * (1.0 / self.temperature)
+
+    def forward(self, x):
+        return nnops.softmax(self._scaled(check_tensor("Softmax", x)), self.axis)
+
+    def reverse(self, x, grad_out):
+        check_tensor("Softmax", x)
+        with no_grad():
+            y = nnops.softmax(self._scaled(x), self.axis)
+            dot = (grad_out * y).sum(axis=self.axis, keepdims=True)
+            return self._scaled(y * (grad_out - dot)), {}
+
+
+class Swish(Module):
+    """y = x * sigmoid(beta * x) with a learnable per-feature beta (features,), class activation.
+
+    beta starts at 1 (so Swish starts as SiLU).
+    """
+
+    def __init__(self, features: int, init: float = 1.0, dtype=None, device=None):
+        super().__init__()
+        self.features = int(features)
+        self.beta = const_init((self.features,), float(init), "activation", dtype, device)
+
+    def extra_repr(self) -> str:
+        return str(self.features)
+
+    def forward(self, x):
+        check_features(f"Swish({self.features})", x, self.features, "features")
+        return x * nnops.sigmoid(x * self.beta)
+
+    def reverse(self, x, grad_out):
+        check_features(f"Swish({self.features})", x, self.features, "features")
+        with no_grad():
+            s = nnops.sigmoid(x * self.beta)
+            ds = s * (1.0 - s)  # sigmoid'(beta x)
+            grad_x = grad_out * (s + x * self.beta * ds)
+            grad_beta = sum_leading(grad_out * x * x * ds)
+        return grad_x, {"beta": grad_beta}
+
+
+class Dropout(Module):
+    """y = x * m / (1 - p) in training mode, with m ~ Bernoulli(1 - p) drawn on the device.
+
+    Identity in eval mode (``model.eval()``) and when p == 0.
+
+    The mask is a pure function of a seed: ``forward`` draws the seed from
+    fastnn's host generator (``fnn.manual_seed`` reproduces it) and remembers
+    it in ``self.seed``, the one thing Dropout keeps, because it is a random
+    draw and cannot be recovered from ``x``. ``reverse`` uses that seed (or
+    ``seed=``); on a fresh instance it draws one, so the gradient is that of a
+    forward pass with the mask of ``self.seed``.
+    """
+
+    def __init__(self, p: float = 0.5):
+        super().__init__()
+        if not 0.0 <= p < 1.0:
+            raise ValueError(f"Dropout: p must be in [0, 1), got {p}")
+        self.p = float(p)
+        self.seed = None
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
+
+    def _active(self) -> bool:
+        return self.training and self.p > 0.0
+
+    def _scaled_mask(self, x: Tensor, seed: int) -> Tensor:
+        dtype = x.dtype if x.dtype.is_floating else dtypes.float32
+        with no_grad():
+            keep = rand(x.shape, dtype=dtype, device=x.device, seed=seed) >= self.p
+            return keep.astype(dtype) * (1.0 / (1.0 - self.p))
+
+    def forward(self, x, seed=None):
+        check_tensor("Dropout", x)
+        if not self._active():
+            return x
+        self.seed = int(host_rng().integers(2**31)) if seed is None else int(seed)
+        return x * self._scaled_mask(x, self.seed)
+
+    def reverse(self, x, grad_out, seed=None):
+        check_tensor("Dropout", x)
+        if not self._active():
+            return grad_out, {}
+        if seed is not None:
+            self.seed = int(seed)
+        elif self.seed is None:
+            self.seed = int(host_rng().integers(2**31))
+        with no_grad():
+            return grad_out * self._scaled_mask(x, self.seed), {}

@@ -1,0 +1,102 @@
+"""Containers: Sequential and Residual.
+
+``Sequential.reverse(x, grad_out)`` first runs one forward pass *without the
+tape* to get every layer's input (kept only for the duration of the call:
+memory is one activation per layer, as with the tape), then chains the
+layers' ``reverse`` from the last layer to the first. Nothing survives the
+call, so it works on a fresh instance.
+"""
+
+from __future__ import annotations
+
+from fastnn.autograd.grad_mode import no_grad
+from fastnn.nn.activation import Activation
+from fastnn.nn.linear import Linear
+from fastnn.nn.module import Module, check_tensor
+
+
+class Sequential(Module):
+    """Layers applied in order; parameters are named ``"<index>.<name>"`` as in PyTorch.
+
+    The forward pass fuses a Linear followed by an Activation into one
+    ``bias_act`` hook (matmul, then bias + activation in one kernel).
+    """
+
+    def __init__(self, *layers: Module):
+        super().__init__()
+        for i, layer in enumerate(layers):
+            if not isinstance(layer, Module):
+                raise TypeError(
+                    f"Sequential: argument {i} is a {type(layer).__name__}, not a fastnn Module"
+                )
+            setattr(self, str(i), layer)
+
+    @property
+    def layers(self) -> list:
+        return list(self._modules.values())
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __getitem__(self, index):
+        return self.layers[index]
+
+    def __iter__(self):
+        return iter(self.layers)
+
+    def forward(self, x):
+        layers = self.layers
+        i = 0
+        while i < len(layers):
+            layer = layers[i]
+            nxt = layers[i + 1] if i + 1 < len(layers) else None
+            if type(layer) is Linear and type(nxt) is Activation:
+                x = layer.forward_act(x, nxt.kind, nxt.slope)
+                i += 2
+            else:
+                x = layer(x)
+                i += 1
+        return x
+
+    def reverse(self, x, grad_out):
+        check_tensor("Sequential", x)
+        layers = self.layers
+        inputs = []
+        with no_grad():
+            for layer in layers[:-1]:
+                inputs.append(x)
+                x = layer(x)
+        inputs.append(x)
+        grads = {}
+        grad = grad_out
+        for index in range(len(layers) - 1, -1, -1):
+            grad, own = layers[index].reverse(inputs[index], grad)
+            inputs[index] = None  # free each input as soon as its layer is done
+            for name, g in own.items():
+                grads[f"{index}.{name}"] = g
+        return grad, grads
+
+
+class Residual(Module):
+    """y = x + inner(x); parameters are the inner module's, named ``"inner.<name>"``."""
+
+    def __init__(self, inner: Module):
+        super().__init__()
+        if not isinstance(inner, Module):
+            raise TypeError(f"Residual: inner must be a fastnn Module, got {type(inner).__name__}")
+        self.inner = inner
+
+    def forward(self, x):
+        y = self.inner(x)
+        if y.shape != x.shape:
+            raise ValueError(
+                f"Residual: the inner module maps {x.shape} to {y.shape}; a residual needs the "
+                "same shape in and out"
+            )
+        return x + y
+
+    def reverse(self, x, grad_out):
+        grad_inner, own = self.inner.reverse(x, grad_out)
+        with no_grad():
+            grad_x = grad_out + grad_inner
+        return grad_x, {f"inner.{name}": g for name, g in own.items()}

@@ -1,0 +1,171 @@
+"""Affine layers along the last axis: Dense, Linear, Bias1d, Diag, ScalarScale.
+
+All of them act on ``(..., features)`` inputs. Reverse rules (g = dL/dy):
+
+=============  ====================  ==========================  ======================
+layer          y                     dL/dx                       dL/dparam
+=============  ====================  ==========================  ======================
+Dense          x W^T                 g W                         g^T x (leading dims flat)
+Bias1d         x + b                 g                           sum of g over leading dims
+Linear         x W^T + b             g W                         g^T x, sum g
+Diag           x * d                 g * d                       sum of g * x
+ScalarScale    x * s                 g * s                       sum of g * x (all axes)
+=============  ====================  ==========================  ======================
+"""
+
+from __future__ import annotations
+
+from fastnn.api import nnops
+from fastnn.api.tensor import Tensor
+from fastnn.autograd.grad_mode import no_grad
+from fastnn.nn.module import Module, check_tensor, const_init, fan_in_bound, uniform_init
+
+
+def check_features(layer: str, x: Tensor, features: int, what: str = "in_features") -> None:
+    check_tensor(layer, x)
+    if x.ndim == 0 or x.shape[-1] != features:
+        raise ValueError(
+            f"{layer}: expected input of shape (..., {features}) ({what}={features}), got "
+            f"{x.shape}; the last axis must be the feature axis"
+        )
+
+
+def sum_leading(g: Tensor) -> Tensor:
+    """Sum over every axis but the last (the per-feature gradient of a broadcast parameter)."""
+    return g.sum(axis=tuple(range(g.ndim - 1))) if g.ndim > 1 else g
+
+
+def _flat(t: Tensor) -> Tensor:
+    return t.reshape(-1, t.shape[-1]) if t.ndim != 2 else t
+
+
+def _dense_grads(x: Tensor, grad_out: Tensor, weight: Tensor):
+    grad_x = grad_out @ weight
+    grad_w = _flat(grad_out).T @ _flat(x)
+    return grad_x, grad_w
+
+
+class Dense(Module):
+    """y = x W^T with weight (out_features, in_features), class connective; no bias."""
+
+    def __init__(self, in_features: int, out_features: int, dtype=None, device=None):
+        super().__init__()
+        self.in_features, self.out_features = int(in_features), int(out_features)
+        self.weight = uniform_init((self.out_features, self.in_features),
+                                   fan_in_bound(self.in_features), "connective", dtype, device)
+
+    def extra_repr(self) -> str:
+        return f"{self.in_features}, {self.out_features}"
+
+    def forward(self, x):
+        check_features(self._name(), x, self.in_features)
+        return x @ self.weight.T
+
+    def _name(self) -> str:
+        return f"{type(self).__name__}({self.in_features}, {self.out_features})"
+
+    def reverse(self, x, grad_out):
+        check_features(self._name(), x, self.in_features)
+        with no_grad():
+            grad_x, grad_w = _dense_grads(x, grad_out, self.weight)
+        return grad_x, {"weight": grad_w}
+
+
+class Linear(Dense):
+    """y = x W^T + b: Dense followed by Bias1d, with PyTorch's names and init.
+
+    weight (out, in) is connective, bias (out,) is bias; both start as
+    U(-1/sqrt(in), 1/sqrt(in)). ``forward_act`` adds the bias and an
+    activation in one fused ``bias_act`` hook (Sequential uses it for a
+    Linear followed by an Activation).
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype=None,
+                 device=None):
+        super().__init__(in_features, out_features, dtype, device)
+        if bias:
+            self.bias = uniform_init((self.out_features,), fan_in_bound(self.in_features),
+                                     "bias", dtype, device)
+        else:
+            self.bias = None
+
+    def forward(self, x):
+        return self.forward_act(x, "identity")
+
+    def forward_act(self, x, kind: str, slope: float = 0.01):
+        check_features(self._name(), x, self.in_features)
+        z = x @ self.weight.T
+        if self.bias is None:
+            return nnops.activation(kind, z, slope)
+        return nnops.bias_act(z, self.bias, kind, slope)
+
+    def reverse(self, x, grad_out):
+        check_features(self._name(), x, self.in_features)
+        with no_grad():
+            grad_x, grad_w = _dense_grads(x, grad_out, self.weight)
+            grads = {"weight": grad_w}
+            if self.bias is not None:
+                grads["bias"] = sum_leading(grad_out)
+        return grad_x, grads
+
+
+class Bias1d(Module):
+    """y = x + b along the last axis; b (features,) of class bias, initially 0."""
+
+    def __init__(self, features: int, dtype=None, device=None):
+        super().__init__()
+        self.features = int(features)
+        self.bias = const_init((self.features,), 0.0, "bias", dtype, device)
+
+    def extra_repr(self) -> str:
+        return str(self.features)
+
+    def forward(self, x):
+        check_features(f"Bias1d({self.features})", x, self.features, "features")
+        return nnops.bias_act(x, self.bias, "identity")
+
+    def reverse(self, x, grad_out):
+        check_features(f"Bias1d({self.features})", x, self.features, "features")
+        with no_grad():
+            return grad_out, {"bias": sum_leading(grad_out)}
+
+
+class Diag(Module):
+    """y = x * d, a learnable per-feature scale d (features,) of class connective, initially 1."""
+
+    def __init__(self, features: int, dtype=None, device=None):
+        super().__init__()
+        self.features = int(features)
+        self.weight = const_init((self.features,), 1.0, "connective", dtype, device)
+
+    def extra_repr(self) -> str:
+        return str(self.features)
+
+    def forward(self, x):
+        check_features(f"Diag({self.features})", x, self.features, "features")
+        return x * self.weight
+
+    def reverse(self, x, grad_out):
+        check_features(f"Diag({self.features})", x, self.features, "features")
+        with no_grad():
+            return grad_out * self.weight, {"weight": sum_leading(grad_out * x)}
+
+
+class ScalarScale(Module):
+    """y = s * x with one learnable scalar s (shape ()), class connective."""
+
+    def __init__(self, init: float = 1.0, dtype=None, device=None):
+        super().__init__()
+        self.weight = const_init((), float(init), "connective", dtype, device)
+
+    def extra_repr(self) -> str:
+        return f"init={self.weight.item():g}"
+
+    def forward(self, x):
+        check_tensor("ScalarScale", x)
+        return x * self.weight
+
+    def reverse(self, x, grad_out):
+        check_tensor("ScalarScale", x)
+        with no_grad():
+            return grad_out * self.weight, {"weight": (grad_out * x).sum()}

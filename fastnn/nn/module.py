@@ -1,0 +1,248 @@
+"""Modules and parameters: the base of every layer, and the reversible-module contract.
+
+A :class:`Module` runs ``forward`` on the tape when called, and also offers the
+reversible pair::
+
+    grad_x, self_grads = layer.reverse(x, grad_out)
+    layer.apply(optimizer, self_grads)
+
+``reverse`` computes dL/dx and dL/d(own parameters) from the input ``x`` and
+dL/dy alone: no tape and nothing kept from an earlier forward call. Every
+built-in layer derives it by hand; the base class falls back to the tape for
+a user module that only defines ``forward``.
+
+``self_grads`` is a dict ``name -> Tensor`` whose names are exactly this
+module's ``named_parameters()`` names (dotted paths for containers, e.g.
+``"0.weight"``), so any module's grads can be applied by the generic
+:meth:`Module.apply`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fastnn.api import dtypes
+from fastnn.api.device import as_device
+from fastnn.api.dtypes import as_dtype
+from fastnn.api.tensor import Tensor, host_rng
+from fastnn.autograd.grad_mode import enable_grad, no_grad
+
+PARAM_CLASSES = ("connective", "bias", "activation", "other")
+
+
+class Parameter(Tensor):
+    """A leaf tensor that a module owns and an optimizer updates.
+
+    ``param_class`` says what role it plays, which optimizers use for weight
+    decay (connective only) and per-class learning rates: ``"connective"``
+    (weights, scales), ``"bias"``, ``"activation"`` (learnable activation
+    shapes such as Swish's beta) or ``"other"``.
+    """
+
+    __slots__ = ("param_class",)
+
+    @classmethod
+    def from_numpy(cls, array, param_class="other", dtype=None, device=None) -> Parameter:
+        """A parameter holding a copy of the host array ``array``."""
+        if param_class not in PARAM_CLASSES:
+            raise ValueError(
+                f"Parameter: param_class must be one of {PARAM_CLASSES}, got {param_class!r}"
+            )
+        dtype = as_dtype(dtype if dtype is not None else dtypes.float32)
+        if not dtype.is_floating:
+            raise TypeError(f"Parameter: dtype must be floating point, got {dtype}")
+        dev = as_device(device)
+        host = np.asarray(array, dtype=dtype.numpy)
+        p = cls._make(dev.ops.from_numpy(host, dev.index), dtype, dev)
+        p.requires_grad = True
+        p.param_class = param_class
+        return p
+
+    def __repr__(self) -> str:
+        return f"Parameter({self.param_class}, shape={self.shape}, dtype={self._dtype.name})"
+
+
+def uniform_init(shape, bound: float, param_class: str, dtype, device) -> Parameter:
+    """U(-bound, bound) from fastnn's host generator (``fnn.manual_seed`` reproduces it)."""
+    host = host_rng().uniform(-bound, bound, size=shape)
+    return Parameter.from_numpy(host, param_class, dtype, device)
+
+
+def fan_in_bound(fan_in: int) -> float:
+    """PyTorch's default bound 1/sqrt(fan_in) (kaiming-uniform with a = sqrt(5))."""
+    return 1.0 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+
+
+def const_init(shape, value: float, param_class: str, dtype, device) -> Parameter:
+    return Parameter.from_numpy(np.full(shape, value), param_class, dtype, device)
+
+
+def wrap(data, like: Tensor) -> Tensor:
+    """A plain (history-free) tensor of raw backend ``data`` on ``like``'s dtype and device."""
+    return Tensor._make(data, like._dtype, like._device)
+
+
+def check_tensor(layer, x) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{layer}: expected a fastnn Tensor, got {type(x).__name__}")
+    return x
+
+
+class Module:
+    """Base class of layers: parameters, sub-modules, state dicts and the reversible pair."""
+
+    def __init__(self):
+        object.__setattr__(self, "_parameters", {})
+        object.__setattr__(self, "_modules", {})
+        object.__setattr__(self, "training", True)
+
+    def __setattr__(self, name, value):
+        if "_parameters" not in self.__dict__:
+            raise RuntimeError(
+                f"{type(self).__name__}: call super().__init__() before assigning attributes"
+            )
+        self._parameters.pop(name, None)
+        self._modules.pop(name, None)
+        if isinstance(value, Parameter):
+            self._parameters[name] = value
+        elif isinstance(value, Module):
+            self._modules[name] = value
+        object.__setattr__(self, name, value)
+
+    # ------------------------------------------------------------ forward
+    def forward(self, x):
+        raise NotImplementedError(f"{type(self).__name__} does not define forward()")
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    def extra_repr(self) -> str:
+        return ""
+
+    def __repr__(self) -> str:
+        lines = [f"({name}): {mod!r}".replace("\n", "\n  ") for name, mod in self._modules.items()]
+        head = f"{type(self).__name__}({self.extra_repr()}"
+        return head + ("\n  " + "\n  ".join(lines) + "\n)" if lines else ")")
+
+    # ------------------------------------------------------------ parameters
+    def children(self):
+        return iter(self._modules.values())
+
+    def named_modules(self, prefix: str = ""):
+        yield prefix, self
+        for name, mod in self._modules.items():
+            yield from mod.named_modules(f"{prefix}.{name}" if prefix else name)
+
+    def named_parameters(self, prefix: str = ""):
+        """(dotted name, Parameter) pairs, own parameters first, each object once."""
+        seen = set()
+        for mod_name, mod in self.named_modules(prefix):
+            for name, p in mod._parameters.items():
+                if id(p) not in seen:
+                    seen.add(id(p))
+                    yield (f"{mod_name}.{name}" if mod_name else name), p
+
+    def parameters(self):
+        return [p for _, p in self.named_parameters()]
+
+    def zero_grad(self) -> None:
+        for p in self.parameters():
+            p.grad = None
+
+    # ------------------------------------------------------------ state
+    def state_dict(self) -> dict:
+        """name -> a host NumPy copy of each parameter."""
+        return {name: np.array(p.numpy(), copy=True) for name, p in self.named_parameters()}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Copy ``state`` (name -> array or Tensor) into the parameters, in place.
+
+        Every name must match and every shape agree; otherwise nothing is
+        loaded and one ValueError lists all the problems.
+        """
+        own = dict(self.named_parameters())
+        missing = [n for n in own if n not in state]
+        unexpected = [n for n in state if n not in own]
+        mismatched = []
+        for name, p in own.items():
+            if name in state:
+                shape = tuple(np.shape(state[name]))
+                if shape != p.shape:
+                    mismatched.append(f"{name}: checkpoint {shape}, model {p.shape}")
+        if missing or unexpected or mismatched:
+            parts = []
+            if missing:
+                parts.append(f"missing keys {missing}")
+            if unexpected:
+                parts.append(f"unexpected keys {unexpected}")
+            if mismatched:
+                parts.append(f"shape mismatches [{'; '.join(mismatched)}]")
+            raise ValueError(
+                f"{type(self).__name__}.load_state_dict: the state dict does not fit this model: "
+                + ", ".join(parts) + " (was it saved from another model?)"
+            )
+        for name, p in own.items():
+            value = state[name]
+            host = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
+            host = np.asarray(host, dtype=p._dtype.numpy)
+            p._data = p._device.ops.from_numpy(host, p._device.index)
+            p.grad = None
+
+    def to(self, *args, dtype=None, device=None) -> Module:
+        """Move/convert every parameter in place (``model.to("cuda")``, ``.to(fnn.float64)``)."""
+        for p in self.parameters():
+            moved = p.detach().to(*args, dtype=dtype, device=device)
+            p._data, p._dtype, p._device = moved._data, moved._dtype, moved._device
+            p.grad = None
+        return self
+
+    def train(self, mode: bool = True) -> Module:
+        for _, mod in self.named_modules():
+            object.__setattr__(mod, "training", bool(mode))
+        return self
+
+    def eval(self) -> Module:
+        return self.train(False)
+
+    # ------------------------------------------------------------ reversible pair
+    def reverse(self, x: Tensor, grad_out: Tensor):
+        """(dL/dx, {name: dL/dparam}) given dL/dy, for y = self(x).
+
+        Fallback for modules that only define ``forward``: one forward and
+        backward on a private tape (built-in layers override this with a
+        hand-derived gradient).
+        """
+        params = dict(self.named_parameters())
+        saved = {name: p.grad for name, p in params.items()}
+        try:
+            for p in params.values():
+                p.grad = None
+            x_leaf = x.detach().requires_grad_(True)
+            with enable_grad():
+                y = self.forward(x_leaf)
+            y.backward(grad_out)
+            grads = {n: (p.grad if p.grad is not None else _zeros_like(p))
+                     for n, p in params.items()}
+            grad_x = x_leaf.grad if x_leaf.grad is not None else _zeros_like(x)
+        finally:
+            for name, p in params.items():
+                p.grad = saved[name]
+        return grad_x, grads
+
+    def apply(self, optimizer, self_grads: dict) -> None:
+        """One optimizer update of this module's parameters from explicit gradients."""
+        params = dict(self.named_parameters())
+        unknown = [n for n in self_grads if n not in params]
+        if unknown:
+            raise KeyError(
+                f"{type(self).__name__}.apply: gradients for {unknown} do not name parameters "
+                f"of this module (it has {list(params)})"
+            )
+        optimizer.apply_gradients([(params[n], g) for n, g in self_grads.items()])
+
+
+def _zeros_like(t: Tensor) -> Tensor:
+    with no_grad():
+        return wrap(t._device.ops.full(t.shape, 0, t._dtype.name, t._device.index), t)

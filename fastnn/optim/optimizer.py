@@ -1,0 +1,231 @@
+"""The optimizer base: parameter groups, parameter classes, state, and explicit-gradient updates.
+
+An optimizer holds parameter groups (PyTorch style: ``params`` is a list of
+tensors or a list of dicts ``{"params": [...], "lr": ...}``) and per-parameter
+state. Two ways to update:
+
+- ``step()``: uses each parameter's ``.grad`` (tape training);
+- ``apply_gradients(pairs)``: uses explicit ``(parameter, gradient)`` pairs
+  (reversible training: ``Module.apply`` calls it).
+
+Both end in :meth:`Optimizer._update`, which a rule implements by calling the
+backend's fused hook (``sgd_step``, ``adam_step``, ``rmsprop_step``) once per
+group of parameters that share a state phase, and stores the returned arrays
+back into the parameters and the state.
+
+Parameter classes: a :class:`~fastnn.nn.Parameter` carries ``param_class``
+(connective, bias, activation, other); a plain tensor counts as "other".
+Weight decay applies to connective parameters only, and ``class_lr`` (e.g.
+``{"bias": 2.0}``) multiplies the learning rate of a class.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fastnn.api.tensor import Tensor
+from fastnn.autograd.grad_mode import no_grad
+
+DECAYED_CLASSES = ("connective",)
+
+
+def param_class(p) -> str:
+    return getattr(p, "param_class", "other")
+
+
+class Optimizer:
+    """Base class; a rule sets ``defaults`` and implements ``_update(group, params, grads)``."""
+
+    def __init__(self, params, defaults: dict):
+        self.defaults = dict(defaults)
+        self.param_groups: list[dict] = []
+        self.state: dict[int, dict] = {}  # id(param) -> that parameter's state
+        params = list(params)
+        if not params:
+            raise ValueError(f"{type(self).__name__}: got an empty parameter list")
+        groups = params if isinstance(params[0], dict) else [{"params": params}]
+        for group in groups:
+            self.add_param_group(group)
+
+    def add_param_group(self, group: dict) -> None:
+        if not isinstance(group, dict) or "params" not in group:
+            raise TypeError(f"{type(self).__name__}: a param group must be a dict with 'params'")
+        unknown = set(group) - set(self.defaults) - {"params"}
+        if unknown:
+            raise TypeError(f"{type(self).__name__}: unknown options {sorted(unknown)}")
+        params = list(group["params"])
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        for p in params:
+            if not isinstance(p, Tensor) or not p.dtype.is_floating:
+                raise TypeError(
+                    f"{type(self).__name__}: parameters must be floating-point Tensors, got "
+                    f"{type(p).__name__}"
+                )
+            if id(p) in seen:
+                raise ValueError(f"{type(self).__name__}: a parameter appears in two groups")
+            seen.add(id(p))
+        full = {**self.defaults, **group, "params": params}
+        full["class_lr"] = dict(full.get("class_lr") or {})
+        self._check_hyper(full)
+        self.param_groups.append(full)
+
+    def _check_hyper(self, group: dict) -> None:
+        if not group["lr"] >= 0:
+            raise ValueError(f"{type(self).__name__}: lr must be >= 0, got {group['lr']}")
+        if not group.get("weight_decay", 0.0) >= 0:
+            raise ValueError(f"{type(self).__name__}: weight_decay must be >= 0")
+
+    # ------------------------------------------------------------ updates
+    def zero_grad(self) -> None:
+        for group in self.param_groups:
+            for p in group["params"]:
+                p.grad = None
+
+    def step(self) -> None:
+        """Update every parameter that has a ``.grad`` (others are skipped, as in PyTorch)."""
+        pairs = [(p, p.grad) for g in self.param_groups for p in g["params"] if p.grad is not None]
+        self.apply_gradients(pairs)
+
+    def apply_gradients(self, pairs) -> None:
+        """Update from explicit ``(parameter, gradient)`` pairs; each parameter must be ours."""
+        where = {id(p): i for i, g in enumerate(self.param_groups) for p in g["params"]}
+        per_group: dict[int, tuple[list, list]] = {}
+        for p, g in pairs:
+            index = where.get(id(p))
+            if index is None:
+                raise ValueError(
+                    f"{type(self).__name__}: got a gradient for a parameter of shape {p.shape} "
+                    "that this optimizer does not hold; build it with model.parameters()"
+                )
+            grad = g._data if isinstance(g, Tensor) else g
+            if tuple(grad.shape) != p.shape:
+                raise ValueError(
+                    f"{type(self).__name__}: gradient shape {tuple(grad.shape)} does not match "
+                    f"parameter shape {p.shape}"
+                )
+            if isinstance(g, Tensor) and (g.dtype is not p.dtype or g.device != p.device):
+                grad = g.to(p.device).to(p.dtype)._data
+            params, grads = per_group.setdefault(index, ([], []))
+            params.append(p)
+            grads.append(grad)
+        with no_grad():
+            for index, (params, grads) in per_group.items():
+                self._update(self.param_groups[index], params, grads)
+
+    def _update(self, group: dict, params: list, grads: list) -> None:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ helpers for rules
+    @staticmethod
+    def lrs_and_decays(group: dict, params: list) -> tuple[list, list]:
+        """Per-parameter learning rates (times class_lr) and weight decays (connective only)."""
+        scale = group["class_lr"]
+        lrs = [group["lr"] * scale.get(param_class(p), 1.0) for p in params]
+        wd = group.get("weight_decay", 0.0)
+        decays = [wd if param_class(p) in DECAYED_CLASSES else 0.0 for p in params]
+        return lrs, decays
+
+    @staticmethod
+    def zeros_like(p):
+        return p._device.ops.full(p.shape, 0, p._dtype.name, p._device.index)
+
+    # ------------------------------------------------------------ state dicts
+    def _all_params(self) -> list:
+        return [p for g in self.param_groups for p in g["params"]]
+
+    def state_dict(self) -> dict:
+        """{"param_groups": [hyper-parameters + param indices], "state": {"i": {...}}}.
+
+        Arrays come back as host NumPy copies, so the dict can go to ``fnn.save``.
+        """
+        groups, start = [], 0
+        for g in self.param_groups:
+            entry = {k: (dict(v) if isinstance(v, dict) else v) for k, v in g.items()
+                     if k != "params"}
+            entry["params"] = list(range(start, start + len(g["params"])))
+            start += len(g["params"])
+            groups.append(entry)
+        state = {}
+        for i, p in enumerate(self._all_params()):
+            st = self.state.get(id(p))
+            if st:
+                state[str(i)] = {k: (np.array(p._device.ops.to_numpy(v), copy=True)
+                                     if _is_array(v) else v) for k, v in st.items()}
+        return {"param_groups": groups, "state": state}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Restore hyper-parameters and per-parameter state saved by :meth:`state_dict`."""
+        groups = state_dict.get("param_groups")
+        if groups is None or "state" not in state_dict:
+            raise ValueError(
+                f"{type(self).__name__}.load_state_dict: expected keys 'param_groups' and "
+                f"'state', got {sorted(state_dict)}"
+            )
+        sizes = [len(g["params"]) for g in self.param_groups]
+        saved_sizes = [len(g["params"]) for g in groups]
+        if sizes != saved_sizes:
+            raise ValueError(
+                f"{type(self).__name__}.load_state_dict: saved groups hold {saved_sizes} "
+                f"parameters, this optimizer {sizes}"
+            )
+        params = self._all_params()
+        new_state = {}
+        for key, st in state_dict["state"].items():
+            p = params[int(key)]
+            entry = {}
+            for name, value in st.items():
+                if isinstance(value, (np.ndarray, Tensor)):
+                    host = value.numpy() if isinstance(value, Tensor) else value
+                    if tuple(host.shape) != p.shape:
+                        raise ValueError(
+                            f"{type(self).__name__}.load_state_dict: state {name!r} of parameter "
+                            f"{key} has shape {tuple(host.shape)}, the parameter {p.shape}"
+                        )
+                    host = np.asarray(host, dtype=p._dtype.numpy)
+                    entry[name] = p._device.ops.from_numpy(host, p._device.index)
+                else:
+                    entry[name] = _number(value)
+            new_state[id(p)] = entry
+        for group, saved in zip(self.param_groups, groups):
+            for k, v in saved.items():
+                if k != "params":
+                    group[k] = dict(v) if isinstance(v, dict) else _number(v)
+        self.state = new_state
+
+
+def _is_array(value) -> bool:
+    return hasattr(value, "shape") and not isinstance(value, (int, float))
+
+
+def _number(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, list):
+        return tuple(value)
+    return value
+
+
+def clip_grad_norm(params, max_norm: float, eps: float = 1e-6) -> float:
+    """Scale the ``.grad`` of ``params`` so their joint L2 norm is at most ``max_norm``.
+
+    As PyTorch's ``clip_grad_norm_``: total = sqrt(sum ||g||^2); when
+    total > max_norm every gradient is multiplied by max_norm / (total + eps).
+    Returns the total norm before clipping, as a float.
+    """
+    if isinstance(params, Tensor):
+        params = [params]
+    grads = [p.grad for p in params if p.grad is not None]
+    if not grads:
+        return 0.0
+    with no_grad():
+        squares = [float((g * g).sum().item()) for g in grads]
+    total = math.sqrt(sum(squares))
+    coef = float(max_norm) / (total + eps)
+    if coef < 1.0:
+        with no_grad():
+            for p in params:
+                if p.grad is not None:
+                    p.grad = p.grad * coef
+    return total
