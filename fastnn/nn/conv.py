@@ -34,7 +34,9 @@ class Conv1d(Module):
         bound = fan_in_bound(fan_in)
         shape = (self.out_channels, self.in_channels // self.groups, self.kernel_size)
         self.weight = uniform_init(shape, bound, "connective", dtype, device)
-        self.bias = uniform_init((self.out_channels,), bound, "bias", dtype, device) if bias else None
+        self.bias = None
+        if bias:
+            self.bias = uniform_init((self.out_channels,), bound, "bias", dtype, device)
 
     def extra_repr(self) -> str:
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "

@@ -1,0 +1,147 @@
+"""Learning-rate schedules: warm-up, cosine and linear decay.
+
+A scheduler multiplies each parameter group's initial learning rate by
+``factor(t)``, where t counts the calls to :meth:`LRScheduler.step` (call it
+once per optimizer step, after ``optimizer.step()``). At construction t = 0
+and the factor for t = 0 is applied at once, as in PyTorch.
+
+Factors (T = total steps, W = warm-up steps):
+
+- warm-up: (t + 1) / W for t < W, then 1 (linear ramp that reaches full lr at step W - 1);
+- cosine: min + (1 - min) * (1 + cos(pi * t / T)) / 2, held at min after T;
+- linear decay: 1 + (end - 1) * t / T, held at end after T.
+
+:class:`WarmupCosine` and :class:`WarmupLinear` chain a warm-up with a decay
+over the remaining steps; :class:`LambdaLR` takes any factor function.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def warmup_factor(t: int, warmup_steps: int) -> float:
+    return 1.0 if warmup_steps <= 0 or t >= warmup_steps else (t + 1) / warmup_steps
+
+
+def cosine_factor(t: int, total_steps: int, min_factor: float = 0.0) -> float:
+    if total_steps <= 0 or t >= total_steps:
+        return min_factor
+    return min_factor + (1.0 - min_factor) * 0.5 * (1.0 + math.cos(math.pi * t / total_steps))
+
+
+def linear_factor(t: int, total_steps: int, end_factor: float = 0.0) -> float:
+    if total_steps <= 0 or t >= total_steps:
+        return end_factor
+    return 1.0 + (end_factor - 1.0) * t / total_steps
+
+
+class LRScheduler:
+    """Base: sets ``group["lr"] = base_lr * self.factor(t)`` for every group."""
+
+    def __init__(self, optimizer):
+        self.optimizer = optimizer
+        self.base_lrs = [group["lr"] for group in optimizer.param_groups]
+        self.last_step = 0
+        self._apply()
+
+    def factor(self, t: int) -> float:
+        raise NotImplementedError
+
+    def _apply(self) -> None:
+        f = self.factor(self.last_step)
+        for group, base in zip(self.optimizer.param_groups, self.base_lrs):
+            group["lr"] = base * f
+
+    def step(self) -> None:
+        self.last_step += 1
+        self._apply()
+
+    def get_last_lr(self) -> list:
+        return [group["lr"] for group in self.optimizer.param_groups]
+
+    def state_dict(self) -> dict:
+        return {"last_step": self.last_step, "base_lrs": list(self.base_lrs)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.last_step = int(state["last_step"])
+        self.base_lrs = [float(v) for v in state["base_lrs"]]
+        self._apply()
+
+
+class LambdaLR(LRScheduler):
+    """factor(t) = fn(t) for any function of the step count."""
+
+    def __init__(self, optimizer, fn):
+        self.fn = fn
+        super().__init__(optimizer)
+
+    def factor(self, t):
+        return float(self.fn(t))
+
+
+class LinearWarmup(LRScheduler):
+    """Linear warm-up over ``warmup_steps``, then the base rate."""
+
+    def __init__(self, optimizer, warmup_steps: int):
+        self.warmup_steps = int(warmup_steps)
+        super().__init__(optimizer)
+
+    def factor(self, t):
+        return warmup_factor(t, self.warmup_steps)
+
+
+class CosineAnnealing(LRScheduler):
+    """Cosine decay from the base rate to ``min_factor`` times it over ``total_steps``."""
+
+    def __init__(self, optimizer, total_steps: int, min_factor: float = 0.0):
+        self.total_steps, self.min_factor = int(total_steps), float(min_factor)
+        super().__init__(optimizer)
+
+    def factor(self, t):
+        return cosine_factor(t, self.total_steps, self.min_factor)
+
+
+class LinearDecay(LRScheduler):
+    """Linear decay from the base rate to ``end_factor`` times it over ``total_steps``."""
+
+    def __init__(self, optimizer, total_steps: int, end_factor: float = 0.0):
+        self.total_steps, self.end_factor = int(total_steps), float(end_factor)
+        super().__init__(optimizer)
+
+    def factor(self, t):
+        return linear_factor(t, self.total_steps, self.end_factor)
+
+
+class WarmupCosine(LRScheduler):
+    """Warm-up over ``warmup_steps``, then cosine decay over the rest of ``total_steps``."""
+
+    def __init__(self, optimizer, warmup_steps: int, total_steps: int, min_factor: float = 0.0):
+        self.warmup_steps, self.total_steps = int(warmup_steps), int(total_steps)
+        self.min_factor = float(min_factor)
+        super().__init__(optimizer)
+
+    def factor(self, t):
+        if t < self.warmup_steps:
+            return warmup_factor(t, self.warmup_steps)
+        return cosine_factor(t - self.warmup_steps, self.total_steps - self.warmup_steps,
+                             self.min_factor)
+
+
+class WarmupLinear(LRScheduler):
+    """Warm-up over ``warmup_steps``, then linear decay over the rest of ``total_steps``."""
+
+    def __init__(self, optimizer, warmup_steps: int, total_steps: int, end_factor: float = 0.0):
+        self.warmup_steps, self.total_steps = int(warmup_steps), int(total_steps)
+        self.end_factor = float(end_factor)
+        super().__init__(optimizer)
+
+    def factor(self, t):
+        if t < self.warmup_steps:
+            return warmup_factor(t, self.warmup_steps)
+        return linear_factor(t - self.warmup_steps, self.total_steps - self.warmup_steps,
+                             self.end_factor)
+
+
+__all__ = ["CosineAnnealing", "LRScheduler", "LambdaLR", "LinearDecay", "LinearWarmup",
+           "WarmupCosine", "WarmupLinear", "cosine_factor", "linear_factor", "warmup_factor"]
