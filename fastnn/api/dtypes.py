@@ -44,7 +44,9 @@ int64 = DType("int64", False, 8)
 bool_ = DType("bool", False, 1)
 
 _BY_NAME = {d.name: d for d in (float16, bfloat16, float32, float64, int32, int64, bool_)}
-_ORDER = {"bool": 0, "int32": 1, "int64": 2, "float16": 3, "bfloat16": 3, "float32": 4, "float64": 5}
+_ORDER = {
+    "bool": 0, "int32": 1, "int64": 2, "float16": 3, "bfloat16": 3, "float32": 4, "float64": 5,
+}
 
 
 def as_dtype(value) -> DType:

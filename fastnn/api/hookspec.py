@@ -24,7 +24,8 @@ change, except where a hook says it updates in place.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pluggy
 

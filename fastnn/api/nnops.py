@@ -97,7 +97,9 @@ def conv1d(x: Tensor, weight: Tensor, bias=None, stride=1, padding=0, dilation=1
     n, c_in, length = x.shape
     c_out, c_in_g, k = weight.shape
     if c_in % groups or c_out % groups:
-        raise ValueError(f"conv1d: C_in={c_in} and C_out={c_out} must be divisible by groups={groups}")
+        raise ValueError(
+            f"conv1d: C_in={c_in} and C_out={c_out} must be divisible by groups={groups}"
+        )
     if c_in_g * groups != c_in:
         raise ValueError(
             f"conv1d: weight expects {c_in_g * groups} input channels ({c_in_g} per group x "

@@ -45,7 +45,8 @@ def test_cpu_is_found_through_its_entry_point():
 
 
 def test_unknown_backend_names_installed_ones():
-    with pytest.raises(fnn.BackendError, match=r"unknown backend 'nope'.*installed backends: .*cpu"):
+    expected = r"unknown backend 'nope'.*installed backends: .*cpu"
+    with pytest.raises(fnn.BackendError, match=expected):
         fnn.use("nope")
     with pytest.raises(fnn.BackendError):
         fnn.zeros((2,), device="nope:1")
