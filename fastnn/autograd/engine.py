@@ -69,15 +69,15 @@ def unbroadcast(ops, grad, shape):
 
 
 def _topological(root):
-    """Nodes reachable from ``root``, each after every node that consumes it."""
-    order, seen = [], {id(root)}
-    stack = [(root, False)]
+    """Nodes reachable from ``root``, each after every node that consumes it.
+
+    Kahn's algorithm on consumer counts: a node is released only when all its
+    consumers are done. (A depth-first order that marks nodes when first seen
+    can place a shared node before one of its consumers and lose gradient.)
+    """
+    consumers, stack = {id(root): 0}, [root]
     while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
-            continue
-        stack.append((node, True))
+        node = stack.pop()
         if node.inputs is None:
             raise RuntimeError(
                 f"backward through the graph a second time (at {node.op!r}): the graph "
@@ -85,10 +85,22 @@ def _topological(root):
             )
         for t in node.inputs:
             child = t._node if t is not None else None
-            if child is not None and id(child) not in seen:
-                seen.add(id(child))
-                stack.append((child, False))
-    order.reverse()
+            if child is not None:
+                key = id(child)
+                if key not in consumers:
+                    consumers[key] = 0
+                    stack.append(child)
+                consumers[key] += 1
+    order, ready = [], [root]
+    while ready:
+        node = ready.pop()
+        order.append(node)
+        for t in node.inputs:
+            child = t._node if t is not None else None
+            if child is not None:
+                consumers[id(child)] -= 1
+                if consumers[id(child)] == 0:
+                    ready.append(child)
     return order
 
 
