@@ -1,0 +1,1 @@
+"""fastnn's asv benchmarks (run from the ``benchmarks/`` directory; see README.md)."""
