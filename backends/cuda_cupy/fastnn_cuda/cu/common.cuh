@@ -1,0 +1,111 @@
+// Shared device helpers for fastnn's CUDA kernels.
+//
+// The loader (fastnn_cuda/kernels.py) prepends this file to every .cu source
+// before compiling it with NVRTC, so the sources need no include paths and
+// compile the same way in CI (no GPU) and at run time.
+//
+// Conventions: every kernel is `extern "C"` with a dtype suffix (_f32, _f64)
+// so that Python looks it up by a plain name; scalar parameters are `double`
+// or `long long` so that Python floats and ints pass without casts; block
+// sizes are multiples of 32 (launch.py guarantees it).
+
+#define FASTNN_WARP 32
+
+typedef long long i64;
+
+template <typename T> __device__ __forceinline__ T f_exp(T x);
+template <> __device__ __forceinline__ float f_exp<float>(float x) { return expf(x); }
+template <> __device__ __forceinline__ double f_exp<double>(double x) { return exp(x); }
+
+template <typename T> __device__ __forceinline__ T f_log(T x);
+template <> __device__ __forceinline__ float f_log<float>(float x) { return logf(x); }
+template <> __device__ __forceinline__ double f_log<double>(double x) { return log(x); }
+
+template <typename T> __device__ __forceinline__ T f_log1p(T x);
+template <> __device__ __forceinline__ float f_log1p<float>(float x) { return log1pf(x); }
+template <> __device__ __forceinline__ double f_log1p<double>(double x) { return log1p(x); }
+
+template <typename T> __device__ __forceinline__ T f_tanh(T x);
+template <> __device__ __forceinline__ float f_tanh<float>(float x) { return tanhf(x); }
+template <> __device__ __forceinline__ double f_tanh<double>(double x) { return tanh(x); }
+
+template <typename T> __device__ __forceinline__ T f_erf(T x);
+template <> __device__ __forceinline__ float f_erf<float>(float x) { return erff(x); }
+template <> __device__ __forceinline__ double f_erf<double>(double x) { return erf(x); }
+
+template <typename T> __device__ __forceinline__ T f_sqrt(T x);
+template <> __device__ __forceinline__ float f_sqrt<float>(float x) { return sqrtf(x); }
+template <> __device__ __forceinline__ double f_sqrt<double>(double x) { return sqrt(x); }
+
+template <typename T> __device__ __forceinline__ T f_abs(T x);
+template <> __device__ __forceinline__ float f_abs<float>(float x) { return fabsf(x); }
+template <> __device__ __forceinline__ double f_abs<double>(double x) { return fabs(x); }
+
+template <typename T> __device__ __forceinline__ T quiet_nan();
+template <> __device__ __forceinline__ float quiet_nan<float>() { return __int_as_float(0x7fc00000); }
+template <> __device__ __forceinline__ double quiet_nan<double>() {
+    return __longlong_as_double(0x7ff8000000000000LL);
+}
+
+template <typename T> __device__ __forceinline__ T neg_inf();
+template <> __device__ __forceinline__ float neg_inf<float>() { return __int_as_float(0xff800000); }
+template <> __device__ __forceinline__ double neg_inf<double>() {
+    return __longlong_as_double(0xfff0000000000000LL);
+}
+
+// NOTE: fmax() drops NaNs; NumPy's max propagates them, and so must we.
+template <typename T> __device__ __forceinline__ T nan_max(T a, T b) {
+    return (a > b || a != a) ? a : b;
+}
+
+template <typename T> __device__ __forceinline__ T warp_sum(T v) {
+    for (int offset = FASTNN_WARP / 2; offset > 0; offset >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, offset);
+    return v;
+}
+
+template <typename T> __device__ __forceinline__ T warp_max(T v) {
+    for (int offset = FASTNN_WARP / 2; offset > 0; offset >>= 1)
+        v = nan_max(v, __shfl_xor_sync(0xffffffffu, v, offset));
+    return v;
+}
+
+// Block-wide sum / max; every thread gets the result. blockDim.x % 32 == 0.
+// `scratch` holds at least 32 values; it is free for reuse when this returns.
+template <typename T> __device__ T block_sum(T v, T* scratch) {
+    const int lane = threadIdx.x % FASTNN_WARP, warp = threadIdx.x / FASTNN_WARP;
+    const int warps = blockDim.x / FASTNN_WARP;
+    v = warp_sum(v);
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = lane < warps ? scratch[lane] : T(0);
+        v = warp_sum(v);
+        if (lane == 0) scratch[0] = v;
+    }
+    __syncthreads();
+    const T total = scratch[0];
+    __syncthreads();
+    return total;
+}
+
+template <typename T> __device__ T block_max(T v, T* scratch) {
+    const int lane = threadIdx.x % FASTNN_WARP, warp = threadIdx.x / FASTNN_WARP;
+    const int warps = blockDim.x / FASTNN_WARP;
+    v = warp_max(v);
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = lane < warps ? scratch[lane] : neg_inf<T>();
+        v = warp_max(v);
+        if (lane == 0) scratch[0] = v;
+    }
+    __syncthreads();
+    const T total = scratch[0];
+    __syncthreads();
+    return total;
+}
+
+// One instantiation per kernel dtype: INSTANTIATE_F(kernel_macro) expands the
+// macro once for float (_f32) and once for double (_f64).
+#define FASTNN_INSTANTIATE(MACRO) MACRO(float, f32) MACRO(double, f64)

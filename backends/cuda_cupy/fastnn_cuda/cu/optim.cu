@@ -1,0 +1,133 @@
+// Optimizer steps for many parameters in ONE launch (PyTorch's update rules).
+//
+// The parameters of a step travel in a StepTable passed *by value* as a kernel
+// argument (no host-to-device copy of a pointer table). Each tensor k owns the
+// blocks [block_start[k], block_start[k+1]) of a 1-D grid and walks its
+// elements with a grid-stride loop over those blocks. launch.py builds the
+// table with a NumPy structured dtype of the same layout; the static_assert
+// below fails the compile (also in CI) if the two layouts ever disagree.
+//
+// ptr[0] = param, ptr[1] = grad, ptr[2] / ptr[3] = optimizer state
+// (sgd: momentum buffer; adam: exp_avg, exp_avg_sq; rmsprop: square_avg).
+
+#ifndef FASTNN_MAX_TENSORS
+#define FASTNN_MAX_TENSORS 32
+#endif
+
+struct StepTable {
+    unsigned long long ptr[4][FASTNN_MAX_TENSORS];
+    i64 size[FASTNN_MAX_TENSORS];
+    double lr[FASTNN_MAX_TENSORS];
+    double wd[FASTNN_MAX_TENSORS];
+    int block_start[FASTNN_MAX_TENSORS];
+    int flag[FASTNN_MAX_TENSORS];  // sgd: 1 = initialise the momentum buffer from the gradient
+    int count;
+};
+
+#ifdef FASTNN_TABLE_BYTES
+static_assert(sizeof(StepTable) == FASTNN_TABLE_BYTES,
+              "StepTable layout differs from launch.STEP_TABLE_DTYPE");
+#endif
+
+struct TensorSlice {
+    int k;       // which tensor of the table this block works on
+    i64 first;   // this thread's first element
+    i64 stride;  // grid-stride over the tensor's own blocks
+};
+
+__device__ __forceinline__ TensorSlice my_slice(const StepTable& t) {
+    int k = 0;
+    for (int j = 1; j < t.count; ++j)
+        if ((int)blockIdx.x >= t.block_start[j]) k = j;
+    const int end = (k + 1 < t.count) ? t.block_start[k + 1] : (int)gridDim.x;
+    TensorSlice s;
+    s.k = k;
+    s.first = (i64)(blockIdx.x - t.block_start[k]) * blockDim.x + threadIdx.x;
+    s.stride = (i64)(end - t.block_start[k]) * blockDim.x;
+    return s;
+}
+
+// g = grad + wd*p; buf = g (first) or momentum*buf + (1-dampening)*g;
+// g = g + momentum*buf (nesterov) or buf; p -= lr*g.
+template <typename T>
+__device__ void sgd_body(const StepTable& t, double momentum, double dampening, int nesterov) {
+    const TensorSlice s = my_slice(t);
+    T* p = (T*)t.ptr[0][s.k];
+    const T* g = (const T*)t.ptr[1][s.k];
+    T* buf = (T*)t.ptr[2][s.k];
+    const T lr = T(t.lr[s.k]), wd = T(t.wd[s.k]);
+    const T mom = T(momentum), keep = T(1.0 - dampening);
+    const bool first = t.flag[s.k] != 0;
+    for (i64 i = s.first; i < t.size[s.k]; i += s.stride) {
+        T d = g[i];
+        if (wd != T(0)) d += wd * p[i];
+        if (mom != T(0)) {
+            const T b = first ? d : mom * buf[i] + keep * d;
+            buf[i] = b;
+            d = nesterov ? d + mom * b : b;
+        }
+        p[i] -= lr * d;
+    }
+}
+
+// Adam (decoupled = 0: g += wd*p) or AdamW (decoupled = 1: p *= 1 - lr*wd);
+// m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2;
+// p -= (lr / bias1) * m / (sqrt(v / bias2) + eps).
+template <typename T>
+__device__ void adam_body(const StepTable& t, double beta1, double beta2, double eps,
+                          double bias1, double bias2, int decoupled) {
+    const TensorSlice s = my_slice(t);
+    T* p = (T*)t.ptr[0][s.k];
+    const T* g = (const T*)t.ptr[1][s.k];
+    T* m = (T*)t.ptr[2][s.k];
+    T* v = (T*)t.ptr[3][s.k];
+    const double lr = t.lr[s.k], wd = t.wd[s.k];
+    const T b1 = T(beta1), b2 = T(beta2), e = T(eps), c2 = T(bias2);
+    const T step_size = T(lr / bias1), decay = T(1.0 - lr * wd), wd_t = T(wd);
+    for (i64 i = s.first; i < t.size[s.k]; i += s.stride) {
+        T d = g[i], w = p[i];
+        if (wd != 0.0) {
+            if (decoupled) w *= decay;
+            else d += wd_t * w;
+        }
+        const T mi = b1 * m[i] + (T(1) - b1) * d;
+        const T vi = b2 * v[i] + (T(1) - b2) * d * d;
+        m[i] = mi;
+        v[i] = vi;
+        p[i] = w - step_size * mi / (f_sqrt(vi / c2) + e);
+    }
+}
+
+// g = grad + wd*p; v = alpha*v + (1-alpha)*g^2; p -= lr * g / (sqrt(v) + eps).
+template <typename T>
+__device__ void rmsprop_body(const StepTable& t, double alpha, double eps) {
+    const TensorSlice s = my_slice(t);
+    T* p = (T*)t.ptr[0][s.k];
+    const T* g = (const T*)t.ptr[1][s.k];
+    T* v = (T*)t.ptr[2][s.k];
+    const T lr = T(t.lr[s.k]), wd = T(t.wd[s.k]), a = T(alpha), e = T(eps);
+    for (i64 i = s.first; i < t.size[s.k]; i += s.stride) {
+        T d = g[i];
+        if (wd != T(0)) d += wd * p[i];
+        const T vi = a * v[i] + (T(1) - a) * d * d;
+        v[i] = vi;
+        p[i] -= lr * d / (f_sqrt(vi) + e);
+    }
+}
+
+#define FASTNN_OPTIM(T, SUFFIX)                                                          \
+    extern "C" __global__ void sgd_step_##SUFFIX(const StepTable table, double momentum,  \
+                                                 double dampening, int nesterov) {        \
+        sgd_body<T>(table, momentum, dampening, nesterov);                               \
+    }                                                                                    \
+    extern "C" __global__ void adam_step_##SUFFIX(const StepTable table, double beta1,    \
+                                                  double beta2, double eps, double bias1, \
+                                                  double bias2, int decoupled) {          \
+        adam_body<T>(table, beta1, beta2, eps, bias1, bias2, decoupled);                 \
+    }                                                                                    \
+    extern "C" __global__ void rmsprop_step_##SUFFIX(const StepTable table, double alpha, \
+                                                     double eps) {                       \
+        rmsprop_body<T>(table, alpha, eps);                                              \
+    }
+
+FASTNN_INSTANTIATE(FASTNN_OPTIM)

@@ -1,0 +1,66 @@
+// Row-wise softmax, log-softmax and softmax cross-entropy over contiguous rows.
+//
+// One block per row of `cols` elements (grid.x = rows); three passes over the
+// row: max, sum of exp(x - max), then the outputs. NaN anywhere in a row makes
+// that row's results NaN, as in NumPy.
+
+template <typename T>
+__device__ void row_max_sum(const T* row, i64 cols, T* scratch, T* max_out, T* sum_out) {
+    T m = neg_inf<T>();
+    for (i64 j = threadIdx.x; j < cols; j += blockDim.x) m = nan_max(m, row[j]);
+    m = block_max(m, scratch);
+    T s = T(0);
+    for (i64 j = threadIdx.x; j < cols; j += blockDim.x) s += f_exp(row[j] - m);
+    s = block_sum(s, scratch);
+    *max_out = m;
+    *sum_out = s;
+}
+
+template <typename T>
+__device__ void softmax_body(const T* x, T* out, i64 cols, bool log_space) {
+    __shared__ T scratch[FASTNN_WARP];
+    const T* row = x + (i64)blockIdx.x * cols;
+    T* dst = out + (i64)blockIdx.x * cols;
+    T m, s;
+    row_max_sum(row, cols, scratch, &m, &s);
+    if (log_space) {
+        const T shift = m + f_log(s);
+        for (i64 j = threadIdx.x; j < cols; j += blockDim.x) dst[j] = row[j] - shift;
+    } else {
+        const T inv = T(1) / s;
+        for (i64 j = threadIdx.x; j < cols; j += blockDim.x) dst[j] = f_exp(row[j] - m) * inv;
+    }
+}
+
+// loss[r] = log(sum_j exp(x[r,j] - m)) - (x[r,t] - m); probs = softmax(x).
+// A target outside [0, cols) gives a NaN loss and is never used as an index.
+template <typename T>
+__device__ void softmax_xent_body(const T* logits, const i64* targets, T* loss, T* probs,
+                                  i64 cols) {
+    __shared__ T scratch[FASTNN_WARP];
+    const i64 r = blockIdx.x;
+    const T* row = logits + r * cols;
+    T* dst = probs + r * cols;
+    T m, s;
+    row_max_sum(row, cols, scratch, &m, &s);
+    const T inv = T(1) / s;
+    for (i64 j = threadIdx.x; j < cols; j += blockDim.x) dst[j] = f_exp(row[j] - m) * inv;
+    if (threadIdx.x == 0) {
+        const i64 t = targets[r];
+        loss[r] = (t >= 0 && t < cols) ? f_log(s) - (row[t] - m) : quiet_nan<T>();
+    }
+}
+
+#define FASTNN_SOFTMAX(T, SUFFIX)                                                        \
+    extern "C" __global__ void softmax_##SUFFIX(const T* x, T* out, i64 cols) {          \
+        softmax_body<T>(x, out, cols, false);                                            \
+    }                                                                                    \
+    extern "C" __global__ void log_softmax_##SUFFIX(const T* x, T* out, i64 cols) {      \
+        softmax_body<T>(x, out, cols, true);                                             \
+    }                                                                                    \
+    extern "C" __global__ void softmax_xent_##SUFFIX(const T* logits, const i64* targets, \
+                                                     T* loss, T* probs, i64 cols) {      \
+        softmax_xent_body<T>(logits, targets, loss, probs, cols);                        \
+    }
+
+FASTNN_INSTANTIATE(FASTNN_SOFTMAX)

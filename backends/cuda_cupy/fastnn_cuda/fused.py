@@ -1,0 +1,147 @@
+"""Fused hooks on one raw-kernel launch each (cu/activations.cu, softmax.cu, rms.cu, swish.cu).
+
+Kernels cover float32 and float64 on contiguous rows; other dtypes and
+layouts take a cupy path with the same math (as the NumPy backend's fused.py).
+Softmax over an axis other than the last moves that axis last first (one copy).
+"""
+
+from __future__ import annotations
+
+from fastnn.api.hookspec import hookimpl
+from fastnn_cuda import kernels
+from fastnn_cuda._cupy import cupy as cp
+from fastnn_cuda.primitives import gelu, leaky_relu, sigmoid, silu, softplus, tanh
+
+_ACTIVATIONS = {"sigmoid": sigmoid, "tanh": tanh, "silu": silu, "gelu": gelu,
+                "softplus": softplus}
+
+
+def _rows(x, axis):
+    """``x`` with ``axis`` moved last, as contiguous (rows, cols), plus how to undo it."""
+    moved = cp.moveaxis(x, axis, -1) if axis != x.ndim - 1 else x
+    rows = cp.ascontiguousarray(moved)
+    cols = rows.shape[-1] if rows.ndim else 1
+    return rows, cols, moved.shape
+
+
+def _unrows(out, axis, moved_shape, ndim):
+    out = out.reshape(moved_shape)
+    return cp.moveaxis(out, -1, axis) if axis != ndim - 1 else out
+
+
+def _row_softmax(base, x, axis):
+    rows, cols, moved_shape = _rows(x, axis)
+    out = cp.empty_like(rows)
+    n_rows = rows.size // cols if cols else 0
+    kernels.launch_rows(base, x.dtype, x.device.id, n_rows, cols, (rows, out, cols))
+    return _unrows(out, axis, moved_shape, x.ndim)
+
+
+@hookimpl
+def softmax(x, axis):
+    if kernels.has_kernel(x.dtype):
+        return _row_softmax("softmax", x, axis)
+    e = cp.exp(x - cp.max(x, axis=axis, keepdims=True))
+    e /= cp.sum(e, axis=axis, keepdims=True)
+    return e
+
+
+@hookimpl
+def log_softmax(x, axis):
+    if kernels.has_kernel(x.dtype):
+        return _row_softmax("log_softmax", x, axis)
+    shifted = x - cp.max(x, axis=axis, keepdims=True)
+    shifted -= cp.log(cp.sum(cp.exp(shifted), axis=axis, keepdims=True))
+    return shifted
+
+
+@hookimpl
+def softmax_cross_entropy(logits, targets):
+    n, c = logits.shape
+    if kernels.has_kernel(logits.dtype):
+        logits = cp.ascontiguousarray(logits)
+        targets = cp.ascontiguousarray(targets.astype(cp.int64, copy=False))
+        loss = cp.empty((n,), dtype=logits.dtype)
+        probs = cp.empty_like(logits)
+        args = (logits, targets, loss, probs, c)
+        kernels.launch_rows("softmax_xent", logits.dtype, logits.device.id, n, c, args)
+        return loss, probs
+    shifted = logits - cp.max(logits, axis=1, keepdims=True)
+    probs = cp.exp(shifted)
+    total = cp.sum(probs, axis=1, keepdims=True)
+    probs /= total
+    # NOTE: clip the gather index so a bad target cannot read out of bounds; its loss is NaN.
+    valid = (targets >= 0) & (targets < c)
+    picked = cp.take_along_axis(shifted, cp.clip(targets, 0, c - 1)[:, None], axis=1)[:, 0]
+    loss = cp.log(total[:, 0]) - picked
+    return cp.where(valid, loss, cp.nan).astype(logits.dtype, copy=False), probs
+
+
+@hookimpl
+def rms_div(x, eps):
+    if kernels.has_kernel(x.dtype):
+        rows, cols, _ = _rows(x, x.ndim - 1)
+        n_rows = rows.size // cols if cols else 0
+        out = cp.empty_like(rows)
+        r = cp.empty(x.shape[:-1] + (1,), dtype=x.dtype)
+        kernels.launch_rows("rms_div", x.dtype, x.device.id, n_rows, cols,
+                            (rows, out, r, cols, float(eps)))
+        return out, r
+    r = cp.mean(cp.square(x), axis=-1, keepdims=True)
+    r += eps
+    r = 1.0 / cp.sqrt(r)
+    return x * r, r
+
+
+@hookimpl
+def bias_act(x, bias, kind, slope):
+    if kernels.has_kernel(x.dtype) and x.size:
+        x = cp.ascontiguousarray(x)
+        bias = cp.ascontiguousarray(bias)
+        out = cp.empty_like(x)
+        args = (x, bias, out, x.size, bias.shape[0], kernels.ACTIVATION_CODES[kind],
+                float(slope))
+        kernels.launch_elementwise("bias_act", x.dtype, x.device.id, x.size, args)
+        return out
+    z = cp.add(x, bias)
+    if kind == "relu":
+        return cp.maximum(z, 0)
+    if kind == "identity":
+        return z
+    if kind == "leaky_relu":
+        return leaky_relu(z, slope)
+    return _ACTIVATIONS[kind](z)
+
+
+# ---------------------------------------------------------------- swish (no hook yet)
+
+
+def swish(x, beta):
+    """x * sigmoid(beta * x) with ``beta`` (features,) along the last axis, one launch.
+
+    Not a hook of the specification yet (the core composes Swish from
+    primitives); kept here, tested, for when a ``swish`` fused hook lands.
+    """
+    if not kernels.has_kernel(x.dtype):
+        return x * sigmoid(beta * x)
+    x, beta = cp.ascontiguousarray(x), cp.ascontiguousarray(beta)
+    out = cp.empty_like(x)
+    kernels.launch_elementwise("swish_forward", x.dtype, x.device.id, x.size,
+                               (x, beta, out, x.size, beta.shape[0]))
+    return out
+
+
+def swish_backward(grad_out, x, beta):
+    """(grad_x, grad_beta) of :func:`swish` for the upstream gradient ``grad_out``."""
+    if not kernels.has_kernel(x.dtype):
+        s = sigmoid(beta * x)
+        ds = s * (1.0 - s)
+        grad_beta = (grad_out * x * x * ds).reshape(-1, beta.shape[0]).sum(axis=0)
+        return grad_out * (s + beta * x * ds), grad_beta
+    grad_out, x = cp.ascontiguousarray(grad_out), cp.ascontiguousarray(x)
+    beta = cp.ascontiguousarray(beta)
+    grad_x = cp.empty_like(x)
+    terms = cp.empty_like(x)
+    kernels.launch_elementwise("swish_backward", x.dtype, x.device.id, x.size,
+                               (grad_out, x, beta, grad_x, terms, x.size, beta.shape[0]))
+    return grad_x, terms.reshape(-1, beta.shape[0]).sum(axis=0)

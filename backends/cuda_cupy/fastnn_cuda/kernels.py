@@ -1,0 +1,121 @@
+"""The fused CUDA kernels: where their sources live, how they compile, how Python finds them.
+
+Sources are the ``cu/*.cu`` files shipped as package data. Each is compiled as
+``common.cuh`` + the file, with :data:`COMPILE_OPTIONS`, by ``cupy.RawModule``
+(NVRTC) the first time one of its kernels is used on a device; CI compiles the
+very same text with NVRTC directly (tests/backends/cuda/test_kernel_compile.py),
+so a kernel that does not compile fails CI even without a GPU.
+
+Kernels are ``extern "C"`` and named ``<kernel>_<suffix>`` with the suffix
+from :data:`KERNEL_DTYPES`; dtypes without a suffix (float16, integers) take
+the cupy fallback paths in the hook modules.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from importlib import resources
+
+from fastnn_cuda import launch
+
+KERNEL_DTYPES = {"float32": "f32", "float64": "f64"}
+SOURCES = ("activations.cu", "softmax.cu", "rms.cu", "swish.cu", "optim.cu", "conv.cu")
+COMPILE_OPTIONS = ("-std=c++14",) + launch.table_defines()
+
+# Must match `enum ActKind` in cu/activations.cu (a test compares the two).
+ACTIVATION_CODES = {
+    "identity": 0,
+    "relu": 1,
+    "leaky_relu": 2,
+    "sigmoid": 3,
+    "tanh": 4,
+    "silu": 5,
+    "gelu": 6,
+    "softplus": 7,
+}
+
+# kernel base name -> source file that defines it (both dtype suffixes)
+KERNEL_FILES = {
+    "bias_act": "activations.cu",
+    "softmax": "softmax.cu",
+    "log_softmax": "softmax.cu",
+    "softmax_xent": "softmax.cu",
+    "rms_div": "rms.cu",
+    "swish_forward": "swish.cu",
+    "swish_backward": "swish.cu",
+    "sgd_step": "optim.cu",
+    "adam_step": "optim.cu",
+    "rmsprop_step": "optim.cu",
+    "im2col": "conv.cu",
+    "col2im": "conv.cu",
+}
+
+_ENTRY = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(\w+?)_##SUFFIX\s*\(')
+
+
+def _read(name: str) -> str:
+    return resources.files("fastnn_cuda").joinpath("cu").joinpath(name).read_text(encoding="utf-8")
+
+
+@cache
+def source(name: str) -> str:
+    """The full text NVRTC compiles for ``name``: common.cuh followed by the file."""
+    if name not in SOURCES:
+        raise ValueError(f"unknown kernel source {name!r}; known: {', '.join(SOURCES)}")
+    return f'{_read("common.cuh")}\n#line 1 "{name}"\n{_read(name)}'
+
+
+def declared_kernels(name: str) -> set[str]:
+    """Kernel names a source declares, with every dtype suffix (read from the macros)."""
+    bases = _ENTRY.findall(_read(name))
+    return {f"{base}_{suffix}" for base in bases for suffix in KERNEL_DTYPES.values()}
+
+
+def kernel_name(base: str, dtype: str) -> str:
+    """``softmax`` + ``float32`` -> ``softmax_f32``."""
+    return f"{base}_{KERNEL_DTYPES[dtype]}"
+
+
+def has_kernel(dtype) -> bool:
+    """Whether fused kernels exist for ``dtype`` (a NumPy/cupy dtype or its name)."""
+    return str(dtype) in KERNEL_DTYPES
+
+
+_functions: dict = {}
+_modules: dict = {}
+
+
+def function(base: str, dtype, device_id: int):
+    """The compiled kernel ``base`` for ``dtype`` on ``device_id`` (compiled once, then cached)."""
+    key = (base, str(dtype), device_id)
+    fn = _functions.get(key)
+    if fn is None:
+        import cupy
+
+        file = KERNEL_FILES[base]
+        module = _modules.get((file, device_id))
+        if module is None:
+            with cupy.cuda.Device(device_id):
+                module = cupy.RawModule(code=source(file), options=COMPILE_OPTIONS)
+            _modules[(file, device_id)] = module
+        with cupy.cuda.Device(device_id):
+            fn = module.get_function(kernel_name(base, str(dtype)))
+        _functions[key] = fn
+    return fn
+
+
+def launch_elementwise(base: str, dtype, device_id: int, n: int, args: tuple) -> None:
+    """Launch a grid-stride kernel over ``n`` elements (nothing to do when n == 0)."""
+    if n == 0:
+        return
+    grid, block = launch.elementwise_grid(n)
+    function(base, dtype, device_id)(grid, block, args)
+
+
+def launch_rows(base: str, dtype, device_id: int, rows: int, cols: int, args: tuple) -> None:
+    """Launch a one-block-per-row kernel (nothing to do when rows == 0)."""
+    if rows == 0:
+        return
+    grid, block = launch.row_grid(rows, cols)
+    function(base, dtype, device_id)(grid, block, args)

@@ -1,0 +1,126 @@
+"""Launch parameters for the CUDA kernels: pure Python and NumPy, testable without a GPU.
+
+Three shapes of launch:
+
+- elementwise (grid-stride loop): ``elementwise_grid(n)`` blocks of
+  ``ELEMENTWISE_THREADS`` threads, capped so that big arrays loop instead of
+  launching millions of blocks;
+- row-wise (softmax, cross-entropy, rms_div): one block per row, the block size
+  the smallest multiple of 32 covering the row, at most ``ROW_THREADS_MAX``;
+- optimizer steps: all parameters in one launch, described by a
+  :data:`STEP_TABLE_DTYPE` record passed by value (see ``cu/optim.cu``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+WARP = 32
+ELEMENTWISE_THREADS = 256
+ELEMENTWISE_MAX_BLOCKS = 65536
+ROW_THREADS_MAX = 512
+STEP_THREADS = 256
+STEP_MAX_BLOCKS_PER_TENSOR = 1024
+MAX_TENSORS = 32  # per launch; more parameters make more launches
+
+
+def elementwise_grid(n: int) -> tuple[tuple[int], tuple[int]]:
+    """(grid, block) for a grid-stride loop over ``n`` elements (n >= 1)."""
+    blocks = min(-(-n // ELEMENTWISE_THREADS), ELEMENTWISE_MAX_BLOCKS)
+    return (max(blocks, 1),), (ELEMENTWISE_THREADS,)
+
+
+def row_threads(cols: int) -> int:
+    """Threads for one row of ``cols`` elements: a multiple of 32 in [32, ROW_THREADS_MAX]."""
+    threads = WARP
+    while threads < cols and threads < ROW_THREADS_MAX:
+        threads *= 2
+    return threads
+
+
+def row_grid(rows: int, cols: int) -> tuple[tuple[int], tuple[int]]:
+    """(grid, block) for a one-block-per-row kernel."""
+    return (rows,), (row_threads(cols),)
+
+
+# Mirrors `struct StepTable` in cu/optim.cu field by field (align=True gives C's
+# padding); the kernel source static_asserts the size, compiled with
+# -DFASTNN_TABLE_BYTES from the value below.
+STEP_TABLE_DTYPE = np.dtype(
+    [
+        ("ptr", np.uint64, (4, MAX_TENSORS)),
+        ("size", np.int64, (MAX_TENSORS,)),
+        ("lr", np.float64, (MAX_TENSORS,)),
+        ("wd", np.float64, (MAX_TENSORS,)),
+        ("block_start", np.int32, (MAX_TENSORS,)),
+        ("flag", np.int32, (MAX_TENSORS,)),
+        ("count", np.int32),
+    ],
+    align=True,
+)
+
+
+def table_defines() -> tuple[str, ...]:
+    """NVRTC options that tell optim.cu the table layout Python packs."""
+    return (
+        f"-DFASTNN_MAX_TENSORS={MAX_TENSORS}",
+        f"-DFASTNN_TABLE_BYTES={STEP_TABLE_DTYPE.itemsize}",
+    )
+
+
+def step_blocks(size: int) -> int:
+    """Blocks one tensor of ``size`` elements gets in an optimizer launch (>= 1)."""
+    return max(1, min(-(-size // STEP_THREADS), STEP_MAX_BLOCKS_PER_TENSOR))
+
+
+def pack_step_tables(pointers, sizes, lrs, weight_decays, flags=None):
+    """Pack tensors into StepTable records, at most MAX_TENSORS per record.
+
+    ``pointers`` is one tuple of up to four device addresses per tensor (param,
+    grad, state..., 0 where unused). Returns a list of ``(record, grid_blocks)``:
+    ``record`` is a size-1 structured array (cupy passes it by value), and
+    ``grid_blocks`` the 1-D grid size for that launch. Empty tensors are skipped.
+    """
+    count = len(sizes)
+    for name, seq in (("pointers", pointers), ("lrs", lrs), ("weight_decays", weight_decays)):
+        if len(seq) != count:
+            raise ValueError(f"pack_step_tables: {name} has {len(seq)} entries, sizes has {count}")
+    flags = [0] * count if flags is None else list(flags)
+    live = [k for k in range(count) if sizes[k] > 0]
+    out = []
+    for start in range(0, len(live), MAX_TENSORS):
+        chunk = live[start : start + MAX_TENSORS]
+        record = np.zeros(1, dtype=STEP_TABLE_DTYPE)
+        row = record[0]
+        blocks = 0
+        for slot, k in enumerate(chunk):
+            ptrs = tuple(pointers[k]) + (0,) * (4 - len(pointers[k]))
+            if len(ptrs) != 4:
+                raise ValueError(f"pack_step_tables: tensor {k} has {len(pointers[k])} pointers")
+            row["ptr"][:, slot] = [int(p or 0) for p in ptrs]
+            row["size"][slot] = sizes[k]
+            row["lr"][slot] = lrs[k]
+            row["wd"][slot] = weight_decays[k]
+            row["flag"][slot] = int(bool(flags[k]))
+            row["block_start"][slot] = blocks
+            blocks += step_blocks(sizes[k])
+        row["count"] = len(chunk)
+        out.append((record, blocks))
+    return out
+
+
+def tensor_of_block(record, grid_blocks: int, block: int) -> tuple[int, int, int]:
+    """Which tensor a block serves: (k, the block's index among k's blocks, k's block count).
+
+    The Python twin of ``my_slice`` in optim.cu, used by the tests to check that
+    the blocks of a packed launch cover every tensor's elements exactly once.
+    """
+    row = record[0]
+    count = int(row["count"])
+    starts = row["block_start"]
+    k = 0
+    for j in range(1, count):
+        if block >= starts[j]:
+            k = j
+    end = int(starts[k + 1]) if k + 1 < count else grid_blocks
+    return k, block - int(starts[k]), end - int(starts[k])

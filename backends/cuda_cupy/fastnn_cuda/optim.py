@@ -1,0 +1,137 @@
+"""Optimizer steps for all parameters in one kernel launch (cu/optim.cu).
+
+Parameters are grouped by dtype; each group of up to ``launch.MAX_TENSORS``
+tensors is one launch whose tensor table travels by value as a kernel
+argument, so a step makes no host-to-device copy and no synchronisation.
+Params and optimizer state are updated in place; a parameter that is not
+C-contiguous (or a dtype without a kernel) takes the cupy path below instead.
+"""
+
+from __future__ import annotations
+
+from fastnn.api.hookspec import hookimpl
+from fastnn_cuda import kernels, launch
+from fastnn_cuda._cupy import cupy as cp
+
+
+def _kernel_groups(params):
+    """{dtype name: [indices]} of the params the kernels can update in place."""
+    groups: dict[str, list[int]] = {}
+    for k, p in enumerate(params):
+        if kernels.has_kernel(p.dtype) and p.flags.c_contiguous:
+            groups.setdefault(str(p.dtype), []).append(k)
+    return groups
+
+
+def _launch(base, dtype, device_id, pointers, sizes, lrs, wds, flags, scalars):
+    fn = kernels.function(base, dtype, device_id)
+    for record, blocks in launch.pack_step_tables(pointers, sizes, lrs, wds, flags):
+        fn((blocks,), (launch.STEP_THREADS,), (record,) + scalars)
+
+
+def _contiguous_grad(g, p):
+    # NOTE: the caller must hold the result until the launch is enqueued: the
+    # table keeps only its address, and cupy's pool would hand freed memory to
+    # the next allocation before the kernel reads it.
+    return cp.ascontiguousarray(g).astype(p.dtype, copy=False)
+
+
+@hookimpl
+def sgd_step(params, grads, bufs, lrs, weight_decays, momentum, dampening, nesterov, first_step):
+    params, bufs = list(params), list(bufs)
+    done = set()
+    for dtype, idx in _kernel_groups(params).items():
+        grads_c = {k: _contiguous_grad(grads[k], params[k]) for k in idx}
+        flags = []
+        for k in idx:
+            fresh = bool(momentum) and (first_step or bufs[k] is None)
+            if momentum and bufs[k] is None:
+                bufs[k] = cp.empty_like(params[k])
+            flags.append(fresh)
+        pointers = [(params[k].data.ptr, grads_c[k].data.ptr,
+                     bufs[k].data.ptr if momentum else 0) for k in idx]
+        _launch("sgd_step", dtype, params[idx[0]].device.id, pointers,
+                [params[k].size for k in idx], [lrs[k] for k in idx],
+                [weight_decays[k] for k in idx], flags,
+                (float(momentum), float(dampening), int(bool(nesterov))))
+        done.update(idx)
+    for k in range(len(params)):
+        if k not in done:
+            params[k], bufs[k] = _sgd_one(params[k], grads[k], bufs[k], lrs[k],
+                                          weight_decays[k], momentum, dampening, nesterov,
+                                          first_step)
+    return params, bufs
+
+
+def _sgd_one(p, g, buf, lr, wd, momentum, dampening, nesterov, first_step):
+    if wd:
+        g = g + wd * p
+    if momentum:
+        if first_step or buf is None:
+            buf = g.copy()
+        else:
+            buf = momentum * buf + (1.0 - dampening) * g
+        g = g + momentum * buf if nesterov else buf
+    return p - lr * g, buf
+
+
+@hookimpl
+def adam_step(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays, beta1, beta2, eps,
+              step, decoupled):
+    params, exp_avgs, exp_avg_sqs = list(params), list(exp_avgs), list(exp_avg_sqs)
+    bias1, bias2 = 1.0 - beta1**step, 1.0 - beta2**step
+    done = set()
+    for dtype, idx in _kernel_groups(params).items():
+        idx = [k for k in idx
+               if exp_avgs[k].flags.c_contiguous and exp_avg_sqs[k].flags.c_contiguous]
+        if not idx:
+            continue
+        grads_c = {k: _contiguous_grad(grads[k], params[k]) for k in idx}
+        pointers = [(params[k].data.ptr, grads_c[k].data.ptr, exp_avgs[k].data.ptr,
+                     exp_avg_sqs[k].data.ptr) for k in idx]
+        _launch("adam_step", dtype, params[idx[0]].device.id, pointers,
+                [params[k].size for k in idx], [lrs[k] for k in idx],
+                [weight_decays[k] for k in idx], None,
+                (float(beta1), float(beta2), float(eps), bias1, bias2, int(bool(decoupled))))
+        done.update(idx)
+    for k in range(len(params)):
+        if k in done:
+            continue
+        p, g, m, v, lr, wd = (params[k], grads[k], exp_avgs[k], exp_avg_sqs[k], lrs[k],
+                              weight_decays[k])
+        if wd and decoupled:
+            p = p * (1.0 - lr * wd)
+        elif wd:
+            g = g + wd * p
+        m = beta1 * m + (1.0 - beta1) * g
+        v = beta2 * v + (1.0 - beta2) * g * g
+        params[k] = p - (lr / bias1) * m / (cp.sqrt(v / bias2) + eps)
+        exp_avgs[k], exp_avg_sqs[k] = m, v
+    return params, exp_avgs, exp_avg_sqs
+
+
+@hookimpl
+def rmsprop_step(params, grads, square_avgs, lrs, weight_decays, alpha, eps):
+    params, square_avgs = list(params), list(square_avgs)
+    done = set()
+    for dtype, idx in _kernel_groups(params).items():
+        idx = [k for k in idx if square_avgs[k].flags.c_contiguous]
+        if not idx:
+            continue
+        grads_c = {k: _contiguous_grad(grads[k], params[k]) for k in idx}
+        pointers = [(params[k].data.ptr, grads_c[k].data.ptr, square_avgs[k].data.ptr)
+                    for k in idx]
+        _launch("rmsprop_step", dtype, params[idx[0]].device.id, pointers,
+                [params[k].size for k in idx], [lrs[k] for k in idx],
+                [weight_decays[k] for k in idx], None, (float(alpha), float(eps)))
+        done.update(idx)
+    for k in range(len(params)):
+        if k in done:
+            continue
+        p, g, v = params[k], grads[k], square_avgs[k]
+        if weight_decays[k]:
+            g = g + weight_decays[k] * p
+        v = alpha * v + (1.0 - alpha) * g * g
+        params[k] = p - lrs[k] * g / (cp.sqrt(v) + eps)
+        square_avgs[k] = v
+    return params, square_avgs

@@ -1,0 +1,277 @@
+"""The primitives of the hook specification on cupy arrays.
+
+cupy mirrors NumPy, so most hooks are one call. Arrays stay on the device:
+nothing here copies to the host except ``to_numpy``. Kernels run on the
+current device; with several GPUs, ``fastnn_cuda.__init__`` wraps the hooks so
+that the current device is the one holding the operands.
+"""
+
+from __future__ import annotations
+
+import math
+
+from fastnn.api.hookspec import hookimpl
+from fastnn_cuda import kernels
+from fastnn_cuda._cupy import cupy as cp
+
+_SQRT_HALF = 1.0 / math.sqrt(2.0)
+
+
+# ---------------------------------------------------------------- creation and transfer
+
+
+@hookimpl
+def from_numpy(array, device_index):
+    with cp.cuda.Device(device_index):
+        return cp.array(array, copy=True)
+
+
+@hookimpl
+def to_numpy(x):
+    return cp.asnumpy(x)
+
+
+@hookimpl
+def full(shape, value, dtype, device_index):
+    with cp.cuda.Device(device_index):
+        return cp.full(shape, value, dtype=dtype)
+
+
+@hookimpl
+def uniform(shape, dtype, device_index, seed):
+    with cp.cuda.Device(device_index):
+        rng = cp.random.default_rng(seed)
+        if dtype in ("float32", "float64"):
+            return rng.random(shape, dtype=dtype)
+        # NOTE: rounding a float32 sample to float16 can give exactly 1.0; clamp below it.
+        samples = rng.random(shape, dtype="float32").astype(dtype)
+        return cp.minimum(samples, cp.nextafter(cp.ones((), dtype), cp.zeros((), dtype)))
+
+
+@hookimpl
+def astype(x, dtype):
+    return x.astype(dtype)
+
+
+# ---------------------------------------------------------------- elementwise unary
+
+
+def _activation(x, kind, slope=0.0):
+    """One fused launch for contiguous float32/float64 arrays; None means "use cupy"."""
+    if not (kernels.has_kernel(x.dtype) and x.flags.c_contiguous):
+        return None
+    out = cp.empty_like(x)
+    n = x.size
+    args = (x, 0, out, n, 1, kernels.ACTIVATION_CODES[kind], float(slope))
+    kernels.launch_elementwise("bias_act", x.dtype, x.device.id, n, args)
+    return out
+
+
+@hookimpl
+def neg(x):
+    return cp.negative(x)
+
+
+@hookimpl
+def exp(x):
+    return cp.exp(x)
+
+
+@hookimpl
+def log(x):
+    return cp.log(x)
+
+
+@hookimpl
+def sqrt(x):
+    return cp.sqrt(x)
+
+
+@hookimpl
+def abs(x):
+    return cp.abs(x)
+
+
+@hookimpl
+def sign(x):
+    return cp.sign(x)
+
+
+@hookimpl
+def erf(x):
+    from cupyx.scipy.special import erf as _erf
+
+    return _erf(x).astype(x.dtype, copy=False)
+
+
+@hookimpl
+def tanh(x):
+    return cp.tanh(x)
+
+
+@hookimpl
+def sigmoid(x):
+    out = _activation(x, "sigmoid")
+    if out is None:
+        # NOTE: 0.5 * (1 + tanh(x / 2)) never overflows, unlike 1 / (1 + exp(-x)).
+        out = (cp.tanh(x * 0.5) + 1.0) * 0.5
+    return out
+
+
+@hookimpl
+def relu(x):
+    out = _activation(x, "relu")
+    return cp.maximum(x, 0) if out is None else out
+
+
+@hookimpl
+def leaky_relu(x, slope):
+    out = _activation(x, "leaky_relu", slope)
+    return cp.where(x > 0, x, x * slope).astype(x.dtype, copy=False) if out is None else out
+
+
+@hookimpl
+def gelu(x):
+    out = _activation(x, "gelu")
+    return 0.5 * x * (1.0 + erf(x * _SQRT_HALF)) if out is None else out
+
+
+@hookimpl
+def silu(x):
+    out = _activation(x, "silu")
+    return x * sigmoid(x) if out is None else out
+
+
+@hookimpl
+def softplus(x):
+    out = _activation(x, "softplus")
+    return cp.maximum(x, 0) + cp.log1p(cp.exp(-cp.abs(x))) if out is None else out
+
+
+# ---------------------------------------------------------------- elementwise binary
+# A Python scalar ``b`` is passed to cupy as a scalar kernel argument: no
+# device array, no transfer, and (NEP 50 weak scalars) ``a``'s dtype.
+
+
+@hookimpl
+def add(a, b):
+    return cp.add(a, b)
+
+
+@hookimpl
+def sub(a, b):
+    return cp.subtract(a, b)
+
+
+@hookimpl
+def mul(a, b):
+    return cp.multiply(a, b)
+
+
+@hookimpl
+def div(a, b):
+    return cp.divide(a, b)
+
+
+@hookimpl
+def pow(a, b):
+    return cp.power(a, b)
+
+
+@hookimpl
+def maximum(a, b):
+    return cp.maximum(a, b)
+
+
+@hookimpl
+def minimum(a, b):
+    return cp.minimum(a, b)
+
+
+@hookimpl
+def greater(a, b):
+    return cp.greater(a, b)
+
+
+@hookimpl
+def less(a, b):
+    return cp.less(a, b)
+
+
+@hookimpl
+def equal(a, b):
+    return cp.equal(a, b)
+
+
+@hookimpl
+def where(cond, a, b):
+    out = cp.where(cond, a, b)
+    return out if out.dtype == a.dtype else out.astype(a.dtype)
+
+
+# ---------------------------------------------------------------- reductions
+
+
+@hookimpl
+def sum(x, axis, keepdims):
+    if axis == ():
+        return x.copy()
+    return cp.sum(x, axis=axis, keepdims=keepdims)
+
+
+@hookimpl
+def mean(x, axis, keepdims):
+    if axis == ():
+        return x.astype(x.dtype if x.dtype.kind == "f" else "float32")
+    return cp.mean(x, axis=axis, keepdims=keepdims)
+
+
+@hookimpl
+def max(x, axis, keepdims):
+    if axis == ():
+        return x.copy()
+    return cp.max(x, axis=axis, keepdims=keepdims)
+
+
+@hookimpl
+def argmax(x, axis):
+    return cp.argmax(x, axis=axis).astype(cp.int64, copy=False)
+
+
+# ---------------------------------------------------------------- data movement
+
+
+@hookimpl
+def reshape(x, shape):
+    return cp.reshape(x, shape)
+
+
+@hookimpl
+def transpose(x, axes):
+    return cp.transpose(x, axes)
+
+
+@hookimpl
+def broadcast_to(x, shape):
+    return cp.broadcast_to(x, shape)
+
+
+@hookimpl
+def contiguous(x):
+    return cp.ascontiguousarray(x)
+
+
+@hookimpl
+def one_hot(indices, num_classes, dtype):
+    classes = cp.arange(num_classes, dtype=indices.dtype)
+    return cp.equal(indices[..., None], classes).astype(dtype)
+
+
+# ---------------------------------------------------------------- linear algebra
+
+
+@hookimpl
+def matmul(a, b):
+    # cupy hands 2-D operands to cuBLAS GEMM as they are: a transposed view
+    # (F-contiguous) becomes the transpose flag, not a copy.
+    return cp.matmul(a, b)
