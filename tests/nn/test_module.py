@@ -1,0 +1,143 @@
+"""Module mechanics: names, classes, state dicts, dtype/device moves, modes, seeds and errors."""
+
+import numpy as np
+import pytest
+
+import fastnn as fnn
+from fastnn import nn
+
+
+def mlp(dtype=fnn.float32):
+    return nn.Sequential(nn.Linear(4, 8, dtype=dtype), nn.Activation("relu"),
+                         nn.Linear(8, 3, dtype=dtype))
+
+
+def test_named_parameters_are_dotted_like_pytorch_and_carry_classes():
+    model = nn.Sequential(nn.Linear(4, 8), nn.Swish(8), nn.Residual(nn.Diag(8)), nn.Dense(8, 2))
+    names = {n: p.param_class for n, p in model.named_parameters()}
+    assert names == {"0.weight": "connective", "0.bias": "bias", "1.beta": "activation",
+                     "2.inner.weight": "connective", "3.weight": "connective"}
+    assert all(isinstance(p, nn.Parameter) and p.requires_grad and p.is_leaf
+               for p in model.parameters())
+    assert model[0].weight.shape == (8, 4) and model[0].bias.shape == (8,)
+    conv = nn.Conv1d(3, 5, 4, groups=1)
+    assert conv.weight.shape == (5, 3, 4) and conv.bias.shape == (5,)
+
+
+def test_init_follows_pytorch_bounds_and_the_seed_reproduces_it():
+    fnn.manual_seed(7)
+    a = nn.Linear(100, 50)
+    fnn.manual_seed(7)
+    b = nn.Linear(100, 50)
+    np.testing.assert_array_equal(a.weight.numpy(), b.weight.numpy())
+    w = a.weight.numpy()
+    assert np.abs(w).max() <= 0.1 and np.abs(w).max() > 0.09  # U(-1/sqrt(100), 1/sqrt(100))
+    assert abs(w.std() - 0.1 / np.sqrt(3)) < 0.005
+    assert a.weight.dtype == fnn.float32 and a.weight.device == fnn.get_device()
+
+
+def test_state_dict_round_trip_copies_arrays():
+    fnn.manual_seed(0)
+    a, b = mlp(), mlp()
+    state = a.state_dict()
+    assert list(state) == ["0.weight", "0.bias", "2.weight", "2.bias"]
+    b.load_state_dict(state)
+    x = fnn.randn((5, 4))
+    np.testing.assert_array_equal(a(x).numpy(), b(x).numpy())
+    state["0.weight"][:] = 0  # a copy: the model is not changed through it
+    assert np.abs(a[0].weight.numpy()).sum() > 0
+
+
+def test_load_state_dict_from_another_model_lists_every_problem():
+    model = mlp()
+    other = nn.Sequential(nn.Linear(4, 6), nn.Activation("relu"), nn.Dense(6, 3))
+    with pytest.raises(ValueError) as info:
+        model.load_state_dict(other.state_dict())
+    msg = str(info.value)
+    assert "missing keys ['2.bias']" in msg
+    assert "0.weight: checkpoint (6, 4), model (8, 4)" in msg
+    assert "0.bias: checkpoint (6,), model (8,)" in msg
+    state = model.state_dict()
+    state["extra"] = np.zeros(2)
+    with pytest.raises(ValueError, match="unexpected keys \\['extra'\\]"):
+        model.load_state_dict(state)
+
+
+def test_to_dtype_converts_parameters_in_place():
+    model = mlp()
+    params = model.parameters()
+    before = model.state_dict()
+    model.to(fnn.float64)
+    assert model.parameters() == params  # the same objects, so an optimizer keeps them
+    assert all(p.dtype == fnn.float64 for p in params)
+    for name, value in model.state_dict().items():
+        np.testing.assert_array_equal(value, before[name].astype(np.float64))
+    assert model(fnn.randn((2, 4), dtype=fnn.float64)).dtype == fnn.float64
+    model.to("cpu")
+
+
+def test_train_and_eval_set_the_mode_recursively():
+    model = nn.Sequential(nn.Linear(4, 4), nn.Residual(nn.Dropout(0.5)))
+    assert all(m.training for _, m in model.named_modules())
+    model.eval()
+    assert not any(m.training for _, m in model.named_modules())
+    x = fnn.randn((3, 4))
+    np.testing.assert_array_equal(model(x).numpy(), model(x).numpy())
+    model.train()
+    assert model[1].inner.training
+
+
+def test_wrong_input_width_to_dense_names_the_layer_and_shape():
+    with pytest.raises(ValueError, match=r"Dense\(5, 3\): expected input of shape \(\.\.\., 5\)"):
+        nn.Dense(5, 3)(fnn.randn((2, 4)))
+    with pytest.raises(ValueError, match="in_features=5"):
+        nn.Linear(5, 3).reverse(fnn.randn((2, 4)), fnn.randn((2, 3)))
+
+
+def test_wrong_channel_count_to_conv1d_names_the_expected_shape():
+    conv = nn.Conv1d(3, 4, 2)
+    with pytest.raises(ValueError, match=r"expected input of shape \(batch, 3, length\)"):
+        conv(fnn.randn((2, 5, 10)))
+    with pytest.raises(ValueError, match="channel count"):
+        conv.reverse(fnn.randn((2, 10)), fnn.randn((2, 4, 9)))
+
+
+def test_bad_constructor_arguments_raise_clear_errors():
+    with pytest.raises(ValueError, match="unknown kind 'relu6'"):
+        nn.Activation("relu6")
+    with pytest.raises(ValueError, match="p must be in"):
+        nn.Dropout(1.0)
+    with pytest.raises(ValueError, match="temperature must be > 0"):
+        nn.Softmax(temperature=0)
+    with pytest.raises(TypeError, match="not a fastnn Module"):
+        nn.Sequential(nn.Linear(2, 2), "relu")
+
+
+def test_apply_rejects_gradients_for_unknown_names():
+    layer = nn.Linear(3, 2)
+    opt = fnn.optim.SGD(layer.parameters(), lr=0.1)
+    with pytest.raises(KeyError, match="do not name parameters"):
+        layer.apply(opt, {"0.weight": fnn.zeros((2, 3))})
+
+
+class Cube(nn.Module):
+    """A user module with forward only: reverse falls back to a private tape."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Parameter.from_numpy(np.array([2.0, -1.0]), "connective",
+                                             dtype=fnn.float64)
+
+    def forward(self, x):
+        return x * x * x * self.scale
+
+
+def test_default_reverse_uses_a_private_tape_and_leaves_grads_alone():
+    layer = Cube()
+    x_np = np.array([[0.5, -1.5], [2.0, 1.0]])
+    g_np = np.array([[1.0, 2.0], [-1.0, 0.5]])
+    grad_x, grads = layer.reverse(fnn.tensor(x_np), fnn.tensor(g_np))
+    np.testing.assert_allclose(grad_x.numpy(), 3 * x_np**2 * np.array([2.0, -1.0]) * g_np)
+    np.testing.assert_allclose(grads["scale"].numpy(), (x_np**3 * g_np).sum(0))
+    assert layer.scale.grad is None
+
