@@ -1,0 +1,122 @@
+"""conv1d and both gradients as im2col / col2im kernels around the GEMM of :mod:`linalg`.
+
+With CK = C_in/groups * K and NL = N * L_out, per group g:
+  forward      out_g (C_out/g, NL)  = W_g (C_out/g, CK) @ cols_g (CK, NL)
+  grad_weight  dW_g  (C_out/g, CK)  = G_g (C_out/g, NL) @ colsT_g (NL, CK)
+  grad_input   dcols_g (CK, NL)     = W_g^T @ G_g, then col2im gathers dx
+where G is grad_out laid out as (C_out, N, L_out). The forward result is
+returned as a (N, C_out, L_out) view of the (C_out, N, L_out) buffer, so its
+gradient usually arrives already in G's layout and needs no copy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fastnn.api.hookspec import hookimpl
+from fastnn_opencl import elementwise
+from fastnn_opencl.linalg import gemm
+from fastnn_opencl.misc import fill
+from fastnn_opencl.runtime import CL_TYPES, CLArray, rounded
+
+FILE = "conv.cl"
+_I = np.int32
+
+
+def _length_out(length, kernel_size, stride, padding, dilation):
+    return (length + 2 * padding - dilation * (kernel_size - 1) - 1) // stride + 1
+
+
+def _dense(x: CLArray) -> CLArray:
+    return x if x.is_contiguous else elementwise.copy(x)
+
+
+def _im2col(x: CLArray, k: int, length_out: int, stride, padding, dilation, transposed: bool):
+    dev = x.dev
+    n, c, length = x.shape
+    rows, cols_count = c * k, n * length_out
+    shape = (cols_count, rows) if transposed else (rows, cols_count)
+    cols = dev.empty(shape, x.dtype)
+    rs, cs = (1, rows) if transposed else (cols_count, 1)
+    kernel = dev.kernel(FILE, "k_im2col", (("T", CL_TYPES[x.dtype]),),
+                        [None, None] + [_I] * 14)
+    kernel(dev.queue, (rounded(cols.size),), None, cols.data, x.data, x.offset, *x.strides,
+           n, c, length, k, length_out, stride, padding, dilation, rs, cs)
+    return cols
+
+
+def _grad_rows(grad_out: CLArray) -> CLArray:
+    """grad_out (N, C_out, L_out) as a contiguous (C_out, N * L_out) array."""
+    n, c_out, length_out = grad_out.shape
+    g = grad_out.view((c_out, n, length_out), (grad_out.strides[1], grad_out.strides[0],
+                                               grad_out.strides[2]))
+    g = _dense(g)
+    return g.view((c_out, n * length_out), (n * length_out, 1))
+
+
+@hookimpl
+def conv1d(x, weight, stride, padding, dilation, groups):
+    weight = _dense(weight)
+    n = x.shape[0]
+    c_out, c_in_g, k = weight.shape
+    length_out = _length_out(x.shape[2], k, stride, padding, dilation)
+    out = x.dev.empty((c_out, n, length_out), x.dtype)
+    nl, ck, c_out_g = n * length_out, c_in_g * k, c_out // groups
+    if out.size:
+        cols = _im2col(x, k, length_out, stride, padding, dilation, transposed=False)
+        for g in range(groups):
+            w_g = weight.view(weight.shape, weight.strides, weight.offset + g * c_out_g * ck)
+            cols_g = cols.view(cols.shape, cols.strides, g * ck * nl)
+            out_g = out.view(out.shape, out.strides, g * c_out_g * nl)
+            gemm(w_g, cols_g, out_g, c_out_g, nl, ck, 1, (0, ck, 1), (0, nl, 1), (0, nl, 1))
+    return out.view((n, c_out, length_out), (length_out, nl, 1))
+
+
+@hookimpl
+def conv1d_grad_weight(x, grad_out, kernel_size, stride, padding, dilation, groups):
+    n, c_out, length_out = grad_out.shape
+    c_in = x.shape[1]
+    c_in_g, k = c_in // groups, kernel_size
+    ck, nl, c_out_g = c_in_g * k, n * length_out, c_out // groups
+    grad_w = x.dev.empty((c_out, c_in_g, k), x.dtype)
+    if grad_w.size == 0:
+        return grad_w
+    if nl == 0:
+        return _zeros(grad_w)
+    cols_t = _im2col(x, k, length_out, stride, padding, dilation, transposed=True)
+    rows = _grad_rows(grad_out)
+    for g in range(groups):
+        g_rows = rows.view(rows.shape, rows.strides, rows.offset + g * c_out_g * nl)
+        cols_g = cols_t.view(cols_t.shape, cols_t.strides, g * ck)
+        out_g = grad_w.view(grad_w.shape, grad_w.strides, g * c_out_g * ck)
+        gemm(g_rows, cols_g, out_g, c_out_g, ck, nl, 1, (0, nl, 1), (0, c_in * k, 1), (0, ck, 1))
+    return grad_w
+
+
+@hookimpl
+def conv1d_grad_input(grad_out, weight, input_length, stride, padding, dilation, groups):
+    weight = _dense(weight)
+    n, c_out, length_out = grad_out.shape
+    _, c_in_g, k = weight.shape
+    c_in, ck, nl, c_out_g = c_in_g * groups, c_in_g * k, n * length_out, c_out // groups
+    dev = grad_out.dev
+    dx = dev.empty((n, c_in, input_length), grad_out.dtype)
+    if dx.size == 0:
+        return dx
+    if nl == 0:
+        return _zeros(dx)
+    rows = _grad_rows(grad_out)
+    dcols = dev.empty((c_in * k, nl), grad_out.dtype)
+    for g in range(groups):
+        w_t = weight.view(weight.shape, weight.strides, weight.offset + g * c_out_g * ck)
+        g_rows = rows.view(rows.shape, rows.strides, rows.offset + g * c_out_g * nl)
+        out_g = dcols.view(dcols.shape, dcols.strides, g * ck * nl)
+        gemm(w_t, g_rows, out_g, ck, nl, c_out_g, 1, (0, 1, ck), (0, nl, 1), (0, nl, 1))
+    kernel = dev.kernel(FILE, "k_col2im", (("T", CL_TYPES[dx.dtype]),), [None, None] + [_I] * 8)
+    kernel(dev.queue, (rounded(dx.size),), None, dx.data, dcols.data, n, c_in, input_length, k,
+           length_out, stride, padding, dilation)
+    return dx
+
+
+def _zeros(like: CLArray) -> CLArray:
+    return fill(like.shape, 0, like.dtype, like.dev)

@@ -1,0 +1,183 @@
+// Elementwise kernels: one program per (group, dtypes, input modes, rank).
+//
+// Host defines:
+//   GROUP   1 unary (float), 2 unary (integer), 3 binary, 4 compare, 5 where, 6 astype
+//   T0..T2  OpenCL types of the inputs, TO of the output, IS_FLOAT (1 for float/double)
+//   MODE0..MODE2  how each input is read: 0 flat (contiguous, output's shape),
+//                 1 strided (broadcast or transposed view), 2 a scalar kernel argument
+//   NDIM    rank used by strided inputs (the shape is passed reversed: s0 = last axis)
+// The output is always a fresh contiguous array of n elements.
+
+#ifdef USE_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+
+#ifndef MODE1
+#define MODE1 3
+#endif
+#ifndef MODE2
+#define MODE2 3
+#endif
+
+// ---- argument lists per mode (3 = input absent)
+#define ARG_0(k, T) , __global const T *x##k, const int off##k
+#define ARG_1(k, T) , __global const T *x##k, const int off##k, const int8 st##k
+#define ARG_2(k, T) , const T s##k
+#define ARG_3(k, T)
+#define ARGS_(m, k, T) ARG_##m(k, T)
+#define ARGS(m, k, T) ARGS_(m, k, T)
+
+#if MODE0 == 1
+#define ADV0(cc, c) o0 += (cc) * st0.c;
+#else
+#define ADV0(cc, c)
+#endif
+#if MODE1 == 1
+#define ADV1(cc, c) o1 += (cc) * st1.c;
+#else
+#define ADV1(cc, c)
+#endif
+#if MODE2 == 1
+#define ADV2(cc, c) o2 += (cc) * st2.c;
+#else
+#define ADV2(cc, c)
+#endif
+
+#define STEP(c) { int q = rem / shp.c; int cc = rem - q * shp.c; rem = q; \
+                  ADV0(cc, c) ADV1(cc, c) ADV2(cc, c) }
+
+#if MODE0 == 0 || MODE0 == 1
+#define INIT0 int o0 = off0;
+#else
+#define INIT0
+#endif
+#if MODE1 == 0 || MODE1 == 1
+#define INIT1 int o1 = off1;
+#else
+#define INIT1
+#endif
+#if MODE2 == 0 || MODE2 == 1
+#define INIT2 int o2 = off2;
+#else
+#define INIT2
+#endif
+
+#define LOAD_0(k) x##k[o##k + i]
+#define LOAD_1(k) x##k[o##k]
+#define LOAD_2(k) s##k
+#define LOAD_(m, k) LOAD_##m(k)
+#define LOAD(m, k) LOAD_(m, k)
+
+// Computes the strided offsets o0..o2 of element i.
+#define INDEX \
+    INIT0 INIT1 INIT2 \
+    int rem = i; \
+    IDX_STEPS
+
+#if NDIM == 0
+#define IDX_STEPS
+#elif NDIM == 1
+#define IDX_STEPS STEP(s0)
+#elif NDIM == 2
+#define IDX_STEPS STEP(s0) STEP(s1)
+#elif NDIM == 3
+#define IDX_STEPS STEP(s0) STEP(s1) STEP(s2)
+#elif NDIM == 4
+#define IDX_STEPS STEP(s0) STEP(s1) STEP(s2) STEP(s3)
+#elif NDIM == 5
+#define IDX_STEPS STEP(s0) STEP(s1) STEP(s2) STEP(s3) STEP(s4)
+#elif NDIM == 6
+#define IDX_STEPS STEP(s0) STEP(s1) STEP(s2) STEP(s3) STEP(s4) STEP(s5)
+#elif NDIM == 7
+#define IDX_STEPS STEP(s0) STEP(s1) STEP(s2) STEP(s3) STEP(s4) STEP(s5) STEP(s6)
+#else
+#define IDX_STEPS STEP(s0) STEP(s1) STEP(s2) STEP(s3) STEP(s4) STEP(s5) STEP(s6) STEP(s7)
+#endif
+
+#define HEAD(name) __kernel void name(__global TO *out, const int n, const int8 shp \
+    ARGS(MODE0, 0, T0) ARGS(MODE1, 1, T1) ARGS(MODE2, 2, T2), const TO p) { \
+    int i = get_global_id(0); \
+    if (i >= n) return; \
+    (void)p; (void)shp; \
+    INDEX
+
+// ---- unary: y = f(x), x of type T0 == TO
+#define UNARY(name, expr) HEAD(name) \
+    const TO x = LOAD(MODE0, 0); \
+    out[i] = (expr); }
+
+#if GROUP == 1
+// NOTE: sigmoid as 0.5 * (1 + tanh(x / 2)) never overflows; softplus as
+// max(x, 0) + log1p(exp(-|x|)) is exact for large |x|.
+UNARY(k_copy, x)
+UNARY(k_neg, -x)
+UNARY(k_exp, exp(x))
+UNARY(k_log, log(x))
+UNARY(k_sqrt, sqrt(x))
+UNARY(k_abs, fabs(x))
+UNARY(k_sign, isnan(x) ? x : (TO)((x > 0) - (x < 0)))
+UNARY(k_erf, erf(x))
+UNARY(k_tanh, tanh(x))
+UNARY(k_sigmoid, (TO)0.5 * ((TO)1 + tanh((TO)0.5 * x)))
+UNARY(k_relu, x < 0 ? (TO)0 : x)
+UNARY(k_leaky_relu, x > 0 ? x : p * x)
+UNARY(k_gelu, (TO)0.5 * x * ((TO)1 + erf(x * (TO)M_SQRT1_2)))
+UNARY(k_silu, x * ((TO)0.5 * ((TO)1 + tanh((TO)0.5 * x))))
+UNARY(k_softplus, fmax(x, (TO)0) + log1p(exp(-fabs(x))))
+#endif
+
+#if GROUP == 2
+UNARY(k_copy, x)
+UNARY(k_neg, -x)
+UNARY(k_abs, x < 0 ? -x : x)
+UNARY(k_sign, (TO)((x > 0) - (x < 0)))
+UNARY(k_relu, x < 0 ? (TO)0 : x)
+#endif
+
+// ---- binary: y = f(a, b), same type
+#define BINARY(name, expr) HEAD(name) \
+    const T0 a = LOAD(MODE0, 0); \
+    const T1 b = LOAD(MODE1, 1); \
+    out[i] = (expr); }
+
+#if GROUP == 3
+BINARY(k_add, a + b)
+BINARY(k_sub, a - b)
+BINARY(k_mul, a * b)
+#if IS_FLOAT
+BINARY(k_div, a / b)
+BINARY(k_pow, pow(a, b))
+BINARY(k_maximum, (isnan(a) || isnan(b)) ? a + b : fmax(a, b))
+BINARY(k_minimum, (isnan(a) || isnan(b)) ? a + b : fmin(a, b))
+#else
+BINARY(k_div, b == 0 ? 0 : a / b)
+BINARY(k_maximum, a > b ? a : b)
+BINARY(k_minimum, a < b ? a : b)
+#endif
+#endif
+
+#if GROUP == 4
+BINARY(k_greater, (uchar)(a > b))
+BINARY(k_less, (uchar)(a < b))
+BINARY(k_equal, (uchar)(a == b))
+#endif
+
+#if GROUP == 5
+HEAD(k_where)
+    const T0 c = LOAD(MODE0, 0);
+    const T1 a = LOAD(MODE1, 1);
+    const T2 b = LOAD(MODE2, 2);
+    out[i] = c ? a : b;
+}
+#endif
+
+#if GROUP == 6
+HEAD(k_astype)
+    const T0 x = LOAD(MODE0, 0);
+#if TO_BOOL
+    out[i] = (uchar)(x != 0);
+#else
+    out[i] = (TO)x;
+#endif
+}
+#endif

@@ -1,0 +1,84 @@
+"""Fused optimizer steps (``kernels/optim.cl``): one in-place kernel per parameter.
+
+Parameters and optimizer state are updated in place when they are plain
+contiguous arrays (as parameters and their state always are in practice); a
+view is first copied, and the copy is what the hook returns.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fastnn.api.hookspec import hookimpl
+from fastnn_opencl import elementwise
+from fastnn_opencl.misc import fill
+from fastnn_opencl.runtime import CL_TYPES, NP_TYPES, CLArray, rounded
+
+FILE = "optim.cl"
+_I = np.int32
+
+
+def _owned(x: CLArray) -> CLArray:
+    """``x`` if it can be updated in place (contiguous, offset 0), else a copy."""
+    return x if x.is_contiguous and x.offset == 0 else elementwise.copy(x)
+
+
+def _dense(x: CLArray) -> CLArray:
+    return x if x.is_contiguous else elementwise.copy(x)
+
+
+def _kernel(p: CLArray, name: str, n_buffers: int, n_scalars: int, n_flags: int):
+    """Kernel args: p, grad, grad offset, state buffers, n, scalars of p's type, int flags."""
+    t = NP_TYPES[p.dtype]
+    arg_dtypes = [None, None, _I] + [None] * n_buffers + [_I] + [t] * n_scalars + [_I] * n_flags
+    return p.dev.kernel(FILE, name, (("T", CL_TYPES[p.dtype]),), arg_dtypes)
+
+
+@hookimpl
+def sgd_step(params, grads, bufs, lrs, weight_decays, momentum, dampening, nesterov, first_step):
+    new_params, new_bufs = [], []
+    for p, g, buf, lr, wd in zip(params, grads, bufs, lrs, weight_decays):
+        p, g = _owned(p), _dense(g)
+        first = first_step or buf is None
+        if momentum:
+            buf = p.dev.empty(p.shape, p.dtype) if first else _owned(buf)
+        if p.size:
+            kernel = _kernel(p, "k_sgd", 1, 4, 2)
+            kernel(p.dev.queue, (rounded(p.size),), None, p.data, g.data, g.offset,
+                   (buf if momentum else p).data, p.size, lr, wd, momentum, dampening,
+                   int(nesterov), int(first))
+        new_params.append(p)
+        new_bufs.append(buf)
+    return new_params, new_bufs
+
+
+@hookimpl
+def adam_step(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays, beta1, beta2, eps,
+              step, decoupled):
+    bias1, bias2 = 1.0 - beta1**step, 1.0 - beta2**step
+    out_p, out_m, out_v = [], [], []
+    for p, g, m, v, lr, wd in zip(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays):
+        p, g, m, v = _owned(p), _dense(g), _owned(m), _owned(v)
+        if p.size:
+            kernel = _kernel(p, "k_adam", 2, 7, 1)
+            kernel(p.dev.queue, (rounded(p.size),), None, p.data, g.data, g.offset, m.data,
+                   v.data, p.size, lr, wd, beta1, beta2, eps, bias1, bias2, int(decoupled))
+        out_p.append(p)
+        out_m.append(m)
+        out_v.append(v)
+    return out_p, out_m, out_v
+
+
+@hookimpl
+def rmsprop_step(params, grads, square_avgs, lrs, weight_decays, alpha, eps):
+    out_p, out_v = [], []
+    for p, g, v, lr, wd in zip(params, grads, square_avgs, lrs, weight_decays):
+        p, g = _owned(p), _dense(g)
+        v = fill(p.shape, 0, p.dtype, p.dev) if v is None else _owned(v)
+        if p.size:
+            kernel = _kernel(p, "k_rmsprop", 1, 4, 0)
+            kernel(p.dev.queue, (rounded(p.size),), None, p.data, g.data, g.offset, v.data,
+                   p.size, lr, wd, alpha, eps)
+        out_p.append(p)
+        out_v.append(v)
+    return out_p, out_v

@@ -1,0 +1,120 @@
+"""Reductions: sum, mean, max and argmax (``kernels/reduce.cl``).
+
+Any reduction is brought to the form (A, K, B) -> (A, B) over a contiguous
+array: reduced axes that already form one block of a contiguous array need no
+copy; otherwise a transposed copy moves them last. Outputs with few elements
+but a long K are split into chunks (a first pass to (A, P, B) partials, then a
+second pass) so the whole device works. GPUs reduce each output with a
+work-group and a local-memory tree; CPU devices with one work-item per output.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+
+import numpy as np
+
+from fastnn.api.hookspec import hookimpl
+from fastnn_opencl import elementwise
+from fastnn_opencl.runtime import CL_TYPES, NP_TYPES, CLArray, contiguous_strides, rounded
+
+FILE = "reduce.cl"
+_I = np.int32
+CHUNK = 2048  # elements per chunk when one output has too long a K for one work-item
+
+
+def _three_axes(x: CLArray, axes: tuple) -> tuple:
+    """(contiguous array, A, K, B) such that reducing ``axes`` is reducing K."""
+    kept = [a for a in range(x.ndim) if a not in axes]
+    block = sorted(axes)
+    if x.is_contiguous and block == list(range(block[0], block[-1] + 1)):
+        a_size = math.prod(x.shape[: block[0]])
+        k_size = math.prod(x.shape[a] for a in block)
+        return x, a_size, k_size, math.prod(x.shape[block[-1] + 1:])
+    order = kept + block
+    moved = x.view(tuple(x.shape[a] for a in order), tuple(x.strides[a] for a in order))
+    moved = elementwise.copy(moved)
+    return moved, math.prod(x.shape[a] for a in kept), math.prod(x.shape[a] for a in block), 1
+
+
+def _acc_type(x: CLArray, op: int) -> str:
+    if x.dtype.startswith("float"):
+        # NOTE: CPU devices accumulate float32 sums in double (cheap there); GPUs in float.
+        return "double" if (x.dev.is_cpu and x.dev.fp64 and op == 0) else CL_TYPES[x.dtype]
+    return "long" if op == 0 else CL_TYPES[x.dtype]
+
+
+def _pass(x: CLArray, a: int, k: int, b: int, op: int, scale: float, out_dtype: str,
+          chunk: int) -> CLArray:
+    dev = x.dev
+    p = builtins.max(1, -(-k // chunk)) if k else 1
+    out = dev.empty((a, p, b), out_dtype)
+    n_out = out.size
+    if n_out == 0:
+        return out
+    acc = _acc_type(x, op)
+    group = not dev.is_cpu and k // p >= 64
+    wg = min(256, dev.max_group) if group else 1
+    wg = 1 << (wg.bit_length() - 1)
+    defines = (("T", CL_TYPES[x.dtype]), ("TO", CL_TYPES[out_dtype]), ("ACC", acc),
+               ("OP", op), ("IS_FLOAT", int(x.dtype.startswith("float"))), ("WG", wg))
+    acc_np = np.float64 if acc == "double" else NP_TYPES[x.dtype] if acc != "long" else np.int64
+    arg_dtypes = [None, None, _I, _I, _I, _I, _I, _I, acc_np]
+    args = (out.data, x.data, x.offset, k, b, p, chunk if p > 1 else builtins.max(k, 1), n_out, scale)
+    if group:
+        kernel = dev.kernel(FILE, "k_reduce_group", defines, arg_dtypes)
+        kernel(dev.queue, (n_out * wg,), (wg,), *args)
+    else:
+        kernel = dev.kernel(FILE, "k_reduce_item", defines, arg_dtypes)
+        kernel(dev.queue, (rounded(n_out, 16),), None, *args)
+    return out
+
+
+def _reduce(x: CLArray, axis, keepdims: bool, op: int, mean: bool = False) -> CLArray:
+    axes = tuple(range(x.ndim)) if axis is None else tuple(axis)
+    if not axes:
+        return elementwise.copy(x)
+    out_shape = tuple(
+        1 if d in axes else n for d, n in enumerate(x.shape) if keepdims or d not in axes
+    )
+    src, a, k, b = _three_axes(x, axes)
+    scale = (1.0 / k if k else math.nan) if mean else 1.0
+    few_outputs = a * b < 64 * src.dev.compute_units
+    chunk = CHUNK if few_outputs and k > 2 * CHUNK else builtins.max(k, 1)
+    if chunk < k:
+        partial = _pass(src, a, k, b, op, 1.0, src.dtype, chunk)
+        out = _pass(partial, a, partial.shape[1], b, op, scale, src.dtype, partial.shape[1])
+    else:
+        out = _pass(src, a, k, b, op, scale, src.dtype, chunk)
+    return out.view(out_shape, contiguous_strides(out_shape))
+
+
+@hookimpl
+def sum(x, axis, keepdims):
+    return _reduce(x, axis, keepdims, 0)
+
+
+@hookimpl
+def mean(x, axis, keepdims):
+    return _reduce(x, axis, keepdims, 0, mean=True)
+
+
+@hookimpl
+def max(x, axis, keepdims):
+    return _reduce(x, axis, keepdims, 1)
+
+
+@hookimpl
+def argmax(x, axis):
+    src, a, k, b = _three_axes(x, (axis,))
+    dev = x.dev
+    out_shape = x.shape[:axis] + x.shape[axis + 1:]
+    out = dev.empty(out_shape, "int64")
+    if out.size:
+        defines = (("T", CL_TYPES[x.dtype]), ("IS_FLOAT", int(x.dtype.startswith("float"))),
+                   ("TO", "long"), ("ACC", CL_TYPES[x.dtype]), ("OP", 1), ("WG", 1))
+        kernel = dev.kernel(FILE, "k_argmax", defines, [None, None, _I, _I, _I, _I])
+        kernel(dev.queue, (rounded(out.size, 16),), None, out.data, src.data, src.offset, k, b,
+               out.size)
+    return out

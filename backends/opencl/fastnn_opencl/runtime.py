@@ -1,0 +1,269 @@
+"""OpenCL runtime: device discovery, per-device state, the array type, kernel cache, buffer pool.
+
+Nothing here imports pyopencl at module import time: :func:`cl` imports it on
+first use, so ``import fastnn_opencl`` works (and the probe reports why the
+backend is unavailable) on a machine without pyopencl or without a platform.
+
+Devices are listed over all platforms with GPUs first, then accelerators,
+then CPUs, in platform order; ``opencl:N`` is entry N of that list. When
+``PYOPENCL_CTX`` names a device ("P:D", or name substrings as pyopencl
+accepts), that device moves to the front and becomes ``opencl``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from importlib import resources
+
+import numpy as np
+
+CL_TYPES = {
+    "float32": "float",
+    "float64": "double",
+    "int32": "int",
+    "int64": "long",
+    "bool": "uchar",
+}
+NP_TYPES = {name: np.dtype(name) for name in CL_TYPES}
+MAX_NDIM = 8  # strided kernels pass shapes and strides as OpenCL int8 vectors
+INSTALL_HINT = 'install an OpenCL driver, or run on the CPU with `pip install "pyopencl[pocl]"`'
+
+_pyopencl = None
+
+
+def cl():
+    """The pyopencl module, imported on first use."""
+    global _pyopencl
+    if _pyopencl is None:
+        import pyopencl
+
+        _pyopencl = pyopencl
+    return _pyopencl
+
+
+# ---------------------------------------------------------------- device discovery
+
+_TYPE_RANK = {"GPU": 0, "ACCELERATOR": 1, "CPU": 2}
+
+
+def _type_name(device) -> str:
+    t = device.type
+    kinds = cl().device_type
+    if t & kinds.GPU:
+        return "GPU"
+    if t & kinds.ACCELERATOR:
+        return "ACCELERATOR"
+    return "CPU"
+
+
+def _matches(token: str, index: int, name: str) -> bool:
+    return token == str(index) if token.isdigit() else token.lower() in name.lower()
+
+
+def _from_env(entries: list) -> int | None:
+    """Index in ``entries`` of the device that PYOPENCL_CTX selects, if any."""
+    spec = os.environ.get("PYOPENCL_CTX", "").strip()
+    if not spec:
+        return None
+    plat_token, _, dev_token = spec.partition(":")
+    platforms = []
+    for entry in entries:
+        if entry[1] not in platforms:
+            platforms.append(entry[1])
+    for i, (device, platform, dev_index) in enumerate(entries):
+        p_index = platforms.index(platform)
+        if plat_token and not _matches(plat_token, p_index, platform.name):
+            continue
+        if dev_token and not _matches(dev_token, dev_index, device.name):
+            continue
+        return i
+    raise RuntimeError(
+        f"PYOPENCL_CTX={spec!r} matches no OpenCL device; devices: "
+        f"{[e[0].name for e in entries]}"
+    )
+
+
+def list_devices() -> list:
+    """All OpenCL devices, ordered as ``opencl:N`` indexes them. Raises if no platform."""
+    entries = []
+    for platform in cl().get_platforms():
+        try:
+            devices = platform.get_devices()
+        except cl().Error:  # a platform with no devices
+            continue
+        for dev_index, device in enumerate(devices):
+            entries.append((device, platform, dev_index))
+    first = _from_env(entries)
+    order = sorted(range(len(entries)), key=lambda i: (_TYPE_RANK[_type_name(entries[i][0])], i))
+    if first is not None:
+        order.remove(first)
+        order.insert(0, first)
+    return [entries[i][0] for i in order]
+
+
+def describe(device) -> str:
+    fp64 = "fp64" if has_fp64(device) else "no fp64"
+    return (
+        f"{device.name.strip()} ({_type_name(device)}, {device.platform.name.strip()} "
+        f"{device.platform.version.strip()}, {device.max_compute_units} compute units, "
+        f"{device.global_mem_size // 2**20} MiB, {fp64})"
+    )
+
+
+def has_fp64(device) -> bool:
+    return "cl_khr_fp64" in device.extensions
+
+
+# ---------------------------------------------------------------- per-device state
+
+_KERNEL_DIR = resources.files("fastnn_opencl") / "kernels"
+_sources: dict[str, str] = {}
+
+
+def source(filename: str) -> str:
+    text = _sources.get(filename)
+    if text is None:
+        text = _sources[filename] = (_KERNEL_DIR / filename).read_text()
+    return text
+
+
+class DeviceState:
+    """One device: its context, in-order queue, buffer pool and compiled kernels."""
+
+    def __init__(self, device, index: int):
+        pyopencl = cl()
+        import pyopencl.tools as cltools
+
+        self.index = index
+        self.device = device
+        self.name = device.name.strip()
+        self.is_cpu = _type_name(device) == "CPU"
+        self.fp64 = has_fp64(device)
+        self.context = pyopencl.Context([device])
+        self.queue = pyopencl.CommandQueue(self.context)
+        # NOTE: one in-order queue, so a buffer handed back to the pool while
+        # kernels that read it are still queued is only reused by later kernels.
+        self.pool = cltools.MemoryPool(cltools.ImmediateAllocator(self.queue))
+        self.compute_units = device.max_compute_units
+        self.max_group = device.max_work_group_size
+        self._kernels: dict = {}
+        self._lock = threading.Lock()
+
+    def check_dtype(self, dtype: str) -> None:
+        if dtype not in CL_TYPES:
+            raise TypeError(
+                f"opencl: dtype {dtype} is not supported; use one of {', '.join(CL_TYPES)}"
+            )
+        if dtype == "float64" and not self.fp64:
+            raise TypeError(
+                f"opencl: device {self.name!r} lacks cl_khr_fp64, so float64 is unavailable "
+                "there; use float32 (x.to(fastnn.float32)) or another device"
+            )
+
+    def kernel(self, filename: str, name: str, defines: tuple, arg_dtypes: list):
+        """The kernel ``name`` of ``filename`` built with ``defines``; compiled once, cached."""
+        key = (filename, name, defines)
+        found = self._kernels.get(key)
+        if found is not None:
+            return found
+        with self._lock:
+            program = self._kernels.get((filename, defines))
+            if program is None:
+                options = [f"-D{k}={v}" for k, v in defines]
+                uses_fp64 = any(v == "double" for _, v in defines)
+                if uses_fp64:
+                    options.append("-DUSE_FP64=1")
+                program = cl().Program(self.context, source(filename)).build(options=options)
+                self._kernels[(filename, defines)] = program
+            found = getattr(program, name)
+            found.set_scalar_arg_dtypes(arg_dtypes)
+            self._kernels[key] = found
+        return found
+
+    def empty(self, shape: tuple, dtype: str) -> CLArray:
+        self.check_dtype(dtype)
+        size = math.prod(shape)
+        if size >= 2**31:
+            raise ValueError(f"opencl: arrays are limited to 2**31 - 1 elements, got {shape}")
+        nbytes = max(size, 1) * NP_TYPES[dtype].itemsize
+        return CLArray(self.pool.allocate(nbytes), shape, contiguous_strides(shape), 0, dtype, self)
+
+
+_devices: list | None = None
+_states: dict[int, DeviceState] = {}
+_state_lock = threading.Lock()
+
+
+def devices() -> list:
+    global _devices
+    if _devices is None:
+        _devices = list_devices()
+    return _devices
+
+
+def state(index: int) -> DeviceState:
+    found = _states.get(index)
+    if found is None:
+        with _state_lock:
+            found = _states.get(index)
+            if found is None:
+                found = _states[index] = DeviceState(devices()[index], index)
+    return found
+
+
+# ---------------------------------------------------------------- the array type
+
+
+def contiguous_strides(shape: tuple) -> tuple:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return tuple(reversed(strides))
+
+
+class CLArray:
+    """An n-d view of an OpenCL buffer: shape, strides and offset counted in elements.
+
+    Views (transpose, broadcast_to, reshape of a contiguous array) share the
+    buffer; kernels read any view through its strides.
+    """
+
+    __slots__ = ("data", "shape", "strides", "offset", "dtype", "dev", "size")
+
+    def __init__(self, data, shape, strides, offset, dtype, dev):
+        self.data = data
+        self.shape = tuple(shape)
+        self.strides = tuple(strides)
+        self.offset = offset
+        self.dtype = dtype
+        self.dev = dev
+        self.size = math.prod(self.shape)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def is_contiguous(self) -> bool:
+        step = 1
+        for n, s in zip(reversed(self.shape), reversed(self.strides)):
+            if n != 1 and s != step:
+                return False
+            step *= n
+        return True
+
+    def view(self, shape, strides, offset=None) -> CLArray:
+        offset = self.offset if offset is None else offset
+        return CLArray(self.data, shape, strides, offset, self.dtype, self.dev)
+
+    def __repr__(self) -> str:
+        return (f"CLArray(shape={self.shape}, dtype={self.dtype}, strides={self.strides}, "
+                f"offset={self.offset}, device={self.dev.name!r})")
+
+
+def rounded(n: int, step: int = 64) -> int:
+    """``n`` rounded up to a multiple of ``step`` (at least one step): a global work size."""
+    return max(step, -(-n // step) * step)
