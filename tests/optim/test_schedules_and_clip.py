@@ -1,0 +1,78 @@
+"""Learning-rate schedules against their formulas, and clip_grad_norm against NumPy."""
+
+import math
+
+import numpy as np
+import pytest
+
+import fastnn as fnn
+from fastnn import nn, optim
+from fastnn.optim import lr_scheduler as sched
+
+
+def _opt(lr=0.5):
+    p = nn.Parameter.from_numpy(np.zeros(3), "connective")
+    return optim.SGD([{"params": [p]}, {"params": [nn.Parameter.from_numpy(np.zeros(2))],
+                                        "lr": 2 * lr}], lr=lr)
+
+
+def _lrs(scheduler, steps):
+    out = [scheduler.optimizer.param_groups[0]["lr"]]
+    for _ in range(steps):
+        scheduler.step()
+        out.append(scheduler.optimizer.param_groups[0]["lr"])
+    return np.array(out)
+
+
+def test_warmup_ramps_linearly_then_holds():
+    lrs = _lrs(sched.LinearWarmup(_opt(), warmup_steps=4), 6)
+    np.testing.assert_allclose(lrs, 0.5 * np.array([1, 2, 3, 4, 4, 4, 4]) / 4)
+
+
+def test_cosine_follows_the_formula_and_holds_at_the_floor():
+    s = sched.CosineAnnealing(_opt(), total_steps=10, min_factor=0.1)
+    lrs = _lrs(s, 12)
+    t = np.arange(13)
+    expected = 0.1 + 0.9 * 0.5 * (1 + np.cos(np.pi * np.minimum(t, 10) / 10))
+    np.testing.assert_allclose(lrs, 0.5 * expected)
+    assert s.get_last_lr()[1] == pytest.approx(1.0 * expected[-1])  # second group, base lr 1.0
+
+
+def test_linear_decay_and_warmup_variants():
+    np.testing.assert_allclose(_lrs(sched.LinearDecay(_opt(), 4, end_factor=0.2), 5),
+                               0.5 * np.array([1, 0.8, 0.6, 0.4, 0.2, 0.2]))
+    lrs = _lrs(sched.WarmupCosine(_opt(), warmup_steps=2, total_steps=6), 7)
+    np.testing.assert_allclose(lrs[:2], [0.25, 0.5])
+    np.testing.assert_allclose(lrs[2:], 0.5 * np.array(
+        [0.5 * (1 + math.cos(math.pi * k / 4)) for k in range(4)] + [0.0, 0.0]))
+    lrs = _lrs(sched.WarmupLinear(_opt(), warmup_steps=1, total_steps=5), 5)
+    np.testing.assert_allclose(lrs, 0.5 * np.array([1, 1, 0.75, 0.5, 0.25, 0.0]))
+    np.testing.assert_allclose(_lrs(sched.LambdaLR(_opt(), lambda t: 0.9**t), 3),
+                               0.5 * 0.9 ** np.arange(4))
+
+
+def test_scheduler_state_dict_resumes():
+    a = sched.WarmupCosine(_opt(), 3, 20)
+    _lrs(a, 7)
+    b = sched.WarmupCosine(_opt(), 3, 20)
+    b.load_state_dict(a.state_dict())
+    np.testing.assert_allclose(_lrs(b, 5), _lrs(a, 5))
+
+
+def test_clip_grad_norm_matches_numpy():
+    rng = np.random.default_rng(0)
+    params = [nn.Parameter.from_numpy(rng.standard_normal(s), dtype=fnn.float64)
+              for s in [(4, 3), (5,)]]
+    grads = [rng.standard_normal(p.shape) * 3 for p in params]
+    for p, g in zip(params, grads):
+        p.grad = fnn.tensor(g)
+    total = np.sqrt(sum((g**2).sum() for g in grads))
+    assert optim.clip_grad_norm(params, 1.5) == pytest.approx(total, rel=1e-12)
+    for p, g in zip(params, grads):
+        np.testing.assert_allclose(p.grad.numpy(), g * 1.5 / (total + 1e-6), rtol=1e-12)
+    clipped = np.sqrt(sum((p.grad.numpy() ** 2).sum() for p in params))
+    assert clipped == pytest.approx(1.5, rel=1e-6)
+    before = [p.grad.numpy().copy() for p in params]
+    optim.clip_grad_norm(params, 10.0)  # under the limit: unchanged
+    for p, g in zip(params, before):
+        np.testing.assert_array_equal(p.grad.numpy(), g)
