@@ -8,6 +8,7 @@ that the current device is the one holding the operands.
 
 from __future__ import annotations
 
+import functools
 import math
 
 from fastnn.api.hookspec import hookimpl
@@ -97,11 +98,16 @@ def sign(x):
     return cp.sign(x)
 
 
+@functools.cache
+def _special_erf():
+    from cupyx.scipy.special import erf as cupy_erf  # imported on first use: it is heavy
+
+    return cupy_erf
+
+
 @hookimpl
 def erf(x):
-    from cupyx.scipy.special import erf as _erf
-
-    return _erf(x).astype(x.dtype, copy=False)
+    return _special_erf()(x).astype(x.dtype, copy=False)
 
 
 @hookimpl

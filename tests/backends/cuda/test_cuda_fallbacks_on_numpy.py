@@ -1,0 +1,153 @@
+"""The CUDA backend's cupy fallback paths, run with NumPy standing in for cupy.
+
+On a GPU these paths serve dtypes without a kernel (float16) and layouts the
+kernels do not take. cupy mirrors NumPy, so running them on NumPy checks their
+math here, against the NumPy backend (the reference) and finite differences.
+The raw-kernel paths themselves need a GPU (test_cuda_gpu.py).
+"""
+
+from __future__ import annotations
+
+import fastnn_cpu
+import numpy as np
+import pytest
+from fastnn_cuda import conv, fused, kernels, optim, primitives
+from scipy import special
+
+
+@pytest.fixture(autouse=True)
+def numpy_as_cupy(monkeypatch):
+    for module in (conv, fused, optim, primitives):
+        monkeypatch.setattr(module, "cp", np)
+    monkeypatch.setattr(kernels, "has_kernel", lambda dtype: False)
+    monkeypatch.setattr(primitives, "_special_erf", lambda: special.erf)
+
+
+def rand(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape)
+
+
+CONV_CASES = [  # (N, C_in, L, C_out, K, stride, padding, dilation, groups)
+    (2, 3, 11, 4, 3, 1, 0, 1, 1),
+    (2, 4, 13, 6, 3, 2, 1, 2, 2),
+    (1, 2, 9, 2, 4, 3, 2, 1, 1),
+    (3, 6, 8, 6, 1, 1, 0, 1, 3),
+]
+
+
+@pytest.mark.parametrize("case", CONV_CASES)
+def test_conv1d_and_grads_match_numpy_backend(case):
+    n, c_in, length, c_out, k, stride, padding, dilation, groups = case
+    x, w = rand(n, c_in, length, seed=1), rand(c_out, c_in // groups, k, seed=2)
+    attrs = (stride, padding, dilation, groups)
+    out = conv.conv1d(x, w, *attrs)
+    np.testing.assert_allclose(out, fastnn_cpu.conv1d(x, w, *attrs), rtol=1e-12, atol=1e-12)
+    g = rand(*out.shape, seed=3)
+    np.testing.assert_allclose(conv.conv1d_grad_input(g, w, length, *attrs),
+                               fastnn_cpu.conv1d_grad_input(g, w, length, *attrs),
+                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(conv.conv1d_grad_weight(x, g, k, *attrs),
+                               fastnn_cpu.conv1d_grad_weight(x, g, k, *attrs),
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_cross_entropy_fallback_gives_nan_for_bad_targets_without_reading_them():
+    logits = rand(4, 5)
+    targets = np.array([0, 4, 5, -1])
+    loss, probs = fused.softmax_cross_entropy(logits, targets)
+    ref_loss, ref_probs = fastnn_cpu.softmax_cross_entropy(logits[:2], targets[:2])
+    np.testing.assert_allclose(loss[:2], ref_loss, rtol=1e-12)
+    assert np.isnan(loss[2:]).all()
+    np.testing.assert_allclose(probs[:2], ref_probs, rtol=1e-12)
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_softmax_fallbacks(axis):
+    x = rand(3, 4, 5)
+    np.testing.assert_allclose(fused.softmax(x, axis), fastnn_cpu.softmax(x, axis), rtol=1e-12)
+    np.testing.assert_allclose(fused.log_softmax(x, axis), fastnn_cpu.log_softmax(x, axis),
+                               rtol=1e-12)
+
+
+def test_rms_div_fallback():
+    x = rand(3, 7)
+    out, r = fused.rms_div(x, 1e-6)
+    ref_out, ref_r = fastnn_cpu.rms_div(x, 1e-6)
+    np.testing.assert_allclose(out, ref_out, rtol=1e-12)
+    np.testing.assert_allclose(r, ref_r, rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", list(kernels.ACTIVATION_CODES))
+def test_bias_act_fallback(kind):
+    x, b = rand(4, 6) * 3, rand(6, seed=5)
+    np.testing.assert_allclose(fused.bias_act(x, b, kind, 0.1),
+                               fastnn_cpu.bias_act(x, b, kind, 0.1), rtol=1e-12, atol=1e-15)
+
+
+def test_swish_fallback_and_its_gradients_against_finite_differences():
+    x, beta, g = rand(3, 4), rand(4, seed=7), rand(3, 4, seed=8)
+    np.testing.assert_allclose(fused.swish(x, beta), x / (1 + np.exp(-beta * x)), rtol=1e-12)
+    grad_x, grad_beta = fused.swish_backward(g, x, beta)
+    eps = 1e-6
+    for arr, grad in ((x, grad_x), (beta, grad_beta)):
+        numeric = np.zeros_like(arr)
+        for i in np.ndindex(arr.shape):
+            old = arr[i]
+            arr[i] = old + eps
+            up = np.sum(fused.swish(x, beta) * g)
+            arr[i] = old - eps
+            down = np.sum(fused.swish(x, beta) * g)
+            arr[i] = old
+            numeric[i] = (up - down) / (2 * eps)
+        np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-8)
+
+
+def _params(seed):
+    return [rand(3, 4, seed=seed), rand(5, seed=seed + 1)]
+
+
+@pytest.mark.parametrize("momentum,nesterov,first", [(0.0, False, True), (0.9, False, True),
+                                                     (0.9, True, False)])
+def test_sgd_fallback_matches_numpy_backend(momentum, nesterov, first):
+    grads = _params(10)
+    bufs = [None, None] if momentum == 0 else _params(20)
+    args = ([0.1, 0.2], [0.01, 0.0], momentum, 0.1, nesterov, first)
+    got_p, got_b = optim.sgd_step(_params(0), grads, [b if b is None else b.copy() for b in bufs],
+                                  *args)
+    ref_p, ref_b = fastnn_cpu.sgd_step(_params(0), grads,
+                                       [b if b is None else b.copy() for b in bufs], *args)
+    for a, b in zip(got_p + got_b, ref_p + ref_b):
+        if b is None:
+            assert a is None
+        else:
+            np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+@pytest.mark.parametrize("decoupled", [False, True])
+def test_adam_fallback_matches_numpy_backend(decoupled):
+    grads = _params(10)
+    state = lambda: ([np.abs(a) for a in _params(30)], [np.abs(a) for a in _params(40)])  # noqa: E731
+    args = ([0.1, 0.2], [0.01, 0.0], 0.9, 0.999, 1e-8, 3, decoupled)
+    got = optim.adam_step(_params(0), grads, *state(), *args)
+    ref = fastnn_cpu.adam_step(_params(0), grads, *state(), *args)
+    for a, b in zip(sum(got, []), sum(ref, [])):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def test_rmsprop_fallback_matches_numpy_backend():
+    grads = _params(10)
+    args = ([0.1, 0.2], [0.01, 0.0], 0.99, 1e-8)
+    got = optim.rmsprop_step(_params(0), grads, [np.abs(a) for a in _params(30)], *args)
+    ref = fastnn_cpu.rmsprop_step(_params(0), grads, [np.abs(a) for a in _params(30)], *args)
+    for a, b in zip(sum(got, []), sum(ref, [])):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def test_primitive_edge_cases():
+    x = rand(2, 3)
+    np.testing.assert_array_equal(primitives.sum(x, (), False), x)
+    out = primitives.where(x > 0, x.astype(np.float32), 0.0)
+    assert out.dtype == np.float32
+    hot = primitives.one_hot(np.array([[0, 2], [1, 1]]), 3, "float32")
+    np.testing.assert_array_equal(hot, np.eye(3, dtype=np.float32)[[[0, 2], [1, 1]]])
+    np.testing.assert_allclose(primitives.sigmoid(np.array([-800.0, 0.0, 800.0])), [0, 0.5, 1])
