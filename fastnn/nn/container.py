@@ -5,6 +5,11 @@ tape* to get every layer's input (kept only for the duration of the call:
 memory is one activation per layer, as with the tape), then chains the
 layers' ``reverse`` from the last layer to the first. Nothing survives the
 call, so it works on a fresh instance.
+
+To avoid that second forward pass when the caller needs the output anyway
+(to compute the loss gradient), ``forward_with_inputs(x)`` returns the output
+and the list of layer inputs, which ``reverse(x, grad_out, inputs=...)`` then
+uses instead of recomputing them.
 """
 
 from __future__ import annotations
@@ -58,15 +63,32 @@ class Sequential(Module):
                 i += 1
         return x
 
-    def reverse(self, x, grad_out):
+    def forward_with_inputs(self, x):
+        """(output, [input of each layer]) from one forward pass without the tape."""
         check_tensor("Sequential", x)
-        layers = self.layers
         inputs = []
         with no_grad():
-            for layer in layers[:-1]:
+            for layer in self.layers:
                 inputs.append(x)
                 x = layer(x)
-        inputs.append(x)
+        return x, inputs
+
+    def reverse(self, x, grad_out, inputs=None):
+        check_tensor("Sequential", x)
+        layers = self.layers
+        if inputs is None:
+            inputs = []
+            with no_grad():
+                for layer in layers[:-1]:
+                    inputs.append(x)
+                    x = layer(x)
+            inputs.append(x)
+        elif len(inputs) != len(layers) or inputs[0] is not x:
+            raise ValueError(
+                f"Sequential.reverse: inputs= must be the list from forward_with_inputs(x) "
+                f"({len(layers)} entries, the first being x), got {len(inputs)} entries"
+            )
+        inputs = list(inputs)
         grads = {}
         grad = grad_out
         for index in range(len(layers) - 1, -1, -1):

@@ -47,9 +47,8 @@ def test_tape_and_reverse_apply_training_end_with_the_same_weights(make_opt):
         tape_opt.step()
         losses.append(loss.item())
 
-        with fnn.no_grad():
-            logits = rev_model(x)
-        _, grads = rev_model.reverse(x, _ce_grad(logits, y))
+        logits, inputs = rev_model.forward_with_inputs(x)  # keeps inputs: no second forward
+        _, grads = rev_model.reverse(x, _ce_grad(logits, y), inputs=inputs)
         rev_model.apply(rev_opt, grads)
     assert losses[-1] < 0.7 * losses[0]  # it does train
     for (name, a), (_, b) in zip(tape_model.named_parameters(), rev_model.named_parameters()):
@@ -76,3 +75,18 @@ def test_layer_by_layer_apply_equals_whole_model_apply():
             layer.apply(opt_split, own)
     for a, b in zip(whole.parameters(), split.parameters()):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_reverse_with_kept_inputs_equals_recomputing_them():
+    x, y = _data()
+    fnn.manual_seed(4)
+    model = _model()
+    logits, inputs = model.forward_with_inputs(x)
+    g = _ce_grad(logits, y)
+    kept_x, kept = model.reverse(x, g, inputs=inputs)
+    fresh_x, fresh = model.reverse(x, g)
+    np.testing.assert_array_equal(kept_x.numpy(), fresh_x.numpy())
+    for name in fresh:
+        np.testing.assert_array_equal(kept[name].numpy(), fresh[name].numpy())
+    with pytest.raises(ValueError, match="forward_with_inputs"):
+        model.reverse(x, g, inputs=inputs[1:])
