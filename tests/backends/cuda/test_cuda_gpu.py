@@ -1,0 +1,258 @@
+"""The CUDA backend on a real GPU: kernels against the NumPy backend, and no host round trips.
+
+Skips (with cupy's reason) where no usable CUDA device exists. The shared
+conformance suite runs separately: ``pytest --pyargs fastnn.conformance
+--backend cuda`` (benchmarks/gpu_check.sh runs both).
+"""
+
+from __future__ import annotations
+
+import fastnn_cpu
+import numpy as np
+import pytest
+from fastnn_cuda import _cupy, conv, fused, kernels, launch
+
+import fastnn as fnn
+from fastnn import functional as F
+from fastnn.api import registry
+
+_PROBE = _cupy.probe()
+if not _PROBE["available"]:
+    pytest.skip(f"no CUDA GPU: {_PROBE['reason']}", allow_module_level=True)
+
+cp = _cupy.cupy
+pytestmark = pytest.mark.gpu
+TOL = {"float32": dict(rtol=2e-5, atol=2e-6), "float64": dict(rtol=1e-11, atol=1e-13)}
+DTYPES = ["float32", "float64"]
+
+
+@pytest.fixture(scope="module")
+def ops():
+    return registry.get_backend("cuda").ops
+
+
+def rand(shape, dtype="float64", seed=0, scale=1.0):
+    return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(dtype)
+
+
+def close(got, want, dtype):
+    np.testing.assert_allclose(cp.asnumpy(got), want, **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,axis", [((4, 10), 1), ((3, 1), 1), ((2, 1000), 1),
+                                        ((5, 3000), 1), ((2, 3, 4), 0), ((2, 3, 4), 1)])
+def test_softmax_kernels(ops, dtype, shape, axis):
+    x = rand(shape, dtype, scale=5)
+    close(ops.softmax(cp.asarray(x), axis), fastnn_cpu.softmax(x, axis), dtype)
+    close(ops.log_softmax(cp.asarray(x), axis), fastnn_cpu.log_softmax(x, axis), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n,c", [(64, 10), (8, 3000), (1, 1)])
+def test_cross_entropy_kernel(ops, dtype, n, c):
+    logits = rand((n, c), dtype, scale=4)
+    targets = np.random.default_rng(1).integers(0, c, n)
+    loss, probs = ops.softmax_cross_entropy(cp.asarray(logits), cp.asarray(targets))
+    ref_loss, ref_probs = fastnn_cpu.softmax_cross_entropy(logits, targets)
+    close(loss, ref_loss, dtype)
+    close(probs, ref_probs, dtype)
+
+
+def test_cross_entropy_bad_targets_give_nan(ops):
+    logits = rand((4, 5), "float32")
+    targets = cp.asarray(np.array([0, 5, -1, 10**9], dtype=np.int32))
+    loss, _ = ops.softmax_cross_entropy(cp.asarray(logits), targets)
+    loss = cp.asnumpy(loss)
+    assert np.isfinite(loss[0]) and np.isnan(loss[1:]).all()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(4, 7), (2, 3, 600), (3, 1)])
+def test_rms_div_kernel(ops, dtype, shape):
+    x = rand(shape, dtype)
+    out, r = ops.rms_div(cp.asarray(x), 1e-6)
+    ref_out, ref_r = fastnn_cpu.rms_div(x, 1e-6)
+    close(out, ref_out, dtype)
+    close(r, ref_r, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", list(kernels.ACTIVATION_CODES))
+def test_bias_act_and_activation_kernels(ops, dtype, kind):
+    x, b = rand((33, 17), dtype, scale=3), rand((17,), dtype, seed=2)
+    close(ops.bias_act(cp.asarray(x), cp.asarray(b), kind, 0.1),
+          fastnn_cpu.bias_act(x, b, kind, 0.1), dtype)
+    xt = cp.asarray(x).T  # a non-contiguous input takes the cupy path
+    close(ops.bias_act(xt, cp.asarray(rand((33,), dtype)), kind, 0.1),
+          fastnn_cpu.bias_act(x.T, rand((33,), dtype), kind, 0.1), dtype)
+    if kind != "identity":
+        hook = getattr(ops, kind)
+        args = (0.1,) if kind == "leaky_relu" else ()
+        ref = getattr(fastnn_cpu, kind)(x, *args)
+        close(hook(cp.asarray(x), *args), ref, dtype)
+
+
+def test_activations_propagate_nan(ops):
+    x = cp.asarray(np.array([np.nan, -1.0, 2.0], dtype=np.float32))
+    for kind in ("relu", "sigmoid", "gelu", "softplus", "silu"):
+        assert np.isnan(cp.asnumpy(getattr(ops, kind)(x))[0]), kind
+
+
+CONV_CASES = [(2, 3, 11, 4, 3, 1, 0, 1, 1), (2, 4, 13, 6, 3, 2, 1, 2, 2),
+              (1, 2, 9, 2, 4, 3, 2, 1, 1), (3, 6, 8, 6, 1, 1, 0, 1, 3),
+              (8, 16, 256, 32, 5, 1, 2, 1, 1)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", CONV_CASES)
+def test_conv1d_kernels(ops, dtype, case):
+    n, c_in, length, c_out, k, stride, padding, dilation, groups = case
+    x, w = rand((n, c_in, length), dtype, 1), rand((c_out, c_in // groups, k), dtype, 2)
+    attrs = (stride, padding, dilation, groups)
+    out = ops.conv1d(cp.asarray(x), cp.asarray(w), *attrs)
+    close(out, fastnn_cpu.conv1d(x, w, *attrs), dtype)
+    g = rand(out.shape, dtype, 3)
+    close(ops.conv1d_grad_input(cp.asarray(g), cp.asarray(w), length, *attrs),
+          fastnn_cpu.conv1d_grad_input(g, w, length, *attrs), dtype)
+    close(ops.conv1d_grad_weight(cp.asarray(x), cp.asarray(g), k, *attrs),
+          fastnn_cpu.conv1d_grad_weight(x, g, k, *attrs), dtype)
+    # a transposed (non-contiguous) input goes through im2col's strides
+    xt = cp.ascontiguousarray(cp.asarray(x).transpose(1, 0, 2)).transpose(1, 0, 2)
+    close(ops.conv1d(xt, cp.asarray(w), *attrs), fastnn_cpu.conv1d(x, w, *attrs), dtype)
+
+
+def _param_set(dtype, seed):
+    sizes = [(3, 4), (5,), (0,), (300, 1001)] + [(7,)] * (launch.MAX_TENSORS + 3)
+    return [rand(s, dtype, seed + i) for i, s in enumerate(sizes)]
+
+
+def _run(step_fn, arrays_fn, *args):
+    """Apply step_fn to device copies and to host copies, return both results."""
+    dev = step_fn(*[[cp.asarray(a) for a in arrays] for arrays in arrays_fn()], *args)
+    return [[cp.asnumpy(a) for a in group] for group in dev]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("momentum,nesterov,first", [(0.0, False, True), (0.9, False, True),
+                                                     (0.9, True, False)])
+def test_sgd_kernel(ops, dtype, momentum, nesterov, first):
+    n = len(_param_set(dtype, 0))
+    lrs, wds = [0.1 + 0.01 * k for k in range(n)], [0.01 * (k % 2) for k in range(n)]
+    args = (lrs, wds, momentum, 0.1, nesterov, first)
+    host_bufs = [None] * n if momentum == 0 else _param_set(dtype, 200)
+    dev_bufs = [None if b is None else cp.asarray(b) for b in host_bufs]
+    got_p, got_b = ops.sgd_step([cp.asarray(p) for p in _param_set(dtype, 0)],
+                                [cp.asarray(g) for g in _param_set(dtype, 100)], dev_bufs, *args)
+    ref_p, ref_b = fastnn_cpu.sgd_step(_param_set(dtype, 0), _param_set(dtype, 100),
+                                       [None if b is None else b.copy() for b in host_bufs], *args)
+    for a, b in zip(got_p, ref_p):
+        close(a, b, dtype)
+    for a, b in zip(got_b, ref_b):
+        assert (a is None) == (b is None)
+        if b is not None:
+            close(a, b, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("decoupled", [False, True])
+def test_adam_kernel(ops, dtype, decoupled):
+    n = len(_param_set(dtype, 0))
+    lrs, wds = [1e-2] * n, [0.05 * (k % 2) for k in range(n)]
+    args = (lrs, wds, 0.9, 0.999, 1e-8, 4, decoupled)
+    m, v = _param_set(dtype, 300), [np.abs(a) for a in _param_set(dtype, 400)]
+    got = ops.adam_step([cp.asarray(p) for p in _param_set(dtype, 0)],
+                        [cp.asarray(g) for g in _param_set(dtype, 100)],
+                        [cp.asarray(a) for a in m], [cp.asarray(a) for a in v], *args)
+    ref = fastnn_cpu.adam_step(_param_set(dtype, 0), _param_set(dtype, 100),
+                               [a.copy() for a in m], [a.copy() for a in v], *args)
+    for group_got, group_ref in zip(got, ref):
+        for a, b in zip(group_got, group_ref):
+            close(a, b, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_rmsprop_kernel(ops, dtype):
+    n = len(_param_set(dtype, 0))
+    args = ([1e-2] * n, [0.01] * n, 0.99, 1e-8)
+    v = [np.abs(a) for a in _param_set(dtype, 400)]
+    got = ops.rmsprop_step([cp.asarray(p) for p in _param_set(dtype, 0)],
+                           [cp.asarray(g) for g in _param_set(dtype, 100)],
+                           [cp.asarray(a) for a in v], *args)
+    ref = fastnn_cpu.rmsprop_step(_param_set(dtype, 0), _param_set(dtype, 100),
+                                  [a.copy() for a in v], *args)
+    for group_got, group_ref in zip(got, ref):
+        for a, b in zip(group_got, group_ref):
+            close(a, b, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_swish_kernels(dtype):
+    x, beta, g = rand((9, 5), dtype, 1), rand((5,), dtype, 2), rand((9, 5), dtype, 3)
+    close(fused.swish(cp.asarray(x), cp.asarray(beta)), x / (1 + np.exp(-beta * x)), dtype)
+    s = 1 / (1 + np.exp(-beta * x))
+    grad_x, grad_beta = fused.swish_backward(cp.asarray(g), cp.asarray(x), cp.asarray(beta))
+    close(grad_x, g * (s + beta * x * s * (1 - s)), dtype)
+    close(grad_beta, (g * x * x * s * (1 - s)).sum(axis=0), dtype)
+
+
+def test_float16_takes_the_cupy_paths(ops):
+    x = rand((4, 6), "float16")
+    np.testing.assert_allclose(cp.asnumpy(ops.softmax(cp.asarray(x), 1)),
+                               fastnn_cpu.softmax(x.astype(np.float32), 1), rtol=5e-3, atol=1e-3)
+    w = rand((3, 2, 3), "float16")
+    got = conv.conv1d(cp.asarray(rand((2, 2, 8), "float16")), cp.asarray(w), 1, 1, 1, 1)
+    assert got.dtype == np.float16 and got.shape == (2, 3, 8)
+
+
+def test_tensors_move_and_mixing_devices_is_an_error():
+    x = fnn.randn((3, 4), seed=0)
+    y = x.to("cuda")
+    assert str(y.device) == "cuda" and np.array_equal(y.numpy(), x.numpy())
+    with pytest.raises(fnn.DeviceMismatchError):
+        x + y
+
+
+def test_training_step_makes_no_host_transfers(monkeypatch):
+    """One MLP step (forward, backward, fused SGD) never copies to or from the host."""
+    rng = np.random.default_rng(0)
+    with fnn.use("cuda"):
+        w1 = fnn.tensor(rng.standard_normal((64, 32)) * 0.1, dtype="float32", requires_grad=True)
+        b1 = fnn.zeros((32,), requires_grad=True)
+        w2 = fnn.tensor(rng.standard_normal((32, 10)) * 0.1, dtype="float32", requires_grad=True)
+        x = fnn.tensor(rng.standard_normal((128, 64)), dtype="float32")
+        y = fnn.tensor(rng.integers(0, 10, 128), dtype="int64")
+    ops = registry.get_backend("cuda").ops
+    counts = {"to_numpy": 0, "from_numpy": 0}
+    for name in counts:
+        original = getattr(ops, name)
+
+        def counted(*args, _name=name, _original=original):
+            counts[_name] += 1
+            return _original(*args)
+
+        monkeypatch.setattr(ops, name, counted)
+    params = [w1, b1, w2]
+
+    def step():
+        h = F.relu(F.matmul(x, w1) + b1)
+        loss = F.cross_entropy(F.matmul(h, w2), y)
+        loss.backward()
+        new, _ = ops.sgd_step([p.data for p in params], [p.grad.data for p in params],
+                              [None] * 3, [0.1] * 3, [0.0] * 3, 0.0, 0.0, False, True)
+        for p in params:
+            p.grad = None
+        return loss, new
+
+    step()  # compile the kernels first
+    before = w1.numpy().copy()
+    counts.update(to_numpy=0, from_numpy=0)
+    allow = getattr(__import__("cupyx"), "allow_synchronize", None)
+    if allow is None:
+        loss, _ = step()
+    else:
+        with allow(False):  # raises cupyx.DeviceSynchronized on any implicit sync
+            loss, _ = step()
+    assert counts == {"to_numpy": 0, "from_numpy": 0}
+    assert np.isfinite(loss.item())
+    assert not np.array_equal(w1.numpy(), before)  # the in-place update happened
