@@ -5,11 +5,14 @@ weight decay (connective only) and class_lr are checked together with the
 momentum / Adam / RMSProp state.
 """
 
+import functools
+
 import numpy as np
 import pytest
 
 import fastnn as fnn
 from fastnn import nn, optim
+from fastnn.api import composite
 
 CLASSES = ["connective", "bias", "activation"]
 SHAPES = [(3, 4), (3,), (4,)]
@@ -76,9 +79,20 @@ def run_reference(rule, lr, kwargs, start, grads, wd, class_lr):
     return params
 
 
+@pytest.fixture(params=["backend", "composite"])
+def hooks(request, monkeypatch):
+    """Run with the backend's own fused update hooks, or with the core's composite defaults
+    (what a backend without fused hooks gets)."""
+    if request.param == "composite":
+        ops = fnn.get_device().ops
+        for name in ("sgd_step", "adam_step", "rmsprop_step"):
+            monkeypatch.setattr(ops, name, functools.partial(getattr(composite, name), ops))
+    return request.param
+
+
 @pytest.mark.parametrize("explicit", [False, True], ids=["step", "apply_gradients"])
 @pytest.mark.parametrize("name", sorted(RULES))
-def test_optimizer_matches_numpy_reference(name, explicit):
+def test_optimizer_matches_numpy_reference(name, explicit, hooks):
     make, rule, lr, kwargs = RULES[name]
     rng = np.random.default_rng(5)
     params = make_params(rng)
