@@ -43,6 +43,16 @@ class Parameter(Tensor):
 
     __slots__ = ("param_class",)
 
+    def __new__(cls, data, param_class: str = "other"):
+        """``Parameter(tensor_or_array, param_class)``: a copy of ``data`` as a trainable leaf.
+
+        A Tensor keeps its dtype and device; anything else becomes float32 on the
+        current device.
+        """
+        if isinstance(data, Tensor):
+            return cls.from_numpy(data.numpy(), param_class, data.dtype, data.device)
+        return cls.from_numpy(data, param_class)
+
     @classmethod
     def from_numpy(cls, array, param_class="other", dtype=None, device=None) -> Parameter:
         """A parameter holding a copy of the host array ``array``."""

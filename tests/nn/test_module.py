@@ -141,3 +141,13 @@ def test_default_reverse_uses_a_private_tape_and_leaves_grads_alone():
     np.testing.assert_allclose(grads["scale"].numpy(), (x_np**3 * g_np).sum(0))
     assert layer.scale.grad is None
 
+
+
+def test_parameter_constructor_copies_and_checks_its_class():
+    t = fnn.randn((2, 3), dtype=fnn.float64)
+    p = nn.Parameter(t, "bias")
+    assert p.param_class == "bias" and p.dtype == fnn.float64 and p.requires_grad and p.is_leaf
+    np.testing.assert_array_equal(p.numpy(), t.numpy())
+    assert type(p * 2) is fnn.Tensor  # results of ops are plain tensors
+    with pytest.raises(ValueError, match="param_class must be one of"):
+        nn.Parameter([1.0], "weights")
