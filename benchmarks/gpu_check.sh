@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# The one script to run on a machine with an NVIDIA GPU (e.g. through the device tool):
+#
+#   bash benchmarks/gpu_check.sh            # from the repository root; results go to $OUT
+#
+# 1. records the environment (nvidia-smi, cupy, torch);
+# 2. installs the repository without touching a package registry (editable,
+#    --no-deps); if pip cannot, puts the tree on PYTHONPATH with a hand-made
+#    dist-info so that the fastnn.backends entry points are still found;
+# 3. runs tests/backends/cuda (NVRTC compile check, kernels vs the NumPy
+#    backend, no host transfer in a training step);
+# 4. runs the shared conformance suite on `cuda`;
+# 5. runs benchmarks/gpu_bench.py (matmul vs cupy, MLP and Conv1d steps vs torch).
+#
+# Every step has its own timeout; the whole run stays under ~7 minutes even when
+# steps time out (the benchmark gets what is left of 400 s, at most 150 s).
+# Results: $OUT/SUMMARY.md (read this first), plus each step's log and reports.
+
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu_check_out}
+mkdir -p "$OUT"
+PY=${PYTHON:-python3}
+START=$(date +%s)
+SUMMARY="$OUT/SUMMARY.md"
+echo "# fastnn GPU check ($(date -u +%Y-%m-%dT%H:%MZ))" > "$SUMMARY"
+
+elapsed() { echo $(( $(date +%s) - START )); }
+note() { echo "$*" | tee -a "$SUMMARY"; }
+
+# run NAME SECONDS CMD...: run a step with a timeout, log it, note its exit status.
+run() {
+    local name=$1 limit=$2
+    shift 2
+    local t0=$(date +%s)
+    timeout --kill-after=10 "$limit" "$@" > "$OUT/$name.log" 2>&1
+    local rc=$?
+    local verdict="ok"
+    [ $rc -ne 0 ] && verdict="FAILED (exit $rc)"
+    [ $rc -eq 124 ] && verdict="TIMED OUT after ${limit}s"
+    note "- **$name**: $verdict in $(( $(date +%s) - t0 ))s (log: $name.log)"
+    return $rc
+}
+
+note ""
+note "## Environment"
+nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1 && note "- $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)"
+$PY - >> "$SUMMARY" 2>&1 <<'EOF'
+import platform
+print(f"- python {platform.python_version()}")
+try:
+    import cupy
+    print(f"- cupy {cupy.__version__}, CUDA runtime {cupy.cuda.runtime.runtimeGetVersion()}, "
+          f"devices {cupy.cuda.runtime.getDeviceCount()}")
+except Exception as exc:
+    print(f"- cupy: {type(exc).__name__}: {exc}")
+try:
+    import torch
+    print(f"- torch {torch.__version__}, cuda available {torch.cuda.is_available()}")
+except Exception as exc:
+    print(f"- torch: {type(exc).__name__}: {exc}")
+EOF
+
+note ""
+note "## Steps"
+if ! run install 120 $PY -m pip install --no-deps --no-build-isolation --no-index \
+        -e . -e backends/cpu_numpy -e backends/cuda_cupy \
+    || ! $PY -c "import fastnn_cuda, fastnn_cpu" 2>/dev/null; then
+    # No pip install: the tree on PYTHONPATH plus a dist-info that declares the entry points.
+    SITE=$(mktemp -d)
+    mkdir -p "$SITE/fastnn_gpu_check-0.0.dist-info"
+    printf 'Metadata-Version: 2.1\nName: fastnn-gpu-check\nVersion: 0.0\n' \
+        > "$SITE/fastnn_gpu_check-0.0.dist-info/METADATA"
+    printf '[fastnn.backends]\ncpu = fastnn_cpu\ncuda = fastnn_cuda\n' \
+        > "$SITE/fastnn_gpu_check-0.0.dist-info/entry_points.txt"
+    export PYTHONPATH="$PWD:$PWD/backends/cpu_numpy:$PWD/backends/cuda_cupy:$SITE${PYTHONPATH:+:$PYTHONPATH}"
+    note "- install: using PYTHONPATH and $SITE for the entry points instead"
+fi
+$PY -c "import fastnn as f; [print(f'- backend {r.name}: available={r.available} {r.devices} {r.reason}') for r in f.backends()]" >> "$SUMMARY" 2>&1
+
+run cuda_tests 110 $PY -m pytest tests/backends/cuda -q -rs -p no:cacheprovider \
+    --junitxml="$OUT/cuda_tests.xml"
+note '```'
+tail -n 15 "$OUT/cuda_tests.log" >> "$SUMMARY"
+note '```'
+
+run conformance 170 $PY -m pytest -p fastnn.conformance.plugin --pyargs fastnn.conformance \
+    --backend cuda -q -p no:cacheprovider --conformance-report "$OUT/conformance_cuda.json"
+note '```'
+tail -n 40 "$OUT/conformance.log" >> "$SUMMARY"
+note '```'
+
+LEFT=$(( 400 - $(elapsed) ))
+[ $LEFT -gt 150 ] && LEFT=150
+if [ $LEFT -gt 20 ]; then
+    run bench $(( LEFT + 15 )) $PY benchmarks/gpu_bench.py --out "$OUT" --budget "$LEFT"
+    [ -f "$OUT/gpu_report.md" ] && cat "$OUT/gpu_report.md" >> "$SUMMARY"
+else
+    note "- **bench**: skipped, only ${LEFT}s left of the budget"
+fi
+note ""
+note "total: $(elapsed)s"
