@@ -93,3 +93,13 @@ def test_a_table_layout_mismatch_fails_the_compile():
     options.append(f"-DFASTNN_TABLE_BYTES={launch.STEP_TABLE_DTYPE.itemsize + 8}")
     with pytest.raises(AssertionError, match="StepTable layout"):
         compile_ptx(kernels.source("optim.cu"), "optim.cu", "compute_90", options)
+
+
+@pytest.mark.parametrize("name", kernels.SOURCES)
+def test_scalar_parameters_are_64_bit(ptx, name):
+    """Python ints and floats reach a kernel as int64 / float64 (cupy's rule), so every
+    scalar parameter must be 8 bytes: a 4-byte `int` or `float` would read half of one."""
+    text = ptx(name, "compute_90")
+    for entry, params in re.findall(r"\.entry\s+(\w+)\s*\((.*?)\)", text, flags=re.S):
+        narrow = re.findall(r"\.param\s+\.(?:[usb]32|f32|[usb]16|[usb]8)\s+(\w+)", params)
+        assert not narrow, f"{entry}: 32-bit or narrower scalar parameters {narrow}"

@@ -21,8 +21,8 @@ template <typename T> __device__ __forceinline__ T sigmoid_of(T z) {
     return T(0.5) * (T(1) + f_tanh(T(0.5) * z));
 }
 
-template <typename T> __device__ __forceinline__ T activate(T z, int kind, T slope) {
-    switch (kind) {
+template <typename T> __device__ __forceinline__ T activate(T z, i64 kind, T slope) {
+    switch ((int)kind) {
         case ACT_RELU: return (z > T(0) || z != z) ? z : T(0);
         case ACT_LEAKY_RELU: return z > T(0) ? z : slope * z;
         case ACT_SIGMOID: return sigmoid_of(z);
@@ -36,7 +36,7 @@ template <typename T> __device__ __forceinline__ T activate(T z, int kind, T slo
 
 template <typename T>
 __device__ void bias_act_body(const T* x, const T* bias, T* out, i64 n, i64 features,
-                              int kind, double slope) {
+                              i64 kind, double slope) {
     const T s = T(slope);
     const i64 step = (i64)blockDim.x * gridDim.x;
     for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
@@ -48,7 +48,7 @@ __device__ void bias_act_body(const T* x, const T* bias, T* out, i64 n, i64 feat
 
 #define FASTNN_BIAS_ACT(T, SUFFIX)                                                      \
     extern "C" __global__ void bias_act_##SUFFIX(const T* x, const T* bias, T* out,     \
-                                                 i64 n, i64 features, int kind,         \
+                                                 i64 n, i64 features, i64 kind,         \
                                                  double slope) {                        \
         bias_act_body<T>(x, bias, out, n, features, kind, slope);                       \
     }

@@ -50,7 +50,7 @@ __device__ __forceinline__ TensorSlice my_slice(const StepTable& t) {
 // g = grad + wd*p; buf = g (first) or momentum*buf + (1-dampening)*g;
 // g = g + momentum*buf (nesterov) or buf; p -= lr*g.
 template <typename T>
-__device__ void sgd_body(const StepTable& t, double momentum, double dampening, int nesterov) {
+__device__ void sgd_body(const StepTable& t, double momentum, double dampening, i64 nesterov) {
     const TensorSlice s = my_slice(t);
     T* p = (T*)t.ptr[0][s.k];
     const T* g = (const T*)t.ptr[1][s.k];
@@ -75,7 +75,7 @@ __device__ void sgd_body(const StepTable& t, double momentum, double dampening, 
 // p -= (lr / bias1) * m / (sqrt(v / bias2) + eps).
 template <typename T>
 __device__ void adam_body(const StepTable& t, double beta1, double beta2, double eps,
-                          double bias1, double bias2, int decoupled) {
+                          double bias1, double bias2, i64 decoupled) {
     const TensorSlice s = my_slice(t);
     T* p = (T*)t.ptr[0][s.k];
     const T* g = (const T*)t.ptr[1][s.k];
@@ -117,12 +117,12 @@ __device__ void rmsprop_body(const StepTable& t, double alpha, double eps) {
 
 #define FASTNN_OPTIM(T, SUFFIX)                                                          \
     extern "C" __global__ void sgd_step_##SUFFIX(const StepTable table, double momentum,  \
-                                                 double dampening, int nesterov) {        \
+                                                 double dampening, i64 nesterov) {        \
         sgd_body<T>(table, momentum, dampening, nesterov);                               \
     }                                                                                    \
     extern "C" __global__ void adam_step_##SUFFIX(const StepTable table, double beta1,    \
                                                   double beta2, double eps, double bias1, \
-                                                  double bias2, int decoupled) {          \
+                                                  double bias2, i64 decoupled) {          \
         adam_body<T>(table, beta1, beta2, eps, bias1, bias2, decoupled);                 \
     }                                                                                    \
     extern "C" __global__ void rmsprop_step_##SUFFIX(const StepTable table, double alpha, \
