@@ -65,8 +65,14 @@ def measure(step, sync, seconds: float, rounds: int = 5) -> float:
 
 @contextlib.contextmanager
 def thread_limit(threads: int):
-    """Limit BLAS/OpenMP pools (threadpoolctl) and PyTorch's intra-op pool while timing."""
+    """Limit the host BLAS/OpenMP thread pools to ``threads`` (through threadpoolctl, if present).
+
+    A no-op when threadpoolctl is missing or ``threads`` is 0 (keep the library default).
+    """
     with contextlib.ExitStack() as stack:
+        if threads <= 0:
+            yield
+            return
         try:
             from threadpoolctl import threadpool_limits
 
@@ -227,7 +233,8 @@ def run(args) -> int:
                 try:
                     results[label][case] = measure(builders[case](), sync, args.seconds)
                 except Exception as exc:  # one broken case must not hide the others
-                    print(f"{label} {case}: failed ({type(exc).__name__}: {exc})")
+                    first_line = (str(exc).strip().splitlines() or [""])[0]
+                    print(f"{label} {case}: failed ({type(exc).__name__}: {first_line})")
     print(report(results, cases, args))
     return 0
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fastnn.cli.bench import thread_limit
 from fastnn.cli.progress import Progress
 
 # per data set: the model and the hyper-parameters that reach the target accuracy
@@ -53,6 +54,9 @@ def add_parser(subparsers) -> None:
                    help="continue from --checkpoint up to --epochs in total")
     p.add_argument("--reverse", action="store_true",
                    help="train with per-layer reverse/apply instead of the autograd tape")
+    p.add_argument("--threads", type=int, default=1,
+                   help="host BLAS threads (default 1: these models are too small to gain "
+                        "from more, and on a busy machine extra threads cost ~5x; 0 = default)")
     p.add_argument("--plot", type=Path, default=None,
                    help="write a PNG of the loss and accuracy curves (needs matplotlib)")
     p.set_defaults(func=run)
@@ -212,7 +216,7 @@ def fit(args, out=None) -> History:
     if args.plot is not None:
         _require_matplotlib()
     data = load(args.data)
-    with fnn.use(args.backend) as device:
+    with fnn.use(args.backend) as device, thread_limit(args.threads):
         return _fit(args, data, device, out)
 
 
