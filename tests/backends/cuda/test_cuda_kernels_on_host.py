@@ -1,0 +1,221 @@
+"""The elementwise CUDA kernels, compiled as host C++ and run serially, against NumPy.
+
+The very source text the GPU compiles (``kernels.source``) is built with g++
+under a thin shim (``__global__`` removed, threadIdx/blockIdx as globals) and
+each (block, thread) of the launch that launch.py plans is run in turn. This
+checks the kernels' indexing and math (im2col/col2im, bias + activation,
+swish, and the one-launch optimizer tables passed by value) without a GPU.
+Kernels with block reductions (softmax, rms_div) need real warps: GPU only.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+import subprocess
+
+import fastnn_cpu
+import numpy as np
+import pytest
+from fastnn_cuda import kernels, launch
+
+if shutil.which("g++") is None:
+    pytest.skip("g++ is not installed: cannot build the kernels for the host",
+                allow_module_level=True)
+
+SHIM = r"""
+#include <math.h>
+#include <string.h>
+struct fastnn_dim3 { unsigned x, y, z; };
+static fastnn_dim3 threadIdx, blockIdx, blockDim, gridDim;
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __shared__ static
+static inline void __syncthreads() {}
+template <typename T> static inline T __shfl_xor_sync(unsigned, T v, int) { return v; }
+static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
+static inline double __longlong_as_double(long long i) { double d; memcpy(&d, &i, 8); return d; }
+extern "C" void fastnn_set_index(unsigned block, unsigned thread, unsigned threads,
+                                 unsigned blocks) {
+    blockIdx.x = block; threadIdx.x = thread; blockDim.x = threads; gridDim.x = blocks;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def host_lib(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("host_kernels")
+    libs = {}
+    for name in ("activations.cu", "swish.cu", "conv.cu", "optim.cu"):
+        src = directory / f"{name}.cpp"
+        src.write_text(SHIM + kernels.source(name).replace('#line 1 "', '#line 1 "host_'))
+        out = directory / f"{name}.so"
+        defines = [o for o in kernels.COMPILE_OPTIONS if o.startswith("-D")]
+        subprocess.run(["g++", "-O1", "-shared", "-fPIC", "-std=c++14", *defines,
+                        "-o", str(out), str(src)], check=True, capture_output=True)
+        libs[name] = ctypes.CDLL(str(out))
+    return libs
+
+
+def _arg(value):
+    if isinstance(value, np.ndarray):
+        return ctypes.c_void_p(value.ctypes.data)
+    if isinstance(value, float):
+        return ctypes.c_double(value)
+    return ctypes.c_longlong(value)
+
+
+def run(libs, base, dtype, grid, block, args):
+    """Run every (block, thread) of a launch, as the GPU would (in some order)."""
+    lib = libs[kernels.KERNEL_FILES[base]]
+    fn = getattr(lib, kernels.kernel_name(base, dtype))
+    c_args = [_arg(a) for a in args]
+    for b in range(grid):
+        for t in range(block):
+            lib.fastnn_set_index(b, t, block, grid)
+            fn(*c_args)
+
+
+def run_elementwise(libs, base, dtype, n, args):
+    (grid,), (block,) = launch.elementwise_grid(n)
+    run(libs, base, dtype, grid, block, args)
+
+
+TOL = {"float32": dict(rtol=3e-6, atol=1e-6), "float64": dict(rtol=1e-13, atol=1e-14)}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("kind", list(kernels.ACTIVATION_CODES))
+def test_bias_act(host_lib, dtype, kind):
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal((5, 7)) * 4).astype(dtype)
+    bias = rng.standard_normal(7).astype(dtype)
+    out = np.empty_like(x)
+    code = kernels.ACTIVATION_CODES[kind]
+    run_elementwise(host_lib, "bias_act", dtype, x.size, (x, bias, out, x.size, 7, code, 0.1))
+    np.testing.assert_allclose(out, fastnn_cpu.bias_act(x, bias, kind, 0.1), **TOL[dtype])
+    run_elementwise(host_lib, "bias_act", dtype, x.size, (x, 0, out, x.size, 1, code, 0.1))
+    want = x if kind == "identity" else fastnn_cpu.bias_act(x, np.zeros(7, dtype), kind, 0.1)
+    np.testing.assert_allclose(out, want, **TOL[dtype])
+
+
+def test_swish(host_lib):
+    rng = np.random.default_rng(1)
+    x, beta, g = rng.standard_normal((4, 3)), rng.standard_normal(3), rng.standard_normal((4, 3))
+    out, grad_x, terms = np.empty_like(x), np.empty_like(x), np.empty_like(x)
+    run_elementwise(host_lib, "swish_forward", "float64", x.size, (x, beta, out, x.size, 3))
+    s = 1 / (1 + np.exp(-beta * x))
+    np.testing.assert_allclose(out, x * s, rtol=1e-13)
+    run_elementwise(host_lib, "swish_backward", "float64", x.size,
+                    (g, x, beta, grad_x, terms, x.size, 3))
+    np.testing.assert_allclose(grad_x, g * (s + beta * x * s * (1 - s)), rtol=1e-12)
+    np.testing.assert_allclose(terms, g * x * x * s * (1 - s), rtol=1e-12)
+
+
+@pytest.mark.parametrize("case", [(2, 3, 11, 4, 3, 1, 0, 1, 1), (2, 4, 13, 6, 3, 2, 1, 2, 2),
+                                  (1, 2, 9, 2, 4, 3, 2, 1, 1), (3, 6, 8, 6, 1, 1, 0, 1, 3)])
+def test_conv_through_im2col_and_col2im(host_lib, case):
+    n, c_in, length, c_out, k, stride, padding, dilation, groups = case
+    rng = np.random.default_rng(2)
+    x_t = rng.standard_normal((c_in, n, length))
+    x = x_t.transpose(1, 0, 2)  # a strided view: the kernel reads through strides
+    w = rng.standard_normal((c_out, c_in // groups, k))
+    l_out = (length + 2 * padding - dilation * (k - 1) - 1) // stride + 1
+    cols = np.empty((c_in, k, n, l_out))
+    s_n, s_c, s_l = (s // 8 for s in x.strides)
+    run_elementwise(host_lib, "im2col", "float64", cols.size,
+                    (x_t, cols, n, c_in, length, s_n, s_c, s_l, k, l_out, stride, padding,
+                     dilation))
+    cols_g = cols.reshape(groups, (c_in // groups) * k, n * l_out)
+    out = np.matmul(w.reshape(groups, c_out // groups, -1), cols_g)
+    out = out.reshape(c_out, n, l_out).transpose(1, 0, 2)
+    attrs = (stride, padding, dilation, groups)
+    np.testing.assert_allclose(out, fastnn_cpu.conv1d(x, w, *attrs), rtol=1e-12, atol=1e-12)
+    g = rng.standard_normal(out.shape)
+    rows = np.ascontiguousarray(g.transpose(1, 0, 2)).reshape(groups, c_out // groups, -1)
+    dcols = np.ascontiguousarray(np.matmul(w.reshape(groups, c_out // groups, -1)
+                                           .transpose(0, 2, 1), rows))
+    dx = np.empty((n, c_in, length))
+    run_elementwise(host_lib, "col2im", "float64", dx.size,
+                    (dcols, dx, n, c_in, length, k, l_out, stride, padding, dilation))
+    np.testing.assert_allclose(dx, fastnn_cpu.conv1d_grad_input(g, w, length, *attrs),
+                               rtol=1e-12, atol=1e-12)
+
+
+class _Table(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_byte * launch.STEP_TABLE_DTYPE.itemsize) for name in ("raw",)]
+
+
+def run_step(libs, base, dtype, pointers, sizes, lrs, wds, flags, scalars):
+    lib = libs["optim.cu"]
+    fn = getattr(lib, kernels.kernel_name(base, dtype))
+    for record, blocks in launch.pack_step_tables(pointers, sizes, lrs, wds, flags):
+        table = _Table.from_buffer_copy(record.tobytes())  # passed by value, as on the GPU
+        c_args = [table] + [_arg(s) for s in scalars]
+        for b in range(blocks):
+            for t in range(launch.STEP_THREADS):
+                lib.fastnn_set_index(b, t, launch.STEP_THREADS, blocks)
+                fn(*c_args)
+
+
+def _arrays(seed, sizes, dtype, positive=False):
+    rng = np.random.default_rng(seed)
+    out = [rng.standard_normal(s).astype(dtype) for s in sizes]
+    return [np.abs(a) for a in out] if positive else out
+
+
+SIZES = [3, 300, 0, 700] + [5] * (launch.MAX_TENSORS + 2)  # two tables
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("momentum,nesterov,first", [(0.0, 0, 1), (0.9, 0, 1), (0.9, 1, 0)])
+def test_sgd_table_launch(host_lib, dtype, momentum, nesterov, first):
+    n = len(SIZES)
+    params, grads = _arrays(0, SIZES, dtype), _arrays(1, SIZES, dtype)
+    bufs = _arrays(2, SIZES, dtype)
+    lrs, wds = [0.1 + 0.01 * k for k in range(n)], [0.02 * (k % 2) for k in range(n)]
+    ref_p, ref_b = fastnn_cpu.sgd_step([p.copy() for p in params], grads,
+                                       [b.copy() for b in bufs] if momentum else [None] * n,
+                                       lrs, wds, momentum, 0.1, bool(nesterov), bool(first))
+    pointers = [(p.ctypes.data, g.ctypes.data, b.ctypes.data) for p, g, b in
+                zip(params, grads, bufs)]
+    run_step(host_lib, "sgd_step", dtype, pointers, SIZES, lrs, wds, [first] * n,
+             (momentum, 0.1, nesterov))
+    for k in range(n):
+        np.testing.assert_allclose(params[k], ref_p[k], **TOL[dtype])
+        if momentum:
+            np.testing.assert_allclose(bufs[k], ref_b[k], **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("decoupled", [0, 1])
+def test_adam_table_launch(host_lib, dtype, decoupled):
+    n = len(SIZES)
+    params, grads = _arrays(0, SIZES, dtype), _arrays(1, SIZES, dtype)
+    m, v = _arrays(2, SIZES, dtype), _arrays(3, SIZES, dtype, positive=True)
+    lrs, wds = [1e-2] * n, [0.05 * (k % 2) for k in range(n)]
+    ref = fastnn_cpu.adam_step([p.copy() for p in params], grads, [a.copy() for a in m],
+                               [a.copy() for a in v], lrs, wds, 0.9, 0.999, 1e-8, 3,
+                               bool(decoupled))
+    pointers = [(p.ctypes.data, g.ctypes.data, a.ctypes.data, b.ctypes.data)
+                for p, g, a, b in zip(params, grads, m, v)]
+    bias1, bias2 = 1 - 0.9**3, 1 - 0.999**3
+    run_step(host_lib, "adam_step", dtype, pointers, SIZES, lrs, wds, None,
+             (0.9, 0.999, 1e-8, bias1, bias2, decoupled))
+    for got, want in zip(params + m + v, ref[0] + ref[1] + ref[2]):
+        np.testing.assert_allclose(got, want, **TOL[dtype])
+
+
+def test_rmsprop_table_launch(host_lib):
+    n = len(SIZES)
+    params, grads = _arrays(0, SIZES, "float64"), _arrays(1, SIZES, "float64")
+    v = _arrays(3, SIZES, "float64", positive=True)
+    lrs, wds = [1e-2] * n, [0.01] * n
+    ref = fastnn_cpu.rmsprop_step([p.copy() for p in params], grads, [a.copy() for a in v],
+                                  lrs, wds, 0.99, 1e-8)
+    pointers = [(p.ctypes.data, g.ctypes.data, a.ctypes.data) for p, g, a in
+                zip(params, grads, v)]
+    run_step(host_lib, "rmsprop_step", "float64", pointers, SIZES, lrs, wds, None, (0.99, 1e-8))
+    for got, want in zip(params + v, ref[0] + ref[1]):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
