@@ -42,7 +42,7 @@ def uniform(shape, dtype, device_index, seed):
 @hookimpl
 def from_numpy(array, device_index):
     dev = device_state(device_index)
-    host = np.ascontiguousarray(array)
+    host = np.asarray(array, order="C")  # NOTE: ascontiguousarray would make 0-d arrays 1-d
     dtype = host.dtype.name
     if dtype not in CL_TYPES:
         raise TypeError(

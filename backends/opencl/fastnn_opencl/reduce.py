@@ -61,7 +61,8 @@ def _pass(x: CLArray, a: int, k: int, b: int, op: int, scale: float, out_dtype: 
                ("OP", op), ("IS_FLOAT", int(x.dtype.startswith("float"))), ("WG", wg))
     acc_np = np.float64 if acc == "double" else NP_TYPES[x.dtype] if acc != "long" else np.int64
     arg_dtypes = [None, None, _I, _I, _I, _I, _I, _I, acc_np]
-    args = (out.data, x.data, x.offset, k, b, p, chunk if p > 1 else builtins.max(k, 1), n_out, scale)
+    chunk = chunk if p > 1 else builtins.max(k, 1)
+    args = (out.data, x.data, x.offset, k, b, p, chunk, n_out, scale)
     if group:
         kernel = dev.kernel(FILE, "k_reduce_group", defines, arg_dtypes)
         kernel(dev.queue, (n_out * wg,), (wg,), *args)

@@ -123,9 +123,11 @@ _sources: dict[str, str] = {}
 
 
 def source(filename: str) -> str:
+    """The text of ``kernels/filename`` with ``kernels/common.cl`` in front."""
     text = _sources.get(filename)
     if text is None:
-        text = _sources[filename] = (_KERNEL_DIR / filename).read_text()
+        common = (_KERNEL_DIR / "common.cl").read_text()
+        text = _sources[filename] = common + "\n" + (_KERNEL_DIR / filename).read_text()
     return text
 
 
@@ -147,6 +149,9 @@ class DeviceState:
         # kernels that read it are still queued is only reused by later kernels.
         self.pool = cltools.MemoryPool(cltools.ImmediateAllocator(self.queue))
         self.compute_units = device.max_compute_units
+        self.correct_div = bool(
+            device.single_fp_config & pyopencl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT
+        )
         self.max_group = device.max_work_group_size
         self._kernels: dict = {}
         self._lock = threading.Lock()
@@ -175,6 +180,10 @@ class DeviceState:
                 uses_fp64 = any(v == "double" for _, v in defines)
                 if uses_fp64:
                     options.append("-DUSE_FP64=1")
+                # NOTE: OpenCL allows 2.5 ulp for float division and 3 ulp for sqrt;
+                # ask for IEEE results so that the backends agree bit for bit there.
+                if self.correct_div:
+                    options.append("-cl-fp32-correctly-rounded-divide-sqrt")
                 program = cl().Program(self.context, source(filename)).build(options=options)
                 self._kernels[(filename, defines)] = program
             found = getattr(program, name)

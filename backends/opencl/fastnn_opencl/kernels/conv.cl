@@ -6,10 +6,6 @@
 // written at cols[row * rs + col * cs], so the same kernel builds cols (rs =
 // N * L_out, cs = 1) or its transpose (rs = 1, cs = C_in * K).
 
-#ifdef USE_FP64
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-#endif
-
 __kernel void k_im2col(__global T *cols, __global const T *x, const int off, const int sxn,
                        const int sxc, const int sxl, const int N, const int C, const int L,
                        const int K, const int L_out, const int stride, const int padding,

@@ -8,10 +8,6 @@
 //   NDIM    rank used by strided inputs (the shape is passed reversed: s0 = last axis)
 // The output is always a fresh contiguous array of n elements.
 
-#ifdef USE_FP64
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-#endif
-
 #ifndef MODE1
 #define MODE1 3
 #endif
@@ -107,8 +103,6 @@
     out[i] = (expr); }
 
 #if GROUP == 1
-// NOTE: sigmoid as 0.5 * (1 + tanh(x / 2)) never overflows; softplus as
-// max(x, 0) + log1p(exp(-|x|)) is exact for large |x|.
 UNARY(k_copy, x)
 UNARY(k_neg, -x)
 UNARY(k_exp, exp(x))
@@ -117,13 +111,13 @@ UNARY(k_sqrt, sqrt(x))
 UNARY(k_abs, fabs(x))
 UNARY(k_sign, isnan(x) ? x : (TO)((x > 0) - (x < 0)))
 UNARY(k_erf, erf(x))
-UNARY(k_tanh, tanh(x))
-UNARY(k_sigmoid, (TO)0.5 * ((TO)1 + tanh((TO)0.5 * x)))
+UNARY(k_tanh, SAFE_TANH(x, TO))
+UNARY(k_sigmoid, SIGMOID(x, TO))
 UNARY(k_relu, x < 0 ? (TO)0 : x)
 UNARY(k_leaky_relu, x > 0 ? x : p * x)
-UNARY(k_gelu, (TO)0.5 * x * ((TO)1 + erf(x * (TO)M_SQRT1_2)))
-UNARY(k_silu, x * ((TO)0.5 * ((TO)1 + tanh((TO)0.5 * x))))
-UNARY(k_softplus, fmax(x, (TO)0) + log1p(exp(-fabs(x))))
+UNARY(k_gelu, GELU(x, TO))
+UNARY(k_silu, x * SIGMOID(x, TO))
+UNARY(k_softplus, SOFTPLUS(x, TO))
 #endif
 
 #if GROUP == 2

@@ -3,10 +3,6 @@
 // (target index type), ACT (bias_act kind: 0 identity, 1 relu, 2 leaky_relu,
 // 3 sigmoid, 4 tanh, 5 silu, 6 gelu, 7 softplus).
 
-#ifdef USE_FP64
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-#endif
-
 // Softmax over K of a contiguous (A, K, B) view, one work-item per (a, b).
 __kernel void k_softmax(__global T *out, __global const T *x, const int off, const int K,
                         const int B, const int n_rows, const int log_out) {
@@ -54,14 +50,22 @@ __kernel void k_softmax_xent(__global T *loss, __global T *probs, __global const
 #endif
 
 // r = 1 / sqrt(mean(x^2 over the last axis) + eps); out = x * r. One item per row.
+// NOTE: x^2 overflows float beyond |x| ~ 1.8e19, so the squares are taken of
+// x / m with m = max(max|x|, 1): r = (1 / m) / sqrt(mean((x / m)^2) + eps / m^2).
 __kernel void k_rms_div(__global T *out, __global T *r, __global const T *x, const int off,
                         const int rows, const int F, const T eps) {
     const int n = get_global_id(0);
     if (n >= rows) return;
     const __global T *row = x + off + n * F;
+    T m = 1;
+    for (int f = 0; f < F; ++f) m = fmax(m, fabs(row[f]));
+    const T inv_m = (T)1 / m;
     T total = 0;
-    for (int f = 0; f < F; ++f) total += row[f] * row[f];
-    const T scale = rsqrt(total / (T)F + eps);
+    for (int f = 0; f < F; ++f) {
+        const T v = row[f] * inv_m;
+        total += v * v;
+    }
+    const T scale = inv_m / sqrt(total / (T)F + eps * inv_m * inv_m);
     r[n] = scale;
     for (int f = 0; f < F; ++f) out[n * F + f] = row[f] * scale;
 }
@@ -81,15 +85,15 @@ __kernel void k_bias_act(__global T *out, __global const T *x, const int off,
 #elif ACT == 2
     out[i] = z > 0 ? z : slope * z;
 #elif ACT == 3
-    out[i] = (T)0.5 * ((T)1 + tanh((T)0.5 * z));
+    out[i] = SIGMOID(z, T);
 #elif ACT == 4
-    out[i] = tanh(z);
+    out[i] = SAFE_TANH(z, T);
 #elif ACT == 5
-    out[i] = z * ((T)0.5 * ((T)1 + tanh((T)0.5 * z)));
+    out[i] = z * SIGMOID(z, T);
 #elif ACT == 6
-    out[i] = (T)0.5 * z * ((T)1 + erf(z * (T)M_SQRT1_2));
+    out[i] = GELU(z, T);
 #else
-    out[i] = fmax(z, (T)0) + log1p(exp(-fabs(z)));
+    out[i] = SOFTPLUS(z, T);
 #endif
 }
 #endif

@@ -6,10 +6,6 @@
 // its batch stride (0 broadcasts). Host defines: T, and TM / VW (CPU kernel)
 // or TS / WPT (GPU kernel).
 
-#ifdef USE_FP64
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-#endif
-
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
 

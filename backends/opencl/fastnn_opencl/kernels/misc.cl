@@ -1,10 +1,6 @@
 // Creation kernels: fill, counter-based uniform samples, one-hot.
 // Host defines: T (output type), TI (index type, one_hot only), IS_DOUBLE.
 
-#ifdef USE_FP64
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-#endif
-
 __kernel void k_fill(__global T *out, const int n, const T value) {
     const int i = get_global_id(0);
     if (i < n) out[i] = value;

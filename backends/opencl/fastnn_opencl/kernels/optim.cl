@@ -1,10 +1,6 @@
 // Optimizer updates, in place, one kernel launch per parameter (PyTorch's rules).
 // Host defines: T. Gradients may sit at an offset in their buffer.
 
-#ifdef USE_FP64
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-#endif
-
 // g = grad + wd * p; buf = g (first step) or momentum * buf + (1 - dampening) * g;
 // g = g + momentum * buf (nesterov) or buf; p -= lr * g. momentum == 0 leaves buf alone.
 __kernel void k_sgd(__global T *p, __global const T *grad, const int goff, __global T *buf,

@@ -10,10 +10,6 @@
 // Host defines: T (input), TO (output), ACC (accumulator), OP (0 sum, 1 max),
 // IS_FLOAT, WG.
 
-#ifdef USE_FP64
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-#endif
-
 #if OP == 0
 #define INIT ((ACC)0)
 #define COMBINE(acc, v) ((acc) + (v))
