@@ -121,3 +121,22 @@ def test_detach_and_leaf_flags():
     d = y.detach()
     assert not d.requires_grad and d.is_leaf
     np.testing.assert_allclose(d.numpy(), y.numpy())
+
+
+def test_shared_intermediate_waits_for_all_consumers():
+    # d is consumed twice and x three times through paths of different depths; a
+    # depth-first order that marks nodes when first seen runs d's rule too early.
+    from tests.helpers import finite_difference, tape_grads
+
+    def ref(x):
+        d = x - x.mean(axis=-1, keepdims=True)
+        return d / np.sqrt((d * d).mean(axis=-1, keepdims=True) + 1e-5)
+
+    def fn(x):
+        d = x - x.mean(axis=-1, keepdims=True)
+        return d / ((d * d).mean(axis=-1, keepdims=True) + 1e-5).sqrt()
+
+    x = np.random.default_rng(3).standard_normal((3, 5))
+    expected, weights = finite_difference(ref, [x], 0)
+    (got,) = tape_grads(fn, [x], weights)
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-8)
