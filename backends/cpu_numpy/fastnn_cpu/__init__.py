@@ -113,7 +113,8 @@ def tanh(x):
 @hookimpl
 def sigmoid(x):
     # NOTE: 0.5 * (1 + tanh(x / 2)) never overflows, unlike 1 / (1 + exp(-x)).
-    out = np.multiply(x, 0.5)
+    # NOTE: out= keeps a 0-d input an array (a ufunc on 0-d arrays returns a scalar)
+    out = np.multiply(x, 0.5, out=np.empty_like(x))
     np.tanh(out, out=out)
     out += 1.0
     out *= 0.5

@@ -1,0 +1,60 @@
+"""``fastnn conformance --backend NAME``: run the conformance suite against one backend.
+
+The same as ``pytest -p fastnn.conformance.plugin --pyargs fastnn.conformance
+--backend NAME``, with the project's own pytest configuration left out, and a
+JSON report written by default. Exit status: 0 when the backend conforms.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+PLUGIN = "fastnn.conformance.plugin"
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "conformance", help="run the conformance suite against one backend and print a table",
+        description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", required=True, help="backend name (see `fastnn info`)")
+    parser.add_argument("--examples", type=int, default=None,
+                        help="hypothesis examples per randomised test (default 10)")
+    parser.add_argument("--report", default=None, metavar="PATH",
+                        help="JSON report path (default conformance-NAME.json; '-' for none)")
+    parser.add_argument("--xfail", default=None, metavar="PATH",
+                        help="an extra xfail file (the backend's own is read automatically)")
+    parser.add_argument("--against", default=None, metavar="NAMES",
+                        help="comma-separated backends to cross-check with (default: all "
+                             "available; 'none' to skip)")
+    parser.add_argument("-k", default=None, metavar="EXPR", help="pytest -k expression")
+    parser.add_argument("-v", "--verbose", action="store_true", help="one line per check")
+    parser.set_defaults(func=run)
+
+
+def pytest_args(args) -> list:
+    """The pytest command line that runs the suite for these CLI arguments."""
+    argv = ["-p", PLUGIN, "--pyargs", "fastnn.conformance", "--backend", args.backend,
+            # the suite's own settings, not the current project's pytest.ini/pyproject
+            "-c", os.devnull, "--rootdir", os.path.dirname(os.path.abspath(__file__)),
+            "-p", "no:cacheprovider", "-v" if args.verbose else "-q", "--tb=short"]
+    report = args.report or f"conformance-{args.backend}.json"
+    if report != "-":
+        argv += ["--conformance-report", report]
+    if args.examples is not None:
+        argv += ["--conformance-examples", str(args.examples)]
+    if args.xfail:
+        argv += ["--conformance-xfail", args.xfail]
+    if args.against:
+        argv += ["--conformance-against", args.against]
+    if args.k:
+        argv += ["-k", args.k]
+    return argv
+
+
+def run(args) -> int:
+    import pytest
+
+    code = int(pytest.main(pytest_args(args)))
+    sys.stdout.flush()
+    return code

@@ -1,0 +1,12 @@
+"""All conformance cases, one per hook of :mod:`fastnn.api.hookspec`, by hook name."""
+
+from fastnn.conformance import (  # noqa: F401  (importing a module registers its cases)
+    cases_conv,
+    cases_elementwise,
+    cases_fused,
+    cases_io,
+    cases_tensor,
+)
+from fastnn.conformance.case import CASES, Case, Sample
+
+__all__ = ["CASES", "Case", "Sample"]

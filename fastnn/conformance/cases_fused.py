@@ -1,0 +1,209 @@
+"""Conformance cases of the optional fused hooks (softmax family, rms_div, bias_act).
+
+A backend without a fused hook runs the core's composite default, so these
+cases hold for every backend. The optimizer steps live in cases_io.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import fastnn.functional as F
+from fastnn.conformance.case import Case, Sample, magnitudes, register
+from fastnn.conformance.cases_elementwise import (
+    _dgelu,
+    _dsilu,
+    _ref_gelu,
+    _ref_sigmoid,
+    _ref_silu,
+    _ref_softplus,
+)
+from fastnn.conformance.compare import ACCUMULATING, TRANSCENDENTAL
+
+NAN = float("nan")
+SOFTMAX_SHAPES = [((3, 5), -1), ((3, 5), 0), ((2, 3, 4), 1), ((4, 1), -1), ((0, 5), -1), ((7,), 0)]
+
+
+def _softmax_ref(x, axis):
+    shifted = x - np.max(x, axis=axis, keepdims=True)
+    e = np.exp(shifted)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _log_softmax_ref(x, axis):
+    shifted = x - np.max(x, axis=axis, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+
+
+def _softmax_grad(x, grad_out, axis):
+    s = _softmax_ref(x, axis)
+    return (s * (grad_out - (grad_out * s).sum(axis=axis, keepdims=True)),)
+
+
+def _log_softmax_grad(x, grad_out, axis):
+    return (grad_out - _softmax_ref(x, axis) * grad_out.sum(axis=axis, keepdims=True),)
+
+
+def _softmax_family(name, run, ref, grad_ref):
+    def samples(rng):
+        return [Sample(f"shape {s} axis={a}", (rng.normal(scale=2.0, size=s),), {"axis": a})
+                for s, a in SOFTMAX_SHAPES]
+
+    def edges(rng, dtype):
+        big = magnitudes(dtype)["large"]
+        return [Sample("large logits (needs the max shift)",
+                       (np.stack([big[:3], big[3:]]),), {"axis": -1}),
+                Sample("a NaN poisons its row only",
+                       (np.array([[1.0, NAN, 2.0], [0.0, 1.0, 2.0]]),), {"axis": -1})]
+
+    def random(draw):
+        shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5))
+        axis = draw(st.integers(-len(shape), len(shape) - 1))
+        rng = np.random.default_rng(draw(st.integers(0, 2**31)))
+        return Sample(f"random shape {shape} axis={axis}",
+                      (rng.normal(scale=3.0, size=shape),), {"axis": axis})
+
+    register(Case(name, run=run, ref=ref, grad_ref=grad_ref, diff_args=(0,), samples=samples,
+                  edges=edges, random=random, tol=dict(TRANSCENDENTAL)))
+
+
+_softmax_family("softmax", lambda x, axis: F.softmax(x, axis), _softmax_ref, _softmax_grad)
+_softmax_family("log_softmax", lambda x, axis: F.log_softmax(x, axis), _log_softmax_ref,
+                _log_softmax_grad)
+
+
+def _ce_ref(logits, targets):
+    return -_log_softmax_ref(logits, 1)[np.arange(len(targets)), targets]
+
+
+def _ce_grad(logits, targets, grad_out):
+    probs = _softmax_ref(logits, 1)
+    return (probs - np.eye(logits.shape[1])[targets]) * grad_out[:, None], None
+
+
+def _ce_sample(rng, n, c, label=None, scale=2.0):
+    return Sample(label or f"logits ({n}, {c})",
+                  (rng.normal(scale=scale, size=(n, c)), rng.integers(0, c, n).astype(np.int64)))
+
+
+def _ce_edges(rng, dtype):
+    big = magnitudes(dtype)["large"]
+    logits = np.stack([big[:3], big[3:], [1.0, NAN, 0.0]])
+    return [Sample("large logits and a NaN row", (logits, np.array([0, 2, 1], dtype=np.int64)))]
+
+
+def _ce_random(draw):
+    n, c = draw(st.integers(1, 6)), draw(st.integers(1, 6))
+    return _ce_sample(np.random.default_rng(draw(st.integers(0, 2**31))), n, c,
+                      f"random logits ({n}, {c})")
+
+
+register(Case("softmax_cross_entropy",
+              run=lambda logits, targets: F.cross_entropy(logits, targets, reduction="none"),
+              ref=_ce_ref, grad_ref=_ce_grad, diff_args=(0,),
+              samples=lambda rng: [_ce_sample(rng, n, c) for n, c in [(4, 5), (1, 3), (6, 1),
+                                                                     (0, 3)]],
+              edges=_ce_edges, random=_ce_random, tol=dict(TRANSCENDENTAL)))
+
+
+def _rms_ref(x, eps):
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
+
+
+def _rms_grad(x, grad_out, eps):
+    r = 1.0 / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
+    y = x * r
+    return (r * (grad_out - y * np.mean(grad_out * y, axis=-1, keepdims=True)),)
+
+
+def _rms_magnitudes(dtype):
+    # NOTE: the contract squares x in the input dtype, so |x| must stay below
+    # sqrt(max / n) for mean(x**2) to be finite; the reference only defines that
+    big = float(np.finfo(dtype).max)
+    values = magnitudes(dtype)
+    large = np.array([100.0, big**0.25, (big / 8) ** 0.5])
+    values["large"] = np.concatenate([large, -large])
+    return values
+
+
+def _rms_random(draw):
+    shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31)))
+    return Sample(f"random shape {shape}", (rng.normal(size=shape),), {"eps": 1e-6})
+
+
+register(Case("rms_div", run=lambda x, eps: F.rms_div(x, eps), ref=_rms_ref, grad_ref=_rms_grad,
+              diff_args=(0,), random=_rms_random, tol=dict(ACCUMULATING),
+              samples=lambda rng: [Sample(f"shape {s} eps={e}", (rng.normal(size=s),), {"eps": e})
+                                   for s, e in [((3, 5), 1e-6), ((2, 3, 4), 1e-6), ((4, 1), 0.1),
+                                                ((0, 4), 1e-6), ((6,), 1e-6)]],
+              edges=lambda rng, dtype: [
+                  Sample(f"{k} magnitudes", (v.reshape(2, 3),), {"eps": 1e-6})
+                  for k, v in _rms_magnitudes(dtype).items()] + [
+                  Sample("a NaN poisons its row only", (np.array([[1.0, NAN], [1.0, 2.0]]),),
+                         {"eps": 1e-6})]))
+
+
+# (activation, its derivative) for bias_act; z = x + bias
+ACTIVATIONS = {
+    "identity": (lambda z, s: z, lambda z, s: np.ones_like(z)),
+    "relu": (lambda z, s: np.maximum(z, 0.0), lambda z, s: (z > 0).astype(np.float64)),
+    "leaky_relu": (lambda z, s: np.where(z > 0, z, s * z), lambda z, s: np.where(z > 0, 1.0, s)),
+    "sigmoid": (lambda z, s: _ref_sigmoid(z), lambda z, s: _ref_sigmoid(z) * (1 - _ref_sigmoid(z))),
+    "tanh": (lambda z, s: np.tanh(z), lambda z, s: 1.0 - np.tanh(z) ** 2),
+    "silu": (lambda z, s: _ref_silu(z), lambda z, s: _dsilu(z)),
+    "gelu": (lambda z, s: _ref_gelu(z), lambda z, s: _dgelu(z)),
+    "softplus": (lambda z, s: _ref_softplus(z), lambda z, s: _ref_sigmoid(z)),
+}
+
+
+def _bias_act_ref(x, bias, kind, slope):
+    with np.errstate(all="ignore"):
+        return ACTIVATIONS[kind][0](x + bias, slope)
+
+
+def _bias_act_grad(x, bias, grad_out, kind, slope):
+    dz = grad_out * ACTIVATIONS[kind][1](x + bias, slope)
+    return dz, dz.reshape(-1, bias.shape[0]).sum(axis=0)
+
+
+def _bias_act_inputs(rng, shape):
+    # keep z = x + bias away from the relu kink at 0
+    x = rng.uniform(0.3, 2.0, size=shape) * rng.choice([-1.0, 1.0], size=shape)
+    return x, np.zeros(shape[-1]) + rng.uniform(-0.1, 0.1, size=shape[-1])
+
+
+def _bias_act_samples(rng):
+    out = []
+    for kind in ACTIVATIONS:
+        for shape in [(3, 4), (2, 2, 3), (0, 4)]:
+            out.append(Sample(f"{kind} shape {shape}", _bias_act_inputs(rng, shape),
+                              {"kind": kind, "slope": 0.1}))
+    return out
+
+
+def _bias_act_edges(rng, dtype):
+    out = []
+    for kind in ACTIVATIONS:
+        for label, values in magnitudes(dtype).items():
+            out.append(Sample(f"{kind} {label} magnitudes", (values.reshape(2, 3), np.zeros(3)),
+                              {"kind": kind, "slope": 0.1}))
+        out.append(Sample(f"{kind} NaN", (np.array([[NAN, 1.0]]), np.zeros(2)),
+                          {"kind": kind, "slope": 0.1}))
+    return out
+
+
+def _bias_act_random(draw):
+    shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5))
+    kind = draw(st.sampled_from(sorted(ACTIVATIONS)))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31)))
+    return Sample(f"random {kind} shape {shape}", _bias_act_inputs(rng, shape),
+                  {"kind": kind, "slope": 0.1})
+
+
+register(Case("bias_act", run=lambda x, bias, kind, slope: F.bias_act(x, bias, kind, slope),
+              ref=_bias_act_ref, grad_ref=_bias_act_grad, diff_args=(0, 1),
+              samples=_bias_act_samples, edges=_bias_act_edges, random=_bias_act_random,
+              tol=dict(TRANSCENDENTAL)))
