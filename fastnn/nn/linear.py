@@ -59,7 +59,8 @@ class Dense(Module):
 
     def forward(self, x):
         check_features(self._name(), x, self.in_features)
-        return x @ self.weight.T
+        # F.linear, not x @ W.T: its weight gradient comes out contiguous (out, in)
+        return nnops.linear(x, self.weight)
 
     def _name(self) -> str:
         return f"{type(self).__name__}({self.in_features}, {self.out_features})"
@@ -94,7 +95,7 @@ class Linear(Dense):
 
     def forward_act(self, x, kind: str, slope: float = 0.01):
         check_features(self._name(), x, self.in_features)
-        z = x @ self.weight.T
+        z = nnops.linear(x, self.weight)
         if self.bias is None:
             return nnops.activation(kind, z, slope)
         return nnops.bias_act(z, self.bias, kind, slope)
