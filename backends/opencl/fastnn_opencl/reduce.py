@@ -62,6 +62,7 @@ def _pass(x: CLArray, a: int, k: int, b: int, op: int, scale: float, out_dtype: 
     acc_np = np.float64 if acc == "double" else NP_TYPES[x.dtype] if acc != "long" else np.int64
     arg_dtypes = [None, None, _I, _I, _I, _I, _I, _I, acc_np]
     chunk = chunk if p > 1 else builtins.max(k, 1)
+    scale = scale if np.dtype(acc_np).kind == "f" else 1  # integers only sum or max
     args = (out.data, x.data, x.offset, k, b, p, chunk, n_out, scale)
     if group:
         kernel = dev.kernel(FILE, "k_reduce_group", defines, arg_dtypes)
