@@ -253,7 +253,7 @@ def report(results: dict, cases: list[str], args) -> str:
         row = [label]
         for case in cases:
             t, ref = results[label].get(case), results[base].get(case)
-            row.append("-" if t is None else f"{t * 1e3:.3f}")
+            row.append("-" if t is None else f"{t * 1e3:.4g}")
             row.append("-" if t is None or ref is None else f"{t / ref:.2f}")
         rows.append(row)
     size = (f"matmul {args.size}x{args.size}x{args.size}; conv1d ({max(args.batch // 4, 1)}, 8, "
