@@ -121,7 +121,16 @@ def _vec_dtype():
 
 
 def copy(x: CLArray) -> CLArray:
-    """A contiguous copy of any view."""
+    """A contiguous copy of any view (2-d views, e.g. a transposed weight, by a 2-d kernel)."""
+    if x.ndim == 2 and x.size:
+        dev = x.dev
+        out = dev.empty(x.shape, x.dtype)
+        kernel = dev.kernel("misc.cl", "k_copy2d", (("T", CL_TYPES[x.dtype]),),
+                            [None, None] + [np.int32] * 5)
+        rows, cols = x.shape
+        kernel(dev.queue, (rounded(cols, 16), rounded(rows, 16)), None, out.data, x.data,
+               x.offset, rows, cols, *x.strides)
+        return out
     group = 1 if x.dtype.startswith("float") else 2
     return launch(group, "k_copy", [x], x.dtype, x.shape)
 

@@ -6,6 +6,13 @@ __kernel void k_fill(__global T *out, const int n, const T value) {
     if (i < n) out[i] = value;
 }
 
+// A contiguous copy of a strided 2-d view: no index division, unlike the n-d copy.
+__kernel void k_copy2d(__global T *out, __global const T *x, const int off, const int rows,
+                       const int cols, const int srow, const int scol) {
+    const int c = get_global_id(0), r = get_global_id(1);
+    if (r < rows && c < cols) out[r * cols + c] = x[off + r * srow + c * scol];
+}
+
 #ifdef IS_DOUBLE
 // splitmix64 of (seed, i): the same seed gives the same array on any device.
 __kernel void k_uniform(__global T *out, const int n, const ulong seed) {

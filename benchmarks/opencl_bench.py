@@ -1,0 +1,121 @@
+"""OpenCL backend benchmark: matmul GFLOP/s and the MLP training step against the NumPy backend.
+
+    python benchmarks/opencl_bench.py [--json PATH] [--quick]
+
+Both sides use the whole machine: PoCL runs one thread per core and NumPy's
+BLAS its own thread pool (set OPENBLAS_NUM_THREADS to pin it). Reports
+medians, and ratios opencl / numpy (GFLOP/s: higher is better for opencl;
+step time: lower is better for opencl). OpenCL timings include the launch
+cost and end with the queue drained (``loss.item()`` or ``queue.finish()``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+import fastnn as fnn
+import fastnn.functional as F
+
+MATMUL_SIZES = [(128, 784, 512), (512, 512, 512), (1024, 1024, 1024), (128, 512, 10)]
+BATCH, LAYERS = 128, (784, 512, 512, 10)
+
+
+def median_time(fn, sync, repeat=7, number=5):
+    fn()
+    sync()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        sync()
+        times.append((time.perf_counter() - start) / number)
+    return float(np.median(times))
+
+
+def _queue_finish():
+    from fastnn_opencl.runtime import state
+
+    state(fnn.get_device().index).queue.finish()
+
+
+def matmul_rows(repeat):
+    rng = np.random.default_rng(0)
+    rows = []
+    for m, k, n in MATMUL_SIZES:
+        a_np = rng.standard_normal((m, k)).astype(np.float32)
+        b_np = rng.standard_normal((k, n)).astype(np.float32)
+        a, b = fnn.tensor(a_np, device="opencl"), fnn.tensor(b_np, device="opencl")
+        flops = 2.0 * m * n * k
+        number = max(1, int(2e8 / flops))
+        t_ocl = median_time(lambda a=a, b=b: F.matmul(a, b), _queue_finish, repeat, number)
+        t_np = median_time(lambda a=a_np, b=b_np: a @ b, lambda: None, repeat, number)
+        rows.append({"shape": f"{m}x{k} @ {k}x{n}", "opencl_gflops": flops / t_ocl / 1e9,
+                     "numpy_gflops": flops / t_np / 1e9, "ratio": t_np / t_ocl})
+    return rows
+
+
+def mlp_step_fn(device):
+    rng = np.random.default_rng(1)
+    x = fnn.tensor(rng.standard_normal((BATCH, LAYERS[0])).astype(np.float32), device=device)
+    y = fnn.tensor(rng.integers(0, LAYERS[-1], BATCH), device=device)
+    params = []
+    for fan_in, fan_out in zip(LAYERS[:-1], LAYERS[1:]):
+        bound = 1 / np.sqrt(fan_in)
+        w = rng.uniform(-bound, bound, (fan_out, fan_in)).astype(np.float32)
+        params += [fnn.tensor(w, device=device, requires_grad=True),
+                   fnn.zeros((fan_out,), device=device, requires_grad=True)]
+    from fastnn.optim import SGD
+
+    opt = SGD(params, lr=0.01)
+    holder = {}
+
+    def step():
+        h = x
+        for i in range(0, len(params) - 2, 2):
+            h = F.linear(h, params[i], params[i + 1], "relu")
+        loss = F.cross_entropy(F.linear(h, params[-2], params[-1]), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        holder["loss"] = loss
+
+    return step, lambda: holder["loss"].item()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", help="also write the results to this JSON file")
+    parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    args = parser.parse_args(argv)
+    repeat = 3 if args.quick else 7
+    record = next(r for r in fnn.backends() if r.name == "opencl")
+    if not record.available:
+        raise SystemExit(f"opencl backend unavailable: {record.reason}")
+    print(f"opencl device: {record.devices[0]}")
+    results = {"device": record.devices[0], "matmul": matmul_rows(repeat)}
+    print(f"{'matmul float32':24} {'opencl GFLOP/s':>15} {'numpy GFLOP/s':>14} {'ratio':>7}")
+    for row in results["matmul"]:
+        print(f"{row['shape']:24} {row['opencl_gflops']:15.1f} {row['numpy_gflops']:14.1f} "
+              f"{row['ratio']:7.2f}")
+    times = {}
+    for device in ("opencl", "cpu"):
+        step, sync = mlp_step_fn(device)
+        times[device] = median_time(step, sync, repeat, 5)
+    results["mlp_step_ms"] = {k: v * 1e3 for k, v in times.items()}
+    results["mlp_step_ratio"] = times["opencl"] / times["cpu"]
+    print(f"MLP step (batch {BATCH}, {'-'.join(map(str, LAYERS))}, SGD): "
+          f"opencl {times['opencl'] * 1e3:.2f} ms, numpy backend {times['cpu'] * 1e3:.2f} ms, "
+          f"opencl / numpy = {results['mlp_step_ratio']:.2f}x the time")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+    return results
+
+
+if __name__ == "__main__":
+    main()
