@@ -9,6 +9,8 @@ arguments) and compare with the NumPy rule written in the hook's docstring.
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import fastnn as fnn
 from fastnn.conformance.case import Case, Sample, register
@@ -106,10 +108,18 @@ def _astype_ref(x, to):
     return x  # float to float: the harness rounds the reference to the output's dtype
 
 
+def _astype_random(draw):
+    shape = draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=5))
+    to = draw(st.sampled_from(["other float", "int64", "int32"]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31)))
+    return Sample(f"random shape {shape} to {to}", (rng.normal(scale=5.0, size=shape),),
+                  {"to": to})
+
+
 # NOTE: no finite differences: rounding to a narrower dtype is a step function at
 # float64 resolution, so only the analytic gradient (the identity) is checked.
 register(Case("astype", run=_astype_run, ref=_astype_ref, pass_dtype=True, diff_args=(0,),
-              grad_check="analytic",
+              grad_check="analytic", random=_astype_random,
               grad_ref=lambda x, grad_out, to: (grad_out,), tol=dict(EXACT),
               samples=lambda rng: [
                   Sample("to the other float dtype", (rng.normal(size=(3, 4)),),

@@ -97,12 +97,45 @@ def _argmax_edges(rng, dtype):
     return [Sample("Inf and ties (first maximum wins)", (x,), {"axis": 1})]
 
 
-register(Case("argmax", run=lambda x, axis: F.argmax(x, axis),
+def _argmax_random(draw):
+    shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5))
+    axis = draw(st.integers(-len(shape), len(shape) - 1))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31)))
+    return Sample(f"random shape {shape} axis={axis}", (rng.normal(size=shape),), {"axis": axis})
+
+
+register(Case("argmax", run=lambda x, axis: F.argmax(x, axis), random=_argmax_random,
               ref=lambda x, axis: np.argmax(x, axis=axis), samples=_argmax_samples,
               edges=_argmax_edges, tol=dict(EXACT)))
 
 
 # ---------------------------------------------------------------- data movement
+
+def _random_shape(draw):
+    shape = draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31)))
+    return shape, rng.normal(size=shape)
+
+
+def _reshape_random(draw):
+    shape, x = _random_shape(draw)
+    target = tuple(draw(st.permutations(shape))) + (1,) * draw(st.integers(0, 1))
+    return Sample(f"random {shape} -> {target}", (x,), {"shape": target})
+
+
+def _permutation_random(draw):
+    shape, x = _random_shape(draw)
+    axes = tuple(draw(st.permutations(range(len(shape)))))
+    return Sample(f"random {shape} axes={axes}", (x,), {"axes": axes})
+
+
+def _broadcast_random(draw):
+    shapes = draw(hnp.mutually_broadcastable_shapes(num_shapes=1, max_dims=3, max_side=4))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31)))
+    (shape,) = shapes.input_shapes
+    return Sample(f"random {shape} -> {shapes.result_shape}", (rng.normal(size=shape),),
+                  {"shape": shapes.result_shape})
+
 
 def _movement(name, run, ref, grad_ref, samples, random=None):
     def edges(rng, dtype):
@@ -118,25 +151,29 @@ _movement("reshape", lambda x, shape: F.reshape(x, shape),
           lambda x, grad_out, shape: (grad_out.reshape(x.shape),),
           lambda rng: [Sample(f"{s} -> {t}", (rng.normal(size=s),), {"shape": t})
                        for s, t in [((3, 2), (2, 3)), ((2, 3, 4), (4, -1)), ((6,), (1, 6, 1)),
-                                    ((0, 3), (3, 0)), ((), (1, 1))]])
+                                    ((0, 3), (3, 0)), ((), (1, 1))]],
+          _reshape_random)
 _movement("transpose", lambda x, axes: F.transpose(x, axes),
           lambda x, axes: np.transpose(x, axes),
           lambda x, grad_out, axes: (np.transpose(grad_out, np.argsort(axes or
                                                                        range(x.ndim)[::-1])),),
           lambda rng: [Sample(f"{s} axes={a}", (rng.normal(size=s),), {"axes": a})
                        for s, a in [((3, 2), (1, 0)), ((2, 3, 4), (2, 0, 1)), ((2, 3, 4), None),
-                                    ((0, 3), (1, 0)), ((4,), (0,))]])
+                                    ((0, 3), (1, 0)), ((4,), (0,))]],
+          _permutation_random)
 _movement("broadcast_to", lambda x, shape: F.broadcast_to(x, shape),
           lambda x, shape: np.broadcast_to(x, shape),
           lambda x, grad_out, shape: (sum_to(grad_out, x.shape),),
           lambda rng: [Sample(f"{s} -> {t}", (rng.normal(size=s),), {"shape": t})
                        for s, t in [((3, 1), (3, 4)), ((4,), (2, 3, 4)), ((), (2, 2)),
-                                    ((1, 3), (0, 3)), ((2, 1, 3), (2, 5, 3))]])
+                                    ((1, 3), (0, 3)), ((2, 1, 3), (2, 5, 3))]],
+          _broadcast_random)
 _movement("contiguous", lambda x, axes: F.transpose(x, axes).contiguous(),
-          lambda x, axes: np.ascontiguousarray(np.transpose(x, axes)),
+          lambda x, axes: np.array(np.transpose(x, axes), order="C"),
           lambda x, grad_out, axes: (np.transpose(grad_out, np.argsort(axes)),),
           lambda rng: [Sample(f"transposed {s} axes={a}", (rng.normal(size=s),), {"axes": a})
-                       for s, a in [((3, 2), (1, 0)), ((2, 3, 4), (2, 0, 1)), ((0, 3), (1, 0))]])
+                       for s, a in [((3, 2), (1, 0)), ((2, 3, 4), (2, 0, 1)), ((0, 3), (1, 0))]],
+          _permutation_random)
 
 
 def _one_hot_samples(rng):
@@ -146,7 +183,16 @@ def _one_hot_samples(rng):
                             ((1,), 1, "int64")]]
 
 
-register(Case("one_hot", run=lambda t, num_classes, dtype: F.one_hot(t, num_classes, dtype),
+def _one_hot_random(draw):
+    shape = draw(hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=5))
+    classes = draw(st.integers(1, 6))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31)))
+    return Sample(f"random targets {shape}, {classes} classes",
+                  (rng.integers(0, classes, shape).astype(np.int64),), {"num_classes": classes})
+
+
+register(Case("one_hot", random=_one_hot_random, edges=lambda rng, dtype: [],
+              run=lambda t, num_classes, dtype: F.one_hot(t, num_classes, dtype),
               ref=lambda t, num_classes: np.eye(num_classes)[t], samples=_one_hot_samples,
               tol=dict(EXACT), pass_dtype=True))
 

@@ -76,11 +76,13 @@ def assert_close(actual, expected, rtol: float, atol: float, what: str) -> None:
         kind = "value"
     index = tuple(int(i) for i in index)
     g, w = got[index], want[index]
+    with np.errstate(all="ignore"):
+        rel = abs(g - w) / max(abs(w), 1e-300)
     raise Mismatch(
         f"{what}: {int(bad.sum())} of {bad.size} elements out of tolerance "
         f"(rtol={rtol:g}, atol={atol:g}); worst {kind} at {_fmt_index(index)}: "
         f"got {g!r}, expected {w!r}, abs err {abs(g - w):.3g}, "
-        f"rel err {abs(g - w) / max(abs(w), 1e-300):.3g}"
+        f"rel err {rel:.3g}"
     )
 
 

@@ -248,7 +248,8 @@ def broadcast_to(x, shape):
 
 @hookimpl
 def contiguous(x):
-    return np.ascontiguousarray(x)
+    # NOTE: np.ascontiguousarray returns at least 1-d: a 0-d array would become (1,)
+    return np.ascontiguousarray(x) if np.ndim(x) else np.array(x)
 
 
 @hookimpl
