@@ -5,6 +5,7 @@ import signal
 import subprocess
 import sys
 import time
+from importlib.util import find_spec
 
 import pytest
 
@@ -14,6 +15,8 @@ MAIN = "import sys; from fastnn.cli import main; sys.exit(main())"
 
 
 @pytest.mark.skipif(os.name != "posix", reason="sends SIGINT")
+@pytest.mark.skipif(find_spec("sklearn") is None or find_spec("safetensors") is None,
+                    reason="needs scikit-learn and safetensors: pip install -e '.[examples]'")
 def test_ctrl_c_leaves_the_previous_checkpoint_intact(tmp_path):
     path = tmp_path / "model.safetensors"
     train = [sys.executable, "-c", MAIN, "train", "--checkpoint", str(path)]

@@ -1,11 +1,20 @@
 """``fastnn train`` end to end through the command line: accuracy, determinism, resume."""
 
+from importlib.util import find_spec
+
 import numpy as np
 import pytest
 
 import fastnn as fnn
 from fastnn.cli import main
 from fastnn.data import load
+
+HINT = "pip install -e '.[examples]'"
+pytestmark = pytest.mark.skipif(
+    find_spec("sklearn") is None or find_spec("safetensors") is None,
+    reason=f"digits and checkpoints need scikit-learn and safetensors: {HINT}")
+needs_tslearn = pytest.mark.skipif(find_spec("tslearn") is None,
+                                   reason=f"the Trace data set comes with tslearn: {HINT}")
 
 
 def train(tmp_path, *extra, name="run"):
@@ -59,6 +68,7 @@ def test_digits_default_reaches_95_percent(tmp_path, mode):
     assert abs(reference - reported) <= 1 / len(data.y_test) + 1e-12
 
 
+@needs_tslearn
 @pytest.mark.parametrize("mode", [[], ["--reverse"]], ids=["tape", "reverse"])
 def test_trace_conv1d_reaches_90_percent(tmp_path, mode):
     state = train(tmp_path, "--data", "trace", "--model", "conv1d", *mode)
@@ -89,6 +99,7 @@ def test_resume_continues_bit_for_bit(tmp_path):
         np.testing.assert_array_equal(resumed["model"][name], straight["model"][name])
 
 
+@needs_tslearn
 def test_resume_into_another_model_is_refused(tmp_path):
     path = tmp_path / "digits.safetensors"
     assert main(["train", "--epochs", "1", "--checkpoint", str(path)]) == 0

@@ -39,6 +39,7 @@ def _rows_of(all_rows, data, part):
     return all_rows[train if part == "train" else test]
 
 
+@pytest.mark.skipif(importlib.util.find_spec("sklearn") is None, reason="needs scikit-learn")
 def test_digits_split_is_fixed():
     a, b = load("digits"), load("digits")
     np.testing.assert_array_equal(a.x_test, b.x_test)
@@ -46,8 +47,8 @@ def test_digits_split_is_fixed():
     assert not np.array_equal(a.y_test, other.y_test)
 
 
+@pytest.mark.skipif(importlib.util.find_spec("tslearn") is None, reason="needs tslearn")
 def test_trace_matches_the_npz_file():
-    pytest.importorskip("tslearn") if importlib.util.find_spec("tslearn") is None else None
     data = load("trace")
     with np.load(trace_path()) as npz:
         raw_train, raw_test = npz["X_train"][:, :, 0], npz["X_test"][:, :, 0]
