@@ -86,9 +86,3 @@ class Progress:
         done = int(BAR_WIDTH * min(self.seen / max(self.samples, 1), 1.0))
         return f"[{'#' * done}{'.' * (BAR_WIDTH - done)}] {text}"
 
-
-def note(message: str, stream=None) -> None:
-    """Print one line of status text."""
-    stream = sys.stdout if stream is None else stream
-    stream.write(message + "\n")
-    stream.flush()

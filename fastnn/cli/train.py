@@ -33,6 +33,7 @@ DEFAULTS = {
               "optimizer": "adam"},
 }
 OPTIMIZERS = ("sgd", "adam", "adamw", "rmsprop")
+MODELS = ("mlp", "conv1d")
 PLOT_HINT = "pip install 'fastnn-core[plot]' (or: pip install matplotlib)"
 
 
@@ -40,7 +41,7 @@ def add_parser(subparsers) -> None:
     p = subparsers.add_parser("train", help="train a model on a real data set (default: digits)")
     p.add_argument("--data", choices=sorted(DEFAULTS), default="digits",
                    help="data set (default digits)")
-    p.add_argument("--model", choices=("mlp", "conv1d"), default=None,
+    p.add_argument("--model", choices=MODELS, default=None,
                    help="model (default: mlp for digits, conv1d for trace)")
     p.add_argument("--backend", default="cpu", help="backend/device, e.g. cpu, opencl, cuda:1")
     p.add_argument("--epochs", type=int, default=None, help="total number of epochs")
@@ -84,8 +85,6 @@ def resolve(args):
     for name, value in defaults.items():
         if getattr(args, name) is None:
             setattr(args, name, value)
-    if args.data == "trace" and args.model == "mlp":
-        pass  # allowed: the flattened series go into an MLP
     if args.data == "digits" and args.model == "conv1d":
         raise SystemExit("fastnn train: --model conv1d needs sequence data: use --data trace")
     for name in ("epochs", "batch_size"):
@@ -228,7 +227,7 @@ def _fit(args, data, device, out) -> History:
     optimizer = make_optimizer(args.optimizer, model.parameters(), args.lr)
     history, first_epoch = History(), 1
     if args.resume:
-        first_epoch, history = _restore(args.checkpoint, model, optimizer)
+        first_epoch, history = _restore(args.checkpoint, args, model, optimizer)
     print(f"training {args.model} on {args.data} ({len(data.x_train)} train, "
           f"{len(data.x_test)} held out) on {device}: {args.optimizer} lr {args.lr:g}, "
           f"batch {args.batch_size}, {'reverse/apply' if args.reverse else 'tape'}, "
@@ -259,7 +258,7 @@ def _fit(args, data, device, out) -> History:
     if args.checkpoint is not None:
         fnn.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                   "epoch": max(args.epochs, first_epoch - 1), "seed": args.seed,
-                  "history": history.as_arrays()}, args.checkpoint)
+                  "config": _config(args), "history": history.as_arrays()}, args.checkpoint)
         print(f"saved checkpoint {args.checkpoint}", file=out)
     if args.plot is not None:
         plot(history, args.plot, f"{args.model} on {args.data}")
@@ -284,14 +283,26 @@ def _train_epoch(args, model, optimizer, data, device, epoch: int, progress) -> 
         progress.update(len(idx), loss.item(), correct)
 
 
-def _restore(path: Path, model, optimizer) -> tuple[int, History]:
+def _config(args) -> dict:
+    """The choices a resumed run must repeat, as numbers (checkpoints hold no strings)."""
+    return {"data": sorted(DEFAULTS).index(args.data), "model": MODELS.index(args.model),
+            "optimizer": OPTIMIZERS.index(args.optimizer)}
+
+
+def _restore(path: Path, args, model, optimizer) -> tuple[int, History]:
     import fastnn as fnn
 
     state = fnn.load(path)
-    for key in ("model", "optimizer", "epoch"):
+    for key in ("model", "optimizer", "epoch", "config"):
         if key not in state:
             raise SystemExit(f"fastnn train: {path} is not a `fastnn train` checkpoint "
                              f"(no {key!r} entry)")
+    names = {"data": sorted(DEFAULTS), "model": MODELS, "optimizer": OPTIMIZERS}
+    for key, choices in names.items():
+        saved = choices[int(state["config"][key])]
+        if saved != getattr(args, key):
+            raise SystemExit(f"fastnn train: {path} was saved with --{key} {saved}; resume "
+                             f"with the same --{key} (got {getattr(args, key)})")
     try:
         model.load_state_dict(state["model"])
     except ValueError as exc:

@@ -103,8 +103,11 @@ def test_resume_continues_bit_for_bit(tmp_path):
 def test_resume_into_another_model_is_refused(tmp_path):
     path = tmp_path / "digits.safetensors"
     assert main(["train", "--epochs", "1", "--checkpoint", str(path)]) == 0
-    with pytest.raises(SystemExit, match="another model"):
+    with pytest.raises(SystemExit, match="saved with --data digits"):
         main(["train", "--data", "trace", "--epochs", "2", "--checkpoint", str(path),
+              "--resume"])
+    with pytest.raises(SystemExit, match="saved with --optimizer adam"):
+        main(["train", "--optimizer", "sgd", "--epochs", "2", "--checkpoint", str(path),
               "--resume"])
 
 
