@@ -11,6 +11,7 @@ import sys
 import time
 
 BAR_WIDTH = 24
+REDRAW_SECONDS = 0.1  # at most ~10 redraws a second: a terminal write costs more than a batch
 
 
 class Progress:
@@ -35,6 +36,7 @@ class Progress:
         self.loss_sum = 0.0
         self.correct = 0
         self.started = time.perf_counter()
+        self._drawn = 0.0
 
     def begin_epoch(self, epoch: int) -> None:
         """Start counting epoch ``epoch`` (1-based)."""
@@ -60,7 +62,9 @@ class Progress:
         self.seen += batch_size
         self.loss_sum += loss * batch_size
         self.correct += correct
-        if self.interactive:
+        now = time.perf_counter()
+        if self.interactive and (now - self._drawn >= REDRAW_SECONDS or self.seen >= self.samples):
+            self._drawn = now
             self.stream.write("\r" + self._line(bar=True))
             self.stream.flush()
 

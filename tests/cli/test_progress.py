@@ -26,6 +26,8 @@ def test_terminal_redraws_one_line():
     stream = io.StringIO()
     run_epoch(Progress(epochs=3, samples=40, stream=stream, interactive=True))
     text = stream.getvalue()
+    # drawn after the first batch and when the epoch is complete (the second is within
+    # REDRAW_SECONDS of the first), then the final line
     assert text.count("\n") == 1 and text.count("\r") == 3
     first_draw = text.split("\r")[1]
     assert first_draw.startswith("[" + "#" * 18 + "." * 6 + "]")  # 30 of 40 samples
