@@ -75,7 +75,7 @@ def assert_close(actual, expected, rtol: float, atol: float, what: str) -> None:
         index = np.unravel_index(int(np.argmax(excess)), excess.shape)
         kind = "value"
     index = tuple(int(i) for i in index)
-    g, w = got[index], want[index]
+    g, w = float(got[index]), float(want[index])
     with np.errstate(all="ignore"):
         rel = abs(g - w) / max(abs(w), 1e-300)
     raise Mismatch(

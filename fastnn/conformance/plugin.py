@@ -23,9 +23,9 @@ import numpy as np
 import pytest
 
 from fastnn.api import registry
+from fastnn.conformance import layers
 from fastnn.conformance import report as report_mod
 from fastnn.conformance.cases import CASES
-from fastnn.conformance.compare import FLOAT_DTYPES
 from fastnn.conformance.harness import recording
 from fastnn.conformance.xfail import XfailList
 
@@ -70,7 +70,8 @@ class State:
         self.device = as_device(name)
         self.implemented = sorted(backend.implemented)
         # float32 is required of every backend, listed or not; the others where listed
-        self.dtypes = [d for d in FLOAT_DTYPES if d == "float32" or d in self.record.dtypes]
+        self.dtypes = [d for d in ("float32", "float64", "float16")
+                       if d == "float32" or d in self.record.dtypes]
         self.others = self._others(config.getoption("--conformance-against"))
         self.xfail = XfailList.for_backend(name, config.getoption("--conformance-xfail"))
         self.examples = config.getoption("--conformance-examples")
@@ -112,6 +113,12 @@ def _select(kind: str):
 
 
 def pytest_generate_tests(metafunc):
+    if "layer_spec" in metafunc.fixturenames:
+        state = _state(metafunc.config)
+        found = layers.specs() or [None]
+        metafunc.parametrize("layer_spec", found, ids=[s[0] if s else "none" for s in found])
+        metafunc.parametrize("dtype", [d for d in state.dtypes if d != "float16"])
+        return
     if "case" not in metafunc.fixturenames:
         return
     state = _state(metafunc.config)
@@ -132,6 +139,10 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         case = params.get("case")
+        if case is None and params.get("layer_spec") is not None:
+            item.stash[INFO] = {"primitive": "nn." + params["layer_spec"][0], "check": "layer",
+                                "dtype": params["dtype"], "other": None}
+            continue
         if case is None:
             continue
         dtype = params.get("dtype", "float64")

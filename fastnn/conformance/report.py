@@ -60,7 +60,8 @@ def build(state, results) -> dict:
         r["depends_on"] = _suspects(r, broken) if r["outcome"] == "fail" else []
     dtypes = list(state.dtypes)
     cells = {}
-    for name in hookspec.PRIMITIVES + hookspec.FUSED:
+    layer_rows = sorted({r["primitive"] for r in results if r["check"] == "layer"})
+    for name in hookspec.PRIMITIVES + hookspec.FUSED + layer_rows:
         mine = [r for r in results if r["primitive"] == name]
         cells[name] = {d: _cell([r for r in mine if r["dtype"] == d]) for d in dtypes}
     counts: dict = {}
@@ -87,7 +88,7 @@ def build(state, results) -> dict:
 
 def table_lines(summary) -> list:
     dtypes = summary["dtypes"]
-    width = max(len(n) for n in summary["cells"]) + 2
+    width = max(len(n) for n in summary["cells"]) + 4  # room for the fused marker " *"
     col = max(10, *(len(v) + 2 for row in summary["cells"].values() for v in row.values()))
     lines = ["primitive".ljust(width) + "".join(d.ljust(col) for d in dtypes)]
     lines.append("-" * len(lines[0].rstrip()))

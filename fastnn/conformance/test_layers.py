@@ -1,0 +1,34 @@
+"""Each layer's ``reverse`` (hand-derived gradients) against the tape's gradients."""
+
+import numpy as np
+import pytest
+
+import fastnn as fnn
+from fastnn.conformance.compare import GRADIENT, assert_close
+from fastnn.conformance.harness import floor_atol
+from fastnn.conformance.layers import away_from_kinks, randomize
+
+
+def test_reverse_matches_tape(layer_spec, dtype, device, rng):
+    if layer_spec is None:
+        pytest.skip("fastnn.nn is not available in this installation")
+    label, make, shape = layer_spec
+    layer = make(dtype, device)
+    randomize(layer, rng)
+    x_host = away_from_kinks(rng, shape).astype(dtype)
+    x = fnn.tensor(x_host, device=device, requires_grad=True)
+    with fnn.enable_grad():
+        out = layer(x)
+    grad_out = rng.normal(size=out.shape).astype(np.float16).astype(dtype)
+    out.backward(grad_out)
+    tape = {name: p.grad.numpy() for name, p in layer.named_parameters()}
+    grad_x, own = layer.reverse(fnn.tensor(x_host, device=device),
+                                fnn.tensor(grad_out, device=device))
+    rtol, atol = GRADIENT[dtype]
+    atol = floor_atol(atol, dtype)
+    where = f"nn.{label} reverse vs tape on {device}, {dtype}, input {shape}"
+    assert_close(grad_x.numpy(), x.grad.numpy(), rtol, atol, f"{where}: grad_x")
+    assert sorted(own) == sorted(tape), f"{where}: self_grads names {sorted(own)} != " \
+                                        f"named_parameters {sorted(tape)}"
+    for name, grad in own.items():
+        assert_close(grad.numpy(), tape[name], rtol, atol, f"{where}: grad of {name}")
