@@ -38,7 +38,7 @@ def backend_probe():
         "reason": "",
         "devices": ["host CPU (NumPy)"],
         "dtypes": _DTYPES,
-        "version": np.__version__,
+        "version": f"numpy {np.__version__}",
         "host_memory": True,
     }
 
