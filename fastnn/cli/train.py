@@ -105,7 +105,7 @@ def build_model(kind: str, input_shape: tuple, num_classes: int):
 
     if kind == "mlp":
         features = int(np.prod(input_shape))
-        layers = [_extra_layers()["Flatten"]()] if len(input_shape) > 1 else []
+        layers = [nn.Flatten()] if len(input_shape) > 1 else []
         return nn.Sequential(
             *layers,
             nn.Linear(features, 128), nn.Activation("relu"),
@@ -119,42 +119,9 @@ def build_model(kind: str, input_shape: tuple, num_classes: int):
         nn.Conv1d(channels, 16, 7, stride=2), nn.Activation("relu"),
         nn.Conv1d(16, 32, 5, stride=2), nn.Activation("relu"),
         nn.Conv1d(32, 32, 3), nn.Activation("relu"),
-        _extra_layers()["MeanOverTime"](),
+        nn.GlobalAvgPool1d(),
         nn.Linear(32, num_classes),
     )
-
-
-_extra_classes: dict = {}
-
-
-def _extra_layers() -> dict:
-    """Two reversible layers that fastnn.nn does not have, defined on first use.
-
-    Flatten: (N, ...) -> (N, prod(...)); reverse reshapes the gradient back.
-    MeanOverTime: (N, C, L) -> (N, C), the mean over L; dL/dx = broadcast(dL/dy) / L.
-    """
-    if not _extra_classes:
-        import fastnn.functional as F
-        from fastnn.nn import Module
-
-        class Flatten(Module):
-            def forward(self, x):
-                return x.reshape((x.shape[0], -1))
-
-            def reverse(self, x, grad_out):
-                return grad_out.reshape(x.shape), {}
-
-        class MeanOverTime(Module):
-            def forward(self, x):
-                return x.mean(axis=2)
-
-            def reverse(self, x, grad_out):
-                n, c, length = x.shape
-                grad = grad_out.reshape((n, c, 1)) * (1.0 / length)
-                return F.broadcast_to(grad, x.shape), {}
-
-        _extra_classes.update(Flatten=Flatten, MeanOverTime=MeanOverTime)
-    return _extra_classes
 
 
 def make_optimizer(name: str, params, lr: float):

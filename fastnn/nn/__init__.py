@@ -11,9 +11,11 @@ from fastnn.nn.conv import Conv1d
 from fastnn.nn.linear import Bias1d, Dense, Diag, Linear, ScalarScale
 from fastnn.nn.module import PARAM_CLASSES, Module, Parameter
 from fastnn.nn.norm import LayerNorm, RMSDiv, RMSNorm
+from fastnn.nn.shape import Flatten, GlobalAvgPool1d
 
 __all__ = [
-    "Activation", "Bias1d", "Conv1d", "Dense", "Diag", "Dropout", "LayerNorm", "Linear",
+    "Activation", "Bias1d", "Conv1d", "Dense", "Diag", "Dropout", "Flatten", "GlobalAvgPool1d",
+    "LayerNorm", "Linear",
     "Module", "PARAM_CLASSES", "Parameter", "RMSDiv", "RMSNorm", "Residual", "ScalarScale",
     "Sequential", "Softmax", "Swish",
 ]

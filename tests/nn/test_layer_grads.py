@@ -33,6 +33,8 @@ CASES = {
     "Conv1d-strided": lambda: (nn.Conv1d(2, 4, 3, stride=2, padding=1, dilation=2, dtype=F64),
                                (2, 9)),
     "Conv1d-nobias": lambda: (nn.Conv1d(3, 2, 2, bias=False, dtype=F64), (3, 6)),
+    "Flatten": lambda: (nn.Flatten(), (2, 3)),
+    "GlobalAvgPool1d": lambda: (nn.GlobalAvgPool1d(), (3, 4)),
     "Residual": lambda: (nn.Residual(nn.Linear(FEAT, FEAT, dtype=F64)), (FEAT,)),
     "Residual-MLP": lambda: (nn.Residual(nn.Sequential(
         nn.Linear(FEAT, 4, dtype=F64), nn.Activation("tanh"), nn.Linear(4, FEAT, dtype=F64))),
