@@ -82,7 +82,10 @@ class State:
             return available
         wanted = [n.strip() for n in against.split(",") if n.strip() and n.strip() != "none"]
         for other in wanted:
-            registry.get_backend(other)  # BackendError with the reason when unusable
+            try:
+                registry.get_backend(other)
+            except Exception as exc:
+                raise pytest.UsageError(f"--conformance-against {other}: {exc}") from None
         return [n for n in wanted if n != self.name]
 
 
