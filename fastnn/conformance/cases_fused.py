@@ -129,7 +129,11 @@ def _rms_magnitudes(dtype):
 
 
 def _rms_random(draw):
+    # NOTE: with one feature y = x / sqrt(x**2 + eps) is ~sign(x) and the gradient
+    # eps / (x**2 + eps)**1.5 is all cancellation: hopeless in float16, so the
+    # random shapes have >= 2 features (the fixed samples still cover (4, 1)).
     shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5))
+    shape = shape[:-1] + (max(shape[-1], 2),)
     rng = np.random.default_rng(draw(st.integers(0, 2**31)))
     return Sample(f"random shape {shape}", (rng.normal(size=shape),), {"eps": 1e-6})
 
