@@ -8,6 +8,7 @@ PLUGIN = "fastnn.conformance.plugin"
 def pytest_configure(config):
     if not config.pluginmanager.has_plugin(PLUGIN):
         raise pytest.UsageError(
-            f"the fastnn conformance suite needs its plugin: run "
-            f"`pytest -p {PLUGIN} --pyargs fastnn.conformance --backend NAME` "
+            f"the fastnn conformance suite needs --backend NAME: run "
+            f"`pytest --pyargs fastnn.conformance --backend NAME` "
+            f"(or with `-p {PLUGIN}` where plugin autoloading is off) "
             f"or `fastnn conformance --backend NAME`")

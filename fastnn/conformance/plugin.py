@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from fastnn.api import registry
-from fastnn.conformance import layers
+from fastnn.conformance import layers, options
 from fastnn.conformance import report as report_mod
 from fastnn.conformance.cases import CASES
 from fastnn.conformance.harness import recording
@@ -32,21 +32,17 @@ from fastnn.conformance.xfail import XfailList
 STATE = pytest.StashKey()
 USED = pytest.StashKey()
 INFO = pytest.StashKey()
-DEFAULT_EXAMPLES = 10
+DEFAULT_EXAMPLES = options.DEFAULT_EXAMPLES
 _RESULTS: list[dict] = []  # one entry per finished check, for the table (reset per session)
 
 
 def pytest_addoption(parser):
-    group = parser.getgroup("fastnn conformance")
-    group.addoption("--backend", default=None, help="name of the fastnn backend to check")
-    group.addoption("--conformance-examples", type=int, default=DEFAULT_EXAMPLES,
-                    help=f"hypothesis examples per randomised test (default {DEFAULT_EXAMPLES})")
-    group.addoption("--conformance-report", default=None, help="write the JSON report to PATH")
-    group.addoption("--conformance-xfail", default=None,
-                    help="an extra xfail file (same format as conformance_xfail.txt)")
-    group.addoption("--conformance-against", default=None,
-                    help="comma-separated backends to cross-check with (default: every other "
-                         "available backend; 'none' for no cross-backend checks)")
+    # Normally the light entry-point plugin (fastnn.conformance.options) has added
+    # these already; with plugin autoloading disabled, `-p` on this module does.
+    try:
+        options.add_options(parser)
+    except ValueError:
+        pass
 
 
 class State:

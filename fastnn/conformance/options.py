@@ -1,0 +1,38 @@
+"""The conformance suite's light pytest entry point (registered under ``pytest11``).
+
+It only adds the suite's options, so that ``pytest --pyargs fastnn.conformance
+--backend NAME`` works from any directory; the suite's plugin itself
+(:mod:`fastnn.conformance.plugin`, which imports NumPy and the cases) is
+loaded only when ``--backend`` is given.
+"""
+
+from __future__ import annotations
+
+PLUGIN = "fastnn.conformance.plugin"
+DEFAULT_EXAMPLES = 10
+
+
+def add_options(parser) -> None:
+    """The suite's command-line options."""
+    group = parser.getgroup("fastnn conformance")
+    group.addoption("--backend", default=None, help="name of the fastnn backend to check")
+    group.addoption("--conformance-examples", type=int, default=DEFAULT_EXAMPLES,
+                    help=f"hypothesis examples per randomised test (default {DEFAULT_EXAMPLES})")
+    group.addoption("--conformance-report", default=None, help="write the JSON report to PATH")
+    group.addoption("--conformance-xfail", default=None,
+                    help="an extra xfail file (same format as conformance_xfail.txt)")
+    group.addoption("--conformance-against", default=None,
+                    help="comma-separated backends to cross-check with (default: every other "
+                         "available backend; 'none' for no cross-backend checks)")
+
+
+def pytest_addoption(parser):
+    try:
+        add_options(parser)
+    except ValueError:  # already added by the plugin itself (`-p fastnn.conformance.plugin`)
+        pass
+
+
+def pytest_configure(config):
+    if config.getoption("--backend") and not config.pluginmanager.has_plugin(PLUGIN):
+        config.pluginmanager.import_plugin(PLUGIN)

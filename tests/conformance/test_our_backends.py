@@ -1,0 +1,28 @@
+"""Our own backends pass the shipped conformance suite (run as a user would run it)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import fastnn as fnn
+
+
+def _available(name):
+    return {b.name: b for b in fnn.backends()}.get(name)
+
+
+@pytest.mark.parametrize("name, against", [("cpu", "none"), ("opencl", "cpu")])
+def test_backend_conforms(name, against, tmp_path):
+    record = _available(name)
+    if record is None or not record.available:
+        pytest.skip(f"backend {name!r} not usable here: {record.reason if record else 'missing'}")
+    report = tmp_path / "report.json"
+    cmd = [sys.executable, "-m", "fastnn.cli", "conformance", "--backend", name,
+           "--against", against, "--report", str(report)]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    assert f"backend '{name}': CONFORMS" in out.stdout
+    data = json.loads(report.read_text())
+    assert data, "empty conformance report"
