@@ -69,9 +69,26 @@ def sgd_step(params, grads, bufs, lrs, weight_decays, momentum, dampening, neste
                 buf *= momentum
                 buf += (1.0 - dampening) * g
             g = g + momentum * buf if nesterov else buf
-        p -= lr * g
+        _axpy(-lr, g, p)
         out_bufs.append(buf)
     return list(params), out_bufs
+
+
+try:  # BLAS axpy updates in place in one pass, with no temporary the size of the parameter
+    from scipy.linalg import blas as _blas
+
+    _AXPY = {np.dtype(np.float32): _blas.saxpy, np.dtype(np.float64): _blas.daxpy}
+except ImportError:  # pragma: no cover - scipy is optional
+    _AXPY = {}
+
+
+def _axpy(alpha, x, y):
+    """y += alpha * x, in place."""
+    axpy = _AXPY.get(y.dtype)
+    if axpy is not None and x.dtype == y.dtype and y.flags.c_contiguous and x.flags.c_contiguous:
+        axpy(x.reshape(-1), y.reshape(-1), a=alpha)
+    else:
+        y += alpha * x
 
 
 @hookimpl
