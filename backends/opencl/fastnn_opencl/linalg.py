@@ -21,20 +21,43 @@ FILE = "matmul.cl"
 _I = np.int32
 
 
-def _design(dev, n: int) -> tuple:
-    """(kernel name, defines, kind) for this device and an output n columns wide.
+def _cpu_blocks(dev, dtype: str, n: int) -> tuple:
+    """(TM, VW, VN) of the CPU kernel: TM rows by VN vectors of VW lanes per work-item.
 
-    CPU blocks: 8 x 16 measured best on PoCL here (25-31 GFLOP/s against 9-20 for
-    8 x 8, 4 x 16, 6 x 16, 12 x 16 on 512-wide products); narrow outputs take
-    4-wide vectors so that they do not all fall into the scalar edge path.
+    VW is the device's native vector width for the type (16 floats with
+    AVX-512). With 32 vector registers a 4 x 4-vector block (16 accumulators)
+    measured best on PoCL here (100-240 GFLOP/s on 512-wide products, against
+    50-140 for 8 x 1, 8 x 2 and 16 x 1); with 16 registers (AVX2) 4 x 2 keeps
+    the accumulators in registers. Narrow outputs take fewer or 4-lane vectors
+    so that they do not all fall into the edge path.
     """
+    vw = max(4, dev.vector_width(dtype))
+    vn = 4 if vw >= 16 or dtype == "float64" else 2
+    if n < vw:
+        vw = 4
+    vn = max(1, min(vn, n // vw))
+    return 4, vw, vn
+
+
+def _design(dev, dtype: str, n: int) -> tuple:
+    """(kernel name, defines, kind) for this device and an output n columns wide."""
     forced = os.environ.get("FASTNN_OPENCL_GEMM", "")
     if forced == "cpu" or (dev.is_cpu and forced != "tiled"):
-        return "k_gemm_cpu", (("TM", 8), ("VW", 16 if n >= 32 else 4)), "cpu"
+        tm, vw, vn = _cpu_blocks(dev, dtype, n)
+        return "k_gemm_cpu", (("TM", tm), ("VW", vw), ("VN", vn)), "cpu"
     local_mem = dev.device.local_mem_size
     if dev.max_group >= 256 and local_mem >= 2 * 32 * 33 * 8:
         return "k_gemm_tiled", (("TS", 32), ("WPT", 4)), "tiled"
     return "k_gemm_tiled", (("TS", 16), ("WPT", 4)), "tiled"
+
+
+def uses_cpu_kernels(dev) -> bool:
+    """True where the register-blocked CPU kernels (and so the NT kernel) run."""
+    forced = os.environ.get("FASTNN_OPENCL_GEMM", "")
+    return forced == "cpu" or (dev.is_cpu and forced != "tiled")
+
+
+_ARG_DTYPES = [_I, _I, _I, None, _I, _I, _I, _I, None, _I, _I, _I, None, _I, _I, _I]
 
 
 def gemm(a: CLArray, b: CLArray, c: CLArray, m: int, n: int, k: int, batch: int,
@@ -44,20 +67,38 @@ def gemm(a: CLArray, b: CLArray, c: CLArray, m: int, n: int, k: int, batch: int,
     b_strides[2] and c_strides[2] must be 1 (or the matrix has one column).
     """
     dev = c.dev
-    name, tiles, kind = _design(dev, n)
+    name, tiles, kind = _design(dev, c.dtype, n)
     defines = (("T", CL_TYPES[c.dtype]),) + tiles
-    arg_dtypes = [_I, _I, _I, None, _I, _I, _I, _I, None, _I, _I, _I, None, _I, _I, _I]
-    kernel = dev.kernel(FILE, name, defines, arg_dtypes)
+    kernel = dev.kernel(FILE, name, defines, _ARG_DTYPES)
     args = (m, n, k, a.data, a.offset, a_strides[0], a_strides[1], a_strides[2],
             b.data, b.offset, b_strides[0], b_strides[1],
             c.data, c.offset, c_strides[0], c_strides[1])
     if kind == "cpu":
-        tm, vw = tiles[0][1], tiles[1][1]
-        kernel(dev.queue, (-(-n // vw), -(-m // tm), batch), None, *args)
+        tm, vw, vn = (value for _, value in tiles)
+        kernel(dev.queue, (-(-n // (vw * vn)), -(-m // tm), batch), None, *args)
     else:
         ts, wpt = tiles[0][1], tiles[1][1]
         size = (-(-n // ts) * ts, -(-m // ts) * (ts // wpt), batch)
         kernel(dev.queue, size, (ts, ts // wpt, 1), *args)
+
+
+def gemm_nt(a: CLArray, b: CLArray, c: CLArray, m: int, n: int, k: int, batch: int,
+            a_strides: tuple, b_strides: tuple, c_strides: tuple) -> None:
+    """C = A @ B^T, B given as (N, K) matrices: both operands read along k with unit stride.
+
+    a_strides = (batch, row, 1); b_strides = (batch, row of the (N, K) matrix, 1).
+    CPU devices only (see :func:`uses_cpu_kernels`): 4 x 4 dot products per
+    work-item with 32 vector registers, 2 x 4 with 16.
+    """
+    dev = c.dev
+    vw = max(4, dev.vector_width(c.dtype))
+    tm = 4 if vw >= 16 or c.dtype == "float64" else 2
+    defines = (("T", CL_TYPES[c.dtype]), ("TM", tm), ("TN", 4), ("VW", vw), ("VN", 1))
+    kernel = dev.kernel(FILE, "k_gemm_nt_cpu", defines, _ARG_DTYPES)
+    kernel(dev.queue, (-(-n // 4), -(-m // tm), batch), None, m, n, k,
+           a.data, a.offset, a_strides[0], a_strides[1], 1,
+           b.data, b.offset, b_strides[0], b_strides[1],
+           c.data, c.offset, c_strides[0], c_strides[1])
 
 
 def _batch_strides(x: CLArray, batch_shape: tuple) -> list:
@@ -100,8 +141,25 @@ def matmul(a, b):
         out = _zeros_like(out)
     elif out.size:
         a2, a_strides = _as_batch_matrix(a, batch_shape, need_unit_cols=False)
+        if _reads_transposed(a, b, k):
+            b2, b_strides = _as_batch_matrix(b, batch_shape, need_unit_cols=False)
+            if b_strides[1] == 1 and n > 1:  # still (K, N) with k contiguous: the NT kernel
+                b_nt = (b_strides[0], b_strides[2], 1)
+                gemm_nt(a2, b2, out, m, n, k, batch, a_strides, b_nt, (m * n, n, 1))
+                return _squeezed(out, squeeze, batch_shape, m, n)
         b2, b_strides = _as_batch_matrix(b, batch_shape, need_unit_cols=True)
         gemm(a2, b2, out, m, n, k, batch, a_strides, b_strides, (m * n, n, 1))
+    return _squeezed(out, squeeze, batch_shape, m, n)
+
+
+def _reads_transposed(a: CLArray, b: CLArray, k: int) -> bool:
+    """True when B is a transposed view (k contiguous) and A has k contiguous too: x @ W^T."""
+    if not uses_cpu_kernels(a.dev) or b.shape[-1] == 1 or b.strides[-1] == 1 or k == 1:
+        return False
+    return b.strides[-2] == 1 and (a.strides[-1] == 1)
+
+
+def _squeezed(out: CLArray, squeeze: list, batch_shape: tuple, m: int, n: int) -> CLArray:
     if squeeze:
         shape = batch_shape + (m,) * (-2 not in squeeze) + (n,) * (-1 not in squeeze)
         out = out.view(shape, contiguous_strides(shape))

@@ -153,8 +153,14 @@ class DeviceState:
             device.single_fp_config & pyopencl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT
         )
         self.max_group = device.max_work_group_size
+        self._vector_widths = {"float32": device.native_vector_width_float,
+                               "float64": device.native_vector_width_double}
         self._kernels: dict = {}
         self._lock = threading.Lock()
+
+    def vector_width(self, dtype: str) -> int:
+        """The device's native SIMD width in elements of ``dtype`` (16 floats with AVX-512)."""
+        return self._vector_widths.get(dtype, 1)
 
     def check_dtype(self, dtype: str) -> None:
         if dtype not in CL_TYPES:

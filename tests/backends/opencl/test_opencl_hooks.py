@@ -154,7 +154,10 @@ def test_argmax_first_maximum_and_nan(ocl, rng, axis):
 
 MATMUL_SHAPES = [((5, 7), (7, 9)), ((1, 1), (1, 1)), ((33, 17), (17, 50)), ((3, 4), (4,)),
                  ((4,), (4, 3)), ((4,), (4,)), ((2, 1, 3, 4), (3, 4, 2)), ((6, 8, 40), (40, 70)),
-                 ((0, 3), (3, 4)), ((3, 0), (0, 4)), ((130, 64), (64, 10))]
+                 ((0, 3), (3, 4)), ((3, 0), (0, 4)), ((130, 64), (64, 10)),
+                 # CPU kernels: whole register blocks plus row, vector and scalar edges, and
+                 # (with b transposed) the NT kernel's k tail past the last full vector
+                 ((70, 100), (100, 200)), ((9, 33), (33, 80)), ((3, 17, 35), (3, 35, 66))]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

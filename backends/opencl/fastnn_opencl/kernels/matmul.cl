@@ -3,8 +3,9 @@
 // A is read through any strides (row stride sam, column stride sak), so a
 // transposed A costs nothing; B must have unit column stride (ldb = row
 // stride); C is written with row stride ldc. Batch b offsets each operand by
-// its batch stride (0 broadcasts). Host defines: T, and TM / VW (CPU kernel)
-// or TS / WPT (GPU kernel).
+// its batch stride (0 broadcasts). k_gemm_nt_cpu instead reads B as an (N, K)
+// matrix with unit k stride (and A with unit k stride). Host defines: T, and
+// TM / VW / VN (CPU kernel; TN too for the NT kernel) or TS / WPT (GPU kernel).
 
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
@@ -15,44 +16,122 @@
     __global T *C, const int offc, const int scb, const int ldc
 
 #ifdef VW
-// ---- CPU devices (PoCL): register blocks, no local memory.
-// Each work-item owns a TM x VW block of C held in TM vector registers; per k
-// it loads one VW-wide row piece of B and broadcasts TM scalars of A. PoCL
-// spills values across barriers, so local-memory tiles lose on a CPU.
+// ---- CPU devices (PoCL): register blocks, no local memory, no builtin calls.
+// NOTE: PoCL (at least the pip wheel's 3.0) links OpenCL builtins such as
+// vload16, fma and min as real function calls, and every call spills the
+// accumulators to the stack: 3-5x slower. So the hot loops use plain
+// operators, unaligned vector loads through a 4-byte-aligned vector type, and
+// fully unrolled loops over compile-time bounds (the accumulator arrays then
+// live in registers). a * b + c is contracted to an FMA (FP_CONTRACT is on by
+// default in OpenCL C).
 #define VT CAT(T, VW)
-#define VLOAD CAT(vload, VW)
-#define VSTORE CAT(vstore, VW)
+typedef VT __attribute__((aligned(sizeof(T)))) VT_UNALIGNED;
+#define VLOAD(p) (*(const __global VT_UNALIGNED *)(p))
+#define VSTORE(v, p) (*(__global VT_UNALIGNED *)(p) = (v))
+#define UNROLL _Pragma("unroll")
+#define BW (VW * VN)  // columns of C per work-item
 
+// NN: each work-item owns a TM x BW block of C in TM * VN vector registers; per
+// k it loads VN vectors of row k of B and broadcasts TM scalars of A. Rows past
+// M read a valid row (the first of the block) and are not stored; a block
+// that runs past N takes the slower edge path (vectors, then scalars).
 __kernel void k_gemm_cpu(GEMM_ARGS) {
-    const int j0 = get_global_id(0) * VW;
+    const int j0 = get_global_id(0) * BW;
     const int i0 = get_global_id(1) * TM;
     const int batch = get_global_id(2);
     if (i0 >= M || j0 >= N) return;
     A += offa + batch * sab;
     B += offb + batch * sbb;
     C += offc + batch * scb;
-    if (i0 + TM <= M && j0 + VW <= N) {
-        VT acc[TM];
-        for (int r = 0; r < TM; ++r) acc[r] = (VT)0;
-        const __global T *a_col = A + i0 * sam;
+    const int rows = M - i0 < TM ? M - i0 : TM;
+    int arow[TM];
+    UNROLL for (int r = 0; r < TM; ++r) arow[r] = (r < rows ? i0 + r : i0) * sam;
+    if (j0 + BW <= N) {
+        VT acc[TM][VN];
+        UNROLL for (int r = 0; r < TM; ++r) UNROLL for (int v = 0; v < VN; ++v) acc[r][v] = (VT)0;
+        const __global T *b = B + j0;
         for (int k = 0; k < K; ++k) {
-            const VT b = VLOAD(0, B + k * ldb + j0);
-            const __global T *a = a_col + k * sak;
-            for (int r = 0; r < TM; ++r) acc[r] += (VT)(a[r * sam]) * b;
+            VT bv[VN];
+            UNROLL for (int v = 0; v < VN; ++v) bv[v] = VLOAD(b + v * VW);
+            const int ak = k * sak;
+            UNROLL for (int r = 0; r < TM; ++r) {
+                const VT av = (VT)(A[arow[r] + ak]);
+                UNROLL for (int v = 0; v < VN; ++v) acc[r][v] += av * bv[v];
+            }
+            b += ldb;
         }
-        for (int r = 0; r < TM; ++r) VSTORE(acc[r], 0, C + (i0 + r) * ldc + j0);
+        UNROLL for (int r = 0; r < TM; ++r) {
+            if (r < rows) {
+                UNROLL for (int v = 0; v < VN; ++v) VSTORE(acc[r][v], C + (i0 + r) * ldc + j0 + v * VW);
+            }
+        }
         return;
     }
-    // edge block: scalar, with bounds
-    const int rows = min(TM, M - i0), cols = min(VW, N - j0);
+    // edge block: whole vectors one at a time, then the last columns as scalars
+    const int full = (N - j0) / VW;
     for (int r = 0; r < rows; ++r) {
-        for (int c = 0; c < cols; ++c) {
+        const __global T *a = A + arow[r];
+        for (int v = 0; v < full; ++v) {
+            VT acc = (VT)0;
+            const __global T *b = B + j0 + v * VW;
+            for (int k = 0; k < K; ++k) acc += (VT)(a[k * sak]) * VLOAD(b + k * ldb);
+            VSTORE(acc, C + (i0 + r) * ldc + j0 + v * VW);
+        }
+        for (int c = j0 + full * VW; c < N; ++c) {
             T acc = 0;
-            for (int k = 0; k < K; ++k) acc += A[(i0 + r) * sam + k * sak] * B[k * ldb + j0 + c];
-            C[(i0 + r) * ldc + j0 + c] = acc;
+            for (int k = 0; k < K; ++k) acc += a[k * sak] * B[k * ldb + c];
+            C[(i0 + r) * ldc + c] = acc;
         }
     }
 }
+
+#ifdef TN
+// NT: C = A @ B^T with both read along k with unit stride (B given as its
+// (N, K) matrix, row stride ldb): x @ W^T for a (out, in) weight, with no
+// transposed copy. Each work-item owns TM x TN dot products, each a VW-lane
+// vector accumulator summed across lanes at the end. Rows past M / columns
+// past N read a valid row and are not stored.
+#if VW == 16
+#define HSUM(v) hsum8((v).lo + (v).hi)
+#elif VW == 8
+#define HSUM(v) hsum8(v)
+#else
+#define HSUM(v) hsum4(v)
+#endif
+#define hsum4(v) ((v).x + (v).y + (v).z + (v).w)
+#define hsum8(v) hsum4((v).lo + (v).hi)
+
+__kernel void k_gemm_nt_cpu(GEMM_ARGS) {
+    const int j0 = get_global_id(0) * TN;
+    const int i0 = get_global_id(1) * TM;
+    const int batch = get_global_id(2);
+    if (i0 >= M || j0 >= N) return;
+    A += offa + batch * sab;
+    B += offb + batch * sbb;
+    C += offc + batch * scb;
+    const int rows = M - i0 < TM ? M - i0 : TM;
+    const int cols = N - j0 < TN ? N - j0 : TN;
+    int arow[TM], brow[TN];
+    UNROLL for (int r = 0; r < TM; ++r) arow[r] = (r < rows ? i0 + r : i0) * sam;
+    UNROLL for (int c = 0; c < TN; ++c) brow[c] = (c < cols ? j0 + c : j0) * ldb;
+    VT acc[TM][TN];
+    UNROLL for (int r = 0; r < TM; ++r) UNROLL for (int c = 0; c < TN; ++c) acc[r][c] = (VT)0;
+    const int k_vec = K - K % VW;
+    for (int k = 0; k < k_vec; k += VW) {
+        VT av[TM], bv[TN];
+        UNROLL for (int r = 0; r < TM; ++r) av[r] = VLOAD(A + arow[r] + k);
+        UNROLL for (int c = 0; c < TN; ++c) bv[c] = VLOAD(B + brow[c] + k);
+        UNROLL for (int r = 0; r < TM; ++r) UNROLL for (int c = 0; c < TN; ++c) acc[r][c] += av[r] * bv[c];
+    }
+    UNROLL for (int r = 0; r < TM; ++r) {
+        UNROLL for (int c = 0; c < TN; ++c) {
+            T total = HSUM(acc[r][c]);
+            for (int k = k_vec; k < K; ++k) total += A[arow[r] + k] * B[brow[c] + k];
+            if (r < rows && c < cols) C[(i0 + r) * ldc + j0 + c] = total;
+        }
+    }
+}
+#endif
 #endif
 
 #ifdef TS
