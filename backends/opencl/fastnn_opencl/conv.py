@@ -15,7 +15,7 @@ import numpy as np
 
 from fastnn.api.hookspec import hookimpl
 from fastnn_opencl import elementwise
-from fastnn_opencl.linalg import gemm
+from fastnn_opencl.linalg import gemm, uses_cpu_kernels
 from fastnn_opencl.misc import fill
 from fastnn_opencl.runtime import CL_TYPES, CLArray, rounded
 
@@ -40,8 +40,8 @@ def _im2col(x: CLArray, k: int, length_out: int, stride, padding, dilation, tran
     rs, cs = (1, rows) if transposed else (cols_count, 1)
     kernel = dev.kernel(FILE, "k_im2col", (("T", CL_TYPES[x.dtype]),),
                         [None, None] + [_I] * 14)
-    kernel(dev.queue, (rounded(cols.size),), None, cols.data, x.data, x.offset, *x.strides,
-           n, c, length, k, length_out, stride, padding, dilation, rs, cs)
+    kernel(dev.queue, (rounded(length_out, 16), n, rows), None, cols.data, x.data, x.offset,
+           *x.strides, n, c, length, k, length_out, stride, padding, dilation, rs, cs)
     return cols
 
 
@@ -62,7 +62,11 @@ def conv1d(x, weight, stride, padding, dilation, groups):
     length_out = _length_out(x.shape[2], k, stride, padding, dilation)
     out = x.dev.empty((c_out, n, length_out), x.dtype)
     nl, ck, c_out_g = n * length_out, c_in_g * k, c_out // groups
-    if out.size:
+    if out.size and stride == 1 and uses_cpu_kernels(x.dev):
+        w_strides = (c_out_g * ck, ck, k, 1)  # (group, out channel, in channel, tap)
+        _direct(out, (length_out, nl), _unit_length(x), weight, weight.offset, w_strides,
+                c_in_g, c_out_g, groups, length_out, k, padding, dilation)
+    elif out.size:
         cols = _im2col(x, k, length_out, stride, padding, dilation, transposed=False)
         for g in range(groups):
             w_g = weight.view(weight.shape, weight.strides, weight.offset + g * c_out_g * ck)
@@ -105,6 +109,15 @@ def conv1d_grad_input(grad_out, weight, input_length, stride, padding, dilation,
         return dx
     if nl == 0:
         return _zeros(dx)
+    if stride == 1 and uses_cpu_kernels(dev):
+        # dx is the stride-1 convolution of grad_out with the transposed, flipped weight:
+        # dx[n, ci, t] = sum_{co, j} w[co, ci, K-1-j] * g[n, co, t + j*dilation - p'] with
+        # p' = dilation*(K-1) - padding (the same sum as col2im's, indexed the other way)
+        w_strides = (c_out_g * ck, k, ck, -1)  # (group, in channel, out channel, flipped tap)
+        _direct(dx, (c_in * input_length, input_length), _unit_length(grad_out), weight,
+                weight.offset + k - 1, w_strides, c_out_g, c_in_g, groups, input_length, k,
+                dilation * (k - 1) - padding, dilation)
+        return dx
     rows = _grad_rows(grad_out)
     dcols = dev.empty((c_in * k, nl), grad_out.dtype)
     for g in range(groups):
@@ -116,6 +129,32 @@ def conv1d_grad_input(grad_out, weight, input_length, stride, padding, dilation,
     kernel(dev.queue, (rounded(dx.size),), None, dx.data, dcols.data, n, c_in, input_length, k,
            length_out, stride, padding, dilation)
     return dx
+
+
+def _unit_length(x: CLArray) -> CLArray:
+    """x (N, C, L) with unit stride along L (a copy only if it is not)."""
+    return x if x.shape[2] <= 1 or x.strides[2] == 1 else elementwise.copy(x)
+
+
+def _direct(out: CLArray, out_strides: tuple, x: CLArray, weight: CLArray, w_offset: int,
+            w_strides: tuple, c_in_g: int, c_out_g: int, groups: int, length_out: int, k: int,
+            padding: int, dilation: int) -> None:
+    """The stride-1 direct convolution of ``k_conv1d_direct`` into ``out``.
+
+    out_strides = (sample, channel) strides of out (unit along the length);
+    w_strides = (group, output channel, input channel, tap) element strides of weight.
+    """
+    dev = x.dev
+    vw = max(4, dev.vector_width(x.dtype))
+    tc = 8
+    defines = (("T", CL_TYPES[x.dtype]), ("TC", tc), ("VW", vw))
+    kernel = dev.kernel(FILE, "k_conv1d_direct", defines,
+                        [None, _I, _I, None, _I, _I, _I, None] + [_I] * 12)
+    n, _, length = x.shape
+    size = (-(-length_out // vw), n, groups * -(-c_out_g // tc))
+    kernel(dev.queue, size, None, out.data, *out_strides, x.data, x.offset, x.strides[0],
+           x.strides[1], weight.data, w_offset, *w_strides, c_in_g, c_out_g, length,
+           length_out, k, padding, dilation)
 
 
 def _zeros(like: CLArray) -> CLArray:

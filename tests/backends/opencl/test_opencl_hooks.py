@@ -201,6 +201,23 @@ def test_conv1d_and_gradients(ocl, rng, dtype, attrs):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("padding,dilation,groups", [(0, 1, 1), (2, 1, 2), (6, 2, 1), (9, 1, 1)])
+def test_conv1d_direct_kernel_long_inputs(ocl, rng, dtype, padding, dilation, groups):
+    """Stride-1 conv on CPU devices runs the direct kernel: whole vectors, padding lanes,
+    a last partial vector, and 10 output channels (one full block of 8 and a partial one)."""
+    x = rng.standard_normal((2, 6, 53)).astype(dtype)
+    w = rng.standard_normal((10, 6 // groups, 5)).astype(dtype)
+    args = (1, padding, dilation, groups)
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == "float32" else dict(rtol=1e-11, atol=1e-11)
+    out = cpu.conv1d(x, w, *args)
+    np.testing.assert_allclose(ocl.to_numpy(ocl.conv1d(up(ocl, x, True), up(ocl, w), *args)),
+                               out, **tol)
+    g = rng.standard_normal(out.shape).astype(dtype)
+    got_x = ocl.conv1d_grad_input(up(ocl, g, True), up(ocl, w), 53, *args)
+    np.testing.assert_allclose(ocl.to_numpy(got_x), cpu.conv1d_grad_input(g, w, 53, *args), **tol)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_fused_softmax_family(ocl, rng, dtype):
     x = (rng.standard_normal((4, 6, 5)) * 5).astype(dtype)
     for axis in (0, 1, 2):
