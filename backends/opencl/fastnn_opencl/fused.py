@@ -90,6 +90,8 @@ def bias_act(x, bias, kind, slope):
         defines = (("T", CL_TYPES[x.dtype]), ("ACT", ACTS.index(kind)))
         kernel = dev.kernel(FILE, "k_bias_act", defines,
                             [None, None, _I, None, _I, _I, _I, NP_TYPES[x.dtype]])
-        kernel(dev.queue, (rounded(out.size),), None, out.data, x.data, x.offset, bias.data,
-               bias.offset, out.size, x.shape[-1], slope)
+        features = x.shape[-1]
+        rows = out.size // features
+        kernel(dev.queue, (rounded(features, 16), rows), None, out.data, x.data, x.offset,
+               bias.data, bias.offset, rows, features, slope)
     return out
