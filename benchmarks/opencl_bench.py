@@ -1,4 +1,4 @@
-"""OpenCL backend benchmark: matmul GFLOP/s and the MLP training step against the NumPy backend.
+"""OpenCL backend benchmark: matmul GFLOP/s, conv1d and the MLP step against the NumPy backend.
 
     python benchmarks/opencl_bench.py [--json PATH] [--quick]
 
@@ -22,6 +22,7 @@ import fastnn.functional as F
 
 MATMUL_SIZES = [(128, 784, 512), (512, 512, 512), (1024, 1024, 1024), (128, 512, 10)]
 BATCH, LAYERS = 128, (784, 512, 512, 10)
+CONV_X, CONV_W = (32, 8, 256), (16, 8, 5)  # padding 2, as in `fastnn bench`
 
 
 def median_time(fn, sync, repeat=7, number=5):
@@ -87,6 +88,32 @@ def mlp_step_fn(device):
     return step, lambda: holder["loss"].item()
 
 
+def conv1d_times(repeat):
+    """Seconds per conv1d forward and per forward + backward, for opencl and cpu."""
+    rng = np.random.default_rng(2)
+    x_np = rng.standard_normal(CONV_X).astype(np.float32)
+    w_np = (rng.standard_normal(CONV_W) * 0.1).astype(np.float32)
+    times = {}
+    for device in ("opencl", "cpu"):
+        x = fnn.tensor(x_np, device=device, requires_grad=True)
+        w = fnn.tensor(w_np, device=device, requires_grad=True)
+        holder = {}
+
+        def forward(x=x, w=w, holder=holder):
+            holder["out"] = F.conv1d(x, w, padding=2)
+
+        def train(x=x, w=w, holder=holder):
+            out = F.conv1d(x, w, padding=2)
+            out.sum().backward()
+            holder["out"] = w.grad
+
+        def sync(holder=holder):
+            holder["out"].sum().item()
+
+        times[device] = (median_time(forward, sync, repeat, 5), median_time(train, sync, repeat, 5))
+    return times
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="also write the results to this JSON file")
@@ -111,6 +138,14 @@ def main(argv=None):
     print(f"MLP step (batch {BATCH}, {'-'.join(map(str, LAYERS))}, SGD): "
           f"opencl {times['opencl'] * 1e3:.2f} ms, numpy backend {times['cpu'] * 1e3:.2f} ms, "
           f"opencl / numpy = {results['mlp_step_ratio']:.2f}x the time")
+    conv = conv1d_times(repeat)
+    results["conv1d_ms"] = {k: [t * 1e3 for t in v] for k, v in conv.items()}
+    for i, what in enumerate(("forward", "forward + backward")):
+        ratio = conv["opencl"][i] / conv["cpu"][i]
+        results[f"conv1d_{'fwd' if i == 0 else 'train'}_ratio"] = ratio
+        print(f"conv1d {what} {CONV_X} * {CONV_W}: opencl {conv['opencl'][i] * 1e3:.2f} ms, "
+              f"numpy backend {conv['cpu'][i] * 1e3:.2f} ms, opencl / numpy = {ratio:.2f}x "
+              "the time")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)
