@@ -85,7 +85,9 @@ except ImportError:  # pragma: no cover - scipy is optional
 def _axpy(alpha, x, y):
     """y += alpha * x, in place."""
     axpy = _AXPY.get(y.dtype)
-    if axpy is not None and x.dtype == y.dtype and y.flags.c_contiguous and x.flags.c_contiguous:
+    # BLAS rejects length-0 vectors (f2py's offx < len(x) check): those take the NumPy path
+    if (axpy is not None and y.size and x.dtype == y.dtype and y.flags.c_contiguous
+            and x.flags.c_contiguous):
         axpy(x.reshape(-1), y.reshape(-1), a=alpha)
     else:
         y += alpha * x
