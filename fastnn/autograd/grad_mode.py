@@ -19,17 +19,41 @@ def is_anomaly_enabled() -> bool:
 
 
 class _Switch(ContextDecorator):
+    """Sets one thread-local flag on enter and restores it on exit.
+
+    The value to restore is pushed on a per-thread, per-flag stack rather than
+    kept on the instance: one decorator instance is shared by every call of the
+    function it wraps, so recursive calls, calls from several threads and a
+    reused ``with`` object must not overwrite each other's saved value.
+    ``@no_grad`` works without parentheses too, as in PyTorch.
+    """
+
     _attr = ""
     _value = False
     _default = True
 
+    def __new__(cls, func=None):
+        if func is None:
+            return super().__new__(cls)
+        if not callable(func):
+            raise TypeError(f"{cls.__name__}() takes no arguments (or decorates a function)")
+        return cls()(func)
+
+    def _stack(self) -> list:
+        key = f"saved_{self._attr}"
+        stack = getattr(_state, key, None)
+        if stack is None:
+            stack = []
+            setattr(_state, key, stack)
+        return stack
+
     def __enter__(self):
-        self._saved = getattr(_state, self._attr, self._default)
+        self._stack().append(getattr(_state, self._attr, self._default))
         setattr(_state, self._attr, self._value)
         return self
 
     def __exit__(self, *exc):
-        setattr(_state, self._attr, self._saved)
+        setattr(_state, self._attr, self._stack().pop())
         return False
 
 

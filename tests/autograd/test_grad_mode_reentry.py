@@ -1,0 +1,70 @@
+"""no_grad/enable_grad as decorators: recursion, threads and bare use restore the mode."""
+
+import threading
+
+import numpy as np
+
+import fastnn as fnn
+
+
+def test_recursive_no_grad_function_restores_grad_mode():
+    @fnn.no_grad()
+    def descend(n):
+        if n:
+            descend(n - 1)
+        return fnn.is_grad_enabled()
+
+    assert descend(3) is False
+    assert fnn.is_grad_enabled()
+    x = fnn.tensor([2.0], requires_grad=True)
+    (x * x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [4.0])
+
+
+def test_reused_context_object_nests():
+    switch = fnn.no_grad()
+    with switch:
+        with switch:
+            assert not fnn.is_grad_enabled()
+        assert not fnn.is_grad_enabled()
+    assert fnn.is_grad_enabled()
+
+
+def test_shared_decorator_in_two_threads_keeps_each_threads_mode():
+    inside, release = threading.Barrier(2), threading.Event()
+    after = {}
+
+    @fnn.no_grad()
+    def hold(name):
+        inside.wait()
+        if name == "a":
+            release.wait()
+        else:
+            release.set()
+
+    def worker(name, start_enabled):
+        if not start_enabled:
+            with fnn.no_grad():
+                hold(name)
+                after[name] = fnn.is_grad_enabled()
+            return
+        hold(name)
+        after[name] = fnn.is_grad_enabled()
+
+    threads = [threading.Thread(target=worker, args=("a", True)),
+               threading.Thread(target=worker, args=("b", False))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert after == {"a": True, "b": False}
+
+
+def test_bare_decorator_as_in_pytorch():
+    @fnn.no_grad
+    def double(x):
+        return x * 2.0
+
+    x = fnn.tensor([1.0], requires_grad=True)
+    assert not double(x).requires_grad
+    assert (x * 2.0).requires_grad
