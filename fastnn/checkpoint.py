@@ -64,7 +64,8 @@ def _flatten(node, prefix: str, tensors: dict):
     if isinstance(node, np.ndarray):
         if node.dtype == object:
             raise TypeError(f"save: {prefix} is an object array; only numeric arrays are saved")
-        tensors[prefix] = np.ascontiguousarray(node)
+        # not np.ascontiguousarray: it turns a 0-d array into shape (1,)
+        tensors[prefix] = np.require(node, requirements="C")
         return {"t": prefix}
     if isinstance(node, np.generic):
         node = node.item()
