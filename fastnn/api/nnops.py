@@ -184,6 +184,13 @@ def bias_act(x: Tensor, bias: Tensor, kind: str = "identity", slope=0.01) -> Ten
     return attach(out, "bias_act", (x, bias), (x._data, bias._data, data), (kind, slope))
 
 
+def _floating(op: str, x) -> Tensor:
+    """``x`` itself when floating point, else cast to float32 (as the activations do)."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
+    return x if x._dtype.is_floating else astype(x, dtypes.float32)
+
+
 def _axis(op, x, axis):
     if not -x.ndim <= axis < x.ndim:
         raise ValueError(f"{op}: axis {axis} out of range for shape {x.shape}")
@@ -192,6 +199,7 @@ def _axis(op, x, axis):
 
 def softmax(x: Tensor, axis=-1) -> Tensor:
     """exp(x) / sum(exp(x)) along ``axis``, computed stably."""
+    x = _floating("softmax", x)
     axis = _axis("softmax", x, axis)
     data = x._device.ops.softmax(x._data, axis)
     return attach(Tensor._make(data, x._dtype, x._device), "softmax", (x,), (data,), axis)
@@ -199,6 +207,7 @@ def softmax(x: Tensor, axis=-1) -> Tensor:
 
 def log_softmax(x: Tensor, axis=-1) -> Tensor:
     """x - logsumexp(x) along ``axis``, computed stably."""
+    x = _floating("log_softmax", x)
     axis = _axis("log_softmax", x, axis)
     data = x._device.ops.log_softmax(x._data, axis)
     return attach(Tensor._make(data, x._dtype, x._device), "log_softmax", (x,), (data,), axis)
@@ -206,6 +215,7 @@ def log_softmax(x: Tensor, axis=-1) -> Tensor:
 
 def rms_div(x: Tensor, eps=1e-6) -> Tensor:
     """x / sqrt(mean(x**2 over the last axis) + eps)."""
+    x = _floating("rms_div", x)
     if x.ndim == 0:
         raise ValueError("rms_div: needs at least one axis")
     data, r = x._device.ops.rms_div(x._data, float(eps))
