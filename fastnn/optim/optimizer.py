@@ -214,8 +214,8 @@ def clip_grad_norm(params, max_norm: float, eps: float = 1e-6) -> float:
     total > max_norm every gradient is multiplied by max_norm / (total + eps).
     Returns the total norm before clipping, as a float.
     """
-    if isinstance(params, Tensor):
-        params = [params]
+    # a list: a generator (e.g. ``p for p in ... if ...``) is walked twice below
+    params = [params] if isinstance(params, Tensor) else list(params)
     grads = [p.grad for p in params if p.grad is not None]
     if not grads:
         return 0.0
