@@ -96,6 +96,11 @@ def resolve(args):
         raise SystemExit("fastnn train: --resume needs --checkpoint PATH to resume from")
     if args.resume and not args.checkpoint.is_file():
         raise SystemExit(f"fastnn train: --resume: no checkpoint at {args.checkpoint}")
+    for name in ("checkpoint", "plot"):  # say so now, not after the training is done
+        path = getattr(args, name)
+        if path is not None and not path.resolve().parent.is_dir():
+            raise SystemExit(f"fastnn train: --{name} {path}: directory {path.parent} does not "
+                             "exist; create it first")
     return args
 
 
@@ -259,7 +264,10 @@ def _config(args) -> dict:
 def _restore(path: Path, args, model, optimizer) -> tuple[int, History]:
     import fastnn as fnn
 
-    state = fnn.load(path)
+    try:
+        state = fnn.load(path)
+    except ValueError as exc:
+        raise SystemExit(f"fastnn train: --resume: {exc}") from None
     for key in ("model", "optimizer", "epoch", "config"):
         if key not in state:
             raise SystemExit(f"fastnn train: {path} is not a `fastnn train` checkpoint "
