@@ -16,14 +16,16 @@ def normalize_axis(op: str, axis, ndim: int):
     if axis is None:
         return None
     axes = (axis,) if isinstance(axis, numbers.Integral) else tuple(axis)
-    out = []
+    out, n = [], builtins.max(ndim, 1)  # a 0-d tensor has one axis-like position, as in PyTorch
     for a in axes:
-        if not isinstance(a, numbers.Integral) or not -ndim <= a < builtins.max(ndim, 1):
+        if not isinstance(a, numbers.Integral) or not -n <= a < n:
             raise ValueError(f"{op}: axis {a} is out of range for a tensor with {ndim} dims")
-        a = int(a) % builtins.max(ndim, 1)
+        a = int(a) % n
         if a in out:
             raise ValueError(f"{op}: axis {a} is repeated in {axis}")
         out.append(a)
+    if ndim == 0:
+        return None  # axis 0 (or -1) of a 0-d tensor: the one element itself
     return tuple(sorted(out))
 
 
@@ -60,7 +62,15 @@ def max(x: Tensor, axis=None, keepdims=False) -> Tensor:
 
 
 def argmax(x: Tensor, axis: int = -1) -> Tensor:
-    """Index of the maximum along ``axis`` as an int64 tensor (no gradient)."""
+    """Index of the maximum along ``axis`` as an int64 tensor (no gradient).
+
+    ``axis=None`` (or a 0-d ``x``) gives the index into the flattened tensor, as NumPy.
+    """
+    if axis is not None and not isinstance(axis, numbers.Integral):
+        raise TypeError(f"argmax: axis must be an int or None, got {axis!r}")
+    if axis is None or x.ndim == 0:
+        normalize_axis("argmax", axis, x.ndim)
+        x, axis = reshape(x, (-1,)), 0
     (axis,) = normalize_axis("argmax", axis, x.ndim)
     if x.shape[axis] == 0:
         raise ValueError(f"argmax: axis {axis} of shape {x.shape} is empty")
