@@ -27,6 +27,7 @@ import numpy as np
 
 from fastnn.api.tensor import Tensor
 from fastnn.autograd.grad_mode import no_grad
+from fastnn.nn.module import PARAM_CLASSES
 
 DECAYED_CLASSES = ("connective",)
 
@@ -76,6 +77,12 @@ class Optimizer:
             raise ValueError(f"{type(self).__name__}: lr must be >= 0, got {group['lr']}")
         if not group.get("weight_decay", 0.0) >= 0:
             raise ValueError(f"{type(self).__name__}: weight_decay must be >= 0")
+        unknown = sorted(set(group["class_lr"]) - set(PARAM_CLASSES))
+        if unknown:
+            raise ValueError(
+                f"{type(self).__name__}: class_lr names unknown parameter classes {unknown}; "
+                f"the classes are {', '.join(PARAM_CLASSES)}"
+            )
 
     # ------------------------------------------------------------ updates
     def zero_grad(self) -> None:
