@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from fastnn.api.tensor import Tensor
+from fastnn.api.tensor import Tensor, tensor
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.module import PARAM_CLASSES
 
@@ -106,13 +106,15 @@ class Optimizer:
                     f"{type(self).__name__}: got a gradient for a parameter of shape {p.shape} "
                     "that this optimizer does not hold; build it with model.parameters()"
                 )
-            grad = g._data if isinstance(g, Tensor) else g
+            if not isinstance(g, Tensor):  # a host array or list: onto the parameter's device
+                g = tensor(g, dtype=p.dtype, device=p.device)
+            grad = g._data
             if tuple(grad.shape) != p.shape:
                 raise ValueError(
                     f"{type(self).__name__}: gradient shape {tuple(grad.shape)} does not match "
                     f"parameter shape {p.shape}"
                 )
-            if isinstance(g, Tensor) and (g.dtype is not p.dtype or g.device != p.device):
+            if g.dtype is not p.dtype or g.device != p.device:
                 grad = g.to(p.device).to(p.dtype)._data
             params, grads = per_group.setdefault(index, ([], []))
             params.append(p)
