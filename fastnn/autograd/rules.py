@@ -145,7 +145,9 @@ def _pow(ops, node, grad):
     if node.needs[0]:
         grad_a = ops.mul(grad, ops.mul(ops.pow(a, ops.sub(b, 1.0) if _is_array(b) else b - 1.0), b))
     if node.needs[1]:
-        grad_b = ops.mul(grad, ops.mul(out, ops.log(a)))
+        # d(a^b)/db = a^b log a; at a = 0 with b >= 0 PyTorch takes 0 (not 0 * -inf = NaN)
+        d = ops.mul(out, ops.log(a))
+        grad_b = ops.mul(grad, ops.where(ops.equal(a, 0.0), ops.where(ops.less(b, 0.0), d, 0.0), d))
     return grad_a, grad_b
 
 
