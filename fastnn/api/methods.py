@@ -27,6 +27,21 @@ def _rmatmul(self, other):
     return nnops.matmul(other, self)
 
 
+def _eq(self, other):
+    return m.compare("equal", self, other)
+
+
+def _ne(self, other):
+    return m.compare("equal", m.compare("equal", self, other), 0)
+
+
+def _transpose(self, *axes):
+    """``x.transpose((2, 0, 1))`` or ``x.transpose(2, 0, 1)``; no axes reverses them."""
+    if len(axes) == 1 and not isinstance(axes[0], int):
+        axes = axes[0]
+    return shape.transpose(self, axes or None)
+
+
 def _ge(self, other):
     return m.compare("equal", m.compare("less", self, other), 0)
 
@@ -53,7 +68,11 @@ _METHODS = {
     "__lt__": lambda a, b: m.compare("less", a, b),
     "__ge__": _ge,
     "__le__": _le,
-    "eq": lambda a, b: m.compare("equal", a, b),
+    # elementwise, as in PyTorch; tensors still hash by identity (see below)
+    "__eq__": _eq,
+    "__ne__": _ne,
+    "eq": _eq,
+    "ne": _ne,
     "exp": m.exp,
     "log": m.log,
     "sqrt": m.sqrt,
@@ -68,7 +87,7 @@ _METHODS = {
     "max": shape.max,
     "argmax": shape.argmax,
     "reshape": shape.reshape,
-    "transpose": shape.transpose,
+    "transpose": _transpose,
     "contiguous": shape.contiguous,
     "broadcast_to": shape.broadcast_to,
     "matmul": nnops.matmul,
