@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -34,6 +36,28 @@ class Dataset:
             f"Dataset({self.name!r}, train={self.x_train.shape}, test={self.x_test.shape}, "
             f"classes={self.num_classes})"
         )
+
+
+def package_file(package: str, relative: Path, what: str,
+                 distribution: str | None = None) -> tuple[Path | None, list]:
+    """Find the data file ``relative`` inside the installed ``package`` without importing it.
+
+    Returns (the path, or None when the package lacks the file; the folders
+    searched). MissingDataError naming ``what`` and the ``distribution`` to
+    install (default: the package name) when the package is not installed.
+    """
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise MissingDataError(
+            f"the {what} data set is read from {distribution or package}, which is not installed; "
+            f"install it with: {EXTRA_HINT}"
+        )
+    roots = list(spec.submodule_search_locations)
+    for root in roots:
+        path = Path(root) / relative
+        if path.is_file():
+            return path, roots
+    return None, roots
 
 
 def standardise(x_train: np.ndarray, x_test: np.ndarray, axis) -> tuple[np.ndarray, np.ndarray]:

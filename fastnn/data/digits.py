@@ -8,29 +8,21 @@ takes 1-2 s, reading the file 15 ms. Falls back to ``load_digits`` otherwise.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 
-from fastnn.data.base import EXTRA_HINT, Dataset, MissingDataError, split, standardise
+from fastnn.data.base import Dataset, package_file, split, standardise
 
 RELATIVE_PATH = Path("datasets") / "data" / "digits.csv.gz"
 
 
 def digits_arrays() -> tuple[np.ndarray, np.ndarray]:
     """(images (1797, 64) float64 in 0..16, labels (1797,) int64) from scikit-learn."""
-    spec = importlib.util.find_spec("sklearn")
-    if spec is None or not spec.submodule_search_locations:
-        raise MissingDataError(
-            f"the digits data set is read from scikit-learn, which is not installed; "
-            f"install it with: {EXTRA_HINT}"
-        )
-    for root in spec.submodule_search_locations:
-        path = Path(root) / RELATIVE_PATH
-        if path.is_file():
-            table = np.loadtxt(path, delimiter=",")
-            return table[:, :-1], table[:, -1].astype(np.int64)
+    path, _ = package_file("sklearn", RELATIVE_PATH, "digits", "scikit-learn")
+    if path is not None:
+        table = np.loadtxt(path, delimiter=",")
+        return table[:, :-1], table[:, -1].astype(np.int64)
     from sklearn.datasets import load_digits as sklearn_digits  # the file moved: ask sklearn
 
     bunch = sklearn_digits()

@@ -7,31 +7,23 @@ Read from the file that the tslearn wheel ships,
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 
-from fastnn.data.base import EXTRA_HINT, Dataset, MissingDataError, standardise
+from fastnn.data.base import EXTRA_HINT, Dataset, MissingDataError, package_file, standardise
 
 RELATIVE_PATH = Path(".cached_datasets") / "Trace.npz"
 
 
 def trace_path() -> Path:
     """Where the installed tslearn keeps Trace.npz; MissingDataError when it does not."""
-    spec = importlib.util.find_spec("tslearn")
-    if spec is None or not spec.submodule_search_locations:
-        raise MissingDataError(
-            f"the Trace data set is read from the tslearn package, which is not installed; "
-            f"install it with: {EXTRA_HINT}"
-        )
-    for root in spec.submodule_search_locations:
-        path = Path(root) / RELATIVE_PATH
-        if path.is_file():
-            return path
+    path, roots = package_file("tslearn", RELATIVE_PATH, "Trace", "the tslearn package")
+    if path is not None:
+        return path
     raise MissingDataError(
         f"tslearn is installed but has no {RELATIVE_PATH} under "
-        f"{list(spec.submodule_search_locations)}; reinstall a tslearn wheel that ships it "
+        f"{roots}; reinstall a tslearn wheel that ships it "
         f"(tslearn>=0.6): {EXTRA_HINT}"
     )
 
