@@ -264,7 +264,9 @@ def broadcast_to(x, shape):
 
 @hookimpl
 def contiguous(x):
-    return cp.ascontiguousarray(x)
+    # NOTE: cupy.ascontiguousarray, like NumPy's, returns at least 1-d: a 0-d array
+    # would come back with shape (1,), so a 0-d tensor's .contiguous() changed shape.
+    return cp.ascontiguousarray(x) if x.ndim else x.copy()
 
 
 @hookimpl

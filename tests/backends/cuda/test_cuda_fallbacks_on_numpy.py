@@ -151,3 +151,13 @@ def test_primitive_edge_cases():
     hot = primitives.one_hot(np.array([[0, 2], [1, 1]]), 3, "float32")
     np.testing.assert_array_equal(hot, np.eye(3, dtype=np.float32)[[[0, 2], [1, 1]]])
     np.testing.assert_allclose(primitives.sigmoid(np.array([-800.0, 0.0, 800.0])), [0, 0.5, 1])
+
+
+def test_contiguous_keeps_0d_arrays_0d():
+    # cupy.ascontiguousarray, like NumPy's, turns a 0-d array into shape (1,)
+    x = np.array(2.5)
+    out = primitives.contiguous(x)
+    assert out.shape == () and out == 2.5
+    t = rand(2, 3).T
+    out = primitives.contiguous(t)
+    assert out.flags.c_contiguous and np.array_equal(out, t)
