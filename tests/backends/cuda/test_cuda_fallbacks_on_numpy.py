@@ -161,3 +161,16 @@ def test_contiguous_keeps_0d_arrays_0d():
     t = rand(2, 3).T
     out = primitives.contiguous(t)
     assert out.flags.c_contiguous and np.array_equal(out, t)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy's mean of an empty axis
+@pytest.mark.parametrize("kernel", [False, True])
+def test_rms_div_of_empty_rows_gives_nan_r(monkeypatch, kernel):
+    # the kernel path launches nothing for empty rows: r must still be NaN, as in NumPy
+    monkeypatch.setattr(kernels, "has_kernel", lambda dtype: kernel)
+    x = np.zeros((3, 0), dtype=np.float32)
+    out, r = fused.rms_div(x, 1e-6)
+    ref_out, ref_r = fastnn_cpu.rms_div(x, 1e-6)
+    assert out.shape == ref_out.shape == (3, 0)
+    assert r.shape == ref_r.shape == (3, 1) and r.dtype == np.float32
+    assert np.isnan(r).all() and np.isnan(ref_r).all()
