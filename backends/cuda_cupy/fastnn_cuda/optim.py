@@ -14,11 +14,23 @@ from fastnn_cuda import kernels, launch
 from fastnn_cuda._cupy import cupy as cp
 
 
-def _kernel_groups(params):
-    """{dtype name: [indices]} of the params the kernels can update in place."""
+def _matches(state, p) -> bool:
+    return state.dtype == p.dtype and state.shape == p.shape and state.flags.c_contiguous
+
+
+def _kernel_groups(params, *states):
+    """{dtype name: [indices]} of the params the kernels can update in place.
+
+    A parameter qualifies when it is C-contiguous with a kernel dtype and each
+    of its optimizer states (``states`` are lists parallel to ``params``; None
+    entries are created by the step) has its dtype, shape and layout: the
+    kernel reads every state through the parameter's element type and index.
+    """
     groups: dict[str, list[int]] = {}
     for k, p in enumerate(params):
-        if kernels.has_kernel(p.dtype) and p.flags.c_contiguous:
+        if not (kernels.has_kernel(p.dtype) and p.flags.c_contiguous):
+            continue
+        if all(state[k] is None or _matches(state[k], p) for state in states):
             groups.setdefault(str(p.dtype), []).append(k)
     return groups
 
@@ -40,7 +52,7 @@ def _contiguous_grad(g, p):
 def sgd_step(params, grads, bufs, lrs, weight_decays, momentum, dampening, nesterov, first_step):
     params, bufs = list(params), list(bufs)
     done = set()
-    for dtype, idx in _kernel_groups(params).items():
+    for dtype, idx in _kernel_groups(params, *([bufs] if momentum else [])).items():
         grads_c = {k: _contiguous_grad(grads[k], params[k]) for k in idx}
         flags = []
         for k in idx:
@@ -79,13 +91,10 @@ def _sgd_one(p, g, buf, lr, wd, momentum, dampening, nesterov, first_step):
 def adam_step(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays, beta1, beta2, eps,
               step, decoupled):
     params, exp_avgs, exp_avg_sqs = list(params), list(exp_avgs), list(exp_avg_sqs)
-    bias1, bias2 = 1.0 - beta1**step, 1.0 - beta2**step
+    # NOTE: float(): a NumPy float32 here would reach the kernel's double as 4 bytes
+    bias1, bias2 = float(1.0 - beta1**step), float(1.0 - beta2**step)
     done = set()
-    for dtype, idx in _kernel_groups(params).items():
-        idx = [k for k in idx
-               if exp_avgs[k].flags.c_contiguous and exp_avg_sqs[k].flags.c_contiguous]
-        if not idx:
-            continue
+    for dtype, idx in _kernel_groups(params, exp_avgs, exp_avg_sqs).items():
         grads_c = {k: _contiguous_grad(grads[k], params[k]) for k in idx}
         pointers = [(params[k].data.ptr, grads_c[k].data.ptr, exp_avgs[k].data.ptr,
                      exp_avg_sqs[k].data.ptr) for k in idx]
@@ -114,10 +123,7 @@ def adam_step(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays, beta1, b
 def rmsprop_step(params, grads, square_avgs, lrs, weight_decays, alpha, eps):
     params, square_avgs = list(params), list(square_avgs)
     done = set()
-    for dtype, idx in _kernel_groups(params).items():
-        idx = [k for k in idx if square_avgs[k].flags.c_contiguous]
-        if not idx:
-            continue
+    for dtype, idx in _kernel_groups(params, square_avgs).items():
         grads_c = {k: _contiguous_grad(grads[k], params[k]) for k in idx}
         pointers = [(params[k].data.ptr, grads_c[k].data.ptr, square_avgs[k].data.ptr)
                     for k in idx]

@@ -174,3 +174,15 @@ def test_rms_div_of_empty_rows_gives_nan_r(monkeypatch, kernel):
     assert out.shape == ref_out.shape == (3, 0)
     assert r.shape == ref_r.shape == (3, 1) and r.dtype == np.float32
     assert np.isnan(r).all() and np.isnan(ref_r).all()
+
+
+def test_optimizer_kernels_take_only_params_whose_state_matches(monkeypatch):
+    # the kernels read every state through the parameter's dtype and flat index
+    monkeypatch.setattr(kernels, "has_kernel", lambda dtype: str(dtype) in ("float32", "float64"))
+    p = [np.zeros((2, 3), np.float32) for _ in range(5)] + [np.zeros(3, np.float16)]
+    p[4] = np.zeros((3, 2), np.float32).T  # a non-contiguous parameter
+    state = [np.zeros((2, 3), np.float32), None, np.zeros((2, 3), np.float64),
+             np.zeros((3, 2), np.float32).T, np.zeros((2, 3), np.float32), None]
+    assert optim._kernel_groups(p) == {"float32": [0, 1, 2, 3]}
+    assert optim._kernel_groups(p, state) == {"float32": [0, 1]}
+    assert optim._kernel_groups(p, state, [np.zeros(6, np.float32)] * 6) == {}
