@@ -63,16 +63,28 @@ EOF
 
 note ""
 note "## Steps"
-if ! run install 120 $PY -m pip install --no-deps --no-build-isolation --no-index \
-        -e . -e backends/cpu_numpy -e backends/cuda_cupy \
-    || ! $PY -c "import fastnn_cuda, fastnn_cpu" 2>/dev/null; then
-    # No pip install: the tree on PYTHONPATH plus a dist-info that declares the entry points.
+INSTALLED=0
+if $PY -c "import setuptools" 2>/dev/null; then
+    run install 120 $PY -m pip install --no-deps --no-build-isolation --no-index \
+            -e . -e backends/cpu_numpy -e backends/cuda_cupy \
+        && $PY -c "import fastnn_cuda, fastnn_cpu" 2>/dev/null && INSTALLED=1
+else
+    # --no-build-isolation builds with the interpreter's own setuptools: none, no install
+    note "- **install**: skipped, setuptools is not importable here"
+fi
+if [ $INSTALLED -eq 0 ]; then
+    # No pip install: the tree on PYTHONPATH plus dist-infos that declare the entry points
+    # under the real distribution names (fastnn.backends() reports them).
     SITE=$(mktemp -d)
-    mkdir -p "$SITE/fastnn_gpu_check-0.0.dist-info"
-    printf 'Metadata-Version: 2.1\nName: fastnn-gpu-check\nVersion: 0.0\n' \
-        > "$SITE/fastnn_gpu_check-0.0.dist-info/METADATA"
-    printf '[fastnn.backends]\ncpu = fastnn_cpu\ncuda = fastnn_cuda\n' \
-        > "$SITE/fastnn_gpu_check-0.0.dist-info/entry_points.txt"
+    dist() {  # dist NAME ENTRY_POINTS_TEXT
+        local d="$SITE/$(echo "$1" | tr - _)-0.0.dist-info"
+        mkdir -p "$d"
+        printf 'Metadata-Version: 2.1\nName: %s\nVersion: 0.0\n' "$1" > "$d/METADATA"
+        printf "$2" > "$d/entry_points.txt"
+    }
+    dist fastnn-core '[pytest11]\nfastnn_conformance = fastnn.conformance.options\n'
+    dist fastnn-backend-cpu '[fastnn.backends]\ncpu = fastnn_cpu\n'
+    dist fastnn-backend-cuda '[fastnn.backends]\ncuda = fastnn_cuda\n'
     export PYTHONPATH="$PWD:$PWD/backends/cpu_numpy:$PWD/backends/cuda_cupy:$SITE${PYTHONPATH:+:$PYTHONPATH}"
     note "- install: using PYTHONPATH and $SITE for the entry points instead"
 fi
