@@ -24,9 +24,8 @@ def install_backend(root: Path, dist: str, name: str, module: str, source: str) 
 
 
 def forget() -> None:
-    """Make fastnn rediscover entry points (and forget parsed devices)."""
+    """Make fastnn rediscover entry points and start again from the default device."""
     registry.refresh()
-    device._cache.clear()
     device._default.clear()
 
 

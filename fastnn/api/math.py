@@ -45,8 +45,21 @@ def _as_tensor_like(value, like: Tensor) -> Tensor:
     return Tensor._make(dev.ops.full((), value, like._dtype.name, dev.index), like._dtype, dev)
 
 
-def _float_scalar_needs_cast(t: Tensor, value) -> bool:
-    return not t._dtype.is_floating and not isinstance(value, numbers.Integral)
+def align(op: str, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
+    """Two tensors on one device with one dtype (the promoted one), or a clear error."""
+    check_same_device(op, a, b)
+    if a._dtype is not b._dtype:
+        target = promote(a._dtype, b._dtype)
+        a, b = astype(a, target), astype(b, target)
+    return a, b
+
+
+def _scalar_operand(op: str, a: Tensor, value):
+    """(a, value) for a Python scalar operand; an integer tensor meets a float as float32."""
+    value = _check_scalar(op, value)
+    if not a._dtype.is_floating and not isinstance(value, numbers.Integral):
+        a = astype(a, dtypes.float32)
+    return a, value
 
 
 def binary(op: str, a, b, saved_fn=None) -> Tensor:
@@ -56,16 +69,11 @@ def binary(op: str, a, b, saved_fn=None) -> Tensor:
             raise TypeError(f"{op}: expected a Tensor operand, got {type(a).__name__}")
         a = _as_tensor_like(_check_scalar(op, a), b)
     if isinstance(b, Tensor):
-        check_same_device(op, a, b)
-        if a._dtype is not b._dtype:
-            target = promote(a._dtype, b._dtype)
-            a, b = astype(a, target), astype(b, target)
+        a, b = align(op, a, b)
         broadcast_shape(op, a._data.shape, b._data.shape)
         b_data, b_in = b._data, b
     else:
-        b_data = _check_scalar(op, b)
-        if _float_scalar_needs_cast(a, b_data):
-            a = astype(a, dtypes.float32)
+        a, b_data = _scalar_operand(op, a, b)
         b_in = None
     if op == "div" and not a._dtype.is_floating:
         a = astype(a, dtypes.float32)
@@ -118,16 +126,11 @@ def compare(op: str, a, b) -> Tensor:
     if not isinstance(a, Tensor):
         raise TypeError(f"{op}: expected a Tensor, got {type(a).__name__}")
     if isinstance(b, Tensor):
-        check_same_device(op, a, b)
-        if a._dtype is not b._dtype:
-            target = promote(a._dtype, b._dtype)
-            a, b = astype(a, target), astype(b, target)
+        a, b = align(op, a, b)
         broadcast_shape(op, a._data.shape, b._data.shape)
         b = b._data
     else:
-        b = _check_scalar(op, b)
-        if _float_scalar_needs_cast(a, b):
-            a = astype(a, dtypes.float32)
+        a, b = _scalar_operand(op, a, b)
     return Tensor._make(getattr(a._device.ops, op)(a._data, b), dtypes.bool_, a._device)
 
 
@@ -140,10 +143,7 @@ def where(cond: Tensor, a, b) -> Tensor:
             raise TypeError("where: a or b must be a Tensor")
         a = _as_tensor_like(_check_scalar("where", a), b)
     if isinstance(b, Tensor):
-        check_same_device("where", a, b)
-        if a._dtype is not b._dtype:
-            target = promote(a._dtype, b._dtype)
-            a, b = astype(a, target), astype(b, target)
+        a, b = align("where", a, b)
         b_data, b_in = b._data, b
     else:
         b_data, b_in = _check_scalar("where", b), None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numbers
 
 from fastnn.api import dtypes
-from fastnn.api.math import astype, broadcast_shape, check_same_device
+from fastnn.api.math import align, astype, broadcast_shape, check_same_device
 from fastnn.api.shape import check_targets, reshape
 from fastnn.api.tensor import Tensor
 from fastnn.autograd.engine import attach
@@ -22,11 +22,7 @@ def _float_pair(op, a, b):
     for t in (a, b):
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}: expected Tensors, got {type(t).__name__}")
-    check_same_device(op, a, b)
-    if a._dtype is not b._dtype:
-        target = dtypes.promote(a._dtype, b._dtype)
-        a, b = astype(a, target), astype(b, target)
-    return a, b
+    return align(op, a, b)
 
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:

@@ -69,11 +69,17 @@ def _discover() -> dict:
 
 
 def refresh() -> None:
-    """Forget discovered entry points and loaded backends (after installing a backend)."""
+    """Forget discovered entry points and loaded backends (after installing a backend).
+
+    Parsed device strings go too, since each Device holds its backend's ops.
+    """
     global _entry_points
+    from fastnn.api import device  # device imports this module: import late
+
     with _lock:
         _entry_points = None
         _loaded.clear()
+        device._cache.clear()
 
 
 def _missing(backend: str, name: str):

@@ -174,3 +174,12 @@ def test_pluggy_hooks_dispatch_to_resolved_functions():
 
     assert ops.matmul is fastnn_cpu.matmul  # no wrapper on the hot path
     assert registry.get_backend("cpu").implemented >= set(registry.hookspec.PRIMITIVES)
+
+
+def test_refresh_forgets_parsed_devices():
+    from fastnn.api.device import as_device
+
+    before = as_device("cpu")
+    registry.refresh()
+    after = as_device("cpu")
+    assert after is not before and after.backend is registry.get_backend("cpu")
