@@ -180,7 +180,43 @@ def bench_mlp(args, sync, torch, batch, sizes, lr=0.01):
     result["fastnn_ms"] = 1e3 * timed(step, sync, args.iters, args.repeats)
     if "torch_ms" in result:
         result["fastnn_over_torch_time"] = result["fastnn_ms"] / result["torch_ms"]
+    if args.device.startswith("cuda"):
+        # host time (issuing the step) against device time (running it): which one bounds us
+        result["fastnn_host_ms"], result["fastnn_gpu_ms"] = host_device_split(step)
+        if tmodel is not None:
+            result["torch_host_ms"], result["torch_gpu_ms"] = host_device_split(tstep)
+        if args.profile_dir:
+            profile_step(step, os.path.join(args.profile_dir, f"profile_mlp_{batch}.txt"))
     return result
+
+
+def host_device_split(step, n_repeat=20):
+    """Mean host and device milliseconds of one step (cupyx.profiler: events on the
+    current stream, which torch shares as the legacy default stream)."""
+    from cupyx.profiler import benchmark
+
+    res = benchmark(step, n_repeat=n_repeat, n_warmup=3)
+    return float(res.cpu_times.mean() * 1e3), float(res.gpu_times.mean() * 1e3)
+
+
+def profile_step(step, path, n=20):
+    """Where the host time of a step goes (cProfile, top functions by own time)."""
+    import cProfile
+    import io
+    import pstats
+
+    step()
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(n):
+        step()
+    profiler.disable()
+    buf = io.StringIO()
+    stats = pstats.Stats(profiler, stream=buf).sort_stats("tottime")
+    stats.print_stats(45)
+    stats.sort_stats("cumulative").print_stats(30)
+    with open(path, "w") as f:
+        f.write(f"# {n} steps\n" + buf.getvalue())
 
 
 # ---------------------------------------------------------------- Conv1d
@@ -283,6 +319,8 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--small", action="store_true", help="tiny sizes (smoke run)")
     parser.add_argument("--no-torch", action="store_true")
+    parser.add_argument("--profile-dir", default=None,
+                        help="write a cProfile of each MLP step here (cuda only)")
     args = parser.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     budget = Budget(args.budget)
