@@ -8,6 +8,39 @@ second operand of binary primitives, as the hook specification allows.
 
 from __future__ import annotations
 
+import math
+
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+def _one_minus(ops, x):
+    return ops.add(ops.neg(x), 1.0)
+
+
+def activation_grad(ops, kind, z, out, grad, slope=0.0):
+    """dL/dz for out = kind(z), given dL/dout."""
+    if kind == "identity":
+        return grad
+    if kind == "relu":
+        return ops.where(ops.greater(z, 0.0), grad, 0.0)
+    if kind == "leaky_relu":
+        return ops.where(ops.greater(z, 0.0), grad, ops.mul(grad, slope))
+    if kind == "sigmoid":
+        return ops.mul(grad, ops.mul(out, _one_minus(ops, out)))
+    if kind == "tanh":
+        return ops.mul(grad, _one_minus(ops, ops.mul(out, out)))
+    if kind == "silu":
+        s = ops.sigmoid(z)
+        return ops.mul(grad, ops.mul(s, ops.add(ops.mul(z, _one_minus(ops, s)), 1.0)))
+    if kind == "gelu":
+        cdf = ops.mul(ops.add(ops.erf(ops.mul(z, 1.0 / math.sqrt(2.0))), 1.0), 0.5)
+        pdf = ops.mul(ops.exp(ops.mul(ops.mul(z, z), -0.5)), _INV_SQRT_2PI)
+        return ops.mul(grad, ops.add(cdf, ops.mul(z, pdf)))
+    if kind == "softplus":
+        return ops.mul(grad, ops.sigmoid(z))
+    raise ValueError(f"unknown activation kind {kind!r}")
+
+
 
 def softmax(ops, x, axis):
     e = ops.exp(ops.sub(x, ops.max(x, (axis,), True)))
@@ -29,6 +62,13 @@ def softmax_cross_entropy(ops, logits, targets):
     return ops.neg(picked), probs
 
 
+def softmax_cross_entropy_backward(ops, probs, targets, grad):
+    mask = ops.one_hot(targets, probs.shape[1], "bool")
+    # where() selects probs - 1 on the target column: no one-hot of a dtype needed
+    diff = ops.where(mask, ops.sub(probs, 1.0), probs)
+    return ops.mul(diff, ops.reshape(grad, (probs.shape[0], 1)))
+
+
 def rms_div(ops, x, eps):
     ms = ops.mean(ops.mul(x, x), (len(x.shape) - 1,), True)
     r = ops.pow(ops.add(ms, eps), -0.5)
@@ -42,6 +82,16 @@ def bias_act(ops, x, bias, kind, slope):
     if kind == "leaky_relu":
         return ops.leaky_relu(z, slope)
     return getattr(ops, kind)(z)
+
+
+def bias_act_backward(ops, x, bias, out, grad, kind, slope):
+    if kind == "relu":  # out > 0 exactly where z > 0 (and NaN passes nothing)
+        dz = ops.where(ops.greater(out, 0.0), grad, 0.0)
+    else:
+        z = out if kind in ("sigmoid", "tanh", "identity") else ops.add(x, bias)
+        dz = activation_grad(ops, kind, z, out, grad, slope)
+    lead = tuple(range(len(dz.shape) - 1))
+    return dz, ops.sum(dz, lead, False) if lead else dz
 
 
 def sgd_step(ops, params, grads, bufs, lrs, weight_decays, momentum, dampening, nesterov,

@@ -359,6 +359,28 @@ def bias_act(x: Array, bias: Array, kind: str, slope: float) -> Array:
 
 
 @hookspec(firstresult=True)
+def bias_act_backward(
+    x: Array, bias: Array, out: Array, grad: Array, kind: str, slope: float
+) -> tuple[Array, Array]:
+    """Optional (fused). The backward pass of ``out = bias_act(x, bias, kind, slope)``.
+
+    ``grad`` is dL/dout (the shape of x). Returns (dz, dbias): dz = grad *
+    activation'(x + bias), which is also dL/dx, and dbias = dz summed over
+    every axis but the last (bias's shape). relu's derivative is taken as
+    ``out > 0``, so that NaN inputs pass no gradient, as the composite does.
+    """
+
+
+@hookspec(firstresult=True)
+def softmax_cross_entropy_backward(probs: Array, targets: Array, grad: Array) -> Array:
+    """Optional (fused). dL/dlogits of ``softmax_cross_entropy``: (probs - one_hot) * grad.
+
+    probs (N, C) as that hook returned them, int targets (N,) in range, grad
+    (N,) (dL/dloss per row; may be a broadcast view with stride 0).
+    """
+
+
+@hookspec(firstresult=True)
 def sgd_step(
     params: list,
     grads: list,
@@ -426,5 +448,6 @@ PRIMITIVES = (
     "matmul conv1d conv1d_grad_input conv1d_grad_weight"
 ).split()
 FUSED = (
-    "softmax log_softmax softmax_cross_entropy rms_div bias_act sgd_step adam_step rmsprop_step"
+    "softmax log_softmax softmax_cross_entropy softmax_cross_entropy_backward rms_div "
+    "bias_act bias_act_backward sgd_step adam_step rmsprop_step"
 ).split()

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import math
 
+from fastnn.api.composite import activation_grad
+
 RULES: dict = {}
 _SQRT_2_OVER_PI = 2.0 / math.sqrt(math.pi)
-_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
 def rule(name):
@@ -24,35 +25,7 @@ def rule(name):
     return register
 
 
-def _one_minus(ops, x):
-    return ops.add(ops.neg(x), 1.0)
-
-
 # ---------------------------------------------------------------- activations
-
-
-def activation_grad(ops, kind, z, out, grad, slope=0.0):
-    """dL/dz for out = kind(z), given dL/dout."""
-    if kind == "identity":
-        return grad
-    if kind == "relu":
-        return ops.where(ops.greater(z, 0.0), grad, 0.0)
-    if kind == "leaky_relu":
-        return ops.where(ops.greater(z, 0.0), grad, ops.mul(grad, slope))
-    if kind == "sigmoid":
-        return ops.mul(grad, ops.mul(out, _one_minus(ops, out)))
-    if kind == "tanh":
-        return ops.mul(grad, _one_minus(ops, ops.mul(out, out)))
-    if kind == "silu":
-        s = ops.sigmoid(z)
-        return ops.mul(grad, ops.mul(s, ops.add(ops.mul(z, _one_minus(ops, s)), 1.0)))
-    if kind == "gelu":
-        cdf = ops.mul(ops.add(ops.erf(ops.mul(z, 1.0 / math.sqrt(2.0))), 1.0), 0.5)
-        pdf = ops.mul(ops.exp(ops.mul(ops.mul(z, z), -0.5)), _INV_SQRT_2PI)
-        return ops.mul(grad, ops.add(cdf, ops.mul(z, pdf)))
-    if kind == "softplus":
-        return ops.mul(grad, ops.sigmoid(z))
-    raise ValueError(f"unknown activation kind {kind!r}")
 
 
 def _activation_rule(kind):
@@ -72,12 +45,7 @@ for _kind in ("relu", "leaky_relu", "sigmoid", "tanh", "silu", "gelu", "softplus
 def _bias_act(ops, node, grad):
     x, bias, out = node.saved
     kind, slope = node.attrs
-    z = ops.add(x, bias) if kind not in ("relu", "sigmoid", "tanh", "identity") else out
-    if kind == "relu":  # out > 0 exactly where z > 0
-        dz = ops.where(ops.greater(out, 0.0), grad, 0.0)
-    else:
-        dz = activation_grad(ops, kind, z, out, grad, slope)
-    return dz, dz
+    return ops.bias_act_backward(x, bias, out, grad, kind, slope)
 
 
 # ---------------------------------------------------------------- elementwise math
@@ -314,9 +282,7 @@ def _log_softmax(ops, node, grad):
 @rule("softmax_cross_entropy")
 def _softmax_cross_entropy(ops, node, grad):
     probs, targets = node.saved
-    one_hot = ops.one_hot(targets, probs.shape[1], node.attrs)
-    rows = ops.reshape(grad, (probs.shape[0], 1))
-    return ops.mul(ops.sub(probs, one_hot), rows), None
+    return ops.softmax_cross_entropy_backward(probs, targets, grad), None
 
 
 @rule("rms_div")

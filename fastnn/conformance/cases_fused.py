@@ -1,4 +1,5 @@
-"""Conformance cases of the optional fused hooks (softmax family, rms_div, bias_act).
+"""Conformance cases of the optional fused hooks (softmax family, rms_div, bias_act, and
+the fused backward passes of bias_act and softmax cross-entropy).
 
 A backend without a fused hook runs the core's composite default, so these
 cases hold for every backend. The optimizer steps live in cases_io.py.
@@ -20,7 +21,7 @@ from fastnn.conformance.cases_elementwise import (
     _ref_silu,
     _ref_softplus,
 )
-from fastnn.conformance.compare import ACCUMULATING, TRANSCENDENTAL
+from fastnn.conformance.compare import ACCUMULATING, GRADIENT, TRANSCENDENTAL, assert_close
 
 NAN = float("nan")
 SOFTMAX_SHAPES = [((3, 5), -1), ((3, 5), 0), ((2, 3, 4), 1), ((4, 1), -1), ((0, 5), -1), ((7,), 0)]
@@ -211,3 +212,71 @@ register(Case("bias_act", run=lambda x, bias, kind, slope: F.bias_act(x, bias, k
               ref=_bias_act_ref, grad_ref=_bias_act_grad, diff_args=(0, 1),
               samples=_bias_act_samples, edges=_bias_act_edges, random=_bias_act_random,
               tol=dict(TRANSCENDENTAL)))
+
+
+# ---------------------------------------------------------------- fused backward hooks
+# Custom cases: the tape reaches these hooks through the bias_act and
+# softmax_cross_entropy cases above; here each is called directly, on layouts
+# the tape rarely produces (a transposed or stride-0 grad, many rows, wide rows)
+# where a backend's kernel may switch paths.
+
+
+def _sum_bound(dz, dtype):
+    """Error allowed in a sum over the rows of ``dz``: a few ulp per term summed."""
+    eps = float(np.finfo(dtype).eps)
+    return 8 * eps * np.abs(dz).reshape(-1, dz.shape[-1]).sum(axis=0)
+
+
+def _check_bias_act_backward(device, dtype, rng):
+    ops = device.ops
+    rtol, atol = GRADIENT[dtype]
+
+    def put(a):
+        return ops.from_numpy(np.ascontiguousarray(a, dtype=dtype), device.index)
+
+    shapes = [(3, 4), (2, 2, 3), (5,), (0, 4), (37, 70), (9, 1)]
+    plan = [(kind, shape, False) for kind in ACTIVATIONS for shape in shapes]
+    plan += [("relu", (20000, 3), False), ("identity", (3000, 40), False),
+             ("relu", (6, 33), True), ("gelu", (6, 33), True)]
+    for kind, shape, transposed_grad in plan:
+        x, bias = (a.astype(dtype).astype(np.float64) for a in _bias_act_inputs(rng, shape))
+        g = rng.normal(size=shape).astype(dtype).astype(np.float64)
+        dx, db = put(x), put(bias)
+        out = ops.bias_act(dx, db, kind, 0.1)
+        grad = ops.transpose(put(g.T), (1, 0)) if transposed_grad else put(g)
+        got_dz, got_db = ops.bias_act_backward(dx, db, out, grad, kind, 0.1)
+        with np.errstate(all="ignore"):
+            want_dz = g * ACTIVATIONS[kind][1](x + bias, 0.1)
+        want_db = want_dz.reshape(-1, shape[-1]).sum(axis=0)
+        what = f"bias_act_backward {kind}, {dtype}, shape {shape}" + (
+            ", transposed grad" if transposed_grad else "")
+        assert_close(ops.to_numpy(got_dz), want_dz.astype(dtype), rtol, atol, what + ": dz")
+        assert_close(ops.to_numpy(got_db), want_db.astype(dtype), rtol,
+                     atol + _sum_bound(want_dz, dtype), what + ": dbias")
+
+
+def _check_xent_backward(device, dtype, rng):
+    ops = device.ops
+    rtol, atol = GRADIENT[dtype]
+
+    def put(a, cast=dtype):
+        return ops.from_numpy(np.ascontiguousarray(a, dtype=cast), device.index)
+
+    for n, c, grad_kind in [(4, 5, "rows"), (1, 3, "rows"), (6, 1, "rows"), (0, 3, "rows"),
+                            (33, 700, "rows"), (8, 10, "broadcast scalar")]:
+        probs = _softmax_ref(rng.normal(size=(n, c)), 1).astype(dtype).astype(np.float64)
+        targets = rng.integers(0, c, n).astype(np.int64)
+        g = rng.normal(size=n).astype(dtype).astype(np.float64)
+        if grad_kind == "broadcast scalar":
+            g[:] = g[0] if n else 0.0
+            grad = ops.broadcast_to(ops.reshape(put(g[:1]), ()), (n,))
+        else:
+            grad = put(g)
+        want = (probs - np.eye(c)[targets]) * g[:, None]
+        got = ops.softmax_cross_entropy_backward(put(probs), put(targets, np.int64), grad)
+        assert_close(ops.to_numpy(got), want.astype(dtype), rtol, atol,
+                     f"softmax_cross_entropy_backward ({n}, {c}), {grad_kind} grad, {dtype}")
+
+
+register(Case("bias_act_backward", check=_check_bias_act_backward))
+register(Case("softmax_cross_entropy_backward", check=_check_xent_backward))

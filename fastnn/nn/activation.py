@@ -3,7 +3,7 @@
 Reverse rules (g = dL/dy):
 
 - Activation(kind): dL/dx = g * kind'(x), the same derivative table the tape
-  uses (:func:`fastnn.autograd.rules.activation_grad`).
+  uses (:func:`fastnn.api.composite.activation_grad`).
 - Softmax(axis, T): y = softmax(x / T); dL/dx = y * (g - sum(g * y, axis)) / T.
 - Swish(features): y = x * s with s = sigmoid(beta * x);
   dL/dx = g * (s + beta * x * s * (1 - s)), dL/dbeta = sum(g * x^2 * s * (1 - s)).
@@ -13,9 +13,9 @@ Reverse rules (g = dL/dy):
 from __future__ import annotations
 
 from fastnn.api import dtypes, nnops
+from fastnn.api.composite import activation_grad
 from fastnn.api.tensor import Tensor, host_rng, rand
 from fastnn.autograd.grad_mode import no_grad
-from fastnn.autograd.rules import activation_grad
 from fastnn.nn.linear import check_features, sum_leading
 from fastnn.nn.module import Module, check_tensor, const_init, wrap
 
