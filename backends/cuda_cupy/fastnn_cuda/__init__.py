@@ -8,7 +8,7 @@ cupy or a driver, :func:`backend_probe` reports why, with the install hint.
 
 Layout: ``primitives.py`` (elementwise, reductions, data movement, matmul),
 ``conv.py`` (im2col + GEMM), ``fused.py`` (softmax, cross-entropy, rms_div,
-bias + activation), ``optim.py`` (SGD/Adam/RMSProp in one launch),
+bias + activation, and the backward passes of the last two), ``optim.py`` (SGD/Adam/RMSProp in one launch),
 ``kernels.py`` (sources and compilation), ``launch.py`` (launch parameters).
 """
 
@@ -21,10 +21,12 @@ from fastnn_cuda import _cupy
 from fastnn_cuda.conv import conv1d, conv1d_grad_input, conv1d_grad_weight  # noqa: F401
 from fastnn_cuda.fused import (  # noqa: F401
     bias_act,
+    bias_act_backward,
     log_softmax,
     rms_div,
     softmax,
     softmax_cross_entropy,
+    softmax_cross_entropy_backward,
 )
 from fastnn_cuda.optim import adam_step, rmsprop_step, sgd_step  # noqa: F401
 from fastnn_cuda.primitives import (  # noqa: F401

@@ -1,5 +1,9 @@
 """Fused hooks on one raw-kernel launch each (cu/activations.cu, softmax.cu, rms.cu, swish.cu).
 
+The backward hooks too: bias_act_backward gives dz and the bias gradient in one
+launch; softmax_cross_entropy_backward reads a broadcast (stride-0) gradient
+as it is.
+
 Kernels cover float32 and float64 on contiguous rows; other dtypes and
 layouts take a cupy path with the same math (as the NumPy backend's fused.py).
 Softmax over an axis other than the last moves that axis last first (one copy).
@@ -8,9 +12,9 @@ Softmax over an axis other than the last moves that axis last first (one copy).
 from __future__ import annotations
 
 from fastnn.api.hookspec import hookimpl
-from fastnn_cuda import kernels
+from fastnn_cuda import kernels, launch
 from fastnn_cuda._cupy import cupy as cp
-from fastnn_cuda.primitives import gelu, leaky_relu, sigmoid, silu, softplus, tanh
+from fastnn_cuda.primitives import erf, gelu, leaky_relu, sigmoid, silu, softplus, tanh
 
 _ACTIVATIONS = {"sigmoid": sigmoid, "tanh": tanh, "silu": silu, "gelu": gelu,
                 "softplus": softplus}
@@ -115,6 +119,63 @@ def bias_act(x, bias, kind, slope):
     if kind == "leaky_relu":
         return leaky_relu(z, slope)
     return _ACTIVATIONS[kind](z)
+
+
+def _act_grad_fallback(x, bias, out, grad, kind, slope):
+    """dz = grad * act'(x + bias) with cupy (dtypes and sizes without the kernel)."""
+    if kind == "relu":
+        return cp.where(out > 0, grad, 0).astype(grad.dtype, copy=False)
+    if kind == "identity":
+        return grad
+    if kind == "sigmoid":
+        return grad * (out * (1 - out))
+    if kind == "tanh":
+        return grad * (1 - out * out)
+    z = x + bias
+    if kind == "leaky_relu":
+        return cp.where(z > 0, grad, grad * slope).astype(grad.dtype, copy=False)
+    if kind == "silu":
+        s = sigmoid(z)
+        return grad * (s * (z * (1 - s) + 1))
+    if kind == "gelu":
+        cdf = (erf(z * 0.7071067811865476) + 1) * 0.5
+        pdf = cp.exp(z * z * -0.5) * 0.3989422804014327
+        return grad * (cdf + z * pdf)
+    return grad * sigmoid(z)  # softplus
+
+
+@hookimpl
+def bias_act_backward(x, bias, out, grad, kind, slope):
+    features = bias.shape[0]
+    rows = x.size // features if features else 0
+    if kernels.has_kernel(x.dtype) and x.size and rows <= launch.COLUMN_ROWS_MAX:
+        x, bias = cp.ascontiguousarray(x), cp.ascontiguousarray(bias)
+        out, grad = cp.ascontiguousarray(out), cp.ascontiguousarray(grad)
+        dz = cp.empty_like(x)
+        dbias = cp.empty_like(bias)
+        args = (x, bias, out, grad, dz, dbias, rows, features,
+                kernels.ACTIVATION_CODES[kind], float(slope))
+        kernels.launch_columns("bias_act_backward", x.dtype, x.device.id, features, args)
+        return dz, dbias
+    dz = _act_grad_fallback(x, bias, out, grad, kind, slope)
+    dbias = dz.reshape(-1, features).sum(axis=0) if dz.ndim > 1 else dz.copy()
+    return dz, dbias
+
+
+@hookimpl
+def softmax_cross_entropy_backward(probs, targets, grad):
+    n, c = probs.shape
+    if kernels.has_kernel(probs.dtype) and probs.size and grad.dtype == probs.dtype:
+        probs = cp.ascontiguousarray(probs)
+        targets = cp.ascontiguousarray(targets.astype(cp.int64, copy=False))
+        # a broadcast scalar (the mean's gradient) keeps its stride 0: no copy
+        stride = grad.strides[0] // grad.itemsize
+        out = cp.empty_like(probs)
+        kernels.launch_elementwise("softmax_xent_backward", probs.dtype, probs.device.id,
+                                   probs.size, (probs, targets, grad, stride, out, probs.size, c))
+        return out
+    hot = cp.arange(c, dtype=targets.dtype) == targets[:, None]
+    return cp.where(hot, probs - 1, probs) * grad[:, None]
 
 
 # ---------------------------------------------------------------- swish (no hook yet)

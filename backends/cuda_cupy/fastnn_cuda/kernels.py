@@ -20,7 +20,8 @@ from importlib import resources
 from fastnn_cuda import launch
 
 KERNEL_DTYPES = {"float32": "f32", "float64": "f64"}
-SOURCES = ("activations.cu", "softmax.cu", "rms.cu", "swish.cu", "optim.cu", "conv.cu")
+SOURCES = ("activations.cu", "softmax.cu", "rms.cu", "swish.cu", "optim.cu", "conv.cu",
+           "reduce.cu")
 COMPILE_OPTIONS = ("-std=c++14",) + launch.table_defines()
 
 # Must match `enum ActKind` in cu/activations.cu (a test compares the two).
@@ -38,9 +39,13 @@ ACTIVATION_CODES = {
 # kernel base name -> source file that defines it (both dtype suffixes)
 KERNEL_FILES = {
     "bias_act": "activations.cu",
+    "bias_act_backward": "activations.cu",
     "softmax": "softmax.cu",
     "log_softmax": "softmax.cu",
     "softmax_xent": "softmax.cu",
+    "softmax_xent_backward": "softmax.cu",
+    "sum_rows": "reduce.cu",
+    "sum_all": "reduce.cu",
     "rms_div": "rms.cu",
     "swish_forward": "swish.cu",
     "swish_backward": "swish.cu",
@@ -77,8 +82,13 @@ def kernel_name(base: str, dtype: str) -> str:
     return f"{base}_{KERNEL_DTYPES[dtype]}"
 
 
+@cache
 def has_kernel(dtype) -> bool:
-    """Whether fused kernels exist for ``dtype`` (a NumPy/cupy dtype or its name)."""
+    """Whether fused kernels exist for ``dtype`` (a NumPy/cupy dtype or its name).
+
+    Cached: it is asked on every call of a fused hook, and ``str(dtype)`` alone
+    costs a few microseconds of host time.
+    """
     return str(dtype) in KERNEL_DTYPES
 
 
@@ -88,7 +98,7 @@ _modules: dict = {}
 
 def function(base: str, dtype, device_id: int):
     """The compiled kernel ``base`` for ``dtype`` on ``device_id`` (compiled once, then cached)."""
-    key = (base, str(dtype), device_id)
+    key = (base, dtype, device_id)  # a dtype or its name: both hash, no str() per call
     fn = _functions.get(key)
     if fn is None:
         import cupy
@@ -111,6 +121,19 @@ def launch_elementwise(base: str, dtype, device_id: int, n: int, args: tuple) ->
         return
     grid, block = launch.elementwise_grid(n)
     function(base, dtype, device_id)(grid, block, args)
+
+
+def launch_columns(base: str, dtype, device_id: int, cols: int, args: tuple) -> None:
+    """Launch a column-tiled kernel (32 columns per block; nothing to do when cols == 0)."""
+    if cols == 0:
+        return
+    grid, block = launch.column_grid(cols)
+    function(base, dtype, device_id)(grid, block, args)
+
+
+def launch_one_block(base: str, dtype, device_id: int, args: tuple) -> None:
+    """Launch a single-block kernel (a small full reduction)."""
+    function(base, dtype, device_id)((1,), (launch.ONE_BLOCK_THREADS,), args)
 
 
 def launch_rows(base: str, dtype, device_id: int, rows: int, cols: int, args: tuple) -> None:

@@ -1,12 +1,16 @@
 """Launch parameters for the CUDA kernels: pure Python and NumPy, testable without a GPU.
 
-Three shapes of launch:
+Five shapes of launch:
 
 - elementwise (grid-stride loop): ``elementwise_grid(n)`` blocks of
   ``ELEMENTWISE_THREADS`` threads, capped so that big arrays loop instead of
   launching millions of blocks;
 - row-wise (softmax, cross-entropy, rms_div): one block per row, the block size
   the smallest multiple of 32 covering the row, at most ``ROW_THREADS_MAX``;
+- column-tiled (sums over rows, bias_act_backward): one block per 32 adjacent
+  columns, ``COLUMN_THREADS`` threads whose warps take the rows in turn; used
+  up to ``COLUMN_ROWS_MAX`` rows (beyond, too few blocks for too long a loop);
+- one block (a full sum of at most ``ONE_BLOCK_MAX`` elements);
 - optimizer steps: all parameters in one launch, described by a
   :data:`STEP_TABLE_DTYPE` record passed by value (see ``cu/optim.cu``).
 """
@@ -19,6 +23,10 @@ WARP = 32
 ELEMENTWISE_THREADS = 256
 ELEMENTWISE_MAX_BLOCKS = 65536
 ROW_THREADS_MAX = 512
+COLUMN_THREADS = 256
+COLUMN_ROWS_MAX = 16384
+ONE_BLOCK_THREADS = 512
+ONE_BLOCK_MAX = 65536
 STEP_THREADS = 256
 STEP_MAX_BLOCKS_PER_TENSOR = 1024
 MAX_TENSORS = 32  # per launch; more parameters make more launches
@@ -28,6 +36,11 @@ def elementwise_grid(n: int) -> tuple[tuple[int], tuple[int]]:
     """(grid, block) for a grid-stride loop over ``n`` elements (n >= 1)."""
     blocks = min(-(-n // ELEMENTWISE_THREADS), ELEMENTWISE_MAX_BLOCKS)
     return (max(blocks, 1),), (ELEMENTWISE_THREADS,)
+
+
+def column_grid(cols: int) -> tuple[tuple[int], tuple[int]]:
+    """(grid, block) for a column-tiled kernel over ``cols`` columns (cols >= 1)."""
+    return (-(-cols // WARP),), (COLUMN_THREADS,)
 
 
 def row_threads(cols: int) -> int:
@@ -90,22 +103,25 @@ def pack_step_tables(pointers, sizes, lrs, weight_decays, flags=None):
     out = []
     for start in range(0, len(live), MAX_TENSORS):
         chunk = live[start : start + MAX_TENSORS]
+        n = len(chunk)
+        # whole fields at once: per-element stores into a structured record cost
+        # ~1 µs each, which a step of many parameters would pay every time
+        ptrs = np.zeros((n, 4), dtype=np.uint64)
+        for slot, k in enumerate(chunk):
+            if not 1 <= len(pointers[k]) <= 4:
+                raise ValueError(f"pack_step_tables: tensor {k} has {len(pointers[k])} pointers")
+            ptrs[slot, : len(pointers[k])] = [int(p or 0) for p in pointers[k]]
+        blocks = np.array([step_blocks(sizes[k]) for k in chunk], dtype=np.int64)
         record = np.zeros(1, dtype=STEP_TABLE_DTYPE)
         row = record[0]
-        blocks = 0
-        for slot, k in enumerate(chunk):
-            ptrs = tuple(pointers[k]) + (0,) * (4 - len(pointers[k]))
-            if len(ptrs) != 4:
-                raise ValueError(f"pack_step_tables: tensor {k} has {len(pointers[k])} pointers")
-            row["ptr"][:, slot] = [int(p or 0) for p in ptrs]
-            row["size"][slot] = sizes[k]
-            row["lr"][slot] = lrs[k]
-            row["wd"][slot] = weight_decays[k]
-            row["flag"][slot] = int(bool(flags[k]))
-            row["block_start"][slot] = blocks
-            blocks += step_blocks(sizes[k])
-        row["count"] = len(chunk)
-        out.append((record, blocks))
+        row["ptr"][:, :n] = ptrs.T
+        row["size"][:n] = [sizes[k] for k in chunk]
+        row["lr"][:n] = [lrs[k] for k in chunk]
+        row["wd"][:n] = [weight_decays[k] for k in chunk]
+        row["flag"][:n] = [int(bool(flags[k])) for k in chunk]
+        row["block_start"][:n] = np.cumsum(blocks) - blocks
+        row["count"] = n
+        out.append((record, int(blocks.sum())))
     return out
 
 

@@ -19,7 +19,7 @@ def _matches(state, p) -> bool:
 
 
 def _kernel_groups(params, *states):
-    """{dtype name: [indices]} of the params the kernels can update in place.
+    """{dtype: [indices]} of the params the kernels can update in place.
 
     A parameter qualifies when it is C-contiguous with a kernel dtype and each
     of its optimizer states (``states`` are lists parallel to ``params``; None
@@ -31,13 +31,32 @@ def _kernel_groups(params, *states):
         if not (kernels.has_kernel(p.dtype) and p.flags.c_contiguous):
             continue
         if all(state[k] is None or _matches(state[k], p) for state in states):
-            groups.setdefault(str(p.dtype), []).append(k)
+            groups.setdefault(p.dtype, []).append(k)
     return groups
+
+
+_TABLES: dict = {}
+_TABLES_KEPT = 16
+
+
+def _tables(pointers, sizes, lrs, wds, flags):
+    """pack_step_tables, remembered: a training loop asks for the same table every step
+    (parameters are updated in place, and the memory pool hands gradients the same
+    blocks), and a lookup costs a fraction of packing. A record is never mutated
+    after packing, and the launch copies it, so sharing one is safe."""
+    key = (tuple(pointers), tuple(sizes), tuple(lrs), tuple(wds),
+           None if flags is None else tuple(flags))
+    tables = _TABLES.get(key)
+    if tables is None:
+        if len(_TABLES) >= _TABLES_KEPT:
+            _TABLES.clear()
+        tables = _TABLES[key] = launch.pack_step_tables(pointers, sizes, lrs, wds, flags)
+    return tables
 
 
 def _launch(base, dtype, device_id, pointers, sizes, lrs, wds, flags, scalars):
     fn = kernels.function(base, dtype, device_id)
-    for record, blocks in launch.pack_step_tables(pointers, sizes, lrs, wds, flags):
+    for record, blocks in _tables(pointers, sizes, lrs, wds, flags):
         fn((blocks,), (launch.STEP_THREADS,), (record,) + scalars)
 
 
@@ -45,6 +64,8 @@ def _contiguous_grad(g, p):
     # NOTE: the caller must hold the result until the launch is enqueued: the
     # table keeps only its address, and cupy's pool would hand freed memory to
     # the next allocation before the kernel reads it.
+    if g.dtype == p.dtype and g.flags.c_contiguous:
+        return g
     return cp.ascontiguousarray(g).astype(p.dtype, copy=False)
 
 

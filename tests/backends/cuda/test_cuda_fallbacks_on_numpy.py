@@ -183,6 +183,6 @@ def test_optimizer_kernels_take_only_params_whose_state_matches(monkeypatch):
     p[4] = np.zeros((3, 2), np.float32).T  # a non-contiguous parameter
     state = [np.zeros((2, 3), np.float32), None, np.zeros((2, 3), np.float64),
              np.zeros((3, 2), np.float32).T, np.zeros((2, 3), np.float32), None]
-    assert optim._kernel_groups(p) == {"float32": [0, 1, 2, 3]}
-    assert optim._kernel_groups(p, state) == {"float32": [0, 1]}
+    assert optim._kernel_groups(p) == {np.dtype("float32"): [0, 1, 2, 3]}
+    assert optim._kernel_groups(p, state) == {np.dtype("float32"): [0, 1]}
     assert optim._kernel_groups(p, state, [np.zeros(6, np.float32)] * 6) == {}

@@ -210,6 +210,72 @@ def test_rmsprop_kernel(ops, dtype):
             close(a, b, dtype)
 
 
+def sum_tolerance(x, axis, dtype):
+    """A sum's error bound: a few ulp per term (the kernels add in another order)."""
+    eps = np.finfo(dtype).eps
+    return dict(rtol=TOL[dtype]["rtol"], atol=16 * eps * np.abs(x).sum(axis=axis).max() + 1e-30)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,axis", [
+    ((1024, 2048), (0,)),        # a bias gradient: the column kernel
+    ((4, 5, 70), (0, 1)),        # leading axes of a 3-D array
+    ((20000, 3), (0,)),          # beyond COLUMN_ROWS_MAX rows: cupy's reduction
+    ((1024,), (0,)),             # a loss: the one-block kernel
+    ((300, 300), (0, 1)),        # more than ONE_BLOCK_MAX elements: cupy
+    ((6, 7), (1,)),              # a trailing axis: cupy
+    ((3, 1), None),
+])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_sum_and_mean_kernels(ops, dtype, shape, axis, keepdims):
+    x = rand(shape, dtype, seed=7) + 0.5
+    for name in ("sum", "mean"):
+        got = getattr(ops, name)(cp.asarray(x), axis, keepdims)
+        want = getattr(np, name)(x.astype(np.float64), axis=axis, keepdims=keepdims)
+        assert got.dtype == x.dtype and got.shape == want.shape, (name, got.shape, want.shape)
+        tol = sum_tolerance(x, axis, dtype)
+        if name == "mean":
+            tol["atol"] /= x.size / max(want.size, 1)
+        np.testing.assert_allclose(cp.asnumpy(got), want, **tol, err_msg=name)
+
+
+def test_sum_kernels_propagate_nan_and_inf(ops):
+    x = np.ones((40, 33), np.float32)
+    x[3, 2], x[5, 7] = np.nan, np.inf
+    cols = cp.asnumpy(ops.sum(cp.asarray(x), (0,), False))
+    assert np.isnan(cols[2]) and np.isinf(cols[7]) and cols[0] == 40
+    assert np.isnan(cp.asnumpy(ops.mean(cp.asarray(x), (0, 1), False)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", list(kernels.ACTIVATION_CODES))
+@pytest.mark.parametrize("shape", [(1024, 2048), (7, 3), (4, 5, 40)])
+def test_bias_act_backward_kernel(ops, dtype, kind, shape):
+    rng = np.random.default_rng(8)
+    x = (rng.standard_normal(shape) * 2).astype(dtype)
+    bias = rng.standard_normal(shape[-1]).astype(dtype)
+    grad = rng.standard_normal(shape).astype(dtype)
+    out = fastnn_cpu.bias_act(x, bias, kind, 0.1)
+    dz, db = ops.bias_act_backward(cp.asarray(x), cp.asarray(bias), cp.asarray(out),
+                                   cp.asarray(grad), kind, 0.1)
+    cpu = registry.get_backend("cpu").ops  # the core's composite on the NumPy backend
+    want_dz, want_db = cpu.bias_act_backward(x, bias, out, grad, kind, 0.1)
+    close(dz, want_dz, dtype)
+    np.testing.assert_allclose(cp.asnumpy(db), want_db,
+                               **sum_tolerance(want_dz.reshape(-1, shape[-1]), 0, dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cross_entropy_backward_kernel_reads_a_broadcast_grad(ops, dtype):
+    rng = np.random.default_rng(9)
+    probs = rng.uniform(size=(64, 10)).astype(dtype)
+    targets = rng.integers(0, 10, 64)
+    scalar = cp.asarray(np.array(0.25, dtype))
+    grad = cp.broadcast_to(scalar, (64,))  # stride 0, as the mean's backward makes it
+    got = ops.softmax_cross_entropy_backward(cp.asarray(probs), cp.asarray(targets), grad)
+    close(got, (probs - np.eye(10)[targets]) * 0.25, dtype)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_swish_kernels(dtype):
     x, beta, g = rand((9, 5), dtype, 1), rand((5,), dtype, 2), rand((9, 5), dtype, 3)

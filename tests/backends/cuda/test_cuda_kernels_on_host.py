@@ -3,9 +3,12 @@
 The very source text the GPU compiles (``kernels.source``) is built with g++
 under a thin shim (``__global__`` removed, threadIdx/blockIdx as globals) and
 each (block, thread) of the launch that launch.py plans is run in turn. This
-checks the kernels' indexing and math (im2col/col2im, bias + activation,
-swish, and the one-launch optimizer tables passed by value) without a GPU.
-Kernels with block reductions (softmax, rms_div) need real warps: GPU only.
+checks the kernels' indexing and math (im2col/col2im, bias + activation and
+its backward, the cross-entropy backward, swish, column sums, and the
+one-launch optimizer tables passed by value) without a GPU. Kernels with warp
+reductions (softmax, rms_div, sum_all) need real warps: GPU only; the
+column-tiled ones run here with one warp per block, so that running threads
+one after another still meets their shared-memory partials in order.
 """
 
 from __future__ import annotations
@@ -18,6 +21,9 @@ import fastnn_cpu
 import numpy as np
 import pytest
 from fastnn_cuda import kernels, launch
+
+import fastnn as fnn
+from fastnn.api import composite
 
 if shutil.which("g++") is None:
     pytest.skip("g++ is not installed: cannot build the kernels for the host",
@@ -47,7 +53,7 @@ extern "C" void fastnn_set_index(unsigned block, unsigned thread, unsigned threa
 def host_lib(tmp_path_factory):
     directory = tmp_path_factory.mktemp("host_kernels")
     libs = {}
-    for name in ("activations.cu", "swish.cu", "conv.cu", "optim.cu"):
+    for name in ("activations.cu", "swish.cu", "conv.cu", "optim.cu", "softmax.cu", "reduce.cu"):
         src = directory / f"{name}.cpp"
         src.write_text(SHIM + kernels.source(name).replace('#line 1 "', '#line 1 "host_'))
         out = directory / f"{name}.so"
@@ -98,6 +104,56 @@ def test_bias_act(host_lib, dtype, kind):
     run_elementwise(host_lib, "bias_act", dtype, x.size, (x, 0, out, x.size, 1, code, 0.1))
     want = x if kind == "identity" else fastnn_cpu.bias_act(x, np.zeros(7, dtype), kind, 0.1)
     np.testing.assert_allclose(out, want, **TOL[dtype])
+
+
+def run_columns_one_warp(libs, base, dtype, cols, args):
+    """A column-tiled launch with one warp per block (see the module docstring)."""
+    (grid,), _ = launch.column_grid(cols)
+    run(libs, base, dtype, grid, launch.WARP, args)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("kind", list(kernels.ACTIVATION_CODES))
+def test_bias_act_backward_matches_the_core_composite(host_lib, dtype, kind):
+    rng = np.random.default_rng(3)
+    rows, features = 5, 40  # two column blocks, the second one partial
+    x = (rng.standard_normal((rows, features)) * 3).astype(dtype)
+    bias = rng.standard_normal(features).astype(dtype)
+    grad = rng.standard_normal((rows, features)).astype(dtype)
+    out = fastnn_cpu.bias_act(x, bias, kind, 0.1)
+    dz, dbias = np.empty_like(x), np.empty_like(bias)
+    run_columns_one_warp(host_lib, "bias_act_backward", dtype, features,
+                         (x, bias, out, grad, dz, dbias, rows, features,
+                          kernels.ACTIVATION_CODES[kind], 0.1))
+    ops = fnn.Device("cpu").ops  # the core's composite default on the NumPy backend
+    want_dz, want_db = composite.bias_act_backward(ops, x, bias, out, grad, kind, 0.1)
+    np.testing.assert_allclose(dz, want_dz, **TOL[dtype])
+    np.testing.assert_allclose(dbias, want_db, rtol=TOL[dtype]["rtol"] * 10,
+                               atol=TOL[dtype]["atol"] * 10)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_sum_rows(host_lib, dtype):
+    x = np.random.default_rng(4).standard_normal((7, 45)).astype(dtype)
+    out = np.empty(45, dtype)
+    run_columns_one_warp(host_lib, "sum_rows", dtype, 45, (x, out, 7, 45, 1.0))
+    np.testing.assert_allclose(out, x.sum(axis=0), **TOL[dtype])
+    run_columns_one_warp(host_lib, "sum_rows", dtype, 45, (x, out, 7, 45, 7.0))
+    np.testing.assert_allclose(out, x.mean(axis=0), **TOL[dtype])
+
+
+@pytest.mark.parametrize("stride", [1, 0])
+def test_softmax_xent_backward(host_lib, stride):
+    rng = np.random.default_rng(5)
+    n, c = 6, 5
+    probs = rng.uniform(size=(n, c))
+    targets = rng.integers(0, c, n).astype(np.int64)
+    grad = rng.standard_normal(n)
+    out = np.empty_like(probs)
+    run_elementwise(host_lib, "softmax_xent_backward", "float64", probs.size,
+                    (probs, targets, grad, stride, out, probs.size, c))
+    rows = grad[:, None] if stride else grad[0]
+    np.testing.assert_allclose(out, (probs - np.eye(c)[targets]) * rows, rtol=1e-14)
 
 
 def test_swish(host_lib):

@@ -54,3 +54,74 @@ __device__ void bias_act_body(const T* x, const T* bias, T* out, i64 n, i64 feat
     }
 
 FASTNN_INSTANTIATE(FASTNN_BIAS_ACT)
+
+// ---------------------------------------------------------------- backward
+//
+// dz = grad * act'(z), z = x + bias; dbias[j] = sum over rows of dz[:, j].
+// relu's derivative reads `out > 0` (NaN passes nothing), as the core's
+// composite does. One launch computes both: a block owns 32 adjacent columns
+// (one per lane, so each row's loads are coalesced) and its warps take the
+// rows in turn; the warps' partial column sums meet in shared memory.
+// grid.x = ceil(features / 32); blockDim.x a multiple of 32, at most 1024.
+
+template <typename T> __device__ __forceinline__ T activation_grad(T z, T out, T g, i64 kind,
+                                                                    T slope) {
+    switch ((int)kind) {
+        case ACT_RELU: return out > T(0) ? g : T(0);
+        case ACT_LEAKY_RELU: return z > T(0) ? g : g * slope;
+        case ACT_SIGMOID: return g * (out * (T(1) - out));
+        case ACT_TANH: return g * (T(1) - out * out);
+        case ACT_SILU: {
+            const T s = sigmoid_of(z);
+            return g * (s * (z * (T(1) - s) + T(1)));
+        }
+        case ACT_GELU: {
+            const T cdf = (f_erf(z * T(0.70710678118654752440)) + T(1)) * T(0.5);
+            const T pdf = f_exp(z * z * T(-0.5)) * T(0.39894228040143267794);
+            return g * (cdf + z * pdf);
+        }
+        case ACT_SOFTPLUS: return g * sigmoid_of(z);
+        default: return g;
+    }
+}
+
+template <typename T>
+__device__ void bias_act_backward_body(const T* x, const T* bias, const T* out, const T* grad,
+                                       T* dz, T* dbias, i64 rows, i64 features, i64 kind,
+                                       double slope) {
+    __shared__ T partial[FASTNN_WARP][FASTNN_WARP];
+    const int lane = threadIdx.x % FASTNN_WARP, warp = threadIdx.x / FASTNN_WARP;
+    const int warps = blockDim.x / FASTNN_WARP;
+    const i64 col = (i64)blockIdx.x * FASTNN_WARP + lane;
+    const bool needs_z = kind == ACT_LEAKY_RELU || kind == ACT_SILU || kind == ACT_GELU ||
+                         kind == ACT_SOFTPLUS;
+    const T s = T(slope);
+    T acc = T(0);
+    if (col < features) {
+        const T b = bias[col];
+        for (i64 r = warp; r < rows; r += warps) {
+            const i64 i = r * features + col;
+            const T z = needs_z ? x[i] + b : T(0);
+            const T d = activation_grad(z, out[i], grad[i], kind, s);
+            dz[i] = d;
+            acc += d;
+        }
+    }
+    partial[warp][lane] = acc;
+    __syncthreads();
+    if (warp == 0 && col < features) {
+        T total = T(0);
+        for (int w = 0; w < warps; ++w) total += partial[w][lane];
+        dbias[col] = total;
+    }
+}
+
+#define FASTNN_BIAS_ACT_BACKWARD(T, SUFFIX)                                                  \
+    extern "C" __global__ void bias_act_backward_##SUFFIX(                                   \
+        const T* x, const T* bias, const T* out, const T* grad, T* dz, T* dbias, i64 rows,   \
+        i64 features, i64 kind, double slope) {                                              \
+        bias_act_backward_body<T>(x, bias, out, grad, dz, dbias, rows, features, kind,       \
+                                  slope);                                                    \
+    }
+
+FASTNN_INSTANTIATE(FASTNN_BIAS_ACT_BACKWARD)
