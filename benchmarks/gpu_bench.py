@@ -13,7 +13,9 @@ Measures (float32, TF32 off on every side, so all run full-precision FP32):
 
 Times are wall-clock per step over many steps with the device synchronised
 before and after (so host overhead counts, as it does in training), median of
-``--repeats`` runs. Writes ``gpu_report.json`` and ``gpu_report.md`` to --out.
+``--repeats`` runs; fastnn and PyTorch runs alternate, so that drift in the
+machine's speed affects both sides of a ratio. Writes ``gpu_report.json`` and
+``gpu_report.md`` to --out.
 Each section is skipped, with the reason recorded, once the budget is spent.
 """
 
@@ -76,6 +78,24 @@ def timed(step, sync, iters, repeats):
         sync()
         runs.append((time.perf_counter() - start) / iters)
     return statistics.median(runs)
+
+
+def timed_pair(step_a, sync_a, step_b, sync_b, iters, repeats):
+    """Median seconds per call of two steps measured in alternation (a, b, a, b, ...),
+    so that a machine that speeds up or slows down during the run affects both."""
+    for step, sync in ((step_a, sync_a), (step_b, sync_b)):
+        for _ in range(max(2, iters // 5)):
+            step()
+        sync()
+    runs_a, runs_b = [], []
+    for _ in range(repeats):
+        for step, sync, runs in ((step_a, sync_a, runs_a), (step_b, sync_b, runs_b)):
+            start = time.perf_counter()
+            for _ in range(iters):
+                step()
+            sync()
+            runs.append((time.perf_counter() - start) / iters)
+    return statistics.median(runs_a), statistics.median(runs_b)
 
 
 # ---------------------------------------------------------------- matmul
@@ -176,8 +196,10 @@ def bench_mlp(args, sync, torch, batch, sizes, lr=0.01):
         result["losses_fastnn"], result["losses_torch"] = ours, theirs
         result["losses_agree"] = bool(np.allclose(ours, theirs, rtol=1e-3, atol=1e-4))
         tsync = (lambda: torch.cuda.synchronize()) if tdev == "cuda" else (lambda: None)
-        result["torch_ms"] = 1e3 * timed(tstep, tsync, args.iters, args.repeats)
-    result["fastnn_ms"] = 1e3 * timed(step, sync, args.iters, args.repeats)
+        t_fnn, t_torch = timed_pair(step, sync, tstep, tsync, args.iters, args.repeats)
+        result["torch_ms"], result["fastnn_ms"] = 1e3 * t_torch, 1e3 * t_fnn
+    else:
+        result["fastnn_ms"] = 1e3 * timed(step, sync, args.iters, args.repeats)
     if "torch_ms" in result:
         result["fastnn_over_torch_time"] = result["fastnn_ms"] / result["torch_ms"]
     if args.device.startswith("cuda"):
@@ -243,8 +265,9 @@ def bench_conv(args, sync, torch, n, c_in, length, width=64, classes=10, lr=0.01
         return loss
 
     result = {"input": f"({n}, {c_in}, {length})", "width": width}
-    result["fastnn_ms"] = 1e3 * timed(step, sync, args.iters, args.repeats)
-    if torch is not None:
+    if torch is None:
+        result["fastnn_ms"] = 1e3 * timed(step, sync, args.iters, args.repeats)
+    else:
         tdev = "cuda" if args.device.startswith("cuda") else "cpu"
         nn = torch.nn
         t1, t2 = nn.Conv1d(c_in, width, 5, padding=2), nn.Conv1d(width, width, 5, padding=2)
@@ -261,8 +284,9 @@ def bench_conv(args, sync, torch, n, c_in, length, width=64, classes=10, lr=0.01
             topt.step()
 
         tsync = (lambda: torch.cuda.synchronize()) if tdev == "cuda" else (lambda: None)
-        result["torch_ms"] = 1e3 * timed(tstep, tsync, args.iters, args.repeats)
-        result["fastnn_over_torch_time"] = result["fastnn_ms"] / result["torch_ms"]
+        t_fnn, t_torch = timed_pair(step, sync, tstep, tsync, args.iters, args.repeats)
+        result["fastnn_ms"], result["torch_ms"] = 1e3 * t_fnn, 1e3 * t_torch
+        result["fastnn_over_torch_time"] = t_fnn / t_torch
     return result
 
 
@@ -316,7 +340,7 @@ def main(argv=None):
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--budget", type=float, default=150.0, help="seconds for all sections")
     parser.add_argument("--iters", type=int, default=20)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--small", action="store_true", help="tiny sizes (smoke run)")
     parser.add_argument("--no-torch", action="store_true")
     parser.add_argument("--profile-dir", default=None,

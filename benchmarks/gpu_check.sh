@@ -10,7 +10,8 @@
 # 3. runs tests/backends/cuda (NVRTC compile check, kernels vs the NumPy
 #    backend, no host transfer in a training step);
 # 4. runs the shared conformance suite on `cuda`;
-# 5. runs benchmarks/gpu_bench.py (matmul vs cupy, MLP and Conv1d steps vs torch).
+# 5. runs benchmarks/gpu_overhead.py (host time per call: fastnn, cupy, torch) and
+#    benchmarks/gpu_bench.py (matmul vs cupy, MLP and Conv1d steps vs torch).
 #
 # Every step has its own timeout; the whole run stays under ~7 minutes even when
 # steps time out (the benchmark gets what is left of 370 s, at most 130 s).
@@ -116,6 +117,12 @@ note '```'
 run train_digits 60 $PY -m fastnn.cli train --backend cuda --checkpoint "$LOGS/digits.safetensors"
 note '```'
 tail -n 6 "$LOGS/train_digits.log" >> "$SUMMARY"
+note '```'
+
+# host time per call, per primitive: fastnn, its backend hook, cupy, torch
+run overhead 60 $PY benchmarks/gpu_overhead.py --out "$LOGS"
+note '```'
+grep "^{" "$LOGS/overhead.log" >> "$SUMMARY"
 note '```'
 
 LEFT=$(( 370 - $(elapsed) ))
