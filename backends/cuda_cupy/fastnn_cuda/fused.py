@@ -158,8 +158,7 @@ def bias_act_backward(x, bias, out, grad, kind, slope):
         kernels.launch_columns("bias_act_backward", x.dtype, x.device.id, features, args)
         return dz, dbias
     dz = _act_grad_fallback(x, bias, out, grad, kind, slope)
-    dbias = dz.reshape(-1, features).sum(axis=0) if dz.ndim > 1 else dz.copy()
-    return dz, dbias
+    return dz, dz.sum(axis=tuple(range(dz.ndim - 1))) if dz.ndim > 1 else dz.copy()
 
 
 @hookimpl

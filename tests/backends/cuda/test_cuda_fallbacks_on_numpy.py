@@ -14,6 +14,9 @@ import pytest
 from fastnn_cuda import conv, fused, kernels, optim, primitives
 from scipy import special
 
+import fastnn as fnn
+from fastnn.api import composite
+
 
 @pytest.fixture(autouse=True)
 def numpy_as_cupy(monkeypatch):
@@ -186,3 +189,34 @@ def test_optimizer_kernels_take_only_params_whose_state_matches(monkeypatch):
     assert optim._kernel_groups(p) == {np.dtype("float32"): [0, 1, 2, 3]}
     assert optim._kernel_groups(p, state) == {np.dtype("float32"): [0, 1]}
     assert optim._kernel_groups(p, state, [np.zeros(6, np.float32)] * 6) == {}
+
+
+@pytest.mark.parametrize("kind", ["identity", "relu", "leaky_relu", "sigmoid", "tanh", "silu",
+                                  "gelu", "softplus"])
+@pytest.mark.parametrize("shape", [(4, 6), (2, 3, 5), (5,), (3, 0)])
+def test_bias_act_backward_fallback_matches_the_composite(kind, shape):
+    x, bias, grad = rand(*shape, seed=1), rand(shape[-1], seed=2), rand(*shape, seed=3)
+    out = fastnn_cpu.bias_act(x, bias, kind, 0.1)
+    dz, db = fused.bias_act_backward(x, bias, out, grad, kind, 0.1)
+    want_dz, want_db = composite.bias_act_backward(fnn.Device("cpu").ops, x, bias, out, grad,
+                                                   kind, 0.1)
+    assert db.shape == bias.shape
+    np.testing.assert_allclose(dz, want_dz, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(db, want_db, rtol=1e-12, atol=1e-14)
+
+
+def test_cross_entropy_backward_fallback_matches_the_composite():
+    probs = np.random.default_rng(4).uniform(size=(5, 4))
+    targets = np.array([0, 3, 1, 1, 2])
+    grad = np.broadcast_to(np.float64(0.2), (5,))
+    got = fused.softmax_cross_entropy_backward(probs, targets, grad)
+    want = composite.softmax_cross_entropy_backward(fnn.Device("cpu").ops, probs, targets, grad)
+    np.testing.assert_allclose(got, want, rtol=1e-14)
+
+
+@pytest.mark.parametrize("axis", [(0,), (0, 1), None, (1,)])
+def test_sum_and_mean_without_kernels_use_cupy(axis):
+    x = rand(3, 4, seed=5)
+    np.testing.assert_allclose(primitives.sum(x, axis, False), x.sum(axis=axis), rtol=1e-14)
+    np.testing.assert_allclose(primitives.mean(x, axis, True), x.mean(axis=axis, keepdims=True),
+                               rtol=1e-14)
