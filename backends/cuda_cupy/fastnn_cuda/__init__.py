@@ -8,8 +8,9 @@ cupy or a driver, :func:`backend_probe` reports why, with the install hint.
 
 Layout: ``primitives.py`` (elementwise, reductions, data movement, matmul),
 ``conv.py`` (im2col + GEMM), ``fused.py`` (softmax, cross-entropy, rms_div,
-bias + activation, and the backward passes of the last two), ``optim.py`` (SGD/Adam/RMSProp in one launch),
-``kernels.py`` (sources and compilation), ``launch.py`` (launch parameters).
+bias + activation, and the backward passes of the last two), ``optim.py``
+(SGD/Adam/RMSProp in one launch), ``kernels.py`` (sources and compilation),
+``launch.py`` (launch parameters).
 """
 
 from __future__ import annotations
