@@ -197,6 +197,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
     """
     if isinstance(data, Tensor):
         data = data.numpy()
+    if data is None:
+        raise TypeError("tensor: data is None; pass a NumPy array, a nested list or a number")
     if dtype is None:
         if isinstance(data, np.ndarray):
             dtype = as_dtype(data.dtype)
@@ -220,7 +222,14 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
 def _shape_of(shape) -> tuple:
     if isinstance(shape, numbers.Integral):
         shape = (shape,)
-    shape = tuple(int(n) for n in shape)
+    try:
+        dims = tuple(shape)
+    except TypeError:
+        dims = None
+    if dims is None or not all(isinstance(n, numbers.Integral) and not isinstance(n, bool)
+                               for n in dims):
+        raise TypeError(f"shape must be an int or a tuple of ints, got {shape!r}")
+    shape = tuple(int(n) for n in dims)
     if any(n < 0 for n in shape):
         raise ValueError(f"negative dimension in shape {shape}")
     return shape

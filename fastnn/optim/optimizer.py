@@ -22,6 +22,7 @@ Weight decay applies to connective parameters only, and ``class_lr`` (e.g.
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -34,6 +35,15 @@ DECAYED_CLASSES = ("connective",)
 
 def param_class(p) -> str:
     return getattr(p, "param_class", "other")
+
+
+def check_number(owner: str, name: str, value) -> float:
+    """``value`` as a float when it is a real number (not a bool or a string); else TypeError."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(
+            f"{owner}: {name} must be a real number, got {type(value).__name__} {value!r}"
+        )
+    return float(value)
 
 
 class Optimizer:
@@ -73,6 +83,9 @@ class Optimizer:
         self.param_groups.append(full)
 
     def _check_hyper(self, group: dict) -> None:
+        for name in ("lr", "weight_decay"):
+            if name in group:
+                check_number(type(self).__name__, name, group[name])
         if not group["lr"] >= 0:
             raise ValueError(f"{type(self).__name__}: lr must be >= 0, got {group['lr']}")
         if not group.get("weight_decay", 0.0) >= 0:

@@ -18,7 +18,7 @@ With per-parameter learning rate lr (times ``class_lr``) and weight decay wd
 
 from __future__ import annotations
 
-from fastnn.optim.optimizer import Optimizer
+from fastnn.optim.optimizer import Optimizer, check_number
 
 
 def _store(params, new_params) -> None:
@@ -31,6 +31,8 @@ class SGD(Optimizer):
 
     def __init__(self, params, lr: float, momentum: float = 0.0, nesterov: bool = False,
                  weight_decay: float = 0.0, dampening: float = 0.0, class_lr=None):
+        for name, value in (("lr", lr), ("momentum", momentum), ("dampening", dampening)):
+            check_number("SGD", name, value)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("SGD: Nesterov momentum needs momentum > 0 and dampening = 0")
         if momentum < 0:
@@ -65,6 +67,8 @@ class RMSProp(Optimizer):
 
     def __init__(self, params, lr: float = 0.01, alpha: float = 0.99, eps: float = 1e-8,
                  weight_decay: float = 0.0, class_lr=None):
+        for name, value in (("lr", lr), ("alpha", alpha), ("eps", eps)):
+            check_number("RMSProp", name, value)
         if not 0.0 <= alpha <= 1.0:
             raise ValueError(f"RMSProp: alpha must be in [0, 1], got {alpha}")
         super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
@@ -94,7 +98,12 @@ class Adam(Optimizer):
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0, class_lr=None):
-        beta1, beta2 = betas
+        owner = type(self).__name__
+        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+            raise TypeError(f"{owner}: betas must be a pair (beta1, beta2), got {betas!r}")
+        beta1, beta2 = (check_number(owner, "betas", b) for b in betas)
+        check_number(owner, "lr", lr)
+        check_number(owner, "eps", eps)
         if not (0.0 <= beta1 < 1.0 and 0.0 <= beta2 < 1.0):
             raise ValueError(f"{type(self).__name__}: betas must be in [0, 1), got {betas}")
         super().__init__(params, dict(lr=lr, betas=(float(beta1), float(beta2)), eps=eps,
