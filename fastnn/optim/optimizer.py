@@ -53,6 +53,9 @@ class Optimizer:
         self.defaults = dict(defaults)
         self.param_groups: list[dict] = []
         self.state: dict[int, dict] = {}  # id(param) -> that parameter's state
+        # id(param) -> (device, dtype) its state arrays live in; a parameter that
+        # moved since (model.to() after some steps) takes its state along
+        self._state_home: dict[int, tuple] = {}
         params = list(params)
         if not params:
             raise ValueError(f"{type(self).__name__}: got an empty parameter list")
@@ -132,9 +135,25 @@ class Optimizer:
             params, grads = per_group.setdefault(index, ([], []))
             params.append(p)
             grads.append(grad)
+        for params, _ in per_group.values():
+            for p in params:
+                self._follow(p)
         with no_grad():
             for index, (params, grads) in per_group.items():
                 self._update(self.param_groups[index], params, grads)
+
+    def _follow(self, p) -> None:
+        """Move ``p``'s state to ``p``'s device and dtype when the parameter moved since its
+        last update (through the host: this happens once per move, not per step)."""
+        home = (p._device, p._dtype)
+        old = self._state_home.get(id(p))
+        if old is not None and old != home:
+            st = self.state.get(id(p), {})
+            for name, value in st.items():
+                if _is_array(value):
+                    host = np.asarray(old[0].ops.to_numpy(value), dtype=p._dtype.numpy)
+                    st[name] = p._device.ops.from_numpy(host, p._device.index)
+        self._state_home[id(p)] = home
 
     def _update(self, group: dict, params: list, grads: list) -> None:
         raise NotImplementedError
@@ -173,7 +192,8 @@ class Optimizer:
         for i, p in enumerate(self._all_params()):
             st = self.state.get(id(p))
             if st:
-                state[str(i)] = {k: (np.array(p._device.ops.to_numpy(v), copy=True)
+                ops = self._state_home.get(id(p), (p._device,))[0].ops
+                state[str(i)] = {k: (np.array(ops.to_numpy(v), copy=True)
                                      if _is_array(v) else v) for k, v in st.items()}
         return {"param_groups": groups, "state": state}
 
@@ -210,6 +230,7 @@ class Optimizer:
                 else:
                     entry[name] = _number(value)
             new_state[id(p)] = entry
+        self._state_home = {id(p): (p._device, p._dtype) for p in params}
         for group, saved in zip(self.param_groups, groups):
             for k, v in saved.items():
                 if k != "params":
