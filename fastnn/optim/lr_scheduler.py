@@ -92,7 +92,12 @@ class LinearWarmup(LRScheduler):
 
 
 class CosineAnnealing(LRScheduler):
-    """Cosine decay from the base rate to ``min_factor`` times it over ``total_steps``."""
+    """Cosine decay from the base rate to ``min_factor`` times it over ``total_steps``.
+
+    After ``total_steps`` the rate stays at its minimum, as Keras' ``CosineDecay``
+    and optax's ``cosine_decay_schedule`` do; PyTorch's ``CosineAnnealingLR``
+    instead follows the cosine back up (use it for warm restarts).
+    """
 
     def __init__(self, optimizer, total_steps: int, min_factor: float = 0.0):
         self.total_steps, self.min_factor = int(total_steps), float(min_factor)
