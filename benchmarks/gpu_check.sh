@@ -9,12 +9,13 @@
 #    dist-info so that the fastnn.backends entry points are still found;
 # 3. runs tests/backends/cuda (NVRTC compile check, kernels vs the NumPy
 #    backend, no host transfer in a training step);
-# 4. runs the shared conformance suite on `cuda`;
+# 4. runs the shared conformance suite on `cuda`, then trains digits on `cuda`;
 # 5. runs benchmarks/gpu_overhead.py (host time per call: fastnn, cupy, torch) and
 #    benchmarks/gpu_bench.py (matmul vs cupy, MLP and Conv1d steps vs torch).
 #
-# Every step has its own timeout; the whole run stays under ~7 minutes even when
-# steps time out (the benchmark gets what is left of 370 s, at most 130 s).
+# Every step has its own timeout, and the benchmark gets what is left of 370 s (at
+# most 130 s): about 80 s on an H200 when all goes well, under 9 minutes when every
+# step runs into its timeout (give the device tool's run a timeout_s of 560 or more).
 # Results: $OUT/SUMMARY.md (read this first) and $OUT/logs.tgz (each step's log and
 # reports, re-packed after every step so that a run stopped early still returns them;
 # two files, since the device tool returns at most eight).
