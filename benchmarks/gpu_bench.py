@@ -209,7 +209,39 @@ def bench_mlp(args, sync, torch, batch, sizes, lr=0.01):
             result["torch_host_ms"], result["torch_gpu_ms"] = host_device_split(tstep)
         if args.profile_dir:
             profile_step(step, os.path.join(args.profile_dir, f"profile_mlp_{batch}.txt"))
+    # the same step with the core's composites instead of the backend's fused backward
+    # hooks, alternated with the fused one: what those hooks are worth here
+    ops = x._device.ops
+
+    def unfused():
+        with composite_backward(ops):
+            step()
+
+    t_unfused, t_fused = timed_pair(unfused, sync, step, sync, args.iters, args.repeats)
+    result["unfused_backward_over_fused_time"] = t_unfused / t_fused
     return result
+
+
+class composite_backward:
+    """Within the block, ``ops`` runs the core's composite backward hooks."""
+
+    NAMES = ("bias_act_backward", "softmax_cross_entropy_backward")
+
+    def __init__(self, ops):
+        self.ops = ops
+
+    def __enter__(self):
+        from functools import partial
+
+        from fastnn.api import composite
+
+        self.saved = {name: getattr(self.ops, name) for name in self.NAMES}
+        for name in self.NAMES:
+            setattr(self.ops, name, partial(getattr(composite, name), self.ops))
+
+    def __exit__(self, *exc):
+        for name, fn in self.saved.items():
+            setattr(self.ops, name, fn)
 
 
 def host_device_split(step, n_repeat=20):
