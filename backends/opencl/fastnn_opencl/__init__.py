@@ -44,10 +44,12 @@ from fastnn_opencl.elementwise import (  # noqa: F401
 )
 from fastnn_opencl.fused import (  # noqa: F401
     bias_act,
+    bias_act_backward,
     log_softmax,
     rms_div,
     softmax,
     softmax_cross_entropy,
+    softmax_cross_entropy_backward,
 )
 from fastnn_opencl.linalg import matmul  # noqa: F401
 from fastnn_opencl.misc import (  # noqa: F401

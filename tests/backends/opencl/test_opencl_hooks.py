@@ -250,6 +250,37 @@ def test_bias_act_and_rms_div(ocl, rng, dtype, kind):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", ["identity", "relu", "leaky_relu", "sigmoid", "tanh", "silu",
+                                  "gelu", "softplus"])
+@pytest.mark.parametrize("design", ["column", "wide"])
+def test_bias_act_backward_both_designs(ocl, rng, monkeypatch, dtype, kind, design):
+    if design == "wide":  # wide arrays: a 2-d kernel, then a reduction for the bias
+        from fastnn_opencl import fused
+
+        monkeypatch.setattr(fused, "COLUMN_FEATURES_MAX", 0)
+    x = rng.standard_normal((2, 9, 7)).astype(dtype)
+    bias = rng.standard_normal(7).astype(dtype)
+    grad = rng.standard_normal((2, 9, 7)).astype(dtype)
+    out = cpu.bias_act(x, bias, kind, 0.05)
+    dz, db = ocl.bias_act_backward(up(ocl, x, True), up(ocl, bias), up(ocl, out), up(ocl, grad),
+                                   kind, 0.05)
+    want_dz, want_db = cpu.bias_act_backward(x, bias, out, grad, kind, 0.05)
+    check(ocl, dz, want_dz, dtype)
+    check(ocl, db, want_db, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cross_entropy_backward_reads_a_broadcast_grad(ocl, rng, dtype):
+    probs = rng.uniform(size=(6, 5)).astype(dtype)
+    targets = rng.integers(0, 5, 6)
+    scalar = ocl.from_numpy(np.array(0.3, dtype), 0)
+    grad = ocl.broadcast_to(scalar, (6,))
+    got = ocl.softmax_cross_entropy_backward(up(ocl, probs), ocl.from_numpy(targets, 0), grad)
+    check(ocl, got, cpu.softmax_cross_entropy_backward(probs, targets, np.full(6, 0.3, dtype)),
+          dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_optimizer_steps_match_numpy_over_three_steps(ocl, rng, dtype):
     shapes = [(5, 3), (3,)]
     params = [rng.standard_normal(s).astype(dtype) for s in shapes]

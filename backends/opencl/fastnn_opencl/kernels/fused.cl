@@ -99,3 +99,83 @@ __kernel void k_bias_act(__global T *out, __global const T *x, const int off,
 #endif
 }
 #endif
+
+#ifdef ACT
+#ifndef ACC  // the accumulator of bias_act_backward's sums; k_bias_act compiles without it
+#define ACC T
+#endif
+// dL/dz for out = act(z) given g = dL/dout. relu reads out > 0 (NaN passes
+// nothing), as the core's composite does; z is only read where it is needed.
+#define ACT_NEEDS_Z (ACT == 2 || ACT >= 5)
+inline T act_grad(const T z, const T o, const T g, const T slope) {
+#if ACT == 0
+    return g;
+#elif ACT == 1
+    return o > 0 ? g : (T)0;
+#elif ACT == 2
+    return z > 0 ? g : g * slope;
+#elif ACT == 3
+    return g * (o * ((T)1 - o));
+#elif ACT == 4
+    return g * ((T)1 - o * o);
+#elif ACT == 5
+    const T s = SIGMOID(z, T);
+    return g * (s * (z * ((T)1 - s) + (T)1));
+#elif ACT == 6
+    const T cdf = (erf(z * (T)M_SQRT1_2) + (T)1) * (T)0.5;
+    const T pdf = exp(z * z * (T)-0.5) * (T)0.39894228040143267794;
+    return g * (cdf + z * pdf);
+#else
+    return g * SIGMOID(z, T);
+#endif
+}
+
+// bias_act's backward over contiguous (rows, F) arrays: dz = grad * act'(x + bias) and
+// dbias[f] = sum of dz[:, f] (accumulated in ACC), one work-item per column f.
+__kernel void k_bias_act_backward(__global T *dz, __global T *dbias, __global const T *x,
+                                  const int xoff, __global const T *bias, const int boff,
+                                  __global const T *out, const int ooff,
+                                  __global const T *grad, const int goff, const int rows,
+                                  const int F, const T slope) {
+    const int f = get_global_id(0);
+    if (f >= F) return;
+    const T b = bias[boff + f];
+    ACC acc = 0;
+    for (int r = 0; r < rows; ++r) {
+        const int i = r * F + f;
+        const T z = ACT_NEEDS_Z ? x[xoff + i] + b : (T)0;
+        const T d = act_grad(z, out[ooff + i], grad[goff + i], slope);
+        dz[i] = d;
+        acc += d;
+    }
+    dbias[f] = (T)acc;
+}
+
+// dz alone on a 2-d range (f, row), for tall arrays on GPUs (the bias gradient is
+// then a reduction).
+__kernel void k_act_grad(__global T *dz, __global const T *x, const int xoff,
+                         __global const T *bias, const int boff, __global const T *out,
+                         const int ooff, __global const T *grad, const int goff,
+                         const int rows, const int F, const T slope) {
+    const int f = get_global_id(0), r = get_global_id(1);
+    if (f >= F || r >= rows) return;
+    const int i = r * F + f;
+    const T z = ACT_NEEDS_Z ? x[xoff + i] + bias[boff + f] : (T)0;
+    dz[i] = act_grad(z, out[ooff + i], grad[goff + i], slope);
+}
+#endif
+
+#ifdef TI
+// dlogits[n, c] = (probs[n, c] - (c == targets[n])) * grad[n * gstride] on a 2-d range
+// (c, n); gstride is 0 for a broadcast scalar gradient (the mean's).
+__kernel void k_softmax_xent_backward(__global T *out, __global const T *probs,
+                                      const int poff, __global const TI *targets,
+                                      const int toff, __global const T *grad, const int goff,
+                                      const int gstride, const int N, const int C) {
+    const int c = get_global_id(0), n = get_global_id(1);
+    if (c >= C || n >= N) return;
+    const int i = n * C + c;
+    const T p = probs[poff + i];
+    out[i] = (c == targets[toff + n] ? p - (T)1 : p) * grad[goff + n * gstride];
+}
+#endif
