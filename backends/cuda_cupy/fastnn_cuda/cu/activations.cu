@@ -99,6 +99,7 @@ __device__ void bias_act_backward_body(const T* x, const T* bias, const T* out, 
     T acc = T(0);
     if (col < features) {
         const T b = bias[col];
+#pragma unroll 4
         for (i64 r = warp; r < rows; r += warps) {
             const i64 i = r * features + col;
             const T z = needs_z ? x[i] + b : T(0);

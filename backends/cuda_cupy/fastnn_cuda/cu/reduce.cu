@@ -18,8 +18,10 @@ __device__ void sum_rows_body(const T* x, T* out, i64 rows, i64 cols, double div
     const int warps = blockDim.x / FASTNN_WARP;
     const i64 col = (i64)blockIdx.x * FASTNN_WARP + lane;
     T acc = T(0);
-    if (col < cols)
+    if (col < cols) {
+#pragma unroll 4
         for (i64 r = warp; r < rows; r += warps) acc += x[r * cols + col];
+    }
     partial[warp][lane] = acc;
     __syncthreads();
     if (warp == 0 && col < cols) {
