@@ -1,0 +1,126 @@
+"""The column-tiled CUDA kernels with several warps per block, as host threads with a real barrier.
+
+test_cuda_kernels_on_host.py runs kernels one thread after another, which
+suffices for one warp per block. The column kernels (bias_act_backward,
+sum_rows) also meet the partial sums of several warps in shared memory across
+a ``__syncthreads``: here every thread of a block is an OS thread,
+``__syncthreads`` a pthread barrier and ``__shared__`` memory one static array
+per block (blocks run one after another), so a missing barrier or a wrong
+partial index gives wrong sums, without a GPU.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+import subprocess
+
+import fastnn_cpu
+import numpy as np
+import pytest
+from fastnn_cuda import kernels, launch
+
+if shutil.which("g++") is None:
+    pytest.skip("g++ is not installed: cannot build the kernels for the host",
+                allow_module_level=True)
+
+SHIM = r"""
+#include <math.h>
+#include <string.h>
+#include <pthread.h>
+#include <thread>
+#include <vector>
+struct fastnn_dim3 { unsigned x, y, z; };
+static thread_local fastnn_dim3 threadIdx;
+static fastnn_dim3 blockIdx, blockDim, gridDim;
+static pthread_barrier_t fastnn_barrier;
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __shared__ static
+static inline void __syncthreads() { pthread_barrier_wait(&fastnn_barrier); }
+template <typename T> static inline T __shfl_xor_sync(unsigned, T v, int) { return v; }
+static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
+static inline double __longlong_as_double(long long i) { double d; memcpy(&d, &i, 8); return d; }
+"""
+
+LAUNCHER = r"""
+template <typename F, typename... A>
+static void fastnn_launch(unsigned grid, unsigned threads, F f, A... args) {
+    blockDim.x = threads; gridDim.x = grid;
+    for (unsigned b = 0; b < grid; ++b) {
+        blockIdx.x = b;
+        pthread_barrier_init(&fastnn_barrier, nullptr, threads);
+        std::vector<std::thread> pool;
+        for (unsigned t = 0; t < threads; ++t)
+            pool.emplace_back([=] { threadIdx.x = t; f(args...); });
+        for (auto& th : pool) th.join();
+        pthread_barrier_destroy(&fastnn_barrier);
+    }
+}
+#define WRAP_BAB(T, S) extern "C" void run_bias_act_backward_##S(unsigned g, unsigned t,    \
+    const T* x, const T* b, const T* o, const T* gr, T* dz, T* db, long long rows,         \
+    long long f, long long kind, double slope) {                                            \
+    fastnn_launch(g, t, bias_act_backward_##S, x, b, o, gr, dz, db, rows, f, kind, slope); }
+#define WRAP_SUM(T, S) extern "C" void run_sum_rows_##S(unsigned g, unsigned t, const T* x,  \
+    T* out, long long rows, long long cols, double d) {                                     \
+    fastnn_launch(g, t, sum_rows_##S, x, out, rows, cols, d); }
+"""
+
+THREADS = 128  # four warps: the cross-warp sums are what this checks
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("threaded_kernels")
+    text = SHIM + kernels.source("activations.cu") + kernels.source("reduce.cu").split(
+        "#line 1", 1)[1].split("\n", 1)[1] + LAUNCHER
+    text += "".join(f"WRAP_BAB({t}, {s}) WRAP_SUM({t}, {s})\n"
+                    for t, s in (("float", "f32"), ("double", "f64")))
+    src = directory / "column_kernels.cpp"
+    src.write_text(text)
+    out = directory / "column_kernels.so"
+    defines = [o for o in kernels.COMPILE_OPTIONS if o.startswith("-D")]
+    subprocess.run(["g++", "-O1", "-shared", "-fPIC", "-std=c++14", "-pthread", *defines,
+                    "-o", str(out), str(src)], check=True, capture_output=True, text=True)
+    return ctypes.CDLL(str(out))
+
+
+def _arg(value):
+    if isinstance(value, np.ndarray):
+        return ctypes.c_void_p(value.ctypes.data)
+    if isinstance(value, float):
+        return ctypes.c_double(value)
+    return ctypes.c_longlong(value)
+
+
+def run(lib, name, dtype, cols, *args):
+    (grid,), _ = launch.column_grid(cols)
+    suffix = kernels.KERNEL_DTYPES[dtype]
+    getattr(lib, f"run_{name}_{suffix}")(ctypes.c_uint(grid), ctypes.c_uint(THREADS),
+                                         *[_arg(a) for a in args])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("rows,cols", [(37, 70), (3, 5), (200, 33)])
+def test_sum_rows_meets_every_warps_partial(lib, dtype, rows, cols):
+    x = np.random.default_rng(rows).standard_normal((rows, cols)).astype(dtype)
+    out = np.full(cols, np.nan, dtype)
+    run(lib, "sum_rows", dtype, cols, x, out, rows, cols, 1.0)
+    np.testing.assert_allclose(out, x.astype(np.float64).sum(axis=0),
+                               rtol=1e-5 if dtype == "float32" else 1e-12, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["relu", "gelu", "identity"])
+def test_bias_act_backward_meets_every_warps_partial(lib, kind):
+    rng = np.random.default_rng(1)
+    rows, features = 45, 40
+    x, grad = rng.standard_normal((rows, features)), rng.standard_normal((rows, features))
+    bias = rng.standard_normal(features)
+    out = fastnn_cpu.bias_act(x, bias, kind, 0.1)
+    dz, dbias = np.empty_like(x), np.full(features, np.nan)
+    run(lib, "bias_act_backward", "float64", features, x, bias, out, grad, dz, dbias, rows,
+        features, kernels.ACTIVATION_CODES[kind], 0.1)
+    want_dz, want_db = fastnn_cpu.bias_act_backward(x, bias, out, grad, kind, 0.1)
+    np.testing.assert_allclose(dz, want_dz, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(dbias, want_db, rtol=1e-12, atol=1e-12)
