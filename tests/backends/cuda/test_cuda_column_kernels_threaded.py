@@ -1,4 +1,4 @@
-"""The column-tiled CUDA kernels with several warps per block, as host threads with a real barrier.
+"""The CUDA reduction kernels with several warps per block, as host threads with real barriers.
 
 test_cuda_kernels_on_host.py runs kernels one thread after another, which
 suffices for one warp per block. The column kernels (bias_act_backward,
@@ -6,7 +6,9 @@ sum_rows) also meet the partial sums of several warps in shared memory across
 a ``__syncthreads``: here every thread of a block is an OS thread,
 ``__syncthreads`` a pthread barrier and ``__shared__`` memory one static array
 per block (blocks run one after another), so a missing barrier or a wrong
-partial index gives wrong sums, without a GPU.
+partial index gives wrong sums, without a GPU. Warp shuffles swap values
+between a warp's threads through memory between two warp-wide barriers, which
+also runs the one-block sum (block_sum: shuffles within warps, then warp 0).
 """
 
 from __future__ import annotations
@@ -33,13 +35,22 @@ SHIM = r"""
 struct fastnn_dim3 { unsigned x, y, z; };
 static thread_local fastnn_dim3 threadIdx;
 static fastnn_dim3 blockIdx, blockDim, gridDim;
-static pthread_barrier_t fastnn_barrier;
+static pthread_barrier_t fastnn_barrier, fastnn_warp_barrier[32];
 #define __global__
 #define __device__
 #define __forceinline__ inline
 #define __shared__ static
 static inline void __syncthreads() { pthread_barrier_wait(&fastnn_barrier); }
-template <typename T> static inline T __shfl_xor_sync(unsigned, T v, int) { return v; }
+// a warp's lanes swap values through one slot per thread, between two warp-wide barriers
+template <typename T> static inline T __shfl_xor_sync(unsigned, T v, int mask) {
+    static T slots[1024];
+    const unsigned t = threadIdx.x, w = t / 32;
+    slots[t] = v;
+    pthread_barrier_wait(&fastnn_warp_barrier[w]);
+    const T r = slots[(t & ~31u) | ((t % 32) ^ (unsigned)mask)];
+    pthread_barrier_wait(&fastnn_warp_barrier[w]);
+    return r;
+}
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
 static inline double __longlong_as_double(long long i) { double d; memcpy(&d, &i, 8); return d; }
 """
@@ -51,11 +62,15 @@ static void fastnn_launch(unsigned grid, unsigned threads, F f, A... args) {
     for (unsigned b = 0; b < grid; ++b) {
         blockIdx.x = b;
         pthread_barrier_init(&fastnn_barrier, nullptr, threads);
+        for (unsigned w = 0; w < threads / 32; ++w)
+            pthread_barrier_init(&fastnn_warp_barrier[w], nullptr, 32);
         std::vector<std::thread> pool;
         for (unsigned t = 0; t < threads; ++t)
             pool.emplace_back([=] { threadIdx.x = t; f(args...); });
         for (auto& th : pool) th.join();
         pthread_barrier_destroy(&fastnn_barrier);
+        for (unsigned w = 0; w < threads / 32; ++w)
+            pthread_barrier_destroy(&fastnn_warp_barrier[w]);
     }
 }
 #define WRAP_BAB(T, S) extern "C" void run_bias_act_backward_##S(unsigned g, unsigned t,    \
@@ -64,7 +79,9 @@ static void fastnn_launch(unsigned grid, unsigned threads, F f, A... args) {
     fastnn_launch(g, t, bias_act_backward_##S, x, b, o, gr, dz, db, rows, f, kind, slope); }
 #define WRAP_SUM(T, S) extern "C" void run_sum_rows_##S(unsigned g, unsigned t, const T* x,  \
     T* out, long long rows, long long cols, double d) {                                     \
-    fastnn_launch(g, t, sum_rows_##S, x, out, rows, cols, d); }
+    fastnn_launch(g, t, sum_rows_##S, x, out, rows, cols, d); }                             \
+    extern "C" void run_sum_all_##S(unsigned g, unsigned t, const T* x, T* out, long long n, \
+    double d) { fastnn_launch(g, t, sum_all_##S, x, out, n, d); }
 """
 
 THREADS = 128  # four warps: the cross-warp sums are what this checks
@@ -124,3 +141,15 @@ def test_bias_act_backward_meets_every_warps_partial(lib, kind):
     want_dz, want_db = fastnn_cpu.bias_act_backward(x, bias, out, grad, kind, 0.1)
     np.testing.assert_allclose(dz, want_dz, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(dbias, want_db, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", [1, 31, 1024, 5000])
+def test_sum_all_through_warp_shuffles(lib, dtype, n):
+    x = np.random.default_rng(n).standard_normal(n).astype(dtype)
+    out = np.full(1, np.nan, dtype)
+    getattr(lib, f"run_sum_all_{kernels.KERNEL_DTYPES[dtype]}")(
+        ctypes.c_uint(1), ctypes.c_uint(launch.ONE_BLOCK_THREADS), *[_arg(a) for a in
+                                                                    (x, out, n, float(n))])
+    np.testing.assert_allclose(out[0], x.astype(np.float64).mean(),
+                               rtol=1e-5 if dtype == "float32" else 1e-12, atol=1e-6)
