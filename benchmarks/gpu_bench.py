@@ -219,6 +219,21 @@ def bench_mlp(args, sync, torch, batch, sizes, lr=0.01):
 
     t_unfused, t_fused = timed_pair(unfused, sync, step, sync, args.iters, args.repeats)
     result["unfused_backward_over_fused_time"] = t_unfused / t_fused
+    if args.device.startswith("cuda"):
+        # the opt-in direct cuBLAS matmul (FASTNN_CUDA_GEMM=cublas) against cupy.matmul
+
+        def direct():
+            os.environ["FASTNN_CUDA_GEMM"] = "cublas"
+            try:
+                step()
+            finally:
+                os.environ.pop("FASTNN_CUDA_GEMM", None)
+
+        t_direct, t_cupy = timed_pair(direct, sync, step, sync, args.iters, args.repeats)
+        result["cublas_gemm_over_cupy_gemm_time"] = t_direct / t_cupy
+        if "torch_ms" in result:
+            result["fastnn_cublas_gemm_over_torch_time"] = (
+                t_direct / t_cupy * result["fastnn_over_torch_time"])
     return result
 
 

@@ -114,6 +114,14 @@ note '```'
 grep -E "FAILED|ERROR|CONFORM|passed|failed" "$LOGS/conformance.log" | tail -n 40 >> "$SUMMARY"
 note '```'
 
+# the opt-in direct cuBLAS matmul (FASTNN_CUDA_GEMM=cublas) through the cases that multiply
+run conformance_cublas_gemm 90 env FASTNN_CUDA_GEMM=cublas $PY -m pytest -p fastnn.conformance.plugin \
+    --pyargs fastnn.conformance --backend cuda -q -p no:cacheprovider $XDIST \
+    -k "matmul or linear or Linear or Dense or conv or Conv or Sequential or Residual"
+note '```'
+grep -E "FAILED|ERROR|passed|failed" "$LOGS/conformance_cublas_gemm.log" | tail -n 10 >> "$SUMMARY"
+note '```'
+
 # the README's main job on the GPU, with a checkpoint written from device memory
 run train_digits 60 $PY -m fastnn.cli train --backend cuda --checkpoint "$LOGS/digits.safetensors"
 note '```'

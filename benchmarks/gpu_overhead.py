@@ -41,23 +41,6 @@ def per_call(fn, sync, calls, repeats):
     return best * 1e6
 
 
-def _sgemm(cp, a, b):
-    """C = a @ b for C-contiguous float32 a, b through cuBLAS directly (row-major as
-    the column-major product b.T @ a.T)."""
-    from cupy_backends.cuda.libs import cublas
-
-    m, k = a.shape
-    n = b.shape[1]
-    c = cp.empty((m, n), dtype=a.dtype)
-    handle = cp.cuda.device.get_cublas_handle()
-    cublas.sgemm(handle, 0, 0, n, m, k, _ONE.ctypes.data, b.data.ptr, n, a.data.ptr, k,
-                 _ZERO.ctypes.data, c.data.ptr, n)
-    return c
-
-
-_ONE, _ZERO = np.ones(1, np.float32), np.zeros(1, np.float32)
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=None)
@@ -66,6 +49,7 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args(argv)
     import cupy as cp
+    from fastnn_cuda import gemm
 
     sync = cp.cuda.get_current_stream().synchronize
     dev = fnn.Device(args.device) if hasattr(fnn, "Device") else args.device
@@ -127,10 +111,13 @@ def main(argv=None):
     cases["matmul via cupy.dot"] = (zero, zero, lambda: cp.dot(ca, cw), None)
     cases["matmul x @ W.T via cupy.matmul"] = (zero, zero, lambda: cp.matmul(ca, wt), None)
     cases["matmul x @ W.T via cupy.dot"] = (zero, zero, lambda: cp.dot(ca, wt), None)
-    cases["matmul via cuBLAS sgemm"] = (zero, zero, lambda: _sgemm(cp, ca, cw), None)
-    same = np.allclose(cp.asnumpy(_sgemm(cp, ca, cw)), cp.asnumpy(cp.matmul(ca, cw)), rtol=1e-4,
-                       atol=1e-4)
-    print(f"cuBLAS sgemm path agrees with cupy.matmul: {same}", flush=True)
+    cases["matmul via fastnn_cuda.gemm (direct cuBLAS)"] = (
+        zero, zero, lambda: gemm.matmul2d(cp, ca, cw), None)
+    cases["matmul x @ W.T via fastnn_cuda.gemm"] = (
+        zero, zero, lambda: gemm.matmul2d(cp, ca, wt), None)
+    same = np.allclose(cp.asnumpy(gemm.matmul2d(cp, ca, wt)), cp.asnumpy(cp.matmul(ca, wt)),
+                       rtol=1e-4, atol=1e-4)
+    print(f"direct cuBLAS path agrees with cupy.matmul: {same}", flush=True)
     rows = []
     for name, (f_fnn, f_ops, f_cp, f_torch) in cases.items():
         row = {"op": name}

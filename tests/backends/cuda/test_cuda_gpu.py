@@ -277,6 +277,37 @@ def test_cross_entropy_backward_kernel_reads_a_broadcast_grad(ops, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_direct_cublas_matmul_matches_numpy(ops, dtype, monkeypatch):
+    monkeypatch.setenv("FASTNN_CUDA_GEMM", "cublas")
+    rng = np.random.default_rng(10)
+    for m, k, n in [(64, 48, 32), (1, 7, 5), (9, 1, 3), (5, 4, 1), (300, 257, 129)]:
+        a, b = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
+        want = a.astype(np.float64) @ b.astype(np.float64)
+        tol = dict(rtol=1e-4, atol=1e-4 * k) if dtype == "float32" else dict(rtol=1e-11,
+                                                                             atol=1e-11 * k)
+        views = {
+            "C": lambda x: cp.asarray(x),
+            "T": lambda x: cp.ascontiguousarray(cp.asarray(x).T).T,
+            "rows of a wider array":
+                lambda x: cp.pad(cp.asarray(x), ((0, 0), (0, 3)))[:, :x.shape[1]],
+            "every other column": lambda x: cp.repeat(cp.asarray(x), 2, axis=1)[:, ::2],
+        }
+        for name_a, view_a in views.items():
+            for name_b, view_b in views.items():
+                got = ops.matmul(view_a(a), view_b(b))
+                assert got.dtype == dtype and got.shape == (m, n)
+                np.testing.assert_allclose(cp.asnumpy(got), want, **tol,
+                                           err_msg=f"{name_a} @ {name_b}, ({m}, {k}, {n})")
+    # what the direct path does not take goes through cupy.matmul: batches, float16, empty
+    x = cp.asarray(rng.standard_normal((2, 3, 4)))
+    np.testing.assert_allclose(cp.asnumpy(ops.matmul(x, x.transpose(0, 2, 1))),
+                               np.matmul(cp.asnumpy(x), cp.asnumpy(x).transpose(0, 2, 1)))
+    h = cp.ones((3, 4), cp.float16)
+    assert ops.matmul(h, h.T).dtype == cp.float16
+    assert ops.matmul(cp.ones((0, 4), dtype), cp.ones((4, 2), dtype)).shape == (0, 2)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_swish_kernels(dtype):
     x, beta, g = rand((9, 5), dtype, 1), rand((5,), dtype, 2), rand((9, 5), dtype, 3)
     close(fused.swish(cp.asarray(x), cp.asarray(beta)), x / (1 + np.exp(-beta * x)), dtype)
