@@ -148,7 +148,8 @@ def _act_grad_fallback(x, bias, out, grad, kind, slope):
 def bias_act_backward(x, bias, out, grad, kind, slope):
     features = bias.shape[0]
     rows = x.size // features if features else 0
-    if kernels.has_kernel(x.dtype) and x.size and rows <= launch.COLUMN_ROWS_MAX:
+    same = grad.dtype == x.dtype and out.dtype == x.dtype and bias.dtype == x.dtype
+    if kernels.has_kernel(x.dtype) and same and x.size and rows <= launch.COLUMN_ROWS_MAX:
         x, bias = cp.ascontiguousarray(x), cp.ascontiguousarray(bias)
         out, grad = cp.ascontiguousarray(out), cp.ascontiguousarray(grad)
         dz = cp.empty_like(x)

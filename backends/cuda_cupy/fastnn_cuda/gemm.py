@@ -56,6 +56,8 @@ def plan(a_shape, a_strides, b_shape, b_strides):
     pa, pb = operand(a_shape, a_strides), operand(b_shape, b_strides)
     if pa is None or pb is None:
         return None
+    if max(pa[1], pb[1]) > INT_MAX:  # a leading dimension cuBLAS cannot take: copy first
+        return None
     # C^T (n, m) = op(B^T) (n, k) @ op(A^T) (k, m); C row-major is C^T column-major, ld n
     return pb[0], pa[0], n, m, k, pb[1], pa[1], max(n, 1)
 
@@ -87,6 +89,7 @@ def matmul2d(cp, a, b):
     handle = cp.cuda.device.get_cublas_handle()
     cublas.setStream(handle, cp.cuda.get_current_stream().ptr)
     cublas.setPointerMode(handle, 0)  # CUBLAS_POINTER_MODE_HOST: alpha, beta on the host
+    cublas.setMathMode(handle, 0)  # CUBLAS_DEFAULT_MATH: full FP32, as cupy.matmul without TF32
     getattr(cublas, name)(handle, op_b, op_a, n, m, k, one.ctypes.data, b.data.ptr, ld_b,
                           a.data.ptr, ld_a, zero.ctypes.data, out.data.ptr, ld_c)
     return out

@@ -56,7 +56,8 @@ KERNEL_FILES = {
     "col2im": "conv.cu",
 }
 
-_ENTRY = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(\w+?)_##SUFFIX\s*\(')
+_ENTRY = re.compile(
+    r'extern\s+"C"\s+__global__\s+void\s+(?:FASTNN_COLUMN_BOUNDS\s+)?(\w+?)_##SUFFIX\s*\(')
 
 
 def _read(name: str) -> str:

@@ -74,10 +74,12 @@ STEP_TABLE_DTYPE = np.dtype(
 
 
 def table_defines() -> tuple[str, ...]:
-    """NVRTC options that tell optim.cu the table layout Python packs."""
+    """NVRTC options that tell the kernels what Python plans: optim.cu's table layout and
+    the column kernels' block size (their __launch_bounds__)."""
     return (
         f"-DFASTNN_MAX_TENSORS={MAX_TENSORS}",
         f"-DFASTNN_TABLE_BYTES={STEP_TABLE_DTYPE.itemsize}",
+        f"-DFASTNN_COLUMN_THREADS={COLUMN_THREADS}",
     )
 
 

@@ -39,6 +39,7 @@ static pthread_barrier_t fastnn_barrier, fastnn_warp_barrier[32];
 #define __global__
 #define __device__
 #define __forceinline__ inline
+#define __launch_bounds__(n)
 #define __shared__ static
 static inline void __syncthreads() { pthread_barrier_wait(&fastnn_barrier); }
 // a warp's lanes swap values through one slot per thread, between two warp-wide barriers

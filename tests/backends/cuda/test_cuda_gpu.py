@@ -217,17 +217,28 @@ def sum_tolerance(x, axis, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape,axis", [
-    ((1024, 2048), (0,)),        # a bias gradient: the column kernel
-    ((4, 5, 70), (0, 1)),        # leading axes of a 3-D array
-    ((20000, 3), (0,)),          # beyond COLUMN_ROWS_MAX rows: cupy's reduction
-    ((1024,), (0,)),             # a loss: the one-block kernel
-    ((300, 300), (0, 1)),        # more than ONE_BLOCK_MAX elements: cupy
-    ((6, 7), (1,)),              # a trailing axis: cupy
-    ((3, 1), None),
+@pytest.mark.parametrize("shape,axis,kernel", [
+    ((1024, 2048), (0,), True),        # a bias gradient: the column kernel
+    ((4, 5, 70), (0, 1), True),        # leading axes of a 3-D array
+    ((20000, 3), (0,), False),         # beyond COLUMN_ROWS_MAX rows: cupy's reduction
+    ((1024,), (0,), True),             # a loss: the one-block kernel
+    ((300, 300), (0, 1), False),       # more than ONE_BLOCK_MAX elements: cupy
+    ((6, 7), (1,), False),             # a trailing axis: cupy
+    ((3, 1), None, True),
 ])
 @pytest.mark.parametrize("keepdims", [False, True])
-def test_sum_and_mean_kernels(ops, dtype, shape, axis, keepdims):
+def test_sum_and_mean_kernels(ops, dtype, shape, axis, kernel, keepdims, monkeypatch):
+    from fastnn_cuda import primitives
+
+    taken = []
+    original = primitives._sum_kernel
+
+    def spy(*args, **kwargs):
+        out = original(*args, **kwargs)
+        taken.append(out is not None)
+        return out
+
+    monkeypatch.setattr(primitives, "_sum_kernel", spy)
     x = rand(shape, dtype, seed=7) + 0.5
     for name in ("sum", "mean"):
         got = getattr(ops, name)(cp.asarray(x), axis, keepdims)
@@ -237,6 +248,7 @@ def test_sum_and_mean_kernels(ops, dtype, shape, axis, keepdims):
         if name == "mean":
             tol["atol"] /= x.size / max(want.size, 1)
         np.testing.assert_allclose(cp.asnumpy(got), want, **tol, err_msg=name)
+    assert taken == [kernel, kernel], "the raw kernel path was (not) taken where expected"
 
 
 def test_sum_kernels_propagate_nan_and_inf(ops):
@@ -278,7 +290,18 @@ def test_cross_entropy_backward_kernel_reads_a_broadcast_grad(ops, dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_direct_cublas_matmul_matches_numpy(ops, dtype, monkeypatch):
+    from fastnn_cuda import gemm
+
     monkeypatch.setenv("FASTNN_CUDA_GEMM", "cublas")
+    direct = []
+    original = gemm.matmul2d
+
+    def spy(*args):
+        out = original(*args)
+        direct.append(out is not None)
+        return out
+
+    monkeypatch.setattr(gemm, "matmul2d", spy)
     rng = np.random.default_rng(10)
     for m, k, n in [(64, 48, 32), (1, 7, 5), (9, 1, 3), (5, 4, 1), (300, 257, 129)]:
         a, b = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
@@ -298,6 +321,7 @@ def test_direct_cublas_matmul_matches_numpy(ops, dtype, monkeypatch):
                 assert got.dtype == dtype and got.shape == (m, n)
                 np.testing.assert_allclose(cp.asnumpy(got), want, **tol,
                                            err_msg=f"{name_a} @ {name_b}, ({m}, {k}, {n})")
+    assert direct and all(direct), "every 2-D float product should take the cuBLAS path"
     # what the direct path does not take goes through cupy.matmul: batches, float16, empty
     x = cp.asarray(rng.standard_normal((2, 3, 4)))
     np.testing.assert_allclose(cp.asnumpy(ops.matmul(x, x.transpose(0, 2, 1))),

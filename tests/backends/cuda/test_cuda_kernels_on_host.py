@@ -37,6 +37,7 @@ static fastnn_dim3 threadIdx, blockIdx, blockDim, gridDim;
 #define __global__
 #define __device__
 #define __forceinline__ inline
+#define __launch_bounds__(n)
 #define __shared__ static
 static inline void __syncthreads() {}
 template <typename T> static inline T __shfl_xor_sync(unsigned, T v, int) { return v; }

@@ -102,3 +102,15 @@ def test_multi_gpu_wrapper_keeps_signatures_and_markers(monkeypatch):
     registry._check_signatures("wrapped_cuda", pm)  # raises if a parameter list changed
     registered = {name for name in namespace if getattr(pm.hook, name).get_hookimpls()}
     assert registered == set(namespace)
+
+
+def test_every_hook_on_device_arrays_runs_on_their_gpu():
+    """With several GPUs a hook must run on its operands' device: each hook whose first
+    argument is a device array is wrapped (a new hook left out ran on the current GPU)."""
+    import fastnn_cuda
+
+    from fastnn.api import hookspec
+
+    host_side = {"from_numpy", "to_numpy", "full", "uniform"}
+    wanted = set(hookspec.PRIMITIVES + hookspec.FUSED) - host_side
+    assert wanted - set(fastnn_cuda._ON_ARRAY_DEVICE) == set()

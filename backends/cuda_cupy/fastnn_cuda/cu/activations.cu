@@ -118,7 +118,7 @@ __device__ void bias_act_backward_body(const T* x, const T* bias, const T* out, 
 }
 
 #define FASTNN_BIAS_ACT_BACKWARD(T, SUFFIX)                                                  \
-    extern "C" __global__ void bias_act_backward_##SUFFIX(                                   \
+    extern "C" __global__ void FASTNN_COLUMN_BOUNDS bias_act_backward_##SUFFIX(              \
         const T* x, const T* bias, const T* out, const T* grad, T* dz, T* dbias, i64 rows,   \
         i64 features, i64 kind, double slope) {                                              \
         bias_act_backward_body<T>(x, bias, out, grad, dz, dbias, rows, features, kind,       \

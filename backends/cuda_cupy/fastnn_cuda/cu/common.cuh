@@ -11,6 +11,11 @@
 
 #define FASTNN_WARP 32
 
+// Column-tiled kernels launch FASTNN_COLUMN_THREADS threads per block (defined by
+// the loader from launch.COLUMN_THREADS): tell the compiler, so that it keeps
+// registers within what that many threads may use.
+#define FASTNN_COLUMN_BOUNDS __launch_bounds__(FASTNN_COLUMN_THREADS)
+
 typedef long long i64;
 
 template <typename T> __device__ __forceinline__ T f_exp(T x);

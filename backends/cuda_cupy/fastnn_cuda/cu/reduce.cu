@@ -41,8 +41,8 @@ __device__ void sum_all_body(const T* x, T* out, i64 n, double divisor) {
 }
 
 #define FASTNN_REDUCE(T, SUFFIX)                                                           \
-    extern "C" __global__ void sum_rows_##SUFFIX(const T* x, T* out, i64 rows, i64 cols,   \
-                                                 double divisor) {                         \
+    extern "C" __global__ void FASTNN_COLUMN_BOUNDS sum_rows_##SUFFIX(                     \
+        const T* x, T* out, i64 rows, i64 cols, double divisor) {                          \
         sum_rows_body<T>(x, out, rows, cols, divisor);                                     \
     }                                                                                      \
     extern "C" __global__ void sum_all_##SUFFIX(const T* x, T* out, i64 n,                 \
