@@ -17,7 +17,7 @@ from fastnn.api.composite import activation_grad
 from fastnn.api.tensor import Tensor, host_rng, rand
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.linear import check_features, sum_leading
-from fastnn.nn.module import Module, check_tensor, const_init, wrap
+from fastnn.nn.module import Module, check_grad, check_tensor, const_init, wrap
 
 
 class Activation(Module):
@@ -38,7 +38,7 @@ class Activation(Module):
         return nnops.activation(self.kind, check_tensor("Activation", x), self.slope)
 
     def reverse(self, x, grad_out):
-        check_tensor("Activation", x)
+        check_grad("Activation", x, grad_out)
         if self.kind == "identity":
             return grad_out, {}
         with no_grad():
@@ -67,7 +67,7 @@ class Softmax(Module):
         return nnops.softmax(self._scaled(check_tensor("Softmax", x)), self.axis)
 
     def reverse(self, x, grad_out):
-        check_tensor("Softmax", x)
+        check_grad("Softmax", x, grad_out)
         with no_grad():
             y = nnops.softmax(self._scaled(x), self.axis)
             dot = (grad_out * y).sum(axis=self.axis, keepdims=True)
@@ -94,6 +94,7 @@ class Swish(Module):
 
     def reverse(self, x, grad_out):
         check_features(f"Swish({self.features})", x, self.features, "features")
+        check_grad(f"Swish({self.features})", x, grad_out)
         with no_grad():
             s = nnops.sigmoid(x * self.beta)
             ds = s * (1.0 - s)  # sigmoid'(beta x)
@@ -142,7 +143,7 @@ class Dropout(Module):
         return x * self._scaled_mask(x, self.seed)
 
     def reverse(self, x, grad_out, seed=None):
-        check_tensor("Dropout", x)
+        check_grad("Dropout", x, grad_out)
         if not self._active():
             return grad_out, {}
         if seed is not None:

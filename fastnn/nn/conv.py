@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from fastnn.api import nnops
 from fastnn.autograd.grad_mode import no_grad
-from fastnn.nn.module import Module, check_tensor, fan_in_bound, uniform_init, wrap
+from fastnn.nn.module import Module, check_grad, check_tensor, fan_in_bound, uniform_init, wrap
 
 
 class Conv1d(Module):
@@ -58,6 +58,10 @@ class Conv1d(Module):
 
     def reverse(self, x, grad_out):
         self._check(x)
+        span = self.dilation * (self.kernel_size - 1) + 1
+        length = (x.shape[2] + 2 * self.padding - span) // self.stride + 1
+        check_grad(f"Conv1d({self.in_channels}, {self.out_channels})", x, grad_out,
+                   (x.shape[0], self.out_channels, length))
         ops = x._device.ops
         attrs = (self.stride, self.padding, self.dilation, self.groups)
         with no_grad():

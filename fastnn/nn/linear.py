@@ -18,7 +18,14 @@ from __future__ import annotations
 from fastnn.api import nnops
 from fastnn.api.tensor import Tensor
 from fastnn.autograd.grad_mode import no_grad
-from fastnn.nn.module import Module, check_tensor, const_init, fan_in_bound, uniform_init
+from fastnn.nn.module import (
+    Module,
+    check_grad,
+    check_tensor,
+    const_init,
+    fan_in_bound,
+    uniform_init,
+)
 
 
 def check_features(layer: str, x: Tensor, features: int, what: str = "in_features") -> None:
@@ -67,6 +74,7 @@ class Dense(Module):
 
     def reverse(self, x, grad_out):
         check_features(self._name(), x, self.in_features)
+        check_grad(self._name(), x, grad_out, x.shape[:-1] + (self.out_features,))
         with no_grad():
             grad_x, grad_w = _dense_grads(x, grad_out, self.weight)
         return grad_x, {"weight": grad_w}
@@ -102,6 +110,7 @@ class Linear(Dense):
 
     def reverse(self, x, grad_out):
         check_features(self._name(), x, self.in_features)
+        check_grad(self._name(), x, grad_out, x.shape[:-1] + (self.out_features,))
         with no_grad():
             grad_x, grad_w = _dense_grads(x, grad_out, self.weight)
             grads = {"weight": grad_w}
@@ -127,6 +136,7 @@ class Bias1d(Module):
 
     def reverse(self, x, grad_out):
         check_features(f"Bias1d({self.features})", x, self.features, "features")
+        check_grad(f"Bias1d({self.features})", x, grad_out)
         with no_grad():
             return grad_out, {"bias": sum_leading(grad_out)}
 
@@ -148,6 +158,7 @@ class Diag(Module):
 
     def reverse(self, x, grad_out):
         check_features(f"Diag({self.features})", x, self.features, "features")
+        check_grad(f"Diag({self.features})", x, grad_out)
         with no_grad():
             return grad_out * self.weight, {"weight": sum_leading(grad_out * x)}
 
@@ -167,6 +178,6 @@ class ScalarScale(Module):
         return x * self.weight
 
     def reverse(self, x, grad_out):
-        check_tensor("ScalarScale", x)
+        check_grad("ScalarScale", x, grad_out)
         with no_grad():
             return grad_out * self.weight, {"weight": (grad_out * x).sum()}

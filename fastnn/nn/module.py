@@ -26,6 +26,7 @@ import numpy as np
 from fastnn.api import dtypes
 from fastnn.api.device import as_device
 from fastnn.api.dtypes import as_dtype
+from fastnn.api.errors import DeviceMismatchError
 from fastnn.api.tensor import Tensor, host_rng
 from fastnn.autograd.grad_mode import enable_grad, no_grad
 
@@ -98,6 +99,39 @@ def check_tensor(layer, x) -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"{layer}: expected a fastnn Tensor, got {type(x).__name__}")
     return x
+
+
+def check_grad(layer: str, x: Tensor, grad_out, out_shape=None) -> Tensor:
+    """``grad_out`` for ``layer.reverse(x, grad_out)``: a Tensor shaped like the layer's
+    output (``out_shape``, default x's shape), on x's device and dtype, x floating point.
+
+    Backward kernels index grad_out by the shapes of x and the parameters, so a
+    mismatch would read the wrong elements (or past the end of a device buffer).
+    """
+    check_tensor(layer, x)
+    if not isinstance(grad_out, Tensor):
+        raise TypeError(
+            f"{layer}.reverse: grad_out must be a fastnn Tensor, got {type(grad_out).__name__}"
+        )
+    if not x.dtype.is_floating:
+        raise TypeError(f"{layer}.reverse: x must be floating point, got {x.dtype.name}")
+    want = x.shape if out_shape is None else tuple(out_shape)
+    if grad_out.shape != want:
+        raise ValueError(
+            f"{layer}.reverse: grad_out must have the shape of the layer's output {want} "
+            f"(for x of shape {x.shape}), got {grad_out.shape}"
+        )
+    if grad_out.device != x.device:
+        raise DeviceMismatchError(
+            f"{layer}.reverse: grad_out is on {grad_out.device}, x on {x.device}; move one "
+            f"with .to()"
+        )
+    if grad_out.dtype is not x.dtype:
+        raise TypeError(
+            f"{layer}.reverse: grad_out is {grad_out.dtype.name} but x is {x.dtype.name}; "
+            f"convert with grad_out.to(fnn.{x.dtype.name})"
+        )
+    return grad_out
 
 
 class Module:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from fastnn.api import nnops
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.linear import check_features, sum_leading
-from fastnn.nn.module import Module, check_tensor, const_init
+from fastnn.nn.module import Module, check_grad, check_tensor, const_init
 
 
 def _rms_parts(x, eps):
@@ -42,7 +42,7 @@ class RMSDiv(Module):
         return nnops.rms_div(check_tensor("RMSDiv", x), self.eps)
 
     def reverse(self, x, grad_out):
-        check_tensor("RMSDiv", x)
+        check_grad("RMSDiv", x, grad_out)
         with no_grad():
             u, r = _rms_parts(x, self.eps)
             return _rms_div_grad(u, r, grad_out), {}
@@ -65,6 +65,7 @@ class RMSNorm(Module):
 
     def reverse(self, x, grad_out):
         check_features(f"RMSNorm({self.features})", x, self.features, "features")
+        check_grad(f"RMSNorm({self.features})", x, grad_out)
         with no_grad():
             u, r = _rms_parts(x, self.eps)
             grad_x = _rms_div_grad(u, r, grad_out * self.weight)
@@ -102,6 +103,7 @@ class LayerNorm(Module):
 
     def reverse(self, x, grad_out):
         check_features(f"LayerNorm({self.features})", x, self.features, "features")
+        check_grad(f"LayerNorm({self.features})", x, grad_out)
         with no_grad():
             xhat, rstd = self._normalize(x)
             h = grad_out * self.weight if self.affine else grad_out

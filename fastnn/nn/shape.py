@@ -13,7 +13,7 @@ import math
 
 from fastnn.api import shape
 from fastnn.autograd.grad_mode import no_grad
-from fastnn.nn.module import Module, check_tensor
+from fastnn.nn.module import Module, check_grad, check_tensor
 
 
 class Flatten(Module):
@@ -36,7 +36,7 @@ class Flatten(Module):
         return shape.reshape(x, self._shape(x))
 
     def reverse(self, x, grad_out):
-        self._shape(x)
+        check_grad("Flatten", x, grad_out, self._shape(x))
         with no_grad():
             return shape.reshape(grad_out, x.shape), {}
 
@@ -56,6 +56,7 @@ class GlobalAvgPool1d(Module):
 
     def reverse(self, x, grad_out):
         n, c, length = self._check(x).shape
+        check_grad("GlobalAvgPool1d", x, grad_out, (n, c))
         with no_grad():
             grad = shape.reshape(grad_out, (n, c, 1)) * (1.0 / length)
             return shape.broadcast_to(grad, x.shape), {}
