@@ -147,6 +147,16 @@ class Module:
             raise RuntimeError(
                 f"{type(self).__name__}: call super().__init__() before assigning attributes"
             )
+        if (name in self._parameters and isinstance(value, Tensor)
+                and not isinstance(value, Parameter)):
+            # e.g. `m.weight *= 0.5`: the result is a new plain Tensor, and binding it
+            # would silently drop the parameter from state_dict() and the optimizer
+            raise TypeError(
+                f"{type(self).__name__}: cannot assign a plain Tensor to parameter {name!r} "
+                f"(it would stop being a parameter: no longer saved or trained); assign an "
+                f"fnn.nn.Parameter, or None to remove it, or change its values with "
+                f"load_state_dict"
+            )
         self._parameters.pop(name, None)
         self._modules.pop(name, None)
         if isinstance(value, Parameter):
@@ -227,18 +237,39 @@ class Module:
                 f"{type(self).__name__}.load_state_dict: the state dict does not fit this model: "
                 + ", ".join(parts) + " (was it saved from another model?)"
             )
+        # convert every value before touching any parameter: a value that cannot be
+        # converted leaves the model as it was
+        converted = {}
         for name, p in own.items():
             value = state[name]
-            host = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
-            host = np.asarray(host, dtype=p._dtype.numpy)
-            p._data = p._device.ops.from_numpy(host, p._device.index)
+            try:
+                host = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
+                host = np.asarray(host, dtype=p._dtype.numpy)
+            except (TypeError, ValueError) as exc:
+                raise TypeError(
+                    f"{type(self).__name__}.load_state_dict: {name!r} cannot become "
+                    f"{p._dtype.name}: {exc}; nothing was loaded"
+                ) from None
+            converted[name] = p._device.ops.from_numpy(host, p._device.index)
+        for name, p in own.items():
+            p._data = converted[name]
             p.grad = None
 
     def to(self, *args, dtype=None, device=None) -> Module:
-        """Move/convert every parameter in place (``model.to("cuda")``, ``.to(fnn.float64)``)."""
-        for p in self.parameters():
-            moved = p.detach().to(*args, dtype=dtype, device=device)
-            p._data, p._dtype, p._device = moved._data, moved._dtype, moved._device
+        """Move/convert every parameter in place (``model.to("cuda")``, ``.to(fnn.float64)``).
+
+        Parameters stay floating point. Every parameter is moved before any is
+        replaced, so a move that fails (a dtype the device lacks) changes nothing.
+        """
+        moved = [(p, p.detach().to(*args, dtype=dtype, device=device)) for p in self.parameters()]
+        for _, new in moved:
+            if not new._dtype.is_floating:
+                raise TypeError(
+                    f"{type(self).__name__}.to: parameters must stay floating point, got "
+                    f"{new._dtype.name}; nothing was converted"
+                )
+        for p, new in moved:
+            p._data, p._dtype, p._device = new._data, new._dtype, new._device
             p.grad = None
         return self
 

@@ -1,0 +1,49 @@
+"""Module operations that used to damage a model silently now refuse, and change nothing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fastnn as fnn
+from fastnn import nn
+
+
+def _weights(model):
+    return {name: p.numpy().copy() for name, p in model.named_parameters()}
+
+
+def test_rebinding_a_parameter_to_a_plain_tensor_is_refused():
+    m = nn.Linear(3, 2)
+    before = _weights(m)
+    with pytest.raises(TypeError, match=r"cannot assign a plain Tensor to parameter 'weight'"):
+        with fnn.no_grad():
+            m.weight *= 0.5
+    assert set(dict(m.named_parameters())) == {"weight", "bias"}
+    np.testing.assert_array_equal(m.weight.numpy(), before["weight"])
+    m.bias = None  # removing a parameter stays allowed, as in PyTorch
+    assert set(dict(m.named_parameters())) == {"weight"}
+    m.extra = fnn.ones(2)  # a new, non-parameter attribute too
+    assert set(dict(m.named_parameters())) == {"weight"}
+
+
+@pytest.mark.parametrize("dtype", [fnn.int64, fnn.bool_])
+def test_to_a_non_floating_dtype_is_refused_and_changes_nothing(dtype):
+    m = nn.Linear(3, 2)
+    before = _weights(m)
+    with pytest.raises(TypeError, match=r"parameters must stay floating point"):
+        m.to(dtype)
+    for name, p in m.named_parameters():
+        assert p.dtype == fnn.float32
+        np.testing.assert_array_equal(p.numpy(), before[name])
+
+
+def test_a_load_that_fails_on_one_value_loads_nothing():
+    m = nn.Sequential(nn.Linear(3, 2), nn.Linear(2, 2))
+    before = _weights(m)
+    state = {name: np.zeros_like(v) for name, v in before.items()}
+    state["1.bias"] = np.array(["a", "b"])  # right shape, cannot become float32
+    with pytest.raises(TypeError, match=r"'1.bias' cannot become float32.*nothing was loaded"):
+        m.load_state_dict(state)
+    for name, p in m.named_parameters():
+        np.testing.assert_array_equal(p.numpy(), before[name])
