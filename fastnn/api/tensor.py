@@ -155,6 +155,10 @@ class Tensor:
             if g.shape != self.shape:
                 raise ValueError(f"backward: grad has shape {g.shape}, expected {self.shape}")
             _math.check_same_device("backward", self, g)
+            if not g._dtype.is_floating:
+                raise TypeError(f"backward: grad must be floating point, got {g._dtype.name}")
+            if g._dtype is not self._dtype:  # as PyTorch: the gradient takes the output's dtype
+                g = g.to(self._dtype)
             grad_data = g._data
         engine.backward(self, grad_data)
 
