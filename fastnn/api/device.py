@@ -28,6 +28,15 @@ class Device:
     def type(self) -> str:
         return self.backend.name
 
+    def check_dtype(self, dtype, op: str) -> None:
+        """TypeError naming ``op`` when this device's backend lists dtypes without ``dtype``
+        (a tensor must never be labelled with a dtype its data does not have)."""
+        supported = self.backend.record.dtypes
+        if supported and dtype.name not in supported:
+            raise TypeError(
+                f"{op}: {self} does not support {dtype.name}; it supports {', '.join(supported)}"
+            )
+
     def __repr__(self) -> str:
         return f"device({self._str!r})"
 

@@ -209,11 +209,7 @@ def astype(x: Tensor, dtype) -> Tensor:
     dtype = dtypes.as_dtype(dtype)
     if dtype is x._dtype:
         return x
-    if dtype.name not in x._device.backend.record.dtypes:
-        raise TypeError(
-            f"astype: backend {x._device.backend.name!r} does not support {dtype.name}; "
-            f"it supports {', '.join(x._device.backend.record.dtypes)}"
-        )
+    x._device.check_dtype(dtype, "astype")
     out = Tensor._make(x._device.ops.astype(x._data, dtype.name), dtype, x._device)
     if not (dtype.is_floating and x._dtype.is_floating):
         return out
@@ -224,8 +220,7 @@ def transfer(x: Tensor, device) -> Tensor:
     """Copy ``x`` to ``device`` through the host; gradients flow back to the source device."""
     if device is x._device or device == x._device:
         return x
-    if x._dtype.name not in device.backend.record.dtypes:
-        raise TypeError(f"to: device {device} does not support {x._dtype.name}")
+    device.check_dtype(x._dtype, "to")
     host = x._device.ops.to_numpy(x._data)
     out = Tensor._make(device.ops.from_numpy(host, device.index), x._dtype, device)
     return attach(out, "transfer", (x,), (), x._device)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -199,7 +200,9 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
 
     dtype=None keeps a NumPy array's dtype; lists and scalars become float32.
     """
-    if isinstance(data, Tensor):
+    if isinstance(data, Tensor):  # a copy keeps the source's dtype and device by default
+        dtype = data.dtype if dtype is None else dtype
+        device = data.device if device is None else device
         data = data.numpy()
     if data is None:
         raise TypeError("tensor: data is None; pass a NumPy array, a nested list or a number")
@@ -217,6 +220,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
     except (TypeError, ValueError) as exc:
         raise TypeError(f"tensor: cannot convert {type(data).__name__} to {dtype}: {exc}") from None
     dev = as_device(device)
+    dev.check_dtype(dtype, "tensor")
     out = Tensor._make(dev.ops.from_numpy(host, dev.index), dtype, dev)
     if requires_grad:
         out.requires_grad_(True)
@@ -242,6 +246,15 @@ def _shape_of(shape) -> tuple:
 def full(shape, value, dtype=dtypes.float32, device=None, requires_grad=False) -> Tensor:
     """A new tensor of ``shape`` filled with ``value``."""
     dtype, dev = as_dtype(dtype), as_device(device)
+    if not isinstance(value, numbers.Real):
+        raise TypeError(f"full: value must be a real number, got {type(value).__name__} {value!r}")
+    if dtype.is_floating:
+        value = float(value)
+    else:  # as NumPy: truncated toward zero; NaN and Inf have no integer value
+        if not math.isfinite(value):
+            raise ValueError(f"full: {value!r} cannot be stored in {dtype.name}")
+        value = bool(value) if dtype.name == "bool" else int(value)
+    dev.check_dtype(dtype, "full")
     out = Tensor._make(dev.ops.full(_shape_of(shape), value, dtype.name, dev.index), dtype, dev)
     return out.requires_grad_(True) if requires_grad else out
 
@@ -254,8 +267,16 @@ def ones(shape, dtype=dtypes.float32, device=None, requires_grad=False) -> Tenso
     return full(shape, 1, dtype, device, requires_grad)
 
 
+def _floating_dtype(op: str, dtype):
+    dtype = as_dtype(dtype)
+    if not dtype.is_floating:
+        raise TypeError(f"{op}: dtype must be floating point, got {dtype.name}")
+    return dtype
+
+
 def randn(shape, dtype=dtypes.float32, device=None, seed=None, requires_grad=False) -> Tensor:
     """Standard normal samples; the same ``seed`` gives the same values on every backend."""
+    _floating_dtype("randn", dtype)
     rng = _default_rng if seed is None else np.random.default_rng(seed)
     host = rng.standard_normal(_shape_of(shape))
     return tensor(host, dtype=as_dtype(dtype), device=device, requires_grad=requires_grad)
@@ -263,7 +284,8 @@ def randn(shape, dtype=dtypes.float32, device=None, seed=None, requires_grad=Fal
 
 def rand(shape, dtype=dtypes.float32, device=None, seed=None) -> Tensor:
     """Uniform samples in [0, 1), drawn on the device itself."""
-    dtype, dev = as_dtype(dtype), as_device(device)
+    dtype, dev = _floating_dtype("rand", dtype), as_device(device)
+    dev.check_dtype(dtype, "rand")
     if seed is None:
         seed = int(_default_rng.integers(2**31))
     return Tensor._make(dev.ops.uniform(_shape_of(shape), dtype.name, dev.index, seed), dtype, dev)

@@ -65,6 +65,7 @@ class Parameter(Tensor):
         if not dtype.is_floating:
             raise TypeError(f"Parameter: dtype must be floating point, got {dtype}")
         dev = as_device(device)
+        dev.check_dtype(dtype, "Parameter")
         host = np.asarray(array, dtype=dtype.numpy)
         p = cls._make(dev.ops.from_numpy(host, dev.index), dtype, dev)
         p.requires_grad = True

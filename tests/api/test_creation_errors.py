@@ -25,3 +25,40 @@ def test_creation_accepts_numpy_integers_and_lists():
     assert fnn.zeros((np.int32(2), 3)).shape == (2, 3)
     assert fnn.ones([2, 3]).shape == (2, 3)
     assert fnn.full(np.int64(4), 1.5).numpy().tolist() == [1.5] * 4
+
+
+@pytest.mark.parametrize("make", [
+    lambda: fnn.tensor([1.0], dtype=fnn.bfloat16),
+    lambda: fnn.zeros(3, dtype=fnn.bfloat16),
+    lambda: fnn.rand(3, dtype=fnn.bfloat16),
+    lambda: fnn.nn.Linear(3, 2, dtype=fnn.bfloat16),
+])
+def test_a_dtype_the_device_lacks_is_refused_not_relabelled(make):
+    # the NumPy backend has no bfloat16: before, such a tensor held float32 data
+    with pytest.raises(TypeError, match=r"cpu does not support bfloat16; it supports float32"):
+        make()
+
+
+@pytest.mark.parametrize("make", [lambda: fnn.randn(3, dtype=fnn.int64),
+                                  lambda: fnn.rand(3, dtype=fnn.bool_)])
+def test_random_tensors_need_a_floating_dtype(make):
+    with pytest.raises(TypeError, match=r"dtype must be floating point"):
+        make()
+
+
+def test_full_values():
+    with pytest.raises(TypeError, match=r"full: value must be a real number, got NoneType"):
+        fnn.full(3, None)
+    assert fnn.full(3, 1.7, dtype=fnn.int64).numpy().tolist() == [1, 1, 1]  # as NumPy
+    assert fnn.full(2, 1, dtype=fnn.bool_).numpy().tolist() == [True, True]
+    with pytest.raises(ValueError, match=r"nan cannot be stored in int64"):
+        fnn.full(3, float("nan"), dtype=fnn.int64)
+
+
+def test_a_copy_of_a_tensor_keeps_its_dtype_and_device():
+    t = fnn.tensor(np.arange(3.0), dtype=fnn.float64)
+    copy = fnn.tensor(t)
+    assert copy.dtype == fnn.float64 and copy.device == t.device
+    assert fnn.tensor(t, dtype=fnn.float32).dtype == fnn.float32
+    if any(r.name == "opencl" and r.available for r in fnn.backends()):
+        assert fnn.tensor(t.to("opencl")).device == "opencl"
