@@ -77,10 +77,24 @@ def argmax(x: Tensor, axis: int = -1) -> Tensor:
     return Tensor._make(x._device.ops.argmax(x._data, axis), dtypes.int64, x._device)
 
 
+def _ints(op: str, what: str, values) -> tuple:
+    """``values`` as a tuple of ints; TypeError when one is not an integer (2.9 is not 2)."""
+    if isinstance(values, numbers.Integral):
+        values = (values,)
+    try:
+        values = tuple(values)
+    except TypeError:
+        raise TypeError(
+            f"{op}: {what} must be an int or a sequence of ints, got {values!r}"
+        ) from None
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            raise TypeError(f"{op}: {what} must be ints, got {type(v).__name__} {v!r} in {values}")
+    return tuple(int(v) for v in values)
+
+
 def _resolve_shape(op, shape, size: int) -> tuple:
-    if isinstance(shape, numbers.Integral):
-        shape = (shape,)
-    shape = tuple(int(n) for n in shape)
+    shape = _ints(op, "shape", shape)
     unknown = [i for i, n in enumerate(shape) if n == -1]
     if len(unknown) > 1 or any(n < -1 for n in shape):
         raise ValueError(f"{op}: bad shape {shape}: at most one -1 and no other negatives")
@@ -111,9 +125,12 @@ def transpose(x: Tensor, axes=None) -> Tensor:
     n = x.ndim
     if axes is None:
         axes = tuple(reversed(range(n)))
-    axes = tuple(int(a) % n if n else int(a) for a in axes)
+    given = _ints("transpose", "axes", axes)
+    if any(not -n <= a < n for a in given):
+        raise ValueError(f"transpose: axes {given} out of range for a tensor with {n} dims")
+    axes = tuple(a % n for a in given) if n else given
     if sorted(axes) != list(range(n)):
-        raise ValueError(f"transpose: {axes} is not a permutation of the {n} axes")
+        raise ValueError(f"transpose: {given} is not a permutation of the {n} axes")
     out = Tensor._make(x._device.ops.transpose(x._data, axes), x._dtype, x._device)
     return attach(out, "transpose", (x,), (), axes)
 
@@ -122,7 +139,7 @@ def broadcast_to(x: Tensor, shape) -> Tensor:
     """A view of ``x`` broadcast to ``shape`` (NumPy rules)."""
     from fastnn.api.math import broadcast_shape
 
-    shape = tuple(int(n) for n in shape)
+    shape = _ints("broadcast_to", "shape", shape)
     if broadcast_shape("broadcast_to", x.shape, shape) != shape:
         raise ValueError(f"broadcast_to: cannot broadcast {x.shape} to {shape}")
     out = Tensor._make(x._device.ops.broadcast_to(x._data, shape), x._dtype, x._device)
@@ -137,6 +154,8 @@ def contiguous(x: Tensor) -> Tensor:
 
 def one_hot(targets: Tensor, num_classes: int, dtype=dtypes.float32) -> Tensor:
     """(..., num_classes) with 1 at each target index; checks that targets are in range."""
+    if isinstance(num_classes, bool) or not isinstance(num_classes, numbers.Integral):
+        raise TypeError(f"one_hot: num_classes must be an int, got {num_classes!r}")
     check_targets("one_hot", targets, num_classes)
     dtype = dtypes.as_dtype(dtype)
     data = targets._device.ops.one_hot(targets._data, int(num_classes), dtype.name)

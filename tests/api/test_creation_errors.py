@@ -62,3 +62,24 @@ def test_a_copy_of_a_tensor_keeps_its_dtype_and_device():
     assert fnn.tensor(t, dtype=fnn.float32).dtype == fnn.float32
     if any(r.name == "opencl" and r.available for r in fnn.backends()):
         assert fnn.tensor(t.to("opencl")).device == "opencl"
+
+
+def test_axes_out_of_range_no_longer_wrap():
+    a = fnn.ones((2, 3))
+    with pytest.raises(ValueError, match=r"transpose: axes \(0, 5\) out of range"):
+        a.transpose(0, 5)  # was 5 % 2 == 1: a silent identity
+    with pytest.raises(ValueError, match=r"transpose: axes \(1, 2\) out of range"):
+        a.transpose((1, 2))  # was a silent swap
+    assert a.transpose(-1, -2).shape == (3, 2)
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda a: a.reshape(2.9, 3), r"reshape: shape must be ints, got float 2.9"),
+    (lambda a: a.reshape("6"), r"reshape: shape must be ints, got str '6'"),
+    (lambda a: a.transpose((0.5, 1)), r"transpose: axes must be ints, got float 0.5"),
+    (lambda a: fnn.functional.one_hot(fnn.tensor([0, 1], dtype=fnn.int64), 2.5),
+     r"one_hot: num_classes must be an int, got 2.5"),
+])
+def test_non_integer_sizes_are_refused_not_truncated(call, match):
+    with pytest.raises(TypeError, match=match):
+        call(fnn.ones((2, 3)))
