@@ -12,12 +12,14 @@ Reverse rules (g = dL/dy):
 
 from __future__ import annotations
 
+import numbers
+
 from fastnn.api import dtypes, nnops
 from fastnn.api.composite import activation_grad
 from fastnn.api.tensor import Tensor, host_rng, rand
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.linear import check_features, sum_leading
-from fastnn.nn.module import Module, check_grad, check_tensor, const_init, wrap
+from fastnn.nn.module import Module, check_grad, check_tensor, const_init, size_arg, wrap
 
 
 class Activation(Module):
@@ -55,6 +57,8 @@ class Softmax(Module):
         super().__init__()
         if not temperature > 0:
             raise ValueError(f"Softmax: temperature must be > 0, got {temperature}")
+        if isinstance(axis, bool) or not isinstance(axis, numbers.Integral):
+            raise TypeError(f"Softmax: axis must be an int, got {axis!r}")
         self.axis, self.temperature = int(axis), float(temperature)
 
     def extra_repr(self) -> str:
@@ -82,7 +86,7 @@ class Swish(Module):
 
     def __init__(self, features: int, init: float = 1.0, dtype=None, device=None):
         super().__init__()
-        self.features = int(features)
+        self.features = size_arg("Swish", "features", features)
         self.beta = const_init((self.features,), float(init), "activation", dtype, device)
 
     def extra_repr(self) -> str:

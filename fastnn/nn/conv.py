@@ -9,7 +9,15 @@ from __future__ import annotations
 
 from fastnn.api import nnops
 from fastnn.autograd.grad_mode import no_grad
-from fastnn.nn.module import Module, check_grad, check_tensor, fan_in_bound, uniform_init, wrap
+from fastnn.nn.module import (
+    Module,
+    check_grad,
+    check_tensor,
+    fan_in_bound,
+    size_arg,
+    uniform_init,
+    wrap,
+)
 
 
 class Conv1d(Module):
@@ -22,9 +30,13 @@ class Conv1d(Module):
                  padding: int = 0, dilation: int = 1, bias: bool = True, groups: int = 1,
                  dtype=None, device=None):
         super().__init__()
-        self.in_channels, self.out_channels = int(in_channels), int(out_channels)
-        self.kernel_size, self.stride = int(kernel_size), int(stride)
-        self.padding, self.dilation, self.groups = int(padding), int(dilation), int(groups)
+        self.in_channels = size_arg("Conv1d", "in_channels", in_channels)
+        self.out_channels = size_arg("Conv1d", "out_channels", out_channels)
+        self.kernel_size = size_arg("Conv1d", "kernel_size", kernel_size)
+        self.stride = size_arg("Conv1d", "stride", stride)
+        self.padding = size_arg("Conv1d", "padding", padding, 0)
+        self.dilation = size_arg("Conv1d", "dilation", dilation)
+        self.groups = size_arg("Conv1d", "groups", groups)
         if self.in_channels % self.groups or self.out_channels % self.groups:
             raise ValueError(
                 f"Conv1d: in_channels={in_channels} and out_channels={out_channels} must both be "

@@ -24,6 +24,7 @@ from fastnn.nn.module import (
     check_tensor,
     const_init,
     fan_in_bound,
+    size_arg,
     uniform_init,
 )
 
@@ -57,7 +58,9 @@ class Dense(Module):
 
     def __init__(self, in_features: int, out_features: int, dtype=None, device=None):
         super().__init__()
-        self.in_features, self.out_features = int(in_features), int(out_features)
+        name = type(self).__name__
+        self.in_features = size_arg(name, "in_features", in_features)
+        self.out_features = size_arg(name, "out_features", out_features)
         self.weight = uniform_init((self.out_features, self.in_features),
                                    fan_in_bound(self.in_features), "connective", dtype, device)
 
@@ -124,7 +127,7 @@ class Bias1d(Module):
 
     def __init__(self, features: int, dtype=None, device=None):
         super().__init__()
-        self.features = int(features)
+        self.features = size_arg(type(self).__name__, "features", features)
         self.bias = const_init((self.features,), 0.0, "bias", dtype, device)
 
     def extra_repr(self) -> str:
@@ -146,7 +149,7 @@ class Diag(Module):
 
     def __init__(self, features: int, dtype=None, device=None):
         super().__init__()
-        self.features = int(features)
+        self.features = size_arg(type(self).__name__, "features", features)
         self.weight = const_init((self.features,), 1.0, "connective", dtype, device)
 
     def extra_repr(self) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from fastnn.api import nnops
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.linear import check_features, sum_leading
-from fastnn.nn.module import Module, check_grad, check_tensor, const_init
+from fastnn.nn.module import Module, check_grad, check_tensor, const_init, size_arg
 
 
 def _rms_parts(x, eps):
@@ -53,7 +53,8 @@ class RMSNorm(Module):
 
     def __init__(self, features: int, eps: float = 1e-6, dtype=None, device=None):
         super().__init__()
-        self.features, self.eps = int(features), float(eps)
+        self.features = size_arg(type(self).__name__, "features", features)
+        self.eps = float(eps)
         self.weight = const_init((self.features,), 1.0, "connective", dtype, device)
 
     def extra_repr(self) -> str:
@@ -82,7 +83,8 @@ class LayerNorm(Module):
     def __init__(self, features: int, eps: float = 1e-5, elementwise_affine: bool = True,
                  dtype=None, device=None):
         super().__init__()
-        self.features, self.eps = int(features), float(eps)
+        self.features = size_arg(type(self).__name__, "features", features)
+        self.eps = float(eps)
         self.affine = bool(elementwise_affine)
         if self.affine:
             self.weight = const_init((self.features,), 1.0, "connective", dtype, device)

@@ -47,3 +47,16 @@ def test_a_load_that_fails_on_one_value_loads_nothing():
         m.load_state_dict(state)
     for name, p in m.named_parameters():
         np.testing.assert_array_equal(p.numpy(), before[name])
+
+
+@pytest.mark.parametrize("make,match", [
+    (lambda: nn.Linear(3.7, 5), r"Linear: in_features must be an integer >= 1, got 3.7"),
+    (lambda: nn.Linear(-1, 5), r"Linear: in_features must be an integer >= 1, got -1"),
+    (lambda: nn.Conv1d(4, 8, 3, groups=0), r"Conv1d: groups must be an integer >= 1, got 0"),
+    (lambda: nn.Conv1d(4, 8, 3, padding=-1), r"Conv1d: padding must be an integer >= 0"),
+    (lambda: nn.LayerNorm(2.5), r"LayerNorm: features must be an integer >= 1, got 2.5"),
+])
+def test_layer_sizes_must_be_integers(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
+    assert nn.Linear(np.int64(3), 5).in_features == 3
