@@ -20,8 +20,9 @@ def _reduce(op: str, per_element: Tensor, reduction: str) -> Tensor:
 
 
 def _same_shape(op: str, pred: Tensor, target: Tensor) -> None:
-    if not isinstance(target, Tensor):
-        raise TypeError(f"{op}: target must be a Tensor, got {type(target).__name__}")
+    for name, value in (("prediction", pred), ("target", target)):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{op}: {name} must be a Tensor, got {type(value).__name__}")
     if pred.shape != target.shape:
         raise ValueError(f"{op}: prediction {pred.shape} and target {target.shape} differ in shape")
 

@@ -112,6 +112,8 @@ def conv1d(x: Tensor, weight: Tensor, bias=None, stride=1, padding=0, dilation=1
     out = attach(Tensor._make(data, x._dtype, x._device), "conv1d", (x, weight),
                  (x._data, weight._data), attrs)
     if bias is not None:
+        if not isinstance(bias, Tensor):
+            raise TypeError(f"conv1d: bias must be a Tensor or None, got {type(bias).__name__}")
         if bias.shape != (c_out,):
             raise ValueError(f"conv1d: bias must have shape ({c_out},), got {bias.shape}")
         out = out + reshape(bias, (c_out, 1))
@@ -220,7 +222,13 @@ def rms_div(x: Tensor, eps=1e-6) -> Tensor:
 
 def softmax_cross_entropy_rows(logits: Tensor, targets: Tensor) -> Tensor:
     """Per-row cross-entropy of (N, C) logits against int targets (N,)."""
-    if not isinstance(logits, Tensor) or logits.ndim != 2:
+    for name, value in (("logits", logits), ("targets", targets)):
+        if not isinstance(value, Tensor):
+            raise TypeError(
+                f"cross_entropy: {name} must be a fastnn Tensor, got {type(value).__name__}; "
+                f"convert with fnn.tensor(...)"
+            )
+    if logits.ndim != 2:
         shape = getattr(logits, "shape", None)
         raise ValueError(f"cross_entropy: logits must be (N, C), got shape {shape}")
     if not logits._dtype.is_floating:

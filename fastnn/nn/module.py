@@ -317,6 +317,12 @@ class Module:
 
     def apply(self, optimizer, self_grads: dict) -> None:
         """One optimizer update of this module's parameters from explicit gradients."""
+        if not isinstance(self_grads, dict):
+            raise TypeError(
+                f"{type(self).__name__}.apply: self_grads must be the dict that reverse() "
+                f"returns second (grad_x, self_grads = layer.reverse(x, g)), got "
+                f"{type(self_grads).__name__}"
+            )
         params = dict(self.named_parameters())
         unknown = [n for n in self_grads if n not in params]
         if unknown:

@@ -18,6 +18,7 @@ over the remaining steps; :class:`LambdaLR` takes any factor function.
 from __future__ import annotations
 
 import math
+import numbers
 
 
 def warmup_factor(t: int, warmup_steps: int) -> float:
@@ -36,10 +37,45 @@ def linear_factor(t: int, total_steps: int, end_factor: float = 0.0) -> float:
     return 1.0 + (end_factor - 1.0) * t / total_steps
 
 
+def _count(owner, name: str, value, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(
+            f"{type(owner).__name__}: {name} must be an integer >= {minimum}, got {value!r}"
+        )
+    return int(value)
+
+
+def _factor(owner, name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value <= 1:
+        raise ValueError(
+            f"{type(owner).__name__}: {name} must be a number in [0, 1] (a fraction of the base "
+            f"rate), got {value!r}"
+        )
+    return float(value)
+
+
+def _warmup_total(owner, warmup_steps, total_steps) -> tuple[int, int]:
+    warmup = _count(owner, "warmup_steps", warmup_steps, 0)
+    total = _count(owner, "total_steps", total_steps, 1)
+    if warmup >= total:
+        raise ValueError(
+            f"{type(owner).__name__}: warmup_steps ({warmup}) must be below total_steps "
+            f"({total}), which counts the warm-up too"
+        )
+    return warmup, total
+
+
 class LRScheduler:
     """Base: sets ``group["lr"] = base_lr * self.factor(t)`` for every group."""
 
     def __init__(self, optimizer):
+        from fastnn.optim.optimizer import Optimizer
+
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(
+                f"{type(self).__name__}: expected an optimizer (e.g. fnn.optim.SGD(...)), got "
+                f"{type(optimizer).__name__}"
+            )
         self.optimizer = optimizer
         self.base_lrs = [group["lr"] for group in optimizer.param_groups]
         self.last_step = 0
@@ -50,6 +86,11 @@ class LRScheduler:
 
     def _apply(self) -> None:
         f = self.factor(self.last_step)
+        if not (math.isfinite(f) and f >= 0):
+            raise ValueError(
+                f"{type(self).__name__}: the learning-rate factor at step {self.last_step} is "
+                f"{f}; it must be finite and >= 0 (a negative rate climbs the loss)"
+            )
         for group, base in zip(self.optimizer.param_groups, self.base_lrs):
             group["lr"] = base * f
 
@@ -84,7 +125,7 @@ class LinearWarmup(LRScheduler):
     """Linear warm-up over ``warmup_steps``, then the base rate."""
 
     def __init__(self, optimizer, warmup_steps: int):
-        self.warmup_steps = int(warmup_steps)
+        self.warmup_steps = _count(self, "warmup_steps", warmup_steps, 0)
         super().__init__(optimizer)
 
     def factor(self, t):
@@ -100,7 +141,8 @@ class CosineAnnealing(LRScheduler):
     """
 
     def __init__(self, optimizer, total_steps: int, min_factor: float = 0.0):
-        self.total_steps, self.min_factor = int(total_steps), float(min_factor)
+        self.total_steps = _count(self, "total_steps", total_steps, 1)
+        self.min_factor = _factor(self, "min_factor", min_factor)
         super().__init__(optimizer)
 
     def factor(self, t):
@@ -111,7 +153,8 @@ class LinearDecay(LRScheduler):
     """Linear decay from the base rate to ``end_factor`` times it over ``total_steps``."""
 
     def __init__(self, optimizer, total_steps: int, end_factor: float = 0.0):
-        self.total_steps, self.end_factor = int(total_steps), float(end_factor)
+        self.total_steps = _count(self, "total_steps", total_steps, 1)
+        self.end_factor = _factor(self, "end_factor", end_factor)
         super().__init__(optimizer)
 
     def factor(self, t):
@@ -122,8 +165,8 @@ class WarmupCosine(LRScheduler):
     """Warm-up over ``warmup_steps``, then cosine decay over the rest of ``total_steps``."""
 
     def __init__(self, optimizer, warmup_steps: int, total_steps: int, min_factor: float = 0.0):
-        self.warmup_steps, self.total_steps = int(warmup_steps), int(total_steps)
-        self.min_factor = float(min_factor)
+        self.warmup_steps, self.total_steps = _warmup_total(self, warmup_steps, total_steps)
+        self.min_factor = _factor(self, "min_factor", min_factor)
         super().__init__(optimizer)
 
     def factor(self, t):
@@ -137,8 +180,8 @@ class WarmupLinear(LRScheduler):
     """Warm-up over ``warmup_steps``, then linear decay over the rest of ``total_steps``."""
 
     def __init__(self, optimizer, warmup_steps: int, total_steps: int, end_factor: float = 0.0):
-        self.warmup_steps, self.total_steps = int(warmup_steps), int(total_steps)
-        self.end_factor = float(end_factor)
+        self.warmup_steps, self.total_steps = _warmup_total(self, warmup_steps, total_steps)
+        self.end_factor = _factor(self, "end_factor", end_factor)
         super().__init__(optimizer)
 
     def factor(self, t):

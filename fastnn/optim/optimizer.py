@@ -199,6 +199,11 @@ class Optimizer:
 
     def load_state_dict(self, state_dict: dict) -> None:
         """Restore hyper-parameters and per-parameter state saved by :meth:`state_dict`."""
+        if not isinstance(state_dict, dict):
+            raise TypeError(
+                f"{type(self).__name__}.load_state_dict: expected the dict that state_dict() "
+                f"returned, got {type(state_dict).__name__}"
+            )
         groups = state_dict.get("param_groups")
         if groups is None or "state" not in state_dict:
             raise ValueError(
@@ -258,7 +263,15 @@ def clip_grad_norm(params, max_norm: float, eps: float = 1e-6) -> float:
     Returns the total norm before clipping, as a float.
     """
     # a list: a generator (e.g. ``p for p in ... if ...``) is walked twice below
-    params = [params] if isinstance(params, Tensor) else list(params)
+    try:
+        params = [params] if isinstance(params, Tensor) else list(params)
+    except TypeError:
+        params = None
+    if params is None or not all(isinstance(p, Tensor) for p in params):
+        raise TypeError("clip_grad_norm: params must be tensors; pass model.parameters()")
+    max_norm = check_number("clip_grad_norm", "max_norm", max_norm)
+    if not max_norm >= 0:
+        raise ValueError(f"clip_grad_norm: max_norm must be >= 0, got {max_norm}")
     grads = [p.grad for p in params if p.grad is not None]
     if not grads:
         return 0.0

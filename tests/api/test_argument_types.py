@@ -1,0 +1,27 @@
+"""Functional ops name the argument that is not a Tensor (before: AttributeError from inside)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fastnn as fnn
+from fastnn import functional as F
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda lg, t: F.cross_entropy(lg, np.array([0, 1, 2, 1])),
+     r"cross_entropy: targets must be a fastnn Tensor, got ndarray"),
+    (lambda lg, t: F.cross_entropy(lg.numpy(), t),
+     r"cross_entropy: logits must be a fastnn Tensor, got ndarray"),
+    (lambda lg, t: F.mse_loss([1.0, 2.0], lg), r"mse_loss: prediction must be a Tensor, got list"),
+    (lambda lg, t: F.binary_cross_entropy_with_logits(lg.numpy(), lg),
+     r"binary_cross_entropy_with_logits: prediction must be a Tensor"),
+    (lambda lg, t: F.conv1d(fnn.ones((1, 2, 5)), fnn.ones((3, 2, 2)), bias=[0.0, 0.0, 0.0]),
+     r"conv1d: bias must be a Tensor or None, got list"),
+])
+def test_non_tensor_arguments_are_named(call, match):
+    logits = fnn.randn((4, 3))
+    targets = fnn.tensor(np.array([0, 1, 2, 1]), dtype=fnn.int64)
+    with pytest.raises(TypeError, match=match):
+        call(logits, targets)
