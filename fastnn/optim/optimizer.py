@@ -85,20 +85,36 @@ class Optimizer:
         self._check_hyper(full)
         self.param_groups.append(full)
 
+    # hyper-parameter -> its closed range, checked for every group, whether it comes from
+    # the constructor, add_param_group or load_state_dict
+    RANGES = {"lr": (0.0, math.inf), "weight_decay": (0.0, math.inf), "momentum": (0.0, math.inf),
+              "dampening": (0.0, 1.0), "eps": (0.0, math.inf), "alpha": (0.0, 1.0)}
+
     def _check_hyper(self, group: dict) -> None:
-        for name in ("lr", "weight_decay"):
-            if name in group:
-                check_number(type(self).__name__, name, group[name])
-        if not group["lr"] >= 0:
-            raise ValueError(f"{type(self).__name__}: lr must be >= 0, got {group['lr']}")
-        if not group.get("weight_decay", 0.0) >= 0:
-            raise ValueError(f"{type(self).__name__}: weight_decay must be >= 0")
-        unknown = sorted(set(group["class_lr"]) - set(PARAM_CLASSES))
+        owner = type(self).__name__
+        for name, (low, high) in self.RANGES.items():
+            if name not in group:
+                continue
+            value = check_number(owner, name, group[name])
+            if not low <= value <= high:
+                bound = f">= {low:g}" if high == math.inf else f"in [{low:g}, {high:g}]"
+                raise ValueError(f"{owner}: {name} must be {bound}, got {group[name]!r}")
+        if "betas" in group:
+            betas = group["betas"]
+            if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+                raise TypeError(f"{owner}: betas must be a pair (beta1, beta2), got {betas!r}")
+            if not all(0.0 <= check_number(owner, "betas", b) < 1.0 for b in betas):
+                raise ValueError(f"{owner}: betas must be in [0, 1), got {betas}")
+        class_lr = group["class_lr"]
+        unknown = sorted(set(class_lr) - set(PARAM_CLASSES))
         if unknown:
             raise ValueError(
-                f"{type(self).__name__}: class_lr names unknown parameter classes {unknown}; "
+                f"{owner}: class_lr names unknown parameter classes {unknown}; "
                 f"the classes are {', '.join(PARAM_CLASSES)}"
             )
+        for name, scale in class_lr.items():
+            if not check_number(owner, f"class_lr[{name!r}]", scale) >= 0:
+                raise ValueError(f"{owner}: class_lr[{name!r}] must be >= 0, got {scale}")
 
     # ------------------------------------------------------------ updates
     def zero_grad(self) -> None:
@@ -220,6 +236,12 @@ class Optimizer:
         params = self._all_params()
         new_state = {}
         for key, st in state_dict["state"].items():
+            if not (str(key).isdigit() and int(key) < len(params)):
+                raise ValueError(
+                    f"{type(self).__name__}.load_state_dict: state for parameter {key!r}, but "
+                    f"this optimizer holds {len(params)} parameters (was it saved from another "
+                    f"model?)"
+                )
             p = params[int(key)]
             entry = {}
             for name, value in st.items():
@@ -235,12 +257,18 @@ class Optimizer:
                 else:
                     entry[name] = _number(value)
             new_state[id(p)] = entry
-        self._state_home = {id(p): (p._device, p._dtype) for p in params}
+        merged = []
         for group, saved in zip(self.param_groups, groups):
+            entry = dict(group)
             for k, v in saved.items():
                 if k != "params":
-                    group[k] = dict(v) if isinstance(v, dict) else _number(v)
+                    entry[k] = dict(v) if isinstance(v, dict) else _number(v)
+            self._check_hyper(entry)  # a bad saved value fails here, before anything changes
+            merged.append(entry)
+        for group, entry in zip(self.param_groups, merged):
+            group.update(entry)
         self.state = new_state
+        self._state_home = {id(p): (p._device, p._dtype) for p in params}
 
 
 def _is_array(value) -> bool:

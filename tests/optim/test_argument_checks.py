@@ -46,3 +46,32 @@ def test_load_state_dict_and_apply_name_the_expected_type():
     x, g = fnn.randn((4, 3)), fnn.randn((4, 2))
     with pytest.raises(TypeError, match=r"self_grads must be the dict that reverse\(\) returns"):
         layer.apply(opt, layer.reverse(x, g))
+
+
+@pytest.mark.parametrize("group,error,match", [
+    ({"momentum": -1}, ValueError, r"SGD: momentum must be >= 0, got -1"),
+    ({"lr": "fast"}, TypeError, r"SGD: lr must be a real number"),
+    ({"class_lr": {"bias": -2}}, ValueError, r"class_lr\['bias'\] must be >= 0"),
+    ({"class_lr": {"bias": "2"}}, TypeError, r"class_lr\['bias'\] must be a real number"),
+])
+def test_param_groups_are_checked_like_constructor_arguments(group, error, match):
+    opt = _opt()
+    with pytest.raises(error, match=match):
+        opt.add_param_group({"params": [fnn.zeros(3, requires_grad=True)], **group})
+
+
+def test_adam_groups_and_saved_hyperparameters_are_checked():
+    adam = fnn.optim.Adam(fnn.nn.Linear(3, 2).parameters())
+    with pytest.raises(ValueError, match=r"Adam: betas must be in \[0, 1\), got \(1, 1\)"):
+        adam.add_param_group({"params": [fnn.zeros(3, requires_grad=True)], "betas": (1, 1)})
+    with pytest.raises(ValueError, match=r"Adam: eps must be >= 0"):
+        fnn.optim.Adam(fnn.nn.Linear(3, 2).parameters(), eps=-1)
+    saved = adam.state_dict()
+    saved["param_groups"][0]["lr"] = "x"
+    with pytest.raises(TypeError, match=r"Adam: lr must be a real number"):
+        adam.load_state_dict(saved)
+    assert adam.param_groups[0]["lr"] == pytest.approx(1e-3)  # unchanged
+    saved = adam.state_dict()
+    saved["state"] = {"7": {"step": 1}}
+    with pytest.raises(ValueError, match=r"state for parameter '7', but this optimizer holds 2"):
+        adam.load_state_dict(saved)
