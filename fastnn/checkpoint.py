@@ -98,8 +98,17 @@ def save(state: dict, path) -> None:
     tensors: dict = {}
     skeleton = _flatten(state, "", tensors)
     meta = {_META_KEY: json.dumps({"format": FORMAT, "version": VERSION, "tree": skeleton})}
-    payload = st.save(tensors, metadata=meta)
+    try:
+        payload = st.save(tensors, metadata=meta)
+    except Exception as exc:  # safetensors' own error types, e.g. for complex arrays
+        kinds = sorted({f"{k}: {v.dtype}" for k, v in tensors.items()})
+        raise TypeError(f"save: safetensors cannot store these arrays ({', '.join(kinds)}): "
+                        f"{exc}") from None
     directory = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"save: {path} is a directory; give a file name")
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"save: the folder {directory} does not exist; create it first")
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -145,10 +154,19 @@ def load(path) -> dict:
         return dict(tensors)
     try:
         info = json.loads(meta[_META_KEY])
-        if info.get("format") != FORMAT:
-            raise ValueError(f"format {info.get('format')!r}")
+        if not isinstance(info, dict) or info.get("format") != FORMAT:
+            raise ValueError(f"format {info.get('format') if isinstance(info, dict) else info!r}")
+    except ValueError as exc:
+        raise ValueError(f"load: {path} has corrupt fastnn metadata: {exc}") from None
+    version = info.get("version")
+    if isinstance(version, int) and version > VERSION:  # before reading a tree it may not know
+        raise ValueError(
+            f"load: {path} was written by a newer fastnn (checkpoint version {version}; this "
+            f"fastnn reads up to {VERSION}); upgrade fastnn to read it"
+        )
+    try:
         return _unflatten(info["tree"], tensors)
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"load: {path} has corrupt fastnn metadata: {exc}") from None
 
 
