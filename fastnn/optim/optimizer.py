@@ -130,7 +130,7 @@ class Optimizer:
     def apply_gradients(self, pairs) -> None:
         """Update from explicit ``(parameter, gradient)`` pairs; each parameter must be ours."""
         where = {id(p): i for i, g in enumerate(self.param_groups) for p in g["params"]}
-        per_group: dict[int, tuple[list, list]] = {}
+        per_group: dict[tuple, tuple[list, list]] = {}
         for p, g in pairs:
             index = where.get(id(p))
             if index is None:
@@ -148,14 +148,16 @@ class Optimizer:
                 )
             if g.dtype is not p.dtype or g.device != p.device:
                 grad = g.to(p.device).to(p.dtype)._data
-            params, grads = per_group.setdefault(index, ([], []))
+            # one hook call per (group, device): a model split over devices updates each part
+            # with its own backend
+            params, grads = per_group.setdefault((index, p._device), ([], []))
             params.append(p)
             grads.append(grad)
         for params, _ in per_group.values():
             for p in params:
                 self._follow(p)
         with no_grad():
-            for index, (params, grads) in per_group.items():
+            for (index, _), (params, grads) in per_group.items():
                 self._update(self.param_groups[index], params, grads)
 
     def _follow(self, p) -> None:

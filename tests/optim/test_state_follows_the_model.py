@@ -85,3 +85,20 @@ def test_state_follows_a_device_change(name):
     saved = opt.state_dict()["state"]
     assert all(isinstance(v, np.ndarray) for st in saved.values() for v in st.values()
                if hasattr(v, "shape"))
+
+
+@pytest.mark.parametrize("name", OPTIMIZERS)
+def test_one_group_over_two_devices_updates_each_part_on_its_own(name):
+    if not any(r.name == "opencl" and r.available for r in fnn.backends()):
+        pytest.skip("needs a second backend (opencl)")
+    (split, opt), (whole, ref) = _pair(OPTIMIZERS[name])
+    split[2].to("opencl")  # the head on another device, one parameter group
+    x, y = _data()
+    for _ in range(2):
+        opt.zero_grad()
+        loss = ((split[2](split[1](split[0](x)).to("opencl")) - y.to("opencl")) ** 2).mean()
+        loss.backward()
+        opt.step()
+    _steps(whole, ref, x, y, 2)
+    for p, q in zip(split.parameters(), whole.parameters()):
+        np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=2e-5, atol=1e-6)
