@@ -49,6 +49,11 @@ _ORDER = {
 }
 
 
+def names() -> list[str]:
+    """The names of fastnn's dtypes."""
+    return list(_BY_NAME)
+
+
 def as_dtype(value) -> DType:
     """Turn a DType, a name, or a NumPy dtype/type into a DType; TypeError if unsupported."""
     if isinstance(value, DType):
@@ -61,6 +66,11 @@ def as_dtype(value) -> DType:
             name = repr(value)
     found = _BY_NAME.get(name)
     if found is None:
+        if isinstance(value, int) and not isinstance(value, bool):
+            raise TypeError(
+                f"unsupported dtype {value!r}: an int where a dtype goes; a shape is one tuple, "
+                f"e.g. fnn.zeros((2, 3)), not fnn.zeros(2, 3)"
+            )
         raise TypeError(
             f"unsupported dtype {name!r}; fastnn supports {', '.join(_BY_NAME)} "
             "(convert the data first, e.g. array.astype('float32'))"

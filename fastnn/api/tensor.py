@@ -10,6 +10,7 @@ import numpy as np
 from fastnn.api import dtypes
 from fastnn.api.device import Device, as_device, get_device
 from fastnn.api.dtypes import DType, as_dtype
+from fastnn.api.errors import BackendError
 from fastnn.autograd import engine
 
 
@@ -117,7 +118,16 @@ class Tensor:
                 dtype = arg
         out = self
         if device is not None:
-            out = _math.transfer(out, as_device(device))
+            try:
+                device = as_device(device)
+            except BackendError as exc:
+                if not isinstance(device, str):
+                    raise
+                raise BackendError(
+                    f"to: {device!r} is neither a device nor a fastnn dtype "
+                    f"({', '.join(dtypes.names())}); {exc}"
+                ) from None
+            out = _math.transfer(out, device)
         if dtype is not None:
             out = _math.astype(out, as_dtype(dtype))
         return out

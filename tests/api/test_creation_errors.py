@@ -83,3 +83,10 @@ def test_axes_out_of_range_no_longer_wrap():
 def test_non_integer_sizes_are_refused_not_truncated(call, match):
     with pytest.raises(TypeError, match=match):
         call(fnn.ones((2, 3)))
+
+
+def test_messages_for_common_pytorch_habits():
+    with pytest.raises(TypeError, match=r"a shape is one tuple, e.g. fnn.zeros\(\(2, 3\)\)"):
+        fnn.zeros(2, 3)
+    with pytest.raises(fnn.BackendError, match=r"'float' is neither a device nor a fastnn dtype"):
+        fnn.ones(2).to("float")
