@@ -97,7 +97,16 @@ def add(a, b):
     return binary("add", a, b)
 
 
+def _no_bool(op: str, *operands) -> None:
+    """As NumPy and PyTorch: ``-`` has no meaning on booleans (backends disagreed: NumPy
+    raised its own error, OpenCL computed XOR)."""
+    if any(isinstance(t, Tensor) and t._dtype is dtypes.bool_ for t in operands):
+        raise TypeError(f"{op}: not defined on bool tensors (as in NumPy and PyTorch); "
+                        f"convert with .to(fnn.int64) first")
+
+
 def sub(a, b):
+    _no_bool("sub", a, b)
     return binary("sub", a, b)
 
 
@@ -174,6 +183,7 @@ def unary(op: str, x: Tensor, save_input=False, save_output=False) -> Tensor:
 
 
 def neg(x):
+    _no_bool("neg", x)
     return unary("neg", x)
 
 

@@ -25,3 +25,12 @@ def test_non_tensor_arguments_are_named(call, match):
     targets = fnn.tensor(np.array([0, 1, 2, 1]), dtype=fnn.int64)
     with pytest.raises(TypeError, match=match):
         call(logits, targets)
+
+
+def test_minus_on_booleans_is_refused_on_every_backend():
+    b = fnn.tensor(np.array([True, False]))
+    with pytest.raises(TypeError, match=r"sub: not defined on bool tensors"):
+        b - b
+    with pytest.raises(TypeError, match=r"neg: not defined on bool tensors"):
+        _ = -b
+    assert (b.to(fnn.int64) - b.to(fnn.int64)).numpy().tolist() == [0, 0]
