@@ -21,7 +21,7 @@ class Tensor:
     or :func:`randn`; the constructor itself is internal.
     """
 
-    __slots__ = ("_data", "_dtype", "_device", "requires_grad", "grad", "_node", "__weakref__")
+    __slots__ = ("_data", "_dtype", "_device", "_requires_grad", "_grad", "_node", "__weakref__")
     __array_priority__ = 1000  # so that ndarray + Tensor defers to Tensor.__radd__
 
     @classmethod
@@ -30,12 +30,43 @@ class Tensor:
         t._data = data
         t._dtype = dtype
         t._device = device
-        t.requires_grad = False
-        t.grad = None
+        t._requires_grad = False
+        t._grad = None
         t._node = None
         return t
 
     # ------------------------------------------------------------ properties
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag) -> None:
+        if flag and not self._dtype.is_floating:
+            raise TypeError(
+                f"only floating-point tensors can require grad, not {self._dtype.name}; "
+                f"convert with .to(fnn.float32) first"
+            )
+        self._requires_grad = bool(flag)
+
+    @property
+    def grad(self):
+        """The accumulated gradient (a Tensor like this one), or None."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"grad must be a fastnn Tensor or None, got {type(value).__name__}")
+            if value.shape != self.shape or value._dtype is not self._dtype or not (
+                    value._device is self._device or value._device == self._device):
+                raise ValueError(
+                    f"grad must match the tensor: shape {self.shape}, {self._dtype.name} on "
+                    f"{self._device}; got shape {value.shape}, {value._dtype.name} on "
+                    f"{value._device}"
+                )
+        self._grad = value
     @property
     def shape(self) -> tuple:
         return tuple(self._data.shape)
@@ -174,8 +205,6 @@ class Tensor:
         engine.backward(self, grad_data)
 
     def requires_grad_(self, flag: bool = True) -> Tensor:
-        if flag and not self._dtype.is_floating:
-            raise TypeError(f"only floating-point tensors can require grad, not {self._dtype}")
         self.requires_grad = flag
         return self
 

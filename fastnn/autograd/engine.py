@@ -46,7 +46,7 @@ def attach(out, op, inputs, saved=(), attrs=None):
     if grad_mode.is_grad_enabled():
         for t in inputs:
             if t is not None and t.requires_grad:
-                out.requires_grad = True
+                out._requires_grad = True
                 out._node = Node(op, inputs, saved, attrs, out._device.ops)
                 break
     if grad_mode.is_anomaly_enabled():
@@ -138,8 +138,8 @@ def backward(tensor, grad_data) -> None:
 
 
 def _accumulate(leaf, g, tensor_cls) -> None:
-    if leaf.grad is None:
-        leaf.grad = tensor_cls._make(g, leaf._dtype, leaf._device)
+    if leaf._grad is None:
+        leaf._grad = tensor_cls._make(g, leaf._dtype, leaf._device)
     else:
         # out of place: a gradient array may be shared by several leaves
-        leaf.grad._data = leaf._device.ops.add(leaf.grad._data, g)
+        leaf._grad._data = leaf._device.ops.add(leaf._grad._data, g)
