@@ -26,7 +26,7 @@ def install_backend(root: Path, dist: str, name: str, module: str, source: str) 
 def forget() -> None:
     """Make fastnn rediscover entry points and start again from the default device."""
     registry.refresh()
-    device._default.clear()
+    device.reset_default()
 
 
 # A second host backend: the NumPy hooks re-registered under another name,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 from fastnn.api.errors import BackendError
 from fastnn.api.registry import get_backend
 
@@ -78,30 +80,63 @@ def as_device(spec) -> Device:
     return found
 
 
-_default: list[Device] = []
+_default: list[Device] = []  # the process-wide default, set by a plain fnn.use(...)
+_scoped = threading.local()  # per thread: the devices of the enclosing `with fnn.use(...)`
+
+
+def _stack() -> list:
+    stack = getattr(_scoped, "stack", None)
+    if stack is None:
+        stack = _scoped.stack = []
+    return stack
+
+
+def reset_default() -> None:
+    """Back to ``cpu`` everywhere: the process-wide default and this thread's blocks."""
+    _default.clear()
+    _stack().clear()
 
 
 def get_device() -> Device:
-    """The current default device (``cpu`` unless ``fnn.use`` changed it)."""
+    """The current default device: the innermost ``with fnn.use(...)`` of this thread, else
+    the process-wide one (``cpu`` unless a plain ``fnn.use(...)`` changed it)."""
+    stack = _stack()
+    if stack:
+        return stack[-1]
     if not _default:
         _default.append(as_device("cpu"))
     return _default[-1]
 
 
 class use:
-    """Set the default device; as a context manager, restore the previous one on exit."""
+    """Set the default device.
+
+    ``fnn.use("opencl")`` changes the process-wide default. ``with fnn.use("opencl"):``
+    changes it for the current thread only, until the block ends (as PyTorch's device
+    context): other threads keep creating tensors where they did. A plain call inside
+    such a block changes that block's device.
+    """
 
     def __init__(self, spec):
-        previous = get_device()
         self.device = as_device(spec)
-        self._previous = previous
-        _default[-1] = self.device
+        stack = _stack()
+        if stack:  # inside a with-block of this thread: change that block's device
+            self._undo = (stack, len(stack) - 1, stack[-1])
+            stack[-1] = self.device
+        else:
+            previous = get_device()
+            self._undo = (_default, 0, previous)
+            _default[:] = [self.device]
 
     def __enter__(self) -> Device:
+        # used as a context manager: scope the change to this thread instead
+        target, index, previous = self._undo
+        target[index] = previous
+        _stack().append(self.device)
         return self.device
 
     def __exit__(self, *exc) -> None:
-        _default[-1] = self._previous
+        _stack().pop()
 
     def __repr__(self) -> str:
         return f"fastnn.use({str(self.device)!r})"
