@@ -363,6 +363,16 @@ def markdown(report) -> str:
     lines.append(f"- torch: {env.get('torch', 'not used')}; TF32 off; CUPY_TF32 "
                  f"{env['CUPY_TF32']}")
     lines.append("")
+    target = report["sections"].get("MLP step (the issue's target)")
+    if isinstance(target, dict) and "fastnn_over_torch_time" in target:
+        ratio = target["fastnn_over_torch_time"]
+        verdict = "met" if ratio <= 1.0 else "NOT met"
+        lines.append(f"**Target: the MLP step no slower than PyTorch CUDA eager: fastnn / torch "
+                     f"time = {ratio:.3f}, {verdict}.**")
+        if "fastnn_cublas_gemm_over_torch_time" in target:
+            lines.append(f"With FASTNN_CUDA_GEMM=cublas: "
+                         f"{target['fastnn_cublas_gemm_over_torch_time']:.3f}.")
+        lines.append("")
     for name, section in report["sections"].items():
         lines.append(f"## {name}")
         if isinstance(section, dict) and "skipped" in section:
