@@ -67,6 +67,7 @@ class Tensor:
                     f"{value._device}"
                 )
         self._grad = value
+
     @property
     def shape(self) -> tuple:
         return tuple(self._data.shape)
