@@ -74,3 +74,22 @@ class CrossEntropy:
         self.logits.grad = None
         F.cross_entropy(self.logits, self.y).backward()
         sync(self.logits.grad)
+
+
+class BiasActBackward:
+    """Linear + ReLU layer's backward through the tape: the fused bias_act_backward hook
+    (dz and the bias gradient at once), (batch, features) float32."""
+
+    params = (BACKENDS, [(128, 512), (1024, 2048)])
+    param_names = ["backend", "shape"]
+
+    def setup(self, backend, shape):
+        self.x = fnn.tensor(host_array(shape, 1), device=backend, requires_grad=True)
+        self.b = fnn.tensor(host_array(shape[1:], 2), device=backend, requires_grad=True)
+        self.g = fnn.tensor(host_array(shape, 3), device=backend)
+        self.time_forward_backward(backend, shape)
+
+    def time_forward_backward(self, backend, shape):
+        self.x.grad = self.b.grad = None
+        F.bias_act(self.x, self.b, "relu").backward(self.g)
+        sync(self.b.grad)
