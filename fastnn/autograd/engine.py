@@ -25,7 +25,7 @@ class Node:
     def __init__(self, op, inputs, saved, attrs, ops):
         self.op = op
         self.inputs = inputs
-        self.needs = tuple(t is not None and t.requires_grad for t in inputs)
+        self.needs = tuple(t is not None and t._requires_grad for t in inputs)
         self.saved = saved
         self.attrs = attrs
         self.ops = ops
@@ -45,7 +45,7 @@ def attach(out, op, inputs, saved=(), attrs=None):
     """Record ``op`` on ``out`` when grad mode is on and some input requires grad."""
     if grad_mode.is_grad_enabled():
         for t in inputs:
-            if t is not None and t.requires_grad:
+            if t is not None and t._requires_grad:  # the slot: this runs on every op
                 out._requires_grad = True
                 out._node = Node(op, inputs, saved, attrs, out._device.ops)
                 break
