@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+
 from fastnn.api import math as m
 from fastnn.api import nnops, shape
 from fastnn.api.tensor import Tensor
@@ -44,8 +46,8 @@ def mse_loss(pred: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
 def huber_loss(pred: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0):
     """0.5 * d**2 where |d| <= delta, else delta * (|d| - 0.5 * delta); d = pred - target."""
     _same_shape("huber_loss", pred, target)
-    if delta <= 0:
-        raise ValueError(f"huber_loss: delta must be > 0, got {delta}")
+    if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not delta > 0:
+        raise ValueError(f"huber_loss: delta must be a number > 0, got {delta!r}")
     diff = m.sub(pred, target)
     a = m.abs(diff)
     quadratic = m.minimum(a, float(delta))

@@ -190,6 +190,8 @@ def _floating(op: str, x) -> Tensor:
 
 
 def _axis(op, x, axis):
+    if isinstance(axis, bool) or not isinstance(axis, numbers.Integral):
+        raise TypeError(f"{op}: axis must be an int, got {axis!r}")
     if not -x.ndim <= axis < x.ndim:
         raise ValueError(f"{op}: axis {axis} out of range for shape {x.shape}")
     return axis % x.ndim

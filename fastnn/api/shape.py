@@ -15,10 +15,15 @@ def normalize_axis(op: str, axis, ndim: int):
     """None, an int or a sequence of ints -> None or a sorted tuple of non-negative axes."""
     if axis is None:
         return None
-    axes = (axis,) if isinstance(axis, numbers.Integral) else tuple(axis)
+    try:
+        axes = (axis,) if isinstance(axis, numbers.Integral) else tuple(axis)
+    except TypeError:
+        raise TypeError(f"{op}: axis must be an int or a tuple of ints, got {axis!r}") from None
     out, n = [], builtins.max(ndim, 1)  # a 0-d tensor has one axis-like position, as in PyTorch
     for a in axes:
-        if not isinstance(a, numbers.Integral) or not -n <= a < n:
+        if isinstance(a, bool) or not isinstance(a, numbers.Integral):
+            raise TypeError(f"{op}: axis must be an int or a tuple of ints, got {axis!r}")
+        if not -n <= a < n:
             raise ValueError(f"{op}: axis {a} is out of range for a tensor with {ndim} dims")
         a = int(a) % n
         if a in out:

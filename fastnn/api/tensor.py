@@ -307,6 +307,12 @@ def ones(shape, dtype=dtypes.float32, device=None, requires_grad=False) -> Tenso
     return full(shape, 1, dtype, device, requires_grad)
 
 
+def _seed(op: str, seed) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"{op}: seed must be a non-negative int, got {seed!r}")
+    return int(seed)
+
+
 def _floating_dtype(op: str, dtype):
     dtype = as_dtype(dtype)
     if not dtype.is_floating:
@@ -317,7 +323,7 @@ def _floating_dtype(op: str, dtype):
 def randn(shape, dtype=dtypes.float32, device=None, seed=None, requires_grad=False) -> Tensor:
     """Standard normal samples; the same ``seed`` gives the same values on every backend."""
     _floating_dtype("randn", dtype)
-    rng = _default_rng if seed is None else np.random.default_rng(seed)
+    rng = _default_rng if seed is None else np.random.default_rng(_seed("randn", seed))
     host = rng.standard_normal(_shape_of(shape))
     return tensor(host, dtype=as_dtype(dtype), device=device, requires_grad=requires_grad)
 
@@ -328,6 +334,7 @@ def rand(shape, dtype=dtypes.float32, device=None, seed=None) -> Tensor:
     dev.check_dtype(dtype, "rand")
     if seed is None:
         seed = int(_default_rng.integers(2**31))
+    seed = _seed("rand", seed)
     return Tensor._make(dev.ops.uniform(_shape_of(shape), dtype.name, dev.index, seed), dtype, dev)
 
 

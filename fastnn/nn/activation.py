@@ -122,8 +122,8 @@ class Dropout(Module):
 
     def __init__(self, p: float = 0.5):
         super().__init__()
-        if not 0.0 <= p < 1.0:
-            raise ValueError(f"Dropout: p must be in [0, 1), got {p}")
+        if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= p < 1.0:
+            raise ValueError(f"Dropout: p must be a number in [0, 1), got {p!r}")
         self.p = float(p)
         self.seed = None
 

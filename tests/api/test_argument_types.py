@@ -34,3 +34,17 @@ def test_minus_on_booleans_is_refused_on_every_backend():
     with pytest.raises(TypeError, match=r"neg: not defined on bool tensors"):
         _ = -b
     assert (b.to(fnn.int64) - b.to(fnn.int64)).numpy().tolist() == [0, 0]
+
+
+@pytest.mark.parametrize("call,error,match", [
+    (lambda: fnn.randn(3, seed=-1), ValueError, r"randn: seed must be a non-negative int"),
+    (lambda: fnn.rand(3, seed=1.5), ValueError, r"rand: seed must be a non-negative int"),
+    (lambda: fnn.ones((2, 3)).sum(axis=1.5), TypeError, r"axis must be an int or a tuple"),
+    (lambda: F.softmax(fnn.ones((2, 3)), axis=None), TypeError, r"softmax: axis must be an int"),
+    (lambda: fnn.nn.Dropout("0.5"), ValueError, r"Dropout: p must be a number in \[0, 1\)"),
+    (lambda: F.huber_loss(fnn.ones(2), fnn.ones(2), delta="1"), ValueError,
+     r"huber_loss: delta must be a number > 0"),
+])
+def test_scalar_arguments_of_the_wrong_type(call, error, match):
+    with pytest.raises(error, match=match):
+        call()

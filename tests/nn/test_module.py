@@ -105,7 +105,7 @@ def test_wrong_channel_count_to_conv1d_names_the_expected_shape():
 def test_bad_constructor_arguments_raise_clear_errors():
     with pytest.raises(ValueError, match="unknown kind 'relu6'"):
         nn.Activation("relu6")
-    with pytest.raises(ValueError, match="p must be in"):
+    with pytest.raises(ValueError, match="p must be a number in"):
         nn.Dropout(1.0)
     with pytest.raises(ValueError, match="temperature must be > 0"):
         nn.Softmax(temperature=0)
