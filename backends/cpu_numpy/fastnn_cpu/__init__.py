@@ -15,7 +15,6 @@ from fastnn_cpu.conv import conv1d, conv1d_grad_input, conv1d_grad_weight  # noq
 from fastnn_cpu.fused import (  # noqa: F401
     adam_step,
     bias_act,
-    bias_act_backward,
     log_softmax,
     rms_div,
     rmsprop_step,
