@@ -7,6 +7,7 @@ import math
 import numbers
 
 from fastnn.api import dtypes
+from fastnn.api.args import ints
 from fastnn.api.tensor import Tensor
 from fastnn.autograd.engine import attach
 
@@ -82,24 +83,8 @@ def argmax(x: Tensor, axis: int = -1) -> Tensor:
     return Tensor._make(x._device.ops.argmax(x._data, axis), dtypes.int64, x._device)
 
 
-def _ints(op: str, what: str, values) -> tuple:
-    """``values`` as a tuple of ints; TypeError when one is not an integer (2.9 is not 2)."""
-    if isinstance(values, numbers.Integral):
-        values = (values,)
-    try:
-        values = tuple(values)
-    except TypeError:
-        raise TypeError(
-            f"{op}: {what} must be an int or a sequence of ints, got {values!r}"
-        ) from None
-    for v in values:
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-            raise TypeError(f"{op}: {what} must be ints, got {type(v).__name__} {v!r} in {values}")
-    return tuple(int(v) for v in values)
-
-
 def _resolve_shape(op, shape, size: int) -> tuple:
-    shape = _ints(op, "shape", shape)
+    shape = ints(op, "shape", shape)
     unknown = [i for i, n in enumerate(shape) if n == -1]
     if len(unknown) > 1 or any(n < -1 for n in shape):
         raise ValueError(f"{op}: bad shape {shape}: at most one -1 and no other negatives")
@@ -130,7 +115,7 @@ def transpose(x: Tensor, axes=None) -> Tensor:
     n = x.ndim
     if axes is None:
         axes = tuple(reversed(range(n)))
-    given = _ints("transpose", "axes", axes)
+    given = ints("transpose", "axes", axes)
     if any(not -n <= a < n for a in given):
         raise ValueError(f"transpose: axes {given} out of range for a tensor with {n} dims")
     axes = tuple(a % n for a in given) if n else given
@@ -144,7 +129,7 @@ def broadcast_to(x: Tensor, shape) -> Tensor:
     """A view of ``x`` broadcast to ``shape`` (NumPy rules)."""
     from fastnn.api.math import broadcast_shape
 
-    shape = _ints("broadcast_to", "shape", shape)
+    shape = ints("broadcast_to", "shape", shape)
     if broadcast_shape("broadcast_to", x.shape, shape) != shape:
         raise ValueError(f"broadcast_to: cannot broadcast {x.shape} to {shape}")
     out = Tensor._make(x._device.ops.broadcast_to(x._data, shape), x._dtype, x._device)

@@ -8,6 +8,7 @@ import numbers
 import numpy as np
 
 from fastnn.api import dtypes
+from fastnn.api.args import integer, ints
 from fastnn.api.device import Device, as_device, get_device
 from fastnn.api.dtypes import DType, as_dtype
 from fastnn.api.errors import BackendError
@@ -267,17 +268,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
     return out
 
 
-def _shape_of(shape) -> tuple:
-    if isinstance(shape, numbers.Integral):
-        shape = (shape,)
-    try:
-        dims = tuple(shape)
-    except TypeError:
-        dims = None
-    if dims is None or not all(isinstance(n, numbers.Integral) and not isinstance(n, bool)
-                               for n in dims):
-        raise TypeError(f"shape must be an int or a tuple of ints, got {shape!r}")
-    shape = tuple(int(n) for n in dims)
+def _shape_of(op: str, shape) -> tuple:
+    shape = ints(op, "shape", shape)
     if any(n < 0 for n in shape):
         raise ValueError(f"negative dimension in shape {shape}")
     return shape
@@ -295,7 +287,8 @@ def full(shape, value, dtype=dtypes.float32, device=None, requires_grad=False) -
             raise ValueError(f"full: {value!r} cannot be stored in {dtype.name}")
         value = bool(value) if dtype.name == "bool" else int(value)
     dev.check_dtype(dtype, "full")
-    out = Tensor._make(dev.ops.full(_shape_of(shape), value, dtype.name, dev.index), dtype, dev)
+    data = dev.ops.full(_shape_of("full", shape), value, dtype.name, dev.index)
+    out = Tensor._make(data, dtype, dev)
     return out.requires_grad_(True) if requires_grad else out
 
 
@@ -305,12 +298,6 @@ def zeros(shape, dtype=dtypes.float32, device=None, requires_grad=False) -> Tens
 
 def ones(shape, dtype=dtypes.float32, device=None, requires_grad=False) -> Tensor:
     return full(shape, 1, dtype, device, requires_grad)
-
-
-def _seed(op: str, seed) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(f"{op}: seed must be a non-negative int, got {seed!r}")
-    return int(seed)
 
 
 def _floating_dtype(op: str, dtype):
@@ -323,8 +310,8 @@ def _floating_dtype(op: str, dtype):
 def randn(shape, dtype=dtypes.float32, device=None, seed=None, requires_grad=False) -> Tensor:
     """Standard normal samples; the same ``seed`` gives the same values on every backend."""
     _floating_dtype("randn", dtype)
-    rng = _default_rng if seed is None else np.random.default_rng(_seed("randn", seed))
-    host = rng.standard_normal(_shape_of(shape))
+    rng = _default_rng if seed is None else np.random.default_rng(integer("randn", "seed", seed, 0))
+    host = rng.standard_normal(_shape_of("randn", shape))
     return tensor(host, dtype=as_dtype(dtype), device=device, requires_grad=requires_grad)
 
 
@@ -334,8 +321,9 @@ def rand(shape, dtype=dtypes.float32, device=None, seed=None) -> Tensor:
     dev.check_dtype(dtype, "rand")
     if seed is None:
         seed = int(_default_rng.integers(2**31))
-    seed = _seed("rand", seed)
-    return Tensor._make(dev.ops.uniform(_shape_of(shape), dtype.name, dev.index, seed), dtype, dev)
+    seed = integer("rand", "seed", seed, 0)
+    data = dev.ops.uniform(_shape_of("rand", shape), dtype.name, dev.index, seed)
+    return Tensor._make(data, dtype, dev)
 
 
 __all__ = ["Tensor", "tensor", "full", "zeros", "ones", "randn", "rand", "manual_seed",

@@ -15,11 +15,12 @@ from __future__ import annotations
 import numbers
 
 from fastnn.api import dtypes, nnops
+from fastnn.api.args import integer
 from fastnn.api.composite import activation_grad
 from fastnn.api.tensor import Tensor, host_rng, rand
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.linear import check_features, sum_leading
-from fastnn.nn.module import Module, check_grad, check_tensor, const_init, size_arg, wrap
+from fastnn.nn.module import Module, check_grad, check_tensor, const_init, wrap
 
 
 class Activation(Module):
@@ -86,7 +87,7 @@ class Swish(Module):
 
     def __init__(self, features: int, init: float = 1.0, dtype=None, device=None):
         super().__init__()
-        self.features = size_arg("Swish", "features", features)
+        self.features = integer("Swish", "features", features)
         self.beta = const_init((self.features,), float(init), "activation", dtype, device)
 
     def extra_repr(self) -> str:

@@ -8,13 +8,13 @@ same ones the tape uses), dL/db = sum of g over the batch and length axes.
 from __future__ import annotations
 
 from fastnn.api import nnops
+from fastnn.api.args import integer
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.module import (
     Module,
     check_grad,
     check_tensor,
     fan_in_bound,
-    size_arg,
     uniform_init,
     wrap,
 )
@@ -30,13 +30,13 @@ class Conv1d(Module):
                  padding: int = 0, dilation: int = 1, bias: bool = True, groups: int = 1,
                  dtype=None, device=None):
         super().__init__()
-        self.in_channels = size_arg("Conv1d", "in_channels", in_channels)
-        self.out_channels = size_arg("Conv1d", "out_channels", out_channels)
-        self.kernel_size = size_arg("Conv1d", "kernel_size", kernel_size)
-        self.stride = size_arg("Conv1d", "stride", stride)
-        self.padding = size_arg("Conv1d", "padding", padding, 0)
-        self.dilation = size_arg("Conv1d", "dilation", dilation)
-        self.groups = size_arg("Conv1d", "groups", groups)
+        self.in_channels = integer("Conv1d", "in_channels", in_channels)
+        self.out_channels = integer("Conv1d", "out_channels", out_channels)
+        self.kernel_size = integer("Conv1d", "kernel_size", kernel_size)
+        self.stride = integer("Conv1d", "stride", stride)
+        self.padding = integer("Conv1d", "padding", padding, 0)
+        self.dilation = integer("Conv1d", "dilation", dilation)
+        self.groups = integer("Conv1d", "groups", groups)
         if self.in_channels % self.groups or self.out_channels % self.groups:
             raise ValueError(
                 f"Conv1d: in_channels={in_channels} and out_channels={out_channels} must both be "

@@ -16,6 +16,7 @@ ScalarScale    x * s                 g * s                       sum of g * x (a
 from __future__ import annotations
 
 from fastnn.api import nnops
+from fastnn.api.args import integer
 from fastnn.api.tensor import Tensor
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.module import (
@@ -24,7 +25,6 @@ from fastnn.nn.module import (
     check_tensor,
     const_init,
     fan_in_bound,
-    size_arg,
     uniform_init,
 )
 
@@ -59,8 +59,8 @@ class Dense(Module):
     def __init__(self, in_features: int, out_features: int, dtype=None, device=None):
         super().__init__()
         name = type(self).__name__
-        self.in_features = size_arg(name, "in_features", in_features)
-        self.out_features = size_arg(name, "out_features", out_features)
+        self.in_features = integer(name, "in_features", in_features)
+        self.out_features = integer(name, "out_features", out_features)
         self.weight = uniform_init((self.out_features, self.in_features),
                                    fan_in_bound(self.in_features), "connective", dtype, device)
 
@@ -127,7 +127,7 @@ class Bias1d(Module):
 
     def __init__(self, features: int, dtype=None, device=None):
         super().__init__()
-        self.features = size_arg(type(self).__name__, "features", features)
+        self.features = integer(type(self).__name__, "features", features)
         self.bias = const_init((self.features,), 0.0, "bias", dtype, device)
 
     def extra_repr(self) -> str:
@@ -149,7 +149,7 @@ class Diag(Module):
 
     def __init__(self, features: int, dtype=None, device=None):
         super().__init__()
-        self.features = size_arg(type(self).__name__, "features", features)
+        self.features = integer(type(self).__name__, "features", features)
         self.weight = const_init((self.features,), 1.0, "connective", dtype, device)
 
     def extra_repr(self) -> str:

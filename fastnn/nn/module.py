@@ -20,7 +20,6 @@ module's ``named_parameters()`` names (dotted paths for containers, e.g.
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 
@@ -101,13 +100,6 @@ def check_tensor(layer, x) -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"{layer}: expected a fastnn Tensor, got {type(x).__name__}")
     return x
-
-
-def size_arg(layer: str, name: str, value, minimum: int = 1) -> int:
-    """A layer's size argument as an int >= minimum; 3.7 and -1 are errors, not 3 and a crash."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{layer}: {name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
 
 
 def check_grad(layer: str, x: Tensor, grad_out, out_shape=None) -> Tensor:

@@ -13,9 +13,10 @@ Reverse rules (g = dL/dy, means over the last axis, F features):
 from __future__ import annotations
 
 from fastnn.api import nnops
+from fastnn.api.args import integer
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.linear import check_features, sum_leading
-from fastnn.nn.module import Module, check_grad, check_tensor, const_init, size_arg
+from fastnn.nn.module import Module, check_grad, check_tensor, const_init
 
 
 def _rms_parts(x, eps):
@@ -53,7 +54,7 @@ class RMSNorm(Module):
 
     def __init__(self, features: int, eps: float = 1e-6, dtype=None, device=None):
         super().__init__()
-        self.features = size_arg(type(self).__name__, "features", features)
+        self.features = integer(type(self).__name__, "features", features)
         self.eps = float(eps)
         self.weight = const_init((self.features,), 1.0, "connective", dtype, device)
 
@@ -83,7 +84,7 @@ class LayerNorm(Module):
     def __init__(self, features: int, eps: float = 1e-5, elementwise_affine: bool = True,
                  dtype=None, device=None):
         super().__init__()
-        self.features = size_arg(type(self).__name__, "features", features)
+        self.features = integer(type(self).__name__, "features", features)
         self.eps = float(eps)
         self.affine = bool(elementwise_affine)
         if self.affine:

@@ -20,6 +20,8 @@ from __future__ import annotations
 import math
 import numbers
 
+from fastnn.api.args import integer
+
 
 def warmup_factor(t: int, warmup_steps: int) -> float:
     return 1.0 if warmup_steps <= 0 or t >= warmup_steps else (t + 1) / warmup_steps
@@ -37,14 +39,6 @@ def linear_factor(t: int, total_steps: int, end_factor: float = 0.0) -> float:
     return 1.0 + (end_factor - 1.0) * t / total_steps
 
 
-def _count(owner, name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(
-            f"{type(owner).__name__}: {name} must be an integer >= {minimum}, got {value!r}"
-        )
-    return int(value)
-
-
 def _factor(owner, name: str, value) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value <= 1:
         raise ValueError(
@@ -55,8 +49,9 @@ def _factor(owner, name: str, value) -> float:
 
 
 def _warmup_total(owner, warmup_steps, total_steps) -> tuple[int, int]:
-    warmup = _count(owner, "warmup_steps", warmup_steps, 0)
-    total = _count(owner, "total_steps", total_steps, 1)
+    name = type(owner).__name__
+    warmup = integer(name, "warmup_steps", warmup_steps, 0)
+    total = integer(name, "total_steps", total_steps, 1)
     if warmup >= total:
         raise ValueError(
             f"{type(owner).__name__}: warmup_steps ({warmup}) must be below total_steps "
@@ -125,7 +120,7 @@ class LinearWarmup(LRScheduler):
     """Linear warm-up over ``warmup_steps``, then the base rate."""
 
     def __init__(self, optimizer, warmup_steps: int):
-        self.warmup_steps = _count(self, "warmup_steps", warmup_steps, 0)
+        self.warmup_steps = integer(type(self).__name__, "warmup_steps", warmup_steps, 0)
         super().__init__(optimizer)
 
     def factor(self, t):
@@ -141,7 +136,7 @@ class CosineAnnealing(LRScheduler):
     """
 
     def __init__(self, optimizer, total_steps: int, min_factor: float = 0.0):
-        self.total_steps = _count(self, "total_steps", total_steps, 1)
+        self.total_steps = integer(type(self).__name__, "total_steps", total_steps, 1)
         self.min_factor = _factor(self, "min_factor", min_factor)
         super().__init__(optimizer)
 
@@ -153,7 +148,7 @@ class LinearDecay(LRScheduler):
     """Linear decay from the base rate to ``end_factor`` times it over ``total_steps``."""
 
     def __init__(self, optimizer, total_steps: int, end_factor: float = 0.0):
-        self.total_steps = _count(self, "total_steps", total_steps, 1)
+        self.total_steps = integer(type(self).__name__, "total_steps", total_steps, 1)
         self.end_factor = _factor(self, "end_factor", end_factor)
         super().__init__(optimizer)
 

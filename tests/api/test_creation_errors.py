@@ -11,9 +11,10 @@ import fastnn as fnn
 @pytest.mark.parametrize("make,error,match", [
     (lambda: fnn.tensor(None), TypeError, "tensor: data is None"),
     (lambda: fnn.zeros((2, "a")), TypeError,
-     r"shape must be an int or a tuple of ints, got \(2, 'a'\)"),
-    (lambda: fnn.ones(2.5), TypeError, "shape must be an int or a tuple of ints, got 2.5"),
-    (lambda: fnn.randn((True, 2)), TypeError, "shape must be an int or a tuple of ints"),
+     r"full: shape must be ints, got str 'a' in \(2, 'a'\)"),
+    (lambda: fnn.ones(2.5), TypeError, "full: shape must be an int or a sequence of ints, got 2.5"),
+    (lambda: fnn.randn((True, 2)), TypeError,
+     r"randn: shape must be ints, got bool True in \(True, 2\)"),
     (lambda: fnn.zeros((2, -1)), ValueError, "negative dimension"),
 ])
 def test_bad_creation_arguments_raise_clear_errors(make, error, match):

@@ -1,0 +1,35 @@
+"""Checks of integer arguments, shared by tensors, shape ops, layers and schedules.
+
+Each raises an error that names the function or layer and the argument, so
+that 3.7 is not silently truncated to 3, True is not taken for 1, and -1 does
+not end in NumPy's or Python's own error further down.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+
+def integer(owner: str, name: str, value, minimum: int = 1) -> int:
+    """``value`` as an int >= ``minimum``, or ValueError naming ``owner`` and ``name``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{owner}: {name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def ints(owner: str, what: str, values) -> tuple:
+    """An int or a sequence of ints as a tuple of ints; TypeError for anything else."""
+    if isinstance(values, numbers.Integral):
+        values = (values,)
+    try:
+        values = tuple(values)
+    except TypeError:
+        raise TypeError(
+            f"{owner}: {what} must be an int or a sequence of ints, got {values!r}"
+        ) from None
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            raise TypeError(
+                f"{owner}: {what} must be ints, got {type(v).__name__} {v!r} in {values}"
+            )
+    return tuple(int(v) for v in values)
