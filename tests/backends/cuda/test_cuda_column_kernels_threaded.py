@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ctypes
 import shutil
-import subprocess
 
 import fastnn_cpu
 import numpy as np
@@ -23,14 +22,13 @@ import pytest
 from fastnn_cuda import kernels, launch
 
 import fastnn as fnn
+from tests.backends.cuda.host_build import CUDA_KEYWORDS, c_arg, compile_library
 
 if shutil.which("g++") is None:
     pytest.skip("g++ is not installed: cannot build the kernels for the host",
                 allow_module_level=True)
 
-SHIM = r"""
-#include <math.h>
-#include <string.h>
+SHIM = CUDA_KEYWORDS + r"""
 #include <pthread.h>
 #include <thread>
 #include <vector>
@@ -38,11 +36,6 @@ struct fastnn_dim3 { unsigned x, y, z; };
 static thread_local fastnn_dim3 threadIdx;
 static fastnn_dim3 blockIdx, blockDim, gridDim;
 static pthread_barrier_t fastnn_barrier, fastnn_warp_barrier[32];
-#define __global__
-#define __device__
-#define __forceinline__ inline
-#define __launch_bounds__(n)
-#define __shared__ static
 static inline void __syncthreads() { pthread_barrier_wait(&fastnn_barrier); }
 // a warp's lanes swap values through one slot per thread, between two warp-wide barriers
 template <typename T> static inline T __shfl_xor_sync(unsigned, T v, int mask) {
@@ -54,8 +47,6 @@ template <typename T> static inline T __shfl_xor_sync(unsigned, T v, int mask) {
     pthread_barrier_wait(&fastnn_warp_barrier[w]);
     return r;
 }
-static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
-static inline double __longlong_as_double(long long i) { double d; memcpy(&d, &i, 8); return d; }
 """
 
 LAUNCHER = r"""
@@ -97,28 +88,14 @@ def lib(tmp_path_factory):
         "#line 1", 1)[1].split("\n", 1)[1] + LAUNCHER
     text += "".join(f"WRAP_BAB({t}, {s}) WRAP_SUM({t}, {s})\n"
                     for t, s in (("float", "f32"), ("double", "f64")))
-    src = directory / "column_kernels.cpp"
-    src.write_text(text)
-    out = directory / "column_kernels.so"
-    defines = [o for o in kernels.COMPILE_OPTIONS if o.startswith("-D")]
-    subprocess.run(["g++", "-O1", "-shared", "-fPIC", "-std=c++14", "-pthread", *defines,
-                    "-o", str(out), str(src)], check=True, capture_output=True, text=True)
-    return ctypes.CDLL(str(out))
-
-
-def _arg(value):
-    if isinstance(value, np.ndarray):
-        return ctypes.c_void_p(value.ctypes.data)
-    if isinstance(value, float):
-        return ctypes.c_double(value)
-    return ctypes.c_longlong(value)
+    return compile_library(directory, "column_kernels", text, flags=("-pthread",))
 
 
 def run(lib, name, dtype, cols, *args):
     (grid,), _ = launch.column_grid(cols)
     suffix = kernels.KERNEL_DTYPES[dtype]
     getattr(lib, f"run_{name}_{suffix}")(ctypes.c_uint(grid), ctypes.c_uint(THREADS),
-                                         *[_arg(a) for a in args])
+                                         *[c_arg(a) for a in args])
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -153,7 +130,7 @@ def test_sum_all_through_warp_shuffles(lib, dtype, n):
     x = np.random.default_rng(n).standard_normal(n).astype(dtype)
     out = np.full(1, np.nan, dtype)
     getattr(lib, f"run_sum_all_{kernels.KERNEL_DTYPES[dtype]}")(
-        ctypes.c_uint(1), ctypes.c_uint(launch.ONE_BLOCK_THREADS), *[_arg(a) for a in
+        ctypes.c_uint(1), ctypes.c_uint(launch.ONE_BLOCK_THREADS), *[c_arg(a) for a in
                                                                     (x, out, n, float(n))])
     np.testing.assert_allclose(out[0], x.astype(np.float64).mean(),
                                rtol=1e-5 if dtype == "float32" else 1e-12, atol=1e-6)

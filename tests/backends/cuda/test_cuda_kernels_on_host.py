@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ctypes
 import shutil
-import subprocess
 
 import fastnn_cpu
 import numpy as np
@@ -24,25 +23,17 @@ from fastnn_cuda import kernels, launch
 
 import fastnn as fnn
 from fastnn.api import composite
+from tests.backends.cuda.host_build import CUDA_KEYWORDS, c_arg, compile_library
 
 if shutil.which("g++") is None:
     pytest.skip("g++ is not installed: cannot build the kernels for the host",
                 allow_module_level=True)
 
-SHIM = r"""
-#include <math.h>
-#include <string.h>
+SHIM = CUDA_KEYWORDS + r"""
 struct fastnn_dim3 { unsigned x, y, z; };
 static fastnn_dim3 threadIdx, blockIdx, blockDim, gridDim;
-#define __global__
-#define __device__
-#define __forceinline__ inline
-#define __launch_bounds__(n)
-#define __shared__ static
 static inline void __syncthreads() {}
 template <typename T> static inline T __shfl_xor_sync(unsigned, T v, int) { return v; }
-static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
-static inline double __longlong_as_double(long long i) { double d; memcpy(&d, &i, 8); return d; }
 extern "C" void fastnn_set_index(unsigned block, unsigned thread, unsigned threads,
                                  unsigned blocks) {
     blockIdx.x = block; threadIdx.x = thread; blockDim.x = threads; gridDim.x = blocks;
@@ -55,29 +46,16 @@ def host_lib(tmp_path_factory):
     directory = tmp_path_factory.mktemp("host_kernels")
     libs = {}
     for name in ("activations.cu", "swish.cu", "conv.cu", "optim.cu", "softmax.cu", "reduce.cu"):
-        src = directory / f"{name}.cpp"
-        src.write_text(SHIM + kernels.source(name).replace('#line 1 "', '#line 1 "host_'))
-        out = directory / f"{name}.so"
-        defines = [o for o in kernels.COMPILE_OPTIONS if o.startswith("-D")]
-        subprocess.run(["g++", "-O1", "-shared", "-fPIC", "-std=c++14", *defines,
-                        "-o", str(out), str(src)], check=True, capture_output=True)
-        libs[name] = ctypes.CDLL(str(out))
+        text = SHIM + kernels.source(name).replace('#line 1 "', '#line 1 "host_')
+        libs[name] = compile_library(directory, name, text)
     return libs
-
-
-def _arg(value):
-    if isinstance(value, np.ndarray):
-        return ctypes.c_void_p(value.ctypes.data)
-    if isinstance(value, float):
-        return ctypes.c_double(value)
-    return ctypes.c_longlong(value)
 
 
 def run(libs, base, dtype, grid, block, args):
     """Run every (block, thread) of a launch, as the GPU would (in some order)."""
     lib = libs[kernels.KERNEL_FILES[base]]
     fn = getattr(lib, kernels.kernel_name(base, dtype))
-    c_args = [_arg(a) for a in args]
+    c_args = [c_arg(a) for a in args]
     for b in range(grid):
         for t in range(block):
             lib.fastnn_set_index(b, t, block, grid)
@@ -209,7 +187,7 @@ def run_step(libs, base, dtype, pointers, sizes, lrs, wds, flags, scalars):
     fn = getattr(lib, kernels.kernel_name(base, dtype))
     for record, blocks in launch.pack_step_tables(pointers, sizes, lrs, wds, flags):
         table = _Table.from_buffer_copy(record.tobytes())  # passed by value, as on the GPU
-        c_args = [table] + [_arg(s) for s in scalars]
+        c_args = [table] + [c_arg(s) for s in scalars]
         for b in range(blocks):
             for t in range(launch.STEP_THREADS):
                 lib.fastnn_set_index(b, t, launch.STEP_THREADS, blocks)
