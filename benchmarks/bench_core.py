@@ -8,7 +8,9 @@ Reports medians and ratios measured side by side in this one process:
 fastnn op / raw NumPy op, and the MLP step (batch 128, 784-512-512-10, ReLU,
 cross-entropy, SGD, float32) of fastnn vs a hand-written NumPy step vs
 PyTorch CPU eager (when importable), all interleaved in one process with one
-thread each, so that neither thread pool fights the other.
+thread each, so that neither thread pool fights the other. Then the same for a
+Conv1d training step (input (32, 16, 256), two k=5 convolutions of 32 channels
+with ReLU, mean pooling, a linear head, cross-entropy, SGD) against PyTorch.
 """
 
 from __future__ import annotations
@@ -153,6 +155,70 @@ def torch_step_fn(lr=0.01):
     return step, torch.__version__
 
 
+CONV_INPUT, CONV_WIDTH, CONV_CLASSES = (32, 16, 256), 32, 10
+
+
+def conv_data(seed=2):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(CONV_INPUT).astype(np.float32),
+            rng.integers(0, CONV_CLASSES, CONV_INPUT[0]))
+
+
+def fastnn_conv_step_fn(lr=0.01):
+    from fastnn import nn
+    from fastnn.optim import SGD
+
+    x_np, y_np = conv_data()
+    x, y = fnn.tensor(x_np), fnn.tensor(y_np)
+    conv1 = nn.Conv1d(CONV_INPUT[1], CONV_WIDTH, 5, padding=2)
+    conv2 = nn.Conv1d(CONV_WIDTH, CONV_WIDTH, 5, padding=2)
+    head = nn.Linear(CONV_WIDTH, CONV_CLASSES)
+    params = [*conv1.parameters(), *conv2.parameters(), *head.parameters()]
+    opt = SGD(params, lr=lr)
+
+    def step():
+        h = F.relu(conv2(F.relu(conv1(x))))
+        loss = F.cross_entropy(head(h.mean(axis=2)), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+def torch_conv_step_fn(lr=0.01):
+    import torch
+
+    torch.set_num_threads(1)
+    x_np, y_np = conv_data()
+    x, y = torch.tensor(x_np), torch.tensor(y_np)
+    conv1 = torch.nn.Conv1d(CONV_INPUT[1], CONV_WIDTH, 5, padding=2)
+    conv2 = torch.nn.Conv1d(CONV_WIDTH, CONV_WIDTH, 5, padding=2)
+    head = torch.nn.Linear(CONV_WIDTH, CONV_CLASSES)
+    opt = torch.optim.SGD([*conv1.parameters(), *conv2.parameters(), *head.parameters()], lr=lr)
+
+    def step():
+        h = torch.relu(conv2(torch.relu(conv1(x))))
+        loss = torch.nn.functional.cross_entropy(head(h.mean(2)), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+def interleaved_ms(steps, rounds=7, repeat=6, number=10):
+    """Median ms per step of each contender, run in turns so machine noise hits all alike."""
+    samples = {name: [] for name in steps}
+    with _one_blas_thread():
+        for _ in range(rounds):
+            for name, step in steps.items():
+                samples[name].append(median_time(step, repeat=repeat, number=number))
+    return {name: float(np.median(t)) * 1e3 for name, t in samples.items()}
+
+
 def _one_blas_thread():
     try:
         from threadpoolctl import threadpool_limits
@@ -187,13 +253,7 @@ def main(argv=None):
             steps["torch"], results["torch_version"] = torch_step_fn()
         except ImportError:
             print("PyTorch not importable: skipped")
-    # interleave the contenders, one BLAS thread each, so machine noise hits all alike
-    samples = {name: [] for name in steps}
-    with _one_blas_thread():
-        for _ in range(7):
-            for name, step in steps.items():
-                samples[name].append(median_time(step, repeat=6, number=10))
-    ms = {name: float(np.median(t)) * 1e3 for name, t in samples.items()}
+    ms = interleaved_ms(steps)
     results["mlp_step_ms"] = ms
     results["ratio_fastnn_over_numpy"] = ms["fastnn"] / ms["numpy"]
     print(f"MLP step: fastnn {ms['fastnn']:.3f} ms, hand-written NumPy {ms['numpy']:.3f} ms, "
@@ -202,6 +262,13 @@ def main(argv=None):
         results["ratio_fastnn_over_torch"] = ms["fastnn"] / ms["torch"]
         print(f"PyTorch {results['torch_version']} CPU eager step {ms['torch']:.3f} ms; "
               f"fastnn / torch = {results['ratio_fastnn_over_torch']:.3f} (target < 1)")
+    if "torch" in ms:
+        conv = interleaved_ms({"fastnn": fastnn_conv_step_fn(), "torch": torch_conv_step_fn()},
+                              repeat=4, number=5)
+        results["conv_step_ms"] = conv
+        results["conv_ratio_fastnn_over_torch"] = conv["fastnn"] / conv["torch"]
+        print(f"Conv1d step: fastnn {conv['fastnn']:.3f} ms, PyTorch {conv['torch']:.3f} ms; "
+              f"fastnn / torch = {results['conv_ratio_fastnn_over_torch']:.3f}")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(results, fh, indent=2)

@@ -1,0 +1,52 @@
+"""Reusable per-thread work arrays for primitives whose temporaries never escape.
+
+A fresh multi-megabyte NumPy array costs the kernel's zeroing of every page on
+first touch, which for conv1d's im2col matrix was about as long as the GEMM
+that reads it (measured in ``benchmarks/bench_core.py``'s conv case). A work
+array that no result can alias is kept per thread and per role and handed out
+again when the next call has the same layout, with the regions the caller
+never writes (zero padding) still zero from the first call.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+import numpy as np
+
+#: Most bytes kept per thread; the least recently used arrays go first. Layers of
+#: one network have different layouts, so several are kept at once.
+BUDGET_BYTES = 256 * 2**20
+
+_local = threading.local()
+
+
+def zeros(role: str, shape: tuple, dtype, layout=()) -> np.ndarray:
+    """A zero-initialised array for ``role``; reused while ``shape``, ``dtype`` and ``layout``
+    (whatever else decides which elements the caller overwrites) stay the same.
+
+    The caller must write exactly the same elements on every call with one key, so that
+    the rest stays zero, and must not let the array (or a view of it) escape the call.
+    """
+    dtype = np.dtype(dtype)
+    key = (role, tuple(shape), dtype, layout)
+    kept = getattr(_local, "arrays", None)
+    if kept is None:
+        kept = _local.arrays = OrderedDict()
+    array = kept.get(key)
+    if array is not None:
+        kept.move_to_end(key)
+        return array
+    array = np.zeros(shape, dtype=dtype)
+    if array.nbytes <= BUDGET_BYTES // 4:
+        kept[key] = array
+        total = sum(a.nbytes for a in kept.values())
+        while total > BUDGET_BYTES:
+            total -= kept.popitem(last=False)[1].nbytes
+    return array
+
+
+def empty(role: str, shape: tuple, dtype) -> np.ndarray:
+    """An array for ``role`` whose every element the caller overwrites before reading."""
+    return zeros(role, shape, dtype)
