@@ -13,7 +13,6 @@ that straddle two segments are computed and thrown away.
 from __future__ import annotations
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from fastnn.api.hookspec import hookimpl
 from fastnn_cpu import scratch
@@ -55,12 +54,9 @@ def _columns(xf, kernel_size, lay, groups):
     (scratch)."""
     c = xf.shape[0]
     s_c, s_l = xf.strides
-    windows = as_strided(
-        xf,
-        shape=(c, kernel_size, lay.m),
-        strides=(s_c, lay.dilation * s_l, lay.stride * s_l),
-        writeable=False,
-    )
+    # A strided view straight onto xf's (contiguous) buffer: as_strided costs ~10 us a call.
+    windows = np.ndarray((c, kernel_size, lay.m), dtype=xf.dtype, buffer=xf,
+                         strides=(s_c, lay.dilation * s_l, lay.stride * s_l))
     cols = scratch.empty("conv_columns", (c, kernel_size, lay.m), xf.dtype)
     np.copyto(cols, windows)
     return cols.reshape(groups, (c // groups) * kernel_size, lay.m)
