@@ -9,7 +9,8 @@ Measures (float32, TF32 off on every side, so all run full-precision FP32):
   same arrays (what fastnn's dispatch costs on top of cuBLAS);
 - MLP training step (batch 1024, 784-2048-2048-10, ReLU, cross-entropy, SGD)
   vs the same model in PyTorch eager; also a small, launch-bound MLP;
-- Conv1d training step (two k=5 convs, mean pool, linear head, SGD) vs PyTorch.
+- Conv1d training step (two k=5 convs, mean pool, linear head, SGD) vs PyTorch,
+  and each conv1d hook alone vs PyTorch's forward and backward parts.
 
 Times are wall-clock per step over many steps with the device synchronised
 before and after (so host overhead counts, as it does in training), median of
@@ -337,6 +338,48 @@ def bench_conv(args, sync, torch, n, c_in, length, width=64, classes=10, lr=0.01
     return result
 
 
+def bench_conv_primitives(args, sync, torch, n, channels, length, k=5, padding=2):
+    """Each conv1d hook of the backend alone (the second conv of the step) vs PyTorch's
+    forward and its two backward parts (cuDNN on CUDA): tells which one a gap comes from."""
+    rng = np.random.default_rng(1)
+    shapes = {"x": (n, channels, length), "w": (channels, channels, k),
+              "g": (n, channels, length + 2 * padding - k + 1)}
+    host = {name: rng.standard_normal(shape).astype(np.float32) for name, shape in shapes.items()}
+    dev = fnn.tensor(host["x"], device=args.device)._device
+    ops = dev.ops
+    x, w, g = (ops.from_numpy(host[name], dev.index) for name in ("x", "w", "g"))
+    attrs = (1, padding, 1, 1)
+    calls = {
+        "conv1d": lambda: ops.conv1d(x, w, *attrs),
+        "conv1d_grad_input": lambda: ops.conv1d_grad_input(g, w, length, *attrs),
+        "conv1d_grad_weight": lambda: ops.conv1d_grad_weight(x, g, k, *attrs),
+    }
+    rows = []
+    if torch is not None:
+        tdev = "cuda" if args.device.startswith("cuda") else "cpu"
+        tx, tw, tg = (torch.from_numpy(host[name]).to(tdev) for name in ("x", "w", "g"))
+        back = torch.ops.aten.convolution_backward
+        tcalls = {
+            "conv1d": lambda: torch.nn.functional.conv1d(tx, tw, padding=padding),
+            "conv1d_grad_input": lambda: back(tg, tx, tw, None, [1], [padding], [1], False,
+                                              [0], 1, [True, False, False]),
+            "conv1d_grad_weight": lambda: back(tg, tx, tw, None, [1], [padding], [1], False,
+                                               [0], 1, [False, True, False]),
+        }
+        tsync = (lambda: torch.cuda.synchronize()) if tdev == "cuda" else (lambda: None)
+    for name, call in calls.items():
+        row = {"primitive": name, "x": str(shapes["x"]), "weight": str(shapes["w"])}
+        if torch is None:
+            row["fastnn_ms"] = 1e3 * timed(call, sync, args.iters, args.repeats)
+        else:
+            t_fnn, t_torch = timed_pair(call, sync, tcalls[name], tsync, args.iters,
+                                        args.repeats)
+            row.update(fastnn_ms=1e3 * t_fnn, torch_ms=1e3 * t_torch,
+                       fastnn_over_torch_time=t_fnn / t_torch)
+        rows.append(row)
+    return rows
+
+
 # ---------------------------------------------------------------- report
 
 
@@ -410,15 +453,18 @@ def main(argv=None):
     if args.small:
         mm = [(64, 64, 64)]
         big_mlp, small_mlp, conv = (64, [32, 64, 64, 10]), (16, [32, 16, 10]), (4, 3, 32)
+        conv_prims = (4, 8, 32)
     else:
         mm = [(1024, 1024, 1024), (4096, 4096, 4096), (1024, 784, 2048), (1024, 2048, 10)]
         big_mlp, small_mlp = (1024, [784, 2048, 2048, 10]), (128, [784, 512, 512, 10])
         conv = (256, 32, 1024)
+        conv_prims = (256, 64, 1024)
     sections = {
         "matmul float32": lambda: bench_matmul(args, sync, mm),
         "MLP step (the issue's target)": lambda: bench_mlp(args, sync, torch, *big_mlp),
         "small MLP step (launch-bound)": lambda: bench_mlp(args, sync, torch, *small_mlp),
         "Conv1d step": lambda: bench_conv(args, sync, torch, *conv),
+        "Conv1d primitives": lambda: bench_conv_primitives(args, sync, torch, *conv_prims),
     }
     report = {"environment": environment(args, torch), "torch_reason": torch_reason,
               "sections": {}}
