@@ -6,7 +6,8 @@ GEMM covers the whole batch. With ``groups == 1`` every product is 2-D, where
 cupy passes transposed views to cuBLAS as GEMM flags instead of copying.
 
 - im2col: one raw kernel (cu/conv.cu) reading ``x`` through its strides, with
-  the zero padding done by bounds checks (no padded copy);
+  the zero padding done by bounds checks (no padded copy), launched on planes
+  (positions x samples x rows) so that no thread divides by runtime sizes;
 - col2im: one raw kernel that gathers, for each input element, the taps that
   read it; no atomics, deterministic, writes grad_x contiguous.
 
@@ -45,7 +46,7 @@ def columns(x, kernel_size, stride, padding, dilation, groups, l_out):
         s_n, s_c, s_l = (s // item for s in x.strides)
         args = (x, cols, n, c, length, s_n, s_c, s_l, kernel_size, l_out, stride, padding,
                 dilation)
-        kernels.launch_elementwise("im2col", x.dtype, x.device.id, cols.size, args)
+        kernels.launch_planes("im2col", x.dtype, x.device.id, l_out, n, c * kernel_size, args)
     else:
         cols = _columns_fallback(x, kernel_size, stride, padding, dilation, l_out)
     return cols.reshape(groups, (c // groups) * kernel_size, n * l_out)
@@ -105,5 +106,5 @@ def conv1d_grad_input(grad_out, weight, input_length, stride, padding, dilation,
                                 dilation)
     dx = cp.empty((n, c_in, input_length), dtype=grad_out.dtype)
     args = (dcols, dx, n, c_in, input_length, k, l_out, stride, padding, dilation)
-    kernels.launch_elementwise("col2im", dx.dtype, dx.device.id, dx.size, args)
+    kernels.launch_planes("col2im", dx.dtype, dx.device.id, input_length, n, c_in, args)
     return dx

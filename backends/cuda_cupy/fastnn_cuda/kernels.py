@@ -124,6 +124,15 @@ def launch_elementwise(base: str, dtype, device_id: int, n: int, args: tuple) ->
     function(base, dtype, device_id)(grid, block, args)
 
 
+def launch_planes(base: str, dtype, device_id: int, positions: int, middle: int, rows: int,
+                  args: tuple) -> None:
+    """Launch a plane kernel (see :func:`launch.plane_grid`; nothing to do when empty)."""
+    if positions == 0 or middle == 0 or rows == 0:
+        return
+    grid, block = launch.plane_grid(positions, middle, rows)
+    function(base, dtype, device_id)(grid, block, args)
+
+
 def launch_columns(base: str, dtype, device_id: int, cols: int, args: tuple) -> None:
     """Launch a column-tiled kernel (32 columns per block; nothing to do when cols == 0)."""
     if cols == 0:

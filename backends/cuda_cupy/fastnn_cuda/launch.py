@@ -1,6 +1,6 @@
 """Launch parameters for the CUDA kernels: pure Python and NumPy, testable without a GPU.
 
-Five shapes of launch:
+Six shapes of launch:
 
 - elementwise (grid-stride loop): ``elementwise_grid(n)`` blocks of
   ``ELEMENTWISE_THREADS`` threads, capped so that big arrays loop instead of
@@ -11,6 +11,8 @@ Five shapes of launch:
   columns, ``COLUMN_THREADS`` threads whose warps take the rows in turn; used
   up to ``COLUMN_ROWS_MAX`` rows (beyond, too few blocks for too long a loop);
 - one block (a full sum of at most ``ONE_BLOCK_MAX`` elements);
+- planes (im2col, col2im): ``plane_grid`` puts a row's positions on x, samples
+  on y and rows on z, each capped and looped over by the kernel;
 - optimizer steps: all parameters in one launch, described by a
   :data:`STEP_TABLE_DTYPE` record passed by value (see ``cu/optim.cu``).
 """
@@ -26,6 +28,9 @@ ROW_THREADS_MAX = 512
 COLUMN_THREADS = 1024  # 32 warps per 32 columns: enough loads in flight per SM
 COLUMN_ROWS_MAX = 16384
 ONE_BLOCK_THREADS = 512
+PLANE_THREADS_MAX = 256
+PLANE_MAX_X = 4096  # blocks along a row; longer rows loop
+PLANE_MAX_YZ = 65535  # CUDA's limit on grid y and z
 ONE_BLOCK_MAX = 65536
 STEP_THREADS = 256
 STEP_MAX_BLOCKS_PER_TENSOR = 1024
@@ -54,6 +59,18 @@ def row_threads(cols: int) -> int:
 def row_grid(rows: int, cols: int) -> tuple[tuple[int], tuple[int]]:
     """(grid, block) for a one-block-per-row kernel."""
     return (rows,), (row_threads(cols),)
+
+
+def plane_grid(positions: int, middle: int, rows: int) -> tuple[tuple, tuple]:
+    """(grid, block) for a plane kernel: ``positions`` along x (a warp multiple of threads
+    covering the row, at most PLANE_THREADS_MAX), ``middle`` along y, ``rows`` along z;
+    each grid dimension capped (the kernel loops over the rest). All sizes >= 1."""
+    threads = WARP
+    while threads < positions and threads < PLANE_THREADS_MAX:
+        threads *= 2
+    grid = (min(-(-positions // threads), PLANE_MAX_X), min(middle, PLANE_MAX_YZ),
+            min(rows, PLANE_MAX_YZ))
+    return grid, (threads,)
 
 
 # Mirrors `struct StepTable` in cu/optim.cu field by field (align=True gives C's

@@ -38,6 +38,11 @@ extern "C" void fastnn_set_index(unsigned block, unsigned thread, unsigned threa
                                  unsigned blocks) {
     blockIdx.x = block; threadIdx.x = thread; blockDim.x = threads; gridDim.x = blocks;
 }
+extern "C" void fastnn_set_index3(unsigned bx, unsigned by, unsigned bz, unsigned thread,
+                                  unsigned threads, unsigned gx, unsigned gy, unsigned gz) {
+    blockIdx.x = bx; blockIdx.y = by; blockIdx.z = bz; threadIdx.x = thread;
+    blockDim.x = threads; gridDim.x = gx; gridDim.y = gy; gridDim.z = gz;
+}
 """
 
 
@@ -60,6 +65,20 @@ def run(libs, base, dtype, grid, block, args):
         for t in range(block):
             lib.fastnn_set_index(b, t, block, grid)
             fn(*c_args)
+
+
+def run_planes(libs, base, dtype, positions, middle, rows, args):
+    """Every block and thread of a plane launch (launch.plane_grid), one after another."""
+    lib = libs[kernels.KERNEL_FILES[base]]
+    fn = getattr(lib, kernels.kernel_name(base, dtype))
+    c_args = [c_arg(a) for a in args]
+    (gx, gy, gz), (threads,) = launch.plane_grid(positions, middle, rows)
+    for bz in range(gz):
+        for by in range(gy):
+            for bx in range(gx):
+                for t in range(threads):
+                    lib.fastnn_set_index3(bx, by, bz, t, threads, gx, gy, gz)
+                    fn(*c_args)
 
 
 def run_elementwise(libs, base, dtype, n, args):
@@ -148,20 +167,28 @@ def test_swish(host_lib):
     np.testing.assert_allclose(terms, g * x * x * s * (1 - s), rtol=1e-12)
 
 
-@pytest.mark.parametrize("case", [(2, 3, 11, 4, 3, 1, 0, 1, 1), (2, 4, 13, 6, 3, 2, 1, 2, 2),
-                                  (1, 2, 9, 2, 4, 3, 2, 1, 1), (3, 6, 8, 6, 1, 1, 0, 1, 3)])
-def test_conv_through_im2col_and_col2im(host_lib, case):
+CONV_CASES = [(2, 3, 11, 4, 3, 1, 0, 1, 1), (2, 4, 13, 6, 3, 2, 1, 2, 2),
+              (1, 2, 9, 2, 4, 3, 2, 1, 1), (3, 6, 8, 6, 1, 1, 0, 1, 3),
+              (2, 2, 70, 3, 5, 1, 2, 3, 1)]  # a row longer than one warp of threads
+
+
+@pytest.mark.parametrize("caps", ["cuda", "tiny"])
+@pytest.mark.parametrize("case", CONV_CASES)
+def test_conv_through_im2col_and_col2im(host_lib, case, caps, monkeypatch):
+    if caps == "tiny":  # grids smaller than the planes: every grid-stride loop goes round
+        monkeypatch.setattr(launch, "PLANE_THREADS_MAX", 32)
+        monkeypatch.setattr(launch, "PLANE_MAX_X", 1)
+        monkeypatch.setattr(launch, "PLANE_MAX_YZ", 2)
     n, c_in, length, c_out, k, stride, padding, dilation, groups = case
     rng = np.random.default_rng(2)
     x_t = rng.standard_normal((c_in, n, length))
     x = x_t.transpose(1, 0, 2)  # a strided view: the kernel reads through strides
     w = rng.standard_normal((c_out, c_in // groups, k))
     l_out = (length + 2 * padding - dilation * (k - 1) - 1) // stride + 1
-    cols = np.empty((c_in, k, n, l_out))
+    cols = np.full((c_in, k, n, l_out), np.nan)  # a missed element shows
     s_n, s_c, s_l = (s // 8 for s in x.strides)
-    run_elementwise(host_lib, "im2col", "float64", cols.size,
-                    (x_t, cols, n, c_in, length, s_n, s_c, s_l, k, l_out, stride, padding,
-                     dilation))
+    run_planes(host_lib, "im2col", "float64", l_out, n, c_in * k,
+               (x_t, cols, n, c_in, length, s_n, s_c, s_l, k, l_out, stride, padding, dilation))
     cols_g = cols.reshape(groups, (c_in // groups) * k, n * l_out)
     out = np.matmul(w.reshape(groups, c_out // groups, -1), cols_g)
     out = out.reshape(c_out, n, l_out).transpose(1, 0, 2)
@@ -171,9 +198,9 @@ def test_conv_through_im2col_and_col2im(host_lib, case):
     rows = np.ascontiguousarray(g.transpose(1, 0, 2)).reshape(groups, c_out // groups, -1)
     dcols = np.ascontiguousarray(np.matmul(w.reshape(groups, c_out // groups, -1)
                                            .transpose(0, 2, 1), rows))
-    dx = np.empty((n, c_in, length))
-    run_elementwise(host_lib, "col2im", "float64", dx.size,
-                    (dcols, dx, n, c_in, length, k, l_out, stride, padding, dilation))
+    dx = np.full((n, c_in, length), np.nan)
+    run_planes(host_lib, "col2im", "float64", length, n, c_in,
+               (dcols, dx, n, c_in, length, k, l_out, stride, padding, dilation))
     np.testing.assert_allclose(dx, fastnn_cpu.conv1d_grad_input(g, w, length, *attrs),
                                rtol=1e-12, atol=1e-12)
 

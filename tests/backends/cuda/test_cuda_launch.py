@@ -27,6 +27,18 @@ def test_elementwise_grid_covers_or_loops(n):
     assert (blocks - 1) * threads < n  # no block without work
 
 
+@pytest.mark.parametrize("positions", [1, 31, 33, 256, 257, 10**7])
+@pytest.mark.parametrize("middle,rows", [(1, 1), (256, 160), (70000, 3), (2, 10**6)])
+def test_plane_grid_is_within_cuda_limits_and_covers_or_loops(positions, middle, rows):
+    (gx, gy, gz), (threads,) = launch.plane_grid(positions, middle, rows)
+    assert threads % launch.WARP == 0 and launch.WARP <= threads <= launch.PLANE_THREADS_MAX
+    assert threads >= min(positions, launch.PLANE_THREADS_MAX)
+    assert 1 <= gx <= launch.PLANE_MAX_X and (gx - 1) * threads < positions
+    assert gx * threads >= positions or gx == launch.PLANE_MAX_X
+    assert 1 <= gy <= 65535 and 1 <= gz <= 65535  # CUDA's limits on grid y and z
+    assert gy == min(middle, 65535) and gz == min(rows, 65535)
+
+
 class _CTable(ctypes.Structure):
     """The C layout of `struct StepTable` (cu/optim.cu), as the host ABI lays it out."""
 

@@ -9,20 +9,32 @@
 // x is read through element strides, so transposed views need no copy. col2im
 // is a gather (each input element sums the taps that read it): no atomics,
 // deterministic, and it writes grad_x contiguous in (N, C_in, L).
+//
+// Both are launched on planes (launch.plane_grid): x of the grid runs along a
+// row's positions, y over samples, z over rows (im2col: channel and tap;
+// col2im: channel), each a grid-stride loop. A thread so derives its indices
+// from block indices instead of dividing a flat index by runtime sizes: 64-bit
+// division is a long software routine on the GPU, and the flat version paid
+// several per element.
 
 template <typename T>
 __device__ void im2col_body(const T* x, T* cols, i64 n_batch, i64 channels, i64 length,
                             i64 s_n, i64 s_c, i64 s_l, i64 kernel, i64 length_out,
                             i64 stride, i64 padding, i64 dilation) {
-    const i64 total = channels * kernel * n_batch * length_out;
-    const i64 step = (i64)blockDim.x * gridDim.x;
-    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step) {
-        const i64 j = i % length_out;
-        const i64 n = (i / length_out) % n_batch;
-        const i64 t = (i / (length_out * n_batch)) % kernel;
-        const i64 c = i / (length_out * n_batch * kernel);
-        const i64 pos = j * stride + t * dilation - padding;
-        cols[i] = (pos >= 0 && pos < length) ? x[n * s_n + c * s_c + pos * s_l] : T(0);
+    const i64 rows = channels * kernel;
+    const i64 first = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    const i64 step = (i64)gridDim.x * blockDim.x;
+    for (i64 row = blockIdx.z; row < rows; row += gridDim.z) {
+        const i64 c = row / kernel;  // once per row and thread, not per element
+        const i64 shift = (row - c * kernel) * dilation - padding;
+        for (i64 n = blockIdx.y; n < n_batch; n += gridDim.y) {
+            const T* src = x + n * s_n + c * s_c;
+            T* dst = cols + (row * n_batch + n) * length_out;
+            for (i64 j = first; j < length_out; j += step) {
+                const i64 pos = j * stride + shift;
+                dst[j] = (pos >= 0 && pos < length) ? src[pos * s_l] : T(0);
+            }
+        }
     }
 }
 
@@ -30,20 +42,28 @@ template <typename T>
 __device__ void col2im_body(const T* dcols, T* dx, i64 n_batch, i64 channels, i64 length,
                             i64 kernel, i64 length_out, i64 stride, i64 padding,
                             i64 dilation) {
-    const i64 total = n_batch * channels * length;
-    const i64 step = (i64)blockDim.x * gridDim.x;
-    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step) {
-        const i64 l = i % length;
-        const i64 c = (i / length) % channels;
-        const i64 n = i / (length * channels);
-        T acc = T(0);
-        for (i64 t = 0; t < kernel; ++t) {
-            const i64 q = l + padding - t * dilation;
-            if (q < 0 || q % stride != 0) continue;
-            const i64 j = q / stride;
-            if (j < length_out) acc += dcols[((c * kernel + t) * n_batch + n) * length_out + j];
+    const i64 first = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    const i64 step = (i64)gridDim.x * blockDim.x;
+    const i64 tap_stride = n_batch * length_out;  // from one tap's rows to the next
+    for (i64 c = blockIdx.z; c < channels; c += gridDim.z) {
+        for (i64 n = blockIdx.y; n < n_batch; n += gridDim.y) {
+            const T* src = dcols + c * kernel * tap_stride + n * length_out;
+            T* dst = dx + (n * channels + c) * length;
+            for (i64 l = first; l < length; l += step) {
+                T acc = T(0);
+                for (i64 t = 0; t < kernel; ++t) {
+                    const i64 q = l + padding - t * dilation;
+                    if (q < 0) break;  // q falls as t grows
+                    i64 j = q;
+                    if (stride != 1) {
+                        if (q % stride != 0) continue;
+                        j = q / stride;
+                    }
+                    if (j < length_out) acc += src[t * tap_stride + j];
+                }
+                dst[l] = acc;
+            }
         }
-        dx[i] = acc;
     }
 }
 
