@@ -108,9 +108,10 @@ def bias_act(x, bias, kind, slope):
         x = cp.ascontiguousarray(x)
         bias = cp.ascontiguousarray(bias)
         out = cp.empty_like(x)
-        args = (x, bias, out, x.size, bias.shape[0], kernels.ACTIVATION_CODES[kind],
-                float(slope))
-        kernels.launch_elementwise("bias_act", x.dtype, x.device.id, x.size, args)
+        features = bias.shape[0]
+        rows = x.size // features
+        args = (x, bias, out, rows, features, kernels.ACTIVATION_CODES[kind], float(slope))
+        kernels.launch_planes("bias_act", x.dtype, x.device.id, features, rows, 1, args)
         return out
     z = cp.add(x, bias)
     if kind == "relu":
@@ -156,8 +157,9 @@ def softmax_cross_entropy_backward(probs, targets, grad):
         # a broadcast scalar (the mean's gradient) keeps its stride 0: no copy
         stride = grad.strides[0] // grad.itemsize
         out = cp.empty_like(probs)
-        kernels.launch_elementwise("softmax_xent_backward", probs.dtype, probs.device.id,
-                                   probs.size, (probs, targets, grad, stride, out, probs.size, c))
+        rows = probs.shape[0]
+        kernels.launch_planes("softmax_xent_backward", probs.dtype, probs.device.id, c, rows, 1,
+                              (probs, targets, grad, stride, out, rows, c))
         return out
     return composite.softmax_cross_entropy_backward(_own_hooks(), probs, targets, grad)
 
@@ -175,8 +177,10 @@ def swish(x, beta):
         return x * sigmoid(beta * x)
     x, beta = cp.ascontiguousarray(x), cp.ascontiguousarray(beta)
     out = cp.empty_like(x)
-    kernels.launch_elementwise("swish_forward", x.dtype, x.device.id, x.size,
-                               (x, beta, out, x.size, beta.shape[0]))
+    features = beta.shape[0]
+    rows = x.size // features if features else 0
+    kernels.launch_planes("swish_forward", x.dtype, x.device.id, features, rows, 1,
+                          (x, beta, out, rows, features))
     return out
 
 
@@ -191,6 +195,8 @@ def swish_backward(grad_out, x, beta):
     beta = cp.ascontiguousarray(beta)
     grad_x = cp.empty_like(x)
     terms = cp.empty_like(x)
-    kernels.launch_elementwise("swish_backward", x.dtype, x.device.id, x.size,
-                               (grad_out, x, beta, grad_x, terms, x.size, beta.shape[0]))
+    features = beta.shape[0]
+    rows = x.size // features if features else 0
+    kernels.launch_planes("swish_backward", x.dtype, x.device.id, features, rows, 1,
+                          (grad_out, x, beta, grad_x, terms, rows, features))
     return grad_x, terms.reshape(-1, beta.shape[0]).sum(axis=0)

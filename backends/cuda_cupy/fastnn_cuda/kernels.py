@@ -116,14 +116,6 @@ def function(base: str, dtype, device_id: int):
     return fn
 
 
-def launch_elementwise(base: str, dtype, device_id: int, n: int, args: tuple) -> None:
-    """Launch a grid-stride kernel over ``n`` elements (nothing to do when n == 0)."""
-    if n == 0:
-        return
-    grid, block = launch.elementwise_grid(n)
-    function(base, dtype, device_id)(grid, block, args)
-
-
 def launch_planes(base: str, dtype, device_id: int, positions: int, middle: int, rows: int,
                   args: tuple) -> None:
     """Launch a plane kernel (see :func:`launch.plane_grid`; nothing to do when empty)."""

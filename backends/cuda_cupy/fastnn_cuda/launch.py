@@ -1,18 +1,17 @@
 """Launch parameters for the CUDA kernels: pure Python and NumPy, testable without a GPU.
 
-Six shapes of launch:
+Five shapes of launch:
 
-- elementwise (grid-stride loop): ``elementwise_grid(n)`` blocks of
-  ``ELEMENTWISE_THREADS`` threads, capped so that big arrays loop instead of
-  launching millions of blocks;
 - row-wise (softmax, cross-entropy, rms_div): one block per row, the block size
   the smallest multiple of 32 covering the row, at most ``ROW_THREADS_MAX``;
 - column-tiled (sums over rows, bias_act_backward): one block per 32 adjacent
   columns, ``COLUMN_THREADS`` threads whose warps take the rows in turn; used
   up to ``COLUMN_ROWS_MAX`` rows (beyond, too few blocks for too long a loop);
 - one block (a full sum of at most ``ONE_BLOCK_MAX`` elements);
-- planes (im2col, col2im): ``plane_grid`` puts a row's positions on x, samples
-  on y and rows on z, each capped and looped over by the kernel;
+- planes (elementwise kernels over rows: bias + activation, the cross-entropy
+  backward, Swish, im2col, col2im): ``plane_grid`` puts a row's positions on
+  x, rows (or samples) on y and a third index on z, each capped and looped
+  over by the kernel, so that no thread divides a flat index by runtime sizes;
 - optimizer steps: all parameters in one launch, described by a
   :data:`STEP_TABLE_DTYPE` record passed by value (see ``cu/optim.cu``).
 """
@@ -22,8 +21,6 @@ from __future__ import annotations
 import numpy as np
 
 WARP = 32
-ELEMENTWISE_THREADS = 256
-ELEMENTWISE_MAX_BLOCKS = 65536
 ROW_THREADS_MAX = 512
 COLUMN_THREADS = 1024  # 32 warps per 32 columns: enough loads in flight per SM
 COLUMN_ROWS_MAX = 16384
@@ -35,12 +32,6 @@ ONE_BLOCK_MAX = 65536
 STEP_THREADS = 256
 STEP_MAX_BLOCKS_PER_TENSOR = 1024
 MAX_TENSORS = 32  # per launch; more parameters make more launches
-
-
-def elementwise_grid(n: int) -> tuple[tuple[int], tuple[int]]:
-    """(grid, block) for a grid-stride loop over ``n`` elements (n >= 1)."""
-    blocks = min(-(-n // ELEMENTWISE_THREADS), ELEMENTWISE_MAX_BLOCKS)
-    return (max(blocks, 1),), (ELEMENTWISE_THREADS,)
 
 
 def column_grid(cols: int) -> tuple[tuple[int], tuple[int]]:

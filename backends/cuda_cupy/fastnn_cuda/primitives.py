@@ -62,9 +62,9 @@ def _activation(x, kind, slope=0.0):
     if not (kernels.has_kernel(x.dtype) and x.flags.c_contiguous):
         return None
     out = cp.empty_like(x)
-    n = x.size
-    args = (x, 0, out, n, 1, kernels.ACTIVATION_CODES[kind], float(slope))
-    kernels.launch_elementwise("bias_act", x.dtype, x.device.id, n, args)
+    n = x.size  # one row of every element: no bias to index
+    args = (x, 0, out, 1, n, kernels.ACTIVATION_CODES[kind], float(slope))
+    kernels.launch_planes("bias_act", x.dtype, x.device.id, n, 1, 1, args)
     return out
 
 

@@ -81,26 +81,33 @@ def run_planes(libs, base, dtype, positions, middle, rows, args):
                     fn(*c_args)
 
 
-def run_elementwise(libs, base, dtype, n, args):
-    (grid,), (block,) = launch.elementwise_grid(n)
-    run(libs, base, dtype, grid, block, args)
-
-
 TOL = {"float32": dict(rtol=3e-6, atol=1e-6), "float64": dict(rtol=1e-13, atol=1e-14)}
+
+
+@pytest.fixture(params=["cuda", "tiny"])
+def plane_caps(request, monkeypatch):
+    """Plane launches as on the GPU, or with grids smaller than the planes, so that every
+    grid-stride loop of a plane kernel goes round."""
+    if request.param == "tiny":
+        monkeypatch.setattr(launch, "PLANE_THREADS_MAX", 32)
+        monkeypatch.setattr(launch, "PLANE_MAX_X", 1)
+        monkeypatch.setattr(launch, "PLANE_MAX_YZ", 2)
+    return request.param
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("kind", list(kernels.ACTIVATION_CODES))
-def test_bias_act(host_lib, dtype, kind):
+def test_bias_act(host_lib, dtype, kind, plane_caps):
     rng = np.random.default_rng(0)
-    x = (rng.standard_normal((5, 7)) * 4).astype(dtype)
-    bias = rng.standard_normal(7).astype(dtype)
-    out = np.empty_like(x)
+    x = (rng.standard_normal((5, 37)) * 4).astype(dtype)  # rows longer than a warp
+    bias = rng.standard_normal(37).astype(dtype)
+    out = np.full_like(x, np.nan)
     code = kernels.ACTIVATION_CODES[kind]
-    run_elementwise(host_lib, "bias_act", dtype, x.size, (x, bias, out, x.size, 7, code, 0.1))
+    run_planes(host_lib, "bias_act", dtype, 37, 5, 1, (x, bias, out, 5, 37, code, 0.1))
     np.testing.assert_allclose(out, fastnn_cpu.bias_act(x, bias, kind, 0.1), **TOL[dtype])
-    run_elementwise(host_lib, "bias_act", dtype, x.size, (x, 0, out, x.size, 1, code, 0.1))
-    want = x if kind == "identity" else fastnn_cpu.bias_act(x, np.zeros(7, dtype), kind, 0.1)
+    out[:] = np.nan  # no bias: one row of every element, as primitives._activation launches
+    run_planes(host_lib, "bias_act", dtype, x.size, 1, 1, (x, 0, out, 1, x.size, code, 0.1))
+    want = x if kind == "identity" else fastnn_cpu.bias_act(x, np.zeros(37, dtype), kind, 0.1)
     np.testing.assert_allclose(out, want, **TOL[dtype])
 
 
@@ -141,28 +148,29 @@ def test_sum_rows(host_lib, dtype):
 
 
 @pytest.mark.parametrize("stride", [1, 0])
-def test_softmax_xent_backward(host_lib, stride):
+def test_softmax_xent_backward(host_lib, stride, plane_caps):
     rng = np.random.default_rng(5)
-    n, c = 6, 5
+    n, c = 6, 35
     probs = rng.uniform(size=(n, c))
     targets = rng.integers(0, c, n).astype(np.int64)
     grad = rng.standard_normal(n)
-    out = np.empty_like(probs)
-    run_elementwise(host_lib, "softmax_xent_backward", "float64", probs.size,
-                    (probs, targets, grad, stride, out, probs.size, c))
+    out = np.full_like(probs, np.nan)
+    run_planes(host_lib, "softmax_xent_backward", "float64", c, n, 1,
+               (probs, targets, grad, stride, out, n, c))
     rows = grad[:, None] if stride else grad[0]
     np.testing.assert_allclose(out, (probs - np.eye(c)[targets]) * rows, rtol=1e-14)
 
 
-def test_swish(host_lib):
+def test_swish(host_lib, plane_caps):
     rng = np.random.default_rng(1)
-    x, beta, g = rng.standard_normal((4, 3)), rng.standard_normal(3), rng.standard_normal((4, 3))
-    out, grad_x, terms = np.empty_like(x), np.empty_like(x), np.empty_like(x)
-    run_elementwise(host_lib, "swish_forward", "float64", x.size, (x, beta, out, x.size, 3))
+    x, beta = rng.standard_normal((4, 33)), rng.standard_normal(33)
+    g = rng.standard_normal((4, 33))
+    out, grad_x, terms = (np.full_like(x, np.nan) for _ in range(3))
+    run_planes(host_lib, "swish_forward", "float64", 33, 4, 1, (x, beta, out, 4, 33))
     s = 1 / (1 + np.exp(-beta * x))
     np.testing.assert_allclose(out, x * s, rtol=1e-13)
-    run_elementwise(host_lib, "swish_backward", "float64", x.size,
-                    (g, x, beta, grad_x, terms, x.size, 3))
+    run_planes(host_lib, "swish_backward", "float64", 33, 4, 1,
+               (g, x, beta, grad_x, terms, 4, 33))
     np.testing.assert_allclose(grad_x, g * (s + beta * x * s * (1 - s)), rtol=1e-12)
     np.testing.assert_allclose(terms, g * x * x * s * (1 - s), rtol=1e-12)
 
@@ -172,13 +180,8 @@ CONV_CASES = [(2, 3, 11, 4, 3, 1, 0, 1, 1), (2, 4, 13, 6, 3, 2, 1, 2, 2),
               (2, 2, 70, 3, 5, 1, 2, 3, 1)]  # a row longer than one warp of threads
 
 
-@pytest.mark.parametrize("caps", ["cuda", "tiny"])
 @pytest.mark.parametrize("case", CONV_CASES)
-def test_conv_through_im2col_and_col2im(host_lib, case, caps, monkeypatch):
-    if caps == "tiny":  # grids smaller than the planes: every grid-stride loop goes round
-        monkeypatch.setattr(launch, "PLANE_THREADS_MAX", 32)
-        monkeypatch.setattr(launch, "PLANE_MAX_X", 1)
-        monkeypatch.setattr(launch, "PLANE_MAX_YZ", 2)
+def test_conv_through_im2col_and_col2im(host_lib, case, plane_caps):
     n, c_in, length, c_out, k, stride, padding, dilation, groups = case
     rng = np.random.default_rng(2)
     x_t = rng.standard_normal((c_in, n, length))

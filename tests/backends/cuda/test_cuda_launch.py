@@ -19,14 +19,6 @@ def test_row_threads_is_the_smallest_covering_warp_multiple(cols):
         assert threads // 2 < cols  # half as many would not cover the row
 
 
-@pytest.mark.parametrize("n", [1, 255, 256, 257, 10**6, 10**9])
-def test_elementwise_grid_covers_or_loops(n):
-    (blocks,), (threads,) = launch.elementwise_grid(n)
-    assert 1 <= blocks <= launch.ELEMENTWISE_MAX_BLOCKS
-    assert blocks * threads >= n or blocks == launch.ELEMENTWISE_MAX_BLOCKS
-    assert (blocks - 1) * threads < n  # no block without work
-
-
 @pytest.mark.parametrize("positions", [1, 31, 33, 256, 257, 10**7])
 @pytest.mark.parametrize("middle,rows", [(1, 1), (256, 160), (70000, 3), (2, 10**6)])
 def test_plane_grid_is_within_cuda_limits_and_covers_or_loops(positions, middle, rows):

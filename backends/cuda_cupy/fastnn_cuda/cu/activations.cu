@@ -1,6 +1,6 @@
 // Elementwise activations, optionally fused with a bias add along the last axis.
 //
-//   out[i] = act(x[i] + bias[i % features])      (bias may be NULL: no add)
+//   out[r, j] = act(x[r, j] + bias[j])      (bias may be NULL: no add)
 //
 // `kind` codes must match ACTIVATION_CODES in fastnn_cuda/kernels.py (a test
 // parses this enum and compares). x and out are C-contiguous with n elements.
@@ -34,23 +34,30 @@ template <typename T> __device__ __forceinline__ T activate(T z, i64 kind, T slo
     }
 }
 
+// Launched on planes (launch.plane_grid): x along a row's features, y over rows,
+// so the bias index is the column itself (no modulo of a flat index). A plain
+// activation is one row of all the elements.
 template <typename T>
-__device__ void bias_act_body(const T* x, const T* bias, T* out, i64 n, i64 features,
+__device__ void bias_act_body(const T* x, const T* bias, T* out, i64 rows, i64 features,
                               i64 kind, double slope) {
     const T s = T(slope);
-    const i64 step = (i64)blockDim.x * gridDim.x;
-    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
-        T z = x[i];
-        if (bias != nullptr) z += bias[i % features];
-        out[i] = activate(z, kind, s);
+    const i64 first = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    const i64 step = (i64)gridDim.x * blockDim.x;
+    for (i64 r = blockIdx.y; r < rows; r += gridDim.y) {
+        const i64 base = r * features;
+        for (i64 j = first; j < features; j += step) {
+            T z = x[base + j];
+            if (bias != nullptr) z += bias[j];
+            out[base + j] = activate(z, kind, s);
+        }
     }
 }
 
 #define FASTNN_BIAS_ACT(T, SUFFIX)                                                      \
     extern "C" __global__ void bias_act_##SUFFIX(const T* x, const T* bias, T* out,     \
-                                                 i64 n, i64 features, i64 kind,         \
+                                                 i64 rows, i64 features, i64 kind,      \
                                                  double slope) {                        \
-        bias_act_body<T>(x, bias, out, n, features, kind, slope);                       \
+        bias_act_body<T>(x, bias, out, rows, features, kind, slope);                    \
     }
 
 FASTNN_INSTANTIATE(FASTNN_BIAS_ACT)

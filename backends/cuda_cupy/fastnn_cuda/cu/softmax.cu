@@ -65,25 +65,29 @@ __device__ void softmax_xent_body(const T* logits, const i64* targets, T* loss, 
 
 FASTNN_INSTANTIATE(FASTNN_SOFTMAX)
 
-// dlogits[r, j] = (probs[r, j] - (j == targets[r])) * grad[r * grad_stride], elementwise
-// over n = rows * cols (grid-stride). grad_stride is 0 for a broadcast scalar
+// dlogits[r, j] = (probs[r, j] - (j == targets[r])) * grad[r * grad_stride], on planes
+// (x along a row's columns, y over rows). grad_stride is 0 for a broadcast scalar
 // gradient (the mean's). Targets are compared, never used as an index.
 template <typename T>
 __device__ void softmax_xent_backward_body(const T* probs, const i64* targets, const T* grad,
-                                           i64 grad_stride, T* out, i64 n, i64 cols) {
-    const i64 step = (i64)blockDim.x * gridDim.x;
-    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
-        const i64 r = i / cols, j = i - r * cols;
-        const T p = probs[i];
-        out[i] = (j == targets[r] ? p - T(1) : p) * grad[r * grad_stride];
+                                           i64 grad_stride, T* out, i64 rows, i64 cols) {
+    const i64 first = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    const i64 step = (i64)gridDim.x * blockDim.x;
+    for (i64 r = blockIdx.y; r < rows; r += gridDim.y) {
+        const i64 target = targets[r];
+        const T g = grad[r * grad_stride];
+        for (i64 j = first; j < cols; j += step) {
+            const T p = probs[r * cols + j];
+            out[r * cols + j] = (j == target ? p - T(1) : p) * g;
+        }
     }
 }
 
 #define FASTNN_SOFTMAX_XENT_BACKWARD(T, SUFFIX)                                          \
     extern "C" __global__ void softmax_xent_backward_##SUFFIX(                           \
         const T* probs, const i64* targets, const T* grad, i64 grad_stride, T* out,      \
-        i64 n, i64 cols) {                                                               \
-        softmax_xent_backward_body<T>(probs, targets, grad, grad_stride, out, n, cols);  \
+        i64 rows, i64 cols) {                                                            \
+        softmax_xent_backward_body<T>(probs, targets, grad, grad_stride, out, rows, cols); \
     }
 
 FASTNN_INSTANTIATE(FASTNN_SOFTMAX_XENT_BACKWARD)
