@@ -12,7 +12,7 @@ import ctypes
 import subprocess
 
 import numpy as np
-from fastnn_cuda import kernels
+from fastnn_cuda import kernels, launch
 
 # What every shim defines; each test adds threadIdx & co., __syncthreads and shuffles.
 CUDA_KEYWORDS = r"""
@@ -28,6 +28,43 @@ static inline double __longlong_as_double(long long i) { double d; memcpy(&d, &i
 """
 
 
+# Threads run one after another: enough for kernels without cross-thread exchange, and
+# for the column-tiled ones with one warp per block (test_cuda_kernels_on_host.py).
+SERIAL_SHIM = CUDA_KEYWORDS + r"""
+struct fastnn_dim3 { unsigned x, y, z; };
+static fastnn_dim3 threadIdx, blockIdx, blockDim, gridDim;
+static inline void __syncthreads() {}
+template <typename T> static inline T __shfl_xor_sync(unsigned, T v, int) { return v; }
+extern "C" void fastnn_set_index3(unsigned bx, unsigned by, unsigned bz, unsigned thread,
+                                  unsigned threads, unsigned gx, unsigned gy, unsigned gz) {
+    blockIdx.x = bx; blockIdx.y = by; blockIdx.z = bz; threadIdx.x = thread;
+    blockDim.x = threads; gridDim.x = gx; gridDim.y = gy; gridDim.z = gz;
+}
+"""
+
+SERIAL_SOURCES = ("activations.cu", "swish.cu", "conv.cu", "optim.cu", "softmax.cu", "reduce.cu")
+
+
+def build_serial(directory) -> dict:
+    """{source name: library} of the kernel sources under :data:`SERIAL_SHIM`."""
+    return {name: compile_library(directory, name, SERIAL_SHIM + kernels.source(name).replace(
+        '#line 1 "', '#line 1 "host_')) for name in SERIAL_SOURCES}
+
+
+def run_serial(libs, base, dtype, grid, block, c_args) -> None:
+    """Every block (x, y, z) and thread of a launch of ``base``, one after another."""
+    lib = libs[kernels.KERNEL_FILES[base]]
+    fn = getattr(lib, kernels.kernel_name(base, dtype))
+    gx, gy, gz = (tuple(grid) + (1, 1))[:3]
+    (threads,) = block
+    for bz in range(gz):
+        for by in range(gy):
+            for bx in range(gx):
+                for t in range(threads):
+                    lib.fastnn_set_index3(bx, by, bz, t, threads, gx, gy, gz)
+                    fn(*c_args)
+
+
 def compile_library(directory, stem: str, text: str, flags=()) -> ctypes.CDLL:
     """g++ ``text`` into ``directory/stem.so`` with the kernels' -D options, and load it."""
     src, out = directory / f"{stem}.cpp", directory / f"{stem}.so"
@@ -38,8 +75,17 @@ def compile_library(directory, stem: str, text: str, flags=()) -> ctypes.CDLL:
     return ctypes.CDLL(str(out))
 
 
+class _StepTable(ctypes.Structure):
+    """``struct StepTable`` as raw bytes: passed by value, as cupy passes the record."""
+
+    _fields_ = [("raw", ctypes.c_byte * launch.STEP_TABLE_DTYPE.itemsize)]
+
+
 def c_arg(value):
-    """A kernel argument as its C type: arrays as pointers, floats as double, ints as i64."""
+    """A kernel argument as its C type: arrays as pointers, floats as double, ints as i64,
+    an optimizer step table (a size-1 record) by value."""
+    if isinstance(value, np.ndarray) and value.dtype == launch.STEP_TABLE_DTYPE:
+        return _StepTable.from_buffer_copy(value.tobytes())
     if isinstance(value, np.ndarray):
         return ctypes.c_void_p(value.ctypes.data)
     if isinstance(value, float):

@@ -13,7 +13,6 @@ one after another still meets their shared-memory partials in order.
 
 from __future__ import annotations
 
-import ctypes
 import shutil
 
 import fastnn_cpu
@@ -23,62 +22,27 @@ from fastnn_cuda import kernels, launch
 
 import fastnn as fnn
 from fastnn.api import composite
-from tests.backends.cuda.host_build import CUDA_KEYWORDS, c_arg, compile_library
+from tests.backends.cuda.host_build import build_serial, c_arg, run_serial
 
 if shutil.which("g++") is None:
     pytest.skip("g++ is not installed: cannot build the kernels for the host",
                 allow_module_level=True)
 
-SHIM = CUDA_KEYWORDS + r"""
-struct fastnn_dim3 { unsigned x, y, z; };
-static fastnn_dim3 threadIdx, blockIdx, blockDim, gridDim;
-static inline void __syncthreads() {}
-template <typename T> static inline T __shfl_xor_sync(unsigned, T v, int) { return v; }
-extern "C" void fastnn_set_index(unsigned block, unsigned thread, unsigned threads,
-                                 unsigned blocks) {
-    blockIdx.x = block; threadIdx.x = thread; blockDim.x = threads; gridDim.x = blocks;
-}
-extern "C" void fastnn_set_index3(unsigned bx, unsigned by, unsigned bz, unsigned thread,
-                                  unsigned threads, unsigned gx, unsigned gy, unsigned gz) {
-    blockIdx.x = bx; blockIdx.y = by; blockIdx.z = bz; threadIdx.x = thread;
-    blockDim.x = threads; gridDim.x = gx; gridDim.y = gy; gridDim.z = gz;
-}
-"""
-
 
 @pytest.fixture(scope="module")
 def host_lib(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("host_kernels")
-    libs = {}
-    for name in ("activations.cu", "swish.cu", "conv.cu", "optim.cu", "softmax.cu", "reduce.cu"):
-        text = SHIM + kernels.source(name).replace('#line 1 "', '#line 1 "host_')
-        libs[name] = compile_library(directory, name, text)
-    return libs
+    return build_serial(tmp_path_factory.mktemp("host_kernels"))
 
 
 def run(libs, base, dtype, grid, block, args):
-    """Run every (block, thread) of a launch, as the GPU would (in some order)."""
-    lib = libs[kernels.KERNEL_FILES[base]]
-    fn = getattr(lib, kernels.kernel_name(base, dtype))
-    c_args = [c_arg(a) for a in args]
-    for b in range(grid):
-        for t in range(block):
-            lib.fastnn_set_index(b, t, block, grid)
-            fn(*c_args)
+    """Run every (block, thread) of a 1-d launch, as the GPU would (in some order)."""
+    run_serial(libs, base, dtype, (grid,), (block,), [c_arg(a) for a in args])
 
 
 def run_planes(libs, base, dtype, positions, middle, rows, args):
     """Every block and thread of a plane launch (launch.plane_grid), one after another."""
-    lib = libs[kernels.KERNEL_FILES[base]]
-    fn = getattr(lib, kernels.kernel_name(base, dtype))
-    c_args = [c_arg(a) for a in args]
-    (gx, gy, gz), (threads,) = launch.plane_grid(positions, middle, rows)
-    for bz in range(gz):
-        for by in range(gy):
-            for bx in range(gx):
-                for t in range(threads):
-                    lib.fastnn_set_index3(bx, by, bz, t, threads, gx, gy, gz)
-                    fn(*c_args)
+    grid, block = launch.plane_grid(positions, middle, rows)
+    run_serial(libs, base, dtype, grid, block, [c_arg(a) for a in args])
 
 
 TOL = {"float32": dict(rtol=3e-6, atol=1e-6), "float64": dict(rtol=1e-13, atol=1e-14)}
@@ -208,20 +172,10 @@ def test_conv_through_im2col_and_col2im(host_lib, case, plane_caps):
                                rtol=1e-12, atol=1e-12)
 
 
-class _Table(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_byte * launch.STEP_TABLE_DTYPE.itemsize) for name in ("raw",)]
-
-
 def run_step(libs, base, dtype, pointers, sizes, lrs, wds, flags, scalars):
-    lib = libs["optim.cu"]
-    fn = getattr(lib, kernels.kernel_name(base, dtype))
     for record, blocks in launch.pack_step_tables(pointers, sizes, lrs, wds, flags):
-        table = _Table.from_buffer_copy(record.tobytes())  # passed by value, as on the GPU
-        c_args = [table] + [c_arg(s) for s in scalars]
-        for b in range(blocks):
-            for t in range(launch.STEP_THREADS):
-                lib.fastnn_set_index(b, t, launch.STEP_THREADS, blocks)
-                fn(*c_args)
+        c_args = [c_arg(record)] + [c_arg(s) for s in scalars]  # the table by value
+        run_serial(libs, base, dtype, (blocks,), (launch.STEP_THREADS,), c_args)
 
 
 def _arrays(seed, sizes, dtype, positive=False):
