@@ -67,7 +67,8 @@ def binary(op: str, a, b, saved_fn=None) -> Tensor:
     if not isinstance(a, Tensor):
         if not isinstance(b, Tensor):
             raise TypeError(f"{op}: expected a Tensor operand, got {type(a).__name__}")
-        a = _as_tensor_like(_check_scalar(op, a), b)
+        b, value = _scalar_operand(op, b, a)  # 2.5 - int_tensor is float, as 2.5 + int_tensor
+        a = _as_tensor_like(value, b)
     if isinstance(b, Tensor):
         a, b = align(op, a, b)
         broadcast_shape(op, a._data.shape, b._data.shape)
@@ -150,12 +151,14 @@ def where(cond: Tensor, a, b) -> Tensor:
     if not isinstance(a, Tensor):
         if not isinstance(b, Tensor):
             raise TypeError("where: a or b must be a Tensor")
-        a = _as_tensor_like(_check_scalar("where", a), b)
+        b, value = _scalar_operand("where", b, a)
+        a = _as_tensor_like(value, b)
     if isinstance(b, Tensor):
         a, b = align("where", a, b)
         b_data, b_in = b._data, b
-    else:
-        b_data, b_in = _check_scalar("where", b), None
+    else:  # a float scalar next to an integer tensor makes the result float32
+        a, b_data = _scalar_operand("where", a, b)
+        b_in = None
     check_same_device("where", cond, a)
     shape = broadcast_shape("where", cond._data.shape, a._data.shape)
     if b_in is not None:

@@ -16,11 +16,11 @@ def _rsub(self, other):
 
 
 def _rdiv(self, other):
-    return m.div(m._as_tensor_like(m._check_scalar("div", other), self), self)
+    return m.div(other, self)
 
 
 def _rpow(self, other):
-    return m.pow(m._as_tensor_like(m._check_scalar("pow", other), self), self)
+    return m.pow(other, self)
 
 
 def _rmatmul(self, other):
