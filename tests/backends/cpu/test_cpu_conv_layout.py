@@ -9,6 +9,7 @@ loops of the conformance suite.
 from __future__ import annotations
 
 import threading
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -28,6 +29,12 @@ CONFIGS = [
     (2, 6, 15, 6, 2, 1, 0, 3, 3),
     (5, 2, 5, 3, 5, 1, 0, 1, 1),  # a single output position
     (0, 2, 8, 3, 3, 1, 1, 1, 1),  # an empty batch
+    (0, 2, 8, 3, 3, 3, 1, 1, 1),  # an empty batch with a stride
+    # The per-sample layout: the flat one would throw most of its columns away.
+    (2, 2, 12, 3, 10, 1, 0, 1, 1),  # a kernel nearly as long as the signal
+    (2, 3, 7, 2, 2, 20, 1, 1, 1),  # a stride past the padded length
+    (3, 4, 20, 4, 5, 1, 0, 4, 2),  # dilation * (K - 1) near the length, two groups
+    (0, 2, 8, 3, 8, 1, 0, 1, 1),  # an empty batch
 ]
 
 
@@ -104,3 +111,53 @@ def test_scratch_keeps_at_most_its_budget(monkeypatch):
     assert scratch.zeros("a", (128,), np.float64) is not a
     with pytest.raises(TypeError):
         scratch.zeros("d", (4,), "not a dtype")
+
+
+def test_configs_cover_both_layouts():
+    flat = {conv._Layout(n, length, k, stride, padding, dilation).flat
+            for n, _, length, _, k, stride, padding, dilation, _ in CONFIGS}
+    assert flat == {True, False}
+
+
+def test_unread_nan_and_inf_stay_out_of_the_gradients():
+    """A NaN or Inf that no kept output reads must not reach a gradient.
+
+    The flat layout's thrown-away columns read such positions (and multiply
+    them by a zero gradient, which gives NaN).
+    """
+    rng = np.random.default_rng(3)
+    # stride 4 over length 10 with k=3: no window reads positions 3, 7, 8, 9
+    n, c_in, length, c_out, k, stride, padding, dilation, groups = 2, 2, 10, 3, 3, 4, 0, 1, 1
+    x = rng.normal(size=(n, c_in, length))
+    w = rng.normal(size=(c_out, c_in, k))
+    g = rng.normal(size=(n, c_out, 2))
+    x[0, 1, 9] = np.nan
+    x[1, 0, 8] = np.inf
+    with np.errstate(invalid="ignore"):  # inf * 0 in the thrown-away columns, then redone
+        gw = conv.conv1d_grad_weight(x, g, k, stride, padding, dilation, groups)
+    np.testing.assert_allclose(gw, conv1d_grads(x, w, g, stride, padding, dilation, groups)[1],
+                               rtol=1e-12)
+    x = rng.normal(size=(n, c_in, length))
+    w[1, 0, 2] = np.inf
+    with np.errstate(invalid="ignore"):
+        gx = conv.conv1d_grad_input(g, w, length, stride, padding, dilation, groups)
+        gx_ref = conv1d_grads(x, w, g, stride, padding, dilation, groups)[0]
+    np.testing.assert_array_equal(np.isnan(gx), np.isnan(gx_ref))
+    np.testing.assert_allclose(gx[:, :, 3], 0)  # read by no window
+
+
+@pytest.mark.parametrize("cfg", [
+    (2, 4, 400, 3, 390, 1, 0, 1, 1),  # the flat layout would compute ~40x the columns
+    (2, 3, 10, 2, 3, 10**6, 0, 1, 1),  # its segments would be a million positions long
+])
+def test_long_kernels_and_strides_allocate_what_the_output_needs(cfg, monkeypatch):
+    monkeypatch.setattr(scratch._local, "arrays", None, raising=False)
+    tracemalloc.start()
+    try:
+        _check(cfg, np.random.default_rng(4))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # the exact im2col matrix is at most 4 * 390 * 22 * 8 bytes (~270 kB); the
+    # reference's loops take a few hundred kB more
+    assert peak < 2**20, peak
