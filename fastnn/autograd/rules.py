@@ -111,7 +111,13 @@ def _pow(ops, node, grad):
     a, b, out = node.saved
     grad_a = grad_b = None
     if node.needs[0]:
-        grad_a = ops.mul(grad, ops.mul(ops.pow(a, ops.sub(b, 1.0) if _is_array(b) else b - 1.0), b))
+        # NOTE: where b = 0 the exponent b - 1 becomes 0, so that b * a**(b-1) is 0 * 1 = 0
+        # (a**0 is constant, as in PyTorch), not 0 * 0**-1 = NaN at a = 0
+        if _is_array(b):
+            exponent = ops.where(ops.equal(b, 0.0), b, ops.sub(b, 1.0))
+        else:
+            exponent = b - 1.0 if b != 0 else 0.0
+        grad_a = ops.mul(grad, ops.mul(ops.pow(a, exponent), b))
     if node.needs[1]:
         # d(a^b)/db = a^b log a; at a = 0 with b >= 0 PyTorch takes 0 (not 0 * -inf = NaN)
         d = ops.mul(out, ops.log(a))
