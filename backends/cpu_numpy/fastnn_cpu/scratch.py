@@ -15,9 +15,11 @@ from collections import OrderedDict
 
 import numpy as np
 
-#: Most bytes kept per thread; the least recently used arrays go first. Layers of
-#: one network have different layouts, so several are kept at once.
-BUDGET_BYTES = 256 * 2**20
+#: Most bytes kept per thread, for the life of the thread; the least recently used
+#: arrays go first. Layers of one network have different layouts, so several are
+#: kept at once; an array over a quarter of this is never kept (for those the
+#: page zeroing is small next to the GEMM that reads them).
+BUDGET_BYTES = 64 * 2**20
 
 _local = threading.local()
 
