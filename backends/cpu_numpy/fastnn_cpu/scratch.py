@@ -17,8 +17,8 @@ import numpy as np
 
 #: Most bytes kept per thread, for the life of the thread; the least recently used
 #: arrays go first. Layers of one network have different layouts, so several are
-#: kept at once; an array over a quarter of this is never kept (for those the
-#: page zeroing is small next to the GEMM that reads them).
+#: kept at once; an array over a quarter of this is never kept, so that one large
+#: call does not pin its memory (it pays the page zeroing instead).
 BUDGET_BYTES = 64 * 2**20
 
 _local = threading.local()
