@@ -42,12 +42,18 @@ def _transpose(self, *axes):
     return shape.transpose(self, axes or None)
 
 
+def _or_equal(strict: str, self, other):
+    """a > b or a == b (not ``not a < b``, which is True for NaN)."""
+    beyond = m.compare(strict, self, other)
+    return m.where(beyond, beyond, m.compare("equal", self, other))
+
+
 def _ge(self, other):
-    return m.compare("equal", m.compare("less", self, other), 0)
+    return _or_equal("greater", self, other)
 
 
 def _le(self, other):
-    return m.compare("equal", m.compare("greater", self, other), 0)
+    return _or_equal("less", self, other)
 
 
 _METHODS = {
