@@ -24,6 +24,9 @@ class Tensor:
 
     __slots__ = ("_data", "_dtype", "_device", "_requires_grad", "_grad", "_node", "__weakref__")
     __array_priority__ = 1000  # so that ndarray + Tensor defers to Tensor.__radd__
+    # NumPy ufuncs refuse tensors (np.exp(t) would leave the tape): use t.exp(), or
+    # np.exp(t.numpy()). This also makes ndarray + Tensor defer to Tensor.__radd__.
+    __array_ufunc__ = None
 
     @classmethod
     def _make(cls, data, dtype: DType, device: Device) -> Tensor:
@@ -128,6 +131,17 @@ class Tensor:
     def numpy(self) -> np.ndarray:
         """A host NumPy array (a copy unless the tensor lives on the host already)."""
         return self._device.ops.to_numpy(self._data)
+
+    def __array__(self, dtype=None, copy=None):
+        """``np.asarray(t)``: the values, as :meth:`numpy` gives them (before, NumPy wrapped
+        the tensor itself in a 0-d object array)."""
+        if copy is False and not self._device.backend.record.host_memory:
+            raise ValueError(f"np.asarray(tensor, copy=False): a tensor on {self._device} "
+                             "cannot be viewed from the host without a copy")
+        data = self.numpy()
+        if dtype is not None:
+            data = data.astype(dtype, copy=False)
+        return data.copy() if copy else data
 
     def item(self):
         """The value of a one-element tensor as a Python number."""

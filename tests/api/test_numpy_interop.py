@@ -1,0 +1,41 @@
+"""NumPy meeting tensors: np.asarray gives the values, ufuncs and mixed operators refuse."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fastnn as fnn
+
+
+def test_asarray_gives_the_values_with_dtype_and_shape():
+    host = np.arange(6.0).reshape(2, 3)
+    t = fnn.tensor(host, requires_grad=True)
+    a = np.asarray(t)
+    assert type(a) is np.ndarray and a.dtype == np.float64 and a.shape == (2, 3)
+    np.testing.assert_array_equal(a, host)  # was a 0-d object array holding the tensor
+    assert np.asarray(t, dtype=np.float32).dtype == np.float32
+    assert np.array([t, t]).shape == (2, 2, 3)
+    np.testing.assert_allclose(t, host)  # NumPy's testing helpers now accept tensors
+    b = np.array(t, copy=True)
+    b[0, 0] = 99.0
+    assert t.numpy()[0, 0] == 0.0
+
+
+def test_ufuncs_refuse_tensors_instead_of_leaving_the_tape():
+    t = fnn.tensor(np.ones(3), requires_grad=True)
+    with pytest.raises(TypeError, match="does not support ufuncs"):
+        np.exp(t)
+    with pytest.raises(TypeError, match="expected a Tensor or a real number, got ndarray"):
+        np.ones(3) + t  # defers to Tensor.__radd__, which asks for explicit conversion
+
+
+def test_no_copy_request_is_refused_off_the_host():
+    record = {b.name: b for b in fnn.backends()}.get("opencl")
+    if record is None or not record.available:
+        pytest.skip("needs a device backend whose arrays are not host memory (opencl)")
+    with fnn.use("opencl"):
+        t = fnn.ones((2, 2))
+    np.testing.assert_array_equal(np.asarray(t), np.ones((2, 2)))
+    with pytest.raises(ValueError, match="without a copy"):
+        np.asarray(t, copy=False)
