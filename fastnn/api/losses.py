@@ -30,10 +30,38 @@ def _same_shape(op: str, pred: Tensor, target: Tensor) -> None:
 
 
 def cross_entropy(logits: Tensor, targets: Tensor, reduction: str = "mean") -> Tensor:
-    """Softmax cross-entropy of (N, C) logits against integer class targets (N,)."""
+    """Softmax cross-entropy over the class axis 1 against integer class targets, with
+    PyTorch's shapes: logits (N, C) and targets (N,); (C,) and a 0-d target; or
+    (N, C, d1, ...) and targets (N, d1, ...), e.g. a class per position of a sequence.
+    ``reduction="none"`` gives the targets' shape; "mean" averages over all of it."""
     if reduction not in REDUCTIONS:
         raise ValueError(f"cross_entropy: reduction must be one of {REDUCTIONS}, got {reduction!r}")
-    return _reduce("cross_entropy", nnops.softmax_cross_entropy_rows(logits, targets), reduction)
+    if isinstance(logits, Tensor) and isinstance(targets, Tensor) and logits.ndim != 2:
+        per = _cross_entropy_any_rank(logits, targets)
+    else:
+        per = nnops.softmax_cross_entropy_rows(logits, targets)
+    return _reduce("cross_entropy", per, reduction)
+
+
+def _cross_entropy_any_rank(logits: Tensor, targets: Tensor) -> Tensor:
+    """(C,) or (N, C, d1, ...) logits as rows of the fused (N, C) loss, the class axis moved
+    last; the per-element losses come back in the targets' shape."""
+    if logits.ndim == 0:
+        raise ValueError("cross_entropy: logits must be (N, C), (C,) or (N, C, d1, ...), got a "
+                         "0-d tensor")
+    if logits.ndim == 1:
+        expected = ()
+        rows = shape.reshape(logits, (1, logits.shape[0]))
+    else:
+        expected = (logits.shape[0],) + logits.shape[2:]
+        last = tuple(range(2, logits.ndim)) + (1,)
+        rows = shape.reshape(shape.transpose(logits, (0,) + last), (-1, logits.shape[1]))
+    if targets.shape != expected:
+        raise ValueError(f"cross_entropy: logits {logits.shape} need targets of shape "
+                         f"{expected} (the logits' shape without the class axis 1), got "
+                         f"{targets.shape}")
+    per = nnops.softmax_cross_entropy_rows(rows, shape.reshape(targets, (-1,)))
+    return shape.reshape(per, expected)
 
 
 def mse_loss(pred: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
