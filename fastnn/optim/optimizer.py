@@ -289,8 +289,9 @@ def clip_grad_norm(params, max_norm: float, eps: float = 1e-6) -> float:
     """Scale the ``.grad`` of ``params`` so their joint L2 norm is at most ``max_norm``.
 
     As PyTorch's ``clip_grad_norm_``: total = sqrt(sum ||g||^2); when
-    total > max_norm every gradient is multiplied by max_norm / (total + eps).
-    Returns the total norm before clipping, as a float.
+    total > max_norm every gradient is multiplied by max_norm / (total + eps) (a NaN
+    total makes every gradient NaN, as there). Returns the total norm before clipping,
+    as a float: one read-back per device.
     """
     # a list: a generator (e.g. ``p for p in ... if ...``) is walked twice below
     try:
@@ -306,10 +307,18 @@ def clip_grad_norm(params, max_norm: float, eps: float = 1e-6) -> float:
     if not grads:
         return 0.0
     with no_grad():
-        squares = [float((g * g).sum().item()) for g in grads]
-    total = math.sqrt(sum(squares))
+        # one sum of squares per device, read back once each (not once per parameter: on a
+        # GPU every read-back waits for the device)
+        per_device: dict = {}
+        for g in grads:
+            square = (g * g).sum()
+            prev = per_device.get(g._device)
+            per_device[g._device] = square if prev is None else prev + square
+        total = math.sqrt(sum(float(s.item()) for s in per_device.values()))
     coef = float(max_norm) / (total + eps)
-    if coef < 1.0:
+    # "not <" so that a NaN norm makes NaN gradients, as in PyTorch, instead of passing
+    # them on unclipped (an infinite one gives coef 0)
+    if not coef >= 1.0:
         with no_grad():
             for p in params:
                 if p.grad is not None:

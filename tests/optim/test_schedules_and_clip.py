@@ -76,3 +76,50 @@ def test_clip_grad_norm_matches_numpy():
     optim.clip_grad_norm(params, 10.0)  # under the limit: unchanged
     for p, g in zip(params, before):
         np.testing.assert_array_equal(p.grad.numpy(), g)
+
+
+def test_clip_grad_norm_non_finite_totals_as_pytorch():
+    """A NaN total norm makes every gradient NaN (it was passed on unclipped); an infinite one
+    scales finite gradients to 0. PyTorch's clip_grad_norm_ does the same by default."""
+    params = [nn.Parameter.from_numpy(np.ones(s), dtype=fnn.float64) for s in [(3,), (2, 2)]]
+    params[0].grad = fnn.tensor(np.array([1.0, np.nan, 2.0]))
+    params[1].grad = fnn.tensor(np.full((2, 2), 3.0))
+    assert np.isnan(optim.clip_grad_norm(params, 1.0))
+    assert all(np.isnan(p.grad.numpy()).all() for p in params)
+    params[0].grad = fnn.tensor(np.array([1.0, np.inf, 2.0]))
+    params[1].grad = fnn.tensor(np.full((2, 2), 3.0))
+    assert optim.clip_grad_norm(params, 1.0) == np.inf
+    np.testing.assert_array_equal(params[1].grad.numpy(), np.zeros((2, 2)))
+    torch = pytest.importorskip("torch")
+    t = torch.nn.Parameter(torch.ones(3, dtype=torch.float64))
+    t.grad = torch.tensor([1.0, float("nan"), 2.0], dtype=torch.float64)
+    torch.nn.utils.clip_grad_norm_([t], 1.0)
+    assert torch.isnan(t.grad).all()
+
+
+def test_clip_grad_norm_sums_per_device_and_mixed_dtypes():
+    rng = np.random.default_rng(3)
+    grads = [rng.standard_normal((3, 2)), rng.standard_normal(5)]
+    params = [nn.Parameter.from_numpy(np.zeros(g.shape), dtype=dt)
+              for g, dt in zip(grads, (fnn.float64, fnn.float32))]
+    for p, g, dt in zip(params, grads, (fnn.float64, fnn.float32)):
+        p.grad = fnn.tensor(g, dtype=dt)
+    total = np.sqrt(sum((g.astype(np.float32 if i else np.float64) ** 2).sum()
+                        for i, g in enumerate(grads)))
+    assert optim.clip_grad_norm(params, 100.0) == pytest.approx(total, rel=1e-6)
+
+
+def test_clip_grad_norm_over_two_devices():
+    if not any(b.name == "opencl" and b.available for b in fnn.backends()):
+        pytest.skip("needs the opencl backend")
+    rng = np.random.default_rng(4)
+    grads = [rng.standard_normal((4,)), rng.standard_normal((2, 3))]
+    params = [nn.Parameter.from_numpy(np.zeros(g.shape), dtype=fnn.float64).to(device)
+              for g, device in zip(grads, ("cpu", "opencl"))]
+    for p, g in zip(params, grads):
+        p.grad = fnn.tensor(g, device=p.device)
+    total = np.sqrt(sum((g**2).sum() for g in grads))
+    assert optim.clip_grad_norm(params, 1.0) == pytest.approx(total, rel=1e-12)
+    for p, g in zip(params, grads):
+        assert p.grad.device == p.device
+        np.testing.assert_allclose(p.grad.numpy(), g / (total + 1e-6), rtol=1e-12)
