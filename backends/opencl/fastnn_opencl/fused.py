@@ -35,7 +35,8 @@ def _softmax(x: CLArray, axis: int, log_out: bool) -> CLArray:
     b = math.prod(x.shape[axis + 1:])
     rows = math.prod(x.shape[:axis]) * b
     if out.size:
-        kernel = dev.kernel(FILE, "k_softmax", (("T", CL_TYPES[x.dtype]),),
+        defines = (("T", CL_TYPES[x.dtype]), ("ACC", reduce._acc_type(x, 0)))
+        kernel = dev.kernel(FILE, "k_softmax", defines,
                             [None, None, _I, _I, _I, _I, _I])
         kernel(dev.queue, (rounded(rows, 16),), None, out.data, x.data, x.offset, k, b, rows,
                int(log_out))
@@ -60,7 +61,8 @@ def softmax_cross_entropy(logits, targets):
     loss = dev.empty((n,), logits.dtype)
     probs = dev.empty((n, c), logits.dtype)
     if n:
-        defines = (("T", CL_TYPES[logits.dtype]), ("TI", CL_TYPES[targets.dtype]))
+        defines = (("T", CL_TYPES[logits.dtype]), ("TI", CL_TYPES[targets.dtype]),
+                   ("ACC", reduce._acc_type(logits, 0)))
         kernel = dev.kernel(FILE, "k_softmax_xent", defines,
                             [None, None, None, _I, None, _I, _I, _I])
         kernel(dev.queue, (rounded(n, 16),), None, loss.data, probs.data, logits.data,
@@ -77,7 +79,8 @@ def rms_div(x, eps):
     out = dev.empty(x.shape, x.dtype)
     r = dev.empty(x.shape[:-1] + (1,), x.dtype)
     if rows:
-        kernel = dev.kernel(FILE, "k_rms_div", (("T", CL_TYPES[x.dtype]),),
+        defines = (("T", CL_TYPES[x.dtype]), ("ACC", reduce._acc_type(x, 0)))
+        kernel = dev.kernel(FILE, "k_rms_div", defines,
                             [None, None, None, _I, _I, _I, NP_TYPES[x.dtype]])
         kernel(dev.queue, (rounded(rows, 16),), None, out.data, r.data, x.data, x.offset, rows,
                f, eps)

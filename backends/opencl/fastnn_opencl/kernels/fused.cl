@@ -1,7 +1,12 @@
 // Fused kernels: softmax / log-softmax along one axis, softmax cross-entropy,
 // RMS division and bias + activation. Host defines: T (float or double), TI
 // (target index type), ACT (bias_act kind: 0 identity, 1 relu, 2 leaky_relu,
-// 3 sigmoid, 4 tanh, 5 silu, 6 gelu, 7 softplus).
+// 3 sigmoid, 4 tanh, 5 silu, 6 gelu, 7 softplus), ACC (the type row sums accumulate in:
+// double on CPU devices, where it costs nothing, as reduce.cl's sums; T elsewhere).
+
+#ifndef ACC
+#define ACC T
+#endif
 
 // Softmax over K of a contiguous (A, K, B) view, one work-item per (a, b).
 __kernel void k_softmax(__global T *out, __global const T *x, const int off, const int K,
@@ -13,13 +18,13 @@ __kernel void k_softmax(__global T *out, __global const T *x, const int off, con
     __global T *dst = out + a * K * B + b;
     T top = -INFINITY;
     for (int k = 0; k < K; ++k) top = fmax(top, row[k * B]);
-    T total = 0;
-    for (int k = 0; k < K; ++k) total += exp(row[k * B] - top);
+    ACC total = 0;
+    for (int k = 0; k < K; ++k) total += (ACC)exp(row[k * B] - top);
     if (log_out) {
-        const T shift = top + log(total);
+        const T shift = top + (T)log(total);
         for (int k = 0; k < K; ++k) dst[k * B] = row[k * B] - shift;
     } else {
-        const T inv = (T)1 / total;
+        const T inv = (T)((ACC)1 / total);
         for (int k = 0; k < K; ++k) dst[k * B] = exp(row[k * B] - top) * inv;
     }
 }
@@ -36,16 +41,16 @@ __kernel void k_softmax_xent(__global T *loss, __global T *probs, __global const
     __global T *p = probs + n * C;
     T top = -INFINITY;
     for (int c = 0; c < C; ++c) top = fmax(top, row[c]);
-    T total = 0;
+    ACC total = 0;
     for (int c = 0; c < C; ++c) {
         const T e = exp(row[c] - top);
         p[c] = e;
-        total += e;
+        total += (ACC)e;
     }
-    const T inv = (T)1 / total;
+    const T inv = (T)((ACC)1 / total);
     for (int c = 0; c < C; ++c) p[c] *= inv;
     const TI t = targets[toff + n];
-    loss[n] = (t >= 0 && t < C) ? log(total) - (row[t] - top) : (T)NAN;
+    loss[n] = (t >= 0 && t < C) ? (T)log(total) - (row[t] - top) : (T)NAN;
 }
 #endif
 
@@ -60,12 +65,12 @@ __kernel void k_rms_div(__global T *out, __global T *r, __global const T *x, con
     T m = 1;
     for (int f = 0; f < F; ++f) m = fmax(m, fabs(row[f]));
     const T inv_m = (T)1 / m;
-    T total = 0;
+    ACC total = 0;
     for (int f = 0; f < F; ++f) {
-        const T v = row[f] * inv_m;
+        const ACC v = (ACC)(row[f] * inv_m);
         total += v * v;
     }
-    const T scale = inv_m / sqrt(total / (T)F + eps * inv_m * inv_m);
+    const T scale = inv_m / sqrt((T)(total / (ACC)F) + eps * inv_m * inv_m);
     r[n] = scale;
     for (int f = 0; f < F; ++f) out[n * F + f] = row[f] * scale;
 }
@@ -101,9 +106,6 @@ __kernel void k_bias_act(__global T *out, __global const T *x, const int off,
 #endif
 
 #ifdef ACT
-#ifndef ACC  // the accumulator of bias_act_backward's sums; k_bias_act compiles without it
-#define ACC T
-#endif
 // dL/dz for out = act(z) given g = dL/dout. relu reads out > 0 (NaN passes
 // nothing), as the core's composite does; z is only read where it is needed.
 #define ACT_NEEDS_Z (ACT == 2 || ACT >= 5)
