@@ -36,6 +36,24 @@ class Conv1d:
         sync(F.conv1d(self.x, self.w, padding=2))
 
 
+class Conv1dBackward:
+    """conv1d forward and backward (both gradients through the tape), input (32, 32, 256),
+    weight (32, 32, 5), padding 2: the middle layer of a small Conv1d net."""
+
+    params = (BACKENDS,)
+    param_names = ["backend"]
+
+    def setup(self, backend):
+        self.x = fnn.tensor(host_array((32, 32, 256), 1), device=backend, requires_grad=True)
+        self.w = fnn.tensor(host_array((32, 32, 5), 2, 0.1), device=backend, requires_grad=True)
+        self.time_forward_backward(backend)
+
+    def time_forward_backward(self, backend):
+        self.x.grad = self.w.grad = None
+        F.conv1d(self.x, self.w, padding=2).sum().backward()
+        sync(self.w.grad)
+
+
 class Elementwise:
     """x * y + x and relu(x) on n elements: memory-bound ops."""
 
