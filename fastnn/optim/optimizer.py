@@ -26,6 +26,7 @@ import numbers
 
 import numpy as np
 
+from fastnn.api import dtypes
 from fastnn.api.tensor import Tensor, tensor
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.module import PARAM_CLASSES
@@ -311,6 +312,9 @@ def clip_grad_norm(params, max_norm: float, eps: float = 1e-6) -> float:
         # GPU every read-back waits for the device)
         per_device: dict = {}
         for g in grads:
+            if g.dtype.itemsize < 4:
+                # NOTE: float16 squares overflow past 65504 (a norm of 256): sum in float32
+                g = g.to(dtypes.float32)
             square = (g * g).sum()
             prev = per_device.get(g._device)
             per_device[g._device] = square if prev is None else prev + square

@@ -123,3 +123,18 @@ def test_clip_grad_norm_over_two_devices():
     for p, g in zip(params, grads):
         assert p.grad.device == p.device
         np.testing.assert_allclose(p.grad.numpy(), g / (total + 1e-6), rtol=1e-12)
+
+
+def test_clip_grad_norm_of_float16_gradients_does_not_overflow_in_float16():
+    # Each sum of squares fits float16 (45000 < 65504), their total does not: the norm
+    # (300) must not come out infinite and zero every gradient.
+    params = [nn.Parameter.from_numpy(np.zeros(2), dtype=fnn.float16) for _ in range(2)]
+    for p in params:
+        p.grad = fnn.full((2,), 150.0, dtype=fnn.float16)
+    assert optim.clip_grad_norm(params, 1000.0) == pytest.approx(300.0)
+    for p in params:
+        assert p.grad.dtype == fnn.float16
+        np.testing.assert_array_equal(p.grad.numpy(), [150.0, 150.0])
+    assert optim.clip_grad_norm(params, 30.0) == pytest.approx(300.0)
+    for p in params:
+        np.testing.assert_allclose(p.grad.numpy().astype(np.float64), [15.0, 15.0], rtol=1e-3)
