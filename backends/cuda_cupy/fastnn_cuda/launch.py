@@ -55,13 +55,16 @@ def row_grid(rows: int, cols: int) -> tuple[tuple[int], tuple[int]]:
 def plane_grid(positions: int, middle: int, rows: int) -> tuple[tuple, tuple]:
     """(grid, block) for a plane kernel: ``positions`` along x (a warp multiple of threads
     covering the row, at most PLANE_THREADS_MAX), ``middle`` along y, ``rows`` along z;
-    each grid dimension capped (the kernel loops over the rest). All sizes >= 1."""
+    each grid dimension capped (the kernel loops over the rest). A row shorter than
+    PLANE_THREADS_MAX shares its block with others along y (block (x, y)), so that a
+    10-class head still runs full blocks. All sizes >= 1."""
     threads = WARP
     while threads < positions and threads < PLANE_THREADS_MAX:
         threads *= 2
-    grid = (min(-(-positions // threads), PLANE_MAX_X), min(middle, PLANE_MAX_YZ),
-            min(rows, PLANE_MAX_YZ))
-    return grid, (threads,)
+    per_block = min(PLANE_THREADS_MAX // threads, middle)
+    grid = (min(-(-positions // threads), PLANE_MAX_X),
+            min(-(-middle // per_block), PLANE_MAX_YZ), min(rows, PLANE_MAX_YZ))
+    return grid, (threads, per_block)
 
 
 # Mirrors `struct StepTable` in cu/optim.cu field by field (align=True gives C's

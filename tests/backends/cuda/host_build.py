@@ -35,10 +35,11 @@ struct fastnn_dim3 { unsigned x, y, z; };
 static fastnn_dim3 threadIdx, blockIdx, blockDim, gridDim;
 static inline void __syncthreads() {}
 template <typename T> static inline T __shfl_xor_sync(unsigned, T v, int) { return v; }
-extern "C" void fastnn_set_index3(unsigned bx, unsigned by, unsigned bz, unsigned thread,
-                                  unsigned threads, unsigned gx, unsigned gy, unsigned gz) {
-    blockIdx.x = bx; blockIdx.y = by; blockIdx.z = bz; threadIdx.x = thread;
-    blockDim.x = threads; gridDim.x = gx; gridDim.y = gy; gridDim.z = gz;
+extern "C" void fastnn_set_index3(unsigned bx, unsigned by, unsigned bz, unsigned tx,
+                                  unsigned ty, unsigned dx, unsigned dy, unsigned gx,
+                                  unsigned gy, unsigned gz) {
+    blockIdx.x = bx; blockIdx.y = by; blockIdx.z = bz; threadIdx.x = tx; threadIdx.y = ty;
+    blockDim.x = dx; blockDim.y = dy; gridDim.x = gx; gridDim.y = gy; gridDim.z = gz;
 }
 """
 
@@ -52,17 +53,18 @@ def build_serial(directory) -> dict:
 
 
 def run_serial(libs, base, dtype, grid, block, c_args) -> None:
-    """Every block (x, y, z) and thread of a launch of ``base``, one after another."""
+    """Every block (x, y, z) and thread (x, y) of a launch of ``base``, one after another."""
     lib = libs[kernels.KERNEL_FILES[base]]
     fn = getattr(lib, kernels.kernel_name(base, dtype))
     gx, gy, gz = (tuple(grid) + (1, 1))[:3]
-    (threads,) = block
+    dx, dy = (tuple(block) + (1,))[:2]
     for bz in range(gz):
         for by in range(gy):
             for bx in range(gx):
-                for t in range(threads):
-                    lib.fastnn_set_index3(bx, by, bz, t, threads, gx, gy, gz)
-                    fn(*c_args)
+                for ty in range(dy):
+                    for tx in range(dx):
+                        lib.fastnn_set_index3(bx, by, bz, tx, ty, dx, dy, gx, gy, gz)
+                        fn(*c_args)
 
 
 def compile_library(directory, stem: str, text: str, flags=()) -> ctypes.CDLL:

@@ -79,7 +79,8 @@ def libs(tmp_path_factory):
 @pytest.fixture(params=["cuda", "tiny"])
 def on_host(request, libs, monkeypatch):
     """The hooks' ``cp`` is NumPy and their launches run the host-built kernels; "tiny"
-    also caps the plane grids so that every grid-stride loop goes round."""
+    also caps the plane grids so that every grid-stride loop goes round (and rows of up to
+    32 share a block of 64 threads, two rows a block)."""
     fake = _NumpyAsCupy()
     for module in (conv, fused, optim, primitives):
         monkeypatch.setattr(module, "cp", fake)
@@ -98,7 +99,7 @@ def on_host(request, libs, monkeypatch):
     monkeypatch.setattr(kernels, "function", function)
     monkeypatch.setattr(launch, "COLUMN_THREADS", launch.WARP)  # one warp per block
     if request.param == "tiny":
-        monkeypatch.setattr(launch, "PLANE_THREADS_MAX", 32)
+        monkeypatch.setattr(launch, "PLANE_THREADS_MAX", 64)
         monkeypatch.setattr(launch, "PLANE_MAX_X", 1)
         monkeypatch.setattr(launch, "PLANE_MAX_YZ", 2)
     return launches

@@ -51,9 +51,10 @@ TOL = {"float32": dict(rtol=3e-6, atol=1e-6), "float64": dict(rtol=1e-13, atol=1
 @pytest.fixture(params=["cuda", "tiny"])
 def plane_caps(request, monkeypatch):
     """Plane launches as on the GPU, or with grids smaller than the planes, so that every
-    grid-stride loop of a plane kernel goes round."""
+    grid-stride loop of a plane kernel goes round (and rows of up to 32 share a block of
+    64 threads, two rows a block)."""
     if request.param == "tiny":
-        monkeypatch.setattr(launch, "PLANE_THREADS_MAX", 32)
+        monkeypatch.setattr(launch, "PLANE_THREADS_MAX", 64)
         monkeypatch.setattr(launch, "PLANE_MAX_X", 1)
         monkeypatch.setattr(launch, "PLANE_MAX_YZ", 2)
     return request.param

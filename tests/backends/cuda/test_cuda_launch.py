@@ -19,16 +19,25 @@ def test_row_threads_is_the_smallest_covering_warp_multiple(cols):
         assert threads // 2 < cols  # half as many would not cover the row
 
 
-@pytest.mark.parametrize("positions", [1, 31, 33, 256, 257, 10**7])
-@pytest.mark.parametrize("middle,rows", [(1, 1), (256, 160), (70000, 3), (2, 10**6)])
+@pytest.mark.parametrize("positions", [1, 10, 31, 33, 256, 257, 10**7])
+@pytest.mark.parametrize("middle,rows", [(1, 1), (256, 160), (70000, 3), (2, 10**6), (1024, 1)])
 def test_plane_grid_is_within_cuda_limits_and_covers_or_loops(positions, middle, rows):
-    (gx, gy, gz), (threads,) = launch.plane_grid(positions, middle, rows)
-    assert threads % launch.WARP == 0 and launch.WARP <= threads <= launch.PLANE_THREADS_MAX
-    assert threads >= min(positions, launch.PLANE_THREADS_MAX)
-    assert 1 <= gx <= launch.PLANE_MAX_X and (gx - 1) * threads < positions
-    assert gx * threads >= positions or gx == launch.PLANE_MAX_X
+    (gx, gy, gz), (tx, ty) = launch.plane_grid(positions, middle, rows)
+    assert tx % launch.WARP == 0 and launch.WARP <= tx <= launch.PLANE_THREADS_MAX
+    assert tx >= min(positions, launch.PLANE_THREADS_MAX)
+    assert 1 <= gx <= launch.PLANE_MAX_X and (gx - 1) * tx < positions
+    assert gx * tx >= positions or gx == launch.PLANE_MAX_X
+    # short rows share a block: full blocks where there are rows enough, never idle rows
+    assert 1 <= ty <= middle and tx * ty <= launch.PLANE_THREADS_MAX
+    assert tx * ty == launch.PLANE_THREADS_MAX or ty == middle or tx * ty * 2 > 256
     assert 1 <= gy <= 65535 and 1 <= gz <= 65535  # CUDA's limits on grid y and z
-    assert gy == min(middle, 65535) and gz == min(rows, 65535)
+    assert (gy - 1) * ty < middle and (gy * ty >= middle or gy == 65535)
+    assert gz == min(rows, 65535)
+
+
+def test_a_ten_class_head_runs_full_blocks():
+    (gx, gy, gz), (tx, ty) = launch.plane_grid(10, 1024, 1)
+    assert (tx, ty) == (32, 8) and (gx, gy, gz) == (1, 128, 1)
 
 
 class _CTable(ctypes.Structure):

@@ -34,7 +34,8 @@ template <typename T> __device__ __forceinline__ T activate(T z, i64 kind, T slo
     }
 }
 
-// Launched on planes (launch.plane_grid): x along a row's features, y over rows,
+// Launched on planes (launch.plane_grid): x along a row's features, y over rows
+// (several per block when rows are short),
 // so the bias index is the column itself (no modulo of a flat index). A plain
 // activation is one row of all the elements.
 template <typename T>
@@ -43,7 +44,7 @@ __device__ void bias_act_body(const T* x, const T* bias, T* out, i64 rows, i64 f
     const T s = T(slope);
     const i64 first = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     const i64 step = (i64)gridDim.x * blockDim.x;
-    for (i64 r = blockIdx.y; r < rows; r += gridDim.y) {
+    for (i64 r = PLANE_ROW_FIRST; r < rows; r += PLANE_ROW_STEP) {
         const i64 base = r * features;
         for (i64 j = first; j < features; j += step) {
             T z = x[base + j];

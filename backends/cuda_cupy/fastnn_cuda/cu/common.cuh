@@ -18,6 +18,11 @@
 
 typedef long long i64;
 
+// Plane launches (launch.plane_grid): x runs along a row, and a block also holds
+// blockDim.y rows when rows are short, so that short rows still fill 256 threads.
+#define PLANE_ROW_FIRST ((i64)blockIdx.y * blockDim.y + threadIdx.y)
+#define PLANE_ROW_STEP ((i64)gridDim.y * blockDim.y)
+
 template <typename T> __device__ __forceinline__ T f_exp(T x);
 template <> __device__ __forceinline__ float f_exp<float>(float x) { return expf(x); }
 template <> __device__ __forceinline__ double f_exp<double>(double x) { return exp(x); }

@@ -11,8 +11,8 @@
 // deterministic, and it writes grad_x contiguous in (N, C_in, L).
 //
 // Both are launched on planes (launch.plane_grid): x of the grid runs along a
-// row's positions, y over samples, z over rows (im2col: channel and tap;
-// col2im: channel), each a grid-stride loop. A thread so derives its indices
+// row's positions, y (and a block's y threads) over samples, z over rows
+// (im2col: channel and tap; col2im: channel), each a grid-stride loop. A thread so derives its indices
 // from block indices instead of dividing a flat index by runtime sizes: 64-bit
 // division is a long software routine on the GPU, and the flat version paid
 // several per element.
@@ -27,7 +27,7 @@ __device__ void im2col_body(const T* x, T* cols, i64 n_batch, i64 channels, i64 
     for (i64 row = blockIdx.z; row < rows; row += gridDim.z) {
         const i64 c = row / kernel;  // once per row and thread, not per element
         const i64 shift = (row - c * kernel) * dilation - padding;
-        for (i64 n = blockIdx.y; n < n_batch; n += gridDim.y) {
+        for (i64 n = PLANE_ROW_FIRST; n < n_batch; n += PLANE_ROW_STEP) {
             const T* src = x + n * s_n + c * s_c;
             T* dst = cols + (row * n_batch + n) * length_out;
             for (i64 j = first; j < length_out; j += step) {
@@ -46,7 +46,7 @@ __device__ void col2im_body(const T* dcols, T* dx, i64 n_batch, i64 channels, i6
     const i64 step = (i64)gridDim.x * blockDim.x;
     const i64 tap_stride = n_batch * length_out;  // from one tap's rows to the next
     for (i64 c = blockIdx.z; c < channels; c += gridDim.z) {
-        for (i64 n = blockIdx.y; n < n_batch; n += gridDim.y) {
+        for (i64 n = PLANE_ROW_FIRST; n < n_batch; n += PLANE_ROW_STEP) {
             const T* src = dcols + c * kernel * tap_stride + n * length_out;
             T* dst = dx + (n * channels + c) * length;
             for (i64 l = first; l < length; l += step) {

@@ -73,7 +73,7 @@ __device__ void softmax_xent_backward_body(const T* probs, const i64* targets, c
                                            i64 grad_stride, T* out, i64 rows, i64 cols) {
     const i64 first = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     const i64 step = (i64)gridDim.x * blockDim.x;
-    for (i64 r = blockIdx.y; r < rows; r += gridDim.y) {
+    for (i64 r = PLANE_ROW_FIRST; r < rows; r += PLANE_ROW_STEP) {
         const i64 target = targets[r];
         const T g = grad[r * grad_stride];
         for (i64 j = first; j < cols; j += step) {

@@ -15,7 +15,7 @@ template <typename T>
 __device__ void swish_forward_body(const T* x, const T* beta, T* out, i64 rows, i64 features) {
     const i64 first = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     const i64 step = (i64)gridDim.x * blockDim.x;
-    for (i64 r = blockIdx.y; r < rows; r += gridDim.y) {
+    for (i64 r = PLANE_ROW_FIRST; r < rows; r += PLANE_ROW_STEP) {
         for (i64 j = first; j < features; j += step) {
             const i64 i = r * features + j;
             const T v = x[i];
@@ -29,7 +29,7 @@ __device__ void swish_backward_body(const T* grad_out, const T* x, const T* beta
                                     T* grad_beta_terms, i64 rows, i64 features) {
     const i64 first = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     const i64 step = (i64)gridDim.x * blockDim.x;
-    for (i64 r = blockIdx.y; r < rows; r += gridDim.y) {
+    for (i64 r = PLANE_ROW_FIRST; r < rows; r += PLANE_ROW_STEP) {
         for (i64 j = first; j < features; j += step) {
             const i64 i = r * features + j;
             const T v = x[i], b = beta[j], g = grad_out[i];
