@@ -56,8 +56,15 @@ __device__ void col2im_body(const T* dcols, T* dx, i64 n_batch, i64 channels, i6
                     if (q < 0) break;  // q falls as t grows
                     i64 j = q;
                     if (stride != 1) {
-                        if (q % stride != 0) continue;
-                        j = q / stride;
+                        if (q <= 0x7fffffffLL && stride <= 0x7fffffffLL) {
+                            // 32-bit: a 64-bit divide is a long software routine
+                            const unsigned uq = (unsigned)q, us = (unsigned)stride;
+                            if (uq % us != 0u) continue;
+                            j = (i64)(uq / us);
+                        } else {
+                            if (q % stride != 0) continue;
+                            j = q / stride;
+                        }
                     }
                     if (j < length_out) acc += src[t * tap_stride + j];
                 }
