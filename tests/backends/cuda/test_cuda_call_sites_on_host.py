@@ -25,6 +25,7 @@ from fastnn_cuda import conv, fused, kernels, launch, optim, primitives
 
 import fastnn as fnn
 from fastnn.api import composite
+from tests.backends.cuda.conv_cases import CONV_CASES
 from tests.backends.cuda.host_build import build_serial, c_arg, run_serial
 
 if shutil.which("g++") is None:
@@ -158,13 +159,6 @@ def test_swish(on_host):
     assert on_host == ["swish_forward", "swish_backward"]
 
 
-CONV_CASES = [  # (N, C_in, L, C_out, K, stride, padding, dilation, groups)
-    (2, 3, 11, 4, 3, 1, 0, 1, 1),
-    (2, 4, 13, 6, 3, 2, 1, 2, 2),
-    (1, 2, 9, 2, 4, 3, 2, 1, 1),
-    (3, 6, 8, 6, 1, 1, 0, 1, 3),
-    (2, 2, 40, 3, 5, 1, 2, 3, 1),
-]
 
 
 @pytest.mark.parametrize("case", CONV_CASES)

@@ -16,6 +16,7 @@ from scipy import special
 
 import fastnn as fnn
 from fastnn.api import composite
+from tests.backends.cuda.conv_cases import CONV_CASES
 
 
 @pytest.fixture(autouse=True)
@@ -30,12 +31,6 @@ def rand(*shape, seed=0):
     return np.random.default_rng(seed).standard_normal(shape)
 
 
-CONV_CASES = [  # (N, C_in, L, C_out, K, stride, padding, dilation, groups)
-    (2, 3, 11, 4, 3, 1, 0, 1, 1),
-    (2, 4, 13, 6, 3, 2, 1, 2, 2),
-    (1, 2, 9, 2, 4, 3, 2, 1, 1),
-    (3, 6, 8, 6, 1, 1, 0, 1, 3),
-]
 
 
 @pytest.mark.parametrize("case", CONV_CASES)

@@ -22,6 +22,7 @@ from fastnn_cuda import kernels, launch
 
 import fastnn as fnn
 from fastnn.api import composite
+from tests.backends.cuda.conv_cases import CONV_CASES
 from tests.backends.cuda.host_build import build_serial, c_arg, run_serial
 
 if shutil.which("g++") is None:
@@ -140,9 +141,6 @@ def test_swish(host_lib, plane_caps):
     np.testing.assert_allclose(terms, g * x * x * s * (1 - s), rtol=1e-12)
 
 
-CONV_CASES = [(2, 3, 11, 4, 3, 1, 0, 1, 1), (2, 4, 13, 6, 3, 2, 1, 2, 2),
-              (1, 2, 9, 2, 4, 3, 2, 1, 1), (3, 6, 8, 6, 1, 1, 0, 1, 3),
-              (2, 2, 70, 3, 5, 1, 2, 3, 1)]  # a row longer than one warp of threads
 
 
 @pytest.mark.parametrize("case", CONV_CASES)
