@@ -168,7 +168,9 @@ class Tensor:
             try:
                 device = as_device(device)
             except BackendError as exc:
-                if not isinstance(device, str):
+                # an installed backend's own error (unusable, no such device index)
+                # says all; only an unknown name may be a misspelt dtype
+                if not isinstance(device, str) or device.partition(":")[0] in _backend_names():
                     raise
                 raise BackendError(
                     f"to: {device!r} is neither a device nor a fastnn dtype "
@@ -226,6 +228,12 @@ class Tensor:
 
     def zero_grad(self) -> None:
         self.grad = None
+
+
+def _backend_names():
+    from fastnn.api import registry
+
+    return registry._discover()
 
 
 def _looks_like_dtype(value) -> bool:

@@ -1,0 +1,42 @@
+"""``x.to(name)`` errors: an installed backend's own reason, no dtype guess."""
+
+import pytest
+
+import fastnn as fnn
+from tests.fake_backends import forget, install_backend
+
+NO_DRIVER = """
+    from fastnn.api.hookspec import hookimpl
+
+    @hookimpl
+    def backend_probe():
+        return {"available": False, "reason": "no driver; pip install nodrv[gpu]"}
+"""
+
+
+@pytest.fixture(autouse=True)
+def _fresh_registry():
+    forget()
+    yield
+    forget()
+
+
+def test_to_an_unusable_installed_backend_gives_only_its_reason(tmp_path):
+    install_backend(tmp_path, "nodrv-backend", "nodrv", "nodrv_mod", NO_DRIVER)
+    with pytest.raises(fnn.BackendError) as info:
+        fnn.ones((2,)).to("nodrv")
+    message = str(info.value)
+    assert "installed but unusable" in message and "no driver" in message
+    assert "neither a device nor" not in message  # 'nodrv' is a device, just not usable here
+
+
+def test_to_a_missing_device_index_says_which_devices_exist():
+    with pytest.raises(fnn.BackendError) as info:
+        fnn.ones((2,)).to("cpu:7")
+    assert "cpu:7 does not exist" in str(info.value)
+    assert "neither a device nor" not in str(info.value)
+
+
+def test_to_an_unknown_name_may_be_a_misspelt_dtype():
+    with pytest.raises(fnn.BackendError, match="neither a device nor a fastnn dtype.*float32"):
+        fnn.ones((2,)).to("flaot32")
