@@ -11,6 +11,7 @@ import os
 import sys
 
 PLUGIN = "fastnn.conformance.plugin"
+SUITE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conformance")
 
 
 def add_parser(subparsers) -> None:
@@ -36,7 +37,8 @@ def pytest_args(args) -> list:
     """The pytest command line that runs the suite for these CLI arguments."""
     argv = ["-p", PLUGIN, "--pyargs", "fastnn.conformance", "--backend", args.backend,
             # the suite's own settings, not the current project's pytest.ini/pyproject
-            "-c", os.devnull, "--rootdir", os.path.dirname(os.path.abspath(__file__)),
+            # rootdir = the suite's folder, so that test ids name real files
+            "-c", os.devnull, "--rootdir", SUITE_DIR,
             "-p", "no:cacheprovider", "-v" if args.verbose else "-q", "--tb=short"]
     report = args.report or f"conformance-{args.backend}.json"
     if report != "-":
