@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 COLUMNS = ("name", "distribution", "version", "available", "reason", "devices")
+REASON_WIDTH = 40  # longer reasons (install hints) go below the table, one per line
 
 
 def add_parser(subparsers) -> None:
@@ -31,10 +32,25 @@ def rows_of(records) -> list[list[str]]:
         devices = [f"{i}: {d}" for i, d in enumerate(record.devices)] or ["-"]
         rows.append([
             record.name, record.distribution, record.version,
-            "yes" if record.available else "no", record.reason or "-", devices[0],
+            "yes" if record.available else "no", _one_line(record.reason) or "-", devices[0],
         ])
         rows.extend([["", "", "", "", "", device] for device in devices[1:]])
     return rows
+
+
+def _one_line(text: str) -> str:
+    """A reason on one line (a plugin's load error may span several)."""
+    return " ".join(str(text).split())
+
+
+def shorten_reasons(rows: list[list[str]], width: int = REASON_WIDTH) -> list[str]:
+    """Replace reasons longer than ``width`` in place by "see below"; return them as notes."""
+    notes = []
+    for row in rows:
+        if len(row[4]) > width:
+            notes.append(f"{row[0]}: {row[4]}")
+            row[4] = "see below"
+    return notes
 
 
 def run(args) -> int:
@@ -45,7 +61,13 @@ def run(args) -> int:
     if not records:
         print("no backends installed: pip install -e backends/cpu_numpy (the NumPy backend)")
         return 1
-    print(table(rows_of(records), COLUMNS))
+    rows = rows_of(records)
+    notes = shorten_reasons(rows)
+    print(table(rows, COLUMNS))
+    if notes:
+        print("\nwhy unavailable:")
+        for note in notes:
+            print(f"  {note}")
     try:
         print(f"default device: {fnn.get_device()}")
     except fnn.BackendError as exc:

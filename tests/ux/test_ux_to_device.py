@@ -22,12 +22,12 @@ def _fresh_registry():
 
 
 def test_to_an_unusable_installed_backend_gives_only_its_reason(tmp_path):
-    install_backend(tmp_path, "nodrv-backend", "nodrv", "nodrv_mod", NO_DRIVER)
+    install_backend(tmp_path, "uxnodrv-backend", "uxnodrv", "uxnodrv_mod", NO_DRIVER)
     with pytest.raises(fnn.BackendError) as info:
-        fnn.ones((2,)).to("nodrv")
+        fnn.ones((2,)).to("uxnodrv")
     message = str(info.value)
     assert "installed but unusable" in message and "no driver" in message
-    assert "neither a device nor" not in message  # 'nodrv' is a device, just not usable here
+    assert "neither a device nor" not in message  # "uxnodrv" is a device, just not usable here
 
 
 def test_to_a_missing_device_index_says_which_devices_exist():
