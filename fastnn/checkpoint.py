@@ -115,12 +115,23 @@ def save(state: dict, path) -> None:
             f.write(payload)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, _file_mode(path))  # mkstemp's 0600 would make every checkpoint private
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
     _fsync_dir(directory)
+
+
+def _file_mode(path: str) -> int:
+    """The mode a plain ``open(path, "wb")`` would leave: the old file's, else 0666 - umask."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def _fsync_dir(directory: str) -> None:
