@@ -88,6 +88,10 @@ class Optimizer:
 
     # hyper-parameter -> its closed range, checked for every group, whether it comes from
     # the constructor, add_param_group or load_state_dict
+    #: The per-parameter state entries a rule keeps, all of them once it has stepped
+    #: (None: not checked). load_state_dict refuses others: another optimizer's state.
+    STATE_KEYS: tuple | None = None
+
     RANGES = {"lr": (0.0, math.inf), "weight_decay": (0.0, math.inf), "momentum": (0.0, math.inf),
               "dampening": (0.0, 1.0), "eps": (0.0, math.inf), "alpha": (0.0, 1.0)}
 
@@ -160,6 +164,17 @@ class Optimizer:
         with no_grad():
             for (index, _), (params, grads) in per_group.items():
                 self._update(self.param_groups[index], params, grads)
+
+    def _check_state_keys(self, key, st) -> None:
+        keys = self.STATE_KEYS
+        if keys is None or not st:
+            return
+        owner = type(self).__name__
+        if set(st) != set(keys):
+            raise ValueError(
+                f"{owner}.load_state_dict: parameter {key} has state {sorted(st)}, but {owner} "
+                f"keeps {sorted(keys)} (was it saved from another optimizer?)"
+            )
 
     def _follow(self, p) -> None:
         """Move ``p``'s state to ``p``'s device and dtype when the parameter moved since its
@@ -246,6 +261,7 @@ class Optimizer:
                     f"model?)"
                 )
             p = params[int(key)]
+            self._check_state_keys(key, st)
             entry = {}
             for name, value in st.items():
                 if isinstance(value, (np.ndarray, Tensor)):

@@ -29,6 +29,8 @@ def _store(params, new_params) -> None:
 class SGD(Optimizer):
     """Stochastic gradient descent with optional (Nesterov) momentum, as PyTorch's."""
 
+    STATE_KEYS = ("momentum_buffer",)
+
     def __init__(self, params, lr: float, momentum: float = 0.0, nesterov: bool = False,
                  weight_decay: float = 0.0, dampening: float = 0.0, class_lr=None):
         for name, value in (("lr", lr), ("momentum", momentum), ("dampening", dampening)):
@@ -65,6 +67,8 @@ class SGD(Optimizer):
 class RMSProp(Optimizer):
     """RMSProp (PyTorch's, without momentum or centering): alpha 0.99, eps 1e-8."""
 
+    STATE_KEYS = ("square_avg", "step")
+
     def __init__(self, params, lr: float = 0.01, alpha: float = 0.99, eps: float = 1e-8,
                  weight_decay: float = 0.0, class_lr=None):
         for name, value in (("lr", lr), ("alpha", alpha), ("eps", eps)):
@@ -95,6 +99,7 @@ class Adam(Optimizer):
     """Adam, PyTorch's rule: betas (0.9, 0.999), eps 1e-8, L2 weight decay added to g."""
 
     decoupled = False
+    STATE_KEYS = ("exp_avg", "exp_avg_sq", "step")
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0, class_lr=None):
