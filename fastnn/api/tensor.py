@@ -139,8 +139,11 @@ class Tensor:
             raise ValueError(f"np.asarray(tensor, copy=False): a tensor on {self._device} "
                              "cannot be viewed from the host without a copy")
         data = self.numpy()
-        if dtype is not None:
-            data = data.astype(dtype, copy=False)
+        if dtype is not None and np.dtype(dtype) != data.dtype:
+            if copy is False:
+                raise ValueError(f"np.asarray(tensor, dtype={np.dtype(dtype)}, copy=False): the "
+                                 f"tensor holds {self._dtype.name}; converting needs a copy")
+            return data.astype(dtype)
         return data.copy() if copy else data
 
     def item(self):

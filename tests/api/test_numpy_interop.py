@@ -39,3 +39,11 @@ def test_no_copy_request_is_refused_off_the_host():
     np.testing.assert_array_equal(np.asarray(t), np.ones((2, 2)))
     with pytest.raises(ValueError, match="without a copy"):
         np.asarray(t, copy=False)
+
+
+def test_no_copy_request_with_another_dtype_is_refused():
+    t = fnn.tensor(np.ones(3))  # float64
+    assert np.shares_memory(np.asarray(t, dtype=np.float64, copy=False), t.numpy())
+    with pytest.raises(ValueError, match="converting needs a copy"):
+        np.asarray(t, dtype=np.float32, copy=False)
+    assert np.asarray(t, dtype=np.float32).dtype == np.float32
