@@ -3,6 +3,10 @@
 On a terminal it redraws one line per epoch as batches finish; when stdout is
 not a terminal (a pipe, a log file, CI) it prints one plain line per epoch and
 nothing in between, so logs stay readable.
+
+A batch's loss and count of right answers may be numbers or 0-d tensors on the
+training device: tensors are summed where they are and read back only when a
+line is drawn, so a GPU is not made to wait after every batch.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ class Progress:
         self.seen = 0
         self.loss_sum = 0.0
         self.correct = 0
+        self._pending_loss = self._pending_correct = None  # sums not read back yet
         self.started = time.perf_counter()
         self._drawn = 0.0
 
@@ -45,23 +50,40 @@ class Progress:
     @property
     def loss(self) -> float:
         """Mean training loss over the batches of this epoch so far."""
+        self._read_back()
         return self.loss_sum / max(self.seen, 1)
 
     @property
     def accuracy(self) -> float:
         """Fraction of this epoch's training samples classified correctly so far."""
+        self._read_back()
         return self.correct / max(self.seen, 1)
+
+    def _read_back(self) -> None:
+        if self._pending_loss is not None:
+            self.loss_sum += float(self._pending_loss)
+            self.correct += int(self._pending_correct)
+            self._pending_loss = self._pending_correct = None
 
     @property
     def rate(self) -> float:
         """Training samples per second in this epoch."""
         return self.seen / max(time.perf_counter() - self.started, 1e-9)
 
-    def update(self, batch_size: int, loss: float, correct: int) -> None:
-        """Record one batch: its size, its mean loss and how many it got right."""
+    def update(self, batch_size: int, loss, correct) -> None:
+        """Record one batch: its size, its mean loss and how many it got right (numbers, or
+        0-d tensors, summed on their device until a line is drawn)."""
         self.seen += batch_size
-        self.loss_sum += loss * batch_size
-        self.correct += correct
+        if isinstance(loss, (int, float)) and isinstance(correct, int):
+            self.loss_sum += loss * batch_size
+            self.correct += correct
+        else:
+            weighted = loss * float(batch_size)
+            if self._pending_loss is None:
+                self._pending_loss, self._pending_correct = weighted, correct
+            else:
+                self._pending_loss = self._pending_loss + weighted
+                self._pending_correct = self._pending_correct + correct
         now = time.perf_counter()
         if self.interactive and (now - self._drawn >= REDRAW_SECONDS or self.seen >= self.samples):
             self._drawn = now

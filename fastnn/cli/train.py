@@ -251,8 +251,9 @@ def _train_epoch(args, model, optimizer, data, device, epoch: int, progress) -> 
             logits, loss = reverse_step(model, optimizer, x, y, data.num_classes)
         else:
             logits, loss = tape_step(model, optimizer, x, y)
-        correct = int((logits.numpy().argmax(axis=1) == data.y_train[idx]).sum())
-        progress.update(len(idx), loss.item(), correct)
+        with fnn.no_grad():  # counted on the device: no read-back per batch
+            correct = (logits.argmax(axis=1) == y).sum()
+        progress.update(len(idx), loss.detach(), correct)
 
 
 def _config(args) -> dict:

@@ -31,3 +31,52 @@ def test_terminal_redraws_one_line():
     assert text.count("\n") == 1 and text.count("\r") == 3
     first_draw = text.split("\r")[1]
     assert first_draw.startswith("[" + "#" * 18 + "." * 6 + "]")  # 30 of 40 samples
+
+
+class CountingScalar:
+    """A stand-in for a 0-d device tensor that counts read-backs (float() and int())."""
+
+    reads = 0
+
+    def __init__(self, value):
+        self.value = value
+
+    def __add__(self, other):
+        return CountingScalar(self.value + other.value)
+
+    def __mul__(self, factor):
+        return CountingScalar(self.value * factor)
+
+    def __float__(self):
+        CountingScalar.reads += 1
+        return float(self.value)
+
+    def __int__(self):
+        CountingScalar.reads += 1
+        return int(self.value)
+
+
+def test_tensor_sums_are_read_back_only_when_a_line_is_drawn():
+    CountingScalar.reads = 0
+    stream = io.StringIO()
+    progress = Progress(epochs=3, samples=40, stream=stream)
+    progress.begin_epoch(1)
+    for _ in range(4):  # off a terminal nothing is drawn until the epoch ends
+        progress.update(10, loss=CountingScalar(2.0), correct=CountingScalar(3))
+    assert CountingScalar.reads == 0
+    line = progress.end_epoch()
+    assert CountingScalar.reads == 2  # one sum of losses, one of right answers
+    assert "loss 2.0000" in line and "acc 30.00%" in line
+
+
+def test_device_tensors_as_the_training_loop_passes_them():
+    import numpy as np
+
+    import fastnn as fnn
+
+    progress = Progress(epochs=1, samples=6, stream=io.StringIO())
+    progress.begin_epoch(1)
+    for loss, right in ((0.5, 2), (1.5, 1)):
+        progress.update(3, fnn.tensor(np.float32(loss)), fnn.tensor(np.int64(right)))
+    line = progress.end_epoch()
+    assert "loss 1.0000" in line and "acc 50.00%" in line
