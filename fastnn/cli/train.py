@@ -224,8 +224,9 @@ def _fit(args, data, device, out) -> History:
     elapsed = time.perf_counter() - started
     final = history.test_acc[-1] if history.test_acc else evaluate(
         model, data.x_test, data.y_test, device)
+    done = max(args.epochs, first_epoch - 1)
     print(f"held-out accuracy {final:.2%} ({round(final * len(data.x_test))}/"
-          f"{len(data.x_test)}) after {max(args.epochs, first_epoch - 1)} epochs; "
+          f"{len(data.x_test)}) after {done} epoch{'' if done == 1 else 's'}; "
           f"{elapsed:.1f} s", file=out)
     if args.checkpoint is not None:
         fnn.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
