@@ -47,3 +47,11 @@ def test_no_copy_request_with_another_dtype_is_refused():
     with pytest.raises(ValueError, match="converting needs a copy"):
         np.asarray(t, dtype=np.float32, copy=False)
     assert np.asarray(t, dtype=np.float32).dtype == np.float32
+
+
+@pytest.mark.parametrize("scalar", [np.float64(2.0), np.float32(2.0), np.int64(2)])
+def test_numpy_scalars_act_as_python_numbers_on_either_side(scalar):
+    t = fnn.tensor(np.ones(3, np.float32))
+    for result in (scalar * t, t * scalar, scalar + t - t):
+        assert isinstance(result, fnn.Tensor) and result.dtype == fnn.float32
+    np.testing.assert_array_equal((scalar * t).numpy(), np.full(3, 2.0, np.float32))
