@@ -1,8 +1,9 @@
-"""Checks of integer arguments, shared by tensors, shape ops, layers and schedules.
+"""Checks of integer and real arguments, shared by tensors, shape ops, layers, optimizers
+and schedules.
 
 Each raises an error that names the function or layer and the argument, so
-that 3.7 is not silently truncated to 3, True is not taken for 1, and -1 does
-not end in NumPy's or Python's own error further down.
+that 3.7 is not silently truncated to 3, True is not taken for 1, and -1 or
+"0.1" does not end in NumPy's or Python's own error further down.
 """
 
 from __future__ import annotations
@@ -33,3 +34,13 @@ def ints(owner: str, what: str, values) -> tuple:
                 f"{owner}: {what} must be ints, got {type(v).__name__} {v!r} in {values}"
             )
     return tuple(int(v) for v in values)
+
+
+def real(owner: str, name: str, value) -> float:
+    """``value`` as a float when it is a real number (not a bool or a string); else TypeError
+    naming ``owner`` and ``name``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(
+            f"{owner}: {name} must be a real number, got {type(value).__name__} {value!r}"
+        )
+    return float(value)

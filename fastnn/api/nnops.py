@@ -10,6 +10,7 @@ from __future__ import annotations
 import numbers
 
 from fastnn.api import dtypes
+from fastnn.api.args import real
 from fastnn.api.math import align, astype, broadcast_shape, check_same_device
 from fastnn.api.shape import check_targets, reshape
 from fastnn.api.tensor import Tensor
@@ -136,7 +137,7 @@ def relu(x):
 
 
 def leaky_relu(x, slope=0.01):
-    return _activation("leaky_relu", x, float(slope))
+    return _activation("leaky_relu", x, real("leaky_relu", "slope", slope))
 
 
 def sigmoid(x):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numbers
 
 from fastnn.api import dtypes, nnops
-from fastnn.api.args import integer
+from fastnn.api.args import integer, real
 from fastnn.api.composite import activation_grad
 from fastnn.api.tensor import Tensor, host_rng, rand
 from fastnn.autograd.grad_mode import no_grad
@@ -32,7 +32,7 @@ class Activation(Module):
             raise ValueError(
                 f"Activation: unknown kind {kind!r}; choose one of {', '.join(nnops.ACTIVATIONS)}"
             )
-        self.kind, self.slope = kind, float(slope)
+        self.kind, self.slope = kind, real("Activation", "slope", slope)
 
     def extra_repr(self) -> str:
         return repr(self.kind) + (f", slope={self.slope}" if self.kind == "leaky_relu" else "")

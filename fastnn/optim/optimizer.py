@@ -22,11 +22,11 @@ Weight decay applies to connective parameters only, and ``class_lr`` (e.g.
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 
 from fastnn.api import dtypes
+from fastnn.api.args import real as check_number
 from fastnn.api.tensor import Tensor, tensor
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.module import PARAM_CLASSES
@@ -36,15 +36,6 @@ DECAYED_CLASSES = ("connective",)
 
 def param_class(p) -> str:
     return getattr(p, "param_class", "other")
-
-
-def check_number(owner: str, name: str, value) -> float:
-    """``value`` as a float when it is a real number (not a bool or a string); else TypeError."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(
-            f"{owner}: {name} must be a real number, got {type(value).__name__} {value!r}"
-        )
-    return float(value)
 
 
 class Optimizer:

@@ -151,3 +151,13 @@ def test_parameter_constructor_copies_and_checks_its_class():
     assert type(p * 2) is fnn.Tensor  # results of ops are plain tensors
     with pytest.raises(ValueError, match="param_class must be one of"):
         nn.Parameter([1.0], "weights")
+
+
+def test_leaky_relu_slope_must_be_a_real_number():
+    import fastnn.functional as F
+
+    with pytest.raises(TypeError, match="Activation: slope must be a real number, got str"):
+        nn.Activation("leaky_relu", slope="a")
+    with pytest.raises(TypeError, match="leaky_relu: slope must be a real number, got bool"):
+        F.leaky_relu(fnn.tensor(np.ones(2)), True)
+    assert nn.Activation("leaky_relu", slope=np.float32(0.5)).slope == 0.5
