@@ -190,8 +190,15 @@ def contenders(args) -> list[tuple[str, object]]:
     import fastnn as fnn
 
     wanted = None if args.backends is None else set(args.backends.split(","))
+    records = fnn.backends()
+    if wanted:
+        installed = sorted(r.name for r in records)
+        unknown = sorted(wanted - set(installed))
+        if unknown:
+            raise SystemExit(f"fastnn bench: unknown backend{'s' if len(unknown) > 1 else ''} "
+                             f"{', '.join(map(repr, unknown))}; installed: {', '.join(installed)}")
     found = []
-    for record in fnn.backends():
+    for record in records:
         if wanted is not None and record.name not in wanted:
             continue
         if not record.available:

@@ -66,8 +66,21 @@ def test_bench_with_torch_reports_a_ratio(capsys):
 def test_bench_rejects_unknown_case_and_backend():
     with pytest.raises(SystemExit, match="unknown cases"):
         main(["bench", "--cases", "fft"])
-    with pytest.raises(SystemExit, match="not available"):
+    with pytest.raises(SystemExit, match="unknown backend 'no-such-backend'; installed: .*cpu"):
         main(["bench", "--backends", "no-such-backend", "--no-torch"])
+
+
+def test_bench_says_when_an_installed_backend_is_unusable(monkeypatch):
+    import fastnn as fnn
+
+    records = [r for r in fnn.backends() if r.name == "cpu"]
+    monkeypatch.setattr(fnn, "backends", lambda: [*records, _Unusable()])
+    with pytest.raises(SystemExit, match=r"\['broken'\] are not available"):
+        main(["bench", "--backends", "broken", "--no-torch"])
+
+
+class _Unusable:
+    name, available, reason = "broken", False, "no device here"
 
 
 def test_measure_is_the_time_per_call():
