@@ -34,7 +34,12 @@ def _softmax(x: CLArray, axis: int, log_out: bool) -> CLArray:
     k = x.shape[axis]
     b = math.prod(x.shape[axis + 1:])
     rows = math.prod(x.shape[:axis]) * b
-    if out.size:
+    wg = reduce.group_size(dev, k) if b == 1 else 0
+    if out.size and wg:
+        defines = (("T", CL_TYPES[x.dtype]), ("ACC", reduce._acc_type(x, 0)), ("WG", wg))
+        kernel = dev.kernel(FILE, "k_softmax_group", defines, [None, None, _I, _I, _I])
+        kernel(dev.queue, (rows * wg,), (wg,), out.data, x.data, x.offset, k, int(log_out))
+    elif out.size:
         defines = (("T", CL_TYPES[x.dtype]), ("ACC", reduce._acc_type(x, 0)))
         kernel = dev.kernel(FILE, "k_softmax", defines,
                             [None, None, _I, _I, _I, _I, _I])
@@ -60,7 +65,15 @@ def softmax_cross_entropy(logits, targets):
     n, c = logits.shape
     loss = dev.empty((n,), logits.dtype)
     probs = dev.empty((n, c), logits.dtype)
-    if n:
+    wg = reduce.group_size(dev, c)
+    if n and wg:
+        defines = (("T", CL_TYPES[logits.dtype]), ("TI", CL_TYPES[targets.dtype]),
+                   ("ACC", reduce._acc_type(logits, 0)), ("WG", wg))
+        kernel = dev.kernel(FILE, "k_softmax_xent_group", defines,
+                            [None, None, None, _I, None, _I, _I])
+        kernel(dev.queue, (n * wg,), (wg,), loss.data, probs.data, logits.data, logits.offset,
+               targets.data, targets.offset, c)
+    elif n:
         defines = (("T", CL_TYPES[logits.dtype]), ("TI", CL_TYPES[targets.dtype]),
                    ("ACC", reduce._acc_type(logits, 0)))
         kernel = dev.kernel(FILE, "k_softmax_xent", defines,
@@ -78,7 +91,13 @@ def rms_div(x, eps):
     rows = x.size // f if f else math.prod(x.shape[:-1])
     out = dev.empty(x.shape, x.dtype)
     r = dev.empty(x.shape[:-1] + (1,), x.dtype)
-    if rows:
+    wg = reduce.group_size(dev, f)
+    if rows and wg:
+        defines = (("T", CL_TYPES[x.dtype]), ("ACC", reduce._acc_type(x, 0)), ("WG", wg))
+        kernel = dev.kernel(FILE, "k_rms_div_group", defines,
+                            [None, None, None, _I, _I, NP_TYPES[x.dtype]])
+        kernel(dev.queue, (rows * wg,), (wg,), out.data, r.data, x.data, x.offset, f, eps)
+    elif rows:
         defines = (("T", CL_TYPES[x.dtype]), ("ACC", reduce._acc_type(x, 0)))
         kernel = dev.kernel(FILE, "k_rms_div", defines,
                             [None, None, None, _I, _I, _I, NP_TYPES[x.dtype]])

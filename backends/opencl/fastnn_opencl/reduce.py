@@ -45,6 +45,15 @@ def _acc_type(x: CLArray, op: int) -> str:
     return "long" if op == 0 else CL_TYPES[x.dtype]
 
 
+def group_size(dev, k: int) -> int:
+    """Work-group size for one group per output over ``k`` elements: 0 on CPU devices and
+    for short rows (one work-item's loop is faster there), else a power of two <= 256."""
+    if dev.is_cpu or k < 64:
+        return 0
+    wg = min(256, dev.max_group)
+    return 1 << (wg.bit_length() - 1)
+
+
 def _pass(x: CLArray, a: int, k: int, b: int, op: int, scale: float, out_dtype: str,
           chunk: int) -> CLArray:
     dev = x.dev
@@ -54,9 +63,9 @@ def _pass(x: CLArray, a: int, k: int, b: int, op: int, scale: float, out_dtype: 
     if n_out == 0:
         return out
     acc = _acc_type(x, op)
-    group = not dev.is_cpu and k // p >= 64
-    wg = min(256, dev.max_group) if group else 1
-    wg = 1 << (wg.bit_length() - 1)
+    wg = group_size(dev, k // p)
+    group = wg > 0
+    wg = wg or 1
     defines = (("T", CL_TYPES[x.dtype]), ("TO", CL_TYPES[out_dtype]), ("ACC", acc),
                ("OP", op), ("IS_FLOAT", int(x.dtype.startswith("float"))), ("WG", wg))
     acc_np = np.float64 if acc == "double" else NP_TYPES[x.dtype] if acc != "long" else np.int64

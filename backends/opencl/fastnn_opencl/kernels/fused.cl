@@ -1,5 +1,6 @@
 // Fused kernels: softmax / log-softmax along one axis, softmax cross-entropy,
-// RMS division and bias + activation. Host defines: T (float or double), TI
+// RMS division and bias + activation. Host defines: WG (work-group size of the
+// *_group row kernels), T (float or double), TI
 // (target index type), ACT (bias_act kind: 0 identity, 1 relu, 2 leaky_relu,
 // 3 sigmoid, 4 tanh, 5 silu, 6 gelu, 7 softplus), ACC (the type row sums accumulate in:
 // double on CPU devices, where it costs nothing, as reduce.cl's sums; T elsewhere).
@@ -74,6 +75,99 @@ __kernel void k_rms_div(__global T *out, __global T *r, __global const T *x, con
     r[n] = scale;
     for (int f = 0; f < F; ++f) out[n * F + f] = row[f] * scale;
 }
+
+#ifdef WG
+// The same three row kernels with one work-group of WG items per row (GPUs, rows of 64
+// or more; the one-item kernels above leave a GPU nearly idle with few rows): items
+// stride over the row, then tree reductions in local memory for the max and the sum.
+#define ROW_REDUCE(part, lid, value, COMBINE)                                      \
+    do {                                                                           \
+        (part)[lid] = (value);                                                     \
+        barrier(CLK_LOCAL_MEM_FENCE);                                              \
+        for (int s_ = WG / 2; s_ > 0; s_ >>= 1) {                                  \
+            if ((lid) < s_) (part)[lid] = COMBINE((part)[lid], (part)[(lid) + s_]); \
+            barrier(CLK_LOCAL_MEM_FENCE);                                          \
+        }                                                                          \
+    } while (0)
+#define ROW_ADD(a, b) ((a) + (b))
+
+// Softmax over the last axis of contiguous (rows, K).
+__kernel void k_softmax_group(__global T *out, __global const T *x, const int off,
+                              const int K, const int log_out) {
+    const int n = get_group_id(0), lid = get_local_id(0);
+    const __global T *row = x + off + n * K;
+    __global T *dst = out + n * K;
+    __local ACC part[WG];
+    T top = -INFINITY;
+    for (int k = lid; k < K; k += WG) top = fmax(top, row[k]);
+    ROW_REDUCE(part, lid, (ACC)top, fmax);
+    top = (T)part[0];
+    barrier(CLK_LOCAL_MEM_FENCE);  // every item has read part[0] before it is reused
+    ACC total = 0;
+    for (int k = lid; k < K; k += WG) total += (ACC)exp(row[k] - top);
+    ROW_REDUCE(part, lid, total, ROW_ADD);
+    total = part[0];
+    if (log_out) {
+        const T shift = top + (T)log(total);
+        for (int k = lid; k < K; k += WG) dst[k] = row[k] - shift;
+    } else {
+        const T inv = (T)((ACC)1 / total);
+        for (int k = lid; k < K; k += WG) dst[k] = exp(row[k] - top) * inv;
+    }
+}
+
+#ifdef TI
+__kernel void k_softmax_xent_group(__global T *loss, __global T *probs, __global const T *x,
+                                   const int off, __global const TI *targets, const int toff,
+                                   const int C) {
+    const int n = get_group_id(0), lid = get_local_id(0);
+    const __global T *row = x + off + n * C;
+    __global T *p = probs + n * C;
+    __local ACC part[WG];
+    T top = -INFINITY;
+    for (int c = lid; c < C; c += WG) top = fmax(top, row[c]);
+    ROW_REDUCE(part, lid, (ACC)top, fmax);
+    top = (T)part[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    ACC total = 0;
+    for (int c = lid; c < C; c += WG) {
+        const T e = exp(row[c] - top);
+        p[c] = e;  // each item scales only what it wrote: no barrier needed for p
+        total += (ACC)e;
+    }
+    ROW_REDUCE(part, lid, total, ROW_ADD);
+    total = part[0];
+    const T inv = (T)((ACC)1 / total);
+    for (int c = lid; c < C; c += WG) p[c] *= inv;
+    if (lid == 0) {
+        const TI t = targets[toff + n];
+        loss[n] = (t >= 0 && t < C) ? (T)log(total) - (row[t] - top) : (T)NAN;
+    }
+}
+#endif
+
+__kernel void k_rms_div_group(__global T *out, __global T *r, __global const T *x,
+                              const int off, const int F, const T eps) {
+    const int n = get_group_id(0), lid = get_local_id(0);
+    const __global T *row = x + off + n * F;
+    __local ACC part[WG];
+    T m = 1;
+    for (int f = lid; f < F; f += WG) m = fmax(m, fabs(row[f]));
+    ROW_REDUCE(part, lid, (ACC)m, fmax);
+    m = (T)part[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const T inv_m = (T)1 / m;
+    ACC total = 0;
+    for (int f = lid; f < F; f += WG) {
+        const ACC v = (ACC)(row[f] * inv_m);
+        total += v * v;
+    }
+    ROW_REDUCE(part, lid, total, ROW_ADD);
+    const T scale = inv_m / sqrt((T)(part[0] / (ACC)F) + eps * inv_m * inv_m);
+    if (lid == 0) r[n] = scale;
+    for (int f = lid; f < F; f += WG) out[n * F + f] = row[f] * scale;
+}
+#endif
 
 #ifdef ACT
 // out = act(x + bias[f]) over a contiguous (rows, F) x, on a 2-d range (f, row): no
