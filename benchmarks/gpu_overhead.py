@@ -97,7 +97,7 @@ def main(argv=None):
         "matmul 256x512x512": (lambda: F.matmul(a, w), lambda: ops.matmul(ca, cw),
                                lambda: cp.matmul(ca, cw), lambda: ta @ tw),
         "bias_act relu": (lambda: F.bias_act(a, b, "relu"),
-                          lambda: ops.bias_act(ca, cb, "relu"),
+                          lambda: ops.bias_act(ca, cb, "relu", 0.0),
                           lambda: cp.maximum(ca + cb, 0.0),
                           lambda: torch.relu(ta + tb)),
         "full": (lambda: fnn.zeros((256, 512), device=dev),
