@@ -81,6 +81,8 @@ class Optimizer:
     # the constructor, add_param_group or load_state_dict
     #: The per-parameter state entries a rule keeps, all of them once it has stepped
     #: (None: not checked). load_state_dict refuses others: another optimizer's state.
+    #: They belong to the ``_update`` beside them: a subclass that overrides ``_update``
+    #: (and may keep more state) is checked only against STATE_KEYS of its own.
     STATE_KEYS: tuple | None = None
 
     RANGES = {"lr": (0.0, math.inf), "weight_decay": (0.0, math.inf), "momentum": (0.0, math.inf),
@@ -156,8 +158,17 @@ class Optimizer:
             for (index, _), (params, grads) in per_group.items():
                 self._update(self.param_groups[index], params, grads)
 
+    def _rule_state_keys(self) -> tuple | None:
+        """STATE_KEYS of the class whose ``_update`` runs, or of a subclass below it."""
+        for cls in type(self).__mro__:
+            if "STATE_KEYS" in cls.__dict__:
+                return cls.__dict__["STATE_KEYS"]
+            if "_update" in cls.__dict__:
+                return None  # a rule of its own that declares no keys: not checked
+        return None
+
     def _check_state_keys(self, key, st) -> None:
-        keys = self.STATE_KEYS
+        keys = self._rule_state_keys()
         if keys is None or not st:
             return
         owner = type(self).__name__

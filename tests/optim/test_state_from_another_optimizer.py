@@ -48,3 +48,50 @@ def test_a_partial_state_is_refused():
     model, _ = _stepped("adam")
     with pytest.raises(ValueError, match=r"keeps \['exp_avg', 'exp_avg_sq', 'step'\]"):
         optim.Adam(model.parameters(), lr=0.01).load_state_dict(state)
+
+
+class _AMSGradLike(optim.Adam):
+    """A user's rule on top of Adam that keeps one more state entry."""
+
+    def _update(self, group, params, grads):
+        super()._update(group, params, grads)
+        for p in params:
+            st = self.state[id(p)]
+            st["max_exp_avg_sq"] = st["exp_avg_sq"]
+
+
+class _CountingSGD(optim.SGD):
+    """A user's rule on top of SGD that counts its updates (state even without momentum)."""
+
+    def _update(self, group, params, grads):
+        super()._update(group, params, grads)
+        for p in params:
+            st = self.state.setdefault(id(p), {})
+            st["updates"] = st.get("updates", 0) + 1
+
+
+class _DeclaredAMSGrad(_AMSGradLike):
+    STATE_KEYS = optim.Adam.STATE_KEYS + ("max_exp_avg_sq",)
+
+
+@pytest.mark.parametrize("make", [
+    lambda ps: _AMSGradLike(ps, lr=0.01),
+    lambda ps: _CountingSGD(ps, lr=0.1),
+    lambda ps: _CountingSGD(ps, lr=0.1, momentum=0.9),
+    lambda ps: _DeclaredAMSGrad(ps, lr=0.01),
+], ids=["adam-plus-one", "sgd-counting", "sgd-momentum-counting", "declared-keys"])
+def test_a_subclass_with_more_state_reloads_its_own(make):
+    model = nn.Linear(3, 2, dtype=fnn.float64)
+    opt = make(model.parameters())
+    model(fnn.tensor(np.ones((4, 3)))).sum().backward()
+    opt.step()
+    again = make(model.parameters())
+    again.load_state_dict(opt.state_dict())
+    again.step()
+
+
+def test_a_subclass_that_declares_its_keys_is_checked_against_them():
+    _, adam = _stepped("adam")
+    model, _ = _stepped("adam")
+    with pytest.raises(ValueError, match="saved from another optimizer"):
+        _DeclaredAMSGrad(model.parameters(), lr=0.01).load_state_dict(adam.state_dict())
