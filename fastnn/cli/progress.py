@@ -11,8 +11,11 @@ line is drawn, so a GPU is not made to wait after every batch.
 
 from __future__ import annotations
 
+import numbers
 import sys
 import time
+
+import numpy as np
 
 BAR_WIDTH = 24
 REDRAW_SECONDS = 0.1  # at most ~10 redraws a second: a terminal write costs more than a batch
@@ -62,8 +65,10 @@ class Progress:
     def _read_back(self) -> None:
         if self._pending_loss is not None:
             self.loss_sum += float(self._pending_loss)
+            self._pending_loss = None
+        if self._pending_correct is not None:
             self.correct += int(self._pending_correct)
-            self._pending_loss = self._pending_correct = None
+            self._pending_correct = None
 
     @property
     def rate(self) -> float:
@@ -74,16 +79,19 @@ class Progress:
         """Record one batch: its size, its mean loss and how many it got right (numbers, or
         0-d tensors, summed on their device until a line is drawn)."""
         self.seen += batch_size
-        if isinstance(loss, (int, float)) and isinstance(correct, int):
-            self.loss_sum += loss * batch_size
-            self.correct += correct
+        # host numbers (NumPy scalars too: two np.bool_ would add up to True, not 2) are
+        # summed here at once; only tensors wait on their device
+        if _on_host(loss):
+            self.loss_sum += float(loss) * batch_size
         else:
             weighted = loss * float(batch_size)
-            if self._pending_loss is None:
-                self._pending_loss, self._pending_correct = weighted, correct
-            else:
-                self._pending_loss = self._pending_loss + weighted
-                self._pending_correct = self._pending_correct + correct
+            pending = self._pending_loss
+            self._pending_loss = weighted if pending is None else pending + weighted
+        if _on_host(correct):
+            self.correct += int(correct)
+        else:
+            pending = self._pending_correct
+            self._pending_correct = correct if pending is None else pending + correct
         now = time.perf_counter()
         if self.interactive and (now - self._drawn >= REDRAW_SECONDS or self.seen >= self.samples):
             self._drawn = now
@@ -112,3 +120,6 @@ class Progress:
         done = int(BAR_WIDTH * min(self.seen / max(self.samples, 1), 1.0))
         return f"[{'#' * done}{'.' * (BAR_WIDTH - done)}] {text}"
 
+
+def _on_host(value) -> bool:
+    return isinstance(value, (numbers.Number, np.generic))

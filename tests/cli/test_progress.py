@@ -80,3 +80,29 @@ def test_device_tensors_as_the_training_loop_passes_them():
         progress.update(3, fnn.tensor(np.float32(loss)), fnn.tensor(np.int64(right)))
     line = progress.end_epoch()
     assert "loss 1.0000" in line and "acc 50.00%" in line
+
+
+def test_numpy_scalars_count_as_numbers():
+    import numpy as np
+
+    progress = Progress(epochs=1, samples=4, stream=io.StringIO())
+    progress.begin_epoch(1)
+    for loss, right in ((np.float32(0.5), np.True_), (np.float16(1.5), np.True_),
+                        (0.5, np.int64(0)), (1.5, np.True_)):  # batches of one sample
+        progress.update(1, loss, right)
+    line = progress.end_epoch()
+    assert "loss 1.0000" in line and "acc 75.00%" in line
+    assert type(progress.loss_sum) is float and type(progress.correct) is int
+
+
+def test_a_host_loss_with_a_device_count():
+    import numpy as np
+
+    import fastnn as fnn
+
+    progress = Progress(epochs=1, samples=6, stream=io.StringIO())
+    progress.begin_epoch(1)
+    progress.update(3, 0.5, fnn.tensor(np.int64(2)))
+    progress.update(3, fnn.tensor(np.float32(1.5)), 1)
+    line = progress.end_epoch()
+    assert "loss 1.0000" in line and "acc 50.00%" in line
