@@ -84,7 +84,7 @@ class Progress:
         if _on_host(loss):
             self.loss_sum += float(loss) * batch_size
         else:
-            weighted = loss * float(batch_size)
+            weighted = _summable(loss) * float(batch_size)
             pending = self._pending_loss
             self._pending_loss = weighted if pending is None else pending + weighted
         if _on_host(correct):
@@ -123,3 +123,15 @@ class Progress:
 
 def _on_host(value) -> bool:
     return isinstance(value, (numbers.Number, np.generic))
+
+
+def _summable(loss):
+    """A device loss to add up for an epoch: without its graph (a loss that still requires
+    grad would keep every batch's tape alive until a line is drawn), and in float32 at
+    least (a float16 sum overflows past 65504)."""
+    import fastnn as fnn
+
+    if not isinstance(loss, fnn.Tensor):
+        return loss
+    loss = loss.detach()
+    return loss.to(fnn.float32) if loss.dtype in (fnn.float16, fnn.bfloat16) else loss

@@ -106,3 +106,19 @@ def test_a_host_loss_with_a_device_count():
     progress.update(3, fnn.tensor(np.float32(1.5)), 1)
     line = progress.end_epoch()
     assert "loss 1.0000" in line and "acc 50.00%" in line
+
+
+def test_a_loss_that_requires_grad_is_summed_without_its_graph_and_float16_in_float32():
+    import numpy as np
+
+    import fastnn as fnn
+
+    progress = Progress(epochs=1, samples=2000, stream=io.StringIO())
+    progress.begin_epoch(1)
+    w = fnn.tensor(np.float32(40000.0), requires_grad=True)
+    for _ in range(2):  # two float16 losses of 40000 (x batch 1000) overflow a float16 sum
+        loss = (w * 1.0).to(fnn.float16)
+        progress.update(1000, loss, fnn.tensor(np.int64(0)))
+    assert not progress._pending_loss.requires_grad
+    assert progress._pending_loss.dtype == fnn.float32
+    assert "loss 40000.0000" in progress.end_epoch()

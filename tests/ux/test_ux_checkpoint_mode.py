@@ -28,3 +28,16 @@ def test_overwrite_keeps_the_old_files_mode(tmp_path):
     fnn.save({"w": np.zeros(3, np.float32)}, path)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o640
     assert fnn.load(path)["w"].sum() == 0
+
+
+def test_the_umask_is_read_without_being_changed():
+    import os
+
+    from fastnn.checkpoint import _umask
+
+    old = os.umask(0o027)
+    try:
+        assert _umask() == 0o027
+        assert os.umask(0o027) == 0o027  # still what it was set to
+    finally:
+        os.umask(old)
