@@ -91,6 +91,16 @@ __kernel void k_rms_div(__global T *out, __global T *r, __global const T *x, con
     } while (0)
 #define ROW_ADD(a, b) ((a) + (b))
 
+// The maximum of a row of K, reduced over the work-group: every item returns it.
+inline T group_row_max(const __global T *row, const int K, const int lid, __local ACC *part) {
+    T top = -INFINITY;
+    for (int k = lid; k < K; k += WG) top = fmax(top, row[k]);
+    ROW_REDUCE(part, lid, (ACC)top, fmax);
+    top = (T)part[0];
+    barrier(CLK_LOCAL_MEM_FENCE);  // every item has read part[0] before it is reused
+    return top;
+}
+
 // Softmax over the last axis of contiguous (rows, K).
 __kernel void k_softmax_group(__global T *out, __global const T *x, const int off,
                               const int K, const int log_out) {
@@ -98,11 +108,7 @@ __kernel void k_softmax_group(__global T *out, __global const T *x, const int of
     const __global T *row = x + off + n * K;
     __global T *dst = out + n * K;
     __local ACC part[WG];
-    T top = -INFINITY;
-    for (int k = lid; k < K; k += WG) top = fmax(top, row[k]);
-    ROW_REDUCE(part, lid, (ACC)top, fmax);
-    top = (T)part[0];
-    barrier(CLK_LOCAL_MEM_FENCE);  // every item has read part[0] before it is reused
+    const T top = group_row_max(row, K, lid, part);
     ACC total = 0;
     for (int k = lid; k < K; k += WG) total += (ACC)exp(row[k] - top);
     ROW_REDUCE(part, lid, total, ROW_ADD);
@@ -124,11 +130,7 @@ __kernel void k_softmax_xent_group(__global T *loss, __global T *probs, __global
     const __global T *row = x + off + n * C;
     __global T *p = probs + n * C;
     __local ACC part[WG];
-    T top = -INFINITY;
-    for (int c = lid; c < C; c += WG) top = fmax(top, row[c]);
-    ROW_REDUCE(part, lid, (ACC)top, fmax);
-    top = (T)part[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
+    const T top = group_row_max(row, C, lid, part);
     ACC total = 0;
     for (int c = lid; c < C; c += WG) {
         const T e = exp(row[c] - top);
