@@ -2,8 +2,9 @@
 and the backward passes of the last two.
 
 Each is one kernel of ``kernels/fused.cl`` in place of the 2-8 primitive
-launches of the core's composite, with one work-item per row (rows are short
-next to the number of rows in a training batch). bias_act's backward takes
+launches of the core's composite. The row kernels (softmax, cross-entropy,
+rms_div) take one work-item per row, or, on GPUs and for rows of 64 or more,
+one work-group per row (``reduce.group_size``). bias_act's backward takes
 one work-item per column, which sums its bias gradient as it goes, on narrow
 arrays, and a 2-d kernel plus a reduction on wide ones.
 """
@@ -35,12 +36,12 @@ def _softmax(x: CLArray, axis: int, log_out: bool) -> CLArray:
     b = math.prod(x.shape[axis + 1:])
     rows = math.prod(x.shape[:axis]) * b
     wg = reduce.group_size(dev, k) if b == 1 else 0
+    defines = (("T", CL_TYPES[x.dtype]), ("ACC", reduce._acc_type(x, 0)))
     if out.size and wg:
-        defines = (("T", CL_TYPES[x.dtype]), ("ACC", reduce._acc_type(x, 0)), ("WG", wg))
-        kernel = dev.kernel(FILE, "k_softmax_group", defines, [None, None, _I, _I, _I])
+        kernel = dev.kernel(FILE, "k_softmax_group", defines + (("WG", wg),),
+                            [None, None, _I, _I, _I])
         kernel(dev.queue, (rows * wg,), (wg,), out.data, x.data, x.offset, k, int(log_out))
     elif out.size:
-        defines = (("T", CL_TYPES[x.dtype]), ("ACC", reduce._acc_type(x, 0)))
         kernel = dev.kernel(FILE, "k_softmax", defines,
                             [None, None, _I, _I, _I, _I, _I])
         kernel(dev.queue, (rounded(rows, 16),), None, out.data, x.data, x.offset, k, b, rows,
@@ -66,16 +67,14 @@ def softmax_cross_entropy(logits, targets):
     loss = dev.empty((n,), logits.dtype)
     probs = dev.empty((n, c), logits.dtype)
     wg = reduce.group_size(dev, c)
+    defines = (("T", CL_TYPES[logits.dtype]), ("TI", CL_TYPES[targets.dtype]),
+               ("ACC", reduce._acc_type(logits, 0)))
     if n and wg:
-        defines = (("T", CL_TYPES[logits.dtype]), ("TI", CL_TYPES[targets.dtype]),
-                   ("ACC", reduce._acc_type(logits, 0)), ("WG", wg))
-        kernel = dev.kernel(FILE, "k_softmax_xent_group", defines,
+        kernel = dev.kernel(FILE, "k_softmax_xent_group", defines + (("WG", wg),),
                             [None, None, None, _I, None, _I, _I])
         kernel(dev.queue, (n * wg,), (wg,), loss.data, probs.data, logits.data, logits.offset,
                targets.data, targets.offset, c)
     elif n:
-        defines = (("T", CL_TYPES[logits.dtype]), ("TI", CL_TYPES[targets.dtype]),
-                   ("ACC", reduce._acc_type(logits, 0)))
         kernel = dev.kernel(FILE, "k_softmax_xent", defines,
                             [None, None, None, _I, None, _I, _I, _I])
         kernel(dev.queue, (rounded(n, 16),), None, loss.data, probs.data, logits.data,
@@ -92,13 +91,12 @@ def rms_div(x, eps):
     out = dev.empty(x.shape, x.dtype)
     r = dev.empty(x.shape[:-1] + (1,), x.dtype)
     wg = reduce.group_size(dev, f)
+    defines = (("T", CL_TYPES[x.dtype]), ("ACC", reduce._acc_type(x, 0)))
     if rows and wg:
-        defines = (("T", CL_TYPES[x.dtype]), ("ACC", reduce._acc_type(x, 0)), ("WG", wg))
-        kernel = dev.kernel(FILE, "k_rms_div_group", defines,
+        kernel = dev.kernel(FILE, "k_rms_div_group", defines + (("WG", wg),),
                             [None, None, None, _I, _I, NP_TYPES[x.dtype]])
         kernel(dev.queue, (rows * wg,), (wg,), out.data, r.data, x.data, x.offset, f, eps)
     elif rows:
-        defines = (("T", CL_TYPES[x.dtype]), ("ACC", reduce._acc_type(x, 0)))
         kernel = dev.kernel(FILE, "k_rms_div", defines,
                             [None, None, None, _I, _I, _I, NP_TYPES[x.dtype]])
         kernel(dev.queue, (rounded(rows, 16),), None, out.data, r.data, x.data, x.offset, rows,
