@@ -254,7 +254,7 @@ def _train_epoch(args, model, optimizer, data, device, epoch: int, progress) -> 
             logits, loss = tape_step(model, optimizer, x, y)
         with fnn.no_grad():  # counted on the device: no read-back per batch
             correct = (logits.argmax(axis=1) == y).sum()
-        progress.update(len(idx), loss.detach(), correct)
+        progress.update(len(idx), loss, correct)  # Progress sums it detached
 
 
 def _config(args) -> dict:

@@ -77,14 +77,14 @@ class Optimizer:
         self._check_hyper(full)
         self.param_groups.append(full)
 
-    # hyper-parameter -> its closed range, checked for every group, whether it comes from
-    # the constructor, add_param_group or load_state_dict
     #: The per-parameter state entries a rule keeps, all of them once it has stepped
     #: (None: not checked). load_state_dict refuses others: another optimizer's state.
     #: They belong to the ``_update`` beside them: a subclass that overrides ``_update``
     #: (and may keep more state) is checked only against STATE_KEYS of its own.
     STATE_KEYS: tuple | None = None
 
+    # hyper-parameter -> its closed range, checked for every group, whether it comes from
+    # the constructor, add_param_group or load_state_dict
     RANGES = {"lr": (0.0, math.inf), "weight_decay": (0.0, math.inf), "momentum": (0.0, math.inf),
               "dampening": (0.0, 1.0), "eps": (0.0, math.inf), "alpha": (0.0, 1.0)}
 
