@@ -45,7 +45,7 @@ def _safetensors_numpy():
 
 def _flatten(node, prefix: str, tensors: dict):
     """Split ``node`` into tensors (added to ``tensors``) and a JSON skeleton (returned)."""
-    from fastnn.api.tensor import Tensor
+    from fastnn.ops.tensor import Tensor
 
     if isinstance(node, dict):
         out = {}
