@@ -43,6 +43,17 @@ def _scalar_operand(op: str, a: Tensor, value):
 
 def binary(op: str, a, b, saved_fn=None) -> Tensor:
     """Broadcasting binary op ``op`` with dtype promotion; scalars stay scalars."""
+    # Fast path for most calls in a model: two tensors of one dtype, device and shape, or a
+    # floating tensor and a Python float/int. Nothing there needs promoting or checking, and
+    # the general path below would spend more time deciding so than the op itself takes.
+    if isinstance(a, Tensor):
+        dtype = a._dtype
+        if isinstance(b, Tensor):
+            if (b._dtype is dtype and b._device is a._device and b._data.shape == a._data.shape
+                    and (dtype.is_floating or op != "div")):
+                return _record(op, a, b, a._data, b._data, saved_fn)
+        elif (type(b) is float or type(b) is int) and dtype.is_floating:
+            return _record(op, a, None, a._data, b, saved_fn)
     if not isinstance(a, Tensor):
         if not isinstance(b, Tensor):
             raise TypeError(f"{op}: expected a Tensor operand, got {type(a).__name__}")
@@ -65,6 +76,12 @@ def binary(op: str, a, b, saved_fn=None) -> Tensor:
     out = Tensor._make(out_data, a._dtype, a._device)
     saved = saved_fn(a._data, b_data, out_data) if saved_fn else ()
     return attach(out, op, (a, b_in), saved)
+
+
+def _record(op, a, b_in, a_data, b_data, saved_fn):
+    out_data = getattr(a._device.ops, op)(a_data, b_data)
+    out = Tensor._make(out_data, a._dtype, a._device)
+    return attach(out, op, (a, b_in), saved_fn(a_data, b_data, out_data) if saved_fn else ())
 
 
 def _check_scalar(op, value):

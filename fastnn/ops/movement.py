@@ -39,8 +39,9 @@ def normalize_axis(op: str, axis, ndim: int):
 
 
 def _reduce(op: str, x: Tensor, axis, keepdims: bool) -> Tensor:
-    shape = x.shape
-    axis = normalize_axis(op, axis, len(shape))
+    shape = x._data.shape
+    if axis is not None:
+        axis = normalize_axis(op, axis, len(shape))
     if not x._dtype.is_floating and op == "mean":
         x = x.to(dtypes.float32)
     elif x._dtype is dtypes.bool_ and op == "sum":
@@ -105,13 +106,22 @@ def _resolve_shape(op, shape, size: int) -> tuple:
     return shape
 
 
+def _plain_sizes(shape: tuple) -> bool:
+    """Whether ``shape`` is all non-negative Python ints (no -1 to infer, nothing to convert)."""
+    for n in shape:
+        if type(n) is not int or n < 0:
+            return False
+    return True
+
+
 @public(method=True)
 def reshape(x: Tensor, *shape) -> Tensor:
     """Same elements, new shape (one -1 allowed)."""
-    if len(shape) == 1 and not isinstance(shape[0], numbers.Integral):
+    if len(shape) == 1 and type(shape[0]) is not int and not isinstance(shape[0], numbers.Integral):
         shape = shape[0]
-    old = x.shape
-    shape = _resolve_shape("reshape", shape, math.prod(old))
+    old = x._data.shape
+    if not (type(shape) is tuple and _plain_sizes(shape) and math.prod(shape) == math.prod(old)):
+        shape = _resolve_shape("reshape", shape, math.prod(old))
     if shape == old:
         return x
     out = Tensor._make(x._device.ops.reshape(x._data, shape), x._dtype, x._device)

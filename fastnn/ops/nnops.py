@@ -30,6 +30,12 @@ def _float_pair(op, a, b):
 @public(method=True, top=True)
 def matmul(a: Tensor, b: Tensor) -> Tensor:
     """Matrix product with NumPy semantics (batched, broadcasting; 1-D operands promoted)."""
+    if isinstance(a, Tensor) and isinstance(b, Tensor) and a._dtype is b._dtype and (
+            a._device is b._device):
+        sa, sb = a._data.shape, b._data.shape
+        if len(sa) == 2 and len(sb) == 2 and sa[1] == sb[0]:  # the common case, checked
+            out = Tensor._make(a._device.ops.matmul(a._data, b._data), a._dtype, a._device)
+            return attach(out, "matmul", (a, b), (a._data, b._data))
     a, b = _float_pair("matmul", a, b)
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError("matmul: operands must have at least 1 dimension; use * for scalars")
