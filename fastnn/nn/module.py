@@ -96,6 +96,19 @@ def wrap(data, like: Tensor) -> Tensor:
     return Tensor._make(data, like._dtype, like._device)
 
 
+def _check_input_dtype(module, x) -> None:
+    """A floating input must have the dtype of the layer's own parameters (as PyTorch): a
+    float32 layer given float64 would otherwise compute in float64 without saying so."""
+    if isinstance(x, Tensor) and x._dtype.is_floating:
+        param = next(iter(module._parameters.values()))
+        if param is not None and param._dtype is not x._dtype:
+            raise TypeError(
+                f"{type(module).__name__}: input is {x._dtype.name} but the layer's parameters "
+                f"are {param._dtype.name}; convert the input with x.to(fnn.{param._dtype.name}) "
+                f"or the layer with .to(fnn.{x._dtype.name})"
+            )
+
+
 def check_tensor(layer, x) -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"{layer}: expected a fastnn Tensor, got {type(x).__name__}")
@@ -171,6 +184,8 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *args, **kwargs):
+        if self._parameters and args:
+            _check_input_dtype(self, args[0])
         return self.forward(*args, **kwargs)
 
     def extra_repr(self) -> str:

@@ -51,7 +51,9 @@ ACTIVATIONS["identity"] = lambda x, slope: x
 @public(method=True)
 @kind("relu")
 def relu(x):
-    """max(x, 0)."""
+    """max(x, 0); an integer tensor stays integer, as in PyTorch."""
+    if isinstance(x, Tensor) and not x._dtype.is_floating and x._dtype is not dtypes.bool_:
+        return Tensor._make(x._device.ops.maximum(x._data, 0), x._dtype, x._device)
     return _hook("relu", x)
 
 

@@ -166,6 +166,14 @@ def one_hot(targets: Tensor, num_classes: int, dtype=dtypes.float32) -> Tensor:
     """(..., num_classes) with 1 at each target index; checks that targets are in range."""
     if isinstance(num_classes, bool) or not isinstance(num_classes, numbers.Integral):
         raise TypeError(f"one_hot: num_classes must be an int, got {num_classes!r}")
+    if num_classes == -1:  # as PyTorch: one more than the largest target (a host read)
+        if not isinstance(targets, Tensor) or not targets.numel():
+            raise ValueError("one_hot: num_classes=-1 needs a non-empty targets tensor")
+        ops = targets._device.ops
+        num_classes = builtins.max(int(ops.to_numpy(ops.max(targets._data, None, False))) + 1, 1)
+    elif num_classes < 0:
+        raise ValueError(f"one_hot: num_classes must be >= 0, or -1 to infer it, "
+                         f"got {num_classes}")
     check_targets("one_hot", targets, num_classes)
     dtype = dtypes.as_dtype(dtype)
     data = targets._device.ops.one_hot(targets._data, int(num_classes), dtype.name)

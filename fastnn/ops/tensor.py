@@ -263,7 +263,8 @@ def host_rng() -> np.random.Generator:
 def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A new tensor holding a copy of ``data`` (NumPy array, nested list, scalar or Tensor).
 
-    dtype=None keeps a NumPy array's dtype; lists and scalars become float32.
+    dtype=None keeps a NumPy array's dtype; Python data as PyTorch infers it: bools -> bool,
+    ints -> int64, floats -> float32.
     """
     if isinstance(data, Tensor):  # a copy keeps the source's dtype and device by default
         dtype = data.dtype if dtype is None else dtype
@@ -272,12 +273,10 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
     if data is None:
         raise TypeError("tensor: data is None; pass a NumPy array, a nested list or a number")
     if dtype is None:
-        if isinstance(data, np.ndarray):
-            dtype = as_dtype(data.dtype)
-        elif isinstance(data, np.generic):
+        if isinstance(data, (np.ndarray, np.generic)):
             dtype = as_dtype(data.dtype)
         else:
-            dtype = dtypes.float32
+            dtype, data = _infer(data)
     else:
         dtype = as_dtype(dtype)
     try:
@@ -290,6 +289,27 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
     if requires_grad:
         out.requires_grad_(True)
     return out
+
+
+def _infer(data):
+    """The dtype PyTorch infers for Python data (bools: bool, ints: int64, floats: float32,
+    the default float dtype), and the data as a host array; anything else (None, strings,
+    ragged lists) is a TypeError naming what was found."""
+    try:
+        host = np.asarray(data)
+    except ValueError as exc:  # ragged nesting
+        raise TypeError(f"tensor: data must be a rectangular nest of numbers: {exc}") from None
+    kind = host.dtype.kind
+    if kind == "b":
+        return dtypes.bool_, host
+    if kind in "iu":
+        return dtypes.int64, host
+    if kind == "f":
+        return dtypes.float32, host
+    found = sorted({type(v).__name__ for v in host.ravel().tolist()
+                    if not isinstance(v, (bool, int, float))}) if kind == "O" else [str(host.dtype)]
+    raise TypeError(f"tensor: data must hold numbers (bool, int or float), found "
+                    f"{', '.join(found) or host.dtype}; replace them, e.g. None with float('nan')")
 
 
 def _shape_of(op: str, shape) -> tuple:
