@@ -108,6 +108,8 @@ def read(path: str) -> tuple[dict, dict | None]:
         except _Corrupt as exc:
             raise ValueError(f"load: {path} is not a readable safetensors checkpoint "
                              f"({info.st_size} bytes): {exc}") from None
+        except MemoryError as exc:
+            raise MemoryError(f"load: {path}: {exc}") from None
 
 
 def _read(f, size: int):
@@ -126,7 +128,11 @@ def _read(f, size: int):
     crcs = _checksums(header, metadata)
     tensors = {}
     for name, dtype, shape, begin, end in layout:  # in file order: reads go forward
-        array = np.empty(shape, dtype)
+        try:
+            array = np.empty(shape, dtype)
+        except MemoryError:
+            raise MemoryError(f"tensor {name!r} ({dtype}, shape {list(shape)}) needs "
+                              f"{end - begin} bytes, more than this machine can allocate") from None
         if end > begin:
             _read_into(f, _bytes_of(array), name)
         if crcs is not None and _crc(_bytes_of(array)) != crcs.get(name):
