@@ -5,13 +5,13 @@ Importing fastnn imports no backend: backends are found through the
 """
 
 from fastnn import functional  # noqa: E402
-from fastnn.api import methods as _methods  # noqa: F401  (binds Tensor operators)
 from fastnn.api.device import Device, get_device, use
 from fastnn.api.dtypes import DType, bfloat16, bool_, float16, float32, float64, int32, int64
 from fastnn.api.errors import BackendError, DeviceMismatchError
 from fastnn.api.registry import backends
-from fastnn.api.tensor import Tensor, full, manual_seed, ones, rand, randn, tensor, zeros
 from fastnn.autograd import detect_anomaly, enable_grad, is_grad_enabled, no_grad
+from fastnn.ops import methods as _methods  # noqa: F401  (binds Tensor operators)
+from fastnn.ops.tensor import Tensor, full, manual_seed, ones, rand, randn, tensor, zeros
 
 __version__ = "0.1.0"
 

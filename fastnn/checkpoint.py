@@ -42,7 +42,7 @@ _META_KEY = "fastnn"
 
 def _flatten(node, prefix: str, tensors: dict, depth: int):
     """Split ``node`` into tensors (added to ``tensors``) and a JSON skeleton (returned)."""
-    from fastnn.api.tensor import Tensor
+    from fastnn.ops.tensor import Tensor
 
     if depth > MAX_DEPTH:
         raise ValueError(f"save: state nests deeper than {MAX_DEPTH} levels at "

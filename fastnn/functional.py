@@ -1,14 +1,29 @@
 """Functional ops on tensors (``import fastnn.functional as F``), as in PyTorch's."""
 
-from fastnn.api.losses import (
+from fastnn.ops.elementwise import (
+    abs,
+    add,
+    div,
+    erf,
+    exp,
+    log,
+    maximum,
+    minimum,
+    mul,
+    neg,
+    pow,
+    sqrt,
+    sub,
+)
+from fastnn.ops.elementwise import where as where
+from fastnn.ops.losses import (
     binary_cross_entropy_with_logits,
     cross_entropy,
     huber_loss,
     mse_loss,
 )
-from fastnn.api.math import abs, add, div, erf, exp, log, maximum, minimum, mul, neg, pow, sqrt, sub
-from fastnn.api.math import where as where
-from fastnn.api.nnops import (
+from fastnn.ops.movement import argmax, broadcast_to, max, mean, one_hot, reshape, sum, transpose
+from fastnn.ops.nnops import (
     activation,
     bias_act,
     conv1d,
@@ -25,7 +40,6 @@ from fastnn.api.nnops import (
     softplus,
     tanh,
 )
-from fastnn.api.shape import argmax, broadcast_to, max, mean, one_hot, reshape, sum, transpose
 
 __all__ = [
     "abs", "activation", "add", "argmax", "bias_act", "binary_cross_entropy_with_logits",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 from fastnn.api.errors import BackendError
-from fastnn.api.registry import get_backend
+from fastnn.api.registry import get_backend, on_refresh
 
 
 class Device:
@@ -60,6 +60,7 @@ class Device:
 
 
 _cache: dict[str, Device] = {}
+on_refresh(_cache.clear)
 
 
 def as_device(spec) -> Device:

@@ -59,6 +59,7 @@ class Backend:
 _lock = threading.RLock()
 _entry_points: dict | None = None
 _loaded: dict[str, Backend] = {}
+_on_refresh: list = []
 
 
 def _discover() -> dict:
@@ -74,12 +75,17 @@ def refresh() -> None:
     Parsed device strings go too, since each Device holds its backend's ops.
     """
     global _entry_points
-    from fastnn.api import device  # device imports this module: import late
-
     with _lock:
         _entry_points = None
         _loaded.clear()
-        device._cache.clear()
+        for forget in _on_refresh:
+            forget()
+
+
+def on_refresh(forget) -> None:
+    """Call ``forget()`` at every :func:`refresh` (a cache above this module, such as the
+    parsed devices, registers itself here instead of being imported from here)."""
+    _on_refresh.append(forget)
 
 
 def _missing(backend: str, name: str):

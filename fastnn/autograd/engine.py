@@ -106,11 +106,10 @@ def _topological(root):
 
 def backward(tensor, grad_data) -> None:
     """Propagate ``grad_data`` (a raw array shaped like ``tensor``) to every leaf."""
-    from fastnn.api.tensor import Tensor
-
+    make = type(tensor)._make  # the tensor class lives above this layer: never import it
     root = tensor._node
     if root is None:
-        _accumulate(tensor, grad_data, Tensor)
+        _accumulate(tensor, grad_data, make)
         return
     anomaly = grad_mode.is_anomaly_enabled()
     grads = {id(root): grad_data}
@@ -128,7 +127,7 @@ def backward(tensor, grad_data) -> None:
                 g = unbroadcast(t._device.ops, g, t._data.shape)
                 child = t._node
                 if child is None:
-                    _accumulate(t, g, Tensor)
+                    _accumulate(t, g, make)
                 else:
                     key = id(child)
                     prev = grads.get(key)
@@ -137,9 +136,9 @@ def backward(tensor, grad_data) -> None:
             node.inputs = node.saved = node.attrs = None
 
 
-def _accumulate(leaf, g, tensor_cls) -> None:
+def _accumulate(leaf, g, make) -> None:
     if leaf._grad is None:
-        leaf._grad = tensor_cls._make(g, leaf._dtype, leaf._device)
+        leaf._grad = make(g, leaf._dtype, leaf._device)
     else:
         # out of place: a gradient array may be shared by several leaves
         leaf._grad._data = leaf._device.ops.add(leaf._grad._data, g)

@@ -8,10 +8,10 @@ Every layer runs forward on the tape (``layer(x)``) and also offers
 from fastnn.nn.activation import Activation, Dropout, Softmax, Swish
 from fastnn.nn.container import Residual, Sequential
 from fastnn.nn.conv import Conv1d
+from fastnn.nn.flatten import Flatten, GlobalAvgPool1d
 from fastnn.nn.linear import Bias1d, Dense, Diag, Linear, ScalarScale
 from fastnn.nn.module import PARAM_CLASSES, Module, Parameter
 from fastnn.nn.norm import LayerNorm, RMSDiv, RMSNorm
-from fastnn.nn.shape import Flatten, GlobalAvgPool1d
 
 __all__ = [
     "Activation", "Bias1d", "Conv1d", "Dense", "Diag", "Dropout", "Flatten", "GlobalAvgPool1d",

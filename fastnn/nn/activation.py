@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import numbers
 
-from fastnn.api import dtypes, nnops
+from fastnn.api import dtypes
 from fastnn.api.args import integer, real
 from fastnn.api.composite import activation_grad
-from fastnn.api.tensor import Tensor, host_rng, rand
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.linear import check_features, sum_leading
 from fastnn.nn.module import Module, check_grad, check_tensor, const_init, wrap
+from fastnn.ops import nnops
+from fastnn.ops.tensor import Tensor, host_rng, rand
 
 
 class Activation(Module):

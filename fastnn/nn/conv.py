@@ -7,7 +7,6 @@ same ones the tape uses), dL/db = sum of g over the batch and length axes.
 
 from __future__ import annotations
 
-from fastnn.api import nnops
 from fastnn.api.args import integer
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.module import (
@@ -18,6 +17,7 @@ from fastnn.nn.module import (
     uniform_init,
     wrap,
 )
+from fastnn.ops import nnops
 
 
 class Conv1d(Module):

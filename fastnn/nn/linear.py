@@ -15,9 +15,7 @@ ScalarScale    x * s                 g * s                       sum of g * x (a
 
 from __future__ import annotations
 
-from fastnn.api import nnops
 from fastnn.api.args import integer
-from fastnn.api.tensor import Tensor
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.module import (
     Module,
@@ -27,6 +25,8 @@ from fastnn.nn.module import (
     fan_in_bound,
     uniform_init,
 )
+from fastnn.ops import nnops
+from fastnn.ops.tensor import Tensor
 
 
 def check_features(layer: str, x: Tensor, features: int, what: str = "in_features") -> None:

@@ -27,8 +27,8 @@ from fastnn.api import dtypes
 from fastnn.api.device import as_device
 from fastnn.api.dtypes import as_dtype
 from fastnn.api.errors import DeviceMismatchError
-from fastnn.api.tensor import Tensor, host_rng
 from fastnn.autograd.grad_mode import enable_grad, no_grad
+from fastnn.ops.tensor import Tensor, host_rng
 
 PARAM_CLASSES = ("connective", "bias", "activation", "other")
 

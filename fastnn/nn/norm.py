@@ -12,11 +12,11 @@ Reverse rules (g = dL/dy, means over the last axis, F features):
 
 from __future__ import annotations
 
-from fastnn.api import nnops
 from fastnn.api.args import integer
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.linear import check_features, sum_leading
 from fastnn.nn.module import Module, check_grad, check_tensor, const_init
+from fastnn.ops import nnops
 
 
 def _rms_parts(x, eps):

@@ -27,9 +27,9 @@ import numpy as np
 
 from fastnn.api import dtypes
 from fastnn.api.args import real as check_number
-from fastnn.api.tensor import Tensor, tensor
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.module import PARAM_CLASSES
+from fastnn.ops.tensor import Tensor, tensor
 
 DECAYED_CLASSES = ("connective",)
 

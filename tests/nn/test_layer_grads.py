@@ -9,7 +9,7 @@ import pytest
 
 import fastnn as fnn
 from fastnn import nn
-from fastnn.api.nnops import ACTIVATIONS
+from fastnn.ops.nnops import ACTIVATIONS
 
 F64 = fnn.float64
 FEAT = 5

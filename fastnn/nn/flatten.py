@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import math
 
-from fastnn.api import shape
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.module import Module, check_grad, check_tensor
+from fastnn.ops import movement
 
 
 class Flatten(Module):
@@ -33,19 +33,19 @@ class Flatten(Module):
         return x.shape[: self.start_axis] + (math.prod(x.shape[self.start_axis :]),)
 
     def forward(self, x):
-        return shape.reshape(x, self._shape(x))
+        return movement.reshape(x, self._shape(x))
 
     def reverse(self, x, grad_out):
         check_grad("Flatten", x, grad_out, self._shape(x))
         with no_grad():
-            return shape.reshape(grad_out, x.shape), {}
+            return movement.reshape(grad_out, x.shape), {}
 
 
 class GlobalAvgPool1d(Module):
     """(N, C, L) -> (N, C): the mean over the length axis (shift-invariant pooling)."""
 
     def forward(self, x):
-        return shape.mean(self._check(x), axis=2)
+        return movement.mean(self._check(x), axis=2)
 
     @staticmethod
     def _check(x):
@@ -58,5 +58,5 @@ class GlobalAvgPool1d(Module):
         n, c, length = self._check(x).shape
         check_grad("GlobalAvgPool1d", x, grad_out, (n, c))
         with no_grad():
-            grad = shape.reshape(grad_out, (n, c, 1)) * (1.0 / length)
-            return shape.broadcast_to(grad, x.shape), {}
+            grad = movement.reshape(grad_out, (n, c, 1)) * (1.0 / length)
+            return movement.broadcast_to(grad, x.shape), {}

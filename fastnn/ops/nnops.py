@@ -11,10 +11,11 @@ import numbers
 
 from fastnn.api import dtypes
 from fastnn.api.args import real
-from fastnn.api.math import align, astype, broadcast_shape, check_same_device
-from fastnn.api.shape import check_targets, reshape
-from fastnn.api.tensor import Tensor
 from fastnn.autograd.engine import attach
+from fastnn.ops.core import astype, broadcast_shape, check_same_device
+from fastnn.ops.elementwise import align
+from fastnn.ops.movement import check_targets, reshape
+from fastnn.ops.tensor import Tensor
 
 ACTIVATIONS = ("relu", "leaky_relu", "sigmoid", "tanh", "silu", "gelu", "softplus", "identity")
 

@@ -8,8 +8,10 @@ import numbers
 
 from fastnn.api import dtypes
 from fastnn.api.args import ints
-from fastnn.api.tensor import Tensor
 from fastnn.autograd.engine import attach
+from fastnn.autograd.grad_mode import is_anomaly_enabled
+from fastnn.ops.core import broadcast_shape
+from fastnn.ops.tensor import Tensor
 
 
 def normalize_axis(op: str, axis, ndim: int):
@@ -127,8 +129,6 @@ def transpose(x: Tensor, axes=None) -> Tensor:
 
 def broadcast_to(x: Tensor, shape) -> Tensor:
     """A view of ``x`` broadcast to ``shape`` (NumPy rules)."""
-    from fastnn.api.math import broadcast_shape
-
     shape = ints("broadcast_to", "shape", shape)
     if broadcast_shape("broadcast_to", x.shape, shape) != shape:
         raise ValueError(f"broadcast_to: cannot broadcast {x.shape} to {shape}")
@@ -156,8 +156,6 @@ def check_targets(op: str, targets: Tensor, num_classes: int) -> None:
     """Integer class targets in [0, num_classes), or a clear error."""
     if not isinstance(targets, Tensor) or targets._dtype not in (dtypes.int64, dtypes.int32):
         raise TypeError(f"{op}: targets must be an int64 or int32 tensor of class indices")
-    from fastnn.autograd.grad_mode import is_anomaly_enabled
-
     backend = targets._device.backend
     if targets.numel() and (backend.record.host_memory or is_anomaly_enabled()):
         # NOTE: on a device this would be a host round trip per step, so device

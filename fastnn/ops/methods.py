@@ -1,4 +1,4 @@
-"""Operators and methods of :class:`~fastnn.api.tensor.Tensor`, bound to the functional ops.
+"""Operators and methods of :class:`~fastnn.ops.tensor.Tensor`, bound to the functional ops.
 
 Kept apart from tensor.py so the class stays readable; imported once by
 ``fastnn/__init__.py``.
@@ -6,9 +6,9 @@ Kept apart from tensor.py so the class stays readable; imported once by
 
 from __future__ import annotations
 
-from fastnn.api import math as m
-from fastnn.api import nnops, shape
-from fastnn.api.tensor import Tensor
+from fastnn.ops import elementwise as m
+from fastnn.ops import movement, nnops
+from fastnn.ops.tensor import Tensor
 
 
 def _rsub(self, other):
@@ -39,7 +39,7 @@ def _transpose(self, *axes):
     """``x.transpose((2, 0, 1))`` or ``x.transpose(2, 0, 1)``; no axes reverses them."""
     if len(axes) == 1 and not isinstance(axes[0], int):
         axes = axes[0]
-    return shape.transpose(self, axes or None)
+    return movement.transpose(self, axes or None)
 
 
 def _or_equal(strict: str, self, other):
@@ -88,14 +88,14 @@ _METHODS = {
     "tanh": nnops.tanh,
     "sigmoid": nnops.sigmoid,
     "relu": nnops.relu,
-    "sum": shape.sum,
-    "mean": shape.mean,
-    "max": shape.max,
-    "argmax": shape.argmax,
-    "reshape": shape.reshape,
+    "sum": movement.sum,
+    "mean": movement.mean,
+    "max": movement.max,
+    "argmax": movement.argmax,
+    "reshape": movement.reshape,
     "transpose": _transpose,
-    "contiguous": shape.contiguous,
-    "broadcast_to": shape.broadcast_to,
+    "contiguous": movement.contiguous,
+    "broadcast_to": movement.broadcast_to,
     "matmul": nnops.matmul,
     "softmax": nnops.softmax,
     "log_softmax": nnops.log_softmax,
@@ -105,5 +105,5 @@ _METHODS = {
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)
 
-Tensor.T = property(lambda self: shape.transpose(self))
+Tensor.T = property(lambda self: movement.transpose(self))
 Tensor.__hash__ = object.__hash__

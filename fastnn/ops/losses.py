@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import numbers
 
-from fastnn.api import math as m
-from fastnn.api import nnops, shape
-from fastnn.api.tensor import Tensor
+from fastnn.ops import elementwise as m
+from fastnn.ops import movement, nnops
+from fastnn.ops.tensor import Tensor
 
 REDUCTIONS = ("mean", "sum", "none")
 
 
 def _reduce(op: str, per_element: Tensor, reduction: str) -> Tensor:
     if reduction == "mean":
-        return shape.mean(per_element)
+        return movement.mean(per_element)
     if reduction == "sum":
-        return shape.sum(per_element)
+        return movement.sum(per_element)
     if reduction == "none":
         return per_element
     raise ValueError(f"{op}: reduction must be one of {REDUCTIONS}, got {reduction!r}")
@@ -51,17 +51,17 @@ def _cross_entropy_any_rank(logits: Tensor, targets: Tensor) -> Tensor:
                          "0-d tensor")
     if logits.ndim == 1:
         expected = ()
-        rows = shape.reshape(logits, (1, logits.shape[0]))
+        rows = movement.reshape(logits, (1, logits.shape[0]))
     else:
         expected = (logits.shape[0],) + logits.shape[2:]
         last = tuple(range(2, logits.ndim)) + (1,)
-        rows = shape.reshape(shape.transpose(logits, (0,) + last), (-1, logits.shape[1]))
+        rows = movement.reshape(movement.transpose(logits, (0,) + last), (-1, logits.shape[1]))
     if targets.shape != expected:
         raise ValueError(f"cross_entropy: logits {logits.shape} need targets of shape "
                          f"{expected} (the logits' shape without the class axis 1), got "
                          f"{targets.shape}")
-    per = nnops.softmax_cross_entropy_rows(rows, shape.reshape(targets, (-1,)))
-    return shape.reshape(per, expected)
+    per = nnops.softmax_cross_entropy_rows(rows, movement.reshape(targets, (-1,)))
+    return movement.reshape(per, expected)
 
 
 def mse_loss(pred: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:

@@ -7,12 +7,13 @@ import numbers
 
 import numpy as np
 
-from fastnn.api import dtypes
+from fastnn.api import dtypes, registry
 from fastnn.api.args import integer, ints
 from fastnn.api.device import Device, as_device, get_device
 from fastnn.api.dtypes import DType, as_dtype
 from fastnn.api.errors import BackendError
 from fastnn.autograd import engine
+from fastnn.ops import core
 
 
 class Tensor:
@@ -179,9 +180,9 @@ class Tensor:
                     f"to: {device!r} is neither a device nor a fastnn dtype "
                     f"({', '.join(dtypes.names())}); {exc}"
                 ) from None
-            out = _math.transfer(out, device)
+            out = core.transfer(out, device)
         if dtype is not None:
-            out = _math.astype(out, as_dtype(dtype))
+            out = core.astype(out, as_dtype(dtype))
         return out
 
     def cpu(self) -> Tensor:
@@ -217,7 +218,7 @@ class Tensor:
                                                               device=self._device)
             if g.shape != self.shape:
                 raise ValueError(f"backward: grad has shape {g.shape}, expected {self.shape}")
-            _math.check_same_device("backward", self, g)
+            core.check_same_device("backward", self, g)
             if not g._dtype.is_floating:
                 raise TypeError(f"backward: grad must be floating point, got {g._dtype.name}")
             if g._dtype is not self._dtype:  # as PyTorch: the gradient takes the output's dtype
@@ -234,8 +235,6 @@ class Tensor:
 
 
 def _backend_names():
-    from fastnn.api import registry
-
     return registry._discover()
 
 
@@ -353,5 +352,3 @@ def rand(shape, dtype=dtypes.float32, device=None, seed=None) -> Tensor:
 
 __all__ = ["Tensor", "tensor", "full", "zeros", "ones", "randn", "rand", "manual_seed",
            "get_device"]
-
-from fastnn.api import math as _math  # noqa: E402  (methods live there; imported last)

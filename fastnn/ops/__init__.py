@@ -1,0 +1,9 @@
+"""The tensor and its ops: the layer above the backend contract and the tape.
+
+Importing this package binds the operators and methods onto :class:`Tensor`.
+"""
+
+from fastnn.ops import methods as _methods  # noqa: F401  (binds Tensor's operators)
+from fastnn.ops.tensor import Tensor
+
+__all__ = ["Tensor"]
