@@ -78,9 +78,10 @@ def _flatten(node, prefix: str, tensors: dict, depth: int):
     if isinstance(node, (list, tuple)):
         return {"l": [_flatten(v, f"{prefix}{SEP}{i}", tensors, depth + 1)
                       for i, v in enumerate(node)]}
+    hint = "; save its .state_dict() instead" if hasattr(node, "state_dict") else ""
     raise TypeError(
         f"save: cannot store {type(node).__name__} at {prefix or '<root>'}; leaves must be "
-        "arrays, tensors, numbers, strings, bools, None or lists of those"
+        f"arrays, tensors, numbers, strings, bools, None or lists of those{hint}"
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from fastnn.api.args import integer
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.module import Module, check_grad, check_tensor
 from fastnn.ops import movement
@@ -21,7 +22,7 @@ class Flatten(Module):
 
     def __init__(self, start_axis: int = 1):
         super().__init__()
-        self.start_axis = int(start_axis)
+        self.start_axis = integer("Flatten", "start_axis", start_axis, 0)
 
     def extra_repr(self) -> str:
         return f"start_axis={self.start_axis}"

@@ -7,7 +7,7 @@ import math
 import numbers
 
 from fastnn.api import dtypes
-from fastnn.api.args import ints
+from fastnn.api.args import flag, integer, ints
 from fastnn.autograd.engine import attach
 from fastnn.autograd.grad_mode import is_anomaly_enabled
 from fastnn.ops.core import broadcast_shape
@@ -40,6 +40,7 @@ def normalize_axis(op: str, axis, ndim: int):
 def _reduce(op: str, x: Tensor, axis, keepdims: bool) -> Tensor:
     shape = x.shape
     axis = normalize_axis(op, axis, len(shape))
+    keepdims = flag(op, "keepdims", keepdims)
     if not x._dtype.is_floating and op == "mean":
         x = x.to(dtypes.float32)
     elif x._dtype is dtypes.bool_ and op == "sum":
@@ -146,6 +147,7 @@ def one_hot(targets: Tensor, num_classes: int, dtype=dtypes.float32) -> Tensor:
     """(..., num_classes) with 1 at each target index; checks that targets are in range."""
     if isinstance(num_classes, bool) or not isinstance(num_classes, numbers.Integral):
         raise TypeError(f"one_hot: num_classes must be an int, got {num_classes!r}")
+    num_classes = integer("one_hot", "num_classes", num_classes, 1)
     check_targets("one_hot", targets, num_classes)
     dtype = dtypes.as_dtype(dtype)
     data = targets._device.ops.one_hot(targets._data, int(num_classes), dtype.name)
@@ -155,7 +157,10 @@ def one_hot(targets: Tensor, num_classes: int, dtype=dtypes.float32) -> Tensor:
 def check_targets(op: str, targets: Tensor, num_classes: int) -> None:
     """Integer class targets in [0, num_classes), or a clear error."""
     if not isinstance(targets, Tensor) or targets._dtype not in (dtypes.int64, dtypes.int32):
-        raise TypeError(f"{op}: targets must be an int64 or int32 tensor of class indices")
+        given = (f"a {targets._dtype.name} tensor" if isinstance(targets, Tensor) else
+                 type(targets).__name__)
+        raise TypeError(f"{op}: targets must be an int64 or int32 tensor of class indices, got "
+                        f"{given}; make them with fnn.tensor(labels, dtype=fnn.int64)")
     backend = targets._device.backend
     if targets.numel() and (backend.record.host_memory or is_anomaly_enabled()):
         # NOTE: on a device this would be a host round trip per step, so device

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numbers
 
 from fastnn.api import dtypes
-from fastnn.api.args import real
+from fastnn.api.args import integer, nonnegative, real
 from fastnn.autograd.engine import attach
 from fastnn.ops.core import astype, broadcast_shape, check_same_device
 from fastnn.ops.elementwise import align
@@ -70,14 +70,15 @@ def linear(x: Tensor, weight: Tensor, bias=None, activation: str = "identity") -
     out = attach(Tensor._make(data, x._dtype, x._device), "linear", (x, weight),
                  (x._data, weight._data))
     if bias is not None:
+        if not isinstance(bias, Tensor):
+            raise TypeError(f"linear: bias must be a Tensor or None, got {type(bias).__name__}; "
+                            "convert it with fnn.tensor(...)")
         return bias_act(out, bias, activation)
     return out if activation == "identity" else globals()["activation"](activation, out)
 
 
 def _positive_int(op, name, value, minimum):
-    if not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{op}: {name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
+    return integer(op, name, value, minimum)  # also refuses True, which is no stride
 
 
 def conv1d(x: Tensor, weight: Tensor, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -164,21 +165,28 @@ def softplus(x):
 
 def activation(kind: str, x: Tensor, slope=0.01) -> Tensor:
     """Apply the activation named ``kind`` (one of ACTIVATIONS)."""
-    if kind not in ACTIVATIONS:
-        raise ValueError(f"unknown activation {kind!r}; choose one of {', '.join(ACTIVATIONS)}")
+    _check_kind("activation", kind)
+    slope = real("activation", "slope", slope)
     if kind == "identity":
         return x
-    return _activation(kind, x, float(slope) if kind == "leaky_relu" else 0.0)
+    return _activation(kind, x, slope if kind == "leaky_relu" else 0.0)
+
+
+def _check_kind(op: str, kind) -> None:
+    if not isinstance(kind, str):
+        raise TypeError(f"{op}: kind must be the name of an activation ({', '.join(ACTIVATIONS)}"
+                        f"), got {type(kind).__name__}; is the order of the arguments right?")
+    if kind not in ACTIVATIONS:
+        raise ValueError(f"unknown activation {kind!r}; choose one of {', '.join(ACTIVATIONS)}")
 
 
 def bias_act(x: Tensor, bias: Tensor, kind: str = "identity", slope=0.01) -> Tensor:
     """activation(x + bias) in one fused hook; bias is (features,) along the last axis."""
     x, bias = _float_pair("bias_act", x, bias)
-    if kind not in ACTIVATIONS:
-        raise ValueError(f"unknown activation {kind!r}; choose one of {', '.join(ACTIVATIONS)}")
+    _check_kind("bias_act", kind)
     if bias.ndim != 1 or not x.ndim or bias.shape[0] != x.shape[-1]:
         raise ValueError(f"bias_act: bias {bias.shape} does not match the last axis of {x.shape}")
-    slope = float(slope)
+    slope = real("bias_act", "slope", slope)
     data = x._device.ops.bias_act(x._data, bias._data, kind, slope)
     out = Tensor._make(data, x._dtype, x._device)
     return attach(out, "bias_act", (x, bias), (x._data, bias._data, data), (kind, slope))
@@ -220,7 +228,7 @@ def rms_div(x: Tensor, eps=1e-6) -> Tensor:
     x = _floating("rms_div", x)
     if x.ndim == 0:
         raise ValueError("rms_div: needs at least one axis")
-    data, r = x._device.ops.rms_div(x._data, float(eps))
+    data, r = x._device.ops.rms_div(x._data, nonnegative("rms_div", "eps", eps))
     return attach(Tensor._make(data, x._dtype, x._device), "rms_div", (x,), (data, r))
 
 
