@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numbers
 
+import numpy as np
+
 
 def integer(owner: str, name: str, value, minimum: int = 1) -> int:
     """``value`` as an int >= ``minimum``, or ValueError naming ``owner`` and ``name``."""
@@ -49,7 +51,7 @@ def real(owner: str, name: str, value) -> float:
 def flag(owner: str, name: str, value) -> bool:
     """``value`` when it is a bool (Python's or NumPy's); else TypeError naming ``owner`` and
     ``name``, so that ``bias="no"`` is not taken as true."""
-    if isinstance(value, bool) or type(value).__name__ == "bool_":
+    if isinstance(value, (bool, np.bool_)):
         return bool(value)
     raise TypeError(f"{owner}: {name} must be True or False, got {type(value).__name__} {value!r}")
 

@@ -86,7 +86,7 @@ class Sequential(Module):
         elif (not isinstance(inputs, (list, tuple)) or len(inputs) != len(layers)
               or inputs[0] is not x):
             given = (f"{len(inputs)} entries" if isinstance(inputs, (list, tuple))
-                     else f"a {type(inputs).__name__}")
+                     else type(inputs).__name__)
             raise ValueError(
                 f"Sequential.reverse: inputs= must be the list from forward_with_inputs(x) "
                 f"({len(layers)} entries, the first being x), got {given}"

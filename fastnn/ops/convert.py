@@ -34,8 +34,9 @@ def host_array(owner: str, data, dtype) -> np.ndarray:
         raise ValueError(f"{owner}: data is ragged: {_ragged(data)}; every list at one depth "
                          "must have the same length (pad them, or make separate tensors)") from None
     if host.dtype.kind == "O":
-        where, bad = _first_non_number(host)
-        if bad is not None:
+        found = _first_non_number(host)
+        if found is not None:
+            where, bad = found
             raise TypeError(f"{owner}: data holds {type(bad).__name__} {bad!r}{where}; it must "
                             f"be {_ACCEPTED}")
         try:  # numbers NumPy kept as objects: integers beyond int64
@@ -82,7 +83,7 @@ def _first_non_number(host: np.ndarray):
         if not isinstance(value, (numbers.Real, np.bool_)):  # bool is a Real too
             where = f" at [{']['.join(map(str, index))}]" if index else ""
             return where, value
-    return "", None
+    return None
 
 
 def _extreme(host: np.ndarray):
