@@ -10,6 +10,7 @@ import pytest
 
 import fastnn as fnn
 from fastnn import nn
+from tests.bad_inputs import check, rows
 
 
 def _save(state, name="c.safetensors"):
@@ -48,11 +49,9 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("call, error, match", [row[1:] for row in BAD],
-                         ids=[row[0] for row in BAD])
+@pytest.mark.parametrize("call, error, match", rows(BAD))
 def test_bad_argument_is_named_and_nothing_is_written(tmp_path, call, error, match):
-    with pytest.raises(error, match=match):
-        call(tmp_path)
+    check(call, error, match, tmp_path)
     assert os.listdir(tmp_path) == []
 
 

@@ -11,6 +11,7 @@ import pytest
 
 import fastnn as fnn
 from fastnn import nn
+from tests.bad_inputs import check, rows
 
 
 def _x():
@@ -111,11 +112,9 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("call, error, match", [row[1:] for row in BAD],
-                         ids=[row[0] for row in BAD])
+@pytest.mark.parametrize("call, error, match", rows(BAD))
 def test_bad_argument_is_named(call, error, match):
-    with pytest.raises(error, match=match):
-        call()
+    check(call, error, match)
 
 
 def test_a_refused_load_state_dict_changes_nothing():

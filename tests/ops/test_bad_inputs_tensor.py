@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import fastnn as fnn
+from tests.bad_inputs import check, rows
 
 BAD = [
     # (id, call, exception, fragment of the message)
@@ -71,11 +72,9 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("call, error, match", [row[1:] for row in BAD],
-                         ids=[row[0] for row in BAD])
+@pytest.mark.parametrize("call, error, match", rows(BAD))
 def test_bad_input_is_named(call, error, match):
-    with pytest.raises(error, match=match):
-        call()
+    check(call, error, match)
 
 
 GOOD = [  # (data, dtype, the array it must give), the expected values written out
