@@ -310,7 +310,10 @@ def full(shape, value, dtype=dtypes.float32, device=None, requires_grad=False) -
         raise TypeError(f"full: value must be a real number, got {type(value).__name__} {value!r}")
     requires_grad = flag("full", "requires_grad", requires_grad)
     if dtype.is_floating:
-        value = float(value) if abs(value) < 2**1024 else math.copysign(math.inf, value)
+        try:
+            value = float(value)
+        except OverflowError:  # an int beyond float64, as NumPy rounds it
+            value = math.inf if value > 0 else -math.inf
     else:  # as NumPy: truncated toward zero; NaN and Inf have no integer value
         if not math.isfinite(value):
             raise ValueError(f"full: {value!r} cannot be stored in {dtype.name}")
