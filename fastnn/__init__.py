@@ -4,15 +4,17 @@ Importing fastnn imports no backend: backends are found through the
 ``fastnn.backends`` entry-point group and loaded the first time they are used.
 """
 
+import fastnn.ops  # noqa: F401  (the tensor ops; binds Tensor operators)
 from fastnn import functional  # noqa: E402
 from fastnn.api.device import Device, get_device, use
 from fastnn.api.dtypes import DType, bfloat16, bool_, float16, float32, float64, int32, int64
 from fastnn.api.errors import BackendError, DeviceMismatchError
 from fastnn.api.registry import backends
 from fastnn.autograd import detect_anomaly, enable_grad, is_grad_enabled, no_grad
-from fastnn.ops import methods as _methods  # noqa: F401  (binds Tensor operators)
+from fastnn.ops.table import TOP as _TOP  # noqa: E402  (fnn.NAME where PyTorch has torch.NAME)
 from fastnn.ops.tensor import Tensor, full, manual_seed, ones, rand, randn, tensor, zeros
 
+globals().update(_TOP)
 __version__ = "0.1.0"
 
 __all__ = [
@@ -21,6 +23,7 @@ __all__ = [
     "full", "functional", "get_device", "int32", "int64", "is_grad_enabled", "manual_seed",
     "no_grad", "ones", "rand", "randn", "tensor", "use", "zeros",
 ]
+__all__ += sorted(set(_TOP) - set(__all__))
 
 
 def __getattr__(name):

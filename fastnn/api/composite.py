@@ -1,4 +1,4 @@
-"""Composite defaults for the optional (fused) hooks, written with primitives only.
+"""The composites of the ops (the optional hooks), written with primitives and other ops.
 
 Each function takes the backend's :class:`~fastnn.api.registry.Ops` first and
 then the hook's own parameters; the registry binds ``ops`` for a backend that
@@ -40,6 +40,51 @@ def activation_grad(ops, kind, z, out, grad, slope=0.0):
         return ops.mul(grad, ops.sigmoid(z))
     raise ValueError(f"unknown activation kind {kind!r}")
 
+
+
+# ---------------------------------------------------------------- activations
+
+
+def relu(ops, x):
+    return ops.maximum(x, 0.0)  # maximum keeps NaN, as the spec of relu asks
+
+
+def leaky_relu(ops, x, slope):
+    return ops.where(ops.greater(x, 0.0), x, ops.mul(x, slope))
+
+
+def sigmoid(ops, x):
+    # NOTE: 1 / (1 + e**-x) is right to rounding everywhere: for x << 0, e**-x is inf and
+    # the result 0 (the true value underflows); pow(., -1) since a scalar is never operand a
+    return ops.pow(ops.add(ops.exp(ops.neg(x)), 1.0), -1.0)
+
+
+def gelu(ops, x):
+    cdf = ops.mul(ops.add(ops.erf(ops.mul(x, 1.0 / math.sqrt(2.0))), 1.0), 0.5)
+    return ops.mul(x, cdf)
+
+
+def silu(ops, x):
+    return ops.mul(x, ops.sigmoid(x))
+
+
+def softplus(ops, x):
+    """max(x, 0) + log1p(e**-|x|), with log1p from log by Kahan's correction (accurate where
+    e**-|x| is below the rounding unit of 1, unlike log(1 + u))."""
+    u = ops.exp(ops.neg(ops.abs(x)))
+    return ops.add(ops.maximum(x, 0.0), log1p(ops, u))
+
+
+def log1p(ops, u):
+    """log(1 + u) to full precision: log(w) * u / (w - 1) with w = 1 + u, and u where w == 1."""
+    w = ops.add(u, 1.0)
+    d = ops.sub(w, 1.0)
+    exact = ops.equal(d, 0.0)
+    safe = ops.where(exact, 1.0, d)
+    return ops.where(exact, u, ops.div(ops.mul(ops.log(w), u), safe))
+
+
+# ---------------------------------------------------------------- fused kernels
 
 
 def softmax(ops, x, axis):

@@ -15,11 +15,28 @@ operands live on this backend, binary operands have the same dtype (the core
 promotes first) and broadcastable shapes, ``axis`` arguments are tuples of
 non-negative ints (``None`` means all axes), conv1d shapes are valid.
 
-Required hooks are the *primitives*. Hooks marked "optional (fused)" have a
-composite default in :mod:`fastnn.api.composite` written with primitives, so
-a minimal backend needs only the primitives. Outputs must be new arrays (or
-views) and must never alias an input that a later in-place update could
-change, except where a hook says it updates in place.
+Two kinds of hook, marked in this module and listed from the marks (PRIMITIVES,
+OPS; nothing else keeps a list of hook names):
+
+- ``@primitive``: required. The set is what cannot be composed from the rest
+  without losing speed or precision: creation and transfer (from_numpy,
+  to_numpy, full, uniform, astype); elementwise arithmetic, comparison and
+  where; one_hot; the transcendental functions the others are built from (exp, log,
+  sqrt, erf, tanh, which no cheap composition gives to full precision);
+  reductions (sum, mean and max: mean is kept so that a float32 mean may
+  accumulate wider than its sum; argmax because no composition finds an index
+  in one pass); movement (reshape, transpose, broadcast_to, contiguous);
+  matmul, and conv1d with its two gradients (a composition needs the
+  strided-slice primitives and would be an im2col copy of the input per call).
+- ``@op``: optional. Each has a composite of the same name in
+  :mod:`fastnn.api.composite`, written with primitives (and other ops), that
+  the registry binds for a backend without it; a backend implements an op
+  only to be faster or more precise. The activations are ops, and so are the
+  fused kernels (softmax, cross-entropy, bias + activation, optimizer steps).
+
+A backend module can list submodules that hold more of its hooks in
+``fastnn_hook_modules`` (dotted names); the registry registers each, so the
+package need not re-export their names.
 """
 
 from __future__ import annotations
@@ -32,6 +49,20 @@ import pluggy
 PROJECT = "fastnn"
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+def primitive(spec):
+    """Mark ``spec`` as a required primitive: every backend implements it."""
+    spec.fastnn_role = "primitive"
+    return hookspec(firstresult=True)(spec)
+
+
+def op(spec):
+    """Mark ``spec`` as an optional op: the core composes it from primitives
+    (:mod:`fastnn.api.composite`, a function of the same name) unless the backend
+    implements it, which it does only for speed or precision."""
+    spec.fastnn_role = "op"
+    return hookspec(firstresult=True)(spec)
 
 Array = Any
 Shape = tuple[int, ...]
@@ -56,27 +87,27 @@ def backend_probe() -> dict:
 # ---------------------------------------------------------------- creation and transfer
 
 
-@hookspec(firstresult=True)
+@primitive
 def from_numpy(array: Any, device_index: int) -> Array:
     """Copy a host NumPy array (any layout) onto device ``device_index``; keep its dtype."""
 
 
-@hookspec(firstresult=True)
+@primitive
 def to_numpy(x: Array) -> Any:
     """Return ``x`` as a host NumPy array (a copy unless the array already lives on the host)."""
 
 
-@hookspec(firstresult=True)
+@primitive
 def full(shape: Shape, value: float, dtype: str, device_index: int) -> Array:
     """A new array of ``shape`` filled with ``value``."""
 
 
-@hookspec(firstresult=True)
+@primitive
 def uniform(shape: Shape, dtype: str, device_index: int, seed: int) -> Array:
     """Uniform samples in [0, 1). The same ``seed`` gives the same array on one backend."""
 
 
-@hookspec(firstresult=True)
+@primitive
 def astype(x: Array, dtype: str) -> Array:
     """Convert to ``dtype`` (a copy). Float to int truncates toward zero."""
 
@@ -85,74 +116,44 @@ def astype(x: Array, dtype: str) -> Array:
 # Each takes and returns one array of the same shape and dtype.
 
 
-@hookspec(firstresult=True)
+@primitive
 def neg(x: Array) -> Array:
     """-x."""
 
 
-@hookspec(firstresult=True)
+@primitive
 def exp(x: Array) -> Array:
     """e**x."""
 
 
-@hookspec(firstresult=True)
+@primitive
 def log(x: Array) -> Array:
     """Natural log; log(0) = -inf, log(<0) = nan."""
 
 
-@hookspec(firstresult=True)
+@primitive
 def sqrt(x: Array) -> Array:
     """Square root; nan for x < 0."""
 
 
-@hookspec(firstresult=True)
+@primitive
 def abs(x: Array) -> Array:
     """|x|."""
 
 
-@hookspec(firstresult=True)
+@primitive
 def sign(x: Array) -> Array:
     """-1, 0 or 1 (nan stays nan)."""
 
 
-@hookspec(firstresult=True)
+@primitive
 def erf(x: Array) -> Array:
     """The error function."""
 
 
-@hookspec(firstresult=True)
+@primitive
 def tanh(x: Array) -> Array:
     """Hyperbolic tangent."""
-
-
-@hookspec(firstresult=True)
-def sigmoid(x: Array) -> Array:
-    """1 / (1 + e**-x), computed without overflow for large |x|."""
-
-
-@hookspec(firstresult=True)
-def relu(x: Array) -> Array:
-    """max(x, 0); nan stays nan."""
-
-
-@hookspec(firstresult=True)
-def leaky_relu(x: Array, slope: float) -> Array:
-    """x where x > 0, else slope * x."""
-
-
-@hookspec(firstresult=True)
-def gelu(x: Array) -> Array:
-    """Exact GELU: 0.5 * x * (1 + erf(x / sqrt(2)))."""
-
-
-@hookspec(firstresult=True)
-def silu(x: Array) -> Array:
-    """x * sigmoid(x)."""
-
-
-@hookspec(firstresult=True)
-def softplus(x: Array) -> Array:
-    """log(1 + e**x), stable: max(x, 0) + log1p(e**-|x|)."""
 
 
 # ---------------------------------------------------------------- elementwise binary
@@ -161,57 +162,57 @@ def softplus(x: Array) -> Array:
 # (the core never passes a float scalar with an integer ``a``).
 
 
-@hookspec(firstresult=True)
+@primitive
 def add(a: Array, b: Array) -> Array:
     """a + b."""
 
 
-@hookspec(firstresult=True)
+@primitive
 def sub(a: Array, b: Array) -> Array:
     """a - b."""
 
 
-@hookspec(firstresult=True)
+@primitive
 def mul(a: Array, b: Array) -> Array:
     """a * b."""
 
 
-@hookspec(firstresult=True)
+@primitive
 def div(a: Array, b: Array) -> Array:
     """a / b (IEEE: x/0 = +-inf, 0/0 = nan)."""
 
 
-@hookspec(firstresult=True)
+@primitive
 def pow(a: Array, b: Array) -> Array:
     """a ** b."""
 
 
-@hookspec(firstresult=True)
+@primitive
 def maximum(a: Array, b: Array) -> Array:
     """Elementwise max; nan if either is nan."""
 
 
-@hookspec(firstresult=True)
+@primitive
 def minimum(a: Array, b: Array) -> Array:
     """Elementwise min; nan if either is nan."""
 
 
-@hookspec(firstresult=True)
+@primitive
 def greater(a: Array, b: Array) -> Array:
     """a > b as a bool array."""
 
 
-@hookspec(firstresult=True)
+@primitive
 def less(a: Array, b: Array) -> Array:
     """a < b as a bool array."""
 
 
-@hookspec(firstresult=True)
+@primitive
 def equal(a: Array, b: Array) -> Array:
     """a == b as a bool array."""
 
 
-@hookspec(firstresult=True)
+@primitive
 def where(cond: Array, a: Array, b: Array) -> Array:
     """a where cond (bool) else b; the three broadcast together; a and b share a dtype.
 
@@ -222,22 +223,22 @@ def where(cond: Array, a: Array, b: Array) -> Array:
 # ---------------------------------------------------------------- reductions
 
 
-@hookspec(firstresult=True)
+@primitive
 def sum(x: Array, axis: Axes, keepdims: bool) -> Array:
     """Sum over ``axis`` (tuple, possibly empty; None = all). Size-0 axes sum to 0."""
 
 
-@hookspec(firstresult=True)
+@primitive
 def mean(x: Array, axis: Axes, keepdims: bool) -> Array:
     """Mean over ``axis``. Size-0 axes give nan."""
 
 
-@hookspec(firstresult=True)
+@primitive
 def max(x: Array, axis: Axes, keepdims: bool) -> Array:
     """Max over ``axis``; nan propagates. The core never asks for a size-0 axis."""
 
 
-@hookspec(firstresult=True)
+@primitive
 def argmax(x: Array, axis: int) -> Array:
     """Index of the first maximum along one axis, as int64; the axis is removed."""
 
@@ -245,27 +246,27 @@ def argmax(x: Array, axis: int) -> Array:
 # ---------------------------------------------------------------- data movement
 
 
-@hookspec(firstresult=True)
+@primitive
 def reshape(x: Array, shape: Shape) -> Array:
     """Same elements in C order with a new shape (same size). May return a view."""
 
 
-@hookspec(firstresult=True)
+@primitive
 def transpose(x: Array, axes: Shape) -> Array:
     """Permute axes (a full permutation). May return a view."""
 
 
-@hookspec(firstresult=True)
+@primitive
 def broadcast_to(x: Array, shape: Shape) -> Array:
     """Broadcast ``x`` to ``shape`` (NumPy rules). May return a read-only view."""
 
 
-@hookspec(firstresult=True)
+@primitive
 def contiguous(x: Array) -> Array:
     """A C-contiguous array with the same values (a copy if ``x`` is not one)."""
 
 
-@hookspec(firstresult=True)
+@primitive
 def one_hot(indices: Array, num_classes: int, dtype: str) -> Array:
     """(..., num_classes) array with 1 at each integer index and 0 elsewhere.
 
@@ -276,12 +277,12 @@ def one_hot(indices: Array, num_classes: int, dtype: str) -> Array:
 # ---------------------------------------------------------------- linear algebra and convolution
 
 
-@hookspec(firstresult=True)
+@primitive
 def matmul(a: Array, b: Array) -> Array:
     """Matrix product with NumPy ``matmul`` semantics (batched, broadcasting, 1-D promotion)."""
 
 
-@hookspec(firstresult=True)
+@primitive
 def conv1d(
     x: Array, weight: Array, stride: int, padding: int, dilation: int, groups: int
 ) -> Array:
@@ -293,7 +294,7 @@ def conv1d(
     """
 
 
-@hookspec(firstresult=True)
+@primitive
 def conv1d_grad_input(
     grad_out: Array,
     weight: Array,
@@ -306,7 +307,7 @@ def conv1d_grad_input(
     """Gradient of conv1d with respect to x: (N, C_in, input_length)."""
 
 
-@hookspec(firstresult=True)
+@primitive
 def conv1d_grad_weight(
     x: Array,
     grad_out: Array,
@@ -319,50 +320,84 @@ def conv1d_grad_weight(
     """Gradient of conv1d with respect to the weight: (C_out, C_in // groups, K)."""
 
 
-# ---------------------------------------------------------------- optional fused hooks
+# ---------------------------------------------------------------- ops (optional: composed)
+# Activations: a backend that implements none of them still runs every model.
 
 
-@hookspec(firstresult=True)
+@op
+def relu(x: Array) -> Array:
+    """max(x, 0); nan stays nan."""
+
+
+@op
+def leaky_relu(x: Array, slope: float) -> Array:
+    """x where x > 0, else slope * x."""
+
+
+@op
+def gelu(x: Array) -> Array:
+    """Exact GELU: 0.5 * x * (1 + erf(x / sqrt(2)))."""
+
+
+@op
+def silu(x: Array) -> Array:
+    """x * sigmoid(x)."""
+
+
+@op
+def softplus(x: Array) -> Array:
+    """log(1 + e**x), stable: max(x, 0) + log1p(e**-|x|)."""
+
+
+@op
+def sigmoid(x: Array) -> Array:
+    """1 / (1 + e**-x), computed without overflow for large |x|."""
+
+
+# Fused kernels: one launch for what the composite does in several.
+
+
+@op
 def softmax(x: Array, axis: int) -> Array:
-    """Optional (fused). exp(x - max) / sum(exp(x - max)) along ``axis``."""
+    """exp(x - max) / sum(exp(x - max)) along ``axis``."""
 
 
-@hookspec(firstresult=True)
+@op
 def log_softmax(x: Array, axis: int) -> Array:
-    """Optional (fused). x - max - log(sum(exp(x - max))) along ``axis``."""
+    """x - max - log(sum(exp(x - max))) along ``axis``."""
 
 
-@hookspec(firstresult=True)
+@op
 def softmax_cross_entropy(logits: Array, targets: Array) -> tuple[Array, Array]:
-    """Optional (fused). logits (N, C), int targets (N,) in range.
+    """logits (N, C), int targets (N,) in range.
 
     Returns (loss per row (N,), softmax probabilities (N, C)); the core
     uses the probabilities for the backward pass: (probs - one_hot) * grad.
     """
 
 
-@hookspec(firstresult=True)
+@op
 def rms_div(x: Array, eps: float) -> tuple[Array, Array]:
-    """Optional (fused). r = 1 / sqrt(mean(x**2, last axis, keepdims) + eps).
+    """r = 1 / sqrt(mean(x**2, last axis, keepdims) + eps).
 
     Returns (x * r, r); r has shape (..., 1).
     """
 
 
-@hookspec(firstresult=True)
+@op
 def bias_act(x: Array, bias: Array, kind: str, slope: float) -> Array:
-    """Optional (fused). activation(x + bias); bias broadcasts along the last axis.
+    """activation(x + bias); bias broadcasts along the last axis.
 
     ``kind`` is one of relu, leaky_relu (uses ``slope``), sigmoid, tanh,
     silu, gelu, softplus, identity.
     """
 
 
-@hookspec(firstresult=True)
+@op
 def bias_act_backward(
     x: Array, bias: Array, out: Array, grad: Array, kind: str, slope: float
 ) -> tuple[Array, Array]:
-    """Optional (fused). The backward pass of ``out = bias_act(x, bias, kind, slope)``.
+    """The backward pass of ``out = bias_act(x, bias, kind, slope)``.
 
     ``grad`` is dL/dout (the shape of x). Returns (dz, dbias): dz = grad *
     activation'(x + bias), which is also dL/dx, and dbias = dz summed over
@@ -371,16 +406,16 @@ def bias_act_backward(
     """
 
 
-@hookspec(firstresult=True)
+@op
 def softmax_cross_entropy_backward(probs: Array, targets: Array, grad: Array) -> Array:
-    """Optional (fused). dL/dlogits of ``softmax_cross_entropy``: (probs - one_hot) * grad.
+    """dL/dlogits of ``softmax_cross_entropy``: (probs - one_hot) * grad.
 
     probs (N, C) as that hook returned them, int targets (N,) in range, grad
     (N,) (dL/dloss per row; may be a broadcast view with stride 0).
     """
 
 
-@hookspec(firstresult=True)
+@op
 def sgd_step(
     params: list,
     grads: list,
@@ -392,7 +427,7 @@ def sgd_step(
     nesterov: bool,
     first_step: bool,
 ) -> tuple[list, list]:
-    """Optional (fused). One SGD step for many parameters (PyTorch's rule).
+    """One SGD step for many parameters (PyTorch's rule).
 
     g = grad + wd * p; with momentum: buf = g on the first step, else
     momentum * buf + (1 - dampening) * g; g = g + momentum * buf if nesterov
@@ -401,7 +436,7 @@ def sgd_step(
     """
 
 
-@hookspec(firstresult=True)
+@op
 def adam_step(
     params: list,
     grads: list,
@@ -415,7 +450,7 @@ def adam_step(
     step: int,
     decoupled: bool,
 ) -> tuple[list, list, list]:
-    """Optional (fused). One Adam (``decoupled=False``) or AdamW step, PyTorch's rule.
+    """One Adam (``decoupled=False``) or AdamW step, PyTorch's rule.
 
     Adam adds wd * p to the gradient; AdamW multiplies p by (1 - lr * wd).
     m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g;
@@ -424,7 +459,7 @@ def adam_step(
     """
 
 
-@hookspec(firstresult=True)
+@op
 def rmsprop_step(
     params: list,
     grads: list,
@@ -434,20 +469,24 @@ def rmsprop_step(
     alpha: float,
     eps: float,
 ) -> tuple[list, list]:
-    """Optional (fused). v = alpha*v + (1-alpha)*g*g; p = p - lr * g / (sqrt(v) + eps).
+    """v = alpha*v + (1-alpha)*g*g; p = p - lr * g / (sqrt(v) + eps).
 
     g includes wd * p. Returns the new (params, square_avgs); may update in place.
     """
 
 
-PRIMITIVES = (
-    "from_numpy to_numpy full uniform astype "
-    "neg exp log sqrt abs sign erf tanh sigmoid relu leaky_relu gelu silu softplus "
-    "add sub mul div pow maximum minimum greater less equal where "
-    "sum mean max argmax reshape transpose broadcast_to contiguous one_hot "
-    "matmul conv1d conv1d_grad_input conv1d_grad_weight"
-).split()
-FUSED = (
-    "softmax log_softmax softmax_cross_entropy softmax_cross_entropy_backward rms_div "
-    "bias_act bias_act_backward sgd_step adam_step rmsprop_step"
-).split()
+
+def _by_role(role: str) -> list[str]:
+    """The names of the specs marked ``role``, in the order this module defines them."""
+    return [name for name, spec in list(globals().items())
+            if getattr(spec, "fastnn_role", None) == role]
+
+
+PRIMITIVES = _by_role("primitive")  # required of every backend
+OPS = _by_role("op")  # optional; composed in the core when a backend lacks them
+HOOKS = PRIMITIVES + OPS
+FUSED = OPS  # the name these had before ops and fused hooks were one list
+
+# the activations a backend's bias_act and bias_act_backward must accept; any other kind
+# (elu, mish, ...) takes the composite: the bias add, then that activation's own op
+BIAS_ACT_KINDS = ("identity", "relu", "leaky_relu", "sigmoid", "tanh", "silu", "gelu", "softplus")

@@ -8,6 +8,7 @@ the hot path pays no dispatch cost.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import threading
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from fastnn.api import composite, hookspec
 from fastnn.api.errors import BackendError
 
 GROUP = "fastnn.backends"
+_OPS = frozenset(hookspec.OPS)
 
 
 @dataclass
@@ -100,7 +102,7 @@ def _missing(backend: str, name: str):
 
 def _check_signatures(name: str, pm: pluggy.PluginManager) -> None:
     """Reject implementations whose parameters differ from the spec's, in name or order."""
-    for hook_name in hookspec.PRIMITIVES + hookspec.FUSED + ["backend_probe"]:
+    for hook_name in hookspec.HOOKS + ["backend_probe"]:
         spec_args = list(inspect.signature(getattr(hookspec, hook_name)).parameters)
         for impl in getattr(pm.hook, hook_name).get_hookimpls():
             if list(impl.argnames) != spec_args:
@@ -113,12 +115,12 @@ def _check_signatures(name: str, pm: pluggy.PluginManager) -> None:
 def _build_ops(name: str, pm: pluggy.PluginManager) -> tuple[Ops, set[str]]:
     ops = Ops(name)
     implemented = set()
-    for hook_name in hookspec.PRIMITIVES + hookspec.FUSED:
+    for hook_name in hookspec.HOOKS:
         impls = getattr(pm.hook, hook_name).get_hookimpls()
         if impls:
             setattr(ops, hook_name, impls[-1].function)
             implemented.add(hook_name)
-        elif hook_name in hookspec.FUSED:
+        elif hook_name in _OPS:
             setattr(ops, hook_name, partial(getattr(composite, hook_name), ops))
         else:
             setattr(ops, hook_name, _missing(name, hook_name))
@@ -148,6 +150,8 @@ def _load(name: str) -> Backend:
         pm = pluggy.PluginManager(hookspec.PROJECT)
         pm.add_hookspecs(hookspec)
         pm.register(module, name=name)
+        for sub in getattr(module, "fastnn_hook_modules", ()):
+            pm.register(importlib.import_module(sub), name=f"{name}:{sub}")
         pm.check_pending()
         _check_signatures(name, pm)
         probe = pm.hook.backend_probe() or {}

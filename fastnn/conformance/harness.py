@@ -31,7 +31,7 @@ from fastnn.conformance.compare import (
     cast_like,
 )
 
-HOOKS = tuple(hookspec.PRIMITIVES + hookspec.FUSED)
+HOOKS = tuple(hookspec.HOOKS)
 
 
 @contextlib.contextmanager

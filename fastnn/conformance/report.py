@@ -61,7 +61,7 @@ def build(state, results) -> dict:
     dtypes = list(state.dtypes)
     cells = {}
     layer_rows = sorted({r["primitive"] for r in results if r["check"] == "layer"})
-    for name in hookspec.PRIMITIVES + hookspec.FUSED + layer_rows:
+    for name in hookspec.HOOKS + layer_rows:
         mine = [r for r in results if r["primitive"] == name]
         cells[name] = {d: _cell([r for r in mine if r["dtype"] == d]) for d in dtypes}
     counts: dict = {}
@@ -74,7 +74,7 @@ def build(state, results) -> dict:
         "version": state.record.version,
         "devices": list(state.record.devices),
         "dtypes": dtypes,
-        "fused_hooks_implemented": [h for h in hookspec.FUSED if h in state.implemented],
+        "fused_hooks_implemented": [h for h in hookspec.OPS if h in state.implemented],
         "other_backends": list(state.others),
         "cells": cells,
         "failing_primitives": failing,
@@ -92,7 +92,7 @@ def table_lines(summary) -> list:
     col = max(10, *(len(v) + 2 for row in summary["cells"].values() for v in row.values()))
     lines = ["primitive".ljust(width) + "".join(d.ljust(col) for d in dtypes)]
     lines.append("-" * len(lines[0].rstrip()))
-    fused = set(hookspec.FUSED)
+    fused = set(hookspec.OPS)
     for name, row in summary["cells"].items():
         label = name + (" *" if name in fused else "")
         lines.append(label.ljust(width) + "".join(row[d].ljust(col) for d in dtypes).rstrip())

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import numbers
 
-from fastnn.api import dtypes
+from fastnn.api import dtypes, hookspec
 from fastnn.api.args import integer, nonnegative, real
 from fastnn.api.composite import activation_grad
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.linear import check_features, sum_leading
 from fastnn.nn.module import Module, check_grad, check_tensor, const_init, wrap
-from fastnn.ops import nnops
+from fastnn.ops import activations, nnops
 from fastnn.ops.tensor import Tensor, host_rng, rand
 
 
@@ -29,9 +29,14 @@ class Activation(Module):
 
     def __init__(self, kind: str = "relu", slope: float = 0.01):
         super().__init__()
-        if kind not in nnops.ACTIVATIONS:
+        if not isinstance(kind, str):
+            raise TypeError(f"Activation: kind must be the name of an activation, one of "
+                            f"{', '.join(activations.ACTIVATIONS)}; got {type(kind).__name__} "
+                            f"{kind!r}")
+        if kind not in activations.ACTIVATIONS:
             raise ValueError(
-                f"Activation: unknown kind {kind!r}; choose one of {', '.join(nnops.ACTIVATIONS)}"
+                f"Activation: unknown kind {kind!r}; choose one of "
+                f"{', '.join(sorted(activations.ACTIVATIONS))}"
             )
         self.kind, self.slope = kind, real("Activation", "slope", slope)
 
@@ -39,14 +44,16 @@ class Activation(Module):
         return repr(self.kind) + (f", slope={self.slope}" if self.kind == "leaky_relu" else "")
 
     def forward(self, x):
-        return nnops.activation(self.kind, check_tensor("Activation", x), self.slope)
+        return activations.activation(self.kind, check_tensor("Activation", x), self.slope)
 
     def reverse(self, x, grad_out):
         check_grad("Activation", x, grad_out)
         if self.kind == "identity":
             return grad_out, {}
+        if self.kind not in hookspec.BIAS_ACT_KINDS:  # a kind with no hand-written gradient
+            return super().reverse(x, grad_out)
         with no_grad():
-            out = nnops.activation(self.kind, x, self.slope)
+            out = activations.activation(self.kind, x, self.slope)
             ops = x._device.ops
             grad = activation_grad(ops, self.kind, x._data, out._data, grad_out._data, self.slope)
         return wrap(grad, x), {}
@@ -96,13 +103,13 @@ class Swish(Module):
 
     def forward(self, x):
         check_features(f"Swish({self.features})", x, self.features, "features")
-        return x * nnops.sigmoid(x * self.beta)
+        return x * activations.sigmoid(x * self.beta)
 
     def reverse(self, x, grad_out):
         check_features(f"Swish({self.features})", x, self.features, "features")
         check_grad(f"Swish({self.features})", x, grad_out)
         with no_grad():
-            s = nnops.sigmoid(x * self.beta)
+            s = activations.sigmoid(x * self.beta)
             ds = s * (1.0 - s)  # sigmoid'(beta x)
             grad_x = grad_out * (s + x * self.beta * ds)
             grad_beta = sum_leading(grad_out * x * x * ds)

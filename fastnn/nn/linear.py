@@ -25,7 +25,7 @@ from fastnn.nn.module import (
     fan_in_bound,
     uniform_init,
 )
-from fastnn.ops import nnops
+from fastnn.ops import activations, nnops
 from fastnn.ops.tensor import Tensor
 
 
@@ -108,8 +108,8 @@ class Linear(Dense):
         check_features(self._name(), x, self.in_features)
         z = nnops.linear(x, self.weight)
         if self.bias is None:
-            return nnops.activation(kind, z, slope)
-        return nnops.bias_act(z, self.bias, kind, slope)
+            return activations.activation(kind, z, slope)
+        return activations.bias_act(z, self.bias, kind, slope)
 
     def reverse(self, x, grad_out):
         check_features(self._name(), x, self.in_features)
@@ -135,7 +135,7 @@ class Bias1d(Module):
 
     def forward(self, x):
         check_features(f"Bias1d({self.features})", x, self.features, "features")
-        return nnops.bias_act(x, self.bias, "identity")
+        return activations.bias_act(x, self.bias, "identity")
 
     def reverse(self, x, grad_out):
         check_features(f"Bias1d({self.features})", x, self.features, "features")

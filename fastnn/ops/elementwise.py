@@ -12,6 +12,7 @@ from fastnn.api import dtypes
 from fastnn.api.dtypes import promote
 from fastnn.autograd.engine import attach
 from fastnn.ops.core import astype, broadcast_shape, check_same_device
+from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
 
 _Scalar = (numbers.Real,)
@@ -72,6 +73,7 @@ def _check_scalar(op, value):
     return float(value) if not isinstance(value, numbers.Integral) else int(value)
 
 
+@public(method=True)
 def add(a, b):
     return binary("add", a, b)
 
@@ -84,27 +86,33 @@ def _no_bool(op: str, *operands) -> None:
                         f"convert with .to(fnn.int64) first")
 
 
+@public(method=True)
 def sub(a, b):
     _no_bool("sub", a, b)
     return binary("sub", a, b)
 
 
+@public(method=True)
 def mul(a, b):
     return binary("mul", a, b, lambda x, y, out: (x, y))
 
 
+@public(method=True)
 def div(a, b):
     return binary("div", a, b, lambda x, y, out: (y, out))
 
 
+@public(method=True)
 def pow(a, b):
     return binary("pow", a, b, lambda x, y, out: (x, y, out))
 
 
+@public(method=True, top=True)
 def maximum(a, b):
     return binary("maximum", a, b, lambda x, y, out: (x, y))
 
 
+@public(method=True, top=True)
 def minimum(a, b):
     return binary("minimum", a, b, lambda x, y, out: (x, y))
 
@@ -122,6 +130,7 @@ def compare(op: str, a, b) -> Tensor:
     return Tensor._make(getattr(a._device.ops, op)(a._data, b), dtypes.bool_, a._device)
 
 
+@public(top=True)
 def where(cond: Tensor, a, b) -> Tensor:
     """Elementwise ``a if cond else b`` (cond a bool tensor)."""
     if not isinstance(cond, Tensor) or cond._dtype is not dtypes.bool_:
@@ -165,30 +174,37 @@ def unary(op: str, x: Tensor, save_input=False, save_output=False) -> Tensor:
     return attach(out, op, (x,), saved)
 
 
+@public(method=True)
 def neg(x):
     _no_bool("neg", x)
     return unary("neg", x)
 
 
+@public(method=True)
 def exp(x):
     return unary("exp", x, save_output=True)
 
 
+@public(method=True)
 def log(x):
     return unary("log", x, save_input=True)
 
 
+@public(method=True)
 def sqrt(x):
     return unary("sqrt", x, save_output=True)
 
 
+@public(method=True)
 def abs(x):
     return unary("abs", x, save_input=True)
 
 
+@public(method=True)
 def sign(x):
     return unary("sign", x)
 
 
+@public(method=True)
 def erf(x):
     return unary("erf", x, save_input=True)

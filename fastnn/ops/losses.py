@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numbers
 
+from fastnn.ops import activations, movement, nnops
 from fastnn.ops import elementwise as m
-from fastnn.ops import movement, nnops
+from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
 
 REDUCTIONS = ("mean", "sum", "none")
@@ -29,6 +30,7 @@ def _same_shape(op: str, pred: Tensor, target: Tensor) -> None:
         raise ValueError(f"{op}: prediction {pred.shape} and target {target.shape} differ in shape")
 
 
+@public()
 def cross_entropy(logits: Tensor, targets: Tensor, reduction: str = "mean") -> Tensor:
     """Softmax cross-entropy over the class axis 1 against integer class targets, with
     PyTorch's shapes: logits (N, C) and targets (N,); (C,) and a 0-d target; or
@@ -64,6 +66,7 @@ def _cross_entropy_any_rank(logits: Tensor, targets: Tensor) -> Tensor:
     return movement.reshape(per, expected)
 
 
+@public()
 def mse_loss(pred: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     """(pred - target)**2."""
     _same_shape("mse_loss", pred, target)
@@ -71,6 +74,7 @@ def mse_loss(pred: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     return _reduce("mse_loss", m.mul(diff, diff), reduction)
 
 
+@public()
 def huber_loss(pred: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0):
     """0.5 * d**2 where |d| <= delta, else delta * (|d| - 0.5 * delta); d = pred - target."""
     _same_shape("huber_loss", pred, target)
@@ -84,11 +88,12 @@ def huber_loss(pred: Tensor, target: Tensor, reduction: str = "mean", delta: flo
     return _reduce("huber_loss", per, reduction)
 
 
+@public()
 def binary_cross_entropy_with_logits(logits: Tensor, target: Tensor, reduction: str = "mean"):
     """-(t log sigmoid(x) + (1 - t) log(1 - sigmoid(x))), computed stably.
 
     Uses max(x, 0) - x * t + log1p(exp(-|x|)) = softplus(x) - x * t.
     """
     _same_shape("binary_cross_entropy_with_logits", logits, target)
-    per = m.sub(nnops.softplus(logits), m.mul(logits, target))
+    per = m.sub(activations.softplus(logits), m.mul(logits, target))
     return _reduce("binary_cross_entropy_with_logits", per, reduction)

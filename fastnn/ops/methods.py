@@ -1,4 +1,5 @@
-"""Operators and methods of :class:`~fastnn.ops.tensor.Tensor`, bound to the functional ops.
+"""Operators and methods of :class:`~fastnn.ops.tensor.Tensor`: the op table's methods
+(:mod:`fastnn.ops.table`) plus the operators, which are spelt differently.
 
 Kept apart from tensor.py so the class stays readable; imported once by
 ``fastnn/__init__.py``.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 from fastnn.ops import elementwise as m
 from fastnn.ops import movement, nnops
+from fastnn.ops.table import METHODS
 from fastnn.ops.tensor import Tensor
 
 
@@ -79,30 +81,13 @@ _METHODS = {
     "__ne__": _ne,
     "eq": _eq,
     "ne": _ne,
-    "exp": m.exp,
-    "log": m.log,
-    "sqrt": m.sqrt,
-    "abs": m.abs,
     "__abs__": m.abs,
-    "sign": m.sign,
-    "tanh": nnops.tanh,
-    "sigmoid": nnops.sigmoid,
-    "relu": nnops.relu,
-    "sum": movement.sum,
-    "mean": movement.mean,
-    "max": movement.max,
-    "argmax": movement.argmax,
-    "reshape": movement.reshape,
     "transpose": _transpose,
-    "contiguous": movement.contiguous,
-    "broadcast_to": movement.broadcast_to,
-    "matmul": nnops.matmul,
-    "softmax": nnops.softmax,
-    "log_softmax": nnops.log_softmax,
     "astype": m.astype,
 }
 
-for _name, _fn in _METHODS.items():
+
+for _name, _fn in {**METHODS, **_METHODS}.items():
     setattr(Tensor, _name, _fn)
 
 Tensor.T = property(lambda self: movement.transpose(self))

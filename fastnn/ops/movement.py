@@ -11,6 +11,7 @@ from fastnn.api.args import flag, integer, ints
 from fastnn.autograd.engine import attach
 from fastnn.autograd.grad_mode import is_anomaly_enabled
 from fastnn.ops.core import broadcast_shape
+from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
 
 
@@ -52,16 +53,19 @@ def _reduce(op: str, x: Tensor, axis, keepdims: bool) -> Tensor:
     return attach(out, op, (x,), (), (shape, axis, keepdims))
 
 
+@public(method=True)
 def sum(x: Tensor, axis=None, keepdims=False) -> Tensor:
     """Sum over ``axis`` (None = all)."""
     return _reduce("sum", x, axis, keepdims)
 
 
+@public(method=True)
 def mean(x: Tensor, axis=None, keepdims=False) -> Tensor:
     """Mean over ``axis`` (None = all); integer tensors give float32."""
     return _reduce("mean", x, axis, keepdims)
 
 
+@public(method=True)
 def max(x: Tensor, axis=None, keepdims=False) -> Tensor:
     """Max over ``axis`` (None = all); ties share the gradient evenly."""
     axes = normalize_axis("max", axis, x.ndim)
@@ -70,6 +74,7 @@ def max(x: Tensor, axis=None, keepdims=False) -> Tensor:
     return _reduce("max", x, axis, keepdims)
 
 
+@public(method=True)
 def argmax(x: Tensor, axis: int = -1) -> Tensor:
     """Index of the maximum along ``axis`` as an int64 tensor (no gradient).
 
@@ -101,6 +106,7 @@ def _resolve_shape(op, shape, size: int) -> tuple:
     return shape
 
 
+@public(method=True)
 def reshape(x: Tensor, *shape) -> Tensor:
     """Same elements, new shape (one -1 allowed)."""
     if len(shape) == 1 and not isinstance(shape[0], numbers.Integral):
@@ -113,6 +119,7 @@ def reshape(x: Tensor, *shape) -> Tensor:
     return attach(out, "reshape", (x,), (), old)
 
 
+@public()
 def transpose(x: Tensor, axes=None) -> Tensor:
     """Permute axes; ``axes=None`` reverses them (``x.T``)."""
     n = x.ndim
@@ -128,6 +135,7 @@ def transpose(x: Tensor, axes=None) -> Tensor:
     return attach(out, "transpose", (x,), (), axes)
 
 
+@public(method=True)
 def broadcast_to(x: Tensor, shape) -> Tensor:
     """A view of ``x`` broadcast to ``shape`` (NumPy rules)."""
     shape = ints("broadcast_to", "shape", shape)
@@ -137,12 +145,14 @@ def broadcast_to(x: Tensor, shape) -> Tensor:
     return attach(out, "broadcast_to", (x,))
 
 
+@public(method=True, functional=False)
 def contiguous(x: Tensor) -> Tensor:
     """A C-contiguous copy (or ``x``'s own data when it already is one)."""
     out = Tensor._make(x._device.ops.contiguous(x._data), x._dtype, x._device)
     return attach(out, "contiguous", (x,))
 
 
+@public()
 def one_hot(targets: Tensor, num_classes: int, dtype=dtypes.float32) -> Tensor:
     """(..., num_classes) with 1 at each target index; checks that targets are in range."""
     if isinstance(num_classes, bool) or not isinstance(num_classes, numbers.Integral):

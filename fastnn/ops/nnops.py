@@ -1,4 +1,4 @@
-"""Neural-network ops on tensors: matmul, conv1d, activations, softmax, RMS division.
+"""Neural-network ops on tensors: matmul, linear, conv1d, softmax, RMS division.
 
 Fused ops (softmax, cross-entropy, rms_div, bias_act) call the backend's fused
 hook when it has one and the core's composite default otherwise; either way
@@ -10,14 +10,15 @@ from __future__ import annotations
 import numbers
 
 from fastnn.api import dtypes
-from fastnn.api.args import integer, nonnegative, real
+from fastnn.api.args import integer, nonnegative
 from fastnn.autograd.engine import attach
+from fastnn.ops.activations import activation as _activation_op
+from fastnn.ops.activations import bias_act
 from fastnn.ops.core import astype, broadcast_shape, check_same_device
 from fastnn.ops.elementwise import align
 from fastnn.ops.movement import check_targets, reshape
+from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
-
-ACTIVATIONS = ("relu", "leaky_relu", "sigmoid", "tanh", "silu", "gelu", "softplus", "identity")
 
 
 def _float_pair(op, a, b):
@@ -27,6 +28,7 @@ def _float_pair(op, a, b):
     return align(op, a, b)
 
 
+@public(method=True, top=True)
 def matmul(a: Tensor, b: Tensor) -> Tensor:
     """Matrix product with NumPy semantics (batched, broadcasting; 1-D operands promoted)."""
     a, b = _float_pair("matmul", a, b)
@@ -53,6 +55,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     return out
 
 
+@public()
 def linear(x: Tensor, weight: Tensor, bias=None, activation: str = "identity") -> Tensor:
     """activation(x @ weight.T + bias), weight (out, in) as in PyTorch.
 
@@ -74,13 +77,14 @@ def linear(x: Tensor, weight: Tensor, bias=None, activation: str = "identity") -
             raise TypeError(f"linear: bias must be a Tensor or None, got {type(bias).__name__}; "
                             "convert it with fnn.tensor(...)")
         return bias_act(out, bias, activation)
-    return out if activation == "identity" else globals()["activation"](activation, out)
+    return out if activation == "identity" else _activation_op(activation, out)
 
 
 def _positive_int(op, name, value, minimum):
     return integer(op, name, value, minimum)  # also refuses True, which is no stride
 
 
+@public()
 def conv1d(x: Tensor, weight: Tensor, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-D cross-correlation as PyTorch's conv1d: x (N, C_in, L), weight (C_out, C_in/groups, K)."""
     x, weight = _float_pair("conv1d", x, weight)
@@ -123,75 +127,6 @@ def conv1d(x: Tensor, weight: Tensor, bias=None, stride=1, padding=0, dilation=1
     return out
 
 
-def _activation(kind: str, x: Tensor, slope=0.0) -> Tensor:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{kind}: expected a Tensor, got {type(x).__name__}")
-    if not x._dtype.is_floating:
-        x = astype(x, dtypes.float32)
-    ops = x._device.ops
-    data = ops.leaky_relu(x._data, slope) if kind == "leaky_relu" else getattr(ops, kind)(x._data)
-    out = Tensor._make(data, x._dtype, x._device)
-    return attach(out, kind, (x,), (x._data, data), slope if kind == "leaky_relu" else None)
-
-
-def relu(x):
-    return _activation("relu", x)
-
-
-def leaky_relu(x, slope=0.01):
-    return _activation("leaky_relu", x, real("leaky_relu", "slope", slope))
-
-
-def sigmoid(x):
-    return _activation("sigmoid", x)
-
-
-def tanh(x):
-    return _activation("tanh", x)
-
-
-def gelu(x):
-    """Exact GELU (with erf), as PyTorch's default."""
-    return _activation("gelu", x)
-
-
-def silu(x):
-    return _activation("silu", x)
-
-
-def softplus(x):
-    return _activation("softplus", x)
-
-
-def activation(kind: str, x: Tensor, slope=0.01) -> Tensor:
-    """Apply the activation named ``kind`` (one of ACTIVATIONS)."""
-    _check_kind("activation", kind)
-    slope = real("activation", "slope", slope)
-    if kind == "identity":
-        return x
-    return _activation(kind, x, slope if kind == "leaky_relu" else 0.0)
-
-
-def _check_kind(op: str, kind) -> None:
-    if not isinstance(kind, str):
-        raise TypeError(f"{op}: kind must be the name of an activation ({', '.join(ACTIVATIONS)}"
-                        f"), got {type(kind).__name__}; is the order of the arguments right?")
-    if kind not in ACTIVATIONS:
-        raise ValueError(f"unknown activation {kind!r}; choose one of {', '.join(ACTIVATIONS)}")
-
-
-def bias_act(x: Tensor, bias: Tensor, kind: str = "identity", slope=0.01) -> Tensor:
-    """activation(x + bias) in one fused hook; bias is (features,) along the last axis."""
-    x, bias = _float_pair("bias_act", x, bias)
-    _check_kind("bias_act", kind)
-    if bias.ndim != 1 or not x.ndim or bias.shape[0] != x.shape[-1]:
-        raise ValueError(f"bias_act: bias {bias.shape} does not match the last axis of {x.shape}")
-    slope = real("bias_act", "slope", slope)
-    data = x._device.ops.bias_act(x._data, bias._data, kind, slope)
-    out = Tensor._make(data, x._dtype, x._device)
-    return attach(out, "bias_act", (x, bias), (x._data, bias._data, data), (kind, slope))
-
-
 def _floating(op: str, x) -> Tensor:
     """``x`` itself when floating point, else cast to float32 (as the activations do)."""
     if not isinstance(x, Tensor):
@@ -207,6 +142,7 @@ def _axis(op, x, axis):
     return axis % x.ndim
 
 
+@public(method=True)
 def softmax(x: Tensor, axis=-1) -> Tensor:
     """exp(x) / sum(exp(x)) along ``axis``, computed stably."""
     x = _floating("softmax", x)
@@ -215,6 +151,7 @@ def softmax(x: Tensor, axis=-1) -> Tensor:
     return attach(Tensor._make(data, x._dtype, x._device), "softmax", (x,), (data,), axis)
 
 
+@public(method=True)
 def log_softmax(x: Tensor, axis=-1) -> Tensor:
     """x - logsumexp(x) along ``axis``, computed stably."""
     x = _floating("log_softmax", x)
@@ -223,6 +160,7 @@ def log_softmax(x: Tensor, axis=-1) -> Tensor:
     return attach(Tensor._make(data, x._dtype, x._device), "log_softmax", (x,), (data,), axis)
 
 
+@public()
 def rms_div(x: Tensor, eps=1e-6) -> Tensor:
     """x / sqrt(mean(x**2 over the last axis) + eps)."""
     x = _floating("rms_div", x)

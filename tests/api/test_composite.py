@@ -26,7 +26,7 @@ def _close(a, b):
 
 
 def test_every_fused_hook_has_a_composite():
-    for name in hookspec.FUSED:
+    for name in hookspec.OPS:
         assert callable(getattr(composite, name)), name
 
 

@@ -9,7 +9,7 @@ import pytest
 
 import fastnn as fnn
 from fastnn import nn
-from fastnn.ops.nnops import ACTIVATIONS
+from fastnn.ops.activations import ACTIVATIONS
 
 F64 = fnn.float64
 FEAT = 5
