@@ -15,7 +15,7 @@ from __future__ import annotations
 import numbers
 
 from fastnn.api import dtypes, hookspec
-from fastnn.api.args import integer, real
+from fastnn.api.args import integer, nonnegative, real
 from fastnn.api.composite import activation_grad
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.linear import check_features, sum_leading
@@ -29,6 +29,10 @@ class Activation(Module):
 
     def __init__(self, kind: str = "relu", slope: float = 0.01):
         super().__init__()
+        if not isinstance(kind, str):
+            raise TypeError(f"Activation: kind must be the name of an activation, one of "
+                            f"{', '.join(activations.ACTIVATIONS)}; got {type(kind).__name__} "
+                            f"{kind!r}")
         if kind not in activations.ACTIVATIONS:
             raise ValueError(
                 f"Activation: unknown kind {kind!r}; choose one of "
@@ -60,8 +64,7 @@ class Softmax(Module):
 
     def __init__(self, axis: int = -1, temperature: float = 1.0):
         super().__init__()
-        if not temperature > 0:
-            raise ValueError(f"Softmax: temperature must be > 0, got {temperature}")
+        temperature = nonnegative("Softmax", "temperature", temperature, zero=False)
         if isinstance(axis, bool) or not isinstance(axis, numbers.Integral):
             raise TypeError(f"Softmax: axis must be an int, got {axis!r}")
         self.axis, self.temperature = int(axis), float(temperature)
@@ -92,7 +95,8 @@ class Swish(Module):
     def __init__(self, features: int, init: float = 1.0, dtype=None, device=None):
         super().__init__()
         self.features = integer("Swish", "features", features)
-        self.beta = const_init((self.features,), float(init), "activation", dtype, device)
+        self.beta = const_init((self.features,), real("Swish", "init", init), "activation",
+                               dtype, device)
 
     def extra_repr(self) -> str:
         return str(self.features)
@@ -148,7 +152,8 @@ class Dropout(Module):
         check_tensor("Dropout", x)
         if not self._active():
             return x
-        self.seed = int(host_rng().integers(2**31)) if seed is None else int(seed)
+        self.seed = (int(host_rng().integers(2**31)) if seed is None
+                     else integer("Dropout", "seed", seed, 0))
         return x * self._scaled_mask(x, self.seed)
 
     def reverse(self, x, grad_out, seed=None):
@@ -156,7 +161,7 @@ class Dropout(Module):
         if not self._active():
             return grad_out, {}
         if seed is not None:
-            self.seed = int(seed)
+            self.seed = integer("Dropout.reverse", "seed", seed, 0)
         elif self.seed is None:
             self.seed = int(host_rng().integers(2**31))
         with no_grad():

@@ -20,14 +20,17 @@ module's ``named_parameters()`` names (dotted paths for containers, e.g.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import numpy as np
 
 from fastnn.api import dtypes
+from fastnn.api.args import flag
 from fastnn.api.device import as_device
 from fastnn.api.dtypes import as_dtype
 from fastnn.api.errors import DeviceMismatchError
 from fastnn.autograd.grad_mode import enable_grad, no_grad
+from fastnn.ops.convert import host_array
 from fastnn.ops.tensor import Tensor, host_rng
 
 PARAM_CLASSES = ("connective", "bias", "activation", "other")
@@ -66,7 +69,10 @@ class Parameter(Tensor):
             raise TypeError(f"Parameter: dtype must be floating point, got {dtype}")
         dev = as_device(device)
         dev.check_dtype(dtype, "Parameter")
-        host = np.asarray(array, dtype=dtype.numpy)
+        if array is None:
+            raise TypeError("Parameter: data is None; pass a Tensor, a NumPy array or a nested "
+                            "list of numbers")
+        host = host_array("Parameter", array, dtype)
         p = cls._make(dev.ops.from_numpy(host, dev.index), dtype, dev)
         p.requires_grad = True
         p.param_class = param_class
@@ -232,13 +238,19 @@ class Module:
         Every name must match and every shape agree; otherwise nothing is
         loaded and one ValueError lists all the problems.
         """
+        if not isinstance(state, Mapping):
+            raise TypeError(
+                f"{type(self).__name__}.load_state_dict: state must be a dict of name -> array "
+                f"(as model.state_dict() or fnn.load(path)['model'] give), got "
+                f"{type(state).__name__}"
+            )
         own = dict(self.named_parameters())
         missing = [n for n in own if n not in state]
         unexpected = [n for n in state if n not in own]
         mismatched = []
         for name, p in own.items():
             if name in state:
-                shape = tuple(np.shape(state[name]))
+                shape = _shape_of_value(type(self).__name__, name, state[name])
                 if shape != p.shape:
                     mismatched.append(f"{name}: checkpoint {shape}, model {p.shape}")
         if missing or unexpected or mismatched:
@@ -259,8 +271,8 @@ class Module:
         for name, p in own.items():
             value = state[name]
             try:
-                host = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
-                host = np.asarray(host, dtype=p._dtype.numpy)
+                host = value.numpy() if isinstance(value, Tensor) else value
+                host = host_array("the value", host, p._dtype)
             except (TypeError, ValueError) as exc:
                 raise TypeError(
                     f"{type(self).__name__}.load_state_dict: {name!r} cannot become "
@@ -290,6 +302,7 @@ class Module:
         return self
 
     def train(self, mode: bool = True) -> Module:
+        mode = flag(f"{type(self).__name__}.train", "mode", mode)
         for _, mod in self.named_modules():
             object.__setattr__(mod, "training", bool(mode))
         return self
@@ -330,6 +343,11 @@ class Module:
                 f"returns second (grad_x, self_grads = layer.reverse(x, g)), got "
                 f"{type(self_grads).__name__}"
             )
+        if not callable(getattr(optimizer, "apply_gradients", None)):
+            raise TypeError(
+                f"{type(self).__name__}.apply: optimizer must be a fastnn optimizer (e.g. "
+                f"fnn.optim.SGD(model.parameters(), lr=0.1)), got {type(optimizer).__name__}"
+            )
         params = dict(self.named_parameters())
         unknown = [n for n in self_grads if n not in params]
         if unknown:
@@ -338,6 +356,21 @@ class Module:
                 f"of this module (it has {list(params)})"
             )
         optimizer.apply_gradients([(params[n], g) for n, g in self_grads.items()])
+
+
+def _shape_of_value(owner: str, name: str, value) -> tuple:
+    """The shape of one state-dict value; TypeError/ValueError naming the key for a value
+    that has none (None, ragged lists), which np.shape would call () or fail on."""
+    if isinstance(value, Tensor):
+        return value.shape
+    if value is None:
+        raise TypeError(f"{owner}.load_state_dict: {name!r} is None; give an array (a state "
+                        "dict from model.state_dict() or fnn.load)")
+    try:
+        return tuple(np.shape(value))
+    except ValueError:
+        raise ValueError(f"{owner}.load_state_dict: {name!r} is a ragged nested list, not an "
+                         "array; nothing was loaded") from None
 
 
 def _zeros_like(t: Tensor) -> Tensor:

@@ -12,7 +12,7 @@ Reverse rules (g = dL/dy, means over the last axis, F features):
 
 from __future__ import annotations
 
-from fastnn.api.args import integer
+from fastnn.api.args import flag, integer, nonnegative
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.linear import check_features, sum_leading
 from fastnn.nn.module import Module, check_grad, check_tensor, const_init
@@ -34,7 +34,7 @@ class RMSDiv(Module):
 
     def __init__(self, eps: float = 1e-6):
         super().__init__()
-        self.eps = float(eps)
+        self.eps = nonnegative(type(self).__name__, "eps", eps)
 
     def extra_repr(self) -> str:
         return f"eps={self.eps}"
@@ -55,7 +55,7 @@ class RMSNorm(Module):
     def __init__(self, features: int, eps: float = 1e-6, dtype=None, device=None):
         super().__init__()
         self.features = integer(type(self).__name__, "features", features)
-        self.eps = float(eps)
+        self.eps = nonnegative(type(self).__name__, "eps", eps)
         self.weight = const_init((self.features,), 1.0, "connective", dtype, device)
 
     def extra_repr(self) -> str:
@@ -85,8 +85,8 @@ class LayerNorm(Module):
                  dtype=None, device=None):
         super().__init__()
         self.features = integer(type(self).__name__, "features", features)
-        self.eps = float(eps)
-        self.affine = bool(elementwise_affine)
+        self.eps = nonnegative(type(self).__name__, "eps", eps)
+        self.affine = flag("LayerNorm", "elementwise_affine", elementwise_affine)
         if self.affine:
             self.weight = const_init((self.features,), 1.0, "connective", dtype, device)
             self.bias = const_init((self.features,), 0.0, "bias", dtype, device)

@@ -151,7 +151,9 @@ def compare(op: str, a, b) -> Tensor:
 def where(cond: Tensor, a, b) -> Tensor:
     """Elementwise ``a if cond else b`` (cond a bool tensor)."""
     if not isinstance(cond, Tensor) or cond._dtype is not dtypes.bool_:
-        raise TypeError("where: cond must be a bool tensor (e.g. x > 0)")
+        given = (f"a {cond._dtype.name} tensor" if isinstance(cond, Tensor) else
+                 type(cond).__name__)
+        raise TypeError(f"where: cond must be a bool tensor (e.g. x > 0), got {given}")
     if not isinstance(a, Tensor):
         if not isinstance(b, Tensor):
             raise TypeError("where: a or b must be a Tensor")

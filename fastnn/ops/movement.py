@@ -7,7 +7,7 @@ import math
 import numbers
 
 from fastnn.api import dtypes
-from fastnn.api.args import ints
+from fastnn.api.args import flag, ints
 from fastnn.autograd.engine import attach
 from fastnn.autograd.grad_mode import is_anomaly_enabled
 from fastnn.ops.core import broadcast_shape
@@ -42,6 +42,8 @@ def _reduce(op: str, x: Tensor, axis, keepdims: bool) -> Tensor:
     shape = x._data.shape
     if axis is not None:
         axis = normalize_axis(op, axis, len(shape))
+    if type(keepdims) is not bool:
+        keepdims = flag(op, "keepdims", keepdims)
     if not x._dtype.is_floating and op == "mean":
         x = x.to(dtypes.float32)
     elif x._dtype is dtypes.bool_ and op == "sum":
@@ -171,8 +173,8 @@ def one_hot(targets: Tensor, num_classes: int, dtype=dtypes.float32) -> Tensor:
             raise ValueError("one_hot: num_classes=-1 needs a non-empty targets tensor")
         ops = targets._device.ops
         num_classes = builtins.max(int(ops.to_numpy(ops.max(targets._data, None, False))) + 1, 1)
-    elif num_classes < 0:
-        raise ValueError(f"one_hot: num_classes must be >= 0, or -1 to infer it, "
+    elif num_classes < 1:
+        raise ValueError(f"one_hot: num_classes must be an integer >= 1, or -1 to infer it, "
                          f"got {num_classes}")
     check_targets("one_hot", targets, num_classes)
     dtype = dtypes.as_dtype(dtype)
@@ -183,7 +185,10 @@ def one_hot(targets: Tensor, num_classes: int, dtype=dtypes.float32) -> Tensor:
 def check_targets(op: str, targets: Tensor, num_classes: int) -> None:
     """Integer class targets in [0, num_classes), or a clear error."""
     if not isinstance(targets, Tensor) or targets._dtype not in (dtypes.int64, dtypes.int32):
-        raise TypeError(f"{op}: targets must be an int64 or int32 tensor of class indices")
+        given = (f"a {targets._dtype.name} tensor" if isinstance(targets, Tensor) else
+                 type(targets).__name__)
+        raise TypeError(f"{op}: targets must be an int64 or int32 tensor of class indices, got "
+                        f"{given}; make them with fnn.tensor(labels, dtype=fnn.int64)")
     backend = targets._device.backend
     if targets.numel() and (backend.record.host_memory or is_anomaly_enabled()):
         # NOTE: on a device this would be a host round trip per step, so device

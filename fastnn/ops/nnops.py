@@ -10,6 +10,7 @@ from __future__ import annotations
 import numbers
 
 from fastnn.api import dtypes
+from fastnn.api.args import integer, nonnegative
 from fastnn.autograd.engine import attach
 from fastnn.ops.activations import activation as _activation_op
 from fastnn.ops.activations import bias_act
@@ -78,14 +79,15 @@ def linear(x: Tensor, weight: Tensor, bias=None, activation: str = "identity") -
     out = attach(Tensor._make(data, x._dtype, x._device), "linear", (x, weight),
                  (x._data, weight._data))
     if bias is not None:
+        if not isinstance(bias, Tensor):
+            raise TypeError(f"linear: bias must be a Tensor or None, got {type(bias).__name__}; "
+                            "convert it with fnn.tensor(...)")
         return bias_act(out, bias, activation)
     return out if activation == "identity" else _activation_op(activation, out)
 
 
 def _positive_int(op, name, value, minimum):
-    if not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{op}: {name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
+    return integer(op, name, value, minimum)  # also refuses True, which is no stride
 
 
 @public()
@@ -170,7 +172,7 @@ def rms_div(x: Tensor, eps=1e-6) -> Tensor:
     x = _floating("rms_div", x)
     if x.ndim == 0:
         raise ValueError("rms_div: needs at least one axis")
-    data, r = x._device.ops.rms_div(x._data, float(eps))
+    data, r = x._device.ops.rms_div(x._data, nonnegative("rms_div", "eps", eps))
     return attach(Tensor._make(data, x._dtype, x._device), "rms_div", (x,), (data, r))
 
 

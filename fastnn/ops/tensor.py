@@ -8,12 +8,13 @@ import numbers
 import numpy as np
 
 from fastnn.api import dtypes, registry
-from fastnn.api.args import integer, ints
+from fastnn.api.args import flag, integer, ints
 from fastnn.api.device import Device, as_device, get_device
 from fastnn.api.dtypes import DType, as_dtype
 from fastnn.api.errors import BackendError
 from fastnn.autograd import engine
 from fastnn.ops import core
+from fastnn.ops.convert import _wider, host_array
 
 
 class Tensor:
@@ -46,13 +47,14 @@ class Tensor:
         return self._requires_grad
 
     @requires_grad.setter
-    def requires_grad(self, flag) -> None:
-        if flag and not self._dtype.is_floating:
+    def requires_grad(self, value) -> None:
+        value = flag("requires_grad", "the value", value)
+        if value and not self._dtype.is_floating:
             raise TypeError(
                 f"only floating-point tensors can require grad, not {self._dtype.name}; "
                 f"convert with .to(fnn.float32) first"
             )
-        self._requires_grad = bool(flag)
+        self._requires_grad = value
 
     @property
     def grad(self):
@@ -214,8 +216,12 @@ class Tensor:
                 )
             grad_data = ops.full(self.shape, 1.0, self._dtype.name, self._device.index)
         else:
-            g = grad if isinstance(grad, Tensor) else tensor(grad, dtype=self._dtype,
-                                                              device=self._device)
+            try:
+                g = grad if isinstance(grad, Tensor) else tensor(grad, dtype=self._dtype,
+                                                                  device=self._device)
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"backward: grad must be a Tensor or array-like of numbers "
+                                f"shaped {self.shape}; {exc}") from None
             if g.shape != self.shape:
                 raise ValueError(f"backward: grad has shape {g.shape}, expected {self.shape}")
             core.check_same_device("backward", self, g)
@@ -252,7 +258,7 @@ _default_rng = np.random.default_rng()
 def manual_seed(seed: int) -> None:
     """Seed fastnn's host generator (used by randn without seed= and by layer init)."""
     global _default_rng
-    _default_rng = np.random.default_rng(seed)
+    _default_rng = np.random.default_rng(integer("manual_seed", "seed", seed, 0))
 
 
 def host_rng() -> np.random.Generator:
@@ -279,10 +285,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
             dtype, data = _infer(data)
     else:
         dtype = as_dtype(dtype)
-    try:
-        host = np.asarray(data, dtype=dtype.numpy)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"tensor: cannot convert {type(data).__name__} to {dtype}: {exc}") from None
+    requires_grad = flag("tensor", "requires_grad", requires_grad)
+    host = host_array("tensor", data, dtype)
     dev = as_device(device)
     dev.check_dtype(dtype, "tensor")
     out = Tensor._make(dev.ops.from_numpy(host, dev.index), dtype, dev)
@@ -315,7 +319,7 @@ def _infer(data):
 def _shape_of(op: str, shape) -> tuple:
     shape = ints(op, "shape", shape)
     if any(n < 0 for n in shape):
-        raise ValueError(f"negative dimension in shape {shape}")
+        raise ValueError(f"{op}: negative dimension in shape {shape}; sizes must be >= 0")
     return shape
 
 
@@ -324,12 +328,20 @@ def full(shape, value, dtype=dtypes.float32, device=None, requires_grad=False) -
     dtype, dev = as_dtype(dtype), as_device(device)
     if not isinstance(value, numbers.Real):
         raise TypeError(f"full: value must be a real number, got {type(value).__name__} {value!r}")
+    requires_grad = flag("full", "requires_grad", requires_grad)
     if dtype.is_floating:
-        value = float(value)
+        try:
+            value = float(value)
+        except OverflowError:  # an int beyond float64, as NumPy rounds it
+            value = math.inf if value > 0 else -math.inf
     else:  # as NumPy: truncated toward zero; NaN and Inf have no integer value
         if not math.isfinite(value):
             raise ValueError(f"full: {value!r} cannot be stored in {dtype.name}")
         value = bool(value) if dtype.name == "bool" else int(value)
+        info = np.iinfo(dtype.numpy) if dtype.name != "bool" else None
+        if info is not None and not info.min <= value <= info.max:
+            raise ValueError(f"full: value {value} does not fit in {dtype.name} ([{info.min}, "
+                             f"{info.max}]); use {_wider(dtype)}")
     dev.check_dtype(dtype, "full")
     data = dev.ops.full(_shape_of("full", shape), value, dtype.name, dev.index)
     out = Tensor._make(data, dtype, dev)
