@@ -133,18 +133,22 @@ def _activation(kind: str, x: Tensor, slope=0.0) -> Tensor:
 
 
 def relu(x):
+    """max(x, 0), elementwise."""
     return _activation("relu", x)
 
 
 def leaky_relu(x, slope=0.01):
+    """x where x > 0, else slope * x, elementwise."""
     return _activation("leaky_relu", x, real("leaky_relu", "slope", slope))
 
 
 def sigmoid(x):
+    """1 / (1 + exp(-x)), elementwise."""
     return _activation("sigmoid", x)
 
 
 def tanh(x):
+    """The hyperbolic tangent of x, elementwise."""
     return _activation("tanh", x)
 
 
@@ -154,10 +158,12 @@ def gelu(x):
 
 
 def silu(x):
+    """x * sigmoid(x) (SiLU, also called swish), elementwise."""
     return _activation("silu", x)
 
 
 def softplus(x):
+    """log(1 + exp(x)), elementwise (a smooth relu)."""
     return _activation("softplus", x)
 
 

@@ -318,10 +318,12 @@ def full(shape, value, dtype=dtypes.float32, device=None, requires_grad=False) -
 
 
 def zeros(shape, dtype=dtypes.float32, device=None, requires_grad=False) -> Tensor:
+    """A tensor of ``shape`` filled with 0 (float32 on the current device by default)."""
     return full(shape, 0, dtype, device, requires_grad)
 
 
 def ones(shape, dtype=dtypes.float32, device=None, requires_grad=False) -> Tensor:
+    """A tensor of ``shape`` filled with 1 (float32 on the current device by default)."""
     return full(shape, 1, dtype, device, requires_grad)
 
 
