@@ -21,22 +21,28 @@ pytestmark = [
 ]
 
 
-def test_ctrl_c_keeps_the_finished_epochs_and_says_so_once(tmp_path):
-    path = tmp_path / "model.safetensors"
-    train = [sys.executable, "-c", MAIN, "train", "--checkpoint", str(path)]
-    proc = subprocess.Popen([*train, "--epochs", "100000"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+def interrupt_training(*options, after_epoch: int):
+    """Run ``fastnn train --epochs 100000 OPTIONS``, send SIGINT once the line of
+    ``after_epoch`` is out; return (exit status, stdout, stderr)."""
+    argv = [sys.executable, "-c", MAIN, "train", "--epochs", "100000", *options]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
         line = ""
-        while not line.split()[1:2] == ["3/100000"]:  # mid-training, past two epochs
+        while not line.split()[1:2] == [f"{after_epoch}/100000"]:
             line = proc.stdout.readline()
             assert line and time.monotonic() < deadline, "training did not start"
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
-    assert proc.returncode == 130
+    return proc.returncode, out, err
+
+
+def test_ctrl_c_keeps_the_finished_epochs_and_says_so_once(tmp_path):
+    path = tmp_path / "model.safetensors"
+    code, out, err = interrupt_training("--checkpoint", str(path), after_epoch=3)
+    assert code == 130
     assert (out + err).count("interrupted") == 1  # one note, on stderr
     note = re.search(r"interrupted in epoch (\d+); (\S+) holds the first (\d+) epochs "
                      r"\(continue with --resume\)", err)
@@ -49,17 +55,6 @@ def test_ctrl_c_keeps_the_finished_epochs_and_says_so_once(tmp_path):
 
 
 def test_ctrl_c_without_a_checkpoint_says_nothing_was_kept():
-    proc = subprocess.Popen([sys.executable, "-c", MAIN, "train", "--epochs", "100000"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 60
-        line = ""
-        while not line.startswith("epoch"):
-            line = proc.stdout.readline()
-            assert line and time.monotonic() < deadline, "training did not start"
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
-    assert proc.returncode == 130 and (out + err).count("interrupted") == 1
+    code, out, err = interrupt_training(after_epoch=1)
+    assert code == 130 and (out + err).count("interrupted") == 1
     assert "nothing saved (--checkpoint PATH keeps epochs)" in err
