@@ -220,6 +220,7 @@ def abs(x):
 
 
 def sign(x):
+    """-1, 0 or 1 by the sign of x, elementwise (0 at 0)."""
     return unary("sign", x)
 
 
