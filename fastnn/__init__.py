@@ -24,6 +24,7 @@ __all__ = [
     "float32", "float64",
     "full", "functional", "get_device", "int32", "int64", "is_grad_enabled", "manual_seed",
     "no_grad", "ones", "rand", "randn", "tensor", "use", "zeros",
+    "load", "nn", "optim", "save",  # loaded on first use (__getattr__ below)
 ]
 __all__ += sorted(set(_TOP) - set(__all__))
 

@@ -34,6 +34,8 @@ from fastnn.ops.convert import host_array
 from fastnn.ops.tensor import Tensor, host_rng
 
 PARAM_CLASSES = ("connective", "bias", "activation", "other")
+"""The roles a Parameter may play (``Parameter.param_class``): optimizers apply weight
+decay and L1 to connective parameters only, and scale learning rates per class."""
 
 
 class Parameter(Tensor):
@@ -187,6 +189,7 @@ class Module:
 
     # ------------------------------------------------------------ forward
     def forward(self, x):
+        """The layer's output for input ``x``; what ``layer(x)`` calls. Every layer defines it."""
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *args, **kwargs):
@@ -195,6 +198,7 @@ class Module:
         return self.forward(*args, **kwargs)
 
     def extra_repr(self) -> str:
+        """The arguments shown inside the layer's repr, e.g. ``in_features=4, out_features=2``."""
         return ""
 
     def __repr__(self) -> str:
@@ -204,9 +208,11 @@ class Module:
 
     # ------------------------------------------------------------ parameters
     def children(self):
+        """An iterator over the direct sub-modules."""
         return iter(self._modules.values())
 
     def named_modules(self, prefix: str = ""):
+        """(dotted name, module) pairs of this module (name ``prefix``) and every sub-module."""
         yield prefix, self
         for name, mod in self._modules.items():
             yield from mod.named_modules(f"{prefix}.{name}" if prefix else name)
@@ -221,9 +227,11 @@ class Module:
                     yield (f"{mod_name}.{name}" if mod_name else name), p
 
     def parameters(self):
+        """Every parameter of this module and its sub-modules, each once, as a list."""
         return [p for _, p in self.named_parameters()]
 
     def zero_grad(self) -> None:
+        """Set every parameter's ``.grad`` to None."""
         for p in self.parameters():
             p.grad = None
 
@@ -302,12 +310,15 @@ class Module:
         return self
 
     def train(self, mode: bool = True) -> Module:
+        """Set training mode (``mode=False``: evaluation) on this module and every sub-module;
+        returns self."""
         mode = flag(f"{type(self).__name__}.train", "mode", mode)
         for _, mod in self.named_modules():
             object.__setattr__(mod, "training", bool(mode))
         return self
 
     def eval(self) -> Module:
+        """Evaluation mode (Dropout passes its input through): ``train(False)``."""
         return self.train(False)
 
     # ------------------------------------------------------------ reversible pair

@@ -92,6 +92,8 @@ def _check_scalar(op, value):
 
 @public(method=True)
 def add(a, b):
+    """a + b, elementwise, with NumPy broadcasting and PyTorch's type promotion
+    (either side may be a Python number)."""
     return binary("add", a, b)
 
 
@@ -105,32 +107,38 @@ def _no_bool(op: str, *operands) -> None:
 
 @public(method=True)
 def sub(a, b):
+    """a - b, elementwise, broadcast (not defined on bool tensors)."""
     _no_bool("sub", a, b)
     return binary("sub", a, b)
 
 
 @public(method=True)
 def mul(a, b):
+    """a * b, elementwise, broadcast."""
     return binary("mul", a, b, lambda x, y, out: (x, y))
 
 
 @public(method=True)
 def div(a, b):
+    """a / b, elementwise true division, broadcast (integers give a float result)."""
     return binary("div", a, b, lambda x, y, out: (y, out))
 
 
 @public(method=True)
 def pow(a, b):
+    """a ** b, elementwise, broadcast; gradients flow to both a and b."""
     return binary("pow", a, b, lambda x, y, out: (x, y, out))
 
 
 @public(method=True, top=True)
 def maximum(a, b):
+    """The elementwise larger of a and b, broadcast."""
     return binary("maximum", a, b, lambda x, y, out: (x, y))
 
 
 @public(method=True, top=True)
 def minimum(a, b):
+    """The elementwise smaller of a and b, broadcast."""
     return binary("minimum", a, b, lambda x, y, out: (x, y))
 
 
@@ -193,35 +201,42 @@ def unary(op: str, x: Tensor, save_input=False, save_output=False) -> Tensor:
 
 @public(method=True)
 def neg(x):
+    """-x, elementwise (not defined on bool tensors)."""
     _no_bool("neg", x)
     return unary("neg", x)
 
 
 @public(method=True)
 def exp(x):
+    """e ** x, elementwise."""
     return unary("exp", x, save_output=True)
 
 
 @public(method=True)
 def log(x):
+    """The natural logarithm of x, elementwise (-inf at 0, NaN below)."""
     return unary("log", x, save_input=True)
 
 
 @public(method=True)
 def sqrt(x):
+    """The square root of x, elementwise (NaN below 0)."""
     return unary("sqrt", x, save_output=True)
 
 
 @public(method=True)
 def abs(x):
+    """|x|, elementwise; its gradient at 0 is 0."""
     return unary("abs", x, save_input=True)
 
 
 @public(method=True)
 def sign(x):
+    """-1, 0 or 1 by the sign of x, elementwise (0 at 0)."""
     return unary("sign", x)
 
 
 @public(method=True)
 def erf(x):
+    """The Gauss error function 2/sqrt(pi) * integral of exp(-t**2) from 0 to x."""
     return unary("erf", x, save_input=True)

@@ -282,7 +282,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
         if isinstance(data, (np.ndarray, np.generic)):
             dtype = as_dtype(data.dtype)
         else:
-            dtype, data = _infer(data)
+            dtype = _infer(data)
     else:
         dtype = as_dtype(dtype)
     requires_grad = flag("tensor", "requires_grad", requires_grad)
@@ -295,25 +295,14 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
     return out
 
 
-def _infer(data):
-    """The dtype PyTorch infers for Python data (bools: bool, ints: int64, floats: float32,
-    the default float dtype), and the data as a host array; anything else (None, strings,
-    ragged lists) is a TypeError naming what was found."""
+def _infer(data) -> DType:
+    """The dtype PyTorch infers for Python data: bools -> bool, ints -> int64, anything else
+    -> float32 (the default float dtype); host_array then names what cannot be converted."""
     try:
-        host = np.asarray(data)
-    except ValueError as exc:  # ragged nesting
-        raise TypeError(f"tensor: data must be a rectangular nest of numbers: {exc}") from None
-    kind = host.dtype.kind
-    if kind == "b":
-        return dtypes.bool_, host
-    if kind in "iu":
-        return dtypes.int64, host
-    if kind == "f":
-        return dtypes.float32, host
-    found = sorted({type(v).__name__ for v in host.ravel().tolist()
-                    if not isinstance(v, (bool, int, float))}) if kind == "O" else [str(host.dtype)]
-    raise TypeError(f"tensor: data must hold numbers (bool, int or float), found "
-                    f"{', '.join(found) or host.dtype}; replace them, e.g. None with float('nan')")
+        kind = np.asarray(data).dtype.kind
+    except (TypeError, ValueError):
+        return dtypes.float32
+    return dtypes.bool_ if kind == "b" else dtypes.int64 if kind in "iu" else dtypes.float32
 
 
 def _shape_of(op: str, shape) -> tuple:
@@ -349,10 +338,12 @@ def full(shape, value, dtype=dtypes.float32, device=None, requires_grad=False) -
 
 
 def zeros(shape, dtype=dtypes.float32, device=None, requires_grad=False) -> Tensor:
+    """A tensor of ``shape`` filled with 0 (float32 on the current device by default)."""
     return full(shape, 0, dtype, device, requires_grad)
 
 
 def ones(shape, dtype=dtypes.float32, device=None, requires_grad=False) -> Tensor:
+    """A tensor of ``shape`` filled with 1 (float32 on the current device by default)."""
     return full(shape, 1, dtype, device, requires_grad)
 
 

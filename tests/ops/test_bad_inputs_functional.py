@@ -60,7 +60,7 @@ BAD = [
     ("max keepdims int", lambda: F.max(_x(), 0, 1), TypeError,
      r"max: keepdims must be True or False, got int 1"),
     ("one_hot num_classes 0", lambda: F.one_hot(_labels([0, 1]), 0), ValueError,
-     r"one_hot: num_classes must be an integer >= 1, got 0"),
+     r"one_hot: num_classes must be an integer >= 1, or -1 to infer it, got 0"),
     ("one_hot float targets", lambda: F.one_hot(fnn.tensor([0.0, 1.0]), 3), TypeError,
      r"one_hot: targets must be an int64 or int32 tensor of class indices, got a float32 "
      r"tensor; make them with fnn.tensor\(labels, dtype=fnn.int64\)"),
