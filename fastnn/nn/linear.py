@@ -180,8 +180,3 @@ class ScalarScale(Module):
     def forward(self, x):
         check_tensor("ScalarScale", x)
         return x * self.weight
-
-    def reverse(self, x, grad_out):
-        check_grad("ScalarScale", x, grad_out)
-        with no_grad():
-            return grad_out * self.weight, {"weight": (grad_out * x).sum()}

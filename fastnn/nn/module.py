@@ -323,27 +323,33 @@ class Module:
 
     # ------------------------------------------------------------ reversible pair
     def reverse(self, x: Tensor, grad_out: Tensor):
-        """(dL/dx, {name: dL/dparam}) given dL/dy, for y = self(x).
+        """(dL/dx, {name: dL/dparam}) given dL/dy, for y = self(x), from x alone.
 
-        Fallback for modules that only define ``forward``: one forward and
-        backward on a private tape (built-in layers override this with a
-        hand-derived gradient).
+        Derived from the layer's own forward: one forward and backward on a private tape,
+        leaving every ``.grad`` as it was. Layers override it only where a hand-written rule
+        measured faster (benchmarks/bench_reverse.py). Frozen parameters
+        (``requires_grad=False``) get no entry.
         """
-        params = dict(self.named_parameters())
-        saved = {name: p.grad for name, p in params.items()}
+        name = type(self).__name__
+        check_tensor(name, x)
+        if not x.dtype.is_floating:
+            raise TypeError(f"{name}.reverse: x must be floating point, got {x.dtype.name}")
+        params = {n: p for n, p in self.named_parameters() if p.requires_grad}
+        saved = {n: p.grad for n, p in params.items()}
         try:
             for p in params.values():
                 p.grad = None
             x_leaf = x.detach().requires_grad_(True)
             with enable_grad():
                 y = self.forward(x_leaf)
+            check_grad(name, x, grad_out, y.shape)
             y.backward(grad_out)
             grads = {n: (p.grad if p.grad is not None else _zeros_like(p))
                      for n, p in params.items()}
             grad_x = x_leaf.grad if x_leaf.grad is not None else _zeros_like(x)
         finally:
-            for name, p in params.items():
-                p.grad = saved[name]
+            for n, p in params.items():
+                p.grad = saved[n]
         return grad_x, grads
 
     def apply(self, optimizer, self_grads: dict) -> None:
@@ -366,7 +372,9 @@ class Module:
                 f"{type(self).__name__}.apply: gradients for {unknown} do not name parameters "
                 f"of this module (it has {list(params)})"
             )
-        optimizer.apply_gradients([(params[n], g) for n, g in self_grads.items()])
+        # a frozen parameter is updated by neither way of training
+        optimizer.apply_gradients([(params[n], g) for n, g in self_grads.items()
+                                   if params[n].requires_grad])
 
 
 def _shape_of_value(owner: str, name: str, value) -> tuple:
