@@ -60,11 +60,11 @@ def op_mix(device, seed: int) -> list:
 def conv1d_grads(device, seed: int) -> list:
     """conv1d forward and both gradients (backends keep work arrays for these)."""
     rng = np.random.default_rng(seed)
-    w = fnn.tensor(rng.standard_normal((5, 3, 3)).astype(np.float32), device=device,
+    w = fnn.tensor(rng.standard_normal((16, 8, 5)).astype(np.float32), device=device,
                    requires_grad=True)
     out = []
     for _ in range(5):
-        x = fnn.tensor(rng.standard_normal((4, 3, 32)).astype(np.float32), device=device,
+        x = fnn.tensor(rng.standard_normal((8, 8, 128)).astype(np.float32), device=device,
                        requires_grad=True)
         y = F.conv1d(x, w, padding=1)
         F.sum(y * y).backward()
