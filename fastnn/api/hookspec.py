@@ -334,10 +334,12 @@ def log_softmax(x: Array, axis: int) -> Array:
 
 @hookspec(firstresult=True)
 def softmax_cross_entropy(logits: Array, targets: Array) -> tuple[Array, Array]:
-    """Optional (fused). logits (N, C), int targets (N,) in range.
+    """Optional (fused). logits (N, C), int targets (N,).
 
     Returns (loss per row (N,), softmax probabilities (N, C)); the core
     uses the probabilities for the backward pass: (probs - one_hot) * grad.
+    A target outside [0, C) (the core checks them only on host-memory
+    backends) gives that row a NaN loss and must not be read as an index.
     """
 
 
@@ -375,8 +377,10 @@ def bias_act_backward(
 def softmax_cross_entropy_backward(probs: Array, targets: Array, grad: Array) -> Array:
     """Optional (fused). dL/dlogits of ``softmax_cross_entropy``: (probs - one_hot) * grad.
 
-    probs (N, C) as that hook returned them, int targets (N,) in range, grad
-    (N,) (dL/dloss per row; may be a broadcast view with stride 0).
+    probs (N, C) as that hook returned them, int targets (N,), grad (N,)
+    (dL/dloss per row; may be a broadcast view with stride 0). A target
+    outside [0, C) makes its whole row NaN, as its loss is, so that an
+    optimizer step cannot go ahead on finite, plausible gradients.
     """
 
 
