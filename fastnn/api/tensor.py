@@ -311,6 +311,7 @@ def full(shape, value, dtype=dtypes.float32, device=None, requires_grad=False) -
         if not math.isfinite(value):
             raise ValueError(f"full: {value!r} cannot be stored in {dtype.name}")
         value = bool(value) if dtype.name == "bool" else int(value)
+        dtypes.check_fits("full", value, dtype, "fill value")
     dev.check_dtype(dtype, "full")
     data = dev.ops.full(_shape_of("full", shape), value, dtype.name, dev.index)
     out = Tensor._make(data, dtype, dev)
