@@ -183,7 +183,8 @@ def div(a: Array, b: Array) -> Array:
 
 @hookspec(firstresult=True)
 def pow(a: Array, b: Array) -> Array:
-    """a ** b."""
+    """a ** b. Integers stay integers and wrap on overflow (as NumPy's); for b < 0 the
+    result is PyTorch's truncated 1 / a**|b|: 1 for a == 1, +-1 for a == -1, else 0."""
 
 
 @hookspec(firstresult=True)
@@ -229,7 +230,8 @@ def sum(x: Array, axis: Axes, keepdims: bool) -> Array:
 
 @hookspec(firstresult=True)
 def mean(x: Array, axis: Axes, keepdims: bool) -> Array:
-    """Mean over ``axis``. Size-0 axes give nan."""
+    """Mean over ``axis``. Size-0 axes give nan; inf where the sum in x's dtype
+    overflows (as NumPy and PyTorch give), however the backend accumulates."""
 
 
 @hookspec(firstresult=True)
@@ -278,7 +280,10 @@ def one_hot(indices: Array, num_classes: int, dtype: str) -> Array:
 
 @hookspec(firstresult=True)
 def matmul(a: Array, b: Array) -> Array:
-    """Matrix product with NumPy ``matmul`` semantics (batched, broadcasting, 1-D promotion)."""
+    """Matrix product with NumPy ``matmul`` semantics (batched, broadcasting, 1-D promotion).
+
+    Every dtype: int32/int64 products wrap as NumPy's do; bool @ bool is an OR of ANDs.
+    """
 
 
 @hookspec(firstresult=True)
