@@ -20,7 +20,6 @@ import sys
 import numpy as np
 
 import fastnn as fnn
-import fastnn.functional as F
 from fastnn.conformance import threads
 
 TIMEOUT_S = 600
@@ -35,25 +34,7 @@ def adds(device, seed):
 
 
 def mlp(device, seed):
-    from fastnn import nn, optim
-
-    rng = np.random.default_rng(seed)
-    model = nn.Sequential(nn.Linear(64, 128), nn.Activation("relu"), nn.Linear(128, 128),
-                          nn.Activation("tanh"), nn.Linear(128, 4))
-    model.load_state_dict({name: (rng.standard_normal(p.shape) * 0.1).astype(np.float32)
-                           for name, p in model.named_parameters()})
-    model.to(device)
-    opt = optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    x = fnn.tensor(rng.standard_normal((128, 64)).astype(np.float32), device=device)
-    y = fnn.tensor(rng.integers(0, 4, 128), device=device)
-    losses = []
-    for _ in range(60):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        losses.append(loss)
-    return [np.array([v.item() for v in losses])] + [p.numpy() for p in model.parameters()]
+    return threads.mlp_sgd(device, seed, widths=(64, 128, 128, 4), batch=128, steps=60)
 
 
 def main(device_name: str, scenario: str) -> None:

@@ -72,20 +72,24 @@ def conv1d_grads(device, seed: int) -> list:
     return out + [w.grad.numpy()]
 
 
-def mlp_sgd(device, seed: int) -> list:
-    """A small MLP trained with SGD (momentum): the losses and the final weights."""
+def mlp_sgd(device, seed: int, widths=(16, 32, 4), batch: int = 32, steps: int = 30) -> list:
+    """An MLP (ReLU between Linear layers of ``widths``) trained with SGD (momentum) on one
+    batch: the losses and the final weights."""
     from fastnn import nn, optim  # lazily, as layers.py does
 
     rng = np.random.default_rng(seed)
-    model = nn.Sequential(nn.Linear(16, 32), nn.Activation("relu"), nn.Linear(32, 4))
+    layers = [nn.Linear(widths[0], widths[1])]
+    for n_in, n_out in zip(widths[1:], widths[2:]):
+        layers += [nn.Activation("relu"), nn.Linear(n_in, n_out)]
+    model = nn.Sequential(*layers)
     model.load_state_dict({name: (rng.standard_normal(p.shape) * 0.3).astype(np.float32)
                            for name, p in model.named_parameters()})
     model.to(device)
-    opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    x = fnn.tensor(rng.standard_normal((32, 16)).astype(np.float32), device=device)
-    y = fnn.tensor(rng.integers(0, 4, 32), device=device)
+    opt = optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    x = fnn.tensor(rng.standard_normal((batch, widths[0])).astype(np.float32), device=device)
+    y = fnn.tensor(rng.integers(0, widths[-1], batch), device=device)
     losses = []
-    for _ in range(30):
+    for _ in range(steps):
         opt.zero_grad()
         loss = F.cross_entropy(model(x), y)
         loss.backward()

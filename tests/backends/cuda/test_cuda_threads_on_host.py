@@ -49,18 +49,11 @@ def test_kernel_modules_compile_once_when_threads_race(monkeypatch):
     monkeypatch.setattr(cupy.cuda, "Device", NoDevice)
     monkeypatch.setattr(kernels, "_functions", {})
     monkeypatch.setattr(kernels, "_modules", {})
-    got = []
-    start = threading.Barrier(8)
 
-    def body():
-        start.wait(60)
-        got.append(kernels.function("softmax", "float32", 0))
+    def first_use(device, seed):
+        return kernels.function("softmax", "float32", 0)
 
-    workers = [threading.Thread(target=body) for _ in range(8)]
-    for t in workers:
-        t.start()
-    for t in workers:
-        t.join(60)
+    got = threads.run_threads(first_use, None, list(range(8)))
     assert len(built) == 1
     assert got == [("function", "softmax_f32")] * 8
 

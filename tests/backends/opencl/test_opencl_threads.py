@@ -12,6 +12,7 @@ import threading
 import numpy as np
 import pytest
 
+from fastnn.conformance import threads
 from tests import thread_scenarios
 
 
@@ -44,18 +45,13 @@ def test_programs_build_once_when_threads_race(ocl, monkeypatch):
 
     monkeypatch.setattr(ocl.runtime.cl(), "Program", counting)
     defines = (("T", "float"), ("RACE_TEST", len(dev._programs)))  # a key nobody built
-    start = threading.Barrier(4)
 
-    def body():
-        start.wait(60)
-        dev.program("misc.cl", defines)
+    def first_use(device, seed):
+        return dev.program("misc.cl", defines)
 
-    workers = [threading.Thread(target=body) for _ in range(4)]
-    for t in workers:
-        t.start()
-    for t in workers:
-        t.join(120)
+    programs = threads.run_threads(first_use, None, [0, 1, 2, 3])
     assert len(built) == 1
+    assert all(p is programs[0] for p in programs)
 
 
 @pytest.mark.parametrize("scenario", ["adds", "mlp", "conformance"])
