@@ -97,6 +97,11 @@ def log_softmax(ops, x, axis):
     return ops.sub(shifted, ops.log(ops.sum(ops.exp(shifted), (axis,), True)))
 
 
+def _in_range(ops, targets, num_classes):
+    """targets in [0, num_classes) as a bool array (bool * bool is a logical and)."""
+    return ops.mul(ops.greater(targets, -1), ops.less(targets, num_classes))
+
+
 def softmax_cross_entropy(ops, logits, targets):
     logp = log_softmax(ops, logits, 1)
     probs = ops.exp(logp)
@@ -104,14 +109,18 @@ def softmax_cross_entropy(ops, logits, targets):
     # dtype keeps this free of a dtype argument; where() selects, so no 0 * inf.
     mask = ops.one_hot(targets, logits.shape[1], "bool")
     picked = ops.sum(ops.where(mask, logp, 0.0), (1,), False)
-    return ops.neg(picked), probs
+    # a target out of range gives NaN (as the fused kernels do), never a plausible 0
+    return ops.where(_in_range(ops, targets, logits.shape[1]), ops.neg(picked), math.nan), probs
 
 
 def softmax_cross_entropy_backward(ops, probs, targets, grad):
-    mask = ops.one_hot(targets, probs.shape[1], "bool")
+    n, c = probs.shape
+    mask = ops.one_hot(targets, c, "bool")
     # where() selects probs - 1 on the target column: no one-hot of a dtype needed
     diff = ops.where(mask, ops.sub(probs, 1.0), probs)
-    return ops.mul(diff, ops.reshape(grad, (probs.shape[0], 1)))
+    # NaN rows for targets out of range, as the loss: no optimizer step goes ahead on them
+    diff = ops.where(ops.reshape(_in_range(ops, targets, c), (n, 1)), diff, math.nan)
+    return ops.mul(diff, ops.reshape(grad, (n, 1)))
 
 
 def rms_div(ops, x, eps):

@@ -93,3 +93,24 @@ def promote(a: DType, b: DType) -> DType:
     if {a.name, b.name} == {"float16", "bfloat16"}:
         return float32
     return a if _ORDER[a.name] >= _ORDER[b.name] else b
+
+
+def check_fits(op: str, value: int, dtype: DType, what: str = "the Python integer") -> None:
+    """OverflowError naming ``op`` unless the integer ``value`` fits in integer ``dtype``.
+
+    NumPy raised its own message on one backend and an OpenCL backend a bare
+    ``std::bad_cast``; every backend now gets this one, before any hook runs.
+    """
+    if dtype.is_floating or dtype is bool_:
+        return
+    low, high = int_range(dtype)
+    if not low <= value <= high:
+        raise OverflowError(
+            f"{op}: {what} {value} does not fit in {dtype.name} (range [{low}, {high}]); "
+            f"use {'dtype=fnn.int64 or ' if dtype.name == 'int32' else ''}a floating dtype")
+
+
+def int_range(dtype: DType) -> tuple[int, int]:
+    """(smallest, largest) value of an integer dtype (bool as 0, 1)."""
+    info = np.iinfo(dtype.numpy)
+    return int(info.min), int(info.max)

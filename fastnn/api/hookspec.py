@@ -184,7 +184,8 @@ def div(a: Array, b: Array) -> Array:
 
 @primitive
 def pow(a: Array, b: Array) -> Array:
-    """a ** b."""
+    """a ** b. Integers stay integers and wrap on overflow (as NumPy's); for b < 0 the
+    result is PyTorch's truncated 1 / a**|b|: 1 for a == 1, +-1 for a == -1, else 0."""
 
 
 @primitive
@@ -230,7 +231,8 @@ def sum(x: Array, axis: Axes, keepdims: bool) -> Array:
 
 @primitive
 def mean(x: Array, axis: Axes, keepdims: bool) -> Array:
-    """Mean over ``axis``. Size-0 axes give nan."""
+    """Mean over ``axis``. Size-0 axes give nan; inf where the sum in x's dtype
+    overflows (as NumPy and PyTorch give), however the backend accumulates."""
 
 
 @primitive
@@ -279,7 +281,10 @@ def one_hot(indices: Array, num_classes: int, dtype: str) -> Array:
 
 @primitive
 def matmul(a: Array, b: Array) -> Array:
-    """Matrix product with NumPy ``matmul`` semantics (batched, broadcasting, 1-D promotion)."""
+    """Matrix product with NumPy ``matmul`` semantics (batched, broadcasting, 1-D promotion).
+
+    Every dtype: int32/int64 products wrap as NumPy's do; bool @ bool is an OR of ANDs.
+    """
 
 
 @primitive
@@ -369,10 +374,12 @@ def log_softmax(x: Array, axis: int) -> Array:
 
 @op
 def softmax_cross_entropy(logits: Array, targets: Array) -> tuple[Array, Array]:
-    """logits (N, C), int targets (N,) in range.
+    """logits (N, C), int targets (N,).
 
     Returns (loss per row (N,), softmax probabilities (N, C)); the core
     uses the probabilities for the backward pass: (probs - one_hot) * grad.
+    A target outside [0, C) (the core checks them only on host-memory
+    backends) gives that row a NaN loss and must not be read as an index.
     """
 
 
@@ -410,8 +417,10 @@ def bias_act_backward(
 def softmax_cross_entropy_backward(probs: Array, targets: Array, grad: Array) -> Array:
     """dL/dlogits of ``softmax_cross_entropy``: (probs - one_hot) * grad.
 
-    probs (N, C) as that hook returned them, int targets (N,) in range, grad
-    (N,) (dL/dloss per row; may be a broadcast view with stride 0).
+    probs (N, C) as that hook returned them, int targets (N,), grad (N,)
+    (dL/dloss per row; may be a broadcast view with stride 0). A target
+    outside [0, C) makes its whole row NaN, as its loss is, so that an
+    optimizer step cannot go ahead on finite, plausible gradients.
     """
 
 

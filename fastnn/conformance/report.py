@@ -58,10 +58,12 @@ def build(state, results) -> dict:
     broken = _forward_failures(results)
     for r in results:
         r["depends_on"] = _suspects(r, broken) if r["outcome"] == "fail" else []
-    dtypes = list(state.dtypes)
+    # checks of integer semantics add their dtypes; layer and thread checks their rows
+    dtypes = list(state.dtypes) + sorted({r["dtype"] for r in results} - set(state.dtypes))
     cells = {}
-    layer_rows = sorted({r["primitive"] for r in results if r["check"] == "layer"})
-    for name in hookspec.HOOKS + layer_rows:
+    hooks = hookspec.HOOKS
+    extra_rows = sorted({r["primitive"] for r in results} - set(hooks))
+    for name in hooks + extra_rows:
         mine = [r for r in results if r["primitive"] == name]
         cells[name] = {d: _cell([r for r in mine if r["dtype"] == d]) for d in dtypes}
     counts: dict = {}

@@ -42,7 +42,7 @@ def host_array(owner: str, data, dtype) -> np.ndarray:
         try:  # numbers NumPy kept as objects: integers beyond int64
             return np.asarray(host.tolist(), dtype=target)
         except (OverflowError, ValueError):
-            raise ValueError(f"{owner}: data holds an integer that {dtype.name} cannot hold "
+            raise OverflowError(f"{owner}: data holds an integer that {dtype.name} cannot hold "
                              f"(the largest is {_extreme(host)}); use float values") from None
     if host.dtype.kind not in "biuf":
         what = {"U": "strings", "S": "bytes", "c": "complex numbers"}.get(
@@ -69,7 +69,7 @@ def _narrowed(owner: str, host: np.ndarray, target: np.dtype, dtype) -> np.ndarr
         low, high = host.min(), host.max()
         if low < info.min or high > info.max:
             bad = (low if low < info.min else high).item()
-            raise ValueError(f"{owner}: {bad!r} does not fit in {dtype.name} ([{info.min}, "
+            raise OverflowError(f"{owner}: {bad!r} does not fit in {dtype.name} ([{info.min}, "
                              f"{info.max}]); use {_wider(dtype)}")
     return host.astype(target, copy=False)
 

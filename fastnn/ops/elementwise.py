@@ -34,10 +34,15 @@ def align(op: str, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def _scalar_operand(op: str, a: Tensor, value):
-    """(a, value) for a Python scalar operand; an integer tensor meets a float as float32."""
+    """(a, value) for a Python scalar operand; an integer tensor meets a float as float32,
+    a bool tensor meets an integer as int64 (as in NumPy and PyTorch: True + 2 is 3)."""
     value = _check_scalar(op, value)
     if not a._dtype.is_floating and not isinstance(value, numbers.Integral):
         a = astype(a, dtypes.float32)
+    elif a._dtype is dtypes.bool_:
+        a = astype(a, dtypes.int64)
+    if isinstance(value, numbers.Integral):
+        dtypes.check_fits(op, value, a._dtype)
     return a, value
 
 
@@ -127,6 +132,14 @@ def div(a, b):
 @public(method=True)
 def pow(a, b):
     """a ** b, elementwise, broadcast; gradients flow to both a and b."""
+    if isinstance(a, Tensor) and not a._dtype.is_floating:
+        if isinstance(b, numbers.Integral) and not isinstance(b, bool) and b < 0:
+            raise ValueError(f"pow: integers to negative integer powers are not allowed (as in "
+                             f"NumPy and PyTorch), got {a._dtype.name} ** {b}; use a float "
+                             f"exponent (x ** {float(b)}) or convert x to a float dtype")
+        if isinstance(b, Tensor) and a._dtype is dtypes.bool_ and b._dtype is dtypes.bool_:
+            raise TypeError("pow: not defined on two bool tensors (as in PyTorch); convert "
+                            "with .to(fnn.int64) first")
     return binary("pow", a, b, lambda x, y, out: (x, y, out))
 
 
@@ -151,8 +164,22 @@ def compare(op: str, a, b) -> Tensor:
         broadcast_shape(op, a._data.shape, b._data.shape)
         b = b._data
     else:
+        outside = _outside_range(a, b)
+        if outside:  # x > 2**40 for int32 x: known without looking (NumPy's answer)
+            answer = {"greater": outside < 0, "less": outside > 0, "equal": False}[op]
+            return Tensor._make(a._device.ops.full(a.shape, answer, "bool", a._device.index),
+                                dtypes.bool_, a._device)
         a, b = _scalar_operand(op, a, b)
     return Tensor._make(getattr(a._device.ops, op)(a._data, b), dtypes.bool_, a._device)
+
+
+def _outside_range(a: Tensor, value) -> int:
+    """+1 / -1 where the Python integer ``value`` lies above / below integer tensor a's
+    dtype range (so a comparison with it has one answer), else 0."""
+    if a._dtype.is_floating or isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        return 0
+    low, high = dtypes.int_range(dtypes.int64 if a._dtype is dtypes.bool_ else a._dtype)
+    return 1 if value > high else -1 if value < low else 0
 
 
 @public(top=True)

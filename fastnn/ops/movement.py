@@ -46,8 +46,10 @@ def _reduce(op: str, x: Tensor, axis, keepdims: bool) -> Tensor:
         keepdims = flag(op, "keepdims", keepdims)
     if not x._dtype.is_floating and op == "mean":
         x = x.to(dtypes.float32)
-    elif x._dtype is dtypes.bool_ and op == "sum":
-        x = x.to(dtypes.int64)  # a count, as in NumPy and PyTorch (the backend sums to int)
+    elif x._dtype in (dtypes.bool_, dtypes.int32) and op == "sum":
+        # int64, as in NumPy and PyTorch: a count, and int32 sums that would overflow
+        # (NumPy's backend summed int32 to int64 under an int32 label)
+        x = x.to(dtypes.int64)
     data = getattr(x._device.ops, op)(x._data, axis, keepdims)
     out = Tensor._make(data, x._dtype, x._device)
     if op == "max":

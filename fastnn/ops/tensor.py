@@ -14,7 +14,7 @@ from fastnn.api.dtypes import DType, as_dtype
 from fastnn.api.errors import BackendError
 from fastnn.autograd import engine
 from fastnn.ops import core
-from fastnn.ops.convert import _wider, host_array
+from fastnn.ops.convert import host_array
 
 
 class Tensor:
@@ -327,10 +327,7 @@ def full(shape, value, dtype=dtypes.float32, device=None, requires_grad=False) -
         if not math.isfinite(value):
             raise ValueError(f"full: {value!r} cannot be stored in {dtype.name}")
         value = bool(value) if dtype.name == "bool" else int(value)
-        info = np.iinfo(dtype.numpy) if dtype.name != "bool" else None
-        if info is not None and not info.min <= value <= info.max:
-            raise ValueError(f"full: value {value} does not fit in {dtype.name} ([{info.min}, "
-                             f"{info.max}]); use {_wider(dtype)}")
+        dtypes.check_fits("full", value, dtype, "fill value")
     dev.check_dtype(dtype, "full")
     data = dev.ops.full(_shape_of("full", shape), value, dtype.name, dev.index)
     out = Tensor._make(data, dtype, dev)

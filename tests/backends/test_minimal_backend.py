@@ -67,8 +67,10 @@ def test_minimal_implements_exactly_the_primitives(installed):
 
 def test_minimal_passes_the_whole_conformance_suite(installed):
     root, fewer = installed  # fewer stays out: the suite cross-checks every installed backend
+    # only what the environment gives (no backend another test left on sys.path)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(root), str(MINIMAL)] + [p for p in sys.path if p and p != str(fewer)]))
+        [str(root), str(MINIMAL)] + [p for p in os.environ.get("PYTHONPATH", "").split(
+            os.pathsep) if p and p != str(fewer)]))
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "--pyargs", "fastnn.conformance", "--backend",
          "minimal", "-q", "-p", "no:cacheprovider", "-x"],

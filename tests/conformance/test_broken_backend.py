@@ -81,6 +81,8 @@ def test_the_suite_fails_on_exactly_the_broken_primitive(broken_run):
         if name == "exp":
             continue
         for dtype, status in report["cells"][name].items():
+            if status == "-" and not dtype.startswith("float"):
+                continue  # most hooks have no integer check (test_integers.py covers a few)
             # checks that reach exp (erf's and gelu's gradients, also through the
             # composite bias_act_backward) are blamed on exp
             deps = status.removeprefix("dep:").split(",")

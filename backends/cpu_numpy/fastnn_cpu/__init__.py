@@ -98,7 +98,8 @@ def abs(x):
 
 @hookimpl
 def sign(x):
-    return np.sign(x)
+    # sign(True) is True (as in PyTorch); NumPy has no bool sign
+    return x.copy() if x.dtype == np.bool_ else np.sign(x)
 
 
 @hookimpl
@@ -113,12 +114,19 @@ def tanh(x):
 
 @hookimpl
 def sigmoid(x):
-    # NOTE: 0.5 * (1 + tanh(x / 2)) never overflows, unlike 1 / (1 + exp(-x)).
-    # NOTE: out= keeps a 0-d input an array (a ufunc on 0-d arrays returns a scalar)
+    # NOTE: 0.5 * (1 + tanh(x / 2)) never overflows, unlike 1 / (1 + exp(-x)), but it
+    # cancels for x < 0: 0 for x = -20 in float32 (not 2.1e-9), 4e-5 off at x = -8.
+    # Below -2 (where it stays within 3 ulp) exp(x) / (1 + exp(x)) replaces it.
+    # out= keeps a 0-d input an array (a ufunc on 0-d arrays returns a scalar).
     out = np.multiply(x, 0.5, out=np.empty_like(x))
     np.tanh(out, out=out)
     out += 1.0
     out *= 0.5
+    low = x < -2.0
+    if low.any():
+        e = np.exp(x[low])
+        e /= e + 1.0
+        out[low] = e
     return out
 
 
@@ -170,8 +178,21 @@ def div(a, b):
 
 @hookimpl
 def pow(a, b):
+    if a.dtype.kind in "iu":
+        b = np.asarray(b, dtype=a.dtype)
+        negative = b < 0
+        if negative.any():
+            return _int_pow_negative(a, b, negative)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.power(a, b)
+
+
+def _int_pow_negative(a, b, negative):
+    """Integer a ** b where some b < 0 (NumPy refuses): PyTorch's truncated 1 / a**|b|,
+    which is 1 for a == 1, +-1 for a == -1 (odd / even b) and 0 for every other base."""
+    out = np.power(a, np.where(negative, 0, b))
+    unit = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
+    return np.where(negative, unit, out).astype(a.dtype, copy=False)
 
 
 @hookimpl

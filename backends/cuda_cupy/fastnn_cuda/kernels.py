@@ -14,6 +14,7 @@ the cupy fallback paths in the hook modules.
 from __future__ import annotations
 
 import re
+import threading
 from functools import cache
 from importlib import resources
 
@@ -95,6 +96,10 @@ def has_kernel(dtype) -> bool:
 
 _functions: dict = {}
 _modules: dict = {}
+# NOTE: threads share the compiled modules and functions (a cupy RawKernel launch takes
+# its arguments with the call, so one function object serves every thread); the lock
+# makes the first use compile each module once, not once per racing thread.
+_compile_lock = threading.Lock()
 
 
 def function(base: str, dtype, device_id: int):
@@ -102,18 +107,23 @@ def function(base: str, dtype, device_id: int):
     key = (base, dtype, device_id)  # a dtype or its name: both hash, no str() per call
     fn = _functions.get(key)
     if fn is None:
-        import cupy
+        with _compile_lock:
+            fn = _functions.get(key)
+            if fn is None:
+                fn = _functions[key] = _compile(base, dtype, device_id)
+    return fn
 
-        file = KERNEL_FILES[base]
+
+def _compile(base: str, dtype, device_id: int):
+    import cupy
+
+    file = KERNEL_FILES[base]
+    with cupy.cuda.Device(device_id):
         module = _modules.get((file, device_id))
         if module is None:
-            with cupy.cuda.Device(device_id):
-                module = cupy.RawModule(code=source(file), options=COMPILE_OPTIONS)
-            _modules[(file, device_id)] = module
-        with cupy.cuda.Device(device_id):
-            fn = module.get_function(kernel_name(base, str(dtype)))
-        _functions[key] = fn
-    return fn
+            module = _modules[(file, device_id)] = cupy.RawModule(code=source(file),
+                                                                  options=COMPILE_OPTIONS)
+        return module.get_function(kernel_name(base, str(dtype)))
 
 
 def launch_planes(base: str, dtype, device_id: int, positions: int, middle: int, rows: int,

@@ -106,7 +106,7 @@ def abs(x):
 
 @hookimpl
 def sign(x):
-    return cp.sign(x)
+    return x.copy() if x.dtype == cp.bool_ else cp.sign(x)  # sign(True) is True, as in PyTorch
 
 
 @functools.cache
@@ -130,8 +130,10 @@ def tanh(x):
 def sigmoid(x):
     out = _activation(x, "sigmoid")
     if out is None:
-        # NOTE: 0.5 * (1 + tanh(x / 2)) never overflows, unlike 1 / (1 + exp(-x)).
-        out = (cp.tanh(x * 0.5) + 1.0) * 0.5
+        # NOTE: 0.5 * (1 + tanh(x / 2)) never overflows, unlike 1 / (1 + exp(-x)), but
+        # cancels for x < 0 (0 for x = -20 in float32): exp(x) / (1 + exp(x)) there.
+        e = cp.exp(cp.minimum(x, 0))
+        out = cp.where(x < 0, e / (e + 1.0), (cp.tanh(x * 0.5) + 1.0) * 0.5).astype(x.dtype)
     return out
 
 
@@ -192,7 +194,15 @@ def div(a, b):
 
 @hookimpl
 def pow(a, b):
-    return cp.power(a, b)
+    if a.dtype.kind not in "iu":
+        return cp.power(a, b)
+    # integers: PyTorch's rule for b < 0 (truncated 1 / a**|b|: 1 for a == 1, +-1 for
+    # a == -1, 0 otherwise), never a device-to-host check of b
+    b = cp.asarray(b, dtype=a.dtype)
+    negative = b < 0
+    out = cp.power(a, cp.where(negative, 0, b))
+    unit = cp.where(a == 1, 1, cp.where(a == -1, cp.where(b % 2 == 0, 1, -1), 0))
+    return cp.where(negative, unit, out).astype(a.dtype, copy=False)
 
 
 @hookimpl

@@ -213,11 +213,20 @@ less = _make_binary("less", 4, "bool")
 equal = _make_binary("equal", 4, "bool")
 
 
+_UNSIGNED = {"int32": "uint", "int64": "ulong"}
+
+
 @hookimpl
 def pow(a, b):
-    if not a.dtype.startswith("float"):
-        raise TypeError(f"opencl: pow needs floating-point operands, got {a.dtype}")
-    return _binary("k_pow", a, b)
+    if a.dtype.startswith("float"):
+        return _binary("k_pow", a, b)
+    if a.dtype not in _UNSIGNED:
+        raise TypeError(f"opencl: pow is not defined on {a.dtype} tensors; convert to int64")
+    if isinstance(b, CLArray):
+        shape = a.shape if a.shape == b.shape else broadcast_shapes(a.shape, b.shape)
+    else:
+        shape, b = a.shape, _scalar(b, a.dtype)
+    return launch(3, "k_pow", [a, b], a.dtype, shape, extra_defines=(("UT", _UNSIGNED[a.dtype]),))
 
 
 @hookimpl

@@ -15,7 +15,7 @@ import numpy as np
 from fastnn.api.hookspec import hookimpl
 from fastnn_opencl import elementwise
 from fastnn_opencl.elementwise import collapse
-from fastnn_opencl.runtime import CL_TYPES, CLArray, contiguous_strides
+from fastnn_opencl.runtime import CL_TYPES, CLArray, contiguous_strides, rounded
 
 FILE = "matmul.cl"
 _I = np.int32
@@ -121,10 +121,22 @@ def _as_batch_matrix(x: CLArray, batch_shape: tuple, need_unit_cols: bool):
     return x, (stride, x.strides[-2], x.strides[-1] if x.shape[-1] > 1 else 1)
 
 
+def gemm_exact(a: CLArray, b: CLArray, c: CLArray, m: int, n: int, k: int, batch: int,
+               a_strides: tuple, b_strides: tuple, c_strides: tuple) -> None:
+    """C = A @ B for integer and bool matrices (``kernels/matmul_int.cl``): any strides."""
+    dev = c.dev
+    unsigned = {"int32": "uint", "int64": "ulong", "bool": "uchar"}[c.dtype]
+    defines = (("T", CL_TYPES[c.dtype]), ("UT", unsigned), ("IS_BOOL", int(c.dtype == "bool")))
+    kernel = dev.kernel("matmul_int.cl", "k_gemm_exact", defines,
+                        [_I, _I, _I, None, _I, _I, _I, _I, None, _I, _I, _I, _I, None, _I, _I,
+                         _I])
+    kernel(dev.queue, (rounded(n, 16), rounded(m, 4), batch), None, m, n, k,
+           a.data, a.offset, *a_strides, b.data, b.offset, *b_strides,
+           c.data, c.offset, c_strides[0], c_strides[1])
+
+
 @hookimpl
 def matmul(a, b):
-    if not a.dtype.startswith("float"):
-        raise TypeError(f"opencl: matmul needs floating-point operands, got {a.dtype}")
     squeeze = []
     if a.ndim == 1:
         a = a.view((1,) + a.shape, (0,) + a.strides)
@@ -139,6 +151,10 @@ def matmul(a, b):
     batch = int(np.prod(batch_shape, dtype=np.int64))
     if out.size and k == 0:
         out = _zeros_like(out)
+    elif out.size and not a.dtype.startswith("float"):
+        a2, a_strides = _as_batch_matrix(a, batch_shape, need_unit_cols=False)
+        b2, b_strides = _as_batch_matrix(b, batch_shape, need_unit_cols=False)
+        gemm_exact(a2, b2, out, m, n, k, batch, a_strides, b_strides, (m * n, n, 1))
     elif out.size:
         a2, a_strides = _as_batch_matrix(a, batch_shape, need_unit_cols=False)
         if _reads_transposed(a, b, k):

@@ -131,6 +131,13 @@ def source(filename: str) -> str:
     return text
 
 
+class _ThreadKernels(threading.local):
+    """Each thread's own Kernel objects, by (file, name, defines); dropped when it ends."""
+
+    def __init__(self):
+        self.kernels: dict = {}
+
+
 class DeviceState:
     """One device: its context, in-order queue, buffer pool and compiled kernels."""
 
@@ -155,8 +162,13 @@ class DeviceState:
         self.max_group = device.max_work_group_size
         self._vector_widths = {"float32": device.native_vector_width_float,
                                "float64": device.native_vector_width_double}
-        self._kernels: dict = {}
+        # NOTE: a pyopencl.Kernel holds its arguments between set_args and the
+        # enqueue, so one object shared by two threads enqueues the other thread's
+        # buffers (wrong sums, PoCL crashes). Programs are built once and shared;
+        # each thread gets its own Kernel objects from them.
+        self._programs: dict = {}
         self._lock = threading.Lock()
+        self._local = _ThreadKernels()
 
     def vector_width(self, dtype: str) -> int:
         """The device's native SIMD width in elements of ``dtype`` (16 floats with AVX-512)."""
@@ -174,13 +186,28 @@ class DeviceState:
             )
 
     def kernel(self, filename: str, name: str, defines: tuple, arg_dtypes: list):
-        """The kernel ``name`` of ``filename`` built with ``defines``; compiled once, cached."""
+        """This thread's kernel ``name`` of ``filename`` built with ``defines`` (cached).
+
+        The program is compiled once per device; the Kernel object (which holds
+        the arguments of the launch being set up) is the calling thread's own.
+        """
         key = (filename, name, defines)
-        found = self._kernels.get(key)
-        if found is not None:
-            return found
+        kernels = self._local.kernels
+        found = kernels.get(key)
+        if found is None:
+            found = cl().Kernel(self.program(filename, defines), name)
+            found.set_scalar_arg_dtypes(arg_dtypes)
+            kernels[key] = found
+        return found
+
+    def program(self, filename: str, defines: tuple):
+        """``filename`` built with ``defines`` for this device: compiled once, shared."""
+        key = (filename, defines)
+        program = self._programs.get(key)
+        if program is not None:
+            return program
         with self._lock:
-            program = self._kernels.get((filename, defines))
+            program = self._programs.get(key)
             if program is None:
                 options = [f"-D{k}={v}" for k, v in defines]
                 uses_fp64 = any(v == "double" for _, v in defines)
@@ -191,11 +218,8 @@ class DeviceState:
                 if self.correct_div:
                     options.append("-cl-fp32-correctly-rounded-divide-sqrt")
                 program = cl().Program(self.context, source(filename)).build(options=options)
-                self._kernels[(filename, defines)] = program
-            found = getattr(program, name)
-            found.set_scalar_arg_dtypes(arg_dtypes)
-            self._kernels[key] = found
-        return found
+                self._programs[key] = program
+        return program
 
     def empty(self, shape: tuple, dtype: str) -> CLArray:
         self.check_dtype(dtype)

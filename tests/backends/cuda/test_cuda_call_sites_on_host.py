@@ -148,6 +148,24 @@ def test_softmax_cross_entropy_backward(on_host, broadcast):
     assert on_host == ["softmax_xent_backward"]
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_softmax_cross_entropy_backward_of_a_bad_target_is_a_nan_row(on_host, dtype):
+    """A target outside [0, C) (unchecked on a device) gives a NaN row, like its loss:
+    finite, plausible gradients would let the optimizer step go ahead."""
+    n, c = 5, 35
+    probs = _dev(np.random.default_rng(4).dirichlet(np.ones(c), n).astype(dtype))
+    targets = _dev(np.array([0, c, 7, -1, c - 1]))
+    grad = rand((n,), dtype, seed=6)
+    out = np.asarray(fused.softmax_cross_entropy_backward(probs, targets, grad))
+    good = [0, 2, 4]
+    want = fastnn_cpu.softmax_cross_entropy_backward(np.asarray(probs)[good],
+                                                     np.asarray(targets)[good],
+                                                     np.asarray(grad)[good])
+    assert np.isnan(out[[1, 3]]).all()
+    np.testing.assert_allclose(out[good], want, **TOL[dtype])
+    assert on_host == ["softmax_xent_backward"]
+
+
 def test_swish(on_host):
     x, beta, g = rand((3, 33), seed=7), rand((33,), seed=8), rand((3, 33), seed=9)
     s = 1 / (1 + np.exp(-np.asarray(beta) * np.asarray(x)))

@@ -59,6 +59,16 @@ def test_cross_entropy_fallback_gives_nan_for_bad_targets_without_reading_them()
     np.testing.assert_allclose(probs[:2], ref_probs, rtol=1e-12)
 
 
+def test_cross_entropy_backward_fallback_gives_nan_rows_for_bad_targets():
+    """The composite backward (dtypes without a kernel) makes a bad target's row NaN."""
+    probs = np.random.default_rng(3).dirichlet(np.ones(5), 4)
+    targets = np.array([0, 5, 2, -1])
+    out = fused.softmax_cross_entropy_backward(probs, targets, np.ones(4))
+    want = fastnn_cpu.softmax_cross_entropy_backward(probs[[0, 2]], targets[[0, 2]], np.ones(2))
+    assert np.isnan(out[[1, 3]]).all()
+    np.testing.assert_allclose(out[[0, 2]], want, rtol=1e-12)
+
+
 @pytest.mark.parametrize("axis", [0, 1, 2])
 def test_softmax_fallbacks(axis):
     x = rand(3, 4, 5)

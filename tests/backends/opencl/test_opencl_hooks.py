@@ -283,6 +283,52 @@ def test_cross_entropy_backward_reads_a_broadcast_grad(ocl, rng, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("path", ["fused", "composite"])
+def test_cross_entropy_with_a_bad_target_gives_nan_loss_and_nan_gradient_rows(ocl, rng, dtype,
+                                                                              path):
+    """A target outside [0, C) (unchecked on a device) must stop the optimizer: its loss
+    and its row of dL/dlogits are NaN (the gradient was finite and plausible before)."""
+    from fastnn.api import composite
+
+    logits = rng.standard_normal((5, 4)).astype(dtype)
+    targets = np.array([0, 4, 2, -1, 3])
+    grad = rng.uniform(size=5).astype(dtype)
+    dev = fnn.Device("opencl").ops
+    hooks = dev if path == "fused" else type("Composite", (), {
+        "softmax_cross_entropy": staticmethod(
+            lambda lg, t: composite.softmax_cross_entropy(dev, lg, t)),
+        "softmax_cross_entropy_backward": staticmethod(
+            lambda p, t, g: composite.softmax_cross_entropy_backward(dev, p, t, g))})
+    loss, probs = hooks.softmax_cross_entropy(up(ocl, logits), ocl.from_numpy(targets, 0))
+    dlogits = ocl.to_numpy(hooks.softmax_cross_entropy_backward(
+        probs, ocl.from_numpy(targets, 0), ocl.from_numpy(grad, 0)))
+    loss = ocl.to_numpy(loss)
+    good = np.array([0, 2, 4])
+    want_loss, want_probs = cpu.softmax_cross_entropy(logits[good], targets[good])
+    want = cpu.softmax_cross_entropy_backward(want_probs, targets[good], grad[good])
+    assert np.isnan(loss[[1, 3]]).all() and np.isnan(dlogits[[1, 3]]).all()
+    np.testing.assert_allclose(loss[good], want_loss, **TOL[dtype])
+    np.testing.assert_allclose(dlogits[good], want, **TOL[dtype])
+
+
+def test_cross_entropy_with_a_bad_target_stops_training(ocl):
+    """Through the public API: the loss is NaN and so is every weight after a step."""
+    import fastnn.functional as F
+    from fastnn import nn, optim
+
+    with fnn.use("opencl"):
+        model = nn.Linear(3, 4)
+        opt = optim.SGD(model.parameters(), lr=0.1)
+        x = fnn.tensor(np.ones((2, 3), np.float32))
+        loss = F.cross_entropy(model(x), fnn.tensor(np.array([1, 7])))
+        loss.backward()
+        opt.step()
+        assert np.isnan(loss.item())
+        assert np.isnan(model.weight.grad.numpy()).any()
+        assert np.isnan(model.weight.numpy()).all()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_optimizer_steps_match_numpy_over_three_steps(ocl, rng, dtype):
     shapes = [(5, 3), (3,)]
     params = [rng.standard_normal(s).astype(dtype) for s in shapes]

@@ -17,8 +17,12 @@ enum ActKind {
 };
 
 template <typename T> __device__ __forceinline__ T sigmoid_of(T z) {
-    // NOTE: 0.5 * (1 + tanh(z / 2)) never overflows, unlike 1 / (1 + exp(-z)).
-    return T(0.5) * (T(1) + f_tanh(T(0.5) * z));
+    // NOTE: 1 / (1 + exp(-z)) for z >= 0 and exp(z) / (1 + exp(z)) below never overflow
+    // and keep full relative precision for very negative z, where 0.5 * (1 + tanh(z / 2))
+    // cancels (0 at z = -20 in float32, not 2.1e-9). NaN takes the second branch.
+    if (z >= T(0)) return T(1) / (T(1) + f_exp(-z));
+    const T e = f_exp(z);
+    return e / (T(1) + e);
 }
 
 template <typename T> __device__ __forceinline__ T activate(T z, i64 kind, T slope) {

@@ -67,7 +67,8 @@ FASTNN_INSTANTIATE(FASTNN_SOFTMAX)
 
 // dlogits[r, j] = (probs[r, j] - (j == targets[r])) * grad[r * grad_stride], on planes
 // (x along a row's columns, y over rows). grad_stride is 0 for a broadcast scalar
-// gradient (the mean's). Targets are compared, never used as an index.
+// gradient (the mean's). Targets are compared, never used as an index; one outside
+// [0, cols) makes its row NaN, as its loss is, so that no optimizer step goes ahead on it.
 template <typename T>
 __device__ void softmax_xent_backward_body(const T* probs, const i64* targets, const T* grad,
                                            i64 grad_stride, T* out, i64 rows, i64 cols) {
@@ -75,7 +76,8 @@ __device__ void softmax_xent_backward_body(const T* probs, const i64* targets, c
     const i64 step = (i64)gridDim.x * blockDim.x;
     for (i64 r = PLANE_ROW_FIRST; r < rows; r += PLANE_ROW_STEP) {
         const i64 target = targets[r];
-        const T g = grad[r * grad_stride];
+        const bool valid = target >= 0 && target < cols;
+        const T g = valid ? grad[r * grad_stride] : quiet_nan<T>();
         for (i64 j = first; j < cols; j += step) {
             const T p = probs[r * cols + j];
             out[r * cols + j] = (j == target ? p - T(1) : p) * g;

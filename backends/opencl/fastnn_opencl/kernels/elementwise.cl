@@ -147,6 +147,21 @@ BINARY(k_minimum, (isnan(a) || isnan(b)) ? a + b : fmin(a, b))
 BINARY(k_div, b == 0 ? 0 : a / b)
 BINARY(k_maximum, a > b ? a : b)
 BINARY(k_minimum, a < b ? a : b)
+#ifdef UT
+// a ** b for integers: repeated squaring in the unsigned type UT, which wraps as
+// NumPy's integer power does. For b < 0 (NumPy refuses, PyTorch truncates 1 / a**|b|)
+// 1 ** b is 1, (-1) ** b is -1 for odd b and 1 for even b, every other base 0.
+inline T0 int_pow(const T0 a, const T0 b) {
+    if (b < 0) return a == 1 ? (T0)1 : a == -1 ? ((b & 1) ? (T0)-1 : (T0)1) : (T0)0;
+    UT base = (UT)a, result = 1, e = (UT)b;
+    for (; e; e >>= 1) {
+        if (e & 1) result *= base;
+        base *= base;
+    }
+    return (T0)result;
+}
+BINARY(k_pow, int_pow(a, b))
+#endif
 #endif
 #endif
 

@@ -265,7 +265,8 @@ __kernel void k_act_grad(__global T *dz, __global const T *x, const int xoff,
 
 #ifdef TI
 // dlogits[n, c] = (probs[n, c] - (c == targets[n])) * grad[n * gstride] on a 2-d range
-// (c, n); gstride is 0 for a broadcast scalar gradient (the mean's).
+// (c, n); gstride is 0 for a broadcast scalar gradient (the mean's). A target outside
+// [0, C) makes its row NaN, as its loss is: an optimizer step must not go ahead on it.
 __kernel void k_softmax_xent_backward(__global T *out, __global const T *probs,
                                       const int poff, __global const TI *targets,
                                       const int toff, __global const T *grad, const int goff,
@@ -273,7 +274,8 @@ __kernel void k_softmax_xent_backward(__global T *out, __global const T *probs,
     const int c = get_global_id(0), n = get_global_id(1);
     if (c >= C || n >= N) return;
     const int i = n * C + c;
+    const TI t = targets[toff + n];
     const T p = probs[poff + i];
-    out[i] = (c == targets[toff + n] ? p - (T)1 : p) * grad[goff + n * gstride];
+    out[i] = (t < 0 || t >= C) ? (T)NAN : (c == t ? p - (T)1 : p) * grad[goff + n * gstride];
 }
 #endif

@@ -25,7 +25,12 @@
 #define REDUCE_ARGS __global TO *out, __global const T *x, const int off, const int K, \
     const int B, const int P, const int chunk, const int n_out, const ACC scale
 
-#if OP == 0
+#if OP == 0 && IS_FLOAT
+// NOTE: a float32 sum may be accumulated in double (CPU devices); a mean is inf where
+// the sum in the output type overflows, as in NumPy and PyTorch (mean([3e38, 3e38])
+// in float32 is inf there), so that the backends agree however they accumulate.
+#define FINAL(acc) (isinf((TO)(acc)) ? (TO)(acc) : (TO)((acc) * scale))
+#elif OP == 0
 #define FINAL(acc) ((TO)((acc) * scale))
 #else
 #define FINAL(acc) ((TO)(acc))

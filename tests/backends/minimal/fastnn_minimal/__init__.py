@@ -84,7 +84,7 @@ def abs(x):
 
 @hookimpl
 def sign(x):
-    return _quiet(np.sign, x)
+    return x.copy() if x.dtype == bool else _quiet(np.sign, x)
 
 
 @hookimpl
@@ -122,6 +122,10 @@ def div(a, b):
 
 @hookimpl
 def pow(a, b):
+    b = np.asarray(b, dtype=a.dtype)
+    if a.dtype.kind in "iu" and (b < 0).any():  # PyTorch's integer 1 / a**|b|, truncated
+        unit = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
+        return np.where(b < 0, unit, np.power(a, np.where(b < 0, 0, b))).astype(a.dtype)
     return _quiet(np.power, a, b)
 
 
