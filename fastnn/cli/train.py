@@ -10,8 +10,8 @@ small Conv1d net on UCR Trace. Two ways to train, which must agree:
   cross-entropy written out: ``(softmax(logits) - one_hot(y)) / batch``.
 
 Reproducible: ``--seed`` fixes the initial weights and the batch order, and
-epoch ``e`` shuffles with ``default_rng([seed, e])``, so a run resumed from a
-checkpoint sees the same batches as one that never stopped.
+epoch ``e`` shuffles with ``default_rng([seed, e])`` (``fastnn.data.DataLoader``),
+so a run resumed from a checkpoint sees the same batches as one that never stopped.
 """
 
 from __future__ import annotations
@@ -208,10 +208,11 @@ def _fit(args, data, device, out) -> History:
         print(f"checkpoint is at epoch {first_epoch - 1} >= --epochs {args.epochs}: "
               "nothing to train", file=out)
     progress = Progress(args.epochs, len(data.x_train), stream=out)
+    loader = make_loader(args, data)
     started, epoch = time.perf_counter(), first_epoch - 1
     try:
         for epoch in range(first_epoch, args.epochs + 1):
-            _train_epoch(args, model, optimizer, data, device, epoch, progress)
+            _train_epoch(args, model, optimizer, data, loader, epoch, progress)
             test_acc = evaluate(model, data.x_test, data.y_test, device)
             progress.end_epoch(f"held-out acc {test_acc:6.2%}")
             history.loss.append(progress.loss)
@@ -239,22 +240,27 @@ def _fit(args, data, device, out) -> History:
     return history
 
 
-def _train_epoch(args, model, optimizer, data, device, epoch: int, progress) -> None:
+def make_loader(args, data):
+    """The training batches: epoch ``e`` shuffled with ``default_rng([seed, e])``."""
+    from fastnn.data import DataLoader, TensorDataset
+
+    return DataLoader(TensorDataset(data.x_train, data.y_train), batch_size=args.batch_size,
+                      shuffle=True, seed=args.seed)
+
+
+def _train_epoch(args, model, optimizer, data, loader, epoch: int, progress) -> None:
     import fastnn as fnn
 
     progress.begin_epoch(epoch)
-    order = np.random.default_rng([args.seed, epoch]).permutation(len(data.x_train))
-    for start in range(0, len(order), args.batch_size):
-        idx = order[start:start + args.batch_size]
-        x = fnn.tensor(data.x_train[idx], device=device)
-        y = fnn.tensor(data.y_train[idx], device=device)
+    loader.set_epoch(epoch)
+    for x, y in loader:  # on the current device: fit's `with fnn.use(...)`
         if args.reverse:
             logits, loss = reverse_step(model, optimizer, x, y, data.num_classes)
         else:
             logits, loss = tape_step(model, optimizer, x, y)
         with fnn.no_grad():  # counted on the device: no read-back per batch
             correct = (logits.argmax(axis=1) == y).sum()
-        progress.update(len(idx), loss, correct)  # Progress sums it detached
+        progress.update(x.shape[0], loss, correct)  # Progress sums it detached
 
 
 def _config(args) -> dict:
