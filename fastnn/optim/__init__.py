@@ -4,7 +4,7 @@ from fastnn.optim import lr_scheduler
 from fastnn.optim.adaptive import Adagrad, NAdam, RAdam
 from fastnn.optim.clip import clip_grad_norm, clip_grad_norm_, clip_grad_value, clip_grad_value_
 from fastnn.optim.optimizer import Optimizer
-from fastnn.optim.optimizers import SGD, Adam, AdamW, RMSprop, RMSProp
+from fastnn.optim.optimizers import SGD, Adam, AdamW, RMSProp, RMSprop
 
 __all__ = ["SGD", "Adagrad", "Adam", "AdamW", "NAdam", "Optimizer", "RAdam", "RMSProp",
            "RMSprop", "clip_grad_norm", "clip_grad_norm_", "clip_grad_value", "clip_grad_value_",

@@ -27,7 +27,6 @@ import math
 
 import numpy as np
 
-from fastnn.api import dtypes
 from fastnn.api.args import real as check_number
 from fastnn.autograd.grad_mode import enable_grad, no_grad
 from fastnn.nn.module import PARAM_CLASSES
