@@ -74,7 +74,8 @@ class Optimizer:
                     f"{type(p).__name__}"
                 )
             if id(p) in seen:
-                raise ValueError(f"{type(self).__name__}: a parameter appears in two groups")
+                raise ValueError(f"{type(self).__name__}: a parameter of shape {p.shape} is "
+                                 "given twice (in one group or in two); give each once")
             seen.add(id(p))
         full = {**self.defaults, **group, "params": params}
         full["class_lr"] = dict(full.get("class_lr") or {})
@@ -336,15 +337,17 @@ class Optimizer:
                                  f"{type(st).__name__}")
             p = params[int(key)]
             self._check_state_keys(key, st, group_of[int(key)])
-            new_state[id(p)] = {name: self._state_value(owner, key, name, value, p)
+            strict = self._rule_state_keys(group_of[int(key)]) is not None
+            new_state[id(p)] = {name: self._state_value(owner, key, name, value, p, strict)
                                 for name, value in st.items()}
         for group, entry in zip(self.param_groups, merged):
             group.update(entry)
         self.state = new_state
         self._state_home = {id(p): (p._device, p._dtype) for p in params}
 
-    def _state_value(self, owner: str, key, name: str, value, p):
-        """One saved state entry, checked and placed on ``p``'s device."""
+    def _state_value(self, owner: str, key, name: str, value, p, strict: bool):
+        """One saved state entry, checked and placed on ``p``'s device (``strict``: the
+        rule's own entries, each a number or an array of the parameter's shape)."""
         kind = self.SCALAR_STATE.get(name)
         if kind is not None:
             number = value.numpy() if isinstance(value, Tensor) else value
@@ -360,6 +363,9 @@ class Optimizer:
                 raise ValueError(f"{owner}: state {name!r} of parameter {key} is {number}")
             return kind(number)
         if not isinstance(value, (np.ndarray, Tensor)):
+            if strict:
+                raise ValueError(f"{owner}: state {name!r} of parameter {key} must be an array "
+                                 f"of the parameter's shape {p.shape}, got {value!r:.100}")
             return _number(value)
         host = value.numpy() if isinstance(value, Tensor) else value
         if tuple(host.shape) != p.shape:
