@@ -123,13 +123,20 @@ __device__ void rmsprop_body(const StepTable& t, double alpha, double eps) {
 // ---- the newer rules (hook docstrings in fastnn/api/hookspec.py); lr is per tensor,
 // the step's other coefficients come folded into scalars by optim.py.
 
-// Weight decay as Adam's: decoupled = 1: w *= 1 - lr*wd; else d += wd*w.
+// Weight decay as Adam's (decoupled = 1: w *= 1 - lr*wd; else d += wd*w), then Adam's
+// moments of element i, stored into m and v and returned in mi and vi.
 template <typename T>
-__device__ __forceinline__ void decay(T& w, T& d, double lr, double wd, i64 decoupled) {
+__device__ __forceinline__ void adam_moments(T& w, T& d, T* m, T* v, i64 i, T b1, T b2,
+                                             double lr, double wd, i64 decoupled, T& mi,
+                                             T& vi) {
     if (wd != 0.0) {
         if (decoupled) w *= T(1.0 - lr * wd);
         else d += T(wd) * w;
     }
+    mi = b1 * m[i] + (T(1) - b1) * d;
+    vi = b2 * v[i] + (T(1) - b2) * d * d;
+    m[i] = mi;
+    v[i] = vi;
 }
 
 // Adam/AdamW with amsgrad: vmax = max(vmax, v); p -= (lr/bias1) m / (sqrt(vmax/bias2) + eps).
@@ -146,13 +153,10 @@ __device__ void amsgrad_body(const StepTable& t, double beta1, double beta2, dou
     const T b1 = T(beta1), b2 = T(beta2), e = T(eps), c2 = T(bias2), step_size = T(lr / bias1);
     for (i64 i = s.first; i < t.size[s.k]; i += s.stride) {
         T d = g[i], w = p[i];
-        decay(w, d, lr, wd, decoupled);
-        const T mi = b1 * m[i] + (T(1) - b1) * d;
-        const T vi = b2 * v[i] + (T(1) - b2) * d * d;
+        T mi, vi;
+        adam_moments(w, d, m, v, i, b1, b2, lr, wd, decoupled, mi, vi);
         const T old = vmax[i];
         const T top = (old > vi || old != old) ? old : vi;  // NaN stays, as max() keeps it
-        m[i] = mi;
-        v[i] = vi;
         vmax[i] = top;
         p[i] = w - step_size * mi / (f_sqrt(top / c2) + e);
     }
@@ -223,11 +227,8 @@ __device__ void radam_body(const StepTable& t, double beta1, double beta2, doubl
     const T plain_step = T(lr * plain), adaptive_step = T(lr * adaptive);
     for (i64 i = s.first; i < t.size[s.k]; i += s.stride) {
         T d = g[i], w = p[i];
-        decay(w, d, lr, wd, decoupled);
-        const T mi = b1 * m[i] + (T(1) - b1) * d;
-        const T vi = b2 * v[i] + (T(1) - b2) * d * d;
-        m[i] = mi;
-        v[i] = vi;
+        T mi, vi;
+        adam_moments(w, d, m, v, i, b1, b2, lr, wd, decoupled, mi, vi);
         p[i] = rectified ? w - adaptive_step * mi / (f_sqrt(vi) + e) : w - plain_step * mi;
     }
 }
@@ -246,11 +247,8 @@ __device__ void nadam_body(const StepTable& t, double beta1, double beta2, doubl
     const T coef_g = T(lr * g_factor), coef_m = T(lr * m_factor);
     for (i64 i = s.first; i < t.size[s.k]; i += s.stride) {
         T d = g[i], w = p[i];
-        decay(w, d, lr, wd, decoupled);
-        const T mi = b1 * m[i] + (T(1) - b1) * d;
-        const T vi = b2 * v[i] + (T(1) - b2) * d * d;
-        m[i] = mi;
-        v[i] = vi;
+        T mi, vi;
+        adam_moments(w, d, m, v, i, b1, b2, lr, wd, decoupled, mi, vi);
         const T den = f_sqrt(vi / c2) + e;
         p[i] = w - coef_g * d / den - coef_m * mi / den;
     }

@@ -47,7 +47,19 @@ __kernel void k_rmsprop(__global T *p, __global const T *grad, const int goff, _
 }
 
 // ---- the newer rules (hook docstrings in fastnn/api/hookspec.py) ----
-// Weight decay: decoupled = 1: p *= 1 - lr * wd; else g += wd * p.
+
+// Weight decay (decoupled = 1: w *= 1 - lr * wd; else g += wd * w), then Adam's moments,
+// stored into m[i] and v[i]; the decayed weight and gradient come back through w and g.
+void adam_moments(__global const T *p, __global const T *grad, const int goff, __global T *m,
+                  __global T *v, const int i, const T lr, const T wd, const T beta1,
+                  const T beta2, const int decoupled, T *w, T *g) {
+    *w = p[i];
+    *g = grad[goff + i];
+    if (decoupled) *w *= (T)1 - lr * wd;
+    else *g += wd * *w;
+    m[i] = beta1 * m[i] + ((T)1 - beta1) * *g;
+    v[i] = beta2 * v[i] + ((T)1 - beta2) * *g * *g;
+}
 
 // Adam/AdamW with amsgrad: vmax = max(vmax, v); p -= (lr / bias1) m / (sqrt(vmax / bias2) + eps).
 __kernel void k_amsgrad(__global T *p, __global const T *grad, const int goff, __global T *m,
@@ -56,15 +68,10 @@ __kernel void k_amsgrad(__global T *p, __global const T *grad, const int goff, _
                         const T bias2, const int decoupled) {
     const int i = get_global_id(0);
     if (i >= n) return;
-    T w = p[i];
-    T g = grad[goff + i];
-    if (decoupled) w *= (T)1 - lr * wd;
-    else g += wd * w;
-    const T mi = beta1 * m[i] + ((T)1 - beta1) * g;
-    const T vi = beta2 * v[i] + ((T)1 - beta2) * g * g;
+    T w, g;
+    adam_moments(p, grad, goff, m, v, i, lr, wd, beta1, beta2, decoupled, &w, &g);
+    const T mi = m[i], vi = v[i];
     const T top = fmax(vmax[i], vi);
-    m[i] = mi;
-    v[i] = vi;
     vmax[i] = top;
     p[i] = w - (lr / bias1) * mi / (sqrt(top / bias2) + eps);
 }
@@ -114,14 +121,9 @@ __kernel void k_radam(__global T *p, __global const T *grad, const int goff, __g
                       const int rectified, const int decoupled) {
     const int i = get_global_id(0);
     if (i >= n) return;
-    T w = p[i];
-    T g = grad[goff + i];
-    if (decoupled) w *= (T)1 - lr * wd;
-    else g += wd * w;
-    const T mi = beta1 * m[i] + ((T)1 - beta1) * g;
-    const T vi = beta2 * v[i] + ((T)1 - beta2) * g * g;
-    m[i] = mi;
-    v[i] = vi;
+    T w, g;
+    adam_moments(p, grad, goff, m, v, i, lr, wd, beta1, beta2, decoupled, &w, &g);
+    const T mi = m[i], vi = v[i];
     p[i] = rectified ? w - adaptive_scale * mi / (sqrt(vi) + eps) : w - plain_scale * mi;
 }
 
@@ -132,14 +134,9 @@ __kernel void k_nadam(__global T *p, __global const T *grad, const int goff, __g
                       const T coef_m, const int decoupled) {
     const int i = get_global_id(0);
     if (i >= n) return;
-    T w = p[i];
-    T g = grad[goff + i];
-    if (decoupled) w *= (T)1 - lr * wd;
-    else g += wd * w;
-    const T mi = beta1 * m[i] + ((T)1 - beta1) * g;
-    const T vi = beta2 * v[i] + ((T)1 - beta2) * g * g;
-    m[i] = mi;
-    v[i] = vi;
+    T w, g;
+    adam_moments(p, grad, goff, m, v, i, lr, wd, beta1, beta2, decoupled, &w, &g);
+    const T mi = m[i], vi = v[i];
     const T d = sqrt(vi / bias2) + eps;
     p[i] = w - coef_g * g / d - coef_m * mi / d;
 }
