@@ -265,3 +265,13 @@ def test_l1_adds_sign_to_connective_gradients_only(cls):
     w_ref, b_ref = run(0.0, g_w + 0.3 * np.sign(w0))
     np.testing.assert_allclose(w_l1, w_ref, rtol=1e-12)
     np.testing.assert_array_equal(b_l1, b_ref)  # a bias takes no L1 term
+
+
+def test_zero_grad_drops_or_zeros_as_pytorch():
+    w = Parameter.from_numpy(np.ones((2, 3)), "connective", fnn.float64)
+    opt = optim.SGD([w], lr=0.1)
+    w.grad = fnn.tensor(np.full((2, 3), 5.0))
+    opt.zero_grad(set_to_none=False)
+    np.testing.assert_array_equal(w.grad.numpy(), np.zeros((2, 3)))
+    opt.zero_grad()
+    assert w.grad is None
