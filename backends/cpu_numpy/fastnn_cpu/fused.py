@@ -125,11 +125,12 @@ def adam_step(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays, beta1, b
         scratch *= 1.0 - beta2
         v *= beta2
         v += scratch
-        np.sqrt(v, out=scratch)  # sqrt(v / bias2) + eps, as sqrt(v) / sqrt(bias2) + eps
-        scratch *= 1.0 / root2
-        scratch += eps
+        # m / (sqrt(v / bias2) + eps) = sqrt(bias2) * m / (sqrt(v) + eps sqrt(bias2)): one
+        # pass fewer than scaling sqrt(v) first
+        np.sqrt(v, out=scratch)
+        scratch += eps * root2
         np.divide(m, scratch, out=scratch)
-        _axpy(-lr / bias1, scratch, p)
+        _axpy(-lr * root2 / bias1, scratch, p)
     return list(params), list(exp_avgs), list(exp_avg_sqs)
 
 
