@@ -16,6 +16,7 @@ from fastnn.data.loader import DataLoader, TensorDataset
 from fastnn.data.trace import load_trace
 
 LOADERS = {"digits": load_digits, "trace": load_trace}
+"""Data-set name -> loader function, the names that :func:`load` accepts."""
 
 
 def load(name: str, **kwargs) -> Dataset:

@@ -119,6 +119,7 @@ class DataLoader:
 
     @property
     def shard(self):
+        """``(rank, world_size)``, or None for an unsharded loader."""
         return None if self.world_size == 1 else (self.rank, self.world_size)
 
     def num_samples(self) -> int:

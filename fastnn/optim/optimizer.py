@@ -58,6 +58,8 @@ class Optimizer(OptimizerState):
             self.add_param_group(group)
 
     def add_param_group(self, group: dict) -> None:
+        """Add ``{"params": [...], "lr": ...}``: its own hyper-parameters, the defaults for
+        the rest (as PyTorch's)."""
         if not isinstance(group, dict) or "params" not in group:
             raise TypeError(f"{type(self).__name__}: a param group must be a dict with 'params'")
         unknown = set(group) - set(self.defaults) - {"params"}
@@ -233,6 +235,7 @@ class Optimizer(OptimizerState):
 
     @staticmethod
     def zeros_like(p):
+        """Backend data of zeros with the shape, dtype and device of parameter ``p`` (state)."""
         return p._device.ops.full(p.shape, 0, p._dtype.name, p._device.index)
 
 def _param_list(owner: str, what: str, params) -> list:

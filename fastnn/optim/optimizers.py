@@ -58,6 +58,7 @@ class SGD(Optimizer):
                                       class_lr=class_lr, l1=l1))
 
     def state_keys(self, group):
+        """momentum_buffer with momentum, nothing without (PyTorch's names)."""
         return ("momentum_buffer",) if group["momentum"] else ()
 
     def _check_rule(self, group):
@@ -99,6 +100,7 @@ class RMSprop(Optimizer):
                                       l1=l1))
 
     def state_keys(self, group):
+        """step and square_avg, plus momentum_buffer and grad_avg where switched on."""
         return (("step", "square_avg") + (("momentum_buffer",) if group["momentum"] else ())
                 + (("grad_avg",) if group["centered"] else ()))
 
@@ -161,6 +163,7 @@ class Adam(Optimizer):
                                       class_lr=class_lr, l1=l1))
 
     def state_keys(self, group):
+        """step, exp_avg and exp_avg_sq, plus max_exp_avg_sq with amsgrad."""
         return ("step", "exp_avg", "exp_avg_sq") + (
             ("max_exp_avg_sq",) if group["amsgrad"] else ())
 

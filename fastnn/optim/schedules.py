@@ -85,6 +85,8 @@ class LRScheduler:
             self._is_initial = False
 
     def get_lr(self) -> list:
+        """The rates of epoch ``self.last_epoch``, one per group (each rule defines it,
+        from the groups' current rates where PyTorch's rule is recursive)."""
         raise NotImplementedError
 
     def get_last_lr(self) -> list:
@@ -92,6 +94,8 @@ class LRScheduler:
         return list(self._last_lr)
 
     def step(self) -> None:
+        """Advance one epoch (or batch: whatever the schedule counts) and set every group's
+        ``lr``; call it after ``optimizer.step()``."""
         self._step_count += 1
         self._update_lr()
 
@@ -115,6 +119,7 @@ class LRScheduler:
                 for name in self.STATE for v in [getattr(self, name)]}
 
     def load_state_dict(self, state: dict) -> None:
+        """Continue from a :meth:`state_dict` (also as ``fnn.load`` returns it)."""
         owner = f"{type(self).__name__}.load_state_dict"
         if not isinstance(state, dict):
             raise TypeError(f"{owner}: expected the dict that state_dict() returned, got "

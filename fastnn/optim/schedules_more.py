@@ -47,6 +47,8 @@ class SequentialLR(LRScheduler):
         self._last_lr = first.get_last_lr()
 
     def step(self) -> None:
+        """Advance one epoch in the scheduler whose span holds it (restarting the next one
+        at its milestone)."""
         self.last_epoch += 1
         idx = bisect_right(self._milestones, self.last_epoch)
         scheduler = self._schedulers[idx]
@@ -57,11 +59,13 @@ class SequentialLR(LRScheduler):
         self._last_lr = scheduler.get_last_lr()
 
     def state_dict(self) -> dict:
+        """Its own position and each scheduler's state, under ``"schedulers"``."""
         state = super().state_dict()
         state["schedulers"] = {str(i): s.state_dict() for i, s in enumerate(self._schedulers)}
         return state
 
     def load_state_dict(self, state: dict) -> None:
+        """Continue from a :meth:`state_dict`, each scheduler from its own part."""
         super().load_state_dict(state)
         saved = state.get("schedulers", {})
         if len(saved) != len(self._schedulers):
@@ -207,6 +211,8 @@ class ReduceLROnPlateau(LRScheduler):
         return a > (best * (th + 1.0) if self.threshold_mode == "rel" else best + th)
 
     def step(self, metrics) -> None:
+        """Record this epoch's ``metrics`` (a number or 0-d tensor) and cut the rates when
+        it has not improved for more than ``patience`` epochs."""
         current = float(_plain(metrics.item() if hasattr(metrics, "item") else metrics))
         self.last_epoch += 1
         if self._is_better(current):
