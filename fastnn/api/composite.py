@@ -192,3 +192,12 @@ def rmsprop_step(ops, params, grads, square_avgs, lrs, weight_decays, alpha, eps
         out_p.append(ops.sub(p, ops.mul(ops.div(g, ops.add(ops.sqrt(v), eps)), lr)))
         out_v.append(v)
     return out_p, out_v
+
+
+from fastnn.api.composite_optim import (  # noqa: E402,F401  (the newer optimizer steps)
+    adagrad_step,
+    amsgrad_step,
+    nadam_step,
+    radam_step,
+    rmsprop_momentum_step,
+)

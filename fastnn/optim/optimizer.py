@@ -15,8 +15,10 @@ back into the parameters and the state.
 
 Parameter classes: a :class:`~fastnn.nn.Parameter` carries ``param_class``
 (connective, bias, activation, other); a plain tensor counts as "other".
-Weight decay applies to connective parameters only, and ``class_lr`` (e.g.
-``{"bias": 2.0}``) multiplies the learning rate of a class.
+Weight decay applies to connective parameters only, ``class_lr`` (e.g.
+``{"bias": 2.0}``) multiplies the learning rate of a class, and ``l1`` (minidx's
+L1 term) adds ``l1 * sign(p)`` to the gradient of connective parameters before
+the rule runs, as ``weight_decay`` adds ``wd * p``.
 """
 
 from __future__ import annotations
@@ -25,11 +27,11 @@ import math
 
 import numpy as np
 
-from fastnn.api import dtypes
 from fastnn.api.args import real as check_number
-from fastnn.autograd.grad_mode import no_grad
+from fastnn.autograd.grad_mode import enable_grad, no_grad
 from fastnn.nn.module import PARAM_CLASSES
 from fastnn.ops.tensor import Tensor, tensor
+from fastnn.optim.state import OptimizerState, is_array
 
 DECAYED_CLASSES = ("connective",)
 
@@ -38,7 +40,7 @@ def param_class(p) -> str:
     return getattr(p, "param_class", "other")
 
 
-class Optimizer:
+class Optimizer(OptimizerState):
     """Base class; a rule sets ``defaults`` and implements ``_update(group, params, grads)``."""
 
     def __init__(self, params, defaults: dict):
@@ -48,7 +50,7 @@ class Optimizer:
         # id(param) -> (device, dtype) its state arrays live in; a parameter that
         # moved since (model.to() after some steps) takes its state along
         self._state_home: dict[int, tuple] = {}
-        params = list(params)
+        params = _param_list(type(self).__name__, "params", params)
         if not params:
             raise ValueError(f"{type(self).__name__}: got an empty parameter list")
         groups = params if isinstance(params[0], dict) else [{"params": params}]
@@ -62,8 +64,11 @@ class Optimizer:
             raise TypeError(f"{type(self).__name__}: a param group must be a dict with 'params'")
         unknown = set(group) - set(self.defaults) - {"params"}
         if unknown:
-            raise TypeError(f"{type(self).__name__}: unknown options {sorted(unknown)}")
-        params = list(group["params"])
+            raise TypeError(f"{type(self).__name__}: unknown options {sorted(unknown)}; "
+                            f"a group takes {', '.join(sorted(self.defaults))}")
+        params = group["params"]  # one tensor alone is a group of one, as in PyTorch
+        params = _param_list(type(self).__name__, "a param group's 'params'",
+                             [params] if isinstance(params, Tensor) else params)
         seen = {id(p) for g in self.param_groups for p in g["params"]}
         for p in params:
             if not isinstance(p, Tensor) or not p.dtype.is_floating:
@@ -72,7 +77,8 @@ class Optimizer:
                     f"{type(p).__name__}"
                 )
             if id(p) in seen:
-                raise ValueError(f"{type(self).__name__}: a parameter appears in two groups")
+                raise ValueError(f"{type(self).__name__}: a parameter of shape {p.shape} is "
+                                 "given twice (in one group or in two); give each once")
             seen.add(id(p))
         full = {**self.defaults, **group, "params": params}
         full["class_lr"] = dict(full.get("class_lr") or {})
@@ -88,7 +94,11 @@ class Optimizer:
     # hyper-parameter -> its closed range, checked for every group, whether it comes from
     # the constructor, add_param_group or load_state_dict
     RANGES = {"lr": (0.0, math.inf), "weight_decay": (0.0, math.inf), "momentum": (0.0, math.inf),
-              "dampening": (0.0, 1.0), "eps": (0.0, math.inf), "alpha": (0.0, 1.0)}
+              "dampening": (0.0, 1.0), "eps": (0.0, math.inf), "alpha": (0.0, 1.0),
+              "l1": (0.0, math.inf), "lr_decay": (0.0, math.inf),
+              "initial_accumulator_value": (0.0, math.inf), "momentum_decay": (0.0, math.inf)}
+    # switches, which must be True or False (a string "False" would read as on)
+    FLAGS = ("nesterov", "amsgrad", "centered", "decoupled_weight_decay")
 
     def _check_hyper(self, group: dict) -> None:
         owner = type(self).__name__
@@ -99,12 +109,18 @@ class Optimizer:
             if not low <= value <= high:
                 bound = f">= {low:g}" if high == math.inf else f"in [{low:g}, {high:g}]"
                 raise ValueError(f"{owner}: {name} must be {bound}, got {group[name]!r}")
+        for name in self.FLAGS:
+            if name in group and not isinstance(group[name], (bool, np.bool_)):
+                raise TypeError(f"{owner}: {name} must be True or False, got {group[name]!r}")
         if "betas" in group:
             betas = group["betas"]
             if not isinstance(betas, (tuple, list)) or len(betas) != 2:
                 raise TypeError(f"{owner}: betas must be a pair (beta1, beta2), got {betas!r}")
             if not all(0.0 <= check_number(owner, "betas", b) < 1.0 for b in betas):
-                raise ValueError(f"{owner}: betas must be in [0, 1), got {betas}")
+                raise ValueError(f"{owner}: betas must be in [0, 1), got {betas}; e.g. "
+                                 "betas=(0.9, 0.999)")
+            group["betas"] = tuple(float(b) for b in betas)
+        self._check_rule(group)
         class_lr = group["class_lr"]
         unknown = sorted(set(class_lr) - set(PARAM_CLASSES))
         if unknown:
@@ -116,17 +132,32 @@ class Optimizer:
             if not check_number(owner, f"class_lr[{name!r}]", scale) >= 0:
                 raise ValueError(f"{owner}: class_lr[{name!r}] must be >= 0, got {scale}")
 
+    def _check_rule(self, group: dict) -> None:
+        """A rule's own checks of a complete group (e.g. SGD's Nesterov conditions)."""
+
     # ------------------------------------------------------------ updates
-    def zero_grad(self) -> None:
-        """Set the ``.grad`` of every parameter in every group to None."""
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Drop every ``.grad`` (PyTorch's default), or fill it with zeros."""
         for group in self.param_groups:
             for p in group["params"]:
-                p.grad = None
+                if set_to_none or p.grad is None:
+                    p.grad = None
+                else:
+                    p.grad = Tensor._make(self.zeros_like(p), p._dtype, p._device)
 
-    def step(self) -> None:
-        """Update every parameter that has a ``.grad`` (others are skipped, as in PyTorch)."""
+    def step(self, closure=None):
+        """Update every parameter that has a ``.grad`` (others are skipped, as in PyTorch).
+
+        ``closure``: a function that recomputes the loss (with gradients) and returns it,
+        as PyTorch's; step returns that loss.
+        """
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
         pairs = [(p, p.grad) for g in self.param_groups for p in g["params"] if p.grad is not None]
         self.apply_gradients(pairs)
+        return loss
 
     def apply_gradients(self, pairs) -> None:
         """Update from explicit ``(parameter, gradient)`` pairs; each parameter must be ours."""
@@ -159,27 +190,22 @@ class Optimizer:
                 self._follow(p)
         with no_grad():
             for (index, _), (params, grads) in per_group.items():
-                self._update(self.param_groups[index], params, grads)
+                group = self.param_groups[index]
+                self._update(group, params, self._add_l1(group, params, grads))
 
-    def _rule_state_keys(self) -> tuple | None:
-        """STATE_KEYS of the class whose ``_update`` runs, or of a subclass below it."""
-        for cls in type(self).__mro__:
-            if "STATE_KEYS" in cls.__dict__:
-                return cls.__dict__["STATE_KEYS"]
-            if "_update" in cls.__dict__:
-                return None  # a rule of its own that declares no keys: not checked
-        return None
-
-    def _check_state_keys(self, key, st) -> None:
-        keys = self._rule_state_keys()
-        if keys is None or not st:
-            return
-        owner = type(self).__name__
-        if set(st) != set(keys):
-            raise ValueError(
-                f"{owner}.load_state_dict: parameter {key} has state {sorted(st)}, but {owner} "
-                f"keeps {sorted(keys)} (was it saved from another optimizer?)"
-            )
+    @staticmethod
+    def _add_l1(group: dict, params: list, grads: list) -> list:
+        """grad + l1 * sign(p) for connective parameters (minidx's L1 term)."""
+        l1 = float(group.get("l1", 0.0))
+        if not l1:
+            return grads
+        out = []
+        for p, g in zip(params, grads):
+            if param_class(p) in DECAYED_CLASSES:
+                ops = p._device.ops
+                g = ops.add(g, ops.mul(ops.sign(p._data), l1))
+            out.append(g)
+        return out
 
     def _follow(self, p) -> None:
         """Move ``p``'s state to ``p``'s device and dtype when the parameter moved since its
@@ -189,7 +215,7 @@ class Optimizer:
         if old is not None and old != home:
             st = self.state.get(id(p), {})
             for name, value in st.items():
-                if _is_array(value):
+                if is_array(value):
                     host = np.asarray(old[0].ops.to_numpy(value), dtype=p._dtype.numpy)
                     st[name] = p._device.ops.from_numpy(host, p._device.index)
         self._state_home[id(p)] = home
@@ -212,141 +238,18 @@ class Optimizer:
         """Backend data of zeros with the shape, dtype and device of parameter ``p`` (state)."""
         return p._device.ops.full(p.shape, 0, p._dtype.name, p._device.index)
 
-    # ------------------------------------------------------------ state dicts
-    def _all_params(self) -> list:
-        return [p for g in self.param_groups for p in g["params"]]
-
-    def state_dict(self) -> dict:
-        """{"param_groups": [hyper-parameters + param indices], "state": {"i": {...}}}.
-
-        Arrays come back as host NumPy copies, so the dict can go to ``fnn.save``.
-        """
-        groups, start = [], 0
-        for g in self.param_groups:
-            entry = {k: (dict(v) if isinstance(v, dict) else v) for k, v in g.items()
-                     if k != "params"}
-            entry["params"] = list(range(start, start + len(g["params"])))
-            start += len(g["params"])
-            groups.append(entry)
-        state = {}
-        for i, p in enumerate(self._all_params()):
-            st = self.state.get(id(p))
-            if st:
-                ops = self._state_home.get(id(p), (p._device,))[0].ops
-                state[str(i)] = {k: (np.array(ops.to_numpy(v), copy=True)
-                                     if _is_array(v) else v) for k, v in st.items()}
-        return {"param_groups": groups, "state": state}
-
-    def load_state_dict(self, state_dict: dict) -> None:
-        """Restore hyper-parameters and per-parameter state saved by :meth:`state_dict`."""
-        if not isinstance(state_dict, dict):
-            raise TypeError(
-                f"{type(self).__name__}.load_state_dict: expected the dict that state_dict() "
-                f"returned, got {type(state_dict).__name__}"
-            )
-        groups = state_dict.get("param_groups")
-        if groups is None or "state" not in state_dict:
-            raise ValueError(
-                f"{type(self).__name__}.load_state_dict: expected keys 'param_groups' and "
-                f"'state', got {sorted(state_dict)}"
-            )
-        sizes = [len(g["params"]) for g in self.param_groups]
-        saved_sizes = [len(g["params"]) for g in groups]
-        if sizes != saved_sizes:
-            raise ValueError(
-                f"{type(self).__name__}.load_state_dict: saved groups hold {saved_sizes} "
-                f"parameters, this optimizer {sizes}"
-            )
-        params = self._all_params()
-        new_state = {}
-        for key, st in state_dict["state"].items():
-            if not (str(key).isdigit() and int(key) < len(params)):
-                raise ValueError(
-                    f"{type(self).__name__}.load_state_dict: state for parameter {key!r}, but "
-                    f"this optimizer holds {len(params)} parameters (was it saved from another "
-                    f"model?)"
-                )
-            p = params[int(key)]
-            self._check_state_keys(key, st)
-            entry = {}
-            for name, value in st.items():
-                if isinstance(value, (np.ndarray, Tensor)):
-                    host = value.numpy() if isinstance(value, Tensor) else value
-                    if tuple(host.shape) != p.shape:
-                        raise ValueError(
-                            f"{type(self).__name__}.load_state_dict: state {name!r} of parameter "
-                            f"{key} has shape {tuple(host.shape)}, the parameter {p.shape}"
-                        )
-                    host = np.asarray(host, dtype=p._dtype.numpy)
-                    entry[name] = p._device.ops.from_numpy(host, p._device.index)
-                else:
-                    entry[name] = _number(value)
-            new_state[id(p)] = entry
-        merged = []
-        for group, saved in zip(self.param_groups, groups):
-            entry = dict(group)
-            for k, v in saved.items():
-                if k != "params":
-                    entry[k] = dict(v) if isinstance(v, dict) else _number(v)
-            self._check_hyper(entry)  # a bad saved value fails here, before anything changes
-            merged.append(entry)
-        for group, entry in zip(self.param_groups, merged):
-            group.update(entry)
-        self.state = new_state
-        self._state_home = {id(p): (p._device, p._dtype) for p in params}
-
-
-def _is_array(value) -> bool:
-    return hasattr(value, "shape") and not isinstance(value, (int, float))
-
-
-def _number(value):
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, list):
-        return tuple(value)
-    return value
-
-
-def clip_grad_norm(params, max_norm: float, eps: float = 1e-6) -> float:
-    """Scale the ``.grad`` of ``params`` so their joint L2 norm is at most ``max_norm``.
-
-    As PyTorch's ``clip_grad_norm_``: total = sqrt(sum ||g||^2); when
-    total > max_norm every gradient is multiplied by max_norm / (total + eps) (a NaN
-    total makes every gradient NaN, as there). Returns the total norm before clipping,
-    as a float: one read-back per device.
-    """
-    # a list: a generator (e.g. ``p for p in ... if ...``) is walked twice below
+def _param_list(owner: str, what: str, params) -> list:
+    """``params`` as a list, refusing a bare tensor and anything not iterable, as PyTorch."""
+    if isinstance(params, Tensor):
+        raise TypeError(f"{owner}: {what} must be an iterable of Tensors (or of param-group "
+                        f"dicts), got a single Tensor of shape {params.shape}; pass [tensor] "
+                        "or model.parameters()")
+    if isinstance(params, (str, bytes, dict)) or params is None:
+        raise TypeError(f"{owner}: {what} must be an iterable of Tensors (or of param-group "
+                        f"dicts), got {type(params).__name__}; pass model.parameters()")
     try:
-        params = [params] if isinstance(params, Tensor) else list(params)
+        return list(params)
     except TypeError:
-        params = None
-    if params is None or not all(isinstance(p, Tensor) for p in params):
-        raise TypeError("clip_grad_norm: params must be tensors; pass model.parameters()")
-    max_norm = check_number("clip_grad_norm", "max_norm", max_norm)
-    if not max_norm >= 0:
-        raise ValueError(f"clip_grad_norm: max_norm must be >= 0, got {max_norm}")
-    grads = [p.grad for p in params if p.grad is not None]
-    if not grads:
-        return 0.0
-    with no_grad():
-        # one sum of squares per device, read back once each (not once per parameter: on a
-        # GPU every read-back waits for the device)
-        per_device: dict = {}
-        for g in grads:
-            if g.dtype.itemsize < 4:
-                # NOTE: float16 squares overflow past 65504 (a norm of 256): sum in float32
-                g = g.to(dtypes.float32)
-            square = (g * g).sum()
-            prev = per_device.get(g._device)
-            per_device[g._device] = square if prev is None else prev + square
-        total = math.sqrt(sum(float(s.item()) for s in per_device.values()))
-    coef = float(max_norm) / (total + eps)
-    # "not <" so that a NaN norm makes NaN gradients, as in PyTorch, instead of passing
-    # them on unclipped (an infinite one gives coef 0)
-    if not coef >= 1.0:
-        with no_grad():
-            for p in params:
-                if p.grad is not None:
-                    p.grad = p.grad * coef
-    return total
+        raise TypeError(f"{owner}: {what} must be an iterable of Tensors (or of param-group "
+                        f"dicts), got {type(params).__name__}; pass model.parameters()"
+                        ) from None

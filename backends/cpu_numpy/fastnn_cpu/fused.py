@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
@@ -75,7 +77,10 @@ def sgd_step(params, grads, bufs, lrs, weight_decays, momentum, dampening, neste
                 buf = np.array(g, copy=True)
             else:
                 buf *= momentum
-                buf += (1.0 - dampening) * g
+                if dampening:
+                    _axpy(1.0 - dampening, g, buf)
+                else:  # in place, no temporary the size of the parameter
+                    np.add(buf, g, out=buf, casting="unsafe")
             g = g + momentum * buf if nesterov else buf
         _axpy(-lr, g, p)
         out_bufs.append(buf)
@@ -105,19 +110,27 @@ def _axpy(alpha, x, y):
 def adam_step(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays, beta1, beta2, eps,
               step, decoupled):
     bias1 = 1.0 - beta1**step
-    bias2 = 1.0 - beta2**step
+    root2 = math.sqrt(1.0 - beta2**step)
     for p, g, m, v, lr, wd in zip(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays):
         if wd and decoupled:
             p *= 1.0 - lr * wd
         elif wd:
             g = g + wd * p
+        # one scratch array per parameter, every other pass in place (as PyTorch's foreach)
+        # NOTE: asarray: on 0-d inputs a ufunc returns a scalar, which cannot be an out=
+        scratch = np.asarray(np.multiply(g, 1.0 - beta1, dtype=p.dtype))
         m *= beta1
-        m += (1.0 - beta1) * g
+        m += scratch
+        np.square(g, out=scratch, casting="unsafe")
+        scratch *= 1.0 - beta2
         v *= beta2
-        v += (1.0 - beta2) * np.square(g)
-        denom = np.sqrt(v / bias2)
-        denom += eps
-        p -= (lr / bias1) * m / denom
+        v += scratch
+        # m / (sqrt(v / bias2) + eps) = sqrt(bias2) * m / (sqrt(v) + eps sqrt(bias2)): one
+        # pass fewer than scaling sqrt(v) first
+        np.sqrt(v, out=scratch)
+        scratch += eps * root2
+        np.divide(m, scratch, out=scratch)
+        _axpy(-lr * root2 / bias1, scratch, p)
     return list(params), list(exp_avgs), list(exp_avg_sqs)
 
 

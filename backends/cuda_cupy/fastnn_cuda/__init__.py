@@ -29,7 +29,16 @@ from fastnn_cuda.fused import (  # noqa: F401
     softmax_cross_entropy,
     softmax_cross_entropy_backward,
 )
-from fastnn_cuda.optim import adam_step, rmsprop_step, sgd_step  # noqa: F401
+from fastnn_cuda.optim import (  # noqa: F401
+    adagrad_step,
+    adam_step,
+    amsgrad_step,
+    nadam_step,
+    radam_step,
+    rmsprop_momentum_step,
+    rmsprop_step,
+    sgd_step,
+)
 from fastnn_cuda.primitives import (  # noqa: F401
     abs,
     add,
@@ -87,7 +96,8 @@ _ON_ARRAY_DEVICE = (
     "reshape transpose broadcast_to contiguous one_hot matmul conv1d conv1d_grad_input "
     "conv1d_grad_weight softmax log_softmax softmax_cross_entropy "
     "softmax_cross_entropy_backward rms_div bias_act bias_act_backward "
-    "sgd_step adam_step rmsprop_step"
+    "sgd_step adam_step rmsprop_step amsgrad_step rmsprop_momentum_step adagrad_step "
+    "radam_step nadam_step"
 ).split()
 
 

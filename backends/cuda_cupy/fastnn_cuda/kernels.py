@@ -53,6 +53,11 @@ KERNEL_FILES = {
     "sgd_step": "optim.cu",
     "adam_step": "optim.cu",
     "rmsprop_step": "optim.cu",
+    "amsgrad_step": "optim.cu",
+    "rmsprop_momentum_step": "optim.cu",
+    "adagrad_step": "optim.cu",
+    "radam_step": "optim.cu",
+    "nadam_step": "optim.cu",
     "im2col": "conv.cu",
     "col2im": "conv.cu",
 }

@@ -32,6 +32,7 @@ ONE_BLOCK_MAX = 65536
 STEP_THREADS = 256
 STEP_MAX_BLOCKS_PER_TENSOR = 1024
 MAX_TENSORS = 32  # per launch; more parameters make more launches
+STEP_POINTERS = 5  # per tensor: param, grad, up to three optimizer states (AMSGrad's)
 
 
 def column_grid(cols: int) -> tuple[tuple[int], tuple[int]]:
@@ -72,7 +73,7 @@ def plane_grid(positions: int, middle: int, rows: int) -> tuple[tuple, tuple]:
 # -DFASTNN_TABLE_BYTES from the value below.
 STEP_TABLE_DTYPE = np.dtype(
     [
-        ("ptr", np.uint64, (4, MAX_TENSORS)),
+        ("ptr", np.uint64, (STEP_POINTERS, MAX_TENSORS)),
         ("size", np.int64, (MAX_TENSORS,)),
         ("lr", np.float64, (MAX_TENSORS,)),
         ("wd", np.float64, (MAX_TENSORS,)),
@@ -89,6 +90,7 @@ def table_defines() -> tuple[str, ...]:
     the column kernels' block size (their __launch_bounds__)."""
     return (
         f"-DFASTNN_MAX_TENSORS={MAX_TENSORS}",
+        f"-DFASTNN_STEP_POINTERS={STEP_POINTERS}",
         f"-DFASTNN_TABLE_BYTES={STEP_TABLE_DTYPE.itemsize}",
         f"-DFASTNN_COLUMN_THREADS={COLUMN_THREADS}",
     )
@@ -102,7 +104,7 @@ def step_blocks(size: int) -> int:
 def pack_step_tables(pointers, sizes, lrs, weight_decays, flags=None):
     """Pack tensors into StepTable records, at most MAX_TENSORS per record.
 
-    ``pointers`` is one tuple of up to four device addresses per tensor (param,
+    ``pointers`` is one tuple of up to STEP_POINTERS device addresses per tensor (param,
     grad, state..., 0 where unused). Returns a list of ``(record, grid_blocks)``:
     ``record`` is a size-1 structured array (cupy passes it by value), and
     ``grid_blocks`` the 1-D grid size for that launch. Empty tensors are skipped.
@@ -119,9 +121,9 @@ def pack_step_tables(pointers, sizes, lrs, weight_decays, flags=None):
         n = len(chunk)
         # whole fields at once: per-element stores into a structured record cost
         # ~1 µs each, which a step of many parameters would pay every time
-        ptrs = np.zeros((n, 4), dtype=np.uint64)
+        ptrs = np.zeros((n, STEP_POINTERS), dtype=np.uint64)
         for slot, k in enumerate(chunk):
-            if not 1 <= len(pointers[k]) <= 4:
+            if not 1 <= len(pointers[k]) <= STEP_POINTERS:
                 raise ValueError(f"pack_step_tables: tensor {k} has {len(pointers[k])} pointers")
             ptrs[slot, : len(pointers[k])] = [int(p or 0) for p in pointers[k]]
         blocks = np.array([step_blocks(sizes[k]) for k in chunk], dtype=np.int64)

@@ -1,4 +1,4 @@
-"""Optimizer steps for all parameters in one kernel launch (cu/optim.cu).
+"""Optimizer steps for all parameters in one kernel launch (cu/optim.cu), every rule.
 
 Parameters are grouped by dtype; each group of up to ``launch.MAX_TENSORS``
 tensors is one launch whose tensor table travels by value as a kernel
@@ -9,6 +9,9 @@ C-contiguous (or a dtype without a kernel) takes the cupy path below instead.
 
 from __future__ import annotations
 
+import math
+
+from fastnn.api import composite_optim
 from fastnn.api.hookspec import hookimpl
 from fastnn_cuda import kernels, launch
 from fastnn_cuda._cupy import cupy as cp
@@ -162,3 +165,114 @@ def rmsprop_step(params, grads, square_avgs, lrs, weight_decays, alpha, eps):
         params[k] = p - lrs[k] * g / (cp.sqrt(v) + eps)
         square_avgs[k] = v
     return params, square_avgs
+
+
+# ---------------------------------------------------------------- the newer rules
+
+class _CupyOps:
+    """The primitives fastnn's optimizer composites use, on cupy arrays: the path of a
+    parameter the kernels do not take (float16, a strided layout)."""
+
+    @staticmethod
+    def add(a, b):
+        return cp.add(a, b)
+
+    @staticmethod
+    def sub(a, b):
+        return cp.subtract(a, b)
+
+    @staticmethod
+    def mul(a, b):
+        return cp.multiply(a, b)
+
+    @staticmethod
+    def div(a, b):
+        return cp.divide(a, b)
+
+    @staticmethod
+    def sqrt(a):
+        return cp.sqrt(a)
+
+    @staticmethod
+    def maximum(a, b):
+        return cp.maximum(a, b)
+
+
+def _table_step(base, params, grads, states, lrs, wds, scalars, composite, rest):
+    """One launch per dtype for the parameters the kernels take (states[j][k] updated in
+    place); the others through ``composite`` (a fastnn.api.composite_optim rule, called
+    with ``rest``, the arguments after the learning rates and weight decays).
+
+    Returns ``[params] + states``, each a new list."""
+    params, states = list(params), [list(s) for s in states]
+    done = set()
+    for dtype, idx in _kernel_groups(params, *states).items():
+        grads_c = {k: _contiguous_grad(grads[k], params[k]) for k in idx}
+        pointers = [(params[k].data.ptr, grads_c[k].data.ptr,
+                     *[s[k].data.ptr if s[k] is not None else 0 for s in states]) for k in idx]
+        _launch(base, dtype, params[idx[0]].device.id, pointers,
+                [params[k].size for k in idx], [lrs[k] for k in idx], [wds[k] for k in idx],
+                None, scalars)
+        done.update(idx)
+    left = [k for k in range(len(params)) if k not in done]
+    if left:
+        pick = lambda seq: [seq[k] for k in left]  # noqa: E731
+        out = composite(_CupyOps, pick(params), pick(grads), *[pick(s) for s in states],
+                        pick(lrs), pick(wds), *rest)
+        for column, new in zip([params] + states, out):
+            for k, value in zip(left, new):
+                column[k] = value
+    return [params] + states
+
+
+@hookimpl
+def amsgrad_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, lrs, weight_decays,
+                 beta1, beta2, eps, step, decoupled):
+    bias1, bias2 = float(1.0 - beta1**step), float(1.0 - beta2**step)
+    return tuple(_table_step(
+        "amsgrad_step", params, grads, [exp_avgs, exp_avg_sqs, max_exp_avg_sqs], lrs,
+        weight_decays, (float(beta1), float(beta2), float(eps), bias1, bias2,
+                        int(bool(decoupled))),
+        composite_optim.amsgrad_step, (beta1, beta2, eps, step, decoupled)))
+
+
+@hookimpl
+def rmsprop_momentum_step(params, grads, square_avgs, grad_avgs, bufs, lrs, weight_decays,
+                          alpha, eps, momentum, centered):
+    # a state that is off stays None: the kernel never reads its (null) slot
+    return tuple(_table_step(
+        "rmsprop_momentum_step", params, grads, [square_avgs, grad_avgs, bufs], lrs,
+        weight_decays, (float(alpha), float(eps), float(momentum), int(bool(centered))),
+        composite_optim.rmsprop_momentum_step, (alpha, eps, momentum, centered)))
+
+
+@hookimpl
+def adagrad_step(params, grads, state_sums, lrs, weight_decays, eps):
+    return tuple(_table_step("adagrad_step", params, grads, [state_sums], lrs, weight_decays,
+                             (float(eps),), composite_optim.adagrad_step, (eps,)))
+
+
+@hookimpl
+def radam_step(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays, beta1, beta2, eps,
+               step, decoupled):
+    bias1, bias2 = 1.0 - beta1**step, 1.0 - beta2**step
+    rect = composite_optim.radam_rectification(beta2, step)
+    adaptive = 0.0 if rect is None else rect * math.sqrt(bias2) / bias1
+    return tuple(_table_step(
+        "radam_step", params, grads, [exp_avgs, exp_avg_sqs], lrs, weight_decays,
+        (float(beta1), float(beta2), float(eps), float(1.0 / bias1), float(adaptive),
+         int(rect is not None), int(bool(decoupled))),
+        composite_optim.radam_step, (beta1, beta2, eps, step, decoupled)))
+
+
+@hookimpl
+def nadam_step(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays, beta1, beta2, eps,
+               step, mu, mu_next, mu_product, decoupled):
+    g_factor = (1.0 - mu) / (1.0 - mu_product)
+    m_factor = mu_next / (1.0 - mu_product * mu_next)
+    return tuple(_table_step(
+        "nadam_step", params, grads, [exp_avgs, exp_avg_sqs], lrs, weight_decays,
+        (float(beta1), float(beta2), float(eps), float(1.0 - beta2**step), float(g_factor),
+         float(m_factor), int(bool(decoupled))),
+        composite_optim.nadam_step,
+        (beta1, beta2, eps, step, mu, mu_next, mu_product, decoupled)))

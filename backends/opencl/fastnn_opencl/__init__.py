@@ -63,7 +63,16 @@ from fastnn_opencl.misc import (  # noqa: F401
     transpose,
     uniform,
 )
-from fastnn_opencl.optim import adam_step, rmsprop_step, sgd_step  # noqa: F401
+from fastnn_opencl.optim import (  # noqa: F401
+    adagrad_step,
+    adam_step,
+    amsgrad_step,
+    nadam_step,
+    radam_step,
+    rmsprop_momentum_step,
+    rmsprop_step,
+    sgd_step,
+)
 from fastnn_opencl.reduce import argmax, max, mean, sum  # noqa: F401
 from fastnn_opencl.runtime import INSTALL_HINT
 

@@ -1,4 +1,6 @@
-"""Fused optimizer steps (``kernels/optim.cl``): one in-place kernel per parameter.
+"""Fused optimizer steps (``kernels/optim.cl``): one in-place kernel per parameter, for
+every rule (SGD, RMSprop with or without momentum and centering, Adam/AdamW with or
+without amsgrad, Adagrad, RAdam, NAdam).
 
 Parameters and optimizer state are updated in place when they are plain
 contiguous arrays (as parameters and their state always are in practice); a
@@ -7,8 +9,11 @@ view is first copied, and the copy is what the hook returns.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from fastnn.api.composite_optim import radam_rectification
 from fastnn.api.hookspec import hookimpl
 from fastnn_opencl import elementwise
 from fastnn_opencl.misc import fill
@@ -82,3 +87,88 @@ def rmsprop_step(params, grads, square_avgs, lrs, weight_decays, alpha, eps):
         out_p.append(p)
         out_v.append(v)
     return out_p, out_v
+
+
+# ---------------------------------------------------------------- the newer rules
+
+def _launch(p, name, buffers, scalars, flags, g):
+    """One in-place kernel over ``p``: (p, grad, grad offset, buffers, n, scalars, flags)."""
+    if p.size:
+        kernel = _kernel(p, name, len(buffers), len(scalars), len(flags))
+        kernel(p.dev.queue, (rounded(p.size),), None, p.data, g.data, g.offset,
+               *[b.data for b in buffers], p.size, *scalars, *[int(f) for f in flags])
+
+
+@hookimpl
+def amsgrad_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, lrs, weight_decays,
+                 beta1, beta2, eps, step, decoupled):
+    bias1, bias2 = 1.0 - beta1**step, 1.0 - beta2**step
+    out = [], [], [], []
+    for p, g, m, v, vmax, lr, wd in zip(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs,
+                                        lrs, weight_decays):
+        p, g, m, v, vmax = _owned(p), _dense(g), _owned(m), _owned(v), _owned(vmax)
+        _launch(p, "k_amsgrad", (m, v, vmax), (lr, wd, beta1, beta2, eps, bias1, bias2),
+                (decoupled,), g)
+        for lst, value in zip(out, (p, m, v, vmax)):
+            lst.append(value)
+    return out
+
+
+@hookimpl
+def rmsprop_momentum_step(params, grads, square_avgs, grad_avgs, bufs, lrs, weight_decays,
+                          alpha, eps, momentum, centered):
+    out = [], [], [], []
+    for p, g, v, a, buf, lr, wd in zip(params, grads, square_avgs, grad_avgs, bufs, lrs,
+                                       weight_decays):
+        p, g, v = _owned(p), _dense(g), _owned(v)
+        a = _owned(a) if centered else None
+        buf = _owned(buf) if momentum else None
+        # an unused state slot gets v, which the kernel then never reads through it
+        _launch(p, "k_rmsprop_momentum", (v, a or v, buf or v),
+                (lr, wd, alpha, eps, momentum), (centered,), g)
+        for lst, value in zip(out, (p, v, a, buf)):
+            lst.append(value)
+    return out
+
+
+@hookimpl
+def adagrad_step(params, grads, state_sums, lrs, weight_decays, eps):
+    out_p, out_s = [], []
+    for p, g, s, lr, wd in zip(params, grads, state_sums, lrs, weight_decays):
+        p, g, s = _owned(p), _dense(g), _owned(s)
+        _launch(p, "k_adagrad", (s,), (lr, wd, eps), (), g)
+        out_p.append(p)
+        out_s.append(s)
+    return out_p, out_s
+
+
+@hookimpl
+def radam_step(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays, beta1, beta2, eps,
+               step, decoupled):
+    bias1, bias2 = 1.0 - beta1**step, 1.0 - beta2**step
+    rect = radam_rectification(beta2, step)
+    out = [], [], []
+    for p, g, m, v, lr, wd in zip(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays):
+        p, g, m, v = _owned(p), _dense(g), _owned(m), _owned(v)
+        adaptive = 0.0 if rect is None else lr * rect * math.sqrt(bias2) / bias1
+        _launch(p, "k_radam", (m, v), (lr, wd, beta1, beta2, eps, lr / bias1, adaptive),
+                (rect is not None, decoupled), g)
+        for lst, value in zip(out, (p, m, v)):
+            lst.append(value)
+    return out
+
+
+@hookimpl
+def nadam_step(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays, beta1, beta2, eps,
+               step, mu, mu_next, mu_product, decoupled):
+    bias2 = 1.0 - beta2**step
+    out = [], [], []
+    for p, g, m, v, lr, wd in zip(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays):
+        p, g, m, v = _owned(p), _dense(g), _owned(m), _owned(v)
+        coef_g = lr * (1.0 - mu) / (1.0 - mu_product)
+        coef_m = lr * mu_next / (1.0 - mu_product * mu_next)
+        _launch(p, "k_nadam", (m, v), (lr, wd, beta1, beta2, eps, bias2, coef_g, coef_m),
+                (decoupled,), g)
+        for lst, value in zip(out, (p, m, v)):
+            lst.append(value)
+    return out

@@ -19,6 +19,7 @@ import shutil
 from types import SimpleNamespace
 
 import fastnn_cpu
+import fastnn_cpu.optim
 import numpy as np
 import pytest
 from fastnn_cuda import conv, fused, kernels, launch, optim, primitives
@@ -27,6 +28,7 @@ import fastnn as fnn
 from fastnn.api import composite
 from tests.backends.cuda.conv_cases import CONV_CASES
 from tests.backends.cuda.host_build import build_serial, c_arg, run_serial
+from tests.backends.cuda.optim_cases import OPTIM_CASES, case_id, states
 
 if shutil.which("g++") is None:
     pytest.skip("g++ is not installed: cannot build the kernels for the host",
@@ -69,7 +71,8 @@ class _NumpyAsCupy:
 
 SERIAL_SAFE = {"bias_act", "softmax_xent_backward", "swish_forward", "swish_backward",
                "im2col", "col2im", "sgd_step", "adam_step", "rmsprop_step",
-               "bias_act_backward", "sum_rows"}
+               "bias_act_backward", "sum_rows", "amsgrad_step", "rmsprop_momentum_step",
+               "adagrad_step", "radam_step", "nadam_step"}
 
 
 @pytest.fixture(scope="module")
@@ -273,3 +276,31 @@ def test_rmsprop_step(on_host):
         for a, b in zip(got_list, want_list):
             np.testing.assert_allclose(a, b, **TOL["float64"])
     assert on_host == ["rmsprop_step"]
+
+
+@pytest.mark.parametrize("case", OPTIM_CASES, ids=case_id)
+def test_newer_optimizer_steps(on_host, case):
+    hook, kinds, rest = case
+    params, grads = _params(110), _params(120)
+
+    def fresh():
+        # second moments well above the centred term's square: a real root, no NaN
+        return states(kinds, lambda j: _params(130 + 10 * j),
+                      lambda j: [a + 10 for a in _params(130 + 10 * j, positive=True)])
+
+    lrs, wds = [0.01, 0.02, 0.03], [0.1, 0.0, 0.05]
+    want = getattr(fastnn_cpu.optim, hook)(
+        [p.copy() for p in params], grads,
+        *[[None] * len(SIZES) if s is None else [a.copy() for a in s] for s in fresh()],
+        lrs, wds, *rest)
+    got = getattr(optim, hook)(
+        [_dev(p.copy()) for p in params], [_dev(g) for g in grads],
+        *[[None] * len(SIZES) if s is None else [_dev(a.copy()) for a in s] for s in fresh()],
+        lrs, wds, *rest)
+    for got_list, want_list in zip(got, want):
+        for a, b in zip(got_list, want_list):
+            if b is None:
+                assert a is None
+            else:
+                np.testing.assert_allclose(a, b, **TOL["float64"])
+    assert on_host == [hook]

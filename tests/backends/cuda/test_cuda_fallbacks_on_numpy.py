@@ -9,6 +9,7 @@ The raw-kernel paths themselves need a GPU (test_cuda_gpu.py).
 from __future__ import annotations
 
 import fastnn_cpu
+import fastnn_cpu.optim
 import numpy as np
 import pytest
 from fastnn_cuda import conv, fused, kernels, optim, primitives
@@ -17,6 +18,7 @@ from scipy import special
 import fastnn as fnn
 from fastnn.api import composite
 from tests.backends.cuda.conv_cases import CONV_CASES
+from tests.backends.cuda.optim_cases import OPTIM_CASES, case_id, states
 
 
 @pytest.fixture(autouse=True)
@@ -225,3 +227,25 @@ def test_sum_and_mean_without_kernels_use_cupy(axis):
     np.testing.assert_allclose(primitives.sum(x, axis, False), x.sum(axis=axis), rtol=1e-14)
     np.testing.assert_allclose(primitives.mean(x, axis, True), x.mean(axis=axis, keepdims=True),
                                rtol=1e-14)
+
+
+@pytest.mark.parametrize("case", OPTIM_CASES, ids=case_id)
+def test_newer_optimizer_steps_fallback_match_numpy_backend(case):
+    # no kernel for the dtype: the hook runs fastnn's composite on (here NumPy's) cupy
+    hook, kinds, rest = case
+    n = len(_params(0))
+
+    def fresh():
+        return [[None] * n if s is None else s for s in states(
+            kinds, lambda j: _params(30 + 10 * j),
+            lambda j: [np.abs(a) + 10 for a in _params(30 + 10 * j)])]  # no NaN roots
+
+    args = ([0.1, 0.2], [0.01, 0.0], *rest)
+    got = getattr(optim, hook)(_params(0), _params(10), *fresh(), *args)
+    ref = getattr(fastnn_cpu.optim, hook)(_params(0), _params(10), *fresh(), *args)
+    for got_list, want_list in zip(got, ref):
+        for a, b in zip(got_list, want_list):
+            if b is None:
+                assert a is None
+            else:
+                np.testing.assert_allclose(a, b, rtol=1e-12)

@@ -44,7 +44,7 @@ class _CTable(ctypes.Structure):
     """The C layout of `struct StepTable` (cu/optim.cu), as the host ABI lays it out."""
 
     _fields_ = [
-        ("ptr", ctypes.c_uint64 * launch.MAX_TENSORS * 4),
+        ("ptr", ctypes.c_uint64 * launch.MAX_TENSORS * launch.STEP_POINTERS),
         ("size", ctypes.c_int64 * launch.MAX_TENSORS),
         ("lr", ctypes.c_double * launch.MAX_TENSORS),
         ("wd", ctypes.c_double * launch.MAX_TENSORS),
@@ -101,7 +101,7 @@ def test_tables_hold_the_right_values_and_chunk_by_max_tensors():
     slots = [(r, s) for r, _ in tables for s in range(int(r[0]["count"]))]
     for k, (record, slot) in zip(live, slots):
         row = record[0]
-        assert list(row["ptr"][:, slot]) == [1000 + k, 2000 + k, 3000 + k, 0]
+        assert list(row["ptr"][:, slot]) == [1000 + k, 2000 + k, 3000 + k, 0, 0]
         assert row["size"][slot] == sizes[k]
         assert row["lr"][slot] == lrs[k] and row["wd"][slot] == wds[k]
         assert row["flag"][slot] == flags[k]
@@ -110,5 +110,5 @@ def test_tables_hold_the_right_values_and_chunk_by_max_tensors():
 def test_pack_rejects_mismatched_lists():
     with pytest.raises(ValueError, match="lrs has 1 entries, sizes has 2"):
         launch.pack_step_tables([(1, 2), (3, 4)], [5, 6], [0.1], [0.0, 0.0])
-    with pytest.raises(ValueError, match="5 pointers"):
-        launch.pack_step_tables([(1, 2, 3, 4, 5)], [5], [0.1], [0.0])
+    with pytest.raises(ValueError, match="6 pointers"):
+        launch.pack_step_tables([(1, 2, 3, 4, 5, 6)], [5], [0.1], [0.0])

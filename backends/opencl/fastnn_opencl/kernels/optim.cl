@@ -45,3 +45,98 @@ __kernel void k_rmsprop(__global T *p, __global const T *grad, const int goff, _
     v[i] = vi;
     p[i] -= lr * g / (sqrt(vi) + eps);
 }
+
+// ---- the newer rules (hook docstrings in fastnn/api/hookspec.py) ----
+
+// Weight decay (decoupled = 1: w *= 1 - lr * wd; else g += wd * w), then Adam's moments,
+// stored into m[i] and v[i]; the decayed weight and gradient come back through w and g.
+void adam_moments(__global const T *p, __global const T *grad, const int goff, __global T *m,
+                  __global T *v, const int i, const T lr, const T wd, const T beta1,
+                  const T beta2, const int decoupled, T *w, T *g) {
+    *w = p[i];
+    *g = grad[goff + i];
+    if (decoupled) *w *= (T)1 - lr * wd;
+    else *g += wd * *w;
+    m[i] = beta1 * m[i] + ((T)1 - beta1) * *g;
+    v[i] = beta2 * v[i] + ((T)1 - beta2) * *g * *g;
+}
+
+// Adam/AdamW with amsgrad: vmax = max(vmax, v); p -= (lr / bias1) m / (sqrt(vmax / bias2) + eps).
+__kernel void k_amsgrad(__global T *p, __global const T *grad, const int goff, __global T *m,
+                        __global T *v, __global T *vmax, const int n, const T lr, const T wd,
+                        const T beta1, const T beta2, const T eps, const T bias1,
+                        const T bias2, const int decoupled) {
+    const int i = get_global_id(0);
+    if (i >= n) return;
+    T w, g;
+    adam_moments(p, grad, goff, m, v, i, lr, wd, beta1, beta2, decoupled, &w, &g);
+    const T mi = m[i], vi = v[i];
+    const T top = fmax(vmax[i], vi);
+    vmax[i] = top;
+    p[i] = w - (lr / bias1) * mi / (sqrt(top / bias2) + eps);
+}
+
+// RMSprop with momentum and/or centering; a (grad_avg) and buf are read only when on.
+__kernel void k_rmsprop_momentum(__global T *p, __global const T *grad, const int goff,
+                                 __global T *v, __global T *a, __global T *buf, const int n,
+                                 const T lr, const T wd, const T alpha, const T eps,
+                                 const T momentum, const int centered) {
+    const int i = get_global_id(0);
+    if (i >= n) return;
+    const T g = grad[goff + i] + wd * p[i];
+    const T vi = alpha * v[i] + ((T)1 - alpha) * g * g;
+    v[i] = vi;
+    T d;
+    if (centered) {
+        const T ai = alpha * a[i] + ((T)1 - alpha) * g;
+        a[i] = ai;
+        d = sqrt(vi - ai * ai) + eps;
+    } else {
+        d = sqrt(vi) + eps;
+    }
+    if (momentum != 0) {
+        const T b = momentum * buf[i] + g / d;
+        buf[i] = b;
+        p[i] -= lr * b;
+    } else {
+        p[i] -= lr * g / d;
+    }
+}
+
+// Adagrad: s += g^2; p -= lr g / (sqrt(s) + eps), lr already decayed.
+__kernel void k_adagrad(__global T *p, __global const T *grad, const int goff, __global T *s,
+                        const int n, const T lr, const T wd, const T eps) {
+    const int i = get_global_id(0);
+    if (i >= n) return;
+    const T g = grad[goff + i] + wd * p[i];
+    const T si = s[i] + g * g;
+    s[i] = si;
+    p[i] -= lr * g / (sqrt(si) + eps);
+}
+
+// RAdam: rectified = 1: p -= adaptive_scale m / (sqrt(v) + eps), else p -= plain_scale m.
+__kernel void k_radam(__global T *p, __global const T *grad, const int goff, __global T *m,
+                      __global T *v, const int n, const T lr, const T wd, const T beta1,
+                      const T beta2, const T eps, const T plain_scale, const T adaptive_scale,
+                      const int rectified, const int decoupled) {
+    const int i = get_global_id(0);
+    if (i >= n) return;
+    T w, g;
+    adam_moments(p, grad, goff, m, v, i, lr, wd, beta1, beta2, decoupled, &w, &g);
+    const T mi = m[i], vi = v[i];
+    p[i] = rectified ? w - adaptive_scale * mi / (sqrt(vi) + eps) : w - plain_scale * mi;
+}
+
+// NAdam: d = sqrt(v / bias2) + eps; p -= coef_g g / d + coef_m m / d.
+__kernel void k_nadam(__global T *p, __global const T *grad, const int goff, __global T *m,
+                      __global T *v, const int n, const T lr, const T wd, const T beta1,
+                      const T beta2, const T eps, const T bias2, const T coef_g,
+                      const T coef_m, const int decoupled) {
+    const int i = get_global_id(0);
+    if (i >= n) return;
+    T w, g;
+    adam_moments(p, grad, goff, m, v, i, lr, wd, beta1, beta2, decoupled, &w, &g);
+    const T mi = m[i], vi = v[i];
+    const T d = sqrt(vi / bias2) + eps;
+    p[i] = w - coef_g * g / d - coef_m * mi / d;
+}
