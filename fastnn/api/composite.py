@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
@@ -183,3 +185,41 @@ def rmsprop_step(ops, params, grads, square_avgs, lrs, weight_decays, alpha, eps
         out_p.append(ops.sub(p, ops.mul(ops.div(g, ops.add(ops.sqrt(v), eps)), lr)))
         out_v.append(v)
     return out_p, out_v
+
+
+# ---------------------------------------------------------------- collectives (host-staged)
+# NOTE: MPI reduces float16 (and bfloat16, a NumPy extension type) at best through a
+# user-defined op: such buffers are reduced in float32 on the host and rounded back once,
+# which is also more precise than summing in half precision.
+_MPI_NATIVE = ("float32", "float64", "int32", "int64")
+
+
+def _pack(ops, arrays):
+    """The arrays' values in one host NumPy buffer, and their shapes (to unpack)."""
+    host = [np.asarray(ops.to_numpy(a)) for a in arrays]
+    shapes = [h.shape for h in host]
+    dtype = host[0].dtype if host else np.dtype("float64")
+    packed = np.concatenate([h.reshape(-1) for h in host]) if host else np.empty(0, dtype)
+    return np.ascontiguousarray(packed), shapes
+
+
+def _unpack(ops, packed, shapes, device_index):
+    out, start = [], 0
+    for shape in shapes:
+        size = math.prod(shape)
+        part = np.ascontiguousarray(packed[start:start + size].reshape(shape))
+        out.append(ops.from_numpy(part, device_index))
+        start += size
+    return out
+
+
+def allreduce(ops, arrays, reduction, comm, device_index):
+    packed, shapes = _pack(ops, arrays)
+    work = packed if packed.dtype.name in _MPI_NATIVE else packed.astype(np.float32)
+    reduced = comm.host_allreduce(work, reduction).astype(packed.dtype, copy=False)
+    return _unpack(ops, reduced, shapes, device_index)
+
+
+def broadcast(ops, arrays, root, comm, device_index):
+    packed, shapes = _pack(ops, arrays)
+    return _unpack(ops, comm.host_broadcast(packed, root), shapes, device_index)

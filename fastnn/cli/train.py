@@ -12,6 +12,12 @@ small Conv1d net on UCR Trace. Two ways to train, which must agree:
 Reproducible: ``--seed`` fixes the initial weights and the batch order, and
 epoch ``e`` shuffles with ``default_rng([seed, e])``, so a run resumed from a
 checkpoint sees the same batches as one that never stopped.
+
+On N ranks (``mpiexec -n N fastnn train ...``, or ``--distributed``) every
+rank trains the same model on its part of each batch: ``--batch-size`` is the
+global batch, rank r takes samples r, r+N, ... of it, and the gradients are
+averaged weighted by those sizes, so N ranks take the steps one process takes.
+Rank 0 alone prints and writes the checkpoint; ``--resume`` works with any N.
 """
 
 from __future__ import annotations
@@ -58,6 +64,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--threads", type=int, default=1,
                    help="host BLAS threads (default 1: these models are too small to gain "
                         "from more, and on a busy machine extra threads cost ~5x; 0 = default)")
+    p.add_argument("--distributed", action="store_true",
+                   help="train data-parallel over MPI (implied under mpiexec with several "
+                        "ranks); an error if mpi4py or MPI is missing")
     p.add_argument("--plot", type=Path, default=None,
                    help="write a PNG of the loss and accuracy curves (needs matplotlib)")
     p.set_defaults(func=run)
@@ -186,32 +195,62 @@ def fit(args, out=None) -> History:
     args = resolve(args)
     if args.plot is not None:
         _require_matplotlib()
+    comm = _communicator(args)
+    if comm.rank != 0:
+        out = _Discard()
     data = load(args.data)
     with fnn.use(args.backend) as device, thread_limit(args.threads):
-        return _fit(args, data, device, out)
+        return _fit(args, data, device, out, comm)
 
 
-def _fit(args, data, device, out) -> History:
+def _communicator(args):
+    """The ranks of this run: MPI's when launched on several ranks (or --distributed)."""
+    from fastnn import distributed as dist
+
+    if getattr(args, "distributed", False) or dist.launched_ranks() > 1:
+        try:
+            return dist.init(required=True)
+        except dist.DistributedError as exc:
+            raise SystemExit(f"fastnn train: {exc}") from None
+    return dist.Communicator(None)
+
+
+class _Discard:
+    """Output of the ranks other than 0."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def _fit(args, data, device, out, comm) -> History:
     import fastnn as fnn
+    from fastnn import distributed as dist
 
     fnn.manual_seed(args.seed)
     model = build_model(args.model, data.input_shape, data.num_classes)
     optimizer = make_optimizer(args.optimizer, model.parameters(), args.lr)
+    if comm.size > 1:
+        dist.broadcast_parameters(model, comm)
+        optimizer = dist.DistributedOptimizer(optimizer, comm)
     history, first_epoch = History(), 1
     if args.resume:
         first_epoch, history = _restore(args.checkpoint, args, model, optimizer)
     print(f"training {args.model} on {args.data} ({len(data.x_train)} train, "
           f"{len(data.x_test)} held out) on {device}: {args.optimizer} lr {args.lr:g}, "
           f"batch {args.batch_size}, {'reverse/apply' if args.reverse else 'tape'}, "
-          f"seed {args.seed}", file=out)
+          f"seed {args.seed}{_ranks(comm)}", file=out)
     if first_epoch > args.epochs:
         print(f"checkpoint is at epoch {first_epoch - 1} >= --epochs {args.epochs}: "
               "nothing to train", file=out)
-    progress = Progress(args.epochs, len(data.x_train), stream=out)
+    progress = Progress(args.epochs, _shard_total(len(data.x_train), args.batch_size, comm),
+                        stream=out)
     started, epoch = time.perf_counter(), first_epoch - 1
     try:
         for epoch in range(first_epoch, args.epochs + 1):
-            _train_epoch(args, model, optimizer, data, device, epoch, progress)
+            _train_epoch(args, model, optimizer, data, device, epoch, progress, comm)
             test_acc = evaluate(model, data.x_test, data.y_test, device)
             progress.end_epoch(f"held-out acc {test_acc:6.2%}")
             history.loss.append(progress.loss)
@@ -228,24 +267,31 @@ def _fit(args, data, device, out) -> History:
     print(f"held-out accuracy {final:.2%} ({round(final * len(data.x_test))}/"
           f"{len(data.x_test)}) after {done} epoch{'' if done == 1 else 's'}; "
           f"{elapsed:.1f} s", file=out)
-    if args.checkpoint is not None:
+    if args.checkpoint is not None and comm.rank == 0:
         fnn.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                   "epoch": max(args.epochs, first_epoch - 1), "seed": args.seed,
                   "config": _config(args), "history": history.as_arrays()}, args.checkpoint)
         print(f"saved checkpoint {args.checkpoint}", file=out)
-    if args.plot is not None:
+    if args.plot is not None and comm.rank == 0:
         plot(history, args.plot, f"{args.model} on {args.data}")
         print(f"saved plot {args.plot}", file=out)
     return history
 
 
-def _train_epoch(args, model, optimizer, data, device, epoch: int, progress) -> None:
+def _train_epoch(args, model, optimizer, data, device, epoch: int, progress, comm) -> None:
     import fastnn as fnn
 
     progress.begin_epoch(epoch)
     order = np.random.default_rng([args.seed, epoch]).permutation(len(data.x_train))
     for start in range(0, len(order), args.batch_size):
-        idx = order[start:start + args.batch_size]
+        # this rank's part of the global batch; its gradient counts by its size
+        idx = order[start:start + args.batch_size][comm.rank::comm.size]
+        if comm.size > 1:
+            optimizer.samples = len(idx)
+            if not len(idx):  # a last batch smaller than the ranks: take part, add nothing
+                optimizer.zero_grad()
+                optimizer.step()
+                continue
         x = fnn.tensor(data.x_train[idx], device=device)
         y = fnn.tensor(data.y_train[idx], device=device)
         if args.reverse:
@@ -255,6 +301,26 @@ def _train_epoch(args, model, optimizer, data, device, epoch: int, progress) -> 
         with fnn.no_grad():  # counted on the device: no read-back per batch
             correct = (logits.argmax(axis=1) == y).sum()
         progress.update(len(idx), loss, correct)  # Progress sums it detached
+    if comm.size > 1:
+        _sum_over_ranks(progress, comm)
+
+
+def _ranks(comm) -> str:
+    return f", {comm.size} ranks" if comm.size > 1 else ""
+
+
+def _shard_total(samples: int, batch: int, comm) -> int:
+    """How many samples of an epoch this rank trains on (its part of every batch)."""
+    return sum(len(range(comm.rank, min(batch, samples - start), comm.size))
+               for start in range(0, samples, batch))
+
+
+def _sum_over_ranks(progress, comm) -> None:
+    """Make the epoch's counts, loss and accuracy those of all ranks (one collective)."""
+    local = np.array([progress.seen, progress.loss * progress.seen, progress.accuracy
+                      * progress.seen], dtype=np.float64)
+    seen, loss_sum, correct = comm.host_allreduce(local, "sum")
+    progress.seen, progress.loss_sum, progress.correct = int(seen), loss_sum, int(round(correct))
 
 
 def _config(args) -> dict:
