@@ -207,7 +207,8 @@ def _unpack(ops, packed, shapes, device_index):
     out, start = [], 0
     for shape in shapes:
         size = math.prod(shape)
-        part = np.ascontiguousarray(packed[start:start + size].reshape(shape))
+        # NOTE: a copy, not np.ascontiguousarray, which turns a 0-d array into shape (1,)
+        part = packed[start:start + size].reshape(shape).copy()
         out.append(ops.from_numpy(part, device_index))
         start += size
     return out
