@@ -10,14 +10,15 @@ small Conv1d net on UCR Trace. Two ways to train, which must agree:
   cross-entropy written out: ``(softmax(logits) - one_hot(y)) / batch``.
 
 Reproducible: ``--seed`` fixes the initial weights and the batch order, and
-epoch ``e`` shuffles with ``default_rng([seed, e])``, so a run resumed from a
-checkpoint sees the same batches as one that never stopped.
+epoch ``e`` shuffles with ``default_rng([seed, e])`` (``fastnn.data.DataLoader``),
+so a run resumed from a checkpoint sees the same batches as one that never stopped.
 
 On N ranks (``mpiexec -n N fastnn train ...``, or ``--distributed``) every
-rank trains the same model on its part of each batch: ``--batch-size`` is the
-global batch, rank r takes samples r, r+N, ... of it, and the gradients are
-averaged weighted by those sizes, so N ranks take the steps one process takes.
-Rank 0 alone prints and writes the checkpoint; ``--resume`` works with any N.
+rank trains the same model on its shard (``DataLoader(shard=(rank, N))``, as
+PyTorch's DistributedSampler) in batches of ``--batch-size / N``: each step
+takes the global batch one process takes, and the gradients are averaged
+over the ranks. Rank 0 alone prints and writes the checkpoint; ``--resume``
+works with any N.
 """
 
 from __future__ import annotations
@@ -207,16 +208,21 @@ def _communicator(args):
     """The ranks of this run: MPI's when launched on several ranks (or --distributed)."""
     from fastnn import distributed as dist
 
+    comm = dist.Communicator(None)
     if getattr(args, "distributed", False) or dist.launched_ranks() > 1:
         try:
-            return dist.init(required=True)
+            comm = dist.init(required=True)
         except dist.DistributedError as exc:
             raise SystemExit(f"fastnn train: {exc}") from None
-    return dist.Communicator(None)
+    if args.batch_size % comm.size:
+        raise SystemExit(f"fastnn train: --batch-size {args.batch_size} (the global batch) does "
+                         f"not split evenly over {comm.size} ranks; use a multiple of "
+                         f"{comm.size}")
+    return comm
 
 
 class _Discard:
-    """Output of the ranks other than 0."""
+    """Where the ranks other than 0 print."""
 
     def write(self, text: str) -> int:
         return len(text)
@@ -245,12 +251,14 @@ def _fit(args, data, device, out, comm) -> History:
     if first_epoch > args.epochs:
         print(f"checkpoint is at epoch {first_epoch - 1} >= --epochs {args.epochs}: "
               "nothing to train", file=out)
-    progress = Progress(args.epochs, _shard_total(len(data.x_train), args.batch_size, comm),
-                        stream=out)
+    loader = make_loader(args, data, comm)
+    progress = Progress(args.epochs, loader.num_samples(), stream=out)
     started, epoch = time.perf_counter(), first_epoch - 1
     try:
         for epoch in range(first_epoch, args.epochs + 1):
-            _train_epoch(args, model, optimizer, data, device, epoch, progress, comm)
+            _train_epoch(args, model, optimizer, data, loader, epoch, progress)
+            if comm.size > 1:
+                _sum_over_ranks(progress, comm)
             test_acc = evaluate(model, data.x_test, data.y_test, device)
             progress.end_epoch(f"held-out acc {test_acc:6.2%}")
             history.loss.append(progress.loss)
@@ -278,49 +286,43 @@ def _fit(args, data, device, out, comm) -> History:
     return history
 
 
-def _train_epoch(args, model, optimizer, data, device, epoch: int, progress, comm) -> None:
-    import fastnn as fnn
+def make_loader(args, data, comm=None):
+    """The training batches: epoch ``e`` shuffled with ``default_rng([seed, e])``; on N
+    ranks this rank's shard of it, in batches of its part of the global batch."""
+    from fastnn.data import DataLoader, TensorDataset
 
-    progress.begin_epoch(epoch)
-    order = np.random.default_rng([args.seed, epoch]).permutation(len(data.x_train))
-    for start in range(0, len(order), args.batch_size):
-        # this rank's part of the global batch; its gradient counts by its size
-        idx = order[start:start + args.batch_size][comm.rank::comm.size]
-        if comm.size > 1:
-            optimizer.samples = len(idx)
-            if not len(idx):  # a last batch smaller than the ranks: take part, add nothing
-                optimizer.zero_grad()
-                optimizer.step()
-                continue
-        x = fnn.tensor(data.x_train[idx], device=device)
-        y = fnn.tensor(data.y_train[idx], device=device)
-        if args.reverse:
-            logits, loss = reverse_step(model, optimizer, x, y, data.num_classes)
-        else:
-            logits, loss = tape_step(model, optimizer, x, y)
-        with fnn.no_grad():  # counted on the device: no read-back per batch
-            correct = (logits.argmax(axis=1) == y).sum()
-        progress.update(len(idx), loss, correct)  # Progress sums it detached
-    if comm.size > 1:
-        _sum_over_ranks(progress, comm)
+    size = 1 if comm is None else comm.size
+    shard = None if size == 1 else (comm.rank, size)
+    return DataLoader(TensorDataset(data.x_train, data.y_train),
+                      batch_size=args.batch_size // size, shuffle=True, seed=args.seed,
+                      shard=shard)
 
 
 def _ranks(comm) -> str:
     return f", {comm.size} ranks" if comm.size > 1 else ""
 
 
-def _shard_total(samples: int, batch: int, comm) -> int:
-    """How many samples of an epoch this rank trains on (its part of every batch)."""
-    return sum(len(range(comm.rank, min(batch, samples - start), comm.size))
-               for start in range(0, samples, batch))
-
-
 def _sum_over_ranks(progress, comm) -> None:
     """Make the epoch's counts, loss and accuracy those of all ranks (one collective)."""
-    local = np.array([progress.seen, progress.loss * progress.seen, progress.accuracy
-                      * progress.seen], dtype=np.float64)
+    local = np.array([progress.seen, progress.loss * progress.seen,
+                      progress.accuracy * progress.seen], dtype=np.float64)
     seen, loss_sum, correct = comm.host_allreduce(local, "sum")
     progress.seen, progress.loss_sum, progress.correct = int(seen), loss_sum, int(round(correct))
+
+
+def _train_epoch(args, model, optimizer, data, loader, epoch: int, progress) -> None:
+    import fastnn as fnn
+
+    progress.begin_epoch(epoch)
+    loader.set_epoch(epoch)
+    for x, y in loader:  # on the current device: fit's `with fnn.use(...)`
+        if args.reverse:
+            logits, loss = reverse_step(model, optimizer, x, y, data.num_classes)
+        else:
+            logits, loss = tape_step(model, optimizer, x, y)
+        with fnn.no_grad():  # counted on the device: no read-back per batch
+            correct = (logits.argmax(axis=1) == y).sum()
+        progress.update(x.shape[0], loss, correct)  # Progress sums it detached
 
 
 def _config(args) -> dict:

@@ -4,12 +4,15 @@
 in ``0 .. num_classes - 1``, a fixed train/held-out split, and inputs
 standardised with statistics of the training part only (so nothing about the
 held-out part leaks into training).
+
+``TensorDataset`` and ``DataLoader`` batch such arrays (or tensors) for training.
 """
 
 from __future__ import annotations
 
 from fastnn.data.base import Dataset, MissingDataError
 from fastnn.data.digits import load_digits
+from fastnn.data.loader import DataLoader, TensorDataset
 from fastnn.data.trace import load_trace
 
 LOADERS = {"digits": load_digits, "trace": load_trace}
@@ -26,4 +29,5 @@ def load(name: str, **kwargs) -> Dataset:
     return loader(**kwargs)
 
 
-__all__ = ["Dataset", "LOADERS", "MissingDataError", "load", "load_digits", "load_trace"]
+__all__ = ["DataLoader", "Dataset", "LOADERS", "MissingDataError", "TensorDataset", "load",
+           "load_digits", "load_trace"]
