@@ -5,7 +5,9 @@ test_distributed_mpi.py compare them with single-process references.
 
 - ``train BACKEND``: scenario.train for every path and optimizer;
 - ``collectives BACKEND``: comm.allreduce (each op, several dtypes) and broadcast;
-- ``mismatch``: rank 1 builds a wider model; the errors every rank raised.
+- ``mismatch``: rank 1 builds a wider model; the errors every rank raised;
+- ``nccl-on-host``: the cuda backend's NCCL hooks on NumPy memory, with the stand-in
+  NCCL (tests/backends/cuda/fake_nccl.py) moving data over MPI between the real ranks.
 """
 
 from __future__ import annotations
@@ -63,6 +65,28 @@ def run_mismatch(comm) -> dict:
     return {key: np.array(value) for key, value in errors.items()}
 
 
+def run_nccl_on_host(comm) -> dict:
+    from fastnn_cuda import collectives
+
+    from tests.backends.cuda import fake_nccl
+
+    fake = fake_nccl.FakeNccl(fake_nccl.MPITransport(comm.mpi))
+    fake_nccl.install(None, collectives, fake)
+    results = {}
+    for dtype in ("float64", "float32", "int64"):
+        arrays = [local_values(comm.rank, dtype), local_values(comm.rank, dtype)[0, 0]]
+        for op in ("sum", "max", "min"):
+            for i, out in enumerate(collectives.allreduce(arrays, op, comm, 0)):
+                results[f"allreduce/{op}/{dtype}/{i}"] = out
+        (out,) = collectives.broadcast([local_values(comm.rank, dtype)], 1, comm, 0)
+        results[f"broadcast/{dtype}"] = out
+    (size, unique_id, rank), = fake.joined
+    results["joined"] = np.array([size, rank, fake.ids_drawn])
+    results["unique_id"] = np.array(unique_id, dtype=np.uint8)
+    results["nccl_calls"] = np.array(len(fake.calls))
+    return results
+
+
 def main(argv) -> None:
     scenario_name, out_dir, *rest = argv
     comm = dist.init(required=True)
@@ -72,6 +96,8 @@ def main(argv) -> None:
         results = run_collectives(comm, rest[0])
     elif scenario_name == "mismatch":
         results = run_mismatch(comm)
+    elif scenario_name == "nccl-on-host":
+        results = run_nccl_on_host(comm)
     else:
         raise SystemExit(f"unknown scenario {scenario_name!r}")
     results["size"] = np.array(comm.size)

@@ -88,3 +88,23 @@ def test_ranks_that_disagree_on_shapes_all_get_a_clear_error(tmp_path_factory):
             message = str(result[where])
             assert "disagree" in message and "(5, 4)" in message and "(6, 4)" in message, (
                 rank, message)
+
+
+def test_nccl_hooks_on_two_ranks_with_the_host_stand_in(tmp_path_factory):
+    pytest.importorskip("fastnn_cuda")
+    ranks = _results(tmp_path_factory, "nccl-on-host")
+    # both joined one NCCL communicator of size 2 with the id rank 0 drew (and only it)
+    assert [r["joined"].tolist() for r in ranks] == [[2, 0, 1], [2, 1, 0]]
+    np.testing.assert_array_equal(ranks[0]["unique_id"], ranks[1]["unique_id"])
+    for dtype in ("float64", "float32", "int64"):
+        stacked = np.stack([local_values(rank, dtype) for rank in range(RANKS)])
+        want = {"sum": stacked.sum(0), "max": stacked.max(0), "min": stacked.min(0)}
+        for result in ranks:
+            for op, expected in want.items():
+                np.testing.assert_array_equal(result[f"allreduce/{op}/{dtype}/0"], expected)
+                np.testing.assert_array_equal(result[f"allreduce/{op}/{dtype}/1"],
+                                              expected[0, 0])
+            np.testing.assert_array_equal(result[f"broadcast/{dtype}"],
+                                          local_values(1, dtype))
+    # one NCCL call per list: 3 dtypes x (3 reductions + 1 broadcast)
+    assert [int(r["nccl_calls"]) for r in ranks] == [12, 12]
