@@ -200,8 +200,19 @@ def fit(args, out=None) -> History:
     if comm.rank != 0:
         out = _Discard()
     data = load(args.data)
-    with fnn.use(args.backend) as device, thread_limit(args.threads):
+    with fnn.use(_rank_device(args.backend, comm)) as device, thread_limit(args.threads):
         return _fit(args, data, device, out, comm)
+
+
+def _rank_device(spec: str, comm) -> str:
+    """``spec`` itself, or on several ranks and a backend with several devices and none
+    named, the device ``local_rank`` (one GPU per rank, as NCCL needs)."""
+    from fastnn.api.registry import get_backend
+
+    if comm.size == 1 or ":" in spec:
+        return spec
+    devices = get_backend(spec, require=False).record.devices
+    return f"{spec}:{comm.local_rank % len(devices)}" if len(devices) > 1 else spec
 
 
 def _communicator(args):
