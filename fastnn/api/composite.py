@@ -194,33 +194,42 @@ def rmsprop_step(ops, params, grads, square_avgs, lrs, weight_decays, alpha, eps
 _MPI_NATIVE = ("float32", "float64", "int32", "int64")
 
 
-def _pack(ops, arrays):
-    """The arrays' values in one host NumPy buffer, and their shapes (to unpack)."""
-    host = [np.asarray(ops.to_numpy(a)) for a in arrays]
+def host_pack(host: list) -> tuple:
+    """Host NumPy arrays in one new C-contiguous buffer, and their shapes (to unpack)."""
     shapes = [h.shape for h in host]
-    dtype = host[0].dtype if host else np.dtype("float64")
-    packed = np.concatenate([h.reshape(-1) for h in host]) if host else np.empty(0, dtype)
-    return np.ascontiguousarray(packed), shapes
+    packed = np.concatenate([np.ravel(h) for h in host]) if host else np.empty(0)
+    return packed, shapes
 
 
-def _unpack(ops, packed, shapes, device_index):
+def host_views(packed, shapes) -> list:
+    """``packed`` cut back into arrays of ``shapes``: views, no copies."""
     out, start = [], 0
     for shape in shapes:
         size = math.prod(shape)
-        # NOTE: a copy, not np.ascontiguousarray, which turns a 0-d array into shape (1,)
-        part = packed[start:start + size].reshape(shape).copy()
-        out.append(ops.from_numpy(part, device_index))
+        out.append(packed[start:start + size].reshape(shape))
         start += size
     return out
 
 
-def allreduce(ops, arrays, reduction, comm, device_index):
-    packed, shapes = _pack(ops, arrays)
+def host_allreduce(comm, host: list, reduction: str) -> list:
+    """Host arrays of one dtype reduced over the ranks in one MPI call: views of a new buffer."""
+    packed, shapes = host_pack(host)
     work = packed if packed.dtype.name in _MPI_NATIVE else packed.astype(np.float32)
-    reduced = comm.host_allreduce(work, reduction).astype(packed.dtype, copy=False)
-    return _unpack(ops, reduced, shapes, device_index)
+    reduced = comm.host_allreduce(work, reduction)
+    return host_views(reduced.astype(packed.dtype, copy=False), shapes)
+
+
+def host_broadcast(comm, host: list, root: int) -> list:
+    """Root's host arrays on every rank in one MPI call: views of a new buffer."""
+    packed, shapes = host_pack(host)
+    return host_views(comm.host_broadcast(packed, root), shapes)
+
+
+def allreduce(ops, arrays, reduction, comm, device_index):
+    host = [np.asarray(ops.to_numpy(a)) for a in arrays]
+    return [ops.from_numpy(v, device_index) for v in host_allreduce(comm, host, reduction)]
 
 
 def broadcast(ops, arrays, root, comm, device_index):
-    packed, shapes = _pack(ops, arrays)
-    return _unpack(ops, comm.host_broadcast(packed, root), shapes, device_index)
+    host = [np.asarray(ops.to_numpy(a)) for a in arrays]
+    return [ops.from_numpy(v, device_index) for v in host_broadcast(comm, host, root)]

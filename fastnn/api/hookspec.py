@@ -481,7 +481,9 @@ def rmsprop_step(
 # same number of arrays of the same shapes. ``comm`` is the core's communicator handle:
 # ``comm.rank``, ``comm.size``, ``comm.local_rank``; ``comm.host_allreduce(array, reduction)``
 # and ``comm.host_broadcast(array, root)`` on one C-contiguous host NumPy array (MPI
-# underneath; a new array); ``comm.bcast_object(obj, root)`` for a small picklable object
+# underneath; they return the result, which may be ``array`` itself, reduced or filled
+# in place: pass a buffer of your own); ``comm.bcast_object(obj, root)`` for a small
+# picklable object
 # (e.g. a backend's own communicator id); ``comm.cache``, a dict in which a backend keeps
 # its own communicator between calls (key it by backend name and device index). The
 # composites stage through the host, which every backend gets for free.

@@ -80,21 +80,19 @@ class Communicator:
 
     # ------------------------------------------------------------ host collectives
     def host_allreduce(self, array: np.ndarray, reduction: str) -> np.ndarray:
-        """``array`` (C-contiguous, host) reduced over the ranks: a new array on every rank."""
-        out = np.empty_like(array)
-        if self.mpi is None:
-            out[...] = array
-            return out
-        mpi_op = {"sum": self._MPI.SUM, "max": self._MPI.MAX, "min": self._MPI.MIN}[reduction]
-        self.mpi.Allreduce(array, out, op=mpi_op)
-        return out
+        """``array`` (C-contiguous, host) reduced over the ranks, in place; returns it."""
+        if self.mpi is not None and self.size > 1:
+            mpi_op = {"sum": self._MPI.SUM, "max": self._MPI.MAX,
+                      "min": self._MPI.MIN}[reduction]
+            self.mpi.Allreduce(self._MPI.IN_PLACE, array, op=mpi_op)
+        return array
 
     def host_broadcast(self, array: np.ndarray, root: int) -> np.ndarray:
-        """Rank ``root``'s ``array`` on every rank (any dtype: sent as bytes); a new array."""
-        out = np.array(array, copy=True, order="C")
-        if self.mpi is not None and out.size:
-            self.mpi.Bcast([out.reshape(-1).view(np.uint8), self._MPI.BYTE], root=root)
-        return out
+        """Rank ``root``'s values in ``array`` (C-contiguous, host, any dtype: sent as
+        bytes) on every rank, in place; returns it."""
+        if self.mpi is not None and self.size > 1 and array.size:
+            self.mpi.Bcast([array.reshape(-1).view(np.uint8), self._MPI.BYTE], root=root)
+        return array
 
     def bcast_object(self, obj, root: int = 0):
         """A small picklable object from ``root`` on every rank."""

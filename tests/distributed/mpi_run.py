@@ -30,7 +30,8 @@ def launch(ranks: int, *command: str, timeout: int = TIMEOUT,
            check: bool = True) -> subprocess.CompletedProcess:
     """Run ``command`` (after ``python``) on ``ranks`` ranks; unless ``check=False``, fail
     with the ranks' output when it exits non-zero."""
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    # FASTNN_NCCL=0: ranks of one machine may share a GPU, which NCCL refuses
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", FASTNN_NCCL="0")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     args = [mpiexec(), "-n", str(ranks), sys.executable, *command]
     try:

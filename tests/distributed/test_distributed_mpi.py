@@ -29,7 +29,12 @@ def _results(tmp_path_factory, scenario_name, *args) -> list:
     return [dict(np.load(out / f"{scenario_name}-{rank}.npz")) for rank in range(RANKS)]
 
 
-@pytest.fixture(scope="module", params=["cpu", "opencl"])
+# cuda where a GPU is lent (benchmarks/gpu_check.sh): two ranks share one GPU, so there
+# the collectives are host-staged (FASTNN_NCCL=0); NCCL itself: test_cuda_nccl_gpu.py
+BACKENDS = ["cpu", "opencl", "cuda"]
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
 def trained(request, tmp_path_factory):
     _backend_or_skip(request.param)
     return request.param, _results(tmp_path_factory, "train", request.param)
@@ -58,7 +63,7 @@ def test_one_collective_per_step(trained):
     assert [int(r["calls"]) for r in ranks] == [4 * per_run] * RANKS
 
 
-@pytest.fixture(scope="module", params=["cpu", "opencl"])
+@pytest.fixture(scope="module", params=BACKENDS)
 def collectives(request, tmp_path_factory):
     _backend_or_skip(request.param)
     return _results(tmp_path_factory, "collectives", request.param)
