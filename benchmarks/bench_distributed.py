@@ -35,7 +35,7 @@ def worker(args) -> None:
     from fastnn import distributed as dist
     from fastnn import nn, optim
 
-    comm = dist.init(required=True)
+    comm = dist.init()
     device = args.backend
     local = args.batch if args.weak else len(range(comm.rank, args.batch, comm.size))
     rng = np.random.default_rng(comm.rank)
@@ -87,12 +87,14 @@ def worker(args) -> None:
 def launch(args, ranks: int) -> dict:
     mpiexec = Path(sys.executable).parent / "mpiexec"
     mpiexec = str(mpiexec) if mpiexec.exists() else shutil.which("mpiexec")
-    if mpiexec is None:
+    if mpiexec is None and ranks > 1:
         raise SystemExit("bench_distributed: no mpiexec; pip install -e '.[distributed]'")
+    # one rank without mpiexec: init() is then one rank (mpi4py's singleton, or none)
+    launcher = [mpiexec, "-n", str(ranks)] if mpiexec is not None else []
     env = dict(os.environ)
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    command = [mpiexec, "-n", str(ranks), sys.executable, __file__, "--worker",
+    command = launcher + [sys.executable, __file__, "--worker",
                "--backend", args.backend, "--batch", str(args.batch), "--steps",
                str(args.steps)] + (["--weak"] if args.weak else [])
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=args.timeout)
