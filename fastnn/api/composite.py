@@ -202,7 +202,8 @@ def host_pack(host: list) -> tuple:
 
 
 def host_views(packed, shapes) -> list:
-    """``packed`` cut back into arrays of ``shapes``: views, no copies."""
+    """``packed`` (1-D, any array type that slices like NumPy's) cut back into arrays of
+    ``shapes``: views, no copies."""
     out, start = [], 0
     for shape in shapes:
         size = math.prod(shape)

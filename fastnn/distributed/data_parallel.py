@@ -23,6 +23,7 @@ import numpy as np
 from fastnn.api.args import integer
 from fastnn.distributed.comm import Communicator, check_same_layout
 from fastnn.ops.tensor import Tensor, tensor
+from fastnn.optim.optimizer import Optimizer
 
 _WIDE = ("float32", "float64")  # dtypes that hold a sample count exactly (to 2**24)
 
@@ -57,8 +58,12 @@ def broadcast_parameters(model, comm: Communicator, root: int = 0) -> None:
             t._data = data
 
 
-class DistributedOptimizer:
+class DistributedOptimizer(Optimizer):
     """``optimizer`` whose updates use the gradients averaged over all ranks of ``comm``.
+
+    An :class:`~fastnn.optim.Optimizer` itself (as Horovod's wrapper is), so that
+    schedules and other code that takes an optimizer take it; its groups, state and
+    hyper-parameters are the wrapped optimizer's own objects.
 
     ``step(samples=None)`` and ``apply_gradients(pairs, samples=None)``: ``samples``
     is how many samples this rank's gradient is the mean over (default: the
@@ -67,6 +72,7 @@ class DistributedOptimizer:
     """
 
     def __init__(self, optimizer, comm: Communicator):
+        # no Optimizer.__init__: the groups and the state are the wrapped optimizer's
         if not (hasattr(optimizer, "apply_gradients") and hasattr(optimizer, "param_groups")):
             raise TypeError(f"DistributedOptimizer: expected a fastnn optimizer (such as "
                             f"optim.SGD(model.parameters())), got {type(optimizer).__name__}")
@@ -74,9 +80,12 @@ class DistributedOptimizer:
         self.optimizer, self.comm = optimizer, comm
         self.samples = None
         self._checked: set = set()  # parameter layouts every rank is known to share
+        self._index_parameters()
+
+    def _index_parameters(self) -> None:
         params = self._params()
         self._index = {id(p): i for i, p in enumerate(params)}
-        check_same_layout(comm, "DistributedOptimizer",
+        check_same_layout(self.comm, "DistributedOptimizer",
                           [(f"parameter {i}", p.shape, p.dtype.name, p.requires_grad)
                            for i, p in enumerate(params)])
 
@@ -101,6 +110,11 @@ class DistributedOptimizer:
 
     def zero_grad(self) -> None:
         self.optimizer.zero_grad()
+
+    def add_param_group(self, group: dict) -> None:
+        """Add a group to the wrapped optimizer (on every rank: the ranks check they agree)."""
+        self.optimizer.add_param_group(group)
+        self._index_parameters()
 
     def state_dict(self) -> dict:
         return self.optimizer.state_dict()

@@ -105,6 +105,10 @@ def test_one_rank_steps_as_the_wrapped_optimizer_and_skips_empty_shards():
     assert all(np.array_equal(before[k], after[k]) for k in before)
     assert opt.state_dict().keys() == {"param_groups", "state"}
     assert opt.param_groups is opt.optimizer.param_groups
+    # a schedule takes the wrapper and sets the wrapped optimizer's learning rate
+    schedule = optim.lr_scheduler.LambdaLR(opt, lambda t: 0.5**t)
+    schedule.step()
+    assert opt.optimizer.param_groups[0]["lr"] == pytest.approx(0.025)
 
 
 class Mirror(dist.Communicator):

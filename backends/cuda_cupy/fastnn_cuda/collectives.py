@@ -16,7 +16,6 @@ through the host as the core's default does (:mod:`fastnn.api.composite`).
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 from types import SimpleNamespace
 
@@ -86,15 +85,6 @@ def _pack(arrays):
     return cp.concatenate([cp.ravel(a) for a in arrays]), shapes
 
 
-def _unpack(buffer, shapes) -> list:
-    out, start = [], 0
-    for shape in shapes:
-        size = math.prod(shape)
-        out.append(buffer[start:start + size].reshape(shape))
-        start += size
-    return out
-
-
 @hookimpl
 def allreduce(arrays, reduction, comm, device_index):
     nccl = nccl_module()
@@ -108,7 +98,7 @@ def allreduce(arrays, reduction, comm, device_index):
             # in place: the packed buffer is this call's own copy
             nccl_comm.allReduce(_pointer(packed), _pointer(packed), packed.size, dtype,
                                 getattr(nccl, _REDUCTIONS[reduction]), _stream())
-        return _unpack(packed, shapes)
+        return composite.host_views(packed, shapes)
 
 
 @hookimpl
@@ -122,7 +112,7 @@ def broadcast(arrays, root, comm, device_index):
             nccl_comm = communicator(nccl, comm, device_index)
             # NOTE: bytes (uint8) carry any dtype, bool included, unchanged
             nccl_comm.bcast(_pointer(packed), packed.nbytes, nccl.NCCL_UINT8, root, _stream())
-        return _unpack(packed, shapes)
+        return composite.host_views(packed, shapes)
 
 
 def _on(device_index: int):
