@@ -234,3 +234,12 @@ def allreduce(ops, arrays, reduction, comm, device_index):
 def broadcast(ops, arrays, root, comm, device_index):
     host = [np.asarray(ops.to_numpy(a)) for a in arrays]
     return [ops.from_numpy(v, device_index) for v in host_broadcast(comm, host, root)]
+
+
+from fastnn.api.composite_optim import (  # noqa: E402,F401  (the newer optimizer steps)
+    adagrad_step,
+    amsgrad_step,
+    nadam_step,
+    radam_step,
+    rmsprop_momentum_step,
+)

@@ -32,6 +32,7 @@ import numpy as np
 
 from fastnn.cli.bench import thread_limit
 from fastnn.cli.progress import Progress
+from fastnn.cli.train_state import SCHEDULES, make_schedule, rng_state, set_rng_state
 
 # per data set: the model and the hyper-parameters that reach the target accuracy
 DEFAULTS = {
@@ -39,7 +40,8 @@ DEFAULTS = {
     "trace": {"model": "conv1d", "epochs": 30, "batch_size": 10, "lr": 3e-3,
               "optimizer": "adam"},
 }
-OPTIMIZERS = ("sgd", "adam", "adamw", "rmsprop")
+# appended only: a checkpoint stores the index
+OPTIMIZERS = ("sgd", "adam", "adamw", "rmsprop", "adagrad", "radam", "nadam")
 MODELS = ("mlp", "conv1d")
 PLOT_HINT = "pip install 'fastnn-core[plot]' (or: pip install matplotlib)"
 
@@ -55,6 +57,11 @@ def add_parser(subparsers) -> None:
     p.add_argument("--batch-size", type=int, default=None)
     p.add_argument("--lr", type=float, default=None, help="learning rate")
     p.add_argument("--optimizer", choices=OPTIMIZERS, default=None)
+    p.add_argument("--schedule", choices=SCHEDULES, default="constant",
+                   help="learning-rate schedule over the run, stepped per batch "
+                        "(default constant)")
+    p.add_argument("--dropout", type=float, default=0.0,
+                   help="Dropout probability after each hidden layer (default 0: none)")
     p.add_argument("--seed", type=int, default=0, help="seed of the weights and batch order")
     p.add_argument("--checkpoint", type=Path, default=None,
                    help="save model, optimizer state and epoch here at the end (atomically)")
@@ -102,6 +109,8 @@ def resolve(args):
             raise SystemExit(f"fastnn train: --{name.replace('_', '-')} must be >= 1")
     if args.lr <= 0:
         raise SystemExit(f"fastnn train: --lr must be > 0, got {args.lr}")
+    if not 0.0 <= args.dropout < 1.0:
+        raise SystemExit(f"fastnn train: --dropout must be in [0, 1), got {args.dropout}")
     if args.resume and args.checkpoint is None:
         raise SystemExit("fastnn train: --resume needs --checkpoint PATH to resume from")
     if args.resume and not args.checkpoint.is_file():
@@ -114,17 +123,22 @@ def resolve(args):
     return args
 
 
-def build_model(kind: str, input_shape: tuple, num_classes: int):
-    """The MLP or Conv1d network, initialised from fastnn's seeded host generator."""
+def build_model(kind: str, input_shape: tuple, num_classes: int, dropout: float = 0.0):
+    """The MLP or Conv1d network, initialised from fastnn's seeded host generator;
+    ``dropout`` > 0 adds Dropout after each hidden layer of the MLP (before the head
+    of the Conv1d net)."""
     from fastnn import nn
+
+    def drop():  # a layer of its own at each place
+        return [nn.Dropout(dropout)] if dropout > 0 else []
 
     if kind == "mlp":
         features = int(np.prod(input_shape))
         layers = [nn.Flatten()] if len(input_shape) > 1 else []
         return nn.Sequential(
             *layers,
-            nn.Linear(features, 128), nn.Activation("relu"),
-            nn.Linear(128, 128), nn.Activation("relu"),
+            nn.Linear(features, 128), nn.Activation("relu"), *drop(),
+            nn.Linear(128, 128), nn.Activation("relu"), *drop(),
             nn.Linear(128, num_classes),
         )
     channels, _ = input_shape
@@ -134,17 +148,19 @@ def build_model(kind: str, input_shape: tuple, num_classes: int):
         nn.Conv1d(channels, 16, 7, stride=2), nn.Activation("relu"),
         nn.Conv1d(16, 32, 5, stride=2), nn.Activation("relu"),
         nn.Conv1d(32, 32, 3), nn.Activation("relu"),
-        nn.GlobalAvgPool1d(),
+        nn.GlobalAvgPool1d(), *drop(),
         nn.Linear(32, num_classes),
     )
 
 
 def make_optimizer(name: str, params, lr: float):
+    """``name`` with PyTorch's defaults (SGD: momentum 0.9) at learning rate ``lr``."""
     from fastnn import optim
 
     if name == "sgd":
         return optim.SGD(params, lr=lr, momentum=0.9)
-    cls = {"adam": optim.Adam, "adamw": optim.AdamW, "rmsprop": optim.RMSProp}[name]
+    cls = {"adam": optim.Adam, "adamw": optim.AdamW, "rmsprop": optim.RMSprop,
+           "adagrad": optim.Adagrad, "radam": optim.RAdam, "nadam": optim.NAdam}[name]
     return cls(params, lr=lr)
 
 
@@ -180,10 +196,14 @@ def evaluate(model, x: np.ndarray, y: np.ndarray, device, batch: int = 512) -> f
     import fastnn as fnn
 
     correct = 0
-    with fnn.no_grad():
-        for start in range(0, len(x), batch):
-            logits = model(fnn.tensor(x[start:start + batch], device=device))
-            correct += int((logits.numpy().argmax(axis=1) == y[start:start + batch]).sum())
+    model.eval()  # Dropout off, and no draw from the host generator
+    try:
+        with fnn.no_grad():
+            for start in range(0, len(x), batch):
+                logits = model(fnn.tensor(x[start:start + batch], device=device))
+                correct += int((logits.numpy().argmax(axis=1) == y[start:start + batch]).sum())
+    finally:
+        model.train()
     return correct / len(x)
 
 
@@ -245,29 +265,33 @@ class _Discard:
 def _fit(args, data, device, out, comm) -> History:
     import fastnn as fnn
     from fastnn import distributed as dist
+    from fastnn.ops.tensor import host_rng
 
     fnn.manual_seed(args.seed)
-    model = build_model(args.model, data.input_shape, data.num_classes)
+    model = build_model(args.model, data.input_shape, data.num_classes, args.dropout)
     optimizer = make_optimizer(args.optimizer, model.parameters(), args.lr)
     if comm.size > 1:
         dist.broadcast_parameters(model, comm)
         optimizer = dist.DistributedOptimizer(optimizer, comm)
+    loader = make_loader(args, data, comm)
+    schedule = make_schedule(args.schedule, optimizer, args.lr, args.epochs * len(loader))
     history, first_epoch = History(), 1
     if args.resume:
-        first_epoch, history = _restore(args.checkpoint, args, model, optimizer)
+        first_epoch, history, schedule = _restore(args.checkpoint, args, model, optimizer,
+                                                  loader, schedule)
     print(f"training {args.model} on {args.data} ({len(data.x_train)} train, "
           f"{len(data.x_test)} held out) on {device}: {args.optimizer} lr {args.lr:g}, "
           f"batch {args.batch_size}, {'reverse/apply' if args.reverse else 'tape'}, "
+          f"{'' if args.schedule == 'constant' else args.schedule + ' schedule, '}"
           f"seed {args.seed}{_ranks(comm)}", file=out)
     if first_epoch > args.epochs:
         print(f"checkpoint is at epoch {first_epoch - 1} >= --epochs {args.epochs}: "
               "nothing to train", file=out)
-    loader = make_loader(args, data, comm)
     progress = Progress(args.epochs, loader.num_samples(), stream=out)
     started, epoch = time.perf_counter(), first_epoch - 1
     try:
         for epoch in range(first_epoch, args.epochs + 1):
-            _train_epoch(args, model, optimizer, data, loader, epoch, progress)
+            _train_epoch(args, model, optimizer, data, loader, schedule, epoch, progress)
             if comm.size > 1:
                 _sum_over_ranks(progress, comm)
             test_acc = evaluate(model, data.x_test, data.y_test, device)
@@ -289,7 +313,10 @@ def _fit(args, data, device, out, comm) -> History:
     if args.checkpoint is not None and comm.rank == 0:
         fnn.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                   "epoch": max(args.epochs, first_epoch - 1), "seed": args.seed,
-                  "config": _config(args), "history": history.as_arrays()}, args.checkpoint)
+                  "config": _config(args), "history": history.as_arrays(),
+                  "data": loader.state_dict(), "rng": rng_state(host_rng()),
+                  **({} if schedule is None else {"schedule": schedule.state_dict()})},
+                 args.checkpoint)
         print(f"saved checkpoint {args.checkpoint}", file=out)
     if args.plot is not None and comm.rank == 0:
         plot(history, args.plot, f"{args.model} on {args.data}")
@@ -321,16 +348,19 @@ def _sum_over_ranks(progress, comm) -> None:
     progress.seen, progress.loss_sum, progress.correct = int(seen), loss_sum, int(round(correct))
 
 
-def _train_epoch(args, model, optimizer, data, loader, epoch: int, progress) -> None:
+def _train_epoch(args, model, optimizer, data, loader, schedule, epoch: int, progress) -> None:
     import fastnn as fnn
 
     progress.begin_epoch(epoch)
-    loader.set_epoch(epoch)
+    if loader.epoch != epoch:  # a restored loader already stands at its epoch (and batch)
+        loader.set_epoch(epoch)
     for x, y in loader:  # on the current device: fit's `with fnn.use(...)`
         if args.reverse:
             logits, loss = reverse_step(model, optimizer, x, y, data.num_classes)
         else:
             logits, loss = tape_step(model, optimizer, x, y)
+        if schedule is not None:
+            schedule.step()
         with fnn.no_grad():  # counted on the device: no read-back per batch
             correct = (logits.argmax(axis=1) == y).sum()
         progress.update(x.shape[0], loss, correct)  # Progress sums it detached
@@ -339,11 +369,15 @@ def _train_epoch(args, model, optimizer, data, loader, epoch: int, progress) -> 
 def _config(args) -> dict:
     """The choices a resumed run must repeat, as numbers (checkpoints hold no strings)."""
     return {"data": sorted(DEFAULTS).index(args.data), "model": MODELS.index(args.model),
-            "optimizer": OPTIMIZERS.index(args.optimizer)}
+            "optimizer": OPTIMIZERS.index(args.optimizer),
+            "schedule": SCHEDULES.index(args.schedule), "dropout": args.dropout,
+            "epochs": args.epochs}
 
 
-def _restore(path: Path, args, model, optimizer) -> tuple[int, History]:
+def _restore(path: Path, args, model, optimizer, loader, schedule):
+    """Load the checkpoint into the run; returns (first epoch, history, schedule)."""
     import fastnn as fnn
+    from fastnn.ops.tensor import host_rng
 
     try:
         state = fnn.load(path)
@@ -353,20 +387,47 @@ def _restore(path: Path, args, model, optimizer) -> tuple[int, History]:
         if key not in state:
             raise SystemExit(f"fastnn train: {path} is not a `fastnn train` checkpoint "
                              f"(no {key!r} entry)")
-    names = {"data": sorted(DEFAULTS), "model": MODELS, "optimizer": OPTIMIZERS}
+    names = {"data": sorted(DEFAULTS), "model": MODELS, "optimizer": OPTIMIZERS,
+             "schedule": SCHEDULES}
     for key, choices in names.items():
-        saved = choices[int(state["config"][key])]
+        saved = choices[int(state["config"].get(key, 0))]  # older checkpoints: constant
         if saved != getattr(args, key):
             raise SystemExit(f"fastnn train: {path} was saved with --{key} {saved}; resume "
                              f"with the same --{key} (got {getattr(args, key)})")
+    saved_dropout = float(state["config"].get("dropout", 0.0))
+    if saved_dropout != args.dropout:
+        raise SystemExit(f"fastnn train: {path} was saved with --dropout {saved_dropout:g}; "
+                         f"resume with the same --dropout (got {args.dropout:g})")
     try:
         model.load_state_dict(state["model"])
     except ValueError as exc:
         raise SystemExit(f"fastnn train: {path} was saved from another model "
                          f"(use the same --data/--model): {exc}") from None
     optimizer.load_state_dict(state["optimizer"])
+    if "data" in state:
+        loader.load_state_dict(state["data"])
+    if schedule is not None and "schedule" in state:
+        schedule = _resume_schedule(args, optimizer, schedule, state, len(loader))
+    if "rng" in state:  # Dropout's masks and every other draw continue where they stopped
+        set_rng_state(host_rng(), state["rng"])
     history = History.from_arrays(state["history"]) if "history" in state else History()
-    return int(np.asarray(state["epoch"])) + 1, history
+    return int(np.asarray(state["epoch"])) + 1, history, schedule
+
+
+def _resume_schedule(args, optimizer, schedule, state, steps_per_epoch: int):
+    """The schedule where the checkpoint left it: exactly, when the run keeps its --epochs;
+    else the schedule over the new total, advanced to the same step (a longer run does not
+    continue from a cosine that already reached zero)."""
+    saved_epochs = int(np.asarray(state["config"].get("epochs", -1)))
+    if saved_epochs == args.epochs:
+        schedule.load_state_dict(state["schedule"])
+        return schedule
+    for group in optimizer.param_groups:
+        group["lr"] = group["initial_lr"]
+    schedule = make_schedule(args.schedule, optimizer, args.lr, args.epochs * steps_per_epoch)
+    for _ in range(int(np.asarray(state["schedule"]["last_epoch"]))):
+        schedule.step()
+    return schedule
 
 
 def _require_matplotlib():

@@ -6,6 +6,7 @@ from fastnn.conformance import (  # noqa: F401  (importing a module registers it
     cases_elementwise,
     cases_fused,
     cases_io,
+    cases_optim,
     cases_tensor,
 )
 from fastnn.conformance.case import CASES, Case, Sample

@@ -1,7 +1,11 @@
-"""Optimizers (``fastnn.optim``): SGD, RMSProp, Adam, AdamW, schedules and gradient clipping."""
+"""Optimizers (``fastnn.optim``): PyTorch's rules, schedules and gradient clipping."""
 
 from fastnn.optim import lr_scheduler
-from fastnn.optim.optimizer import Optimizer, clip_grad_norm
-from fastnn.optim.optimizers import SGD, Adam, AdamW, RMSProp
+from fastnn.optim.adaptive import Adagrad, NAdam, RAdam
+from fastnn.optim.clip import clip_grad_norm, clip_grad_norm_, clip_grad_value, clip_grad_value_
+from fastnn.optim.optimizer import Optimizer
+from fastnn.optim.optimizers import SGD, Adam, AdamW, RMSProp, RMSprop
 
-__all__ = ["SGD", "Adam", "AdamW", "Optimizer", "RMSProp", "clip_grad_norm", "lr_scheduler"]
+__all__ = ["SGD", "Adagrad", "Adam", "AdamW", "NAdam", "Optimizer", "RAdam", "RMSProp",
+           "RMSprop", "clip_grad_norm", "clip_grad_norm_", "clip_grad_value", "clip_grad_value_",
+           "lr_scheduler"]

@@ -15,8 +15,10 @@ back into the parameters and the state.
 
 Parameter classes: a :class:`~fastnn.nn.Parameter` carries ``param_class``
 (connective, bias, activation, other); a plain tensor counts as "other".
-Weight decay applies to connective parameters only, and ``class_lr`` (e.g.
-``{"bias": 2.0}``) multiplies the learning rate of a class.
+Weight decay applies to connective parameters only, ``class_lr`` (e.g.
+``{"bias": 2.0}``) multiplies the learning rate of a class, and ``l1`` (minidx's
+L1 term) adds ``l1 * sign(p)`` to the gradient of connective parameters before
+the rule runs, as ``weight_decay`` adds ``wd * p``.
 """
 
 from __future__ import annotations
@@ -25,9 +27,8 @@ import math
 
 import numpy as np
 
-from fastnn.api import dtypes
 from fastnn.api.args import real as check_number
-from fastnn.autograd.grad_mode import no_grad
+from fastnn.autograd.grad_mode import enable_grad, no_grad
 from fastnn.nn.module import PARAM_CLASSES
 from fastnn.ops.tensor import Tensor, tensor
 
@@ -48,7 +49,7 @@ class Optimizer:
         # id(param) -> (device, dtype) its state arrays live in; a parameter that
         # moved since (model.to() after some steps) takes its state along
         self._state_home: dict[int, tuple] = {}
-        params = list(params)
+        params = _param_list(type(self).__name__, "params", params)
         if not params:
             raise ValueError(f"{type(self).__name__}: got an empty parameter list")
         groups = params if isinstance(params[0], dict) else [{"params": params}]
@@ -60,8 +61,11 @@ class Optimizer:
             raise TypeError(f"{type(self).__name__}: a param group must be a dict with 'params'")
         unknown = set(group) - set(self.defaults) - {"params"}
         if unknown:
-            raise TypeError(f"{type(self).__name__}: unknown options {sorted(unknown)}")
-        params = list(group["params"])
+            raise TypeError(f"{type(self).__name__}: unknown options {sorted(unknown)}; "
+                            f"a group takes {', '.join(sorted(self.defaults))}")
+        params = group["params"]  # one tensor alone is a group of one, as in PyTorch
+        params = _param_list(type(self).__name__, "a param group's 'params'",
+                             [params] if isinstance(params, Tensor) else params)
         seen = {id(p) for g in self.param_groups for p in g["params"]}
         for p in params:
             if not isinstance(p, Tensor) or not p.dtype.is_floating:
@@ -70,7 +74,8 @@ class Optimizer:
                     f"{type(p).__name__}"
                 )
             if id(p) in seen:
-                raise ValueError(f"{type(self).__name__}: a parameter appears in two groups")
+                raise ValueError(f"{type(self).__name__}: a parameter of shape {p.shape} is "
+                                 "given twice (in one group or in two); give each once")
             seen.add(id(p))
         full = {**self.defaults, **group, "params": params}
         full["class_lr"] = dict(full.get("class_lr") or {})
@@ -86,7 +91,11 @@ class Optimizer:
     # hyper-parameter -> its closed range, checked for every group, whether it comes from
     # the constructor, add_param_group or load_state_dict
     RANGES = {"lr": (0.0, math.inf), "weight_decay": (0.0, math.inf), "momentum": (0.0, math.inf),
-              "dampening": (0.0, 1.0), "eps": (0.0, math.inf), "alpha": (0.0, 1.0)}
+              "dampening": (0.0, 1.0), "eps": (0.0, math.inf), "alpha": (0.0, 1.0),
+              "l1": (0.0, math.inf), "lr_decay": (0.0, math.inf),
+              "initial_accumulator_value": (0.0, math.inf), "momentum_decay": (0.0, math.inf)}
+    # switches, which must be True or False (a string "False" would read as on)
+    FLAGS = ("nesterov", "amsgrad", "centered", "decoupled_weight_decay")
 
     def _check_hyper(self, group: dict) -> None:
         owner = type(self).__name__
@@ -97,12 +106,18 @@ class Optimizer:
             if not low <= value <= high:
                 bound = f">= {low:g}" if high == math.inf else f"in [{low:g}, {high:g}]"
                 raise ValueError(f"{owner}: {name} must be {bound}, got {group[name]!r}")
+        for name in self.FLAGS:
+            if name in group and not isinstance(group[name], (bool, np.bool_)):
+                raise TypeError(f"{owner}: {name} must be True or False, got {group[name]!r}")
         if "betas" in group:
             betas = group["betas"]
             if not isinstance(betas, (tuple, list)) or len(betas) != 2:
                 raise TypeError(f"{owner}: betas must be a pair (beta1, beta2), got {betas!r}")
             if not all(0.0 <= check_number(owner, "betas", b) < 1.0 for b in betas):
-                raise ValueError(f"{owner}: betas must be in [0, 1), got {betas}")
+                raise ValueError(f"{owner}: betas must be in [0, 1), got {betas}; e.g. "
+                                 "betas=(0.9, 0.999)")
+            group["betas"] = tuple(float(b) for b in betas)
+        self._check_rule(group)
         class_lr = group["class_lr"]
         unknown = sorted(set(class_lr) - set(PARAM_CLASSES))
         if unknown:
@@ -114,16 +129,28 @@ class Optimizer:
             if not check_number(owner, f"class_lr[{name!r}]", scale) >= 0:
                 raise ValueError(f"{owner}: class_lr[{name!r}] must be >= 0, got {scale}")
 
+    def _check_rule(self, group: dict) -> None:
+        """A rule's own checks of a complete group (e.g. SGD's Nesterov conditions)."""
+
     # ------------------------------------------------------------ updates
-    def zero_grad(self) -> None:
+    def zero_grad(self, set_to_none: bool = True) -> None:
         for group in self.param_groups:
             for p in group["params"]:
                 p.grad = None
 
-    def step(self) -> None:
-        """Update every parameter that has a ``.grad`` (others are skipped, as in PyTorch)."""
+    def step(self, closure=None):
+        """Update every parameter that has a ``.grad`` (others are skipped, as in PyTorch).
+
+        ``closure``: a function that recomputes the loss (with gradients) and returns it,
+        as PyTorch's; step returns that loss.
+        """
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
         pairs = [(p, p.grad) for g in self.param_groups for p in g["params"] if p.grad is not None]
         self.apply_gradients(pairs)
+        return loss
 
     def apply_gradients(self, pairs) -> None:
         """Update from explicit ``(parameter, gradient)`` pairs; each parameter must be ours."""
@@ -156,19 +183,44 @@ class Optimizer:
                 self._follow(p)
         with no_grad():
             for (index, _), (params, grads) in per_group.items():
-                self._update(self.param_groups[index], params, grads)
+                group = self.param_groups[index]
+                self._update(group, params, self._add_l1(group, params, grads))
 
-    def _rule_state_keys(self) -> tuple | None:
-        """STATE_KEYS of the class whose ``_update`` runs, or of a subclass below it."""
+    @staticmethod
+    def _add_l1(group: dict, params: list, grads: list) -> list:
+        """grad + l1 * sign(p) for connective parameters (minidx's L1 term)."""
+        l1 = float(group.get("l1", 0.0))
+        if not l1:
+            return grads
+        out = []
+        for p, g in zip(params, grads):
+            if param_class(p) in DECAYED_CLASSES:
+                ops = p._device.ops
+                g = ops.add(g, ops.mul(ops.sign(p._data), l1))
+            out.append(g)
+        return out
+
+    def state_keys(self, group: dict) -> tuple | None:
+        """The state entries this rule keeps for a parameter of ``group`` (default
+        STATE_KEYS); a rule whose entries depend on its options overrides this."""
+        return self.STATE_KEYS
+
+    #: State entries that hold a number rather than an array: name -> int or float
+    SCALAR_STATE = {"step": int, "mu_product": float}
+
+    def _rule_state_keys(self, group: dict) -> tuple | None:
+        """The state keys of the class whose ``_update`` runs, or of a subclass below it."""
         for cls in type(self).__mro__:
+            if "state_keys" in cls.__dict__:
+                return cls.__dict__["state_keys"](self, group)
             if "STATE_KEYS" in cls.__dict__:
                 return cls.__dict__["STATE_KEYS"]
             if "_update" in cls.__dict__:
                 return None  # a rule of its own that declares no keys: not checked
         return None
 
-    def _check_state_keys(self, key, st) -> None:
-        keys = self._rule_state_keys()
+    def _check_state_keys(self, key, st, group) -> None:
+        keys = self._rule_state_keys(group)
         if keys is None or not st:
             return
         owner = type(self).__name__
@@ -234,50 +286,35 @@ class Optimizer:
         return {"param_groups": groups, "state": state}
 
     def load_state_dict(self, state_dict: dict) -> None:
-        """Restore hyper-parameters and per-parameter state saved by :meth:`state_dict`."""
+        """Restore hyper-parameters and per-parameter state saved by :meth:`state_dict`.
+
+        Everything is checked before anything changes: a state that would fail at the
+        next ``step()`` (a missing or foreign entry, a wrong shape, a step that is not a
+        count) is refused here, naming the parameter and the entry.
+        """
+        owner = f"{type(self).__name__}.load_state_dict"
         if not isinstance(state_dict, dict):
             raise TypeError(
-                f"{type(self).__name__}.load_state_dict: expected the dict that state_dict() "
-                f"returned, got {type(state_dict).__name__}"
+                f"{owner}: expected the dict that state_dict() returned, got "
+                f"{type(state_dict).__name__}; pass optimizer.state_dict() (or the 'optimizer' "
+                "entry of a checkpoint)"
             )
         groups = state_dict.get("param_groups")
         if groups is None or "state" not in state_dict:
-            raise ValueError(
-                f"{type(self).__name__}.load_state_dict: expected keys 'param_groups' and "
-                f"'state', got {sorted(state_dict)}"
-            )
+            raise ValueError(f"{owner}: expected keys 'param_groups' and 'state', got "
+                             f"{sorted(state_dict)}")
+        if not isinstance(groups, (list, tuple)) or not all(
+                isinstance(g, dict) and "params" in g for g in groups):
+            raise ValueError(f"{owner}: 'param_groups' must be a list of dicts with 'params' "
+                             f"(as state_dict() gives), got {groups!r:.200}")
+        if not isinstance(state_dict["state"], dict):
+            raise ValueError(f"{owner}: 'state' must be a dict of parameter index -> state, got "
+                             f"{type(state_dict['state']).__name__}")
         sizes = [len(g["params"]) for g in self.param_groups]
-        saved_sizes = [len(g["params"]) for g in groups]
+        saved_sizes = [len(np.atleast_1d(g["params"])) for g in groups]
         if sizes != saved_sizes:
-            raise ValueError(
-                f"{type(self).__name__}.load_state_dict: saved groups hold {saved_sizes} "
-                f"parameters, this optimizer {sizes}"
-            )
-        params = self._all_params()
-        new_state = {}
-        for key, st in state_dict["state"].items():
-            if not (str(key).isdigit() and int(key) < len(params)):
-                raise ValueError(
-                    f"{type(self).__name__}.load_state_dict: state for parameter {key!r}, but "
-                    f"this optimizer holds {len(params)} parameters (was it saved from another "
-                    f"model?)"
-                )
-            p = params[int(key)]
-            self._check_state_keys(key, st)
-            entry = {}
-            for name, value in st.items():
-                if isinstance(value, (np.ndarray, Tensor)):
-                    host = value.numpy() if isinstance(value, Tensor) else value
-                    if tuple(host.shape) != p.shape:
-                        raise ValueError(
-                            f"{type(self).__name__}.load_state_dict: state {name!r} of parameter "
-                            f"{key} has shape {tuple(host.shape)}, the parameter {p.shape}"
-                        )
-                    host = np.asarray(host, dtype=p._dtype.numpy)
-                    entry[name] = p._device.ops.from_numpy(host, p._device.index)
-                else:
-                    entry[name] = _number(value)
-            new_state[id(p)] = entry
+            raise ValueError(f"{owner}: saved groups hold {saved_sizes} parameters, this "
+                             f"optimizer {sizes}")
         merged = []
         for group, saved in zip(self.param_groups, groups):
             entry = dict(group)
@@ -286,10 +323,76 @@ class Optimizer:
                     entry[k] = dict(v) if isinstance(v, dict) else _number(v)
             self._check_hyper(entry)  # a bad saved value fails here, before anything changes
             merged.append(entry)
+        params = self._all_params()
+        group_of = [entry for entry, g in zip(merged, self.param_groups) for _ in g["params"]]
+        new_state = {}
+        for key, st in state_dict["state"].items():
+            if not (str(key).isdigit() and int(key) < len(params)):
+                raise ValueError(
+                    f"{owner}: state for parameter {key!r}, but this optimizer holds "
+                    f"{len(params)} parameters (was it saved from another model?)"
+                )
+            if not isinstance(st, dict):
+                raise ValueError(f"{owner}: the state of parameter {key} must be a dict, got "
+                                 f"{type(st).__name__}")
+            p = params[int(key)]
+            self._check_state_keys(key, st, group_of[int(key)])
+            strict = self._rule_state_keys(group_of[int(key)]) is not None
+            new_state[id(p)] = {name: self._state_value(owner, key, name, value, p, strict)
+                                for name, value in st.items()}
         for group, entry in zip(self.param_groups, merged):
             group.update(entry)
         self.state = new_state
         self._state_home = {id(p): (p._device, p._dtype) for p in params}
+
+    def _state_value(self, owner: str, key, name: str, value, p, strict: bool):
+        """One saved state entry, checked and placed on ``p``'s device (``strict``: the
+        rule's own entries, each a number or an array of the parameter's shape)."""
+        kind = self.SCALAR_STATE.get(name)
+        if kind is not None:
+            number = value.numpy() if isinstance(value, Tensor) else value
+            number = np.asarray(number)
+            if number.size != 1 or number.dtype.kind not in "biuf":
+                raise ValueError(f"{owner}: state {name!r} of parameter {key} must be a number, "
+                                 f"got {value!r:.100}")
+            number = number.item()
+            if kind is int and not (float(number).is_integer() and number >= 0):
+                raise ValueError(f"{owner}: state {name!r} of parameter {key} must be a step "
+                                 f"count (an integer >= 0), got {number!r}")
+            if not math.isfinite(number):
+                raise ValueError(f"{owner}: state {name!r} of parameter {key} is {number}")
+            return kind(number)
+        if not isinstance(value, (np.ndarray, Tensor)):
+            if strict:
+                raise ValueError(f"{owner}: state {name!r} of parameter {key} must be an array "
+                                 f"of the parameter's shape {p.shape}, got {value!r:.100}")
+            return _number(value)
+        host = value.numpy() if isinstance(value, Tensor) else value
+        if tuple(host.shape) != p.shape:
+            raise ValueError(f"{owner}: state {name!r} of parameter {key} has shape "
+                             f"{tuple(host.shape)}, the parameter {p.shape}")
+        if host.dtype.kind not in "biuf":
+            raise ValueError(f"{owner}: state {name!r} of parameter {key} holds {host.dtype} "
+                             "values, not numbers")
+        host = np.asarray(host, dtype=p._dtype.numpy)
+        return p._device.ops.from_numpy(host, p._device.index)
+
+
+def _param_list(owner: str, what: str, params) -> list:
+    """``params`` as a list, refusing a bare tensor and anything not iterable, as PyTorch."""
+    if isinstance(params, Tensor):
+        raise TypeError(f"{owner}: {what} must be an iterable of Tensors (or of param-group "
+                        f"dicts), got a single Tensor of shape {params.shape}; pass [tensor] "
+                        "or model.parameters()")
+    if isinstance(params, (str, bytes, dict)) or params is None:
+        raise TypeError(f"{owner}: {what} must be an iterable of Tensors (or of param-group "
+                        f"dicts), got {type(params).__name__}; pass model.parameters()")
+    try:
+        return list(params)
+    except TypeError:
+        raise TypeError(f"{owner}: {what} must be an iterable of Tensors (or of param-group "
+                        f"dicts), got {type(params).__name__}; pass model.parameters()"
+                        ) from None
 
 
 def _is_array(value) -> bool:
@@ -302,47 +405,3 @@ def _number(value):
     if isinstance(value, list):
         return tuple(value)
     return value
-
-
-def clip_grad_norm(params, max_norm: float, eps: float = 1e-6) -> float:
-    """Scale the ``.grad`` of ``params`` so their joint L2 norm is at most ``max_norm``.
-
-    As PyTorch's ``clip_grad_norm_``: total = sqrt(sum ||g||^2); when
-    total > max_norm every gradient is multiplied by max_norm / (total + eps) (a NaN
-    total makes every gradient NaN, as there). Returns the total norm before clipping,
-    as a float: one read-back per device.
-    """
-    # a list: a generator (e.g. ``p for p in ... if ...``) is walked twice below
-    try:
-        params = [params] if isinstance(params, Tensor) else list(params)
-    except TypeError:
-        params = None
-    if params is None or not all(isinstance(p, Tensor) for p in params):
-        raise TypeError("clip_grad_norm: params must be tensors; pass model.parameters()")
-    max_norm = check_number("clip_grad_norm", "max_norm", max_norm)
-    if not max_norm >= 0:
-        raise ValueError(f"clip_grad_norm: max_norm must be >= 0, got {max_norm}")
-    grads = [p.grad for p in params if p.grad is not None]
-    if not grads:
-        return 0.0
-    with no_grad():
-        # one sum of squares per device, read back once each (not once per parameter: on a
-        # GPU every read-back waits for the device)
-        per_device: dict = {}
-        for g in grads:
-            if g.dtype.itemsize < 4:
-                # NOTE: float16 squares overflow past 65504 (a norm of 256): sum in float32
-                g = g.to(dtypes.float32)
-            square = (g * g).sum()
-            prev = per_device.get(g._device)
-            per_device[g._device] = square if prev is None else prev + square
-        total = math.sqrt(sum(float(s.item()) for s in per_device.values()))
-    coef = float(max_norm) / (total + eps)
-    # "not <" so that a NaN norm makes NaN gradients, as in PyTorch, instead of passing
-    # them on unclipped (an infinite one gives coef 0)
-    if not coef >= 1.0:
-        with no_grad():
-            for p in params:
-                if p.grad is not None:
-                    p.grad = p.grad * coef
-    return total

@@ -21,7 +21,7 @@ def _opt():
      r"warmup_steps \(100\) must be below total_steps \(50\)"),
     (lambda o: sched.LinearWarmup(o, -3), ValueError, r"warmup_steps must be an integer >= 0"),
     (lambda o: sched.LambdaLR(o, lambda t: -1.0), ValueError,
-     r"factor at step 0 is -1.0; it must be finite and >= 0"),
+     r"learning rate at epoch 0 is -0.1; it must be finite and >= 0"),
     (lambda o: sched.CosineAnnealing(fnn.nn.Linear(3, 2), 10), TypeError,
      r"expected an optimizer .* got Linear"),
 ])

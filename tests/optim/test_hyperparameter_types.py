@@ -18,7 +18,7 @@ def params():
     (lambda p: fnn.optim.SGD(p, lr=0.1, momentum="x"), "SGD: momentum must be a real number"),
     (lambda p: fnn.optim.SGD(p, lr=True), "SGD: lr must be a real number, got bool"),
     (lambda p: fnn.optim.SGD(p, lr=0.1, weight_decay=None), "SGD: weight_decay must be a real"),
-    (lambda p: fnn.optim.RMSProp(p, eps=None), "RMSProp: eps must be a real number"),
+    (lambda p: fnn.optim.RMSProp(p, eps=None), "RMSprop: eps must be a real number"),
     (lambda p: fnn.optim.Adam(p, betas=0.9), r"Adam: betas must be a pair \(beta1, beta2\)"),
     (lambda p: fnn.optim.AdamW(p, betas=(0.9, "a")), "AdamW: betas must be a real number"),
     (lambda p: fnn.optim.Adam(p, lr=[0.1]), "Adam: lr must be a real number, got list"),

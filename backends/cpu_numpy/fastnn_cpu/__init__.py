@@ -30,6 +30,9 @@ try:  # scipy's erf is vectorised C; fall back to math.erf elementwise
 except ImportError:  # pragma: no cover - scipy is optional
     _erf = np.vectorize(math.erf, otypes=[np.float64])
 
+# the newer optimizer steps (AMSGrad, RMSprop's momentum, Adagrad, RAdam, NAdam)
+fastnn_hook_modules = ("fastnn_cpu.optim",)
+
 _DTYPES = ["float32", "float64", "float16", "int32", "int64", "bool"]
 
 

@@ -1,0 +1,111 @@
+"""The newer optimizer steps on host arrays, in place: AMSGrad, RMSprop with momentum or
+centering, Adagrad, RAdam and NAdam (the rules of fastnn's hook specification).
+
+Each updates the parameter and its state arrays in place with NumPy's in-place
+ufuncs, so a step allocates only a few temporaries the size of one parameter.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fastnn.api.composite_optim import radam_rectification
+from fastnn.api.hookspec import hookimpl
+
+
+def _decay(p, g, lr, wd, decoupled):
+    if wd and decoupled:
+        p *= 1.0 - lr * wd
+    elif wd:
+        g = g + wd * p
+    return g
+
+
+def _moments(m, v, g, beta1, beta2):
+    m *= beta1
+    m += (1.0 - beta1) * g
+    v *= beta2
+    v += (1.0 - beta2) * np.square(g)
+
+
+@hookimpl
+def amsgrad_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, lrs, weight_decays,
+                 beta1, beta2, eps, step, decoupled):
+    bias1, bias2 = 1.0 - beta1**step, 1.0 - beta2**step
+    for p, g, m, v, vmax, lr, wd in zip(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs,
+                                        lrs, weight_decays):
+        g = _decay(p, g, lr, wd, decoupled)
+        _moments(m, v, g, beta1, beta2)
+        np.maximum(vmax, v, out=vmax)
+        denom = np.sqrt(vmax / bias2)
+        denom += eps
+        p -= (lr / bias1) * m / denom
+    return list(params), list(exp_avgs), list(exp_avg_sqs), list(max_exp_avg_sqs)
+
+
+@hookimpl
+def rmsprop_momentum_step(params, grads, square_avgs, grad_avgs, bufs, lrs, weight_decays,
+                          alpha, eps, momentum, centered):
+    for p, g, v, a, buf, lr, wd in zip(params, grads, square_avgs, grad_avgs, bufs, lrs,
+                                       weight_decays):
+        if wd:
+            g = g + wd * p
+        v *= alpha
+        v += (1.0 - alpha) * np.square(g)
+        if centered:
+            a *= alpha
+            a += (1.0 - alpha) * g
+            denom = np.sqrt(v - np.square(a))
+        else:
+            denom = np.sqrt(v)
+        denom += eps
+        if momentum:
+            buf *= momentum
+            buf += g / denom
+            p -= lr * buf
+        else:
+            p -= lr * g / denom
+    return list(params), list(square_avgs), list(grad_avgs), list(bufs)
+
+
+@hookimpl
+def adagrad_step(params, grads, state_sums, lrs, weight_decays, eps):
+    for p, g, s, lr, wd in zip(params, grads, state_sums, lrs, weight_decays):
+        if wd:
+            g = g + wd * p
+        s += np.square(g)
+        denom = np.sqrt(s)
+        denom += eps
+        p -= lr * g / denom
+    return list(params), list(state_sums)
+
+
+@hookimpl
+def radam_step(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays, beta1, beta2, eps,
+               step, decoupled):
+    bias1, bias2 = 1.0 - beta1**step, 1.0 - beta2**step
+    rect = radam_rectification(beta2, step)
+    for p, g, m, v, lr, wd in zip(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays):
+        g = _decay(p, g, lr, wd, decoupled)
+        _moments(m, v, g, beta1, beta2)
+        if rect is None:
+            p -= (lr / bias1) * m
+        else:
+            denom = np.sqrt(v)
+            denom += eps
+            p -= (lr * rect * np.sqrt(bias2) / bias1) * m / denom
+    return list(params), list(exp_avgs), list(exp_avg_sqs)
+
+
+@hookimpl
+def nadam_step(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays, beta1, beta2, eps,
+               step, mu, mu_next, mu_product, decoupled):
+    bias2 = 1.0 - beta2**step
+    for p, g, m, v, lr, wd in zip(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays):
+        g = _decay(p, g, lr, wd, decoupled)
+        _moments(m, v, g, beta1, beta2)
+        denom = np.sqrt(v / bias2)
+        denom += eps
+        p -= (lr * (1.0 - mu) / (1.0 - mu_product)) * g / denom
+        p -= (lr * mu_next / (1.0 - mu_product * mu_next)) * m / denom
+    return list(params), list(exp_avgs), list(exp_avg_sqs)

@@ -1,0 +1,118 @@
+"""Composites of the optimizer steps added for AMSGrad, RMSprop's momentum and centering,
+Adagrad, RAdam and NAdam: the rules of :mod:`fastnn.api.hookspec`, written with primitives.
+
+:mod:`fastnn.api.composite` re-exports them, so the registry binds them for a backend
+that lacks the fused hook.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def _decay(ops, p, g, lr, wd, decoupled):
+    """(p, g) after weight decay: decoupled p *= 1 - lr wd, else g += wd p."""
+    if wd and decoupled:
+        return ops.mul(p, 1.0 - lr * wd), g
+    if wd:
+        return p, ops.add(g, ops.mul(p, wd))
+    return p, g
+
+
+def _moments(ops, m, v, g, beta1, beta2):
+    m = ops.add(ops.mul(m, beta1), ops.mul(g, 1.0 - beta1))
+    v = ops.add(ops.mul(v, beta2), ops.mul(ops.mul(g, g), 1.0 - beta2))
+    return m, v
+
+
+def amsgrad_step(ops, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, lrs,
+                 weight_decays, beta1, beta2, eps, step, decoupled):
+    out = [], [], [], []
+    bias1, bias2 = 1.0 - beta1**step, 1.0 - beta2**step
+    for p, g, m, v, vmax, lr, wd in zip(params, grads, exp_avgs, exp_avg_sqs,
+                                        max_exp_avg_sqs, lrs, weight_decays):
+        p, g = _decay(ops, p, g, lr, wd, decoupled)
+        m, v = _moments(ops, m, v, g, beta1, beta2)
+        vmax = ops.maximum(vmax, v)
+        denom = ops.add(ops.sqrt(ops.div(vmax, bias2)), eps)
+        p = ops.sub(p, ops.mul(ops.div(m, denom), lr / bias1))
+        for lst, value in zip(out, (p, m, v, vmax)):
+            lst.append(value)
+    return out
+
+
+def rmsprop_momentum_step(ops, params, grads, square_avgs, grad_avgs, bufs, lrs,
+                          weight_decays, alpha, eps, momentum, centered):
+    out = [], [], [], []
+    for p, g, v, a, buf, lr, wd in zip(params, grads, square_avgs, grad_avgs, bufs, lrs,
+                                       weight_decays):
+        if wd:
+            g = ops.add(g, ops.mul(p, wd))
+        v = ops.add(ops.mul(v, alpha), ops.mul(ops.mul(g, g), 1.0 - alpha))
+        if centered:
+            a = ops.add(ops.mul(a, alpha), ops.mul(g, 1.0 - alpha))
+            denom = ops.add(ops.sqrt(ops.sub(v, ops.mul(a, a))), eps)
+        else:
+            denom = ops.add(ops.sqrt(v), eps)
+        if momentum:
+            buf = ops.add(ops.mul(buf, momentum), ops.div(g, denom))
+            p = ops.sub(p, ops.mul(buf, lr))
+        else:
+            p = ops.sub(p, ops.mul(ops.div(g, denom), lr))
+        for lst, value in zip(out, (p, v, a, buf)):
+            lst.append(value)
+    return out
+
+
+def adagrad_step(ops, params, grads, state_sums, lrs, weight_decays, eps):
+    out_p, out_s = [], []
+    for p, g, s, lr, wd in zip(params, grads, state_sums, lrs, weight_decays):
+        if wd:
+            g = ops.add(g, ops.mul(p, wd))
+        s = ops.add(s, ops.mul(g, g))
+        out_p.append(ops.sub(p, ops.mul(ops.div(g, ops.add(ops.sqrt(s), eps)), lr)))
+        out_s.append(s)
+    return out_p, out_s
+
+
+def radam_rectification(beta2: float, step: int) -> float | None:
+    """RAdam's variance rectification r at ``step``, or None while rho <= 5 (no adaptive term)."""
+    bias2 = 1.0 - beta2**step
+    rho_inf = 2.0 / (1.0 - beta2) - 1.0
+    rho = rho_inf - 2.0 * step * beta2**step / bias2
+    if rho <= 5.0:
+        return None
+    return math.sqrt((rho - 4) * (rho - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho))
+
+
+def radam_step(ops, params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays, beta1, beta2,
+               eps, step, decoupled):
+    out = [], [], []
+    bias1, bias2 = 1.0 - beta1**step, 1.0 - beta2**step
+    rect = radam_rectification(beta2, step)
+    for p, g, m, v, lr, wd in zip(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays):
+        p, g = _decay(ops, p, g, lr, wd, decoupled)
+        m, v = _moments(ops, m, v, g, beta1, beta2)
+        if rect is None:
+            p = ops.sub(p, ops.mul(m, lr / bias1))
+        else:
+            denom = ops.add(ops.sqrt(v), eps)
+            p = ops.sub(p, ops.mul(ops.div(m, denom), lr * rect * math.sqrt(bias2) / bias1))
+        for lst, value in zip(out, (p, m, v)):
+            lst.append(value)
+    return out
+
+
+def nadam_step(ops, params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays, beta1, beta2,
+               eps, step, mu, mu_next, mu_product, decoupled):
+    out = [], [], []
+    bias2 = 1.0 - beta2**step
+    for p, g, m, v, lr, wd in zip(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays):
+        p, g = _decay(ops, p, g, lr, wd, decoupled)
+        m, v = _moments(ops, m, v, g, beta1, beta2)
+        denom = ops.add(ops.sqrt(ops.div(v, bias2)), eps)
+        p = ops.sub(p, ops.mul(ops.div(g, denom), lr * (1.0 - mu) / (1.0 - mu_product)))
+        p = ops.sub(p, ops.mul(ops.div(m, denom), lr * mu_next / (1.0 - mu_product * mu_next)))
+        for lst, value in zip(out, (p, m, v)):
+            lst.append(value)
+    return out

@@ -1,0 +1,133 @@
+"""Conformance cases of the newer fused optimizer steps: AMSGrad, RMSprop with momentum or
+centering, Adagrad, RAdam and NAdam.
+
+Custom cases, as the older steps in :mod:`fastnn.conformance.cases_io`: each calls
+``device.ops.<hook>`` with three parameters of different shapes and learning rates and
+compares every returned array with the NumPy rule of the hook's docstring.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fastnn.conformance.case import Case, register
+from fastnn.conformance.cases_io import LRS, SHAPES, WDS, _compare_step, _state
+
+
+def _put(device, dtype):
+    return lambda arrays: [device.ops.from_numpy(a.astype(dtype), device.index) for a in arrays]
+
+
+def _decayed(p, g, lr, wd, decoupled):
+    return (p * (1 - lr * wd), g) if decoupled else (p, g + wd * p)
+
+
+def _check_amsgrad(device, dtype, rng):
+    put = _put(device, dtype)
+    for step, decoupled in [(1, False), (4, True)]:
+        p, g, m = _state(rng), _state(rng), _state(rng)
+        v, vmax = _state(rng, positive=True), _state(rng, positive=True)
+        got = device.ops.amsgrad_step(put(p), put(g), put(m), put(v), put(vmax), LRS, WDS,
+                                      0.9, 0.99, 1e-8, step, decoupled)
+        want = []
+        for p_, g_, m_, v_, vmax_, lr, wd in zip(p, g, m, v, vmax, LRS, WDS):
+            p_, g_ = _decayed(p_, g_, lr, wd, decoupled)
+            m_, v_ = 0.9 * m_ + 0.1 * g_, 0.99 * v_ + 0.01 * g_ * g_
+            vmax_ = np.maximum(vmax_, v_)
+            p_ = p_ - lr * (m_ / (1 - 0.9**step)) / (np.sqrt(vmax_ / (1 - 0.99**step)) + 1e-8)
+            want.append((p_, m_, v_, vmax_))
+        _compare_step(device, dtype, "amsgrad_step", got, [list(w) for w in zip(*want)],
+                      ["params", "exp_avgs", "exp_avg_sqs", "max_exp_avg_sqs"],
+                      f"step={step} decoupled={decoupled}")
+
+
+def _check_rmsprop_momentum(device, dtype, rng):
+    put = _put(device, dtype)
+    for momentum, centered in [(0.9, False), (0.0, True), (0.5, True)]:
+        p, g, a, buf = _state(rng), _state(rng), _state(rng), _state(rng)
+        v = [x + 2.0 for x in _state(rng, positive=True)]  # v > a^2: a real centred root
+        none = [None] * len(SHAPES)
+        got = list(device.ops.rmsprop_momentum_step(
+            put(p), put(g), put(v), put(a) if centered else none,
+            put(buf) if momentum else none, LRS, WDS, 0.9, 1e-6, momentum, centered))
+        want = []
+        for p_, g_, v_, a_, b_, lr, wd in zip(p, g, v, a, buf, LRS, WDS):
+            g_ = g_ + wd * p_
+            v_ = 0.9 * v_ + 0.1 * g_ * g_
+            a_ = 0.9 * a_ + 0.1 * g_
+            d = np.sqrt(v_ - a_ * a_ if centered else v_) + 1e-6
+            b_ = momentum * b_ + g_ / d
+            want.append((p_ - lr * (b_ if momentum else g_ / d), v_, a_, b_))
+        names = ["params", "square_avgs", "grad_avgs", "bufs"]
+        keep = [0, 1] + ([2] if centered else []) + ([3] if momentum else [])
+        for k in set(range(4)) - set(keep):
+            if any(x is not None for x in got[k]):
+                raise AssertionError(f"rmsprop_momentum_step: {names[k]} must stay None")
+        _compare_step(device, dtype, "rmsprop_momentum_step", [got[k] for k in keep],
+                      [[w[k] for w in want] for k in keep], [names[k] for k in keep],
+                      f"momentum={momentum} centered={centered}")
+
+
+def _check_adagrad(device, dtype, rng):
+    put = _put(device, dtype)
+    p, g, s = _state(rng), _state(rng), _state(rng, positive=True)
+    got = device.ops.adagrad_step(put(p), put(g), put(s), LRS, WDS, 1e-10)
+    want = []
+    for p_, g_, s_, lr, wd in zip(p, g, s, LRS, WDS):
+        g_ = g_ + wd * p_
+        s_ = s_ + g_ * g_
+        want.append((p_ - lr * g_ / (np.sqrt(s_) + 1e-10), s_))
+    _compare_step(device, dtype, "adagrad_step", got, [list(w) for w in zip(*want)],
+                  ["params", "state_sums"], "eps=1e-10")
+
+
+def _check_radam(device, dtype, rng):
+    put = _put(device, dtype)
+    for step, decoupled in [(2, False), (9, True)]:  # rho_t <= 5, then > 5
+        p, g, m, v = _state(rng), _state(rng), _state(rng), _state(rng, positive=True)
+        got = device.ops.radam_step(put(p), put(g), put(m), put(v), LRS, WDS, 0.9, 0.999,
+                                    1e-8, step, decoupled)
+        c1, c2 = 1 - 0.9**step, 1 - 0.999**step
+        rho_inf = 2 / 0.001 - 1
+        rho = rho_inf - 2 * step * 0.999**step / c2
+        want = []
+        for p_, g_, m_, v_, lr, wd in zip(p, g, m, v, LRS, WDS):
+            p_, g_ = _decayed(p_, g_, lr, wd, decoupled)
+            m_, v_ = 0.9 * m_ + 0.1 * g_, 0.999 * v_ + 0.001 * g_ * g_
+            if rho > 5:
+                r = math.sqrt((rho - 4) * (rho - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2)
+                                                                  * rho))
+                p_ = p_ - lr * r * m_ / c1 * math.sqrt(c2) / (np.sqrt(v_) + 1e-8)
+            else:
+                p_ = p_ - lr * m_ / c1
+            want.append((p_, m_, v_))
+        _compare_step(device, dtype, "radam_step", got, [list(w) for w in zip(*want)],
+                      ["params", "exp_avgs", "exp_avg_sqs"], f"step={step} (rho={rho:.2f})")
+
+
+def _check_nadam(device, dtype, rng):
+    put = _put(device, dtype)
+    step, mu, mu_next, mu_product = 3, 0.45, 0.46, 0.45 * 0.44 * 0.43
+    for decoupled in (False, True):
+        p, g, m, v = _state(rng), _state(rng), _state(rng), _state(rng, positive=True)
+        got = device.ops.nadam_step(put(p), put(g), put(m), put(v), LRS, WDS, 0.9, 0.999, 1e-8,
+                                    step, mu, mu_next, mu_product, decoupled)
+        want = []
+        for p_, g_, m_, v_, lr, wd in zip(p, g, m, v, LRS, WDS):
+            p_, g_ = _decayed(p_, g_, lr, wd, decoupled)
+            m_, v_ = 0.9 * m_ + 0.1 * g_, 0.999 * v_ + 0.001 * g_ * g_
+            d = np.sqrt(v_ / (1 - 0.999**step)) + 1e-8
+            p_ = (p_ - lr * (1 - mu) / (1 - mu_product) * g_ / d
+                  - lr * mu_next / (1 - mu_product * mu_next) * m_ / d)
+            want.append((p_, m_, v_))
+        _compare_step(device, dtype, "nadam_step", got, [list(w) for w in zip(*want)],
+                      ["params", "exp_avgs", "exp_avg_sqs"], f"decoupled={decoupled}")
+
+
+register(Case("amsgrad_step", check=_check_amsgrad))
+register(Case("rmsprop_momentum_step", check=_check_rmsprop_momentum))
+register(Case("adagrad_step", check=_check_adagrad))
+register(Case("radam_step", check=_check_radam))
+register(Case("nadam_step", check=_check_nadam))

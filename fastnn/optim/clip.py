@@ -1,0 +1,112 @@
+"""Gradient clipping, as PyTorch's ``torch.nn.utils``: by the joint norm, or per value.
+
+``clip_grad_norm_(params, max_norm, norm_type=2.0)``: total = the norm of all
+gradients taken as one vector (2: sqrt(sum g^2); inf: max |g|); when total >
+max_norm every gradient is multiplied by max_norm / (total + 1e-6). Returns the
+total before clipping, as a float (one read-back per device).
+
+``clip_grad_value_(params, clip_value)``: every gradient value clamped to
+[-clip_value, clip_value] (minidx's per-value clipping).
+
+Both work in place on ``.grad`` and are also named without the underscore.
+"""
+
+from __future__ import annotations
+
+import math
+
+from fastnn.api import dtypes
+from fastnn.api.args import real as check_number
+from fastnn.autograd.grad_mode import no_grad
+from fastnn.ops.tensor import Tensor
+
+NORM_TYPES = (2.0, math.inf)
+
+
+def _params(owner: str, params) -> list:
+    # a list: a generator (e.g. ``p for p in ... if ...``) is walked twice below
+    try:
+        params = [params] if isinstance(params, Tensor) else list(params)
+    except TypeError:
+        params = None
+    if params is None or not all(isinstance(p, Tensor) for p in params):
+        raise TypeError(f"{owner}: params must be tensors; pass model.parameters()")
+    return params
+
+
+def _device_total(grads, norm_type: float) -> float:
+    """The joint norm, with one reduction and one read-back per device."""
+    per_device: dict = {}
+    for g in grads:
+        if g.dtype.itemsize < 4:
+            # NOTE: float16 squares overflow past 65504 (a norm of 256): reduce in float32
+            g = g.to(dtypes.float32)
+        part = g.abs().max() if norm_type == math.inf else (g * g).sum()
+        prev = per_device.get(g._device)
+        if prev is None:
+            per_device[g._device] = part
+        else:
+            per_device[g._device] = prev.maximum(part) if norm_type == math.inf else prev + part
+    parts = [float(s.item()) for s in per_device.values()]
+    if norm_type == math.inf:
+        return max(parts)
+    return math.sqrt(sum(parts))
+
+
+def clip_grad_norm_(params, max_norm: float, norm_type: float = 2.0,
+                    error_if_nonfinite: bool = False) -> float:
+    """Scale the ``.grad`` of ``params`` so their joint norm is at most ``max_norm``.
+
+    A NaN total makes every gradient NaN, as in PyTorch (an infinite one: zero);
+    ``error_if_nonfinite=True`` raises instead.
+    """
+    params = _params("clip_grad_norm", params)
+    max_norm = check_number("clip_grad_norm", "max_norm", max_norm)
+    if not max_norm >= 0:
+        raise ValueError(f"clip_grad_norm: max_norm must be >= 0, got {max_norm}")
+    norm_type = check_number("clip_grad_norm", "norm_type", norm_type)
+    if norm_type not in NORM_TYPES:
+        raise ValueError(f"clip_grad_norm: norm_type must be 2 or inf (float('inf')), got "
+                         f"{norm_type}")
+    grads = [p.grad for p in params if p.grad is not None]
+    if not grads:
+        return 0.0
+    with no_grad():
+        total = _device_total(grads, norm_type)
+    if error_if_nonfinite and not math.isfinite(total):
+        raise RuntimeError(f"clip_grad_norm: the total norm of the gradients is {total}; "
+                           "error_if_nonfinite=False clips anyway")
+    coef = max_norm / (total + 1e-6)
+    # "not <" so that a NaN norm makes NaN gradients, as in PyTorch, instead of passing
+    # them on unclipped (an infinite one gives coef 0)
+    if not coef >= 1.0:
+        with no_grad():
+            for p in params:
+                if p.grad is not None:
+                    p.grad = p.grad * coef
+    return total
+
+
+def clip_grad_value_(params, clip_value: float) -> None:
+    """Clamp every ``.grad`` value of ``params`` to [-clip_value, clip_value], in place."""
+    params = _params("clip_grad_value", params)
+    clip_value = check_number("clip_grad_value", "clip_value", clip_value)
+    if not clip_value >= 0:
+        raise ValueError(f"clip_grad_value: clip_value must be >= 0, got {clip_value}")
+    with no_grad():
+        for p in params:
+            if p.grad is not None:
+                ops = p.grad._device.ops
+                data = ops.minimum(ops.maximum(p.grad._data, -clip_value), clip_value)
+                p.grad = Tensor._make(data, p.grad._dtype, p.grad._device)
+
+
+def clip_grad_norm(params, max_norm: float, norm_type: float = 2.0,
+                   error_if_nonfinite: bool = False) -> float:
+    """:func:`clip_grad_norm_` (the same function, named without the underscore)."""
+    return clip_grad_norm_(params, max_norm, norm_type, error_if_nonfinite)
+
+
+def clip_grad_value(params, clip_value: float) -> None:
+    """:func:`clip_grad_value_` (the same function, named without the underscore)."""
+    clip_grad_value_(params, clip_value)

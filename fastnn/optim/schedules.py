@@ -1,0 +1,259 @@
+"""PyTorch's learning-rate schedules: the base and the closed-form rules.
+
+Each scheduler follows ``torch.optim.lr_scheduler``: the constructor records
+``group["initial_lr"]`` and applies the rate of epoch 0; each :meth:`step`
+(call it after ``optimizer.step()``) advances ``last_epoch`` and writes the new
+rate into every parameter group, computed *recursively* from the group's
+current rate as PyTorch does (so a rate the user or another scheduler changed
+carries on from there, and the floating-point results are PyTorch's).
+``get_last_lr()`` returns the rates of the last step.
+
+:meth:`LRScheduler.state_dict` holds numbers only (a checkpoint can store it);
+:meth:`LRScheduler.load_state_dict` continues from it. Users import them from
+:mod:`fastnn.optim.lr_scheduler`.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from collections import Counter
+
+import numpy as np
+
+from fastnn.api.args import integer
+from fastnn.api.args import real as check_number
+
+
+def _groups_lr(optimizer) -> list:
+    return [group["lr"] for group in optimizer.param_groups]
+
+
+def _check_optimizer(owner: str, optimizer) -> None:
+    groups = getattr(optimizer, "param_groups", None)
+    if not isinstance(groups, list) or not all(isinstance(g, dict) and "lr" in g
+                                               for g in groups):
+        raise TypeError(f"{owner}: expected an optimizer (e.g. fnn.optim.SGD(...)), got "
+                        f"{type(optimizer).__name__}")
+
+
+def _fraction(owner: str, name: str, value, low_open: bool = False) -> float:
+    value = check_number(owner, name, value)
+    if not ((0.0 < value) if low_open else (0.0 <= value)) or value > 1.0:
+        bound = "(0, 1]" if low_open else "[0, 1]"
+        raise ValueError(f"{owner}: {name} must be in {bound}, got {value}")
+    return value
+
+
+def _plain(value):
+    """A saved entry back as Python numbers (a checkpoint returns NumPy arrays)."""
+    if isinstance(value, np.ndarray):
+        return value.item() if value.ndim == 0 else [v.item() for v in value.ravel()]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+class LRScheduler:
+    """Base: a rule implements ``get_lr()`` (the rates of ``self.last_epoch``)."""
+
+    #: the attributes state_dict() saves (numbers and lists of numbers)
+    STATE = ("last_epoch", "_step_count", "base_lrs", "_last_lr")
+
+    def __init__(self, optimizer, last_epoch: int = -1):
+        owner = type(self).__name__
+        _check_optimizer(owner, optimizer)
+        self.optimizer = optimizer
+        last_epoch = integer(owner, "last_epoch", last_epoch, -1)
+        for i, group in enumerate(optimizer.param_groups):
+            if last_epoch == -1:
+                group.setdefault("initial_lr", group["lr"])
+            elif "initial_lr" not in group:
+                raise KeyError(f"{owner}: param_groups[{i}] has no 'initial_lr', which "
+                               "last_epoch >= 0 resumes from; load the optimizer's state_dict "
+                               "first, or leave last_epoch at -1")
+        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
+        self.last_epoch = last_epoch
+        self._initial_step()
+
+    def _initial_step(self) -> None:
+        self._step_count = 0
+        self._is_initial = True
+        try:
+            self.step()
+        finally:
+            self._is_initial = False
+
+    def get_lr(self) -> list:
+        raise NotImplementedError
+
+    def get_last_lr(self) -> list:
+        """The rates the last step set, one per parameter group."""
+        return list(self._last_lr)
+
+    def step(self) -> None:
+        self._step_count += 1
+        self._update_lr()
+
+    def _update_lr(self, epoch: int | None = None) -> None:
+        if epoch is None:
+            self.last_epoch += 1
+            values = self.get_lr()
+        else:  # SequentialLR's restart of a scheduler at a milestone: its closed form
+            self.last_epoch = epoch
+            values = self._closed_form() if hasattr(self, "_closed_form") else self.get_lr()
+        for group, lr in zip(self.optimizer.param_groups, values):
+            if not math.isfinite(lr) or lr < 0:
+                raise ValueError(f"{type(self).__name__}: the learning rate at epoch "
+                                 f"{self.last_epoch} is {lr}; it must be finite and >= 0")
+            group["lr"] = lr
+        self._last_lr = _groups_lr(self.optimizer)
+
+    def state_dict(self) -> dict:
+        """The scheduler's position, as numbers (for ``fnn.save``)."""
+        return {name: (list(v) if isinstance(v, (list, tuple)) else v)
+                for name in self.STATE for v in [getattr(self, name)]}
+
+    def load_state_dict(self, state: dict) -> None:
+        owner = f"{type(self).__name__}.load_state_dict"
+        if not isinstance(state, dict):
+            raise TypeError(f"{owner}: expected the dict that state_dict() returned, got "
+                            f"{type(state).__name__}")
+        missing = sorted(set(self.STATE) - set(state))
+        if missing:
+            raise ValueError(f"{owner}: the state lacks {missing} (was it saved from another "
+                             "scheduler?)")
+        for name in self.STATE:
+            setattr(self, name, _plain(state[name]))
+
+
+class LambdaLR(LRScheduler):
+    """lr = initial_lr * lr_lambda(epoch) (one function, or one per group)."""
+
+    def __init__(self, optimizer, lr_lambda, last_epoch: int = -1):
+        _check_optimizer("LambdaLR", optimizer)
+        n = len(optimizer.param_groups)
+        lambdas = list(lr_lambda) if isinstance(lr_lambda, (list, tuple)) else [lr_lambda] * n
+        if len(lambdas) != n or not all(callable(f) for f in lambdas):
+            raise TypeError(f"LambdaLR: lr_lambda must be a function of the epoch (or a list of "
+                            f"{n}, one per param group), got {lr_lambda!r}")
+        self.lr_lambdas = lambdas
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        return [base * float(fn(self.last_epoch)) for fn, base in zip(self.lr_lambdas,
+                                                                      self.base_lrs)]
+
+
+class StepLR(LRScheduler):
+    """Multiply the rate by ``gamma`` every ``step_size`` epochs."""
+
+    def __init__(self, optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1):
+        self.step_size = integer("StepLR", "step_size", step_size, 1)
+        self.gamma = check_number("StepLR", "gamma", gamma)
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
+            return _groups_lr(self.optimizer)
+        return [lr * self.gamma for lr in _groups_lr(self.optimizer)]
+
+    def _closed_form(self):
+        return [b * self.gamma ** (self.last_epoch // self.step_size) for b in self.base_lrs]
+
+
+class MultiStepLR(LRScheduler):
+    """Multiply the rate by ``gamma`` at each epoch of ``milestones``."""
+
+    def __init__(self, optimizer, milestones, gamma: float = 0.1, last_epoch: int = -1):
+        try:
+            milestones = [integer("MultiStepLR", "milestones", m, 0) for m in milestones]
+        except TypeError:
+            raise TypeError(f"MultiStepLR: milestones must be a list of epochs, got "
+                            f"{milestones!r}") from None
+        self.milestones = Counter(milestones)
+        self.gamma = check_number("MultiStepLR", "gamma", gamma)
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self.last_epoch not in self.milestones:
+            return _groups_lr(self.optimizer)
+        return [lr * self.gamma ** self.milestones[self.last_epoch]
+                for lr in _groups_lr(self.optimizer)]
+
+    def _closed_form(self):
+        milestones = sorted(self.milestones.elements())
+        return [b * self.gamma ** bisect_right(milestones, self.last_epoch)
+                for b in self.base_lrs]
+
+
+class ExponentialLR(LRScheduler):
+    """Multiply the rate by ``gamma`` every epoch."""
+
+    def __init__(self, optimizer, gamma: float, last_epoch: int = -1):
+        self.gamma = check_number("ExponentialLR", "gamma", gamma)
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self._is_initial:
+            return _groups_lr(self.optimizer)
+        return [lr * self.gamma for lr in _groups_lr(self.optimizer)]
+
+    def _closed_form(self):
+        return [b * self.gamma**self.last_epoch for b in self.base_lrs]
+
+
+class LinearLR(LRScheduler):
+    """The usual warm-up: the factor goes linearly from ``start_factor`` to ``end_factor``
+    over ``total_iters`` epochs, then stays."""
+
+    def __init__(self, optimizer, start_factor: float = 1.0 / 3, end_factor: float = 1.0,
+                 total_iters: int = 5, last_epoch: int = -1):
+        self.start_factor = _fraction("LinearLR", "start_factor", start_factor, low_open=True)
+        self.end_factor = _fraction("LinearLR", "end_factor", end_factor)
+        self.total_iters = integer("LinearLR", "total_iters", total_iters, 1)
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        lrs = _groups_lr(self.optimizer)
+        if self.last_epoch == 0:
+            return [lr * self.start_factor for lr in lrs]
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return lrs
+        span = self.end_factor - self.start_factor
+        ratio = 1.0 + span / (self.total_iters * self.start_factor + (self.last_epoch - 1) * span)
+        return [lr * ratio for lr in lrs]
+
+    def _closed_form(self):
+        done = min(self.total_iters, self.last_epoch) / self.total_iters
+        return [b * (self.start_factor + (self.end_factor - self.start_factor) * done)
+                for b in self.base_lrs]
+
+
+class CosineAnnealingLR(LRScheduler):
+    """Cosine from the initial rate down to ``eta_min`` over ``T_max`` epochs, and back up
+    over the next ``T_max`` (PyTorch's recursive form: a period of 2 T_max)."""
+
+    def __init__(self, optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1):
+        self.T_max = integer("CosineAnnealingLR", "T_max", T_max, 1)
+        self.eta_min = check_number("CosineAnnealingLR", "eta_min", eta_min)
+        if self.eta_min < 0:
+            raise ValueError(f"CosineAnnealingLR: eta_min must be >= 0, got {eta_min}")
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        t, T, low = self.last_epoch, self.T_max, self.eta_min
+        groups = self.optimizer.param_groups
+        if self._is_initial:
+            return _groups_lr(self.optimizer)
+        if self._step_count == 1 and t > 0:
+            return [low + (b - low) * (1 + math.cos(t * math.pi / T)) / 2 for b in self.base_lrs]
+        if (t - 1 - T) % (2 * T) == 0:
+            return [g["lr"] + (b - low) * (1 - math.cos(math.pi / T)) / 2
+                    for b, g in zip(self.base_lrs, groups)]
+        return [(1 + math.cos(math.pi * t / T)) / (1 + math.cos(math.pi * (t - 1) / T))
+                * (g["lr"] - low) + low for g in groups]
+
+    def _closed_form(self):
+        t, T, low = self.last_epoch, self.T_max, self.eta_min
+        return [low + (b - low) * (1 + math.cos(math.pi * t / T)) / 2 for b in self.base_lrs]
