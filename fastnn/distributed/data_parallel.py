@@ -79,6 +79,7 @@ class DistributedOptimizer(Optimizer):
         _check_comm("DistributedOptimizer", comm)
         self.optimizer, self.comm = optimizer, comm
         self.samples = None
+        self._synchronized = False  # synchronize() has averaged the .grad of this step
         self._checked: set = set()  # parameter layouts every rank is known to share
         self._index_parameters()
 
@@ -124,9 +125,25 @@ class DistributedOptimizer(Optimizer):
 
     # ------------------------------------------------------------ updates
     def step(self, samples=None) -> None:
-        """Average every trainable parameter's ``.grad`` over the ranks, then update."""
+        """Average every trainable parameter's ``.grad`` over the ranks, then update
+        (after :meth:`synchronize`, update with the gradients it averaged)."""
+        if self._synchronized:
+            self._synchronized = False
+            pairs = [(p, p.grad) for p in self._params() if p.grad is not None]
+            self.optimizer.apply_gradients(pairs)
+            return
         pairs = [(p, p.grad) for p in self._params() if p.requires_grad]
         self._update(pairs, samples)
+
+    def synchronize(self, samples=None) -> None:
+        """Replace every trainable parameter's ``.grad`` by its average over the ranks now,
+        for code that reads the gradients before the update (``clip_grad_norm`` must see
+        the averaged ones, or each rank clips by its own norm); ``step()`` then uses them."""
+        pairs = [(p, p.grad) for p in self._params() if p.requires_grad]
+        averaged = dict((id(p), g) for p, g in self._average(pairs, samples))
+        for p, _ in pairs:
+            p.grad = averaged.get(id(p))
+        self._synchronized = True
 
     def apply_gradients(self, pairs, samples=None) -> None:
         """Average explicit ``(parameter, gradient)`` pairs over the ranks, then update.
@@ -138,6 +155,9 @@ class DistributedOptimizer(Optimizer):
         self._update(list(pairs), samples)
 
     def _update(self, pairs, samples) -> None:
+        self.optimizer.apply_gradients(self._average(pairs, samples))
+
+    def _average(self, pairs, samples) -> list:
         n = self._samples(samples)
         # in the optimizer's order, whatever order the caller's dict had (a Sequential's
         # reverse fills its dict from the last layer): the ranks' buffers must line up
@@ -147,8 +167,7 @@ class DistributedOptimizer(Optimizer):
             check_same_layout(self.comm, "DistributedOptimizer",
                               [(i, p.shape, p.dtype.name) for i, (p, _) in zip(layout, pairs)])
             self._checked.add(layout)
-        averaged = average_gradients(self.comm, pairs, n)
-        self.optimizer.apply_gradients(averaged)
+        return average_gradients(self.comm, pairs, n)
 
     def _position(self, p) -> int:
         position = self._index.get(id(p))

@@ -25,7 +25,7 @@ from tests.distributed import scenario
 
 def run_train(comm, backend: str) -> dict:
     results = {}
-    for path in ("tape", "reverse"):
+    for path in ("tape", "reverse", "clip"):
         for name in ("sgd", "adam"):
             for key, value in scenario.train(backend, path, name, comm).items():
                 results[f"{path}/{name}/{key}"] = value

@@ -4,7 +4,9 @@
 sizes (7 splits 4 + 3 over two ranks; 1 leaves a rank empty) with a float64
 MLP. Without ``comm`` it is one process on each full batch; with ``comm`` each
 rank takes its part (samples rank, rank + size, ...) through fastnn.distributed,
-starting from weights that differ per rank until broadcast_parameters.
+starting from weights that differ per rank until broadcast_parameters. Paths:
+tape (backward, step), reverse (reverse, apply), clip (backward, synchronize,
+clip_grad_norm, step).
 """
 
 from __future__ import annotations
@@ -59,10 +61,19 @@ def train(backend: str, path: str, optimizer: str, comm=None) -> dict:
         x = fnn.tensor(x_all[idx], device=device)
         y = fnn.tensor(y_all[idx], device=device)
         opt.zero_grad()
-        if not len(idx):
-            opt.step()  # an empty shard takes part in the collective with weight 0
+        if not len(idx):  # an empty shard takes part in the collective with weight 0
+            if path == "clip":
+                opt.synchronize()
+                optim.clip_grad_norm(net.parameters(), 0.5)
+            opt.step()
         elif path == "tape":
             F.cross_entropy(net(x), y).backward()
+            opt.step()
+        elif path == "clip":  # clipping must see the averaged gradients
+            F.cross_entropy(net(x), y).backward()
+            if comm is not None:
+                opt.synchronize()
+            optim.clip_grad_norm(net.parameters(), 0.5)
             opt.step()
         else:
             with fnn.no_grad():

@@ -40,7 +40,7 @@ def trained(request, tmp_path_factory):
     return request.param, _results(tmp_path_factory, "train", request.param)
 
 
-@pytest.mark.parametrize("path", ["tape", "reverse"])
+@pytest.mark.parametrize("path", ["tape", "reverse", "clip"])
 @pytest.mark.parametrize("optimizer", ["sgd", "adam"])
 def test_two_ranks_give_the_weights_of_one_process_on_the_full_batch(trained, path, optimizer):
     backend, ranks = trained
@@ -58,9 +58,10 @@ def test_two_ranks_give_the_weights_of_one_process_on_the_full_batch(trained, pa
 def test_one_collective_per_step(trained):
     _, ranks = trained
     # per run: one broadcast of the parameters, then one allreduce per step (one dtype,
-    # one device: every gradient and the sample weights in one buffer); 4 runs
+    # one device: every gradient and the sample weights in one buffer); 3 paths x 2
+    # optimizers
     per_run = 1 + len(scenario.BATCHES)
-    assert [int(r["calls"]) for r in ranks] == [4 * per_run] * RANKS
+    assert [int(r["calls"]) for r in ranks] == [6 * per_run] * RANKS
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
