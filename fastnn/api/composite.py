@@ -212,12 +212,16 @@ def host_views(packed, shapes) -> list:
     return out
 
 
+def host_reduce_packed(comm, packed, reduction: str):
+    """One packed host buffer reduced over the ranks (half precision by way of float32)."""
+    work = packed if packed.dtype.name in _MPI_NATIVE else packed.astype(np.float32)
+    return comm.host_allreduce(work, reduction).astype(packed.dtype, copy=False)
+
+
 def host_allreduce(comm, host: list, reduction: str) -> list:
     """Host arrays of one dtype reduced over the ranks in one MPI call: views of a new buffer."""
     packed, shapes = host_pack(host)
-    work = packed if packed.dtype.name in _MPI_NATIVE else packed.astype(np.float32)
-    reduced = comm.host_allreduce(work, reduction)
-    return host_views(reduced.astype(packed.dtype, copy=False), shapes)
+    return host_views(host_reduce_packed(comm, packed, reduction), shapes)
 
 
 def host_broadcast(comm, host: list, root: int) -> list:

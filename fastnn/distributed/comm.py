@@ -10,12 +10,14 @@ communicator (NCCL's, on cuda).
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
+from fastnn.api.dtypes import as_dtype
 from fastnn.ops.tensor import Tensor
 
 INSTALL_HINT = ("pip install 'fastnn-core[distributed]' (mpi4py and the mpich wheel, which "
@@ -108,19 +110,19 @@ class Communicator:
             self.mpi.Barrier()
 
     # ------------------------------------------------------------ array lists (the hooks)
-    def allreduce_arrays(self, device, arrays: list, reduction: str) -> list:
-        """One backend collective over ``arrays`` (one dtype, on ``device``)."""
-        return self._run(device, arrays, "allreduce", reduction)
+    def allreduce_arrays(self, device, dtype, arrays: list, reduction: str) -> list:
+        """One backend collective over ``arrays`` (all of ``dtype``, on ``device``)."""
+        return self._run(device, dtype, arrays, "allreduce", reduction)
 
-    def broadcast_arrays(self, device, arrays: list, root: int) -> list:
-        return self._run(device, arrays, "broadcast", root)
+    def broadcast_arrays(self, device, dtype, arrays: list, root: int) -> list:
+        return self._run(device, dtype, arrays, "broadcast", root)
 
-    def _run(self, device, arrays, hook, argument):
+    def _run(self, device, dtype, arrays, hook, argument):
         started = time.perf_counter()
         result = getattr(device.ops, hook)(arrays, argument, self, device.index)
         self.stats.seconds += time.perf_counter() - started
         self.stats.calls += 1
-        self.stats.bytes += sum(int(getattr(a, "nbytes", 0)) for a in arrays)
+        self.stats.bytes += sum(math.prod(a.shape) for a in arrays) * as_dtype(dtype).itemsize
         return result
 
     # ------------------------------------------------------------ tensors (public)
@@ -134,7 +136,8 @@ class Communicator:
             raise TypeError(f"Communicator.allreduce: op='mean' needs a floating tensor, got "
                             f"{tensor.dtype}; use op='sum' and divide")
         device = tensor._device
-        (data,) = self.allreduce_arrays(device, [tensor._data], "sum" if op == "mean" else op)
+        (data,) = self.allreduce_arrays(device, tensor._dtype, [tensor._data],
+                                        "sum" if op == "mean" else op)
         if op == "mean":
             data = device.ops.div(data, float(self.size))
         return Tensor._make(data, tensor._dtype, device)
@@ -144,7 +147,7 @@ class Communicator:
         _check_tensor("broadcast", tensor)
         self.check_root("broadcast", root)
         check_same_layout(self, "broadcast", [("tensor", tensor.shape, tensor.dtype.name)])
-        (data,) = self.broadcast_arrays(tensor._device, [tensor._data], root)
+        (data,) = self.broadcast_arrays(tensor._device, tensor._dtype, [tensor._data], root)
         return Tensor._make(data, tensor._dtype, tensor._device)
 
     def check_root(self, where: str, root) -> None:

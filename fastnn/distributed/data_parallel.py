@@ -52,8 +52,8 @@ def broadcast_parameters(model, comm: Communicator, root: int = 0) -> None:
     check_same_layout(comm, "broadcast_parameters",
                       [(name, t.shape, t.dtype.name) for name, t in named])
     groups = _grouped(((t._device, t._dtype.name), t) for _, t in named)
-    for (device, _), items in groups.items():
-        fresh = comm.broadcast_arrays(device, [t._data for _, t in items], root)
+    for (device, dtype), items in groups.items():
+        fresh = comm.broadcast_arrays(device, dtype, [t._data for _, t in items], root)
         for (_, t), data in zip(items, fresh):
             t._data = data
 
@@ -217,7 +217,7 @@ def average_gradients(comm: Communicator, pairs: list, samples: float) -> list:
             arrays.append(data)
         if key == home:
             arrays.append(ops.from_numpy(weights.astype(dtype), device.index))
-        out = comm.allreduce_arrays(device, arrays, "sum")
+        out = comm.allreduce_arrays(device, dtype, arrays, "sum")
         if key == home:
             reduced_weights = np.asarray(ops.to_numpy(out.pop()), dtype=np.float64)
         for (_, p, _), summed in zip(items, out):
