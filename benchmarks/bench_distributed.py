@@ -7,7 +7,10 @@ trains the MLP of bench_core (784-512-512-10, ReLU, cross-entropy, SGD, float32)
 on its share of a global batch (``--batch``, default 128: strong scaling;
 ``--weak`` gives every rank the whole batch instead) through DistributedOptimizer.
 Reported per N: samples/s over all ranks, ms per step, ms per step inside the
-collectives (the slowest rank's), and the bytes and collective calls per step
+collectives (the slowest rank's; the ranks first meet at a barrier, whose time
+is reported apart as "wait": the load imbalance), beside it MPI_Allreduce alone on
+a host buffer of the same size ("MPI alone", the floor the hook is measured
+against), and the bytes and collective calls per step
 (from the communicator's counters: one call per (device, dtype) is the design).
 ``--json PATH`` writes the rows.
 """
@@ -51,10 +54,16 @@ def worker(args) -> None:
     dist.broadcast_parameters(model, comm)
     opt = dist.DistributedOptimizer(optim.SGD(model.parameters(), lr=0.01), comm)
 
+    waited = [0.0]
+
     def step():
         opt.zero_grad()
         loss = F.cross_entropy(model(x), y)
         loss.backward()
+        if comm.size > 1:  # the ranks meet here first, so the collective's time is its own
+            started = time.perf_counter()
+            comm.barrier()
+            waited[0] += time.perf_counter() - started
         opt.step(samples=local)
         return loss
 
@@ -63,13 +72,24 @@ def worker(args) -> None:
     step().item()  # waits for the device
     comm.barrier()
     comm.stats.reset()
+    waited[0] = 0.0
     started = time.perf_counter()
     for _ in range(args.steps):
         loss = step()
     loss.item()
     comm.barrier()
     elapsed = time.perf_counter() - started
+    # the reference: MPI alone on a host buffer of the same size, the ranks met first
+    raw = np.ones(int(comm.stats.bytes / args.steps) // 4, np.float32)
+    mpi_s = 0.0
+    for _ in range(args.steps):
+        comm.barrier()
+        started = time.perf_counter()
+        comm.host_allreduce(raw, "sum")
+        mpi_s += time.perf_counter() - started
     row = {"step_s": elapsed / args.steps, "collective_s": comm.stats.seconds / args.steps,
+           "mpi_s": mpi_s / args.steps,
+           "wait_s": waited[0] / args.steps,
            "bytes": comm.stats.bytes / args.steps, "calls": comm.stats.calls / args.steps}
     rows = comm.allgather_object(row)
     if comm.rank == 0:
@@ -79,6 +99,8 @@ def worker(args) -> None:
             "ranks": comm.size, "backend": device, "global_batch": samples,
             "samples_per_s": samples / slowest["step_s"], "step_ms": slowest["step_s"] * 1e3,
             "collective_ms": max(r["collective_s"] for r in rows) * 1e3,
+            "wait_ms": max(r["wait_s"] for r in rows) * 1e3,
+            "mpi_alone_ms": max(r["mpi_s"] for r in rows) * 1e3,
             "collective_bytes_per_step": rows[0]["bytes"],
             "collective_calls_per_step": rows[0]["calls"],
             "parameters": sum(int(np.prod(p.shape)) for p in model.parameters())}))
@@ -124,11 +146,14 @@ def main(argv=None) -> None:
           f"{'batch per rank' if args.weak else 'global batch'} {args.batch}, "
           f"{rows[0]['parameters']:,} parameters")
     print(f"{'ranks':>5} {'samples/s':>10} {'speed-up':>8} {'ms/step':>8} "
-          f"{'collective ms':>13} {'MB/step':>8} {'calls/step':>10}")
+          f"{'collective ms':>13} {'MPI alone ms':>12} {'wait ms':>8} {'MB/step':>8} "
+          f"{'calls/step':>10}")
     for row in rows:
         print(f"{row['ranks']:>5} {row['samples_per_s']:>10,.0f} "
               f"{row['samples_per_s'] / base:>8.2f} {row['step_ms']:>8.2f} "
-              f"{row['collective_ms']:>13.3f} {row['collective_bytes_per_step'] / 1e6:>8.2f} "
+              f"{row['collective_ms']:>13.3f} {row['mpi_alone_ms']:>12.3f} "
+              f"{row['wait_ms']:>8.3f} "
+              f"{row['collective_bytes_per_step'] / 1e6:>8.2f} "
               f"{row['collective_calls_per_step']:>10.1f}")
     if args.json is not None:
         args.json.write_text(json.dumps(rows, indent=1))
