@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fastnn.cli import train_ranks as ranks
 from fastnn.cli.bench import thread_limit
 from fastnn.cli.progress import Progress
 from fastnn.cli.train_state import SCHEDULES, make_schedule, rng_state, set_rng_state
@@ -216,50 +217,12 @@ def fit(args, out=None) -> History:
     args = resolve(args)
     if args.plot is not None:
         _require_matplotlib()
-    comm = _communicator(args)
+    comm = ranks.communicator(args)
     if comm.rank != 0:
-        out = _Discard()
+        out = ranks.Discard()
     data = load(args.data)
-    with fnn.use(_rank_device(args.backend, comm)) as device, thread_limit(args.threads):
+    with fnn.use(ranks.rank_device(args.backend, comm)) as device, thread_limit(args.threads):
         return _fit(args, data, device, out, comm)
-
-
-def _rank_device(spec: str, comm) -> str:
-    """``spec`` itself, or on several ranks and a backend with several devices and none
-    named, the device ``local_rank`` (one GPU per rank, as NCCL needs)."""
-    from fastnn.api.registry import get_backend
-
-    if comm.size == 1 or ":" in spec:
-        return spec
-    devices = get_backend(spec, require=False).record.devices
-    return f"{spec}:{comm.local_rank % len(devices)}" if len(devices) > 1 else spec
-
-
-def _communicator(args):
-    """The ranks of this run: MPI's when launched on several ranks (or --distributed)."""
-    from fastnn import distributed as dist
-
-    comm = dist.Communicator(None)
-    if getattr(args, "distributed", False) or dist.launched_ranks() > 1:
-        try:
-            comm = dist.init(required=True)
-        except dist.DistributedError as exc:
-            raise SystemExit(f"fastnn train: {exc}") from None
-    if args.batch_size % comm.size:
-        raise SystemExit(f"fastnn train: --batch-size {args.batch_size} (the global batch) does "
-                         f"not split evenly over {comm.size} ranks; use a multiple of "
-                         f"{comm.size}")
-    return comm
-
-
-class _Discard:
-    """Where the ranks other than 0 print."""
-
-    def write(self, text: str) -> int:
-        return len(text)
-
-    def flush(self) -> None:
-        pass
 
 
 def _fit(args, data, device, out, comm) -> History:
@@ -283,7 +246,7 @@ def _fit(args, data, device, out, comm) -> History:
           f"{len(data.x_test)} held out) on {device}: {args.optimizer} lr {args.lr:g}, "
           f"batch {args.batch_size}, {'reverse/apply' if args.reverse else 'tape'}, "
           f"{'' if args.schedule == 'constant' else args.schedule + ' schedule, '}"
-          f"seed {args.seed}{_ranks(comm)}", file=out)
+          f"seed {args.seed}{ranks.describe(comm)}", file=out)
     if first_epoch > args.epochs:
         print(f"checkpoint is at epoch {first_epoch - 1} >= --epochs {args.epochs}: "
               "nothing to train", file=out)
@@ -293,7 +256,7 @@ def _fit(args, data, device, out, comm) -> History:
         for epoch in range(first_epoch, args.epochs + 1):
             _train_epoch(args, model, optimizer, data, loader, schedule, epoch, progress)
             if comm.size > 1:
-                _sum_over_ranks(progress, comm)
+                ranks.sum_over_ranks(progress, comm)
             test_acc = evaluate(model, data.x_test, data.y_test, device)
             progress.end_epoch(f"held-out acc {test_acc:6.2%}")
             history.loss.append(progress.loss)
@@ -334,18 +297,6 @@ def make_loader(args, data, comm=None):
     return DataLoader(TensorDataset(data.x_train, data.y_train),
                       batch_size=args.batch_size // size, shuffle=True, seed=args.seed,
                       shard=shard)
-
-
-def _ranks(comm) -> str:
-    return f", {comm.size} ranks" if comm.size > 1 else ""
-
-
-def _sum_over_ranks(progress, comm) -> None:
-    """Make the epoch's counts, loss and accuracy those of all ranks (one collective)."""
-    local = np.array([progress.seen, progress.loss * progress.seen,
-                      progress.accuracy * progress.seen], dtype=np.float64)
-    seen, loss_sum, correct = comm.host_allreduce(local, "sum")
-    progress.seen, progress.loss_sum, progress.correct = int(seen), loss_sum, int(round(correct))
 
 
 def _train_epoch(args, model, optimizer, data, loader, schedule, epoch: int, progress) -> None:
