@@ -158,3 +158,14 @@ def test_sample_weights_give_the_full_batch_mean():
         comm, [(p, fnn.tensor(g_here, dtype=fnn.float64))], float(n_here))
     assert param is p
     np.testing.assert_allclose(averaged.numpy(), (n_here * g_here + n_peer * g_peer) / 4)
+
+
+def test_half_precision_gradients_keep_exact_sample_counts():
+    """float16 holds integers exactly only to 2048: the weights then travel in float32."""
+    comm = dist.Communicator(None)
+    p = fnn.zeros((3,), dtype=fnn.float16, requires_grad=True)
+    grad = fnn.tensor(np.array([1.0, -2.0, 0.5], np.float16))
+    ((_, averaged),) = dist.average_gradients(comm, [(p, grad)], 4097.0)
+    assert averaged.dtype == fnn.float16
+    np.testing.assert_allclose(averaged.numpy(), grad.numpy(), rtol=1e-3)
+    assert comm.stats.calls == 2 and comm.stats.bytes == 3 * 2 + 1 * 4
