@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from fastnn.api.args import integer
+from fastnn.api.dtypes import as_dtype
 from fastnn.distributed.comm import Communicator, check_same_layout
 from fastnn.ops.tensor import Tensor, tensor
 from fastnn.optim.optimizer import Optimizer
@@ -191,10 +192,16 @@ def average_gradients(comm: Communicator, pairs: list, samples: float) -> list:
     A gradient that is None (or any gradient, when ``samples`` is 0) counts with
     weight 0; a parameter whose total weight is 0 is left out of the result.
     """
-    entries = []  # ((device, dtype), param, raw data or None)
+    entries = []  # ((device, dtype on the wire), param, raw data or None)
     for p, g in pairs:
         data = None if (g is None or samples == 0) else _raw_grad(p, g)
-        entries.append(((p._device, p._dtype.name), p, data))
+        wire = p._dtype.name
+        # NOTE: a half-precision gradient times a sample count overflows (20 * 4096 is past
+        # float16's 65504): weighted ones travel in float32 (the optimizer casts back)
+        if wire not in _WIDE and samples != 1.0:
+            wire = "float32"
+            data = None if data is None else p._device.ops.astype(data, wire)
+        entries.append(((p._device, wire), p, data))
     weights = np.array([0.0 if data is None else samples for _, _, data in entries])
     groups = _grouped(entries)
     # the weights ride with the first group that holds a count exactly (else alone)
@@ -223,10 +230,10 @@ def average_gradients(comm: Communicator, pairs: list, samples: float) -> list:
         for (_, p, _), summed in zip(items, out):
             results[id(p)] = summed
     averaged = []
-    for (_, p, _), total in zip(entries, reduced_weights if entries else ()):
+    for ((_, wire), p, _), total in zip(entries, reduced_weights if entries else ()):
         if total > 0:
             data = p._device.ops.div(results[id(p)], float(total))
-            averaged.append((p, Tensor._make(data, p._dtype, p._device)))
+            averaged.append((p, Tensor._make(data, as_dtype(wire), p._device)))
     return averaged
 
 

@@ -160,12 +160,21 @@ def test_sample_weights_give_the_full_batch_mean():
     np.testing.assert_allclose(averaged.numpy(), (n_here * g_here + n_peer * g_peer) / 4)
 
 
-def test_half_precision_gradients_keep_exact_sample_counts():
-    """float16 holds integers exactly only to 2048: the weights then travel in float32."""
-    comm = dist.Communicator(None)
+def test_half_precision_gradients_are_weighted_in_float32():
+    """float16 holds integers exactly only to 2048, and g * n overflows past 65504: weighted
+    half gradients travel in float32 with their counts (one buffer); unweighted ones in
+    float16, the counts in a float32 buffer of their own."""
     p = fnn.zeros((3,), dtype=fnn.float16, requires_grad=True)
-    grad = fnn.tensor(np.array([1.0, -2.0, 0.5], np.float16))
+    grad = fnn.tensor(np.array([20.0, -2.0, 0.5], np.float16))
+    comm = dist.Communicator(None)
     ((_, averaged),) = dist.average_gradients(comm, [(p, grad)], 4097.0)
+    np.testing.assert_array_equal(averaged.numpy(), grad.numpy())  # 20 * 4097: no inf
+    assert comm.stats.calls == 1 and comm.stats.bytes == 3 * 4 + 4
+    comm = dist.Communicator(None)
+    ((_, averaged),) = dist.average_gradients(comm, [(p, grad)], 1.0)
     assert averaged.dtype == fnn.float16
-    np.testing.assert_allclose(averaged.numpy(), grad.numpy(), rtol=1e-3)
-    assert comm.stats.calls == 2 and comm.stats.bytes == 3 * 2 + 1 * 4
+    np.testing.assert_array_equal(averaged.numpy(), grad.numpy())
+    assert comm.stats.calls == 2 and comm.stats.bytes == 3 * 2 + 4
+    opt = dist.DistributedOptimizer(optim.SGD([p], lr=1.0), comm)
+    opt.apply_gradients([(p, grad)], samples=4097)
+    np.testing.assert_array_equal(p.numpy(), -grad.numpy())  # cast back for the update
