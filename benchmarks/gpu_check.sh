@@ -10,6 +10,8 @@
 # 3. runs tests/backends/cuda (NVRTC compile check, kernels vs the NumPy
 #    backend, no host transfer in a training step);
 # 4. runs the shared conformance suite on `cuda`, then trains digits on `cuda`;
+# 4b. runs the data-parallel checks on cuda (NCCL on one rank, MPI ranks host-staged)
+#    and the MLP step of benchmarks/bench_distributed.py with and without NCCL;
 # 5. runs benchmarks/gpu_overhead.py (host time per call: fastnn, cupy, torch) and
 #    benchmarks/gpu_bench.py (matmul vs cupy, MLP and Conv1d steps vs torch).
 #
@@ -127,6 +129,25 @@ run train_digits 60 $PY -m fastnn.cli train --backend cuda --checkpoint "$LOGS/d
 note '```'
 tail -n 6 "$LOGS/train_digits.log" >> "$SUMMARY"
 note '```'
+
+# data parallel: the NCCL hooks on the GPU (one rank: NCCL refuses two ranks on one GPU),
+# two MPI ranks sharing it host-staged (FASTNN_NCCL=0; skipped without mpiexec), then the
+# MLP step on one rank with NCCL and host-staged collectives (bytes, calls, ms per step)
+# (~30 s; skipped when the earlier steps ran long, so the worst case stays as it was)
+if [ "$(elapsed)" -lt 250 ]; then
+    run distributed 60 $PY -m pytest tests/backends/cuda/test_cuda_nccl_gpu.py tests/distributed \
+        -q -rs -p no:cacheprovider -k "cuda or nccl"
+    note '```'
+    tail -n 8 "$LOGS/distributed.log" >> "$SUMMARY"
+    note '```'
+    run bench_distributed 40 bash -c "$PY benchmarks/bench_distributed.py --backend cuda \
+        --ranks 1 && FASTNN_NCCL=0 $PY benchmarks/bench_distributed.py --backend cuda --ranks 1"
+    note '```'
+    tail -n 8 "$LOGS/bench_distributed.log" >> "$SUMMARY"
+    note '```'
+else
+    note "- **distributed**: skipped, $(elapsed)s used already"
+fi
 
 # host time per call, per primitive: fastnn, its backend hook, cupy, torch
 run overhead 60 $PY benchmarks/gpu_overhead.py --out "$LOGS"

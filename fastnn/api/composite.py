@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
@@ -192,6 +194,59 @@ def rmsprop_step(ops, params, grads, square_avgs, lrs, weight_decays, alpha, eps
         out_p.append(ops.sub(p, ops.mul(ops.div(g, ops.add(ops.sqrt(v), eps)), lr)))
         out_v.append(v)
     return out_p, out_v
+
+
+# ---------------------------------------------------------------- collectives (host-staged)
+# NOTE: MPI reduces float16 (and bfloat16, a NumPy extension type) at best through a
+# user-defined op: such buffers are reduced in float32 on the host and rounded back once,
+# which is also more precise than summing in half precision.
+_MPI_NATIVE = ("float32", "float64", "int32", "int64")
+
+
+def host_pack(host: list) -> tuple:
+    """Host NumPy arrays in one new C-contiguous buffer, and their shapes (to unpack)."""
+    shapes = [h.shape for h in host]
+    packed = np.concatenate([np.ravel(h) for h in host]) if host else np.empty(0)
+    return packed, shapes
+
+
+def host_views(packed, shapes) -> list:
+    """``packed`` (1-D, any array type that slices like NumPy's) cut back into arrays of
+    ``shapes``: views, no copies."""
+    out, start = [], 0
+    for shape in shapes:
+        size = math.prod(shape)
+        out.append(packed[start:start + size].reshape(shape))
+        start += size
+    return out
+
+
+def host_reduce_packed(comm, packed, reduction: str):
+    """One packed host buffer reduced over the ranks (half precision by way of float32)."""
+    work = packed if packed.dtype.name in _MPI_NATIVE else packed.astype(np.float32)
+    return comm.host_allreduce(work, reduction).astype(packed.dtype, copy=False)
+
+
+def host_allreduce(comm, host: list, reduction: str) -> list:
+    """Host arrays of one dtype reduced over the ranks in one MPI call: views of a new buffer."""
+    packed, shapes = host_pack(host)
+    return host_views(host_reduce_packed(comm, packed, reduction), shapes)
+
+
+def host_broadcast(comm, host: list, root: int) -> list:
+    """Root's host arrays on every rank in one MPI call: views of a new buffer."""
+    packed, shapes = host_pack(host)
+    return host_views(comm.host_broadcast(packed, root), shapes)
+
+
+def allreduce(ops, arrays, reduction, comm, device_index):
+    host = [np.asarray(ops.to_numpy(a)) for a in arrays]
+    return [ops.from_numpy(v, device_index) for v in host_allreduce(comm, host, reduction)]
+
+
+def broadcast(ops, arrays, root, comm, device_index):
+    host = [np.asarray(ops.to_numpy(a)) for a in arrays]
+    return [ops.from_numpy(v, device_index) for v in host_broadcast(comm, host, root)]
 
 
 from fastnn.api.composite_optim import (  # noqa: E402,F401  (the newer optimizer steps)

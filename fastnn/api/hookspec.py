@@ -597,6 +597,40 @@ def nadam_step(
 
 
 
+# ---------------------------------------------------------------- collectives (ops)
+# Called by :mod:`fastnn.distributed` on every rank at once, in the same order, with the
+# same number of arrays of the same shapes. ``comm`` is the core's communicator handle:
+# ``comm.rank``, ``comm.size``, ``comm.local_rank``; ``comm.host_allreduce(array, reduction)``
+# and ``comm.host_broadcast(array, root)`` on one C-contiguous host NumPy array (MPI
+# underneath; they return the result, which may be ``array`` itself, reduced or filled
+# in place: pass a buffer of your own); ``comm.bcast_object(obj, root)`` for a small
+# picklable object
+# (e.g. a backend's own communicator id); ``comm.cache``, a dict in which a backend keeps
+# its own communicator between calls (key it by backend name and device index). The
+# composites stage through the host, which every backend gets for free.
+
+
+@op
+def allreduce(arrays: list, reduction: str, comm: Any, device_index: int) -> list:
+    """Reduce each array elementwise over all ranks; new arrays, the inputs left as they were.
+
+    ``arrays``: one dtype (float or integer), all on device ``device_index``, any
+    shapes (0-d and size-0 included). ``reduction``: "sum", "max" or "min" (the core
+    divides for a mean). Returns one array per input, same shape and dtype, equal on
+    every rank. One collective for the whole list (pack, reduce, unpack), not one per
+    array: this is how a step's gradients travel.
+    """
+
+
+@op
+def broadcast(arrays: list, root: int, comm: Any, device_index: int) -> list:
+    """Rank ``root``'s arrays on every rank; new arrays, the inputs left as they were.
+
+    As :func:`allreduce`: one dtype, one device, one collective for the whole list.
+    Every rank passes arrays of the shapes root passes (the core checks this first).
+    """
+
+
 def _by_role(role: str) -> list[str]:
     """The names of the specs marked ``role``, in the order this module defines them."""
     return [name for name, spec in list(globals().items())

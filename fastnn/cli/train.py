@@ -12,6 +12,13 @@ small Conv1d net on UCR Trace. Two ways to train, which must agree:
 Reproducible: ``--seed`` fixes the initial weights and the batch order, and
 epoch ``e`` shuffles with ``default_rng([seed, e])`` (``fastnn.data.DataLoader``),
 so a run resumed from a checkpoint sees the same batches as one that never stopped.
+
+On N ranks (``mpiexec -n N fastnn train ...``, or ``--distributed``) every
+rank trains the same model on its shard (``DataLoader(shard=(rank, N))``, as
+PyTorch's DistributedSampler) in batches of ``--batch-size / N``: each step
+takes the global batch one process takes, and the gradients are averaged
+over the ranks. Rank 0 alone prints and writes the checkpoint; ``--resume``
+works with any N.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fastnn.cli import train_ranks as ranks
 from fastnn.cli.bench import thread_limit
 from fastnn.cli.progress import Progress
 from fastnn.cli.train_state import SCHEDULES, make_schedule, rng_state, set_rng_state
@@ -66,6 +74,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--threads", type=int, default=1,
                    help="host BLAS threads (default 1: these models are too small to gain "
                         "from more, and on a busy machine extra threads cost ~5x; 0 = default)")
+    p.add_argument("--distributed", action="store_true",
+                   help="train data-parallel over MPI (implied under mpiexec with several "
+                        "ranks); an error if mpi4py or MPI is missing")
     p.add_argument("--plot", type=Path, default=None,
                    help="write a PNG of the loss and accuracy curves (needs matplotlib)")
     p.set_defaults(func=run)
@@ -207,18 +218,25 @@ def fit(args, out=None) -> History:
     args = resolve(args)
     if args.plot is not None:
         _require_matplotlib()
+    comm = ranks.communicator(args)
+    if comm.rank != 0:
+        out = ranks.Discard()
     data = load(args.data)
-    with fnn.use(args.backend) as device, thread_limit(args.threads):
-        return _fit(args, data, device, out)
+    with fnn.use(ranks.rank_device(args.backend, comm)) as device, thread_limit(args.threads):
+        return _fit(args, data, device, out, comm)
 
 
-def _fit(args, data, device, out) -> History:
+def _fit(args, data, device, out, comm) -> History:
     import fastnn as fnn
+    from fastnn import distributed as dist
 
     fnn.manual_seed(args.seed)
     model = build_model(args.model, data.input_shape, data.num_classes, args.dropout)
     optimizer = make_optimizer(args.optimizer, model.parameters(), args.lr)
-    loader = make_loader(args, data)
+    if comm.size > 1:
+        dist.broadcast_parameters(model, comm)
+        optimizer = dist.DistributedOptimizer(optimizer, comm)
+    loader = make_loader(args, data, comm)
     schedule = make_schedule(args.schedule, optimizer, args.lr, args.epochs * len(loader))
     history, first_epoch = History(), 1
     if args.resume:
@@ -229,20 +247,22 @@ def _fit(args, data, device, out) -> History:
           f"{len(data.x_test)} held out) on {device}\n  {args.optimizer} lr {args.lr:g}, "
           f"batch {args.batch_size}, {'reverse/apply' if args.reverse else 'tape'}, "
           f"{'' if args.schedule == 'constant' else args.schedule + ' schedule, '}"
-          f"seed {args.seed}", file=out)
+          f"seed {args.seed}{ranks.describe(comm)}", file=out)
     if first_epoch > args.epochs:
         print(f"checkpoint is at epoch {first_epoch - 1} >= --epochs {args.epochs}: "
               "nothing to train", file=out)
-    progress = Progress(args.epochs, len(data.x_train), stream=out)
+    progress = Progress(args.epochs, loader.num_samples(), stream=out)
     started, epoch, saved = time.perf_counter(), first_epoch - 1, None
     try:
         for epoch in range(first_epoch, args.epochs + 1):
             _train_epoch(args, model, optimizer, data, loader, schedule, epoch, progress)
+            if comm.size > 1:
+                ranks.sum_over_ranks(progress, comm)
             test_acc = evaluate(model, data.x_test, data.y_test, device)
             history.loss.append(progress.loss)
             history.train_acc.append(progress.accuracy)
             history.test_acc.append(test_acc)
-            if args.checkpoint is not None:  # before the line: a printed epoch is saved
+            if args.checkpoint is not None and comm.rank == 0:  # before the line is printed
                 _save(args, (model, optimizer, loader, schedule), epoch, history)
                 saved = epoch
             progress.end_epoch(f"held-out acc {test_acc:6.2%}")
@@ -259,18 +279,22 @@ def _fit(args, data, device, out) -> History:
           f"{elapsed:.1f} s", file=out)
     if saved is not None:
         print(f"saved checkpoint {args.checkpoint} (epoch {saved})", file=out)
-    if args.plot is not None:
+    if args.plot is not None and comm.rank == 0:
         plot(history, args.plot, f"{args.model} on {args.data}")
         print(f"saved plot {args.plot}", file=out)
     return history
 
 
-def make_loader(args, data):
-    """The training batches: epoch ``e`` shuffled with ``default_rng([seed, e])``."""
+def make_loader(args, data, comm=None):
+    """The training batches: epoch ``e`` shuffled with ``default_rng([seed, e])``; on N
+    ranks this rank's shard of it, in batches of its part of the global batch."""
     from fastnn.data import DataLoader, TensorDataset
 
-    return DataLoader(TensorDataset(data.x_train, data.y_train), batch_size=args.batch_size,
-                      shuffle=True, seed=args.seed)
+    size = 1 if comm is None else comm.size
+    shard = None if size == 1 else (comm.rank, size)
+    return DataLoader(TensorDataset(data.x_train, data.y_train),
+                      batch_size=args.batch_size // size, shuffle=True, seed=args.seed,
+                      shard=shard)
 
 
 def _train_epoch(args, model, optimizer, data, loader, schedule, epoch: int, progress) -> None:

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from fastnn.api import composite
 from fastnn.api.hookspec import hookimpl
 from fastnn_cpu.conv import conv1d, conv1d_grad_input, conv1d_grad_weight  # noqa: F401
 from fastnn_cpu.fused import (  # noqa: F401
@@ -33,6 +34,18 @@ except ImportError:  # pragma: no cover - scipy is optional
 fastnn_hook_modules = ("fastnn_cpu.optim",)
 
 _DTYPES = ["float32", "float64", "float16", "int32", "int64", "bool"]
+
+
+# Collectives: the arrays already live on the host, so the core's staging is only
+# packing; here without its transfers (to_numpy, from_numpy), which copy.
+@hookimpl
+def allreduce(arrays, reduction, comm, device_index):
+    return composite.host_allreduce(comm, arrays, reduction)
+
+
+@hookimpl
+def broadcast(arrays, root, comm, device_index):
+    return composite.host_broadcast(comm, arrays, root)
 
 
 @hookimpl

@@ -10,7 +10,8 @@ Layout: ``primitives.py`` (elementwise, reductions, data movement, matmul),
 ``conv.py`` (im2col + GEMM), ``fused.py`` (softmax, cross-entropy, rms_div,
 bias + activation, and the backward passes of the last two), ``optim.py``
 (SGD/Adam/RMSProp in one launch), ``kernels.py`` (sources and compilation),
-``launch.py`` (launch parameters).
+``launch.py`` (launch parameters), ``collectives.py`` (allreduce and broadcast
+through NCCL).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import functools
 
 from fastnn.api.hookspec import hookimpl
 from fastnn_cuda import _cupy
+from fastnn_cuda.collectives import allreduce, broadcast  # noqa: F401
 from fastnn_cuda.conv import conv1d, conv1d_grad_input, conv1d_grad_weight  # noqa: F401
 from fastnn_cuda.fused import (  # noqa: F401
     bias_act,
