@@ -72,6 +72,14 @@ class Parameter(Tensor):
         p.param_class = param_class
         return p
 
+    def __deepcopy__(self, memo) -> Parameter:
+        """A new parameter with a copy of the values (``copy.deepcopy(model)``); the gradient
+        is not copied, as in PyTorch."""
+        out = Parameter.from_numpy(self.numpy(), self.param_class, self._dtype, self._device)
+        out.requires_grad = self.requires_grad
+        memo[id(self)] = out
+        return out
+
     def __repr__(self) -> str:
         return f"Parameter({self.param_class}, shape={self.shape}, dtype={self._dtype.name})"
 
@@ -178,12 +186,25 @@ class Module:
 
     def __repr__(self) -> str:
         lines = [f"({name}): {mod!r}".replace("\n", "\n  ") for name, mod in self._modules.items()]
-        head = f"{type(self).__name__}({self.extra_repr()}"
-        return head + ("\n  " + "\n  ".join(lines) + "\n)" if lines else ")")
+        extra = self.extra_repr()
+        if not lines:
+            return f"{type(self).__name__}({extra})"
+        # as PyTorch: the layer's own settings on the first line inside, then its children
+        return f"{type(self).__name__}(\n  " + "\n  ".join(([extra] if extra else []) + lines) \
+            + "\n)"
 
     # ------------------------------------------------------------ parameters
     def children(self):
         return iter(self._modules.values())
+
+    def modules(self):
+        return [mod for _, mod in self.named_modules()]
+
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        """Freeze (False) or unfreeze every parameter; returns the module, as PyTorch's."""
+        for p in self.parameters():
+            p.requires_grad = bool(requires_grad)
+        return self
 
     def named_modules(self, prefix: str = ""):
         yield prefix, self
@@ -290,22 +311,7 @@ class Module:
         backward on a private tape (built-in layers override this with a
         hand-derived gradient).
         """
-        params = dict(self.named_parameters())
-        saved = {name: p.grad for name, p in params.items()}
-        try:
-            for p in params.values():
-                p.grad = None
-            x_leaf = x.detach().requires_grad_(True)
-            with enable_grad():
-                y = self.forward(x_leaf)
-            y.backward(grad_out)
-            grads = {n: (p.grad if p.grad is not None else _zeros_like(p))
-                     for n, p in params.items()}
-            grad_x = x_leaf.grad if x_leaf.grad is not None else _zeros_like(x)
-        finally:
-            for name, p in params.items():
-                p.grad = saved[name]
-        return grad_x, grads
+        return tape_reverse(self, self.forward, x, grad_out)
 
     def apply(self, optimizer, self_grads: dict) -> None:
         """One optimizer update of this module's parameters from explicit gradients."""
@@ -323,6 +329,30 @@ class Module:
                 f"of this module (it has {list(params)})"
             )
         optimizer.apply_gradients([(params[n], g) for n, g in self_grads.items()])
+
+
+def tape_reverse(module: Module, fn, x: Tensor, grad_out: Tensor):
+    """(dL/dx, {name: dL/dparam}) of y = fn(x) for ``module``'s parameters, from one forward
+    and backward on a private tape; parameters' own ``.grad`` stay as they were. ``fn`` is
+    the module's one-tensor view (e.g. self-attention for MultiheadAttention)."""
+    params = dict(module.named_parameters())
+    saved = {name: p.grad for name, p in params.items()}
+    try:
+        for p in params.values():
+            p.grad = None
+        # integer input (Embedding's indices) has no gradient: grad_x is None then
+        x_leaf = x.detach().requires_grad_(True) if x.dtype.is_floating else x
+        with enable_grad():
+            y = fn(x_leaf)
+        y.backward(grad_out)
+        grads = {n: (p.grad if p.grad is not None else _zeros_like(p))
+                 for n, p in params.items()}
+        grad_x = x_leaf.grad if x_leaf.grad is not None else (
+            _zeros_like(x) if x.dtype.is_floating else None)
+    finally:
+        for name, p in params.items():
+            p.grad = saved[name]
+    return grad_x, grads
 
 
 def _zeros_like(t: Tensor) -> Tensor:

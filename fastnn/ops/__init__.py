@@ -3,8 +3,13 @@
 Importing this package binds the operators and methods onto :class:`Tensor`.
 """
 
+from fastnn.ops import activations as _activations
+from fastnn.ops import attention as _attention  # noqa: F401
 from fastnn.ops import losses as _losses  # noqa: F401  (each op module fills the op table)
+from fastnn.ops import losses_regression as _losses_regression  # noqa: F401
 from fastnn.ops import methods as _methods  # noqa: F401  (binds Tensor's operators)
 from fastnn.ops.tensor import Tensor
+
+_activations.add_table_kinds()  # activation kinds made of other modules' ops (sin, cos)
 
 __all__ = ["Tensor"]
