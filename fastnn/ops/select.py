@@ -17,13 +17,23 @@ from fastnn.ops import elementwise as m
 from fastnn.ops import movement
 from fastnn.ops.tensor import Tensor, tensor
 
+_MASKS: dict = {}
+
 
 def _mask(k: int, index: int, axis: int, ndim: int, like: Tensor) -> Tensor:
-    shape = [1] * ndim
-    shape[axis] = k
-    host = np.zeros(shape)
-    host.reshape(-1)[index] = 1.0
-    return tensor(host, dtype=like.dtype, device=like.device)
+    """The one-hot (1, .., k, .., 1) picking ``index`` along ``axis`` (cached: a recurrent
+    layer asks for the same few masks at every step)."""
+    key = (k, index, axis, ndim, like.dtype, like.device)
+    mask = _MASKS.get(key)
+    if mask is None:
+        shape = [1] * ndim
+        shape[axis] = k
+        host = np.zeros(shape)
+        host.reshape(-1)[index] = 1.0
+        if len(_MASKS) > 4096:
+            _MASKS.clear()
+        mask = _MASKS[key] = tensor(host, dtype=like.dtype, device=like.device)
+    return mask
 
 
 def chunk(x: Tensor, pieces: int, axis: int = -1) -> list:
