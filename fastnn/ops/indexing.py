@@ -2,11 +2,13 @@
 
 A key is lowered to primitives in two passes. The basic pass turns ints, slices, ``...``
 and ``None`` into one strided ``slice`` (a view on strided backends) and a reshape;
-negative steps add a flip. The advanced pass (integer tensors, lists, bool masks, and the
-ints among them) moves the indexed axes together, merges them into one axis and selects
-with one ``index_select`` over a linear index, so that its gradient is one scatter-add
-(repeated indices accumulate). The indexed axes land where NumPy puts them: in place of
-the first when they are adjacent in the key, else in front.
+negative steps add a flip. The advanced pass (integer tensors, lists, bool masks) moves the
+indexed axes together, merges them into one axis and selects with one ``index_select``
+over a linear index, so that its gradient is one scatter-add (repeated indices
+accumulate). The indexed axes land where NumPy puts them: in place of the first when they
+are adjacent in the key, else in front. An int is basic indexing, as in PyTorch: it
+removes its axis first, so ``x[0, :, idx]`` has shape ``(x.shape[1], len(idx))`` (NumPy
+counts the int as advanced and gives the transpose).
 
 Out-of-range indices raise IndexError on host-memory backends and for host data (ints,
 lists, NumPy arrays). For an index tensor on a device, checking would cost a round trip
@@ -107,7 +109,6 @@ def _basic(op: str, x: Tensor, items: list):
 
     Returns (tensor, advanced) where advanced is a list of (axis in the result, index).
     """
-    with_advanced = any(kind == "index" for kind, _ in items)
     starts, stops, steps, flips, shape, advanced = [], [], [], [], [], []
     dim = 0
     for kind, item in items:
@@ -119,11 +120,7 @@ def _basic(op: str, x: Tensor, items: list):
             if not -n <= item < n:
                 raise IndexError(f"{op}: index {item} is out of range for dim {dim} of size {n}")
             i = item % n
-            if with_advanced:  # an int among advanced indices acts as a 0-d index tensor
-                advanced.append((len(shape), np.asarray(i, np.int64)))
-                starts.append(0), stops.append(n), steps.append(1), shape.append(n)
-            else:
-                starts.append(i), stops.append(i + 1), steps.append(1)
+            starts.append(i), stops.append(i + 1), steps.append(1)
         elif kind == "slice":
             if item.step is not None and item.step == 0:
                 raise ValueError(f"{op}: slice step cannot be zero")
@@ -239,6 +236,13 @@ def setitem(x: Tensor, key, value) -> None:
     hits = ops.scatter_add(ops.full((x.numel(),), 0, "int64", x._device.index), 0,
                            flat_index._data, ops.full(flat_index.shape, 1, "int64",
                                                       x._device.index))
+    # NOTE: where a position repeats on a device (the host dedupes above), its writes are
+    # summed and divided by their count: exact when they agree (x[idx] = 0 and the like),
+    # their mean otherwise (PyTorch leaves the winner undefined there)
+    if not x._device.backend.record.host_memory:  # the host deduplicated above
+        count = ops.astype(hits, work._dtype.name)
+        divide = ops.div if work._dtype.is_floating else ops.floor_divide
+        written = ops.where(ops.greater(hits, 1), divide(written, count), written)
     data = ops.reshape(ops.where(ops.greater(hits, 0), written, flat), x.shape)
     if x._dtype is dtypes.bool_:
         data = ops.astype(data, "bool")
