@@ -9,16 +9,16 @@ import pytest
 import fastnn as fnn
 
 X = np.random.default_rng(0).standard_normal((4, 5, 6))
-I = np.array([3, 0, 0, -1])  # repeats and a negative index
+IDX = np.array([3, 0, 0, -1])  # repeats and a negative index
 
 KEYS = [
     2, -1, (1, 2), (slice(1, 3),), (slice(None, None, 2), 1), (Ellipsis, 3), (None, 1),
     (slice(None), None, slice(1, 4, 2)), (Ellipsis, None), (1, Ellipsis, slice(0, 6, 4)),
     (slice(4, 0, -1),), (slice(None), slice(None, None, -2)), (slice(7, 9),), (slice(2, 2),),
-    (I,), (slice(None), [1, 1, 4]), (I, slice(None), [0, 1, 2, 5]), (I, [1, 1, 2, 2]),
-    (I, 2), (slice(None), I[:, None], [[0, 5]]), (Ellipsis, I), (0, I),
+    (IDX,), (slice(None), [1, 1, 4]), (IDX, slice(None), [0, 1, 2, 5]), (IDX, [1, 1, 2, 2]),
+    (IDX, 2), (slice(None), IDX[:, None], [[0, 5]]), (Ellipsis, IDX), (0, IDX),
     (X[:, 0, 0] > 0,), (X[:, :, 0] > 0,), (X > 0.5,), (slice(None), X[0, :, 0] > 0, 1),
-    ([[0, 1], [2, 3]], slice(1, 3), [[4], [5]]), (None, I, None, slice(0, 2)),
+    ([[0, 1], [2, 3]], slice(1, 3), [[4], [5]]), (None, IDX, None, slice(0, 2)),
 ]
 
 
@@ -44,13 +44,13 @@ def test_getitem_matches_numpy_with_gradients(device, key):
 def test_an_int_is_basic_indexing_as_in_pytorch(device):
     # NumPy counts the int as advanced and puts the indexed axes in front: (4, 5)
     x = fnn.tensor(X, device=device)
-    np.testing.assert_array_equal(x[0, :, I].numpy(), X[0][:, I])
+    np.testing.assert_array_equal(x[0, :, IDX].numpy(), X[0][:, IDX])
 
 
 def test_index_tensors_and_views(device):
     x = fnn.tensor(X, device=device)
-    index = fnn.tensor(I, device=device)
-    np.testing.assert_array_equal(x[index, 1:3].numpy(), X[I, 1:3])
+    index = fnn.tensor(IDX, device=device)
+    np.testing.assert_array_equal(x[index, 1:3].numpy(), X[IDX, 1:3])
     assert x[1].shape == (5, 6) and x[1, 2, 3].shape == ()
     if device == "cpu":  # basic indexing is a view of the same memory on strided backends
         assert np.shares_memory(x[1:3, ::2].data, x.data)
@@ -60,7 +60,7 @@ def test_torch_agrees_on_mixed_indexing():
     torch = pytest.importorskip("torch")
     t = torch.tensor(X)
     x = fnn.tensor(X)
-    for key in [(I, slice(None), [0, 1, 2, 5]), (0, slice(None), I), (slice(None), I[:, None],
+    for key in [(IDX, slice(None), [0, 1, 2, 5]), (0, slice(None), IDX), (slice(None), IDX[:, None],
                                                                       [[0, 5]]),
                 ([[0, 1], [2, 3]], slice(1, 3), [[4], [5]]), (X > 0.5,)]:
         tkey = tuple(torch.tensor(k) if isinstance(k, (list, np.ndarray)) else k for k in key)
@@ -80,7 +80,7 @@ def test_batching_as_pytorch_users_write_it(device):
 
 @pytest.mark.parametrize("key,value", [
     ((1,), 7.0), ((slice(None), 2), np.arange(6.0)), ((Ellipsis, slice(0, 6, 2)), -1.0),
-    ((I,), 2.5), ((X > 0,), 0.0), ((slice(None), [0, 4], 1), np.array([1.0, 2.0])),
+    ((IDX,), 2.5), ((X > 0,), 0.0), ((slice(None), [0, 4], 1), np.array([1.0, 2.0])),
     ((slice(3, 0, -1), 0), np.arange(18.0).reshape(3, 6)), ((2, 3, 4), 9.0),
 ])
 def test_setitem_in_place_as_numpy(device, key, value):
