@@ -18,7 +18,7 @@ from fastnn.nn.linear import Linear
 from fastnn.nn.module import Module, Parameter, check_tensor, const_init, tape_reverse
 from fastnn.ops import attention as attn_ops
 from fastnn.ops import elementwise as m
-from fastnn.ops import movement, nnops, select
+from fastnn.ops import joining, movement, nnops
 from fastnn.ops.tensor import full, host_rng
 
 
@@ -80,9 +80,9 @@ class MultiheadAttention(Module):
             query, key, value = (movement.transpose(t, (1, 0, 2)) for t in (query, key, value))
         length, batch, _ = query.shape
         source = key.shape[0]
-        weights = select.chunk(self.in_proj_weight, 3, 0)
+        weights = joining.chunk(self.in_proj_weight, 3, 0)
         biases = ([None] * 3 if self.in_proj_bias is None
-                  else select.chunk(self.in_proj_bias, 3, 0))
+                  else joining.chunk(self.in_proj_bias, 3, 0))
         q, k, v = (nnops.linear(t, w, b) for t, w, b in zip((query, key, value), weights, biases))
         q, k, v = self._heads(q, batch, length), self._heads(k, batch, source), \
             self._heads(v, batch, source)

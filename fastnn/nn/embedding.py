@@ -1,20 +1,15 @@
 """Embedding: a lookup table of vectors, as PyTorch's.
 
-y[..., :] = weight[indices[...], :], computed as one_hot(indices) @ weight so that the
-gradient (a scatter-add of grad_out into the rows) comes from the tape.
-NOTE: when the gather op of issue 13 (``F.embedding``) lands, forward becomes that op;
-the one-hot product costs indices x num_embeddings x embedding_dim.
+y[..., :] = weight[indices[...], :] through ``F.embedding`` (a gather; its gradient, a
+scatter-add of grad_out into the rows, comes from the tape).
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 from fastnn.api import dtypes
 from fastnn.api.args import integer
 from fastnn.nn.module import Module, Parameter, check_tensor
-from fastnn.ops import elementwise as m
-from fastnn.ops import movement, nnops
+from fastnn.ops import gathering
 from fastnn.ops.tensor import host_rng
 
 
@@ -52,14 +47,4 @@ class Embedding(Module):
         if indices.dtype not in (dtypes.int64, dtypes.int32):
             raise TypeError(f"Embedding: indices must be an int64 or int32 tensor, got "
                             f"{indices.dtype.name}")
-        onehot = movement.one_hot(indices, self.num_embeddings, self.weight.dtype)
-        if self.padding_idx is None:
-            return nnops.matmul(onehot, self.weight)
-        row = np.zeros(self.num_embeddings)
-        row[self.padding_idx] = 1.0
-        pad = onehot.__class__._make(
-            onehot._device.ops.from_numpy(row.astype(self.weight.dtype.numpy),
-                                          onehot._device.index), self.weight.dtype, onehot._device)
-        kept = m.mul(onehot, m.add(m.neg(pad), 1.0))
-        padded = m.mul(onehot, pad)
-        return m.add(nnops.matmul(kept, self.weight), nnops.matmul(padded, self.weight.detach()))
+        return gathering.embedding(indices, self.weight, self.padding_idx)

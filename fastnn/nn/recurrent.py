@@ -25,7 +25,7 @@ import math
 
 from fastnn.api.args import integer
 from fastnn.nn.module import Module, check_tensor, tape_reverse, uniform_init
-from fastnn.ops import activations, movement, nnops, select
+from fastnn.ops import activations, joining, movement, nnops
 from fastnn.ops import elementwise as m
 from fastnn.ops.tensor import full, rand
 
@@ -94,7 +94,7 @@ class _Recurrent(Module):
         if state.shape != want:
             raise ValueError(f"{type(self).__name__}: {what} must have shape {want}, got "
                              f"{state.shape}")
-        return select.unstack(state, 0)
+        return list(joining.unbind(state, 0))
 
     def forward(self, x, hx=None):
         self._check_input(x)
@@ -104,27 +104,27 @@ class _Recurrent(Module):
             hx = _unsqueeze_state(hx)
         elif self.batch_first:
             x = movement.transpose(x, (1, 0, 2))
-        steps = select.unstack(x, 0)
         states = self._initial_states(hx, x.shape[1], x)
+        directions = 2 if self.bidirectional else 1
         finals = []
         for layer in range(self.num_layers):
             if layer and self.dropout and self.training:
-                steps = [_dropout(s, self.dropout) for s in steps]
+                x = _dropout(x, self.dropout)
             outs = []
-            for d, suffix in enumerate(("", "_reverse")[:1 + self.bidirectional]):
-                index = layer * (1 + self.bidirectional) + d
-                seq = steps[::-1] if d else steps
-                hs, final = self._run(seq, states[index], self._weights(f"l{layer}{suffix}"))
-                outs.append(hs[::-1] if d else hs)
+            for d, suffix in enumerate(("", "_reverse")[:directions]):
+                w_ih, w_hh, b_ih, b_hh = self._weights(f"l{layer}{suffix}")
+                # the input projection of every step in one product, then one step at a time
+                steps = list(joining.unbind(nnops.linear(x, w_ih, b_ih), 0))
+                hs, final = self._run(steps[::-1] if d else steps,
+                                      states[layer * directions + d], w_hh, b_hh)
+                outs.append(joining.stack(hs[::-1] if d else hs, 0))
                 finals.append(final)
-            steps = outs[0] if len(outs) == 1 else [select.cat([a, b], 1)
-                                                     for a, b in zip(*outs)]
-        output = select.stack(steps, 0)
+            x = outs[0] if directions == 1 else joining.cat(outs, 2)
         if unbatched:
-            output = movement.reshape(output, (output.shape[0], output.shape[2]))
+            x = movement.reshape(x, (x.shape[0], x.shape[2]))
         elif self.batch_first:
-            output = movement.transpose(output, (1, 0, 2))
-        return output, self._final_state(finals, unbatched)
+            x = movement.transpose(x, (1, 0, 2))
+        return x, self._final_state(finals, unbatched)
 
     def reverse(self, x, grad_out):
         """dL/dx and dL/dparams for dL/d(output sequence), from the tape."""
@@ -140,7 +140,7 @@ def _unsqueeze_state(hx):
 
 
 def _stack_state(parts, unbatched):
-    state = select.stack(parts, 0)
+    state = joining.stack(parts, 0)
     if unbatched:
         state = movement.reshape(state, (state.shape[0], state.shape[2]))
     return state
@@ -149,10 +149,6 @@ def _stack_state(parts, unbatched):
 def _dropout(x, p):
     keep = rand(x.shape, dtype=x.dtype, device=x.device) >= p
     return m.mul(x, m.mul(keep.astype(x.dtype), 1.0 / (1.0 - p)))
-
-
-def _projections(x, h, w_ih, w_hh, b_ih, b_hh):
-    return nnops.linear(x, w_ih, b_ih), nnops.linear(h, w_hh, b_hh)
 
 
 class LSTM(_Recurrent):
@@ -168,13 +164,13 @@ class LSTM(_Recurrent):
         return list(zip(self._initial(hx[0], batch, like, "h_0"),
                         self._initial(hx[1], batch, like, "c_0")))
 
-    def _run(self, seq, state, weights):
+    def _run(self, steps, state, w_hh, b_hh):
+        """Hidden states of each step and the final (h, c), from the steps' input
+        projections W_ih x_t + b_ih."""
         h, c = state
-        w_ih, w_hh, b_ih, b_hh = weights
         hs = []
-        for x in seq:
-            gi, gh = _projections(x, h, w_ih, w_hh, b_ih, b_hh)
-            i, f, g, o = select.chunk(m.add(gi, gh), 4, 1)
+        for gi in steps:
+            i, f, g, o = joining.chunk(m.add(gi, nnops.linear(h, w_hh, b_hh)), 4, 1)
             c = m.add(m.mul(activations.sigmoid(f), c),
                       m.mul(activations.sigmoid(i), activations.tanh(g)))
             h = m.mul(activations.sigmoid(o), activations.tanh(c))
@@ -194,13 +190,12 @@ class GRU(_Recurrent):
     def _initial_states(self, hx, batch, like):
         return self._initial(hx, batch, like, "h_0")
 
-    def _run(self, seq, h, weights):
-        w_ih, w_hh, b_ih, b_hh = weights
+    def _run(self, steps, h, w_hh, b_hh):
+        """Hidden states of each step and the final h, from the steps' input projections."""
         hs = []
-        for x in seq:
-            gi, gh = _projections(x, h, w_ih, w_hh, b_ih, b_hh)
-            i_r, i_z, i_n = select.chunk(gi, 3, 1)
-            h_r, h_z, h_n = select.chunk(gh, 3, 1)
+        for gi in steps:
+            i_r, i_z, i_n = joining.chunk(gi, 3, 1)
+            h_r, h_z, h_n = joining.chunk(nnops.linear(h, w_hh, b_hh), 3, 1)
             r = activations.sigmoid(m.add(i_r, h_r))
             z = activations.sigmoid(m.add(i_z, h_z))
             n = activations.tanh(m.add(i_n, m.mul(r, h_n)))

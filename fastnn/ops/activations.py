@@ -16,7 +16,7 @@ import math
 from fastnn.api import dtypes, hookspec
 from fastnn.api.args import real
 from fastnn.autograd.engine import attach
-from fastnn.ops import select
+from fastnn.ops import joining
 from fastnn.ops.core import astype
 from fastnn.ops.elementwise import add, align, exp, maximum, minimum, mul, where
 from fastnn.ops.table import FUNCTIONAL, public
@@ -166,7 +166,7 @@ def glu(x, dim=-1):
     if x.ndim == 0 or not -x.ndim <= dim < x.ndim or x.shape[dim] % 2:
         raise ValueError(f"glu: dim {dim} of shape {x.shape} must exist and have an even size "
                          f"(it is split into two halves)")
-    a, b = select.chunk(x, 2, dim)
+    a, b = joining.chunk(x, 2, dim)
     return mul(a, sigmoid(b))
 
 

@@ -16,6 +16,7 @@ from fastnn.ops.activations import bias_act
 from fastnn.ops.core import astype, broadcast_shape, check_same_device
 from fastnn.ops.elementwise import align
 from fastnn.ops.movement import check_targets, reshape
+from fastnn.ops.spelling import UNSET, dim_of
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
 
@@ -141,19 +142,33 @@ def _axis(op, x, axis):
 
 
 @public(method=True)
-def softmax(x: Tensor, axis=-1) -> Tensor:
-    """exp(x) / sum(exp(x)) along ``axis``, computed stably."""
+def softmax(x: Tensor, dim=UNSET, *, axis=UNSET) -> Tensor:
+    """exp(x) / sum(exp(x)) along ``dim``, computed stably. A 0-d ``x`` is its own
+    row (as PyTorch); a size-0 dim gives an empty result."""
     x = _floating("softmax", x)
+    axis = dim_of("softmax", dim, axis, -1)
+    if x.ndim == 0:
+        _axis("softmax", reshape(x, (1,)), axis)
+        return reshape(softmax(reshape(x, (1,)), 0), ())
     axis = _axis("softmax", x, axis)
+    if not x.numel():
+        return x * 1.0
     data = x._device.ops.softmax(x._data, axis)
     return attach(Tensor._make(data, x._dtype, x._device), "softmax", (x,), (data,), axis)
 
 
 @public(method=True)
-def log_softmax(x: Tensor, axis=-1) -> Tensor:
-    """x - logsumexp(x) along ``axis``, computed stably."""
+def log_softmax(x: Tensor, dim=UNSET, *, axis=UNSET) -> Tensor:
+    """x - logsumexp(x) along ``dim``, computed stably. A 0-d ``x`` is its own
+    row (as PyTorch); a size-0 dim gives an empty result."""
     x = _floating("log_softmax", x)
+    axis = dim_of("log_softmax", dim, axis, -1)
+    if x.ndim == 0:
+        _axis("log_softmax", reshape(x, (1,)), axis)
+        return reshape(log_softmax(reshape(x, (1,)), 0), ())
     axis = _axis("log_softmax", x, axis)
+    if not x.numel():
+        return x * 1.0
     data = x._device.ops.log_softmax(x._data, axis)
     return attach(Tensor._make(data, x._dtype, x._device), "log_softmax", (x,), (data,), axis)
 

@@ -263,7 +263,8 @@ def host_rng() -> np.random.Generator:
 def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A new tensor holding a copy of ``data`` (NumPy array, nested list, scalar or Tensor).
 
-    dtype=None keeps a NumPy array's dtype; lists and scalars become float32.
+    dtype=None keeps a NumPy array's dtype; lists and scalars as PyTorch infers them
+    (bools -> bool, ints -> int64, floats -> float32).
     """
     if isinstance(data, Tensor):  # a copy keeps the source's dtype and device by default
         dtype = data.dtype if dtype is None else dtype
@@ -276,8 +277,10 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
             dtype = as_dtype(data.dtype)
         elif isinstance(data, np.generic):
             dtype = as_dtype(data.dtype)
-        else:
-            dtype = dtypes.float32
+        else:  # as PyTorch infers it: bools -> bool, ints -> int64, floats -> float32
+            kind = np.asarray(data).dtype.kind
+            dtype = {"b": dtypes.bool_, "i": dtypes.int64, "u": dtypes.int64}.get(
+                kind, dtypes.float32)
     else:
         dtype = as_dtype(dtype)
     try:

@@ -118,6 +118,9 @@ UNARY(k_leaky_relu, x > 0 ? x : p * x)
 UNARY(k_gelu, GELU(x, TO))
 UNARY(k_silu, x * SIGMOID(x, TO))
 UNARY(k_softplus, SOFTPLUS(x, TO))
+UNARY(k_floor, floor(x))
+UNARY(k_sin, sin(x))
+UNARY(k_cos, cos(x))
 #endif
 
 #if GROUP == 2
@@ -147,6 +150,12 @@ BINARY(k_minimum, (isnan(a) || isnan(b)) ? a + b : fmin(a, b))
 BINARY(k_div, b == 0 ? 0 : a / b)
 BINARY(k_maximum, a > b ? a : b)
 BINARY(k_minimum, a < b ? a : b)
+// floor division as NumPy: C truncates toward 0, so step down when the signs differ
+// and the division is inexact; x // 0 is 0
+BINARY(k_floor_divide, b == 0 ? (TO)0 : (TO)(a / b - ((a % b != 0) && ((a < 0) != (b < 0)))))
+BINARY(k_bitwise_and, a & b)
+BINARY(k_bitwise_or, a | b)
+BINARY(k_bitwise_xor, a ^ b)
 #endif
 #endif
 

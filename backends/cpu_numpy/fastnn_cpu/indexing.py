@@ -1,0 +1,105 @@
+"""Indexing, scans and the newer math primitives on NumPy arrays."""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from fastnn.api.hookspec import hookimpl
+
+
+def _slices(starts, stops, steps):
+    return tuple(builtins.slice(a, b, c) for a, b, c in zip(starts, stops, steps))
+
+
+@hookimpl
+def slice(x, starts, stops, steps):
+    return x[_slices(starts, stops, steps)]  # a view
+
+
+@hookimpl
+def slice_scatter(base, src, starts, stops, steps):
+    out = np.array(base, copy=True)
+    out[_slices(starts, stops, steps)] = src
+    return out
+
+
+@hookimpl
+def gather(x, axis, index):
+    n = x.shape[axis]
+    safe = (index >= 0) & (index < n)
+    if safe.all():
+        return np.take_along_axis(x, index.astype(np.intp, copy=False), axis)
+    out = np.take_along_axis(x, np.where(safe, index, 0).astype(np.intp), axis)
+    return np.where(safe, out, np.zeros((), x.dtype))
+
+
+@hookimpl
+def scatter_add(base, axis, index, src):
+    out = np.array(base, copy=True)
+    n = base.shape[axis]
+    keep = (index >= 0) & (index < n)
+    # NOTE: np.add.at is unbuffered (repeated indices accumulate); index it with full
+    # coordinate arrays built like take_along_axis's
+    grids = list(np.indices(index.shape, sparse=True))
+    grids[axis] = index
+    coords = tuple(np.broadcast_to(g, index.shape)[keep] for g in grids)
+    np.add.at(out, coords, np.broadcast_to(src, index.shape)[keep])
+    return out
+
+
+@hookimpl
+def cumsum(x, axis):
+    return np.cumsum(x, axis=axis, dtype=x.dtype)
+
+
+@hookimpl
+def prod(x, axis, keepdims):
+    return np.prod(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
+
+
+@hookimpl
+def floor(x):
+    return np.floor(x)
+
+
+@hookimpl
+def sin(x):
+    return np.sin(x)
+
+
+@hookimpl
+def cos(x):
+    return np.cos(x)
+
+
+@hookimpl
+def floor_divide(a, b):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.floor_divide(a, b)
+
+
+@hookimpl
+def bitwise_and(a, b):
+    return np.bitwise_and(a, b)
+
+
+@hookimpl
+def bitwise_or(a, b):
+    return np.bitwise_or(a, b)
+
+
+@hookimpl
+def bitwise_xor(a, b):
+    return np.bitwise_xor(a, b)
+
+
+@hookimpl
+def cat(arrays, axis):
+    return np.concatenate(arrays, axis=axis)
+
+
+@hookimpl
+def index_select(x, axis, index):
+    return np.take(x, index, axis=axis)
