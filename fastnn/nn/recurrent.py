@@ -106,20 +106,24 @@ class _Recurrent(Module):
             x = movement.transpose(x, (1, 0, 2))
         states = self._initial_states(hx, x.shape[1], x)
         directions = 2 if self.bidirectional else 1
+        # NOTE: the sequence goes between layers as a list of steps, never re-sliced: the
+        # gradient of each slice of a (L, ...) tensor is scattered into a zero (L, ...)
+        # array, which for L steps costs L times the sequence
+        steps = list(joining.unbind(x, 0))
         finals = []
         for layer in range(self.num_layers):
             if layer and self.dropout and self.training:
-                x = _dropout(x, self.dropout)
+                steps = [_dropout(s, self.dropout) for s in steps]
             outs = []
             for d, suffix in enumerate(("", "_reverse")[:directions]):
-                w_ih, w_hh, b_ih, b_hh = self._weights(f"l{layer}{suffix}")
-                # the input projection of every step in one product, then one step at a time
-                steps = list(joining.unbind(nnops.linear(x, w_ih, b_ih), 0))
                 hs, final = self._run(steps[::-1] if d else steps,
-                                      states[layer * directions + d], w_hh, b_hh)
-                outs.append(joining.stack(hs[::-1] if d else hs, 0))
+                                      states[layer * directions + d],
+                                      self._weights(f"l{layer}{suffix}"))
+                outs.append(hs[::-1] if d else hs)
                 finals.append(final)
-            x = outs[0] if directions == 1 else joining.cat(outs, 2)
+            steps = outs[0] if directions == 1 else [joining.cat(pair, 1)
+                                                     for pair in zip(*outs)]
+        x = joining.stack(steps, 0)
         if unbatched:
             x = movement.reshape(x, (x.shape[0], x.shape[2]))
         elif self.batch_first:
@@ -164,13 +168,14 @@ class LSTM(_Recurrent):
         return list(zip(self._initial(hx[0], batch, like, "h_0"),
                         self._initial(hx[1], batch, like, "c_0")))
 
-    def _run(self, steps, state, w_hh, b_hh):
-        """Hidden states of each step and the final (h, c), from the steps' input
-        projections W_ih x_t + b_ih."""
+    def _run(self, steps, state, weights):
+        """Hidden states of each step and the final (h, c)."""
         h, c = state
+        w_ih, w_hh, b_ih, b_hh = weights
         hs = []
-        for gi in steps:
-            i, f, g, o = joining.chunk(m.add(gi, nnops.linear(h, w_hh, b_hh)), 4, 1)
+        for x in steps:
+            gates = m.add(nnops.linear(x, w_ih, b_ih), nnops.linear(h, w_hh, b_hh))
+            i, f, g, o = joining.chunk(gates, 4, 1)
             c = m.add(m.mul(activations.sigmoid(f), c),
                       m.mul(activations.sigmoid(i), activations.tanh(g)))
             h = m.mul(activations.sigmoid(o), activations.tanh(c))
@@ -190,11 +195,12 @@ class GRU(_Recurrent):
     def _initial_states(self, hx, batch, like):
         return self._initial(hx, batch, like, "h_0")
 
-    def _run(self, steps, h, w_hh, b_hh):
-        """Hidden states of each step and the final h, from the steps' input projections."""
+    def _run(self, steps, h, weights):
+        """Hidden states of each step and the final h."""
+        w_ih, w_hh, b_ih, b_hh = weights
         hs = []
-        for gi in steps:
-            i_r, i_z, i_n = joining.chunk(gi, 3, 1)
+        for x in steps:
+            i_r, i_z, i_n = joining.chunk(nnops.linear(x, w_ih, b_ih), 3, 1)
             h_r, h_z, h_n = joining.chunk(nnops.linear(h, w_hh, b_hh), 3, 1)
             r = activations.sigmoid(m.add(i_r, h_r))
             z = activations.sigmoid(m.add(i_z, h_z))
