@@ -18,26 +18,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 
 import numpy as np
+from bench_core import median_time  # benchmarks/ is on sys.path when run as a script
 
 import fastnn as fnn
 import fastnn.functional as F
 from fastnn import nn, optim
 
 BATCH, SEQ, D, HEADS, FF, IN, HIDDEN, CLASSES = 32, 64, 64, 4, 128, 16, 64, 10
-
-
-def median_time(fn, repeat=7, number=3):
-    fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        times.append((time.perf_counter() - start) / number)
-    return float(np.median(times))
 
 
 def models(torch):
@@ -105,8 +94,8 @@ def run():
         ours_step, theirs_step = _steps(torch, rng, make_ours, make_theirs, features, call)
         ours_t, theirs_t = [], []
         for _ in range(3):  # interleaved, so that load on the machine hits both alike
-            ours_t.append(median_time(ours_step))
-            theirs_t.append(median_time(theirs_step))
+            ours_t.append(median_time(ours_step, repeat=7, number=3))
+            theirs_t.append(median_time(theirs_step, repeat=7, number=3))
         f, t = float(np.median(ours_t)), float(np.median(theirs_t))
         rows[name] = {"fastnn_ms": f * 1e3, "torch_ms": t * 1e3, "ratio": f / t}
     return rows

@@ -174,35 +174,28 @@ class Hardtanh(_Composed):
         return activations.hardtanh(x, self.min_val, self.max_val)
 
 
-def _dim(layer: str, dim) -> int:
-    if isinstance(dim, bool) or not isinstance(dim, numbers.Integral):
-        raise TypeError(f"{layer}: dim must be an int, got {dim!r}")
-    return int(dim)
-
-
-class LogSoftmax(_Composed):
-    """x - logsumexp(x) along ``dim``."""
+class _AlongDim(_Composed):
+    """An activation along one axis ``dim``."""
 
     def __init__(self, dim: int = -1):
         super().__init__()
-        self.dim = _dim("LogSoftmax", dim)
+        if isinstance(dim, bool) or not isinstance(dim, numbers.Integral):
+            raise TypeError(f"{type(self).__name__}: dim must be an int, got {dim!r}")
+        self.dim = int(dim)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
+
+
+class LogSoftmax(_AlongDim):
+    """x - logsumexp(x) along ``dim``."""
 
     def _fn(self, x):
         return nnops.log_softmax(x, self.dim)
 
 
-class GLU(_Composed):
+class GLU(_AlongDim):
     """a * sigmoid(b) for the two halves a, b of x along ``dim`` (PyTorch's GLU)."""
-
-    def __init__(self, dim: int = -1):
-        super().__init__()
-        self.dim = _dim("GLU", dim)
-
-    def extra_repr(self) -> str:
-        return f"dim={self.dim}"
 
     def _fn(self, x):
         return activations.glu(x, self.dim)
