@@ -54,6 +54,8 @@ def _as_rows(op: str, scores: Tensor, targets: Tensor, what: str = "input"):
         expected, rows = (), movement.reshape(scores, (1, scores.shape[0]))
     elif scores.ndim == 2:
         expected, rows = (scores.shape[0],), scores
+        if targets.shape == expected:
+            return rows, targets, expected
     else:
         expected = (scores.shape[0],) + scores.shape[2:]
         last = tuple(range(2, scores.ndim)) + (1,)
@@ -100,6 +102,16 @@ def _keep_and_safe(targets: Tensor, ignore_index: int):
     return keep, m.where(keep, targets, 0)
 
 
+def _none_ignored(targets: Tensor, ignore_index: int) -> bool:
+    """True when no target can equal a negative ``ignore_index`` (all are >= 0), which is
+    cheap to know only where the targets live in host memory: then the fused loss alone
+    does (the common case of a training loop; the masked path costs twice as much)."""
+    if ignore_index >= 0 or not targets._device.backend.record.host_memory:
+        return False
+    host = targets._device.ops.to_numpy(targets._data)
+    return host.size == 0 or int(host.min()) >= 0
+
+
 @public()
 def cross_entropy(logits: Tensor, targets: Tensor, weight=None, ignore_index: int = -100,
                   reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
@@ -120,6 +132,10 @@ def cross_entropy(logits: Tensor, targets: Tensor, weight=None, ignore_index: in
     if not isinstance(flat, Tensor) or flat.dtype not in (dtypes.int64, dtypes.int32):
         raise TypeError("cross_entropy: targets must be an int64 or int32 tensor of class indices")
     classes = rows.shape[1]
+    if weight is None and not smoothing and _none_ignored(flat, ignore_index):
+        per = nnops.softmax_cross_entropy_rows(rows, flat)
+        return reduce("cross_entropy", per if logits.ndim == 2 else movement.reshape(
+            per, expected), reduction)
     weight = _class_weight("cross_entropy", weight, classes, rows)
     keep, safe = _keep_and_safe(flat, ignore_index)
     row_weight = _picked_weight(weight, safe, classes, keep, rows)
