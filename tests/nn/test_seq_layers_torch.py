@@ -96,9 +96,12 @@ MHA_CASES = {
     "key_padding": ({}, {"key_padding_mask": True}),
     "padding_and_mask": ({}, {"key_padding_mask": True, "attn_mask": "bool"}),
     "per_head_weights": ({}, {"average_attn_weights": False}),
+    "float_mask_and_padding": ({}, {"attn_mask": "float", "key_padding_mask": True}),
+    "per_head_mask": ({}, {"attn_mask": "3d"}),
 }
 
 
+@pytest.mark.filterwarnings("ignore:Support for mismatched key_padding_mask")  # torch's
 @pytest.mark.parametrize("case", list(MHA_CASES))
 def test_multihead_attention_matches_torch(case, dtype, device):
     config, call_kw = MHA_CASES[case]
@@ -112,6 +115,11 @@ def test_multihead_attention_matches_torch(case, dtype, device):
     if call_kw.get("attn_mask") == "bool":
         mask = rng.uniform(size=(5, 6)) > 0.6
         mask[:, 0] = False  # every query keeps a key (a fully masked row is NaN in both)
+        masks_t["attn_mask"], masks_f["attn_mask"] = torch.tensor(mask), fnn.tensor(mask,
+                                                                                   device=device)
+    elif call_kw.get("attn_mask") == "3d":  # (N * heads, L, S)
+        mask = rng.uniform(size=(4, 5, 6)) > 0.6
+        mask[..., 0] = False
         masks_t["attn_mask"], masks_f["attn_mask"] = torch.tensor(mask), fnn.tensor(mask,
                                                                                    device=device)
     elif call_kw.get("attn_mask") == "float":
