@@ -102,7 +102,7 @@ class Softplus(Activation):
         self.threshold = real("Softplus", "threshold", threshold)
 
     def extra_repr(self) -> str:
-        return f"beta={self.beta:g}, threshold={self.threshold:g}"
+        return f"beta={self.beta}, threshold={self.threshold}"
 
     def forward(self, x):
         check_tensor("Softplus", x)

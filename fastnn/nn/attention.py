@@ -53,9 +53,6 @@ class MultiheadAttention(Module):
         if bias:
             self.out_proj.bias = const_init((e,), 0.0, "bias", dtype, device)
 
-    def extra_repr(self) -> str:
-        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}"
-
     def _heads(self, x, batch, length):
         """(L, N, E) -> (N, heads, L, head_dim)."""
         x = movement.reshape(x, (length, batch, self.num_heads, self.head_dim))
