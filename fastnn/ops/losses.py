@@ -70,6 +70,9 @@ def _as_rows(op: str, scores: Tensor, targets: Tensor, what: str = "input"):
 def _class_weight(op: str, weight, classes: int, like: Tensor):
     if weight is None:
         return None
+    if isinstance(weight, str):
+        raise TypeError(f"{op}: the third argument is weight, as in PyTorch, got {weight!r}; "
+                        f"pass the reduction by keyword: reduction={weight!r}")
     if not isinstance(weight, Tensor):
         raise TypeError(f"{op}: weight must be a Tensor of shape ({classes},) or None, got "
                         f"{type(weight).__name__}")

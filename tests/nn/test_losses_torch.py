@@ -182,6 +182,8 @@ def test_loss_arguments_are_checked():
     t = fnn.tensor(np.array([0, 1, 2]))
     with pytest.raises(ValueError, match=r"weight must have one entry per class, shape \(4,\)"):
         F.cross_entropy(x, t, weight=fnn.ones((3,)))
+    with pytest.raises(TypeError, match="pass the reduction by keyword: reduction='sum'"):
+        F.cross_entropy(x, t, "sum")
     with pytest.raises(ValueError, match="label_smoothing must be in"):
         F.cross_entropy(x, t, label_smoothing=1.5)
     with pytest.raises(ValueError, match="reduction must be one of"):
