@@ -169,16 +169,23 @@ class LSTM(_Recurrent):
                         self._initial(hx[1], batch, like, "c_0")))
 
     def _run(self, steps, state, weights):
-        """Hidden states of each step and the final (h, c)."""
+        """Hidden states of each step and the final (h, c).
+
+        One product per step: [x_t, h] @ [W_ih, W_hh]^T + (b_ih + b_hh), and one sigmoid
+        over all four gates (g's part unused), which keeps the tape short.
+        """
         h, c = state
         w_ih, w_hh, b_ih, b_hh = weights
+        weight = joining.cat([w_ih, w_hh], 1)
+        bias = None if b_ih is None else m.add(b_ih, b_hh)
+        size = self.hidden_size
         hs = []
         for x in steps:
-            gates = m.add(nnops.linear(x, w_ih, b_ih), nnops.linear(h, w_hh, b_hh))
-            i, f, g, o = joining.chunk(gates, 4, 1)
-            c = m.add(m.mul(activations.sigmoid(f), c),
-                      m.mul(activations.sigmoid(i), activations.tanh(g)))
-            h = m.mul(activations.sigmoid(o), activations.tanh(c))
+            gates = nnops.linear(joining.cat([x, h], 1), weight, bias)
+            i, f, _, o = joining.chunk(activations.sigmoid(gates), 4, 1)
+            g = activations.tanh(gates[:, 2 * size:3 * size])
+            c = m.add(m.mul(f, c), m.mul(i, g))
+            h = m.mul(o, activations.tanh(c))
             hs.append(h)
         return hs, (h, c)
 
