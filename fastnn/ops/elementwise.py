@@ -29,8 +29,18 @@ def align(op: str, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
     check_same_device(op, a, b)
     if a._dtype is not b._dtype:
         target = promote(a._dtype, b._dtype)
+        # as PyTorch: a 0-d tensor next to one with dims decides the dtype only when it is
+        # of a higher category (bool < integer < floating); float32 + 0-d float64 is float32
+        if (a.ndim == 0) != (b.ndim == 0):
+            dims, zero_d = (b, a) if a.ndim == 0 else (a, b)
+            if _category(zero_d._dtype) <= _category(dims._dtype):
+                target = dims._dtype
         a, b = astype(a, target), astype(b, target)
     return a, b
+
+
+def _category(dtype) -> int:
+    return 2 if dtype.is_floating else (0 if dtype is dtypes.bool_ else 1)
 
 
 def _scalar_operand(op: str, a: Tensor, value):
@@ -73,7 +83,7 @@ def _check_scalar(op, value):
     return float(value) if not isinstance(value, numbers.Integral) else int(value)
 
 
-@public(method=True)
+@public(method=True, top=True)
 def add(a, b):
     return binary("add", a, b)
 
@@ -86,23 +96,23 @@ def _no_bool(op: str, *operands) -> None:
                         f"convert with .to(fnn.int64) first")
 
 
-@public(method=True)
+@public(method=True, top=True)
 def sub(a, b):
     _no_bool("sub", a, b)
     return binary("sub", a, b)
 
 
-@public(method=True)
+@public(method=True, top=True)
 def mul(a, b):
     return binary("mul", a, b, lambda x, y, out: (x, y))
 
 
-@public(method=True)
+@public(method=True, top=True)
 def div(a, b):
     return binary("div", a, b, lambda x, y, out: (y, out))
 
 
-@public(method=True)
+@public(method=True, top=True)
 def pow(a, b):
     return binary("pow", a, b, lambda x, y, out: (x, y, out))
 
@@ -172,37 +182,37 @@ def unary(op: str, x: Tensor, save_input=False, save_output=False) -> Tensor:
     return attach(out, op, (x,), saved)
 
 
-@public(method=True)
+@public(method=True, top=True)
 def neg(x):
     _no_bool("neg", x)
     return unary("neg", x)
 
 
-@public(method=True)
+@public(method=True, top=True)
 def exp(x):
     return unary("exp", x, save_output=True)
 
 
-@public(method=True)
+@public(method=True, top=True)
 def log(x):
     return unary("log", x, save_input=True)
 
 
-@public(method=True)
+@public(method=True, top=True)
 def sqrt(x):
     return unary("sqrt", x, save_output=True)
 
 
-@public(method=True)
+@public(method=True, top=True)
 def abs(x):
     return unary("abs", x, save_input=True)
 
 
-@public(method=True)
+@public(method=True, top=True)
 def sign(x):
     return unary("sign", x)
 
 
-@public(method=True)
+@public(method=True, top=True)
 def erf(x):
     return unary("erf", x, save_input=True)

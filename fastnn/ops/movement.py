@@ -53,19 +53,19 @@ def _reduce(op: str, x: Tensor, axis, keepdims: bool) -> Tensor:
     return attach(out, op, (x,), (), (shape, axis, keepdims))
 
 
-@public(method=True)
+@public(method=True, top=True)
 def sum(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
     """Sum over ``dim`` (None = all)."""
     return _reduce("sum", x, dim_of("sum", dim, axis), keep_of("sum", keepdim, keepdims))
 
 
-@public(method=True)
+@public(method=True, top=True)
 def mean(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
     """Mean over ``dim`` (None = all); integer tensors give float32."""
     return _reduce("mean", x, dim_of("mean", dim, axis), keep_of("mean", keepdim, keepdims))
 
 
-@public(method=True)
+@public(method=True, top=True)
 def max(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
     """Max over ``dim`` (None = all); ties share the gradient evenly."""
     axis, keepdims = dim_of("max", dim, axis), keep_of("max", keepdim, keepdims)
@@ -75,7 +75,7 @@ def max(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> T
     return _reduce("max", x, axis, keepdims)
 
 
-@public(method=True)
+@public(method=True, top=True)
 def argmax(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
     """Index of the first maximum along ``dim`` as an int64 tensor (no gradient).
 
@@ -114,7 +114,7 @@ def _resolve_shape(op, shape, size: int) -> tuple:
     return shape
 
 
-@public(method=True)
+@public(method=True, top=True)
 def reshape(x: Tensor, *shape) -> Tensor:
     """Same elements, new shape (one -1 allowed)."""
     if len(shape) == 1 and not isinstance(shape[0], numbers.Integral):
@@ -127,7 +127,7 @@ def reshape(x: Tensor, *shape) -> Tensor:
     return attach(out, "reshape", (x,), (), old)
 
 
-@public()
+@public(top=True)
 def transpose(x: Tensor, axes=None, dim1=None) -> Tensor:
     """Permute axes; ``axes=None`` reverses them (``x.T``); ``transpose(x, d0, d1)``
     exchanges two dims, as PyTorch's."""
@@ -151,7 +151,7 @@ def transpose(x: Tensor, axes=None, dim1=None) -> Tensor:
     return attach(out, "transpose", (x,), (), axes)
 
 
-@public(method=True)
+@public(method=True, top=True)
 def broadcast_to(x: Tensor, shape) -> Tensor:
     """A view of ``x`` broadcast to ``shape`` (NumPy rules)."""
     shape = ints("broadcast_to", "shape", shape)

@@ -83,7 +83,7 @@ def _positive_int(op, name, value, minimum):
     return int(value)
 
 
-@public()
+@public(top=True)
 def conv1d(x: Tensor, weight: Tensor, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-D cross-correlation as PyTorch's conv1d: x (N, C_in, L), weight (C_out, C_in/groups, K)."""
     x, weight = _float_pair("conv1d", x, weight)
@@ -141,7 +141,7 @@ def _axis(op, x, axis):
     return axis % x.ndim
 
 
-@public(method=True)
+@public(method=True, top=True)
 def softmax(x: Tensor, dim=UNSET, *, axis=UNSET) -> Tensor:
     """exp(x) / sum(exp(x)) along ``dim``, computed stably. A 0-d ``x`` is its own
     row (as PyTorch); a size-0 dim gives an empty result."""
@@ -157,7 +157,7 @@ def softmax(x: Tensor, dim=UNSET, *, axis=UNSET) -> Tensor:
     return attach(Tensor._make(data, x._dtype, x._device), "softmax", (x,), (data,), axis)
 
 
-@public(method=True)
+@public(method=True, top=True)
 def log_softmax(x: Tensor, dim=UNSET, *, axis=UNSET) -> Tensor:
     """x - logsumexp(x) along ``dim``, computed stably. A 0-d ``x`` is its own
     row (as PyTorch); a size-0 dim gives an empty result."""
