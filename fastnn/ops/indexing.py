@@ -38,6 +38,8 @@ from fastnn.ops.shaping import flip
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
 
+_INDEX = (dtypes.int64, dtypes.int32)
+
 # ---------------------------------------------------------------- the key
 
 
@@ -156,8 +158,10 @@ def _advanced(op: str, x: Tensor, advanced: list) -> Tensor:
             index = as_index(op, index, device)
         else:
             check_same_device(op, x, index)
-        check_range(op, index, size, negative_ok=True)
-        indices.append(wrap_negative(index, size))
+        negative = check_range(op, index, size, negative_ok=True)
+        indices.append(wrap_negative(index, size, negative))
+    if len(indices) == 1 and indices[0].ndim == 1:  # x[idx] along one axis: one select
+        return index_select_tensor(x, axes[0], indices[0])
     shape = np.broadcast_shapes(*(t.shape for t in indices))
     adjacent = axes == list(range(axes[0], axes[0] + len(axes)))
     place = axes[0] if adjacent else 0
@@ -181,6 +185,19 @@ def _advanced(op: str, x: Tensor, advanced: list) -> Tensor:
 @public(method="__getitem__", functional=False)
 def getitem(x: Tensor, key) -> Tensor:
     """``x[key]``: see the module docstring."""
+    if type(key) is Tensor and key._dtype in _INDEX and key.ndim == 1 and x.ndim:
+        # the batch loop's x[perm[i:i + n]]: one index_select, nothing else to parse
+        check_same_device("index", x, key)
+        negative = check_range("index", key, x.shape[0], negative_ok=True)
+        return index_select_tensor(x, 0, wrap_negative(key.to(dtypes.int64), x.shape[0],
+                                                        negative))
+    if type(key) is builtins.slice and x.ndim and (key.step is None or key.step > 0):
+        # x[a:b] (a batch of rows): one strided slice, a view
+        start, stop, step = key.indices(x.shape[0])
+        stop = builtins.max(start, stop)
+        rank = x.ndim
+        return slice_tensor(x, (start,) + (0,) * (rank - 1), (stop,) + x.shape[1:],
+                            (step,) + (1,) * (rank - 1))
     items = _expand_key("index", x, key)
     out, advanced = _basic("index", x, items)
     return _advanced("index", out, advanced) if advanced else out
