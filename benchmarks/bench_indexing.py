@@ -16,22 +16,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 
 import numpy as np
+from bench_core import median_time  # the same timer (benchmarks/ is on sys.path)
 
 import fastnn as fnn
-
-
-def median_time(fn, repeat=15, number=20):
-    fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        times.append((time.perf_counter() - start) / number)
-    return float(np.median(times))
 
 
 def interleaved(fns: dict, rounds=5) -> dict:
@@ -39,7 +28,7 @@ def interleaved(fns: dict, rounds=5) -> dict:
     results = {name: [] for name in fns}
     for _ in range(rounds):
         for name, fn in fns.items():
-            results[name].append(median_time(fn))
+            results[name].append(median_time(fn, repeat=15, number=20))
     return {name: float(np.median(ts)) for name, ts in results.items()}
 
 

@@ -133,3 +133,11 @@ def t(x: Tensor) -> Tensor:
         raise ValueError(f"t: expects a tensor of at most 2 dims, got {x.ndim}; use "
                          "x.transpose(d0, d1)")
     return x if x.ndim < 2 else shaping.swap(x, 0, 1)
+
+
+@public(method="__iter__", functional=False)
+def iterate(x: Tensor):
+    """``for row in x``: the sub-tensors along dim 0 (gradients flow to x)."""
+    if x.ndim == 0:
+        raise TypeError("iteration over a 0-d tensor; use x.item() for its value")
+    return (x[i] for i in range(x.shape[0]))

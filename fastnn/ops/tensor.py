@@ -98,8 +98,10 @@ class Tensor:
     def is_leaf(self) -> bool:
         return self._node is None
 
-    def size(self, axis=None):
-        return self.shape if axis is None else self.shape[axis]
+    def size(self, dim=None, axis=None):
+        """The shape, or the size of one dim (``dim=`` or ``axis=``)."""
+        dim = axis if dim is None else dim
+        return self.shape if dim is None else self.shape[dim]
 
     def numel(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
