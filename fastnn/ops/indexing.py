@@ -223,6 +223,12 @@ def setitem(x: Tensor, key, value) -> None:
         value = value.to(x._dtype)
     check_same_device("index assignment", x, value)
     value = value.detach()
+    if type(key) is Tensor and key._dtype is dtypes.bool_ and key.shape == x.shape and \
+            _broadcasts_to(value.shape, x.shape):
+        # x[mask] = v with a mask like x: one where, no host round trip for the count
+        check_same_device("index assignment", x, key)
+        x._data = x._device.ops.where(key._data, value._data, x._data)
+        return
     items = _expand_key("index assignment", x, key)
     if not any(kind == "index" for kind, _ in items) and not any(
             kind == "slice" and (item.step or 1) < 0 for kind, item in items):
@@ -264,6 +270,13 @@ def setitem(x: Tensor, key, value) -> None:
     if x._dtype is dtypes.bool_:
         data = ops.astype(data, "bool")
     x._data = data
+
+
+def _broadcasts_to(shape, target) -> bool:
+    try:
+        return np.broadcast_shapes(shape, target) == tuple(target)
+    except ValueError:
+        return False
 
 
 def _broadcast_value(value: Tensor, shape) -> Tensor:

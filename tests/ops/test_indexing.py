@@ -91,6 +91,13 @@ def test_setitem_in_place_as_numpy(device, key, value):
     np.testing.assert_array_equal(x.numpy(), want)
 
 
+def test_setitem_through_a_mask_with_the_selected_values(device):
+    x = fnn.tensor(X, device=device)
+    mask = X > 0
+    x[fnn.tensor(mask, device=device)] = fnn.tensor(-X[mask], device=device)
+    np.testing.assert_array_equal(x.numpy(), -np.abs(X))
+
+
 def test_setitem_on_int_and_bool_tensors(device):
     a = fnn.tensor(np.arange(6), device=device)
     a[[1, 3]] = 0
