@@ -68,6 +68,12 @@ def test_prod_gradient_with_zeros():
     np.testing.assert_array_equal(x.grad.numpy(), t.grad.numpy())
 
 
+def test_norm_gradient_at_zero_is_zero_as_pytorch():
+    x = fnn.zeros((2, 3), dtype=fnn.float64, requires_grad=True)
+    x.norm(dim=1).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.zeros((2, 3)))
+
+
 def test_logsumexp_is_stable(device):
     a = np.array([[1000.0, 1000.0], [-np.inf, -np.inf], [np.inf, 0.0], [-1000.0, 3.0]])
     out = fnn.tensor(a, device=device).logsumexp(1).numpy()
