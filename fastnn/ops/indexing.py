@@ -187,10 +187,10 @@ def getitem(x: Tensor, key) -> Tensor:
     """``x[key]``: see the module docstring."""
     if type(key) is Tensor and key._dtype in _INDEX and key.ndim == 1 and x.ndim:
         # the batch loop's x[perm[i:i + n]]: one index_select, nothing else to parse
+        key = as_index("index", key, x._device)
         check_same_device("index", x, key)
         negative = check_range("index", key, x.shape[0], negative_ok=True)
-        return index_select_tensor(x, 0, wrap_negative(key.to(dtypes.int64), x.shape[0],
-                                                        negative))
+        return index_select_tensor(x, 0, wrap_negative(key, x.shape[0], negative))
     if type(key) is builtins.slice and x.ndim and (key.step is None or key.step > 0):
         # x[a:b] (a batch of rows): one strided slice, a view
         start, stop, step = key.indices(x.shape[0])

@@ -70,8 +70,11 @@ def wrap_negative(index: Tensor, size: int, negative=True) -> Tensor:
 
 
 def as_index(op: str, value, device) -> Tensor:
-    """An int64 or bool tensor on ``device`` from a tensor, list or NumPy array index."""
+    """An int64 or bool tensor on ``device`` from a tensor, list or NumPy array index (an
+    index tensor in host memory moves to ``device``, as PyTorch takes CPU indices)."""
     if isinstance(value, Tensor):
+        if value._device != device and value._device.backend.record.host_memory:
+            value = value.to(device)  # a host index for a device tensor, as PyTorch allows
         if value._dtype in _INT:
             return value if value._dtype is dtypes.int64 else value.to(dtypes.int64)
         if value._dtype is dtypes.bool_:

@@ -56,6 +56,12 @@ def test_index_tensors_and_views(device):
         assert np.shares_memory(x[1:3, ::2].data, x.data)
 
 
+def test_a_cpu_index_tensor_indexes_a_device_tensor(device):
+    x = fnn.tensor(X, device=device)
+    np.testing.assert_array_equal(x[fnn.tensor(IDX)].numpy(), X[IDX])
+    np.testing.assert_array_equal(x[:, fnn.tensor(IDX)].numpy(), X[:, IDX])
+
+
 def test_torch_agrees_on_mixed_indexing():
     torch = pytest.importorskip("torch")
     t = torch.tensor(X)
