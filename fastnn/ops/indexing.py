@@ -148,7 +148,7 @@ def _basic(op: str, x: Tensor, items: list):
 
 
 def _advanced(op: str, x: Tensor, advanced: list) -> Tensor:
-    """Select with the index tensors (and ints) in ``advanced`` (NumPy's placement rule)."""
+    """Select with the index tensors in ``advanced`` (NumPy's placement rule)."""
     axes = [a for a, _ in advanced]
     device = x._device
     indices = []
