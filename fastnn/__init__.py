@@ -17,6 +17,7 @@ from fastnn.ops.tensor import Tensor, full, manual_seed, ones, rand, randn, tens
 
 globals().update(_TOP)
 bool = bool_  # noqa: A001  (fnn.bool, as torch.bool)
+"""The bool dtype (``fnn.bool_``), spelt as PyTorch's ``torch.bool``."""
 __version__ = "0.1.0"
 
 __all__ = [

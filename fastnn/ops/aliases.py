@@ -12,76 +12,91 @@ from fastnn.ops.tensor import Tensor, full, tensor
 
 @public(method=True, functional=False)
 def long(x: Tensor) -> Tensor:
+    """x as int64."""
     return x.to(dtypes.int64)
 
 
 @public(method="int", functional=False)
 def int_(x: Tensor) -> Tensor:
+    """x as int32."""
     return x.to(dtypes.int32)
 
 
 @public(method="bool", functional=False)
 def bool_(x: Tensor) -> Tensor:
+    """x as bool."""
     return x.to(dtypes.bool_)
 
 
 @public(method=True, functional=False)
 def half(x: Tensor) -> Tensor:
+    """x as float16."""
     return x.to(dtypes.float16)
 
 
 @public(method=True, functional=False)
 def type_as(x: Tensor, other: Tensor) -> Tensor:
+    """x converted to other's dtype."""
     return x.to(other.dtype)
 
 
 @public(method=True, functional=False)
 def expand_as(x: Tensor, other: Tensor) -> Tensor:
+    """x broadcast to other's shape (a view)."""
     return movement.broadcast_to(x, other.shape)
 
 
 @public(method=True, functional=False)
 def view_as(x: Tensor, other: Tensor) -> Tensor:
+    """x reshaped to other's shape."""
     return movement.reshape(x, other.shape)
 
 
 @public(method=True, functional=False)
 def new_zeros(x: Tensor, size, dtype=None, device=None) -> Tensor:
+    """Zeros of ``size`` with x's dtype and device (or the given ones)."""
     return full(size, 0, dtype or x.dtype, device or x.device)
 
 
 @public(method=True, functional=False)
 def new_ones(x: Tensor, size, dtype=None, device=None) -> Tensor:
+    """Ones of ``size`` with x's dtype and device."""
     return full(size, 1, dtype or x.dtype, device or x.device)
 
 
 @public(method=True, functional=False)
 def new_full(x: Tensor, size, fill_value, dtype=None, device=None) -> Tensor:
+    """``fill_value`` in a new tensor of ``size`` with x's dtype and device."""
     return full(size, fill_value, dtype or x.dtype, device or x.device)
 
 
 @public(method=True, functional=False)
 def new_tensor(x: Tensor, data, dtype=None, device=None) -> Tensor:
+    """A tensor of ``data`` with x's dtype and device."""
     return tensor(data, dtype=dtype or x.dtype, device=device or x.device)
 
 
 @public(method=("gt", "greater"), functional=False)
 def gt(x, other):
+    """x > other."""
     return x > other
 
 
 @public(method=("lt", "less"), functional=False)
 def lt(x, other):
+    """x < other."""
     return x < other
 
 
 @public(method=("ge", "greater_equal"), functional=False)
 def ge(x, other):
+    """x >= other."""
     return x >= other
 
 
 @public(method=("le", "less_equal"), functional=False)
 def le(x, other):
+    """x <= other."""
     return x <= other
 
 
@@ -108,21 +123,25 @@ def _as_bool(x: Tensor) -> Tensor:
 
 @public(method=True, top=True)
 def logical_not(x: Tensor) -> Tensor:
+    """True where x is zero (False)."""
     return ew.compare("equal", _as_bool(x), 0)
 
 
 @public(method=True, top=True)
 def logical_and(x: Tensor, other: Tensor) -> Tensor:
+    """True where both are nonzero."""
     return mathops.bitwise_and(_as_bool(x), _as_bool(other))
 
 
 @public(method=True, top=True)
 def logical_or(x: Tensor, other: Tensor) -> Tensor:
+    """True where either is nonzero."""
     return mathops.bitwise_or(_as_bool(x), _as_bool(other))
 
 
 @public(method=True, top=True)
 def logical_xor(x: Tensor, other: Tensor) -> Tensor:
+    """True where exactly one is nonzero."""
     return mathops.bitwise_xor(_as_bool(x), _as_bool(other))
 
 

@@ -90,35 +90,41 @@ def _like(x: Tensor, dtype, device):
 
 @public(top=True, functional=False)
 def zeros_like(x, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Zeros shaped like x (its dtype and device unless given)."""
     dtype, device = _like(x, dtype, device)
     return full(x.shape, 0, dtype, device, requires_grad)
 
 
 @public(top=True, functional=False)
 def ones_like(x, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Ones shaped like x."""
     dtype, device = _like(x, dtype, device)
     return full(x.shape, 1, dtype, device, requires_grad)
 
 
 @public(top=True, functional=False)
 def empty_like(x, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A new tensor shaped like x (zeros)."""
     return zeros_like(x, dtype, device, requires_grad)
 
 
 @public(top=True, functional=False)
 def full_like(x, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """``fill_value`` in a tensor shaped like x."""
     dtype, device = _like(x, dtype, device)
     return full(x.shape, fill_value, dtype, device, requires_grad)
 
 
 @public(top=True, functional=False)
 def randn_like(x, dtype=None, device=None, seed=None, requires_grad=False) -> Tensor:
+    """Standard normal samples shaped like x."""
     dtype, device = _like(x, dtype, device)
     return tensor_module.randn(x.shape, dtype, device, seed, requires_grad)
 
 
 @public(top=True, functional=False)
 def rand_like(x, dtype=None, device=None, seed=None) -> Tensor:
+    """Uniform [0, 1) samples shaped like x."""
     dtype, device = _like(x, dtype, device)
     return tensor_module.rand(x.shape, dtype, device, seed)
 
