@@ -579,8 +579,9 @@ def cat(arrays: list, axis: int) -> Array:
 
 @op
 def index_select(x: Array, axis: int, index: Array) -> Array:
-    """``x`` at the positions ``index`` (1-d int64, in range) along ``axis``: the shape of
-    ``x`` with ``axis`` of length ``len(index)`` (NumPy's take)."""
+    """``x`` at the positions ``index`` (1-d int64) along ``axis``: the shape of ``x`` with
+    ``axis`` of length ``len(index)`` (NumPy's take). Indices are checked as gather's
+    are; a device backend must not read out of bounds (an out-of-range index gives 0)."""
 
 
 def _by_role(role: str) -> list[str]:

@@ -64,25 +64,19 @@ def _slice_scatter(ops, node, grad):
 
 @rule("gather")
 def _gather(ops, node, grad):
+    """One scatter-add of the gradient into zeros shaped like the input."""
     (index,) = node.saved
     shape, axis, spec = node.attrs
     base = _zeros(ops, shape, spec)
     if not math.prod(grad.shape):
         return base, None
+    if len(index.shape) == 1 and len(shape) != 1:  # index_select's 1-d index: spread it
+        lined = tuple(index.shape[0] if d == axis else 1 for d in range(len(shape)))
+        index = ops.broadcast_to(ops.reshape(index, lined), grad.shape)
     return ops.scatter_add(base, axis, index, grad), None
 
 
-@rule("index_select")
-def _index_select(ops, node, grad):
-    (index,) = node.saved
-    shape, axis, spec = node.attrs
-    base = _zeros(ops, shape, spec)
-    if not math.prod(grad.shape):
-        return base, None
-    rank = len(shape)
-    lined = ops.reshape(index, tuple(index.shape[0] if d == axis else 1 for d in range(rank)))
-    full = ops.broadcast_to(lined, grad.shape)
-    return ops.scatter_add(base, axis, full, grad), None
+RULES["index_select"] = _gather  # the same, once its 1-d index is broadcast
 
 
 @rule("scatter_add")

@@ -155,8 +155,8 @@ def take_along_dim(x: Tensor, indices=None, dim=UNSET, *, axis=UNSET) -> Tensor:
                                            for d, n in enumerate(shape)))
         indices = movement.broadcast_to(indices, tuple(indices.shape[axis] if d == axis else n
                                                        for d, n in enumerate(shape)))
-    check_range("take_along_dim", indices, x.shape[axis], negative_ok=True)
-    return gather_tensor(x, axis, wrap_negative(indices, x.shape[axis]))
+    negative = check_range("take_along_dim", indices, x.shape[axis], negative_ok=True)
+    return gather_tensor(x, axis, wrap_negative(indices, x.shape[axis], negative))
 
 
 @public()

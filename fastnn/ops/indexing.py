@@ -38,6 +38,8 @@ from fastnn.ops.shaping import flip
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
 
+_INDEX = (dtypes.int64, dtypes.int32)
+
 # ---------------------------------------------------------------- the key
 
 
@@ -146,7 +148,7 @@ def _basic(op: str, x: Tensor, items: list):
 
 
 def _advanced(op: str, x: Tensor, advanced: list) -> Tensor:
-    """Select with the index tensors (and ints) in ``advanced`` (NumPy's placement rule)."""
+    """Select with the index tensors in ``advanced`` (NumPy's placement rule)."""
     axes = [a for a, _ in advanced]
     device = x._device
     indices = []
@@ -156,8 +158,10 @@ def _advanced(op: str, x: Tensor, advanced: list) -> Tensor:
             index = as_index(op, index, device)
         else:
             check_same_device(op, x, index)
-        check_range(op, index, size, negative_ok=True)
-        indices.append(wrap_negative(index, size))
+        negative = check_range(op, index, size, negative_ok=True)
+        indices.append(wrap_negative(index, size, negative))
+    if len(indices) == 1 and indices[0].ndim == 1:  # x[idx] along one axis: one select
+        return index_select_tensor(x, axes[0], indices[0])
     shape = np.broadcast_shapes(*(t.shape for t in indices))
     adjacent = axes == list(range(axes[0], axes[0] + len(axes)))
     place = axes[0] if adjacent else 0
@@ -181,6 +185,19 @@ def _advanced(op: str, x: Tensor, advanced: list) -> Tensor:
 @public(method="__getitem__", functional=False)
 def getitem(x: Tensor, key) -> Tensor:
     """``x[key]``: see the module docstring."""
+    if type(key) is Tensor and key._dtype in _INDEX and key.ndim == 1 and x.ndim:
+        # the batch loop's x[perm[i:i + n]]: one index_select, nothing else to parse
+        key = as_index("index", key, x._device)
+        check_same_device("index", x, key)
+        negative = check_range("index", key, x.shape[0], negative_ok=True)
+        return index_select_tensor(x, 0, wrap_negative(key, x.shape[0], negative))
+    if type(key) is builtins.slice and x.ndim and (key.step is None or key.step > 0):
+        # x[a:b] (a batch of rows): one strided slice, a view
+        start, stop, step = key.indices(x.shape[0])
+        stop = builtins.max(start, stop)
+        rank = x.ndim
+        return slice_tensor(x, (start,) + (0,) * (rank - 1), (stop,) + x.shape[1:],
+                            (step,) + (1,) * (rank - 1))
     items = _expand_key("index", x, key)
     out, advanced = _basic("index", x, items)
     return _advanced("index", out, advanced) if advanced else out
@@ -206,6 +223,12 @@ def setitem(x: Tensor, key, value) -> None:
         value = value.to(x._dtype)
     check_same_device("index assignment", x, value)
     value = value.detach()
+    if type(key) is Tensor and key._dtype is dtypes.bool_ and key.shape == x.shape and \
+            _broadcasts_to(value.shape, x.shape):
+        # x[mask] = v with a mask like x: one where, no host round trip for the count
+        check_same_device("index assignment", x, key)
+        x._data = x._device.ops.where(key._data, value._data, x._data)
+        return
     items = _expand_key("index assignment", x, key)
     if not any(kind == "index" for kind, _ in items) and not any(
             kind == "slice" and (item.step or 1) < 0 for kind, item in items):
@@ -247,6 +270,13 @@ def setitem(x: Tensor, key, value) -> None:
     if x._dtype is dtypes.bool_:
         data = ops.astype(data, "bool")
     x._data = data
+
+
+def _broadcasts_to(shape, target) -> bool:
+    try:
+        return np.broadcast_shapes(shape, target) == tuple(target)
+    except ValueError:
+        return False
 
 
 def _broadcast_value(value: Tensor, shape) -> Tensor:

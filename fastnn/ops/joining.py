@@ -23,14 +23,17 @@ def _tensors(op: str, tensors) -> list:
     tensors = list(tensors)
     if not tensors:
         raise ValueError(f"{op}: expected a non-empty sequence of tensors")
+    first = tensors[0]
+    dtype = getattr(first, "_dtype", None)
+    mixed = False
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}: item {i} is a {type(t).__name__}, not a Tensor")
-        check_same_device(op, tensors[0], t)
-    dtype = tensors[0]._dtype
-    for t in tensors[1:]:
-        dtype = promote(dtype, t._dtype)
-    return [astype(t, dtype) for t in tensors]
+        if t._device is not first._device:
+            check_same_device(op, first, t)
+        if t._dtype is not dtype:
+            dtype, mixed = promote(dtype, t._dtype), True
+    return [astype(t, dtype) for t in tensors] if mixed else tensors
 
 
 @public(top=True, aliases=("concat", "concatenate"))
@@ -38,24 +41,26 @@ def cat(tensors, dim=UNSET, *, axis=UNSET) -> Tensor:
     """Join tensors along an existing ``dim`` (shapes equal elsewhere)."""
     dim = dim_of("cat", dim, axis, 0)
     tensors = _tensors("cat", tensors)
-    # as PyTorch: a 1-d empty tensor is skipped (the old way to start a loop)
-    if any(t.ndim != 1 for t in tensors):
-        tensors = [t for t in tensors if t.shape != (0,)] or tensors[:1]
-    first = tensors[0]
-    axis = axis_index("cat", dim, first.ndim)
-    if first.ndim == 0:
+    shapes = [tuple(t._data.shape) for t in tensors]
+    # as PyTorch: a 1-d empty tensor next to others is skipped (the old way to start a loop)
+    if any(len(s) != 1 for s in shapes) and (0,) in shapes:
+        kept = [(t, s) for t, s in zip(tensors, shapes) if s != (0,)] or [(tensors[0],
+                                                                          shapes[0])]
+        tensors, shapes = [t for t, _ in kept], [s for _, s in kept]
+    first = shapes[0]
+    if not first:
         raise ValueError("cat: zero-dimensional tensors cannot be joined; use fnn.stack")
-    for i, t in enumerate(tensors):
-        if t.ndim != first.ndim or any(a != b for d, (a, b) in enumerate(zip(t.shape,
-                                                                              first.shape))
-                                       if d != axis):
-            raise ValueError(f"cat: tensor {i} has shape {t.shape}, but tensor 0 has "
-                             f"{first.shape}; all must match except in dim {axis}")
+    at = axis_index("cat", dim, len(first))
+    rest = first[:at] + first[at + 1:]
+    for i, s in enumerate(shapes):
+        if len(s) != len(first) or s[:at] + s[at + 1:] != rest:
+            raise ValueError(f"cat: tensor {i} has shape {s}, but tensor 0 has {first}; all "
+                             f"must match except in dim {at}")
     if len(tensors) == 1:
         return tensors[0]
-    data = first._device.ops.cat([t._data for t in tensors], axis)
-    out = Tensor._make(data, first._dtype, first._device)
-    return attach(out, "cat", tuple(tensors), (), ([t.shape[axis] for t in tensors], axis))
+    data = tensors[0]._device.ops.cat([t._data for t in tensors], at)
+    out = Tensor._make(data, tensors[0]._dtype, tensors[0]._device)
+    return attach(out, "cat", tuple(tensors), (), ([s[at] for s in shapes], at))
 
 
 @public(top=True)

@@ -133,7 +133,8 @@ def cross_entropy(logits: Tensor, targets: Tensor, weight=None, ignore_index: in
     if not rows.dtype.is_floating:
         raise TypeError(f"cross_entropy: logits must be floating point, got {rows.dtype}")
     if not isinstance(flat, Tensor) or flat.dtype not in (dtypes.int64, dtypes.int32):
-        raise TypeError("cross_entropy: targets must be an int64 or int32 tensor of class indices")
+        raise TypeError(f"cross_entropy: targets must be an int64 or int32 tensor of class "
+                        f"indices, got a {flat.dtype.name} tensor")
     classes = rows.shape[1]
     if weight is None and not smoothing and _none_ignored(flat, ignore_index):
         per = nnops.softmax_cross_entropy_rows(rows, flat)

@@ -22,16 +22,19 @@ def _float(op: str, x) -> Tensor:
 
 @public(method=True, top=True)
 def sin(x):
+    """Sine, elementwise (radians)."""
     return ew.unary("sin", x, save_input=True)
 
 
 @public(method=True, top=True)
 def cos(x):
+    """Cosine, elementwise (radians)."""
     return ew.unary("cos", x, save_input=True)
 
 
 @public(method=True, top=True)
 def tan(x):
+    """Tangent: sin(x) / cos(x)."""
     x = _float("tan", x)
     return ew.div(sin(x), cos(x))
 
@@ -46,6 +49,7 @@ def floor(x):
 
 @public(method=True, top=True)
 def ceil(x):
+    """The smallest integer >= x; integer tensors are returned as they are."""
     if isinstance(x, Tensor) and not x._dtype.is_floating:
         return x
     return ew.neg(floor(ew.neg(x)))
@@ -53,6 +57,7 @@ def ceil(x):
 
 @public(method=True, top=True)
 def trunc(x):
+    """x rounded toward zero; integer tensors are returned as they are."""
     if isinstance(x, Tensor) and not x._dtype.is_floating:
         return x
     return ew.where(ew.compare("less", x, 0), ceil(x), floor(x))
@@ -73,6 +78,7 @@ def round(x):
 
 @public(method=True, top=True)
 def log1p(x):
+    """log(1 + x), accurate for tiny x."""
     x = _float("log1p", x)
     # log(1 + u) through the composite's Kahan form; gradients flow through its primitives
     w = ew.add(x, 1.0)
@@ -99,26 +105,31 @@ def expm1(x):
 
 @public(method=True, top=True)
 def log2(x):
+    """Base-2 logarithm."""
     return ew.mul(ew.log(_float("log2", x)), 1.0 / math.log(2.0))
 
 
 @public(method=True, top=True)
 def exp2(x):
+    """2 ** x."""
     return ew.exp(ew.mul(_float("exp2", x), math.log(2.0)))
 
 
 @public(method=True, top=True)
 def rsqrt(x):
+    """1 / sqrt(x)."""
     return ew.pow(_float("rsqrt", x), -0.5)
 
 
 @public(method=True, top=True)
 def square(x):
+    """x * x."""
     return ew.mul(x, x)
 
 
 @public(method=True, top=True)
 def reciprocal(x):
+    """1 / x."""
     x = _float("reciprocal", x)
     return ew.pow(x, -1.0)
 
@@ -146,6 +157,7 @@ def _like(bound, x):
 
 @public(method=True, top=True)
 def isnan(x):
+    """True where x is NaN."""
     if not x._dtype.is_floating:
         return full(x.shape, False, dtypes.bool_, x._device)
     return ew.compare("equal", ew.compare("equal", x, x), 0)
@@ -153,6 +165,7 @@ def isnan(x):
 
 @public(method=True, top=True)
 def isinf(x):
+    """True where x is +inf or -inf."""
     if not x._dtype.is_floating:
         return full(x.shape, False, dtypes.bool_, x._device)
     return ew.compare("equal", ew.abs(x.detach()), _INF)
@@ -160,6 +173,7 @@ def isinf(x):
 
 @public(method=True, top=True)
 def isfinite(x):
+    """True where x is neither NaN nor infinite."""
     if not x._dtype.is_floating:
         return full(x.shape, True, dtypes.bool_, x._device)
     return ew.compare("less", ew.abs(x.detach()), _INF)
@@ -224,16 +238,19 @@ def _bitwise(op: str, a, b):
 
 @public(method=("bitwise_and", "__and__", "__rand__"), top=True)
 def bitwise_and(a, b):
+    """a & b on bool or integer tensors (a Python int or bool as b)."""
     return _bitwise("bitwise_and", a, b)
 
 
 @public(method=("bitwise_or", "__or__", "__ror__"), top=True)
 def bitwise_or(a, b):
+    """a | b on bool or integer tensors."""
     return _bitwise("bitwise_or", a, b)
 
 
 @public(method=("bitwise_xor", "__xor__", "__rxor__"), top=True)
 def bitwise_xor(a, b):
+    """a ^ b on bool or integer tensors."""
     return _bitwise("bitwise_xor", a, b)
 
 

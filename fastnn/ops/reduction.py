@@ -182,7 +182,12 @@ def norm(x: Tensor, p=2, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET
         return movement.sum(ew.compare("equal", ew.compare("equal", a, 0.0), 0).to(
             x._dtype), axes, keep)
     if p == 2:
-        return ew.sqrt(movement.sum(ew.mul(x, x), axes, keep))
+        # NOTE: the gradient x / norm is 0/0 at a zero norm; PyTorch takes 0 there, and so
+        # does this: sqrt sees 1 where the sum is 0, and where() passes no gradient back
+        total = movement.sum(ew.mul(x, x), axes, keep)
+        zero = ew.compare("equal", total, 0.0)
+        safe = ew.where(zero, ew.add(ew.mul(total.detach(), 0.0), 1.0), total)
+        return ew.where(zero, ew.mul(total.detach(), 0.0), ew.sqrt(safe))
     if p == 1:
         return movement.sum(a, axes, keep)
     return ew.pow(movement.sum(ew.pow(a, float(p)), axes, keep), 1.0 / float(p))

@@ -41,12 +41,15 @@ def index_select_tensor(x: Tensor, axis: int, index: Tensor) -> Tensor:
                                                                    zero_spec(x)))
 
 
-def check_range(op: str, index: Tensor, size: int, negative_ok: bool) -> None:
-    """IndexError when an index is outside the axis (on the host, where that is free)."""
+def check_range(op: str, index: Tensor, size: int, negative_ok: bool) -> bool:
+    """IndexError when an index is outside the axis (on the host, where that is free).
+
+    Returns whether ``index`` may hold negative entries (False only when checked).
+    """
     if not index.numel():
-        return
+        return False
     if not (index._device.backend.record.host_memory or is_anomaly_enabled()):
-        return  # see the module docstring: as PyTorch CUDA, no round trip per call
+        return True  # see fastnn.ops.indexing: as PyTorch CUDA, no round trip per call
     values = index.numpy()
     low, high = int(values.min()), int(values.max())
     lowest = -size if negative_ok else 0
@@ -54,18 +57,24 @@ def check_range(op: str, index: Tensor, size: int, negative_ok: bool) -> None:
         bad = low if low < lowest else high
         raise IndexError(f"{op}: index {bad} is out of range for an axis of size {size} "
                          f"(valid: {lowest} to {size - 1})")
+    return low < 0
 
 
-def wrap_negative(index: Tensor, size: int) -> Tensor:
+def wrap_negative(index: Tensor, size: int, negative=True) -> Tensor:
     """``index`` with negative entries counted from the end (index + size where < 0)."""
+    if not negative:
+        return index
     ops = index._device.ops
     data = ops.where(ops.less(index._data, 0), ops.add(index._data, size), index._data)
     return Tensor._make(data, index._dtype, index._device)
 
 
 def as_index(op: str, value, device) -> Tensor:
-    """An int64 or bool tensor on ``device`` from a tensor, list or NumPy array index."""
+    """An int64 or bool tensor on ``device`` from a tensor, list or NumPy array index (an
+    index tensor in host memory moves to ``device``, as PyTorch takes CPU indices)."""
     if isinstance(value, Tensor):
+        if value._device != device and value._device.backend.record.host_memory:
+            value = value.to(device)  # a host index for a device tensor, as PyTorch allows
         if value._dtype in _INT:
             return value if value._dtype is dtypes.int64 else value.to(dtypes.int64)
         if value._dtype is dtypes.bool_:

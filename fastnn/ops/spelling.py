@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from fastnn.api.args import flag
+
 _UNSET = object()
 
 
@@ -16,11 +18,14 @@ def one_of(op: str, names: tuple, values: tuple, default):
 
 
 def dim_of(op: str, dim, axis, default=None):
+    """The one of dim=/axis= given (or ``default``)."""
     return one_of(op, ("dim", "axis"), (dim, axis), default)
 
 
-def keep_of(op: str, keepdim, keepdims, default=False):
-    return bool(one_of(op, ("keepdim", "keepdims"), (keepdim, keepdims), default))
+def keep_of(op: str, keepdim, keepdims, default=False) -> bool:
+    """The one of keepdim=/keepdims= given, which must be a bool (keepdims="x" is refused)."""
+    value = one_of(op, ("keepdim", "keepdims"), (keepdim, keepdims), default)
+    return value if type(value) is bool else flag(op, "keepdims", value)
 
 
 UNSET = _UNSET

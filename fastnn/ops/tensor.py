@@ -8,12 +8,13 @@ import numbers
 import numpy as np
 
 from fastnn.api import dtypes, registry
-from fastnn.api.args import integer, ints
+from fastnn.api.args import flag, integer, ints
 from fastnn.api.device import Device, as_device, get_device
 from fastnn.api.dtypes import DType, as_dtype
 from fastnn.api.errors import BackendError
 from fastnn.autograd import engine
 from fastnn.ops import core
+from fastnn.ops.convert import _wider, host_array
 
 
 class Tensor:
@@ -46,13 +47,14 @@ class Tensor:
         return self._requires_grad
 
     @requires_grad.setter
-    def requires_grad(self, flag) -> None:
-        if flag and not self._dtype.is_floating:
+    def requires_grad(self, value) -> None:
+        value = flag("requires_grad", "the value", value)
+        if value and not self._dtype.is_floating:
             raise TypeError(
                 f"only floating-point tensors can require grad, not {self._dtype.name}; "
                 f"convert with .to(fnn.float32) first"
             )
-        self._requires_grad = bool(flag)
+        self._requires_grad = value
 
     @property
     def grad(self):
@@ -98,8 +100,10 @@ class Tensor:
     def is_leaf(self) -> bool:
         return self._node is None
 
-    def size(self, axis=None):
-        return self.shape if axis is None else self.shape[axis]
+    def size(self, dim=None, axis=None):
+        """The shape, or the size of one dim (``dim=`` or ``axis=``)."""
+        dim = axis if dim is None else dim
+        return self.shape if dim is None else self.shape[dim]
 
     def numel(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
@@ -110,9 +114,20 @@ class Tensor:
         return self.shape[0]
 
     def __repr__(self) -> str:
-        grad = ", requires_grad=True" if self.requires_grad else ""
+        """As PyTorch prints it: the values, then dtype and device where they are not the
+        defaults (float32, int64 and bool; cpu), then grad_fn or requires_grad."""
         body = np.array2string(self.numpy(), separator=", ", threshold=50, prefix="tensor(")
-        return f"tensor({body}, dtype={self._dtype.name}, device='{self._device}'{grad})"
+        extra = []
+        if self._device.type != "cpu" or self._device.index:
+            extra.append(f"device='{self._device}'")
+        if self._dtype.name not in ("float32", "int64", "bool") or not self.numel():
+            extra.append(f"dtype={self._dtype.name}")
+        if self._node is not None:
+            name = "".join(part.capitalize() for part in self._node.op.split("_"))
+            extra.append(f"grad_fn=<{name}Backward>")
+        elif self.requires_grad:
+            extra.append("requires_grad=True")
+        return "tensor(" + ", ".join([body] + extra) + ")"
 
     def __bool__(self) -> bool:
         if self.numel() != 1:
@@ -214,8 +229,12 @@ class Tensor:
                 )
             grad_data = ops.full(self.shape, 1.0, self._dtype.name, self._device.index)
         else:
-            g = grad if isinstance(grad, Tensor) else tensor(grad, dtype=self._dtype,
-                                                              device=self._device)
+            try:
+                g = grad if isinstance(grad, Tensor) else tensor(grad, dtype=self._dtype,
+                                                                  device=self._device)
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"backward: grad must be a Tensor or array-like of numbers "
+                                f"shaped {self.shape}; {exc}") from None
             if g.shape != self.shape:
                 raise ValueError(f"backward: grad has shape {g.shape}, expected {self.shape}")
             core.check_same_device("backward", self, g)
@@ -252,7 +271,7 @@ _default_rng = np.random.default_rng()
 def manual_seed(seed: int) -> None:
     """Seed fastnn's host generator (used by randn without seed= and by layer init)."""
     global _default_rng
-    _default_rng = np.random.default_rng(seed)
+    _default_rng = np.random.default_rng(integer("manual_seed", "seed", seed, 0))
 
 
 def host_rng() -> np.random.Generator:
@@ -263,8 +282,8 @@ def host_rng() -> np.random.Generator:
 def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A new tensor holding a copy of ``data`` (NumPy array, nested list, scalar or Tensor).
 
-    dtype=None keeps a NumPy array's dtype; lists and scalars as PyTorch infers them
-    (bools -> bool, ints -> int64, floats -> float32).
+    dtype=None keeps a NumPy array's dtype; Python data as PyTorch infers it: bools -> bool,
+    ints -> int64, floats -> float32.
     """
     if isinstance(data, Tensor):  # a copy keeps the source's dtype and device by default
         dtype = data.dtype if dtype is None else dtype
@@ -273,20 +292,14 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
     if data is None:
         raise TypeError("tensor: data is None; pass a NumPy array, a nested list or a number")
     if dtype is None:
-        if isinstance(data, np.ndarray):
+        if isinstance(data, (np.ndarray, np.generic)):
             dtype = as_dtype(data.dtype)
-        elif isinstance(data, np.generic):
-            dtype = as_dtype(data.dtype)
-        else:  # as PyTorch infers it: bools -> bool, ints -> int64, floats -> float32
-            kind = np.asarray(data).dtype.kind
-            dtype = {"b": dtypes.bool_, "i": dtypes.int64, "u": dtypes.int64}.get(
-                kind, dtypes.float32)
+        else:
+            dtype = _infer(data)
     else:
         dtype = as_dtype(dtype)
-    try:
-        host = np.asarray(data, dtype=dtype.numpy)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"tensor: cannot convert {type(data).__name__} to {dtype}: {exc}") from None
+    requires_grad = flag("tensor", "requires_grad", requires_grad)
+    host = host_array("tensor", data, dtype)
     dev = as_device(device)
     dev.check_dtype(dtype, "tensor")
     out = Tensor._make(dev.ops.from_numpy(host, dev.index), dtype, dev)
@@ -295,10 +308,20 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
     return out
 
 
+def _infer(data) -> DType:
+    """The dtype PyTorch infers for Python data: bools -> bool, ints -> int64, anything else
+    -> float32 (the default float dtype); host_array then names what cannot be converted."""
+    try:
+        kind = np.asarray(data).dtype.kind
+    except (TypeError, ValueError):
+        return dtypes.float32
+    return dtypes.bool_ if kind == "b" else dtypes.int64 if kind in "iu" else dtypes.float32
+
+
 def _shape_of(op: str, shape) -> tuple:
     shape = ints(op, "shape", shape)
     if any(n < 0 for n in shape):
-        raise ValueError(f"negative dimension in shape {shape}")
+        raise ValueError(f"{op}: negative dimension in shape {shape}; sizes must be >= 0")
     return shape
 
 
@@ -307,12 +330,20 @@ def full(shape, value, dtype=dtypes.float32, device=None, requires_grad=False) -
     dtype, dev = as_dtype(dtype), as_device(device)
     if not isinstance(value, numbers.Real):
         raise TypeError(f"full: value must be a real number, got {type(value).__name__} {value!r}")
+    requires_grad = flag("full", "requires_grad", requires_grad)
     if dtype.is_floating:
-        value = float(value)
+        try:
+            value = float(value)
+        except OverflowError:  # an int beyond float64, as NumPy rounds it
+            value = math.inf if value > 0 else -math.inf
     else:  # as NumPy: truncated toward zero; NaN and Inf have no integer value
         if not math.isfinite(value):
             raise ValueError(f"full: {value!r} cannot be stored in {dtype.name}")
         value = bool(value) if dtype.name == "bool" else int(value)
+        info = np.iinfo(dtype.numpy) if dtype.name != "bool" else None
+        if info is not None and not info.min <= value <= info.max:
+            raise ValueError(f"full: value {value} does not fit in {dtype.name} ([{info.min}, "
+                             f"{info.max}]); use {_wider(dtype)}")
     dev.check_dtype(dtype, "full")
     data = dev.ops.full(_shape_of("full", shape), value, dtype.name, dev.index)
     out = Tensor._make(data, dtype, dev)
@@ -320,10 +351,12 @@ def full(shape, value, dtype=dtypes.float32, device=None, requires_grad=False) -
 
 
 def zeros(shape, dtype=dtypes.float32, device=None, requires_grad=False) -> Tensor:
+    """A tensor of ``shape`` filled with 0 (float32 on the current device by default)."""
     return full(shape, 0, dtype, device, requires_grad)
 
 
 def ones(shape, dtype=dtypes.float32, device=None, requires_grad=False) -> Tensor:
+    """A tensor of ``shape`` filled with 1 (float32 on the current device by default)."""
     return full(shape, 1, dtype, device, requires_grad)
 
 

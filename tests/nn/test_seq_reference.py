@@ -164,7 +164,7 @@ def test_embedding_picks_rows_and_padding_row_gets_no_gradient():
     want[0] = 0.0
     np.testing.assert_allclose(emb.weight.grad.numpy(), want, rtol=1e-12)
     with pytest.raises(TypeError, match="indices must be an int64 or int32"):
-        emb(fnn.tensor([0.0, 1.0]))
+        emb(fnn.tensor([0.0, 1.0], dtype=fnn.float64))
     with pytest.raises(ValueError, match="padding_idx must be in"):
         nn.Embedding(5, 3, padding_idx=5)
 

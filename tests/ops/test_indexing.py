@@ -56,6 +56,12 @@ def test_index_tensors_and_views(device):
         assert np.shares_memory(x[1:3, ::2].data, x.data)
 
 
+def test_a_cpu_index_tensor_indexes_a_device_tensor(device):
+    x = fnn.tensor(X, device=device)
+    np.testing.assert_array_equal(x[fnn.tensor(IDX)].numpy(), X[IDX])
+    np.testing.assert_array_equal(x[:, fnn.tensor(IDX)].numpy(), X[:, IDX])
+
+
 def test_torch_agrees_on_mixed_indexing():
     torch = pytest.importorskip("torch")
     t = torch.tensor(X)
@@ -89,6 +95,13 @@ def test_setitem_in_place_as_numpy(device, key, value):
     x = fnn.tensor(X, device=device)
     x[key] = value if np.ndim(value) == 0 else fnn.tensor(value, device=device)
     np.testing.assert_array_equal(x.numpy(), want)
+
+
+def test_setitem_through_a_mask_with_the_selected_values(device):
+    x = fnn.tensor(X, device=device)
+    mask = X > 0
+    x[fnn.tensor(mask, device=device)] = fnn.tensor(-X[mask], device=device)
+    np.testing.assert_array_equal(x.numpy(), -np.abs(X))
 
 
 def test_setitem_on_int_and_bool_tensors(device):

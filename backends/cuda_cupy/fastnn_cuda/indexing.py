@@ -61,7 +61,15 @@ def scatter_add(base, axis, index, src):
 
 @hookimpl
 def index_select(x, axis, index):
-    return cp.take(x, index, axis=axis)
+    n = x.shape[axis]
+    safe = (index >= 0) & (index < n)
+    if not x.size:
+        shape = x.shape[:axis] + index.shape + x.shape[axis + 1:]
+        return cp.zeros(shape, x.dtype)
+    # NOTE: as gather: an out-of-range position reads row 0 and is then zeroed
+    picked = cp.take(x, cp.where(safe, index, 0), axis=axis)
+    lined = safe.reshape(tuple(len(index) if d == axis else 1 for d in range(x.ndim)))
+    return cp.where(lined, picked, cp.zeros((), x.dtype))
 
 
 @hookimpl

@@ -50,6 +50,9 @@ def test_gather_and_scatter_add_with_repeats_and_out_of_range(axis):
 def test_index_select_cat_cumsum_prod():
     index = np.array([2, 0, 2, 1])
     same(indexing.index_select(X, 0, index), fastnn_cpu.index_select(X, 0, index))
+    outside = indexing.index_select(X, 1, np.array([1, 4, -1]))  # never read: zeros
+    same(outside[:, 0], X[:, 1])
+    assert not outside[:, 1:].any()
     same(indexing.cat([X, X[:, :1]], 1), fastnn_cpu.cat([X, X[:, :1]], 1))
     same(indexing.cumsum(X, 1), fastnn_cpu.cumsum(X, 1))
     same(indexing.prod(X, (0, 2), True), fastnn_cpu.prod(X, (0, 2), True))
