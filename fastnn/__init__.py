@@ -16,11 +16,13 @@ from fastnn.ops.table import TOP as _TOP  # noqa: E402  (fnn.NAME where PyTorch 
 from fastnn.ops.tensor import Tensor, full, manual_seed, ones, rand, randn, tensor, zeros
 
 globals().update(_TOP)
+bool = bool_  # noqa: A001  (fnn.bool, as torch.bool)
+"""The bool dtype (``fnn.bool_``), spelt as PyTorch's ``torch.bool``."""
 __version__ = "0.1.0"
 
 __all__ = [
     "BackendError", "DType", "Device", "DeviceMismatchError", "Tensor", "backends",
-    "bfloat16", "bool_", "detect_anomaly", "enable_grad", "fallback_stats", "float16",
+    "bfloat16", "bool", "bool_", "detect_anomaly", "enable_grad", "fallback_stats", "float16",
     "float32", "float64",
     "full", "functional", "get_device", "int32", "int64", "is_grad_enabled", "manual_seed",
     "no_grad", "ones", "rand", "randn", "tensor", "use", "zeros",

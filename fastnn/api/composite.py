@@ -256,3 +256,41 @@ from fastnn.api.composite_optim import (  # noqa: E402,F401  (the newer optimize
     radam_step,
     rmsprop_momentum_step,
 )
+
+# ---------------------------------------------------------------- joining and selecting
+
+
+def cat(ops, arrays, axis):
+    """slice_scatter of each piece into one array of the joined shape.
+
+    The base's values never show (every position is written), so it is any array of
+    that shape: one element of a non-empty piece, broadcast.
+    """
+    rank = len(arrays[0].shape)
+    shape = list(arrays[0].shape)
+    shape[axis] = sum(a.shape[axis] for a in arrays)
+    shape = tuple(shape)
+    first = next((a for a in arrays if math.prod(a.shape)), None)
+    if first is None or not math.prod(shape):  # nothing to copy: an empty array of that shape
+        empty = ops.slice(arrays[0], (0,) * rank, (0,) * rank, (1,) * rank)
+        return ops.contiguous(ops.reshape(empty, shape))
+    one = ops.reshape(ops.slice(first, (0,) * rank, (1,) * rank, (1,) * rank), (1,) * rank)
+    out = ops.contiguous(ops.broadcast_to(one, shape))
+    offset = 0
+    for a in arrays:
+        n = a.shape[axis]
+        if n:
+            starts = tuple(offset if d == axis else 0 for d in range(rank))
+            stops = tuple(offset + n if d == axis else shape[d] for d in range(rank))
+            out = ops.slice_scatter(out, a, starts, stops, (1,) * rank)
+        offset += n
+    return out
+
+
+def index_select(ops, x, axis, index):
+    """gather with ``index`` broadcast along every other axis."""
+    rank = len(x.shape)
+    lined = ops.reshape(index, tuple(index.shape[0] if d == axis else 1 for d in range(rank)))
+    target = tuple(index.shape[0] if d == axis else n for d, n in enumerate(x.shape))
+    return ops.gather(x, axis, ops.broadcast_to(lined, target))
+

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from fastnn.api.composite import activation_grad
+from fastnn.autograd.rules_indexing import RULES as INDEXING_RULES
 
 RULES: dict = {}
 _SQRT_2_OVER_PI = 2.0 / math.sqrt(math.pi)
@@ -297,3 +298,5 @@ def _rms_div(ops, node, grad):
     last = len(out.shape) - 1
     dot = ops.mean(ops.mul(grad, out), (last,), True)
     return (ops.mul(r, ops.sub(grad, ops.mul(out, dot))),)
+
+RULES.update(INDEXING_RULES)

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fastnn.cli import seq_models
 from fastnn.cli import train_ranks as ranks
 from fastnn.cli.bench import thread_limit
 from fastnn.cli.progress import Progress
@@ -43,7 +44,7 @@ DEFAULTS = {
 }
 # appended only: a checkpoint stores the index
 OPTIMIZERS = ("sgd", "adam", "adamw", "rmsprop", "adagrad", "radam", "nadam")
-MODELS = ("mlp", "conv1d")
+MODELS = ("mlp", "conv1d") + seq_models.MODELS
 PLOT_HINT = "pip install 'fastnn-core[plot]' (or: pip install matplotlib)"
 
 
@@ -52,7 +53,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--data", choices=sorted(DEFAULTS), default="digits",
                    help="data set (default digits)")
     p.add_argument("--model", choices=MODELS, default=None,
-                   help="model (default: mlp for digits, conv1d for trace)")
+                   help="model (default: mlp for digits, conv1d for trace; gru, lstm and "
+                        "transformer are for trace too)")
     p.add_argument("--backend", default="cpu", help="backend/device, e.g. cpu, opencl, cuda:1")
     p.add_argument("--epochs", type=int, default=None, help="total number of epochs")
     p.add_argument("--batch-size", type=int, default=None)
@@ -100,12 +102,15 @@ class History:
 
 def resolve(args):
     """Fill the per-data-set defaults into ``args`` and check the values."""
-    defaults = DEFAULTS[args.data]
+    if args.model is None:
+        args.model = DEFAULTS[args.data]["model"]
+    defaults = {**DEFAULTS[args.data], **seq_models.DEFAULTS.get(args.model, {})}
     for name, value in defaults.items():
         if getattr(args, name) is None:
             setattr(args, name, value)
-    if args.data == "digits" and args.model == "conv1d":
-        raise SystemExit("fastnn train: --model conv1d needs sequence data: use --data trace")
+    if args.data == "digits" and args.model != "mlp":
+        raise SystemExit(f"fastnn train: --model {args.model} needs sequence data: use "
+                         f"--data trace")
     for name in ("epochs", "batch_size"):
         if getattr(args, name) < 1:
             raise SystemExit(f"fastnn train: --{name.replace('_', '-')} must be >= 1")
@@ -131,6 +136,8 @@ def build_model(kind: str, input_shape: tuple, num_classes: int, dropout: float 
     of the Conv1d net)."""
     from fastnn import nn
 
+    if kind in seq_models.MODELS:
+        return seq_models.build(kind, input_shape, num_classes)
     def drop():  # a layer of its own at each place
         return [nn.Dropout(dropout)] if dropout > 0 else []
 

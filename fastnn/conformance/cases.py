@@ -5,7 +5,9 @@ from fastnn.conformance import (  # noqa: F401  (importing a module registers it
     cases_conv,
     cases_elementwise,
     cases_fused,
+    cases_indexing,
     cases_io,
+    cases_math,
     cases_optim,
     cases_tensor,
 )

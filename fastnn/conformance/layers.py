@@ -2,9 +2,13 @@
 
 ``layer.reverse(x, grad_out)`` derives dL/dx and dL/d(parameters) by hand;
 the tape derives them from the backward rules. On a correct backend the two
-agree. Each spec is ``(label, make(dtype, device) -> layer, input shape)``;
-layers with parameters get random (non-default) values so that no gradient
-is trivially zero.
+agree. Each spec is ``(label, make(dtype, device) -> layer, input shape)``, or with a
+fourth entry, a dict of ``call(layer, x)`` (the one-tensor function that ``reverse``
+differentiates, when it is not ``layer(x)``: self-attention, a recurrent layer's output
+sequence) and ``inputs(rng, shape)`` (a host input other than random floats: Embedding's
+indices); layers with parameters get random (non-default) values so that no gradient
+is trivially zero. :func:`uncovered` names every layer class of ``fastnn.nn`` that no spec
+builds, so a new layer cannot be missed.
 """
 
 from __future__ import annotations
@@ -40,10 +44,93 @@ def specs() -> list:
             nn.Linear(4, 6, dtype=d, device=dev), nn.Activation("tanh"),
             nn.RMSNorm(6, dtype=d, device=dev), nn.Linear(6, 3, dtype=d, device=dev)), (5, 4)),
     ]
-    for kind in ("relu", "leaky_relu", "sigmoid", "tanh", "silu", "gelu", "softplus",
-                 "identity"):
+    out += _sequence_specs(nn)
+    from fastnn.ops.activations import ACTIVATIONS
+
+    for kind in sorted(ACTIVATIONS):
         out.append((f"Activation({kind})", lambda d, dev, k=kind: nn.Activation(k), (5, 4)))
     return out
+
+
+def _self_attention(layer, x):
+    return layer(x, x, x)[0]
+
+
+def _output_sequence(layer, x):
+    return layer(x)[0]
+
+
+def _indices(rng, shape):
+    return rng.integers(0, 7, size=shape).astype(np.int64)
+
+
+def _sequence_specs(nn) -> list:
+    """Sequence, attention, gated and activation layers (issue 14)."""
+    mha = {"call": _self_attention}
+    rnn = {"call": _output_sequence}
+    out = [
+        ("Flatten", lambda d, dev: nn.Flatten(), (2, 3, 4)),
+        ("GlobalAvgPool1d", lambda d, dev: nn.GlobalAvgPool1d(), (2, 3, 4)),
+        ("Embedding", lambda d, dev: nn.Embedding(7, 3, dtype=d, device=dev), (2, 5),
+         {"inputs": _indices}),
+        ("Embedding(padding_idx=2)",
+         lambda d, dev: nn.Embedding(7, 3, padding_idx=2, dtype=d, device=dev), (2, 5),
+         {"inputs": _indices}),
+        ("MultiheadAttention", lambda d, dev: nn.MultiheadAttention(4, 2, dtype=d, device=dev),
+         (3, 2, 4), mha),
+        ("MultiheadAttention(batch_first, bias=False)", lambda d, dev: nn.MultiheadAttention(
+            4, 1, bias=False, batch_first=True, dtype=d, device=dev), (2, 3, 4), mha),
+        ("TransformerEncoderLayer", lambda d, dev: nn.TransformerEncoderLayer(
+            4, 2, 6, dropout=0.0, dtype=d, device=dev), (3, 2, 4)),
+        ("TransformerEncoder(norm_first, gelu)", lambda d, dev: nn.TransformerEncoder(
+            nn.TransformerEncoderLayer(4, 2, 6, dropout=0.0, activation="gelu",
+                                       norm_first=True, batch_first=True, dtype=d, device=dev),
+            2), (2, 3, 4)),
+        ("LSTM", lambda d, dev: nn.LSTM(3, 4, dtype=d, device=dev), (5, 2, 3), rnn),
+        ("LSTM(2 layers, bidirectional, batch_first)", lambda d, dev: nn.LSTM(
+            3, 2, num_layers=2, bidirectional=True, batch_first=True, dtype=d, device=dev),
+         (2, 4, 3), rnn),
+        ("GRU", lambda d, dev: nn.GRU(3, 4, dtype=d, device=dev), (5, 2, 3), rnn),
+        ("GRU(2 layers, bidirectional, no bias)", lambda d, dev: nn.GRU(
+            3, 2, num_layers=2, bidirectional=True, bias=False, dtype=d, device=dev),
+         (4, 2, 3), rnn),
+        ("GLU", lambda d, dev: nn.GLU(), (5, 4)),
+        ("GLU(dim=0)", lambda d, dev: nn.GLU(dim=0), (4, 3)),
+        ("DyT", lambda d, dev: nn.DyT(4, dtype=d, device=dev), (5, 4)),
+        ("GELU(approximate=tanh)", lambda d, dev: nn.GELU("tanh"), (5, 4)),
+        ("Softplus(beta=2)", lambda d, dev: nn.Softplus(beta=2.0), (5, 4)),
+        ("LeakyReLU(0.2)", lambda d, dev: nn.LeakyReLU(0.2), (5, 4)),
+        ("ELU(alpha=0.5)", lambda d, dev: nn.ELU(0.5), (5, 4)),
+        ("Hardtanh(-0.5, 1.5)", lambda d, dev: nn.Hardtanh(-0.5, 1.5), (5, 4)),
+        ("LogSoftmax(dim=0)", lambda d, dev: nn.LogSoftmax(dim=0), (5, 4)),
+    ]
+    for gate in ("sigmoid", "silu", "tanh"):
+        out.append((f"GatedLinear({gate})", lambda d, dev, g=gate: nn.GatedLinear(
+            4, 3, gate=g, dtype=d, device=dev), (5, 4)))
+    for name in ("ReLU", "Sigmoid", "Tanh", "GELU", "SiLU", "Softplus", "SELU", "Mish",
+                 "Identity"):
+        out.append((name, lambda d, dev, n=name: getattr(nn, n)(), (5, 4)))
+    return out
+
+
+# layer classes that no spec needs: containers without a forward of their own, and the
+# loss modules (two inputs; checked against PyTorch by fastnn's own tests)
+NOT_LAYERS = ("Module", "ModuleList", "ModuleDict", "Parameter")
+
+
+def uncovered() -> list:
+    """Names of ``fastnn.nn`` layer classes that no spec builds (empty when all are)."""
+    from fastnn import nn
+    from fastnn.nn.loss import _Loss
+
+    built = {type(make("float32", None)) for _, make, *_ in specs()}
+    names = []
+    for name in nn.__all__:
+        cls = getattr(nn, name)
+        if (isinstance(cls, type) and issubclass(cls, nn.Module) and name not in NOT_LAYERS
+                and not issubclass(cls, _Loss) and cls not in built):
+            names.append(name)
+    return names
 
 
 def randomize(layer, rng) -> None:

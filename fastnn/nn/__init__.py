@@ -6,16 +6,55 @@ Every layer runs forward on the tape (``layer(x)``) and also offers
 """
 
 from fastnn.nn.activation import Activation, Dropout, Softmax, Swish
+from fastnn.nn.activation_classes import (
+    ELU,
+    GELU,
+    GLU,
+    SELU,
+    Hardtanh,
+    Identity,
+    LeakyReLU,
+    LogSoftmax,
+    Mish,
+    ReLU,
+    Sigmoid,
+    SiLU,
+    Softplus,
+    Tanh,
+)
+from fastnn.nn.attention import MultiheadAttention
 from fastnn.nn.container import Residual, Sequential
 from fastnn.nn.conv import Conv1d
+from fastnn.nn.embedding import Embedding
 from fastnn.nn.flatten import Flatten, GlobalAvgPool1d
+from fastnn.nn.gated import DyT, GatedLinear
 from fastnn.nn.linear import Bias1d, Dense, Diag, Linear, ScalarScale
+from fastnn.nn.lists import ModuleDict, ModuleList
+from fastnn.nn.loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
 from fastnn.nn.module import PARAM_CLASSES, Module, Parameter
 from fastnn.nn.norm import LayerNorm, RMSDiv, RMSNorm
+from fastnn.nn.recurrent import GRU, LSTM
+from fastnn.nn.transformer import TransformerEncoder, TransformerEncoderLayer
 
 __all__ = [
     "Activation", "Bias1d", "Conv1d", "Dense", "Diag", "Dropout", "Flatten", "GlobalAvgPool1d",
     "LayerNorm", "Linear",
     "Module", "PARAM_CLASSES", "Parameter", "RMSDiv", "RMSNorm", "Residual", "ScalarScale",
     "Sequential", "Softmax", "Swish",
+    # sequence, attention, gated and activation layers, containers and losses
+    "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "DyT", "ELU", "Embedding", "GELU", "GLU",
+    "GRU", "GatedLinear", "Hardtanh", "HuberLoss", "Identity", "KLDivLoss", "L1Loss", "LSTM",
+    "LeakyReLU", "LogSoftmax", "MSELoss", "Mish", "ModuleDict", "ModuleList",
+    "MultiheadAttention", "NLLLoss", "ReLU", "SELU", "SiLU", "Sigmoid", "SmoothL1Loss",
+    "Softplus", "Tanh", "TransformerEncoder", "TransformerEncoderLayer",
 ]

@@ -107,7 +107,7 @@ class Dropout(Module):
         self.seed = None
 
     def extra_repr(self) -> str:
-        return f"p={self.p}"
+        return f"p={self.p}, inplace=False"
 
     def _active(self) -> bool:
         return self.training and self.p > 0.0

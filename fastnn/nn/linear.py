@@ -65,7 +65,7 @@ class Dense(Module):
                                    fan_in_bound(self.in_features), "connective", dtype, device)
 
     def extra_repr(self) -> str:
-        return f"{self.in_features}, {self.out_features}"
+        return f"in_features={self.in_features}, out_features={self.out_features}"
 
     def forward(self, x):
         check_features(self._name(), x, self.in_features)
@@ -100,6 +100,9 @@ class Linear(Dense):
                                      "bias", dtype, device)
         else:
             self.bias = None
+
+    def extra_repr(self) -> str:
+        return super().extra_repr() + f", bias={self.bias is not None}"
 
     def forward(self, x):
         return self.forward_act(x, "identity")

@@ -80,6 +80,14 @@ class Parameter(Tensor):
         p.param_class = param_class
         return p
 
+    def __deepcopy__(self, memo) -> Parameter:
+        """A new parameter with a copy of the values (``copy.deepcopy(model)``); the gradient
+        is not copied, as in PyTorch."""
+        out = Parameter.from_numpy(self.numpy(), self.param_class, self._dtype, self._device)
+        out.requires_grad = self.requires_grad
+        memo[id(self)] = out
+        return out
+
     def __repr__(self) -> str:
         return f"Parameter({self.param_class}, shape={self.shape}, dtype={self._dtype.name})"
 
@@ -203,13 +211,26 @@ class Module:
 
     def __repr__(self) -> str:
         lines = [f"({name}): {mod!r}".replace("\n", "\n  ") for name, mod in self._modules.items()]
-        head = f"{type(self).__name__}({self.extra_repr()}"
-        return head + ("\n  " + "\n  ".join(lines) + "\n)" if lines else ")")
+        extra = self.extra_repr()
+        if not lines:
+            return f"{type(self).__name__}({extra})"
+        # as PyTorch: the layer's own settings on the first line inside, then its children
+        return f"{type(self).__name__}(\n  " + "\n  ".join(([extra] if extra else []) + lines) \
+            + "\n)"
 
     # ------------------------------------------------------------ parameters
     def children(self):
         """An iterator over the direct sub-modules."""
         return iter(self._modules.values())
+
+    def modules(self):
+        return [mod for _, mod in self.named_modules()]
+
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        """Freeze (False) or unfreeze every parameter; returns the module, as PyTorch's."""
+        for p in self.parameters():
+            p.requires_grad = bool(requires_grad)
+        return self
 
     def named_modules(self, prefix: str = ""):
         """(dotted name, module) pairs of this module (name ``prefix``) and every sub-module."""
@@ -330,27 +351,7 @@ class Module:
         measured faster (benchmarks/bench_reverse.py). Frozen parameters
         (``requires_grad=False``) get no entry.
         """
-        name = type(self).__name__
-        check_tensor(name, x)
-        if not x.dtype.is_floating:
-            raise TypeError(f"{name}.reverse: x must be floating point, got {x.dtype.name}")
-        params = {n: p for n, p in self.named_parameters() if p.requires_grad}
-        saved = {n: p.grad for n, p in params.items()}
-        try:
-            for p in params.values():
-                p.grad = None
-            x_leaf = x.detach().requires_grad_(True)
-            with enable_grad():
-                y = self.forward(x_leaf)
-            check_grad(name, x, grad_out, y.shape)
-            y.backward(grad_out)
-            grads = {n: (p.grad if p.grad is not None else _zeros_like(p))
-                     for n, p in params.items()}
-            grad_x = x_leaf.grad if x_leaf.grad is not None else _zeros_like(x)
-        finally:
-            for n, p in params.items():
-                p.grad = saved[n]
-        return grad_x, grads
+        return tape_reverse(self, self.forward, x, grad_out)
 
     def apply(self, optimizer, self_grads: dict) -> None:
         """One optimizer update of this module's parameters from explicit gradients."""
@@ -390,6 +391,40 @@ def _shape_of_value(owner: str, name: str, value) -> tuple:
     except ValueError:
         raise ValueError(f"{owner}.load_state_dict: {name!r} is a ragged nested list, not an "
                          "array; nothing was loaded") from None
+
+
+def tape_reverse(module: Module, fn, x: Tensor, grad_out: Tensor):
+    """(dL/dx, {name: dL/dparam}) of y = fn(x) for ``module``'s trainable parameters, from
+    one forward and backward on a private tape, leaving every ``.grad`` as it was. ``fn`` is
+    the module's one-tensor view (its forward, or e.g. self-attention for
+    MultiheadAttention). Integer input (Embedding's indices) has no gradient: grad_x is None
+    then. Frozen parameters (``requires_grad=False``) get no entry."""
+    name = type(module).__name__
+    check_tensor(name, x)
+    floating = x.dtype.is_floating
+    params = {n: p for n, p in module.named_parameters() if p.requires_grad}
+    saved = {n: p.grad for n, p in params.items()}
+    try:
+        for p in params.values():
+            p.grad = None
+        x_leaf = x.detach().requires_grad_(True) if floating else x
+        with enable_grad():
+            y = fn(x_leaf)
+        if floating:
+            check_grad(name, x, grad_out, y.shape)
+        elif not isinstance(grad_out, Tensor) or grad_out.shape != y.shape:
+            raise ValueError(f"{name}.reverse: grad_out must be a Tensor of the output's shape "
+                             f"{y.shape}, got {getattr(grad_out, 'shape', type(grad_out))}")
+        y.backward(grad_out)
+        grads = {n: (p.grad if p.grad is not None else _zeros_like(p))
+                 for n, p in params.items()}
+        grad_x = None
+        if floating:
+            grad_x = x_leaf.grad if x_leaf.grad is not None else _zeros_like(x)
+    finally:
+        for n, p in params.items():
+            p.grad = saved[n]
+    return grad_x, grads
 
 
 def _zeros_like(t: Tensor) -> Tensor:

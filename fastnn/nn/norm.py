@@ -69,7 +69,7 @@ class LayerNorm(Module):
             self.bias = const_init((self.features,), 0.0, "bias", dtype, device)
 
     def extra_repr(self) -> str:
-        return f"{self.features}, eps={self.eps}"
+        return f"({self.features},), eps={self.eps}, elementwise_affine={self.affine}"
 
     def _normalize(self, x):
         centered = x - x.mean(axis=-1, keepdims=True)

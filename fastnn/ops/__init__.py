@@ -3,8 +3,24 @@
 Importing this package binds the operators and methods onto :class:`Tensor`.
 """
 
-from fastnn.ops import losses as _losses  # noqa: F401  (each op module fills the op table)
-from fastnn.ops import methods as _methods  # noqa: F401  (binds Tensor's operators)
+from fastnn.ops import activations as _activations
+from fastnn.ops import aliases as _aliases  # noqa: F401  (each op module fills the op table)
+from fastnn.ops import attention as _attention  # noqa: F401
+from fastnn.ops import creation as _creation  # noqa: F401
+from fastnn.ops import gathering as _gathering  # noqa: F401
+from fastnn.ops import indexing as _indexing  # noqa: F401
+from fastnn.ops import joining as _joining  # noqa: F401
+from fastnn.ops import losses as _losses  # noqa: F401
+from fastnn.ops import losses_regression as _losses_regression  # noqa: F401
+from fastnn.ops import mathops as _mathops  # noqa: F401
+from fastnn.ops import reduction as _reduction  # noqa: F401
+from fastnn.ops import shaping as _shaping  # noqa: F401
+
+# isort: split
+# last: binds the table's methods and the operators onto Tensor, so every op module first
+from fastnn.ops import methods as _methods  # noqa: F401
 from fastnn.ops.tensor import Tensor
+
+_activations.add_table_kinds()  # activation kinds made of other modules' ops (sin, cos)
 
 __all__ = ["Tensor"]

@@ -11,12 +11,15 @@ reach the backends' fused bias + activation kernels.
 
 from __future__ import annotations
 
+import math
+
 from fastnn.api import dtypes, hookspec
 from fastnn.api.args import real
 from fastnn.autograd.engine import attach
+from fastnn.ops import joining
 from fastnn.ops.core import astype
-from fastnn.ops.elementwise import add, align
-from fastnn.ops.table import public
+from fastnn.ops.elementwise import add, align, exp, maximum, minimum, mul, where
+from fastnn.ops.table import FUNCTIONAL, public
 from fastnn.ops.tensor import Tensor
 
 ACTIVATIONS: dict = {}  # kind -> fn(x, slope)
@@ -78,11 +81,22 @@ def tanh(x):
     return _hook("tanh", x)
 
 
-@public()
 @kind("gelu")
-def gelu(x):
-    """Exact GELU (with erf), as PyTorch's default."""
+def _gelu_exact(x):
     return _hook("gelu", x)
+
+
+@public()
+def gelu(x, approximate="none"):
+    """GELU: exact with erf (``approximate="none"``, PyTorch's default), or PyTorch's tanh
+    form 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) with ``approximate="tanh"``."""
+    if approximate == "none":
+        return _hook("gelu", x)
+    if approximate != "tanh":
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    x = _floating("gelu", x)
+    inner = mul(add(x, mul(mul(mul(x, x), x), 0.044715)), math.sqrt(2.0 / math.pi))
+    return mul(mul(x, add(tanh(inner), 1.0)), 0.5)
 
 
 @public()
@@ -97,6 +111,78 @@ def silu(x):
 def softplus(x):
     """log(1 + exp(x)), computed stably."""
     return _hook("softplus", x)
+
+
+def _floating(op: str, x) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
+    return x if x._dtype.is_floating else astype(x, dtypes.float32)
+
+
+def _negative_part(x: Tensor, alpha: float) -> Tensor:
+    """alpha * (exp(min(x, 0)) - 1): the negative branch of ELU, finite for every x (the
+    min keeps exp from overflowing where the branch is not taken, which would make its
+    gradient 0 * inf)."""
+    return mul(add(exp(minimum(x, 0.0)), -1.0), alpha)
+
+
+@public()
+def elu(x, alpha=1.0):
+    """x where x > 0, else alpha * (exp(x) - 1)."""
+    x = _floating("elu", x)
+    return where(x > 0, x, _negative_part(x, real("elu", "alpha", alpha)))
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+@public()
+def selu(x):
+    """scale * elu(x, alpha) with PyTorch's constants (alpha 1.67326..., scale 1.05070...)."""
+    x = _floating("selu", x)
+    return mul(where(x > 0, x, _negative_part(x, _SELU_ALPHA)), _SELU_SCALE)
+
+
+@public()
+def mish(x):
+    """x * tanh(softplus(x))."""
+    x = _floating("mish", x)
+    return mul(x, tanh(softplus(x)))
+
+
+@public()
+def hardtanh(x, min_val=-1.0, max_val=1.0):
+    """x clipped to [min_val, max_val]."""
+    x = _floating("hardtanh", x)
+    low, high = real("hardtanh", "min_val", min_val), real("hardtanh", "max_val", max_val)
+    if low > high:
+        raise ValueError(f"hardtanh: min_val {low} is above max_val {high}")
+    return maximum(minimum(x, high), low)
+
+
+@public()
+def glu(x, dim=-1):
+    """a * sigmoid(b), where a and b are the two halves of ``x`` along ``dim``."""
+    x = _floating("glu", x)
+    if x.ndim == 0 or not -x.ndim <= dim < x.ndim or x.shape[dim] % 2:
+        raise ValueError(f"glu: dim {dim} of shape {x.shape} must exist and have an even size "
+                         f"(it is split into two halves)")
+    a, b = joining.chunk(x, 2, dim)
+    return mul(a, sigmoid(b))
+
+
+kind("elu")(elu)
+kind("selu")(selu)
+kind("mish")(mish)
+
+
+def add_table_kinds() -> None:
+    """Kinds ``sin`` and ``cos`` from the op table, once every op module has filled it
+    (they are elementwise ops of their own; ``fastnn.ops`` calls this after its imports)."""
+    for name in ("sin", "cos"):
+        if name in FUNCTIONAL and name not in ACTIVATIONS:
+            kind(name)((lambda op: lambda x: op(_floating(op.__name__, x)))(FUNCTIONAL[name]))
 
 
 def _check_kind(op: str, name) -> None:

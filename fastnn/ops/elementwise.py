@@ -29,8 +29,18 @@ def align(op: str, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
     check_same_device(op, a, b)
     if a._dtype is not b._dtype:
         target = promote(a._dtype, b._dtype)
+        # as PyTorch: a 0-d tensor next to one with dims decides the dtype only when it is
+        # of a higher category (bool < integer < floating); float32 + 0-d float64 is float32
+        if (a.ndim == 0) != (b.ndim == 0):
+            dims, zero_d = (b, a) if a.ndim == 0 else (a, b)
+            if _category(zero_d._dtype) <= _category(dims._dtype):
+                target = dims._dtype
         a, b = astype(a, target), astype(b, target)
     return a, b
+
+
+def _category(dtype) -> int:
+    return 2 if dtype.is_floating else (0 if dtype is dtypes.bool_ else 1)
 
 
 def _scalar_operand(op: str, a: Tensor, value):
@@ -95,7 +105,7 @@ def _check_scalar(op, value):
     return float(value) if not isinstance(value, numbers.Integral) else int(value)
 
 
-@public(method=True)
+@public(method=True, top=True)
 def add(a, b):
     """a + b, elementwise, with NumPy broadcasting and PyTorch's type promotion
     (either side may be a Python number)."""
@@ -110,26 +120,26 @@ def _no_bool(op: str, *operands) -> None:
                         f"convert with .to(fnn.int64) first")
 
 
-@public(method=True)
+@public(method=True, top=True)
 def sub(a, b):
     """a - b, elementwise, broadcast (not defined on bool tensors)."""
     _no_bool("sub", a, b)
     return binary("sub", a, b)
 
 
-@public(method=True)
+@public(method=True, top=True)
 def mul(a, b):
     """a * b, elementwise, broadcast."""
     return binary("mul", a, b, lambda x, y, out: (x, y))
 
 
-@public(method=True)
+@public(method=True, top=True)
 def div(a, b):
     """a / b, elementwise true division, broadcast (integers give a float result)."""
     return binary("div", a, b, lambda x, y, out: (y, out))
 
 
-@public(method=True)
+@public(method=True, top=True)
 def pow(a, b):
     """a ** b, elementwise, broadcast; gradients flow to both a and b."""
     if isinstance(a, Tensor) and not a._dtype.is_floating:
@@ -226,44 +236,44 @@ def unary(op: str, x: Tensor, save_input=False, save_output=False) -> Tensor:
     return attach(out, op, (x,), saved)
 
 
-@public(method=True)
+@public(method=True, top=True)
 def neg(x):
     """-x, elementwise (not defined on bool tensors)."""
     _no_bool("neg", x)
     return unary("neg", x)
 
 
-@public(method=True)
+@public(method=True, top=True)
 def exp(x):
     """e ** x, elementwise."""
     return unary("exp", x, save_output=True)
 
 
-@public(method=True)
+@public(method=True, top=True)
 def log(x):
     """The natural logarithm of x, elementwise (-inf at 0, NaN below)."""
     return unary("log", x, save_input=True)
 
 
-@public(method=True)
+@public(method=True, top=True)
 def sqrt(x):
     """The square root of x, elementwise (NaN below 0)."""
     return unary("sqrt", x, save_output=True)
 
 
-@public(method=True)
+@public(method=True, top=True)
 def abs(x):
     """|x|, elementwise; its gradient at 0 is 0."""
     return unary("abs", x, save_input=True)
 
 
-@public(method=True)
+@public(method=True, top=True)
 def sign(x):
     """-1, 0 or 1 by the sign of x, elementwise (0 at 0)."""
     return unary("sign", x)
 
 
-@public(method=True)
+@public(method=True, top=True)
 def erf(x):
     """The Gauss error function 2/sqrt(pi) * integral of exp(-t**2) from 0 to x."""
     return unary("erf", x, save_input=True)

@@ -1,9 +1,15 @@
-"""Loss functions on tensors; each takes ``reduction`` = "mean", "sum" or "none"."""
+"""Classification losses on tensors: cross_entropy, nll_loss, binary cross-entropy.
+
+Each takes ``reduction`` = "mean", "sum" or "none" and follows PyTorch's definition,
+weights and ``ignore_index`` included; all are compositions of tensor ops (the fused
+softmax cross-entropy hook for the log-likelihood term), so their gradients come from
+the tape. The regression and divergence losses are in :mod:`fastnn.ops.losses_regression`.
+"""
 
 from __future__ import annotations
 
-import numbers
-
+from fastnn.api import dtypes
+from fastnn.api.args import real
 from fastnn.ops import activations, movement, nnops
 from fastnn.ops import elementwise as m
 from fastnn.ops.table import public
@@ -12,17 +18,22 @@ from fastnn.ops.tensor import Tensor
 REDUCTIONS = ("mean", "sum", "none")
 
 
-def _reduce(op: str, per_element: Tensor, reduction: str) -> Tensor:
+def check_reduction(op: str, reduction, extra=()) -> None:
+    if reduction not in REDUCTIONS + tuple(extra):
+        raise ValueError(f"{op}: reduction must be one of {REDUCTIONS + tuple(extra)}, "
+                         f"got {reduction!r}")
+
+
+def reduce(op: str, per_element: Tensor, reduction: str) -> Tensor:
+    check_reduction(op, reduction)
     if reduction == "mean":
         return movement.mean(per_element)
     if reduction == "sum":
         return movement.sum(per_element)
-    if reduction == "none":
-        return per_element
-    raise ValueError(f"{op}: reduction must be one of {REDUCTIONS}, got {reduction!r}")
+    return per_element
 
 
-def _same_shape(op: str, pred: Tensor, target: Tensor) -> None:
+def same_shape(op: str, pred: Tensor, target: Tensor) -> None:
     for name, value in (("prediction", pred), ("target", target)):
         if not isinstance(value, Tensor):
             raise TypeError(f"{op}: {name} must be a Tensor, got {type(value).__name__}")
@@ -30,70 +41,172 @@ def _same_shape(op: str, pred: Tensor, target: Tensor) -> None:
         raise ValueError(f"{op}: prediction {pred.shape} and target {target.shape} differ in shape")
 
 
-@public()
-def cross_entropy(logits: Tensor, targets: Tensor, reduction: str = "mean") -> Tensor:
-    """Softmax cross-entropy over the class axis 1 against integer class targets, with
-    PyTorch's shapes: logits (N, C) and targets (N,); (C,) and a 0-d target; or
-    (N, C, d1, ...) and targets (N, d1, ...), e.g. a class per position of a sequence.
-    ``reduction="none"`` gives the targets' shape; "mean" averages over all of it."""
-    if reduction not in REDUCTIONS:
-        raise ValueError(f"cross_entropy: reduction must be one of {REDUCTIONS}, got {reduction!r}")
-    if isinstance(logits, Tensor) and isinstance(targets, Tensor) and logits.ndim != 2:
-        per = _cross_entropy_any_rank(logits, targets)
+def _as_rows(op: str, scores: Tensor, targets: Tensor, what: str = "input"):
+    """(rows (M, C), targets (M,), the targets' shape): (N, C) as it is, (C,) as one row,
+    (N, C, d1, ...) with the class axis moved last, as PyTorch's class axis 1."""
+    for name, value in ((what, scores), ("targets", targets)):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{op}: {name} must be a fastnn Tensor, got {type(value).__name__}; "
+                            f"convert with fnn.tensor(...)")
+    if scores.ndim == 0:
+        raise ValueError(f"{op}: input must be (N, C), (C,) or (N, C, d1, ...), got a 0-d tensor")
+    if scores.ndim == 1:
+        expected, rows = (), movement.reshape(scores, (1, scores.shape[0]))
+    elif scores.ndim == 2:
+        expected, rows = (scores.shape[0],), scores
+        if targets.shape == expected:
+            return rows, targets, expected
     else:
-        per = nnops.softmax_cross_entropy_rows(logits, targets)
-    return _reduce("cross_entropy", per, reduction)
-
-
-def _cross_entropy_any_rank(logits: Tensor, targets: Tensor) -> Tensor:
-    """(C,) or (N, C, d1, ...) logits as rows of the fused (N, C) loss, the class axis moved
-    last; the per-element losses come back in the targets' shape."""
-    if logits.ndim == 0:
-        raise ValueError("cross_entropy: logits must be (N, C), (C,) or (N, C, d1, ...), got a "
-                         "0-d tensor")
-    if logits.ndim == 1:
-        expected = ()
-        rows = movement.reshape(logits, (1, logits.shape[0]))
-    else:
-        expected = (logits.shape[0],) + logits.shape[2:]
-        last = tuple(range(2, logits.ndim)) + (1,)
-        rows = movement.reshape(movement.transpose(logits, (0,) + last), (-1, logits.shape[1]))
+        expected = (scores.shape[0],) + scores.shape[2:]
+        last = tuple(range(2, scores.ndim)) + (1,)
+        rows = movement.reshape(movement.transpose(scores, (0,) + last), (-1, scores.shape[1]))
     if targets.shape != expected:
-        raise ValueError(f"cross_entropy: logits {logits.shape} need targets of shape "
-                         f"{expected} (the logits' shape without the class axis 1), got "
+        raise ValueError(f"{op}: targets must have shape {expected} to match {what} "
+                         f"{scores.shape} (its shape without the class axis 1), got "
                          f"{targets.shape}")
-    per = nnops.softmax_cross_entropy_rows(rows, movement.reshape(targets, (-1,)))
-    return movement.reshape(per, expected)
+    return rows, movement.reshape(targets, (-1,)), expected
+
+
+def _class_weight(op: str, weight, classes: int, like: Tensor):
+    if weight is None:
+        return None
+    if isinstance(weight, str):
+        raise TypeError(f"{op}: the third argument is weight, as in PyTorch, got {weight!r}; "
+                        f"pass the reduction by keyword: reduction={weight!r}")
+    if not isinstance(weight, Tensor):
+        raise TypeError(f"{op}: weight must be a Tensor of shape ({classes},) or None, got "
+                        f"{type(weight).__name__}")
+    if weight.shape != (classes,):
+        raise ValueError(f"{op}: weight must have one entry per class, shape ({classes},), got "
+                         f"{weight.shape}")
+    return weight.to(like.dtype) if weight.dtype is not like.dtype else weight
+
+
+def _picked_weight(weight, safe_targets, classes, keep, like):
+    """Per-row weight[target] (0 on ignored rows), as a float tensor."""
+    keep_f = keep.astype(like.dtype)
+    if weight is None:
+        return keep_f
+    onehot = movement.one_hot(safe_targets, classes, like.dtype)
+    return m.mul(movement.sum(m.mul(onehot, weight), 1), keep_f)
+
+
+def _finish(op, per_rows, row_weight, expected, reduction):
+    """``reduction`` of per-row losses already multiplied by their weights: "mean" divides
+    by the sum of the weights of the rows not ignored, as PyTorch."""
+    if reduction == "none":
+        return movement.reshape(per_rows, expected)
+    total = movement.sum(per_rows)
+    return m.div(total, movement.sum(row_weight)) if reduction == "mean" else total
+
+
+def _keep_and_safe(targets: Tensor, ignore_index: int):
+    keep = m.compare("equal", m.compare("equal", targets, int(ignore_index)), 0)
+    return keep, m.where(keep, targets, 0)
+
+
+def _none_ignored(targets: Tensor, ignore_index: int) -> bool:
+    """True when no target can equal a negative ``ignore_index`` (all are >= 0), which is
+    cheap to know only where the targets live in host memory: then the fused loss alone
+    does (the common case of a training loop; the masked path costs twice as much)."""
+    if ignore_index >= 0 or not targets._device.backend.record.host_memory:
+        return False
+    host = targets._device.ops.to_numpy(targets._data)
+    return host.size == 0 or int(host.min()) >= 0
 
 
 @public()
-def mse_loss(pred: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
-    """(pred - target)**2."""
-    _same_shape("mse_loss", pred, target)
-    diff = m.sub(pred, target)
-    return _reduce("mse_loss", m.mul(diff, diff), reduction)
+def cross_entropy(logits: Tensor, targets: Tensor, weight=None, ignore_index: int = -100,
+                  reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+    """Softmax cross-entropy over the class axis 1 against integer class targets, as PyTorch's.
 
-
-@public()
-def huber_loss(pred: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0):
-    """0.5 * d**2 where |d| <= delta, else delta * (|d| - 0.5 * delta); d = pred - target."""
-    _same_shape("huber_loss", pred, target)
-    if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not delta > 0:
-        raise ValueError(f"huber_loss: delta must be a number > 0, got {delta!r}")
-    diff = m.sub(pred, target)
-    a = m.abs(diff)
-    quadratic = m.minimum(a, float(delta))
-    # 0.5 q^2 + delta (|d| - q): equals both branches and is smooth at |d| = delta
-    per = m.add(m.mul(m.mul(quadratic, quadratic), 0.5), m.mul(m.sub(a, quadratic), float(delta)))
-    return _reduce("huber_loss", per, reduction)
-
-
-@public()
-def binary_cross_entropy_with_logits(logits: Tensor, target: Tensor, reduction: str = "mean"):
-    """-(t log sigmoid(x) + (1 - t) log(1 - sigmoid(x))), computed stably.
-
-    Uses max(x, 0) - x * t + log1p(exp(-|x|)) = softplus(x) - x * t.
+    Shapes: logits (N, C) with targets (N,); (C,) with a 0-d target; (N, C, d1, ...) with
+    (N, d1, ...). loss_i = w[y_i] ((1 - s) (-log p_i[y_i]) + s/C sum_c w_c/w[y_i] (-log p_ic))
+    with s = ``label_smoothing``; targets equal to ``ignore_index`` add nothing, and "mean"
+    divides by the summed weight of the targets not ignored (their count without weights).
     """
-    _same_shape("binary_cross_entropy_with_logits", logits, target)
-    per = m.sub(activations.softplus(logits), m.mul(logits, target))
-    return _reduce("binary_cross_entropy_with_logits", per, reduction)
+    check_reduction("cross_entropy", reduction)
+    smoothing = real("cross_entropy", "label_smoothing", label_smoothing)
+    if not 0.0 <= smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {smoothing}")
+    rows, flat, expected = _as_rows("cross_entropy", logits, targets, "logits")
+    if not rows.dtype.is_floating:
+        raise TypeError(f"cross_entropy: logits must be floating point, got {rows.dtype}")
+    if not isinstance(flat, Tensor) or flat.dtype not in (dtypes.int64, dtypes.int32):
+        raise TypeError(f"cross_entropy: targets must be an int64 or int32 tensor of class "
+                        f"indices, got a {flat.dtype.name} tensor")
+    classes = rows.shape[1]
+    if weight is None and not smoothing and _none_ignored(flat, ignore_index):
+        per = nnops.softmax_cross_entropy_rows(rows, flat)
+        return reduce("cross_entropy", per if logits.ndim == 2 else movement.reshape(
+            per, expected), reduction)
+    weight = _class_weight("cross_entropy", weight, classes, rows)
+    keep, safe = _keep_and_safe(flat, ignore_index)
+    row_weight = _picked_weight(weight, safe, classes, keep, rows)
+    nll = m.mul(nnops.softmax_cross_entropy_rows(rows, safe), row_weight)
+    if smoothing:
+        logp = nnops.log_softmax(rows, 1)
+        weighted = logp if weight is None else m.mul(logp, weight)
+        smooth = m.mul(m.neg(movement.sum(weighted, 1)), keep.astype(rows.dtype))
+        nll = m.add(m.mul(nll, 1.0 - smoothing), m.mul(smooth, smoothing / classes))
+    return _finish("cross_entropy", nll, row_weight, expected, reduction)
+
+
+@public()
+def nll_loss(log_probs: Tensor, targets: Tensor, weight=None, ignore_index: int = -100,
+             reduction: str = "mean") -> Tensor:
+    """-w[y_i] * log_probs[i, y_i] (the input holds log-probabilities, e.g. log_softmax),
+    with cross_entropy's shapes, weights, ignore_index and weighted mean."""
+    check_reduction("nll_loss", reduction)
+    rows, flat, expected = _as_rows("nll_loss", log_probs, targets)
+    classes = rows.shape[1]
+    weight = _class_weight("nll_loss", weight, classes, rows)
+    keep, safe = _keep_and_safe(flat, ignore_index)
+    movement.check_targets("nll_loss", safe, classes)
+    row_weight = _picked_weight(weight, safe, classes, keep, rows)
+    onehot = movement.one_hot(safe, classes, rows.dtype)
+    picked = movement.sum(m.mul(rows, onehot), 1)
+    return _finish("nll_loss", m.mul(m.neg(picked), row_weight), row_weight, expected, reduction)
+
+
+def _apply_weight(op: str, per: Tensor, weight) -> Tensor:
+    if weight is None:
+        return per
+    if not isinstance(weight, Tensor):
+        raise TypeError(f"{op}: weight must be a Tensor or None, got {type(weight).__name__}")
+    return m.mul(per, weight)
+
+
+@public()
+def binary_cross_entropy(probs: Tensor, target: Tensor, weight=None,
+                         reduction: str = "mean") -> Tensor:
+    """-(t log p + (1 - t) log(1 - p)) on probabilities p, each log clamped at -100 as
+    PyTorch's (so p = 0 or 1 gives a finite loss)."""
+    same_shape("binary_cross_entropy", probs, target)
+    log_p = m.maximum(m.log(probs), -100.0)
+    log_q = m.maximum(m.log(m.add(m.neg(probs), 1.0)), -100.0)
+    per = m.neg(m.add(m.mul(target, log_p), m.mul(m.add(m.neg(target), 1.0), log_q)))
+    return reduce("binary_cross_entropy", _apply_weight("binary_cross_entropy", per, weight),
+                  reduction)
+
+
+@public()
+def binary_cross_entropy_with_logits(logits: Tensor, target: Tensor, weight=None,
+                                     reduction: str = "mean", pos_weight=None):
+    """-(pw t log sigmoid(x) + (1 - t) log(1 - sigmoid(x))), computed stably, as PyTorch's.
+
+    Uses (1 - t) x + (1 + (pw - 1) t) softplus(-x); without pos_weight that is
+    softplus(x) - x t. ``pos_weight`` broadcasts along the last (class) axis.
+    """
+    same_shape("binary_cross_entropy_with_logits", logits, target)
+    if pos_weight is None:
+        per = m.sub(activations.softplus(logits), m.mul(logits, target))
+    else:
+        if not isinstance(pos_weight, Tensor):
+            raise TypeError(f"binary_cross_entropy_with_logits: pos_weight must be a Tensor or "
+                            f"None, got {type(pos_weight).__name__}")
+        log_weight = m.add(m.mul(target, m.add(pos_weight, -1.0)), 1.0)
+        per = m.add(m.mul(m.add(m.neg(target), 1.0), logits),
+                    m.mul(log_weight, activations.softplus(m.neg(logits))))
+    per = _apply_weight("binary_cross_entropy_with_logits", per, weight)
+    return reduce("binary_cross_entropy_with_logits", per, reduction)

@@ -38,7 +38,10 @@ def _ne(self, other):
 
 
 def _transpose(self, *axes):
-    """``x.transpose((2, 0, 1))`` or ``x.transpose(2, 0, 1)``; no axes reverses them."""
+    """``x.transpose(0, 1)`` swaps two dims (PyTorch); ``x.transpose((2, 0, 1))`` or
+    ``x.transpose(2, 0, 1)`` permutes them all; no axes reverses them."""
+    if len(axes) == 2 and all(isinstance(a, int) for a in axes):
+        return movement.transpose(self, axes[0], axes[1])
     if len(axes) == 1 and not isinstance(axes[0], int):
         axes = axes[0]
     return movement.transpose(self, axes or None)

@@ -11,6 +11,7 @@ from fastnn.api.args import flag, ints
 from fastnn.autograd.engine import attach
 from fastnn.autograd.grad_mode import is_anomaly_enabled
 from fastnn.ops.core import broadcast_shape
+from fastnn.ops.spelling import UNSET, dim_of, keep_of
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
 
@@ -57,33 +58,41 @@ def _reduce(op: str, x: Tensor, axis, keepdims: bool) -> Tensor:
     return attach(out, op, (x,), (), (shape, axis, keepdims))
 
 
-@public(method=True)
-def sum(x: Tensor, axis=None, keepdims=False) -> Tensor:
-    """Sum over ``axis`` (None = all)."""
-    return _reduce("sum", x, axis, keepdims)
+@public(method=True, top=True)
+def sum(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
+    """Sum over ``dim`` (None = all)."""
+    return _reduce("sum", x, dim_of("sum", dim, axis), keep_of("sum", keepdim, keepdims))
 
 
-@public(method=True)
-def mean(x: Tensor, axis=None, keepdims=False) -> Tensor:
-    """Mean over ``axis`` (None = all); integer tensors give float32."""
-    return _reduce("mean", x, axis, keepdims)
+@public(method=True, top=True)
+def mean(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
+    """Mean over ``dim`` (None = all); integer tensors give float32."""
+    return _reduce("mean", x, dim_of("mean", dim, axis), keep_of("mean", keepdim, keepdims))
 
 
-@public(method=True)
-def max(x: Tensor, axis=None, keepdims=False) -> Tensor:
-    """Max over ``axis`` (None = all); ties share the gradient evenly."""
+@public(method=True, top=True)
+def max(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
+    """Max over ``dim`` (None = all); ties share the gradient evenly."""
+    axis, keepdims = dim_of("max", dim, axis), keep_of("max", keepdim, keepdims)
     axes = normalize_axis("max", axis, x.ndim)
     if any(x.shape[a] == 0 for a in (range(x.ndim) if axes is None else axes)):
         raise ValueError(f"max: cannot reduce over a size-0 axis of a tensor of shape {x.shape}")
     return _reduce("max", x, axis, keepdims)
 
 
-@public(method=True)
-def argmax(x: Tensor, axis: int = -1) -> Tensor:
-    """Index of the maximum along ``axis`` as an int64 tensor (no gradient).
+@public(method=True, top=True)
+def argmax(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
+    """Index of the first maximum along ``dim`` as an int64 tensor (no gradient).
 
-    ``axis=None`` (or a 0-d ``x``) gives the index into the flattened tensor, as NumPy.
+    No dim (or a 0-d ``x``) gives the index into the flattened tensor, as PyTorch and NumPy.
     """
+    axis, keep = dim_of("argmax", dim, axis), keep_of("argmax", keepdim, keepdims)
+    if keep:
+        index = argmax(x, axis)
+        if axis is None:
+            return reshape(index, (1,) * x.ndim)
+        a = normalize_axis("argmax", axis, x.ndim)
+        return reshape(index, tuple(1 if a and i in a else n for i, n in enumerate(x.shape)))
     if axis is not None and not isinstance(axis, numbers.Integral):
         raise TypeError(f"argmax: axis must be an int or None, got {axis!r}")
     if axis is None or x.ndim == 0:
@@ -118,7 +127,7 @@ def _plain_sizes(shape: tuple) -> bool:
     return True
 
 
-@public(method=True)
+@public(method=True, top=True)
 def reshape(x: Tensor, *shape) -> Tensor:
     """Same elements, new shape (one -1 allowed)."""
     if len(shape) == 1 and type(shape[0]) is not int and not isinstance(shape[0], numbers.Integral):
@@ -132,10 +141,18 @@ def reshape(x: Tensor, *shape) -> Tensor:
     return attach(out, "reshape", (x,), (), old)
 
 
-@public()
-def transpose(x: Tensor, axes=None) -> Tensor:
-    """Permute axes; ``axes=None`` reverses them (``x.T``)."""
+@public(top=True)
+def transpose(x: Tensor, axes=None, dim1=None) -> Tensor:
+    """Permute axes; ``axes=None`` reverses them (``x.T``); ``transpose(x, d0, d1)``
+    exchanges two dims, as PyTorch's."""
     n = x.ndim
+    if dim1 is not None:  # two dims to exchange
+        pair = ints("transpose", "dims", (axes, dim1))
+        if any(not -n <= a < n for a in pair):
+            raise ValueError(f"transpose: axes {pair} out of range for a tensor with {n} dims")
+        order = list(range(n))
+        order[pair[0] % n], order[pair[1] % n] = order[pair[1] % n], order[pair[0] % n]
+        axes = tuple(order)
     if axes is None:
         axes = tuple(reversed(range(n)))
     given = ints("transpose", "axes", axes)
@@ -148,7 +165,7 @@ def transpose(x: Tensor, axes=None) -> Tensor:
     return attach(out, "transpose", (x,), (), axes)
 
 
-@public(method=True)
+@public(method=True, top=True)
 def broadcast_to(x: Tensor, shape) -> Tensor:
     """A view of ``x`` broadcast to ``shape`` (NumPy rules)."""
     shape = ints("broadcast_to", "shape", shape)

@@ -17,6 +17,7 @@ from fastnn.ops.activations import bias_act
 from fastnn.ops.core import astype, broadcast_shape, check_same_device
 from fastnn.ops.elementwise import align
 from fastnn.ops.movement import check_targets, reshape
+from fastnn.ops.spelling import UNSET, dim_of
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
 
@@ -90,7 +91,7 @@ def _positive_int(op, name, value, minimum):
     return integer(op, name, value, minimum)  # also refuses True, which is no stride
 
 
-@public()
+@public(top=True)
 def conv1d(x: Tensor, weight: Tensor, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-D cross-correlation as PyTorch's conv1d: x (N, C_in, L), weight (C_out, C_in/groups, K)."""
     x, weight = _float_pair("conv1d", x, weight)
@@ -148,20 +149,34 @@ def _axis(op, x, axis):
     return axis % x.ndim
 
 
-@public(method=True)
-def softmax(x: Tensor, axis=-1) -> Tensor:
-    """exp(x) / sum(exp(x)) along ``axis``, computed stably."""
+@public(method=True, top=True)
+def softmax(x: Tensor, dim=UNSET, *, axis=UNSET) -> Tensor:
+    """exp(x) / sum(exp(x)) along ``dim``, computed stably. A 0-d ``x`` is its own
+    row (as PyTorch); a size-0 dim gives an empty result."""
     x = _floating("softmax", x)
+    axis = dim_of("softmax", dim, axis, -1)
+    if x.ndim == 0:
+        _axis("softmax", reshape(x, (1,)), axis)
+        return reshape(softmax(reshape(x, (1,)), 0), ())
     axis = _axis("softmax", x, axis)
+    if not x.numel():
+        return x * 1.0
     data = x._device.ops.softmax(x._data, axis)
     return attach(Tensor._make(data, x._dtype, x._device), "softmax", (x,), (data,), axis)
 
 
-@public(method=True)
-def log_softmax(x: Tensor, axis=-1) -> Tensor:
-    """x - logsumexp(x) along ``axis``, computed stably."""
+@public(method=True, top=True)
+def log_softmax(x: Tensor, dim=UNSET, *, axis=UNSET) -> Tensor:
+    """x - logsumexp(x) along ``dim``, computed stably. A 0-d ``x`` is its own
+    row (as PyTorch); a size-0 dim gives an empty result."""
     x = _floating("log_softmax", x)
+    axis = dim_of("log_softmax", dim, axis, -1)
+    if x.ndim == 0:
+        _axis("log_softmax", reshape(x, (1,)), axis)
+        return reshape(log_softmax(reshape(x, (1,)), 0), ())
     axis = _axis("log_softmax", x, axis)
+    if not x.numel():
+        return x * 1.0
     data = x._device.ops.log_softmax(x._data, axis)
     return attach(Tensor._make(data, x._dtype, x._device), "log_softmax", (x,), (data,), axis)
 

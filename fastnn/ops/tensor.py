@@ -100,8 +100,10 @@ class Tensor:
     def is_leaf(self) -> bool:
         return self._node is None
 
-    def size(self, axis=None):
-        return self.shape if axis is None else self.shape[axis]
+    def size(self, dim=None, axis=None):
+        """The shape, or the size of one dim (``dim=`` or ``axis=``)."""
+        dim = axis if dim is None else dim
+        return self.shape if dim is None else self.shape[dim]
 
     def numel(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
@@ -112,9 +114,20 @@ class Tensor:
         return self.shape[0]
 
     def __repr__(self) -> str:
-        grad = ", requires_grad=True" if self.requires_grad else ""
+        """As PyTorch prints it: the values, then dtype and device where they are not the
+        defaults (float32, int64 and bool; cpu), then grad_fn or requires_grad."""
         body = np.array2string(self.numpy(), separator=", ", threshold=50, prefix="tensor(")
-        return f"tensor({body}, dtype={self._dtype.name}, device='{self._device}'{grad})"
+        extra = []
+        if self._device.type != "cpu" or self._device.index:
+            extra.append(f"device='{self._device}'")
+        if self._dtype.name not in ("float32", "int64", "bool") or not self.numel():
+            extra.append(f"dtype={self._dtype.name}")
+        if self._node is not None:
+            name = "".join(part.capitalize() for part in self._node.op.split("_"))
+            extra.append(f"grad_fn=<{name}Backward>")
+        elif self.requires_grad:
+            extra.append("requires_grad=True")
+        return "tensor(" + ", ".join([body] + extra) + ")"
 
     def __bool__(self) -> bool:
         if self.numel() != 1:

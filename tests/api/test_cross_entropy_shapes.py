@@ -34,7 +34,7 @@ def test_matches_the_float64_reference(device, reduction, shape, target_shape):
     host = rng.standard_normal(shape) * 3
     labels = rng.integers(0, shape[1], target_shape)
     logits = fnn.tensor(host, requires_grad=True, device=device)
-    loss = F.cross_entropy(logits, fnn.tensor(labels, device=device), reduction)
+    loss = F.cross_entropy(logits, fnn.tensor(labels, device=device), reduction=reduction)
     per, grad = _reference(host, labels)
     want = {"none": per, "sum": per.sum(), "mean": per.mean()}[reduction]
     assert loss.shape == np.shape(want)

@@ -27,6 +27,7 @@ FEWER = """
 import fastnn_minimal as _m
 from fastnn_minimal import *  # noqa: F401,F403
 from fastnn_minimal.conv import conv1d, conv1d_grad_input  # noqa: F401
+from fastnn_minimal.indexing import *  # noqa: F401,F403
 del erf, tanh
 fastnn_hook_modules = []
 backend_probe = _m.backend_probe

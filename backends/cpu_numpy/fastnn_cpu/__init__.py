@@ -24,6 +24,23 @@ from fastnn_cpu.fused import (  # noqa: F401
     softmax_cross_entropy,
     softmax_cross_entropy_backward,
 )
+from fastnn_cpu.indexing import (  # noqa: F401
+    bitwise_and,
+    bitwise_or,
+    bitwise_xor,
+    cat,
+    cos,
+    cumsum,
+    floor,
+    floor_divide,
+    gather,
+    index_select,
+    prod,
+    scatter_add,
+    sin,
+    slice,
+    slice_scatter,
+)
 
 try:  # scipy's erf is vectorised C; fall back to math.erf elementwise
     from scipy.special import erf as _erf

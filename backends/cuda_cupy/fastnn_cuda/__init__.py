@@ -31,6 +31,23 @@ from fastnn_cuda.fused import (  # noqa: F401
     softmax_cross_entropy,
     softmax_cross_entropy_backward,
 )
+from fastnn_cuda.indexing import (  # noqa: F401
+    bitwise_and,
+    bitwise_or,
+    bitwise_xor,
+    cat,
+    cos,
+    cumsum,
+    floor,
+    floor_divide,
+    gather,
+    index_select,
+    prod,
+    scatter_add,
+    sin,
+    slice,
+    slice_scatter,
+)
 from fastnn_cuda.optim import (  # noqa: F401
     adagrad_step,
     adam_step,
@@ -99,7 +116,9 @@ _ON_ARRAY_DEVICE = (
     "conv1d_grad_weight softmax log_softmax softmax_cross_entropy "
     "softmax_cross_entropy_backward rms_div bias_act bias_act_backward "
     "sgd_step adam_step rmsprop_step amsgrad_step rmsprop_momentum_step adagrad_step "
-    "radam_step nadam_step"
+    "radam_step nadam_step "
+    "slice slice_scatter gather scatter_add index_select cat cumsum prod floor sin cos "
+    "floor_divide bitwise_and bitwise_or bitwise_xor"
 ).split()
 
 

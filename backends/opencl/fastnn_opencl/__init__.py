@@ -19,10 +19,16 @@ from fastnn_opencl.elementwise import (  # noqa: F401
     abs,
     add,
     astype,
+    bitwise_and,
+    bitwise_or,
+    bitwise_xor,
+    cos,
     div,
     equal,
     erf,
     exp,
+    floor,
+    floor_divide,
     gelu,
     greater,
     leaky_relu,
@@ -37,6 +43,7 @@ from fastnn_opencl.elementwise import (  # noqa: F401
     sigmoid,
     sign,
     silu,
+    sin,
     softplus,
     sqrt,
     sub,
@@ -51,6 +58,16 @@ from fastnn_opencl.fused import (  # noqa: F401
     softmax,
     softmax_cross_entropy,
     softmax_cross_entropy_backward,
+)
+from fastnn_opencl.indexing import (  # noqa: F401
+    cat,
+    cumsum,
+    gather,
+    index_select,
+    prod,
+    scatter_add,
+    slice,
+    slice_scatter,
 )
 from fastnn_opencl.linalg import matmul  # noqa: F401
 from fastnn_opencl.misc import (  # noqa: F401

@@ -165,6 +165,9 @@ relu = _make_unary("relu")
 gelu = _make_unary("gelu")
 silu = _make_unary("silu")
 softplus = _make_unary("softplus")
+floor = _make_unary("floor")
+sin = _make_unary("sin")
+cos = _make_unary("cos")
 
 
 @hookimpl
@@ -211,6 +214,10 @@ minimum = _make_binary("minimum")
 greater = _make_binary("greater", 4, "bool")
 less = _make_binary("less", 4, "bool")
 equal = _make_binary("equal", 4, "bool")
+floor_divide = _make_binary("floor_divide")
+bitwise_and = _make_binary("bitwise_and")
+bitwise_or = _make_binary("bitwise_or")
+bitwise_xor = _make_binary("bitwise_xor")
 
 
 _UNSIGNED = {"int32": "uint", "int64": "ulong"}

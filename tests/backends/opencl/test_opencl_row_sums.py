@@ -29,7 +29,7 @@ def test_long_rows_match_float64(cpu_device):
         targets = fnn.tensor(np.array([3, 7]))
         got = {"softmax": F.softmax(x).numpy(), "log_softmax": F.log_softmax(x).numpy(),
                "rms_div": F.rms_div(x).numpy(),
-               "cross_entropy": F.cross_entropy(x, targets, "none").numpy()}
+               "cross_entropy": F.cross_entropy(x, targets, reduction="none").numpy()}
     want = {"softmax": probs, "log_softmax": np.log(probs),
             "rms_div": wide / np.sqrt((wide**2).mean(axis=1, keepdims=True) + 1e-6),
             "cross_entropy": -np.log(probs[[0, 1], [3, 7]])}

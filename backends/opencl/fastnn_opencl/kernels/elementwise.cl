@@ -118,6 +118,9 @@ UNARY(k_leaky_relu, x > 0 ? x : p * x)
 UNARY(k_gelu, GELU(x, TO))
 UNARY(k_silu, x * SIGMOID(x, TO))
 UNARY(k_softplus, SOFTPLUS(x, TO))
+UNARY(k_floor, floor(x))
+UNARY(k_sin, sin(x))
+UNARY(k_cos, cos(x))
 #endif
 
 #if GROUP == 2
@@ -162,6 +165,12 @@ inline T0 int_pow(const T0 a, const T0 b) {
 }
 BINARY(k_pow, int_pow(a, b))
 #endif
+// floor division as NumPy: C truncates toward 0, so step down when the signs differ
+// and the division is inexact; x // 0 is 0
+BINARY(k_floor_divide, b == 0 ? (TO)0 : (TO)(a / b - ((a % b != 0) && ((a < 0) != (b < 0)))))
+BINARY(k_bitwise_and, a & b)
+BINARY(k_bitwise_or, a | b)
+BINARY(k_bitwise_xor, a ^ b)
 #endif
 #endif
 

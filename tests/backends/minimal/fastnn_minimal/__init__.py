@@ -13,7 +13,7 @@ import numpy as np
 
 from fastnn.api.hookspec import hookimpl
 
-fastnn_hook_modules = ["fastnn_minimal.conv"]  # more hooks, registered by the core
+fastnn_hook_modules = ["fastnn_minimal.conv", "fastnn_minimal.indexing"]  # more hooks
 
 
 @hookimpl

@@ -1,0 +1,125 @@
+"""Indexing, scans and the newer math primitives on NumPy arrays."""
+
+from __future__ import annotations
+
+import builtins
+import math
+
+import numpy as np
+
+from fastnn.api.hookspec import hookimpl
+
+
+def _slices(starts, stops, steps):
+    return tuple(builtins.slice(a, b, c) for a, b, c in zip(starts, stops, steps))
+
+
+@hookimpl
+def slice(x, starts, stops, steps):
+    return x[_slices(starts, stops, steps)]  # a view
+
+
+@hookimpl
+def slice_scatter(base, src, starts, stops, steps):
+    out = np.array(base, copy=True)
+    out[_slices(starts, stops, steps)] = src
+    return out
+
+
+def _linear(shape, axis, index, n):
+    """Flat positions in a C-contiguous array of ``shape`` (``n`` along ``axis``) that
+    take_along_axis would read for ``index``."""
+    outer, m = math.prod(index.shape[:axis]), index.shape[axis]
+    inner = math.prod(index.shape[axis + 1:])
+    lin = index.reshape(outer, m, inner) * inner
+    lin += (np.arange(outer, dtype=np.int64) * (n * inner))[:, None, None]
+    if inner > 1:
+        lin += np.arange(inner, dtype=np.int64)
+    return lin.reshape(index.shape)
+
+
+@hookimpl
+def gather(x, axis, index):
+    n = x.shape[axis]
+    if not index.size:
+        return np.zeros(index.shape, x.dtype)
+    if 0 <= index.min() and index.max() < n:
+        # NOTE: np.take on flat positions is ~2x faster than np.take_along_axis (which
+        # builds a fancy index per axis)
+        return np.take(np.ascontiguousarray(x).reshape(-1), _linear(x.shape, axis, index, n))
+    safe = (index >= 0) & (index < n)
+    out = np.take_along_axis(x, np.where(safe, index, 0).astype(np.intp), axis)
+    return np.where(safe, out, np.zeros((), x.dtype))
+
+
+@hookimpl
+def scatter_add(base, axis, index, src):
+    out = np.array(base, copy=True, order="C")
+    if not index.size:
+        return out
+    n = base.shape[axis]
+    lin = _linear(base.shape, axis, index, n).reshape(-1)
+    values = np.broadcast_to(src, index.shape).reshape(-1)
+    if not (0 <= index.min() and index.max() < n):
+        keep = ((index >= 0) & (index < n)).reshape(-1)
+        lin, values = lin[keep], values[keep]
+    # NOTE: np.add.at is unbuffered (repeated positions accumulate); on flat positions it
+    # is ~5x faster than with one coordinate array per axis
+    np.add.at(out.reshape(-1), lin, values)
+    return out
+
+
+@hookimpl
+def cumsum(x, axis):
+    return np.cumsum(x, axis=axis, dtype=x.dtype)
+
+
+@hookimpl
+def prod(x, axis, keepdims):
+    return np.prod(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
+
+
+@hookimpl
+def floor(x):
+    return np.floor(x)
+
+
+@hookimpl
+def sin(x):
+    return np.sin(x)
+
+
+@hookimpl
+def cos(x):
+    return np.cos(x)
+
+
+@hookimpl
+def floor_divide(a, b):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.floor_divide(a, b)
+
+
+@hookimpl
+def bitwise_and(a, b):
+    return np.bitwise_and(a, b)
+
+
+@hookimpl
+def bitwise_or(a, b):
+    return np.bitwise_or(a, b)
+
+
+@hookimpl
+def bitwise_xor(a, b):
+    return np.bitwise_xor(a, b)
+
+
+@hookimpl
+def cat(arrays, axis):
+    return np.concatenate(arrays, axis=axis)
+
+
+@hookimpl
+def index_select(x, axis, index):
+    return np.take(x, index, axis=axis)

@@ -1,0 +1,122 @@
+"""Indexing, scans and the newer math primitives on cupy arrays.
+
+cupy mirrors NumPy, so each is a call or two; the tests run this module with NumPy
+standing in for cupy (and ``np.add.at`` for ``cupyx.scatter_add``).
+"""
+
+from __future__ import annotations
+
+import builtins
+
+from fastnn.api.hookspec import hookimpl
+from fastnn_cuda._cupy import cupy as cp
+
+
+def _add_at(out, coords, values):
+    """Unbuffered out[coords] += values (repeated coordinates accumulate)."""
+    import cupyx
+
+    cupyx.scatter_add(out, coords, values)
+
+
+def _slices(starts, stops, steps):
+    return tuple(builtins.slice(a, b, c) for a, b, c in zip(starts, stops, steps))
+
+
+@hookimpl
+def slice(x, starts, stops, steps):
+    return x[_slices(starts, stops, steps)]
+
+
+@hookimpl
+def slice_scatter(base, src, starts, stops, steps):
+    out = base.copy()
+    out[_slices(starts, stops, steps)] = src
+    return out
+
+
+@hookimpl
+def gather(x, axis, index):
+    n = x.shape[axis]
+    safe = (index >= 0) & (index < n)
+    # NOTE: out-of-range positions read row 0 and are then zeroed, so no read leaves x
+    picked = cp.take_along_axis(x, cp.where(safe, index, 0), axis) if x.size else \
+        cp.zeros(index.shape, x.dtype)
+    return cp.where(safe, picked, cp.zeros((), x.dtype))
+
+
+@hookimpl
+def scatter_add(base, axis, index, src):
+    out = base.copy()
+    if not index.size:
+        return out
+    n = base.shape[axis]
+    keep = (index >= 0) & (index < n)
+    grids = list(cp.indices(index.shape, sparse=True))
+    grids[axis] = index
+    coords = tuple(cp.broadcast_to(g, index.shape)[keep] for g in grids)
+    _add_at(out, coords, cp.broadcast_to(src, index.shape)[keep])
+    return out
+
+
+@hookimpl
+def index_select(x, axis, index):
+    n = x.shape[axis]
+    safe = (index >= 0) & (index < n)
+    if not x.size:
+        shape = x.shape[:axis] + index.shape + x.shape[axis + 1:]
+        return cp.zeros(shape, x.dtype)
+    # NOTE: as gather: an out-of-range position reads row 0 and is then zeroed
+    picked = cp.take(x, cp.where(safe, index, 0), axis=axis)
+    lined = safe.reshape(tuple(len(index) if d == axis else 1 for d in range(x.ndim)))
+    return cp.where(lined, picked, cp.zeros((), x.dtype))
+
+
+@hookimpl
+def cat(arrays, axis):
+    return cp.concatenate(arrays, axis=axis)
+
+
+@hookimpl
+def cumsum(x, axis):
+    return cp.cumsum(x, axis=axis, dtype=x.dtype)
+
+
+@hookimpl
+def prod(x, axis, keepdims):
+    return cp.prod(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
+
+
+@hookimpl
+def floor(x):
+    return cp.floor(x)
+
+
+@hookimpl
+def sin(x):
+    return cp.sin(x)
+
+
+@hookimpl
+def cos(x):
+    return cp.cos(x)
+
+
+@hookimpl
+def floor_divide(a, b):
+    return cp.floor_divide(a, b)
+
+
+@hookimpl
+def bitwise_and(a, b):
+    return cp.bitwise_and(a, b)
+
+
+@hookimpl
+def bitwise_or(a, b):
+    return cp.bitwise_or(a, b)
+
+
+@hookimpl
+def bitwise_xor(a, b):
+    return cp.bitwise_xor(a, b)

@@ -1,0 +1,146 @@
+"""Backward rules of the indexing, scan and newer math primitives (written with primitives).
+
+:mod:`fastnn.autograd.rules` merges :data:`RULES` into its own table.
+"""
+
+from __future__ import annotations
+
+import math
+
+RULES: dict = {}  # merged into fastnn.autograd.rules.RULES
+
+
+def rule(name):
+    def register(fn):
+        RULES[name] = fn
+        return fn
+
+    return register
+
+
+def _expand(ops, grad, shape, axis, keepdims):
+    """A reduced array reshaped to broadcast against ``shape`` (the kept dims put back)."""
+    if keepdims:
+        return grad
+    kept = [1 if axis is None or d in axis else n for d, n in enumerate(shape)]
+    return ops.reshape(grad, tuple(kept))
+
+
+def zeros(ops, shape, like):
+    """A contiguous zero array of ``shape`` with the dtype of ``like`` (a non-empty array);
+    a rule gets no dtype name, so the zero is made from one element of ``like``."""
+    rank = len(like.shape)
+    one = ops.reshape(ops.slice(like, (0,) * rank, (1,) * rank, (1,) * rank), ())
+    zero = ops.where(ops.less(one, one), one, 0.0)  # x < x is False for every x, NaN too
+    return ops.contiguous(ops.broadcast_to(zero, shape))
+
+
+def _zeros(ops, shape, spec):
+    """Zeros of ``shape`` from the (dtype, device index) the forward pass recorded."""
+    dtype, index = spec
+    return ops.full(shape, 0.0, dtype, index)
+
+
+@rule("slice")
+def _slice(ops, node, grad):
+    shape, starts, stops, steps, spec = node.attrs
+    base = _zeros(ops, shape, spec)
+    if not math.prod(grad.shape):
+        return (base,)
+    return (ops.slice_scatter(base, grad, starts, stops, steps),)
+
+
+@rule("slice_scatter")
+def _slice_scatter(ops, node, grad):
+    starts, stops, steps = node.attrs
+    part = ops.slice(grad, starts, stops, steps)
+    grad_base = None
+    if node.needs[0] and math.prod(part.shape):
+        grad_base = ops.slice_scatter(grad, zeros(ops, part.shape, grad), starts, stops, steps)
+    elif node.needs[0]:
+        grad_base = grad
+    return grad_base, (ops.contiguous(part) if node.needs[1] else None)
+
+
+@rule("gather")
+def _gather(ops, node, grad):
+    """One scatter-add of the gradient into zeros shaped like the input."""
+    (index,) = node.saved
+    shape, axis, spec = node.attrs
+    base = _zeros(ops, shape, spec)
+    if not math.prod(grad.shape):
+        return base, None
+    if len(index.shape) == 1 and len(shape) != 1:  # index_select's 1-d index: spread it
+        lined = tuple(index.shape[0] if d == axis else 1 for d in range(len(shape)))
+        index = ops.broadcast_to(ops.reshape(index, lined), grad.shape)
+    return ops.scatter_add(base, axis, index, grad), None
+
+
+RULES["index_select"] = _gather  # the same, once its 1-d index is broadcast
+
+
+@rule("scatter_add")
+def _scatter_add(ops, node, grad):
+    (index,) = node.saved
+    axis = node.attrs
+    return grad, None, (ops.gather(grad, axis, index) if node.needs[2] else None)
+
+
+@rule("cat")
+def _cat(ops, node, grad):
+    sizes, axis = node.attrs
+    rank = len(grad.shape)
+    out, offset = [], 0
+    for n in sizes:
+        starts = tuple(offset if d == axis else 0 for d in range(rank))
+        stops = tuple(offset + n if d == axis else grad.shape[d] for d in range(rank))
+        out.append(ops.slice(grad, starts, stops, (1,) * rank))
+        offset += n
+    return tuple(out)
+
+
+@rule("cumsum")
+def _cumsum(ops, node, grad):
+    axis = node.attrs
+    # the reversed running sum: sum(g) - cumsum(g) + g
+    total = ops.sum(grad, (axis,), True)
+    return (ops.add(ops.sub(total, ops.cumsum(grad, axis)), grad),)
+
+
+@rule("prod")
+def _prod(ops, node, grad):
+    """d prod / d x_i = prod of the others: out / x_i without zeros; with one zero, the
+    product of the rest at that zero and 0 elsewhere; with two or more zeros, 0."""
+    x, out = node.saved
+    shape, axis, keepdims = node.attrs
+    if not math.prod(shape):
+        return (x,)  # an empty gradient of x's shape and dtype
+    axes = tuple(range(len(shape))) if axis is None else axis
+    out = _expand(ops, out, shape, axis, keepdims)
+    grad = _expand(ops, grad, shape, axis, keepdims)
+    is_zero = ops.equal(x, 0.0)
+    zero = zeros(ops, (), x)
+    one = ops.add(zero, 1.0)
+    zeros_count = ops.sum(ops.where(is_zero, one, zero), axes, True)
+    nonzero = ops.where(is_zero, one, x)
+    others = ops.prod(nonzero, axes, True)
+    plain = ops.div(out, nonzero)
+    one_zero = ops.where(is_zero, others, zero)
+    local = ops.where(ops.equal(zeros_count, 0.0), plain,
+                      ops.where(ops.equal(zeros_count, 1.0), one_zero, zero))
+    return (ops.mul(local, grad),)
+
+
+@rule("floor")
+def _floor(ops, node, grad):
+    return (ops.mul(grad, 0.0),)  # 0 almost everywhere, as PyTorch
+
+
+@rule("sin")
+def _sin(ops, node, grad):
+    return (ops.mul(grad, ops.cos(node.saved[0])),)
+
+
+@rule("cos")
+def _cos(ops, node, grad):
+    return (ops.neg(ops.mul(grad, ops.sin(node.saved[0]))),)

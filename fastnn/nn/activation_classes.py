@@ -1,0 +1,201 @@
+"""PyTorch's activation classes: ReLU, LeakyReLU, Sigmoid, Tanh, GELU, SiLU, Softplus, ELU,
+SELU, Mish, Hardtanh, Identity, LogSoftmax, GLU.
+
+The ones whose kind has a hand-written derivative (``hookspec.BIAS_ACT_KINDS``) are
+:class:`~fastnn.nn.activation.Activation` under PyTorch's name and take its reverse; the
+others are compositions of tensor ops, so their ``reverse`` comes from the tape
+(:meth:`Module.reverse`). Each takes PyTorch's arguments (``inplace`` is accepted and
+ignored: fastnn never overwrites an input).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+from fastnn.api.args import real
+from fastnn.nn.activation import Activation
+from fastnn.nn.module import Module, check_tensor
+from fastnn.ops import activations, nnops
+from fastnn.ops import elementwise as m
+
+
+class _Kind(Activation):
+    """An Activation kind with PyTorch's class name and an empty repr."""
+
+    KIND = "identity"
+
+    def __init__(self, inplace: bool = False):
+        super().__init__(self.KIND)
+
+    def extra_repr(self) -> str:
+        return ""
+
+
+class ReLU(_Kind):
+    """max(x, 0)."""
+
+    KIND = "relu"
+
+
+class Sigmoid(_Kind):
+    """1 / (1 + exp(-x))."""
+
+    KIND = "sigmoid"
+
+
+class Tanh(_Kind):
+    """tanh(x)."""
+
+    KIND = "tanh"
+
+
+class SiLU(_Kind):
+    """x * sigmoid(x)."""
+
+    KIND = "silu"
+
+
+class Identity(_Kind):
+    """y = x (PyTorch's Identity accepts and ignores any arguments)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+
+class LeakyReLU(Activation):
+    """x where x > 0, else negative_slope * x."""
+
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
+        super().__init__("leaky_relu", negative_slope)
+
+    def extra_repr(self) -> str:
+        return f"negative_slope={self.slope}"
+
+
+class GELU(Activation):
+    """GELU, exact (erf) or ``approximate="tanh"``."""
+
+    def __init__(self, approximate: str = "none"):
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
+        super().__init__("gelu")
+        self.approximate = approximate
+
+    def extra_repr(self) -> str:
+        return f"approximate={self.approximate!r}"
+
+    def forward(self, x):
+        return activations.gelu(check_tensor("GELU", x), self.approximate)
+
+    def reverse(self, x, grad_out):
+        if self.approximate == "none":
+            return super().reverse(x, grad_out)
+        return Module.reverse(self, x, grad_out)
+
+
+class Softplus(Activation):
+    """log(1 + exp(beta x)) / beta, linear (x) where beta x > threshold, as PyTorch's."""
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0):
+        super().__init__("softplus")
+        self.beta = real("Softplus", "beta", beta)
+        self.threshold = real("Softplus", "threshold", threshold)
+
+    def extra_repr(self) -> str:
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+    def forward(self, x):
+        check_tensor("Softplus", x)
+        if self.beta == 1.0:
+            return activations.softplus(x)  # already stable: no threshold needed
+        return m.div(activations.softplus(m.mul(x, self.beta)), self.beta)
+
+    def reverse(self, x, grad_out):
+        if self.beta == 1.0:
+            return super().reverse(x, grad_out)
+        return Module.reverse(self, x, grad_out)
+
+
+class _Composed(Module):
+    """An activation written with tensor ops; reverse from the tape."""
+
+    def forward(self, x):
+        return self._fn(check_tensor(type(self).__name__, x))
+
+
+class ELU(_Composed):
+    """x where x > 0, else alpha (exp(x) - 1)."""
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        super().__init__()
+        self.alpha = real("ELU", "alpha", alpha)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}"
+
+    def _fn(self, x):
+        return activations.elu(x, self.alpha)
+
+
+class SELU(_Composed):
+    """scale * elu(x, alpha) with PyTorch's fixed constants."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+
+    def _fn(self, x):
+        return activations.selu(x)
+
+
+class Mish(_Composed):
+    """x * tanh(softplus(x))."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+
+    def _fn(self, x):
+        return activations.mish(x)
+
+
+class Hardtanh(_Composed):
+    """x clipped to [min_val, max_val]."""
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
+        super().__init__()
+        self.min_val = real("Hardtanh", "min_val", min_val)
+        self.max_val = real("Hardtanh", "max_val", max_val)
+        if self.min_val > self.max_val:
+            raise ValueError(f"Hardtanh: min_val {min_val} is above max_val {max_val}")
+
+    def extra_repr(self) -> str:
+        return f"min_val={self.min_val}, max_val={self.max_val}"
+
+    def _fn(self, x):
+        return activations.hardtanh(x, self.min_val, self.max_val)
+
+
+class _AlongDim(_Composed):
+    """An activation along one axis ``dim``."""
+
+    def __init__(self, dim: int = -1):
+        super().__init__()
+        if isinstance(dim, bool) or not isinstance(dim, numbers.Integral):
+            raise TypeError(f"{type(self).__name__}: dim must be an int, got {dim!r}")
+        self.dim = int(dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(_AlongDim):
+    """x - logsumexp(x) along ``dim``."""
+
+    def _fn(self, x):
+        return nnops.log_softmax(x, self.dim)
+
+
+class GLU(_AlongDim):
+    """a * sigmoid(b) for the two halves a, b of x along ``dim`` (PyTorch's GLU)."""
+
+    def _fn(self, x):
+        return activations.glu(x, self.dim)

@@ -1,0 +1,162 @@
+"""PyTorch's method spellings that are other ops under another name: dtype shortcuts
+(``x.long()``), ``*_as``, ``new_*``, comparisons as methods, logical ops, masked_fill."""
+
+from __future__ import annotations
+
+from fastnn.api import dtypes
+from fastnn.ops import elementwise as ew
+from fastnn.ops import mathops, movement, shaping
+from fastnn.ops.table import public
+from fastnn.ops.tensor import Tensor, full, tensor
+
+
+@public(method=True, functional=False)
+def long(x: Tensor) -> Tensor:
+    """x as int64."""
+    return x.to(dtypes.int64)
+
+
+@public(method="int", functional=False)
+def int_(x: Tensor) -> Tensor:
+    """x as int32."""
+    return x.to(dtypes.int32)
+
+
+@public(method="bool", functional=False)
+def bool_(x: Tensor) -> Tensor:
+    """x as bool."""
+    return x.to(dtypes.bool_)
+
+
+@public(method=True, functional=False)
+def half(x: Tensor) -> Tensor:
+    """x as float16."""
+    return x.to(dtypes.float16)
+
+
+@public(method=True, functional=False)
+def type_as(x: Tensor, other: Tensor) -> Tensor:
+    """x converted to other's dtype."""
+    return x.to(other.dtype)
+
+
+@public(method=True, functional=False)
+def expand_as(x: Tensor, other: Tensor) -> Tensor:
+    """x broadcast to other's shape (a view)."""
+    return movement.broadcast_to(x, other.shape)
+
+
+@public(method=True, functional=False)
+def view_as(x: Tensor, other: Tensor) -> Tensor:
+    """x reshaped to other's shape."""
+    return movement.reshape(x, other.shape)
+
+
+@public(method=True, functional=False)
+def new_zeros(x: Tensor, size, dtype=None, device=None) -> Tensor:
+    """Zeros of ``size`` with x's dtype and device (or the given ones)."""
+    return full(size, 0, dtype or x.dtype, device or x.device)
+
+
+@public(method=True, functional=False)
+def new_ones(x: Tensor, size, dtype=None, device=None) -> Tensor:
+    """Ones of ``size`` with x's dtype and device."""
+    return full(size, 1, dtype or x.dtype, device or x.device)
+
+
+@public(method=True, functional=False)
+def new_full(x: Tensor, size, fill_value, dtype=None, device=None) -> Tensor:
+    """``fill_value`` in a new tensor of ``size`` with x's dtype and device."""
+    return full(size, fill_value, dtype or x.dtype, device or x.device)
+
+
+@public(method=True, functional=False)
+def new_tensor(x: Tensor, data, dtype=None, device=None) -> Tensor:
+    """A tensor of ``data`` with x's dtype and device."""
+    return tensor(data, dtype=dtype or x.dtype, device=device or x.device)
+
+
+@public(method=("gt", "greater"), functional=False)
+def gt(x, other):
+    """x > other."""
+    return x > other
+
+
+@public(method=("lt", "less"), functional=False)
+def lt(x, other):
+    """x < other."""
+    return x < other
+
+
+@public(method=("ge", "greater_equal"), functional=False)
+def ge(x, other):
+    """x >= other."""
+    return x >= other
+
+
+@public(method=("le", "less_equal"), functional=False)
+def le(x, other):
+    """x <= other."""
+    return x <= other
+
+
+@public(method="where", functional=False)
+def where_method(x: Tensor, condition: Tensor, other) -> Tensor:
+    """``x.where(condition, other)``: x where condition, else other (PyTorch's method)."""
+    return ew.where(condition, x, other)
+
+
+@public(method=True, functional=False)
+def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
+    """``value`` where ``mask`` (bool, broadcast to x) is True, else x."""
+    if not isinstance(mask, Tensor) or mask.dtype is not dtypes.bool_:
+        raise TypeError("masked_fill: mask must be a bool tensor (e.g. x > 0)")
+    if isinstance(value, Tensor):
+        return ew.where(mask, value.to(x.dtype), x)
+    keep = ew.compare("equal", mask, 0)
+    return ew.where(keep, x, value)
+
+
+def _as_bool(x: Tensor) -> Tensor:
+    return x if x.dtype is dtypes.bool_ else ew.compare("equal", ew.compare("equal", x, 0), 0)
+
+
+@public(method=True, top=True)
+def logical_not(x: Tensor) -> Tensor:
+    """True where x is zero (False)."""
+    return ew.compare("equal", _as_bool(x), 0)
+
+
+@public(method=True, top=True)
+def logical_and(x: Tensor, other: Tensor) -> Tensor:
+    """True where both are nonzero."""
+    return mathops.bitwise_and(_as_bool(x), _as_bool(other))
+
+
+@public(method=True, top=True)
+def logical_or(x: Tensor, other: Tensor) -> Tensor:
+    """True where either is nonzero."""
+    return mathops.bitwise_or(_as_bool(x), _as_bool(other))
+
+
+@public(method=True, top=True)
+def logical_xor(x: Tensor, other: Tensor) -> Tensor:
+    """True where exactly one is nonzero."""
+    return mathops.bitwise_xor(_as_bool(x), _as_bool(other))
+
+
+@public(method=True, top=True)
+def t(x: Tensor) -> Tensor:
+    """The transpose of a matrix (a 0-d or 1-d tensor is returned as it is)."""
+    if x.ndim > 2:
+        raise ValueError(f"t: expects a tensor of at most 2 dims, got {x.ndim}; use "
+                         "x.transpose(d0, d1)")
+    return x if x.ndim < 2 else shaping.swap(x, 0, 1)
+
+
+@public(method="__iter__", functional=False)
+def iterate(x: Tensor):
+    """``for row in x``: the sub-tensors along dim 0 (gradients flow to x)."""
+    if x.ndim == 0:
+        raise TypeError("iteration over a 0-d tensor; use x.item() for its value")
+    return (x[i] for i in range(x.shape[0]))

@@ -1,0 +1,318 @@
+"""Indexing: ``x[key]`` and ``x[key] = value`` with NumPy's and PyTorch's semantics.
+
+A key is lowered to primitives in two passes. The basic pass turns ints, slices, ``...``
+and ``None`` into one strided ``slice`` (a view on strided backends) and a reshape;
+negative steps add a flip. The advanced pass (integer tensors, lists, bool masks) moves the
+indexed axes together, merges them into one axis and selects with one ``index_select``
+over a linear index, so that its gradient is one scatter-add (repeated indices
+accumulate). The indexed axes land where NumPy puts them: in place of the first when they
+are adjacent in the key, else in front. An int is basic indexing, as in PyTorch: it
+removes its axis first, so ``x[0, :, idx]`` has shape ``(x.shape[1], len(idx))`` (NumPy
+counts the int as advanced and gives the transpose).
+
+Out-of-range indices raise IndexError on host-memory backends and for host data (ints,
+lists, NumPy arrays). For an index tensor on a device, checking would cost a round trip
+per call, so, as PyTorch CUDA (which raises asynchronously from the kernel), the values
+are not checked there except under ``fnn.detect_anomaly()``; the kernels never read out
+of bounds (an out-of-range position reads 0).
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import numbers
+
+import numpy as np
+
+from fastnn.api import dtypes
+from fastnn.ops.core import check_same_device
+from fastnn.ops.selecting import (
+    as_index,
+    check_range,
+    index_select_tensor,
+    slice_tensor,
+    wrap_negative,
+)
+from fastnn.ops.shaping import flip
+from fastnn.ops.table import public
+from fastnn.ops.tensor import Tensor
+
+_INDEX = (dtypes.int64, dtypes.int32)
+
+# ---------------------------------------------------------------- the key
+
+
+def _is_advanced(item) -> bool:
+    return isinstance(item, (Tensor, list, np.ndarray)) and not isinstance(item, bool)
+
+
+def _expand_key(op: str, x: Tensor, key) -> list:
+    """The key as a list with ``...`` expanded and masks split into index tensors."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    items = []
+    for item in key:
+        if _is_advanced(item):
+            item = as_index(op, item, x._device)
+            if item._dtype is dtypes.bool_:
+                items.append(("mask", item))
+                continue
+            items.append(("index", item))
+        elif item is None or item is Ellipsis or isinstance(item, builtins.slice):
+            items.append((item if item is not None else "none", item))
+        elif isinstance(item, bool):
+            raise IndexError(f"{op}: a bare bool index is not supported; use None to add an "
+                             "axis or a bool tensor mask")
+        elif isinstance(item, numbers.Integral):
+            items.append(("int", int(item)))
+        else:
+            raise IndexError(f"{op}: only ints, slices, ..., None, int/bool tensors, lists "
+                             f"and NumPy arrays are valid indices; got {type(item).__name__} "
+                             f"{item!r}" + (" (a float: use an int)" if isinstance(
+                                 item, numbers.Real) else ""))
+    used = builtins.sum(item.ndim if kind == "mask" else 1 for kind, item in items
+                        if kind not in ("none", Ellipsis))
+    ellipses = [i for i, (kind, _) in enumerate(items) if kind is Ellipsis]
+    if len(ellipses) > 1:
+        raise IndexError(f"{op}: an index can have only one ellipsis (...)")
+    if used > x.ndim:
+        raise IndexError(f"{op}: too many indices for a tensor of {x.ndim} dims: {key!r}")
+    fill = [(builtins.slice(None), builtins.slice(None))] * (x.ndim - used)
+    if ellipses:
+        at = ellipses[0]
+        items = items[:at] + fill + items[at + 1:]
+    else:
+        items = items + fill
+    out, dim = [], 0
+    for kind, item in items:
+        if isinstance(kind, builtins.slice):
+            out.append(("slice", item))
+        elif kind == "mask":
+            shape = x.shape[dim:dim + item.ndim]
+            if item.shape != shape:
+                raise IndexError(f"{op}: the mask of shape {item.shape} does not match the "
+                                 f"indexed dims {shape} (at dim {dim}) of a tensor of shape "
+                                 f"{x.shape}; a mask covers the dims it indexes exactly")
+            host = np.nonzero(item.numpy())  # as PyTorch: the result's shape needs the count
+            for part in host:
+                out.append(("index", as_index(op, part, x._device)))
+            dim += item.ndim
+            continue
+        else:
+            out.append((kind, item))
+        if kind != "none":
+            dim += 1
+    return out
+
+
+def _basic(op: str, x: Tensor, items: list):
+    """Apply ints, slices and None; keep the advanced axes whole.
+
+    Returns (tensor, advanced) where advanced is a list of (axis in the result, index).
+    """
+    starts, stops, steps, flips, shape, advanced = [], [], [], [], [], []
+    dim = 0
+    for kind, item in items:
+        if kind == "none":
+            shape.append(1)
+            continue
+        n = x.shape[dim]
+        if kind == "int":
+            if not -n <= item < n:
+                raise IndexError(f"{op}: index {item} is out of range for dim {dim} of size {n}")
+            i = item % n
+            starts.append(i), stops.append(i + 1), steps.append(1)
+        elif kind == "slice":
+            if item.step is not None and item.step == 0:
+                raise ValueError(f"{op}: slice step cannot be zero")
+            start, stop, step = item.indices(n)
+            if step < 0:  # x[a:b:-c] is the flip of a positive-step slice
+                count = len(range(start, stop, step))
+                last = start + step * (count - 1) if count else 0
+                start, stop, step = (last, start + 1, -step) if count else (0, 0, 1)
+                flips.append(len(shape))
+            count = len(range(start, stop, step))
+            starts.append(start), stops.append(builtins.max(start, stop) if count else start)
+            steps.append(step), shape.append(count)
+        else:  # an index tensor: this axis stays whole for the advanced pass
+            advanced.append((len(shape), item))
+            starts.append(0), stops.append(n), steps.append(1), shape.append(n)
+        dim += 1
+    out = slice_tensor(x, tuple(starts), tuple(stops), tuple(steps))
+    if tuple(shape) != out.shape:
+        out = out.reshape(tuple(shape))
+    for axis in flips:
+        out = flip(out, axis)
+    return out, advanced
+
+
+def _advanced(op: str, x: Tensor, advanced: list) -> Tensor:
+    """Select with the index tensors in ``advanced`` (NumPy's placement rule)."""
+    axes = [a for a, _ in advanced]
+    device = x._device
+    indices = []
+    for axis, index in advanced:
+        size = x.shape[axis]
+        if not isinstance(index, Tensor):
+            index = as_index(op, index, device)
+        else:
+            check_same_device(op, x, index)
+        negative = check_range(op, index, size, negative_ok=True)
+        indices.append(wrap_negative(index, size, negative))
+    if len(indices) == 1 and indices[0].ndim == 1:  # x[idx] along one axis: one select
+        return index_select_tensor(x, axes[0], indices[0])
+    shape = np.broadcast_shapes(*(t.shape for t in indices))
+    adjacent = axes == list(range(axes[0], axes[0] + len(axes)))
+    place = axes[0] if adjacent else 0
+    rest = [a for a in range(x.ndim) if a not in axes]
+    order = rest[:place] + axes + rest[place:]
+    if order != list(range(x.ndim)):
+        x = x.permute(order)
+    sizes = [x.shape[place + k] for k in range(len(axes))]
+    merged = x.reshape(x.shape[:place] + (math.prod(sizes),) + x.shape[place + len(axes):])
+    linear = None
+    stride = 1
+    for index, size in zip(reversed(indices), reversed(sizes)):
+        term = index if stride == 1 else index * stride
+        linear = term if linear is None else linear + term
+        stride *= size
+    linear = linear.broadcast_to(tuple(shape)).reshape(-1)
+    out = index_select_tensor(merged, place, linear)
+    return out.reshape(merged.shape[:place] + tuple(shape) + merged.shape[place + 1:])
+
+
+@public(method="__getitem__", functional=False)
+def getitem(x: Tensor, key) -> Tensor:
+    """``x[key]``: see the module docstring."""
+    if type(key) is Tensor and key._dtype in _INDEX and key.ndim == 1 and x.ndim:
+        # the batch loop's x[perm[i:i + n]]: one index_select, nothing else to parse
+        key = as_index("index", key, x._device)
+        check_same_device("index", x, key)
+        negative = check_range("index", key, x.shape[0], negative_ok=True)
+        return index_select_tensor(x, 0, wrap_negative(key, x.shape[0], negative))
+    if type(key) is builtins.slice and x.ndim and (key.step is None or key.step > 0):
+        # x[a:b] (a batch of rows): one strided slice, a view
+        start, stop, step = key.indices(x.shape[0])
+        stop = builtins.max(start, stop)
+        rank = x.ndim
+        return slice_tensor(x, (start,) + (0,) * (rank - 1), (stop,) + x.shape[1:],
+                            (step,) + (1,) * (rank - 1))
+    items = _expand_key("index", x, key)
+    out, advanced = _basic("index", x, items)
+    return _advanced("index", out, advanced) if advanced else out
+
+
+# ---------------------------------------------------------------- assignment
+
+
+@public(method="__setitem__", functional=False)
+def setitem(x: Tensor, key, value) -> None:
+    """``x[key] = value`` in place, on a tensor that needs no gradient."""
+    if x.requires_grad:
+        raise RuntimeError(
+            "x[index] = value: x requires grad, and an in-place write would corrupt the "
+            "gradient; build a new tensor instead (fnn.where(mask, value, x), fnn.cat, "
+            "x.scatter_add) or write under fnn.no_grad() into a tensor made with "
+            "requires_grad=False")
+    if not isinstance(value, Tensor):
+        value = Tensor._make(
+            x._device.ops.from_numpy(np.asarray(value, dtype=x._dtype.numpy), x._device.index),
+            x._dtype, x._device)
+    elif value._dtype is not x._dtype:
+        value = value.to(x._dtype)
+    check_same_device("index assignment", x, value)
+    value = value.detach()
+    if type(key) is Tensor and key._dtype is dtypes.bool_ and key.shape == x.shape and \
+            _broadcasts_to(value.shape, x.shape):
+        # x[mask] = v with a mask like x: one where, no host round trip for the count
+        check_same_device("index assignment", x, key)
+        x._data = x._device.ops.where(key._data, value._data, x._data)
+        return
+    items = _expand_key("index assignment", x, key)
+    if not any(kind == "index" for kind, _ in items) and not any(
+            kind == "slice" and (item.step or 1) < 0 for kind, item in items):
+        _set_basic(x, items, value)
+        return
+    # the general case: the flat positions that x[key] selects, then one scatter
+    positions = Tensor._make(
+        x._device.ops.from_numpy(np.arange(x.numel(), dtype=np.int64).reshape(x.shape),
+                                 x._device.index), dtypes.int64, x._device)
+    chosen = getitem(positions, key)
+    flat_value = _broadcast_value(value, chosen.shape).reshape(-1)
+    flat_index = chosen.reshape(-1)
+    if x._device.backend.record.host_memory and flat_index.numel():
+        # repeated positions: the last write wins, as NumPy (PyTorch leaves it undefined)
+        host = flat_index.numpy()
+        _, last = np.unique(host[::-1], return_index=True)
+        keep = np.sort(len(host) - 1 - last)
+        if len(keep) != len(host):
+            keep_t = as_index("index assignment", keep, x._device)
+            flat_index = index_select_tensor(flat_index, 0, keep_t)
+            flat_value = index_select_tensor(flat_value, 0, keep_t)
+    ops = x._device.ops
+    work = x if x._dtype is not dtypes.bool_ else x.to(dtypes.int64)
+    vals = flat_value if flat_value._dtype is work._dtype else flat_value.to(work._dtype)
+    flat = ops.reshape(work._data, (x.numel(),))
+    zero = ops.full((x.numel(),), 0, work._dtype.name, x._device.index)
+    written = ops.scatter_add(zero, 0, flat_index._data, vals._data)
+    hits = ops.scatter_add(ops.full((x.numel(),), 0, "int64", x._device.index), 0,
+                           flat_index._data, ops.full(flat_index.shape, 1, "int64",
+                                                      x._device.index))
+    # NOTE: where a position repeats on a device (the host dedupes above), its writes are
+    # summed and divided by their count: exact when they agree (x[idx] = 0 and the like),
+    # their mean otherwise (PyTorch leaves the winner undefined there)
+    if not x._device.backend.record.host_memory:  # the host deduplicated above
+        count = ops.astype(hits, work._dtype.name)
+        divide = ops.div if work._dtype.is_floating else ops.floor_divide
+        written = ops.where(ops.greater(hits, 1), divide(written, count), written)
+    data = ops.reshape(ops.where(ops.greater(hits, 0), written, flat), x.shape)
+    if x._dtype is dtypes.bool_:
+        data = ops.astype(data, "bool")
+    x._data = data
+
+
+def _broadcasts_to(shape, target) -> bool:
+    try:
+        return np.broadcast_shapes(shape, target) == tuple(target)
+    except ValueError:
+        return False
+
+
+def _broadcast_value(value: Tensor, shape) -> Tensor:
+    try:
+        target = np.broadcast_shapes(value.shape, tuple(shape))
+    except ValueError:
+        target = None
+    if target != tuple(shape):
+        raise ValueError(f"index assignment: a value of shape {value.shape} cannot be "
+                         f"broadcast to the indexed shape {tuple(shape)}")
+    return value.broadcast_to(tuple(shape))
+
+
+def _set_basic(x: Tensor, items: list, value: Tensor) -> None:
+    starts, stops, steps, shape = [], [], [], []
+    dim = 0
+    for kind, item in items:
+        if kind == "none":
+            continue
+        n = x.shape[dim]
+        if kind == "int":
+            if not -n <= item < n:
+                raise IndexError(f"index assignment: index {item} is out of range for dim "
+                                 f"{dim} of size {n}")
+            i = item % n
+            starts.append(i), stops.append(i + 1), steps.append(1), shape.append(1)
+        else:
+            start, stop, step = item.indices(n)
+            count = len(range(start, stop, step))
+            starts.append(start), stops.append(builtins.max(start, stop) if count else start)
+            steps.append(step), shape.append(count)
+        dim += 1
+    selected = tuple(n for (kind, _), n in zip([i for i in items if i[0] != "none"], shape)
+                     if kind != "int")
+    src = _broadcast_value(value, selected).reshape(tuple(shape)).contiguous()
+    if not src.numel():
+        return
+    x._data = x._device.ops.slice_scatter(x._data, src._data, tuple(starts), tuple(stops),
+                                          tuple(steps))

@@ -1,0 +1,118 @@
+"""Regression, divergence and similarity losses on tensors: mse, l1, smooth-l1, huber,
+kl_div, cosine_similarity, cosine_embedding_loss.
+
+Compositions of tensor ops, with PyTorch's definitions and defaults; ``reduction`` is
+"mean", "sum" or "none" (kl_div also "batchmean").
+"""
+
+from __future__ import annotations
+
+import numbers
+
+from fastnn.ops import elementwise as m
+from fastnn.ops import movement
+from fastnn.ops.losses import check_reduction, reduce, same_shape
+from fastnn.ops.table import public
+from fastnn.ops.tensor import Tensor
+
+
+def _positive(op: str, name: str, value, allow_zero=False) -> float:
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and (
+        value >= 0 if allow_zero else value > 0)
+    if not ok:
+        raise ValueError(f"{op}: {name} must be a number {'>=' if allow_zero else '>'} 0, "
+                         f"got {value!r}")
+    return float(value)
+
+
+@public()
+def mse_loss(pred: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """(pred - target)**2."""
+    same_shape("mse_loss", pred, target)
+    diff = m.sub(pred, target)
+    return reduce("mse_loss", m.mul(diff, diff), reduction)
+
+
+@public()
+def l1_loss(pred: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """|pred - target|."""
+    same_shape("l1_loss", pred, target)
+    return reduce("l1_loss", m.abs(m.sub(pred, target)), reduction)
+
+
+def _huber(pred, target, delta):
+    a = m.abs(m.sub(pred, target))
+    quadratic = m.minimum(a, delta)
+    # 0.5 q^2 + delta (|d| - q): equals both branches and is smooth at |d| = delta
+    return m.add(m.mul(m.mul(quadratic, quadratic), 0.5), m.mul(m.sub(a, quadratic), delta))
+
+
+@public()
+def huber_loss(pred: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0):
+    """0.5 * d**2 where |d| <= delta, else delta * (|d| - 0.5 * delta); d = pred - target."""
+    same_shape("huber_loss", pred, target)
+    delta = _positive("huber_loss", "delta", delta)
+    return reduce("huber_loss", _huber(pred, target, delta), reduction)
+
+
+@public()
+def smooth_l1_loss(pred: Tensor, target: Tensor, reduction: str = "mean", beta: float = 1.0):
+    """0.5 d**2 / beta where |d| < beta, else |d| - 0.5 beta (huber_loss / beta; beta = 0 is
+    l1_loss), as PyTorch's."""
+    same_shape("smooth_l1_loss", pred, target)
+    beta = _positive("smooth_l1_loss", "beta", beta, allow_zero=True)
+    if beta == 0.0:
+        return l1_loss(pred, target, reduction)
+    return reduce("smooth_l1_loss", m.mul(_huber(pred, target, beta), 1.0 / beta), reduction)
+
+
+@public()
+def kl_div(input: Tensor, target: Tensor, reduction: str = "mean", log_target: bool = False):
+    """KL(target || p) pointwise with ``input`` = log p: t (log t - input), 0 where t = 0
+    (``log_target=True``: target holds log t, exp(t) (t - input)). "batchmean" divides the
+    sum by the batch size input.shape[0], the true KL divergence per sample."""
+    same_shape("kl_div", input, target)
+    check_reduction("kl_div", reduction, ("batchmean",))
+    if log_target:
+        per = m.mul(m.exp(target), m.sub(target, input))
+    else:
+        positive = target > 0
+        safe = m.where(positive, target, 1.0)  # log(0) would poison the gradient
+        per = m.where(positive, m.mul(target, m.sub(m.log(safe), input)), 0.0)
+    if reduction == "batchmean":
+        batch = input.shape[0] if input.ndim else 1
+        return m.div(movement.sum(per), float(batch))
+    return reduce("kl_div", per, reduction)
+
+
+@public()
+def cosine_similarity(a: Tensor, b: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """sum(a * b, dim) / (max(|a|, eps) max(|b|, eps)), as PyTorch's (a and b broadcast)."""
+    for name, value in (("a", a), ("b", b)):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"cosine_similarity: {name} must be a Tensor, got "
+                            f"{type(value).__name__}")
+    eps = _positive("cosine_similarity", "eps", eps)
+    norm_a = m.maximum(m.sqrt(movement.sum(m.mul(a, a), dim, True)), eps)
+    norm_b = m.maximum(m.sqrt(movement.sum(m.mul(b, b), dim, True)), eps)
+    return movement.sum(m.mul(m.div(a, norm_a), m.div(b, norm_b)), dim)
+
+
+@public()
+def cosine_embedding_loss(a: Tensor, b: Tensor, y: Tensor, margin: float = 0.0,
+                          reduction: str = "mean") -> Tensor:
+    """1 - cos(a, b) where y = 1, max(0, cos(a, b) - margin) where y = -1 (cos over dim 1,
+    with PyTorch's 1e-12 in the norms)."""
+    same_shape("cosine_embedding_loss", a, b)
+    if not isinstance(y, Tensor):
+        raise TypeError(f"cosine_embedding_loss: y must be a Tensor of 1 and -1, got "
+                        f"{type(y).__name__}")
+    axis = a.ndim - 1
+    dot = movement.sum(m.mul(a, b), axis)
+    mags = m.mul(m.add(movement.sum(m.mul(a, a), axis), 1e-12),
+                 m.add(movement.sum(m.mul(b, b), axis), 1e-12))
+    cos = m.div(dot, m.sqrt(mags))
+    similar = m.add(m.neg(cos), 1.0)
+    dissimilar = m.maximum(m.sub(cos, float(margin)), 0.0)
+    per = m.where(y > 0, similar, m.where(y < 0, dissimilar, 0.0))
+    return reduce("cosine_embedding_loss", per, reduction)

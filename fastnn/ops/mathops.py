@@ -1,0 +1,265 @@
+"""More elementwise math: sin, cos, floor and what composes from them and the older
+primitives (tan, log1p, expm1, log2, exp2, rsqrt, square, reciprocal, ceil, round, trunc,
+clamp, isnan/isinf/isfinite), ``//`` and ``%``, and the bitwise operators."""
+
+from __future__ import annotations
+
+import math
+
+from fastnn.api import dtypes
+from fastnn.ops import elementwise as ew
+from fastnn.ops.table import public
+from fastnn.ops.tensor import Tensor, full
+
+_INF = float("inf")
+
+
+def _float(op: str, x) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
+    return x if x._dtype.is_floating else x.to(dtypes.float32)
+
+
+@public(method=True, top=True)
+def sin(x):
+    """Sine, elementwise (radians)."""
+    return ew.unary("sin", x, save_input=True)
+
+
+@public(method=True, top=True)
+def cos(x):
+    """Cosine, elementwise (radians)."""
+    return ew.unary("cos", x, save_input=True)
+
+
+@public(method=True, top=True)
+def tan(x):
+    """Tangent: sin(x) / cos(x)."""
+    x = _float("tan", x)
+    return ew.div(sin(x), cos(x))
+
+
+@public(method=True, top=True)
+def floor(x):
+    """The largest integer <= x; integer tensors are returned as they are (as PyTorch)."""
+    if isinstance(x, Tensor) and not x._dtype.is_floating:
+        return x
+    return ew.unary("floor", x, save_input=False)
+
+
+@public(method=True, top=True)
+def ceil(x):
+    """The smallest integer >= x; integer tensors are returned as they are."""
+    if isinstance(x, Tensor) and not x._dtype.is_floating:
+        return x
+    return ew.neg(floor(ew.neg(x)))
+
+
+@public(method=True, top=True)
+def trunc(x):
+    """x rounded toward zero; integer tensors are returned as they are."""
+    if isinstance(x, Tensor) and not x._dtype.is_floating:
+        return x
+    return ew.where(ew.compare("less", x, 0), ceil(x), floor(x))
+
+
+@public(method=True, top=True)
+def round(x):
+    """To the nearest integer, halves to even (as PyTorch and NumPy)."""
+    if isinstance(x, Tensor) and not x._dtype.is_floating:
+        return x
+    low = floor(x)
+    frac = ew.sub(x, low)  # exact: x and floor(x) are within one unit of each other
+    half = ew.compare("equal", frac, 0.5)
+    odd = ew.compare("equal", ew.sub(low, ew.mul(floor(ew.mul(low, 0.5)), 2.0)), 1.0)
+    up = bitwise_or(ew.compare("greater", frac, 0.5), bitwise_and(half, odd))
+    return ew.add(low, up.to(x._dtype))
+
+
+@public(method=True, top=True)
+def log1p(x):
+    """log(1 + x), accurate for tiny x."""
+    x = _float("log1p", x)
+    # log(1 + u) through the composite's Kahan form; gradients flow through its primitives
+    w = ew.add(x, 1.0)
+    d = ew.sub(w, 1.0)
+    exact = ew.compare("equal", d, 0.0)
+    safe = ew.where(exact, ew.add(ew.mul(d, 0.0), 1.0), d)
+    return ew.where(exact, x, ew.div(ew.mul(ew.log(w), x), safe))
+
+
+@public(method=True, top=True)
+def expm1(x):
+    """e**x - 1 to full precision near 0: (u - 1) * x / log(u) with u = e**x (Kahan)."""
+    x = _float("expm1", x)
+    u = ew.exp(x)
+    d = ew.sub(u, 1.0)
+    small = ew.compare("equal", d, 0.0)
+    big = ew.compare("equal", d, -1.0)
+    logu = ew.log(u)
+    safe = ew.where(ew.compare("equal", logu, 0.0), ew.add(ew.mul(logu, 0.0), 1.0), logu)
+    inf = ew.compare("equal", u, _INF)
+    mid = ew.where(inf, u, ew.div(ew.mul(d, x), safe))
+    return ew.where(small, x, ew.where(big, d, mid))
+
+
+@public(method=True, top=True)
+def log2(x):
+    """Base-2 logarithm."""
+    return ew.mul(ew.log(_float("log2", x)), 1.0 / math.log(2.0))
+
+
+@public(method=True, top=True)
+def exp2(x):
+    """2 ** x."""
+    return ew.exp(ew.mul(_float("exp2", x), math.log(2.0)))
+
+
+@public(method=True, top=True)
+def rsqrt(x):
+    """1 / sqrt(x)."""
+    return ew.pow(_float("rsqrt", x), -0.5)
+
+
+@public(method=True, top=True)
+def square(x):
+    """x * x."""
+    return ew.mul(x, x)
+
+
+@public(method=True, top=True)
+def reciprocal(x):
+    """1 / x."""
+    x = _float("reciprocal", x)
+    return ew.pow(x, -1.0)
+
+
+@public(method=True, top=True, aliases=("clip",))
+def clamp(x, min=None, max=None):
+    """``x`` limited to [min, max] (either may be None, a number or a tensor); NaN stays
+    NaN, and the gradient passes where min <= x <= max, as PyTorch."""
+    if min is None and max is None:
+        raise ValueError("clamp: give min, max or both")
+    out = x
+    if min is not None:
+        below = ew.compare("less", out, min)
+        out = ew.where(ew.compare("equal", below, 0), out, _like(min, out))
+    if max is not None:
+        above = ew.compare("greater", out, max)
+        out = ew.where(ew.compare("equal", above, 0), out, _like(max, out))
+    return out
+
+
+def _like(bound, x):
+    return bound if isinstance(bound, Tensor) else (float(bound) if x._dtype.is_floating
+                                                    else bound)
+
+
+@public(method=True, top=True)
+def isnan(x):
+    """True where x is NaN."""
+    if not x._dtype.is_floating:
+        return full(x.shape, False, dtypes.bool_, x._device)
+    return ew.compare("equal", ew.compare("equal", x, x), 0)
+
+
+@public(method=True, top=True)
+def isinf(x):
+    """True where x is +inf or -inf."""
+    if not x._dtype.is_floating:
+        return full(x.shape, False, dtypes.bool_, x._device)
+    return ew.compare("equal", ew.abs(x.detach()), _INF)
+
+
+@public(method=True, top=True)
+def isfinite(x):
+    """True where x is neither NaN nor infinite."""
+    if not x._dtype.is_floating:
+        return full(x.shape, True, dtypes.bool_, x._device)
+    return ew.compare("less", ew.abs(x.detach()), _INF)
+
+
+# ---------------------------------------------------------------- // and %
+
+
+@public(method=("floor_divide", "__floordiv__"), top=True, name="floor_divide")
+def floor_div(a, b):
+    """a // b rounded toward -inf (floats: floor(a / b); integers: exact)."""
+    a_t, b_t = (a, b) if isinstance(a, Tensor) else (b, a)
+    floating = a_t._dtype.is_floating or (isinstance(b_t, Tensor) and b_t._dtype.is_floating) \
+        or isinstance(a, float) or isinstance(b, float)
+    if floating:
+        return floor(ew.div(a, b))
+    return ew.binary("floor_divide", a, b)
+
+
+@public(method=("__rfloordiv__",), functional=False)
+def rfloor_div(a, b):
+    return floor_div(b, a)
+
+
+@public(method=("remainder", "__mod__"), top=True)
+def remainder(a, b):
+    """a - b * (a // b): the sign of b, as Python's % and PyTorch's remainder."""
+    return ew.sub(a, ew.mul(b, floor_div(a, b)) if isinstance(b, Tensor) else
+                  ew.mul(floor_div(a, b), b))
+
+
+@public(method=("__rmod__",), functional=False)
+def rremainder(a, b):
+    return remainder(b, a)
+
+
+# ---------------------------------------------------------------- bitwise
+
+
+def _bitwise(op: str, a, b):
+    for v in (a, b):
+        if isinstance(v, Tensor) and v._dtype.is_floating:
+            raise TypeError(f"{op}: defined on bool and integer tensors, not {v._dtype.name}")
+        if isinstance(v, float):
+            raise TypeError(f"{op}: defined on bools and integers, not the float {v!r}")
+    if not isinstance(a, Tensor):
+        a, b = b, a  # & | ^ commute
+    if isinstance(b, bool):
+        if a._dtype is dtypes.bool_:
+            return Tensor._make(getattr(a._device.ops, op)(a._data, b), a._dtype, a._device)
+        b = int(b)
+    if isinstance(b, Tensor):
+        a, b = ew.align(op, a, b)
+        ew.broadcast_shape(op, a.shape, b.shape)
+        data = getattr(a._device.ops, op)(a._data, b._data)
+    else:
+        if a._dtype is dtypes.bool_:
+            a = a.to(dtypes.int64)
+        data = getattr(a._device.ops, op)(a._data, int(b))
+    return Tensor._make(data, a._dtype, a._device)
+
+
+@public(method=("bitwise_and", "__and__", "__rand__"), top=True)
+def bitwise_and(a, b):
+    """a & b on bool or integer tensors (a Python int or bool as b)."""
+    return _bitwise("bitwise_and", a, b)
+
+
+@public(method=("bitwise_or", "__or__", "__ror__"), top=True)
+def bitwise_or(a, b):
+    """a | b on bool or integer tensors."""
+    return _bitwise("bitwise_or", a, b)
+
+
+@public(method=("bitwise_xor", "__xor__", "__rxor__"), top=True)
+def bitwise_xor(a, b):
+    """a ^ b on bool or integer tensors."""
+    return _bitwise("bitwise_xor", a, b)
+
+
+@public(method=("bitwise_not", "__invert__"), top=True)
+def bitwise_not(x):
+    """~x: logical not on bool tensors, -x - 1 on integers."""
+    if x._dtype is dtypes.bool_:
+        return ew.compare("equal", x, 0)
+    if x._dtype.is_floating:
+        raise TypeError(f"bitwise_not: defined on bool and integer tensors, not "
+                        f"{x._dtype.name}")
+    return ew.sub(ew.neg(x), 1)

@@ -1,0 +1,193 @@
+"""Reductions over the primitives: prod, min, amax, amin, var, std, logsumexp, any, all,
+argmin, cumsum, norm (each ``dim``/``axis`` and ``keepdim``/``keepdims``)."""
+
+from __future__ import annotations
+
+import builtins
+import math
+import numbers
+
+from fastnn.api import dtypes
+from fastnn.autograd.engine import attach
+from fastnn.ops import elementwise as ew
+from fastnn.ops import movement
+from fastnn.ops.movement import normalize_axis
+from fastnn.ops.shaping import axis_index
+from fastnn.ops.spelling import UNSET, dim_of, keep_of
+from fastnn.ops.table import public
+from fastnn.ops.tensor import Tensor
+
+
+def _args(op, dim, axis, keepdim, keepdims):
+    return dim_of(op, dim, axis, None), keep_of(op, keepdim, keepdims)
+
+
+def _count(x: Tensor, axes) -> int:
+    return math.prod(x.shape[a] for a in (range(x.ndim) if axes is None else axes))
+
+
+@public(method=True, top=True)
+def prod(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
+    """Product over ``dim`` (None = all); integer and bool tensors give int64, as PyTorch."""
+    dim, keep = _args("prod", dim, axis, keepdim, keepdims)
+    if not x._dtype.is_floating and x._dtype is not dtypes.int64:
+        x = x.to(dtypes.int64)
+    axes = normalize_axis("prod", dim, x.ndim)
+    data = x._device.ops.prod(x._data, axes, keep)
+    out = Tensor._make(data, x._dtype, x._device)
+    return attach(out, "prod", (x,), (x._data, data), (x.shape, axes, keep))
+
+
+@public(method=True, top=True)
+def cumsum(x: Tensor, dim=UNSET, *, axis=UNSET) -> Tensor:
+    """Running sum along ``dim`` (bool and int32 give int64, as PyTorch)."""
+    dim = dim_of("cumsum", dim, axis, UNSET)
+    if dim is UNSET:
+        raise TypeError("cumsum: missing dim (the dim to run along)")
+    if x._dtype in (dtypes.bool_, dtypes.int32):
+        x = x.to(dtypes.int64)
+    if x.ndim == 0:
+        axis_index("cumsum", dim, 0)
+        return movement.reshape(cumsum(movement.reshape(x, (1,)), 0), ())
+    a = axis_index("cumsum", dim, x.ndim)
+    out = Tensor._make(x._device.ops.cumsum(x._data, a), x._dtype, x._device)
+    return attach(out, "cumsum", (x,), (), a)
+
+
+@public(method=True, top=True)
+def amax(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
+    """Max over ``dim`` (ties share the gradient evenly, as PyTorch's amax)."""
+    dim, keep = _args("amax", dim, axis, keepdim, keepdims)
+    return movement.max(x, dim, keep)
+
+
+@public(method=True, top=True)
+def amin(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
+    """Min over ``dim``: -max(-x)."""
+    dim, keep = _args("amin", dim, axis, keepdim, keepdims)
+    if x._dtype is dtypes.bool_:
+        return movement.max(x.to(dtypes.int64).neg(), dim, keep).neg().to(dtypes.bool_)
+    return ew.neg(movement.max(ew.neg(x), dim, keep))
+
+
+@public(method=True, top=True)
+def min(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
+    """Min over ``dim`` (values only: use argmin for the indices)."""
+    dim, keep = _args("min", dim, axis, keepdim, keepdims)
+    return amin(x, dim, keep)
+
+
+@public(method=True, top=True)
+def argmin(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
+    """Index of the first minimum along ``dim``; no dim: into the flattened tensor."""
+    dim, keep = _args("argmin", dim, axis, keepdim, keepdims)
+    flipped = ew.neg(x.detach()) if x._dtype is not dtypes.bool_ else ew.compare(
+        "equal", x, 0)
+    return _keep_index(movement.argmax(flipped, dim), x, dim, keep)
+
+
+def _keep_index(index: Tensor, x: Tensor, dim, keep: bool) -> Tensor:
+    if not keep:
+        return index
+    if dim is None:
+        return movement.reshape(index, (1,) * x.ndim)
+    a = axis_index("argmax", dim, x.ndim)
+    return movement.reshape(index, x.shape[:a] + (1,) + x.shape[a + 1:])
+
+
+@public(method=True, top=True)
+def var(x: Tensor, dim=UNSET, unbiased=None, keepdim=UNSET, *, correction=None, axis=UNSET,
+        keepdims=UNSET) -> Tensor:
+    """sum((x - mean)^2) / (N - correction) over ``dim``; correction=1 by default, as
+    PyTorch (``unbiased=False`` means correction=0)."""
+    dim, keep = _args("var", dim, axis, keepdim, keepdims)
+    if unbiased is not None and correction is not None:
+        raise TypeError("var: give unbiased= or correction=, not both")
+    correction = (1 if unbiased in (None, True) else 0) if correction is None else correction
+    if not x._dtype.is_floating:
+        x = x.to(dtypes.float32)
+    axes = normalize_axis("var", dim, x.ndim)
+    mean = movement.mean(x, axes, True)
+    dev = ew.sub(x, mean)
+    total = movement.sum(ew.mul(dev, dev), axes, keep)
+    return ew.div(total, float(builtins.max(_count(x, axes) - correction, 0)))
+
+
+@public(method=True, top=True)
+def std(x: Tensor, dim=UNSET, unbiased=None, keepdim=UNSET, *, correction=None, axis=UNSET,
+        keepdims=UNSET) -> Tensor:
+    """sqrt(var(x, ...)) (correction=1 by default, as PyTorch)."""
+    dim, keep = _args("std", dim, axis, keepdim, keepdims)
+    return ew.sqrt(var(x, dim, unbiased, keep, correction=correction))
+
+
+@public(method=True, top=True)
+def logsumexp(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
+    """log(sum(exp(x))) over ``dim``, stable: max + log(sum(exp(x - max))); all-(-inf)
+    rows give -inf and +inf rows +inf, as PyTorch."""
+    dim, keep = _args("logsumexp", dim, axis, keepdim, keepdims)
+    if not x._dtype.is_floating:
+        x = x.to(dtypes.float32)
+    axes = normalize_axis("logsumexp", dim, x.ndim)
+    if _count(x, axes) == 0:
+        return ew.log(movement.sum(ew.exp(x), axes, keep))
+    top = movement.max(x, axes, True).detach()
+    finite = ew.compare("less", ew.abs(top), float("inf"))
+    shift = ew.where(finite, top, 0.0)
+    total = movement.sum(ew.exp(ew.sub(x, shift)), axes, True)
+    out = ew.add(ew.log(total), shift)
+    if not keep:
+        out = movement.reshape(out, tuple(n for i, n in enumerate(x.shape)
+                                          if axes is not None and i not in axes))
+    return out
+
+
+@public(method=True, top=True)
+def any(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
+    """True where some element over ``dim`` is nonzero."""
+    dim, keep = _args("any", dim, axis, keepdim, keepdims)
+    nonzero = ew.compare("equal", ew.compare("equal", x.detach(), 0), 0).to(dtypes.int32)
+    axes = normalize_axis("any", dim, x.ndim)
+    if _count(x, axes) == 0:
+        return ew.compare("greater", movement.sum(nonzero, axes, keep), 0)
+    return movement.max(nonzero, axes, keep).to(dtypes.bool_)
+
+
+@public(method=True, top=True)
+def all(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
+    """True where every element over ``dim`` is nonzero."""
+    dim, keep = _args("all", dim, axis, keepdim, keepdims)
+    zero = ew.compare("equal", x.detach(), 0).to(dtypes.int32)
+    axes = normalize_axis("all", dim, x.ndim)
+    return ew.compare("equal", movement.sum(zero, axes, keep), 0)
+
+
+@public(method=True, top=True)
+def norm(x: Tensor, p=2, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
+    """The vector p-norm over ``dim`` (None = all): p = 2, 1, inf, -inf, 0 or any real."""
+    dim, keep = _args("norm", dim, axis, keepdim, keepdims)
+    if isinstance(p, bool) or not isinstance(p, numbers.Real):
+        raise TypeError(f"norm: p must be a real number (2, 1, float('inf')...), got {p!r}")
+    if isinstance(p, str):
+        raise TypeError(f"norm: p must be a number, got {p!r}")
+    if not x._dtype.is_floating:
+        x = x.to(dtypes.float32)
+    axes = normalize_axis("norm", dim, x.ndim)
+    a = ew.abs(x)
+    if p == float("inf"):
+        return movement.max(a, axes, keep)
+    if p == float("-inf"):
+        return amin(a, axes, keep)
+    if p == 0:
+        return movement.sum(ew.compare("equal", ew.compare("equal", a, 0.0), 0).to(
+            x._dtype), axes, keep)
+    if p == 2:
+        # NOTE: the gradient x / norm is 0/0 at a zero norm; PyTorch takes 0 there, and so
+        # does this: sqrt sees 1 where the sum is 0, and where() passes no gradient back
+        total = movement.sum(ew.mul(x, x), axes, keep)
+        zero = ew.compare("equal", total, 0.0)
+        safe = ew.where(zero, ew.add(ew.mul(total.detach(), 0.0), 1.0), total)
+        return ew.where(zero, ew.mul(total.detach(), 0.0), ew.sqrt(safe))
+    if p == 1:
+        return movement.sum(a, axes, keep)
+    return ew.pow(movement.sum(ew.pow(a, float(p)), axes, keep), 1.0 / float(p))

@@ -1,0 +1,144 @@
+"""Views and movement over the primitives: view, flatten, squeeze, unsqueeze, permute,
+two-axis transpose, expand, repeat, flip, clone (each recorded through its primitives)."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from fastnn.api.args import ints
+from fastnn.ops import movement
+from fastnn.ops.selecting import as_index, index_select_tensor
+from fastnn.ops.spelling import UNSET, dim_of, sizes_of
+from fastnn.ops.table import public
+from fastnn.ops.tensor import Tensor
+
+
+def axis_index(op: str, axis, ndim: int) -> int:
+    """One axis as a non-negative int (``ndim`` is the rank the axis must fit)."""
+    if isinstance(axis, bool) or not isinstance(axis, numbers.Integral):
+        raise TypeError(f"{op}: dim must be an int, got {type(axis).__name__} {axis!r}")
+    n = max(ndim, 1)
+    if not -n <= axis < n:
+        raise IndexError(f"{op}: dim {axis} is out of range for a tensor of {ndim} dims "
+                         f"(expected {-n} to {n - 1})")
+    return int(axis) % n
+
+
+@public(method=True)
+def view(x: Tensor, *shape) -> Tensor:
+    """``x`` with a new shape (one -1 allowed): PyTorch's view (here, a reshape)."""
+    return movement.reshape(x, sizes_of("view", shape))
+
+
+@public(method=True, top=True)
+def flatten(x: Tensor, start_dim=0, end_dim=-1) -> Tensor:
+    """Merge dims start_dim..end_dim into one (a 0-d tensor becomes (1,))."""
+    if x.ndim == 0:
+        return movement.reshape(x, (1,))
+    start, end = axis_index("flatten", start_dim, x.ndim), axis_index("flatten", end_dim,
+                                                                       x.ndim)
+    if start > end:
+        raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+    merged = int(np.prod(x.shape[start:end + 1], dtype=np.int64))
+    return movement.reshape(x, x.shape[:start] + (merged,) + x.shape[end + 1:])
+
+
+@public(method=True, top=True)
+def squeeze(x: Tensor, dim=None, *, axis=UNSET) -> Tensor:
+    """Drop size-1 dims (all of them, or those of ``dim``: an int or a tuple)."""
+    dim = dim_of("squeeze", UNSET if dim is None else dim, axis)
+    if dim is None:
+        keep = [n for n in x.shape if n != 1]
+    else:
+        dims = {axis_index("squeeze", d, x.ndim) for d in ints("squeeze", "dim", dim)}
+        keep = [n for i, n in enumerate(x.shape) if not (i in dims and n == 1)]
+    return movement.reshape(x, tuple(keep))
+
+
+@public(method=True, top=True)
+def unsqueeze(x: Tensor, dim=UNSET, *, axis=UNSET) -> Tensor:
+    """Insert a size-1 dim at ``dim`` (in [-ndim-1, ndim])."""
+    dim = dim_of("unsqueeze", dim, axis, UNSET)
+    if dim is UNSET:
+        raise TypeError("unsqueeze: missing dim (where to insert the new axis)")
+    at = axis_index("unsqueeze", dim, x.ndim + 1)
+    return movement.reshape(x, x.shape[:at] + (1,) + x.shape[at:])
+
+
+@public(method=True, top=True)
+def permute(x: Tensor, *dims) -> Tensor:
+    """Reorder the dims (varargs or one tuple)."""
+    return movement.transpose(x, sizes_of("permute", dims))
+
+
+@public(top=True, name="swapaxes", aliases=("swapdims",), method=("swapaxes", "swapdims"))
+def swap(x: Tensor, dim0, dim1) -> Tensor:
+    """Exchange two dims (PyTorch's ``transpose(dim0, dim1)``)."""
+    a, b = axis_index("transpose", dim0, x.ndim), axis_index("transpose", dim1, x.ndim)
+    if x.ndim == 0:
+        return x
+    order = list(range(x.ndim))
+    order[a], order[b] = order[b], order[a]
+    return movement.transpose(x, tuple(order))
+
+
+@public(method=True, top=True)
+def expand(x: Tensor, *sizes) -> Tensor:
+    """A broadcast view; -1 keeps a dim's size (as PyTorch)."""
+    sizes = ints("expand", "sizes", sizes_of("expand", sizes))
+    lead = len(sizes) - x.ndim
+    if lead < 0:
+        raise ValueError(f"expand: {len(sizes)} sizes for a tensor of {x.ndim} dims")
+    shape = tuple(x.shape[i - lead] if n == -1 and i >= lead else n
+                  for i, n in enumerate(sizes))
+    if any(n < 0 for n in shape):
+        raise ValueError(f"expand: -1 is only allowed for an existing dim, got {sizes}")
+    return movement.broadcast_to(x, shape)
+
+
+@public(method=True)
+def repeat(x: Tensor, *sizes) -> Tensor:
+    """Tile ``x``: dim i repeated sizes[i] times (PyTorch's repeat, NumPy's tile)."""
+    sizes = ints("repeat", "sizes", sizes_of("repeat", sizes))
+    if len(sizes) < x.ndim:
+        raise ValueError(f"repeat: {len(sizes)} repeat counts for a tensor of {x.ndim} dims; "
+                         "give at least one per dim")
+    if any(n < 0 for n in sizes):
+        raise ValueError(f"repeat: counts must be >= 0, got {sizes}")
+    shape = (1,) * (len(sizes) - x.ndim) + x.shape
+    spread = []
+    for n in shape:
+        spread += [1, n]  # a new axis of size 1 in front of each, broadcast to the count
+    grown = movement.reshape(x, tuple(spread))
+    target = []
+    for n, r in zip(shape, sizes):
+        target += [r, n]
+    tiled = movement.broadcast_to(grown, tuple(target))
+    return movement.reshape(tiled, tuple(n * r for n, r in zip(shape, sizes)))
+
+
+@public(method=True, top=True)
+def flip(x: Tensor, dims=UNSET, *, axis=UNSET) -> Tensor:
+    """Reverse the order along ``dims`` (an int or a tuple)."""
+    dims = dim_of("flip", dims, axis, UNSET)
+    if dims is UNSET:
+        raise TypeError("flip: missing dims (which dims to reverse)")
+    out = x
+    for d in sorted({axis_index("flip", d, x.ndim) for d in ints("flip", "dims", dims)}):
+        if x.ndim == 0 or x.shape[d] <= 1:
+            continue
+        index = as_index("flip", np.arange(x.shape[d] - 1, -1, -1), x._device)
+        out = index_select_tensor(out, d, index)
+    return out
+
+
+@public(method=True, top=True)
+def clone(x: Tensor) -> Tensor:
+    """A copy with its own memory; gradients flow back to ``x``."""
+    from fastnn.ops.elementwise import mul
+
+    if x._dtype.is_floating or x._dtype.name.startswith("int"):
+        return mul(x, 1)  # x * 1 keeps -0.0 and NaN; gradients flow
+    return Tensor._make(x._device.ops.astype(x._data, x._dtype.name), x._dtype, x._device)

@@ -1,0 +1,95 @@
+"""The minimal backend's indexing, scan and newer math primitives (NumPy, plainly)."""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from fastnn.api.hookspec import hookimpl
+from fastnn_minimal import _quiet
+
+
+def _box(starts, stops, steps):
+    return tuple(builtins.slice(a, b, c) for a, b, c in zip(starts, stops, steps))
+
+
+@hookimpl
+def slice(x, starts, stops, steps):  # noqa: A001  (the hook's name)
+    return np.asarray(x)[_box(starts, stops, steps)]
+
+
+@hookimpl
+def slice_scatter(base, src, starts, stops, steps):
+    out = np.array(base, copy=True)
+    out[_box(starts, stops, steps)] = src
+    return out
+
+
+def _coords(index, axis):
+    grids = [np.broadcast_to(g, index.shape) for g in np.indices(index.shape, sparse=True)]
+    grids[axis] = index
+    return grids
+
+
+@hookimpl
+def gather(x, axis, index):
+    n = x.shape[axis]
+    inside = (index >= 0) & (index < n)
+    coords = _coords(np.where(inside, index, 0), axis)
+    picked = np.asarray(x)[tuple(coords)] if x.size else np.zeros(index.shape, x.dtype)
+    return np.where(inside, picked, np.zeros((), x.dtype))
+
+
+@hookimpl
+def scatter_add(base, axis, index, src):
+    out = np.array(base, copy=True)
+    inside = (index >= 0) & (index < base.shape[axis])
+    coords = tuple(c[inside] for c in _coords(index, axis))
+    np.add.at(out, coords, np.broadcast_to(src, index.shape)[inside])
+    return out
+
+
+@hookimpl
+def cumsum(x, axis):
+    return np.cumsum(x, axis=axis, dtype=x.dtype)
+
+
+@hookimpl
+def prod(x, axis, keepdims):
+    return np.asarray(np.prod(x, axis=axis, keepdims=keepdims, dtype=x.dtype))
+
+
+@hookimpl
+def floor(x):
+    return _quiet(np.floor, x)
+
+
+@hookimpl
+def sin(x):
+    return _quiet(np.sin, x)
+
+
+@hookimpl
+def cos(x):
+    return _quiet(np.cos, x)
+
+
+@hookimpl
+def floor_divide(a, b):
+    return _quiet(np.floor_divide, a, b)
+
+
+@hookimpl
+def bitwise_and(a, b):
+    return _quiet(np.bitwise_and, a, b)
+
+
+@hookimpl
+def bitwise_or(a, b):
+    return _quiet(np.bitwise_or, a, b)
+
+
+@hookimpl
+def bitwise_xor(a, b):
+    return _quiet(np.bitwise_xor, a, b)

@@ -1,0 +1,99 @@
+"""gather, scatter_add, index_select, take_along_dim, F.embedding, F.one_hot against NumPy
+float64 and PyTorch (forward and gradients)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fastnn as fnn
+import fastnn.functional as F
+
+rng = np.random.default_rng(0)
+X = rng.standard_normal((3, 4, 5))
+
+
+def test_gather_and_its_gradient_is_a_scatter_add(device):
+    index = rng.integers(0, 4, (3, 6, 2))  # smaller than x in dim 2: x is cropped there
+    x = fnn.tensor(X, device=device, requires_grad=True)
+    out = x.gather(1, fnn.tensor(index, device=device))
+    want = np.take_along_axis(X[:, :, :2], index, 1)
+    np.testing.assert_array_equal(out.numpy(), want)
+    w = rng.standard_normal(want.shape)
+    (out * fnn.tensor(w, device=device)).sum().backward()
+    grad = np.zeros_like(X)
+    i, _, k = np.indices(index.shape, sparse=True)
+    np.add.at(grad, (np.broadcast_to(i, index.shape), index, np.broadcast_to(k, index.shape)), w)
+    np.testing.assert_allclose(x.grad.numpy(), grad, rtol=1e-12)
+
+
+def test_scatter_add_accumulates_repeats(device):
+    base = fnn.tensor(np.zeros((2, 3)), device=device, requires_grad=True)
+    src = fnn.tensor(np.arange(8.0).reshape(2, 4), device=device, requires_grad=True)
+    index = fnn.tensor(np.array([[0, 0, 2, 0], [1, 1, 1, 1]]), device=device)
+    out = base.scatter_add(1, index, src)
+    np.testing.assert_array_equal(out.numpy(), [[0 + 1 + 3, 0, 2], [0, 4 + 5 + 6 + 7, 0]])
+    (out * fnn.tensor(np.arange(6.0).reshape(2, 3), device=device)).sum().backward()
+    np.testing.assert_array_equal(src.grad.numpy(), [[0, 0, 2, 0], [4, 4, 4, 4]])
+    np.testing.assert_array_equal(base.grad.numpy(), np.arange(6.0).reshape(2, 3))
+
+
+def test_against_torch():
+    torch = pytest.importorskip("torch")
+    index = rng.integers(0, 3, (2, 4, 5))
+    src = rng.standard_normal((2, 4, 5))
+    x = fnn.tensor(X, requires_grad=True)
+    t = torch.tensor(X, requires_grad=True)
+    ours = x.scatter_add(0, fnn.tensor(index), fnn.tensor(src)) * 2 + x.gather(0, fnn.tensor(
+        index)).sum()
+    theirs = t.scatter_add(0, torch.tensor(index), torch.tensor(src)) * 2 + t.gather(
+        0, torch.tensor(index)).sum()
+    np.testing.assert_allclose(ours.numpy(), theirs.detach().numpy(), rtol=1e-12)
+    ours.sum().backward()
+    theirs.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-12)
+    sel = [2, 0, 2]
+    np.testing.assert_array_equal(x.index_select(2, fnn.tensor(sel)).numpy(),
+                                  t.index_select(2, torch.tensor(sel)).detach().numpy())
+    idx = rng.integers(0, 5, (3, 4, 1))
+    np.testing.assert_array_equal(fnn.take_along_dim(x, fnn.tensor(idx), dim=2).numpy(),
+                                  torch.take_along_dim(t, torch.tensor(idx), 2).detach().numpy())
+
+
+def test_take_along_dim_broadcasts_and_flattens(device):
+    x = fnn.tensor(X, device=device)
+    idx = np.argsort(X, axis=1)[:, :2, :1]
+    np.testing.assert_array_equal(fnn.take_along_dim(x, fnn.tensor(idx, device=device),
+                                                     dim=1).numpy(),
+                                  np.take_along_axis(X, idx, 1))
+    flat = np.array([0, 59, -1])
+    np.testing.assert_array_equal(fnn.take_along_dim(x, fnn.tensor(flat, device=device))
+                                  .numpy(), X.ravel()[flat])
+
+
+def test_embedding_and_padding_idx(device):
+    weight = fnn.tensor(rng.standard_normal((6, 3)), device=device, requires_grad=True)
+    ids = fnn.tensor(np.array([[1, 0, 1], [5, 0, 2]]), device=device)
+    out = F.embedding(ids, weight, padding_idx=0)
+    np.testing.assert_array_equal(out.numpy(), weight.numpy()[ids.numpy()])
+    out.sum().backward()
+    np.testing.assert_array_equal(weight.grad.numpy()[:, 0], [0, 2, 1, 0, 0, 1])
+    hot = F.one_hot(ids, 6)
+    np.testing.assert_array_equal(hot.numpy(), np.eye(6)[ids.numpy()])
+
+
+@pytest.mark.parametrize("call,error,match", [
+    (lambda x: x.gather(1, fnn.tensor(np.array([[[4]]]))), IndexError,
+     "gather: index 4 is out of range for an axis of size 4"),
+    (lambda x: x.gather(1, fnn.tensor(np.array([[[-1]]]))), IndexError, "valid: 0 to 3"),
+    (lambda x: x.gather(1, fnn.tensor(np.zeros((3, 4)), dtype=fnn.int64)), ValueError,
+     "index has 2 dims but x has 3"),
+    (lambda x: x.gather(1, fnn.tensor(np.zeros((4, 1, 1), np.int64))), ValueError,
+     "larger than x's size 3"),
+    (lambda x: x.gather(1, fnn.tensor(np.zeros((1, 1, 1)))), TypeError, "must be an int64"),
+    (lambda x: x.index_select(0, fnn.tensor(np.array([3]))), IndexError, "out of range"),
+    (lambda x: F.embedding(fnn.tensor(np.array([7])), x[0]), IndexError, "embedding"),
+])
+def test_errors_name_the_op_and_the_fix(call, error, match):
+    with pytest.raises(error, match=match):
+        call(fnn.tensor(X))

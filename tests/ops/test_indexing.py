@@ -1,0 +1,152 @@
+"""x[key] and x[key] = v against NumPy float64 (values and, by a scatter of the selected
+positions, gradients) and against PyTorch where it is installed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fastnn as fnn
+
+X = np.random.default_rng(0).standard_normal((4, 5, 6))
+IDX = np.array([3, 0, 0, -1])  # repeats and a negative index
+
+KEYS = [
+    2, -1, (1, 2), (slice(1, 3),), (slice(None, None, 2), 1), (Ellipsis, 3), (None, 1),
+    (slice(None), None, slice(1, 4, 2)), (Ellipsis, None), (1, Ellipsis, slice(0, 6, 4)),
+    (slice(4, 0, -1),), (slice(None), slice(None, None, -2)), (slice(7, 9),), (slice(2, 2),),
+    (IDX,), (slice(None), [1, 1, 4]), (IDX, slice(None), [0, 1, 2, 5]), (IDX, [1, 1, 2, 2]),
+    (IDX, 2), (slice(None), IDX[:, None], [[0, 5]]), (Ellipsis, IDX), (0, IDX),
+    (X[:, 0, 0] > 0,), (X[:, :, 0] > 0,), (X > 0.5,), (slice(None), X[0, :, 0] > 0, 1),
+    ([[0, 1], [2, 3]], slice(1, 3), [[4], [5]]), (None, IDX, None, slice(0, 2)),
+]
+
+
+def _grad_ref(key, weights):
+    positions = np.arange(X.size).reshape(X.shape)[key]
+    return np.bincount(positions.ravel(), weights.ravel(), X.size).reshape(X.shape)
+
+
+@pytest.mark.parametrize("key", KEYS, ids=[repr(k)[:40] for k in range(len(KEYS))])
+def test_getitem_matches_numpy_with_gradients(device, key):
+    key = KEYS[key] if isinstance(key, int) and not isinstance(KEYS[0], int) else key
+    x = fnn.tensor(X, device=device, requires_grad=True)
+    want = X[key]
+    out = x[key]
+    assert out.shape == want.shape
+    np.testing.assert_array_equal(out.numpy(), want)
+    weights = np.random.default_rng(1).standard_normal(want.shape)
+    (out * fnn.tensor(weights, device=device)).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), _grad_ref(key, weights), rtol=1e-12,
+                               atol=1e-12)
+
+
+def test_an_int_is_basic_indexing_as_in_pytorch(device):
+    # NumPy counts the int as advanced and puts the indexed axes in front: (4, 5)
+    x = fnn.tensor(X, device=device)
+    np.testing.assert_array_equal(x[0, :, IDX].numpy(), X[0][:, IDX])
+
+
+def test_index_tensors_and_views(device):
+    x = fnn.tensor(X, device=device)
+    index = fnn.tensor(IDX, device=device)
+    np.testing.assert_array_equal(x[index, 1:3].numpy(), X[IDX, 1:3])
+    assert x[1].shape == (5, 6) and x[1, 2, 3].shape == ()
+    if device == "cpu":  # basic indexing is a view of the same memory on strided backends
+        assert np.shares_memory(x[1:3, ::2].data, x.data)
+
+
+def test_a_cpu_index_tensor_indexes_a_device_tensor(device):
+    x = fnn.tensor(X, device=device)
+    np.testing.assert_array_equal(x[fnn.tensor(IDX)].numpy(), X[IDX])
+    np.testing.assert_array_equal(x[:, fnn.tensor(IDX)].numpy(), X[:, IDX])
+
+
+def test_torch_agrees_on_mixed_indexing():
+    torch = pytest.importorskip("torch")
+    t = torch.tensor(X)
+    x = fnn.tensor(X)
+    for key in [(IDX, slice(None), [0, 1, 2, 5]), (0, slice(None), IDX), (slice(None), IDX[:, None],
+                                                                      [[0, 5]]),
+                ([[0, 1], [2, 3]], slice(1, 3), [[4], [5]]), (X > 0.5,)]:
+        tkey = tuple(torch.tensor(k) if isinstance(k, (list, np.ndarray)) else k for k in key)
+        np.testing.assert_array_equal(x[key].numpy(), t[tkey].numpy())
+
+
+def test_batching_as_pytorch_users_write_it(device):
+    data = fnn.tensor(X.reshape(4, 30), device=device)
+    perm = fnn.tensor(np.random.default_rng(2).permutation(4), device=device)
+    batches = [data[perm[i:i + 3]] for i in range(0, 4, 3)]
+    np.testing.assert_array_equal(np.concatenate([b.numpy() for b in batches]),
+                                  X.reshape(4, 30)[perm.numpy()])
+    rows = list(data)
+    assert len(rows) == len(data) == 4
+    np.testing.assert_array_equal(rows[2].numpy(), X.reshape(4, 30)[2])
+
+
+@pytest.mark.parametrize("key,value", [
+    ((1,), 7.0), ((slice(None), 2), np.arange(6.0)), ((Ellipsis, slice(0, 6, 2)), -1.0),
+    ((IDX,), 2.5), ((X > 0,), 0.0), ((slice(None), [0, 4], 1), np.array([1.0, 2.0])),
+    ((slice(3, 0, -1), 0), np.arange(18.0).reshape(3, 6)), ((2, 3, 4), 9.0),
+])
+def test_setitem_in_place_as_numpy(device, key, value):
+    want = X.copy()
+    want[key] = value
+    x = fnn.tensor(X, device=device)
+    x[key] = value if np.ndim(value) == 0 else fnn.tensor(value, device=device)
+    np.testing.assert_array_equal(x.numpy(), want)
+
+
+def test_setitem_through_a_mask_with_the_selected_values(device):
+    x = fnn.tensor(X, device=device)
+    mask = X > 0
+    x[fnn.tensor(mask, device=device)] = fnn.tensor(-X[mask], device=device)
+    np.testing.assert_array_equal(x.numpy(), -np.abs(X))
+
+
+def test_setitem_on_int_and_bool_tensors(device):
+    a = fnn.tensor(np.arange(6), device=device)
+    a[[1, 3]] = 0
+    a[a > 3] = -1
+    np.testing.assert_array_equal(a.numpy(), [0, 0, 2, 0, -1, -1])
+    m = fnn.tensor(np.zeros(4, bool), device=device)
+    m[1:3] = True
+    np.testing.assert_array_equal(m.numpy(), [False, True, True, False])
+
+
+def test_setitem_on_a_tensor_that_requires_grad_is_refused():
+    x = fnn.tensor(X, requires_grad=True)
+    with pytest.raises(RuntimeError, match="requires grad.*fnn.where"):
+        x[0] = 1.0
+
+
+@pytest.mark.parametrize("key,error,match", [
+    (4, IndexError, "index 4 is out of range for dim 0 of size 4"),
+    ((0, 0, -7), IndexError, "index -7 is out of range"),
+    ((np.array([0, 4]),), IndexError, "index 4 is out of range for an axis of size 4"),
+    (([0, -5],), IndexError, "index -5 is out of range"),
+    ((1.5,), IndexError, "a float: use an int"),
+    ((np.array([0.5]),), IndexError, "must be integers or bools"),
+    ((np.ones(3, bool),), IndexError, r"mask of shape \(3,\) does not match"),
+    ((0, 0, 0, 0), IndexError, "too many indices"),
+    ((Ellipsis, 0, Ellipsis), IndexError, "only one ellipsis"),
+    ((slice(None, None, 0),), ValueError, "step cannot be zero"),
+])
+def test_bad_indices_name_the_problem(key, error, match):
+    with pytest.raises(error, match=match):
+        fnn.tensor(X)[key]
+
+
+def test_index_tensor_out_of_range_on_cpu_and_under_anomaly(device):
+    x = fnn.tensor(X, device=device)
+    bad = fnn.tensor(np.array([0, 9]), device=device)
+    if device == "cpu":
+        with pytest.raises(IndexError, match="index 9 is out of range"):
+            x[bad]
+    with fnn.detect_anomaly(), pytest.raises(IndexError, match="index 9 is out of range"):
+        x[bad]
+
+
+def test_float_index_tensor_is_refused():
+    with pytest.raises(IndexError, match="must be int64, int32 or bool.*long"):
+        fnn.tensor(X)[fnn.tensor([0.0, 1.0])]
