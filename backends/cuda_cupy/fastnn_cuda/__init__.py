@@ -20,6 +20,7 @@ import functools
 from fastnn.api.hookspec import hookimpl
 from fastnn_cuda import _cupy
 from fastnn_cuda.conv import conv1d, conv1d_grad_input, conv1d_grad_weight  # noqa: F401
+from fastnn_cuda.conv_2d import conv2d, conv2d_grad_input, conv2d_grad_weight  # noqa: F401
 from fastnn_cuda.fused import (  # noqa: F401
     bias_act,
     bias_act_backward,
