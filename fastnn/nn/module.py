@@ -141,6 +141,7 @@ class Module:
     def __init__(self):
         object.__setattr__(self, "_parameters", {})
         object.__setattr__(self, "_modules", {})
+        object.__setattr__(self, "_buffers", {})
         object.__setattr__(self, "training", True)
 
     def __setattr__(self, name, value):
@@ -158,6 +159,13 @@ class Module:
                 f"fnn.nn.Parameter, or None to remove it, or change its values with "
                 f"load_state_dict"
             )
+        if name in self.__dict__.get("_buffers", ()):
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"{type(self).__name__}: buffer {name!r} must be a Tensor or "
+                                f"None, got {type(value).__name__}")
+            self._buffers[name] = value
+            object.__setattr__(self, name, value)
+            return
         self._parameters.pop(name, None)
         self._modules.pop(name, None)
         if isinstance(value, Parameter):
@@ -202,14 +210,44 @@ class Module:
     def parameters(self):
         return [p for _, p in self.named_parameters()]
 
+    def register_buffer(self, name: str, tensor, persistent: bool = True) -> None:
+        """Keep ``tensor`` (or None) as state that is saved and moved but not trained
+        (BatchNorm's running statistics); ``persistent=False`` leaves it out of state_dict."""
+        if "_buffers" not in self.__dict__:
+            object.__setattr__(self, "_buffers", {})
+        if name in self._parameters or name in self._modules:
+            raise KeyError(f"{type(self).__name__}.register_buffer: {name!r} is already a "
+                           f"parameter or a sub-module")
+        self._buffers[name] = None
+        if not persistent:
+            object.__setattr__(self, "_transient", self.__dict__.get("_transient", set()) | {name})
+        setattr(self, name, tensor)
+
+    def named_buffers(self, prefix: str = "", persistent_only: bool = False):
+        """(dotted name, Tensor) pairs of every buffer that is not None."""
+        for mod_name, mod in self.named_modules(prefix):
+            transient = mod.__dict__.get("_transient", ()) if persistent_only else ()
+            for name, b in mod.__dict__.get("_buffers", {}).items():
+                if b is not None and name not in transient:
+                    yield (f"{mod_name}.{name}" if mod_name else name), b
+
+    def buffers(self):
+        return [b for _, b in self.named_buffers()]
+
+    def _state(self) -> dict:
+        """name -> Tensor of every parameter and persistent buffer, as state_dict names them."""
+        own = dict(self.named_parameters())
+        own.update(self.named_buffers(persistent_only=True))
+        return own
+
     def zero_grad(self) -> None:
         for p in self.parameters():
             p.grad = None
 
     # ------------------------------------------------------------ state
     def state_dict(self) -> dict:
-        """name -> a host NumPy copy of each parameter."""
-        return {name: np.array(p.numpy(), copy=True) for name, p in self.named_parameters()}
+        """name -> a host NumPy copy of each parameter and persistent buffer."""
+        return {name: np.array(p.numpy(), copy=True) for name, p in self._state().items()}
 
     def load_state_dict(self, state: dict) -> None:
         """Copy ``state`` (name -> array or Tensor) into the parameters, in place.
@@ -217,7 +255,7 @@ class Module:
         Every name must match and every shape agree; otherwise nothing is
         loaded and one ValueError lists all the problems.
         """
-        own = dict(self.named_parameters())
+        own = self._state()
         missing = [n for n in own if n not in state]
         unexpected = [n for n in state if n not in own]
         mismatched = []
@@ -254,7 +292,8 @@ class Module:
             converted[name] = p._device.ops.from_numpy(host, p._device.index)
         for name, p in own.items():
             p._data = converted[name]
-            p.grad = None
+            if isinstance(p, Parameter):
+                p.grad = None
 
     def to(self, *args, dtype=None, device=None) -> Module:
         """Move/convert every parameter in place (``model.to("cuda")``, ``.to(fnn.float64)``).
@@ -272,6 +311,11 @@ class Module:
         for p, new in moved:
             p._data, p._dtype, p._device = new._data, new._dtype, new._device
             p.grad = None
+        for buf in self.buffers():  # integer buffers keep their dtype, as in PyTorch
+            new = buf.to(*args, dtype=dtype, device=device)
+            if not buf._dtype.is_floating:
+                new = buf.to(new.device)
+            buf._data, buf._dtype, buf._device = new._data, new._dtype, new._device
         return self
 
     def train(self, mode: bool = True) -> Module:
