@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from fastnn.api.args import integer
 from fastnn.autograd.grad_mode import no_grad
-from fastnn.ops.conv import side_padding
 from fastnn.nn.module import (
     Module,
     check_grad,
@@ -24,6 +23,7 @@ from fastnn.nn.module import (
     wrap,
 )
 from fastnn.ops import nnops
+from fastnn.ops.conv import side_padding
 
 
 class Conv1d(Module):
