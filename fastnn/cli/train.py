@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from fastnn.cli.bench import thread_limit
+from fastnn.cli.cnn import build_cnn
 from fastnn.cli.progress import Progress
 
 # per data set: the model and the hyper-parameters that reach the target accuracy
@@ -33,7 +34,7 @@ DEFAULTS = {
               "optimizer": "adam"},
 }
 OPTIMIZERS = ("sgd", "adam", "adamw", "rmsprop")
-MODELS = ("mlp", "conv1d")
+MODELS = ("mlp", "conv1d", "cnn")
 PLOT_HINT = "pip install 'fastnn-core[plot]' (or: pip install matplotlib)"
 
 
@@ -42,7 +43,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--data", choices=sorted(DEFAULTS), default="digits",
                    help="data set (default digits)")
     p.add_argument("--model", choices=MODELS, default=None,
-                   help="model (default: mlp for digits, conv1d for trace)")
+                   help="model (default: mlp for digits, conv1d for trace; cnn: Conv2d, "
+                        "BatchNorm and pooling on the digits as 8x8 images)")
     p.add_argument("--backend", default="cpu", help="backend/device, e.g. cpu, opencl, cuda:1")
     p.add_argument("--epochs", type=int, default=None, help="total number of epochs")
     p.add_argument("--batch-size", type=int, default=None)
@@ -108,6 +110,8 @@ def build_model(kind: str, input_shape: tuple, num_classes: int):
     """The MLP or Conv1d network, initialised from fastnn's seeded host generator."""
     from fastnn import nn
 
+    if kind == "cnn":
+        return build_cnn(input_shape, num_classes)
     if kind == "mlp":
         features = int(np.prod(input_shape))
         layers = [nn.Flatten()] if len(input_shape) > 1 else []
@@ -169,11 +173,15 @@ def evaluate(model, x: np.ndarray, y: np.ndarray, device, batch: int = 512) -> f
     """Fraction of ``x`` that ``model`` classifies as ``y``."""
     import fastnn as fnn
 
-    correct = 0
-    with fnn.no_grad():
-        for start in range(0, len(x), batch):
-            logits = model(fnn.tensor(x[start:start + batch], device=device))
-            correct += int((logits.numpy().argmax(axis=1) == y[start:start + batch]).sum())
+    correct, training = 0, model.training
+    model.eval()  # BatchNorm: the running statistics, not the held-out batch's
+    try:
+        with fnn.no_grad():
+            for start in range(0, len(x), batch):
+                logits = model(fnn.tensor(x[start:start + batch], device=device))
+                correct += int((logits.numpy().argmax(axis=1) == y[start:start + batch]).sum())
+    finally:
+        model.train(training)
     return correct / len(x)
 
 

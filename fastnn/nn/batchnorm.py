@@ -4,8 +4,8 @@ Parameters weight (connective, 1) and bias (bias, 0) when ``affine``; buffers
 running_mean (0), running_var (1) and num_batches_tracked (int64, 0) when
 ``track_running_stats``. In training the batch's statistics normalise and the
 running ones are updated (the unbiased variance, as PyTorch); in eval the
-running ones normalise. ``reverse`` is the tape's (the base class's) and updates
-no buffer.
+running ones normalise. ``reverse`` is the tape's (the base class's), whose forward
+runs inside ``keep_buffers()``: it updates no buffer.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 
 from fastnn.api import dtypes
 from fastnn.api.args import integer, real
-from fastnn.nn.module import Module, check_tensor, const_init
+from fastnn.nn.module import Module, buffers_kept, check_tensor, const_init
 from fastnn.ops import normalization
 from fastnn.ops.tensor import tensor
 
@@ -35,7 +35,6 @@ class _BatchNorm(Module):
         shape = (self.num_features,)
         self.weight = const_init(shape, 1.0, "connective", dtype, device) if affine else None
         self.bias = const_init(shape, 0.0, "bias", dtype, device) if affine else None
-        self._frozen = False  # set by reverse: no buffer changes
         if self.track_running_stats:
             float_dtype = dtypes.as_dtype(dtype if dtype is not None else dtypes.float32)
             self.register_buffer("running_mean", tensor(np.zeros(shape), float_dtype, device))
@@ -56,7 +55,7 @@ class _BatchNorm(Module):
             raise ValueError(f"{type(self).__name__}({self.num_features}): expected input "
                              f"{self.LAYOUT} with {self.num_features} channels, got {x.shape}")
         use_batch = self.training or self.running_mean is None
-        update = self.training and self.running_mean is not None and not self._frozen
+        update = self.training and self.running_mean is not None and not buffers_kept()
         momentum = self.momentum if self.momentum is not None else 0.0
         if update:
             count = self.num_batches_tracked
@@ -67,14 +66,6 @@ class _BatchNorm(Module):
             (None, None)
         return normalization.batch_norm(x, *stats, self.weight, self.bias, use_batch, momentum,
                                         self.eps)
-
-    def reverse(self, x, grad_out):
-        """(dL/dx, {name: dL/dparam}) from the tape; the running statistics stay as they are."""
-        self._frozen = True
-        try:
-            return super().reverse(x, grad_out)
-        finally:
-            self._frozen = False
 
 
 class BatchNorm1d(_BatchNorm):

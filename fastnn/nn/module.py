@@ -19,7 +19,9 @@ module's ``named_parameters()`` names (dotted paths for containers, e.g.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 
 import numpy as np
 
@@ -31,6 +33,24 @@ from fastnn.autograd.grad_mode import enable_grad, no_grad
 from fastnn.ops.tensor import Tensor, host_rng
 
 PARAM_CLASSES = ("connective", "bias", "activation", "other")
+_keeping = threading.local()
+
+
+@contextlib.contextmanager
+def keep_buffers():
+    """Inside, forward passes leave every buffer as it is (BatchNorm's running statistics):
+    ``reverse`` runs its forward passes in here, since it must not update a buffer."""
+    depth = getattr(_keeping, "depth", 0)
+    _keeping.depth = depth + 1
+    try:
+        yield
+    finally:
+        _keeping.depth = depth
+
+
+def buffers_kept() -> bool:
+    """True inside :func:`keep_buffers` (a layer's forward must then not update buffers)."""
+    return getattr(_keeping, "depth", 0) > 0
 
 
 class Parameter(Tensor):
@@ -340,7 +360,7 @@ class Module:
             for p in params.values():
                 p.grad = None
             x_leaf = x.detach().requires_grad_(True)
-            with enable_grad():
+            with enable_grad(), keep_buffers():
                 y = self.forward(x_leaf)
             y.backward(grad_out)
             grads = {n: (p.grad if p.grad is not None else _zeros_like(p))
