@@ -25,60 +25,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_core  # noqa: E402
 
-import fastnn as fnn  # noqa: E402
-import fastnn.functional as F  # noqa: E402
-
-CONV2D_INPUT, CONV2D_WIDTH, CLASSES = (32, 8, 32, 32), 16, 10
-
-
-def _data(seed=3):
-    rng = np.random.default_rng(seed)
-    return (rng.standard_normal(CONV2D_INPUT).astype(np.float32),
-            rng.integers(0, CLASSES, CONV2D_INPUT[0]))
+CONV2D_INPUT, CONV2D_WIDTH = (32, 8, 32, 32), 16
 
 
 def fastnn_conv2d_step_fn(lr=0.01):
-    from fastnn import nn
-    from fastnn.optim import SGD
-
-    x_np, y_np = _data()
-    x, y = fnn.tensor(x_np), fnn.tensor(y_np)
-    conv1 = nn.Conv2d(CONV2D_INPUT[1], CONV2D_WIDTH, 3, padding=1)
-    conv2 = nn.Conv2d(CONV2D_WIDTH, CONV2D_WIDTH, 3, padding=1)
-    head = nn.Linear(CONV2D_WIDTH, CLASSES)
-    opt = SGD([*conv1.parameters(), *conv2.parameters(), *head.parameters()], lr=lr)
-
-    def step():
-        h = F.relu(conv2(F.relu(conv1(x))))
-        loss = F.cross_entropy(head(h.mean(axis=(2, 3))), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        return loss
-
-    return step
+    return bench_core.fastnn_conv_step_fn(lr, CONV2D_INPUT, CONV2D_WIDTH, 3, seed=3)
 
 
 def torch_conv2d_step_fn(lr=0.01):
-    import torch
-
-    torch.set_num_threads(1)
-    x_np, y_np = _data()
-    x, y = torch.tensor(x_np), torch.tensor(y_np)
-    conv1 = torch.nn.Conv2d(CONV2D_INPUT[1], CONV2D_WIDTH, 3, padding=1)
-    conv2 = torch.nn.Conv2d(CONV2D_WIDTH, CONV2D_WIDTH, 3, padding=1)
-    head = torch.nn.Linear(CONV2D_WIDTH, CLASSES)
-    opt = torch.optim.SGD([*conv1.parameters(), *conv2.parameters(), *head.parameters()], lr=lr)
-
-    def step():
-        h = torch.relu(conv2(torch.relu(conv1(x))))
-        loss = torch.nn.functional.cross_entropy(head(h.mean((2, 3))), y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        return loss
-
-    return step
+    return bench_core.torch_conv_step_fn(lr, CONV2D_INPUT, CONV2D_WIDTH, 3, seed=3)
 
 
 def primitive_steps():

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-import fastnn as fnn
 import fastnn.functional as F
 from fastnn.conformance.case import Case, Sample, register
+from fastnn.conformance.cases_conv import register_gradient_cases
 from fastnn.conformance.compare import ACCUMULATING
 
 NAN = float("nan")
@@ -148,35 +148,5 @@ register(Case("conv2d", run=_conv_run, ref=_conv_reference, grad_ref=_conv_grad_
               random=_conv_random, tol=dict(ACCUMULATING)))
 
 
-def _with_grad_out(rng, sample):
-    x, w = sample.args[:2]
-    out_shape = conv2d_ref(x, w, **sample.params).shape
-    return Sample(sample.label, (x, w, rng.normal(size=out_shape)), sample.params)
-
-
-def _grad_primitive(which):
-    """The case of conv2d_grad_input (which=0) or conv2d_grad_weight (which=1), reached the
-    way users reach it: conv2d forward, then backward."""
-
-    def run(x, weight, grad_out, **params):
-        leaves = [x.detach().requires_grad_(), weight.detach().requires_grad_()]
-        with fnn.enable_grad():
-            F.conv2d(leaves[0], leaves[1], None, **params).backward(grad_out)
-        return leaves[which].grad
-
-    def ref(x, weight, grad_out, **params):
-        return conv2d_grads(x, weight, grad_out, **params)[which]
-
-    def samples(rng):
-        return [_with_grad_out(rng, s) for s in _conv_samples(rng) if len(s.args) == 2]
-
-    def random(draw):
-        return _with_grad_out(np.random.default_rng(0), _conv_random(draw))
-
-    name = ("conv2d_grad_input", "conv2d_grad_weight")[which]
-    register(Case(name, run=run, ref=ref, samples=samples, random=random,
-                  edges=lambda rng, dtype: [], tol=dict(ACCUMULATING)))
-
-
-_grad_primitive(0)
-_grad_primitive(1)
+register_gradient_cases("conv2d", F.conv2d, conv2d_ref, conv2d_grads, _conv_samples,
+                        _conv_random)
