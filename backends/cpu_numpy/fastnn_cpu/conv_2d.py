@@ -34,9 +34,10 @@ from fastnn_cpu.conv import _weight_product
 FLAT_WASTE = 2.0
 #: Bytes of im2col columns per chunk in the flat layout: L2-sized for the products whose
 #: output is as wide as the chunk (forward, input gradient; 128-256 KB measured best for
-#: 72-144 rows), larger for the weight gradient, whose output is one small matrix and
-#: whose GEMMs run faster over longer columns (2-4 MB measured best).
-CHUNK_BYTES, WEIGHT_CHUNK_BYTES = 160 * 2**10, 2 * 2**20
+#: 72-144 rows, 2x faster than the whole matrix), larger for the weight gradient, whose
+#: output is one small matrix (256 KB-2 MB measured alike; its GEMM alone ran fastest
+#: over ~1024 columns of 144 rows, and 3x slower over all 37k).
+CHUNK_BYTES, WEIGHT_CHUNK_BYTES = 160 * 2**10, 512 * 2**10
 
 
 class _Layout2d:
