@@ -239,3 +239,16 @@ def test_bad_arguments_name_the_argument():
         nn.BatchNorm1d(3)(fnn.zeros((2, 4)))
     with pytest.raises(ValueError, match="causal=True sets the padding"):
         nn.Conv1d(2, 2, 3, padding=1, causal=True)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_buffers_move_and_convert_with_the_layer(device):
+    layer = nn.BatchNorm2d(3).to(device)
+    assert [b.device for b in layer.buffers()] == [fnn.Device(device)] * 3
+    layer(fnn.ones((2, 3, 2, 2), device=device) * fnn.tensor(np.arange(2.0).reshape(2, 1, 1, 1)
+                                                            .astype(np.float32), device=device))
+    layer.to(fnn.float64)  # floating buffers follow the dtype, the counter stays int64
+    assert layer.running_mean.dtype == fnn.float64 and layer.num_batches_tracked.dtype == fnn.int64
+    np.testing.assert_allclose(layer.running_var.numpy(), 0.9 + 0.1 * 0.25 * 8 / 7, rtol=1e-6)
+    assert sorted(n for n, _ in layer.named_buffers()) == ["num_batches_tracked", "running_mean",
+                                                            "running_var"]
