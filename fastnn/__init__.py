@@ -9,6 +9,7 @@ from fastnn import functional  # noqa: E402
 from fastnn.api.device import Device, get_device, use
 from fastnn.api.dtypes import DType, bfloat16, bool_, float16, float32, float64, int32, int64
 from fastnn.api.errors import BackendError, DeviceMismatchError
+from fastnn.api.fallback import fallback_stats
 from fastnn.api.registry import backends
 from fastnn.autograd import detect_anomaly, enable_grad, is_grad_enabled, no_grad
 from fastnn.ops.table import TOP as _TOP  # noqa: E402  (fnn.NAME where PyTorch has torch.NAME)
@@ -19,9 +20,11 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BackendError", "DType", "Device", "DeviceMismatchError", "Tensor", "backends",
-    "bfloat16", "bool_", "detect_anomaly", "enable_grad", "float16", "float32", "float64",
+    "bfloat16", "bool_", "detect_anomaly", "enable_grad", "fallback_stats", "float16",
+    "float32", "float64",
     "full", "functional", "get_device", "int32", "int64", "is_grad_enabled", "manual_seed",
     "no_grad", "ones", "rand", "randn", "tensor", "use", "zeros",
+    "load", "nn", "optim", "save",  # loaded on first use (__getattr__ below)
 ]
 __all__ += sorted(set(_TOP) - set(__all__))
 

@@ -2,51 +2,51 @@
 
 ``state`` is a nested dict (string keys) whose leaves are arrays (NumPy arrays
 or fastnn Tensors) or plain values (numbers, strings, bools, None, and lists
-or tuples of those). Arrays become safetensors tensors named by their key
-path joined with ``/`` (so ``{"model": {"0.weight": w}}`` stores
-``model/0.weight``); everything else, and the shape of the nesting, goes into
-the file's metadata as JSON under ``"fastnn"``. ``load`` rebuilds the same
-nesting with NumPy arrays (tuples come back as lists).
+or tuples of those), at most ``MAX_DEPTH`` levels deep. Arrays become
+safetensors tensors named by their key path joined with ``/`` (so
+``{"model": {"0.weight": w}}`` stores ``model/0.weight``); everything else, and
+the shape of the nesting, goes into the file's metadata as JSON under
+``"fastnn"``. ``load`` rebuilds the same nesting with NumPy arrays (tuples come
+back as lists).
 
-Writes are atomic: the bytes go to a temporary file in the target's
-directory, which is flushed and fsynced, renamed over the target with
-``os.replace`` and the directory fsynced; a crash at any point leaves either
-the old file or the new one, never a mix.
+The file is written and read by :mod:`fastnn.checkpoint_format`, which adds a
+CRC-32 of every tensor and of the header to the metadata (other safetensors
+readers still read the file) and checks the header against the file's size
+before it reads anything else. Writes are atomic (:mod:`fastnn.checkpoint_files`):
+a temp file beside the target, fsynced and renamed over it; the temp files of
+killed writers are removed by the next save to the same place, and a
+write-protected checkpoint is refused as ``open()`` would refuse it.
 
 A plain safetensors file without fastnn metadata loads as a flat dict
-``name -> array``. A file that is truncated, corrupt or not safetensors at
-all raises ValueError naming the path.
+``name -> array``, and one without checksums (older fastnn, other tools) loads
+unverified. A file that is truncated, corrupt or not safetensors at all raises
+ValueError naming the path.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
 
 import numpy as np
+
+from fastnn import checkpoint_format
+from fastnn.checkpoint_files import atomic_write
 
 SEP = "/"
 FORMAT = "fastnn.checkpoint"
 VERSION = 1
+MAX_DEPTH = 100  # levels of nesting; deeper is a mistake (or a dict that holds itself)
 _META_KEY = "fastnn"
 
 
-def _safetensors_numpy():
-    try:
-        import safetensors.numpy as st
-    except ImportError:
-        raise ImportError(
-            "fastnn checkpoints need the safetensors package: pip install safetensors "
-            "(or pip install 'fastnn-core[checkpoint]')"
-        ) from None
-    return st
-
-
-def _flatten(node, prefix: str, tensors: dict):
+def _flatten(node, prefix: str, tensors: dict, depth: int):
     """Split ``node`` into tensors (added to ``tensors``) and a JSON skeleton (returned)."""
     from fastnn.ops.tensor import Tensor
 
+    if depth > MAX_DEPTH:
+        raise ValueError(f"save: state nests deeper than {MAX_DEPTH} levels at "
+                         f"{prefix[:200]}...; does a dict or list contain itself?")
     if isinstance(node, dict):
         out = {}
         for key, value in node.items():
@@ -56,132 +56,87 @@ def _flatten(node, prefix: str, tensors: dict):
                     f"{prefix or '<root>'}; convert it with str()"
                 )
             if SEP in key:
-                raise ValueError(f"save: key {key!r} contains {SEP!r}, which separates levels")
-            out[key] = _flatten(value, f"{prefix}{SEP}{key}" if prefix else key, tensors)
+                raise ValueError(f"save: key {key!r} contains {SEP!r}, which separates levels; "
+                                 "rename it")
+            out[key] = _flatten(value, f"{prefix}{SEP}{key}" if prefix else key, tensors,
+                                depth + 1)
         return {"d": out}
     if isinstance(node, Tensor):
         node = node.numpy()
     if isinstance(node, np.ndarray):
-        if node.dtype == object:
-            raise TypeError(f"save: {prefix} is an object array; only numeric arrays are saved")
-        # not np.ascontiguousarray: it turns a 0-d array into shape (1,)
-        tensors[prefix] = np.require(node, requirements="C")
+        if checkpoint_format.dtype_code(node) is None:
+            raise TypeError(
+                f"save: cannot store {prefix}: {node.dtype} arrays (safetensors holds bool, "
+                "(u)int8 to (u)int64, float16, float32, float64 and complex64); convert it "
+                "with .astype()")
+        tensors[prefix] = checkpoint_format.little_endian(node)
         return {"t": prefix}
     if isinstance(node, np.generic):
         node = node.item()
     if node is None or isinstance(node, (bool, int, float, str)):
         return {"v": node}
     if isinstance(node, (list, tuple)):
-        return {"l": [_flatten(v, f"{prefix}{SEP}{i}", tensors) for i, v in enumerate(node)]}
+        return {"l": [_flatten(v, f"{prefix}{SEP}{i}", tensors, depth + 1)
+                      for i, v in enumerate(node)]}
+    hint = "; save its .state_dict() instead" if hasattr(node, "state_dict") else ""
     raise TypeError(
         f"save: cannot store {type(node).__name__} at {prefix or '<root>'}; leaves must be "
-        "arrays, tensors, numbers, strings, bools, None or lists of those"
+        f"arrays, tensors, numbers, strings, bools, None or lists of those{hint}"
     )
 
 
-def _unflatten(skeleton, tensors: dict):
+def _unflatten(skeleton, tensors: dict, depth: int):
+    if depth > MAX_DEPTH:
+        raise RecursionError  # reported as too deep by load
+    if not isinstance(skeleton, dict) or len(skeleton) != 1:
+        raise ValueError(f"a tree node is {str(skeleton)[:80]!r}, not one of d, t, l, v")
     if "d" in skeleton:
-        return {k: _unflatten(v, tensors) for k, v in skeleton["d"].items()}
+        return {k: _unflatten(v, tensors, depth + 1) for k, v in skeleton["d"].items()}
     if "t" in skeleton:
         return tensors[skeleton["t"]]
     if "l" in skeleton:
-        return [_unflatten(v, tensors) for v in skeleton["l"]]
+        return [_unflatten(v, tensors, depth + 1) for v in skeleton["l"]]
     return skeleton["v"]
 
 
+def _path(owner: str, path) -> str:
+    try:
+        return os.fsdecode(os.fspath(path))
+    except TypeError:
+        raise TypeError(f"{owner}: path must be a str or os.PathLike (e.g. pathlib.Path), got "
+                        f"{type(path).__name__} {path!r}") from None
+
+
 def save(state: dict, path) -> None:
-    """Write ``state`` (a nested dict of arrays, tensors and numbers) to ``path`` atomically."""
+    """Write ``state`` (a nested dict of arrays, tensors and numbers) to ``path`` atomically,
+    with a checksum of every tensor and of the header."""
     if not isinstance(state, dict):
-        raise TypeError(f"save: state must be a dict, got {type(state).__name__}")
-    st = _safetensors_numpy()
-    path = os.fspath(path)
+        raise TypeError(f"save: state must be a dict (e.g. {{'model': model.state_dict()}}), "
+                        f"got {type(state).__name__}")
+    path = _path("save", path)
     tensors: dict = {}
-    skeleton = _flatten(state, "", tensors)
+    skeleton = _flatten(state, "", tensors, 0)
     meta = {_META_KEY: json.dumps({"format": FORMAT, "version": VERSION, "tree": skeleton})}
-    try:
-        payload = st.save(tensors, metadata=meta)
-    except Exception as exc:  # safetensors' own error types, e.g. for complex arrays
-        kinds = sorted({f"{k}: {v.dtype}" for k, v in tensors.items()})
-        raise TypeError(f"save: safetensors cannot store these arrays ({', '.join(kinds)}): "
-                        f"{exc}") from None
-    directory = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise IsADirectoryError(f"save: {path} is a directory; give a file name")
-    if not os.path.isdir(directory):
-        raise FileNotFoundError(f"save: the folder {directory} does not exist; create it first")
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(payload)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, _file_mode(path))  # mkstemp's 0600 would make every checkpoint private
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(directory)
-
-
-def _file_mode(path: str) -> int:
-    """The mode a plain ``open(path, "wb")`` would leave: the old file's, else 0666 - umask."""
-    try:
-        return os.stat(path).st_mode & 0o7777
-    except OSError:
-        return 0o666 & ~_umask()
-
-
-def _umask() -> int:
-    """The process umask, read without changing it where Linux shows it (setting it to read
-    it, the fallback, races with other threads creating files)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    umask = os.umask(0)
-    os.umask(umask)
-    return umask
-
-
-def _fsync_dir(directory: str) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # e.g. Windows cannot open a directory; the rename is still atomic
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    atomic_write(path, lambda f: checkpoint_format.write(f, tensors, meta))
 
 
 def load(path) -> dict:
-    """Read a checkpoint written by :func:`save`: the same nesting, arrays as NumPy arrays."""
-    st = _safetensors_numpy()
-    path = os.fspath(path)
-    with open(path, "rb") as f:
-        payload = f.read()
-    try:
-        tensors = st.load(payload)
-    except Exception as exc:  # safetensors raises its own error types for bad bytes
-        raise ValueError(
-            f"load: {path} is not a readable safetensors checkpoint (truncated, corrupt or "
-            f"another format; {len(payload)} bytes): {exc}"
-        ) from None
-    meta = _metadata(payload, path)
+    """Read a checkpoint written by :func:`save`: the same nesting, arrays as NumPy arrays.
+
+    The header is checked against the file's size before any tensor is read, each tensor
+    is read straight into its array, and the checksums (where the file has them) are
+    verified: a truncated or corrupt file raises ValueError naming the path (and the
+    tensor whose bytes are wrong)."""
+    path = _path("load", path)
+    tensors, meta = checkpoint_format.read(path)
     if meta is None or _META_KEY not in meta:
-        return dict(tensors)
+        return tensors
     try:
         info = json.loads(meta[_META_KEY])
         if not isinstance(info, dict) or info.get("format") != FORMAT:
             raise ValueError(f"format {info.get('format') if isinstance(info, dict) else info!r}")
-    except ValueError as exc:
-        raise ValueError(f"load: {path} has corrupt fastnn metadata: {exc}") from None
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"load: {path} has corrupt fastnn metadata: {_what(exc)}") from None
     version = info.get("version")
     if isinstance(version, int) and version > VERSION:  # before reading a tree it may not know
         raise ValueError(
@@ -189,16 +144,12 @@ def load(path) -> dict:
             f"fastnn reads up to {VERSION}); upgrade fastnn to read it"
         )
     try:
-        return _unflatten(info["tree"], tensors)
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise ValueError(f"load: {path} has corrupt fastnn metadata: {exc}") from None
+        return _unflatten(info["tree"], tensors, 0)
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        raise ValueError(f"load: {path} has corrupt fastnn metadata: {_what(exc)}") from None
 
 
-def _metadata(payload: bytes, path: str):
-    """The ``__metadata__`` dict of a safetensors file (header: u64 length, then JSON)."""
-    n = int.from_bytes(payload[:8], "little")
-    try:
-        header = json.loads(payload[8:8 + n])
-    except ValueError as exc:
-        raise ValueError(f"load: {path} has a corrupt safetensors header: {exc}") from None
-    return header.get("__metadata__")
+def _what(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return f"it nests deeper than the {MAX_DEPTH} levels a checkpoint may have"
+    return str(exc)

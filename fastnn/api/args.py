@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numbers
 
+import numpy as np
+
 
 def integer(owner: str, name: str, value, minimum: int = 1) -> int:
     """``value`` as an int >= ``minimum``, or ValueError naming ``owner`` and ``name``."""
@@ -44,3 +46,21 @@ def real(owner: str, name: str, value) -> float:
             f"{owner}: {name} must be a real number, got {type(value).__name__} {value!r}"
         )
     return float(value)
+
+
+def flag(owner: str, name: str, value) -> bool:
+    """``value`` when it is a bool (Python's or NumPy's); else TypeError naming ``owner`` and
+    ``name``, so that ``bias="no"`` is not taken as true."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise TypeError(f"{owner}: {name} must be True or False, got {type(value).__name__} {value!r}")
+
+
+def nonnegative(owner: str, name: str, value, zero: bool = True) -> float:
+    """``value`` as a finite float >= 0 (> 0 unless ``zero``), for epsilons, temperatures and
+    the like: TypeError for a non-number, ValueError for one out of range or NaN."""
+    value = real(owner, name, value)
+    if not (value >= 0.0 if zero else value > 0.0) or value == float("inf"):
+        bound = ">= 0" if zero else "> 0"
+        raise ValueError(f"{owner}: {name} must be {bound} and finite, got {value!r}")
+    return value

@@ -80,7 +80,7 @@ def log1p(ops, u):
     w = ops.add(u, 1.0)
     d = ops.sub(w, 1.0)
     exact = ops.equal(d, 0.0)
-    safe = ops.where(exact, 1.0, d)
+    safe = ops.where(exact, ops.add(d, 1.0), d)  # 1 where d is 0 (a scalar goes second)
     return ops.where(exact, u, ops.div(ops.mul(ops.log(w), u), safe))
 
 

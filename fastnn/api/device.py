@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import threading
 
 from fastnn.api.errors import BackendError
+from fastnn.api.fallback import set_fallback
 from fastnn.api.registry import get_backend, on_refresh
 
 
@@ -48,11 +50,11 @@ class Device:
     def __eq__(self, other) -> bool:
         if isinstance(other, Device):
             return self.backend is other.backend and self.index == other.index
-        if isinstance(other, str):
-            try:
-                return self == as_device(other)
-            except (BackendError, ValueError):
+        if isinstance(other, str):  # by name: a string never loads a backend to compare
+            name, _, index = other.partition(":")
+            if index and not index.isdigit():
                 return False
+            return name == self.backend.name and (int(index) if index else 0) == self.index
         return NotImplemented
 
     def __hash__(self) -> int:
@@ -93,7 +95,8 @@ def _stack() -> list:
 
 
 def reset_default() -> None:
-    """Back to ``cpu`` everywhere: the process-wide default and this thread's blocks."""
+    """Back to the start-up default (``FASTNN_DEVICE``, else ``cpu``) everywhere: the
+    process-wide default and this thread's blocks."""
     _default.clear()
     _stack().clear()
 
@@ -105,12 +108,19 @@ def get_device() -> Device:
     if stack:
         return stack[-1]
     if not _default:
-        _default.append(as_device("cpu"))
+        _default.append(as_device(os.environ.get("FASTNN_DEVICE") or "cpu"))
     return _default[-1]
+
+
+_KEEP = object()
 
 
 class use:
     """Set the default device.
+
+    ``fallback="cpu"`` also makes the primitives that this device's backend lacks run on
+    cpu, counted in ``fnn.fallback_stats()`` (see :mod:`fastnn.api.fallback`); ``None``
+    turns that off again. The setting belongs to the backend, not to the block.
 
     ``fnn.use("opencl")`` changes the process-wide default. ``with fnn.use("opencl"):``
     changes it for the current thread only, until the block ends (as PyTorch's device
@@ -118,8 +128,10 @@ class use:
     such a block changes that block's device.
     """
 
-    def __init__(self, spec):
+    def __init__(self, spec, fallback=_KEEP):
         self.device = as_device(spec)
+        if fallback is not _KEEP:  # the backend's setting, for the rest of the process
+            set_fallback(self.device.backend.name, fallback)
         stack = _stack()
         if stack:  # inside a with-block of this thread: change that block's device
             self._undo = (stack, len(stack) - 1, stack[-1])

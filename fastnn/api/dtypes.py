@@ -36,12 +36,20 @@ class DType:
 
 
 float16 = DType("float16", True, 2)
+"""IEEE 754 half precision (16 bits), where a backend lists it."""
 bfloat16 = DType("bfloat16", True, 2)
+"""bfloat16 (8 exponent bits, 7 mantissa bits), where a backend lists it; stored as
+float32 on the host."""
 float32 = DType("float32", True, 4)
+"""IEEE 754 single precision, the default float dtype, on every backend."""
 float64 = DType("float64", True, 8)
+"""IEEE 754 double precision (a device that lacks it refuses it with a clear error)."""
 int32 = DType("int32", False, 4)
+"""32-bit signed integers (never carry gradients)."""
 int64 = DType("int64", False, 8)
+"""64-bit signed integers, what Python ints become (never carry gradients)."""
 bool_ = DType("bool", False, 1)
+"""Booleans, the result of comparisons (never carry gradients)."""
 
 _BY_NAME = {d.name: d for d in (float16, bfloat16, float32, float64, int32, int64, bool_)}
 _ORDER = {

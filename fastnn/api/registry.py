@@ -17,7 +17,7 @@ from importlib.metadata import entry_points
 
 import pluggy
 
-from fastnn.api import composite, hookspec
+from fastnn.api import composite, fallback, hookspec
 from fastnn.api.errors import BackendError
 
 GROUP = "fastnn.backends"
@@ -90,16 +90,6 @@ def on_refresh(forget) -> None:
     _on_refresh.append(forget)
 
 
-def _missing(backend: str, name: str):
-    def not_implemented(*args, **kwargs):
-        raise NotImplementedError(
-            f"backend {backend!r} does not implement the primitive {name!r}; "
-            f"implement the hook {name!r} of fastnn.api.hookspec in that backend"
-        )
-
-    return not_implemented
-
-
 def _check_signatures(name: str, pm: pluggy.PluginManager) -> None:
     """Reject implementations whose parameters differ from the spec's, in name or order."""
     for hook_name in hookspec.HOOKS + ["backend_probe"]:
@@ -123,7 +113,7 @@ def _build_ops(name: str, pm: pluggy.PluginManager) -> tuple[Ops, set[str]]:
         elif hook_name in _OPS:
             setattr(ops, hook_name, partial(getattr(composite, hook_name), ops))
         else:
-            setattr(ops, hook_name, _missing(name, hook_name))
+            setattr(ops, hook_name, fallback.missing(name, hook_name, get_backend))
     return ops, implemented
 
 

@@ -43,13 +43,14 @@ def check_finite(ops, array, what: str) -> None:
 
 def attach(out, op, inputs, saved=(), attrs=None):
     """Record ``op`` on ``out`` when grad mode is on and some input requires grad."""
-    if grad_mode.is_grad_enabled():
+    state = grad_mode._state
+    if state.grad:
         for t in inputs:
             if t is not None and t._requires_grad:  # the slot: this runs on every op
                 out._requires_grad = True
                 out._node = Node(op, inputs, saved, attrs, out._device.ops)
                 break
-    if grad_mode.is_anomaly_enabled():
+    if state.anomaly:
         check_finite(out._device.ops, out._data, f"the forward of {op!r}")
     return out
 

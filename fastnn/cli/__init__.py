@@ -31,8 +31,10 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except KeyboardInterrupt:
-        print("\ninterrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        # a subcommand that ended its own output line passes its whole note (one note:
+        # `fastnn train` printed one of its own as well before)
+        print(exc.args[0] if exc.args else "\ninterrupted", file=sys.stderr)
         return 130
 
 

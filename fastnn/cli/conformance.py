@@ -11,6 +11,10 @@ import os
 import sys
 
 PLUGIN = "fastnn.conformance.plugin"
+# the suite runs on pytest and draws random inputs with hypothesis; neither is a core dependency
+NEEDS = {"pytest": "pytest>=7", "hypothesis": "hypothesis>=6"}
+INSTALL_HINT = ("pip install -e '.[conformance]' in a checkout of the fastnn repository "
+                "(or: pip install {requirements})")
 SUITE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conformance")
 
 
@@ -54,7 +58,29 @@ def pytest_args(args) -> list:
     return argv
 
 
+def missing_requirements() -> list:
+    """The suite's requirements (pip specifiers) that are not installed."""
+    import importlib.util
+
+    missing = []
+    for module, requirement in NEEDS.items():
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(requirement)
+    return missing
+
+
 def run(args) -> int:
+    missing = missing_requirements()
+    if missing:
+        quoted = " ".join(f'"{r}"' for r in missing)
+        print(f"fastnn conformance: the conformance suite needs {' and '.join(missing)}, "
+              f"not installed here; install with: {INSTALL_HINT.format(requirements=quoted)}",
+              file=sys.stderr)
+        return 2
     import pytest
 
     code = int(pytest.main(pytest_args(args)))

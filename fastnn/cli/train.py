@@ -52,7 +52,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--optimizer", choices=OPTIMIZERS, default=None)
     p.add_argument("--seed", type=int, default=0, help="seed of the weights and batch order")
     p.add_argument("--checkpoint", type=Path, default=None,
-                   help="save model, optimizer state and epoch here at the end (atomically)")
+                   help="save model, optimizer state and epoch here after every epoch "
+                        "(atomically: an interrupted run keeps its finished epochs)")
     p.add_argument("--resume", action="store_true",
                    help="continue from --checkpoint up to --epochs in total")
     p.add_argument("--reverse", action="store_true",
@@ -208,27 +209,31 @@ def _fit(args, data, device, out) -> History:
     history, first_epoch = History(), 1
     if args.resume:
         first_epoch, history = _restore(args.checkpoint, args, model, optimizer)
+    # two short lines: one that wrapped in an 80-column terminal read as cut off
     print(f"training {args.model} on {args.data} ({len(data.x_train)} train, "
-          f"{len(data.x_test)} held out) on {device}: {args.optimizer} lr {args.lr:g}, "
+          f"{len(data.x_test)} held out) on {device}\n  {args.optimizer} lr {args.lr:g}, "
           f"batch {args.batch_size}, {'reverse/apply' if args.reverse else 'tape'}, "
           f"seed {args.seed}", file=out)
     if first_epoch > args.epochs:
         print(f"checkpoint is at epoch {first_epoch - 1} >= --epochs {args.epochs}: "
               "nothing to train", file=out)
     progress = Progress(args.epochs, len(data.x_train), stream=out)
-    started, epoch = time.perf_counter(), first_epoch - 1
+    started, epoch, saved = time.perf_counter(), first_epoch - 1, None
     try:
         for epoch in range(first_epoch, args.epochs + 1):
             _train_epoch(args, model, optimizer, data, device, epoch, progress)
             test_acc = evaluate(model, data.x_test, data.y_test, device)
-            progress.end_epoch(f"held-out acc {test_acc:6.2%}")
             history.loss.append(progress.loss)
             history.train_acc.append(progress.accuracy)
             history.test_acc.append(test_acc)
+            if args.checkpoint is not None:  # before the line: a printed epoch is saved
+                _save(args, model, optimizer, epoch, history)
+                saved = epoch
+            progress.end_epoch(f"held-out acc {test_acc:6.2%}")
     except KeyboardInterrupt:
-        kept = "" if args.checkpoint is None else f"; {args.checkpoint} was not written"
-        print(f"\ninterrupted in epoch {epoch}{kept}", file=out)
-        raise
+        progress.close()
+        # the whole note, printed once by fastnn.cli.main
+        raise KeyboardInterrupt(_interrupted_note(args, epoch, saved)) from None
     elapsed = time.perf_counter() - started
     final = history.test_acc[-1] if history.test_acc else evaluate(
         model, data.x_test, data.y_test, device)
@@ -236,11 +241,8 @@ def _fit(args, data, device, out) -> History:
     print(f"held-out accuracy {final:.2%} ({round(final * len(data.x_test))}/"
           f"{len(data.x_test)}) after {done} epoch{'' if done == 1 else 's'}; "
           f"{elapsed:.1f} s", file=out)
-    if args.checkpoint is not None:
-        fnn.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                  "epoch": max(args.epochs, first_epoch - 1), "seed": args.seed,
-                  "config": _config(args), "history": history.as_arrays()}, args.checkpoint)
-        print(f"saved checkpoint {args.checkpoint}", file=out)
+    if saved is not None:
+        print(f"saved checkpoint {args.checkpoint} (epoch {saved})", file=out)
     if args.plot is not None:
         plot(history, args.plot, f"{args.model} on {args.data}")
         print(f"saved plot {args.plot}", file=out)
@@ -263,6 +265,26 @@ def _train_epoch(args, model, optimizer, data, device, epoch: int, progress) -> 
         with fnn.no_grad():  # counted on the device: no read-back per batch
             correct = (logits.argmax(axis=1) == y).sum()
         progress.update(len(idx), loss, correct)  # Progress sums it detached
+
+
+def _save(args, model, optimizer, epoch: int, history: History) -> None:
+    """Checkpoint the run after ``epoch`` (fnn.save is atomic: a Ctrl-C during the write
+    leaves the previous epoch's file)."""
+    import fastnn as fnn
+
+    fnn.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+              "epoch": epoch, "seed": args.seed, "config": _config(args),
+              "history": history.as_arrays()}, args.checkpoint)
+
+
+def _interrupted_note(args, epoch: int, saved: int | None) -> str:
+    """What a Ctrl-C in ``epoch`` kept, and how to go on."""
+    if args.checkpoint is None:
+        return f"interrupted in epoch {epoch}; nothing saved (--checkpoint PATH keeps epochs)"
+    if saved is None:
+        return f"interrupted in epoch {epoch}; {args.checkpoint} was not written"
+    return (f"interrupted in epoch {epoch}; {args.checkpoint} holds the first {saved} "
+            f"epoch{'' if saved == 1 else 's'} (continue with --resume)")
 
 
 def _config(args) -> dict:

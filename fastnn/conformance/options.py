@@ -35,4 +35,15 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     if config.getoption("--backend") and not config.pluginmanager.has_plugin(PLUGIN):
-        config.pluginmanager.import_plugin(PLUGIN)
+        try:
+            config.pluginmanager.import_plugin(PLUGIN)
+        except ImportError as exc:
+            missing = getattr(exc.__cause__ or exc, "name", None) or ""
+            if missing.split(".")[0] != "hypothesis":
+                raise
+            import pytest
+
+            raise pytest.UsageError(
+                "the fastnn conformance suite needs hypothesis, not installed here; install "
+                "with: pip install -e '.[conformance]' in a checkout of the fastnn repository "
+                "(or: pip install \"hypothesis>=6\")") from None

@@ -193,7 +193,9 @@ def pytest_runtest_makereport(item, call):
     info = item.stash.get(INFO, None)
     if info is None or STATE not in item.config.stash:
         return
-    if call.when == "call" or (report.failed and call.when == "setup"):
+    # a check skipped in setup (no second backend to cross-check with) is counted too,
+    # so that the summary says what was not checked
+    if call.when == "call" or (call.when == "setup" and (report.failed or report.skipped)):
         used = sorted(item.stash.get(USED, set()))
         state = item.config.stash[STATE]
         listed = [u for u in used if u != info["primitive"]
@@ -207,7 +209,7 @@ def pytest_runtest_makereport(item, call):
 
 def pytest_runtest_logreport(report):
     props = dict(report.user_properties).get("conformance")
-    if props is None or (report.when != "call" and not report.failed):
+    if props is None or (report.when != "call" and not (report.failed or report.skipped)):
         return
     if hasattr(report, "wasxfail"):
         outcome = "xpass" if report.passed else "xfail"

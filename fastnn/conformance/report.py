@@ -68,6 +68,7 @@ def build(state, results) -> dict:
     for r in results:
         counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
     failing = sorted(n for n, row in cells.items() if "FAIL" in row.values())
+    cross_skipped = sum(1 for r in results if r["check"] == "cross" and r["outcome"] == "skip")
     return {
         "backend": state.name,
         "distribution": state.record.distribution,
@@ -81,6 +82,7 @@ def build(state, results) -> dict:
         "dependent_failures": sorted(n for n, row in cells.items()
                                      if any(v.startswith("dep:") for v in row.values())),
         "counts": counts,
+        "cross_checks_skipped": cross_skipped,
         "failures": [r for r in results if r["outcome"] == "fail"],
         "passed": not failing and not counts.get("fail"),
     }
@@ -101,11 +103,26 @@ def table_lines(summary) -> list:
                  + (", ".join(summary["fused_hooks_implemented"]) or "none"))
     if summary["other_backends"]:
         lines.append("cross-checked against: " + ", ".join(summary["other_backends"]))
+    skipped = summary.get("cross_checks_skipped", 0)
+    if skipped and not summary["other_backends"]:
+        lines.append(f"NOT cross-checked: {skipped} cross-backend checks skipped, no other "
+                     f"available backend to compare with (or --against none); "
+                     f"{_second_backend_hint(summary['backend'])}")
+    elif skipped:
+        lines.append(f"{skipped} cross-backend checks skipped (a dtype the other backend "
+                     "lacks)")
     counts = ", ".join(f"{v} {k}" for k, v in sorted(summary["counts"].items()))
     verdict = "CONFORMS" if summary["passed"] else (
         "FAILS on: " + (", ".join(summary["failing_primitives"]) or "dependent checks only"))
     lines.append(f"backend {summary['backend']!r}: {verdict} ({counts})")
     return lines
+
+
+def _second_backend_hint(name: str) -> str:
+    """How to get a backend to cross-check ``name`` against, from the fastnn repository."""
+    if name == "cpu":
+        return 'install another, e.g. pip install -e "backends/opencl[pocl]" in the repository'
+    return "install the cpu backend: pip install -e backends/cpu_numpy in the fastnn repository"
 
 
 def write_json(summary, path) -> None:

@@ -13,6 +13,7 @@ from fastnn.data.digits import load_digits
 from fastnn.data.trace import load_trace
 
 LOADERS = {"digits": load_digits, "trace": load_trace}
+"""Data-set name -> loader function, the names that :func:`load` accepts."""
 
 
 def load(name: str, **kwargs) -> Dataset:

@@ -38,19 +38,20 @@ class Dataset:
         )
 
 
-def package_file(package: str, relative: Path, what: str,
-                 distribution: str | None = None) -> tuple[Path | None, list]:
+def package_file(package: str, relative: Path, what: str, distribution: str | None = None,
+                 hint: str = EXTRA_HINT) -> tuple[Path | None, list]:
     """Find the data file ``relative`` inside the installed ``package`` without importing it.
 
     Returns (the path, or None when the package lacks the file; the folders
-    searched). MissingDataError naming ``what`` and the ``distribution`` to
-    install (default: the package name) when the package is not installed.
+    searched). MissingDataError naming ``what``, the ``distribution`` to
+    install (default: the package name) and the install ``hint`` when the
+    package is not installed.
     """
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         raise MissingDataError(
             f"the {what} data set is read from {distribution or package}, which is not installed; "
-            f"install it with: {EXTRA_HINT}"
+            f"install it with: {hint}"
         )
     roots = list(spec.submodule_search_locations)
     for root in roots:

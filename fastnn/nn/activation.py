@@ -1,12 +1,9 @@
 """Elementwise and softmax layers: Activation, Softmax, Swish, Dropout.
 
-Reverse rules (g = dL/dy):
+Activation, Softmax and Swish reverse through the tape (Module.reverse): a
+hand-written rule measured no faster (benchmarks/bench_reverse.py). Dropout
+keeps its own, since its mask must be the forward's:
 
-- Activation(kind): dL/dx = g * kind'(x), the same derivative table the tape
-  uses (:func:`fastnn.api.composite.activation_grad`).
-- Softmax(axis, T): y = softmax(x / T); dL/dx = y * (g - sum(g * y, axis)) / T.
-- Swish(features): y = x * s with s = sigmoid(beta * x);
-  dL/dx = g * (s + beta * x * s * (1 - s)), dL/dbeta = sum(g * x^2 * s * (1 - s)).
 - Dropout(p): y = x * m / (1 - p) with a random keep-mask m; dL/dx = g * m / (1 - p).
 """
 
@@ -14,12 +11,11 @@ from __future__ import annotations
 
 import numbers
 
-from fastnn.api import dtypes, hookspec
-from fastnn.api.args import integer, real
-from fastnn.api.composite import activation_grad
+from fastnn.api import dtypes
+from fastnn.api.args import integer, nonnegative, real
 from fastnn.autograd.grad_mode import no_grad
-from fastnn.nn.linear import check_features, sum_leading
-from fastnn.nn.module import Module, check_grad, check_tensor, const_init, wrap
+from fastnn.nn.linear import check_features
+from fastnn.nn.module import Module, check_grad, check_tensor, const_init
 from fastnn.ops import activations, nnops
 from fastnn.ops.tensor import Tensor, host_rng, rand
 
@@ -29,6 +25,10 @@ class Activation(Module):
 
     def __init__(self, kind: str = "relu", slope: float = 0.01):
         super().__init__()
+        if not isinstance(kind, str):
+            raise TypeError(f"Activation: kind must be the name of an activation, one of "
+                            f"{', '.join(activations.ACTIVATIONS)}; got {type(kind).__name__} "
+                            f"{kind!r}")
         if kind not in activations.ACTIVATIONS:
             raise ValueError(
                 f"Activation: unknown kind {kind!r}; choose one of "
@@ -42,17 +42,6 @@ class Activation(Module):
     def forward(self, x):
         return activations.activation(self.kind, check_tensor("Activation", x), self.slope)
 
-    def reverse(self, x, grad_out):
-        check_grad("Activation", x, grad_out)
-        if self.kind == "identity":
-            return grad_out, {}
-        if self.kind not in hookspec.BIAS_ACT_KINDS:  # a kind with no hand-written gradient
-            return super().reverse(x, grad_out)
-        with no_grad():
-            out = activations.activation(self.kind, x, self.slope)
-            ops = x._device.ops
-            grad = activation_grad(ops, self.kind, x._data, out._data, grad_out._data, self.slope)
-        return wrap(grad, x), {}
 
 
 class Softmax(Module):
@@ -60,8 +49,7 @@ class Softmax(Module):
 
     def __init__(self, axis: int = -1, temperature: float = 1.0):
         super().__init__()
-        if not temperature > 0:
-            raise ValueError(f"Softmax: temperature must be > 0, got {temperature}")
+        temperature = nonnegative("Softmax", "temperature", temperature, zero=False)
         if isinstance(axis, bool) or not isinstance(axis, numbers.Integral):
             raise TypeError(f"Softmax: axis must be an int, got {axis!r}")
         self.axis, self.temperature = int(axis), float(temperature)
@@ -75,12 +63,6 @@ class Softmax(Module):
     def forward(self, x):
         return nnops.softmax(self._scaled(check_tensor("Softmax", x)), self.axis)
 
-    def reverse(self, x, grad_out):
-        check_grad("Softmax", x, grad_out)
-        with no_grad():
-            y = nnops.softmax(self._scaled(x), self.axis)
-            dot = (grad_out * y).sum(axis=self.axis, keepdims=True)
-            return self._scaled(y * (grad_out - dot)), {}
 
 
 class Swish(Module):
@@ -92,7 +74,8 @@ class Swish(Module):
     def __init__(self, features: int, init: float = 1.0, dtype=None, device=None):
         super().__init__()
         self.features = integer("Swish", "features", features)
-        self.beta = const_init((self.features,), float(init), "activation", dtype, device)
+        self.beta = const_init((self.features,), real("Swish", "init", init), "activation",
+                               dtype, device)
 
     def extra_repr(self) -> str:
         return str(self.features)
@@ -101,15 +84,6 @@ class Swish(Module):
         check_features(f"Swish({self.features})", x, self.features, "features")
         return x * activations.sigmoid(x * self.beta)
 
-    def reverse(self, x, grad_out):
-        check_features(f"Swish({self.features})", x, self.features, "features")
-        check_grad(f"Swish({self.features})", x, grad_out)
-        with no_grad():
-            s = activations.sigmoid(x * self.beta)
-            ds = s * (1.0 - s)  # sigmoid'(beta x)
-            grad_x = grad_out * (s + x * self.beta * ds)
-            grad_beta = sum_leading(grad_out * x * x * ds)
-        return grad_x, {"beta": grad_beta}
 
 
 class Dropout(Module):
@@ -148,7 +122,8 @@ class Dropout(Module):
         check_tensor("Dropout", x)
         if not self._active():
             return x
-        self.seed = int(host_rng().integers(2**31)) if seed is None else int(seed)
+        self.seed = (int(host_rng().integers(2**31)) if seed is None
+                     else integer("Dropout", "seed", seed, 0))
         return x * self._scaled_mask(x, self.seed)
 
     def reverse(self, x, grad_out, seed=None):
@@ -156,7 +131,7 @@ class Dropout(Module):
         if not self._active():
             return grad_out, {}
         if seed is not None:
-            self.seed = int(seed)
+            self.seed = integer("Dropout.reverse", "seed", seed, 0)
         elif self.seed is None:
             self.seed = int(host_rng().integers(2**31))
         with no_grad():

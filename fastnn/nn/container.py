@@ -83,10 +83,13 @@ class Sequential(Module):
                     inputs.append(x)
                     x = layer(x)
             inputs.append(x)
-        elif len(inputs) != len(layers) or inputs[0] is not x:
+        elif (not isinstance(inputs, (list, tuple)) or len(inputs) != len(layers)
+              or inputs[0] is not x):
+            given = (f"{len(inputs)} entries" if isinstance(inputs, (list, tuple))
+                     else type(inputs).__name__)
             raise ValueError(
                 f"Sequential.reverse: inputs= must be the list from forward_with_inputs(x) "
-                f"({len(layers)} entries, the first being x), got {len(inputs)} entries"
+                f"({len(layers)} entries, the first being x), got {given}"
             )
         inputs = list(inputs)
         grads = {}

@@ -12,7 +12,7 @@ same ones the tape uses), dL/db = sum of g over the batch and length axes.
 
 from __future__ import annotations
 
-from fastnn.api.args import integer
+from fastnn.api.args import flag, integer
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.module import (
     Module,
@@ -64,7 +64,7 @@ class Conv1d(Module):
         shape = (self.out_channels, self.in_channels // self.groups, self.kernel_size)
         self.weight = uniform_init(shape, bound, "connective", dtype, device)
         self.bias = None
-        if bias:
+        if flag("Conv1d", "bias", bias):
             self.bias = uniform_init((self.out_channels,), bound, "bias", dtype, device)
 
     def extra_repr(self) -> str:

@@ -7,7 +7,7 @@ whose conv2d rule calls the backend's ``conv2d_grad_input`` and
 
 from __future__ import annotations
 
-from fastnn.api.args import integer
+from fastnn.api.args import flag, integer
 from fastnn.nn.module import Module, check_tensor, fan_in_bound, uniform_init
 from fastnn.ops import conv
 
@@ -43,7 +43,7 @@ class Conv2d(Module):
         shape = (self.out_channels, self.in_channels // self.groups) + self.kernel_size
         self.weight = uniform_init(shape, bound, "connective", dtype, device)
         self.bias = None
-        if bias:
+        if flag("Conv2d", "bias", bias):
             self.bias = uniform_init((self.out_channels,), bound, "bias", dtype, device)
 
     def extra_repr(self) -> str:

@@ -2,7 +2,7 @@
 
 Reverse rules (g = dL/dy):
 
-- Flatten(start_axis): y = x reshaped to (x.shape[:start_axis], -1); dL/dx = g reshaped to x.shape.
+- Flatten(start_dim, end_dim): y = x with those dims merged; dL/dx = g reshaped to x.shape.
 - GlobalAvgPool1d: y = mean of x over the length axis, (N, C, L) -> (N, C);
   dL/dx = g broadcast over L, divided by L.
 """
@@ -10,6 +10,7 @@ Reverse rules (g = dL/dy):
 from __future__ import annotations
 
 import math
+import numbers
 
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.module import Module, check_grad, check_tensor
@@ -17,20 +18,29 @@ from fastnn.ops import movement
 
 
 class Flatten(Module):
-    """(d0, ..., d_{s-1}, d_s, ...) -> (d0, ..., d_{s-1}, prod(rest)), as PyTorch's Flatten."""
+    """Flatten dims ``start_dim`` to ``end_dim`` (inclusive, negative from the end) into one,
+    as PyTorch's Flatten: (N, C, H, W) -> (N, C*H*W) with the defaults."""
 
-    def __init__(self, start_axis: int = 1):
+    def __init__(self, start_dim: int = 1, end_dim: int = -1):
         super().__init__()
-        self.start_axis = int(start_axis)
+        for name, value in (("start_dim", start_dim), ("end_dim", end_dim)):
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise TypeError(f"Flatten: {name} must be an int, got {type(value).__name__} "
+                                f"{value!r}")
+        self.start_dim, self.end_dim = int(start_dim), int(end_dim)
 
     def extra_repr(self) -> str:
-        return f"start_axis={self.start_axis}"
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
 
     def _shape(self, x):
         check_tensor("Flatten", x)
-        if not 0 <= self.start_axis <= x.ndim:
-            raise ValueError(f"Flatten: start_axis {self.start_axis} out of range for {x.shape}")
-        return x.shape[: self.start_axis] + (math.prod(x.shape[self.start_axis :]),)
+        n = max(x.ndim, 1)
+        start, end = self.start_dim % n, self.end_dim % n
+        if not (-n <= self.start_dim < n and -n <= self.end_dim < n) or start > end:
+            raise ValueError(f"Flatten: dims {self.start_dim}..{self.end_dim} do not fit a "
+                             f"tensor of shape {x.shape}")
+        shape = x.shape or (1,)
+        return shape[:start] + (math.prod(shape[start:end + 1]),) + shape[end + 1:]
 
     def forward(self, x):
         return movement.reshape(x, self._shape(x))

@@ -15,7 +15,7 @@ ScalarScale    x * s                 g * s                       sum of g * x (a
 
 from __future__ import annotations
 
-from fastnn.api.args import integer
+from fastnn.api.args import flag, integer, real
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.module import (
     Module,
@@ -95,7 +95,7 @@ class Linear(Dense):
     def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype=None,
                  device=None):
         super().__init__(in_features, out_features, dtype, device)
-        if bias:
+        if flag(type(self).__name__, "bias", bias):
             self.bias = uniform_init((self.out_features,), fan_in_bound(self.in_features),
                                      "bias", dtype, device)
         else:
@@ -171,7 +171,8 @@ class ScalarScale(Module):
 
     def __init__(self, init: float = 1.0, dtype=None, device=None):
         super().__init__()
-        self.weight = const_init((), float(init), "connective", dtype, device)
+        self.weight = const_init((), real("ScalarScale", "init", init), "connective", dtype,
+                                 device)
 
     def extra_repr(self) -> str:
         return f"init={self.weight.item():g}"
@@ -179,8 +180,3 @@ class ScalarScale(Module):
     def forward(self, x):
         check_tensor("ScalarScale", x)
         return x * self.weight
-
-    def reverse(self, x, grad_out):
-        check_grad("ScalarScale", x, grad_out)
-        with no_grad():
-            return grad_out * self.weight, {"weight": (grad_out * x).sum()}

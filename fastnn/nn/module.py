@@ -22,17 +22,22 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
+from collections.abc import Mapping
 
 import numpy as np
 
 from fastnn.api import dtypes
+from fastnn.api.args import flag
 from fastnn.api.device import as_device
 from fastnn.api.dtypes import as_dtype
 from fastnn.api.errors import DeviceMismatchError
 from fastnn.autograd.grad_mode import enable_grad, no_grad
+from fastnn.ops.convert import host_array
 from fastnn.ops.tensor import Tensor, host_rng
 
 PARAM_CLASSES = ("connective", "bias", "activation", "other")
+"""The roles a Parameter may play (``Parameter.param_class``): optimizers apply weight
+decay and L1 to connective parameters only, and scale learning rates per class."""
 _keeping = threading.local()
 
 
@@ -86,7 +91,10 @@ class Parameter(Tensor):
             raise TypeError(f"Parameter: dtype must be floating point, got {dtype}")
         dev = as_device(device)
         dev.check_dtype(dtype, "Parameter")
-        host = np.asarray(array, dtype=dtype.numpy)
+        if array is None:
+            raise TypeError("Parameter: data is None; pass a Tensor, a NumPy array or a nested "
+                            "list of numbers")
+        host = host_array("Parameter", array, dtype)
         p = cls._make(dev.ops.from_numpy(host, dev.index), dtype, dev)
         p.requires_grad = True
         p.param_class = param_class
@@ -114,6 +122,19 @@ def const_init(shape, value: float, param_class: str, dtype, device) -> Paramete
 def wrap(data, like: Tensor) -> Tensor:
     """A plain (history-free) tensor of raw backend ``data`` on ``like``'s dtype and device."""
     return Tensor._make(data, like._dtype, like._device)
+
+
+def _check_input_dtype(module, x) -> None:
+    """A floating input must have the dtype of the layer's own parameters (as PyTorch): a
+    float32 layer given float64 would otherwise compute in float64 without saying so."""
+    if isinstance(x, Tensor) and x._dtype.is_floating:
+        param = next(iter(module._parameters.values()))
+        if param is not None and param._dtype is not x._dtype:
+            raise TypeError(
+                f"{type(module).__name__}: input is {x._dtype.name} but the layer's parameters "
+                f"are {param._dtype.name}; convert the input with x.to(fnn.{param._dtype.name}) "
+                f"or the layer with .to(fnn.{x._dtype.name})"
+            )
 
 
 def check_tensor(layer, x) -> Tensor:
@@ -196,12 +217,16 @@ class Module:
 
     # ------------------------------------------------------------ forward
     def forward(self, x):
+        """The layer's output for input ``x``; what ``layer(x)`` calls. Every layer defines it."""
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *args, **kwargs):
+        if self._parameters and args:
+            _check_input_dtype(self, args[0])
         return self.forward(*args, **kwargs)
 
     def extra_repr(self) -> str:
+        """The arguments shown inside the layer's repr, e.g. ``in_features=4, out_features=2``."""
         return ""
 
     def __repr__(self) -> str:
@@ -211,9 +236,11 @@ class Module:
 
     # ------------------------------------------------------------ parameters
     def children(self):
+        """An iterator over the direct sub-modules."""
         return iter(self._modules.values())
 
     def named_modules(self, prefix: str = ""):
+        """(dotted name, module) pairs of this module (name ``prefix``) and every sub-module."""
         yield prefix, self
         for name, mod in self._modules.items():
             yield from mod.named_modules(f"{prefix}.{name}" if prefix else name)
@@ -228,6 +255,7 @@ class Module:
                     yield (f"{mod_name}.{name}" if mod_name else name), p
 
     def parameters(self):
+        """Every parameter of this module and its sub-modules, each once, as a list."""
         return [p for _, p in self.named_parameters()]
 
     def register_buffer(self, name: str, tensor, persistent: bool = True) -> None:
@@ -261,6 +289,7 @@ class Module:
         return own
 
     def zero_grad(self) -> None:
+        """Set every parameter's ``.grad`` to None."""
         for p in self.parameters():
             p.grad = None
 
@@ -275,13 +304,19 @@ class Module:
         Every name must match and every shape agree; otherwise nothing is
         loaded and one ValueError lists all the problems.
         """
+        if not isinstance(state, Mapping):
+            raise TypeError(
+                f"{type(self).__name__}.load_state_dict: state must be a dict of name -> array "
+                f"(as model.state_dict() or fnn.load(path)['model'] give), got "
+                f"{type(state).__name__}"
+            )
         own = self._state()
         missing = [n for n in own if n not in state]
         unexpected = [n for n in state if n not in own]
         mismatched = []
         for name, p in own.items():
             if name in state:
-                shape = tuple(np.shape(state[name]))
+                shape = _shape_of_value(type(self).__name__, name, state[name])
                 if shape != p.shape:
                     mismatched.append(f"{name}: checkpoint {shape}, model {p.shape}")
         if missing or unexpected or mismatched:
@@ -302,8 +337,8 @@ class Module:
         for name, p in own.items():
             value = state[name]
             try:
-                host = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
-                host = np.asarray(host, dtype=p._dtype.numpy)
+                host = value.numpy() if isinstance(value, Tensor) else value
+                host = host_array("the value", host, p._dtype)
             except (TypeError, ValueError) as exc:
                 raise TypeError(
                     f"{type(self).__name__}.load_state_dict: {name!r} cannot become "
@@ -339,36 +374,46 @@ class Module:
         return self
 
     def train(self, mode: bool = True) -> Module:
+        """Set training mode (``mode=False``: evaluation) on this module and every sub-module;
+        returns self."""
+        mode = flag(f"{type(self).__name__}.train", "mode", mode)
         for _, mod in self.named_modules():
             object.__setattr__(mod, "training", bool(mode))
         return self
 
     def eval(self) -> Module:
+        """Evaluation mode (Dropout passes its input through): ``train(False)``."""
         return self.train(False)
 
     # ------------------------------------------------------------ reversible pair
     def reverse(self, x: Tensor, grad_out: Tensor):
-        """(dL/dx, {name: dL/dparam}) given dL/dy, for y = self(x).
+        """(dL/dx, {name: dL/dparam}) given dL/dy, for y = self(x), from x alone.
 
-        Fallback for modules that only define ``forward``: one forward and
-        backward on a private tape (built-in layers override this with a
-        hand-derived gradient).
+        Derived from the layer's own forward: one forward and backward on a private tape,
+        leaving every ``.grad`` as it was. Layers override it only where a hand-written rule
+        measured faster (benchmarks/bench_reverse.py). Frozen parameters
+        (``requires_grad=False``) get no entry.
         """
-        params = dict(self.named_parameters())
-        saved = {name: p.grad for name, p in params.items()}
+        name = type(self).__name__
+        check_tensor(name, x)
+        if not x.dtype.is_floating:
+            raise TypeError(f"{name}.reverse: x must be floating point, got {x.dtype.name}")
+        params = {n: p for n, p in self.named_parameters() if p.requires_grad}
+        saved = {n: p.grad for n, p in params.items()}
         try:
             for p in params.values():
                 p.grad = None
             x_leaf = x.detach().requires_grad_(True)
             with enable_grad(), keep_buffers():
                 y = self.forward(x_leaf)
+            check_grad(name, x, grad_out, y.shape)
             y.backward(grad_out)
             grads = {n: (p.grad if p.grad is not None else _zeros_like(p))
                      for n, p in params.items()}
             grad_x = x_leaf.grad if x_leaf.grad is not None else _zeros_like(x)
         finally:
-            for name, p in params.items():
-                p.grad = saved[name]
+            for n, p in params.items():
+                p.grad = saved[n]
         return grad_x, grads
 
     def apply(self, optimizer, self_grads: dict) -> None:
@@ -379,6 +424,11 @@ class Module:
                 f"returns second (grad_x, self_grads = layer.reverse(x, g)), got "
                 f"{type(self_grads).__name__}"
             )
+        if not callable(getattr(optimizer, "apply_gradients", None)):
+            raise TypeError(
+                f"{type(self).__name__}.apply: optimizer must be a fastnn optimizer (e.g. "
+                f"fnn.optim.SGD(model.parameters(), lr=0.1)), got {type(optimizer).__name__}"
+            )
         params = dict(self.named_parameters())
         unknown = [n for n in self_grads if n not in params]
         if unknown:
@@ -386,7 +436,24 @@ class Module:
                 f"{type(self).__name__}.apply: gradients for {unknown} do not name parameters "
                 f"of this module (it has {list(params)})"
             )
-        optimizer.apply_gradients([(params[n], g) for n, g in self_grads.items()])
+        # a frozen parameter is updated by neither way of training
+        optimizer.apply_gradients([(params[n], g) for n, g in self_grads.items()
+                                   if params[n].requires_grad])
+
+
+def _shape_of_value(owner: str, name: str, value) -> tuple:
+    """The shape of one state-dict value; TypeError/ValueError naming the key for a value
+    that has none (None, ragged lists), which np.shape would call () or fail on."""
+    if isinstance(value, Tensor):
+        return value.shape
+    if value is None:
+        raise TypeError(f"{owner}.load_state_dict: {name!r} is None; give an array (a state "
+                        "dict from model.state_dict() or fnn.load)")
+    try:
+        return tuple(np.shape(value))
+    except ValueError:
+        raise ValueError(f"{owner}.load_state_dict: {name!r} is a ragged nested list, not an "
+                         "array; nothing was loaded") from None
 
 
 def _zeros_like(t: Tensor) -> Tensor:

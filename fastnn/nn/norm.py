@@ -1,10 +1,9 @@
 """Normalization layers over the last axis: RMSDiv, RMSNorm, LayerNorm.
 
-Reverse rules (g = dL/dy, means over the last axis, F features):
+RMSDiv and RMSNorm reverse through the tape (Module.reverse; a hand-written
+rule measured no faster, benchmarks/bench_reverse.py). LayerNorm keeps its own
+(0.75x the tape's time), g = dL/dy, means over the last axis:
 
-- RMSDiv: r = 1 / sqrt(mean(x^2) + eps), u = x * r;
-  dL/dx = r * (g - u * mean(g * u)).
-- RMSNorm: y = u * w; the RMSDiv rule with g * w, and dL/dw = sum(g * u).
 - LayerNorm: xhat = (x - mean(x)) * rstd, rstd = 1 / sqrt(var(x) + eps), y = xhat * w + b;
   with h = g * w: dL/dx = rstd * (h - mean(h) - xhat * mean(h * xhat)),
   dL/dw = sum(g * xhat), dL/db = sum(g).
@@ -12,21 +11,11 @@ Reverse rules (g = dL/dy, means over the last axis, F features):
 
 from __future__ import annotations
 
-from fastnn.api.args import integer
+from fastnn.api.args import flag, integer, nonnegative
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.linear import check_features, sum_leading
 from fastnn.nn.module import Module, check_grad, check_tensor, const_init
 from fastnn.ops import nnops
-
-
-def _rms_parts(x, eps):
-    """(u, r): u = x * r with r = 1 / sqrt(mean(x^2, last axis) + eps), r keeps its axis."""
-    r = ((x * x).mean(axis=-1, keepdims=True) + eps) ** -0.5
-    return x * r, r
-
-
-def _rms_div_grad(u, r, grad_u):
-    return r * (grad_u - u * (grad_u * u).mean(axis=-1, keepdims=True))
 
 
 class RMSDiv(Module):
@@ -34,7 +23,7 @@ class RMSDiv(Module):
 
     def __init__(self, eps: float = 1e-6):
         super().__init__()
-        self.eps = float(eps)
+        self.eps = nonnegative(type(self).__name__, "eps", eps)
 
     def extra_repr(self) -> str:
         return f"eps={self.eps}"
@@ -42,11 +31,6 @@ class RMSDiv(Module):
     def forward(self, x):
         return nnops.rms_div(check_tensor("RMSDiv", x), self.eps)
 
-    def reverse(self, x, grad_out):
-        check_grad("RMSDiv", x, grad_out)
-        with no_grad():
-            u, r = _rms_parts(x, self.eps)
-            return _rms_div_grad(u, r, grad_out), {}
 
 
 class RMSNorm(Module):
@@ -55,7 +39,7 @@ class RMSNorm(Module):
     def __init__(self, features: int, eps: float = 1e-6, dtype=None, device=None):
         super().__init__()
         self.features = integer(type(self).__name__, "features", features)
-        self.eps = float(eps)
+        self.eps = nonnegative(type(self).__name__, "eps", eps)
         self.weight = const_init((self.features,), 1.0, "connective", dtype, device)
 
     def extra_repr(self) -> str:
@@ -65,13 +49,6 @@ class RMSNorm(Module):
         check_features(f"RMSNorm({self.features})", x, self.features, "features")
         return nnops.rms_div(x, self.eps) * self.weight
 
-    def reverse(self, x, grad_out):
-        check_features(f"RMSNorm({self.features})", x, self.features, "features")
-        check_grad(f"RMSNorm({self.features})", x, grad_out)
-        with no_grad():
-            u, r = _rms_parts(x, self.eps)
-            grad_x = _rms_div_grad(u, r, grad_out * self.weight)
-            return grad_x, {"weight": sum_leading(grad_out * u)}
 
 
 class LayerNorm(Module):
@@ -85,8 +62,8 @@ class LayerNorm(Module):
                  dtype=None, device=None):
         super().__init__()
         self.features = integer(type(self).__name__, "features", features)
-        self.eps = float(eps)
-        self.affine = bool(elementwise_affine)
+        self.eps = nonnegative(type(self).__name__, "eps", eps)
+        self.affine = flag("LayerNorm", "elementwise_affine", elementwise_affine)
         if self.affine:
             self.weight = const_init((self.features,), 1.0, "connective", dtype, device)
             self.bias = const_init((self.features,), 0.0, "bias", dtype, device)

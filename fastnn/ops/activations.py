@@ -51,7 +51,9 @@ ACTIVATIONS["identity"] = lambda x, slope: x
 @public(method=True)
 @kind("relu")
 def relu(x):
-    """max(x, 0)."""
+    """max(x, 0); an integer tensor stays integer, as in PyTorch."""
+    if isinstance(x, Tensor) and not x._dtype.is_floating and x._dtype is not dtypes.bool_:
+        return Tensor._make(x._device.ops.maximum(x._data, 0), x._dtype, x._device)
     return _hook("relu", x)
 
 
@@ -98,6 +100,10 @@ def softplus(x):
 
 
 def _check_kind(op: str, name) -> None:
+    if not isinstance(name, str):
+        raise TypeError(f"{op}: kind must be the name of an activation "
+                        f"({', '.join(sorted(ACTIVATIONS))}), got {type(name).__name__}; is the "
+                        "order of the arguments right?")
     if name not in ACTIVATIONS:
         raise ValueError(f"{op}: unknown activation {name!r}; choose one of "
                          f"{', '.join(sorted(ACTIVATIONS))}")
@@ -107,7 +113,7 @@ def _check_kind(op: str, name) -> None:
 def activation(kind: str, x: Tensor, slope=0.01) -> Tensor:
     """Apply the activation named ``kind`` (a key of ACTIVATIONS); ``slope`` for leaky_relu."""
     _check_kind("activation", kind)
-    return ACTIVATIONS[kind](x, float(slope))
+    return ACTIVATIONS[kind](x, real("activation", "slope", slope))
 
 
 @public()
@@ -123,7 +129,7 @@ def bias_act(x: Tensor, bias: Tensor, kind: str = "identity", slope=0.01) -> Ten
         raise ValueError(f"bias_act: bias {bias.shape} does not match the last axis of {x.shape}")
     if kind not in _FUSED_KINDS:
         return activation(kind, add(x, bias), slope)
-    slope = float(slope)
+    slope = real("bias_act", "slope", slope)
     data = x._device.ops.bias_act(x._data, bias._data, kind, slope)
     out = Tensor._make(data, x._dtype, x._device)
     return attach(out, "bias_act", (x, bias), (x._data, bias._data, data), (kind, slope))

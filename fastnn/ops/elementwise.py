@@ -43,6 +43,17 @@ def _scalar_operand(op: str, a: Tensor, value):
 
 def binary(op: str, a, b, saved_fn=None) -> Tensor:
     """Broadcasting binary op ``op`` with dtype promotion; scalars stay scalars."""
+    # Fast path for most calls in a model: two tensors of one dtype, device and shape, or a
+    # floating tensor and a Python float/int. Nothing there needs promoting or checking, and
+    # the general path below would spend more time deciding so than the op itself takes.
+    if isinstance(a, Tensor):
+        dtype = a._dtype
+        if isinstance(b, Tensor):
+            if (b._dtype is dtype and b._device is a._device and b._data.shape == a._data.shape
+                    and (dtype.is_floating or op != "div")):
+                return _record(op, a, b, a._data, b._data, saved_fn)
+        elif (type(b) is float or type(b) is int) and dtype.is_floating:
+            return _record(op, a, None, a._data, b, saved_fn)
     if not isinstance(a, Tensor):
         if not isinstance(b, Tensor):
             raise TypeError(f"{op}: expected a Tensor operand, got {type(a).__name__}")
@@ -67,6 +78,12 @@ def binary(op: str, a, b, saved_fn=None) -> Tensor:
     return attach(out, op, (a, b_in), saved)
 
 
+def _record(op, a, b_in, a_data, b_data, saved_fn):
+    out_data = getattr(a._device.ops, op)(a_data, b_data)
+    out = Tensor._make(out_data, a._dtype, a._device)
+    return attach(out, op, (a, b_in), saved_fn(a_data, b_data, out_data) if saved_fn else ())
+
+
 def _check_scalar(op, value):
     if isinstance(value, bool) or not isinstance(value, _Scalar):
         raise TypeError(f"{op}: expected a Tensor or a real number, got {type(value).__name__}")
@@ -75,6 +92,8 @@ def _check_scalar(op, value):
 
 @public(method=True)
 def add(a, b):
+    """a + b, elementwise, with NumPy broadcasting and PyTorch's type promotion
+    (either side may be a Python number)."""
     return binary("add", a, b)
 
 
@@ -88,32 +107,38 @@ def _no_bool(op: str, *operands) -> None:
 
 @public(method=True)
 def sub(a, b):
+    """a - b, elementwise, broadcast (not defined on bool tensors)."""
     _no_bool("sub", a, b)
     return binary("sub", a, b)
 
 
 @public(method=True)
 def mul(a, b):
+    """a * b, elementwise, broadcast."""
     return binary("mul", a, b, lambda x, y, out: (x, y))
 
 
 @public(method=True)
 def div(a, b):
+    """a / b, elementwise true division, broadcast (integers give a float result)."""
     return binary("div", a, b, lambda x, y, out: (y, out))
 
 
 @public(method=True)
 def pow(a, b):
+    """a ** b, elementwise, broadcast; gradients flow to both a and b."""
     return binary("pow", a, b, lambda x, y, out: (x, y, out))
 
 
 @public(method=True, top=True)
 def maximum(a, b):
+    """The elementwise larger of a and b, broadcast."""
     return binary("maximum", a, b, lambda x, y, out: (x, y))
 
 
 @public(method=True, top=True)
 def minimum(a, b):
+    """The elementwise smaller of a and b, broadcast."""
     return binary("minimum", a, b, lambda x, y, out: (x, y))
 
 
@@ -134,7 +159,9 @@ def compare(op: str, a, b) -> Tensor:
 def where(cond: Tensor, a, b) -> Tensor:
     """Elementwise ``a if cond else b`` (cond a bool tensor)."""
     if not isinstance(cond, Tensor) or cond._dtype is not dtypes.bool_:
-        raise TypeError("where: cond must be a bool tensor (e.g. x > 0)")
+        given = (f"a {cond._dtype.name} tensor" if isinstance(cond, Tensor) else
+                 type(cond).__name__)
+        raise TypeError(f"where: cond must be a bool tensor (e.g. x > 0), got {given}")
     if not isinstance(a, Tensor):
         if not isinstance(b, Tensor):
             raise TypeError("where: a or b must be a Tensor")
@@ -174,35 +201,42 @@ def unary(op: str, x: Tensor, save_input=False, save_output=False) -> Tensor:
 
 @public(method=True)
 def neg(x):
+    """-x, elementwise (not defined on bool tensors)."""
     _no_bool("neg", x)
     return unary("neg", x)
 
 
 @public(method=True)
 def exp(x):
+    """e ** x, elementwise."""
     return unary("exp", x, save_output=True)
 
 
 @public(method=True)
 def log(x):
+    """The natural logarithm of x, elementwise (-inf at 0, NaN below)."""
     return unary("log", x, save_input=True)
 
 
 @public(method=True)
 def sqrt(x):
+    """The square root of x, elementwise (NaN below 0)."""
     return unary("sqrt", x, save_output=True)
 
 
 @public(method=True)
 def abs(x):
+    """|x|, elementwise; its gradient at 0 is 0."""
     return unary("abs", x, save_input=True)
 
 
 @public(method=True)
 def sign(x):
+    """-1, 0 or 1 by the sign of x, elementwise (0 at 0)."""
     return unary("sign", x)
 
 
 @public(method=True)
 def erf(x):
+    """The Gauss error function 2/sqrt(pi) * integral of exp(-t**2) from 0 to x."""
     return unary("erf", x, save_input=True)

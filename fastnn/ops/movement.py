@@ -7,7 +7,7 @@ import math
 import numbers
 
 from fastnn.api import dtypes
-from fastnn.api.args import ints
+from fastnn.api.args import flag, ints
 from fastnn.autograd.engine import attach
 from fastnn.autograd.grad_mode import is_anomaly_enabled
 from fastnn.ops.core import broadcast_shape
@@ -39,8 +39,11 @@ def normalize_axis(op: str, axis, ndim: int):
 
 
 def _reduce(op: str, x: Tensor, axis, keepdims: bool) -> Tensor:
-    shape = x.shape
-    axis = normalize_axis(op, axis, len(shape))
+    shape = x._data.shape
+    if axis is not None:
+        axis = normalize_axis(op, axis, len(shape))
+    if type(keepdims) is not bool:
+        keepdims = flag(op, "keepdims", keepdims)
     if not x._dtype.is_floating and op == "mean":
         x = x.to(dtypes.float32)
     elif x._dtype is dtypes.bool_ and op == "sum":
@@ -105,13 +108,22 @@ def _resolve_shape(op, shape, size: int) -> tuple:
     return shape
 
 
+def _plain_sizes(shape: tuple) -> bool:
+    """Whether ``shape`` is all non-negative Python ints (no -1 to infer, nothing to convert)."""
+    for n in shape:
+        if type(n) is not int or n < 0:
+            return False
+    return True
+
+
 @public(method=True)
 def reshape(x: Tensor, *shape) -> Tensor:
     """Same elements, new shape (one -1 allowed)."""
-    if len(shape) == 1 and not isinstance(shape[0], numbers.Integral):
+    if len(shape) == 1 and type(shape[0]) is not int and not isinstance(shape[0], numbers.Integral):
         shape = shape[0]
-    old = x.shape
-    shape = _resolve_shape("reshape", shape, math.prod(old))
+    old = x._data.shape
+    if not (type(shape) is tuple and _plain_sizes(shape) and math.prod(shape) == math.prod(old)):
+        shape = _resolve_shape("reshape", shape, math.prod(old))
     if shape == old:
         return x
     out = Tensor._make(x._device.ops.reshape(x._data, shape), x._dtype, x._device)
@@ -156,6 +168,14 @@ def one_hot(targets: Tensor, num_classes: int, dtype=dtypes.float32) -> Tensor:
     """(..., num_classes) with 1 at each target index; checks that targets are in range."""
     if isinstance(num_classes, bool) or not isinstance(num_classes, numbers.Integral):
         raise TypeError(f"one_hot: num_classes must be an int, got {num_classes!r}")
+    if num_classes == -1:  # as PyTorch: one more than the largest target (a host read)
+        if not isinstance(targets, Tensor) or not targets.numel():
+            raise ValueError("one_hot: num_classes=-1 needs a non-empty targets tensor")
+        ops = targets._device.ops
+        num_classes = builtins.max(int(ops.to_numpy(ops.max(targets._data, None, False))) + 1, 1)
+    elif num_classes < 1:
+        raise ValueError(f"one_hot: num_classes must be an integer >= 1, or -1 to infer it, "
+                         f"got {num_classes}")
     check_targets("one_hot", targets, num_classes)
     dtype = dtypes.as_dtype(dtype)
     data = targets._device.ops.one_hot(targets._data, int(num_classes), dtype.name)
@@ -165,7 +185,10 @@ def one_hot(targets: Tensor, num_classes: int, dtype=dtypes.float32) -> Tensor:
 def check_targets(op: str, targets: Tensor, num_classes: int) -> None:
     """Integer class targets in [0, num_classes), or a clear error."""
     if not isinstance(targets, Tensor) or targets._dtype not in (dtypes.int64, dtypes.int32):
-        raise TypeError(f"{op}: targets must be an int64 or int32 tensor of class indices")
+        given = (f"a {targets._dtype.name} tensor" if isinstance(targets, Tensor) else
+                 type(targets).__name__)
+        raise TypeError(f"{op}: targets must be an int64 or int32 tensor of class indices, got "
+                        f"{given}; make them with fnn.tensor(labels, dtype=fnn.int64)")
     backend = targets._device.backend
     if targets.numel() and (backend.record.host_memory or is_anomaly_enabled()):
         # NOTE: on a device this would be a host round trip per step, so device

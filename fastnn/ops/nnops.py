@@ -10,6 +10,7 @@ from __future__ import annotations
 import numbers
 
 from fastnn.api import dtypes
+from fastnn.api.args import integer, nonnegative
 from fastnn.autograd.engine import attach
 from fastnn.ops.activations import activation as _activation_op
 from fastnn.ops.activations import bias_act
@@ -31,6 +32,12 @@ def _float_pair(op, a, b):
 @public(method=True, top=True)
 def matmul(a: Tensor, b: Tensor) -> Tensor:
     """Matrix product with NumPy semantics (batched, broadcasting; 1-D operands promoted)."""
+    if isinstance(a, Tensor) and isinstance(b, Tensor) and a._dtype is b._dtype and (
+            a._device is b._device):
+        sa, sb = a._data.shape, b._data.shape
+        if len(sa) == 2 and len(sb) == 2 and sa[1] == sb[0]:  # the common case, checked
+            out = Tensor._make(a._device.ops.matmul(a._data, b._data), a._dtype, a._device)
+            return attach(out, "matmul", (a, b), (a._data, b._data))
     a, b = _float_pair("matmul", a, b)
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError("matmul: operands must have at least 1 dimension; use * for scalars")
@@ -73,14 +80,15 @@ def linear(x: Tensor, weight: Tensor, bias=None, activation: str = "identity") -
     out = attach(Tensor._make(data, x._dtype, x._device), "linear", (x, weight),
                  (x._data, weight._data))
     if bias is not None:
+        if not isinstance(bias, Tensor):
+            raise TypeError(f"linear: bias must be a Tensor or None, got {type(bias).__name__}; "
+                            "convert it with fnn.tensor(...)")
         return bias_act(out, bias, activation)
     return out if activation == "identity" else _activation_op(activation, out)
 
 
 def _positive_int(op, name, value, minimum):
-    if not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{op}: {name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
+    return integer(op, name, value, minimum)  # also refuses True, which is no stride
 
 
 @public()
@@ -175,7 +183,7 @@ def rms_div(x: Tensor, eps=1e-6) -> Tensor:
     x = _floating("rms_div", x)
     if x.ndim == 0:
         raise ValueError("rms_div: needs at least one axis")
-    data, r = x._device.ops.rms_div(x._data, float(eps))
+    data, r = x._device.ops.rms_div(x._data, nonnegative("rms_div", "eps", eps))
     return attach(Tensor._make(data, x._dtype, x._device), "rms_div", (x,), (data, r))
 
 

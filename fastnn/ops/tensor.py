@@ -8,12 +8,13 @@ import numbers
 import numpy as np
 
 from fastnn.api import dtypes, registry
-from fastnn.api.args import integer, ints
+from fastnn.api.args import flag, integer, ints
 from fastnn.api.device import Device, as_device, get_device
 from fastnn.api.dtypes import DType, as_dtype
 from fastnn.api.errors import BackendError
 from fastnn.autograd import engine
 from fastnn.ops import core
+from fastnn.ops.convert import _wider, host_array
 
 
 class Tensor:
@@ -46,13 +47,14 @@ class Tensor:
         return self._requires_grad
 
     @requires_grad.setter
-    def requires_grad(self, flag) -> None:
-        if flag and not self._dtype.is_floating:
+    def requires_grad(self, value) -> None:
+        value = flag("requires_grad", "the value", value)
+        if value and not self._dtype.is_floating:
             raise TypeError(
                 f"only floating-point tensors can require grad, not {self._dtype.name}; "
                 f"convert with .to(fnn.float32) first"
             )
-        self._requires_grad = bool(flag)
+        self._requires_grad = value
 
     @property
     def grad(self):
@@ -214,8 +216,12 @@ class Tensor:
                 )
             grad_data = ops.full(self.shape, 1.0, self._dtype.name, self._device.index)
         else:
-            g = grad if isinstance(grad, Tensor) else tensor(grad, dtype=self._dtype,
-                                                              device=self._device)
+            try:
+                g = grad if isinstance(grad, Tensor) else tensor(grad, dtype=self._dtype,
+                                                                  device=self._device)
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"backward: grad must be a Tensor or array-like of numbers "
+                                f"shaped {self.shape}; {exc}") from None
             if g.shape != self.shape:
                 raise ValueError(f"backward: grad has shape {g.shape}, expected {self.shape}")
             core.check_same_device("backward", self, g)
@@ -252,7 +258,7 @@ _default_rng = np.random.default_rng()
 def manual_seed(seed: int) -> None:
     """Seed fastnn's host generator (used by randn without seed= and by layer init)."""
     global _default_rng
-    _default_rng = np.random.default_rng(seed)
+    _default_rng = np.random.default_rng(integer("manual_seed", "seed", seed, 0))
 
 
 def host_rng() -> np.random.Generator:
@@ -263,7 +269,8 @@ def host_rng() -> np.random.Generator:
 def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A new tensor holding a copy of ``data`` (NumPy array, nested list, scalar or Tensor).
 
-    dtype=None keeps a NumPy array's dtype; lists and scalars become float32.
+    dtype=None keeps a NumPy array's dtype; Python data as PyTorch infers it: bools -> bool,
+    ints -> int64, floats -> float32.
     """
     if isinstance(data, Tensor):  # a copy keeps the source's dtype and device by default
         dtype = data.dtype if dtype is None else dtype
@@ -272,18 +279,14 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
     if data is None:
         raise TypeError("tensor: data is None; pass a NumPy array, a nested list or a number")
     if dtype is None:
-        if isinstance(data, np.ndarray):
-            dtype = as_dtype(data.dtype)
-        elif isinstance(data, np.generic):
+        if isinstance(data, (np.ndarray, np.generic)):
             dtype = as_dtype(data.dtype)
         else:
-            dtype = dtypes.float32
+            dtype = _infer(data)
     else:
         dtype = as_dtype(dtype)
-    try:
-        host = np.asarray(data, dtype=dtype.numpy)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"tensor: cannot convert {type(data).__name__} to {dtype}: {exc}") from None
+    requires_grad = flag("tensor", "requires_grad", requires_grad)
+    host = host_array("tensor", data, dtype)
     dev = as_device(device)
     dev.check_dtype(dtype, "tensor")
     out = Tensor._make(dev.ops.from_numpy(host, dev.index), dtype, dev)
@@ -292,10 +295,20 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
     return out
 
 
+def _infer(data) -> DType:
+    """The dtype PyTorch infers for Python data: bools -> bool, ints -> int64, anything else
+    -> float32 (the default float dtype); host_array then names what cannot be converted."""
+    try:
+        kind = np.asarray(data).dtype.kind
+    except (TypeError, ValueError):
+        return dtypes.float32
+    return dtypes.bool_ if kind == "b" else dtypes.int64 if kind in "iu" else dtypes.float32
+
+
 def _shape_of(op: str, shape) -> tuple:
     shape = ints(op, "shape", shape)
     if any(n < 0 for n in shape):
-        raise ValueError(f"negative dimension in shape {shape}")
+        raise ValueError(f"{op}: negative dimension in shape {shape}; sizes must be >= 0")
     return shape
 
 
@@ -304,12 +317,20 @@ def full(shape, value, dtype=dtypes.float32, device=None, requires_grad=False) -
     dtype, dev = as_dtype(dtype), as_device(device)
     if not isinstance(value, numbers.Real):
         raise TypeError(f"full: value must be a real number, got {type(value).__name__} {value!r}")
+    requires_grad = flag("full", "requires_grad", requires_grad)
     if dtype.is_floating:
-        value = float(value)
+        try:
+            value = float(value)
+        except OverflowError:  # an int beyond float64, as NumPy rounds it
+            value = math.inf if value > 0 else -math.inf
     else:  # as NumPy: truncated toward zero; NaN and Inf have no integer value
         if not math.isfinite(value):
             raise ValueError(f"full: {value!r} cannot be stored in {dtype.name}")
         value = bool(value) if dtype.name == "bool" else int(value)
+        info = np.iinfo(dtype.numpy) if dtype.name != "bool" else None
+        if info is not None and not info.min <= value <= info.max:
+            raise ValueError(f"full: value {value} does not fit in {dtype.name} ([{info.min}, "
+                             f"{info.max}]); use {_wider(dtype)}")
     dev.check_dtype(dtype, "full")
     data = dev.ops.full(_shape_of("full", shape), value, dtype.name, dev.index)
     out = Tensor._make(data, dtype, dev)
@@ -317,10 +338,12 @@ def full(shape, value, dtype=dtypes.float32, device=None, requires_grad=False) -
 
 
 def zeros(shape, dtype=dtypes.float32, device=None, requires_grad=False) -> Tensor:
+    """A tensor of ``shape`` filled with 0 (float32 on the current device by default)."""
     return full(shape, 0, dtype, device, requires_grad)
 
 
 def ones(shape, dtype=dtypes.float32, device=None, requires_grad=False) -> Tensor:
+    """A tensor of ``shape`` filled with 1 (float32 on the current device by default)."""
     return full(shape, 1, dtype, device, requires_grad)
 
 

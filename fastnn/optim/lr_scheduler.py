@@ -24,16 +24,21 @@ from fastnn.api.args import integer
 
 
 def warmup_factor(t: int, warmup_steps: int) -> float:
+    """The linear warm-up factor at step ``t``: (t + 1) / warmup_steps, then 1."""
     return 1.0 if warmup_steps <= 0 or t >= warmup_steps else (t + 1) / warmup_steps
 
 
 def cosine_factor(t: int, total_steps: int, min_factor: float = 0.0) -> float:
+    """The cosine factor at step ``t``: min + (1 - min) * (1 + cos(pi * t / total)) / 2,
+    falling from 1 to ``min_factor`` over ``total_steps``, then ``min_factor``."""
     if total_steps <= 0 or t >= total_steps:
         return min_factor
     return min_factor + (1.0 - min_factor) * 0.5 * (1.0 + math.cos(math.pi * t / total_steps))
 
 
 def linear_factor(t: int, total_steps: int, end_factor: float = 0.0) -> float:
+    """The linear factor at step ``t``: from 1 to ``end_factor`` over ``total_steps``, then
+    ``end_factor``."""
     if total_steps <= 0 or t >= total_steps:
         return end_factor
     return 1.0 + (end_factor - 1.0) * t / total_steps
@@ -77,6 +82,8 @@ class LRScheduler:
         self._apply()
 
     def factor(self, t: int) -> float:
+        """The learning rate at step ``t`` as a multiple of each group's base rate (finite,
+        >= 0); each schedule defines it."""
         raise NotImplementedError
 
     def _apply(self) -> None:
@@ -90,16 +97,20 @@ class LRScheduler:
             group["lr"] = base * f
 
     def step(self) -> None:
+        """Advance one step and set every group's ``lr`` to its base rate times ``factor``."""
         self.last_step += 1
         self._apply()
 
     def get_last_lr(self) -> list:
+        """The learning rate of each parameter group, as last set."""
         return [group["lr"] for group in self.optimizer.param_groups]
 
     def state_dict(self) -> dict:
+        """The step count and base rates, for a checkpoint."""
         return {"last_step": self.last_step, "base_lrs": list(self.base_lrs)}
 
     def load_state_dict(self, state: dict) -> None:
+        """Restore a ``state_dict()`` and set the groups' rates for its step."""
         self.last_step = int(state["last_step"])
         self.base_lrs = [float(v) for v in state["base_lrs"]]
         self._apply()

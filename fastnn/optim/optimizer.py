@@ -56,6 +56,8 @@ class Optimizer:
             self.add_param_group(group)
 
     def add_param_group(self, group: dict) -> None:
+        """Add ``{"params": [...], "lr": ...}``: its own hyper-parameters, the defaults for
+        the rest (as PyTorch's)."""
         if not isinstance(group, dict) or "params" not in group:
             raise TypeError(f"{type(self).__name__}: a param group must be a dict with 'params'")
         unknown = set(group) - set(self.defaults) - {"params"}
@@ -116,6 +118,7 @@ class Optimizer:
 
     # ------------------------------------------------------------ updates
     def zero_grad(self) -> None:
+        """Set the ``.grad`` of every parameter in every group to None."""
         for group in self.param_groups:
             for p in group["params"]:
                 p.grad = None
@@ -206,6 +209,7 @@ class Optimizer:
 
     @staticmethod
     def zeros_like(p):
+        """Backend data of zeros with the shape, dtype and device of parameter ``p`` (state)."""
         return p._device.ops.full(p.shape, 0, p._dtype.name, p._device.index)
 
     # ------------------------------------------------------------ state dicts

@@ -122,7 +122,8 @@ def test_dtype_promotion_and_int_tensors():
     i = fnn.tensor(np.array([1, 2, 3]))
     assert i.dtype == fnn.int64 and (i + 1).dtype == fnn.int64
     assert (i * 0.5).dtype == fnn.float32 and (i / 2).dtype == fnn.float32
-    assert fnn.tensor([1, 2]).dtype == fnn.float32
+    assert fnn.tensor([1, 2]).dtype == fnn.int64  # Python ints, as PyTorch infers them
+    assert fnn.tensor([1.0, 2]).dtype == fnn.float32
     with pytest.raises(TypeError, match="floating-point"):
         fnn.tensor(np.array([1, 2]), requires_grad=True)
     with pytest.raises(TypeError, match="unsupported dtype 'complex128'"):

@@ -14,7 +14,8 @@ pytestmark = pytest.mark.skipif(
     find_spec("sklearn") is None or find_spec("safetensors") is None,
     reason=f"digits and checkpoints need scikit-learn and safetensors: {HINT}")
 needs_tslearn = pytest.mark.skipif(find_spec("tslearn") is None,
-                                   reason=f"the Trace data set comes with tslearn: {HINT}")
+                                   reason="the Trace data set comes with tslearn: "
+                                          'pip install --no-deps "tslearn>=0.6"')
 
 
 def train(tmp_path, *extra, name="run"):

@@ -56,3 +56,41 @@ def test_xfail_and_xpass_cells_and_the_verdict():
     lines = report.table_lines(summary)
     assert any(line.startswith("erf") and "xfail" in line for line in lines)
     assert "CONFORMS" in lines[-1]
+
+
+def test_skipped_cross_checks_are_shown_when_there_is_no_other_backend():
+    results = [_result("exp", "forward", "pass"), _result("exp", "cross", "skip"),
+               _result("neg", "cross", "skip")]
+    summary = report.build(_state(), results)
+    assert summary["cross_checks_skipped"] == 2
+    lines = report.table_lines(summary)
+    note = [line for line in lines if "cross-backend checks skipped" in line]
+    assert len(note) == 1 and note[0].startswith("NOT cross-checked: 2 ")
+    assert "pip install -e backends/cpu_numpy" in note[0]
+    assert "2 skip" in lines[-1]
+
+
+def test_cross_checked_runs_say_against_what():
+    state = _state()
+    state.others = ["cpu"]
+    summary = report.build(state, [_result("exp", "cross", "pass")])
+    lines = report.table_lines(summary)
+    assert "cross-checked against: cpu" in lines and not any("NOT" in line for line in lines)
+
+
+def test_the_suite_records_cross_checks_skipped_in_setup(tmp_path):
+    """End to end: --against none skips every cross check in its setup; the table says so."""
+    import json
+    import subprocess
+    import sys
+
+    path = tmp_path / "r.json"
+    argv = [sys.executable, "-m", "fastnn.cli", "conformance", "--backend", "cpu", "-k", "exp",
+            "--against", "none", "--report", str(path)]
+    run = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-3000:]
+    data = json.loads(path.read_text())
+    crosses = [r for r in data["failures"] if r["check"] == "cross"]
+    assert not crosses and data["cross_checks_skipped"] >= 1
+    assert data["counts"]["skip"] >= data["cross_checks_skipped"]
+    assert "NOT cross-checked" in run.stdout

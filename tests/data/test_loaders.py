@@ -1,6 +1,9 @@
 """Data-set loaders: the arrays match their sources, splits and scaling are as documented."""
 
+import importlib.machinery
 import importlib.util
+import os
+import subprocess
 import sys
 
 import numpy as np
@@ -62,11 +65,51 @@ def test_trace_matches_the_npz_file():
     np.testing.assert_array_equal(data.y_test, labels_test - labels_train.min())
 
 
-def test_missing_tslearn_names_the_extra(monkeypatch):
+@pytest.mark.skipif(importlib.util.find_spec("tslearn") is None, reason="needs tslearn")
+def test_trace_shapes_and_labels():
+    data = load("trace")
+    assert data.name == "trace" and data.input_shape == (1, 275) and data.num_classes == 4
+    assert data.x_train.dtype == np.float32 and data.y_train.dtype == np.int64
+    for x, y in ((data.x_train, data.y_train), (data.x_test, data.y_test)):
+        assert x.shape == (100, 1, 275) and y.shape == (100,)
+        assert set(np.unique(y).tolist()) == {0, 1, 2, 3}  # every class in both parts
+        assert np.isfinite(x).all()
+    # one global scale from the training part (reference: float64 over the raw file)
+    assert abs(float(data.x_train.astype(np.float64).mean())) < 1e-6
+    assert abs(float(data.x_train.astype(np.float64).std()) - 1.0) < 1e-5
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tslearn") is None, reason="needs tslearn")
+def test_trace_reads_a_tslearn_that_cannot_import(tmp_path):
+    """As after `pip install --no-deps tslearn`: the package is there, its imports are not."""
+    fake = tmp_path / "tslearn"
+    (fake / ".cached_datasets").mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('No module named numba')\n")
+    (fake / ".cached_datasets" / "Trace.npz").write_bytes(trace_path().read_bytes())
+    code = ("import sys; from fastnn.data import load; d = load('trace'); "
+            "assert 'tslearn' not in sys.modules; print(d.x_train.shape, d.num_classes)")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["(100,", "1,", "275)", "4"]
+
+
+def test_missing_tslearn_says_install_it_without_its_dependencies(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "tslearn" else real(name, *a))
-    with pytest.raises(MissingDataError, match=r"tslearn.*fastnn-core\[examples\]"):
+    with pytest.raises(MissingDataError, match=r'pip install --no-deps "tslearn>=0.6"'):
+        load("trace")
+
+
+def test_tslearn_without_the_file_says_reinstall(monkeypatch, tmp_path):
+    real = importlib.util.find_spec
+    empty = importlib.machinery.ModuleSpec("tslearn", None, is_package=True)
+    empty.submodule_search_locations = [str(tmp_path)]
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: empty if name == "tslearn" else real(name, *a))
+    with pytest.raises(MissingDataError, match=r"no .cached_datasets/Trace.npz.*--no-deps"):
         load("trace")
 
 

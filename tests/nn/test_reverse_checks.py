@@ -75,3 +75,27 @@ def test_grad_on_another_device_is_refused():
     conv = nn.Conv1d(4, 6, 3).to("opencl")
     with pytest.raises(fnn.DeviceMismatchError, match=r"grad_out is on cpu, x on opencl"):
         conv.reverse(_x((2, 4, 10), device="opencl"), _x((2, 6, 8)))
+
+
+def test_frozen_parameters_get_no_update_through_either_path():
+    """A parameter with requires_grad=False is updated neither by apply nor by the tape."""
+    fnn.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 3), nn.RMSNorm(3), nn.Linear(3, 2))
+    model[0].weight.requires_grad = False
+    model[1].weight.requires_grad = False
+    frozen = [model[0].weight.numpy().copy(), model[1].weight.numpy().copy()]
+    x = fnn.randn((5, 4), seed=1)
+    g = fnn.randn((5, 2), seed=2)
+    _, grads = model[1].reverse(fnn.randn((5, 3), seed=3), fnn.randn((5, 3), seed=4))
+    assert "weight" not in grads  # the derived reverse leaves frozen ones out
+    opt = fnn.optim.SGD(model.parameters(), lr=0.5, momentum=0.9, weight_decay=0.1)
+    for _ in range(2):
+        _, self_grads = model.reverse(x, g)
+        model.apply(opt, self_grads)
+        loss = (model(x) * g).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    np.testing.assert_array_equal(model[0].weight.numpy(), frozen[0])
+    np.testing.assert_array_equal(model[1].weight.numpy(), frozen[1])
+    assert not np.allclose(model[2].weight.numpy(), 0)  # the rest did train

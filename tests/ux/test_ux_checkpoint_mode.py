@@ -33,7 +33,7 @@ def test_overwrite_keeps_the_old_files_mode(tmp_path):
 def test_the_umask_is_read_without_being_changed():
     import os
 
-    from fastnn.checkpoint import _umask
+    from fastnn.checkpoint_files import _umask
 
     old = os.umask(0o027)
     try:

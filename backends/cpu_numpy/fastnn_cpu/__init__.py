@@ -214,7 +214,7 @@ def where(cond, a, b):
 
 @hookimpl
 def sum(x, axis, keepdims):
-    return np.sum(x, axis=axis, keepdims=keepdims)
+    return np.add.reduce(x, axis=axis, keepdims=keepdims)  # np.sum's wrapper costs ~0.7 us
 
 
 @hookimpl
@@ -225,7 +225,7 @@ def mean(x, axis, keepdims):
 
 @hookimpl
 def max(x, axis, keepdims):
-    return np.max(x, axis=axis, keepdims=keepdims)
+    return np.maximum.reduce(x, axis=axis, keepdims=keepdims)
 
 
 @hookimpl
@@ -235,7 +235,7 @@ def argmax(x, axis):
 
 @hookimpl
 def reshape(x, shape):
-    return np.reshape(x, shape)
+    return x.reshape(shape)
 
 
 @hookimpl

@@ -1,0 +1,107 @@
+"""Host data (nested lists, numbers, NumPy arrays) to a NumPy array of a fastnn dtype, with
+errors that say what in the data is wrong.
+
+NumPy's own conversion accepts things a tensor should not hold, silently: ``None``
+becomes NaN, the string ``"1.5"`` becomes 1.5, a complex number loses its imaginary
+part, NaN or 2**40 cast to int32 becomes garbage. And where it refuses, its message
+("setting an array element with a sequence ... inhomogeneous shape after 1
+dimensions") does not say where. :func:`host_array` refuses each of those with the
+path of the first bad element.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+_ACCEPTED = "numbers, bools, nested lists or tuples of them, NumPy arrays or Tensors"
+
+
+def host_array(owner: str, data, dtype) -> np.ndarray:
+    """``data`` as a NumPy array of the fastnn dtype ``dtype`` (no copy where it already is
+    one); TypeError for data that holds no numbers, ValueError for ragged data or values
+    that do not fit ``dtype``. ``owner`` starts every message (e.g. ``"tensor"``)."""
+    target = np.dtype(dtype.numpy)
+    if isinstance(data, np.ndarray) and data.dtype.kind in "biuf":
+        return _narrowed(owner, data, target, dtype)
+    if isinstance(data, (str, bytes, dict, set, frozenset)) or _is_iterator(data):
+        raise TypeError(f"{owner}: data must be {_ACCEPTED}; got a {type(data).__name__}"
+                        + ("; pass list(...) of it" if _is_iterator(data) else ""))
+    try:
+        host = np.asarray(data)
+    except ValueError:
+        raise ValueError(f"{owner}: data is ragged: {_ragged(data)}; every list at one depth "
+                         "must have the same length (pad them, or make separate tensors)") from None
+    if host.dtype.kind == "O":
+        found = _first_non_number(host)
+        if found is not None:
+            where, bad = found
+            raise TypeError(f"{owner}: data holds {type(bad).__name__} {bad!r}{where}; it must "
+                            f"be {_ACCEPTED}")
+        try:  # numbers NumPy kept as objects: integers beyond int64
+            return np.asarray(host.tolist(), dtype=target)
+        except (OverflowError, ValueError):
+            raise ValueError(f"{owner}: data holds an integer that {dtype.name} cannot hold "
+                             f"(the largest is {_extreme(host)}); use float values") from None
+    if host.dtype.kind not in "biuf":
+        what = {"U": "strings", "S": "bytes", "c": "complex numbers"}.get(
+            host.dtype.kind, f"{host.dtype} values")
+        raise TypeError(f"{owner}: data holds {what} ({host.reshape(-1)[:1].tolist()}...); it "
+                        f"must be {_ACCEPTED}" + ("; convert them with float()" if
+                                                  host.dtype.kind in "US" else ""))
+    return _narrowed(owner, host, target, dtype)
+
+
+def _is_iterator(data) -> bool:
+    return hasattr(data, "__next__")  # a generator: NumPy would wrap it as one object
+
+
+def _narrowed(owner: str, host: np.ndarray, target: np.dtype, dtype) -> np.ndarray:
+    """``host`` cast to ``target``, refusing values an integer target cannot hold (NumPy
+    would wrap them or make garbage of NaN)."""
+    if target.kind in "iu" and host.dtype.kind in "iuf" and host.size and host.dtype != target:
+        info = np.iinfo(target)
+        if host.dtype.kind == "f" and not np.isfinite(host).all():
+            bad = host[~np.isfinite(host)].reshape(-1)[0].item()
+            raise ValueError(f"{owner}: data holds {bad!r}, which {dtype.name} cannot hold; "
+                             "use a floating dtype")
+        low, high = host.min(), host.max()
+        if low < info.min or high > info.max:
+            bad = (low if low < info.min else high).item()
+            raise ValueError(f"{owner}: {bad!r} does not fit in {dtype.name} ([{info.min}, "
+                             f"{info.max}]); use {_wider(dtype)}")
+    return host.astype(target, copy=False)
+
+
+def _wider(dtype) -> str:
+    return "dtype=fnn.int64 or a floating dtype" if dtype.name == "int32" else "a floating dtype"
+
+
+def _first_non_number(host: np.ndarray):
+    for index, value in np.ndenumerate(host):
+        if not isinstance(value, (numbers.Real, np.bool_)):  # bool is a Real too
+            where = f" at [{']['.join(map(str, index))}]" if index else ""
+            return where, value
+    return None
+
+
+def _extreme(host: np.ndarray):
+    return max((v for v in host.reshape(-1)), key=abs)
+
+
+def _ragged(data) -> str:
+    """Where nested lists first disagree in length, e.g. "data[1] has 1 items, data[0] 2"."""
+    level = [("data", data)]
+    while level:
+        sizes = [(path, len(v) if isinstance(v, (list, tuple)) else None) for path, v in level]
+        first_path, first = sizes[0]
+        for path, size in sizes[1:]:
+            if size != first:
+                def say(n):
+                    return "is not a list" if n is None else f"has {n} items"
+                return f"{path} {say(size)}, {first_path} {say(first)}"
+        if first is None:
+            break
+        level = [(f"{path}[{i}]", item) for path, v in level for i, item in enumerate(v)]
+    return "nested lists of different lengths"

@@ -1,0 +1,60 @@
+"""fnn.save / fnn.load arguments (fastnn/checkpoint.py): each bad one raises TypeError or
+ValueError naming the function, what was given and the fix; nothing is written."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import fastnn as fnn
+from fastnn import nn
+from tests.bad_inputs import check, rows
+
+
+def _save(state, name="c.safetensors"):
+    return lambda tmp: fnn.save(state, tmp / name)
+
+
+BAD = [
+    # (id, call(tmp_path), exception, fragment of the message)
+    ("state None", _save(None), TypeError,
+     r"save: state must be a dict \(e.g. \{'model': model.state_dict\(\)\}\), got NoneType"),
+    ("state a Module", _save(nn.Linear(2, 2)), TypeError, r"save: state must be a dict .*Linear"),
+    ("a Module leaf", _save({"m": nn.Linear(2, 2)}), TypeError,
+     r"save: cannot store Linear at m; .*save its .state_dict\(\) instead"),
+    ("a set", _save({"w": {1, 2}}), TypeError, r"save: cannot store set at w; leaves must be"),
+    ("complex", _save({"a": {"w": 1j}}), TypeError, r"save: cannot store complex at a/w"),
+    ("bytes in a list", _save({"l": [1, b"x"]}), TypeError, r"save: cannot store bytes at l/1"),
+    ("object array", _save({"w": np.array([1, "a"], dtype=object)}), TypeError,
+     r"save: cannot store w: object arrays .*convert it with .astype\(\)"),
+    ("string array", _save({"w": np.array(["a"])}), TypeError, r"save: cannot store w: <U1"),
+    ("datetime array", _save({"w": np.array(["2020-01-01"], dtype="datetime64[D]")}),
+     TypeError, r"save: cannot store w: datetime64\[D\] arrays"),
+    ("complex128 array", _save({"w": np.ones(2, np.complex128)}), TypeError,
+     r"save: cannot store w: complex128 arrays"),
+    ("int key", _save({"m": {1: np.ones(2)}}), TypeError,
+     r"save: keys must be strings, got 1 \(int\) at m; convert it with str\(\)"),
+    ("key with /", _save({"a/b": np.ones(2)}), ValueError,
+     r"save: key 'a/b' contains '/', which separates levels; rename it"),
+    ("path None", lambda tmp: fnn.save({"w": np.ones(2)}, None), TypeError,
+     r"save: path must be a str or os.PathLike \(e.g. pathlib.Path\), got NoneType None"),
+    ("path int", lambda tmp: fnn.save({"w": np.ones(2)}, 3), TypeError,
+     r"save: path must be a str or os.PathLike .*got int 3"),
+    ("load path None", lambda tmp: fnn.load(None), TypeError,
+     r"load: path must be a str or os.PathLike .*got NoneType None"),
+    ("load path list", lambda tmp: fnn.load(["a"]), TypeError,
+     r"load: path must be a str or os.PathLike .*got list \['a'\]"),
+]
+
+
+@pytest.mark.parametrize("call, error, match", rows(BAD))
+def test_bad_argument_is_named_and_nothing_is_written(tmp_path, call, error, match):
+    check(call, error, match, tmp_path)
+    assert os.listdir(tmp_path) == []
+
+
+def test_bytes_paths_and_pathlike_paths_work(tmp_path):
+    fnn.save({"w": np.arange(3.0)}, os.fsencode(tmp_path / "b.safetensors"))
+    np.testing.assert_array_equal(fnn.load(tmp_path / "b.safetensors")["w"], np.arange(3.0))
