@@ -158,27 +158,31 @@ def torch_step_fn(lr=0.01):
 CONV_INPUT, CONV_WIDTH, CONV_CLASSES = (32, 16, 256), 32, 10
 
 
-def conv_data(seed=2):
+def conv_data(seed=2, shape=CONV_INPUT):
     rng = np.random.default_rng(seed)
-    return (rng.standard_normal(CONV_INPUT).astype(np.float32),
-            rng.integers(0, CONV_CLASSES, CONV_INPUT[0]))
+    return (rng.standard_normal(shape).astype(np.float32),
+            rng.integers(0, CONV_CLASSES, shape[0]))
 
 
-def fastnn_conv_step_fn(lr=0.01):
+def fastnn_conv_step_fn(lr=0.01, shape=CONV_INPUT, width=CONV_WIDTH, kernel=5, seed=2):
+    """Two convolutions (Conv1d for (N, C, L) ``shape``, Conv2d for (N, C, H, W)), ReLU,
+    mean pooling, a linear head, cross-entropy and SGD, in fastnn."""
     from fastnn import nn
     from fastnn.optim import SGD
 
-    x_np, y_np = conv_data()
+    x_np, y_np = conv_data(seed, shape)
     x, y = fnn.tensor(x_np), fnn.tensor(y_np)
-    conv1 = nn.Conv1d(CONV_INPUT[1], CONV_WIDTH, 5, padding=2)
-    conv2 = nn.Conv1d(CONV_WIDTH, CONV_WIDTH, 5, padding=2)
-    head = nn.Linear(CONV_WIDTH, CONV_CLASSES)
+    conv = nn.Conv1d if len(shape) == 3 else nn.Conv2d
+    conv1 = conv(shape[1], width, kernel, padding=kernel // 2)
+    conv2 = conv(width, width, kernel, padding=kernel // 2)
+    head = nn.Linear(width, CONV_CLASSES)
     params = [*conv1.parameters(), *conv2.parameters(), *head.parameters()]
     opt = SGD(params, lr=lr)
+    spatial = tuple(range(2, len(shape)))
 
     def step():
         h = F.relu(conv2(F.relu(conv1(x))))
-        loss = F.cross_entropy(head(h.mean(axis=2)), y)
+        loss = F.cross_entropy(head(h.mean(axis=spatial)), y)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -187,20 +191,23 @@ def fastnn_conv_step_fn(lr=0.01):
     return step
 
 
-def torch_conv_step_fn(lr=0.01):
+def torch_conv_step_fn(lr=0.01, shape=CONV_INPUT, width=CONV_WIDTH, kernel=5, seed=2):
+    """The same step as :func:`fastnn_conv_step_fn` in PyTorch, one thread."""
     import torch
 
     torch.set_num_threads(1)
-    x_np, y_np = conv_data()
+    x_np, y_np = conv_data(seed, shape)
     x, y = torch.tensor(x_np), torch.tensor(y_np)
-    conv1 = torch.nn.Conv1d(CONV_INPUT[1], CONV_WIDTH, 5, padding=2)
-    conv2 = torch.nn.Conv1d(CONV_WIDTH, CONV_WIDTH, 5, padding=2)
-    head = torch.nn.Linear(CONV_WIDTH, CONV_CLASSES)
+    conv = torch.nn.Conv1d if len(shape) == 3 else torch.nn.Conv2d
+    conv1 = conv(shape[1], width, kernel, padding=kernel // 2)
+    conv2 = conv(width, width, kernel, padding=kernel // 2)
+    head = torch.nn.Linear(width, CONV_CLASSES)
     opt = torch.optim.SGD([*conv1.parameters(), *conv2.parameters(), *head.parameters()], lr=lr)
+    spatial = tuple(range(2, len(shape)))
 
     def step():
         h = torch.relu(conv2(torch.relu(conv1(x))))
-        loss = torch.nn.functional.cross_entropy(head(h.mean(2)), y)
+        loss = torch.nn.functional.cross_entropy(head(h.mean(spatial)), y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

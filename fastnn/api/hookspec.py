@@ -13,7 +13,7 @@ goes through hooks. Dtypes are passed as names: ``"float32"``, ``"float64"``,
 What the core guarantees before calling a hook (so backends need not check):
 operands live on this backend, binary operands have the same dtype (the core
 promotes first) and broadcastable shapes, ``axis`` arguments are tuples of
-non-negative ints (``None`` means all axes), conv1d shapes are valid.
+non-negative ints (``None`` means all axes), conv1d and conv2d shapes are valid.
 
 Two kinds of hook, marked in this module and listed from the marks (PRIMITIVES,
 OPS; nothing else keeps a list of hook names):
@@ -26,7 +26,7 @@ OPS; nothing else keeps a list of hook names):
   reductions (sum, mean and max: mean is kept so that a float32 mean may
   accumulate wider than its sum; argmax because no composition finds an index
   in one pass); movement (reshape, transpose, broadcast_to, contiguous);
-  matmul, and conv1d with its two gradients (a composition needs the
+  matmul, and conv1d and conv2d with their gradients (a composition needs the
   strided-slice primitives and would be an im2col copy of the input per call).
 - ``@op``: optional. Each has a composite of the same name in
   :mod:`fastnn.api.composite`, written with primitives (and other ops), that
@@ -323,6 +323,37 @@ def conv1d_grad_weight(
     groups: int,
 ) -> Array:
     """Gradient of conv1d with respect to the weight: (C_out, C_in // groups, K)."""
+
+
+# conv2d: stride and dilation are (height, width) pairs; padding is
+# ((top, bottom), (left, right)) zeros, so that "same" padding with an even kernel
+# and causal padding need no copy. H_out = (H + top + bottom - dilation_h*(KH-1) - 1)
+# // stride_h + 1, W_out likewise; the core guarantees both are >= 1.
+
+
+@primitive
+def conv2d(x: Array, weight: Array, stride: Shape, padding: tuple, dilation: Shape,
+           groups: int) -> Array:
+    """2-D cross-correlation (PyTorch's conv2d, no bias).
+
+    x: (N, C_in, H, W); weight: (C_out, C_in // groups, KH, KW). Returns
+    (N, C_out, H_out, W_out):
+    out[n, o, i, j] = sum_{c, a, b} w[o, c, a, b] *
+    xpad[n, g*C_in/groups + c, i*stride_h + a*dilation_h, j*stride_w + b*dilation_w]
+    for o in group g, where xpad is x with the zero padding.
+    """
+
+
+@primitive
+def conv2d_grad_input(grad_out: Array, weight: Array, input_size: Shape, stride: Shape,
+                      padding: tuple, dilation: Shape, groups: int) -> Array:
+    """Gradient of conv2d with respect to x: (N, C_in, H, W), ``input_size`` = (H, W)."""
+
+
+@primitive
+def conv2d_grad_weight(x: Array, grad_out: Array, kernel_size: Shape, stride: Shape,
+                       padding: tuple, dilation: Shape, groups: int) -> Array:
+    """Gradient of conv2d with respect to the weight: (C_out, C_in // groups, KH, KW)."""
 
 
 # ---------------------------------------------------------------- ops (optional: composed)

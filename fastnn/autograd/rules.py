@@ -268,6 +268,18 @@ def _conv1d(ops, node, grad):
     return grad_x, grad_w
 
 
+@rule("conv2d")
+def _conv2d(ops, node, grad):
+    x, weight = node.saved
+    attrs = node.attrs  # stride, padding, dilation, groups
+    grad_x = grad_w = None
+    if node.needs[0]:
+        grad_x = ops.conv2d_grad_input(grad, weight, tuple(x.shape[2:]), *attrs)
+    if node.needs[1]:
+        grad_w = ops.conv2d_grad_weight(x, grad, tuple(weight.shape[2:]), *attrs)
+    return grad_x, grad_w
+
+
 # ---------------------------------------------------------------- fused ops
 
 

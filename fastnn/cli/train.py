@@ -33,6 +33,7 @@ import numpy as np
 from fastnn.cli import seq_models
 from fastnn.cli import train_ranks as ranks
 from fastnn.cli.bench import thread_limit
+from fastnn.cli.cnn import build_cnn
 from fastnn.cli.progress import Progress
 from fastnn.cli.train_state import SCHEDULES, make_schedule, rng_state, set_rng_state
 
@@ -44,7 +45,7 @@ DEFAULTS = {
 }
 # appended only: a checkpoint stores the index
 OPTIMIZERS = ("sgd", "adam", "adamw", "rmsprop", "adagrad", "radam", "nadam")
-MODELS = ("mlp", "conv1d") + seq_models.MODELS
+MODELS = ("mlp", "conv1d") + seq_models.MODELS + ("cnn",)
 PLOT_HINT = "pip install 'fastnn-core[plot]' (or: pip install matplotlib)"
 
 
@@ -54,7 +55,8 @@ def add_parser(subparsers) -> None:
                    help="data set (default digits)")
     p.add_argument("--model", choices=MODELS, default=None,
                    help="model (default: mlp for digits, conv1d for trace; gru, lstm and "
-                        "transformer are for trace too)")
+                        "transformer are for trace too; cnn: Conv2d, BatchNorm and pooling on "
+                        "the digits as 8x8 images)")
     p.add_argument("--backend", default="cpu", help="backend/device, e.g. cpu, opencl, cuda:1")
     p.add_argument("--epochs", type=int, default=None, help="total number of epochs")
     p.add_argument("--batch-size", type=int, default=None)
@@ -108,9 +110,12 @@ def resolve(args):
     for name, value in defaults.items():
         if getattr(args, name) is None:
             setattr(args, name, value)
-    if args.data == "digits" and args.model != "mlp":
+    if args.data == "digits" and args.model not in ("mlp", "cnn"):
         raise SystemExit(f"fastnn train: --model {args.model} needs sequence data: use "
                          f"--data trace")
+    if args.data != "digits" and args.model == "cnn":
+        raise SystemExit("fastnn train: --model cnn needs the digits as 8x8 images: use "
+                         "--data digits")
     for name in ("epochs", "batch_size"):
         if getattr(args, name) < 1:
             raise SystemExit(f"fastnn train: --{name.replace('_', '-')} must be >= 1")
@@ -138,6 +143,8 @@ def build_model(kind: str, input_shape: tuple, num_classes: int, dropout: float 
 
     if kind in seq_models.MODELS:
         return seq_models.build(kind, input_shape, num_classes)
+    if kind == "cnn":
+        return build_cnn(input_shape, num_classes)
     def drop():  # a layer of its own at each place
         return [nn.Dropout(dropout)] if dropout > 0 else []
 
@@ -204,15 +211,15 @@ def evaluate(model, x: np.ndarray, y: np.ndarray, device, batch: int = 512) -> f
     """Fraction of ``x`` that ``model`` classifies as ``y``."""
     import fastnn as fnn
 
-    correct = 0
-    model.eval()  # Dropout off, and no draw from the host generator
+    correct, training = 0, model.training
+    model.eval()  # Dropout off (no draw from the host generator); BatchNorm's running stats
     try:
         with fnn.no_grad():
             for start in range(0, len(x), batch):
                 logits = model(fnn.tensor(x[start:start + batch], device=device))
                 correct += int((logits.numpy().argmax(axis=1) == y[start:start + batch]).sum())
     finally:
-        model.train()
+        model.train(training)
     return correct / len(x)
 
 

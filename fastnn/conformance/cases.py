@@ -3,6 +3,7 @@
 from fastnn.conformance import (  # noqa: F401  (importing a module registers its cases)
     cases_collective,
     cases_conv,
+    cases_conv2d,
     cases_elementwise,
     cases_fused,
     cases_indexing,

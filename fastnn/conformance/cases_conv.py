@@ -131,37 +131,37 @@ register(Case("conv1d", run=_conv_run, ref=_conv_reference, grad_ref=_conv_grad_
               random=_conv_random, tol=dict(ACCUMULATING)))
 
 
-def _with_grad_out(rng, sample):
-    x, w = sample.args[:2]
-    out_shape = conv1d_ref(x, w, **sample.params).shape
-    return Sample(sample.label, (x, w, rng.normal(size=out_shape)), sample.params)
+def register_gradient_cases(prefix, conv, forward_ref, grads_ref, conv_samples, conv_random):
+    """The cases of ``<prefix>_grad_input`` and ``<prefix>_grad_weight``, reached the way
+    users reach them: ``conv`` forward, then backward; ``grads_ref`` gives both."""
+
+    def with_grad_out(rng, sample):
+        x, w = sample.args[:2]
+        out_shape = forward_ref(x, w, **sample.params).shape
+        return Sample(sample.label, (x, w, rng.normal(size=out_shape)), sample.params)
+
+    def make(which):
+        def run(x, weight, grad_out, **params):
+            leaves = [x.detach().requires_grad_(), weight.detach().requires_grad_()]
+            with fnn.enable_grad():
+                conv(leaves[0], leaves[1], None, **params).backward(grad_out)
+            return leaves[which].grad
+
+        def ref(x, weight, grad_out, **params):
+            return grads_ref(x, weight, grad_out, **params)[which]
+
+        def samples(rng):
+            return [with_grad_out(rng, s) for s in conv_samples(rng) if len(s.args) == 2]
+
+        def random(draw):
+            return with_grad_out(np.random.default_rng(0), conv_random(draw))
+
+        name = f"{prefix}_{('grad_input', 'grad_weight')[which]}"
+        register(Case(name, run=run, ref=ref, samples=samples, random=random,
+                      edges=lambda rng, dtype: [], tol=dict(ACCUMULATING)))
+
+    make(0)
+    make(1)
 
 
-def _grad_primitive(which):
-    """The case of conv1d_grad_input (which=0) or conv1d_grad_weight (which=1).
-
-    run() reaches the primitive the way users do: conv1d forward, then backward.
-    """
-
-    def run(x, weight, grad_out, **params):
-        leaves = [x.detach().requires_grad_(), weight.detach().requires_grad_()]
-        with fnn.enable_grad():
-            F.conv1d(leaves[0], leaves[1], None, **params).backward(grad_out)
-        return leaves[which].grad
-
-    def ref(x, weight, grad_out, **params):
-        return conv1d_grads(x, weight, grad_out, **params)[which]
-
-    def samples(rng):
-        return [_with_grad_out(rng, s) for s in _conv_samples(rng) if len(s.args) == 2]
-
-    def random(draw):
-        return _with_grad_out(np.random.default_rng(0), _conv_random(draw))
-
-    name = ("conv1d_grad_input", "conv1d_grad_weight")[which]
-    register(Case(name, run=run, ref=ref, samples=samples, random=random,
-                  edges=lambda rng, dtype: [], tol=dict(ACCUMULATING)))
-
-
-_grad_primitive(0)
-_grad_primitive(1)
+register_gradient_cases("conv1d", F.conv1d, conv1d_ref, conv1d_grads, _conv_samples, _conv_random)

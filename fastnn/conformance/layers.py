@@ -49,6 +49,7 @@ def specs() -> list:
 
     for kind in sorted(ACTIVATIONS):
         out.append((f"Activation({kind})", lambda d, dev, k=kind: nn.Activation(k), (5, 4)))
+    out += _vision_specs(nn)
     return out
 
 
@@ -69,8 +70,6 @@ def _sequence_specs(nn) -> list:
     mha = {"call": _self_attention}
     rnn = {"call": _output_sequence}
     out = [
-        ("Flatten", lambda d, dev: nn.Flatten(), (2, 3, 4)),
-        ("GlobalAvgPool1d", lambda d, dev: nn.GlobalAvgPool1d(), (2, 3, 4)),
         ("Embedding", lambda d, dev: nn.Embedding(7, 3, dtype=d, device=dev), (2, 5),
          {"inputs": _indices}),
         ("Embedding(padding_idx=2)",
@@ -131,6 +130,49 @@ def uncovered() -> list:
                 and not issubclass(cls, _Loss) and cls not in built):
             names.append(name)
     return names
+
+
+def _vision_specs(nn) -> list:
+    """Convolution, pooling and batch-normalisation layers (and the shape layers)."""
+
+    def bn_eval(cls, d, dev):
+        layer = cls(3, dtype=d, device=dev)
+        return layer.eval()
+
+    return [
+        ("Conv2d", lambda d, dev: nn.Conv2d(2, 3, 3, padding=1, dtype=d, device=dev),
+         (2, 2, 5, 6)),
+        ("Conv2d(stride=2, dilation=(1, 2), groups=2)", lambda d, dev: nn.Conv2d(
+            2, 4, (2, 3), stride=2, dilation=(1, 2), groups=2, dtype=d, device=dev),
+         (2, 2, 7, 8)),
+        ("Conv2d(padding='same', even kernel)", lambda d, dev: nn.Conv2d(
+            3, 2, 2, padding="same", dtype=d, device=dev), (2, 3, 4, 5)),
+        ("Conv1d(causal=True)", lambda d, dev: nn.Conv1d(2, 3, 3, dilation=2, causal=True,
+                                                          dtype=d, device=dev), (2, 2, 9)),
+        ("Conv1d(padding='same', k=4)", lambda d, dev: nn.Conv1d(2, 3, 4, padding="same",
+                                                                 dtype=d, device=dev),
+         (2, 2, 7)),
+        ("MaxPool1d", lambda d, dev: nn.MaxPool1d(2), (2, 3, 8)),
+        ("MaxPool1d(3, stride=2, padding=1)", lambda d, dev: nn.MaxPool1d(3, 2, 1), (2, 3, 9)),
+        ("MaxPool2d", lambda d, dev: nn.MaxPool2d(2), (2, 3, 4, 6)),
+        ("MaxPool2d(3, stride=2, padding=1)", lambda d, dev: nn.MaxPool2d(3, 2, 1),
+         (2, 2, 7, 6)),
+        ("AvgPool1d(3, stride=2, padding=1)", lambda d, dev: nn.AvgPool1d(3, 2, 1), (2, 3, 9)),
+        ("AvgPool2d", lambda d, dev: nn.AvgPool2d(2), (2, 3, 4, 6)),
+        ("AvgPool2d(3, 2, 1, count_include_pad=False)", lambda d, dev: nn.AvgPool2d(
+            3, 2, 1, count_include_pad=False), (2, 2, 7, 6)),
+        ("AdaptiveAvgPool1d(3)", lambda d, dev: nn.AdaptiveAvgPool1d(3), (2, 3, 8)),
+        ("AdaptiveAvgPool2d((3, 2))", lambda d, dev: nn.AdaptiveAvgPool2d((3, 2)),
+         (2, 2, 7, 5)),
+        ("AdaptiveAvgPool2d(1)", lambda d, dev: nn.AdaptiveAvgPool2d(1), (2, 2, 4, 4)),
+        ("BatchNorm1d", lambda d, dev: nn.BatchNorm1d(3, dtype=d, device=dev), (5, 3)),
+        ("BatchNorm1d((N, C, L))", lambda d, dev: nn.BatchNorm1d(3, dtype=d, device=dev),
+         (4, 3, 6)),
+        ("BatchNorm2d", lambda d, dev: nn.BatchNorm2d(3, dtype=d, device=dev), (4, 3, 3, 5)),
+        ("BatchNorm2d(eval)", lambda d, dev: bn_eval(nn.BatchNorm2d, d, dev), (4, 3, 3, 5)),
+        ("Flatten", lambda d, dev: nn.Flatten(), (2, 3, 4)),
+        ("GlobalAvgPool1d", lambda d, dev: nn.GlobalAvgPool1d(), (2, 3, 5)),
+    ]
 
 
 def randomize(layer, rng) -> None:

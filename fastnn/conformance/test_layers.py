@@ -28,8 +28,12 @@ def test_reverse_matches_tape(layer_spec, dtype, device, rng):
     grad_out = rng.normal(size=out.shape).astype(np.float16).astype(dtype)
     out.backward(grad_out)
     tape = {name: p.grad.numpy() for name, p in layer.named_parameters()}
+    buffers = {name: b.numpy().copy() for name, b in layer.named_buffers()}
     grad_x, own = layer.reverse(fnn.tensor(x_host, device=device),
                                 fnn.tensor(grad_out, device=device))
+    for name, b in layer.named_buffers():
+        assert np.array_equal(b.numpy(), buffers[name]), f"nn.{label}: reverse changed the " \
+                                                          f"buffer {name}"
     rtol, atol = GRADIENT[dtype]
     atol = floor_atol(atol, dtype)
     where = f"nn.{label} reverse vs tape on {device}, {dtype}, input {shape}"

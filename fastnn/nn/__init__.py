@@ -23,8 +23,10 @@ from fastnn.nn.activation_classes import (
     Tanh,
 )
 from fastnn.nn.attention import MultiheadAttention
+from fastnn.nn.batchnorm import BatchNorm1d, BatchNorm2d
 from fastnn.nn.container import Residual, Sequential
 from fastnn.nn.conv import Conv1d
+from fastnn.nn.conv2d import Conv2d
 from fastnn.nn.embedding import Embedding
 from fastnn.nn.flatten import Flatten, GlobalAvgPool1d
 from fastnn.nn.gated import DyT, GatedLinear
@@ -43,6 +45,14 @@ from fastnn.nn.loss import (
 )
 from fastnn.nn.module import PARAM_CLASSES, Module, Parameter
 from fastnn.nn.norm import LayerNorm, RMSDiv, RMSNorm
+from fastnn.nn.pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    MaxPool1d,
+    MaxPool2d,
+)
 from fastnn.nn.recurrent import GRU, LSTM
 from fastnn.nn.transformer import TransformerEncoder, TransformerEncoderLayer
 
@@ -57,4 +67,7 @@ __all__ = [
     "LeakyReLU", "LogSoftmax", "MSELoss", "Mish", "ModuleDict", "ModuleList",
     "MultiheadAttention", "NLLLoss", "ReLU", "SELU", "SiLU", "Sigmoid", "SmoothL1Loss",
     "Softplus", "Tanh", "TransformerEncoder", "TransformerEncoderLayer",
+    # vision layers
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "BatchNorm1d",
+    "BatchNorm2d", "Conv2d", "MaxPool1d", "MaxPool2d",
 ]

@@ -17,7 +17,7 @@ from __future__ import annotations
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.activation import Activation
 from fastnn.nn.linear import Linear
-from fastnn.nn.module import Module, check_tensor
+from fastnn.nn.module import Module, check_tensor, keep_buffers
 
 
 class Sequential(Module):
@@ -78,7 +78,7 @@ class Sequential(Module):
         layers = self.layers
         if inputs is None:
             inputs = []
-            with no_grad():
+            with no_grad(), keep_buffers():
                 for layer in layers[:-1]:
                     inputs.append(x)
                     x = layer(x)

@@ -1,5 +1,10 @@
 """Conv1d: a 1-D convolution layer over (batch, channels, length) inputs.
 
+``padding`` is an int, "same" or "valid" (as PyTorch's); ``causal=True`` pads
+dilation * (kernel_size - 1) zeros before each signal and none after, so that
+output t sees inputs up to t only. Padding that is not one number on both ends
+takes the tape's gradients (F.conv1d runs it as conv2d over a height of 1).
+
 Reverse rule (g = dL/dy of shape (N, C_out, L_out)): dL/dx and dL/dW come from
 the backend's ``conv1d_grad_input`` and ``conv1d_grad_weight`` primitives (the
 same ones the tape uses), dL/db = sum of g over the batch and length axes.
@@ -18,6 +23,7 @@ from fastnn.nn.module import (
     wrap,
 )
 from fastnn.ops import nnops
+from fastnn.ops.conv import side_padding
 
 
 class Conv1d(Module):
@@ -27,16 +33,27 @@ class Conv1d(Module):
     """
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1,
-                 padding: int = 0, dilation: int = 1, bias: bool = True, groups: int = 1,
-                 dtype=None, device=None):
+                 padding=0, dilation: int = 1, groups: int = 1, bias: bool = True,
+                 causal: bool = False, dtype=None, device=None):
         super().__init__()
         self.in_channels = integer("Conv1d", "in_channels", in_channels)
         self.out_channels = integer("Conv1d", "out_channels", out_channels)
-        self.kernel_size = integer("Conv1d", "kernel_size", kernel_size)
-        self.stride = integer("Conv1d", "stride", stride)
-        self.padding = integer("Conv1d", "padding", padding, 0)
-        self.dilation = integer("Conv1d", "dilation", dilation)
+        self.kernel_size = integer("Conv1d", "kernel_size", _one(kernel_size))
+        self.stride = integer("Conv1d", "stride", _one(stride))
+        self.dilation = integer("Conv1d", "dilation", _one(dilation))
         self.groups = integer("Conv1d", "groups", groups)
+        self.causal = bool(causal)
+        span = self.dilation * (self.kernel_size - 1) + 1
+        if self.causal:
+            if padding not in (0, "valid"):
+                raise ValueError(f"Conv1d: causal=True sets the padding itself; got padding="
+                                 f"{padding!r} too (leave it 0)")
+            self._sides = (span - 1, 0)
+            self.padding = 0
+        else:
+            padding = _one(padding) if not isinstance(padding, str) else padding
+            (self._sides,) = side_padding("Conv1d", padding, (span,), (self.stride,))
+            self.padding = padding if isinstance(padding, str) else self._sides[0]
         if self.in_channels % self.groups or self.out_channels % self.groups:
             raise ValueError(
                 f"Conv1d: in_channels={in_channels} and out_channels={out_channels} must both be "
@@ -51,8 +68,18 @@ class Conv1d(Module):
             self.bias = uniform_init((self.out_channels,), bound, "bias", dtype, device)
 
     def extra_repr(self) -> str:
-        return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-                f"stride={self.stride}, padding={self.padding}, dilation={self.dilation}")
+        text = (f"{self.in_channels}, {self.out_channels}, kernel_size=({self.kernel_size},), "
+                f"stride=({self.stride},)")
+        if self.causal:
+            text += ", causal=True"
+        elif self.padding != 0:
+            text += (f", padding={self.padding!r}" if isinstance(self.padding, str)
+                     else f", padding=({self.padding},)")
+        if self.dilation != 1:
+            text += f", dilation=({self.dilation},)"
+        if self.groups != 1:
+            text += f", groups={self.groups}"
+        return text + ("" if self.bias is not None else ", bias=False")
 
     def _check(self, x):
         check_tensor("Conv1d", x)
@@ -65,17 +92,20 @@ class Conv1d(Module):
 
     def forward(self, x):
         self._check(x)
-        return nnops.conv1d(x, self.weight, self.bias, self.stride, self.padding,
+        padding = self._sides[0] if self._sides[0] == self._sides[1] else self._sides
+        return nnops.conv1d(x, self.weight, self.bias, self.stride, padding,
                             self.dilation, self.groups)
 
     def reverse(self, x, grad_out):
         self._check(x)
+        if self._sides[0] != self._sides[1]:
+            return super().reverse(x, grad_out)
         span = self.dilation * (self.kernel_size - 1) + 1
-        length = (x.shape[2] + 2 * self.padding - span) // self.stride + 1
+        length = (x.shape[2] + 2 * self._sides[0] - span) // self.stride + 1
         check_grad(f"Conv1d({self.in_channels}, {self.out_channels})", x, grad_out,
                    (x.shape[0], self.out_channels, length))
         ops = x._device.ops
-        attrs = (self.stride, self.padding, self.dilation, self.groups)
+        attrs = (self.stride, self._sides[0], self.dilation, self.groups)
         with no_grad():
             w = self.weight.to(x.dtype)
             grad_x = ops.conv1d_grad_input(grad_out._data, w._data, x.shape[2], *attrs)
@@ -84,3 +114,10 @@ class Conv1d(Module):
             if self.bias is not None:
                 grads["bias"] = grad_out.sum(axis=(0, 2))
         return wrap(grad_x, grad_out), grads
+
+
+def _one(value):
+    """PyTorch's 1-tuples (kernel_size=(5,)) as the int they hold."""
+    if isinstance(value, (tuple, list)) and len(value) == 1:
+        return value[0]
+    return value

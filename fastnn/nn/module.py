@@ -19,7 +19,9 @@ module's ``named_parameters()`` names (dotted paths for containers, e.g.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 from collections.abc import Mapping
 
 import numpy as np
@@ -36,6 +38,24 @@ from fastnn.ops.tensor import Tensor, host_rng
 PARAM_CLASSES = ("connective", "bias", "activation", "other")
 """The roles a Parameter may play (``Parameter.param_class``): optimizers apply weight
 decay and L1 to connective parameters only, and scale learning rates per class."""
+_keeping = threading.local()
+
+
+@contextlib.contextmanager
+def keep_buffers():
+    """Inside, forward passes leave every buffer as it is (BatchNorm's running statistics):
+    ``reverse`` runs its forward passes in here, since it must not update a buffer."""
+    depth = getattr(_keeping, "depth", 0)
+    _keeping.depth = depth + 1
+    try:
+        yield
+    finally:
+        _keeping.depth = depth
+
+
+def buffers_kept() -> bool:
+    """True inside :func:`keep_buffers` (a layer's forward must then not update buffers)."""
+    return getattr(_keeping, "depth", 0) > 0
 
 
 class Parameter(Tensor):
@@ -170,6 +190,7 @@ class Module:
     def __init__(self):
         object.__setattr__(self, "_parameters", {})
         object.__setattr__(self, "_modules", {})
+        object.__setattr__(self, "_buffers", {})
         object.__setattr__(self, "training", True)
 
     def __setattr__(self, name, value):
@@ -187,6 +208,13 @@ class Module:
                 f"fnn.nn.Parameter, or None to remove it, or change its values with "
                 f"load_state_dict"
             )
+        if name in self.__dict__.get("_buffers", ()):
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"{type(self).__name__}: buffer {name!r} must be a Tensor or "
+                                f"None, got {type(value).__name__}")
+            self._buffers[name] = value
+            object.__setattr__(self, name, value)
+            return
         self._parameters.pop(name, None)
         self._modules.pop(name, None)
         if isinstance(value, Parameter):
@@ -251,6 +279,36 @@ class Module:
         """Every parameter of this module and its sub-modules, each once, as a list."""
         return [p for _, p in self.named_parameters()]
 
+    def register_buffer(self, name: str, tensor, persistent: bool = True) -> None:
+        """Keep ``tensor`` (or None) as state that is saved and moved but not trained
+        (BatchNorm's running statistics); ``persistent=False`` leaves it out of state_dict."""
+        if "_buffers" not in self.__dict__:
+            object.__setattr__(self, "_buffers", {})
+        if name in self._parameters or name in self._modules:
+            raise KeyError(f"{type(self).__name__}.register_buffer: {name!r} is already a "
+                           f"parameter or a sub-module")
+        self._buffers[name] = None
+        if not persistent:
+            object.__setattr__(self, "_transient", self.__dict__.get("_transient", set()) | {name})
+        setattr(self, name, tensor)
+
+    def named_buffers(self, prefix: str = "", persistent_only: bool = False):
+        """(dotted name, Tensor) pairs of every buffer that is not None."""
+        for mod_name, mod in self.named_modules(prefix):
+            transient = mod.__dict__.get("_transient", ()) if persistent_only else ()
+            for name, b in mod.__dict__.get("_buffers", {}).items():
+                if b is not None and name not in transient:
+                    yield (f"{mod_name}.{name}" if mod_name else name), b
+
+    def buffers(self):
+        return [b for _, b in self.named_buffers()]
+
+    def _state(self) -> dict:
+        """name -> Tensor of every parameter and persistent buffer, as state_dict names them."""
+        own = dict(self.named_parameters())
+        own.update(self.named_buffers(persistent_only=True))
+        return own
+
     def zero_grad(self) -> None:
         """Set every parameter's ``.grad`` to None."""
         for p in self.parameters():
@@ -258,8 +316,8 @@ class Module:
 
     # ------------------------------------------------------------ state
     def state_dict(self) -> dict:
-        """name -> a host NumPy copy of each parameter."""
-        return {name: np.array(p.numpy(), copy=True) for name, p in self.named_parameters()}
+        """name -> a host NumPy copy of each parameter and persistent buffer."""
+        return {name: np.array(p.numpy(), copy=True) for name, p in self._state().items()}
 
     def load_state_dict(self, state: dict) -> None:
         """Copy ``state`` (name -> array or Tensor) into the parameters, in place.
@@ -273,7 +331,7 @@ class Module:
                 f"(as model.state_dict() or fnn.load(path)['model'] give), got "
                 f"{type(state).__name__}"
             )
-        own = dict(self.named_parameters())
+        own = self._state()
         missing = [n for n in own if n not in state]
         unexpected = [n for n in state if n not in own]
         mismatched = []
@@ -310,7 +368,8 @@ class Module:
             converted[name] = p._device.ops.from_numpy(host, p._device.index)
         for name, p in own.items():
             p._data = converted[name]
-            p.grad = None
+            if isinstance(p, Parameter):
+                p.grad = None
 
     def to(self, *args, dtype=None, device=None) -> Module:
         """Move/convert every parameter in place (``model.to("cuda")``, ``.to(fnn.float64)``).
@@ -328,6 +387,11 @@ class Module:
         for p, new in moved:
             p._data, p._dtype, p._device = new._data, new._dtype, new._device
             p.grad = None
+        for buf in self.buffers():  # integer buffers keep their dtype, as in PyTorch
+            new = buf.to(*args, dtype=dtype, device=device)
+            if not buf._dtype.is_floating:
+                new = buf.to(new.device)
+            buf._data, buf._dtype, buf._device = new._data, new._dtype, new._device
         return self
 
     def train(self, mode: bool = True) -> Module:
@@ -408,7 +472,7 @@ def tape_reverse(module: Module, fn, x: Tensor, grad_out: Tensor):
         for p in params.values():
             p.grad = None
         x_leaf = x.detach().requires_grad_(True) if floating else x
-        with enable_grad():
+        with enable_grad(), keep_buffers():  # reverse never updates a buffer
             y = fn(x_leaf)
         if floating:
             check_grad(name, x, grad_out, y.shape)

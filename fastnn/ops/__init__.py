@@ -6,6 +6,7 @@ Importing this package binds the operators and methods onto :class:`Tensor`.
 from fastnn.ops import activations as _activations
 from fastnn.ops import aliases as _aliases  # noqa: F401  (each op module fills the op table)
 from fastnn.ops import attention as _attention  # noqa: F401
+from fastnn.ops import conv as _conv  # noqa: F401
 from fastnn.ops import creation as _creation  # noqa: F401
 from fastnn.ops import gathering as _gathering  # noqa: F401
 from fastnn.ops import indexing as _indexing  # noqa: F401
@@ -13,6 +14,8 @@ from fastnn.ops import joining as _joining  # noqa: F401
 from fastnn.ops import losses as _losses  # noqa: F401
 from fastnn.ops import losses_regression as _losses_regression  # noqa: F401
 from fastnn.ops import mathops as _mathops  # noqa: F401
+from fastnn.ops import normalization as _normalization  # noqa: F401
+from fastnn.ops import pooling as _pooling  # noqa: F401
 from fastnn.ops import reduction as _reduction  # noqa: F401
 from fastnn.ops import shaping as _shaping  # noqa: F401
 

@@ -14,6 +14,7 @@ from fastnn.api.args import integer, nonnegative
 from fastnn.autograd.engine import attach
 from fastnn.ops.activations import activation as _activation_op
 from fastnn.ops.activations import bias_act
+from fastnn.ops.conv import conv1d_sides, side_padding
 from fastnn.ops.core import astype, broadcast_shape, check_same_device
 from fastnn.ops.elementwise import align
 from fastnn.ops.movement import check_targets, reshape
@@ -93,9 +94,19 @@ def _positive_int(op, name, value, minimum):
 
 @public(top=True)
 def conv1d(x: Tensor, weight: Tensor, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """1-D cross-correlation as PyTorch's conv1d: x (N, C_in, L), weight (C_out, C_in/groups, K)."""
+    """1-D cross-correlation as PyTorch's conv1d: x (N, C_in, L), weight (C_out, C_in/groups, K).
+
+    ``padding``: an int, "same", "valid" or (before, after).
+    """
     x, weight = _float_pair("conv1d", x, weight)
     stride = _positive_int("conv1d", "stride", stride, 1)
+    if isinstance(padding, (str, tuple, list)):  # "same", "valid" or (before, after)
+        dilation = _positive_int("conv1d", "dilation", dilation, 1)
+        span = dilation * (weight.shape[-1] - 1) + 1
+        (sides,) = side_padding("conv1d", padding, (span,), (stride,))
+        if sides[0] != sides[1]:
+            return conv1d_sides(x, weight, bias, stride, sides, dilation, groups)
+        padding = sides[0]
     padding = _positive_int("conv1d", "padding", padding, 0)
     dilation = _positive_int("conv1d", "dilation", dilation, 1)
     groups = _positive_int("conv1d", "groups", groups, 1)

@@ -28,6 +28,7 @@ import fastnn_minimal as _m
 from fastnn_minimal import *  # noqa: F401,F403
 from fastnn_minimal.conv import conv1d, conv1d_grad_input  # noqa: F401
 from fastnn_minimal.indexing import *  # noqa: F401,F403
+from fastnn_minimal.conv_2d import conv2d, conv2d_grad_input, conv2d_grad_weight  # noqa: F401
 del erf, tanh
 fastnn_hook_modules = []
 backend_probe = _m.backend_probe

@@ -13,6 +13,7 @@ import numpy as np
 from fastnn.api import composite
 from fastnn.api.hookspec import hookimpl
 from fastnn_cpu.conv import conv1d, conv1d_grad_input, conv1d_grad_weight  # noqa: F401
+from fastnn_cpu.conv_2d import conv2d, conv2d_grad_input, conv2d_grad_weight  # noqa: F401
 from fastnn_cpu.fused import (  # noqa: F401
     adam_step,
     bias_act,

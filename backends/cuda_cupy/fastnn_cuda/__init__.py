@@ -22,6 +22,7 @@ from fastnn.api.hookspec import hookimpl
 from fastnn_cuda import _cupy
 from fastnn_cuda.collectives import allreduce, broadcast  # noqa: F401
 from fastnn_cuda.conv import conv1d, conv1d_grad_input, conv1d_grad_weight  # noqa: F401
+from fastnn_cuda.conv_2d import conv2d, conv2d_grad_input, conv2d_grad_weight  # noqa: F401
 from fastnn_cuda.fused import (  # noqa: F401
     bias_act,
     bias_act_backward,
@@ -113,7 +114,8 @@ _ON_ARRAY_DEVICE = (
     "astype neg exp log sqrt abs sign erf tanh sigmoid relu leaky_relu gelu silu softplus "
     "add sub mul div pow maximum minimum greater less equal where sum mean max argmax "
     "reshape transpose broadcast_to contiguous one_hot matmul conv1d conv1d_grad_input "
-    "conv1d_grad_weight softmax log_softmax softmax_cross_entropy "
+    "conv1d_grad_weight conv2d conv2d_grad_input conv2d_grad_weight softmax log_softmax "
+    "softmax_cross_entropy "
     "softmax_cross_entropy_backward rms_div bias_act bias_act_backward "
     "sgd_step adam_step rmsprop_step amsgrad_step rmsprop_momentum_step adagrad_step "
     "radam_step nadam_step "

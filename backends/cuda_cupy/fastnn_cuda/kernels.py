@@ -60,6 +60,8 @@ KERNEL_FILES = {
     "nadam_step": "optim.cu",
     "im2col": "conv.cu",
     "col2im": "conv.cu",
+    "im2col2d": "conv.cu",
+    "col2im2d": "conv.cu",
 }
 
 _ENTRY = re.compile(

@@ -15,6 +15,7 @@ from __future__ import annotations
 from fastnn.api.hookspec import hookimpl
 from fastnn_opencl.collectives import allreduce, broadcast  # noqa: F401
 from fastnn_opencl.conv import conv1d, conv1d_grad_input, conv1d_grad_weight  # noqa: F401
+from fastnn_opencl.conv_2d import conv2d, conv2d_grad_input, conv2d_grad_weight  # noqa: F401
 from fastnn_opencl.elementwise import (  # noqa: F401
     abs,
     add,

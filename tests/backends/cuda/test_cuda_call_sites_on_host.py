@@ -22,11 +22,11 @@ import fastnn_cpu
 import fastnn_cpu.optim
 import numpy as np
 import pytest
-from fastnn_cuda import conv, fused, kernels, launch, optim, primitives
+from fastnn_cuda import conv, conv_2d, fused, kernels, launch, optim, primitives
 
 import fastnn as fnn
 from fastnn.api import composite
-from tests.backends.cuda.conv_cases import CONV_CASES
+from tests.backends.cuda.conv_cases import CONV2D_CASES, CONV_CASES
 from tests.backends.cuda.host_build import build_serial, c_arg, run_serial
 from tests.backends.cuda.optim_cases import OPTIM_CASES, case_id, states
 
@@ -70,7 +70,8 @@ class _NumpyAsCupy:
 
 
 SERIAL_SAFE = {"bias_act", "softmax_xent_backward", "swish_forward", "swish_backward",
-               "im2col", "col2im", "sgd_step", "adam_step", "rmsprop_step",
+               "im2col", "col2im", "im2col2d", "col2im2d",
+               "sgd_step", "adam_step", "rmsprop_step",
                "bias_act_backward", "sum_rows", "amsgrad_step", "rmsprop_momentum_step",
                "adagrad_step", "radam_step", "nadam_step"}
 
@@ -86,7 +87,7 @@ def on_host(request, libs, monkeypatch):
     also caps the plane grids so that every grid-stride loop goes round (and rows of up to
     32 share a block of 64 threads, two rows a block)."""
     fake = _NumpyAsCupy()
-    for module in (conv, fused, optim, primitives):
+    for module in (conv, conv_2d, fused, optim, primitives):
         monkeypatch.setattr(module, "cp", fake)
     launches = []
 
@@ -199,6 +200,26 @@ def test_conv1d_hooks(on_host, case):
                                fastnn_cpu.conv1d_grad_weight(host_x, np.asarray(g), k, *attrs),
                                **TOL["float64"])
     assert on_host == ["im2col", "col2im", "im2col"]
+
+
+@pytest.mark.parametrize("case", CONV2D_CASES)
+def test_conv2d_hooks(on_host, case):
+    x_shape, w_shape, stride, padding, dilation, groups = case
+    n, c_in = x_shape[:2]
+    x = rand((c_in, n) + x_shape[2:], seed=20).transpose(1, 0, 2, 3)  # read through strides
+    w = rand(w_shape, seed=21)
+    attrs = (stride, padding, dilation, groups)
+    host_x, host_w = np.ascontiguousarray(x), np.asarray(w)
+    out = conv_2d.conv2d(x, w, *attrs)
+    np.testing.assert_allclose(out, fastnn_cpu.conv2d(host_x, host_w, *attrs), **TOL["float64"])
+    g = rand(out.shape, seed=22)
+    np.testing.assert_allclose(conv_2d.conv2d_grad_input(g, w, x_shape[2:], *attrs),
+                               fastnn_cpu.conv2d_grad_input(np.asarray(g), host_w, x_shape[2:],
+                                                            *attrs), **TOL["float64"])
+    np.testing.assert_allclose(conv_2d.conv2d_grad_weight(x, g, w_shape[2:], *attrs),
+                               fastnn_cpu.conv2d_grad_weight(host_x, np.asarray(g), w_shape[2:],
+                                                             *attrs), **TOL["float64"])
+    assert on_host == ["im2col2d", "col2im2d", "im2col2d"]
 
 
 @pytest.mark.parametrize("kind", ["relu", "gelu", "identity"])

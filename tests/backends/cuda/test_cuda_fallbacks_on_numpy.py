@@ -12,18 +12,18 @@ import fastnn_cpu
 import fastnn_cpu.optim
 import numpy as np
 import pytest
-from fastnn_cuda import conv, fused, kernels, optim, primitives
+from fastnn_cuda import conv, conv_2d, fused, kernels, optim, primitives
 from scipy import special
 
 import fastnn as fnn
 from fastnn.api import composite
-from tests.backends.cuda.conv_cases import CONV_CASES
+from tests.backends.cuda.conv_cases import CONV2D_CASES, CONV_CASES
 from tests.backends.cuda.optim_cases import OPTIM_CASES, case_id, states
 
 
 @pytest.fixture(autouse=True)
 def numpy_as_cupy(monkeypatch):
-    for module in (conv, fused, optim, primitives):
+    for module in (conv, conv_2d, fused, optim, primitives):
         monkeypatch.setattr(module, "cp", np)
     monkeypatch.setattr(kernels, "has_kernel", lambda dtype: False)
     monkeypatch.setattr(primitives, "_special_erf", lambda: special.erf)
@@ -48,6 +48,22 @@ def test_conv1d_and_grads_match_numpy_backend(case):
                                rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(conv.conv1d_grad_weight(x, g, k, *attrs),
                                fastnn_cpu.conv1d_grad_weight(x, g, k, *attrs),
+                               rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", CONV2D_CASES)
+def test_conv2d_and_grads_match_numpy_backend(case):
+    x_shape, w_shape, stride, padding, dilation, groups = case
+    x, w = rand(*x_shape, seed=1), rand(*w_shape, seed=2)
+    attrs = (stride, padding, dilation, groups)
+    out = conv_2d.conv2d(x, w, *attrs)
+    np.testing.assert_allclose(out, fastnn_cpu.conv2d(x, w, *attrs), rtol=1e-12, atol=1e-12)
+    g = rand(*out.shape, seed=3)
+    np.testing.assert_allclose(conv_2d.conv2d_grad_input(g, w, x_shape[2:], *attrs),
+                               fastnn_cpu.conv2d_grad_input(g, w, x_shape[2:], *attrs),
+                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(conv_2d.conv2d_grad_weight(x, g, w_shape[2:], *attrs),
+                               fastnn_cpu.conv2d_grad_weight(x, g, w_shape[2:], *attrs),
                                rtol=1e-12, atol=1e-12)
 
 

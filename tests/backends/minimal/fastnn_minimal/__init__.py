@@ -13,7 +13,8 @@ import numpy as np
 
 from fastnn.api.hookspec import hookimpl
 
-fastnn_hook_modules = ["fastnn_minimal.conv", "fastnn_minimal.indexing"]  # more hooks
+# more hooks, registered by the core
+fastnn_hook_modules = ["fastnn_minimal.conv", "fastnn_minimal.conv_2d", "fastnn_minimal.indexing"]
 
 
 @hookimpl

@@ -1,0 +1,121 @@
+"""conv2d and both gradients as im2col / col2im kernels around the GEMM of :mod:`linalg`.
+
+With CK = C_in/groups * KH * KW and NL = N * H_out * W_out, per group g (as conv1d in
+:mod:`fastnn_opencl.conv`):
+  forward      out_g (C_out/g, NL)  = W_g (C_out/g, CK) @ cols_g (CK, NL)
+  grad_weight  dW_g  (C_out/g, CK)  = G_g (C_out/g, NL) @ colsT_g (NL, CK)
+  grad_input   dcols_g (CK, NL)     = W_g^T @ G_g, then col2im gathers dx
+The forward result is a (N, C_out, H_out, W_out) view of a (C_out, N, H_out, W_out) buffer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fastnn.api.hookspec import hookimpl
+from fastnn_opencl.conv import _dense, _zeros
+from fastnn_opencl.linalg import gemm
+from fastnn_opencl.runtime import CL_TYPES, CLArray, rounded
+
+FILE = "conv2d.cl"
+_I = np.int32
+
+
+def _sizes(size, kernel, stride, padding, dilation):
+    return tuple((n + lo + hi - d * (k - 1) - 1) // s + 1
+                 for n, k, s, (lo, hi), d in zip(size, kernel, stride, padding, dilation))
+
+
+def _geometry(kernel, out_size, stride, padding, dilation):
+    (kh, kw), (oh, ow), (sh, sw), ((top, _), (left, _)), (dh, dw) = (
+        kernel, out_size, stride, padding, dilation)
+    return (kh, kw, oh, ow, sh, sw, top, left, dh, dw)
+
+
+def _im2col(x: CLArray, kernel, out_size, stride, padding, dilation, transposed: bool):
+    dev = x.dev
+    n, c, h, w = x.shape
+    rows, count = c * kernel[0] * kernel[1], n * out_size[0] * out_size[1]
+    cols = dev.empty((count, rows) if transposed else (rows, count), x.dtype)
+    rs, cs = (1, rows) if transposed else (count, 1)
+    k = dev.kernel(FILE, "k_im2col2d", (("T", CL_TYPES[x.dtype]),), [None, None] + [_I] * 20)
+    k(dev.queue, (rounded(out_size[1], 16), n * out_size[0], rows), None, cols.data, x.data,
+      x.offset, *x.strides, c, h, w, *_geometry(kernel, out_size, stride, padding, dilation),
+      rs, cs)
+    return cols
+
+
+def _grad_rows(grad_out: CLArray) -> CLArray:
+    """grad_out (N, C_out, H_out, W_out) as a contiguous (C_out, N * H_out * W_out) array."""
+    n, c_out, oh, ow = grad_out.shape
+    s = grad_out.strides
+    g = _dense(grad_out.view((c_out, n, oh, ow), (s[1], s[0], s[2], s[3])))
+    return g.view((c_out, n * oh * ow), (n * oh * ow, 1))
+
+
+@hookimpl
+def conv2d(x, weight, stride, padding, dilation, groups):
+    weight = _dense(weight)
+    n = x.shape[0]
+    c_out, c_in_g, kh, kw = weight.shape
+    oh, ow = _sizes(x.shape[2:], (kh, kw), stride, padding, dilation)
+    out = x.dev.empty((c_out, n, oh, ow), x.dtype)
+    nl, ck, c_out_g = n * oh * ow, c_in_g * kh * kw, c_out // groups
+    if out.size:
+        cols = _im2col(x, (kh, kw), (oh, ow), stride, padding, dilation, transposed=False)
+        for g in range(groups):
+            w_g = weight.view(weight.shape, weight.strides, weight.offset + g * c_out_g * ck)
+            cols_g = cols.view(cols.shape, cols.strides, g * ck * nl)
+            out_g = out.view(out.shape, out.strides, g * c_out_g * nl)
+            gemm(w_g, cols_g, out_g, c_out_g, nl, ck, 1, (0, ck, 1), (0, nl, 1), (0, nl, 1))
+    return out.view((n, c_out, oh, ow), (oh * ow, nl, ow, 1))
+
+
+@hookimpl
+def conv2d_grad_weight(x, grad_out, kernel_size, stride, padding, dilation, groups):
+    n, c_out, oh, ow = grad_out.shape
+    c_in = x.shape[1]
+    kh, kw = kernel_size
+    c_in_g = c_in // groups
+    ck, nl, c_out_g = c_in_g * kh * kw, n * oh * ow, c_out // groups
+    grad_w = x.dev.empty((c_out, c_in_g, kh, kw), x.dtype)
+    if grad_w.size == 0:
+        return grad_w
+    if nl == 0:
+        return _zeros(grad_w)
+    cols_t = _im2col(x, (kh, kw), (oh, ow), stride, padding, dilation, transposed=True)
+    rows = _grad_rows(grad_out)
+    for g in range(groups):
+        g_rows = rows.view(rows.shape, rows.strides, rows.offset + g * c_out_g * nl)
+        cols_g = cols_t.view(cols_t.shape, cols_t.strides, g * ck)
+        out_g = grad_w.view(grad_w.shape, grad_w.strides, g * c_out_g * ck)
+        gemm(g_rows, cols_g, out_g, c_out_g, ck, nl, 1, (0, nl, 1), (0, c_in * kh * kw, 1),
+             (0, ck, 1))
+    return grad_w
+
+
+@hookimpl
+def conv2d_grad_input(grad_out, weight, input_size, stride, padding, dilation, groups):
+    weight = _dense(weight)
+    n, c_out, oh, ow = grad_out.shape
+    _, c_in_g, kh, kw = weight.shape
+    c_in, ck, nl, c_out_g = c_in_g * groups, c_in_g * kh * kw, n * oh * ow, c_out // groups
+    dev = grad_out.dev
+    h, w = input_size
+    dx = dev.empty((n, c_in, h, w), grad_out.dtype)
+    if dx.size == 0:
+        return dx
+    if nl == 0:
+        return _zeros(dx)
+    rows = _grad_rows(grad_out)
+    dcols = dev.empty((c_in * kh * kw, nl), grad_out.dtype)
+    for g in range(groups):
+        w_t = weight.view(weight.shape, weight.strides, weight.offset + g * c_out_g * ck)
+        g_rows = rows.view(rows.shape, rows.strides, rows.offset + g * c_out_g * nl)
+        out_g = dcols.view(dcols.shape, dcols.strides, g * ck * nl)
+        gemm(w_t, g_rows, out_g, ck, nl, c_out_g, 1, (0, 1, ck), (0, nl, 1), (0, nl, 1))
+    kernel = dev.kernel(FILE, "k_col2im2d", (("T", CL_TYPES[dx.dtype]),),
+                        [None, None] + [_I] * 14)
+    kernel(dev.queue, (rounded(dx.size),), None, dx.data, dcols.data, n, c_in, h, w,
+           *_geometry((kh, kw), (oh, ow), stride, padding, dilation))
+    return dx

@@ -1,0 +1,72 @@
+"""Conv2d: a 2-D convolution layer over (batch, channels, height, width) inputs.
+
+Its ``reverse`` is the base class's: one forward and backward on a private tape,
+whose conv2d rule calls the backend's ``conv2d_grad_input`` and
+``conv2d_grad_weight`` primitives (what a hand-written reverse would call too).
+"""
+
+from __future__ import annotations
+
+from fastnn.api.args import flag, integer
+from fastnn.nn.module import Module, check_tensor, fan_in_bound, uniform_init
+from fastnn.ops import conv
+
+
+class Conv2d(Module):
+    """PyTorch's Conv2d: weight (out, in // groups, kh, kw) connective, bias (out,) bias.
+
+    ``kernel_size``, ``stride``, ``dilation``: an int or a pair; ``padding``: an int, a
+    pair, "same" (stride 1) or "valid". Both parameters start as
+    U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in // groups * kh * kw.
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 dilation=1, groups: int = 1, bias: bool = True, dtype=None, device=None):
+        super().__init__()
+        self.in_channels = integer("Conv2d", "in_channels", in_channels)
+        self.out_channels = integer("Conv2d", "out_channels", out_channels)
+        self.kernel_size = conv.pair("Conv2d", "kernel_size", kernel_size, 1)
+        self.stride = conv.pair("Conv2d", "stride", stride, 1)
+        self.dilation = conv.pair("Conv2d", "dilation", dilation, 1)
+        self.groups = integer("Conv2d", "groups", groups)
+        if self.in_channels % self.groups or self.out_channels % self.groups:
+            raise ValueError(
+                f"Conv2d: in_channels={in_channels} and out_channels={out_channels} must both be "
+                f"divisible by groups={groups}"
+            )
+        spans = tuple(d * (k - 1) + 1 for d, k in zip(self.dilation, self.kernel_size))
+        self._sides = conv.side_padding("Conv2d", padding, spans, self.stride)
+        self.padding = padding if isinstance(padding, str) else tuple(lo for lo, _ in
+                                                                      self._sides)
+        fan_in = self.in_channels // self.groups * self.kernel_size[0] * self.kernel_size[1]
+        bound = fan_in_bound(fan_in)
+        shape = (self.out_channels, self.in_channels // self.groups) + self.kernel_size
+        self.weight = uniform_init(shape, bound, "connective", dtype, device)
+        self.bias = None
+        if flag("Conv2d", "bias", bias):
+            self.bias = uniform_init((self.out_channels,), bound, "bias", dtype, device)
+
+    def extra_repr(self) -> str:
+        text = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}")
+        if self.padding not in ((0, 0), "valid"):
+            text += f", padding={self.padding!r}"
+        if self.dilation != (1, 1):
+            text += f", dilation={self.dilation}"
+        if self.groups != 1:
+            text += f", groups={self.groups}"
+        return text + ("" if self.bias is not None else ", bias=False")
+
+    def forward(self, x):
+        check_tensor("Conv2d", x)
+        if x.ndim != 4 or x.shape[1] != self.in_channels:
+            raise ValueError(
+                f"Conv2d({self.in_channels}, {self.out_channels}): expected input of shape "
+                f"(batch, {self.in_channels}, height, width), got {x.shape}; check the channel "
+                "count (channels come before height and width, as in PyTorch)"
+            )
+        out = conv.conv2d_raw(x, self.weight, self.stride, self._sides, self.dilation,
+                              self.groups)
+        if self.bias is None:
+            return out
+        return out + self.bias.reshape(self.out_channels, 1, 1)

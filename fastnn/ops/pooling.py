@@ -1,0 +1,248 @@
+"""Pooling as PyTorch's: max, average and adaptive average, 1-D and 2-D, composed from ops.
+
+Every 1-D form is the 2-D one over a height of 1 (reshapes are views). Three
+compositions, each recorded on the tape through the ops it uses:
+
+- windows that tile the input (stride = kernel, no padding, sizes divisible):
+  a reshape to (N, C, H_out, KH, W_out, KW) and one max or mean over (KH, KW);
+- any other windows: average pooling is the depthwise convolution with the
+  constant weight 1/(KH*KW) (``count_include_pad=False`` divides by the count
+  of real elements instead); max pooling reads each window's KH*KW elements
+  with a convolution by one-hot weights, sets the padding's to -inf and takes
+  the max over them;
+- adaptive average pooling is avg pooling where the windows tile the input,
+  else two matmuls with PyTorch's window-averaging matrices,
+  ``P_h @ x @ P_w^T``, with window i covering [floor(i*L/out), ceil((i+1)*L/out)).
+
+NOTE: max pooling's gradient is shared evenly by tied maxima (as ``max`` shares it),
+where PyTorch's goes to one of them; and in the one-hot reading an infinite input
+gives NaN, not inf, for the windows that hold it (0 * inf).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fastnn.api import dtypes
+from fastnn.api.args import integer
+from fastnn.ops.conv import conv2d_raw, pair
+from fastnn.ops.elementwise import where
+from fastnn.ops.movement import reshape
+from fastnn.ops.nnops import matmul
+from fastnn.ops.table import public
+from fastnn.ops.tensor import Tensor
+
+
+def _constant(array: np.ndarray, like: Tensor) -> Tensor:
+    """A history-free tensor of ``array`` on ``like``'s device and dtype."""
+    dev = like._device
+    host = np.ascontiguousarray(array, dtype=like._dtype.numpy)
+    return Tensor._make(dev.ops.from_numpy(host, dev.index), like._dtype, dev)
+
+
+def _spatial(op: str, x, dims: int) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
+    if x.ndim not in (dims + 1, dims + 2):
+        axes = "(N, C, L)" if dims == 1 else "(N, C, H, W)"
+        raise ValueError(f"{op}: expected input {axes} or without the batch axis, got shape "
+                         f"{x.shape}")
+    if not x._dtype.is_floating:
+        raise TypeError(f"{op}: expected a floating-point tensor, got {x._dtype.name}")
+    return x
+
+
+def _windows(op, kernel_size, stride, padding, dilation):
+    kernel = pair(op, "kernel_size", kernel_size, 1)
+    stride = kernel if stride is None or stride == () else pair(op, "stride", stride, 1)
+    padding = pair(op, "padding", padding, 0)
+    dilation = pair(op, "dilation", dilation, 1)
+    if any(2 * p > k for p, k in zip(padding, kernel)):
+        raise ValueError(f"{op}: padding {padding} must be at most half the kernel size "
+                         f"{kernel}")
+    return kernel, stride, padding, dilation
+
+
+def _planes(op, x, kernel, stride, padding, dilation):
+    """x as (N*C, 1, H, W), its (N, C) and the output size (or a clear error)."""
+    lead, (h, w) = x.shape[:-2], x.shape[-2:]
+    sizes = [(n + 2 * p - d * (k - 1) - 1) // s + 1
+             for n, k, s, p, d in zip((h, w), kernel, stride, padding, dilation)]
+    if min(sizes) < 1:
+        raise ValueError(f"{op}: kernel {kernel} does not fit an input of size {(h, w)} padded "
+                         f"by {padding} (output size {tuple(sizes)})")
+    return reshape(x, (math.prod(lead), 1, h, w)), lead, tuple(sizes)
+
+
+def _tiles(x, kernel, stride, padding, dilation) -> bool:
+    h, w = x.shape[-2:]
+    return (stride == kernel and padding == (0, 0) and dilation == (1, 1)
+            and h % kernel[0] == 0 and w % kernel[1] == 0)
+
+
+def _tiled(x, kernel):
+    """x (..., H, W) as (..., H/KH, KH, W/KW, KW)."""
+    (h, w), (kh, kw) = x.shape[-2:], kernel
+    return reshape(x, x.shape[:-2] + (h // kh, kh, w // kw, kw))
+
+
+def _inside(size, kernel, stride, padding, dilation, sizes) -> np.ndarray:
+    """(KH*KW, H_out, W_out) bool: whether each window element lies inside the input."""
+    axes = []
+    for n, k, s, p, d, o in zip(size, kernel, stride, padding, dilation, sizes):
+        pos = (np.arange(k)[:, None] * d + np.arange(o)[None, :] * s) - p
+        axes.append((pos >= 0) & (pos < n))
+    inside = axes[0][:, None, :, None] & axes[1][None, :, None, :]
+    return inside.reshape(kernel[0] * kernel[1], sizes[0], sizes[1])
+
+
+def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    """Max over each (KH, KW) window of x (N, C, H, W) or (C, H, W), PyTorch's max_pool2d;
+    padding counts as -inf."""
+    return _max_pool("max_pool2d", x, 2, kernel_size, stride, padding, dilation, ceil_mode)
+
+
+def _no_ceil(op, ceil_mode):
+    if ceil_mode:
+        raise NotImplementedError(f"{op}: ceil_mode=True is not supported; pad the input "
+                                  f"instead (F.pad) or use ceil_mode=False")
+
+
+def _max_pool(op, x, dims, kernel_size, stride, padding, dilation, ceil_mode):
+    _no_ceil(op, ceil_mode)
+    x = _as_2d(_spatial(op, x, dims), dims)
+    kernel, stride, padding, dilation = _windows(op, *_lift(dims, kernel_size, stride,
+                                                            padding, dilation))
+    if _tiles(x, kernel, stride, padding, dilation):
+        return _from_2d(_tiled(x, kernel).max(axis=(-3, -1)), dims)
+    planes, lead, sizes = _planes(op, x, kernel, stride, padding, dilation)
+    taps = kernel[0] * kernel[1]
+    one_hot = _constant(np.eye(taps).reshape(taps, 1, *kernel), x)
+    sides = tuple((p, p) for p in padding)
+    values = conv2d_raw(planes, one_hot, stride, sides, dilation, 1, op=op)
+    if padding != (0, 0):
+        inside = _inside(x.shape[-2:], kernel, stride, padding, dilation, sizes)
+        values = where(_constant_bool(inside, x), values, float("-inf"))
+    out = values.max(axis=1)
+    return _from_2d(reshape(out, lead + sizes), dims)
+
+
+def _constant_bool(array, like):
+    dev = like._device
+    return Tensor._make(dev.ops.from_numpy(np.ascontiguousarray(array), dev.index),
+                        dtypes.bool_, dev)
+
+
+def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """Mean over each (KH, KW) window of x (N, C, H, W) or (C, H, W), PyTorch's avg_pool2d:
+    padding counts as zeros unless ``count_include_pad=False``."""
+    return _avg_pool("avg_pool2d", x, 2, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)
+
+
+def _avg_pool(op, x, dims, kernel_size, stride, padding, ceil_mode, count_include_pad,
+              divisor_override):
+    _no_ceil(op, ceil_mode)
+    x = _as_2d(_spatial(op, x, dims), dims)
+    kernel, stride, padding, dilation = _windows(op, *_lift(dims, kernel_size, stride,
+                                                            padding, 1))
+    divisor = None if divisor_override is None else integer(op, "divisor_override",
+                                                            divisor_override)
+    if _tiles(x, kernel, stride, padding, dilation) and divisor is None:
+        return _from_2d(_tiled(x, kernel).mean(axis=(-3, -1)), dims)
+    planes, lead, sizes = _planes(op, x, kernel, stride, padding, dilation)
+    ones = _constant(np.ones((1, 1) + kernel), x)
+    sides = tuple((p, p) for p in padding)
+    out = conv2d_raw(planes, ones, stride, sides, dilation, 1, op=op)
+    if divisor is not None:
+        out = out * (1.0 / divisor)
+    elif count_include_pad or padding == (0, 0):
+        out = out * (1.0 / (kernel[0] * kernel[1]))
+    else:
+        counts = _inside(x.shape[-2:], kernel, stride, padding, dilation, sizes).sum(axis=0)
+        out = out * _constant(1.0 / counts, x)
+    return _from_2d(reshape(out, lead + sizes), dims)
+
+
+def _averaging(length: int, size: int) -> np.ndarray:
+    """(size, length): row i averages [floor(i*length/size), ceil((i+1)*length/size))."""
+    matrix = np.zeros((size, length))
+    for i in range(size):
+        start, stop = (i * length) // size, -(-((i + 1) * length) // size)
+        matrix[i, start:stop] = 1.0 / (stop - start)
+    return matrix
+
+
+def adaptive_avg_pool2d(x, output_size):
+    """Average pooling to ``output_size`` (an int, or a pair whose None keeps that size),
+    PyTorch's adaptive_avg_pool2d."""
+    return _adaptive("adaptive_avg_pool2d", x, 2, output_size)
+
+
+def _adaptive(op, x, dims, output_size):
+    x = _as_2d(_spatial(op, x, dims), dims)
+    h, w = x.shape[-2:]
+    if dims == 1:
+        output_size = (1, output_size)
+    elif isinstance(output_size, (tuple, list)) and len(output_size) == 2:
+        output_size = tuple(n if o is None else o for o, n in zip(output_size, (h, w)))
+    oh, ow = pair(op, "output_size", output_size, 1)
+    if h % oh == 0 and w % ow == 0:
+        kernel = (h // oh, w // ow)
+        if kernel == (1, 1):
+            return _from_2d(x, dims)
+        return _from_2d(_tiled(x, kernel).mean(axis=(-3, -1)), dims)
+    rows = _constant(_averaging(h, oh), x)
+    cols = _constant(_averaging(w, ow).T, x)
+    return _from_2d(matmul(rows, matmul(x, cols)), dims)
+
+
+def _lift(dims, kernel_size, stride, padding, dilation):
+    """1-D window arguments as 2-D ones over a height of 1."""
+    if dims == 2:
+        return kernel_size, stride, padding, dilation
+
+    def one(value, default):
+        if isinstance(value, (tuple, list)):
+            if len(value) != 1:
+                raise ValueError(f"expected an int or a 1-tuple, got {value!r}")
+            value = value[0]
+        return (default, value)
+
+    return (one(kernel_size, 1), None if stride is None else one(stride, 1),
+            one(padding, 0), one(dilation, 1))
+
+
+def _as_2d(x, dims):
+    return x if dims == 2 else reshape(x, x.shape[:-1] + (1, x.shape[-1]))
+
+
+def _from_2d(x, dims):
+    return x if dims == 2 else reshape(x, x.shape[:-2] + (x.shape[-1],))
+
+
+def max_pool1d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    """Max over each window of x (N, C, L) or (C, L), PyTorch's max_pool1d."""
+    return _max_pool("max_pool1d", x, 1, kernel_size, stride, padding, dilation, ceil_mode)
+
+
+def avg_pool1d(x, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):
+    """Mean over each window of x (N, C, L) or (C, L), PyTorch's avg_pool1d."""
+    return _avg_pool("avg_pool1d", x, 1, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, None)
+
+
+def adaptive_avg_pool1d(x, output_size):
+    """Average pooling of x (N, C, L) or (C, L) to ``output_size`` positions."""
+    if isinstance(output_size, (tuple, list)) and len(output_size) == 1:
+        output_size = output_size[0]
+    return _adaptive("adaptive_avg_pool1d", x, 1, output_size)
+
+
+for _fn in (max_pool1d, max_pool2d, avg_pool1d, avg_pool2d, adaptive_avg_pool1d,
+            adaptive_avg_pool2d):
+    public()(_fn)
