@@ -25,7 +25,8 @@ class Node:
     def __init__(self, op, inputs, saved, attrs, ops):
         self.op = op
         self.inputs = inputs
-        self.needs = tuple(t is not None and t._requires_grad for t in inputs)
+        # a list comprehension: a generator costs ~0.1 us more on every recorded op
+        self.needs = tuple([t is not None and t._requires_grad for t in inputs])
         self.saved = saved
         self.attrs = attrs
         self.ops = ops

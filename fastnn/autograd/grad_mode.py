@@ -16,6 +16,7 @@ class _State(threading.local):
 
 
 _state = _State()
+switches = _state  # read directly on hot paths: switches.grad, switches.anomaly
 
 
 def is_grad_enabled() -> bool:

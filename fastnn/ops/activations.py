@@ -16,6 +16,7 @@ import math
 from fastnn.api import dtypes, hookspec
 from fastnn.api.args import real
 from fastnn.autograd.engine import attach
+from fastnn.autograd.grad_mode import switches
 from fastnn.ops import joining
 from fastnn.ops.core import astype
 from fastnn.ops.elementwise import add, align, exp, maximum, minimum, mul, where
@@ -55,7 +56,13 @@ ACTIVATIONS["identity"] = lambda x, slope: x
 @kind("relu")
 def relu(x):
     """max(x, 0); an integer tensor stays integer, as in PyTorch."""
-    if isinstance(x, Tensor) and not x._dtype.is_floating and x._dtype is not dtypes.bool_:
+    if isinstance(x, Tensor) and x._dtype.is_floating:  # the common case, with nothing to check
+        data = x._device.ops.relu(x._data)
+        out = Tensor._make(data, x._dtype, x._device)
+        if not (x._requires_grad or switches.anomaly):
+            return out
+        return attach(out, "relu", (x,), (x._data, data))
+    if isinstance(x, Tensor) and x._dtype is not dtypes.bool_:
         return Tensor._make(x._device.ops.maximum(x._data, 0), x._dtype, x._device)
     return _hook("relu", x)
 

@@ -11,6 +11,7 @@ import numbers
 from fastnn.api import dtypes
 from fastnn.api.dtypes import promote
 from fastnn.autograd.engine import attach
+from fastnn.autograd.grad_mode import switches
 from fastnn.ops.core import astype, broadcast_shape, check_same_device
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
@@ -96,7 +97,9 @@ def binary(op: str, a, b, saved_fn=None) -> Tensor:
 def _record(op, a, b_in, a_data, b_data, saved_fn):
     out_data = getattr(a._device.ops, op)(a_data, b_data)
     out = Tensor._make(out_data, a._dtype, a._device)
-    return attach(out, op, (a, b_in), saved_fn(a_data, b_data, out_data) if saved_fn else ())
+    if a._requires_grad or (b_in is not None and b_in._requires_grad) or switches.anomaly:
+        return attach(out, op, (a, b_in), saved_fn(a_data, b_data, out_data) if saved_fn else ())
+    return out  # nothing to record: skip attach's call (a fifth of a tiny op's time)
 
 
 def _check_scalar(op, value):
@@ -228,7 +231,7 @@ def unary(op: str, x: Tensor, save_input=False, save_output=False) -> Tensor:
         x = astype(x, dtypes.float32)
     out_data = getattr(x._device.ops, op)(x._data)
     out = Tensor._make(out_data, x._dtype, x._device)
-    if op == "sign":
+    if op == "sign" or not (x._requires_grad or switches.anomaly):
         return out
     saved = (x._data,) if save_input else ()
     if save_output:

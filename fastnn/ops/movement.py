@@ -9,7 +9,7 @@ import numbers
 from fastnn.api import dtypes
 from fastnn.api.args import flag, ints
 from fastnn.autograd.engine import attach
-from fastnn.autograd.grad_mode import is_anomaly_enabled
+from fastnn.autograd.grad_mode import is_anomaly_enabled, switches
 from fastnn.ops.core import broadcast_shape
 from fastnn.ops.spelling import UNSET, dim_of, keep_of
 from fastnn.ops.table import public
@@ -45,14 +45,19 @@ def _reduce(op: str, x: Tensor, axis, keepdims: bool) -> Tensor:
         axis = normalize_axis(op, axis, len(shape))
     if type(keepdims) is not bool:
         keepdims = flag(op, "keepdims", keepdims)
-    if not x._dtype.is_floating and op == "mean":
+    dtype = x._dtype
+    if dtype.is_floating:  # the common case: no conversion (and no DType.__eq__ below)
+        pass
+    elif op == "mean":
         x = x.to(dtypes.float32)
-    elif x._dtype in (dtypes.bool_, dtypes.int32) and op == "sum":
+    elif (dtype is dtypes.bool_ or dtype is dtypes.int32) and op == "sum":
         # int64, as in NumPy and PyTorch: a count, and int32 sums that would overflow
         # (NumPy's backend summed int32 to int64 under an int32 label)
         x = x.to(dtypes.int64)
     data = getattr(x._device.ops, op)(x._data, axis, keepdims)
     out = Tensor._make(data, x._dtype, x._device)
+    if not (x._requires_grad or switches.anomaly):
+        return out
     if op == "max":
         return attach(out, op, (x,), (x._data, data), (shape, axis, keepdims, x._dtype.name))
     return attach(out, op, (x,), (), (shape, axis, keepdims))
@@ -61,12 +66,16 @@ def _reduce(op: str, x: Tensor, axis, keepdims: bool) -> Tensor:
 @public(method=True, top=True)
 def sum(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
     """Sum over ``dim`` (None = all)."""
+    if dim is UNSET and axis is UNSET and keepdim is UNSET and keepdims is UNSET:
+        return _reduce("sum", x, None, False)  # x.sum(): nothing to resolve
     return _reduce("sum", x, dim_of("sum", dim, axis), keep_of("sum", keepdim, keepdims))
 
 
 @public(method=True, top=True)
 def mean(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
     """Mean over ``dim`` (None = all); integer tensors give float32."""
+    if dim is UNSET and axis is UNSET and keepdim is UNSET and keepdims is UNSET:
+        return _reduce("mean", x, None, False)  # x.mean(): nothing to resolve
     return _reduce("mean", x, dim_of("mean", dim, axis), keep_of("mean", keepdim, keepdims))
 
 
@@ -138,6 +147,8 @@ def reshape(x: Tensor, *shape) -> Tensor:
     if shape == old:
         return x
     out = Tensor._make(x._device.ops.reshape(x._data, shape), x._dtype, x._device)
+    if not (x._requires_grad or switches.anomaly):
+        return out
     return attach(out, "reshape", (x,), (), old)
 
 

@@ -12,6 +12,7 @@ import numbers
 from fastnn.api import dtypes
 from fastnn.api.args import integer, nonnegative
 from fastnn.autograd.engine import attach
+from fastnn.autograd.grad_mode import switches
 from fastnn.ops.activations import activation as _activation_op
 from fastnn.ops.activations import bias_act
 from fastnn.ops.conv import conv1d_sides, side_padding
@@ -38,6 +39,8 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
         sa, sb = a._data.shape, b._data.shape
         if len(sa) == 2 and len(sb) == 2 and sa[1] == sb[0]:  # the common case, checked
             out = Tensor._make(a._device.ops.matmul(a._data, b._data), a._dtype, a._device)
+            if not (a._requires_grad or b._requires_grad or switches.anomaly):
+                return out
             return attach(out, "matmul", (a, b), (a._data, b._data))
     a, b = _float_pair("matmul", a, b)
     if a.ndim == 0 or b.ndim == 0:

@@ -51,6 +51,7 @@ except ImportError:  # pragma: no cover - scipy is optional
 # the newer optimizer steps (AMSGrad, RMSprop's momentum, Adagrad, RAdam, NAdam)
 fastnn_hook_modules = ("fastnn_cpu.optim",)
 
+_ZEROS = {np.dtype(name): np.dtype(name).type(0) for name in ("float16", "float32", "float64")}
 _DTYPES = ["float32", "float64", "float16", "int32", "int64", "bool"]
 
 
@@ -166,7 +167,8 @@ def sigmoid(x):
 
 @hookimpl
 def relu(x):
-    return np.maximum(x, 0)
+    zero = _ZEROS.get(x.dtype)  # a scalar of x's own dtype: no conversion per call
+    return np.maximum(x, zero if zero is not None else 0)
 
 
 @hookimpl
@@ -317,4 +319,4 @@ def one_hot(indices, num_classes, dtype):
 
 @hookimpl
 def matmul(a, b):
-    return np.matmul(a, b)
+    return a @ b
