@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import threading
+import types
 from dataclasses import dataclass, field
 from functools import partial
 from importlib.metadata import entry_points
@@ -90,6 +91,21 @@ def on_refresh(forget) -> None:
     _on_refresh.append(forget)
 
 
+def hook_modules(module) -> list:
+    """A backend's entry-point module and the modules it lists in ``fastnn_hook_modules``."""
+    return [module] + [importlib.import_module(sub)
+                       for sub in getattr(module, "fastnn_hook_modules", ())]
+
+
+def hook_namespace(module) -> types.SimpleNamespace:
+    """Every name of a backend's hook modules in one namespace (``ns.add(a, b)``), for code
+    that calls one backend's hooks directly: its own composites, tests."""
+    table = {}
+    for mod in reversed(hook_modules(module)):  # the entry-point module's names win
+        table.update(vars(mod))
+    return types.SimpleNamespace(**table)
+
+
 def _check_signatures(name: str, pm: pluggy.PluginManager) -> None:
     """Reject implementations whose parameters differ from the spec's, in name or order."""
     for hook_name in hookspec.HOOKS + ["backend_probe"]:
@@ -139,9 +155,8 @@ def _load(name: str) -> Backend:
         module = ep.load()
         pm = pluggy.PluginManager(hookspec.PROJECT)
         pm.add_hookspecs(hookspec)
-        pm.register(module, name=name)
-        for sub in getattr(module, "fastnn_hook_modules", ()):
-            pm.register(importlib.import_module(sub), name=f"{name}:{sub}")
+        for mod in hook_modules(module):
+            pm.register(mod, name=name if mod is module else f"{name}:{mod.__name__}")
         pm.check_pending()
         _check_signatures(name, pm)
         probe = pm.hook.backend_probe() or {}

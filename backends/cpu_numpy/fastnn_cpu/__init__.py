@@ -12,44 +12,15 @@ import numpy as np
 
 from fastnn.api import composite
 from fastnn.api.hookspec import hookimpl
-from fastnn_cpu.conv import conv1d, conv1d_grad_input, conv1d_grad_weight  # noqa: F401
-from fastnn_cpu.conv_2d import conv2d, conv2d_grad_input, conv2d_grad_weight  # noqa: F401
-from fastnn_cpu.fused import (  # noqa: F401
-    adam_step,
-    bias_act,
-    log_softmax,
-    rms_div,
-    rmsprop_step,
-    sgd_step,
-    softmax,
-    softmax_cross_entropy,
-    softmax_cross_entropy_backward,
-)
-from fastnn_cpu.indexing import (  # noqa: F401
-    bitwise_and,
-    bitwise_or,
-    bitwise_xor,
-    cat,
-    cos,
-    cumsum,
-    floor,
-    floor_divide,
-    gather,
-    index_select,
-    prod,
-    scatter_add,
-    sin,
-    slice,
-    slice_scatter,
-)
 
 try:  # scipy's erf is vectorised C; fall back to math.erf elementwise
     from scipy.special import erf as _erf
 except ImportError:  # pragma: no cover - scipy is optional
     _erf = np.vectorize(math.erf, otypes=[np.float64])
 
-# the newer optimizer steps (AMSGrad, RMSprop's momentum, Adagrad, RAdam, NAdam)
-fastnn_hook_modules = ("fastnn_cpu.optim",)
+# the modules holding the rest of the hooks: the registry registers each of them
+fastnn_hook_modules = ("fastnn_cpu.conv", "fastnn_cpu.conv_2d", "fastnn_cpu.fused",
+                       "fastnn_cpu.indexing", "fastnn_cpu.optim")
 
 _ZEROS = {np.dtype(name): np.dtype(name).type(0) for name in ("float16", "float32", "float64")}
 _DTYPES = ["float32", "float64", "float16", "int32", "int64", "bool"]

@@ -17,90 +17,15 @@ through NCCL).
 from __future__ import annotations
 
 import functools
+import importlib
 
+from fastnn.api import hookspec
 from fastnn.api.hookspec import hookimpl
 from fastnn_cuda import _cupy
-from fastnn_cuda.collectives import allreduce, broadcast  # noqa: F401
-from fastnn_cuda.conv import conv1d, conv1d_grad_input, conv1d_grad_weight  # noqa: F401
-from fastnn_cuda.conv_2d import conv2d, conv2d_grad_input, conv2d_grad_weight  # noqa: F401
-from fastnn_cuda.fused import (  # noqa: F401
-    bias_act,
-    bias_act_backward,
-    log_softmax,
-    rms_div,
-    softmax,
-    softmax_cross_entropy,
-    softmax_cross_entropy_backward,
-)
-from fastnn_cuda.indexing import (  # noqa: F401
-    bitwise_and,
-    bitwise_or,
-    bitwise_xor,
-    cat,
-    cos,
-    cumsum,
-    floor,
-    floor_divide,
-    gather,
-    index_select,
-    prod,
-    scatter_add,
-    sin,
-    slice,
-    slice_scatter,
-)
-from fastnn_cuda.optim import (  # noqa: F401
-    adagrad_step,
-    adam_step,
-    amsgrad_step,
-    nadam_step,
-    radam_step,
-    rmsprop_momentum_step,
-    rmsprop_step,
-    sgd_step,
-)
-from fastnn_cuda.primitives import (  # noqa: F401
-    abs,
-    add,
-    argmax,
-    astype,
-    broadcast_to,
-    contiguous,
-    div,
-    equal,
-    erf,
-    exp,
-    from_numpy,
-    full,
-    gelu,
-    greater,
-    leaky_relu,
-    less,
-    log,
-    matmul,
-    max,
-    maximum,
-    mean,
-    minimum,
-    mul,
-    neg,
-    one_hot,
-    pow,
-    relu,
-    reshape,
-    sigmoid,
-    sign,
-    silu,
-    softplus,
-    sqrt,
-    sub,
-    sum,
-    tanh,
-    to_numpy,
-    transpose,
-    uniform,
-    where,
-)
+
+# the modules holding the hooks: the registry registers each of them
+fastnn_hook_modules = tuple(f"fastnn_cuda.{name}" for name in (
+    "collectives", "conv", "conv_2d", "fused", "indexing", "optim", "primitives"))
 
 
 @hookimpl
@@ -108,20 +33,11 @@ def backend_probe():
     return _cupy.probe()
 
 
-# Hooks whose first argument is a device array (or a list of them): with more
-# than one GPU they run with the current device set to that array's device.
-_ON_ARRAY_DEVICE = (
-    "astype neg exp log sqrt abs sign erf tanh sigmoid relu leaky_relu gelu silu softplus "
-    "add sub mul div pow maximum minimum greater less equal where sum mean max argmax "
-    "reshape transpose broadcast_to contiguous one_hot matmul conv1d conv1d_grad_input "
-    "conv1d_grad_weight conv2d conv2d_grad_input conv2d_grad_weight softmax log_softmax "
-    "softmax_cross_entropy "
-    "softmax_cross_entropy_backward rms_div bias_act bias_act_backward "
-    "sgd_step adam_step rmsprop_step amsgrad_step rmsprop_momentum_step adagrad_step "
-    "radam_step nadam_step "
-    "slice slice_scatter gather scatter_add index_select cat cumsum prod floor sin cos "
-    "floor_divide bitwise_and bitwise_or bitwise_xor"
-).split()
+# Hooks whose first argument is a device array (or a list of them): with more than one
+# GPU they run with the current device set to that array's device. Every hook is one but
+# these, which are given a device index (and the collectives enter theirs themselves).
+_HOST_SIDE = frozenset({"from_numpy", "to_numpy", "full", "uniform", "allreduce", "broadcast"})
+_ON_ARRAY_DEVICE = [name for name in hookspec.HOOKS if name not in _HOST_SIDE]
 
 
 def on_array_device(fn):
@@ -147,9 +63,12 @@ def on_array_device(fn):
 
 
 def _guard_devices(namespace: dict) -> None:
+    """Wrap, in place, the hooks of ``namespace`` (a hook module's globals) that take arrays."""
     for name in _ON_ARRAY_DEVICE:
-        namespace[name] = on_array_device(namespace[name])
+        if name in namespace:
+            namespace[name] = on_array_device(namespace[name])
 
 
 if _cupy.device_count() > 1:  # one GPU: the current device is always the right one
-    _guard_devices(globals())
+    for _module in fastnn_hook_modules:
+        _guard_devices(vars(importlib.import_module(_module)))

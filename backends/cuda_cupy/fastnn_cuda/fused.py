@@ -11,7 +11,7 @@ Softmax over an axis other than the last moves that axis last first (one copy).
 
 from __future__ import annotations
 
-from fastnn.api import composite
+from fastnn.api import composite, registry
 from fastnn.api.hookspec import hookimpl
 from fastnn_cuda import kernels, launch
 from fastnn_cuda._cupy import cupy as cp
@@ -124,11 +124,12 @@ def bias_act(x, bias, kind, slope):
 
 
 def _own_hooks():
-    """This backend's hooks as an ops table (the package namespace holds every hook), so
-    that the core's composites serve the cases the backward kernels do not take."""
+    """This backend's hooks as an ops table (the names of its hook modules), so that the
+    core's composites serve the cases the backward kernels do not take. Built per call:
+    only those rare cases pay, and a test's patched hook is seen."""
     import fastnn_cuda
 
-    return fastnn_cuda
+    return registry.hook_namespace(fastnn_cuda)
 
 
 @hookimpl

@@ -13,87 +13,13 @@ record instead of an import error.
 from __future__ import annotations
 
 from fastnn.api.hookspec import hookimpl
-from fastnn_opencl.collectives import allreduce, broadcast  # noqa: F401
-from fastnn_opencl.conv import conv1d, conv1d_grad_input, conv1d_grad_weight  # noqa: F401
-from fastnn_opencl.conv_2d import conv2d, conv2d_grad_input, conv2d_grad_weight  # noqa: F401
-from fastnn_opencl.elementwise import (  # noqa: F401
-    abs,
-    add,
-    astype,
-    bitwise_and,
-    bitwise_or,
-    bitwise_xor,
-    cos,
-    div,
-    equal,
-    erf,
-    exp,
-    floor,
-    floor_divide,
-    gelu,
-    greater,
-    leaky_relu,
-    less,
-    log,
-    maximum,
-    minimum,
-    mul,
-    neg,
-    pow,
-    relu,
-    sigmoid,
-    sign,
-    silu,
-    sin,
-    softplus,
-    sqrt,
-    sub,
-    tanh,
-    where,
-)
-from fastnn_opencl.fused import (  # noqa: F401
-    bias_act,
-    bias_act_backward,
-    log_softmax,
-    rms_div,
-    softmax,
-    softmax_cross_entropy,
-    softmax_cross_entropy_backward,
-)
-from fastnn_opencl.indexing import (  # noqa: F401
-    cat,
-    cumsum,
-    gather,
-    index_select,
-    prod,
-    scatter_add,
-    slice,
-    slice_scatter,
-)
-from fastnn_opencl.linalg import matmul  # noqa: F401
-from fastnn_opencl.misc import (  # noqa: F401
-    broadcast_to,
-    contiguous,
-    from_numpy,
-    full,
-    one_hot,
-    reshape,
-    to_numpy,
-    transpose,
-    uniform,
-)
-from fastnn_opencl.optim import (  # noqa: F401
-    adagrad_step,
-    adam_step,
-    amsgrad_step,
-    nadam_step,
-    radam_step,
-    rmsprop_momentum_step,
-    rmsprop_step,
-    sgd_step,
-)
-from fastnn_opencl.reduce import argmax, max, mean, sum  # noqa: F401
 from fastnn_opencl.runtime import INSTALL_HINT
+
+# the modules holding the hooks: the registry registers each of them (importing them does
+# not import pyopencl either: each reaches it through runtime when a hook first runs)
+fastnn_hook_modules = tuple(f"fastnn_opencl.{name}" for name in (
+    "collectives", "conv", "conv_2d", "elementwise", "fused", "indexing", "linalg", "misc",
+    "optim", "reduce"))
 
 
 def probe() -> dict:

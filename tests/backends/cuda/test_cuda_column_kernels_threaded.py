@@ -16,9 +16,9 @@ from __future__ import annotations
 import ctypes
 import shutil
 
-import fastnn_cpu
 import numpy as np
 import pytest
+from fastnn_cpu import fused as cpu_fused
 from fastnn_cuda import kernels, launch
 
 import fastnn as fnn
@@ -114,7 +114,7 @@ def test_bias_act_backward_meets_every_warps_partial(lib, kind):
     rows, features = 45, 40
     x, grad = rng.standard_normal((rows, features)), rng.standard_normal((rows, features))
     bias = rng.standard_normal(features)
-    out = fastnn_cpu.bias_act(x, bias, kind, 0.1)
+    out = cpu_fused.bias_act(x, bias, kind, 0.1)
     dz, dbias = np.empty_like(x), np.full(features, np.nan)
     run(lib, "bias_act_backward", "float64", features, x, bias, out, grad, dz, dbias, rows,
         features, kernels.ACTIVATION_CODES[kind], 0.1)

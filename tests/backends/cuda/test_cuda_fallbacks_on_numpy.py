@@ -12,6 +12,9 @@ import fastnn_cpu
 import fastnn_cpu.optim
 import numpy as np
 import pytest
+from fastnn_cpu import conv as cpu_conv
+from fastnn_cpu import conv_2d as cpu_conv2d
+from fastnn_cpu import fused as cpu_fused
 from fastnn_cuda import conv, conv_2d, fused, kernels, optim, primitives
 from scipy import special
 
@@ -41,13 +44,13 @@ def test_conv1d_and_grads_match_numpy_backend(case):
     x, w = rand(n, c_in, length, seed=1), rand(c_out, c_in // groups, k, seed=2)
     attrs = (stride, padding, dilation, groups)
     out = conv.conv1d(x, w, *attrs)
-    np.testing.assert_allclose(out, fastnn_cpu.conv1d(x, w, *attrs), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(out, cpu_conv.conv1d(x, w, *attrs), rtol=1e-12, atol=1e-12)
     g = rand(*out.shape, seed=3)
     np.testing.assert_allclose(conv.conv1d_grad_input(g, w, length, *attrs),
-                               fastnn_cpu.conv1d_grad_input(g, w, length, *attrs),
+                               cpu_conv.conv1d_grad_input(g, w, length, *attrs),
                                rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(conv.conv1d_grad_weight(x, g, k, *attrs),
-                               fastnn_cpu.conv1d_grad_weight(x, g, k, *attrs),
+                               cpu_conv.conv1d_grad_weight(x, g, k, *attrs),
                                rtol=1e-12, atol=1e-12)
 
 
@@ -57,13 +60,13 @@ def test_conv2d_and_grads_match_numpy_backend(case):
     x, w = rand(*x_shape, seed=1), rand(*w_shape, seed=2)
     attrs = (stride, padding, dilation, groups)
     out = conv_2d.conv2d(x, w, *attrs)
-    np.testing.assert_allclose(out, fastnn_cpu.conv2d(x, w, *attrs), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(out, cpu_conv2d.conv2d(x, w, *attrs), rtol=1e-12, atol=1e-12)
     g = rand(*out.shape, seed=3)
     np.testing.assert_allclose(conv_2d.conv2d_grad_input(g, w, x_shape[2:], *attrs),
-                               fastnn_cpu.conv2d_grad_input(g, w, x_shape[2:], *attrs),
+                               cpu_conv2d.conv2d_grad_input(g, w, x_shape[2:], *attrs),
                                rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(conv_2d.conv2d_grad_weight(x, g, w_shape[2:], *attrs),
-                               fastnn_cpu.conv2d_grad_weight(x, g, w_shape[2:], *attrs),
+                               cpu_conv2d.conv2d_grad_weight(x, g, w_shape[2:], *attrs),
                                rtol=1e-12, atol=1e-12)
 
 
@@ -71,7 +74,7 @@ def test_cross_entropy_fallback_gives_nan_for_bad_targets_without_reading_them()
     logits = rand(4, 5)
     targets = np.array([0, 4, 5, -1])
     loss, probs = fused.softmax_cross_entropy(logits, targets)
-    ref_loss, ref_probs = fastnn_cpu.softmax_cross_entropy(logits[:2], targets[:2])
+    ref_loss, ref_probs = cpu_fused.softmax_cross_entropy(logits[:2], targets[:2])
     np.testing.assert_allclose(loss[:2], ref_loss, rtol=1e-12)
     assert np.isnan(loss[2:]).all()
     np.testing.assert_allclose(probs[:2], ref_probs, rtol=1e-12)
@@ -82,7 +85,7 @@ def test_cross_entropy_backward_fallback_gives_nan_rows_for_bad_targets():
     probs = np.random.default_rng(3).dirichlet(np.ones(5), 4)
     targets = np.array([0, 5, 2, -1])
     out = fused.softmax_cross_entropy_backward(probs, targets, np.ones(4))
-    want = fastnn_cpu.softmax_cross_entropy_backward(probs[[0, 2]], targets[[0, 2]], np.ones(2))
+    want = cpu_fused.softmax_cross_entropy_backward(probs[[0, 2]], targets[[0, 2]], np.ones(2))
     assert np.isnan(out[[1, 3]]).all()
     np.testing.assert_allclose(out[[0, 2]], want, rtol=1e-12)
 
@@ -90,15 +93,15 @@ def test_cross_entropy_backward_fallback_gives_nan_rows_for_bad_targets():
 @pytest.mark.parametrize("axis", [0, 1, 2])
 def test_softmax_fallbacks(axis):
     x = rand(3, 4, 5)
-    np.testing.assert_allclose(fused.softmax(x, axis), fastnn_cpu.softmax(x, axis), rtol=1e-12)
-    np.testing.assert_allclose(fused.log_softmax(x, axis), fastnn_cpu.log_softmax(x, axis),
+    np.testing.assert_allclose(fused.softmax(x, axis), cpu_fused.softmax(x, axis), rtol=1e-12)
+    np.testing.assert_allclose(fused.log_softmax(x, axis), cpu_fused.log_softmax(x, axis),
                                rtol=1e-12)
 
 
 def test_rms_div_fallback():
     x = rand(3, 7)
     out, r = fused.rms_div(x, 1e-6)
-    ref_out, ref_r = fastnn_cpu.rms_div(x, 1e-6)
+    ref_out, ref_r = cpu_fused.rms_div(x, 1e-6)
     np.testing.assert_allclose(out, ref_out, rtol=1e-12)
     np.testing.assert_allclose(r, ref_r, rtol=1e-12)
 
@@ -107,7 +110,7 @@ def test_rms_div_fallback():
 def test_bias_act_fallback(kind):
     x, b = rand(4, 6) * 3, rand(6, seed=5)
     np.testing.assert_allclose(fused.bias_act(x, b, kind, 0.1),
-                               fastnn_cpu.bias_act(x, b, kind, 0.1), rtol=1e-12, atol=1e-15)
+                               cpu_fused.bias_act(x, b, kind, 0.1), rtol=1e-12, atol=1e-15)
 
 
 def test_swish_fallback_and_its_gradients_against_finite_differences():
@@ -140,7 +143,7 @@ def test_sgd_fallback_matches_numpy_backend(momentum, nesterov, first):
     args = ([0.1, 0.2], [0.01, 0.0], momentum, 0.1, nesterov, first)
     got_p, got_b = optim.sgd_step(_params(0), grads, [b if b is None else b.copy() for b in bufs],
                                   *args)
-    ref_p, ref_b = fastnn_cpu.sgd_step(_params(0), grads,
+    ref_p, ref_b = cpu_fused.sgd_step(_params(0), grads,
                                        [b if b is None else b.copy() for b in bufs], *args)
     for a, b in zip(got_p + got_b, ref_p + ref_b):
         if b is None:
@@ -155,7 +158,7 @@ def test_adam_fallback_matches_numpy_backend(decoupled):
     state = lambda: ([np.abs(a) for a in _params(30)], [np.abs(a) for a in _params(40)])  # noqa: E731
     args = ([0.1, 0.2], [0.01, 0.0], 0.9, 0.999, 1e-8, 3, decoupled)
     got = optim.adam_step(_params(0), grads, *state(), *args)
-    ref = fastnn_cpu.adam_step(_params(0), grads, *state(), *args)
+    ref = cpu_fused.adam_step(_params(0), grads, *state(), *args)
     for a, b in zip(sum(got, []), sum(ref, [])):
         np.testing.assert_allclose(a, b, rtol=1e-12)
 
@@ -164,7 +167,7 @@ def test_rmsprop_fallback_matches_numpy_backend():
     grads = _params(10)
     args = ([0.1, 0.2], [0.01, 0.0], 0.99, 1e-8)
     got = optim.rmsprop_step(_params(0), grads, [np.abs(a) for a in _params(30)], *args)
-    ref = fastnn_cpu.rmsprop_step(_params(0), grads, [np.abs(a) for a in _params(30)], *args)
+    ref = cpu_fused.rmsprop_step(_params(0), grads, [np.abs(a) for a in _params(30)], *args)
     for a, b in zip(sum(got, []), sum(ref, [])):
         np.testing.assert_allclose(a, b, rtol=1e-12)
 
@@ -196,7 +199,7 @@ def test_rms_div_of_empty_rows_gives_nan_r(monkeypatch, kernel):
     monkeypatch.setattr(kernels, "has_kernel", lambda dtype: kernel)
     x = np.zeros((3, 0), dtype=np.float32)
     out, r = fused.rms_div(x, 1e-6)
-    ref_out, ref_r = fastnn_cpu.rms_div(x, 1e-6)
+    ref_out, ref_r = cpu_fused.rms_div(x, 1e-6)
     assert out.shape == ref_out.shape == (3, 0)
     assert r.shape == ref_r.shape == (3, 1) and r.dtype == np.float32
     assert np.isnan(r).all() and np.isnan(ref_r).all()
@@ -219,7 +222,7 @@ def test_optimizer_kernels_take_only_params_whose_state_matches(monkeypatch):
 @pytest.mark.parametrize("shape", [(4, 6), (2, 3, 5), (5,), (3, 0)])
 def test_bias_act_backward_fallback_matches_the_composite(kind, shape):
     x, bias, grad = rand(*shape, seed=1), rand(shape[-1], seed=2), rand(*shape, seed=3)
-    out = fastnn_cpu.bias_act(x, bias, kind, 0.1)
+    out = cpu_fused.bias_act(x, bias, kind, 0.1)
     dz, db = fused.bias_act_backward(x, bias, out, grad, kind, 0.1)
     want_dz, want_db = composite.bias_act_backward(fnn.Device("cpu").ops, x, bias, out, grad,
                                                    kind, 0.1)

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import shutil
 
-import fastnn_cpu
 import numpy as np
 import pytest
+from fastnn_cpu import conv as cpu_conv
+from fastnn_cpu import fused as cpu_fused
 from fastnn_cuda import kernels, launch
 
 import fastnn as fnn
@@ -70,10 +71,10 @@ def test_bias_act(host_lib, dtype, kind, plane_caps):
     out = np.full_like(x, np.nan)
     code = kernels.ACTIVATION_CODES[kind]
     run_planes(host_lib, "bias_act", dtype, 37, 5, 1, (x, bias, out, 5, 37, code, 0.1))
-    np.testing.assert_allclose(out, fastnn_cpu.bias_act(x, bias, kind, 0.1), **TOL[dtype])
+    np.testing.assert_allclose(out, cpu_fused.bias_act(x, bias, kind, 0.1), **TOL[dtype])
     out[:] = np.nan  # no bias: one row of every element, as primitives._activation launches
     run_planes(host_lib, "bias_act", dtype, x.size, 1, 1, (x, 0, out, 1, x.size, code, 0.1))
-    want = x if kind == "identity" else fastnn_cpu.bias_act(x, np.zeros(37, dtype), kind, 0.1)
+    want = x if kind == "identity" else cpu_fused.bias_act(x, np.zeros(37, dtype), kind, 0.1)
     np.testing.assert_allclose(out, want, **TOL[dtype])
 
 
@@ -91,7 +92,7 @@ def test_bias_act_backward_matches_the_core_composite(host_lib, dtype, kind):
     x = (rng.standard_normal((rows, features)) * 3).astype(dtype)
     bias = rng.standard_normal(features).astype(dtype)
     grad = rng.standard_normal((rows, features)).astype(dtype)
-    out = fastnn_cpu.bias_act(x, bias, kind, 0.1)
+    out = cpu_fused.bias_act(x, bias, kind, 0.1)
     dz, dbias = np.empty_like(x), np.empty_like(bias)
     run_columns_one_warp(host_lib, "bias_act_backward", dtype, features,
                          (x, bias, out, grad, dz, dbias, rows, features,
@@ -159,7 +160,7 @@ def test_conv_through_im2col_and_col2im(host_lib, case, plane_caps):
     out = np.matmul(w.reshape(groups, c_out // groups, -1), cols_g)
     out = out.reshape(c_out, n, l_out).transpose(1, 0, 2)
     attrs = (stride, padding, dilation, groups)
-    np.testing.assert_allclose(out, fastnn_cpu.conv1d(x, w, *attrs), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(out, cpu_conv.conv1d(x, w, *attrs), rtol=1e-12, atol=1e-12)
     g = rng.standard_normal(out.shape)
     rows = np.ascontiguousarray(g.transpose(1, 0, 2)).reshape(groups, c_out // groups, -1)
     dcols = np.ascontiguousarray(np.matmul(w.reshape(groups, c_out // groups, -1)
@@ -167,7 +168,7 @@ def test_conv_through_im2col_and_col2im(host_lib, case, plane_caps):
     dx = np.full((n, c_in, length), np.nan)
     run_planes(host_lib, "col2im", "float64", length, n, c_in,
                (dcols, dx, n, c_in, length, k, l_out, stride, padding, dilation))
-    np.testing.assert_allclose(dx, fastnn_cpu.conv1d_grad_input(g, w, length, *attrs),
+    np.testing.assert_allclose(dx, cpu_conv.conv1d_grad_input(g, w, length, *attrs),
                                rtol=1e-12, atol=1e-12)
 
 
@@ -193,7 +194,7 @@ def test_sgd_table_launch(host_lib, dtype, momentum, nesterov, first):
     params, grads = _arrays(0, SIZES, dtype), _arrays(1, SIZES, dtype)
     bufs = _arrays(2, SIZES, dtype)
     lrs, wds = [0.1 + 0.01 * k for k in range(n)], [0.02 * (k % 2) for k in range(n)]
-    ref_p, ref_b = fastnn_cpu.sgd_step([p.copy() for p in params], grads,
+    ref_p, ref_b = cpu_fused.sgd_step([p.copy() for p in params], grads,
                                        [b.copy() for b in bufs] if momentum else [None] * n,
                                        lrs, wds, momentum, 0.1, bool(nesterov), bool(first))
     pointers = [(p.ctypes.data, g.ctypes.data, b.ctypes.data) for p, g, b in
@@ -213,7 +214,7 @@ def test_adam_table_launch(host_lib, dtype, decoupled):
     params, grads = _arrays(0, SIZES, dtype), _arrays(1, SIZES, dtype)
     m, v = _arrays(2, SIZES, dtype), _arrays(3, SIZES, dtype, positive=True)
     lrs, wds = [1e-2] * n, [0.05 * (k % 2) for k in range(n)]
-    ref = fastnn_cpu.adam_step([p.copy() for p in params], grads, [a.copy() for a in m],
+    ref = cpu_fused.adam_step([p.copy() for p in params], grads, [a.copy() for a in m],
                                [a.copy() for a in v], lrs, wds, 0.9, 0.999, 1e-8, 3,
                                bool(decoupled))
     pointers = [(p.ctypes.data, g.ctypes.data, a.ctypes.data, b.ctypes.data)
@@ -230,7 +231,7 @@ def test_rmsprop_table_launch(host_lib):
     params, grads = _arrays(0, SIZES, "float64"), _arrays(1, SIZES, "float64")
     v = _arrays(3, SIZES, "float64", positive=True)
     lrs, wds = [1e-2] * n, [0.01] * n
-    ref = fastnn_cpu.rmsprop_step([p.copy() for p in params], grads, [a.copy() for a in v],
+    ref = cpu_fused.rmsprop_step([p.copy() for p in params], grads, [a.copy() for a in v],
                                   lrs, wds, 0.99, 1e-8)
     pointers = [(p.ctypes.data, g.ctypes.data, a.ctypes.data) for p, g, a in
                 zip(params, grads, v)]

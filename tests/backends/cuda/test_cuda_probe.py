@@ -23,7 +23,7 @@ def test_every_hook_of_the_spec_is_implemented():
     import fastnn_cuda
 
     for name in hookspec.HOOKS + ["backend_probe"]:
-        impl = getattr(fastnn_cuda, name, None)
+        impl = getattr(registry.hook_namespace(fastnn_cuda), name, None)
         assert impl is not None, f"fastnn_cuda lacks the hook {name!r}"
         spec = list(inspect.signature(getattr(hookspec, name)).parameters)
         assert list(inspect.signature(impl).parameters) == spec, name
@@ -91,7 +91,11 @@ def test_multi_gpu_wrapper_keeps_signatures_and_markers(monkeypatch):
 
     if _cupy.cupy is None:
         pytest.skip("cupy is not importable, so the device wrapper cannot be built")
-    namespace = {name: getattr(fastnn_cuda, name) for name in fastnn_cuda._ON_ARRAY_DEVICE}
+    import importlib
+
+    namespace = {name: fn for module in fastnn_cuda.fastnn_hook_modules
+                 for name, fn in vars(importlib.import_module(module)).items()
+                 if name in fastnn_cuda._ON_ARRAY_DEVICE}
     fastnn_cuda._guard_devices(namespace)
     module = types.ModuleType("wrapped_cuda")
     vars(module).update(namespace)
@@ -115,3 +119,6 @@ def test_every_hook_on_device_arrays_runs_on_their_gpu():
     host_side = {"from_numpy", "to_numpy", "full", "uniform", "allreduce", "broadcast"}
     wanted = set(hookspec.HOOKS) - host_side
     assert wanted - set(fastnn_cuda._ON_ARRAY_DEVICE) == set()
+    implemented = {name for module in fastnn_cuda.fastnn_hook_modules
+                   for name in vars(__import__(module, fromlist=["_"]))}
+    assert wanted <= implemented  # and the backend does implement each of them

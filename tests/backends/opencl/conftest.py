@@ -2,6 +2,8 @@
 
 import pytest
 
+from fastnn.api import registry
+
 pytest.importorskip("pyopencl")
 
 
@@ -13,4 +15,4 @@ def ocl():
     record = fastnn_opencl.probe()
     if not record["available"]:
         pytest.skip(f"OpenCL unavailable: {record['reason']}")
-    return fastnn_opencl
+    return registry.hook_namespace(fastnn_opencl)  # the hooks of all its modules

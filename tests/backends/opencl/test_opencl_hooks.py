@@ -5,11 +5,14 @@ views, and float32/float64. The NumPy backend is the reference; tolerances
 allow for the few-ulp differences of OpenCL's transcendental functions.
 """
 
-import fastnn_cpu as cpu
+import fastnn_cpu
 import numpy as np
 import pytest
 
 import fastnn as fnn
+from fastnn.api import registry
+
+cpu = registry.hook_namespace(fastnn_cpu)  # the reference: every NumPy hook
 
 TOL = {"float32": dict(rtol=3e-5, atol=3e-6), "float64": dict(rtol=1e-12, atol=1e-13)}
 DTYPES = ["float32", "float64"]
