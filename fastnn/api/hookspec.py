@@ -28,7 +28,8 @@ OPS; nothing else keeps a list of hook names):
   in one pass); movement (reshape, transpose, broadcast_to, contiguous);
   matmul, and conv1d and conv2d with their gradients (a composition needs the
   strided-slice primitives and would be an im2col copy of the input per call).
-- ``@op``: optional. Each has a composite of the same name in
+- ``@op``: optional (their specs are in :mod:`fastnn.api.hookspec_ops`, taken into
+  this module's namespace). Each has a composite of the same name in
   :mod:`fastnn.api.composite`, written with primitives (and other ops), that
   the registry binds for a backend without it; a backend implements an op
   only to be faster or more precise. The activations are ops, and so are the
@@ -41,32 +42,19 @@ package need not re-export their names.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-import pluggy
-
-PROJECT = "fastnn"
-hookspec = pluggy.HookspecMarker(PROJECT)
-hookimpl = pluggy.HookimplMarker(PROJECT)
-
-
-def primitive(spec):
-    """Mark ``spec`` as a required primitive: every backend implements it."""
-    spec.fastnn_role = "primitive"
-    return hookspec(firstresult=True)(spec)
-
-
-def op(spec):
-    """Mark ``spec`` as an optional op: the core composes it from primitives
-    (:mod:`fastnn.api.composite`, a function of the same name) unless the backend
-    implements it, which it does only for speed or precision."""
-    spec.fastnn_role = "op"
-    return hookspec(firstresult=True)(spec)
-
-Array = Any
-Shape = tuple[int, ...]
-Axes = tuple[int, ...] | None
+from fastnn.api import hookspec_ops as _ops
+from fastnn.api.spec_marks import (  # noqa: F401  (backends import hookimpl from here)
+    PROJECT,
+    Array,
+    Axes,
+    Shape,
+    hookimpl,
+    hookspec,
+    op,
+    primitive,
+)
 
 # ---------------------------------------------------------------- backend
 
@@ -356,310 +344,6 @@ def conv2d_grad_weight(x: Array, grad_out: Array, kernel_size: Shape, stride: Sh
     """Gradient of conv2d with respect to the weight: (C_out, C_in // groups, KH, KW)."""
 
 
-# ---------------------------------------------------------------- ops (optional: composed)
-# Activations: a backend that implements none of them still runs every model.
-
-
-@op
-def relu(x: Array) -> Array:
-    """max(x, 0); nan stays nan."""
-
-
-@op
-def leaky_relu(x: Array, slope: float) -> Array:
-    """x where x > 0, else slope * x."""
-
-
-@op
-def gelu(x: Array) -> Array:
-    """Exact GELU: 0.5 * x * (1 + erf(x / sqrt(2)))."""
-
-
-@op
-def silu(x: Array) -> Array:
-    """x * sigmoid(x)."""
-
-
-@op
-def softplus(x: Array) -> Array:
-    """log(1 + e**x), stable: max(x, 0) + log1p(e**-|x|)."""
-
-
-@op
-def sigmoid(x: Array) -> Array:
-    """1 / (1 + e**-x), computed without overflow for large |x|."""
-
-
-# Fused kernels: one launch for what the composite does in several.
-
-
-@op
-def softmax(x: Array, axis: int) -> Array:
-    """exp(x - max) / sum(exp(x - max)) along ``axis``."""
-
-
-@op
-def log_softmax(x: Array, axis: int) -> Array:
-    """x - max - log(sum(exp(x - max))) along ``axis``."""
-
-
-@op
-def softmax_cross_entropy(logits: Array, targets: Array) -> tuple[Array, Array]:
-    """logits (N, C), int targets (N,).
-
-    Returns (loss per row (N,), softmax probabilities (N, C)); the core
-    uses the probabilities for the backward pass: (probs - one_hot) * grad.
-    A target outside [0, C) (the core checks them only on host-memory
-    backends) gives that row a NaN loss and must not be read as an index.
-    """
-
-
-@op
-def rms_div(x: Array, eps: float) -> tuple[Array, Array]:
-    """r = 1 / sqrt(mean(x**2, last axis, keepdims) + eps).
-
-    Returns (x * r, r); r has shape (..., 1).
-    """
-
-
-@op
-def bias_act(x: Array, bias: Array, kind: str, slope: float) -> Array:
-    """activation(x + bias); bias broadcasts along the last axis.
-
-    ``kind`` is one of relu, leaky_relu (uses ``slope``), sigmoid, tanh,
-    silu, gelu, softplus, identity.
-    """
-
-
-@op
-def bias_act_backward(
-    x: Array, bias: Array, out: Array, grad: Array, kind: str, slope: float
-) -> tuple[Array, Array]:
-    """The backward pass of ``out = bias_act(x, bias, kind, slope)``.
-
-    ``grad`` is dL/dout (the shape of x). Returns (dz, dbias): dz = grad *
-    activation'(x + bias), which is also dL/dx, and dbias = dz summed over
-    every axis but the last (bias's shape). relu's derivative is taken as
-    ``out > 0``, so that NaN inputs pass no gradient, as the composite does.
-    """
-
-
-@op
-def softmax_cross_entropy_backward(probs: Array, targets: Array, grad: Array) -> Array:
-    """dL/dlogits of ``softmax_cross_entropy``: (probs - one_hot) * grad.
-
-    probs (N, C) as that hook returned them, int targets (N,), grad (N,)
-    (dL/dloss per row; may be a broadcast view with stride 0). A target
-    outside [0, C) makes its whole row NaN, as its loss is, so that an
-    optimizer step cannot go ahead on finite, plausible gradients.
-    """
-
-
-@op
-def sgd_step(
-    params: list,
-    grads: list,
-    bufs: list,
-    lrs: Sequence[float],
-    weight_decays: Sequence[float],
-    momentum: float,
-    dampening: float,
-    nesterov: bool,
-    first_step: bool,
-) -> tuple[list, list]:
-    """One SGD step for many parameters (PyTorch's rule).
-
-    g = grad + wd * p; with momentum: buf = g on the first step, else
-    momentum * buf + (1 - dampening) * g; g = g + momentum * buf if nesterov
-    else buf. p = p - lr * g. ``bufs`` holds None when momentum == 0.
-    Returns the new (params, bufs); may update the arrays in place.
-    """
-
-
-@op
-def adam_step(
-    params: list,
-    grads: list,
-    exp_avgs: list,
-    exp_avg_sqs: list,
-    lrs: Sequence[float],
-    weight_decays: Sequence[float],
-    beta1: float,
-    beta2: float,
-    eps: float,
-    step: int,
-    decoupled: bool,
-) -> tuple[list, list, list]:
-    """One Adam (``decoupled=False``) or AdamW step, PyTorch's rule.
-
-    Adam adds wd * p to the gradient; AdamW multiplies p by (1 - lr * wd).
-    m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g;
-    p = p - lr * (m / (1 - b1**step)) / (sqrt(v / (1 - b2**step)) + eps).
-    Returns the new (params, exp_avgs, exp_avg_sqs); may update in place.
-    """
-
-
-@op
-def rmsprop_step(
-    params: list,
-    grads: list,
-    square_avgs: list,
-    lrs: Sequence[float],
-    weight_decays: Sequence[float],
-    alpha: float,
-    eps: float,
-) -> tuple[list, list]:
-    """v = alpha*v + (1-alpha)*g*g; p = p - lr * g / (sqrt(v) + eps).
-
-    g includes wd * p. Returns the new (params, square_avgs); may update in place.
-    """
-
-
-@op
-def amsgrad_step(
-    params: list,
-    grads: list,
-    exp_avgs: list,
-    exp_avg_sqs: list,
-    max_exp_avg_sqs: list,
-    lrs: Sequence[float],
-    weight_decays: Sequence[float],
-    beta1: float,
-    beta2: float,
-    eps: float,
-    step: int,
-    decoupled: bool,
-) -> tuple[list, list, list, list]:
-    """One Adam or AdamW step with ``amsgrad=True``, PyTorch's rule.
-
-    As ``adam_step`` (weight decay, m, v), then vmax = max(vmax, v) and
-    p = p - lr * (m / (1 - b1**step)) / (sqrt(vmax / (1 - b2**step)) + eps).
-    Returns the new (params, exp_avgs, exp_avg_sqs, max_exp_avg_sqs); may update in place.
-    """
-
-
-@op
-def rmsprop_momentum_step(
-    params: list,
-    grads: list,
-    square_avgs: list,
-    grad_avgs: list,
-    bufs: list,
-    lrs: Sequence[float],
-    weight_decays: Sequence[float],
-    alpha: float,
-    eps: float,
-    momentum: float,
-    centered: bool,
-) -> tuple[list, list, list, list]:
-    """RMSprop with momentum and/or ``centered``, PyTorch's rule (g includes wd * p).
-
-    v = alpha*v + (1-alpha)*g*g; centered: a = alpha*a + (1-alpha)*g and
-    d = sqrt(v - a*a) + eps, else d = sqrt(v) + eps. momentum > 0:
-    buf = momentum*buf + g/d, p = p - lr*buf; else p = p - lr*g/d. ``grad_avgs``
-    holds None unless centered, ``bufs`` None when momentum == 0 (and their
-    results are then None too). Returns the new (params, square_avgs, grad_avgs, bufs).
-    """
-
-
-@op
-def adagrad_step(
-    params: list,
-    grads: list,
-    state_sums: list,
-    lrs: Sequence[float],
-    weight_decays: Sequence[float],
-    eps: float,
-) -> tuple[list, list]:
-    """g = grad + wd * p; s = s + g*g; p = p - lr * g / (sqrt(s) + eps).
-
-    ``lrs`` already hold PyTorch's decayed rate lr / (1 + (step - 1) * lr_decay).
-    Returns the new (params, state_sums); may update in place.
-    """
-
-
-@op
-def radam_step(
-    params: list,
-    grads: list,
-    exp_avgs: list,
-    exp_avg_sqs: list,
-    lrs: Sequence[float],
-    weight_decays: Sequence[float],
-    beta1: float,
-    beta2: float,
-    eps: float,
-    step: int,
-    decoupled: bool,
-) -> tuple[list, list, list]:
-    """One RAdam step, PyTorch's rule (weight decay as ``adam_step``).
-
-    m and v as Adam; rho_inf = 2/(1-b2) - 1, rho = rho_inf - 2 step b2**step / (1 - b2**step).
-    rho > 5: r = sqrt((rho-4)(rho-2) rho_inf / ((rho_inf-4)(rho_inf-2) rho)) and
-    p = p - lr * r * (m / (1 - b1**step)) * sqrt(1 - b2**step) / (sqrt(v) + eps);
-    else p = p - lr * m / (1 - b1**step). Returns the new (params, exp_avgs, exp_avg_sqs).
-    """
-
-
-@op
-def nadam_step(
-    params: list,
-    grads: list,
-    exp_avgs: list,
-    exp_avg_sqs: list,
-    lrs: Sequence[float],
-    weight_decays: Sequence[float],
-    beta1: float,
-    beta2: float,
-    eps: float,
-    step: int,
-    mu: float,
-    mu_next: float,
-    mu_product: float,
-    decoupled: bool,
-) -> tuple[list, list, list]:
-    """One NAdam step, PyTorch's rule (weight decay as ``adam_step``).
-
-    m and v as Adam; d = sqrt(v / (1 - b2**step)) + eps;
-    p = p - lr (1 - mu) / (1 - mu_product) * g / d - lr mu_next / (1 - mu_product mu_next) * m / d,
-    where ``mu_product`` is the product of mu over every step so far, this one's included.
-    Returns the new (params, exp_avgs, exp_avg_sqs).
-    """
-
-
-
-# ---------------------------------------------------------------- collectives (ops)
-# Called by :mod:`fastnn.distributed` on every rank at once, in the same order, with the
-# same number of arrays of the same shapes. ``comm`` is the core's communicator handle:
-# ``comm.rank``, ``comm.size``, ``comm.local_rank``; ``comm.host_allreduce(array, reduction)``
-# and ``comm.host_broadcast(array, root)`` on one C-contiguous host NumPy array (MPI
-# underneath; they return the result, which may be ``array`` itself, reduced or filled
-# in place: pass a buffer of your own); ``comm.bcast_object(obj, root)`` for a small
-# picklable object
-# (e.g. a backend's own communicator id); ``comm.cache``, a dict in which a backend keeps
-# its own communicator between calls (key it by backend name and device index). The
-# composites stage through the host, which every backend gets for free.
-
-
-@op
-def allreduce(arrays: list, reduction: str, comm: Any, device_index: int) -> list:
-    """Reduce each array elementwise over all ranks; new arrays, the inputs left as they were.
-
-    ``arrays``: one dtype (float or integer), all on device ``device_index``, any
-    shapes (0-d and size-0 included). ``reduction``: "sum", "max" or "min" (the core
-    divides for a mean). Returns one array per input, same shape and dtype, equal on
-    every rank. One collective for the whole list (pack, reduce, unpack), not one per
-    array: this is how a step's gradients travel.
-    """
-
-
-@op
-def broadcast(arrays: list, root: int, comm: Any, device_index: int) -> list:
-    """Rank ``root``'s arrays on every rank; new arrays, the inputs left as they were.
-
-    As :func:`allreduce`: one dtype, one device, one collective for the whole list.
-    Every rank passes arrays of the shapes root passes (the core checks this first).
-    """
 # ---------------------------------------------------------------- indexing, scans, more math
 # Chosen by the rule above: a strided slice and its adjoint (no composition selects a
 # sub-block without a gather of every element), gather and scatter_add (the pair every
@@ -757,16 +441,9 @@ def bitwise_xor(a: Array, b: Array) -> Array:
     """a ^ b on integer or bool arrays."""
 
 
-@op
-def cat(arrays: list, axis: int) -> Array:
-    """Join arrays (one dtype, equal shapes but on ``axis``) along ``axis`` (a new array)."""
-
-
-@op
-def index_select(x: Array, axis: int, index: Array) -> Array:
-    """``x`` at the positions ``index`` (1-d int64) along ``axis``: the shape of ``x`` with
-    ``axis`` of length ``len(index)`` (NumPy's take). Indices are checked as gather's
-    are; a device backend must not read out of bounds (an out-of-range index gives 0)."""
+# the optional ops, into this namespace: one spec module for pluggy and for backends
+globals().update({name: spec for name, spec in vars(_ops).items()
+                  if getattr(spec, "fastnn_role", None) == "op"})
 
 
 def _by_role(role: str) -> list[str]:
