@@ -7,9 +7,9 @@ reversible pair::
     layer.apply(optimizer, self_grads)
 
 ``reverse`` computes dL/dx and dL/d(own parameters) from the input ``x`` and
-dL/dy alone: no tape and nothing kept from an earlier forward call. Every
-built-in layer derives it by hand; the base class falls back to the tape for
-a user module that only defines ``forward``.
+dL/dy alone: nothing kept from an earlier forward call. The base class derives
+it from a private tape over the module's own forward; a layer writes its own
+only where that measured faster (benchmarks/bench_reverse.py).
 
 ``self_grads`` is a dict ``name -> Tensor`` whose names are exactly this
 module's ``named_parameters()`` names (dotted paths for containers, e.g.
@@ -20,24 +20,25 @@ module's ``named_parameters()`` names (dotted paths for containers, e.g.
 from __future__ import annotations
 
 import contextlib
-import math
 import threading
 from collections.abc import Mapping
 
 import numpy as np
 
-from fastnn.api import dtypes
 from fastnn.api.args import flag
-from fastnn.api.device import as_device
-from fastnn.api.dtypes import as_dtype
 from fastnn.api.errors import DeviceMismatchError
 from fastnn.autograd.grad_mode import enable_grad, no_grad
+from fastnn.nn.parameter import (  # noqa: F401  (layers import these from here too)
+    PARAM_CLASSES,
+    Parameter,
+    const_init,
+    fan_in_bound,
+    uniform_init,
+    wrap,
+)
 from fastnn.ops.convert import host_array
-from fastnn.ops.tensor import Tensor, host_rng
+from fastnn.ops.tensor import Tensor
 
-PARAM_CLASSES = ("connective", "bias", "activation", "other")
-"""The roles a Parameter may play (``Parameter.param_class``): optimizers apply weight
-decay and L1 to connective parameters only, and scale learning rates per class."""
 _keeping = threading.local()
 
 
@@ -56,80 +57,6 @@ def keep_buffers():
 def buffers_kept() -> bool:
     """True inside :func:`keep_buffers` (a layer's forward must then not update buffers)."""
     return getattr(_keeping, "depth", 0) > 0
-
-
-class Parameter(Tensor):
-    """A leaf tensor that a module owns and an optimizer updates.
-
-    ``param_class`` says what role it plays, which optimizers use for weight
-    decay (connective only) and per-class learning rates: ``"connective"``
-    (weights, scales), ``"bias"``, ``"activation"`` (learnable activation
-    shapes such as Swish's beta) or ``"other"``.
-    """
-
-    __slots__ = ("param_class",)
-
-    def __new__(cls, data, param_class: str = "other"):
-        """``Parameter(tensor_or_array, param_class)``: a copy of ``data`` as a trainable leaf.
-
-        A Tensor keeps its dtype and device; anything else becomes float32 on the
-        current device.
-        """
-        if isinstance(data, Tensor):
-            return cls.from_numpy(data.numpy(), param_class, data.dtype, data.device)
-        return cls.from_numpy(data, param_class)
-
-    @classmethod
-    def from_numpy(cls, array, param_class="other", dtype=None, device=None) -> Parameter:
-        """A parameter holding a copy of the host array ``array``."""
-        if param_class not in PARAM_CLASSES:
-            raise ValueError(
-                f"Parameter: param_class must be one of {PARAM_CLASSES}, got {param_class!r}"
-            )
-        dtype = as_dtype(dtype if dtype is not None else dtypes.float32)
-        if not dtype.is_floating:
-            raise TypeError(f"Parameter: dtype must be floating point, got {dtype}")
-        dev = as_device(device)
-        dev.check_dtype(dtype, "Parameter")
-        if array is None:
-            raise TypeError("Parameter: data is None; pass a Tensor, a NumPy array or a nested "
-                            "list of numbers")
-        host = host_array("Parameter", array, dtype)
-        p = cls._make(dev.ops.from_numpy(host, dev.index), dtype, dev)
-        p.requires_grad = True
-        p.param_class = param_class
-        return p
-
-    def __deepcopy__(self, memo) -> Parameter:
-        """A new parameter with a copy of the values (``copy.deepcopy(model)``); the gradient
-        is not copied, as in PyTorch."""
-        out = Parameter.from_numpy(self.numpy(), self.param_class, self._dtype, self._device)
-        out.requires_grad = self.requires_grad
-        memo[id(self)] = out
-        return out
-
-    def __repr__(self) -> str:
-        return f"Parameter({self.param_class}, shape={self.shape}, dtype={self._dtype.name})"
-
-
-def uniform_init(shape, bound: float, param_class: str, dtype, device) -> Parameter:
-    """U(-bound, bound) from fastnn's host generator (``fnn.manual_seed`` reproduces it)."""
-    host = host_rng().uniform(-bound, bound, size=shape)
-    return Parameter.from_numpy(host, param_class, dtype, device)
-
-
-def fan_in_bound(fan_in: int) -> float:
-    """PyTorch's default bound 1/sqrt(fan_in) (kaiming-uniform with a = sqrt(5))."""
-    return 1.0 / math.sqrt(fan_in) if fan_in > 0 else 0.0
-
-
-def const_init(shape, value: float, param_class: str, dtype, device) -> Parameter:
-    return Parameter.from_numpy(np.full(shape, value), param_class, dtype, device)
-
-
-def wrap(data, like: Tensor) -> Tensor:
-    """A plain (history-free) tensor of raw backend ``data`` on ``like``'s dtype and device."""
-    return Tensor._make(data, like._dtype, like._device)
 
 
 def _check_input_dtype(module, x) -> None:
