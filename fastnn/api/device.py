@@ -51,10 +51,10 @@ class Device:
         if isinstance(other, Device):
             return self.backend is other.backend and self.index == other.index
         if isinstance(other, str):  # by name: a string never loads a backend to compare
-            name, _, index = other.partition(":")
-            if index and not index.isdigit():
+            try:
+                return parse(other) == (self.backend.name, self.index)
+            except ValueError:
                 return False
-            return name == self.backend.name and (int(index) if index else 0) == self.index
         return NotImplemented
 
     def __hash__(self) -> int:
@@ -63,6 +63,14 @@ class Device:
 
 _cache: dict[str, Device] = {}
 on_refresh(_cache.clear)
+
+
+def parse(spec: str) -> tuple[str, int]:
+    """``"name"`` or ``"name:N"`` as (name, N), N = 0 by default; ValueError otherwise."""
+    name, _, index = spec.partition(":")
+    if index and not index.isdigit():
+        raise ValueError(f"bad device string {spec!r}: expected 'name' or 'name:N'")
+    return name, int(index) if index else 0
 
 
 def as_device(spec) -> Device:
@@ -75,20 +83,25 @@ def as_device(spec) -> Device:
         raise TypeError(f"device must be a string like 'cpu' or 'cuda:1', got {spec!r}")
     found = _cache.get(spec)
     if found is None:
-        name, _, index = spec.partition(":")
-        if index and not index.isdigit():
-            raise ValueError(f"bad device string {spec!r}: expected 'name' or 'name:N'")
-        found = Device(name, int(index) if index else 0)
+        found = Device(*parse(spec))
         _cache[spec] = found
     return found
 
 
 _default: list[Device] = []  # the process-wide default, set by a plain fnn.use(...)
-_scoped = threading.local()  # per thread: the devices of the enclosing `with fnn.use(...)`
+class _Scoped(threading.local):
+    """Per thread: the devices of the enclosing ``with fnn.use(...)`` blocks. The class
+    default makes a thread's first read a plain lookup (getattr with a default raises and
+    catches AttributeError inside, on every tensor a new thread creates)."""
+
+    stack = None
+
+
+_scoped = _Scoped()
 
 
 def _stack() -> list:
-    stack = getattr(_scoped, "stack", None)
+    stack = _scoped.stack
     if stack is None:
         stack = _scoped.stack = []
     return stack

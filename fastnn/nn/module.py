@@ -39,14 +39,19 @@ from fastnn.nn.parameter import (  # noqa: F401  (layers import these from here 
 from fastnn.ops.convert import host_array
 from fastnn.ops.tensor import Tensor
 
-_keeping = threading.local()
+
+class _Keeping(threading.local):
+    depth = 0  # a class default: a plain lookup, as for the grad-mode switches
+
+
+_keeping = _Keeping()
 
 
 @contextlib.contextmanager
 def keep_buffers():
     """Inside, forward passes leave every buffer as it is (BatchNorm's running statistics):
     ``reverse`` runs its forward passes in here, since it must not update a buffer."""
-    depth = getattr(_keeping, "depth", 0)
+    depth = _keeping.depth
     _keeping.depth = depth + 1
     try:
         yield
@@ -56,7 +61,7 @@ def keep_buffers():
 
 def buffers_kept() -> bool:
     """True inside :func:`keep_buffers` (a layer's forward must then not update buffers)."""
-    return getattr(_keeping, "depth", 0) > 0
+    return _keeping.depth > 0
 
 
 def _check_input_dtype(module, x) -> None:
