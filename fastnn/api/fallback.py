@@ -52,19 +52,19 @@ def fallback_stats(reset: bool = False) -> dict:
     return out
 
 
-def _array_params(name: str) -> tuple[list[str], list[str], bool]:
-    """The spec's parameters holding one array, holding sequences of arrays, and whether it
-    takes a device_index."""
+def _array_params(name: str) -> tuple[list[str], list[str], list[str]]:
+    """The spec's parameters holding one array, those holding sequences of arrays, and all
+    of them in order."""
     params = inspect.signature(getattr(hookspec, name)).parameters
     single = [p for p, v in params.items() if str(v.annotation) == "Array"]
     many = [p for p, v in params.items() if "Sequence[Array]" in str(v.annotation)]
-    return single, many, "device_index" in params
+    return single, many, list(params)
 
 
 def missing(backend_name: str, name: str, get_backend):
     """The implementation bound for a primitive that ``backend_name`` lacks."""
-    single, many, takes_device = _array_params(name)
-    order = list(inspect.signature(getattr(hookspec, name)).parameters)
+    single, many, order = _array_params(name)
+    takes_device = "device_index" in order
 
     def run(*args):
         target = _targets.get(backend_name)
