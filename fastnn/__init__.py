@@ -5,7 +5,7 @@ Importing fastnn imports no backend: backends are found through the
 """
 
 import fastnn.ops  # noqa: F401  (the tensor ops; binds Tensor operators)
-from fastnn import functional  # noqa: E402
+from fastnn import functional, return_types  # noqa: E402
 from fastnn.api.device import Device, get_device, use
 from fastnn.api.dtypes import DType, bfloat16, bool_, float16, float32, float64, int32, int64
 from fastnn.api.errors import BackendError, DeviceMismatchError
@@ -23,8 +23,8 @@ __version__ = "0.1.0"
 __all__ = [
     "BackendError", "DType", "Device", "DeviceMismatchError", "Tensor", "backends",
     "bfloat16", "bool", "bool_", "detect_anomaly", "enable_grad", "fallback_stats", "float16",
-    "float32", "float64",
-    "full", "functional", "get_device", "int32", "int64", "is_grad_enabled", "manual_seed",
+    "float32", "float64", "full", "functional", "get_device", "int32", "int64",
+    "is_grad_enabled", "manual_seed", "return_types",
     "no_grad", "ones", "rand", "randn", "tensor", "use", "zeros",
     "load", "nn", "optim", "save",  # loaded on first use (__getattr__ below)
 ]

@@ -82,7 +82,7 @@ _reduction("sum", lambda x, axis, keepdims: F.sum(x, axis, keepdims),
            lambda x, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims),
            lambda x, g, axis, keepdims: g)
 _reduction("mean", lambda x, axis, keepdims: F.mean(x, axis, keepdims), _mean_ref, _mean_grad)
-_reduction("max", lambda x, axis, keepdims: F.max(x, axis, keepdims),
+_reduction("max", lambda x, axis, keepdims: F.amax(x, axis, keepdims),
            lambda x, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims), _max_grad,
            empty=False, exact=True)
 

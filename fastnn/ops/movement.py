@@ -79,7 +79,6 @@ def mean(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> 
     return _reduce("mean", x, dim_of("mean", dim, axis), keep_of("mean", keepdim, keepdims))
 
 
-@public(method=True, top=True)
 def max(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
     """Max over ``dim`` (None = all); ties share the gradient evenly."""
     axis, keepdims = dim_of("max", dim, axis), keep_of("max", keepdim, keepdims)

@@ -116,7 +116,7 @@ def _max_pool(op, x, dims, kernel_size, stride, padding, dilation, ceil_mode):
     kernel, stride, padding, dilation = _windows(op, *_lift(dims, kernel_size, stride,
                                                             padding, dilation))
     if _tiles(x, kernel, stride, padding, dilation):
-        return _from_2d(_tiled(x, kernel).max(axis=(-3, -1)), dims)
+        return _from_2d(_tiled(x, kernel).amax(axis=(-3, -1)), dims)
     planes, lead, sizes = _planes(op, x, kernel, stride, padding, dilation)
     taps = kernel[0] * kernel[1]
     one_hot = _constant(np.eye(taps).reshape(taps, 1, *kernel), x)
@@ -125,7 +125,7 @@ def _max_pool(op, x, dims, kernel_size, stride, padding, dilation, ceil_mode):
     if padding != (0, 0):
         inside = _inside(x.shape[-2:], kernel, stride, padding, dilation, sizes)
         values = where(_constant_bool(inside, x), values, float("-inf"))
-    out = values.max(axis=1)
+    out = values.amax(axis=1)
     return _from_2d(reshape(out, lead + sizes), dims)
 
 

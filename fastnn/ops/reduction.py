@@ -71,13 +71,6 @@ def amin(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> 
 
 
 @public(method=True, top=True)
-def min(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
-    """Min over ``dim`` (values only: use argmin for the indices)."""
-    dim, keep = _args("min", dim, axis, keepdim, keepdims)
-    return amin(x, dim, keep)
-
-
-@public(method=True, top=True)
 def argmin(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
     """Index of the first minimum along ``dim``; no dim: into the flattened tensor."""
     dim, keep = _args("argmin", dim, axis, keepdim, keepdims)

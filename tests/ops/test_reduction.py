@@ -11,11 +11,19 @@ import fastnn as fnn
 rng = np.random.default_rng(0)
 X = rng.standard_normal((3, 4, 5))
 
+
+
+def _values(result):
+    return result.values if isinstance(result, tuple) else result
+
+
 CASES = [
     ("prod", lambda x, d, k: x.prod(d, keepdim=k), lambda a, d, k: np.prod(a, d, keepdims=k)),
     ("amax", lambda x, d, k: x.amax(dim=d, keepdim=k), lambda a, d, k: a.max(d, keepdims=k)),
     ("amin", lambda x, d, k: fnn.amin(x, d, k), lambda a, d, k: a.min(d, keepdims=k)),
-    ("min", lambda x, d, k: x.min(axis=d, keepdims=k), lambda a, d, k: a.min(d, keepdims=k)),
+    # min with one int dim is (values, indices), as PyTorch's: compare the values
+    ("min", lambda x, d, k: _values(x.min(axis=d, keepdims=k)),
+     lambda a, d, k: a.min(d, keepdims=k)),
     ("var", lambda x, d, k: x.var(d, keepdim=k),
      lambda a, d, k: a.var(d, ddof=1, keepdims=k)),
     ("var0", lambda x, d, k: x.var(d, keepdim=k, correction=0),
