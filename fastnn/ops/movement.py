@@ -193,8 +193,9 @@ def contiguous(x: Tensor) -> Tensor:
 
 
 @public()
-def one_hot(targets: Tensor, num_classes: int, dtype=dtypes.float32) -> Tensor:
-    """(..., num_classes) with 1 at each target index; checks that targets are in range."""
+def one_hot(targets: Tensor, num_classes: int = -1, dtype=dtypes.int64) -> Tensor:
+    """(..., num_classes) with 1 at each target index, int64 as PyTorch's (``dtype=`` for
+    another); checks that targets are in range."""
     if isinstance(num_classes, bool) or not isinstance(num_classes, numbers.Integral):
         raise TypeError(f"one_hot: num_classes must be an int, got {num_classes!r}")
     if num_classes == -1:  # as PyTorch: one more than the largest target (a host read)

@@ -82,6 +82,19 @@ def test_embedding_and_padding_idx(device):
     np.testing.assert_array_equal(hot.numpy(), np.eye(6)[ids.numpy()])
 
 
+def test_one_hot_is_int64_as_pytorch(device):
+    torch = pytest.importorskip("torch")
+    labels = np.array([[2, 0], [1, 3]])
+    hot = F.one_hot(fnn.tensor(labels, device=device), 5)
+    want = torch.nn.functional.one_hot(torch.tensor(labels), 5)
+    assert hot.dtype == fnn.int64 and str(want.dtype) == "torch.int64"
+    np.testing.assert_array_equal(hot.numpy(), want.numpy())
+    inferred = F.one_hot(fnn.tensor(labels, device=device))  # num_classes=-1: max + 1
+    np.testing.assert_array_equal(inferred.numpy(), torch.nn.functional.one_hot(
+        torch.tensor(labels)).numpy())
+    assert F.one_hot(fnn.tensor(labels), 4, dtype=fnn.float32).dtype == fnn.float32
+
+
 @pytest.mark.parametrize("call,error,match", [
     (lambda x: x.gather(1, fnn.tensor(np.array([[[4]]]))), IndexError,
      "gather: index 4 is out of range for an axis of size 4"),
