@@ -6,18 +6,48 @@ Importing fastnn imports no backend: backends are found through the
 
 import fastnn.ops  # noqa: F401  (the tensor ops; binds Tensor operators)
 from fastnn import functional, return_types  # noqa: E402
-from fastnn.api.device import Device, get_device, use
-from fastnn.api.dtypes import DType, bfloat16, bool_, float16, float32, float64, int32, int64
+from fastnn.api.device import Device, DeviceSpec, get_device, use
+from fastnn.api.dtypes import (
+    DType,
+    bfloat16,
+    bool_,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    int32,
+    int64,
+    set_default_dtype,
+)
 from fastnn.api.errors import BackendError, DeviceMismatchError
 from fastnn.api.fallback import fallback_stats
 from fastnn.api.registry import backends
-from fastnn.autograd import detect_anomaly, enable_grad, is_grad_enabled, no_grad
+from fastnn.autograd import (
+    detect_anomaly,
+    enable_grad,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from fastnn.ops.table import TOP as _TOP  # noqa: E402  (fnn.NAME where PyTorch has torch.NAME)
 from fastnn.ops.tensor import Tensor, full, manual_seed, ones, rand, randn, tensor, zeros
 
 globals().update(_TOP)
 bool = bool_  # noqa: A001  (fnn.bool, as torch.bool)
 """The bool dtype (``fnn.bool_``), spelt as PyTorch's ``torch.bool``."""
+float = float32  # noqa: A001  (PyTorch's dtype aliases)
+"""``fnn.float32``, spelt as PyTorch's ``torch.float``."""
+double = float64
+"""``fnn.float64``, spelt as PyTorch's ``torch.double``."""
+half = float16
+"""``fnn.float16``, spelt as PyTorch's ``torch.half``."""
+long = int64
+"""``fnn.int64``, spelt as PyTorch's ``torch.long``."""
+int = int32  # noqa: A001
+"""``fnn.int32``, spelt as PyTorch's ``torch.int``."""
+device = DeviceSpec
+"""``fnn.device("cuda:1")``: a device named without loading its backend, as ``torch.device``
+(see :class:`DeviceSpec`)."""
 __version__ = "0.1.0"
 
 __all__ = [
@@ -26,6 +56,9 @@ __all__ = [
     "float32", "float64", "full", "functional", "get_device", "int32", "int64",
     "is_grad_enabled", "manual_seed", "return_types",
     "no_grad", "ones", "rand", "randn", "tensor", "use", "zeros",
+    # PyTorch's spellings and module layout (import fastnn as torch)
+    "DeviceSpec", "device", "double", "float", "get_default_dtype",
+    "half", "int", "long", "set_default_dtype", "set_grad_enabled",
     "load", "nn", "optim", "save",  # loaded on first use (__getattr__ below)
 ]
 __all__ += sorted(set(_TOP) - set(__all__))
@@ -37,6 +70,12 @@ def __getattr__(name):
 
     if name in ("nn", "optim"):
         return importlib.import_module(f"fastnn.{name}")
+    if name in ("short", "int16"):
+        # NOTE: int16 is no fastnn dtype (no backend stores it, and PyTorch's promotion of
+        # it, e.g. sums to int64, would need rules of its own); say so rather than
+        # "no attribute", and give up as AttributeError so hasattr() stays False
+        raise AttributeError(f"fastnn has no {name} (int16) dtype: fastnn's integer dtypes "
+                             "are int32 (fnn.int) and int64 (fnn.long); use one of those")
     if name in ("save", "load"):
         return getattr(importlib.import_module("fastnn.checkpoint"), name)
     raise AttributeError(f"module 'fastnn' has no attribute {name!r}")

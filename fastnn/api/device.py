@@ -61,6 +61,68 @@ class Device:
         return hash((self.backend.name, self.index))
 
 
+class DeviceSpec:
+    """A device named but not opened, as ``torch.device``: ``fnn.device("cuda:1")``,
+    ``fnn.device("cuda", 1)``, ``fnn.device("cpu")``.
+
+    Making one loads no backend (a script may name "cuda" on a machine without it); it
+    goes wherever a device goes (``x.to(fnn.device("cuda"))``, ``device=``), which is
+    where a missing backend raises. It compares equal to the :class:`Device` a tensor
+    reports and to its string (``fnn.device("cpu") == x.device == "cpu"``); a missing index
+    counts as 0 there. ``.type`` is the backend name, ``.index`` the index or None.
+    """
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, spec, index=None):
+        if isinstance(spec, (Device, DeviceSpec)):
+            name, given = spec.type, spec.index
+        elif isinstance(spec, str):
+            try:
+                name, given = parse(spec)
+            except ValueError as exc:
+                raise ValueError(f"device: {exc}") from None
+            given = given if ":" in spec else None
+        else:
+            raise TypeError(f"device: expected a string like 'cpu' or 'cuda:1', got "
+                            f"{type(spec).__name__} {spec!r}")
+        if index is not None:
+            if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+                raise ValueError(f"device: index must be an int >= 0, got {index!r}")
+            if given is not None and given != index:
+                raise ValueError(f"device: {spec!r} already names index {given}; do not pass "
+                                 f"index={index} too")
+            given = index
+        if not name:
+            raise ValueError(f"device: no backend name in {spec!r}; expected e.g. 'cuda:1'")
+        self.type, self.index = name, given
+
+    def _key(self) -> tuple[str, int]:
+        return self.type, self.index or 0
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, DeviceSpec):
+            return self._key() == other._key()
+        if isinstance(other, Device):
+            return self._key() == (other.type, other.index)
+        if isinstance(other, str):
+            try:
+                return self._key() == parse(other)
+            except ValueError:
+                return False
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self) -> str:
+        index = "" if self.index is None else f", index={self.index}"
+        return f"device(type={self.type!r}{index})"
+
+
 _cache: dict[str, Device] = {}
 on_refresh(_cache.clear)
 
@@ -79,6 +141,8 @@ def as_device(spec) -> Device:
         return spec
     if spec is None:
         return get_device()
+    if isinstance(spec, DeviceSpec):
+        spec = str(spec)
     if not isinstance(spec, str):
         raise TypeError(f"device must be a string like 'cpu' or 'cuda:1', got {spec!r}")
     found = _cache.get(spec)

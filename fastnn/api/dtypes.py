@@ -76,14 +76,33 @@ def as_dtype(value) -> DType:
     if found is None:
         if isinstance(value, int) and not isinstance(value, bool):
             raise TypeError(
-                f"unsupported dtype {value!r}: an int where a dtype goes; a shape is one tuple, "
-                f"e.g. fnn.zeros((2, 3)), not fnn.zeros(2, 3)"
+                f"unsupported dtype {value!r}: an int where a dtype goes; give the sizes "
+                f"first and the dtype as a keyword, e.g. fnn.full((2, 3), 1.0, dtype=...)"
             )
         raise TypeError(
             f"unsupported dtype {name!r}; fastnn supports {', '.join(_BY_NAME)} "
             "(convert the data first, e.g. array.astype('float32'))"
         )
     return found
+
+
+_default_float = [float32]  # what tensor(), zeros(), randn() ... make floats as
+
+
+def get_default_dtype() -> DType:
+    """The dtype new floating-point tensors get when none is given (float32 at start-up)."""
+    return _default_float[0]
+
+
+def set_default_dtype(dtype) -> None:
+    """Make ``dtype`` (a floating dtype) the default for new floating-point tensors, as
+    PyTorch's: ``tensor(1.5)``, ``zeros(2)``, ``randn(3)``, ``arange(0.5, 2)`` and the like.
+    Process-wide; layers keep their own ``dtype=`` default (float32)."""
+    dtype = as_dtype(dtype)
+    if not dtype.is_floating:
+        raise TypeError(f"set_default_dtype: only floating dtypes can be the default, got "
+                        f"{dtype.name}; use fnn.float32 or fnn.float64")
+    _default_float[0] = dtype
 
 
 def promote(a: DType, b: DType) -> DType:

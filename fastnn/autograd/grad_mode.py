@@ -1,4 +1,4 @@
-"""Thread-local switches for the tape: ``no_grad`` and ``detect_anomaly``."""
+"""Thread-local switches for the tape: ``no_grad``, ``set_grad_enabled`` and ``detect_anomaly``."""
 
 from __future__ import annotations
 
@@ -88,3 +88,33 @@ class detect_anomaly(_Switch):
     """
 
     _attr, _value, _default = "anomaly", True, False
+
+
+class set_grad_enabled(_Switch):
+    """Turn recording on or off, as PyTorch's: ``set_grad_enabled(False)`` takes effect at
+    once (this thread); ``with set_grad_enabled(flag):`` restores the previous setting at
+    the end of the block, and ``@set_grad_enabled(flag)`` applies it inside each call."""
+
+    _attr, _default = "grad", True
+
+    def __new__(cls, mode):
+        return object.__new__(cls)
+
+    def __init__(self, mode):
+        if not isinstance(mode, bool):
+            raise TypeError(f"set_grad_enabled: mode must be True or False, got "
+                            f"{type(mode).__name__} {mode!r}")
+        self._value = mode
+        self._before = _state.grad  # what a with-block restores
+        _state.grad = mode
+
+    def __call__(self, func):
+        # a decorator: undo the immediate setting; each call switches on its own
+        _state.grad, self._before = self._before, None
+        return super().__call__(func)
+
+    def __enter__(self):
+        before, self._before = self._before, None
+        self._stack().append(_state.grad if before is None else before)
+        _state.grad = self._value
+        return self

@@ -6,6 +6,7 @@ from __future__ import annotations
 from fastnn.api import dtypes
 from fastnn.ops import elementwise as ew
 from fastnn.ops import mathops, movement, shaping
+from fastnn.ops.spelling import shape_of
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor, full, tensor
 
@@ -52,28 +53,105 @@ def view_as(x: Tensor, other: Tensor) -> Tensor:
     return movement.reshape(x, other.shape)
 
 
-@public(method=True, functional=False)
-def new_zeros(x: Tensor, size, dtype=None, device=None) -> Tensor:
-    """Zeros of ``size`` with x's dtype and device (or the given ones)."""
-    return full(size, 0, dtype or x.dtype, device or x.device)
+def _new(op: str, x: Tensor, size: tuple, value, dtype, device, requires_grad) -> Tensor:
+    return full(shape_of(op, size), value, dtype or x.dtype, device or x.device,
+                requires_grad)
 
 
 @public(method=True, functional=False)
-def new_ones(x: Tensor, size, dtype=None, device=None) -> Tensor:
-    """Ones of ``size`` with x's dtype and device."""
-    return full(size, 1, dtype or x.dtype, device or x.device)
+def new_zeros(x: Tensor, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Zeros sized by varargs or one tuple (``x.new_zeros(2, 3)``), with x's dtype and
+    device unless given."""
+    return _new("new_zeros", x, size, 0, dtype, device, requires_grad)
 
 
 @public(method=True, functional=False)
-def new_full(x: Tensor, size, fill_value, dtype=None, device=None) -> Tensor:
-    """``fill_value`` in a new tensor of ``size`` with x's dtype and device."""
-    return full(size, fill_value, dtype or x.dtype, device or x.device)
+def new_ones(x: Tensor, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Ones sized as :func:`new_zeros`, with x's dtype and device unless given."""
+    return _new("new_ones", x, size, 1, dtype, device, requires_grad)
 
 
 @public(method=True, functional=False)
-def new_tensor(x: Tensor, data, dtype=None, device=None) -> Tensor:
-    """A tensor of ``data`` with x's dtype and device."""
-    return tensor(data, dtype=dtype or x.dtype, device=device or x.device)
+def new_empty(x: Tensor, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A new tensor sized as :func:`new_zeros` (zeros: no uninitialised memory)."""
+    return _new("new_empty", x, size, 0, dtype, device, requires_grad)
+
+
+@public(method=True, functional=False)
+def new_full(x: Tensor, size, fill_value, dtype=None, device=None,
+             requires_grad=False) -> Tensor:
+    """``fill_value`` in a new tensor of ``size`` (one tuple, as PyTorch's), with x's dtype
+    and device unless given."""
+    return _new("new_full", x, (size,), fill_value, dtype, device, requires_grad)
+
+
+@public(method=True, functional=False)
+def new_tensor(x: Tensor, data, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A copy of ``data`` as a tensor with x's dtype and device unless given."""
+    return tensor(data, dtype=dtype or x.dtype, device=device or x.device,
+                  requires_grad=requires_grad)
+
+
+@public(method=True, functional=False)
+def dim(x: Tensor) -> int:
+    """The number of dims (``x.ndim``)."""
+    return x.ndim
+
+
+@public(method=True, functional=False)
+def nelement(x: Tensor) -> int:
+    """The number of elements (``x.numel()``)."""
+    return x.numel()
+
+
+@public(top=True, functional=False)
+def numel(x: Tensor) -> int:
+    """The number of elements of a tensor."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"numel: expected a fastnn Tensor, got {type(x).__name__}")
+    return x.numel()
+
+
+@public(top=True, functional=False)
+def is_tensor(obj) -> bool:
+    """Whether ``obj`` is a fastnn Tensor."""
+    return isinstance(obj, Tensor)
+
+
+@public(method=True, top=True, functional=False)
+def is_floating_point(x: Tensor) -> bool:
+    """Whether x's dtype is a floating-point one."""
+    return x.dtype.is_floating
+
+
+@public(method=True, functional=False)
+def element_size(x: Tensor) -> int:
+    """The size of one element in bytes (4 for float32)."""
+    return x.dtype.itemsize
+
+
+# PyTorch's legacy tensor type names, one per dtype (x.type() and x.type("...Tensor"))
+_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+               "bfloat16": "BFloat16Tensor", "int32": "IntTensor", "int64": "LongTensor",
+               "bool": "BoolTensor"}
+_BY_TYPE_NAME = {v: k for k, v in _TYPE_NAMES.items()}
+
+
+@public(method="type", functional=False)
+def type_(x: Tensor, dtype=None):
+    """No argument: x's type name as PyTorch's ``x.type()`` gives it, with fastnn for torch
+    (``'fastnn.FloatTensor'``, ``'fastnn.cuda.FloatTensor'`` off the cpu); with a dtype (or
+    such a name): x converted to it."""
+    if dtype is None:
+        where = "" if x.device.type == "cpu" else f"{x.device.type}."
+        return f"fastnn.{where}{_TYPE_NAMES[x.dtype.name]}"
+    if isinstance(dtype, str) and dtype.endswith("Tensor"):
+        found = _BY_TYPE_NAME.get(dtype.rpartition(".")[2])
+        if found is None:
+            raise TypeError(f"type: unknown tensor type {dtype!r}; expected a dtype or one of "
+                            f"{', '.join(sorted(_BY_TYPE_NAME))}")
+        dtype = found
+    return x.to(dtypes.as_dtype(dtype))
 
 
 @public(method=("gt", "greater"), functional=False)

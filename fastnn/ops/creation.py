@@ -1,4 +1,5 @@
-"""More creation: arange, linspace, eye, empty, the ``*_like`` family and randint.
+"""More creation: arange, linspace, eye, empty, the ``*_like`` family, randint, and
+from_numpy / as_tensor, which share a NumPy array's memory where the device allows.
 
 Values are made on the host with NumPy and copied to the device once (these run at
 set-up, not per step); dtypes follow PyTorch's rules.
@@ -36,7 +37,7 @@ def _make(host: np.ndarray, dtype, device, requires_grad=False) -> Tensor:
 @public(top=True, functional=False)
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False) -> Tensor:
     """[start, end) by ``step`` (one argument: [0, start)); int64 when every bound is an int,
-    else float32, as PyTorch."""
+    else the default float dtype, as PyTorch."""
     if end is None:
         start, end = 0, start
     start, end, step = (_number("arange", n, v) for n, v in
@@ -47,7 +48,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
         raise ValueError(f"arange: bounds must be finite, got {start}, {end}, {step}")
     ints = all(isinstance(v, numbers.Integral) for v in (start, end, step))
     dtype = as_dtype(dtype) if dtype is not None else (dtypes.int64 if ints else
-                                                       dtypes.float32)
+                                                       dtypes.get_default_dtype())
     count = max(math.ceil((end - start) / step), 0)
     if ints:
         host = np.arange(start, end, step, dtype=np.int64)
@@ -58,10 +59,11 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
 
 @public(top=True, functional=False)
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """``steps`` evenly spaced values from start to end, both included (float32 default)."""
+    """``steps`` evenly spaced values from start to end, both included (the default float
+    dtype unless given)."""
     steps = integer("linspace", "steps", steps, 0)
     start, end = _number("linspace", "start", start), _number("linspace", "end", end)
-    dtype = as_dtype(dtype) if dtype is not None else dtypes.float32
+    dtype = as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     return _make(np.linspace(start, end, steps).astype(dtype.numpy), dtype, device,
                  requires_grad)
 
@@ -71,14 +73,15 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """An (n, m) identity matrix (m defaults to n)."""
     n = integer("eye", "n", n, 0)
     m = n if m is None else integer("eye", "m", m, 0)
-    dtype = as_dtype(dtype) if dtype is not None else dtypes.float32
+    dtype = as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     return _make(np.eye(n, m, dtype=dtype.numpy), dtype, device, requires_grad)
 
 
 @public(top=True, functional=False)
-def empty(shape, dtype=dtypes.float32, device=None, requires_grad=False) -> Tensor:
-    """A new tensor of ``shape`` (filled with zeros here: no uninitialised memory)."""
-    return full(shape, 0, dtype, device, requires_grad)
+def empty(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A new tensor sized as :func:`zeros` (``empty(2, 3)``), filled with zeros here: no
+    uninitialised memory."""
+    return tensor_module.zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def _like(x: Tensor, dtype, device):
@@ -119,14 +122,16 @@ def full_like(x, fill_value, dtype=None, device=None, requires_grad=False) -> Te
 def randn_like(x, dtype=None, device=None, seed=None, requires_grad=False) -> Tensor:
     """Standard normal samples shaped like x."""
     dtype, device = _like(x, dtype, device)
-    return tensor_module.randn(x.shape, dtype, device, seed, requires_grad)
+    return tensor_module.randn(x.shape, dtype=dtype, device=device, seed=seed,
+                               requires_grad=requires_grad)
 
 
 @public(top=True, functional=False)
-def rand_like(x, dtype=None, device=None, seed=None) -> Tensor:
+def rand_like(x, dtype=None, device=None, seed=None, requires_grad=False) -> Tensor:
     """Uniform [0, 1) samples shaped like x."""
     dtype, device = _like(x, dtype, device)
-    return tensor_module.rand(x.shape, dtype, device, seed)
+    return tensor_module.rand(x.shape, dtype=dtype, device=device, seed=seed,
+                              requires_grad=requires_grad)
 
 
 @public(top=True, functional=False)
@@ -147,3 +152,61 @@ def randint(low, high=None, size=None, dtype=dtypes.int64, device=None, seed=Non
         integer("randint", "seed", seed, 0))
     shape = tensor_module._shape_of("randint", size)
     return _make(rng.integers(low, high, shape, dtype=np.int64), as_dtype(dtype), device)
+
+
+_SHARES: dict = {}  # backend -> whether its arrays are host NumPy arrays themselves
+
+
+def _shares_numpy(device) -> bool:
+    """Whether ``device`` stores NumPy arrays as they are (its ``to_numpy`` hands back the
+    array itself), so a tensor can wrap a caller's array without a copy."""
+    backend = device.backend
+    found = _SHARES.get(backend)
+    if found is None:
+        probe = device.ops.full((1,), 0, "float32", device.index)
+        found = _SHARES[backend] = (isinstance(probe, np.ndarray) and
+                                    device.ops.to_numpy(probe) is probe)
+    return found
+
+
+def _wrap(array: np.ndarray, dtype, device) -> Tensor | None:
+    """A tensor over ``array``'s own memory on ``device``, or None where that cannot be
+    (another dtype, a device that keeps its own arrays, a read-only array)."""
+    if dtype.name == "bfloat16" or dtype.numpy != array.dtype:
+        return None
+    if not (_shares_numpy(device) and array.flags.writeable and array.dtype.isnative):
+        return None
+    device.check_dtype(dtype, "as_tensor")
+    return Tensor._make(array, dtype, device)
+
+
+@public(top=True, functional=False)
+def from_numpy(array) -> Tensor:
+    """A cpu tensor sharing ``array``'s memory (a write to either is seen by both), as
+    PyTorch's; its dtype is the array's (float16/32/64, int32/64 or bool). A read-only
+    array is copied."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy: expected a NumPy array, got {type(array).__name__}; "
+                        "use fnn.tensor(data) for other data")
+    dtype, device = as_dtype(array.dtype), as_device("cpu")
+    shared = _wrap(array, dtype, device)
+    return tensor(array, dtype=dtype, device=device) if shared is None else shared
+
+
+@public(top=True, functional=False)
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """``data`` as a tensor, without a copy where it can be: a Tensor of that dtype and
+    device is returned as it is; a NumPy array whose dtype matches is shared on a device
+    that stores NumPy arrays (cpu), as PyTorch's. Anything else is :func:`tensor`'s copy."""
+    if isinstance(data, Tensor):
+        return data.to(*(v for v in (device, dtype) if v is not None))
+    if isinstance(data, np.ndarray) and data.dtype.kind in "biuf":
+        try:
+            kind = as_dtype(data.dtype if dtype is None else dtype)
+        except TypeError:
+            kind = None  # tensor() below names the problem
+        if kind is not None:
+            shared = _wrap(data, kind, as_device(device))
+            if shared is not None:
+                return shared
+    return tensor(data, dtype=dtype, device=device)

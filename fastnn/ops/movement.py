@@ -11,7 +11,7 @@ from fastnn.api.args import flag, ints
 from fastnn.autograd.engine import attach
 from fastnn.autograd.grad_mode import is_anomaly_enabled, switches
 from fastnn.ops.core import broadcast_shape
-from fastnn.ops.spelling import UNSET, dim_of, keep_of
+from fastnn.ops.spelling import UNSET, dim_of, keep_of, sizes_of
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
 
@@ -138,8 +138,7 @@ def _plain_sizes(shape: tuple) -> bool:
 @public(method=True, top=True)
 def reshape(x: Tensor, *shape) -> Tensor:
     """Same elements, new shape (one -1 allowed)."""
-    if len(shape) == 1 and type(shape[0]) is not int and not isinstance(shape[0], numbers.Integral):
-        shape = shape[0]
+    shape = sizes_of("reshape", shape)
     old = x._data.shape
     if not (type(shape) is tuple and _plain_sizes(shape) and math.prod(shape) == math.prod(old)):
         shape = _resolve_shape("reshape", shape, math.prod(old))

@@ -1,7 +1,9 @@
 """PyTorch's and NumPy's spelling of one argument: ``dim=`` or ``axis=``, ``keepdim=`` or
-``keepdims=`` (giving both is an error)."""
+``keepdims=`` (giving both is an error); sizes as varargs or one sequence."""
 
 from __future__ import annotations
+
+import numbers
 
 from fastnn.api.args import flag
 
@@ -31,12 +33,33 @@ def keep_of(op: str, keepdim, keepdims, default=False) -> bool:
 UNSET = _UNSET
 
 
-def sizes_of(op: str, sizes) -> tuple:
-    """Sizes given as varargs (``x.view(2, 3)``) or as one sequence (``x.view((2, 3))``)."""
-    if len(sizes) == 1 and not isinstance(sizes[0], int) and sizes[0] is not None:
-        try:
-            return tuple(sizes[0])
-        except TypeError:
-            raise TypeError(f"{op}: sizes must be ints or one sequence of ints, got "
-                            f"{sizes[0]!r}") from None
-    return tuple(sizes)
+def sizes_of(op: str, sizes: tuple) -> tuple:
+    """Sizes given as varargs (``x.view(2, 3)``) or as one sequence (``x.view((2, 3))``, a
+    list, a shape): the one parser of PyTorch's two spellings, for every op that takes
+    sizes. The entries are not checked here (see :func:`shape_of`)."""
+    if len(sizes) != 1:
+        return sizes
+    first = sizes[0]
+    if type(first) is int or first is None or isinstance(first, numbers.Integral):
+        return sizes
+    try:
+        return tuple(first)
+    except TypeError:
+        raise TypeError(f"{op}: sizes must be ints or one sequence of ints, got "
+                        f"{type(first).__name__} {first!r}") from None
+
+
+def shape_of(op: str, sizes: tuple) -> tuple:
+    """The shape of a new tensor from sizes as varargs or one sequence: ints >= 0, with an
+    error that names ``op`` (and the keyword a misplaced dtype or device wants)."""
+    shape = sizes_of(op, sizes)
+    for n in shape:
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+            hint = ("; pass dtype= and device= as keywords" if len(shape) > 1 and
+                    not isinstance(n, numbers.Number) else "")
+            raise TypeError(f"{op}: sizes must be ints, got {type(n).__name__} {n!r} in "
+                            f"{tuple(shape)}{hint}")
+        if n < 0:
+            raise ValueError(f"{op}: negative dimension in shape {tuple(shape)}; sizes must "
+                             "be >= 0")
+    return tuple(int(n) for n in shape)

@@ -8,13 +8,14 @@ import numbers
 import numpy as np
 
 from fastnn.api import dtypes, registry
-from fastnn.api.args import flag, integer, ints
-from fastnn.api.device import Device, as_device, get_device
+from fastnn.api.args import flag, integer
+from fastnn.api.device import Device, DeviceSpec, as_device, get_device
 from fastnn.api.dtypes import DType, as_dtype
 from fastnn.api.errors import BackendError
 from fastnn.autograd import engine
 from fastnn.ops import core
 from fastnn.ops.convert import host_array
+from fastnn.ops.spelling import shape_of
 
 
 class Tensor:
@@ -178,7 +179,7 @@ class Tensor:
     def to(self, *args, dtype=None, device=None) -> Tensor:
         """Move to a device and/or convert to a dtype: ``x.to("cuda")``, ``x.to(fnn.float64)``."""
         for arg in args:
-            if isinstance(arg, (Device, str)) and not _looks_like_dtype(arg):
+            if isinstance(arg, (Device, DeviceSpec, str)) and not _looks_like_dtype(arg):
                 device = arg
             else:
                 dtype = arg
@@ -283,7 +284,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A new tensor holding a copy of ``data`` (NumPy array, nested list, scalar or Tensor).
 
     dtype=None keeps a NumPy array's dtype; Python data as PyTorch infers it: bools -> bool,
-    ints -> int64, floats -> float32.
+    ints -> int64, floats -> the default float dtype (float32; see set_default_dtype).
     """
     if isinstance(data, Tensor):  # a copy keeps the source's dtype and device by default
         dtype = data.dtype if dtype is None else dtype
@@ -310,26 +311,33 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
 
 def _infer(data) -> DType:
     """The dtype PyTorch infers for Python data: bools -> bool, ints -> int64, anything else
-    -> float32 (the default float dtype); host_array then names what cannot be converted."""
+    -> the default float dtype; host_array then names what cannot be converted."""
     try:
         kind = np.asarray(data).dtype.kind
     except (TypeError, ValueError):
-        return dtypes.float32
-    return dtypes.bool_ if kind == "b" else dtypes.int64 if kind in "iu" else dtypes.float32
+        return dtypes.get_default_dtype()
+    return (dtypes.bool_ if kind == "b" else dtypes.int64 if kind in "iu" else
+            dtypes.get_default_dtype())
 
 
 def _shape_of(op: str, shape) -> tuple:
-    shape = ints(op, "shape", shape)
-    if any(n < 0 for n in shape):
-        raise ValueError(f"{op}: negative dimension in shape {shape}; sizes must be >= 0")
-    return shape
+    """One shape argument (a tuple, a list or an int) as a tuple of ints >= 0."""
+    return shape_of(op, (shape,))
 
 
-def full(shape, value, dtype=dtypes.float32, device=None, requires_grad=False) -> Tensor:
-    """A new tensor of ``shape`` filled with ``value``."""
-    dtype, dev = as_dtype(dtype), as_device(device)
+def _float_or_default(dtype) -> DType:
+    return dtypes.get_default_dtype() if dtype is None else as_dtype(dtype)
+
+
+def full(shape, value, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A new tensor of ``shape`` (one tuple, or an int) filled with ``value``; dtype=None
+    takes it from the value as PyTorch: bool, int64 for an int, else the default float."""
     if not isinstance(value, numbers.Real):
         raise TypeError(f"full: value must be a real number, got {type(value).__name__} {value!r}")
+    if dtype is None:
+        dtype = (dtypes.bool_ if isinstance(value, (bool, np.bool_)) else dtypes.int64
+                 if isinstance(value, numbers.Integral) else dtypes.get_default_dtype())
+    dtype, dev = as_dtype(dtype), as_device(device)
     requires_grad = flag("full", "requires_grad", requires_grad)
     if dtype.is_floating:
         try:
@@ -347,40 +355,43 @@ def full(shape, value, dtype=dtypes.float32, device=None, requires_grad=False) -
     return out.requires_grad_(True) if requires_grad else out
 
 
-def zeros(shape, dtype=dtypes.float32, device=None, requires_grad=False) -> Tensor:
-    """A tensor of ``shape`` filled with 0 (float32 on the current device by default)."""
-    return full(shape, 0, dtype, device, requires_grad)
+def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor filled with 0, sized by varargs or one tuple (``zeros(2, 3)``,
+    ``zeros((2, 3))``); the default float dtype on the current device unless given."""
+    return full(shape_of("zeros", size), 0, _float_or_default(dtype), device, requires_grad)
 
 
-def ones(shape, dtype=dtypes.float32, device=None, requires_grad=False) -> Tensor:
-    """A tensor of ``shape`` filled with 1 (float32 on the current device by default)."""
-    return full(shape, 1, dtype, device, requires_grad)
+def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor filled with 1, sized as :func:`zeros`."""
+    return full(shape_of("ones", size), 1, _float_or_default(dtype), device, requires_grad)
 
 
 def _floating_dtype(op: str, dtype):
-    dtype = as_dtype(dtype)
+    dtype = _float_or_default(dtype)
     if not dtype.is_floating:
         raise TypeError(f"{op}: dtype must be floating point, got {dtype.name}")
     return dtype
 
 
-def randn(shape, dtype=dtypes.float32, device=None, seed=None, requires_grad=False) -> Tensor:
-    """Standard normal samples; the same ``seed`` gives the same values on every backend."""
-    _floating_dtype("randn", dtype)
+def randn(*size, dtype=None, device=None, seed=None, requires_grad=False) -> Tensor:
+    """Standard normal samples, sized as :func:`zeros` (``randn(1, 3, 32, 32)``); the same
+    ``seed`` gives the same values on every backend."""
+    dtype = _floating_dtype("randn", dtype)
     rng = _default_rng if seed is None else np.random.default_rng(integer("randn", "seed", seed, 0))
-    host = rng.standard_normal(_shape_of("randn", shape))
-    return tensor(host, dtype=as_dtype(dtype), device=device, requires_grad=requires_grad)
+    host = rng.standard_normal(shape_of("randn", size))
+    return tensor(host, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def rand(shape, dtype=dtypes.float32, device=None, seed=None) -> Tensor:
-    """Uniform samples in [0, 1), drawn on the device itself."""
+def rand(*size, dtype=None, device=None, seed=None, requires_grad=False) -> Tensor:
+    """Uniform samples in [0, 1), sized as :func:`zeros`, drawn on the device itself."""
     dtype, dev = _floating_dtype("rand", dtype), as_device(device)
     dev.check_dtype(dtype, "rand")
     if seed is None:
         seed = int(_default_rng.integers(2**31))
     seed = integer("rand", "seed", seed, 0)
-    data = dev.ops.uniform(_shape_of("rand", shape), dtype.name, dev.index, seed)
-    return Tensor._make(data, dtype, dev)
+    data = dev.ops.uniform(shape_of("rand", size), dtype.name, dev.index, seed)
+    out = Tensor._make(data, dtype, dev)
+    return out.requires_grad_(True) if flag("rand", "requires_grad", requires_grad) else out
 
 
 __all__ = ["Tensor", "tensor", "full", "zeros", "ones", "randn", "rand", "manual_seed",

@@ -11,10 +11,11 @@ import fastnn as fnn
 @pytest.mark.parametrize("make,error,match", [
     (lambda: fnn.tensor(None), TypeError, "tensor: data is None"),
     (lambda: fnn.zeros((2, "a")), TypeError,
-     r"full: shape must be ints, got str 'a' in \(2, 'a'\)"),
-    (lambda: fnn.ones(2.5), TypeError, "full: shape must be an int or a sequence of ints, got 2.5"),
+     r"zeros: sizes must be ints, got str 'a' in \(2, 'a'\)"),
+    (lambda: fnn.ones(2.5), TypeError,
+     "ones: sizes must be ints or one sequence of ints, got float 2.5"),
     (lambda: fnn.randn((True, 2)), TypeError,
-     r"randn: shape must be ints, got bool True in \(True, 2\)"),
+     r"randn: sizes must be ints, got bool True in \(True, 2\)"),
     (lambda: fnn.zeros((2, -1)), ValueError, "negative dimension"),
 ])
 def test_bad_creation_arguments_raise_clear_errors(make, error, match):
@@ -87,7 +88,11 @@ def test_non_integer_sizes_are_refused_not_truncated(call, match):
 
 
 def test_messages_for_common_pytorch_habits():
-    with pytest.raises(TypeError, match=r"a shape is one tuple, e.g. fnn.zeros\(\(2, 3\)\)"):
-        fnn.zeros(2, 3)
+    assert fnn.zeros(2, 3).shape == (2, 3)  # sizes as varargs, as PyTorch
+    with pytest.raises(TypeError, match=r"an int where a dtype goes; give the sizes first"):
+        fnn.full((2, 3), 1.0, 3)
+    with pytest.raises(TypeError, match=r"zeros: sizes must be ints, .*; pass dtype= and "
+                                        r"device= as keywords"):
+        fnn.zeros((2, 3), fnn.float64)
     with pytest.raises(fnn.BackendError, match=r"'float' is neither a device nor a fastnn dtype"):
         fnn.ones(2).to("float")

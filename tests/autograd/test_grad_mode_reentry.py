@@ -68,3 +68,35 @@ def test_bare_decorator_as_in_pytorch():
     x = fnn.tensor([1.0], requires_grad=True)
     assert not double(x).requires_grad
     assert (x * 2.0).requires_grad
+
+
+def test_set_grad_enabled_as_function_context_and_decorator_as_torch():
+    torch = __import__("pytest").importorskip("torch")
+    for lib in (fnn, torch):
+        lib.set_grad_enabled(False)  # at once, until changed back
+        assert not lib.is_grad_enabled()
+        lib.set_grad_enabled(True)
+        with lib.set_grad_enabled(False):
+            assert not lib.is_grad_enabled()
+            with lib.set_grad_enabled(True):
+                assert lib.is_grad_enabled()
+            assert not lib.is_grad_enabled()
+        assert lib.is_grad_enabled()
+
+        @lib.set_grad_enabled(False)
+        def inside(lib=lib):
+            return lib.is_grad_enabled()
+
+        assert lib.is_grad_enabled() and inside() is False and lib.is_grad_enabled()
+    x = fnn.tensor([2.0], requires_grad=True)
+    with fnn.set_grad_enabled(False):
+        assert not (x * x).requires_grad
+    assert (x * x).requires_grad
+
+
+def test_set_grad_enabled_refuses_a_non_bool():
+    import pytest
+
+    with pytest.raises(TypeError, match="set_grad_enabled: mode must be True or False"):
+        fnn.set_grad_enabled("no")
+    assert fnn.is_grad_enabled()

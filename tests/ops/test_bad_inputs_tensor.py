@@ -50,7 +50,7 @@ BAD = [
     ("requires_grad attribute", lambda: setattr(fnn.ones(2), "requires_grad", "no"), TypeError,
      r"requires_grad: the value must be True or False, got str 'no'"),
     ("negative size", lambda: fnn.zeros((2, -1)), ValueError,
-     r"full: negative dimension in shape \(2, -1\); sizes must be >= 0"),
+     r"zeros: negative dimension in shape \(2, -1\); sizes must be >= 0"),
     ("randn negative size", lambda: fnn.randn((-2,)), ValueError,
      r"randn: negative dimension in shape \(-2,\)"),
     ("full 2**40 in int32", lambda: fnn.full(2, 2**40, dtype=fnn.int32), OverflowError,

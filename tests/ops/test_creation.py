@@ -48,3 +48,106 @@ def test_randint():
                                   fnn.randint(0, 5, (4,), seed=2).numpy())
     with pytest.raises(ValueError, match="high .* must be greater than low"):
         fnn.randint(3, 3, (2,))
+
+
+# ---------------------------------------------------------------- sizes as varargs
+
+SIZED = [
+    ("zeros", lambda m, *s: m.zeros(*s)), ("ones", lambda m, *s: m.ones(*s)),
+    ("empty", lambda m, *s: m.empty(*s)), ("randn", lambda m, *s: m.randn(*s)),
+    ("rand", lambda m, *s: m.rand(*s)),
+]
+
+
+@pytest.mark.parametrize("name, make", SIZED, ids=[s[0] for s in SIZED])
+@pytest.mark.parametrize("sizes", [(2, 3), ((2, 3),), ([1, 3, 4, 4],), (1, 3, 4, 4), (5,),
+                                   ((),), (0, 2)])
+def test_sizes_as_varargs_or_one_tuple_as_torch(name, make, sizes):
+    torch = pytest.importorskip("torch")
+    ours, theirs = make(fnn, *sizes), make(torch, *sizes)
+    assert ours.shape == tuple(theirs.shape)
+    assert ours.dtype.name == str(theirs.dtype).split(".")[1]
+
+
+def test_full_keeps_the_tuple_and_takes_the_dtype_from_the_value():
+    torch = pytest.importorskip("torch")
+    for value in (7, 1.5, True):
+        ours, theirs = fnn.full((2, 3), value), torch.full((2, 3), value)
+        assert ours.dtype.name == str(theirs.dtype).split(".")[1]
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_bad_sizes_name_the_op():
+    with pytest.raises(ValueError, match=r"randn: negative dimension in shape \(2, -1\)"):
+        fnn.randn(2, -1)
+    with pytest.raises(TypeError, match=r"ones: sizes must be ints, got float 2.5 in \(2.5, 3"):
+        fnn.ones(2.5, 3)
+    with pytest.raises(TypeError, match="zeros: sizes must be ints or one sequence"):
+        fnn.zeros(object())
+
+
+# ---------------------------------------------------------------- the default float dtype
+
+@pytest.fixture
+def float64_default():
+    fnn.set_default_dtype(fnn.float64)
+    yield
+    fnn.set_default_dtype(fnn.float32)
+
+
+def test_default_dtype_reaches_every_float_factory(float64_default):
+    torch = pytest.importorskip("torch")
+    assert fnn.get_default_dtype() is fnn.float64
+    made = [fnn.tensor(1.5), fnn.tensor([1, 2.5]), fnn.zeros(2), fnn.ones(2), fnn.empty(2),
+            fnn.randn(2), fnn.rand(2), fnn.full((2,), 0.5), fnn.arange(0.5, 2),
+            fnn.linspace(0, 1, 3), fnn.eye(2)]
+    assert all(t.dtype is fnn.float64 for t in made), [t.dtype for t in made]
+    # integers and bools, and NumPy arrays, keep their own dtypes, as in PyTorch
+    assert fnn.tensor([1, 2]).dtype is fnn.int64 and fnn.arange(3).dtype is fnn.int64
+    assert fnn.tensor(np.zeros(2, np.float32)).dtype is fnn.float32
+    torch_default = torch.get_default_dtype()
+    assert str(torch_default) == "torch.float32"
+
+
+def test_default_dtype_must_be_floating():
+    assert fnn.get_default_dtype() is fnn.float32
+    with pytest.raises(TypeError, match="set_default_dtype: only floating dtypes"):
+        fnn.set_default_dtype(fnn.int64)
+    assert fnn.get_default_dtype() is fnn.float32
+
+
+# ---------------------------------------------------------------- sharing NumPy memory
+
+def test_from_numpy_shares_memory_both_ways():
+    a = np.arange(6.0).reshape(2, 3)
+    t = fnn.from_numpy(a)
+    assert t.dtype is fnn.float64 and t.device == "cpu" and t.shape == (2, 3)
+    a[0, 0] = 100.0
+    assert t[0, 0].item() == 100.0
+    t.numpy()[1, 2] = -1.0
+    assert a[1, 2] == -1.0
+    flags = fnn.from_numpy(np.array([True, False]))
+    assert flags.dtype is fnn.bool
+    with pytest.raises(TypeError, match="from_numpy: expected a NumPy array, got list"):
+        fnn.from_numpy([1.0])
+    with pytest.raises(TypeError, match="unsupported dtype 'uint16'"):
+        fnn.from_numpy(np.zeros(2, np.uint16))
+
+
+def test_as_tensor_shares_when_it_can_and_copies_when_it_must(device):
+    a = np.arange(4, dtype=np.float32)
+    shared = fnn.as_tensor(a, device="cpu")
+    a[0] = 9.0
+    assert shared[0].item() == 9.0
+    converted = fnn.as_tensor(a, dtype=fnn.float64, device="cpu")  # another dtype: a copy
+    a[1] = 5.0
+    assert converted.dtype is fnn.float64 and converted[1].item() == 1.0
+    elsewhere = fnn.as_tensor(a, device=device)
+    np.testing.assert_array_equal(elsewhere.numpy(), a)
+    same = fnn.tensor([1.0, 2.0], device=device)
+    assert fnn.as_tensor(same) is same
+    assert fnn.as_tensor(same, dtype=fnn.float64).dtype is fnn.float64
+    assert fnn.as_tensor([1, 2]).dtype is fnn.int64
+    frozen = np.ones(2)
+    frozen.flags.writeable = False
+    assert fnn.as_tensor(frozen).numpy().flags.writeable  # a read-only array is copied

@@ -1,0 +1,65 @@
+"""PyTorch's method spellings (new_*, dim, type, element_size, nelement, the dtype
+shortcuts) and fnn.is_tensor / fnn.numel, against PyTorch."""
+
+import numpy as np
+import pytest
+
+import fastnn as fnn
+
+torch = pytest.importorskip("torch")
+
+NEW = [
+    ("new_zeros varargs", lambda x: x.new_zeros(2, 3)),
+    ("new_zeros tuple", lambda x: x.new_zeros((2, 3))),
+    ("new_ones", lambda x: x.new_ones(4)),
+    ("new_empty", lambda x: x.new_empty(1, 2)),
+    ("new_full", lambda x: x.new_full((2, 2), 3.5)),
+    ("new_tensor", lambda x: x.new_tensor([[1, 2]])),
+    ("new_zeros dtype", lambda x: x.new_zeros(2, dtype=fnn.int64 if isinstance(x, fnn.Tensor)
+                                              else torch.int64)),
+]
+
+
+@pytest.mark.parametrize("name, make", NEW, ids=[n[0] for n in NEW])
+@pytest.mark.parametrize("dtype", ["float64", "int32"])
+def test_new_tensors_as_torch(name, make, dtype, device):
+    ours = make(fnn.zeros(3, dtype=getattr(fnn, dtype), device=device))
+    theirs = make(torch.zeros(3, dtype=getattr(torch, dtype)))
+    assert ours.shape == tuple(theirs.shape) and ours.device == device
+    assert ours.dtype.name == str(theirs.dtype).split(".")[1]
+    if name != "new_empty":
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_new_zeros_requires_grad():
+    assert fnn.zeros(2).new_zeros(2, requires_grad=True).requires_grad
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32", "int64", "bool"])
+def test_sizes_and_type_names_as_torch(dtype):
+    ours = fnn.zeros(2, 3, dtype=getattr(fnn, dtype))
+    theirs = torch.zeros(2, 3, dtype=getattr(torch, dtype))
+    assert ours.dim() == theirs.dim() == 2
+    assert ours.nelement() == theirs.nelement() and fnn.numel(ours) == torch.numel(theirs)
+    assert ours.element_size() == theirs.element_size()
+    assert ours.type() == theirs.type().replace("torch.", "fastnn.")
+    assert ours.is_floating_point() == theirs.is_floating_point()
+    assert fnn.is_tensor(ours) and not fnn.is_tensor(np.zeros(2))
+
+
+def test_type_converts():
+    x = fnn.tensor([1.5, -2.0])
+    assert x.type(fnn.float64).dtype is fnn.float64
+    assert x.type("torch.LongTensor").tolist() == torch.tensor([1.5, -2.0]).type(
+        "torch.LongTensor").tolist()
+    assert x.type("fastnn.IntTensor").dtype is fnn.int32
+    with pytest.raises(TypeError, match="type: unknown tensor type 'torch.ShortTensor'"):
+        x.type("torch.ShortTensor")
+
+
+def test_dtype_shortcuts():
+    x = fnn.tensor([1.5, 0.0])
+    for method, dtype in [("long", fnn.int64), ("int", fnn.int32), ("bool", fnn.bool),
+                          ("half", fnn.float16), ("double", fnn.float64),
+                          ("float", fnn.float32)]:
+        assert getattr(x, method)().dtype is dtype
