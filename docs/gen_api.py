@@ -26,7 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUT = ROOT / "docs" / "api.md"
 MODULES = ("fastnn", "fastnn.functional", "fastnn.nn", "fastnn.optim",
-           "fastnn.optim.lr_scheduler", "fastnn.data")
+           "fastnn.optim.lr_scheduler", "fastnn.data", "fastnn.return_types", "fastnn.cuda",
+           "fastnn.accelerator", "fastnn.nn.utils")
 REGENERATE = "python docs/gen_api.py"
 
 

@@ -5,7 +5,7 @@ Importing fastnn imports no backend: backends are found through the
 """
 
 import fastnn.ops  # noqa: F401  (the tensor ops; binds Tensor operators)
-from fastnn import functional, return_types  # noqa: E402
+from fastnn import accelerator, cuda, functional, return_types  # noqa: E402
 from fastnn.api.device import Device, DeviceSpec, get_device, use
 from fastnn.api.dtypes import (
     DType,
@@ -57,18 +57,19 @@ __all__ = [
     "is_grad_enabled", "manual_seed", "return_types",
     "no_grad", "ones", "rand", "randn", "tensor", "use", "zeros",
     # PyTorch's spellings and module layout (import fastnn as torch)
-    "DeviceSpec", "device", "double", "float", "get_default_dtype",
+    "DeviceSpec", "accelerator", "cuda", "device", "double", "float", "get_default_dtype",
     "half", "int", "long", "set_default_dtype", "set_grad_enabled",
-    "load", "nn", "optim", "save",  # loaded on first use (__getattr__ below)
+    "load", "nn", "optim", "save", "utils",  # loaded on first use (__getattr__ below)
 ]
 __all__ += sorted(set(_TOP) - set(__all__))
 
 
 def __getattr__(name):
-    # nn, optim and the checkpoint functions load on first use to keep import light
+    # nn, optim, data, utils and the checkpoint functions load on first use to keep
+    # import light
     import importlib
 
-    if name in ("nn", "optim"):
+    if name in ("nn", "optim", "data", "utils"):
         return importlib.import_module(f"fastnn.{name}")
     if name in ("short", "int16"):
         # NOTE: int16 is no fastnn dtype (no backend stores it, and PyTorch's promotion of

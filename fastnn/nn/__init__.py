@@ -5,6 +5,10 @@ Every layer runs forward on the tape (``layer(x)``) and also offers
 ``layer.apply(optimizer, self_grads)``; see :mod:`fastnn.nn.module`.
 """
 
+import sys
+
+from fastnn import functional
+from fastnn.nn import utils
 from fastnn.nn.activation import Activation, Dropout, Softmax, Swish
 from fastnn.nn.activation_classes import (
     ELU,
@@ -56,6 +60,10 @@ from fastnn.nn.pooling import (
 from fastnn.nn.recurrent import GRU, LSTM
 from fastnn.nn.transformer import TransformerEncoder, TransformerEncoderLayer
 
+# PyTorch's path to the functional ops: fastnn.nn.functional is fastnn.functional itself,
+# so `import fastnn.nn.functional as F` finds it here
+sys.modules[__name__ + ".functional"] = functional
+
 __all__ = [
     "Activation", "Bias1d", "Conv1d", "Dense", "Diag", "Dropout", "Flatten", "GlobalAvgPool1d",
     "LayerNorm", "Linear",
@@ -70,4 +78,6 @@ __all__ = [
     # vision layers
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "BatchNorm1d",
     "BatchNorm2d", "Conv2d", "MaxPool1d", "MaxPool2d",
+    # PyTorch's module layout
+    "functional", "utils",
 ]

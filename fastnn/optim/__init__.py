@@ -1,8 +1,13 @@
 """Optimizers (``fastnn.optim``): PyTorch's rules, schedules and gradient clipping."""
 
+from fastnn.nn.utils.clip_grad import (
+    clip_grad_norm,
+    clip_grad_norm_,
+    clip_grad_value,
+    clip_grad_value_,
+)
 from fastnn.optim import lr_scheduler
 from fastnn.optim.adaptive import Adagrad, NAdam, RAdam
-from fastnn.optim.clip import clip_grad_norm, clip_grad_norm_, clip_grad_value, clip_grad_value_
 from fastnn.optim.optimizer import Optimizer
 from fastnn.optim.optimizers import SGD, Adam, AdamW, RMSProp, RMSprop
 

@@ -1,0 +1,35 @@
+"""``fastnn.cuda``, the part of ``torch.cuda`` a script asks first: is there a usable
+CUDA device, and how many.
+
+Answered from the backend registry (the ``cuda`` backend's record, if one is
+installed): this module imports no CUDA library itself.
+"""
+
+from __future__ import annotations
+
+from fastnn.api import registry
+
+NAME = "cuda"
+"""The backend name these functions ask about."""
+
+
+def _record():
+    if NAME not in registry._discover():
+        return None
+    return registry.get_backend(NAME, require=False).record
+
+
+def is_available() -> bool:
+    """True when the cuda backend is installed and usable here (a driver and a device)."""
+    record = _record()
+    return bool(record and record.available)
+
+
+def device_count() -> int:
+    """The number of CUDA devices the cuda backend can use (0 when it is missing or
+    unusable)."""
+    record = _record()
+    return len(record.devices) if record and record.available else 0
+
+
+__all__ = ["device_count", "is_available"]

@@ -1,0 +1,11 @@
+"""Helpers over a model's parameters, as PyTorch's ``torch.nn.utils``: gradient clipping
+(also offered by :mod:`fastnn.optim`)."""
+
+from fastnn.nn.utils.clip_grad import (
+    clip_grad_norm,
+    clip_grad_norm_,
+    clip_grad_value,
+    clip_grad_value_,
+)
+
+__all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value", "clip_grad_value_"]

@@ -1,0 +1,112 @@
+"""`import fastnn as torch`: the module layout, dtype aliases and device specs a PyTorch
+script reaches in its first lines."""
+
+import importlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import fastnn as fnn
+
+
+def test_nn_functional_is_the_functional_module():
+    import fastnn.nn.functional as F_nn
+
+    assert F_nn is fnn.functional is fnn.nn.functional
+    assert importlib.import_module("fastnn.nn.functional") is fnn.functional
+    from fastnn.nn.functional import relu
+
+    assert relu is fnn.functional.relu
+
+
+def test_utils_data_is_the_data_module():
+    import fastnn.utils.data as data
+    from fastnn.utils.data import DataLoader, TensorDataset
+
+    assert data is fnn.data is fnn.utils.data
+    loader = DataLoader(TensorDataset(fnn.arange(6), fnn.arange(6) * 2), batch_size=4)
+    first, doubled = next(iter(loader))
+    assert first.tolist() == [0, 1, 2, 3] and doubled.tolist() == [0, 2, 4, 6]
+
+
+def test_nn_utils_clips_gradients():
+    from fastnn.nn.utils import clip_grad_norm_, clip_grad_value_
+
+    assert clip_grad_norm_ is fnn.optim.clip_grad_norm_
+    assert clip_grad_value_ is fnn.optim.clip_grad_value_
+    p = fnn.tensor([3.0, 4.0], requires_grad=True)
+    (p * p).sum().backward()  # grad (6, 8), norm 10
+    assert fnn.nn.utils.clip_grad_norm_([p], 5.0) == pytest.approx(10.0)
+    np.testing.assert_allclose(p.grad.numpy(), [3.0, 4.0], rtol=1e-5)
+
+
+def test_a_fresh_import_as_torch_gets_past_the_first_lines():
+    script = (
+        "import fastnn as torch\n"
+        "import fastnn.nn as nn\n"
+        "import fastnn.nn.functional as F\n"
+        "from fastnn.utils.data import DataLoader, TensorDataset\n"
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "x = torch.randn(8, 3, dtype=torch.float).to(device)\n"
+        "print(F.relu(nn.Linear(3, 2).to(device)(x)).shape)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "(8, 2)"
+
+
+def _cuda_usable():
+    return any(r.name == "cuda" and r.available for r in fnn.backends())
+
+
+def test_cuda_availability_follows_the_backend_record():
+    assert fnn.cuda.is_available() is _cuda_usable()
+    records = [r for r in fnn.backends() if r.name == "cuda" and r.available]
+    assert fnn.cuda.device_count() == (len(records[0].devices) if records else 0)
+
+
+def test_accelerator_is_a_usable_device_backend(monkeypatch):
+    records = [r for r in fnn.backends() if r.available and not r.host_memory]
+    found = fnn.accelerator.current_accelerator()
+    assert fnn.accelerator.is_available() is bool(records)
+    if records:
+        assert found == records[0].name and isinstance(found, fnn.Device)
+        assert fnn.accelerator.device_count() == len(records[0].devices)
+        with fnn.use(records[-1].name):  # the current default, when it is an accelerator
+            assert fnn.accelerator.current_accelerator() == records[-1].name
+    else:
+        assert found is None and fnn.accelerator.device_count() == 0
+
+
+def test_dtype_aliases_as_torch():
+    torch = pytest.importorskip("torch")
+    for name in ("float", "double", "half", "long", "int", "bool"):
+        assert getattr(fnn, name).name == str(getattr(torch, name)).split(".")[1], name
+    with pytest.raises(AttributeError, match=r"no short \(int16\) dtype.*int32 \(fnn.int\)"):
+        fnn.short  # noqa: B018
+    assert not hasattr(fnn, "int16")
+
+
+def test_device_spec_compares_with_devices_and_strings():
+    torch = pytest.importorskip("torch")
+    for spec in ("cuda:1", "cpu", "opencl:0"):
+        ours, theirs = fnn.device(spec), torch.device(spec)
+        assert (ours.type, ours.index) == (theirs.type, theirs.index)
+        assert str(ours) == str(theirs)
+    assert fnn.device("cuda", 1) == "cuda:1" == fnn.device("cuda:1")
+    assert fnn.device("cpu") == fnn.zeros(1).device == "cpu"
+    assert fnn.zeros(1).device == fnn.device("cpu")
+    assert hash(fnn.device("cpu")) == hash(fnn.device("cpu:0"))
+    assert repr(fnn.device("cuda", 1)) == "device(type='cuda', index=1)"
+    assert fnn.zeros(2, device=fnn.device("cpu")).device == "cpu"
+    assert fnn.zeros(2).to(fnn.device("cpu")).device == "cpu"
+    with pytest.raises(ValueError, match="device: bad device string 'cuda:x'"):
+        fnn.device("cuda:x")
+    with pytest.raises(TypeError, match="device: expected a string"):
+        fnn.device(3)
+    with pytest.raises(ValueError, match="already names index 1"):
+        fnn.device("cuda:1", 2)
+    with pytest.raises(fnn.BackendError, match="unknown backend 'nosuch'"):
+        fnn.zeros(1, device=fnn.device("nosuch"))
