@@ -44,7 +44,8 @@ half = float16
 long = int64
 """``fnn.int64``, spelt as PyTorch's ``torch.long``."""
 int = int32  # noqa: A001
-"""``fnn.int32``, spelt as PyTorch's ``torch.int``."""
+"""``fnn.int32``, spelt as PyTorch's ``torch.int``. (There is no ``fnn.short``: int16 is
+not a fastnn dtype, and asking for it raises an AttributeError that says so.)"""
 device = DeviceSpec
 """``fnn.device("cuda:1")``: a device named without loading its backend, as ``torch.device``
 (see :class:`DeviceSpec`)."""
