@@ -96,8 +96,8 @@ def get_default_dtype() -> DType:
 
 def set_default_dtype(dtype) -> None:
     """Make ``dtype`` (a floating dtype) the default for new floating-point tensors, as
-    PyTorch's: ``tensor(1.5)``, ``zeros(2)``, ``randn(3)``, ``arange(0.5, 2)`` and the like.
-    Process-wide; layers keep their own ``dtype=`` default (float32)."""
+    PyTorch's: ``tensor(1.5)``, ``zeros(2)``, ``randn(3)``, ``arange(0.5, 2)`` and the like,
+    and the parameters of layers built without ``dtype=``. Process-wide."""
     dtype = as_dtype(dtype)
     if not dtype.is_floating:
         raise TypeError(f"set_default_dtype: only floating dtypes can be the default, got "

@@ -36,7 +36,8 @@ class _BatchNorm(Module):
         self.weight = const_init(shape, 1.0, "connective", dtype, device) if affine else None
         self.bias = const_init(shape, 0.0, "bias", dtype, device) if affine else None
         if self.track_running_stats:
-            float_dtype = dtypes.as_dtype(dtype if dtype is not None else dtypes.float32)
+            float_dtype = dtypes.as_dtype(dtype if dtype is not None else
+                                          dtypes.get_default_dtype())
             self.register_buffer("running_mean", tensor(np.zeros(shape), float_dtype, device))
             self.register_buffer("running_var", tensor(np.ones(shape), float_dtype, device))
             self.register_buffer("num_batches_tracked",

@@ -30,8 +30,8 @@ class Parameter(Tensor):
     def __new__(cls, data, param_class: str = "other"):
         """``Parameter(tensor_or_array, param_class)``: a copy of ``data`` as a trainable leaf.
 
-        A Tensor keeps its dtype and device; anything else becomes float32 on the
-        current device.
+        A Tensor keeps its dtype and device; anything else becomes the default float dtype
+        (float32 unless ``fnn.set_default_dtype`` changed it) on the current device.
         """
         if isinstance(data, Tensor):
             return cls.from_numpy(data.numpy(), param_class, data.dtype, data.device)
@@ -44,7 +44,7 @@ class Parameter(Tensor):
             raise ValueError(
                 f"Parameter: param_class must be one of {PARAM_CLASSES}, got {param_class!r}"
             )
-        dtype = as_dtype(dtype if dtype is not None else dtypes.float32)
+        dtype = as_dtype(dtype if dtype is not None else dtypes.get_default_dtype())
         if not dtype.is_floating:
             raise TypeError(f"Parameter: dtype must be floating point, got {dtype}")
         dev = as_device(device)
