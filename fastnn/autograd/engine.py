@@ -16,23 +16,55 @@ import numpy as np
 from fastnn.autograd import grad_mode
 from fastnn.autograd.rules import RULES
 
+# The write clock: every in-place write stamps its storage with the next tick, and every
+# node records the tick it was made at. A node whose inputs' storage was stamped later was
+# recorded before a write into them (see check_saved). One int read per recorded op.
+_clock = 0
+
+
+def tick() -> int:
+    """Advance the write clock and return the new stamp (called by every in-place write)."""
+    global _clock
+    _clock += 1
+    return _clock
+
 
 class Node:
-    """One recorded op: enough to compute its inputs' gradients from its output's."""
+    """One recorded op: enough to compute its inputs' gradients from its output's.
 
-    __slots__ = ("op", "inputs", "needs", "saved", "attrs", "ops", "__weakref__")
+    ``parents`` holds each input's node *as it was when the op ran*: an in-place write later
+    gives the written tensor a new node, and this op's gradient must still reach the old one
+    (as PyTorch's edges point at grad_fns, not tensors).
+    """
+
+    __slots__ = ("op", "inputs", "needs", "parents", "saved", "attrs", "ops", "stamp",
+                 "stale", "__weakref__")
 
     def __init__(self, op, inputs, saved, attrs, ops):
         self.op = op
         self.inputs = inputs
-        # a list comprehension: a generator costs ~0.1 us more on every recorded op
+        # list comprehensions: a generator costs ~0.1 us more on every recorded op
         self.needs = tuple([t is not None and t._requires_grad for t in inputs])
+        self.parents = tuple([t._node if t is not None else None for t in inputs])
         self.saved = saved
         self.attrs = attrs
         self.ops = ops
+        self.stamp = _clock
+        self.stale = None
 
     def __repr__(self) -> str:
         return f"<Node {self.op}>"
+
+
+class _Shared:
+    """The storage record of a gradient whose array may be shared: copy before writing."""
+
+    version = 0
+    copy_on_write = True
+    views = None
+
+
+_SHARED = _Shared()
 
 
 def check_finite(ops, array, what: str) -> None:
@@ -85,8 +117,7 @@ def _topological(root):
                 f"backward through the graph a second time (at {node.op!r}): the graph "
                 "is freed by the first backward; recompute the forward pass"
             )
-        for t in node.inputs:
-            child = t._node if t is not None else None
+        for child in node.parents:
             if child is not None:
                 key = id(child)
                 if key not in consumers:
@@ -97,8 +128,7 @@ def _topological(root):
     while ready:
         node = ready.pop()
         order.append(node)
-        for t in node.inputs:
-            child = t._node if t is not None else None
+        for child in node.parents:
             if child is not None:
                 consumers[id(child)] -= 1
                 if consumers[id(child)] == 0:
@@ -120,14 +150,15 @@ def backward(tensor, grad_data) -> None:
             grad_out = grads.pop(id(node), None)
             if grad_out is None:
                 continue
+            if node.stamp != _clock:
+                check_saved(node)
             in_grads = RULES[node.op](node.ops, node, grad_out)
-            for t, needed, g in zip(node.inputs, node.needs, in_grads):
+            for t, child, needed, g in zip(node.inputs, node.parents, node.needs, in_grads):
                 if not needed or g is None:
                     continue
                 if anomaly:
                     check_finite(node.ops, g, f"the backward of {node.op!r}")
                 g = unbroadcast(t._device.ops, g, t._data.shape)
-                child = t._node
                 if child is None:
                     _accumulate(t, g, make)
                 else:
@@ -138,9 +169,37 @@ def backward(tensor, grad_data) -> None:
             node.inputs = node.saved = node.attrs = None
 
 
+def check_saved(node) -> None:
+    """RuntimeError when an array that ``node``'s rule reads was overwritten in place after
+    the node was recorded (PyTorch's version-counter check)."""
+    if node.stale is not None:
+        raise RuntimeError(
+            f"one of the variables needed for gradient computation has been modified by an "
+            f"in-place operation: the output of {node.op!r} (shape {node.stale}) was written "
+            f"in place after {node.op!r} saved it for backward; write into a copy instead "
+            f"(y = y.clone() before the in-place op, or use the out-of-place form)")
+    if not node.saved:
+        return  # the rule reads no array of its inputs (add, reshape, slice, sum, ...)
+    for i, t in enumerate(node.inputs):
+        if t is None:
+            continue
+        base = t._view.base if t._view is not None else t
+        storage = base._storage
+        if storage is not None and storage.version > node.stamp:
+            raise RuntimeError(
+                f"one of the variables needed for gradient computation has been modified by "
+                f"an in-place operation: input {i} of {node.op!r} (a {t._dtype.name} tensor "
+                f"of shape {tuple(t._data.shape)}) was written in place after {node.op!r} "
+                f"saved it; clone it before the in-place op (x = x.clone()), or use the "
+                f"out-of-place form (x = x + y instead of x += y)")
+
+
 def _accumulate(leaf, g, make) -> None:
     if leaf._grad is None:
-        leaf._grad = make(g, leaf._dtype, leaf._device)
+        grad = leaf._grad = make(g, leaf._dtype, leaf._device)
+        # the array may be shared (several leaves, the caller's grad=): copied before the
+        # first in-place write into it (p.grad.zero_(), p.grad += ...)
+        grad._storage = _SHARED
     else:
         # out of place: a gradient array may be shared by several leaves
         leaf._grad._data = leaf._device.ops.add(leaf._grad._data, g)

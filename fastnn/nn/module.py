@@ -37,6 +37,7 @@ from fastnn.nn.parameter import (  # noqa: F401  (layers import these from here 
     wrap,
 )
 from fastnn.ops.convert import host_array
+from fastnn.ops.storage import rebind
 from fastnn.ops.tensor import Tensor
 
 
@@ -299,7 +300,7 @@ class Module:
                 ) from None
             converted[name] = p._device.ops.from_numpy(host, p._device.index)
         for name, p in own.items():
-            p._data = converted[name]
+            rebind(p, converted[name])
             if isinstance(p, Parameter):
                 p.grad = None
 

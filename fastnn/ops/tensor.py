@@ -15,6 +15,7 @@ from fastnn.api.errors import BackendError
 from fastnn.autograd import engine
 from fastnn.ops import core
 from fastnn.ops.convert import host_array
+from fastnn.ops.storage import alias
 
 
 class Tensor:
@@ -24,7 +25,8 @@ class Tensor:
     or :func:`randn`; the constructor itself is internal.
     """
 
-    __slots__ = ("_data", "_dtype", "_device", "_requires_grad", "_grad", "_node", "__weakref__")
+    __slots__ = ("_data", "_dtype", "_device", "_requires_grad", "_grad", "_node", "_view",
+                 "_storage", "__weakref__")
     __array_priority__ = 1000  # so that ndarray + Tensor defers to Tensor.__radd__
     # NumPy ufuncs refuse tensors (np.exp(t) would leave the tape): use t.exp(), or
     # np.exp(t.numpy()). This also makes ndarray + Tensor defer to Tensor.__radd__.
@@ -39,6 +41,8 @@ class Tensor:
         t._requires_grad = False
         t._grad = None
         t._node = None
+        t._view = None  # a ViewInfo when this tensor views another's storage (ops.storage)
+        t._storage = None  # the storage record (version, views), made at the first write
         return t
 
     # ------------------------------------------------------------ properties
@@ -92,9 +96,20 @@ class Tensor:
         return self._device
 
     @property
-    def data(self):
-        """The raw backend array (no history)."""
-        return self._data
+    def data(self) -> Tensor:
+        """This tensor's storage as a tensor without history (PyTorch's ``x.data``): writes
+        through it are seen by ``x``; ``x.numpy()`` gives the host array."""
+        return self.detach()
+
+    @data.setter
+    def data(self, value) -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"x.data = value: value must be a fastnn Tensor, got "
+                            f"{type(value).__name__}; wrap it with fnn.tensor(...) first")
+        if value._device != self._device:
+            raise ValueError(f"x.data = value: value is on {value._device}, x on "
+                             f"{self._device}; move it with .to({str(self._device)!r})")
+        alias(value, self)  # x now views value's storage
 
     @property
     def is_leaf(self) -> bool:
@@ -172,8 +187,8 @@ class Tensor:
         return self.numpy().tolist()
 
     def detach(self) -> Tensor:
-        """The same data without history (shares memory)."""
-        return Tensor._make(self._data, self._dtype, self._device)
+        """The same storage without history: writes through either are seen by both."""
+        return alias(self)
 
     def to(self, *args, dtype=None, device=None) -> Tensor:
         """Move to a device and/or convert to a dtype: ``x.to("cuda")``, ``x.to(fnn.float64)``."""

@@ -22,12 +22,13 @@ connective parameters):
 
 from __future__ import annotations
 
+from fastnn.ops.storage import rebind
 from fastnn.optim.optimizer import Optimizer
 
 
 def store(params, new_params) -> None:
     for p, data in zip(params, new_params):
-        p._data = data
+        rebind(p, data)
 
 
 def by_step(optimizer, params, grads, init) -> dict:
