@@ -62,6 +62,7 @@ class _Shared:
     version = 0
     copy_on_write = True
     views = None
+    viewed = False
 
 
 _SHARED = _Shared()
