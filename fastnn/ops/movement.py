@@ -160,10 +160,12 @@ def reshape(x: Tensor, *shape) -> Tensor:
     return attach(out, "reshape", (x,), (), old)
 
 
-def view_as(op: str, x: Tensor, shape) -> Tensor:
+def strict_view(op: str, x: Tensor, shape) -> Tensor:
     """``x.view(shape)``: a view, or a RuntimeError when x's layout has none (PyTorch's)."""
-    shape = _resolve_shape(op, shape, x.numel())
-    if x._view is not None and shape != x.shape and \
+    if x._view is None:  # a base is contiguous: every shape of its size is a view
+        return reshape(x, shape)
+    shape = _resolve_shape(op, shape, math.prod(x._data.shape))
+    if shape != x.shape and \
             view_strides(*layout(x)[:2], shape) is None:
         raise RuntimeError(
             f"view size is not compatible with input tensor's size and stride (shape "
@@ -177,6 +179,11 @@ def transpose(x: Tensor, axes=None, dim1=None) -> Tensor:
     """Permute axes; ``axes=None`` reverses them (``x.T``); ``transpose(x, d0, d1)``
     exchanges two dims, as PyTorch's."""
     n = x.ndim
+    if axes is None and dim1 is None:  # x.T: nothing to check
+        axes = tuple(range(n - 1, -1, -1))
+        out = Tensor._make(x._device.ops.transpose(source(x), axes), x._dtype, x._device)
+        mark_view(out, x, "transpose", axes)
+        return attach(out, "transpose", (x,), (), axes) if x._requires_grad else out
     if dim1 is not None:  # two dims to exchange
         pair = ints("transpose", "dims", (axes, dim1))
         if any(not -n <= a < n for a in pair):

@@ -30,7 +30,7 @@ def axis_index(op: str, axis, ndim: int) -> int:
 def view(x: Tensor, *shape) -> Tensor:
     """``x`` with a new shape (one -1 allowed), sharing its storage: PyTorch's view (a
     RuntimeError when x's strides allow no such view; ``reshape`` copies then)."""
-    return movement.view_as("view", x, sizes_of("view", shape))
+    return movement.strict_view("view", x, sizes_of("view", shape))
 
 
 @public(method=True, top=True)

@@ -38,16 +38,14 @@ class ViewInfo:
 
     __slots__ = ("base", "parent", "kind", "args", "layout", "positions", "detached")
 
-    def __init__(self, base, parent, kind, args):
+    def __init__(self, base, parent, kind, args, detached):
         self.base = base
         self.parent = parent
         self.kind = kind
         self.args = args
         # made through detach() or .data: shares the storage, not the history
-        self.detached = kind == "alias" or (parent._view is not None and
-                                            parent._view.detached)
-        self.layout = None  # (shape, strides, offset), computed on first use
-        self.positions = None  # the flat positions on the device, for writes and refreshes
+        self.detached = detached
+        self.layout = self.positions = None  # computed on first use
 
 
 class Storage:
@@ -64,7 +62,11 @@ class Storage:
 
 def native(device) -> bool:
     """Whether ``device``'s backend writes through views itself (implements ``assign``)."""
-    return "assign" in device.backend.implemented
+    ops = device.ops
+    found = ops.__dict__.get("_writes_views")
+    if found is None:
+        found = ops._writes_views = "assign" in device.backend.implemented
+    return found
 
 
 def base_of(t):
@@ -96,9 +98,14 @@ def _copy(ops, t):
 
 def mark_view(out, x, kind: str, args=None):
     """Record ``out`` (made from ``x`` by the view op ``kind``) as a view of x's storage."""
-    base = x._view.base if x._view is not None else x
-    out._view = ViewInfo(base, x, kind, args)
-    if not native(x._device):
+    info = x._view
+    if info is None:
+        out._view = ViewInfo(x, x, kind, args, kind == "alias")
+    else:
+        out._view = ViewInfo(info.base, x, kind, args, info.detached or kind == "alias")
+    ops = x._device.ops
+    if not ops.__dict__.get("_writes_views", False) and not native(x._device):
+        base = out._view.base
         storage = _storage(base)
         if storage.views is None:
             storage.views = weakref.WeakSet()
