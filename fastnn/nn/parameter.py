@@ -14,13 +14,14 @@ from fastnn.ops.convert import host_array
 from fastnn.ops.tensor import Tensor, host_rng
 
 PARAM_CLASSES = ("connective", "bias", "activation", "other")
-"""The roles a Parameter may play (``Parameter.param_class``): optimizers apply weight
-decay and L1 to connective parameters only, and scale learning rates per class."""
+"""The roles a Parameter may play (``Parameter.param_class``): optimizers apply L1 to
+connective parameters only, weight decay to the classes of ``decay_classes`` when it is
+given (minidx's rule: connective), and scale learning rates per class."""
 class Parameter(Tensor):
     """A leaf tensor that a module owns and an optimizer updates.
 
-    ``param_class`` says what role it plays, which optimizers use for weight
-    decay (connective only) and per-class learning rates: ``"connective"``
+    ``param_class`` says what role it plays, which optimizers use for L1, for weight
+    decay with ``decay_classes=`` and for per-class learning rates: ``"connective"``
     (weights, scales), ``"bias"``, ``"activation"`` (learnable activation
     shapes such as Swish's beta) or ``"other"``.
     """
