@@ -67,8 +67,22 @@ class Parameter(Tensor):
         memo[id(self)] = out
         return out
 
+    def __reduce__(self):
+        """Pickle as host data, dtype, device, param_class and requires_grad (no ``.grad``);
+        unpickling puts the values back on that device."""
+        return _rebuild_parameter, (self.numpy(), self._dtype.name, str(self._device),
+                                    self.param_class, self._requires_grad)
+
     def __repr__(self) -> str:
         return f"Parameter({self.param_class}, shape={self.shape}, dtype={self._dtype.name})"
+
+
+def _rebuild_parameter(host, dtype: str, device: str, param_class: str,
+                       requires_grad: bool) -> Parameter:
+    """The parameter :meth:`Parameter.__reduce__` describes (what unpickling calls)."""
+    p = Parameter.from_numpy(host, param_class, dtype, device)
+    p.requires_grad = requires_grad
+    return p
 
 
 def uniform_init(shape, bound: float, param_class: str, dtype, device) -> Parameter:
