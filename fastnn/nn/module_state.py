@@ -1,0 +1,155 @@
+"""A module's state, as PyTorch's: buffers, ``state_dict()`` and ``load_state_dict()``.
+
+``state_dict()`` walks the tree as PyTorch does: each module's own parameters, then its
+own persistent buffers, then each sub-module's state under ``"<name>."``; a parameter
+shared by two modules appears under both names (tied weights), as in PyTorch. Values are
+host NumPy copies. ``load_state_dict(state, strict=True)`` returns ``(missing_keys,
+unexpected_keys)``; strict=True raises listing both, strict=False loads what matches.
+A shape that differs raises in both modes, naming the key; nothing changes unless
+everything that would be loaded converts.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from collections.abc import Mapping
+
+import numpy as np
+
+from fastnn.nn.parameter import Parameter
+from fastnn.ops.convert import host_array
+from fastnn.ops.tensor import Tensor
+
+
+class IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What ``load_state_dict`` returns: the model's keys the state lacked, and the
+    state's keys the model does not have (both lists, in order)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+
+class ModuleState:
+    """The state half of :class:`~fastnn.nn.Module` (a mixin)."""
+
+    def register_buffer(self, name: str, tensor, persistent: bool = True) -> None:
+        """Keep ``tensor`` (or None) as state that is saved and moved but not trained
+        (BatchNorm's running statistics); ``persistent=False`` leaves it out of
+        ``state_dict()``."""
+        owner = f"{type(self).__name__}.register_buffer"
+        if not isinstance(name, str) or not name or "." in name:
+            raise KeyError(f"{owner}: the name must be a non-empty string without '.', got "
+                           f"{name!r}")
+        if name in self._parameters or name in self._modules or (
+                name in self.__dict__ and name not in self._buffers):
+            raise KeyError(f"{owner}: {name!r} is already an attribute, parameter or "
+                           f"sub-module of this module; choose another name")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"{owner}: buffer {name!r} must be a fastnn Tensor or None, got "
+                            f"{type(tensor).__name__}")
+        self._buffers[name] = None
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+        setattr(self, name, tensor)
+
+    def _state(self, prefix: str = "") -> dict:
+        """name -> Tensor of every parameter and persistent buffer, in PyTorch's order
+        (shared ones under every name)."""
+        own = {}
+        for name, p in self._parameters.items():
+            if p is not None:
+                own[prefix + name] = p
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent_buffers_set:
+                own[prefix + name] = b
+        for name, mod in self._modules.items():
+            if mod is not None:
+                own.update(mod._state(f"{prefix}{name}."))
+        return own
+
+    def state_dict(self) -> dict:
+        """name -> a host NumPy copy of each parameter and persistent buffer."""
+        return {name: np.array(p.numpy(), copy=True) for name, p in self._state().items()}
+
+    def load_state_dict(self, state_dict, strict: bool = True) -> IncompatibleKeys:
+        """Copy ``state_dict`` (name -> array or Tensor) into the parameters and buffers,
+        in place (the same objects, so an optimizer keeps them).
+
+        Returns ``(missing_keys, unexpected_keys)``. ``strict=True`` (the default) raises a
+        ValueError listing both when either is not empty; ``strict=False`` loads the keys
+        that match. A value whose shape differs from the model's raises in both modes,
+        naming the key. Nothing is loaded unless every value converts.
+        """
+        name = type(self).__name__
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(
+                f"{name}.load_state_dict: state must be a dict of name -> array (as "
+                f"model.state_dict() or fnn.load(path)['model'] give), got "
+                f"{type(state_dict).__name__}"
+            )
+        strict = bool(strict)
+        own = self._state()
+        missing = [n for n in own if n not in state_dict]
+        unexpected = [n for n in state_dict if n not in own]
+        mismatched = []
+        for key, p in own.items():
+            if key in state_dict:
+                shape = _shape_of_value(name, key, state_dict[key])
+                if shape != p.shape:
+                    mismatched.append(f"{key}: checkpoint {shape}, model {p.shape}")
+        if mismatched or (strict and (missing or unexpected)):
+            parts = []
+            if strict and missing:
+                parts.append(f"missing keys {missing}")
+            if strict and unexpected:
+                parts.append(f"unexpected keys {unexpected}")
+            if mismatched:
+                parts.append(f"shape mismatches [{'; '.join(mismatched)}]")
+            raise ValueError(
+                f"{name}.load_state_dict: the state dict does not fit this model: "
+                + ", ".join(parts) + " (was it saved from another model? strict=False loads "
+                "the keys that match)"
+            )
+        # convert every value before touching any tensor: a value that cannot be
+        # converted leaves the model as it was
+        converted = {}
+        for key, p in own.items():
+            if key not in state_dict:
+                continue
+            value = state_dict[key]
+            try:
+                host = value.numpy() if isinstance(value, Tensor) else value
+                host = host_array("the value", host, p._dtype)
+            except (TypeError, ValueError) as exc:
+                raise TypeError(
+                    f"{name}.load_state_dict: {key!r} cannot become {p._dtype.name}: {exc}; "
+                    f"nothing was loaded"
+                ) from None
+            converted[key] = p._device.ops.from_numpy(host, p._device.index)
+        for key, data in converted.items():
+            p = own[key]
+            p._data = data
+            if isinstance(p, Parameter):
+                p.grad = None
+        return IncompatibleKeys(missing, unexpected)
+
+
+def _shape_of_value(owner: str, name: str, value) -> tuple:
+    """The shape of one state-dict value; TypeError/ValueError naming the key for a value
+    that has none (None, ragged lists), which np.shape would call () or fail on."""
+    if isinstance(value, Tensor):
+        return value.shape
+    if value is None:
+        raise TypeError(f"{owner}.load_state_dict: {name!r} is None; give an array (a state "
+                        "dict from model.state_dict() or fnn.load)")
+    try:
+        return tuple(np.shape(value))
+    except ValueError:
+        raise ValueError(f"{owner}.load_state_dict: {name!r} is a ragged nested list, not an "
+                         "array; nothing was loaded") from None
