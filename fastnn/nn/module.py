@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import threading
 
-from fastnn.api import dtypes as fnn_dtypes
 from fastnn.api.errors import DeviceMismatchError
 from fastnn.autograd.grad_mode import enable_grad, no_grad
 from fastnn.nn.hooks import HooksMixin, call_with_hooks
@@ -120,7 +119,14 @@ def check_grad(layer: str, x: Tensor, grad_out, out_shape=None) -> Tensor:
     return grad_out
 
 
-_MISSING = object()
+class _NotGiven:
+    """The default of an argument that may be left out, told apart from None."""
+
+    def __repr__(self) -> str:
+        return "<not given>"
+
+
+_MISSING = _NotGiven()
 
 
 class Module(HooksMixin, ModuleTree, ModuleState):
@@ -129,8 +135,8 @@ class Module(HooksMixin, ModuleTree, ModuleState):
 
     Traversal (``parameters()``, ``named_modules()``, ...), ``train``/``eval``,
     ``zero_grad`` and ``requires_grad_`` live in :mod:`fastnn.nn.module_tree`; hooks in
-    :mod:`fastnn.nn.hooks`; buffers, ``state_dict`` and ``load_state_dict`` in
-    :mod:`fastnn.nn.module_state`.
+    :mod:`fastnn.nn.hooks`; buffers, ``state_dict``, ``load_state_dict`` and the dtype and
+    device moves (``to``, ``float``, ``double``, ``half``) in :mod:`fastnn.nn.module_state`.
     """
 
     def __init__(self):
@@ -240,60 +246,6 @@ class Module(HooksMixin, ModuleTree, ModuleState):
         # as PyTorch: the layer's own settings on the first line inside, then its children
         return f"{type(self).__name__}(\n  " + "\n  ".join(([extra] if extra else []) + lines) \
             + "\n)"
-
-    # ------------------------------------------------------------ devices and dtypes
-    def to(self, *args, dtype=None, device=None) -> Module:
-        """Move/convert every parameter and buffer in place, as PyTorch's: ``.to("cuda")``,
-        ``.to(fnn.float64)``, ``.to("cuda", fnn.float64)``, ``.to(other_tensor)``.
-
-        Parameters keep their identity (their data is swapped, so an optimizer made before
-        still holds them), and their gradients follow. A dtype must be floating point;
-        integer buffers (BatchNorm's num_batches_tracked) keep theirs. Everything is
-        converted before anything is replaced, so a move that fails changes nothing.
-        Returns self.
-        """
-        owner = f"{type(self).__name__}.to"
-        for arg in args:
-            if isinstance(arg, Tensor):
-                device, dtype = arg.device, arg.dtype
-        args = tuple(a for a in args if not isinstance(a, Tensor))
-        moved = []
-        for t in self._tensors():
-            new = t.detach().to(*args, dtype=dtype, device=device)
-            if new._dtype is not t._dtype and not t._dtype.is_floating:
-                new = t.detach().to(new.device)  # integer buffers keep their dtype
-            elif new._dtype is not t._dtype and not new._dtype.is_floating:
-                raise TypeError(f"{owner}: parameters must stay floating point (a module "
-                                f"converts to floating-point dtypes only), got "
-                                f"{new._dtype.name}; nothing was converted")
-            grad = t.grad if isinstance(t, Parameter) else None
-            moved.append((t, new, None if grad is None else grad.to(new.device, new.dtype)))
-        for t, new, grad in moved:
-            t._data, t._dtype, t._device = new._data, new._dtype, new._device
-            if isinstance(t, Parameter):
-                t._grad = grad
-        return self
-
-    def _tensors(self) -> list:
-        """Every parameter and buffer of the tree, each once."""
-        return list(self.parameters()) + list(self.buffers())
-
-    def float(self) -> Module:
-        """Floating-point parameters and buffers to float32; returns self."""
-        return self.to(fnn_dtypes.float32)
-
-    def double(self) -> Module:
-        """Floating-point parameters and buffers to float64; returns self."""
-        return self.to(fnn_dtypes.float64)
-
-    def half(self) -> Module:
-        """Floating-point parameters and buffers to float16 (where the device has it);
-        returns self."""
-        return self.to(fnn_dtypes.float16)
-
-    def cpu(self) -> Module:
-        """Move to the cpu device; returns self."""
-        return self.to("cpu")
 
     # ------------------------------------------------------------ reversible pair
     def reverse(self, x: Tensor, grad_out: Tensor):

@@ -1,4 +1,5 @@
-"""A module's state, as PyTorch's: buffers, ``state_dict()`` and ``load_state_dict()``.
+"""A module's state, as PyTorch's: buffers, ``state_dict()``, ``load_state_dict()``, and
+moving it all between dtypes and devices (``to``, ``float``, ``double``, ``half``).
 
 ``state_dict()`` walks the tree as PyTorch does: each module's own parameters, then its
 own persistent buffers, then each sub-module's state under ``"<name>."``; a parameter
@@ -16,6 +17,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from fastnn.api import dtypes as fnn_dtypes
 from fastnn.nn.parameter import Parameter
 from fastnn.ops.convert import host_array
 from fastnn.ops.tensor import Tensor
@@ -34,7 +36,8 @@ class IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpect
 
 
 class ModuleState:
-    """The state half of :class:`~fastnn.nn.Module` (a mixin)."""
+    """The state half of :class:`~fastnn.nn.Module` (a mixin): buffers, state dicts,
+    dtypes and devices."""
 
     def register_buffer(self, name: str, tensor, persistent: bool = True) -> None:
         """Keep ``tensor`` (or None) as state that is saved and moved but not trained
@@ -138,6 +141,67 @@ class ModuleState:
             if isinstance(p, Parameter):
                 p.grad = None
         return IncompatibleKeys(missing, unexpected)
+
+
+    # ------------------------------------------------------------ devices and dtypes
+    def to(self, *args, dtype=None, device=None) -> ModuleState:
+        """Move/convert every parameter and buffer in place, as PyTorch's: ``.to("cuda")``,
+        ``.to(fnn.float64)``, ``.to("cuda", fnn.float64)``, ``.to(other_tensor)``.
+
+        Parameters keep their identity (their data is swapped, so an optimizer made before
+        still holds them), and their gradients follow. A dtype must be floating point;
+        integer buffers (BatchNorm's num_batches_tracked) keep theirs. Everything is
+        converted before anything is replaced, so a move that fails changes nothing.
+        Returns self.
+        """
+        owner = f"{type(self).__name__}.to"
+        for arg in args:
+            if isinstance(arg, Tensor):
+                device, dtype = arg.device, arg.dtype
+        args = tuple(a for a in args if not isinstance(a, Tensor))
+        moved = []
+        for t in self._tensors():
+            new = t.detach().to(*args, dtype=dtype, device=device)
+            if new._dtype is not t._dtype and not t._dtype.is_floating:
+                new = t.detach().to(new.device)  # integer buffers keep their dtype
+            elif new._dtype is not t._dtype and not new._dtype.is_floating:
+                raise TypeError(f"{owner}: parameters must stay floating point (a module "
+                                f"converts to floating-point dtypes only), got "
+                                f"{new._dtype.name}; nothing was converted")
+            grad = t.grad if isinstance(t, Parameter) else None
+            moved.append((t, new, None if grad is None else grad.to(new.device, new.dtype)))
+        for t, new, grad in moved:
+            t._data, t._dtype, t._device = new._data, new._dtype, new._device
+            if isinstance(t, Parameter):
+                t._grad = grad
+        return self
+
+    def _tensors(self) -> list:
+        """Every parameter and buffer of the tree, each once."""
+        return list(self.parameters()) + list(self.buffers())
+
+    def float(self) -> ModuleState:
+        """Floating-point parameters and buffers to float32; returns self."""
+        return self.to(fnn_dtypes.float32)
+
+    def double(self) -> ModuleState:
+        """Floating-point parameters and buffers to float64; returns self."""
+        return self.to(fnn_dtypes.float64)
+
+    def half(self) -> ModuleState:
+        """Floating-point parameters and buffers to float16 (where the device has it);
+        returns self."""
+        return self.to(fnn_dtypes.float16)
+
+    def cpu(self) -> ModuleState:
+        """Move to the cpu device; returns self."""
+        return self.to("cpu")
+
+    def cuda(self, device=None) -> ModuleState:
+        """Move to a CUDA device (``None``: ``"cuda"``, an int ``n``: ``"cuda:n"``); returns
+        self."""
+        return self.to("cuda" if device is None else
+                       f"cuda:{device}" if isinstance(device, int) else device)
 
 
 def _shape_of_value(owner: str, name: str, value) -> tuple:
