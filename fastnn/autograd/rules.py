@@ -226,6 +226,14 @@ def _contiguous(ops, node, grad):
     return (grad,)
 
 
+@rule("call_hook")
+def _call_hook(ops, node, grad):
+    """The identity whose backward hands the raw gradient to ``node.attrs`` (a function that
+    returns a replacement gradient or None): what a module's full backward hooks ride on."""
+    replaced = node.attrs(grad)
+    return (grad if replaced is None else replaced,)
+
+
 # ---------------------------------------------------------------- matmul and conv1d
 
 

@@ -264,6 +264,13 @@ class Tensor:
         self.requires_grad = flag
         return self
 
+    def __reduce__(self):
+        """Pickle (and ``copy.deepcopy``) as host NumPy data, dtype name, device name and
+        requires_grad; unpickling puts the values back on that device, as a leaf without
+        ``.grad`` (as PyTorch's)."""
+        return _rebuild_tensor, (self.numpy(), self._dtype.name, str(self._device),
+                                 self._requires_grad)
+
     def zero_grad(self) -> None:
         self.grad = None
 
@@ -292,6 +299,11 @@ def manual_seed(seed: int) -> None:
 def host_rng() -> np.random.Generator:
     """The generator behind :func:`manual_seed`."""
     return _default_rng
+
+
+def _rebuild_tensor(host, dtype: str, device: str, requires_grad: bool) -> Tensor:
+    """The tensor :meth:`Tensor.__reduce__` describes (what unpickling calls)."""
+    return tensor(host, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
