@@ -25,6 +25,9 @@ def _functional(lib):
     return torch_F
 
 
+INDEX = np.array([[1, 3], [0, 0], [2, 1]])
+
+
 def _amax(lib, x, dim):
     return x.max(dim) if lib is fnn else x.amax(dim)
 
@@ -58,6 +61,14 @@ CASES = {  # name -> (function of (lib, *inputs), input shapes)
     "transpose_reshape": (lambda L, x: (x.T @ x).reshape(16) * x.reshape(12).sum(), [(3, 4)]),
     "where": (lambda L, x: L.where(x > 0.1, x * x * x, x.exp()), [(6,)]),
     "float32_inside": (lambda L, x: x.float().tanh().double() * x, [(4,)]),
+    "gather": (lambda L, x: L.gather(x * x, 1, L.tensor(INDEX)) * x[:, :2], [(3, 4)]),
+    "index_select": (lambda L, x: L.index_select(x.exp(), 0, L.tensor([2, 0, 2])) * x,
+                     [(3, 4)]),
+    "scatter_add": (lambda L, x, s: (x * x).scatter_add(1, L.tensor(INDEX), s * s) * x,
+                    [(3, 4), (3, 2)]),
+    "cat": (lambda L, x, y: L.cat([x * y, y.tanh()], 1) * L.cat([x, x], 1), [(2, 3), (2, 3)]),
+    "leaky_relu_clamp": (lambda L, x: _functional(L).leaky_relu(x, 0.2) * x.clamp(-0.5, 0.5)
+                         * x, [(8,)]),
 }
 
 
