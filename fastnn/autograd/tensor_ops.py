@@ -250,12 +250,24 @@ class View:
 
 def view(node, out):
     """``node`` with each saved array that is the data of one of its inputs or of its
-    output ``out`` (a Tensor, or None when unknown) replaced by that tensor."""
+    output ``out`` (a Tensor, or None when unknown) replaced by that tensor.
+
+    NOTE: two inputs may share one data array (``x * x.detach()``), and only one of
+    them carries the graph. Ops that save their inputs first, in order (mul, pow,
+    matmul, the activations...), are matched by position; the others by identity.
+    """
+    inputs, saved = node.inputs, node.saved
     by_data = {} if out is None else {id(out._data): out}
-    for t in node.inputs:
+    for t in inputs:
         if t is not None:
             by_data[id(t._data)] = t
-    return View(node, tuple(by_data.get(id(s), s) for s in node.saved))
+    tensors = [by_data.get(id(s), s) for s in saved]
+    if len(saved) >= len(inputs) and all(
+            t is None or s is t._data for t, s in zip(inputs, saved)):
+        for k, t in enumerate(inputs):
+            if t is not None:
+                tensors[k] = t
+    return View(node, tuple(tensors))
 
 
 def _softmax_cross_entropy(ops, node, grad):

@@ -282,3 +282,25 @@ def test_nn_mlp_gradient_penalty_matches_torch():
 
     for ours, theirs in zip(penalty_grads(fnn, model), penalty_grads(torch, reference)):
         np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: x * x.detach() * x,
+    lambda x: x.detach() * x * x,
+    lambda x: x / x.detach() * x,
+    lambda x: x.detach() / (x * x),
+    lambda x: x ** x.detach(),
+])
+def test_inputs_sharing_data_with_a_detached_copy(fn):
+    """x and x.detach() share one array: only x may carry the second derivative."""
+    torch = pytest.importorskip("torch")
+    values = np.array([0.7, 1.3])
+
+    def second(lib, x):
+        (g,) = lib.autograd.grad(fn(x).sum(), x, create_graph=True)
+        (h,) = lib.autograd.grad(g.sum(), x)
+        return h.numpy() if lib is fnn else h.detach().numpy()
+
+    ours = second(fnn, fnn.tensor(values, dtype="float64", requires_grad=True))
+    theirs = second(torch, torch.tensor(values, requires_grad=True))
+    np.testing.assert_allclose(ours, theirs, rtol=1e-12)
