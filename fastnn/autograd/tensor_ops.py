@@ -31,7 +31,6 @@ _BINARY_SAVES = {
     "minimum": lambda a, b, out: (a, b),
 }
 _ACTIVATIONS = ("relu", "sigmoid", "tanh", "silu", "gelu", "softplus")
-_NO_GRADIENT = ("sign", "greater", "less", "equal", "one_hot", "argmax")
 
 
 class TensorOps:

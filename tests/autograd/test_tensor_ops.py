@@ -12,6 +12,8 @@ import pytest
 
 import fastnn as fnn
 import fastnn.functional as fnn_F
+from fastnn.autograd.engine import attach
+from fastnn.autograd.tensor_ops import TensorOps
 
 RNG = np.random.default_rng(7)
 EPS = 1e-5
@@ -304,3 +306,63 @@ def test_inputs_sharing_data_with_a_detached_copy(fn):
     ours = second(fnn, fnn.tensor(values, dtype="float64", requires_grad=True))
     theirs = second(torch, torch.tensor(values, requires_grad=True))
     np.testing.assert_allclose(ours, theirs, rtol=1e-12)
+
+
+# ---------------------------------------------------------------- TensorOps records as ops do
+
+A = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]])
+RECORDED_ALIKE = {  # name -> (the public op on x, y; the same through TensorOps)
+    "exp": (lambda x, y: x.exp(), lambda T, x, y: T.exp(x)),
+    "log": (lambda x, y: x.log(), lambda T, x, y: T.log(x)),
+    "sqrt": (lambda x, y: x.sqrt(), lambda T, x, y: T.sqrt(x)),
+    "sin": (lambda x, y: x.sin(), lambda T, x, y: T.sin(x)),
+    "mul": (lambda x, y: x * y, lambda T, x, y: T.mul(x, y)),
+    "div": (lambda x, y: x / y, lambda T, x, y: T.div(x, y)),
+    "pow": (lambda x, y: x ** y, lambda T, x, y: T.pow(x, y)),
+    "pow_scalar": (lambda x, y: x ** 2.0, lambda T, x, y: T.pow(x, 2.0)),
+    "maximum": (lambda x, y: fnn.maximum(x, y), lambda T, x, y: T.maximum(x, y)),
+    "tanh": (lambda x, y: x.tanh(), lambda T, x, y: T.tanh(x)),
+    "sigmoid": (lambda x, y: x.sigmoid(), lambda T, x, y: T.sigmoid(x)),
+    "leaky_relu": (lambda x, y: fnn_F.leaky_relu(x, 0.1), lambda T, x, y: T.leaky_relu(x, 0.1)),
+    "sum": (lambda x, y: x.sum(1, keepdim=True), lambda T, x, y: T.sum(x, (1,), True)),
+    "mean": (lambda x, y: x.mean(-1), lambda T, x, y: T.mean(x, (-1,), False)),
+    "max": (lambda x, y: x.max(0), lambda T, x, y: T.max(x, (0,), False)),
+    "prod": (lambda x, y: x.prod(1), lambda T, x, y: T.prod(x, (1,), False)),
+    "cumsum": (lambda x, y: x.cumsum(1), lambda T, x, y: T.cumsum(x, 1)),
+    "reshape": (lambda x, y: x.reshape(3, 2), lambda T, x, y: T.reshape(x, (3, 2))),
+    "transpose": (lambda x, y: x.T, lambda T, x, y: T.transpose(x, (1, 0))),
+    "broadcast_to": (lambda x, y: x.broadcast_to((4, 2, 3)),
+                     lambda T, x, y: T.broadcast_to(x, (4, 2, 3))),
+    "matmul": (lambda x, y: x @ y.T, lambda T, x, y: T.matmul(x, T.transpose(y, (1, 0)))),
+    "softmax": (lambda x, y: x.softmax(1), lambda T, x, y: T.softmax(x, 1)),
+    "log_softmax": (lambda x, y: x.log_softmax(1), lambda T, x, y: T.log_softmax(x, 1)),
+    "slice": (lambda x, y: x[:, 1:], lambda T, x, y: T.slice(x, (0, 1), (2, 3), (1, 1))),
+    "where": (lambda x, y: fnn.where(x > 0.0, x, y), lambda T, x, y: T.where(T.greater(x, 0.0),
+                                                                               x, y)),
+    "gather": (lambda x, y: fnn.gather(x, 1, fnn.tensor([[0], [2]])),
+               lambda T, x, y: T.gather(x, 1, fnn.tensor([[0], [2]])._data)),
+    "astype": (lambda x, y: x.float(), lambda T, x, y: T.astype(x, "float32")),
+}
+
+
+def _recorded(out, x, y):
+    """The node of ``out`` as the rule sees it: op, where each saved array comes from,
+    the attributes, and which inputs are x and y."""
+    node = out._node
+    names = {id(x._data): "x", id(y._data): "y", id(out._data): "out"}
+    saved = tuple(names.get(id(s), "scalar" if isinstance(s, float) else "other")
+                  for s in node.saved)
+    inputs = tuple({id(x): "x", id(y): "y"}.get(id(t), "other") if t is not None else None
+                   for t in node.inputs)
+    return node.op, saved, repr(node.attrs), inputs
+
+
+@pytest.mark.parametrize("name", sorted(RECORDED_ALIKE))
+def test_tensor_ops_record_what_the_tensor_ops_record(name):
+    """The rules read node.saved and node.attrs by position: TensorOps must lay them out
+    as fastnn.ops does, or a second derivative would read the wrong arrays."""
+    public, adapted = RECORDED_ALIKE[name]
+    x = fnn.tensor(np.abs(A) + 0.5, dtype="float64", requires_grad=True)
+    y = fnn.tensor(A, dtype="float64", requires_grad=True)
+    adapter = TensorOps(x.device.ops, type(x), attach)
+    assert _recorded(adapted(adapter, x, y), x, y) == _recorded(public(x, y), x, y)
