@@ -164,6 +164,8 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inpu
     anomaly = grad_mode.is_anomaly_enabled()
     order = _topological(seeds, owners)
     expand = None if targets is None else _leading_to(order, targets)
+    # create_graph runs the same rules on Tensors (a few fused ones have Tensor versions)
+    rules = tensor_ops.TENSOR_RULES if create_graph else RULES
     with grad_mode.enable_grad() if create_graph else grad_mode.no_grad():
         for node in order:
             grad_out = grads.pop(id(node), None)
@@ -177,7 +179,9 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inpu
                     continue
                 if create_graph:
                     ops, view = sink.tensor_ops(ops), tensor_ops.view(node, owner)
-            in_grads = _run_rule(node, ops, view, grad_out, create_graph)
+            # the one place a rule runs; view is the node (its saved arrays as tensors
+            # under create_graph, see tensor_ops.view)
+            in_grads = rules[node.op](ops, view, grad_out)
             for t, needed, g in zip(node.inputs, node.needs, in_grads):
                 if not needed or g is None:
                     continue
@@ -198,12 +202,6 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inpu
             if not retain_graph:  # free the graph as we go: the saved arrays are no longer needed
                 node.inputs = node.saved = node.attrs = None
         return sink.finish() if general else None
-
-
-def _run_rule(node, ops, view, grad_out, create_graph=False):
-    """The one place a node's backward rule runs (``view`` is ``node``, or under
-    ``create_graph`` the node with its saved arrays as tensors, see tensor_ops.view)."""
-    return (tensor_ops.TENSOR_RULES if create_graph else RULES)[node.op](ops, view, grad_out)
 
 
 def _leading_to(order, targets) -> set:
@@ -250,16 +248,16 @@ class _Sink:
         return g if isinstance(g, self.cls) else self.cls._make(g, t._dtype, t._device)
 
     def _hooked(self, t, g):
-        if getattr(t, "_hooks", None) is None:
-            return g
         out = hooks.run(t, self._tensor(t, g))
         return out if self.create_graph else out._data
 
     def reached(self, t, g):
         """``g``, the whole gradient of the non-leaf ``t``, after its hooks."""
-        g = self._hooked(t, g)
-        if hooks.retains(t):
-            self._store(t, g)
+        found = getattr(t, "_hooks", None)  # one look: an unset slot costs a caught error
+        if found is not None:
+            g = self._hooked(t, g)
+            if found.retain:
+                self._store(t, g)
         if self.targets is not None and id(t) in self.targets:
             self._deliver(t, g)
         return g
@@ -273,7 +271,8 @@ class _Sink:
 
     def finish(self) -> dict:
         for t, g in self.leaves.values():
-            g = self._hooked(t, g)
+            if getattr(t, "_hooks", None) is not None:
+                g = self._hooked(t, g)
             if self.targets is None or id(t) in self.targets:
                 self._deliver(t, g)
         return self.captured

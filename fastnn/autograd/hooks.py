@@ -1,9 +1,9 @@
 """Tensor hooks for the backward pass: ``register_hook`` and ``retain_grad``.
 
 A tensor's hooks live in its ``_hooks`` slot (unset until the first hook, so
-making a tensor costs nothing more). :data:`state` says whether any tensor
-was ever given one: until then ``backward`` takes its fast path and never
-looks for them.
+making a tensor costs nothing more). :data:`state` counts the hooks registered
+and not removed, and the retain_grad calls: while it is 0, ``backward`` takes
+its fast path and never looks for them.
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ import threading
 
 
 class _State:
-    active = False  # set once, by the first hook or retain_grad of the process
+    # hooks registered and not removed, plus retain_grad calls (a retained tensor is
+    # not tracked when it dies: the count may stay high, costing speed, never low)
+    active = 0
 
 
 state = _State()
@@ -40,7 +42,8 @@ class RemovableHandle:
 
     def remove(self) -> None:
         """Unregister the hook (a second call does nothing)."""
-        self._hooks.fns.pop(self._key, None)
+        if self._hooks.fns.pop(self._key, None) is not None:
+            _count(-1)
 
     def __enter__(self):
         return self
@@ -54,8 +57,12 @@ def _hooks_of(tensor) -> Hooks:
     found = getattr(tensor, "_hooks", None)
     if found is None:
         found = tensor._hooks = Hooks()
-        state.active = True
     return found
+
+
+def _count(change: int) -> None:
+    with _lock:
+        state.active += change
 
 
 def register_hook(tensor, fn) -> RemovableHandle:
@@ -75,6 +82,7 @@ def register_hook(tensor, fn) -> RemovableHandle:
         _serial += 1
         key = _serial
     hooks.fns[key] = fn
+    _count(1)
     return RemovableHandle(hooks, key)
 
 
@@ -83,8 +91,9 @@ def retain_grad(tensor) -> None:
     if not tensor._requires_grad:
         raise RuntimeError("retain_grad: the tensor does not require grad, so it has no "
                            "gradient to keep; set requires_grad=True on its leaves first")
-    if tensor._node is not None:
+    if tensor._node is not None and not retains(tensor):
         _hooks_of(tensor).retain = True
+        _count(1)
 
 
 def run(tensor, grad):

@@ -87,3 +87,16 @@ def test_hooks_and_retain_grad_match_torch():
     theirs = run(torch, torch.tensor(X, requires_grad=True))
     for a, b in zip(ours, theirs):
         np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def test_removing_every_hook_puts_backward_back_on_its_fast_path():
+    from fastnn.autograd import hooks
+
+    before = hooks.state.active
+    x = fnn.tensor(X, requires_grad=True)
+    handles = [x.register_hook(lambda g: g), (x * 2.0).register_hook(lambda g: g)]
+    assert hooks.state.active == before + 2
+    for handle in handles:
+        handle.remove()
+        handle.remove()
+    assert hooks.state.active == before
