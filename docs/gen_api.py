@@ -25,7 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUT = ROOT / "docs" / "api.md"
-MODULES = ("fastnn", "fastnn.functional", "fastnn.nn", "fastnn.optim",
+MODULES = ("fastnn", "fastnn.autograd", "fastnn.functional", "fastnn.nn", "fastnn.optim",
            "fastnn.optim.lr_scheduler", "fastnn.data")
 REGENERATE = "python docs/gen_api.py"
 

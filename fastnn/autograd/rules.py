@@ -15,6 +15,7 @@ from fastnn.api.composite import activation_grad
 from fastnn.autograd.rules_indexing import RULES as INDEXING_RULES
 
 RULES: dict = {}
+"""Op name -> its backward rule ``rule(ops, node, grad_out)``, one gradient per input."""
 _SQRT_2_OVER_PI = 2.0 / math.sqrt(math.pi)
 
 

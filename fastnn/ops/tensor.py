@@ -12,7 +12,8 @@ from fastnn.api.args import flag, integer, ints
 from fastnn.api.device import Device, as_device, get_device
 from fastnn.api.dtypes import DType, as_dtype
 from fastnn.api.errors import BackendError
-from fastnn.autograd import engine
+from fastnn.autograd import functional as autograd
+from fastnn.autograd import hooks
 from fastnn.ops import core
 from fastnn.ops.convert import host_array
 from fastnn.ops.storage import alias
@@ -25,8 +26,9 @@ class Tensor:
     or :func:`randn`; the constructor itself is internal.
     """
 
+    # _hooks is set only by the first register_hook / retain_grad (see autograd.hooks)
     __slots__ = ("_data", "_dtype", "_device", "_requires_grad", "_grad", "_node", "_view",
-                 "_storage", "__weakref__")
+                 "_storage", "_hooks", "__weakref__")
     __array_priority__ = 1000  # so that ndarray + Tensor defers to Tensor.__radd__
     # NumPy ufuncs refuse tensors (np.exp(t) would leave the tape): use t.exp(), or
     # np.exp(t.numpy()). This also makes ndarray + Tensor defer to Tensor.__radd__.
@@ -113,6 +115,7 @@ class Tensor:
 
     @property
     def is_leaf(self) -> bool:
+        """Whether no recorded op made this tensor (its gradient goes into ``.grad``)."""
         return self._node is None
 
     def size(self, dim=None, axis=None):
@@ -138,8 +141,7 @@ class Tensor:
         if self._dtype.name not in ("float32", "int64", "bool") or not self.numel():
             extra.append(f"dtype={self._dtype.name}")
         if self._node is not None:
-            name = "".join(part.capitalize() for part in self._node.op.split("_"))
-            extra.append(f"grad_fn=<{name}Backward>")
+            extra.append(f"grad_fn=<{self._node.name()}>")
         elif self.requires_grad:
             extra.append("requires_grad=True")
         return "tensor(" + ", ".join([body] + extra) + ")"
@@ -225,40 +227,42 @@ class Tensor:
         return self.to(dtypes.float64)
 
     # ------------------------------------------------------------ autograd
-    def backward(self, grad=None) -> None:
-        """Accumulate d(self)/d(leaf) into every leaf's ``.grad``.
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None, *,
+                 grad=None) -> None:
+        """Add d(self)/d(leaf) into every leaf's ``.grad``, as PyTorch's ``backward``.
 
-        ``grad`` defaults to 1 and may be omitted only for a one-element tensor.
+        ``gradient`` (also ``grad=``) defaults to 1 and may be omitted only for a
+        one-element tensor. ``retain_graph=True`` keeps the graph for another backward
+        (default: ``create_graph``); ``create_graph=True`` records the backward itself,
+        so ``.grad`` can be differentiated again; ``inputs`` (tensors) restricts the
+        accumulation to those.
         """
-        if not self.requires_grad:
-            raise RuntimeError(
-                "backward() on a tensor that does not require grad: create the leaves with "
-                "requires_grad=True (and not under no_grad)"
-            )
-        ops = self._device.ops
-        if grad is None:
-            if self.numel() != 1:
-                raise RuntimeError(
-                    f"backward() without a gradient needs a scalar output, got shape "
-                    f"{self.shape}; reduce it (e.g. .sum()) or pass grad= of that shape"
-                )
-            grad_data = ops.full(self.shape, 1.0, self._dtype.name, self._device.index)
-        else:
+        if grad is not None:
+            if gradient is not None:
+                raise TypeError("backward: pass the gradient once, as gradient= or grad=")
+            gradient = grad
+        if gradient is not None and not isinstance(gradient, Tensor):
             try:
-                g = grad if isinstance(grad, Tensor) else tensor(grad, dtype=self._dtype,
-                                                                  device=self._device)
+                gradient = tensor(gradient, dtype=self._dtype, device=self._device)
             except (TypeError, ValueError) as exc:
                 raise type(exc)(f"backward: grad must be a Tensor or array-like of numbers "
                                 f"shaped {self.shape}; {exc}") from None
-            if g.shape != self.shape:
-                raise ValueError(f"backward: grad has shape {g.shape}, expected {self.shape}")
-            core.check_same_device("backward", self, g)
-            if not g._dtype.is_floating:
-                raise TypeError(f"backward: grad must be floating point, got {g._dtype.name}")
-            if g._dtype is not self._dtype:  # as PyTorch: the gradient takes the output's dtype
-                g = g.to(self._dtype)
-            grad_data = g._data
-        engine.backward(self, grad_data)
+        autograd.backward(self, gradient, retain_graph, create_graph, inputs)
+
+    def retain_grad(self) -> None:
+        """Keep this non-leaf tensor's gradient in ``.grad`` during backward."""
+        hooks.retain_grad(self)
+
+    def register_hook(self, fn):
+        """Call ``fn(grad)`` whenever this tensor's gradient is computed; ``fn`` may
+        return a replacement. Returns a handle whose ``.remove()`` unregisters it."""
+        return hooks.register_hook(self, fn)
+
+    @property
+    def grad_fn(self):
+        """The tape node that made this tensor (``.name()``: e.g. ``MulBackward0``), or
+        None for a leaf."""
+        return self._node
 
     def requires_grad_(self, flag: bool = True) -> Tensor:
         self.requires_grad = flag
