@@ -38,7 +38,7 @@ class Node:
     """
 
     __slots__ = ("op", "inputs", "needs", "parents", "saved", "attrs", "ops", "stamp",
-                 "stale", "__weakref__")
+                 "stale", "out_id", "__weakref__")
 
     def __init__(self, op, inputs, saved, attrs, ops):
         self.op = op
@@ -51,6 +51,7 @@ class Node:
         self.ops = ops
         self.stamp = _clock
         self.stale = None
+        self.out_id = None  # id of the output's array when the rule saved it (check_saved)
 
     def __repr__(self) -> str:
         return f"<Node {self.op}>"
@@ -86,7 +87,9 @@ def attach(out, op, inputs, saved=(), attrs=None):
         for t in inputs:
             if t is not None and t._requires_grad:  # the slot: this runs on every op
                 out._requires_grad = True
-                out._node = Node(op, inputs, saved, attrs, out._device.ops)
+                node = out._node = Node(op, inputs, saved, attrs, out._device.ops)
+                if saved:
+                    node.out_id = id(out._data)
                 break
     if state.anomaly:
         check_finite(out._device.ops, out._data, f"the forward of {op!r}")
@@ -259,8 +262,13 @@ def check_saved(node) -> None:
             f"(y = y.clone() before the in-place op, or use the out-of-place form)")
     if not node.saved:
         return  # the rule reads no array of its inputs (add, reshape, slice, sum, ...)
+    inputs = {id(t._data) for t in node.inputs if t is not None}
+    saved = {id(a) for a in node.saved if hasattr(a, "shape")}
+    # a saved array that is neither an input's nor the output's was derived from them (a
+    # view, on a strided backend): then every input counts as saved
+    derived = bool(saved - inputs - {node.out_id})
     for i, t in enumerate(node.inputs):
-        if t is None:
+        if t is None or not (derived or id(t._data) in saved):
             continue
         base = t._view.base if t._view is not None else t
         storage = base._storage

@@ -276,6 +276,11 @@ def test_backward_through_an_overwritten_saved_value_raises_naming_the_op(dev):
     e[0] = 0.0
     with pytest.raises(RuntimeError, match="output of 'exp'"):
         e.sum().backward()
+    x = a * 1.0
+    y = x.exp()        # ...and not its input: writing x afterwards is fine, as in PyTorch
+    x.add_(1.0)
+    y.sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), np.exp([1.0, 2.0, 3.0]), rtol=1e-6)
 
 
 def test_inplace_ops_are_recorded_as_pytorch_records_them(dev):
