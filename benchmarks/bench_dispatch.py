@@ -28,12 +28,19 @@ def cases(fnn, torch):
         "relu": (lambda: fx.relu(),),
         "exp": (lambda: fx.exp(),),
         "taped add": (lambda: fg + fy,),
+        "x.T": (lambda: fx.T,),
+        "x[1:3]": (lambda: fx[1:3],),
+        "view(16)": (lambda: fx.view(16),),
+        "detach": (lambda: fg.detach(),),
+        "add_ (in place)": (lambda: fx.add_(fy),),
     }
     if torch is not None:
         tx, ty = torch.tensor(x_np), torch.tensor(x_np + 1)
         tg = torch.tensor(x_np, requires_grad=True)
         theirs = [lambda: tx + ty, lambda: tx * 2.0, lambda: tx @ ty, lambda: tx.sum(),
-                  lambda: tx.reshape(16), lambda: tx.relu(), lambda: tx.exp(), lambda: tg + ty]
+                  lambda: tx.reshape(16), lambda: tx.relu(), lambda: tx.exp(), lambda: tg + ty,
+                  lambda: tx.T, lambda: tx[1:3], lambda: tx.view(16), lambda: tg.detach(),
+                  lambda: tx.add_(ty)]
         for key, fn in zip(rows, theirs):
             rows[key] = rows[key] + (fn,)
     return rows

@@ -66,7 +66,7 @@ def _steps(torch, rng, make_ours, make_theirs, features, call):
     x = rng.standard_normal((BATCH, SEQ, features)).astype(np.float32)
     y = rng.integers(0, CLASSES, BATCH)
     fx, fy, tx, ty = fnn.tensor(x), fnn.tensor(y), torch.tensor(x), torch.tensor(y)
-    f_opt = optim.Adam(ours_body.parameters() + ours_head.parameters(), lr=1e-3)
+    f_opt = optim.Adam([*ours_body.parameters(), *ours_head.parameters()], lr=1e-3)
     t_opt = torch.optim.Adam(list(theirs_body.parameters()) + list(theirs_head.parameters()),
                              lr=1e-3)
 

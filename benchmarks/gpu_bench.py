@@ -107,7 +107,7 @@ def matmul_row(args, sync, m, k, n):
     a = fnn.randn((m, k), seed=1, device=args.device)
     b = fnn.randn((k, n), seed=2, device=args.device)
     bt = fnn.randn((n, k), seed=3, device=args.device)
-    raw_a, raw_b = a.data, b.data
+    raw_a, raw_b = a._data, b._data
     xp = __import__("cupy") if args.device.startswith("cuda") else np
     flops = 2.0 * m * k * n
     with fnn.no_grad():

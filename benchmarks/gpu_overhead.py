@@ -63,7 +63,7 @@ def main(argv=None):
     ag = fnn.tensor(host, device=dev, requires_grad=True)
     ops = a._device.ops
     cond = a > 0.0
-    ca, cw, cb = a.data, w.data, b.data
+    ca, cw, cb = a._data, w._data, b._data
     try:
         import torch
 
@@ -86,8 +86,8 @@ def main(argv=None):
                        lambda: ta * 0.5),
         "greater 0": (lambda: a > 0.0, lambda: ops.greater(ca, 0.0),
                       lambda: cp.greater(ca, 0.0), lambda: ta > 0.0),
-        "where": (lambda: F.where(cond, a, 0.0), lambda: ops.where(cond.data, ca, 0.0),
-                  lambda: cp.where(cond.data, ca, 0.0), lambda: torch.where(tcond, ta, 0.0)),
+        "where": (lambda: F.where(cond, a, 0.0), lambda: ops.where(cond._data, ca, 0.0),
+                  lambda: cp.where(cond._data, ca, 0.0), lambda: torch.where(tcond, ta, 0.0)),
         "relu": (lambda: F.relu(a), lambda: ops.relu(ca), lambda: cp.maximum(ca, 0.0),
                  lambda: torch.relu(ta)),
         "sum axis 0": (lambda: a.sum(axis=0), lambda: ops.sum(ca, (0,), False),

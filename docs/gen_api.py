@@ -25,7 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUT = ROOT / "docs" / "api.md"
-MODULES = ("fastnn", "fastnn.functional", "fastnn.nn", "fastnn.optim",
+MODULES = ("fastnn", "fastnn.autograd", "fastnn.functional", "fastnn.nn", "fastnn.optim",
            "fastnn.optim.lr_scheduler", "fastnn.data", "fastnn.return_types", "fastnn.cuda",
            "fastnn.accelerator", "fastnn.nn.utils")
 REGENERATE = "python docs/gen_api.py"
@@ -136,11 +136,37 @@ def markdown(doc: str) -> str:
     return re.sub(r"::$", ":", doc, flags=re.M)
 
 
+def _public_classes() -> set:
+    """The classes that are public names of MODULES (documented under their own entry)."""
+    found = set()
+    for module_name in MODULES:
+        module = importlib.import_module(module_name)
+        found.update(getattr(module, name) for name in public_names(module)
+                     if inspect.isclass(getattr(module, name, None)))
+    return found
+
+
+def _mixins(cls) -> list:
+    """The fastnn base classes of ``cls`` that are not public themselves (mixins such as
+    Module's ModuleTree): their members are listed with ``cls``."""
+    public = _public_classes()
+    return [b for b in cls.__bases__
+            if b.__module__.startswith("fastnn") and b not in public]
+
+
 def _members(cls) -> list:
+    members, seen = [], set()
+    for owner in (cls, *_mixins(cls)):
+        for name, raw in vars(owner).items():
+            if name not in seen:
+                seen.add(name)
+                members.extend(_member(owner, name, raw))
+    return members
+
+
+def _member(cls, name: str, raw) -> list:
     members = []
-    for name, raw in vars(cls).items():
-        if name.startswith("_"):
-            continue
+    if not name.startswith("_"):
         if isinstance(raw, property):
             members.append((name, "property", "", inspect.getdoc(raw)))
         elif isinstance(raw, (staticmethod, classmethod)) or inspect.isfunction(raw):
@@ -164,8 +190,9 @@ def _entry(module, name: str) -> list:
     if inspect.isclass(value):
         lines += [f"### class `{qualified}`", "", "```python",
                   f"{qualified}{signature(value)}", "```", ""]
-        bases = [b for b in value.__bases__
-                 if b.__module__.startswith("fastnn") and not b.__name__.startswith("_")]
+        mixins = _mixins(value)
+        bases = [b for b in value.__bases__ if b.__module__.startswith("fastnn")
+                 and not b.__name__.startswith("_") and b not in mixins]
         if bases:
             lines += ["Bases: " + ", ".join(f"`{b.__name__}`" for b in bases), ""]
     elif callable(value):

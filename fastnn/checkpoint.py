@@ -1,13 +1,23 @@
 """Checkpoints: ``fnn.save(state, path)`` and ``fnn.load(path)`` in safetensors, never pickle.
 
-``state`` is a nested dict (string keys) whose leaves are arrays (NumPy arrays
-or fastnn Tensors) or plain values (numbers, strings, bools, None, and lists
-or tuples of those), at most ``MAX_DEPTH`` levels deep. Arrays become
-safetensors tensors named by their key path joined with ``/`` (so
-``{"model": {"0.weight": w}}`` stores ``model/0.weight``); everything else, and
-the shape of the nesting, goes into the file's metadata as JSON under
-``"fastnn"``. ``load`` rebuilds the same nesting with NumPy arrays (tuples come
-back as lists).
+``state`` is a tensor, an array, a plain value (number, string, bool, None) or
+any nesting of dicts, lists and tuples of those, at most ``MAX_DEPTH`` levels
+deep. Dict keys are strings, numbers, bools or None. Arrays (NumPy arrays or
+fastnn Tensors) become safetensors tensors named by their key path joined with
+``/`` (so ``{"model": {"0.weight": w}}`` stores ``model/0.weight``; a ``/`` or
+``%`` inside a key is written ``%2F`` / ``%25``, the entries of a dict with
+other keys than strings are named by position, and a lone tensor is named
+``tensor``); everything else, and the shape of the nesting, goes into the file's
+metadata as JSON under ``"fastnn"``. ``load`` rebuilds the same nesting, tuples
+as tuples and dict keys with their types, with NumPy arrays where tensors were.
+
+The tree in the metadata has one node per value: ``{"d": {key: node}}`` (a dict
+with string keys), ``{"m": [[key, node], ...]}`` (any other keys), ``{"l": [...]}``
+(list), ``{"u": [...]}`` (tuple), ``{"t": name}`` (a tensor) or ``{"v": value}``.
+Version 1 files (fastnn before tuples and non-string keys) have only d, l, t and
+v nodes; a file is written as version 1 when it needs nothing more, so that an
+older fastnn still reads it, and as version 2 otherwise, which an older fastnn
+refuses with "written by a newer fastnn".
 
 The file is written and read by :mod:`fastnn.checkpoint_format`, which adds a
 CRC-32 of every tensor and of the header to the metadata (other safetensors
@@ -35,68 +45,108 @@ from fastnn.checkpoint_files import atomic_write
 
 SEP = "/"
 FORMAT = "fastnn.checkpoint"
-VERSION = 1
+VERSION = 2  # the newest this fastnn writes and reads
 MAX_DEPTH = 100  # levels of nesting; deeper is a mistake (or a dict that holds itself)
 _META_KEY = "fastnn"
+
+
+_KEY_TYPES = (str, int, float, bool, type(None))
+_V2_NODES = ("m", "u")  # what version 1 cannot read
+
+
+def _join(prefix: str, part: str) -> str:
+    part = part.replace("%", "%25").replace(SEP, "%2F")  # names stay unique with any key
+    return f"{prefix}{SEP}{part}" if prefix else part
 
 
 def _flatten(node, prefix: str, tensors: dict, depth: int):
     """Split ``node`` into tensors (added to ``tensors``) and a JSON skeleton (returned)."""
     from fastnn.ops.tensor import Tensor
 
+    where = prefix or "<root>"
     if depth > MAX_DEPTH:
         raise ValueError(f"save: state nests deeper than {MAX_DEPTH} levels at "
                          f"{prefix[:200]}...; does a dict or list contain itself?")
     if isinstance(node, dict):
-        out = {}
-        for key, value in node.items():
-            if not isinstance(key, str):
+        for key in node:
+            if isinstance(key, np.generic):
+                key = key.item()
+            if not isinstance(key, _KEY_TYPES) or (isinstance(key, float)
+                                                   and not np.isfinite(key)):
                 raise TypeError(
-                    f"save: keys must be strings, got {key!r} ({type(key).__name__}) at "
-                    f"{prefix or '<root>'}; convert it with str()"
+                    f"save: keys must be strings, numbers, bools or None, got {key!r} "
+                    f"({type(key).__name__}) at {where}; convert it with str()"
                 )
-            if SEP in key:
-                raise ValueError(f"save: key {key!r} contains {SEP!r}, which separates levels; "
-                                 "rename it")
-            out[key] = _flatten(value, f"{prefix}{SEP}{key}" if prefix else key, tensors,
-                                depth + 1)
-        return {"d": out}
+        if all(type(key) is str for key in node):
+            return {"d": {key: _flatten(value, _join(prefix, key), tensors, depth + 1)
+                          for key, value in node.items()}}
+        return {"m": [[key.item() if isinstance(key, np.generic) else key,
+                       _flatten(value, _join(prefix, str(i)), tensors, depth + 1)]
+                      for i, (key, value) in enumerate(node.items())]}
     if isinstance(node, Tensor):
         node = node.numpy()
     if isinstance(node, np.ndarray):
         if checkpoint_format.dtype_code(node) is None:
             raise TypeError(
-                f"save: cannot store {prefix}: {node.dtype} arrays (safetensors holds bool, "
+                f"save: cannot store {where}: {node.dtype} arrays (safetensors holds bool, "
                 "(u)int8 to (u)int64, float16, float32, float64 and complex64); convert it "
                 "with .astype()")
-        tensors[prefix] = checkpoint_format.little_endian(node)
-        return {"t": prefix}
+        name = prefix or "tensor"
+        tensors[name] = checkpoint_format.little_endian(node)
+        return {"t": name}
     if isinstance(node, np.generic):
         node = node.item()
     if node is None or isinstance(node, (bool, int, float, str)):
         return {"v": node}
     if isinstance(node, (list, tuple)):
-        return {"l": [_flatten(v, f"{prefix}{SEP}{i}", tensors, depth + 1)
-                      for i, v in enumerate(node)]}
+        kind = "u" if isinstance(node, tuple) else "l"
+        return {kind: [_flatten(v, _join(prefix, str(i)), tensors, depth + 1)
+                       for i, v in enumerate(node)]}
     hint = "; save its .state_dict() instead" if hasattr(node, "state_dict") else ""
     raise TypeError(
-        f"save: cannot store {type(node).__name__} at {prefix or '<root>'}; leaves must be "
-        f"arrays, tensors, numbers, strings, bools, None or lists of those{hint}"
+        f"save: cannot store {type(node).__name__} at {where}; leaves must be "
+        f"arrays, tensors, numbers, strings, bools, None or dicts, lists and tuples of "
+        f"those{hint}"
     )
+
+
+def _version(skeleton) -> int:
+    """The lowest checkpoint version whose reader knows every node of ``skeleton``."""
+    stack = [skeleton]
+    while stack:
+        node = stack.pop()
+        kind, value = next(iter(node.items()))
+        if kind in _V2_NODES:
+            return 2
+        if kind == "d":
+            stack.extend(value.values())
+        elif kind == "l":
+            stack.extend(value)
+    return 1
 
 
 def _unflatten(skeleton, tensors: dict, depth: int):
     if depth > MAX_DEPTH:
         raise RecursionError  # reported as too deep by load
     if not isinstance(skeleton, dict) or len(skeleton) != 1:
-        raise ValueError(f"a tree node is {str(skeleton)[:80]!r}, not one of d, t, l, v")
+        raise ValueError(f"a tree node is {str(skeleton)[:80]!r}, not one of d, m, l, u, t, v")
     if "d" in skeleton:
         return {k: _unflatten(v, tensors, depth + 1) for k, v in skeleton["d"].items()}
+    if "m" in skeleton:
+        return {_key(k): _unflatten(v, tensors, depth + 1) for k, v in skeleton["m"]}
     if "t" in skeleton:
         return tensors[skeleton["t"]]
     if "l" in skeleton:
         return [_unflatten(v, tensors, depth + 1) for v in skeleton["l"]]
+    if "u" in skeleton:
+        return tuple(_unflatten(v, tensors, depth + 1) for v in skeleton["u"])
     return skeleton["v"]
+
+
+def _key(key):
+    if not isinstance(key, _KEY_TYPES):
+        raise ValueError(f"a dict key is {str(key)[:80]!r}, not a string, number, bool or None")
+    return key
 
 
 def _path(owner: str, path) -> str:
@@ -107,21 +157,20 @@ def _path(owner: str, path) -> str:
                         f"{type(path).__name__} {path!r}") from None
 
 
-def save(state: dict, path) -> None:
-    """Write ``state`` (a nested dict of arrays, tensors and numbers) to ``path`` atomically,
-    with a checksum of every tensor and of the header."""
-    if not isinstance(state, dict):
-        raise TypeError(f"save: state must be a dict (e.g. {{'model': model.state_dict()}}), "
-                        f"got {type(state).__name__}")
+def save(state, path) -> None:
+    """Write ``state`` (a tensor, or any nesting of dicts, lists and tuples of arrays,
+    tensors, numbers, strings, bools and None) to ``path`` atomically, with a checksum of
+    every tensor and of the header."""
     path = _path("save", path)
     tensors: dict = {}
     skeleton = _flatten(state, "", tensors, 0)
-    meta = {_META_KEY: json.dumps({"format": FORMAT, "version": VERSION, "tree": skeleton})}
+    meta = {_META_KEY: json.dumps({"format": FORMAT, "version": _version(skeleton),
+                                   "tree": skeleton})}
     atomic_write(path, lambda f: checkpoint_format.write(f, tensors, meta))
 
 
 def load(path) -> dict:
-    """Read a checkpoint written by :func:`save`: the same nesting, arrays as NumPy arrays.
+    """Read a checkpoint written by :func:`save`: the same nesting, tensors as NumPy arrays.
 
     The header is checked against the file's size before any tensor is read, each tensor
     is read straight into its array, and the checksums (where the file has them) are

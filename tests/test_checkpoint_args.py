@@ -19,9 +19,8 @@ def _save(state, name="c.safetensors"):
 
 BAD = [
     # (id, call(tmp_path), exception, fragment of the message)
-    ("state None", _save(None), TypeError,
-     r"save: state must be a dict \(e.g. \{'model': model.state_dict\(\)\}\), got NoneType"),
-    ("state a Module", _save(nn.Linear(2, 2)), TypeError, r"save: state must be a dict .*Linear"),
+    ("state a Module", _save(nn.Linear(2, 2)), TypeError,
+     r"save: cannot store Linear at <root>; .*save its .state_dict\(\) instead"),
     ("a Module leaf", _save({"m": nn.Linear(2, 2)}), TypeError,
      r"save: cannot store Linear at m; .*save its .state_dict\(\) instead"),
     ("a set", _save({"w": {1, 2}}), TypeError, r"save: cannot store set at w; leaves must be"),
@@ -34,10 +33,10 @@ BAD = [
      TypeError, r"save: cannot store w: datetime64\[D\] arrays"),
     ("complex128 array", _save({"w": np.ones(2, np.complex128)}), TypeError,
      r"save: cannot store w: complex128 arrays"),
-    ("int key", _save({"m": {1: np.ones(2)}}), TypeError,
-     r"save: keys must be strings, got 1 \(int\) at m; convert it with str\(\)"),
-    ("key with /", _save({"a/b": np.ones(2)}), ValueError,
-     r"save: key 'a/b' contains '/', which separates levels; rename it"),
+    ("tuple key", _save({"m": {(1, 2): np.ones(2)}}), TypeError,
+     r"save: keys must be strings, numbers, bools or None, got \(1, 2\) \(tuple\) at m; "
+     r"convert it with str\(\)"),
+    ("nan key", _save({float("nan"): 1}), TypeError, r"save: keys must be .* got nan"),
     ("path None", lambda tmp: fnn.save({"w": np.ones(2)}, None), TypeError,
      r"save: path must be a str or os.PathLike \(e.g. pathlib.Path\), got NoneType None"),
     ("path int", lambda tmp: fnn.save({"w": np.ones(2)}, 3), TypeError,

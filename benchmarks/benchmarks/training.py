@@ -71,7 +71,7 @@ class Conv1dStep:
             self.conv1 = nn.Conv1d(8, 16, 5, padding=2)
             self.conv2 = nn.Conv1d(16, 16, 5, padding=2)
             self.dense = nn.Linear(16, 10)
-        params = self.conv1.parameters() + self.conv2.parameters() + self.dense.parameters()
+        params = [*self.conv1.parameters(), *self.conv2.parameters(), *self.dense.parameters()]
         self.opt = fnn.optim.SGD(params, lr=0.01)
         self.x = fnn.tensor(host_array((32, 8, 256)), device=backend)
         self.y = _targets(32, 10, backend)

@@ -294,3 +294,12 @@ def index_select(ops, x, axis, index):
     target = tuple(index.shape[0] if d == axis else n for d, n in enumerate(x.shape))
     return ops.gather(x, axis, ops.broadcast_to(lined, target))
 
+
+
+# ---------------------------------------------------------------- writes through views
+
+
+def assign(ops, dst, src):
+    raise NotImplementedError(
+        f"assign: {ops!r} writes through views by the core's composite (fastnn.ops.storage "
+        "scatters into the base and refreshes its views); the hook itself has no composite")

@@ -60,6 +60,12 @@ class Device:
     def __hash__(self) -> int:
         return hash((self.backend.name, self.index))
 
+    def __reduce__(self):
+        """Pickle and deepcopy as the device string: the copy is the canonical Device of
+        that name (tensors compare devices by identity first, and a copied backend would
+        not be the loaded one)."""
+        return as_device, (self._str,)
+
 
 class DeviceSpec:
     """A device named but not opened, as ``torch.device``: ``fnn.device("cuda:1")``,

@@ -29,6 +29,11 @@ class DType:
     def __hash__(self) -> int:
         return hash(self.name)
 
+    def __reduce__(self):
+        """Pickle and deepcopy as the name: dtypes compare by identity, so a copy must be
+        the one canonical object."""
+        return as_dtype, (self.name,)
+
     @property
     def numpy(self) -> np.dtype:
         """The NumPy dtype used on the host (bfloat16 has none and is stored as float32)."""

@@ -329,3 +329,22 @@ def index_select(x: Array, axis: int, index: Array) -> Array:
     """``x`` at the positions ``index`` (1-d int64) along ``axis``: the shape of ``x`` with
     ``axis`` of length ``len(index)`` (NumPy's take). Indices are checked as gather's
     are; a device backend must not read out of bounds (an out-of-range index gives 0)."""
+
+
+# ---------------------------------------------------------------- writes through views
+
+
+@op
+def assign(dst: Array, src: Array) -> None:
+    """Write ``src`` into ``dst``'s memory, in place; returns nothing.
+
+    ``dst`` is an array this backend made, possibly a view returned by its ``slice``,
+    ``transpose``, ``broadcast_to`` (never written: the core refuses writes into expanded
+    views) or ``reshape``; ``src`` has ``dst``'s shape and dtype. The values must then be
+    seen through every array that shares ``dst``'s memory: implementing this hook is the
+    promise that those four hooks return aliasing views, so the core writes through them.
+
+    A backend without it (one that knows only contiguous arrays) is still correct: its
+    composite raises, and the core never calls it there but scatters the write into the
+    base tensor's array and re-reads that base's live views (fastnn.ops.storage).
+    """

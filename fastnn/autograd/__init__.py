@@ -1,6 +1,11 @@
-"""Reverse-mode automatic differentiation: the tape, its switches and the backward rules."""
+"""Reverse-mode automatic differentiation: the tape, its switches and the backward rules.
+
+``grad`` is PyTorch's ``autograd.grad``; ``Tensor.backward``, ``retain_grad`` and
+``register_hook`` are methods of the tensor.
+"""
 
 from fastnn.autograd.engine import Node, attach, backward
+from fastnn.autograd.functional import grad
 from fastnn.autograd.grad_mode import (
     detect_anomaly,
     enable_grad,
@@ -9,9 +14,10 @@ from fastnn.autograd.grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from fastnn.autograd.hooks import RemovableHandle
 from fastnn.autograd.rules import RULES
 
 __all__ = [
-    "Node", "attach", "backward", "RULES", "no_grad", "enable_grad", "detect_anomaly",
-    "is_grad_enabled", "is_anomaly_enabled", "set_grad_enabled",
+    "Node", "attach", "backward", "grad", "RULES", "no_grad", "enable_grad", "detect_anomaly",
+    "is_grad_enabled", "is_anomaly_enabled", "RemovableHandle", "set_grad_enabled",
 ]

@@ -13,26 +13,64 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastnn.autograd import grad_mode
+from fastnn.autograd import grad_mode, hooks, tensor_ops
 from fastnn.autograd.rules import RULES
+
+# The write clock: every in-place write stamps its storage with the next tick, and every
+# node records the tick it was made at. A node whose inputs' storage was stamped later was
+# recorded before a write into them (see check_saved). One int read per recorded op.
+_clock = 0
+
+
+def tick() -> int:
+    """Advance the write clock and return the new stamp (called by every in-place write)."""
+    global _clock
+    _clock += 1
+    return _clock
 
 
 class Node:
-    """One recorded op: enough to compute its inputs' gradients from its output's."""
+    """One recorded op: enough to compute its inputs' gradients from its output's.
 
-    __slots__ = ("op", "inputs", "needs", "saved", "attrs", "ops", "__weakref__")
+    ``parents`` holds each input's node *as it was when the op ran*: an in-place write later
+    gives the written tensor a new node, and this op's gradient must still reach the old one
+    (as PyTorch's edges point at grad_fns, not tensors).
+    """
+
+    __slots__ = ("op", "inputs", "needs", "parents", "saved", "attrs", "ops", "stamp",
+                 "stale", "out_id", "__weakref__")
 
     def __init__(self, op, inputs, saved, attrs, ops):
         self.op = op
         self.inputs = inputs
-        # a list comprehension: a generator costs ~0.1 us more on every recorded op
+        # list comprehensions: a generator costs ~0.1 us more on every recorded op
         self.needs = tuple([t is not None and t._requires_grad for t in inputs])
+        self.parents = tuple([t._node if t is not None else None for t in inputs])
         self.saved = saved
         self.attrs = attrs
         self.ops = ops
+        self.stamp = _clock
+        self.stale = None
+        self.out_id = None  # id of the output's array when the rule saved it (check_saved)
 
     def __repr__(self) -> str:
         return f"<Node {self.op}>"
+
+    def name(self) -> str:
+        """The node's name as PyTorch spells a ``grad_fn``: ``MulBackward0`` for ``mul``."""
+        return "".join(part.capitalize() for part in self.op.split("_")) + "Backward0"
+
+
+class _Shared:
+    """The storage record of a gradient whose array may be shared: copy before writing."""
+
+    version = 0
+    copy_on_write = True
+    views = None
+    viewed = False
+
+
+_SHARED = _Shared()
 
 
 def check_finite(ops, array, what: str) -> None:
@@ -49,7 +87,9 @@ def attach(out, op, inputs, saved=(), attrs=None):
         for t in inputs:
             if t is not None and t._requires_grad:  # the slot: this runs on every op
                 out._requires_grad = True
-                out._node = Node(op, inputs, saved, attrs, out._device.ops)
+                node = out._node = Node(op, inputs, saved, attrs, out._device.ops)
+                if saved:
+                    node.out_id = id(out._data)
                 break
     if state.anomaly:
         check_finite(out._device.ops, out._data, f"the forward of {op!r}")
@@ -70,35 +110,42 @@ def unbroadcast(ops, grad, shape):
     return ops.reshape(grad, shape)
 
 
-def _topological(root):
-    """Nodes reachable from ``root``, each after every node that consumes it.
+def _topological(roots, owners=None):
+    """Nodes reachable from ``roots``, each after every node that consumes it.
 
     Kahn's algorithm on consumer counts: a node is released only when all its
     consumers are done. (A depth-first order that marks nodes when first seen
     can place a shared node before one of its consumers and lose gradient.)
+    ``owners``, when given, is filled with id(node) -> the tensor it made.
     """
-    consumers, stack = {id(root): 0}, [root]
+    consumers, stack = {}, []
+    for node in roots:
+        if id(node) not in consumers:
+            consumers[id(node)] = 0
+            stack.append(node)
+    starts = list(stack)
     while stack:
         node = stack.pop()
         if node.inputs is None:
             raise RuntimeError(
-                f"backward through the graph a second time (at {node.op!r}): the graph "
-                "is freed by the first backward; recompute the forward pass"
+                f"backward through the graph a second time (at {node.op!r}): the first "
+                "backward freed it; pass retain_graph=True to the first backward (or "
+                "autograd.grad), or recompute the forward pass"
             )
-        for t in node.inputs:
-            child = t._node if t is not None else None
+        for t, child in zip(node.inputs, node.parents):
             if child is not None:
                 key = id(child)
                 if key not in consumers:
                     consumers[key] = 0
                     stack.append(child)
+                    if owners is not None:
+                        owners[key] = t
                 consumers[key] += 1
-    order, ready = [], [root]
+    order, ready = [], [node for node in starts if not consumers[id(node)]]
     while ready:
         node = ready.pop()
         order.append(node)
-        for t in node.inputs:
-            child = t._node if t is not None else None
+        for child in node.parents:
             if child is not None:
                 consumers[id(child)] -= 1
                 if consumers[id(child)] == 0:
@@ -106,41 +153,212 @@ def _topological(root):
     return order
 
 
-def backward(tensor, grad_data) -> None:
-    """Propagate ``grad_data`` (a raw array shaped like ``tensor``) to every leaf."""
-    make = type(tensor)._make  # the tensor class lives above this layer: never import it
-    root = tensor._node
-    if root is None:
-        _accumulate(tensor, grad_data, make)
-        return
+def backward(tensor, grad_data, retain_graph=False, create_graph=False, inputs=None) -> None:
+    """Propagate ``grad_data`` (a raw array shaped like ``tensor``; a Tensor under
+    ``create_graph``) into the ``.grad`` of every leaf, or of ``inputs`` only."""
+    run_backward((tensor,), (grad_data,), retain_graph, create_graph, inputs)
+
+
+def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inputs=None,
+                 capture=False):
+    """The backward pass from the tensors ``roots``, seeded with ``root_grads``.
+
+    ``retain_graph`` keeps the nodes for another backward (else each is freed once
+    used). ``create_graph`` runs the rules on Tensors through
+    :class:`~fastnn.autograd.tensor_ops.TensorOps`, so the gradients are on the
+    tape themselves. ``inputs`` (tensors) restricts the gradients delivered to
+    those (and runs only the rules that lead to them); with ``capture`` they are
+    returned, as a dict id(tensor) -> Tensor, instead of added into ``.grad``.
+    The common call (no hooks, no inputs, no create_graph) keeps raw arrays and
+    takes none of the branches marked ``general``.
+    """
+    cls = roots[0].__class__  # the tensor class lives above this layer: never import it
+    make = cls._make
+    targets = None if inputs is None else {id(t): t for t in inputs}
+    general = create_graph or targets is not None or hooks.state.active
+    sink = _Sink(cls, targets, capture, create_graph) if general else None
+    grads, owners, seeds = {}, ({} if general else None), []
+    for root, grad_data in zip(roots, root_grads):
+        node = root._node
+        if node is None:
+            if general:
+                sink.leaf(root, grad_data)
+            else:
+                _accumulate(root, grad_data, make)
+            continue
+        prev = grads.get(id(node))
+        if prev is None:
+            seeds.append(node)
+            grads[id(node)] = grad_data
+            if general:
+                owners[id(node)] = root
+        else:
+            grads[id(node)] = sink.add(root, prev, grad_data) if general else node.ops.add(
+                prev, grad_data)
     anomaly = grad_mode.is_anomaly_enabled()
-    grads = {id(root): grad_data}
-    with grad_mode.no_grad():
-        for node in _topological(root):
+    order = _topological(seeds, owners)
+    expand = None if targets is None else _leading_to(order, targets)
+    # create_graph runs the same rules on Tensors (a few fused ones have Tensor versions)
+    rules = tensor_ops.TENSOR_RULES if create_graph else RULES
+    with grad_mode.enable_grad() if create_graph else grad_mode.no_grad():
+        for node in order:
             grad_out = grads.pop(id(node), None)
             if grad_out is None:
                 continue
-            in_grads = RULES[node.op](node.ops, node, grad_out)
-            for t, needed, g in zip(node.inputs, node.needs, in_grads):
+            if node.stamp != _clock:
+                check_saved(node)
+            ops, view = node.ops, node
+            if general:
+                owner = owners[id(node)]
+                grad_out = sink.reached(owner, grad_out)
+                if expand is not None and id(node) not in expand:
+                    continue
+                if create_graph:
+                    ops, view = sink.tensor_ops(ops), tensor_ops.view(node, owner)
+            # the one place a rule runs; view is the node (its saved arrays as tensors
+            # under create_graph, see tensor_ops.view)
+            in_grads = rules[node.op](ops, view, grad_out)
+            for t, child, needed, g in zip(node.inputs, node.parents, node.needs, in_grads):
                 if not needed or g is None:
                     continue
                 if anomaly:
-                    check_finite(node.ops, g, f"the backward of {node.op!r}")
-                g = unbroadcast(t._device.ops, g, t._data.shape)
-                child = t._node
+                    check_finite(node.ops, getattr(g, "_data", g), f"the backward of {node.op!r}")
+                t_ops = sink.tensor_ops(t._device.ops) if create_graph else t._device.ops
+                g = unbroadcast(t_ops, g, t._data.shape)
                 if child is None:
-                    _accumulate(t, g, make)
+                    if general:
+                        sink.leaf(t, g)
+                    else:
+                        _accumulate(t, g, make)
                 else:
                     key = id(child)
                     prev = grads.get(key)
-                    grads[key] = g if prev is None else child.ops.add(prev, g)
-            # free the graph as we go: the saved arrays are no longer needed
-            node.inputs = node.saved = node.attrs = None
+                    grads[key] = g if prev is None else t_ops.add(prev, g)
+            if not retain_graph:  # free the graph as we go: the saved arrays are no longer needed
+                node.inputs = node.saved = node.attrs = None
+        return sink.finish() if general else None
+
+
+def _leading_to(order, targets) -> set:
+    """The ids of the nodes in ``order`` whose rule sends gradient towards a target."""
+    expand = set()
+    for node in reversed(order):  # each node after the nodes that made its inputs
+        for t, child in zip(node.inputs, node.parents):
+            if t is not None and (id(t) in targets or (
+                    child is not None and id(child) in expand)):
+                expand.add(id(node))
+                break
+    return expand
+
+
+def check_saved(node) -> None:
+    """RuntimeError when an array that ``node``'s rule reads was overwritten in place after
+    the node was recorded (PyTorch's version-counter check)."""
+    if node.stale is not None:
+        raise RuntimeError(
+            f"one of the variables needed for gradient computation has been modified by an "
+            f"in-place operation: the output of {node.op!r} (shape {node.stale}) was written "
+            f"in place after {node.op!r} saved it for backward; write into a copy instead "
+            f"(y = y.clone() before the in-place op, or use the out-of-place form)")
+    if not node.saved:
+        return  # the rule reads no array of its inputs (add, reshape, slice, sum, ...)
+    inputs = {id(t._data) for t in node.inputs if t is not None}
+    saved = {id(a) for a in node.saved if hasattr(a, "shape")}
+    # a saved array that is neither an input's nor the output's was derived from them (a
+    # view, on a strided backend): then every input counts as saved
+    derived = bool(saved - inputs - {node.out_id})
+    for i, t in enumerate(node.inputs):
+        if t is None or not (derived or id(t._data) in saved):
+            continue
+        base = t._view.base if t._view is not None else t
+        storage = base._storage
+        if storage is not None and storage.version > node.stamp:
+            raise RuntimeError(
+                f"one of the variables needed for gradient computation has been modified by "
+                f"an in-place operation: input {i} of {node.op!r} (a {t._dtype.name} tensor "
+                f"of shape {tuple(t._data.shape)}) was written in place after {node.op!r} "
+                f"saved it; clone it before the in-place op (x = x.clone()), or use the "
+                f"out-of-place form (x = x + y instead of x += y)")
 
 
 def _accumulate(leaf, g, make) -> None:
     if leaf._grad is None:
-        leaf._grad = make(g, leaf._dtype, leaf._device)
+        grad = leaf._grad = make(g, leaf._dtype, leaf._device)
+        # the array may be shared (several leaves, the caller's grad=): copied before the
+        # first in-place write into it (p.grad.zero_(), p.grad += ...)
+        grad._storage = _SHARED
     else:
         # out of place: a gradient array may be shared by several leaves
         leaf._grad._data = leaf._device.ops.add(leaf._grad._data, g)
+
+
+class _Sink:
+    """Where gradients go on the general path: tensor hooks, retain_grad, the leaves'
+    sums (so that a leaf's hooks see its whole gradient, as in PyTorch), the targets."""
+
+    def __init__(self, cls, targets, capture, create_graph):
+        self.cls, self.targets, self.capture = cls, targets, capture
+        self.create_graph = create_graph
+        self.leaves, self.captured, self._adapters = {}, {}, {}
+
+    def tensor_ops(self, ops):
+        """The recorded adapter of the backend hook table ``ops`` (one per table)."""
+        found = self._adapters.get(id(ops))
+        if found is None:
+            found = self._adapters[id(ops)] = tensor_ops.TensorOps(ops, self.cls, attach)
+        return found
+
+    def add(self, t, a, b):
+        ops = t._device.ops
+        return self.tensor_ops(ops).add(a, b) if self.create_graph else ops.add(a, b)
+
+    def _tensor(self, t, g):
+        return g if isinstance(g, self.cls) else self.cls._make(g, t._dtype, t._device)
+
+    def _hooked(self, t, g):
+        out = hooks.run(t, self._tensor(t, g))
+        return out if self.create_graph else out._data
+
+    def reached(self, t, g):
+        """``g``, the whole gradient of the non-leaf ``t``, after its hooks."""
+        found = getattr(t, "_hooks", None)  # one look: an unset slot costs a caught error
+        if found is not None:
+            g = self._hooked(t, g)
+            if found.retain:
+                self._store(t, g)
+        if self.targets is not None and id(t) in self.targets:
+            self._deliver(t, g)
+        return g
+
+    def leaf(self, t, g):
+        entry = self.leaves.get(id(t))
+        if entry is None:
+            self.leaves[id(t)] = [t, g]
+        else:
+            entry[1] = self.add(t, entry[1], g)
+
+    def finish(self) -> dict:
+        for t, g in self.leaves.values():
+            if getattr(t, "_hooks", None) is not None:
+                g = self._hooked(t, g)
+            if self.targets is None or id(t) in self.targets:
+                self._deliver(t, g)
+        return self.captured
+
+    def _deliver(self, t, g):
+        if self.capture:
+            self.captured[id(t)] = self._tensor(t, g)
+        else:
+            self._store(t, g)
+
+    def _store(self, t, g):
+        """Add ``g`` into ``t.grad``; under create_graph the sum is on the tape."""
+        if not self.create_graph:
+            _accumulate(t, g, self.cls._make)
+        elif t._grad is None:
+            g = self._tensor(t, g)
+            alias = self.cls._make(g._data, t._dtype, t._device)  # .grad is never shared
+            alias._node, alias._requires_grad = g._node, g._requires_grad
+            t._grad = alias
+        else:
+            t._grad = self.add(t, t._grad, self._tensor(t, g))

@@ -15,6 +15,7 @@ from fastnn.api.composite import activation_grad
 from fastnn.autograd.rules_indexing import RULES as INDEXING_RULES
 
 RULES: dict = {}
+"""Op name -> its backward rule ``rule(ops, node, grad_out)``, one gradient per input."""
 _SQRT_2_OVER_PI = 2.0 / math.sqrt(math.pi)
 
 
@@ -224,6 +225,14 @@ def _broadcast_to(ops, node, grad):
 @rule("contiguous")
 def _contiguous(ops, node, grad):
     return (grad,)
+
+
+@rule("call_hook")
+def _call_hook(ops, node, grad):
+    """The identity whose backward hands the raw gradient to ``node.attrs`` (a function that
+    returns a replacement gradient or None): what a module's full backward hooks ride on."""
+    replaced = node.attrs(grad)
+    return (grad if replaced is None else replaced,)
 
 
 # ---------------------------------------------------------------- matmul and conv1d

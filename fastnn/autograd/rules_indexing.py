@@ -144,3 +144,29 @@ def _sin(ops, node, grad):
 @rule("cos")
 def _cos(ops, node, grad):
     return (ops.neg(ops.mul(grad, ops.sin(node.saved[0]))),)
+
+
+# ---------------------------------------------------------------- writes through views
+
+
+@rule("as_strided")
+def _as_strided(ops, node, grad):
+    """A view read at flat positions of its base: the gradient is scattered back (summed
+    where positions repeat)."""
+    positions, shape, spec = node.attrs
+    flat = _zeros(ops, (math.prod(shape),), spec)
+    flat = ops.scatter_add(flat, 0, positions, ops.reshape(grad, (-1,)))
+    return (ops.reshape(flat, shape),)
+
+
+@rule("assign")
+def _assign(ops, node, grad):
+    """The base after a write through a view: the overwritten positions take their gradient
+    from the written values, the others from the old base."""
+    positions, keep, shape, spec = node.attrs
+    new_shape = tuple(node.inputs[1]._data.shape)
+    flat = ops.reshape(grad, (math.prod(shape),))
+    grad_old = ops.reshape(ops.where(keep, flat, 0.0), shape) if node.needs[0] else None
+    grad_new = ops.reshape(ops.index_select(flat, 0, positions), new_shape) \
+        if node.needs[1] else None
+    return grad_old, grad_new

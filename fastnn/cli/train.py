@@ -169,15 +169,20 @@ def build_model(kind: str, input_shape: tuple, num_classes: int, dropout: float 
     )
 
 
+MINIDX_DECAY = ("connective",)
+
+
 def make_optimizer(name: str, params, lr: float):
-    """``name`` with PyTorch's defaults (SGD: momentum 0.9) at learning rate ``lr``."""
+    """``name`` with PyTorch's defaults (SGD: momentum 0.9) at learning rate ``lr``, and
+    minidx's weight-decay rule: only connective parameters (weights) decay, never biases
+    or norms (``decay_classes``)."""
     from fastnn import optim
 
     if name == "sgd":
-        return optim.SGD(params, lr=lr, momentum=0.9)
+        return optim.SGD(params, lr=lr, momentum=0.9, decay_classes=MINIDX_DECAY)
     cls = {"adam": optim.Adam, "adamw": optim.AdamW, "rmsprop": optim.RMSprop,
            "adagrad": optim.Adagrad, "radam": optim.RAdam, "nadam": optim.NAdam}[name]
-    return cls(params, lr=lr)
+    return cls(params, lr=lr, decay_classes=MINIDX_DECAY)
 
 
 def tape_step(model, optimizer, x, y):

@@ -111,6 +111,53 @@ register(Case(
     random=_scatter_random, grad_ref=_scatter_grad, diff_args=(0, 1), tol=dict(EXACT)))
 
 
+# ---------------------------------------------------------------- assign (writes through views)
+
+
+def _view_of(x, transposed):
+    return x.T if transposed else x
+
+
+def _assign_run(base, src, key, transposed=False):
+    out = base.clone()  # a tensor with history: the write is recorded through the view
+    _view_of(out, transposed)[tuple(slice(*k) for k in key)] = src
+    return out
+
+
+def _assign_ref(base, src, key, transposed=False):
+    out = np.array(base, copy=True)
+    _view_of(out, transposed)[tuple(slice(*k) for k in key)] = src
+    return out
+
+
+def _assign_grad(base, src, grad_out, key, transposed=False):
+    g_base = np.array(grad_out, copy=True)
+    region = tuple(slice(*k) for k in key)
+    _view_of(g_base, transposed)[region] = 0.0
+    return g_base, _view_of(grad_out, transposed)[region]
+
+
+def _assign_samples(rng):
+    out = [_scatter_sample(rng, s, k) for s, k in SCATTER_KEYS]
+    for shape, key in (((3, 4), ((1, 4, 2), (0, 2, 1))), ((2, 3, 4), ((0, 4, 3), (1, 3, 1),
+                                                                        (0, 2, 1)))):
+        region = np.empty(shape[::-1])[tuple(slice(*k) for k in key)].shape
+        out.append(Sample(f"through x.T {shape} {key}", (rng.normal(size=shape),
+                                                         rng.normal(size=region)),
+                          {"key": key, "transposed": True}))
+    return out
+
+
+# the hook is reached by every write through a view (x[key] = v on a basic key); a backend
+# without it runs the core's write-back composite, which this case checks as well
+register(Case(
+    "assign", run=_assign_run, ref=_assign_ref, samples=_assign_samples,
+    edges=lambda rng, dtype: [Sample("NaN/Inf written", (np.array([NAN, 1.0, 2.0]),
+                                                        np.array([INF, -INF])),
+                                     {"key": ((1, 3, 1),)})],
+    random=_scatter_random, grad_ref=_assign_grad, diff_args=(0, 1), tol=dict(EXACT)))
+
+
 # ---------------------------------------------------------------- gather and scatter_add
 
 GATHER = [((3, 4), 1, (3, 6)), ((3, 4), 0, (5, 4)), ((2, 3, 4), 2, (2, 3, 1)),

@@ -23,6 +23,7 @@ import numpy as np
 from fastnn.api.args import integer
 from fastnn.api.dtypes import as_dtype
 from fastnn.distributed.comm import Communicator, check_same_layout
+from fastnn.ops.storage import rebind
 from fastnn.ops.tensor import Tensor, tensor
 from fastnn.optim.optimizer import Optimizer
 
@@ -56,7 +57,7 @@ def broadcast_parameters(model, comm: Communicator, root: int = 0) -> None:
     for (device, dtype), items in groups.items():
         fresh = comm.broadcast_arrays(device, dtype, [t._data for _, t in items], root)
         for (_, t), data in zip(items, fresh):
-            t._data = data
+            rebind(t, data)
 
 
 class DistributedOptimizer(Optimizer):

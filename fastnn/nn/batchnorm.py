@@ -16,6 +16,7 @@ from fastnn.api import dtypes
 from fastnn.api.args import integer, real
 from fastnn.nn.module import Module, buffers_kept, check_tensor, const_init
 from fastnn.ops import normalization
+from fastnn.ops.storage import rebind
 from fastnn.ops.tensor import tensor
 
 
@@ -60,7 +61,7 @@ class _BatchNorm(Module):
         momentum = self.momentum if self.momentum is not None else 0.0
         if update:
             count = self.num_batches_tracked
-            count._data = count._device.ops.add(count._data, 1)
+            rebind(count, count._device.ops.add(count._data, 1))
             if self.momentum is None:  # a cumulative average
                 momentum = 1.0 / float(count.item())
         stats = (self.running_mean, self.running_var) if (update or not use_batch) else \

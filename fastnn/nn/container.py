@@ -14,27 +14,41 @@ uses instead of recomputing them.
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Mapping
+
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.activation import Activation
+from fastnn.nn.hooks import has_hooks
 from fastnn.nn.linear import Linear
 from fastnn.nn.module import Module, check_tensor, keep_buffers
 
 
 class Sequential(Module):
-    """Layers applied in order; parameters are named ``"<index>.<name>"`` as in PyTorch.
+    """Layers applied in order, as PyTorch's: ``Sequential(*layers)`` names them ``"0"``,
+    ``"1"``, ... (parameters ``"0.weight"``), ``Sequential(OrderedDict([("conv", ...),
+    ...]))`` by the dict's keys.
 
     The forward pass fuses a Linear followed by an Activation into one
-    ``bias_act`` hook (matmul, then bias + activation in one kernel).
+    ``bias_act`` hook (matmul, then bias + activation in one kernel), unless either has
+    hooks (which must see each call).
     """
 
-    def __init__(self, *layers: Module):
+    def __init__(self, *layers):
         super().__init__()
-        for i, layer in enumerate(layers):
+        if len(layers) == 1 and isinstance(layers[0], Mapping):
+            items = list(layers[0].items())
+        else:
+            items = [(str(i), layer) for i, layer in enumerate(layers)]
+        for key, layer in items:
             if not isinstance(layer, Module):
                 raise TypeError(
-                    f"Sequential: argument {i} is a {type(layer).__name__}, not a fastnn Module"
+                    f"Sequential: entry {key!r} is a {type(layer).__name__}, not a fastnn Module"
                 )
-            setattr(self, str(i), layer)
+            if not isinstance(key, str) or not key or "." in key:
+                raise KeyError(f"Sequential: names must be non-empty strings without '.', got "
+                               f"{key!r}")
+            setattr(self, key, layer)
 
     @property
     def layers(self) -> list:
@@ -44,10 +58,20 @@ class Sequential(Module):
         return len(self._modules)
 
     def __getitem__(self, index):
+        if isinstance(index, slice):  # as PyTorch: a Sequential of the slice, names kept
+            return Sequential(OrderedDict(list(self._modules.items())[index]))
         return self.layers[index]
 
     def __iter__(self):
         return iter(self.layers)
+
+    def append(self, module: Module) -> Sequential:
+        """Add ``module`` at the end (named by its position); returns self."""
+        if not isinstance(module, Module):
+            raise TypeError(f"Sequential.append: expected a fastnn Module, got "
+                            f"{type(module).__name__}")
+        setattr(self, str(len(self)), module)
+        return self
 
     def forward(self, x):
         layers = self.layers
@@ -55,7 +79,8 @@ class Sequential(Module):
         while i < len(layers):
             layer = layers[i]
             nxt = layers[i + 1] if i + 1 < len(layers) else None
-            if type(layer) is Linear and type(nxt) is Activation:
+            if (type(layer) is Linear and type(nxt) is Activation and not has_hooks(layer)
+                    and not has_hooks(nxt)):
                 x = layer.forward_act(x, nxt.kind, nxt.slope)
                 i += 2
             else:
@@ -92,13 +117,14 @@ class Sequential(Module):
                 f"({len(layers)} entries, the first being x), got {given}"
             )
         inputs = list(inputs)
+        names = list(self._modules)
         grads = {}
         grad = grad_out
         for index in range(len(layers) - 1, -1, -1):
             grad, own = layers[index].reverse(inputs[index], grad)
             inputs[index] = None  # free each input as soon as its layer is done
             for name, g in own.items():
-                grads[f"{index}.{name}"] = g
+                grads[f"{names[index]}.{name}"] = g
         return grad, grads
 
 

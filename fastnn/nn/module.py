@@ -1,7 +1,10 @@
-"""Modules and parameters: the base of every layer, and the reversible-module contract.
+"""Modules: the base of every layer, with PyTorch's ``nn.Module`` protocol and the
+reversible-module contract.
 
-A :class:`Module` runs ``forward`` on the tape when called, and also offers the
-reversible pair::
+A :class:`Module` runs ``forward`` on the tape when called (through its hooks, if it has
+any: :mod:`fastnn.nn.hooks`), walks its tree as PyTorch does
+(:mod:`fastnn.nn.module_tree`), saves and loads its state
+(:mod:`fastnn.nn.module_state`), and also offers the reversible pair::
 
     grad_x, self_grads = layer.reverse(x, grad_out)
     layer.apply(optimizer, self_grads)
@@ -14,20 +17,21 @@ only where that measured faster (benchmarks/bench_reverse.py).
 ``self_grads`` is a dict ``name -> Tensor`` whose names are exactly this
 module's ``named_parameters()`` names (dotted paths for containers, e.g.
 ``"0.weight"``), so any module's grads can be applied by the generic
-:meth:`Module.apply`.
+:meth:`Module.apply`. ``apply`` is told apart by its arguments: ``apply(fn)``
+with one callable is PyTorch's (``fn`` on every sub-module), ``apply(optimizer,
+self_grads)`` the update.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Mapping
 
-import numpy as np
-
-from fastnn.api.args import flag
 from fastnn.api.errors import DeviceMismatchError
 from fastnn.autograd.grad_mode import enable_grad, no_grad
+from fastnn.nn.hooks import HooksMixin, call_with_hooks
+from fastnn.nn.module_state import ModuleState
+from fastnn.nn.module_tree import ModuleTree
 from fastnn.nn.parameter import (  # noqa: F401  (layers import these from here too)
     PARAM_CLASSES,
     Parameter,
@@ -36,7 +40,6 @@ from fastnn.nn.parameter import (  # noqa: F401  (layers import these from here 
     uniform_init,
     wrap,
 )
-from fastnn.ops.convert import host_array
 from fastnn.ops.tensor import Tensor
 
 
@@ -116,14 +119,33 @@ def check_grad(layer: str, x: Tensor, grad_out, out_shape=None) -> Tensor:
     return grad_out
 
 
-class Module:
-    """Base class of layers: parameters, sub-modules, state dicts and the reversible pair."""
+class _NotGiven:
+    """The default of an argument that may be left out, told apart from None."""
+
+    def __repr__(self) -> str:
+        return "<not given>"
+
+
+_MISSING = _NotGiven()
+
+
+class Module(HooksMixin, ModuleTree, ModuleState):
+    """Base class of layers: parameters, buffers, sub-modules, hooks, state dicts and the
+    reversible pair, with PyTorch's ``nn.Module`` protocol.
+
+    Traversal (``parameters()``, ``named_modules()``, ...), ``train``/``eval``,
+    ``zero_grad`` and ``requires_grad_`` live in :mod:`fastnn.nn.module_tree`; hooks in
+    :mod:`fastnn.nn.hooks`; buffers, ``state_dict``, ``load_state_dict`` and the dtype and
+    device moves (``to``, ``float``, ``double``, ``half``) in :mod:`fastnn.nn.module_state`.
+    """
 
     def __init__(self):
         object.__setattr__(self, "_parameters", {})
         object.__setattr__(self, "_modules", {})
         object.__setattr__(self, "_buffers", {})
+        object.__setattr__(self, "_non_persistent_buffers_set", set())
         object.__setattr__(self, "training", True)
+        self._init_hooks()
 
     def __setattr__(self, name, value):
         if "_parameters" not in self.__dict__:
@@ -140,7 +162,7 @@ class Module:
                 f"fnn.nn.Parameter, or None to remove it, or change its values with "
                 f"load_state_dict"
             )
-        if name in self.__dict__.get("_buffers", ()):
+        if name in self._buffers:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"{type(self).__name__}: buffer {name!r} must be a Tensor or "
                                 f"None, got {type(value).__name__}")
@@ -155,12 +177,59 @@ class Module:
             self._modules[name] = value
         object.__setattr__(self, name, value)
 
+    def __delattr__(self, name):
+        self._parameters.pop(name, None)
+        self._modules.pop(name, None)
+        if self._buffers.pop(name, _MISSING) is not _MISSING:
+            self._non_persistent_buffers_set.discard(name)
+        object.__delattr__(self, name)
+
+    def register_parameter(self, name: str, param) -> None:
+        """Add ``param`` (a Parameter, or None) under ``name``, as ``self.name = param``."""
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"{type(self).__name__}.register_parameter: {name!r} must be an "
+                            f"fnn.nn.Parameter or None, got {type(param).__name__}")
+        _check_name(self, "register_parameter", name)
+        setattr(self, name, param)
+
+    def add_module(self, name: str, module) -> None:
+        """Add the sub-module ``module`` under ``name``, as ``self.name = module``."""
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(self).__name__}.add_module: {name!r} must be a fastnn "
+                            f"Module or None, got {type(module).__name__}")
+        _check_name(self, "add_module", name)
+        if module is None:
+            self._modules[name] = None
+            object.__setattr__(self, name, None)
+        else:
+            setattr(self, name, module)
+
+    register_module = add_module
+
+    def get_submodule(self, target: str) -> Module:
+        """The sub-module at the dotted path ``target`` (``""``: this module)."""
+        mod = self
+        for part in target.split(".") if target else ():
+            child = mod._modules.get(part)
+            if child is None:
+                raise AttributeError(f"{type(mod).__name__} has no sub-module {part!r} (looking "
+                                     f"up {target!r}); it has {list(mod._modules)}")
+            mod = child
+        return mod
+
     # ------------------------------------------------------------ forward
     def forward(self, x):
         """The layer's output for input ``x``; what ``layer(x)`` calls. Every layer defines it."""
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *args, **kwargs):
+        if self._forward_pre_hooks or self._forward_hooks or self._backward_hooks:
+            return call_with_hooks(self, self._checked_forward, args, kwargs)
+        if self._parameters and args:
+            _check_input_dtype(self, args[0])
+        return self.forward(*args, **kwargs)
+
+    def _checked_forward(self, *args, **kwargs):
         if self._parameters and args:
             _check_input_dtype(self, args[0])
         return self.forward(*args, **kwargs)
@@ -178,166 +247,6 @@ class Module:
         return f"{type(self).__name__}(\n  " + "\n  ".join(([extra] if extra else []) + lines) \
             + "\n)"
 
-    # ------------------------------------------------------------ parameters
-    def children(self):
-        """An iterator over the direct sub-modules."""
-        return iter(self._modules.values())
-
-    def modules(self):
-        return [mod for _, mod in self.named_modules()]
-
-    def requires_grad_(self, requires_grad: bool = True) -> Module:
-        """Freeze (False) or unfreeze every parameter; returns the module, as PyTorch's."""
-        for p in self.parameters():
-            p.requires_grad = bool(requires_grad)
-        return self
-
-    def named_modules(self, prefix: str = ""):
-        """(dotted name, module) pairs of this module (name ``prefix``) and every sub-module."""
-        yield prefix, self
-        for name, mod in self._modules.items():
-            yield from mod.named_modules(f"{prefix}.{name}" if prefix else name)
-
-    def named_parameters(self, prefix: str = ""):
-        """(dotted name, Parameter) pairs, own parameters first, each object once."""
-        seen = set()
-        for mod_name, mod in self.named_modules(prefix):
-            for name, p in mod._parameters.items():
-                if id(p) not in seen:
-                    seen.add(id(p))
-                    yield (f"{mod_name}.{name}" if mod_name else name), p
-
-    def parameters(self):
-        """Every parameter of this module and its sub-modules, each once, as a list."""
-        return [p for _, p in self.named_parameters()]
-
-    def register_buffer(self, name: str, tensor, persistent: bool = True) -> None:
-        """Keep ``tensor`` (or None) as state that is saved and moved but not trained
-        (BatchNorm's running statistics); ``persistent=False`` leaves it out of state_dict."""
-        if "_buffers" not in self.__dict__:
-            object.__setattr__(self, "_buffers", {})
-        if name in self._parameters or name in self._modules:
-            raise KeyError(f"{type(self).__name__}.register_buffer: {name!r} is already a "
-                           f"parameter or a sub-module")
-        self._buffers[name] = None
-        if not persistent:
-            object.__setattr__(self, "_transient", self.__dict__.get("_transient", set()) | {name})
-        setattr(self, name, tensor)
-
-    def named_buffers(self, prefix: str = "", persistent_only: bool = False):
-        """(dotted name, Tensor) pairs of every buffer that is not None."""
-        for mod_name, mod in self.named_modules(prefix):
-            transient = mod.__dict__.get("_transient", ()) if persistent_only else ()
-            for name, b in mod.__dict__.get("_buffers", {}).items():
-                if b is not None and name not in transient:
-                    yield (f"{mod_name}.{name}" if mod_name else name), b
-
-    def buffers(self):
-        return [b for _, b in self.named_buffers()]
-
-    def _state(self) -> dict:
-        """name -> Tensor of every parameter and persistent buffer, as state_dict names them."""
-        own = dict(self.named_parameters())
-        own.update(self.named_buffers(persistent_only=True))
-        return own
-
-    def zero_grad(self) -> None:
-        """Set every parameter's ``.grad`` to None."""
-        for p in self.parameters():
-            p.grad = None
-
-    # ------------------------------------------------------------ state
-    def state_dict(self) -> dict:
-        """name -> a host NumPy copy of each parameter and persistent buffer."""
-        return {name: np.array(p.numpy(), copy=True) for name, p in self._state().items()}
-
-    def load_state_dict(self, state: dict) -> None:
-        """Copy ``state`` (name -> array or Tensor) into the parameters, in place.
-
-        Every name must match and every shape agree; otherwise nothing is
-        loaded and one ValueError lists all the problems.
-        """
-        if not isinstance(state, Mapping):
-            raise TypeError(
-                f"{type(self).__name__}.load_state_dict: state must be a dict of name -> array "
-                f"(as model.state_dict() or fnn.load(path)['model'] give), got "
-                f"{type(state).__name__}"
-            )
-        own = self._state()
-        missing = [n for n in own if n not in state]
-        unexpected = [n for n in state if n not in own]
-        mismatched = []
-        for name, p in own.items():
-            if name in state:
-                shape = _shape_of_value(type(self).__name__, name, state[name])
-                if shape != p.shape:
-                    mismatched.append(f"{name}: checkpoint {shape}, model {p.shape}")
-        if missing or unexpected or mismatched:
-            parts = []
-            if missing:
-                parts.append(f"missing keys {missing}")
-            if unexpected:
-                parts.append(f"unexpected keys {unexpected}")
-            if mismatched:
-                parts.append(f"shape mismatches [{'; '.join(mismatched)}]")
-            raise ValueError(
-                f"{type(self).__name__}.load_state_dict: the state dict does not fit this model: "
-                + ", ".join(parts) + " (was it saved from another model?)"
-            )
-        # convert every value before touching any parameter: a value that cannot be
-        # converted leaves the model as it was
-        converted = {}
-        for name, p in own.items():
-            value = state[name]
-            try:
-                host = value.numpy() if isinstance(value, Tensor) else value
-                host = host_array("the value", host, p._dtype)
-            except (TypeError, ValueError) as exc:
-                raise TypeError(
-                    f"{type(self).__name__}.load_state_dict: {name!r} cannot become "
-                    f"{p._dtype.name}: {exc}; nothing was loaded"
-                ) from None
-            converted[name] = p._device.ops.from_numpy(host, p._device.index)
-        for name, p in own.items():
-            p._data = converted[name]
-            if isinstance(p, Parameter):
-                p.grad = None
-
-    def to(self, *args, dtype=None, device=None) -> Module:
-        """Move/convert every parameter in place (``model.to("cuda")``, ``.to(fnn.float64)``).
-
-        Parameters stay floating point. Every parameter is moved before any is
-        replaced, so a move that fails (a dtype the device lacks) changes nothing.
-        """
-        moved = [(p, p.detach().to(*args, dtype=dtype, device=device)) for p in self.parameters()]
-        for _, new in moved:
-            if not new._dtype.is_floating:
-                raise TypeError(
-                    f"{type(self).__name__}.to: parameters must stay floating point, got "
-                    f"{new._dtype.name}; nothing was converted"
-                )
-        for p, new in moved:
-            p._data, p._dtype, p._device = new._data, new._dtype, new._device
-            p.grad = None
-        for buf in self.buffers():  # integer buffers keep their dtype, as in PyTorch
-            new = buf.to(*args, dtype=dtype, device=device)
-            if not buf._dtype.is_floating:
-                new = buf.to(new.device)
-            buf._data, buf._dtype, buf._device = new._data, new._dtype, new._device
-        return self
-
-    def train(self, mode: bool = True) -> Module:
-        """Set training mode (``mode=False``: evaluation) on this module and every sub-module;
-        returns self."""
-        mode = flag(f"{type(self).__name__}.train", "mode", mode)
-        for _, mod in self.named_modules():
-            object.__setattr__(mod, "training", bool(mode))
-        return self
-
-    def eval(self) -> Module:
-        """Evaluation mode (Dropout passes its input through): ``train(False)``."""
-        return self.train(False)
-
     # ------------------------------------------------------------ reversible pair
     def reverse(self, x: Tensor, grad_out: Tensor):
         """(dL/dx, {name: dL/dparam}) given dL/dy, for y = self(x), from x alone.
@@ -349,8 +258,30 @@ class Module:
         """
         return tape_reverse(self, self.forward, x, grad_out)
 
-    def apply(self, optimizer, self_grads: dict) -> None:
-        """One optimizer update of this module's parameters from explicit gradients."""
+    def apply(self, fn, self_grads=_MISSING):
+        """Two calls, told apart by their arguments.
+
+        ``apply(fn)``: PyTorch's; ``fn(module)`` on every sub-module (children first, through
+        their own ``apply``) and then on this one; returns self (e.g. ``model.apply(init)``).
+
+        ``apply(optimizer, self_grads)``: one optimizer update of this module's parameters
+        from explicit gradients, the dict ``reverse`` returns second (reversible training).
+        """
+        if self_grads is _MISSING:
+            if not callable(fn):
+                raise TypeError(
+                    f"{type(self).__name__}.apply: give a function of a module "
+                    f"(model.apply(fn)) or an optimizer and gradients (model.apply(optimizer, "
+                    f"self_grads)), got one {type(fn).__name__}"
+                )
+            for mod in self.children():
+                mod.apply(fn)
+            fn(self)
+            return self
+        self._apply_update(fn, self_grads)
+        return None
+
+    def _apply_update(self, optimizer, self_grads) -> None:
         if not isinstance(self_grads, dict):
             raise TypeError(
                 f"{type(self).__name__}.apply: self_grads must be the dict that reverse() "
@@ -374,19 +305,14 @@ class Module:
                                    if params[n].requires_grad])
 
 
-def _shape_of_value(owner: str, name: str, value) -> tuple:
-    """The shape of one state-dict value; TypeError/ValueError naming the key for a value
-    that has none (None, ragged lists), which np.shape would call () or fail on."""
-    if isinstance(value, Tensor):
-        return value.shape
-    if value is None:
-        raise TypeError(f"{owner}.load_state_dict: {name!r} is None; give an array (a state "
-                        "dict from model.state_dict() or fnn.load)")
-    try:
-        return tuple(np.shape(value))
-    except ValueError:
-        raise ValueError(f"{owner}.load_state_dict: {name!r} is a ragged nested list, not an "
-                         "array; nothing was loaded") from None
+def _check_name(module, what: str, name) -> None:
+    if not isinstance(name, str) or not name or "." in name:
+        raise KeyError(f"{type(module).__name__}.{what}: the name must be a non-empty string "
+                       f"without '.', got {name!r}")
+    if name in module.__dict__ and name not in module._parameters and name not in \
+            module._modules:
+        raise KeyError(f"{type(module).__name__}.{what}: {name!r} is already an attribute; "
+                       f"choose another name")
 
 
 def tape_reverse(module: Module, fn, x: Tensor, grad_out: Tensor):

@@ -14,13 +14,14 @@ from fastnn.ops.convert import host_array
 from fastnn.ops.tensor import Tensor, host_rng
 
 PARAM_CLASSES = ("connective", "bias", "activation", "other")
-"""The roles a Parameter may play (``Parameter.param_class``): optimizers apply weight
-decay and L1 to connective parameters only, and scale learning rates per class."""
+"""The roles a Parameter may play (``Parameter.param_class``): optimizers apply L1 to
+connective parameters only, weight decay to the classes of ``decay_classes`` when it is
+given (minidx's rule: connective), and scale learning rates per class."""
 class Parameter(Tensor):
     """A leaf tensor that a module owns and an optimizer updates.
 
-    ``param_class`` says what role it plays, which optimizers use for weight
-    decay (connective only) and per-class learning rates: ``"connective"``
+    ``param_class`` says what role it plays, which optimizers use for L1, for weight
+    decay with ``decay_classes=`` and for per-class learning rates: ``"connective"``
     (weights, scales), ``"bias"``, ``"activation"`` (learnable activation
     shapes such as Swish's beta) or ``"other"``.
     """
@@ -66,8 +67,22 @@ class Parameter(Tensor):
         memo[id(self)] = out
         return out
 
+    def __reduce__(self):
+        """Pickle as host data, dtype, device, param_class and requires_grad (no ``.grad``);
+        unpickling puts the values back on that device."""
+        return _rebuild_parameter, (self.numpy(), self._dtype.name, str(self._device),
+                                    self.param_class, self._requires_grad)
+
     def __repr__(self) -> str:
         return f"Parameter({self.param_class}, shape={self.shape}, dtype={self._dtype.name})"
+
+
+def _rebuild_parameter(host, dtype: str, device: str, param_class: str,
+                       requires_grad: bool) -> Parameter:
+    """The parameter :meth:`Parameter.__reduce__` describes (what unpickling calls)."""
+    p = Parameter.from_numpy(host, param_class, dtype, device)
+    p.requires_grad = requires_grad
+    return p
 
 
 def uniform_init(shape, bound: float, param_class: str, dtype, device) -> Parameter:

@@ -24,8 +24,10 @@ from fastnn.ops import sorting as _sorting  # noqa: F401
 # isort: split
 # last: binds the table's methods and the operators onto Tensor, so every op module first
 from fastnn.ops import methods as _methods  # noqa: F401
+from fastnn.ops import out as _out
 from fastnn.ops.tensor import Tensor
 
 _activations.add_table_kinds()  # activation kinds made of other modules' ops (sin, cos)
+_out.install()
 
 __all__ = ["Tensor"]

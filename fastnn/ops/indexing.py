@@ -27,6 +27,8 @@ import numpy as np
 
 from fastnn.api import dtypes
 from fastnn.ops.core import check_same_device
+from fastnn.ops.elementwise import where
+from fastnn.ops.gathering import scatter_add_tensor
 from fastnn.ops.selecting import (
     as_index,
     check_range,
@@ -35,6 +37,7 @@ from fastnn.ops.selecting import (
     wrap_negative,
 )
 from fastnn.ops.shaping import flip
+from fastnn.ops.storage import check_inplace, whole, write
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
 
@@ -208,32 +211,35 @@ def getitem(x: Tensor, key) -> Tensor:
 
 @public(method="__setitem__", functional=False)
 def setitem(x: Tensor, key, value) -> None:
-    """``x[key] = value`` in place, on a tensor that needs no gradient."""
-    if x.requires_grad:
-        raise RuntimeError(
-            "x[index] = value: x requires grad, and an in-place write would corrupt the "
-            "gradient; build a new tensor instead (fnn.where(mask, value, x), fnn.cat, "
-            "x.scatter_add) or write under fnn.no_grad() into a tensor made with "
-            "requires_grad=False")
+    """``x[key] = value`` in place, as PyTorch: a basic key writes through the view
+    ``x[key]`` (seen by every tensor sharing x's storage); integer-tensor and mask keys
+    scatter. A value that requires grad is recorded (the gradient reaches it)."""
     if not isinstance(value, Tensor):
+        if isinstance(value, bool) and x._dtype.is_floating:
+            value = float(value)
         value = Tensor._make(
             x._device.ops.from_numpy(np.asarray(value, dtype=x._dtype.numpy), x._device.index),
             x._dtype, x._device)
     elif value._dtype is not x._dtype:
         value = value.to(x._dtype)
     check_same_device("index assignment", x, value)
-    value = value.detach()
     if type(key) is Tensor and key._dtype is dtypes.bool_ and key.shape == x.shape and \
             _broadcasts_to(value.shape, x.shape):
         # x[mask] = v with a mask like x: one where, no host round trip for the count
         check_same_device("index assignment", x, key)
-        x._data = x._device.ops.where(key._data, value._data, x._data)
+        check_inplace("index assignment", x)
+        write(x, where(key, value, x).to(x._dtype))
         return
     items = _expand_key("index assignment", x, key)
     if not any(kind == "index" for kind, _ in items) and not any(
             kind == "slice" and (item.step or 1) < 0 for kind, item in items):
-        _set_basic(x, items, value)
+        target = getitem(x, key)
+        if target is x:  # x[...] = v, x[:] = v: still a write through a view, as PyTorch
+            target = whole(x)
+        check_inplace("index assignment", target)
+        write(target, _broadcast_value(value, target.shape))
         return
+    check_inplace("index assignment", x)
     # the general case: the flat positions that x[key] selects, then one scatter
     positions = Tensor._make(
         x._device.ops.from_numpy(np.arange(x.numel(), dtype=np.int64).reshape(x.shape),
@@ -250,26 +256,25 @@ def setitem(x: Tensor, key, value) -> None:
             keep_t = as_index("index assignment", keep, x._device)
             flat_index = index_select_tensor(flat_index, 0, keep_t)
             flat_value = index_select_tensor(flat_value, 0, keep_t)
-    ops = x._device.ops
-    work = x if x._dtype is not dtypes.bool_ else x.to(dtypes.int64)
-    vals = flat_value if flat_value._dtype is work._dtype else flat_value.to(work._dtype)
-    flat = ops.reshape(work._data, (x.numel(),))
-    zero = ops.full((x.numel(),), 0, work._dtype.name, x._device.index)
-    written = ops.scatter_add(zero, 0, flat_index._data, vals._data)
-    hits = ops.scatter_add(ops.full((x.numel(),), 0, "int64", x._device.index), 0,
-                           flat_index._data, ops.full(flat_index.shape, 1, "int64",
-                                                      x._device.index))
+    ops, n = x._device.ops, x.numel()
+    work = x._dtype if x._dtype is not dtypes.bool_ else dtypes.int64
+    vals = flat_value if flat_value._dtype is work else flat_value.to(work)
+    zero = Tensor._make(ops.full((n,), 0, work.name, x._device.index), work, x._device)
+    written = scatter_add_tensor(zero, 0, flat_index, vals)
+    hits = ops.scatter_add(ops.full((n,), 0, "int64", x._device.index), 0, flat_index._data,
+                           ops.full(flat_index.shape, 1, "int64", x._device.index))
     # NOTE: where a position repeats on a device (the host dedupes above), its writes are
     # summed and divided by their count: exact when they agree (x[idx] = 0 and the like),
     # their mean otherwise (PyTorch leaves the winner undefined there)
-    if not x._device.backend.record.host_memory:  # the host deduplicated above
-        count = ops.astype(hits, work._dtype.name)
-        divide = ops.div if work._dtype.is_floating else ops.floor_divide
-        written = ops.where(ops.greater(hits, 1), divide(written, count), written)
-    data = ops.reshape(ops.where(ops.greater(hits, 0), written, flat), x.shape)
-    if x._dtype is dtypes.bool_:
-        data = ops.astype(data, "bool")
-    x._data = data
+    if not x._device.backend.record.host_memory:
+        count = Tensor._make(ops.where(ops.greater(hits, 1), ops.astype(hits, work.name),
+                                       ops.full((), 1, work.name, x._device.index)),
+                             work, x._device)
+        written = written / count if work.is_floating else written // count
+    hit = Tensor._make(ops.greater(hits, 0), dtypes.bool_, x._device)
+    current = x.reshape(-1) if work is x._dtype else x.reshape(-1).to(work)
+    new = where(hit, written, current).reshape(x.shape)
+    write(x, new if work is x._dtype else new.to(x._dtype))
 
 
 def _broadcasts_to(shape, target) -> bool:
@@ -288,31 +293,3 @@ def _broadcast_value(value: Tensor, shape) -> Tensor:
         raise ValueError(f"index assignment: a value of shape {value.shape} cannot be "
                          f"broadcast to the indexed shape {tuple(shape)}")
     return value.broadcast_to(tuple(shape))
-
-
-def _set_basic(x: Tensor, items: list, value: Tensor) -> None:
-    starts, stops, steps, shape = [], [], [], []
-    dim = 0
-    for kind, item in items:
-        if kind == "none":
-            continue
-        n = x.shape[dim]
-        if kind == "int":
-            if not -n <= item < n:
-                raise IndexError(f"index assignment: index {item} is out of range for dim "
-                                 f"{dim} of size {n}")
-            i = item % n
-            starts.append(i), stops.append(i + 1), steps.append(1), shape.append(1)
-        else:
-            start, stop, step = item.indices(n)
-            count = len(range(start, stop, step))
-            starts.append(start), stops.append(builtins.max(start, stop) if count else start)
-            steps.append(step), shape.append(count)
-        dim += 1
-    selected = tuple(n for (kind, _), n in zip([i for i in items if i[0] != "none"], shape)
-                     if kind != "int")
-    src = _broadcast_value(value, selected).reshape(tuple(shape)).contiguous()
-    if not src.numel():
-        return
-    x._data = x._device.ops.slice_scatter(x._data, src._data, tuple(starts), tuple(stops),
-                                          tuple(steps))

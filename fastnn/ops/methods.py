@@ -8,7 +8,9 @@ Kept apart from tensor.py so the class stays readable; imported once by
 from __future__ import annotations
 
 from fastnn.ops import elementwise as m
-from fastnn.ops import movement, nnops
+from fastnn.ops import inplace as _inplace  # noqa: F401  (fills the table's _ methods)
+from fastnn.ops import movement, nnops, scattering, viewing  # noqa: F401
+from fastnn.ops.storage import inplace
 from fastnn.ops.table import METHODS
 from fastnn.ops.tensor import Tensor
 
@@ -90,7 +92,23 @@ _METHODS = {
 }
 
 
-for _name, _fn in {**METHODS, **_METHODS}.items():
+def _augmented(name: str, fn):
+    """``x <op>= y``: the operator's result written into x (PyTorch's in-place semantics:
+    ``y = x; x += 1`` changes y too)."""
+
+    def method(self, other):
+        return inplace(name, self, fn, other)
+
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+_ALL = {**METHODS, **_METHODS}
+for _op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or",
+            "xor"):
+    _ALL[f"__i{_op}__"] = _augmented(f"__i{_op}__", _ALL[f"__{_op}__"])
+
+for _name, _fn in _ALL.items():
     setattr(Tensor, _name, _fn)
 
 Tensor.T = property(lambda self: movement.transpose(self))

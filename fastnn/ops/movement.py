@@ -8,10 +8,12 @@ import numbers
 
 from fastnn.api import dtypes
 from fastnn.api.args import flag, ints
+from fastnn.api.layout import view_strides
 from fastnn.autograd.engine import attach
 from fastnn.autograd.grad_mode import is_anomaly_enabled, switches
 from fastnn.ops.core import broadcast_shape
 from fastnn.ops.spelling import UNSET, dim_of, keep_of, sizes_of
+from fastnn.ops.storage import is_contiguous, layout, mark_view, source
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
 
@@ -144,10 +146,30 @@ def reshape(x: Tensor, *shape) -> Tensor:
         shape = _resolve_shape("reshape", shape, math.prod(old))
     if shape == old:
         return x
-    out = Tensor._make(x._device.ops.reshape(x._data, shape), x._dtype, x._device)
+    ops = x._device.ops
+    if x._view is not None and view_strides(*layout(x)[:2], shape) is None:
+        # no view of this layout has that shape (PyTorch copies too): a new storage
+        out = Tensor._make(ops.reshape(ops.contiguous(x._data), shape), x._dtype, x._device)
+    else:
+        out = mark_view(Tensor._make(ops.reshape(source(x), shape), x._dtype, x._device), x,
+                        "reshape", shape)
     if not (x._requires_grad or switches.anomaly):
         return out
     return attach(out, "reshape", (x,), (), old)
+
+
+def strict_view(op: str, x: Tensor, shape) -> Tensor:
+    """``x.view(shape)``: a view, or a RuntimeError when x's layout has none (PyTorch's)."""
+    if x._view is None:  # a base is contiguous: every shape of its size is a view
+        return reshape(x, shape)
+    shape = _resolve_shape(op, shape, math.prod(x._data.shape))
+    if shape != x.shape and \
+            view_strides(*layout(x)[:2], shape) is None:
+        raise RuntimeError(
+            f"view size is not compatible with input tensor's size and stride (shape "
+            f"{x.shape}, strides {layout(x)[1]}): at least one dimension spans across two "
+            f"contiguous subspaces; use .reshape(...) instead (it copies where needed)")
+    return reshape(x, shape)
 
 
 @public(top=True)
@@ -155,6 +177,11 @@ def transpose(x: Tensor, axes=None, dim1=None) -> Tensor:
     """Permute axes; ``axes=None`` reverses them (``x.T``); ``transpose(x, d0, d1)``
     exchanges two dims, as PyTorch's."""
     n = x.ndim
+    if axes is None and dim1 is None:  # x.T: nothing to check
+        axes = tuple(range(n - 1, -1, -1))
+        out = Tensor._make(x._device.ops.transpose(source(x), axes), x._dtype, x._device)
+        mark_view(out, x, "transpose", axes)
+        return attach(out, "transpose", (x,), (), axes) if x._requires_grad else out
     if dim1 is not None:  # two dims to exchange
         pair = ints("transpose", "dims", (axes, dim1))
         if any(not -n <= a < n for a in pair):
@@ -170,7 +197,8 @@ def transpose(x: Tensor, axes=None, dim1=None) -> Tensor:
     axes = tuple(a % n for a in given) if n else given
     if sorted(axes) != list(range(n)):
         raise ValueError(f"transpose: {given} is not a permutation of the {n} axes")
-    out = Tensor._make(x._device.ops.transpose(x._data, axes), x._dtype, x._device)
+    out = Tensor._make(x._device.ops.transpose(source(x), axes), x._dtype, x._device)
+    mark_view(out, x, "transpose", axes)
     return attach(out, "transpose", (x,), (), axes)
 
 
@@ -180,15 +208,23 @@ def broadcast_to(x: Tensor, shape) -> Tensor:
     shape = ints("broadcast_to", "shape", shape)
     if broadcast_shape("broadcast_to", x.shape, shape) != shape:
         raise ValueError(f"broadcast_to: cannot broadcast {x.shape} to {shape}")
-    out = Tensor._make(x._device.ops.broadcast_to(x._data, shape), x._dtype, x._device)
+    if shape == x.shape:
+        return x
+    out = Tensor._make(x._device.ops.broadcast_to(source(x), shape), x._dtype, x._device)
+    mark_view(out, x, "broadcast_to", shape)
     return attach(out, "broadcast_to", (x,))
 
 
 @public(method=True, functional=False)
 def contiguous(x: Tensor) -> Tensor:
-    """A C-contiguous copy (or ``x``'s own data when it already is one)."""
-    out = Tensor._make(x._device.ops.contiguous(x._data), x._dtype, x._device)
-    return attach(out, "contiguous", (x,))
+    """``x`` itself when it is contiguous, else a C-contiguous copy (as PyTorch)."""
+    if x._view is None or is_contiguous(x):
+        return x
+    data = x._device.ops.contiguous(x._data)
+    if data is x._data:  # the array happens to be contiguous: the copy must be a new one
+        data = x._device.ops.contiguous(x._device.ops.add(data, 0)) \
+            if x._dtype is not dtypes.bool_ else x._device.ops.astype(data, "bool")
+    return attach(Tensor._make(data, x._dtype, x._device), "contiguous", (x,))
 
 
 @public()

@@ -12,6 +12,7 @@ from __future__ import annotations
 from fastnn.api.args import real
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.ops.movement import reshape
+from fastnn.ops.storage import rebind
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
 
@@ -73,4 +74,5 @@ def _update(running_mean, running_var, mean, var, count, momentum):
         var = reshape(var.detach(), channels).to(running_var.dtype) * (count / (count - 1))
         new_mean = running_mean * (1.0 - momentum) + mean * momentum
         new_var = running_var * (1.0 - momentum) + var * momentum
-    running_mean._data, running_var._data = new_mean._data, new_var._data
+    rebind(running_mean, new_mean._data)
+    rebind(running_var, new_var._data)

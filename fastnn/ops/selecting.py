@@ -8,6 +8,7 @@ import numpy as np
 from fastnn.api import dtypes
 from fastnn.autograd.engine import attach
 from fastnn.autograd.grad_mode import is_anomaly_enabled
+from fastnn.ops.storage import mark_view, source
 from fastnn.ops.tensor import Tensor
 
 _INT = (dtypes.int64, dtypes.int32)
@@ -22,7 +23,9 @@ def slice_tensor(x: Tensor, starts, stops, steps) -> Tensor:
     """The ``slice`` primitive on a tensor (bounds already normalised)."""
     if all(a == 0 and b == n and c == 1 for a, b, c, n in zip(starts, stops, steps, x.shape)):
         return x
-    out = Tensor._make(x._device.ops.slice(x._data, starts, stops, steps), x._dtype, x._device)
+    out = Tensor._make(x._device.ops.slice(source(x), starts, stops, steps), x._dtype,
+                       x._device)
+    mark_view(out, x, "slice", (starts, stops, steps))
     return attach(out, "slice", (x,), (), (x.shape, starts, stops, steps, zero_spec(x)))
 
 

@@ -28,8 +28,9 @@ def axis_index(op: str, axis, ndim: int) -> int:
 
 @public(method=True)
 def view(x: Tensor, *shape) -> Tensor:
-    """``x`` with a new shape (one -1 allowed): PyTorch's view (here, a reshape)."""
-    return movement.reshape(x, sizes_of("view", shape))
+    """``x`` with a new shape (one -1 allowed), sharing its storage: PyTorch's view (a
+    RuntimeError when x's strides allow no such view; ``reshape`` copies then)."""
+    return movement.strict_view("view", x, sizes_of("view", shape))
 
 
 @public(method=True, top=True)

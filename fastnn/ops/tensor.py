@@ -12,10 +12,12 @@ from fastnn.api.args import flag, integer
 from fastnn.api.device import Device, DeviceSpec, as_device, get_device
 from fastnn.api.dtypes import DType, as_dtype
 from fastnn.api.errors import BackendError
-from fastnn.autograd import engine
+from fastnn.autograd import functional as autograd
+from fastnn.autograd import hooks
 from fastnn.ops import core
 from fastnn.ops.convert import host_array
 from fastnn.ops.spelling import shape_of
+from fastnn.ops.storage import alias
 
 
 class Tensor:
@@ -25,7 +27,9 @@ class Tensor:
     or :func:`randn`; the constructor itself is internal.
     """
 
-    __slots__ = ("_data", "_dtype", "_device", "_requires_grad", "_grad", "_node", "__weakref__")
+    # _hooks is set only by the first register_hook / retain_grad (see autograd.hooks)
+    __slots__ = ("_data", "_dtype", "_device", "_requires_grad", "_grad", "_node", "_view",
+                 "_storage", "_hooks", "__weakref__")
     __array_priority__ = 1000  # so that ndarray + Tensor defers to Tensor.__radd__
     # NumPy ufuncs refuse tensors (np.exp(t) would leave the tape): use t.exp(), or
     # np.exp(t.numpy()). This also makes ndarray + Tensor defer to Tensor.__radd__.
@@ -40,6 +44,8 @@ class Tensor:
         t._requires_grad = False
         t._grad = None
         t._node = None
+        t._view = None  # a ViewInfo when this tensor views another's storage (ops.storage)
+        t._storage = None  # the storage record (version, views), made at the first write
         return t
 
     # ------------------------------------------------------------ properties
@@ -93,12 +99,24 @@ class Tensor:
         return self._device
 
     @property
-    def data(self):
-        """The raw backend array (no history)."""
-        return self._data
+    def data(self) -> Tensor:
+        """This tensor's storage as a tensor without history (PyTorch's ``x.data``): writes
+        through it are seen by ``x``; ``x.numpy()`` gives the host array."""
+        return self.detach()
+
+    @data.setter
+    def data(self, value) -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"x.data = value: value must be a fastnn Tensor, got "
+                            f"{type(value).__name__}; wrap it with fnn.tensor(...) first")
+        if value._device != self._device:
+            raise ValueError(f"x.data = value: value is on {value._device}, x on "
+                             f"{self._device}; move it with .to({str(self._device)!r})")
+        alias(value, self)  # x now views value's storage
 
     @property
     def is_leaf(self) -> bool:
+        """Whether no recorded op made this tensor (its gradient goes into ``.grad``)."""
         return self._node is None
 
     def size(self, dim=None, axis=None):
@@ -124,8 +142,7 @@ class Tensor:
         if self._dtype.name not in ("float32", "int64", "bool") or not self.numel():
             extra.append(f"dtype={self._dtype.name}")
         if self._node is not None:
-            name = "".join(part.capitalize() for part in self._node.op.split("_"))
-            extra.append(f"grad_fn=<{name}Backward>")
+            extra.append(f"grad_fn=<{self._node.name()}>")
         elif self.requires_grad:
             extra.append("requires_grad=True")
         return "tensor(" + ", ".join([body] + extra) + ")"
@@ -173,8 +190,8 @@ class Tensor:
         return self.numpy().tolist()
 
     def detach(self) -> Tensor:
-        """The same data without history (shares memory)."""
-        return Tensor._make(self._data, self._dtype, self._device)
+        """The same storage without history: writes through either are seen by both."""
+        return alias(self)
 
     def to(self, *args, dtype=None, device=None) -> Tensor:
         """Move to a device and/or convert to a dtype: ``x.to("cuda")``, ``x.to(fnn.float64)``."""
@@ -211,44 +228,53 @@ class Tensor:
         return self.to(dtypes.float64)
 
     # ------------------------------------------------------------ autograd
-    def backward(self, grad=None) -> None:
-        """Accumulate d(self)/d(leaf) into every leaf's ``.grad``.
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None, *,
+                 grad=None) -> None:
+        """Add d(self)/d(leaf) into every leaf's ``.grad``, as PyTorch's ``backward``.
 
-        ``grad`` defaults to 1 and may be omitted only for a one-element tensor.
+        ``gradient`` (also ``grad=``) defaults to 1 and may be omitted only for a
+        one-element tensor. ``retain_graph=True`` keeps the graph for another backward
+        (default: ``create_graph``); ``create_graph=True`` records the backward itself,
+        so ``.grad`` can be differentiated again; ``inputs`` (tensors) restricts the
+        accumulation to those.
         """
-        if not self.requires_grad:
-            raise RuntimeError(
-                "backward() on a tensor that does not require grad: create the leaves with "
-                "requires_grad=True (and not under no_grad)"
-            )
-        ops = self._device.ops
-        if grad is None:
-            if self.numel() != 1:
-                raise RuntimeError(
-                    f"backward() without a gradient needs a scalar output, got shape "
-                    f"{self.shape}; reduce it (e.g. .sum()) or pass grad= of that shape"
-                )
-            grad_data = ops.full(self.shape, 1.0, self._dtype.name, self._device.index)
-        else:
+        if grad is not None:
+            if gradient is not None:
+                raise TypeError("backward: pass the gradient once, as gradient= or grad=")
+            gradient = grad
+        if gradient is not None and not isinstance(gradient, Tensor):
             try:
-                g = grad if isinstance(grad, Tensor) else tensor(grad, dtype=self._dtype,
-                                                                  device=self._device)
+                gradient = tensor(gradient, dtype=self._dtype, device=self._device)
             except (TypeError, ValueError) as exc:
                 raise type(exc)(f"backward: grad must be a Tensor or array-like of numbers "
                                 f"shaped {self.shape}; {exc}") from None
-            if g.shape != self.shape:
-                raise ValueError(f"backward: grad has shape {g.shape}, expected {self.shape}")
-            core.check_same_device("backward", self, g)
-            if not g._dtype.is_floating:
-                raise TypeError(f"backward: grad must be floating point, got {g._dtype.name}")
-            if g._dtype is not self._dtype:  # as PyTorch: the gradient takes the output's dtype
-                g = g.to(self._dtype)
-            grad_data = g._data
-        engine.backward(self, grad_data)
+        autograd.backward(self, gradient, retain_graph, create_graph, inputs)
+
+    def retain_grad(self) -> None:
+        """Keep this non-leaf tensor's gradient in ``.grad`` during backward."""
+        hooks.retain_grad(self)
+
+    def register_hook(self, fn):
+        """Call ``fn(grad)`` whenever this tensor's gradient is computed; ``fn`` may
+        return a replacement. Returns a handle whose ``.remove()`` unregisters it."""
+        return hooks.register_hook(self, fn)
+
+    @property
+    def grad_fn(self):
+        """The tape node that made this tensor (``.name()``: e.g. ``MulBackward0``), or
+        None for a leaf."""
+        return self._node
 
     def requires_grad_(self, flag: bool = True) -> Tensor:
         self.requires_grad = flag
         return self
+
+    def __reduce__(self):
+        """Pickle (and ``copy.deepcopy``) as host NumPy data, dtype name, device name and
+        requires_grad; unpickling puts the values back on that device, as a leaf without
+        ``.grad`` (as PyTorch's)."""
+        return _rebuild_tensor, (self.numpy(), self._dtype.name, str(self._device),
+                                 self._requires_grad)
 
     def zero_grad(self) -> None:
         self.grad = None
@@ -278,6 +304,11 @@ def manual_seed(seed: int) -> None:
 def host_rng() -> np.random.Generator:
     """The generator behind :func:`manual_seed`."""
     return _default_rng
+
+
+def _rebuild_tensor(host, dtype: str, device: str, requires_grad: bool) -> Tensor:
+    """The tensor :meth:`Tensor.__reduce__` describes (what unpickling calls)."""
+    return tensor(host, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:

@@ -1,7 +1,8 @@
 """Adagrad, RAdam and NAdam: PyTorch's update rules, through the fused hooks
 ``adagrad_step``, ``radam_step`` and ``nadam_step`` (composites where a backend lacks them).
 
-With lr (times ``class_lr``), wd (connective parameters only) and g the gradient:
+With lr (times ``class_lr``), wd (every parameter, or those of ``decay_classes``) and g
+the gradient:
 
 - Adagrad: g += wd p; s += g^2; p -= lr / (1 + (t - 1) lr_decay) * g / (sqrt(s) + eps),
   s starting at ``initial_accumulator_value``.
@@ -26,10 +27,12 @@ class Adagrad(Optimizer):
 
     def __init__(self, params, lr: float = 1e-2, lr_decay: float = 0.0,
                  weight_decay: float = 0.0, initial_accumulator_value: float = 0.0,
-                 eps: float = 1e-10, *, class_lr=None, l1: float = 0.0):
+                 eps: float = 1e-10, *, class_lr=None, l1: float = 0.0,
+                 decay_classes=None):
         super().__init__(params, dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
                                       initial_accumulator_value=initial_accumulator_value,
-                                      eps=eps, class_lr=class_lr, l1=l1))
+                                      eps=eps, class_lr=class_lr, l1=l1,
+                                      decay_classes=decay_classes))
 
     def _update(self, group, params, grads):
         start = float(group["initial_accumulator_value"])
@@ -77,10 +80,10 @@ class RAdam(_AdamFamily):
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0, decoupled_weight_decay: bool = False, *,
-                 class_lr=None, l1: float = 0.0):
+                 class_lr=None, l1: float = 0.0, decay_classes=None):
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                       decoupled_weight_decay=decoupled_weight_decay,
-                                      class_lr=class_lr, l1=l1))
+                                      class_lr=class_lr, l1=l1, decay_classes=decay_classes))
 
     def _update(self, group, params, grads):
         for step, items in by_step(self, params, grads, self._moments_init).items():
@@ -98,11 +101,12 @@ class NAdam(_AdamFamily):
 
     def __init__(self, params, lr: float = 2e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0, momentum_decay: float = 4e-3,
-                 decoupled_weight_decay: bool = False, *, class_lr=None, l1: float = 0.0):
+                 decoupled_weight_decay: bool = False, *, class_lr=None, l1: float = 0.0,
+                 decay_classes=None):
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                       momentum_decay=momentum_decay,
                                       decoupled_weight_decay=decoupled_weight_decay,
-                                      class_lr=class_lr, l1=l1))
+                                      class_lr=class_lr, l1=l1, decay_classes=decay_classes))
 
     def _init(self, p) -> dict:
         return {**self._moments_init(p), "mu_product": 1.0}

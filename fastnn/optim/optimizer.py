@@ -15,10 +15,15 @@ back into the parameters and the state.
 
 Parameter classes: a :class:`~fastnn.nn.Parameter` carries ``param_class``
 (connective, bias, activation, other); a plain tensor counts as "other".
-Weight decay applies to connective parameters only, ``class_lr`` (e.g.
+Weight decay applies to every parameter of its group, as in PyTorch;
+``decay_classes=("connective",)`` (minidx's rule, which ``fastnn train`` uses)
+restricts it to the parameters of those classes. ``class_lr`` (e.g.
 ``{"bias": 2.0}``) multiplies the learning rate of a class, and ``l1`` (minidx's
 L1 term) adds ``l1 * sign(p)`` to the gradient of connective parameters before
 the rule runs, as ``weight_decay`` adds ``wd * p``.
+
+The decay reaches a backend's fused hook as one weight decay per parameter (0.0
+for a parameter left out), so the hooks need not know about classes.
 """
 
 from __future__ import annotations
@@ -33,7 +38,8 @@ from fastnn.nn.module import PARAM_CLASSES
 from fastnn.ops.tensor import Tensor, tensor
 from fastnn.optim.state import OptimizerState, is_array
 
-DECAYED_CLASSES = ("connective",)
+L1_CLASSES = ("connective",)
+"""The parameter classes minidx's ``l1`` term applies to."""
 
 
 def param_class(p) -> str:
@@ -121,6 +127,7 @@ class Optimizer(OptimizerState):
                                  "betas=(0.9, 0.999)")
             group["betas"] = tuple(float(b) for b in betas)
         self._check_rule(group)
+        group["decay_classes"] = decay_classes(owner, group.get("decay_classes"))
         class_lr = group["class_lr"]
         unknown = sorted(set(class_lr) - set(PARAM_CLASSES))
         if unknown:
@@ -201,7 +208,7 @@ class Optimizer(OptimizerState):
             return grads
         out = []
         for p, g in zip(params, grads):
-            if param_class(p) in DECAYED_CLASSES:
+            if param_class(p) in L1_CLASSES:
                 ops = p._device.ops
                 g = ops.add(g, ops.mul(ops.sign(p._data), l1))
             out.append(g)
@@ -226,17 +233,40 @@ class Optimizer(OptimizerState):
     # ------------------------------------------------------------ helpers for rules
     @staticmethod
     def lrs_and_decays(group: dict, params: list) -> tuple[list, list]:
-        """Per-parameter learning rates (times class_lr) and weight decays (connective only)."""
+        """Per-parameter learning rates (times class_lr) and weight decays: the group's
+        ``weight_decay`` for every parameter, or only for those whose class is in
+        ``decay_classes`` when the group names some (0.0 for the others)."""
         scale = group["class_lr"]
         lrs = [group["lr"] * scale.get(param_class(p), 1.0) for p in params]
         wd = group.get("weight_decay", 0.0)
-        decays = [wd if param_class(p) in DECAYED_CLASSES else 0.0 for p in params]
-        return lrs, decays
+        only = group.get("decay_classes")
+        if only is None:
+            return lrs, [wd] * len(params)
+        return lrs, [wd if param_class(p) in only else 0.0 for p in params]
 
     @staticmethod
     def zeros_like(p):
         """Backend data of zeros with the shape, dtype and device of parameter ``p`` (state)."""
         return p._device.ops.full(p.shape, 0, p._dtype.name, p._device.index)
+
+def decay_classes(owner: str, value) -> tuple | None:
+    """``decay_classes`` checked: None (weight decay on every parameter, PyTorch's rule) or
+    a tuple of parameter classes (one class name alone counts as a tuple of one)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = (value,)
+    try:
+        value = tuple(value)
+    except TypeError:
+        raise TypeError(f"{owner}: decay_classes must be None or a tuple of parameter classes "
+                        f"such as ('connective',), got {value!r}") from None
+    unknown = [c for c in value if c not in PARAM_CLASSES]
+    if unknown:
+        raise ValueError(f"{owner}: decay_classes names unknown parameter classes {unknown}; "
+                         f"the classes are {', '.join(PARAM_CLASSES)} (None: every parameter)")
+    return value
+
 
 def _param_list(owner: str, what: str, params) -> list:
     """``params`` as a list, refusing a bare tensor and anything not iterable, as PyTorch."""

@@ -7,7 +7,7 @@ fused kernel; the hook returns the new arrays, which are stored back into
 ``param._data`` and the state.
 
 With per-parameter learning rate lr (times ``class_lr``) and weight decay wd
-(connective parameters only), g the gradient (plus ``l1 * sign(p)`` on
+(every parameter, or those of ``decay_classes``), g the gradient (plus ``l1 * sign(p)`` on
 connective parameters):
 
 - SGD: g += wd p; with momentum: b = g (first step) else mu b + (1 - dampening) g;
@@ -22,12 +22,13 @@ connective parameters):
 
 from __future__ import annotations
 
+from fastnn.ops.storage import rebind
 from fastnn.optim.optimizer import Optimizer
 
 
 def store(params, new_params) -> None:
     for p, data in zip(params, new_params):
-        p._data = data
+        rebind(p, data)
 
 
 def by_step(optimizer, params, grads, init) -> dict:
@@ -52,10 +53,10 @@ class SGD(Optimizer):
 
     def __init__(self, params, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
                  weight_decay: float = 0.0, nesterov: bool = False, *, class_lr=None,
-                 l1: float = 0.0):
+                 l1: float = 0.0, decay_classes=None):
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
                                       weight_decay=weight_decay, nesterov=nesterov,
-                                      class_lr=class_lr, l1=l1))
+                                      class_lr=class_lr, l1=l1, decay_classes=decay_classes))
 
     def state_keys(self, group):
         """momentum_buffer with momentum, nothing without (PyTorch's names)."""
@@ -94,10 +95,10 @@ class RMSprop(Optimizer):
 
     def __init__(self, params, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
                  weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False, *,
-                 class_lr=None, l1: float = 0.0):
+                 class_lr=None, l1: float = 0.0, decay_classes=None):
         super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
                                       momentum=momentum, centered=centered, class_lr=class_lr,
-                                      l1=l1))
+                                      l1=l1, decay_classes=decay_classes))
 
     def state_keys(self, group):
         """step and square_avg, plus momentum_buffer and grad_avg where switched on."""
@@ -156,11 +157,12 @@ class Adam(Optimizer):
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0, amsgrad: bool = False, *,
-                 decoupled_weight_decay: bool = False, class_lr=None, l1: float = 0.0):
+                 decoupled_weight_decay: bool = False, class_lr=None, l1: float = 0.0,
+                 decay_classes=None):
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                       amsgrad=amsgrad,
                                       decoupled_weight_decay=decoupled_weight_decay,
-                                      class_lr=class_lr, l1=l1))
+                                      class_lr=class_lr, l1=l1, decay_classes=decay_classes))
 
     def state_keys(self, group):
         """step, exp_avg and exp_avg_sq, plus max_exp_avg_sq with amsgrad."""
@@ -207,6 +209,7 @@ class AdamW(Adam):
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 1e-2, amsgrad: bool = False, *, class_lr=None,
-                 l1: float = 0.0):
+                 l1: float = 0.0, decay_classes=None):
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad,
-                         decoupled_weight_decay=True, class_lr=class_lr, l1=l1)
+                         decoupled_weight_decay=True, class_lr=class_lr, l1=l1,
+                         decay_classes=decay_classes)

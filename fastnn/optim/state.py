@@ -134,6 +134,36 @@ class OptimizerState:
         self.state = new_state
         self._state_home = {id(p): (p._device, p._dtype) for p in params}
 
+    # ------------------------------------------------------------ pickle and deepcopy
+    def __getstate__(self) -> dict:
+        """The optimizer for pickle and ``copy.deepcopy``: its state is keyed by ``id(param)``,
+        which a copy does not keep, so it travels keyed by the parameter's position, with
+        host copies of the arrays (unpickled onto the parameter's device)."""
+        out = dict(self.__dict__)
+        params = self._all_params()
+        out["state"] = {
+            i: {k: (np.array(self._home(p)[0].ops.to_numpy(v), copy=True) if is_array(v) else v)
+                for k, v in self.state[id(p)].items()}
+            for i, p in enumerate(params) if id(p) in self.state}
+        out["_state_home"] = None
+        return out
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        params = self._all_params()
+        by_index = self.state
+        self.state = {}
+        for i, st in by_index.items():
+            p = params[i]
+            self.state[id(p)] = {k: (p._device.ops.from_numpy(np.asarray(v, p._dtype.numpy),
+                                                               p._device.index)
+                                     if is_array(v) else v) for k, v in st.items()}
+        self._state_home = {id(p): (p._device, p._dtype) for p in params}
+
+    def _home(self, p) -> tuple:
+        """(device, dtype) that ``p``'s state arrays live in."""
+        return self._state_home.get(id(p), (p._device, p._dtype))
+
     def _state_value(self, owner: str, key, name: str, value, p, strict: bool):
         """One saved state entry, checked and placed on ``p``'s device (``strict``: the
         rule's own entries, each a number or an array of the parameter's shape)."""

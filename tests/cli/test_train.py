@@ -140,3 +140,16 @@ def test_plot_writes_a_png(tmp_path):
     png = tmp_path / "curves.png"
     assert main(["train", "--epochs", "2", "--plot", str(png)]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("name", ["sgd", "adam", "adamw", "rmsprop", "adagrad", "radam",
+                                  "nadam"])
+def test_train_keeps_minidx_weight_decay_rule(name):
+    """Optimizers decay every parameter by default (PyTorch's rule); fastnn train asks for
+    minidx's (connective parameters only) explicitly, and its checkpoints keep it."""
+    from fastnn import nn
+    from fastnn.cli.train import make_optimizer
+
+    opt = make_optimizer(name, nn.Linear(3, 2).parameters(), 1e-3)
+    assert [g["decay_classes"] for g in opt.param_groups] == [("connective",)]
+    assert opt.state_dict()["param_groups"][0]["decay_classes"] == ("connective",)

@@ -65,10 +65,11 @@ def test_load_state_dict_from_another_model_lists_every_problem():
 
 def test_to_dtype_converts_parameters_in_place():
     model = mlp()
-    params = model.parameters()
+    params = list(model.parameters())
     before = model.state_dict()
     model.to(fnn.float64)
-    assert model.parameters() == params  # the same objects, so an optimizer keeps them
+    # the same objects, so an optimizer keeps them
+    assert all(a is b for a, b in zip(model.parameters(), params, strict=True))
     assert all(p.dtype == fnn.float64 for p in params)
     for name, value in model.state_dict().items():
         np.testing.assert_array_equal(value, before[name].astype(np.float64))

@@ -18,9 +18,14 @@ def test_rebinding_a_parameter_to_a_plain_tensor_is_refused():
     before = _weights(m)
     with pytest.raises(TypeError, match=r"cannot assign a plain Tensor to parameter 'weight'"):
         with fnn.no_grad():
-            m.weight *= 0.5
+            m.weight = m.weight * 0.5
     assert set(dict(m.named_parameters())) == {"weight", "bias"}
     np.testing.assert_array_equal(m.weight.numpy(), before["weight"])
+    weight = m.weight
+    with fnn.no_grad():
+        m.weight *= 0.5  # in place, as PyTorch: the same Parameter, halved
+    assert m.weight is weight
+    np.testing.assert_array_equal(m.weight.numpy(), before["weight"] * 0.5)
     m.bias = None  # removing a parameter stays allowed, as in PyTorch
     assert set(dict(m.named_parameters())) == {"weight"}
     m.extra = fnn.ones(2)  # a new, non-parameter attribute too

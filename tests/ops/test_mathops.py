@@ -116,4 +116,4 @@ def test_repr_as_pytorch_prints_it():
     assert repr(fnn.tensor([1.0], dtype=fnn.float64)) == "tensor([1.], dtype=float64)"
     leaf = fnn.ones(2, requires_grad=True)
     assert repr(leaf) == "tensor([1., 1.], requires_grad=True)"
-    assert repr(leaf * 2) == "tensor([2., 2.], grad_fn=<MulBackward>)"
+    assert repr(leaf * 2) == "tensor([2., 2.], grad_fn=<MulBackward0>)"

@@ -1,8 +1,8 @@
 """Optimizer steps against a NumPy float64 reference of the same rule, over several steps.
 
 Each test uses one parameter of each class (connective, bias, activation), so
-weight decay (connective only) and class_lr are checked together with the
-momentum / Adam / RMSProp state.
+weight decay (on every parameter, or connective only with ``decay_classes``) and
+class_lr are checked together with the momentum / Adam / RMSProp state.
 """
 
 import functools
@@ -68,13 +68,13 @@ def make_params(rng):
             for s, c in zip(SHAPES, CLASSES)]
 
 
-def run_reference(rule, lr, kwargs, start, grads, wd, class_lr):
+def run_reference(rule, lr, kwargs, start, grads, wd, class_lr, decay_classes):
     params = [p.copy() for p in start]
     states = [{} for _ in params]
     for step_grads in grads:
         for i, (cls, g) in enumerate(zip(CLASSES, step_grads)):
             lr_i = lr * class_lr.get(cls, 1.0)
-            wd_i = wd if cls == "connective" else 0.0
+            wd_i = wd if decay_classes is None or cls in decay_classes else 0.0
             params[i] = rule(params[i], g, states[i], lr_i, wd_i, **kwargs)
     return params
 
@@ -90,16 +90,17 @@ def hooks(request, monkeypatch):
     return request.param
 
 
+@pytest.mark.parametrize("decay_classes", [None, ("connective",)], ids=["all", "minidx"])
 @pytest.mark.parametrize("explicit", [False, True], ids=["step", "apply_gradients"])
 @pytest.mark.parametrize("name", sorted(RULES))
-def test_optimizer_matches_numpy_reference(name, explicit, hooks):
+def test_optimizer_matches_numpy_reference(name, explicit, decay_classes, hooks):
     make, rule, lr, kwargs = RULES[name]
     rng = np.random.default_rng(5)
     params = make_params(rng)
     start = [p.numpy().copy() for p in params]
     grads = [[rng.standard_normal(s) for s in SHAPES] for _ in range(STEPS)]
     wd, class_lr = 0.1, {"bias": 2.0, "activation": 0.5}
-    opt = make(params, weight_decay=wd, class_lr=class_lr)
+    opt = make(params, weight_decay=wd, class_lr=class_lr, decay_classes=decay_classes)
     for step_grads in grads:
         if explicit:
             opt.apply_gradients([(p, fnn.tensor(g)) for p, g in zip(params, step_grads)])
@@ -108,22 +109,57 @@ def test_optimizer_matches_numpy_reference(name, explicit, hooks):
             for p, g in zip(params, step_grads):
                 p.grad = fnn.tensor(g)
             opt.step()
-    expected = run_reference(rule, lr, kwargs, start, grads, wd, class_lr)
+    expected = run_reference(rule, lr, kwargs, start, grads, wd, class_lr, decay_classes)
     for p, e, cls in zip(params, expected, CLASSES):
         np.testing.assert_allclose(p.numpy(), e, rtol=1e-12, atol=1e-12, err_msg=cls)
 
 
-def test_weight_decay_touches_connective_parameters_only():
+@pytest.mark.parametrize("decay_classes, decayed", [
+    (None, [True, True, True]),  # PyTorch's rule: every parameter of the group
+    (("connective",), [True, False, False]),  # minidx's rule
+    ("bias", [False, True, False]),
+    (("bias", "activation"), [False, True, True]),
+])
+def test_weight_decay_applies_to_decay_classes(decay_classes, decayed):
     rng = np.random.default_rng(0)
     params = make_params(rng)
     before = [p.numpy().copy() for p in params]
-    opt = optim.SGD(params, lr=0.5, weight_decay=0.2)
+    opt = optim.SGD(params, lr=0.5, weight_decay=0.2, decay_classes=decay_classes)
     for p in params:
         p.grad = fnn.zeros(p.shape, dtype=fnn.float64)
     opt.step()
-    np.testing.assert_allclose(params[0].numpy(), before[0] * (1 - 0.5 * 0.2))
-    np.testing.assert_array_equal(params[1].numpy(), before[1])
-    np.testing.assert_array_equal(params[2].numpy(), before[2])
+    for p, b, on in zip(params, before, decayed):
+        np.testing.assert_allclose(p.numpy(), b * (1 - 0.5 * 0.2) if on else b)
+
+
+def test_weight_decay_reaches_plain_tensors():
+    """A plain tensor (no param_class) decays like any parameter, as in PyTorch, and is left
+    alone by decay_classes=("connective",) (it counts as class "other")."""
+    for decay_classes, factor in ((None, 1 - 0.5 * 0.2), (("connective",), 1.0)):
+        w = fnn.tensor([1.0, -2.0], requires_grad=True)
+        opt = optim.SGD([w], lr=0.5, weight_decay=0.2, decay_classes=decay_classes)
+        w.grad = fnn.zeros((2,))
+        opt.step()
+        np.testing.assert_allclose(w.numpy(), np.array([1.0, -2.0]) * factor, rtol=1e-6)
+
+
+@pytest.mark.parametrize("value, error, match", [
+    (("weights",), ValueError, r"decay_classes names unknown parameter classes \['weights'\]"),
+    (3, TypeError, r"decay_classes must be None or a tuple of parameter classes"),
+])
+def test_bad_decay_classes_are_refused(value, error, match):
+    with pytest.raises(error, match=match):
+        optim.Adam([fnn.zeros((2,), requires_grad=True)], decay_classes=value)
+
+
+def test_decay_classes_survive_state_dict_and_param_groups():
+    a, b = (nn.Parameter.from_numpy(np.ones(2), c) for c in ("connective", "bias"))
+    opt = optim.SGD([{"params": [a]}, {"params": [b], "decay_classes": ["bias"]}], lr=0.1,
+                    decay_classes=("connective",))
+    assert [g["decay_classes"] for g in opt.param_groups] == [("connective",), ("bias",)]
+    fresh = optim.SGD([{"params": [a]}, {"params": [b]}], lr=0.1)
+    fresh.load_state_dict(opt.state_dict())
+    assert [g["decay_classes"] for g in fresh.param_groups] == [("connective",), ("bias",)]
 
 
 def test_parameters_without_grad_are_skipped_and_zero_grad_clears():

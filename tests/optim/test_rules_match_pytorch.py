@@ -275,3 +275,74 @@ def test_zero_grad_drops_or_zeros_as_pytorch():
     np.testing.assert_array_equal(w.grad.numpy(), np.zeros((2, 3)))
     opt.zero_grad()
     assert w.grad is None
+
+
+# ---------------------------------------------------------------- weight decay over a model
+
+DECAY_CONFIGS = {
+    "SGD": dict(lr=0.05, momentum=0.9, weight_decay=0.1),
+    "Adam": dict(lr=0.01, weight_decay=0.1),
+    "AdamW": dict(lr=0.01, weight_decay=0.1),
+    "RMSprop": dict(lr=0.01, weight_decay=0.1),
+    "Adagrad": dict(lr=0.1, weight_decay=0.1),
+}
+
+
+def _twin_models(torch):
+    """A fastnn model with weights, biases and norm parameters, and PyTorch's twin with the
+    same values, both float64. Tanh, not ReLU: a unit ReLU switches off has a gradient of
+    exactly 0 in one library and ~1e-17 in the other, which Adagrad's g / sqrt(sum g^2) turns
+    into a full step; for the same reason the Linear before BatchNorm has no bias (BatchNorm
+    removes it: its gradient is 0 up to rounding)."""
+    from fastnn import nn
+
+    ours = nn.Sequential(nn.Linear(4, 6, dtype=fnn.float64), nn.LayerNorm(6, dtype=fnn.float64),
+                         nn.Tanh(), nn.Linear(6, 5, bias=False, dtype=fnn.float64),
+                         nn.BatchNorm1d(5, dtype=fnn.float64), nn.Linear(5, 3, dtype=fnn.float64))
+    tnn = torch.nn
+    theirs = tnn.Sequential(tnn.Linear(4, 6), tnn.LayerNorm(6), tnn.Tanh(),
+                            tnn.Linear(6, 5, bias=False),
+                            tnn.BatchNorm1d(5), tnn.Linear(5, 3)).double()
+    rng = np.random.default_rng(3)
+    with torch.no_grad():  # norms start away from 1 and 0, so their decay shows
+        for p in theirs.parameters():
+            p.copy_(torch.tensor(rng.standard_normal(tuple(p.shape))))
+    ours.load_state_dict({k: v.numpy() for k, v in theirs.state_dict().items()})
+    return ours, theirs
+
+
+@pytest.mark.parametrize("minidx", [False, True], ids=["all", "decay_classes"])
+@pytest.mark.parametrize("cls", sorted(DECAY_CONFIGS))
+def test_weight_decay_over_a_model_matches_pytorch(cls, minidx):
+    """weight_decay decays biases and norm parameters too, as PyTorch's; with
+    decay_classes=("connective",) only the weights decay, which PyTorch writes as two
+    parameter groups."""
+    torch = pytest.importorskip("torch")
+    import fastnn.functional as F
+
+    kwargs = DECAY_CONFIGS[cls]
+    ours, theirs = _twin_models(torch)
+    if minidx:
+        opt = getattr(optim, cls)(ours.parameters(), decay_classes=("connective",), **kwargs)
+        classes = [p.param_class for p in ours.parameters()]
+        assert set(classes) > {"connective"}  # the model has parameters that must not decay
+        tparams = list(theirs.parameters())
+        groups = [{"params": [t for t, c in zip(tparams, classes) if c == "connective"]},
+                  {"params": [t for t, c in zip(tparams, classes) if c != "connective"],
+                   "weight_decay": 0.0}]
+        topt = getattr(torch.optim, cls)(groups, **kwargs)
+    else:
+        opt = getattr(optim, cls)(ours.parameters(), **kwargs)
+        topt = getattr(torch.optim, cls)(theirs.parameters(), **kwargs)
+    rng = np.random.default_rng(4)
+    for _ in range(6):
+        x, y = rng.standard_normal((8, 4)), rng.standard_normal((8, 3))
+        opt.zero_grad()
+        F.mse_loss(ours(fnn.tensor(x)), fnn.tensor(y)).backward()
+        opt.step()
+        topt.zero_grad()
+        torch.nn.functional.mse_loss(theirs(torch.tensor(x)), torch.tensor(y)).backward()
+        topt.step()
+        want = {k: v.numpy() for k, v in theirs.state_dict().items()}
+        for name, value in ours.state_dict().items():
+            np.testing.assert_allclose(value, want[name], rtol=1e-9, atol=1e-11, err_msg=name)

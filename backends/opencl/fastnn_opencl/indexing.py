@@ -169,3 +169,8 @@ def prod(x, axis, keepdims):
         out = out.view(shape, contiguous_strides(shape))
     return out
 
+
+
+@hookimpl
+def assign(dst, src):
+    write(dst, src)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
+from fastnn.api.layout import view_strides
 from fastnn_opencl import elementwise
 from fastnn_opencl.runtime import CL_TYPES, NP_TYPES, CLArray, cl, contiguous_strides, rounded
 from fastnn_opencl.runtime import state as device_state
@@ -69,6 +70,9 @@ def to_numpy(x):
 def reshape(x, shape):
     shape = tuple(shape)
     if not x.is_contiguous:
+        strides = view_strides(x.shape, x.strides, shape)
+        if strides is not None:  # a view, as PyTorch's rule allows one
+            return x.view(shape, strides)
         x = elementwise.copy(x)
     return x.view(shape, contiguous_strides(shape))
 

@@ -18,6 +18,7 @@ import math
 from fastnn.api import dtypes
 from fastnn.api.args import real as check_number
 from fastnn.autograd.grad_mode import no_grad
+from fastnn.ops.storage import rebind
 from fastnn.ops.tensor import Tensor
 
 NORM_TYPES = (2.0, math.inf)
@@ -82,8 +83,8 @@ def clip_grad_norm_(params, max_norm: float, norm_type: float = 2.0,
     if not coef >= 1.0:
         with no_grad():
             for p in params:
-                if p.grad is not None:
-                    p.grad = p.grad * coef
+                if p.grad is not None:  # in place, as PyTorch: p.grad's views see it
+                    rebind(p.grad, p.grad._device.ops.mul(p.grad._data, coef))
     return total
 
 
@@ -98,7 +99,7 @@ def clip_grad_value_(params, clip_value: float) -> None:
             if p.grad is not None:
                 ops = p.grad._device.ops
                 data = ops.minimum(ops.maximum(p.grad._data, -clip_value), clip_value)
-                p.grad = Tensor._make(data, p.grad._dtype, p.grad._device)
+                rebind(p.grad, data)
 
 
 def clip_grad_norm(params, max_norm: float, norm_type: float = 2.0,

@@ -268,3 +268,20 @@ def test_newer_optimizer_steps_fallback_match_numpy_backend(case):
                 assert a is None
             else:
                 np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def test_assign_writes_through_the_backends_own_views():
+    # the promise behind the assign hook: slice, transpose and reshape return views, and a
+    # write into one reaches the array it views (cupy's views behave as NumPy's)
+    from fastnn_cuda import indexing
+
+    base = rand(3, 4)
+    expected = base.copy()
+    view = primitives.transpose(indexing.slice(base, (0, 1), (3, 4), (1, 2)), (1, 0))
+    indexing.assign(view, np.full(view.shape, 7.0))
+    expected[:, 1::2] = 7.0
+    np.testing.assert_array_equal(base, expected)
+    flat = primitives.reshape(base, (12,))
+    indexing.assign(indexing.slice(flat, (2,), (4,), (1,)), np.array([-1.0, -2.0]))
+    expected.reshape(-1)[2:4] = [-1.0, -2.0]
+    np.testing.assert_array_equal(base, expected)

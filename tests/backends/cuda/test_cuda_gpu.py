@@ -384,7 +384,7 @@ def test_training_step_makes_no_host_transfers(monkeypatch):
         h = F.relu(F.matmul(x, w1) + b1)
         loss = F.cross_entropy(F.matmul(h, w2), y)
         loss.backward()
-        new, _ = ops.sgd_step([p.data for p in params], [p.grad.data for p in params],
+        new, _ = ops.sgd_step([p._data for p in params], [p.grad._data for p in params],
                               [None] * 3, [0.1] * 3, [0.0] * 3, 0.0, 0.0, False, True)
         for p in params:
             p.grad = None

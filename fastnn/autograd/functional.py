@@ -1,0 +1,132 @@
+"""The autograd entry points, as PyTorch's: :func:`grad` and the checks behind ``backward``.
+
+``Tensor.backward`` (one layer up) converts its arguments to tensors and calls
+:func:`backward` here; both check their arguments once, then run
+:func:`~fastnn.autograd.engine.run_backward`.
+"""
+
+from __future__ import annotations
+
+import math
+
+from fastnn.api.errors import DeviceMismatchError
+from fastnn.autograd import engine, tensor_ops
+
+
+def _tensors(op: str, name: str, value, cls=None) -> tuple:
+    """``value`` (a Tensor or a sequence of them) as a tuple of Tensors."""
+    items = (value,) if hasattr(value, "_node") else value
+    try:
+        items = tuple(items)
+    except TypeError:
+        raise TypeError(f"{op}: {name} must be a Tensor or a sequence of Tensors, "
+                        f"got {type(value).__name__}") from None
+    if not items:
+        raise ValueError(f"{op}: {name} is empty; pass at least one Tensor")
+    for i, t in enumerate(items):
+        if not hasattr(t, "_node") or (cls is not None and not isinstance(t, cls)):
+            raise TypeError(f"{op}: {name}[{i}] must be a Tensor, got {type(t).__name__}")
+    return items
+
+
+def _seed(op: str, output, given, create_graph: bool, what: str):
+    """The gradient that starts the pass at ``output``: ones for a one-element output
+    when ``given`` is None, else ``given`` (a Tensor) checked and cast to the output's
+    dtype. Raw under ``create_graph=False``; a Tensor (kept on the tape) otherwise."""
+    ops = output._device.ops
+    if given is None:
+        if math.prod(output._data.shape) != 1:
+            raise RuntimeError(
+                f"{op}: {what} may be left out only for a scalar output, got shape "
+                f"{output.shape}; reduce it (e.g. .sum()) or pass {what} of that shape")
+        return ops.full(output.shape, 1.0, output._dtype.name, output._device.index)
+    if not isinstance(given, type(output)):
+        raise TypeError(f"{op}: {what} must be a Tensor or None, got {type(given).__name__}")
+    if given.shape != output.shape:
+        raise ValueError(f"{op}: {what} has shape {given.shape}, expected {output.shape} "
+                         f"(the output's shape)")
+    if given._device is not output._device and given._device != output._device:
+        raise DeviceMismatchError(f"{op}: {what} is on {given._device}, the output on "
+                                  f"{output._device}; move it with .to({str(output._device)!r})")
+    if not given._dtype.is_floating:
+        raise TypeError(f"{op}: {what} must be floating point, got {given._dtype.name}")
+    if given._dtype is not output._dtype:  # as PyTorch: the gradient takes the output's dtype
+        adapter = tensor_ops.TensorOps(ops, type(output), engine.attach)
+        return adapter.astype(given, output._dtype.name) if create_graph else ops.astype(
+            given._data, output._dtype.name)
+    return given if create_graph else given._data
+
+
+def _flags(op: str, retain_graph, create_graph) -> tuple[bool, bool]:
+    if not isinstance(create_graph, bool):
+        raise TypeError(f"{op}: create_graph must be True or False, got {create_graph!r}")
+    if retain_graph is None:
+        retain_graph = create_graph  # as PyTorch: a graph of the gradient needs the graph
+    if not isinstance(retain_graph, bool):
+        raise TypeError(f"{op}: retain_graph must be True, False or None, got {retain_graph!r}")
+    return retain_graph, create_graph
+
+
+def backward(tensor, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
+    """``tensor.backward(...)``: add d(tensor)/d(leaf) into the ``.grad`` of every leaf
+    (or of ``inputs`` only); see :meth:`fastnn.Tensor.backward`."""
+    retain_graph, create_graph = _flags("backward", retain_graph, create_graph)
+    if not tensor._requires_grad:
+        raise RuntimeError(
+            "backward() on a tensor that does not require grad: create the leaves with "
+            "requires_grad=True (and not under no_grad)"
+        )
+    if inputs is not None:
+        inputs = _tensors("backward", "inputs", inputs, type(tensor))
+        for i, t in enumerate(inputs):
+            if not t._requires_grad:
+                raise RuntimeError(f"backward: inputs[{i}] does not require grad, so no "
+                                   f"gradient can reach it")
+    seed = _seed("backward", tensor, gradient, create_graph, "grad")
+    engine.backward(tensor, seed, retain_graph, create_graph, inputs)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         allow_unused=False) -> tuple:
+    """The gradients of ``outputs`` with respect to ``inputs``, as PyTorch's autograd.grad.
+
+    Returns a tuple with one Tensor per input: sum over outputs o of
+    (d o / d input)^T grad_output. Nothing is added into any ``.grad``.
+
+    - ``outputs``, ``inputs``: a Tensor or a sequence of Tensors; inputs must require grad.
+    - ``grad_outputs``: one Tensor (or None for a one-element output, meaning 1) per output.
+    - ``retain_graph``: keep the graph for another backward (default: ``create_graph``).
+    - ``create_graph``: record the backward on the tape, so the returned gradients can be
+      differentiated again (gradient penalties, Hessian-vector products).
+    - ``allow_unused``: an input no output depends on gets None instead of an error.
+    """
+    outputs = _tensors("grad", "outputs", outputs)
+    inputs = _tensors("grad", "inputs", inputs, type(outputs[0]))
+    retain_graph, create_graph = _flags("grad", retain_graph, create_graph)
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    else:
+        given = (grad_outputs,) if hasattr(grad_outputs, "_node") else tuple(grad_outputs)
+        if len(given) != len(outputs):
+            raise ValueError(f"grad: {len(given)} grad_outputs for {len(outputs)} outputs; "
+                             f"pass one per output (None for a one-element output)")
+        grad_outputs = given
+    for i, t in enumerate(outputs):
+        if not t._requires_grad:
+            raise RuntimeError(f"grad: outputs[{i}] does not require grad (it has no path "
+                               f"to a tensor with requires_grad=True)")
+    for i, t in enumerate(inputs):
+        if not t._requires_grad:
+            raise RuntimeError(f"grad: inputs[{i}] does not require grad; create it with "
+                               f"requires_grad=True")
+    seeds = tuple(_seed("grad", t, g, create_graph, f"grad_outputs[{i}]")
+                  for i, (t, g) in enumerate(zip(outputs, grad_outputs)))
+    found = engine.run_backward(outputs, seeds, retain_graph, create_graph, inputs,
+                                capture=True)
+    result = tuple(found.get(id(t)) for t in inputs)
+    if not allow_unused:
+        for i, g in enumerate(result):
+            if g is None:
+                raise RuntimeError(f"grad: inputs[{i}] was not used to compute the outputs; "
+                                   f"pass allow_unused=True to get None for it")
+    return result

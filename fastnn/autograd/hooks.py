@@ -1,0 +1,120 @@
+"""Tensor hooks for the backward pass: ``register_hook`` and ``retain_grad``.
+
+A tensor's hooks live in its ``_hooks`` slot (unset until the first hook, so
+making a tensor costs nothing more). :data:`state` counts the hooks registered
+and not removed, and the retain_grad calls: while it is 0, ``backward`` takes
+its fast path and never looks for them.
+"""
+
+from __future__ import annotations
+
+import threading
+
+
+class _State:
+    # hooks registered and not removed, plus retain_grad calls (a retained tensor is
+    # not tracked when it dies: the count may stay high, costing speed, never low)
+    active = 0
+
+
+state = _State()
+_lock = threading.Lock()
+_serial = 0
+
+
+class Hooks:
+    """A tensor's backward hooks (in registration order) and its retain_grad flag."""
+
+    __slots__ = ("fns", "retain")
+
+    def __init__(self):
+        self.fns = {}  # handle id -> fn; dicts keep insertion order
+        self.retain = False
+
+
+class RemovableHandle:
+    """What :func:`register_hook` returns: ``handle.remove()`` unregisters the hook."""
+
+    __slots__ = ("_hooks", "_key")
+
+    def __init__(self, hooks: Hooks, key: int):
+        self._hooks, self._key = hooks, key
+
+    def remove(self) -> None:
+        """Unregister the hook (a second call does nothing)."""
+        if self._hooks.fns.pop(self._key, None) is not None:
+            _count(-1)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+        return False
+
+
+def _hooks_of(tensor) -> Hooks:
+    found = getattr(tensor, "_hooks", None)
+    if found is None:
+        found = tensor._hooks = Hooks()
+    return found
+
+
+def _count(change: int) -> None:
+    with _lock:
+        state.active += change
+
+
+def register_hook(tensor, fn) -> RemovableHandle:
+    """Call ``fn(grad)`` each time the gradient with respect to ``tensor`` is computed.
+
+    ``fn`` may return a Tensor that replaces the gradient (same shape), or None to
+    keep it. On a leaf the hooks run before the gradient is added into ``.grad``.
+    """
+    global _serial
+    if not callable(fn):
+        raise TypeError(f"register_hook: fn must be callable, got {type(fn).__name__}")
+    if not tensor._requires_grad:
+        raise RuntimeError("register_hook: the tensor does not require grad, so no gradient "
+                           "will reach it; set requires_grad=True on its leaves first")
+    hooks = _hooks_of(tensor)
+    with _lock:
+        _serial += 1
+        key = _serial
+    hooks.fns[key] = fn
+    _count(1)
+    return RemovableHandle(hooks, key)
+
+
+def retain_grad(tensor) -> None:
+    """Keep the gradient of a non-leaf ``tensor`` in its ``.grad`` (a leaf keeps it anyway)."""
+    if not tensor._requires_grad:
+        raise RuntimeError("retain_grad: the tensor does not require grad, so it has no "
+                           "gradient to keep; set requires_grad=True on its leaves first")
+    if tensor._node is not None and not retains(tensor):
+        _hooks_of(tensor).retain = True
+        _count(1)
+
+
+def run(tensor, grad):
+    """``grad`` (a Tensor) after ``tensor``'s hooks, each given the previous one's result."""
+    hooks = getattr(tensor, "_hooks", None)
+    if hooks is None:
+        return grad
+    for fn in list(hooks.fns.values()):
+        new = fn(grad)
+        if new is None:
+            continue
+        if type(new) is not type(grad) or new.shape != grad.shape or new.dtype != grad.dtype:
+            given = (f"shape {new.shape} {new.dtype.name}" if type(new) is type(grad)
+                     else type(new).__name__)
+            raise TypeError(f"a hook returned {given}; a hook must return None or a Tensor "
+                            f"like the gradient (shape {grad.shape} {grad.dtype.name})")
+        grad = new
+    return grad
+
+
+def retains(tensor) -> bool:
+    """Whether ``retain_grad`` was called on ``tensor``."""
+    hooks = getattr(tensor, "_hooks", None)
+    return hooks is not None and hooks.retain

@@ -1,0 +1,220 @@
+"""A module's state, as PyTorch's: buffers, ``state_dict()``, ``load_state_dict()``, and
+moving it all between dtypes and devices (``to``, ``float``, ``double``, ``half``).
+
+``state_dict()`` walks the tree as PyTorch does: each module's own parameters, then its
+own persistent buffers, then each sub-module's state under ``"<name>."``; a parameter
+shared by two modules appears under both names (tied weights), as in PyTorch. Values are
+host NumPy copies. ``load_state_dict(state, strict=True)`` returns ``(missing_keys,
+unexpected_keys)``; strict=True raises listing both, strict=False loads what matches.
+A shape that differs raises in both modes, naming the key; nothing changes unless
+everything that would be loaded converts.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from collections.abc import Mapping
+
+import numpy as np
+
+from fastnn.api import dtypes as fnn_dtypes
+from fastnn.nn.parameter import Parameter
+from fastnn.ops.convert import host_array
+from fastnn.ops.storage import rebind
+from fastnn.ops.tensor import Tensor
+
+
+class IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What ``load_state_dict`` returns: the model's keys the state lacked, and the
+    state's keys the model does not have (both lists, in order)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+
+class ModuleState:
+    """The state half of :class:`~fastnn.nn.Module` (a mixin): buffers, state dicts,
+    dtypes and devices."""
+
+    def register_buffer(self, name: str, tensor, persistent: bool = True) -> None:
+        """Keep ``tensor`` (or None) as state that is saved and moved but not trained
+        (BatchNorm's running statistics); ``persistent=False`` leaves it out of
+        ``state_dict()``."""
+        owner = f"{type(self).__name__}.register_buffer"
+        if not isinstance(name, str) or not name or "." in name:
+            raise KeyError(f"{owner}: the name must be a non-empty string without '.', got "
+                           f"{name!r}")
+        if name in self._parameters or name in self._modules or (
+                name in self.__dict__ and name not in self._buffers):
+            raise KeyError(f"{owner}: {name!r} is already an attribute, parameter or "
+                           f"sub-module of this module; choose another name")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"{owner}: buffer {name!r} must be a fastnn Tensor or None, got "
+                            f"{type(tensor).__name__}")
+        self._buffers[name] = None
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+        setattr(self, name, tensor)
+
+    def _state(self, prefix: str = "") -> dict:
+        """name -> Tensor of every parameter and persistent buffer, in PyTorch's order
+        (shared ones under every name)."""
+        own = {}
+        for name, p in self._parameters.items():
+            if p is not None:
+                own[prefix + name] = p
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent_buffers_set:
+                own[prefix + name] = b
+        for name, mod in self._modules.items():
+            if mod is not None:
+                own.update(mod._state(f"{prefix}{name}."))
+        return own
+
+    def state_dict(self) -> dict:
+        """name -> a host NumPy copy of each parameter and persistent buffer."""
+        return {name: np.array(p.numpy(), copy=True) for name, p in self._state().items()}
+
+    def load_state_dict(self, state_dict, strict: bool = True) -> IncompatibleKeys:
+        """Copy ``state_dict`` (name -> array or Tensor) into the parameters and buffers,
+        in place (the same objects, so an optimizer keeps them).
+
+        Returns ``(missing_keys, unexpected_keys)``. ``strict=True`` (the default) raises a
+        ValueError listing both when either is not empty; ``strict=False`` loads the keys
+        that match. A value whose shape differs from the model's raises in both modes,
+        naming the key. Nothing is loaded unless every value converts.
+        """
+        name = type(self).__name__
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(
+                f"{name}.load_state_dict: state must be a dict of name -> array (as "
+                f"model.state_dict() or fnn.load(path)['model'] give), got "
+                f"{type(state_dict).__name__}"
+            )
+        strict = bool(strict)
+        own = self._state()
+        missing = [n for n in own if n not in state_dict]
+        unexpected = [n for n in state_dict if n not in own]
+        mismatched = []
+        for key, p in own.items():
+            if key in state_dict:
+                shape = _shape_of_value(name, key, state_dict[key])
+                if shape != p.shape:
+                    mismatched.append(f"{key}: checkpoint {shape}, model {p.shape}")
+        if mismatched or (strict and (missing or unexpected)):
+            parts = []
+            if strict and missing:
+                parts.append(f"missing keys {missing}")
+            if strict and unexpected:
+                parts.append(f"unexpected keys {unexpected}")
+            if mismatched:
+                parts.append(f"shape mismatches [{'; '.join(mismatched)}]")
+            raise ValueError(
+                f"{name}.load_state_dict: the state dict does not fit this model: "
+                + ", ".join(parts) + " (was it saved from another model? strict=False loads "
+                "the keys that match)"
+            )
+        # convert every value before touching any tensor: a value that cannot be
+        # converted leaves the model as it was
+        converted = {}
+        for key, p in own.items():
+            if key not in state_dict:
+                continue
+            value = state_dict[key]
+            try:
+                host = value.numpy() if isinstance(value, Tensor) else value
+                host = host_array("the value", host, p._dtype)
+            except (TypeError, ValueError) as exc:
+                raise TypeError(
+                    f"{name}.load_state_dict: {key!r} cannot become {p._dtype.name}: {exc}; "
+                    f"nothing was loaded"
+                ) from None
+            converted[key] = p._device.ops.from_numpy(host, p._device.index)
+        for key, data in converted.items():
+            p = own[key]
+            rebind(p, data)  # in place: views of the parameter see the loaded values
+            if isinstance(p, Parameter):
+                p.grad = None
+        return IncompatibleKeys(missing, unexpected)
+
+
+    # ------------------------------------------------------------ devices and dtypes
+    def to(self, *args, dtype=None, device=None) -> ModuleState:
+        """Move/convert every parameter and buffer in place, as PyTorch's: ``.to("cuda")``,
+        ``.to(fnn.float64)``, ``.to("cuda", fnn.float64)``, ``.to(other_tensor)``.
+
+        Parameters keep their identity (their data is swapped, so an optimizer made before
+        still holds them), and their gradients follow. A dtype must be floating point;
+        integer buffers (BatchNorm's num_batches_tracked) keep theirs. Everything is
+        converted before anything is replaced, so a move that fails changes nothing.
+        Returns self.
+        """
+        owner = f"{type(self).__name__}.to"
+        for arg in args:
+            if isinstance(arg, Tensor):
+                device, dtype = arg.device, arg.dtype
+        args = tuple(a for a in args if not isinstance(a, Tensor))
+        moved = []
+        for t in self._tensors():
+            new = t.detach().to(*args, dtype=dtype, device=device)
+            if new._dtype is not t._dtype and not t._dtype.is_floating:
+                new = t.detach().to(new.device)  # integer buffers keep their dtype
+            elif new._dtype is not t._dtype and not new._dtype.is_floating:
+                raise TypeError(f"{owner}: parameters must stay floating point (a module "
+                                f"converts to floating-point dtypes only), got "
+                                f"{new._dtype.name}; nothing was converted")
+            grad = t.grad if isinstance(t, Parameter) else None
+            moved.append((t, new, None if grad is None else grad.to(new.device, new.dtype)))
+        for t, new, grad in moved:
+            t._data, t._dtype, t._device = new._data, new._dtype, new._device
+            if isinstance(t, Parameter):
+                t._grad = grad
+        return self
+
+    def _tensors(self) -> list:
+        """Every parameter and buffer of the tree, each once."""
+        return list(self.parameters()) + list(self.buffers())
+
+    def float(self) -> ModuleState:
+        """Floating-point parameters and buffers to float32; returns self."""
+        return self.to(fnn_dtypes.float32)
+
+    def double(self) -> ModuleState:
+        """Floating-point parameters and buffers to float64; returns self."""
+        return self.to(fnn_dtypes.float64)
+
+    def half(self) -> ModuleState:
+        """Floating-point parameters and buffers to float16 (where the device has it);
+        returns self."""
+        return self.to(fnn_dtypes.float16)
+
+    def cpu(self) -> ModuleState:
+        """Move to the cpu device; returns self."""
+        return self.to("cpu")
+
+    def cuda(self, device=None) -> ModuleState:
+        """Move to a CUDA device (``None``: ``"cuda"``, an int ``n``: ``"cuda:n"``); returns
+        self."""
+        return self.to("cuda" if device is None else
+                       f"cuda:{device}" if isinstance(device, int) else device)
+
+
+def _shape_of_value(owner: str, name: str, value) -> tuple:
+    """The shape of one state-dict value; TypeError/ValueError naming the key for a value
+    that has none (None, ragged lists), which np.shape would call () or fail on."""
+    if isinstance(value, Tensor):
+        return value.shape
+    if value is None:
+        raise TypeError(f"{owner}.load_state_dict: {name!r} is None; give an array (a state "
+                        "dict from model.state_dict() or fnn.load)")
+    try:
+        return tuple(np.shape(value))
+    except ValueError:
+        raise ValueError(f"{owner}.load_state_dict: {name!r} is a ragged nested list, not an "
+                         "array; nothing was loaded") from None

@@ -1,0 +1,61 @@
+"""``out=`` on the functions where PyTorch users write it: ``fnn.add(a, b, out=c)``.
+
+The result is computed as usual and written into ``out`` (every view of out's storage
+sees it); an ``out`` of another shape is resized first, as PyTorch does, when nothing
+views it. As in PyTorch, ``out=`` does not record gradients: with an input that requires
+grad (in grad mode) it raises.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from fastnn.autograd import grad_mode
+from fastnn.ops.core import astype, check_same_device
+from fastnn.ops.storage import rebind, write
+from fastnn.ops.table import TOP
+from fastnn.ops.tensor import Tensor
+
+# PyTorch's functions with an out= argument that scripts use
+NAMES = ("add", "sub", "mul", "div", "pow", "matmul", "mm", "bmm", "cat", "stack", "exp",
+         "log", "sqrt", "abs", "neg", "sin", "cos", "tanh", "sigmoid", "clamp", "where",
+         "maximum", "minimum", "sum", "mean", "prod", "cumsum", "floor", "ceil", "round",
+         "remainder", "fmod", "lerp", "addcmul", "addcdiv", "index_select", "gather")
+
+
+def with_out(fn):
+    """``fn`` taking PyTorch's keyword ``out=``."""
+
+    @functools.wraps(fn)
+    def call(*args, out=None, **kwargs):
+        if out is None:
+            return fn(*args, **kwargs)
+        if not isinstance(out, Tensor):
+            raise TypeError(f"{fn.__name__}: out must be a Tensor, got {type(out).__name__}")
+        if grad_mode.switches.grad and (out._requires_grad or any(
+                isinstance(a, Tensor) and a._requires_grad for a in args)):
+            raise RuntimeError(f"{fn.__name__}(): functions with out=... arguments don't "
+                               "support automatic differentiation; drop out= or call it "
+                               "under fnn.no_grad()")
+        result = fn(*args, **kwargs)
+        check_same_device(fn.__name__, out, result)
+        if result._dtype is not out._dtype:
+            result = astype(result, out._dtype)
+        if result.shape != out.shape:
+            if out._view is not None or (out._storage is not None and out._storage.viewed):
+                raise RuntimeError(f"{fn.__name__}: out has shape {out.shape} and is viewed, "
+                                   f"the result has shape {result.shape}; pass an out of "
+                                   "the result's shape")
+            rebind(out, result._data)
+        else:
+            write(out, result)
+        return out
+
+    return call
+
+
+def install() -> None:
+    """Give every function of NAMES in the ``fnn.NAME`` table its ``out=``."""
+    for name in NAMES:
+        if name in TOP and not hasattr(TOP[name], "__wrapped__"):
+            TOP[name] = with_out(TOP[name])

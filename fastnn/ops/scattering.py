@@ -1,0 +1,140 @@
+"""Scattering along one dim, out of place (the in-place ``_`` forms write these):
+``index_add``, ``index_copy``, ``index_fill``, ``scatter``; and the blends ``lerp``,
+``addcmul``, ``addcdiv``. Each is a composite of scatter_add, where and arithmetic, so its
+gradient comes from theirs."""
+
+from __future__ import annotations
+
+import numbers
+
+from fastnn.api import dtypes
+from fastnn.ops import elementwise as ew
+from fastnn.ops.core import check_same_device
+from fastnn.ops.creation import full_like, zeros_like
+from fastnn.ops.gathering import scatter_add
+from fastnn.ops.selecting import as_index, check_range
+from fastnn.ops.shaping import axis_index
+from fastnn.ops.table import public
+from fastnn.ops.tensor import Tensor
+
+
+def _along(op: str, x: Tensor, dim, index, like_shape) -> tuple:
+    """(axis, index broadcast to ``like_shape``) for a 1-d ``index`` along ``dim``."""
+    axis = axis_index(op, dim, x.ndim)
+    index = as_index(op, index, x._device)
+    if index.ndim > 1 or index._dtype is dtypes.bool_:
+        raise IndexError(f"{op}: index must be a 1-d int64 tensor, got shape {index.shape} "
+                         f"{index._dtype.name}")
+    check_range(op, index, x.shape[axis], negative_ok=False)
+    if like_shape[axis] != index.numel():
+        raise ValueError(f"{op}: source has {like_shape[axis]} entries along dim {axis}, "
+                         f"index has {index.numel()}")
+    shape = [1] * len(like_shape)
+    shape[axis] = index.numel()
+    return axis, index.reshape(tuple(shape)).broadcast_to(tuple(like_shape))
+
+
+def _source(op: str, x: Tensor, source) -> Tensor:
+    if not isinstance(source, Tensor):
+        raise TypeError(f"{op}: source must be a Tensor, got {type(source).__name__}")
+    check_same_device(op, x, source)
+    if source.ndim != x.ndim:
+        raise ValueError(f"{op}: source has {source.ndim} dims, x has {x.ndim}")
+    return source if source._dtype is x._dtype else source.to(x._dtype)
+
+
+def _hit(x: Tensor, axis: int, index: Tensor) -> Tensor:
+    """True at the positions of ``x`` that ``index`` (x's rank, along axis) reaches."""
+    ones = full_like(index, 1, dtype=dtypes.int64)
+    return ew.compare("greater", scatter_add(zeros_like(x, dtype=dtypes.int64), axis, index,
+                                             ones), 0)
+
+
+def _replace(x: Tensor, axis: int, index: Tensor, values: Tensor) -> Tensor:
+    hit = _hit(x, axis, index)
+    work = x if x._dtype is not dtypes.bool_ else x.to(dtypes.int64)
+    placed = scatter_add(zeros_like(work), axis, index, values.to(work._dtype))
+    out = ew.where(hit, placed, work)
+    return out if out._dtype is x._dtype else out.to(x._dtype)
+
+
+@public(method=True, top=True)
+def index_add(x: Tensor, dim, index, source, *, alpha=1) -> Tensor:
+    """x with ``alpha * source`` added at ``index`` along ``dim`` (repeats accumulate)."""
+    source = _source("index_add", x, source)
+    axis, index = _along("index_add", x, dim, index, source.shape)
+    return scatter_add(x, axis, index, source if alpha == 1 else source * alpha)
+
+
+@public(method=True, top=True)
+def index_copy(x: Tensor, dim, index, source) -> Tensor:
+    """x with the slices at ``index`` along ``dim`` replaced by ``source``'s."""
+    source = _source("index_copy", x, source)
+    axis, index = _along("index_copy", x, dim, index, source.shape)
+    return _replace(x, axis, index, source)
+
+
+@public(method=True, top=True)
+def index_fill(x: Tensor, dim, index, value) -> Tensor:
+    """x with the slices at ``index`` along ``dim`` set to ``value``."""
+    axis = axis_index("index_fill", dim, x.ndim)
+    index = as_index("index_fill", index, x._device).reshape(-1)
+    shape = tuple(index.numel() if d == axis else n for d, n in enumerate(x.shape))
+    axis, index = _along("index_fill", x, axis, index, shape)
+    return ew.where(_hit(x, axis, index), _value(value, x), x)
+
+
+def _value(value, x: Tensor):
+    if isinstance(value, Tensor):
+        return value.to(x._dtype)
+    if isinstance(value, bool) and x._dtype.is_floating:
+        return float(value)
+    return value
+
+
+@public(method=True, top=True)
+def scatter(x: Tensor, dim, index, src=None, *, value=None, reduce=None) -> Tensor:
+    """x with ``src[i][j][k]`` (or ``value``) written at ``[i][index[i][j][k]][k]`` (dim 1);
+    ``reduce="add"`` adds instead (PyTorch's scatter)."""
+    if (src is None) == (value is None):
+        if isinstance(src, numbers.Number):
+            src, value = None, src
+        else:
+            raise TypeError("scatter: give exactly one of src (a tensor) and value")
+    axis = axis_index("scatter", dim, x.ndim)
+    index = as_index("scatter", index, x._device)
+    if index.ndim != x.ndim:
+        raise ValueError(f"scatter: index has {index.ndim} dims, x has {x.ndim}")
+    if src is None:
+        src = full_like(index, value, dtype=x._dtype)
+    src = _source("scatter", x, src)
+    if any(i > s for i, s in zip(index.shape, src.shape)):
+        raise ValueError(f"scatter: index of shape {index.shape} is larger than src "
+                         f"{src.shape}")
+    src = src[tuple(slice(0, n) for n in index.shape)]
+    if reduce is None:
+        return _replace(x, axis, index, src)
+    if reduce == "add":
+        return scatter_add(x, axis, index, src)
+    raise ValueError(f"scatter: reduce must be None or 'add' (for products use "
+                     f"scatter_reduce), got {reduce!r}")
+
+
+@public(method=True, top=True)
+def lerp(x: Tensor, end, weight) -> Tensor:
+    """x + weight * (end - x)."""
+    return ew.add(x, ew.mul(weight, ew.sub(end, x)))
+
+
+@public(method=True, top=True)
+def addcmul(x: Tensor, tensor1, tensor2, *, value=1) -> Tensor:
+    """x + value * tensor1 * tensor2."""
+    product = ew.mul(tensor1, tensor2)
+    return ew.add(x, product if value == 1 else ew.mul(product, value))
+
+
+@public(method=True, top=True)
+def addcdiv(x: Tensor, tensor1, tensor2, *, value=1) -> Tensor:
+    """x + value * tensor1 / tensor2."""
+    quotient = ew.div(tensor1, tensor2)
+    return ew.add(x, quotient if value == 1 else ew.mul(quotient, value))

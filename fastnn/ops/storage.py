@@ -1,0 +1,356 @@
+"""Storage, views and in-place writes: PyTorch's aliasing model on every backend.
+
+A tensor made by a view op (basic indexing, ``view``/``reshape`` when the layout allows,
+``transpose``/``permute``, ``expand``, ``detach`` ...) records a :class:`ViewInfo`: the
+tensor that owns the storage (its *base*, never itself a view) and how the view was made.
+From that the core derives, lazily, the view's layout in the base's storage (shape,
+strides, offset, counted in elements of the base in C order): ``stride()``,
+``is_contiguous()``, ``storage_offset()``, and the flat positions a write must reach.
+
+Writes go through :func:`write`, the one in-place write of the core. A backend whose view
+hooks return aliasing views and that implements the ``assign`` hook (cpu, cuda, opencl)
+writes into the view's memory and everything sharing it sees the values. A backend that
+knows only contiguous arrays (no ``assign``) stays correct through the composite: the
+write is scattered into the base's array, and every live view of that base is refreshed
+from it (a copy per write, paid only by such backends).
+
+Each base has a :class:`Storage` record, made at its first write: the write clock's stamp
+of that write (the autograd engine compares it with the stamp of each node that saved the
+tensor, as PyTorch's version counter) and, on composite backends, its live views.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+
+import numpy as np
+
+from fastnn.api import dtypes
+from fastnn.api.layout import contiguous_strides, view_strides
+from fastnn.autograd import engine, grad_mode
+from fastnn.autograd.engine import Node
+from fastnn.ops.core import astype
+
+
+class ViewInfo:
+    """How a view was made: its base, the tensor it was made from, the view op, its args."""
+
+    __slots__ = ("base", "parent", "kind", "args", "layout", "positions", "detached")
+
+    def __init__(self, base, parent, kind, args, detached):
+        self.base = base
+        self.parent = parent
+        self.kind = kind
+        self.args = args
+        # made through detach() or .data: shares the storage, not the history
+        self.detached = detached
+        self.layout = self.positions = None  # computed on first use
+
+
+class Storage:
+    """A base's write record: the stamp of its last in-place write; its live views."""
+
+    __slots__ = ("version", "copy_on_write", "views", "viewed")
+
+    def __init__(self):
+        self.version = 0
+        self.copy_on_write = False
+        self.views = None  # a WeakSet of the views to refresh (composite backends only)
+        self.viewed = False  # some view was made of this base
+
+
+def native(device) -> bool:
+    """Whether ``device``'s backend writes through views itself (implements ``assign``)."""
+    ops = device.ops
+    found = ops.__dict__.get("_writes_views")
+    if found is None:
+        found = ops._writes_views = "assign" in device.backend.implemented
+    return found
+
+
+def base_of(t):
+    return t._view.base if t._view is not None else t
+
+
+def source(x):
+    """x's array, ready to be viewed: a base's array is made C-contiguous before its first
+    view (a hook may return a transposed array as a fresh result; its views must still be
+    PyTorch's), and a gradient whose array may be shared gets its own copy first."""
+    if x._view is None:
+        storage = x._storage
+        if storage is None or storage.copy_on_write:
+            ops = x._device.ops
+            data = ops.contiguous(x._data)
+            if storage is not None and data is x._data:
+                data = _copy(ops, x)
+            x._data = data
+            storage = x._storage = Storage()
+        storage.viewed = True
+    return x._data
+
+
+def _copy(ops, t):
+    if t._dtype is dtypes.bool_:
+        return ops.astype(t._data, "bool")
+    return ops.contiguous(ops.add(t._data, 0))
+
+
+def mark_view(out, x, kind: str, args=None):
+    """Record ``out`` (made from ``x`` by the view op ``kind``) as a view of x's storage."""
+    info = x._view
+    if info is None:
+        out._view = ViewInfo(x, x, kind, args, kind == "alias")
+    else:
+        out._view = ViewInfo(info.base, x, kind, args, info.detached or kind == "alias")
+    ops = x._device.ops
+    if not ops.__dict__.get("_writes_views", False) and not native(x._device):
+        base = out._view.base
+        storage = _storage(base)
+        if storage.views is None:
+            storage.views = weakref.WeakSet()
+        storage.views.add(out)
+    return out
+
+
+def alias(x, out=None):
+    """A view of all of x's storage without its history (``detach()``, ``.data``); with
+    ``out``, that tensor becomes it (``y.data = x``)."""
+    data = source(x)
+    if out is None:
+        out = type(x)._make(data, x._dtype, x._device)
+    else:
+        out._data, out._dtype, out._view = data, x._dtype, None
+    return mark_view(out, x, "alias")
+
+
+def whole(x):
+    """A view of all of ``x`` (``x[...]``), so that a write through it is a write through
+    a view (recorded as PyTorch's CopySlices, the old values' gradient zero)."""
+    return mark_view(type(x)._make(source(x), x._dtype, x._device), x, "whole")
+
+
+def _storage(base):
+    storage = base._storage
+    if storage is None or storage.copy_on_write:
+        storage = base._storage = Storage()
+    return storage
+
+
+# ---------------------------------------------------------------- layouts
+
+
+def layout(t) -> tuple:
+    """(shape, strides, offset) of ``t`` in its base's storage, in elements."""
+    info = t._view
+    if info is None:
+        shape = tuple(t._data.shape)
+        return shape, contiguous_strides(shape), 0
+    if info.layout is None:
+        shape, strides, offset = layout(info.parent)
+        kind, args = info.kind, info.args
+        if kind == "slice":
+            starts, _, steps = args
+            offset += sum(a * s for a, s in zip(starts, strides))
+            strides = tuple(s * c for s, c in zip(strides, steps))
+        elif kind == "transpose":
+            strides = tuple(strides[a] for a in args)
+        elif kind == "broadcast_to":
+            lead = len(args) - len(shape)
+            strides = (0,) * lead + tuple(0 if n_in == 1 and n != 1 else s for n, n_in, s in
+                                          zip(args[lead:], shape, strides))
+        elif kind == "reshape":
+            strides = view_strides(shape, strides, args)
+        elif kind == "as_strided":
+            strides, offset = args
+        info.layout = (tuple(t._data.shape), tuple(strides), offset)
+    return info.layout
+
+
+def is_contiguous(t) -> bool:
+    shape, strides, _ = layout(t)
+    expected = 1
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if n != 1 and s != expected:
+            return False
+        expected *= n
+    return True
+
+
+def host_positions(t) -> np.ndarray:
+    """The flat positions (in the base's C order) of t's elements, shaped like t."""
+    shape, strides, offset = layout(t)
+    pos = np.full(shape, offset, dtype=np.int64)
+    for d, (n, s) in enumerate(zip(shape, strides)):
+        if n > 1 and s:
+            pos += (np.arange(n, dtype=np.int64) * s).reshape((n,) + (1,) * (len(shape) - d - 1))
+    return pos
+
+
+def _device_positions(t):
+    info = t._view
+    if info.positions is None:
+        ops = t._device.ops
+        info.positions = ops.from_numpy(host_positions(t).reshape(-1), t._device.index)
+    return info.positions
+
+
+def overlaps(t) -> bool:
+    """Whether two elements of ``t`` share one memory location (an expanded view)."""
+    shape, strides, _ = layout(t)
+    return any(n > 1 and s == 0 for n, s in zip(shape, strides))
+
+
+# ---------------------------------------------------------------- writes
+
+
+def check_inplace(op: str, t) -> None:
+    """RuntimeError for an in-place write that would corrupt autograd or alias itself."""
+    if grad_mode.switches.grad:
+        base = t if t._view is None or t._view.detached else t._view.base
+        for leaf, what in ((t, "a leaf tensor"), (base, "a view of a leaf tensor")):
+            if leaf._requires_grad and leaf._node is None:
+                raise RuntimeError(
+                    f"{op}: {what} that requires grad is used in an in-place operation; "
+                    "write under `with fnn.no_grad():` (as an optimizer or an initialiser "
+                    "does), or on a copy (x.clone())")
+    if t._view is not None and overlaps(t):
+        raise RuntimeError(
+            f"{op}: more than one element of the written-to tensor refers to a single memory "
+            f"location (an expand()ed view of shape {t.shape}); call .clone() before writing")
+
+
+def write(t, new) -> None:
+    """Make ``t`` hold ``new``'s values in place (``new``: t's shape, dtype and device).
+
+    Every tensor sharing t's storage sees the values; with grad mode on, a ``new`` that
+    carries history becomes t's history (and its base's, for a view), as PyTorch records
+    an in-place op.
+    """
+    base = base_of(t)
+    storage = base._storage
+    if storage is not None and storage.copy_on_write:  # a gradient array shared elsewhere
+        base._data = _copy(base._device.ops, base)
+        storage = None
+    if storage is None:
+        storage = _storage(base)
+    if base._node is not None and base._node.saved and any(
+            s is base._data for s in base._node.saved):
+        base._node.stale = base.shape  # its rule reads the array being overwritten
+    ops = t._device.ops
+    if native(t._device):
+        if new._data is not t._data:
+            ops.assign(t._data, new._data)
+    elif t is base:
+        base._data = ops.contiguous(new._data)
+        _refresh(base, storage)
+    else:
+        _write_back(t, base, new, storage)
+    storage.version = engine.tick()
+    if grad_mode.switches.grad:
+        if t._view is not None and t._view.detached:
+            if new._requires_grad:  # a detached alias takes the history alone
+                t._node, t._requires_grad = new._node, True
+        elif new._requires_grad or base._requires_grad:
+            _record(t, base, new)
+
+
+def rebind(t, data) -> None:
+    """``t`` takes the values of ``data`` (a new array of t's shape and dtype) without
+    history: an optimizer's step, a buffer's update, a loaded state. A tensor nobody views
+    just takes the array; otherwise the values are written where its views see them."""
+    storage = t._storage
+    if t._view is None and (storage is None or not storage.viewed):
+        t._data = data
+        if storage is None or storage.copy_on_write:
+            storage = t._storage = Storage()
+    else:
+        base = base_of(t)
+        storage = _storage(base)
+        if native(t._device):
+            t._device.ops.assign(t._data, data)
+        elif t is base:
+            base._data = data
+            _refresh(base, storage)
+        else:
+            _write_back(t, base, type(t)._make(data, t._dtype, t._device), storage)
+    storage.version = engine.tick()
+
+
+def _write_back(t, base, new, storage) -> None:
+    """The composite: scatter ``new`` into the base's array, then refresh base's views."""
+    ops, index = t._device.ops, t._device.index
+    flat_n = math.prod(base.shape)
+    positions = _device_positions(t)
+    mask = np.zeros(flat_n, dtype=bool)
+    mask[host_positions(t).reshape(-1)] = True
+    work = "int64" if base._dtype is dtypes.bool_ else base._dtype.name
+    values = ops.reshape(ops.astype(new._data, work), (-1,))
+    scattered = ops.scatter_add(ops.full((flat_n,), 0, work, index), 0, positions, values)
+    flat = ops.reshape(ops.astype(base._data, work), (flat_n,))
+    data = ops.where(ops.from_numpy(mask, index), scattered, flat)
+    if work != base._dtype.name:
+        data = ops.astype(data, base._dtype.name)
+    base._data = ops.reshape(data, base.shape)
+    _refresh(base, storage)
+
+
+def _refresh(base, storage) -> None:
+    """Re-read every live view of ``base`` from its (new) array (composite backends)."""
+    if not storage.views:
+        return
+    ops = base._device.ops
+    flat = ops.reshape(ops.contiguous(base._data), (math.prod(base.shape),))
+    for view in list(storage.views):
+        if view._view.kind == "alias":
+            view._data = base._data if view._data.shape == base._data.shape else \
+                ops.reshape(base._data, view._data.shape)
+            continue
+        picked = ops.index_select(flat, 0, _device_positions(view))
+        view._data = ops.reshape(picked, tuple(view._data.shape))
+
+
+def _record(t, base, new) -> None:
+    """Give ``t`` (and its base, when t is a view) the history of the write, as PyTorch's
+    in-place ops and CopySlices do."""
+    if t is base:
+        t._node, t._requires_grad = new._node, True
+        return
+    old = type(base)._make(base._data, base._dtype, base._device)
+    old._node, old._requires_grad = base._node, base._requires_grad
+    positions = _device_positions(t)
+    keep = np.ones(math.prod(base.shape), dtype=bool)  # the positions the write left alone
+    keep[host_positions(t).reshape(-1)] = False
+    keep = base._device.ops.from_numpy(keep, base._device.index)
+    spec = (base._dtype.name, base._device.index)
+    base._node = Node("assign", (old, new), (), (positions, keep, base.shape, spec),
+                      base._device.ops)
+    base._requires_grad = True
+    t._node = Node("as_strided", (base,), (), (positions, base.shape, spec), base._device.ops)
+    t._requires_grad = True
+
+
+def inplace(op: str, t, compute, *args, **kwargs):
+    """``t.<op>_(...)``: ``compute(t, *args)`` out of place, then written into ``t``."""
+    check_inplace(op, t)
+    if grad_mode.switches.grad and t._requires_grad:
+        # the op reads t's values before the write: a snapshot with t's history and its
+        # own copy of the array, so that its backward still sees the old values
+        old = type(t)._make(t._device.ops.add(t._data, 0) if t._dtype.is_floating
+                            else t._data, t._dtype, t._device)
+        old._node, old._requires_grad = t._node, True
+        new = compute(old, *args, **kwargs)
+    else:
+        new = compute(t, *args, **kwargs)
+    if getattr(new, "_dtype", None) is None:
+        raise TypeError(f"{op}: expected a tensor result, got {type(new).__name__}")
+    if new.shape != t.shape:
+        raise RuntimeError(f"{op}: the result's shape {new.shape} does not match the "
+                           f"in-place tensor's shape {t.shape} (it would broadcast it)")
+    if new._dtype is not t._dtype:
+        if new._dtype.is_floating and not t._dtype.is_floating:
+            raise RuntimeError(f"{op}: result type {new._dtype.name} can't be cast to the "
+                               f"desired output type {t._dtype.name}")
+        new = astype(new, t._dtype)
+    write(t, new)
+    return t
