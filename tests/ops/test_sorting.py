@@ -181,3 +181,18 @@ BAD = [
 def test_bad_input_says_what_to_fix(call, error, message):
     with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)")):
         call()
+
+
+def test_on_views_of_other_tensors(device):
+    # transposed, strided, reshaped and expanded views: the host order and the gather
+    # both read the view's elements, not its base's
+    y = fnn.randn(4, 6, device=device, seed=5)
+    h = y.numpy()
+    for view, ref in [(y.T, h.T), (y[:, 1::2], h[:, 1::2]), (y[1:3].view(-1), h[1:3].reshape(-1)),
+                      (y.expand(2, 4, 6), np.broadcast_to(h, (2, 4, 6)))]:
+        np.testing.assert_array_equal(view.sort(-1).values.numpy(), np.sort(ref, -1))
+        np.testing.assert_array_equal(view.max(-1).indices.numpy(), ref.argmax(-1))
+        np.testing.assert_array_equal(view.cummax(-1).values.numpy(),
+                                      np.maximum.accumulate(ref, -1))
+        np.testing.assert_array_equal(view.topk(2, -1, largest=False).values.numpy(),
+                                      np.sort(ref, -1)[..., :2])
