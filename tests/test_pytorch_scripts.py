@@ -1,0 +1,120 @@
+"""PyTorch scripts run on fastnn with only their imports changed, and follow PyTorch.
+
+Each script below is plain PyTorch code. It runs once with ``torch`` and once with
+``torch`` (and its submodules) bound to fastnn's, from the same weights and batches; the
+loss curves and the predictions must agree. What they use is what a PyTorch user writes
+without thinking: ``x.view(x.size(0), -1)``, ``+=`` on a Python float, ``out.max(1,
+keepdim=True)[1]``, ``pred.eq(target.view_as(pred))``, ``model.apply(fn)``, in-place
+writes, ``load_state_dict``, SGD with momentum and weight decay on every parameter, a
+schedule, the DataLoader.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+CNN = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 8, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 16, 3, padding=1)
+        self.fc1 = nn.Linear(16 * 2 * 2, 32)
+        self.fc2 = nn.Linear(32, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        x = x.view(x.size(0), -1)
+        x = F.relu(self.fc1(x))
+        return F.log_softmax(self.fc2(x), dim=1)
+
+
+def shrink_biases(m):
+    if isinstance(m, nn.Linear):
+        with torch.no_grad():
+            m.bias *= 0.5
+            m.weight[:, 0] = 0.0
+
+
+def run(weights, images, labels):
+    model = Net()
+    missing, unexpected = model.load_state_dict(
+        {k: torch.tensor(v) for k, v in weights.items()}, strict=True)
+    assert not missing and not unexpected
+    model.apply(shrink_biases)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-3)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+    data = TensorDataset(torch.tensor(images), torch.tensor(labels))
+    loader = DataLoader(data, batch_size=32)
+    losses = []
+    for epoch in range(3):
+        model.train()
+        total = 0.0
+        for x, target in loader:
+            opt.zero_grad()
+            loss = F.nll_loss(model(x), target)
+            loss.backward()
+            opt.step()
+            total += loss.item()
+        sched.step()
+        losses.append(total)
+    model.eval()
+    with torch.no_grad():
+        out = model(torch.tensor(images))
+        pred = out.max(1, keepdim=True)[1]
+        correct = pred.eq(torch.tensor(labels).view_as(pred)).sum().item()
+        values, indices = torch.max(out, dim=1)
+    return losses, correct, indices.numpy(), [p.detach().numpy() for p in model.parameters()]
+'''
+
+
+def _fastnn_as_torch(monkeypatch):
+    """``import torch`` (and the submodules a script imports) resolve to fastnn's."""
+    import fastnn.nn.functional
+    import fastnn.utils.data
+
+    import fastnn
+
+    for name, module in {"torch": fastnn, "torch.nn": fastnn.nn,
+                         "torch.nn.functional": fastnn.nn.functional,
+                         "torch.optim": fastnn.optim, "torch.utils": fastnn.utils,
+                         "torch.utils.data": fastnn.utils.data}.items():
+        monkeypatch.setitem(sys.modules, name, module)
+
+
+def _run(source: str, *args):
+    namespace = {}
+    exec(compile(source, "<pytorch script>", "exec"), namespace)
+    return namespace["run"](*args)
+
+
+def test_a_pytorch_cnn_script_runs_unchanged_and_follows_pytorch(monkeypatch):
+    torch = pytest.importorskip("torch")
+    sklearn = pytest.importorskip("sklearn.datasets")
+    digits = sklearn.load_digits()
+    images = (digits.images[:256] / 16.0).astype(np.float32)[:, None]
+    labels = digits.target[:256].astype(np.int64)
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    namespace = {}
+    exec(compile(CNN, "<pytorch script>", "exec"), namespace)
+    weights = {k: v.numpy().copy() for k, v in namespace["Net"]().state_dict().items()}
+    theirs = namespace["run"](weights, images, labels)
+    _fastnn_as_torch(monkeypatch)
+    ours = _run(CNN, weights, images, labels)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=2e-4)
+    assert abs(ours[1] - theirs[1]) <= 2  # a near-tie may round the other way
+    assert np.mean(ours[2] == theirs[2]) > 0.99
+    for mine, want in zip(ours[3], theirs[3]):
+        np.testing.assert_allclose(mine, want, rtol=2e-3, atol=2e-4)
