@@ -118,3 +118,76 @@ def test_a_pytorch_cnn_script_runs_unchanged_and_follows_pytorch(monkeypatch):
     assert np.mean(ours[2] == theirs[2]) > 0.99
     for mine, want in zip(ours[3], theirs[3]):
         np.testing.assert_allclose(mine, want, rtol=2e-3, atol=2e-4)
+
+
+# the shape of PyTorch's word-level language model example: manual SGD through p.data,
+# hidden state carried over batches and cut with detach(), clip_grad_norm_
+WORD_LM = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class RNNModel(nn.Module):
+    def __init__(self, ntoken, ninp, nhid, nlayers):
+        super().__init__()
+        self.encoder = nn.Embedding(ntoken, ninp)
+        self.rnn = nn.LSTM(ninp, nhid, nlayers)
+        self.decoder = nn.Linear(nhid, ntoken)
+        self.nhid, self.nlayers = nhid, nlayers
+
+    def forward(self, input, hidden):
+        emb = self.encoder(input)
+        output, hidden = self.rnn(emb, hidden)
+        decoded = self.decoder(output).view(-1, self.decoder.out_features)
+        return F.log_softmax(decoded, dim=1), hidden
+
+    def init_hidden(self, bsz):
+        weight = next(self.parameters())
+        return (weight.new_zeros(self.nlayers, bsz, self.nhid),
+                weight.new_zeros(self.nlayers, bsz, self.nhid))
+
+
+def repackage_hidden(h):
+    if isinstance(h, torch.Tensor):
+        return h.detach()
+    return tuple(repackage_hidden(v) for v in h)
+
+
+def run(weights, stream, bptt=8, lr=2.0):
+    model = RNNModel(20, 12, 16, 2)
+    model.load_state_dict({k: torch.tensor(v) for k, v in weights.items()})
+    data = torch.tensor(stream).view(-1, 4)  # (time, batch)
+    hidden = model.init_hidden(4)
+    losses = []
+    for i in range(0, data.size(0) - 1, bptt):
+        seq_len = min(bptt, len(data) - 1 - i)
+        source, target = data[i:i + seq_len], data[i + 1:i + 1 + seq_len].reshape(-1)
+        model.zero_grad()
+        hidden = repackage_hidden(hidden)
+        output, hidden = model(source, hidden)
+        loss = F.nll_loss(output, target)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+        for p in model.parameters():
+            p.data.add_(p.grad, alpha=-lr)
+        losses.append(loss.item())
+    return losses, [p.detach().numpy() for p in model.parameters()]
+'''
+
+
+def test_a_pytorch_word_language_model_script_runs_unchanged(monkeypatch):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(1)
+    torch.set_num_threads(1)
+    stream = np.random.default_rng(2).integers(0, 20, 4 * 41).astype(np.int64)
+    namespace = {}
+    exec(compile(WORD_LM, "<pytorch script>", "exec"), namespace)
+    model = namespace["RNNModel"](20, 12, 16, 2)
+    weights = {k: v.numpy().copy() for k, v in model.state_dict().items()}
+    theirs = namespace["run"](weights, stream)
+    _fastnn_as_torch(monkeypatch)
+    ours = _run(WORD_LM, weights, stream)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-4)
+    for mine, want in zip(ours[1], theirs[1]):
+        np.testing.assert_allclose(mine, want, rtol=1e-3, atol=1e-5)
