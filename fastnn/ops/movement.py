@@ -147,12 +147,15 @@ def reshape(x: Tensor, *shape) -> Tensor:
     if shape == old:
         return x
     ops = x._device.ops
-    if x._view is not None and view_strides(*layout(x)[:2], shape) is None:
-        # no view of this layout has that shape (PyTorch copies too): a new storage
-        out = Tensor._make(ops.reshape(ops.contiguous(x._data), shape), x._dtype, x._device)
-    else:
+    if x._view is None or view_strides(*layout(x)[:2], shape) is not None:
         out = mark_view(Tensor._make(ops.reshape(source(x), shape), x._dtype, x._device), x,
                         "reshape", shape)
+    else:  # no view of this layout has that shape (PyTorch copies too): a new storage
+        data = ops.contiguous(x._data)
+        if data is x._data:  # a contiguous array of a non-contiguous layout: copy anyway
+            data = ops.contiguous(ops.add(data, 0)) if x._dtype is not dtypes.bool_ else \
+                ops.astype(data, "bool")
+        out = Tensor._make(ops.reshape(data, shape), x._dtype, x._device)
     if not (x._requires_grad or switches.anomaly):
         return out
     return attach(out, "reshape", (x,), (), old)

@@ -57,7 +57,7 @@ class Storage:
         self.version = 0
         self.copy_on_write = False
         self.views = None  # a WeakSet of the views to refresh (composite backends only)
-        self.viewed = False  # some view was made of this base
+        self.viewed = False  # some view was made of this base (its array is C-contiguous)
 
 
 def native(device) -> bool:
@@ -74,18 +74,22 @@ def base_of(t):
 
 
 def source(x):
-    """x's array, ready to be viewed: a base's array is made C-contiguous before its first
-    view (a hook may return a transposed array as a fresh result; its views must still be
-    PyTorch's), and a gradient whose array may be shared gets its own copy first."""
+    """x's array, ready to be viewed: the base's storage record is made and marked viewed,
+    and a gradient whose array may be shared gets its own copy first.
+
+    A hook may return its result non-contiguous (the cpu conv's output, and what
+    elementwise ops make of it), while the core lays every base out in C order: such a
+    base is made C-contiguous before its first view, so that the backend's reshape of any
+    later view is a view wherever PyTorch's is (one copy, of viewed tensors only).
+    """
     if x._view is None:
         storage = x._storage
         if storage is None or storage.copy_on_write:
             ops = x._device.ops
-            data = ops.contiguous(x._data)
-            if storage is not None and data is x._data:
-                data = _copy(ops, x)
-            x._data = data
+            x._data = _copy(ops, x) if storage is not None else ops.contiguous(x._data)
             storage = x._storage = Storage()
+        elif not storage.viewed:
+            x._data = x._device.ops.contiguous(x._data)
         storage.viewed = True
     return x._data
 

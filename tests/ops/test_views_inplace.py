@@ -336,3 +336,21 @@ def test_out_writes_into_the_given_tensor_as_pytorch(dev):
     w = fnn.ones((3,), device=dev, requires_grad=True)
     with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
         fnn.mul(w, 2.0, out=fnn.zeros((3,), device=dev))
+
+
+def test_views_of_results_a_hook_returned_non_contiguous_alias(dev):
+    # cpu's conv1d returns a transposed view of its GEMM's buffer, and elementwise ops keep
+    # that layout: views of such results must still alias, as PyTorch's do
+    x = fnn.tensor(np.random.default_rng(0).standard_normal((2, 3, 8)), dtype=fnn.float32,
+                   device=dev)
+    w = fnn.tensor(np.random.default_rng(1).standard_normal((4, 3, 3)), dtype=fnn.float32,
+                   device=dev)
+    y = fnn.functional.conv1d(x, w)
+    y.view(-1)[0] = 123.0
+    assert y.numpy()[0, 0, 0] == 123.0
+    z = fnn.functional.relu(fnn.functional.conv1d(x, w))
+    z.unsqueeze(1)[1, 0, 2, 3] = -1.0      # a unit-dim view first
+    z[1].reshape(-1)[0] = 55.0             # then a slice reshaped
+    z.view(2, -1)[0, 1] = 66.0
+    host = z.numpy()
+    assert host[1, 2, 3] == -1.0 and host[1, 0, 0] == 55.0 and host[0, 0, 1] == 66.0
