@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUTPUT = ROOT / "docs" / "api.md"
 MODULES = ("fastnn", "fastnn.autograd", "fastnn.functional", "fastnn.nn", "fastnn.optim",
            "fastnn.optim.lr_scheduler", "fastnn.data", "fastnn.return_types", "fastnn.cuda",
-           "fastnn.accelerator", "fastnn.nn.utils")
+           "fastnn.accelerator", "fastnn.nn.utils", "fastnn.nn.init")
 REGENERATE = "python docs/gen_api.py"
 
 

@@ -8,7 +8,7 @@ Every layer runs forward on the tape (``layer(x)``) and also offers
 import sys
 
 from fastnn import functional
-from fastnn.nn import utils
+from fastnn.nn import init, utils
 from fastnn.nn.activation import Activation, Dropout, Softmax, Swish
 from fastnn.nn.activation_classes import (
     ELU,
@@ -79,5 +79,5 @@ __all__ = [
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "BatchNorm1d",
     "BatchNorm2d", "Conv2d", "MaxPool1d", "MaxPool2d",
     # PyTorch's module layout
-    "functional", "utils",
+    "functional", "init", "utils",
 ]
