@@ -178,3 +178,11 @@ def test_an_unchecked_device_index_out_of_range_drops_the_write(device):
         z[fnn.tensor([1, 7], device=device)] = fnn.tensor([2.0, 3.0], device=device)
     z[fnn.tensor([-1], device=device)] = 1.0
     np.testing.assert_array_equal(z.numpy(), [0, 0, 1] if device == "cpu" else [0, 2, 1])
+
+
+def test_setitem_with_none_in_the_key(device):
+    # issue 25: x[None, :] = v was refused (it works since the views change; kept here)
+    x = fnn.zeros((2, 3), device=device)
+    x[None, :] = fnn.ones((3,), device=device)
+    x[None, 0, None, 1:] = 5.0
+    np.testing.assert_array_equal(x.numpy(), [[1, 5, 5], [1, 1, 1]])
