@@ -11,10 +11,11 @@ removes its axis first, so ``x[0, :, idx]`` has shape ``(x.shape[1], len(idx))``
 counts the int as advanced and gives the transpose).
 
 Out-of-range indices raise IndexError on host-memory backends and for host data (ints,
-lists, NumPy arrays). For an index tensor on a device, checking would cost a round trip
-per call, so, as PyTorch CUDA (which raises asynchronously from the kernel), the values
-are not checked there except under ``fnn.detect_anomaly()``; the kernels never read out
-of bounds (an out-of-range position reads 0).
+lists, NumPy arrays, cpu tensors), checked before they move to the device. For an index
+tensor on a device, checking would cost a round trip per call, so, as PyTorch CUDA (which
+raises asynchronously from the kernel), the values are not checked there except under
+``fnn.detect_anomaly()``; the kernels never read or write out of bounds (an out-of-range
+position reads 0, and a write to it is dropped).
 """
 
 from __future__ import annotations

@@ -78,6 +78,17 @@ def wrap_negative(index: Tensor, size: int, negative=True) -> Tensor:
     return Tensor._make(data, index._dtype, index._device)
 
 
+def host_values(index, device):
+    """``index``'s values as a NumPy array where it is host data for ``device`` (a list, a
+    NumPy array, a host-memory tensor for another device), else None: what check_range
+    can check on every backend before the index moves."""
+    if isinstance(index, Tensor):
+        if index._device == device or not index._device.backend.record.host_memory:
+            return None
+        return index.numpy()
+    return np.asarray(index)
+
+
 def as_index(op: str, value, device, size: int | None = None) -> Tensor:
     """An int64 or bool tensor on ``device`` from a tensor, list or NumPy array index (an
     index tensor in host memory moves to ``device``, as PyTorch takes CPU indices).
