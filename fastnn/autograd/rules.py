@@ -75,7 +75,10 @@ def _sqrt(ops, node, grad):
 
 @rule("abs")
 def _abs(ops, node, grad):
-    return (ops.mul(grad, ops.sign(node.saved[0])),)
+    x = node.saved[0]
+    # NOTE: 0 at NaN, as PyTorch (its sign(nan) is 0): an l1_loss over a NaN prediction
+    # leaves the other gradients finite (and the NaN in the loss says what happened)
+    return (ops.mul(grad, ops.where(ops.equal(x, x), ops.sign(x), 0.0)),)
 
 
 @rule("erf")

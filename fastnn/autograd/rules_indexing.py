@@ -136,6 +136,11 @@ def _floor(ops, node, grad):
     return (ops.mul(grad, 0.0),)  # 0 almost everywhere, as PyTorch
 
 
+@rule("sign")
+def _sign(ops, node, grad):
+    return (ops.mul(grad, 0.0),)  # 0 almost everywhere, as PyTorch
+
+
 @rule("sin")
 def _sin(ops, node, grad):
     return (ops.mul(grad, ops.cos(node.saved[0])),)

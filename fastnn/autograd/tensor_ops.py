@@ -22,7 +22,7 @@ from fastnn.autograd.rules import RULES
 _UNARY_SAVES = {  # op -> (save the input, save the output), as fastnn.ops records them
     "neg": (False, False), "exp": (False, True), "log": (True, False), "sqrt": (False, True),
     "abs": (True, False), "erf": (True, False), "sin": (True, False), "cos": (True, False),
-    "floor": (False, False),
+    "floor": (False, False), "sign": (False, False),
 }
 _BINARY_SAVES = {
     "add": lambda a, b, out: (), "sub": lambda a, b, out: (),

@@ -456,10 +456,14 @@ def plot(history: History, path: Path, title: str) -> None:
 def run(args) -> int:
     import fastnn as fnn
     from fastnn.data import MissingDataError
+    from fastnn.distributed import abort_at_exit, abort_on_failure
 
-    try:
-        fit(args)
-    except (fnn.BackendError, MissingDataError) as exc:
-        print(f"fastnn train: {exc}", file=sys.stderr)
-        return 2
+    # on several ranks, one that fails ends the job instead of leaving the others waiting
+    with abort_on_failure():
+        try:
+            fit(args)
+        except (fnn.BackendError, MissingDataError) as exc:
+            print(f"fastnn train: {exc}", file=sys.stderr)
+            abort_at_exit(2)
+            return 2
     return 0

@@ -72,14 +72,23 @@ class TensorDataset:
         return tuple(out)
 
 
-def _collate(samples: list, device) -> tuple:
-    """A list of samples (tuples, arrays, tensors or numbers) as a tuple of batched tensors."""
+def _collate(samples: list, device, indices) -> tuple:
+    """A list of samples (tuples, arrays, tensors or numbers) as a tuple of batched tensors;
+    ``indices`` are the samples' indices in the dataset (for the error message)."""
     first = samples[0]
     fields = len(first) if isinstance(first, tuple) else None
     columns = zip(*samples) if fields is not None else [samples]
     out = []
-    for column in columns:
+    for field, column in enumerate(columns):
         rows = [v.numpy() if isinstance(v, Tensor) else np.asarray(v) for v in column]
+        odd = next((k for k, row in enumerate(rows) if row.shape != rows[0].shape), None)
+        if odd is not None:  # as PyTorch's collate: which samples, which shapes
+            where = f" (field {field} of each sample)" if fields is not None else ""
+            raise RuntimeError(
+                f"DataLoader: the samples of a batch must have one shape to be stacked, but "
+                f"sample {int(indices[0])} has shape {rows[0].shape} and sample "
+                f"{int(indices[odd])} has {rows[odd].shape}{where}; pad them to one shape "
+                f"or use batch_size=1")
         out.append(tensor(np.stack(rows), device=device))
     return tuple(out)
 
@@ -159,7 +168,7 @@ class DataLoader:
             if hasattr(self.dataset, "take"):
                 out = self.dataset.take(batch, device)
             else:
-                out = _collate([self.dataset[int(i)] for i in batch], device)
+                out = _collate([self.dataset[int(i)] for i in batch], device, batch)
             self.position += 1
             yield out
         self.epoch, self.position = self.epoch + 1, 0

@@ -25,6 +25,8 @@ from fastnn.distributed.data_parallel import (
     average_gradients,
     broadcast_parameters,
 )
+from fastnn.distributed.failure import abort_at_exit, abort_on_failure
 
 __all__ = ["CollectiveStats", "Communicator", "DistributedError", "DistributedOptimizer",
-           "average_gradients", "broadcast_parameters", "init", "launched_ranks"]
+           "abort_at_exit", "abort_on_failure", "average_gradients", "broadcast_parameters",
+           "init", "launched_ranks"]

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fastnn.api.dtypes import as_dtype
+from fastnn.distributed.failure import install_excepthook
 from fastnn.ops.tensor import Tensor
 
 INSTALL_HINT = ("pip install 'fastnn-core[distributed]' (mpi4py and the mpich wheel, which "
@@ -190,7 +191,9 @@ def init(required: bool = False) -> Communicator:
     mpi4py when no MPI launcher is seen, it is one rank. ``required=True`` (the
     user asked for distributed training), or an MPI launcher that started more
     than one rank, turns a missing mpi4py or MPI library into a DistributedError
-    with the install command, instead of N ranks each training alone.
+    with the install command, instead of N ranks each training alone. On more than
+    one rank, an uncaught exception then aborts the whole job after its traceback
+    (see :mod:`fastnn.distributed.failure`).
     """
     global _WORLD
     if _WORLD is not None:
@@ -208,4 +211,5 @@ def init(required: bool = False) -> Communicator:
         _WORLD = Communicator(None)
         return _WORLD
     _WORLD = Communicator(MPI.COMM_WORLD)
+    install_excepthook()  # a rank that raises ends the job instead of hanging it
     return _WORLD

@@ -103,6 +103,13 @@ class MultiheadAttention(Module):
 
     def _mask(self, attn_mask, key_padding_mask, batch, length, source):
         """One mask broadcastable to (N, heads, L, S), True/inf = masked out; None if none."""
+        for name, given in (("attn_mask", attn_mask), ("key_padding_mask", key_padding_mask)):
+            if given is not None and not (given.dtype.name == "bool" or
+                                          given.dtype.is_floating):
+                # as PyTorch: an integer mask is ambiguous (0/1 flags or additive scores?)
+                raise TypeError(f"MultiheadAttention: {name} must be bool (True = masked out) "
+                                f"or floating (added to the scores), got {given.dtype.name}; "
+                                f"convert with {name}.bool() or {name}.float()")
         mask = attn_mask
         if mask is not None:
             if mask.ndim == 3:  # (N * heads, L, S), as PyTorch

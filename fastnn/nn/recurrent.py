@@ -83,6 +83,10 @@ class _Recurrent(Module):
             layout = "(N, L, in)" if self.batch_first else "(L, N, in)"
             raise ValueError(f"{name}: input must be {layout} or (L, in) with in = "
                              f"input_size = {self.input_size}, got {x.shape}")
+        length = x.shape[1 if self.batch_first and x.ndim == 3 else 0]
+        if not length:
+            raise ValueError(f"{name}: the input of shape {x.shape} has a sequence length of "
+                             f"0; an RNN needs at least one step (as PyTorch's)")
 
     def _initial(self, state, batch, like, what):
         """The initial state as a list of (N, H), one per layer and direction."""
@@ -94,6 +98,10 @@ class _Recurrent(Module):
         if state.shape != want:
             raise ValueError(f"{type(self).__name__}: {what} must have shape {want}, got "
                              f"{state.shape}")
+        if state.dtype != like.dtype:  # it would silently compute in the wider dtype
+            raise TypeError(f"{type(self).__name__}: {what} is {state.dtype.name} but the "
+                            f"input is {like.dtype.name}; give them one dtype, e.g. "
+                            f"{what}.to(x.dtype)")
         return list(joining.unbind(state, 0))
 
     def forward(self, x, hx=None):

@@ -37,6 +37,9 @@ def apply_mask(scores: Tensor, mask, allow: bool) -> Tensor:
     if mask.dtype is dtypes.bool_:
         keep = mask if allow else m.compare("equal", mask, 0)
         return m.where(keep, scores, -math.inf)
+    if not mask.dtype.is_floating:
+        raise TypeError(f"attention: attn_mask must be bool or floating (added to the "
+                        f"scores), got {mask.dtype.name}; convert with .bool() or .float()")
     return m.add(scores, mask.to(scores.dtype) if mask.dtype is not scores.dtype else mask)
 
 

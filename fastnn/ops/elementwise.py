@@ -70,6 +70,8 @@ def binary(op: str, a, b, saved_fn=None) -> Tensor:
                 return _record(op, a, b, a._data, b._data, saved_fn)
         elif (type(b) is float or type(b) is int) and dtype.is_floating:
             return _record(op, a, None, a._data, b, saved_fn)
+    if isinstance(a, bool) or isinstance(b, bool):
+        a, b = _python_bools(a, b)
     if not isinstance(a, Tensor):
         if not isinstance(b, Tensor):
             raise TypeError(f"{op}: expected a Tensor operand, got {type(a).__name__}")
@@ -92,6 +94,20 @@ def binary(op: str, a, b, saved_fn=None) -> Tensor:
     out = Tensor._make(out_data, a._dtype, a._device)
     saved = saved_fn(a._data, b_data, out_data) if saved_fn else ()
     return attach(out, op, (a, b_in), saved)
+
+
+def _python_bools(a, b) -> tuple:
+    """A Python bool operand as PyTorch takes it: beside a bool tensor a 0-d bool tensor
+    (the op stays on bools), beside a number tensor the int 0 or 1 (the dtype is kept)."""
+    tensor = a if isinstance(a, Tensor) else b
+    if not isinstance(tensor, Tensor):
+        return a, b
+    if tensor._dtype is dtypes.bool_:
+        convert = _as_tensor_like
+    else:
+        def convert(value, like):
+            return int(value)
+    return tuple(convert(v, tensor) if isinstance(v, bool) else v for v in (a, b))
 
 
 def _record(op, a, b_in, a_data, b_data, saved_fn):
@@ -231,7 +247,7 @@ def unary(op: str, x: Tensor, save_input=False, save_output=False) -> Tensor:
         x = astype(x, dtypes.float32)
     out_data = getattr(x._device.ops, op)(x._data)
     out = Tensor._make(out_data, x._dtype, x._device)
-    if op == "sign" or not (x._requires_grad or switches.anomaly):
+    if not (x._requires_grad or switches.anomaly):
         return out
     saved = (x._data,) if save_input else ()
     if save_output:

@@ -15,6 +15,7 @@ from fastnn.ops.core import check_same_device
 from fastnn.ops.selecting import (
     as_index,
     check_range,
+    host_values,
     index_select_tensor,
     slice_scatter,
     slice_tensor,
@@ -27,14 +28,24 @@ from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
 
 
-def _index(op: str, x: Tensor, index) -> Tensor:
-    if not isinstance(index, Tensor):
+def _index(op: str, x: Tensor, index) -> tuple:
+    """(index as an int64 tensor on x's device, its values on the host or None).
+
+    The host values are kept where the index came as host data (a list, a NumPy array, a
+    cpu tensor for a device x), so that check_range checks them on every backend.
+    """
+    host = host_values(index, x._device)
+    if host is not None or not isinstance(index, Tensor):
         index = as_index(op, index, x._device)
     if index._dtype not in (dtypes.int64, dtypes.int32):
         raise TypeError(f"{op}: index must be an int64 (or int32) tensor, got "
                         f"{index._dtype.name}; convert with .long()")
     check_same_device(op, x, index)
-    return index.to(dtypes.int64)
+    return index.to(dtypes.int64), host
+
+
+def _checkable(index: Tensor, host):
+    return index if host is None else host
 
 
 def gather_tensor(x: Tensor, axis: int, index: Tensor) -> Tensor:
@@ -73,13 +84,13 @@ def gather(x: Tensor, dim=UNSET, index=None, *, axis=UNSET) -> Tensor:
     dim = dim_of("gather", dim, axis, UNSET)
     if dim is UNSET or index is None:
         raise TypeError("gather: expected gather(x, dim, index)")
-    index = _index("gather", x, index)
+    index, host = _index("gather", x, index)
     if x.ndim == 0:
         x = movement.reshape(x, (1,))
         index = movement.reshape(index, (1,)) if index.ndim == 0 else index
     axis = axis_index("gather", dim, x.ndim)
     _fit("gather", index, x, axis, "x")
-    check_range("gather", index, x.shape[axis], negative_ok=False)
+    check_range("gather", _checkable(index, host), x.shape[axis], negative_ok=False)
     return gather_tensor(_crop(x, index.shape, axis), axis, index)
 
 
@@ -90,7 +101,7 @@ def scatter_add(x: Tensor, dim=UNSET, index=None, src=None, *, axis=UNSET) -> Te
     dim = dim_of("scatter_add", dim, axis, UNSET)
     if dim is UNSET or index is None or src is None:
         raise TypeError("scatter_add: expected scatter_add(x, dim, index, src)")
-    index = _index("scatter_add", x, index)
+    index, host = _index("scatter_add", x, index)
     if not isinstance(src, Tensor):
         raise TypeError(f"scatter_add: src must be a Tensor, got {type(src).__name__}")
     check_same_device("scatter_add", x, src)
@@ -99,7 +110,7 @@ def scatter_add(x: Tensor, dim=UNSET, index=None, src=None, *, axis=UNSET) -> Te
     axis = axis_index("scatter_add", dim, x.ndim)
     _fit("scatter_add", index, x, axis, "x")
     _fit("scatter_add", index, src, axis, "src")
-    check_range("scatter_add", index, x.shape[axis], negative_ok=False)
+    check_range("scatter_add", _checkable(index, host), x.shape[axis], negative_ok=False)
     src = _crop(src, index.shape, axis)
     src = slice_tensor(src, (0,) * src.ndim, index.shape, (1,) * src.ndim)
     region = tuple(x.shape[axis] if d == axis else n for d, n in enumerate(index.shape))
@@ -117,16 +128,16 @@ def index_select(x: Tensor, dim=UNSET, index=None, *, axis=UNSET) -> Tensor:
     dim = dim_of("index_select", dim, axis, UNSET)
     if dim is UNSET or index is None:
         raise TypeError("index_select: expected index_select(x, dim, index)")
-    index = _index("index_select", x, index)
+    index, host = _index("index_select", x, index)
     if index.ndim > 1:
         raise ValueError(f"index_select: index must be 1-d (or 0-d), got shape {index.shape}")
     index = movement.reshape(index, (-1,))
     if x.ndim == 0:
         x = movement.reshape(x, (1,))
-        check_range("index_select", index, 1, negative_ok=False)
+        check_range("index_select", _checkable(index, host), 1, negative_ok=False)
         return movement.reshape(index_select_tensor(x, 0, index), ())
     axis = axis_index("index_select", dim, x.ndim)
-    check_range("index_select", index, x.shape[axis], negative_ok=False)
+    check_range("index_select", _checkable(index, host), x.shape[axis], negative_ok=False)
     return index_select_tensor(x, axis, index)
 
 
@@ -135,7 +146,7 @@ def take_along_dim(x: Tensor, indices=None, dim=UNSET, *, axis=UNSET) -> Tensor:
     """NumPy's take_along_axis: gather with x and indices broadcast on the other dims;
     ``dim=None`` takes from the flattened tensor."""
     dim = dim_of("take_along_dim", dim, axis, None)
-    indices = _index("take_along_dim", x, indices)
+    indices, host = _index("take_along_dim", x, indices)
     if dim is None:
         x, indices, axis = movement.reshape(x, (-1,)), movement.reshape(indices, (-1,)), 0
     else:
@@ -155,7 +166,8 @@ def take_along_dim(x: Tensor, indices=None, dim=UNSET, *, axis=UNSET) -> Tensor:
                                            for d, n in enumerate(shape)))
         indices = movement.broadcast_to(indices, tuple(indices.shape[axis] if d == axis else n
                                                        for d, n in enumerate(shape)))
-    negative = check_range("take_along_dim", indices, x.shape[axis], negative_ok=True)
+    negative = check_range("take_along_dim", _checkable(indices, host), x.shape[axis],
+                           negative_ok=True)
     return gather_tensor(x, axis, wrap_negative(indices, x.shape[axis], negative))
 
 
@@ -165,9 +177,9 @@ def embedding(indices, weight: Tensor, padding_idx=None) -> Tensor:
     result has shape indices.shape + (dim,). ``padding_idx``'s row gets no gradient."""
     if not isinstance(weight, Tensor) or weight.ndim != 2:
         raise ValueError("embedding: weight must be a 2-d tensor (num_embeddings, dim)")
-    indices = _index("embedding", weight, indices)
+    indices, host = _index("embedding", weight, indices)
     flat = movement.reshape(indices, (-1,))
-    check_range("embedding", flat, weight.shape[0], negative_ok=False)
+    check_range("embedding", _checkable(flat, host), weight.shape[0], negative_ok=False)
     rows = index_select_tensor(weight, 0, flat)
     if padding_idx is not None:
         from fastnn.ops.elementwise import compare, where

@@ -11,10 +11,11 @@ removes its axis first, so ``x[0, :, idx]`` has shape ``(x.shape[1], len(idx))``
 counts the int as advanced and gives the transpose).
 
 Out-of-range indices raise IndexError on host-memory backends and for host data (ints,
-lists, NumPy arrays). For an index tensor on a device, checking would cost a round trip
-per call, so, as PyTorch CUDA (which raises asynchronously from the kernel), the values
-are not checked there except under ``fnn.detect_anomaly()``; the kernels never read out
-of bounds (an out-of-range position reads 0).
+lists, NumPy arrays, cpu tensors), checked before they move to the device. For an index
+tensor on a device, checking would cost a round trip per call, so, as PyTorch CUDA (which
+raises asynchronously from the kernel), the values are not checked there except under
+``fnn.detect_anomaly()``; the kernels never read or write out of bounds (an out-of-range
+position reads 0, and a write to it is dropped).
 """
 
 from __future__ import annotations
@@ -50,6 +51,12 @@ def _is_advanced(item) -> bool:
     return isinstance(item, (Tensor, list, np.ndarray)) and not isinstance(item, bool)
 
 
+def _on_device(item, x: Tensor) -> bool:
+    """Whether an index is a tensor that stays where it is (x's own device), not host data."""
+    return isinstance(item, Tensor) and (item._device == x._device or
+                                         not item._device.backend.record.host_memory)
+
+
 def _expand_key(op: str, x: Tensor, key) -> list:
     """The key as a list with ``...`` expanded and masks split into index tensors."""
     if not isinstance(key, tuple):
@@ -57,6 +64,11 @@ def _expand_key(op: str, x: Tensor, key) -> list:
     items = []
     for item in key:
         if _is_advanced(item):
+            if not _on_device(item, x):  # host data: _advanced range-checks it, then uploads
+                host = item.numpy() if isinstance(item, Tensor) else np.asarray(item)
+                if host.dtype.kind != "b":
+                    items.append(("index", host))
+                    continue
             item = as_index(op, item, x._device)
             if item._dtype is dtypes.bool_:
                 items.append(("mask", item))
@@ -158,7 +170,7 @@ def _advanced(op: str, x: Tensor, advanced: list) -> Tensor:
     for axis, index in advanced:
         size = x.shape[axis]
         if not isinstance(index, Tensor):
-            index = as_index(op, index, device)
+            index = as_index(op, index, device, size)
         else:
             check_same_device(op, x, index)
         negative = check_range(op, index, size, negative_ok=True)
@@ -190,7 +202,7 @@ def getitem(x: Tensor, key) -> Tensor:
     """``x[key]``: see the module docstring."""
     if type(key) is Tensor and key._dtype in _INDEX and key.ndim == 1 and x.ndim:
         # the batch loop's x[perm[i:i + n]]: one index_select, nothing else to parse
-        key = as_index("index", key, x._device)
+        key = as_index("index", key, x._device, x.shape[0])
         check_same_device("index", x, key)
         negative = check_range("index", key, x.shape[0], negative_ok=True)
         return index_select_tensor(x, 0, wrap_negative(key, x.shape[0], negative))
@@ -240,13 +252,15 @@ def setitem(x: Tensor, key, value) -> None:
         write(target, _broadcast_value(value, target.shape))
         return
     check_inplace("index assignment", x)
-    # the general case: the flat positions that x[key] selects, then one scatter
+    # the general case: the flat positions that x[key] selects, then one scatter. They are
+    # counted from 1 so that an unchecked device index out of range, which reads 0, gives
+    # position -1: the scatter drops that write instead of sending it to element 0
     positions = Tensor._make(
-        x._device.ops.from_numpy(np.arange(x.numel(), dtype=np.int64).reshape(x.shape),
+        x._device.ops.from_numpy(np.arange(1, x.numel() + 1, dtype=np.int64).reshape(x.shape),
                                  x._device.index), dtypes.int64, x._device)
     chosen = getitem(positions, key)
     flat_value = _broadcast_value(value, chosen.shape).reshape(-1)
-    flat_index = chosen.reshape(-1)
+    flat_index = chosen.reshape(-1) - 1
     if x._device.backend.record.host_memory and flat_index.numel():
         # repeated positions: the last write wins, as NumPy (PyTorch leaves it undefined)
         host = flat_index.numpy()

@@ -97,8 +97,10 @@ def split(x: Tensor, split_size_or_sections, dim=UNSET, *, axis=UNSET) -> tuple:
     n = x.shape[axis]
     sizes = split_size_or_sections
     if isinstance(sizes, numbers.Integral) and not isinstance(sizes, bool):
-        if sizes <= 0:
-            raise ValueError(f"split: split_size must be positive, got {sizes}")
+        if sizes < 0 or (sizes == 0 and n):
+            raise ValueError(f"split: split_size must be positive (0 only for an empty dim, "
+                             f"as PyTorch), got {sizes} for dim {axis} of size {n}")
+        sizes = sizes or 1
         sizes = [min(sizes, n - i) for i in range(0, n, sizes)] or [0]
     else:
         sizes = [int(s) for s in sizes]
@@ -110,13 +112,15 @@ def split(x: Tensor, split_size_or_sections, dim=UNSET, *, axis=UNSET) -> tuple:
 
 @public(method=True, top=True)
 def chunk(x: Tensor, chunks: int, dim=UNSET, *, axis=UNSET) -> tuple:
-    """``chunks`` pieces (fewer if the dim is short) of ceil(n / chunks), as PyTorch."""
+    """``chunks`` pieces (fewer if the dim is short) of ceil(n / chunks), as PyTorch; an
+    empty dim gives ``chunks`` empty pieces."""
     if isinstance(chunks, bool) or not isinstance(chunks, numbers.Integral) or chunks < 1:
         raise ValueError(f"chunk: chunks must be a positive int, got {chunks!r}")
     dim = dim_of("chunk", dim, axis, 0)
     axis = axis_index("chunk", dim, x.ndim)
-    step = max(-(-x.shape[axis] // chunks), 1)
-    return split(x, step, axis)
+    if not x.shape[axis]:
+        return _pieces(x, axis, [0] * chunks)
+    return split(x, -(-x.shape[axis] // chunks), axis)
 
 
 @public(method=True, top=True)
@@ -178,7 +182,7 @@ def _pad_constant(x: Tensor, widths, value) -> Tensor:
     left = tuple(max(a, 0) for a, _ in widths)
     shape = tuple(m + a + max(b, 0) for m, a, (_, b) in zip(inner.shape, left, widths))
     base = full(shape, value, dtype=x._dtype, device=x._device)
-    if not inner.numel():
-        return base
+    if not inner.numel() and not inner._requires_grad:
+        return base  # (an empty x that requires grad still records, as PyTorch: zero grad)
     stops = tuple(a + m for a, m in zip(left, inner.shape))
     return slice_scatter(base, inner, left, stops, (1,) * x.ndim)

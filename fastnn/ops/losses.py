@@ -195,18 +195,18 @@ def binary_cross_entropy_with_logits(logits: Tensor, target: Tensor, weight=None
                                      reduction: str = "mean", pos_weight=None):
     """-(pw t log sigmoid(x) + (1 - t) log(1 - sigmoid(x))), computed stably, as PyTorch's.
 
-    Uses (1 - t) x + (1 + (pw - 1) t) softplus(-x); without pos_weight that is
-    softplus(x) - x t. ``pos_weight`` broadcasts along the last (class) axis.
+    Uses (1 - t) x + (1 + (pw - 1) t) softplus(-x), PyTorch's form also without pos_weight,
+    so that x = +-inf gives what PyTorch gives (inf for x = inf, t < 1; else NaN).
+    ``pos_weight`` broadcasts along the last (class) axis.
     """
     same_shape("binary_cross_entropy_with_logits", logits, target)
-    if pos_weight is None:
-        per = m.sub(activations.softplus(logits), m.mul(logits, target))
-    else:
+    log_weight = 1.0
+    if pos_weight is not None:
         if not isinstance(pos_weight, Tensor):
             raise TypeError(f"binary_cross_entropy_with_logits: pos_weight must be a Tensor or "
                             f"None, got {type(pos_weight).__name__}")
         log_weight = m.add(m.mul(target, m.add(pos_weight, -1.0)), 1.0)
-        per = m.add(m.mul(m.add(m.neg(target), 1.0), logits),
-                    m.mul(log_weight, activations.softplus(m.neg(logits))))
+    per = m.add(m.mul(m.add(m.neg(target), 1.0), logits),
+                m.mul(log_weight, activations.softplus(m.neg(logits))))
     per = _apply_weight("binary_cross_entropy_with_logits", per, weight)
     return reduce("binary_cross_entropy_with_logits", per, reduction)

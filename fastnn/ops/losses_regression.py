@@ -68,17 +68,19 @@ def smooth_l1_loss(pred: Tensor, target: Tensor, reduction: str = "mean", beta: 
 
 @public()
 def kl_div(input: Tensor, target: Tensor, reduction: str = "mean", log_target: bool = False):
-    """KL(target || p) pointwise with ``input`` = log p: t (log t - input), 0 where t = 0
-    (``log_target=True``: target holds log t, exp(t) (t - input)). "batchmean" divides the
-    sum by the batch size input.shape[0], the true KL divergence per sample."""
+    """KL(target || p) pointwise with ``input`` = log p: xlogy(t, t) - t input, as PyTorch
+    (t log t is 0 where t = 0; a NaN or negative t gives NaN) (``log_target=True``: target
+    holds log t, exp(t) (t - input)). "batchmean" divides the sum by the batch size
+    input.shape[0], the true KL divergence per sample."""
     same_shape("kl_div", input, target)
     check_reduction("kl_div", reduction, ("batchmean",))
     if log_target:
         per = m.mul(m.exp(target), m.sub(target, input))
     else:
-        positive = target > 0
-        safe = m.where(positive, target, 1.0)  # log(0) would poison the gradient
-        per = m.where(positive, m.mul(target, m.sub(m.log(safe), input)), 0.0)
+        zero = target == 0
+        safe = m.where(zero, 1.0, target)  # log(0) would poison the gradient
+        entropy = m.where(zero, 0.0, m.mul(target, m.log(safe)))  # NaN stays NaN
+        per = m.sub(entropy, m.mul(target, input))
     if reduction == "batchmean":
         batch = input.shape[0] if input.ndim else 1
         return m.div(movement.sum(per), float(batch))

@@ -123,7 +123,8 @@ def rsqrt(x):
 
 @public(method=True, top=True)
 def square(x):
-    """x * x."""
+    """x * x (a bool x is squared as int64, as PyTorch)."""
+    x = _numeric(x)
     return ew.mul(x, x)
 
 
@@ -200,9 +201,27 @@ def rfloor_div(a, b):
 
 @public(method=("remainder", "__mod__"), top=True)
 def remainder(a, b):
-    """a - b * (a // b): the sign of b, as Python's % and PyTorch's remainder."""
-    return ew.sub(a, ew.mul(b, floor_div(a, b)) if isinstance(b, Tensor) else
-                  ew.mul(floor_div(a, b), b))
+    """a - b * (a // b): the sign of b, as Python's % and PyTorch's remainder.
+
+    The gradient is PyTorch's: 1 for a, -(a // b) for b (the quotient is a step function,
+    so it is computed without a gradient, which also keeps x % 0 from giving NaN to x).
+    """
+    a, b = (_numeric(v) for v in (a, b))
+    quotient = floor_div(_constant(a), _constant(b))
+    return ew.sub(a, ew.mul(b, quotient) if isinstance(b, Tensor) else ew.mul(quotient, b))
+
+
+def _numeric(value):
+    """A bool operand of % as the integer it is (bool % 1.5 is 1.0, as PyTorch's)."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, Tensor) and value._dtype is dtypes.bool_:
+        return value.to(dtypes.int64)
+    return value
+
+
+def _constant(value):
+    return value.detach() if isinstance(value, Tensor) else value
 
 
 @public(method=("__rmod__",), functional=False)

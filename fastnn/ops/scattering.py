@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import numbers
 
+import numpy as np
+
 from fastnn.api import dtypes
 from fastnn.ops import elementwise as ew
 from fastnn.ops.core import check_same_device
 from fastnn.ops.creation import full_like, zeros_like
 from fastnn.ops.gathering import scatter_add
-from fastnn.ops.selecting import as_index, check_range
+from fastnn.ops.selecting import as_index, check_range, host_values
 from fastnn.ops.shaping import axis_index
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
@@ -21,11 +23,12 @@ from fastnn.ops.tensor import Tensor
 def _along(op: str, x: Tensor, dim, index, like_shape) -> tuple:
     """(axis, index broadcast to ``like_shape``) for a 1-d ``index`` along ``dim``."""
     axis = axis_index(op, dim, x.ndim)
+    host = host_values(index, x._device)
     index = as_index(op, index, x._device)
     if index.ndim > 1 or index._dtype is dtypes.bool_:
         raise IndexError(f"{op}: index must be a 1-d int64 tensor, got shape {index.shape} "
                          f"{index._dtype.name}")
-    check_range(op, index, x.shape[axis], negative_ok=False)
+    check_range(op, index if host is None else host, x.shape[axis], negative_ok=False)
     if like_shape[axis] != index.numel():
         raise ValueError(f"{op}: source has {like_shape[axis]} entries along dim {axis}, "
                          f"index has {index.numel()}")
@@ -78,8 +81,8 @@ def index_copy(x: Tensor, dim, index, source) -> Tensor:
 def index_fill(x: Tensor, dim, index, value) -> Tensor:
     """x with the slices at ``index`` along ``dim`` set to ``value``."""
     axis = axis_index("index_fill", dim, x.ndim)
-    index = as_index("index_fill", index, x._device).reshape(-1)
-    shape = tuple(index.numel() if d == axis else n for d, n in enumerate(x.shape))
+    index = index.reshape(-1) if isinstance(index, Tensor) else np.asarray(index).reshape(-1)
+    shape = tuple(index.shape[0] if d == axis else n for d, n in enumerate(x.shape))
     axis, index = _along("index_fill", x, axis, index, shape)
     return ew.where(_hit(x, axis, index), _value(value, x), x)
 
@@ -102,7 +105,10 @@ def scatter(x: Tensor, dim, index, src=None, *, value=None, reduce=None) -> Tens
         else:
             raise TypeError("scatter: give exactly one of src (a tensor) and value")
     axis = axis_index("scatter", dim, x.ndim)
+    host = host_values(index, x._device)
     index = as_index("scatter", index, x._device)
+    if host is not None and index._dtype is not dtypes.bool_:
+        check_range("scatter", host, x.shape[axis], negative_ok=False)
     if index.ndim != x.ndim:
         raise ValueError(f"scatter: index has {index.ndim} dims, x has {x.ndim}")
     if src is None:

@@ -44,16 +44,22 @@ def index_select_tensor(x: Tensor, axis: int, index: Tensor) -> Tensor:
                                                                    zero_spec(x)))
 
 
-def check_range(op: str, index: Tensor, size: int, negative_ok: bool) -> bool:
-    """IndexError when an index is outside the axis (on the host, where that is free).
+def check_range(op: str, index, size: int, negative_ok: bool) -> bool:
+    """IndexError when an index (a tensor or host array) is outside the axis (on the host,
+    where that is free).
 
     Returns whether ``index`` may hold negative entries (False only when checked).
     """
-    if not index.numel():
-        return False
-    if not (index._device.backend.record.host_memory or is_anomaly_enabled()):
-        return True  # see fastnn.ops.indexing: as PyTorch CUDA, no round trip per call
-    values = index.numpy()
+    if isinstance(index, Tensor):
+        if not index.numel():
+            return False
+        if not (index._device.backend.record.host_memory or is_anomaly_enabled()):
+            return True  # see fastnn.ops.indexing: as PyTorch CUDA, no round trip per call
+        values = index.numpy()
+    else:
+        values = index
+        if not values.size or values.dtype.kind == "b":
+            return False
     low, high = int(values.min()), int(values.max())
     lowest = -size if negative_ok else 0
     if low < lowest or high >= size:
@@ -72,11 +78,29 @@ def wrap_negative(index: Tensor, size: int, negative=True) -> Tensor:
     return Tensor._make(data, index._dtype, index._device)
 
 
-def as_index(op: str, value, device) -> Tensor:
+def host_values(index, device):
+    """``index``'s values as a NumPy array where it is host data for ``device`` (a list, a
+    NumPy array, a host-memory tensor for another device), else None: what check_range
+    can check on every backend before the index moves."""
+    if isinstance(index, Tensor):
+        if index._device == device or not index._device.backend.record.host_memory:
+            return None
+        return index.numpy()
+    return np.asarray(index)
+
+
+def as_index(op: str, value, device, size: int | None = None) -> Tensor:
     """An int64 or bool tensor on ``device`` from a tensor, list or NumPy array index (an
-    index tensor in host memory moves to ``device``, as PyTorch takes CPU indices)."""
+    index tensor in host memory moves to ``device``, as PyTorch takes CPU indices).
+
+    With ``size`` (the indexed axis's length), an index given as host data is range-checked
+    on the host before it moves (negative entries count from the end): a device index is
+    not, see :func:`check_range`.
+    """
     if isinstance(value, Tensor):
         if value._device != device and value._device.backend.record.host_memory:
+            if size is not None:
+                check_range(op, value, size, negative_ok=True)
             value = value.to(device)  # a host index for a device tensor, as PyTorch allows
         if value._dtype in _INT:
             return value if value._dtype is dtypes.int64 else value.to(dtypes.int64)
@@ -92,6 +116,8 @@ def as_index(op: str, value, device) -> Tensor:
     else:
         raise IndexError(f"{op}: indices must be integers or bools, got {host.dtype} "
                          f"{value!r}; use int indices (round or .long() first)")
+    if size is not None and kind is dtypes.int64:
+        check_range(op, host.astype(np.int64), size, negative_ok=True)
     data = device.ops.from_numpy(host.astype(kind.numpy), device.index)
     return Tensor._make(data, kind, device)
 

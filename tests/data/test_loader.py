@@ -185,6 +185,25 @@ def test_any_dataset_with_len_and_getitem():
     assert xb.shape == (3, 2) and xb2.shape == (2, 2)
 
 
+def test_a_batch_of_differently_shaped_samples_names_them():
+    # issue 25: this failed with NumPy's "all input arrays must have the same shape"
+    class Ragged:
+        def __len__(self):
+            return 4
+
+        def __getitem__(self, i):
+            return np.ones(3 if i < 3 else 4, np.float32), i
+
+    loader = iter(DataLoader(Ragged(), 2))
+    assert next(loader)[0].shape == (2, 3)
+    with pytest.raises(RuntimeError, match=r"the samples of a batch must have one shape to be "
+                                           r"stacked, but sample 2 has shape \(3,\) and sample "
+                                           r"3 has \(4,\) \(field 0 of each sample\); pad"):
+        next(loader)
+    with pytest.raises(RuntimeError, match=r"sample 0 has shape \(3,\) and sample 2 has \(4,\);"):
+        list(DataLoader([np.ones(3), np.ones(3), np.ones(4)], 3))
+
+
 @pytest.mark.parametrize("kwargs, match", [
     ({"batch_size": 0}, "batch_size must be an integer >= 1"),
     ({"batch_size": 2.5}, "batch_size"),

@@ -114,3 +114,30 @@ def test_nccl_hooks_on_two_ranks_with_the_host_stand_in(tmp_path_factory):
                                           local_values(1, dtype))
     # one NCCL call per list: 3 dtypes x (3 reductions + 1 broadcast)
     assert [int(r["nccl_calls"]) for r in ranks] == [12, 12]
+
+
+# issue 25: a rank that raised (or called sys.exit) while the other waited in a collective
+# left both alive for ever; now the job ends at once, non-zero, with the failing rank's
+# message (one launch takes about 1 s; the timeout is only a guard against the old hang)
+FAILING_RANK = """
+import sys
+import numpy as np
+import fastnn.distributed as dist
+comm = dist.init()
+with dist.abort_on_failure() if sys.argv[1] == "exit" else np.errstate():
+    if comm.rank == 1:
+        if sys.argv[1] == "exit":
+            sys.exit(3)
+        raise ValueError("rank 1 cannot go on")
+    comm.host_allreduce(np.ones(3), "sum")
+print("rank 0 was not stopped")
+"""
+
+
+@pytest.mark.parametrize("how,status", [("raise", 1), ("exit", 3)])
+def test_a_rank_that_fails_ends_the_job_with_its_message(how, status):
+    done = launch(RANKS, "-c", FAILING_RANK, how, check=False, timeout=60)
+    assert done.returncode == status, done.stderr
+    if how == "raise":
+        assert "Traceback" in done.stderr and "ValueError: rank 1 cannot go on" in done.stderr
+    assert "rank 0 was not stopped" not in done.stdout

@@ -62,3 +62,18 @@ def test_a_global_batch_that_does_not_split_is_refused():
     assert done.returncode != 0
     assert "--batch-size 33 (the global batch) does not split evenly over 2 ranks" in (
         done.stderr + done.stdout)
+
+
+def test_a_rank_that_fails_inside_fastnn_train_ends_the_job():
+    # issue 25: rank 1 stops with a message (SystemExit, as the CLI's checks do) after
+    # its first epoch while rank 0 waits in the epoch's allreduce: that hung for ever
+    code = ("import os, sys\n"
+            "from fastnn.cli import main, train_ranks\n"
+            "def broken(progress, comm):\n"
+            "    raise SystemExit('fastnn train: rank 1 cannot go on')\n"
+            "if os.environ.get('PMI_RANK') == '1':\n"
+            "    train_ranks.sum_over_ranks = broken\n"
+            "sys.exit(main(['train', '--epochs', '2', '--batch-size', '32']))\n")
+    done = launch(2, "-c", code, check=False, timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert "fastnn train: rank 1 cannot go on" in done.stderr

@@ -192,3 +192,33 @@ def test_loss_arguments_are_checked():
         F.smooth_l1_loss(x, x, beta=-1.0)
     # every target ignored: 0 / 0 is NaN, as PyTorch
     assert np.isnan(F.cross_entropy(x, fnn.tensor(np.array([-100] * 3))).item())
+
+
+# issue 25: NaN and inf inputs give what PyTorch gives (each expected value checked with
+# torch 2.13 and compared with it again here where it is installed)
+NAN, INF = float("nan"), float("inf")
+
+
+@pytest.mark.filterwarnings("ignore:reduction. 'mean' divides the total loss")
+@pytest.mark.parametrize("device", devices())
+def test_nan_and_inf_edges_match_torch(device):
+    def run(lib, functional, make):
+        x = make([NAN, 1.0, 2.0], requires_grad=True)
+        functional.l1_loss(x, make([0.0, 1.0, 1.0])).backward()
+        logits = make([INF, INF, INF, -INF, -INF, -INF])
+        targets = make([0.0, 1.0, 0.5, 0.0, 1.0, 0.5])
+        bce = functional.binary_cross_entropy_with_logits(logits, targets, reduction="none")
+        kl = functional.kl_div(make([-1.0, -2.0, -0.5, -INF]), make([0.5, NAN, 0.0, 0.0]),
+                               reduction="none")
+        return [np.asarray(t.detach().numpy() if lib else t.numpy()) for t in (x.grad, bce, kl)]
+
+    got = run(None, F, lambda v, **kw: fnn.tensor(v, device=device, **kw))
+    want = [[0.0, 0.0, 1 / 3], [INF, NAN, INF, NAN, NAN, NAN], [0.1534264, NAN, 0.0, NAN]]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+    torch = pytest.importorskip("torch")
+    import torch.nn.functional as torch_f
+
+    for g, w in zip(got, run(torch, torch_f, lambda v, **kw: torch.tensor(v, **kw))):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+    assert np.isnan(F.kl_div(fnn.tensor([-1.0, -2.0]), fnn.tensor([0.5, NAN])).item())

@@ -1,6 +1,8 @@
 """Sequence layers against NumPy float64 references written from their equations (no
 PyTorch needed), and their gradients against central finite differences."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -180,3 +182,43 @@ def test_bad_arguments_name_the_layer_and_the_fix():
         nn.LSTM(3, 4)(fnn.randn((2, 2, 3)), fnn.randn((1, 2, 4)))
     with pytest.raises(ValueError, match="activation must be 'relu', 'gelu'"):
         nn.TransformerEncoderLayer(4, 2, activation="swish")
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_recurrent_refuses_a_mixed_dtype_state_and_an_empty_sequence(kind):
+    # issue 25: a float64 h_0 with float32 input computed silently in float64, and a
+    # zero-length sequence said "stack: expected a non-empty sequence" (torch raises both)
+    layer = getattr(nn, kind)(3, 4)
+    state = fnn.zeros((1, 2, 4), dtype=fnn.float64)
+    with pytest.raises(TypeError, match=f"{kind}: h_0 is float64 but the input is float32; "
+                                        r"give them one dtype, e.g. h_0.to\(x.dtype\)"):
+        layer(fnn.zeros((5, 2, 3)), (state, state) if kind == "LSTM" else state)
+    for shape, batch_first in (((0, 2, 3), False), ((0, 3), False), ((2, 0, 3), True)):
+        layer.batch_first = batch_first
+        with pytest.raises(ValueError, match=rf"{kind}: the input of shape "
+                                             rf"{re.escape(str(shape))} has a sequence length "
+                                             "of 0"):
+            layer(fnn.zeros(shape))
+    torch = pytest.importorskip("torch")
+    with pytest.raises(RuntimeError):
+        getattr(torch.nn, kind)(3, 4)(torch.zeros((0, 2, 3)))
+    with pytest.raises(RuntimeError):  # (its message varies with the kernel it reaches)
+        state = torch.zeros((1, 2, 4), dtype=torch.float64)
+        getattr(torch.nn, kind)(3, 4)(torch.zeros((5, 2, 3)),
+                                     (state, state) if kind == "LSTM" else state)
+
+
+def test_attention_refuses_integer_masks():
+    # issue 25: an int64 attn_mask was added to the scores as a float mask (torch raises)
+    layer, x = nn.MultiheadAttention(4, 2), fnn.zeros((3, 1, 4))
+    for name, mask in (("attn_mask", fnn.zeros((3, 3), dtype=fnn.int64)),
+                       ("key_padding_mask", fnn.zeros((1, 3), dtype=fnn.int64))):
+        with pytest.raises(TypeError, match=f"MultiheadAttention: {name} must be bool .* "
+                                            rf"got int64; convert with {name}.bool\(\)"):
+            layer(x, x, x, **{name: mask})
+    with pytest.raises(TypeError, match="attn_mask must be bool or floating"):
+        F.scaled_dot_product_attention(x, x, x, attn_mask=fnn.zeros((3, 3), dtype=fnn.int64))
+    torch = pytest.importorskip("torch")
+    tx = torch.zeros((3, 1, 4))
+    with pytest.raises(AssertionError, match="only bool and floating types of attn_mask"):
+        torch.nn.MultiheadAttention(4, 2)(tx, tx, tx, attn_mask=torch.zeros((3, 3)).long())

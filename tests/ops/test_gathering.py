@@ -110,3 +110,33 @@ def test_one_hot_is_int64_as_pytorch(device):
 def test_errors_name_the_op_and_the_fix(call, error, match):
     with pytest.raises(error, match=match):
         call(fnn.tensor(X))
+
+
+@pytest.mark.parametrize("kind", ["list", "numpy", "cpu tensor"])
+def test_host_data_indices_are_range_checked_on_every_device(device, kind):
+    # issue 25: on opencl an index given as host data was uploaded before the check, which
+    # runs on the host only, so it read 0 instead of raising
+    x = fnn.arange(6.0).reshape(2, 3).to(device)
+    ones = fnn.ones((1, 1), device=device)
+
+    def index(values):
+        if kind == "list":
+            return values
+        return np.array(values) if kind == "numpy" else fnn.tensor(values)
+
+    calls = {
+        "index_select": lambda: x.index_select(1, index([0, 3])),
+        "gather": lambda: x.gather(1, index([[3]])),
+        "scatter_add": lambda: x.scatter_add(1, index([[3]]), ones),
+        "take_along_dim": lambda: fnn.take_along_dim(x, index([[-4]]), 1),
+        "embedding": lambda: fnn.functional.embedding(index([1, 3]), x.T),
+        # the scattering composites (fastnn/ops/scattering.py) take their index the same way
+        "index_add": lambda: x.index_add(1, index([3]), ones.expand(2, 1)),
+        "index_copy": lambda: x.index_copy(1, index([3]), ones.expand(2, 1)),
+        "index_fill": lambda: x.index_fill(1, index([0, 3]), 2.0),
+        "scatter": lambda: x.scatter(1, index([[3]]), value=1.0),
+    }
+    for op, call in calls.items():
+        with pytest.raises(IndexError, match=rf"{op}\w*: index -?[34] is out of range for an "
+                                             "axis of size 3"):
+            call()

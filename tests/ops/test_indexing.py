@@ -150,3 +150,39 @@ def test_index_tensor_out_of_range_on_cpu_and_under_anomaly(device):
 def test_float_index_tensor_is_refused():
     with pytest.raises(IndexError, match="must be int64, int32 or bool.*long"):
         fnn.tensor(X)[fnn.tensor([0.0, 1.0])]
+
+
+@pytest.mark.parametrize("key", [[2], np.array([2]), (slice(None), [0, 2]), "cpu tensor"])
+def test_host_data_indices_are_range_checked_on_every_device(device, key):
+    # issue 25: on opencl a list, NumPy array or cpu tensor index was not checked
+    x = fnn.arange(4.0).reshape(2, 2).to(device)
+    key = fnn.tensor([2]) if isinstance(key, str) else key
+    with pytest.raises(IndexError, match="index 2 is out of range for an axis of size 2"):
+        x[key]
+    z = fnn.zeros((3,), device=device)
+    with pytest.raises(IndexError, match="index 7 is out of range"):
+        z[[1, 7]] = fnn.tensor([2.0, 3.0], device=device)
+    np.testing.assert_array_equal(z.numpy(), [0, 0, 0])
+
+
+def test_an_unchecked_device_index_out_of_range_drops_the_write(device):
+    # issue 25: on opencl z[tensor([5])] = 4 wrote element 0; a device index is checked only
+    # on host-memory backends (and under detect_anomaly), elsewhere the write is dropped
+    z = fnn.zeros((3,), device=device)
+    far = fnn.tensor([5], device=device)
+    if device == "cpu":
+        with pytest.raises(IndexError, match="index 5 is out of range"):
+            z[far] = 4.0
+    else:
+        z[far] = 4.0
+        z[fnn.tensor([1, 7], device=device)] = fnn.tensor([2.0, 3.0], device=device)
+    z[fnn.tensor([-1], device=device)] = 1.0
+    np.testing.assert_array_equal(z.numpy(), [0, 0, 1] if device == "cpu" else [0, 2, 1])
+
+
+def test_setitem_with_none_in_the_key(device):
+    # issue 25: x[None, :] = v was refused (it works since the views change; kept here)
+    x = fnn.zeros((2, 3), device=device)
+    x[None, :] = fnn.ones((3,), device=device)
+    x[None, 0, None, 1:] = 5.0
+    np.testing.assert_array_equal(x.numpy(), [[1, 5, 5], [1, 1, 1]])

@@ -106,3 +106,22 @@ def test_pad_errors():
         F.pad(fnn.ones((2, 3)), (1, 1), mode="circular")
     with pytest.raises(ValueError, match="even length"):
         F.pad(fnn.ones((2, 3)), (1,))
+
+
+def test_empty_dims_split_chunk_and_pad_as_torch(device):
+    # issue 25: chunk of an empty dim gave 1 piece (torch: as many as asked), split(0) of
+    # an empty dim was refused, and F.pad of an empty tensor dropped requires_grad
+    empty = fnn.zeros((0, 2), device=device)
+    assert [p.shape for p in empty.chunk(3)] == [(0, 2)] * 3
+    assert [p.shape for p in fnn.zeros((2, 0), device=device).chunk(2, 1)] == [(2, 0)] * 2
+    assert [p.shape for p in empty.split(0)] == [(0, 2)]
+    with pytest.raises(ValueError, match="0 only for an empty dim"):
+        fnn.zeros((3,), device=device).split(0)
+    x = fnn.zeros((0, 3), device=device, requires_grad=True)
+    out = F.pad(x, (1, 1), value=2.0)
+    assert out.shape == (0, 5) and out.requires_grad
+    out.sum().backward()
+    assert x.grad.shape == (0, 3)
+    torch = pytest.importorskip("torch")
+    assert len(torch.zeros((0, 2)).chunk(3)) == 3 and len(torch.zeros(0).split(0)) == 1
+    assert torch.nn.functional.pad(torch.zeros((0, 3), requires_grad=True), (1, 1)).requires_grad

@@ -117,3 +117,46 @@ def test_repr_as_pytorch_prints_it():
     leaf = fnn.ones(2, requires_grad=True)
     assert repr(leaf) == "tensor([1., 1.], requires_grad=True)"
     assert repr(leaf * 2) == "tensor([2., 2.], grad_fn=<MulBackward0>)"
+
+
+# ---------------------------------------------------------------- issue 25 edges
+
+
+def test_gradients_through_sign_and_remainder_as_torch(device):
+    # (x.sign() * 2).sum().backward() raised (sign recorded nothing); x % False gave a NaN
+    # gradient (torch: 1); the expected values are torch 2.13's
+    x = fnn.tensor([0.3, -1.2, 2.0], device=device, requires_grad=True)
+    (x.sign() * 2).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0, 0, 0])
+    x = fnn.tensor([0.3, -1.2, 2.0], device=device, requires_grad=True)
+    out = x % False
+    out.sum().backward()
+    assert np.isnan(out.numpy()).all()
+    np.testing.assert_array_equal(x.grad.numpy(), [1, 1, 1])
+    x = fnn.tensor([0.3, -1.2, 2.0], device=device, requires_grad=True)
+    b = fnn.tensor([0.5, 0.5, 0.7], device=device, requires_grad=True)
+    (x % b).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [1, 1, 1])
+    np.testing.assert_array_equal(b.grad.numpy(), [0, 3, -2])  # -(x // b)
+
+
+def test_python_bools_and_bool_tensors_in_arithmetic_as_torch(device):
+    # t + True was refused, bool % 1.5 failed inside sub, square(bool) stayed bool
+    def on(values):
+        return fnn.tensor(values, device=device)
+
+    cases = [
+        (on([1.5]) + True, [2.5], fnn.float32), (True + on([1.5]), [2.5], fnn.float32),
+        (on([1.5]) - True, [0.5], fnn.float32), (on([2]) * False, [0], fnn.int64),
+        (on([True]) + True, [True], fnn.bool), (on([True]) * False, [False], fnn.bool),
+        (on([True]) % 1.5, [1.0], fnn.float32), (on([True, False]) % 2, [1, 0], fnn.int64),
+        (on([5.0, -3.0]) % on([True, True]), [0.0, 0.0], fnn.float32),
+        (on([True, False]).square(), [1, 0], fnn.int64),
+    ]
+    for got, want, dtype in cases:
+        assert got.dtype is dtype, (got, want)
+        np.testing.assert_array_equal(got.numpy(), want)
+    torch = pytest.importorskip("torch")
+    assert torch.tensor([True]).square().dtype is torch.int64
+    assert (torch.tensor([True]) % 1.5).tolist() == [1.0]
+    assert (torch.tensor([True]) + True).dtype is torch.bool

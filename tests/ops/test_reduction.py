@@ -98,6 +98,18 @@ def test_any_all(device):
     assert fnn.zeros((0, 2), device=device).all().item() is True
 
 
+@pytest.mark.parametrize("fill", [False, True])
+def test_max_and_min_of_bool_tensors(device, fill):
+    # issue 25: on opencl the max of an all-False bool tensor was True (its start value)
+    x = fnn.full((2, 3), fill, dtype=fnn.bool, device=device)
+    for result in (x.max(), x.amax(), x.min(), x.amin(), x.amax(1), x.max(1).values,
+                   x.amin(0)):
+        assert result.dtype is fnn.bool
+        np.testing.assert_array_equal(result.numpy(), np.full(result.shape, fill))
+    mixed = fnn.tensor([[False, True, False], [False, False, False]], device=device)
+    np.testing.assert_array_equal(mixed.amax(1).numpy(), [True, False])  # as torch
+
+
 def test_argmax_argmin_index_the_flattened_tensor(device):
     x = fnn.tensor(X, device=device)
     assert x.argmax().item() == int(np.argmax(X))  # was one index per row

@@ -97,6 +97,31 @@ def test_clip_grad_norm_non_finite_totals_as_pytorch():
     assert torch.isnan(t.grad).all()
 
 
+# torch 2.13's totals for the gradients [3, 0, -4] and [1, -1]: as its docs say, the
+# p-norm of all values for p > 0 and inf; for 0, p < 0 and -inf the p-norm of the norms
+P_NORMS = [(1, 9.0), (3, 4.530655), (0.5, 32.856407), (2, 5.196152), (math.inf, 4.0),
+           (0, 2.0), (-1, 0.0), (-math.inf, 0.0)]
+
+
+@pytest.mark.parametrize("norm_type,want", P_NORMS)
+def test_clip_grad_norm_of_any_p_as_pytorch(norm_type, want):
+    # issue 25: norm_type=1 was refused (only 2 and inf were taken)
+    grads = [[3.0, 0.0, -4.0], [1.0, -1.0]]
+    params = [fnn.zeros((len(g),), requires_grad=True) for g in grads]
+    for p, g in zip(params, grads):
+        p.grad = fnn.tensor(g)
+    total = nn.utils.clip_grad_norm_(params, 1.0, norm_type=norm_type)
+    assert total == pytest.approx(want, rel=1e-5)
+    coef = min(1.0, 1.0 / (want + 1e-6))
+    np.testing.assert_allclose(params[0].grad.numpy(), np.array(grads[0]) * coef, rtol=1e-5)
+    torch = pytest.importorskip("torch")
+    ours = [torch.zeros(len(g), requires_grad=True) for g in grads]
+    for p, g in zip(ours, grads):
+        p.grad = torch.tensor(g)
+    assert float(torch.nn.utils.clip_grad_norm_(ours, 1.0, norm_type)) == pytest.approx(
+        want, rel=1e-5)
+
+
 def test_clip_grad_norm_sums_per_device_and_mixed_dtypes():
     rng = np.random.default_rng(3)
     grads = [rng.standard_normal((3, 2)), rng.standard_normal(5)]

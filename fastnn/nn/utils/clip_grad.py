@@ -1,7 +1,8 @@
 """Gradient clipping, as PyTorch's ``torch.nn.utils``: by the joint norm, or per value.
 
 ``clip_grad_norm_(params, max_norm, norm_type=2.0)``: total = the norm of all
-gradients taken as one vector (2: sqrt(sum g^2); inf: max |g|); when total >
+gradients taken as one vector (p > 0: (sum |g|^p)^(1/p); inf: max |g|; as PyTorch,
+for p = 0, p < 0 and -inf: that p-norm of the gradients' own p-norms); when total >
 max_norm every gradient is multiplied by max_norm / (total + 1e-6). Returns the
 total before clipping, as a float (one read-back per device).
 
@@ -15,13 +16,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from fastnn.api import dtypes
 from fastnn.api.args import real as check_number
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.ops.storage import rebind
 from fastnn.ops.tensor import Tensor
-
-NORM_TYPES = (2.0, math.inf)
 
 
 def _params(owner: str, params) -> list:
@@ -42,7 +43,10 @@ def _device_total(grads, norm_type: float) -> float:
         if g.dtype.itemsize < 4:
             # NOTE: float16 squares overflow past 65504 (a norm of 256): reduce in float32
             g = g.to(dtypes.float32)
-        part = g.abs().max() if norm_type == math.inf else (g * g).sum()
+        if norm_type == math.inf:
+            part = g.abs().max()
+        else:
+            part = (g * g).sum() if norm_type == 2.0 else (g.abs() ** norm_type).sum()
         prev = per_device.get(g._device)
         if prev is None:
             per_device[g._device] = part
@@ -51,7 +55,18 @@ def _device_total(grads, norm_type: float) -> float:
     parts = [float(s.item()) for s in per_device.values()]
     if norm_type == math.inf:
         return max(parts)
-    return math.sqrt(sum(parts))
+    return math.sqrt(sum(parts)) if norm_type == 2.0 else sum(parts) ** (1.0 / norm_type)
+
+
+def _total(grads, norm_type: float) -> float:
+    if norm_type > 0:
+        return _device_total(grads, norm_type)
+    # p = 0 (a count), p < 0 and -inf are not sums over all values: PyTorch takes the
+    # p-norm of each gradient, then of those norms (rare: computed on the host)
+    with np.errstate(divide="ignore"):
+        norms = [np.linalg.norm(g.numpy().astype(np.float64).ravel(), norm_type)
+                 for g in grads]
+        return float(np.linalg.norm(np.array(norms), norm_type))
 
 
 def clip_grad_norm_(params, max_norm: float, norm_type: float = 2.0,
@@ -65,15 +80,15 @@ def clip_grad_norm_(params, max_norm: float, norm_type: float = 2.0,
     max_norm = check_number("clip_grad_norm", "max_norm", max_norm)
     if not max_norm >= 0:
         raise ValueError(f"clip_grad_norm: max_norm must be >= 0, got {max_norm}")
-    norm_type = check_number("clip_grad_norm", "norm_type", norm_type)
-    if norm_type not in NORM_TYPES:
-        raise ValueError(f"clip_grad_norm: norm_type must be 2 or inf (float('inf')), got "
-                         f"{norm_type}")
+    norm_type = float(check_number("clip_grad_norm", "norm_type", norm_type))
+    if math.isnan(norm_type):
+        raise ValueError("clip_grad_norm: norm_type must be a number p (the p-norm) or "
+                         "float('inf'), got nan")
     grads = [p.grad for p in params if p.grad is not None]
     if not grads:
         return 0.0
     with no_grad():
-        total = _device_total(grads, norm_type)
+        total = _total(grads, norm_type)
     if error_if_nonfinite and not math.isfinite(total):
         raise RuntimeError(f"clip_grad_norm: the total norm of the gradients is {total}; "
                            "error_if_nonfinite=False clips anyway")

@@ -18,7 +18,8 @@
 // NOTE: NaN wins: once acc is NaN, v > acc is false and acc stays NaN.
 #define COMBINE(acc, v) (((v) > (acc) || isnan(v)) ? (v) : (acc))
 #else
-#define INIT ((ACC)(((ACC)1) << (sizeof(ACC) * 8 - 1)))
+// the lowest value of ACC: 0 for unsigned types (uchar holds bool), else the sign bit alone
+#define INIT (((ACC)-1) > (ACC)0 ? (ACC)0 : (ACC)(((ACC)1) << (sizeof(ACC) * 8 - 1)))
 #define COMBINE(acc, v) ((v) > (acc) ? (v) : (acc))
 #endif
 
