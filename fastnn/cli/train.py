@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fastnn.cli import seq_models
+from fastnn.cli import int_at_least, seq_models
 from fastnn.cli import train_ranks as ranks
 from fastnn.cli.bench import thread_limit
 from fastnn.cli.cnn import build_cnn
@@ -67,7 +67,8 @@ def add_parser(subparsers) -> None:
                         "(default constant)")
     p.add_argument("--dropout", type=float, default=0.0,
                    help="Dropout probability after each hidden layer (default 0: none)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the weights and batch order")
+    p.add_argument("--seed", type=int_at_least(0), default=0,
+                   help="seed of the weights and batch order (an integer >= 0)")
     p.add_argument("--checkpoint", type=Path, default=None,
                    help="save model, optimizer state and epoch here after every epoch "
                         "(atomically: an interrupted run keeps its finished epochs)")
@@ -75,9 +76,11 @@ def add_parser(subparsers) -> None:
                    help="continue from --checkpoint up to --epochs in total")
     p.add_argument("--reverse", action="store_true",
                    help="train with per-layer reverse/apply instead of the autograd tape")
-    p.add_argument("--threads", type=int, default=1,
+    p.add_argument("--threads", type=int_at_least(0), default=1,
                    help="host BLAS threads (default 1: these models are too small to gain "
-                        "from more, and on a busy machine extra threads cost ~5x; 0 = default)")
+                        "from more; 0 = the library's default). More than 1 can be very "
+                        "slow on a busy machine: with other processes on the cores, a 0.8 s "
+                        "run took 34-72 s with --threads 2")
     p.add_argument("--distributed", action="store_true",
                    help="train data-parallel over MPI (implied under mpiexec with several "
                         "ranks); an error if mpi4py or MPI is missing")
