@@ -79,11 +79,12 @@ def _print_notes(title: str, notes: list[str], wrap: bool) -> None:
 
 def run(args) -> int:
     import fastnn as fnn
+    from fastnn.api.registry import install_hint
 
     records = fnn.backends()
     print(f"fastnn {fnn.__version__}, Python {sys.version.split()[0]}")
     if not records:
-        print("no backends installed: pip install -e backends/cpu_numpy (the NumPy backend)")
+        print(f"no backends installed; the NumPy one: {install_hint('cpu')}")
         return 1
     rows = rows_of(records)
     notes, devices = shorten_reasons(rows), shorten_devices(rows)
