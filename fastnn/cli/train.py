@@ -34,6 +34,7 @@ from fastnn.cli import int_at_least, seq_models
 from fastnn.cli import train_ranks as ranks
 from fastnn.cli.bench import thread_limit
 from fastnn.cli.cnn import build_cnn
+from fastnn.cli.plot import plot, require_matplotlib
 from fastnn.cli.progress import Progress
 from fastnn.cli.train_state import SCHEDULES, make_schedule, rng_state, set_rng_state
 
@@ -46,7 +47,6 @@ DEFAULTS = {
 # appended only: a checkpoint stores the index
 OPTIMIZERS = ("sgd", "adam", "adamw", "rmsprop", "adagrad", "radam", "nadam")
 MODELS = ("mlp", "conv1d") + seq_models.MODELS + ("cnn",)
-PLOT_HINT = "pip install 'fastnn-core[plot]' (or: pip install matplotlib)"
 
 
 def add_parser(subparsers) -> None:
@@ -239,7 +239,7 @@ def fit(args, out=None) -> History:
     out = sys.stdout if out is None else out
     args = resolve(args)
     if args.plot is not None:
-        _require_matplotlib()
+        require_matplotlib()
     comm = ranks.communicator(args)
     if comm.rank != 0:
         out = ranks.Discard()
@@ -426,34 +426,6 @@ def _resume_schedule(args, optimizer, schedule, state, steps_per_epoch: int):
     for _ in range(int(np.asarray(state["schedule"]["last_epoch"]))):
         schedule.step()
     return schedule
-
-
-def _require_matplotlib():
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise SystemExit(f"fastnn train: --plot needs matplotlib, which is not installed; "
-                         f"install it with: {PLOT_HINT}") from None
-
-
-def plot(history: History, path: Path, title: str) -> None:
-    """Loss (left) and train/held-out accuracy (right) per epoch, as a PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    epochs = np.arange(1, len(history.loss) + 1)
-    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(9, 3.5))
-    ax_loss.plot(epochs, history.loss)
-    ax_loss.set(xlabel="epoch", ylabel="training loss", title=title)
-    ax_acc.plot(epochs, history.train_acc, label="train")
-    ax_acc.plot(epochs, history.test_acc, label="held out")
-    ax_acc.set(xlabel="epoch", ylabel="accuracy", ylim=(0, 1))
-    ax_acc.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
 
 
 def run(args) -> int:
