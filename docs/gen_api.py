@@ -26,8 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUT = ROOT / "docs" / "api.md"
 MODULES = ("fastnn", "fastnn.autograd", "fastnn.functional", "fastnn.nn", "fastnn.optim",
-           "fastnn.optim.lr_scheduler", "fastnn.data", "fastnn.return_types", "fastnn.cuda",
-           "fastnn.accelerator", "fastnn.nn.utils", "fastnn.nn.init")
+           "fastnn.optim.lr_scheduler", "fastnn.data", "fastnn.distributed",
+           "fastnn.return_types", "fastnn.cuda", "fastnn.accelerator", "fastnn.nn.utils",
+           "fastnn.nn.init")
 REGENERATE = "python docs/gen_api.py"
 
 
@@ -120,13 +121,46 @@ def undocumented() -> list:
 
 def signature(value) -> str:
     """``(a, b=1)`` without annotations (they are strings under postponed evaluation)."""
+    from fastnn.ops.spelling import UNSET
+
     try:
         sig = inspect.signature(value)
     except (TypeError, ValueError):
         return "(...)"
     params = [p.replace(annotation=inspect.Parameter.empty) for p in sig.parameters.values()]
+    if any(p.default is UNSET for p in params):
+        return _spelled_signature(value, params, UNSET)
     text = str(sig.replace(parameters=params, return_annotation=inspect.Signature.empty))
     return re.sub(r" at 0x[0-9a-fA-F]+", "", text)  # no addresses: the output is stable
+
+
+# dim_of("cat", dim, axis, 0): the default an op gives dim= when neither spelling is passed
+_DIM_DEFAULT = re.compile(r"dim_of\([^,()]+,\s*(?:UNSET if \w+ is None else )?(\w+),\s*\w+"
+                          r"(?:,\s*([^()]+?))?\)")
+
+
+def _spelled_signature(value, params, UNSET) -> str:  # noqa: N803
+    """The signature of an op that takes dim= or axis= (keepdim= or keepdims=), whose
+    defaults are the "not given" sentinel, written as PyTorch's: ``dim=None``,
+    ``keepdim=False``, ``dim=0`` where the op defaults to 0, a bare ``dim`` where it must
+    be given (the sentinel itself printed as ``<object object at 0x...>``)."""
+    try:
+        source = inspect.getsource(inspect.unwrap(value))
+    except (OSError, TypeError):
+        source = ""
+    found = {m.group(1): (m.group(2) or "None").strip() for m in _DIM_DEFAULT.finditer(source)}
+    parts, star = [], False
+    for p in params:
+        if p.kind is p.KEYWORD_ONLY and not star:
+            parts.append("*")
+        star = star or p.kind in (p.KEYWORD_ONLY, p.VAR_POSITIONAL)
+        if p.default is not UNSET:
+            parts.append(re.sub(r" at 0x[0-9a-fA-F]+", "", str(p)))
+            continue
+        default = ("False" if p.name in ("keepdim", "keepdims") else
+                   "None" if p.name == "axis" else found.get(p.name, "None"))
+        parts.append(p.name if default == "UNSET" else f"{p.name}={default}")
+    return f"({', '.join(parts)})"
 
 
 def markdown(doc: str) -> str:

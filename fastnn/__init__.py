@@ -49,7 +49,21 @@ not a fastnn dtype, and asking for it raises an AttributeError that says so.)"""
 device = DeviceSpec
 """``fnn.device("cuda:1")``: a device named without loading its backend, as ``torch.device``
 (see :class:`DeviceSpec`)."""
-__version__ = "0.1.0"
+_VERSION = "0.1.0"  # only where no metadata is installed (a bare checkout on sys.path)
+
+
+def _installed_version() -> str:
+    """The version of the installed distribution fastnn-core (pyproject.toml's version)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("fastnn-core")
+    except PackageNotFoundError:
+        return _VERSION
+
+
+__version__ = _installed_version()
+"""The installed fastnn-core's version (``fastnn --version`` prints it)."""
 
 __all__ = [
     "BackendError", "DType", "Device", "DeviceMismatchError", "Tensor", "backends",

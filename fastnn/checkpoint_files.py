@@ -56,7 +56,7 @@ def atomic_write(path: str, write) -> None:
             write(f)
             f.flush()
             os.fsync(f.fileno())
-            os.chmod(tmp, _file_mode(path))  # mkstemp's 0600 would make every checkpoint private
+            os.chmod(tmp, file_mode(path))  # mkstemp's 0600 would make every checkpoint private
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -137,7 +137,7 @@ def _remove_if_unlocked(orphan: str) -> bool:
         os.close(fd)
 
 
-def _file_mode(path: str) -> int:
+def file_mode(path: str) -> int:
     """The mode a plain ``open(path, "wb")`` would leave: the old file's, else 0666 - umask."""
     try:
         return os.stat(path).st_mode & 0o7777

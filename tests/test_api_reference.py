@@ -28,6 +28,26 @@ def test_every_public_name_has_a_docstring():
         "after its assignment): " + ", ".join(missing))
 
 
+@pytest.mark.parametrize("name, expected", [
+    ("sum", "(x, dim=None, keepdim=False, *, axis=None, keepdims=False)"),
+    ("cat", "(tensors, dim=0, *, axis=None)"),
+    ("softmax", "(x, dim=-1, *, axis=None)"),
+    ("unsqueeze", "(x, dim, *, axis=None)"),  # required, as in PyTorch
+])
+def test_dim_and_axis_defaults_read_as_pytorch_writes_them(name, expected):
+    """The "not given" sentinel was printed as dim=<object object at 0x...>."""
+    import fastnn.functional as F
+
+    assert gen.signature(getattr(F, name)) == expected
+
+
+def test_every_documented_module_is_in_the_reference():
+    assert "fastnn.distributed" in gen.MODULES
+    text = (ROOT / "docs" / "api.md").read_text()
+    assert "## `fastnn.distributed`" in text and "DistributedOptimizer" in text
+    assert "dim=<object object" not in text and "axis=<object object" not in text
+
+
 def test_api_md_is_up_to_date():
     # in a fresh interpreter, as the regeneration command runs: nothing this test session
     # imported (another module's additions to a class) can change what it renders

@@ -23,6 +23,26 @@ from fastnn.api.errors import BackendError
 
 GROUP = "fastnn.backends"
 _OPS = frozenset(hookspec.OPS)
+# The backends in the fastnn repository and the argument of `pip install -e` that installs
+# each in a checkout, with the extra a first install wants; the one place every install
+# hint (here, `fastnn info`, the conformance report) takes them from. Any other backend is
+# a package that registers an entry point in GROUP: nothing needs to be listed for it.
+IN_TREE = {
+    "cpu": "backends/cpu_numpy",
+    "opencl": '"backends/opencl[pocl]"',  # PoCL: OpenCL on the host CPU, no driver needed
+    "cuda": '"backends/cuda_cupy[cuda12]"',  # cupy for CUDA 12, which CUDA 13 drivers run
+}
+
+
+def install_hint(name: str) -> str:
+    """How to install backend ``name``: the command for one of the repository's own,
+    else how a third-party backend registers itself."""
+    if name in IN_TREE:
+        return f"pip install -e {IN_TREE[name]} in a checkout of the fastnn repository"
+    own = ", ".join(f"{n} (pip install -e {arg})" for n, arg in IN_TREE.items())
+    return (f"fastnn's own backends are {own}, from a checkout of the fastnn repository; "
+            f"a third-party backend is a package that registers the entry point group "
+            f"{GROUP!r}")
 
 
 @dataclass
@@ -137,11 +157,8 @@ def _load(name: str) -> Backend:
     eps = _discover()
     if name not in eps:
         installed = ", ".join(sorted(eps)) or "none"
-        raise BackendError(
-            f"unknown backend {name!r}; installed backends: {installed}. Install one with "
-            f"`pip install -e backends/<dir>` or a third-party package that registers "
-            f"the entry point group {GROUP!r}"
-        )
+        raise BackendError(f"unknown backend {name!r}; installed backends: {installed}. "
+                           f"To install it: {install_hint(name)}")
     ep = eps[name]
     dist = getattr(ep, "dist", None)
     record = BackendRecord(

@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+from fastnn.cli import int_at_least
 from fastnn.cli.info import table
 
 CASES = ("matmul", "conv1d", "mlp_step")
@@ -36,8 +37,9 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--backends", default=None,
                         help="comma-separated backends (default: every available one)")
     parser.add_argument("--no-torch", action="store_true", help="leave PyTorch out")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="BLAS/PyTorch threads per contender (default 1: stable numbers)")
+    parser.add_argument("--threads", type=int_at_least(1), default=1,
+                        help="BLAS/PyTorch threads per contender (default 1: stable numbers; "
+                             "more than 1 on a busy machine can be many times slower)")
     parser.add_argument("--seconds", type=float, default=0.3,
                         help="rough time budget per case and contender (default 0.3)")
     parser.set_defaults(func=run)

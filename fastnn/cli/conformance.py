@@ -1,13 +1,16 @@
-"""``fastnn conformance --backend NAME``: run the conformance suite against one backend.
+"""``fastnn conformance [--backend NAME]``: run the conformance suite against a backend.
 
 The same as ``pytest -p fastnn.conformance.plugin --pyargs fastnn.conformance
 --backend NAME``, with the project's own pytest configuration left out, and a
-JSON report written by default. Exit status: 0 when the backend conforms.
+JSON report written by default. Without ``--backend``, every available backend in
+turn, each in its own process (one pytest run per process). Exit status: 0 when
+every backend checked conforms.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 
 PLUGIN = "fastnn.conformance.plugin"
@@ -20,9 +23,10 @@ SUITE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file_
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
-        "conformance", help="run the conformance suite against one backend and print a table",
-        description=__doc__.splitlines()[0])
-    parser.add_argument("--backend", required=True, help="backend name (see `fastnn info`)")
+        "conformance", help="run the conformance suite against a backend (default: each "
+        "available one) and print a table", description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", default=None,
+                        help="backend name (see `fastnn info`; default: every available one)")
     parser.add_argument("--examples", type=int, default=None,
                         help="hypothesis examples per randomised test (default 10)")
     parser.add_argument("--report", default=None, metavar="PATH",
@@ -81,8 +85,44 @@ def run(args) -> int:
               f"not installed here; install with: {INSTALL_HINT.format(requirements=quoted)}",
               file=sys.stderr)
         return 2
+    if args.backend is None:
+        return run_each(args)
     import pytest
 
     code = int(pytest.main(pytest_args(args)))
     sys.stdout.flush()
     return code
+
+
+def run_each(args) -> int:
+    """The suite on every available backend, one process each; a line per backend at the
+    end. Returns the first non-zero exit status, or 0."""
+    import fastnn as fnn
+
+    names = [record.name for record in fnn.backends() if record.available]
+    if not names:
+        print("fastnn conformance: no available backend to check; see `fastnn info`",
+              file=sys.stderr)
+        return 2
+    if args.report not in (None, "-") and len(names) > 1:
+        print(f"fastnn conformance: --report {args.report} names one file for "
+              f"{len(names)} backends ({', '.join(names)}); give --backend NAME, or leave "
+              "--report out (each writes conformance-NAME.json)", file=sys.stderr)
+        return 2
+    print(f"fastnn conformance: checking {', '.join(names)} (--backend NAME checks one)")
+    sys.stdout.flush()
+    codes = {name: subprocess.run(one_backend_argv(args, name)).returncode for name in names}
+    print("\n" + "\n".join(f"{name}: {'conforms' if code == 0 else f'FAILED (exit {code})'}"
+                            for name, code in codes.items()))
+    return next((code for code in codes.values() if code != 0), 0)
+
+
+def one_backend_argv(args, name: str) -> list:
+    """The command line of ``fastnn conformance`` for backend ``name`` with ``args``' other
+    options."""
+    argv = [sys.executable, "-m", "fastnn.cli", "conformance", "--backend", name]
+    for option, value in (("--examples", args.examples), ("--report", args.report),
+                          ("--xfail", args.xfail), ("--against", args.against), ("-k", args.k)):
+        if value is not None:
+            argv += [option, str(value)]
+    return argv + (["-v"] if args.verbose else [])

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import sys
+import textwrap
 
 COLUMNS = ("name", "distribution", "version", "available", "reason", "devices")
 REASON_WIDTH = 40  # longer reasons (install hints) go below the table, one per line
+# a PoCL device describes itself in ~200 characters; the table shows the start of it and
+# the whole description goes below, wrapped
+DEVICE_WIDTH = 48
 
 
 def add_parser(subparsers) -> None:
@@ -53,21 +57,42 @@ def shorten_reasons(rows: list[list[str]], width: int = REASON_WIDTH) -> list[st
     return notes
 
 
+def shorten_devices(rows: list[list[str]], width: int = DEVICE_WIDTH) -> list[str]:
+    """Cut device descriptions longer than ``width`` in place (ending in "..."); return the
+    whole descriptions as notes, each named by its backend."""
+    notes, backend = [], ""
+    for row in rows:
+        backend = row[0] or backend  # a backend's further devices have an empty name cell
+        if len(row[5]) > width:
+            notes.append(f"{backend} {row[5]}")
+            row[5] = row[5][:width - 3].rstrip() + "..."
+    return notes
+
+
+def _print_notes(title: str, notes: list[str], wrap: bool) -> None:
+    """Notes below the table; reasons stay on one line, so that their commands copy whole."""
+    print(f"\n{title}:")
+    for note in notes:
+        print(textwrap.fill(note, 78, initial_indent="  ", subsequent_indent="    ")
+              if wrap else f"  {note}")
+
+
 def run(args) -> int:
     import fastnn as fnn
+    from fastnn.api.registry import install_hint
 
     records = fnn.backends()
     print(f"fastnn {fnn.__version__}, Python {sys.version.split()[0]}")
     if not records:
-        print("no backends installed: pip install -e backends/cpu_numpy (the NumPy backend)")
+        print(f"no backends installed; the NumPy one: {install_hint('cpu')}")
         return 1
     rows = rows_of(records)
-    notes = shorten_reasons(rows)
+    notes, devices = shorten_reasons(rows), shorten_devices(rows)
     print(table(rows, COLUMNS))
+    if devices:
+        _print_notes("devices in full", devices, wrap=True)
     if notes:
-        print("\nwhy unavailable:")
-        for note in notes:
-            print(f"  {note}")
+        _print_notes("why unavailable", notes, wrap=False)
     try:
         print(f"default device: {fnn.get_device()}")
     except fnn.BackendError as exc:

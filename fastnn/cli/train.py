@@ -30,10 +30,11 @@ from pathlib import Path
 
 import numpy as np
 
-from fastnn.cli import seq_models
+from fastnn.cli import int_at_least, seq_models
 from fastnn.cli import train_ranks as ranks
 from fastnn.cli.bench import thread_limit
 from fastnn.cli.cnn import build_cnn
+from fastnn.cli.plot import plot, require_matplotlib
 from fastnn.cli.progress import Progress
 from fastnn.cli.train_state import SCHEDULES, make_schedule, rng_state, set_rng_state
 
@@ -46,7 +47,6 @@ DEFAULTS = {
 # appended only: a checkpoint stores the index
 OPTIMIZERS = ("sgd", "adam", "adamw", "rmsprop", "adagrad", "radam", "nadam")
 MODELS = ("mlp", "conv1d") + seq_models.MODELS + ("cnn",)
-PLOT_HINT = "pip install 'fastnn-core[plot]' (or: pip install matplotlib)"
 
 
 def add_parser(subparsers) -> None:
@@ -67,7 +67,8 @@ def add_parser(subparsers) -> None:
                         "(default constant)")
     p.add_argument("--dropout", type=float, default=0.0,
                    help="Dropout probability after each hidden layer (default 0: none)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the weights and batch order")
+    p.add_argument("--seed", type=int_at_least(0), default=0,
+                   help="seed of the weights and batch order (an integer >= 0)")
     p.add_argument("--checkpoint", type=Path, default=None,
                    help="save model, optimizer state and epoch here after every epoch "
                         "(atomically: an interrupted run keeps its finished epochs)")
@@ -75,9 +76,11 @@ def add_parser(subparsers) -> None:
                    help="continue from --checkpoint up to --epochs in total")
     p.add_argument("--reverse", action="store_true",
                    help="train with per-layer reverse/apply instead of the autograd tape")
-    p.add_argument("--threads", type=int, default=1,
+    p.add_argument("--threads", type=int_at_least(0), default=1,
                    help="host BLAS threads (default 1: these models are too small to gain "
-                        "from more, and on a busy machine extra threads cost ~5x; 0 = default)")
+                        "from more; 0 = the library's default). More than 1 can be very "
+                        "slow on a busy machine: with other processes on the cores, a 0.8 s "
+                        "run took 34-72 s with --threads 2")
     p.add_argument("--distributed", action="store_true",
                    help="train data-parallel over MPI (implied under mpiexec with several "
                         "ranks); an error if mpi4py or MPI is missing")
@@ -236,7 +239,7 @@ def fit(args, out=None) -> History:
     out = sys.stdout if out is None else out
     args = resolve(args)
     if args.plot is not None:
-        _require_matplotlib()
+        require_matplotlib()
     comm = ranks.communicator(args)
     if comm.rank != 0:
         out = ranks.Discard()
@@ -423,34 +426,6 @@ def _resume_schedule(args, optimizer, schedule, state, steps_per_epoch: int):
     for _ in range(int(np.asarray(state["schedule"]["last_epoch"]))):
         schedule.step()
     return schedule
-
-
-def _require_matplotlib():
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise SystemExit(f"fastnn train: --plot needs matplotlib, which is not installed; "
-                         f"install it with: {PLOT_HINT}") from None
-
-
-def plot(history: History, path: Path, title: str) -> None:
-    """Loss (left) and train/held-out accuracy (right) per epoch, as a PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    epochs = np.arange(1, len(history.loss) + 1)
-    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(9, 3.5))
-    ax_loss.plot(epochs, history.loss)
-    ax_loss.set(xlabel="epoch", ylabel="training loss", title=title)
-    ax_acc.plot(epochs, history.train_acc, label="train")
-    ax_acc.plot(epochs, history.test_acc, label="held out")
-    ax_acc.set(xlabel="epoch", ylabel="accuracy", ylim=(0, 1))
-    ax_acc.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
 
 
 def run(args) -> int:

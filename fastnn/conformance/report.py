@@ -18,6 +18,8 @@ import os
 import tempfile
 
 from fastnn.api import hookspec
+from fastnn.api.registry import install_hint
+from fastnn.checkpoint_files import file_mode
 
 # a broken transfer shows up in both transfer checks; blame each on itself
 _TRANSFER = {"from_numpy", "to_numpy"}
@@ -123,8 +125,8 @@ def table_lines(summary) -> list:
 def _second_backend_hint(name: str) -> str:
     """How to get a backend to cross-check ``name`` against, from the fastnn repository."""
     if name == "cpu":
-        return 'install another, e.g. pip install -e "backends/opencl[pocl]" in the repository'
-    return "install the cpu backend: pip install -e backends/cpu_numpy in the fastnn repository"
+        return f"install another, e.g. opencl: {install_hint('opencl')}"
+    return f"install the cpu backend: {install_hint('cpu')}"
 
 
 def write_json(summary, path) -> None:
@@ -132,6 +134,12 @@ def write_json(summary, path) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-    with os.fdopen(fd, "w") as handle:
-        json.dump(summary, handle, indent=1, sort_keys=False)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            json.dump(summary, handle, indent=1, sort_keys=False)
+        os.chmod(tmp, file_mode(path))  # mkstemp's 0600 would make the report private
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

@@ -15,6 +15,8 @@ import numbers
 
 import numpy as np
 
+# NumPy's limit on an array's dimensions (NPY_MAXDIMS): 64 since NumPy 2, 32 before
+MAX_DIMS = 64 if int(np.__version__.split(".")[0]) >= 2 else 32
 _ACCEPTED = "numbers, bools, nested lists or tuples of them, NumPy arrays or Tensors"
 
 
@@ -31,6 +33,11 @@ def host_array(owner: str, data, dtype) -> np.ndarray:
     try:
         host = np.asarray(data)
     except ValueError:
+        depth = _depth(data)
+        if depth > MAX_DIMS:  # NumPy calls it "setting an array element with a sequence"
+            raise ValueError(f"{owner}: data is nested {depth} lists deep; a tensor has at "
+                             f"most {MAX_DIMS} dimensions: flatten the data, or reshape "
+                             "a tensor of fewer dimensions") from None
         raise ValueError(f"{owner}: data is ragged: {_ragged(data)}; every list at one depth "
                          "must have the same length (pad them, or make separate tensors)") from None
     if host.dtype.kind == "O":
@@ -88,6 +95,16 @@ def _first_non_number(host: np.ndarray):
 
 def _extreme(host: np.ndarray):
     return max((v for v in host.reshape(-1)), key=abs)
+
+
+def _depth(data) -> int:
+    """How many lists deep ``data`` is along its first items (up to 1000: a list may hold
+    itself)."""
+    depth = 0
+    while isinstance(data, (list, tuple)) and depth < 1000:
+        depth += 1
+        data = data[0] if data else None
+    return depth
 
 
 def _ragged(data) -> str:

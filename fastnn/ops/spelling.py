@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import numbers
+import sys
 
 from fastnn.api.args import flag
 
@@ -62,4 +63,11 @@ def shape_of(op: str, sizes: tuple) -> tuple:
         if n < 0:
             raise ValueError(f"{op}: negative dimension in shape {tuple(shape)}; sizes must "
                              "be >= 0")
-    return tuple(int(n) for n in shape)
+    shape = tuple(int(n) for n in shape)
+    count = 1
+    for n in shape:
+        count *= n
+    if count > sys.maxsize:  # NumPy would say only "Maximum allowed dimension exceeded"
+        raise ValueError(f"{op}: shape {shape} has {count} elements; a tensor holds at most "
+                         f"{sys.maxsize} (2**63 - 1): use smaller sizes")
+    return shape

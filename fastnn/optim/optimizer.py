@@ -163,11 +163,14 @@ class Optimizer(OptimizerState):
             with enable_grad():
                 loss = closure()
         pairs = [(p, p.grad) for g in self.param_groups for p in g["params"] if p.grad is not None]
-        self.apply_gradients(pairs)
+        self._apply_pairs(pairs)
         return loss
 
     def apply_gradients(self, pairs) -> None:
         """Update from explicit ``(parameter, gradient)`` pairs; each parameter must be ours."""
+        self._apply_pairs(_checked_pairs(type(self).__name__, pairs))
+
+    def _apply_pairs(self, pairs) -> None:
         where = {id(p): i for i, g in enumerate(self.param_groups) for p in g["params"]}
         per_group: dict[tuple, tuple[list, list]] = {}
         for p, g in pairs:
@@ -283,3 +286,32 @@ def _param_list(owner: str, what: str, params) -> list:
         raise TypeError(f"{owner}: {what} must be an iterable of Tensors (or of param-group "
                         f"dicts), got {type(params).__name__}; pass model.parameters()"
                         ) from None
+
+
+def _checked_pairs(owner: str, pairs) -> list:
+    """``pairs`` as a list of ``(parameter, gradient)`` tuples, or a TypeError that says what
+    was given instead (unpacking it blindly said only "too many values to unpack")."""
+    how = "pass a list of (parameter, gradient) pairs, e.g. zip(model.parameters(), grads)"
+    if isinstance(pairs, (Tensor, dict, str, bytes)) or not hasattr(pairs, "__iter__"):
+        raise TypeError(f"{owner}.apply_gradients: expected (parameter, gradient) pairs, got "
+                        f"{type(pairs).__name__} {_short(pairs)}; {how}")
+    checked = []
+    for i, pair in enumerate(pairs):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            what = (f"a {len(pair)}-item {type(pair).__name__}"
+                    if isinstance(pair, (tuple, list)) else type(pair).__name__)
+            raise TypeError(f"{owner}.apply_gradients: item {i} must be a (parameter, "
+                            f"gradient) pair, got {what}; {how}")
+        if not isinstance(pair[0], Tensor):
+            raise TypeError(f"{owner}.apply_gradients: item {i} must start with a parameter "
+                            f"(a Tensor), got {type(pair[0]).__name__}; {how}")
+        if pair[1] is None:
+            raise TypeError(f"{owner}.apply_gradients: item {i} has no gradient (None) for "
+                            f"its parameter of shape {pair[0].shape}; leave the pair out")
+        checked.append(tuple(pair))
+    return checked
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -146,8 +146,22 @@ class LambdaLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
-        return [base * float(fn(self.last_epoch)) for fn, base in zip(self.lr_lambdas,
-                                                                      self.base_lrs)]
+        return [base * _factor(fn, self.last_epoch) for fn, base in zip(self.lr_lambdas,
+                                                                        self.base_lrs)]
+
+
+def _factor(fn, epoch: int) -> float:
+    """``fn(epoch)`` as a float, or a TypeError naming what the lr_lambda returned."""
+    value = fn(epoch)
+    if isinstance(value, (str, bytes)) or not np.isscalar(value) and np.ndim(value) != 0:
+        raise TypeError(f"LambdaLR: lr_lambda({epoch}) returned {type(value).__name__} "
+                        f"{value!r}; it must return a number, the factor on the initial lr")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"LambdaLR: lr_lambda({epoch}) returned {type(value).__name__} "
+                        f"{value!r}; it must return a number, the factor on the initial "
+                        "lr") from None
 
 
 class StepLR(LRScheduler):

@@ -52,6 +52,19 @@ def test_unknown_backend_names_installed_ones():
         fnn.zeros((2,), device="nope:1")
 
 
+@pytest.mark.parametrize("name, command", [
+    ("opencl", 'pip install -e "backends/opencl[pocl]"'),
+    ("cuda", 'pip install -e "backends/cuda_cupy[cuda12]"'),
+    ("nope", "pip install -e backends/cpu_numpy"),
+])
+def test_unknown_backend_hint_is_a_real_command(name, command, monkeypatch):
+    """The hint printed `pip install -e backends/<dir>`, a placeholder."""
+    monkeypatch.setattr(registry, "_discover", lambda: {})
+    with pytest.raises(fnn.BackendError) as error:
+        registry._load(name)
+    assert command in str(error.value) and "<dir>" not in str(error.value)
+
+
 def test_broken_backend_is_listed_with_its_reason(tmp_path):
     install_backend(tmp_path, "broken-backend", "broken", "broken_mod",
                     "import not_a_real_package_xyz\n")

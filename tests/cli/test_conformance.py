@@ -76,3 +76,33 @@ def test_other_import_errors_are_not_hidden():
         pluginmanager=SimpleNamespace(has_plugin=lambda name: False, import_plugin=import_plugin))
     with pytest.raises(ModuleNotFoundError, match="numpy"):
         options.pytest_configure(config)
+
+
+def test_no_backend_checks_every_available_one(monkeypatch, capsys):
+    """argparse said "the following arguments are required: --backend"."""
+    import fastnn as fnn
+    from fastnn.cli import conformance
+
+    runs = []
+
+    def fake_run(argv):
+        runs.append(argv)
+        return SimpleNamespace(returncode=0 if len(runs) == 1 else 1)
+
+    monkeypatch.setattr(conformance.subprocess, "run", fake_run)
+    names = [r.name for r in fnn.backends() if r.available]
+    code = main(["conformance", "--examples", "3", "-k", "exp"])
+    assert [argv[argv.index("--backend") + 1] for argv in runs] == names
+    assert all(argv[-4:] == ["--examples", "3", "-k", "exp"] for argv in runs)
+    out = capsys.readouterr().out
+    assert f"{names[0]}: conforms" in out
+    assert code == (0 if len(names) == 1 else 1)
+
+
+def test_one_report_path_for_several_backends_is_refused(monkeypatch, capsys):
+    import fastnn as fnn
+
+    if sum(r.available for r in fnn.backends()) < 2:
+        pytest.skip("needs two available backends")
+    assert main(["conformance", "--report", "r.json"]) == 2
+    assert "give --backend NAME" in capsys.readouterr().err

@@ -7,7 +7,7 @@ import pytest
 import fastnn as fnn
 from fastnn.cli import main
 from fastnn.cli.bench import measure, report
-from fastnn.cli.info import rows_of, table
+from fastnn.cli.info import DEVICE_WIDTH, rows_of, shorten_devices, table
 
 
 def test_info_lists_every_backend_with_its_status(capsys):
@@ -37,6 +37,29 @@ def test_info_rows_show_reason_and_each_device():
     starts = [m.start() for m in re.finditer(r"-+", rule)]
     assert [m.start() for m in re.finditer(r"\S+", header)] == starts  # columns line up
     assert first.index("no driver") == starts[4]
+
+
+def test_long_device_descriptions_are_cut_and_given_in_full_below():
+    """A PoCL device describes itself in ~200 characters: the table stays narrow."""
+    class Record:
+        name, distribution, version = "opencl", "fastnn-backend-opencl", "1.0"
+        available, reason = True, ""
+        devices = ["pthread-AMD EPYC (CPU, Portable Computing Language OpenCL 3.0 PoCL " * 3,
+                   "short one"]
+
+    rows = rows_of([Record()])
+    notes = shorten_devices(rows)
+    assert len(rows[0][5]) <= DEVICE_WIDTH and rows[0][5].endswith("...")
+    assert rows[1][5] == "1: short one"
+    assert notes == [f"opencl 0: {Record.devices[0]}"]
+    width = max(len(line) for line in table(rows, ("n", "d", "v", "a", "r", "dev")).splitlines())
+    assert width < 120
+
+
+def test_info_device_column_stays_narrow(capsys):
+    assert main(["info"]) == 0
+    rule = capsys.readouterr().out.splitlines()[2]
+    assert len(rule.split()[-1]) <= DEVICE_WIDTH  # the devices column's rule
 
 
 def test_bench_runs_every_case_on_cpu(capsys):

@@ -135,6 +135,21 @@ def test_plot_without_matplotlib_names_the_extra(monkeypatch):
         main(["train", "--epochs", "1", "--plot", "curves.png"])
 
 
+def test_plot_epoch_ticks_are_whole_numbers():
+    """A 3-epoch run had ticks at 1.25, 1.5, ..."""
+    pytest.importorskip("matplotlib")
+    from fastnn.cli.plot import figure
+    from fastnn.cli.train import History
+
+    history = History(loss=[1.0, 0.5, 0.3], train_acc=[0.5, 0.7, 0.8],
+                      test_acc=[0.4, 0.6, 0.7])
+    fig = figure(history, "mlp on digits")
+    fig.canvas.draw()
+    for ax in fig.axes:
+        ticks = [t for t in ax.get_xticks() if 1 <= t <= 3]
+        assert ticks and all(float(t).is_integer() for t in ticks), ticks
+
+
 def test_plot_writes_a_png(tmp_path):
     pytest.importorskip("matplotlib")
     png = tmp_path / "curves.png"

@@ -1,5 +1,7 @@
 """The end-of-run table: how results become cells, and who gets the blame."""
 
+import os
+import stat
 from types import SimpleNamespace
 
 from fastnn.conformance import report
@@ -94,3 +96,18 @@ def test_the_suite_records_cross_checks_skipped_in_setup(tmp_path):
     assert not crosses and data["cross_checks_skipped"] >= 1
     assert data["counts"]["skip"] >= data["cross_checks_skipped"]
     assert "NOT cross-checked" in run.stdout
+
+
+def test_json_report_respects_the_umask(tmp_path):
+    """mkstemp makes its file 0600: the report was private to its writer."""
+    old = os.umask(0o022)
+    try:
+        report.write_json({"backend": "cpu"}, tmp_path / "r.json")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(tmp_path / "r.json").st_mode) == 0o644
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # no temp file left
+
+
+def test_hint_names_a_real_install_command():
+    assert 'pip install -e "backends/opencl[pocl]"' in report._second_backend_hint("cpu")

@@ -11,10 +11,23 @@ import pytest
 import fastnn as fnn
 from tests.bad_inputs import check, rows
 
+
+def _nested(depth: int) -> list:
+    """``[[...[1.0]...]]``: ``depth`` lists, each with one item."""
+    data = [1.0]
+    for _ in range(depth - 1):
+        data = [data]
+    return data
+
 BAD = [
     # (id, call, exception, fragment of the message)
     ("ragged list", lambda: fnn.tensor([[1.0, 2.0], [3.0]]), ValueError,
      r"tensor: data is ragged: data\[1\] has 1 items, data\[0\] has 2 items; .*pad them"),
+    ("too deep", lambda: fnn.tensor(_nested(70)), ValueError,
+     r"tensor: data is nested 70 lists deep; a tensor has at most \d+ dimensions"),
+    ("too many elements", lambda: fnn.zeros((2**63,)), ValueError,
+     r"zeros: shape \(9223372036854775808,\) has 9223372036854775808 elements; a tensor "
+     r"holds at most 9223372036854775807"),
     ("ragged depth", lambda: fnn.tensor([1.0, [2.0]]), ValueError,
      r"tensor: data is ragged: data\[1\] has 1 items, data\[0\] is not a list"),
     ("object", lambda: fnn.tensor(object()), TypeError,

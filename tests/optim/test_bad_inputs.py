@@ -40,6 +40,27 @@ def test_shared_hyperparameters(cls, kwargs, error, match):
         getattr(optim, cls)(_params(), **kwargs)
 
 
+def _param():
+    return fnn.zeros((3,), requires_grad=True)
+
+
+@pytest.mark.parametrize("pairs, match", [
+    (lambda p: p, r"expected \(parameter, gradient\) pairs, got Tensor"),
+    (lambda p: 5, r"expected \(parameter, gradient\) pairs, got int 5"),
+    (lambda p: [p], r"item 0 must be a \(parameter, gradient\) pair, got Tensor"),
+    (lambda p: [(p,)], r"item 0 must be a \(parameter, gradient\) pair, got a 1-item tuple"),
+    (lambda p: [(p, p, p)], r"item 0 must be a .* pair, got a 3-item tuple; pass a list"),
+    (lambda p: [(1, 2)], r"item 0 must start with a parameter \(a Tensor\), got int"),
+    (lambda p: [(p, None)], r"item 0 has no gradient \(None\) for its parameter of shape"),
+])
+def test_apply_gradients_names_a_malformed_argument(pairs, match):
+    param = _param()
+    opt = optim.SGD([param], lr=0.1)
+    with pytest.raises(TypeError, match=r"SGD\.apply_gradients: " + match):
+        opt.apply_gradients(pairs(param))
+    np.testing.assert_array_equal(param.numpy(), np.zeros(3))
+
+
 @pytest.mark.parametrize("make, error, match", [
     (lambda p: optim.Adam(p, eps="x"), TypeError, r"Adam: eps must be a real number, got str"),
     (lambda p: optim.RMSprop(p, eps=-1e-8), ValueError, r"RMSprop: eps must be >= 0"),
