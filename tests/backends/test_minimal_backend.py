@@ -67,6 +67,7 @@ def test_minimal_implements_exactly_the_primitives(installed):
     assert set(hookspec.PRIMITIVES) - fewer.implemented == {"erf", "tanh", "conv1d_grad_weight"}
 
 
+@pytest.mark.slow  # the whole suite on the minimal backend: ~20 s; .ci/run runs it
 def test_minimal_passes_the_whole_conformance_suite(installed):
     root, fewer = installed  # fewer stays out: the suite cross-checks every installed backend
     # only what the environment gives (no backend another test left on sys.path)

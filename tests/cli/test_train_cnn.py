@@ -28,6 +28,7 @@ def torch_accuracy(weights: dict, x: np.ndarray, y: np.ndarray) -> float:
     return float((logits.argmax(axis=1) == y).mean())
 
 
+@pytest.mark.slow  # two trainings of the CNN: ~20 s; .ci/run runs it
 def test_cnn_reaches_98_percent_with_the_tape_and_with_reverse(tmp_path):
     tape = train(tmp_path, "--model", "cnn", name="tape")
     rev = train(tmp_path, "--model", "cnn", "--reverse", name="rev")

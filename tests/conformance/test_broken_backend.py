@@ -70,6 +70,7 @@ def broken_run(tmp_path_factory):
     return run_suite(root, "broken", "--against", "cpu")
 
 
+@pytest.mark.slow  # runs the suite in a subprocess; .ci/run runs it (-m slow)
 def test_the_suite_fails_on_exactly_the_broken_primitive(broken_run):
     code, report, output = broken_run
     assert code == 1, output[-3000:]
@@ -92,6 +93,7 @@ def test_the_suite_fails_on_exactly_the_broken_primitive(broken_run):
     assert "FAILS on: exp" in output
 
 
+@pytest.mark.slow  # runs the suite in a subprocess; .ci/run runs it (-m slow)
 def test_the_cross_backend_mismatch_names_both_backends(broken_run):
     _, report, _ = broken_run
     cross = [f for f in report["failures"] if f["check"] == "cross" and f["primitive"] == "exp"]
@@ -102,6 +104,7 @@ def test_the_cross_backend_mismatch_names_both_backends(broken_run):
     assert "worst value at" in message and "shape" in message
 
 
+@pytest.mark.slow  # runs the suite in a subprocess; .ci/run runs it (-m slow)
 def test_an_xfail_file_turns_the_known_failure_into_xfail(tmp_path):
     root = write_backend(tmp_path, "knownbad", EXP_OFF_BY_A_LITTLE,
                          xfail="exp float32 float64  # off by 0.1%, fix pending\n")
@@ -115,6 +118,7 @@ def test_an_xfail_file_turns_the_known_failure_into_xfail(tmp_path):
     assert report["failing_primitives"] == []
 
 
+@pytest.mark.slow  # runs the suite in a subprocess; .ci/run runs it (-m slow)
 def test_a_missing_primitive_is_a_failure_not_a_skip(tmp_path):
     root = write_backend(tmp_path, "partial", WRAP_CPU + "\ndel erf\n")
     code, report, output = run_suite(root, "partial", "--against", "none", "-k", "erf or sign")

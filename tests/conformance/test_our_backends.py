@@ -13,6 +13,7 @@ def _available(name):
     return {b.name: b for b in fnn.backends()}.get(name)
 
 
+@pytest.mark.slow  # the whole suite on cpu and opencl: ~50 s; .ci/run runs it (-m slow)
 @pytest.mark.parametrize("name, against", [("cpu", "none"), ("opencl", "cpu")])
 def test_backend_conforms(name, against, tmp_path):
     record = _available(name)
