@@ -15,7 +15,10 @@ then ends every rank, and the job exits non-zero with the failing rank's message
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
+import time
+import traceback as _traceback
 
 _PREVIOUS_HOOK = None
 
@@ -57,12 +60,22 @@ def abort_on_failure():
 
 def excepthook(kind, value, traceback) -> None:
     """Print the uncaught exception as Python does, then abort every rank (status 1)."""
-    (_PREVIOUS_HOOK or sys.__excepthook__)(kind, value, traceback)
+    previous = _PREVIOUS_HOOK or sys.__excepthook__
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
+    if previous is sys.__excepthook__:
+        # NOTE: one write of the whole traceback, then a pause: MPI_Abort ends the launcher's
+        # I/O forwarding too, and a traceback written line by line was seen cut after its
+        # first line (MPICH's hydra, a loaded machine)
+        text = "".join(_traceback.format_exception(kind, value, traceback))
+        with contextlib.suppress(OSError):
+            os.write(2, text.encode(errors="replace"))
+    else:
+        previous(kind, value, traceback)
     mpi = _world()
     if mpi is not None:
+        time.sleep(0.5)
         mpi.COMM_WORLD.Abort(_status(value))
 
 
