@@ -270,7 +270,7 @@ def check_saved(node) -> None:
     for i, t in enumerate(node.inputs):
         if t is None or not (derived or id(t._data) in saved):
             continue
-        base = t._view.base if t._view is not None else t
+        base = t._view[0] if t._view is not None else t  # its base (fastnn.ops.storage)
         storage = base._storage
         if storage is not None and storage.version > node.stamp:
             raise RuntimeError(

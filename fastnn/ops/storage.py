@@ -1,7 +1,7 @@
 """Storage, views and in-place writes: PyTorch's aliasing model on every backend.
 
 A tensor made by a view op (basic indexing, ``view``/``reshape`` when the layout allows,
-``transpose``/``permute``, ``expand``, ``detach`` ...) records a :class:`ViewInfo`: the
+``transpose``/``permute``, ``expand``, ``detach`` ...) records a view record: the
 tensor that owns the storage (its *base*, never itself a view) and how the view was made.
 From that the core derives, lazily, the view's layout in the base's storage (shape,
 strides, offset, counted in elements of the base in C order): ``stride()``,
@@ -32,20 +32,12 @@ from fastnn.autograd import engine, grad_mode
 from fastnn.autograd.engine import Node
 from fastnn.ops.core import astype
 
-
-class ViewInfo:
-    """How a view was made: its base, the tensor it was made from, the view op, its args."""
-
-    __slots__ = ("base", "parent", "kind", "args", "layout", "positions", "detached")
-
-    def __init__(self, base, parent, kind, args, detached):
-        self.base = base
-        self.parent = parent
-        self.kind = kind
-        self.args = args
-        # made through detach() or .data: shares the storage, not the history
-        self.detached = detached
-        self.layout = self.positions = None  # computed on first use
+# A view's record, ``t._view``: a list (cheaper to make than an object, on every view op)
+# [base, parent, kind, args, detached, layout, positions]: the tensor that owns the storage
+# (never itself a view); the tensor the view was made from; the view op and its args;
+# whether it was made through detach()/.data (shares the storage, not the history); and
+# the layout and device positions, computed on first use.
+BASE, PARENT, KIND, ARGS, DETACHED, LAYOUT, POSITIONS = range(7)
 
 
 class Storage:
@@ -70,7 +62,7 @@ def native(device) -> bool:
 
 
 def base_of(t):
-    return t._view.base if t._view is not None else t
+    return t._view[BASE] if t._view is not None else t
 
 
 def source(x):
@@ -104,12 +96,12 @@ def mark_view(out, x, kind: str, args=None):
     """Record ``out`` (made from ``x`` by the view op ``kind``) as a view of x's storage."""
     info = x._view
     if info is None:
-        out._view = ViewInfo(x, x, kind, args, kind == "alias")
+        out._view = [x, x, kind, args, kind == "alias", None, None]
     else:
-        out._view = ViewInfo(info.base, x, kind, args, info.detached or kind == "alias")
+        out._view = [info[BASE], x, kind, args, info[DETACHED] or kind == "alias", None, None]
     ops = x._device.ops
     if not ops.__dict__.get("_writes_views", False) and not native(x._device):
-        base = out._view.base
+        base = out._view[BASE]
         storage = _storage(base)
         if storage.views is None:
             storage.views = weakref.WeakSet()
@@ -150,9 +142,9 @@ def layout(t) -> tuple:
     if info is None:
         shape = tuple(t._data.shape)
         return shape, contiguous_strides(shape), 0
-    if info.layout is None:
-        shape, strides, offset = layout(info.parent)
-        kind, args = info.kind, info.args
+    if info[LAYOUT] is None:
+        shape, strides, offset = layout(info[PARENT])
+        kind, args = info[KIND], info[ARGS]
         if kind == "slice":
             starts, _, steps = args
             offset += sum(a * s for a, s in zip(starts, strides))
@@ -167,8 +159,8 @@ def layout(t) -> tuple:
             strides = view_strides(shape, strides, args)
         elif kind == "as_strided":
             strides, offset = args
-        info.layout = (tuple(t._data.shape), tuple(strides), offset)
-    return info.layout
+        info[LAYOUT] = (tuple(t._data.shape), tuple(strides), offset)
+    return info[LAYOUT]
 
 
 def is_contiguous(t) -> bool:
@@ -193,10 +185,10 @@ def host_positions(t) -> np.ndarray:
 
 def _device_positions(t):
     info = t._view
-    if info.positions is None:
+    if info[POSITIONS] is None:
         ops = t._device.ops
-        info.positions = ops.from_numpy(host_positions(t).reshape(-1), t._device.index)
-    return info.positions
+        info[POSITIONS] = ops.from_numpy(host_positions(t).reshape(-1), t._device.index)
+    return info[POSITIONS]
 
 
 def overlaps(t) -> bool:
@@ -211,7 +203,7 @@ def overlaps(t) -> bool:
 def check_inplace(op: str, t) -> None:
     """RuntimeError for an in-place write that would corrupt autograd or alias itself."""
     if grad_mode.switches.grad:
-        base = t if t._view is None or t._view.detached else t._view.base
+        base = t if t._view is None or t._view[DETACHED] else t._view[BASE]
         for leaf, what in ((t, "a leaf tensor"), (base, "a view of a leaf tensor")):
             if leaf._requires_grad and leaf._node is None:
                 raise RuntimeError(
@@ -252,7 +244,7 @@ def write(t, new) -> None:
         _write_back(t, base, new, storage)
     storage.version = engine.tick()
     if grad_mode.switches.grad:
-        if t._view is not None and t._view.detached:
+        if t._view is not None and t._view[DETACHED]:
             if new._requires_grad:  # a detached alias takes the history alone
                 t._node, t._requires_grad = new._node, True
         elif new._requires_grad or base._requires_grad:
@@ -306,7 +298,7 @@ def _refresh(base, storage) -> None:
     ops = base._device.ops
     flat = ops.reshape(ops.contiguous(base._data), (math.prod(base.shape),))
     for view in list(storage.views):
-        if view._view.kind == "alias":
+        if view._view[KIND] == "alias":
             view._data = base._data if view._data.shape == base._data.shape else \
                 ops.reshape(base._data, view._data.shape)
             continue

@@ -44,7 +44,7 @@ class Tensor:
         t._requires_grad = False
         t._grad = None
         t._node = None
-        t._view = None  # a ViewInfo when this tensor views another's storage (ops.storage)
+        t._view = None  # a view record when this tensor views another's storage (ops.storage)
         t._storage = None  # the storage record (version, views), made at the first write
         return t
 

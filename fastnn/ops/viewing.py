@@ -139,7 +139,7 @@ def data_ptr(x: Tensor) -> int:
 
 
 def _base(x: Tensor):
-    return x._view.base if x._view is not None else None
+    return x._view[storage.BASE] if x._view is not None else None
 
 
 Tensor._base = property(_base, doc="The tensor whose storage this view shares, or None.")
