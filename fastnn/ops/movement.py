@@ -13,7 +13,7 @@ from fastnn.autograd.engine import attach
 from fastnn.autograd.grad_mode import is_anomaly_enabled, switches
 from fastnn.ops.core import broadcast_shape
 from fastnn.ops.spelling import UNSET, dim_of, keep_of, sizes_of
-from fastnn.ops.storage import is_contiguous, layout, mark_view, source
+from fastnn.ops.storage import copy_array, is_contiguous, layout, mark_view, source
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
 
@@ -153,8 +153,7 @@ def reshape(x: Tensor, *shape) -> Tensor:
     else:  # no view of this layout has that shape (PyTorch copies too): a new storage
         data = ops.contiguous(x._data)
         if data is x._data:  # a contiguous array of a non-contiguous layout: copy anyway
-            data = ops.contiguous(ops.add(data, 0)) if x._dtype is not dtypes.bool_ else \
-                ops.astype(data, "bool")
+            data = copy_array(x)
         out = Tensor._make(ops.reshape(data, shape), x._dtype, x._device)
     if not (x._requires_grad or switches.anomaly):
         return out
@@ -225,8 +224,7 @@ def contiguous(x: Tensor) -> Tensor:
         return x
     data = x._device.ops.contiguous(x._data)
     if data is x._data:  # the array happens to be contiguous: the copy must be a new one
-        data = x._device.ops.contiguous(x._device.ops.add(data, 0)) \
-            if x._dtype is not dtypes.bool_ else x._device.ops.astype(data, "bool")
+        data = copy_array(x)
     return attach(Tensor._make(data, x._dtype, x._device), "contiguous", (x,))
 
 

@@ -78,7 +78,7 @@ def source(x):
         storage = x._storage
         if storage is None or storage.copy_on_write:
             ops = x._device.ops
-            x._data = _copy(ops, x) if storage is not None else ops.contiguous(x._data)
+            x._data = copy_array(x) if storage is not None else ops.contiguous(x._data)
             storage = x._storage = Storage()
         elif not storage.viewed:
             x._data = x._device.ops.contiguous(x._data)
@@ -86,7 +86,9 @@ def source(x):
     return x._data
 
 
-def _copy(ops, t):
+def copy_array(t):
+    """A new C-contiguous array holding t's values (never t's own array)."""
+    ops = t._device.ops
     if t._dtype is dtypes.bool_:
         return ops.astype(t._data, "bool")
     return ops.contiguous(ops.add(t._data, 0))
@@ -99,8 +101,7 @@ def mark_view(out, x, kind: str, args=None):
         out._view = [x, x, kind, args, kind == "alias", None, None]
     else:
         out._view = [info[BASE], x, kind, args, info[DETACHED] or kind == "alias", None, None]
-    ops = x._device.ops
-    if not ops.__dict__.get("_writes_views", False) and not native(x._device):
+    if not native(x._device):
         base = out._view[BASE]
         storage = _storage(base)
         if storage.views is None:
@@ -226,7 +227,7 @@ def write(t, new) -> None:
     base = base_of(t)
     storage = base._storage
     if storage is not None and storage.copy_on_write:  # a gradient array shared elsewhere
-        base._data = _copy(base._device.ops, base)
+        base._data = copy_array(base)
         storage = None
     if storage is None:
         storage = _storage(base)
@@ -278,17 +279,22 @@ def _write_back(t, base, new, storage) -> None:
     ops, index = t._device.ops, t._device.index
     flat_n = math.prod(base.shape)
     positions = _device_positions(t)
-    mask = np.zeros(flat_n, dtype=bool)
-    mask[host_positions(t).reshape(-1)] = True
     work = "int64" if base._dtype is dtypes.bool_ else base._dtype.name
     values = ops.reshape(ops.astype(new._data, work), (-1,))
     scattered = ops.scatter_add(ops.full((flat_n,), 0, work, index), 0, positions, values)
     flat = ops.reshape(ops.astype(base._data, work), (flat_n,))
-    data = ops.where(ops.from_numpy(mask, index), scattered, flat)
+    data = ops.where(ops.from_numpy(_written(t, flat_n), index), scattered, flat)
     if work != base._dtype.name:
         data = ops.astype(data, base._dtype.name)
     base._data = ops.reshape(data, base.shape)
     _refresh(base, storage)
+
+
+def _written(t, flat_n: int) -> np.ndarray:
+    """A host bool mask over the base's ``flat_n`` positions: True where ``t`` lies."""
+    mask = np.zeros(flat_n, dtype=bool)
+    mask[host_positions(t).reshape(-1)] = True
+    return mask
 
 
 def _refresh(base, storage) -> None:
@@ -315,8 +321,7 @@ def _record(t, base, new) -> None:
     old = type(base)._make(base._data, base._dtype, base._device)
     old._node, old._requires_grad = base._node, base._requires_grad
     positions = _device_positions(t)
-    keep = np.ones(math.prod(base.shape), dtype=bool)  # the positions the write left alone
-    keep[host_positions(t).reshape(-1)] = False
+    keep = ~_written(t, math.prod(base.shape))  # the positions the write left alone
     keep = base._device.ops.from_numpy(keep, base._device.index)
     spec = (base._dtype.name, base._device.index)
     base._node = Node("assign", (old, new), (), (positions, keep, base.shape, spec),
