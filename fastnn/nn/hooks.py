@@ -50,11 +50,16 @@ class RemovableHandle:
         self.remove()
 
 
-def _register(hooks: dict, hook, prepend: bool, owner: str, extra: dict | None = None):
+def _register(hooks: dict, hook, prepend: bool, owner: str, extra: dict | None = None,
+              with_kwargs: bool = False):
+    """Add ``hook`` to ``hooks`` (first with ``prepend``); ``extra`` is the dict that marks
+    hooks taking kwargs, set for this one with ``with_kwargs``."""
     if not callable(hook):
         raise TypeError(f"{owner}: hook must be callable, got {type(hook).__name__}")
     handle = RemovableHandle(hooks, *([extra] if extra is not None else []))
     hooks[handle.id] = hook
+    if with_kwargs:
+        extra[handle.id] = True
     if prepend:  # dicts keep insertion order: move the new hook to the front
         for key in [k for k in hooks if k != handle.id]:
             hooks[key] = hooks.pop(key)
@@ -78,11 +83,8 @@ class HooksMixin:
         ``hook(module, args, kwargs)`` returning None or a new ``(args, kwargs)``.
         ``prepend=True`` runs it before the hooks registered earlier."""
         owner = f"{type(self).__name__}.register_forward_pre_hook"
-        kw = self._forward_pre_hooks_with_kwargs
-        handle = _register(self._forward_pre_hooks, hook, prepend, owner, kw)
-        if with_kwargs:
-            kw[handle.id] = True
-        return handle
+        return _register(self._forward_pre_hooks, hook, prepend, owner,
+                         self._forward_pre_hooks_with_kwargs, with_kwargs)
 
     def register_forward_hook(self, hook, *, prepend: bool = False,
                               with_kwargs: bool = False) -> RemovableHandle:
@@ -90,11 +92,8 @@ class HooksMixin:
         None replaces the output. ``with_kwargs=True``: ``hook(module, args, kwargs,
         output)``. ``prepend=True`` runs it before the hooks registered earlier."""
         owner = f"{type(self).__name__}.register_forward_hook"
-        kw = self._forward_hooks_with_kwargs
-        handle = _register(self._forward_hooks, hook, prepend, owner, kw)
-        if with_kwargs:
-            kw[handle.id] = True
-        return handle
+        return _register(self._forward_hooks, hook, prepend, owner,
+                         self._forward_hooks_with_kwargs, with_kwargs)
 
     def register_full_backward_hook(self, hook, prepend: bool = False) -> RemovableHandle:
         """Call ``hook(module, grad_input, grad_output)`` during backward, with 1-tuples of
