@@ -162,7 +162,6 @@ for _name in ("index_add", "index_copy", "index_fill", "scatter", "lerp", "addcm
         return method
 
     METHODS[_name + "_"] = _make(_name, getattr(scattering, _name))
-METHODS["scatter_add_"] = _binary("scatter_add_", None)  # replaced just below
 
 
 def scatter_add_(x: Tensor, dim, index, src) -> Tensor:

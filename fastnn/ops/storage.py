@@ -337,8 +337,7 @@ def inplace(op: str, t, compute, *args, **kwargs):
     if grad_mode.switches.grad and t._requires_grad:
         # the op reads t's values before the write: a snapshot with t's history and its
         # own copy of the array, so that its backward still sees the old values
-        old = type(t)._make(t._device.ops.add(t._data, 0) if t._dtype.is_floating
-                            else t._data, t._dtype, t._device)
+        old = type(t)._make(copy_array(t), t._dtype, t._device)
         old._node, old._requires_grad = t._node, True
         new = compute(old, *args, **kwargs)
     else:
