@@ -1,25 +1,47 @@
 """Small real data sets for examples and tests, loaded as NumPy arrays.
 
-``load(name)`` returns a :class:`Dataset`: float32 inputs, int64 class labels
+``load(name)`` returns a :class:`ClassificationData`: float32 inputs, int64 class labels
 in ``0 .. num_classes - 1``, a fixed train/held-out split, and inputs
 standardised with statistics of the training part only (so nothing about the
 held-out part leaks into training).
 
-``TensorDataset`` and ``DataLoader`` batch such arrays (or tensors) for training.
+The rest is PyTorch's ``torch.utils.data``: the :class:`Dataset` and
+:class:`IterableDataset` base classes, ``TensorDataset``, ``Subset``, ``ConcatDataset``,
+``random_split``, the samplers, ``default_collate`` and ``DataLoader`` (with worker
+processes); ``fastnn.utils.data`` is the same module under PyTorch's name.
 """
 
 from __future__ import annotations
 
-from fastnn.data.base import Dataset, MissingDataError
+from fastnn.data.base import ClassificationData, MissingDataError
+from fastnn.data.collate import default_collate, default_convert
+from fastnn.data.dataset import (
+    ChainDataset,
+    ConcatDataset,
+    Dataset,
+    IterableDataset,
+    Subset,
+    TensorDataset,
+    random_split,
+)
 from fastnn.data.digits import load_digits
-from fastnn.data.loader import DataLoader, TensorDataset
+from fastnn.data.loader import DataLoader
+from fastnn.data.sampler import (
+    BatchSampler,
+    RandomSampler,
+    Sampler,
+    SequentialSampler,
+    SubsetRandomSampler,
+    WeightedRandomSampler,
+)
 from fastnn.data.trace import load_trace
+from fastnn.data.workers import WorkerInfo, get_worker_info
 
 LOADERS = {"digits": load_digits, "trace": load_trace}
 """Data-set name -> loader function, the names that :func:`load` accepts."""
 
 
-def load(name: str, **kwargs) -> Dataset:
+def load(name: str, **kwargs) -> ClassificationData:
     """The data set called ``name`` (one of ``LOADERS``)."""
     try:
         loader = LOADERS[name]
@@ -30,5 +52,8 @@ def load(name: str, **kwargs) -> Dataset:
     return loader(**kwargs)
 
 
-__all__ = ["DataLoader", "Dataset", "LOADERS", "MissingDataError", "TensorDataset", "load",
-           "load_digits", "load_trace"]
+__all__ = ["BatchSampler", "ChainDataset", "ClassificationData", "ConcatDataset", "DataLoader",
+           "Dataset", "IterableDataset", "LOADERS", "MissingDataError", "RandomSampler",
+           "Sampler", "SequentialSampler", "Subset", "SubsetRandomSampler", "TensorDataset",
+           "WeightedRandomSampler", "WorkerInfo", "default_collate", "default_convert",
+           "get_worker_info", "load", "load_digits", "load_trace", "random_split"]

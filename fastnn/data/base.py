@@ -1,4 +1,4 @@
-"""The Dataset record shared by the loaders, and the helpers they use."""
+"""The ClassificationData record that the data-set loaders return, and their helpers."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ class MissingDataError(RuntimeError):
 
 
 @dataclass
-class Dataset:
-    """A classification data set split into a training part and a held-out part."""
+class ClassificationData:
+    """A classification data set split into a training part and a held-out part (what
+    :func:`fastnn.data.load` returns; :class:`fastnn.data.Dataset` is PyTorch's base class)."""
 
     name: str
     x_train: np.ndarray
@@ -33,8 +34,8 @@ class Dataset:
 
     def __repr__(self) -> str:
         return (
-            f"Dataset({self.name!r}, train={self.x_train.shape}, test={self.x_test.shape}, "
-            f"classes={self.num_classes})"
+            f"ClassificationData({self.name!r}, train={self.x_train.shape}, "
+            f"test={self.x_test.shape}, classes={self.num_classes})"
         )
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fastnn.data.base import Dataset, package_file, split, standardise
+from fastnn.data.base import ClassificationData, package_file, split, standardise
 
 RELATIVE_PATH = Path("datasets") / "data" / "digits.csv.gz"
 
@@ -29,7 +29,7 @@ def digits_arrays() -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(bunch.data, dtype=np.float64), np.asarray(bunch.target, dtype=np.int64)
 
 
-def load_digits(test_fraction: float = 0.25, split_seed: int = 0) -> Dataset:
+def load_digits(test_fraction: float = 0.25, split_seed: int = 0) -> ClassificationData:
     """Digits as flat 64-feature vectors, split with a fixed seed and standardised per pixel.
 
     The split does not depend on the training seed, so every run is scored on
@@ -38,4 +38,4 @@ def load_digits(test_fraction: float = 0.25, split_seed: int = 0) -> Dataset:
     x, y = digits_arrays()
     train, test = split(len(x), test_fraction, split_seed)
     x_train, x_test = standardise(x[train], x[test], axis=0)
-    return Dataset("digits", x_train, y[train], x_test, y[test], num_classes=10)
+    return ClassificationData("digits", x_train, y[train], x_test, y[test], num_classes=10)

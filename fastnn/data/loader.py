@@ -23,74 +23,10 @@ import numpy as np
 
 from fastnn.api.args import integer
 from fastnn.api.device import get_device
-from fastnn.ops.tensor import Tensor, host_rng, tensor
-
-
-class TensorDataset:
-    """Samples ``i`` of several tensors (or NumPy arrays) of equal first size: a tuple per item."""
-
-    def __init__(self, *tensors):
-        if not tensors:
-            raise ValueError("TensorDataset: give at least one tensor, e.g. TensorDataset(x, y)")
-        for position, t in enumerate(tensors):
-            if not isinstance(t, (Tensor, np.ndarray)):
-                raise TypeError(f"TensorDataset: argument {position} must be a fastnn Tensor or "
-                                f"a NumPy array, got {type(t).__name__}; convert it with "
-                                "fnn.tensor(...) or np.asarray(...)")
-            if t.ndim == 0:
-                raise ValueError(f"TensorDataset: argument {position} is 0-d; every tensor needs "
-                                 "a first (sample) dimension")
-        sizes = [t.shape[0] for t in tensors]
-        if len(set(sizes)) != 1:
-            raise ValueError(f"TensorDataset: the tensors' first dimensions differ {sizes}; "
-                             "each must hold one row per sample")
-        self.tensors = tuple(tensors)
-
-    def __len__(self) -> int:
-        return int(self.tensors[0].shape[0])
-
-    def __getitem__(self, index):
-        return tuple(t[index] for t in self._indexable())
-
-    def _indexable(self) -> tuple:
-        # NOTE: a Tensor without indexing (a core that lacks __getitem__) is read to the host
-        # once and indexed there; with it, rows are gathered on the tensor's own device
-        if not hasattr(self, "_cached"):
-            self._cached = tuple(t if isinstance(t, np.ndarray) or hasattr(t, "__getitem__")
-                                 else t.numpy() for t in self.tensors)
-        return self._cached
-
-    def take(self, indices: np.ndarray, device) -> tuple:
-        """The samples at ``indices`` (int64) as one batch of tensors on ``device``."""
-        out = []
-        for t in self._indexable():
-            if isinstance(t, np.ndarray):
-                out.append(tensor(t[indices], device=device))
-            else:
-                rows = t.detach()[tensor(indices, device=t.device)]
-                out.append(rows if rows.device == device else rows.to(device))
-        return tuple(out)
-
-
-def _collate(samples: list, device, indices) -> tuple:
-    """A list of samples (tuples, arrays, tensors or numbers) as a tuple of batched tensors;
-    ``indices`` are the samples' indices in the dataset (for the error message)."""
-    first = samples[0]
-    fields = len(first) if isinstance(first, tuple) else None
-    columns = zip(*samples) if fields is not None else [samples]
-    out = []
-    for field, column in enumerate(columns):
-        rows = [v.numpy() if isinstance(v, Tensor) else np.asarray(v) for v in column]
-        odd = next((k for k, row in enumerate(rows) if row.shape != rows[0].shape), None)
-        if odd is not None:  # as PyTorch's collate: which samples, which shapes
-            where = f" (field {field} of each sample)" if fields is not None else ""
-            raise RuntimeError(
-                f"DataLoader: the samples of a batch must have one shape to be stacked, but "
-                f"sample {int(indices[0])} has shape {rows[0].shape} and sample "
-                f"{int(indices[odd])} has {rows[odd].shape}{where}; pad them to one shape "
-                f"or use batch_size=1")
-        out.append(tensor(np.stack(rows), device=device))
-    return tuple(out)
+from fastnn.data.collate import default_convert, stack_host, to_device
+from fastnn.data.dataset import TensorDataset  # noqa: F401  (its old home)
+from fastnn.data.sampler import batched
+from fastnn.ops.tensor import host_rng
 
 
 def shard_indices(order: np.ndarray, rank: int, world_size: int) -> np.ndarray:
@@ -103,28 +39,57 @@ def shard_indices(order: np.ndarray, rank: int, world_size: int) -> np.ndarray:
 
 
 class DataLoader:
-    """Batches of ``dataset`` as tuples of tensors on the current device (``fnn.get_device()``).
+    """Batches of ``dataset`` on the current device (``fnn.get_device()``), as PyTorch's
+    ``torch.utils.data.DataLoader``, with its arguments.
 
-    ``seed=None`` draws a seed from fastnn's host generator (``fnn.manual_seed``
-    reproduces it). Each ``iter(loader)`` is a new epoch (``set_epoch`` sets
-    which); ``len(loader)`` is the number of batches per epoch, as PyTorch's.
+    ``dataset`` is map-style (any object with ``__len__`` and ``__getitem__``, a PyTorch
+    dataset too) or an :class:`~fastnn.data.IterableDataset`. With the loader's own order
+    (no ``sampler``), ``seed=None`` draws a seed from fastnn's host generator
+    (``fnn.manual_seed`` reproduces it), each ``iter(loader)`` is a new epoch
+    (``set_epoch`` sets which), ``shard=(rank, world_size)`` gives this rank its part, and
+    :meth:`state_dict` resumes mid-epoch exactly. ``num_workers=N`` loads batches in N
+    worker processes (:mod:`fastnn.data.workers`); ``pin_memory`` is accepted and does
+    nothing (host arrays are already where every backend copies from).
     """
 
-    def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, seed=None,
-                 shard=None):
-        if not (hasattr(dataset, "__len__") and hasattr(dataset, "__getitem__")):
+    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
+                 num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
+                 worker_init_fn=None, multiprocessing_context=None, generator=None, *,
+                 prefetch_factor=None, persistent_workers=False, pin_memory_device="",
+                 in_order=True, seed=None, shard=None):
+        self.iterable = _is_iterable(dataset)
+        if not self.iterable and not hasattr(dataset, "__getitem__"):
             raise TypeError(f"DataLoader: dataset must have __len__ and __getitem__ (e.g. a "
-                            f"TensorDataset), got {type(dataset).__name__}")
+                            f"TensorDataset) or be an IterableDataset, got "
+                            f"{type(dataset).__name__}")
         self.dataset = dataset
-        self.batch_size = integer("DataLoader", "batch_size", batch_size, 1)
-        for name, flag in (("shuffle", shuffle), ("drop_last", drop_last)):
-            if not isinstance(flag, (bool, np.bool_)):
+        for name, flag in (("shuffle", shuffle), ("drop_last", drop_last),
+                           ("pin_memory", pin_memory), ("persistent_workers", persistent_workers)):
+            if flag is not None and not isinstance(flag, (bool, np.bool_)):
                 raise TypeError(f"DataLoader: {name} must be True or False, got {flag!r}")
         self.shuffle, self.drop_last = bool(shuffle), bool(drop_last)
+        self.batch_size = (None if batch_size is None
+                           else integer("DataLoader", "batch_size", batch_size, 1))
+        _check_exclusive(self, sampler, batch_sampler, shard)
+        self.sampler, self.batch_sampler = sampler, batch_sampler
+        self.collate_fn, self.pin_memory = collate_fn, bool(pin_memory)
+        self.pin_memory_device, self.in_order = pin_memory_device, in_order
+        self.num_workers = integer("DataLoader", "num_workers", num_workers, 0)
+        if self.num_workers == 0 and (prefetch_factor is not None or persistent_workers):
+            raise ValueError("DataLoader: prefetch_factor and persistent_workers need "
+                             "num_workers > 0 (they describe worker processes)")
+        self.prefetch_factor = (2 if prefetch_factor is None else
+                                integer("DataLoader", "prefetch_factor", prefetch_factor, 1))
+        self.persistent_workers = bool(persistent_workers)
+        if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real) or timeout < 0:
+            raise ValueError(f"DataLoader: timeout must be a number of seconds >= 0, got "
+                             f"{timeout!r}")
+        self.timeout, self.worker_init_fn = float(timeout), worker_init_fn
+        self.multiprocessing_context, self.generator = multiprocessing_context, generator
         self.seed = (int(host_rng().integers(2**31)) if seed is None
                      else integer("DataLoader", "seed", seed, 0))
         self.rank, self.world_size = _check_shard(shard)
-        self.epoch, self.position, self._resumed = 0, 0, False
+        self.epoch, self.position, self._resumed, self._pool = 0, 0, False, None
 
     @property
     def shard(self):
@@ -133,14 +98,21 @@ class DataLoader:
 
     def num_samples(self) -> int:
         """Samples this loader (this rank) gives per epoch."""
+        if self.sampler is not None:
+            return len(self.sampler)
         return math.ceil(len(self.dataset) / self.world_size)
 
     def __len__(self) -> int:
+        if self.batch_sampler is not None:
+            return len(self.batch_sampler)
         n = self.num_samples()
+        if self.batch_size is None:
+            return n
         return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
 
     def indices(self, epoch: int | None = None) -> np.ndarray:
-        """The sample indices of ``epoch`` (default: the current one), in the order given."""
+        """The sample indices of ``epoch`` (default: the current one) in the loader's own
+        order (without a ``sampler``)."""
         epoch = self.epoch if epoch is None else integer("DataLoader", "epoch", epoch, 0)
         n = len(self.dataset)
         order = (np.random.default_rng([self.seed, epoch]).permutation(n) if self.shuffle
@@ -158,20 +130,93 @@ class DataLoader:
         if self.position and not self._resumed:  # the last epoch was broken off: a new one
             self.epoch, self.position = self.epoch + 1, 0
         self._resumed = False
-        return self._batches()
+        return self._epoch()
 
-    def _batches(self):
-        order, device = self.indices(), get_device()
-        stop = len(self) * self.batch_size
-        for start in range(self.position * self.batch_size, stop, self.batch_size):
-            batch = order[start:start + self.batch_size]
-            if hasattr(self.dataset, "take"):
-                out = self.dataset.take(batch, device)
+    def _tasks(self):
+        """This epoch's batches of dataset indices (lists; ints when batch_size is None),
+        the ones already given skipped; None for an iterable dataset."""
+        if self.iterable:
+            return None
+        if self.batch_sampler is not None:
+            batches = iter(self.batch_sampler)
+        else:
+            order = (iter(self.sampler) if self.sampler is not None
+                     else iter(self.indices().tolist()))
+            if self.batch_size is None:
+                batches = order
             else:
-                out = _collate([self.dataset[int(i)] for i in batch], device, batch)
+                batches = batched(order, self.batch_size, self.drop_last)
+        for _ in range(self.position):
+            next(batches, None)
+        return batches
+
+    def _epoch(self):
+        device, tasks = get_device(), self._tasks()
+        if self.num_workers == 0:
+            batches = (self._load(t, device) for t in tasks) if not self.iterable \
+                else self._stream(device)
+        else:
+            batches = self._from_workers(tasks, device)
+        for batch in batches:
             self.position += 1
-            yield out
+            yield batch
         self.epoch, self.position = self.epoch + 1, 0
+
+    def _load(self, task, device):
+        if self.batch_size is None and self.batch_sampler is None:
+            sample = self.dataset[task]
+            return (default_convert(sample, device) if self.collate_fn is None
+                    else self.collate_fn(sample))
+        indices = np.asarray(task, dtype=np.int64)
+        if self.collate_fn is None and hasattr(self.dataset, "take"):
+            return self.dataset.take(indices, device)
+        samples = [self.dataset[int(i)] for i in indices]
+        if self.collate_fn is not None:
+            return self.collate_fn(samples)
+        return to_device(stack_host(samples, indices), device)
+
+    def _stream(self, device):
+        it = iter(self.dataset)
+        if self.batch_size is None:
+            for sample in it:
+                yield (default_convert(sample, device) if self.collate_fn is None
+                       else self.collate_fn(sample))
+            return
+        while True:
+            samples = [s for _, s in zip(range(self.batch_size), it)]
+            if not samples or (self.drop_last and len(samples) < self.batch_size):
+                return
+            yield (self.collate_fn(samples) if self.collate_fn is not None
+                   else to_device(stack_host(samples), device))
+
+    def _from_workers(self, tasks, device):
+        from fastnn.data.dataset import numpy_rng
+        from fastnn.data.workers import WorkerPool
+
+        pool = self._pool
+        if pool is None or pool.closed:
+            spec = (self.dataset, self.batch_size, self.drop_last, self.collate_fn, self.iterable)
+            base_seed = int(numpy_rng("DataLoader", self.generator).integers(2**62))
+            pool = WorkerPool(spec, self.num_workers, base_seed, self.worker_init_fn,
+                              self.multiprocessing_context)
+            if self.persistent_workers:
+                self._pool = pool
+        try:
+            for data in pool.epoch(tasks, self.prefetch_factor, self.timeout):
+                if self.collate_fn is not None:
+                    yield data
+                elif self.batch_size is None and self.batch_sampler is None:
+                    yield default_convert(data, device)
+                else:
+                    yield to_device(data, device)
+        finally:
+            if not self.persistent_workers:
+                pool.shutdown()
+
+    def __del__(self):
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.shutdown()
 
     def state_dict(self) -> dict:
         """``{"seed", "epoch", "position"}``: where the loader stands, as integers."""
@@ -194,9 +239,48 @@ class DataLoader:
 
     def __repr__(self) -> str:
         shard = "" if self.world_size == 1 else f", shard={self.shard}"
-        return (f"DataLoader({len(self.dataset)} samples, batch_size={self.batch_size}, "
-                f"shuffle={self.shuffle}, drop_last={self.drop_last}, seed={self.seed}{shard})")
+        workers = f", num_workers={self.num_workers}" if self.num_workers else ""
+        size = "iterable" if self.iterable else f"{len(self.dataset)} samples"
+        return (f"DataLoader({size}, batch_size={self.batch_size}, shuffle={self.shuffle}, "
+                f"drop_last={self.drop_last}, seed={self.seed}{shard}{workers})")
 
+
+def _is_iterable(dataset) -> bool:
+    from fastnn.data.dataset import IterableDataset
+
+    if isinstance(dataset, IterableDataset):
+        return True
+    return any(c.__name__ == "IterableDataset" and c.__module__.startswith("torch")
+               for c in type(dataset).__mro__)
+
+
+def _check_exclusive(loader, sampler, batch_sampler, shard) -> None:
+    """PyTorch's rules for which of shuffle, sampler, batch_sampler and drop_last go
+    together (and fastnn's shard, which is the loader's own sampler)."""
+    if loader.iterable:
+        for name, value in (("shuffle", loader.shuffle or None), ("sampler", sampler),
+                            ("batch_sampler", batch_sampler), ("shard", shard)):
+            if value is not None:
+                raise ValueError(f"DataLoader with an IterableDataset: expected unspecified "
+                                 f"{name} option, but got {name}={value!r} (the dataset's "
+                                 "__iter__ decides the order; split it with get_worker_info)")
+        return
+    if sampler is not None and loader.shuffle:
+        raise ValueError("DataLoader: sampler option is mutually exclusive with shuffle "
+                         "(the sampler decides the order)")
+    if batch_sampler is not None and (loader.batch_size != 1 or loader.shuffle
+                                      or sampler is not None or loader.drop_last):
+        raise ValueError("DataLoader: batch_sampler option is mutually exclusive with "
+                         "batch_size, shuffle, sampler, and drop_last")
+    if loader.batch_size is None and loader.drop_last:
+        raise ValueError("DataLoader: batch_size=None option disables auto-batching and is "
+                         "mutually exclusive with drop_last")
+    if shard is not None and (sampler is not None or batch_sampler is not None):
+        raise ValueError("DataLoader: shard= splits the loader's own order; with a sampler "
+                         "or batch_sampler, shard inside the sampler instead")
+    if not hasattr(loader.dataset, "__len__") and sampler is None and batch_sampler is None:
+        raise TypeError(f"DataLoader: dataset must have __len__ and __getitem__ (e.g. a "
+                        f"TensorDataset), got {type(loader.dataset).__name__}")
 
 def _check_shard(shard) -> tuple[int, int]:
     if shard is None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fastnn.data.base import Dataset, MissingDataError, package_file, standardise
+from fastnn.data.base import ClassificationData, MissingDataError, package_file, standardise
 
 RELATIVE_PATH = Path(".cached_datasets") / "Trace.npz"
 TRACE_HINT = ('pip install --no-deps "tslearn>=0.6" (fastnn reads only the Trace.npz file that '
@@ -32,7 +32,7 @@ def trace_path() -> Path:
     )
 
 
-def load_trace() -> Dataset:
+def load_trace() -> ClassificationData:
     """Trace as (N, 1, 275) float32 series with labels 0..3, using the file's own split.
 
     Standardised with one mean and std over all training values (the series
@@ -52,4 +52,4 @@ def load_trace() -> Dataset:
     y_train = np.searchsorted(labels, y_train).astype(np.int64)
     y_test = np.searchsorted(labels, y_test).astype(np.int64)
     x_train, x_test = standardise(x_train, x_test, axis=None)
-    return Dataset("trace", x_train, y_train, x_test, y_test, num_classes=len(labels))
+    return ClassificationData("trace", x_train, y_train, x_test, y_test, num_classes=len(labels))
