@@ -1,4 +1,5 @@
-"""Backward rules of the indexing, scan and newer math primitives (written with primitives).
+"""Backward rules of the indexing primitives and of writes through views (written with
+primitives); the scans and the newer math are in :mod:`fastnn.autograd.rules_math`.
 
 :mod:`fastnn.autograd.rules` merges :data:`RULES` into its own table.
 """
@@ -97,58 +98,6 @@ def _cat(ops, node, grad):
         out.append(ops.slice(grad, starts, stops, (1,) * rank))
         offset += n
     return tuple(out)
-
-
-@rule("cumsum")
-def _cumsum(ops, node, grad):
-    axis = node.attrs
-    # the reversed running sum: sum(g) - cumsum(g) + g
-    total = ops.sum(grad, (axis,), True)
-    return (ops.add(ops.sub(total, ops.cumsum(grad, axis)), grad),)
-
-
-@rule("prod")
-def _prod(ops, node, grad):
-    """d prod / d x_i = prod of the others: out / x_i without zeros; with one zero, the
-    product of the rest at that zero and 0 elsewhere; with two or more zeros, 0."""
-    x, out = node.saved
-    shape, axis, keepdims = node.attrs
-    if not math.prod(shape):
-        return (x,)  # an empty gradient of x's shape and dtype
-    axes = tuple(range(len(shape))) if axis is None else axis
-    out = _expand(ops, out, shape, axis, keepdims)
-    grad = _expand(ops, grad, shape, axis, keepdims)
-    is_zero = ops.equal(x, 0.0)
-    zero = zeros(ops, (), x)
-    one = ops.add(zero, 1.0)
-    zeros_count = ops.sum(ops.where(is_zero, one, zero), axes, True)
-    nonzero = ops.where(is_zero, one, x)
-    others = ops.prod(nonzero, axes, True)
-    plain = ops.div(out, nonzero)
-    one_zero = ops.where(is_zero, others, zero)
-    local = ops.where(ops.equal(zeros_count, 0.0), plain,
-                      ops.where(ops.equal(zeros_count, 1.0), one_zero, zero))
-    return (ops.mul(local, grad),)
-
-
-@rule("floor")
-def _floor(ops, node, grad):
-    return (ops.mul(grad, 0.0),)  # 0 almost everywhere, as PyTorch
-
-
-@rule("sign")
-def _sign(ops, node, grad):
-    return (ops.mul(grad, 0.0),)  # 0 almost everywhere, as PyTorch
-
-
-@rule("sin")
-def _sin(ops, node, grad):
-    return (ops.mul(grad, ops.cos(node.saved[0])),)
-
-
-@rule("cos")
-def _cos(ops, node, grad):
-    return (ops.neg(ops.mul(grad, ops.sin(node.saved[0]))),)
 
 
 # ---------------------------------------------------------------- writes through views

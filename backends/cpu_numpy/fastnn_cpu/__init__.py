@@ -12,6 +12,7 @@ import numpy as np
 
 from fastnn.api import composite
 from fastnn.api.hookspec import hookimpl
+from fastnn.api.xp_hooks import xp_hooks
 
 try:  # scipy's erf is vectorised C; fall back to math.erf elementwise
     from scipy.special import erf as _erf
@@ -24,6 +25,14 @@ fastnn_hook_modules = ("fastnn_cpu.conv", "fastnn_cpu.conv_2d", "fastnn_cpu.fuse
 
 _ZEROS = {np.dtype(name): np.dtype(name).type(0) for name in ("float16", "float32", "float64")}
 _DTYPES = ["float32", "float64", "float16", "int32", "int64", "bool"]
+
+# the hooks that are one call of NumPy (one table for every NumPy-like backend:
+# fastnn.api.xp_hooks)
+_ONE_CALL = (
+    "neg", "exp", "abs", "tanh", "add", "sub", "mul", "maximum", "minimum", "greater",
+    "less", "equal", "transpose", "broadcast_to",
+)
+globals().update(xp_hooks(np, _ONE_CALL))
 
 
 # Collectives: the arrays already live on the host, so the core's staging is only
@@ -76,16 +85,6 @@ def astype(x, dtype):
 
 
 @hookimpl
-def neg(x):
-    return np.negative(x)
-
-
-@hookimpl
-def exp(x):
-    return np.exp(x)
-
-
-@hookimpl
 def log(x):
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.log(x)
@@ -98,11 +97,6 @@ def sqrt(x):
 
 
 @hookimpl
-def abs(x):
-    return np.abs(x)
-
-
-@hookimpl
 def sign(x):
     # sign(True) is True (as in PyTorch); NumPy has no bool sign
     return x.copy() if x.dtype == np.bool_ else np.sign(x)
@@ -111,11 +105,6 @@ def sign(x):
 @hookimpl
 def erf(x):
     return _erf(x).astype(x.dtype, copy=False)
-
-
-@hookimpl
-def tanh(x):
-    return np.tanh(x)
 
 
 @hookimpl
@@ -163,21 +152,6 @@ def softplus(x):
 
 
 @hookimpl
-def add(a, b):
-    return np.add(a, b)
-
-
-@hookimpl
-def sub(a, b):
-    return np.subtract(a, b)
-
-
-@hookimpl
-def mul(a, b):
-    return np.multiply(a, b)
-
-
-@hookimpl
 def div(a, b):
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.divide(a, b)
@@ -200,31 +174,6 @@ def _int_pow_negative(a, b, negative):
     out = np.power(a, np.where(negative, 0, b))
     unit = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
     return np.where(negative, unit, out).astype(a.dtype, copy=False)
-
-
-@hookimpl
-def maximum(a, b):
-    return np.maximum(a, b)
-
-
-@hookimpl
-def minimum(a, b):
-    return np.minimum(a, b)
-
-
-@hookimpl
-def greater(a, b):
-    return np.greater(a, b)
-
-
-@hookimpl
-def less(a, b):
-    return np.less(a, b)
-
-
-@hookimpl
-def equal(a, b):
-    return np.equal(a, b)
 
 
 @hookimpl
@@ -263,16 +212,6 @@ def argmax(x, axis):
 @hookimpl
 def reshape(x, shape):
     return x.reshape(shape)
-
-
-@hookimpl
-def transpose(x, axes):
-    return np.transpose(x, axes)
-
-
-@hookimpl
-def broadcast_to(x, shape):
-    return np.broadcast_to(x, shape)
 
 
 @hookimpl

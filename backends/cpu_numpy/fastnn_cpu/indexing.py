@@ -8,6 +8,15 @@ import math
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
+from fastnn.api.xp_hooks import xp_hooks
+
+# the hooks that are one call of NumPy (one table for every NumPy-like backend:
+# fastnn.api.xp_hooks)
+_ONE_CALL = (
+    "floor", "sin", "cos", "bitwise_and", "bitwise_or", "bitwise_xor",
+)
+globals().update(xp_hooks(np, _ONE_CALL))
+
 
 
 def _slices(starts, stops, steps):
@@ -80,39 +89,9 @@ def prod(x, axis, keepdims):
 
 
 @hookimpl
-def floor(x):
-    return np.floor(x)
-
-
-@hookimpl
-def sin(x):
-    return np.sin(x)
-
-
-@hookimpl
-def cos(x):
-    return np.cos(x)
-
-
-@hookimpl
 def floor_divide(a, b):
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.floor_divide(a, b)
-
-
-@hookimpl
-def bitwise_and(a, b):
-    return np.bitwise_and(a, b)
-
-
-@hookimpl
-def bitwise_or(a, b):
-    return np.bitwise_or(a, b)
-
-
-@hookimpl
-def bitwise_xor(a, b):
-    return np.bitwise_xor(a, b)
 
 
 @hookimpl

@@ -13,11 +13,20 @@ import functools
 import math
 
 from fastnn.api.hookspec import hookimpl
+from fastnn.api.xp_hooks import xp_hooks
 from fastnn_cuda import _cupy, gemm, kernels, launch
 from fastnn_cuda._cupy import cupy as cp
 
 _SQRT_HALF = 1.0 / math.sqrt(2.0)
 _ONE_GPU = _cupy.device_count() <= 1
+
+# the hooks that are one call of cupy (one table for every NumPy-like backend:
+# fastnn.api.xp_hooks)
+_ONE_CALL = (
+    "neg", "exp", "log", "sqrt", "abs", "tanh", "add", "sub", "mul", "div", "maximum",
+    "minimum", "greater", "less", "equal", "transpose", "broadcast_to",
+)
+globals().update(xp_hooks(lambda: cp, _ONE_CALL))  # cp at each call: the tests swap it
 
 
 def on_device(index: int):
@@ -80,31 +89,6 @@ def _activation(x, kind, slope=0.0):
 
 
 @hookimpl
-def neg(x):
-    return cp.negative(x)
-
-
-@hookimpl
-def exp(x):
-    return cp.exp(x)
-
-
-@hookimpl
-def log(x):
-    return cp.log(x)
-
-
-@hookimpl
-def sqrt(x):
-    return cp.sqrt(x)
-
-
-@hookimpl
-def abs(x):
-    return cp.abs(x)
-
-
-@hookimpl
 def sign(x):
     return x.copy() if x.dtype == cp.bool_ else cp.sign(x)  # sign(True) is True, as in PyTorch
 
@@ -119,11 +103,6 @@ def _special_erf():
 @hookimpl
 def erf(x):
     return _special_erf()(x).astype(x.dtype, copy=False)
-
-
-@hookimpl
-def tanh(x):
-    return cp.tanh(x)
 
 
 @hookimpl
@@ -173,26 +152,6 @@ def softplus(x):
 
 
 @hookimpl
-def add(a, b):
-    return cp.add(a, b)
-
-
-@hookimpl
-def sub(a, b):
-    return cp.subtract(a, b)
-
-
-@hookimpl
-def mul(a, b):
-    return cp.multiply(a, b)
-
-
-@hookimpl
-def div(a, b):
-    return cp.divide(a, b)
-
-
-@hookimpl
 def pow(a, b):
     if a.dtype.kind not in "iu":
         return cp.power(a, b)
@@ -203,31 +162,6 @@ def pow(a, b):
     out = cp.power(a, cp.where(negative, 0, b))
     unit = cp.where(a == 1, 1, cp.where(a == -1, cp.where(b % 2 == 0, 1, -1), 0))
     return cp.where(negative, unit, out).astype(a.dtype, copy=False)
-
-
-@hookimpl
-def maximum(a, b):
-    return cp.maximum(a, b)
-
-
-@hookimpl
-def minimum(a, b):
-    return cp.minimum(a, b)
-
-
-@hookimpl
-def greater(a, b):
-    return cp.greater(a, b)
-
-
-@hookimpl
-def less(a, b):
-    return cp.less(a, b)
-
-
-@hookimpl
-def equal(a, b):
-    return cp.equal(a, b)
 
 
 @hookimpl
@@ -303,16 +237,6 @@ def argmax(x, axis):
 @hookimpl
 def reshape(x, shape):
     return cp.reshape(x, shape)
-
-
-@hookimpl
-def transpose(x, axes):
-    return cp.transpose(x, axes)
-
-
-@hookimpl
-def broadcast_to(x, shape):
-    return cp.broadcast_to(x, shape)
 
 
 @hookimpl

@@ -7,11 +7,13 @@ tests prove that a backend with only the primitives runs every model.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
+from fastnn.api.xp_hooks import xp_hooks
 
 # more hooks, registered by the core
 fastnn_hook_modules = ["fastnn_minimal.conv", "fastnn_minimal.conv_2d", "fastnn_minimal.indexing"]
@@ -59,38 +61,8 @@ def _quiet(ufunc, *args):
 
 
 @hookimpl
-def neg(x):
-    return _quiet(np.negative, x)
-
-
-@hookimpl
-def exp(x):
-    return _quiet(np.exp, x)
-
-
-@hookimpl
-def log(x):
-    return _quiet(np.log, x)
-
-
-@hookimpl
-def sqrt(x):
-    return _quiet(np.sqrt, x)
-
-
-@hookimpl
-def abs(x):
-    return _quiet(np.abs, x)
-
-
-@hookimpl
 def sign(x):
     return x.copy() if x.dtype == bool else _quiet(np.sign, x)
-
-
-@hookimpl
-def tanh(x):
-    return _quiet(np.tanh, x)
 
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
@@ -102,57 +74,12 @@ def erf(x):
 
 
 @hookimpl
-def add(a, b):
-    return _quiet(np.add, a, b)
-
-
-@hookimpl
-def sub(a, b):
-    return _quiet(np.subtract, a, b)
-
-
-@hookimpl
-def mul(a, b):
-    return _quiet(np.multiply, a, b)
-
-
-@hookimpl
-def div(a, b):
-    return _quiet(np.divide, a, b)
-
-
-@hookimpl
 def pow(a, b):
     b = np.asarray(b, dtype=a.dtype)
     if a.dtype.kind in "iu" and (b < 0).any():  # PyTorch's integer 1 / a**|b|, truncated
         unit = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
         return np.where(b < 0, unit, np.power(a, np.where(b < 0, 0, b))).astype(a.dtype)
     return _quiet(np.power, a, b)
-
-
-@hookimpl
-def maximum(a, b):
-    return _quiet(np.maximum, a, b)
-
-
-@hookimpl
-def minimum(a, b):
-    return _quiet(np.minimum, a, b)
-
-
-@hookimpl
-def greater(a, b):
-    return _quiet(np.greater, a, b)
-
-
-@hookimpl
-def less(a, b):
-    return _quiet(np.less, a, b)
-
-
-@hookimpl
-def equal(a, b):
-    return _quiet(np.equal, a, b)
 
 
 @hookimpl
@@ -209,3 +136,12 @@ def one_hot(indices, num_classes, dtype):
 @hookimpl
 def matmul(a, b):
     return np.asarray(np.matmul(a, b))
+
+
+# the hooks that are one call of NumPy (one table for every NumPy-like backend:
+# fastnn.api.xp_hooks)
+_ONE_CALL = (
+    "neg", "exp", "log", "sqrt", "abs", "tanh", "add", "sub", "mul", "div", "maximum",
+    "minimum", "greater", "less", "equal",
+)
+globals().update(xp_hooks(np, _ONE_CALL, wrap=lambda fn: functools.partial(_quiet, fn)))

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import builtins
+import functools
 
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
+from fastnn.api.xp_hooks import xp_hooks
 from fastnn_minimal import _quiet
 
 
@@ -61,35 +63,13 @@ def prod(x, axis, keepdims):
 
 
 @hookimpl
-def floor(x):
-    return _quiet(np.floor, x)
-
-
-@hookimpl
-def sin(x):
-    return _quiet(np.sin, x)
-
-
-@hookimpl
-def cos(x):
-    return _quiet(np.cos, x)
-
-
-@hookimpl
-def floor_divide(a, b):
-    return _quiet(np.floor_divide, a, b)
-
-
-@hookimpl
-def bitwise_and(a, b):
-    return _quiet(np.bitwise_and, a, b)
-
-
-@hookimpl
-def bitwise_or(a, b):
-    return _quiet(np.bitwise_or, a, b)
-
-
-@hookimpl
 def bitwise_xor(a, b):
     return _quiet(np.bitwise_xor, a, b)
+
+
+# the hooks that are one call of NumPy (one table for every NumPy-like backend:
+# fastnn.api.xp_hooks)
+_ONE_CALL = (
+    "floor", "sin", "cos", "floor_divide", "bitwise_and", "bitwise_or",
+)
+globals().update(xp_hooks(np, _ONE_CALL, wrap=lambda fn: functools.partial(_quiet, fn)))
