@@ -75,6 +75,7 @@ __all__ = [
     "DeviceSpec", "accelerator", "cuda", "device", "double", "float", "get_default_dtype",
     "half", "int", "long", "set_default_dtype", "set_grad_enabled",
     "load", "nn", "optim", "save", "utils",  # loaded on first use (__getattr__ below)
+    "ShadowMismatch", "ShadowWarning", "shadow", "shadow_report",  # fastnn.shadowing, the same
 ]
 __all__ += sorted(set(_TOP) - set(__all__))
 
@@ -94,4 +95,11 @@ def __getattr__(name):
                              "are int32 (fnn.int) and int64 (fnn.long); use one of those")
     if name in ("save", "load"):
         return getattr(importlib.import_module("fastnn.checkpoint"), name)
+    if name in _SHADOW:
+        return getattr(importlib.import_module("fastnn.shadowing"), name)
     raise AttributeError(f"module 'fastnn' has no attribute {name!r}")
+
+
+_SHADOW = ("ShadowMismatch", "ShadowWarning", "shadow", "shadow_report")
+if __import__("os").environ.get("FASTNN_SHADOW"):  # the whole process shadowed
+    __import__("importlib").import_module("fastnn.shadowing").from_environment()

@@ -83,6 +83,7 @@ _lock = threading.RLock()
 _entry_points: dict | None = None
 _loaded: dict[str, Backend] = {}
 _on_refresh: list = []
+_on_load: list = []
 
 
 def _discover() -> dict:
@@ -109,6 +110,18 @@ def on_refresh(forget) -> None:
     """Call ``forget()`` at every :func:`refresh` (a cache above this module, such as the
     parsed devices, registers itself here instead of being imported from here)."""
     _on_refresh.append(forget)
+
+
+def on_load(patch):
+    """Call ``patch(backend)`` for each backend loaded from now on (shadow mode patches
+    their hook tables); returns a function that stops it."""
+    _on_load.append(patch)
+    return lambda: _on_load.remove(patch) if patch in _on_load else None
+
+
+def loaded() -> list:
+    """The backends loaded so far (usable or not)."""
+    return list(_loaded.values())
 
 
 def hook_modules(module) -> list:
@@ -203,6 +216,8 @@ def get_backend(name: str, require: bool = True) -> Backend:
             if backend is None:
                 backend = _load(name)
                 _loaded[name] = backend
+                for patch in list(_on_load):
+                    patch(backend)
     if require and backend.ops is None:
         others = [n for n in _discover() if n != name]
         raise BackendError(

@@ -1,0 +1,77 @@
+"""How far one host array is from another, in the terms of the conformance suite.
+
+As :func:`fastnn.conformance.compare.assert_close`: NaN and Inf are values (a NaN must
+sit where the reference has one, an Inf where it has the same Inf); finite elements
+pass when |got - want| <= atol + rtol * |want|. Unlike it, this returns the numbers
+(shadow mode keeps them for its report) instead of raising.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class Diff:
+    """One output compared: errors, the worst element, and how many elements failed."""
+
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    ratio: float = 0.0  # the worst error as a fraction of its tolerance (> 1 fails)
+    bad: int = 0
+    size: int = 0
+    worst: tuple = ()
+    got: object = None
+    want: object = None
+    kind: str = "value"  # or "NaN/Inf placement", "shape", "dtype", "presence"
+    shape: tuple = ()
+
+    @property
+    def failed(self) -> bool:
+        return self.bad > 0
+
+
+def _equal(got: np.ndarray, want: np.ndarray) -> bool:
+    if got.dtype.kind == "f":
+        return bool(np.array_equal(got, want, equal_nan=True))
+    return bool(np.array_equal(got, want))
+
+
+def compare(got, want, rtol: float, atol: float) -> Diff:
+    """``got`` (the backend's output) against ``want`` (the reference's), on the host."""
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape:
+        return Diff(bad=1, size=want.size, kind="shape", got=got.shape, want=want.shape,
+                    ratio=float("inf"))
+    if got.dtype != want.dtype:
+        return Diff(bad=1, size=want.size, kind="dtype", got=str(got.dtype),
+                    want=str(want.dtype), ratio=float("inf"))
+    if got.size == 0 or _equal(got, want):  # the common case, in one pass
+        return Diff(size=got.size)
+    if got.dtype.kind != "f":
+        bad = got != want
+        index = tuple(int(i) for i in np.argwhere(bad)[0])
+        return Diff(max_abs=float("nan"), bad=int(bad.sum()), size=got.size, worst=index,
+                    got=got[index].item(), want=want[index].item(), ratio=float("inf"))
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    nan_g, nan_w = np.isnan(g), np.isnan(w)
+    misplaced = (nan_g != nan_w) | ((np.isinf(g) | np.isinf(w)) & ~nan_g & ~nan_w & (g != w))
+    finite = np.isfinite(g) & np.isfinite(w)
+    with np.errstate(all="ignore"):
+        err = np.where(finite, np.abs(g - w), 0.0)
+        rel = np.where(finite, err / np.maximum(np.abs(w), 1e-300), 0.0)
+        ratio = np.where(finite & (err > 0), err / (atol + rtol * np.abs(w)), 0.0)
+    excess = ratio > 1.0
+    diff = Diff(max_abs=float(err.max()), max_rel=float(rel.max()), size=got.size,
+                bad=int((misplaced | excess).sum()))
+    diff.ratio = float("inf") if misplaced.any() else float(ratio.max())
+    if misplaced.any():
+        flat = int(np.argmax(misplaced))
+        diff.kind = "NaN/Inf placement"
+    else:
+        flat = int(np.argmax(ratio))
+    diff.worst = tuple(int(i) for i in np.unravel_index(flat, got.shape))
+    diff.got, diff.want = float(g[diff.worst]), float(w[diff.worst])
+    return diff
