@@ -243,15 +243,14 @@ class shadow:
             out, ref_out = args[0], ref_args[0]
         got = _flatten(out, self._fetcher(backend, originals["to_numpy"], False), hook)
         want = _flatten(ref_out, ref_ops.to_numpy, hook)
-        row = None
+        row, failures = None, []
         for (path, g), (_, w) in zip(got, want):
             if g is None or w is None:
                 if (g is None) != (w is None):
-                    diff = Diff(bad=1, kind="presence", ratio=float("inf"),
-                                got="None" if g is None else "an array",
-                                want="None" if w is None else "an array")
-                    row = row or self._row(hook, "-")
-                    self._fail(backend, hook, args, host, path, diff, row, index)
+                    failures.append((path, Diff(
+                        bad=1, kind="presence", ratio=float("inf"),
+                        got="None" if g is None else "an array",
+                        want="None" if w is None else "an array"), self._row(hook, "-")))
                 continue
             row = self._row(hook, g.dtype.name if g.dtype == w.dtype else str(w.dtype))
             if hook in tolerance.UNCOMPARED:
@@ -261,23 +260,24 @@ class shadow:
             diff.shape = g.shape
             row.add(diff)
             if diff.failed:
-                self._fail(backend, hook, args, host, path, diff, row, index)
+                failures.append((path, diff, row))
         if len(got) != len(want):
-            diff = Diff(bad=1, kind="shape", ratio=float("inf"), got=f"{len(got)} outputs",
-                        want=f"{len(want)}")
-            self._fail(backend, hook, args, host, "", diff, self._row(hook, "-"), index)
+            failures.append(("", Diff(bad=1, kind="shape", ratio=float("inf"),
+                                      got=f"{len(got)} outputs", want=f"{len(want)}"),
+                             self._row(hook, "-")))
         row = row or self._row(hook, "-")
         row.calls += 1
         row.checked += 1
+        if failures:  # one mismatch per call, reported by its first wrong output
+            path, diff, where = failures[0]
+            where.mismatches += 1
+            self._fail(backend, hook, args, host, path, diff, where, index)
 
     def _fail(self, backend, hook, args, host, path, diff, row, index):
-        row.mismatches += 1
         if self.mode == "record" or (self.mode == "warn" and hook in self._warned):
             return
         info = _info(self, backend, hook, args, host, path, diff, row, index)
         if self.mode == "raise":
-            row.calls += 1
-            row.checked += 1
             raise ShadowMismatch(**info)
         self._warned.add(hook)
         warnings.warn(ShadowWarning(ShadowMismatch(**info).args[0]), stacklevel=3)
