@@ -6,6 +6,7 @@ Importing fastnn imports no backend: backends are found through the
 
 import fastnn.ops  # noqa: F401  (the tensor ops; binds Tensor operators)
 from fastnn import accelerator, cuda, functional, return_types  # noqa: E402
+from fastnn.api.certificates import UncertifiedBackendWarning
 from fastnn.api.device import Device, DeviceSpec, get_device, use
 from fastnn.api.dtypes import (
     DType,
@@ -76,6 +77,7 @@ __all__ = [
     "half", "int", "long", "set_default_dtype", "set_grad_enabled",
     "load", "nn", "optim", "save", "utils",  # loaded on first use (__getattr__ below)
     "ShadowMismatch", "ShadowWarning", "shadow", "shadow_report",  # fastnn.shadowing, the same
+    "UncertifiedBackendWarning",
 ]
 __all__ += sorted(set(_TOP) - set(__all__))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 
+from fastnn.api.certificates import check_use
 from fastnn.api.errors import BackendError
 from fastnn.api.fallback import set_fallback
 from fastnn.api.registry import get_backend, on_refresh
@@ -213,6 +214,7 @@ class use:
 
     def __init__(self, spec, fallback=_KEEP):
         self.device = as_device(spec)
+        check_use(self.device)  # warns once without a passing conformance certificate
         if fallback is not _KEEP:  # the backend's setting, for the rest of the process
             set_fallback(self.device.backend.name, fallback)
         stack = _stack()

@@ -57,6 +57,9 @@ class BackendRecord:
     devices: list = field(default_factory=list)
     dtypes: list = field(default_factory=list)
     host_memory: bool = False  # arrays live in host RAM: host-side checks cost nothing
+    # per device: its conformance certificate's status (fastnn.api.certificates), filled
+    # in by backends()
+    certificates: list = field(default_factory=list)
 
 
 class Ops:
@@ -228,5 +231,11 @@ def get_backend(name: str, require: bool = True) -> Backend:
 
 
 def backends() -> list[BackendRecord]:
-    """One record per installed backend (loading each to ask whether it is available)."""
-    return [get_backend(name, require=False).record for name in sorted(_discover())]
+    """One record per installed backend (loading each to ask whether it is available),
+    with each device's conformance certificate status in ``certificates``."""
+    from fastnn.api.certificates import statuses
+
+    records = [get_backend(name, require=False).record for name in sorted(_discover())]
+    for record in records:
+        record.certificates = statuses(record)
+    return records
