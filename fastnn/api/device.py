@@ -210,6 +210,11 @@ class use:
     changes it for the current thread only, until the block ends (as PyTorch's device
     context): other threads keep creating tensors where they did. A plain call inside
     such a block changes that block's device.
+
+    The first use of a backend's device without a passing conformance certificate for
+    this fastnn version and device warns once (:class:`UncertifiedBackendWarning`;
+    ``FASTNN_STRICT=1``: a BackendError; ``FASTNN_TRUST=name``: silent); see
+    :mod:`fastnn.api.certificates`.
     """
 
     def __init__(self, spec, fallback=_KEEP):
