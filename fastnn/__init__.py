@@ -6,6 +6,7 @@ Importing fastnn imports no backend: backends are found through the
 
 import fastnn.ops  # noqa: F401  (the tensor ops; binds Tensor operators)
 from fastnn import accelerator, cuda, functional, return_types  # noqa: E402
+from fastnn.api.certificates import UncertifiedBackendWarning
 from fastnn.api.device import Device, DeviceSpec, get_device, use
 from fastnn.api.dtypes import (
     DType,
@@ -75,6 +76,8 @@ __all__ = [
     "DeviceSpec", "accelerator", "cuda", "device", "double", "float", "get_default_dtype",
     "half", "int", "long", "set_default_dtype", "set_grad_enabled",
     "load", "nn", "optim", "save", "utils",  # loaded on first use (__getattr__ below)
+    "ShadowMismatch", "ShadowWarning", "shadow", "shadow_report",  # fastnn.shadowing, the same
+    "UncertifiedBackendWarning",
 ]
 __all__ += sorted(set(_TOP) - set(__all__))
 
@@ -94,4 +97,11 @@ def __getattr__(name):
                              "are int32 (fnn.int) and int64 (fnn.long); use one of those")
     if name in ("save", "load"):
         return getattr(importlib.import_module("fastnn.checkpoint"), name)
+    if name in _SHADOW:
+        return getattr(importlib.import_module("fastnn.shadowing"), name)
     raise AttributeError(f"module 'fastnn' has no attribute {name!r}")
+
+
+_SHADOW = ("ShadowMismatch", "ShadowWarning", "shadow", "shadow_report")
+if __import__("os").environ.get("FASTNN_SHADOW"):  # the whole process shadowed
+    __import__("importlib").import_module("fastnn.shadowing").from_environment()

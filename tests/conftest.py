@@ -1,9 +1,16 @@
 """Shared pytest options for fastnn's own tests, and the note at the end of a run on how
 many PyTorch cross-checks were skipped."""
 
+import os
 import re
+import tempfile
 
 import pytest
+
+# fnn.use warns once per backend without a conformance certificate (fastnn.api.certificates):
+# the tests use opencl and fake backends freely, and must not read or write the user's cache
+os.environ.setdefault("FASTNN_TRUST", "*")
+os.environ.setdefault("FASTNN_CACHE", tempfile.mkdtemp(prefix="fastnn-test-cache-"))
 
 # the PyTorch that CI installs (.ci/run), for the tests that compare with it
 TORCH = "torch==2.13.0"

@@ -18,7 +18,7 @@ LAYERS = {
     "cuda": 2, "accelerator": 2, "utils": 4,
     "nn": 3, "checkpoint": 3, "checkpoint_files": 3, "checkpoint_format": 3,
     "optim": 4, "data": 4, "distributed": 5,
-    "cli": 6, "conformance": 6,
+    "cli": 6, "conformance": 6, "shadowing": 6,
 }
 
 

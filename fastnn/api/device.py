@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 
+from fastnn.api.certificates import check_use
 from fastnn.api.errors import BackendError
 from fastnn.api.fallback import set_fallback
 from fastnn.api.registry import get_backend, on_refresh
@@ -209,10 +210,16 @@ class use:
     changes it for the current thread only, until the block ends (as PyTorch's device
     context): other threads keep creating tensors where they did. A plain call inside
     such a block changes that block's device.
+
+    The first use of a backend's device without a passing conformance certificate for
+    this fastnn version and device warns once (:class:`UncertifiedBackendWarning`;
+    ``FASTNN_STRICT=1``: a BackendError; ``FASTNN_TRUST=name``: silent); see
+    :mod:`fastnn.api.certificates`.
     """
 
     def __init__(self, spec, fallback=_KEEP):
         self.device = as_device(spec)
+        check_use(self.device)  # warns once without a passing conformance certificate
         if fallback is not _KEEP:  # the backend's setting, for the rest of the process
             set_fallback(self.device.backend.name, fallback)
         stack = _stack()

@@ -57,6 +57,9 @@ class BackendRecord:
     devices: list = field(default_factory=list)
     dtypes: list = field(default_factory=list)
     host_memory: bool = False  # arrays live in host RAM: host-side checks cost nothing
+    # per device: its conformance certificate's status (fastnn.api.certificates), filled
+    # in by backends()
+    certificates: list = field(default_factory=list)
 
 
 class Ops:
@@ -83,6 +86,7 @@ _lock = threading.RLock()
 _entry_points: dict | None = None
 _loaded: dict[str, Backend] = {}
 _on_refresh: list = []
+_on_load: list = []
 
 
 def _discover() -> dict:
@@ -109,6 +113,18 @@ def on_refresh(forget) -> None:
     """Call ``forget()`` at every :func:`refresh` (a cache above this module, such as the
     parsed devices, registers itself here instead of being imported from here)."""
     _on_refresh.append(forget)
+
+
+def on_load(patch):
+    """Call ``patch(backend)`` for each backend loaded from now on (shadow mode patches
+    their hook tables); returns a function that stops it."""
+    _on_load.append(patch)
+    return lambda: _on_load.remove(patch) if patch in _on_load else None
+
+
+def loaded() -> list:
+    """The backends loaded so far (usable or not)."""
+    return list(_loaded.values())
 
 
 def hook_modules(module) -> list:
@@ -203,6 +219,8 @@ def get_backend(name: str, require: bool = True) -> Backend:
             if backend is None:
                 backend = _load(name)
                 _loaded[name] = backend
+                for patch in list(_on_load):
+                    patch(backend)
     if require and backend.ops is None:
         others = [n for n in _discover() if n != name]
         raise BackendError(
@@ -213,5 +231,11 @@ def get_backend(name: str, require: bool = True) -> Backend:
 
 
 def backends() -> list[BackendRecord]:
-    """One record per installed backend (loading each to ask whether it is available)."""
-    return [get_backend(name, require=False).record for name in sorted(_discover())]
+    """One record per installed backend (loading each to ask whether it is available),
+    with each device's conformance certificate status in ``certificates``."""
+    from fastnn.api.certificates import statuses
+
+    records = [get_backend(name, require=False).record for name in sorted(_discover())]
+    for record in records:
+        record.certificates = statuses(record)
+    return records

@@ -2,7 +2,9 @@
 
 The same as ``pytest -p fastnn.conformance.plugin --pyargs fastnn.conformance
 --backend NAME``, with the project's own pytest configuration left out, and a
-JSON report written by default. Without ``--backend``, every available backend in
+JSON report written by default; a run of the whole suite also writes the backend's
+certificate for this device to the user's cache (:mod:`fastnn.api.certificates`) and
+says where. Without ``--backend``, every available backend in
 turn, each in its own process (one pytest run per process). Exit status: 0 when
 every backend checked conforms.
 """
@@ -31,6 +33,9 @@ def add_parser(subparsers) -> None:
                         help="hypothesis examples per randomised test (default 10)")
     parser.add_argument("--report", default=None, metavar="PATH",
                         help="JSON report path (default conformance-NAME.json; '-' for none)")
+    parser.add_argument("--certificate", default=None, metavar="PATH",
+                        help="where to write the certificate of a whole-suite run (default: "
+                             "the user's cache, FASTNN_CACHE overrides; '-' for none)")
     parser.add_argument("--xfail", default=None, metavar="PATH",
                         help="an extra xfail file (the backend's own is read automatically)")
     parser.add_argument("--against", default=None, metavar="NAMES",
@@ -55,6 +60,8 @@ def pytest_args(args) -> list:
         argv += ["--conformance-examples", str(args.examples)]
     if args.xfail:
         argv += ["--conformance-xfail", args.xfail]
+    if getattr(args, "certificate", None):
+        argv += ["--conformance-certificate", args.certificate]
     if args.against:
         argv += ["--conformance-against", args.against]
     if args.k:
@@ -122,6 +129,7 @@ def one_backend_argv(args, name: str) -> list:
     options."""
     argv = [sys.executable, "-m", "fastnn.cli", "conformance", "--backend", name]
     for option, value in (("--examples", args.examples), ("--report", args.report),
+                          ("--certificate", getattr(args, "certificate", None)),
                           ("--xfail", args.xfail), ("--against", args.against), ("-k", args.k)):
         if value is not None:
             argv += [option, str(value)]

@@ -93,6 +93,11 @@ def run(args) -> int:
         _print_notes("devices in full", devices, wrap=True)
     if notes:
         _print_notes("why unavailable", notes, wrap=False)
+    certified = [f"{record.name}:{i}: {text}" for record in records
+                 for i, text in enumerate(record.certificates)]
+    if certified:
+        _print_notes("conformance certificates (fastnn conformance --backend NAME writes "
+                     "one)", certified, wrap=False)
     try:
         print(f"default device: {fnn.get_device()}")
     except fnn.BackendError as exc:

@@ -21,6 +21,9 @@ def add_options(parser) -> None:
     group.addoption("--conformance-report", default=None, help="write the JSON report to PATH")
     group.addoption("--conformance-xfail", default=None,
                     help="an extra xfail file (same format as conformance_xfail.txt)")
+    group.addoption("--conformance-certificate", default=None,
+                    help="where to write the certificate of a whole-suite run (default: the "
+                         "user's cache, see fastnn.api.certificates; '-' for none)")
     group.addoption("--conformance-against", default=None,
                     help="comma-separated backends to cross-check with (default: every other "
                          "available backend; 'none' for no cross-backend checks)")

@@ -246,3 +246,23 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if path:
         report_mod.write_json(summary, path)
         terminalreporter.write_line(f"JSON report written to {path}")
+    _certify(terminalreporter, config, state, summary)
+
+
+def _certify(terminalreporter, config, state, summary) -> None:
+    """Record the run as the backend's certificate on this device, if it was the whole
+    suite (a run narrowed with -k, -m or deselection proves too little)."""
+    from fastnn.api import certificates
+
+    narrowed = [f"-{flag} {value!r}" for flag, value in
+                (("k", config.getoption("keyword", "")), ("m", config.getoption("markexpr", "")))
+                if value] + (["deselection"] if terminalreporter.stats.get("deselected") else [])
+    if narrowed or config.getoption("--conformance-certificate") == "-":
+        why = f"only part of the suite ran ({', '.join(narrowed)})" if narrowed else \
+            "--conformance-certificate -"
+        terminalreporter.write_line(f"no conformance certificate written: {why}")
+        return
+    path = certificates.write(state.record, summary, state.device.index,
+                              config.getoption("--conformance-certificate"))
+    terminalreporter.write_line(f"conformance certificate written to {path} (fnn.backends() "
+                                f"and `fastnn info` show it)")

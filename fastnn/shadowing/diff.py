@@ -1,0 +1,115 @@
+"""How far one host array is from another, in the terms of the conformance suite.
+
+As :func:`fastnn.conformance.compare.assert_close`: NaN and Inf are values (a NaN must
+sit where the reference has one, an Inf where it has the same Inf); finite elements
+pass when |got - want| <= atol + rtol * |want|. Unlike it, this returns the numbers
+(shadow mode keeps them for its report) instead of raising.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class Diff:
+    """One output compared: errors, the worst element, and how many elements failed."""
+
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    ratio: float = 0.0  # the worst error as a fraction of its tolerance (> 1 fails)
+    bad: int = 0
+    size: int = 0
+    worst: tuple = ()
+    got: object = None
+    want: object = None
+    kind: str = "value"  # or "NaN/Inf placement", "shape", "dtype", "presence"
+    shape: tuple = ()
+
+    @property
+    def failed(self) -> bool:
+        return self.bad > 0
+
+
+def _equal(got: np.ndarray, want: np.ndarray) -> bool:
+    if got.dtype.kind == "f":
+        return bool(np.array_equal(got, want, equal_nan=True))
+    return bool(np.array_equal(got, want))
+
+
+def compare(got, want, rtol: float, atol: float) -> Diff:
+    """``got`` (the backend's output) against ``want`` (the reference's), on the host."""
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape:
+        return Diff(bad=1, size=want.size, kind="shape", got=got.shape, want=want.shape,
+                    ratio=float("inf"))
+    if got.dtype != want.dtype:
+        return Diff(bad=1, size=want.size, kind="dtype", got=str(got.dtype),
+                    want=str(want.dtype), ratio=float("inf"))
+    if got.size == 0:
+        return Diff()
+    if got.dtype.kind == "f" and rtol > 0:  # inexact hooks: rarely equal, one check less
+        fast = _finite_diff(got, want, rtol, atol)
+        if fast is not None:
+            return fast
+    elif _equal(got, want):  # exact hooks: the common case, in one pass
+        return Diff(size=got.size)
+    if got.dtype.kind != "f":
+        bad = got != want
+        index = tuple(int(i) for i in np.argwhere(bad)[0])
+        return Diff(max_abs=float("nan"), bad=int(bad.sum()), size=got.size, worst=index,
+                    got=got[index].item(), want=want[index].item(), ratio=float("inf"))
+    fast = _finite_diff(got, want, rtol, atol)
+    if fast is not None:
+        return fast
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    nan_g, nan_w = np.isnan(g), np.isnan(w)
+    misplaced = (nan_g != nan_w) | ((np.isinf(g) | np.isinf(w)) & ~nan_g & ~nan_w & (g != w))
+    finite = np.isfinite(g) & np.isfinite(w)
+    with np.errstate(all="ignore"):
+        err = np.where(finite, np.abs(g - w), 0.0)
+        rel = np.where(finite, err / np.maximum(np.abs(w), 1e-300), 0.0)
+        ratio = np.where(finite & (err > 0), err / (atol + rtol * np.abs(w)), 0.0)
+    excess = ratio > 1.0
+    diff = Diff(max_abs=float(err.max()), max_rel=float(rel.max()), size=got.size,
+                bad=int((misplaced | excess).sum()))
+    diff.ratio = float("inf") if misplaced.any() else float(ratio.max())
+    if misplaced.any():
+        flat = int(np.argmax(misplaced))
+        diff.kind = "NaN/Inf placement"
+    else:
+        flat = int(np.argmax(ratio))
+    diff.worst = tuple(int(i) for i in np.unravel_index(flat, got.shape))
+    diff.got, diff.want = float(g[diff.worst]), float(w[diff.worst])
+    return diff
+
+
+def _finite_diff(got, want, rtol, atol) -> Diff | None:
+    """The common case, in fewer passes and the arrays' own precision (float32 for
+    float16): every difference finite. None when some is not (NaN, Inf, overflow)."""
+    work = np.float64 if got.dtype == np.float64 else np.float32
+    # flat: a 0-d array's arithmetic would give NumPy scalars, which out= refuses
+    g = got.astype(work, copy=False).reshape(-1)
+    w = want.astype(work, copy=False).reshape(-1)
+    with np.errstate(all="ignore"):
+        err = np.subtract(g, w)
+        np.abs(err, out=err)
+        max_abs = float(err.max())
+        if not np.isfinite(max_abs):
+            return None
+        scale = np.abs(w)
+        bound = scale * work(rtol)
+        bound += work(atol)  # > 0: atol is floored at a few smallest normals
+        ratio = np.divide(err, bound)
+        flat = int(ratio.argmax())
+        worst = float(ratio[flat])
+        np.maximum(scale, np.finfo(work).tiny, out=scale)
+        np.divide(err, scale, out=scale)
+        diff = Diff(max_abs=max_abs, max_rel=float(scale.max()), ratio=worst, size=got.size)
+    if worst > 1.0:
+        diff.bad = int(np.count_nonzero(ratio > 1.0))
+        diff.worst = tuple(int(i) for i in np.unravel_index(flat, got.shape))
+        diff.got, diff.want = float(got[diff.worst]), float(want[diff.worst])
+    return diff

@@ -1,0 +1,389 @@
+"""Shadow execution: every hook call of a backend also runs on a reference backend.
+
+``with fnn.shadow("cpu"):`` replaces, on each loaded backend's hook table (and on
+each backend loaded inside the block), every hook that the backend implements by a
+wrapper that copies the array arguments to the host before the call (so an in-place
+hook, ``assign`` or a fused optimizer update, is checked on what it was given), runs
+the backend's own implementation, runs the reference backend's on those copies, and
+compares the outputs with :mod:`fastnn.shadowing.tolerance`. The reference always starts
+from the backend's own inputs, so a bad op is blamed and what comes after it is not.
+
+The hook table is patched in place, so whatever holds it shadows too: devices, the
+tape's recorded nodes (``backward`` of a graph built before the block), the
+optimizers, data-parallel collectives (every rank shadows the same calls, in the same
+order, so the reference's collective meets its peers). A hook the backend does not
+implement is the core's composite over the backend's primitives: it is not wrapped,
+and each primitive call inside it is shadowed instead (the backend's code is the
+primitives). The reference backend itself is never shadowed.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import threading
+import warnings
+
+import numpy as np
+
+from fastnn.api import hookspec, registry
+from fastnn.api.device import as_device
+from fastnn.shadowing import blame, tolerance
+from fastnn.shadowing.diff import Diff, compare
+from fastnn.shadowing.mismatch import ShadowMismatch, ShadowWarning
+from fastnn.shadowing.report import Row, ShadowReport
+
+MODES = ("raise", "warn", "record")
+_COMPOSABLE = frozenset(hookspec.OPS)
+_lock = threading.Lock()
+_current: list = []  # the running session, if any
+_last: list = []  # the session that ran last (for shadow_report after the block)
+
+
+def _signature(hook: str):
+    """(parameter names, their kinds, whether the hook returns None) from the spec."""
+    sig = inspect.signature(getattr(hookspec, hook))
+    kinds = []
+    for name, param in sig.parameters.items():
+        if name == "device_index":
+            kinds.append("device")
+        elif hook == "from_numpy" and name == "array":
+            kinds.append("host")
+        elif param.annotation == "Array":
+            kinds.append("array")
+        elif param.annotation == "list":
+            kinds.append("list")
+        else:
+            kinds.append("value")
+    return tuple(sig.parameters), tuple(kinds), sig.return_annotation == "None"
+
+
+SIGNATURES = {hook: _signature(hook) for hook in hookspec.HOOKS}
+
+
+def _dtype_name(value) -> str:
+    while isinstance(value, (list, tuple)):
+        value = next((v for v in value if v is not None), None)
+    try:
+        return np.dtype(value.dtype).name
+    except (AttributeError, TypeError):
+        return "-"
+
+
+class shadow:
+    """Run every backend hook call a second time on ``reference`` and compare.
+
+    ``with fnn.shadow("cpu"):`` (or ``FASTNN_SHADOW=cpu`` in the environment, for the
+    whole process) checks each call of every other loaded backend's hooks: the same
+    inputs, copied to ``reference``, must give outputs within the conformance suite's
+    tolerance for that hook and dtype. ``mode="raise"`` (default) raises
+    :class:`ShadowMismatch` at the first divergence, naming the op, shapes, dtypes,
+    both devices, the errors, the worst element, the user's source line and the call's
+    place in the step; ``"warn"`` warns once per op (:class:`ShadowWarning`) and goes
+    on; ``"record"`` only counts. ``sample=N`` checks every Nth call of each hook (the
+    first always); ``ops=[...]`` only those hooks. :func:`shadow_report` gives the
+    per-op account. Also usable as ``s = fnn.shadow("cpu"); s.start(); ...; s.stop()``.
+    """
+
+    def __init__(self, reference="cpu", mode: str = "raise", sample: int = 1, ops=None):
+        if mode not in MODES:
+            raise ValueError(f"shadow: mode must be one of {', '.join(MODES)}, got {mode!r}")
+        if isinstance(sample, bool) or not isinstance(sample, int) or sample < 1:
+            raise ValueError(f"shadow: sample must be an int >= 1 (check every Nth call), "
+                             f"got {sample!r}")
+        if ops is not None:
+            ops = [ops] if isinstance(ops, str) else list(ops)
+            unknown = sorted(set(ops) - set(hookspec.HOOKS))
+            if unknown:
+                raise ValueError(f"shadow: ops names unknown hooks {unknown}; hooks are the "
+                                 f"names of fastnn.api.hookspec.HOOKS, e.g. 'matmul', 'exp'")
+            ops = frozenset(ops)
+        self.reference, self.mode, self.sample, self.ops = reference, mode, sample, ops
+        self._rows: dict = {}
+        self._patched: dict = {}
+        self._warned: set = set()
+        self._on = False
+
+    # ------------------------------------------------------------ start and stop
+
+    def start(self) -> shadow:
+        """Begin shadowing (what entering the ``with`` block does)."""
+        with _lock:
+            if _current:
+                raise RuntimeError(f"shadow: already shadowing against "
+                                   f"{_current[0].reference!r}; one shadow at a time")
+            self._ref = as_device(self.reference)
+            self._ref_ops = self._ref.ops
+            tolerance.tolerance("add", "float32")  # load the suite's tables now, not mid-step
+            self._calls = 0
+            self._step, self._step_start = 0, 0
+            self._producers = blame.Producers(limit=4096)
+            self._copies = blame.HostCopies(limit=4096)
+            self._on = True
+            _current.append(self)
+            self._forget = registry.on_load(self._patch)
+            for backend in registry.loaded():
+                self._patch(backend)
+        return self
+
+    def stop(self) -> None:
+        """End shadowing and put every patched hook table back as it was."""
+        with _lock:
+            self._on = False
+            self._forget()
+            for ops, originals, wrappers in self._patched.values():
+                for hook, wrapper in wrappers.items():
+                    if getattr(ops, hook) is wrapper:  # else someone wrapped on top: ours
+                        setattr(ops, hook, originals[hook])  # stays, passing calls through
+            self._patched.clear()
+            if _current and _current[0] is self:
+                _current.clear()
+            _last[:] = [self]
+
+    def __enter__(self) -> shadow:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def report(self) -> ShadowReport:
+        """This session's :class:`ShadowReport`."""
+        return ShadowReport(self._rows, str(getattr(self, "_ref", self.reference)), self.mode,
+                            self.sample, tolerance.SOURCE)
+
+    def __repr__(self) -> str:
+        return f"fastnn.shadow({self.reference!r}, mode={self.mode!r}, sample={self.sample})"
+
+    # ------------------------------------------------------------ patching
+
+    def _patch(self, backend) -> None:
+        ops = backend.ops
+        if ops is None or backend.name == self._ref.backend.name or id(ops) in self._patched:
+            return
+        originals = {hook: getattr(ops, hook) for hook in hookspec.HOOKS}
+        wrappers = {}
+        for hook in hookspec.HOOKS:
+            if hook in _COMPOSABLE and hook not in backend.implemented:
+                continue  # the core's composite: its primitive calls are shadowed one by one
+            wrappers[hook] = self._wrap(backend, hook, originals[hook], originals)
+            setattr(ops, hook, wrappers[hook])
+        self._patched[id(ops)] = (ops, originals, wrappers)
+
+    def _wrap(self, backend, hook: str, fn, originals):
+        wanted = self.ops is None or hook in self.ops
+        counter = [0]
+
+        def call(*args, **kwargs):
+            if not self._on:
+                return fn(*args, **kwargs)
+            if kwargs:
+                args = _bind(hook, args, kwargs)
+            seen = counter[0]
+            counter[0] = seen + 1
+            checked = wanted and seen % self.sample == 0
+            return self._call(backend, hook, fn, args, originals, checked)
+
+        call.__name__ = call.__qualname__ = hook
+        call.__wrapped__ = fn
+        return call
+
+    # ------------------------------------------------------------ one call
+
+    def _call(self, backend, hook, fn, args, originals, checked):
+        index = self._calls
+        self._calls = index + 1
+        names, kinds, returns_none = SIGNATURES[hook]
+        if checked:
+            fetch = self._fetcher(backend, originals["to_numpy"])
+            host = [_host(kind, a, fetch) for kind, a in zip(kinds, args)]
+        out = fn(*args)
+        if returns_none or hook.endswith("_step"):  # wrote in place: the copies may be stale
+            self._copies.clear()
+        if checked:
+            self._check(backend, hook, args, host, out, originals, index)
+        else:
+            self._row(hook, _dtype_name(args[0] if returns_none else out)).calls += 1
+        if hook.endswith("_step"):  # a fused optimizer update closes a training step
+            self._step, self._step_start = self._step + 1, index + 1
+            self._producers.clear()  # (what it held lives one step: bounded memory)
+        self._producers.note(args[0] if returns_none else out, index, hook)
+        return out
+
+    def _fetcher(self, backend, to_numpy, copy=True):
+        """array -> a host copy of it that nothing else holds (from the cache if there);
+        ``copy=False``: a host view will do (an output, compared at once)."""
+        if backend.record.host_memory:  # to_numpy may return the array itself: copy
+            if not copy:
+                return lambda value: np.asarray(to_numpy(value))
+            return lambda value: np.array(to_numpy(value), copy=True)
+        copies = self._copies
+
+        def fetch(value):
+            host = copies.get(value)
+            if host is None:
+                host = np.asarray(to_numpy(value))
+                copies.put(value, host)
+            return host
+
+        return fetch
+
+    def _row(self, hook: str, dtype: str) -> Row:
+        row = self._rows.get((hook, dtype))
+        if row is None:
+            rtol, atol = tolerance.tolerance(hook, dtype) if dtype != "-" else (0.0, 0.0)
+            row = self._rows[(hook, dtype)] = Row(hook, dtype, rtol, atol)
+        return row
+
+    def _check(self, backend, hook, args, host, out, originals, index):
+        names, kinds, returns_none = SIGNATURES[hook]
+        ref_ops, ref_index = self._ref_ops, self._ref.index
+        ref_args = [_to_ref(kind, h, ref_ops, ref_index) for kind, h in zip(kinds, host)]
+        ref_out = getattr(ref_ops, hook)(*ref_args)
+        if returns_none:
+            out, ref_out = args[0], ref_args[0]
+        got = _flatten(out, self._fetcher(backend, originals["to_numpy"], False), hook)
+        want = _flatten(ref_out, ref_ops.to_numpy, hook)
+        row, failures = None, []
+        for (path, g), (_, w) in zip(got, want):
+            if g is None or w is None:
+                if (g is None) != (w is None):
+                    failures.append((path, Diff(
+                        bad=1, kind="presence", ratio=float("inf"),
+                        got="None" if g is None else "an array",
+                        want="None" if w is None else "an array"), self._row(hook, "-")))
+                continue
+            row = self._row(hook, g.dtype.name if g.dtype == w.dtype else str(w.dtype))
+            if hook in tolerance.UNCOMPARED:
+                diff = compare(np.zeros(g.shape, bool), np.zeros(w.shape, bool), 0.0, 0.0)
+            else:
+                diff = compare(g, w, row.rtol, row.atol)
+            diff.shape = g.shape
+            row.add(diff)
+            if diff.failed:
+                failures.append((path, diff, row))
+        if len(got) != len(want):
+            failures.append(("", Diff(bad=1, kind="shape", ratio=float("inf"),
+                                      got=f"{len(got)} outputs", want=f"{len(want)}"),
+                             self._row(hook, "-")))
+        row = row or self._row(hook, "-")
+        row.calls += 1
+        row.checked += 1
+        if failures:  # one mismatch per call, reported by its first wrong output
+            path, diff, where = failures[0]
+            where.mismatches += 1
+            self._fail(backend, hook, args, host, path, diff, where, index)
+
+    def _fail(self, backend, hook, args, host, path, diff, row, index):
+        if self.mode == "record" or (self.mode == "warn" and hook in self._warned):
+            return
+        info = _info(self, backend, hook, args, host, path, diff, row, index)
+        if self.mode == "raise":
+            raise ShadowMismatch(**info)
+        self._warned.add(hook)
+        warnings.warn(ShadowWarning(ShadowMismatch(**info).args[0]), stacklevel=3)
+
+
+def _info(session, backend, hook, args, host, path, diff, row, index) -> dict:
+    names, kinds, _ = SIGNATURES[hook]
+    entries = []  # (name, host copy, the backend's array) per array argument
+    for name, kind, arg, copy in zip(names, kinds, args, host):
+        if kind == "array" and isinstance(copy, np.ndarray):
+            entries.append((name, copy, arg))
+        elif kind == "list":
+            entries += [(f"{name}[{i}]", c, a) for i, (c, a) in enumerate(zip(copy, arg))
+                        if isinstance(c, np.ndarray)]
+        elif kind == "host":
+            entries.append((name, copy, None))
+    return dict(
+        op=hook, backend=_device_name(backend, names, args), reference=str(session._ref),
+        output=path, arg_names=[e[0] for e in entries],
+        input_shapes=[e[1].shape for e in entries],
+        input_dtypes=[e[1].dtype.name for e in entries],
+        producers=[None if e[2] is None else session._producers.of(e[2]) for e in entries],
+        shape=diff.shape, size=diff.size, dtype=row.dtype, kind=diff.kind, bad=diff.bad,
+        max_abs=diff.max_abs, max_rel=diff.max_rel, worst=diff.worst, got=diff.got,
+        expected=diff.want, rtol=row.rtol, atol=row.atol, source=blame.user_frame(),
+        backward_of=blame.backward_of(), call=index, step=session._step,
+        op_in_step=index - session._step_start,
+    )
+
+
+def _device_name(backend, names, args) -> str:
+    if "device_index" in names:
+        return f"{backend.name}:{args[names.index('device_index')]}"
+    return backend.name
+
+
+def _bind(hook, args, kwargs) -> tuple:
+    names = SIGNATURES[hook][0]
+    bound = inspect.signature(getattr(hookspec, hook)).bind(*args, **kwargs)
+    return tuple(bound.arguments[name] for name in names)
+
+
+def _host(kind, value, fetch):
+    """A host copy of an argument (arrays), or the argument itself (other values)."""
+    if kind == "array":
+        if value is None or not hasattr(value, "shape"):
+            return value
+        return fetch(value)
+    if kind == "list":
+        return [_host("array", v, fetch) for v in value]
+    if kind == "host":
+        return np.array(value, copy=True)
+    return value
+
+
+def _to_ref(kind, value, ref_ops, ref_index):
+    if kind == "device":
+        return ref_index
+    if kind == "array" and isinstance(value, np.ndarray):
+        return ref_ops.from_numpy(value, ref_index)
+    if kind == "list":
+        return [_to_ref("array", v, ref_ops, ref_index) for v in value]
+    return value
+
+
+def _flatten(value, to_numpy, hook, path="") -> list:
+    """[(path, host array or None)] for every array in an output (lists and tuples too)."""
+    if isinstance(value, (list, tuple)):
+        out = []
+        for i, item in enumerate(value):
+            out += _flatten(item, to_numpy, hook, f"{path}[{i}]")
+        return out
+    if value is None:
+        return [(path, None)]
+    if hook == "to_numpy":
+        return [(path, np.asarray(value))]
+    return [(path, np.asarray(to_numpy(value)))]
+
+
+def current() -> shadow | None:
+    """The running shadow session, or None."""
+    return _current[0] if _current else None
+
+
+def shadow_report() -> ShadowReport | None:
+    """The running (else the last) shadow session's :class:`ShadowReport`: per op and
+    dtype, calls, checked calls, mismatches, the worst errors and the tolerance;
+    ``print()`` it for a table, ``.json()`` for JSON. None when nothing was shadowed."""
+    session = current() or (_last[0] if _last else None)
+    return session.report() if session is not None else None
+
+
+def from_environment() -> shadow | None:
+    """Start the process-wide shadow that ``FASTNN_SHADOW=NAME`` asks for (with
+    ``FASTNN_SHADOW_MODE``, ``FASTNN_SHADOW_SAMPLE``, ``FASTNN_SHADOW_OPS``, a comma-
+    separated list), printing its report to stderr at exit; None when unset."""
+    reference = os.environ.get("FASTNN_SHADOW", "").strip()
+    if not reference:
+        return None
+    import atexit
+    import sys
+
+    ops = os.environ.get("FASTNN_SHADOW_OPS", "").strip()
+    session = shadow(reference, mode=os.environ.get("FASTNN_SHADOW_MODE", "raise"),
+                     sample=int(os.environ.get("FASTNN_SHADOW_SAMPLE", "1")),
+                     ops=[o.strip() for o in ops.split(",") if o.strip()] or None)
+    session.start()
+    atexit.register(lambda: print(session.report(), file=sys.stderr))
+    return session

@@ -1,0 +1,75 @@
+"""Throw-away backends for the shadow tests: the NumPy backend with one planted fault."""
+
+from __future__ import annotations
+
+import sys
+
+from tests.fake_backends import install_backend
+
+# the cpu backend's hooks under another name; a fault below redefines one of them
+BASE = """
+import numpy as np
+import fastnn_cpu
+from fastnn.api.hookspec import hookimpl
+from fastnn.api.registry import hook_namespace
+
+_real = hook_namespace(fastnn_cpu)
+globals().update({k: v for k, v in vars(_real).items() if hasattr(v, "fastnn_impl")})
+"""
+
+FAULTS = {
+    "healthy": "",
+    # right except on one call, chosen by the test (FAULT_AT), deep inside a step
+    "tanh_once": """
+FAULT_AT, calls = -1, [0]
+
+@hookimpl
+def tanh(x):
+    calls[0] += 1
+    out = np.tanh(x)
+    return out * np.asarray(1.01, out.dtype) if calls[0] == FAULT_AT else out
+""",
+    # a gradient kernel 1% off
+    "conv2d_grad_weight": """
+@hookimpl
+def conv2d_grad_weight(x, grad_out, kernel_size, stride, padding, dilation, groups):
+    out = _real.conv2d_grad_weight(x, grad_out, kernel_size, stride, padding, dilation, groups)
+    return out * np.asarray(1.01, out.dtype)
+""",
+    # a fused Adam that updates in place with the bias correction of the next step
+    "adam_step": """
+@hookimpl
+def adam_step(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays, beta1, beta2, eps,
+              step, decoupled):
+    return _real.adam_step(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays, beta1,
+                           beta2, eps, step + 1, decoupled)
+""",
+    # reads its input in memory order: right only for contiguous arrays
+    "exp_contiguous": """
+@hookimpl
+def exp(x):
+    return np.exp(np.ravel(x, order="K")).reshape(x.shape)
+""",
+    # NaN in the last column when there are 7 columns
+    "sqrt_nan": """
+@hookimpl
+def sqrt(x):
+    out = np.sqrt(x)
+    if x.ndim == 2 and x.shape[1] == 7:
+        out[:, -1] = np.nan
+    return out
+""",
+}
+
+
+def install(tmp_path, fault: str) -> str:
+    """Install the backend with ``fault`` as ``shadow_<fault>``; returns its name."""
+    name = f"shadow_{fault}"
+    install_backend(tmp_path / name, f"fastnn-backend-{name}", name, f"{name}_mod",
+                    BASE + FAULTS[fault])
+    return name
+
+
+def module(name: str):
+    """The installed backend's module (to set a fault's knob)."""
+    return sys.modules[f"{name}_mod"]
