@@ -57,7 +57,8 @@ from fastnn.nn.pooling import (
     MaxPool1d,
     MaxPool2d,
 )
-from fastnn.nn.recurrent import GRU, LSTM
+from fastnn.nn.recurrent import GRU, LSTM, RNN
+from fastnn.nn.recurrent_cells import GRUCell, LSTMCell, RNNCell
 from fastnn.nn.transformer import TransformerEncoder, TransformerEncoderLayer
 
 # PyTorch's path to the functional ops: fastnn.nn.functional is fastnn.functional itself,
@@ -75,6 +76,7 @@ __all__ = [
     "LeakyReLU", "LogSoftmax", "MSELoss", "Mish", "ModuleDict", "ModuleList",
     "MultiheadAttention", "NLLLoss", "ReLU", "SELU", "SiLU", "Sigmoid", "SmoothL1Loss",
     "Softplus", "Tanh", "TransformerEncoder", "TransformerEncoderLayer",
+    "GRUCell", "LSTMCell", "RNN", "RNNCell",
     # vision layers
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "BatchNorm1d",
     "BatchNorm2d", "Conv2d", "MaxPool1d", "MaxPool2d",
