@@ -60,6 +60,11 @@ from fastnn.nn.pooling import (
 from fastnn.nn.recurrent import GRU, LSTM, RNN
 from fastnn.nn.recurrent_cells import GRUCell, LSTMCell, RNNCell
 from fastnn.nn.transformer import TransformerEncoder, TransformerEncoderLayer
+from fastnn.nn.transformer_decoder import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+)
 
 # PyTorch's path to the functional ops: fastnn.nn.functional is fastnn.functional itself,
 # so `import fastnn.nn.functional as F` finds it here
@@ -76,7 +81,8 @@ __all__ = [
     "LeakyReLU", "LogSoftmax", "MSELoss", "Mish", "ModuleDict", "ModuleList",
     "MultiheadAttention", "NLLLoss", "ReLU", "SELU", "SiLU", "Sigmoid", "SmoothL1Loss",
     "Softplus", "Tanh", "TransformerEncoder", "TransformerEncoderLayer",
-    "GRUCell", "LSTMCell", "RNN", "RNNCell",
+    "GRUCell", "LSTMCell", "RNN", "RNNCell", "Transformer", "TransformerDecoder",
+    "TransformerDecoderLayer",
     # vision layers
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "BatchNorm1d",
     "BatchNorm2d", "Conv2d", "MaxPool1d", "MaxPool2d",

@@ -21,8 +21,8 @@ import warnings
 from fastnn.api.args import integer
 from fastnn.nn.module import Module, check_tensor, tape_reverse, uniform_init
 from fastnn.nn.recurrent_cells import GATES, rnn_mode, step, unsqueeze_state
-from fastnn.ops import joining, movement, nnops
 from fastnn.ops import elementwise as m
+from fastnn.ops import joining, movement, nnops
 from fastnn.ops.tensor import full, rand
 
 

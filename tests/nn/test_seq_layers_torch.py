@@ -279,3 +279,47 @@ def test_reverse_of_mha_and_rnn_equals_the_tape_of_their_one_tensor_view():
         np.testing.assert_allclose(grad_x.numpy(), xt.grad.numpy(), rtol=1e-12)
         for name, p in layer.named_parameters():
             np.testing.assert_allclose(grads[name].numpy(), p.grad.numpy(), rtol=1e-12)
+
+
+MHA_EXTRA = [
+    {"kdim": 3, "vdim": 5},
+    {"add_bias_kv": True},
+    {"add_zero_attn": True, "bias": False},
+    {"kdim": 3, "vdim": 5, "add_bias_kv": True, "add_zero_attn": True, "batch_first": True},
+]
+
+
+@pytest.mark.filterwarnings("ignore:Support for mismatched key_padding_mask")  # torch's
+@pytest.mark.parametrize("config", MHA_EXTRA, ids=str)
+@pytest.mark.parametrize("masks", [False, True])
+def test_multihead_attention_kdim_vdim_bias_kv_zero_attn(config, masks, device):
+    torch.manual_seed(10)
+    theirs = torch.nn.MultiheadAttention(8, 2, **config)
+    ours = nn.MultiheadAttention(8, 2, dtype="float64", device=device, **config)
+    assert {k: v.shape for k, v in ours.state_dict().items()} == \
+        {k: tuple(v.shape) for k, v in theirs.state_dict().items()}
+    bf = config.get("batch_first", False)
+    kd, vd = config.get("kdim", 8), config.get("vdim", 8)
+    q = rng.standard_normal((2, 5, 8) if bf else (5, 2, 8))
+    k = rng.standard_normal((2, 6, kd) if bf else (6, 2, kd))
+    v = rng.standard_normal((2, 6, vd) if bf else (6, 2, vd))
+    kw_t, kw_f = {}, {}
+    if masks:
+        mask = rng.uniform(size=(5, 6)) > 0.6
+        pad = np.array([[False] * 5 + [True], [False] * 3 + [True] * 3])
+        kw_t = {"attn_mask": torch.tensor(mask), "key_padding_mask": torch.tensor(pad)}
+        kw_f = {"attn_mask": fnn.tensor(mask, device=device),
+                "key_padding_mask": fnn.tensor(pad, device=device)}
+    compare(ours, theirs, [q, k, v], "float64", device,
+            lambda m, a, b, c: m(a, b, c, average_attn_weights=False, **kw_f),
+            lambda m, a, b, c: m(a, b, c, average_attn_weights=False, **kw_t))
+    _, w = ours(*(fnn.tensor(a, device=device) for a in (q, k, v)), **kw_f)
+    _, t_w = theirs(*(torch.tensor(a) for a in (q, k, v)), **kw_t)
+    np.testing.assert_allclose(w.numpy(), t_w.detach().numpy(), rtol=1e-9, atol=1e-11)
+
+
+def test_multihead_attention_positional_arguments_follow_torch():
+    mha = nn.MultiheadAttention(8, 2, 0.0, True, True, False, 4, 6)
+    assert mha.bias_k.shape == (1, 1, 8) and not mha.batch_first
+    assert mha.k_proj_weight.shape == (8, 4) and mha.v_proj_weight.shape == (8, 6)
+    assert mha.in_proj_weight is None and "in_proj_weight" not in mha.state_dict()
