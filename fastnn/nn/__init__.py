@@ -31,7 +31,7 @@ from fastnn.nn.batchnorm import BatchNorm1d, BatchNorm2d
 from fastnn.nn.container import Residual, Sequential
 from fastnn.nn.conv import Conv1d
 from fastnn.nn.conv2d import Conv2d
-from fastnn.nn.embedding import Embedding
+from fastnn.nn.embedding import Bilinear, Embedding, EmbeddingBag
 from fastnn.nn.flatten import Flatten, GlobalAvgPool1d
 from fastnn.nn.gated import DyT, GatedLinear
 from fastnn.nn.linear import Bias1d, Dense, Diag, Linear, ScalarScale
@@ -82,7 +82,7 @@ __all__ = [
     "MultiheadAttention", "NLLLoss", "ReLU", "SELU", "SiLU", "Sigmoid", "SmoothL1Loss",
     "Softplus", "Tanh", "TransformerEncoder", "TransformerEncoderLayer",
     "GRUCell", "LSTMCell", "RNN", "RNNCell", "Transformer", "TransformerDecoder",
-    "TransformerDecoderLayer",
+    "TransformerDecoderLayer", "Bilinear", "EmbeddingBag",
     # vision layers
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "BatchNorm1d",
     "BatchNorm2d", "Conv2d", "MaxPool1d", "MaxPool2d",

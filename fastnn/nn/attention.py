@@ -87,10 +87,6 @@ class MultiheadAttention(Module):
         if bias:
             self.out_proj.bias = const_init((e,), 0.0, "bias", dtype, device)
 
-    def extra_repr(self) -> str:
-        extra = "" if self._qkv_same_embed_dim else f", kdim={self.kdim}, vdim={self.vdim}"
-        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}{extra}"
-
     def _projections(self):
         """(weights, biases) of q, k and v, three of each (a bias may be None)."""
         if self._qkv_same_embed_dim:
@@ -143,7 +139,9 @@ class MultiheadAttention(Module):
             k, v = joining.cat([k, zero], 2), joining.cat([v, zero], 2)
             source, mask = source + 1, _pad_mask(mask)
         p = self.dropout if self.training else 0.0
-        out, attn = attn_ops.attention(q, k, v, mask, False, is_causal, p)
+        # as PyTorch's: a row with every key masked out gives zeros, NaN with need_weights
+        out, attn = attn_ops.attention(q, k, v, mask, False, is_causal, p,
+                                       safe=not need_weights)
         out = movement.reshape(movement.transpose(out, (2, 0, 1, 3)),
                                (length, batch, self.embed_dim))
         out = self.out_proj(out)
