@@ -6,9 +6,10 @@ agree. Each spec is ``(label, make(dtype, device) -> layer, input shape)``, or w
 fourth entry, a dict of ``call(layer, x)`` (the one-tensor function that ``reverse``
 differentiates, when it is not ``layer(x)``: self-attention, a recurrent layer's output
 sequence) and ``inputs(rng, shape)`` (a host input other than random floats: Embedding's
-indices); layers with parameters get random (non-default) values so that no gradient
-is trivially zero. :func:`uncovered` names every layer class of ``fastnn.nn`` that no spec
-builds, so a new layer cannot be missed.
+indices), and ``reverse(layer, x, grad_out)`` where reverse takes a second input (a
+decoder's memory: the same fixed one ``call`` passes); layers with parameters get random
+(non-default) values so that no gradient is trivially zero. :func:`uncovered` names every
+layer class of ``fastnn.nn`` that no spec builds, so a new layer cannot be missed.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ def specs() -> list:
             nn.RMSNorm(6, dtype=d, device=dev), nn.Linear(6, 3, dtype=d, device=dev)), (5, 4)),
     ]
     out += _sequence_specs(nn)
+    out += _more_sequence_specs(nn)
     from fastnn.ops.activations import ACTIVATIONS
 
     for kind in sorted(ACTIVATIONS):
@@ -63,6 +65,52 @@ def _output_sequence(layer, x):
 
 def _indices(rng, shape):
     return rng.integers(0, 7, size=shape).astype(np.int64)
+
+
+def _second_input(x, features: int, length=None):
+    """A fixed second input for x: (length or x's, ..., features), x's dtype and device."""
+    import fastnn as fnn
+
+    shape = ((length or x.shape[0]),) + x.shape[1:-1] + (features,)
+    values = np.sin(np.arange(np.prod(shape)) * 0.7).reshape(shape)
+    return fnn.tensor(values, dtype=x.dtype, device=x.device)
+
+
+def _with_second(features: int, length=None) -> dict:
+    """call/reverse options of a layer whose forward takes (x, second input)."""
+    return {"call": lambda layer, x: layer(x, _second_input(x, features, length)),
+            "reverse": lambda layer, x, g: layer.reverse(x, g,
+                                                         _second_input(x, features, length))}
+
+
+def _more_sequence_specs(nn) -> list:
+    """Recurrent cells, RNN, the decoder, Transformer, EmbeddingBag and Bilinear (issue 21)."""
+    rnn = {"call": _output_sequence}
+    return [
+        ("RNN(relu, 2 layers, bidirectional)", lambda d, dev: nn.RNN(
+            3, 2, num_layers=2, nonlinearity="relu", bidirectional=True, dtype=d, device=dev),
+         (4, 2, 3), rnn),
+        ("LSTM(proj_size=2)", lambda d, dev: nn.LSTM(3, 4, proj_size=2, dtype=d, device=dev),
+         (4, 2, 3), rnn),
+        ("RNNCell", lambda d, dev: nn.RNNCell(3, 4, dtype=d, device=dev), (2, 3)),
+        ("GRUCell", lambda d, dev: nn.GRUCell(3, 4, dtype=d, device=dev), (2, 3)),
+        ("LSTMCell", lambda d, dev: nn.LSTMCell(3, 4, dtype=d, device=dev), (2, 3), rnn),
+        ("TransformerDecoderLayer", lambda d, dev: nn.TransformerDecoderLayer(
+            4, 2, 6, dropout=0.0, dtype=d, device=dev), (3, 2, 4), _with_second(4, 5)),
+        ("TransformerDecoder(norm_first)", lambda d, dev: nn.TransformerDecoder(
+            nn.TransformerDecoderLayer(4, 2, 6, dropout=0.0, norm_first=True, dtype=d,
+                                       device=dev), 2), (3, 2, 4), _with_second(4, 5)),
+        ("Transformer", lambda d, dev: nn.Transformer(
+            4, 2, 1, 1, 6, dropout=0.0, dtype=d, device=dev), (5, 2, 4), _with_second(4, 3)),
+        ("EmbeddingBag(sum)", lambda d, dev: nn.EmbeddingBag(7, 3, mode="sum", dtype=d,
+                                                             device=dev), (2, 4),
+         {"inputs": _indices}),
+        ("EmbeddingBag(max)", lambda d, dev: nn.EmbeddingBag(7, 3, mode="max", dtype=d,
+                                                             device=dev), (3, 2),
+         {"inputs": _indices}),
+        ("Bilinear", lambda d, dev: nn.Bilinear(3, 2, 4, dtype=d, device=dev), (5, 3),
+         _with_second(2)),
+    ]
 
 
 def _sequence_specs(nn) -> list:

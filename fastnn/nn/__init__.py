@@ -31,7 +31,7 @@ from fastnn.nn.batchnorm import BatchNorm1d, BatchNorm2d
 from fastnn.nn.container import Residual, Sequential
 from fastnn.nn.conv import Conv1d
 from fastnn.nn.conv2d import Conv2d
-from fastnn.nn.embedding import Embedding
+from fastnn.nn.embedding import Bilinear, Embedding, EmbeddingBag
 from fastnn.nn.flatten import Flatten, GlobalAvgPool1d
 from fastnn.nn.gated import DyT, GatedLinear
 from fastnn.nn.linear import Bias1d, Dense, Diag, Linear, ScalarScale
@@ -57,8 +57,14 @@ from fastnn.nn.pooling import (
     MaxPool1d,
     MaxPool2d,
 )
-from fastnn.nn.recurrent import GRU, LSTM
+from fastnn.nn.recurrent import GRU, LSTM, RNN
+from fastnn.nn.recurrent_cells import GRUCell, LSTMCell, RNNCell
 from fastnn.nn.transformer import TransformerEncoder, TransformerEncoderLayer
+from fastnn.nn.transformer_decoder import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+)
 
 # PyTorch's path to the functional ops: fastnn.nn.functional is fastnn.functional itself,
 # so `import fastnn.nn.functional as F` finds it here
@@ -75,6 +81,8 @@ __all__ = [
     "LeakyReLU", "LogSoftmax", "MSELoss", "Mish", "ModuleDict", "ModuleList",
     "MultiheadAttention", "NLLLoss", "ReLU", "SELU", "SiLU", "Sigmoid", "SmoothL1Loss",
     "Softplus", "Tanh", "TransformerEncoder", "TransformerEncoderLayer",
+    "GRUCell", "LSTMCell", "RNN", "RNNCell", "Transformer", "TransformerDecoder",
+    "TransformerDecoderLayer", "Bilinear", "EmbeddingBag",
     # vision layers
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "BatchNorm1d",
     "BatchNorm2d", "Conv2d", "MaxPool1d", "MaxPool2d",

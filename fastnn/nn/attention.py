@@ -1,10 +1,15 @@
 """MultiheadAttention, as PyTorch's (parameter names, layout, init and masks).
 
 q, k, v are projected by the three (E, E) blocks of ``in_proj_weight`` (3E, E) and
-``in_proj_bias`` (3E,), split into ``num_heads`` heads of E / num_heads features, attended
-(:func:`fastnn.ops.attention.attention`), joined and projected by ``out_proj``. In the
-masks a bool True is masked OUT (PyTorch's MultiheadAttention convention, the opposite of
-``scaled_dot_product_attention``); a float mask is added to the scores.
+``in_proj_bias`` (3E,) (with ``kdim``/``vdim`` other than E: ``q_proj_weight`` (E, E),
+``k_proj_weight`` (E, kdim), ``v_proj_weight`` (E, vdim)), split into ``num_heads`` heads
+of E / num_heads features, attended (:func:`fastnn.ops.attention.attention`), joined and
+projected by ``out_proj``. In the masks a bool True is masked OUT (PyTorch's
+MultiheadAttention convention, the opposite of ``scaled_dot_product_attention``); a float
+mask is added to the scores. ``add_bias_kv`` appends the learnt key ``bias_k`` and value
+``bias_v`` (1, 1, E) to the sequence, ``add_zero_attn`` a key and value of zeros; neither is
+masked. Arguments in PyTorch's order. ``is_causal=True`` masks later keys (PyTorch asks for
+the causal ``attn_mask`` too and takes the flag as a hint; given both, they agree).
 
 ``reverse(x, grad_out)`` is self-attention's (q = k = v = x), from the tape.
 """
@@ -22,6 +27,20 @@ from fastnn.ops import joining, movement, nnops
 from fastnn.ops.tensor import full, host_rng
 
 
+def _xavier_uniform(shape, dtype, device):
+    bound = math.sqrt(6.0 / (shape[0] + shape[1]))
+    return Parameter.from_numpy(host_rng().uniform(-bound, bound, shape), "connective", dtype,
+                                device)
+
+
+def _pad_mask(mask):
+    """``mask`` with one more key column that masks nothing (False, or 0.0)."""
+    if mask is None:
+        return None
+    column = full(mask.shape[:-1] + (1,), 0, mask.dtype, mask.device)
+    return joining.cat([mask, column], mask.ndim - 1)
+
+
 def _additive(mask):
     """A float mask as it is; a bool one as -inf where True, 0 elsewhere."""
     if mask.dtype.name != "bool":
@@ -33,6 +52,7 @@ class MultiheadAttention(Module):
     """Multi-head attention; inputs (L, N, E), or (N, L, E) with ``batch_first``, or (L, E)."""
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
+                 add_bias_kv: bool = False, add_zero_attn: bool = False, kdim=None, vdim=None,
                  batch_first: bool = False, dtype=None, device=None):
         super().__init__()
         self.embed_dim = integer("MultiheadAttention", "embed_dim", embed_dim)
@@ -42,16 +62,40 @@ class MultiheadAttention(Module):
                              f"num_heads {num_heads}")
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"MultiheadAttention: dropout must be in [0, 1), got {dropout}")
-        self.dropout, self.batch_first = float(dropout), bool(batch_first)
-        self.head_dim = self.embed_dim // self.num_heads
         e = self.embed_dim
-        bound = math.sqrt(6.0 / (e + 3 * e))  # xavier_uniform_ on (3E, E), as PyTorch
-        self.in_proj_weight = Parameter.from_numpy(
-            host_rng().uniform(-bound, bound, (3 * e, e)), "connective", dtype, device)
+        self.kdim = e if kdim is None else integer("MultiheadAttention", "kdim", kdim)
+        self.vdim = e if vdim is None else integer("MultiheadAttention", "vdim", vdim)
+        self._qkv_same_embed_dim = self.kdim == e and self.vdim == e
+        self.dropout, self.batch_first = float(dropout), bool(batch_first)
+        self.add_zero_attn = bool(add_zero_attn)
+        self.head_dim = e // self.num_heads
+        if self._qkv_same_embed_dim:  # xavier_uniform_ of each, as PyTorch
+            self.in_proj_weight = _xavier_uniform((3 * e, e), dtype, device)
+        else:
+            self.in_proj_weight = None
+            self.q_proj_weight = _xavier_uniform((e, e), dtype, device)
+            self.k_proj_weight = _xavier_uniform((e, self.kdim), dtype, device)
+            self.v_proj_weight = _xavier_uniform((e, self.vdim), dtype, device)
         self.in_proj_bias = const_init((3 * e,), 0.0, "bias", dtype, device) if bias else None
+        if add_bias_kv:  # xavier_normal_ of (1, 1, E): std sqrt(2 / (E + E))
+            self.bias_k, self.bias_v = (Parameter.from_numpy(
+                host_rng().normal(0.0, math.sqrt(1.0 / e), (1, 1, e)), "bias", dtype, device)
+                for _ in range(2))
+        else:
+            self.bias_k = self.bias_v = None
         self.out_proj = Linear(e, e, bias, dtype=dtype, device=device)
         if bias:
             self.out_proj.bias = const_init((e,), 0.0, "bias", dtype, device)
+
+    def _projections(self):
+        """(weights, biases) of q, k and v, three of each (a bias may be None)."""
+        if self._qkv_same_embed_dim:
+            weights = joining.chunk(self.in_proj_weight, 3, 0)
+        else:
+            weights = (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)
+        biases = ([None] * 3 if self.in_proj_bias is None
+                  else joining.chunk(self.in_proj_bias, 3, 0))
+        return weights, biases
 
     def _heads(self, x, batch, length):
         """(L, N, E) -> (N, heads, L, head_dim)."""
@@ -60,12 +104,13 @@ class MultiheadAttention(Module):
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):
-        for name, t in (("query", query), ("key", key), ("value", value)):
+        for name, t, size in (("query", query, self.embed_dim), ("key", key, self.kdim),
+                              ("value", value, self.vdim)):
             check_tensor("MultiheadAttention", t)
-            if t.ndim not in (2, 3) or t.shape[-1] != self.embed_dim:
-                raise ValueError(f"MultiheadAttention: {name} must be (L, N, {self.embed_dim})"
-                                 f"{' batch-first' if self.batch_first else ''} or "
-                                 f"(L, {self.embed_dim}), got {t.shape}")
+            if t.ndim not in (2, 3) or t.shape[-1] != size or t.ndim != query.ndim:
+                layout = "(N, L, E)" if self.batch_first else "(L, N, E)"
+                raise ValueError(f"MultiheadAttention: {name} must be {layout} or (L, E) like "
+                                 f"the query, with E = {size}, got {t.shape}")
         unbatched = query.ndim == 2
         if unbatched:
             query, key, value = (movement.reshape(t, (t.shape[0], 1, t.shape[1]))
@@ -76,16 +121,27 @@ class MultiheadAttention(Module):
         elif self.batch_first:
             query, key, value = (movement.transpose(t, (1, 0, 2)) for t in (query, key, value))
         length, batch, _ = query.shape
+        if key.shape[:2] != value.shape[:2]:
+            raise ValueError(f"MultiheadAttention: key {key.shape} and value {value.shape} "
+                             f"must have one sequence length and batch size")
         source = key.shape[0]
-        weights = joining.chunk(self.in_proj_weight, 3, 0)
-        biases = ([None] * 3 if self.in_proj_bias is None
-                  else joining.chunk(self.in_proj_bias, 3, 0))
+        mask = self._mask(attn_mask, key_padding_mask, batch, length, source)
+        weights, biases = self._projections()
         q, k, v = (nnops.linear(t, w, b) for t, w, b in zip((query, key, value), weights, biases))
+        if self.bias_k is not None:  # one more key and value, never masked
+            k, v = (joining.cat([t, movement.broadcast_to(b, (1, batch, self.embed_dim))], 0)
+                    for t, b in ((k, self.bias_k), (v, self.bias_v)))
+            source, mask = source + 1, _pad_mask(mask)
         q, k, v = self._heads(q, batch, length), self._heads(k, batch, source), \
             self._heads(v, batch, source)
-        mask = self._mask(attn_mask, key_padding_mask, batch, length, source)
+        if self.add_zero_attn:  # and a key and value of zeros
+            zero = full((batch, self.num_heads, 1, self.head_dim), 0.0, k.dtype, k.device)
+            k, v = joining.cat([k, zero], 2), joining.cat([v, zero], 2)
+            source, mask = source + 1, _pad_mask(mask)
         p = self.dropout if self.training else 0.0
-        out, attn = attn_ops.attention(q, k, v, mask, False, is_causal, p)
+        # as PyTorch's: a row with every key masked out gives zeros, NaN with need_weights
+        out, attn = attn_ops.attention(q, k, v, mask, False, is_causal, p,
+                                       safe=not need_weights)
         out = movement.reshape(movement.transpose(out, (2, 0, 1, 3)),
                                (length, batch, self.embed_dim))
         out = self.out_proj(out)

@@ -3,7 +3,10 @@
 Post-norm (default): x = norm1(x + sa(x)); x = norm2(x + ff(x)).
 Pre-norm (``norm_first``): x = x + sa(norm1(x)); x = x + ff(norm2(x)).
 sa(x) = dropout1(self_attn(x, x, x)); ff(x) = dropout2(linear2(dropout(act(linear1(x))))).
-``reverse`` comes from the tape.
+``bias=False`` drops the biases of every Linear, attention and LayerNorm, as PyTorch's.
+``is_causal=True`` masks each position's later ones (with a mask given too, both apply;
+PyTorch takes it as a hint that the mask is causal, so with a causal mask they agree).
+``reverse`` comes from the tape. The decoder and ``Transformer``: :mod:`transformer_decoder`.
 """
 
 from __future__ import annotations
@@ -15,11 +18,37 @@ from fastnn.nn.activation import Dropout
 from fastnn.nn.attention import MultiheadAttention
 from fastnn.nn.linear import Linear
 from fastnn.nn.lists import ModuleList
-from fastnn.nn.module import Module
+from fastnn.nn.module import Module, tape_reverse
 from fastnn.nn.norm import LayerNorm
 from fastnn.ops import activations
 
 _ACTIVATIONS = {"relu": activations.relu, "gelu": activations.gelu}
+
+
+def activation_fn(owner: str, activation):
+    """'relu', 'gelu' or a callable (a function or a module), as PyTorch's layers take it."""
+    if isinstance(activation, str):
+        if activation not in _ACTIVATIONS:
+            raise ValueError(f"{owner}: activation must be 'relu', 'gelu' or a callable, got "
+                             f"{activation!r}")
+        return _ACTIVATIONS[activation]
+    if not callable(activation):
+        raise TypeError(f"{owner}: activation must be 'relu', 'gelu' or a callable, got "
+                        f"{type(activation).__name__}")
+    return activation
+
+
+def layer_norm(d_model: int, eps: float, bias: bool, kw: dict) -> LayerNorm:
+    """The LayerNorm of a transformer layer: without a bias where the layer has none."""
+    # NOTE: bias= is passed only when False, so that this works with a LayerNorm that does
+    # not take it yet (then bias=False fails loudly rather than loading differently)
+    return LayerNorm(d_model, eps, **kw) if bias else LayerNorm(d_model, eps, bias=False, **kw)
+
+
+def is_causal_flag(is_causal) -> bool:
+    """PyTorch's ``is_causal=None`` (detect from the mask) as a flag: a mask is applied as
+    given, so a detected causal mask needs nothing more."""
+    return bool(is_causal)
 
 
 class TransformerEncoderLayer(Module):
@@ -32,22 +61,16 @@ class TransformerEncoderLayer(Module):
         super().__init__()
         d_model = integer("TransformerEncoderLayer", "d_model", d_model)
         dim_feedforward = integer("TransformerEncoderLayer", "dim_feedforward", dim_feedforward)
-        if isinstance(activation, str):
-            if activation not in _ACTIVATIONS:
-                raise ValueError(f"TransformerEncoderLayer: activation must be 'relu', 'gelu' "
-                                 f"or a callable, got {activation!r}")
-            activation = _ACTIVATIONS[activation]
-        elif not callable(activation):
-            raise TypeError(f"TransformerEncoderLayer: activation must be 'relu', 'gelu' or a "
-                            f"callable, got {type(activation).__name__}")
+        activation = activation_fn("TransformerEncoderLayer", activation)
         kw = {"dtype": dtype, "device": device}
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout, bias, batch_first, **kw)
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout, bias, batch_first=batch_first,
+                                            **kw)
         self.linear1 = Linear(d_model, dim_feedforward, bias, **kw)
         self.dropout = Dropout(dropout)
         self.linear2 = Linear(dim_feedforward, d_model, bias, **kw)
         self.norm_first = bool(norm_first)
-        self.norm1 = LayerNorm(d_model, layer_norm_eps, **kw)
-        self.norm2 = LayerNorm(d_model, layer_norm_eps, **kw)
+        self.norm1 = layer_norm(d_model, layer_norm_eps, bias, kw)
+        self.norm2 = layer_norm(d_model, layer_norm_eps, bias, kw)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         self.activation = activation
@@ -69,11 +92,19 @@ class TransformerEncoderLayer(Module):
         x = self.norm1(x + self._sa(x, src_mask, src_key_padding_mask, is_causal))
         return self.norm2(x + self._ff(x))
 
+    def reverse(self, x, grad_out, **masks):
+        """dL/dsrc and dL/dparams for dL/d(output), the masks given, from the tape."""
+        return tape_reverse(self, lambda t: self(t, **masks), x, grad_out)
+
 
 class TransformerEncoder(Module):
-    """``num_layers`` deep copies of ``encoder_layer`` (``layers.0``, ...), then ``norm``."""
+    """``num_layers`` deep copies of ``encoder_layer`` (``layers.0``, ...), then ``norm``.
 
-    def __init__(self, encoder_layer: Module, num_layers: int, norm=None):
+    ``enable_nested_tensor`` and ``mask_check`` are PyTorch's speed options, accepted and
+    without effect here (the result does not depend on them)."""
+
+    def __init__(self, encoder_layer: Module, num_layers: int, norm=None,
+                 enable_nested_tensor: bool = True, mask_check: bool = True):
         super().__init__()
         if not isinstance(encoder_layer, Module):
             raise TypeError(f"TransformerEncoder: encoder_layer must be a fastnn Module, got "
@@ -82,9 +113,13 @@ class TransformerEncoder(Module):
         self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(self.num_layers)])
         self.norm = norm
 
-    def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=False):
+    def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
         x = src
         for layer in self.layers:
             x = layer(x, src_mask=mask, src_key_padding_mask=src_key_padding_mask,
-                      is_causal=is_causal)
+                      is_causal=is_causal_flag(is_causal))
         return x if self.norm is None else self.norm(x)
+
+    def reverse(self, x, grad_out, **masks):
+        """dL/dsrc and dL/dparams for dL/d(output), the masks given, from the tape."""
+        return tape_reverse(self, lambda t: self(t, **masks), x, grad_out)

@@ -4,7 +4,9 @@
 
 with q (..., L, E), k (..., S, E), v (..., S, Ev). A bool ``attn_mask`` says where a
 query MAY attend (True) and a float one is added to the scores; ``is_causal`` lets query
-i see keys j <= i. A row with nothing to attend to gives NaN, as PyTorch's. A composition
+i see keys j <= i. A row with nothing to attend to (every score -inf) gives zeros and no
+gradient, as PyTorch 2.13's (its safe softmax; ``safe=False``: NaN, as its MultiheadAttention
+with ``need_weights=True``). A composition
 of tensor ops (batched matmul, where, the softmax hook): gradients from the tape.
 """
 
@@ -48,7 +50,8 @@ def dropout_weights(weights: Tensor, p: float) -> Tensor:
     return m.mul(weights, m.mul(keep.astype(weights.dtype), 1.0 / (1.0 - p)))
 
 
-def attention(q, k, v, mask=None, allow=True, is_causal=False, dropout_p=0.0, scale=None):
+def attention(q, k, v, mask=None, allow=True, is_causal=False, dropout_p=0.0, scale=None,
+              safe=True):
     """(output, weights): softmax(q k^T scale, masked) v and the softmax weights."""
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     k_t = movement.transpose(k, tuple(range(k.ndim - 2)) + (k.ndim - 1, k.ndim - 2))
@@ -56,7 +59,13 @@ def attention(q, k, v, mask=None, allow=True, is_causal=False, dropout_p=0.0, sc
     if is_causal:
         scores = m.where(causal_mask(q.shape[-2], k.shape[-2], q.device), scores, -math.inf)
     scores = apply_mask(scores, mask, allow)
+    empty = None
+    if safe and mask is not None and k.shape[-2]:  # only a mask can leave a row no key
+        empty = m.compare("equal", movement.max(scores.detach(), -1, True), -math.inf)
+        scores = m.where(empty, 0.0, scores)  # finite, so no NaN in the gradient either
     weights = nnops.softmax(scores, -1)
+    if empty is not None:
+        weights = m.where(empty, 0.0, weights)
     if dropout_p > 0.0:
         weights = dropout_weights(weights, dropout_p)
     return nnops.matmul(weights, v), weights

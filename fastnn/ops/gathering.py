@@ -172,14 +172,25 @@ def take_along_dim(x: Tensor, indices=None, dim=UNSET, *, axis=UNSET) -> Tensor:
 
 
 @public()
-def embedding(indices, weight: Tensor, padding_idx=None) -> Tensor:
+def embedding(indices, weight: Tensor, padding_idx=None, max_norm=None, norm_type=2.0,
+              scale_grad_by_freq=False, sparse=False) -> Tensor:
     """Rows of ``weight`` (num_embeddings, dim) at integer ``indices`` (any shape): the
-    result has shape indices.shape + (dim,). ``padding_idx``'s row gets no gradient."""
+    result has shape indices.shape + (dim,). ``padding_idx``'s row gets no gradient.
+
+    ``max_norm``: first each looked-up row whose ``norm_type``-norm exceeds it is scaled IN
+    PLACE in ``weight`` to norm max_norm (as PyTorch, scale max_norm / (norm + 1e-7)).
+    ``scale_grad_by_freq``: a row's gradient is divided by its count in ``indices``.
+    ``sparse=True`` (a sparse gradient) is not supported: gradients are dense."""
     if not isinstance(weight, Tensor) or weight.ndim != 2:
         raise ValueError("embedding: weight must be a 2-d tensor (num_embeddings, dim)")
+    if sparse:
+        raise ValueError("embedding: sparse=True (a sparse gradient) is not supported; "
+                         "fastnn's gradients are dense, leave sparse=False")
     indices, host = _index("embedding", weight, indices)
     flat = movement.reshape(indices, (-1,))
     check_range("embedding", _checkable(flat, host), weight.shape[0], negative_ok=False)
+    if max_norm is not None:
+        renorm_rows_(weight, flat, float(max_norm), float(norm_type))
     rows = index_select_tensor(weight, 0, flat)
     if padding_idx is not None:
         from fastnn.ops.elementwise import compare, where
@@ -187,4 +198,36 @@ def embedding(indices, weight: Tensor, padding_idx=None) -> Tensor:
         pad = int(padding_idx) % weight.shape[0]
         hit = movement.reshape(compare("equal", flat, pad), (-1, 1))
         rows = where(hit, rows.detach(), rows)
+    if scale_grad_by_freq and flat.shape[0]:
+        rows = _scale_grad_by_count(rows, flat)
     return movement.reshape(rows, indices.shape + (weight.shape[1],))
+
+
+def renorm_rows_(weight: Tensor, flat: Tensor, max_norm: float, norm_type: float) -> None:
+    """Scale the rows ``flat`` of ``weight`` whose norm exceeds ``max_norm`` to it, in place
+    and off the tape (PyTorch's embedding_renorm_)."""
+    from fastnn.autograd.grad_mode import no_grad
+    from fastnn.ops import elementwise as ew
+    from fastnn.ops.reduction import norm
+
+    if not flat.shape[0]:
+        return
+    with no_grad():
+        rows = index_select_tensor(weight, 0, flat)
+        norms = movement.reshape(norm(rows, norm_type, 1), (-1, 1))
+        scale = ew.where(ew.compare("greater", norms, max_norm),
+                         ew.div(max_norm, ew.add(norms, 1e-7)), 1.0)
+        weight[flat] = ew.mul(rows, scale)  # a repeated index writes the same row twice
+
+
+def _scale_grad_by_count(rows: Tensor, flat: Tensor) -> Tensor:
+    """``rows`` as they are, with the gradient of each divided by its index's count."""
+    from fastnn.ops import elementwise as ew
+    from fastnn.ops.tensor import tensor
+
+    values = np.asarray(flat.numpy())
+    _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+    inv_count = tensor((1.0 / counts[inverse]).reshape(-1, 1), dtype=rows.dtype,
+                       device=rows.device)
+    frozen = rows.detach()
+    return ew.add(frozen, ew.mul(ew.sub(rows, frozen), inv_count))

@@ -279,3 +279,102 @@ def test_reverse_of_mha_and_rnn_equals_the_tape_of_their_one_tensor_view():
         np.testing.assert_allclose(grad_x.numpy(), xt.grad.numpy(), rtol=1e-12)
         for name, p in layer.named_parameters():
             np.testing.assert_allclose(grads[name].numpy(), p.grad.numpy(), rtol=1e-12)
+
+
+MHA_EXTRA = [
+    {"kdim": 3, "vdim": 5},
+    {"add_bias_kv": True},
+    {"add_zero_attn": True, "bias": False},
+    {"kdim": 3, "vdim": 5, "add_bias_kv": True, "add_zero_attn": True, "batch_first": True},
+]
+
+
+@pytest.mark.filterwarnings("ignore:Support for mismatched key_padding_mask")  # torch's
+@pytest.mark.parametrize("config", MHA_EXTRA, ids=str)
+@pytest.mark.parametrize("masks", [False, True])
+def test_multihead_attention_kdim_vdim_bias_kv_zero_attn(config, masks, device):
+    torch.manual_seed(10)
+    theirs = torch.nn.MultiheadAttention(8, 2, **config)
+    ours = nn.MultiheadAttention(8, 2, dtype="float64", device=device, **config)
+    assert {k: v.shape for k, v in ours.state_dict().items()} == \
+        {k: tuple(v.shape) for k, v in theirs.state_dict().items()}
+    bf = config.get("batch_first", False)
+    kd, vd = config.get("kdim", 8), config.get("vdim", 8)
+    q = rng.standard_normal((2, 5, 8) if bf else (5, 2, 8))
+    k = rng.standard_normal((2, 6, kd) if bf else (6, 2, kd))
+    v = rng.standard_normal((2, 6, vd) if bf else (6, 2, vd))
+    kw_t, kw_f = {}, {}
+    if masks:
+        mask = rng.uniform(size=(5, 6)) > 0.6
+        mask[:, 0] = False  # every query keeps a key (fully masked rows: their own test)
+        pad = np.array([[False] * 5 + [True], [False] * 3 + [True] * 3])
+        kw_t = {"attn_mask": torch.tensor(mask), "key_padding_mask": torch.tensor(pad)}
+        kw_f = {"attn_mask": fnn.tensor(mask, device=device),
+                "key_padding_mask": fnn.tensor(pad, device=device)}
+    compare(ours, theirs, [q, k, v], "float64", device,
+            lambda m, a, b, c: m(a, b, c, average_attn_weights=False, **kw_f),
+            lambda m, a, b, c: m(a, b, c, average_attn_weights=False, **kw_t))
+    _, w = ours(*(fnn.tensor(a, device=device) for a in (q, k, v)), **kw_f)
+    _, t_w = theirs(*(torch.tensor(a) for a in (q, k, v)), **kw_t)
+    np.testing.assert_allclose(w.numpy(), t_w.detach().numpy(), rtol=1e-9, atol=1e-11)
+
+
+def test_multihead_attention_positional_arguments_follow_torch():
+    mha = nn.MultiheadAttention(8, 2, 0.0, True, True, False, 4, 6)
+    assert mha.bias_k.shape == (1, 1, 8) and not mha.batch_first
+    assert mha.k_proj_weight.shape == (8, 4) and mha.v_proj_weight.shape == (8, 6)
+    assert mha.in_proj_weight is None and "in_proj_weight" not in mha.state_dict()
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered")  # need_weights=True: NaN
+@pytest.mark.parametrize("float_mask", [False, True])
+def test_a_fully_masked_row_is_zero_as_torchs_safe_softmax(float_mask, device):
+    """torch 2.13: scaled_dot_product_attention and MultiheadAttention(need_weights=False)
+    give zeros (and finite gradients) for a query with every key masked out, MHA with
+    need_weights=True gives NaN; fastnn the same."""
+    import fastnn.functional as F
+
+    allowed = np.ones((3, 3), bool)
+    allowed[1] = False
+    mask = np.where(allowed, 0.0, -np.inf) if float_mask else allowed
+    q = rng.standard_normal((2, 3, 4))
+    tq, fq = torch.tensor(q, requires_grad=True), fnn.tensor(q, device=device,
+                                                           requires_grad=True)
+    t_out = torch.nn.functional.scaled_dot_product_attention(tq, tq, tq,
+                                                             attn_mask=torch.tensor(mask))
+    f_out = F.scaled_dot_product_attention(fq, fq, fq, attn_mask=fnn.tensor(mask, device=device))
+    assert not f_out.numpy()[:, 1].any()
+    t_out.sum().backward()
+    f_out.sum().backward()
+    np.testing.assert_allclose(f_out.numpy(), t_out.detach().numpy(), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(fq.grad.numpy(), tq.grad.numpy(), rtol=1e-9, atol=1e-12)
+    torch.manual_seed(11)
+    theirs = torch.nn.MultiheadAttention(4, 2).double()
+    ours = nn.MultiheadAttention(4, 2, dtype=fnn.float64, device=device)
+    x = rng.standard_normal((3, 2, 4))
+    masked_out = ~allowed if not float_mask else mask
+    compare(ours, theirs, [x], "float64", device,
+            lambda m, t: m(t, t, t, attn_mask=fnn.tensor(masked_out, device=device),
+                           need_weights=False),
+            lambda m, t: m(t, t, t, attn_mask=torch.tensor(masked_out), need_weights=False))
+    with_weights = ours(*(fnn.tensor(x, device=device),) * 3,
+                        attn_mask=fnn.tensor(masked_out, device=device))[0]
+    assert np.isnan(with_weights.numpy()[1]).all()
+
+
+@pytest.mark.filterwarnings("ignore:Support for mismatched key_padding_mask")  # torch's
+def test_left_padding_with_a_causal_mask_stays_finite_in_a_decoder():
+    """A padded first position under a causal mask has no key: torch gives finite outputs."""
+    torch.manual_seed(12)
+    theirs = torch.nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0).double()
+    ours = nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0, dtype=fnn.float64)
+    causal_t = torch.nn.Transformer.generate_square_subsequent_mask(4, dtype=torch.float64)
+    causal_f = nn.Transformer.generate_square_subsequent_mask(4, dtype=fnn.float64)
+    pad = np.array([[True, False, False, False], [False] * 4])
+    tgt, memory = rng.standard_normal((4, 2, 8)), rng.standard_normal((5, 2, 8))
+    out = compare(ours, theirs, [tgt, memory], "float64", "cpu",
+                  lambda m, a, b: m(a, b, tgt_mask=causal_f,
+                                    tgt_key_padding_mask=fnn.tensor(pad)),
+                  lambda m, a, b: m(a, b, tgt_mask=causal_t,
+                                    tgt_key_padding_mask=torch.tensor(pad)))
+    assert np.isfinite(out.numpy()).all()
