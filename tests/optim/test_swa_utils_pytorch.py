@@ -18,6 +18,16 @@ torch = pytest.importorskip("torch")
 UPDATES = 6
 
 
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """torch's batch_norm with two threads on a busy machine costs ~0.1 s a call; one is
+    enough for these sizes."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def _pair():
     ours = nn.Sequential(nn.Linear(4, 5, dtype=fnn.float64), nn.BatchNorm1d(5, dtype=fnn.float64),
                          nn.Linear(5, 2, dtype=fnn.float64))
