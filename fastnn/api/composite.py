@@ -250,11 +250,15 @@ def broadcast(ops, arrays, root, comm, device_index):
 
 
 from fastnn.api.composite_optim import (  # noqa: E402,F401  (the newer optimizer steps)
+    adadelta_step,
     adagrad_step,
+    adamax_step,
     amsgrad_step,
+    asgd_step,
     nadam_step,
     radam_step,
     rmsprop_momentum_step,
+    rprop_step,
 )
 
 # ---------------------------------------------------------------- joining and selecting

@@ -116,3 +116,70 @@ def nadam_step(ops, params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays, be
         for lst, value in zip(out, (p, m, v)):
             lst.append(value)
     return out
+
+
+# ---------------------------------------------------------------- Adadelta, Adamax, ASGD, Rprop
+
+
+def lerp(ops, a, b, weight: float):
+    """a + weight (b - a), as PyTorch's lerp rounds it: from b's side for weight >= 0.5."""
+    if weight < 0.5:
+        return ops.add(a, ops.mul(ops.sub(b, a), weight))
+    return ops.sub(b, ops.mul(ops.sub(b, a), 1.0 - weight))
+
+
+def adadelta_step(ops, params, grads, square_avgs, acc_deltas, lrs, weight_decays, rho, eps):
+    out = [], [], []
+    for p, g, v, u, lr, wd in zip(params, grads, square_avgs, acc_deltas, lrs, weight_decays):
+        if wd:
+            g = ops.add(g, ops.mul(p, wd))
+        v = ops.add(ops.mul(v, rho), ops.mul(ops.mul(g, g), 1.0 - rho))
+        delta = ops.mul(ops.div(ops.sqrt(ops.add(u, eps)), ops.sqrt(ops.add(v, eps))), g)
+        u = ops.add(ops.mul(u, rho), ops.mul(ops.mul(delta, delta), 1.0 - rho))
+        p = ops.sub(p, ops.mul(delta, lr))
+        for lst, value in zip(out, (p, v, u)):
+            lst.append(value)
+    return out
+
+
+def adamax_step(ops, params, grads, exp_avgs, exp_infs, lrs, weight_decays, beta1, beta2, eps,
+                step):
+    out = [], [], []
+    bias1 = 1.0 - beta1**step
+    for p, g, m, u, lr, wd in zip(params, grads, exp_avgs, exp_infs, lrs, weight_decays):
+        if wd:
+            g = ops.add(g, ops.mul(p, wd))
+        m = lerp(ops, m, g, 1.0 - beta1)
+        u = ops.maximum(ops.mul(u, beta2), ops.add(ops.abs(g), eps))
+        p = ops.sub(p, ops.mul(ops.div(m, u), lr / bias1))
+        for lst, value in zip(out, (p, m, u)):
+            lst.append(value)
+    return out
+
+
+def asgd_step(ops, params, grads, axs, etas, weight_decays, lambd, mu):
+    out_p, out_ax = [], []
+    for p, g, ax, eta, wd in zip(params, grads, axs, etas, weight_decays):
+        if wd:
+            g = ops.add(g, ops.mul(p, wd))
+        p = ops.sub(ops.mul(p, 1.0 - lambd * eta), ops.mul(g, eta))
+        ax = p if mu == 1 else ops.add(ax, ops.mul(ops.sub(p, ax), mu))
+        out_p.append(p)
+        out_ax.append(ax)
+    return out_p, out_ax
+
+
+def rprop_step(ops, params, grads, prevs, step_sizes, etaminus, etaplus, step_size_min,
+               step_size_max):
+    out = [], [], []
+    for p, g, prev, size in zip(params, grads, prevs, step_sizes):
+        sign = ops.sign(ops.mul(g, prev))
+        one = ops.add(ops.mul(sign, 0.0), 1.0)  # 1, NaN where the product is NaN (as torch)
+        factor = ops.where(ops.greater(sign, 0.0), ops.mul(one, etaplus),
+                           ops.where(ops.less(sign, 0.0), ops.mul(one, etaminus), one))
+        size = ops.minimum(ops.maximum(ops.mul(size, factor), step_size_min), step_size_max)
+        g = ops.where(ops.less(sign, 0.0), ops.mul(one, 0.0), g)  # one is 1 there: an exact 0
+        p = ops.sub(p, ops.mul(ops.sign(g), size))
+        for lst, value in zip(out, (p, g, size)):
+            lst.append(value)
+    return out

@@ -45,6 +45,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastnn.api import hookspec_ops as _ops
+from fastnn.api import hookspec_optim as _optim_ops
 from fastnn.api.spec_marks import (  # noqa: F401  (backends import hookimpl from here)
     PROJECT,
     Array,
@@ -443,6 +444,8 @@ def bitwise_xor(a: Array, b: Array) -> Array:
 
 # the optional ops, into this namespace: one spec module for pluggy and for backends
 globals().update({name: spec for name, spec in vars(_ops).items()
+                  if getattr(spec, "fastnn_role", None) == "op"})
+globals().update({name: spec for name, spec in vars(_optim_ops).items()
                   if getattr(spec, "fastnn_role", None) == "op"})
 
 

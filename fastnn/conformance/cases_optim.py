@@ -1,5 +1,5 @@
 """Conformance cases of the newer fused optimizer steps: AMSGrad, RMSprop with momentum or
-centering, Adagrad, RAdam and NAdam.
+centering, Adagrad, RAdam, NAdam, Adadelta, Adamax, ASGD and Rprop.
 
 Custom cases, as the older steps in :mod:`fastnn.conformance.cases_io`: each calls
 ``device.ops.<hook>`` with three parameters of different shapes and learning rates and
@@ -126,8 +126,71 @@ def _check_nadam(device, dtype, rng):
                       ["params", "exp_avgs", "exp_avg_sqs"], f"decoupled={decoupled}")
 
 
+def _check_adadelta(device, dtype, rng):
+    put = _put(device, dtype)
+    p, g, v, u = _state(rng), _state(rng), _state(rng, positive=True), _state(rng, positive=True)
+    got = device.ops.adadelta_step(put(p), put(g), put(v), put(u), LRS, WDS, 0.9, 1e-6)
+    want = []
+    for p_, g_, v_, u_, lr, wd in zip(p, g, v, u, LRS, WDS):
+        g_ = g_ + wd * p_
+        v_ = 0.9 * v_ + 0.1 * g_ * g_
+        delta = np.sqrt(u_ + 1e-6) / np.sqrt(v_ + 1e-6) * g_
+        want.append((p_ - lr * delta, v_, 0.9 * u_ + 0.1 * delta * delta))
+    _compare_step(device, dtype, "adadelta_step", got, [list(w) for w in zip(*want)],
+                  ["params", "square_avgs", "acc_deltas"], "rho=0.9")
+
+
+def _check_adamax(device, dtype, rng):
+    put = _put(device, dtype)
+    for step in (1, 5):
+        p, g, m, u = _state(rng), _state(rng), _state(rng), _state(rng, positive=True)
+        got = device.ops.adamax_step(put(p), put(g), put(m), put(u), LRS, WDS, 0.9, 0.99, 1e-8,
+                                     step)
+        want = []
+        for p_, g_, m_, u_, lr, wd in zip(p, g, m, u, LRS, WDS):
+            g_ = g_ + wd * p_
+            m_ = 0.9 * m_ + 0.1 * g_
+            u_ = np.maximum(0.99 * u_, np.abs(g_) + 1e-8)
+            want.append((p_ - lr / (1 - 0.9**step) * m_ / u_, m_, u_))
+        _compare_step(device, dtype, "adamax_step", got, [list(w) for w in zip(*want)],
+                      ["params", "exp_avgs", "exp_infs"], f"step={step}")
+
+
+def _check_asgd(device, dtype, rng):
+    put = _put(device, dtype)
+    for mu in (1.0, 0.25):
+        p, g, ax = _state(rng), _state(rng), _state(rng)
+        got = device.ops.asgd_step(put(p), put(g), put(ax), LRS, WDS, 1e-2, mu)
+        want = []
+        for p_, g_, ax_, eta, wd in zip(p, g, ax, LRS, WDS):
+            p_ = p_ * (1 - 1e-2 * eta) - eta * (g_ + wd * p_)
+            want.append((p_, p_ if mu == 1 else ax_ + mu * (p_ - ax_)))
+        _compare_step(device, dtype, "asgd_step", got, [list(w) for w in zip(*want)],
+                      ["params", "axs"], f"mu={mu}")
+
+
+def _check_rprop(device, dtype, rng):
+    put = _put(device, dtype)
+    p, g, prev = _state(rng), _state(rng), _state(rng)
+    prev[0][0] = 0.0  # a zero product keeps the step size
+    size = [x + 0.01 for x in _state(rng, positive=True)]
+    got = device.ops.rprop_step(put(p), put(g), put(prev), put(size), 0.5, 1.2, 0.02, 1.0)
+    want = []
+    for p_, g_, prev_, size_ in zip(p, g, prev, size):
+        s = np.sign(g_ * prev_)
+        size_ = np.clip(size_ * np.where(s > 0, 1.2, np.where(s < 0, 0.5, 1.0)), 0.02, 1.0)
+        g_ = np.where(s < 0, 0.0, g_)
+        want.append((p_ - np.sign(g_) * size_, g_, size_))
+    _compare_step(device, dtype, "rprop_step", got, [list(w) for w in zip(*want)],
+                  ["params", "prevs", "step_sizes"], "etas=(0.5, 1.2)")
+
+
 register(Case("amsgrad_step", check=_check_amsgrad))
 register(Case("rmsprop_momentum_step", check=_check_rmsprop_momentum))
 register(Case("adagrad_step", check=_check_adagrad))
 register(Case("radam_step", check=_check_radam))
 register(Case("nadam_step", check=_check_nadam))
+register(Case("adadelta_step", check=_check_adadelta))
+register(Case("adamax_step", check=_check_adamax))
+register(Case("asgd_step", check=_check_asgd))
+register(Case("rprop_step", check=_check_rprop))

@@ -2,8 +2,10 @@
 
 PyTorch's: :class:`StepLR`, :class:`MultiStepLR`, :class:`ExponentialLR`,
 :class:`CosineAnnealingLR`, :class:`LinearLR` (the usual warm-up),
-:class:`SequentialLR`, :class:`OneCycleLR`, :class:`LambdaLR` and
-:class:`ReduceLROnPlateau`, each computing the rates as PyTorch does, with
+:class:`SequentialLR`, :class:`OneCycleLR`, :class:`LambdaLR`,
+:class:`ReduceLROnPlateau`, :class:`MultiplicativeLR`, :class:`ConstantLR`,
+:class:`PolynomialLR`, :class:`CosineAnnealingWarmRestarts`, :class:`CyclicLR` and
+:class:`ChainedScheduler`, each computing the rates as PyTorch does, with
 ``get_last_lr()``, ``state_dict()`` and ``load_state_dict()``.
 
 fastnn's own factor schedules stay too: :class:`LinearWarmup`,
@@ -19,6 +21,14 @@ from fastnn.optim.schedules import (
     LRScheduler,
     MultiStepLR,
     StepLR,
+)
+from fastnn.optim.schedules_extra import (
+    ChainedScheduler,
+    ConstantLR,
+    CosineAnnealingWarmRestarts,
+    CyclicLR,
+    MultiplicativeLR,
+    PolynomialLR,
 )
 from fastnn.optim.schedules_more import OneCycleLR, ReduceLROnPlateau, SequentialLR
 from fastnn.optim.warmup import (
@@ -36,4 +46,6 @@ from fastnn.optim.warmup import (
 __all__ = ["CosineAnnealing", "CosineAnnealingLR", "ExponentialLR", "FactorScheduler",
            "LRScheduler", "LambdaLR", "LinearDecay", "LinearLR", "LinearWarmup", "MultiStepLR",
            "OneCycleLR", "ReduceLROnPlateau", "SequentialLR", "StepLR", "WarmupCosine",
-           "WarmupLinear", "cosine_factor", "linear_factor", "warmup_factor"]
+           "WarmupLinear", "cosine_factor", "linear_factor", "warmup_factor",
+           "ChainedScheduler", "ConstantLR", "CosineAnnealingWarmRestarts", "CyclicLR",
+           "MultiplicativeLR", "PolynomialLR"]

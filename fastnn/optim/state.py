@@ -26,7 +26,7 @@ class OptimizerState:
         return self.STATE_KEYS
 
     #: State entries that hold a number rather than an array: name -> int or float
-    SCALAR_STATE = {"step": int, "mu_product": float}
+    SCALAR_STATE = {"step": int, "mu_product": float, "eta": float, "mu": float}
 
     def _rule_state_keys(self, group: dict) -> tuple | None:
         """The state keys of the class whose ``_update`` runs, or of a subclass below it."""
@@ -181,6 +181,8 @@ class OptimizerState:
             if not math.isfinite(number):
                 raise ValueError(f"{owner}: state {name!r} of parameter {key} is {number}")
             return kind(number)
+        if not isinstance(value, (np.ndarray, Tensor)) and hasattr(value, "__array__"):
+            value = np.asarray(value)  # a torch tensor from torch's optimizer.state_dict()
         if not isinstance(value, (np.ndarray, Tensor)):
             if strict:
                 raise ValueError(f"{owner}: state {name!r} of parameter {key} must be an array "

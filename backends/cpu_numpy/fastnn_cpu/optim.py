@@ -1,5 +1,6 @@
 """The newer optimizer steps on host arrays, in place: AMSGrad, RMSprop with momentum or
-centering, Adagrad, RAdam and NAdam (the rules of fastnn's hook specification).
+centering, Adagrad, RAdam, NAdam, Adadelta, Adamax, ASGD and Rprop (the rules of fastnn's
+hook specification).
 
 Each updates the parameter and its state arrays in place with NumPy's in-place
 ufuncs, so a step allocates only a few temporaries the size of one parameter.
@@ -109,3 +110,66 @@ def nadam_step(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays, beta1, 
         p -= (lr * (1.0 - mu) / (1.0 - mu_product)) * g / denom
         p -= (lr * mu_next / (1.0 - mu_product * mu_next)) * m / denom
     return list(params), list(exp_avgs), list(exp_avg_sqs)
+
+
+# ---------------------------------------------------------------- Adadelta, Adamax, ASGD, Rprop
+
+@hookimpl
+def adadelta_step(params, grads, square_avgs, acc_deltas, lrs, weight_decays, rho, eps):
+    for p, g, v, u, lr, wd in zip(params, grads, square_avgs, acc_deltas, lrs, weight_decays):
+        if wd:
+            g = g + wd * p
+        v *= rho
+        v += (1.0 - rho) * np.square(g)
+        delta = np.sqrt(u + eps)
+        delta /= np.sqrt(v + eps)
+        delta *= g
+        u *= rho
+        u += (1.0 - rho) * np.square(delta)
+        p -= lr * delta
+    return list(params), list(square_avgs), list(acc_deltas)
+
+
+@hookimpl
+def adamax_step(params, grads, exp_avgs, exp_infs, lrs, weight_decays, beta1, beta2, eps, step):
+    bias1 = 1.0 - beta1**step
+    for p, g, m, u, lr, wd in zip(params, grads, exp_avgs, exp_infs, lrs, weight_decays):
+        if wd:
+            g = g + wd * p
+        w = 1.0 - beta1
+        if w < 0.5:  # PyTorch's lerp: from m's side below 0.5, from g's above
+            m += w * (g - m)
+        else:
+            m[...] = g - (g - m) * (1.0 - w)
+        u *= beta2
+        np.maximum(u, np.abs(g) + eps, out=u)
+        p -= (lr / bias1) * (m / u)
+    return list(params), list(exp_avgs), list(exp_infs)
+
+
+@hookimpl
+def asgd_step(params, grads, axs, etas, weight_decays, lambd, mu):
+    for p, g, ax, eta, wd in zip(params, grads, axs, etas, weight_decays):
+        if wd:
+            g = g + wd * p
+        p *= 1.0 - lambd * eta
+        p -= eta * g
+        if mu == 1:
+            ax[...] = p
+        else:
+            ax += (p - ax) * mu
+    return list(params), list(axs)
+
+
+@hookimpl
+def rprop_step(params, grads, prevs, step_sizes, etaminus, etaplus, step_size_min,
+               step_size_max):
+    for p, g, prev, size in zip(params, grads, prevs, step_sizes):
+        sign = np.sign(g * prev)
+        factor = np.where(sign > 0, etaplus, np.where(sign < 0, etaminus, 1.0 + 0 * sign))
+        size *= factor.astype(size.dtype, copy=False)
+        np.clip(size, step_size_min, step_size_max, out=size)
+        g = np.where(sign < 0, 0, g).astype(p.dtype, copy=False)
+        p -= np.sign(g) * size
+        prev[...] = g
+    return list(params), list(prevs), list(step_sizes)

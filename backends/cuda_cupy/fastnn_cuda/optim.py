@@ -197,6 +197,30 @@ class _CupyOps:
     def maximum(a, b):
         return cp.maximum(a, b)
 
+    @staticmethod
+    def minimum(a, b):
+        return cp.minimum(a, b)
+
+    @staticmethod
+    def abs(a):
+        return cp.abs(a)
+
+    @staticmethod
+    def sign(a):
+        return cp.sign(a)
+
+    @staticmethod
+    def greater(a, b):
+        return cp.greater(a, b)
+
+    @staticmethod
+    def less(a, b):
+        return cp.less(a, b)
+
+    @staticmethod
+    def where(cond, a, b):
+        return cp.where(cond, a, b).astype(a.dtype, copy=False)
+
 
 def _table_step(base, params, grads, states, lrs, wds, scalars, composite, rest):
     """One launch per dtype for the parameters the kernels take (states[j][k] updated in
@@ -276,3 +300,40 @@ def nadam_step(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays, beta1, 
          float(m_factor), int(bool(decoupled))),
         composite_optim.nadam_step,
         (beta1, beta2, eps, step, mu, mu_next, mu_product, decoupled)))
+
+
+# ---------------------------------------------------------------- Adadelta, Adamax, ASGD, Rprop
+
+@hookimpl
+def adadelta_step(params, grads, square_avgs, acc_deltas, lrs, weight_decays, rho, eps):
+    return tuple(_table_step(
+        "adadelta_step", params, grads, [square_avgs, acc_deltas], lrs, weight_decays,
+        (float(rho), float(eps)), composite_optim.adadelta_step, (rho, eps)))
+
+
+@hookimpl
+def adamax_step(params, grads, exp_avgs, exp_infs, lrs, weight_decays, beta1, beta2, eps, step):
+    return tuple(_table_step(
+        "adamax_step", params, grads, [exp_avgs, exp_infs], lrs, weight_decays,
+        (float(1.0 - beta1), float(beta2), float(eps), float(1.0 - beta1**step)),
+        composite_optim.adamax_step, (beta1, beta2, eps, step)))
+
+
+@hookimpl
+def asgd_step(params, grads, axs, etas, weight_decays, lambd, mu):
+    return tuple(_table_step(
+        "asgd_step", params, grads, [axs], etas, weight_decays,
+        (float(lambd), float(mu), int(mu == 1)), composite_optim.asgd_step, (lambd, mu)))
+
+
+def _rprop_composite(ops, params, grads, prevs, step_sizes, _lrs, _wds, *rest):
+    return composite_optim.rprop_step(ops, params, grads, prevs, step_sizes, *rest)
+
+
+@hookimpl
+def rprop_step(params, grads, prevs, step_sizes, etaminus, etaplus, step_size_min,
+               step_size_max):
+    zeros = [0.0] * len(params)  # Rprop has no learning rate or weight decay of its own
+    rest = (etaminus, etaplus, step_size_min, step_size_max)
+    return tuple(_table_step("rprop_step", params, grads, [prevs, step_sizes], zeros, zeros,
+                             tuple(float(v) for v in rest), _rprop_composite, rest))

@@ -1,6 +1,6 @@
 """Fused optimizer steps (``kernels/optim.cl``): one in-place kernel per parameter, for
 every rule (SGD, RMSprop with or without momentum and centering, Adam/AdamW with or
-without amsgrad, Adagrad, RAdam, NAdam).
+without amsgrad, Adagrad, RAdam, NAdam, Adadelta, Adamax, ASGD, Rprop).
 
 Parameters and optimizer state are updated in place when they are plain
 contiguous arrays (as parameters and their state always are in practice); a
@@ -170,5 +170,54 @@ def nadam_step(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays, beta1, 
         _launch(p, "k_nadam", (m, v), (lr, wd, beta1, beta2, eps, bias2, coef_g, coef_m),
                 (decoupled,), g)
         for lst, value in zip(out, (p, m, v)):
+            lst.append(value)
+    return out
+
+
+# ---------------------------------------------------------------- Adadelta, Adamax, ASGD, Rprop
+
+@hookimpl
+def adadelta_step(params, grads, square_avgs, acc_deltas, lrs, weight_decays, rho, eps):
+    out = [], [], []
+    for p, g, v, u, lr, wd in zip(params, grads, square_avgs, acc_deltas, lrs, weight_decays):
+        p, g, v, u = _owned(p), _dense(g), _owned(v), _owned(u)
+        _launch(p, "k_adadelta", (v, u), (lr, wd, rho, eps), (), g)
+        for lst, value in zip(out, (p, v, u)):
+            lst.append(value)
+    return out
+
+
+@hookimpl
+def adamax_step(params, grads, exp_avgs, exp_infs, lrs, weight_decays, beta1, beta2, eps, step):
+    bias1 = 1.0 - beta1**step
+    out = [], [], []
+    for p, g, m, u, lr, wd in zip(params, grads, exp_avgs, exp_infs, lrs, weight_decays):
+        p, g, m, u = _owned(p), _dense(g), _owned(m), _owned(u)
+        _launch(p, "k_adamax", (m, u), (lr, wd, 1.0 - beta1, beta2, eps, lr / bias1), (), g)
+        for lst, value in zip(out, (p, m, u)):
+            lst.append(value)
+    return out
+
+
+@hookimpl
+def asgd_step(params, grads, axs, etas, weight_decays, lambd, mu):
+    out_p, out_ax = [], []
+    for p, g, ax, eta, wd in zip(params, grads, axs, etas, weight_decays):
+        p, g, ax = _owned(p), _dense(g), _owned(ax)
+        _launch(p, "k_asgd", (ax,), (eta, wd, lambd, mu), (mu == 1,), g)
+        out_p.append(p)
+        out_ax.append(ax)
+    return out_p, out_ax
+
+
+@hookimpl
+def rprop_step(params, grads, prevs, step_sizes, etaminus, etaplus, step_size_min,
+               step_size_max):
+    out = [], [], []
+    for p, g, prev, size in zip(params, grads, prevs, step_sizes):
+        p, g, prev, size = _owned(p), _dense(g), _owned(prev), _owned(size)
+        _launch(p, "k_rprop", (prev, size), (etaminus, etaplus, step_size_min, step_size_max),
+                (), g)
+        for lst, value in zip(out, (p, prev, size)):
             lst.append(value)
     return out

@@ -14,7 +14,15 @@ OPTIM_CASES = [
     ("radam_step", "n+", (0.9, 0.999, 1e-8, 9, True)),
     ("nadam_step", "n+", (0.9, 0.999, 1e-8, 3, 0.45, 0.46, 0.085, False)),
     ("nadam_step", "n+", (0.9, 0.999, 1e-8, 3, 0.45, 0.46, 0.085, True)),
+    ("adadelta_step", "++", (0.9, 1e-6)),
+    ("adamax_step", "n+", (0.9, 0.99, 1e-8, 3)),
+    ("adamax_step", "n+", (0.2, 0.9, 1e-6, 1)),  # lerp from the gradient's side
+    ("asgd_step", "n", (1e-2, 1.0)),  # the average copies the parameter
+    ("asgd_step", "n", (1e-2, 0.25)),
 ]
+
+# rprop_step(params, grads, prevs, step_sizes, *RPROP_ARGS): no lrs or weight decays
+RPROP_ARGS = (0.5, 1.2, 0.02, 1.0)
 
 
 def case_id(case) -> str:

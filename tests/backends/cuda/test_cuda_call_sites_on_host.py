@@ -31,7 +31,7 @@ import fastnn as fnn
 from fastnn.api import composite, registry
 from tests.backends.cuda.conv_cases import CONV2D_CASES, CONV_CASES
 from tests.backends.cuda.host_build import build_serial, c_arg, run_serial
-from tests.backends.cuda.optim_cases import OPTIM_CASES, case_id, states
+from tests.backends.cuda.optim_cases import OPTIM_CASES, RPROP_ARGS, case_id, states
 
 if shutil.which("g++") is None:
     pytest.skip("g++ is not installed: cannot build the kernels for the host",
@@ -76,7 +76,8 @@ SERIAL_SAFE = {"bias_act", "softmax_xent_backward", "swish_forward", "swish_back
                "im2col", "col2im", "im2col2d", "col2im2d",
                "sgd_step", "adam_step", "rmsprop_step",
                "bias_act_backward", "sum_rows", "amsgrad_step", "rmsprop_momentum_step",
-               "adagrad_step", "radam_step", "nadam_step"}
+               "adagrad_step", "radam_step", "nadam_step",
+               "adadelta_step", "adamax_step", "asgd_step", "rprop_step"}
 
 
 @pytest.fixture(scope="module")
@@ -328,3 +329,19 @@ def test_newer_optimizer_steps(on_host, case):
             else:
                 np.testing.assert_allclose(a, b, **TOL["float64"])
     assert on_host == [hook]
+
+
+def test_rprop_step(on_host):
+    params, grads, prevs = _params(150), _params(160), _params(170)
+    prevs[0][0] = 0.0  # a zero product keeps its step size
+    sizes = [a + 0.01 for a in _params(180, positive=True)]
+    want = fastnn_cpu.optim.rprop_step([p.copy() for p in params], grads,
+                                       [a.copy() for a in prevs], [a.copy() for a in sizes],
+                                       *RPROP_ARGS)
+    got = optim.rprop_step([_dev(p.copy()) for p in params], [_dev(g) for g in grads],
+                           [_dev(a.copy()) for a in prevs], [_dev(a.copy()) for a in sizes],
+                           *RPROP_ARGS)
+    for got_list, want_list in zip(got, want):
+        for a, b in zip(got_list, want_list):
+            np.testing.assert_allclose(a, b, **TOL["float64"])
+    assert on_host == ["rprop_step"]

@@ -21,7 +21,7 @@ from scipy import special
 import fastnn as fnn
 from fastnn.api import composite
 from tests.backends.cuda.conv_cases import CONV2D_CASES, CONV_CASES
-from tests.backends.cuda.optim_cases import OPTIM_CASES, case_id, states
+from tests.backends.cuda.optim_cases import OPTIM_CASES, RPROP_ARGS, case_id, states
 
 
 @pytest.fixture(autouse=True)
@@ -285,3 +285,17 @@ def test_assign_writes_through_the_backends_own_views():
     indexing.assign(indexing.slice(flat, (2,), (4,), (1,)), np.array([-1.0, -2.0]))
     expected.reshape(-1)[2:4] = [-1.0, -2.0]
     np.testing.assert_array_equal(base, expected)
+
+
+def test_rprop_fallback_matches_numpy_backend():
+    prevs = _params(40)
+    prevs[0][0, 0] = 0.0
+
+    def fresh():
+        return [a.copy() for a in prevs], [np.abs(a) + 0.01 for a in _params(50)]
+
+    got = optim.rprop_step(_params(0), _params(10), *fresh(), *RPROP_ARGS)
+    ref = fastnn_cpu.optim.rprop_step(_params(0), _params(10), *fresh(), *RPROP_ARGS)
+    for got_list, want_list in zip(got, ref):
+        for a, b in zip(got_list, want_list):
+            np.testing.assert_allclose(a, b, rtol=1e-12)

@@ -140,3 +140,65 @@ __kernel void k_nadam(__global T *p, __global const T *grad, const int goff, __g
     const T d = sqrt(vi / bias2) + eps;
     p[i] = w - coef_g * g / d - coef_m * mi / d;
 }
+
+// Adadelta: g += wd p; v = rho v + (1-rho) g^2; delta = sqrt(u+eps) / sqrt(v+eps) g;
+// u = rho u + (1-rho) delta^2; p -= lr delta.
+__kernel void k_adadelta(__global T *p, __global const T *grad, const int goff, __global T *v,
+                         __global T *u, const int n, const T lr, const T wd, const T rho,
+                         const T eps) {
+    const int i = get_global_id(0);
+    if (i >= n) return;
+    const T g = grad[goff + i] + wd * p[i];
+    const T vi = rho * v[i] + ((T)1 - rho) * g * g;
+    v[i] = vi;
+    const T delta = sqrt(u[i] + eps) / sqrt(vi + eps) * g;
+    u[i] = rho * u[i] + ((T)1 - rho) * delta * delta;
+    p[i] -= lr * delta;
+}
+
+// Adamax: g += wd p; m = lerp(m, g, w) (w = 1 - beta1, PyTorch's rounding);
+// u = max(beta2 u, |g| + eps) (NaN kept); p -= clr m / u, clr = lr / (1 - beta1^t).
+__kernel void k_adamax(__global T *p, __global const T *grad, const int goff, __global T *m,
+                       __global T *u, const int n, const T lr, const T wd, const T w,
+                       const T beta2, const T eps, const T clr) {
+    const int i = get_global_id(0);
+    if (i >= n) return;
+    const T g = grad[goff + i] + wd * p[i];
+    const T mi = w < (T)0.5 ? m[i] + w * (g - m[i]) : g - (g - m[i]) * ((T)1 - w);
+    m[i] = mi;
+    const T a = beta2 * u[i], b = fabs(g) + eps;
+    const T ui = (a > b || a != a) ? a : b;
+    u[i] = ui;
+    p[i] -= clr * (mi / ui);
+}
+
+// ASGD: g += wd p; p = p (1 - lambd eta) - eta g; ax = p (copy) or ax + mu (p - ax).
+__kernel void k_asgd(__global T *p, __global const T *grad, const int goff, __global T *ax,
+                     const int n, const T eta, const T wd, const T lambd, const T mu,
+                     const int copy) {
+    const int i = get_global_id(0);
+    if (i >= n) return;
+    const T g = grad[goff + i] + wd * p[i];
+    const T w = p[i] * ((T)1 - lambd * eta) - eta * g;
+    p[i] = w;
+    ax[i] = copy ? w : ax[i] + (w - ax[i]) * mu;
+}
+
+// Rprop: s = sign(g prev); step *= etaplus (s > 0), etaminus (s < 0), 1 (s == 0), clamped
+// to [lo, hi] (NaN kept); g = 0 where s < 0; p -= sign(g) step; prev = g.
+__kernel void k_rprop(__global T *p, __global const T *grad, const int goff, __global T *prev,
+                      __global T *size, const int n, const T etaminus, const T etaplus,
+                      const T lo, const T hi) {
+    const int i = get_global_id(0);
+    if (i >= n) return;
+    T g = grad[goff + i];
+    const T s = sign(g * prev[i]);
+    const T f = s > (T)0 ? etaplus : (s < (T)0 ? etaminus : (s == (T)0 ? (T)1 : s));
+    T z = size[i] * f;
+    z = z < lo ? lo : z;
+    z = z > hi ? hi : z;
+    size[i] = z;
+    if (s < (T)0) g = (T)0;
+    p[i] -= sign(g) * z;
+    prev[i] = g;
+}
