@@ -251,8 +251,18 @@ def _bitwise(op: str, a, b):
     else:
         if a._dtype is dtypes.bool_:
             a = a.to(dtypes.int64)
-        data = getattr(a._device.ops, op)(a._data, int(b))
+        data = getattr(a._device.ops, op)(a._data, wrap_int(op, int(b), a._dtype))
     return Tensor._make(data, a._dtype, a._device)
+
+
+def wrap_int(op: str, value: int, dtype) -> int:
+    """A Python int as the integer dtype's bits hold it (two's complement), as PyTorch takes
+    the operand of a bitwise op: ``int32 | 0xFFFFFFFF`` is ``int32 | -1``."""
+    if not -2**63 <= value < 2**64:
+        raise OverflowError(f"{op}: {value} does not fit in 64 bits (the widest integer a "
+                            f"bitwise operand can be)")
+    bits = 32 if dtype is dtypes.int32 else 64
+    return (value + 2**(bits - 1)) % 2**bits - 2**(bits - 1)
 
 
 @public(method=("bitwise_and", "__and__", "__rand__"), top=True)
