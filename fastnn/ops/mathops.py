@@ -84,8 +84,13 @@ def log1p(x):
     w = ew.add(x, 1.0)
     d = ew.sub(w, 1.0)
     exact = ew.compare("equal", d, 0.0)
-    safe = ew.where(exact, ew.add(ew.mul(d, 0.0), 1.0), d)
-    return ew.where(exact, x, ew.div(ew.mul(ew.log(w), x), safe))
+    # NOTE: log(w) * (x / d), not (log(w) * x) / d, which overflows for x near the
+    # dtype's max; x = inf has d = inf and is its own answer
+    beyond = ew.compare("equal", x.detach(), _INF)
+    plain = bitwise_or(exact, beyond)
+    safe = ew.where(plain, 1.0, d)
+    return ew.where(exact, x, ew.where(beyond, _INF, ew.mul(ew.log(w), ew.div(
+        ew.where(plain, 1.0, x), safe))))
 
 
 @public(method=True, top=True)
@@ -117,8 +122,8 @@ def exp2(x):
 
 @public(method=True, top=True)
 def rsqrt(x):
-    """1 / sqrt(x)."""
-    return ew.pow(_float("rsqrt", x), -0.5)
+    """1 / sqrt(x) (-inf at -0.0, as PyTorch)."""
+    return ew.div(1.0, ew.sqrt(_float("rsqrt", x)))
 
 
 @public(method=True, top=True)
