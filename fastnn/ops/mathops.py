@@ -64,8 +64,17 @@ def trunc(x):
 
 
 @public(method=True, top=True)
-def round(x):
-    """To the nearest integer, halves to even (as PyTorch and NumPy)."""
+def round(x, decimals=0):
+    """To the nearest integer, halves to even (as PyTorch and NumPy); ``decimals=d`` rounds
+    x * 10**d instead and scales back (d < 0: x / 10**-d), as PyTorch."""
+    if isinstance(decimals, bool) or not isinstance(decimals, int):
+        raise TypeError(f"round: decimals must be an int, got {decimals!r}")
+    if decimals:
+        if not (isinstance(x, Tensor) and x._dtype.is_floating):
+            raise TypeError("round: decimals= is defined on floating tensors (as PyTorch)")
+        if decimals > 0:
+            return ew.div(round(ew.mul(x, 10.0**decimals)), 10.0**decimals)
+        return ew.mul(round(ew.div(x, 10.0**-decimals)), 10.0**-decimals)
     if isinstance(x, Tensor) and not x._dtype.is_floating:
         return x
     low = floor(x)
@@ -213,7 +222,22 @@ def remainder(a, b):
     """
     a, b = (_numeric(v) for v in (a, b))
     quotient = floor_div(_constant(a), _constant(b))
-    return ew.sub(a, ew.mul(b, quotient) if isinstance(b, Tensor) else ew.mul(quotient, b))
+    out = ew.sub(a, ew.mul(b, quotient) if isinstance(b, Tensor) else ew.mul(quotient, b))
+    if not out._dtype.is_floating:
+        return out
+    # an infinite b (where inf * 0 made NaN): PyTorch's fmod-then-adjust answer, a itself,
+    # or b where a is nonzero and of the other sign
+    if not isinstance(b, Tensor):
+        if not math.isinf(b):
+            return out
+        b = full((), b, out._dtype, out._device)
+    if not isinstance(a, Tensor):
+        a = full((), a, out._dtype, out._device)
+    a_c, b_c = a.detach(), b.detach()
+    other_side = bitwise_and(bitwise_xor(ew.compare("less", b_c, 0), ew.compare("less", a_c, 0)),
+                             bitwise_not(ew.compare("equal", a_c, 0)))
+    infinite = bitwise_and(ew.compare("equal", ew.abs(b_c), _INF), isfinite(a_c))
+    return ew.where(infinite, ew.where(other_side, b, a), out)
 
 
 def _numeric(value):
