@@ -19,6 +19,7 @@ from fastnn.ops import mathops as _mathops  # noqa: F401
 from fastnn.ops import normalization as _normalization  # noqa: F401
 from fastnn.ops import pooling as _pooling  # noqa: F401
 from fastnn.ops import reduction as _reduction  # noqa: F401
+from fastnn.ops import scans as _scans  # noqa: F401
 from fastnn.ops import shaping as _shaping  # noqa: F401
 from fastnn.ops import sorting as _sorting  # noqa: F401
 from fastnn.ops import special as _special  # noqa: F401
