@@ -9,7 +9,10 @@ from fastnn.conformance import (  # noqa: F401  (importing a module registers it
     cases_indexing,
     cases_io,
     cases_math,
+    cases_math_more,
     cases_optim,
+    cases_scans,
+    cases_special,
     cases_tensor,
 )
 from fastnn.conformance.case import CASES, Case, Sample

@@ -101,7 +101,8 @@ unary("log", F.log, np.log, lambda x: 1.0 / x, low=0.2, high=4.0, positive=True,
 unary("sqrt", F.sqrt, np.sqrt, lambda x: 0.5 / np.sqrt(x), low=0.2, high=4.0, positive=True,
       specials=[NAN, INF, 0.0, 1.0, -1.0, 4.0])
 unary("abs", F.abs, np.abs, np.sign, kink=True, tol=EXACT)
-unary("sign", lambda x: x.sign(), np.sign, np.zeros_like, kink=True, tol=EXACT)  # as torch
+unary("sign", lambda x: x.sign(), lambda x: np.where(np.isnan(x), 0.0, np.sign(x)),
+      np.zeros_like, kink=True, tol=EXACT)  # as torch (0 at NaN)
 unary("erf", F.erf, _erf, lambda x: 2.0 / math.sqrt(math.pi) * np.exp(-x * x))
 unary("tanh", F.tanh, np.tanh, lambda x: 1.0 - np.tanh(x) ** 2)
 unary("sigmoid", F.sigmoid, _ref_sigmoid, lambda x: _ref_sigmoid(x) * (1 - _ref_sigmoid(x)))

@@ -8,6 +8,7 @@ from fastnn.ops import aliases as _aliases  # noqa: F401  (each op module fills 
 from fastnn.ops import attention as _attention  # noqa: F401
 from fastnn.ops import conv as _conv  # noqa: F401
 from fastnn.ops import creation as _creation  # noqa: F401
+from fastnn.ops import elementwise_more as _elementwise_more  # noqa: F401
 from fastnn.ops import embedding_bag as _embedding_bag  # noqa: F401
 from fastnn.ops import extrema as _extrema  # noqa: F401
 from fastnn.ops import gathering as _gathering  # noqa: F401
@@ -19,8 +20,10 @@ from fastnn.ops import mathops as _mathops  # noqa: F401
 from fastnn.ops import normalization as _normalization  # noqa: F401
 from fastnn.ops import pooling as _pooling  # noqa: F401
 from fastnn.ops import reduction as _reduction  # noqa: F401
+from fastnn.ops import scans as _scans  # noqa: F401
 from fastnn.ops import shaping as _shaping  # noqa: F401
 from fastnn.ops import sorting as _sorting  # noqa: F401
+from fastnn.ops import special as _special  # noqa: F401
 
 # isort: split
 # last: binds the table's methods and the operators onto Tensor, so every op module first

@@ -288,8 +288,11 @@ def abs(x):
 
 @public(method=True, top=True)
 def sign(x):
-    """-1, 0 or 1 by the sign of x, elementwise (0 at 0)."""
-    return unary("sign", x)
+    """-1, 0 or 1 by the sign of x, elementwise (0 at 0, and at NaN, as PyTorch)."""
+    out = unary("sign", x)
+    if not out._dtype.is_floating:
+        return out
+    return where(compare("equal", x, x), out, 0.0)
 
 
 @public(method=True, top=True)

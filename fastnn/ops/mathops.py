@@ -64,8 +64,17 @@ def trunc(x):
 
 
 @public(method=True, top=True)
-def round(x):
-    """To the nearest integer, halves to even (as PyTorch and NumPy)."""
+def round(x, decimals=0):
+    """To the nearest integer, halves to even (as PyTorch and NumPy); ``decimals=d`` rounds
+    x * 10**d instead and scales back (d < 0: x / 10**-d), as PyTorch."""
+    if isinstance(decimals, bool) or not isinstance(decimals, int):
+        raise TypeError(f"round: decimals must be an int, got {decimals!r}")
+    if decimals:
+        if not (isinstance(x, Tensor) and x._dtype.is_floating):
+            raise TypeError("round: decimals= is defined on floating tensors (as PyTorch)")
+        if decimals > 0:
+            return ew.div(round(ew.mul(x, 10.0**decimals)), 10.0**decimals)
+        return ew.mul(round(ew.div(x, 10.0**-decimals)), 10.0**-decimals)
     if isinstance(x, Tensor) and not x._dtype.is_floating:
         return x
     low = floor(x)
@@ -84,8 +93,13 @@ def log1p(x):
     w = ew.add(x, 1.0)
     d = ew.sub(w, 1.0)
     exact = ew.compare("equal", d, 0.0)
-    safe = ew.where(exact, ew.add(ew.mul(d, 0.0), 1.0), d)
-    return ew.where(exact, x, ew.div(ew.mul(ew.log(w), x), safe))
+    # NOTE: log(w) * (x / d), not (log(w) * x) / d, which overflows for x near the
+    # dtype's max; x = inf has d = inf and is its own answer
+    beyond = ew.compare("equal", x.detach(), _INF)
+    plain = bitwise_or(exact, beyond)
+    safe = ew.where(plain, 1.0, d)
+    return ew.where(exact, x, ew.where(beyond, _INF, ew.mul(ew.log(w), ew.div(
+        ew.where(plain, 1.0, x), safe))))
 
 
 @public(method=True, top=True)
@@ -117,8 +131,8 @@ def exp2(x):
 
 @public(method=True, top=True)
 def rsqrt(x):
-    """1 / sqrt(x)."""
-    return ew.pow(_float("rsqrt", x), -0.5)
+    """1 / sqrt(x) (-inf at -0.0, as PyTorch)."""
+    return ew.div(1.0, ew.sqrt(_float("rsqrt", x)))
 
 
 @public(method=True, top=True)
@@ -208,7 +222,22 @@ def remainder(a, b):
     """
     a, b = (_numeric(v) for v in (a, b))
     quotient = floor_div(_constant(a), _constant(b))
-    return ew.sub(a, ew.mul(b, quotient) if isinstance(b, Tensor) else ew.mul(quotient, b))
+    out = ew.sub(a, ew.mul(b, quotient) if isinstance(b, Tensor) else ew.mul(quotient, b))
+    if not out._dtype.is_floating:
+        return out
+    # an infinite b (where inf * 0 made NaN): PyTorch's fmod-then-adjust answer, a itself,
+    # or b where a is nonzero and of the other sign
+    if not isinstance(b, Tensor):
+        if not math.isinf(b):
+            return out
+        b = full((), b, out._dtype, out._device)
+    if not isinstance(a, Tensor):
+        a = full((), a, out._dtype, out._device)
+    a_c, b_c = a.detach(), b.detach()
+    other_side = bitwise_and(bitwise_xor(ew.compare("less", b_c, 0), ew.compare("less", a_c, 0)),
+                             bitwise_not(ew.compare("equal", a_c, 0)))
+    infinite = bitwise_and(ew.compare("equal", ew.abs(b_c), _INF), isfinite(a_c))
+    return ew.where(infinite, ew.where(other_side, b, a), out)
 
 
 def _numeric(value):
@@ -251,8 +280,18 @@ def _bitwise(op: str, a, b):
     else:
         if a._dtype is dtypes.bool_:
             a = a.to(dtypes.int64)
-        data = getattr(a._device.ops, op)(a._data, int(b))
+        data = getattr(a._device.ops, op)(a._data, wrap_int(op, int(b), a._dtype))
     return Tensor._make(data, a._dtype, a._device)
+
+
+def wrap_int(op: str, value: int, dtype) -> int:
+    """A Python int as the integer dtype's bits hold it (two's complement), as PyTorch takes
+    the operand of a bitwise op: ``int32 | 0xFFFFFFFF`` is ``int32 | -1``."""
+    if not -2**63 <= value < 2**64:
+        raise OverflowError(f"{op}: {value} does not fit in 64 bits (the widest integer a "
+                            f"bitwise operand can be)")
+    bits = 32 if dtype is dtypes.int32 else 64
+    return (value + 2**(bits - 1)) % 2**bits - 2**(bits - 1)
 
 
 @public(method=("bitwise_and", "__and__", "__rand__"), top=True)

@@ -63,19 +63,30 @@ def amax(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> 
 
 @public(method=True, top=True)
 def amin(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
-    """Min over ``dim``: -max(-x)."""
+    """Min over ``dim``: -max(-x) on floats, ~max(~x) on integers (``~`` reverses their
+    order without overflowing, where -x of the dtype's minimum wraps to itself)."""
     dim, keep = _args("amin", dim, axis, keepdim, keepdims)
     if x._dtype is dtypes.bool_:
-        return movement.max(x.to(dtypes.int64).neg(), dim, keep).neg().to(dtypes.bool_)
+        return _flip_int(movement.max(_flip_int(x.to(dtypes.int64)), dim, keep)).to(
+            dtypes.bool_)
+    if not x._dtype.is_floating:
+        return _flip_int(movement.max(_flip_int(x), dim, keep))
     return ew.neg(movement.max(ew.neg(x), dim, keep))
+
+
+def _flip_int(x: Tensor) -> Tensor:
+    """~x (= -x - 1) of an integer tensor, exactly: an order-reversing bijection."""
+    return Tensor._make(x._device.ops.bitwise_xor(x._data, -1), x._dtype, x._device)
 
 
 @public(method=True, top=True)
 def argmin(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
     """Index of the first minimum along ``dim``; no dim: into the flattened tensor."""
     dim, keep = _args("argmin", dim, axis, keepdim, keepdims)
-    flipped = ew.neg(x.detach()) if x._dtype is not dtypes.bool_ else ew.compare(
-        "equal", x, 0)
+    if x._dtype is dtypes.bool_:
+        flipped = ew.compare("equal", x, 0)
+    else:
+        flipped = ew.neg(x.detach()) if x._dtype.is_floating else _flip_int(x)
     return _keep_index(movement.argmax(flipped, dim), x, dim, keep)
 
 

@@ -160,3 +160,17 @@ def test_python_bools_and_bool_tensors_in_arithmetic_as_torch(device):
     assert torch.tensor([True]).square().dtype is torch.int64
     assert (torch.tensor([True]) % 1.5).tolist() == [1.0]
     assert (torch.tensor([True]) + True).dtype is torch.bool
+
+
+def test_bitwise_python_ints_wrap_into_the_dtype_as_torch(device):
+    torch = pytest.importorskip("torch")
+    host = np.array([1, 2, -7], dtype=np.int32)
+    x, t = fnn.tensor(host, device=device), torch.tensor(host)
+    for value in (0xFFFFFFFF, 2**32 + 3, -2**31 - 1, 2**63 - 1, 2**64 - 1):
+        for op in ("__or__", "__and__", "__xor__", "__ror__"):
+            got = getattr(x, op)(value).numpy()
+            np.testing.assert_array_equal(got, getattr(t, op)(value).numpy())
+    x64 = fnn.tensor(host.astype(np.int64), device=device)
+    np.testing.assert_array_equal((x64 | 2**63).numpy(), (t.long() | 2**63).numpy())
+    with pytest.raises(OverflowError, match="64 bits"):
+        x | 2**64

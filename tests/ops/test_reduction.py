@@ -139,3 +139,18 @@ def test_both_spellings_is_an_error():
     with pytest.raises(TypeError, match="both keepdim= and keepdims="):
         x.mean(0, keepdim=True, keepdims=True)
     assert x.sum(axis=1, keepdims=True).shape == (3, 1, 5)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_integer_min_of_the_dtype_minimum(device, dtype):
+    """amin was -max(-x), and -x of the dtype's minimum wraps to itself."""
+    low, high = np.iinfo(dtype).min, np.iinfo(dtype).max
+    host = np.array([[0, low, 5], [high, 3, low + 1]], dtype=dtype)
+    x = fnn.tensor(host, device=device)
+    assert x.min().item() == low
+    assert x.argmin().item() == 1
+    np.testing.assert_array_equal(x.amin(1).numpy(), host.min(1))
+    np.testing.assert_array_equal(x.min(1).indices.numpy(), host.argmin(1))
+    np.testing.assert_array_equal(x.argmin(0).numpy(), host.argmin(0))
+    values = fnn.tensor([[True, False], [True, True]], device=device).amin(1)
+    np.testing.assert_array_equal(values.numpy(), [False, True])

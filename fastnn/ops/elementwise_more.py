@@ -1,0 +1,380 @@
+"""More elementwise ops as PyTorch has them, each a composite of the primitives: log10,
+logaddexp(2), copysign, fmod, hypot, frac, fix, sgn, signbit, nan_to_num, isclose,
+allclose, equal, isposinf/isneginf, fmax/fmin, xlogy, sinc, deg2rad/rad2deg, float_power,
+and the bit shifts (``<<``, ``>>``)."""
+
+from __future__ import annotations
+
+import builtins
+import math
+import numbers
+
+from fastnn.api import dtypes
+from fastnn.ops import elementwise as ew
+from fastnn.ops import mathops
+from fastnn.ops.core import astype
+from fastnn.ops.special import done, lift, pair, signbit_of
+from fastnn.ops.table import public
+from fastnn.ops.tensor import Tensor, full
+
+where = ew.where
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+
+
+def _tensor(op: str, x) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
+    return x
+
+
+def _not(cond: Tensor) -> Tensor:
+    return mathops.bitwise_not(cond)
+
+
+def _isnan(x: Tensor) -> Tensor:
+    return _not(ew.compare("equal", x.detach(), x.detach()))
+
+
+@public(method=True, top=True)
+def log10(x):
+    """Base-10 logarithm."""
+    x, out = lift("log10", x)
+    return done(ew.mul(ew.log(x), 1.0 / _LN10), out)
+
+
+@public(method=True, top=True)
+def logaddexp(input, other):
+    """log(exp(a) + exp(b)) without overflow: max(a, b) + log1p(exp(-|a - b|)); equal
+    infinities give themselves."""
+    a, b, out = pair("logaddexp", input, other)
+    same = ew.compare("equal", a.detach(), b.detach())
+    gap = ew.abs(ew.sub(where(same, 0.0, a), where(same, 0.0, b)))
+    return done(ew.add(ew.maximum(a, b), mathops.log1p(ew.exp(ew.neg(gap)))), out)
+
+
+@public(method=True, top=True)
+def logaddexp2(input, other):
+    """log2(2**a + 2**b), without overflow."""
+    a, b, out = pair("logaddexp2", input, other)
+    return done(ew.mul(logaddexp(ew.mul(a, _LN2), ew.mul(b, _LN2)), 1.0 / _LN2), out)
+
+
+@public(method=True, top=True)
+def signbit(x):
+    """True where the sign bit of x is set: x < 0, and -0.0 (a bool tensor)."""
+    x = _tensor("signbit", x)
+    if not x._dtype.is_floating:
+        return ew.compare("less", x, 0)
+    return signbit_of(x)
+
+
+@public(method=True, top=True)
+def copysign(input, other):
+    """|input| with the sign of other (-0.0 counts as negative); a float result."""
+    a, b, out = pair("copysign", input, other)
+    negative = signbit(b)
+    magnitude = where(signbit_of(a), ew.neg(a), a)  # |a| whose gradient is sign(a), -0 too
+    result = where(negative, ew.neg(magnitude), magnitude)
+    # other gets a zero gradient, as PyTorch's (x - 0.0 keeps the sign of a zero x)
+    link = where(full(b.shape, False, dtypes.bool_, b._device), b, 0.0)
+    return done(ew.sub(result, link), out)
+
+
+@public(method=True, top=True)
+def fmod(input, other):
+    """C's fmod: input - other * trunc(input / other), with the sign of input (Python's %
+    and :func:`remainder` take the sign of other); x itself where other is infinite.
+
+    NOTE: on floats the quotient is rounded before it is truncated, so for
+    |input / other| beyond 2**24 (float32) the result is no longer C's exact fmod."""
+    a = _tensor("fmod", input)
+    if isinstance(other, Tensor) and other._dtype.is_floating or a._dtype.is_floating or \
+            isinstance(other, float):
+        a, b, out = pair("fmod", a, other)
+        quotient = mathops.trunc(ew.div(a.detach(), b.detach()))
+        r = ew.sub(a, ew.mul(b, quotient))
+        infinite = mathops.bitwise_and(mathops.isinf(b), mathops.isfinite(a))
+        return done(where(infinite, a, r), out)
+    r = mathops.remainder(a, other)  # integers: exact, then moved to the sign of input
+    r_neg = ew.compare("less", r.detach(), 0)
+    nonzero = _not(ew.compare("equal", r.detach(), 0))
+    flip = mathops.bitwise_and(nonzero, mathops.bitwise_xor(r_neg, ew.compare("less", a, 0)))
+    return where(flip, ew.sub(r, other), r)
+
+
+@public(method=True, top=True)
+def hypot(input, other):
+    """sqrt(a*a + b*b) without overflow or underflow: m * sqrt(1 + (n/m)**2), m the larger
+    magnitude; inf if either is infinite (even beside NaN), as C's hypot."""
+    a, b, out = pair("hypot", input, other)
+    a_is_big = ew.compare("less", ew.abs(b.detach()), ew.abs(a.detach()))
+    big = ew.abs(where(a_is_big, a, b))
+    small = ew.abs(where(a_is_big, b, a))
+    usable = mathops.bitwise_and(ew.compare("greater", big.detach(), 0.0),
+                                 ew.compare("less", big.detach(), math.inf))
+    ratio = ew.div(where(usable, small, 0.0), where(usable, big, 1.0))
+    result = ew.mul(big, ew.sqrt(ew.add(ew.mul(ratio, ratio), 1.0)))
+    result = where(mathops.bitwise_or(_isnan(a), _isnan(b)), ew.add(a.detach(), b.detach()),
+                   result)
+    infinite = mathops.bitwise_or(mathops.isinf(a), mathops.isinf(b))
+    return done(where(infinite, math.inf, result), out)
+
+
+@public(method=True, top=True)
+def frac(x):
+    """x - trunc(x): the fractional part, with the sign of x (NaN at +-inf)."""
+    x = _tensor("frac", x)
+    if not x._dtype.is_floating:
+        raise TypeError(f"frac: defined on floating tensors, not {x._dtype.name} (as PyTorch)")
+    return ew.sub(x, mathops.trunc(x.detach()))
+
+
+@public(method=True, top=True)
+def fix(x):
+    """The same as :func:`trunc` (PyTorch's alias)."""
+    return mathops.trunc(x)
+
+
+@public(method=True, top=True)
+def sgn(x):
+    """The sign of x, as :func:`sign` (the same for real tensors in PyTorch)."""
+    return ew.sign(x)
+
+
+@public(method=True, top=True)
+def isposinf(x):
+    """True where x is +inf."""
+    x = _tensor("isposinf", x)
+    if not x._dtype.is_floating:
+        return full(x.shape, False, dtypes.bool_, x._device)
+    return ew.compare("equal", x.detach(), math.inf)
+
+
+@public(method=True, top=True)
+def isneginf(x):
+    """True where x is -inf."""
+    x = _tensor("isneginf", x)
+    if not x._dtype.is_floating:
+        return full(x.shape, False, dtypes.bool_, x._device)
+    return ew.compare("equal", x.detach(), -math.inf)
+
+
+@public(method=True, top=True)
+def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
+    """NaN, +inf and -inf replaced by ``nan``, ``posinf`` and ``neginf`` (default: 0, the
+    dtype's largest and most negative finite values); integer tensors are returned as they
+    are."""
+    x = _tensor("nan_to_num", x)
+    if not x._dtype.is_floating:
+        return x
+    largest = _largest(x._dtype)
+    posinf = largest if posinf is None else float(posinf)
+    neginf = -largest if neginf is None else float(neginf)
+    out = where(_isnan(x), float(nan), x)
+    out = where(ew.compare("equal", x.detach(), math.inf), posinf, out)
+    return where(ew.compare("equal", x.detach(), -math.inf), neginf, out)
+
+
+def _largest(dtype) -> float:
+    import numpy as np
+
+    if dtype.name == "bfloat16":
+        return 3.3895313892515355e38
+    return float(np.finfo(dtype.name).max)
+
+
+@public(method=True, top=True)
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """|input - other| <= atol + rtol * |other|, elementwise (equal infinities are close;
+    NaN is close to NaN only with ``equal_nan``)."""
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or value < 0:
+            raise ValueError(f"isclose: {name} must be a real number >= 0, got {value!r}")
+    a, b = _tensor("isclose", input), other
+    if isinstance(b, Tensor):
+        a, b = ew.align("isclose", a.detach(), b.detach())
+    if not a._dtype.is_floating or (isinstance(b, Tensor) and not b._dtype.is_floating):
+        if a._dtype is dtypes.bool_:
+            a = astype(a, dtypes.int64)
+        if isinstance(b, Tensor) and b._dtype is dtypes.bool_:
+            b = astype(b, dtypes.int64)
+        if rtol == 0 and atol == 0:
+            return ew.compare("equal", a, b)
+        a = astype(a, dtypes.float64 if _wide(a) else dtypes.float32)
+        b = astype(b, a._dtype) if isinstance(b, Tensor) else b
+    equal = ew.compare("equal", a, b)
+    gap = ew.abs(ew.sub(a, b))
+    bound = ew.add(ew.mul(ew.abs(b) if isinstance(b, Tensor) else abs(b), float(rtol)),
+                   float(atol))
+    close = mathops.bitwise_or(equal, mathops.bitwise_and(
+        _not(ew.compare("greater", gap, bound)), mathops.isfinite(gap)))
+    if equal_nan:
+        b_nan = _isnan(b) if isinstance(b, Tensor) else (b != b)
+        close = mathops.bitwise_or(close, mathops.bitwise_and(_isnan(a), b_nan))
+    return close
+
+
+def _wide(x: Tensor) -> bool:
+    supported = x._device.backend.record.dtypes
+    return not supported or "float64" in supported
+
+
+@public(method=True, top=True)
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
+    """Whether every element of :func:`isclose` is True (a Python bool)."""
+    return bool(isclose(input, other, rtol, atol, equal_nan).all().item())
+
+
+@public(method=True, top=True)
+def equal(input, other) -> bool:
+    """True if both tensors have the same shape and the same values (a Python bool; NaN is
+    never equal)."""
+    a, b = _tensor("equal", input), _tensor("equal", other)
+    if a.shape != b.shape:
+        return False
+    return bool(ew.compare("equal", *ew.align("equal", a.detach(), b.detach())).all().item())
+
+
+def _nan_aware(op: str, input, other, pick):
+    a, b = _tensor(op, input), other
+    if isinstance(b, Tensor):
+        a, b = ew.align(op, a, b)
+    out = pick(a, b)
+    if not out._dtype.is_floating:
+        return out
+    if not isinstance(b, Tensor):
+        return a if math.isnan(b) else where(_isnan(a), b, out)
+    return where(_isnan(a), b, where(_isnan(b), a, out))
+
+
+@public(method=True, top=True)
+def fmax(input, other):
+    """The elementwise maximum that ignores NaN (NaN only where both are NaN)."""
+    return _nan_aware("fmax", _tensor("fmax", input), other, ew.maximum)
+
+
+@public(method=True, top=True)
+def fmin(input, other):
+    """The elementwise minimum that ignores NaN (NaN only where both are NaN)."""
+    return _nan_aware("fmin", _tensor("fmin", input), other, ew.minimum)
+
+
+@public(method=True, top=True)
+def xlogy(input, other):
+    """input * log(other), 0 where input is 0 (unless other is NaN), as scipy and PyTorch."""
+    x, y, out = pair("xlogy", input, other)
+    # at x = 0 a y whose log is not finite (0, negative, inf) is replaced by 1: the result
+    # is 0, and x still gets log(y) as its gradient where that is finite, as PyTorch
+    y_c = y.detach()
+    bad_log = mathops.bitwise_or(_not(ew.compare("greater", y_c, 0.0)),
+                                 ew.compare("equal", y_c, math.inf))
+    zero = mathops.bitwise_and(ew.compare("equal", x.detach(), 0.0),
+                               mathops.bitwise_and(bad_log, _not(_isnan(y))))
+    return done(ew.mul(x, ew.log(where(zero, 1.0, y))), out)
+
+
+@public(method=True, top=True)
+def sinc(x):
+    """sin(pi x) / (pi x), 1 at 0."""
+    x, out = lift("sinc", x)
+    zero = ew.compare("equal", x.detach(), 0.0)
+    angle = ew.mul(where(zero, 1.0, x), math.pi)
+    value = ew.div(mathops.sin(angle), angle)
+    # at 0 the value 1 with sinc's derivatives there (0, -pi**2/3): 1 - (pi x)**2 / 6
+    near = ew.sub(1.0, ew.mul(ew.mul(ew.mul(x, x), math.pi**2), 1.0 / 6))
+    return done(where(zero, near, value), out)
+
+
+@public(method=True, top=True)
+def deg2rad(x):
+    """Degrees to radians (x * pi / 180)."""
+    x, out = lift("deg2rad", x)
+    return done(ew.mul(x, math.pi / 180), out)
+
+
+@public(method=True, top=True)
+def rad2deg(x):
+    """Radians to degrees (x * 180 / pi)."""
+    x, out = lift("rad2deg", x)
+    return done(ew.mul(x, 180 / math.pi), out)
+
+
+@public(method=True, top=True)
+def float_power(input, exponent):
+    """input ** exponent computed in float64 (a float64 result, as PyTorch)."""
+    if not isinstance(input, Tensor) and not isinstance(exponent, Tensor):
+        raise TypeError("float_power: expected a Tensor operand")
+    a = astype(input, dtypes.float64) if isinstance(input, Tensor) else float(input)
+    b = astype(exponent, dtypes.float64) if isinstance(exponent, Tensor) else float(exponent)
+    return ew.pow(a, b)
+
+
+# ---------------------------------------------------------------- bit shifts
+
+
+def _shift_operands(op: str, a, b):
+    for v in (a, b):
+        if isinstance(v, Tensor) and v._dtype.is_floating:
+            raise TypeError(f"{op}: defined on integer tensors, not {v._dtype.name}")
+        if isinstance(v, float):
+            raise TypeError(f"{op}: defined on integers, not the float {v!r}")
+    if not isinstance(a, Tensor):
+        a = full((), int(a), b._dtype if b._dtype is not dtypes.bool_ else dtypes.int64,
+                 b._device)
+    if a._dtype is dtypes.bool_:
+        a = astype(a, dtypes.int64)
+    if isinstance(b, Tensor):
+        b = astype(b, dtypes.int64) if b._dtype is dtypes.bool_ else b
+        a, b = ew.align(op, a, b)
+    else:  # a shift beyond the bits is one beyond them
+        b = full((), builtins.max(builtins.min(int(b), 64), -1), a._dtype, a._device)
+    return a, b
+
+
+def _bits(x: Tensor) -> int:
+    return 32 if x._dtype is dtypes.int32 else 64
+
+
+def _power_of_two(n: Tensor) -> Tensor:
+    """2**n for 0 <= n < 31 elementwise, as an integer tensor of n's dtype."""
+    return ew.pow(full((), 2, n._dtype, n._device), n)
+
+
+@public(method=("bitwise_left_shift", "__lshift__"), top=True)
+def bitwise_left_shift(input, other):
+    """input << other: input * 2**other wrapped into the dtype; shifts outside [0, bits)
+    give 0, as PyTorch."""
+    a, n = _shift_operands("bitwise_left_shift", input, other)
+    bits = _bits(a)
+    inside = mathops.bitwise_and(_not(ew.compare("less", n, 0)), ew.compare("less", n, bits))
+    m = where(inside, n, 0)
+    half = mathops.floor_div(m, 2)
+    # two multiplications by powers of two below 2**31 (each fits the dtype); the wrap of
+    # the product is the shift's
+    shifted = ew.mul(ew.mul(a, _power_of_two(half)), _power_of_two(ew.sub(m, half)))
+    return where(inside, shifted, 0)
+
+
+@public(method=("bitwise_right_shift", "__rshift__"), top=True)
+def bitwise_right_shift(input, other):
+    """input >> other, arithmetic (the sign fills in): floor(input / 2**other); shifts
+    outside [0, bits) give -1 for negative input, else 0, as PyTorch."""
+    a, n = _shift_operands("bitwise_right_shift", input, other)
+    bits = _bits(a)
+    inside = mathops.bitwise_and(_not(ew.compare("less", n, 0)), ew.compare("less", n, bits - 1))
+    m = where(inside, n, 0)
+    half = mathops.floor_div(m, 2)
+    shifted = mathops.floor_div(mathops.floor_div(a, _power_of_two(half)),
+                                _power_of_two(ew.sub(m, half)))
+    fill = where(ew.compare("less", a, 0), -1, full((), 0, a._dtype, a._device))
+    return where(inside, shifted, fill)
+
+
+@public(method="__rlshift__", functional=False)
+def _rlshift(a, b):
+    return bitwise_left_shift(b, a)
+
+
+@public(method="__rrshift__", functional=False)
+def _rrshift(a, b):
+    return bitwise_right_shift(b, a)

@@ -1,0 +1,396 @@
+"""Inverse trigonometric and hyperbolic functions, erfc, erfinv, lgamma and digamma, each a
+composite of the elementwise primitives (gradients from theirs).
+
+Branches are chosen with ``where``; every branch not taken is fed a harmless stand-in input,
+so that its backward (a zero gradient times its local derivative) never makes 0 * inf = NaN.
+Integer and bool inputs give the default float dtype, as PyTorch. float16 and bfloat16 are
+computed in float32 and rounded once; the series-based functions (erfc, erfinv, lgamma,
+digamma) run float32 in float64 where the device has it.
+"""
+
+from __future__ import annotations
+
+import math
+
+from fastnn.api import dtypes
+from fastnn.autograd.grad_mode import no_grad
+from fastnn.ops import elementwise as ew
+from fastnn.ops import mathops
+from fastnn.ops.core import astype
+from fastnn.ops.table import public
+from fastnn.ops.tensor import Tensor, full
+
+_PI = math.pi
+_LN2 = math.log(2.0)
+_TAN_PI_8 = math.tan(math.pi / 8)
+_HUGE = 2.0**28  # beyond it sqrt(1 + x*x) == |x| to double precision
+where = ew.where
+
+
+def lift(op: str, x, precise: bool = False) -> tuple[Tensor, object]:
+    """(x in the dtype to compute in, the dtype of the result)."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
+    out = x._dtype if x._dtype.is_floating else dtypes.get_default_dtype()
+    work = out if out.itemsize >= 4 else dtypes.float32
+    if precise and work is dtypes.float32 and _has_float64(x):
+        work = dtypes.float64
+    return astype(x, work), out
+
+
+def _has_float64(x: Tensor) -> bool:
+    supported = x._device.backend.record.dtypes
+    return not supported or "float64" in supported
+
+
+def done(result: Tensor, out) -> Tensor:
+    return astype(result, out)
+
+
+def const(like: Tensor, value: float) -> Tensor:
+    """A tensor shaped like ``like`` holding ``value`` (no gradient)."""
+    return full(like.shape, value, like._dtype, like._device)
+
+
+def pick(cond: Tensor, a: float, b: float, like: Tensor) -> Tensor:
+    """``a`` where cond else ``b``, shaped as the broadcast of cond and ``like``."""
+    return where(cond, a, const(like, b))
+
+
+def signbit_of(x: Tensor) -> Tensor:
+    """True where x < 0 or x is -0.0 (floating x)."""
+    x = x.detach()
+    with_zero = ew.compare("equal", x, 0.0)
+    negative_zero = ew.compare("less", ew.div(1.0, where(with_zero, x, 1.0)), 0.0)
+    return mathops.bitwise_or(ew.compare("less", x, 0.0),
+                              mathops.bitwise_and(with_zero, negative_zero))
+
+
+# ---------------------------------------------------------------- atan family
+
+
+def _atan_core(t: Tensor) -> Tensor:
+    """atan(t) for t in [-1, 1]: |t| > tan(pi/8) is moved to (t-1)/(t+1) (+pi/4), one
+    half-angle step brings it under 0.2, and 13 terms of the series finish it."""
+    a = ew.abs(t.detach())
+    mid = ew.compare("greater", a, _TAN_PI_8)
+    a_mid = ew.abs(where(mid, t, 0.5))
+    w = where(mid, ew.div(ew.sub(a_mid, 1.0), ew.add(a_mid, 1.0)), t)
+    v = ew.div(w, ew.add(ew.sqrt(ew.add(ew.mul(w, w), 1.0)), 1.0))
+    z = ew.mul(v, v)
+    series = ew.add(ew.mul(z, (-1) ** 12 / 25.0), (-1) ** 11 / 23.0)
+    for k in range(10, -1, -1):
+        series = ew.add(ew.mul(series, z), (-1) ** k / (2 * k + 1.0))
+    r = ew.mul(ew.mul(v, series), 2.0)
+    shifted = ew.add(r, _PI / 4)
+    return where(mid, where(ew.compare("less", t.detach(), 0.0), ew.neg(shifted), shifted), r)
+
+
+@public(method=True, top=True, aliases=("arctan",))
+def atan(x):
+    """The inverse tangent, in (-pi/2, pi/2)."""
+    x, out = lift("atan", x)
+    big = ew.compare("greater", ew.abs(x.detach()), 1.0)
+    t = where(big, ew.div(1.0, where(big, x, 1.0)), x)
+    r = _atan_core(t)
+    outer = ew.sub(pick(ew.compare("less", x.detach(), 0.0), -_PI / 2, _PI / 2, r), r)
+    return done(where(big, outer, r), out)
+
+
+def pair(op: str, a, b) -> tuple[Tensor, Tensor, object]:
+    """Two operands promoted as PyTorch's binary float ops (a Python number takes the
+    tensor's dtype), lifted to a floating dtype to compute in; and the result's dtype."""
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        raise TypeError(f"{op}: expected a Tensor operand, got {type(a).__name__}")
+    if not isinstance(a, Tensor):
+        b, value = ew._scalar_operand(op, b, a)
+        a = ew._as_tensor_like(value, b)
+    elif not isinstance(b, Tensor):
+        a, value = ew._scalar_operand(op, a, b)
+        b = ew._as_tensor_like(value, a)
+    a, b = ew.align(op, a, b)
+    ew.broadcast_shape(op, a.shape, b.shape)
+    a, out = lift(op, a)
+    return a, astype(b, a._dtype), out
+
+
+@public(method=True, top=True, aliases=("arctan2",))
+def atan2(input, other):
+    """The angle of the point (other, input) from the x axis, in [-pi, pi] (signed zeros
+    pick the side, as C's atan2)."""
+    y, x, out = pair("atan2", input, other)
+    ay, ax = ew.abs(y.detach()), ew.abs(x.detach())
+    both_inf = mathops.bitwise_and(ew.compare("equal", ay, math.inf),
+                                   ew.compare("equal", ax, math.inf))
+    swap = ew.compare("greater", ay, ax)
+    finite = mathops.bitwise_not(both_inf)
+    ok_plain = mathops.bitwise_and(mathops.bitwise_and(mathops.bitwise_not(swap), finite),
+                                   ew.compare("greater", ax, 0.0))
+    ok_swap = mathops.bitwise_and(swap, finite)
+    # y * 0 keeps the sign of a zero y where x is zero too: atan2(-0.0, 0.0) is -0.0
+    plain = ew.div(where(ok_plain, y, ew.mul(y, 0.0)), where(ok_plain, x, 1.0))
+    swapped = ew.div(where(ok_swap, x, 0.0), where(ok_swap, y, 1.0))
+    t = where(swap, swapped, plain)
+    signs = ew.mul(ew.sign(y.detach()), ew.sign(x.detach()))
+    t = where(both_inf, signs, t)
+    base = _atan_core(t)
+    y_neg, x_neg = signbit_of(y), signbit_of(x)
+    vertical = ew.sub(pick(y_neg, -_PI / 2, _PI / 2, base), base)
+    flipped = ew.add(base, pick(y_neg, -_PI, _PI, base))
+    angle = where(swap, vertical, where(x_neg, flipped, base))
+    numbers = mathops.bitwise_and(_not_nan(x), _not_nan(y))
+    return done(where(numbers, angle, ew.add(x.detach(), y.detach())), out)
+
+
+def _root_one_minus_square(x: Tensor) -> Tensor:
+    return ew.sqrt(ew.mul(ew.sub(1.0, x), ew.add(x, 1.0)))
+
+
+@public(method=True, top=True, aliases=("arcsin",))
+def asin(x):
+    """The inverse sine, in [-pi/2, pi/2] (NaN outside [-1, 1])."""
+    x, out = lift("asin", x)
+    return done(atan2(x, _root_one_minus_square(x)), out)
+
+
+@public(method=True, top=True, aliases=("arccos",))
+def acos(x):
+    """The inverse cosine, in [0, pi] (NaN outside [-1, 1])."""
+    x, out = lift("acos", x)
+    return done(atan2(_root_one_minus_square(x), x), out)
+
+
+# ---------------------------------------------------------------- hyperbolic
+
+
+@public(method=True, top=True)
+def sinh(x):
+    """(e**x - e**-x) / 2, as (expm1(x) - expm1(-x)) / 2: no cancellation near 0."""
+    x, out = lift("sinh", x)
+    return done(ew.mul(ew.sub(mathops.expm1(x), mathops.expm1(ew.neg(x))), 0.5), out)
+
+
+@public(method=True, top=True)
+def cosh(x):
+    """(e**x + e**-x) / 2, as c + 1/(4c) with c = e**(|x| - log 2) (finite up to the
+    dtype's largest cosh)."""
+    x, out = lift("cosh", x)
+    half = ew.exp(ew.sub(where(ew.compare("less", x.detach(), 0.0), ew.neg(x), x), _LN2))
+    return done(ew.add(half, ew.div(0.25, half)), out)
+
+
+def _asinh_positive(a: Tensor) -> Tensor:
+    """asinh(a) = log1p(a + a*a / (1 + sqrt(1 + a*a))), exact also for negative a of
+    modest size."""
+    square = ew.mul(a, a)
+    return mathops.log1p(ew.add(a, ew.div(square, ew.add(ew.sqrt(ew.add(square, 1.0)), 1.0))))
+
+
+@public(method=True, top=True, aliases=("arcsinh",))
+def asinh(x):
+    """The inverse hyperbolic sine."""
+    x, out = lift("asinh", x)
+    a = ew.abs(x.detach())
+    small = ew.compare("less", a, 1.0)
+    huge = ew.compare("greater", a, _HUGE)
+    negative = ew.compare("less", x.detach(), 0.0)
+    near = _asinh_positive(where(small, x, 0.0))
+    mag = where(negative, ew.neg(x), x)  # |x| without abs's kink (0 is in the near branch)
+    middle = _asinh_positive(where(mathops.bitwise_or(small, huge), 1.0, mag))
+    top = ew.add(ew.log(where(huge, mag, 1.0)), _LN2)
+    magnitude = where(huge, top, middle)
+    return done(where(small, near, where(negative, ew.neg(magnitude), magnitude)), out)
+
+
+@public(method=True, top=True, aliases=("arccosh",))
+def acosh(x):
+    """The inverse hyperbolic cosine, for x >= 1 (NaN below)."""
+    x, out = lift("acosh", x)
+    huge = ew.compare("greater", x.detach(), _HUGE)
+    t = ew.sub(where(huge, 2.0, x), 1.0)
+    near = mathops.log1p(ew.add(t, ew.sqrt(ew.add(ew.mul(t, t), ew.mul(t, 2.0)))))
+    top = ew.add(ew.log(where(huge, x, 2.0)), _LN2)
+    return done(where(huge, top, near), out)
+
+
+@public(method=True, top=True, aliases=("arctanh",))
+def atanh(x):
+    """The inverse hyperbolic tangent, 0.5 * log1p(2x / (1 - x)), on (-1, 1) (+-inf at
+    +-1, NaN beyond)."""
+    x, out = lift("atanh", x)
+    small = ew.compare("less", ew.abs(x.detach()), 0.5)
+    negative = ew.compare("less", x.detach(), 0.0)
+
+    def half_log(v):
+        return ew.mul(mathops.log1p(ew.div(ew.mul(v, 2.0), ew.sub(1.0, v))), 0.5)
+
+    near = half_log(where(small, x, 0.0))
+    far = half_log(where(small, 0.75, where(negative, ew.neg(x), x)))
+    return done(where(small, near, where(negative, ew.neg(far), far)), out)
+
+
+# ---------------------------------------------------------------- error and gamma functions
+
+
+def _not_nan(x: Tensor) -> Tensor:
+    return ew.compare("equal", x.detach(), x.detach())
+
+
+def _erfc_tail(x: Tensor) -> Tensor:
+    """erfc(x) for x >= 2.5: exp(-x*x) / sqrt(pi) over Laplace's continued fraction
+    x + (1/2) / (x + 1 / (x + (3/2) / ...)), 32 levels deep (double precision there)."""
+    fraction = x
+    for k in range(32, 0, -1):
+        fraction = ew.add(x, ew.div(k / 2.0, fraction))
+    return ew.div(ew.exp(ew.neg(ew.mul(x, x))), ew.mul(fraction, math.sqrt(math.pi)))
+
+
+def _erfc_value(x: Tensor) -> Tensor:
+    tail = ew.compare("greater", x, 2.5)
+    return where(tail, _erfc_tail(where(tail, x, 3.0)), ew.sub(1.0, ew.erf(x)))
+
+
+@public(method=True, top=True)
+def erfc(x):
+    """1 - erf(x), to full relative precision also where it is tiny (x >= 2.5 through a
+    continued fraction); its derivatives are -erf's."""
+    x, out = lift("erfc", x, precise=True)
+    with no_grad():
+        value = _erfc_value(x)
+    # the value above, with the derivatives of -erf(x) (the same as erfc's, every order)
+    slope = ew.neg(ew.erf(x))
+    return done(ew.add(value, ew.sub(slope, slope.detach())), out)
+
+
+def _erfinv_guess(y: Tensor) -> Tensor:
+    """Giles' single-precision erfinv (a polynomial in w = -log(1 - y*y))."""
+    w = ew.neg(ew.log(ew.mul(ew.sub(1.0, y), ew.add(y, 1.0))))
+    central = ew.compare("less", w, 5.0)
+    low = ew.sub(where(central, w, 2.5), 2.5)
+    high = ew.sub(ew.sqrt(where(central, 9.0, w)), 3.0)
+    p_low = _horner(low, (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                          0.00021858087, -0.00125372503, -0.00417768164, 0.246640727,
+                          1.50140941))
+    p_high = _horner(high, (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
+                            0.00573950773, -0.0076224613, 0.00943887047, 1.00167406,
+                            2.83297682))
+    # beyond w = 16 (|y| > 1 - 1e-7): erfc(v) ~ exp(-v*v) / (v sqrt(pi)), solved by iteration
+    far = ew.compare("greater", w, 16.0)
+    s = ew.add(where(far, w, 17.0), _LN2)
+    v = ew.sqrt(s)
+    for _ in range(3):
+        v = ew.sqrt(ew.sub(s, ew.log(ew.mul(v, math.sqrt(math.pi)))))
+    return where(far, ew.mul(v, ew.sign(y)), ew.mul(where(central, p_low, p_high), y))
+
+
+def _horner(t: Tensor, coefficients) -> Tensor:
+    acc = ew.add(ew.mul(t, coefficients[0]), coefficients[1])
+    for c in coefficients[2:]:
+        acc = ew.add(ew.mul(acc, t), c)
+    return acc
+
+
+@public(method=True, top=True)
+def erfinv(x):
+    """The inverse of erf on [-1, 1] (+-inf at +-1, NaN outside): Giles' approximation
+    (an asymptotic guess in the far tails) polished by two Halley steps.
+
+    NOTE: its first derivative sqrt(pi)/2 * exp(erfinv(x)**2) is exact; higher derivatives
+    through it are not taken (they come out 0)."""
+    y, out = lift("erfinv", x, precise=True)
+    with no_grad():
+        inside = ew.compare("less", ew.abs(y), 1.0)
+        y_in = where(inside, y, 0.0)
+        v = _erfinv_guess(y_in)
+        a = ew.abs(y_in)
+        near_one = ew.compare("greater", a, 0.5)
+        sign = ew.sign(y_in)
+        for _ in range(2):
+            # near +-1, erf(v) - y as (1 - |y|) - erfc(|v|): both terms exact to the last bit
+            tail = ew.mul(ew.sub(ew.sub(1.0, a), _erfc_value(ew.abs(v))), sign)
+            error = where(near_one, tail, ew.sub(ew.erf(v), y_in))
+            residual = ew.div(error,
+                              ew.mul(ew.exp(ew.neg(ew.mul(v, v))), 2.0 / math.sqrt(math.pi)))
+            v = ew.sub(v, ew.div(residual, ew.add(ew.mul(v, residual), 1.0)))
+        edge = ew.compare("equal", ew.abs(y), 1.0)
+        v = where(inside, v, where(edge, ew.mul(y, math.inf), ew.mul(y, math.nan)))
+        slope = ew.mul(ew.exp(ew.mul(v, v)), math.sqrt(math.pi) / 2)
+        slope = where(inside, slope, 0.0)
+    return done(ew.add(v, ew.mul(ew.sub(y, y.detach()), slope)), out)
+
+
+def _stirling(z: Tensor) -> Tensor:
+    """lgamma(z) for z >= 10: Stirling's series to the z**-13 term."""
+    r = ew.div(1.0, z)
+    r2 = ew.mul(r, r)
+    series = _horner(r2, (1.0 / 156, -691.0 / 360360, 1.0 / 1188, -1.0 / 1680, 1.0 / 1260,
+                          -1.0 / 360, 1.0 / 12))
+    main = ew.sub(ew.mul(ew.sub(z, 0.5), ew.log(z)), z)
+    return ew.add(ew.add(main, 0.5 * math.log(2 * math.pi)), ew.mul(series, r))
+
+
+def _psi_asymptotic(z: Tensor) -> Tensor:
+    """digamma(z) for z >= 10: log z - 1/(2z) - the Bernoulli series to z**-14."""
+    r = ew.div(1.0, z)
+    r2 = ew.mul(r, r)
+    series = _horner(r2, (1.0 / 12, -691.0 / 32760, 1.0 / 132, -1.0 / 240, 1.0 / 252,
+                          -1.0 / 120, 1.0 / 12))
+    return ew.sub(ew.sub(ew.log(z), ew.mul(r, 0.5)), ew.mul(series, r2))
+
+
+def _reflected(op: str, x):
+    """(x, out dtype, x < 1/2, max(x, 1 - x) >= 1/2, the part of x within 1/2 of an
+    integer, for the x < 1/2 side): the pieces of the reflection formulas."""
+    x, out = lift(op, x, precise=True)
+    refl = ew.compare("less", x.detach(), 0.5)
+    xr = where(refl, ew.sub(1.0, x), x)
+    x_left = where(refl, x, 0.25)
+    offset = mathops.floor(ew.add(x_left.detach(), 0.5))
+    return x, out, refl, xr, ew.sub(x_left, offset)
+
+
+@public(method=True, top=True)
+def lgamma(x):
+    """log |Gamma(x)|: Stirling's series above 10, the recurrence below, the reflection
+    formula under 1/2 (+inf at 0 and the negative integers)."""
+    x, out, refl, xr, frac = _reflected("lgamma", x)
+    small = ew.compare("less", xr.detach(), 10.0)
+    xs = where(small, xr, 1.0)
+    product = xs
+    for k in range(1, 10):
+        product = ew.mul(product, ew.add(xs, float(k)))
+    right = ew.sub(_stirling(where(small, ew.add(xr, 10.0), xr)),
+                   where(small, ew.log(product), 0.0))
+    right = where(ew.compare("equal", xr.detach(), math.inf), math.inf, right)
+    sine = ew.abs(mathops.sin(ew.mul(frac, _PI)))
+    left = ew.sub(ew.sub(math.log(_PI), ew.log(sine)), right)
+    result = where(refl, left, right)
+    plain = x.detach()
+    pole = mathops.bitwise_and(ew.compare("less", plain, 0.5),
+                               ew.compare("equal", mathops.floor(plain), plain))
+    return done(where(pole, math.inf, result), out)
+
+
+@public(method=True, top=True)
+def digamma(x):
+    """The logarithmic derivative of Gamma: the asymptotic series above 10, the recurrence
+    below, the reflection formula under 1/2 (-inf at 0, +inf at -0.0, NaN at the negative
+    integers, as PyTorch)."""
+    x, out, refl, xr, frac = _reflected("digamma", x)
+    small = ew.compare("less", xr.detach(), 10.0)
+    xs = where(small, xr, 1.0)
+    steps = ew.div(1.0, xs)
+    for k in range(1, 10):
+        steps = ew.add(steps, ew.div(1.0, ew.add(xs, float(k))))
+    right = ew.sub(_psi_asymptotic(where(small, ew.add(xr, 10.0), xr)),
+                   where(small, steps, 0.0))
+    angle = ew.mul(frac, _PI)
+    left = ew.sub(right, ew.div(ew.mul(mathops.cos(angle), _PI), mathops.sin(angle)))
+    result = where(refl, left, right)
+    plain = x.detach()
+    zero = ew.compare("equal", plain, 0.0)
+    pole = mathops.bitwise_and(ew.compare("less", plain, 0.0),
+                               ew.compare("equal", mathops.floor(plain), plain))
+    result = where(pole, math.nan, result)
+    result = where(zero, pick(signbit_of(plain), math.inf, -math.inf, result), result)
+    return done(result, out)
