@@ -20,6 +20,8 @@ from fastnn.ops import pooling as _pooling  # noqa: F401
 from fastnn.ops import reduction as _reduction  # noqa: F401
 from fastnn.ops import shaping as _shaping  # noqa: F401
 from fastnn.ops import sorting as _sorting  # noqa: F401
+from fastnn.ops import structure as _structure  # noqa: F401
+from fastnn.ops import structure_grid as _structure_grid  # noqa: F401
 
 # isort: split
 # last: binds the table's methods and the operators onto Tensor, so every op module first
