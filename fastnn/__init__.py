@@ -75,6 +75,7 @@ __all__ = [
     "DeviceSpec", "accelerator", "cuda", "device", "double", "float", "get_default_dtype",
     "half", "int", "long", "set_default_dtype", "set_grad_enabled",
     "load", "nn", "optim", "save", "utils",  # loaded on first use (__getattr__ below)
+    "linalg",
 ]
 __all__ += sorted(set(_TOP) - set(__all__))
 
@@ -84,7 +85,7 @@ def __getattr__(name):
     # import light
     import importlib
 
-    if name in ("nn", "optim", "data", "utils"):
+    if name in ("nn", "optim", "data", "utils", "linalg"):
         return importlib.import_module(f"fastnn.{name}")
     if name in ("short", "int16"):
         # NOTE: int16 is no fastnn dtype (no backend stores it, and PyTorch's promotion of

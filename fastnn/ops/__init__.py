@@ -8,6 +8,7 @@ from fastnn.ops import aliases as _aliases  # noqa: F401  (each op module fills 
 from fastnn.ops import attention as _attention  # noqa: F401
 from fastnn.ops import conv as _conv  # noqa: F401
 from fastnn.ops import creation as _creation  # noqa: F401
+from fastnn.ops import einsum as _einsum  # noqa: F401
 from fastnn.ops import extrema as _extrema  # noqa: F401
 from fastnn.ops import gathering as _gathering  # noqa: F401
 from fastnn.ops import indexing as _indexing  # noqa: F401
@@ -17,6 +18,7 @@ from fastnn.ops import losses_regression as _losses_regression  # noqa: F401
 from fastnn.ops import mathops as _mathops  # noqa: F401
 from fastnn.ops import normalization as _normalization  # noqa: F401
 from fastnn.ops import pooling as _pooling  # noqa: F401
+from fastnn.ops import products as _products  # noqa: F401
 from fastnn.ops import reduction as _reduction  # noqa: F401
 from fastnn.ops import shaping as _shaping  # noqa: F401
 from fastnn.ops import sorting as _sorting  # noqa: F401
