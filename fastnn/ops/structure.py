@@ -27,7 +27,10 @@ from fastnn.ops.viewing import movedim
 
 def const(values: np.ndarray, like: Tensor, dtype=None) -> Tensor:
     """Host values as a constant tensor on ``like``'s device."""
-    return tensor(np.ascontiguousarray(values), dtype=dtype, device=like.device)
+    values = np.asarray(values)  # (np.ascontiguousarray would make a 0-d array 1-d)
+    if not values.flags.c_contiguous:
+        values = values.copy()
+    return tensor(values, dtype=dtype, device=like.device)
 
 
 def take_flat(x: Tensor, axis: int, index: np.ndarray) -> Tensor:
