@@ -20,6 +20,7 @@ from fastnn.ops import normalization as _normalization  # noqa: F401
 from fastnn.ops import pooling as _pooling  # noqa: F401
 from fastnn.ops import products as _products  # noqa: F401
 from fastnn.ops import reduction as _reduction  # noqa: F401
+from fastnn.ops import scatter_reduce as _scatter_reduce  # noqa: F401
 from fastnn.ops import selection as _selection  # noqa: F401
 from fastnn.ops import shaping as _shaping  # noqa: F401
 from fastnn.ops import sorting as _sorting  # noqa: F401
