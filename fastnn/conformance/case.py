@@ -66,6 +66,9 @@ class Case:
     check: Callable | None = None
     pass_dtype: bool = False  # run() takes dtype=<name> (ops that create a dtype)
     grad_check: str = "both"  # "both", "analytic" (no finite differences), or "none"
+    # an op composed of primitives (no hook of its own): checked as a hook's case is, on
+    # every backend, and reported in a row of its own
+    composite: bool = False
 
     @property
     def differentiable(self) -> bool:

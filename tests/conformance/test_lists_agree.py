@@ -11,10 +11,14 @@ from fastnn.conformance.cases import CASES
 CORE_ONLY_RULES = {"transfer", "linear", "call_hook", "as_strided"}
 
 
+# the cases of hooks; the others check ops composed of primitives (Case.composite)
+HOOK_CASES = {name: case for name, case in CASES.items() if not case.composite}
+
+
 def test_every_hook_has_exactly_one_case():
     hooks = hookspec.HOOKS
     assert len(set(hooks)) == len(hooks)
-    missing, stray = sorted(set(hooks) - set(CASES)), sorted(set(CASES) - set(hooks))
+    missing, stray = sorted(set(hooks) - set(HOOK_CASES)), sorted(set(HOOK_CASES) - set(hooks))
     assert not missing, f"hooks without a conformance case (conformance/cases_*.py): {missing}"
     assert not stray, f"conformance cases of no hook (fastnn/api/hookspec.py): {stray}"
 
@@ -40,7 +44,7 @@ def test_every_hook_spec_is_marked():
 
 
 def test_differentiable_cases_are_exactly_the_hooks_with_backward_rules():
-    differentiable = {name for name, case in CASES.items() if case.differentiable}
+    differentiable = {name for name, case in HOOK_CASES.items() if case.differentiable}
     hooks = set(hookspec.HOOKS)
     assert differentiable == set(RULES) & hooks
     # a rule for something that is not a hook must be a deliberate, listed exception
@@ -61,3 +65,9 @@ def test_every_run_style_case_has_samples_edges_and_a_random_generator():
         assert case.samples is not None and case.ref is not None, name
         assert case.edges is not None, name
         assert case.random is not None, name
+
+
+def test_composite_cases_name_no_hook():
+    composite = {name for name, case in CASES.items() if case.composite}
+    assert composite, "no composite op cases registered"
+    assert not composite & set(hookspec.HOOKS), "a composite case is named after a hook"
