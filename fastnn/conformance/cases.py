@@ -10,6 +10,7 @@ from fastnn.conformance import (  # noqa: F401  (importing a module registers it
     cases_io,
     cases_math,
     cases_optim,
+    cases_products,
     cases_structure,
     cases_tensor,
 )

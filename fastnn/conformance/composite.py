@@ -4,8 +4,9 @@ own): a case registered here runs through the same harness as a hook's, on every
 :func:`op_case` derives what a table row leaves out: the hypothesis generator draws fresh
 values for one of the samples' shapes, and for ops that are linear in each differentiable
 argument (structure ops, products), :func:`multilinear_grad` derives the analytic gradient
-from the NumPy reference itself: for ``f`` linear in ``x``, ``d/dx sum(f(x) * g)`` at
-element ``i`` is ``sum(f(e_i) * g)``, ``e_i`` the unit array (other arguments fixed).
+from the NumPy reference itself: for ``f`` affine in ``x``, ``d/dx sum(f(x) * g)`` at
+element ``i`` is ``sum((f(e_i) - f(0)) * g)``, ``e_i`` the unit array (other arguments
+fixed).
 """
 
 from __future__ import annotations
@@ -18,24 +19,27 @@ from fastnn.conformance.compare import EXACT
 
 
 def multilinear_grad(ref, diff_args, joint=False):
-    """The analytic gradient of a reference linear in each of ``diff_args`` (the others
-    fixed); ``joint``: linear in all of them together (``cat``-like, each argument's part
-    apart: the others are zeroed)."""
+    """The analytic gradient of a reference affine in each of ``diff_args`` (the others
+    fixed): ``f(e_i) - f(0)`` weighted by the upstream gradient; ``joint``: affine in all
+    of them together (``cat``-like; the other float arguments are zeroed)."""
 
     def grad_ref(*args, grad_out, **params):
         out = [None] * len(args)
         for i in diff_args:
             x = np.asarray(args[i], dtype=np.float64)
             g = np.zeros(x.shape)
+            trial = list(args)
+            if joint:
+                trial = [np.zeros(a.shape) if isinstance(a, np.ndarray) and
+                         a.dtype.kind == "f" else a for a in args]
+            trial[i] = np.zeros(x.shape)
+            offset = np.asarray(ref(*trial, **params), np.float64)  # the affine part
             for index in np.ndindex(x.shape):
                 unit = np.zeros(x.shape)
                 unit[index] = 1.0
-                trial = list(args)
-                if joint:
-                    trial = [np.zeros(a.shape) if isinstance(a, np.ndarray) and
-                             a.dtype.kind == "f" else a for a in args]
                 trial[i] = unit
-                g[index] = np.sum(np.asarray(ref(*trial, **params), np.float64) * grad_out)
+                g[index] = np.sum((np.asarray(ref(*trial, **params), np.float64) - offset)
+                                  * grad_out)
             out[i] = g
         return out
 
