@@ -78,6 +78,7 @@ __all__ = [
     "load", "nn", "optim", "save", "utils",  # loaded on first use (__getattr__ below)
     "ShadowMismatch", "ShadowWarning", "shadow", "shadow_report",  # fastnn.shadowing, the same
     "UncertifiedBackendWarning",
+    "linalg",
 ]
 __all__ += sorted(set(_TOP) - set(__all__))
 
@@ -87,7 +88,7 @@ def __getattr__(name):
     # import light
     import importlib
 
-    if name in ("nn", "optim", "data", "utils"):
+    if name in ("nn", "optim", "data", "utils", "linalg"):
         return importlib.import_module(f"fastnn.{name}")
     if name in ("short", "int16"):
         # NOTE: int16 is no fastnn dtype (no backend stores it, and PyTorch's promotion of

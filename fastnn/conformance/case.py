@@ -66,7 +66,9 @@ class Case:
     check: Callable | None = None
     pass_dtype: bool = False  # run() takes dtype=<name> (ops that create a dtype)
     grad_check: str = "both"  # "both", "analytic" (no finite differences), or "none"
-    composite: bool = False  # a core op composed of hooks (checked as one, on every backend)
+    # an op composed of primitives (no hook of its own): checked as a hook's case is, on
+    # every backend, and reported in a row of its own
+    composite: bool = False
 
     @property
     def differentiable(self) -> bool:
@@ -85,13 +87,6 @@ def register(case: Case) -> Case:
         raise ValueError(f"conformance case {case.name!r} is declared twice")
     CASES[case.name] = case
     return case
-
-
-def composite(*cases: Case) -> None:
-    """Mark ``cases`` as cases of core composites (ops made of hooks, with no hook of their
-    own): the harness checks them as any case; the hook/case lists leave them out."""
-    for case in cases:
-        case.composite = True
 
 
 def sum_to(grad: np.ndarray, shape: tuple) -> np.ndarray:

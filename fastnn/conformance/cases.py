@@ -11,8 +11,10 @@ from fastnn.conformance import (  # noqa: F401  (importing a module registers it
     cases_math,
     cases_math_more,
     cases_optim,
+    cases_products,
     cases_scans,
     cases_special,
+    cases_structure,
     cases_tensor,
 )
 from fastnn.conformance.case import CASES, Case, Sample

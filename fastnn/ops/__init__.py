@@ -8,6 +8,7 @@ from fastnn.ops import aliases as _aliases  # noqa: F401  (each op module fills 
 from fastnn.ops import attention as _attention  # noqa: F401
 from fastnn.ops import conv as _conv  # noqa: F401
 from fastnn.ops import creation as _creation  # noqa: F401
+from fastnn.ops import einsum as _einsum  # noqa: F401
 from fastnn.ops import elementwise_more as _elementwise_more  # noqa: F401
 from fastnn.ops import embedding_bag as _embedding_bag  # noqa: F401
 from fastnn.ops import extrema as _extrema  # noqa: F401
@@ -19,11 +20,16 @@ from fastnn.ops import losses_regression as _losses_regression  # noqa: F401
 from fastnn.ops import mathops as _mathops  # noqa: F401
 from fastnn.ops import normalization as _normalization  # noqa: F401
 from fastnn.ops import pooling as _pooling  # noqa: F401
+from fastnn.ops import products as _products  # noqa: F401
 from fastnn.ops import reduction as _reduction  # noqa: F401
 from fastnn.ops import scans as _scans  # noqa: F401
+from fastnn.ops import scatter_reduce as _scatter_reduce  # noqa: F401
+from fastnn.ops import selection as _selection  # noqa: F401
 from fastnn.ops import shaping as _shaping  # noqa: F401
 from fastnn.ops import sorting as _sorting  # noqa: F401
 from fastnn.ops import special as _special  # noqa: F401
+from fastnn.ops import structure as _structure  # noqa: F401
+from fastnn.ops import structure_grid as _structure_grid  # noqa: F401
 
 # isort: split
 # last: binds the table's methods and the operators onto Tensor, so every op module first

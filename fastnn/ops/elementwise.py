@@ -211,9 +211,40 @@ def _outside_range(a: Tensor, value) -> int:
     return 1 if value > high else -1 if value < low else 0
 
 
+_ALONE = object()  # where(cond) with no a and b
+
+
+def _scalar_pair(a, b, cond: Tensor) -> tuple:
+    """a and b as 0-d tensors on cond's device when both are Python scalars, in the
+    dtype PyTorch gives the pair: the default float if either is a float, bool if both are
+    bools, else int64."""
+    from fastnn.ops.tensor import tensor
+
+    for value in (a, b):
+        if not isinstance(value, bool):
+            _check_scalar("where", value)
+    if isinstance(a, bool) and isinstance(b, bool):
+        kind = dtypes.bool_
+    elif isinstance(a, float) or isinstance(b, float):
+        kind = dtypes.get_default_dtype()
+    else:
+        kind = dtypes.int64
+    return tensor(a, dtype=kind, device=cond.device), tensor(b, dtype=kind, device=cond.device)
+
+
 @public(top=True)
-def where(cond: Tensor, a, b) -> Tensor:
-    """Elementwise ``a if cond else b`` (cond a bool tensor)."""
+def where(cond: Tensor, a=_ALONE, b=_ALONE):
+    """Elementwise ``a if cond else b`` (cond a bool tensor; a and b tensors or Python
+    scalars). ``where(cond)`` alone is ``nonzero(cond, as_tuple=True)``."""
+    if a is _ALONE and b is _ALONE:
+        from fastnn.ops.selection import nonzero
+
+        return nonzero(cond, as_tuple=True)
+    if a is _ALONE or b is _ALONE:
+        raise TypeError("where: give both a and b, or neither (where(cond) lists the "
+                        "positions where cond is True)")
+    if isinstance(cond, Tensor) and not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        a, b = _scalar_pair(a, b, cond)
     if not isinstance(cond, Tensor) or cond._dtype is not dtypes.bool_:
         given = (f"a {cond._dtype.name} tensor" if isinstance(cond, Tensor) else
                  type(cond).__name__)

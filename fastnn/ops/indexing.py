@@ -63,6 +63,8 @@ def _expand_key(op: str, x: Tensor, key) -> list:
         key = (key,)
     items = []
     for item in key:
+        if isinstance(item, tuple):  # a tuple inside the key is a list, as NumPy and torch
+            item = list(item)
         if _is_advanced(item):
             if not _on_device(item, x):  # host data: _advanced range-checks it, then uploads
                 host = item.numpy() if isinstance(item, Tensor) else np.asarray(item)

@@ -219,3 +219,30 @@ def detach_(x: Tensor) -> Tensor:
                            "use x.detach() (a new tensor) instead")
     x._node, x._requires_grad = None, False
     return x
+
+
+def _scatter_reduce_(x: Tensor, *args, **kwargs) -> Tensor:
+    """``x.scatter_reduce(...)`` written into x, in place."""
+    from fastnn.ops.scatter_reduce import scatter_reduce
+
+    return inplace("scatter_reduce_", x, scatter_reduce, *args, **kwargs)
+
+
+def _index_put_(x: Tensor, indices, values, accumulate=False) -> Tensor:
+    """``x.index_put(indices, values, accumulate)`` written into x, in place."""
+    from fastnn.ops.scatter_reduce import index_put
+
+    return inplace("index_put_", x, index_put, indices, values, accumulate)
+
+
+def _put_(x: Tensor, index, source, accumulate=False) -> Tensor:
+    """``x.put(index, source, accumulate)`` written into x, in place."""
+    from fastnn.ops.scatter_reduce import put
+
+    return inplace("put_", x, put, index, source, accumulate)
+
+
+for _name, _fn in (("scatter_reduce_", _scatter_reduce_), ("index_put_", _index_put_),
+                   ("put_", _put_)):
+    _fn.__name__ = _fn.__qualname__ = _name
+    METHODS[_name] = _fn

@@ -98,7 +98,7 @@ def _value(value, x: Tensor):
 @public(method=True, top=True)
 def scatter(x: Tensor, dim, index, src=None, *, value=None, reduce=None) -> Tensor:
     """x with ``src[i][j][k]`` (or ``value``) written at ``[i][index[i][j][k]][k]`` (dim 1);
-    ``reduce="add"`` adds instead (PyTorch's scatter)."""
+    ``reduce="add"`` adds, ``"multiply"`` multiplies instead (PyTorch's scatter)."""
     if (src is None) == (value is None):
         if isinstance(src, numbers.Number):
             src, value = None, src
@@ -122,7 +122,11 @@ def scatter(x: Tensor, dim, index, src=None, *, value=None, reduce=None) -> Tens
         return _replace(x, axis, index, src)
     if reduce == "add":
         return scatter_add(x, axis, index, src)
-    raise ValueError(f"scatter: reduce must be None or 'add' (for products use "
+    if reduce == "multiply":
+        from fastnn.ops.scatter_reduce import scatter_multiply
+
+        return scatter_multiply(x, axis, index, src)
+    raise ValueError(f"scatter: reduce must be None, 'add' or 'multiply' (for more use "
                      f"scatter_reduce), got {reduce!r}")
 
 

@@ -127,7 +127,10 @@ def flip(x: Tensor, dims=UNSET, *, axis=UNSET) -> Tensor:
     if dims is UNSET:
         raise TypeError("flip: missing dims (which dims to reverse)")
     out = x
-    for d in sorted({axis_index("flip", d, x.ndim) for d in ints("flip", "dims", dims)}):
+    given = [axis_index("flip", d, max(x.ndim, 1)) for d in ints("flip", "dims", dims)]
+    if len(set(given)) != len(given):
+        raise RuntimeError(f"flip: dims {dims} name a dim more than once; give each once")
+    for d in sorted(given):
         if x.ndim == 0 or x.shape[d] <= 1:
             continue
         index = as_index("flip", np.arange(x.shape[d] - 1, -1, -1), x._device)

@@ -11,11 +11,14 @@ from fastnn.conformance.cases import CASES
 CORE_ONLY_RULES = {"transfer", "linear", "call_hook", "as_strided"}
 
 
+# the cases of hooks; the others check ops composed of primitives (Case.composite)
+HOOK_CASES = {name: case for name, case in CASES.items() if not case.composite}
+
+
 def test_every_hook_has_exactly_one_case():
     hooks = hookspec.HOOKS
     assert len(set(hooks)) == len(hooks)
-    of_hooks = {name for name, case in CASES.items() if not case.composite}
-    missing, stray = sorted(set(hooks) - set(CASES)), sorted(of_hooks - set(hooks))
+    missing, stray = sorted(set(hooks) - set(HOOK_CASES)), sorted(set(HOOK_CASES) - set(hooks))
     assert not missing, f"hooks without a conformance case (conformance/cases_*.py): {missing}"
     assert not stray, f"conformance cases of no hook (fastnn/api/hookspec.py): {stray}"
 
@@ -31,9 +34,9 @@ def test_every_hook_spec_is_marked():
     # the lists are read off the marks: a spec function without one is a mistake
     import inspect
 
-    from fastnn.api import hookspec_ops, hookspec_optim
+    from fastnn.api import hookspec_ops
 
-    unmarked = [name for module in (hookspec, hookspec_ops, hookspec_optim)
+    unmarked = [name for module in (hookspec, hookspec_ops)
                 for name, fn in inspect.getmembers(module, inspect.isfunction)
                 if fn.__module__ == module.__name__ and name not in hookspec.HOOKS
                 and name not in ("backend_probe", "_by_role")]
@@ -41,8 +44,7 @@ def test_every_hook_spec_is_marked():
 
 
 def test_differentiable_cases_are_exactly_the_hooks_with_backward_rules():
-    differentiable = {name for name, case in CASES.items()
-                      if case.differentiable and not case.composite}
+    differentiable = {name for name, case in HOOK_CASES.items() if case.differentiable}
     hooks = set(hookspec.HOOKS)
     assert differentiable == set(RULES) & hooks
     # a rule for something that is not a hook must be a deliberate, listed exception
@@ -63,3 +65,9 @@ def test_every_run_style_case_has_samples_edges_and_a_random_generator():
         assert case.samples is not None and case.ref is not None, name
         assert case.edges is not None, name
         assert case.random is not None, name
+
+
+def test_composite_cases_name_no_hook():
+    composite = {name for name, case in CASES.items() if case.composite}
+    assert composite, "no composite op cases registered"
+    assert not composite & set(hookspec.HOOKS), "a composite case is named after a hook"
