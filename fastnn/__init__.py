@@ -75,6 +75,7 @@ __all__ = [
     "DeviceSpec", "accelerator", "cuda", "device", "double", "float", "get_default_dtype",
     "half", "int", "long", "set_default_dtype", "set_grad_enabled",
     "load", "nn", "optim", "save", "utils",  # loaded on first use (__getattr__ below)
+    "compile", "CaptureError",
 ]
 __all__ += sorted(set(_TOP) - set(__all__))
 
@@ -94,4 +95,6 @@ def __getattr__(name):
                              "are int32 (fnn.int) and int64 (fnn.long); use one of those")
     if name in ("save", "load"):
         return getattr(importlib.import_module("fastnn.checkpoint"), name)
+    if name in ("compile", "CaptureError"):  # step capture (fastnn.capture)
+        return getattr(importlib.import_module("fastnn.capture"), name)
     raise AttributeError(f"module 'fastnn' has no attribute {name!r}")
