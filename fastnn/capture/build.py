@@ -91,7 +91,7 @@ class Entry:
     def compare(self, outs, result):
         """None when the eager run (just done) left what the dry replay gave, else what
         differs."""
-        for kind, ref, key, k, meta in self.writes:
+        for kind, ref, key, k, _meta in self.writes:
             owner = ref()
             if kind == "grad_none":
                 if owner._grad is not None:
@@ -373,7 +373,7 @@ def _guards(binds, inputs, values, writes, snapshot) -> list:
                 and tuple(ref()._grad._data.shape) == shape))
         else:
             optimizers[id(ref())] = ref
-    for kind, ref, key, _, _ in writes:
+    for kind, ref, _key, _, _ in writes:
         if kind == "opt":
             optimizers[id(ref())] = ref
         else:
