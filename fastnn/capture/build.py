@@ -19,7 +19,7 @@ from fastnn.api.device import Device
 from fastnn.autograd import engine
 from fastnn.capture.program import Program, eliminate_dead
 from fastnn.capture.record import CaptureError, Seq, Slot, is_array, slots_in
-from fastnn.capture.state import bump, hyper_guard
+from fastnn.capture.state import bump
 from fastnn.ops import tensor as tensor_module
 from fastnn.ops.tensor import Tensor
 
@@ -383,9 +383,7 @@ def _guards(binds, inputs, values, writes, snapshot) -> list:
         if b is not None and b[0] == "scalar":
             optimizers[id(b[2]())] = b[2]
     for ref in optimizers.values():
-        expected = snapshot.guard_of(ref())
-        guards.append(lambda ref=ref, expected=expected: (
-            ref() is not None and hyper_guard(ref()) == expected))
+        guards.append(snapshot.guard_of(ref()))
     for ref, training in snapshot.modules_of(tensors):
         guards.append(lambda ref=ref, training=training: (
             ref() is not None and ref().training == training))

@@ -71,6 +71,7 @@ class Compiled:
         self._cache: OrderedDict = OrderedDict()  # signature key -> [Entry]
         self._said: set = set()
         self.stats = {"recorded": 0, "replayed": 0, "eager": 0}
+        self._last = None  # the entry of the latest call
         functools.update_wrapper(self, fn, updated=())
 
     def __call__(self, *args, **kwargs):
@@ -80,6 +81,7 @@ class Compiled:
             for entry in entries:
                 if entry.guards_hold():
                     self._cache.move_to_end(key)
+                    self._last = entry
                     return self._run(entry, args, kwargs, leaves)
         return self._record(key, args, kwargs, leaves)
 
@@ -124,6 +126,7 @@ class Compiled:
             warnings.warn(f"fnn.compile: {self.name} runs eagerly for this signature "
                           f"({entry.eager})", stacklevel=3)
         self._store(key, entry)
+        self._last = entry
         return result
 
     def _store(self, key, entry) -> None:
@@ -163,14 +166,15 @@ class Compiled:
         return result
 
     # ------------------------------------------------------------ inspection
-    def program(self, index: int = -1) -> str:
-        """The recorded program of the most recently used signature (``index``: another,
-        in least-recently-used order), one line per backend call; printed and returned."""
-        entries = [e for v in self._cache.values() for e in v]
+    def program(self, index=None) -> str:
+        """The recorded program of the latest call (``index``: the n-th cached one, in
+        least-recently-used order), one line per backend call; printed and returned."""
+        entries = [e for v in self._cache.values() for e in reversed(v)]
         if not entries:
             raise RuntimeError(f"fnn.compile: {self.name} has not been called yet; "
                                "call it once to record its program")
-        entry = entries[index]
+        entry = self._last if index is None and self._last is not None else entries[
+            -1 if index is None else index]
         text = entry.program.text() if entry.program is not None else (
             f"program {self.name}: none ({entry.eager})")
         print(text)

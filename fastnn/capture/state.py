@@ -112,11 +112,31 @@ class Snapshot:
             return ("opt", weakref.ref(o), (pid, key))
         return None
 
-    def guard_of(self, o) -> tuple:
-        """:func:`hyper_guard` of optimizer ``o`` as it was before the call."""
+    def guard_of(self, o):
+        """A check that optimizer ``o`` still has the options (all but lr) and the state
+        entries per parameter it had before the call (a program depends on both)."""
         k = next(n for n, other in enumerate(self.optimizers) if other is o)
-        return (tuple(g[2] for g in self.groups[k]),
-                tuple((pid, tuple(sorted(st))) for pid, st in self.opt_state[k].items()))
+        options = [(g, [(key, value) for key, value in g.items() if key not in ("params", "lr")])
+                   for g in o.param_groups]
+        options = [(g, [(key, _copy(value)) for key, value in items]) for g, items in options]
+        entries = [(pid, set(st)) for pid, st in self.opt_state[k].items()]
+        count, ref = len(entries), weakref.ref(o)
+
+        def check() -> bool:
+            opt = ref()
+            if opt is None or len(opt.state) != count:
+                return False
+            state = opt.state
+            for pid, keys in entries:
+                st = state.get(pid)
+                if st is None or st.keys() != keys:
+                    return False
+            for g, items in options:
+                for key, value in items:
+                    if g.get(key) != value:
+                        return False
+            return True
+        return check
 
     def modules_of(self, tensors) -> list:
         """(module ref, training) for every module that holds one of ``tensors`` (ids), and
@@ -160,11 +180,8 @@ def _frozen(value):
     return value
 
 
-def hyper_guard(opt) -> tuple:
-    """What of an optimizer a program depends on besides arrays and lr: its options and
-    which parameters have which state entries."""
-    return (tuple(_hyper(g)[2] for g in opt.param_groups),
-            tuple((pid, tuple(sorted(st))) for pid, st in opt.state.items()))
+def _copy(value):
+    return dict(value) if isinstance(value, dict) else value
 
 
 def bump(t) -> None:
