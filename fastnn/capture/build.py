@@ -16,9 +16,9 @@ import weakref
 import numpy as np
 
 from fastnn.api.device import Device
+from fastnn.api.program import Program, Seq, Slot, eliminate_dead, slots_in
 from fastnn.autograd import engine
-from fastnn.capture.program import Program, eliminate_dead
-from fastnn.capture.record import CaptureError, Seq, Slot, is_array, slots_in
+from fastnn.capture.record import CaptureError, is_array
 from fastnn.capture.state import bump
 from fastnn.ops import tensor as tensor_module
 from fastnn.ops.tensor import Tensor

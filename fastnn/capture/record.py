@@ -20,6 +20,7 @@ import linecache
 import os
 import sys
 
+from fastnn.api.program import Call, Seq, Slot
 from fastnn.ops.tensor import Tensor
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -29,58 +30,10 @@ class CaptureError(RuntimeError):
     """A compiled function did something a recorded program cannot replay."""
 
 
-class Slot:
-    """A value of the program: the array (or number) numbered ``i``."""
-
-    __slots__ = ("i",)
-
-    def __init__(self, i: int):
-        self.i = i
-
-    def __repr__(self) -> str:
-        return f"%{self.i}"
-
-
-class Seq:
-    """A list or tuple argument that holds slots (an optimizer hook's list of arrays)."""
-
-    __slots__ = ("kind", "items")
-
-    def __init__(self, kind, items):
-        self.kind, self.items = kind, items
-
-    def __repr__(self) -> str:
-        inner = ", ".join(map(repr, self.items))
-        return f"[{inner}]" if self.kind is list else f"({inner})"
-
-
-class Call:
-    """One recorded hook call: ``outs = ops_of(device).name(*args, **kwargs)``."""
-
-    __slots__ = ("device", "name", "args", "kwargs", "out")
-
-    def __init__(self, device, name, args, kwargs, out):
-        self.device, self.name, self.args, self.kwargs, self.out = (
-            device, name, args, kwargs, out)
-
-
 def is_array(value) -> bool:
     """Whether ``value`` is an array (a backend's, a host NumPy array, or the NumPy scalar
     a host backend's reduction may return), not a Python number."""
     return hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, Tensor)
-
-
-def slots_in(template) -> list:
-    """Every slot number a template (an argument or a result) mentions."""
-    if type(template) is Slot:
-        return [template.i]
-    if type(template) is Seq:
-        return [i for item in template.items for i in slots_in(item)]
-    if type(template) is dict:
-        return [i for item in template.values() for i in slots_in(item)]
-    if type(template) is list:  # a call's positional arguments
-        return [i for item in template for i in slots_in(item)]
-    return []
 
 
 class Recorder:

@@ -1,4 +1,4 @@
-"""A recorded program: its calls, its inputs and outputs, its passes and its interpreter.
+"""A recorded step (``fnn.compile``, :mod:`fastnn.capture`): calls, passes, interpreter.
 
 A program is a list of hook calls on numbered values (slots). Its inputs are the slots an
 outside location fills at each replay (an argument's array, a parameter's, an optimizer's
@@ -18,7 +18,54 @@ backend hook ``compile_program``.
 
 from __future__ import annotations
 
-from fastnn.capture.record import Seq, Slot, slots_in
+
+class Slot:
+    """A value of the program: the array (or number) numbered ``i``."""
+
+    __slots__ = ("i",)
+
+    def __init__(self, i: int):
+        self.i = i
+
+    def __repr__(self) -> str:
+        return f"%{self.i}"
+
+
+class Seq:
+    """A list or tuple argument that holds slots (an optimizer hook's list of arrays)."""
+
+    __slots__ = ("kind", "items")
+
+    def __init__(self, kind, items):
+        self.kind, self.items = kind, items
+
+    def __repr__(self) -> str:
+        inner = ", ".join(map(repr, self.items))
+        return f"[{inner}]" if self.kind is list else f"({inner})"
+
+
+class Call:
+    """One recorded hook call: ``outs = ops_of(device).name(*args, **kwargs)``."""
+
+    __slots__ = ("device", "name", "args", "kwargs", "out")
+
+    def __init__(self, device, name, args, kwargs, out):
+        self.device, self.name, self.args, self.kwargs, self.out = (
+            device, name, args, kwargs, out)
+
+
+def slots_in(template) -> list:
+    """Every slot number a template (an argument or a result) mentions."""
+    if type(template) is Slot:
+        return [template.i]
+    if type(template) is Seq:
+        return [i for item in template.items for i in slots_in(item)]
+    if type(template) is dict:
+        return [i for item in template.values() for i in slots_in(item)]
+    if type(template) is list:  # a call's positional arguments
+        return [i for item in template for i in slots_in(item)]
+    return []
+
 
 IMPURE = ("assign", "allreduce", "broadcast")  # and every *_step (optimizer updates)
 
@@ -107,14 +154,12 @@ class Program:
 
 def compile_program(program: Program):
     """The program as a function of its inputs (a list, in ``program.inputs`` order) that
-    returns its outputs (in ``program.outputs`` order): through a backend's own
-    ``compile_program`` hook where the program runs on one device whose backend has one,
-    else :func:`interpreter`."""
+    returns its outputs (in ``program.outputs`` order): through the ``compile_program``
+    hook of the device's backend when the program runs on one device (its composite is
+    :func:`interpreter`), else :func:`interpreter`."""
     devices = program.devices()
     if len(devices) == 1:
-        backend = devices[0].backend
-        if "compile_program" in getattr(backend, "implemented", ()):
-            return devices[0].ops.compile_program(program)
+        return devices[0].ops.compile_program(program)
     return interpreter(program)
 
 
