@@ -217,11 +217,15 @@ def build(name, recorder, snapshot, leaves, draws, result) -> Entry:
     entry.devices = [device_of.get(i) for i in inputs]
     entry.out_devices = [device_of.get(i) for i in outputs]
     entry.getters = [_getter(binds[i], values[i]) for i in inputs]
-    # inputs the program may write into (in place): compared by the first replay's check
+    # inputs the program may write into (in place): compared by the first replay's check,
+    # unless the step stores a new array there (compared as an output)
+    stored = {("grad" if kind.startswith("grad") else kind, id(ref()), key)
+              for kind, ref, key, _, _ in writes}
     entry.inplace, entry.inplace_index = [], []
     for n, i in enumerate(inputs):
         b = binds[i]
-        if b is not None and b[0] in ("data", "grad", "opt") and entry.devices[n] is not None:
+        if b is not None and b[0] in ("data", "grad", "opt") and entry.devices[n] is not None \
+                and (b[0], id(b[1]()), b[2]) not in stored:
             entry.inplace.append((_location_reader(b), entry.devices[n]))
             entry.inplace_index.append(n)
     entry.guards = _guards(binds, inputs, values, writes, snapshot)
