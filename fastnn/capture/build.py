@@ -37,6 +37,7 @@ class Entry:
         self.draws: list = []  # (method, args, kwargs): fastnn's generator, as recorded
         self.result = None  # the return value's template
         self.guards: list = []  # () -> bool
+        self.args_now = [None]  # the current call's arguments, for ArgRef
 
     @classmethod
     def eager_only(cls, key, why: str):
@@ -61,6 +62,7 @@ class Entry:
     def replay(self, leaves, dry: bool = False):
         """Run the program on the current inputs; write its outputs where the eager step
         did (``dry``: on copies of the inputs, writing nothing: the first replay's check)."""
+        self.args_now[0] = leaves
         for ref, pid, key, delta in self.steps:
             ref().state[pid][key] += delta
         rng = tensor_module._default_rng
@@ -86,6 +88,7 @@ class Entry:
                 owner._grad = None
             else:
                 owner.state[key[0]][key[1]] = outs[k]
+        self.args_now[0] = None
         return _rebuild(self.result, outs)
 
     def compare(self, outs, result):
@@ -163,6 +166,19 @@ def _rebuild(template, outs):
     return template
 
 
+class ArgRef:
+    """Stands where a weak reference to a tensor would, for a tensor that is an argument of
+    the step: ``ref()`` is the argument at that position in the current call."""
+
+    __slots__ = ("holder", "n")
+
+    def __init__(self, holder, n):
+        self.holder, self.n = holder, n
+
+    def __call__(self):
+        return self.holder[0][self.n]
+
+
 class _Out:
     __slots__ = ("k", "dtype", "device")
 
@@ -181,11 +197,21 @@ def build(name, recorder, snapshot, leaves, draws, result) -> Entry:
     by_arg = {}
     for n, leaf in enumerate(leaves):
         by_arg.setdefault(id(leaf._data if isinstance(leaf, Tensor) else leaf), n)
+    # where the step writes into (or reads the gradient of) an argument, a replay does
+    # that to the argument of its own call
+    entry.args_now[0] = leaves
+    arg_refs = {id(leaf): ArgRef(entry.args_now, n) for n, leaf in enumerate(leaves)
+                if isinstance(leaf, Tensor)}
     writes, entry.steps = snapshot.writes(recorder.slot_of, name)
+    writes = [(kind, arg_refs.get(id(ref()), ref), key, slot, meta)
+              for kind, ref, key, slot, meta in writes]
     binds: dict[int, tuple] = {}  # slot -> how a replay fills it
     for i in recorder.external:
         n = by_arg.get(id(values[i]))
         binds[i] = ("arg", n) if n is not None else snapshot.location(values[i])
+        b = binds[i]
+        if b is not None and b[0] in ("data", "grad") and id(b[1]()) in arg_refs:
+            binds[i] = (b[0], arg_refs[id(b[1]())], b[2])
     for n, leaf in enumerate(leaves):
         if isinstance(leaf, np.ndarray) and n not in [b[1] for b in binds.values()
                                                      if b and b[0] == "arg"]:
@@ -229,6 +255,7 @@ def build(name, recorder, snapshot, leaves, draws, result) -> Entry:
             entry.inplace.append((_location_reader(b), entry.devices[n]))
             entry.inplace_index.append(n)
     entry.guards = _guards(binds, inputs, values, writes, snapshot)
+    entry.args_now[0] = None  # the recording's arguments are not kept alive
     return entry
 
 
@@ -363,7 +390,7 @@ def _guards(binds, inputs, values, writes, snapshot) -> list:
     tensors, optimizers = set(), {}
     for i in inputs:
         b = binds[i]
-        if b is None or b[0] not in ("data", "grad", "opt"):
+        if b is None or b[0] not in ("data", "grad", "opt") or type(b[1]) is ArgRef:
             continue
         shape, ref = tuple(values[i].shape), b[1]
         if b[0] == "data":
@@ -378,6 +405,8 @@ def _guards(binds, inputs, values, writes, snapshot) -> list:
         else:
             optimizers[id(ref())] = ref
     for kind, ref, _key, _, _ in writes:
+        if type(ref) is ArgRef:
+            continue
         if kind == "opt":
             optimizers[id(ref())] = ref
         else:

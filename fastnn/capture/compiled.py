@@ -42,7 +42,8 @@ def _key(value, leaves):
     kind = type(value)
     if kind is Tensor or isinstance(value, Tensor):
         leaves.append(value)
-        return ("T", value._data.shape, value._dtype, value._device, value._requires_grad)
+        return ("T", value._data.shape, value._dtype, value._device, value._requires_grad,
+                value._requires_grad and value._grad is None)
     if kind is tuple or kind is list:
         return (kind,) + tuple(_key(v, leaves) for v in value)
     if kind is dict:
@@ -150,7 +151,9 @@ class Compiled:
         entry.set_counts(counts)
         rng.bit_generator.state = before
         result = self.fn(*args, **kwargs)
+        entry.args_now[0] = leaves
         differs = entry.compare(replayed, result)
+        entry.args_now[0] = None
         if differs is None and drawn != rng.bit_generator.state:
             differs = "fastnn's random generator (the replay drew differently)"
         if differs is not None:

@@ -21,6 +21,9 @@ def add_options(parser) -> None:
     group.addoption("--conformance-report", default=None, help="write the JSON report to PATH")
     group.addoption("--conformance-xfail", default=None,
                     help="an extra xfail file (same format as conformance_xfail.txt)")
+    group.addoption("--conformance-captured", action="store_true", default=False,
+                    help="also run every case through fnn.compile (record, replay) and "
+                         "compare with eager, bit for bit (test_captured; slow)")
     group.addoption("--conformance-against", default=None,
                     help="comma-separated backends to cross-check with (default: every other "
                          "available backend; 'none' for no cross-backend checks)")

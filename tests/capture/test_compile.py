@@ -221,3 +221,23 @@ def test_signature_cache_is_bounded():
     assert len(repr(forward)) and "2 program(s)" in repr(forward)
     with pytest.raises(ValueError, match="max_signatures"):
         fnn.compile(model, max_signatures=0)
+
+
+def test_gradients_of_arguments_reach_each_call_s_own_tensors():
+    @fnn.compile
+    def grads(x, w):
+        loss = (x @ w).tanh().sum()
+        loss.backward()
+        return loss
+
+    data = np.random.default_rng(0)
+    for _ in range(4):
+        x = fnn.tensor(data.normal(size=(3, 4)))
+        w = fnn.tensor(data.normal(size=(4, 2)), requires_grad=True)
+        loss = grads(x, w)
+        w2 = fnn.tensor(w.numpy(), requires_grad=True)
+        want = (x @ w2).tanh().sum()
+        want.backward()
+        assert np.array_equal(loss.numpy(), want.numpy())
+        assert np.array_equal(w.grad.numpy(), w2.grad.numpy())
+    assert grads.stats["replayed"] == 3
