@@ -40,7 +40,7 @@ def test_captured(case, dtype, device, rng, request):
     for sample in case.samples(rng):
         params = harness._params(case, sample, dtype)
         what = harness.describe(case, device, dtype, sample, "captured")
-        forward = fnn.compile(lambda *ts: case.run(*ts, **params))
+        forward = fnn.compile(lambda *ts, params=params: case.run(*ts, **params))
         with fnn.no_grad():
             for _ in range(3):
                 got = forward(*_fresh(case, sample, dtype, device, False))
@@ -50,7 +50,7 @@ def test_captured(case, dtype, device, rng, request):
             continue
         grad_out = harness._grad_out(rng, case, dtype, sample)
 
-        def step(*ts):
+        def step(*ts, params=params, grad_out=grad_out):
             out = case.run(*ts, **params)
             out.backward(grad_out)
             return out
