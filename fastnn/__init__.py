@@ -79,6 +79,7 @@ __all__ = [
     "ShadowMismatch", "ShadowWarning", "shadow", "shadow_report",  # fastnn.shadowing, the same
     "UncertifiedBackendWarning",
     "linalg",
+    "compile", "CaptureError",
 ]
 __all__ += sorted(set(_TOP) - set(__all__))
 
@@ -100,6 +101,8 @@ def __getattr__(name):
         return getattr(importlib.import_module("fastnn.checkpoint"), name)
     if name in _SHADOW:
         return getattr(importlib.import_module("fastnn.shadowing"), name)
+    if name in ("compile", "CaptureError"):  # step capture (fastnn.capture)
+        return getattr(importlib.import_module("fastnn.capture"), name)
     raise AttributeError(f"module 'fastnn' has no attribute {name!r}")
 
 

@@ -307,3 +307,13 @@ def assign(ops, dst, src):
     raise NotImplementedError(
         f"assign: {ops!r} writes through views by the core's composite (fastnn.ops.storage "
         "scatters into the base and refreshes its views); the hook itself has no composite")
+
+
+# ---------------------------------------------------------------- step capture
+
+
+def compile_program(ops, program):
+    """The core's replay interpreter (fastnn.api.program.interpreter)."""
+    from fastnn.api.program import interpreter
+
+    return interpreter(program)

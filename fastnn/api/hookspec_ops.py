@@ -348,3 +348,23 @@ def assign(dst: Array, src: Array) -> None:
     composite raises, and the core never calls it there but scatters the write into the
     base tensor's array and re-reads that base's live views (fastnn.ops.storage).
     """
+
+
+# ---------------------------------------------------------------- step capture
+
+
+@op
+def compile_program(program: Any) -> Any:
+    """A recorded step (``fnn.compile``) made runnable by this backend: return a function
+    ``run(inputs) -> outputs``.
+
+    ``program`` (:class:`fastnn.api.program.Program`) holds ``calls`` (each with ``name``,
+    the hook; ``args`` and ``kwargs``, in which :class:`fastnn.api.program.Slot` ``i``
+    stands for value ``i``; ``out``, the result's slots), ``inputs`` (the slot numbers
+    ``run`` receives values for, in that order: arrays, and numbers such as a learning
+    rate or a seed) and ``outputs`` (the slots ``run`` returns, in that order). Running
+    the calls in order with this backend's hooks is the contract: a backend may fuse,
+    plan buffers, or build one launch list, as long as the outputs equal what the calls
+    give (bit for bit unless it fuses). The composite is the core's interpreter (the
+    calls as straight-line Python, each value dropped after its last use).
+    """

@@ -84,6 +84,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--distributed", action="store_true",
                    help="train data-parallel over MPI (implied under mpiexec with several "
                         "ranks); an error if mpi4py or MPI is missing")
+    p.add_argument("--compile", action="store_true",
+                   help="record the training step once per batch shape and replay it "
+                        "(fnn.compile): the same numbers, less host time per step")
     p.add_argument("--plot", type=Path, default=None,
                    help="write a PNG of the loss and accuracy curves (needs matplotlib)")
     p.set_defaults(func=run)
@@ -275,9 +278,11 @@ def _fit(args, data, device, out, comm) -> History:
               "nothing to train", file=out)
     progress = Progress(args.epochs, loader.num_samples(), stream=out)
     started, epoch, saved = time.perf_counter(), first_epoch - 1, None
+    steps = _steps(args)
     try:
         for epoch in range(first_epoch, args.epochs + 1):
-            _train_epoch(args, model, optimizer, data, loader, schedule, epoch, progress)
+            _train_epoch(args, model, optimizer, data, loader, schedule, epoch, progress,
+                         steps)
             if comm.size > 1:
                 ranks.sum_over_ranks(progress, comm)
             test_acc = evaluate(model, data.x_test, data.y_test, device)
@@ -319,7 +324,18 @@ def make_loader(args, data, comm=None):
                       shard=shard)
 
 
-def _train_epoch(args, model, optimizer, data, loader, schedule, epoch: int, progress) -> None:
+def _steps(args) -> tuple:
+    """(tape step, reverse step): compiled with ``--compile`` (fnn.compile; one program per
+    batch shape, so the last, shorter batch of an epoch has its own)."""
+    if not getattr(args, "compile", False):
+        return tape_step, reverse_step
+    import fastnn as fnn
+
+    return fnn.compile(tape_step), fnn.compile(reverse_step)
+
+
+def _train_epoch(args, model, optimizer, data, loader, schedule, epoch: int, progress,
+                 steps=(tape_step, reverse_step)) -> None:
     import fastnn as fnn
 
     progress.begin_epoch(epoch)
@@ -327,9 +343,9 @@ def _train_epoch(args, model, optimizer, data, loader, schedule, epoch: int, pro
         loader.set_epoch(epoch)
     for x, y in loader:  # on the current device: fit's `with fnn.use(...)`
         if args.reverse:
-            logits, loss = reverse_step(model, optimizer, x, y, data.num_classes)
+            logits, loss = steps[1](model, optimizer, x, y, data.num_classes)
         else:
-            logits, loss = tape_step(model, optimizer, x, y)
+            logits, loss = steps[0](model, optimizer, x, y)
         if schedule is not None:
             schedule.step()
         with fnn.no_grad():  # counted on the device: no read-back per batch

@@ -24,6 +24,9 @@ def add_options(parser) -> None:
     group.addoption("--conformance-certificate", default=None,
                     help="where to write the certificate of a whole-suite run (default: the "
                          "user's cache, see fastnn.api.certificates; '-' for none)")
+    group.addoption("--conformance-captured", action="store_true", default=False,
+                    help="also run every case through fnn.compile (record, replay) and "
+                         "compare with eager, bit for bit (test_captured; slow)")
     group.addoption("--conformance-against", default=None,
                     help="comma-separated backends to cross-check with (default: every other "
                          "available backend; 'none' for no cross-backend checks)")

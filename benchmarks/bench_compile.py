@@ -1,0 +1,151 @@
+"""Step capture benchmark (issue 23): eager and ``fnn.compile``d training steps side by side.
+
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_compile.py [--backends cpu,opencl]
+        [--models mlp,conv1d,cnn,lstm,gru,transformer] [--steps 40] [--json]
+
+Per model and backend: the median step time eager and compiled, their ratio, and each
+step's *host time*: the step's time minus the time spent inside the backend's hooks
+(measured by a timing wrapper around the device's ops table, installed for both runs, so
+its own cost counts in both host times alike). Every model trains with Adam from the same
+start eagerly and compiled; the weights after the timed steps must be equal bit for bit
+(the benchmark says so or stops), so the ratio compares the same work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+import fastnn as fnn
+import fastnn.functional as F
+from fastnn import nn, optim
+from fastnn.api.device import as_device
+
+BATCH, CLASSES = 32, 10
+
+
+class Conv1dNet(nn.Module):
+    """Two Conv1d-ReLU layers over (N, 4, 32) and a linear head."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.c2 = nn.Conv1d(4, 16, 5, padding=2), nn.Conv1d(16, 16, 5, padding=2)
+        self.head = nn.Linear(16 * 32, CLASSES)
+
+    def forward(self, x):
+        h = self.c2(self.c1(x).relu()).relu()
+        return self.head(h.reshape(x.shape[0], -1))
+
+
+def model_and_input(name: str, rng):
+    """(a fresh model, an input batch as a host array)."""
+    from fastnn.cli.cnn import build_cnn
+    from fastnn.cli.seq_models import build
+
+    if name == "mlp":
+        return (nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(),
+                              nn.Linear(128, CLASSES)), rng.standard_normal((BATCH, 64)))
+    if name == "conv1d":
+        return Conv1dNet(), rng.standard_normal((BATCH, 4, 32))
+    if name == "cnn":
+        return build_cnn((64,), CLASSES), rng.standard_normal((BATCH, 64))
+    return build(name, (1, 66), CLASSES), rng.standard_normal((BATCH, 1, 66))  # 6 patches
+
+
+class TimedOps:
+    """A device's ops table that adds the time spent inside each hook to ``self.inside``."""
+
+    def __init__(self, inner):
+        self._inner, self.inside = inner, 0.0
+
+    def __getattr__(self, name):
+        target = getattr(self._inner, name)
+        if name.startswith("_") or not callable(target) or name == "compile_program":
+            return target
+        clock, timed = time.perf_counter, self
+
+        def hook(*args, **kwargs):
+            start = clock()
+            try:
+                return target(*args, **kwargs)
+            finally:
+                timed.inside += clock() - start
+        self.__dict__[name] = hook
+        return hook
+
+
+def run(name: str, backend: str, compiled: bool, steps: int, warmup: int = 3):
+    """(median step seconds, median host seconds, the weights after the steps)."""
+    rng = np.random.default_rng(0)
+    fnn.manual_seed(0)
+    model, host_x = model_and_input(name, rng)
+    model = model.to(backend)
+    opt = optim.Adam(model.parameters(), lr=1e-3)
+    x = fnn.tensor(host_x.astype(np.float32), device=backend)
+    y = fnn.tensor(rng.integers(0, CLASSES, BATCH), device=backend)
+
+    def step(xb, yb):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(xb), yb)
+        loss.backward()
+        opt.step()
+        return loss
+
+    fn = fnn.compile(step) if compiled else step
+    device = as_device(backend)
+    timed = TimedOps(device.ops)
+    device.ops = timed
+    totals, hosts = [], []
+    try:
+        for n in range(warmup + steps):
+            timed.inside = 0.0
+            start = time.perf_counter()
+            fn(x, y)
+            elapsed = time.perf_counter() - start
+            if n >= warmup:
+                totals.append(elapsed)
+                hosts.append(elapsed - timed.inside)
+        weights = [np.asarray(v) for v in model.state_dict().values()]  # buffers too
+    finally:
+        device.ops = timed._inner
+    return float(np.median(totals)), float(np.median(hosts)), weights
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backends", default="cpu,opencl")
+    parser.add_argument("--models", default="mlp,conv1d,cnn,lstm,gru,transformer")
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    rows = []
+    for backend in args.backends.split(","):
+        try:
+            as_device(backend)
+        except Exception as exc:  # a backend that is not installed here: said, skipped
+            print(f"{backend}: skipped ({exc})")
+            continue
+        for name in args.models.split(","):
+            eager, eager_host, w1 = run(name, backend, False, args.steps)
+            comp, comp_host, w2 = run(name, backend, True, args.steps)
+            same = all(np.array_equal(a, b) for a, b in zip(w1, w2))
+            rows.append({"model": name, "backend": backend, "eager_ms": eager * 1e3,
+                         "compiled_ms": comp * 1e3, "ratio": comp / eager,
+                         "eager_host_ms": eager_host * 1e3, "compiled_host_ms": comp_host * 1e3,
+                         "host_ratio": comp_host / eager_host, "bit_equal": same})
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return
+    print(f"{'model':12} {'backend':8} {'eager ms':>9} {'compiled':>9} {'ratio':>6} "
+          f"{'host eager':>11} {'host comp':>10} {'host ratio':>10}  equal")
+    for r in rows:
+        print(f"{r['model']:12} {r['backend']:8} {r['eager_ms']:9.3f} {r['compiled_ms']:9.3f} "
+              f"{r['ratio']:6.2f} {r['eager_host_ms']:11.3f} {r['compiled_host_ms']:10.3f} "
+              f"{r['host_ratio']:10.2f}  {r['bit_equal']}")
+
+
+if __name__ == "__main__":
+    main()

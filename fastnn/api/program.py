@@ -1,0 +1,230 @@
+"""A recorded step (``fnn.compile``, :mod:`fastnn.capture`): calls, passes, interpreter.
+
+A program is a list of hook calls on numbered values (slots). Its inputs are the slots an
+outside location fills at each replay (an argument's array, a parameter's, an optimizer's
+moments, the learning rate, a step count, a seed drawn from fastnn's generator); its
+outputs are the slots written back (new parameters and gradients, the result).
+
+Passes: :func:`eliminate_dead` drops calls whose results nothing uses (never an in-place
+write, an optimizer step or a collective); :func:`last_uses` gives each slot the call after
+which it is dropped, so a replay holds no array longer than it must (its peak memory is at
+most the eager step's, which also keeps arrays for its tape).
+
+:func:`interpreter` is the replay: the program turned once into straight-line Python
+(``s5 = add(s1, s2)``; ``del s1`` after its last use) with the hook functions bound, so a
+replay makes no Tensor, tape, check or dispatch. It is also the composite of the optional
+backend hook ``compile_program``.
+"""
+
+from __future__ import annotations
+
+
+class Slot:
+    """A value of the program: the array (or number) numbered ``i``."""
+
+    __slots__ = ("i",)
+
+    def __init__(self, i: int):
+        self.i = i
+
+    def __repr__(self) -> str:
+        return f"%{self.i}"
+
+
+class Seq:
+    """A list or tuple argument that holds slots (an optimizer hook's list of arrays)."""
+
+    __slots__ = ("kind", "items")
+
+    def __init__(self, kind, items):
+        self.kind, self.items = kind, items
+
+    def __repr__(self) -> str:
+        inner = ", ".join(map(repr, self.items))
+        return f"[{inner}]" if self.kind is list else f"({inner})"
+
+
+class Call:
+    """One recorded hook call: ``outs = ops_of(device).name(*args, **kwargs)``."""
+
+    __slots__ = ("device", "name", "args", "kwargs", "out")
+
+    def __init__(self, device, name, args, kwargs, out):
+        self.device, self.name, self.args, self.kwargs, self.out = (
+            device, name, args, kwargs, out)
+
+
+def slots_in(template) -> list:
+    """Every slot number a template (an argument or a result) mentions."""
+    if type(template) is Slot:
+        return [template.i]
+    if type(template) is Seq:
+        return [i for item in template.items for i in slots_in(item)]
+    if type(template) is dict:
+        return [i for item in template.values() for i in slots_in(item)]
+    if type(template) is list:  # a call's positional arguments
+        return [i for item in template for i in slots_in(item)]
+    return []
+
+
+IMPURE = ("assign", "allreduce", "broadcast")  # and every *_step (optimizer updates)
+
+
+def impure(call) -> bool:
+    """Whether a call acts beyond its result: it writes into an argument, or talks to the
+    other ranks (dead-code elimination keeps it)."""
+    return call.name in IMPURE or call.name.endswith("_step") or call.out is None
+
+
+def eliminate_dead(calls: list, needed: set) -> list:
+    """``calls`` without those whose results neither ``needed`` nor a later kept call
+    reads."""
+    live, kept = set(needed), []
+    for call in reversed(calls):
+        outs = slots_in(call.out)
+        if not impure(call) and not live.intersection(outs):
+            continue
+        kept.append(call)
+        live.update(slots_in(call.args))
+        live.update(slots_in(call.kwargs))
+    kept.reverse()
+    return kept
+
+
+def last_uses(calls: list, keep: set) -> list[list[int]]:
+    """For each call, the slots no later call reads and ``keep`` does not hold (dropped
+    right after it)."""
+    seen = set(keep)
+    drops: list[list[int]] = [[] for _ in calls]
+    for n in range(len(calls) - 1, -1, -1):
+        call = calls[n]
+        for i in slots_in(call.args) + slots_in(call.kwargs) + slots_in(call.out):
+            if i not in seen:
+                seen.add(i)
+                drops[n].append(i)
+    return drops
+
+
+class Program:
+    """The calls of a step and how its inputs and outputs are bound (see the module)."""
+
+    def __init__(self, name, calls, inputs, outputs, describe):
+        self.name = name
+        self.calls = calls  # [Call]
+        self.inputs = inputs  # [slot]: the order a replay passes them in
+        self.outputs = outputs  # [slot]: the order the replay hands them back in
+        self.describe = describe  # slot -> "float32[64, 10]" (from the recording)
+        self._run, self._resolved = None, None
+
+    def text(self) -> str:
+        """One line per call: ``%5 = add(%1, %2)  float32[64, 10]``; inputs and outputs."""
+        lines = [f"program {self.name}: {len(self.calls)} calls, inputs "
+                 + ", ".join(f"%{i}" for i in self.inputs)]
+        drops = last_uses(self.calls, set(self.outputs))
+        for call, dropped in zip(self.calls, drops):
+            args = [_show(a) for a in call.args]
+            args += [f"{k}={_show(v)}" for k, v in call.kwargs.items()]
+            outs = slots_in(call.out)
+            head = f"{_show(call.out)} = " if outs else ""
+            shapes = ", ".join(self.describe.get(i, "?") for i in outs)
+            tail = f"  # {shapes}" if shapes else ""
+            if dropped:
+                tail += ("  " if tail else "  # ") + "frees " + ", ".join(
+                    f"%{i}" for i in sorted(dropped))
+            lines.append(f"  {head}{call.name}({', '.join(args)}){tail}")
+        lines.append("  return " + ", ".join(f"%{i}" for i in self.outputs))
+        return "\n".join(lines)
+
+    def runner(self):
+        """The replay function for the ops tables installed now (rebuilt when they change,
+        e.g. when shadow execution wraps them)."""
+        tables = tuple(dev.ops for dev in self.devices())
+        if self._resolved != tables:
+            self._resolved = tables
+            self._run = compile_program(self)
+        return self._run
+
+    def devices(self) -> list:
+        found = []
+        for call in self.calls:
+            if call.device not in found:
+                found.append(call.device)
+        return found
+
+
+def compile_program(program: Program):
+    """The program as a function of its inputs (a list, in ``program.inputs`` order) that
+    returns its outputs (in ``program.outputs`` order): through the ``compile_program``
+    hook of the device's backend when the program runs on one device (its composite is
+    :func:`interpreter`), else :func:`interpreter`."""
+    devices = program.devices()
+    if len(devices) == 1:
+        return devices[0].ops.compile_program(program)
+    return interpreter(program)
+
+
+def interpreter(program: Program):
+    """The replay: the program as straight-line Python with its hooks bound."""
+    names: dict = {}
+    lines = ["def run(env):"]
+    if program.inputs:
+        lines.append("    " + "".join(f"s{i}, " for i in program.inputs) + "= env")
+    lines.append("    del env")
+    keep = set(program.outputs)
+    drops = last_uses(program.calls, keep)
+    for n, (call, dropped) in enumerate(zip(program.calls, drops)):
+        fn = f"f{n}"
+        names[fn] = getattr(call.device.ops, call.name)
+        args = [_code(a, names) for a in call.args]
+        args += [f"{k}={_code(v, names)}" for k, v in call.kwargs.items()]
+        expr = f"{fn}({', '.join(args)})"
+        if type(call.out) is Slot:
+            lines.append(f"    s{call.out.i} = {expr}")
+        elif type(call.out) is Seq:
+            lines.append(f"    _r = {expr}")
+            lines.extend(_unpack(call.out, "_r"))
+        else:
+            lines.append(f"    {expr}")
+        # a slot no longer read is dropped at once (a result nobody reads, too)
+        dropped = [i for i in dropped if i not in keep]
+        if dropped:
+            lines.append("    del " + ", ".join(f"s{i}" for i in dropped))
+    lines.append("    return [" + "".join(f"s{i}, " for i in program.outputs) + "]")
+    source = "\n".join(lines)
+    scope = dict(names)
+    exec(compile(source, f"<fnn.compile {program.name}>", "exec"), scope)  # noqa: S102
+    return scope["run"]
+
+
+def _unpack(template, expr) -> list[str]:
+    out = []
+    for k, item in enumerate(template.items):
+        if type(item) is Slot:
+            out.append(f"    s{item.i} = {expr}[{k}]")
+        elif type(item) is Seq:
+            out.extend(_unpack(item, f"{expr}[{k}]"))
+    return out
+
+
+def _code(template, names) -> str:
+    """Python source for an argument: a slot's variable, a list of them, or a constant
+    (bound in the function's globals, never printed into the source)."""
+    if type(template) is Slot:
+        return f"s{template.i}"
+    if type(template) is Seq:
+        inner = "".join(f"{_code(item, names)}, " for item in template.items)
+        return f"[{inner}]" if template.kind is list else f"({inner})"
+    if template is None or type(template) in (bool, int) or (
+            type(template) is str and template.isidentifier()):
+        return repr(template)
+    name = f"c{len(names)}"
+    names[name] = template
+    return name
+
+
+def _show(template) -> str:
+    if type(template) in (Slot, Seq):
+        return repr(template)
+    if hasattr(template, "shape") and hasattr(template, "dtype"):
+        return f"<const {template.dtype}{list(template.shape)}>"
+    return repr(template)

@@ -1,0 +1,13 @@
+"""Step capture: ``fnn.compile(step)`` records a step's backend calls once and replays them.
+
+See :mod:`fastnn.capture.compiled` (the entry point), :mod:`fastnn.capture.record` (the
+recording), :mod:`fastnn.capture.build` (binding a recording to the step's inputs and
+outputs) and :mod:`fastnn.api.program` (the program, its passes, its interpreter: in the backend
+contract, since a backend may compile programs itself).
+"""
+
+from fastnn.api.program import Program, interpreter
+from fastnn.capture.compiled import Compiled, compile  # noqa: A004
+from fastnn.capture.record import CaptureError
+
+__all__ = ["CaptureError", "Compiled", "Program", "compile", "interpreter"]

@@ -1,0 +1,435 @@
+"""From a recording to a replayable entry: inputs bound, scalars made inputs, guards noted.
+
+Each external slot of the recording is bound to what held its array before the call: an
+argument of the step (by position), a parameter or any other live tensor, a gradient,
+an optimizer's state entry, or else it stays a constant. The optimizer hooks' learning
+rates, weight decays and step counts become inputs read at each replay (a schedule's lr,
+Adam's bias corrections are never baked in), and so do the seeds drawn from fastnn's
+generator (dropout): a replay draws them as the eager step would.
+"""
+
+from __future__ import annotations
+
+import numbers
+import weakref
+
+import numpy as np
+
+from fastnn.api.device import Device
+from fastnn.api.program import Program, Seq, Slot, eliminate_dead, slots_in
+from fastnn.autograd import engine
+from fastnn.capture.record import CaptureError, is_array
+from fastnn.capture.state import bump
+from fastnn.ops import tensor as tensor_module
+from fastnn.ops.tensor import Tensor
+
+
+class Entry:
+    """One signature's program and everything a replay reads, writes and checks."""
+
+    def __init__(self):
+        self.program = None
+        self.eager = None  # why this signature runs eagerly (None: it replays)
+        self.checked = False
+        self.getters: list = []  # one per program input: (leaves, draws) -> value
+        self.writes: list = []  # (kind, ref, key, output index, meta)
+        self.steps: list = []  # (optimizer ref, pid, key, delta): counts a replay adds
+        self.draws: list = []  # (method, args, kwargs): fastnn's generator, as recorded
+        self.result = None  # the return value's template
+        self.guards: list = []  # () -> bool
+        self.args_now = [None]  # the current call's arguments, for ArgRef
+
+    @classmethod
+    def eager_only(cls, key, why: str):
+        entry = cls()
+        entry.eager = why
+        return entry
+
+    def guards_hold(self) -> bool:
+        for guard in self.guards:
+            if not guard():
+                return False
+        return True
+
+    # ------------------------------------------------------------ replay
+    def counts(self) -> list:
+        return [ref().state[pid][key] for ref, pid, key, _ in self.steps]
+
+    def set_counts(self, values) -> None:
+        for (ref, pid, key, _), value in zip(self.steps, values):
+            ref().state[pid][key] = value
+
+    def replay(self, leaves, dry: bool = False):
+        """Run the program on the current inputs; write its outputs where the eager step
+        did (``dry``: on copies of the inputs, writing nothing: the first replay's check)."""
+        self.args_now[0] = leaves
+        for ref, pid, key, delta in self.steps:
+            ref().state[pid][key] += delta
+        rng = tensor_module._default_rng
+        draws = [getattr(rng, m)(*a, **k) for m, a, k in self.draws]
+        env = [get(leaves, draws) for get in self.getters]
+        if dry:
+            env = [_copy(v, dev) for v, dev in zip(env, self.devices)]
+            self.dry_inputs = env
+            return self.program.runner()(list(env))
+        outs = self.program.runner()(env)
+        for kind, ref, key, k, meta in self.writes:
+            owner = ref()
+            if kind == "data":
+                owner._data = outs[k]
+                bump(owner)
+            elif kind == "grad_new":
+                g = owner._grad = Tensor._make(outs[k], meta[0], meta[1])
+                if meta[2]:
+                    g._storage = engine._SHARED
+            elif kind == "grad_data":
+                owner._grad._data = outs[k]
+            elif kind == "grad_none":
+                owner._grad = None
+            else:
+                owner.state[key[0]][key[1]] = outs[k]
+        self.args_now[0] = None
+        return _rebuild(self.result, outs)
+
+    def compare(self, outs, result):
+        """None when the eager run (just done) left what the dry replay gave, else what
+        differs."""
+        for kind, ref, key, k, _meta in self.writes:
+            owner = ref()
+            if kind == "grad_none":
+                if owner._grad is not None:
+                    return "a gradient (the replay leaves it None)"
+                continue
+            if kind == "data":
+                now, what = owner._data, f"a tensor of shape {owner.shape}"
+            elif kind in ("grad_new", "grad_data"):
+                if owner._grad is None:
+                    return f"the gradient of a tensor of shape {owner.shape}"
+                now, what = owner._grad._data, f"the gradient of shape {owner.shape}"
+            else:
+                now, what = owner.state[key[0]][key[1]], f"optimizer state {key[1]!r}"
+            if not _same(now, outs[k], self.out_devices[k]):
+                return what
+        for (slot_get, dev), copied in zip(self.inplace, self.dry_inputs_of()):
+            if not _same(slot_get(), copied, dev):
+                return "a tensor written in place"
+        replayed = _rebuild(self.result, outs)
+        return _compare_result(result, replayed)
+
+    def dry_inputs_of(self) -> list:
+        return [self.dry_inputs[n] for n in self.inplace_index]
+
+
+def _same(a, b, dev) -> bool:
+    ops = dev.ops
+    x, y = np.asarray(ops.to_numpy(a)), np.asarray(ops.to_numpy(b))
+    return x.shape == y.shape and x.dtype == y.dtype and np.array_equal(
+        x, y, equal_nan=x.dtype.kind in "fc")
+
+
+def _compare_result(eager, replayed):
+    if isinstance(eager, Tensor):
+        if not isinstance(replayed, Tensor) or not _same(eager._data, replayed._data,
+                                                         eager._device):
+            return "the returned tensor"
+        return None
+    if isinstance(eager, (tuple, list)):
+        for a, b in zip(eager, replayed):
+            found = _compare_result(a, b)
+            if found:
+                return found
+        return None
+    if isinstance(eager, dict):
+        for k in eager:
+            found = _compare_result(eager[k], replayed[k])
+            if found:
+                return found
+        return None
+    return None if eager == replayed or eager is replayed else "the returned value"
+
+
+def _copy(value, dev):
+    if dev is None or not is_array(value):
+        return value
+    host = np.array(dev.ops.to_numpy(value), copy=True)
+    return dev.ops.from_numpy(host, dev.index)
+
+
+def _rebuild(template, outs):
+    kind = type(template)
+    if kind is _Out:
+        return Tensor._make(outs[template.k], template.dtype, template.device)
+    if kind is tuple or kind is list:
+        return kind(_rebuild(v, outs) for v in template)
+    if kind is dict:
+        return {k: _rebuild(v, outs) for k, v in template.items()}
+    return template
+
+
+class ArgRef:
+    """Stands where a weak reference to a tensor would, for a tensor that is an argument of
+    the step: ``ref()`` is the argument at that position in the current call."""
+
+    __slots__ = ("holder", "n")
+
+    def __init__(self, holder, n):
+        self.holder, self.n = holder, n
+
+    def __call__(self):
+        return self.holder[0][self.n]
+
+
+class _Out:
+    __slots__ = ("k", "dtype", "device")
+
+    def __init__(self, k, dtype, device):
+        self.k, self.dtype, self.device = k, dtype, device
+
+
+# ---------------------------------------------------------------- building
+
+
+def build(name, recorder, snapshot, leaves, draws, result) -> Entry:
+    """The entry for one recording (see the module); an eager-only entry where the
+    recording cannot be replayed faithfully."""
+    entry = Entry()
+    values, calls = recorder.values, recorder.calls
+    by_arg = {}
+    for n, leaf in enumerate(leaves):
+        by_arg.setdefault(id(leaf._data if isinstance(leaf, Tensor) else leaf), n)
+    # where the step writes into (or reads the gradient of) an argument, a replay does
+    # that to the argument of its own call
+    entry.args_now[0] = leaves
+    arg_refs = {id(leaf): ArgRef(entry.args_now, n) for n, leaf in enumerate(leaves)
+                if isinstance(leaf, Tensor)}
+    writes, entry.steps = snapshot.writes(recorder.slot_of, name)
+    writes = [(kind, arg_refs.get(id(ref()), ref), key, slot, meta)
+              for kind, ref, key, slot, meta in writes]
+    binds: dict[int, tuple] = {}  # slot -> how a replay fills it
+    for i in recorder.external:
+        n = by_arg.get(id(values[i]))
+        binds[i] = ("arg", n) if n is not None else snapshot.location(values[i])
+        b = binds[i]
+        if b is not None and b[0] in ("data", "grad") and id(b[1]()) in arg_refs:
+            binds[i] = (b[0], arg_refs[id(b[1]())], b[2])
+    for n, leaf in enumerate(leaves):
+        if isinstance(leaf, np.ndarray) and n not in [b[1] for b in binds.values()
+                                                     if b and b[0] == "arg"]:
+            raise CaptureError(
+                f"fnn.compile: argument {n} of {name} is a NumPy array whose values reach "
+                "the step through a conversion the recording cannot follow; pass a fastnn "
+                "tensor (fnn.tensor(array)) instead")
+    scalars = _bind_optimizer_scalars(calls, binds, values, snapshot, recorder)
+    entry.draws, draw_binds = _bind_draws(name, calls, draws, recorder)
+    binds.update(scalars)
+    binds.update(draw_binds)
+    # the result: tensors become outputs, anything else is returned as it was
+    outputs: list[int] = [w[3] for w in writes if w[3] is not None]
+    entry.result = _result_template(result, recorder, outputs, binds, snapshot, by_arg)
+    if grad_needed(result) and not any(w[0].startswith("grad") for w in writes):
+        return Entry.eager_only(None, "its result carries autograd history for a backward "
+                                "outside the compiled function; compile the whole step")
+    entry.writes = [(kind, ref, key, outputs.index(s) if s is not None else None, meta)
+                    for kind, ref, key, s, meta in writes]
+    kept = eliminate_dead(calls, set(outputs))
+    used = set(outputs)
+    for call in kept:
+        used.update(slots_in(call.args))
+        used.update(slots_in(call.kwargs))
+    inputs = [i for i in binds if i in used]
+    device_of = _devices_of(kept)
+    describe = {i: _describe(v) for i, v in enumerate(values) if is_array(v)}
+    entry.program = Program(name, kept, inputs, outputs, describe)
+    entry.devices = [device_of.get(i) for i in inputs]
+    entry.out_devices = [device_of.get(i) for i in outputs]
+    entry.getters = [_getter(binds[i], values[i]) for i in inputs]
+    # inputs the program may write into (in place): compared by the first replay's check,
+    # unless the step stores a new array there (compared as an output)
+    stored = {("grad" if kind.startswith("grad") else kind, id(ref()), key)
+              for kind, ref, key, _, _ in writes}
+    entry.inplace, entry.inplace_index = [], []
+    for n, i in enumerate(inputs):
+        b = binds[i]
+        if b is not None and b[0] in ("data", "grad", "opt") and entry.devices[n] is not None \
+                and (b[0], id(b[1]()), b[2]) not in stored:
+            entry.inplace.append((_location_reader(b), entry.devices[n]))
+            entry.inplace_index.append(n)
+    entry.guards = _guards(binds, inputs, values, writes, snapshot)
+    entry.args_now[0] = None  # the recording's arguments are not kept alive
+    return entry
+
+
+def grad_needed(result) -> bool:
+    if isinstance(result, Tensor):
+        return result._node is not None
+    if isinstance(result, (tuple, list)):
+        return any(grad_needed(r) for r in result)
+    if isinstance(result, dict):
+        return any(grad_needed(r) for r in result.values())
+    return False
+
+
+def _result_template(result, recorder, outputs, binds, snapshot, by_arg):
+    if isinstance(result, Tensor):
+        i = recorder.slot_of.get(id(result._data))
+        if i is None:  # a tensor the step did not touch (returned as it was)
+            i = recorder.slot(result._data).i
+            n = by_arg.get(id(result._data))
+            binds[i] = ("arg", n) if n is not None else snapshot.location(result._data)
+        outputs.append(i)
+        return _Out(len(outputs) - 1, result._dtype, result._device)
+    if isinstance(result, (tuple, list)):
+        return type(result)(_result_template(r, recorder, outputs, binds, snapshot, by_arg)
+                            for r in result)
+    if isinstance(result, dict):
+        return {k: _result_template(v, recorder, outputs, binds, snapshot, by_arg)
+                for k, v in result.items()}
+    return result
+
+
+def _bind_optimizer_scalars(calls, binds, values, snapshot, recorder) -> dict:
+    """The learning rates, weight decays and step count of each optimizer hook call, made
+    program inputs read from the optimizer at each replay."""
+    found = {}
+    params_of = {}
+    for o in snapshot.optimizers:
+        for gi, group in enumerate(o.param_groups):
+            for p in group["params"]:
+                params_of[id(p)] = (o, gi)
+    for call in calls:
+        if not call.name.endswith("_step") or not call.args or type(call.args[0]) is not Seq:
+            continue
+        ps = []
+        for item in call.args[0].items:
+            b = binds.get(item.i) if type(item) is Slot else None
+            ps.append(b[1]() if b and b[0] == "data" else None)
+        if not ps or any(p is None or id(p) not in params_of for p in ps):
+            continue
+        o, gi = params_of[id(ps[0])]
+        lrs, decays = o.lrs_and_decays(o.param_groups[gi], ps)
+        st = o.state.get(id(ps[0]), {})
+        oref, prefs = weakref.ref(o), [weakref.ref(p) for p in ps]
+        wanted = [("lrs", lrs), ("decays", decays)]
+        for n, arg in enumerate(call.args):
+            if type(arg) in (list, tuple) and wanted and list(arg) == list(wanted[0][1]):
+                kind = wanted.pop(0)[0]
+            elif type(arg) is int and st.get("step") == arg and "step" in st:
+                kind = "step"
+            else:
+                continue
+            i = recorder._new(arg)
+            found[i] = ("scalar", kind, oref, gi, prefs)
+            call.args[n] = Slot(i)
+    return found
+
+
+def _bind_draws(name, calls, draws, recorder):
+    """fastnn's generator's draws, replayed in order; an integer drawn (a seed) and used as
+    a hook's argument becomes an input."""
+    seeds = {}
+    for n, (_, _, _, result) in enumerate(draws):
+        if isinstance(result, (numbers.Integral, np.integer)):
+            seeds.setdefault(int(result), n)
+    binds, used = {}, set()
+    for call in calls:
+        for n, arg in enumerate(call.args):
+            if type(arg) is int and arg in seeds:
+                i = recorder._new(arg)
+                binds[i] = ("draw", seeds[arg])
+                used.add(seeds[arg])
+                call.args[n] = Slot(i)
+    for n, (method, _, _, result) in enumerate(draws):
+        if n not in used and not isinstance(result, (numbers.Number, np.generic)):
+            raise CaptureError(
+                f"fnn.compile: {name} draws host random numbers ({method}, e.g. fnn.randn) "
+                "that become data: a replay cannot follow them; draw on the device "
+                "(fnn.rand, dropout) or pass the samples as an argument")
+    return [(m, a, k) for m, a, k, _ in draws], binds
+
+
+def _getter(bind, value):
+    if bind is None:
+        return lambda leaves, draws: value
+    kind = bind[0]
+    if kind == "arg":
+        n = bind[1]
+        return lambda leaves, draws: _data(leaves[n])
+    if kind == "draw":
+        n = bind[1]
+        return lambda leaves, draws: int(draws[n])
+    if kind == "scalar":
+        _, what, oref, gi, prefs = bind
+        if what == "step":
+            pid = id(prefs[0]())
+            return lambda leaves, draws: oref().state[pid]["step"]
+        pick = 0 if what == "lrs" else 1
+
+        def rates(leaves, draws):
+            o = oref()
+            return o.lrs_and_decays(o.param_groups[gi], [r() for r in prefs])[pick]
+        return rates
+    read = _location_reader(bind)
+    return lambda leaves, draws: read()
+
+
+def _data(leaf):
+    return leaf._data if isinstance(leaf, Tensor) else leaf
+
+
+def _location_reader(bind):
+    kind, ref, key = bind[0], bind[1], bind[2]
+    if kind == "data":
+        return lambda: ref()._data
+    if kind == "grad":
+        return lambda: ref()._grad._data
+    return lambda: ref().state[key[0]][key[1]]
+
+
+def _guards(binds, inputs, values, writes, snapshot) -> list:
+    guards = []
+    tensors, optimizers = set(), {}
+    for i in inputs:
+        b = binds[i]
+        if b is None or b[0] not in ("data", "grad", "opt") or type(b[1]) is ArgRef:
+            continue
+        shape, ref = tuple(values[i].shape), b[1]
+        if b[0] == "data":
+            tensors.add(id(ref()))
+            guards.append(lambda ref=ref, shape=shape: (
+                ref() is not None and tuple(ref()._data.shape) == shape))
+        elif b[0] == "grad":
+            tensors.add(id(ref()))
+            guards.append(lambda ref=ref, shape=shape: (
+                ref() is not None and ref()._grad is not None
+                and tuple(ref()._grad._data.shape) == shape))
+        else:
+            optimizers[id(ref())] = ref
+    for kind, ref, _key, _, _ in writes:
+        if type(ref) is ArgRef:
+            continue
+        if kind == "opt":
+            optimizers[id(ref())] = ref
+        else:
+            tensors.add(id(ref()))
+            guards.append(lambda ref=ref: ref() is not None)
+    for b in binds.values():
+        if b is not None and b[0] == "scalar":
+            optimizers[id(b[2]())] = b[2]
+    for ref in optimizers.values():
+        guards.append(snapshot.guard_of(ref()))
+    for ref, training in snapshot.modules_of(tensors):
+        guards.append(lambda ref=ref, training=training: (
+            ref() is not None and ref().training == training))
+    return guards
+
+
+def _devices_of(calls) -> dict:
+    found: dict[int, Device] = {}
+    for call in calls:
+        for i in slots_in(call.args) + slots_in(call.kwargs) + slots_in(call.out):
+            found.setdefault(i, call.device)
+    return found
+
+
+def _describe(value) -> str:
+    return f"{value.dtype}{list(value.shape)}"

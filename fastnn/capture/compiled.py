@@ -1,0 +1,208 @@
+"""``fnn.compile``: a function (a training step, a forward) recorded once, then replayed.
+
+The first call with a new signature runs eagerly while :mod:`fastnn.capture.record` notes
+every backend call; :mod:`fastnn.capture.build` turns the recording into a program bound
+to the step's inputs and outputs. The next call with that signature replays the program
+and, once, checks it against an eager run of the same call (restoring nothing: the eager
+run is the one that counts); every later call only replays.
+
+A signature is what the program depends on: the arguments' shapes, dtypes, devices and
+requires_grad (numbers and other arguments by value), grad mode, and, checked on each
+call, the tensors and optimizer state it reads (alive, same shapes), the optimizers'
+options and the training flags of the modules involved.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import warnings
+from collections import OrderedDict
+
+import numpy as np
+
+from fastnn.api.device import _cache as _devices
+from fastnn.autograd import grad_mode
+from fastnn.capture import build
+from fastnn.capture.record import CaptureError, Recorder, RecordingOps, RngLog
+from fastnn.capture.state import Snapshot
+from fastnn.ops import tensor as tensor_module
+from fastnn.ops.tensor import Tensor
+
+
+def flatten(args, kwargs) -> tuple[tuple, list]:
+    """(the signature key of the arguments, their tensors and arrays in order)."""
+    leaves: list = []
+    key = (_key(args, leaves), _key(kwargs, leaves) if kwargs else None,
+           grad_mode.switches.grad)
+    return key, leaves
+
+
+def _key(value, leaves):
+    kind = type(value)
+    if kind is Tensor or isinstance(value, Tensor):
+        leaves.append(value)
+        return ("T", value._data.shape, value._dtype, value._device, value._requires_grad,
+                value._requires_grad and value._grad is None)
+    if kind is tuple or kind is list:
+        return (kind,) + tuple(_key(v, leaves) for v in value)
+    if kind is dict:
+        return (dict,) + tuple((k, _key(v, leaves)) for k, v in value.items())
+    if isinstance(value, np.ndarray):
+        leaves.append(value)
+        return ("A", value.shape, value.dtype)
+    if value is None or kind in (int, float, bool, str, complex):
+        return (kind, value)
+    return ("id", id(value))
+
+
+class Compiled:
+    """A compiled function: call it as the original; ``program()`` shows what it replays."""
+
+    def __init__(self, fn, fullgraph: bool = True, max_signatures: int = 8):
+        if not callable(fn):
+            raise TypeError(f"fnn.compile: expected a function or a module, got "
+                            f"{type(fn).__name__}")
+        if isinstance(max_signatures, bool) or not isinstance(max_signatures, int) or \
+                max_signatures < 1:
+            raise ValueError(f"fnn.compile: max_signatures must be an int >= 1, got "
+                             f"{max_signatures!r}")
+        self.fn, self.fullgraph, self.max_signatures = fn, bool(fullgraph), max_signatures
+        self.name = getattr(fn, "__qualname__", None) or type(fn).__name__
+        self._cache: OrderedDict = OrderedDict()  # signature key -> [Entry]
+        self._said: set = set()
+        self.stats = {"recorded": 0, "replayed": 0, "eager": 0}
+        self._last = None  # the entry of the latest call
+        functools.update_wrapper(self, fn, updated=())
+
+    def __call__(self, *args, **kwargs):
+        key, leaves = flatten(args, kwargs)
+        entries = self._cache.get(key)
+        if entries:
+            for entry in entries:
+                if entry.guards_hold():
+                    self._cache.move_to_end(key)
+                    self._last = entry
+                    return self._run(entry, args, kwargs, leaves)
+        return self._record(key, args, kwargs, leaves)
+
+    def _run(self, entry, args, kwargs, leaves):
+        if entry.eager is not None:
+            self.stats["eager"] += 1
+            return self.fn(*args, **kwargs)
+        if not entry.checked:
+            return self._check(entry, args, kwargs, leaves)
+        self.stats["replayed"] += 1
+        return entry.replay(leaves)
+
+    # ------------------------------------------------------------ recording
+    def _record(self, key, args, kwargs, leaves):
+        snapshot = Snapshot()
+        recorder = Recorder(self.fullgraph, self.name)
+        devices = list(_devices.values())
+        for t in leaves:
+            if isinstance(t, Tensor) and t._device not in devices:
+                devices.append(t._device)
+        installed = []
+        rng = tensor_module._default_rng
+        log = tensor_module._default_rng = RngLog(rng)
+        try:
+            for dev in devices:
+                installed.append((dev, dev.ops))
+                dev.ops = RecordingOps(dev.ops, recorder, dev)
+            result = self.fn(*args, **kwargs)
+        finally:
+            recorder.active = False
+            for dev, ops in installed:
+                dev.ops = ops
+            if tensor_module._default_rng is log:
+                tensor_module._default_rng = rng
+        self.stats["recorded"] += 1
+        if recorder.breaks:
+            entry = build.Entry.eager_only(key, "graph break: " + recorder.breaks[0])
+        else:
+            entry = build.build(self.name, recorder, snapshot, leaves, log.draws, result)
+        if entry.eager is not None and entry.eager not in self._said:
+            self._said.add(entry.eager)
+            warnings.warn(f"fnn.compile: {self.name} runs eagerly for this signature "
+                          f"({entry.eager})", stacklevel=3)
+        self._store(key, entry)
+        self._last = entry
+        return result
+
+    def _store(self, key, entry) -> None:
+        self._cache.setdefault(key, []).insert(0, entry)
+        self._cache.move_to_end(key)
+        while sum(len(v) for v in self._cache.values()) > self.max_signatures:
+            oldest = next(iter(self._cache))
+            self._cache[oldest].pop()
+            if not self._cache[oldest]:
+                del self._cache[oldest]
+
+    # ------------------------------------------------------------ the first replay's check
+    def _check(self, entry, args, kwargs, leaves):
+        """Replay on copies of the inputs, undo the replay's draws and counts, run eagerly,
+        and compare every output: CaptureError where they differ."""
+        rng = tensor_module._default_rng
+        before = copy.deepcopy(rng.bit_generator.state)
+        counts = entry.counts()
+        replayed = entry.replay(leaves, dry=True)
+        drawn = copy.deepcopy(rng.bit_generator.state)
+        entry.set_counts(counts)
+        rng.bit_generator.state = before
+        result = self.fn(*args, **kwargs)
+        entry.args_now[0] = leaves
+        differs = entry.compare(replayed, result)
+        entry.args_now[0] = None
+        if differs is None and drawn != rng.bit_generator.state:
+            differs = "fastnn's random generator (the replay drew differently)"
+        if differs is not None:
+            entry.eager = f"its replay differed from eager at {differs}"
+            raise CaptureError(
+                f"fnn.compile: replaying {self.name} gives other values than running it: "
+                f"{differs}. The step depends on something its recording could not see (a "
+                "Python number or tensor that changes between calls without being an "
+                "argument, a parameter or optimizer state); make it an argument. This "
+                "call ran eagerly; later calls with this signature run eagerly too")
+        entry.checked = True
+        self.stats["replayed"] += 1
+        return result
+
+    # ------------------------------------------------------------ inspection
+    def program(self, index=None) -> str:
+        """The recorded program of the latest call (``index``: the n-th cached one, in
+        least-recently-used order), one line per backend call; printed and returned."""
+        entries = [e for v in self._cache.values() for e in reversed(v)]
+        if not entries:
+            raise RuntimeError(f"fnn.compile: {self.name} has not been called yet; "
+                               "call it once to record its program")
+        entry = self._last if index is None and self._last is not None else entries[
+            -1 if index is None else index]
+        text = entry.program.text() if entry.program is not None else (
+            f"program {self.name}: none ({entry.eager})")
+        print(text)
+        return text
+
+    def __get__(self, obj, objtype=None):
+        """As a decorator on a method: bound to the instance (one cache per function)."""
+        return self if obj is None else functools.partial(self, obj)
+
+    def __repr__(self) -> str:
+        return f"<fnn.compile of {self.name}: {sum(map(len, self._cache.values()))} program(s)>"
+
+
+def compile(fn=None, *, fullgraph: bool = True, max_signatures: int = 8):  # noqa: A001
+    """Record ``fn`` (a training step, or a module's forward) on its first call, then
+    replay the recorded backend calls with no Tensor objects, tape or checks.
+
+    ``@fnn.compile`` and ``fnn.compile(fullgraph=False)`` decorate. A new signature
+    (shapes, dtypes, devices, requires_grad, training flags, the parameter set) records
+    again, up to ``max_signatures`` programs. Reading a value back to Python inside
+    (``.item()``, ``bool(t)``, ``.numpy()``, printing) raises :class:`CaptureError`
+    naming the line; with ``fullgraph=False`` that signature runs eagerly instead (said
+    once). The learning rate, step counts and random seeds are read at every replay.
+    ``step.program()`` prints the program.
+    """
+    if fn is None:
+        return functools.partial(compile, fullgraph=fullgraph, max_signatures=max_signatures)
+    return Compiled(fn, fullgraph=fullgraph, max_signatures=max_signatures)

@@ -1,0 +1,186 @@
+"""Recording a step: every hook call a device's ops table receives, as a program's calls.
+
+While a step is recorded, each device's ``ops`` is a :class:`RecordingOps` that wraps the
+table installed before (the backend's own, or another wrapper such as shadow execution's,
+so the two compose) and passes every call on after noting it: the hook's name, its
+arguments with each backend array replaced by a :class:`Slot` (the array's number in the
+program), and its result's arrays as new slots. An array seen first as an argument is an
+*external* slot, bound later to what holds it (an argument of the step, a parameter, an
+optimizer's state) or kept as a constant.
+
+Reading a value back to Python (``to_numpy``: ``.item()``, ``bool(t)``, ``.numpy()``,
+``.tolist()``, printing a tensor) cannot be replayed: it raises :class:`CaptureError`
+naming the user's line, or (``fullgraph=False``) marks the recording as broken there.
+Draws from fastnn's host generator are logged, so that a replay draws the same way.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+
+from fastnn.api.program import Call, Seq, Slot
+from fastnn.ops.tensor import Tensor
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class CaptureError(RuntimeError):
+    """A compiled function did something a recorded program cannot replay."""
+
+
+def is_array(value) -> bool:
+    """Whether ``value`` is an array (a backend's, a host NumPy array, or the NumPy scalar
+    a host backend's reduction may return), not a Python number."""
+    return hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, Tensor)
+
+
+class Recorder:
+    """The calls of one recording and the arrays they saw, numbered."""
+
+    def __init__(self, fullgraph: bool, name: str):
+        self.fullgraph, self.name = fullgraph, name
+        self.calls: list[Call] = []
+        self.slot_of: dict[int, int] = {}  # id(array) -> its latest slot
+        self.values: list = []  # slot -> the array (kept alive: ids are never reused)
+        self.external: list[int] = []  # slots first seen as arguments
+        self.breaks: list[str] = []  # where the recording could not continue (fullgraph=False)
+        self.host_reads: list[str] = []  # fastnn's own reads of values (checks, fast paths)
+        self.active = True
+
+    def slot(self, value) -> Slot:
+        i = self.slot_of.get(id(value))
+        if i is None:
+            i = self._new(value)
+            self.external.append(i)
+        return Slot(i)
+
+    def _new(self, value) -> int:
+        i = len(self.values)
+        self.values.append(value)
+        self.slot_of[id(value)] = i
+        return i
+
+    def encode(self, value):
+        """``value`` as a template: arrays as slots, lists and tuples of them as Seq."""
+        if is_array(value):
+            return self.slot(value)
+        kind = type(value)
+        if kind is list or kind is tuple:
+            items = [self.encode(v) for v in value]
+            if any(type(i) in (Slot, Seq) for i in items):
+                return Seq(kind, items)
+        return value
+
+    def result(self, value):
+        """A hook's result as a template: each array a new slot (an array a hook hands
+        back unchanged, ``contiguous`` of a contiguous one, gets a new slot too)."""
+        if is_array(value):
+            return Slot(self._new(value))
+        kind = type(value)
+        if kind is list or kind is tuple:
+            items = [self.result(v) for v in value]
+            if any(type(i) in (Slot, Seq) for i in items):
+                return Seq(kind, items)
+        return value
+
+    def refuse(self, what: str) -> None:
+        """A value read back to Python: by the user (``.item()``, ``bool(t)``, printing),
+        CaptureError naming the line, or a graph break; by fastnn itself (a check of the
+        values, a fast path chosen by them), noted: a replay does not check again."""
+        where, call, direct = user_line()
+        if not direct:
+            self.host_reads.append(f"{call} at {where}")
+            return
+        message = (f"fnn.compile: {self.name} reads a tensor's value back to Python "
+                   f"({call or what}) at {where}: the recorded program cannot replay a "
+                   "value Python branches on. Move it out of the compiled function (return "
+                   "the tensor and read it outside), or compile with fullgraph=False to run "
+                   "this signature eagerly")
+        if self.fullgraph:
+            raise CaptureError(message)
+        self.breaks.append(f"{call or what} at {where}")
+
+
+_TENSOR_FILE = os.path.join(_PACKAGE, "ops", "tensor.py")
+
+
+def user_line() -> tuple[str, str, bool]:
+    """("file:line (source)", the fastnn call made there, whether the user made the read
+    directly: every fastnn frame between the user's line and the read is a Tensor method
+    such as ``item``, ``numpy``, ``__bool__`` or ``__repr__``)."""
+    frame = sys._getframe(1)
+    called, direct = "", True
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not path.startswith(_PACKAGE + os.sep):
+            break
+        if os.path.relpath(path, _PACKAGE).split(os.sep)[0] != "capture":
+            called = frame.f_code.co_name
+            direct = direct and path == _TENSOR_FILE
+        frame = frame.f_back
+    if frame is None:
+        return "an unknown line", called, False
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+    call = {"__bool__": "bool(tensor)", "__repr__": "printing a tensor", "__float__":
+            "float(tensor)", "__int__": "int(tensor)", "__array__": "np.asarray(tensor)",
+            "__format__": "formatting a tensor"}.get(called, f".{called}()" if called else "")
+    where = f"{frame.f_code.co_filename}:{frame.f_lineno}" + (f" ({line})" if line else "")
+    return where, call, direct
+
+
+class RecordingOps:
+    """A device's ops table that records each call into a :class:`Recorder` and passes it
+    on to the table it wraps (while the recorder is active; afterwards it only passes on,
+    for the autograd nodes made during the recording that still hold it)."""
+
+    def __init__(self, inner, recorder: Recorder, device):
+        self._inner, self._recorder, self._device = inner, recorder, device
+
+    def __repr__(self) -> str:
+        return f"<recording {self._inner!r}>"
+
+    def __getattr__(self, name):
+        target = getattr(self._inner, name)
+        if name.startswith("_") or not callable(target):
+            return target
+        recorder, device = self._recorder, self._device
+
+        if name == "to_numpy":
+            def hook(*args, **kwargs):
+                if recorder.active:
+                    recorder.refuse("to_numpy")
+                return getattr(self._inner, name)(*args, **kwargs)
+        else:
+            def hook(*args, **kwargs):
+                fn = getattr(self._inner, name)
+                if not recorder.active:
+                    return fn(*args, **kwargs)
+                a = [recorder.encode(v) for v in args]
+                k = {key: recorder.encode(v) for key, v in kwargs.items()}
+                out = fn(*args, **kwargs)
+                recorder.calls.append(Call(device, name, a, k, recorder.result(out)))
+                return out
+        hook.__name__ = name
+        self.__dict__[name] = hook  # found without __getattr__ from now on
+        return hook
+
+
+class RngLog:
+    """fastnn's host generator while a step is recorded: each draw is passed on and
+    logged as (method, args, kwargs, result), for the replay to draw the same way."""
+
+    def __init__(self, rng):
+        self._rng, self.draws = rng, []
+
+    def __getattr__(self, name):
+        target = getattr(self._rng, name)
+        if name.startswith("_") or not callable(target):
+            return target
+
+        def draw(*args, **kwargs):
+            result = target(*args, **kwargs)
+            self.draws.append((name, args, kwargs, result))
+            return result
+        return draw
