@@ -50,6 +50,9 @@ def specs() -> list:
     for kind in sorted(ACTIVATIONS):
         out.append((f"Activation({kind})", lambda d, dev, k=kind: nn.Activation(k), (5, 4)))
     out += _vision_specs(nn)
+    from fastnn.conformance import layers_vis
+
+    out += layers_vis.specs(nn)
     return out
 
 

@@ -60,6 +60,19 @@ from fastnn.nn.pooling import (
 from fastnn.nn.recurrent import GRU, LSTM
 from fastnn.nn.transformer import TransformerEncoder, TransformerEncoderLayer
 
+# isort: split
+# issue 21's vision, normalisation, distance and loss layers
+from fastnn.nn.batchnorm import BatchNorm3d
+from fastnn.nn.conv_transpose import ConvTranspose1d, ConvTranspose2d
+from fastnn.nn.dropout import (
+    AlphaDropout,
+    Dropout1d,
+    Dropout2d,
+    Dropout3d,
+    FeatureAlphaDropout,
+)
+from fastnn.nn.norm_groups import GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
+
 # PyTorch's path to the functional ops: fastnn.nn.functional is fastnn.functional itself,
 # so `import fastnn.nn.functional as F` finds it here
 sys.modules[__name__ + ".functional"] = functional
@@ -78,6 +91,10 @@ __all__ = [
     # vision layers
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "BatchNorm1d",
     "BatchNorm2d", "Conv2d", "MaxPool1d", "MaxPool2d",
+    # issue 21's vision, normalisation, distance and loss layers
+    "AlphaDropout", "BatchNorm3d", "ConvTranspose1d", "ConvTranspose2d", "Dropout1d",
+    "Dropout2d", "Dropout3d", "FeatureAlphaDropout", "GroupNorm", "InstanceNorm1d",
+    "InstanceNorm2d", "InstanceNorm3d",
     # PyTorch's module layout
     "functional", "init", "utils",
 ]
