@@ -117,7 +117,9 @@ def _sequence_specs(nn) -> list:
 
 # layer classes that no spec needs: containers without a forward of their own, and the
 # loss modules (two inputs; checked against PyTorch by fastnn's own tests)
-NOT_LAYERS = ("Module", "ModuleList", "ModuleDict", "Parameter")
+NOT_LAYERS = ("Module", "ModuleList", "ModuleDict", "Parameter",
+              # two inputs, no parameters: checked against PyTorch by fastnn's own tests
+              "CosineSimilarity", "PairwiseDistance")
 
 
 def uncovered() -> list:

@@ -34,4 +34,16 @@ def specs(nn) -> list:
         ("Dropout3d", lambda d, dev: nn.Dropout3d(0.5), (2, 4, 2, 2, 3)),
         ("AlphaDropout", lambda d, dev: nn.AlphaDropout(0.3), (5, 4)),
         ("FeatureAlphaDropout", lambda d, dev: nn.FeatureAlphaDropout(0.3), (3, 4, 5)),
+        ("Upsample(bilinear, align_corners)", lambda d, dev: nn.Upsample(
+            scale_factor=1.5, mode="bilinear", align_corners=True), (2, 2, 3, 4)),
+        ("Upsample(nearest)", lambda d, dev: nn.Upsample(size=(5, 3)), (2, 2, 3, 4)),
+        ("UpsamplingNearest2d", lambda d, dev: nn.UpsamplingNearest2d(scale_factor=2),
+         (1, 2, 3, 2)),
+        ("UpsamplingBilinear2d", lambda d, dev: nn.UpsamplingBilinear2d(size=(4, 5)),
+         (1, 2, 3, 2)),
+        ("PixelShuffle", lambda d, dev: nn.PixelShuffle(2), (2, 8, 2, 3)),
+        ("PixelUnshuffle", lambda d, dev: nn.PixelUnshuffle(2), (2, 2, 4, 6)),
+        ("Unflatten", lambda d, dev: nn.Unflatten(1, (2, -1)), (3, 8)),
+        ("Softmin", lambda d, dev: nn.Softmin(dim=1), (3, 4, 2)),
+        ("Softmax2d", lambda d, dev: nn.Softmax2d(), (2, 3, 2, 2)),
     ]

@@ -24,8 +24,11 @@ from fastnn.ops import sorting as _sorting  # noqa: F401
 # isort: split
 # issue 21's vision, normalisation, distance and loss ops
 from fastnn.ops import conv_transpose as _conv_transpose  # noqa: F401
+from fastnn.ops import distance as _distance  # noqa: F401
 from fastnn.ops import dropout as _dropout  # noqa: F401
+from fastnn.ops import losses_more as _losses_more  # noqa: F401
 from fastnn.ops import norms as _norms  # noqa: F401
+from fastnn.ops import resample as _resample  # noqa: F401
 
 # isort: split
 # last: binds the table's methods and the operators onto Tensor, so every op module first
