@@ -66,6 +66,7 @@ class Case:
     check: Callable | None = None
     pass_dtype: bool = False  # run() takes dtype=<name> (ops that create a dtype)
     grad_check: str = "both"  # "both", "analytic" (no finite differences), or "none"
+    composite: bool = False  # a core op composed of hooks (checked as one, on every backend)
 
     @property
     def differentiable(self) -> bool:
@@ -84,6 +85,13 @@ def register(case: Case) -> Case:
         raise ValueError(f"conformance case {case.name!r} is declared twice")
     CASES[case.name] = case
     return case
+
+
+def composite(*cases: Case) -> None:
+    """Mark ``cases`` as cases of core composites (ops made of hooks, with no hook of their
+    own): the harness checks them as any case; the hook/case lists leave them out."""
+    for case in cases:
+        case.composite = True
 
 
 def sum_to(grad: np.ndarray, shape: tuple) -> np.ndarray:

@@ -11,6 +11,7 @@ from fastnn.conformance import (  # noqa: F401  (importing a module registers it
     cases_math,
     cases_optim,
     cases_tensor,
+    cases_vis,
 )
 from fastnn.conformance.case import CASES, Case, Sample
 

@@ -8,10 +8,9 @@ Composed as: zeros inserted between input positions (stride - 1 of them), the bo
 padded by dilation (K - 1) - padding (output_padding more after; negative crops), then a
 stride-1 conv2d with the kernel flipped and its in/out axes swapped per group.
 
-``unfold`` (im2col) is conv2d with a one-hot kernel per tap and channel (groups = C):
-(N, C, H, W) -> (N, C KH KW, L), row c KH KW + i KW + j holding tap (i, j) of channel c at
-each of the L block positions. ``fold`` (col2im) is its adjoint, a transposed
-convolution with that kernel, summing overlapping taps.
+``unfold`` (im2col) is a gather from the zero-padded input: (N, C, H, W) -> (N, C KH KW, L),
+row c KH KW + i KW + j holding tap (i, j) of channel c at each of the L block positions.
+``fold`` (col2im) is its adjoint, an index_add that sums overlapping taps.
 """
 
 from __future__ import annotations
@@ -24,9 +23,11 @@ from fastnn.api.args import integer
 from fastnn.ops import conv
 from fastnn.ops.joining import pad
 from fastnn.ops.movement import reshape, transpose
+from fastnn.ops.scattering import index_add
+from fastnn.ops.selecting import as_index, index_select_tensor
 from fastnn.ops.shaping import flip
 from fastnn.ops.table import public
-from fastnn.ops.tensor import Tensor, tensor
+from fastnn.ops.tensor import Tensor, full
 
 
 def _pad_axis(x: Tensor, axis: int, before: int, after: int) -> Tensor:
@@ -138,10 +139,17 @@ def conv_transpose1d(input: Tensor, weight: Tensor, bias=None, stride=1, padding
     return reshape(out, out.shape[:-2] + (out.shape[-1],))
 
 
-def _one_hot_kernel(like: Tensor, channels: int, kernel: tuple) -> Tensor:
-    taps = kernel[0] * kernel[1]
-    eye = np.eye(taps).reshape(taps, 1, *kernel)
-    return tensor(np.tile(eye, (channels, 1, 1, 1)), dtype=like.dtype, device=like.device)
+def _block_index(size: tuple, kernel, dilation, padding, stride) -> tuple:
+    """(flat positions in the padded (H + 2 ph) x (W + 2 pw) grid of every (tap, block)
+    pair, tap-major as PyTorch's column layout; the block counts)."""
+    blocks = [(n + 2 * p - d * (k - 1) - 1) // s + 1
+              for n, p, d, k, s in zip(size, padding, dilation, kernel, stride)]
+    width = size[1] + 2 * padding[1]
+    rows = (np.arange(kernel[0])[:, None, None, None] * dilation[0]
+            + np.arange(blocks[0])[None, None, :, None] * stride[0])
+    cols = (np.arange(kernel[1])[None, :, None, None] * dilation[1]
+            + np.arange(blocks[1])[None, None, None, :] * stride[1])
+    return (rows * width + cols).reshape(-1), blocks
 
 
 def _im2col_args(op, kernel_size, dilation, padding, stride):
@@ -152,20 +160,24 @@ def _im2col_args(op, kernel_size, dilation, padding, stride):
 @public()
 def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
     """PyTorch's unfold (im2col): sliding blocks of (N, C, H, W) or (C, H, W) as columns,
-    (N, C KH KW, L) with L the number of block positions."""
+    (N, C KH KW, L) with L the number of block positions; a gather, so each output is one
+    input value (a NaN spreads nowhere else)."""
     kernel, dilation, padding, stride = _im2col_args("unfold", kernel_size, dilation, padding,
                                                      stride)
     if not isinstance(input, Tensor) or input.ndim not in (3, 4):
         raise ValueError(f"unfold: expected a 3-D or 4-D input Tensor, got "
                          f"{getattr(input, 'shape', type(input).__name__)}")
-    if not input._dtype.is_floating:
-        raise TypeError(f"unfold: expected a floating-point input, got {input._dtype.name}")
     unbatched = input.ndim == 3
     x = reshape(input, (1,) + input.shape) if unbatched else input
-    c = x.shape[1]
-    cols = conv.conv2d_raw(x, _one_hot_kernel(x, c, kernel), stride,
-                           tuple((p, p) for p in padding), dilation, c, op="unfold")
-    out = reshape(cols, cols.shape[:2] + (cols.shape[2] * cols.shape[3],))
+    n, c = x.shape[:2]
+    index, blocks = _block_index(x.shape[2:], kernel, dilation, padding, stride)
+    if min(blocks) < 1:
+        raise ValueError(f"unfold: kernel {kernel} with dilation {dilation} does not fit an "
+                         f"input of spatial size {tuple(x.shape[2:])} padded by {padding}")
+    padded = pad(x, (padding[1], padding[1], padding[0], padding[0]))
+    flat = reshape(padded, (n, c, padded.shape[2] * padded.shape[3]))
+    picked = index_select_tensor(flat, 2, as_index("unfold", index, x._device))
+    out = reshape(picked, (n, c * kernel[0] * kernel[1], blocks[0] * blocks[1]))
     return reshape(out, out.shape[1:]) if unbatched else out
 
 
@@ -182,16 +194,16 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
     unbatched = input.ndim == 2
     x = reshape(input, (1,) + input.shape) if unbatched else input
     taps = kernel[0] * kernel[1]
-    blocks = [(n + 2 * p - d * (k - 1) - 1) // s + 1
-              for n, p, d, k, s in zip(size, padding, dilation, kernel, stride)]
+    index, blocks = _block_index(size, kernel, dilation, padding, stride)
     if x.shape[1] % taps or min(blocks) < 1 or x.shape[2] != math.prod(blocks):
         count = math.prod(max(b, 0) for b in blocks)
         raise ValueError(f"fold: expected input (N, C * {taps}, {count}) for kernel {kernel} "
                          f"and output_size {size}, got {input.shape}")
-    grid = reshape(x, x.shape[:2] + tuple(blocks))
-    extra = tuple(n - ((b - 1) * s - 2 * p + d * (k - 1) + 1)
-                  for n, b, s, p, d, k in zip(size, blocks, stride, padding, dilation, kernel))
-    c = x.shape[1] // taps
-    out = transpose_raw(grid, _one_hot_kernel(x, c, kernel), stride, padding, extra, c,
-                        dilation)
+    n, c = x.shape[0], x.shape[1] // taps
+    grid = (size[0] + 2 * padding[0], size[1] + 2 * padding[1])
+    base = full((n, c, grid[0] * grid[1]), 0.0, dtype=x.dtype, device=x.device)
+    summed = index_add(base, 2, as_index("fold", index, x._device),
+                       reshape(x, (n, c, taps * x.shape[2])))
+    out = pad(reshape(summed, (n, c) + grid),
+              (-padding[1], -padding[1], -padding[0], -padding[0]))
     return reshape(out, out.shape[1:]) if unbatched else out

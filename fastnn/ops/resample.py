@@ -123,7 +123,9 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     if any(m < 1 for m in sizes) or any(n < 1 for n in input.shape[2:]):
         raise ValueError(f"interpolate: input {input.shape} and output sizes {sizes} must be "
                          f"non-empty")
-    dtype = np.dtype(input._dtype.numpy if input._dtype.is_floating else np.float32).type
+    # as PyTorch's kernels: indices and weights in the input's precision, float32 for half
+    double = input._dtype.is_floating and np.dtype(input._dtype.numpy).itemsize == 8
+    dtype = np.float64 if double else np.float32
     out = input
     for k, (m, scale) in enumerate(zip(sizes, scales)):
         axis = 2 + k
