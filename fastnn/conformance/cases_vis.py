@@ -151,6 +151,38 @@ case("conv_transpose1d", lambda x, w, **p: F.conv_transpose1d(x, w, **p), _conv_
      _conv_t1d_samples, _conv_t1d_random, diff_args=(0, 1))
 
 
+def conv3d_ref(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    s, p, d = ((v,) * 3 if isinstance(v, int) else tuple(v) for v in (stride, padding,
+                                                                        dilation))
+    xp = np.pad(x, ((0, 0), (0, 0)) + tuple((q, q) for q in p))
+    c_out, c_g, *kernel = w.shape
+    sizes = [(n + 2 * q - e * (k - 1) - 1) // t + 1
+             for n, q, e, k, t in zip(x.shape[2:], p, d, kernel, s)]
+    out = np.zeros((x.shape[0], c_out, *sizes), dtype=np.result_type(x, w))
+    per_out = c_out // groups
+    for g in range(groups):
+        xs, os_ = xp[:, g * c_g:(g + 1) * c_g], slice(g * per_out, (g + 1) * per_out)
+        for tap in np.ndindex(*kernel):
+            window = tuple(slice(a * e, a * e + (m - 1) * t + 1, t)
+                           for a, e, m, t in zip(tap, d, sizes, s))
+            out[:, os_] += np.einsum("ncdhw,oc->nodhw", xs[(slice(None), slice(None)) + window],
+                                     w[(os_, slice(None)) + tap])
+    return out if bias is None else out + bias[:, None, None, None]
+
+
+case("conv3d", F.conv3d, conv3d_ref,
+     lambda rng: [Sample("stride, padding, dilation, groups", (
+         rng.normal(size=(2, 4, 4, 3, 3)), rng.normal(size=(4, 2, 2, 2, 1))),
+         dict(stride=(2, 1, 1), padding=(1, 0, 1), dilation=(1, 2, 1), groups=2)),
+         Sample("with bias", (rng.normal(size=(1, 2, 3, 3, 2)), rng.normal(size=(3, 2, 2, 1, 2)),
+                              rng.normal(size=3)), {})],
+     lambda draw: Sample("random", (_seeded(draw).normal(size=(1, 2, draw(st.integers(2, 4)),
+                                                               2, 2)),
+                                    _seeded(draw).normal(size=(2, 2, 2, 2, 1))),
+                         dict(padding=draw(st.integers(0, 1)))),
+     diff_args=(0, 1, 2))
+
+
 # ---------------------------------------------------------------- unfold and fold
 
 

@@ -17,6 +17,9 @@ def specs(nn) -> list:
          (2, 2, 5)),
         ("ConvTranspose2d", lambda d, dev: nn.ConvTranspose2d(
             2, 3, (2, 3), stride=(2, 1), dilation=(1, 2), dtype=d, device=dev), (2, 2, 3, 4)),
+        ("Conv3d(stride, padding, groups)", lambda d, dev: nn.Conv3d(
+            2, 4, (2, 3, 2), stride=(2, 1, 1), padding=(1, 1, 0), groups=2, dtype=d, device=dev),
+         (2, 2, 3, 4, 3)),
         ("LayerNorm([3, 4], bias=False)", lambda d, dev: nn.LayerNorm(
             [3, 4], bias=False, dtype=d, device=dev), (2, 3, 4)),
         ("RMSNorm([3, 4])", lambda d, dev: nn.RMSNorm([3, 4], dtype=d, device=dev), (2, 3, 4)),

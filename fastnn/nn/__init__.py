@@ -63,6 +63,7 @@ from fastnn.nn.transformer import TransformerEncoder, TransformerEncoderLayer
 # isort: split
 # issue 21's vision, normalisation, distance and loss layers
 from fastnn.nn.batchnorm import BatchNorm3d
+from fastnn.nn.conv3d import Conv3d
 from fastnn.nn.conv_transpose import ConvTranspose1d, ConvTranspose2d
 from fastnn.nn.distance import CosineSimilarity, PairwiseDistance
 from fastnn.nn.dropout import (
@@ -113,7 +114,7 @@ __all__ = [
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "BatchNorm1d",
     "BatchNorm2d", "Conv2d", "MaxPool1d", "MaxPool2d",
     # issue 21's vision, normalisation, distance and loss layers
-    "AlphaDropout", "BatchNorm3d", "ConvTranspose1d", "ConvTranspose2d", "Dropout1d",
+    "AlphaDropout", "BatchNorm3d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "Dropout1d",
     "Dropout2d", "Dropout3d", "FeatureAlphaDropout", "GroupNorm", "InstanceNorm1d",
     "InstanceNorm2d", "InstanceNorm3d", "CosineSimilarity", "PairwiseDistance", "PixelShuffle",
     "PixelUnshuffle", "Softmax2d", "Softmin", "Unflatten", "Upsample", "UpsamplingBilinear2d",
