@@ -19,7 +19,7 @@ from fastnn.nn.linear import check_features
 from fastnn.nn.module import Module, check_grad, check_tensor, const_init
 from fastnn.ops import activations, nnops
 from fastnn.ops.spelling import UNSET, dim_of
-from fastnn.ops.tensor import Tensor, host_rng, rand
+from fastnn.ops.tensor import Tensor, host_rng, rand, zeros
 
 
 class Activation(Module):
@@ -114,7 +114,7 @@ class Swish(Module):
 class Dropout(Module):
     """y = x * m / (1 - p) in training mode, with m ~ Bernoulli(1 - p) drawn on the device.
 
-    Identity in eval mode (``model.eval()``) and when p == 0.
+    Identity in eval mode (``model.eval()``) and when p == 0; zeros when p == 1.
 
     The mask is a pure function of a seed: ``forward`` draws the seed from
     fastnn's host generator (``fnn.manual_seed`` reproduces it) and remembers
@@ -126,8 +126,8 @@ class Dropout(Module):
 
     def __init__(self, p: float = 0.5):
         super().__init__()
-        if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= p < 1.0:
-            raise ValueError(f"Dropout: p must be a number in [0, 1), got {p!r}")
+        if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= p <= 1.0:
+            raise ValueError(f"Dropout: p must be a number in [0, 1], got {p!r}")
         self.p = float(p)
         self.seed = None
 
@@ -139,6 +139,8 @@ class Dropout(Module):
 
     def _scaled_mask(self, x: Tensor, seed: int) -> Tensor:
         dtype = x.dtype if x.dtype.is_floating else dtypes.float32
+        if self.p == 1.0:  # every element dropped, as PyTorch (no 1 / (1 - p) to take)
+            return zeros(x.shape, dtype=dtype, device=x.device)
         with no_grad():
             keep = rand(x.shape, dtype=dtype, device=x.device, seed=seed) >= self.p
             return keep.astype(dtype) * (1.0 / (1.0 - self.p))

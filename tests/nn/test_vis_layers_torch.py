@@ -189,3 +189,14 @@ def test_dropout_reverse_uses_the_forward_mask(name):
     grad_x, grads = layer.reverse(x, g)
     np.testing.assert_allclose(grad_x.numpy(), x.grad.numpy())
     assert grads == {}
+
+
+def test_dropout_p_one_gives_zeros_as_torch():
+    x = fnn.tensor(np.ones((3, 4)), requires_grad=True)
+    for layer in (nn.Dropout(1.0), nn.Dropout2d(1.0), nn.AlphaDropout(1.0)):
+        out = layer(x if not isinstance(layer, nn.Dropout2d) else x.reshape(1, 3, 4, 1))
+        np.testing.assert_array_equal(out.numpy(), 0.0)
+    out = nn.Dropout(1.0)(x)
+    out.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), 0.0)
+    np.testing.assert_array_equal(torch.nn.Dropout(1.0)(torch.ones(3, 4)).numpy(), 0.0)
