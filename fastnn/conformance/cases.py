@@ -17,6 +17,7 @@ from fastnn.conformance import (  # noqa: F401  (importing a module registers it
     cases_special,
     cases_structure,
     cases_tensor,
+    cases_vis,
 )
 from fastnn.conformance.case import CASES, Case, Sample
 

@@ -52,6 +52,9 @@ def specs() -> list:
     for kind in sorted(ACTIVATIONS):
         out.append((f"Activation({kind})", lambda d, dev, k=kind: nn.Activation(k), (5, 4)))
     out += _vision_specs(nn)
+    from fastnn.conformance import layers_vis
+
+    out += layers_vis.specs(nn)
     return out
 
 
@@ -162,7 +165,9 @@ def _sequence_specs(nn) -> list:
 
 # layer classes that no spec needs: containers without a forward of their own, and the
 # loss modules (two inputs; checked against PyTorch by fastnn's own tests)
-NOT_LAYERS = ("Module", "ModuleList", "ModuleDict", "Parameter")
+NOT_LAYERS = ("Module", "ModuleList", "ModuleDict", "Parameter",
+              # two inputs, no parameters: checked against PyTorch by fastnn's own tests
+              "CosineSimilarity", "PairwiseDistance")
 
 
 def uncovered() -> list:

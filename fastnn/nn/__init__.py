@@ -66,6 +66,41 @@ from fastnn.nn.transformer_decoder import (
     TransformerDecoderLayer,
 )
 
+# isort: split
+# issue 21's vision, normalisation, distance and loss layers
+from fastnn.nn.batchnorm import BatchNorm3d
+from fastnn.nn.conv3d import Conv3d
+from fastnn.nn.conv_transpose import ConvTranspose1d, ConvTranspose2d
+from fastnn.nn.distance import CosineSimilarity, PairwiseDistance
+from fastnn.nn.dropout import (
+    AlphaDropout,
+    Dropout1d,
+    Dropout2d,
+    Dropout3d,
+    FeatureAlphaDropout,
+)
+from fastnn.nn.loss_more import (
+    CosineEmbeddingLoss,
+    GaussianNLLLoss,
+    HingeEmbeddingLoss,
+    MarginRankingLoss,
+    MultiLabelMarginLoss,
+    MultiLabelSoftMarginLoss,
+    PoissonNLLLoss,
+    SoftMarginLoss,
+    TripletMarginLoss,
+)
+from fastnn.nn.norm_groups import GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
+from fastnn.nn.softmax_layers import Softmax2d, Softmin
+from fastnn.nn.upsample import (
+    PixelShuffle,
+    PixelUnshuffle,
+    Unflatten,
+    Upsample,
+    UpsamplingBilinear2d,
+    UpsamplingNearest2d,
+)
+
 # PyTorch's path to the functional ops: fastnn.nn.functional is fastnn.functional itself,
 # so `import fastnn.nn.functional as F` finds it here
 sys.modules[__name__ + ".functional"] = functional
@@ -86,6 +121,14 @@ __all__ = [
     # vision layers
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "BatchNorm1d",
     "BatchNorm2d", "Conv2d", "MaxPool1d", "MaxPool2d",
+    # issue 21's vision, normalisation, distance and loss layers
+    "AlphaDropout", "BatchNorm3d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "Dropout1d",
+    "Dropout2d", "Dropout3d", "FeatureAlphaDropout", "GroupNorm", "InstanceNorm1d",
+    "InstanceNorm2d", "InstanceNorm3d", "CosineSimilarity", "PairwiseDistance", "PixelShuffle",
+    "PixelUnshuffle", "Softmax2d", "Softmin", "Unflatten", "Upsample", "UpsamplingBilinear2d",
+    "UpsamplingNearest2d", "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss",
+    "MarginRankingLoss", "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss",
+    "SoftMarginLoss", "TripletMarginLoss",
     # PyTorch's module layout
     "functional", "init", "utils",
 ]

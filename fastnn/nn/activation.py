@@ -10,6 +10,7 @@ keeps its own, since its mask must be the forward's:
 from __future__ import annotations
 
 import numbers
+import warnings
 
 from fastnn.api import dtypes
 from fastnn.api.args import integer, nonnegative, real
@@ -17,7 +18,8 @@ from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.linear import check_features
 from fastnn.nn.module import Module, check_grad, check_tensor, const_init
 from fastnn.ops import activations, nnops
-from fastnn.ops.tensor import Tensor, host_rng, rand
+from fastnn.ops.spelling import UNSET, dim_of
+from fastnn.ops.tensor import Tensor, host_rng, rand, zeros
 
 
 class Activation(Module):
@@ -45,23 +47,46 @@ class Activation(Module):
 
 
 class Softmax(Module):
-    """y = softmax(x / temperature) along ``axis``."""
+    """y = softmax(x / temperature) along ``dim`` (PyTorch's Softmax; ``axis=`` is the same).
 
-    def __init__(self, axis: int = -1, temperature: float = 1.0):
+    ``dim=None`` (the default, as PyTorch's) picks PyTorch's implicit dim, 0 for 0-, 1- and
+    3-D input, else 1, with PyTorch's deprecation warning (:func:`implicit_dim`); pass
+    ``dim=-1`` for the last axis.
+    """
+
+    def __init__(self, dim=UNSET, temperature: float = 1.0, *, axis=UNSET):
         super().__init__()
         temperature = nonnegative("Softmax", "temperature", temperature, zero=False)
-        if isinstance(axis, bool) or not isinstance(axis, numbers.Integral):
-            raise TypeError(f"Softmax: axis must be an int, got {axis!r}")
-        self.axis, self.temperature = int(axis), float(temperature)
+        dim = dim_of("Softmax", dim, axis, None)
+        if dim is not None and (isinstance(dim, bool) or not isinstance(dim, numbers.Integral)):
+            raise TypeError(f"Softmax: dim must be an int or None, got {dim!r}")
+        self.dim = None if dim is None else int(dim)
+        self.temperature = float(temperature)
+
+    @property
+    def axis(self):
+        """The same as ``dim`` (fastnn's earlier spelling)."""
+        return self.dim
 
     def extra_repr(self) -> str:
-        return f"axis={self.axis}, temperature={self.temperature}"
+        text = f"dim={self.dim}"
+        return text if self.temperature == 1.0 else text + f", temperature={self.temperature}"
 
     def _scaled(self, x):
         return x if self.temperature == 1.0 else x * (1.0 / self.temperature)
 
     def forward(self, x):
-        return nnops.softmax(self._scaled(check_tensor("Softmax", x)), self.axis)
+        check_tensor("Softmax", x)
+        dim = implicit_dim("Softmax", x.ndim) if self.dim is None else self.dim
+        return nnops.softmax(self._scaled(x), dim)
+
+
+def implicit_dim(name: str, ndim: int) -> int:
+    """PyTorch's dim for a softmax built with dim=None: 0 for a 0-, 1- or 3-D input, else 1,
+    with PyTorch's deprecation warning."""
+    warnings.warn(f"Implicit dimension choice for {name.lower()} has been deprecated. Change "
+                  f"the call to include dim=X as an argument.", stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1
 
 
 
@@ -89,7 +114,7 @@ class Swish(Module):
 class Dropout(Module):
     """y = x * m / (1 - p) in training mode, with m ~ Bernoulli(1 - p) drawn on the device.
 
-    Identity in eval mode (``model.eval()``) and when p == 0.
+    Identity in eval mode (``model.eval()``) and when p == 0; zeros when p == 1.
 
     The mask is a pure function of a seed: ``forward`` draws the seed from
     fastnn's host generator (``fnn.manual_seed`` reproduces it) and remembers
@@ -101,8 +126,8 @@ class Dropout(Module):
 
     def __init__(self, p: float = 0.5):
         super().__init__()
-        if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= p < 1.0:
-            raise ValueError(f"Dropout: p must be a number in [0, 1), got {p!r}")
+        if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= p <= 1.0:
+            raise ValueError(f"Dropout: p must be a number in [0, 1], got {p!r}")
         self.p = float(p)
         self.seed = None
 
@@ -114,6 +139,8 @@ class Dropout(Module):
 
     def _scaled_mask(self, x: Tensor, seed: int) -> Tensor:
         dtype = x.dtype if x.dtype.is_floating else dtypes.float32
+        if self.p == 1.0:  # every element dropped, as PyTorch (no 1 / (1 - p) to take)
+            return zeros(x.shape, dtype=dtype, device=x.device)
         with no_grad():
             keep = rand(x.shape, dtype=dtype, device=x.device, seed=seed) >= self.p
             return keep.astype(dtype) * (1.0 / (1.0 - self.p))

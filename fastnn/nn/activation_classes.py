@@ -13,7 +13,7 @@ from __future__ import annotations
 import numbers
 
 from fastnn.api.args import real
-from fastnn.nn.activation import Activation
+from fastnn.nn.activation import Activation, implicit_dim
 from fastnn.nn.module import Module, check_tensor
 from fastnn.ops import activations, nnops
 from fastnn.ops import elementwise as m
@@ -188,10 +188,19 @@ class _AlongDim(_Composed):
 
 
 class LogSoftmax(_AlongDim):
-    """x - logsumexp(x) along ``dim``."""
+    """x - logsumexp(x) along ``dim``; ``dim=None`` (PyTorch's default) picks PyTorch's
+    implicit dim with its deprecation warning (see :func:`~fastnn.nn.activation.implicit_dim`)."""
+
+    def __init__(self, dim=None):
+        if dim is None:
+            Module.__init__(self)
+            self.dim = None
+        else:
+            super().__init__(dim)
 
     def _fn(self, x):
-        return nnops.log_softmax(x, self.dim)
+        dim = implicit_dim("LogSoftmax", x.ndim) if self.dim is None else self.dim
+        return nnops.log_softmax(x, dim)
 
 
 class GLU(_AlongDim):

@@ -1,4 +1,4 @@
-"""BatchNorm1d and BatchNorm2d: PyTorch's batch normalisation layers.
+"""BatchNorm1d, BatchNorm2d and BatchNorm3d: PyTorch's batch normalisation layers.
 
 Parameters weight (connective, 1) and bias (bias, 0) when ``affine``; buffers
 running_mean (0), running_var (1) and num_batches_tracked (int64, 0) when
@@ -80,3 +80,9 @@ class BatchNorm2d(_BatchNorm):
     """PyTorch's BatchNorm2d over (N, C, H, W)."""
 
     DIMS, LAYOUT = (4,), "(N, C, H, W)"
+
+
+class BatchNorm3d(_BatchNorm):
+    """PyTorch's BatchNorm3d over (N, C, D, H, W)."""
+
+    DIMS, LAYOUT = (5,), "(N, C, D, H, W)"

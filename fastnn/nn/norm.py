@@ -1,8 +1,9 @@
-"""Normalization layers over the last axis: RMSDiv, RMSNorm, LayerNorm.
+"""Normalization layers over the trailing axes: RMSDiv, RMSNorm, LayerNorm.
 
 RMSDiv and RMSNorm reverse through the tape (Module.reverse; a hand-written
-rule measured no faster, benchmarks/bench_reverse.py). LayerNorm keeps its own
-(0.75x the tape's time), g = dL/dy, means over the last axis:
+rule measured no faster, benchmarks/bench_reverse.py). LayerNorm over one axis keeps
+its own (0.75x the tape's time; over several axes it takes the tape's), g = dL/dy,
+means over the last axis:
 
 - LayerNorm: xhat = (x - mean(x)) * rstd, rstd = 1 / sqrt(var(x) + eps), y = xhat * w + b;
   with h = g * w: dL/dx = rstd * (h - mean(h) - xhat * mean(h * xhat)),
@@ -11,11 +12,13 @@ rule measured no faster, benchmarks/bench_reverse.py). LayerNorm keeps its own
 
 from __future__ import annotations
 
-from fastnn.api.args import flag, integer, nonnegative
+import math
+
+from fastnn.api.args import flag, nonnegative
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.linear import check_features, sum_leading
 from fastnn.nn.module import Module, check_grad, check_tensor, const_init
-from fastnn.ops import nnops
+from fastnn.ops import nnops, norms
 
 
 class RMSDiv(Module):
@@ -34,42 +37,65 @@ class RMSDiv(Module):
 
 
 class RMSNorm(Module):
-    """RMSDiv then a per-feature scale ``weight`` (features,), class connective, initially 1."""
+    """PyTorch's RMSNorm: x / sqrt(mean(x^2 over normalized_shape) + eps) * weight.
 
-    def __init__(self, features: int, eps: float = 1e-6, dtype=None, device=None):
+    ``normalized_shape``: an int or a list (the trailing axes normalised); ``eps=None`` is
+    the machine epsilon of the input's dtype, as PyTorch; weight (normalized_shape),
+    class connective, starts at 1 (``elementwise_affine=False``: none).
+    """
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine: bool = True,
+                 dtype=None, device=None):
         super().__init__()
-        self.features = integer(type(self).__name__, "features", features)
-        self.eps = nonnegative(type(self).__name__, "eps", eps)
-        self.weight = const_init((self.features,), 1.0, "connective", dtype, device)
+        name = type(self).__name__
+        self.normalized_shape = norms.normalized_shape_of(name, normalized_shape)
+        self.features = math.prod(self.normalized_shape)
+        self.eps = None if eps is None else nonnegative(name, "eps", eps)
+        self.elementwise_affine = flag(name, "elementwise_affine", elementwise_affine)
+        self.weight = None
+        if self.elementwise_affine:
+            self.weight = const_init(self.normalized_shape, 1.0, "connective", dtype, device)
 
     def extra_repr(self) -> str:
-        return f"{self.features}, eps={self.eps}"
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")
 
     def forward(self, x):
+        if len(self.normalized_shape) > 1:
+            return norms.rms_norm(x, self.normalized_shape, self.weight, self.eps)
         check_features(f"RMSNorm({self.features})", x, self.features, "features")
-        return nnops.rms_div(x, self.eps) * self.weight
+        eps = norms.machine_eps(x) if self.eps is None else self.eps
+        out = nnops.rms_div(x, eps)  # one fused primitive for the common case
+        return out if self.weight is None else out * self.weight
 
 
 
 class LayerNorm(Module):
-    """(x - mean) / sqrt(var + eps) * weight + bias over the last axis, as PyTorch's.
+    """PyTorch's LayerNorm: (x - mean) / sqrt(var + eps) * weight + bias over the trailing
+    axes ``normalized_shape`` (an int or a list).
 
     weight (connective) starts at 1 and bias (bias) at 0; ``elementwise_affine=False``
-    drops both. The variance is the biased one (divides by F).
+    drops both, ``bias=False`` the bias. The variance is the biased one.
     """
 
-    def __init__(self, features: int, eps: float = 1e-5, elementwise_affine: bool = True,
-                 dtype=None, device=None):
+    def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
+                 bias: bool = True, dtype=None, device=None):
         super().__init__()
-        self.features = integer(type(self).__name__, "features", features)
-        self.eps = nonnegative(type(self).__name__, "eps", eps)
-        self.affine = flag("LayerNorm", "elementwise_affine", elementwise_affine)
+        name = type(self).__name__
+        self.normalized_shape = norms.normalized_shape_of(name, normalized_shape)
+        self.features = math.prod(self.normalized_shape)
+        self.eps = nonnegative(name, "eps", eps)
+        self.elementwise_affine = self.affine = flag(name, "elementwise_affine",
+                                                     elementwise_affine)
+        with_bias = flag(name, "bias", bias)
+        self.weight = self.bias = None
         if self.affine:
-            self.weight = const_init((self.features,), 1.0, "connective", dtype, device)
-            self.bias = const_init((self.features,), 0.0, "bias", dtype, device)
+            self.weight = const_init(self.normalized_shape, 1.0, "connective", dtype, device)
+            if with_bias:
+                self.bias = const_init(self.normalized_shape, 0.0, "bias", dtype, device)
 
     def extra_repr(self) -> str:
-        return f"({self.features},), eps={self.eps}, elementwise_affine={self.affine}"
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.affine}"
 
     def _normalize(self, x):
         centered = x - x.mean(axis=-1, keepdims=True)
@@ -77,20 +103,28 @@ class LayerNorm(Module):
         return centered * rstd, rstd
 
     def forward(self, x):
+        if len(self.normalized_shape) > 1:
+            return norms.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
         check_features(f"LayerNorm({self.features})", x, self.features, "features")
         xhat, _ = self._normalize(x)
-        return xhat * self.weight + self.bias if self.affine else xhat
+        if self.weight is not None:
+            xhat = xhat * self.weight
+        return xhat if self.bias is None else xhat + self.bias
 
     def reverse(self, x, grad_out):
+        if len(self.normalized_shape) > 1:
+            return Module.reverse(self, x, grad_out)
         check_features(f"LayerNorm({self.features})", x, self.features, "features")
         check_grad(f"LayerNorm({self.features})", x, grad_out)
         with no_grad():
             xhat, rstd = self._normalize(x)
-            h = grad_out * self.weight if self.affine else grad_out
+            h = grad_out * self.weight if self.weight is not None else grad_out
             mean_h = h.mean(axis=-1, keepdims=True)
             mean_hx = (h * xhat).mean(axis=-1, keepdims=True)
             grad_x = rstd * (h - mean_h - xhat * mean_hx)
             grads = {}
-            if self.affine:
-                grads = {"weight": sum_leading(grad_out * xhat), "bias": sum_leading(grad_out)}
+            if self.weight is not None and self.weight.requires_grad:
+                grads["weight"] = sum_leading(grad_out * xhat)
+            if self.bias is not None and self.bias.requires_grad:
+                grads["bias"] = sum_leading(grad_out)
         return grad_x, grads

@@ -32,6 +32,16 @@ from fastnn.ops import structure as _structure  # noqa: F401
 from fastnn.ops import structure_grid as _structure_grid  # noqa: F401
 
 # isort: split
+# issue 21's vision, normalisation, distance and loss ops
+from fastnn.ops import conv3d as _conv3d  # noqa: F401
+from fastnn.ops import conv_transpose as _conv_transpose  # noqa: F401
+from fastnn.ops import distance as _distance  # noqa: F401
+from fastnn.ops import dropout as _dropout  # noqa: F401
+from fastnn.ops import losses_more as _losses_more  # noqa: F401
+from fastnn.ops import norms as _norms  # noqa: F401
+from fastnn.ops import resample as _resample  # noqa: F401
+
+# isort: split
 # last: binds the table's methods and the operators onto Tensor, so every op module first
 from fastnn.ops import methods as _methods  # noqa: F401
 from fastnn.ops import out as _out

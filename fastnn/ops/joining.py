@@ -135,16 +135,17 @@ def unbind(x: Tensor, dim=UNSET, *, axis=UNSET) -> tuple:
 @public()
 def pad(x: Tensor, pad, mode="constant", value=0.0) -> Tensor:
     """Pad the last len(pad) // 2 dims: ``pad = (left_last, right_last, left_prev, ...)``,
-    PyTorch's order. Modes: constant (``value``), reflect (no edge repeat), replicate."""
+    PyTorch's order. Modes: constant (``value``), reflect (no edge repeat), replicate,
+    circular (wraps around, each side at most the dim's size)."""
     pad = tuple(pad)
     if len(pad) % 2 or len(pad) // 2 > x.ndim:
         raise ValueError(f"pad: pad must have an even length of at most 2 * ndim "
                          f"({2 * x.ndim}), got {pad}")
     if any(isinstance(p, bool) or not isinstance(p, numbers.Integral) for p in pad):
         raise TypeError(f"pad: pad sizes must be ints, got {pad}")
-    if mode not in ("constant", "reflect", "replicate"):
-        raise ValueError(f"pad: mode must be 'constant', 'reflect' or 'replicate', got "
-                         f"{mode!r}")
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise ValueError(f"pad: mode must be 'constant', 'reflect', 'replicate' or "
+                         f"'circular', got {mode!r}")
     widths = [(0, 0)] * x.ndim
     for k in range(len(pad) // 2):
         widths[x.ndim - 1 - k] = (int(pad[2 * k]), int(pad[2 * k + 1]))
@@ -160,12 +161,17 @@ def pad(x: Tensor, pad, mode="constant", value=0.0) -> Tensor:
         if mode == "reflect" and (left >= n or right >= n):
             raise ValueError(f"pad: reflect padding ({left}, {right}) must be smaller than "
                              f"the padded dim's size {n}")
+        if mode == "circular" and (left > n or right > n):
+            raise ValueError(f"pad: circular padding ({left}, {right}) wraps around more "
+                             f"than once; each side must be at most the dim's size {n}")
         if mode == "replicate" and n == 0:
             raise ValueError("pad: replicate padding of an empty dim")
         positions = np.arange(-left, n + right)
         if mode == "reflect":
             positions = np.abs(positions)
             positions = np.where(positions >= n, 2 * (n - 1) - positions, positions)
+        elif mode == "circular":
+            positions = positions % n
         else:
             positions = np.clip(positions, 0, n - 1)
         out = index_select_tensor(out, d, as_index("pad", positions, x._device))

@@ -116,5 +116,6 @@ def cosine_embedding_loss(a: Tensor, b: Tensor, y: Tensor, margin: float = 0.0,
     cos = m.div(dot, m.sqrt(mags))
     similar = m.add(m.neg(cos), 1.0)
     dissimilar = m.maximum(m.sub(cos, float(margin)), 0.0)
-    per = m.where(y > 0, similar, m.where(y < 0, dissimilar, 0.0))
+    # as PyTorch: the similar term where y == 1, the other where y == -1 (else 0)
+    per = m.add(m.where(y == 1, similar, 0.0), m.where(y == -1, dissimilar, 0.0))
     return reduce("cosine_embedding_loss", per, reduction)

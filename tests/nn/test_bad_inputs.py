@@ -31,7 +31,7 @@ BAD = [
     ("RMSNorm eps str", lambda: nn.RMSNorm(4, eps="x"), TypeError,
      r"RMSNorm: eps must be a real number, got str 'x'"),
     ("RMSNorm features float", lambda: nn.RMSNorm(4.0), ValueError,
-     r"RMSNorm: features must be an integer >= 1, got 4.0"),
+     r"RMSNorm: normalized_shape must be an int or a non-empty list of ints, got 4.0"),
     ("LayerNorm eps str", lambda: nn.LayerNorm(4, eps="1e-5"), TypeError,
      r"LayerNorm: eps must be a real number, got str '1e-5'"),
     ("LayerNorm eps inf", lambda: nn.LayerNorm(4, eps=float("inf")), ValueError,

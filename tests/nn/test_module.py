@@ -107,7 +107,7 @@ def test_bad_constructor_arguments_raise_clear_errors():
     with pytest.raises(ValueError, match="unknown kind 'relu6'"):
         nn.Activation("relu6")
     with pytest.raises(ValueError, match="p must be a number in"):
-        nn.Dropout(1.0)
+        nn.Dropout(1.5)
     with pytest.raises(ValueError, match="temperature must be > 0"):
         nn.Softmax(temperature=0)
     with pytest.raises(TypeError, match="not a fastnn Module"):

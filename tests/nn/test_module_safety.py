@@ -59,7 +59,8 @@ def test_a_load_that_fails_on_one_value_loads_nothing():
     (lambda: nn.Linear(-1, 5), r"Linear: in_features must be an integer >= 1, got -1"),
     (lambda: nn.Conv1d(4, 8, 3, groups=0), r"Conv1d: groups must be an integer >= 1, got 0"),
     (lambda: nn.Conv1d(4, 8, 3, padding=-1), r"Conv1d: padding must be an integer >= 0"),
-    (lambda: nn.LayerNorm(2.5), r"LayerNorm: features must be an integer >= 1, got 2.5"),
+    (lambda: nn.LayerNorm(2.5),
+     r"LayerNorm: normalized_shape must be an int or a non-empty list of ints, got 2.5"),
 ])
 def test_layer_sizes_must_be_integers(make, match):
     with pytest.raises(ValueError, match=match):

@@ -103,7 +103,9 @@ def test_pad_errors():
     with pytest.raises(ValueError, match="reflect padding .* smaller than"):
         F.pad(fnn.ones((2, 3)), (3, 0), mode="reflect")
     with pytest.raises(ValueError, match="mode must be"):
-        F.pad(fnn.ones((2, 3)), (1, 1), mode="circular")
+        F.pad(fnn.ones((2, 3)), (1, 1), mode="wrap")
+    with pytest.raises(ValueError, match="circular padding .* wraps around more than once"):
+        F.pad(fnn.ones((2, 3)), (4, 0), mode="circular")
     with pytest.raises(ValueError, match="even length"):
         F.pad(fnn.ones((2, 3)), (1,))
 

@@ -1,0 +1,73 @@
+"""Conv3d: PyTorch's 3-D convolution layer over :func:`fastnn.ops.conv3d.conv3d` (its
+``reverse`` is the tape's).
+
+weight (out, in // groups, kd, kh, kw), class connective; bias (out,), class bias; both
+U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in // groups * kd * kh * kw, as PyTorch.
+"""
+
+from __future__ import annotations
+
+import math
+
+from fastnn.api.args import flag, integer
+from fastnn.nn.module import Module, check_tensor, fan_in_bound, uniform_init
+from fastnn.ops import conv
+from fastnn.ops import conv3d as ops
+
+
+class Conv3d(Module):
+    """PyTorch's Conv3d over (N, C, D, H, W) or (C, D, H, W); ``kernel_size``, ``stride``,
+    ``dilation`` an int or 3 ints, ``padding`` also "same" (stride 1) or "valid"."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
+                 device=None, dtype=None):
+        super().__init__()
+        self.in_channels = integer("Conv3d", "in_channels", in_channels)
+        self.out_channels = integer("Conv3d", "out_channels", out_channels)
+        self.kernel_size = ops.triple("Conv3d", "kernel_size", kernel_size, 1)
+        self.stride = ops.triple("Conv3d", "stride", stride, 1)
+        self.dilation = ops.triple("Conv3d", "dilation", dilation, 1)
+        self.groups = integer("Conv3d", "groups", groups)
+        if padding_mode != "zeros":
+            raise ValueError(f"Conv3d: only padding_mode='zeros' is supported, got "
+                             f"{padding_mode!r}")
+        self.padding_mode = padding_mode
+        if self.in_channels % self.groups or self.out_channels % self.groups:
+            raise ValueError(f"Conv3d: in_channels={in_channels} and out_channels="
+                             f"{out_channels} must both be divisible by groups={groups}")
+        self._sides = ops.sides3("Conv3d", padding, self.kernel_size, self.dilation,
+                                 self.stride)
+        self.padding = padding if isinstance(padding, str) else tuple(lo for lo, _ in
+                                                                      self._sides)
+        fan_in = self.in_channels // self.groups * math.prod(self.kernel_size)
+        bound = fan_in_bound(fan_in)
+        shape = (self.out_channels, self.in_channels // self.groups) + self.kernel_size
+        self.weight = uniform_init(shape, bound, "connective", dtype, device)
+        self.bias = None
+        if flag("Conv3d", "bias", bias):
+            self.bias = uniform_init((self.out_channels,), bound, "bias", dtype, device)
+
+    def extra_repr(self) -> str:
+        text = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}")
+        if self.padding not in ((0, 0, 0), "valid"):
+            text += f", padding={self.padding!r}"
+        if self.dilation != (1, 1, 1):
+            text += f", dilation={self.dilation}"
+        if self.groups != 1:
+            text += f", groups={self.groups}"
+        return text + ("" if self.bias is not None else ", bias=False")
+
+    def forward(self, x):
+        check_tensor("Conv3d", x)
+        if x.ndim not in (4, 5) or x.shape[-4] != self.in_channels:
+            raise ValueError(f"Conv3d({self.in_channels}, {self.out_channels}): expected input "
+                             f"(N, {self.in_channels}, D, H, W) or unbatched, got {x.shape}")
+        unbatched = x.ndim == 4
+        if unbatched:
+            x = x.reshape((1,) + x.shape)
+        out = ops.conv3d_sides(x, self.weight, self.stride, self._sides, self.dilation,
+                               self.groups)
+        out = conv._with_bias("Conv3d", out, self.bias, self.out_channels, 3)
+        return out.reshape(out.shape[1:]) if unbatched else out

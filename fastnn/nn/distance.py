@@ -1,0 +1,40 @@
+"""CosineSimilarity and PairwiseDistance, PyTorch's two-input distance layers (no
+parameters), over :func:`fastnn.functional.cosine_similarity` and
+:func:`~fastnn.ops.distance.pairwise_distance`."""
+
+from __future__ import annotations
+
+from fastnn.api.args import flag, nonnegative, real
+from fastnn.nn.module import Module
+from fastnn.ops import distance
+from fastnn.ops.losses_regression import cosine_similarity
+
+
+class CosineSimilarity(Module):
+    """sum(x1 x2, dim) / (max(||x1||, eps) max(||x2||, eps)), as PyTorch's."""
+
+    def __init__(self, dim: int = 1, eps: float = 1e-8):
+        super().__init__()
+        self.dim, self.eps = dim, nonnegative("CosineSimilarity", "eps", eps)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, eps={self.eps}"
+
+    def forward(self, x1, x2):
+        return cosine_similarity(x1, x2, self.dim, self.eps)
+
+
+class PairwiseDistance(Module):
+    """||x1 - x2 + eps||_p over the last dim, as PyTorch's."""
+
+    def __init__(self, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):
+        super().__init__()
+        self.norm = real("PairwiseDistance", "p", p)
+        self.eps = real("PairwiseDistance", "eps", eps)
+        self.keepdim = flag("PairwiseDistance", "keepdim", keepdim)
+
+    def extra_repr(self) -> str:
+        return f"p={self.norm}, eps={self.eps}, keepdim={self.keepdim}"
+
+    def forward(self, x1, x2):
+        return distance.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)

@@ -1,0 +1,103 @@
+"""PyTorch's margin, ranking and likelihood loss modules (over :mod:`fastnn.ops.losses_more`)
+and CosineEmbeddingLoss; like :mod:`fastnn.nn.loss`, each holds its functional form's
+keyword arguments and has no parameters."""
+
+from __future__ import annotations
+
+from fastnn.nn.loss import _Loss
+from fastnn.ops import losses_more as L
+from fastnn.ops import losses_regression
+
+
+class _Loss3(_Loss):
+    """A loss of three tensors: ``loss(a, b, c)``."""
+
+    def forward(self, a, b, c):
+        return type(self).FN(a, b, c, **self.kwargs)
+
+
+class MarginRankingLoss(_Loss3):
+    """F.margin_ranking_loss(input1, input2, target, margin, reduction)."""
+
+    FN = staticmethod(L.margin_ranking_loss)
+
+    def __init__(self, margin: float = 0.0, reduction: str = "mean"):
+        super().__init__(margin=margin, reduction=reduction)
+
+
+class TripletMarginLoss(_Loss3):
+    """F.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduction)."""
+
+    FN = staticmethod(L.triplet_margin_loss)
+
+    def __init__(self, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6,
+                 swap: bool = False, reduction: str = "mean"):
+        super().__init__(margin=margin, p=p, eps=eps, swap=swap, reduction=reduction)
+
+
+class CosineEmbeddingLoss(_Loss3):
+    """F.cosine_embedding_loss(input1, input2, target, margin, reduction)."""
+
+    FN = staticmethod(losses_regression.cosine_embedding_loss)
+
+    def __init__(self, margin: float = 0.0, reduction: str = "mean"):
+        super().__init__(margin=margin, reduction=reduction)
+
+
+class SoftMarginLoss(_Loss):
+    """F.soft_margin_loss(input, target, reduction)."""
+
+    FN = staticmethod(L.soft_margin_loss)
+
+    def __init__(self, reduction: str = "mean"):
+        super().__init__(reduction=reduction)
+
+
+class MultiLabelSoftMarginLoss(_Loss):
+    """F.multilabel_soft_margin_loss(input, target, weight, reduction)."""
+
+    FN = staticmethod(L.multilabel_soft_margin_loss)
+
+    def __init__(self, weight=None, reduction: str = "mean"):
+        super().__init__(weight=weight, reduction=reduction)
+
+
+class MultiLabelMarginLoss(_Loss):
+    """F.multilabel_margin_loss(input, target, reduction)."""
+
+    FN = staticmethod(L.multilabel_margin_loss)
+
+    def __init__(self, reduction: str = "mean"):
+        super().__init__(reduction=reduction)
+
+
+class HingeEmbeddingLoss(_Loss):
+    """F.hinge_embedding_loss(input, target, margin, reduction)."""
+
+    FN = staticmethod(L.hinge_embedding_loss)
+
+    def __init__(self, margin: float = 1.0, reduction: str = "mean"):
+        super().__init__(margin=margin, reduction=reduction)
+
+
+class PoissonNLLLoss(_Loss):
+    """F.poisson_nll_loss(input, target, log_input, full, eps=eps, reduction=reduction)."""
+
+    FN = staticmethod(L.poisson_nll_loss)
+
+    def __init__(self, log_input: bool = True, full: bool = False, eps: float = 1e-8,
+                 reduction: str = "mean"):
+        super().__init__(log_input=log_input, full=full, eps=eps, reduction=reduction)
+
+
+class GaussianNLLLoss(_Loss):
+    """F.gaussian_nll_loss(input, target, var, full, eps, reduction): ``loss(input, target,
+    var)``."""
+
+    FN = staticmethod(L.gaussian_nll_loss)
+
+    def __init__(self, *, full: bool = False, eps: float = 1e-6, reduction: str = "mean"):
+        super().__init__(full=full, eps=eps, reduction=reduction)
+
+    def forward(self, input, target, var):
+        return L.gaussian_nll_loss(input, target, var, **self.kwargs)

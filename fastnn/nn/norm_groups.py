@@ -1,0 +1,119 @@
+"""GroupNorm and InstanceNorm1d/2d/3d, PyTorch's layers over :mod:`fastnn.ops.norms`.
+
+GroupNorm has weight (connective, 1) and bias (bias, 0) per channel when ``affine``.
+InstanceNorm has them only with ``affine=True`` (PyTorch's default is False), and the
+buffers running_mean (0), running_var (1) and num_batches_tracked only with
+``track_running_stats=True``: then training updates them and eval mode normalises by
+them. ``reverse`` is the tape's; its forward runs in ``keep_buffers()``, so it updates
+no buffer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fastnn.api import dtypes
+from fastnn.api.args import flag, integer, nonnegative, real
+from fastnn.nn.module import Module, buffers_kept, check_tensor, const_init
+from fastnn.ops import norms
+from fastnn.ops.shaping import squeeze, unsqueeze
+from fastnn.ops.tensor import tensor
+
+
+class GroupNorm(Module):
+    """PyTorch's GroupNorm(num_groups, num_channels, eps, affine) over (N, C, *)."""
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
+                 affine: bool = True, dtype=None, device=None):
+        super().__init__()
+        self.num_groups = integer("GroupNorm", "num_groups", num_groups)
+        self.num_channels = integer("GroupNorm", "num_channels", num_channels)
+        if self.num_channels % self.num_groups:
+            raise ValueError(f"GroupNorm: num_channels={num_channels} must be divisible by "
+                             f"num_groups={num_groups}")
+        self.eps = nonnegative("GroupNorm", "eps", eps)
+        self.affine = flag("GroupNorm", "affine", affine)
+        shape = (self.num_channels,)
+        self.weight = const_init(shape, 1.0, "connective", dtype, device) if affine else None
+        self.bias = const_init(shape, 0.0, "bias", dtype, device) if affine else None
+
+    def extra_repr(self) -> str:
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+    def forward(self, x):
+        check_tensor("GroupNorm", x)
+        if x.ndim < 2 or x.shape[1] != self.num_channels:
+            raise ValueError(f"GroupNorm({self.num_groups}, {self.num_channels}): expected "
+                             f"input (N, {self.num_channels}, *), got {x.shape}")
+        return norms.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+
+class _InstanceNorm(Module):
+    RANK = 3  # the batched input rank
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum=0.1,
+                 affine: bool = False, track_running_stats: bool = False, dtype=None,
+                 device=None):
+        super().__init__()
+        name = type(self).__name__
+        self.num_features = integer(name, "num_features", num_features)
+        self.eps = nonnegative(name, "eps", eps)
+        self.momentum = None if momentum is None else real(name, "momentum", momentum)
+        self.affine = flag(name, "affine", affine)
+        self.track_running_stats = flag(name, "track_running_stats", track_running_stats)
+        shape = (self.num_features,)
+        self.weight = const_init(shape, 1.0, "connective", dtype, device) if affine else None
+        self.bias = const_init(shape, 0.0, "bias", dtype, device) if affine else None
+        if self.track_running_stats:
+            float_dtype = dtypes.as_dtype(dtype if dtype is not None else
+                                          dtypes.get_default_dtype())
+            self.register_buffer("running_mean", tensor(np.zeros(shape), float_dtype, device))
+            self.register_buffer("running_var", tensor(np.ones(shape), float_dtype, device))
+            self.register_buffer("num_batches_tracked",
+                                 tensor(np.array(0, dtype=np.int64), device=device))
+        else:
+            for buffer in ("running_mean", "running_var", "num_batches_tracked"):
+                self.register_buffer(buffer, None)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+    def forward(self, x):
+        name = type(self).__name__
+        check_tensor(name, x)
+        if x.ndim not in (self.RANK - 1, self.RANK):
+            raise ValueError(f"{name}: expected a {self.RANK - 1}-D (unbatched) or "
+                             f"{self.RANK}-D (batched) input, got shape {x.shape}")
+        channel_axis = x.ndim - self.RANK + 1
+        if self.affine and x.shape[channel_axis] != self.num_features:
+            raise ValueError(f"{name}({self.num_features}): expected {self.num_features} "
+                             f"channels on axis {channel_axis}, got input of shape {x.shape}")
+        unbatched = x.ndim == self.RANK - 1
+        if unbatched:
+            x = unsqueeze(x, 0)
+        use_input = self.training or not self.track_running_stats
+        keep = buffers_kept() and use_input
+        stats = (None, None) if keep else (self.running_mean, self.running_var)
+        out = norms.instance_norm(x, *stats, self.weight, self.bias, use_input,
+                                  self.momentum if self.momentum is not None else 0.0,
+                                  self.eps)
+        return squeeze(out, 0) if unbatched else out
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """PyTorch's InstanceNorm1d over (N, C, L) or (C, L)."""
+
+    RANK = 3
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """PyTorch's InstanceNorm2d over (N, C, H, W) or (C, H, W)."""
+
+    RANK = 4
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """PyTorch's InstanceNorm3d over (N, C, D, H, W) or (C, D, H, W)."""
+
+    RANK = 5

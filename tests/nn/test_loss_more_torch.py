@@ -1,0 +1,143 @@
+"""Issue 21's losses (functional and modules) and parameter-free layers against PyTorch:
+values and input gradients for every reduction."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import fastnn as fnn
+import fastnn.functional as F
+from fastnn import nn
+
+torch = pytest.importorskip("torch")
+rng = np.random.default_rng(0)
+
+
+def n(*shape):
+    return rng.standard_normal(shape)
+
+
+def sign(*shape):
+    return rng.choice([-1.0, 1.0], shape)
+
+
+def _run(ours_fn, theirs_fn, arrays, grads):
+    ours_in = [fnn.tensor(a, requires_grad=g) for a, g in zip(arrays, grads)]
+    theirs_in = [torch.tensor(a, requires_grad=g) for a, g in zip(arrays, grads)]
+    ours, theirs = ours_fn(*ours_in), theirs_fn(*theirs_in)
+    assert ours.shape == tuple(theirs.shape)
+    np.testing.assert_allclose(ours.numpy(), theirs.detach().numpy(), rtol=1e-9, atol=1e-12)
+    weight = rng.standard_normal(theirs.shape)
+    (ours * fnn.tensor(weight)).sum().backward()
+    (theirs * torch.tensor(weight)).sum().backward()
+    for a, b in zip(ours_in, theirs_in):
+        if b.requires_grad:
+            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+# (functional name, module name, arrays, which need a gradient, keyword arguments)
+LOSSES = [
+    ("margin_ranking_loss", "MarginRankingLoss", (n(5), n(5), sign(5)), (1, 1, 0),
+     dict(margin=0.3)),
+    ("triplet_margin_loss", "TripletMarginLoss", (n(5, 3), n(5, 3), n(5, 3)), (1, 1, 1), {}),
+    ("triplet_margin_loss", "TripletMarginLoss", (n(5, 3), n(5, 3), n(5, 3)), (1, 1, 1),
+     dict(swap=True, p=1, margin=0.5)),
+    ("triplet_margin_loss", "TripletMarginLoss", (n(3), n(3), n(3)), (1, 1, 1), {}),
+    ("cosine_embedding_loss", "CosineEmbeddingLoss", (n(5, 3), n(5, 3), sign(5)), (1, 1, 0),
+     dict(margin=0.2)),
+    ("soft_margin_loss", "SoftMarginLoss", (n(4, 3), sign(4, 3)), (1, 0), {}),
+    ("multilabel_soft_margin_loss", "MultiLabelSoftMarginLoss",
+     (n(4, 3), rng.integers(0, 2, (4, 3)).astype(float)), (1, 0), {}),
+    ("multilabel_margin_loss", "MultiLabelMarginLoss",
+     (n(3, 4), np.array([[3, 0, -1, 1], [0, 1, 2, 3], [1, 1, -1, -1]])), (1, 0), {}),
+    ("multilabel_margin_loss", "MultiLabelMarginLoss", (n(4), np.array([2, -1, 0, 1])),
+     (1, 0), {}),
+    ("hinge_embedding_loss", "HingeEmbeddingLoss", (n(4, 3), sign(4, 3)), (1, 0),
+     dict(margin=0.7)),
+    ("poisson_nll_loss", "PoissonNLLLoss", (n(4, 3), np.abs(n(4, 3)) * 3), (1, 0), {}),
+    ("poisson_nll_loss", "PoissonNLLLoss", (np.abs(n(4, 3)) + 0.1, np.abs(n(4, 3)) * 3),
+     (1, 0), dict(log_input=False, full=True)),
+    ("gaussian_nll_loss", "GaussianNLLLoss", (n(4, 3), n(4, 3), np.abs(n(4, 3))), (1, 1, 1),
+     {}),
+    ("gaussian_nll_loss", "GaussianNLLLoss", (n(4, 3), n(4, 3), np.abs(n(4, 1)) * 1e-7),
+     (1, 1, 1), dict(full=True)),
+    ("gaussian_nll_loss", "GaussianNLLLoss", (n(4, 3), n(4, 3), np.abs(n(4))), (1, 1, 1), {}),
+    ("kl_div", "KLDivLoss", (np.log(np.abs(n(4, 3))), np.abs(n(4, 3))), (1, 1), {}),
+    ("kl_div", "KLDivLoss", (np.log(np.abs(n(4, 3))), n(4, 3)), (1, 1),
+     dict(log_target=True)),
+]
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("case", LOSSES, ids=[f"{c[0]}{c[4] or ''}" for c in LOSSES])
+def test_loss_matches_torch(case, reduction):
+    name, module, arrays, grads, kwargs = case
+    grads = [bool(g) for g in grads]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # PyTorch's note on kl_div's 'mean'
+        _run(lambda *t: getattr(F, name)(*t, reduction=reduction, **kwargs),
+             lambda *t: getattr(torch.nn.functional, name)(*t, reduction=reduction, **kwargs),
+             arrays, grads)
+        _run(getattr(nn, module)(reduction=reduction, **kwargs),
+             getattr(torch.nn, module)(reduction=reduction, **kwargs), arrays, grads)
+
+
+def test_kl_div_batchmean_and_weighted_multilabel():
+    x, t = np.log(np.abs(n(4, 3))), np.abs(n(4, 3))
+    _run(nn.KLDivLoss(reduction="batchmean"), torch.nn.KLDivLoss(reduction="batchmean"),
+         (x, t), (True, False))
+    w = np.abs(n(3))
+    _run(lambda a, b: F.multilabel_soft_margin_loss(a, b, weight=fnn.tensor(w)),
+         lambda a, b: torch.nn.functional.multilabel_soft_margin_loss(a, b, torch.tensor(w)),
+         (n(4, 3), rng.integers(0, 2, (4, 3)).astype(float)), (True, False))
+
+
+def test_loss_refusals():
+    with pytest.raises(ValueError, match="var has negative"):
+        F.gaussian_nll_loss(fnn.zeros(2, 3), fnn.zeros(2, 3), fnn.tensor(-np.ones((2, 3))))
+    with pytest.raises(ValueError, match="target index 5 is out of range"):
+        F.multilabel_margin_loss(fnn.zeros(1, 3), fnn.tensor([[5, -1, 0]]))
+    with pytest.raises(ValueError, match="reduction must be one of"):
+        nn.MarginRankingLoss(reduction="avg")
+
+
+# ---------------------------------------------------------------- parameter-free layers
+
+LAYERS = [
+    ("Upsample", dict(scale_factor=2, mode="nearest"), [(2, 3, 4, 5)]),
+    ("Upsample", dict(size=(5, 3), mode="bilinear", align_corners=False), [(2, 3, 4, 5)]),
+    ("Upsample", dict(scale_factor=1.5, mode="linear", align_corners=True), [(2, 3, 4)]),
+    ("UpsamplingNearest2d", dict(scale_factor=3), [(1, 2, 3, 2)]),
+    ("UpsamplingBilinear2d", dict(size=(4, 5)), [(1, 2, 3, 2)]),
+    ("PixelShuffle", dict(upscale_factor=3), [(2, 9, 2, 3)]),
+    ("PixelUnshuffle", dict(downscale_factor=2), [(2, 1, 4, 6)]),
+    ("Unflatten", dict(dim=1, unflattened_size=(2, 4)), [(3, 8)]),
+    ("Softmax", dict(dim=1), [(3, 4, 2)]),
+    ("Softmax", dict(dim=-1), [(3, 4)]),
+    ("LogSoftmax", dict(dim=0), [(3, 4)]),
+    ("Softmin", dict(dim=1), [(3, 4, 2)]),
+    ("Softmax2d", {}, [(2, 3, 2, 2)]),
+    ("CosineSimilarity", dict(dim=-1), [(3, 4), (3, 4)]),
+    ("PairwiseDistance", dict(p=1.5, keepdim=True), [(3, 4), (3, 4)]),
+    ("Identity", {}, [(3, 4)]),
+]
+
+
+@pytest.mark.parametrize("name,kwargs,shapes", LAYERS, ids=[f"{c[0]}{c[1]}" for c in LAYERS])
+def test_parameter_free_layer_matches_torch(name, kwargs, shapes):
+    _run(getattr(nn, name)(**kwargs), getattr(torch.nn, name)(**kwargs),
+         [n(*s) for s in shapes], [True] * len(shapes))
+
+
+@pytest.mark.parametrize("name", ["Softmax", "LogSoftmax", "Softmin"])
+def test_implicit_softmax_dim_as_torch(name):
+    for shape in [(4,), (2, 3), (2, 3, 4), (2, 3, 4, 2)]:
+        x = n(*shape)
+        with pytest.warns(UserWarning, match="Implicit dimension choice"):
+            ours = getattr(nn, name)()(fnn.tensor(x))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            theirs = getattr(torch.nn, name)()(torch.tensor(x))
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy())
+    assert nn.Softmax(axis=-1).dim == -1 and nn.Softmax(0).axis == 0
