@@ -13,6 +13,7 @@ import math
 
 from fastnn.api.composite import activation_grad
 from fastnn.autograd.rules_indexing import RULES as INDEXING_RULES
+from fastnn.autograd.rules_pool import RULES as POOL_RULES
 
 RULES: dict = {}
 """Op name -> its backward rule ``rule(ops, node, grad_out)``, one gradient per input."""
@@ -324,3 +325,4 @@ def _rms_div(ops, node, grad):
     return (ops.mul(r, ops.sub(grad, ops.mul(out, dot))),)
 
 RULES.update(INDEXING_RULES)
+RULES.update(POOL_RULES)

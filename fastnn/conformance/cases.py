@@ -10,6 +10,7 @@ from fastnn.conformance import (  # noqa: F401  (importing a module registers it
     cases_io,
     cases_math,
     cases_optim,
+    cases_pool,
     cases_tensor,
 )
 from fastnn.conformance.case import CASES, Case, Sample

@@ -52,10 +52,14 @@ from fastnn.nn.norm import LayerNorm, RMSDiv, RMSNorm
 from fastnn.nn.pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
     AvgPool1d,
     AvgPool2d,
     MaxPool1d,
     MaxPool2d,
+    MaxUnpool1d,
+    MaxUnpool2d,
 )
 from fastnn.nn.recurrent import GRU, LSTM
 from fastnn.nn.transformer import TransformerEncoder, TransformerEncoderLayer
@@ -81,3 +85,4 @@ __all__ = [
     # PyTorch's module layout
     "functional", "init", "utils",
 ]
+__all__ += ["AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "MaxUnpool1d", "MaxUnpool2d"]
