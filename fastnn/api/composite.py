@@ -317,3 +317,7 @@ def compile_program(ops, program):
     from fastnn.api.program import interpreter
 
     return interpreter(program)
+from fastnn.api.composite_pool import (  # noqa: E402,F401  (the pooling hooks)
+    max_pool2d,
+    max_pool2d_backward,
+)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from fastnn.api.spec_marks import Array, op
+from fastnn.api.spec_marks import Array, Shape, op
 
 # ---------------------------------------------------------------- ops (optional: composed)
 # Activations: a backend that implements none of them still runs every model.
@@ -368,3 +368,23 @@ def compile_program(program: Any) -> Any:
     give (bit for bit unless it fuses). The composite is the core's interpreter (the
     calls as straight-line Python, each value dropped after its last use).
     """
+# ---------------------------------------------------------------- pooling
+
+
+@op
+def max_pool2d(x: Array, kernel: Shape, stride: Shape, padding: Shape, dilation: Shape,
+               output_size: Shape) -> Array:
+    """Max over windows of x (N, C, H, W): (N, C, OH, OW) = ``output_size``, where
+    out[n, c, i, j] is the max of x[n, c, i*sh - ph + a*dh, j*sw - pw + b*dw] over the
+    (a, b) < ``kernel`` whose position lies inside the input (the padding, and the part of
+    a ``ceil_mode`` window past the end, take no part). Every window holds at least one
+    input position (the core checks). A NaN in a window makes its output NaN."""
+
+
+@op
+def max_pool2d_backward(x: Array, out: Array, grad: Array, kernel: Shape, stride: Shape,
+                        padding: Shape, dilation: Shape) -> Array:
+    """dL/dx (x's shape) of ``out = max_pool2d(x, ...)`` given grad = dL/dout: each window's
+    gradient is shared evenly by its input positions equal to its max (ties share, as the
+    core's ``max`` does); where windows overlap, the shares add up. A window whose max is
+    NaN passes no gradient."""

@@ -168,6 +168,9 @@ def _sequence_specs(nn) -> list:
 NOT_LAYERS = ("Module", "ModuleList", "ModuleDict", "Parameter",
               # two inputs, no parameters: checked against PyTorch by fastnn's own tests
               "CosineSimilarity", "PairwiseDistance")
+# the unpooling layers take two inputs (values and indices): checked against PyTorch by
+# tests/nn/test_pooling_torch.py
+NOT_LAYERS += ("MaxUnpool1d", "MaxUnpool2d")
 
 
 def uncovered() -> list:
@@ -225,6 +228,23 @@ def _vision_specs(nn) -> list:
         ("BatchNorm2d(eval)", lambda d, dev: bn_eval(nn.BatchNorm2d, d, dev), (4, 3, 3, 5)),
         ("Flatten", lambda d, dev: nn.Flatten(), (2, 3, 4)),
         ("GlobalAvgPool1d", lambda d, dev: nn.GlobalAvgPool1d(), (2, 3, 5)),
+    ] + _pool_specs(nn)
+
+
+def _first(layer, x):
+    return layer(x)[0]
+
+
+def _pool_specs(nn) -> list:
+    """Max pooling's ceil_mode and return_indices, adaptive max pooling."""
+    return [
+        ("MaxPool2d(3, 2, 1, ceil_mode=True)", lambda d, dev: nn.MaxPool2d(3, 2, 1,
+                                                                          ceil_mode=True),
+         (2, 2, 8, 7)),
+        ("MaxPool2d(2, return_indices=True)", lambda d, dev: nn.MaxPool2d(
+            2, return_indices=True), (2, 3, 4, 6), {"call": _first}),
+        ("AdaptiveMaxPool1d(3)", lambda d, dev: nn.AdaptiveMaxPool1d(3), (2, 3, 8)),
+        ("AdaptiveMaxPool2d((3, 2))", lambda d, dev: nn.AdaptiveMaxPool2d((3, 2)), (2, 2, 7, 5)),
     ]
 
 

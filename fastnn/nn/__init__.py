@@ -52,10 +52,14 @@ from fastnn.nn.norm import LayerNorm, RMSDiv, RMSNorm
 from fastnn.nn.pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
     AvgPool1d,
     AvgPool2d,
     MaxPool1d,
     MaxPool2d,
+    MaxUnpool1d,
+    MaxUnpool2d,
 )
 from fastnn.nn.recurrent import GRU, LSTM, RNN
 from fastnn.nn.recurrent_cells import GRUCell, LSTMCell, RNNCell
@@ -132,3 +136,4 @@ __all__ = [
     # PyTorch's module layout
     "functional", "init", "utils",
 ]
+__all__ += ["AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "MaxUnpool1d", "MaxUnpool2d"]

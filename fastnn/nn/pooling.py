@@ -6,8 +6,8 @@ is the base class's, from the tape.
 
 from __future__ import annotations
 
-from fastnn.nn.module import Module
-from fastnn.ops import pooling
+from fastnn.nn.module import Module, tape_reverse
+from fastnn.ops import pooling, pooling_max
 
 
 class _Pool(Module):
@@ -27,10 +27,6 @@ class _Pool(Module):
             options[name] = kwargs.pop(name, default)
         if kwargs:
             raise TypeError(f"{type(self).__name__}: unexpected arguments {sorted(kwargs)}")
-        if options.get("return_indices"):
-            raise NotImplementedError(f"{type(self).__name__}: return_indices=True is not "
-                                      f"supported")
-        options.pop("return_indices", None)
         if "kernel_size" in options and options.get("stride") is None:
             options["stride"] = options["kernel_size"]
         self.options = options
@@ -43,6 +39,12 @@ class _Pool(Module):
     def forward(self, x):
         return type(self).FUNCTION(x, **self.options)
 
+    def reverse(self, x, grad_out):
+        """The base class's, through the output alone when it comes with indices."""
+        if not self.options.get("return_indices"):
+            return super().reverse(x, grad_out)
+        return tape_reverse(self, lambda t: self.forward(t)[0], x, grad_out)
+
 
 _MAX = (("kernel_size", None), ("stride", None), ("padding", 0), ("dilation", 1),
         ("return_indices", False), ("ceil_mode", False))
@@ -51,13 +53,16 @@ _AVG = (("kernel_size", None), ("stride", None), ("padding", 0), ("ceil_mode", F
 
 
 class MaxPool1d(_Pool):
-    """PyTorch's MaxPool1d(kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False)."""
+    """PyTorch's MaxPool1d(kernel_size, stride=None, padding=0, dilation=1,
+    return_indices=False, ceil_mode=False)."""
 
     FUNCTION, ARGS = staticmethod(pooling.max_pool1d), _MAX
 
 
 class MaxPool2d(_Pool):
-    """PyTorch's MaxPool2d(kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False)."""
+    """PyTorch's MaxPool2d(kernel_size, stride=None, padding=0, dilation=1,
+    return_indices=False, ceil_mode=False): with return_indices, forward returns
+    (output, indices), the indices flat in each input plane (for MaxUnpool2d)."""
 
     FUNCTION, ARGS = staticmethod(pooling.max_pool2d), _MAX
 
@@ -86,3 +91,39 @@ class AdaptiveAvgPool2d(_Pool):
     """PyTorch's AdaptiveAvgPool2d(output_size): an int, or a pair (None keeps that size)."""
 
     FUNCTION, ARGS = staticmethod(pooling.adaptive_avg_pool2d), (("output_size", None),)
+
+
+class AdaptiveMaxPool1d(_Pool):
+    """PyTorch's AdaptiveMaxPool1d(output_size, return_indices=False)."""
+
+    FUNCTION = staticmethod(pooling_max.adaptive_max_pool1d)
+    ARGS = (("output_size", None), ("return_indices", False))
+
+
+class AdaptiveMaxPool2d(_Pool):
+    """PyTorch's AdaptiveMaxPool2d(output_size, return_indices=False): output_size an int,
+    or a pair whose None keeps that size."""
+
+    FUNCTION = staticmethod(pooling_max.adaptive_max_pool2d)
+    ARGS = (("output_size", None), ("return_indices", False))
+
+
+class _Unpool(_Pool):
+    ARGS = (("kernel_size", None), ("stride", None), ("padding", 0))
+
+    def forward(self, x, indices, output_size=None):
+        return type(self).FUNCTION(x, indices, output_size=output_size, **self.options)
+
+
+class MaxUnpool1d(_Unpool):
+    """PyTorch's MaxUnpool1d(kernel_size, stride=None, padding=0); forward(x, indices,
+    output_size=None) with the indices of MaxPool1d(return_indices=True)."""
+
+    FUNCTION = staticmethod(pooling_max.max_unpool1d)
+
+
+class MaxUnpool2d(_Unpool):
+    """PyTorch's MaxUnpool2d(kernel_size, stride=None, padding=0); forward(x, indices,
+    output_size=None) with the indices of MaxPool2d(return_indices=True)."""
+
+    FUNCTION = staticmethod(pooling_max.max_unpool2d)

@@ -1,22 +1,19 @@
-"""Pooling as PyTorch's: max, average and adaptive average, 1-D and 2-D, composed from ops.
+"""Pooling as PyTorch's: max, average and adaptive average, 1-D and 2-D.
 
-Every 1-D form is the 2-D one over a height of 1 (reshapes are views). Three
-compositions, each recorded on the tape through the ops it uses:
+Every 1-D form is the 2-D one over a height of 1 (reshapes are views).
 
-- windows that tile the input (stride = kernel, no padding, sizes divisible):
-  a reshape to (N, C, H_out, KH, W_out, KW) and one max or mean over (KH, KW);
-- any other windows: average pooling is the depthwise convolution with the
-  constant weight 1/(KH*KW) (``count_include_pad=False`` divides by the count
-  of real elements instead); max pooling reads each window's KH*KW elements
-  with a convolution by one-hot weights, sets the padding's to -inf and takes
-  the max over them;
-- adaptive average pooling is avg pooling where the windows tile the input,
-  else two matmuls with PyTorch's window-averaging matrices,
-  ``P_h @ x @ P_w^T``, with window i covering [floor(i*L/out), ceil((i+1)*L/out)).
-
-NOTE: max pooling's gradient is shared evenly by tied maxima (as ``max`` shares it),
-where PyTorch's goes to one of them; and in the one-hot reading an infinite input
-gives NaN, not inf, for the windows that hold it (0 * inf).
+- max pooling is the ``max_pool2d`` hook (one maximum per window tap over a strided view
+  of the input; padding and the part of a ``ceil_mode`` window past the end take no part)
+  with its backward hook, where tied maxima share a window's gradient evenly (as ``max``
+  shares it; PyTorch's goes to one of them). ``return_indices`` and adaptive max pooling
+  are in :mod:`fastnn.ops.pooling_max`;
+- average pooling, where the windows tile the input (stride = kernel, no padding, sizes
+  divisible), is a reshape to (N, C, H_out, KH, W_out, KW) and one mean over (KH, KW);
+  else the depthwise convolution with the constant weight 1/(KH*KW)
+  (``count_include_pad=False`` divides by the count of real elements instead);
+- adaptive average pooling is avg pooling where the windows tile the input, else two
+  matmuls with PyTorch's window-averaging matrices, ``P_h @ x @ P_w^T``, with window i
+  covering [floor(i*L/out), ceil((i+1)*L/out)).
 """
 
 from __future__ import annotations
@@ -27,8 +24,8 @@ import numpy as np
 
 from fastnn.api import dtypes
 from fastnn.api.args import integer
+from fastnn.autograd.engine import attach
 from fastnn.ops.conv import conv2d_raw, pair
-from fastnn.ops.elementwise import where
 from fastnn.ops.movement import reshape
 from fastnn.ops.nnops import matmul
 from fastnn.ops.table import public
@@ -98,10 +95,13 @@ def _inside(size, kernel, stride, padding, dilation, sizes) -> np.ndarray:
     return inside.reshape(kernel[0] * kernel[1], sizes[0], sizes[1])
 
 
-def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
     """Max over each (KH, KW) window of x (N, C, H, W) or (C, H, W), PyTorch's max_pool2d;
-    padding counts as -inf."""
-    return _max_pool("max_pool2d", x, 2, kernel_size, stride, padding, dilation, ceil_mode)
+    padding takes no part. ``return_indices=True`` also returns each max's flat index
+    h * W + w in its input plane (int64), as PyTorch's."""
+    return _max_pool("max_pool2d", x, 2, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices)
 
 
 def _no_ceil(op, ceil_mode):
@@ -110,23 +110,40 @@ def _no_ceil(op, ceil_mode):
                                   f"instead (F.pad) or use ceil_mode=False")
 
 
-def _max_pool(op, x, dims, kernel_size, stride, padding, dilation, ceil_mode):
-    _no_ceil(op, ceil_mode)
+def output_sizes(op, size, kernel, stride, padding, dilation, ceil_mode):
+    """PyTorch's pooling output size per axis: floor (or ceil) of the window count, where
+    under ``ceil_mode`` a last window must start inside the input or its left padding."""
+    sizes = []
+    for n, k, s, p, d in zip(size, kernel, stride, padding, dilation):
+        span = n + 2 * p - d * (k - 1) - 1
+        o = (span + (s - 1 if ceil_mode else 0)) // s + 1
+        if ceil_mode and (o - 1) * s >= n + p:
+            o -= 1
+        sizes.append(o)
+    if min(sizes) < 1:
+        raise ValueError(f"{op}: kernel {kernel} does not fit an input of size {tuple(size)} "
+                         f"padded by {padding} (output size {tuple(sizes)})")
+    return tuple(sizes)
+
+
+def _max_pool(op, x, dims, kernel_size, stride, padding, dilation, ceil_mode,
+              return_indices=False):
     x = _as_2d(_spatial(op, x, dims), dims)
     kernel, stride, padding, dilation = _windows(op, *_lift(dims, kernel_size, stride,
                                                             padding, dilation))
-    if _tiles(x, kernel, stride, padding, dilation):
-        return _from_2d(_tiled(x, kernel).amax(axis=(-3, -1)), dims)
-    planes, lead, sizes = _planes(op, x, kernel, stride, padding, dilation)
-    taps = kernel[0] * kernel[1]
-    one_hot = _constant(np.eye(taps).reshape(taps, 1, *kernel), x)
-    sides = tuple((p, p) for p in padding)
-    values = conv2d_raw(planes, one_hot, stride, sides, dilation, 1, op=op)
-    if padding != (0, 0):
-        inside = _inside(x.shape[-2:], kernel, stride, padding, dilation, sizes)
-        values = where(_constant_bool(inside, x), values, float("-inf"))
-    out = values.amax(axis=1)
-    return _from_2d(reshape(out, lead + sizes), dims)
+    sizes = output_sizes(op, x.shape[-2:], kernel, stride, padding, dilation, ceil_mode)
+    x4 = x if x.ndim == 4 else reshape(x, (1,) + x.shape)
+    dev = x._device
+    data = dev.ops.max_pool2d(x4._data, kernel, stride, padding, dilation, sizes)
+    out4 = attach(Tensor._make(data, x._dtype, dev), "max_pool2d", (x4,), (x4._data, data),
+                  (kernel, stride, padding, dilation))
+    out = _from_2d(reshape(out4, x.shape[:-2] + sizes), dims)
+    if not return_indices:
+        return out
+    from fastnn.ops.pooling_max import window_indices
+
+    index = window_indices(x4, out4, kernel, stride, padding, dilation)
+    return out, _from_2d(reshape(index, x.shape[:-2] + sizes), dims)
 
 
 def _constant_bool(array, like):
@@ -224,9 +241,12 @@ def _from_2d(x, dims):
     return x if dims == 2 else reshape(x, x.shape[:-2] + (x.shape[-1],))
 
 
-def max_pool1d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
-    """Max over each window of x (N, C, L) or (C, L), PyTorch's max_pool1d."""
-    return _max_pool("max_pool1d", x, 1, kernel_size, stride, padding, dilation, ceil_mode)
+def max_pool1d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """Max over each window of x (N, C, L) or (C, L), PyTorch's max_pool1d (with
+    ``return_indices``, also each max's index along L)."""
+    return _max_pool("max_pool1d", x, 1, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices)
 
 
 def avg_pool1d(x, kernel_size, stride=None, padding=0, ceil_mode=False,

@@ -1,0 +1,88 @@
+"""The composites of the pooling hooks, written with primitives: one strided slice of the
+input per window tap (no padded copy: each tap reads only the output rows and columns whose
+position it covers lies inside the input), maxima and masks over those slices."""
+
+from __future__ import annotations
+
+import math
+
+
+def taps(size, kernel, stride, padding, dilation, out_size):
+    """Per tap (a, b): ((i0, i1), (j0, j1)) the output range it covers inside the input,
+    and (rows, cols) the input (start, stop, step) slices read for it; empty ranges left out."""
+    per_axis = []
+    for n, k, s, p, d, o in zip(size, kernel, stride, padding, dilation, out_size):
+        axis = []
+        for a in range(k):
+            offset = a * d - p  # input position of output i: i * s + offset
+            first = -(offset // s) if offset < 0 else 0  # the first i with a position >= 0
+            last = min(o, (n - 1 - offset) // s + 1) if offset <= n - 1 else 0
+            if last > first:
+                start = first * s + offset
+                axis.append(((first, last), (start, start + (last - first - 1) * s + 1, s)))
+        per_axis.append(axis)
+    return [((ri, ci), (rs, cs)) for ri, rs in per_axis[0] for ci, cs in per_axis[1]]
+
+
+def _const_like(ops, x, value):
+    """A (1, 1, 1, 1) array of x's dtype holding ``value`` (from x's first element, whatever
+    it holds: greater(e, e) is False even for NaN)."""
+    e = ops.slice(x, (0, 0, 0, 0), (1, 1, 1, 1), (1, 1, 1, 1))
+    return ops.where(ops.greater(e, e), e, value)
+
+
+def _full_like(ops, x, shape, value):
+    if not math.prod(shape) or not math.prod(x.shape):
+        empty = ops.slice(x, (0, 0, 0, 0), (0, 0, 0, 0), (1, 1, 1, 1))
+        return ops.contiguous(ops.reshape(empty, shape))
+    return ops.contiguous(ops.broadcast_to(_const_like(ops, x, value), shape))
+
+
+def _region(ops, a, rows, cols):
+    n, c = a.shape[:2]
+    return ops.slice(a, (0, 0, rows[0], cols[0]), (n, c, rows[1], cols[1]),
+                     (1, 1, rows[2], cols[2]))
+
+
+def _window(ops, a, ri, ci, write=None):
+    """The output sub-block ``a[:, :, i0:i1, j0:j1]`` (or ``a`` with ``write`` put there)."""
+    n, c = a.shape[:2]
+    starts, stops, steps = (0, 0, ri[0], ci[0]), (n, c, ri[1], ci[1]), (1, 1, 1, 1)
+    if write is None:
+        return ops.slice(a, starts, stops, steps)
+    return ops.slice_scatter(a, write, starts, stops, steps)
+
+
+def max_pool2d(ops, x, kernel, stride, padding, dilation, output_size):
+    shape = tuple(x.shape[:2]) + tuple(output_size)
+    out = _full_like(ops, x, shape, float("-inf"))
+    if not math.prod(shape):
+        return out
+    for (ri, ci), (rows, cols) in taps(x.shape[2:], kernel, stride, padding, dilation,
+                                       output_size):
+        block = _window(ops, out, ri, ci)
+        out = _window(ops, out, ri, ci, ops.maximum(block, _region(ops, x, rows, cols)))
+    return out
+
+
+def max_pool2d_backward(ops, x, out, grad, kernel, stride, padding, dilation):
+    dx = _full_like(ops, x, tuple(x.shape), 0.0)
+    if not math.prod(out.shape):
+        return dx
+    dtype = str(x.dtype)
+    found = taps(x.shape[2:], kernel, stride, padding, dilation, out.shape[2:])
+    masks = []
+    count = _full_like(ops, out, tuple(out.shape), 0.0)
+    for (ri, ci), (rows, cols) in found:
+        m = ops.astype(ops.equal(_region(ops, x, rows, cols), _window(ops, out, ri, ci)), dtype)
+        masks.append(m)
+        count = _window(ops, count, ri, ci, ops.add(_window(ops, count, ri, ci), m))
+    share = ops.div(grad, ops.maximum(count, 1.0))
+    for ((ri, ci), (rows, cols)), m in zip(found, masks):
+        part = ops.mul(m, _window(ops, share, ri, ci))
+        n, c = dx.shape[:2]
+        starts, stops = (0, 0, rows[0], cols[0]), (n, c, rows[1], cols[1])
+        steps = (1, 1, rows[2], cols[2])
+        dx = ops.slice_scatter(dx, ops.add(ops.slice(dx, starts, stops, steps), part),
+                               starts, stops, steps)
+    return dx

@@ -1,0 +1,207 @@
+"""Max pooling's indices, adaptive max pooling and max unpooling, as PyTorch's.
+
+- ``window_indices``: for ``max_pool2d(..., return_indices=True)``, the flat index
+  h * W + w of each window's max in its input plane: the first position (row-major in the
+  window) equal to the max, the last NaN where the max is NaN (as PyTorch's CPU kernel),
+  padding never (so a window of -inf picks its first input position). Computed without
+  the tape from the windows' values stacked on a new axis.
+- adaptive max pooling: window i along an axis of length L covers
+  [floor(i*L/out), ceil((i+1)*L/out)); when out divides L that is max_pool2d with
+  kernel = stride = L/out, else one max per window (ties share the gradient, as ``amax``).
+- ``max_unpool1d/2d``: zeros of the output size with each value scattered to its index;
+  an index that overlapping windows repeat (always with the same value) is written once,
+  and each repeat gets that position's whole gradient, as PyTorch's backward (a gather).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fastnn.api import dtypes
+from fastnn.autograd.grad_mode import no_grad
+from fastnn.ops.conv import pair
+from fastnn.ops.creation import full_like, zeros_like
+from fastnn.ops.elementwise import where
+from fastnn.ops.gathering import take_along_dim
+from fastnn.ops.joining import pad, stack
+from fastnn.ops.movement import argmax, reshape
+from fastnn.ops.pooling import (
+    _as_2d,
+    _constant,
+    _constant_bool,
+    _from_2d,
+    _inside,
+    _spatial,
+    max_pool2d,
+)
+from fastnn.ops.reduction import amax
+from fastnn.ops.scattering import scatter
+from fastnn.ops.selecting import host_values
+from fastnn.ops.table import public
+from fastnn.ops.tensor import Tensor, zeros
+
+
+def _int64(array, like):
+    dev = like._device
+    host = np.ascontiguousarray(array, dtype=np.int64)
+    return Tensor._make(dev.ops.from_numpy(host, dev.index), dtypes.int64, dev)
+
+
+def _pick(values, target, inside, positions):
+    """Index along axis 2 of ``values`` (N, C, T, ...) chosen as the module docstring says,
+    mapped through ``positions`` (T, ...) int64."""
+    t = values.shape[2]
+    order = _constant(np.arange(t, dtype=np.float64).reshape((t,) + (1,) * (values.ndim - 3)),
+                      values)
+    first = where((values == target) & inside, (t - order), 0.0)
+    last_nan = where((values != values) & inside, order + 1.0, 0.0)
+    score = where(target != target, last_nan, first)
+    tap = argmax(score, axis=2)
+    lined = reshape(positions, (1, 1) + positions.shape)
+    return take_along_dim(lined, reshape(tap, tap.shape[:2] + (1,) + tap.shape[2:]), axis=2)
+
+
+def window_indices(x4, out4, kernel, stride, padding, dilation):
+    """int64 (N, C, OH, OW): the flat input index of each window's max (see the module)."""
+    with no_grad():
+        x4, out4 = x4.detach(), out4.detach()
+        (h, w), (oh, ow) = x4.shape[-2:], out4.shape[-2:]
+        extra = [max(0, (o - 1) * s + d * (k - 1) + 1 - (n + 2 * p))
+                 for n, o, k, s, p, d in zip((h, w), (oh, ow), kernel, stride, padding, dilation)]
+        xp = pad(x4, (padding[1], padding[1] + extra[1], padding[0], padding[0] + extra[0]),
+                 value=float("-inf"))
+        (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
+        regions = [xp[:, :, a * dh:a * dh + (oh - 1) * sh + 1:sh,
+                      b * dw:b * dw + (ow - 1) * sw + 1:sw] for a in range(kh) for b in range(kw)]
+        values = stack(regions, axis=2)
+        inside = _inside((h, w), kernel, stride, padding, dilation, (oh, ow))
+        rows = np.arange(oh)[None, :] * sh - padding[0] + np.arange(kh)[:, None] * dh
+        cols = np.arange(ow)[None, :] * sw - padding[1] + np.arange(kw)[:, None] * dw
+        flat = rows[:, None, :, None] * w + cols[None, :, None, :]
+        positions = _int64(flat.reshape(kh * kw, oh, ow), x4)
+        index = _pick(values, reshape(out4, out4.shape[:2] + (1, oh, ow)),
+                      _constant_bool(inside, x4), positions)
+        return reshape(index, out4.shape)
+
+
+def _bounds(length: int, size: int) -> list:
+    return [((i * length) // size, -(-((i + 1) * length) // size)) for i in range(size)]
+
+
+def _adaptive_size(op, output_size, h, w, dims):
+    if dims == 1:
+        if isinstance(output_size, (tuple, list)) and len(output_size) == 1:
+            output_size = output_size[0]
+        output_size = (1, output_size)
+    elif isinstance(output_size, (tuple, list)) and len(output_size) == 2:
+        output_size = tuple(n if o is None else o for o, n in zip(output_size, (h, w)))
+    return pair(op, "output_size", output_size, 1)
+
+
+def _adaptive_max(op, x, dims, output_size, return_indices):
+    x = _as_2d(_spatial(op, x, dims), dims)
+    h, w = x.shape[-2:]
+    oh, ow = _adaptive_size(op, output_size, h, w, dims)
+    if h % oh == 0 and w % ow == 0:
+        kernel = (h // oh, w // ow)
+        result = max_pool2d(x, kernel, kernel, return_indices=return_indices)
+        if return_indices:
+            return _from_2d(result[0], dims), _from_2d(result[1], dims)
+        return _from_2d(result, dims)
+    rows, cols = _bounds(h, oh), _bounds(w, ow)
+    out = stack([stack([amax(x[..., h0:h1, w0:w1], axis=(-2, -1)) for w0, w1 in cols], axis=-1)
+                 for h0, h1 in rows], axis=-2)
+    if not return_indices:
+        return _from_2d(out, dims)
+    with no_grad():
+        x4 = x.detach() if x.ndim == 4 else reshape(x.detach(), (1,) + x.shape)
+        out4 = reshape(out.detach(), x4.shape[:2] + (oh, ow))
+        picked = []
+        for i, (h0, h1) in enumerate(rows):
+            for j, (w0, w1) in enumerate(cols):
+                window = reshape(x4[:, :, h0:h1, w0:w1], x4.shape[:2] + ((h1 - h0) * (w1 - w0),))
+                flat = (np.arange(h0, h1)[:, None] * w + np.arange(w0, w1)[None, :]).reshape(-1)
+                inside = _constant_bool(np.ones(flat.shape, bool), x4)
+                picked.append(_pick(window, out4[:, :, i:i + 1, j], inside, _int64(flat, x4)))
+        index = reshape(stack(picked, axis=-1), out.shape)
+    return _from_2d(out, dims), _from_2d(index, dims)
+
+
+@public()
+def adaptive_max_pool2d(x, output_size, return_indices=False):
+    """Max pooling of x (N, C, H, W) or (C, H, W) to ``output_size`` (an int, or a pair
+    whose None keeps that size), PyTorch's adaptive_max_pool2d."""
+    return _adaptive_max("adaptive_max_pool2d", x, 2, output_size, return_indices)
+
+
+@public()
+def adaptive_max_pool1d(x, output_size, return_indices=False):
+    """Max pooling of x (N, C, L) or (C, L) to ``output_size`` positions."""
+    return _adaptive_max("adaptive_max_pool1d", x, 1, output_size, return_indices)
+
+
+def _sizes(op, name, value, minimum, dims):
+    if dims == 2:
+        return pair(op, name, value, minimum)
+    if isinstance(value, (tuple, list)) and len(value) == 1:
+        value = value[0]
+    return pair(op, name, value, minimum)[:1]
+
+
+def _unpool(op, x, indices, dims, kernel_size, stride, padding, output_size):
+    x = _spatial(op, x, dims)
+    if not isinstance(indices, Tensor) or indices._dtype is not dtypes.int64:
+        raise TypeError(f"{op}: indices must be the int64 tensor max_pool{dims}d returned "
+                        f"with return_indices=True")
+    if indices.shape != x.shape:
+        raise ValueError(f"{op}: indices {indices.shape} must have the input's shape {x.shape}")
+    kernel = _sizes(op, "kernel_size", kernel_size, 1, dims)
+    stride = kernel if stride is None else _sizes(op, "stride", stride, 1, dims)
+    padding = _sizes(op, "padding", padding, 0, dims)
+    spatial = x.shape[-dims:]
+    if output_size is None:
+        size = tuple((n - 1) * s - 2 * p + k for n, k, s, p in zip(spatial, kernel, stride,
+                                                                   padding))
+    else:
+        size = tuple(output_size)[-dims:]
+        if len(size) != dims:
+            raise ValueError(f"{op}: output_size must end with the {dims} spatial sizes, got "
+                             f"{output_size!r}")
+    lead = x.shape[:-dims]
+    plane = int(np.prod(size))
+    host = host_values(indices, None) if indices._device.backend.record.host_memory else None
+    if host is not None and host.size and (host.min() < 0 or host.max() >= plane):
+        bad = host.max() if host.max() >= plane else host.min()
+        raise IndexError(f"{op}: index {bad} is outside the output plane of size {size} "
+                         f"(valid: 0 to {plane - 1}); pass output_size= the pooled input's size")
+    base = zeros(lead + (plane,), dtype=x._dtype, device=x._device)
+    index = reshape(indices, lead + (-1,))
+    flat = scatter(base, -1, index, reshape(x, lead + (-1,)), reduce="add")
+    with no_grad():  # overlapping windows repeat an index, always with the same value
+        ones = full_like(index, 1.0, dtype=x._dtype)
+        counts = scatter(zeros_like(base), -1, index, ones, reduce="add")
+        repeated = counts > 1
+        if bool(repeated.any()):
+            # written once (the sum of the c repeats, scaled by 1/c), while each repeat
+            # keeps the whole gradient of its position, as PyTorch's gather-like backward
+            total = flat.detach()
+            keep = repeated & (total == total) & (total.abs() != float("inf"))
+            fix = where(keep, total * (1.0 / where(repeated, counts, 1.0) - 1.0), 0.0)
+        else:
+            fix = None
+    if fix is not None:
+        flat = flat + fix
+    return reshape(flat, lead + size)
+
+
+@public()
+def max_unpool2d(x, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of max_pool2d: zeros of the (default) input size with each value of
+    x (N, C, H, W) or (C, H, W) written at its index from ``return_indices``, PyTorch's."""
+    return _unpool("max_unpool2d", x, indices, 2, kernel_size, stride, padding, output_size)
+
+
+@public()
+def max_unpool1d(x, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of max_pool1d, PyTorch's max_unpool1d."""
+    return _unpool("max_unpool1d", x, indices, 1, kernel_size, stride, padding, output_size)
