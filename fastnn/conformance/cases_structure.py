@@ -124,7 +124,7 @@ def _unfold_ref(x, dim, size, step):
     return np.moveaxis(windows, -2, dim % x.ndim)
 
 
-op_case("unfold", lambda x, dim, size, step: x.unfold(dim, size, step), _unfold_ref,
+op_case("Tensor.unfold", lambda x, dim, size, step: x.unfold(dim, size, step), _unfold_ref,
         _samples(("tiling windows (a view)", [(3, 6)], {"dim": 1, "size": 2, "step": 2}),
                  ("overlapping", [(2, 5, 3)], {"dim": 1, "size": 3, "step": 1}),
                  ("gaps, negative dim", [(7, 2)], {"dim": -2, "size": 2, "step": 3})),
