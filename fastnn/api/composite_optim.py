@@ -163,7 +163,8 @@ def asgd_step(ops, params, grads, axs, etas, weight_decays, lambd, mu):
         if wd:
             g = ops.add(g, ops.mul(p, wd))
         p = ops.sub(ops.mul(p, 1.0 - lambd * eta), ops.mul(g, eta))
-        ax = p if mu == 1 else ops.add(ax, ops.mul(ops.sub(p, ax), mu))
+        # mu == 1: a copy of p (never p's own array, which a later in-place write would change)
+        ax = ops.mul(p, 1.0) if mu == 1 else ops.add(ax, ops.mul(ops.sub(p, ax), mu))
         out_p.append(p)
         out_ax.append(ax)
     return out_p, out_ax

@@ -73,6 +73,10 @@ class Optimizer(OptimizerState):
             raise TypeError(f"{type(self).__name__}: unknown options {sorted(unknown)}; "
                             f"a group takes {', '.join(sorted(self.defaults))}")
         params = group["params"]  # one tensor alone is a group of one, as in PyTorch
+        if isinstance(params, (set, frozenset)):  # refused as PyTorch refuses it
+            raise TypeError(f"{type(self).__name__}: a param group's 'params' must be an "
+                            "ordered collection (a list), got a set: its order changes between "
+                            "runs, and with it which state belongs to which parameter")
         params = _param_list(type(self).__name__, "a param group's 'params'",
                              [params] if isinstance(params, Tensor) else params)
         seen = {id(p) for g in self.param_groups for p in g["params"]}

@@ -125,3 +125,15 @@ def test_lbfgs_refuses_groups_and_apply():
         opt.apply_gradients([(w, np.zeros((3, 2)))])
     with pytest.raises(ValueError, match="line_search_fn"):
         optim.LBFGS([w], line_search_fn="armijo")
+
+
+def test_a_checkpoint_resumes_exactly(tmp_path):
+    kwargs = CONFIGS["wolfe-short-history"]
+    _, _, want = _fastnn_run(kwargs, 4)
+    (w, b), opt, _ = _fastnn_run(kwargs, 2)
+    fnn.save({"opt": opt.state_dict()}, tmp_path / "lbfgs.safetensors")
+    again = optim.LBFGS([w, b], **dict(kwargs, lr=0.1))
+    again.load_state_dict(fnn.load(tmp_path / "lbfgs.safetensors")["opt"])
+    assert again.param_groups[0]["lr"] == kwargs["lr"]
+    _, _, rest = _fastnn_run(kwargs, 2, params=(w, b), opt=again)
+    np.testing.assert_array_equal(rest, want[2:])

@@ -94,3 +94,15 @@ def test_a_copied_optimizer_carries_on(cls, how):
     resumed, _ = _run_ours(cls, first, added, steps=range(5, 8), state=copy_of)
     for a, b in zip(straight, resumed):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_a_set_in_add_param_group_is_refused_as_torch_refuses_it():
+    p = Parameter.from_numpy(np.zeros(3), "connective", fnn.float64, "cpu")
+    q = Parameter.from_numpy(np.zeros(2), "connective", fnn.float64, "cpu")
+    with pytest.raises(TypeError, match="ordered"):
+        torch.optim.SGD([torch.zeros(2, requires_grad=True)], lr=0.1).add_param_group(
+            {"params": {torch.zeros(2, requires_grad=True)}})
+    opt = optim.Adamax([p])
+    with pytest.raises(TypeError, match="ordered collection"):
+        opt.add_param_group({"params": {q}})
+    assert len(opt.param_groups) == 1

@@ -124,12 +124,14 @@ def test_sequential_with_the_new_schedules_equals_torchs():
         opt = _opt(lib)
         s = optim.lr_scheduler if lib is optim else torch.optim.lr_scheduler
         both = s.SequentialLR(opt, [s.ConstantLR(opt, factor=0.5, total_iters=3),
-                                    s.PolynomialLR(opt, total_iters=10, power=1.5)],
-                              milestones=[5])
+                                    s.PolynomialLR(opt, total_iters=10, power=1.5),
+                                    s.CosineAnnealingWarmRestarts(opt, T_0=4, T_mult=2),
+                                    s.CyclicLR(opt, 0.01, 0.1, step_size_up=3)],
+                              milestones=[5, 12, 25])
         out = [both.get_last_lr()]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            for _ in range(20):
+            for _ in range(40):
                 both.step()
                 out.append(both.get_last_lr())
         return out

@@ -113,37 +113,52 @@ def nadam_step(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays, beta1, 
 
 
 # ---------------------------------------------------------------- Adadelta, Adamax, ASGD, Rprop
+# Each writes its intermediates into one or two scratch arrays of the parameter's size
+# (``out=``): a fresh NumPy temporary of a large parameter costs as much as the pass itself.
 
 @hookimpl
 def adadelta_step(params, grads, square_avgs, acc_deltas, lrs, weight_decays, rho, eps):
     for p, g, v, u, lr, wd in zip(params, grads, square_avgs, acc_deltas, lrs, weight_decays):
         if wd:
             g = g + wd * p
+        tmp, delta = np.square(g, out=np.empty_like(p)), np.add(u, eps, out=np.empty_like(p))
+        tmp *= 1.0 - rho
         v *= rho
-        v += (1.0 - rho) * np.square(g)
-        delta = np.sqrt(u + eps)
-        delta /= np.sqrt(v + eps)
+        v += tmp
+        np.sqrt(delta, out=delta)
+        np.add(v, eps, out=tmp)
+        np.sqrt(tmp, out=tmp)
+        delta /= tmp
         delta *= g
+        np.square(delta, out=tmp)
+        tmp *= 1.0 - rho
         u *= rho
-        u += (1.0 - rho) * np.square(delta)
-        p -= lr * delta
+        u += tmp
+        delta *= lr
+        p -= delta
     return list(params), list(square_avgs), list(acc_deltas)
 
 
 @hookimpl
 def adamax_step(params, grads, exp_avgs, exp_infs, lrs, weight_decays, beta1, beta2, eps, step):
-    bias1 = 1.0 - beta1**step
+    bias1, w = 1.0 - beta1**step, 1.0 - beta1
     for p, g, m, u, lr, wd in zip(params, grads, exp_avgs, exp_infs, lrs, weight_decays):
         if wd:
             g = g + wd * p
-        w = 1.0 - beta1
+        tmp = np.subtract(g, m, out=np.empty_like(p))
         if w < 0.5:  # PyTorch's lerp: from m's side below 0.5, from g's above
-            m += w * (g - m)
+            tmp *= w
+            m += tmp
         else:
-            m[...] = g - (g - m) * (1.0 - w)
+            tmp *= 1.0 - w
+            np.subtract(g, tmp, out=m)
         u *= beta2
-        np.maximum(u, np.abs(g) + eps, out=u)
-        p -= (lr / bias1) * (m / u)
+        np.abs(g, out=tmp)
+        tmp += eps
+        np.maximum(u, tmp, out=u)
+        np.divide(m, u, out=tmp)
+        tmp *= lr / bias1
+        p -= tmp
     return list(params), list(exp_avgs), list(exp_infs)
 
 
@@ -152,12 +167,15 @@ def asgd_step(params, grads, axs, etas, weight_decays, lambd, mu):
     for p, g, ax, eta, wd in zip(params, grads, axs, etas, weight_decays):
         if wd:
             g = g + wd * p
+        tmp = np.multiply(g, eta, out=np.empty_like(p))
         p *= 1.0 - lambd * eta
-        p -= eta * g
+        p -= tmp
         if mu == 1:
-            ax[...] = p
+            np.copyto(ax, p)
         else:
-            ax += (p - ax) * mu
+            np.subtract(p, ax, out=tmp)
+            tmp *= mu
+            ax += tmp
     return list(params), list(axs)
 
 
@@ -165,11 +183,16 @@ def asgd_step(params, grads, axs, etas, weight_decays, lambd, mu):
 def rprop_step(params, grads, prevs, step_sizes, etaminus, etaplus, step_size_min,
                step_size_max):
     for p, g, prev, size in zip(params, grads, prevs, step_sizes):
-        sign = np.sign(g * prev)
-        factor = np.where(sign > 0, etaplus, np.where(sign < 0, etaminus, 1.0 + 0 * sign))
-        size *= factor.astype(size.dtype, copy=False)
+        sign = np.multiply(g, prev, out=np.empty_like(p))
+        np.sign(sign, out=sign)
+        flipped = sign < 0
+        np.multiply(size, etaplus, out=size, where=sign > 0)
+        np.multiply(size, etaminus, out=size, where=flipped)
+        np.multiply(size, sign, out=size, where=np.isnan(sign))  # NaN stays, as torch's
         np.clip(size, step_size_min, step_size_max, out=size)
-        g = np.where(sign < 0, 0, g).astype(p.dtype, copy=False)
-        p -= np.sign(g) * size
-        prev[...] = g
+        np.copyto(prev, g)
+        prev[flipped] = 0
+        np.sign(prev, out=sign)
+        sign *= size
+        p -= sign
     return list(params), list(prevs), list(step_sizes)
