@@ -28,7 +28,7 @@ import numpy as np
 
 from fastnn.api import hookspec, registry
 from fastnn.api.device import as_device
-from fastnn.shadowing import blame, tolerance
+from fastnn.shadowing import batch, blame, tolerance
 from fastnn.shadowing.diff import Diff, compare
 from fastnn.shadowing.mismatch import ShadowMismatch, ShadowWarning
 from fastnn.shadowing.report import Row, ShadowReport
@@ -119,6 +119,7 @@ class shadow:
             self._step, self._step_start = 0, 0
             self._producers = blame.Producers(limit=4096)
             self._copies = blame.HostCopies(limit=4096)
+            self._pending, self._pack = [], True
             self._on = True
             _current.append(self)
             self._forget = registry.on_load(self._patch)
@@ -126,28 +127,37 @@ class shadow:
                 self._patch(backend)
         return self
 
-    def stop(self) -> None:
-        """End shadowing and put every patched hook table back as it was."""
+    def stop(self, quiet: bool = False) -> None:
+        """Check the calls still pending, end shadowing and put every patched hook table
+        back as it was (``quiet``: a pending mismatch is counted, not raised)."""
         with _lock:
-            self._on = False
-            self._forget()
-            for ops, originals, wrappers in self._patched.values():
-                for hook, wrapper in wrappers.items():
-                    if getattr(ops, hook) is wrapper:  # else someone wrapped on top: ours
-                        setattr(ops, hook, originals[hook])  # stays, passing calls through
-            self._patched.clear()
-            if _current and _current[0] is self:
-                _current.clear()
-            _last[:] = [self]
+            try:
+                self._flush(quiet)
+            finally:
+                self._restore()
+
+    def _restore(self) -> None:
+        self._on = False
+        self._forget()
+        for ops, originals, wrappers in self._patched.values():
+            for hook, wrapper in wrappers.items():
+                if getattr(ops, hook) is wrapper:  # else someone wrapped on top: ours
+                    setattr(ops, hook, originals[hook])  # stays, passing calls through
+        self._patched.clear()
+        if _current and _current[0] is self:
+            _current.clear()
+        _last[:] = [self]
 
     def __enter__(self) -> shadow:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
-        self.stop()
+    def __exit__(self, kind, value, traceback) -> None:
+        self.stop(quiet=kind is not None)  # an error already on its way goes first
 
     def report(self) -> ShadowReport:
-        """This session's :class:`ShadowReport`."""
+        """This session's :class:`ShadowReport` (calls still pending are checked first)."""
+        if self._on:
+            self._flush(quiet=True)
         return ShadowReport(self._rows, str(getattr(self, "_ref", self.reference)), self.mode,
                             self.sample, tolerance.SOURCE)
 
@@ -193,14 +203,33 @@ class shadow:
         index = self._calls
         self._calls = index + 1
         names, kinds, returns_none = SIGNATURES[hook]
-        if checked:
+        in_place = returns_none or hook.endswith("_step")
+        # to_numpy syncs anyway: checked at once, it checks what is pending too
+        deferred = (checked and not in_place and not backend.record.host_memory
+                    and hook != "to_numpy")
+        if self._pending and (in_place or (checked and not deferred)):
+            self._flush()  # older calls first, and before anything is overwritten
+        if checked and not deferred:
+            if not backend.record.host_memory:  # the inputs in one transfer per dtype
+                self._prefetch([a for kind, arg in zip(kinds, args) if kind in ("array", "list")
+                                for a in batch.arrays_in(arg)], originals)
             fetch = self._fetcher(backend, originals["to_numpy"])
             host = [_host(kind, a, fetch) for kind, a in zip(kinds, args)]
         out = fn(*args)
-        if returns_none or hook.endswith("_step"):  # wrote in place: the copies may be stale
+        if in_place:  # the backend may have written through any view: the copies are stale
             self._copies.clear()
-        if checked:
-            self._check(backend, hook, args, host, out, originals, index)
+        if checked and not deferred and not backend.record.host_memory and hook != "to_numpy":
+            self._prefetch(batch.arrays_in(args[0] if returns_none else out), originals)
+        if deferred:
+            self._pending.append(batch.Pending(backend, hook, args, out, originals,
+                                               self._place(index)))
+            if len(self._pending) >= batch.BATCH:
+                self._flush()
+        elif checked:
+            fetch = self._fetcher(backend, originals["to_numpy"], False)
+            failures = self._check(backend, hook, args, host, out, fetch)
+            if failures:
+                self._fail(backend, hook, args, host, failures, self._place(index))
         else:
             self._row(hook, _dtype_name(args[0] if returns_none else out)).calls += 1
         if hook.endswith("_step"):  # a fused optimizer update closes a training step
@@ -208,6 +237,92 @@ class shadow:
             self._producers.clear()  # (what it held lives one step: bounded memory)
         self._producers.note(args[0] if returns_none else out, index, hook)
         return out
+
+    def _place(self, index: int) -> tuple:
+        """Where call ``index`` sits: (call, step, op in step, source line, backward of)."""
+        source, backward = blame.where()
+        return index, self._step, index - self._step_start, source, backward
+
+    def _flush(self, quiet: bool = False) -> None:
+        """Check every pending device call, fetching the arrays they need together."""
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        fetched: dict = {}  # id -> host copy, for this batch (the cache may drop entries)
+        needed: dict = {}  # id(originals) -> (originals, [arrays to fetch]): per backend
+        for entry in pending:
+            kinds = SIGNATURES[entry.hook][1]
+            arrays = [a for kind, arg in zip(kinds, entry.args) if kind in ("array", "list")
+                      for a in batch.arrays_in(arg)] + batch.arrays_in(entry.out)
+            wanted = needed.setdefault(id(entry.originals), (entry.originals, [], set()))
+            for array in arrays:
+                key = id(array)
+                if key in fetched or key in wanted[2]:
+                    continue
+                cached = self._copies.get(array)
+                if cached is not None:
+                    fetched[key] = cached
+                else:
+                    wanted[2].add(key)
+                    wanted[1].append(array)
+        on, self._on = self._on, False  # packing calls hooks: not to be shadowed
+        try:
+            for originals, arrays, _ in needed.values():
+                for array, host in zip(arrays, batch.fetch(arrays, originals, self._pack)):
+                    fetched[id(array)] = host
+                    self._copies.put(array, host)
+        finally:
+            self._on = on
+        for entry in pending:
+            self._settle(entry, fetched, quiet)
+
+    def _settle(self, entry, fetched: dict, quiet: bool) -> None:
+        """Check one pending call on the batch's copies; a mismatch is confirmed on
+        arrays fetched one by one before it is blamed."""
+        kinds = SIGNATURES[entry.hook][1]
+        lookup = fetched.__getitem__
+
+        def batch_fetch(value):
+            return lookup(id(value))
+
+        host = [_host(kind, a, batch_fetch) for kind, a in zip(kinds, entry.args)]
+        failures = self._check(entry.backend, entry.hook, entry.args, host, entry.out,
+                               batch_fetch)
+        if not failures:
+            return
+        if self._pack:
+            direct = entry.originals["to_numpy"]
+
+            def one_by_one(value):
+                return np.asarray(direct(value))
+
+            host = [_host(kind, a, one_by_one) for kind, a in zip(kinds, entry.args)]
+            failures = self._check(entry.backend, entry.hook, entry.args, host, entry.out,
+                                   one_by_one, count=False)
+            if not failures:  # the packed copy was wrong, not the op: fetch one by one
+                self._pack = False
+                return
+        if quiet:
+            failures[0][2].mismatches += 1
+            return
+        self._fail(entry.backend, entry.hook, entry.args, host, failures, entry.place)
+
+    def _prefetch(self, arrays: list, originals: dict) -> None:
+        """Put host copies of the device ``arrays`` not yet copied into the cache, packed."""
+        missing, seen = [], set()
+        for array in arrays:
+            if id(array) not in seen and self._copies.get(array) is None:
+                seen.add(id(array))
+                missing.append(array)
+        if len(missing) < 2:
+            return  # fetched as usual
+        on, self._on = self._on, False  # packing calls hooks: not to be shadowed
+        try:
+            hosts = batch.fetch(missing, originals, self._pack)
+        finally:
+            self._on = on
+        for array, host in zip(missing, hosts):
+            self._copies.put(array, host)
 
     def _fetcher(self, backend, to_numpy, copy=True):
         """array -> a host copy of it that nothing else holds (from the cache if there);
@@ -234,14 +349,17 @@ class shadow:
             row = self._rows[(hook, dtype)] = Row(hook, dtype, rtol, atol)
         return row
 
-    def _check(self, backend, hook, args, host, out, originals, index):
+    def _check(self, backend, hook, args, host, out, fetch, count=True) -> list:
+        """Run the reference on ``host`` and compare with ``out`` (fetched to the host with
+        ``fetch``); [(output path, Diff, Row)] of the outputs out of tolerance. ``count``:
+        add to the report's rows."""
         names, kinds, returns_none = SIGNATURES[hook]
         ref_ops, ref_index = self._ref_ops, self._ref.index
         ref_args = [_to_ref(kind, h, ref_ops, ref_index) for kind, h in zip(kinds, host)]
         ref_out = getattr(ref_ops, hook)(*ref_args)
         if returns_none:
             out, ref_out = args[0], ref_args[0]
-        got = _flatten(out, self._fetcher(backend, originals["to_numpy"], False), hook)
+        got = _flatten(out, fetch, hook)
         want = _flatten(ref_out, ref_ops.to_numpy, hook)
         row, failures = None, []
         for (path, g), (_, w) in zip(got, want):
@@ -258,32 +376,34 @@ class shadow:
             else:
                 diff = compare(g, w, row.rtol, row.atol)
             diff.shape = g.shape
-            row.add(diff)
+            if count:
+                row.add(diff)
             if diff.failed:
                 failures.append((path, diff, row))
         if len(got) != len(want):
             failures.append(("", Diff(bad=1, kind="shape", ratio=float("inf"),
                                       got=f"{len(got)} outputs", want=f"{len(want)}"),
                              self._row(hook, "-")))
-        row = row or self._row(hook, "-")
-        row.calls += 1
-        row.checked += 1
-        if failures:  # one mismatch per call, reported by its first wrong output
-            path, diff, where = failures[0]
-            where.mismatches += 1
-            self._fail(backend, hook, args, host, path, diff, where, index)
+        if count:
+            row = row or self._row(hook, "-")
+            row.calls += 1
+            row.checked += 1
+        return failures
 
-    def _fail(self, backend, hook, args, host, path, diff, row, index):
+    def _fail(self, backend, hook, args, host, failures, place):
+        """Count one mismatch for the call, reported by its first wrong output."""
+        path, diff, row = failures[0]
+        row.mismatches += 1
         if self.mode == "record" or (self.mode == "warn" and hook in self._warned):
             return
-        info = _info(self, backend, hook, args, host, path, diff, row, index)
+        info = _info(self, backend, hook, args, host, path, diff, row, place)
         if self.mode == "raise":
             raise ShadowMismatch(**info)
         self._warned.add(hook)
-        warnings.warn(ShadowWarning(ShadowMismatch(**info).args[0]), stacklevel=3)
+        warnings.warn(ShadowWarning(ShadowMismatch(**info).args[0]), stacklevel=4)
 
 
-def _info(session, backend, hook, args, host, path, diff, row, index) -> dict:
+def _info(session, backend, hook, args, host, path, diff, row, place) -> dict:
     names, kinds, _ = SIGNATURES[hook]
     entries = []  # (name, host copy, the backend's array) per array argument
     for name, kind, arg, copy in zip(names, kinds, args, host):
@@ -302,9 +422,8 @@ def _info(session, backend, hook, args, host, path, diff, row, index) -> dict:
         producers=[None if e[2] is None else session._producers.of(e[2]) for e in entries],
         shape=diff.shape, size=diff.size, dtype=row.dtype, kind=diff.kind, bad=diff.bad,
         max_abs=diff.max_abs, max_rel=diff.max_rel, worst=diff.worst, got=diff.got,
-        expected=diff.want, rtol=row.rtol, atol=row.atol, source=blame.user_frame(),
-        backward_of=blame.backward_of(), call=index, step=session._step,
-        op_in_step=index - session._step_start,
+        expected=diff.want, rtol=row.rtol, atol=row.atol, source=place[3],
+        backward_of=place[4], call=place[0], step=place[1], op_in_step=place[2],
     )
 
 
