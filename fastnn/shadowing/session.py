@@ -19,7 +19,6 @@ primitives). The reference backend itself is never shadowed.
 
 from __future__ import annotations
 
-import inspect
 import os
 import threading
 import warnings
@@ -28,7 +27,7 @@ import numpy as np
 
 from fastnn.api import hookspec, registry
 from fastnn.api.device import as_device
-from fastnn.shadowing import batch, blame, tolerance
+from fastnn.shadowing import batch, blame, calls, tolerance
 from fastnn.shadowing.diff import Diff, compare
 from fastnn.shadowing.mismatch import ShadowMismatch, ShadowWarning
 from fastnn.shadowing.report import Row, ShadowReport
@@ -38,36 +37,6 @@ _COMPOSABLE = frozenset(hookspec.OPS)
 _lock = threading.Lock()
 _current: list = []  # the running session, if any
 _last: list = []  # the session that ran last (for shadow_report after the block)
-
-
-def _signature(hook: str):
-    """(parameter names, their kinds, whether the hook returns None) from the spec."""
-    sig = inspect.signature(getattr(hookspec, hook))
-    kinds = []
-    for name, param in sig.parameters.items():
-        if name == "device_index":
-            kinds.append("device")
-        elif hook == "from_numpy" and name == "array":
-            kinds.append("host")
-        elif param.annotation == "Array":
-            kinds.append("array")
-        elif param.annotation == "list":
-            kinds.append("list")
-        else:
-            kinds.append("value")
-    return tuple(sig.parameters), tuple(kinds), sig.return_annotation == "None"
-
-
-SIGNATURES = {hook: _signature(hook) for hook in hookspec.HOOKS}
-
-
-def _dtype_name(value) -> str:
-    while isinstance(value, (list, tuple)):
-        value = next((v for v in value if v is not None), None)
-    try:
-        return np.dtype(value.dtype).name
-    except (AttributeError, TypeError):
-        return "-"
 
 
 class shadow:
@@ -187,7 +156,7 @@ class shadow:
             if not self._on:
                 return fn(*args, **kwargs)
             if kwargs:
-                args = _bind(hook, args, kwargs)
+                args = calls.bind(hook, args, kwargs)
             seen = counter[0]
             counter[0] = seen + 1
             checked = wanted and seen % self.sample == 0
@@ -202,7 +171,7 @@ class shadow:
     def _call(self, backend, hook, fn, args, originals, checked):
         index = self._calls
         self._calls = index + 1
-        names, kinds, returns_none = SIGNATURES[hook]
+        names, kinds, returns_none = calls.SIGNATURES[hook]
         in_place = returns_none or hook.endswith("_step")
         # to_numpy syncs anyway: checked at once, it checks what is pending too
         deferred = (checked and not in_place and not backend.record.host_memory
@@ -214,7 +183,7 @@ class shadow:
                 self._prefetch([a for kind, arg in zip(kinds, args) if kind in ("array", "list")
                                 for a in batch.arrays_in(arg)], originals)
             fetch = self._fetcher(backend, originals["to_numpy"])
-            host = [_host(kind, a, fetch) for kind, a in zip(kinds, args)]
+            host = [calls.host_copy(kind, a, fetch) for kind, a in zip(kinds, args)]
         out = fn(*args)
         if in_place:  # the backend may have written through any view: the copies are stale
             self._copies.clear()
@@ -231,7 +200,7 @@ class shadow:
             if failures:
                 self._fail(backend, hook, args, host, failures, self._place(index))
         else:
-            self._row(hook, _dtype_name(args[0] if returns_none else out)).calls += 1
+            self._row(hook, calls.dtype_name(args[0] if returns_none else out)).calls += 1
         if hook.endswith("_step"):  # a fused optimizer update closes a training step
             self._step, self._step_start = self._step + 1, index + 1
             self._producers.clear()  # (what it held lives one step: bounded memory)
@@ -251,7 +220,7 @@ class shadow:
         fetched: dict = {}  # id -> host copy, for this batch (the cache may drop entries)
         needed: dict = {}  # id(originals) -> (originals, [arrays to fetch]): per backend
         for entry in pending:
-            kinds = SIGNATURES[entry.hook][1]
+            kinds = calls.SIGNATURES[entry.hook][1]
             arrays = [a for kind, arg in zip(kinds, entry.args) if kind in ("array", "list")
                       for a in batch.arrays_in(arg)] + batch.arrays_in(entry.out)
             wanted = needed.setdefault(id(entry.originals), (entry.originals, [], set()))
@@ -279,13 +248,13 @@ class shadow:
     def _settle(self, entry, fetched: dict, quiet: bool) -> None:
         """Check one pending call on the batch's copies; a mismatch is confirmed on
         arrays fetched one by one before it is blamed."""
-        kinds = SIGNATURES[entry.hook][1]
+        kinds = calls.SIGNATURES[entry.hook][1]
         lookup = fetched.__getitem__
 
         def batch_fetch(value):
             return lookup(id(value))
 
-        host = [_host(kind, a, batch_fetch) for kind, a in zip(kinds, entry.args)]
+        host = [calls.host_copy(kind, a, batch_fetch) for kind, a in zip(kinds, entry.args)]
         failures = self._check(entry.backend, entry.hook, entry.args, host, entry.out,
                                batch_fetch)
         if not failures:
@@ -296,7 +265,7 @@ class shadow:
             def one_by_one(value):
                 return np.asarray(direct(value))
 
-            host = [_host(kind, a, one_by_one) for kind, a in zip(kinds, entry.args)]
+            host = [calls.host_copy(kind, a, one_by_one) for kind, a in zip(kinds, entry.args)]
             failures = self._check(entry.backend, entry.hook, entry.args, host, entry.out,
                                    one_by_one, count=False)
             if not failures:  # the packed copy was wrong, not the op: fetch one by one
@@ -353,14 +322,14 @@ class shadow:
         """Run the reference on ``host`` and compare with ``out`` (fetched to the host with
         ``fetch``); [(output path, Diff, Row)] of the outputs out of tolerance. ``count``:
         add to the report's rows."""
-        names, kinds, returns_none = SIGNATURES[hook]
+        names, kinds, returns_none = calls.SIGNATURES[hook]
         ref_ops, ref_index = self._ref_ops, self._ref.index
-        ref_args = [_to_ref(kind, h, ref_ops, ref_index) for kind, h in zip(kinds, host)]
+        ref_args = [calls.to_ref(kind, h, ref_ops, ref_index) for kind, h in zip(kinds, host)]
         ref_out = getattr(ref_ops, hook)(*ref_args)
         if returns_none:
             out, ref_out = args[0], ref_args[0]
-        got = _flatten(out, fetch, hook)
-        want = _flatten(ref_out, ref_ops.to_numpy, hook)
+        got = calls.flatten(out, fetch, hook)
+        want = calls.flatten(ref_out, ref_ops.to_numpy, hook)
         row, failures = None, []
         for (path, g), (_, w) in zip(got, want):
             if g is None or w is None:
@@ -396,84 +365,11 @@ class shadow:
         row.mismatches += 1
         if self.mode == "record" or (self.mode == "warn" and hook in self._warned):
             return
-        info = _info(self, backend, hook, args, host, path, diff, row, place)
+        info = calls.describe(self, backend, hook, args, host, path, diff, row, place)
         if self.mode == "raise":
             raise ShadowMismatch(**info)
         self._warned.add(hook)
         warnings.warn(ShadowWarning(ShadowMismatch(**info).args[0]), stacklevel=4)
-
-
-def _info(session, backend, hook, args, host, path, diff, row, place) -> dict:
-    names, kinds, _ = SIGNATURES[hook]
-    entries = []  # (name, host copy, the backend's array) per array argument
-    for name, kind, arg, copy in zip(names, kinds, args, host):
-        if kind == "array" and isinstance(copy, np.ndarray):
-            entries.append((name, copy, arg))
-        elif kind == "list":
-            entries += [(f"{name}[{i}]", c, a) for i, (c, a) in enumerate(zip(copy, arg))
-                        if isinstance(c, np.ndarray)]
-        elif kind == "host":
-            entries.append((name, copy, None))
-    return dict(
-        op=hook, backend=_device_name(backend, names, args), reference=str(session._ref),
-        output=path, arg_names=[e[0] for e in entries],
-        input_shapes=[e[1].shape for e in entries],
-        input_dtypes=[e[1].dtype.name for e in entries],
-        producers=[None if e[2] is None else session._producers.of(e[2]) for e in entries],
-        shape=diff.shape, size=diff.size, dtype=row.dtype, kind=diff.kind, bad=diff.bad,
-        max_abs=diff.max_abs, max_rel=diff.max_rel, worst=diff.worst, got=diff.got,
-        expected=diff.want, rtol=row.rtol, atol=row.atol, source=place[3],
-        backward_of=place[4], call=place[0], step=place[1], op_in_step=place[2],
-    )
-
-
-def _device_name(backend, names, args) -> str:
-    if "device_index" in names:
-        return f"{backend.name}:{args[names.index('device_index')]}"
-    return backend.name
-
-
-def _bind(hook, args, kwargs) -> tuple:
-    names = SIGNATURES[hook][0]
-    bound = inspect.signature(getattr(hookspec, hook)).bind(*args, **kwargs)
-    return tuple(bound.arguments[name] for name in names)
-
-
-def _host(kind, value, fetch):
-    """A host copy of an argument (arrays), or the argument itself (other values)."""
-    if kind == "array":
-        if value is None or not hasattr(value, "shape"):
-            return value
-        return fetch(value)
-    if kind == "list":
-        return [_host("array", v, fetch) for v in value]
-    if kind == "host":
-        return np.array(value, copy=True)
-    return value
-
-
-def _to_ref(kind, value, ref_ops, ref_index):
-    if kind == "device":
-        return ref_index
-    if kind == "array" and isinstance(value, np.ndarray):
-        return ref_ops.from_numpy(value, ref_index)
-    if kind == "list":
-        return [_to_ref("array", v, ref_ops, ref_index) for v in value]
-    return value
-
-
-def _flatten(value, to_numpy, hook, path="") -> list:
-    """[(path, host array or None)] for every array in an output (lists and tuples too)."""
-    if isinstance(value, (list, tuple)):
-        out = []
-        for i, item in enumerate(value):
-            out += _flatten(item, to_numpy, hook, f"{path}[{i}]")
-        return out
-    if value is None:
-        return [(path, None)]
-    if hook == "to_numpy":
-        return [(path, np.asarray(value))]
-    return [(path, np.asarray(to_numpy(value)))]
 
 
 def current() -> shadow | None:
