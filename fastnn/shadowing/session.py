@@ -71,6 +71,7 @@ class shadow:
         self._rows: dict = {}
         self._patched: dict = {}
         self._warned: set = set()
+        self._refused: set = set()
         self._on = False
 
     # ------------------------------------------------------------ start and stop
@@ -324,8 +325,13 @@ class shadow:
         add to the report's rows."""
         names, kinds, returns_none = calls.SIGNATURES[hook]
         ref_ops, ref_index = self._ref_ops, self._ref.index
-        ref_args = [calls.to_ref(kind, h, ref_ops, ref_index) for kind, h in zip(kinds, host)]
-        ref_out = getattr(ref_ops, hook)(*ref_args)
+        try:
+            ref_args = [calls.to_ref(kind, h, ref_ops, ref_index) for kind, h in zip(kinds, host)]
+            ref_out = getattr(ref_ops, hook)(*ref_args)
+        except Exception as exc:  # e.g. a dtype the reference lacks: not the backend's fault
+            if count:
+                self._unchecked(hook, out if not returns_none else args[0], exc)
+            return []
         if returns_none:
             out, ref_out = args[0], ref_args[0]
         got = calls.flatten(out, fetch, hook)
@@ -358,6 +364,16 @@ class shadow:
             row.calls += 1
             row.checked += 1
         return failures
+
+    def _unchecked(self, hook, out, exc) -> None:
+        """Count a call the reference could not run, and say so once per hook."""
+        self._row(hook, calls.dtype_name(out)).calls += 1
+        if hook not in self._refused:
+            self._refused.add(hook)
+            warnings.warn(ShadowWarning(
+                f"shadow: the reference {self._ref} cannot run {hook} on these inputs "
+                f"({type(exc).__name__}: {exc}); such calls are counted, not checked"),
+                stacklevel=5)
 
     def _fail(self, backend, hook, args, host, failures, place):
         """Count one mismatch for the call, reported by its first wrong output."""

@@ -152,3 +152,21 @@ def test_fastnn_shadow_environment_variable(tmp_path):
     assert done.returncode == 1
     assert "ShadowMismatch: shadow: sqrt on shadow_sqrt_nan disagrees with cpu" in done.stderr
     assert '<string>:5' in done.stderr and "shadow report (reference cpu" in done.stderr
+
+
+def test_a_call_the_reference_cannot_run_is_counted_not_blamed(tmp_path, monkeypatch):
+    name = faulty.install(tmp_path, "healthy")
+    x = fnn.tensor(np.ones((2, 3)), device=name)
+    cpu = as_device("cpu").ops
+
+    def refuse(x):
+        raise TypeError("no exp here")
+
+    monkeypatch.setattr(cpu, "exp", refuse)
+    with pytest.warns(fnn.ShadowWarning, match="cannot run exp.*TypeError: no exp here"), \
+            fnn.shadow("cpu") as session:
+        y = x.exp()
+        x.exp()
+    np.testing.assert_allclose(y.numpy(), np.e)
+    (row,) = [r for r in session.report().rows if r["op"] == "exp"]
+    assert (row["calls"], row["checked"], row["mismatches"]) == (2, 0, 0)
