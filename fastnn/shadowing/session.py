@@ -19,6 +19,7 @@ primitives). The reference backend itself is never shadowed.
 
 from __future__ import annotations
 
+import copy
 import os
 import threading
 import warnings
@@ -26,7 +27,7 @@ import warnings
 import numpy as np
 
 from fastnn.api import hookspec, registry
-from fastnn.api.device import as_device
+from fastnn.api.device import as_device, parsed_devices
 from fastnn.shadowing import batch, blame, calls, tolerance
 from fastnn.shadowing.diff import Diff, compare
 from fastnn.shadowing.mismatch import ShadowMismatch, ShadowWarning
@@ -72,6 +73,7 @@ class shadow:
         self._patched: dict = {}
         self._warned: set = set()
         self._refused: set = set()
+        self._swapped: list = []
         self._on = False
 
     # ------------------------------------------------------------ start and stop
@@ -114,6 +116,10 @@ class shadow:
                 if getattr(ops, hook) is wrapper:  # else someone wrapped on top: ours
                     setattr(ops, hook, originals[hook])  # stays, passing calls through
         self._patched.clear()
+        for dev, ops, view in self._swapped:
+            if dev.ops is view:  # else someone installed another table since: theirs stays
+                dev.ops = ops
+        self._swapped.clear()
         if _current and _current[0] is self:
             _current.clear()
         _last[:] = [self]
@@ -148,6 +154,14 @@ class shadow:
             wrappers[hook] = self._wrap(backend, hook, originals[hook], originals)
             setattr(ops, hook, wrappers[hook])
         self._patched[id(ops)] = (ops, originals, wrappers)
+        # the parsed devices get a copy of the patched table: the same hooks under a new
+        # identity, so that code which resolved hooks from a table once and keys its cache
+        # on the table (a captured step's replay) resolves them again, shadowed
+        view = copy.copy(ops)
+        for dev in parsed_devices():
+            if dev.ops is ops:
+                dev.ops = view
+                self._swapped.append((dev, ops, view))
 
     def _wrap(self, backend, hook: str, fn, originals):
         wanted = self.ops is None or hook in self.ops
