@@ -30,13 +30,12 @@ import sys
 import threading
 import warnings
 from functools import lru_cache
-from importlib.metadata import PackageNotFoundError, entry_points, version
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from fastnn.api.errors import BackendError
 
 FORMAT = 1
-GROUP = "fastnn.backends"  # registry.GROUP (not imported: the registry imports this module)
 FOLDER = "fastnn_certificates"  # inside a backend's package: certificates it ships
 # the default backend, when it is fastnn's own distribution: trusted without a certificate
 TRUSTED = {"cpu": "fastnn-backend-cpu"}
@@ -71,26 +70,12 @@ def suite_hash() -> str:
     return digest.hexdigest()[:12]
 
 
+@lru_cache(maxsize=1)
 def fastnn_version() -> str:
     try:
         return version("fastnn-core")
     except PackageNotFoundError:
         return getattr(sys.modules.get("fastnn"), "__version__", "unknown")
-
-
-def _entry_point(name: str):
-    return next((ep for ep in entry_points(group=GROUP) if ep.name == name), None)
-
-
-def _dist_version(record) -> str:
-    """The installed version of the distribution that registers backend ``record``."""
-    entry = _entry_point(record.name)
-    if entry is not None and getattr(entry, "dist", None) is not None:
-        return entry.dist.version
-    try:
-        return version(record.distribution)
-    except (PackageNotFoundError, ValueError):
-        return "?"
 
 
 def identity(record, index: int = 0) -> dict:
@@ -99,7 +84,7 @@ def identity(record, index: int = 0) -> dict:
     return {
         "backend": record.name,
         "distribution": record.distribution,
-        "backend_version": _dist_version(record),
+        "backend_version": record.distribution_version,
         "driver": record.version,  # the library under the backend: numpy, pyopencl, cupy
         "device_index": index,
         "device": devices[index] if index < len(devices) else "",
@@ -147,11 +132,9 @@ def write(record, summary: dict, index: int = 0, path=None) -> Path:
 
 def _shipped(record) -> list:
     """Certificates a backend's package ships in its ``fastnn_certificates`` folder."""
-    entry = _entry_point(record.name)
-    module = sys.modules.get(entry.module if entry is not None else "")
-    if module is None or not getattr(module, "__file__", None):
+    if not record.package_dir:
         return []
-    folder = Path(module.__file__).parent / FOLDER
+    folder = Path(record.package_dir) / FOLDER
     return sorted(folder.glob("*.json")) if folder.is_dir() else []
 
 

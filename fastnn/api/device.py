@@ -134,6 +134,11 @@ _cache: dict[str, Device] = {}
 on_refresh(_cache.clear)
 
 
+def parsed_devices() -> list:
+    """The Device objects parsed so far (the ones tensors hold)."""
+    return list(_cache.values())
+
+
 def parse(spec: str) -> tuple[str, int]:
     """``"name"`` or ``"name:N"`` as (name, N), N = 0 by default; ValueError otherwise."""
     name, _, index = spec.partition(":")

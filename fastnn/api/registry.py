@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import threading
 import types
 from dataclasses import dataclass, field
@@ -60,6 +61,8 @@ class BackendRecord:
     # per device: its conformance certificate's status (fastnn.api.certificates), filled
     # in by backends()
     certificates: list = field(default_factory=list)
+    distribution_version: str = "?"  # the installed distribution's (``version`` is the probe's)
+    package_dir: str = ""  # the folder of the backend's entry-point module
 
 
 class Ops:
@@ -184,8 +187,10 @@ def _load(name: str) -> Backend:
         available=False,
         reason="",
     )
+    record.distribution_version = dist.version if dist else "?"
     try:
         module = ep.load()
+        record.package_dir = os.path.dirname(getattr(module, "__file__", None) or "")
         pm = pluggy.PluginManager(hookspec.PROJECT)
         pm.add_hookspecs(hookspec)
         for mod in hook_modules(module):

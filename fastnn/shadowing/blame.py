@@ -20,29 +20,24 @@ _FASTNN = os.path.dirname(os.path.abspath(fastnn.__file__)) + os.sep
 _SKIP = (_FASTNN, "<frozen", os.path.join("", "contextlib.py"))
 
 
-def user_frame():
-    """(file, line, function, source text) of the first frame outside fastnn, or None."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        path = frame.f_code.co_filename
-        if not (path.startswith(_SKIP[0]) or path.startswith(_SKIP[1])
-                or path.endswith(_SKIP[2])):
-            text = linecache.getline(path, frame.f_lineno).strip()
-            return path, frame.f_lineno, frame.f_code.co_name, text
-        frame = frame.f_back
-    return None
-
-
-def backward_of():
-    """The op whose backward rule is running (the tape's current node), or None."""
-    frame = sys._getframe(1)
+def where() -> tuple:
+    """(source, backward_of): the first frame outside fastnn as (file, line, function,
+    text) or None, and the op whose backward rule is running (the tape's current node)
+    or None. One walk up the stack, taken at the call (a batched check runs later)."""
+    frame, source, backward = sys._getframe(1), None, None
     while frame is not None:
         code = frame.f_code
-        if code.co_name == "run_backward" and code.co_filename.startswith(_FASTNN):
-            node = frame.f_locals.get("node")
-            return getattr(node, "op", None)
+        path = code.co_filename
+        if path.startswith(_FASTNN):
+            if backward is None and code.co_name == "run_backward":
+                backward = getattr(frame.f_locals.get("node"), "op", None)
+        elif source is None and not (path.startswith(_SKIP[1]) or path.endswith(_SKIP[2])):
+            source = (path, frame.f_lineno, code.co_name,
+                      linecache.getline(path, frame.f_lineno).strip())
+        if source is not None:
+            break  # the tape's loop runs below the user's frame, never above it
         frame = frame.f_back
-    return None
+    return source, backward
 
 
 class ByArray:

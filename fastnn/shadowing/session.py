@@ -19,7 +19,7 @@ primitives). The reference backend itself is never shadowed.
 
 from __future__ import annotations
 
-import inspect
+import copy
 import os
 import threading
 import warnings
@@ -27,8 +27,8 @@ import warnings
 import numpy as np
 
 from fastnn.api import hookspec, registry
-from fastnn.api.device import as_device
-from fastnn.shadowing import blame, tolerance
+from fastnn.api.device import as_device, parsed_devices
+from fastnn.shadowing import batch, blame, calls, tolerance
 from fastnn.shadowing.diff import Diff, compare
 from fastnn.shadowing.mismatch import ShadowMismatch, ShadowWarning
 from fastnn.shadowing.report import Row, ShadowReport
@@ -38,36 +38,6 @@ _COMPOSABLE = frozenset(hookspec.OPS)
 _lock = threading.Lock()
 _current: list = []  # the running session, if any
 _last: list = []  # the session that ran last (for shadow_report after the block)
-
-
-def _signature(hook: str):
-    """(parameter names, their kinds, whether the hook returns None) from the spec."""
-    sig = inspect.signature(getattr(hookspec, hook))
-    kinds = []
-    for name, param in sig.parameters.items():
-        if name == "device_index":
-            kinds.append("device")
-        elif hook == "from_numpy" and name == "array":
-            kinds.append("host")
-        elif param.annotation == "Array":
-            kinds.append("array")
-        elif param.annotation == "list":
-            kinds.append("list")
-        else:
-            kinds.append("value")
-    return tuple(sig.parameters), tuple(kinds), sig.return_annotation == "None"
-
-
-SIGNATURES = {hook: _signature(hook) for hook in hookspec.HOOKS}
-
-
-def _dtype_name(value) -> str:
-    while isinstance(value, (list, tuple)):
-        value = next((v for v in value if v is not None), None)
-    try:
-        return np.dtype(value.dtype).name
-    except (AttributeError, TypeError):
-        return "-"
 
 
 class shadow:
@@ -102,6 +72,8 @@ class shadow:
         self._rows: dict = {}
         self._patched: dict = {}
         self._warned: set = set()
+        self._refused: set = set()
+        self._swapped: list = []
         self._on = False
 
     # ------------------------------------------------------------ start and stop
@@ -119,6 +91,7 @@ class shadow:
             self._step, self._step_start = 0, 0
             self._producers = blame.Producers(limit=4096)
             self._copies = blame.HostCopies(limit=4096)
+            self._pending, self._pack = [], True
             self._on = True
             _current.append(self)
             self._forget = registry.on_load(self._patch)
@@ -126,28 +99,41 @@ class shadow:
                 self._patch(backend)
         return self
 
-    def stop(self) -> None:
-        """End shadowing and put every patched hook table back as it was."""
+    def stop(self, quiet: bool = False) -> None:
+        """Check the calls still pending, end shadowing and put every patched hook table
+        back as it was (``quiet``: a pending mismatch is counted, not raised)."""
         with _lock:
-            self._on = False
-            self._forget()
-            for ops, originals, wrappers in self._patched.values():
-                for hook, wrapper in wrappers.items():
-                    if getattr(ops, hook) is wrapper:  # else someone wrapped on top: ours
-                        setattr(ops, hook, originals[hook])  # stays, passing calls through
-            self._patched.clear()
-            if _current and _current[0] is self:
-                _current.clear()
-            _last[:] = [self]
+            try:
+                self._flush(quiet)
+            finally:
+                self._restore()
+
+    def _restore(self) -> None:
+        self._on = False
+        self._forget()
+        for ops, originals, wrappers in self._patched.values():
+            for hook, wrapper in wrappers.items():
+                if getattr(ops, hook) is wrapper:  # else someone wrapped on top: ours
+                    setattr(ops, hook, originals[hook])  # stays, passing calls through
+        self._patched.clear()
+        for dev, ops, view in self._swapped:
+            if dev.ops is view:  # else someone installed another table since: theirs stays
+                dev.ops = ops
+        self._swapped.clear()
+        if _current and _current[0] is self:
+            _current.clear()
+        _last[:] = [self]
 
     def __enter__(self) -> shadow:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
-        self.stop()
+    def __exit__(self, kind, value, traceback) -> None:
+        self.stop(quiet=kind is not None)  # an error already on its way goes first
 
     def report(self) -> ShadowReport:
-        """This session's :class:`ShadowReport`."""
+        """This session's :class:`ShadowReport` (calls still pending are checked first)."""
+        if self._on:
+            self._flush(quiet=True)
         return ShadowReport(self._rows, str(getattr(self, "_ref", self.reference)), self.mode,
                             self.sample, tolerance.SOURCE)
 
@@ -168,6 +154,14 @@ class shadow:
             wrappers[hook] = self._wrap(backend, hook, originals[hook], originals)
             setattr(ops, hook, wrappers[hook])
         self._patched[id(ops)] = (ops, originals, wrappers)
+        # the parsed devices get a copy of the patched table: the same hooks under a new
+        # identity, so that code which resolved hooks from a table once and keys its cache
+        # on the table (a captured step's replay) resolves them again, shadowed
+        view = copy.copy(ops)
+        for dev in parsed_devices():
+            if dev.ops is ops:
+                dev.ops = view
+                self._swapped.append((dev, ops, view))
 
     def _wrap(self, backend, hook: str, fn, originals):
         wanted = self.ops is None or hook in self.ops
@@ -177,7 +171,7 @@ class shadow:
             if not self._on:
                 return fn(*args, **kwargs)
             if kwargs:
-                args = _bind(hook, args, kwargs)
+                args = calls.bind(hook, args, kwargs)
             seen = counter[0]
             counter[0] = seen + 1
             checked = wanted and seen % self.sample == 0
@@ -192,22 +186,127 @@ class shadow:
     def _call(self, backend, hook, fn, args, originals, checked):
         index = self._calls
         self._calls = index + 1
-        names, kinds, returns_none = SIGNATURES[hook]
-        if checked:
+        names, kinds, returns_none = calls.SIGNATURES[hook]
+        in_place = returns_none or hook.endswith("_step")
+        # to_numpy syncs anyway: checked at once, it checks what is pending too
+        deferred = (checked and not in_place and not backend.record.host_memory
+                    and hook != "to_numpy")
+        if self._pending and (in_place or (checked and not deferred)):
+            self._flush()  # older calls first, and before anything is overwritten
+        if checked and not deferred:
+            if not backend.record.host_memory:  # the inputs in one transfer per dtype
+                self._prefetch([a for kind, arg in zip(kinds, args) if kind in ("array", "list")
+                                for a in batch.arrays_in(arg)], originals)
             fetch = self._fetcher(backend, originals["to_numpy"])
-            host = [_host(kind, a, fetch) for kind, a in zip(kinds, args)]
+            host = [calls.host_copy(kind, a, fetch) for kind, a in zip(kinds, args)]
         out = fn(*args)
-        if returns_none or hook.endswith("_step"):  # wrote in place: the copies may be stale
+        if in_place:  # the backend may have written through any view: the copies are stale
             self._copies.clear()
-        if checked:
-            self._check(backend, hook, args, host, out, originals, index)
+        if checked and not deferred and not backend.record.host_memory and hook != "to_numpy":
+            self._prefetch(batch.arrays_in(args[0] if returns_none else out), originals)
+        if deferred:
+            self._pending.append(batch.Pending(backend, hook, args, out, originals,
+                                               self._place(index)))
+            if len(self._pending) >= batch.BATCH:
+                self._flush()
+        elif checked:
+            fetch = self._fetcher(backend, originals["to_numpy"], False)
+            failures = self._check(backend, hook, args, host, out, fetch)
+            if failures:
+                self._fail(backend, hook, args, host, failures, self._place(index))
         else:
-            self._row(hook, _dtype_name(args[0] if returns_none else out)).calls += 1
+            self._row(hook, calls.dtype_name(args[0] if returns_none else out)).calls += 1
         if hook.endswith("_step"):  # a fused optimizer update closes a training step
             self._step, self._step_start = self._step + 1, index + 1
             self._producers.clear()  # (what it held lives one step: bounded memory)
         self._producers.note(args[0] if returns_none else out, index, hook)
         return out
+
+    def _place(self, index: int) -> tuple:
+        """Where call ``index`` sits: (call, step, op in step, source line, backward of)."""
+        source, backward = blame.where()
+        return index, self._step, index - self._step_start, source, backward
+
+    def _flush(self, quiet: bool = False) -> None:
+        """Check every pending device call, fetching the arrays they need together."""
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        fetched: dict = {}  # id -> host copy, for this batch (the cache may drop entries)
+        needed: dict = {}  # id(originals) -> (originals, [arrays to fetch]): per backend
+        for entry in pending:
+            kinds = calls.SIGNATURES[entry.hook][1]
+            arrays = [a for kind, arg in zip(kinds, entry.args) if kind in ("array", "list")
+                      for a in batch.arrays_in(arg)] + batch.arrays_in(entry.out)
+            wanted = needed.setdefault(id(entry.originals), (entry.originals, [], set()))
+            for array in arrays:
+                key = id(array)
+                if key in fetched or key in wanted[2]:
+                    continue
+                cached = self._copies.get(array)
+                if cached is not None:
+                    fetched[key] = cached
+                else:
+                    wanted[2].add(key)
+                    wanted[1].append(array)
+        on, self._on = self._on, False  # packing calls hooks: not to be shadowed
+        try:
+            for originals, arrays, _ in needed.values():
+                for array, host in zip(arrays, batch.fetch(arrays, originals, self._pack)):
+                    fetched[id(array)] = host
+                    self._copies.put(array, host)
+        finally:
+            self._on = on
+        for entry in pending:
+            self._settle(entry, fetched, quiet)
+
+    def _settle(self, entry, fetched: dict, quiet: bool) -> None:
+        """Check one pending call on the batch's copies; a mismatch is confirmed on
+        arrays fetched one by one before it is blamed."""
+        kinds = calls.SIGNATURES[entry.hook][1]
+        lookup = fetched.__getitem__
+
+        def batch_fetch(value):
+            return lookup(id(value))
+
+        host = [calls.host_copy(kind, a, batch_fetch) for kind, a in zip(kinds, entry.args)]
+        failures = self._check(entry.backend, entry.hook, entry.args, host, entry.out,
+                               batch_fetch)
+        if not failures:
+            return
+        if self._pack:
+            direct = entry.originals["to_numpy"]
+
+            def one_by_one(value):
+                return np.asarray(direct(value))
+
+            host = [calls.host_copy(kind, a, one_by_one) for kind, a in zip(kinds, entry.args)]
+            failures = self._check(entry.backend, entry.hook, entry.args, host, entry.out,
+                                   one_by_one, count=False)
+            if not failures:  # the packed copy was wrong, not the op: fetch one by one
+                self._pack = False
+                return
+        if quiet:
+            failures[0][2].mismatches += 1
+            return
+        self._fail(entry.backend, entry.hook, entry.args, host, failures, entry.place)
+
+    def _prefetch(self, arrays: list, originals: dict) -> None:
+        """Put host copies of the device ``arrays`` not yet copied into the cache, packed."""
+        missing, seen = [], set()
+        for array in arrays:
+            if id(array) not in seen and self._copies.get(array) is None:
+                seen.add(id(array))
+                missing.append(array)
+        if len(missing) < 2:
+            return  # fetched as usual
+        on, self._on = self._on, False  # packing calls hooks: not to be shadowed
+        try:
+            hosts = batch.fetch(missing, originals, self._pack)
+        finally:
+            self._on = on
+        for array, host in zip(missing, hosts):
+            self._copies.put(array, host)
 
     def _fetcher(self, backend, to_numpy, copy=True):
         """array -> a host copy of it that nothing else holds (from the cache if there);
@@ -234,15 +333,23 @@ class shadow:
             row = self._rows[(hook, dtype)] = Row(hook, dtype, rtol, atol)
         return row
 
-    def _check(self, backend, hook, args, host, out, originals, index):
-        names, kinds, returns_none = SIGNATURES[hook]
+    def _check(self, backend, hook, args, host, out, fetch, count=True) -> list:
+        """Run the reference on ``host`` and compare with ``out`` (fetched to the host with
+        ``fetch``); [(output path, Diff, Row)] of the outputs out of tolerance. ``count``:
+        add to the report's rows."""
+        names, kinds, returns_none = calls.SIGNATURES[hook]
         ref_ops, ref_index = self._ref_ops, self._ref.index
-        ref_args = [_to_ref(kind, h, ref_ops, ref_index) for kind, h in zip(kinds, host)]
-        ref_out = getattr(ref_ops, hook)(*ref_args)
+        try:
+            ref_args = [calls.to_ref(kind, h, ref_ops, ref_index) for kind, h in zip(kinds, host)]
+            ref_out = getattr(ref_ops, hook)(*ref_args)
+        except Exception as exc:  # e.g. a dtype the reference lacks: not the backend's fault
+            if count:
+                self._unchecked(hook, out if not returns_none else args[0], exc)
+            return []
         if returns_none:
             out, ref_out = args[0], ref_args[0]
-        got = _flatten(out, self._fetcher(backend, originals["to_numpy"], False), hook)
-        want = _flatten(ref_out, ref_ops.to_numpy, hook)
+        got = calls.flatten(out, fetch, hook)
+        want = calls.flatten(ref_out, ref_ops.to_numpy, hook)
         row, failures = None, []
         for (path, g), (_, w) in zip(got, want):
             if g is None or w is None:
@@ -258,103 +365,41 @@ class shadow:
             else:
                 diff = compare(g, w, row.rtol, row.atol)
             diff.shape = g.shape
-            row.add(diff)
+            if count:
+                row.add(diff)
             if diff.failed:
                 failures.append((path, diff, row))
         if len(got) != len(want):
             failures.append(("", Diff(bad=1, kind="shape", ratio=float("inf"),
                                       got=f"{len(got)} outputs", want=f"{len(want)}"),
                              self._row(hook, "-")))
-        row = row or self._row(hook, "-")
-        row.calls += 1
-        row.checked += 1
-        if failures:  # one mismatch per call, reported by its first wrong output
-            path, diff, where = failures[0]
-            where.mismatches += 1
-            self._fail(backend, hook, args, host, path, diff, where, index)
+        if count:
+            row = row or self._row(hook, "-")
+            row.calls += 1
+            row.checked += 1
+        return failures
 
-    def _fail(self, backend, hook, args, host, path, diff, row, index):
+    def _unchecked(self, hook, out, exc) -> None:
+        """Count a call the reference could not run, and say so once per hook."""
+        self._row(hook, calls.dtype_name(out)).calls += 1
+        if hook not in self._refused:
+            self._refused.add(hook)
+            warnings.warn(ShadowWarning(
+                f"shadow: the reference {self._ref} cannot run {hook} on these inputs "
+                f"({type(exc).__name__}: {exc}); such calls are counted, not checked"),
+                stacklevel=5)
+
+    def _fail(self, backend, hook, args, host, failures, place):
+        """Count one mismatch for the call, reported by its first wrong output."""
+        path, diff, row = failures[0]
+        row.mismatches += 1
         if self.mode == "record" or (self.mode == "warn" and hook in self._warned):
             return
-        info = _info(self, backend, hook, args, host, path, diff, row, index)
+        info = calls.describe(self, backend, hook, args, host, path, diff, row, place)
         if self.mode == "raise":
             raise ShadowMismatch(**info)
         self._warned.add(hook)
-        warnings.warn(ShadowWarning(ShadowMismatch(**info).args[0]), stacklevel=3)
-
-
-def _info(session, backend, hook, args, host, path, diff, row, index) -> dict:
-    names, kinds, _ = SIGNATURES[hook]
-    entries = []  # (name, host copy, the backend's array) per array argument
-    for name, kind, arg, copy in zip(names, kinds, args, host):
-        if kind == "array" and isinstance(copy, np.ndarray):
-            entries.append((name, copy, arg))
-        elif kind == "list":
-            entries += [(f"{name}[{i}]", c, a) for i, (c, a) in enumerate(zip(copy, arg))
-                        if isinstance(c, np.ndarray)]
-        elif kind == "host":
-            entries.append((name, copy, None))
-    return dict(
-        op=hook, backend=_device_name(backend, names, args), reference=str(session._ref),
-        output=path, arg_names=[e[0] for e in entries],
-        input_shapes=[e[1].shape for e in entries],
-        input_dtypes=[e[1].dtype.name for e in entries],
-        producers=[None if e[2] is None else session._producers.of(e[2]) for e in entries],
-        shape=diff.shape, size=diff.size, dtype=row.dtype, kind=diff.kind, bad=diff.bad,
-        max_abs=diff.max_abs, max_rel=diff.max_rel, worst=diff.worst, got=diff.got,
-        expected=diff.want, rtol=row.rtol, atol=row.atol, source=blame.user_frame(),
-        backward_of=blame.backward_of(), call=index, step=session._step,
-        op_in_step=index - session._step_start,
-    )
-
-
-def _device_name(backend, names, args) -> str:
-    if "device_index" in names:
-        return f"{backend.name}:{args[names.index('device_index')]}"
-    return backend.name
-
-
-def _bind(hook, args, kwargs) -> tuple:
-    names = SIGNATURES[hook][0]
-    bound = inspect.signature(getattr(hookspec, hook)).bind(*args, **kwargs)
-    return tuple(bound.arguments[name] for name in names)
-
-
-def _host(kind, value, fetch):
-    """A host copy of an argument (arrays), or the argument itself (other values)."""
-    if kind == "array":
-        if value is None or not hasattr(value, "shape"):
-            return value
-        return fetch(value)
-    if kind == "list":
-        return [_host("array", v, fetch) for v in value]
-    if kind == "host":
-        return np.array(value, copy=True)
-    return value
-
-
-def _to_ref(kind, value, ref_ops, ref_index):
-    if kind == "device":
-        return ref_index
-    if kind == "array" and isinstance(value, np.ndarray):
-        return ref_ops.from_numpy(value, ref_index)
-    if kind == "list":
-        return [_to_ref("array", v, ref_ops, ref_index) for v in value]
-    return value
-
-
-def _flatten(value, to_numpy, hook, path="") -> list:
-    """[(path, host array or None)] for every array in an output (lists and tuples too)."""
-    if isinstance(value, (list, tuple)):
-        out = []
-        for i, item in enumerate(value):
-            out += _flatten(item, to_numpy, hook, f"{path}[{i}]")
-        return out
-    if value is None:
-        return [(path, None)]
-    if hook == "to_numpy":
-        return [(path, np.asarray(value))]
-    return [(path, np.asarray(to_numpy(value)))]
+        warnings.warn(ShadowWarning(ShadowMismatch(**info).args[0]), stacklevel=4)
 
 
 def current() -> shadow | None:

@@ -62,11 +62,37 @@ def sqrt(x):
 }
 
 
-def install(tmp_path, fault: str) -> str:
-    """Install the backend with ``fault`` as ``shadow_<fault>``; returns its name."""
-    name = f"shadow_{fault}"
-    install_backend(tmp_path / name, f"fastnn-backend-{name}", name, f"{name}_mod",
-                    BASE + FAULTS[fault])
+# the same on the OpenCL backend: arrays in device memory, whose checks go in batches
+OPENCL_BASE = BASE.replace("fastnn_cpu", "fastnn_opencl")
+OPENCL_FAULTS = {
+    "healthy": "",
+    # exp 1% too large, computed with the backend's own kernels
+    "exp": """
+@hookimpl
+def exp(x):
+    y = _real.exp(x)
+    return _real.mul(y, _real.full(y.shape, 1.01, str(y.dtype), 0))
+""",
+    # cat that gets the first element of its result wrong (shadow packs copies with cat)
+    "cat": """
+@hookimpl
+def cat(arrays, axis):
+    out = _real.cat(arrays, axis)
+    if len(arrays) > 1 and out.size:
+        rank = len(out.shape)
+        first = _real.slice(out, (0,) * rank, (1,) * rank, (1,) * rank)
+        _real.assign(first, _real.add(first, first))
+    return out
+""",
+}
+
+
+def install(tmp_path, fault: str, base: str = "cpu") -> str:
+    """Install the ``base`` backend with ``fault`` as ``shadow_<fault>`` (or
+    ``shadow_opencl_<fault>``); returns its name."""
+    name = f"shadow_{fault}" if base == "cpu" else f"shadow_{base}_{fault}"
+    source = BASE + FAULTS[fault] if base == "cpu" else OPENCL_BASE + OPENCL_FAULTS[fault]
+    install_backend(tmp_path / name, f"fastnn-backend-{name}", name, f"{name}_mod", source)
     return name
 
 

@@ -152,3 +152,36 @@ def test_fastnn_shadow_environment_variable(tmp_path):
     assert done.returncode == 1
     assert "ShadowMismatch: shadow: sqrt on shadow_sqrt_nan disagrees with cpu" in done.stderr
     assert '<string>:5' in done.stderr and "shadow report (reference cpu" in done.stderr
+
+
+def test_a_call_the_reference_cannot_run_is_counted_not_blamed(tmp_path, monkeypatch):
+    name = faulty.install(tmp_path, "healthy")
+    x = fnn.tensor(np.ones((2, 3)), device=name)
+    cpu = as_device("cpu").ops
+
+    def refuse(x):
+        raise TypeError("no exp here")
+
+    monkeypatch.setattr(cpu, "exp", refuse)
+    with pytest.warns(fnn.ShadowWarning, match="cannot run exp.*TypeError: no exp here"), \
+            fnn.shadow("cpu") as session:
+        y = x.exp()
+        x.exp()
+    np.testing.assert_allclose(y.numpy(), np.e)
+    (row,) = [r for r in session.report().rows if r["op"] == "exp"]
+    assert (row["calls"], row["checked"], row["mismatches"]) == (2, 0, 0)
+
+
+def test_devices_see_a_new_table_identity_while_shadowed(tmp_path):
+    """A captured step's replay resolves hooks once per table identity: inside the block
+    the devices hold another table (of the same, shadowed, hooks), after it the old one."""
+    name = faulty.install(tmp_path, "exp_contiguous")
+    dev = as_device(name)
+    before = dev.ops
+    resolved = {id(before): before.exp}  # what a replay compiled before the block holds
+    with fnn.shadow("cpu"):
+        assert id(dev.ops) not in resolved and dev.ops.exp is before.exp
+        x = fnn.tensor(np.arange(6.0).reshape(2, 3), device=name)
+        with pytest.raises(fnn.ShadowMismatch, match="exp on shadow_exp_contiguous"):
+            dev.ops.exp(x.T._data)
+    assert dev.ops is before and before.exp is resolved[id(before)]

@@ -1,0 +1,76 @@
+"""Shadowing a device backend (OpenCL): checks in batches, blame as precise as at once."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+import fastnn as fnn
+from fastnn import nn
+from fastnn.shadowing import batch
+from tests.fake_backends import forget
+from tests.shadowing import faulty
+
+HERE = __file__.rstrip("c")
+
+
+@pytest.fixture(autouse=True)
+def _opencl():
+    try:
+        fnn.Device("opencl")
+    except fnn.BackendError as exc:
+        pytest.skip(f"opencl unavailable: {exc}")
+    yield
+    forget()
+
+
+def line_of(marker: str) -> int:
+    lines = inspect.getsource(inspect.getmodule(line_of)).splitlines()
+    return next(i + 1 for i, text in enumerate(lines) if text.rstrip().endswith(f"# {marker}"))
+
+
+def test_a_wrong_kernel_is_blamed_at_its_own_line_though_checked_later(tmp_path):
+    name = faulty.install(tmp_path, "exp", base="opencl")
+    x = fnn.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4), device=name)
+    with pytest.raises(fnn.ShadowMismatch) as caught, fnn.shadow("cpu"):
+        y = (x * 2).relu()
+        z = y.exp()  # exp line
+        w = (z + 1).sum()
+        w.item()  # a sync point: the pending checks run here
+    err = caught.value
+    assert err.op == "exp" and err.source[:2] == (HERE, line_of("exp line"))
+    assert err.max_rel == pytest.approx(0.01, rel=1e-3) and err.producers[0][1] == "relu"
+    assert err.backend == name and err.reference == "cpu"
+
+
+def test_a_broken_cat_does_not_blame_the_ops_whose_copies_it_packed(tmp_path):
+    name = faulty.install(tmp_path, "cat", base="opencl")
+    fnn.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Activation("tanh"), nn.Linear(8, 2)).to(name)
+    x = fnn.tensor(np.ones((3, 4), np.float32), device=name)
+    with fnn.shadow("cpu", mode="record") as session:
+        model(x).sum().backward()
+    report = session.report()
+    assert report.mismatches == 0 and session._pack is False, report
+    with fnn.shadow("cpu", mode="record") as session:  # the user's own cat is blamed
+        fnn.cat([x, x]).numpy()
+    assert [r["op"] for r in session.report().rows if r["mismatches"]] == ["cat"]
+
+
+def test_the_healthy_clone_passes_batches_of_every_size(tmp_path, monkeypatch):
+    name = faulty.install(tmp_path, "healthy", base="opencl")
+    monkeypatch.setattr(batch, "BATCH", 3)
+    monkeypatch.setattr(batch, "PACK_BELOW", 20)  # some arrays packed, some alone
+    fnn.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Activation("gelu"), nn.Linear(8, 2)).to(name)
+    opt = fnn.optim.Adam(model.parameters(), lr=0.1)
+    x = fnn.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4), device=name)
+    with fnn.shadow("cpu") as session:
+        for _ in range(2):
+            opt.zero_grad()
+            model(x).square().mean().backward()
+            opt.step()
+    report = session.report()
+    assert report.mismatches == 0 and sum(r["checked"] for r in report.rows) > 40, report

@@ -1,0 +1,29 @@
+"""benchmarks/bench_shadow.py runs end to end, and its shadowed step is really shadowed."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+import fastnn as fnn
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_shadow.py"
+
+
+def test_measures_the_three_ways(monkeypatch):
+    try:
+        fnn.Device("opencl")
+    except fnn.BackendError as exc:
+        pytest.skip(f"opencl unavailable: {exc}")
+    spec = importlib.util.spec_from_file_location("bench_shadow", SCRIPT)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    monkeypatch.setitem(bench.SIZES, "small", (8, 16, 4))
+    result = bench.measure("opencl", "cpu", "small", rounds=1, steps=1)
+    assert 0 < result["backend"] and 0 < result["reference"] < float("inf")
+    assert result["ratio"] == pytest.approx(
+        result["shadowed"] / (result["backend"] + result["reference"]))
+    report = fnn.shadow_report()  # the benchmark's last shadowed round
+    assert report.mismatches == 0 and any(r["op"] == "adam_step" for r in report.rows)
