@@ -67,6 +67,15 @@ def slots_in(template) -> list:
     return []
 
 
+_recording = [0]  # how many recordings are under way (fnn.compile)
+
+
+def recording() -> bool:
+    """Whether a step is being recorded (``fnn.compile``): code that would read a tensor's
+    values to pick a fast path takes its general path instead, which a replay can follow."""
+    return _recording[0] > 0
+
+
 IMPURE = ("assign", "allreduce", "broadcast")  # and every *_step (optimizer updates)
 
 

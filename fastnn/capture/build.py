@@ -404,9 +404,11 @@ def _guards(binds, inputs, values, writes, snapshot) -> list:
                 and tuple(ref()._grad._data.shape) == shape))
         else:
             optimizers[id(ref())] = ref
-    for kind, ref, _key, _, _ in writes:
-        if type(ref) is ArgRef:
+    for kind, ref, _key, _, meta in writes:
+        if type(ref) is ArgRef:  # the signature says whether an argument has a gradient
             continue
+        if kind == "grad_new" and meta[3]:  # the step starts from no gradient
+            guards.append(lambda ref=ref: ref() is not None and ref()._grad is None)
         if kind == "opt":
             optimizers[id(ref())] = ref
         else:

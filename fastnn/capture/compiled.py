@@ -21,6 +21,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from fastnn.api import program as programs
 from fastnn.api.device import _cache as _devices
 from fastnn.autograd import grad_mode
 from fastnn.capture import build
@@ -106,12 +107,14 @@ class Compiled:
         installed = []
         rng = tensor_module._default_rng
         log = tensor_module._default_rng = RngLog(rng)
+        programs._recording[0] += 1
         try:
             for dev in devices:
                 installed.append((dev, dev.ops))
                 dev.ops = RecordingOps(dev.ops, recorder, dev)
             result = self.fn(*args, **kwargs)
         finally:
+            programs._recording[0] -= 1
             recorder.active = False
             for dev, ops in installed:
                 dev.ops = ops

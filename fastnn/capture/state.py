@@ -74,8 +74,9 @@ class Snapshot:
                     out.append(("grad_none", weakref.ref(t), None, None, None))
                 else:
                     shared = g._storage is not None and g._storage.copy_on_write
+                    # meta[3]: the gradient was None before (eager makes a new one only then)
                     out.append(("grad_new", weakref.ref(t), None, _slot(slot_of, g._data, name),
-                                (g._dtype, g._device, shared)))
+                                (g._dtype, g._device, shared, grad is None)))
         steps = []
         for o, before, groups in zip(self.optimizers, self.opt_state, self.groups):
             ref = weakref.ref(o)

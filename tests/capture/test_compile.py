@@ -241,3 +241,29 @@ def test_gradients_of_arguments_reach_each_call_s_own_tensors():
         assert np.array_equal(loss.numpy(), want.numpy())
         assert np.array_equal(w.grad.numpy(), w2.grad.numpy())
     assert grads.stats["replayed"] == 3
+
+
+def test_a_read_inside_fastnn_is_refused_naming_the_user_s_line():
+    model = _mlp()
+
+    @fnn.compile
+    def step(x):
+        model.zero_grad()
+        model(x).sum().backward()
+        fnn.nn.utils.clip_grad_norm_(model.parameters(), 0.1)  # returns a host float
+        return x
+
+    with pytest.raises(fnn.CaptureError) as info:
+        step(fnn.randn(3, 4))
+    assert "clip_grad_norm_" in str(info.value) and "test_compile.py" in str(info.value)
+
+
+def test_ignored_targets_are_replayed_as_eager_computes_them():
+    fnn.manual_seed(0)
+    logits = fnn.randn(6, 4)
+    loss = fnn.compile(lambda z, t: F.cross_entropy(z, t))
+    cases = [[0, 1, 2, 3, 0, 1], [0, -100, 2, 3, -100, 1], [3, 2, 1, 0, 0, -100]]
+    for targets in cases + cases:
+        t = fnn.tensor(np.array(targets))
+        assert np.array_equal(loss(logits, t).numpy(), F.cross_entropy(logits, t).numpy())
+    assert loss.stats["replayed"] == 5
