@@ -69,7 +69,8 @@ class Entry:
         draws = [getattr(rng, m)(*a, **k) for m, a, k in self.draws]
         env = [get(leaves, draws) for get in self.getters]
         if dry:
-            env = [_copy(v, dev) for v, dev in zip(env, self.devices)]
+            env = [_copy(v, dev) if own else v
+                   for v, dev, own in zip(env, self.devices, self.copied)]
             self.dry_inputs = env
             return self.program.runner()(list(env))
         outs = self.program.runner()(env)
@@ -243,6 +244,9 @@ def build(name, recorder, snapshot, leaves, draws, result) -> Entry:
     entry.devices = [device_of.get(i) for i in inputs]
     entry.out_devices = [device_of.get(i) for i in outputs]
     entry.getters = [_getter(binds[i], values[i]) for i in inputs]
+    # a dry replay copies what a call may write into (not the constants: host arrays)
+    entry.copied = [binds[i] is not None and binds[i][0] in ("arg", "data", "grad", "opt")
+                    for i in inputs]
     # inputs the program may write into (in place): compared by the first replay's check,
     # unless the step stores a new array there (compared as an output)
     stored = {("grad" if kind.startswith("grad") else kind, id(ref()), key)

@@ -25,13 +25,16 @@ class Snapshot:
 
     def __init__(self):
         self.tensors, self.modules, self.optimizers = [], [], []
+        kinds: dict = {}  # type -> which list its objects go to (None: none)
+        lists = ((Tensor, self.tensors), (Module, self.modules), (Optimizer, self.optimizers))
         for obj in gc.get_objects():
-            if isinstance(obj, Tensor):
-                self.tensors.append(obj)
-            elif isinstance(obj, Module):
-                self.modules.append(obj)
-            elif isinstance(obj, Optimizer):
-                self.optimizers.append(obj)
+            kind = type(obj)  # never obj.__class__: a proxy's __getattr__ could run
+            found = kinds.get(kind, 0)
+            if found == 0:
+                found = kinds[kind] = next((out for base, out in lists
+                                            if issubclass(kind, base)), None)
+            if found is not None:
+                found.append(obj)
         self.data = [t._data for t in self.tensors]
         self.grads = [t._grad for t in self.tensors]
         self.owner: dict[int, Tensor] = {}  # id(array) -> a tensor holding it (bases first)
