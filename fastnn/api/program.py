@@ -124,9 +124,13 @@ class Program:
         self.outputs = outputs  # [slot]: the order the replay hands them back in
         self.describe = describe  # slot -> "float32[64, 10]" (from the recording)
         self._run, self._resolved = None, None
+        self.plan = self  # what runs: this program, or its fused form on a backend that fuses
 
     def text(self) -> str:
-        """One line per call: ``%5 = add(%1, %2)  float32[64, 10]``; inputs and outputs."""
+        """One line per call: ``%5 = add(%1, %2)  float32[64, 10]``; inputs and outputs
+        (of the fused form, where the backend fuses)."""
+        if self.plan is not self:
+            return self.plan.text()
         lines = [f"program {self.name}: {len(self.calls)} calls, inputs "
                  + ", ".join(f"%{i}" for i in self.inputs)]
         drops = last_uses(self.calls, set(self.outputs))
@@ -147,10 +151,17 @@ class Program:
     def runner(self):
         """The replay function for the ops tables installed now (rebuilt when they change,
         e.g. when shadow execution wraps them)."""
-        tables = tuple(dev.ops for dev in self.devices())
+        devices = self.devices()
+        tables = tuple(dev.ops for dev in devices)
         if self._resolved != tables:
-            self._resolved = tables
-            self._run = compile_program(self)
+            self._resolved, self.plan = tables, self
+            if len(devices) == 1 and "fused_elementwise" in getattr(
+                    devices[0].backend, "implemented", ()):
+                from fastnn.api import fusion  # (fusion imports this module)
+
+                if fusion.ENABLED:
+                    self.plan = fusion.fuse(self)
+            self._run = compile_program(self.plan)
         return self._run
 
     def devices(self) -> list:
