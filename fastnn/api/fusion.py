@@ -46,6 +46,16 @@ def _meta(describe: dict, i: int):
     return dtype, shape
 
 
+def planned(program: Program) -> Program:
+    """What a program runs as: fused where it runs on one device whose backend implements
+    ``fused_elementwise`` (and fusion is on), else itself."""
+    devices = program.devices()
+    if ENABLED and len(devices) == 1 and "fused_elementwise" in getattr(
+            devices[0].backend, "implemented", ()):
+        return fuse(program)
+    return program
+
+
 def fuse(program: Program) -> Program:
     """``program`` with its elementwise chains fused (see the module); the program itself
     when nothing fuses."""

@@ -125,6 +125,7 @@ class Program:
         self.describe = describe  # slot -> "float32[64, 10]" (from the recording)
         self._run, self._resolved = None, None
         self.plan = self  # what runs: this program, or its fused form on a backend that fuses
+        self.planner = None  # program -> the program to run (fastnn.api.fusion.planned)
 
     def text(self) -> str:
         """One line per call: ``%5 = add(%1, %2)  float32[64, 10]``; inputs and outputs
@@ -154,13 +155,8 @@ class Program:
         devices = self.devices()
         tables = tuple(dev.ops for dev in devices)
         if self._resolved != tables:
-            self._resolved, self.plan = tables, self
-            if len(devices) == 1 and "fused_elementwise" in getattr(
-                    devices[0].backend, "implemented", ()):
-                from fastnn.api import fusion  # (fusion imports this module)
-
-                if fusion.ENABLED:
-                    self.plan = fusion.fuse(self)
+            self._resolved = tables
+            self.plan = self.planner(self) if self.planner is not None else self
             self._run = compile_program(self.plan)
         return self._run
 

@@ -15,6 +15,7 @@ import weakref
 
 import numpy as np
 
+from fastnn.api import fusion
 from fastnn.api.device import Device
 from fastnn.api.program import Program, Seq, Slot, eliminate_dead, slots_in
 from fastnn.autograd import engine
@@ -241,6 +242,7 @@ def build(name, recorder, snapshot, leaves, draws, result) -> Entry:
     device_of = _devices_of(kept)
     describe = {i: _describe(v) for i, v in enumerate(values) if is_array(v)}
     entry.program = Program(name, kept, inputs, outputs, describe)
+    entry.program.planner = fusion.planned
     entry.devices = [device_of.get(i) for i in inputs]
     entry.out_devices = [device_of.get(i) for i in outputs]
     entry.getters = [_getter(binds[i], values[i]) for i in inputs]
