@@ -267,3 +267,25 @@ def test_ignored_targets_are_replayed_as_eager_computes_them():
         t = fnn.tensor(np.array(targets))
         assert np.array_equal(loss(logits, t).numpy(), F.cross_entropy(logits, t).numpy())
     assert loss.stats["replayed"] == 5
+
+
+def test_fusion_folds_an_elementwise_chain_into_one_call():
+    from fastnn.api import fusion
+    from fastnn.api.program import interpreter
+
+    @fnn.compile
+    def chain(x, y):
+        return ((x * y + 1.0).tanh() - x).relu() * 2.0
+
+    data = np.random.default_rng(0)
+    x, y = (fnn.tensor(data.normal(size=(5, 3))) for _ in range(2))
+    want = chain(x, y)
+    program = chain._last.program
+    fused = fusion.fuse(program)
+    names = [c.name for c in fused.calls]
+    assert names == ["fused_elementwise"] and len(program.calls) == 6
+    assert "fused_elementwise((" in fused.text()
+    # on cpu the hook is the composite: node by node, what the calls gave
+    inputs = [x._data if i == program.inputs[0] else y._data for i in fused.inputs]
+    (got,) = interpreter(fused)(inputs)
+    assert np.array_equal(got, want.numpy())
