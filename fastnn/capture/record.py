@@ -96,8 +96,10 @@ class Recorder:
             return
         if direct:
             what = call or what
+        elif call:
+            what = f"{call}, which reads tensor values back to Python in {reader}()"
         else:
-            what = f"{call or what}, which reads tensor values back to Python in {reader}()"
+            what = f"{reader}() reads tensor values back to Python"
         message = (f"fnn.compile: {self.name} reads a tensor's value back to Python "
                    f"({what}) at {where}: the recorded program cannot replay a value "
                    "Python computes with. Move it out of the compiled function (return the "
@@ -130,8 +132,8 @@ def user_line() -> tuple[str, str, bool, str]:
                 reader = called  # fastnn function that read the value (not a Tensor method)
             direct = direct and path == _TENSOR_FILE
         frame = frame.f_back
-    if frame is None:
-        return "an unknown line", called, False, reader
+    if frame is None or frame.f_code.co_filename.startswith("<frozen"):
+        return "a line of fastnn's own (no user code called it)", "", False, reader
     line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
     call = {"__bool__": "bool(tensor)", "__repr__": "printing a tensor", "__float__":
             "float(tensor)", "__int__": "int(tensor)", "__array__": "np.asarray(tensor)",
