@@ -43,8 +43,9 @@ def _key(value, leaves):
     kind = type(value)
     if kind is Tensor or isinstance(value, Tensor):
         leaves.append(value)
-        return ("T", value._data.shape, value._dtype, value._device, value._requires_grad,
-                value._requires_grad and value._grad is None)
+        data = value._data  # the layout too: the core may choose by it (a copy or a view)
+        return ("T", data.shape, getattr(data, "strides", None), value._dtype, value._device,
+                value._requires_grad, value._requires_grad and value._grad is None)
     if kind is tuple or kind is list:
         return (kind,) + tuple(_key(v, leaves) for v in value)
     if kind is dict:

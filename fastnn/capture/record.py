@@ -19,6 +19,8 @@ from __future__ import annotations
 import linecache
 import os
 import sys
+import threading
+from threading import get_ident
 
 from fastnn.api.program import Call, Seq, Slot
 from fastnn.ops.tensor import Tensor
@@ -48,6 +50,7 @@ class Recorder:
         self.breaks: list[str] = []  # where the recording could not continue (fullgraph=False)
         self.host_reads: list[str] = []  # fastnn's own reads of values (checks, fast paths)
         self.active = True
+        self.thread = threading.get_ident()  # calls from other threads pass unrecorded
 
     def slot(self, value) -> Slot:
         i = self.slot_of.get(id(value))
@@ -161,13 +164,13 @@ class RecordingOps:
 
         if name == "to_numpy":
             def hook(*args, **kwargs):
-                if recorder.active:
+                if recorder.active and get_ident() == recorder.thread:
                     recorder.refuse("to_numpy")
                 return getattr(self._inner, name)(*args, **kwargs)
         else:
             def hook(*args, **kwargs):
                 fn = getattr(self._inner, name)
-                if not recorder.active:
+                if not recorder.active or get_ident() != recorder.thread:
                     return fn(*args, **kwargs)
                 a = [recorder.encode(v) for v in args]
                 k = {key: recorder.encode(v) for key, v in kwargs.items()}
@@ -184,7 +187,7 @@ class RngLog:
     logged as (method, args, kwargs, result), for the replay to draw the same way."""
 
     def __init__(self, rng):
-        self._rng, self.draws = rng, []
+        self._rng, self.draws, self._thread = rng, [], threading.get_ident()
 
     def __getattr__(self, name):
         target = getattr(self._rng, name)
@@ -193,6 +196,7 @@ class RngLog:
 
         def draw(*args, **kwargs):
             result = target(*args, **kwargs)
-            self.draws.append((name, args, kwargs, result))
+            if threading.get_ident() == self._thread:
+                self.draws.append((name, args, kwargs, result))
             return result
         return draw

@@ -289,3 +289,22 @@ def test_fusion_folds_an_elementwise_chain_into_one_call():
     inputs = [x._data if i == program.inputs[0] else y._data for i in fused.inputs]
     (got,) = interpreter(fused)(inputs)
     assert np.array_equal(got, want.numpy())
+
+
+def test_other_threads_calls_are_not_recorded():
+    import threading
+
+    other = fnn.randn(4)
+    seen = []
+
+    @fnn.compile
+    def step(x):
+        worker = threading.Thread(target=lambda: seen.append((other.exp() + 1).numpy()))
+        worker.start()
+        worker.join()
+        return x * 2.0
+
+    with fnn.no_grad():
+        step(fnn.randn(3))
+    names = [call.name for call in step._last.program.calls]
+    assert names == ["mul"] and len(seen) == 1
