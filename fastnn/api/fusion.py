@@ -8,7 +8,8 @@ floating dtype, except a ``where`` condition made inside the expression by a com
 :func:`fuse` replaces each chain of elementwise calls whose intermediate values are read
 once, by the next call of the chain, and nowhere else, with one call; it runs only for a
 backend that implements ``fused_elementwise`` itself (for the others, the composite
-:func:`evaluate` would only add work). A chain never reaches across an in-place write,
+:func:`evaluate` would only add work; a backend whose hook is that composite marks it
+with ``fused_elementwise.fuses = False``). A chain never reaches across an in-place write,
 an optimizer step or a collective, since its calls run where its last call ran.
 """
 
@@ -51,7 +52,8 @@ def planned(program: Program) -> Program:
     ``fused_elementwise`` (and fusion is on), else itself."""
     devices = program.devices()
     if ENABLED and len(devices) == 1 and "fused_elementwise" in getattr(
-            devices[0].backend, "implemented", ()):
+            devices[0].backend, "implemented", ()) and getattr(
+            devices[0].ops.fused_elementwise, "fuses", True):
         return fuse(program)
     return program
 
