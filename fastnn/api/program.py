@@ -199,6 +199,7 @@ def interpreter(program: Program):
         elif type(call.out) is Seq:
             lines.append(f"    _r = {expr}")
             lines.extend(_unpack(call.out, "_r"))
+            lines.append("    del _r")  # the parts nobody reads go now, not at the next
         else:
             lines.append(f"    {expr}")
         # a slot no longer read is dropped at once (a result nobody reads, too)

@@ -308,3 +308,32 @@ def test_other_threads_calls_are_not_recorded():
         step(fnn.randn(3))
     names = [call.name for call in step._last.program.calls]
     assert names == ["mul"] and len(seen) == 1
+
+
+def test_a_replay_holds_no_more_memory_than_eager():
+    import tracemalloc
+
+    peaks = []
+    for compiled in (False, True):
+        fnn.manual_seed(0)
+        model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                              nn.Linear(256, 10))
+        opt = optim.Adam(model.parameters(), lr=1e-3)
+        x, y = fnn.randn(64, 64), fnn.tensor(np.arange(64) % 10)
+
+        def step(a, b, model=model, opt=opt):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(a), b)
+            loss.backward()
+            opt.step()
+            return loss
+
+        run = fnn.compile(step) if compiled else step
+        for _ in range(4):
+            run(x, y)
+        tracemalloc.start()
+        base = tracemalloc.get_traced_memory()[0]
+        run(x, y)
+        peaks.append(tracemalloc.get_traced_memory()[1] - base)
+        tracemalloc.stop()
+    assert peaks[1] <= peaks[0] * 1.02, peaks
