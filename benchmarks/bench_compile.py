@@ -6,9 +6,12 @@
 Per model and backend: the median step time eager and compiled, their ratio, and each
 step's *host time*: the step's time minus the time spent inside the backend's hooks
 (measured by a timing wrapper around the device's ops table, installed for both runs, so
-its own cost counts in both host times alike). Every model trains with Adam from the same
+its own cost counts in both host times alike). Each step ends by reading its loss, so a
+step's time includes the device finishing it. Every model trains with Adam from the same
 start eagerly and compiled; the weights after the timed steps must be equal bit for bit
-(the benchmark says so or stops), so the ratio compares the same work.
+(the benchmark says so), so the ratio compares the same work. On a backend that fuses
+elementwise chains (``fused_elementwise``: opencl), "unfused" is the compiled step with
+fusion off (``fastnn.api.fusion.ENABLED``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import numpy as np
 import fastnn as fnn
 import fastnn.functional as F
 from fastnn import nn, optim
+from fastnn.api import fusion
 from fastnn.api.device import as_device
 
 BATCH, CLASSES = 32, 10
@@ -77,7 +81,8 @@ class TimedOps:
         return hook
 
 
-def run(name: str, backend: str, compiled: bool, steps: int, warmup: int = 3):
+def run(name: str, backend: str, compiled: bool, steps: int, warmup: int = 3,
+        fuse: bool = True):
     """(median step seconds, median host seconds, the weights after the steps)."""
     rng = np.random.default_rng(0)
     fnn.manual_seed(0)
@@ -95,6 +100,7 @@ def run(name: str, backend: str, compiled: bool, steps: int, warmup: int = 3):
         return loss
 
     fn = fnn.compile(step) if compiled else step
+    fusion.ENABLED = fuse
     device = as_device(backend)
     timed = TimedOps(device.ops)
     device.ops = timed
@@ -103,7 +109,7 @@ def run(name: str, backend: str, compiled: bool, steps: int, warmup: int = 3):
         for n in range(warmup + steps):
             timed.inside = 0.0
             start = time.perf_counter()
-            fn(x, y)
+            fn(x, y).numpy()  # waits for the device: a queued step is not a finished one
             elapsed = time.perf_counter() - start
             if n >= warmup:
                 totals.append(elapsed)
@@ -132,19 +138,24 @@ def main() -> None:
             eager, eager_host, w1 = run(name, backend, False, args.steps)
             comp, comp_host, w2 = run(name, backend, True, args.steps)
             same = all(np.array_equal(a, b) for a, b in zip(w1, w2))
+            fuses = "fused_elementwise" in as_device(backend).backend.implemented
+            unfused, _, w3 = run(name, backend, True, args.steps, fuse=False) if fuses else (
+                comp, None, w2)
+            same = same and all(np.array_equal(a, b) for a, b in zip(w1, w3))
             rows.append({"model": name, "backend": backend, "eager_ms": eager * 1e3,
                          "compiled_ms": comp * 1e3, "ratio": comp / eager,
                          "eager_host_ms": eager_host * 1e3, "compiled_host_ms": comp_host * 1e3,
-                         "host_ratio": comp_host / eager_host, "bit_equal": same})
+                         "host_ratio": comp_host / eager_host, "bit_equal": same,
+                         "unfused_ms": unfused * 1e3})
     if args.json:
         print(json.dumps(rows, indent=1))
         return
     print(f"{'model':12} {'backend':8} {'eager ms':>9} {'compiled':>9} {'ratio':>6} "
-          f"{'host eager':>11} {'host comp':>10} {'host ratio':>10}  equal")
+          f"{'host eager':>11} {'host comp':>10} {'host ratio':>10} {'unfused':>8}  equal")
     for r in rows:
         print(f"{r['model']:12} {r['backend']:8} {r['eager_ms']:9.3f} {r['compiled_ms']:9.3f} "
               f"{r['ratio']:6.2f} {r['eager_host_ms']:11.3f} {r['compiled_host_ms']:10.3f} "
-              f"{r['host_ratio']:10.2f}  {r['bit_equal']}")
+              f"{r['host_ratio']:10.2f} {r['unfused_ms']:8.3f}  {r['bit_equal']}")
 
 
 if __name__ == "__main__":

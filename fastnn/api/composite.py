@@ -317,6 +317,15 @@ def compile_program(ops, program):
     from fastnn.api.program import interpreter
 
     return interpreter(program)
+
+
+def fused_elementwise(ops, expr, inputs):
+    """The expression node by node with the backend's own hooks (fastnn.api.fusion)."""
+    from fastnn.api.fusion import evaluate
+
+    return evaluate(ops, expr, inputs)
+
+
 from fastnn.api.composite_pool import (  # noqa: E402,F401  (the pooling hooks)
     max_pool2d,
     max_pool2d_backward,

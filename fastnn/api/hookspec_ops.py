@@ -368,6 +368,8 @@ def compile_program(program: Any) -> Any:
     give (bit for bit unless it fuses). The composite is the core's interpreter (the
     calls as straight-line Python, each value dropped after its last use).
     """
+
+
 # ---------------------------------------------------------------- pooling
 
 
@@ -388,3 +390,19 @@ def max_pool2d_backward(x: Array, out: Array, grad: Array, kernel: Shape, stride
     gradient is shared evenly by its input positions equal to its max (ties share, as the
     core's ``max`` does); where windows overlap, the shares add up. A window whose max is
     NaN passes no gradient."""
+
+
+@op
+def fused_elementwise(expr: Any, inputs: list) -> Array:
+    """One elementwise expression over arrays of one shape: a chain of elementwise calls
+    of a recorded program (``fnn.compile``) fused into one.
+
+    ``expr`` is a tuple tree: ``("in", k)`` is ``inputs[k]``, ``("const", v)`` a Python
+    number, ``(op, *operands)`` the hook ``op`` (neg, exp, log, sqrt, abs, tanh, sigmoid,
+    relu, add, sub, mul, div, maximum, minimum, greater, less, equal, where) on its
+    operands in the hook's own order. Every input has the result's shape and floating
+    dtype, but a ``where`` condition, which may be a bool input. Returns a new array; it
+    must equal what the hooks give node by node within the conformance suite's elementwise
+    tolerance (bit for bit where the backend evaluates each node as its own hook does).
+    The core fuses only for a backend that implements this hook.
+    """

@@ -67,6 +67,15 @@ def slots_in(template) -> list:
     return []
 
 
+_recording = [0]  # how many recordings are under way (fnn.compile)
+
+
+def recording() -> bool:
+    """Whether a step is being recorded (``fnn.compile``): code that would read a tensor's
+    values to pick a fast path takes its general path instead, which a replay can follow."""
+    return _recording[0] > 0
+
+
 IMPURE = ("assign", "allreduce", "broadcast")  # and every *_step (optimizer updates)
 
 
@@ -115,9 +124,14 @@ class Program:
         self.outputs = outputs  # [slot]: the order the replay hands them back in
         self.describe = describe  # slot -> "float32[64, 10]" (from the recording)
         self._run, self._resolved = None, None
+        self.plan = self  # what runs: this program, or its fused form on a backend that fuses
+        self.planner = None  # program -> the program to run (fastnn.api.fusion.planned)
 
     def text(self) -> str:
-        """One line per call: ``%5 = add(%1, %2)  float32[64, 10]``; inputs and outputs."""
+        """One line per call: ``%5 = add(%1, %2)  float32[64, 10]``; inputs and outputs
+        (of the fused form, where the backend fuses)."""
+        if self.plan is not self:
+            return self.plan.text()
         lines = [f"program {self.name}: {len(self.calls)} calls, inputs "
                  + ", ".join(f"%{i}" for i in self.inputs)]
         drops = last_uses(self.calls, set(self.outputs))
@@ -138,10 +152,12 @@ class Program:
     def runner(self):
         """The replay function for the ops tables installed now (rebuilt when they change,
         e.g. when shadow execution wraps them)."""
-        tables = tuple(dev.ops for dev in self.devices())
+        devices = self.devices()
+        tables = tuple(dev.ops for dev in devices)
         if self._resolved != tables:
             self._resolved = tables
-            self._run = compile_program(self)
+            self.plan = self.planner(self) if self.planner is not None else self
+            self._run = compile_program(self.plan)
         return self._run
 
     def devices(self) -> list:
@@ -183,6 +199,7 @@ def interpreter(program: Program):
         elif type(call.out) is Seq:
             lines.append(f"    _r = {expr}")
             lines.extend(_unpack(call.out, "_r"))
+            lines.append("    del _r")  # the parts nobody reads go now, not at the next
         else:
             lines.append(f"    {expr}")
         # a slot no longer read is dropped at once (a result nobody reads, too)

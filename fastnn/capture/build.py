@@ -15,6 +15,7 @@ import weakref
 
 import numpy as np
 
+from fastnn.api import fusion
 from fastnn.api.device import Device
 from fastnn.api.program import Program, Seq, Slot, eliminate_dead, slots_in
 from fastnn.autograd import engine
@@ -69,7 +70,8 @@ class Entry:
         draws = [getattr(rng, m)(*a, **k) for m, a, k in self.draws]
         env = [get(leaves, draws) for get in self.getters]
         if dry:
-            env = [_copy(v, dev) for v, dev in zip(env, self.devices)]
+            env = [_copy(v, dev) if own else v
+                   for v, dev, own in zip(env, self.devices, self.copied)]
             self.dry_inputs = env
             return self.program.runner()(list(env))
         outs = self.program.runner()(env)
@@ -240,9 +242,13 @@ def build(name, recorder, snapshot, leaves, draws, result) -> Entry:
     device_of = _devices_of(kept)
     describe = {i: _describe(v) for i, v in enumerate(values) if is_array(v)}
     entry.program = Program(name, kept, inputs, outputs, describe)
+    entry.program.planner = fusion.planned
     entry.devices = [device_of.get(i) for i in inputs]
     entry.out_devices = [device_of.get(i) for i in outputs]
     entry.getters = [_getter(binds[i], values[i]) for i in inputs]
+    # a dry replay copies what a call may write into (not the constants: host arrays)
+    entry.copied = [binds[i] is not None and binds[i][0] in ("arg", "data", "grad", "opt")
+                    for i in inputs]
     # inputs the program may write into (in place): compared by the first replay's check,
     # unless the step stores a new array there (compared as an output)
     stored = {("grad" if kind.startswith("grad") else kind, id(ref()), key)
@@ -404,9 +410,11 @@ def _guards(binds, inputs, values, writes, snapshot) -> list:
                 and tuple(ref()._grad._data.shape) == shape))
         else:
             optimizers[id(ref())] = ref
-    for kind, ref, _key, _, _ in writes:
-        if type(ref) is ArgRef:
+    for kind, ref, _key, _, meta in writes:
+        if type(ref) is ArgRef:  # the signature says whether an argument has a gradient
             continue
+        if kind == "grad_new" and meta[3]:  # the step starts from no gradient
+            guards.append(lambda ref=ref: ref() is not None and ref()._grad is None)
         if kind == "opt":
             optimizers[id(ref())] = ref
         else:

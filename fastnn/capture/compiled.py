@@ -21,6 +21,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from fastnn.api import program as programs
 from fastnn.api.device import _cache as _devices
 from fastnn.autograd import grad_mode
 from fastnn.capture import build
@@ -42,8 +43,9 @@ def _key(value, leaves):
     kind = type(value)
     if kind is Tensor or isinstance(value, Tensor):
         leaves.append(value)
-        return ("T", value._data.shape, value._dtype, value._device, value._requires_grad,
-                value._requires_grad and value._grad is None)
+        data = value._data  # the layout too: the core may choose by it (a copy or a view)
+        return ("T", data.shape, getattr(data, "strides", None), value._dtype, value._device,
+                value._requires_grad, value._requires_grad and value._grad is None)
     if kind is tuple or kind is list:
         return (kind,) + tuple(_key(v, leaves) for v in value)
     if kind is dict:
@@ -106,12 +108,14 @@ class Compiled:
         installed = []
         rng = tensor_module._default_rng
         log = tensor_module._default_rng = RngLog(rng)
+        programs._recording[0] += 1
         try:
             for dev in devices:
                 installed.append((dev, dev.ops))
                 dev.ops = RecordingOps(dev.ops, recorder, dev)
             result = self.fn(*args, **kwargs)
         finally:
+            programs._recording[0] -= 1
             recorder.active = False
             for dev, ops in installed:
                 dev.ops = ops

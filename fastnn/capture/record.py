@@ -19,6 +19,8 @@ from __future__ import annotations
 import linecache
 import os
 import sys
+import threading
+from threading import get_ident
 
 from fastnn.api.program import Call, Seq, Slot
 from fastnn.ops.tensor import Tensor
@@ -48,6 +50,7 @@ class Recorder:
         self.breaks: list[str] = []  # where the recording could not continue (fullgraph=False)
         self.host_reads: list[str] = []  # fastnn's own reads of values (checks, fast paths)
         self.active = True
+        self.thread = threading.get_ident()  # calls from other threads pass unrecorded
 
     def slot(self, value) -> Slot:
         i = self.slot_of.get(id(value))
@@ -86,48 +89,60 @@ class Recorder:
         return value
 
     def refuse(self, what: str) -> None:
-        """A value read back to Python: by the user (``.item()``, ``bool(t)``, printing),
-        CaptureError naming the line, or a graph break; by fastnn itself (a check of the
-        values, a fast path chosen by them), noted: a replay does not check again."""
-        where, call, direct = user_line()
-        if not direct:
-            self.host_reads.append(f"{call} at {where}")
+        """A value read back to Python. By the user (``.item()``, ``bool(t)``, printing) or
+        by fastnn on the user's behalf (a norm returned as a float, a count), it cannot be
+        replayed: CaptureError naming the line, or (fullgraph=False) a graph break. A
+        read that only validates the values (``CHECKS``) is noted: a replay skips it."""
+        where, call, direct, reader = user_line()
+        if reader in CHECKS:
+            self.host_reads.append(f"{reader} at {where}")
             return
+        if direct:
+            what = call or what
+        elif call:
+            what = f"{call}, which reads tensor values back to Python in {reader}()"
+        else:
+            what = f"{reader}() reads tensor values back to Python"
         message = (f"fnn.compile: {self.name} reads a tensor's value back to Python "
-                   f"({call or what}) at {where}: the recorded program cannot replay a "
-                   "value Python branches on. Move it out of the compiled function (return "
-                   "the tensor and read it outside), or compile with fullgraph=False to run "
-                   "this signature eagerly")
+                   f"({what}) at {where}: the recorded program cannot replay a value "
+                   "Python computes with. Move it out of the compiled function (return the "
+                   "tensor and read it outside), or compile with fullgraph=False to run this "
+                   "signature eagerly")
         if self.fullgraph:
             raise CaptureError(message)
-        self.breaks.append(f"{call or what} at {where}")
+        self.breaks.append(f"{what} at {where}")
 
 
+# fastnn functions that read values only to refuse bad ones (a replay does not check)
+CHECKS = frozenset({"check_targets", "check_finite"})
 _TENSOR_FILE = os.path.join(_PACKAGE, "ops", "tensor.py")
 
 
-def user_line() -> tuple[str, str, bool]:
-    """("file:line (source)", the fastnn call made there, whether the user made the read
-    directly: every fastnn frame between the user's line and the read is a Tensor method
-    such as ``item``, ``numpy``, ``__bool__`` or ``__repr__``)."""
+def user_line() -> tuple[str, str, bool, str]:
+    """("file:line (source)" of the innermost frame outside fastnn, the fastnn call made
+    there, whether the user read the value directly (every fastnn frame between that
+    line and the read is a Tensor method such as ``item`` or ``__repr__``), the fastnn
+    function that read it)."""
     frame = sys._getframe(1)
-    called, direct = "", True
+    called, reader, direct = "", "", True
     while frame is not None:
         path = os.path.abspath(frame.f_code.co_filename)
         if not path.startswith(_PACKAGE + os.sep):
             break
         if os.path.relpath(path, _PACKAGE).split(os.sep)[0] != "capture":
             called = frame.f_code.co_name
+            if not reader and path != _TENSOR_FILE and called[0] != "<":  # the innermost
+                reader = called  # fastnn function that read the value (not a Tensor method)
             direct = direct and path == _TENSOR_FILE
         frame = frame.f_back
-    if frame is None:
-        return "an unknown line", called, False
+    if frame is None or frame.f_code.co_filename.startswith("<frozen"):
+        return "a line of fastnn's own (no user code called it)", "", False, reader
     line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
     call = {"__bool__": "bool(tensor)", "__repr__": "printing a tensor", "__float__":
             "float(tensor)", "__int__": "int(tensor)", "__array__": "np.asarray(tensor)",
             "__format__": "formatting a tensor"}.get(called, f".{called}()" if called else "")
     where = f"{frame.f_code.co_filename}:{frame.f_lineno}" + (f" ({line})" if line else "")
-    return where, call, direct
+    return where, call, direct, reader
 
 
 class RecordingOps:
@@ -149,13 +164,13 @@ class RecordingOps:
 
         if name == "to_numpy":
             def hook(*args, **kwargs):
-                if recorder.active:
+                if recorder.active and get_ident() == recorder.thread:
                     recorder.refuse("to_numpy")
                 return getattr(self._inner, name)(*args, **kwargs)
         else:
             def hook(*args, **kwargs):
                 fn = getattr(self._inner, name)
-                if not recorder.active:
+                if not recorder.active or get_ident() != recorder.thread:
                     return fn(*args, **kwargs)
                 a = [recorder.encode(v) for v in args]
                 k = {key: recorder.encode(v) for key, v in kwargs.items()}
@@ -172,7 +187,7 @@ class RngLog:
     logged as (method, args, kwargs, result), for the replay to draw the same way."""
 
     def __init__(self, rng):
-        self._rng, self.draws = rng, []
+        self._rng, self.draws, self._thread = rng, [], threading.get_ident()
 
     def __getattr__(self, name):
         target = getattr(self._rng, name)
@@ -181,6 +196,7 @@ class RngLog:
 
         def draw(*args, **kwargs):
             result = target(*args, **kwargs)
-            self.draws.append((name, args, kwargs, result))
+            if threading.get_ident() == self._thread:
+                self.draws.append((name, args, kwargs, result))
             return result
         return draw

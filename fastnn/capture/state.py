@@ -25,13 +25,16 @@ class Snapshot:
 
     def __init__(self):
         self.tensors, self.modules, self.optimizers = [], [], []
+        kinds: dict = {}  # type -> which list its objects go to (None: none)
+        lists = ((Tensor, self.tensors), (Module, self.modules), (Optimizer, self.optimizers))
         for obj in gc.get_objects():
-            if isinstance(obj, Tensor):
-                self.tensors.append(obj)
-            elif isinstance(obj, Module):
-                self.modules.append(obj)
-            elif isinstance(obj, Optimizer):
-                self.optimizers.append(obj)
+            kind = type(obj)  # never obj.__class__: a proxy's __getattr__ could run
+            found = kinds.get(kind, 0)
+            if found == 0:
+                found = kinds[kind] = next((out for base, out in lists
+                                            if issubclass(kind, base)), None)
+            if found is not None:
+                found.append(obj)
         self.data = [t._data for t in self.tensors]
         self.grads = [t._grad for t in self.tensors]
         self.owner: dict[int, Tensor] = {}  # id(array) -> a tensor holding it (bases first)
@@ -74,8 +77,9 @@ class Snapshot:
                     out.append(("grad_none", weakref.ref(t), None, None, None))
                 else:
                     shared = g._storage is not None and g._storage.copy_on_write
+                    # meta[3]: the gradient was None before (eager makes a new one only then)
                     out.append(("grad_new", weakref.ref(t), None, _slot(slot_of, g._data, name),
-                                (g._dtype, g._device, shared)))
+                                (g._dtype, g._device, shared, grad is None)))
         steps = []
         for o, before, groups in zip(self.optimizers, self.opt_state, self.groups):
             ref = weakref.ref(o)

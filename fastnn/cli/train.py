@@ -326,12 +326,15 @@ def make_loader(args, data, comm=None):
 
 def _steps(args) -> tuple:
     """(tape step, reverse step): compiled with ``--compile`` (fnn.compile; one program per
-    batch shape, so the last, shorter batch of an epoch has its own)."""
+    batch shape, so the last, shorter batch of an epoch has its own). A step that cannot
+    be captured (data parallel: the ranks' sample counts are read back to divide by) runs
+    eagerly, and fnn.compile says why once."""
     if not getattr(args, "compile", False):
         return tape_step, reverse_step
     import fastnn as fnn
 
-    return fnn.compile(tape_step), fnn.compile(reverse_step)
+    return (fnn.compile(tape_step, fullgraph=False),
+            fnn.compile(reverse_step, fullgraph=False))
 
 
 def _train_epoch(args, model, optimizer, data, loader, schedule, epoch: int, progress,

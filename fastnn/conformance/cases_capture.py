@@ -57,3 +57,39 @@ def _check(device, dtype, rng):
 
 
 register(Case("compile_program", check=_check))
+
+
+# expressions as fnn.compile's fusion makes them (fastnn.api.fusion): chains of
+# elementwise hooks, a where on a comparison, constants, an input read twice
+_EXPRS = [
+    ("add", ("mul", ("in", 0), ("in", 1)), ("const", 0.5)),
+    ("where", ("greater", ("in", 0), ("const", 0.0)), ("in", 1), ("const", 0.0)),
+    ("tanh", ("sub", ("exp", ("neg", ("in", 0))), ("div", ("in", 1), ("in", 2)))),
+    ("maximum", ("sigmoid", ("in", 0)), ("relu", ("mul", ("in", 0), ("in", 0)))),
+    ("sqrt", ("add", ("abs", ("log", ("abs", ("in", 2)))), ("const", 1e-3))),
+    ("minimum", ("in", 1), ("where", ("less", ("in", 0), ("in", 1)), ("in", 0), ("in", 2))),
+]
+
+
+def _check_fused(device, dtype, rng):
+    from fastnn.api import composite
+    from fastnn.conformance.compare import GRADIENT, assert_close
+
+    ops = device.ops
+    for shape in [(3, 4), (7,), (), (2, 0)]:
+        host = [rng.normal(size=shape).astype(dtype) for _ in range(3)]
+        host[2] = host[2] + np.where(host[2] >= 0, 0.5, -0.5).astype(dtype)  # no 0 divisor
+        for expr in _EXPRS:
+            arrays = [ops.from_numpy(h, device.index) for h in host]
+            got = np.asarray(ops.to_numpy(ops.fused_elementwise(expr, arrays)))
+            want = np.asarray(ops.to_numpy(composite.fused_elementwise(ops, expr, arrays)))
+            if got.shape != want.shape or got.dtype != want.dtype:
+                raise Mismatch(f"fused_elementwise {expr} on {device}, {dtype}: got a "
+                               f"{got.dtype}{list(got.shape)} array, the hooks give "
+                               f"{want.dtype}{list(want.shape)}")
+            rtol, atol = GRADIENT[dtype]
+            assert_close(got, want, rtol, atol, f"fused_elementwise {expr} on {device}, "
+                         f"{dtype}, shape {shape} (against the hooks node by node)")
+
+
+register(Case("fused_elementwise", check=_check_fused))

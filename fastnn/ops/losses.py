@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from fastnn.api import dtypes
 from fastnn.api.args import real
+from fastnn.api.program import recording
 from fastnn.ops import activations, movement, nnops
 from fastnn.ops import elementwise as m
 from fastnn.ops.table import public
@@ -109,8 +110,8 @@ def _none_ignored(targets: Tensor, ignore_index: int) -> bool:
     """True when no target can equal a negative ``ignore_index`` (all are >= 0), which is
     cheap to know only where the targets live in host memory: then the fused loss alone
     does (the common case of a training loop; the masked path costs twice as much)."""
-    if ignore_index >= 0 or not targets._device.backend.record.host_memory:
-        return False
+    if ignore_index >= 0 or not targets._device.backend.record.host_memory or recording():
+        return False  # (while fnn.compile records a step: the path a replay can follow)
     host = targets._device.ops.to_numpy(targets._data)
     return host.size == 0 or int(host.min()) >= 0
 
