@@ -18,6 +18,7 @@ from fastnn.ops import losses_regression as _losses_regression  # noqa: F401
 from fastnn.ops import mathops as _mathops  # noqa: F401
 from fastnn.ops import normalization as _normalization  # noqa: F401
 from fastnn.ops import pooling as _pooling  # noqa: F401
+from fastnn.ops import random_ops as _random_ops  # noqa: F401
 from fastnn.ops import reduction as _reduction  # noqa: F401
 from fastnn.ops import scans as _scans  # noqa: F401
 from fastnn.ops import shaping as _shaping  # noqa: F401
