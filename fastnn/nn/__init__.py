@@ -26,6 +26,21 @@ from fastnn.nn.activation_classes import (
     Softplus,
     Tanh,
 )
+from fastnn.nn.activation_more import (
+    CELU,
+    Hardshrink,
+    Hardsigmoid,
+    Hardswish,
+    LogSigmoid,
+    PReLU,
+    ReLU6,
+    RReLU,
+    Softmin,
+    Softshrink,
+    Softsign,
+    Tanhshrink,
+    Threshold,
+)
 from fastnn.nn.attention import MultiheadAttention
 from fastnn.nn.batchnorm import BatchNorm1d, BatchNorm2d
 from fastnn.nn.container import Residual, Sequential
@@ -81,3 +96,5 @@ __all__ = [
     # PyTorch's module layout
     "functional", "init", "utils",
 ]
+__all__ += ["CELU", "Hardshrink", "Hardsigmoid", "Hardswish", "LogSigmoid", "PReLU", "RReLU",
+            "ReLU6", "Softmin", "Softshrink", "Softsign", "Tanhshrink", "Threshold"]
