@@ -463,3 +463,6 @@ FUSED = OPS  # the name these had before ops and fused hooks were one list
 # the activations a backend's bias_act and bias_act_backward must accept; any other kind
 # (elu, mish, ...) takes the composite: the bias add, then that activation's own op
 BIAS_ACT_KINDS = ("identity", "relu", "leaky_relu", "sigmoid", "tanh", "silu", "gelu", "softplus")
+# the activations that are hooks of their own: the one list the rules, the tape ops and
+# the backends' kernels read (a kind's position is its code in the OpenCL/CUDA kernels)
+ACTIVATION_HOOKS = tuple(kind for kind in BIAS_ACT_KINDS if kind != "identity")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from fastnn.api import hookspec
 from fastnn.api.composite import activation_grad
 from fastnn.autograd.rules_indexing import RULES as INDEXING_RULES
 from fastnn.autograd.rules_math import RULES as MATH_RULES
@@ -41,7 +42,7 @@ def _activation_rule(kind):
     return backward
 
 
-for _kind in ("relu", "leaky_relu", "sigmoid", "tanh", "silu", "gelu", "softplus"):
+for _kind in hookspec.ACTIVATION_HOOKS:
     RULES[_kind] = _activation_rule(_kind)
 
 

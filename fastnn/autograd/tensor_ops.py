@@ -16,7 +16,7 @@ that uses ``x`` or ``out`` depends on them on the tape.
 
 from __future__ import annotations
 
-from fastnn.api import composite, dtypes
+from fastnn.api import composite, dtypes, hookspec
 from fastnn.autograd.rules import RULES
 
 _UNARY_SAVES = {  # op -> (save the input, save the output), as fastnn.ops records them
@@ -30,7 +30,7 @@ _BINARY_SAVES = {
     "pow": lambda a, b, out: (a, b, out), "maximum": lambda a, b, out: (a, b),
     "minimum": lambda a, b, out: (a, b),
 }
-_ACTIVATIONS = ("relu", "sigmoid", "tanh", "silu", "gelu", "softplus")
+_ACTIVATIONS = tuple(k for k in hookspec.ACTIVATION_HOOKS if k != "leaky_relu")  # no slope
 
 
 class TensorOps:

@@ -1,6 +1,7 @@
 """All conformance cases, one per hook of :mod:`fastnn.api.hookspec`, by hook name."""
 
 from fastnn.conformance import (  # noqa: F401  (importing a module registers its cases)
+    cases_activations,
     cases_capture,
     cases_collective,
     cases_conv,

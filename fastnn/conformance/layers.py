@@ -160,6 +160,9 @@ def _sequence_specs(nn) -> list:
     for name in ("ReLU", "Sigmoid", "Tanh", "GELU", "SiLU", "Softplus", "SELU", "Mish",
                  "Identity"):
         out.append((name, lambda d, dev, n=name: getattr(nn, n)(), (5, 4)))
+    from fastnn.conformance import layers_act
+
+    out += layers_act.specs(nn)
     return out
 
 

@@ -26,6 +26,21 @@ from fastnn.nn.activation_classes import (
     Softplus,
     Tanh,
 )
+from fastnn.nn.activation_more import (
+    CELU,
+    Hardshrink,
+    Hardsigmoid,
+    Hardswish,
+    LogSigmoid,
+    PReLU,
+    ReLU6,
+    RReLU,
+    Softmin,
+    Softshrink,
+    Softsign,
+    Tanhshrink,
+    Threshold,
+)
 from fastnn.nn.attention import MultiheadAttention
 from fastnn.nn.batchnorm import BatchNorm1d, BatchNorm2d
 from fastnn.nn.container import Residual, Sequential
@@ -137,3 +152,5 @@ __all__ = [
     "functional", "init", "utils",
 ]
 __all__ += ["AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "MaxUnpool1d", "MaxUnpool2d"]
+__all__ += ["CELU", "Hardshrink", "Hardsigmoid", "Hardswish", "LogSigmoid", "PReLU", "RReLU",
+            "ReLU6", "Softmin", "Softshrink", "Softsign", "Tanhshrink", "Threshold"]

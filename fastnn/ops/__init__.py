@@ -4,6 +4,7 @@ Importing this package binds the operators and methods onto :class:`Tensor`.
 """
 
 from fastnn.ops import activations as _activations
+from fastnn.ops import activations_more as _activations_more  # noqa: F401
 from fastnn.ops import aliases as _aliases  # noqa: F401  (each op module fills the op table)
 from fastnn.ops import attention as _attention  # noqa: F401
 from fastnn.ops import conv as _conv  # noqa: F401
@@ -22,6 +23,7 @@ from fastnn.ops import normalization as _normalization  # noqa: F401
 from fastnn.ops import pooling as _pooling  # noqa: F401
 from fastnn.ops import pooling_max as _pooling_max  # noqa: F401
 from fastnn.ops import products as _products  # noqa: F401
+from fastnn.ops import random_ops as _random_ops  # noqa: F401
 from fastnn.ops import reduction as _reduction  # noqa: F401
 from fastnn.ops import scans as _scans  # noqa: F401
 from fastnn.ops import scatter_reduce as _scatter_reduce  # noqa: F401

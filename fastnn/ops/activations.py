@@ -19,7 +19,7 @@ from fastnn.autograd.engine import attach
 from fastnn.autograd.grad_mode import switches
 from fastnn.ops import joining
 from fastnn.ops.core import astype
-from fastnn.ops.elementwise import add, align, exp, maximum, minimum, mul, where
+from fastnn.ops.elementwise import add, align, exp, mul, where
 from fastnn.ops.table import FUNCTIONAL, public
 from fastnn.ops.tensor import Tensor
 
@@ -52,10 +52,13 @@ def _hook(op: str, x: Tensor, slope=0.0) -> Tensor:
 ACTIVATIONS["identity"] = lambda x, slope: x
 
 
-@public(method=True)
+@public(method=True, top=True)
 @kind("relu")
-def relu(x):
-    """max(x, 0); an integer tensor stays integer, as in PyTorch."""
+def relu(x, inplace=False):
+    """max(x, 0); an integer tensor stays integer, as in PyTorch (``inplace=True`` writes
+    the result into x)."""
+    if inplace:
+        return x.copy_(relu(x))
     if isinstance(x, Tensor) and x._dtype.is_floating:  # the common case, with nothing to check
         data = x._device.ops.relu(x._data)
         out = Tensor._make(data, x._dtype, x._device)
@@ -69,8 +72,10 @@ def relu(x):
 
 @public()
 @kind("leaky_relu", uses_slope=True)
-def leaky_relu(x, negative_slope=0.01):
+def leaky_relu(x, negative_slope=0.01, inplace=False):
     """x where x > 0, else negative_slope * x."""
+    if inplace:
+        return x.copy_(leaky_relu(x, negative_slope))
     return _hook("leaky_relu", x, real("leaky_relu", "negative_slope", negative_slope))
 
 
@@ -108,8 +113,10 @@ def gelu(x, approximate="none"):
 
 @public()
 @kind("silu")
-def silu(x):
+def silu(x, inplace=False):
     """x * sigmoid(x) (Swish with beta 1)."""
+    if inplace:
+        return x.copy_(silu(x))
     return _hook("silu", x)
 
 
@@ -129,13 +136,16 @@ def _floating(op: str, x) -> Tensor:
 def _negative_part(x: Tensor, alpha: float) -> Tensor:
     """alpha * (exp(min(x, 0)) - 1): the negative branch of ELU, finite for every x (the
     min keeps exp from overflowing where the branch is not taken, which would make its
-    gradient 0 * inf)."""
-    return mul(add(exp(minimum(x, 0.0)), -1.0), alpha)
+    gradient 0 * inf). At x = 0 the branch's own slope counts (alpha), as PyTorch's."""
+    not_positive = where(x > 0, 0.0, x)  # a where, not min: min would halve the slope at 0
+    return mul(add(exp(not_positive), -1.0), alpha)
 
 
 @public()
-def elu(x, alpha=1.0):
+def elu(x, alpha=1.0, inplace=False):
     """x where x > 0, else alpha * (exp(x) - 1)."""
+    if inplace:
+        return x.copy_(elu(x, alpha))
     x = _floating("elu", x)
     return where(x > 0, x, _negative_part(x, real("elu", "alpha", alpha)))
 
@@ -144,28 +154,42 @@ _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
 
-@public()
-def selu(x):
+@public(top=True)
+def selu(x, inplace=False):
     """scale * elu(x, alpha) with PyTorch's constants (alpha 1.67326..., scale 1.05070...)."""
+    if inplace:
+        return x.copy_(selu(x))
     x = _floating("selu", x)
     return mul(where(x > 0, x, _negative_part(x, _SELU_ALPHA)), _SELU_SCALE)
 
 
 @public()
-def mish(x):
+def mish(x, inplace=False):
     """x * tanh(softplus(x))."""
+    if inplace:
+        return x.copy_(mish(x))
     x = _floating("mish", x)
     return mul(x, tanh(softplus(x)))
 
 
 @public()
-def hardtanh(x, min_val=-1.0, max_val=1.0):
+def hardtanh(x, min_val=-1.0, max_val=1.0, inplace=False):
     """x clipped to [min_val, max_val]."""
+    if inplace:
+        return x.copy_(hardtanh(x, min_val, max_val))
     x = _floating("hardtanh", x)
     low, high = real("hardtanh", "min_val", min_val), real("hardtanh", "max_val", max_val)
     if low > high:
         raise ValueError(f"hardtanh: min_val {low} is above max_val {high}")
-    return maximum(minimum(x, high), low)
+    return clip_flat(x, low, high)
+
+
+def clip_flat(x: Tensor, low: float, high: float) -> Tensor:
+    """x limited to [low, high] with PyTorch's hardtanh gradient: 1 strictly inside, 0 at
+    and beyond the bounds (NaN stays NaN)."""
+    inside = (x > low) & (x < high)
+    outside = where(x < high, float(low), where(x.detach() != x.detach(), x.detach(), high))
+    return where(inside, x, outside)
 
 
 @public()

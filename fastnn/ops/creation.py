@@ -135,7 +135,8 @@ def rand_like(x, dtype=None, device=None, seed=None, requires_grad=False) -> Ten
 
 
 @public(top=True, functional=False)
-def randint(low, high=None, size=None, dtype=dtypes.int64, device=None, seed=None) -> Tensor:
+def randint(low, high=None, size=None, dtype=dtypes.int64, device=None, seed=None, *,
+            generator=None) -> Tensor:
     """Integers uniform in [low, high) (``randint(high, size)`` starts at 0), int64 as
     PyTorch's; ``seed=`` as randn's."""
     if size is None and high is not None and not isinstance(high, numbers.Integral):
@@ -148,7 +149,7 @@ def randint(low, high=None, size=None, dtype=dtypes.int64, device=None, seed=Non
                                                                 -2**63)
     if high <= low:
         raise ValueError(f"randint: high ({high}) must be greater than low ({low})")
-    rng = tensor_module.host_rng() if seed is None else np.random.default_rng(
+    rng = tensor_module._rng_of(generator) if seed is None else np.random.default_rng(
         integer("randint", "seed", seed, 0))
     shape = tensor_module._shape_of("randint", size)
     return _make(rng.integers(low, high, shape, dtype=np.int64), as_dtype(dtype), device)

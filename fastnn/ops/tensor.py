@@ -293,17 +293,32 @@ def _looks_like_dtype(value) -> bool:
 
 
 _default_rng = np.random.default_rng()
+_initial_seed = None  # what manual_seed last gave (fnn.initial_seed)
 
 
 def manual_seed(seed: int) -> None:
     """Seed fastnn's host generator (used by randn without seed= and by layer init)."""
-    global _default_rng
-    _default_rng = np.random.default_rng(integer("manual_seed", "seed", seed, 0))
+    global _default_rng, _initial_seed
+    _initial_seed = integer("manual_seed", "seed", seed, 0)
+    _default_rng = np.random.default_rng(_initial_seed)
 
 
 def host_rng() -> np.random.Generator:
     """The generator behind :func:`manual_seed`."""
     return _default_rng
+
+
+def _rng_of(generator) -> np.random.Generator:
+    """``generator``'s NumPy generator (an fnn.Generator has it as ``.rng``), or the
+    default one."""
+    if generator is None:
+        return _default_rng
+    if isinstance(generator, np.random.Generator):
+        return generator
+    rng = getattr(generator, "rng", None)
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"generator must be an fnn.Generator, got {type(generator).__name__}")
+    return rng
 
 
 def _rebuild_tensor(host, dtype: str, device: str, requires_grad: bool) -> Tensor:
@@ -404,21 +419,25 @@ def _floating_dtype(op: str, dtype):
     return dtype
 
 
-def randn(*size, dtype=None, device=None, seed=None, requires_grad=False) -> Tensor:
+def randn(*size, dtype=None, device=None, seed=None, requires_grad=False,
+          generator=None) -> Tensor:
     """Standard normal samples, sized as :func:`zeros` (``randn(1, 3, 32, 32)``); the same
-    ``seed`` gives the same values on every backend."""
+    ``seed`` gives the same values on every backend; ``generator=`` an fnn.Generator."""
     dtype = _floating_dtype("randn", dtype)
-    rng = _default_rng if seed is None else np.random.default_rng(integer("randn", "seed", seed, 0))
+    rng = _rng_of(generator) if seed is None else np.random.default_rng(
+        integer("randn", "seed", seed, 0))
     host = rng.standard_normal(shape_of("randn", size))
     return tensor(host, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def rand(*size, dtype=None, device=None, seed=None, requires_grad=False) -> Tensor:
-    """Uniform samples in [0, 1), sized as :func:`zeros`, drawn on the device itself."""
+def rand(*size, dtype=None, device=None, seed=None, requires_grad=False,
+         generator=None) -> Tensor:
+    """Uniform samples in [0, 1), sized as :func:`zeros`, drawn on the device itself (from
+    a seed drawn from ``generator``, fastnn's default one unless given)."""
     dtype, dev = _floating_dtype("rand", dtype), as_device(device)
     dev.check_dtype(dtype, "rand")
     if seed is None:
-        seed = int(_default_rng.integers(2**31))
+        seed = int(_rng_of(generator).integers(2**31))
     seed = integer("rand", "seed", seed, 0)
     data = dev.ops.uniform(shape_of("rand", size), dtype.name, dev.index, seed)
     out = Tensor._make(data, dtype, dev)

@@ -165,3 +165,12 @@ def test_spellings():
                                   "bitwise_right_shift"]:
         assert hasattr(fnn, name) and hasattr(F, name), name
         assert hasattr(fnn.Tensor, name), name
+
+
+def test_logical_ops_as_torch():
+    a = np.array([0.0, 1.5, -2.0, NAN])
+    b = np.array([3, 0, 0, 1])
+    for name in ("logical_and", "logical_or", "logical_xor"):
+        _same(getattr(fnn, name)(fnn.tensor(a), fnn.tensor(b)),
+              getattr(torch, name)(torch.tensor(a), torch.tensor(b)))
+    _same(fnn.logical_not(fnn.tensor(a)), torch.logical_not(torch.tensor(a)))

@@ -18,6 +18,7 @@ import threading
 from functools import cache
 from importlib import resources
 
+from fastnn.api.hookspec import BIAS_ACT_KINDS
 from fastnn_cuda import launch
 
 KERNEL_DTYPES = {"float32": "f32", "float64": "f64"}
@@ -26,16 +27,7 @@ SOURCES = ("activations.cu", "softmax.cu", "rms.cu", "swish.cu", "optim.cu", "co
 COMPILE_OPTIONS = ("-std=c++14",) + launch.table_defines()
 
 # Must match `enum ActKind` in cu/activations.cu (a test compares the two).
-ACTIVATION_CODES = {
-    "identity": 0,
-    "relu": 1,
-    "leaky_relu": 2,
-    "sigmoid": 3,
-    "tanh": 4,
-    "silu": 5,
-    "gelu": 6,
-    "softplus": 7,
-}
+ACTIVATION_CODES = {kind: code for code, kind in enumerate(BIAS_ACT_KINDS)}
 
 # kernel base name -> source file that defines it (both dtype suffixes)
 KERNEL_FILES = {

@@ -15,13 +15,13 @@ import math
 
 import numpy as np
 
-from fastnn.api.hookspec import hookimpl
+from fastnn.api.hookspec import BIAS_ACT_KINDS, hookimpl
 from fastnn_opencl import elementwise, reduce
 from fastnn_opencl.runtime import CL_TYPES, NP_TYPES, CLArray, rounded
 
 FILE = "fused.cl"
 _I = np.int32
-ACTS = ("identity", "relu", "leaky_relu", "sigmoid", "tanh", "silu", "gelu", "softplus")
+ACTS = BIAS_ACT_KINDS  # a kind's index is its code in the kernels
 
 
 def _dense(x: CLArray) -> CLArray:
