@@ -142,7 +142,8 @@ def _cdist_grad(a, b, grad_out, p):
 
 op_case("cdist", lambda a, b, p: fnn.cdist(a, b, p), _cdist,
         _samples(("euclidean", [(4, 3), (5, 3)], {"p": 2.0}),
-                 ("p=3, batched", [(2, 3, 2), (2, 4, 2)], {"p": 3.0})),
+                 ("p=3, batched", [(2, 3, 2), (2, 4, 2)], {"p": 3.0}),
+                 ("euclidean, 26 rows: one matmul", [(26, 2), (3, 2)], {"p": 2.0})),
         diff_args=(0, 1), grad_ref=_cdist_grad, tol=ACCUMULATING)
 
 # ---------------------------------------------------------------- scatter_reduce

@@ -129,6 +129,8 @@ def scatter_reduce(x: Tensor, dim, index, src, reduce, *, include_self=True) -> 
 
     src = slice_tensor(src, (0,) * src.ndim, index.shape, (1,) * src.ndim)
     src = src if src._dtype is x._dtype else src.to(x._dtype)
+    if reduce == "sum" and include_self:  # no host work: one scatter-add
+        return scatter_add(x, axis, index, src)
     coords = _coords(positions, axis)
     hit = np.zeros(x.shape, dtype=bool)
     hit[coords] = True

@@ -161,12 +161,20 @@ def roll(x: Tensor, shifts, dims=None) -> Tensor:
     dims = ints("roll", "dims", dims)
     if len(shifts) != len(dims):
         raise RuntimeError(f"roll: shifts {shifts} and dims {dims} must have the same length")
+    from fastnn.ops.joining import cat
+
     out = x
     for s, d in zip(shifts, dims):
         a = axis_index("roll", d, x.ndim)
         n = x.shape[a]
-        if n and s % n:
-            out = take_flat(out, a, (np.arange(n) - s) % n)
+        if n and s % n:  # the last s elements, then the rest: two slices joined
+            cut = n - s % n
+            ones = (1,) * x.ndim
+            head = slice_tensor(out, tuple(cut if k == a else 0 for k in range(x.ndim)),
+                                out.shape, ones)
+            tail = slice_tensor(out, (0,) * x.ndim, tuple(cut if k == a else m for k, m in
+                                                         enumerate(out.shape)), ones)
+            out = cat([head, tail], a)
     return out
 
 
