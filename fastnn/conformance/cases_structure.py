@@ -75,7 +75,10 @@ op_case("diag_embed", lambda x, o, a, b: fnn.diag_embed(x, o, a, b), _diag_embed
                  ("offset, dims swapped", [(2, 3)], {"o": 1, "a": -1, "b": 0}),
                  ("negative offset", [(3,)], {"o": -2, "a": 0, "b": 1})),
         diff_args=(0,), edges=_edges(("size-0 diagonal", [(2, 0)], {"o": 0, "a": -2,
-                                                                      "b": -1})))
+                                                                      "b": -1}),
+                                     ("NaN/Inf stay on the diagonal", lambda rng: (
+                                         np.array([[np.nan, 1.0], [np.inf, -2.0]]),),
+                                      {"o": 1, "a": -2, "b": -1})))
 op_case("trace", fnn.trace, lambda x: np.asarray(np.trace(x)),
         _samples(("square", [(4, 4)], {}), ("wide", [(2, 5)], {})),
         diff_args=(0,), edges=_edges(("empty", [(0, 3)], {})), tol=ACCUMULATING)

@@ -110,10 +110,7 @@ def diag_embed(x: Tensor, offset=0, dim1=-2, dim2=-1) -> Tensor:
     rows, cols = np.indices((m, m))
     along = np.minimum(rows, cols)
     index = np.where(cols - rows == k, along + 1, 0)  # 0 reads the zero put in front
-    zero = ew.mul(slice_tensor(x, (0,) * x.ndim, x.shape[:-1] + (min(n, 1),),
-                               (1,) * x.ndim), 0)
-    if n == 0:
-        zero = const(np.zeros(x.shape[:-1] + (1,)), x, x._dtype)
+    zero = const(np.zeros(x.shape[:-1] + (1,)), x, x._dtype)
     from fastnn.ops.joining import cat
 
     padded = cat([zero, x], -1)
