@@ -53,7 +53,8 @@ def _triangle(op: str, x: Tensor, diagonal_: int, lower: bool) -> Tensor:
     keep = np.tri(rows, cols, int(diagonal_), dtype=bool)
     if not lower:
         keep = ~np.tri(rows, cols, int(diagonal_) - 1, dtype=bool)
-    return ew.where(const(keep, x), x, False if x._dtype is dtypes.bool_ else 0)
+    zero = const(np.zeros((), dtype=bool), x) if x._dtype is dtypes.bool_ else 0
+    return ew.where(const(keep, x), x, zero)
 
 
 @public(method=True, top=True)
@@ -138,6 +139,9 @@ def trace(x: Tensor) -> Tensor:
     check_tensor("trace", x)
     if x.ndim != 2:
         raise RuntimeError(f"trace: expected a 2-d tensor (a matrix), got shape {x.shape}")
+    if x._dtype is dtypes.bool_:
+        raise RuntimeError("trace: not implemented for bool tensors (as PyTorch); convert "
+                           "with .long() first")
     values = _diagonal(x)
     if not x._dtype.is_floating:
         values = values.to(dtypes.int64)

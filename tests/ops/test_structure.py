@@ -21,6 +21,8 @@ CASES = [
     ("triu", lambda m, x: m.triu(x), (M43,)),
     ("triu method k=2", lambda m, x: x.triu(2), (B234,)),
     ("tril empty", lambda m, x: m.tril(x), (np.zeros((0, 3)),)),
+    ("tril bool", lambda m, x: m.tril(x, 1), (np.arange(12).reshape(3, 4) % 3 == 0,)),
+    ("triu int32", lambda m, x: x.triu(-1), (np.arange(12, dtype=np.int32).reshape(3, 4),)),
     ("diag 1d", lambda m, x: m.diag(x), (V4,)),
     ("diag 1d k=2", lambda m, x: m.diag(x, 2), (V4,)),
     ("diag 1d k=-1", lambda m, x: x.diag(-1), (V4,)),
