@@ -142,7 +142,8 @@ def _cdist_grad(a, b, grad_out, p):
 
 op_case("cdist", lambda a, b, p: fnn.cdist(a, b, p), _cdist,
         _samples(("euclidean", [(4, 3), (5, 3)], {"p": 2.0}),
-                 ("p=3, batched", [(2, 3, 2), (2, 4, 2)], {"p": 3.0})),
+                 ("p=3, batched", [(2, 3, 2), (2, 4, 2)], {"p": 3.0}),
+                 ("euclidean, 26 rows: one matmul", [(26, 2), (3, 2)], {"p": 2.0})),
         diff_args=(0, 1), grad_ref=_cdist_grad, tol=ACCUMULATING)
 
 # ---------------------------------------------------------------- scatter_reduce
@@ -205,3 +206,19 @@ def _reduce_case(reduce, include_self):
 for _reduce in ("sum", "prod", "mean", "amax", "amin"):
     for _self in (True, False):
         _reduce_case(_reduce, _self)
+_product("vdot", fnn.vdot, lambda a, b: np.asarray(np.vdot(a, b)),
+         ("vectors", [(4,), (4,)], {}))
+
+
+def _norm_grad(x, grad_out, dim):
+    norm = np.sqrt(np.sum(x * x, axis=dim, keepdims=True))
+    g = grad_out if dim is None else np.expand_dims(grad_out, dim)
+    return (g * x / norm,)
+
+
+op_case("linalg.norm", lambda x, dim: fnn.linalg.norm(x, dim=dim),
+        lambda x, dim: np.sqrt(np.sum(x * x, axis=dim)),
+        _samples(("all elements", [(2, 3, 4)], {"dim": None}),
+                 ("two dims: Frobenius", [(2, 3, 4)], {"dim": (1, 2)}),
+                 ("one negative dim", [(3, 4)], {"dim": -1})),
+        diff_args=(0,), grad_ref=_norm_grad, tol=ACCUMULATING)

@@ -75,7 +75,10 @@ op_case("diag_embed", lambda x, o, a, b: fnn.diag_embed(x, o, a, b), _diag_embed
                  ("offset, dims swapped", [(2, 3)], {"o": 1, "a": -1, "b": 0}),
                  ("negative offset", [(3,)], {"o": -2, "a": 0, "b": 1})),
         diff_args=(0,), edges=_edges(("size-0 diagonal", [(2, 0)], {"o": 0, "a": -2,
-                                                                      "b": -1})))
+                                                                      "b": -1}),
+                                     ("NaN/Inf stay on the diagonal", lambda rng: (
+                                         np.array([[np.nan, 1.0], [np.inf, -2.0]]),),
+                                      {"o": 1, "a": -2, "b": -1})))
 op_case("trace", fnn.trace, lambda x: np.asarray(np.trace(x)),
         _samples(("square", [(4, 4)], {}), ("wide", [(2, 5)], {})),
         diff_args=(0,), edges=_edges(("empty", [(0, 3)], {})), tol=ACCUMULATING)
@@ -250,3 +253,24 @@ def _put_ref(x, s):
 
 op_case("put", lambda x, s: fnn.put(x, fnn.tensor([0, -2, 5]), s), _put_ref,
         _samples(("flat positions", [(2, 3), (3,)], {})), diff_args=(0, 1), joint=True)
+op_case("atleast_3d", fnn.atleast_3d, np.atleast_3d,
+        _samples(("0-d", [()], {}), ("vector", [(3,)], {}), ("matrix", [(2, 3)], {}),
+                 ("4-d unchanged", [(1, 2, 1, 2)], {})),
+        diff_args=(0,), edges=_edges(("size-0", [(0,)], {})))
+op_case("argwhere", fnn.argwhere, np.argwhere,
+        _samples(("floats with zeros", lambda rng: (np.where(rng.normal(size=(3, 4)) > 0,
+                                                              rng.normal(size=(3, 4)), 0.0),),
+                  {})),
+        edges=_edges(("0-d zero", lambda rng: (np.array(0.0),), {})))
+
+
+def _scatter_multiply_ref(x, src):
+    out = np.array(x, np.float64, copy=True)
+    for (i, j), k in np.ndenumerate(np.array([[0, 0, 2], [1, 1, 1]])):
+        out[i, k] *= src[i, j]
+    return out
+
+
+op_case("scatter(reduce=multiply)", lambda x, src: fnn.scatter(
+            x, 1, fnn.tensor([[0, 0, 2], [1, 1, 1]]), src, reduce="multiply"),
+        _scatter_multiply_ref, _samples(("repeats", [(2, 4), (2, 3)], {})), tol=ELEMENTWISE)

@@ -110,7 +110,7 @@ from fastnn.nn.loss_more import (
     TripletMarginLoss,
 )
 from fastnn.nn.norm_groups import GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
-from fastnn.nn.softmax_layers import Softmax2d, Softmin
+from fastnn.nn.softmax_layers import Softmax2d
 from fastnn.nn.upsample import (
     PixelShuffle,
     PixelUnshuffle,

@@ -1,31 +1,10 @@
-"""Softmin and Softmax2d, PyTorch's (no parameters; ``reverse`` is the tape's)."""
+"""Softmax2d, PyTorch's (no parameters; ``reverse`` is the tape's). Softmin is with the
+other activations (:mod:`fastnn.nn.activation_more`)."""
 
 from __future__ import annotations
 
-import numbers
-
-from fastnn.nn.activation import implicit_dim
 from fastnn.nn.module import Module, check_tensor
 from fastnn.ops import nnops
-
-
-class Softmin(Module):
-    """softmax(-x) along ``dim``; ``dim=None`` picks PyTorch's implicit dim with its
-    deprecation warning."""
-
-    def __init__(self, dim=None):
-        super().__init__()
-        if dim is not None and (isinstance(dim, bool) or not isinstance(dim, numbers.Integral)):
-            raise TypeError(f"Softmin: dim must be an int or None, got {dim!r}")
-        self.dim = dim
-
-    def extra_repr(self) -> str:
-        return f"dim={self.dim}"
-
-    def forward(self, x):
-        check_tensor("Softmin", x)
-        dim = implicit_dim("Softmin", x.ndim) if self.dim is None else self.dim
-        return nnops.softmax(-x, dim)
 
 
 class Softmax2d(Module):

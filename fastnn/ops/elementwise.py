@@ -232,14 +232,26 @@ def _scalar_pair(a, b, cond: Tensor) -> tuple:
     return tensor(a, dtype=kind, device=cond.device), tensor(b, dtype=kind, device=cond.device)
 
 
+def _positions(cond) -> tuple:
+    """``nonzero(cond, as_tuple=True)``: one int64 tensor of positions per dim, found on
+    the host (the count sets the shape)."""
+    if not isinstance(cond, Tensor):
+        raise TypeError(f"where: expected a Tensor, got {type(cond).__name__}")
+    import numpy as np
+
+    ops, device = cond._device.ops, cond._device
+    values = ops.to_numpy(cond._data)
+    found = np.nonzero(values.reshape(values.shape or (1,)))
+    return tuple(Tensor._make(ops.from_numpy(f.astype(np.int64), device.index),
+                              dtypes.int64, device) for f in found)
+
+
 @public(top=True)
 def where(cond: Tensor, a=_ALONE, b=_ALONE):
     """Elementwise ``a if cond else b`` (cond a bool tensor; a and b tensors or Python
     scalars). ``where(cond)`` alone is ``nonzero(cond, as_tuple=True)``."""
     if a is _ALONE and b is _ALONE:
-        from fastnn.ops.selection import nonzero
-
-        return nonzero(cond, as_tuple=True)
+        return _positions(cond)
     if a is _ALONE or b is _ALONE:
         raise TypeError("where: give both a and b, or neither (where(cond) lists the "
                         "positions where cond is True)")

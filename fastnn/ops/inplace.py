@@ -246,3 +246,21 @@ for _name, _fn in (("scatter_reduce_", _scatter_reduce_), ("index_put_", _index_
                    ("put_", _put_)):
     _fn.__name__ = _fn.__qualname__ = _name
     METHODS[_name] = _fn
+
+
+def _struct_inplace(name: str, module: str):
+    def method(x: Tensor, *args, **kwargs) -> Tensor:
+        import importlib
+
+        fn = getattr(importlib.import_module(module), name)
+        return inplace(name + "_", x, fn, *args, **kwargs)
+
+    method.__name__ = method.__qualname__ = name + "_"
+    method.__doc__ = f"``x.{name}(...)`` written into x, in place."
+    return method
+
+
+for _name, _module in (("tril", "fastnn.ops.structure"), ("triu", "fastnn.ops.structure"),
+                       ("addmm", "fastnn.ops.products"), ("baddbmm", "fastnn.ops.products"),
+                       ("addmv", "fastnn.ops.products")):
+    METHODS[_name + "_"] = _struct_inplace(_name, _module)

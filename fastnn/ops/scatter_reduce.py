@@ -21,7 +21,7 @@ from fastnn.ops.gathering import _crop, _fit, _index, scatter_add
 from fastnn.ops.selecting import check_range
 from fastnn.ops.shaping import axis_index
 from fastnn.ops.sorting import check_tensor, host
-from fastnn.ops.structure import const
+from fastnn.ops.structure import const, take_flat
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
 
@@ -129,6 +129,8 @@ def scatter_reduce(x: Tensor, dim, index, src, reduce, *, include_self=True) -> 
 
     src = slice_tensor(src, (0,) * src.ndim, index.shape, (1,) * src.ndim)
     src = src if src._dtype is x._dtype else src.to(x._dtype)
+    if reduce == "sum" and include_self:  # no host work: one scatter-add
+        return scatter_add(x, axis, index, src)
     coords = _coords(positions, axis)
     hit = np.zeros(x.shape, dtype=bool)
     hit[coords] = True
@@ -194,15 +196,25 @@ def _flat_positions(x: Tensor, indices) -> tuple:
 
 
 def _put_flat(x: Tensor, flat: np.ndarray, values: Tensor, accumulate: bool) -> Tensor:
-    from fastnn.ops.scattering import _replace
-
+    """x with ``values`` added (``accumulate``) or written at the flat positions; of a
+    position written twice, the last write stays (PyTorch leaves it unspecified)."""
     line = movement.reshape(x, (-1,))
-    index = const(flat.reshape(-1), x, dtypes.int64)
     values = movement.reshape(values if values._dtype is x._dtype else values.to(x._dtype),
                               (-1,))
-    out = scatter_add(line, 0, index, values) if accumulate else _replace(line, 0, index,
-                                                                          values)
-    return movement.reshape(out, x.shape)
+    flat = flat.reshape(-1)
+    if accumulate:
+        return movement.reshape(scatter_add(line, 0, const(flat, x, dtypes.int64), values),
+                                x.shape)
+    # the last write of each position: the first in the reversed order
+    last = flat.size - 1 - np.unique(flat[::-1], return_index=True)[1]
+    values = take_flat(values, 0, last)
+    hit = np.zeros(line.shape, dtype=bool)
+    hit[flat] = True
+    work = line if line._dtype is not dtypes.bool_ else line.to(dtypes.int64)
+    placed = scatter_add(zeros_like(work), 0, const(flat[last], x, dtypes.int64),
+                         values.to(work._dtype))
+    out = ew.where(const(hit, x), placed, work)
+    return movement.reshape(out if out._dtype is x._dtype else out.to(x._dtype), x.shape)
 
 
 @public(method=True, top=True)

@@ -53,7 +53,14 @@ def _unique(op: str, x: Tensor, return_inverse, return_counts, dim, consecutive:
     flag(op, "return_inverse", return_inverse)
     flag(op, "return_counts", return_counts)
     values = host(x)
-    if dim is None:
+    if dim is None and not consecutive:
+        found = np.unique(values.reshape(-1), return_inverse=return_inverse,
+                          return_counts=return_counts, equal_nan=False)  # the ones asked
+        found = found if isinstance(found, tuple) else (found,)
+        out = const(found[0], x, x._dtype)
+        inverse = found[1].reshape(x.shape) if return_inverse else None
+        counts = found[-1] if return_counts else None
+    elif dim is None:
         rows = values.reshape(-1, 1)
         first, inverse, counts = _unique_rows(rows, consecutive)
         out = const(rows[first, 0], x, x._dtype)

@@ -53,7 +53,8 @@ def _triangle(op: str, x: Tensor, diagonal_: int, lower: bool) -> Tensor:
     keep = np.tri(rows, cols, int(diagonal_), dtype=bool)
     if not lower:
         keep = ~np.tri(rows, cols, int(diagonal_) - 1, dtype=bool)
-    return ew.where(const(keep, x), x, False if x._dtype is dtypes.bool_ else 0)
+    zero = const(np.zeros((), dtype=bool), x) if x._dtype is dtypes.bool_ else 0
+    return ew.where(const(keep, x), x, zero)
 
 
 @public(method=True, top=True)
@@ -110,10 +111,7 @@ def diag_embed(x: Tensor, offset=0, dim1=-2, dim2=-1) -> Tensor:
     rows, cols = np.indices((m, m))
     along = np.minimum(rows, cols)
     index = np.where(cols - rows == k, along + 1, 0)  # 0 reads the zero put in front
-    zero = ew.mul(slice_tensor(x, (0,) * x.ndim, x.shape[:-1] + (min(n, 1),),
-                               (1,) * x.ndim), 0)
-    if n == 0:
-        zero = const(np.zeros(x.shape[:-1] + (1,)), x, x._dtype)
+    zero = const(np.zeros(x.shape[:-1] + (1,)), x, x._dtype)
     from fastnn.ops.joining import cat
 
     padded = cat([zero, x], -1)
@@ -141,6 +139,9 @@ def trace(x: Tensor) -> Tensor:
     check_tensor("trace", x)
     if x.ndim != 2:
         raise RuntimeError(f"trace: expected a 2-d tensor (a matrix), got shape {x.shape}")
+    if x._dtype is dtypes.bool_:
+        raise RuntimeError("trace: not implemented for bool tensors (as PyTorch); convert "
+                           "with .long() first")
     values = _diagonal(x)
     if not x._dtype.is_floating:
         values = values.to(dtypes.int64)
@@ -161,12 +162,20 @@ def roll(x: Tensor, shifts, dims=None) -> Tensor:
     dims = ints("roll", "dims", dims)
     if len(shifts) != len(dims):
         raise RuntimeError(f"roll: shifts {shifts} and dims {dims} must have the same length")
+    from fastnn.ops.joining import cat
+
     out = x
     for s, d in zip(shifts, dims):
         a = axis_index("roll", d, x.ndim)
         n = x.shape[a]
-        if n and s % n:
-            out = take_flat(out, a, (np.arange(n) - s) % n)
+        if n and s % n:  # the last s elements, then the rest: two slices joined
+            cut = n - s % n
+            ones = (1,) * x.ndim
+            head = slice_tensor(out, tuple(cut if k == a else 0 for k in range(x.ndim)),
+                                out.shape, ones)
+            tail = slice_tensor(out, (0,) * x.ndim, tuple(cut if k == a else m for k, m in
+                                                         enumerate(out.shape)), ones)
+            out = cat([head, tail], a)
     return out
 
 

@@ -21,6 +21,8 @@ CASES = [
     ("triu", lambda m, x: m.triu(x), (M43,)),
     ("triu method k=2", lambda m, x: x.triu(2), (B234,)),
     ("tril empty", lambda m, x: m.tril(x), (np.zeros((0, 3)),)),
+    ("tril bool", lambda m, x: m.tril(x, 1), (np.arange(12).reshape(3, 4) % 3 == 0,)),
+    ("triu int32", lambda m, x: x.triu(-1), (np.arange(12, dtype=np.int32).reshape(3, 4),)),
     ("diag 1d", lambda m, x: m.diag(x), (V4,)),
     ("diag 1d k=2", lambda m, x: m.diag(x, 2), (V4,)),
     ("diag 1d k=-1", lambda m, x: x.diag(-1), (V4,)),
@@ -133,3 +135,22 @@ def test_refusals_as_torch():
 def test_meshgrid_warns_without_indexing():
     with pytest.warns(UserWarning):
         fnn.meshgrid(fnn.arange(2), fnn.arange(3))
+
+
+@pytest.mark.parametrize("name, args", [
+    ("tril_", lambda m: (1,)), ("triu_", lambda m: ()),
+    ("addmm_", lambda m: (m.ones(3, 2, dtype=m.float64), m.ones(2, 4, dtype=m.float64))),
+    ("baddbmm_", None), ("addmv_", None)])
+def test_in_place_forms_write_through_views(name, args):
+    if args is None:  # shapes of their own
+        base = np.arange(24.0).reshape(2, 3, 4) if name == "baddbmm_" else np.arange(3.0)
+        shapes = ((2, 3, 5), (2, 5, 4)) if name == "baddbmm_" else ((3, 2), (2,))
+
+        def extra(m):
+            return tuple(m.ones(*s, dtype=m.float64) for s in shapes)
+    else:
+        base, extra = np.arange(12.0).reshape(3, 4), args
+    mine, theirs = fnn.tensor(base), torch.tensor(base)
+    getattr(mine[...], name)(*extra(fnn), **({"beta": 0.5} if "add" in name else {}))
+    getattr(theirs[...], name)(*extra(torch), **({"beta": 0.5} if "add" in name else {}))
+    np.testing.assert_array_equal(mine.numpy(), theirs.numpy())
