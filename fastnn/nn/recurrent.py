@@ -8,8 +8,7 @@ start U(-1/sqrt(H), 1/sqrt(H)). Input (L, N, in), (N, L, in) with ``batch_first`
 (L, in); output (L, N, D*H') and h_n (D*layers, N, H') with H' = P or H (LSTM: (h_n, c_n),
 c_n (D*layers, N, H)). Between layers, in training, dropout with probability ``dropout``.
 
-The input projection x W_ih^T + b_ih of a layer is one product over the whole sequence;
-the time loop runs on the tape. ``reverse(x, grad_out)`` takes the gradient of the output
+The time loop runs on the tape. ``reverse(x, grad_out)`` takes the gradient of the output
 sequence only (none through the final state) and comes from the tape.
 """
 
@@ -20,9 +19,9 @@ import warnings
 
 from fastnn.api.args import integer
 from fastnn.nn.module import Module, check_tensor, tape_reverse, uniform_init
-from fastnn.nn.recurrent_cells import GATES, rnn_mode, step, unsqueeze_state
+from fastnn.nn.recurrent_cells import GATES, prepare, rnn_mode, step, unsqueeze_state
 from fastnn.ops import elementwise as m
-from fastnn.ops import joining, movement, nnops
+from fastnn.ops import joining, movement
 from fastnn.ops.tensor import full, rand
 
 
@@ -127,24 +126,27 @@ class _Recurrent(Module):
             x = movement.transpose(x, (1, 0, 2))
         states = self._initial_states(hx, x.shape[1], x)
         directions = 2 if self.bidirectional else 1
+        # NOTE: the sequence goes between layers as a list of steps, never re-sliced: the
+        # gradient of each slice of a (L, ...) tensor is scattered into a zero (L, ...)
+        # array, which for L steps costs L times the sequence
+        steps = list(joining.unbind(x, 0))
         finals = []
         for layer in range(self.num_layers):
             if layer and self.dropout and self.training:
-                x = _dropout(x, self.dropout)
+                steps = [_dropout(s, self.dropout) for s in steps]
             outs = []
             for d, suffix in enumerate(("", "_reverse")[:directions]):
-                w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(f"l{layer}{suffix}")
-                # NOTE: one product for all steps, then a list of steps: the gradient of a
-                # slice of a (L, ...) tensor is a zero (L, ...) array, L times per sequence
-                x_proj = list(joining.unbind(nnops.linear(x, w_ih, b_ih), 0))
+                weights = prepare(self.MODE, *self._weights(f"l{layer}{suffix}"))
                 state = states[layer * directions + d]
                 hs = []
-                for x_t in (x_proj[::-1] if d else x_proj):
-                    state = step(self.MODE, x_t, state, w_hh, b_hh, w_hr)
+                for x_t in (steps[::-1] if d else steps):
+                    state = step(self.MODE, x_t, state, weights)
                     hs.append(state[0] if self.MODE == "LSTM" else state)
-                outs.append(joining.stack(hs[::-1] if d else hs, 0))
+                outs.append(hs[::-1] if d else hs)
                 finals.append(state)
-            x = outs[0] if directions == 1 else joining.cat(outs, 2)
+            steps = outs[0] if directions == 1 else [joining.cat(pair, 1)
+                                                     for pair in zip(*outs)]
+        x = joining.stack(steps, 0)
         if unbatched:
             x = movement.reshape(x, (x.shape[0], x.shape[2]))
         elif self.batch_first:
