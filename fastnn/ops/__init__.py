@@ -8,6 +8,7 @@ from fastnn.ops import aliases as _aliases  # noqa: F401  (each op module fills 
 from fastnn.ops import attention as _attention  # noqa: F401
 from fastnn.ops import conv as _conv  # noqa: F401
 from fastnn.ops import creation as _creation  # noqa: F401
+from fastnn.ops import ctc as _ctc  # noqa: F401
 from fastnn.ops import embedding_bag as _embedding_bag  # noqa: F401
 from fastnn.ops import extrema as _extrema  # noqa: F401
 from fastnn.ops import gathering as _gathering  # noqa: F401
