@@ -23,7 +23,8 @@ TARGET_LENGTHS = np.array([3, 4, 1])
 INPUT_LENGTHS = np.array([9, 8, 5])
 
 
-@pytest.fixture(params=devices())
+@pytest.fixture(params=[d if d == "cpu" else pytest.param(d, marks=pytest.mark.slow)
+                        for d in devices()])  # other backends: --runslow
 def device(request):
     return request.param
 
