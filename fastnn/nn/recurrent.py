@@ -80,6 +80,21 @@ class _Recurrent(Module):
             extra += f", proj_size={self.proj_size}"
         return f"{self.input_size}, {self.hidden_size}{extra}"
 
+    @property
+    def mode(self) -> str:
+        """PyTorch's name of the cell: 'RNN_TANH', 'RNN_RELU', 'LSTM' or 'GRU'."""
+        return self.MODE
+
+    def flatten_parameters(self) -> None:
+        """PyTorch's cuDNN weight compaction; nothing to do here (accepted so scripts run)."""
+
+    @property
+    def all_weights(self) -> list:
+        """The parameters of each layer and direction, in PyTorch's order, as lists."""
+        keys = [f"l{layer}{suffix}" for layer in range(self.num_layers)
+                for suffix in ("", "_reverse")[:2 if self.bidirectional else 1]]
+        return [[p for p in self._weights(key) if p is not None] for key in keys]
+
     def _weights(self, key):
         get = self._parameters.get
         return tuple(get(f"{what}_{key}") for what in ("weight_ih", "weight_hh", "bias_ih",
