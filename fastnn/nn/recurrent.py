@@ -5,7 +5,8 @@ Parameters ``weight_ih_l{k}`` (G*H, in), ``weight_hh_l{k}`` (G*H, H), ``bias_ih_
 ``bias_hh_l{k}`` (G*H,), with LSTM's ``proj_size`` P also ``weight_hr_l{k}`` (P, H) (and
 ``weight_hh_l{k}`` (4H, P)), the same with ``_reverse`` for the backward direction; all
 start U(-1/sqrt(H), 1/sqrt(H)). Input (L, N, in), (N, L, in) with ``batch_first`` or
-(L, in); output (L, N, D*H') and h_n (D*layers, N, H') with H' = P or H (LSTM: (h_n, c_n),
+(L, in) or a :class:`~fastnn.nn.utils.rnn.PackedSequence` (then the output is one too);
+output (L, N, D*H') and h_n (D*layers, N, H') with H' = P or H (LSTM: (h_n, c_n),
 c_n (D*layers, N, H)). Between layers, in training, dropout with probability ``dropout``.
 
 The time loop runs on the tape. ``reverse(x, grad_out)`` takes the gradient of the output
@@ -20,8 +21,9 @@ import warnings
 from fastnn.api.args import integer
 from fastnn.nn.module import Module, check_tensor, tape_reverse, uniform_init
 from fastnn.nn.recurrent_cells import GATES, prepare, rnn_mode, step, unsqueeze_state
+from fastnn.nn.utils.rnn import PackedSequence
 from fastnn.ops import elementwise as m
-from fastnn.ops import joining, movement
+from fastnn.ops import gathering, joining, movement
 from fastnn.ops.tensor import full, rand
 
 
@@ -132,6 +134,8 @@ class _Recurrent(Module):
         return self._initial(hx, batch, like, "h_0", self.hidden_size)
 
     def forward(self, x, hx=None):
+        if isinstance(x, PackedSequence):
+            return self._forward_packed(x, hx)
         self._check_input(x)
         unbatched = x.ndim == 2
         if unbatched:
@@ -140,11 +144,41 @@ class _Recurrent(Module):
         elif self.batch_first:
             x = movement.transpose(x, (1, 0, 2))
         states = self._initial_states(hx, x.shape[1], x)
+        steps, finals = self._layers(list(joining.unbind(x, 0)), [x.shape[1]] * x.shape[0],
+                                     states)
+        x = joining.stack(steps, 0)
+        if unbatched:
+            x = movement.reshape(x, (x.shape[0], x.shape[2]))
+        elif self.batch_first:
+            x = movement.transpose(x, (1, 0, 2))
+        return x, self._final_state(finals, unbatched)
+
+    def _forward_packed(self, packed, hx):
+        """A PackedSequence in, one out; h_n at each sequence's last frame, in the batch's
+        own order (PyTorch's)."""
+        name = type(self).__name__
+        data = check_tensor(name, packed.data)
+        if data.ndim != 2 or data.shape[-1] != self.input_size:
+            raise ValueError(f"{name}: a packed input's data must be (frames, "
+                             f"{self.input_size}), got {data.shape}")
+        sizes = [int(n) for n in packed.batch_sizes.numpy()]
+        if packed.sorted_indices is not None and hx is not None:
+            hx = _permute(hx, packed.sorted_indices)
+        states = self._initial_states(hx, sizes[0], data)
+        steps, finals = self._layers(list(joining.split(data, sizes, 0)), sizes, states)
+        final = self._final_state(finals, False)
+        if packed.unsorted_indices is not None:
+            final = _permute(final, packed.unsorted_indices)
+        return packed._replace(data=joining.cat(steps, 0)), final
+
+    def _layers(self, steps, sizes, states):
+        """(output steps, final states) of every layer and direction over ``steps`` (one
+        (sizes[t], in) tensor per frame; a frame with fewer rows than the first continues
+        only the first sizes[t] sequences, as in a PackedSequence)."""
         directions = 2 if self.bidirectional else 1
         # NOTE: the sequence goes between layers as a list of steps, never re-sliced: the
         # gradient of each slice of a (L, ...) tensor is scattered into a zero (L, ...)
         # array, which for L steps costs L times the sequence
-        steps = list(joining.unbind(x, 0))
         finals = []
         for layer in range(self.num_layers):
             if layer and self.dropout and self.training:
@@ -153,20 +187,20 @@ class _Recurrent(Module):
             for d, suffix in enumerate(("", "_reverse")[:directions]):
                 weights = prepare(self.MODE, *self._weights(f"l{layer}{suffix}"))
                 state = states[layer * directions + d]
-                hs = []
-                for x_t in (steps[::-1] if d else steps):
-                    state = step(self.MODE, x_t, state, weights)
-                    hs.append(state[0] if self.MODE == "LSTM" else state)
-                outs.append(hs[::-1] if d else hs)
+                hs = [None] * len(steps)
+                for t in (range(len(steps) - 1, -1, -1) if d else range(len(steps))):
+                    if sizes[t] == sizes[0]:
+                        state = step(self.MODE, steps[t], state, weights)
+                        new = state
+                    else:  # only the first sizes[t] sequences still run
+                        new = step(self.MODE, steps[t], _rows(state, sizes[t]), weights)
+                        state = _merge(new, state, sizes[t])
+                    hs[t] = new[0] if self.MODE == "LSTM" else new
+                outs.append(hs)
                 finals.append(state)
             steps = outs[0] if directions == 1 else [joining.cat(pair, 1)
                                                      for pair in zip(*outs)]
-        x = joining.stack(steps, 0)
-        if unbatched:
-            x = movement.reshape(x, (x.shape[0], x.shape[2]))
-        elif self.batch_first:
-            x = movement.transpose(x, (1, 0, 2))
-        return x, self._final_state(finals, unbatched)
+        return steps, finals
 
     def _final_state(self, finals, unbatched):
         return _stack_state(finals, unbatched)
@@ -174,6 +208,26 @@ class _Recurrent(Module):
     def reverse(self, x, grad_out):
         """dL/dx and dL/dparams for dL/d(output sequence), from the tape."""
         return tape_reverse(self, lambda t: self(t)[0], x, grad_out)
+
+
+def _rows(state, n):
+    if isinstance(state, tuple):
+        return tuple(s[:n] for s in state)
+    return state[:n]
+
+
+def _merge(new, state, n):
+    """The first n rows from ``new``, the rest from ``state``."""
+    if isinstance(state, tuple):
+        return tuple(_merge(a, b, n) for a, b in zip(new, state))
+    return joining.cat([new, state[n:]], 0)
+
+
+def _permute(state, order):
+    """``state`` (layers, N, H) (or a tuple of them) with its batch in ``order``."""
+    if isinstance(state, (tuple, list)):
+        return tuple(_permute(s, order) for s in state)
+    return gathering.index_select(check_tensor("RNN", state), 1, order)
 
 
 def _stack_state(parts, unbatched):
