@@ -161,6 +161,10 @@ class _Recurrent(Module):
         if data.ndim != 2 or data.shape[-1] != self.input_size:
             raise ValueError(f"{name}: a packed input's data must be (frames, "
                              f"{self.input_size}), got {data.shape}")
+        weight = self.weight_ih_l0
+        if data.dtype is not weight.dtype:  # as Module.__call__ checks a plain input
+            raise TypeError(f"{name}: the packed data is {data.dtype.name} but the layer's "
+                            f"parameters are {weight.dtype.name}; convert one with .to()")
         sizes = [int(n) for n in packed.batch_sizes.numpy()]
         if packed.sorted_indices is not None and hx is not None:
             hx = _permute(hx, packed.sorted_indices)

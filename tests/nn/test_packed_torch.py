@@ -79,3 +79,9 @@ def test_pad_and_pack_sequence_helpers():
         frnn.pack_padded_sequence(padded, [2, 4, 3])
     with pytest.raises(ValueError, match="greater than 0"):
         frnn.pack_padded_sequence(padded, [4, 0, 3], enforce_sorted=False)
+
+
+def test_packed_data_of_another_dtype_is_refused():
+    packed = frnn.pack_sequence([fnn.randn(3, 2, dtype=fnn.float64)])
+    with pytest.raises(TypeError, match="packed data is float64"):
+        nn.GRU(2, 3)(packed)
