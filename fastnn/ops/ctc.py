@@ -181,7 +181,7 @@ def ctc_loss(log_probs: Tensor, targets, input_lengths, target_lengths, blank: i
         ok = ew.compare("greater", both, NEG)  # -inf terms would give -inf - -inf = NaN
         safe_nll = movement.reshape(ew.where(finite, nll, 0.0), (1, batch, 1))
         log_gamma = ew.sub(ew.add(ew.where(ok, both, 0.0), safe_nll), ew.where(ok, emit, 0.0))
-        gamma = ew.where(ok, ew.exp(log_gamma), 0.0)
+        gamma = ew.exp(ew.where(ok, log_gamma, NEG))  # <= 1 where ok, 0 elsewhere
         gamma = ew.where(movement.reshape(finite, (1, batch, 1)), gamma, 0.0)
         grad = ew.neg(scatter_add_tensor(full(lp.shape, 0.0, dt, dev), 2, index, gamma))
         if zero_infinity:
