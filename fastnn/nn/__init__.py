@@ -62,6 +62,7 @@ from fastnn.nn.loss import (
     NLLLoss,
     SmoothL1Loss,
 )
+from fastnn.nn.loss_ctc import CTCLoss
 from fastnn.nn.module import PARAM_CLASSES, Module, Parameter
 from fastnn.nn.norm import LayerNorm, RMSDiv, RMSNorm
 from fastnn.nn.pooling import (
@@ -136,7 +137,7 @@ __all__ = [
     "MultiheadAttention", "NLLLoss", "ReLU", "SELU", "SiLU", "Sigmoid", "SmoothL1Loss",
     "Softplus", "Tanh", "TransformerEncoder", "TransformerEncoderLayer",
     "GRUCell", "LSTMCell", "RNN", "RNNCell", "Transformer", "TransformerDecoder",
-    "TransformerDecoderLayer", "Bilinear", "EmbeddingBag",
+    "TransformerDecoderLayer", "Bilinear", "EmbeddingBag", "CTCLoss",
     # vision layers
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "BatchNorm1d",
     "BatchNorm2d", "Conv2d", "MaxPool1d", "MaxPool2d",

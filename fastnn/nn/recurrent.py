@@ -5,11 +5,11 @@ Parameters ``weight_ih_l{k}`` (G*H, in), ``weight_hh_l{k}`` (G*H, H), ``bias_ih_
 ``bias_hh_l{k}`` (G*H,), with LSTM's ``proj_size`` P also ``weight_hr_l{k}`` (P, H) (and
 ``weight_hh_l{k}`` (4H, P)), the same with ``_reverse`` for the backward direction; all
 start U(-1/sqrt(H), 1/sqrt(H)). Input (L, N, in), (N, L, in) with ``batch_first`` or
-(L, in); output (L, N, D*H') and h_n (D*layers, N, H') with H' = P or H (LSTM: (h_n, c_n),
+(L, in) or a :class:`~fastnn.nn.utils.rnn.PackedSequence` (then the output is one too);
+output (L, N, D*H') and h_n (D*layers, N, H') with H' = P or H (LSTM: (h_n, c_n),
 c_n (D*layers, N, H)). Between layers, in training, dropout with probability ``dropout``.
 
-The input projection x W_ih^T + b_ih of a layer is one product over the whole sequence;
-the time loop runs on the tape. ``reverse(x, grad_out)`` takes the gradient of the output
+The time loop runs on the tape. ``reverse(x, grad_out)`` takes the gradient of the output
 sequence only (none through the final state) and comes from the tape.
 """
 
@@ -20,9 +20,10 @@ import warnings
 
 from fastnn.api.args import integer
 from fastnn.nn.module import Module, check_tensor, tape_reverse, uniform_init
-from fastnn.nn.recurrent_cells import GATES, rnn_mode, step, unsqueeze_state
+from fastnn.nn.recurrent_cells import GATES, prepare, rnn_mode, step, unsqueeze_state
+from fastnn.nn.utils.rnn import PackedSequence
 from fastnn.ops import elementwise as m
-from fastnn.ops import joining, movement, nnops
+from fastnn.ops import gathering, joining, movement
 from fastnn.ops.tensor import full, rand
 
 
@@ -81,6 +82,21 @@ class _Recurrent(Module):
             extra += f", proj_size={self.proj_size}"
         return f"{self.input_size}, {self.hidden_size}{extra}"
 
+    @property
+    def mode(self) -> str:
+        """PyTorch's name of the cell: 'RNN_TANH', 'RNN_RELU', 'LSTM' or 'GRU'."""
+        return self.MODE
+
+    def flatten_parameters(self) -> None:
+        """PyTorch's cuDNN weight compaction; nothing to do here (accepted so scripts run)."""
+
+    @property
+    def all_weights(self) -> list:
+        """The parameters of each layer and direction, in PyTorch's order, as lists."""
+        keys = [f"l{layer}{suffix}" for layer in range(self.num_layers)
+                for suffix in ("", "_reverse")[:2 if self.bidirectional else 1]]
+        return [[p for p in self._weights(key) if p is not None] for key in keys]
+
     def _weights(self, key):
         get = self._parameters.get
         return tuple(get(f"{what}_{key}") for what in ("weight_ih", "weight_hh", "bias_ih",
@@ -118,6 +134,8 @@ class _Recurrent(Module):
         return self._initial(hx, batch, like, "h_0", self.hidden_size)
 
     def forward(self, x, hx=None):
+        if isinstance(x, PackedSequence):
+            return self._forward_packed(x, hx)
         self._check_input(x)
         unbatched = x.ndim == 2
         if unbatched:
@@ -126,30 +144,67 @@ class _Recurrent(Module):
         elif self.batch_first:
             x = movement.transpose(x, (1, 0, 2))
         states = self._initial_states(hx, x.shape[1], x)
-        directions = 2 if self.bidirectional else 1
-        finals = []
-        for layer in range(self.num_layers):
-            if layer and self.dropout and self.training:
-                x = _dropout(x, self.dropout)
-            outs = []
-            for d, suffix in enumerate(("", "_reverse")[:directions]):
-                w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(f"l{layer}{suffix}")
-                # NOTE: one product for all steps, then a list of steps: the gradient of a
-                # slice of a (L, ...) tensor is a zero (L, ...) array, L times per sequence
-                x_proj = list(joining.unbind(nnops.linear(x, w_ih, b_ih), 0))
-                state = states[layer * directions + d]
-                hs = []
-                for x_t in (x_proj[::-1] if d else x_proj):
-                    state = step(self.MODE, x_t, state, w_hh, b_hh, w_hr)
-                    hs.append(state[0] if self.MODE == "LSTM" else state)
-                outs.append(joining.stack(hs[::-1] if d else hs, 0))
-                finals.append(state)
-            x = outs[0] if directions == 1 else joining.cat(outs, 2)
+        steps, finals = self._layers(list(joining.unbind(x, 0)), [x.shape[1]] * x.shape[0],
+                                     states)
+        x = joining.stack(steps, 0)
         if unbatched:
             x = movement.reshape(x, (x.shape[0], x.shape[2]))
         elif self.batch_first:
             x = movement.transpose(x, (1, 0, 2))
         return x, self._final_state(finals, unbatched)
+
+    def _forward_packed(self, packed, hx):
+        """A PackedSequence in, one out; h_n at each sequence's last frame, in the batch's
+        own order (PyTorch's)."""
+        name = type(self).__name__
+        data = check_tensor(name, packed.data)
+        if data.ndim != 2 or data.shape[-1] != self.input_size:
+            raise ValueError(f"{name}: a packed input's data must be (frames, "
+                             f"{self.input_size}), got {data.shape}")
+        weight = self.weight_ih_l0
+        if data.dtype is not weight.dtype:  # as Module.__call__ checks a plain input
+            raise TypeError(f"{name}: the packed data is {data.dtype.name} but the layer's "
+                            f"parameters are {weight.dtype.name}; convert one with .to()")
+        sizes = [int(n) for n in packed.batch_sizes.numpy()]
+        if packed.sorted_indices is not None and hx is not None:
+            hx = _permute(hx, packed.sorted_indices)
+        states = self._initial_states(hx, sizes[0], data)
+        steps, finals = self._layers(list(joining.split(data, sizes, 0)), sizes, states)
+        final = self._final_state(finals, False)
+        if packed.unsorted_indices is not None:
+            final = _permute(final, packed.unsorted_indices)
+        return packed._replace(data=joining.cat(steps, 0)), final
+
+    def _layers(self, steps, sizes, states):
+        """(output steps, final states) of every layer and direction over ``steps`` (one
+        (sizes[t], in) tensor per frame; a frame with fewer rows than the first continues
+        only the first sizes[t] sequences, as in a PackedSequence)."""
+        directions = 2 if self.bidirectional else 1
+        # NOTE: the sequence goes between layers as a list of steps, never re-sliced: the
+        # gradient of each slice of a (L, ...) tensor is scattered into a zero (L, ...)
+        # array, which for L steps costs L times the sequence
+        finals = []
+        for layer in range(self.num_layers):
+            if layer and self.dropout and self.training:
+                steps = [_dropout(s, self.dropout) for s in steps]
+            outs = []
+            for d, suffix in enumerate(("", "_reverse")[:directions]):
+                weights = prepare(self.MODE, *self._weights(f"l{layer}{suffix}"))
+                state = states[layer * directions + d]
+                hs = [None] * len(steps)
+                for t in (range(len(steps) - 1, -1, -1) if d else range(len(steps))):
+                    if sizes[t] == sizes[0]:
+                        state = step(self.MODE, steps[t], state, weights)
+                        new = state
+                    else:  # only the first sizes[t] sequences still run
+                        new = step(self.MODE, steps[t], _rows(state, sizes[t]), weights)
+                        state = _merge(new, state, sizes[t])
+                    hs[t] = new[0] if self.MODE == "LSTM" else new
+                outs.append(hs)
+                finals.append(state)
+            steps = outs[0] if directions == 1 else [joining.cat(pair, 1)
+                                                     for pair in zip(*outs)]
+        return steps, finals
 
     def _final_state(self, finals, unbatched):
         return _stack_state(finals, unbatched)
@@ -157,6 +212,26 @@ class _Recurrent(Module):
     def reverse(self, x, grad_out):
         """dL/dx and dL/dparams for dL/d(output sequence), from the tape."""
         return tape_reverse(self, lambda t: self(t)[0], x, grad_out)
+
+
+def _rows(state, n):
+    if isinstance(state, tuple):
+        return tuple(s[:n] for s in state)
+    return state[:n]
+
+
+def _merge(new, state, n):
+    """The first n rows from ``new``, the rest from ``state``."""
+    if isinstance(state, tuple):
+        return tuple(_merge(a, b, n) for a, b in zip(new, state))
+    return joining.cat([new, state[n:]], 0)
+
+
+def _permute(state, order):
+    """``state`` (layers, N, H) (or a tuple of them) with its batch in ``order``."""
+    if isinstance(state, (tuple, list)):
+        return tuple(_permute(s, order) for s in state)
+    return gathering.index_select(check_tensor("RNN", state), 1, order)
 
 
 def _stack_state(parts, unbatched):

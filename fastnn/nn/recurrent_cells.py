@@ -1,13 +1,12 @@
 """One step of the recurrent cells, and RNNCell, LSTMCell and GRUCell, as PyTorch's.
 
-Each step takes the input's projection ``x_proj = x W_ih^T + b_ih`` (computed for a whole
-sequence at once by the layers, or for one step by a cell) and the previous state:
+One step, from the input x and the previous state:
 
-    RNN:  h' = act(x_proj + W_hh h + b_hh),  act = tanh or relu
-    LSTM: i, f, g, o = sigma, sigma, tanh, sigma of (x_proj + W_hh h + b_hh) (rows i, f, g, o)
-          c' = f * c + i * g,   h' = o * tanh(c')   (then h' W_hr^T with a projection)
-    GRU:  r, z = sigma(x_proj{r,z} + W_h{r,z} h + b_h{r,z})   (rows r, z, n)
-          n = tanh(x_proj_n + r * (W_hn h + b_hn)),   h' = (1 - z) * n + z * h
+    RNN:  h' = act(W_ih x + b_ih + W_hh h + b_hh),  act = tanh or relu
+    LSTM: i, f, g, o = sigma, sigma, tanh, sigma of (W_ih x + b_ih + W_hh h + b_hh) (rows
+          i, f, g, o);  c' = f * c + i * g,   h' = o * tanh(c')   (then W_hr h' with proj_size)
+    GRU:  r, z = sigma(W_i{r,z} x + b_i{r,z} + W_h{r,z} h + b_h{r,z})   (rows r, z, n)
+          n = tanh(W_in x + b_in + r * (W_hn h + b_hn)),   h' = (1 - z) * n + z * h
 
 :func:`step` is the one place of this math: the layers (:mod:`fastnn.nn.recurrent`) and the
 cells here call it, so a fused backend path replaces it in one place.
@@ -29,27 +28,41 @@ from fastnn.ops.tensor import full
 GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
 
-def step(mode: str, x_proj, state, w_hh, b_hh, w_hr=None):
-    """The next state of cell ``mode`` (a key of :data:`GATES`) from one step's input
-    projection ``x_proj`` (N, G*H) and ``state`` (h, or (h, c) for LSTM)."""
-    if mode == "LSTM":
-        h, c = state
-        gates = m.add(x_proj, nnops.linear(h, w_hh, b_hh))
-        size = c.shape[-1]
-        i, f, _, o = joining.chunk(activations.sigmoid(gates), 4, -1)  # one sigmoid, g unused
-        g = activations.tanh(gates[..., 2 * size:3 * size])
-        c = m.add(m.mul(f, c), m.mul(i, g))
-        h = m.mul(o, activations.tanh(c))
-        return (h if w_hr is None else nnops.linear(h, w_hr)), c
+def prepare(mode: str, w_ih, w_hh, b_ih=None, b_hh=None, w_hr=None) -> tuple:
+    """The weights of :func:`step` for a whole sequence: for RNN and LSTM one (G*H, in + H')
+    matrix [W_ih, W_hh] and one bias b_ih + b_hh, so that a step is ONE product of [x, h]
+    (a tape of a few nodes a step); for GRU (whose n gate needs W_hn h apart) as given."""
     if mode == "GRU":
-        i_r, i_z, i_n = joining.chunk(x_proj, 3, -1)
+        return (w_ih, w_hh, b_ih, b_hh)
+    bias = None if b_ih is None else m.add(b_ih, b_hh)
+    return (joining.cat([w_ih, w_hh], 1), bias, w_hr)
+
+
+def step(mode: str, x, state, weights):
+    """The next state of cell ``mode`` (a key of :data:`GATES`) from one step's input ``x``
+    (N, in) and ``state`` (h, or (h, c) for LSTM), ``weights`` from :func:`prepare`."""
+    if mode == "GRU":
+        w_ih, w_hh, b_ih, b_hh = weights
+        i_r, i_z, i_n = joining.chunk(nnops.linear(x, w_ih, b_ih), 3, -1)
         h_r, h_z, h_n = joining.chunk(nnops.linear(state, w_hh, b_hh), 3, -1)
         r = activations.sigmoid(m.add(i_r, h_r))
         z = activations.sigmoid(m.add(i_z, h_z))
         n = activations.tanh(m.add(i_n, m.mul(r, h_n)))
         return m.add(n, m.mul(z, m.sub(state, n)))  # (1 - z) n + z h
-    pre = m.add(x_proj, nnops.linear(state, w_hh, b_hh))
-    return activations.relu(pre) if mode == "RNN_RELU" else activations.tanh(pre)
+    weight, bias, w_hr = weights
+    h = state[0] if mode == "LSTM" else state
+    pre = nnops.linear(joining.cat([x, h], x.ndim - 1), weight, bias)
+    if mode == "RNN_TANH":
+        return activations.tanh(pre)
+    if mode == "RNN_RELU":
+        return activations.relu(pre)
+    c = state[1]
+    size = c.shape[-1]
+    i, f, _, o = joining.chunk(activations.sigmoid(pre), 4, -1)  # one sigmoid, g's unused
+    g = activations.tanh(pre[..., 2 * size:3 * size])
+    c = m.add(m.mul(f, c), m.mul(i, g))
+    h = m.mul(o, activations.tanh(c))
+    return (h if w_hr is None else nnops.linear(h, w_hr)), c
 
 
 def rnn_mode(owner: str, nonlinearity) -> str:
@@ -98,13 +111,17 @@ class _Cell(Module):
                             f"{x.dtype.name}; convert it with {what}.to(x.dtype)")
         return given
 
-    def _project(self, x):
+    def _check(self, x):
         name = type(self).__name__
         check_tensor(name, x)
         if x.ndim not in (1, 2) or x.shape[-1] != self.input_size:
             raise ValueError(f"{name}: input must be (N, {self.input_size}) or "
                              f"({self.input_size},), got {x.shape}")
-        return nnops.linear(x, self.weight_ih, self.bias_ih)
+
+    def _step(self, x, state):
+        weights = prepare(self.MODE, self.weight_ih, self.weight_hh, self.bias_ih,
+                          self.bias_hh)
+        return step(self.MODE, x, state, weights)
 
 
 class RNNCell(_Cell):
@@ -124,9 +141,8 @@ class RNNCell(_Cell):
         return super().extra_repr() + extra
 
     def forward(self, input, hx=None):
-        x_proj = self._project(input)
-        return step(self.MODE, x_proj, self._hidden(input, hx, "hx"), self.weight_hh,
-                    self.bias_hh)
+        self._check(input)
+        return self._step(input, self._hidden(input, hx, "hx"))
 
 
 class GRUCell(_Cell):
@@ -135,8 +151,8 @@ class GRUCell(_Cell):
     MODE = "GRU"
 
     def forward(self, input, hx=None):
-        x_proj = self._project(input)
-        return step("GRU", x_proj, self._hidden(input, hx, "hx"), self.weight_hh, self.bias_hh)
+        self._check(input)
+        return self._step(input, self._hidden(input, hx, "hx"))
 
 
 class LSTMCell(_Cell):
@@ -147,13 +163,13 @@ class LSTMCell(_Cell):
     MODE = "LSTM"
 
     def forward(self, input, hx=None):
-        x_proj = self._project(input)
+        self._check(input)
         if hx is None:
             hx = (None, None)
         if not isinstance(hx, (tuple, list)) or len(hx) != 2:
             raise TypeError("LSTMCell: hx must be a tuple (h, c) of two tensors")
         state = (self._hidden(input, hx[0], "h"), self._hidden(input, hx[1], "c"))
-        return step("LSTM", x_proj, state, self.weight_hh, self.bias_hh)
+        return self._step(input, state)
 
     def reverse(self, x, grad_out):
         """dL/dx and dL/dparams for dL/dh', from the tape."""

@@ -25,6 +25,7 @@ from fastnn.api import dtypes
 from fastnn.api.args import integer
 from fastnn.nn.activation import Dropout
 from fastnn.nn.attention import MultiheadAttention
+from fastnn.nn.init import xavier_uniform_
 from fastnn.nn.linear import Linear
 from fastnn.nn.lists import ModuleList
 from fastnn.nn.module import Module, check_tensor, tape_reverse
@@ -159,8 +160,6 @@ class Transformer(Module):
             self.decoder = TransformerDecoder(
                 TransformerDecoderLayer(*layer_args, **kw), num_decoder_layers,
                 layer_norm(d_model, layer_norm_eps, bias, kw))
-        from fastnn.nn.init import xavier_uniform_
-
         for p in self.parameters():
             if p.ndim > 1:
                 xavier_uniform_(p)

@@ -9,6 +9,7 @@ from fastnn.ops import aliases as _aliases  # noqa: F401  (each op module fills 
 from fastnn.ops import attention as _attention  # noqa: F401
 from fastnn.ops import conv as _conv  # noqa: F401
 from fastnn.ops import creation as _creation  # noqa: F401
+from fastnn.ops import ctc as _ctc  # noqa: F401
 from fastnn.ops import einsum as _einsum  # noqa: F401
 from fastnn.ops import elementwise_more as _elementwise_more  # noqa: F401
 from fastnn.ops import embedding_bag as _embedding_bag  # noqa: F401

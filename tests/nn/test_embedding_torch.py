@@ -15,7 +15,8 @@ torch = pytest.importorskip("torch")
 rng = np.random.default_rng(41)
 
 
-@pytest.fixture(params=devices())
+@pytest.fixture(params=[d if d == "cpu" else pytest.param(d, marks=pytest.mark.slow)
+                        for d in devices()])  # other backends: --runslow
 def device(request):
     return request.param
 

@@ -14,7 +14,8 @@ torch = pytest.importorskip("torch")
 rng = np.random.default_rng(21)
 
 
-@pytest.fixture(params=devices())
+@pytest.fixture(params=[d if d == "cpu" else pytest.param(d, marks=pytest.mark.slow)
+                        for d in devices()])  # other backends: --runslow
 def device(request):
     return request.param
 
@@ -38,7 +39,7 @@ def test_rnn_matches_torch(config, dtype, device):
 
 
 def test_rnn_nonlinearity_is_the_fourth_positional_argument():
-    assert nn.RNN(2, 3, 1, "relu").MODE == "RNN_RELU"
+    assert nn.RNN(2, 3, 1, "relu").mode == torch.nn.RNN(2, 3, 1, "relu").mode == "RNN_RELU"
     assert "nonlinearity='relu'" in repr(nn.RNN(2, 3, nonlinearity="relu"))
     with pytest.raises(ValueError, match="nonlinearity"):
         nn.RNN(2, 3, nonlinearity="sigmoid")
@@ -221,3 +222,12 @@ def test_reverse_and_apply_equal_the_tape(layer):
     for name, p in twin.named_parameters():
         np.testing.assert_allclose(p.numpy(), before[name] - 0.1 * grads[name].numpy(),
                                    rtol=1e-12)
+
+
+def test_all_weights_and_flatten_parameters_as_torch():
+    theirs = torch.nn.LSTM(3, 4, num_layers=2, bidirectional=True, proj_size=2)
+    ours = nn.LSTM(3, 4, num_layers=2, bidirectional=True, proj_size=2)
+    ours.flatten_parameters()  # accepted, as PyTorch scripts call it
+    assert [[p.shape for p in group] for group in ours.all_weights] == \
+        [[tuple(p.shape) for p in group] for group in theirs.all_weights]
+    assert ours.mode == "LSTM" and nn.GRU(2, 3).mode == "GRU"

@@ -281,6 +281,12 @@ def test_reverse_of_mha_and_rnn_equals_the_tape_of_their_one_tensor_view():
             np.testing.assert_allclose(grads[name].numpy(), p.grad.numpy(), rtol=1e-12)
 
 
+
+@pytest.fixture(params=[d if d == "cpu" else pytest.param(d, marks=pytest.mark.slow)
+                        for d in devices()])  # other backends: --runslow
+def cpu_device(request):
+    return request.param
+
 MHA_EXTRA = [
     {"kdim": 3, "vdim": 5},
     {"add_bias_kv": True},
@@ -291,8 +297,9 @@ MHA_EXTRA = [
 
 @pytest.mark.filterwarnings("ignore:Support for mismatched key_padding_mask")  # torch's
 @pytest.mark.parametrize("config", MHA_EXTRA, ids=str)
-@pytest.mark.parametrize("masks", [False, True])
-def test_multihead_attention_kdim_vdim_bias_kv_zero_attn(config, masks, device):
+@pytest.mark.parametrize("masks", [pytest.param(False, marks=pytest.mark.slow), True])
+def test_multihead_attention_kdim_vdim_bias_kv_zero_attn(config, masks, cpu_device):
+    device = cpu_device
     torch.manual_seed(10)
     theirs = torch.nn.MultiheadAttention(8, 2, **config)
     ours = nn.MultiheadAttention(8, 2, dtype="float64", device=device, **config)
@@ -328,12 +335,13 @@ def test_multihead_attention_positional_arguments_follow_torch():
 
 @pytest.mark.filterwarnings("ignore:invalid value encountered")  # need_weights=True: NaN
 @pytest.mark.parametrize("float_mask", [False, True])
-def test_a_fully_masked_row_is_zero_as_torchs_safe_softmax(float_mask, device):
+def test_a_fully_masked_row_is_zero_as_torchs_safe_softmax(float_mask, cpu_device):
     """torch 2.13: scaled_dot_product_attention and MultiheadAttention(need_weights=False)
     give zeros (and finite gradients) for a query with every key masked out, MHA with
     need_weights=True gives NaN; fastnn the same."""
     import fastnn.functional as F
 
+    device = cpu_device
     allowed = np.ones((3, 3), bool)
     allowed[1] = False
     mask = np.where(allowed, 0.0, -np.inf) if float_mask else allowed

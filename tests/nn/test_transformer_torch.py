@@ -17,7 +17,8 @@ rng = np.random.default_rng(31)
 LAYER_NORM_BIAS = "bias" in inspect.signature(nn.LayerNorm).parameters
 
 
-@pytest.fixture(params=devices())
+@pytest.fixture(params=[d if d == "cpu" else pytest.param(d, marks=pytest.mark.slow)
+                        for d in devices()])  # other backends: --runslow
 def device(request):
     return request.param
 

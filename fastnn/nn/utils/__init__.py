@@ -1,6 +1,7 @@
 """Helpers over a model's parameters, as PyTorch's ``torch.nn.utils``: gradient clipping
-(also offered by :mod:`fastnn.optim`)."""
+(also offered by :mod:`fastnn.optim`), and packed sequences (:mod:`fastnn.nn.utils.rnn`)."""
 
+from fastnn.nn.utils import rnn
 from fastnn.nn.utils.clip_grad import (
     clip_grad_norm,
     clip_grad_norm_,
@@ -8,4 +9,4 @@ from fastnn.nn.utils.clip_grad import (
     clip_grad_value_,
 )
 
-__all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value", "clip_grad_value_"]
+__all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value", "clip_grad_value_", "rnn"]
