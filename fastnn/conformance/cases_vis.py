@@ -102,7 +102,9 @@ def conv_transpose2d_ref(x, w, bias=None, stride=1, padding=0, output_padding=0,
 def _conv_t_samples(rng):
     configs = [((2, 4, 3, 4), (4, 3, 3, 2), dict(stride=2, padding=1, output_padding=1)),
                ((1, 4, 3, 3), (4, 1, 2, 3), dict(stride=(1, 2), groups=2, dilation=(2, 1))),
-               ((2, 2, 2, 3), (2, 3, 3, 3), dict(padding=(1, 2)))]
+               ((2, 2, 2, 3), (2, 3, 3, 3), dict(padding=(1, 2))),
+               ((1, 2, 3, 4), (2, 2, 2, 3), dict(dilation=2, output_padding=1, padding=(2, 1))),
+               ((1, 2, 3, 2), (2, 1, 2, 2), dict(stride=3, padding=(2, 1)))]
     out = [Sample(f"x {xs} w {ws}", (rng.normal(size=xs), rng.normal(size=ws)), p)
            for xs, ws, p in configs]
     out.append(Sample("with bias", (rng.normal(size=(1, 2, 3, 2)), rng.normal(size=(2, 2, 2, 2)),

@@ -20,6 +20,8 @@ LAYERS = [
     ("ConvTranspose2d", (4, 6, (2, 3)), dict(stride=(1, 2), groups=2, dilation=(2, 1),
                                              bias=False), (2, 4, 3, 5)),
     ("ConvTranspose2d", (3, 2, 2), dict(), (3, 4, 4)),
+    ("ConvTranspose2d", (2, 4, 3), dict(dilation=2, output_padding=1, padding=4),
+     (2, 2, 5, 6)),  # the composite path: output_padding >= stride
     ("ConvTranspose1d", (4, 2, 3), dict(stride=3, padding=2, output_padding=1, groups=2),
      (2, 4, 6)),
     ("ConvTranspose1d", (3, 5, 4), dict(dilation=2), (3, 7)),
@@ -67,8 +69,8 @@ def test_layer_matches_torch(case, dtype):
 @pytest.mark.parametrize("device", devices())
 def test_conv_transpose_on_each_device(device):
     torch.manual_seed(1)
-    theirs = torch.nn.ConvTranspose2d(3, 4, 3, stride=2, padding=1, groups=1)
-    ours = nn.ConvTranspose2d(3, 4, 3, stride=2, padding=1, device=device)
+    theirs = torch.nn.ConvTranspose2d(3, 4, 3, stride=2, padding=1, output_padding=1)
+    ours = nn.ConvTranspose2d(3, 4, 3, stride=2, padding=1, output_padding=1, device=device)
     compare(ours, theirs, [rng.standard_normal((2, 3, 4, 3))], "float32", device)
 
 
