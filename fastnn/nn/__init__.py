@@ -85,11 +85,30 @@ from fastnn.nn.loss_more import (
     TripletMarginLoss,
 )
 from fastnn.nn.norm_groups import GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
+from fastnn.nn.padding import (
+    CircularPad1d,
+    CircularPad2d,
+    CircularPad3d,
+    ConstantPad1d,
+    ConstantPad2d,
+    ConstantPad3d,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReflectionPad3d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    ReplicationPad3d,
+    ZeroPad1d,
+    ZeroPad2d,
+    ZeroPad3d,
+)
 from fastnn.nn.softmax_layers import Softmax2d, Softmin
 from fastnn.nn.upsample import (
+    Fold,
     PixelShuffle,
     PixelUnshuffle,
     Unflatten,
+    Unfold,
     Upsample,
     UpsamplingBilinear2d,
     UpsamplingNearest2d,
@@ -120,7 +139,10 @@ __all__ = [
     "PixelUnshuffle", "Softmax2d", "Softmin", "Unflatten", "Upsample", "UpsamplingBilinear2d",
     "UpsamplingNearest2d", "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss",
     "MarginRankingLoss", "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss",
-    "SoftMarginLoss", "TripletMarginLoss",
+    "SoftMarginLoss", "TripletMarginLoss", "Fold", "Unfold", "CircularPad1d", "CircularPad2d",
+    "CircularPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d",
+    "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
+    "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d",
     # PyTorch's module layout
     "functional", "init", "utils",
 ]

@@ -143,6 +143,19 @@ def upsample(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
+@public()
+def upsample_nearest(input: Tensor, size=None, scale_factor=None) -> Tensor:
+    """PyTorch's (deprecated) upsample_nearest: :func:`interpolate` with mode nearest."""
+    return interpolate(input, size, scale_factor, "nearest")
+
+
+@public()
+def upsample_bilinear(input: Tensor, size=None, scale_factor=None) -> Tensor:
+    """PyTorch's (deprecated) upsample_bilinear: :func:`interpolate`, bilinear with
+    align_corners=True."""
+    return interpolate(input, size, scale_factor, "bilinear", align_corners=True)
+
+
 def _factor(op: str, x, factor, dim_name: str) -> int:
     factor = integer(op, dim_name, factor)
     if not isinstance(x, Tensor) or x.ndim < 3:

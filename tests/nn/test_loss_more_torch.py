@@ -121,6 +121,20 @@ LAYERS = [
     ("CosineSimilarity", dict(dim=-1), [(3, 4), (3, 4)]),
     ("PairwiseDistance", dict(p=1.5, keepdim=True), [(3, 4), (3, 4)]),
     ("Identity", {}, [(3, 4)]),
+    ("Unfold", dict(kernel_size=(2, 3), padding=1, stride=2), [(2, 2, 4, 5)]),
+    ("Fold", dict(output_size=(4, 5), kernel_size=2), [(2, 8, 12)]),
+    ("ZeroPad2d", dict(padding=(1, 2, 0, 3)), [(2, 3, 4)]),
+    ("ConstantPad1d", dict(padding=2, value=1.5), [(2, 3, 4)]),
+    ("ConstantPad3d", dict(padding=(1, 0, 2, 1, 0, 1), value=-1.0), [(1, 2, 3, 2, 2)]),
+    ("ReflectionPad1d", dict(padding=(3, 1)), [(2, 3, 4)]),
+    ("ReflectionPad2d", dict(padding=2), [(1, 2, 3, 4)]),
+    ("ReflectionPad3d", dict(padding=1), [(2, 3, 2, 3)]),
+    ("ReplicationPad1d", dict(padding=(2, 0)), [(3, 4)]),
+    ("ReplicationPad2d", dict(padding=(1, 2, 3, 0)), [(2, 3, 4, 2)]),
+    ("ReplicationPad3d", dict(padding=2), [(1, 2, 2, 3, 2)]),
+    ("CircularPad1d", dict(padding=(2, 1)), [(2, 3, 4)]),
+    ("CircularPad2d", dict(padding=(1, 2, 2, 0)), [(1, 2, 3, 4)]),
+    ("CircularPad3d", dict(padding=1), [(1, 2, 2, 3, 2)]),
 ]
 
 
@@ -141,3 +155,14 @@ def test_implicit_softmax_dim_as_torch(name):
             theirs = getattr(torch.nn, name)()(torch.tensor(x))
         np.testing.assert_allclose(ours.numpy(), theirs.numpy())
     assert nn.Softmax(axis=-1).dim == -1 and nn.Softmax(0).axis == 0
+
+
+@pytest.mark.filterwarnings("ignore:.*deprecated")
+def test_deprecated_upsample_functions_as_torch():
+    x = n(1, 2, 3, 4)
+    _run(lambda t: F.upsample_nearest(t, scale_factor=2),
+         lambda t: torch.nn.functional.upsample_nearest(t, scale_factor=2), [x], [True])
+    _run(lambda t: F.upsample_bilinear(t, size=(5, 7)),
+         lambda t: torch.nn.functional.upsample_bilinear(t, size=(5, 7)), [x], [True])
+    assert repr(nn.ZeroPad2d(1)) == repr(torch.nn.ZeroPad2d(1))
+    assert repr(nn.ReflectionPad1d(2)) == repr(torch.nn.ReflectionPad1d(2))
