@@ -53,6 +53,8 @@ def specs(nn) -> list:
         ("PixelUnshuffle", lambda d, dev: nn.PixelUnshuffle(2), (2, 2, 4, 6)),
         ("Unflatten", lambda d, dev: nn.Unflatten(1, (2, -1)), (3, 8)),
         ("Softmin", lambda d, dev: nn.Softmin(dim=1), (3, 4, 2)),
+        ("ChannelShuffle", lambda d, dev: nn.ChannelShuffle(2), (2, 6, 3)),
+        ("LocalResponseNorm", lambda d, dev: nn.LocalResponseNorm(3, alpha=0.5), (2, 5, 3)),
         ("Unfold", lambda d, dev: nn.Unfold((2, 3), padding=1, stride=2), (2, 2, 4, 5)),
         ("Fold", lambda d, dev: nn.Fold((4, 5), 2), (2, 8, 12)),
         ("Softmax2d", lambda d, dev: nn.Softmax2d(), (2, 3, 2, 2)),

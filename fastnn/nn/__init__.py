@@ -80,11 +80,19 @@ from fastnn.nn.loss_more import (
     MarginRankingLoss,
     MultiLabelMarginLoss,
     MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
     PoissonNLLLoss,
     SoftMarginLoss,
     TripletMarginLoss,
+    TripletMarginWithDistanceLoss,
 )
-from fastnn.nn.norm_groups import GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
+from fastnn.nn.norm_groups import (
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    InstanceNorm3d,
+    LocalResponseNorm,
+)
 from fastnn.nn.padding import (
     CircularPad1d,
     CircularPad2d,
@@ -104,6 +112,7 @@ from fastnn.nn.padding import (
 )
 from fastnn.nn.softmax_layers import Softmax2d, Softmin
 from fastnn.nn.upsample import (
+    ChannelShuffle,
     Fold,
     PixelShuffle,
     PixelUnshuffle,
@@ -142,7 +151,8 @@ __all__ = [
     "SoftMarginLoss", "TripletMarginLoss", "Fold", "Unfold", "CircularPad1d", "CircularPad2d",
     "CircularPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d",
     "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
-    "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d",
+    "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "MultiMarginLoss",
+    "TripletMarginWithDistanceLoss", "ChannelShuffle", "LocalResponseNorm",
     # PyTorch's module layout
     "functional", "init", "utils",
 ]

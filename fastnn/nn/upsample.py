@@ -1,5 +1,5 @@
 """Resizing and reshaping layers: Upsample, UpsamplingNearest2d, UpsamplingBilinear2d,
-PixelShuffle, PixelUnshuffle, Unflatten, Unfold and Fold, PyTorch's, over
+PixelShuffle, PixelUnshuffle, ChannelShuffle, Unflatten, Unfold and Fold, PyTorch's, over
 :mod:`fastnn.ops.resample` and :mod:`fastnn.ops.conv_transpose` (no parameters; ``reverse``
 is the tape's)."""
 
@@ -133,3 +133,18 @@ class Fold(Module):
     def forward(self, x):
         return conv_transpose.fold(check_tensor("Fold", x), self.output_size,
                                    self.kernel_size, self.dilation, self.padding, self.stride)
+
+
+class ChannelShuffle(Module):
+    """PyTorch's ChannelShuffle: (N, g * m, *) read as (N, g, m, *), returned as (N, m, g, *)
+    flattened back."""
+
+    def __init__(self, groups: int):
+        super().__init__()
+        self.groups = groups
+
+    def extra_repr(self) -> str:
+        return f"groups={self.groups}"
+
+    def forward(self, x):
+        return resample.channel_shuffle(check_tensor("ChannelShuffle", x), self.groups)

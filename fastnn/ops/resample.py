@@ -192,3 +192,20 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     x = reshape(input, tuple(lead) + (c, h // r, r, w // r, r))
     x = permute(x, tuple(range(k)) + tuple(k + i for i in (0, 2, 4, 1, 3)))
     return reshape(x, tuple(lead) + (c * r * r, h // r, w // r))
+
+
+@public()
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """PyTorch's channel_shuffle: the channels of (N, C, *) read as (N, groups, C / groups, *)
+    and returned as (N, C / groups, groups, *), flattened back."""
+    groups = integer("channel_shuffle", "groups", groups)
+    if not isinstance(input, Tensor) or input.ndim < 3:
+        raise ValueError(f"channel_shuffle: expected an input of 3 or more dims (N, C, *), "
+                         f"got {getattr(input, 'shape', type(input).__name__)}")
+    n, c, *rest = input.shape
+    if c % groups:
+        raise ValueError(f"channel_shuffle: the {c} channels must be divisible by "
+                         f"groups={groups}")
+    x = reshape(input, (n, groups, c // groups) + tuple(rest))
+    x = permute(x, (0, 2, 1) + tuple(range(3, x.ndim)))
+    return reshape(x, input.shape)

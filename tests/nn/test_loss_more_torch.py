@@ -63,6 +63,12 @@ LOSSES = [
     ("gaussian_nll_loss", "GaussianNLLLoss", (n(4, 3), n(4, 3), np.abs(n(4, 1)) * 1e-7),
      (1, 1, 1), dict(full=True)),
     ("gaussian_nll_loss", "GaussianNLLLoss", (n(4, 3), n(4, 3), np.abs(n(4))), (1, 1, 1), {}),
+    ("multi_margin_loss", "MultiMarginLoss", (n(4, 5), np.array([0, 3, 4, 3])), (1, 0), {}),
+    ("multi_margin_loss", "MultiMarginLoss", (n(4, 5), np.array([0, 3, 4, 3])), (1, 0),
+     dict(p=2, margin=0.5)),
+    ("multi_margin_loss", "MultiMarginLoss", (n(5), np.array(2)), (1, 0), {}),
+    ("triplet_margin_with_distance_loss", "TripletMarginWithDistanceLoss",
+     (n(5, 3), n(5, 3), n(5, 3)), (1, 1, 1), dict(swap=True, margin=0.5)),
     ("kl_div", "KLDivLoss", (np.log(np.abs(n(4, 3))), np.abs(n(4, 3))), (1, 1), {}),
     ("kl_div", "KLDivLoss", (np.log(np.abs(n(4, 3))), n(4, 3)), (1, 1),
      dict(log_target=True)),
@@ -91,6 +97,16 @@ def test_kl_div_batchmean_and_weighted_multilabel():
     _run(lambda a, b: F.multilabel_soft_margin_loss(a, b, weight=fnn.tensor(w)),
          lambda a, b: torch.nn.functional.multilabel_soft_margin_loss(a, b, torch.tensor(w)),
          (n(4, 3), rng.integers(0, 2, (4, 3)).astype(float)), (True, False))
+
+
+def test_weighted_multi_margin_and_custom_distance():
+    w = np.abs(n(5))
+    _run(nn.MultiMarginLoss(weight=fnn.tensor(w)), torch.nn.MultiMarginLoss(weight=torch.tensor(w)),
+         (n(4, 5), np.array([0, 3, 4, 3])), (True, False))
+    _run(nn.TripletMarginWithDistanceLoss(distance_function=lambda a, b: ((a - b) ** 2).sum(-1)),
+         torch.nn.TripletMarginWithDistanceLoss(
+             distance_function=lambda a, b: ((a - b) ** 2).sum(-1)),
+         (n(5, 3), n(5, 3), n(5, 3)), (True, True, True))
 
 
 def test_loss_refusals():
@@ -122,6 +138,9 @@ LAYERS = [
     ("PairwiseDistance", dict(p=1.5, keepdim=True), [(3, 4), (3, 4)]),
     ("Identity", {}, [(3, 4)]),
     ("Unfold", dict(kernel_size=(2, 3), padding=1, stride=2), [(2, 2, 4, 5)]),
+    ("ChannelShuffle", dict(groups=3), [(2, 6, 2, 2)]),
+    ("LocalResponseNorm", dict(size=3, alpha=0.5, beta=0.7, k=2.0), [(2, 5, 3)]),
+    ("LocalResponseNorm", dict(size=4), [(2, 6, 3, 2)]),
     ("Fold", dict(output_size=(4, 5), kernel_size=2), [(2, 8, 12)]),
     ("ZeroPad2d", dict(padding=(1, 2, 0, 3)), [(2, 3, 4)]),
     ("ConstantPad1d", dict(padding=2, value=1.5), [(2, 3, 4)]),
