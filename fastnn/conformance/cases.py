@@ -12,6 +12,7 @@ from fastnn.conformance import (  # noqa: F401  (importing a module registers it
     cases_optim,
     cases_tensor,
     cases_vis,
+    cases_vis_losses,
 )
 from fastnn.conformance.case import CASES, Case, Sample
 
