@@ -380,8 +380,32 @@ def _resample_axis(x, axis, m, mode, align_corners):
     return np.take(x, low, axis=axis) * (1 - weight) + np.take(x, high, axis=axis) * weight
 
 
+def _cubic_ref_axis(x, axis, m, align_corners):
+    """Keys' cubic convolution (a = -0.75) at each output position, taps clamped."""
+    n, a = x.shape[axis], -0.75
+
+    def kernel(d):
+        d = abs(d)
+        if d <= 1:
+            return ((a + 2) * d - (a + 3)) * d * d + 1
+        return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a if d < 2 else 0.0
+
+    rows = []
+    for i in range(m):
+        src = i * (n - 1) / (m - 1) if align_corners and m > 1 else (
+            0.0 if align_corners else (i + 0.5) * n / m - 0.5)
+        base = int(np.floor(src))
+        rows.append(sum(kernel(src - (base + t)) * np.take(x, min(max(base + t, 0), n - 1),
+                                                           axis=axis)
+                        for t in range(-1, 3)))
+    return np.stack(rows, axis=axis)
+
+
 def interpolate_ref(x, size, mode="nearest", align_corners=None):
     for k, m in enumerate(size):
+        if mode == "bicubic":
+            x = _cubic_ref_axis(x, 2 + k, m, bool(align_corners))
+            continue
         x = _resample_axis(x, 2 + k, m, "nearest" if mode == "nearest" else "linear",
                            bool(align_corners))
     return x
@@ -395,7 +419,11 @@ def _interp_samples(rng):
                    dict(size=(5, 7), mode="bilinear")),
             Sample("bilinear align_corners", (rng.normal(size=(1, 2, 3, 4)),),
                    dict(size=(5, 2), mode="bilinear", align_corners=True)),
-            Sample("linear", (rng.normal(size=(2, 3, 4)),), dict(size=(7,), mode="linear"))]
+            Sample("linear", (rng.normal(size=(2, 3, 4)),), dict(size=(7,), mode="linear")),
+            Sample("bicubic", (rng.normal(size=(1, 2, 3, 4)),), dict(size=(5, 3),
+                                                                    mode="bicubic")),
+            Sample("bicubic align_corners", (rng.normal(size=(1, 1, 4, 3)),),
+                   dict(size=(6, 5), mode="bicubic", align_corners=True))]
 
 
 def _interp_random(draw):
