@@ -168,12 +168,14 @@ def test_implicit_softmax_dim_as_torch(name):
     for shape in [(4,), (2, 3), (2, 3, 4), (2, 3, 4, 2)]:
         x = n(*shape)
         with pytest.warns(UserWarning, match="Implicit dimension choice"):
-            ours = getattr(nn, name)()(fnn.tensor(x))
+            ours = getattr(nn, name)(dim=None)(fnn.tensor(x))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             theirs = getattr(torch.nn, name)()(torch.tensor(x))
         np.testing.assert_allclose(ours.numpy(), theirs.numpy())
     assert nn.Softmax(axis=-1).dim == -1 and nn.Softmax(0).axis == 0
+    # the API contract's default: the last axis (PyTorch's is the implicit dim)
+    assert nn.Softmax().dim == -1 and nn.LogSoftmax().dim == -1 and nn.Softmin().dim is None
 
 
 @pytest.mark.filterwarnings("ignore:.*deprecated")
