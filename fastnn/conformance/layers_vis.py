@@ -27,6 +27,12 @@ def specs(nn) -> list:
          (2, 2, 3, 4, 3)),
         ("LayerNorm([3, 4], bias=False)", lambda d, dev: nn.LayerNorm(
             [3, 4], bias=False, dtype=d, device=dev), (2, 3, 4)),
+        ("LayerNorm(4, bias=False)", lambda d, dev: nn.LayerNorm(4, bias=False, dtype=d,
+                                                                 device=dev), (3, 4)),
+        ("LayerNorm(4, elementwise_affine=False)", lambda d, dev: nn.LayerNorm(
+            4, elementwise_affine=False, dtype=d, device=dev), (3, 4)),
+        ("RMSNorm(4, elementwise_affine=False)", lambda d, dev: nn.RMSNorm(
+            4, elementwise_affine=False, dtype=d, device=dev), (3, 4)),
         ("RMSNorm([3, 4])", lambda d, dev: nn.RMSNorm([3, 4], dtype=d, device=dev), (2, 3, 4)),
         ("GroupNorm(2, 4)", lambda d, dev: nn.GroupNorm(2, 4, dtype=d, device=dev),
          (3, 4, 5)),
