@@ -295,6 +295,20 @@ def _conv2d(ops, node, grad):
     return grad_x, grad_w
 
 
+@rule("conv_transpose2d")
+def _conv_transpose2d(ops, node, grad):
+    # y = conv2d_grad_input(x, w): the adjoint of a conv2d whose input is y's shape, so
+    # dL/dx is that conv2d of grad, and dL/dw its weight gradient with grad as its input
+    x, weight = node.saved
+    attrs = node.attrs  # stride, padding, dilation, groups
+    grad_x = grad_w = None
+    if node.needs[0]:
+        grad_x = ops.conv2d(grad, weight, *attrs)
+    if node.needs[1]:
+        grad_w = ops.conv2d_grad_weight(grad, x, tuple(weight.shape[2:]), *attrs)
+    return grad_x, grad_w
+
+
 # ---------------------------------------------------------------- fused ops
 
 

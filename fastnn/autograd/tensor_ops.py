@@ -305,4 +305,5 @@ TENSOR_RULES.update(
     rms_div=_unsupported("its saved reciprocal RMS is a raw array"),
     conv1d=_unsupported("conv1d_grad_input and conv1d_grad_weight have no rules"),
     conv2d=_unsupported("conv2d_grad_input and conv2d_grad_weight have no rules"),
+    conv_transpose2d=_unsupported("conv2d_grad_weight has no rule"),
 )

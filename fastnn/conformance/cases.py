@@ -20,6 +20,7 @@ from fastnn.conformance import (  # noqa: F401  (importing a module registers it
     cases_structure,
     cases_tensor,
     cases_vis,
+    cases_vis_losses,
 )
 from fastnn.conformance.case import CASES, Case, Sample
 

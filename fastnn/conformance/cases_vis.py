@@ -102,7 +102,9 @@ def conv_transpose2d_ref(x, w, bias=None, stride=1, padding=0, output_padding=0,
 def _conv_t_samples(rng):
     configs = [((2, 4, 3, 4), (4, 3, 3, 2), dict(stride=2, padding=1, output_padding=1)),
                ((1, 4, 3, 3), (4, 1, 2, 3), dict(stride=(1, 2), groups=2, dilation=(2, 1))),
-               ((2, 2, 2, 3), (2, 3, 3, 3), dict(padding=(1, 2)))]
+               ((2, 2, 2, 3), (2, 3, 3, 3), dict(padding=(1, 2))),
+               ((1, 2, 3, 4), (2, 2, 2, 3), dict(dilation=2, output_padding=1, padding=(2, 1))),
+               ((1, 2, 3, 2), (2, 1, 2, 2), dict(stride=3, padding=(2, 1)))]
     out = [Sample(f"x {xs} w {ws}", (rng.normal(size=xs), rng.normal(size=ws)), p)
            for xs, ws, p in configs]
     out.append(Sample("with bias", (rng.normal(size=(1, 2, 3, 2)), rng.normal(size=(2, 2, 2, 2)),
@@ -340,6 +342,25 @@ case("instance_norm", lambda x, w=None, b=None, eps=1e-5: F.instance_norm(
      diff_args=(0, 1, 2))
 
 
+def local_response_norm_ref(x, size=3, alpha=1e-4, beta=0.75, k=1.0):
+    c = x.shape[1]
+    out = np.zeros_like(x)
+    for ch in range(c):
+        lo, hi = ch - size // 2, ch + (size - 1) // 2
+        window = x[:, max(lo, 0):min(hi, c - 1) + 1]
+        out[:, ch] = x[:, ch] / (k + alpha * (window * window).sum(axis=1) / size) ** beta
+    return out
+
+
+case("local_response_norm", F.local_response_norm, local_response_norm_ref,
+     lambda rng: [Sample("size 3", (rng.normal(size=(2, 5, 3)),), dict(size=3, alpha=0.5)),
+                  Sample("size 4, 4-D", (rng.normal(size=(1, 6, 2, 2)),),
+                         dict(size=4, alpha=0.3, beta=0.6, k=2.0))],
+     lambda draw: Sample("random", (_seeded(draw).normal(size=(1, draw(st.integers(1, 5)), 2)),),
+                         dict(size=draw(st.integers(1, 4)), alpha=0.5)),
+     tol=TRANSCENDENTAL)
+
+
 # ---------------------------------------------------------------- resampling
 
 
@@ -359,8 +380,32 @@ def _resample_axis(x, axis, m, mode, align_corners):
     return np.take(x, low, axis=axis) * (1 - weight) + np.take(x, high, axis=axis) * weight
 
 
+def _cubic_ref_axis(x, axis, m, align_corners):
+    """Keys' cubic convolution (a = -0.75) at each output position, taps clamped."""
+    n, a = x.shape[axis], -0.75
+
+    def kernel(d):
+        d = abs(d)
+        if d <= 1:
+            return ((a + 2) * d - (a + 3)) * d * d + 1
+        return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a if d < 2 else 0.0
+
+    rows = []
+    for i in range(m):
+        src = i * (n - 1) / (m - 1) if align_corners and m > 1 else (
+            0.0 if align_corners else (i + 0.5) * n / m - 0.5)
+        base = int(np.floor(src))
+        rows.append(sum(kernel(src - (base + t)) * np.take(x, min(max(base + t, 0), n - 1),
+                                                           axis=axis)
+                        for t in range(-1, 3)))
+    return np.stack(rows, axis=axis)
+
+
 def interpolate_ref(x, size, mode="nearest", align_corners=None):
     for k, m in enumerate(size):
+        if mode == "bicubic":
+            x = _cubic_ref_axis(x, 2 + k, m, bool(align_corners))
+            continue
         x = _resample_axis(x, 2 + k, m, "nearest" if mode == "nearest" else "linear",
                            bool(align_corners))
     return x
@@ -374,7 +419,11 @@ def _interp_samples(rng):
                    dict(size=(5, 7), mode="bilinear")),
             Sample("bilinear align_corners", (rng.normal(size=(1, 2, 3, 4)),),
                    dict(size=(5, 2), mode="bilinear", align_corners=True)),
-            Sample("linear", (rng.normal(size=(2, 3, 4)),), dict(size=(7,), mode="linear"))]
+            Sample("linear", (rng.normal(size=(2, 3, 4)),), dict(size=(7,), mode="linear")),
+            Sample("bicubic", (rng.normal(size=(1, 2, 3, 4)),), dict(size=(5, 3),
+                                                                    mode="bicubic")),
+            Sample("bicubic align_corners", (rng.normal(size=(1, 1, 4, 3)),),
+                   dict(size=(6, 5), mode="bicubic", align_corners=True))]
 
 
 def _interp_random(draw):
@@ -407,6 +456,17 @@ def pixel_unshuffle_ref(x, r=2):
     return y.reshape(*lead, c * r * r, h // r, w // r)
 
 
+def channel_shuffle_ref(x, groups=2):
+    n, c = x.shape[:2]
+    y = x.reshape(n, groups, c // groups, *x.shape[2:]).swapaxes(1, 2)
+    return y.reshape(x.shape)
+
+
+case("channel_shuffle", lambda x, groups=2: F.channel_shuffle(x, groups), channel_shuffle_ref,
+     lambda rng: [Sample("groups 2", (rng.normal(size=(2, 6, 3)),), {}),
+                  Sample("groups 3, 4-D", (rng.normal(size=(1, 6, 2, 2)),), dict(groups=3))],
+     lambda draw: Sample("random", (_seeded(draw).normal(size=(1, 4, draw(st.integers(1, 3)))),),
+                         dict(groups=draw(st.sampled_from([1, 2, 4])))))
 case("pixel_shuffle", lambda x, r=2: F.pixel_shuffle(x, r), pixel_shuffle_ref,
      lambda rng: [Sample("r 2", (rng.normal(size=(2, 8, 2, 3)),), {}),
                   Sample("r 3, unbatched", (rng.normal(size=(9, 1, 2)),), dict(r=3))],
@@ -417,119 +477,5 @@ case("pixel_unshuffle", lambda x, r=2: F.pixel_unshuffle(x, r), pixel_unshuffle_
      lambda draw: Sample("random", (_seeded(draw).normal(size=(1, draw(st.integers(1, 3)),
                                                                2, 4)),), {}))
 
-
-# ---------------------------------------------------------------- distances
-
-
-def normalize_ref(x, p=2.0, dim=1, eps=1e-12):
-    norm = np.sum(_abs(x) ** p, axis=dim, keepdims=True) ** (1.0 / p)
-    return x / np.where(np.real(norm) < eps, eps, norm)  # a NaN norm stays NaN
-
-
-case("normalize", F.normalize, normalize_ref,
-     lambda rng: [Sample("p 2, dim 1", (rng.normal(size=(3, 4, 2)),), {}),
-                  Sample("p 1, dim -1", (rng.normal(size=(3, 4)),), dict(p=1.0, dim=-1)),
-                  Sample("p 3", (rng.normal(size=(2, 3)),), dict(p=3.0))],
-     lambda draw: Sample("random", (_seeded(draw).normal(size=(2, draw(st.integers(1, 4)))),),
-                         {}), tol=TRANSCENDENTAL)
-
-
-def pairwise_distance_ref(a, b, p=2.0, eps=1e-6, keepdim=False):
-    return np.sum(_abs(a - b + eps) ** p, axis=-1, keepdims=keepdim) ** (1.0 / p)
-
-
-case("pairwise_distance", F.pairwise_distance, pairwise_distance_ref,
-     lambda rng: [Sample("p 2", (rng.normal(size=(3, 4)), rng.normal(size=(3, 4))), {}),
-                  Sample("p 1, broadcast", (rng.normal(size=(3, 4)), rng.normal(size=(4,))),
-                         dict(p=1.0)),
-                  Sample("p 3, keepdim", (rng.normal(size=(2, 3)), rng.normal(size=(2, 3))),
-                         dict(p=3.0, keepdim=True))],
-     lambda draw: Sample("random", tuple(_seeded(draw).normal(size=(2, 2, 3))), {}),
-     diff_args=(0, 1), tol=TRANSCENDENTAL)
-
-
-# ---------------------------------------------------------------- losses
-
-
-def _reduce(per, reduction):
-    return per.mean() if reduction == "mean" else per.sum() if reduction == "sum" else per
-
-
-def _softplus(z):
-    return np.log1p(np.exp(-_abs(z))) + _relu(z)
-
-
-LOSSES = {
-    "margin_ranking_loss": (lambda a, b, y, margin=0.0: _relu(-y * (a - b) + margin),
-                            lambda rng: (rng.normal(size=5), rng.normal(size=5),
-                                         rng.choice([-1.0, 1.0], 5)), (0, 1),
-                            dict(margin=0.2)),
-    "soft_margin_loss": (lambda x, y: _softplus(-y * x),
-                         lambda rng: (rng.normal(size=(3, 4)), rng.choice([-1.0, 1.0], (3, 4))),
-                         (0,), {}),
-    "hinge_embedding_loss": (lambda x, y, margin=1.0: np.where(y == 1, x, _relu(margin - x)),
-                             lambda rng: (rng.normal(size=(3, 4)),
-                                          rng.choice([-1.0, 1.0], (3, 4))), (0,),
-                             dict(margin=0.7)),
-    "poisson_nll_loss": (lambda x, y: np.exp(x) - y * x,
-                         lambda rng: (rng.normal(size=(3, 4)), rng.uniform(0, 3, (3, 4))), (0,),
-                         {}),
-    "multilabel_soft_margin_loss": (
-        lambda x, y: -(y * -_softplus(-x) + (1 - y) * -_softplus(x)).mean(axis=-1),
-        lambda rng: (rng.normal(size=(3, 4)), rng.integers(0, 2, (3, 4)).astype(float)), (0,),
-        {}),
-    "gaussian_nll_loss": (lambda x, y, var: 0.5 * (np.log(var) + (x - y) ** 2 / var),
-                          lambda rng: (rng.normal(size=(3, 4)), rng.normal(size=(3, 4)),
-                                       rng.uniform(0.5, 2, (3, 4))), (0, 1, 2), {}),
-    "triplet_margin_loss": (
-        lambda a, p, n, margin=1.0: _relu(margin + pairwise_distance_ref(a, p)
-                                          - pairwise_distance_ref(a, n)),
-        lambda rng: (rng.normal(size=(4, 3)), rng.normal(size=(4, 3)), rng.normal(size=(4, 3))),
-        (0, 1, 2), dict(margin=0.5)),
-}
-
-
-def _loss_case(name, per, make, diff, params):
-    def run(*args, reduction="mean", **kw):
-        return getattr(F, name)(*args, reduction=reduction, **kw)
-
-    def ref(*args, reduction="mean", **kw):
-        return _reduce(per(*args, **kw), reduction)
-
-    def samples(rng):
-        return [Sample(reduction, make(rng), dict(params, reduction=reduction))
-                for reduction in ("mean", "sum", "none")]
-
-    def random(draw):
-        return Sample("random", make(_seeded(draw)), dict(params))
-
-    case(name, run, ref, samples, random, diff_args=diff, tol=TRANSCENDENTAL)
-
-
-for _name, (_per, _make, _diff, _params) in LOSSES.items():
-    _loss_case(_name, _per, _make, _diff, _params)
-
-
-def _multilabel_margin_ref(x, target, reduction="mean"):
-    out = []
-    for row, labels in zip(x, target):
-        chosen = []
-        for j in labels:
-            if j < 0:
-                break
-            chosen.append(j)
-        others = [i for i in range(len(row)) if i not in chosen]
-        out.append(sum(_relu(1 - (row[j] - row[i])) for j in chosen for i in others)
-                   / len(row) + 0 * row[0])
-    return _reduce(np.array(out), reduction)
-
-
-case("multilabel_margin_loss", F.multilabel_margin_loss, _multilabel_margin_ref,
-     lambda rng: [Sample(r, (rng.normal(size=(3, 4)), np.array([[3, 0, -1, 1], [0, 1, 2, 3],
-                                                               [1, -1, 2, 2]])),
-                         dict(reduction=r)) for r in ("mean", "sum", "none")],
-     lambda draw: Sample("random", (_seeded(draw).normal(size=(2, 3)),
-                                    np.array([[draw(st.integers(-1, 2)), -1, 0], [2, 1, -1]])),
-                         {}), tol=TRANSCENDENTAL)
 
 composite(*(c for name, c in CASES.items() if name not in _BEFORE))

@@ -11,7 +11,12 @@ def specs(nn) -> list:
     def tracked(cls, d, dev):
         return cls(3, affine=True, track_running_stats=True, dtype=d, device=dev)
 
-    return [
+    pads = [(f"{kind}Pad{k}d", lambda d, dev, kind=kind, k=k: getattr(nn, f"{kind}Pad{k}d")(
+        tuple(range(1, 2 * k + 1)) if kind not in ("Reflection", "Circular") else 1),
+        (2, 3) + (4,) * k)
+        for kind in ("Zero", "Constant", "Reflection", "Replication", "Circular")
+        for k in (1, 2, 3)]
+    return pads + [
         ("ConvTranspose1d(stride=2, groups=2)", lambda d, dev: nn.ConvTranspose1d(
             2, 4, 3, stride=2, padding=1, output_padding=1, groups=2, dtype=d, device=dev),
          (2, 2, 5)),
@@ -22,6 +27,12 @@ def specs(nn) -> list:
          (2, 2, 3, 4, 3)),
         ("LayerNorm([3, 4], bias=False)", lambda d, dev: nn.LayerNorm(
             [3, 4], bias=False, dtype=d, device=dev), (2, 3, 4)),
+        ("LayerNorm(4, bias=False)", lambda d, dev: nn.LayerNorm(4, bias=False, dtype=d,
+                                                                 device=dev), (3, 4)),
+        ("LayerNorm(4, elementwise_affine=False)", lambda d, dev: nn.LayerNorm(
+            4, elementwise_affine=False, dtype=d, device=dev), (3, 4)),
+        ("RMSNorm(4, elementwise_affine=False)", lambda d, dev: nn.RMSNorm(
+            4, elementwise_affine=False, dtype=d, device=dev), (3, 4)),
         ("RMSNorm([3, 4])", lambda d, dev: nn.RMSNorm([3, 4], dtype=d, device=dev), (2, 3, 4)),
         ("GroupNorm(2, 4)", lambda d, dev: nn.GroupNorm(2, 4, dtype=d, device=dev),
          (3, 4, 5)),
@@ -48,5 +59,9 @@ def specs(nn) -> list:
         ("PixelUnshuffle", lambda d, dev: nn.PixelUnshuffle(2), (2, 2, 4, 6)),
         ("Unflatten", lambda d, dev: nn.Unflatten(1, (2, -1)), (3, 8)),
         ("Softmin", lambda d, dev: nn.Softmin(dim=1), (3, 4, 2)),
+        ("ChannelShuffle", lambda d, dev: nn.ChannelShuffle(2), (2, 6, 3)),
+        ("LocalResponseNorm", lambda d, dev: nn.LocalResponseNorm(3, alpha=0.5), (2, 5, 3)),
+        ("Unfold", lambda d, dev: nn.Unfold((2, 3), padding=1, stride=2), (2, 2, 4, 5)),
+        ("Fold", lambda d, dev: nn.Fold((4, 5), 2), (2, 8, 12)),
         ("Softmax2d", lambda d, dev: nn.Softmax2d(), (2, 3, 2, 2)),
     ]

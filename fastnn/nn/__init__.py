@@ -106,16 +106,44 @@ from fastnn.nn.loss_more import (
     MarginRankingLoss,
     MultiLabelMarginLoss,
     MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
     PoissonNLLLoss,
     SoftMarginLoss,
     TripletMarginLoss,
+    TripletMarginWithDistanceLoss,
 )
-from fastnn.nn.norm_groups import GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
+from fastnn.nn.norm_groups import (
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    InstanceNorm3d,
+    LocalResponseNorm,
+)
+from fastnn.nn.padding import (
+    CircularPad1d,
+    CircularPad2d,
+    CircularPad3d,
+    ConstantPad1d,
+    ConstantPad2d,
+    ConstantPad3d,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReflectionPad3d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    ReplicationPad3d,
+    ZeroPad1d,
+    ZeroPad2d,
+    ZeroPad3d,
+)
 from fastnn.nn.softmax_layers import Softmax2d
 from fastnn.nn.upsample import (
+    ChannelShuffle,
+    Fold,
     PixelShuffle,
     PixelUnshuffle,
     Unflatten,
+    Unfold,
     Upsample,
     UpsamplingBilinear2d,
     UpsamplingNearest2d,
@@ -148,7 +176,11 @@ __all__ = [
     "PixelUnshuffle", "Softmax2d", "Softmin", "Unflatten", "Upsample", "UpsamplingBilinear2d",
     "UpsamplingNearest2d", "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss",
     "MarginRankingLoss", "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss",
-    "SoftMarginLoss", "TripletMarginLoss",
+    "SoftMarginLoss", "TripletMarginLoss", "Fold", "Unfold", "CircularPad1d", "CircularPad2d",
+    "CircularPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d",
+    "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
+    "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "MultiMarginLoss",
+    "TripletMarginWithDistanceLoss", "ChannelShuffle", "LocalResponseNorm",
     # PyTorch's module layout
     "functional", "init", "utils",
 ]

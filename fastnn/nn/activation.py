@@ -49,15 +49,15 @@ class Activation(Module):
 class Softmax(Module):
     """y = softmax(x / temperature) along ``dim`` (PyTorch's Softmax; ``axis=`` is the same).
 
-    ``dim=None`` (the default, as PyTorch's) picks PyTorch's implicit dim, 0 for 0-, 1- and
-    3-D input, else 1, with PyTorch's deprecation warning (:func:`implicit_dim`); pass
-    ``dim=-1`` for the last axis.
+    The default is the last axis (fastnn's API contract); an explicit ``dim=None`` picks
+    PyTorch's implicit dim, 0 for 0-, 1- and 3-D input, else 1, with PyTorch's deprecation
+    warning (:func:`implicit_dim`).
     """
 
     def __init__(self, dim=UNSET, temperature: float = 1.0, *, axis=UNSET):
         super().__init__()
         temperature = nonnegative("Softmax", "temperature", temperature, zero=False)
-        dim = dim_of("Softmax", dim, axis, None)
+        dim = dim_of("Softmax", dim, axis, -1)
         if dim is not None and (isinstance(dim, bool) or not isinstance(dim, numbers.Integral)):
             raise TypeError(f"Softmax: dim must be an int or None, got {dim!r}")
         self.dim = None if dim is None else int(dim)

@@ -188,10 +188,11 @@ class _AlongDim(_Composed):
 
 
 class LogSoftmax(_AlongDim):
-    """x - logsumexp(x) along ``dim``; ``dim=None`` (PyTorch's default) picks PyTorch's
-    implicit dim with its deprecation warning (see :func:`~fastnn.nn.activation.implicit_dim`)."""
+    """x - logsumexp(x) along ``dim`` (default the last axis, fastnn's API contract); an
+    explicit ``dim=None`` picks PyTorch's implicit dim with its deprecation warning (see
+    :func:`~fastnn.nn.activation.implicit_dim`)."""
 
-    def __init__(self, dim=None):
+    def __init__(self, dim=-1):
         if dim is None:
             Module.__init__(self)
             self.dim = None

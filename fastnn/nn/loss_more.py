@@ -101,3 +101,24 @@ class GaussianNLLLoss(_Loss):
 
     def forward(self, input, target, var):
         return L.gaussian_nll_loss(input, target, var, **self.kwargs)
+
+
+class MultiMarginLoss(_Loss):
+    """F.multi_margin_loss(input, target, p, margin, weight, reduction)."""
+
+    FN = staticmethod(L.multi_margin_loss)
+
+    def __init__(self, p: int = 1, margin: float = 1.0, weight=None, reduction: str = "mean"):
+        super().__init__(p=p, margin=margin, weight=weight, reduction=reduction)
+
+
+class TripletMarginWithDistanceLoss(_Loss3):
+    """F.triplet_margin_with_distance_loss(anchor, positive, negative, distance_function,
+    margin, swap, reduction)."""
+
+    FN = staticmethod(L.triplet_margin_with_distance_loss)
+
+    def __init__(self, *, distance_function=None, margin: float = 1.0, swap: bool = False,
+                 reduction: str = "mean"):
+        super().__init__(distance_function=distance_function, margin=margin, swap=swap,
+                         reduction=reduction)

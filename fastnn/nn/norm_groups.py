@@ -1,4 +1,5 @@
-"""GroupNorm and InstanceNorm1d/2d/3d, PyTorch's layers over :mod:`fastnn.ops.norms`.
+"""GroupNorm, InstanceNorm1d/2d/3d and LocalResponseNorm, PyTorch's layers over
+:mod:`fastnn.ops.norms`.
 
 GroupNorm has weight (connective, 1) and bias (bias, 0) per channel when ``affine``.
 InstanceNorm has them only with ``affine=True`` (PyTorch's default is False), and the
@@ -117,3 +118,21 @@ class InstanceNorm3d(_InstanceNorm):
     """PyTorch's InstanceNorm3d over (N, C, D, H, W) or (C, D, H, W)."""
 
     RANK = 5
+
+
+class LocalResponseNorm(Module):
+    """PyTorch's LocalResponseNorm(size, alpha, beta, k) across the channels of (N, C, *)."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0):
+        super().__init__()
+        self.size = integer("LocalResponseNorm", "size", size)
+        self.alpha, self.beta = real("LocalResponseNorm", "alpha", alpha), \
+            real("LocalResponseNorm", "beta", beta)
+        self.k = real("LocalResponseNorm", "k", k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+    def forward(self, x):
+        return norms.local_response_norm(check_tensor("LocalResponseNorm", x), self.size,
+                                         self.alpha, self.beta, self.k)

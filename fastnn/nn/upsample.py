@@ -1,12 +1,13 @@
 """Resizing and reshaping layers: Upsample, UpsamplingNearest2d, UpsamplingBilinear2d,
-PixelShuffle, PixelUnshuffle and Unflatten, PyTorch's, over :mod:`fastnn.ops.resample`
-(no parameters; ``reverse`` is the tape's)."""
+PixelShuffle, PixelUnshuffle, ChannelShuffle, Unflatten, Unfold and Fold, PyTorch's, over
+:mod:`fastnn.ops.resample` and :mod:`fastnn.ops.conv_transpose` (no parameters; ``reverse``
+is the tape's)."""
 
 from __future__ import annotations
 
 from fastnn.api.args import ints
 from fastnn.nn.module import Module, check_tensor
-from fastnn.ops import resample
+from fastnn.ops import conv_transpose, resample
 from fastnn.ops.viewing import unflatten
 
 
@@ -97,3 +98,53 @@ class Unflatten(Module):
 
     def forward(self, x):
         return unflatten(check_tensor("Unflatten", x), self.dim, self.unflattened_size)
+
+
+class Unfold(Module):
+    """PyTorch's Unfold (im2col): (N, C, H, W) -> (N, C * prod(kernel_size), L)."""
+
+    def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.kernel_size, self.dilation = kernel_size, dilation
+        self.padding, self.stride = padding, stride
+
+    def extra_repr(self) -> str:
+        return (f"kernel_size={self.kernel_size}, dilation={self.dilation}, "
+                f"padding={self.padding}, stride={self.stride}")
+
+    def forward(self, x):
+        return conv_transpose.unfold(check_tensor("Unfold", x), self.kernel_size,
+                                     self.dilation, self.padding, self.stride)
+
+
+class Fold(Module):
+    """PyTorch's Fold (col2im): (N, C * prod(kernel_size), L) -> (N, C, *output_size),
+    overlapping values summed."""
+
+    def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.output_size, self.kernel_size = output_size, kernel_size
+        self.dilation, self.padding, self.stride = dilation, padding, stride
+
+    def extra_repr(self) -> str:
+        return (f"output_size={self.output_size}, kernel_size={self.kernel_size}, "
+                f"dilation={self.dilation}, padding={self.padding}, stride={self.stride}")
+
+    def forward(self, x):
+        return conv_transpose.fold(check_tensor("Fold", x), self.output_size,
+                                   self.kernel_size, self.dilation, self.padding, self.stride)
+
+
+class ChannelShuffle(Module):
+    """PyTorch's ChannelShuffle: (N, g * m, *) read as (N, g, m, *), returned as (N, m, g, *)
+    flattened back."""
+
+    def __init__(self, groups: int):
+        super().__init__()
+        self.groups = groups
+
+    def extra_repr(self) -> str:
+        return f"groups={self.groups}"
+
+    def forward(self, x):
+        return resample.channel_shuffle(check_tensor("ChannelShuffle", x), self.groups)

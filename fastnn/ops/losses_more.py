@@ -16,6 +16,9 @@ defaults and ``reduction`` ("mean", "sum" or "none"):
 - hinge_embedding: x where y = 1, max(0, margin - x) where y = -1;
 - poisson_nll: exp(x) - y x (``log_input``) or x - y log(x + eps), plus Stirling's
   y log y - y + log(2 pi y) / 2 where y > 1 when ``full``;
+- multi_margin: per sample, sum over classes i != y of weight[y] max(0, margin - x_y + x_i)^p,
+  divided by C;
+- triplet_margin_with_distance: triplet_margin with any ``distance_function``;
 - gaussian_nll: (log(max(var, eps)) + (x - y)^2 / max(var, eps)) / 2 (+ log(2 pi) / 2 when
   ``full``); the clamp passes var's gradient through unchanged, as PyTorch's in-place clamp.
 """
@@ -31,7 +34,9 @@ from fastnn.autograd.grad_mode import no_grad
 from fastnn.ops import activations, movement
 from fastnn.ops import elementwise as m
 from fastnn.ops.distance import pairwise_distance
+from fastnn.ops.gathering import gather
 from fastnn.ops.losses import reduce as reduced
+from fastnn.ops.movement import one_hot
 from fastnn.ops.shaping import unsqueeze
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor, tensor
@@ -209,3 +214,56 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False,
     if flag("gaussian_nll_loss", "full", full):
         per = m.add(per, 0.5 * math.log(2 * math.pi))
     return reduced("gaussian_nll_loss", per, reduction)
+
+
+@public()
+def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0,
+                      weight=None, reduction: str = "mean") -> Tensor:
+    """PyTorch's multi_margin_loss: input (N, C) or (C,), target (N,) or () class indices;
+    per sample, sum over i != y of weight[y] max(0, margin - x_y + x_i)^p / C (p 1 or 2)."""
+    _tensors("multi_margin_loss", input=input, target=target)
+    if p not in (1, 2) or isinstance(p, bool):
+        raise ValueError(f"multi_margin_loss: only p == 1 and p == 2 are supported, got {p!r}")
+    if input.ndim not in (1, 2) or target.shape != input.shape[:-1] or target.dtype.is_floating:
+        raise ValueError(f"multi_margin_loss: expected input (N, C) or (C,) and integer "
+                         f"targets (N,) or (), got {input.shape} and {target.shape}")
+    margin = real("multi_margin_loss", "margin", margin)
+    rows = input if input.ndim == 2 else unsqueeze(input, 0)
+    labels = movement.reshape(target, (rows.shape[0], 1))
+    picked = gather(rows, 1, labels)
+    hinge = m.maximum(m.add(m.sub(rows, picked), margin), 0.0)
+    if p == 2:
+        hinge = m.mul(hinge, hinge)
+    others = m.sub(1.0, one_hot(movement.reshape(target, (rows.shape[0],)), rows.shape[1],
+                                dtype=input.dtype))
+    hinge = m.mul(hinge, others)
+    if weight is not None:
+        hinge = m.mul(hinge, gather(movement.reshape(weight, (1, -1)).expand(rows.shape[0], -1),
+                                    1, labels))
+    per = m.div(movement.sum(hinge, 1), float(rows.shape[1]))
+    if input.ndim == 1:
+        per = movement.reshape(per, ())
+    return reduced("multi_margin_loss", per, reduction)
+
+
+@public()
+def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative: Tensor, *,
+                                      distance_function=None, margin: float = 1.0,
+                                      swap: bool = False, reduction: str = "mean") -> Tensor:
+    """PyTorch's triplet_margin_with_distance_loss: max(0, margin + d(a, p) - d(a, n)) with
+    ``distance_function`` d (default: pairwise_distance)."""
+    _tensors("triplet_margin_with_distance_loss", anchor=anchor, positive=positive,
+             negative=negative)
+    distance = pairwise_distance if distance_function is None else distance_function
+    if not callable(distance):
+        raise TypeError(f"triplet_margin_with_distance_loss: distance_function must be "
+                        f"callable, got {type(distance).__name__}")
+    margin = real("triplet_margin_with_distance_loss", "margin", margin)
+    if margin <= 0:
+        raise ValueError(f"triplet_margin_with_distance_loss: margin must be greater than 0, "
+                         f"got {margin}")
+    d_pos, d_neg = distance(anchor, positive), distance(anchor, negative)
+    if flag("triplet_margin_with_distance_loss", "swap", swap):
+        d_neg = m.minimum(d_neg, distance(positive, negative))
+    per = m.maximum(m.add(m.sub(d_pos, d_neg), margin), 0.0)
+    return reduced("triplet_margin_with_distance_loss", per, reduction)

@@ -9,6 +9,8 @@ With the biased variance over the normalised axes:
   machine epsilon of x's dtype, as PyTorch;
 - group_norm: x (N, C, *) in G groups of C / G channels, each (sample, group) normalised
   over its channels and positions; weight and bias per channel;
+- local_response_norm: x / (k + alpha * mean of x^2 over ``size`` neighbouring channels)^beta,
+  the window (size // 2 before, (size - 1) // 2 after) zero-padded at the ends;
 - instance_norm: each (sample, channel) normalised over its positions; with running
   statistics, they are updated by the mean over the batch of the per-instance mean and
   unbiased variance (PyTorch's rule), or used instead when ``use_input_stats`` is False.
@@ -23,7 +25,9 @@ import numpy as np
 
 from fastnn.api.args import integer, nonnegative, real
 from fastnn.autograd.grad_mode import no_grad
+from fastnn.ops.joining import pad
 from fastnn.ops.movement import reshape
+from fastnn.ops.selecting import slice_tensor
 from fastnn.ops.storage import rebind
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
@@ -168,3 +172,27 @@ def _update(running_mean, running_var, mean, var, count, momentum) -> None:
                 continue
             batch = reshape(stat.detach(), stat.shape[:2]).mean(axis=0).to(running.dtype)
             rebind(running, (running * (1.0 - momentum) + batch * momentum)._data)
+
+
+@public()
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                        k: float = 1.0) -> Tensor:
+    """PyTorch's local_response_norm over the channels of (N, C, *): x / (k + alpha *
+    mean(x^2 over a window of ``size`` channels))^beta."""
+    size = integer("local_response_norm", "size", size)
+    if not isinstance(input, Tensor) or input.ndim < 3:
+        raise ValueError(f"local_response_norm: expected an input of 3 or more dims (N, C, "
+                         f"*), got {getattr(input, 'shape', type(input).__name__)}")
+    alpha = real("local_response_norm", "alpha", alpha)
+    beta, k = real("local_response_norm", "beta", beta), real("local_response_norm", "k", k)
+    channels = input.shape[1]
+    square = input * input
+    widths = [0, 0] * (input.ndim - 2) + [size // 2, (size - 1) // 2]
+    padded = pad(square, tuple(widths))
+    total = None
+    for shift in range(size):
+        starts = (0, shift) + (0,) * (input.ndim - 2)
+        stops = (input.shape[0], shift + channels) + input.shape[2:]
+        part = slice_tensor(padded, starts, stops, (1,) * input.ndim)
+        total = part if total is None else total + part
+    return input / (total * (alpha / size) + k) ** beta

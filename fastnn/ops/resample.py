@@ -7,7 +7,10 @@ output index i along an axis of input size n, output size m:
 - nearest: source floor(i * scale) (i // 2 when m = 2 n; the identity when m = n),
   nearest-exact: floor((i + 0.5) * scale), clamped to n - 1;
 - linear (linear, bilinear, trilinear): with align_corners, source i (n - 1) / (m - 1);
-  without, (i + 0.5) scale - 0.5 clamped at 0; then (1 - w) x[floor] + w x[floor + 1].
+  without, (i + 0.5) scale - 0.5 clamped at 0; then (1 - w) x[floor] + w x[floor + 1];
+- bicubic: the same source (not clamped), then Keys' cubic convolution (a = -0.75) over the
+  four neighbours floor - 1 .. floor + 2, indices clamped to the edge, as PyTorch;
+- area: adaptive average pooling to the output size (1-D and 2-D).
 
 ``scale`` is 1 / scale_factor when a scale factor is given (and not
 ``recompute_scale_factor``), else n / m, as PyTorch; the indices and weights are computed
@@ -22,6 +25,7 @@ import numbers
 import numpy as np
 
 from fastnn.api.args import integer
+from fastnn.ops import pooling
 from fastnn.ops.movement import reshape
 from fastnn.ops.selecting import as_index, index_select_tensor
 from fastnn.ops.shaping import permute
@@ -29,7 +33,9 @@ from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor, tensor
 
 MODES = {"nearest": None, "nearest-exact": None, "linear": 1, "bilinear": 2,
-         "trilinear": 3}  # mode -> the spatial rank it needs (None: any)
+         "trilinear": 3, "bicubic": 2, "area": None}  # mode -> the spatial rank it needs
+INTERPOLATING = ("linear", "bilinear", "trilinear", "bicubic")
+CUBIC_A = -0.75  # PyTorch's bicubic kernel parameter
 
 
 def _per_axis(name: str, value, rank: int, kind) -> tuple:
@@ -77,6 +83,37 @@ def _nearest_axis(x: Tensor, axis: int, m: int, scale, exact: bool, dtype) -> Te
                                                  x._device))
 
 
+def _cubic_weights(t, dtype) -> list:
+    """Keys' cubic convolution weights of the taps -1, 0, 1, 2 at fraction t."""
+    a = dtype(CUBIC_A)
+
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    one = dtype(1)
+    return [far(t + one), near(t), near(one - t), far(one - t + one)]
+
+
+def _cubic_axis(x: Tensor, axis: int, m: int, scale, align_corners: bool, dtype) -> Tensor:
+    n = x.shape[axis]
+    ratio = _source_scale(n, m, scale, align_corners, dtype)
+    pos = np.arange(m, dtype=dtype)
+    src = pos * ratio if align_corners else (pos + dtype(0.5)) * ratio - dtype(0.5)
+    base = np.floor(src).astype(np.int64)
+    weights = _cubic_weights((src - base).astype(dtype), dtype)
+    shape = (m,) + (1,) * (x.ndim - axis - 1)
+    out = None
+    for tap, weight in zip(range(-1, 3), weights):
+        index = as_index("interpolate", np.clip(base + tap, 0, n - 1), x._device)
+        term = index_select_tensor(x, axis, index) * tensor(
+            weight.astype(dtype).reshape(shape), dtype=x.dtype, device=x.device)
+        out = term if out is None else out + term
+    return out
+
+
 def _linear_axis(x: Tensor, axis: int, m: int, scale, align_corners: bool, dtype) -> Tensor:
     n = x.shape[axis]
     ratio = _source_scale(n, m, scale, align_corners, dtype)
@@ -98,19 +135,19 @@ def _linear_axis(x: Tensor, axis: int, m: int, scale, align_corners: bool, dtype
 def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
                 align_corners=None, recompute_scale_factor=None, antialias: bool = False):
     """PyTorch's interpolate of (N, C, *spatial): modes nearest, nearest-exact, linear (1
-    spatial dim), bilinear (2), trilinear (3); ``size`` or ``scale_factor`` (a number or one
-    per spatial dim); ``align_corners`` for the linear modes (default False)."""
+    spatial dim), bilinear (2), trilinear (3), bicubic (2), area (1 or 2); ``size`` or
+    ``scale_factor`` (a number or one per spatial dim); ``align_corners`` for the
+    interpolating modes (default False)."""
     if not isinstance(input, Tensor):
         raise TypeError(f"interpolate: input must be a Tensor, got {type(input).__name__}")
     if mode not in MODES:
-        raise ValueError(f"interpolate: mode must be one of {', '.join(MODES)}, got {mode!r} "
-                         f"(bicubic and area are not supported)")
+        raise ValueError(f"interpolate: mode must be one of {', '.join(MODES)}, got {mode!r}")
     rank = input.ndim - 2
     if rank < 1 or (MODES[mode] is not None and MODES[mode] != rank):
         need = f"{MODES[mode] + 2}-D" if MODES[mode] else "at least 3-D"
         raise ValueError(f"interpolate: mode {mode!r} needs a {need} (N, C, *spatial) input, "
                          f"got shape {input.shape}")
-    linear = MODES[mode] is not None
+    linear = mode in INTERPOLATING
     if align_corners is not None and not linear:
         raise ValueError("interpolate: align_corners option can only be set with the "
                          "interpolating modes: linear | bilinear | bicubic | trilinear")
@@ -120,6 +157,8 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         raise TypeError(f"interpolate: mode {mode!r} needs a floating-point input, got "
                         f"{input._dtype.name}")
     sizes, scales = _sizes(input, size, scale_factor, bool(recompute_scale_factor))
+    if mode == "area":
+        return _area(input, sizes)
     if any(m < 1 for m in sizes) or any(n < 1 for n in input.shape[2:]):
         raise ValueError(f"interpolate: input {input.shape} and output sizes {sizes} must be "
                          f"non-empty")
@@ -129,11 +168,23 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     out = input
     for k, (m, scale) in enumerate(zip(sizes, scales)):
         axis = 2 + k
-        if linear:
+        if mode == "bicubic":
+            out = _cubic_axis(out, axis, m, scale, bool(align_corners), dtype)
+        elif linear:
             out = _linear_axis(out, axis, m, scale, bool(align_corners), dtype)
         elif m != out.shape[axis]:  # the same size is the identity, as PyTorch
             out = _nearest_axis(out, axis, m, scale, mode == "nearest-exact", dtype)
     return out
+
+
+def _area(x: Tensor, sizes: tuple) -> Tensor:
+    """mode='area': PyTorch's adaptive average pooling to ``sizes``."""
+    if len(sizes) == 1:
+        return pooling.adaptive_avg_pool1d(x, sizes[0])
+    if len(sizes) == 2:
+        return pooling.adaptive_avg_pool2d(x, sizes)
+    raise ValueError(f"interpolate: mode 'area' supports 1 or 2 spatial dims, got input "
+                     f"{x.shape}")
 
 
 @public()
@@ -141,6 +192,19 @@ def upsample(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
              align_corners=None) -> Tensor:
     """PyTorch's (deprecated) upsample: :func:`interpolate` with the same arguments."""
     return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+@public()
+def upsample_nearest(input: Tensor, size=None, scale_factor=None) -> Tensor:
+    """PyTorch's (deprecated) upsample_nearest: :func:`interpolate` with mode nearest."""
+    return interpolate(input, size, scale_factor, "nearest")
+
+
+@public()
+def upsample_bilinear(input: Tensor, size=None, scale_factor=None) -> Tensor:
+    """PyTorch's (deprecated) upsample_bilinear: :func:`interpolate`, bilinear with
+    align_corners=True."""
+    return interpolate(input, size, scale_factor, "bilinear", align_corners=True)
 
 
 def _factor(op: str, x, factor, dim_name: str) -> int:
@@ -179,3 +243,20 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     x = reshape(input, tuple(lead) + (c, h // r, r, w // r, r))
     x = permute(x, tuple(range(k)) + tuple(k + i for i in (0, 2, 4, 1, 3)))
     return reshape(x, tuple(lead) + (c * r * r, h // r, w // r))
+
+
+@public()
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """PyTorch's channel_shuffle: the channels of (N, C, *) read as (N, groups, C / groups, *)
+    and returned as (N, C / groups, groups, *), flattened back."""
+    groups = integer("channel_shuffle", "groups", groups)
+    if not isinstance(input, Tensor) or input.ndim < 3:
+        raise ValueError(f"channel_shuffle: expected an input of 3 or more dims (N, C, *), "
+                         f"got {getattr(input, 'shape', type(input).__name__)}")
+    n, c, *rest = input.shape
+    if c % groups:
+        raise ValueError(f"channel_shuffle: the {c} channels must be divisible by "
+                         f"groups={groups}")
+    x = reshape(input, (n, groups, c // groups) + tuple(rest))
+    x = permute(x, (0, 2, 1) + tuple(range(3, x.ndim)))
+    return reshape(x, input.shape)

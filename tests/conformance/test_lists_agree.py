@@ -6,9 +6,10 @@ from fastnn.conformance.cases import CASES
 
 # backward rules of core-level ops that are not hooks: moving a tensor between devices,
 # F.linear (a tape node of its own, computed with matmul and transpose), the identity
-# that module backward hooks ride on (fastnn/nn/hooks.py), and "as_strided", recorded on a
-# view written through (fastnn/ops/storage.py)
-CORE_ONLY_RULES = {"transfer", "linear", "call_hook", "as_strided"}
+# that module backward hooks ride on (fastnn/nn/hooks.py), "as_strided", recorded on a
+# view written through (fastnn/ops/storage.py), and "conv_transpose2d" (the conv2d_grad_input
+# hook run forward, fastnn/ops/conv_transpose.py)
+CORE_ONLY_RULES = {"transfer", "linear", "call_hook", "as_strided", "conv_transpose2d"}
 
 
 # the cases of hooks; the others check ops composed of primitives (Case.composite)

@@ -63,6 +63,12 @@ LOSSES = [
     ("gaussian_nll_loss", "GaussianNLLLoss", (n(4, 3), n(4, 3), np.abs(n(4, 1)) * 1e-7),
      (1, 1, 1), dict(full=True)),
     ("gaussian_nll_loss", "GaussianNLLLoss", (n(4, 3), n(4, 3), np.abs(n(4))), (1, 1, 1), {}),
+    ("multi_margin_loss", "MultiMarginLoss", (n(4, 5), np.array([0, 3, 4, 3])), (1, 0), {}),
+    ("multi_margin_loss", "MultiMarginLoss", (n(4, 5), np.array([0, 3, 4, 3])), (1, 0),
+     dict(p=2, margin=0.5)),
+    ("multi_margin_loss", "MultiMarginLoss", (n(5), np.array(2)), (1, 0), {}),
+    ("triplet_margin_with_distance_loss", "TripletMarginWithDistanceLoss",
+     (n(5, 3), n(5, 3), n(5, 3)), (1, 1, 1), dict(swap=True, margin=0.5)),
     ("kl_div", "KLDivLoss", (np.log(np.abs(n(4, 3))), np.abs(n(4, 3))), (1, 1), {}),
     ("kl_div", "KLDivLoss", (np.log(np.abs(n(4, 3))), n(4, 3)), (1, 1),
      dict(log_target=True)),
@@ -93,6 +99,16 @@ def test_kl_div_batchmean_and_weighted_multilabel():
          (n(4, 3), rng.integers(0, 2, (4, 3)).astype(float)), (True, False))
 
 
+def test_weighted_multi_margin_and_custom_distance():
+    w = np.abs(n(5))
+    _run(nn.MultiMarginLoss(weight=fnn.tensor(w)), torch.nn.MultiMarginLoss(weight=torch.tensor(w)),
+         (n(4, 5), np.array([0, 3, 4, 3])), (True, False))
+    _run(nn.TripletMarginWithDistanceLoss(distance_function=lambda a, b: ((a - b) ** 2).sum(-1)),
+         torch.nn.TripletMarginWithDistanceLoss(
+             distance_function=lambda a, b: ((a - b) ** 2).sum(-1)),
+         (n(5, 3), n(5, 3), n(5, 3)), (True, True, True))
+
+
 def test_loss_refusals():
     with pytest.raises(ValueError, match="var has negative"):
         F.gaussian_nll_loss(fnn.zeros(2, 3), fnn.zeros(2, 3), fnn.tensor(-np.ones((2, 3))))
@@ -121,6 +137,23 @@ LAYERS = [
     ("CosineSimilarity", dict(dim=-1), [(3, 4), (3, 4)]),
     ("PairwiseDistance", dict(p=1.5, keepdim=True), [(3, 4), (3, 4)]),
     ("Identity", {}, [(3, 4)]),
+    ("Unfold", dict(kernel_size=(2, 3), padding=1, stride=2), [(2, 2, 4, 5)]),
+    ("ChannelShuffle", dict(groups=3), [(2, 6, 2, 2)]),
+    ("LocalResponseNorm", dict(size=3, alpha=0.5, beta=0.7, k=2.0), [(2, 5, 3)]),
+    ("LocalResponseNorm", dict(size=4), [(2, 6, 3, 2)]),
+    ("Fold", dict(output_size=(4, 5), kernel_size=2), [(2, 8, 12)]),
+    ("ZeroPad2d", dict(padding=(1, 2, 0, 3)), [(2, 3, 4)]),
+    ("ConstantPad1d", dict(padding=2, value=1.5), [(2, 3, 4)]),
+    ("ConstantPad3d", dict(padding=(1, 0, 2, 1, 0, 1), value=-1.0), [(1, 2, 3, 2, 2)]),
+    ("ReflectionPad1d", dict(padding=(3, 1)), [(2, 3, 4)]),
+    ("ReflectionPad2d", dict(padding=2), [(1, 2, 3, 4)]),
+    ("ReflectionPad3d", dict(padding=1), [(2, 3, 2, 3)]),
+    ("ReplicationPad1d", dict(padding=(2, 0)), [(3, 4)]),
+    ("ReplicationPad2d", dict(padding=(1, 2, 3, 0)), [(2, 3, 4, 2)]),
+    ("ReplicationPad3d", dict(padding=2), [(1, 2, 2, 3, 2)]),
+    ("CircularPad1d", dict(padding=(2, 1)), [(2, 3, 4)]),
+    ("CircularPad2d", dict(padding=(1, 2, 2, 0)), [(1, 2, 3, 4)]),
+    ("CircularPad3d", dict(padding=1), [(1, 2, 2, 3, 2)]),
 ]
 
 
@@ -135,9 +168,22 @@ def test_implicit_softmax_dim_as_torch(name):
     for shape in [(4,), (2, 3), (2, 3, 4), (2, 3, 4, 2)]:
         x = n(*shape)
         with pytest.warns(UserWarning, match="Implicit dimension choice"):
-            ours = getattr(nn, name)()(fnn.tensor(x))
+            ours = getattr(nn, name)(dim=None)(fnn.tensor(x))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             theirs = getattr(torch.nn, name)()(torch.tensor(x))
         np.testing.assert_allclose(ours.numpy(), theirs.numpy())
     assert nn.Softmax(axis=-1).dim == -1 and nn.Softmax(0).axis == 0
+    # the API contract's default: the last axis (PyTorch's is the implicit dim)
+    assert nn.Softmax().dim == -1 and nn.LogSoftmax().dim == -1 and nn.Softmin().dim is None
+
+
+@pytest.mark.filterwarnings("ignore:.*deprecated")
+def test_deprecated_upsample_functions_as_torch():
+    x = n(1, 2, 3, 4)
+    _run(lambda t: F.upsample_nearest(t, scale_factor=2),
+         lambda t: torch.nn.functional.upsample_nearest(t, scale_factor=2), [x], [True])
+    _run(lambda t: F.upsample_bilinear(t, size=(5, 7)),
+         lambda t: torch.nn.functional.upsample_bilinear(t, size=(5, 7)), [x], [True])
+    assert repr(nn.ZeroPad2d(1)) == repr(torch.nn.ZeroPad2d(1))
+    assert repr(nn.ReflectionPad1d(2)) == repr(torch.nn.ReflectionPad1d(2))

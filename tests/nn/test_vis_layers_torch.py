@@ -20,6 +20,8 @@ LAYERS = [
     ("ConvTranspose2d", (4, 6, (2, 3)), dict(stride=(1, 2), groups=2, dilation=(2, 1),
                                              bias=False), (2, 4, 3, 5)),
     ("ConvTranspose2d", (3, 2, 2), dict(), (3, 4, 4)),
+    ("ConvTranspose2d", (2, 4, 3), dict(dilation=2, output_padding=1, padding=4),
+     (2, 2, 5, 6)),  # the composite path: output_padding >= stride
     ("ConvTranspose1d", (4, 2, 3), dict(stride=3, padding=2, output_padding=1, groups=2),
      (2, 4, 6)),
     ("ConvTranspose1d", (3, 5, 4), dict(dilation=2), (3, 7)),
@@ -67,8 +69,8 @@ def test_layer_matches_torch(case, dtype):
 @pytest.mark.parametrize("device", devices())
 def test_conv_transpose_on_each_device(device):
     torch.manual_seed(1)
-    theirs = torch.nn.ConvTranspose2d(3, 4, 3, stride=2, padding=1, groups=1)
-    ours = nn.ConvTranspose2d(3, 4, 3, stride=2, padding=1, device=device)
+    theirs = torch.nn.ConvTranspose2d(3, 4, 3, stride=2, padding=1, output_padding=1)
+    ours = nn.ConvTranspose2d(3, 4, 3, stride=2, padding=1, output_padding=1, device=device)
     compare(ours, theirs, [rng.standard_normal((2, 3, 4, 3))], "float32", device)
 
 
@@ -200,3 +202,34 @@ def test_dropout_p_one_gives_zeros_as_torch():
     out.sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), 0.0)
     np.testing.assert_array_equal(torch.nn.Dropout(1.0)(torch.ones(3, 4)).numpy(), 0.0)
+
+
+def test_reverse_apply_training_matches_the_tape():
+    """A small decoder of the new layers trains the same through reverse/apply as through
+    the tape (Sequential's reverse chains each layer's)."""
+    from fastnn import optim
+
+    def model():
+        fnn.manual_seed(5)
+        return nn.Sequential(nn.ConvTranspose2d(3, 4, 3, stride=2, padding=1, output_padding=1),
+                             nn.GroupNorm(2, 4), nn.Upsample(scale_factor=1.5,
+                                                             mode="bilinear"),
+                             nn.InstanceNorm2d(4, affine=True), nn.PixelUnshuffle(2),
+                             nn.Conv2d(16, 2, 1))
+
+    x = fnn.tensor(rng.standard_normal((2, 3, 4, 4)).astype(np.float32))
+    target = fnn.tensor(rng.standard_normal((2, 2, 6, 6)).astype(np.float32))
+    tape, rev = model(), model()
+    tape_opt, rev_opt = optim.SGD(tape.parameters(), lr=0.05), optim.SGD(rev.parameters(),
+                                                                         lr=0.05)
+    for _ in range(3):
+        tape_opt.zero_grad()
+        F.mse_loss(tape(x), target).backward()
+        tape_opt.step()
+        out = rev(x)
+        with fnn.no_grad():
+            grad_out = (out - target) * (2.0 / out.numel())
+        _, grads = rev.reverse(x, grad_out)
+        rev.apply(rev_opt, grads)
+    for (name, a), (_, b) in zip(tape.named_parameters(), rev.named_parameters()):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-6, err_msg=name)
