@@ -12,11 +12,7 @@ import numpy as np
 
 from fastnn.api import composite
 from fastnn.api.hookspec import hookimpl
-
-try:  # scipy's erf is vectorised C; fall back to math.erf elementwise
-    from scipy.special import erf as _erf
-except ImportError:  # pragma: no cover - scipy is optional
-    _erf = np.vectorize(math.erf, otypes=[np.float64])
+from fastnn_cpu.erf import erf as _erf
 
 # the modules holding the rest of the hooks: the registry registers each of them
 fastnn_hook_modules = ("fastnn_cpu.conv", "fastnn_cpu.conv_2d", "fastnn_cpu.fused",
@@ -110,7 +106,7 @@ def sign(x):
 
 @hookimpl
 def erf(x):
-    return _erf(x).astype(x.dtype, copy=False)
+    return _erf(x)
 
 
 @hookimpl
