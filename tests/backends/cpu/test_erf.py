@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import pytest
-
 from fastnn_cpu.erf import erf, erf32
 
 ULPS = 3.5
