@@ -263,7 +263,7 @@ def reshape(x, shape):
 
 @hookimpl
 def transpose(x, axes):
-    return np.transpose(x, axes)
+    return x.transpose(axes)  # the method: np.transpose's dispatch wrapper costs ~0.4 us
 
 
 @hookimpl
