@@ -303,6 +303,10 @@ def assign(ops, dst, src):
     raise NotImplementedError(
         f"assign: {ops!r} writes through views by the core's composite (fastnn.ops.storage "
         "scatters into the base and refreshes its views); the hook itself has no composite")
+from fastnn.api.composite_norm import (  # noqa: E402,F401  (the batch-norm hooks)
+    batch_norm_backward,
+    batch_norm_train,
+)
 from fastnn.api.composite_pool import (  # noqa: E402,F401  (the pooling hooks)
     max_pool2d,
     max_pool2d_backward,

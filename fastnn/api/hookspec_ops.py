@@ -370,3 +370,26 @@ def max_pool2d_backward(x: Array, out: Array, grad: Array, kernel: Shape, stride
     gradient is shared evenly by its input positions equal to its max (ties share, as the
     core's ``max`` does); where windows overlap, the shares add up. A window whose max is
     NaN passes no gradient."""
+
+
+# ---------------------------------------------------------------- batch normalisation
+
+
+@op
+def batch_norm_train(x: Array, weight: Array, bias: Array,
+                     eps: float) -> tuple[Array, Array, Array]:
+    """Training-mode batch normalisation of x (N, C, ...) over every axis but 1, with the
+    batch's statistics: returns (out, mean, var), out = (x - mean) / sqrt(var + eps) *
+    weight + bias (weight, bias (C,) broadcast along axis 1), mean and var (C,) the
+    per-channel mean and biased variance. x may be any strided view; N * (spatial size)
+    is at least 2 (the core checks)."""
+
+
+@op
+def batch_norm_backward(x: Array, weight: Array, mean: Array, var: Array, grad: Array,
+                        eps: float) -> tuple[Array, Array, Array]:
+    """The backward pass of ``batch_norm_train``: (dx, dweight, dbias) given grad = dL/dout
+    (x's shape, possibly a broadcast view) and the mean and var that call returned.
+    With xhat = (x - mean) / sqrt(var + eps) and m = N * (spatial size): dbias = sum(grad),
+    dweight = sum(grad * xhat) (sums over every axis but 1), dx = weight / sqrt(var + eps)
+    / m * (m * grad - dbias - xhat * dweight)."""

@@ -9,6 +9,7 @@ from fastnn.conformance import (  # noqa: F401  (importing a module registers it
     cases_indexing,
     cases_io,
     cases_math,
+    cases_norm,
     cases_optim,
     cases_pool,
     cases_tensor,
