@@ -12,6 +12,7 @@ from fastnn.conformance import (  # noqa: F401  (importing a module registers it
     cases_norm,
     cases_optim,
     cases_pool,
+    cases_recurrent,
     cases_tensor,
 )
 from fastnn.conformance.case import CASES, Case, Sample
