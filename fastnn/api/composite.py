@@ -326,7 +326,17 @@ def fused_elementwise(ops, expr, inputs):
     return evaluate(ops, expr, inputs)
 
 
+from fastnn.api.composite_norm import (  # noqa: E402,F401  (the batch-norm hooks)
+    batch_norm_backward,
+    batch_norm_train,
+)
 from fastnn.api.composite_pool import (  # noqa: E402,F401  (the pooling hooks)
     max_pool2d,
     max_pool2d_backward,
+)
+from fastnn.api.composite_recurrent import (  # noqa: E402,F401  (the recurrent-layer hooks)
+    gru_layer,
+    gru_layer_backward,
+    lstm_layer,
+    lstm_layer_backward,
 )

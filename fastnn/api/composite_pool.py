@@ -1,6 +1,10 @@
-"""The composites of the pooling hooks, written with primitives: one strided slice of the
-input per window tap (no padded copy: each tap reads only the output rows and columns whose
-position it covers lies inside the input), maxima and masks over those slices."""
+"""The composites of the pooling hooks, written with primitives.
+
+Windows that tile the input (stride = kernel, no padding, no dilation, sizes divisible):
+one max over a (N, C, OH, KH, OW, KW) reshape, and a backward of a few whole-array ops.
+Any other windows: one strided slice of the input per window tap (no padded copy: each tap
+reads only the output rows and columns whose position it covers lies inside the input),
+maxima and masks over those slices, written back with slice_scatter."""
 
 from __future__ import annotations
 
@@ -53,8 +57,21 @@ def _window(ops, a, ri, ci, write=None):
     return ops.slice_scatter(a, write, starts, stops, steps)
 
 
+def _tiling(x_shape, kernel, stride, padding, dilation, output_size):
+    return (tuple(stride) == tuple(kernel) and tuple(padding) == (0, 0)
+            and tuple(dilation) == (1, 1)
+            and all(n == o * k for n, o, k in zip(x_shape[2:], output_size, kernel)))
+
+
+def _tiles(ops, a, kernel, output_size):
+    n, c = a.shape[:2]
+    return ops.reshape(a, (n, c, output_size[0], kernel[0], output_size[1], kernel[1]))
+
+
 def max_pool2d(ops, x, kernel, stride, padding, dilation, output_size):
     shape = tuple(x.shape[:2]) + tuple(output_size)
+    if _tiling(x.shape, kernel, stride, padding, dilation, output_size) and math.prod(shape):
+        return ops.max(_tiles(ops, x, kernel, output_size), (3, 5), False)
     out = _full_like(ops, x, shape, float("-inf"))
     if not math.prod(shape):
         return out
@@ -66,6 +83,15 @@ def max_pool2d(ops, x, kernel, stride, padding, dilation, output_size):
 
 
 def max_pool2d_backward(ops, x, out, grad, kernel, stride, padding, dilation):
+    if (_tiling(x.shape, kernel, stride, padding, dilation, out.shape[2:])
+            and math.prod(out.shape)):
+        n, c, oh, ow = out.shape
+        tiles = _tiles(ops, x, kernel, (oh, ow))
+        hits = ops.astype(ops.equal(tiles, ops.reshape(out, (n, c, oh, 1, ow, 1))),
+                          str(x.dtype))
+        count = ops.maximum(ops.sum(hits, (3, 5), True), 1.0)
+        share = ops.div(ops.reshape(grad, (n, c, oh, 1, ow, 1)), count)
+        return ops.reshape(ops.mul(hits, share), tuple(x.shape))
     dx = _full_like(ops, x, tuple(x.shape), 0.0)
     if not math.prod(out.shape):
         return dx

@@ -406,3 +406,69 @@ def fused_elementwise(expr: Any, inputs: list) -> Array:
     tolerance (bit for bit where the backend evaluates each node as its own hook does).
     The core fuses only for a backend that implements this hook.
     """
+# ---------------------------------------------------------------- batch normalisation
+
+
+@op
+def batch_norm_train(x: Array, weight: Array, bias: Array,
+                     eps: float) -> tuple[Array, Array, Array]:
+    """Training-mode batch normalisation of x (N, C, ...) over every axis but 1, with the
+    batch's statistics: returns (out, mean, var), out = (x - mean) / sqrt(var + eps) *
+    weight + bias (weight, bias (C,) broadcast along axis 1), mean and var (C,) the
+    per-channel mean and biased variance. x may be any strided view; N * (spatial size)
+    is at least 2 (the core checks)."""
+
+
+@op
+def batch_norm_backward(x: Array, weight: Array, mean: Array, var: Array, grad: Array,
+                        eps: float) -> tuple[Array, Array, Array]:
+    """The backward pass of ``batch_norm_train``: (dx, dweight, dbias) given grad = dL/dout
+    (x's shape, possibly a broadcast view) and the mean and var that call returned.
+    With xhat = (x - mean) / sqrt(var + eps) and m = N * (spatial size): dbias = sum(grad),
+    dweight = sum(grad * xhat) (sums over every axis but 1), dx = weight / sqrt(var + eps)
+    / m * (m * grad - dbias - xhat * dweight)."""
+
+
+# ---------------------------------------------------------------- recurrent layers
+
+
+@op
+def lstm_layer(x: Array, h0: Array, c0: Array, w_ih: Array, w_hh: Array,
+               bias: Array) -> tuple[Array, Array, Array]:
+    """One LSTM layer over a whole sequence, as PyTorch's (gates i, f, g, o in that order).
+
+    x (T, N, I) time-major, h0 and c0 (N, H), w_ih (4H, I), w_hh (4H, H), bias (4H,) (the
+    sum of PyTorch's b_ih and b_hh; zeros without bias). With a = x_t w_ih^T + h w_hh^T +
+    bias: i, f, o = sigmoid, g = tanh of their quarters, c' = f c + i g, h' = o tanh(c').
+    Returns (out, gates, cells): out (T, N, H) every step's h, gates (T, N, 4H) the
+    activated i, f, g, o, cells (T, N, H) every step's c; h_T is out[-1], c_T cells[-1].
+    The input projection of all steps may be one GEMM."""
+
+
+@op
+def lstm_layer_backward(x: Array, h0: Array, c0: Array, w_ih: Array, w_hh: Array,
+                        out: Array, gates: Array, cells: Array, grad_out: Array,
+                        grad_c: Array) -> tuple[Array, Array, Array, Array, Array, Array]:
+    """The backward pass of ``lstm_layer`` from its outputs: grad_out (T, N, H) = dL/dout
+    (the gradient of h_T included in its last step), grad_c (N, H) = dL/dc_T. Returns
+    (dx, dh0, dc0, dw_ih, dw_hh, dbias), dbias (4H,) the gradient of each of PyTorch's
+    two biases."""
+
+
+@op
+def gru_layer(x: Array, h0: Array, w_ih: Array, w_hh: Array, b_ih: Array,
+              b_hh: Array) -> tuple[Array, Array]:
+    """One GRU layer over a whole sequence, as PyTorch's (gates r, z, n in that order).
+
+    x (T, N, I), h0 (N, H), w_ih (3H, I), w_hh (3H, H), b_ih and b_hh (3H,) (zeros without
+    bias). With p = x_t w_ih^T + b_ih and q = h w_hh^T + b_hh: r, z = sigmoid(p + q) of
+    their thirds, n = tanh(p_n + r q_n), h' = (1 - z) n + z h. Returns (out, saved):
+    out (T, N, H) every step's h, saved (T, N, 4H) the r, z, n and q_n of every step."""
+
+
+@op
+def gru_layer_backward(x: Array, h0: Array, w_ih: Array, w_hh: Array, out: Array,
+                       saved: Array, grad_out: Array) -> tuple[Array, Array, Array, Array,
+                                                              Array, Array]:
+    """The backward pass of ``gru_layer``: grad_out (T, N, H) = dL/dout (h_T's gradient
+    included in its last step). Returns (dx, dh0, dw_ih, dw_hh, db_ih, db_hh)."""

@@ -1,4 +1,5 @@
-"""Backward rules of the pooling hooks; :mod:`fastnn.autograd.rules` merges :data:`RULES`."""
+"""Backward rules of the pooling and batch-norm hooks; :mod:`fastnn.autograd.rules` merges
+:data:`RULES`."""
 
 from __future__ import annotations
 
@@ -11,3 +12,11 @@ def _max_pool2d(ops, node, grad):
 
 
 RULES["max_pool2d"] = _max_pool2d
+
+
+def _batch_norm(ops, node, grad):
+    x, weight, mean, var = node.saved
+    return ops.batch_norm_backward(x, weight, mean, var, grad, node.attrs)
+
+
+RULES["batch_norm_train"] = _batch_norm

@@ -28,6 +28,12 @@ CONV2D_CONFIGS = [
     ((3, 2, 1, 1), (3, 2, 1, 1), dict()),
     ((2, 1, 1, 6), (2, 1, 1, 3), dict(padding=(0, 1))),
     ((0, 2, 4, 4), (3, 2, 3, 3), dict(padding=1)),
+    # the cpu backend's direct cases: pointwise (a batched GEMM) and depthwise (per tap)
+    ((2, 3, 4, 5), (5, 3, 1, 1), dict()),
+    ((2, 3, 5, 6), (3, 1, 3, 2), dict(padding="same", groups=3)),
+    ((2, 3, 7, 6), (3, 1, 2, 3), dict(stride=(2, 1), dilation=(2, 1), padding=(1, 0),
+                                      groups=3)),
+    ((0, 3, 4, 4), (3, 1, 3, 3), dict(padding=1, groups=3)),
 ]
 
 

@@ -156,6 +156,8 @@ def _floating(op: str, x) -> Tensor:
 
 
 def _axis(op, x, axis):
+    if type(axis) is int and -x.ndim <= axis < x.ndim:  # the common case, checked at once
+        return axis % x.ndim
     if isinstance(axis, bool) or not isinstance(axis, numbers.Integral):
         raise TypeError(f"{op}: axis must be an int, got {axis!r}")
     if not -x.ndim <= axis < x.ndim:

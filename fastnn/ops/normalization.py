@@ -1,4 +1,5 @@
-"""Batch normalisation as PyTorch's ``F.batch_norm``, composed from tensor ops.
+"""Batch normalisation as PyTorch's ``F.batch_norm``, composed from tensor ops (training
+with weight and bias: the ``batch_norm_train`` hook and its backward).
 
 Over every axis but the channels (axis 1): xhat = (x - mean) / sqrt(var + eps) with the
 biased variance, y = xhat * weight + bias. In training the batch's statistics are used
@@ -10,6 +11,7 @@ running_var likewise with the unbiased variance (var * n / (n - 1)).
 from __future__ import annotations
 
 from fastnn.api.args import real
+from fastnn.autograd.engine import attach
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.ops.movement import reshape
 from fastnn.ops.storage import rebind
@@ -49,6 +51,8 @@ def batch_norm(x: Tensor, running_mean, running_var, weight=None, bias=None, tra
         if training and count <= 1:
             raise ValueError(f"batch_norm: expected more than 1 value per channel when "
                              f"training, got input of shape {x.shape}")
+        if training and _fusable(x, weight, bias):
+            return _fused(x, running_mean, running_var, weight, bias, momentum, eps, count)
         mean = x.mean(axis=axes, keepdims=True)
         centered = x - mean
         var = (centered * centered).mean(axis=axes, keepdims=True)
@@ -62,6 +66,26 @@ def batch_norm(x: Tensor, running_mean, running_var, weight=None, bias=None, tra
         out = out * reshape(weight, shape)
     if bias is not None:
         out = out + reshape(bias, shape)
+    return out
+
+
+def _fusable(x, weight, bias) -> bool:
+    """The batch_norm_train hook's case: affine, one dtype and device throughout."""
+    return (weight is not None and bias is not None and weight._dtype is x._dtype
+            and bias._dtype is x._dtype and weight._device == x._device
+            and bias._device == x._device)
+
+
+def _fused(x, running_mean, running_var, weight, bias, momentum, eps, count):
+    """Training with the batch's statistics through the batch_norm_train hook and its
+    backward hook (the composite in fastnn.api.composite_norm where a backend lacks them)."""
+    dev = x._device
+    data, mean, var = dev.ops.batch_norm_train(x._data, weight._data, bias._data, eps)
+    out = attach(Tensor._make(data, x._dtype, dev), "batch_norm_train", (x, weight, bias),
+                 (x._data, weight._data, mean, var), eps)
+    if running_mean is not None:
+        _update(running_mean, running_var, Tensor._make(mean, x._dtype, dev),
+                Tensor._make(var, x._dtype, dev), count, momentum)
     return out
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
+from fastnn_cpu import conv_direct as direct
 from fastnn_cpu import scratch
 from fastnn_cpu.conv import _weight_product
 
@@ -157,6 +158,8 @@ def _flat_forward(x, weight, lay, groups):
 
 @hookimpl
 def conv2d(x, weight, stride, padding, dilation, groups):
+    if direct.plan(weight.shape, stride, padding, groups) == "pointwise":
+        return direct.pointwise(x, weight)
     c_out, c_in_g, kh, kw = weight.shape
     lay = _Layout2d(x.shape[0], x.shape[2:], (kh, kw), stride, padding, dilation)
     if lay.flat and lay.m:
@@ -170,6 +173,9 @@ def conv2d(x, weight, stride, padding, dilation, groups):
 
 @hookimpl
 def conv2d_grad_weight(x, grad_out, kernel_size, stride, padding, dilation, groups):
+    w_shape = (grad_out.shape[1], x.shape[1] // groups) + tuple(kernel_size)
+    if direct.plan(w_shape, stride, padding, groups) == "pointwise":
+        return direct.pointwise_grad_weight(x, grad_out)
     c_out = grad_out.shape[1]
     kh, kw = kernel_size
     c_in_g = x.shape[1] // groups
@@ -249,6 +255,8 @@ def _flat_grad_input(grad_out, weight, lay, groups, input_size):
 
 @hookimpl
 def conv2d_grad_input(grad_out, weight, input_size, stride, padding, dilation, groups):
+    if direct.plan(weight.shape, stride, padding, groups) == "pointwise":
+        return direct.pointwise_grad_input(grad_out, weight)
     n, c_out = grad_out.shape[:2]
     _, c_in_g, kh, kw = weight.shape
     lay = _Layout2d(n, tuple(input_size), (kh, kw), stride, padding, dilation)

@@ -8,18 +8,24 @@ import numpy as np
 
 from fastnn.api.hookspec import hookimpl
 
+# NOTE: ufunc.reduce, not np.max / np.sum (their wrappers cost ~1.5 us a call), and the
+# passes after the first in place: a 4x4 softmax was 11x PyTorch's host time.
+_MAX, _SUM = np.maximum.reduce, np.add.reduce
+
 
 @hookimpl
 def softmax(x, axis):
-    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
-    e /= np.sum(e, axis=axis, keepdims=True)
+    e = np.subtract(x, _MAX(x, axis=axis, keepdims=True))
+    np.exp(e, out=e)
+    e /= _SUM(e, axis=axis, keepdims=True)
     return e
 
 
 @hookimpl
 def log_softmax(x, axis):
-    shifted = x - np.max(x, axis=axis, keepdims=True)
-    shifted -= np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+    shifted = np.subtract(x, _MAX(x, axis=axis, keepdims=True))
+    total = _SUM(np.exp(shifted), axis=axis, keepdims=True)
+    shifted -= np.log(total, out=total)
     return shifted
 
 
