@@ -406,6 +406,8 @@ def fused_elementwise(expr: Any, inputs: list) -> Array:
     tolerance (bit for bit where the backend evaluates each node as its own hook does).
     The core fuses only for a backend that implements this hook.
     """
+
+
 # ---------------------------------------------------------------- batch normalisation
 
 
