@@ -21,24 +21,9 @@ import numpy as np
 
 from fastnn.autograd.grad_mode import enable_grad, no_grad
 from fastnn.ops.storage import rebind
+from fastnn.optim.line_search import strong_wolfe
 from fastnn.optim.optimizer import Optimizer
 from fastnn.optim.state import is_array
-
-
-def cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None) -> float:
-    """The minimiser of the cubic through (x1, f1, g1) and (x2, f2, g2), kept in ``bounds``
-    (by default the interval), or the interval's middle when the cubic has none."""
-    low, high = bounds if bounds is not None else ((x1, x2) if x1 <= x2 else (x2, x1))
-    d1 = g1 + g2 - 3 * (f1 - f2) / (x1 - x2)
-    d2_square = d1**2 - g1 * g2
-    if d2_square >= 0:
-        d2 = math.sqrt(d2_square)
-        if x1 <= x2:
-            pos = x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
-        else:
-            pos = x1 - (x1 - x2) * ((g1 + d2 - d1) / (g1 - g2 + 2 * d2))
-        return min(max(pos, low), high)
-    return (low + high) / 2.0
 
 
 class LBFGS(Optimizer):
@@ -196,9 +181,10 @@ class LBFGS(Optimizer):
                 ls_func_evals = 0
                 if group["line_search_fn"] is not None:
                     x_init = [ops.mul(p._data, 1.0) for p in self._params]
-                    loss, flat_grad, t, ls_func_evals = self._strong_wolfe(
+                    loss, flat_grad, t, ls_func_evals = strong_wolfe(
                         lambda x, step, direction: self._evaluate(closure, x, step, direction),
-                        x_init, t, d, loss, flat_grad, gtd, max_ls=max_eval - current_evals)
+                        self._dot, self._abs_max, x_init, t, d, loss, flat_grad, gtd,
+                        max_ls=max_eval - current_evals)
                     self._add_grad(t, d)
                     opt_cond = self._abs_max(flat_grad) <= tol_grad
                 else:
@@ -220,75 +206,6 @@ class LBFGS(Optimizer):
             state.update(d=d, t=t, old_dirs=old_dirs, old_stps=old_stps, ro=ro, H_diag=h_diag,
                          prev_flat_grad=prev_flat_grad, prev_loss=prev_loss)
         return orig_loss
-
-    def _strong_wolfe(self, obj, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, max_ls=25):
-        """PyTorch's strong Wolfe line search: (loss, flat gradient, step, evaluations)."""
-        tolerance_change = 1e-9
-        d_norm = self._abs_max(d)
-        f_new, g_new = obj(x, t, d)
-        evals, gtd_new = 1, self._dot(g_new, d)
-        t_prev, f_prev, g_prev, gtd_prev = 0.0, f, g, gtd
-        done, ls_iter = False, 0
-        while ls_iter < max_ls:
-            if f_new > (f + c1 * t * gtd) or (ls_iter > 1 and f_new >= f_prev):
-                bracket, bracket_f = [t_prev, t], [f_prev, f_new]
-                bracket_g, bracket_gtd = [g_prev, g_new], [gtd_prev, gtd_new]
-                break
-            if abs(gtd_new) <= -c2 * gtd:
-                bracket, bracket_f, bracket_g = [t], [f_new], [g_new]
-                done = True
-                break
-            if gtd_new >= 0:
-                bracket, bracket_f = [t_prev, t], [f_prev, f_new]
-                bracket_g, bracket_gtd = [g_prev, g_new], [gtd_prev, gtd_new]
-                break
-            low, high = t + 0.01 * (t - t_prev), t * 10
-            t_prev, t = t, cubic_interpolate(t_prev, f_prev, gtd_prev, t, f_new, gtd_new,
-                                             bounds=(low, high))
-            f_prev, g_prev, gtd_prev = f_new, g_new, gtd_new
-            f_new, g_new = obj(x, t, d)
-            evals += 1
-            gtd_new = self._dot(g_new, d)
-            ls_iter += 1
-        if ls_iter == max_ls:
-            bracket, bracket_f, bracket_g = [0, t], [f, f_new], [g, g_new]
-        insuf_progress = False
-        low_pos, high_pos = (0, 1) if bracket_f[0] <= bracket_f[-1] else (1, 0)
-        while not done and ls_iter < max_ls:
-            if abs(bracket[1] - bracket[0]) * d_norm < tolerance_change:
-                break
-            t = cubic_interpolate(bracket[0], bracket_f[0], bracket_gtd[0], bracket[1],
-                                  bracket_f[1], bracket_gtd[1])
-            eps = 0.1 * (max(bracket) - min(bracket))
-            if min(max(bracket) - t, t - min(bracket)) < eps:
-                if insuf_progress or t >= max(bracket) or t <= min(bracket):
-                    if abs(t - max(bracket)) < abs(t - min(bracket)):
-                        t = max(bracket) - eps
-                    else:
-                        t = min(bracket) + eps
-                    insuf_progress = False
-                else:
-                    insuf_progress = True
-            else:
-                insuf_progress = False
-            f_new, g_new = obj(x, t, d)
-            evals += 1
-            gtd_new = self._dot(g_new, d)
-            ls_iter += 1
-            if f_new > (f + c1 * t * gtd) or f_new >= bracket_f[low_pos]:
-                bracket[high_pos], bracket_f[high_pos] = t, f_new
-                bracket_g[high_pos], bracket_gtd[high_pos] = g_new, gtd_new
-                low_pos, high_pos = (0, 1) if bracket_f[0] <= bracket_f[1] else (1, 0)
-            else:
-                if abs(gtd_new) <= -c2 * gtd:
-                    done = True
-                elif gtd_new * (bracket[high_pos] - bracket[low_pos]) >= 0:
-                    bracket[high_pos], bracket_f[high_pos] = bracket[low_pos], bracket_f[low_pos]
-                    bracket_g[high_pos] = bracket_g[low_pos]
-                    bracket_gtd[high_pos] = bracket_gtd[low_pos]
-                bracket[low_pos], bracket_f[low_pos] = t, f_new
-                bracket_g[low_pos], bracket_gtd[low_pos] = g_new, gtd_new
-        return bracket_f[low_pos], bracket_g[low_pos], bracket[low_pos], evals
 
     # ------------------------------------------------------------ state in PyTorch's layout
     def state_dict(self) -> dict:

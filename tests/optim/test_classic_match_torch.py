@@ -174,3 +174,24 @@ def test_bad_arguments_are_named():
         optim.Adamax(p, foreach="yes")
     with pytest.raises(TypeError, match="maximize"):
         optim.ASGD(p, maximize="no")
+
+
+@pytest.mark.parametrize("device", _devices())
+@pytest.mark.parametrize("name", ["adadelta-wd", "adamax-wd", "asgd-avg", "rprop-tight"])
+def test_float32_steps_match_torch(name, device):
+    cls, kwargs = CONFIGS[name]
+    start, grads = _data()
+    tparams = [torch.tensor(p, dtype=torch.float32, requires_grad=True) for p in start]
+    topt = getattr(torch.optim, cls)(tparams, **kwargs)
+    params = [Parameter.from_numpy(p.astype(np.float32), "connective", fnn.float32, device)
+              for p in start]
+    opt = getattr(optim, cls)(params, **kwargs)
+    for t in range(STEPS):
+        for p, g in zip(tparams, grads[t]):
+            p.grad = torch.tensor(g, dtype=torch.float32)
+        topt.step()
+        opt.apply_gradients([(p, fnn.tensor(g.astype(np.float32), device=device))
+                             for p, g in zip(params, grads[t])])
+    for got, want in zip(params, tparams):
+        assert got.dtype is fnn.float32
+        np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=2e-5, atol=2e-6)
