@@ -205,7 +205,8 @@ class shadow:
         if checked and not deferred and not backend.record.host_memory and hook != "to_numpy":
             self._prefetch(batch.arrays_in(args[0] if returns_none else out), originals)
         if deferred:
-            self._pending.append(batch.Pending(backend, hook, args, out, originals,
+            self._pending.append(batch.Pending(backend, hook, batch.frozen(args),
+                                               batch.frozen(out), originals,
                                                self._place(index)))
             if len(self._pending) >= batch.BATCH:
                 self._flush()
