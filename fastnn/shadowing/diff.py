@@ -99,6 +99,8 @@ def _finite_diff(got, want, rtol, atol) -> Diff | None:
         max_abs = float(err.max())
         if not np.isfinite(max_abs):
             return None
+        if max_abs == 0.0:  # equal (a NaN would have made max_abs NaN)
+            return Diff(size=got.size)
         scale = np.abs(w)
         bound = scale * work(rtol)
         bound += work(atol)  # > 0: atol is floored at a few smallest normals
