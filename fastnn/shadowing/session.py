@@ -344,10 +344,9 @@ class shadow:
         add to the report's rows."""
         names, kinds, returns_none = calls.SIGNATURES[hook]
         ref_ops, ref_index = self._ref_ops, self._ref.index
-        # a NumPy reference takes the host arrays as they are, unless its hook writes in
-        # place into copies that are shared (a device backend's, kept for later calls)
-        writes = returns_none or hook.endswith("_step")
-        direct = self._ref_numpy and (not writes or backend.record.host_memory)
+        # a NumPy reference takes the host arrays as they are: they are this call's own
+        # copies, or cached ones that a hook writing in place has just dropped from the cache
+        direct = self._ref_numpy
         try:
             ref_args = [calls.to_ref(kind, h, ref_ops, ref_index, direct)
                         for kind, h in zip(kinds, host)]
