@@ -66,3 +66,11 @@ def fetch(arrays: list, originals: dict, pack: bool) -> list:
             hosts[i] = joined[offset:offset + size].reshape(arrays[i].shape)
             offset += size
     return hosts
+
+
+def frozen(value):
+    """``value`` with its lists and tuples copied (the arrays themselves shared): the core
+    may change a list a hook returned, or one it passed, before the batch is checked."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(frozen(item) for item in value)
+    return value

@@ -90,13 +90,15 @@ def host_copy(kind, value, fetch):
     return value
 
 
-def to_ref(kind, value, ref_ops, ref_index):
+def to_ref(kind, value, ref_ops, ref_index, direct=False):
+    """An argument for the reference: host arrays uploaded (``direct``: passed as they
+    are, to a reference whose arrays are NumPy's and whose hook does not write them)."""
     if kind == "device":
         return ref_index
     if kind == "array" and isinstance(value, np.ndarray):
-        return ref_ops.from_numpy(value, ref_index)
+        return value if direct else ref_ops.from_numpy(value, ref_index)
     if kind == "list":
-        return [to_ref("array", v, ref_ops, ref_index) for v in value]
+        return [to_ref("array", v, ref_ops, ref_index, direct) for v in value]
     return value
 
 

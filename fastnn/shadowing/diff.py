@@ -99,17 +99,19 @@ def _finite_diff(got, want, rtol, atol) -> Diff | None:
         max_abs = float(err.max())
         if not np.isfinite(max_abs):
             return None
+        if max_abs == 0.0:  # equal (a NaN would have made max_abs NaN)
+            return Diff(size=got.size)
         scale = np.abs(w)
         bound = scale * work(rtol)
         bound += work(atol)  # > 0: atol is floored at a few smallest normals
-        ratio = np.divide(err, bound)
+        ratio = np.divide(err, bound, out=bound)
         flat = int(ratio.argmax())
         worst = float(ratio[flat])
-        np.maximum(scale, np.finfo(work).tiny, out=scale)
-        np.divide(err, scale, out=scale)
-        diff = Diff(max_abs=max_abs, max_rel=float(scale.max()), ratio=worst, size=got.size)
-    if worst > 1.0:
-        diff.bad = int(np.count_nonzero(ratio > 1.0))
-        diff.worst = tuple(int(i) for i in np.unravel_index(flat, got.shape))
-        diff.got, diff.want = float(got[diff.worst]), float(want[diff.worst])
+        diff = Diff(max_abs=max_abs, ratio=worst, size=got.size)
+        if worst > 1.0:  # the rest only for the message of a mismatch
+            diff.bad = int(np.count_nonzero(ratio > 1.0))
+            np.maximum(scale, np.finfo(work).tiny, out=scale)
+            diff.max_rel = float(np.divide(err, scale, out=scale).max())
+            diff.worst = tuple(int(i) for i in np.unravel_index(flat, got.shape))
+            diff.got, diff.want = float(got[diff.worst]), float(want[diff.worst])
     return diff

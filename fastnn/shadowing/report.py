@@ -5,25 +5,24 @@ from __future__ import annotations
 import json
 import math
 
-COLUMNS = ("op", "dtype", "calls", "checked", "mismatches", "max_abs", "max_rel",
-           "of_tolerance", "rtol", "atol")
+COLUMNS = ("op", "dtype", "calls", "checked", "mismatches", "max_abs", "of_tolerance",
+           "rtol", "atol")
 
 
 class Row:
     """One hook at one output dtype."""
 
-    __slots__ = ("op", "dtype", "calls", "checked", "mismatches", "max_abs", "max_rel",
-                 "of_tolerance", "rtol", "atol")
+    __slots__ = ("op", "dtype", "calls", "checked", "mismatches", "max_abs", "of_tolerance",
+                 "rtol", "atol")
 
     def __init__(self, op: str, dtype: str, rtol: float, atol: float):
         self.op, self.dtype, self.rtol, self.atol = op, dtype, rtol, atol
         self.calls = self.checked = self.mismatches = 0
-        self.max_abs = self.max_rel = self.of_tolerance = 0.0
+        self.max_abs = self.of_tolerance = 0.0
 
     def add(self, diff) -> None:
         if not math.isnan(diff.max_abs):
             self.max_abs = max(self.max_abs, diff.max_abs)
-        self.max_rel = max(self.max_rel, diff.max_rel)
         self.of_tolerance = max(self.of_tolerance, diff.ratio)
 
     def as_dict(self) -> dict:

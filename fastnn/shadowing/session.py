@@ -87,6 +87,8 @@ class shadow:
             self._ref = as_device(self.reference)
             self._ref_ops = self._ref.ops
             tolerance.tolerance("add", "float32")  # load the suite's tables now, not mid-step
+            probe = self._ref_ops.from_numpy(np.zeros(1, np.float32), self._ref.index)
+            self._ref_numpy = self._ref.backend.record.host_memory and type(probe) is np.ndarray
             self._calls = 0
             self._step, self._step_start = 0, 0
             self._producers = blame.Producers(limit=4096)
@@ -197,7 +199,9 @@ class shadow:
             if not backend.record.host_memory:  # the inputs in one transfer per dtype
                 self._prefetch([a for kind, arg in zip(kinds, args) if kind in ("array", "list")
                                 for a in batch.arrays_in(arg)], originals)
-            fetch = self._fetcher(backend, originals["to_numpy"])
+            # a host backend's to_numpy may return the array itself: a hook that writes
+            # in place needs its inputs copied first; any other leaves them as they were
+            fetch = self._fetcher(backend, originals["to_numpy"], copy=in_place)
             host = [calls.host_copy(kind, a, fetch) for kind, a in zip(kinds, args)]
         out = fn(*args)
         if in_place:  # the backend may have written through any view: the copies are stale
@@ -205,7 +209,8 @@ class shadow:
         if checked and not deferred and not backend.record.host_memory and hook != "to_numpy":
             self._prefetch(batch.arrays_in(args[0] if returns_none else out), originals)
         if deferred:
-            self._pending.append(batch.Pending(backend, hook, args, out, originals,
+            self._pending.append(batch.Pending(backend, hook, batch.frozen(args),
+                                               batch.frozen(out), originals,
                                                self._place(index)))
             if len(self._pending) >= batch.BATCH:
                 self._flush()
@@ -339,8 +344,12 @@ class shadow:
         add to the report's rows."""
         names, kinds, returns_none = calls.SIGNATURES[hook]
         ref_ops, ref_index = self._ref_ops, self._ref.index
+        # a NumPy reference takes the host arrays as they are: they are this call's own
+        # copies, or cached ones that a hook writing in place has just dropped from the cache
+        direct = self._ref_numpy
         try:
-            ref_args = [calls.to_ref(kind, h, ref_ops, ref_index) for kind, h in zip(kinds, host)]
+            ref_args = [calls.to_ref(kind, h, ref_ops, ref_index, direct)
+                        for kind, h in zip(kinds, host)]
             ref_out = getattr(ref_ops, hook)(*ref_args)
         except Exception as exc:  # e.g. a dtype the reference lacks: not the backend's fault
             if count:

@@ -185,3 +185,21 @@ def test_devices_see_a_new_table_identity_while_shadowed(tmp_path):
         with pytest.raises(fnn.ShadowMismatch, match="exp on shadow_exp_contiguous"):
             dev.ops.exp(x.T._data)
     assert dev.ops is before and before.exp is resolved[id(before)]
+
+
+@pytest.mark.slow
+def test_data_parallel_steps_on_two_ranks_are_shadowed(tmp_path):
+    """Every rank shadows the same calls in the same order, so the reference's collective
+    (the core's composite, over MPI) meets its peers."""
+    from tests.distributed.mpi_run import launch
+
+    try:
+        fnn.Device("opencl")
+    except fnn.BackendError as exc:
+        pytest.skip(f"opencl unavailable: {exc}")
+    launch(2, "-m", "tests.shadowing.mpi_shadow", "opencl", str(tmp_path))
+    for rank in (0, 1):
+        report = json.loads((tmp_path / f"report-{rank}.json").read_text())
+        rows = {r["op"]: r for r in report["ops"]}
+        assert report["mismatches"] == 0, report
+        assert rows["allreduce"]["checked"] == 3 and rows["adam_step"]["checked"] == 3
