@@ -70,6 +70,7 @@ def test_scatter_reduce_in_place():
     np.testing.assert_array_equal(x.numpy(), t.numpy())
 
 
+@pytest.mark.filterwarnings("ignore:The reduce argument of torch.scatter")
 @pytest.mark.parametrize("reduce", ["add", "multiply"])
 def test_scatter_reduce_argument(reduce):
     compare(lambda x, s, i: x.scatter(1, i, s, reduce=reduce),
