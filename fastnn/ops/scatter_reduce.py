@@ -225,6 +225,10 @@ def index_put(x: Tensor, indices, values, accumulate=False) -> Tensor:
     flat, shape = _flat_positions(x, indices)
     if not isinstance(values, Tensor):
         values = const(np.asarray(values), x, x._dtype)
+    if values._dtype is not x._dtype:
+        raise RuntimeError(f"index_put: the values' dtype ({values._dtype.name}) must match "
+                           f"the tensor's ({x._dtype.name}), as PyTorch requires; convert "
+                           f"with .to({x._dtype.name})")
     values = movement.broadcast_to(values, shape)
     return _put_flat(x, flat, values, accumulate)
 
