@@ -20,7 +20,9 @@ from fastnn.ops.tensor import Tensor
 NAMES = ("add", "sub", "mul", "div", "pow", "matmul", "mm", "bmm", "cat", "stack", "exp",
          "log", "sqrt", "abs", "neg", "sin", "cos", "tanh", "sigmoid", "clamp", "where",
          "maximum", "minimum", "sum", "mean", "prod", "cumsum", "floor", "ceil", "round",
-         "remainder", "fmod", "lerp", "addcmul", "addcdiv", "index_select", "gather")
+         "remainder", "fmod", "lerp", "addcmul", "addcdiv", "index_select", "gather",
+         "mv", "dot", "outer", "addmm", "addmv", "baddbmm", "kron", "cross", "tril", "triu",
+         "masked_select", "take", "searchsorted", "bucketize", "nonzero", "tensordot")
 
 
 def with_out(fn):

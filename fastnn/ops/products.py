@@ -240,9 +240,11 @@ def _euclidean_mm(x1: Tensor, x2: Tensor) -> Tensor:
     sq1 = movement.sum(ew.mul(x1, x1), -1, True)
     sq2 = movement.sum(ew.mul(x2, x2), -1, True)
     order = tuple(range(x2.ndim - 2)) + (x2.ndim - 1, x2.ndim - 2)
-    cross_term = matmul(x1, movement.transpose(x2, order))
-    squared = clamp(ew.sub(ew.add(sq1, movement.transpose(sq2, order)),
-                           ew.mul(cross_term, 2.0)), min=0.0)
+    cross_term = matmul(ew.mul(x1, -2.0), movement.transpose(x2, order))  # -2 a.b
+    squared = clamp(ew.add(ew.add(sq1, movement.transpose(sq2, order)), cross_term),
+                    min=0.0)
+    if not (x1._requires_grad or x2._requires_grad):
+        return ew.sqrt(squared)
     zero = ew.compare("equal", squared, 0.0)
     safe = ew.where(zero, 1.0, squared)
     return ew.where(zero, 0.0, ew.sqrt(safe))

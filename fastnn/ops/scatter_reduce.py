@@ -48,14 +48,17 @@ def _coords(index: np.ndarray, axis: int) -> tuple:
     return tuple(grid)
 
 
-def _host_reduce(reduce, x: np.ndarray, coords, src: np.ndarray, hit, include_self):
+def _host_reduce(reduce, x: np.ndarray, coords, src: np.ndarray, hit, include_self,
+                 weights=True):
     """(result, weight of each x element, weight of each src element) for prod/amax/amin:
-    the weights are each input's derivative of its output element."""
-    start = x.copy()
+    the weights are each input's derivative of its output element (None unless
+    ``weights``)."""
+    out = x.copy()
     if not include_self:
-        start[hit] = _identity(reduce, x.dtype)
-    out = start.copy()
+        out[hit] = _identity(reduce, x.dtype)
     _UFUNC[reduce].at(out, coords, src)
+    if not weights:
+        return out, None, None
     wide = np.float64
     if reduce in ("amax", "amin"):
         # NOTE: NaN equals nothing: a NaN result takes its gradient from no element
@@ -147,8 +150,9 @@ def scatter_reduce(x: Tensor, dim, index, src, reduce, *, include_self=True) -> 
         from fastnn.ops.mathops import floor_div
 
         return floor_div(total, const(count, x, x._dtype))
+    grad = x._dtype.is_floating and (x._requires_grad or src._requires_grad)
     result, w_self, w_src = _host_reduce(reduce, host(x), coords, host(src), hit,
-                                         include_self)
+                                         include_self, grad)
     return _weighted(x, axis, index, src, result, w_self, w_src)
 
 
@@ -225,6 +229,10 @@ def index_put(x: Tensor, indices, values, accumulate=False) -> Tensor:
     flat, shape = _flat_positions(x, indices)
     if not isinstance(values, Tensor):
         values = const(np.asarray(values), x, x._dtype)
+    if values._dtype is not x._dtype:
+        raise RuntimeError(f"index_put: the values' dtype ({values._dtype.name}) must match "
+                           f"the tensor's ({x._dtype.name}), as PyTorch requires; convert "
+                           f"with .to({x._dtype.name})")
     values = movement.broadcast_to(values, shape)
     return _put_flat(x, flat, values, accumulate)
 

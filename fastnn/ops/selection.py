@@ -68,7 +68,8 @@ def _unique(op: str, x: Tensor, return_inverse, return_counts, dim, consecutive:
     else:
         a = axis_index(op, dim, max(x.ndim, 1))
         moved = np.moveaxis(values.reshape(values.shape or (1,)), a, 0)
-        first, inverse, counts = _unique_rows(moved.reshape(moved.shape[0], -1), consecutive)
+        rows = moved.reshape(moved.shape[0], int(np.prod(moved.shape[1:])))
+        first, inverse, counts = _unique_rows(rows, consecutive)
         out = const(np.moveaxis(moved[first], 0, a), x, x._dtype)
     result = (out,)
     if return_inverse:

@@ -145,3 +145,13 @@ def test_refusals_as_torch():
             case(torch)
         with pytest.raises((RuntimeError, ValueError)):
             case(fnn)
+
+
+def test_out_argument_as_torch():
+    a, b = fnn.ones(2, 3), fnn.ones(3, 4)
+    out = fnn.zeros(2, 4)
+    assert fnn.addmm(out, a, b, beta=0, out=out) is out
+    np.testing.assert_array_equal(out.numpy(), np.full((2, 4), 3.0))
+    found = fnn.zeros(0, dtype=fnn.int64)
+    fnn.nonzero(fnn.tensor([0, 1, 1]), out=found)
+    assert found.tolist() == [[1], [2]]

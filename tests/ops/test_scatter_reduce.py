@@ -70,6 +70,7 @@ def test_scatter_reduce_in_place():
     np.testing.assert_array_equal(x.numpy(), t.numpy())
 
 
+@pytest.mark.filterwarnings("ignore:The reduce argument of torch.scatter")
 @pytest.mark.parametrize("reduce", ["add", "multiply"])
 def test_scatter_reduce_argument(reduce):
     compare(lambda x, s, i: x.scatter(1, i, s, reduce=reduce),
@@ -122,6 +123,7 @@ def test_refusals_as_torch():
              lambda m: m.zeros(3).put(m.tensor([0, 1]), m.zeros(3)),
              lambda m: m.zeros(3).put(m.tensor([3]), m.zeros(1)),
              lambda m: m.zeros(3).index_put((m.tensor([0]), m.tensor([0])), m.zeros(1)),
+             lambda m: m.zeros(3).index_put((m.tensor([0]),), m.zeros(1, dtype=m.float64)),
              lambda m: m.zeros(2, 2).scatter(0, m.tensor([[0]]), m.zeros(1, 1), reduce="max")]
     for case in cases:
         with pytest.raises((RuntimeError, ValueError, IndexError)):

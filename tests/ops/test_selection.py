@@ -24,6 +24,7 @@ CASES = [
     ("unique 0-d", lambda m, x: m.unique(x, return_inverse=True), (np.array(4),)),
     ("unique empty", lambda m, x: m.unique(x, return_inverse=True, return_counts=True),
      (np.zeros(0),)),
+    ("unique dim of an empty tensor", lambda m, x: m.unique(x, dim=0), (np.zeros((0, 3)),)),
     ("unique nan", lambda m, x: m.unique(x), (np.array([1.0, NAN, NAN]),)),
     ("unique_consecutive", lambda m, x: m.unique_consecutive(x, True, True), (RUNS,)),
     ("unique_consecutive dim", lambda m, x: x.unique_consecutive(return_counts=True, dim=0),
