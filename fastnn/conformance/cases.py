@@ -12,6 +12,7 @@ from fastnn.conformance import (  # noqa: F401  (importing a module registers it
     cases_math,
     cases_math_more,
     cases_optim,
+    cases_random,
     cases_scans,
     cases_special,
     cases_tensor,
