@@ -16,6 +16,7 @@ from fastnn.conformance import (  # noqa: F401  (importing a module registers it
     cases_optim,
     cases_pool,
     cases_products,
+    cases_random,
     cases_recurrent,
     cases_scans,
     cases_special,

@@ -100,8 +100,10 @@ def _host_rng(op: str, generator) -> np.random.Generator:
         return host_rng()
     if isinstance(generator, np.random.Generator):
         return generator
+    if isinstance(getattr(generator, "rng", None), np.random.Generator):  # an fnn.Generator
+        return generator.rng
     raise TypeError(f"{op}: generator must be None (fastnn's generator, seeded by "
-                    f"fnn.manual_seed) or a numpy.random.Generator, got "
+                    f"fnn.manual_seed), an fnn.Generator or a numpy.random.Generator, got "
                     f"{type(generator).__name__}")
 
 

@@ -18,7 +18,7 @@ from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor, full
 
 where = ew.where
-_LN2, _LN10 = math.log(2.0), math.log(10.0)
+_LN2 = math.log(2.0)
 
 
 def _tensor(op: str, x) -> Tensor:
@@ -37,9 +37,9 @@ def _isnan(x: Tensor) -> Tensor:
 
 @public(method=True, top=True)
 def log10(x):
-    """Base-10 logarithm."""
+    """Base-10 logarithm (exact at the powers of 10 a float holds exactly)."""
     x, out = lift("log10", x)
-    return done(ew.mul(ew.log(x), 1.0 / _LN10), out)
+    return done(mathops.exact_log(x, 10.0), out)
 
 
 @public(method=True, top=True)

@@ -7,11 +7,14 @@ from __future__ import annotations
 import math
 
 from fastnn.api import dtypes
+from fastnn.autograd.grad_mode import no_grad
 from fastnn.ops import elementwise as ew
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor, full
 
 _INF = float("inf")
+_SMALLEST_NORMAL = {"float64": 2.2250738585072014e-308, "float32": 1.1754943508222875e-38,
+                    "float16": 6.103515625e-05}
 
 
 def _float(op: str, x) -> Tensor:
@@ -119,14 +122,29 @@ def expm1(x):
 
 @public(method=True, top=True)
 def log2(x):
-    """Base-2 logarithm."""
-    return ew.mul(ew.log(_float("log2", x)), 1.0 / math.log(2.0))
+    """Base-2 logarithm (exact at the powers of 2: log2(8.0) is 3.0)."""
+    return exact_log(_float("log2", x), 2.0)
+
+
+def exact_log(x: Tensor, base: float) -> Tensor:
+    """log(x) / log(base), moved onto the integer n where base**n == x exactly (the
+    division alone gives 2.9999999999999996 for log2(8)); the gradient stays log's."""
+    y = ew.mul(ew.log(x), 1.0 / math.log(base))
+    with no_grad():
+        n = round(y)
+        # 0, inf and the subnormals (too coarse to be a power exactly) are left as they are
+        tiny = _SMALLEST_NORMAL.get(x._dtype.name, 1.1754943508222875e-38)
+        exact = bitwise_and(ew.compare("equal", ew.pow(base, n), x),
+                            bitwise_and(ew.compare("less", ew.abs(y), _INF),
+                                        ew.compare("greater", x, tiny)))
+        shift = ew.where(exact, ew.sub(n, y), 0.0)
+    return ew.add(y, shift)
 
 
 @public(method=True, top=True)
 def exp2(x):
-    """2 ** x."""
-    return ew.exp(ew.mul(_float("exp2", x), math.log(2.0)))
+    """2 ** x (exact at the integers)."""
+    return ew.pow(2.0, _float("exp2", x))
 
 
 @public(method=True, top=True)
@@ -156,12 +174,14 @@ def clamp(x, min=None, max=None):
     if min is None and max is None:
         raise ValueError("clamp: give min, max or both")
     out = x
-    if min is not None:
-        below = ew.compare("less", out, min)
-        out = ew.where(ew.compare("equal", below, 0), out, _like(min, out))
-    if max is not None:
-        above = ew.compare("greater", out, max)
-        out = ew.where(ew.compare("equal", above, 0), out, _like(max, out))
+    for bound, beyond in ((min, "less"), (max, "greater")):
+        if bound is None:
+            continue
+        past = ew.compare(beyond, out, bound)
+        if isinstance(bound, Tensor) and bound._dtype.is_floating:  # a NaN bound gives NaN
+            past = bitwise_or(past, ew.compare("equal", ew.compare("equal", bound.detach(),
+                                                                   bound.detach()), 0))
+        out = ew.where(ew.compare("equal", past, 0), out, _like(bound, out))
     return out
 
 
@@ -205,7 +225,20 @@ def floor_div(a, b):
         or isinstance(a, float) or isinstance(b, float)
     if floating:
         return floor(ew.div(a, b))
+    _no_zero_divisor("floor_divide", b)
     return ew.binary("floor_divide", a, b)
+
+
+def _no_zero_divisor(op: str, b) -> None:
+    """Integer division by zero raises, as Python's and PyTorch's (NumPy gave 0 silently).
+    A tensor divisor is read back once to look."""
+    if isinstance(b, bool) or (not isinstance(b, Tensor) and b == 0):
+        if not b:
+            raise ZeroDivisionError(f"{op}: integer division by zero")
+        return
+    if isinstance(b, Tensor) and b.numel() and not bool(ew.compare("equal", b.detach(),
+                                                                   0).logical_not().all()):
+        raise ZeroDivisionError(f"{op}: integer division by zero (the divisor holds a 0)")
 
 
 @public(method=("__rfloordiv__",), functional=False)
@@ -221,7 +254,7 @@ def remainder(a, b):
     so it is computed without a gradient, which also keeps x % 0 from giving NaN to x).
     """
     a, b = (_numeric(v) for v in (a, b))
-    quotient = floor_div(_constant(a), _constant(b))
+    quotient = floor_div(_constant(a), _constant(b))  # raises on an integer 0 divisor
     out = ew.sub(a, ew.mul(b, quotient) if isinstance(b, Tensor) else ew.mul(quotient, b))
     if not out._dtype.is_floating:
         return out

@@ -18,7 +18,7 @@ import numpy as np
 
 from fastnn.api import dtypes
 from fastnn.api.args import integer
-from fastnn.api.device import as_device
+from fastnn.api.device import DeviceSpec
 from fastnn.api.dtypes import as_dtype
 from fastnn.ops import elementwise as ew
 from fastnn.ops import tensor as tensor_module
@@ -36,7 +36,9 @@ class Generator:
     PyTorch's byte tensor)."""
 
     def __init__(self, device="cpu"):
-        self.device = as_device(device)
+        # named, not opened: making a generator (fastnn's default one at import) loads no
+        # backend
+        self.device = device if isinstance(device, DeviceSpec) else DeviceSpec(str(device))
         self._seed = 67280421310721  # PyTorch's default seed for a new Generator
         self._rng = np.random.default_rng(self._seed)
 

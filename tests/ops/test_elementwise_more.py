@@ -174,3 +174,30 @@ def test_logical_ops_as_torch():
         _same(getattr(fnn, name)(fnn.tensor(a), fnn.tensor(b)),
               getattr(torch, name)(torch.tensor(a), torch.tensor(b)))
     _same(fnn.logical_not(fnn.tensor(a)), torch.logical_not(torch.tensor(a)))
+
+
+def test_logs_are_exact_at_powers_and_integer_division_by_zero_raises(device):
+    powers = np.array([8.0, 0.125, 1024.0, 1000.0, 1e22, 0.001, 3.0, 0.0, INF, 1e-300])
+    for dtype in ("float32", "float64"):
+        for name in ("log2", "log10"):
+            got = getattr(fnn, name)(fnn.tensor(powers.astype(dtype), device=device)).numpy()
+            want = getattr(torch, name)(torch.tensor(powers.astype(dtype))).numpy()
+            np.testing.assert_allclose(got, want, rtol=5e-16 if dtype == "float64" else 2e-7)
+            exact = {"log2": [0, 1, 2], "log10": [3, 4, 5]}[name]
+            np.testing.assert_array_equal(got[exact], want[exact])  # log2(8.0) is 3.0
+    _same(fnn.exp2(fnn.tensor([-3.0, 10.0, 0.5], dtype=fnn.float64)),
+          torch.exp2(torch.tensor([-3.0, 10.0, 0.5], dtype=torch.float64)), rtol=0, atol=0)
+    for op in (lambda a, b: a % b, lambda a, b: a // b, fnn.fmod):
+        with pytest.raises(ZeroDivisionError):
+            op(fnn.tensor([5, 7], device=device), fnn.tensor([2, 0], device=device))
+        with pytest.raises(ZeroDivisionError):
+            op(fnn.tensor([5], device=device), 0)
+    assert np.isnan((fnn.tensor([5.0]) % 0).numpy()).all()
+
+
+def test_clamp_with_a_nan_bound_gives_nan_as_torch():
+    x, low = np.array([1.0, NAN, 3.0]), np.array([NAN, 0.0, 0.0])
+    _same(fnn.clamp(fnn.tensor(x), fnn.tensor(low)), torch.clamp(torch.tensor(x),
+                                                                  torch.tensor(low)))
+    _same(fnn.clamp(fnn.tensor(x), max=fnn.tensor(low)), torch.clamp(torch.tensor(x),
+                                                                     max=torch.tensor(low)))

@@ -116,3 +116,11 @@ def test_against_torch_api_where_installed():
         torch.ones(2, 5), 3).shape)
     assert str(torch.poisson(torch.ones(2)).dtype) == "torch.float32"
     assert fnn.poisson(fnn.ones(2)).dtype is fnn.float32
+
+
+def test_nn_init_takes_a_generator():
+    first, second = fnn.zeros(3, 4), fnn.zeros(3, 4)
+    fnn.nn.init.normal_(first, generator=fnn.Generator().manual_seed(9))
+    fnn.nn.init.normal_(second, generator=fnn.Generator().manual_seed(9))
+    np.testing.assert_array_equal(first.numpy(), second.numpy())
+    assert first.numpy().std() > 0
