@@ -1,15 +1,19 @@
-"""Conformance cases of the batch-normalisation hooks, at the hook: ``batch_norm_train``
-and ``batch_norm_backward`` against a float64 reference and against the core's composite
+"""Conformance cases of the batch-normalisation hooks: ``batch_norm_train`` through
+F.batch_norm in training (values and gradients of x, weight and bias against a float64
+reference and finite differences), and at the hook, ``batch_norm_train`` and
+``batch_norm_backward`` against that reference and against the core's composite
 (fastnn.api.composite_norm) on the same device, on odd shapes, a transposed (strided)
 input, a broadcast gradient, and a large channel (accumulation)."""
 
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import strategies as st
 
+import fastnn.functional as F
 from fastnn.api import composite_norm
-from fastnn.conformance.case import Case, register
-from fastnn.conformance.compare import GRADIENT, assert_close
+from fastnn.conformance.case import Case, Sample, register
+from fastnn.conformance.compare import ACCUMULATING, GRADIENT, assert_close
 
 SHAPES = [(4, 3, 5, 6), (5, 3), (2, 1, 7), (3, 2, 1, 1), (2, 5, 3, 4, 2), (16, 2, 40, 40)]
 
@@ -88,7 +92,49 @@ def _check(device, dtype, rng, part):
                              f"{what}: {name} vs the composite")
 
 
-register(Case("batch_norm_train", check=lambda device, dtype, rng: _check(device, dtype, rng,
-                                                                          "forward")))
-register(Case("batch_norm_backward", check=lambda device, dtype, rng: _check(device, dtype, rng,
-                                                                             "backward")))
+def _bn_ref(x, weight, bias):
+    return _reference(x, weight, bias, 1e-5, np.zeros_like(x))[0][0]
+
+
+def _bn_grads(x, weight, bias, *, grad_out):
+    return _reference(x, weight, bias, 1e-5, grad_out)[1]
+
+
+def _bn_args(rng, shape):
+    c = shape[1]
+    return (rng.normal(0.5, 1.5, size=shape), rng.uniform(0.5, 1.5, c), rng.uniform(-1, 1, c))
+
+
+def _bn_samples(rng):
+    return [Sample(f"shape {shape}", _bn_args(rng, shape))
+            for shape in [(4, 3, 5, 6), (5, 3), (2, 1, 7), (3, 2, 1, 1), (2, 5, 3, 4, 2)]]
+
+
+def _bn_edges(rng, dtype):
+    x, w, b = _bn_args(rng, (4, 3, 2, 2))
+    x[:, 1] = 2.0  # a constant channel: variance 0, xhat 0
+    big = _bn_args(rng, (3, 2, 4))
+    return [Sample("a constant channel", (x, w, b)),
+            Sample("two values per channel", _bn_args(rng, (2, 3))),
+            Sample("a large mean", (big[0] + 100.0, big[1], big[2]))]
+
+
+def _bn_random(draw):
+    dims = draw(st.integers(2, 4))
+    shape = tuple(draw(st.integers(1, 4)) for _ in range(dims))
+    shape = (max(shape[0], 2),) + shape[1:]
+    return Sample(f"random shape {shape}",
+                  _bn_args(np.random.default_rng(draw(st.integers(0, 2**31))), shape))
+
+
+register(Case("batch_norm_train",
+              run=lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
+              ref=_bn_ref, grad_ref=_bn_grads, diff_args=(0, 1, 2), samples=_bn_samples,
+              edges=_bn_edges, random=_bn_random, tol=dict(ACCUMULATING)))
+def _check_hooks(device, dtype, rng):
+    """Both hooks at the hook level (the forward hook's outputs feed the backward one)."""
+    _check(device, dtype, rng, "forward")
+    _check(device, dtype, rng, "backward")
+
+
+register(Case("batch_norm_backward", check=_check_hooks))

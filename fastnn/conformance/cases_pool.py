@@ -8,6 +8,7 @@ The reference visits every window of every plane in float64.
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import strategies as st
 
 import fastnn.functional as F
 from fastnn.conformance.case import Case, Sample, register
@@ -103,9 +104,23 @@ def _edges(rng, dtype):
             Sample("+inf", (np.full((1, 1, 3, 3), INF),), dict(kernel_size=2, stride=1))]
 
 
+def _random(draw):
+    kernel = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    stride = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    padding = tuple(draw(st.integers(0, k // 2)) for k in kernel)
+    dilation = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
+    ceil_mode = draw(st.booleans())
+    size = tuple(d * (k - 1) + 1 + draw(st.integers(0, 4)) for k, d in zip(kernel, dilation))
+    shape = (draw(st.integers(1, 2)), draw(st.integers(1, 3))) + size
+    params = dict(kernel_size=kernel, stride=stride, padding=padding, dilation=dilation,
+                  ceil_mode=ceil_mode)
+    rng = np.random.default_rng(draw(st.integers(0, 2**31)))
+    return Sample(f"random {shape} {params}", (rng.normal(size=shape),), params)
+
+
 register(Case("max_pool2d", run=lambda x, **p: F.max_pool2d(x, **p), ref=max_pool2d_ref,
               grad_ref=max_pool2d_grad_ref, diff_args=(0,), samples=_samples, edges=_edges,
-              tol=dict(ELEMENTWISE)))
+              random=_random, tol=dict(ELEMENTWISE)))
 
 
 def _check_backward(device, dtype, rng):

@@ -5,8 +5,8 @@ Every 1-D form is the 2-D one over a height of 1 (reshapes are views).
 - max pooling is the ``max_pool2d`` hook (one maximum per window tap over a strided view
   of the input; padding and the part of a ``ceil_mode`` window past the end take no part)
   with its backward hook, where tied maxima share a window's gradient evenly (as ``max``
-  shares it; PyTorch's goes to one of them). ``return_indices`` and adaptive max pooling
-  are in :mod:`fastnn.ops.pooling_max`;
+  shares it; PyTorch's goes to one of them). ``return_indices`` is
+  :mod:`fastnn.ops.pooling_indices`, adaptive max pooling :mod:`fastnn.ops.pooling_max`;
 - average pooling, where the windows tile the input (stride = kernel, no padding, sizes
   divisible), is a reshape to (N, C, H_out, KH, W_out, KW) and one mean over (KH, KW);
   else the depthwise convolution with the constant weight 1/(KH*KW)
@@ -22,21 +22,14 @@ import math
 
 import numpy as np
 
-from fastnn.api import dtypes
 from fastnn.api.args import integer
 from fastnn.autograd.engine import attach
 from fastnn.ops.conv import conv2d_raw, pair
 from fastnn.ops.movement import reshape
 from fastnn.ops.nnops import matmul
+from fastnn.ops.pooling_indices import _constant, _inside, window_indices
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
-
-
-def _constant(array: np.ndarray, like: Tensor) -> Tensor:
-    """A history-free tensor of ``array`` on ``like``'s device and dtype."""
-    dev = like._device
-    host = np.ascontiguousarray(array, dtype=like._dtype.numpy)
-    return Tensor._make(dev.ops.from_numpy(host, dev.index), like._dtype, dev)
 
 
 def _spatial(op: str, x, dims: int) -> Tensor:
@@ -85,16 +78,6 @@ def _tiled(x, kernel):
     return reshape(x, x.shape[:-2] + (h // kh, kh, w // kw, kw))
 
 
-def _inside(size, kernel, stride, padding, dilation, sizes) -> np.ndarray:
-    """(KH*KW, H_out, W_out) bool: whether each window element lies inside the input."""
-    axes = []
-    for n, k, s, p, d, o in zip(size, kernel, stride, padding, dilation, sizes):
-        pos = (np.arange(k)[:, None] * d + np.arange(o)[None, :] * s) - p
-        axes.append((pos >= 0) & (pos < n))
-    inside = axes[0][:, None, :, None] & axes[1][None, :, None, :]
-    return inside.reshape(kernel[0] * kernel[1], sizes[0], sizes[1])
-
-
 def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """Max over each (KH, KW) window of x (N, C, H, W) or (C, H, W), PyTorch's max_pool2d;
@@ -140,16 +123,8 @@ def _max_pool(op, x, dims, kernel_size, stride, padding, dilation, ceil_mode,
     out = _from_2d(reshape(out4, x.shape[:-2] + sizes), dims)
     if not return_indices:
         return out
-    from fastnn.ops.pooling_max import window_indices
-
     index = window_indices(x4, out4, kernel, stride, padding, dilation)
     return out, _from_2d(reshape(index, x.shape[:-2] + sizes), dims)
-
-
-def _constant_bool(array, like):
-    dev = like._device
-    return Tensor._make(dev.ops.from_numpy(np.ascontiguousarray(array), dev.index),
-                        dtypes.bool_, dev)
 
 
 def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False,

@@ -1,10 +1,6 @@
 """Max pooling's indices, adaptive max pooling and max unpooling, as PyTorch's.
 
-- ``window_indices``: for ``max_pool2d(..., return_indices=True)``, the flat index
-  h * W + w of each window's max in its input plane: the first position (row-major in the
-  window) equal to the max, the last NaN where the max is NaN (as PyTorch's CPU kernel),
-  padding never (so a window of -inf picks its first input position). Computed without
-  the tape from the windows' values stacked on a new axis.
+- indices (``return_indices``) as :mod:`fastnn.ops.pooling_indices` picks them;
 - adaptive max pooling: window i along an axis of length L covers
   [floor(i*L/out), ceil((i+1)*L/out)); when out divides L that is max_pool2d with
   kernel = stride = L/out, else one max per window (ties share the gradient, as ``amax``).
@@ -22,66 +18,15 @@ from fastnn.autograd.grad_mode import no_grad
 from fastnn.ops.conv import pair
 from fastnn.ops.creation import full_like, zeros_like
 from fastnn.ops.elementwise import where
-from fastnn.ops.gathering import take_along_dim
-from fastnn.ops.joining import pad, stack
-from fastnn.ops.movement import argmax, reshape
-from fastnn.ops.pooling import (
-    _as_2d,
-    _constant,
-    _constant_bool,
-    _from_2d,
-    _inside,
-    _spatial,
-    max_pool2d,
-)
+from fastnn.ops.joining import stack
+from fastnn.ops.movement import reshape
+from fastnn.ops.pooling import _as_2d, _from_2d, _spatial, max_pool2d
+from fastnn.ops.pooling_indices import _constant_bool, _int64, _pick
 from fastnn.ops.reduction import amax
 from fastnn.ops.scattering import scatter
 from fastnn.ops.selecting import host_values
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor, zeros
-
-
-def _int64(array, like):
-    dev = like._device
-    host = np.ascontiguousarray(array, dtype=np.int64)
-    return Tensor._make(dev.ops.from_numpy(host, dev.index), dtypes.int64, dev)
-
-
-def _pick(values, target, inside, positions):
-    """Index along axis 2 of ``values`` (N, C, T, ...) chosen as the module docstring says,
-    mapped through ``positions`` (T, ...) int64."""
-    t = values.shape[2]
-    order = _constant(np.arange(t, dtype=np.float64).reshape((t,) + (1,) * (values.ndim - 3)),
-                      values)
-    first = where((values == target) & inside, (t - order), 0.0)
-    last_nan = where((values != values) & inside, order + 1.0, 0.0)
-    score = where(target != target, last_nan, first)
-    tap = argmax(score, axis=2)
-    lined = reshape(positions, (1, 1) + positions.shape)
-    return take_along_dim(lined, reshape(tap, tap.shape[:2] + (1,) + tap.shape[2:]), axis=2)
-
-
-def window_indices(x4, out4, kernel, stride, padding, dilation):
-    """int64 (N, C, OH, OW): the flat input index of each window's max (see the module)."""
-    with no_grad():
-        x4, out4 = x4.detach(), out4.detach()
-        (h, w), (oh, ow) = x4.shape[-2:], out4.shape[-2:]
-        extra = [max(0, (o - 1) * s + d * (k - 1) + 1 - (n + 2 * p))
-                 for n, o, k, s, p, d in zip((h, w), (oh, ow), kernel, stride, padding, dilation)]
-        xp = pad(x4, (padding[1], padding[1] + extra[1], padding[0], padding[0] + extra[0]),
-                 value=float("-inf"))
-        (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
-        regions = [xp[:, :, a * dh:a * dh + (oh - 1) * sh + 1:sh,
-                      b * dw:b * dw + (ow - 1) * sw + 1:sw] for a in range(kh) for b in range(kw)]
-        values = stack(regions, axis=2)
-        inside = _inside((h, w), kernel, stride, padding, dilation, (oh, ow))
-        rows = np.arange(oh)[None, :] * sh - padding[0] + np.arange(kh)[:, None] * dh
-        cols = np.arange(ow)[None, :] * sw - padding[1] + np.arange(kw)[:, None] * dw
-        flat = rows[:, None, :, None] * w + cols[None, :, None, :]
-        positions = _int64(flat.reshape(kh * kw, oh, ow), x4)
-        index = _pick(values, reshape(out4, out4.shape[:2] + (1, oh, ow)),
-                      _constant_bool(inside, x4), positions)
-        return reshape(index, out4.shape)
 
 
 def _bounds(length: int, size: int) -> list:
