@@ -16,6 +16,7 @@ from fastnn.api.composite import activation_grad
 from fastnn.autograd.rules_indexing import RULES as INDEXING_RULES
 from fastnn.autograd.rules_math import RULES as MATH_RULES
 from fastnn.autograd.rules_pool import RULES as POOL_RULES
+from fastnn.autograd.rules_recurrent import RULES as RECURRENT_RULES
 
 RULES: dict = {}
 """Op name -> its backward rule ``rule(ops, node, grad_out)``, one gradient per input."""
@@ -342,4 +343,5 @@ def _rms_div(ops, node, grad):
 
 RULES.update(INDEXING_RULES)
 RULES.update(MATH_RULES)
+RULES.update(RECURRENT_RULES)
 RULES.update(POOL_RULES)

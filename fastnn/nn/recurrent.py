@@ -23,7 +23,8 @@ from fastnn.nn.module import Module, check_tensor, tape_reverse, uniform_init
 from fastnn.nn.recurrent_cells import GATES, prepare, rnn_mode, step, unsqueeze_state
 from fastnn.nn.utils.rnn import PackedSequence
 from fastnn.ops import elementwise as m
-from fastnn.ops import gathering, joining, movement
+from fastnn.ops import gathering, joining, movement, shaping
+from fastnn.ops.recurrent_fused import gru_sequence, lstm_sequence
 from fastnn.ops.tensor import full, rand
 
 
@@ -144,9 +145,12 @@ class _Recurrent(Module):
         elif self.batch_first:
             x = movement.transpose(x, (1, 0, 2))
         states = self._initial_states(hx, x.shape[1], x)
-        steps, finals = self._layers(list(joining.unbind(x, 0)), [x.shape[1]] * x.shape[0],
-                                     states)
-        x = joining.stack(steps, 0)
+        if self.MODE in ("LSTM", "GRU") and not self.proj_size:
+            x, finals = self._fused_layers(x, states)
+        else:
+            steps, finals = self._layers(list(joining.unbind(x, 0)),
+                                         [x.shape[1]] * x.shape[0], states)
+            x = joining.stack(steps, 0)
         if unbatched:
             x = movement.reshape(x, (x.shape[0], x.shape[2]))
         elif self.batch_first:
@@ -205,6 +209,28 @@ class _Recurrent(Module):
             steps = outs[0] if directions == 1 else [joining.cat(pair, 1)
                                                      for pair in zip(*outs)]
         return steps, finals
+
+    def _fused_layers(self, x, states):
+        """(output, final states) of every layer and direction over x (T, N, in), each
+        layer and direction one node of the fused hooks (lstm_layer, gru_layer)."""
+        directions = 2 if self.bidirectional else 1
+        finals = []
+        for layer in range(self.num_layers):
+            if layer and self.dropout and self.training:
+                x = _dropout(x, self.dropout)
+            outs = []
+            for d, suffix in enumerate(("", "_reverse")[:directions]):
+                w_ih, w_hh, b_ih, b_hh, _ = self._weights(f"l{layer}{suffix}")
+                state, seq = states[layer * directions + d], shaping.flip(x, 0) if d else x
+                if self.MODE == "LSTM":
+                    out, h, c = lstm_sequence(seq, *state, w_ih, w_hh, b_ih, b_hh)
+                    finals.append((h, c))
+                else:
+                    out, h = gru_sequence(seq, state, w_ih, w_hh, b_ih, b_hh)
+                    finals.append(h)
+                outs.append(shaping.flip(out, 0) if d else out)
+            x = outs[0] if directions == 1 else joining.cat(outs, 2)
+        return x, finals
 
     def _final_state(self, finals, unbatched):
         return _stack_state(finals, unbatched)

@@ -9,7 +9,8 @@ from fastnn.conformance.cases import CASES
 # that module backward hooks ride on (fastnn/nn/hooks.py), "as_strided", recorded on a
 # view written through (fastnn/ops/storage.py), and "conv_transpose2d" (the conv2d_grad_input
 # hook run forward, fastnn/ops/conv_transpose.py)
-CORE_ONLY_RULES = {"transfer", "linear", "call_hook", "as_strided", "conv_transpose2d"}
+CORE_ONLY_RULES = {"transfer", "linear", "call_hook", "as_strided", "conv_transpose2d",
+                   "lstm_sequence", "gru_sequence"}
 
 
 # the cases of hooks; the others check ops composed of primitives (Case.composite)

@@ -1,0 +1,34 @@
+"""Backward rules of the fused recurrent-layer nodes (:mod:`fastnn.ops.recurrent_fused`):
+each calls its backend's backward hook once for the whole sequence."""
+
+from __future__ import annotations
+
+RULES: dict = {}  # merged into fastnn.autograd.rules.RULES
+
+
+def rule(name):
+    def register(fn):
+        RULES[name] = fn
+        return fn
+
+    return register
+
+
+@rule("lstm_sequence")
+def _lstm_sequence(ops, node, grad):
+    """grad (T + 1, N, H): every step's h, then the last c (the node's packed output)."""
+    x, h0, c0, w_ih, w_hh, out, gates, cells = node.saved
+    steps, n, h = out.shape
+    grad_out = ops.slice(grad, (0, 0, 0), (steps, n, h), (1, 1, 1))
+    grad_c = ops.reshape(ops.slice(grad, (steps, 0, 0), (steps + 1, n, h), (1, 1, 1)), (n, h))
+    dx, dh0, dc0, dw_ih, dw_hh, dbias = ops.lstm_layer_backward(
+        x, h0, c0, w_ih, w_hh, out, gates, cells, ops.contiguous(grad_out), grad_c)
+    grads = (dx, dh0, dc0, dw_ih, dw_hh)
+    return grads + (dbias, dbias)[:len(node.inputs) - len(grads)]
+
+
+@rule("gru_sequence")
+def _gru_sequence(ops, node, grad):
+    x, h0, w_ih, w_hh, out, saved = node.saved
+    grads = ops.gru_layer_backward(x, h0, w_ih, w_hh, out, saved, ops.contiguous(grad))
+    return tuple(grads[:len(node.inputs)])
