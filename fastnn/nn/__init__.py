@@ -75,6 +75,7 @@ from fastnn.nn.dropout import (
 )
 from fastnn.nn.loss_more import (
     CosineEmbeddingLoss,
+    CTCLoss,
     GaussianNLLLoss,
     HingeEmbeddingLoss,
     MarginRankingLoss,
@@ -152,7 +153,7 @@ __all__ = [
     "CircularPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d",
     "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
     "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "MultiMarginLoss",
-    "TripletMarginWithDistanceLoss", "ChannelShuffle", "LocalResponseNorm",
+    "TripletMarginWithDistanceLoss", "ChannelShuffle", "LocalResponseNorm", "CTCLoss",
     # PyTorch's module layout
     "functional", "init", "utils",
 ]

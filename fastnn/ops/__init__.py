@@ -25,6 +25,7 @@ from fastnn.ops import sorting as _sorting  # noqa: F401
 # issue 21's vision, normalisation, distance and loss ops
 from fastnn.ops import conv3d as _conv3d  # noqa: F401
 from fastnn.ops import conv_transpose as _conv_transpose  # noqa: F401
+from fastnn.ops import ctc as _ctc  # noqa: F401
 from fastnn.ops import distance as _distance  # noqa: F401
 from fastnn.ops import dropout as _dropout  # noqa: F401
 from fastnn.ops import losses_more as _losses_more  # noqa: F401
