@@ -261,6 +261,8 @@ def test_reverse_apply_training_matches_the_tape():
     (lambda: nn.ReflectionPad1d(3)(fnn.zeros(1, 2, 3)), ValueError,
      "reflect padding .* smaller than"),
     (lambda: F.group_norm(fnn.zeros(2, 4, 3), 3), ValueError, "do not divide into"),
+    (lambda: nn.CosineSimilarity().reverse(fnn.zeros(2, 3), fnn.zeros(2)), TypeError,
+     "a layer of two inputs has no reverse"),
 ])
 def test_bad_arguments_are_named(call, error, match):
     with pytest.raises(error, match=match):
