@@ -24,6 +24,7 @@ from fastnn.conformance import (  # noqa: F401  (importing a module registers it
     cases_tensor,
     cases_vis,
     cases_vis_losses,
+    cases_vis_norms,
 )
 from fastnn.conformance.case import CASES, Case, Sample
 

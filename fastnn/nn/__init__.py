@@ -62,7 +62,6 @@ from fastnn.nn.loss import (
     NLLLoss,
     SmoothL1Loss,
 )
-from fastnn.nn.loss_ctc import CTCLoss
 from fastnn.nn.module import PARAM_CLASSES, Module, Parameter
 from fastnn.nn.norm import LayerNorm, RMSDiv, RMSNorm
 from fastnn.nn.pooling import (
@@ -101,6 +100,7 @@ from fastnn.nn.dropout import (
 )
 from fastnn.nn.loss_more import (
     CosineEmbeddingLoss,
+    CTCLoss,
     GaussianNLLLoss,
     HingeEmbeddingLoss,
     MarginRankingLoss,
@@ -165,7 +165,7 @@ __all__ = [
     "MultiheadAttention", "NLLLoss", "ReLU", "SELU", "SiLU", "Sigmoid", "SmoothL1Loss",
     "Softplus", "Tanh", "TransformerEncoder", "TransformerEncoderLayer",
     "GRUCell", "LSTMCell", "RNN", "RNNCell", "Transformer", "TransformerDecoder",
-    "TransformerDecoderLayer", "Bilinear", "EmbeddingBag", "CTCLoss",
+    "TransformerDecoderLayer", "Bilinear", "EmbeddingBag",
     # vision layers
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "BatchNorm1d",
     "BatchNorm2d", "Conv2d", "MaxPool1d", "MaxPool2d",
@@ -180,7 +180,7 @@ __all__ = [
     "CircularPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d",
     "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
     "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "MultiMarginLoss",
-    "TripletMarginWithDistanceLoss", "ChannelShuffle", "LocalResponseNorm",
+    "TripletMarginWithDistanceLoss", "ChannelShuffle", "LocalResponseNorm", "CTCLoss",
     # PyTorch's module layout
     "functional", "init", "utils",
 ]

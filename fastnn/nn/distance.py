@@ -10,7 +10,15 @@ from fastnn.ops import distance
 from fastnn.ops.losses_regression import cosine_similarity
 
 
-class CosineSimilarity(Module):
+class _TwoInputs(Module):
+    def reverse(self, x, grad_out):
+        """Not defined: ``reverse(x, grad_out)`` is the protocol of one-input layers."""
+        raise TypeError(f"{type(self).__name__}.reverse: a layer of two inputs has no "
+                        f"reverse(x, grad_out); differentiate it on the tape "
+                        f"(out.backward()) instead")
+
+
+class CosineSimilarity(_TwoInputs):
     """sum(x1 x2, dim) / (max(||x1||, eps) max(||x2||, eps)), as PyTorch's."""
 
     def __init__(self, dim: int = 1, eps: float = 1e-8):
@@ -24,7 +32,7 @@ class CosineSimilarity(Module):
         return cosine_similarity(x1, x2, self.dim, self.eps)
 
 
-class PairwiseDistance(Module):
+class PairwiseDistance(_TwoInputs):
     """||x1 - x2 + eps||_p over the last dim, as PyTorch's."""
 
     def __init__(self, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):

@@ -5,8 +5,8 @@ keyword arguments and has no parameters."""
 from __future__ import annotations
 
 from fastnn.nn.loss import _Loss
+from fastnn.ops import ctc, losses_regression
 from fastnn.ops import losses_more as L
-from fastnn.ops import losses_regression
 
 
 class _Loss3(_Loss):
@@ -122,3 +122,16 @@ class TripletMarginWithDistanceLoss(_Loss3):
                  reduction: str = "mean"):
         super().__init__(distance_function=distance_function, margin=margin, swap=swap,
                          reduction=reduction)
+
+
+class CTCLoss(_Loss):
+    """F.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, reduction,
+    zero_infinity): ``loss(log_probs, targets, input_lengths, target_lengths)``."""
+
+    FN = staticmethod(ctc.ctc_loss)
+
+    def __init__(self, blank: int = 0, reduction: str = "mean", zero_infinity: bool = False):
+        super().__init__(blank=blank, reduction=reduction, zero_infinity=zero_infinity)
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return ctc.ctc_loss(log_probs, targets, input_lengths, target_lengths, **self.kwargs)

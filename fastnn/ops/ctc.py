@@ -1,198 +1,145 @@
-"""Connectionist temporal classification loss, as PyTorch's ``F.ctc_loss``.
+"""PyTorch's ``ctc_loss``: connectionist temporal classification, composed from gather,
+elementwise ops and a loop over time (gradients from the tape).
 
-For one sample: log_probs y (T, C) (log-softmax outputs), target l of length S and the
-extended target l' = (blank, l_1, blank, ..., l_S, blank) of length U = 2S + 1. With
-alpha_t(s) / beta_t(s) the log-probabilities of the prefixes / suffixes of l' that pass
-through s at time t (each including y_t(l'_s)),
+Per sample n with target l (length S) and input length T_n, the extended target l' puts a
+blank before, between and after the labels (2S + 1 states). In log space,
 
-    alpha_t(s) = y_t(l'_s) + logsumexp(alpha_{t-1}(s), alpha_{t-1}(s-1), alpha_{t-1}(s-2))
+    alpha_0(s) = lp[0, l'_s] for s in {0, 1};
+    alpha_t(s) = lp[t, l'_s] + logsumexp(alpha_{t-1}(s), alpha_{t-1}(s - 1),
+                                         alpha_{t-1}(s - 2) when l'_s != blank, l'_{s-2}),
 
-(the s-2 term only where l'_s is a label other than l'_{s-2}); beta the same backwards,
-and loss = -log P = -logsumexp(alpha_{T-1}(U-1), alpha_{T-1}(U-2)).
-
-The gradient is the exact one of that function, d loss / d y_t(c) = -sum_{s: l'_s = c}
-exp(alpha_t(s) + beta_t(s) + loss - y_t(c)), put on the tape through the identity
-``loss + sum(G * (y - y.detach()))`` (value: loss; gradient: G). NOTE: PyTorch's own
-gradient w.r.t. log_probs adds exp(log_probs) (the softmax part of a log_softmax's
-gradient), which cancels when log_probs come from ``log_softmax``, the documented use: then
-the two agree; given raw log_probs as a leaf, the exact gradient here differs from torch's.
-No second derivative. The recursions run under no_grad on the backend, one step a frame.
-
-Reductions: 'mean' divides each loss by its target length (at least 1), then averages;
-'sum', 'none' (N,). ``zero_infinity`` turns an impossible alignment's inf loss into 0.
-Its gradient is 0 either way (NOTE: PyTorch's is NaN without zero_infinity; a tape value
-inf with a NaN gradient would take a NaN in the forward too).
+and the loss is -logsumexp(alpha_{T_n - 1}(2S), alpha_{T_n - 1}(2S - 1)). A target that
+no alignment of T_n frames can produce (S plus its repeats above T_n) has an infinite loss
+(0 with ``zero_infinity``), as PyTorch. "mean" divides each loss by its target length
+(at least 1), then averages over the batch. The gradient of log_probs is PyTorch's, which
+assumes they are log_softmax outputs (see the note in :func:`ctc_loss`).
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
+from fastnn.api.args import flag, integer
 from fastnn.autograd.grad_mode import no_grad
-from fastnn.ops import elementwise as ew
-from fastnn.ops import joining, movement
-from fastnn.ops.gathering import scatter_add_tensor, take_along_dim
+from fastnn.ops import elementwise as m
+from fastnn.ops import movement
+from fastnn.ops.gathering import gather
+from fastnn.ops.joining import cat
 from fastnn.ops.losses import check_reduction
-from fastnn.ops.reduction import logsumexp
 from fastnn.ops.table import public
-from fastnn.ops.tensor import Tensor, full, tensor
+from fastnn.ops.tensor import Tensor, tensor
 
-NEG = -math.inf
-
-
-def _host_lengths(name: str, value, batch: int) -> np.ndarray:
-    if isinstance(value, Tensor):
-        if value.dtype.is_floating:
-            raise TypeError(f"ctc_loss: {name} must hold integers, got {value.dtype.name}")
-        value = value.numpy()
-    lengths = np.asarray(value).reshape(-1)
-    if lengths.dtype.kind not in "iu" or lengths.size != batch:
-        raise ValueError(f"ctc_loss: {name} must be {batch} integer(s) (one per sample), got "
-                         f"{np.asarray(value).tolist()}")
-    return lengths.astype(np.int64)
+_UNREACHED = -1e30  # log of an unreachable state: finite, so no inf - inf in the gradient
 
 
-def _labels(targets, target_lengths, batch: int, classes: int, blank: int) -> list:
-    """The target of each sample as a host int array."""
-    if not isinstance(targets, Tensor) or targets.dtype.is_floating:
-        raise TypeError("ctc_loss: targets must be an integer tensor")
-    values = np.asarray(targets.numpy()).astype(np.int64)
-    if values.ndim == 2:
-        if values.shape[0] != batch or np.any(target_lengths > values.shape[1]):
-            raise ValueError(f"ctc_loss: padded targets {values.shape} need {batch} rows and "
-                             f"target_lengths at most {values.shape[1]}")
-        labels = [values[n, :target_lengths[n]] for n in range(batch)]
-    elif values.ndim == 1:
-        if batch == 1 and values.size >= target_lengths.sum():
-            labels = [values[:target_lengths[0]]]
-        elif values.size != target_lengths.sum():
-            raise ValueError(f"ctc_loss: 1-d (concatenated) targets must have sum("
-                             f"target_lengths) = {target_lengths.sum()} entries, got "
-                             f"{values.size}")
-        else:
-            ends = np.cumsum(target_lengths)
-            labels = [values[e - k:e] for e, k in zip(ends, target_lengths)]
-    else:
-        raise ValueError(f"ctc_loss: targets must be (N, S) or 1-d, got {values.shape}")
-    for label in labels:
-        if label.size and (label.min() < 0 or label.max() >= classes or
-                           np.any(label == blank)):
-            raise ValueError(f"ctc_loss: targets must be classes in [0, {classes}) other "
-                             f"than blank={blank}, got {label.tolist()}")
-    return labels
+def _lengths(name: str, value, count: int) -> np.ndarray:
+    host = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
+    host = np.asarray(host).reshape(-1)
+    if host.shape != (count,) or not np.issubdtype(host.dtype, np.integer):
+        raise ValueError(f"ctc_loss: {name} must hold {count} integers (one per sample), got "
+                         f"{host!r}")
+    return host.astype(np.int64)
 
 
-def _extended(labels, blank: int):
-    """(ext, valid, skip, first, last) host arrays (N, U) of the extended targets."""
-    batch, size = len(labels), 2 * max((len(x) for x in labels), default=0) + 1
-    ext = np.full((batch, size), blank, np.int64)
-    s = np.arange(size)
-    valid, skip, first, last = (np.zeros((batch, size), bool) for _ in range(4))
-    for n, label in enumerate(labels):
-        used = 2 * len(label) + 1
-        ext[n, 1:used:2] = label
-        valid[n] = s < used
-        skip[n, 2:] = (s[2:] % 2 == 1) & (ext[n, 2:] != ext[n, :-2]) & valid[n, 2:]
-        first[n] = (s < 2) & valid[n]
-        last[n] = (s >= used - 2) & valid[n]
-    return ext, valid, skip, first, last
+def _targets(targets, target_lengths: np.ndarray) -> list:
+    host = targets.numpy() if isinstance(targets, Tensor) else np.asarray(targets)
+    if np.issubdtype(host.dtype, np.floating):
+        raise TypeError("ctc_loss: targets must be integer class indices")
+    if host.ndim == 1:  # concatenated targets
+        ends = np.cumsum(target_lengths)
+        return [host[e - n:e] for e, n in zip(ends, target_lengths)]
+    rows = host.reshape(len(target_lengths), -1)
+    if (target_lengths > rows.shape[1]).any():
+        raise ValueError(f"ctc_loss: padded targets of width {rows.shape[1]} need "
+                         f"target_lengths at most {rows.shape[1]}, got "
+                         f"{target_lengths.tolist()}")
+    return [row[:n] for row, n in zip(rows, target_lengths)]
 
 
-def _shift(x: Tensor, k: int, right: bool) -> Tensor:
-    """x (N, U) moved k places along U (right: s takes s - k), -inf where nothing comes."""
-    batch, size = x.shape
-    if k >= size:
-        return full(x.shape, NEG, x.dtype, x.device)
-    pad = full((batch, k), NEG, x.dtype, x.device)
-    if right:
-        return joining.cat([pad, x[:, :size - k]], 1)
-    return joining.cat([x[:, k:], pad], 1)
-
-
-def _lse3(a: Tensor, b: Tensor, c: Tensor) -> Tensor:
-    return logsumexp(joining.stack([a, b, c], 0), 0)
-
-
-def _forward_backward(emit, run, end, skip_in, skip_out, first, last):
-    """(log alpha, log beta) as (T, N, U) and the final alpha (N, U) from the emissions
-    (T, N, U), frame masks (T, N, 1) ``run`` (t < input length) and ``end`` (the last
-    frame), and the transition masks (N, U)."""
-    frames = emit.shape[0]
-    steps = joining.unbind(emit, 0)  # off the tape: slicing is cheap here
-    alpha = [ew.where(first, steps[0], NEG)]
-    for t in range(1, frames):
-        a = alpha[-1]
-        new = ew.add(_lse3(a, _shift(a, 1, True),
-                           ew.where(skip_in, _shift(a, 2, True), NEG)), steps[t])
-        alpha.append(ew.where(run[t], new, a))
-    beta = [None] * frames
-    after = full(emit.shape[1:], NEG, emit.dtype, emit.device)
-    for t in range(frames - 1, -1, -1):
-        rec = ew.add(_lse3(after, _shift(after, 1, False),
-                           ew.where(skip_out, _shift(after, 2, False), NEG)), steps[t])
-        start = ew.where(last, steps[t], NEG)
-        after = ew.where(end[t], start, ew.where(run[t], rec, NEG))
-        beta[t] = after
-    return joining.stack(alpha, 0), joining.stack(beta, 0), alpha[-1]
+def _lse(*terms: Tensor) -> Tensor:
+    top = terms[0]
+    for t in terms[1:]:
+        top = m.maximum(top, t)
+    top = top.detach()
+    total = m.exp(m.sub(terms[0], top))
+    for t in terms[1:]:
+        total = m.add(total, m.exp(m.sub(t, top)))
+    return m.add(top, m.log(total))
 
 
 @public()
 def ctc_loss(log_probs: Tensor, targets, input_lengths, target_lengths, blank: int = 0,
              reduction: str = "mean", zero_infinity: bool = False) -> Tensor:
-    """The CTC loss of log_probs (T, N, C) (or (T, C)) against targets; see the module."""
+    """PyTorch's ctc_loss: log_probs (T, N, C) or (T, C) (log-softmax outputs), targets
+    (N, S) padded or 1-D concatenated; lengths per sample (see the module docstring)."""
+    if not isinstance(log_probs, Tensor) or log_probs.ndim not in (2, 3):
+        raise ValueError(f"ctc_loss: log_probs must be a (T, N, C) or (T, C) Tensor, got "
+                         f"{getattr(log_probs, 'shape', type(log_probs).__name__)}")
     check_reduction("ctc_loss", reduction)
-    if not isinstance(log_probs, Tensor) or not log_probs.dtype.is_floating or \
-            log_probs.ndim not in (2, 3):
-        raise TypeError("ctc_loss: log_probs must be a floating tensor (T, N, C) or (T, C)")
+    zero_infinity = flag("ctc_loss", "zero_infinity", zero_infinity)
     unbatched = log_probs.ndim == 2
-    if unbatched:
-        log_probs = movement.reshape(log_probs, (log_probs.shape[0], 1, log_probs.shape[1]))
-    frames, batch, classes = log_probs.shape
-    if not 0 <= blank < classes:
-        raise ValueError(f"ctc_loss: blank must be a class in [0, {classes}), got {blank}")
-    in_len = _host_lengths("input_lengths", input_lengths, batch)
-    tgt_len = _host_lengths("target_lengths", target_lengths, batch)
-    if np.any(in_len < 0) or np.any(in_len > frames) or np.any(tgt_len < 0):
-        raise ValueError(f"ctc_loss: input_lengths must be in [0, {frames}] and "
-                         f"target_lengths >= 0, got {in_len.tolist()}, {tgt_len.tolist()}")
-    ext, valid, skip, first, last = _extended(
-        _labels(targets, tgt_len, batch, classes, blank), blank)
-    dev, dt = log_probs.device, log_probs.dtype
-    size = ext.shape[1]
-    index = tensor(np.broadcast_to(ext, (frames, batch, size)).copy(), device=dev)
+    lp = movement.reshape(log_probs, (log_probs.shape[0], 1, log_probs.shape[1])) \
+        if unbatched else log_probs
+    steps, batch, classes = lp.shape
+    blank = integer("ctc_loss", "blank", blank, 0)
+    if blank >= classes:
+        raise ValueError(f"ctc_loss: blank {blank} is not a class of {classes}")
+    in_len = _lengths("input_lengths", input_lengths, batch)
+    tg_len = _lengths("target_lengths", target_lengths, batch)
+    if (in_len > steps).any() or (in_len < 0).any() or (tg_len < 0).any():
+        raise ValueError(f"ctc_loss: input_lengths {in_len.tolist()} must lie in [0, {steps}] "
+                         f"and target_lengths {tg_len.tolist()} be >= 0")
+    labels = _targets(targets, tg_len)
+    states = 2 * int(tg_len.max(initial=0)) + 1
+    ext = np.full((batch, states), blank, dtype=np.int64)
+    skip = np.zeros((batch, states), dtype=bool)
+    feasible = np.ones(batch, dtype=bool)
+    for n, label in enumerate(labels):
+        if ((label < 0) | (label >= classes) | (label == blank)).any():
+            raise ValueError(f"ctc_loss: target {label.tolist()} of sample {n} must hold "
+                             f"classes in [0, {classes}) other than blank {blank}")
+        ext[n, 1:2 * len(label):2] = label
+        skip[n, 3:2 * len(label):2] = label[1:] != label[:-1]
+        feasible[n] = len(label) + int((label[1:] == label[:-1]).sum()) <= in_len[n]
+    index = tensor(np.broadcast_to(ext, (steps, batch, states)).copy(), device=lp.device)
+    emit = gather(lp, 2, index)  # (T, N, states)
+    like = dict(dtype=lp.dtype, device=lp.device)
+    # NOTE: finite in every dtype (float16 tops out at 65504)
+    never = max(_UNREACHED, -float(np.finfo(lp.dtype.numpy).max) / 8)
+    unreached = tensor(np.full((batch, 1), never), **like)
+    skip_t = tensor(skip, device=lp.device)
+    start = np.full((batch, states), never)
+    start[:, :2] = 0.0
+    start = tensor(start, **like)
+    # a sample with no frames starts (and ends) before frame 0: loss 0 for an empty target
+    has_frames = tensor((in_len > 0)[:, None], device=lp.device)
+    alpha = m.where(has_frames, m.add(emit[0], start), start)
+    for t in range(1, steps):
+        terms = [alpha, cat([unreached, alpha[:, :-1]], 1)]
+        if states > 2:
+            shifted = cat([unreached, unreached, alpha[:, :-2]], 1)
+            terms.append(m.where(skip_t, shifted, never))
+        new = m.add(_lse(*terms), emit[t])
+        running = tensor((t < in_len)[:, None], device=lp.device)
+        alpha = m.where(running, new, alpha)
+    last = tensor(np.stack([2 * tg_len, np.maximum(2 * tg_len - 1, 0)], axis=1),
+                  device=lp.device)
+    ends = gather(alpha, 1, last)  # (N, 2)
+    both = tensor((tg_len > 0)[:, None], device=lp.device)
+    per = m.neg(_lse(ends[:, 0:1], m.where(both, ends[:, 1:2], never)))
+    per = movement.reshape(per, (batch,))
+    # NOTE: PyTorch's backward returns dL/dlog_probs + exp(log_probs) dL/dloss for the
+    # frames t < T_n: what the logits' gradient is through log_softmax (where the added
+    # term cancels). This term has value 0 and exactly that gradient, so log_probs.grad is
+    # PyTorch's too; through log_softmax both give the true gradient of the logits.
+    frames = tensor((np.arange(steps)[:, None] < in_len[None, :])[:, :, None], **like)
+    weighted = movement.sum(m.mul(m.mul(m.exp(lp).detach(), frames), lp), (0, 2))
+    per = m.add(per, m.sub(weighted, weighted.detach()))
     with no_grad():
-        lp = log_probs.detach()
-        emit = ew.where(tensor(valid, device=dev), take_along_dim(lp, index, 2), NEG)
-        frame = np.arange(frames)[:, None, None]
-        run, end = frame < in_len[:, None], frame == in_len[:, None] - 1
-        skip_out = np.zeros_like(skip)  # s -> s + 2 allowed
-        skip_out[:, :-2] = skip[:, 2:]
-        alpha, beta, final = _forward_backward(emit, *(tensor(a, device=dev) for a in (
-            run, end, skip, skip_out, first, last)))
-        nll = ew.neg(logsumexp(ew.where(tensor(last, device=dev), final, NEG), 1))
-        # no frames: P = 1 for an empty target, else 0
-        empty = tensor(in_len == 0, device=dev)
-        nll = ew.where(empty, tensor(np.where(tgt_len == 0, 0.0, math.inf), dtype=dt,
-                                     device=dev), nll)
-        finite = ew.compare("less", nll, math.inf)
-        both = ew.add(alpha, beta)
-        ok = ew.compare("greater", both, NEG)  # -inf terms would give -inf - -inf = NaN
-        safe_nll = movement.reshape(ew.where(finite, nll, 0.0), (1, batch, 1))
-        log_gamma = ew.sub(ew.add(ew.where(ok, both, 0.0), safe_nll), ew.where(ok, emit, 0.0))
-        gamma = ew.exp(ew.where(ok, log_gamma, NEG))  # <= 1 where ok, 0 elsewhere
-        gamma = ew.where(movement.reshape(finite, (1, batch, 1)), gamma, 0.0)
-        grad = ew.neg(scatter_add_tensor(full(lp.shape, 0.0, dt, dev), 2, index, gamma))
-        if zero_infinity:
-            nll = ew.where(finite, nll, 0.0)
-
-    change = ew.sub(log_probs, lp)  # zero, with log_probs' gradient
-    per_sample = ew.add(nll, movement.sum(ew.mul(grad, change), (0, 2)))
+        ok = tensor(feasible, device=lp.device)
+    per = m.where(ok, per, 0.0 if zero_infinity else float("inf"))
     if reduction == "mean":
-        divisor = tensor(np.maximum(tgt_len, 1).astype(np.float64), dtype=dt, device=dev)
-        return movement.mean(ew.div(per_sample, divisor))
+        return movement.mean(m.div(per, tensor(np.maximum(tg_len, 1), **like)))
     if reduction == "sum":
-        return movement.sum(per_sample)
-    return movement.reshape(per_sample, ()) if unbatched else per_sample
-
+        return movement.sum(per)
+    return movement.reshape(per, ()) if unbatched else per

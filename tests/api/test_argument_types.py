@@ -41,7 +41,7 @@ def test_minus_on_booleans_is_refused_on_every_backend():
     (lambda: fnn.rand(3, seed=1.5), ValueError, r"rand: seed must be an integer >= 0, got 1.5"),
     (lambda: fnn.ones((2, 3)).sum(axis=1.5), TypeError, r"axis must be an int or a tuple"),
     (lambda: F.softmax(fnn.ones((2, 3)), axis=None), TypeError, r"softmax: axis must be an int"),
-    (lambda: fnn.nn.Dropout("0.5"), ValueError, r"Dropout: p must be a number in \[0, 1\)"),
+    (lambda: fnn.nn.Dropout("0.5"), ValueError, r"Dropout: p must be a number in \[0, 1\]"),
     (lambda: F.huber_loss(fnn.ones(2), fnn.ones(2), delta="1"), ValueError,
      r"huber_loss: delta must be a number > 0"),
 ])

@@ -72,7 +72,7 @@ BAD = [
     ("Activation slope str", lambda: nn.Activation("leaky_relu", slope="x"), TypeError,
      r"Activation: slope must be a real number, got str 'x'"),
     ("Dropout p str", lambda: nn.Dropout("x"), ValueError,
-     r"Dropout: p must be a number in \[0, 1\), got 'x'"),
+     r"Dropout: p must be a number in \[0, 1\], got 'x'"),
     ("Dropout seed str", lambda: nn.Dropout(0.5)(_x(), seed="x"), ValueError,
      r"Dropout: seed must be an integer >= 0, got 'x'"),
     ("Dropout.reverse seed", lambda: nn.Dropout(0.5).reverse(_x(), _x(), seed=-1), ValueError,

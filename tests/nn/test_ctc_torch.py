@@ -101,10 +101,11 @@ def test_unbatched_input():
     np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), **TOL["float64"])
 
 
-def test_exact_gradient_of_raw_log_probs():
-    """The gradient w.r.t. log_probs themselves is the function's own (finite differences);
-    PyTorch's adds exp(log_probs) in each sample's frames (it cancels under log_softmax)."""
-    lp_host = rng.standard_normal((5, 2, 4)) - 1.0  # any numbers: a leaf, not log_softmax
+def test_gradient_of_raw_log_probs_is_pytorchs():
+    """Given raw log_probs (a leaf, not log_softmax outputs), log_probs.grad is PyTorch's:
+    the function's own gradient plus exp(log_probs) in each sample's frames (which cancels
+    under log_softmax, where both are the true gradient of the logits)."""
+    lp_host = rng.standard_normal((5, 2, 4)) - 1.0
     targets, il, tl = np.array([[1, 2], [3, 3]]), np.array([5, 4]), np.array([2, 2])
 
     def loss_of(values):
@@ -114,15 +115,14 @@ def test_exact_gradient_of_raw_log_probs():
     numeric, weights = finite_difference(loss_of, [lp_host], 0)
     lp = fnn.tensor(lp_host, requires_grad=True)
     F.ctc_loss(lp, fnn.tensor(targets), il, tl, reduction="none").backward(fnn.tensor(weights))
-    np.testing.assert_allclose(lp.grad.numpy(), numeric, rtol=1e-6, atol=1e-8)
     t_lp = torch.tensor(lp_host, requires_grad=True)
     torch.nn.functional.ctc_loss(t_lp, torch.tensor(targets), torch.tensor(il),
                                  torch.tensor(tl), reduction="none").backward(
         torch.tensor(weights))
+    np.testing.assert_allclose(lp.grad.numpy(), t_lp.grad.numpy(), rtol=1e-9, atol=1e-12)
     running = (np.arange(5)[:, None] < il)[..., None]
-    np.testing.assert_allclose(lp.grad.numpy(),
-                               t_lp.grad.numpy() - running * weights[:, None] * np.exp(lp_host),
-                               rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(lp.grad.numpy() - running * weights[:, None] * np.exp(lp_host),
+                               numeric, rtol=1e-6, atol=1e-8)
 
 
 def test_bad_arguments():
@@ -130,9 +130,9 @@ def test_bad_arguments():
     targets = fnn.tensor([[1, 2], [3, 1]])
     with pytest.raises(ValueError, match="other than blank"):
         F.ctc_loss(lp, fnn.tensor([[0, 2], [3, 1]]), [6, 6], [2, 2])
-    with pytest.raises(ValueError, match="input_lengths must be in"):
+    with pytest.raises(ValueError, match=r"input_lengths \[7, 6\] must lie in \[0, 6\]"):
         F.ctc_loss(lp, targets, [7, 6], [2, 2])
-    with pytest.raises(ValueError, match="input_lengths must be 2 integer"):
+    with pytest.raises(ValueError, match="input_lengths must hold 2 integers"):
         F.ctc_loss(lp, targets, [6], [2, 2])
     with pytest.raises(ValueError, match="target_lengths at most 2"):
         F.ctc_loss(lp, targets, [6, 6], [3, 2])

@@ -187,3 +187,59 @@ def test_deprecated_upsample_functions_as_torch():
          lambda t: torch.nn.functional.upsample_bilinear(t, size=(5, 7)), [x], [True])
     assert repr(nn.ZeroPad2d(1)) == repr(torch.nn.ZeroPad2d(1))
     assert repr(nn.ReflectionPad1d(2)) == repr(torch.nn.ReflectionPad1d(2))
+
+
+# ---------------------------------------------------------------- CTC
+
+CTC = [  # targets, input lengths, target lengths, keyword arguments
+    (np.array([[1, 2, 2, 3], [1, 1, 0, 0], [4, 3, 2, 1], [2, 0, 0, 0]]), [12, 10, 7, 5],
+     [4, 2, 4, 1], {}),
+    (np.array([[1, 2, 2, 3], [1, 1, 0, 0], [4, 3, 2, 1], [2, 0, 0, 0]]), [12, 10, 7, 5],
+     [4, 0, 4, 1], {}),  # an empty target
+    (np.array([1, 2, 2, 3, 1, 1, 4, 3, 2, 1, 2]), [12, 10, 7, 5], [4, 2, 4, 1], {}),  # 1-D
+    (np.array([[1, 1, 1, 1], [1, 1, 0, 0], [4, 3, 2, 1], [2, 0, 0, 0]]), [5, 10, 7, 5],
+     [4, 2, 4, 1], dict(zero_infinity=True)),  # 1 1 1 1 needs 7 frames, has 5
+    (np.array([[2, 1, 3, 1], [1, 1, 0, 0], [0, 3, 2, 1], [2, 0, 0, 0]]), [12, 10, 7, 5],
+     [4, 2, 4, 1], dict(blank=4)),
+]
+
+
+@pytest.mark.parametrize("through_log_softmax", [True, False], ids=["logits", "log_probs"])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("case", CTC, ids=["padded", "empty target", "concatenated",
+                                           "infeasible", "blank 4"])
+def test_ctc_loss_matches_torch(case, reduction, through_log_softmax):
+    """Values, and gradients both of the logits (through log_softmax) and of log_probs
+    themselves (PyTorch's gradient there assumes normalised inputs; fastnn's is the same)."""
+    targets, in_len, tg_len, kwargs = case
+    z = n(12, 4, 5)
+    if not through_log_softmax:
+        z = z - np.log(np.exp(z).sum(-1, keepdims=True))
+
+    def ours(t):
+        lp = F.log_softmax(t, -1) if through_log_softmax else t
+        return nn.CTCLoss(reduction=reduction, **kwargs)(lp, fnn.tensor(targets), in_len,
+                                                         fnn.tensor(tg_len))
+
+    def theirs(t):
+        lp = t.log_softmax(-1) if through_log_softmax else t
+        return torch.nn.CTCLoss(reduction=reduction, **kwargs)(
+            lp, torch.tensor(targets), torch.tensor(in_len), torch.tensor(tg_len))
+
+    _run(ours, theirs, [z], [True])
+
+
+def test_ctc_loss_unbatched_infinite_and_refusals():
+    z = n(6, 4)
+    lp = z - np.log(np.exp(z).sum(-1, keepdims=True))
+    ours = F.ctc_loss(fnn.tensor(lp), fnn.tensor([1, 2]), [6], [2], reduction="none")
+    theirs = torch.nn.functional.ctc_loss(torch.tensor(lp), torch.tensor([1, 2]),
+                                          torch.tensor([6]), torch.tensor([2]),
+                                          reduction="none")
+    assert ours.shape == () and np.isclose(ours.item(), theirs.item())
+    short = F.ctc_loss(fnn.tensor(lp), fnn.tensor([1, 1, 1]), [4], [3], reduction="none")
+    assert short.item() == float("inf")  # as PyTorch: 1 1 1 needs 5 frames
+    with pytest.raises(ValueError, match="other than blank 0"):
+        F.ctc_loss(fnn.tensor(lp), fnn.tensor([0, 1]), [6], [2])
+    with pytest.raises(ValueError, match=r"input_lengths \[7\] must lie in \[0, 6\]"):
+        F.ctc_loss(fnn.tensor(lp), fnn.tensor([1]), [7], [1])

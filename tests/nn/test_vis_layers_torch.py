@@ -233,3 +233,37 @@ def test_reverse_apply_training_matches_the_tape():
         rev.apply(rev_opt, grads)
     for (name, a), (_, b) in zip(tape.named_parameters(), rev.named_parameters()):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-6, err_msg=name)
+
+
+@pytest.mark.parametrize("call,error,match", [
+    (lambda: nn.GroupNorm(3, 4), ValueError, "num_channels=4 must be divisible by num_groups=3"),
+    (lambda: nn.ConvTranspose2d(2, 2, 3, stride=2, output_padding=2), ValueError,
+     "output_padding .* must be smaller than either stride"),
+    (lambda: nn.ConvTranspose2d(2, 4, 3, groups=3), ValueError, "divisible by groups=3"),
+    (lambda: nn.LayerNorm([3, 0]), ValueError, "normalized_shape must be an integer >= 1"),
+    (lambda: nn.LayerNorm(4)(fnn.zeros(2, 3)), ValueError, r"LayerNorm\(4\)"),
+    (lambda: F.layer_norm(fnn.zeros(2, 3), [2, 3, 4]), ValueError,
+     r"normalized_shape \[2, 3, 4\] must match the last dimensions"),
+    (lambda: nn.InstanceNorm2d(3)(fnn.zeros(2, 3)), ValueError, "expected a 3-D .* or 4-D"),
+    (lambda: F.instance_norm(fnn.zeros(2, 3, 1)), ValueError, "more than 1 spatial element"),
+    (lambda: F.pixel_shuffle(fnn.zeros(1, 6, 2, 2), 2), ValueError,
+     "6 channels .* divisible by upscale_factor"),
+    (lambda: F.fold(fnn.zeros(1, 5, 9), (4, 4), 2), ValueError,
+     r"fold: expected input \(N, C \* 4, 9\)"),
+    (lambda: F.unfold(fnn.zeros(1, 1, 2, 2), 3), ValueError, "does not fit"),
+    (lambda: F.conv3d(fnn.zeros(1, 2, 3, 3, 3), fnn.zeros(1, 3, 1, 1, 1)), ValueError,
+     "weight expects 3 input channels"),
+    (lambda: nn.Conv3d(2, 2, 2, padding="same", stride=2), ValueError, "needs stride 1"),
+    (lambda: nn.Dropout2d(0.5)(fnn.zeros(2, 3)), ValueError, "dropout2d: expected a 3-D"),
+    (lambda: F.dropout(fnn.zeros(2), -0.1), ValueError, "between 0 and 1"),
+    (lambda: nn.Upsample(), ValueError, "exactly one of size and scale_factor"),
+    (lambda: nn.ReflectionPad2d((1, 2, 3)), ValueError, "padding must be an int or 4 ints"),
+    (lambda: nn.ReflectionPad1d(3)(fnn.zeros(1, 2, 3)), ValueError,
+     "reflect padding .* smaller than"),
+    (lambda: F.group_norm(fnn.zeros(2, 4, 3), 3), ValueError, "do not divide into"),
+    (lambda: nn.CosineSimilarity().reverse(fnn.zeros(2, 3), fnn.zeros(2)), TypeError,
+     "a layer of two inputs has no reverse"),
+])
+def test_bad_arguments_are_named(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
