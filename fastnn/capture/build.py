@@ -205,6 +205,8 @@ def build(name, recorder, snapshot, leaves, draws, result) -> Entry:
     arg_refs = {id(leaf): ArgRef(entry.args_now, n) for n, leaf in enumerate(leaves)
                 if isinstance(leaf, Tensor)}
     writes, entry.steps = snapshot.writes(recorder.slot_of, name)
+    if snapshot.unsupported is not None:
+        return Entry.eager_only(None, snapshot.unsupported)
     writes = [(kind, arg_refs.get(id(ref()), ref), key, slot, meta)
               for kind, ref, key, slot, meta in writes]
     binds: dict[int, tuple] = {}  # slot -> how a replay fills it

@@ -54,6 +54,7 @@ class Snapshot:
                     if not isinstance(value, numbers.Number):
                         self.opt_entry.setdefault(id(value), (o, pid, key))
         self.groups = [[_hyper(g) for g in o.param_groups] for o in self.optimizers]
+        self.unsupported = None  # why the recorded call cannot be replayed, if it cannot
 
     def writes(self, slot_of, name: str) -> tuple[list, list]:
         """(array writes, number increments) the call made: ``[(kind, ref, key, slot, meta)]``
@@ -91,6 +92,10 @@ class Snapshot:
                         if value != was:
                             if not isinstance(was, numbers.Number):
                                 was = 0
+                            if not isinstance(value, numbers.Integral):
+                                self.unsupported = (
+                                    f"{type(o).__name__} keeps a number ({key!r}) that each "
+                                    "step recomputes in Python; only counts are replayed")
                             steps.append((ref, pid, key, value - was))
                     elif value is not was:
                         out.append(("opt", ref, (pid, key), _slot(slot_of, value, name), None))
