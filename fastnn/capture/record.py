@@ -114,7 +114,7 @@ class Recorder:
 
 
 # fastnn functions that read values only to refuse bad ones (a replay does not check)
-CHECKS = frozenset({"check_targets", "check_finite"})
+CHECKS = frozenset({"check_targets", "check_finite", "_sample_totals"})
 _TENSOR_FILE = os.path.join(_PACKAGE, "ops", "tensor.py")
 
 

@@ -35,6 +35,10 @@ class Snapshot:
                                             if issubclass(kind, base)), None)
             if found is not None:
                 found.append(obj)
+        # a wrapper whose state is another optimizer's (DistributedOptimizer) counts once
+        seen_states: set = set()
+        self.optimizers = [o for o in self.optimizers if id(o.state) not in seen_states
+                           and not seen_states.add(id(o.state))]
         self.data = [t._data for t in self.tensors]
         self.grads = [t._grad for t in self.tensors]
         self.owner: dict[int, Tensor] = {}  # id(array) -> a tensor holding it (bases first)
