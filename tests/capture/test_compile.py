@@ -366,3 +366,12 @@ def test_every_optimizer_replays_or_says_why_not(name):
         assert np.array_equal(a, b)
     if run.stats["replayed"] == 0:  # NAdam's mu_product is recomputed in Python
         assert any("only counts are replayed" in str(w.message) for w in caught)
+
+
+def test_negative_indices_after_a_recording_without_them():
+    x = fnn.tensor(np.arange(12.0).reshape(4, 3))
+    pick = fnn.compile(lambda t, i: t[i] * 2.0)
+    for rows in ([0, 1], [2, 3], [-1, 0], [1, -4], [-2, -3]):
+        i = fnn.tensor(np.array(rows))
+        assert np.array_equal(pick(x, i).numpy(), (x[i] * 2.0).numpy()), rows
+    assert pick.stats["replayed"] == 4
