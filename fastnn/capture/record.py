@@ -113,8 +113,11 @@ class Recorder:
         self.breaks.append(f"{what} at {where}")
 
 
-# fastnn functions that read values only to refuse bad ones (a replay does not check)
-CHECKS = frozenset({"check_targets", "check_finite"})
+# fastnn functions that read values only to refuse bad ones (a replay does not check;
+# check_range's answer, whether an index may be negative, is "yes" while recording), and
+# data parallelism's sample totals, read for which parameters got gradients at all
+# (while recording, the division by them stays on the device)
+CHECKS = frozenset({"check_targets", "check_finite", "check_range", "_sample_totals"})
 _TENSOR_FILE = os.path.join(_PACKAGE, "ops", "tensor.py")
 
 

@@ -35,6 +35,10 @@ class Snapshot:
                                             if issubclass(kind, base)), None)
             if found is not None:
                 found.append(obj)
+        # a wrapper whose state is another optimizer's (DistributedOptimizer) counts once
+        seen_states: set = set()
+        self.optimizers = [o for o in self.optimizers if id(o.state) not in seen_states
+                           and not seen_states.add(id(o.state))]
         self.data = [t._data for t in self.tensors]
         self.grads = [t._grad for t in self.tensors]
         self.owner: dict[int, Tensor] = {}  # id(array) -> a tensor holding it (bases first)
@@ -54,6 +58,7 @@ class Snapshot:
                     if not isinstance(value, numbers.Number):
                         self.opt_entry.setdefault(id(value), (o, pid, key))
         self.groups = [[_hyper(g) for g in o.param_groups] for o in self.optimizers]
+        self.unsupported = None  # why the recorded call cannot be replayed, if it cannot
 
     def writes(self, slot_of, name: str) -> tuple[list, list]:
         """(array writes, number increments) the call made: ``[(kind, ref, key, slot, meta)]``
@@ -91,6 +96,10 @@ class Snapshot:
                         if value != was:
                             if not isinstance(was, numbers.Number):
                                 was = 0
+                            if not isinstance(value, numbers.Integral):
+                                self.unsupported = (
+                                    f"{type(o).__name__} keeps a number ({key!r}) that each "
+                                    "step recomputes in Python; only counts are replayed")
                             steps.append((ref, pid, key, value - was))
                     elif value is not was:
                         out.append(("opt", ref, (pid, key), _slot(slot_of, value, name), None))

@@ -326,8 +326,8 @@ def make_loader(args, data, comm=None):
 
 def _steps(args) -> tuple:
     """(tape step, reverse step): compiled with ``--compile`` (fnn.compile; one program per
-    batch shape, so the last, shorter batch of an epoch has its own). A step that cannot
-    be captured (data parallel: the ranks' sample counts are read back to divide by) runs
+    batch shape, so the last, shorter batch of an epoch has its own; data parallel too,
+    the gradients' allreduce a call of the program). A step that cannot be captured runs
     eagerly, and fnn.compile says why once."""
     if not getattr(args, "compile", False):
         return tape_step, reverse_step

@@ -22,6 +22,7 @@ import numpy as np
 
 from fastnn.api.args import integer
 from fastnn.api.dtypes import as_dtype
+from fastnn.api.program import recording
 from fastnn.distributed.comm import Communicator, check_same_layout
 from fastnn.ops.storage import rebind
 from fastnn.ops.tensor import Tensor, tensor
@@ -227,15 +228,33 @@ def average_gradients(comm: Communicator, pairs: list, samples: float) -> list:
             arrays.append(ops.from_numpy(weights.astype(dtype), device.index))
         out = comm.allreduce_arrays(device, dtype, arrays, "sum")
         if key == home:
-            reduced_weights = np.asarray(ops.to_numpy(out.pop()), dtype=np.float64)
+            weights_out = out.pop()
+            reduced_weights = _sample_totals(ops, weights_out)
         for (_, p, _), summed in zip(items, out):
             results[id(p)] = summed
     averaged = []
-    for ((_, wire), p, _), total in zip(entries, reduced_weights if entries else ()):
+    for n, (((_, wire), p, _), total) in enumerate(zip(entries, reduced_weights if entries
+                                                       else ())):
         if total > 0:
-            data = p._device.ops.div(results[id(p)], float(total))
+            divisor = float(total)
+            if recording() and p._device is home[0]:  # fnn.compile: divide on the device
+                divisor = _total_on_device(p._device.ops, weights_out, n, wire)
+            data = p._device.ops.div(results[id(p)], divisor)
             averaged.append((p, Tensor._make(data, as_dtype(wire), p._device)))
     return averaged
+
+
+def _sample_totals(ops, weights):
+    """The summed sample weights on the host: which parameters got a gradient on some rank
+    (the same for every call of one compiled signature: the ranks run one model)."""
+    return np.asarray(ops.to_numpy(weights), dtype=np.float64)
+
+
+def _total_on_device(ops, weights, n: int, wire: str):
+    """Entry ``n`` of the summed weights as a 0-d device array of dtype ``wire`` (what a
+    recorded step divides by, so that its replay follows the ranks' counts)."""
+    total = ops.reshape(ops.slice(weights, (n,), (n + 1,), (1,)), ())
+    return total if str(weights.dtype) == wire else ops.astype(total, wire)
 
 
 def _raw_grad(p, g):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from fastnn.api import dtypes
+from fastnn.api.program import recording
 from fastnn.autograd.engine import attach
 from fastnn.autograd.grad_mode import is_anomaly_enabled
 from fastnn.ops.storage import mark_view, source
@@ -66,7 +67,7 @@ def check_range(op: str, index, size: int, negative_ok: bool) -> bool:
         bad = low if low < lowest else high
         raise IndexError(f"{op}: index {bad} is out of range for an axis of size {size} "
                          f"(valid: {lowest} to {size - 1})")
-    return low < 0
+    return low < 0 or recording()  # (a step fnn.compile records: the path for any index)
 
 
 def wrap_negative(index: Tensor, size: int, negative=True) -> Tensor:

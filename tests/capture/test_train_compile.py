@@ -20,8 +20,9 @@ def _train(tmp_path, name, *extra):
     return fnn.load(path)
 
 
-@pytest.mark.parametrize("extra", [("--reverse",), ("--dropout", "0.2", "--optimizer", "adam",
-                                                   "--schedule", "cosine")])
+@pytest.mark.parametrize("extra", [
+    pytest.param(("--reverse",), marks=pytest.mark.slow),
+    ("--dropout", "0.2", "--optimizer", "adam", "--schedule", "cosine")])
 def test_compiled_training_equals_eager(tmp_path, extra):
     eager = _train(tmp_path, "eager", *extra)
     compiled = _train(tmp_path, "compiled", "--compile", *extra)

@@ -1,0 +1,180 @@
+"""A recorded signature's entry: its program, how a replay fills its inputs and where it
+writes its outputs, the checks that choose it, and the first replay's comparison.
+
+:mod:`fastnn.capture.build` makes entries from recordings.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fastnn.autograd import engine
+from fastnn.capture.record import is_array
+from fastnn.capture.state import bump
+from fastnn.ops import tensor as tensor_module
+from fastnn.ops.tensor import Tensor
+
+
+class Entry:
+    """One signature's program and everything a replay reads, writes and checks."""
+
+    def __init__(self):
+        self.program = None
+        self.eager = None  # why this signature runs eagerly (None: it replays)
+        self.checked = False
+        self.getters: list = []  # one per program input: (leaves, draws) -> value
+        self.writes: list = []  # (kind, ref, key, output index, meta)
+        self.steps: list = []  # (optimizer ref, pid, key, delta): counts a replay adds
+        self.draws: list = []  # (method, args, kwargs): fastnn's generator, as recorded
+        self.result = None  # the return value's template
+        self.guards: list = []  # () -> bool
+        self.args_now = [None]  # the current call's arguments, for ArgRef
+
+    @classmethod
+    def eager_only(cls, key, why: str):
+        entry = cls()
+        entry.eager = why
+        return entry
+
+    def guards_hold(self) -> bool:
+        for guard in self.guards:
+            if not guard():
+                return False
+        return True
+
+    # ------------------------------------------------------------ replay
+    def counts(self) -> list:
+        return [ref().state[pid][key] for ref, pid, key, _ in self.steps]
+
+    def set_counts(self, values) -> None:
+        for (ref, pid, key, _), value in zip(self.steps, values):
+            ref().state[pid][key] = value
+
+    def replay(self, leaves, dry: bool = False):
+        """Run the program on the current inputs; write its outputs where the eager step
+        did (``dry``: on copies of the inputs, writing nothing: the first replay's check)."""
+        self.args_now[0] = leaves
+        for ref, pid, key, delta in self.steps:
+            ref().state[pid][key] += delta
+        rng = tensor_module._default_rng
+        draws = [getattr(rng, m)(*a, **k) for m, a, k in self.draws]
+        env = [get(leaves, draws) for get in self.getters]
+        if dry:
+            env = [_copy(v, dev) if own else v
+                   for v, dev, own in zip(env, self.devices, self.copied)]
+            self.dry_inputs = env
+            return self.program.runner()(list(env))
+        outs = self.program.runner()(env)
+        for kind, ref, key, k, meta in self.writes:
+            owner = ref()
+            if kind == "data":
+                owner._data = outs[k]
+                bump(owner)
+            elif kind == "grad_new":
+                g = owner._grad = Tensor._make(outs[k], meta[0], meta[1])
+                if meta[2]:
+                    g._storage = engine._SHARED
+            elif kind == "grad_data":
+                owner._grad._data = outs[k]
+            elif kind == "grad_none":
+                owner._grad = None
+            else:
+                owner.state[key[0]][key[1]] = outs[k]
+        self.args_now[0] = None
+        return _rebuild(self.result, outs)
+
+    def compare(self, outs, result):
+        """None when the eager run (just done) left what the dry replay gave, else what
+        differs."""
+        for kind, ref, key, k, _meta in self.writes:
+            owner = ref()
+            if kind == "grad_none":
+                if owner._grad is not None:
+                    return "a gradient (the replay leaves it None)"
+                continue
+            if kind == "data":
+                now, what = owner._data, f"a tensor of shape {owner.shape}"
+            elif kind in ("grad_new", "grad_data"):
+                if owner._grad is None:
+                    return f"the gradient of a tensor of shape {owner.shape}"
+                now, what = owner._grad._data, f"the gradient of shape {owner.shape}"
+            else:
+                now, what = owner.state[key[0]][key[1]], f"optimizer state {key[1]!r}"
+            if not _same(now, outs[k], self.out_devices[k]):
+                return what
+        for (slot_get, dev), copied in zip(self.inplace, self.dry_inputs_of()):
+            if not _same(slot_get(), copied, dev):
+                return "a tensor written in place"
+        replayed = _rebuild(self.result, outs)
+        return _compare_result(result, replayed)
+
+    def dry_inputs_of(self) -> list:
+        return [self.dry_inputs[n] for n in self.inplace_index]
+
+
+def _same(a, b, dev) -> bool:
+    ops = dev.ops
+    x, y = np.asarray(ops.to_numpy(a)), np.asarray(ops.to_numpy(b))
+    return x.shape == y.shape and x.dtype == y.dtype and np.array_equal(
+        x, y, equal_nan=x.dtype.kind in "fc")
+
+
+def _compare_result(eager, replayed):
+    if isinstance(eager, Tensor):
+        if not isinstance(replayed, Tensor) or not _same(eager._data, replayed._data,
+                                                         eager._device):
+            return "the returned tensor"
+        return None
+    if isinstance(eager, (tuple, list)):
+        for a, b in zip(eager, replayed):
+            found = _compare_result(a, b)
+            if found:
+                return found
+        return None
+    if isinstance(eager, dict):
+        for k in eager:
+            found = _compare_result(eager[k], replayed[k])
+            if found:
+                return found
+        return None
+    return None if eager == replayed or eager is replayed else "the returned value"
+
+
+def _copy(value, dev):
+    if dev is None or not is_array(value):
+        return value
+    host = np.array(dev.ops.to_numpy(value), copy=True)
+    return dev.ops.from_numpy(host, dev.index)
+
+
+def _rebuild(template, outs):
+    kind = type(template)
+    if kind is OutTensor:
+        return Tensor._make(outs[template.k], template.dtype, template.device)
+    if kind is tuple or kind is list:
+        return kind(_rebuild(v, outs) for v in template)
+    if kind is dict:
+        return {k: _rebuild(v, outs) for k, v in template.items()}
+    return template
+
+
+class ArgRef:
+    """Stands where a weak reference to a tensor would, for a tensor that is an argument of
+    the step: ``ref()`` is the argument at that position in the current call."""
+
+    __slots__ = ("holder", "n")
+
+    def __init__(self, holder, n):
+        self.holder, self.n = holder, n
+
+    def __call__(self):
+        return self.holder[0][self.n]
+
+
+class OutTensor:
+    """A tensor in a result's template: output ``k`` of the program, its dtype and device."""
+
+    __slots__ = ("k", "dtype", "device")
+
+    def __init__(self, k, dtype, device):
+        self.k, self.dtype, self.device = k, dtype, device
