@@ -36,8 +36,10 @@ class Deep(nn.Module):
         self.conv = nn.Conv2d(1, 4, 3, padding=1)
         self.bn = nn.BatchNorm2d(4)
         self.attn = nn.MultiheadAttention(8, 2, batch_first=True)
-        self.lstm = nn.LSTM(8, 8, batch_first=True)
-        self.head = nn.Linear(8, 3)
+        # NOTE: proj_size keeps the LSTM on its step-by-step tape (a few hooks per step);
+        # without it each layer is one fused lstm_layer call
+        self.lstm = nn.LSTM(8, 8, batch_first=True, proj_size=4)
+        self.head = nn.Linear(4, 3)
 
     def forward(self, x):
         h = self.bn(self.conv(x)).relu()  # (N, 4, 4, 8)
