@@ -20,19 +20,11 @@ from fastnn.ops.storage import rebind
 from fastnn.ops.tensor import tensor
 
 
-class _BatchNorm(Module):
-    DIMS: tuple = ()  # the input ranks this layer accepts
-    LAYOUT = ""
+class RunningStats(Module):
+    """What BatchNorm and InstanceNorm share: weight and bias (when ``affine``), the
+    running-statistics buffers (when ``track_running_stats``), and the repr."""
 
-    def __init__(self, num_features: int, eps: float = 1e-5, momentum=0.1, affine: bool = True,
-                 track_running_stats: bool = True, dtype=None, device=None):
-        super().__init__()
-        name = type(self).__name__
-        self.num_features = integer(name, "num_features", num_features)
-        self.eps = real(name, "eps", eps)
-        self.momentum = None if momentum is None else real(name, "momentum", momentum)
-        self.affine = bool(affine)
-        self.track_running_stats = bool(track_running_stats)
+    def _init_stats(self, affine, dtype, device) -> None:
         shape = (self.num_features,)
         self.weight = const_init(shape, 1.0, "connective", dtype, device) if affine else None
         self.bias = const_init(shape, 0.0, "bias", dtype, device) if affine else None
@@ -50,6 +42,22 @@ class _BatchNorm(Module):
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
                 f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+
+class _BatchNorm(RunningStats):
+    DIMS: tuple = ()  # the input ranks this layer accepts
+    LAYOUT = ""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum=0.1, affine: bool = True,
+                 track_running_stats: bool = True, dtype=None, device=None):
+        super().__init__()
+        name = type(self).__name__
+        self.num_features = integer(name, "num_features", num_features)
+        self.eps = real(name, "eps", eps)
+        self.momentum = None if momentum is None else real(name, "momentum", momentum)
+        self.affine = bool(affine)
+        self.track_running_stats = bool(track_running_stats)
+        self._init_stats(affine, dtype, device)
 
     def forward(self, x):
         check_tensor(type(self).__name__, x)

@@ -11,14 +11,11 @@ no buffer.
 
 from __future__ import annotations
 
-import numpy as np
-
-from fastnn.api import dtypes
 from fastnn.api.args import flag, integer, nonnegative, real
+from fastnn.nn.batchnorm import RunningStats
 from fastnn.nn.module import Module, buffers_kept, check_tensor, const_init
 from fastnn.ops import norms
 from fastnn.ops.shaping import squeeze, unsqueeze
-from fastnn.ops.tensor import tensor
 
 
 class GroupNorm(Module):
@@ -49,7 +46,7 @@ class GroupNorm(Module):
         return norms.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
 
 
-class _InstanceNorm(Module):
+class _InstanceNorm(RunningStats):
     RANK = 3  # the batched input rank
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum=0.1,
@@ -62,23 +59,7 @@ class _InstanceNorm(Module):
         self.momentum = None if momentum is None else real(name, "momentum", momentum)
         self.affine = flag(name, "affine", affine)
         self.track_running_stats = flag(name, "track_running_stats", track_running_stats)
-        shape = (self.num_features,)
-        self.weight = const_init(shape, 1.0, "connective", dtype, device) if affine else None
-        self.bias = const_init(shape, 0.0, "bias", dtype, device) if affine else None
-        if self.track_running_stats:
-            float_dtype = dtypes.as_dtype(dtype if dtype is not None else
-                                          dtypes.get_default_dtype())
-            self.register_buffer("running_mean", tensor(np.zeros(shape), float_dtype, device))
-            self.register_buffer("running_var", tensor(np.ones(shape), float_dtype, device))
-            self.register_buffer("num_batches_tracked",
-                                 tensor(np.array(0, dtype=np.int64), device=device))
-        else:
-            for buffer in ("running_mean", "running_var", "num_batches_tracked"):
-                self.register_buffer(buffer, None)
-
-    def extra_repr(self) -> str:
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+        self._init_stats(affine, dtype, device)
 
     def forward(self, x):
         name = type(self).__name__
