@@ -11,7 +11,9 @@ compiles a rank-2 kernel and a transposed 4-d view often needs only rank 2.
 
 from __future__ import annotations
 
+import math
 import numbers
+import threading
 
 import numpy as np
 
@@ -62,6 +64,9 @@ def launch(group: int, name: str, inputs: list, out_dtype: str, shape: tuple, pa
            extra_defines=()):
     """Run kernel ``name`` of ``group`` over ``inputs`` (CLArrays or scalars) into a new array."""
     dev = next(x.dev for x in inputs if isinstance(x, CLArray))
+    flat = _flat_plan(dev, group, name, inputs, out_dtype, shape, param, extra_defines)
+    if flat is not None:
+        return flat
     out = dev.empty(shape, out_dtype)
     n = out.size
     if n == 0:
@@ -112,6 +117,105 @@ def launch(group: int, name: str, inputs: list, out_dtype: str, shape: tuple, pa
     kernel = dev.kernel(FILE, name, tuple(defines), arg_dtypes)
     kernel(dev.queue, (rounded(n),), None, *args)
     return out
+
+
+class _Plan:
+    """A kernel of its own (not shared with :func:`launch`'s general path, whose calls set
+    other arguments) for one op on flat inputs, and the arguments it was last given: a
+    launch sets only the arguments that changed, then enqueues."""
+
+    __slots__ = ("kernel", "slots", "last", "scalar_types", "convert")
+
+    def __init__(self, kernel, slots, scalar_types, convert):
+        self.kernel, self.slots, self.scalar_types = kernel, slots, scalar_types
+        self.convert = convert  # per argument: None (a buffer) or its NumPy scalar type
+        self.last = [None] * len(slots)
+
+
+_plans = threading.local()
+
+
+def _flat_plan(dev, group, name, inputs, out_dtype, shape, param, extra_defines):
+    """The launch of an op whose array inputs all have the output's shape and are
+    contiguous (the common case: no strides to pass), with the kernel's arguments kept
+    between calls; None where that does not hold (the general path then runs)."""
+    sig = [group, name, out_dtype, extra_defines, type(param)]
+    for x in inputs:
+        if isinstance(x, CLArray):
+            if x.shape != shape or x.dev is not dev or not x.is_contiguous:
+                return None
+            sig.append(x.dtype)
+        elif isinstance(x, (np.generic, int, float)):
+            sig.append(None)
+        else:
+            return None
+    n = math.prod(shape)
+    if n == 0:
+        return None
+    key = (dev.index, tuple(sig))
+    table = getattr(_plans, "table", None)
+    if table is None:
+        table = _plans.table = {}
+    plan = table.get(key)
+    if plan is None:
+        plan = table[key] = _build_plan(dev, group, name, inputs, out_dtype, extra_defines)
+    out = dev.empty(shape, out_dtype)
+    values = [out.data, n]
+    for x, scalar_type in zip(inputs, plan.scalar_types):
+        if scalar_type is None:
+            values += [x.data, x.offset]
+        else:
+            values.append(x)
+    values.append(param)
+    kernel, last, slots, convert = plan.kernel, plan.last, plan.slots, plan.convert
+    for k, value in enumerate(values):
+        if last[k] is not value and last[k] != value:
+            kind = convert[k]
+            kernel.set_arg(slots[k], value if kind is None else kind(value))
+            last[k] = value
+    _enqueue(dev.queue, kernel, (rounded(n),), None)
+    return out
+
+
+def _build_plan(dev, group, name, inputs, out_dtype, extra_defines):
+    import pyopencl as cl
+
+    defines = [("GROUP", group), ("TO", CL_TYPES[out_dtype]), ("NDIM", 0)]
+    slots, scalar_types, position = [0, 1], [], 3  # out, n; slot 2 is the unused shape
+    convert = [None, np.int32]
+    dtype = next(x.dtype for x in inputs if isinstance(x, CLArray))
+    for k, x in enumerate(inputs):
+        dtype = x.dtype if isinstance(x, CLArray) else dtype
+        mode = 0 if isinstance(x, CLArray) else 2
+        defines += [(f"T{k}", CL_TYPES[dtype]), (f"MODE{k}", mode)]
+        if mode == 0:
+            slots += [position, position + 1]
+            convert += [None, np.int32]
+            scalar_types.append(None)
+            position += 2
+        else:
+            slots.append(position)
+            convert.append(NP_TYPES[dtype].type)
+            scalar_types.append(NP_TYPES[dtype].type)
+            position += 1
+    array_type = next(x.dtype for x in inputs if isinstance(x, CLArray))
+    is_float = out_dtype.startswith("float") or array_type.startswith("float")
+    defines.append(("IS_FLOAT", int(is_float)))
+    defines.extend(extra_defines)
+    slots.append(position)  # the op's parameter
+    convert.append(NP_TYPES[out_dtype].type)
+    scalar_types.append(NP_TYPES[out_dtype].type)
+    kernel = cl.Kernel(dev.program(FILE, tuple(defines)), name)
+    kernel.set_arg(2, int8_vector(()))
+    return _Plan(kernel, slots, scalar_types, convert)
+
+
+def _enqueue(queue, kernel, global_size, local_size):
+    import pyopencl as cl
+
+    global _enqueue
+    _enqueue = cl.enqueue_nd_range_kernel  # bound once: the import costs a lookup per call
+    return _enqueue(queue, kernel, global_size, local_size)
 
 
 def _vec_dtype():
