@@ -18,7 +18,14 @@ import threading
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
-from fastnn_opencl.runtime import CL_TYPES, MAX_NDIM, NP_TYPES, CLArray, rounded
+from fastnn_opencl.runtime import (
+    CL_TYPES,
+    MAX_NDIM,
+    NP_TYPES,
+    CLArray,
+    contiguous_strides,
+    rounded,
+)
 
 FILE = "elementwise.cl"
 _vectors: dict = {}
@@ -124,15 +131,17 @@ class _Plan:
     other arguments) for one op on flat inputs, and the arguments it was last given: a
     launch sets only the arguments that changed, then enqueues."""
 
-    __slots__ = ("kernel", "slots", "last", "scalar_types", "convert")
+    __slots__ = ("kernel", "slots", "last", "scalar_types", "convert", "itemsize")
 
-    def __init__(self, kernel, slots, scalar_types, convert):
+    def __init__(self, kernel, slots, scalar_types, convert, itemsize):
         self.kernel, self.slots, self.scalar_types = kernel, slots, scalar_types
+        self.itemsize = itemsize
         self.convert = convert  # per argument: None (a buffer) or its NumPy scalar type
         self.last = [None] * len(slots)
 
 
 _plans = threading.local()
+_strides: dict = {}  # shape -> its contiguous strides
 
 
 def _flat_plan(dev, group, name, inputs, out_dtype, shape, param, extra_defines):
@@ -159,7 +168,13 @@ def _flat_plan(dev, group, name, inputs, out_dtype, shape, param, extra_defines)
     plan = table.get(key)
     if plan is None:
         plan = table[key] = _build_plan(dev, group, name, inputs, out_dtype, extra_defines)
-    out = dev.empty(shape, out_dtype)
+    strides = _strides.get(shape)
+    if strides is None:
+        if n >= 2**31:
+            return None  # the general path refuses it with its message
+        strides = _strides[shape] = contiguous_strides(shape)
+    # dev.empty without its checks: the dtype was checked when the plan was built
+    out = CLArray(dev.pool.allocate(n * plan.itemsize), shape, strides, 0, out_dtype, dev)
     values = [out.data, n]
     for x, scalar_type in zip(inputs, plan.scalar_types):
         if scalar_type is None:
@@ -180,6 +195,7 @@ def _flat_plan(dev, group, name, inputs, out_dtype, shape, param, extra_defines)
 def _build_plan(dev, group, name, inputs, out_dtype, extra_defines):
     import pyopencl as cl
 
+    dev.check_dtype(out_dtype)
     defines = [("GROUP", group), ("TO", CL_TYPES[out_dtype]), ("NDIM", 0)]
     slots, scalar_types, position = [0, 1], [], 3  # out, n; slot 2 is the unused shape
     convert = [None, np.int32]
@@ -207,7 +223,7 @@ def _build_plan(dev, group, name, inputs, out_dtype, extra_defines):
     scalar_types.append(NP_TYPES[out_dtype].type)
     kernel = cl.Kernel(dev.program(FILE, tuple(defines)), name)
     kernel.set_arg(2, int8_vector(()))
-    return _Plan(kernel, slots, scalar_types, convert)
+    return _Plan(kernel, slots, scalar_types, convert, NP_TYPES[out_dtype].itemsize)
 
 
 def _enqueue(queue, kernel, global_size, local_size):
