@@ -23,9 +23,10 @@ import numpy as np
 
 from fastnn.api.args import integer
 from fastnn.api.device import get_device
-from fastnn.data.collate import default_convert, stack_host, to_device
+from fastnn.data.collate import default_convert, to_device
 from fastnn.data.dataset import TensorDataset  # noqa: F401  (its old home)
 from fastnn.data.sampler import batched
+from fastnn.data.workers import fetch
 from fastnn.ops.tensor import host_rng
 
 
@@ -152,42 +153,43 @@ class DataLoader:
 
     def _epoch(self):
         device, tasks = get_device(), self._tasks()
-        if self.num_workers == 0:
-            batches = (self._load(t, device) for t in tasks) if not self.iterable \
-                else self._stream(device)
-        else:
-            batches = self._from_workers(tasks, device)
+        batches = (self._in_process(tasks, device) if self.num_workers == 0
+                   else self._from_workers(tasks, device))
         for batch in batches:
             self.position += 1
             yield batch
         self.epoch, self.position = self.epoch + 1, 0
 
-    def _load(self, task, device):
-        if self.batch_size is None and self.batch_sampler is None:
-            sample = self.dataset[task]
-            return (default_convert(sample, device) if self.collate_fn is None
-                    else self.collate_fn(sample))
-        indices = np.asarray(task, dtype=np.int64)
-        if self.collate_fn is None and hasattr(self.dataset, "take"):
-            return self.dataset.take(indices, device)
-        samples = [self.dataset[int(i)] for i in indices]
-        if self.collate_fn is not None:
-            return self.collate_fn(samples)
-        return to_device(stack_host(samples, indices), device)
+    def _spec(self) -> tuple:
+        """What :func:`fastnn.data.workers.fetch` needs, in a worker or in this process."""
+        return (self.dataset, self.batch_size, self.drop_last, self.collate_fn, self.iterable)
 
-    def _stream(self, device):
-        it = iter(self.dataset)
-        if self.batch_size is None:
-            for sample in it:
-                yield (default_convert(sample, device) if self.collate_fn is None
-                       else self.collate_fn(sample))
-            return
-        while True:
-            samples = [s for _, s in zip(range(self.batch_size), it)]
-            if not samples or (self.drop_last and len(samples) < self.batch_size):
-                return
-            yield (self.collate_fn(samples) if self.collate_fn is not None
-                   else to_device(stack_host(samples), device))
+    def _finish(self, data, device):
+        """A fetched batch as the loader yields it: the default collate's host arrays as
+        tensors on ``device``; a ``collate_fn``'s result as it is."""
+        if self.collate_fn is not None:
+            return data
+        if self.batch_size is None and self.batch_sampler is None:
+            return default_convert(data, device)
+        return to_device(data, device)
+
+    def _in_process(self, tasks, device):
+        spec = self._spec()
+        if self.iterable:
+            it = iter(self.dataset)
+            while True:
+                try:
+                    data = fetch(spec, it, None)
+                except StopIteration:
+                    return
+                yield self._finish(data, device)
+        batched = not (self.batch_size is None and self.batch_sampler is None)
+        take = batched and self.collate_fn is None and hasattr(self.dataset, "take")
+        for task in tasks:
+            if take:  # a TensorDataset gathers a batch on its device in one call
+                yield self.dataset.take(np.asarray(task, dtype=np.int64), device)
+            else:
+                yield self._finish(fetch(spec, None, task), device)
 
     def _from_workers(self, tasks, device):
         from fastnn.data.dataset import numpy_rng
@@ -195,20 +197,14 @@ class DataLoader:
 
         pool = self._pool
         if pool is None or pool.closed:
-            spec = (self.dataset, self.batch_size, self.drop_last, self.collate_fn, self.iterable)
             base_seed = int(numpy_rng("DataLoader", self.generator).integers(2**62))
-            pool = WorkerPool(spec, self.num_workers, base_seed, self.worker_init_fn,
+            pool = WorkerPool(self._spec(), self.num_workers, base_seed, self.worker_init_fn,
                               self.multiprocessing_context)
             if self.persistent_workers:
                 self._pool = pool
         try:
             for data in pool.epoch(tasks, self.prefetch_factor, self.timeout):
-                if self.collate_fn is not None:
-                    yield data
-                elif self.batch_size is None and self.batch_sampler is None:
-                    yield default_convert(data, device)
-                else:
-                    yield to_device(data, device)
+                yield self._finish(data, device)
         finally:
             if not self.persistent_workers:
                 pool.shutdown()

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fastnn.data.collate import stack_host
+
 _POLL_S = 1.0  # how often a waiting side checks that the other one is alive
 _info = None
 
@@ -85,8 +87,11 @@ def _seed_worker(seed: int) -> None:
         sys.modules["torch"].manual_seed(seed)
 
 
-def _fetch(spec, it, indices):
-    """One batch (or one sample) as the worker sends it."""
+def fetch(spec, it, indices):
+    """One batch (or one sample, without batching) before it becomes tensors: a worker sends
+    it, and the in-process loader takes the same path. ``spec`` is (dataset, batch_size,
+    drop_last, collate_fn, iterable); ``it`` the iterable dataset's iterator; ``indices``
+    a batch's dataset indices. StopIteration when an iterable dataset has no more."""
     dataset, batch_size, drop_last, collate, iterable = spec
     if iterable:
         if batch_size is None:
@@ -99,17 +104,11 @@ def _fetch(spec, it, indices):
                 break
         if not samples or (drop_last and len(samples) < batch_size):
             raise StopIteration
-        return collate(samples) if collate else _stack(samples, None)
+        return collate(samples) if collate else stack_host(samples, None)
     if batch_size is None:
         return collate(dataset[indices]) if collate else dataset[indices]
     samples = [dataset[i] for i in indices]
-    return collate(samples) if collate else _stack(samples, indices)
-
-
-def _stack(samples, indices):
-    from fastnn.data.collate import stack_host
-
-    return stack_host(samples, indices)
+    return collate(samples) if collate else stack_host(samples, indices)
 
 
 def worker_loop(spec, worker_id, num_workers, seed, init_fn, tasks, results, done, parent):
@@ -145,7 +144,7 @@ def worker_loop(spec, worker_id, num_workers, seed, init_fn, tasks, results, don
             try:
                 if spec[4] and it is None:
                     it = iter(spec[0])
-                data = _fetch(spec, it, indices)
+                data = fetch(spec, it, indices)
             except StopIteration:
                 data, exhausted = _End(), True
             except Exception as exc:
