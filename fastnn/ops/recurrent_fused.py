@@ -15,17 +15,16 @@ from fastnn.autograd.engine import attach
 from fastnn.ops.tensor import Tensor
 
 
-def _bias(ops, b_ih, b_hh, like, rows):
-    """The summed bias of LSTM (zeros without bias), as a raw array."""
-    if b_ih is None:
-        return ops.full((rows,), 0.0, like._dtype.name, like._device.index)
-    return ops.add(b_ih._data, b_hh._data)
+def _zeros(ops, like, rows):
+    """The raw (rows,) zero bias of a layer without bias, in ``like``'s dtype and device."""
+    return ops.full((rows,), 0.0, like._dtype.name, like._device.index)
 
 
 def lstm_sequence(x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None):
     """``(out (T, N, H), h_T, c_T)`` of one LSTM layer; x (T, N, I), h0 and c0 (N, H)."""
     ops = x._device.ops
-    bias = _bias(ops, b_ih, b_hh, x, w_ih.shape[0])
+    bias = (_zeros(ops, x, w_ih.shape[0]) if b_ih is None
+            else ops.add(b_ih._data, b_hh._data))  # PyTorch's two biases, summed
     out, gates, cells = ops.lstm_layer(x._data, h0._data, c0._data, w_ih._data, w_hh._data,
                                        bias)
     steps = x.shape[0]
@@ -40,10 +39,10 @@ def lstm_sequence(x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None):
 def gru_sequence(x, h0, w_ih, w_hh, b_ih=None, b_hh=None):
     """``(out (T, N, H), h_T)`` of one GRU layer; x (T, N, I), h0 (N, H)."""
     ops = x._device.ops
-    rows = w_ih.shape[0]
-    zeros = None if b_ih is not None else ops.full((rows,), 0.0, x._dtype.name,
-                                                   x._device.index)
-    bi, bh = (b_ih._data, b_hh._data) if b_ih is not None else (zeros, zeros)
+    if b_ih is None:
+        bi = bh = _zeros(ops, x, w_ih.shape[0])
+    else:
+        bi, bh = b_ih._data, b_hh._data
     out, saved = ops.gru_layer(x._data, h0._data, w_ih._data, w_hh._data, bi, bh)
     inputs = (x, h0, w_ih, w_hh) + ((b_ih, b_hh) if b_ih is not None else ())
     result = attach(Tensor._make(out, x._dtype, x._device), "gru_sequence", inputs,
