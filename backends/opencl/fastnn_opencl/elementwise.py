@@ -78,8 +78,6 @@ def launch(group: int, name: str, inputs: list, out_dtype: str, shape: tuple, pa
     n = out.size
     if n == 0:
         return out
-    in_types = [x.dtype if isinstance(x, CLArray) else None for x in inputs]
-    array_type = next(t for t in in_types if t is not None)
     modes, strided = [], []
     for x in inputs:
         if not isinstance(x, CLArray):
@@ -99,14 +97,10 @@ def launch(group: int, name: str, inputs: list, out_dtype: str, shape: tuple, pa
                 f"opencl: {name[2:]} on a strided view of rank {rank} > {MAX_NDIM}; "
                 "make the operand contiguous first"
             )
-    defines = [("GROUP", group), ("TO", CL_TYPES[out_dtype]), ("NDIM", rank)]
     arg_dtypes = [None, np.int32, _vec_dtype()]
     args = [out.data, n, int8_vector(tuple(reversed(coll_shape)))]
     strided_iter = iter(strides)
-    dtype = array_type
-    for k, (x, mode) in enumerate(zip(inputs, modes)):
-        dtype = in_types[k] or dtype  # a scalar takes the type of the array before it
-        defines += [(f"T{k}", CL_TYPES[dtype]), (f"MODE{k}", mode)]
+    for x, mode, dtype in zip(inputs, modes, _read_dtypes(inputs)):
         if mode == 2:
             arg_dtypes.append(NP_TYPES[dtype])
             args.append(x)
@@ -116,14 +110,31 @@ def launch(group: int, name: str, inputs: list, out_dtype: str, shape: tuple, pa
         if mode == 1:
             arg_dtypes.append(_vec_dtype())
             args.append(int8_vector(tuple(reversed(next(strided_iter)))))
-    is_float = out_dtype.startswith("float") or array_type.startswith("float")
-    defines.append(("IS_FLOAT", int(is_float)))
-    defines.extend(extra_defines)
     arg_dtypes.append(NP_TYPES[out_dtype])
     args.append(param)
-    kernel = dev.kernel(FILE, name, tuple(defines), arg_dtypes)
+    defines = _defines(group, inputs, modes, out_dtype, rank, extra_defines)
+    kernel = dev.kernel(FILE, name, defines, arg_dtypes)
     kernel(dev.queue, (rounded(n),), None, *args)
     return out
+
+
+def _read_dtypes(inputs) -> list:
+    """Each input's dtype as its kernel reads it: a scalar takes the array's before it."""
+    dtype, out = next(x.dtype for x in inputs if isinstance(x, CLArray)), []
+    for x in inputs:
+        dtype = x.dtype if isinstance(x, CLArray) else dtype
+        out.append(dtype)
+    return out
+
+
+def _defines(group, inputs, modes, out_dtype, rank, extra_defines) -> tuple:
+    """The defines of elementwise.cl's program for ``inputs`` read in ``modes``."""
+    defines = [("GROUP", group), ("TO", CL_TYPES[out_dtype]), ("NDIM", rank)]
+    for k, (mode, dtype) in enumerate(zip(modes, _read_dtypes(inputs))):
+        defines += [(f"T{k}", CL_TYPES[dtype]), (f"MODE{k}", mode)]
+    array_type = next(x.dtype for x in inputs if isinstance(x, CLArray))
+    is_float = out_dtype.startswith("float") or array_type.startswith("float")
+    return tuple(defines) + (("IS_FLOAT", int(is_float)),) + tuple(extra_defines)
 
 
 class _Plan:
@@ -131,11 +142,10 @@ class _Plan:
     other arguments) for one op on flat inputs, and the arguments it was last given: a
     launch sets only the arguments that changed, then enqueues."""
 
-    __slots__ = ("kernel", "slots", "last", "scalar_types", "convert", "itemsize")
+    __slots__ = ("kernel", "slots", "last", "convert", "itemsize", "enqueue")
 
-    def __init__(self, kernel, slots, scalar_types, convert, itemsize):
-        self.kernel, self.slots, self.scalar_types = kernel, slots, scalar_types
-        self.itemsize = itemsize
+    def __init__(self, kernel, slots, convert, itemsize, enqueue):
+        self.kernel, self.slots, self.itemsize, self.enqueue = kernel, slots, itemsize, enqueue
         self.convert = convert  # per argument: None (a buffer) or its NumPy scalar type
         self.last = [None] * len(slots)
 
@@ -176,8 +186,8 @@ def _flat_plan(dev, group, name, inputs, out_dtype, shape, param, extra_defines)
     # dev.empty without its checks: the dtype was checked when the plan was built
     out = CLArray(dev.pool.allocate(n * plan.itemsize), shape, strides, 0, out_dtype, dev)
     values = [out.data, n]
-    for x, scalar_type in zip(inputs, plan.scalar_types):
-        if scalar_type is None:
+    for x in inputs:
+        if isinstance(x, CLArray):
             values += [x.data, x.offset]
         else:
             values.append(x)
@@ -188,7 +198,7 @@ def _flat_plan(dev, group, name, inputs, out_dtype, shape, param, extra_defines)
             kind = convert[k]
             kernel.set_arg(slots[k], value if kind is None else kind(value))
             last[k] = value
-    _enqueue(dev.queue, kernel, (rounded(n),), None)
+    plan.enqueue(dev.queue, kernel, (rounded(n),), None)
     return out
 
 
@@ -196,42 +206,24 @@ def _build_plan(dev, group, name, inputs, out_dtype, extra_defines):
     import pyopencl as cl
 
     dev.check_dtype(out_dtype)
-    defines = [("GROUP", group), ("TO", CL_TYPES[out_dtype]), ("NDIM", 0)]
-    slots, scalar_types, position = [0, 1], [], 3  # out, n; slot 2 is the unused shape
-    convert = [None, np.int32]
-    dtype = next(x.dtype for x in inputs if isinstance(x, CLArray))
-    for k, x in enumerate(inputs):
-        dtype = x.dtype if isinstance(x, CLArray) else dtype
-        mode = 0 if isinstance(x, CLArray) else 2
-        defines += [(f"T{k}", CL_TYPES[dtype]), (f"MODE{k}", mode)]
-        if mode == 0:
+    modes = [0 if isinstance(x, CLArray) else 2 for x in inputs]
+    slots, convert, position = [0, 1], [None, np.int32], 3  # out, n; slot 2: the shape
+    for mode, dtype in zip(modes, _read_dtypes(inputs)):
+        if mode == 0:  # a buffer and its offset
             slots += [position, position + 1]
             convert += [None, np.int32]
-            scalar_types.append(None)
             position += 2
         else:
             slots.append(position)
             convert.append(NP_TYPES[dtype].type)
-            scalar_types.append(NP_TYPES[dtype].type)
             position += 1
-    array_type = next(x.dtype for x in inputs if isinstance(x, CLArray))
-    is_float = out_dtype.startswith("float") or array_type.startswith("float")
-    defines.append(("IS_FLOAT", int(is_float)))
-    defines.extend(extra_defines)
     slots.append(position)  # the op's parameter
     convert.append(NP_TYPES[out_dtype].type)
-    scalar_types.append(NP_TYPES[out_dtype].type)
-    kernel = cl.Kernel(dev.program(FILE, tuple(defines)), name)
-    kernel.set_arg(2, int8_vector(()))
-    return _Plan(kernel, slots, scalar_types, convert, NP_TYPES[out_dtype].itemsize)
-
-
-def _enqueue(queue, kernel, global_size, local_size):
-    import pyopencl as cl
-
-    global _enqueue
-    _enqueue = cl.enqueue_nd_range_kernel  # bound once: the import costs a lookup per call
-    return _enqueue(queue, kernel, global_size, local_size)
+    defines = _defines(group, inputs, modes, out_dtype, 0, extra_defines)
+    kernel = cl.Kernel(dev.program(FILE, defines), name)
+    kernel.set_arg(2, int8_vector(()))  # unused at rank 0, but every argument must be set
+    return _Plan(kernel, slots, convert, NP_TYPES[out_dtype].itemsize,
+                 cl.enqueue_nd_range_kernel)
 
 
 def _vec_dtype():
