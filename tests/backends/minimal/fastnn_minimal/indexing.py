@@ -62,14 +62,9 @@ def prod(x, axis, keepdims):
     return np.asarray(np.prod(x, axis=axis, keepdims=keepdims, dtype=x.dtype))
 
 
-@hookimpl
-def bitwise_xor(a, b):
-    return _quiet(np.bitwise_xor, a, b)
-
-
 # the hooks that are one call of NumPy (one table for every NumPy-like backend:
 # fastnn.api.xp_hooks)
 _ONE_CALL = (
-    "floor", "sin", "cos", "floor_divide", "bitwise_and", "bitwise_or",
+    "floor", "sin", "cos", "floor_divide", "bitwise_and", "bitwise_or", "bitwise_xor",
 )
 globals().update(xp_hooks(np, _ONE_CALL, wrap=lambda fn: functools.partial(_quiet, fn)))
