@@ -66,6 +66,13 @@ def _installed_version() -> str:
 __version__ = _installed_version()
 """The installed fastnn-core's version (``fastnn --version`` prints it)."""
 
+_LAZY = {  # name -> the module it is loaded from on first use (__getattr__ below)
+    "save": "fastnn.checkpoint", "load": "fastnn.checkpoint",
+    "compile": "fastnn.capture", "CaptureError": "fastnn.capture",
+    **dict.fromkeys(("ShadowMismatch", "ShadowWarning", "shadow", "shadow_report"),
+                    "fastnn.shadowing"),
+}
+
 __all__ = [
     "BackendError", "DType", "Device", "DeviceMismatchError", "Tensor", "backends",
     "bfloat16", "bool", "bool_", "detect_anomaly", "enable_grad", "fallback_stats", "float16",
@@ -75,11 +82,8 @@ __all__ = [
     # PyTorch's spellings and module layout (import fastnn as torch)
     "DeviceSpec", "accelerator", "cuda", "device", "double", "float", "get_default_dtype",
     "half", "int", "long", "set_default_dtype", "set_grad_enabled",
-    "load", "nn", "optim", "save", "utils",  # loaded on first use (__getattr__ below)
-    "ShadowMismatch", "ShadowWarning", "shadow", "shadow_report",  # fastnn.shadowing, the same
-    "UncertifiedBackendWarning",
-    "linalg",
-    "compile", "CaptureError",
+    "nn", "optim", "utils", "linalg",  # loaded on first use (__getattr__ below)
+    "UncertifiedBackendWarning", *_LAZY,
 ]
 __all__ += sorted(set(_TOP) - set(__all__))
 
@@ -97,15 +101,10 @@ def __getattr__(name):
         # "no attribute", and give up as AttributeError so hasattr() stays False
         raise AttributeError(f"fastnn has no {name} (int16) dtype: fastnn's integer dtypes "
                              "are int32 (fnn.int) and int64 (fnn.long); use one of those")
-    if name in ("save", "load"):
-        return getattr(importlib.import_module("fastnn.checkpoint"), name)
-    if name in _SHADOW:
-        return getattr(importlib.import_module("fastnn.shadowing"), name)
-    if name in ("compile", "CaptureError"):  # step capture (fastnn.capture)
-        return getattr(importlib.import_module("fastnn.capture"), name)
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'fastnn' has no attribute {name!r}")
 
 
-_SHADOW = ("ShadowMismatch", "ShadowWarning", "shadow", "shadow_report")
 if __import__("os").environ.get("FASTNN_SHADOW"):  # the whole process shadowed
     __import__("importlib").import_module("fastnn.shadowing").from_environment()

@@ -173,7 +173,7 @@ __all__ = [
     "AlphaDropout", "BatchNorm3d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "Dropout1d",
     "Dropout2d", "Dropout3d", "FeatureAlphaDropout", "GroupNorm", "InstanceNorm1d",
     "InstanceNorm2d", "InstanceNorm3d", "CosineSimilarity", "PairwiseDistance", "PixelShuffle",
-    "PixelUnshuffle", "Softmax2d", "Softmin", "Unflatten", "Upsample", "UpsamplingBilinear2d",
+    "PixelUnshuffle", "Softmax2d", "Unflatten", "Upsample", "UpsamplingBilinear2d",
     "UpsamplingNearest2d", "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss",
     "MarginRankingLoss", "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss",
     "SoftMarginLoss", "TripletMarginLoss", "Fold", "Unfold", "CircularPad1d", "CircularPad2d",
