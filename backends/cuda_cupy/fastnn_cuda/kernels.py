@@ -76,6 +76,12 @@ def source(name: str) -> str:
     return f'{_read("common.cuh")}\n#line 1 "{name}"\n{_read(name)}'
 
 
+@cache
+def source_header() -> str:
+    """common.cuh, which every source (also the generated ones) starts with."""
+    return _read("common.cuh")
+
+
 def declared_kernels(name: str) -> set[str]:
     """Kernel names a source declares, with every dtype suffix (read from the macros)."""
     bases = _ENTRY.findall(_read(name))
