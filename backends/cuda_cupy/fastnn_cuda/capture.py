@@ -8,6 +8,6 @@ from fastnn.api.hookspec import hookimpl
 
 @hookimpl
 def compile_program(program):
-    from fastnn.api.program import interpreter
+    from fastnn_cuda import graph
 
-    return interpreter(program)
+    return graph.compile_program(program)

@@ -1,0 +1,269 @@
+"""A recorded program (``fnn.compile``) replayed as CUDA graphs: one launch for a whole step.
+
+The program is cut into segments: runs of calls that a CUDA graph can hold, and the calls
+that must run as plain hooks on every replay (those reading a number input, such as an
+optimizer step's learning rate or a dropout seed, whose values change between steps, and
+the host-side hooks of :data:`EAGER`). A typical training step is one graph (forward and
+backward) followed by the optimizer's one launch.
+
+The first run of the returned function is the core's interpreter (a warm-up: kernels
+compile, cuBLAS sets up). The second captures every graph segment with cupy's stream
+capture on a private stream and a private memory pool, nothing executing, using that run's
+input arrays as the graphs' input buffers, then replays. Every replay:
+
+- copies each array input into its captured buffer, unless it is that buffer (parameters
+  the optimizer updates in place are: they cost nothing);
+- launches each graph segment on the current stream, runs each plain segment, and copies
+  the plain results that a later graph reads into the buffers that graph was captured with;
+- copies back into an argument the in-place writes made to its buffer, where the argument
+  is not the buffer itself;
+- returns the outputs: an input's buffer as that input, a plain call's result as it is, and
+  a copy of any value living in the graphs' memory (the next replay overwrites it).
+
+The graphs' memory (values crossing segments, and what their calls allocate) comes from a
+private pool that nothing else allocates from, so no freed block can be handed out while a
+graph still writes it. Where capture fails (a host sync, an allocation cupy cannot capture)
+the program runs on the interpreter from then on, said once; ``FASTNN_CUDA_GRAPHS=0`` turns
+graphs off. :class:`CupyCapture` is the only part that needs a GPU: the tests run the rest
+with a capture object that records and re-runs what a graph would launch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import warnings
+
+from fastnn.api.program import Program, Seq, Slot, impure, interpreter, slots_in
+
+ENABLED = os.environ.get("FASTNN_CUDA_GRAPHS", "1") != "0"
+WARMUP = 1  # interpreter runs before the capture
+EAGER = frozenset({"from_numpy", "to_numpy", "uniform", "allreduce", "broadcast"})
+_said: set = set()
+
+
+class CupyCapture:
+    """Stream capture with cupy: a private non-blocking stream and memory pool per program."""
+
+    def __init__(self, device_id: int):
+        from fastnn_cuda._cupy import cupy as cp
+
+        self.cp, self.device_id = cp, device_id
+        with cp.cuda.Device(device_id):
+            self.stream = cp.cuda.Stream(non_blocking=True)
+        self.pool = cp.cuda.MemoryPool()
+
+    def capture(self, run, values):
+        """(graph, run(values)) with run's work recorded, not executed."""
+        cp = self.cp
+        with cp.cuda.Device(self.device_id), cp.cuda.using_allocator(self.pool.malloc), \
+                self.stream:
+            self.stream.begin_capture()
+            try:
+                result = run(values)
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    self.stream.end_capture()
+                raise
+            graph = self.stream.end_capture()
+        return graph, result
+
+    def launch(self, graph) -> None:
+        graph.launch()  # on the current stream: ordered with the plain calls around it
+
+    def empty(self, shape, dtype):
+        with self.cp.cuda.Device(self.device_id), self.cp.cuda.using_allocator(
+                self.pool.malloc):
+            return self.cp.empty(shape, dtype=dtype)
+
+    @staticmethod
+    def copy(dst, src) -> None:
+        dst[...] = src
+
+    @staticmethod
+    def fresh(x):
+        return x.copy()
+
+    @staticmethod
+    def root(x):
+        """What identifies x's memory (shared by its views)."""
+        return x.data.mem
+
+
+def compile_program(program: Program, make_capture=CupyCapture, is_array=None):
+    """``run(inputs) -> outputs`` for ``program`` (see the module)."""
+    plain = interpreter(program)
+    if not ENABLED or not program.calls:
+        return plain
+    if is_array is None:
+        from fastnn_cuda._cupy import cupy as cp
+
+        def is_array(x):
+            return isinstance(x, cp.ndarray)
+
+    state = {"runs": 0, "plan": None}
+
+    def run(inputs):
+        plan = state["plan"]
+        if plan is not None:
+            return plan.run(inputs)
+        if state["runs"] < WARMUP or state["runs"] < 0:
+            state["runs"] += 1
+            return plain(inputs)
+        try:
+            arrays = [x for x in inputs if is_array(x)]
+            device_id = getattr(getattr(arrays[0], "device", None), "id", 0) if arrays else 0
+            plan = GraphPlan(program, inputs, make_capture(device_id), is_array)
+        except Exception as exc:
+            state["runs"] = -(10**9)  # never again for this program
+            note = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+            if note not in _said:
+                _said.add(note)
+                warnings.warn(f"fastnn cuda: {program.name} runs without CUDA graphs (its "
+                              f"capture failed: {note})", stacklevel=2)
+            return plain(inputs)
+        state["plan"] = plan
+        return plan.run(inputs)
+
+    run.plain = plain
+    run.state = state
+    return run
+
+
+class _Segment:
+    __slots__ = ("capturable", "graph", "calls", "reads", "outs", "run", "feeds", "values")
+
+    def __init__(self, capturable: bool, calls: list):
+        self.capturable, self.calls, self.graph = capturable, calls, None
+        self.reads: list[int] = []
+        self.outs: list[int] = []
+        self.feeds: list[int] = []  # plain results a later graph reads (copied into buffers)
+        self.values: list = []  # a graph's captured results (fixed buffers)
+        self.run = None
+
+
+def segments(program: Program, dynamic: set) -> list[_Segment]:
+    """The program's calls cut into graph segments and plain ones (see the module)."""
+    out: list[_Segment] = []
+    for call in program.calls:
+        reads = set(slots_in(call.args) + slots_in(call.kwargs))
+        graph = call.name not in EAGER and not reads & dynamic
+        if not out or out[-1].capturable != graph:
+            out.append(_Segment(graph, []))
+        out[-1].calls.append(call)
+    later: set = set(program.outputs)
+    for seg in reversed(out):
+        made, read = [], []
+        for call in seg.calls:
+            for i in slots_in(call.args) + slots_in(call.kwargs):
+                if i not in made and i not in read:
+                    read.append(i)
+            made.extend(slots_in(call.out))
+        seg.reads = read
+        seg.outs = [i for i in dict.fromkeys(made) if i in later]
+        later.update(read)
+        seg.run = interpreter(Program(program.name, seg.calls, seg.reads, seg.outs,
+                                      program.describe))
+    return out
+
+
+def mutated_inputs(program: Program) -> set:
+    """Input slots some call may write into (an in-place write, an optimizer step)."""
+    inputs, found = set(program.inputs), set()
+    for call in program.calls:
+        if impure(call):
+            found.update(i for i in slots_in(call.args) + slots_in(call.kwargs) if i in inputs)
+    return found
+
+
+def _shape_dtype(describe: dict, i: int):
+    text = describe.get(i)
+    if text is None:
+        raise ValueError(f"no shape recorded for %{i}, which a graph reads")
+    dtype, _, rest = text.partition("[")
+    shape = tuple(int(d) for d in rest.rstrip("]").split(",") if d.strip())
+    return shape, dtype
+
+
+class GraphPlan:
+    """The captured program (see the module); built from the inputs of its first replay."""
+
+    def __init__(self, program: Program, inputs: list, cap, is_array):
+        self.program, self.cap = program, cap
+        self.dynamic = {i for i, x in zip(program.inputs, inputs) if not is_array(x)}
+        self.segments = segments(program, self.dynamic)
+        if not any(seg.capturable for seg in self.segments):
+            raise ValueError("no call can be captured")
+        self.buffers = {i: x for i, x in zip(program.inputs, inputs) if is_array(x)}
+        self.owner = {}  # id(buffer) -> input slot
+        for i, x in self.buffers.items():
+            self.owner.setdefault(id(x), i)
+        self.index = {i: n for n, i in reversed(list(enumerate(program.inputs)))}
+        self.mutated = [n for n, i in enumerate(program.inputs)
+                        if i in mutated_inputs(program) and i in self.buffers]
+        self.placeholders: dict[int, object] = {}
+        env: dict = dict(self.buffers)
+        graph_reads = [set(seg.reads) if seg.capturable else set() for seg in self.segments]
+        for n, seg in enumerate(self.segments):
+            if seg.capturable:
+                graph, values = cap.capture(seg.run, [env[i] for i in seg.reads])
+                seg.graph, seg.values = graph, list(values)
+                env.update(zip(seg.outs, seg.values))
+                continue
+            wanted = set().union(*graph_reads[n + 1:]) if n + 1 < len(graph_reads) else set()
+            for i in seg.outs:
+                if i in wanted:
+                    shape, dtype = _shape_dtype(program.describe, i)
+                    env[i] = self.placeholders[i] = cap.empty(shape, dtype)
+                    seg.feeds.append(i)
+        # memory owned by the graphs: their results and the plain results' buffers
+        self.private = {id(cap.root(x)) for seg in self.segments for x in seg.values
+                        if is_array(x)}
+        self.private.update(id(cap.root(x)) for x in self.placeholders.values())
+        self.private.difference_update(id(cap.root(x)) for x in self.buffers.values())
+
+    def run(self, inputs: list) -> list:
+        cap, buffers, owner = self.cap, self.buffers, self.owner
+        env = {}
+        staged = []
+        for i, x in zip(self.program.inputs, inputs):
+            buf = buffers.get(i)
+            if buf is None or x is buf:
+                env[i] = x if buf is None else buf
+                continue
+            if owner.get(id(x), i) != i:  # another input's buffer: read it before it changes
+                x = cap.fresh(x)
+            staged.append((buf, x))
+            env[i] = buf
+        for buf, x in staged:
+            cap.copy(buf, x)
+        for seg in self.segments:
+            if seg.graph is not None:
+                cap.launch(seg.graph)
+                env.update(zip(seg.outs, seg.values))
+                continue
+            values = seg.run([env[i] for i in seg.reads])
+            env.update(zip(seg.outs, values))
+            for i in seg.feeds:
+                if env[i] is not self.placeholders[i]:
+                    cap.copy(self.placeholders[i], env[i])
+        names, index = self.program.inputs, self.index
+        for n in self.mutated:
+            buf = buffers[names[n]]
+            if inputs[n] is not buf:
+                cap.copy(inputs[n], buf)
+        out = []
+        private = self.private
+        for i in self.program.outputs:
+            x = env[i]
+            k = owner.get(id(x))
+            if k is not None:
+                x = inputs[index[k]]
+            elif private and hasattr(x, "shape") and id(cap.root(x)) in private:
+                x = cap.fresh(x)
+            out.append(x)
+        return out
+
+
+__all__ = ["EAGER", "ENABLED", "CupyCapture", "GraphPlan", "Seq", "Slot", "compile_program",
+           "mutated_inputs", "segments"]

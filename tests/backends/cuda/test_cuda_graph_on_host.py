@@ -1,0 +1,183 @@
+"""The CUDA backend's ``compile_program`` (fastnn_cuda.graph) without a GPU.
+
+Everything but cupy's stream capture runs here: the segmenting of a program into graph
+and plain parts, the capture pass, the copies into the captured input buffers, the plain
+results fed to later graphs, the in-place writes copied back, and the outputs copied out
+of the graphs' memory. The capture object stands in for a CUDA graph: capturing runs the
+segment once on scratch copies (a real capture executes nothing) to get its result
+buffers, and each launch re-runs it on the captured buffers and writes its results into
+those same buffers, as a graph's fixed addresses would. Training steps through
+``fnn.compile`` with it must equal eager steps bit for bit.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from fastnn_cuda import graph
+
+from fastnn.api import program as programs
+from tests.capture.test_compile import _train
+
+
+def _root(x):
+    while x.base is not None and isinstance(x.base, np.ndarray):
+        x = x.base
+    return x
+
+
+class FakeGraph:
+    def __init__(self, log, run, values, result):
+        self.log, self.run, self.values, self.result = log, run, values, result
+
+    def launch(self):
+        self.log.append("launch")
+        with np.errstate(all="ignore"):
+            new = self.run(self.values)
+        for dst, src in zip(self.result, new):
+            if dst is not src:
+                np.copyto(dst, src)
+
+
+class FakeCapture:
+    log: list = []
+
+    def __init__(self, device_id):
+        self.device_id = device_id
+
+    def capture(self, run, values):
+        self.log.append(f"capture {len(values)}")
+        scratch = [v.copy() if isinstance(v, np.ndarray) else v for v in values]
+        with np.errstate(all="ignore"):
+            result = run(scratch)
+        # a result that is one of the segment's inputs is that input (as on the GPU)
+        back = {id(s): v for s, v in zip(scratch, values)}
+        # NumPy's 0-d results are scalars; a GPU's are arrays (buffers a launch rewrites)
+        result = [back.get(id(r), np.array(r) if isinstance(r, np.generic) else r)
+                  for r in result]
+        return FakeGraph(self.log, run, values, result), result
+
+    def launch(self, g):
+        g.launch()
+
+    def empty(self, shape, dtype):
+        return np.full(shape, np.nan if np.dtype(dtype).kind == "f" else 0, dtype)
+
+    def copy(self, dst, src):
+        self.log.append("copy")
+        np.copyto(dst, src)
+
+    def fresh(self, x):
+        self.log.append("fresh")
+        return x.copy()
+
+    root = staticmethod(_root)
+
+
+@pytest.fixture
+def fake_graphs(monkeypatch):
+    FakeCapture.log = []
+    plans = []
+
+    def compile_program(program):
+        run = graph.compile_program(program, FakeCapture,
+                                    is_array=lambda x: isinstance(x, np.ndarray))
+        plans.append(run)
+        return run
+
+    monkeypatch.setattr(programs, "compile_program", compile_program)
+    return plans
+
+
+@pytest.mark.parametrize("model_name,opt_name,dropout", [
+    ("mlp", "sgd", False), ("mlp", "adam", True), ("conv1d", "sgd", True),
+    ("conv1d", "adam", False)])
+def test_steps_through_graphs_equal_eager_bit_for_bit(fake_graphs, model_name, opt_name,
+                                                      dropout):
+    m1, o1, l1, rng1, _ = _train(model_name, opt_name, dropout, compiled=False, steps=16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no capture failure
+        m2, o2, l2, rng2, step = _train(model_name, opt_name, dropout, compiled=True,
+                                        steps=16)
+    for (name, a), (_, b) in zip(m1.named_parameters(), m2.named_parameters()):
+        assert np.array_equal(a.numpy(), b.numpy()), name
+    for a, b in zip(l1, l2):
+        assert np.array_equal(a, b)
+    assert rng1 == rng2
+    plans = [p.state["plan"] for p in fake_graphs if p.state["plan"] is not None]
+    assert plans, "no program was captured"
+    for plan in plans:
+        kinds = [seg.capturable for seg in plan.segments]
+        assert True in kinds and False in kinds  # the optimizer step (lr input) runs plain
+    assert FakeCapture.log.count("launch") >= 10
+
+
+def test_inputs_are_copied_in_and_inplace_writes_copied_back(fake_graphs, monkeypatch):
+    """A replay whose arguments are not the captured buffers: copied in, their in-place
+    writes copied back, and no output aliases the graphs' memory."""
+    seen = []
+    run = graph.GraphPlan.run
+    monkeypatch.setattr(graph.GraphPlan, "run",
+                        lambda self, inputs: seen.append((self, list(inputs))) or run(self,
+                                                                                      inputs))
+    _train("mlp", "sgd", False, compiled=True, steps=6)
+    plan, last = seen[-1]
+    program = plan.program
+
+    def copies():
+        return [x.copy() if isinstance(x, np.ndarray) else x for x in last]
+
+    given, before = copies(), copies()
+    reference_inputs = copies()
+    reference = programs.interpreter(program)(reference_inputs)
+    FakeCapture.log.clear()
+    got = plan.run(given)
+    assert FakeCapture.log.count("copy") >= 2 and "launch" in FakeCapture.log
+    for a, b in zip(got, reference):
+        np.testing.assert_array_equal(a, b)
+    assert not any(id(_root(x)) in plan.private for x in got if isinstance(x, np.ndarray))
+    assert plan.mutated  # the parameters and momentum buffers, updated in place
+    for n in plan.mutated:  # the caller's arrays hold what the eager interpreter wrote
+        np.testing.assert_array_equal(given[n], reference_inputs[n])
+        assert not np.array_equal(given[n], before[n])
+
+
+def test_a_failed_capture_falls_back_once_with_a_warning(monkeypatch):
+    class Broken(FakeCapture):
+        def capture(self, run, values):
+            raise RuntimeError("cudaErrorStreamCaptureUnsupported: a host sync")
+
+    plans = []
+
+    def compile_program(program):
+        plans.append(graph.compile_program(program, Broken,
+                                           is_array=lambda x: isinstance(x, np.ndarray)))
+        return plans[-1]
+
+    monkeypatch.setattr(programs, "compile_program", compile_program)
+    graph._said.clear()
+    m1, _, l1, _, _ = _train("mlp", "sgd", False, compiled=False, steps=8)
+    with pytest.warns(UserWarning, match="runs without CUDA graphs .*host sync"):
+        m2, _, l2, _, _ = _train("mlp", "sgd", False, compiled=True, steps=8)
+    for (name, a), (_, b) in zip(m1.named_parameters(), m2.named_parameters()):
+        assert np.array_equal(a.numpy(), b.numpy()), name
+    assert all(p.state["plan"] is None for p in plans)
+
+
+def test_segments_cut_at_number_inputs_and_host_hooks():
+    import fastnn as fnn
+    from fastnn.api.program import Call, Program, Slot
+
+    dev = fnn.Device("cpu")
+    calls = [Call(dev, "exp", [Slot(0)], {}, Slot(2)),
+             Call(dev, "mul", [Slot(2), Slot(1)], {}, Slot(3)),  # %1: a number input
+             Call(dev, "add", [Slot(3), Slot(2)], {}, Slot(4)),
+             Call(dev, "uniform", [(2,), "float32", 0, 7], {}, Slot(5)),
+             Call(dev, "add", [Slot(4), Slot(5)], {}, Slot(6))]
+    prog = Program("p", calls, [0, 1], [6], {})
+    segs = graph.segments(prog, {1})
+    assert [s.capturable for s in segs] == [True, False, True, False, True]
+    assert [s.outs for s in segs] == [[2], [3], [4], [5], [6]]
+    assert segs[2].reads == [3, 2]
