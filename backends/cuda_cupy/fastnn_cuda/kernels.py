@@ -23,7 +23,7 @@ from fastnn_cuda import launch
 
 KERNEL_DTYPES = {"float32": "f32", "float64": "f64"}
 SOURCES = ("activations.cu", "softmax.cu", "rms.cu", "swish.cu", "optim.cu", "conv.cu",
-           "reduce.cu")
+           "reduce.cu", "layers.cu")
 COMPILE_OPTIONS = ("-std=c++14",) + launch.table_defines()
 
 # Must match `enum ActKind` in cu/activations.cu (a test compares the two).
@@ -58,6 +58,15 @@ KERNEL_FILES = {
     "col2im": "conv.cu",
     "im2col2d": "conv.cu",
     "col2im2d": "conv.cu",
+    "max_pool2d_forward": "layers.cu",
+    "max_pool2d_share": "layers.cu",
+    "max_pool2d_backward": "layers.cu",
+    "batch_norm_forward": "layers.cu",
+    "batch_norm_backward": "layers.cu",
+    "lstm_cell_forward": "layers.cu",
+    "lstm_cell_backward": "layers.cu",
+    "gru_cell_forward": "layers.cu",
+    "gru_cell_backward": "layers.cu",
 }
 
 _ENTRY = re.compile(
@@ -155,6 +164,22 @@ def launch_columns(base: str, dtype, device_id: int, cols: int, args: tuple) -> 
 def launch_one_block(base: str, dtype, device_id: int, args: tuple) -> None:
     """Launch a single-block kernel (a small full reduction)."""
     function(base, dtype, device_id)((1,), (launch.ONE_BLOCK_THREADS,), args)
+
+
+def launch_flat(base: str, dtype, device_id: int, total: int, args: tuple) -> None:
+    """Launch a flat grid-stride kernel over ``total`` elements (nothing to do when 0)."""
+    if total == 0:
+        return
+    grid, block = launch.flat_grid(total)
+    function(base, dtype, device_id)(grid, block, args)
+
+
+def launch_channels(base: str, dtype, device_id: int, channels: int, args: tuple) -> None:
+    """Launch a one-block-per-channel kernel (batch norm)."""
+    if channels == 0:
+        return
+    grid, block = launch.channel_grid(channels)
+    function(base, dtype, device_id)(grid, block, args)
 
 
 def launch_rows(base: str, dtype, device_id: int, rows: int, cols: int, args: tuple) -> None:

@@ -32,6 +32,9 @@ ONE_BLOCK_MAX = 65536
 STEP_THREADS = 256
 STEP_MAX_BLOCKS_PER_TENSOR = 1024
 MAX_TENSORS = 32  # per launch; more parameters make more launches
+FLAT_THREADS = 256
+FLAT_MAX_BLOCKS = 8192  # flat grid-stride kernels loop over the rest
+BN_THREADS = 256  # batch norm: one block of this many threads per channel
 STEP_POINTERS = 5  # per tensor: param, grad, up to three optimizer states (AMSGrad's)
 
 
@@ -93,7 +96,18 @@ def table_defines() -> tuple[str, ...]:
         f"-DFASTNN_STEP_POINTERS={STEP_POINTERS}",
         f"-DFASTNN_TABLE_BYTES={STEP_TABLE_DTYPE.itemsize}",
         f"-DFASTNN_COLUMN_THREADS={COLUMN_THREADS}",
+        f"-DFASTNN_BN_THREADS={BN_THREADS}",
     )
+
+
+def flat_grid(total: int) -> tuple[tuple[int], tuple[int]]:
+    """(grid, block) of a flat grid-stride kernel over ``total`` >= 1 elements."""
+    return (min(-(-total // FLAT_THREADS), FLAT_MAX_BLOCKS),), (FLAT_THREADS,)
+
+
+def channel_grid(channels: int) -> tuple[tuple[int], tuple[int]]:
+    """(grid, block) of a one-block-per-channel kernel (it loops past 65535 channels)."""
+    return (min(channels, 65535),), (BN_THREADS,)
 
 
 def step_blocks(size: int) -> int:

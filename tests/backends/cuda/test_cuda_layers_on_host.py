@@ -1,0 +1,161 @@
+"""The CUDA backend's pooling, batch-norm and recurrent-layer hooks (cu/layers.cu), without a
+GPU: the hooks run as they are with NumPy standing in for cupy, and every kernel launch runs
+the kernel's own source, built for the host, over every block and thread of the grid the hook
+planned (grids capped small so that every grid-stride loop goes round; batch norm with one
+thread per block). Results must match the core's composites on the NumPy backend, forward
+and backward, on strided inputs, padded/dilated/ceil-mode windows and ties."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+from fastnn_cuda import kernels, launch, layers
+
+import fastnn as fnn
+from fastnn.api import composite_norm, composite_pool, composite_recurrent
+from tests.backends.cuda.host_build import SERIAL_SHIM, c_arg, compile_library, run_serial
+from tests.backends.cuda.test_cuda_call_sites_on_host import _dev, _NumpyAsCupy
+
+if shutil.which("g++") is None:
+    pytest.skip("g++ is not installed: cannot build the kernels for the host",
+                allow_module_level=True)
+
+CPU = fnn.Device("cpu").ops
+TOL = dict(rtol=1e-11, atol=1e-12)
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    text = SERIAL_SHIM + kernels.source("layers.cu").replace('#line 1 "', '#line 1 "host_')
+    return {"layers.cu": compile_library(tmp_path_factory.mktemp("layers"), "layers", text)}
+
+
+@pytest.fixture
+def on_host(lib, monkeypatch):
+    monkeypatch.setattr(layers, "cp", _NumpyAsCupy())
+    launches = []
+
+    def function(base, dtype, device_id):
+        def run(grid, block, args):
+            launches.append(base)
+            run_serial(lib, base, str(dtype), grid, block, [c_arg(a) for a in args])
+        return run
+
+    monkeypatch.setattr(kernels, "function", function)
+    monkeypatch.setattr(launch, "FLAT_THREADS", 8)
+    monkeypatch.setattr(launch, "FLAT_MAX_BLOCKS", 3)
+    monkeypatch.setattr(launch, "BN_THREADS", 1)
+    return launches
+
+
+def rand(shape, seed, scale=1.0):
+    return np.random.default_rng(seed).standard_normal(shape) * scale
+
+
+POOLS = [  # x shape, kernel, stride, padding, dilation, ceil_mode
+    ((2, 3, 8, 8), (2, 2), (2, 2), (0, 0), (1, 1), False),
+    ((1, 2, 7, 9), (3, 2), (2, 1), (1, 1), (1, 2), False),
+    ((2, 1, 6, 7), (3, 3), (2, 2), (1, 0), (1, 1), True),
+]
+
+
+def _out_size(shape, k, s, p, d, ceil):
+    size = []
+    for n, kk, ss, pp, dd in zip(shape[2:], k, s, p, d):
+        span = n + 2 * pp - dd * (kk - 1) - 1
+        o = (-(-span // ss) if ceil else span // ss) + 1
+        if ceil and (o - 1) * ss >= n + pp:
+            o -= 1
+        size.append(o)
+    return tuple(size)
+
+
+@pytest.mark.parametrize("case", POOLS)
+def test_max_pool2d_forward_and_backward(on_host, case):
+    shape, k, s, p, d, ceil = case
+    out_size = _out_size(shape, k, s, p, d, ceil)
+    x = np.round(rand(shape[:1] + shape[2:] + shape[1:2], 1), 1).transpose(0, 3, 1, 2)
+    x[0, 0, 1, 1] = np.nan  # a NaN window: NaN out, no gradient
+    x = _dev(x)  # strided (channels last) with ties from the rounding
+    out = layers.max_pool2d(x, k, s, p, d, out_size)
+    want = composite_pool.max_pool2d(CPU, np.asarray(x), k, s, p, d, out_size)
+    np.testing.assert_array_equal(np.asarray(out), want)
+    grad = _dev(rand(out.shape, 2))
+    dx = layers.max_pool2d_backward(x, out, grad, k, s, p, d)
+    want_dx = composite_pool.max_pool2d_backward(CPU, np.asarray(x), want, np.asarray(grad),
+                                                 k, s, p, d)
+    np.testing.assert_allclose(np.asarray(dx), want_dx, **TOL)
+    assert on_host == ["max_pool2d_forward", "max_pool2d_share", "max_pool2d_backward"]
+
+
+@pytest.mark.parametrize("shape", [(4, 3, 5, 2), (3, 2), (2, 5, 7)])
+def test_batch_norm_forward_and_backward(on_host, shape):
+    x = _dev(rand(shape, 3, 2.0) + 1.5)
+    weight, bias = _dev(rand(shape[1:2], 4)), _dev(rand(shape[1:2], 5))
+    out, mean, var = layers.batch_norm_train(x, weight, bias, 1e-5)
+    want = composite_norm.batch_norm_train(CPU, np.asarray(x), np.asarray(weight),
+                                           np.asarray(bias), 1e-5)
+    for a, b in zip((out, mean, var), want):
+        np.testing.assert_allclose(np.asarray(a), b, **TOL)
+    grad = _dev(np.broadcast_to(rand(shape[1:2], 6), shape[:1] + shape[1:2] + shape[2:])
+                if len(shape) == 2 else rand(shape, 6))
+    got = layers.batch_norm_backward(x, weight, mean, var, grad, 1e-5)
+    want = composite_norm.batch_norm_backward(CPU, np.asarray(x), np.asarray(weight),
+                                              np.asarray(mean), np.asarray(var),
+                                              np.asarray(grad), 1e-5)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(np.asarray(a), b, **TOL)
+    assert on_host == ["batch_norm_forward", "batch_norm_backward"]
+
+
+@pytest.mark.parametrize("t_len,n,size,hid", [(5, 3, 4, 6), (1, 2, 3, 1)])
+def test_lstm_layer_forward_and_backward(on_host, t_len, n, size, hid):
+    x = _dev(rand((n, t_len, size), 7).transpose(1, 0, 2))  # strided, as batch_first gives
+    h0, c0 = _dev(rand((n, hid), 8)), _dev(rand((n, hid), 9))
+    w_ih, w_hh = _dev(rand((4 * hid, size), 10, 0.5)), _dev(rand((4 * hid, hid), 11, 0.5))
+    bias = _dev(rand((4 * hid,), 12))
+    got = layers.lstm_layer(x, h0, c0, w_ih, w_hh, bias)
+    host = [np.asarray(a) for a in (x, h0, c0, w_ih, w_hh, bias)]
+    want = composite_recurrent.lstm_layer(CPU, *host)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(np.asarray(a), b, **TOL)
+    grad_out, grad_c = _dev(rand((t_len, n, hid), 13)), _dev(rand((n, hid), 14))
+    got = layers.lstm_layer_backward(x, h0, c0, w_ih, w_hh, *got, grad_out, grad_c)
+    want = composite_recurrent.lstm_layer_backward(CPU, *host[:5], *want,
+                                                   np.asarray(grad_out), np.asarray(grad_c))
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(np.asarray(a), b, **TOL)
+    assert on_host.count("lstm_cell_forward") == t_len
+    assert on_host.count("lstm_cell_backward") == t_len
+
+
+@pytest.mark.parametrize("t_len,n,size,hid", [(5, 3, 4, 6), (1, 2, 3, 1)])
+def test_gru_layer_forward_and_backward(on_host, t_len, n, size, hid):
+    x = _dev(rand((t_len, n, size), 15))
+    h0 = _dev(rand((n, hid), 16))
+    w_ih, w_hh = _dev(rand((3 * hid, size), 17, 0.5)), _dev(rand((3 * hid, hid), 18, 0.5))
+    b_ih, b_hh = _dev(rand((3 * hid,), 19)), _dev(rand((3 * hid,), 20))
+    got = layers.gru_layer(x, h0, w_ih, w_hh, b_ih, b_hh)
+    host = [np.asarray(a) for a in (x, h0, w_ih, w_hh, b_ih, b_hh)]
+    want = composite_recurrent.gru_layer(CPU, *host)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(np.asarray(a), b, **TOL)
+    grad_out = _dev(rand((t_len, n, hid), 21))
+    got = layers.gru_layer_backward(x, h0, w_ih, w_hh, *got, grad_out)
+    want = composite_recurrent.gru_layer_backward(CPU, *host[:4], *want, np.asarray(grad_out))
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(np.asarray(a), b, **TOL)
+    assert on_host.count("gru_cell_forward") == t_len
+    assert on_host.count("gru_cell_backward") == t_len
+
+
+def test_float16_takes_the_composites(on_host, monkeypatch):
+    seen = []
+    monkeypatch.setattr(composite_norm, "batch_norm_train",
+                        lambda ops, *args: seen.append("bn") or "composite")
+    x = _dev(np.ones((2, 3, 4), np.float16))
+    w = _dev(np.ones(3, np.float16))
+    assert layers.batch_norm_train(x, w, w, 1e-5) == "composite"
+    assert seen == ["bn"] and on_host == []
