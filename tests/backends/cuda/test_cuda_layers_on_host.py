@@ -159,3 +159,42 @@ def test_float16_takes_the_composites(on_host, monkeypatch):
     w = _dev(np.ones(3, np.float16))
     assert layers.batch_norm_train(x, w, w, 1e-5) == "composite"
     assert seen == ["bn"] and on_host == []
+
+
+BN_WRAP = r"""
+#define WRAP_BN(T, S) extern "C" void run_bn_forward_##S(unsigned g, unsigned t, const T* x,   \
+    const T* w, const T* b, T* out, T* mean, T* var, long long n, long long c, long long s,  \
+    double eps) { fastnn_launch(g, t, batch_norm_forward_##S, x, w, b, out, mean, var, n, c, \
+    s, eps); }                                                                                \
+    extern "C" void run_bn_backward_##S(unsigned g, unsigned t, const T* x, const T* w,      \
+    const T* mean, const T* var, const T* gr, T* dx, T* dw, T* db, long long n, long long c, \
+    long long s, double eps) { fastnn_launch(g, t, batch_norm_backward_##S, x, w, mean, var, \
+    gr, dx, dw, db, n, c, s, eps); }
+WRAP_BN(float, f32) WRAP_BN(double, f64)
+"""
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_batch_norm_with_threads_and_barriers(tmp_path, dtype):
+    """A block of 64 OS threads per channel meeting in the shared-memory tree sum."""
+    from tests.backends.cuda.test_cuda_column_kernels_threaded import LAUNCHER, SHIM
+
+    text = SHIM + kernels.source("layers.cu") + LAUNCHER + BN_WRAP
+    lib = compile_library(tmp_path, "bn_threads", text, flags=("-pthread",))
+    suffix = kernels.KERNEL_DTYPES[dtype]
+    x = (rand((3, 5, 7), 30, 2.0) + 1.0).astype(dtype)
+    w, b = rand((5,), 31).astype(dtype), rand((5,), 32).astype(dtype)
+    out, mean, var = np.empty_like(x), np.empty(5, dtype), np.empty(5, dtype)
+    args = [c_arg(a) for a in (x, w, b, out, mean, var, 3, 5, 7, 1e-5)]
+    getattr(lib, f"run_bn_forward_{suffix}")(2, 64, *args)
+    want = composite_norm.batch_norm_train(CPU, x, w, b, 1e-5)
+    tol = dict(rtol=2e-5, atol=1e-5) if dtype == "float32" else TOL
+    for a, e in zip((out, mean, var), want):
+        np.testing.assert_allclose(a, e, **tol)
+    grad = rand(x.shape, 33).astype(dtype)
+    dx, dw, db = np.empty_like(x), np.empty(5, dtype), np.empty(5, dtype)
+    args = [c_arg(a) for a in (x, w, mean, var, grad, dx, dw, db, 3, 5, 7, 1e-5)]
+    getattr(lib, f"run_bn_backward_{suffix}")(2, 64, *args)
+    want = composite_norm.batch_norm_backward(CPU, x, w, mean, var, grad, 1e-5)
+    for a, e in zip((dx, dw, db), want):
+        np.testing.assert_allclose(a, e, **tol)
