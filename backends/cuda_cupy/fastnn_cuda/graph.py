@@ -2,9 +2,10 @@
 
 The program is cut into segments: runs of calls that a CUDA graph can hold, and the calls
 that must run as plain hooks on every replay (those reading a number input, such as an
-optimizer step's learning rate or a dropout seed, whose values change between steps, and
-the host-side hooks of :data:`EAGER`). A typical training step is one graph (forward and
-backward) followed by the optimizer's one launch.
+optimizer step's learning rate or a dropout seed, whose values change between steps, the
+host-side hooks of :data:`EAGER`, and in-place writes into what a plain call returned).
+A typical training step is one graph (forward and backward) followed by the optimizer's one
+launch.
 
 The first run of the returned function is the core's interpreter (a warm-up: kernels
 compile, cuBLAS sets up). The second captures every graph segment with cupy's stream
@@ -145,9 +146,15 @@ class _Segment:
 def segments(program: Program, dynamic: set) -> list[_Segment]:
     """The program's calls cut into graph segments and plain ones (see the module)."""
     out: list[_Segment] = []
+    plain_made: set = set()  # results of plain calls: new arrays at every replay
     for call in program.calls:
         reads = set(slots_in(call.args) + slots_in(call.kwargs))
-        graph = call.name not in EAGER and not reads & dynamic
+        # an in-place write into a plain result must reach that very array, which a graph
+        # (captured with a buffer standing in for it) would miss
+        graph = call.name not in EAGER and not reads & dynamic and not (
+            impure(call) and reads & plain_made)
+        if not graph:
+            plain_made.update(slots_in(call.out))
         if not out or out[-1].capturable != graph:
             out.append(_Segment(graph, []))
         out[-1].calls.append(call)

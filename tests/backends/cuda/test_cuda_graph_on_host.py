@@ -175,9 +175,11 @@ def test_segments_cut_at_number_inputs_and_host_hooks():
              Call(dev, "mul", [Slot(2), Slot(1)], {}, Slot(3)),  # %1: a number input
              Call(dev, "add", [Slot(3), Slot(2)], {}, Slot(4)),
              Call(dev, "uniform", [(2,), "float32", 0, 7], {}, Slot(5)),
-             Call(dev, "add", [Slot(4), Slot(5)], {}, Slot(6))]
-    prog = Program("p", calls, [0, 1], [6], {})
+             Call(dev, "add", [Slot(4), Slot(5)], {}, Slot(6)),
+             Call(dev, "assign", [Slot(5), Slot(6)], {}, None),  # into a plain result
+             Call(dev, "assign", [Slot(0), Slot(6)], {}, None)]  # into an input
+    prog = Program("p", calls, [0, 1], [6, 5], {})
     segs = graph.segments(prog, {1})
-    assert [s.capturable for s in segs] == [True, False, True, False, True]
-    assert [s.outs for s in segs] == [[2], [3], [4], [5], [6]]
+    assert [s.capturable for s in segs] == [True, False, True, False, True, False, True]
+    assert [s.outs for s in segs] == [[2], [3], [4], [5], [6], [], []]
     assert segs[2].reads == [3, 2]

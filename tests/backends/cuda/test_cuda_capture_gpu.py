@@ -1,0 +1,112 @@
+"""On a real GPU: the fused expression kernels, the layer kernels and CUDA-graph replays.
+
+Skips where no usable CUDA device exists (the host tests cover the same code on NumPy:
+test_cuda_fused_program.py, test_cuda_layers_on_host.py, test_cuda_graph_on_host.py).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from fastnn_cuda import _cupy, fused_program, graph, layers
+
+import fastnn as fnn
+import fastnn.functional as F
+from fastnn import nn, optim
+from fastnn.api import composite_norm, composite_pool, composite_recurrent
+from fastnn.api.fusion import evaluate
+
+_PROBE = _cupy.probe()
+if not _PROBE["available"]:
+    pytest.skip(f"no CUDA GPU: {_PROBE['reason']}", allow_module_level=True)
+
+cp = _cupy.cupy
+pytestmark = pytest.mark.gpu
+CPU = fnn.Device("cpu").ops
+TOL = dict(rtol=1e-10, atol=1e-12)
+
+
+def rand(shape, seed, scale=1.0):
+    return np.random.default_rng(seed).standard_normal(shape) * scale
+
+
+def test_fused_expression_on_the_gpu():
+    expr = ("where", ("greater", ("in", 0), ("in", 1)), ("sigmoid", ("in", 0)),
+            ("maximum", ("tanh", ("in", 1)), ("const", 0.25)))
+    for dtype in ("float32", "float64"):
+        a, b = rand(1000, 1).astype(dtype), rand(1000, 2).astype(dtype)
+        a[5] = np.nan
+        got = fused_program.fused_elementwise(expr, [cp.asarray(a), cp.asarray(b)])
+        want = evaluate(CPU, expr, [a, b])
+        tol = dict(rtol=2e-6, atol=1e-7) if dtype == "float32" else TOL
+        np.testing.assert_allclose(cp.asnumpy(got), want, equal_nan=True, **tol)
+
+
+def test_layer_kernels_on_the_gpu():
+    x = rand((2, 3, 9, 8), 3)
+    out = layers.max_pool2d(cp.asarray(x), (3, 3), (2, 2), (1, 1), (1, 1), (5, 4))
+    np.testing.assert_array_equal(cp.asnumpy(out), composite_pool.max_pool2d(
+        CPU, x, (3, 3), (2, 2), (1, 1), (1, 1), (5, 4)))
+    w, b = rand((3,), 4), rand((3,), 5)
+    got = layers.batch_norm_train(cp.asarray(x), cp.asarray(w), cp.asarray(b), 1e-5)
+    want = composite_norm.batch_norm_train(CPU, x, w, b, 1e-5)
+    for g, e in zip(got, want):
+        np.testing.assert_allclose(cp.asnumpy(g), e, **TOL)
+    xs, h0, c0 = rand((6, 4, 5), 6), rand((4, 7), 7), rand((4, 7), 8)
+    w_ih, w_hh, bias = rand((28, 5), 9, 0.4), rand((28, 7), 10, 0.4), rand((28,), 11)
+    got = layers.lstm_layer(*(cp.asarray(a) for a in (xs, h0, c0, w_ih, w_hh, bias)))
+    want = composite_recurrent.lstm_layer(CPU, xs, h0, c0, w_ih, w_hh, bias)
+    for g, e in zip(got, want):
+        np.testing.assert_allclose(cp.asnumpy(g), e, **TOL)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3, padding=1)
+        self.bn = nn.BatchNorm2d(4)
+        self.lstm = nn.LSTM(16, 8)
+        self.head = nn.Linear(8 * 4, 3)
+
+    def forward(self, x):
+        h = F.max_pool2d(F.relu(self.bn(self.conv(x))), 2)  # (N, 4, 4, 4)
+        seq, _ = self.lstm(h.reshape(x.shape[0], 4, 16).transpose(0, 1))
+        return self.head(seq.transpose(0, 1).reshape(x.shape[0], -1))
+
+
+@pytest.mark.parametrize("use_graphs", [True, False])
+def test_compiled_steps_on_the_gpu_match_eager(use_graphs, monkeypatch):
+    """Adam with a schedule: the optimizer runs plain, the rest as one graph."""
+    monkeypatch.setattr(graph, "ENABLED", use_graphs)
+    results = []
+    for compiled in (False, True):
+        fnn.manual_seed(0)
+        model = Net().to("cuda")
+        opt = optim.Adam(model.parameters(), lr=0.01)
+        sched = optim.lr_scheduler.StepLR(opt, 3, 0.5)
+
+        def step(x, y, model=model, opt=opt):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        run = fnn.compile(step) if compiled else step
+        rng = np.random.default_rng(1)
+        losses = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a failed capture would warn
+            for _ in range(10):
+                x = fnn.tensor(rng.standard_normal((5, 1, 8, 8)).astype(np.float32),
+                               device="cuda")
+                y = fnn.tensor(rng.integers(0, 3, 5), device="cuda")
+                losses.append(float(run(x, y).numpy()))
+                sched.step()
+        results.append((losses, [p.numpy() for p in model.parameters()]))
+    (l1, p1), (l2, p2) = results
+    np.testing.assert_allclose(l1, l2, rtol=1e-4, atol=1e-5)
+    for a, b in zip(p1, p2):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
