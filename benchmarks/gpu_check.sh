@@ -13,11 +13,15 @@
 # 4b. runs the data-parallel checks on cuda (NCCL on one rank, MPI ranks host-staged)
 #    and the MLP step of benchmarks/bench_distributed.py with and without NCCL;
 # 5. runs benchmarks/gpu_overhead.py (host time per call: fastnn, cupy, torch) and
-#    benchmarks/gpu_bench.py (matmul vs cupy, MLP and Conv1d steps vs torch).
+#    benchmarks/gpu_bench.py (matmul vs cupy, MLP and Conv1d steps vs torch);
+# 6. runs benchmarks/gpu_models.py: the eight model steps of bench_models.py on cuda,
+#    eager, compiled (CUDA graphs + fused kernels), compiled without graphs, and
+#    PyTorch CUDA eager, with a compiled-vs-eager check (at most 120 s of models).
 #
 # Every step has its own timeout, and the benchmark gets what is left of 370 s (at
-# most 130 s): about 80 s on an H200 when all goes well, under 9 minutes when every
-# step runs into its timeout (give the device tool's run a timeout_s of 560 or more).
+# most 130 s): about 3 minutes on an H200 when all goes well, under 12 minutes when every
+# step runs into its timeout (give the device tool's run a timeout_s of 600; the models
+# step, last, is the one cut short then; the models it finished are still summarised).
 # Results: $OUT/SUMMARY.md (read this first) and $OUT/logs.tgz (each step's log and
 # reports, re-packed after every step so that a run stopped early still returns them;
 # two files, since the device tool returns at most eight).
@@ -163,6 +167,16 @@ if [ $LEFT -gt 20 ]; then
     [ -f "$LOGS/gpu_report.md" ] && cat "$LOGS/gpu_report.md" >> "$SUMMARY"
 else
     note "- **bench**: skipped, only ${LEFT}s left of the budget"
+fi
+# the model steps on cuda: eager, compiled (graphs, fused kernels), PyTorch CUDA eager
+run models 170 $PY benchmarks/gpu_models.py --out "$LOGS" --budget 120 --rounds 3 \
+    --seconds 0.2
+if [ -f "$LOGS/gpu_models.md" ]; then
+    cat "$LOGS/gpu_models.md" >> "$SUMMARY"
+else
+    note '```'
+    grep -E "^\{|^[A-Za-z0-9]+ \{|Error" "$LOGS/models.log" | tail -n 12 >> "$SUMMARY"
+    note '```'
 fi
 note ""
 note "total: $(elapsed)s"
