@@ -19,83 +19,43 @@ input arrays as the graphs' input buffers, then replays. Every replay:
 - copies back into an argument the in-place writes made to its buffer, where the argument
   is not the buffer itself;
 - returns the outputs: an input's buffer as that input, a plain call's result as it is, and
-  a copy of any value living in the graphs' memory (the next replay overwrites it).
+  a copy of any value living in the graphs' memory (the next replay overwrites it). The
+  graphs themselves copy their outputs into one staging arena as their last launches, so a
+  replay takes one copy of the arena and hands out views of it, not one copy per output
+  (outputs that a later call writes into in place are copied one by one at the end).
 
 The graphs' memory (values crossing segments, and what their calls allocate) comes from a
 private pool that nothing else allocates from, so no freed block can be handed out while a
 graph still writes it. Where capture fails (a host sync, an allocation cupy cannot capture)
 the program runs on the interpreter from then on, said once; ``FASTNN_CUDA_GRAPHS=0`` turns
-graphs off. :class:`CupyCapture` is the only part that needs a GPU: the tests run the rest
-with a capture object that records and re-runs what a graph would launch.
+graphs off. ``fastnn_cuda.capture.CupyCapture`` is the only part that needs a GPU: the
+tests run the rest with a capture object that records and re-runs what a graph would launch.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import warnings
+
+import numpy as np
 
 from fastnn.api.program import Program, Seq, Slot, impure, interpreter, slots_in
 
 ENABLED = os.environ.get("FASTNN_CUDA_GRAPHS", "1") != "0"
+ALIGN = 256  # bytes: where each output starts in the staging arena
 WARMUP = 1  # interpreter runs before the capture
 EAGER = frozenset({"from_numpy", "to_numpy", "uniform", "allreduce", "broadcast"})
 _said: set = set()
 
 
-class CupyCapture:
-    """Stream capture with cupy: a private non-blocking stream and memory pool per program."""
-
-    def __init__(self, device_id: int):
-        from fastnn_cuda._cupy import cupy as cp
-
-        self.cp, self.device_id = cp, device_id
-        with cp.cuda.Device(device_id):
-            self.stream = cp.cuda.Stream(non_blocking=True)
-        self.pool = cp.cuda.MemoryPool()
-
-    def capture(self, run, values):
-        """(graph, run(values)) with run's work recorded, not executed."""
-        cp = self.cp
-        with cp.cuda.Device(self.device_id), cp.cuda.using_allocator(self.pool.malloc), \
-                self.stream:
-            self.stream.begin_capture()
-            try:
-                result = run(values)
-            except BaseException:
-                with contextlib.suppress(Exception):
-                    self.stream.end_capture()
-                raise
-            graph = self.stream.end_capture()
-        return graph, result
-
-    def launch(self, graph) -> None:
-        graph.launch()  # on the current stream: ordered with the plain calls around it
-
-    def empty(self, shape, dtype):
-        with self.cp.cuda.Device(self.device_id), self.cp.cuda.using_allocator(
-                self.pool.malloc):
-            return self.cp.empty(shape, dtype=dtype)
-
-    @staticmethod
-    def copy(dst, src) -> None:
-        dst[...] = src
-
-    @staticmethod
-    def fresh(x):
-        return x.copy()
-
-    @staticmethod
-    def root(x):
-        """What identifies x's memory (shared by its views)."""
-        return x.data.mem
-
-
-def compile_program(program: Program, make_capture=CupyCapture, is_array=None):
-    """``run(inputs) -> outputs`` for ``program`` (see the module)."""
+def compile_program(program: Program, make_capture=None, is_array=None):
+    """``run(inputs) -> outputs`` for ``program`` (see the module); ``make_capture(device_id)``
+    makes the capture object (:class:`fastnn_cuda.capture.CupyCapture` by default)."""
     plain = interpreter(program)
     if not ENABLED or not program.calls:
         return plain
+    if make_capture is None:
+        from fastnn_cuda.capture import CupyCapture as make_capture
     if is_array is None:
         from fastnn_cuda._cupy import cupy as cp
 
@@ -183,6 +143,18 @@ def mutated_inputs(program: Program) -> set:
     return found
 
 
+def written_slots(program: Program) -> set:
+    """Slots some call may write into: every argument of an impure call but an optimizer
+    step's gradients (this backend's steps read them: ``const`` in cu/optim.cu)."""
+    found = set()
+    for call in program.calls:
+        if impure(call):
+            args = [a for k, a in enumerate(call.args)
+                    if not (k == 1 and call.name.endswith("_step"))]
+            found.update(slots_in(args) + slots_in(call.kwargs))
+    return found
+
+
 def _shape_dtype(describe: dict, i: int):
     text = describe.get(i)
     if text is None:
@@ -190,6 +162,35 @@ def _shape_dtype(describe: dict, i: int):
     dtype, _, rest = text.partition("[")
     shape = tuple(int(d) for d in rest.rstrip("]").split(",") if d.strip())
     return shape, dtype
+
+
+def _arena_layout(describe: dict, slots: list) -> tuple[dict, int]:
+    """{slot: (offset, nbytes, shape, dtype)} of the staged outputs, and the arena's bytes."""
+    layout, total = {}, 0
+    for i in slots:
+        shape, dtype = _shape_dtype(describe, i)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        layout[i] = (total, nbytes, shape, dtype)
+        total += -(-max(nbytes, 1) // ALIGN) * ALIGN
+    return layout, total
+
+
+def _view(arena, offset, nbytes, shape, dtype):
+    return arena[offset:offset + nbytes].view(dtype).reshape(shape)
+
+
+def _staging(run, here: list, copy):
+    """``run`` followed by copies of its results into their arena views (captured with it)."""
+    def staged(values):
+        results = run(values)
+        for k, view in here:
+            if tuple(results[k].shape) != tuple(view.shape):
+                raise ValueError(f"an output has shape {results[k].shape}, recorded "
+                                 f"{view.shape}")
+            copy(view, results[k])
+        return results
+
+    return staged
 
 
 class GraphPlan:
@@ -210,10 +211,19 @@ class GraphPlan:
                         if i in mutated_inputs(program) and i in self.buffers]
         self.placeholders: dict[int, object] = {}
         env: dict = dict(self.buffers)
+        written = written_slots(program)  # final only at the end: not staged
+        made = {i for seg in self.segments if seg.capturable for i in seg.outs}
+        staged = [i for i in dict.fromkeys(program.outputs) if i in made and i not in written
+                  and i not in self.buffers and i in program.describe]
+        self.layout, total = _arena_layout(program.describe, staged)
+        self.arena = cap.empty((total,), "uint8") if total else None
+        views = {i: _view(self.arena, *spot) for i, spot in self.layout.items()}
         graph_reads = [set(seg.reads) if seg.capturable else set() for seg in self.segments]
         for n, seg in enumerate(self.segments):
             if seg.capturable:
-                graph, values = cap.capture(seg.run, [env[i] for i in seg.reads])
+                here = [(k, views[i]) for k, i in enumerate(seg.outs) if i in views]
+                run = _staging(seg.run, here, cap.copy) if here else seg.run
+                graph, values = cap.capture(run, [env[i] for i in seg.reads])
                 seg.graph, seg.values = graph, list(values)
                 env.update(zip(seg.outs, seg.values))
                 continue
@@ -260,17 +270,20 @@ class GraphPlan:
             if inputs[n] is not buf:
                 cap.copy(inputs[n], buf)
         out = []
-        private = self.private
+        private, layout = self.private, self.layout
+        arena = cap.fresh(self.arena) if self.arena is not None else None
         for i in self.program.outputs:
             x = env[i]
             k = owner.get(id(x))
             if k is not None:
                 x = inputs[index[k]]
+            elif i in layout:
+                x = _view(arena, *layout[i])
             elif private and hasattr(x, "shape") and id(cap.root(x)) in private:
                 x = cap.fresh(x)
             out.append(x)
         return out
 
 
-__all__ = ["EAGER", "ENABLED", "CupyCapture", "GraphPlan", "Seq", "Slot", "compile_program",
-           "mutated_inputs", "segments"]
+__all__ = ["EAGER", "ENABLED", "GraphPlan", "Seq", "Slot", "compile_program", "mutated_inputs",
+           "segments", "written_slots"]

@@ -138,6 +138,10 @@ def test_inputs_are_copied_in_and_inplace_writes_copied_back(fake_graphs, monkey
     for a, b in zip(got, reference):
         np.testing.assert_array_equal(a, b)
     assert not any(id(_root(x)) in plan.private for x in got if isinstance(x, np.ndarray))
+    # the graph's outputs leave through one copy of the staging arena, as views of it
+    assert plan.layout and FakeCapture.log.count("fresh") == 1
+    assert sum(_root(x) is _root(got[program.outputs.index(i)]) for i in plan.layout
+               for x in got) >= len(plan.layout)
     assert plan.mutated  # the parameters and momentum buffers, updated in place
     for n in plan.mutated:  # the caller's arrays hold what the eager interpreter wrote
         np.testing.assert_array_equal(given[n], reference_inputs[n])
