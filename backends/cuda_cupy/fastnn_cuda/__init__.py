@@ -11,7 +11,9 @@ Layout: ``primitives.py`` (elementwise, reductions, data movement, matmul),
 bias + activation, and the backward passes of the last two), ``optim.py``
 (SGD/Adam/RMSProp in one launch), ``kernels.py`` (sources and compilation),
 ``launch.py`` (launch parameters), ``collectives.py`` (allreduce and broadcast
-through NCCL).
+through NCCL), ``layers.py`` (pooling, batch norm, LSTM/GRU layers), ``capture.py`` and
+``graph.py`` (``fnn.compile``'s programs as CUDA graphs), ``fused_program.py`` (fused
+elementwise chains as generated kernels).
 """
 
 from __future__ import annotations
