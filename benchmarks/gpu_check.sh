@@ -16,7 +16,7 @@
 #    benchmarks/gpu_bench.py (matmul vs cupy, MLP and Conv1d steps vs torch);
 # 6. runs benchmarks/gpu_models.py: the eight model steps of bench_models.py on cuda,
 #    eager, compiled (CUDA graphs + fused kernels), compiled without graphs, and
-#    PyTorch CUDA eager, with a compiled-vs-eager check (at most 120 s of models).
+#    PyTorch CUDA eager, with a compiled-vs-eager check (at most ~100 s of models).
 #
 # Every step has its own timeout, and the benchmark gets what is left of 370 s (at
 # most 130 s): about 3 minutes on an H200 when all goes well, under 12 minutes when every
@@ -108,7 +108,7 @@ XDIST=""
 $PY -c "import xdist" 2>/dev/null && XDIST="-n 8"
 note "- pytest parallelism: ${XDIST:-none (pytest-xdist not installed)}"
 
-run cuda_tests 90 $PY -m pytest tests/backends/cuda -q -rs -p no:cacheprovider $XDIST \
+run cuda_tests 120 $PY -m pytest tests/backends/cuda -q -rs -p no:cacheprovider $XDIST \
     --junitxml="$LOGS/cuda_tests.xml"
 note '```'
 tail -n 15 "$LOGS/cuda_tests.log" >> "$SUMMARY"
@@ -169,7 +169,7 @@ else
     note "- **bench**: skipped, only ${LEFT}s left of the budget"
 fi
 # the model steps on cuda: eager, compiled (graphs, fused kernels), PyTorch CUDA eager
-run models 170 $PY benchmarks/gpu_models.py --out "$LOGS" --budget 120 --rounds 3 \
+run models 150 $PY benchmarks/gpu_models.py --out "$LOGS" --budget 100 --rounds 3 \
     --seconds 0.2
 if [ -f "$LOGS/gpu_models.md" ]; then
     cat "$LOGS/gpu_models.md" >> "$SUMMARY"
