@@ -207,8 +207,9 @@ class GraphPlan:
         for i, x in self.buffers.items():
             self.owner.setdefault(id(x), i)
         self.index = {i: n for n, i in reversed(list(enumerate(program.inputs)))}
+        mutated = mutated_inputs(program)
         self.mutated = [n for n, i in enumerate(program.inputs)
-                        if i in mutated_inputs(program) and i in self.buffers]
+                        if i in mutated and i in self.buffers]
         self.placeholders: dict[int, object] = {}
         env: dict = dict(self.buffers)
         written = written_slots(program)  # final only at the end: not staged
