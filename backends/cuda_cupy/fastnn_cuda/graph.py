@@ -106,14 +106,15 @@ class _Segment:
 def segments(program: Program, dynamic: set) -> list[_Segment]:
     """The program's calls cut into graph segments and plain ones (see the module)."""
     out: list[_Segment] = []
-    plain_made: set = set()  # results of plain calls: new arrays at every replay
+    plain_made: set = set()  # plain results (new arrays at every replay), and what a graph
+    # makes of them (a view of one, maybe)
     for call in program.calls:
         reads = set(slots_in(call.args) + slots_in(call.kwargs))
         # an in-place write into a plain result must reach that very array, which a graph
         # (captured with a buffer standing in for it) would miss
         graph = call.name not in EAGER and not reads & dynamic and not (
-            impure(call) and reads & plain_made)
-        if not graph:
+            impure(call) and _written(call) & plain_made)
+        if not graph or reads & plain_made:
             plain_made.update(slots_in(call.out))
         if not out or out[-1].capturable != graph:
             out.append(_Segment(graph, []))
@@ -143,15 +144,22 @@ def mutated_inputs(program: Program) -> set:
     return found
 
 
+def _written(call) -> set:
+    """Slots an impure call may write into: ``assign``'s destination; every argument of an
+    optimizer step but its gradients (this backend's steps read them: ``const`` in
+    cu/optim.cu); every argument of anything else."""
+    if call.name == "assign":
+        return set(slots_in(call.args[:1]) + slots_in(call.kwargs.get("dst")))
+    args = [a for k, a in enumerate(call.args) if not (k == 1 and call.name.endswith("_step"))]
+    return set(slots_in(args) + slots_in(call.kwargs))
+
+
 def written_slots(program: Program) -> set:
-    """Slots some call may write into: every argument of an impure call but an optimizer
-    step's gradients (this backend's steps read them: ``const`` in cu/optim.cu)."""
+    """Slots some call of ``program`` may write into (see :func:`_written`)."""
     found = set()
     for call in program.calls:
         if impure(call):
-            args = [a for k, a in enumerate(call.args)
-                    if not (k == 1 and call.name.endswith("_step"))]
-            found.update(slots_in(args) + slots_in(call.kwargs))
+            found |= _written(call)
     return found
 
 

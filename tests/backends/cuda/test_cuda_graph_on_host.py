@@ -181,9 +181,14 @@ def test_segments_cut_at_number_inputs_and_host_hooks():
              Call(dev, "uniform", [(2,), "float32", 0, 7], {}, Slot(5)),
              Call(dev, "add", [Slot(4), Slot(5)], {}, Slot(6)),
              Call(dev, "assign", [Slot(5), Slot(6)], {}, None),  # into a plain result
-             Call(dev, "assign", [Slot(0), Slot(6)], {}, None)]  # into an input
+             Call(dev, "assign", [Slot(0), Slot(6)], {}, None),  # into an input
+             Call(dev, "reshape", [Slot(5), (2, 1)], {}, Slot(7)),  # a view of a plain result
+             Call(dev, "assign", [Slot(7), Slot(7)], {}, None)]  # a write through it
     prog = Program("p", calls, [0, 1], [6, 5], {})
     segs = graph.segments(prog, {1})
-    assert [s.capturable for s in segs] == [True, False, True, False, True, False, True]
-    assert [s.outs for s in segs] == [[2], [3], [4], [5], [6], [], []]
+    assert [s.capturable for s in segs] == [True, False, True, False, True, False, True,
+                                            False]
+    assert [s.outs for s in segs] == [[2], [3], [4], [5], [6], [], [7], []]
+    assert [len(s.calls) for s in segs] == [1, 1, 1, 1, 1, 1, 2, 1]
+    assert graph.written_slots(prog) == {5, 0, 7}
     assert segs[2].reads == [3, 2]
