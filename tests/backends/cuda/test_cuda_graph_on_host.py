@@ -192,3 +192,67 @@ def test_segments_cut_at_number_inputs_and_host_hooks():
     assert [len(s.calls) for s in segs] == [1, 1, 1, 1, 1, 1, 2, 1]
     assert graph.written_slots(prog) == {5, 0, 7}
     assert segs[2].reads == [3, 2]
+
+
+def test_the_cupy_capture_object_brackets_the_work(monkeypatch):
+    """CupyCapture against a recording stand-in for cupy: the work runs between
+    begin_capture and end_capture on its own non-blocking stream, with the private pool's
+    allocator, and a failure still ends the capture before it propagates."""
+    from types import SimpleNamespace
+
+    from fastnn_cuda import _cupy, capture
+
+    log = []
+
+    class Ctx:
+        def __init__(self, name):
+            self.name = name
+
+        def __enter__(self):
+            log.append(f"enter {self.name}")
+
+        def __exit__(self, *exc):
+            log.append(f"exit {self.name}")
+
+    class Stream(Ctx):
+        def __init__(self, non_blocking=False):
+            super().__init__("stream")
+            log.append(f"stream non_blocking={non_blocking}")
+
+        def begin_capture(self):
+            log.append("begin")
+
+        def end_capture(self):
+            log.append("end")
+            return SimpleNamespace(launch=lambda: log.append("launch"))
+
+    pool = SimpleNamespace(malloc="private malloc")
+    fake = SimpleNamespace(
+        cuda=SimpleNamespace(Device=lambda i: Ctx(f"device {i}"), Stream=Stream,
+                             MemoryPool=lambda: pool,
+                             using_allocator=lambda malloc: Ctx(f"allocator {malloc}")),
+        empty=lambda shape, dtype: log.append(f"empty {shape}") or np.empty(shape, dtype))
+    monkeypatch.setattr(_cupy, "cupy", fake)
+    cap = capture.CupyCapture(3)
+    assert log == ["enter device 3", "stream non_blocking=True", "exit device 3"]
+    log.clear()
+    graph_obj, result = cap.capture(lambda values: log.append("work") or [values[0] + 1], [1])
+    assert result == [2]
+    assert log == ["enter device 3", "enter allocator private malloc", "enter stream", "begin",
+                   "work", "end", "exit stream", "exit allocator private malloc",
+                   "exit device 3"]
+    log.clear()
+    cap.launch(graph_obj)
+    assert log == ["launch"]
+    log.clear()
+
+    def broken(values):
+        raise RuntimeError("cudaErrorStreamCaptureUnsupported")
+
+    with pytest.raises(RuntimeError, match="CaptureUnsupported"):
+        cap.capture(broken, [])
+    assert log[3:6] == ["begin", "end", "exit stream"]
+    log.clear()
+    assert cap.empty((2,), "float32").shape == (2,)
+    assert log == ["enter device 3", "enter allocator private malloc", "empty (2,)",
+                   "exit allocator private malloc", "exit device 3"]
