@@ -24,7 +24,7 @@ import numpy as np
 from fastnn.api import program as programs
 from fastnn.api.device import _cache as _devices
 from fastnn.autograd import grad_mode
-from fastnn.capture import build
+from fastnn.capture import build, segments
 from fastnn.capture.record import CaptureError, Recorder, RecordingOps, RngLog
 from fastnn.capture.state import Snapshot
 from fastnn.ops import tensor as tensor_module
@@ -73,7 +73,9 @@ class Compiled:
         self.name = getattr(fn, "__qualname__", None) or type(fn).__name__
         self._cache: OrderedDict = OrderedDict()  # signature key -> [Entry]
         self._said: set = set()
-        self.stats = {"recorded": 0, "replayed": 0, "eager": 0}
+        # split: calls of a step with graph breaks that ran through their segments; ahead:
+        # segment programs run ahead of the Python
+        self.stats = {"recorded": 0, "replayed": 0, "eager": 0, "split": 0, "ahead": 0}
         self._last = None  # the entry of the latest call
         functools.update_wrapper(self, fn, updated=())
 
@@ -85,6 +87,10 @@ class Compiled:
                 if entry.guards_hold():
                     self._cache.move_to_end(key)
                     self._last = entry
+                    if type(entry) is segments.Split:
+                        if entry.wants_recording():
+                            return self._record(key, args, kwargs, leaves, entry)
+                        return entry.run(self, args, kwargs, leaves, _devices_of(leaves))
                     return self._run(entry, args, kwargs, leaves)
         return self._record(key, args, kwargs, leaves)
 
@@ -98,16 +104,14 @@ class Compiled:
         return entry.replay(leaves)
 
     # ------------------------------------------------------------ recording
-    def _record(self, key, args, kwargs, leaves):
+    def _record(self, key, args, kwargs, leaves, split=None):
         snapshot = Snapshot()
         recorder = Recorder(self.fullgraph, self.name)
-        devices = list(_devices.values())
-        for t in leaves:
-            if isinstance(t, Tensor) and t._device not in devices:
-                devices.append(t._device)
+        devices = _devices_of(leaves)
         installed = []
         rng = tensor_module._default_rng
         log = tensor_module._default_rng = RngLog(rng)
+        recorder.log = log
         programs._recording[0] += 1
         try:
             for dev in devices:
@@ -122,8 +126,13 @@ class Compiled:
             if tensor_module._default_rng is log:
                 tensor_module._default_rng = rng
         self.stats["recorded"] += 1
-        if recorder.breaks:
-            entry = build.Entry.eager_only(key, "graph break: " + recorder.breaks[0])
+        if recorder.cuts:
+            path = segments.Path(self.name, recorder, snapshot, leaves, log.draws)
+            self._say_breaks(path)
+            if split is not None:
+                split.add(path)
+                return result
+            entry = segments.Split(path)
         else:
             entry = build.build(self.name, recorder, snapshot, leaves, log.draws, result)
         if entry.eager is not None and entry.eager not in self._said:
@@ -133,6 +142,17 @@ class Compiled:
         self._store(key, entry)
         self._last = entry
         return result
+
+    def _say_breaks(self, path) -> None:
+        """One warning per graph break site (the user's line) of this function."""
+        n = len(path.cuts) + 1
+        for cut in path.cuts:
+            if ("break", cut.where) not in self._said:
+                self._said.add(("break", cut.where))
+                warnings.warn(f"fnn.compile: graph break in {self.name} at {cut.where}: "
+                              f"{cut.what} reads a value back to Python, so the step runs "
+                              f"as {n} segments (compiled; the Python between them runs "
+                              "every call, as eagerly)", stacklevel=4)
 
     def _store(self, key, entry) -> None:
         self._cache.setdefault(key, []).insert(0, entry)
@@ -182,8 +202,11 @@ class Compiled:
                                "call it once to record its program")
         entry = self._last if index is None and self._last is not None else entries[
             -1 if index is None else index]
-        text = entry.program.text() if entry.program is not None else (
-            f"program {self.name}: none ({entry.eager})")
+        if type(entry) is segments.Split:
+            text = entry.paths[0].text()
+        else:
+            text = entry.program.text() if entry.program is not None else (
+                f"program {self.name}: none ({entry.eager})")
         print(text)
         return text
 
@@ -193,6 +216,16 @@ class Compiled:
 
     def __repr__(self) -> str:
         return f"<fnn.compile of {self.name}: {sum(map(len, self._cache.values()))} program(s)>"
+
+
+def _devices_of(leaves) -> list:
+    """The devices whose ops a recording or a split run wraps: every device made so far
+    and those of the arguments."""
+    devices = list(_devices.values())
+    for t in leaves:
+        if isinstance(t, Tensor) and t._device not in devices:
+            devices.append(t._device)
+    return devices
 
 
 def compile(fn=None, *, fullgraph: bool = True, max_signatures: int = 8):  # noqa: A001

@@ -1,0 +1,504 @@
+"""Graph breaks (``fnn.compile(fn, fullgraph=False)``): a step that reads values back to
+Python runs as compiled segments, its Python kept.
+
+A recording that reads a value back (``.item()``, ``bool(t)``, printing a tensor) is cut
+there (:class:`fastnn.capture.record.Cut`) into segments. A later call with that
+signature runs a segment's calls as one compiled program (the backend's
+``compile_program``: fused and planned where the backend does) *ahead* of the Python,
+then runs the function's Python as eager code does, each backend call it makes answered
+from the program's results after a check against the recording: the same hook, the same
+constants, the very arrays the program was given (a seed: the one the call drew). An
+answer is therefore what the call itself would give. Python side effects (a running
+total, a print, fastnn's generator) happen every call as they do eagerly, and a read at
+a break sees the real value; the next segment then runs ahead.
+
+Only calls that act on nothing but their own results run ahead: a segment's program stops
+at its first call that writes in place (an optimizer step, an ``assign``, a collective);
+those run when the Python makes them. Where the Python makes another call than the
+recording (a branch taken the other way, a Python number changed), the rest of the call
+runs eagerly: correct, since no answer was given unchecked. fnn.compile says why once,
+and the next call records that path (up to :data:`MAX_PATHS` per signature). At a break,
+the path whose values read so far equal this call's is chosen (a guard on the values
+read); else the latest path that ran through, whose calls are checked all the same.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+from threading import get_ident
+
+import numpy as np
+
+from fastnn.api import fusion
+from fastnn.api import program as programs
+from fastnn.api.program import Program, Seq, Slot, impure, last_uses, slots_in
+from fastnn.capture.record import CHECKS, is_array, user_line
+from fastnn.ops import tensor as tensor_module
+from fastnn.ops.tensor import Tensor
+
+MAX_PATHS = 4  # recorded paths per signature (a branch on a value read at a break)
+MAX_RECORDINGS = 8  # recordings per signature, after which an unknown path stays eager
+_MISSING = object()
+
+
+class Stretch:
+    """Calls from ``start`` up to the next in-place call or break: ``answered`` are those
+    its program runs ahead (from ``draws``, the draws the Python made before it)."""
+
+    __slots__ = ("start", "stop", "answered", "program", "draws")
+
+    def __init__(self, start, stop, answered, program, draws):
+        self.start, self.stop, self.answered = start, stop, answered
+        self.program, self.draws = program, draws
+
+
+class Path:
+    """One recorded run of a step with graph breaks: its calls, cut into segments at the
+    breaks and into stretches at in-place calls, and how a stretch's program gets its
+    inputs (an argument, a parameter, a gradient, optimizer state, a constant, a seed
+    drawn from fastnn's generator)."""
+
+    def __init__(self, name, recorder, snapshot, leaves, draws):
+        values = recorder.values
+        self.name, self.calls, self.cuts = name, recorder.calls, list(recorder.cuts)
+        self.draws = [(method, a, k) for method, a, k, _ in draws]
+        self.bounds = [0] + [c.pos for c in self.cuts] + [len(self.calls)]
+        by_arg, of_leaf = {}, {}
+        for n, leaf in enumerate(leaves):
+            by_arg.setdefault(id(leaf._data if isinstance(leaf, Tensor) else leaf), n)
+            of_leaf[id(leaf)] = n
+        self.binds = {i: _bind(values[i], by_arg, of_leaf, snapshot)
+                      for i in recorder.external}
+        self.binds.update(_bind_seeds(self.calls, draws, recorder))
+        self.describe = {i: f"{v.dtype}{list(v.shape)}" for i, v in enumerate(values)
+                         if is_array(v)}
+        self.drops = last_uses(self.calls, set())
+        self.marks = recorder.marks
+        keys = [(id(c.device), c.name, repr(c.args), repr(c.kwargs)) for c in self.calls]
+        self.key = hash(tuple(keys))  # the same calls: the same path (values aside)
+        self.prefix = [hash(tuple(keys[:c.pos])) for c in self.cuts]
+        self.guards = _optimizer_guards(snapshot, self.binds)
+        # the stretches by first call: those at a segment's start run ahead at its break,
+        # the others ("mid") right after the in-place call before them
+        self.stretches, self.mid = {}, set()
+        for s in range(len(self.bounds) - 1):
+            pos, stop = self.bounds[s], self.bounds[s + 1]
+            draws_before = ([0] + [c.draws for c in self.cuts])[s]
+            while True:
+                stretch = self._plan(pos, stop, draws_before, s)
+                self.stretches[pos] = stretch
+                if pos != self.bounds[s]:
+                    self.mid.add(pos)
+                pos = stretch.stop + 1  # after the in-place call that ends it
+                if pos >= stop:
+                    break
+                draws_before = recorder.marks[stretch.stop]
+
+    def _plan(self, start, stop, draws, s) -> Stretch:
+        ahead, answered, end = [], [], stop
+        for k in range(start, stop):
+            call = self.calls[k]
+            if impure(call):  # it writes what a later call may read: the rest waits
+                end = k
+                break
+            if slots_in(call.out):  # a call that returns no array runs when it is made
+                ahead.append(call)
+                answered.append(k)
+        if not ahead:
+            return Stretch(start, end, frozenset(), None, draws)
+        inputs, made = [], set()
+        for call in ahead:
+            for i in slots_in(call.args) + slots_in(call.kwargs):
+                if i not in made and i not in inputs:
+                    inputs.append(i)
+            made.update(slots_in(call.out))
+        outputs = [i for call in ahead for i in slots_in(call.out)]
+        program = Program(f"{self.name} segment {s + 1} from call {start}", ahead, inputs,
+                          outputs, self.describe)
+        program.planner = fusion.planned
+        return Stretch(start, end, frozenset(answered), program, draws)
+
+    def draws_upto(self, stretch) -> int:
+        """How many draws the Python has made when the stretch's last call returns."""
+        last = max(stretch.answered) if stretch.answered else stretch.start - 1
+        return self.marks[last] if last >= 0 else 0
+
+    def text(self) -> str:
+        """The segments, where each breaks, and which calls run ahead compiled."""
+        n = len(self.bounds) - 1
+        lines = [f"program {self.name}: {n} segments (graph breaks: "
+                 + "; ".join(f"{c.what} at {c.where}" for c in self.cuts) + ")"]
+        for s in range(n):
+            start, stop = self.bounds[s], self.bounds[s + 1]
+            lines.append(f"segment {s + 1} of {n}: calls {start}..{stop - 1}"
+                         if stop > start else f"segment {s + 1} of {n}: no calls")
+            for pos in sorted(p for p in self.stretches if start <= p < stop or p == start):
+                stretch = self.stretches[pos]
+                if stretch.program is not None:
+                    lines.append(stretch.program.text())
+                rest = [k for k in range(stretch.start, min(stretch.stop + 1, stop))
+                        if k not in stretch.answered]
+                if rest:
+                    lines.append("  then as the Python makes them: " + ", ".join(
+                        f"{self.calls[k].name} (call {k})" for k in rest))
+            if s < len(self.cuts):
+                cut = self.cuts[s]
+                lines.append(f"-- graph break: {cut.what} at {cut.where}")
+        return "\n".join(lines)
+
+
+def _optimizer_guards(snapshot, binds) -> list:
+    """For each optimizer whose state the step reads or adds to: a check that it still has
+    the entries it had before the recording (Adam's first step makes its moments)."""
+    read = {id(b[1]()) for b in binds.values() if b[0] == "opt"}
+    guards = []
+    for o, before in zip(snapshot.optimizers, snapshot.opt_state):
+        if id(o) in read or len(o.state) != len(before) or any(
+                st.keys() != before.get(pid, {}).keys() for pid, st in o.state.items()):
+            guards.append(snapshot.guard_of(o))
+    return guards
+
+
+def _bind(value, by_arg, of_leaf, snapshot):
+    n = by_arg.get(id(value))
+    if n is not None:
+        return ("arg", n)
+    where = snapshot.location(value)
+    if where is None:
+        return ("const", value)
+    kind, ref, key = where
+    n = of_leaf.get(id(ref()))
+    if n is not None:  # a gradient (or array) of an argument: this call's argument's
+        return ("arggrad" if kind == "grad" else "arg", n)
+    return where
+
+
+def _bind_seeds(calls, draws, recorder) -> dict:
+    """An integer drawn from fastnn's generator (a seed) and passed to a hook becomes a
+    slot bound to that draw (a replay checks the seed its call drew)."""
+    seeds = {}
+    for n, (_, _, _, result) in enumerate(draws):
+        if isinstance(result, (numbers.Integral, np.integer)):
+            seeds.setdefault(int(result), n)
+    binds = {}
+    for call in calls:
+        for n, arg in enumerate(call.args):
+            if type(arg) is int and arg in seeds:
+                i = recorder._new(arg)
+                binds[i] = ("draw", seeds[arg])
+                call.args[n] = Slot(i)
+    return binds
+
+
+class Split:
+    """A signature whose step has graph breaks: its recorded paths, most recent first."""
+
+    eager = None
+    checked = True
+    program = None
+
+    def __init__(self, path):
+        self.paths = [path]
+        self.recordings = 1
+        self.record_next = False
+
+    def guards_hold(self) -> bool:
+        for guard in self.paths[0].guards:
+            if not guard():
+                return False
+        return True
+
+    def add(self, path) -> None:
+        """A new recording: it replaces a path with the same calls, else joins them."""
+        self.recordings += 1
+        self.record_next = False
+        self.paths = [path] + [p for p in self.paths if p.key != path.key][:MAX_PATHS - 1]
+
+    def wants_recording(self) -> bool:
+        return self.record_next
+
+    def choose(self, path, c, read):
+        """The path for the segments after break ``c``: one with this call's calls so far
+        whose values read at the breaks equal this call's, else ``path``."""
+        for other in self.paths:
+            if len(other.cuts) > c and other.prefix[c] == path.prefix[c] and all(
+                    _same_value(other.cuts[j].value, read[j]) for j in range(c + 1)):
+                return other
+        return path
+
+    def run(self, compiled, args, kwargs, leaves, devices):
+        """One call: segment 1 ahead, then the function's Python with answered calls."""
+        run = Run(self, self.paths[0], compiled, leaves)
+        run.ahead(0, 0)
+        installed = []
+        programs._recording[0] += 1  # the core takes the paths it took while recording
+        try:
+            for dev in devices:
+                wrapper = AnsweringOps(dev.ops, run, dev)
+                installed.append((dev, dev.ops, wrapper))
+                dev.ops = wrapper
+            run.installed = installed
+            result = compiled.fn(*args, **kwargs)
+        finally:
+            programs._recording[0] -= 1
+            run.active = False
+            for dev, ops, _ in installed:
+                dev.ops = ops
+        run.finish()
+        return result
+
+
+def _same_value(a, b) -> bool:
+    try:
+        return a.shape == b.shape and a.dtype == b.dtype and bool(
+            np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+    except (AttributeError, TypeError, ValueError):
+        return False
+
+
+class Run:
+    """One call of a split step: the values of its slots so far and where it stands."""
+
+    def __init__(self, split, path, compiled, leaves):
+        self.split, self.path, self.compiled, self.leaves = split, path, compiled, leaves
+        self.env: dict = {}  # slot -> its value in this call
+        self.answers: set = set()  # calls whose results the programs computed ahead
+        self.drawn: dict = {}  # draw number -> the seed it gives (drawn ahead, undone)
+        self.cursor, self.cut, self.read = 0, 0, []
+        self.active, self.thread, self.installed = True, get_ident(), []
+        self.diverged = None
+
+    def live(self) -> bool:
+        return self.active and get_ident() == self.thread
+
+    # ------------------------------------------------------------ running ahead
+    def ahead(self, pos, draws) -> None:
+        """The program of the stretch from call ``pos``, run on this call's inputs before
+        the Python asks (``draws``: how many the Python has drawn)."""
+        path = self.path
+        stretch = path.stretches.get(pos)
+        if stretch is None or stretch.program is None:
+            return
+        self._peek(draws, path.draws_upto(stretch))
+        values = []
+        for i in stretch.program.inputs:
+            value = self.env.get(i, _MISSING)
+            if value is _MISSING:
+                bind = path.binds.get(i)
+                value = _MISSING if bind is None else self.fetch(bind)
+                if value is _MISSING:
+                    return  # a value that is not there now: the calls run as made
+                self.env[i] = value
+            values.append(value)
+        for dev, inner, _ in self.installed:  # the program runs on the real tables
+            dev.ops = inner
+        try:
+            outs = stretch.program.runner()(values)
+        finally:
+            for dev, _, wrapper in self.installed:
+                dev.ops = wrapper
+        self.env.update(zip(stretch.program.outputs, outs))
+        self.answers.update(stretch.answered)
+        self.compiled.stats["ahead"] += 1
+
+    def _peek(self, first, stop) -> None:
+        """The seeds draws ``first``..``stop`` give, drawn and undone: the Python draws them
+        itself (fastnn's generator stays where eager leaves it)."""
+        if first == stop:
+            return
+        rng = tensor_module._default_rng
+        state = rng.bit_generator.state
+        try:
+            for n in range(first, stop):
+                method, a, k = self.path.draws[n]
+                self.drawn[n] = getattr(rng, method)(*a, **k)
+        finally:
+            rng.bit_generator.state = state
+
+    def fetch(self, bind):
+        kind = bind[0]
+        try:
+            if kind == "arg":
+                leaf = self.leaves[bind[1]]
+                return leaf._data if isinstance(leaf, Tensor) else leaf
+            if kind == "arggrad":
+                return self.leaves[bind[1]]._grad._data
+            if kind == "const":
+                return bind[1]
+            if kind == "draw":
+                return self.drawn.get(bind[1], _MISSING)
+            owner = bind[1]()
+            if kind == "data":
+                return owner._data
+            if kind == "grad":
+                return owner._grad._data
+            return owner.state[bind[2][0]][bind[2][1]]
+        except (AttributeError, KeyError, IndexError, TypeError):
+            return _MISSING
+
+    # ------------------------------------------------------------ the Python's calls
+    def call(self, device, name, args, kwargs, fn):
+        k, calls = self.cursor, self.path.calls
+        if k >= len(calls):
+            return self.leave(f"it makes a backend call ({name}) after the recorded ones",
+                              fn, args, kwargs)
+        rec = calls[k]
+        if rec.name != name or rec.device is not device:
+            return self.leave(f"it calls {name} where the recording called {rec.name}",
+                              fn, args, kwargs)
+        if k in self.answers:
+            why = self._match(rec, args, kwargs)
+            if why is not None:
+                return self.leave(f"{name} gets {why}", fn, args, kwargs)
+            out = _answer(rec.out, self.env)
+        else:
+            out = fn(*args, **kwargs)
+            _store(rec.out, out, self.env)
+        self.cursor = k + 1
+        path = self.path
+        for i in path.drops[k]:
+            self.env.pop(i, None)
+        if k + 1 in path.mid:  # after an in-place call: the next stretch runs ahead
+            self.ahead(k + 1, path.marks[k])
+        return out
+
+    def _match(self, rec, args, kwargs):
+        if len(args) != len(rec.args) or kwargs.keys() != rec.kwargs.keys():
+            return "other arguments than the recording's"
+        for want, got in zip(rec.args, args):
+            why = self._same(want, got)
+            if why is not None:
+                return why
+        for key, want in rec.kwargs.items():
+            why = self._same(want, kwargs[key])
+            if why is not None:
+                return why
+        return None
+
+    def _same(self, want, got):
+        kind = type(want)
+        if kind is Slot:
+            i = want.i
+            bind = self.path.binds.get(i)
+            value = self.env.get(i, _MISSING)
+            if value is _MISSING and bind is not None:
+                value = self.fetch(bind)
+            if got is value:
+                return None
+            if bind is not None and bind[0] == "draw":
+                return None if value is not _MISSING and got == value else "another seed"
+            if bind is not None and bind[0] == "const" and _same_value(got, value):
+                return None
+            return "another array than the recording's"
+        if kind is Seq:
+            if type(got) is not want.kind or len(got) != len(want.items):
+                return "another list than the recording's"
+            for w, g in zip(want.items, got):
+                why = self._same(w, g)
+                if why is not None:
+                    return why
+            return None
+        try:
+            if got is want or (type(got) is type(want) and bool(got == want)):
+                return None
+        except (TypeError, ValueError):
+            pass
+        return f"{got!r} where the recording has {want!r}"
+
+    def leave(self, why, fn, args, kwargs):
+        """The Python left the recorded path: this call runs eagerly from here."""
+        self.stop(why)
+        return fn(*args, **kwargs)
+
+    def stop(self, why) -> None:
+        self.active, self.diverged = False, why
+        compiled = self.compiled
+        said = ("path", self.cursor, why.split(" ")[0])
+        if said not in compiled._said:
+            compiled._said.add(said)
+            warnings.warn(f"fnn.compile: {compiled.name} left its recorded path at backend "
+                          f"call {self.cursor} ({why}); the rest of that call ran eagerly "
+                          "and the next one records this path", stacklevel=5)
+
+    def read_back(self, value) -> None:
+        """The Python read ``value`` back: at a break, the next segment runs ahead."""
+        if user_line()[3] in CHECKS:
+            return
+        c, cuts = self.cut, self.path.cuts
+        if c >= len(cuts) or cuts[c].pos != self.cursor:
+            self.stop("it reads a value back where the recording read none")
+            return
+        self.read.append(np.array(value, copy=True))
+        self.cut = c + 1
+        self.path = self.split.choose(self.path, c, self.read)
+        self.ahead(self.cursor, self.path.cuts[c].draws)
+
+    def finish(self) -> None:
+        path = self.path
+        whole = self.diverged is None and self.cursor == len(path.calls) and \
+            self.cut == len(path.cuts)
+        self.env.clear()
+        stats = self.compiled.stats
+        if whole:
+            stats["split"] += 1
+            split = self.split
+            if split.paths[0] is not path and path in split.paths:
+                split.paths.remove(path)
+                split.paths.insert(0, path)
+            return
+        stats["eager"] += 1
+        split = self.split
+        if split.recordings < MAX_RECORDINGS:
+            split.record_next = True
+
+
+def _answer(template, env):
+    kind = type(template)
+    if kind is Slot:
+        return env[template.i]
+    if kind is Seq:
+        return template.kind(_answer(item, env) for item in template.items)
+    return template
+
+
+def _store(template, value, env) -> None:
+    kind = type(template)
+    if kind is Slot:
+        env[template.i] = value
+    elif kind is Seq and isinstance(value, (list, tuple)):
+        for item, part in zip(template.items, value):
+            _store(item, part, env)
+
+
+class AnsweringOps:
+    """A device's ops table while a split step's Python runs: each call checked against the
+    recording and answered from the segment's program, or made (see the module)."""
+
+    def __init__(self, inner, run: Run, device):
+        self._inner, self._run, self._device = inner, run, device
+
+    def __repr__(self) -> str:
+        return f"<answering {self._inner!r}>"
+
+    def __getattr__(self, name):
+        target = getattr(self._inner, name)
+        if name.startswith("_") or not callable(target):
+            return target
+        run, device, inner = self._run, self._device, self._inner
+
+        if name == "to_numpy":
+            def hook(*args, **kwargs):
+                value = getattr(inner, name)(*args, **kwargs)
+                if run.live():
+                    run.read_back(value)
+                return value
+        else:
+            def hook(*args, **kwargs):
+                fn = getattr(inner, name)
+                if not run.live():
+                    return fn(*args, **kwargs)
+                return run.call(device, name, args, kwargs, fn)
+        hook.__name__ = name
+        self.__dict__[name] = hook
+        return hook
