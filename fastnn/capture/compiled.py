@@ -73,9 +73,9 @@ class Compiled:
         self.name = getattr(fn, "__qualname__", None) or type(fn).__name__
         self._cache: OrderedDict = OrderedDict()  # signature key -> [Entry]
         self._said: set = set()
-        # split: calls of a step with graph breaks that ran through their segments; ahead:
-        # segment programs run ahead of the Python
-        self.stats = {"recorded": 0, "replayed": 0, "eager": 0, "split": 0, "ahead": 0}
+        # and, once a step has graph breaks, "split": its calls that ran through their
+        # segments, "ahead": segment programs run ahead of the Python
+        self.stats = {"recorded": 0, "replayed": 0, "eager": 0}
         self._last = None  # the entry of the latest call
         functools.update_wrapper(self, fn, updated=())
 

@@ -33,7 +33,8 @@ import numpy as np
 from fastnn.api import fusion
 from fastnn.api import program as programs
 from fastnn.api.program import Program, Seq, Slot, impure, last_uses, slots_in
-from fastnn.capture.record import CHECKS, is_array, user_line
+from fastnn.capture.record import CHECKS, Cut, Recorder, RecordingOps, RngLog, is_array, user_line
+from fastnn.capture.state import Snapshot
 from fastnn.ops import tensor as tensor_module
 from fastnn.ops.tensor import Tensor
 
@@ -59,7 +60,9 @@ class Path:
     inputs (an argument, a parameter, a gradient, optimizer state, a constant, a seed
     drawn from fastnn's generator)."""
 
-    def __init__(self, name, recorder, snapshot, leaves, draws):
+    def __init__(self, name, recorder, snapshot, leaves, draws, base=None):
+        """``base``: the path whose first calls a recording resumed from (its bindings
+        and descriptions hold for them)."""
         values = recorder.values
         self.name, self.calls, self.cuts = name, recorder.calls, list(recorder.cuts)
         self.draws = [(method, a, k) for method, a, k, _ in draws]
@@ -68,11 +71,14 @@ class Path:
         for n, leaf in enumerate(leaves):
             by_arg.setdefault(id(leaf._data if isinstance(leaf, Tensor) else leaf), n)
             of_leaf[id(leaf)] = n
-        self.binds = {i: _bind(values[i], by_arg, of_leaf, snapshot)
-                      for i in recorder.external}
+        self.binds = dict(base.binds) if base is not None else {}
+        self.binds.update((i, _bind(values[i], by_arg, of_leaf, snapshot))
+                          for i in recorder.external)
         self.binds.update(_bind_seeds(self.calls, draws, recorder))
-        self.describe = {i: f"{v.dtype}{list(v.shape)}" for i, v in enumerate(values)
-                         if is_array(v)}
+        self.size = len(values)
+        self.describe = dict(base.describe) if base is not None else {}
+        self.describe.update((i, f"{v.dtype}{list(v.shape)}") for i, v in enumerate(values)
+                             if is_array(v))
         self.drops = last_uses(self.calls, set())
         self.marks = recorder.marks
         keys = [(id(c.device), c.name, repr(c.args), repr(c.kwargs)) for c in self.calls]
@@ -243,6 +249,7 @@ class Split:
         finally:
             programs._recording[0] -= 1
             run.active = False
+            run.end_recording()
             for dev, ops, _ in installed:
                 dev.ops = ops
         run.finish()
@@ -268,6 +275,7 @@ class Run:
         self.cursor, self.cut, self.read = 0, 0, []
         self.active, self.thread, self.installed = True, get_ident(), []
         self.diverged = None
+        self.tail = None  # (recorder, snapshot, rng log, {device: RecordingOps}) after leaving
 
     def live(self) -> bool:
         return self.active and get_ident() == self.thread
@@ -300,7 +308,8 @@ class Run:
                 dev.ops = wrapper
         self.env.update(zip(stretch.program.outputs, outs))
         self.answers.update(stretch.answered)
-        self.compiled.stats["ahead"] += 1
+        stats = self.compiled.stats
+        stats["ahead"] = stats.get("ahead", 0) + 1
 
     def _peek(self, first, stop) -> None:
         """The seeds draws ``first``..``stop`` give, drawn and undone: the Python draws them
@@ -342,15 +351,15 @@ class Run:
         k, calls = self.cursor, self.path.calls
         if k >= len(calls):
             return self.leave(f"it makes a backend call ({name}) after the recorded ones",
-                              fn, args, kwargs)
+                              device, name, args, kwargs)
         rec = calls[k]
         if rec.name != name or rec.device is not device:
             return self.leave(f"it calls {name} where the recording called {rec.name}",
-                              fn, args, kwargs)
+                              device, name, args, kwargs)
         if k in self.answers:
             why = self._match(rec, args, kwargs)
             if why is not None:
-                return self.leave(f"{name} gets {why}", fn, args, kwargs)
+                return self.leave(f"{name} gets {why}", device, name, args, kwargs)
             out = _answer(rec.out, self.env)
         else:
             out = fn(*args, **kwargs)
@@ -406,20 +415,31 @@ class Run:
             pass
         return f"{got!r} where the recording has {want!r}"
 
-    def leave(self, why, fn, args, kwargs):
-        """The Python left the recorded path: this call runs eagerly from here."""
+    def leave(self, why, device, name, args, kwargs):
+        """The Python left the recorded path: this call runs eagerly from here (recorded,
+        as the rest of the path the recording so far began)."""
         self.stop(why)
-        return fn(*args, **kwargs)
+        ops = self.tail[3][device] if self.tail is not None else self.inner_of(device)
+        return getattr(ops, name)(*args, **kwargs)
+
+    def inner_of(self, device):
+        for dev, inner, _ in self.installed:
+            if dev is device:
+                return inner
+        return device.ops
 
     def stop(self, why) -> None:
         self.active, self.diverged = False, why
+        split = self.split
+        if split.recordings < MAX_RECORDINGS and self.installed:
+            self._resume_recording()
         compiled = self.compiled
         said = ("path", self.cursor, why.split(" ")[0])
         if said not in compiled._said:
             compiled._said.add(said)
             warnings.warn(f"fnn.compile: {compiled.name} left its recorded path at backend "
-                          f"call {self.cursor} ({why}); the rest of that call ran eagerly "
-                          "and the next one records this path", stacklevel=5)
+                          f"call {self.cursor} ({why}); the rest of that call ran eagerly"
+                          " (and is recorded as a path of its own)", stacklevel=5)
 
     def read_back(self, value) -> None:
         """The Python read ``value`` back: at a break, the next segment runs ahead."""
@@ -428,11 +448,51 @@ class Run:
         c, cuts = self.cut, self.path.cuts
         if c >= len(cuts) or cuts[c].pos != self.cursor:
             self.stop("it reads a value back where the recording read none")
+            if self.tail is not None:
+                cut = self.tail[0].refuse("to_numpy")
+                if cut is not None:
+                    cut.value = np.array(value, copy=True)
             return
         self.read.append(np.array(value, copy=True))
         self.cut = c + 1
         self.path = self.split.choose(self.path, c, self.read)
         self.ahead(self.cursor, self.path.cuts[c].draws)
+
+    def _resume_recording(self) -> None:
+        """Record the rest of this call, on from the calls it made along its path."""
+        path, k = self.path, self.cursor
+        recorder = Recorder(False, path.name)
+        recorder.calls = list(path.calls[:k])
+        recorder.cuts = []
+        for old, value in zip(path.cuts[:self.cut], self.read):  # with this call's values
+            cut = Cut(old.pos, old.draws, old.where, old.what)
+            cut.value = value
+            recorder.cuts.append(cut)
+        recorder.marks = list(path.marks[:k])
+        made = {i for call in recorder.calls for i in slots_in(call.out)}
+        recorder.values = [None] * path.size
+        for i, value in self.env.items():
+            if i in made or i in path.binds:
+                recorder.values[i] = value
+                recorder.slot_of[id(value)] = i
+        drawn = max([path.marks[k - 1] if k else 0] + [c.draws for c in recorder.cuts])
+        rng = tensor_module._default_rng
+        log = RngLog(rng)
+        log.draws = [(m, a, kw, None) for m, a, kw in path.draws[:drawn]]
+        tensor_module._default_rng = recorder.log = log
+        snapshot = Snapshot()
+        tables = {dev: RecordingOps(inner, recorder, dev) for dev, inner, _ in self.installed}
+        self.tail = (recorder, snapshot, log, tables)
+
+    def end_recording(self):
+        """The path the rest of this call recorded (None if it recorded none)."""
+        if self.tail is None:
+            return None
+        recorder, snapshot, log, _ = self.tail
+        recorder.active = False
+        if tensor_module._default_rng is log:
+            tensor_module._default_rng = log._rng
+        return recorder, snapshot, log
 
     def finish(self) -> None:
         path = self.path
@@ -441,7 +501,7 @@ class Run:
         self.env.clear()
         stats = self.compiled.stats
         if whole:
-            stats["split"] += 1
+            stats["split"] = stats.get("split", 0) + 1
             split = self.split
             if split.paths[0] is not path and path in split.paths:
                 split.paths.remove(path)
@@ -449,7 +509,12 @@ class Run:
             return
         stats["eager"] += 1
         split = self.split
-        if split.recordings < MAX_RECORDINGS:
+        if self.tail is not None:
+            recorder, snapshot, log, _ = self.tail
+            new = Path(path.name, recorder, snapshot, self.leaves, log.draws, base=path)
+            self.compiled._say_breaks(new)
+            split.add(new)
+        elif split.recordings < MAX_RECORDINGS:
             split.record_next = True
 
 
@@ -489,16 +554,19 @@ class AnsweringOps:
 
         if name == "to_numpy":
             def hook(*args, **kwargs):
+                if run.tail is not None and get_ident() == run.thread:
+                    return getattr(run.tail[3][device], name)(*args, **kwargs)
                 value = getattr(inner, name)(*args, **kwargs)
                 if run.live():
                     run.read_back(value)
                 return value
         else:
             def hook(*args, **kwargs):
-                fn = getattr(inner, name)
-                if not run.live():
-                    return fn(*args, **kwargs)
-                return run.call(device, name, args, kwargs, fn)
+                if run.live():
+                    return run.call(device, name, args, kwargs, getattr(inner, name))
+                if run.tail is not None and get_ident() == run.thread:
+                    return getattr(run.tail[3][device], name)(*args, **kwargs)
+                return getattr(inner, name)(*args, **kwargs)
         hook.__name__ = name
         self.__dict__[name] = hook
         return hook

@@ -113,7 +113,7 @@ def test_a_branch_on_a_value_read_stays_correct():
         compiled, ways2, step = train(True)
     assert ways1 == ways2 and {"big", "small"} <= set(ways1)
     _compare(eager, compiled)
-    # the second path costs one eager call and one recording; the rest run split
+    # the second path costs one call run eagerly from the break (recording the rest)
     assert step.stats["recorded"] == 2 and step.stats["eager"] == 1
     assert step.stats["split"] == 13
 
@@ -182,9 +182,10 @@ def test_a_changed_python_number_leaves_the_path_and_runs_eagerly():
         compiled, read2, step = train(True)
     assert read1 == read2
     _compare(eager, compiled)
-    # recorded: the first call, the first with momentum buffers, the call after it left
-    assert step.stats["eager"] == 1 and step.stats["recorded"] == 3
-    assert step.stats["split"] == 2
+    # recorded: the first call and the first with momentum buffers; the call that left
+    # the path ran eagerly from there and recorded the rest as a second path
+    assert step.stats["eager"] == 1 and step.stats["recorded"] == 2
+    assert step.stats["split"] == 3
 
 
 def test_writes_through_views_around_a_break():
