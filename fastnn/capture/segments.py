@@ -270,6 +270,9 @@ class Run:
     def __init__(self, split, path, compiled, leaves):
         self.split, self.path, self.compiled, self.leaves = split, path, compiled, leaves
         self.env: dict = {}  # slot -> its value in this call
+        # id(value) -> slot, for every value this call had, its own dropped ones too (a
+        # recording resumed mid-call knows the arrays the Python still holds by them)
+        self.ids: dict = {}
         self.answers: set = set()  # calls whose results the programs computed ahead
         self.drawn: dict = {}  # draw number -> the seed it gives (drawn ahead, undone)
         self.cursor, self.cut, self.read = 0, 0, []
@@ -307,6 +310,11 @@ class Run:
             for dev, _, wrapper in self.installed:
                 dev.ops = wrapper
         self.env.update(zip(stretch.program.outputs, outs))
+        ids = self.ids
+        for i, value in zip(stretch.program.inputs, values):
+            ids[id(value)] = i
+        for i, value in zip(stretch.program.outputs, outs):
+            ids[id(value)] = i
         self.answers.update(stretch.answered)
         stats = self.compiled.stats
         stats["ahead"] = stats.get("ahead", 0) + 1
@@ -363,7 +371,7 @@ class Run:
             out = _answer(rec.out, self.env)
         else:
             out = fn(*args, **kwargs)
-            _store(rec.out, out, self.env)
+            _store(rec.out, out, self.env, self.ids)
         self.cursor = k + 1
         path = self.path
         for i in path.drops[k]:
@@ -471,6 +479,9 @@ class Run:
         recorder.marks = list(path.marks[:k])
         made = {i for call in recorder.calls for i in slots_in(call.out)}
         recorder.values = [None] * path.size
+        for key, i in self.ids.items():  # dropped: the Python may hold them still
+            if i in made or i in path.binds:
+                recorder.slot_of[key] = i
         for i, value in self.env.items():
             if i in made or i in path.binds:
                 recorder.values[i] = value
@@ -527,13 +538,14 @@ def _answer(template, env):
     return template
 
 
-def _store(template, value, env) -> None:
+def _store(template, value, env, ids) -> None:
     kind = type(template)
     if kind is Slot:
         env[template.i] = value
+        ids[id(value)] = template.i
     elif kind is Seq and isinstance(value, (list, tuple)):
         for item, part in zip(template.items, value):
-            _store(item, part, env)
+            _store(item, part, env, ids)
 
 
 class AnsweringOps:
