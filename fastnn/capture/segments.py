@@ -25,6 +25,8 @@ read); else the latest path that ran through, whose calls are checked all the sa
 from __future__ import annotations
 
 import numbers
+import os
+import sys
 import warnings
 from threading import get_ident
 
@@ -33,7 +35,7 @@ import numpy as np
 from fastnn.api import fusion
 from fastnn.api import program as programs
 from fastnn.api.program import Program, Seq, Slot, impure, last_uses, slots_in
-from fastnn.capture.record import CHECKS, Cut, Recorder, RecordingOps, RngLog, is_array, user_line
+from fastnn.capture.record import CHECKS, Cut, Recorder, RecordingOps, RngLog, is_array
 from fastnn.capture.state import Snapshot
 from fastnn.ops import tensor as tensor_module
 from fastnn.ops.tensor import Tensor
@@ -41,6 +43,7 @@ from fastnn.ops.tensor import Tensor
 MAX_PATHS = 4  # recorded paths per signature (a branch on a value read at a break)
 MAX_RECORDINGS = 8  # recordings per signature, after which an unknown path stays eager
 _MISSING = object()
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 class Stretch:
@@ -94,7 +97,7 @@ class Path:
             while True:
                 stretch = self._plan(pos, stop, draws_before, s)
                 self.stretches[pos] = stretch
-                if pos != self.bounds[s]:
+                if pos != self.bounds[s] and stretch.program is not None:
                     self.mid.add(pos)
                 pos = stretch.stop + 1  # after the in-place call that ends it
                 if pos >= stop:
@@ -208,6 +211,7 @@ class Split:
         self.paths = [path]
         self.recordings = 1
         self.record_next = False
+        self.wrappers: dict = {}  # (device, its table) -> AnsweringOps, kept between calls
 
     def guards_hold(self) -> bool:
         for guard in self.paths[0].guards:
@@ -241,8 +245,12 @@ class Split:
         programs._recording[0] += 1  # the core takes the paths it took while recording
         try:
             for dev in devices:
-                wrapper = AnsweringOps(dev.ops, run, dev)
-                installed.append((dev, dev.ops, wrapper))
+                inner = dev.ops
+                wrapper = self.wrappers.get((dev, inner))
+                if wrapper is None:  # its hooks are made once, as the Python asks for them
+                    wrapper = self.wrappers[(dev, inner)] = AnsweringOps(inner, run, dev)
+                wrapper._run = run
+                installed.append((dev, inner, wrapper))
                 dev.ops = wrapper
             run.installed = installed
             result = compiled.fn(*args, **kwargs)
@@ -257,9 +265,11 @@ class Split:
 
 
 def _same_value(a, b) -> bool:
+    """Whether two host arrays hold the same values, bit for bit (a value read at a break,
+    a constant): NaN equals NaN, 0.0 and -0.0 differ."""
     try:
-        return a.shape == b.shape and a.dtype == b.dtype and bool(
-            np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+        return a.shape == b.shape and a.dtype == b.dtype and (
+            a is b or np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes())
     except (AttributeError, TypeError, ValueError):
         return False
 
@@ -451,7 +461,7 @@ class Run:
 
     def read_back(self, value) -> None:
         """The Python read ``value`` back: at a break, the next segment runs ahead."""
-        if user_line()[3] in CHECKS:
+        if _read_by_a_check():
             return
         c, cuts = self.cut, self.path.cuts
         if c >= len(cuts) or cuts[c].pos != self.cursor:
@@ -529,6 +539,28 @@ class Run:
             split.record_next = True
 
 
+_IN_FASTNN: dict = {}  # a code object's file -> whether it is fastnn's own
+
+
+def _read_by_a_check() -> bool:
+    """Whether fastnn read the value only to check it (``CHECKS``; the recording skipped
+    those): the frames between the read and the user's code, without
+    :func:`fastnn.capture.record.user_line`'s path arithmetic (this runs every break)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        code = frame.f_code
+        inside = _IN_FASTNN.get(code.co_filename)
+        if inside is None:
+            path = os.path.abspath(code.co_filename)
+            inside = _IN_FASTNN[code.co_filename] = path.startswith(_PACKAGE)
+        if not inside:
+            return False
+        if code.co_name in CHECKS:
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _answer(template, env):
     kind = type(template)
     if kind is Slot:
@@ -553,7 +585,7 @@ class AnsweringOps:
     recording and answered from the segment's program, or made (see the module)."""
 
     def __init__(self, inner, run: Run, device):
-        self._inner, self._run, self._device = inner, run, device
+        self._inner, self._run, self._device = inner, run, device  # _run: the call now
 
     def __repr__(self) -> str:
         return f"<answering {self._inner!r}>"
@@ -562,10 +594,11 @@ class AnsweringOps:
         target = getattr(self._inner, name)
         if name.startswith("_") or not callable(target):
             return target
-        run, device, inner = self._run, self._device, self._inner
+        device, inner, table = self._device, self._inner, self
 
         if name == "to_numpy":
             def hook(*args, **kwargs):
+                run = table._run
                 if run.tail is not None and get_ident() == run.thread:
                     return getattr(run.tail[3][device], name)(*args, **kwargs)
                 value = getattr(inner, name)(*args, **kwargs)
@@ -574,6 +607,7 @@ class AnsweringOps:
                 return value
         else:
             def hook(*args, **kwargs):
+                run = table._run
                 if run.live():
                     return run.call(device, name, args, kwargs, getattr(inner, name))
                 if run.tail is not None and get_ident() == run.thread:
