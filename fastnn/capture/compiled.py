@@ -6,6 +6,9 @@ to the step's inputs and outputs. The next call with that signature replays the 
 and, once, checks it against an eager run of the same call (restoring nothing: the eager
 run is the one that counts); every later call only replays.
 
+With ``fullgraph=False``, a recording that reads a value back to Python is cut there
+into segments (:mod:`fastnn.capture.segments`).
+
 A signature is what the program depends on: the arguments' shapes, dtypes, devices and
 requires_grad (numbers and other arguments by value), grad mode, and, checked on each
 call, the tensors and optimizer state it reads (alive, same shapes), the optimizers'
@@ -236,8 +239,11 @@ def compile(fn=None, *, fullgraph: bool = True, max_signatures: int = 8):  # noq
     (shapes, dtypes, devices, requires_grad, training flags, the parameter set) records
     again, up to ``max_signatures`` programs. Reading a value back to Python inside
     (``.item()``, ``bool(t)``, ``.numpy()``, printing) raises :class:`CaptureError`
-    naming the line; with ``fullgraph=False`` that signature runs eagerly instead (said
-    once). The learning rate, step counts and random seeds are read at every replay.
+    naming the line; with ``fullgraph=False`` the program is split there (a graph
+    break, said once per line): its segments run compiled and the function's Python
+    runs every call as eagerly, its backend calls answered from the segments' results
+    (:mod:`fastnn.capture.segments`). The learning rate, step counts and random seeds
+    are read at every replay.
     ``step.program()`` prints the program.
     """
     if fn is None:
