@@ -35,7 +35,7 @@ import numpy as np
 from fastnn.api import fusion
 from fastnn.api import program as programs
 from fastnn.api.program import Program, Seq, Slot, impure, last_uses, slots_in
-from fastnn.capture.record import CHECKS, Cut, Recorder, RecordingOps, RngLog, is_array
+from fastnn.capture.record import CHECKS, Cut, Recorder, RecordingOps, RngLog, is_array, user_line
 from fastnn.capture.state import Snapshot
 from fastnn.ops import tensor as tensor_module
 from fastnn.ops.tensor import Tensor
@@ -254,6 +254,11 @@ class Split:
                 dev.ops = wrapper
             run.installed = installed
             result = compiled.fn(*args, **kwargs)
+        except BaseException:
+            run.end_recording()  # the call failed: nothing of it is kept
+            run.env.clear()
+            run.tail = run.leaves = None
+            raise
         finally:
             programs._recording[0] -= 1
             run.active = False
@@ -455,9 +460,10 @@ class Run:
         said = ("path", self.cursor, why.split(" ")[0])
         if said not in compiled._said:
             compiled._said.add(said)
-            warnings.warn(f"fnn.compile: {compiled.name} left its recorded path at backend "
-                          f"call {self.cursor} ({why}); the rest of that call ran eagerly"
-                          " (and is recorded as a path of its own)", stacklevel=5)
+            where = user_line()[0]
+            warnings.warn(f"fnn.compile: {compiled.name} left its recorded path at {where}, "
+                          f"backend call {self.cursor} ({why}); the rest of that call ran "
+                          "eagerly (and is recorded as a path of its own)", stacklevel=5)
 
     def read_back(self, value) -> None:
         """The Python read ``value`` back: at a break, the next segment runs ahead."""
@@ -519,7 +525,11 @@ class Run:
         path = self.path
         whole = self.diverged is None and self.cursor == len(path.calls) and \
             self.cut == len(path.cuts)
+        tail, leaves = self.tail, self.leaves
+        # the wrappers keep this run until the next call: it keeps no arrays
         self.env.clear()
+        self.ids.clear()
+        self.tail = self.leaves = None
         stats = self.compiled.stats
         if whole:
             stats["split"] = stats.get("split", 0) + 1
@@ -530,9 +540,9 @@ class Run:
             return
         stats["eager"] += 1
         split = self.split
-        if self.tail is not None:
-            recorder, snapshot, log, _ = self.tail
-            new = Path(path.name, recorder, snapshot, self.leaves, log.draws, base=path)
+        if tail is not None:
+            recorder, snapshot, log, _ = tail
+            new = Path(path.name, recorder, snapshot, leaves, log.draws, base=path)
             self.compiled._say_breaks(new)
             split.add(new)
         elif split.recordings < MAX_RECORDINGS:

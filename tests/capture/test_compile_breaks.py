@@ -213,3 +213,31 @@ def test_writes_through_views_around_a_break():
     assert seen1 == seen2
     assert all(np.array_equal(a, b) for a, b in zip(outs1, outs2))
     assert step.stats["split"] == 4
+
+
+def test_an_error_after_a_break_leaves_the_tables_as_they_were():
+    model, _ = _model_and_optimizer("sgd")
+    model.eval()  # no dropout: an eager forward gives what the compiled one does
+    device = fnn.randn(1).device
+    calls = {"n": 0}
+
+    def step(x):
+        out = model(x).sum()
+        calls["n"] += 1
+        if out.item() is not None and calls["n"] == 3:
+            raise ValueError("the user's own error")
+        return out * 2
+
+    compiled = fnn.compile(step, fullgraph=False)
+    x = fnn.randn(2, 6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled(x)
+        compiled(x)
+        tables = device.ops
+        with pytest.raises(ValueError, match="the user's own error"):
+            compiled(x)
+        assert device.ops is tables  # the answering wrappers are gone
+        assert isinstance(host_rng(), np.random.Generator)  # and no logging generator
+        out = compiled(x)
+        assert calls["n"] == 4 and np.array_equal(out.numpy(), (model(x).sum() * 2).numpy())
