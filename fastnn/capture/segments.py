@@ -32,7 +32,7 @@ import numbers
 import numpy as np
 
 from fastnn.api import fusion
-from fastnn.api.program import Program, Slot, impure, last_uses, slots_in
+from fastnn.api.program import Program, Seq, Slot, impure, last_uses, slots_in
 from fastnn.capture.record import is_array
 from fastnn.ops.tensor import Tensor
 
@@ -99,12 +99,16 @@ class Path:
         ahead, answered, end = [], [], stop
         for k in range(start, stop):
             call = self.calls[k]
-            if impure(call):  # it writes what a later call may read: the rest waits
-                end = k
+            if not slots_in(call.out):  # a call that returns no array runs when it is made
+                if impure(call):  # it writes what a later call may read: the rest waits
+                    end = k
+                    break
+                continue
+            if impure(call) or not _only_arrays(call.out):
+                end = k  # as an in-place call; or a Python number it returns is this call's
                 break
-            if slots_in(call.out):  # a call that returns no array runs when it is made
-                ahead.append(call)
-                answered.append(k)
+            ahead.append(call)
+            answered.append(k)
         if not ahead:
             return Stretch(start, end, frozenset(), None, draws)
         inputs, made = [], set()
@@ -146,6 +150,15 @@ class Path:
                 cut = self.cuts[s]
                 lines.append(f"-- graph break: {cut.what} at {cut.where}")
         return "\n".join(lines)
+
+
+def _only_arrays(template) -> bool:
+    """Whether a result holds arrays only (the program computes all of it)."""
+    if type(template) is Slot or template is None:
+        return True
+    if type(template) is Seq:
+        return all(_only_arrays(item) for item in template.items)
+    return False
 
 
 def _optimizer_guards(snapshot, binds) -> list:
