@@ -58,7 +58,11 @@ def _run(opt_name, compiled, calls=20):
 
     if compiled:
         step = fnn.compile(step, fullgraph=False)
-    losses = [step(x, y).numpy() for x, y in _batches(calls)]
+    schedule = optim.lr_scheduler.StepLR(opt, step_size=3, gamma=0.5)
+    losses = []
+    for x, y in _batches(calls):
+        losses.append(step(x, y).numpy())
+        schedule.step()  # the optimizer step, made as the Python makes it, reads each lr
     return (model, opt), losses, seen, host_rng().bit_generator.state, step
 
 
