@@ -3,7 +3,9 @@
 See :mod:`fastnn.capture.compiled` (the entry point), :mod:`fastnn.capture.record` (the
 recording), :mod:`fastnn.capture.build` (binding a recording to the step's inputs and
 outputs), :mod:`fastnn.capture.entry` (a signature's replay and checks),
-:mod:`fastnn.capture.state` (what a step reads and writes outside its arguments) and
+:mod:`fastnn.capture.state` (what a step reads and writes outside its arguments),
+:mod:`fastnn.capture.segments` and :mod:`fastnn.capture.answering` (graph breaks: a
+step run as compiled segments with its Python kept) and
 :mod:`fastnn.api.program` (the program, its passes, its interpreter: in the backend
 contract, since a backend may compile programs itself).
 """

@@ -6,6 +6,9 @@ to the step's inputs and outputs. The next call with that signature replays the 
 and, once, checks it against an eager run of the same call (restoring nothing: the eager
 run is the one that counts); every later call only replays.
 
+With ``fullgraph=False``, a recording that reads a value back to Python is cut there
+into segments (:mod:`fastnn.capture.segments`).
+
 A signature is what the program depends on: the arguments' shapes, dtypes, devices and
 requires_grad (numbers and other arguments by value), grad mode, and, checked on each
 call, the tensors and optimizer state it reads (alive, same shapes), the optimizers'
@@ -24,7 +27,7 @@ import numpy as np
 from fastnn.api import program as programs
 from fastnn.api.device import _cache as _devices
 from fastnn.autograd import grad_mode
-from fastnn.capture import build
+from fastnn.capture import answering, build, segments
 from fastnn.capture.record import CaptureError, Recorder, RecordingOps, RngLog
 from fastnn.capture.state import Snapshot
 from fastnn.ops import tensor as tensor_module
@@ -73,6 +76,8 @@ class Compiled:
         self.name = getattr(fn, "__qualname__", None) or type(fn).__name__
         self._cache: OrderedDict = OrderedDict()  # signature key -> [Entry]
         self._said: set = set()
+        # and, once a step has graph breaks, "split": its calls that ran through their
+        # segments, "ahead": segment programs run ahead of the Python
         self.stats = {"recorded": 0, "replayed": 0, "eager": 0}
         self._last = None  # the entry of the latest call
         functools.update_wrapper(self, fn, updated=())
@@ -85,6 +90,10 @@ class Compiled:
                 if entry.guards_hold():
                     self._cache.move_to_end(key)
                     self._last = entry
+                    if type(entry) is answering.Split:
+                        if entry.wants_recording():
+                            return self._record(key, args, kwargs, leaves, entry)
+                        return entry.run(self, args, kwargs, leaves, _devices_of(leaves))
                     return self._run(entry, args, kwargs, leaves)
         return self._record(key, args, kwargs, leaves)
 
@@ -98,16 +107,14 @@ class Compiled:
         return entry.replay(leaves)
 
     # ------------------------------------------------------------ recording
-    def _record(self, key, args, kwargs, leaves):
+    def _record(self, key, args, kwargs, leaves, split=None):
         snapshot = Snapshot()
         recorder = Recorder(self.fullgraph, self.name)
-        devices = list(_devices.values())
-        for t in leaves:
-            if isinstance(t, Tensor) and t._device not in devices:
-                devices.append(t._device)
+        devices = _devices_of(leaves)
         installed = []
         rng = tensor_module._default_rng
         log = tensor_module._default_rng = RngLog(rng)
+        recorder.log = log
         programs._recording[0] += 1
         try:
             for dev in devices:
@@ -122,8 +129,13 @@ class Compiled:
             if tensor_module._default_rng is log:
                 tensor_module._default_rng = rng
         self.stats["recorded"] += 1
-        if recorder.breaks:
-            entry = build.Entry.eager_only(key, "graph break: " + recorder.breaks[0])
+        if recorder.cuts:
+            path = segments.Path(self.name, recorder, snapshot, leaves, log.draws)
+            self._say_breaks(path)
+            if split is not None:
+                split.add(path)
+                return result
+            entry = answering.Split(path)
         else:
             entry = build.build(self.name, recorder, snapshot, leaves, log.draws, result)
         if entry.eager is not None and entry.eager not in self._said:
@@ -133,6 +145,17 @@ class Compiled:
         self._store(key, entry)
         self._last = entry
         return result
+
+    def _say_breaks(self, path) -> None:
+        """One warning per graph break site (the user's line) of this function."""
+        n = len(path.cuts) + 1
+        for cut in path.cuts:
+            if ("break", cut.where) not in self._said:
+                self._said.add(("break", cut.where))
+                warnings.warn(f"fnn.compile: graph break in {self.name} at {cut.where}: "
+                              f"{cut.what} reads a value back to Python, so the step runs "
+                              f"as {n} segments (compiled; the Python between them runs "
+                              "every call, as eagerly)", stacklevel=4)
 
     def _store(self, key, entry) -> None:
         self._cache.setdefault(key, []).insert(0, entry)
@@ -182,8 +205,11 @@ class Compiled:
                                "call it once to record its program")
         entry = self._last if index is None and self._last is not None else entries[
             -1 if index is None else index]
-        text = entry.program.text() if entry.program is not None else (
-            f"program {self.name}: none ({entry.eager})")
+        if type(entry) is answering.Split:
+            text = entry.paths[0].text()
+        else:
+            text = entry.program.text() if entry.program is not None else (
+                f"program {self.name}: none ({entry.eager})")
         print(text)
         return text
 
@@ -195,6 +221,16 @@ class Compiled:
         return f"<fnn.compile of {self.name}: {sum(map(len, self._cache.values()))} program(s)>"
 
 
+def _devices_of(leaves) -> list:
+    """The devices whose ops a recording or a split run wraps: every device made so far
+    and those of the arguments."""
+    devices = list(_devices.values())
+    for t in leaves:
+        if isinstance(t, Tensor) and t._device not in devices:
+            devices.append(t._device)
+    return devices
+
+
 def compile(fn=None, *, fullgraph: bool = True, max_signatures: int = 8):  # noqa: A001
     """Record ``fn`` (a training step, or a module's forward) on its first call, then
     replay the recorded backend calls with no Tensor objects, tape or checks.
@@ -203,8 +239,11 @@ def compile(fn=None, *, fullgraph: bool = True, max_signatures: int = 8):  # noq
     (shapes, dtypes, devices, requires_grad, training flags, the parameter set) records
     again, up to ``max_signatures`` programs. Reading a value back to Python inside
     (``.item()``, ``bool(t)``, ``.numpy()``, printing) raises :class:`CaptureError`
-    naming the line; with ``fullgraph=False`` that signature runs eagerly instead (said
-    once). The learning rate, step counts and random seeds are read at every replay.
+    naming the line; with ``fullgraph=False`` the program is split there (a graph
+    break, said once per line): its segments run compiled and the function's Python
+    runs every call as eagerly, its backend calls answered from the segments' results
+    (:mod:`fastnn.capture.segments`). The learning rate, step counts and random seeds
+    are read at every replay.
     ``step.program()`` prints the program.
     """
     if fn is None:

@@ -10,7 +10,8 @@ optimizer's state) or kept as a constant.
 
 Reading a value back to Python (``to_numpy``: ``.item()``, ``bool(t)``, ``.numpy()``,
 ``.tolist()``, printing a tensor) cannot be replayed: it raises :class:`CaptureError`
-naming the user's line, or (``fullgraph=False``) marks the recording as broken there.
+naming the user's line, or (``fullgraph=False``) notes a graph break there (a
+:class:`Cut`: where, after which call, the value read) and records on.
 Draws from fastnn's host generator are logged, so that a replay draws the same way.
 """
 
@@ -21,6 +22,8 @@ import os
 import sys
 import threading
 from threading import get_ident
+
+import numpy as np
 
 from fastnn.api.program import Call, Seq, Slot
 from fastnn.ops.tensor import Tensor
@@ -48,6 +51,9 @@ class Recorder:
         self.values: list = []  # slot -> the array (kept alive: ids are never reused)
         self.external: list[int] = []  # slots first seen as arguments
         self.breaks: list[str] = []  # where the recording could not continue (fullgraph=False)
+        self.cuts: list[Cut] = []  # the graph breaks, in order (fullgraph=False)
+        self.log = None  # the RngLog of the recording: how many draws came before a cut
+        self.marks: list[int] = []  # per call: how many draws came before it returned
         self.host_reads: list[str] = []  # fastnn's own reads of values (checks, fast paths)
         self.active = True
         self.thread = threading.get_ident()  # calls from other threads pass unrecorded
@@ -88,15 +94,16 @@ class Recorder:
                 return Seq(kind, items)
         return value
 
-    def refuse(self, what: str) -> None:
+    def refuse(self, what: str) -> Cut | None:
         """A value read back to Python. By the user (``.item()``, ``bool(t)``, printing) or
         by fastnn on the user's behalf (a norm returned as a float, a count), it cannot be
         replayed: CaptureError naming the line, or (fullgraph=False) a graph break. A
-        read that only validates the values (``CHECKS``) is noted: a replay skips it."""
+        read that only validates the values (``CHECKS``) is noted: a replay skips it.
+        Returns the graph break (its value still to be filled in), or None for a check."""
         where, call, direct, reader = user_line()
         if reader in CHECKS:
             self.host_reads.append(f"{reader} at {where}")
-            return
+            return None
         if direct:
             what = call or what
         elif call:
@@ -106,11 +113,26 @@ class Recorder:
         message = (f"fnn.compile: {self.name} reads a tensor's value back to Python "
                    f"({what}) at {where}: the recorded program cannot replay a value "
                    "Python computes with. Move it out of the compiled function (return the "
-                   "tensor and read it outside), or compile with fullgraph=False to run this "
-                   "signature eagerly")
+                   "tensor and read it outside), or compile with fullgraph=False to split the "
+                   "program there (a graph break)")
         if self.fullgraph:
             raise CaptureError(message)
         self.breaks.append(f"{what} at {where}")
+        cut = Cut(len(self.calls), len(self.log.draws) if self.log is not None else 0,
+                  where, what)
+        self.cuts.append(cut)
+        return cut
+
+
+class Cut:
+    """A graph break: the read came after ``pos`` calls and ``draws`` draws of fastnn's
+    generator, at the user's line ``where``, by ``what`` (``.item()``); ``value`` is what it
+    read (a host array), the guard that chooses the segments after it."""
+
+    __slots__ = ("pos", "draws", "where", "what", "value")
+
+    def __init__(self, pos, draws, where, what):
+        self.pos, self.draws, self.where, self.what, self.value = pos, draws, where, what, None
 
 
 # fastnn functions that read values only to refuse bad ones (a replay does not check;
@@ -167,9 +189,13 @@ class RecordingOps:
 
         if name == "to_numpy":
             def hook(*args, **kwargs):
+                cut = None
                 if recorder.active and get_ident() == recorder.thread:
-                    recorder.refuse("to_numpy")
-                return getattr(self._inner, name)(*args, **kwargs)
+                    cut = recorder.refuse("to_numpy")
+                value = getattr(self._inner, name)(*args, **kwargs)
+                if cut is not None:
+                    cut.value = np.array(value, copy=True)
+                return value
         else:
             def hook(*args, **kwargs):
                 fn = getattr(self._inner, name)
@@ -179,6 +205,7 @@ class RecordingOps:
                 k = {key: recorder.encode(v) for key, v in kwargs.items()}
                 out = fn(*args, **kwargs)
                 recorder.calls.append(Call(device, name, a, k, recorder.result(out)))
+                recorder.marks.append(len(recorder.log.draws) if recorder.log else 0)
                 return out
         hook.__name__ = name
         self.__dict__[name] = hook  # found without __getattr__ from now on

@@ -118,7 +118,7 @@ def test_every_value_read_is_refused(read, said, capsys):
     assert said in str(info.value)
 
 
-def test_graph_break_runs_eagerly_and_says_so_once():
+def test_graph_break_splits_the_step_and_says_so_once():
     model = _mlp()
     seen = []
 
@@ -129,13 +129,14 @@ def test_graph_break_runs_eagerly_and_says_so_once():
 
     compiled = fnn.compile(step, fullgraph=False)
     x = fnn.randn(3, 4)
-    with pytest.warns(UserWarning, match="graph break: .item()"):
+    with pytest.warns(UserWarning, match=r"graph break in .* \(seen.append\(out.item\(\)\)\)"):
         compiled(x)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         for _ in range(3):
             compiled(x)
-    assert len(seen) == 4 and compiled.stats["eager"] == 3
+    # the Python ran every call (tests/capture/test_compile_breaks.py has the rest)
+    assert len(seen) == 4 and compiled.stats["split"] == 3
 
 
 def test_a_python_number_that_changes_is_caught_by_the_first_replay():
