@@ -26,63 +26,122 @@ def _flat(a):
     return a.reshape(-1, a.shape[-1])
 
 
+#: The gates in the order the loops keep them: the three sigmoid gates first (i, f, o), so
+#: that one tanh over the whole row and one affine map over the first 3H columns activate
+#: them all; g (tanh) last. The hooks' gates stay in PyTorch's order (i, f, g, o).
+_ORDER = (0, 1, 3, 2)
+
+
+def _gate_rows(w, hid, scale_sigmoid):
+    """w (4H, ...) rows reordered to (i, f, o, g), the sigmoid ones times 0.5:
+    sigmoid(a) = 0.5 * tanh(a / 2) + 0.5, and halving is exact in binary floating point."""
+    quarters = w.reshape(4, hid, *w.shape[1:])[list(_ORDER)]
+    if scale_sigmoid:
+        quarters = quarters * np.array([0.5, 0.5, 0.5, 1.0], dtype=w.dtype).reshape(
+            (4,) + (1,) * (quarters.ndim - 1))
+    return quarters.reshape(w.shape)
+
+
 @hookimpl
 def lstm_layer(x, h0, c0, w_ih, w_hh, bias):
+    return lstm_impl(x, h0, c0, w_ih, w_hh, bias)
+
+
+def lstm_impl(x, h0, c0, w_ih, w_hh, bias):
+    """Per step: one GEMM, its add to the step's input projection, and 8 ufuncs on (N, .)
+    rows (PyTorch's fused cell does one GEMM and one kernel)."""
     t_len, n, _ = x.shape
     hid = h0.shape[1]
-    xp = (_flat(x) @ w_ih.T).reshape(t_len, n, 4 * hid)
-    xp += bias
-    w_t = w_hh.T
-    gates = np.empty((t_len, n, 4 * hid), x.dtype)
-    cells = np.empty((t_len, n, hid), x.dtype)
-    out = np.empty((t_len, n, hid), x.dtype)
+    dtype = x.dtype
+    acts = (_flat(x) @ _gate_rows(w_ih, hid, True).T).reshape(t_len, n, 4 * hid)
+    acts += _gate_rows(bias, hid, True)
+    # NOTE: contiguous: OpenBLAS ran h @ w_t 2x slower with w_t a transposed view.
+    w_t = np.ascontiguousarray(_gate_rows(w_hh, hid, True).T)
+    cells = np.empty((t_len, n, hid), dtype)
+    out = np.empty((t_len, n, hid), dtype)
+    tanh_c = np.empty((n, hid), dtype)
+    rec = np.empty((n, 4 * hid), dtype)
+    ig = np.empty((n, hid), dtype)
+    sig, i, f, o, g = (acts[..., :3 * hid], acts[..., :hid], acts[..., hid:2 * hid],
+                       acts[..., 2 * hid:3 * hid], acts[..., 3 * hid:])
     h, c = h0, c0
     for t in range(t_len):
-        a = xp[t]
-        a += h @ w_t
-        act = gates[t]
-        _sigmoid(a[:, :2 * hid], act[:, :2 * hid])
-        np.tanh(a[:, 2 * hid:3 * hid], out=act[:, 2 * hid:3 * hid])
-        _sigmoid(a[:, 3 * hid:], act[:, 3 * hid:])
-        c_new = np.multiply(act[:, hid:2 * hid], c, out=cells[t])
-        c_new += act[:, :hid] * act[:, 2 * hid:3 * hid]
-        h = np.tanh(c_new, out=out[t])
-        h *= act[:, 3 * hid:]
-        c = c_new
+        a = acts[t]
+        np.matmul(h, w_t, out=rec)
+        a += rec
+        np.tanh(a, out=a)
+        s = sig[t]
+        s *= 0.5
+        s += 0.5
+        c = np.multiply(f[t], c, out=cells[t])
+        c += np.multiply(i[t], g[t], out=ig)
+        h = np.multiply(o[t], np.tanh(c, out=tanh_c), out=out[t])
+    gates = np.empty_like(acts)  # back to (i, f, g, o): three slab copies
+    gates[..., :2 * hid] = acts[..., :2 * hid]
+    gates[..., 2 * hid:3 * hid] = g
+    gates[..., 3 * hid:] = o
     return out, gates, cells
 
 
 @hookimpl
 def lstm_layer_backward(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_c):
+    return lstm_backward_impl(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_c)
+
+
+#: Time steps whose gate-gradient factors are made at once: (steps, N, 4H) arrays of about
+#: L2's size, reused from block to block (made for all steps at once, they ran 3x slower
+#: than the loop that reads them: every pass went to memory).
+BLOCK_BYTES = 128 * 2**10
+
+
+def lstm_backward_impl(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_c):
+    """The factors of the gate gradients that do not depend on the gradients (the sigmoid
+    and tanh derivatives times c_{t-1}, g, i or tanh(c_t)) are made a block of steps at a
+    time, so that a step is 6 NumPy calls: dh += grad_out[t], dc += dh * k_t, the i, f, g
+    gradients as one product with dc, o's with dh, dc *= f_t and one GEMM."""
     t_len, n, size = x.shape
     hid = h0.shape[1]
-    da = np.empty((t_len, n, 4 * hid), x.dtype)
-    dh = np.zeros((n, hid), x.dtype)
-    dc = np.array(grad_c, dtype=x.dtype, copy=True)
-    for t in reversed(range(t_len)):
-        act = gates[t]
-        i, f, g, o = (act[:, k * hid:(k + 1) * hid] for k in range(4))
-        dh += grad_out[t]
-        tc = np.tanh(cells[t])
-        d = da[t]
-        np.multiply(dh, tc, out=d[:, 3 * hid:])
-        d[:, 3 * hid:] *= o * (1 - o)
-        tc *= tc
-        np.subtract(1, tc, out=tc)
-        tc *= o
-        tc *= dh
-        dc += tc
-        c_prev = cells[t - 1] if t else c0
-        np.multiply(dc, g, out=d[:, :hid])
-        d[:, :hid] *= i * (1 - i)
-        np.multiply(dc, c_prev, out=d[:, hid:2 * hid])
-        d[:, hid:2 * hid] *= f * (1 - f)
-        np.multiply(dc, i, out=d[:, 2 * hid:3 * hid])
-        d[:, 2 * hid:3 * hid] *= 1 - g * g
-        dc *= f
-        dh = d @ w_hh
-    flat = _flat(da)
-    previous = np.concatenate([h0[None], out[:-1]]).reshape(t_len * n, hid)
+    dtype = x.dtype
+    block = max(1, min(t_len, BLOCK_BYTES // max(1, n * 4 * hid * dtype.itemsize)))
+    c_prev = np.concatenate([np.asarray(c0, dtype)[None], cells[:-1]])
+    factors = np.empty((block, n, 4, hid), dtype)  # [i, f, g, o]: da = factor * dc or dh
+    k_c = np.empty((block, n, hid), dtype)  # dc += dh * o * (1 - tanh(c)^2)
+    tc = np.empty((block, n, hid), dtype)
+    da = np.empty((t_len, n, 4, hid), dtype)
+    da_rows = da.reshape(t_len, n, 4 * hid)
+    dh = np.zeros((n, hid), dtype)
+    dc = np.array(grad_c, dtype=dtype, copy=True)
+    dc_b = dc[:, None, :]
+    tmp = np.empty((n, hid), dtype)
+    for stop in range(t_len, 0, -block):
+        start = max(0, stop - block)
+        b = stop - start
+        gt = gates[start:stop].reshape(b, n, 4, hid)
+        i, f, g, o = gt[:, :, 0], gt[:, :, 1], gt[:, :, 2], gt[:, :, 3]
+        fac = factors[:b]
+        np.subtract(1, gt, out=fac)
+        fac *= gt  # x (1 - x) for the sigmoid gates; g's is overwritten next
+        np.multiply(g, g, out=fac[:, :, 2])
+        np.subtract(1, fac[:, :, 2], out=fac[:, :, 2])
+        fac[:, :, 0] *= g
+        fac[:, :, 1] *= c_prev[start:stop]
+        fac[:, :, 2] *= i
+        t_c = np.tanh(cells[start:stop], out=tc[:b])
+        fac[:, :, 3] *= t_c
+        kc = np.multiply(t_c, t_c, out=k_c[:b])
+        np.subtract(1, kc, out=kc)
+        kc *= o
+        ifg, f_o = fac[:, :, :3], fac[:, :, 3]
+        for j in reversed(range(b)):
+            t = start + j
+            dh += grad_out[t]
+            dc += np.multiply(dh, kc[j], out=tmp)
+            np.multiply(ifg[j], dc_b, out=da[t, :, :3])
+            np.multiply(f_o[j], dh, out=da[t, :, 3])
+            dc *= f[j]
+            np.matmul(da_rows[t], w_hh, out=dh)
+    flat = _flat(da_rows)
+    previous = np.concatenate([np.asarray(h0, dtype)[None], out[:-1]]).reshape(t_len * n, hid)
     dx = (flat @ w_ih).reshape(t_len, n, size)
     return dx, dh, dc, flat.T @ _flat(x), flat.T @ previous, flat.sum(0)
 
