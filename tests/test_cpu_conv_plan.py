@@ -64,11 +64,13 @@ def test_conv2d_plan_forward_and_gradients(case):
         np.testing.assert_allclose(np.sum(dw * direction), expect, rtol=1e-3, atol=1e-3)
 
 
-def test_conv2d_plan_weight_gradient_ignores_nan_outside_the_kept_columns():
+@pytest.mark.parametrize("channels", [2, 4])  # by im2col chunks, by taps
+def test_conv2d_plan_weight_gradient_ignores_nan_outside_the_kept_columns(channels):
     rng = np.random.default_rng(1)
-    x = rng.standard_normal((2, 2, 5, 5)).astype(np.float32)
+    x = rng.standard_normal((2, channels, 5, 5)).astype(np.float32)
     g = rng.standard_normal((2, 3, 3, 3)).astype(np.float32)
     attrs = ((1, 1), ((0, 0), (0, 0)), (1, 1), 1)
+    assert conv_2d.conv_plan.TAP_MIN_CHANNELS in (3, 4)
     clean = conv_2d.conv2d_grad_weight(x, g, (3, 3), *attrs)
     # column 4 is read by kept outputs only through tap b = 2, but by the flat layout's
     # thrown-away columns through every tap
