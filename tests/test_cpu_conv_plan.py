@@ -102,3 +102,18 @@ def test_conv1d_plan_matches_the_reference():
         expect = (np.sum(g * _reference(x64, w64 + eps * d[:, :, None], pad, dil, 2))
                   - np.sum(g * ref)) / eps
         np.testing.assert_allclose(np.sum(dw * d), expect, rtol=1e-3, atol=1e-3)
+
+
+def test_conv2d_plans_over_the_budget_are_not_kept(monkeypatch):
+    conv_plan = conv_2d.conv_plan
+    monkeypatch.setattr(conv_plan, "BUDGET_BYTES", 4 * 2**10)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    padding = ((1, 1), (1, 1))
+    for _ in range(2):
+        out = conv_2d.conv2d(x, w, (1, 1), padding, (1, 1), 1)
+        np.testing.assert_allclose(out, _reference(x, w, padding, (1, 1), 1), rtol=1e-4,
+                                   atol=1e-4)
+    kept = getattr(conv_plan._local, "plans", {})
+    assert not any(key[1:4] == (2, (8, 8), (3, 3)) for key in kept)

@@ -35,23 +35,46 @@ TAP_CHUNK_BYTES = 192 * 2**10
 #: Fewest input channels (one group) for which the weight gradient goes by taps: with 1-2
 #: channels, each tap's product is a matrix-vector product, slower than the im2col GEMM.
 TAP_MIN_CHANNELS = 3
-#: Plans kept per thread (each holds its work arrays: ~2-6 MB for 32x32 images).
-MAX_PLANS = 16
+#: Bytes of work arrays the plans of one thread keep (each plan holds its own: ~5 MB for
+#: the ResNet's 16 x 32 x 32 convs at batch 32), least recently used dropped first; a plan
+#: over a quarter of this is used once and not kept (it pays its allocation every call).
+BUDGET_BYTES = 64 * 2**20
 
 _local = threading.local()
+
+
+def _nbytes(plan):
+    """Bytes of the distinct arrays that own memory in ``plan`` (nested tuples and lists)."""
+    seen, total, stack = set(), 0, [plan]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (tuple, list)):
+            stack.extend(item)
+        elif isinstance(item, np.ndarray):
+            base = item if item.base is None else item.base
+            while isinstance(base, np.ndarray) and base.base is not None:
+                base = base.base
+            if isinstance(base, np.ndarray) and id(base) not in seen:
+                seen.add(id(base))
+                total += base.nbytes
+    return total
 
 
 def _plan(key, build):
     plans = getattr(_local, "plans", None)
     if plans is None:
         plans = _local.plans = OrderedDict()
-    plan = plans.get(key)
-    if plan is None:
-        plan = plans[key] = build()
-        while len(plans) > MAX_PLANS:
-            plans.popitem(last=False)
-    else:
+    kept = plans.get(key)
+    if kept is not None:
         plans.move_to_end(key)
+        return kept[0]
+    plan = build()
+    size = _nbytes(plan)
+    if size <= BUDGET_BYTES // 4:
+        plans[key] = (plan, size)
+        total = sum(s for _, s in plans.values())
+        while total > BUDGET_BYTES:
+            total -= plans.popitem(last=False)[1][1]
     return plan
 
 
