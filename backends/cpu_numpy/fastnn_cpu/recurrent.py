@@ -149,22 +149,36 @@ def lstm_backward_impl(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_
 
 @hookimpl
 def gru_layer(x, h0, w_ih, w_hh, b_ih, b_hh):
+    return gru_impl(x, h0, w_ih, w_hh, b_ih, b_hh)
+
+
+def gru_impl(x, h0, w_ih, w_hh, b_ih, b_hh):
+    """Per step: one GEMM and 11 ufuncs on (N, .) rows. The r and z columns of both
+    projections are halved (exact), so their sigmoid is tanh, then * 0.5 + 0.5; b_hh's r
+    and z parts are added to the input projection once for all steps."""
     t_len, n, _ = x.shape
     hid = h0.shape[1]
     xp = (_flat(x) @ w_ih.T).reshape(t_len, n, 3 * hid)
     xp += b_ih
-    w_t = w_hh.T
+    xp[..., :2 * hid] += b_hh[:2 * hid]
+    xp[..., :2 * hid] *= 0.5
+    # NOTE: contiguous: OpenBLAS ran h @ w_t 2x slower with w_t a transposed view.
+    w_t = np.array(w_hh.T, order="C")
+    w_t[:, :2 * hid] *= 0.5
+    b_n = b_hh[2 * hid:]
     out = np.empty((t_len, n, hid), x.dtype)
     saved = np.empty((t_len, n, 4 * hid), x.dtype)
+    q = np.empty((n, 3 * hid), x.dtype)
     h = h0
     for t in range(t_len):
-        q = h @ w_t
-        q += b_hh
+        np.matmul(h, w_t, out=q)
         s = saved[t]
+        q_n = np.add(q[:, 2 * hid:], b_n, out=s[:, 3 * hid:])
         rz = np.add(xp[t, :, :2 * hid], q[:, :2 * hid], out=s[:, :2 * hid])
-        _sigmoid(rz, rz)
-        s[:, 3 * hid:] = q[:, 2 * hid:]
-        nn = np.multiply(s[:, :hid], q[:, 2 * hid:], out=s[:, 2 * hid:3 * hid])
+        np.tanh(rz, out=rz)
+        rz *= 0.5
+        rz += 0.5
+        nn = np.multiply(s[:, :hid], q_n, out=s[:, 2 * hid:3 * hid])
         nn += xp[t, :, 2 * hid:]
         np.tanh(nn, out=nn)
         h_new = np.subtract(h, nn, out=out[t])
@@ -176,25 +190,60 @@ def gru_layer(x, h0, w_ih, w_hh, b_ih, b_hh):
 
 @hookimpl
 def gru_layer_backward(x, h0, w_ih, w_hh, out, saved, grad_out):
+    return gru_backward_impl(x, h0, w_ih, w_hh, out, saved, grad_out)
+
+
+def gru_backward_impl(x, h0, w_ih, w_hh, out, saved, grad_out):
+    """As the LSTM's: the factors that do not depend on the gradients are made a block of
+    steps at a time, so that a step is 8 NumPy calls. The gradients of every step live in
+    one (T, N, 4H) array ordered (p_n, p_r, p_z, q_n): the input projection's are its first
+    3H columns (n, r, z: w_ih's rows are taken in that order), the recurrent one's its last
+    3H (r, z, n), each a plain slice (p_r = q_r and p_z = q_z)."""
     t_len, n, size = x.shape
     hid = h0.shape[1]
-    dp = np.empty((t_len, n, 3 * hid), x.dtype)
-    dq = np.empty((t_len, n, 3 * hid), x.dtype)
-    dh = np.zeros((n, hid), x.dtype)
-    for t in reversed(range(t_len)):
-        s = saved[t]
-        r, z, nn, qn = (s[:, k * hid:(k + 1) * hid] for k in range(4))
-        h_prev = out[t - 1] if t else h0
-        dh += grad_out[t]
-        dan = dh * (1 - z) * (1 - nn * nn)
-        np.multiply(dan, qn * r * (1 - r), out=dp[t, :, :hid])
-        np.multiply(dh * (h_prev - nn), z * (1 - z), out=dp[t, :, hid:2 * hid])
-        dp[t, :, 2 * hid:] = dan
-        dq[t, :, :2 * hid] = dp[t, :, :2 * hid]
-        np.multiply(dan, r, out=dq[t, :, 2 * hid:])
-        dh = dh * z
-        dh += dq[t] @ w_hh
-    fp, fq = _flat(dp), _flat(dq)
-    previous = np.concatenate([h0[None], out[:-1]]).reshape(t_len * n, hid)
-    dx = (fp @ w_ih).reshape(t_len, n, size)
-    return dx, dh, fp.T @ _flat(x), fq.T @ previous, fp.sum(0), fq.sum(0)
+    dtype = x.dtype
+    block = max(1, min(t_len, BLOCK_BYTES // max(1, n * 4 * hid * dtype.itemsize)))
+    h_prev = np.concatenate([np.asarray(h0, dtype)[None], out[:-1]])
+    fac = np.empty((block, n, 3, hid), dtype)  # da_n = dh * [0], dp_r = da_n * [1], dp_z = dh * [2]
+    tmp_b = np.empty((block, n, hid), dtype)
+    grads = np.empty((t_len, n, 4, hid), dtype)
+    rows = grads.reshape(t_len, n, 4 * hid)
+    dh = np.zeros((n, hid), dtype)
+    back = np.empty((n, hid), dtype)
+    for stop in range(t_len, 0, -block):
+        start = max(0, stop - block)
+        b = stop - start
+        sv = saved[start:stop].reshape(b, n, 4, hid)
+        r, z, nn, qn = sv[:, :, 0], sv[:, :, 1], sv[:, :, 2], sv[:, :, 3]
+        f = fac[:b]
+        t_b = tmp_b[:b]
+        np.multiply(nn, nn, out=f[:, :, 0])  # (1 - z)(1 - n^2)
+        np.subtract(1, f[:, :, 0], out=f[:, :, 0])
+        np.subtract(1, z, out=t_b)
+        f[:, :, 0] *= t_b
+        np.subtract(1, r, out=f[:, :, 1])  # q_n r (1 - r)
+        f[:, :, 1] *= r
+        f[:, :, 1] *= qn
+        np.multiply(z, t_b, out=f[:, :, 2])  # (h_prev - n) z (1 - z)
+        np.subtract(h_prev[start:stop], nn, out=t_b)
+        f[:, :, 2] *= t_b
+        for j in reversed(range(b)):
+            t = start + j
+            g = grads[t]
+            dh += grad_out[t]
+            dan = np.multiply(dh, f[j, :, 0], out=g[:, 0])
+            np.multiply(dan, f[j, :, 1], out=g[:, 1])
+            np.multiply(dh, f[j, :, 2], out=g[:, 2])
+            np.multiply(dan, r[j], out=g[:, 3])
+            dh *= z[j]
+            np.matmul(rows[t, :, hid:], w_hh, out=back)
+            dh += back
+    fp, fq = _flat(rows[..., :3 * hid]), _flat(rows[..., hid:])
+    previous = h_prev.reshape(t_len * n, hid)
+    w_nrz = np.concatenate([w_ih[2 * hid:], w_ih[:2 * hid]])
+    dx = (fp @ w_nrz).reshape(t_len, n, size)
+    d_nrz = fp.T @ _flat(x)
+    db_nrz = fp.sum(0)
+    dw_ih = np.concatenate([d_nrz[hid:], d_nrz[:hid]])
+    db_ih = np.concatenate([db_nrz[hid:], db_nrz[:hid]])
+    return dx, dh, dw_ih, fq.T @ previous, db_ih, fq.sum(0)
