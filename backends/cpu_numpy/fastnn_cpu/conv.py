@@ -20,7 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
-from fastnn_cpu import scratch
+from fastnn_cpu import conv_2d, conv_plan, scratch
+from fastnn_cpu.conv_plan import weight_product as _weight_product
 
 #: Most thrown-away output columns per sample the flat layout may compute: a fraction
 #: of the kept ones plus a few that its long rows pay for (measured over kernel sizes
@@ -93,8 +94,22 @@ def _columns(xb, kernel_size, lay):
     return cols
 
 
+def _flat_2d(n, length, kernel_size, stride, padding, dilation):
+    """The conv2d flat layout of a stride-1 conv1d over (N, C, 1, L), or None."""
+    if stride != 1:
+        return None
+    lay = conv_2d._Layout2d(n, (1, length), (1, kernel_size), (1, 1), ((0, 0), (padding,
+                            padding)), (1, dilation))
+    return lay if lay.flat and lay.m else None
+
+
 @hookimpl
 def conv1d(x, weight, stride, padding, dilation, groups):
+    n, _, length = x.shape
+    lay = _flat_2d(n, length, weight.shape[2], stride, padding, dilation)
+    if lay is not None:
+        out = conv_plan.forward(x[:, :, None], weight[:, :, None], lay, groups)
+        return out.reshape(out.shape[0], out.shape[1], -1)
     c_out, c_in_g, k = weight.shape
     lay = _Layout(x.shape[0], x.shape[2], k, stride, padding, dilation)
     cols = _columns(_flat_input(x, lay), k, lay).reshape(groups, c_in_g * k, lay.m)
@@ -107,6 +122,12 @@ def conv1d(x, weight, stride, padding, dilation, groups):
 @hookimpl
 def conv1d_grad_weight(x, grad_out, kernel_size, stride, padding, dilation, groups):
     c_out = grad_out.shape[1]
+    lay2 = _flat_2d(x.shape[0], x.shape[2], kernel_size, stride, padding, dilation)
+    if lay2 is not None:
+        grad_w = conv_plan.grad_weight(x[:, :, None], grad_out[:, :, None], lay2, groups)
+        if np.isfinite(grad_w).all():
+            return grad_w.reshape(c_out, x.shape[1] // groups, kernel_size)
+        # NOTE: a NaN or Inf input read by a thrown-away column: the path below clears them.
     lay = _Layout(x.shape[0], x.shape[2], kernel_size, stride, padding, dilation)
     cols = _columns(_flat_input(x, lay), kernel_size, lay)
     c_in_g = x.shape[1] // groups
@@ -120,18 +141,13 @@ def conv1d_grad_weight(x, grad_out, kernel_size, stride, padding, dilation, grou
     return grad_w.reshape(c_out, c_in_g, kernel_size)
 
 
-def _weight_product(cols, g):
-    """g @ cols^T per group: (groups, C_out/groups, C_in/groups * K)."""
-    # The wider of the two operands goes first: OpenBLAS runs (wide, m) @ (m, narrow)
-    # fastest (measured in benchmarks/bench_core.py's conv case).
-    if cols.shape[1] >= g.shape[1]:
-        return np.matmul(cols, g.transpose(0, 2, 1)).transpose(0, 2, 1)
-    return np.matmul(g, cols.transpose(0, 2, 1))
-
-
 @hookimpl
 def conv1d_grad_input(grad_out, weight, input_length, stride, padding, dilation, groups):
     n, c_out, _ = grad_out.shape
+    lay2 = _flat_2d(n, input_length, weight.shape[2], stride, padding, dilation)
+    if lay2 is not None:
+        dx = conv_plan.grad_input(grad_out[:, :, None], weight[:, :, None], lay2, groups)
+        return dx.reshape(dx.shape[0], dx.shape[1], -1)
     _, c_in_g, k = weight.shape
     lay = _Layout(n, input_length, k, stride, padding, dilation)
     g = _flat_grad_out(grad_out, lay).reshape(groups, c_out // groups, lay.m)

@@ -27,8 +27,8 @@ import numpy as np
 
 from fastnn.api.hookspec import hookimpl
 from fastnn_cpu import conv_direct as direct
-from fastnn_cpu import scratch
-from fastnn_cpu.conv import _weight_product
+from fastnn_cpu import conv_plan, scratch
+from fastnn_cpu.conv_plan import weight_product as _weight_product
 
 #: The flat layout computes Hp * Wp columns per sample for H_out * W_out kept ones; past
 #: this ratio the per-sample layout is used instead.
@@ -163,7 +163,7 @@ def conv2d(x, weight, stride, padding, dilation, groups):
     c_out, c_in_g, kh, kw = weight.shape
     lay = _Layout2d(x.shape[0], x.shape[2:], (kh, kw), stride, padding, dilation)
     if lay.flat and lay.m:
-        return _flat_forward(x, weight, lay, groups)
+        return conv_plan.forward(x, weight, lay, groups)
     cols = _columns(x, lay).reshape(groups, c_in_g * kh * kw, lay.m)
     out = np.empty((c_out, lay.m), dtype=x.dtype)
     w = weight.reshape(groups, c_out // groups, c_in_g * kh * kw)
@@ -180,15 +180,16 @@ def conv2d_grad_weight(x, grad_out, kernel_size, stride, padding, dilation, grou
     kh, kw = kernel_size
     c_in_g = x.shape[1] // groups
     lay = _Layout2d(x.shape[0], x.shape[2:], (kh, kw), stride, padding, dilation)
-    g = _grad_rows(grad_out, lay).reshape(groups, c_out // groups, lay.m)
     rows = c_in_g * kh * kw
     if lay.flat and lay.m:
-        grad_w = _flat_weight_product(_padded(x, lay), g, lay, groups, rows)
+        grad_w = conv_plan.grad_weight(x, grad_out, lay, groups)
         if not np.isfinite(grad_w).all():
             # NOTE: thrown-away columns read other samples' values (and the spare one); a
             # NaN or Inf there times their zero gradient is NaN: redo with them cleared.
+            g = _grad_rows(grad_out, lay).reshape(groups, c_out // groups, lay.m)
             grad_w = _flat_weight_product(_padded(x, lay), g, lay, groups, rows, clear=True)
         return grad_w.reshape(c_out, c_in_g, kh, kw)
+    g = _grad_rows(grad_out, lay).reshape(groups, c_out // groups, lay.m)
     cols = _columns(x, lay)
     grad_w = _weight_product(cols.reshape(groups, rows, lay.m), g)
     if lay.flat and not np.isfinite(grad_w).all():
@@ -261,7 +262,7 @@ def conv2d_grad_input(grad_out, weight, input_size, stride, padding, dilation, g
     _, c_in_g, kh, kw = weight.shape
     lay = _Layout2d(n, tuple(input_size), (kh, kw), stride, padding, dilation)
     if lay.flat and lay.m:
-        return _flat_grad_input(grad_out, weight, lay, groups, tuple(input_size))
+        return conv_plan.grad_input(grad_out, weight, lay, groups)
     g = _grad_rows(grad_out, lay).reshape(groups, c_out // groups, lay.m)
     # Tap-major weight rows, so that each tap's part of the product is one block.
     w = weight.reshape(groups, c_out // groups, c_in_g, kh, kw).transpose(0, 3, 4, 2, 1)

@@ -4,7 +4,7 @@ import threading
 
 import numpy as np
 import pytest
-from fastnn_cpu import scratch
+from fastnn_cpu import conv_plan, scratch
 
 import fastnn as fnn
 from fastnn.conformance import threads
@@ -38,6 +38,7 @@ def test_the_conformance_check_catches_work_arrays_shared_by_threads(monkeypatch
         pass
 
     monkeypatch.setattr(scratch, "_local", Shared())
+    monkeypatch.setattr(conv_plan, "_local", Shared())  # the planned stride-1 convs' arrays
     # NOTE: a race shows only when the threads interleave inside one kernel; on a loaded
     # machine one run can miss it, so the check gets a few runs to catch it
     for _ in range(8):

@@ -1,0 +1,119 @@
+"""The cpu backend's planned stride-1 convolutions (fastnn_cpu.conv_plan) against a float64
+reference made another way (a loop over kernel taps), called repeatedly with one layout
+(the plans' work arrays are reused: their zero padding must stay zero)."""
+
+import numpy as np
+import pytest
+
+conv_2d = pytest.importorskip("fastnn_cpu.conv_2d")
+conv_1d = pytest.importorskip("fastnn_cpu.conv")
+
+
+def _reference(x, w, padding, dilation, groups):
+    """conv2d in float64 by a loop over taps: x (N, C, H, W), w (O, C/g, KH, KW)."""
+    (top, bottom), (left, right) = padding
+    dh, dw = dilation
+    x = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (top, bottom), (left, right)))
+    n, c, hp, wp = x.shape
+    o, cg, kh, kw = w.shape
+    h_out, w_out = hp - dh * (kh - 1), wp - dw * (kw - 1)
+    out = np.zeros((n, o, h_out, w_out))
+    og = o // groups
+    for g in range(groups):
+        xs = x[:, g * cg : (g + 1) * cg]
+        for a in range(kh):
+            for b in range(kw):
+                patch = xs[:, :, a * dh : a * dh + h_out, b * dw : b * dw + w_out]
+                out[:, g * og : (g + 1) * og] += np.einsum(
+                    "nchw,oc->nohw", patch, w[g * og : (g + 1) * og, :, a, b].astype(np.float64))
+    return out
+
+
+CASES = [  # (x shape, weight shape, padding, dilation, groups)
+    ((3, 4, 9, 7), (6, 4, 3, 3), ((1, 1), (1, 1)), (1, 1), 1),
+    ((2, 6, 8, 11), (4, 3, 3, 2), ((2, 0), (1, 3)), (1, 2), 2),
+    ((5, 3, 6, 6), (3, 1, 3, 3), ((1, 1), (1, 1)), (2, 1), 3),
+    ((40, 2, 5, 5), (3, 2, 2, 2), ((0, 0), (0, 0)), (1, 1), 1),  # many samples a chunk
+]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_conv2d_plan_forward_and_gradients(case):
+    xs, ws, padding, dilation, groups = case
+    rng = np.random.default_rng(0)
+    attrs = ((1, 1), padding, dilation, groups)
+    for _ in range(3):  # the same plan, new data each time
+        x = rng.standard_normal(xs).astype(np.float32)
+        w = rng.standard_normal(ws).astype(np.float32)
+        out = conv_2d.conv2d(x[..., ::-1].copy()[..., ::-1], w, *attrs)  # non-contiguous x
+        ref = _reference(x, w, padding, dilation, groups)
+        np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+        g = rng.standard_normal(ref.shape).astype(np.float32)
+        # <g, conv(x, w)> is linear in x and in w: its gradients from the reference
+        x64, w64 = x.astype(np.float64), w.astype(np.float64)
+        eps = 1e-3
+        dx = conv_2d.conv2d_grad_input(g, w, xs[2:], *attrs)
+        dw = conv_2d.conv2d_grad_weight(x, g, ws[2:], *attrs)
+        direction = rng.standard_normal(xs)
+        expect = (np.sum(g * _reference(x64 + eps * direction, w64, padding, dilation, groups))
+                  - np.sum(g * ref)) / eps
+        np.testing.assert_allclose(np.sum(dx * direction), expect, rtol=1e-3, atol=1e-3)
+        direction = rng.standard_normal(ws)
+        expect = (np.sum(g * _reference(x64, w64 + eps * direction, padding, dilation, groups))
+                  - np.sum(g * ref)) / eps
+        np.testing.assert_allclose(np.sum(dw * direction), expect, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("channels", [2, 4])  # by im2col chunks, by taps
+def test_conv2d_plan_weight_gradient_ignores_nan_outside_the_kept_columns(channels):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, channels, 5, 5)).astype(np.float32)
+    g = rng.standard_normal((2, 3, 3, 3)).astype(np.float32)
+    attrs = ((1, 1), ((0, 0), (0, 0)), (1, 1), 1)
+    assert conv_2d.conv_plan.TAP_MIN_CHANNELS in (3, 4)
+    clean = conv_2d.conv2d_grad_weight(x, g, (3, 3), *attrs)
+    # column 4 is read by kept outputs only through tap b = 2, but by the flat layout's
+    # thrown-away columns through every tap
+    x[0, :, :, 4] = np.nan
+    dw = conv_2d.conv2d_grad_weight(x, g, (3, 3), *attrs)
+    assert np.isnan(dw[:, :, :, 2]).all() and np.isfinite(dw[:, :, :, :2]).all()
+    np.testing.assert_allclose(dw[:, :, :, :2], clean[:, :, :, :2], rtol=1e-5, atol=1e-5)
+
+
+def test_conv1d_plan_matches_the_reference():
+    rng = np.random.default_rng(2)
+    pad, dil = ((0, 0), (2, 2)), (1, 2)
+    for _ in range(2):
+        x = rng.standard_normal((4, 6, 23)).astype(np.float32)
+        w = rng.standard_normal((4, 3, 5)).astype(np.float32)
+        out = conv_1d.conv1d(x, w, 1, 2, 2, 2)
+        x64, w64 = x[:, :, None].astype(np.float64), w[:, :, None].astype(np.float64)
+        ref = _reference(x64, w64, pad, dil, 2)
+        np.testing.assert_allclose(out, ref[:, :, 0], rtol=1e-4, atol=1e-4)
+        g = rng.standard_normal(ref.shape).astype(np.float32)
+        dx = conv_1d.conv1d_grad_input(g[:, :, 0], w, 23, 1, 2, 2, 2)
+        dw = conv_1d.conv1d_grad_weight(x, g[:, :, 0], 5, 1, 2, 2, 2)
+        eps = 1e-3
+        d = rng.standard_normal(x.shape)
+        expect = (np.sum(g * _reference(x64 + eps * d[:, :, None], w64, pad, dil, 2))
+                  - np.sum(g * ref)) / eps
+        np.testing.assert_allclose(np.sum(dx * d), expect, rtol=1e-3, atol=1e-3)
+        d = rng.standard_normal(w.shape)
+        expect = (np.sum(g * _reference(x64, w64 + eps * d[:, :, None], pad, dil, 2))
+                  - np.sum(g * ref)) / eps
+        np.testing.assert_allclose(np.sum(dw * d), expect, rtol=1e-3, atol=1e-3)
+
+
+def test_conv2d_plans_over_the_budget_are_not_kept(monkeypatch):
+    conv_plan = conv_2d.conv_plan
+    monkeypatch.setattr(conv_plan, "BUDGET_BYTES", 4 * 2**10)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    padding = ((1, 1), (1, 1))
+    for _ in range(2):
+        out = conv_2d.conv2d(x, w, (1, 1), padding, (1, 1), 1)
+        np.testing.assert_allclose(out, _reference(x, w, padding, (1, 1), 1), rtol=1e-4,
+                                   atol=1e-4)
+    kept = getattr(conv_plan._local, "plans", {})
+    assert not any(key[1:4] == (2, (8, 8), (3, 3)) for key in kept)
