@@ -28,10 +28,16 @@ def _attention(ops, node, grad):
 
 
 def _attention_packed(ops, node, grad):
+    """One gradient for qkv: the three joined along the axis that qkv's first axis is in
+    its storage (``order``: qkv is that storage's transpose), so that the layer's reshape
+    back to its projection takes the result as it is."""
     qkv, weights = node.saved
+    order = node.attrs[3]
     grads = ops.attention_backward(*unpack(ops, qkv), weights, grad, node.attrs[1])
     shape = (1,) + tuple(grads[0].shape)
-    return (ops.cat([ops.reshape(g, shape) for g in grads], 0),)
+    inverse = tuple(sorted(range(len(order)), key=order.__getitem__))
+    parts = [ops.transpose(ops.reshape(g, shape), inverse) for g in grads]
+    return (ops.transpose(ops.cat(parts, order[0]), order),)
 
 
 RULES["attention"] = _attention
@@ -51,7 +57,7 @@ def _attention_tensor(ops, node, grad):
 
 
 def _attention_packed_tensor(ops, node, grad):
-    mask, scale, (dtype, index) = node.attrs
+    mask, scale, (dtype, index) = node.attrs[:3]
     (qkv,) = node.inputs
     grads = _grads_on_tape(ops, *unpack(ops, qkv), mask, scale, grad)
     shape = tuple(qkv.shape)

@@ -166,9 +166,9 @@ class MultiheadAttention(Module):
                 and not (self.training and self.dropout > 0.0))
 
     def _self_attention(self, x, is_causal):
-        """q = k = v = x, projected by one GEMM with ``in_proj_weight``, the heads made
-        contiguous in one copy (3, N, heads, L, head_dim) and attended by the fused hook;
-        the output in x's own layout."""
+        """q = k = v = x, projected by one GEMM with ``in_proj_weight``, the heads
+        viewed as (3, N, heads, L, head_dim) and attended by the fused hook; the output in
+        x's own layout."""
         shape = x.shape
         first = self.batch_first and x.ndim == 3
         if x.ndim == 2:
@@ -176,9 +176,11 @@ class MultiheadAttention(Module):
         a, b = x.shape[:2]
         qkv = nnops.linear(x, self.in_proj_weight, self.in_proj_bias)
         qkv = movement.reshape(qkv, (a, b, 3, self.num_heads, self.head_dim))
-        qkv = movement.contiguous(movement.transpose(qkv, (2, 0, 3, 1, 4) if first
-                                                     else (2, 1, 3, 0, 4)))
-        out = attn_ops.packed_attention(qkv, is_causal)  # (N, heads, L, head_dim)
+        # (3, N, heads, L, head_dim) views: row-major matrices, which the hook takes as
+        # they are (a contiguous copy of this layout cost as much as the attention)
+        order = (2, 0, 3, 1, 4) if first else (2, 1, 3, 0, 4)
+        qkv = movement.transpose(qkv, order)
+        out = attn_ops.packed_attention(qkv, is_causal, order=order)  # (N, heads, L, E/heads)
         out = movement.transpose(out, (0, 2, 1, 3) if first else (2, 0, 1, 3))
         out = self.out_proj(movement.reshape(out, (a, b, self.embed_dim)))
         return movement.reshape(out, shape) if len(shape) == 2 else out

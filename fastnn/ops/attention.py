@@ -86,9 +86,11 @@ def fused_attention(q, k, v, is_causal, scale) -> Tensor:
                   (q._data, k._data, v._data, weights), (mask, scale))
 
 
-def packed_attention(qkv, is_causal, scale=None) -> Tensor:
+def packed_attention(qkv, is_causal, scale=None, order=None) -> Tensor:
     """:func:`fused_attention` of q, k, v = qkv[0], qkv[1], qkv[2] (qkv (3, ..., L, E)),
-    recorded on qkv: self-attention's gradient comes back as one array."""
+    recorded on qkv: self-attention's gradient comes back as one array, laid out as
+    qkv's storage is where ``order`` says qkv is that storage transposed by it."""
+    order = tuple(range(qkv.ndim)) if order is None else tuple(order)
     device, shape = qkv._device, qkv.shape
     scale = 1.0 / math.sqrt(shape[-1]) if scale is None else float(scale)
     mask = causal_data(shape[-2], shape[-2], device) if is_causal else None
@@ -96,7 +98,7 @@ def packed_attention(qkv, is_causal, scale=None) -> Tensor:
     q, k, v = unpack(ops, qkv._data)
     out, weights = ops.attention(q, k, v, mask, scale)
     return attach(Tensor._make(out, qkv._dtype, device), "attention_packed", (qkv,),
-                  (qkv._data, weights), (mask, scale, (qkv._dtype.name, device.index)))
+                  (qkv._data, weights), (mask, scale, (qkv._dtype.name, device.index), order))
 
 
 def attention(q, k, v, mask=None, allow=True, is_causal=False, dropout_p=0.0, scale=None,
