@@ -73,6 +73,10 @@ def linear(x: Tensor, weight: Tensor, bias=None, activation: str = "identity") -
     Its own tape node, so that the weight gradient g.T @ x comes out in the
     weight's (out, in) layout rather than as a transposed view.
     """
+    if activation == "identity" and isinstance(x, Tensor) and isinstance(weight, Tensor):
+        out = _plain_linear(x, weight, bias)
+        if out is not None:
+            return out
     x, weight = _float_pair("linear", x, weight)
     if weight.ndim != 2 or x.ndim == 0 or x.shape[-1] != weight.shape[1]:
         raise ValueError(
@@ -89,6 +93,33 @@ def linear(x: Tensor, weight: Tensor, bias=None, activation: str = "identity") -
                             "convert it with fnn.tensor(...)")
         return bias_act(out, bias, activation)
     return out if activation == "identity" else _activation_op(activation, out)
+
+
+def _plain_linear(x, weight, bias):
+    """x @ weight.T (+ bias) for one floating dtype and device and matching shapes, checked
+    here at once (the tape as the general path records it); else None."""
+    dtype, device = x._dtype, x._device
+    x_shape, w_shape = x._data.shape, weight._data.shape
+    if not (weight._dtype is dtype and weight._device is device and dtype.is_floating
+            and len(w_shape) == 2 and x_shape and x_shape[-1] == w_shape[1]):
+        return None
+    if bias is not None and not (isinstance(bias, Tensor) and bias._dtype is dtype
+                                 and bias._device is device and bias._data.shape == w_shape[:1]):
+        return None
+    ops = device.ops
+    data = ops.matmul(x._data, ops.transpose(weight._data, (1, 0)))
+    out = Tensor._make(data, dtype, device)
+    taped = x._requires_grad or weight._requires_grad or switches.anomaly
+    if taped:
+        out = attach(out, "linear", (x, weight), (x._data, weight._data))
+    if bias is None:
+        return out
+    summed = ops.bias_act(data, bias._data, "identity", 0.01)
+    result = Tensor._make(summed, dtype, device)
+    if not (taped or bias._requires_grad):
+        return result
+    return attach(result, "bias_act", (out, bias), (data, bias._data, summed),
+                  ("identity", 0.01))
 
 
 def _positive_int(op, name, value, minimum):
@@ -169,6 +200,17 @@ def _axis(op, x, axis):
 def softmax(x: Tensor, dim=UNSET, *, axis=UNSET) -> Tensor:
     """exp(x) / sum(exp(x)) along ``dim``, computed stably. A 0-d ``x`` is its own
     row (as PyTorch); a size-0 dim gives an empty result."""
+    if type(dim) is int and axis is UNSET and isinstance(x, Tensor) and x._dtype.is_floating:
+        data = x._data  # the common call, checked here at once
+        shape = data.shape
+        rank = len(shape)
+        if -rank <= dim < rank and 0 not in shape:
+            dim %= rank
+            data = x._device.ops.softmax(data, dim)
+            out = Tensor._make(data, x._dtype, x._device)
+            if not (x._requires_grad or switches.anomaly):
+                return out
+            return attach(out, "softmax", (x,), (data,), dim)
     x = _floating("softmax", x)
     axis = dim_of("softmax", dim, axis, -1)
     if x.ndim == 0:
