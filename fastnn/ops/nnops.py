@@ -7,6 +7,7 @@ the backward rule in :mod:`fastnn.autograd.rules` applies.
 
 from __future__ import annotations
 
+import math
 import numbers
 
 from fastnn.api import dtypes
@@ -83,8 +84,7 @@ def linear(x: Tensor, weight: Tensor, bias=None, activation: str = "identity") -
             f"linear: input with {x.shape[-1] if x.ndim else 0} features (shape {x.shape}) does "
             f"not match weight {weight.shape}, which expects {weight.shape[-1]} input features"
         )
-    ops = x._device.ops
-    data = ops.matmul(x._data, ops.transpose(weight._data, (1, 0)))
+    data = project(x._device.ops, x._data, weight._data)
     out = attach(Tensor._make(data, x._dtype, x._device), "linear", (x, weight),
                  (x._data, weight._data))
     if bias is not None:
@@ -93,6 +93,17 @@ def linear(x: Tensor, weight: Tensor, bias=None, activation: str = "identity") -
                             "convert it with fnn.tensor(...)")
         return bias_act(out, bias, activation)
     return out if activation == "identity" else _activation_op(activation, out)
+
+
+def project(ops, x, weight):
+    """x @ weight.T on arrays, the leading axes of x folded into one: NumPy's batched matmul
+    with a transposed right operand ran 1.5-2x slower than the one 2-d GEMM."""
+    shape = x.shape
+    weight_t = ops.transpose(weight, (1, 0))
+    if len(shape) <= 2:
+        return ops.matmul(x, weight_t)
+    rows = ops.reshape(x, (math.prod(shape[:-1]), shape[-1]))
+    return ops.reshape(ops.matmul(rows, weight_t), shape[:-1] + (weight.shape[0],))
 
 
 def _plain_linear(x, weight, bias):
@@ -107,7 +118,7 @@ def _plain_linear(x, weight, bias):
                                  and bias._device is device and bias._data.shape == w_shape[:1]):
         return None
     ops = device.ops
-    data = ops.matmul(x._data, ops.transpose(weight._data, (1, 0)))
+    data = project(ops, x._data, weight._data)
     out = Tensor._make(data, dtype, device)
     taped = x._requires_grad or weight._requires_grad or switches.anomaly
     if taped:
