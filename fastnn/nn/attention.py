@@ -144,7 +144,7 @@ class MultiheadAttention(Module):
         p = self.dropout if self.training else 0.0
         # as PyTorch's: a row with every key masked out gives zeros, NaN with need_weights
         out, attn = attn_ops.attention(q, k, v, mask, False, is_causal, p,
-                                       safe=not need_weights)
+                                       safe=not need_weights, weights=bool(need_weights))
         out = movement.reshape(movement.transpose(out, (2, 0, 1, 3)),
                                (length, batch, self.embed_dim))
         out = self.out_proj(out)

@@ -95,3 +95,20 @@ def test_packed_mha_differentiates_twice():
         (grad * grad).sum().backward()
         xs.append(xt.grad.numpy())
     np.testing.assert_allclose(xs[0], xs[1], rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("extra", [{}, {"kdim": 3, "vdim": 5}])
+def test_cross_attention_through_the_hook_equals_the_composite(extra):
+    layer = nn.MultiheadAttention(8, 2, dtype=fnn.float64, **extra)
+    twin = copy.deepcopy(layer)
+    q = rng.standard_normal((4, 2, 8))
+    k = rng.standard_normal((6, 2, extra.get("kdim", 8)))
+    v = rng.standard_normal((6, 2, extra.get("vdim", 8)))
+    results = []
+    for use, weights in ((layer, False), (twin, True)):
+        ts = [fnn.tensor(a, requires_grad=True) for a in (q, k, v)]
+        out = use(*ts, need_weights=weights)[0]
+        (out * out).sum().backward()
+        results.append([out.numpy()] + [t.grad.numpy() for t in ts])
+    for got, want in zip(*results):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
