@@ -210,12 +210,13 @@ def getitem(x: Tensor, key) -> Tensor:
         check_same_device("index", x, key)
         negative = check_range("index", key, x.shape[0], negative_ok=True)
         return index_select_tensor(x, 0, wrap_negative(key, x.shape[0], negative))
-    if type(key) is builtins.slice and x.ndim and (key.step is None or key.step > 0):
+    shape = x._data.shape
+    if type(key) is builtins.slice and shape and (key.step is None or key.step > 0):
         # x[a:b] (a batch of rows): one strided slice, a view
-        start, stop, step = key.indices(x.shape[0])
+        start, stop, step = key.indices(shape[0])
         stop = builtins.max(start, stop)
-        rank = x.ndim
-        return slice_tensor(x, (start,) + (0,) * (rank - 1), (stop,) + x.shape[1:],
+        rank = len(shape)
+        return slice_tensor(x, (start,) + (0,) * (rank - 1), (stop,) + shape[1:],
                             (step,) + (1,) * (rank - 1))
     if type(key) is int or type(key) is tuple:
         out = _plain_basic(x, key)

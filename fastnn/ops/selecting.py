@@ -8,7 +8,7 @@ import numpy as np
 from fastnn.api import dtypes
 from fastnn.api.program import recording
 from fastnn.autograd.engine import attach
-from fastnn.autograd.grad_mode import is_anomaly_enabled
+from fastnn.autograd.grad_mode import is_anomaly_enabled, switches
 from fastnn.ops.storage import mark_view, source
 from fastnn.ops.tensor import Tensor
 
@@ -27,6 +27,8 @@ def slice_tensor(x: Tensor, starts, stops, steps) -> Tensor:
     out = Tensor._make(x._device.ops.slice(source(x), starts, stops, steps), x._dtype,
                        x._device)
     mark_view(out, x, "slice", (starts, stops, steps))
+    if not (x._requires_grad or switches.anomaly):
+        return out
     return attach(out, "slice", (x,), (), (x.shape, starts, stops, steps, zero_spec(x)))
 
 
