@@ -326,6 +326,10 @@ def fused_elementwise(ops, expr, inputs):
     return evaluate(ops, expr, inputs)
 
 
+from fastnn.api.composite_attention import (  # noqa: E402,F401  (the attention hooks)
+    attention,
+    attention_backward,
+)
 from fastnn.api.composite_norm import (  # noqa: E402,F401  (the batch-norm hooks)
     batch_norm_backward,
     batch_norm_train,

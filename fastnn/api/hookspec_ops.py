@@ -113,6 +113,27 @@ def softmax_cross_entropy_backward(probs: Array, targets: Array, grad: Array) ->
 
 
 @op
+def attention(q: Array, k: Array, v: Array, mask: Any, scale: float) -> tuple[Array, Array]:
+    """Scaled dot-product attention over the last two axes: weights = softmax(q k^T * scale)
+    along S, with the scores where ``mask`` is False taken as -inf; out = weights v.
+
+    q (..., L, E), k (..., S, E), v (..., S, Ev) with one leading shape, L and S at least 1,
+    any strides. ``mask`` is None or a bool array broadcastable to (..., L, S), True where
+    the query may attend, with at least one True in every row (the core passes the causal
+    mask). Returns (out (..., L, Ev), weights (..., L, S)); the core saves the weights for
+    ``attention_backward`` and never writes to either."""
+
+
+@op
+def attention_backward(q: Array, k: Array, v: Array, weights: Array, grad: Array,
+                       scale: float) -> tuple[Array, Array, Array]:
+    """The backward pass of ``attention`` from the weights it returned, given grad =
+    dL/dout (..., L, Ev) (possibly a broadcast view). With dw = grad v^T and ds = weights *
+    (dw - rowsum(dw * weights)) * scale: (dq, dk, dv) = (ds k, ds^T q, weights^T grad).
+    A masked score needs no argument: its weight, so its ds, is 0."""
+
+
+@op
 def sgd_step(
     params: list,
     grads: list,

@@ -13,6 +13,7 @@ import math
 
 from fastnn.api import hookspec
 from fastnn.api.composite import activation_grad
+from fastnn.autograd.rules_attention import RULES as ATTENTION_RULES
 from fastnn.autograd.rules_indexing import RULES as INDEXING_RULES
 from fastnn.autograd.rules_math import RULES as MATH_RULES
 from fastnn.autograd.rules_pool import RULES as POOL_RULES
@@ -345,3 +346,4 @@ RULES.update(INDEXING_RULES)
 RULES.update(MATH_RULES)
 RULES.update(RECURRENT_RULES)
 RULES.update(POOL_RULES)
+RULES.update(ATTENTION_RULES)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from fastnn.api import composite, dtypes, hookspec
 from fastnn.autograd.rules import RULES
+from fastnn.autograd.rules_attention import TENSOR_RULES as ATTENTION_TENSOR_RULES
 
 _UNARY_SAVES = {  # op -> (save the input, save the output), as fastnn.ops records them
     "neg": (False, False), "exp": (False, True), "log": (True, False), "sqrt": (False, True),
@@ -307,3 +308,4 @@ TENSOR_RULES.update(
     conv2d=_unsupported("conv2d_grad_input and conv2d_grad_weight have no rules"),
     conv_transpose2d=_unsupported("conv2d_grad_weight has no rule"),
 )
+TENSOR_RULES.update(ATTENTION_TENSOR_RULES)

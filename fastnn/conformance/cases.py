@@ -2,6 +2,7 @@
 
 from fastnn.conformance import (  # noqa: F401  (importing a module registers its cases)
     cases_activations,
+    cases_attention,
     cases_capture,
     cases_collective,
     cases_conv,

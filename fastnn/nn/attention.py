@@ -111,6 +111,9 @@ class MultiheadAttention(Module):
                 layout = "(N, L, E)" if self.batch_first else "(L, N, E)"
                 raise ValueError(f"MultiheadAttention: {name} must be {layout} or (L, E) like "
                                  f"the query, with E = {size}, got {t.shape}")
+        if (query is key and key is value and not need_weights and attn_mask is None
+                and key_padding_mask is None and self._packable()):
+            return self._self_attention(query, is_causal), None
         unbatched = query.ndim == 2
         if unbatched:
             query, key, value = (movement.reshape(t, (t.shape[0], 1, t.shape[1]))
@@ -141,7 +144,7 @@ class MultiheadAttention(Module):
         p = self.dropout if self.training else 0.0
         # as PyTorch's: a row with every key masked out gives zeros, NaN with need_weights
         out, attn = attn_ops.attention(q, k, v, mask, False, is_causal, p,
-                                       safe=not need_weights)
+                                       safe=not need_weights, weights=bool(need_weights))
         out = movement.reshape(movement.transpose(out, (2, 0, 1, 3)),
                                (length, batch, self.embed_dim))
         out = self.out_proj(out)
@@ -156,6 +159,31 @@ class MultiheadAttention(Module):
         if unbatched:
             attn = movement.reshape(attn, attn.shape[1:])
         return out, attn
+
+    def _packable(self) -> bool:
+        """Whether self-attention may take :meth:`_self_attention`'s one projection."""
+        return (self._qkv_same_embed_dim and self.bias_k is None and not self.add_zero_attn
+                and not (self.training and self.dropout > 0.0))
+
+    def _self_attention(self, x, is_causal):
+        """q = k = v = x, projected by one GEMM with ``in_proj_weight``, the heads
+        viewed as (3, N, heads, L, head_dim) and attended by the fused hook; the output in
+        x's own layout."""
+        shape = x.shape
+        first = self.batch_first and x.ndim == 3
+        if x.ndim == 2:
+            x = movement.reshape(x, (shape[0], 1, shape[1]))
+        a, b = x.shape[:2]
+        qkv = nnops.linear(x, self.in_proj_weight, self.in_proj_bias)
+        qkv = movement.reshape(qkv, (a, b, 3, self.num_heads, self.head_dim))
+        # (3, N, heads, L, head_dim) views: row-major matrices, which the hook takes as
+        # they are (a contiguous copy of this layout cost as much as the attention)
+        order = (2, 0, 3, 1, 4) if first else (2, 1, 3, 0, 4)
+        qkv = movement.transpose(qkv, order)
+        out = attn_ops.packed_attention(qkv, is_causal, order=order)  # (N, heads, L, E/heads)
+        out = movement.transpose(out, (0, 2, 1, 3) if first else (2, 0, 1, 3))
+        out = self.out_proj(movement.reshape(out, (a, b, self.embed_dim)))
+        return movement.reshape(out, shape) if len(shape) == 2 else out
 
     def _mask(self, attn_mask, key_padding_mask, batch, length, source):
         """One mask broadcastable to (N, heads, L, S), True/inf = masked out; None if none."""

@@ -17,6 +17,8 @@ import math
 import numpy as np
 
 from fastnn.api import dtypes
+from fastnn.autograd.engine import attach
+from fastnn.autograd.rules_attention import unpack
 from fastnn.ops import elementwise as m
 from fastnn.ops import movement, nnops
 from fastnn.ops.table import public
@@ -50,10 +52,62 @@ def dropout_weights(weights: Tensor, p: float) -> Tensor:
     return m.mul(weights, m.mul(keep.astype(weights.dtype), 1.0 / (1.0 - p)))
 
 
+_CAUSAL: dict = {}  # (L, S, device) -> the causal mask as the backend's bool array
+
+
+def causal_data(length: int, source: int, device):
+    """The (L, S) causal mask as a raw array of ``device``, made once per shape."""
+    key = (length, source, device)
+    mask = _CAUSAL.get(key)
+    if mask is None:
+        if len(_CAUSAL) >= 32:
+            _CAUSAL.clear()
+        mask = _CAUSAL[key] = device.ops.from_numpy(
+            np.tril(np.ones((length, source), dtype=bool)), device.index)
+    return mask
+
+
+def fusable(q, k, v, mask, dropout_p) -> bool:
+    """Whether the attention hook computes this call: no mask but the causal one, no
+    dropout, one floating dtype, device and leading shape, nothing empty."""
+    dtype, device = q._dtype, q._device
+    return (mask is None and dropout_p == 0.0 and dtype.is_floating and k._dtype is dtype
+            and v._dtype is dtype and k._device == device and v._device == device
+            and q.ndim >= 2 and q.shape[:-2] == k.shape[:-2] == v.shape[:-2]
+            and q.numel() > 0 and k.numel() > 0 and v.numel() > 0)
+
+
+def fused_attention(q, k, v, is_causal, scale) -> Tensor:
+    """softmax(q k^T scale [causal]) v through the attention hook, one tape node."""
+    device = q._device
+    mask = causal_data(q.shape[-2], k.shape[-2], device) if is_causal else None
+    out, weights = device.ops.attention(q._data, k._data, v._data, mask, scale)
+    return attach(Tensor._make(out, q._dtype, device), "attention", (q, k, v),
+                  (q._data, k._data, v._data, weights), (mask, scale))
+
+
+def packed_attention(qkv, is_causal, scale=None, order=None) -> Tensor:
+    """:func:`fused_attention` of q, k, v = qkv[0], qkv[1], qkv[2] (qkv (3, ..., L, E)),
+    recorded on qkv: self-attention's gradient comes back as one array, laid out as
+    qkv's storage is where ``order`` says qkv is that storage transposed by it."""
+    order = tuple(range(qkv.ndim)) if order is None else tuple(order)
+    device, shape = qkv._device, qkv.shape
+    scale = 1.0 / math.sqrt(shape[-1]) if scale is None else float(scale)
+    mask = causal_data(shape[-2], shape[-2], device) if is_causal else None
+    ops = device.ops
+    q, k, v = unpack(ops, qkv._data)
+    out, weights = ops.attention(q, k, v, mask, scale)
+    return attach(Tensor._make(out, qkv._dtype, device), "attention_packed", (qkv,),
+                  (qkv._data, weights), (mask, scale, (qkv._dtype.name, device.index), order))
+
+
 def attention(q, k, v, mask=None, allow=True, is_causal=False, dropout_p=0.0, scale=None,
-              safe=True):
-    """(output, weights): softmax(q k^T scale, masked) v and the softmax weights."""
+              safe=True, weights=True):
+    """(output, weights): softmax(q k^T scale, masked) v and the softmax weights; with
+    ``weights=False`` (output, None), through the attention hook where :func:`fusable`."""
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    if not weights and fusable(q, k, v, mask, dropout_p):
+        return fused_attention(q, k, v, is_causal, scale), None
     k_t = movement.transpose(k, tuple(range(k.ndim - 2)) + (k.ndim - 1, k.ndim - 2))
     scores = m.mul(nnops.matmul(q, k_t), scale)
     if is_causal:
@@ -91,5 +145,6 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if not 0.0 <= dropout_p < 1.0:
         raise ValueError(f"scaled_dot_product_attention: dropout_p must be in [0, 1), got "
                          f"{dropout_p}")
-    out, _ = attention(query, key, value, attn_mask, True, is_causal, dropout_p, scale)
+    out, _ = attention(query, key, value, attn_mask, True, is_causal, dropout_p, scale,
+                       weights=False)
     return out

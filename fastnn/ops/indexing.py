@@ -27,6 +27,8 @@ import numbers
 import numpy as np
 
 from fastnn.api import dtypes
+from fastnn.autograd.engine import attach
+from fastnn.autograd.grad_mode import switches
 from fastnn.ops.core import check_same_device
 from fastnn.ops.elementwise import where
 from fastnn.ops.gathering import scatter_add_tensor
@@ -38,7 +40,7 @@ from fastnn.ops.selecting import (
     wrap_negative,
 )
 from fastnn.ops.shaping import flip
-from fastnn.ops.storage import check_inplace, whole, write
+from fastnn.ops.storage import check_inplace, mark_view, source, whole, write
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
 
@@ -208,16 +210,61 @@ def getitem(x: Tensor, key) -> Tensor:
         check_same_device("index", x, key)
         negative = check_range("index", key, x.shape[0], negative_ok=True)
         return index_select_tensor(x, 0, wrap_negative(key, x.shape[0], negative))
-    if type(key) is builtins.slice and x.ndim and (key.step is None or key.step > 0):
+    shape = x._data.shape
+    if type(key) is builtins.slice and shape and (key.step is None or key.step > 0):
         # x[a:b] (a batch of rows): one strided slice, a view
-        start, stop, step = key.indices(x.shape[0])
+        start, stop, step = key.indices(shape[0])
         stop = builtins.max(start, stop)
-        rank = x.ndim
-        return slice_tensor(x, (start,) + (0,) * (rank - 1), (stop,) + x.shape[1:],
+        rank = len(shape)
+        return slice_tensor(x, (start,) + (0,) * (rank - 1), (stop,) + shape[1:],
                             (step,) + (1,) * (rank - 1))
+    if type(key) is int or type(key) is tuple:
+        out = _plain_basic(x, key)
+        if out is not None:
+            return out
     items = _expand_key("index", x, key)
     out, advanced = _basic("index", x, items)
     return _advanced("index", out, advanced) if advanced else out
+
+
+def _plain_basic(x: Tensor, key):
+    """``x[key]`` for a key of ints and slices of positive step only, checked here at once
+    (one slice, then one reshape dropping the int axes), else None: the general path."""
+    shape = x._data.shape
+    if type(key) is int:
+        key = (key,)
+    if len(key) > len(shape):
+        return None
+    starts, stops, steps, kept = [], [], [], []
+    for item, n in zip(key, shape):
+        if type(item) is int:
+            if not -n <= item < n:
+                return None  # the general path raises the IndexError
+            item %= n
+            starts.append(item), stops.append(item + 1), steps.append(1)
+        elif type(item) is builtins.slice and (item.step is None or item.step > 0):
+            start, stop, step = item.indices(n)
+            stop = builtins.max(start, stop)
+            starts.append(start), stops.append(stop), steps.append(step)
+            kept.append(len(range(start, stop, step)))
+        else:
+            return None
+    rest = shape[len(key):]
+    out = slice_tensor(x, tuple(starts) + (0,) * len(rest), tuple(stops) + rest,
+                       tuple(steps) + (1,) * len(rest))
+    if len(kept) == len(key):
+        return out
+    return drop_axes(out, tuple(kept) + rest)
+
+
+def drop_axes(x: Tensor, shape: tuple) -> Tensor:
+    """The view of ``x`` without some of its size-1 axes (``shape``: what remains): always
+    a view, so none of reshape's checks."""
+    out = mark_view(Tensor._make(x._device.ops.reshape(source(x), shape), x._dtype, x._device),
+                    x, "reshape", shape)
+    if not (x._requires_grad or switches.anomaly):
+        return out
+    return attach(out, "reshape", (x,), (), x._data.shape)
 
 
 # ---------------------------------------------------------------- assignment

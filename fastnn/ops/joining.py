@@ -39,6 +39,10 @@ def _tensors(op: str, tensors) -> list:
 @public(top=True, aliases=("concat", "concatenate"))
 def cat(tensors, dim=UNSET, *, axis=UNSET) -> Tensor:
     """Join tensors along an existing ``dim`` (shapes equal elsewhere)."""
+    if axis is UNSET and (type(tensors) is list or type(tensors) is tuple):
+        out = _plain_cat(tensors, 0 if dim is UNSET else dim)
+        if out is not None:
+            return out
     dim = dim_of("cat", dim, axis, 0)
     tensors = _tensors("cat", tensors)
     shapes = [tuple(t._data.shape) for t in tensors]
@@ -61,6 +65,32 @@ def cat(tensors, dim=UNSET, *, axis=UNSET) -> Tensor:
     data = tensors[0]._device.ops.cat([t._data for t in tensors], at)
     out = Tensor._make(data, tensors[0]._dtype, tensors[0]._device)
     return attach(out, "cat", tuple(tensors), (), ([s[at] for s in shapes], at))
+
+
+def _plain_cat(tensors, dim):
+    """cat of two or more tensors of one dtype, device and rank, shapes equal but in ``dim``
+    (an int in range), checked here at once; else None: the general path."""
+    if type(dim) is not int or len(tensors) < 2:
+        return None
+    first = tensors[0]
+    if not isinstance(first, Tensor):
+        return None
+    dtype, device, shape = first._dtype, first._device, first._data.shape
+    rank = len(shape)
+    if not -rank <= dim < rank:
+        return None
+    at = dim % rank
+    rest = shape[:at] + shape[at + 1:]
+    arrays, sizes = [], []
+    for t in tensors:
+        if not isinstance(t, Tensor) or t._dtype is not dtype or t._device is not device:
+            return None
+        s = t._data.shape
+        if len(s) != rank or s[:at] + s[at + 1:] != rest:
+            return None
+        arrays.append(t._data), sizes.append(s[at])
+    out = Tensor._make(device.ops.cat(arrays, at), dtype, device)
+    return attach(out, "cat", tuple(tensors), (), (sizes, at))
 
 
 @public(top=True)

@@ -8,7 +8,7 @@ import numpy as np
 from fastnn.api import dtypes
 from fastnn.api.program import recording
 from fastnn.autograd.engine import attach
-from fastnn.autograd.grad_mode import is_anomaly_enabled
+from fastnn.autograd.grad_mode import is_anomaly_enabled, switches
 from fastnn.ops.storage import mark_view, source
 from fastnn.ops.tensor import Tensor
 
@@ -22,11 +22,13 @@ def zero_spec(x: Tensor) -> tuple:
 
 def slice_tensor(x: Tensor, starts, stops, steps) -> Tensor:
     """The ``slice`` primitive on a tensor (bounds already normalised)."""
-    if all(a == 0 and b == n and c == 1 for a, b, c, n in zip(starts, stops, steps, x.shape)):
-        return x
+    if stops == x._data.shape and not any(starts) and steps == (1,) * len(steps):
+        return x  # the whole tensor
     out = Tensor._make(x._device.ops.slice(source(x), starts, stops, steps), x._dtype,
                        x._device)
     mark_view(out, x, "slice", (starts, stops, steps))
+    if not (x._requires_grad or switches.anomaly):
+        return out
     return attach(out, "slice", (x,), (), (x.shape, starts, stops, steps, zero_spec(x)))
 
 

@@ -13,11 +13,13 @@ _UNSET = object()
 
 def one_of(op: str, names: tuple, values: tuple, default):
     """The one of two spellings that was given (``_UNSET`` marks a missing one)."""
-    given = [(n, v) for n, v in zip(names, values) if v is not _UNSET]
-    if len(given) > 1:
+    first, second = values  # (on every call of a reduction or softmax: no list built)
+    if second is _UNSET:
+        return default if first is _UNSET else first
+    if first is not _UNSET:
         raise TypeError(f"{op}: got both {names[0]}= and {names[1]}= (the same argument in "
                         f"PyTorch's and NumPy's spelling); pass one of them")
-    return given[0][1] if given else default
+    return second
 
 
 def dim_of(op: str, dim, axis, default=None):

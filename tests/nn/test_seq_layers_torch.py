@@ -278,7 +278,10 @@ def test_reverse_of_mha_and_rnn_equals_the_tape_of_their_one_tensor_view():
         grad_x, grads = twin.reverse(fnn.tensor(x), fnn.tensor(g))
         np.testing.assert_allclose(grad_x.numpy(), xt.grad.numpy(), rtol=1e-12)
         for name, p in layer.named_parameters():
-            np.testing.assert_allclose(grads[name].numpy(), p.grad.numpy(), rtol=1e-12)
+            # atol: MHA's call with weights takes the composite, reverse the fused hook;
+            # the k bias's gradient is 0 up to rounding (softmax ignores a shift)
+            np.testing.assert_allclose(grads[name].numpy(), p.grad.numpy(), rtol=1e-12,
+                                       atol=1e-15)
 
 
 

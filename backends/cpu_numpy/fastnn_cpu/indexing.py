@@ -20,7 +20,7 @@ globals().update(xp_hooks(np, _ONE_CALL))
 
 
 def _slices(starts, stops, steps):
-    return tuple(builtins.slice(a, b, c) for a, b, c in zip(starts, stops, steps))
+    return tuple(map(builtins.slice, starts, stops, steps))
 
 
 @hookimpl
