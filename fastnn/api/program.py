@@ -161,10 +161,14 @@ class Program:
         return self._run
 
     def devices(self) -> list:
-        found = []
-        for call in self.calls:
-            if call.device not in found:
-                found.append(call.device)
+        """The devices the calls run on, in order of first use (found once)."""
+        found = self.__dict__.get("_devices")
+        if found is None:
+            found = []
+            for call in self.calls:
+                if call.device not in found:
+                    found.append(call.device)
+            self._devices = found
         return found
 
 
