@@ -79,6 +79,9 @@ def build(name, recorder, snapshot, leaves, draws, result) -> Entry:
     device_of = _devices_of(kept)
     describe = {i: _describe(v) for i, v in enumerate(values) if is_array(v)}
     entry.program = Program(name, kept, inputs, outputs, describe)
+    entry.program.layouts = {i: tuple(v.strides) for i, v in enumerate(values)
+                             if is_array(v) and getattr(v, "strides", None) is not None}
+    entry.program.aliases = _aliases(kept, values)
     entry.program.planner = fusion.planned
     entry.devices = [device_of.get(i) for i in inputs]
     entry.out_devices = [device_of.get(i) for i in outputs]
@@ -279,6 +282,30 @@ def _guards(binds, inputs, values, writes, snapshot) -> list:
         src.add("    return False")
     src.add("return True")
     return [src.function("def guards():", "guards")]
+
+
+def _aliases(calls, values) -> dict:
+    """slot -> the argument slots of its call whose memory it shared when recorded (a
+    view); a backend's array that is not NumPy's counts as sharing (unknown)."""
+    found = {}
+    for call in calls:
+        args = [i for i in slots_in(call.args) + slots_in(call.kwargs) if is_array(values[i])]
+        for j in slots_in(call.out):
+            out = values[j]
+            if not is_array(out):
+                continue
+            shared = [i for i in args if _shares(out, values[i])]
+            if shared:
+                found[j] = shared
+    return found
+
+
+def _shares(a, b) -> bool:
+    if isinstance(a, np.generic) or isinstance(b, np.generic):
+        return False  # a NumPy scalar owns its value
+    if type(a) is np.ndarray and type(b) is np.ndarray:
+        return bool(np.may_share_memory(a, b))
+    return True
 
 
 def _devices_of(calls) -> dict:
