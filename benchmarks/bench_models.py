@@ -2,11 +2,21 @@
 floor, and opencl against cpu, one thread, interleaved in one process:
 
     python benchmarks/bench_models.py [--models MLP,CNN] [--rounds 3] [--no-opencl] [--json F]
+        [--clock wall|cpu] [--no-memory]
 
 Every contender starts from the same weights (the PyTorch model's state dict) and batch,
 and takes SGD steps (lr 0.01) on cross-entropy. The NumPy floors (``benchmarks/floors/``)
 are the same steps written as bare NumPy calls, forward and backward. The machine is
-shared: the ratios come from one interleaved run, each a median over rounds.
+shared: the ratios come from one interleaved run, each a median over rounds
+(``--clock cpu`` times the process's CPU time instead of the wall clock: on a loaded
+machine it leaves out the time spent waiting for a core).
+
+The compiled columns (issue 23) are the same cpu step through ``fnn.compile``: its time
+over eager's; the *host time* of each, the step's time minus the time its backend calls
+take when run bare (the recorded program's hooks as straight-line calls on the same
+arrays, "hooks"), compiled over eager; and the peak memory of a step (tracemalloc, which
+sees NumPy's arrays, counting everything allocated since the model was built: weights,
+optimizer state, a compiled program's kept buffers), compiled over eager.
 """
 
 from __future__ import annotations
@@ -139,37 +149,59 @@ def batch(name, seed=0, small=False):
     return x, rng.integers(0, 10, shapes[name][0])
 
 
-def contenders(name, lr=0.01, opencl=True, torch_too=True, small=False):
-    """{contender: step()} for model ``name``, every one from the same weights and batch."""
+def start(name, small=False):
+    """(the PyTorch model, its state dict as NumPy arrays, x, y): every contender's start."""
     import torch
-
-    import fastnn as fnn
-    import fastnn.functional as fF
-    from fastnn import optim
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
     theirs = define(torch, torch.nn.functional)[name]()
     state = {k: v.detach().numpy().copy() for k, v in theirs.state_dict().items()}
     x, y = batch(name, small=small)
+    return theirs, state, x, y
+
+
+def fastnn_step(name, state, x, y, device="cpu", compiled=False, lr=0.01):
+    """fastnn's SGD step of model ``name`` from ``state`` on (x, y): ``step()`` returns the
+    loss; ``step.compiled`` is the (compiled) function, ``step.args`` its arguments."""
+    import fastnn as fnn
+    import fastnn.functional as fF
+    from fastnn import optim
+
+    model = define(fnn, fF)[name]().to(device)
+    model.load_state_dict(state)
+    opt = optim.SGD(list(model.parameters()), lr=lr)
+    fx, fy = fnn.tensor(x, device=device), fnn.tensor(y, device=device)
+
+    def one(a, b):
+        opt.zero_grad()
+        loss = fF.cross_entropy(model(a), b)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    run = fnn.compile(one) if compiled else one
+
+    def step():
+        return run(fx, fy)
+
+    step.compiled, step.args = run, (fx, fy)
+    return step
+
+
+def contenders(name, lr=0.01, opencl=True, torch_too=True, small=False, compiled=True):
+    """{contender: step()} for model ``name``, every one from the same weights and batch."""
+    import torch
+
+    theirs, state, x, y = start(name, small)
     steps = {}
 
-    def ours(device):
-        model = define(fnn, fF)[name]().to(device)
-        model.load_state_dict(state)
-        opt = optim.SGD(list(model.parameters()), lr=lr)
-        fx, fy = fnn.tensor(x, device=device), fnn.tensor(y, device=device)
-
-        def step():
-            opt.zero_grad()
-            loss = fF.cross_entropy(model(fx), fy)
-            loss.backward()
-            opt.step()
-            return loss.detach()
-
-        return step
+    def ours(device, compiled=False):
+        return fastnn_step(name, state, x, y, device, compiled, lr)
 
     steps["fastnn cpu"] = ours("cpu")
+    if compiled:
+        steps["compiled"] = ours("cpu", compiled=True)
     if torch_too:
         t_opt = torch.optim.SGD(list(theirs.parameters()), lr=lr)
         tx, ty = torch.tensor(x), torch.tensor(y)
@@ -194,28 +226,79 @@ def contenders(name, lr=0.01, opencl=True, torch_too=True, small=False):
     return steps
 
 
-def timed(step, seconds):
+def timed(step, seconds, clock=time.perf_counter):
     """Median seconds per call over calls lasting about ``seconds`` in all; each call reads
     its loss back to the host (so an asynchronous device has finished the step)."""
     float(step())
     times, spent = [], 0.0
     while spent < seconds or len(times) < 3:
-        start = time.perf_counter()
+        start = clock()
         float(step())
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
         spent += times[-1]
     return float(np.median(times))
 
 
-def run(names, rounds=3, seconds=0.3, opencl=True, small=False):
+def hooks_floor(compiled_step):
+    """The backend calls of a compiled step's program, bare: the recorded hooks as
+    straight-line calls (the core's interpreter, nothing planned) on the arrays the step
+    reads now, writing nothing back: the time a step spends inside its backend calls."""
+    from fastnn.api.program import interpreter
+    from fastnn.capture.compiled import flatten
+
+    entry = compiled_step.compiled._last
+    program = entry.program.plan
+    run = interpreter(program)
+    leaves = flatten(compiled_step.args, {})[1]
+    env = [get(leaves, []) for get in entry.getters]
+
+    def step():
+        run(list(env))
+        return 0.0
+    return step
+
+
+def peak_memory(name, compiled, small=False, steps=4):
+    """Bytes tracemalloc saw at most during one cpu step, counting from before the model
+    was built (so a compiled program's kept buffers count)."""
+    import gc
+    import tracemalloc
+
+    _, state, x, y = start(name, small)
+    warm = fastnn_step(name, state, x, y, compiled=compiled)  # imports and caches, untraced
+    for _ in range(steps):
+        warm()
+    del warm
+    gc.collect()
+    tracemalloc.start()
+    try:
+        step = fastnn_step(name, state, x, y, compiled=compiled)
+        for _ in range(steps):
+            step()
+        gc.collect()  # the recording's cycles: garbage, not the step's memory
+        tracemalloc.reset_peak()
+        float(step())
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def run(names, rounds=3, seconds=0.3, opencl=True, small=False, clock=time.perf_counter,
+        memory=True):
     rows = {}
     for name in names:
         steps = contenders(name, opencl=opencl, small=small)
         samples = {k: [] for k in steps}
-        for _ in range(rounds):  # interleaved: load on the machine hits every contender alike
-            for k, step in steps.items():
-                samples[k].append(timed(step, seconds))
+        for n in range(rounds):  # interleaved: load on the machine hits every contender alike
+            for k, step in list(steps.items()):
+                samples[k].append(timed(step, seconds, clock))
+            if n == 0 and "compiled" in steps:  # recorded and checked by now
+                steps["hooks"] = hooks_floor(steps["compiled"])
+                samples["hooks"] = [timed(steps["hooks"], seconds, clock)]
         rows[name] = {k: float(np.median(v)) * 1e3 for k, v in samples.items()}
+        if memory and "compiled" in steps:
+            rows[name]["peak eager"] = peak_memory(name, False, small) / 2**20
+            rows[name]["peak compiled"] = peak_memory(name, True, small) / 2**20
     return rows
 
 
@@ -223,12 +306,27 @@ def table(rows):
     def ratio(row, a, b):
         return f"{row[a] / row[b]:.2f}" if a in row and b in row else "-"
 
+    def host(row, k):
+        return row[k] - row["hooks"] if "hooks" in row and k in row else None
+
+    def host_ratio(row):
+        eager, comp = host(row, "fastnn cpu"), host(row, "compiled")
+        if eager is None or comp is None:
+            return "-"
+        return f"{comp / eager:.2f} ({comp:.2f} / {eager:.2f} ms)" if eager > 0 else "-"
+
     lines = ["| model | cpu ms | fastnn cpu / PyTorch | fastnn cpu / NumPy floor | "
-             "opencl / cpu |", "|---|---|---|---|---|"]
+             "opencl / cpu | compiled / eager | host compiled / eager | "
+             "peak memory compiled / eager |", "|---|---|---|---|---|---|---|---|"]
     for name, row in rows.items():
+        memory = (f"{row['peak compiled'] / row['peak eager']:.2f} "
+                  f"({row['peak compiled']:.1f} / {row['peak eager']:.1f} MiB)"
+                  if "peak eager" in row else "-")
         lines.append(f"| {name} | {row['fastnn cpu']:.1f} | {ratio(row, 'fastnn cpu', 'torch')}"
                      f" | {ratio(row, 'fastnn cpu', 'floor')} | "
-                     f"{ratio(row, 'opencl', 'fastnn cpu')} |")
+                     f"{ratio(row, 'opencl', 'fastnn cpu')} | "
+                     f"{ratio(row, 'compiled', 'fastnn cpu')} | {host_ratio(row)} | "
+                     f"{memory} |")
     return "\n".join(lines)
 
 
@@ -240,8 +338,13 @@ def main(argv=None):
                         help="time per contender per round")
     parser.add_argument("--no-opencl", action="store_true")
     parser.add_argument("--json", help="also write the step times (ms) to this file")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="time the wall clock, or the process's CPU time")
+    parser.add_argument("--no-memory", action="store_true", help="skip the peak memory")
     args = parser.parse_args(argv)
-    rows = run(args.models.split(","), args.rounds, args.seconds, not args.no_opencl)
+    clock = time.perf_counter if args.clock == "wall" else time.process_time
+    rows = run(args.models.split(","), args.rounds, args.seconds, not args.no_opencl,
+               clock=clock, memory=not args.no_memory)
     print(table(rows))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))

@@ -105,7 +105,8 @@ class Entry:
                 now, what = owner.state[key[0]][key[1]], f"optimizer state {key[1]!r}"
             if not _same(now, outs[k], self.out_devices[k]):
                 return what
-        for (slot_get, dev), copied in zip(self.inplace, self.dry_inputs_of()):
+        dry, self.dry_inputs = self.dry_inputs_of(), None  # the copies go once compared
+        for (slot_get, dev), copied in zip(self.inplace, dry):
             if not _same(slot_get(), copied, dev):
                 return "a tensor written in place"
         replayed = _rebuild(self.result, outs)

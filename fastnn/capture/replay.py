@@ -60,6 +60,15 @@ def fast_replay(entry, binds, inputs, values, leaves, name: str):
     for i in inputs:
         env.append(_input_code(src, binds[i], values[i], leaves, rates))
     src.add("env = [" + "".join(f"{e}, " for e in env) + "]")
+    # a gradient the step replaces without reading it (zero_grad inside the step) goes
+    # before the program runs, as eager's zero_grad drops it: not held beside the new one
+    read = {id(binds[i][1]) for i in inputs if binds[i] is not None and binds[i][0] == "grad"}
+    read |= {id(binds[i][1]()) for i in inputs if binds[i] is not None and
+             binds[i][0] == "grad" and type(binds[i][1]) is not ArgRef}
+    for kind, ref, _key, _k, meta in entry.writes:
+        if kind == "grad_new" and not meta[3] and type(ref) is not ArgRef and \
+                id(ref) not in read and id(ref()) not in read:
+            src.add(f"{src.name(ref, 'w')}()._grad = None")
     src.add(f"outs = {src.name(entry.program.runner, 'runner')}()(env)")
     for kind, ref, key, k, meta in entry.writes:
         owner = f"{src.name(ref, 'w')}()"

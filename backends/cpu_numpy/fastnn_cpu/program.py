@@ -118,7 +118,53 @@ def plan(program) -> dict:
             flat = np.empty(need, np.uint8)
         busy.append((end, flat.nbytes, flat))
         special[n] = (fn, extra, flat[:need].view(dtype).reshape(shape))
-    return special
+    return _within_peak(special, calls, readers, outputs, program)
+
+
+def _within_peak(special, calls, readers, outputs, program) -> dict:
+    """``special`` less the buffers that would raise the step's peak memory: the kept
+    buffers all exist at every moment, so their total and what else is live at a moment
+    (estimated from the recorded shapes, views counting nothing) stay within the most the
+    calls hold at once without buffers; a buffer serving the fewest calls goes first."""
+    aliases = getattr(program, "aliases", None) or {}
+    steps = len(calls)
+    live = np.zeros(steps + 1, np.int64)  # bytes live after each call, without buffers
+    pooled = {}  # id(flat) -> [its bytes, [(start, end, bytes) of the values it holds]]
+    for n, call in enumerate(calls):
+        for j in slots_in(call.out):
+            size = 0 if aliases.get(j) else _nbytes(program.describe.get(j))
+            end = steps if j in outputs else max(readers.get(j, [n]))
+            live[n:end + 1] += size
+            if n in special:
+                flat = special[n][2].base
+                entry = pooled.setdefault(id(flat), [flat.nbytes, []])
+                entry[1].append((n, end, size))
+    peak = int(live.max()) if steps else 0
+    rest = live.copy()  # bytes live outside buffers
+    for _, values in pooled.values():
+        for start, end, size in values:
+            rest[start:end + 1] -= size
+    kept = sorted(pooled.items(), key=lambda kv: (len(kv[1][1]), kv[1][0]))
+    total = sum(v[0] for _, v in kept)
+    while kept and total + int(rest.max()) > peak:
+        _, (nbytes, values) = kept.pop(0)
+        total -= nbytes
+        for start, end, size in values:
+            rest[start:end + 1] += size
+    ids = {k for k, _ in kept}
+    return {n: v for n, v in special.items() if id(v[2].base) in ids}
+
+
+
+def _nbytes(text) -> int:
+    if text is None:
+        return 0
+    dtype_name, _, dims = text.partition("[")
+    count = 1
+    for d in dims.rstrip("]").split(","):
+        if d.strip():
+            count *= int(d)
+    return count * np.dtype(dtype_name).itemsize
 
 
 def _direct(call, program, layouts, fastnn_cpu):
