@@ -13,7 +13,8 @@ same C-contiguous layout as recorded (other layouts are not planned).
 A call runs through the device's ops table as the interpreter would wherever that
 table is wrapped (shadow execution, a recording, a timing wrapper), and a replay that
 starts while another replay of the same program is under way (another thread) runs the
-plain interpreter. ``FASTNN_CPU_BUFFERS=0`` turns the buffers off (to compare).
+plain interpreter. ``FASTNN_CPU_BUFFERS=0`` turns the buffers off (to compare);
+``FASTNN_CPU_BUFFER_MIN`` sets :data:`MIN_BYTES` (0: every result, for tests).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ DIRECT = {"add": (np.add, ()), "sub": (np.subtract, ()), "mul": (np.multiply, ()
 """Hook -> (the NumPy function it calls, trailing arguments): the hook's value is
 ``fn(*args, *extra)``; relu's zero is added per dtype (:func:`_direct`)."""
 
-MIN_BYTES = 128 * 1024
+MIN_BYTES = int(os.environ.get("FASTNN_CPU_BUFFER_MIN", 128 * 1024))
 """Smaller results allocate as before. Measured (benchmarks/bench_models.py, cpu time):
 a buffer pays where the allocator hands memory back to the system and takes it again,
 page faults included (glibc does that above its mmap threshold, 128 KiB to start with;
