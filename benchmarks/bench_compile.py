@@ -1,7 +1,7 @@
 """Step capture benchmark (issue 23): eager and ``fnn.compile``d training steps side by side.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_compile.py [--backends cpu,opencl]
-        [--models mlp,conv1d,cnn,lstm,gru,transformer] [--steps 40] [--json]
+        [--models mlp,conv1d,cnn,lstm,gru,transformer] [--steps 40] [--json] [--clock cpu]
 
 Per model and backend: the median step time eager and compiled, their ratio, and each
 step's *host time*: the step's time minus the time spent inside the backend's hooks
@@ -11,7 +11,10 @@ step's time includes the device finishing it. Every model trains with Adam from 
 start eagerly and compiled; the weights after the timed steps must be equal bit for bit
 (the benchmark says so), so the ratio compares the same work. On a backend that fuses
 elementwise chains (``fused_elementwise``: opencl), "unfused" is the compiled step with
-fusion off (``fastnn.api.fusion.ENABLED``).
+fusion off (``fastnn.api.fusion.ENABLED``). ``--clock cpu`` times the process's CPU time
+(on a loaded machine: without the waits for a core; device threads count too). Under the
+timing wrapper a backend's ``compile_program`` sees a wrapped ops table and runs every
+call through it (cpu's kept buffers are off here; ``bench_models.py`` measures them).
 """
 
 from __future__ import annotations
@@ -69,7 +72,7 @@ class TimedOps:
         target = getattr(self._inner, name)
         if name.startswith("_") or not callable(target) or name == "compile_program":
             return target
-        clock, timed = time.perf_counter, self
+        clock, timed = CLOCK[0], self
 
         def hook(*args, **kwargs):
             start = clock()
@@ -79,6 +82,9 @@ class TimedOps:
                 timed.inside += clock() - start
         self.__dict__[name] = hook
         return hook
+
+
+CLOCK = [time.perf_counter]  # --clock cpu: time.process_time
 
 
 def run(name: str, backend: str, compiled: bool, steps: int, warmup: int = 3,
@@ -108,9 +114,9 @@ def run(name: str, backend: str, compiled: bool, steps: int, warmup: int = 3,
     try:
         for n in range(warmup + steps):
             timed.inside = 0.0
-            start = time.perf_counter()
+            start = CLOCK[0]()
             fn(x, y).numpy()  # waits for the device: a queued step is not a finished one
-            elapsed = time.perf_counter() - start
+            elapsed = CLOCK[0]() - start
             if n >= warmup:
                 totals.append(elapsed)
                 hosts.append(elapsed - timed.inside)
@@ -126,7 +132,9 @@ def main() -> None:
     parser.add_argument("--models", default="mlp,conv1d,cnn,lstm,gru,transformer")
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     args = parser.parse_args()
+    CLOCK[0] = time.perf_counter if args.clock == "wall" else time.process_time
     rows = []
     for backend in args.backends.split(","):
         try:
