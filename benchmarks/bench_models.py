@@ -12,9 +12,11 @@ shared: the ratios come from one interleaved run, each a median over rounds
 machine it leaves out the time spent waiting for a core).
 
 The compiled columns (issue 23) are the same cpu step through ``fnn.compile``: its time
-over eager's; the *host time* of each, the step's time minus the time its backend calls
-take when run bare (the recorded program's hooks as straight-line calls on the same
-arrays, "hooks"), compiled over eager; and the peak memory of a step (tracemalloc, which
+over eager's; the *host time* of each, compiled over eager: eager's is the step's time
+minus the time its backend calls take when run bare (the recorded program's hooks as
+straight-line calls on the same arrays), the compiled step's is its time with every hook
+call answered at once from a stored result (a subtraction of two step times would drown
+it in noise); and the peak memory of a step (tracemalloc, which
 sees NumPy's arrays, counting everything allocated since the model was built: weights,
 optimizer state, a compiled program's kept buffers), compiled over eager.
 """
@@ -239,23 +241,15 @@ def timed(step, seconds, clock=time.perf_counter):
     return float(np.median(times))
 
 
-def hooks_floor(compiled_step):
-    """The backend calls of a compiled step's program, bare: the recorded hooks as
-    straight-line calls (the core's interpreter, nothing planned) on the arrays the step
-    reads now, writing nothing back: the time a step spends inside its backend calls."""
-    from fastnn.api.program import interpreter
-    from fastnn.capture.compiled import flatten
+def host_times(compiled_step, clock, steps=20):
+    """(ms of the compiled step's hook calls run bare, ms of the compiled step with every
+    hook call answered from a stored result: its host time); see bench_compile.py."""
+    import bench_compile
 
-    entry = compiled_step.compiled._last
-    program = entry.program.plan
-    run = interpreter(program)
-    leaves = flatten(compiled_step.args, {})[1]
-    env = [get(leaves, []) for get in entry.getters]
-
-    def step():
-        run(list(env))
-        return 0.0
-    return step
+    bench_compile.CLOCK[0] = clock
+    fn = compiled_step.compiled
+    floor, hollow = bench_compile.floor_and_hollow(fn, *compiled_step.args, steps)
+    return floor * 1e3, hollow * 1e3
 
 
 def peak_memory(name, compiled, small=False, steps=4):
@@ -289,13 +283,12 @@ def run(names, rounds=3, seconds=0.3, opencl=True, small=False, clock=time.perf_
     for name in names:
         steps = contenders(name, opencl=opencl, small=small)
         samples = {k: [] for k in steps}
-        for n in range(rounds):  # interleaved: load on the machine hits every contender alike
-            for k, step in list(steps.items()):
+        for _ in range(rounds):  # interleaved: load on the machine hits every contender alike
+            for k, step in steps.items():
                 samples[k].append(timed(step, seconds, clock))
-            if n == 0 and "compiled" in steps:  # recorded and checked by now
-                steps["hooks"] = hooks_floor(steps["compiled"])
-                samples["hooks"] = [timed(steps["hooks"], seconds, clock)]
         rows[name] = {k: float(np.median(v)) * 1e3 for k, v in samples.items()}
+        if "compiled" in steps:  # recorded and checked by now
+            rows[name]["hooks"], rows[name]["hollow"] = host_times(steps["compiled"], clock)
         if memory and "compiled" in steps:
             rows[name]["peak eager"] = peak_memory(name, False, small) / 2**20
             rows[name]["peak compiled"] = peak_memory(name, True, small) / 2**20
@@ -306,14 +299,12 @@ def table(rows):
     def ratio(row, a, b):
         return f"{row[a] / row[b]:.2f}" if a in row and b in row else "-"
 
-    def host(row, k):
-        return row[k] - row["hooks"] if "hooks" in row and k in row else None
-
     def host_ratio(row):
-        eager, comp = host(row, "fastnn cpu"), host(row, "compiled")
-        if eager is None or comp is None:
+        if "hollow" not in row:
             return "-"
-        return f"{comp / eager:.2f} ({comp:.2f} / {eager:.2f} ms)" if eager > 0 else "-"
+        eager, comp = row["fastnn cpu"] - row["hooks"], row["hollow"]
+        return (f"{comp / eager:.2f} ({comp:.3f} / {eager:.2f} ms)" if eager > 0 else
+                f"- ({comp:.3f} / {eager:.2f} ms)")
 
     lines = ["| model | cpu ms | fastnn cpu / PyTorch | fastnn cpu / NumPy floor | "
              "opencl / cpu | compiled / eager | host compiled / eager | "
