@@ -38,7 +38,16 @@ DIRECT = {"add": (np.add, ()), "sub": (np.subtract, ()), "mul": (np.multiply, ()
 """Hook -> (the NumPy function it calls, trailing arguments): the hook's value is
 ``fn(*args, *extra)``; relu's zero is added per dtype (:func:`_direct`)."""
 
-MIN_BYTES = int(os.environ.get("FASTNN_CPU_BUFFER_MIN", 128 * 1024))
+def _min_bytes() -> int:
+    text = os.environ.get("FASTNN_CPU_BUFFER_MIN", "")
+    try:
+        return int(text) if text else 128 * 1024
+    except ValueError:
+        raise ValueError(f"FASTNN_CPU_BUFFER_MIN must be a number of bytes, got {text!r}; "
+                         "unset it for the default (131072)") from None
+
+
+MIN_BYTES = _min_bytes()
 """Smaller results allocate as before. Measured (benchmarks/bench_models.py, cpu time):
 a buffer pays where the allocator hands memory back to the system and takes it again,
 page faults included (glibc does that above its mmap threshold, 128 KiB to start with;
