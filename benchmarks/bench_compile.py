@@ -1,7 +1,7 @@
 """Step capture benchmark (issue 23): eager and ``fnn.compile``d training steps side by side.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_compile.py [--backends cpu,opencl]
-        [--models mlp,conv1d,cnn,lstm,gru,transformer] [--steps 40] [--json]
+        [--models mlp,conv1d,cnn,lstm,gru,transformer] [--steps 40] [--json] [--clock cpu]
 
 Per model and backend: the median step time eager and compiled, their ratio, and each
 step's *host time*: the step's time minus the time spent inside the backend's hooks
@@ -12,6 +12,16 @@ start eagerly and compiled; the weights after the timed steps must be equal bit 
 (the benchmark says so), so the ratio compares the same work. On a backend that fuses
 elementwise chains (``fused_elementwise``: opencl), "unfused" is the compiled step with
 fusion off (``fastnn.api.fusion.ENABLED``).
+
+The timing wrapper's own cost (~0.5 us a call) counts as host time in both columns, so
+on cpu three more columns measure without it: "hooks", the compiled program's hook
+calls run bare (straight-line, on the same arrays, nothing else); "eager-hooks", the
+eager step's host time as the step minus those calls; "hollow", the compiled step with
+every hook call answered at once from a stored result (everything a replay does but
+the backend's work), and its ratio to "eager-hooks". ``--clock cpu`` times the process's CPU time
+(on a loaded machine: without the waits for a core; device threads count too). Under the
+timing wrapper a backend's ``compile_program`` sees a wrapped ops table and runs every
+call through it (cpu's kept buffers are off here; ``bench_models.py`` measures them).
 """
 
 from __future__ import annotations
@@ -69,7 +79,7 @@ class TimedOps:
         target = getattr(self._inner, name)
         if name.startswith("_") or not callable(target) or name == "compile_program":
             return target
-        clock, timed = time.perf_counter, self
+        clock, timed = CLOCK[0], self
 
         def hook(*args, **kwargs):
             start = clock()
@@ -79,6 +89,9 @@ class TimedOps:
                 timed.inside += clock() - start
         self.__dict__[name] = hook
         return hook
+
+
+CLOCK = [time.perf_counter]  # --clock cpu: time.process_time
 
 
 def run(name: str, backend: str, compiled: bool, steps: int, warmup: int = 3,
@@ -108,16 +121,61 @@ def run(name: str, backend: str, compiled: bool, steps: int, warmup: int = 3,
     try:
         for n in range(warmup + steps):
             timed.inside = 0.0
-            start = time.perf_counter()
+            start = CLOCK[0]()
             fn(x, y).numpy()  # waits for the device: a queued step is not a finished one
-            elapsed = time.perf_counter() - start
+            elapsed = CLOCK[0]() - start
             if n >= warmup:
                 totals.append(elapsed)
                 hosts.append(elapsed - timed.inside)
         weights = [np.asarray(v) for v in model.state_dict().values()]  # buffers too
     finally:
         device.ops = timed._inner
+    if compiled:
+        run.last = (fn, x, y, steps)
     return float(np.median(totals)), float(np.median(hosts)), weights
+
+
+def floor_and_hollow(fn, x, y, steps):
+    """(median seconds of the compiled step's hook calls run bare: the straight-line
+    calls on the same arrays, nothing else; median seconds of the compiled step with
+    every hook call answered at once from a stored result: its host time, measured
+    without a timing wrapper)."""
+    from fastnn.api.program import interpreter
+
+    entry = fn._last
+    program = entry.program.plan
+    env = [get([x, y], []) for get in entry.getters]
+    bare = interpreter(program)
+    results = {}
+
+    def keep(n, hook):
+        def call(*args, **kwargs):
+            results[n] = hook(*args, **kwargs)
+            return results[n]
+        return call, (), None
+
+    interpreter(program, {n: keep(n, getattr(c.device.ops, c.name))
+                          for n, c in enumerate(program.calls)})(list(env))
+
+    def stored(value):
+        return (lambda *args, **kwargs: value), (), None
+
+    hollow = interpreter(program, {n: stored(results.get(n))
+                                   for n in range(len(program.calls))})
+    floor, host = [], []
+    clock = CLOCK[0]
+    for _ in range(steps):
+        start = clock()
+        bare(list(env))
+        floor.append(clock() - start)
+    entry.program._resolved = tuple(d.ops for d in entry.program.devices())
+    entry.program._run = hollow
+    for _ in range(steps):
+        start = clock()
+        fn(x, y).numpy()
+        host.append(clock() - start)
+    entry.program._resolved = None  # the real program again at the next call
+    return float(np.median(floor)), float(np.median(host))
 
 
 def main() -> None:
@@ -126,7 +184,9 @@ def main() -> None:
     parser.add_argument("--models", default="mlp,conv1d,cnn,lstm,gru,transformer")
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     args = parser.parse_args()
+    CLOCK[0] = time.perf_counter if args.clock == "wall" else time.process_time
     rows = []
     for backend in args.backends.split(","):
         try:
@@ -137,6 +197,7 @@ def main() -> None:
         for name in args.models.split(","):
             eager, eager_host, w1 = run(name, backend, False, args.steps)
             comp, comp_host, w2 = run(name, backend, True, args.steps)
+            floor, hollow = floor_and_hollow(*run.last)
             same = all(np.array_equal(a, b) for a, b in zip(w1, w2))
             fuses = "fused_elementwise" in as_device(backend).backend.implemented
             unfused, _, w3 = run(name, backend, True, args.steps, fuse=False) if fuses else (
@@ -146,16 +207,22 @@ def main() -> None:
                          "compiled_ms": comp * 1e3, "ratio": comp / eager,
                          "eager_host_ms": eager_host * 1e3, "compiled_host_ms": comp_host * 1e3,
                          "host_ratio": comp_host / eager_host, "bit_equal": same,
-                         "unfused_ms": unfused * 1e3})
+                         "unfused_ms": unfused * 1e3, "hooks_ms": floor * 1e3,
+                         "eager_minus_hooks_ms": (eager - floor) * 1e3,
+                         "hollow_ms": hollow * 1e3,
+                         "hollow_ratio": hollow / max(eager - floor, 1e-9)})
     if args.json:
         print(json.dumps(rows, indent=1))
         return
     print(f"{'model':12} {'backend':8} {'eager ms':>9} {'compiled':>9} {'ratio':>6} "
-          f"{'host eager':>11} {'host comp':>10} {'host ratio':>10} {'unfused':>8}  equal")
+          f"{'host eager':>11} {'host comp':>10} {'host ratio':>10} {'unfused':>8} "
+          f"{'hooks':>7} {'eager-hooks':>11} {'hollow':>7} {'ratio':>6}  equal")
     for r in rows:
         print(f"{r['model']:12} {r['backend']:8} {r['eager_ms']:9.3f} {r['compiled_ms']:9.3f} "
               f"{r['ratio']:6.2f} {r['eager_host_ms']:11.3f} {r['compiled_host_ms']:10.3f} "
-              f"{r['host_ratio']:10.2f} {r['unfused_ms']:8.3f}  {r['bit_equal']}")
+              f"{r['host_ratio']:10.2f} {r['unfused_ms']:8.3f} {r['hooks_ms']:7.3f} "
+              f"{r['eager_minus_hooks_ms']:11.3f} {r['hollow_ms']:7.3f} "
+              f"{r['hollow_ratio']:6.2f}  {r['bit_equal']}")
 
 
 if __name__ == "__main__":

@@ -2,11 +2,23 @@
 floor, and opencl against cpu, one thread, interleaved in one process:
 
     python benchmarks/bench_models.py [--models MLP,CNN] [--rounds 3] [--no-opencl] [--json F]
+        [--clock wall|cpu] [--no-memory]
 
 Every contender starts from the same weights (the PyTorch model's state dict) and batch,
 and takes SGD steps (lr 0.01) on cross-entropy. The NumPy floors (``benchmarks/floors/``)
 are the same steps written as bare NumPy calls, forward and backward. The machine is
-shared: the ratios come from one interleaved run, each a median over rounds.
+shared: the ratios come from one interleaved run, each a median over rounds
+(``--clock cpu`` times the process's CPU time instead of the wall clock: on a loaded
+machine it leaves out the time spent waiting for a core).
+
+The compiled columns (issue 23) are the same cpu step through ``fnn.compile``: its time
+over eager's; the *host time* of each, compiled over eager: eager's is the step's time
+minus the time its backend calls take when run bare (the recorded program's hooks as
+straight-line calls on the same arrays), the compiled step's is its time with every hook
+call answered at once from a stored result (a subtraction of two step times would drown
+it in noise); and the peak memory of a step (tracemalloc, which
+sees NumPy's arrays, counting everything allocated since the model was built: weights,
+optimizer state, a compiled program's kept buffers), compiled over eager.
 """
 
 from __future__ import annotations
@@ -139,37 +151,59 @@ def batch(name, seed=0, small=False):
     return x, rng.integers(0, 10, shapes[name][0])
 
 
-def contenders(name, lr=0.01, opencl=True, torch_too=True, small=False):
-    """{contender: step()} for model ``name``, every one from the same weights and batch."""
+def start(name, small=False):
+    """(the PyTorch model, its state dict as NumPy arrays, x, y): every contender's start."""
     import torch
-
-    import fastnn as fnn
-    import fastnn.functional as fF
-    from fastnn import optim
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
     theirs = define(torch, torch.nn.functional)[name]()
     state = {k: v.detach().numpy().copy() for k, v in theirs.state_dict().items()}
     x, y = batch(name, small=small)
+    return theirs, state, x, y
+
+
+def fastnn_step(name, state, x, y, device="cpu", compiled=False, lr=0.01):
+    """fastnn's SGD step of model ``name`` from ``state`` on (x, y): ``step()`` returns the
+    loss; ``step.compiled`` is the (compiled) function, ``step.args`` its arguments."""
+    import fastnn as fnn
+    import fastnn.functional as fF
+    from fastnn import optim
+
+    model = define(fnn, fF)[name]().to(device)
+    model.load_state_dict(state)
+    opt = optim.SGD(list(model.parameters()), lr=lr)
+    fx, fy = fnn.tensor(x, device=device), fnn.tensor(y, device=device)
+
+    def one(a, b):
+        opt.zero_grad()
+        loss = fF.cross_entropy(model(a), b)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    run = fnn.compile(one) if compiled else one
+
+    def step():
+        return run(fx, fy)
+
+    step.compiled, step.args = run, (fx, fy)
+    return step
+
+
+def contenders(name, lr=0.01, opencl=True, torch_too=True, small=False, compiled=True):
+    """{contender: step()} for model ``name``, every one from the same weights and batch."""
+    import torch
+
+    theirs, state, x, y = start(name, small)
     steps = {}
 
-    def ours(device):
-        model = define(fnn, fF)[name]().to(device)
-        model.load_state_dict(state)
-        opt = optim.SGD(list(model.parameters()), lr=lr)
-        fx, fy = fnn.tensor(x, device=device), fnn.tensor(y, device=device)
-
-        def step():
-            opt.zero_grad()
-            loss = fF.cross_entropy(model(fx), fy)
-            loss.backward()
-            opt.step()
-            return loss.detach()
-
-        return step
+    def ours(device, compiled=False):
+        return fastnn_step(name, state, x, y, device, compiled, lr)
 
     steps["fastnn cpu"] = ours("cpu")
+    if compiled:
+        steps["compiled"] = ours("cpu", compiled=True)
     if torch_too:
         t_opt = torch.optim.SGD(list(theirs.parameters()), lr=lr)
         tx, ty = torch.tensor(x), torch.tensor(y)
@@ -194,28 +228,70 @@ def contenders(name, lr=0.01, opencl=True, torch_too=True, small=False):
     return steps
 
 
-def timed(step, seconds):
+def timed(step, seconds, clock=time.perf_counter):
     """Median seconds per call over calls lasting about ``seconds`` in all; each call reads
     its loss back to the host (so an asynchronous device has finished the step)."""
     float(step())
     times, spent = [], 0.0
     while spent < seconds or len(times) < 3:
-        start = time.perf_counter()
+        start = clock()
         float(step())
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
         spent += times[-1]
     return float(np.median(times))
 
 
-def run(names, rounds=3, seconds=0.3, opencl=True, small=False):
+def host_times(compiled_step, clock, steps=20):
+    """(ms of the compiled step's hook calls run bare, ms of the compiled step with every
+    hook call answered from a stored result: its host time); see bench_compile.py."""
+    import bench_compile
+
+    bench_compile.CLOCK[0] = clock
+    fn = compiled_step.compiled
+    floor, hollow = bench_compile.floor_and_hollow(fn, *compiled_step.args, steps)
+    return floor * 1e3, hollow * 1e3
+
+
+def peak_memory(name, compiled, small=False, steps=4):
+    """Bytes tracemalloc saw at most during one cpu step, counting from before the model
+    was built (so a compiled program's kept buffers count)."""
+    import gc
+    import tracemalloc
+
+    _, state, x, y = start(name, small)
+    warm = fastnn_step(name, state, x, y, compiled=compiled)  # imports and caches, untraced
+    for _ in range(steps):
+        warm()
+    del warm
+    gc.collect()
+    tracemalloc.start()
+    try:
+        step = fastnn_step(name, state, x, y, compiled=compiled)
+        for _ in range(steps):
+            step()
+        gc.collect()  # the recording's cycles: garbage, not the step's memory
+        tracemalloc.reset_peak()
+        float(step())
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def run(names, rounds=3, seconds=0.3, opencl=True, small=False, clock=time.perf_counter,
+        memory=True):
     rows = {}
     for name in names:
         steps = contenders(name, opencl=opencl, small=small)
         samples = {k: [] for k in steps}
         for _ in range(rounds):  # interleaved: load on the machine hits every contender alike
             for k, step in steps.items():
-                samples[k].append(timed(step, seconds))
+                samples[k].append(timed(step, seconds, clock))
         rows[name] = {k: float(np.median(v)) * 1e3 for k, v in samples.items()}
+        if "compiled" in steps:  # recorded and checked by now
+            rows[name]["hooks"], rows[name]["hollow"] = host_times(steps["compiled"], clock)
+        if memory and "compiled" in steps:
+            rows[name]["peak eager"] = peak_memory(name, False, small) / 2**20
+            rows[name]["peak compiled"] = peak_memory(name, True, small) / 2**20
     return rows
 
 
@@ -223,12 +299,25 @@ def table(rows):
     def ratio(row, a, b):
         return f"{row[a] / row[b]:.2f}" if a in row and b in row else "-"
 
+    def host_ratio(row):
+        if "hollow" not in row:
+            return "-"
+        eager, comp = row["fastnn cpu"] - row["hooks"], row["hollow"]
+        return (f"{comp / eager:.2f} ({comp:.3f} / {eager:.2f} ms)" if eager > 0 else
+                f"- ({comp:.3f} / {eager:.2f} ms)")
+
     lines = ["| model | cpu ms | fastnn cpu / PyTorch | fastnn cpu / NumPy floor | "
-             "opencl / cpu |", "|---|---|---|---|---|"]
+             "opencl / cpu | compiled / eager | host compiled / eager | "
+             "peak memory compiled / eager |", "|---|---|---|---|---|---|---|---|"]
     for name, row in rows.items():
+        memory = (f"{row['peak compiled'] / row['peak eager']:.2f} "
+                  f"({row['peak compiled']:.1f} / {row['peak eager']:.1f} MiB)"
+                  if "peak eager" in row else "-")
         lines.append(f"| {name} | {row['fastnn cpu']:.1f} | {ratio(row, 'fastnn cpu', 'torch')}"
                      f" | {ratio(row, 'fastnn cpu', 'floor')} | "
-                     f"{ratio(row, 'opencl', 'fastnn cpu')} |")
+                     f"{ratio(row, 'opencl', 'fastnn cpu')} | "
+                     f"{ratio(row, 'compiled', 'fastnn cpu')} | {host_ratio(row)} | "
+                     f"{memory} |")
     return "\n".join(lines)
 
 
@@ -240,8 +329,13 @@ def main(argv=None):
                         help="time per contender per round")
     parser.add_argument("--no-opencl", action="store_true")
     parser.add_argument("--json", help="also write the step times (ms) to this file")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="time the wall clock, or the process's CPU time")
+    parser.add_argument("--no-memory", action="store_true", help="skip the peak memory")
     args = parser.parse_args(argv)
-    rows = run(args.models.split(","), args.rounds, args.seconds, not args.no_opencl)
+    clock = time.perf_counter if args.clock == "wall" else time.process_time
+    rows = run(args.models.split(","), args.rounds, args.seconds, not args.no_opencl,
+               clock=clock, memory=not args.no_memory)
     print(table(rows))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))

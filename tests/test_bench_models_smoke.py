@@ -32,9 +32,9 @@ def bench():
                                   "Transformer", "nanoGPT"])
 def test_contenders_take_the_same_step(bench, name):
     steps = bench.contenders(name, opencl=False, small=True)
-    assert set(steps) == {"fastnn cpu", "torch", "floor"}
-    losses = {k: [float(step()) for _ in range(2)] for k, step in steps.items()}
-    for k in ("fastnn cpu", "floor"):
+    assert set(steps) == {"fastnn cpu", "torch", "floor", "compiled"}
+    losses = {k: [float(step()) for _ in range(3)] for k, step in steps.items()}
+    for k in ("fastnn cpu", "floor", "compiled"):
         assert losses[k] == pytest.approx(losses["torch"], rel=2e-5, abs=1e-6), k
     assert losses["torch"][1] != losses["torch"][0]
 

@@ -107,6 +107,8 @@ def fuse(program: Program) -> Program:
         else:
             out_calls.append(call)
     fused = Program(program.name, out_calls, program.inputs, program.outputs, describe)
+    fused.layouts = program.layouts  # a fused call's result keeps its recorded layout
+    fused.aliases = program.aliases
     return fused
 
 

@@ -383,7 +383,10 @@ def compile_program(program: Any) -> Any:
     the hook; ``args`` and ``kwargs``, in which :class:`fastnn.api.program.Slot` ``i``
     stands for value ``i``; ``out``, the result's slots), ``inputs`` (the slot numbers
     ``run`` receives values for, in that order: arrays, and numbers such as a learning
-    rate or a seed) and ``outputs`` (the slots ``run`` returns, in that order). Running
+    rate or a seed) and ``outputs`` (the slots ``run`` returns, in that order); also
+    ``describe`` (slot -> "float32[64, 10]"), ``layouts`` (slot -> the recorded array's
+    strides) and ``aliases`` (slot -> the argument slots its recorded array shared memory
+    with: a view), for a backend that plans buffers. Running
     the calls in order with this backend's hooks is the contract: a backend may fuse,
     plan buffers, or build one launch list, as long as the outputs equal what the calls
     give (bit for bit unless it fuses). The composite is the core's interpreter (the

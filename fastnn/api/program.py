@@ -123,6 +123,8 @@ class Program:
         self.inputs = inputs  # [slot]: the order a replay passes them in
         self.outputs = outputs  # [slot]: the order the replay hands them back in
         self.describe = describe  # slot -> "float32[64, 10]" (from the recording)
+        self.layouts: dict = {}  # slot -> the recorded array's strides (where it has them)
+        self.aliases: dict | None = None  # slot -> argument slots it viewed when recorded
         self._run, self._resolved = None, None
         self.plan = self  # what runs: this program, or its fused form on a backend that fuses
         self.planner = None  # program -> the program to run (fastnn.api.fusion.planned)
@@ -161,10 +163,14 @@ class Program:
         return self._run
 
     def devices(self) -> list:
-        found = []
-        for call in self.calls:
-            if call.device not in found:
-                found.append(call.device)
+        """The devices the calls run on, in order of first use (found once)."""
+        found = self.__dict__.get("_devices")
+        if found is None:
+            found = []
+            for call in self.calls:
+                if call.device not in found:
+                    found.append(call.device)
+            self._devices = found
         return found
 
 
@@ -179,9 +185,14 @@ def compile_program(program: Program):
     return interpreter(program)
 
 
-def interpreter(program: Program):
-    """The replay: the program as straight-line Python with its hooks bound."""
+def interpreter(program: Program, special: dict | None = None):
+    """The replay: the program as straight-line Python with its hooks bound.
+
+    ``special`` (a backend's ``compile_program``) maps a call's index to ``(fn, extra,
+    out)``: that call runs as ``fn(*args, *extra, out=out)`` instead of its hook (``out``
+    None: without it), e.g. NumPy's ufunc writing into a buffer the backend keeps."""
     names: dict = {}
+    special = special or {}
     lines = ["def run(env):"]
     if program.inputs:
         lines.append("    " + "".join(f"s{i}, " for i in program.inputs) + "= env")
@@ -190,9 +201,16 @@ def interpreter(program: Program):
     drops = last_uses(program.calls, keep)
     for n, (call, dropped) in enumerate(zip(program.calls, drops)):
         fn = f"f{n}"
-        names[fn] = getattr(call.device.ops, call.name)
         args = [_code(a, names) for a in call.args]
         args += [f"{k}={_code(v, names)}" for k, v in call.kwargs.items()]
+        own = special.get(n)
+        if own is None:
+            names[fn] = getattr(call.device.ops, call.name)
+        else:
+            names[fn], extra, out = own
+            args += [_code(e, names) for e in extra]
+            if out is not None:
+                args.append(f"out={_code(out, names)}")
         expr = f"{fn}({', '.join(args)})"
         if type(call.out) is Slot:
             lines.append(f"    s{call.out.i} = {expr}")

@@ -20,6 +20,7 @@ from fastnn.api.device import Device
 from fastnn.api.program import Program, Seq, Slot, eliminate_dead, slots_in
 from fastnn.capture.entry import ArgRef, Entry, OutTensor
 from fastnn.capture.record import CaptureError, is_array
+from fastnn.capture.replay import Source, fast_replay
 from fastnn.ops.tensor import Tensor
 
 # ---------------------------------------------------------------- building
@@ -78,6 +79,9 @@ def build(name, recorder, snapshot, leaves, draws, result) -> Entry:
     device_of = _devices_of(kept)
     describe = {i: _describe(v) for i, v in enumerate(values) if is_array(v)}
     entry.program = Program(name, kept, inputs, outputs, describe)
+    entry.program.layouts = {i: tuple(v.strides) for i, v in enumerate(values)
+                             if is_array(v) and getattr(v, "strides", None) is not None}
+    entry.program.aliases = _aliases(kept, values)
     entry.program.planner = fusion.planned
     entry.devices = [device_of.get(i) for i in inputs]
     entry.out_devices = [device_of.get(i) for i in outputs]
@@ -97,6 +101,7 @@ def build(name, recorder, snapshot, leaves, draws, result) -> Entry:
             entry.inplace.append((_location_reader(b), entry.devices[n]))
             entry.inplace_index.append(n)
     entry.guards = _guards(binds, inputs, values, writes, snapshot)
+    entry.fast = fast_replay(entry, binds, inputs, values, leaves, name)
     entry.args_now[0] = None  # the recording's arguments are not kept alive
     return entry
 
@@ -228,7 +233,10 @@ def _location_reader(bind):
 
 
 def _guards(binds, inputs, values, writes, snapshot) -> list:
-    guards = []
+    """The checks that choose this entry, as one generated function in a list: each
+    tensor read or written is alive (with the shape of its array or gradient), each
+    optimizer has its options and state entries, each module its training flag."""
+    src = Source()
     tensors, optimizers = set(), {}
     for i in inputs:
         b = binds[i]
@@ -237,34 +245,67 @@ def _guards(binds, inputs, values, writes, snapshot) -> list:
         shape, ref = tuple(values[i].shape), b[1]
         if b[0] == "data":
             tensors.add(id(ref()))
-            guards.append(lambda ref=ref, shape=shape: (
-                ref() is not None and tuple(ref()._data.shape) == shape))
+            src.add(f"t = {src.name(ref, 'r')}()")
+            src.add(f"if t is None or tuple(t._data.shape) != {shape!r}:")
+            src.add("    return False")
         elif b[0] == "grad":
             tensors.add(id(ref()))
-            guards.append(lambda ref=ref, shape=shape: (
-                ref() is not None and ref()._grad is not None
-                and tuple(ref()._grad._data.shape) == shape))
+            src.add(f"t = {src.name(ref, 'r')}()")
+            src.add(f"if t is None or t._grad is None or tuple(t._grad._data.shape) != "
+                    f"{shape!r}:")
+            src.add("    return False")
         else:
             optimizers[id(ref())] = ref
     for kind, ref, _key, _, meta in writes:
         if type(ref) is ArgRef:  # the signature says whether an argument has a gradient
             continue
+        t = src.name(ref, "r")
         if kind == "grad_new" and meta[3]:  # the step starts from no gradient
-            guards.append(lambda ref=ref: ref() is not None and ref()._grad is None)
+            src.add(f"t = {t}()")
+            src.add("if t is None or t._grad is not None:")
+            src.add("    return False")
         if kind == "opt":
             optimizers[id(ref())] = ref
         else:
             tensors.add(id(ref()))
-            guards.append(lambda ref=ref: ref() is not None)
+            src.add(f"if {t}() is None:")
+            src.add("    return False")
     for b in binds.values():
         if b is not None and b[0] == "scalar":
             optimizers[id(b[2]())] = b[2]
     for ref in optimizers.values():
-        guards.append(snapshot.guard_of(ref()))
+        src.add(f"if not {src.name(snapshot.guard_of(ref()), 'opt')}():")
+        src.add("    return False")
     for ref, training in snapshot.modules_of(tensors):
-        guards.append(lambda ref=ref, training=training: (
-            ref() is not None and ref().training == training))
-    return guards
+        src.add(f"m = {src.name(ref, 'm')}()")
+        src.add(f"if m is None or m.training != {training!r}:")
+        src.add("    return False")
+    src.add("return True")
+    return [src.function("def guards():", "guards")]
+
+
+def _aliases(calls, values) -> dict:
+    """slot -> the argument slots of its call whose memory it shared when recorded (a
+    view); a backend's array that is not NumPy's counts as sharing (unknown)."""
+    found = {}
+    for call in calls:
+        args = [i for i in slots_in(call.args) + slots_in(call.kwargs) if is_array(values[i])]
+        for j in slots_in(call.out):
+            out = values[j]
+            if not is_array(out):
+                continue
+            shared = [i for i in args if _shares(out, values[i])]
+            if shared:
+                found[j] = shared
+    return found
+
+
+def _shares(a, b) -> bool:
+    if isinstance(a, np.generic) or isinstance(b, np.generic):
+        return False  # a NumPy scalar owns its value
+    if type(a) is np.ndarray and type(b) is np.ndarray:
+        return bool(np.may_share_memory(a, b))
+    return True
 
 
 def _devices_of(calls) -> dict:

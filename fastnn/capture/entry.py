@@ -29,6 +29,7 @@ class Entry:
         self.result = None  # the return value's template
         self.guards: list = []  # () -> bool
         self.args_now = [None]  # the current call's arguments, for ArgRef
+        self.fast = None  # replay(leaves) written out (fastnn.capture.replay), if built
 
     @classmethod
     def eager_only(cls, key, why: str):
@@ -53,6 +54,8 @@ class Entry:
     def replay(self, leaves, dry: bool = False):
         """Run the program on the current inputs; write its outputs where the eager step
         did (``dry``: on copies of the inputs, writing nothing: the first replay's check)."""
+        if not dry and self.fast is not None:
+            return self.fast(leaves)
         self.args_now[0] = leaves
         for ref, pid, key, delta in self.steps:
             ref().state[pid][key] += delta
@@ -102,7 +105,8 @@ class Entry:
                 now, what = owner.state[key[0]][key[1]], f"optimizer state {key[1]!r}"
             if not _same(now, outs[k], self.out_devices[k]):
                 return what
-        for (slot_get, dev), copied in zip(self.inplace, self.dry_inputs_of()):
+        dry, self.dry_inputs = self.dry_inputs_of(), None  # the copies go once compared
+        for (slot_get, dev), copied in zip(self.inplace, dry):
             if not _same(slot_get(), copied, dev):
                 return "a tensor written in place"
         replayed = _rebuild(self.result, outs)

@@ -1,0 +1,131 @@
+"""A recorded signature's replay and guards as straight-line Python, generated once.
+
+:meth:`fastnn.capture.entry.Entry.replay` reads each input through a closure, writes each
+output through a loop over kinds, and asks the optimizer for its learning rates once per
+input that holds them; the guards are a list of closures. Here the same work is written
+out once per entry (``s3 = r3()._data``, ``o = w0(); o._data = outs[0]``), so a replay
+pays for what it must read and write and for nothing else: at most one
+``lrs_and_decays`` per optimizer group and no per-input call or kind test.
+The first replay's check (``dry``) still runs :meth:`Entry.replay` itself.
+"""
+
+from __future__ import annotations
+
+from fastnn.autograd import engine
+from fastnn.capture.entry import ArgRef, OutTensor, _rebuild
+from fastnn.ops import tensor as tensor_module
+from fastnn.ops.tensor import Tensor
+
+
+class Source:
+    """Lines of a generated function and the objects its names stand for."""
+
+    def __init__(self):
+        self.lines: list[str] = []
+        self.scope: dict = {}
+
+    def name(self, value, prefix: str) -> str:
+        key = f"{prefix}{len(self.scope)}"
+        self.scope[key] = value
+        return key
+
+    def add(self, line: str) -> None:
+        self.lines.append("    " + line)
+
+    def function(self, head: str, label: str):
+        source = "\n".join([head] + (self.lines or ["    pass"]))
+        scope = dict(self.scope)
+        exec(compile(source, f"<fnn.compile {label}>", "exec"), scope)  # noqa: S102
+        return scope[head.split()[1].split("(")[0]]
+
+
+def fast_replay(entry, binds, inputs, values, leaves, name: str):
+    """``replay(leaves)`` for ``entry``: what ``Entry.replay(leaves)`` does, written out
+    (``values``: the recording's value of each slot, for the constants)."""
+    src = Source()
+    uses_args = any(type(w[1]) is ArgRef for w in entry.writes) or any(
+        binds[i] is not None and len(binds[i]) > 1 and type(binds[i][1]) is ArgRef
+        for i in inputs)
+    args_now = src.name(entry.args_now, "args_now")
+    if uses_args:
+        src.add(f"{args_now}[0] = leaves")
+    for ref, pid, key, delta in entry.steps:
+        src.add(f"{src.name(ref, 'o')}().state[{pid!r}][{key!r}] += {delta!r}")
+    if entry.draws:
+        src.add(f"rng = {src.name(tensor_module, 'tm')}._default_rng")
+        src.add(f"draws = [getattr(rng, m)(*a, **k) for m, a, k in "
+                f"{src.name(entry.draws, 'd')}]")
+    rates: dict = {}  # (optimizer ref, group) -> the local holding (lrs, decays)
+    env = []
+    for i in inputs:
+        env.append(_input_code(src, binds[i], values[i], leaves, rates))
+    src.add("env = [" + "".join(f"{e}, " for e in env) + "]")
+    # a gradient the step replaces without reading it (zero_grad inside the step) goes
+    # before the program runs, as eager's zero_grad drops it: not held beside the new one
+    read = {id(binds[i][1]) for i in inputs if binds[i] is not None and binds[i][0] == "grad"}
+    read |= {id(binds[i][1]()) for i in inputs if binds[i] is not None and
+             binds[i][0] == "grad" and type(binds[i][1]) is not ArgRef}
+    for kind, ref, _key, _k, meta in entry.writes:
+        if kind == "grad_new" and not meta[3] and type(ref) is not ArgRef and \
+                id(ref) not in read and id(ref()) not in read:
+            src.add(f"{src.name(ref, 'w')}()._grad = None")
+    src.add(f"outs = {src.name(entry.program.runner, 'runner')}()(env)")
+    for kind, ref, key, k, meta in entry.writes:
+        owner = f"{src.name(ref, 'w')}()"
+        if kind == "data":
+            src.add(f"o = {owner}")
+            src.add(f"o._data = outs[{k}]")
+            src.add("if o._storage is not None:")
+            src.add(f"    o._storage.version = {src.name(engine, 'engine')}.tick()")
+        elif kind == "grad_new":
+            make = f"{src.name(Tensor, 'Tensor')}._make"
+            made = f"{make}(outs[{k}], {src.name(meta[0], 'dt')}, {src.name(meta[1], 'dev')})"
+            if meta[2]:
+                src.add(f"g = {owner}._grad = {made}")
+                src.add(f"g._storage = {src.name(engine, 'engine')}._SHARED")
+            else:
+                src.add(f"{owner}._grad = {made}")
+        elif kind == "grad_data":
+            src.add(f"{owner}._grad._data = outs[{k}]")
+        elif kind == "grad_none":
+            src.add(f"{owner}._grad = None")
+        else:
+            src.add(f"{owner}.state[{key[0]!r}][{key[1]!r}] = outs[{k}]")
+    if uses_args:
+        src.add(f"{args_now}[0] = None")
+    result = entry.result
+    if type(result) is OutTensor:
+        src.add(f"return {src.name(Tensor, 'Tensor')}._make(outs[{result.k}], "
+                f"{src.name(result.dtype, 'dt')}, {src.name(result.device, 'dev')})")
+    else:
+        src.add(f"return {src.name(_rebuild, 'rebuild')}({src.name(result, 'res')}, outs)")
+    return src.function("def replay(leaves):", f"{name} replay")
+
+
+def _input_code(src, bind, value, leaves, rates) -> str:
+    """The expression for one program input in the generated replay."""
+    if bind is None:  # a constant of the recording
+        return src.name(value, "c")
+    kind = bind[0]
+    if kind == "arg":
+        n = bind[1]
+        return f"leaves[{n}]._data" if isinstance(leaves[n], Tensor) else f"leaves[{n}]"
+    if kind == "draw":
+        return f"int(draws[{bind[1]}])"
+    if kind == "scalar":
+        _, what, oref, gi, prefs = bind
+        if what == "step":
+            return f"{src.name(oref, 'o')}().state[{id(prefs[0]())!r}]['step']"
+        local = rates.get((id(oref), gi))
+        if local is None:
+            local = rates[(id(oref), gi)] = f"rates{len(rates)}"
+            src.add(f"o = {src.name(oref, 'o')}()")
+            src.add(f"{local} = o.lrs_and_decays(o.param_groups[{gi}], "
+                    f"[r() for r in {src.name(prefs, 'p')}])")
+        return f"{local}[{0 if what == 'lrs' else 1}]"
+    ref = src.name(bind[1], "r")
+    if kind == "data":
+        return f"{ref}()._data"
+    if kind == "grad":
+        return f"{ref}()._grad._data"
+    return f"{ref}().state[{bind[2][0]!r}][{bind[2][1]!r}]"
