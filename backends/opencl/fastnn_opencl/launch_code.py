@@ -288,4 +288,5 @@ def _guarded(fast, filename, lines_of, calls_of, program, hold):
                 f"{type(exc).__name__}: {exc}") from exc
 
     run.hold = hold  # the launches' buffers live as long as the replay
+    run.__wrapped__ = fast
     return run
