@@ -26,7 +26,7 @@ import threading
 
 from fastnn.api.hookspec import hookimpl
 from fastnn.api.program import Seq, Slot, interpreter, slots_in
-from fastnn_opencl import elementwise, runtime
+from fastnn_opencl import elementwise, fast_launch, runtime
 from fastnn_opencl.runtime import CLArray
 
 
@@ -94,8 +94,9 @@ class _Tracing:
     def __enter__(self):
         cl = runtime.cl()
         self.saved = (cl.Kernel.__call__, cl.enqueue_copy, cl.enqueue_nd_range_kernel,
-                      cl.CommandQueue.finish, elementwise._flat_plan)
-        kernel_call, enqueue_copy, enqueue, finish, _ = self.saved
+                      cl.CommandQueue.finish, elementwise._flat_plan, fast_launch.unary,
+                      fast_launch.binary)
+        kernel_call, enqueue_copy, enqueue, finish = self.saved[:4]
         tracing = self
 
         def call(kernel, queue, global_size, local_size, *args, **kwargs):
@@ -124,13 +125,19 @@ class _Tracing:
         cl.enqueue_copy = flag("a copy to or from the host", enqueue_copy)
         cl.enqueue_nd_range_kernel = flag("an enqueue the trace cannot see", enqueue)
         cl.CommandQueue.finish = flag("a wait for the device", finish)
-        elementwise._flat_plan = lambda *args: None  # its launches bypass Kernel.__call__
+        # these launch with set_arg and enqueue, bypassing Kernel.__call__: off meanwhile
+        elementwise._flat_plan = fast_launch.unary = fast_launch.binary = _none
         return self
 
     def __exit__(self, *exc):
         cl = runtime.cl()
         (cl.Kernel.__call__, cl.enqueue_copy, cl.enqueue_nd_range_kernel,
-         cl.CommandQueue.finish, elementwise._flat_plan) = self.saved
+         cl.CommandQueue.finish, elementwise._flat_plan, fast_launch.unary,
+         fast_launch.binary) = self.saved
+
+
+def _none(*args):
+    return None
 
 
 def _copies(env) -> list:
