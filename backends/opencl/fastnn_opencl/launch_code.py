@@ -87,6 +87,18 @@ class _Writer:
         self.fb_slots: set[int] = set()
         self.kernels = []  # [(name, call index)]
         self.hold = []  # everything the fixed launches use, kept alive
+        self.position = 0  # of the launch or hook call being written
+        self.lifetimes: dict = {}  # fixed buffer id -> [first use, last use]
+        self.fixed_args: list = []  # (kernel, position, buffer id)
+        self.fixed_values: list = []  # (bound name, array) passed to hook calls
+        self.made: set = set()  # the buffers the kept calls allocated (shared)
+
+    def use(self, buf_id) -> None:
+        found = self.lifetimes.get(buf_id)
+        if found is None:
+            self.lifetimes[buf_id] = [self.position, self.position]
+        else:
+            found[1] = self.position
 
     def bind(self, value, prefix="c") -> str:
         name = f"{prefix}{len(self.names)}"
@@ -109,7 +121,10 @@ class _Writer:
             return self.bind(value)
         key = self.key_of[id(value.data)]
         if key[0] == "fixed":
-            return self.bind(value)
+            name = self.bind(value)
+            self.use(id(value.data))
+            self.fixed_values.append((name, value))
+            return name
         dev = self.bind(value.dev)
         return (f"V({self.buffer_var(key)}, {value.shape!r}, {value.strides!r}, "
                 f"{value.offset!r}, {value.dtype!r}, {dev})")
@@ -138,6 +153,7 @@ class _Writer:
                     call.args[0].i == call.args[1].i:
                 continue  # a tensor written into itself
             for clone, queue, global_size, local_size, args in t.launches:
+                self.position += 1
                 kernel = self.bind(clone, "K")
                 self.kernels.append((kernel, n))
                 if queue not in queues:
@@ -152,13 +168,17 @@ class _Writer:
                         continue
                     if key[0] == "fixed":
                         self.hold.append(arg)
+                        self.use(id(arg))
+                        self.fixed_args.append((clone, position, id(arg)))
                     else:
                         self.users.setdefault(key, []).append((kernel, position))
+            self.made.update(id(b) for b in t.allocated)  # its results and scratch
             for i in slots_in(call.out):
                 if i in program.outputs and type(values[i]) is CLArray and \
                         self.key_of[id(values[i].data)][0] != "fixed":
                     body.append(f"    s{i} = {self.value_expr(i)}")
                     self.fb_slots.add(i)  # named from here on
+        self._share()
         head = self._head()
         for k, q in enumerate(queues):
             self.names[f"Q{k}"] = q
@@ -182,7 +202,32 @@ class _Writer:
         run.source = "\n".join(lines)  # what a replay runs, for reading
         return run
 
+    def _share(self) -> None:
+        """Point the launches and hook calls at shared buffers for the arrays the step
+        makes (:mod:`fastnn_opencl.launch_memory`); the trace's own are let go."""
+        from fastnn_opencl.launch_memory import share
+
+        buffers = {id(b): b for b in self.hold}
+        lifetimes = {b: (*self.lifetimes[b], buffers[b].size) for b in self.made
+                     if b in self.lifetimes and b in buffers and
+                     self.key_of.get(b, ("fixed",))[0] == "fixed"}
+        if not lifetimes:
+            return
+        dev = next(v.dev for v in self.values.values() if type(v) is CLArray)
+        assigned = share(lifetimes, dev.pool.allocate)
+        for clone, position, buf_id in self.fixed_args:
+            if buf_id in assigned:
+                clone.set_arg(position, assigned[buf_id])
+        for name, value in self.fixed_values:
+            if id(value.data) in assigned:
+                self.names[name] = CLArray(assigned[id(value.data)], value.shape,
+                                           value.strides, value.offset, value.dtype, value.dev)
+        kept = {id(b): b for b in self.hold if id(b) not in assigned}
+        kept.update((id(b), b) for b in assigned.values())
+        self.hold = list(kept.values())
+
     def _hook_call(self, n, call, body) -> None:
+        self.position += 1
         fn = self.bind(getattr(call.device.ops, call.name), "f")
         args = [self.template(a) for a in call.args]
         args += [f"{k}={self.template(v)}" for k, v in call.kwargs.items()]

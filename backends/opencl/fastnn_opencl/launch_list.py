@@ -76,10 +76,10 @@ class Traced:
     """One call of the trace: its launches (clone, queue, global, local, args), whether
     it did anything a launch list cannot repeat, and its arguments and result."""
 
-    __slots__ = ("launches", "other", "args", "kwargs", "result")
+    __slots__ = ("launches", "other", "args", "kwargs", "result", "allocated")
 
     def __init__(self):
-        self.launches, self.other = [], None
+        self.launches, self.other, self.allocated = [], None, []
 
 
 class _Tracing:
@@ -93,10 +93,13 @@ class _Tracing:
 
     def __enter__(self):
         cl = runtime.cl()
+        import pyopencl.tools as cltools
+
         self.saved = (cl.Kernel.__call__, cl.enqueue_copy, cl.enqueue_nd_range_kernel,
                       cl.CommandQueue.finish, elementwise._flat_plan, fast_launch.unary,
-                      fast_launch.binary)
+                      fast_launch.binary, cltools.MemoryPool.allocate)
         kernel_call, enqueue_copy, enqueue, finish = self.saved[:4]
+        allocate = self.saved[-1]
         tracing = self
 
         def call(kernel, queue, global_size, local_size, *args, **kwargs):
@@ -121,7 +124,14 @@ class _Tracing:
                 return original(*args, **kwargs)
             return wrapped
 
+        def pooled(pool, nbytes):  # what a call allocates: its buffers (shared later)
+            buf = allocate(pool, nbytes)
+            if threading.get_ident() == tracing.thread:
+                tracing.now.allocated.append(buf)
+            return buf
+
         cl.Kernel.__call__ = call
+        cltools.MemoryPool.allocate = pooled
         cl.enqueue_copy = flag("a copy to or from the host", enqueue_copy)
         cl.enqueue_nd_range_kernel = flag("an enqueue the trace cannot see", enqueue)
         cl.CommandQueue.finish = flag("a wait for the device", finish)
@@ -130,10 +140,12 @@ class _Tracing:
         return self
 
     def __exit__(self, *exc):
+        import pyopencl.tools as cltools
+
         cl = runtime.cl()
         (cl.Kernel.__call__, cl.enqueue_copy, cl.enqueue_nd_range_kernel,
          cl.CommandQueue.finish, elementwise._flat_plan, fast_launch.unary,
-         fast_launch.binary) = self.saved
+         fast_launch.binary, cltools.MemoryPool.allocate) = self.saved
 
 
 def _none(*args):
