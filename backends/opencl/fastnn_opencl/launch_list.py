@@ -22,6 +22,7 @@ another thread replays through the core's interpreter instead.
 
 from __future__ import annotations
 
+import os
 import threading
 
 from fastnn.api.hookspec import hookimpl
@@ -29,11 +30,15 @@ from fastnn.api.program import Seq, Slot, interpreter, slots_in
 from fastnn_opencl import elementwise, fast_launch, runtime
 from fastnn_opencl.runtime import CLArray
 
+ENABLED = os.environ.get("FASTNN_OPENCL_LAUNCH_LIST", "1") != "0"
+"""Whether compiled programs replay as launch lists (``FASTNN_OPENCL_LAUNCH_LIST=0``: through
+the core's interpreter, e.g. to compare)."""
+
 
 @hookimpl
 def compile_program(program):
     calls = program.calls
-    if not calls:
+    if not calls or not ENABLED:
         return interpreter(program)
     device = calls[0].device
     if device.ops is not device.backend.ops:  # shadow execution or a timing wrapper
