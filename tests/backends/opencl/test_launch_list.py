@@ -132,3 +132,12 @@ def test_an_error_inside_a_replay_names_the_call(ocl):
     finally:
         fast.__wrapped__.__globals__["E"] = saved
     assert np.array_equal(step(x).numpy(), ((x + 1).relu() @ x).numpy())
+
+
+def test_fused_kernels_take_infinite_and_nan_constants(ocl):
+    x = ocl.from_numpy(np.array([-1.0, 0.0, 2.0], np.float32), 0)
+    for value in (float("inf"), float("-inf"), float("nan"), 1e-3):
+        expr = ("maximum", ("mul", ("in", 0), ("const", 2.0)), ("const", value))
+        got = ocl.to_numpy(ocl.fused_elementwise(expr, [x]))
+        want = ocl.to_numpy(ocl.maximum(ocl.mul(x, 2.0), ocl.full((3,), value, "float32", 0)))
+        assert np.array_equal(got, want, equal_nan=True), value
