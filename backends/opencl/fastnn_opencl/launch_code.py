@@ -10,12 +10,11 @@ the replay's array may bring another buffer, set into the kernels when it change
 from __future__ import annotations
 
 import bisect
-import os
 import sys
 import threading
 
 from fastnn.api.program import Seq, Slot, slots_in
-from fastnn_opencl import runtime
+from fastnn_opencl import launch_gate, runtime
 from fastnn_opencl.runtime import CLArray
 
 _counter = [0]
@@ -187,8 +186,8 @@ class _Writer:
                 "    return [" + "".join(f"{self.value_expr(i)}, "
                                         for i in program.outputs) + "]"]
         body = self._dynamic_sets(body)
-        if GATE and len(queues) == 1:
-            body = _gated(body)
+        if launch_gate.GATE and len(queues) == 1:
+            body = launch_gate.gated(body)
             self.names.update(UE=runtime.cl().UserEvent, MK=runtime.cl().enqueue_marker,
                               CTX=queues[0].context)
         lines = ["def fast(env):"] + head + body + tail
@@ -305,52 +304,6 @@ class _Writer:
             if type(value) is CLArray:
                 return value.dev
         raise RuntimeError("opencl launch list: a program without arrays")
-
-
-GATE = os.environ.get("FASTNN_OPENCL_GATE", "1") != "0"
-"""Whether a replay holds the queue behind a user event while it enqueues a run of
-launches (``FASTNN_OPENCL_GATE=0``: not)."""
-GATE_MIN = 8  # launches in a run worth a gate (a user event and a marker)
-
-
-def _gated(body: list[str]) -> list[str]:
-    """``body`` with each run of at least GATE_MIN launches between hook calls enqueued
-    behind a user event that is completed at the run's end (a failure completes it too, so
-    the queue never stays held): the device, whose cores PoCL shares with this thread,
-    starts once the run is in the queue instead of competing with each enqueue."""
-    out: list[str] = []
-    run: list[str] = []
-
-    def close():
-        if sum(line.startswith("    E(") for line in run) >= GATE_MIN:
-            out.append("    gate = UE(CTX)")
-            out.append("    MK(Q0, [gate])")
-            out.append("    try:")
-            out.extend("    " + line if not line.startswith("    #") else line
-                       for line in run)
-            out.append("    finally:")
-            out.append("        gate.set_status(0)")
-        else:
-            out.extend(run)
-        run.clear()
-
-    for line in body:
-        if _is_hook_call(line):
-            close()
-            out.append(line)
-        else:
-            run.append(line)
-    close()
-    return out
-
-
-def _is_hook_call(line: str) -> bool:
-    code = line.strip()
-    if code.startswith("#"):
-        return False
-    head, _, rest = code.partition("= ")
-    call = rest if rest else head
-    return call.startswith("f") and call[1:].split("(", 1)[0].isdigit()
 
 
 def _unpack(template, expr) -> list[str]:
