@@ -1,17 +1,26 @@
 """Host time of one opencl launch: raw pyopencl's enqueue of a kernel whose arguments are
 already set, against the backend's hooks on 4x4 float32 arrays (issue 22: at most 3 us
-above raw). Each is timed over many calls, the queue drained at the end, best of 5:
-``python benchmarks/opencl_launch.py``."""
+above raw), and against one launch of a compiled step's replay (``fnn.compile``: the
+launch list of ``compile_program``; issue 23: at most 3 us). Each is timed over many
+calls, the queue drained at the end, best of 5: ``python benchmarks/opencl_launch.py [--cpu]``."""
 
 from __future__ import annotations
 
+import sys
 import time
 
 import numpy as np
 import pyopencl as cl
 from fastnn_opencl import elementwise
 
+import fastnn as fnn
+from fastnn.api import fusion
 from fastnn.api.registry import get_backend
+
+CHAIN = 64  # launches per compiled step
+
+
+CLOCK = time.perf_counter  # --cpu: this thread's CPU time (steadier on a shared machine)
 
 
 def per_call_us(fn, queue, n=20000) -> float:
@@ -20,16 +29,20 @@ def per_call_us(fn, queue, n=20000) -> float:
     queue.finish()
     best = float("inf")
     for _ in range(5):
-        start = time.perf_counter()
+        start = CLOCK()
         for _ in range(n):
             fn()
-        stop = time.perf_counter()
+        stop = CLOCK()
         queue.finish()
         best = min(best, (stop - start) / n * 1e6)
     return best
 
 
 def main() -> None:
+    global CLOCK
+    if "--cpu" in sys.argv:
+        CLOCK = time.thread_time
+    print("clock:", CLOCK.__name__)
     ops = get_backend("opencl").ops
     a = ops.from_numpy(np.ones((4, 4), np.float32), 0)
     b = ops.from_numpy(np.ones((4, 4), np.float32), 0)
@@ -43,10 +56,43 @@ def main() -> None:
     raw = per_call_us(lambda: cl.enqueue_nd_range_kernel(dev.queue, kernel, (64,), None),
                       dev.queue)
     print(f"raw pyopencl enqueue: {raw:.2f} us")
+    c = ops.from_numpy(np.ones((4, 4), np.float32), 0)
     for name, fn in (("add(a, b)", lambda: ops.add(a, b)), ("add(a, 2.0)", lambda: ops.add(a, 2.0)),
-                     ("exp(a)", lambda: ops.exp(a))):
+                     ("mul(a, b)", lambda: ops.mul(a, b)), ("exp(a)", lambda: ops.exp(a)),
+                     ("relu(a)", lambda: ops.relu(a)), ("matmul(a, b)", lambda: ops.matmul(a, b)),
+                     ("chain", lambda: ops.relu(ops.mul(ops.add(a, b), c)))):
         us = per_call_us(fn, dev.queue)
         print(f"{name:12s} {us:6.2f} us  ({us - raw:+.2f} us above raw)")
+    print(f"replay, per launch ({CHAIN} adds, mul, relu, matmul on 4x4 a step):")
+    for name, op in (("add", lambda x, y: x + y), ("mul", lambda x, y: x * y),
+                     ("relu", lambda x, y: (x - y).relu()), ("matmul", lambda x, y: x @ y)):
+        us, launches = replay_us(op, dev.queue)
+        print(f"  {name:10s} {us:6.2f} us  ({us - raw:+.2f} us above raw, {launches} launches)")
+
+
+def replay_us(op, queue) -> tuple[float, int]:
+    """Host time per launch of a compiled step of CHAIN ``op`` calls (fusion off, so each
+    call is its own launch)."""
+    x = fnn.tensor(np.ones((4, 4), np.float32), device="opencl")
+    y = fnn.tensor(np.full((4, 4), 0.5, np.float32), device="opencl")
+
+    def chain(a, b):
+        for _ in range(CHAIN):
+            a = op(a, b)
+        return a
+
+    fusion.ENABLED = False
+    try:
+        step = fnn.compile(chain)
+        for _ in range(3):
+            step(x, y)
+        runner = step._last.program.runner()
+        launches = getattr(runner, "__self__", None)
+        launches = launches.fast.source.count("    E(") if launches is not None else CHAIN
+        us = per_call_us(lambda: step(x, y), queue, n=400)
+    finally:
+        fusion.ENABLED = True
+    return us / launches, launches
 
 
 if __name__ == "__main__":

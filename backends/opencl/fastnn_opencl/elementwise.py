@@ -18,6 +18,7 @@ import threading
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
+from fastnn_opencl import fast_launch
 from fastnn_opencl.runtime import (
     CL_TYPES,
     MAX_NDIM,
@@ -256,8 +257,11 @@ def _unary(name: str, x: CLArray, param=0) -> CLArray:
 
 
 def _make_unary(op):
+    name = "k_" + op
+
     def impl(x):
-        return _unary("k_" + op, x)
+        out = fast_launch.unary(1 if x.dtype.startswith("float") else 2, name, x)
+        return _unary(name, x) if out is None else out
 
     impl.__name__ = op
     impl.__doc__ = f"{op}(x) elementwise (kernel k_{op} of elementwise.cl)."
@@ -309,8 +313,11 @@ def _binary(name: str, a: CLArray, b, group=3, out_dtype=None) -> CLArray:
 
 
 def _make_binary(op, group=3, out_dtype=None):
+    name = "k_" + op
+
     def impl(a, b):
-        return _binary("k_" + op, a, b, group, out_dtype)
+        out = fast_launch.binary(group, name, a, b, out_dtype)
+        return _binary(name, a, b, group, out_dtype) if out is None else out
 
     impl.__name__ = op
     impl.__doc__ = f"{op}(a, b) with NumPy broadcasting (kernel k_{op} of elementwise.cl)."

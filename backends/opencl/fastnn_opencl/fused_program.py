@@ -46,7 +46,7 @@ def _source(expr, in_types: list, out_type: str) -> tuple[str, str]:
         if kind == "in":
             return f"x{node[1]}[off{node[1]} + i]"
         if kind == "const":
-            return f"(T)({float(node[1])!r})"
+            return f"(T)({_literal(float(node[1]))})"
         operands = [emit(child) for child in node[1:]]
         name = f"t{len(lines)}"
         ctype = "uchar" if kind in _COMPARE else "T"
@@ -62,6 +62,15 @@ def _source(expr, in_types: list, out_type: str) -> tuple[str, str]:
               f"    const int i = get_global_id(0);\n    if (i >= n) return;\n"
               f"{body}\n    out[i] = {result};\n}}\n")
     return source, value_type
+
+
+def _literal(value: float) -> str:
+    """``value`` as OpenCL C reads it (Python writes inf and nan, which C does not know)."""
+    if value != value:
+        return "NAN"
+    if value in (float("inf"), float("-inf")):
+        return "INFINITY" if value > 0 else "-INFINITY"
+    return repr(value)
 
 
 def _kernel(dev, source: str, value_type: str, count: int):

@@ -1,0 +1,145 @@
+"""The eager launch of an elementwise op on contiguous arrays of one shape, at the host
+floor: a kernel per (op, dtype, device, operand kinds) and per thread, whose arguments
+are kept between calls, so a call allocates its result, sets the arguments that changed
+(the result's buffer, and the inputs' where they differ from the last call's) and
+enqueues. The kernels are those :func:`fastnn_opencl.elementwise.launch` builds for flat
+operands (same source, defines and arguments), so the results are the same bit for bit;
+anything else (broadcasting, views, scalars of another kind) returns None and takes that
+general path.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from fastnn_opencl.runtime import NP_TYPES, CLArray, contiguous_strides, rounded
+
+_tables = threading.local()  # Kernel objects hold their arguments: one per thread
+_contiguous: dict = {}  # shape -> its contiguous strides
+
+
+class _Plan:
+    """One kernel and what it was last given: (n, then per operand a buffer and offset or
+    a scalar)."""
+
+    __slots__ = ("kernel", "enqueue", "itemsize", "out_dtype", "n", "size", "last")
+
+    def __init__(self, kernel, enqueue, itemsize, out_dtype, operands):
+        self.kernel, self.enqueue, self.itemsize = kernel, enqueue, itemsize
+        self.out_dtype, self.n, self.size = out_dtype, -1, None
+        self.last = [None] * (2 * operands)
+
+
+def _plan(key, group, name, inputs, out_dtype):
+    import pyopencl as cl
+
+    from fastnn_opencl import elementwise
+
+    try:
+        table = _tables.table
+    except AttributeError:
+        table = _tables.table = {}
+    plan = table.get(key)
+    if plan is None:
+        dev = inputs[0].dev
+        dev.check_dtype(out_dtype)
+        modes = [0 if type(x) is CLArray else 2 for x in inputs]
+        defines = elementwise._defines(group, inputs, modes, out_dtype, 0, ())
+        kernel = cl.Kernel(dev.program(elementwise.FILE, defines), name)
+        kernel.set_arg(2, elementwise.int8_vector(()))  # the shape: unused at rank 0
+        plan = table[key] = _Plan(kernel, cl.enqueue_nd_range_kernel,
+                                  NP_TYPES[out_dtype].itemsize, out_dtype, len(inputs))
+        param = 3 + sum(2 if m == 0 else 1 for m in modes)
+        kernel.set_arg(param, NP_TYPES[out_dtype].type(0))  # no op here takes one
+    return plan
+
+
+def _strides(shape):
+    strides = _contiguous.get(shape)
+    if strides is None:
+        strides = _contiguous[shape] = contiguous_strides(shape)
+    return strides
+
+
+def unary(group, name, x):
+    """``name`` over a contiguous x (param 0), or None."""
+    shape = x.shape
+    strides = _contiguous.get(shape) or _strides(shape)
+    n = x.size
+    if x.strides != strides or not 0 < n < 2**31:
+        return None
+    dev = x.dev
+    key = (name, x.dtype, dev)
+    try:
+        plan = _tables.table[key]
+    except (AttributeError, KeyError):
+        plan = _plan(key, group, name, [x], x.dtype)
+    kernel, last = plan.kernel, plan.last
+    out = CLArray(dev.pool.allocate(n * plan.itemsize), shape, strides, 0, plan.out_dtype, dev)
+    kernel.set_arg(0, out.data)
+    if n != plan.n:
+        kernel.set_arg(1, np.int32(n))
+        plan.n, plan.size = n, (rounded(n),)
+    data = x.data
+    if data is not last[0]:
+        kernel.set_arg(3, data)
+        last[0] = data
+    if x.offset != last[1]:
+        kernel.set_arg(4, np.int32(x.offset))
+        last[1] = x.offset
+    plan.enqueue(dev.queue, kernel, plan.size, None)
+    return out
+
+
+def binary(group, name, a, b, out_dtype):
+    """a ``name`` b for a contiguous a and b of one shape, dtype and device (b may be a
+    Python float or int, or a NumPy scalar of a's dtype), or None."""
+    shape = a.shape
+    strides = _contiguous.get(shape) or _strides(shape)
+    n = a.size
+    if a.strides != strides or not 0 < n < 2**31:
+        return None
+    dev = a.dev
+    kind = type(b)
+    if kind is CLArray:
+        if b.shape != shape or b.strides != strides or b.dtype != a.dtype or b.dev is not dev:
+            return None
+    elif kind is float or kind is int:
+        kind = "scalar"  # converted below to a's dtype, as the general path's _scalar does
+    elif kind is NP_TYPES[a.dtype].type:
+        kind = "scalar"
+    else:
+        return None
+    key = (name, a.dtype, dev, kind)
+    try:
+        plan = _tables.table[key]
+    except (AttributeError, KeyError):
+        plan = _plan(key, group, name, [a, b], out_dtype or a.dtype)
+    kernel, last = plan.kernel, plan.last
+    out = CLArray(dev.pool.allocate(n * plan.itemsize), shape, strides, 0, plan.out_dtype, dev)
+    kernel.set_arg(0, out.data)
+    if n != plan.n:
+        kernel.set_arg(1, np.int32(n))
+        plan.n, plan.size = n, (rounded(n),)
+    data = a.data
+    if data is not last[0]:
+        kernel.set_arg(3, data)
+        last[0] = data
+    if a.offset != last[1]:
+        kernel.set_arg(4, np.int32(a.offset))
+        last[1] = a.offset
+    if kind is CLArray:
+        data = b.data
+        if data is not last[2]:
+            kernel.set_arg(5, data)
+            last[2] = data
+        if b.offset != last[3]:
+            kernel.set_arg(6, np.int32(b.offset))
+            last[3] = b.offset
+    elif b != last[2] or not b or type(b) is not type(last[2]):  # NOTE: -0.0 == 0.0
+        kernel.set_arg(5, NP_TYPES[a.dtype].type(b))
+        last[2] = b
+    plan.enqueue(dev.queue, kernel, plan.size, None)
+    return out
