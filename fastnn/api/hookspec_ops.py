@@ -484,4 +484,6 @@ def to_numpy_many(arrays: list) -> list:
     """Host NumPy arrays of ``arrays`` (backend arrays, on any of the backend's devices),
     in order: the same as ``[to_numpy(a) for a in arrays]``, but a device backend may
     start every copy before it waits once (one queue wait instead of one per array).
-    Shadow mode reads a call's inputs and outputs with it."""
+    Results may share memory (arrays that view one buffer may be read once and viewed
+    on the host); a result that shares memory with another result is read-only. Shadow
+    mode reads a call's inputs and outputs with it."""

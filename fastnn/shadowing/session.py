@@ -93,7 +93,8 @@ class shadow:
             self._step, self._step_start = 0, 0
             self._producers = blame.Producers(limit=4096)
             self._copies = blame.HostCopies(limit=4096)
-            self._pending, self._pack = [], True
+            self._pending, self._many = [], True
+            self._by_dtype: dict = {}
             self._on = True
             _current.append(self)
             self._forget = registry.on_load(self._patch)
@@ -167,7 +168,8 @@ class shadow:
 
     def _wrap(self, backend, hook: str, fn, originals):
         wanted = self.ops is None or hook in self.ops
-        counter = [0]
+        spec, sample, counter = calls.SPECS[hook], self.sample, [0]
+        shadowed = self._call
 
         def call(*args, **kwargs):
             if not self._on:
@@ -176,8 +178,8 @@ class shadow:
                 args = calls.bind(hook, args, kwargs)
             seen = counter[0]
             counter[0] = seen + 1
-            checked = wanted and seen % self.sample == 0
-            return self._call(backend, hook, fn, args, originals, checked)
+            return shadowed(backend, spec, fn, args, originals,
+                            wanted and seen % sample == 0)
 
         call.__name__ = call.__qualname__ = hook
         call.__wrapped__ = fn
@@ -185,151 +187,181 @@ class shadow:
 
     # ------------------------------------------------------------ one call
 
-    def _call(self, backend, hook, fn, args, originals, checked):
+    def _call(self, backend, spec, fn, args, originals, checked):
         index = self._calls
         self._calls = index + 1
-        names, kinds, returns_none = calls.SIGNATURES[hook]
-        in_place = returns_none or hook.endswith("_step")
-        # to_numpy syncs anyway: checked at once, it checks what is pending too
-        deferred = (checked and not in_place and not backend.record.host_memory
-                    and hook != "to_numpy")
-        if self._pending and (in_place or (checked and not deferred)):
-            self._flush()  # older calls first, and before anything is overwritten
-        if checked and not deferred:
-            if not backend.record.host_memory:  # the inputs in one transfer per dtype
-                self._prefetch([a for kind, arg in zip(kinds, args) if kind in ("array", "list")
-                                for a in batch.arrays_in(arg)], originals)
-            # a host backend's to_numpy may return the array itself: a hook that writes
-            # in place needs its inputs copied first; any other leaves them as they were
-            fetch = self._fetcher(backend, originals["to_numpy"], copy=in_place)
-            host = [calls.host_copy(kind, a, fetch) for kind, a in zip(kinds, args)]
-        out = fn(*args)
-        if in_place:  # the backend may have written through any view: the copies are stale
-            self._copies.clear()
-        if checked and not deferred and not backend.record.host_memory and hook != "to_numpy":
-            self._prefetch(batch.arrays_in(args[0] if returns_none else out), originals)
-        if deferred:
-            self._pending.append(batch.Pending(backend, hook, batch.frozen(args),
-                                               batch.frozen(out), originals,
-                                               self._place(index)))
-            if len(self._pending) >= batch.BATCH:
-                self._flush()
-        elif checked:
-            fetch = self._fetcher(backend, originals["to_numpy"], False)
-            failures = self._check(backend, hook, args, host, out, fetch)
+        if backend.record.host_memory:
+            out = self._host_call(backend, spec, fn, args, originals, checked, index)
+        elif spec.in_place:
+            out = self._device_in_place(backend, spec, fn, args, originals, checked, index)
+        elif spec.sync and checked:  # to_numpy waits anyway: checked at once, with the rest
+            fetched = self._flush(extra=(originals, calls.input_arrays(spec, args)))
+            host = calls.host_args(spec, args, lambda a: fetched[id(a)])
+            out = fn(*args)
+            failures = self._check(backend, spec, args, host, out, None)
             if failures:
-                self._fail(backend, hook, args, host, failures, self._place(index))
+                self._fail(backend, spec, args, host, failures, self._place(index))
         else:
-            self._row(hook, calls.dtype_name(args[0] if returns_none else out)).calls += 1
-        if hook.endswith("_step"):  # a fused optimizer update closes a training step
+            out = fn(*args)
+            if checked:
+                self._defer(backend, spec, args, out, None, originals, index)
+            else:
+                self._count(spec, args, out)
+        if spec.in_place and spec.hook.endswith("_step"):  # a fused update closes a step
             self._step, self._step_start = self._step + 1, index + 1
             self._producers.clear()  # (what it held lives one step: bounded memory)
-        self._producers.note(args[0] if returns_none else out, index, hook)
+        made = args[0] if spec.returns_none else out
+        if hasattr(made, "shape"):
+            self._producers.put(made, (index, spec.hook))
+        else:
+            self._producers.note(made, index, spec.hook)
         return out
 
-    def _place(self, index: int) -> tuple:
-        """Where call ``index`` sits: (call, step, op in step, source line, backward of)."""
-        source, backward = blame.where()
-        return index, self._step, index - self._step_start, source, backward
+    def _host_call(self, backend, spec, fn, args, originals, checked, index):
+        """A host backend's call, checked at once: its arrays are read where they are."""
+        if not checked:
+            out = fn(*args)
+            self._count(spec, args, out)
+            return out
+        to_numpy = originals["to_numpy"]
+        if spec.in_place:  # to_numpy may return the array itself, which the hook writes
+            host = calls.host_args(spec, args, lambda a: np.array(to_numpy(a), copy=True))
+        else:
+            host = calls.host_args(spec, args, to_numpy)
+        out = fn(*args)
+        failures = self._check(backend, spec, args, host, out, to_numpy)
+        if failures:
+            self._fail(backend, spec, args, host, failures, self._place(index))
+        return out
 
-    def _flush(self, quiet: bool = False) -> None:
-        """Check every pending device call, fetching the arrays they need together."""
+    def _device_in_place(self, backend, spec, fn, args, originals, checked, index):
+        """A device call that writes its arguments: the calls pending are checked and
+        its inputs read in one wait, before it runs; its own check waits for the next."""
+        if checked:
+            fetched = self._flush(extra=(originals, calls.input_arrays(spec, args)))
+            host = calls.host_args(spec, args, lambda a: _writable(fetched[id(a)]))
+        elif self._pending:
+            self._flush()
+        out = fn(*args)
+        self._copies.clear()  # the backend may have written through any view
+        if checked:
+            self._defer(backend, spec, args, out, host, originals, index)
+        else:
+            self._count(spec, args, out)
+        return out
+
+    def _defer(self, backend, spec, args, out, host, originals, index) -> None:
+        frozen_args = args if spec.simple else batch.frozen(args)
+        frozen_out = out if hasattr(out, "shape") else batch.frozen(out)
+        self._pending.append(batch.Pending(backend, spec, frozen_args, frozen_out, host,
+                                           originals, self._place(index)))
+        if len(self._pending) >= batch.BATCH:
+            self._flush()
+
+    def _count(self, spec, args, out) -> None:
+        self._row(spec.hook, calls.dtype_name(args[0] if spec.returns_none else out)).calls += 1
+
+    def _place(self, index: int) -> blame.Place:
+        """Where call ``index`` sits (the user's line is looked up only for a mismatch)."""
+        return blame.Place(index, self._step, index - self._step_start)
+
+    def _flush(self, quiet: bool = False, extra=None) -> dict:
+        """Check every pending device call, reading the arrays they need (and ``extra``:
+        (originals, arrays) of the call about to run) to the host in one wait per
+        backend; returns {id(array): host copy} of what was read."""
         pending, self._pending = self._pending, []
-        if not pending:
-            return
         fetched: dict = {}  # id -> host copy, for this batch (the cache may drop entries)
-        needed: dict = {}  # id(originals) -> (originals, [arrays to fetch]): per backend
-        for entry in pending:
-            kinds = calls.SIGNATURES[entry.hook][1]
-            arrays = [a for kind, arg in zip(kinds, entry.args) if kind in ("array", "list")
-                      for a in batch.arrays_in(arg)] + batch.arrays_in(entry.out)
-            wanted = needed.setdefault(id(entry.originals), (entry.originals, [], set()))
+        groups: dict = {}  # id(originals) -> (originals, [arrays to read], {their ids})
+        copies = self._copies
+
+        def want(originals, arrays) -> None:
             for array in arrays:
                 key = id(array)
-                if key in fetched or key in wanted[2]:
+                if key in fetched:
                     continue
-                cached = self._copies.get(array)
+                cached = copies.get(array)
                 if cached is not None:
                     fetched[key] = cached
-                else:
-                    wanted[2].add(key)
-                    wanted[1].append(array)
-        on, self._on = self._on, False  # packing calls hooks: not to be shadowed
-        try:
-            for originals, arrays, _ in needed.values():
-                for array, host in zip(arrays, batch.fetch(arrays, originals, self._pack)):
-                    fetched[id(array)] = host
-                    self._copies.put(array, host)
-        finally:
-            self._on = on
+                    continue
+                group = groups.get(id(originals))
+                if group is None:
+                    group = groups[id(originals)] = (originals, [], set())
+                if key not in group[2]:
+                    group[2].add(key)
+                    group[1].append(array)
+
         for entry in pending:
-            self._settle(entry, fetched, quiet)
+            spec = entry.spec
+            if entry.host is None:
+                want(entry.originals, calls.input_arrays(spec, entry.args))
+            want(entry.originals, calls.arrays_in(entry.args[0] if spec.returns_none
+                                                  else entry.out))
+        if extra is not None:
+            want(*extra)
+        many = self._many
+        if groups:
+            on, self._on = self._on, False  # a composite read calls hooks: not shadowed
+            try:
+                for originals, arrays, _ in groups.values():
+                    for array, host in zip(arrays, self._read(originals, arrays)):
+                        fetched[id(array)] = host
+                        copies.put(array, host)
+            finally:
+                self._on = on
+        for entry in pending:
+            self._settle(entry, fetched, quiet, many)
+        if many and not self._many:  # a wrong read: what it read is not to be used again
+            copies.clear()
+            if extra is not None:
+                fetched.update((id(a), h) for a, h in zip(extra[1], self._read(*extra)))
+        return fetched
 
-    def _settle(self, entry, fetched: dict, quiet: bool) -> None:
+    def _read(self, originals, arrays) -> list:
+        if self._many:
+            return [np.asarray(h) for h in originals["to_numpy_many"](arrays)]
+        to_numpy = originals["to_numpy"]
+        return [np.asarray(to_numpy(a)) for a in arrays]
+
+    def _settle(self, entry, fetched: dict, quiet: bool, many: bool) -> None:
         """Check one pending call on the batch's copies; a mismatch is confirmed on
-        arrays fetched one by one before it is blamed."""
-        kinds = calls.SIGNATURES[entry.hook][1]
-        lookup = fetched.__getitem__
+        arrays read one by one before it is blamed."""
+        spec, args = entry.spec, entry.args
 
-        def batch_fetch(value):
-            return lookup(id(value))
+        def lookup(value):
+            return fetched[id(value)]
 
-        host = [calls.host_copy(kind, a, batch_fetch) for kind, a in zip(kinds, entry.args)]
-        failures = self._check(entry.backend, entry.hook, entry.args, host, entry.out,
-                               batch_fetch)
+        host = entry.host if entry.host is not None else calls.host_args(spec, args, lookup)
+        failures = self._check(entry.backend, spec, args, host, entry.out, lookup)
         if not failures:
             return
-        if self._pack:
-            direct = entry.originals["to_numpy"]
+        if many and "to_numpy_many" in entry.backend.implemented:
+            to_numpy = entry.originals["to_numpy"]
 
             def one_by_one(value):
-                return np.asarray(direct(value))
+                return np.asarray(to_numpy(value))
 
-            host = [calls.host_copy(kind, a, one_by_one) for kind, a in zip(kinds, entry.args)]
-            failures = self._check(entry.backend, entry.hook, entry.args, host, entry.out,
-                                   one_by_one, count=False)
-            if not failures:  # the packed copy was wrong, not the op: fetch one by one
-                self._pack = False
+            if entry.host is None:
+                host = calls.host_args(spec, args, one_by_one)
+            failures = self._check(entry.backend, spec, args, host, entry.out, one_by_one,
+                                   count=False)
+            if not failures:  # the read was wrong, not the op: read one by one from now
+                if self._many:
+                    self._many = False
+                    self._wrong_read(entry.backend)
                 return
         if quiet:
             failures[0][2].mismatches += 1
             return
-        self._fail(entry.backend, entry.hook, entry.args, host, failures, entry.place)
+        self._fail(entry.backend, spec, args, host, failures, entry.place)
 
-    def _prefetch(self, arrays: list, originals: dict) -> None:
-        """Put host copies of the device ``arrays`` not yet copied into the cache, packed."""
-        missing, seen = [], set()
-        for array in arrays:
-            if id(array) not in seen and self._copies.get(array) is None:
-                seen.add(id(array))
-                missing.append(array)
-        if len(missing) < 2:
-            return  # fetched as usual
-        on, self._on = self._on, False  # packing calls hooks: not to be shadowed
-        try:
-            hosts = batch.fetch(missing, originals, self._pack)
-        finally:
-            self._on = on
-        for array, host in zip(missing, hosts):
-            self._copies.put(array, host)
-
-    def _fetcher(self, backend, to_numpy, copy=True):
-        """array -> a host copy of it that nothing else holds (from the cache if there);
-        ``copy=False``: a host view will do (an output, compared at once)."""
-        if backend.record.host_memory:  # to_numpy may return the array itself: copy
-            if not copy:
-                return lambda value: np.asarray(to_numpy(value))
-            return lambda value: np.array(to_numpy(value), copy=True)
-        copies = self._copies
-
-        def fetch(value):
-            host = copies.get(value)
-            if host is None:
-                host = np.asarray(to_numpy(value))
-                copies.put(value, host)
-            return host
-
-        return fetch
+    def _wrong_read(self, backend) -> None:
+        """The backend's to_numpy_many disagreed with its to_numpy: a mismatch of its own."""
+        self._row("to_numpy_many", "-").mismatches += 1
+        warnings.warn(ShadowWarning(
+            f"shadow: {backend.name}'s to_numpy_many returned other values than its "
+            f"to_numpy for the same arrays; shadow mode reads arrays one by one from now on "
+            f"(check the backend with `fastnn conformance --backend {backend.name}`)"),
+            stacklevel=4)
 
     def _row(self, hook: str, dtype: str) -> Row:
         row = self._rows.get((hook, dtype))
@@ -338,27 +370,35 @@ class shadow:
             row = self._rows[(hook, dtype)] = Row(hook, dtype, rtol, atol)
         return row
 
-    def _check(self, backend, hook, args, host, out, fetch, count=True) -> list:
-        """Run the reference on ``host`` and compare with ``out`` (fetched to the host with
-        ``fetch``); [(output path, Diff, Row)] of the outputs out of tolerance. ``count``:
-        add to the report's rows."""
-        names, kinds, returns_none = calls.SIGNATURES[hook]
-        ref_ops, ref_index = self._ref_ops, self._ref.index
+    def _row_of(self, hook: str, dtype) -> Row:
+        """The row of ``hook`` at the NumPy dtype ``dtype`` (one dict lookup when seen)."""
+        row = self._by_dtype.get((hook, dtype))
+        if row is None:
+            row = self._by_dtype[(hook, dtype)] = self._row(hook, dtype.name)
+        return row
+
+    def _check(self, backend, spec, args, host, out, fetch, count=True) -> list:
+        """Run the reference on ``host`` and compare with ``out`` (read to the host with
+        ``fetch``; None: host arrays already); [(output path, Diff, Row)] of the outputs
+        out of tolerance. ``count``: add to the report's rows."""
+        hook, ref_ops = spec.hook, self._ref_ops
         # a NumPy reference takes the host arrays as they are: they are this call's own
         # copies, or cached ones that a hook writing in place has just dropped from the cache
         direct = self._ref_numpy
         try:
-            ref_args = [calls.to_ref(kind, h, ref_ops, ref_index, direct)
-                        for kind, h in zip(kinds, host)]
+            ref_args = calls.to_ref(spec, host, ref_ops, self._ref.index, direct)
             ref_out = getattr(ref_ops, hook)(*ref_args)
         except Exception as exc:  # e.g. a dtype the reference lacks: not the backend's fault
             if count:
-                self._unchecked(hook, out if not returns_none else args[0], exc)
+                self._unchecked(hook, out if not spec.returns_none else args[0], exc)
             return []
-        if returns_none:
+        if spec.returns_none:
             out, ref_out = args[0], ref_args[0]
-        got = calls.flatten(out, fetch, hook)
-        want = calls.flatten(ref_out, ref_ops.to_numpy, hook)
+        if hasattr(out, "shape") and hasattr(ref_out, "shape"):  # one array: the common case
+            got, want = (("", out),), (("", ref_out),)
+        else:
+            got, want = calls.outputs(out), calls.outputs(ref_out)
+        ref_to_numpy = None if direct else ref_ops.to_numpy
         row, failures = None, []
         for (path, g), (_, w) in zip(got, want):
             if g is None or w is None:
@@ -368,7 +408,9 @@ class shadow:
                         got="None" if g is None else "an array",
                         want="None" if w is None else "an array"), self._row(hook, "-")))
                 continue
-            row = self._row(hook, g.dtype.name if g.dtype == w.dtype else str(w.dtype))
+            g = np.asarray(g if fetch is None else fetch(g))
+            w = np.asarray(w if ref_to_numpy is None else ref_to_numpy(w))
+            row = self._row_of(hook, g.dtype if g.dtype == w.dtype else w.dtype)
             if hook in tolerance.UNCOMPARED:
                 diff = compare(np.zeros(g.shape, bool), np.zeros(w.shape, bool), 0.0, 0.0)
             else:
@@ -398,17 +440,23 @@ class shadow:
                 f"({type(exc).__name__}: {exc}); such calls are counted, not checked"),
                 stacklevel=5)
 
-    def _fail(self, backend, hook, args, host, failures, place):
+    def _fail(self, backend, spec, args, host, failures, place):
         """Count one mismatch for the call, reported by its first wrong output."""
         path, diff, row = failures[0]
         row.mismatches += 1
+        hook = spec.hook
         if self.mode == "record" or (self.mode == "warn" and hook in self._warned):
             return
-        info = calls.describe(self, backend, hook, args, host, path, diff, row, place)
+        info = calls.describe(self, backend, spec, args, host, path, diff, row, place)
         if self.mode == "raise":
             raise ShadowMismatch(**info)
         self._warned.add(hook)
         warnings.warn(ShadowWarning(ShadowMismatch(**info).args[0]), stacklevel=4)
+
+
+def _writable(host):
+    """A host copy a NumPy reference may write into (a broadcast read is read-only)."""
+    return host if host.flags.writeable else np.array(host)
 
 
 def current() -> shadow | None:
