@@ -235,19 +235,26 @@ class shadow:
         return out
 
     def _device_in_place(self, backend, spec, fn, args, originals, checked, index):
-        """A device call that writes its arguments: the calls pending are checked and
-        its inputs read in one wait, before it runs; its own check waits for the next."""
-        if checked:
-            fetched = self._flush(extra=(originals, calls.input_arrays(spec, args)))
-            host = calls.host_args(spec, args, lambda a: _writable(fetched[id(a)]))
-        elif self._pending:
-            self._flush()
-        out = fn(*args)
-        self._copies.clear()  # the backend may have written through any view
-        if checked:
-            self._defer(backend, spec, args, out, host, originals, index)
-        else:
+        """A device call that writes its arguments: the calls pending and its inputs are
+        read in one wait before it runs; the batch is checked while the device runs it,
+        and its own check waits for the next batch."""
+        if not checked:
+            if self._pending:
+                self._flush()
+            out = fn(*args)
+            self._copies.clear()  # the backend may have written through any view
             self._count(spec, args, out)
+            return out
+        read = self._read_batch(extra=(originals, calls.input_arrays(spec, args)))
+        fetched = read[1]
+        host = calls.host_args(spec, args, lambda a: _writable(fetched[id(a)]))
+        out = fn(*args)
+        self._copies.clear()
+        self._settle_batch(*read)
+        if read[2] and not self._many:  # the read was wrong: so may these inputs be
+            self._count(spec, args, out)
+        else:
+            self._defer(backend, spec, args, out, host, originals, index)
         return out
 
     def _defer(self, backend, spec, args, out, host, originals, index) -> None:
@@ -269,6 +276,16 @@ class shadow:
         """Check every pending device call, reading the arrays they need (and ``extra``:
         (originals, arrays) of the call about to run) to the host in one wait per
         backend; returns {id(array): host copy} of what was read."""
+        read = self._read_batch(extra)
+        self._settle_batch(*read, quiet=quiet)
+        pending, fetched, many = read
+        if many and not self._many and extra is not None:  # a wrong read: read again
+            fetched.update((id(a), h) for a, h in zip(extra[1], self._read(*extra)))
+        return fetched
+
+    def _read_batch(self, extra=None) -> tuple:
+        """(pending calls, {id(array): host copy}, read with to_numpy_many): the arrays
+        the pending calls need, and ``extra``'s, read in one wait per backend."""
         pending, self._pending = self._pending, []
         fetched: dict = {}  # id -> host copy, for this batch (the cache may drop entries)
         groups: dict = {}  # id(originals) -> (originals, [arrays to read], {their ids})
@@ -308,13 +325,13 @@ class shadow:
                         copies.put(array, host)
             finally:
                 self._on = on
+        return pending, fetched, many
+
+    def _settle_batch(self, pending, fetched, many, quiet: bool = False) -> None:
         for entry in pending:
             self._settle(entry, fetched, quiet, many)
         if many and not self._many:  # a wrong read: what it read is not to be used again
-            copies.clear()
-            if extra is not None:
-                fetched.update((id(a), h) for a, h in zip(extra[1], self._read(*extra)))
-        return fetched
+            self._copies.clear()
 
     def _read(self, originals, arrays) -> list:
         if self._many:
@@ -414,7 +431,8 @@ class shadow:
             if hook in tolerance.UNCOMPARED:
                 diff = compare(np.zeros(g.shape, bool), np.zeros(w.shape, bool), 0.0, 0.0)
             else:
-                diff = compare(g, w, row.rtol, row.atol)
+                diff = compare(g, w, row.rtol, row.atol, row.equal_first)
+                row.equal_first = diff.max_abs == 0.0
             diff.shape = g.shape
             if count:
                 row.add(diff)
