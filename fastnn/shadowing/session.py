@@ -29,7 +29,7 @@ import numpy as np
 from fastnn.api import hookspec, registry
 from fastnn.api.device import as_device, parsed_devices
 from fastnn.shadowing import batch, blame, calls, tolerance
-from fastnn.shadowing.diff import Diff, compare
+from fastnn.shadowing.diff import EQUAL, Diff, compare
 from fastnn.shadowing.mismatch import ShadowMismatch, ShadowWarning
 from fastnn.shadowing.report import Row, ShadowReport
 
@@ -453,10 +453,10 @@ class shadow:
             else:
                 diff = compare(g, w, row.rtol, row.atol, row.equal_first)
                 row.equal_first = diff.max_abs == 0.0
-            diff.shape = g.shape
-            if count:
+            if count and diff is not EQUAL:
                 row.add(diff)
             if diff.failed:
+                diff.shape = g.shape
                 failures.append((path, diff, row))
         if len(got) != len(want):
             failures.append(("", Diff(bad=1, kind="shape", ratio=float("inf"),

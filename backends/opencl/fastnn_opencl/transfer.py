@@ -7,8 +7,8 @@ one buffer (a weight and its transpose, a broadcast) are read once, as the stret
 the buffer they cover, and viewed on the host; a view that covers much more buffer
 than it holds (a sparse slice) is gathered by a copy kernel first. The small stretches
 (under ``GATHER_BELOW`` bytes) of one device are first gathered into one device buffer,
-8 to a kernel launch, and that is read: on PoCL each queued command costs about as much
-as a small kernel, so 50 small arrays cost 7 commands instead of 50.
+16 to a kernel launch, and that is read: on PoCL each queued command costs about as much
+as a small kernel, so 50 small arrays cost 5 commands instead of 50.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from fastnn_opencl.runtime import NP_TYPES, cl, rounded
 # elements it holds (a transpose covers 1x, a broadcast less)
 _SPAN = 2
 GATHER_BELOW = 1 << 16  # bytes: a stretch this small is gathered with the others
-_RANGES = 8  # ranges per launch of k_gather
+_RANGES = 16  # ranges per launch of k_gather (kernels/gather.cl)
 _ARG_DTYPES = [None, np.int64] + [None, np.int64, np.int64, np.int64] * _RANGES
 
 
@@ -110,7 +110,7 @@ def _place(hosts: list, buffer: np.ndarray, read) -> None:
 
 def _gather(hosts: list, items: list):
     """Copy the small stretches ``items`` [(read, first byte, end byte)] of one device into
-    one device buffer, 8 to a launch, and queue one read of it; returns the queue."""
+    one device buffer, 16 to a launch, and queue one read of it; returns the queue."""
     dev = items[0][0][2][0][1].dev
     places, words = [], 0  # each stretch's first word in the gathered buffer (8-byte aligned)
     for _, low, high in items:
