@@ -15,6 +15,13 @@ of its own), so a broken ``to_numpy_many`` cannot blame another op.
 
 from __future__ import annotations
 
+import warnings
+
+import numpy as np
+
+from fastnn.shadowing import calls
+from fastnn.shadowing.mismatch import ShadowWarning
+
 BATCH = 256  # pending calls at most
 
 
@@ -35,3 +42,116 @@ def frozen(value):
     if isinstance(value, (list, tuple)):
         return type(value)(frozen(item) for item in value)
     return value
+
+
+class Batching:
+    """The batched checks of :class:`fastnn.shadowing.session.shadow` (a mixin: it uses
+    the session's ``_pending``, ``_copies``, ``_many``, ``_on`` and its checks)."""
+
+    def _flush(self, quiet: bool = False, extra=None) -> dict:
+        """Check every pending device call, reading the arrays they need (and ``extra``:
+        (originals, arrays) of the call about to run) to the host in one wait per
+        backend; returns {id(array): host copy} of what was read."""
+        read = self._read_batch(extra)
+        self._settle_batch(*read, quiet=quiet)
+        pending, fetched, many = read
+        if many and not self._many and extra is not None:  # a wrong read: read again
+            fetched.update((id(a), h) for a, h in zip(extra[1], self._read(*extra)))
+        return fetched
+
+    def _read_batch(self, extra=None) -> tuple:
+        """(pending calls, {id(array): host copy}, read with to_numpy_many): the arrays
+        the pending calls need, and ``extra``'s, read in one wait per backend."""
+        pending, self._pending = self._pending, []
+        fetched: dict = {}  # id -> host copy, for this batch (the cache may drop entries)
+        groups: dict = {}  # id(originals) -> (originals, [arrays to read], {their ids})
+        copies = self._copies
+
+        def want(originals, arrays) -> None:
+            for array in arrays:
+                key = id(array)
+                if key in fetched:
+                    continue
+                cached = copies.get(array)
+                if cached is not None:
+                    fetched[key] = cached
+                    continue
+                group = groups.get(id(originals))
+                if group is None:
+                    group = groups[id(originals)] = (originals, [], set())
+                if key not in group[2]:
+                    group[2].add(key)
+                    group[1].append(array)
+
+        for entry in pending:
+            spec = entry.spec
+            if entry.host is None:
+                want(entry.originals, calls.input_arrays(spec, entry.args))
+            want(entry.originals, calls.arrays_in(entry.args[0] if spec.returns_none
+                                                  else entry.out))
+        if extra is not None:
+            want(*extra)
+        many = self._many
+        if groups:
+            on, self._on = self._on, False  # a composite read calls hooks: not shadowed
+            try:
+                for originals, arrays, _ in groups.values():
+                    for array, host in zip(arrays, self._read(originals, arrays)):
+                        fetched[id(array)] = host
+                        copies.put(array, host)
+            finally:
+                self._on = on
+        return pending, fetched, many
+
+    def _settle_batch(self, pending, fetched, many, quiet: bool = False) -> None:
+        for entry in pending:
+            self._settle(entry, fetched, quiet, many)
+        if many and not self._many:  # a wrong read: what it read is not to be used again
+            self._copies.clear()
+
+    def _read(self, originals, arrays) -> list:
+        if self._many:
+            return [np.asarray(h) for h in originals["to_numpy_many"](arrays)]
+        to_numpy = originals["to_numpy"]
+        return [np.asarray(to_numpy(a)) for a in arrays]
+
+    def _settle(self, entry, fetched: dict, quiet: bool, many: bool) -> None:
+        """Check one pending call on the batch's copies; a mismatch is confirmed on
+        arrays read one by one before it is blamed."""
+        spec, args = entry.spec, entry.args
+
+        def lookup(value):
+            return fetched[id(value)]
+
+        host = entry.host if entry.host is not None else calls.host_args(spec, args, lookup)
+        failures = self._check(entry.backend, spec, args, host, entry.out, lookup)
+        if not failures:
+            return
+        if many and "to_numpy_many" in entry.backend.implemented:
+            to_numpy = entry.originals["to_numpy"]
+
+            def one_by_one(value):
+                return np.asarray(to_numpy(value))
+
+            if entry.host is None:
+                host = calls.host_args(spec, args, one_by_one)
+            failures = self._check(entry.backend, spec, args, host, entry.out, one_by_one,
+                                   count=False)
+            if not failures:  # the read was wrong, not the op: read one by one from now
+                if self._many:
+                    self._many = False
+                    self._wrong_read(entry.backend)
+                return
+        if quiet:
+            failures[0][2].mismatches += 1
+            return
+        self._fail(entry.backend, spec, args, host, failures, entry.place)
+
+    def _wrong_read(self, backend) -> None:
+        """The backend's to_numpy_many disagreed with its to_numpy: a mismatch of its own."""
+        self._row("to_numpy_many", "-").mismatches += 1
+        warnings.warn(ShadowWarning(
+            f"shadow: {backend.name}'s to_numpy_many returned other values than its "
+            f"to_numpy for the same arrays; shadow mode reads arrays one by one from now on "
+            f"(check the backend with `fastnn conformance --backend {backend.name}`)"),
+            stacklevel=4)

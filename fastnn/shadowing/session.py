@@ -22,16 +22,15 @@ from __future__ import annotations
 import copy
 import os
 import threading
-import warnings
 
 import numpy as np
 
 from fastnn.api import hookspec, registry
 from fastnn.api.device import as_device, parsed_devices
 from fastnn.shadowing import batch, blame, calls, tolerance
-from fastnn.shadowing.diff import EQUAL, Diff, compare
-from fastnn.shadowing.mismatch import ShadowMismatch, ShadowWarning
-from fastnn.shadowing.report import Row, ShadowReport
+from fastnn.shadowing.batch import Batching
+from fastnn.shadowing.check import Checking
+from fastnn.shadowing.report import ShadowReport
 
 MODES = ("raise", "warn", "record")
 _COMPOSABLE = frozenset(hookspec.OPS)
@@ -40,7 +39,7 @@ _current: list = []  # the running session, if any
 _last: list = []  # the session that ran last (for shadow_report after the block)
 
 
-class shadow:
+class shadow(Batching, Checking):
     """Run every backend hook call a second time on ``reference`` and compare.
 
     ``with fnn.shadow("cpu"):`` (or ``FASTNN_SHADOW=cpu`` in the environment, for the
@@ -291,206 +290,6 @@ class shadow:
     def _place(self, index: int) -> blame.Place:
         """Where call ``index`` sits (the user's line is looked up only for a mismatch)."""
         return blame.Place(index, self._step, index - self._step_start)
-
-    def _flush(self, quiet: bool = False, extra=None) -> dict:
-        """Check every pending device call, reading the arrays they need (and ``extra``:
-        (originals, arrays) of the call about to run) to the host in one wait per
-        backend; returns {id(array): host copy} of what was read."""
-        read = self._read_batch(extra)
-        self._settle_batch(*read, quiet=quiet)
-        pending, fetched, many = read
-        if many and not self._many and extra is not None:  # a wrong read: read again
-            fetched.update((id(a), h) for a, h in zip(extra[1], self._read(*extra)))
-        return fetched
-
-    def _read_batch(self, extra=None) -> tuple:
-        """(pending calls, {id(array): host copy}, read with to_numpy_many): the arrays
-        the pending calls need, and ``extra``'s, read in one wait per backend."""
-        pending, self._pending = self._pending, []
-        fetched: dict = {}  # id -> host copy, for this batch (the cache may drop entries)
-        groups: dict = {}  # id(originals) -> (originals, [arrays to read], {their ids})
-        copies = self._copies
-
-        def want(originals, arrays) -> None:
-            for array in arrays:
-                key = id(array)
-                if key in fetched:
-                    continue
-                cached = copies.get(array)
-                if cached is not None:
-                    fetched[key] = cached
-                    continue
-                group = groups.get(id(originals))
-                if group is None:
-                    group = groups[id(originals)] = (originals, [], set())
-                if key not in group[2]:
-                    group[2].add(key)
-                    group[1].append(array)
-
-        for entry in pending:
-            spec = entry.spec
-            if entry.host is None:
-                want(entry.originals, calls.input_arrays(spec, entry.args))
-            want(entry.originals, calls.arrays_in(entry.args[0] if spec.returns_none
-                                                  else entry.out))
-        if extra is not None:
-            want(*extra)
-        many = self._many
-        if groups:
-            on, self._on = self._on, False  # a composite read calls hooks: not shadowed
-            try:
-                for originals, arrays, _ in groups.values():
-                    for array, host in zip(arrays, self._read(originals, arrays)):
-                        fetched[id(array)] = host
-                        copies.put(array, host)
-            finally:
-                self._on = on
-        return pending, fetched, many
-
-    def _settle_batch(self, pending, fetched, many, quiet: bool = False) -> None:
-        for entry in pending:
-            self._settle(entry, fetched, quiet, many)
-        if many and not self._many:  # a wrong read: what it read is not to be used again
-            self._copies.clear()
-
-    def _read(self, originals, arrays) -> list:
-        if self._many:
-            return [np.asarray(h) for h in originals["to_numpy_many"](arrays)]
-        to_numpy = originals["to_numpy"]
-        return [np.asarray(to_numpy(a)) for a in arrays]
-
-    def _settle(self, entry, fetched: dict, quiet: bool, many: bool) -> None:
-        """Check one pending call on the batch's copies; a mismatch is confirmed on
-        arrays read one by one before it is blamed."""
-        spec, args = entry.spec, entry.args
-
-        def lookup(value):
-            return fetched[id(value)]
-
-        host = entry.host if entry.host is not None else calls.host_args(spec, args, lookup)
-        failures = self._check(entry.backend, spec, args, host, entry.out, lookup)
-        if not failures:
-            return
-        if many and "to_numpy_many" in entry.backend.implemented:
-            to_numpy = entry.originals["to_numpy"]
-
-            def one_by_one(value):
-                return np.asarray(to_numpy(value))
-
-            if entry.host is None:
-                host = calls.host_args(spec, args, one_by_one)
-            failures = self._check(entry.backend, spec, args, host, entry.out, one_by_one,
-                                   count=False)
-            if not failures:  # the read was wrong, not the op: read one by one from now
-                if self._many:
-                    self._many = False
-                    self._wrong_read(entry.backend)
-                return
-        if quiet:
-            failures[0][2].mismatches += 1
-            return
-        self._fail(entry.backend, spec, args, host, failures, entry.place)
-
-    def _wrong_read(self, backend) -> None:
-        """The backend's to_numpy_many disagreed with its to_numpy: a mismatch of its own."""
-        self._row("to_numpy_many", "-").mismatches += 1
-        warnings.warn(ShadowWarning(
-            f"shadow: {backend.name}'s to_numpy_many returned other values than its "
-            f"to_numpy for the same arrays; shadow mode reads arrays one by one from now on "
-            f"(check the backend with `fastnn conformance --backend {backend.name}`)"),
-            stacklevel=4)
-
-    def _row(self, hook: str, dtype: str) -> Row:
-        row = self._rows.get((hook, dtype))
-        if row is None:
-            rtol, atol = tolerance.tolerance(hook, dtype) if dtype != "-" else (0.0, 0.0)
-            row = self._rows[(hook, dtype)] = Row(hook, dtype, rtol, atol)
-        return row
-
-    def _row_of(self, hook: str, dtype) -> Row:
-        """The row of ``hook`` at the NumPy dtype ``dtype`` (one dict lookup when seen)."""
-        row = self._by_dtype.get((hook, dtype))
-        if row is None:
-            row = self._by_dtype[(hook, dtype)] = self._row(hook, dtype.name)
-        return row
-
-    def _check(self, backend, spec, args, host, out, fetch, count=True) -> list:
-        """Run the reference on ``host`` and compare with ``out`` (read to the host with
-        ``fetch``; None: host arrays already); [(output path, Diff, Row)] of the outputs
-        out of tolerance. ``count``: add to the report's rows."""
-        hook, ref_ops = spec.hook, self._ref_ops
-        # a NumPy reference takes the host arrays as they are: they are this call's own
-        # copies, or cached ones that a hook writing in place has just dropped from the cache
-        direct = self._ref_numpy
-        try:
-            ref_args = calls.to_ref(spec, host, ref_ops, self._ref.index, direct)
-            ref_out = getattr(ref_ops, hook)(*ref_args)
-        except Exception as exc:  # e.g. a dtype the reference lacks: not the backend's fault
-            if count:
-                self._unchecked(hook, out if not spec.returns_none else args[0], exc)
-            return []
-        if spec.returns_none:
-            out, ref_out = args[0], ref_args[0]
-        if hasattr(out, "shape") and hasattr(ref_out, "shape"):  # one array: the common case
-            got, want = (("", out),), (("", ref_out),)
-        else:
-            got, want = calls.outputs(out), calls.outputs(ref_out)
-        ref_to_numpy = None if direct else ref_ops.to_numpy
-        row, failures = None, []
-        for (path, g), (_, w) in zip(got, want):
-            if g is None or w is None:
-                if (g is None) != (w is None):
-                    failures.append((path, Diff(
-                        bad=1, kind="presence", ratio=float("inf"),
-                        got="None" if g is None else "an array",
-                        want="None" if w is None else "an array"), self._row(hook, "-")))
-                continue
-            g = np.asarray(g if fetch is None else fetch(g))
-            w = np.asarray(w if ref_to_numpy is None else ref_to_numpy(w))
-            row = self._row_of(hook, g.dtype if g.dtype == w.dtype else w.dtype)
-            if hook in tolerance.UNCOMPARED:
-                diff = compare(np.zeros(g.shape, bool), np.zeros(w.shape, bool), 0.0, 0.0)
-            else:
-                diff = compare(g, w, row.rtol, row.atol, row.equal_first)
-                row.equal_first = diff.max_abs == 0.0
-            if count and diff is not EQUAL:
-                row.add(diff)
-            if diff.failed:
-                diff.shape = g.shape
-                failures.append((path, diff, row))
-        if len(got) != len(want):
-            failures.append(("", Diff(bad=1, kind="shape", ratio=float("inf"),
-                                      got=f"{len(got)} outputs", want=f"{len(want)}"),
-                             self._row(hook, "-")))
-        if count:
-            row = row or self._row(hook, "-")
-            row.calls += 1
-            row.checked += 1
-        return failures
-
-    def _unchecked(self, hook, out, exc) -> None:
-        """Count a call the reference could not run, and say so once per hook."""
-        self._row(hook, calls.dtype_name(out)).calls += 1
-        if hook not in self._refused:
-            self._refused.add(hook)
-            warnings.warn(ShadowWarning(
-                f"shadow: the reference {self._ref} cannot run {hook} on these inputs "
-                f"({type(exc).__name__}: {exc}); such calls are counted, not checked"),
-                stacklevel=5)
-
-    def _fail(self, backend, spec, args, host, failures, place):
-        """Count one mismatch for the call, reported by its first wrong output."""
-        path, diff, row = failures[0]
-        row.mismatches += 1
-        hook = spec.hook
-        if self.mode == "record" or (self.mode == "warn" and hook in self._warned):
-            return
-        info = calls.describe(self, backend, spec, args, host, path, diff, row, place)
-        if self.mode == "raise":
-            raise ShadowMismatch(**info)
-        self._warned.add(hook)
-        warnings.warn(ShadowWarning(ShadowMismatch(**info).args[0]), stacklevel=4)
-
 
 def _writable(host):
     """A host copy a NumPy reference may write into (a broadcast read is read-only)."""
