@@ -67,6 +67,12 @@ def _scratch(slot: int, dtype, shape: tuple) -> np.ndarray | None:
     return buffer[:size].reshape(shape)
 
 
+def release() -> None:
+    """Drop this thread's work buffers (shadowing has stopped; a large model's would
+    otherwise stay allocated)."""
+    _local.buffers = {}
+
+
 def _address(array: np.ndarray) -> int:
     return array.__array_interface__["data"][0]
 

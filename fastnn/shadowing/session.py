@@ -27,7 +27,7 @@ import numpy as np
 
 from fastnn.api import hookspec, registry
 from fastnn.api.device import as_device, parsed_devices
-from fastnn.shadowing import batch, blame, calls, tolerance
+from fastnn.shadowing import batch, blame, calls, diff, tolerance
 from fastnn.shadowing.batch import Batching
 from fastnn.shadowing.check import Checking
 from fastnn.shadowing.report import ShadowReport
@@ -115,6 +115,7 @@ class shadow(Batching, Checking):
         self._on = False
         self._forget()
         self._spare.clear()
+        diff.release()
         for ops, originals, wrappers in self._patched.values():
             for hook, wrapper in wrappers.items():
                 if getattr(ops, hook) is wrapper:  # else someone wrapped on top: ours
