@@ -278,7 +278,9 @@ class shadow(Batching, Checking):
         return out
 
     def _defer(self, backend, spec, args, out, host, originals, index) -> None:
-        frozen_args = args if spec.simple else batch.frozen(args)
+        # lists the core may reuse are copied (a tuple of arrays and scalars is kept)
+        simple = spec.simple and not any(type(a) is list for a in args)
+        frozen_args = args if simple else batch.frozen(args)
         frozen_out = out if hasattr(out, "shape") else batch.frozen(out)
         self._pending.append(batch.Pending(backend, spec, frozen_args, frozen_out, host,
                                            originals, self._place(index)))
