@@ -82,6 +82,9 @@ def _bitwise_equal(got: np.ndarray, want: np.ndarray) -> bool:
     NaN tests (the same NaN bits are the same NaN). False says nothing: -0.0 == 0.0."""
     if got.nbytes <= _BYTES_BELOW:  # small: one memcmp beats a ufunc call and a reduction
         return got.tobytes() == want.tobytes()
+    if not got.flags.c_contiguous and got.flags.f_contiguous and want.flags.f_contiguous:
+        got, want = got.T, want.T  # transposes: compared in memory order (the work array
+        # is C-ordered, and walking a transposed pair in its order took 9 ns an element)
     bits = _BITS.get(got.dtype.itemsize)
     if bits is None or got.dtype.kind not in "fiubV":
         return bool(np.array_equal(got, want))
