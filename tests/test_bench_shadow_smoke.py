@@ -23,6 +23,7 @@ def test_measures_the_three_ways(monkeypatch):
     monkeypatch.setitem(bench.SIZES, "small", (8, 16, 4))
     result = bench.measure("opencl", "cpu", "small", rounds=1, steps=1)
     assert 0 < result["backend"] and 0 < result["reference"] < float("inf")
+    assert 0 < result["ratio_cpu"] < float("inf")
     assert result["ratio"] == pytest.approx(
         result["shadowed"] / (result["backend"] + result["reference"]))
     report = fnn.shadow_report()  # the benchmark's last shadowed round

@@ -326,6 +326,14 @@ def fused_elementwise(ops, expr, inputs):
     return evaluate(ops, expr, inputs)
 
 
+# ---------------------------------------------------------------- transfer of many arrays
+
+
+def to_numpy_many(ops, arrays):
+    """``to_numpy`` of each array, one after another."""
+    return [ops.to_numpy(a) for a in arrays]
+
+
 from fastnn.api.composite_attention import (  # noqa: E402,F401  (the attention hooks)
     attention,
     attention_backward,

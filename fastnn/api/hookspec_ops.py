@@ -498,3 +498,16 @@ def gru_layer_backward(x: Array, h0: Array, w_ih: Array, w_hh: Array, out: Array
                                                               Array, Array]:
     """The backward pass of ``gru_layer``: grad_out (T, N, H) = dL/dout (h_T's gradient
     included in its last step). Returns (dx, dh0, dw_ih, dw_hh, db_ih, db_hh)."""
+
+
+# ---------------------------------------------------------------- transfer of many arrays
+
+
+@op
+def to_numpy_many(arrays: list) -> list:
+    """Host NumPy arrays of ``arrays`` (backend arrays, on any of the backend's devices),
+    in order: the same as ``[to_numpy(a) for a in arrays]``, but a device backend may
+    start every copy before it waits once (one queue wait instead of one per array).
+    Results may share memory (arrays that view one buffer may be read once and viewed
+    on the host); a result that shares memory with another result is read-only. Shadow
+    mode reads a call's inputs and outputs with it."""

@@ -1,71 +1,39 @@
-"""Checks of a device backend's calls in batches: one transfer for many arrays.
+"""Checks of a device backend's calls in batches: one wait for many arrays.
 
 On a device, each ``to_numpy`` waits for the queue and pays a fixed latency (about
-0.1 ms on PoCL), which for small ops costs more than the ops. So a device
-backend's checked calls wait in a list (their arrays held) until a sync point: an
-in-place hook (``assign``, a fused optimizer step, which may overwrite them), a call
-checked at once, ``BATCH`` pending calls, or the end of shadowing. Then the arrays
-they need are fetched together: flattened with the backend's ``reshape``, joined by
-dtype with its ``cat``, copied once per dtype, and split on the host (arrays of
-``PACK_BELOW`` elements or more are copied alone). A mismatch
-found in a batch is checked again on arrays fetched one by one, so a broken
-``reshape`` or ``cat`` cannot blame another op (packing is then switched off).
+0.05 ms on PoCL), which for small ops costs more than the ops. So a device backend's
+checked calls wait in a list (their arrays held) until a sync point: an in-place hook
+(``assign``, a fused optimizer step, which may overwrite them), a ``to_numpy``,
+``BATCH`` pending calls, or the end of shadowing. Then every array they need goes to
+the host in one ``to_numpy_many`` call (the backend queues each copy and waits once;
+its composite, for a backend without the hook, reads them one by one). An in-place
+hook's inputs are read in the same wait, before it runs, and its check waits for the
+next batch like any other. A mismatch found on arrays read together is checked again
+on arrays read one by one with ``to_numpy`` (when the backend has a ``to_numpy_many``
+of its own), so a broken ``to_numpy_many`` cannot blame another op.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import warnings
 
 import numpy as np
 
+from fastnn.shadowing import calls
+from fastnn.shadowing.mismatch import ShadowWarning
+
 BATCH = 256  # pending calls at most
-# arrays this large go alone: their copy costs bandwidth, not latency, and packing them
-# would copy them twice
-PACK_BELOW = 1 << 15
 
 
-@dataclass
 class Pending:
     """A device call whose check waits for the next batch."""
 
-    backend: object
-    hook: str
-    args: tuple
-    out: object
-    originals: dict
-    place: tuple  # (call, step, op in step, source, backward_of), taken at the call
+    __slots__ = ("backend", "spec", "args", "out", "host", "originals", "place")
 
-
-def arrays_in(value) -> list:
-    """The backend arrays in an argument or output (lists and tuples flattened)."""
-    if isinstance(value, (list, tuple)):
-        return [a for item in value for a in arrays_in(item)]
-    return [value] if value is not None and hasattr(value, "shape") else []
-
-
-def fetch(arrays: list, originals: dict, pack: bool) -> list:
-    """Host copies of ``arrays`` (one backend's), in order; packed by dtype when ``pack``."""
-    to_numpy = originals["to_numpy"]
-    hosts: list = [None] * len(arrays)
-    groups: dict = {}
-    for i, array in enumerate(arrays):
-        size = int(np.prod(array.shape))
-        if pack and 0 < size < PACK_BELOW:
-            groups.setdefault(str(array.dtype), []).append((i, size))
-        else:
-            hosts[i] = np.asarray(to_numpy(array))
-    for members in groups.values():
-        if len(members) == 1:
-            i = members[0][0]
-            hosts[i] = np.asarray(to_numpy(arrays[i]))
-            continue
-        flat = [originals["reshape"](arrays[i], (size,)) for i, size in members]
-        joined = np.asarray(to_numpy(originals["cat"](flat, 0)))
-        offset = 0
-        for i, size in members:
-            hosts[i] = joined[offset:offset + size].reshape(arrays[i].shape)
-            offset += size
-    return hosts
+    def __init__(self, backend, spec, args, out, host, originals, place):
+        self.backend, self.spec, self.args, self.out = backend, spec, args, out
+        self.host = host  # the inputs' host copies, read before an in-place call; or None
+        self.originals, self.place = originals, place
 
 
 def frozen(value):
@@ -74,3 +42,116 @@ def frozen(value):
     if isinstance(value, (list, tuple)):
         return type(value)(frozen(item) for item in value)
     return value
+
+
+class Batching:
+    """The batched checks of :class:`fastnn.shadowing.session.shadow` (a mixin: it uses
+    the session's ``_pending``, ``_copies``, ``_many``, ``_on`` and its checks)."""
+
+    def _flush(self, quiet: bool = False, extra=None) -> dict:
+        """Check every pending device call, reading the arrays they need (and ``extra``:
+        (originals, arrays) of the call about to run) to the host in one wait per
+        backend; returns {id(array): host copy} of what was read."""
+        read = self._read_batch(extra)
+        self._settle_batch(*read, quiet=quiet)
+        pending, fetched, many = read
+        if many and not self._many and extra is not None:  # a wrong read: read again
+            fetched.update((id(a), h) for a, h in zip(extra[1], self._read(*extra)))
+        return fetched
+
+    def _read_batch(self, extra=None) -> tuple:
+        """(pending calls, {id(array): host copy}, read with to_numpy_many): the arrays
+        the pending calls need, and ``extra``'s, read in one wait per backend."""
+        pending, self._pending = self._pending, []
+        fetched: dict = {}  # id -> host copy, for this batch (the cache may drop entries)
+        groups: dict = {}  # id(originals) -> (originals, [arrays to read], {their ids})
+        copies = self._copies
+
+        def want(originals, arrays) -> None:
+            for array in arrays:
+                key = id(array)
+                if key in fetched:
+                    continue
+                cached = copies.get(array)
+                if cached is not None:
+                    fetched[key] = cached
+                    continue
+                group = groups.get(id(originals))
+                if group is None:
+                    group = groups[id(originals)] = (originals, [], set())
+                if key not in group[2]:
+                    group[2].add(key)
+                    group[1].append(array)
+
+        for entry in pending:
+            spec = entry.spec
+            if entry.host is None:
+                want(entry.originals, calls.input_arrays(spec, entry.args))
+            want(entry.originals, calls.arrays_in(entry.args[0] if spec.returns_none
+                                                  else entry.out))
+        if extra is not None:
+            want(*extra)
+        many = self._many
+        if groups:
+            on, self._on = self._on, False  # a composite read calls hooks: not shadowed
+            try:
+                for originals, arrays, _ in groups.values():
+                    for array, host in zip(arrays, self._read(originals, arrays)):
+                        fetched[id(array)] = host
+                        copies.put(array, host)
+            finally:
+                self._on = on
+        return pending, fetched, many
+
+    def _settle_batch(self, pending, fetched, many, quiet: bool = False) -> None:
+        for entry in pending:
+            self._settle(entry, fetched, quiet, many)
+        if many and not self._many:  # a wrong read: what it read is not to be used again
+            self._copies.clear()
+
+    def _read(self, originals, arrays) -> list:
+        if self._many:
+            return [np.asarray(h) for h in originals["to_numpy_many"](arrays)]
+        to_numpy = originals["to_numpy"]
+        return [np.asarray(to_numpy(a)) for a in arrays]
+
+    def _settle(self, entry, fetched: dict, quiet: bool, many: bool) -> None:
+        """Check one pending call on the batch's copies; a mismatch is confirmed on
+        arrays read one by one before it is blamed."""
+        spec, args = entry.spec, entry.args
+
+        def lookup(value):
+            return fetched[id(value)]
+
+        host = entry.host if entry.host is not None else calls.host_args(spec, args, lookup)
+        failures = self._check(entry.backend, spec, args, host, entry.out, lookup)
+        if not failures:
+            return
+        if many and "to_numpy_many" in entry.backend.implemented:
+            to_numpy = entry.originals["to_numpy"]
+
+            def one_by_one(value):
+                return np.asarray(to_numpy(value))
+
+            if entry.host is None:
+                host = calls.host_args(spec, args, one_by_one)
+            failures = self._check(entry.backend, spec, args, host, entry.out, one_by_one,
+                                   count=False)
+            if not failures:  # the read was wrong, not the op: read one by one from now
+                if self._many:
+                    self._many = False
+                    self._wrong_read(entry.backend)
+                return
+        if quiet:
+            failures[0][2].mismatches += 1
+            return
+        self._fail(entry.backend, spec, args, host, failures, entry.place)
+
+    def _wrong_read(self, backend) -> None:
+        """The backend's to_numpy_many disagreed with its to_numpy: a mismatch of its own."""
+        self._row("to_numpy_many", "-").mismatches += 1
+        warnings.warn(ShadowWarning(
+            f"shadow: {backend.name}'s to_numpy_many returned other values than its "
+            f"to_numpy for the same arrays; shadow mode reads arrays one by one from now on "
+            f"(check the backend with `fastnn conformance --backend {backend.name}`)"),
+            stacklevel=4)

@@ -20,57 +20,89 @@ _FASTNN = os.path.dirname(os.path.abspath(fastnn.__file__)) + os.sep
 _SKIP = (_FASTNN, "<frozen", os.path.join("", "contextlib.py"))
 
 
-def where() -> tuple:
-    """(source, backward_of): the first frame outside fastnn as (file, line, function,
-    text) or None, and the op whose backward rule is running (the tape's current node)
-    or None. One walk up the stack, taken at the call (a batched check runs later)."""
-    frame, source, backward = sys._getframe(1), None, None
+class Place:
+    """Where call ``call`` sits: its index, the step, its index in the step, and the
+    user's line that issued it, kept as (code, line) and the tape's node until a
+    mismatch asks for them as text (:meth:`source`, :meth:`backward_of`)."""
+
+    __slots__ = ("call", "step", "op_in_step", "_code", "_line", "_node")
+
+    def __init__(self, call: int, step: int, op_in_step: int, depth: int = 2):
+        self.call, self.step, self.op_in_step = call, step, op_in_step
+        self._code, self._line, self._node = _walk(sys._getframe(depth))
+
+    def source(self):
+        """(file, line, function, text) of the first frame outside fastnn, or None."""
+        code = self._code
+        if code is None:
+            return None
+        path = code.co_filename
+        return path, self._line, code.co_name, linecache.getline(path, self._line).strip()
+
+    def backward_of(self):
+        """The op whose backward rule was running (the tape's node), or None."""
+        return getattr(self._node, "op", None)
+
+
+_inside: dict = {}  # code object -> 0 (the user's), 1 (fastnn's or skipped), 2 (run_backward)
+
+
+def _kind(code) -> int:
+    path = code.co_filename
+    if path.startswith(_FASTNN):
+        kind = 2 if code.co_name == "run_backward" else 1
+    else:
+        kind = 1 if path.startswith(_SKIP[1]) or path.endswith(_SKIP[2]) else 0
+    if len(_inside) > 50_000:
+        _inside.clear()
+    _inside[code] = kind
+    return kind
+
+
+def _walk(frame) -> tuple:
+    """(code, line, node): the first frame outside fastnn and the tape's current node,
+    in one walk up the stack (the tape's loop runs below the user's frame)."""
+    node, inside = None, _inside
     while frame is not None:
         code = frame.f_code
-        path = code.co_filename
-        if path.startswith(_FASTNN):
-            if backward is None and code.co_name == "run_backward":
-                backward = getattr(frame.f_locals.get("node"), "op", None)
-        elif source is None and not (path.startswith(_SKIP[1]) or path.endswith(_SKIP[2])):
-            source = (path, frame.f_lineno, code.co_name,
-                      linecache.getline(path, frame.f_lineno).strip())
-        if source is not None:
-            break  # the tape's loop runs below the user's frame, never above it
+        kind = inside.get(code)
+        if kind is None:
+            kind = _kind(code)
+        if kind == 0:
+            return code, frame.f_lineno, node
+        if kind == 2 and node is None:
+            node = frame.f_locals.get("node")
         frame = frame.f_back
-    return source, backward
+    return None, 0, node
 
 
 class ByArray:
-    """A table keyed by a backend array's identity. An array type with weak references
-    leaves when its array dies; one without (slotted device arrays) is held, so its id
-    cannot be reused while it is in the table, until :meth:`clear` or ``limit``."""
+    """A table keyed by a backend array's identity. An array type with weak references is
+    held weakly (its entry is dropped when found dead); one without (slotted device
+    arrays) is held, so its id cannot be reused while it is in the table. The table
+    empties at :meth:`clear` and when it grows past ``limit``."""
 
     def __init__(self, limit: int = 20_000):
         self._table: dict = {}
         self.limit = limit
 
     def put(self, value, payload) -> None:
-        table, key = self._table, id(value)
-
-        def gone(ref, key=key):
-            found = table.get(key)
-            if found is not None and found[0] is ref:
-                del table[key]
-
+        table = self._table
+        if len(table) >= self.limit:
+            table.clear()
         try:
-            table[key] = (weakref.ref(value, gone), payload)
+            table[id(value)] = (weakref.ref(value), payload)
         except TypeError:
-            table[key] = (value, payload)
-            if len(table) > self.limit:
-                self.clear()
+            table[id(value)] = (value, payload)
 
     def get(self, value):
         found = self._table.get(id(value))
         if found is None:
             return None
         held = found[0]
-        return found[1] if (held is value or (isinstance(held, weakref.ref) and held() is value)) \
-            else None
+        if held is value or (type(held) is weakref.ref and held() is value):
+            return found[1]
+        return None
 
     def clear(self) -> None:
         self._table.clear()

@@ -1,6 +1,10 @@
 """A hook call's arguments and outputs, as the spec declares them: which are backend
 arrays, lists of them, host arrays or device indices, and how each goes to the host and
-to the reference backend."""
+to the reference backend.
+
+Everything a call needs is worked out once per hook (:class:`Spec`), so that a shadowed
+call only walks its own arguments.
+"""
 
 from __future__ import annotations
 
@@ -10,26 +14,105 @@ import numpy as np
 
 from fastnn.api import hookspec
 
+# hooks whose outputs are host arrays already, and which wait for the device anyway
+HOST_OUT = frozenset({"to_numpy", "to_numpy_many"})
 
-def signature(hook: str):
-    """(parameter names, their kinds, whether the hook returns None) from the spec."""
-    sig = inspect.signature(getattr(hookspec, hook))
-    kinds = []
-    for name, param in sig.parameters.items():
-        if name == "device_index":
-            kinds.append("device")
-        elif hook == "from_numpy" and name == "array":
-            kinds.append("host")
-        elif param.annotation == "Array":
-            kinds.append("array")
-        elif param.annotation == "list":
-            kinds.append("list")
+
+class Spec:
+    """One hook's parameters as shadow mode sees them."""
+
+    __slots__ = ("hook", "names", "kinds", "returns_none", "in_place", "sync", "arrays",
+                 "simple")
+
+    def __init__(self, hook: str):
+        sig = inspect.signature(getattr(hookspec, hook))
+        kinds = []
+        for name, param in sig.parameters.items():
+            if name == "device_index":
+                kinds.append("device")
+            elif hook == "from_numpy" and name == "array":
+                kinds.append("host")
+            elif param.annotation == "Array":
+                kinds.append("array")
+            elif param.annotation == "list":
+                kinds.append("list")
+            else:
+                kinds.append("value")
+        self.hook, self.names, self.kinds = hook, tuple(sig.parameters), tuple(kinds)
+        self.returns_none = sig.return_annotation == "None"
+        # a hook that writes its arguments: the inputs are copied first, nothing waits
+        self.in_place = self.returns_none or hook.endswith("_step")
+        self.sync = hook in HOST_OUT  # waits for the device anyway: checked at once
+        # (position, kind) of the arguments that hold backend arrays
+        self.arrays = tuple((i, k) for i, k in enumerate(kinds) if k in ("array", "list"))
+        # only single arrays and plain values: the common case, walked without branches
+        self.simple = all(k in ("array", "value") for k in kinds)
+
+
+SPECS = {hook: Spec(hook) for hook in hookspec.HOOKS}
+
+
+def arrays_in(value) -> list:
+    """The backend arrays in an argument or output (lists and tuples flattened)."""
+    if isinstance(value, (list, tuple)):
+        return [a for item in value for a in arrays_in(item)]
+    return [value] if value is not None and hasattr(value, "shape") else []
+
+
+def input_arrays(spec: Spec, args) -> list:
+    """The backend arrays among a call's arguments, in order."""
+    found = []
+    for i, kind in spec.arrays:
+        value = args[i]
+        if kind == "array":
+            if value is not None and hasattr(value, "shape"):
+                found.append(value)
         else:
-            kinds.append("value")
-    return tuple(sig.parameters), tuple(kinds), sig.return_annotation == "None"
+            found += arrays_in(value)
+    return found
 
 
-SIGNATURES = {hook: signature(hook) for hook in hookspec.HOOKS}
+def host_args(spec: Spec, args, lookup) -> list:
+    """The call's arguments with each backend array replaced by ``lookup(array)`` (its
+    host copy) and host arrays copied (``from_numpy``'s, which the caller may change)."""
+    host = list(args)
+    for i, kind in spec.arrays:
+        value = args[i]
+        if kind == "array":
+            if value is not None and hasattr(value, "shape"):
+                host[i] = lookup(value)
+        else:
+            host[i] = [lookup(v) if v is not None and hasattr(v, "shape") else v
+                       for v in value]
+    if spec.hook == "from_numpy":
+        host[0] = np.array(args[0], copy=True)
+    return host
+
+
+def to_ref(spec: Spec, host, ref_ops, ref_index, direct: bool) -> list:
+    """The reference's arguments: host arrays uploaded (``direct``: passed as they are, to
+    a reference whose arrays are NumPy's), the device index the reference's own."""
+    ref = list(host)
+    for i, kind in enumerate(spec.kinds):
+        if kind == "device":
+            ref[i] = ref_index
+        elif not direct:
+            if kind == "array" and isinstance(host[i], np.ndarray):
+                ref[i] = ref_ops.from_numpy(host[i], ref_index)
+            elif kind == "list":
+                ref[i] = [ref_ops.from_numpy(v, ref_index) if isinstance(v, np.ndarray) else v
+                          for v in host[i]]
+    return ref
+
+
+def outputs(value, path="") -> list:
+    """[(path, backend array or None)] for every array in an output (lists and tuples too)."""
+    if isinstance(value, (list, tuple)):
+        out = []
+        for i, item in enumerate(value):
+            out += outputs(item, f"{path}[{i}]")
+        return out
+    return [(path, value)]
 
 
 def dtype_name(value) -> str:
@@ -41,10 +124,9 @@ def dtype_name(value) -> str:
         return "-"
 
 
-def describe(session, backend, hook, args, host, path, diff, row, place) -> dict:
-    names, kinds, _ = SIGNATURES[hook]
+def describe(session, backend, spec, args, host, path, diff, row, place) -> dict:
     entries = []  # (name, host copy, the backend's array) per array argument
-    for name, kind, arg, copy in zip(names, kinds, args, host):
+    for name, kind, arg, copy in zip(spec.names, spec.kinds, args, host):
         if kind == "array" and isinstance(copy, np.ndarray):
             entries.append((name, copy, arg))
         elif kind == "list":
@@ -53,15 +135,16 @@ def describe(session, backend, hook, args, host, path, diff, row, place) -> dict
         elif kind == "host":
             entries.append((name, copy, None))
     return dict(
-        op=hook, backend=device_name(backend, names, args), reference=str(session._ref),
-        output=path, arg_names=[e[0] for e in entries],
+        op=spec.hook, backend=device_name(backend, spec.names, args),
+        reference=str(session._ref), output=path, arg_names=[e[0] for e in entries],
         input_shapes=[e[1].shape for e in entries],
         input_dtypes=[e[1].dtype.name for e in entries],
         producers=[None if e[2] is None else session._producers.of(e[2]) for e in entries],
         shape=diff.shape, size=diff.size, dtype=row.dtype, kind=diff.kind, bad=diff.bad,
         max_abs=diff.max_abs, max_rel=diff.max_rel, worst=diff.worst, got=diff.got,
-        expected=diff.want, rtol=row.rtol, atol=row.atol, source=place[3],
-        backward_of=place[4], call=place[0], step=place[1], op_in_step=place[2],
+        expected=diff.want, rtol=row.rtol, atol=row.atol, source=place.source(),
+        backward_of=place.backward_of(), call=place.call, step=place.step,
+        op_in_step=place.op_in_step,
     )
 
 
@@ -72,45 +155,6 @@ def device_name(backend, names, args) -> str:
 
 
 def bind(hook, args, kwargs) -> tuple:
-    names = SIGNATURES[hook][0]
+    names = SPECS[hook].names
     bound = inspect.signature(getattr(hookspec, hook)).bind(*args, **kwargs)
     return tuple(bound.arguments[name] for name in names)
-
-
-def host_copy(kind, value, fetch):
-    """A host copy of an argument (arrays), or the argument itself (other values)."""
-    if kind == "array":
-        if value is None or not hasattr(value, "shape"):
-            return value
-        return fetch(value)
-    if kind == "list":
-        return [host_copy("array", v, fetch) for v in value]
-    if kind == "host":
-        return np.array(value, copy=True)
-    return value
-
-
-def to_ref(kind, value, ref_ops, ref_index, direct=False):
-    """An argument for the reference: host arrays uploaded (``direct``: passed as they
-    are, to a reference whose arrays are NumPy's and whose hook does not write them)."""
-    if kind == "device":
-        return ref_index
-    if kind == "array" and isinstance(value, np.ndarray):
-        return value if direct else ref_ops.from_numpy(value, ref_index)
-    if kind == "list":
-        return [to_ref("array", v, ref_ops, ref_index, direct) for v in value]
-    return value
-
-
-def flatten(value, to_numpy, hook, path="") -> list:
-    """[(path, host array or None)] for every array in an output (lists and tuples too)."""
-    if isinstance(value, (list, tuple)):
-        out = []
-        for i, item in enumerate(value):
-            out += flatten(item, to_numpy, hook, f"{path}[{i}]")
-        return out
-    if value is None:
-        return [(path, None)]
-    if hook == "to_numpy":
-        return [(path, np.asarray(value))]
-    return [(path, np.asarray(to_numpy(value)))]

@@ -22,16 +22,15 @@ from __future__ import annotations
 import copy
 import os
 import threading
-import warnings
 
 import numpy as np
 
 from fastnn.api import hookspec, registry
 from fastnn.api.device import as_device, parsed_devices
-from fastnn.shadowing import batch, blame, calls, tolerance
-from fastnn.shadowing.diff import Diff, compare
-from fastnn.shadowing.mismatch import ShadowMismatch, ShadowWarning
-from fastnn.shadowing.report import Row, ShadowReport
+from fastnn.shadowing import batch, blame, calls, diff, tolerance
+from fastnn.shadowing.batch import Batching
+from fastnn.shadowing.check import Checking
+from fastnn.shadowing.report import ShadowReport
 
 MODES = ("raise", "warn", "record")
 _COMPOSABLE = frozenset(hookspec.OPS)
@@ -40,7 +39,7 @@ _current: list = []  # the running session, if any
 _last: list = []  # the session that ran last (for shadow_report after the block)
 
 
-class shadow:
+class shadow(Batching, Checking):
     """Run every backend hook call a second time on ``reference`` and compare.
 
     ``with fnn.shadow("cpu"):`` (or ``FASTNN_SHADOW=cpu`` in the environment, for the
@@ -93,7 +92,9 @@ class shadow:
             self._step, self._step_start = 0, 0
             self._producers = blame.Producers(limit=4096)
             self._copies = blame.HostCopies(limit=4096)
-            self._pending, self._pack = [], True
+            self._pending, self._many = [], True
+            self._by_dtype: dict = {}
+            self._spare: dict = {}  # (shape, dtype) -> host arrays to copy inputs into
             self._on = True
             _current.append(self)
             self._forget = registry.on_load(self._patch)
@@ -113,6 +114,8 @@ class shadow:
     def _restore(self) -> None:
         self._on = False
         self._forget()
+        self._spare.clear()
+        diff.release()
         for ops, originals, wrappers in self._patched.values():
             for hook, wrapper in wrappers.items():
                 if getattr(ops, hook) is wrapper:  # else someone wrapped on top: ours
@@ -167,7 +170,8 @@ class shadow:
 
     def _wrap(self, backend, hook: str, fn, originals):
         wanted = self.ops is None or hook in self.ops
-        counter = [0]
+        spec, sample, counter = calls.SPECS[hook], self.sample, [0]
+        shadowed = self._call
 
         def call(*args, **kwargs):
             if not self._on:
@@ -176,8 +180,8 @@ class shadow:
                 args = calls.bind(hook, args, kwargs)
             seen = counter[0]
             counter[0] = seen + 1
-            checked = wanted and seen % self.sample == 0
-            return self._call(backend, hook, fn, args, originals, checked)
+            return shadowed(backend, spec, fn, args, originals,
+                            wanted and seen % sample == 0)
 
         call.__name__ = call.__qualname__ = hook
         call.__wrapped__ = fn
@@ -185,230 +189,114 @@ class shadow:
 
     # ------------------------------------------------------------ one call
 
-    def _call(self, backend, hook, fn, args, originals, checked):
+    def _call(self, backend, spec, fn, args, originals, checked):
         index = self._calls
         self._calls = index + 1
-        names, kinds, returns_none = calls.SIGNATURES[hook]
-        in_place = returns_none or hook.endswith("_step")
-        # to_numpy syncs anyway: checked at once, it checks what is pending too
-        deferred = (checked and not in_place and not backend.record.host_memory
-                    and hook != "to_numpy")
-        if self._pending and (in_place or (checked and not deferred)):
-            self._flush()  # older calls first, and before anything is overwritten
-        if checked and not deferred:
-            if not backend.record.host_memory:  # the inputs in one transfer per dtype
-                self._prefetch([a for kind, arg in zip(kinds, args) if kind in ("array", "list")
-                                for a in batch.arrays_in(arg)], originals)
-            # a host backend's to_numpy may return the array itself: a hook that writes
-            # in place needs its inputs copied first; any other leaves them as they were
-            fetch = self._fetcher(backend, originals["to_numpy"], copy=in_place)
-            host = [calls.host_copy(kind, a, fetch) for kind, a in zip(kinds, args)]
-        out = fn(*args)
-        if in_place:  # the backend may have written through any view: the copies are stale
-            self._copies.clear()
-        if checked and not deferred and not backend.record.host_memory and hook != "to_numpy":
-            self._prefetch(batch.arrays_in(args[0] if returns_none else out), originals)
-        if deferred:
-            self._pending.append(batch.Pending(backend, hook, batch.frozen(args),
-                                               batch.frozen(out), originals,
-                                               self._place(index)))
-            if len(self._pending) >= batch.BATCH:
-                self._flush()
-        elif checked:
-            fetch = self._fetcher(backend, originals["to_numpy"], False)
-            failures = self._check(backend, hook, args, host, out, fetch)
+        if backend.record.host_memory:
+            out = self._host_call(backend, spec, fn, args, originals, checked, index)
+        elif spec.in_place:
+            out = self._device_in_place(backend, spec, fn, args, originals, checked, index)
+        elif spec.sync and checked:  # to_numpy waits anyway: checked at once, with the rest
+            fetched = self._flush(extra=(originals, calls.input_arrays(spec, args)))
+            host = calls.host_args(spec, args, lambda a: fetched[id(a)])
+            out = fn(*args)
+            failures = self._check(backend, spec, args, host, out, None)
             if failures:
-                self._fail(backend, hook, args, host, failures, self._place(index))
+                self._fail(backend, spec, args, host, failures, self._place(index))
         else:
-            self._row(hook, calls.dtype_name(args[0] if returns_none else out)).calls += 1
-        if hook.endswith("_step"):  # a fused optimizer update closes a training step
+            out = fn(*args)
+            if checked:
+                self._defer(backend, spec, args, out, None, originals, index)
+            else:
+                self._count(spec, args, out)
+        if spec.in_place and spec.hook.endswith("_step"):  # a fused update closes a step
             self._step, self._step_start = self._step + 1, index + 1
             self._producers.clear()  # (what it held lives one step: bounded memory)
-        self._producers.note(args[0] if returns_none else out, index, hook)
+        made = args[0] if spec.returns_none else out
+        if hasattr(made, "shape"):
+            self._producers.put(made, (index, spec.hook))
+        else:
+            self._producers.note(made, index, spec.hook)
         return out
 
-    def _place(self, index: int) -> tuple:
-        """Where call ``index`` sits: (call, step, op in step, source line, backward of)."""
-        source, backward = blame.where()
-        return index, self._step, index - self._step_start, source, backward
+    def _host_call(self, backend, spec, fn, args, originals, checked, index):
+        """A host backend's call, checked at once: its arrays are read where they are."""
+        if not checked:
+            out = fn(*args)
+            self._count(spec, args, out)
+            return out
+        to_numpy = originals["to_numpy"]
+        if not spec.in_place:
+            host = calls.host_args(spec, args, to_numpy)
+            out = fn(*args)
+            failures = self._check(backend, spec, args, host, out, to_numpy)
+        else:  # to_numpy may return the array itself, which the hook writes: copy it, into
+            # arrays of the last such call (fresh ones would page-fault on first touch)
+            spare, taken = self._spare, []
 
-    def _flush(self, quiet: bool = False) -> None:
-        """Check every pending device call, fetching the arrays they need together."""
-        pending, self._pending = self._pending, []
-        if not pending:
-            return
-        fetched: dict = {}  # id -> host copy, for this batch (the cache may drop entries)
-        needed: dict = {}  # id(originals) -> (originals, [arrays to fetch]): per backend
-        for entry in pending:
-            kinds = calls.SIGNATURES[entry.hook][1]
-            arrays = [a for kind, arg in zip(kinds, entry.args) if kind in ("array", "list")
-                      for a in batch.arrays_in(arg)] + batch.arrays_in(entry.out)
-            wanted = needed.setdefault(id(entry.originals), (entry.originals, [], set()))
-            for array in arrays:
-                key = id(array)
-                if key in fetched or key in wanted[2]:
-                    continue
-                cached = self._copies.get(array)
-                if cached is not None:
-                    fetched[key] = cached
-                else:
-                    wanted[2].add(key)
-                    wanted[1].append(array)
-        on, self._on = self._on, False  # packing calls hooks: not to be shadowed
-        try:
-            for originals, arrays, _ in needed.values():
-                for array, host in zip(arrays, batch.fetch(arrays, originals, self._pack)):
-                    fetched[id(array)] = host
-                    self._copies.put(array, host)
-        finally:
-            self._on = on
-        for entry in pending:
-            self._settle(entry, fetched, quiet)
+            def copy(value):
+                array = np.asarray(to_numpy(value))
+                key = (array.shape, array.dtype)
+                free = spare.get(key)
+                held = free.pop() if free else np.empty(array.shape, array.dtype)
+                np.copyto(held, array)
+                taken.append((key, held))
+                return held
 
-    def _settle(self, entry, fetched: dict, quiet: bool) -> None:
-        """Check one pending call on the batch's copies; a mismatch is confirmed on
-        arrays fetched one by one before it is blamed."""
-        kinds = calls.SIGNATURES[entry.hook][1]
-        lookup = fetched.__getitem__
+            host = calls.host_args(spec, args, copy)
+            out = fn(*args)
+            failures = self._check(backend, spec, args, host, out, to_numpy)
+            if len(spare) > 256:
+                spare.clear()
+            for key, held in taken:  # the reference has written them and they are compared
+                spare.setdefault(key, []).append(held)
+        if failures:
+            self._fail(backend, spec, args, host, failures, self._place(index))
+        return out
 
-        def batch_fetch(value):
-            return lookup(id(value))
+    def _device_in_place(self, backend, spec, fn, args, originals, checked, index):
+        """A device call that writes its arguments: the calls pending and its inputs are
+        read in one wait before it runs; the batch is checked while the device runs it,
+        and its own check waits for the next batch."""
+        if not checked:
+            if self._pending:
+                self._flush()
+            out = fn(*args)
+            self._copies.clear()  # the backend may have written through any view
+            self._count(spec, args, out)
+            return out
+        read = self._read_batch(extra=(originals, calls.input_arrays(spec, args)))
+        fetched = read[1]
+        host = calls.host_args(spec, args, lambda a: _writable(fetched[id(a)]))
+        out = fn(*args)
+        self._copies.clear()
+        self._settle_batch(*read)
+        if read[2] and not self._many:  # the read was wrong: so may these inputs be
+            self._count(spec, args, out)
+        else:
+            self._defer(backend, spec, args, out, host, originals, index)
+        return out
 
-        host = [calls.host_copy(kind, a, batch_fetch) for kind, a in zip(kinds, entry.args)]
-        failures = self._check(entry.backend, entry.hook, entry.args, host, entry.out,
-                               batch_fetch)
-        if not failures:
-            return
-        if self._pack:
-            direct = entry.originals["to_numpy"]
+    def _defer(self, backend, spec, args, out, host, originals, index) -> None:
+        # lists the core may reuse are copied (a tuple of arrays and scalars is kept)
+        simple = spec.simple and not any(type(a) is list for a in args)
+        frozen_args = args if simple else batch.frozen(args)
+        frozen_out = out if hasattr(out, "shape") else batch.frozen(out)
+        self._pending.append(batch.Pending(backend, spec, frozen_args, frozen_out, host,
+                                           originals, self._place(index)))
+        if len(self._pending) >= batch.BATCH:
+            self._flush()
 
-            def one_by_one(value):
-                return np.asarray(direct(value))
+    def _count(self, spec, args, out) -> None:
+        self._row(spec.hook, calls.dtype_name(args[0] if spec.returns_none else out)).calls += 1
 
-            host = [calls.host_copy(kind, a, one_by_one) for kind, a in zip(kinds, entry.args)]
-            failures = self._check(entry.backend, entry.hook, entry.args, host, entry.out,
-                                   one_by_one, count=False)
-            if not failures:  # the packed copy was wrong, not the op: fetch one by one
-                self._pack = False
-                return
-        if quiet:
-            failures[0][2].mismatches += 1
-            return
-        self._fail(entry.backend, entry.hook, entry.args, host, failures, entry.place)
+    def _place(self, index: int) -> blame.Place:
+        """Where call ``index`` sits (the user's line is looked up only for a mismatch)."""
+        return blame.Place(index, self._step, index - self._step_start)
 
-    def _prefetch(self, arrays: list, originals: dict) -> None:
-        """Put host copies of the device ``arrays`` not yet copied into the cache, packed."""
-        missing, seen = [], set()
-        for array in arrays:
-            if id(array) not in seen and self._copies.get(array) is None:
-                seen.add(id(array))
-                missing.append(array)
-        if len(missing) < 2:
-            return  # fetched as usual
-        on, self._on = self._on, False  # packing calls hooks: not to be shadowed
-        try:
-            hosts = batch.fetch(missing, originals, self._pack)
-        finally:
-            self._on = on
-        for array, host in zip(missing, hosts):
-            self._copies.put(array, host)
-
-    def _fetcher(self, backend, to_numpy, copy=True):
-        """array -> a host copy of it that nothing else holds (from the cache if there);
-        ``copy=False``: a host view will do (an output, compared at once)."""
-        if backend.record.host_memory:  # to_numpy may return the array itself: copy
-            if not copy:
-                return lambda value: np.asarray(to_numpy(value))
-            return lambda value: np.array(to_numpy(value), copy=True)
-        copies = self._copies
-
-        def fetch(value):
-            host = copies.get(value)
-            if host is None:
-                host = np.asarray(to_numpy(value))
-                copies.put(value, host)
-            return host
-
-        return fetch
-
-    def _row(self, hook: str, dtype: str) -> Row:
-        row = self._rows.get((hook, dtype))
-        if row is None:
-            rtol, atol = tolerance.tolerance(hook, dtype) if dtype != "-" else (0.0, 0.0)
-            row = self._rows[(hook, dtype)] = Row(hook, dtype, rtol, atol)
-        return row
-
-    def _check(self, backend, hook, args, host, out, fetch, count=True) -> list:
-        """Run the reference on ``host`` and compare with ``out`` (fetched to the host with
-        ``fetch``); [(output path, Diff, Row)] of the outputs out of tolerance. ``count``:
-        add to the report's rows."""
-        names, kinds, returns_none = calls.SIGNATURES[hook]
-        ref_ops, ref_index = self._ref_ops, self._ref.index
-        # a NumPy reference takes the host arrays as they are: they are this call's own
-        # copies, or cached ones that a hook writing in place has just dropped from the cache
-        direct = self._ref_numpy
-        try:
-            ref_args = [calls.to_ref(kind, h, ref_ops, ref_index, direct)
-                        for kind, h in zip(kinds, host)]
-            ref_out = getattr(ref_ops, hook)(*ref_args)
-        except Exception as exc:  # e.g. a dtype the reference lacks: not the backend's fault
-            if count:
-                self._unchecked(hook, out if not returns_none else args[0], exc)
-            return []
-        if returns_none:
-            out, ref_out = args[0], ref_args[0]
-        got = calls.flatten(out, fetch, hook)
-        want = calls.flatten(ref_out, ref_ops.to_numpy, hook)
-        row, failures = None, []
-        for (path, g), (_, w) in zip(got, want):
-            if g is None or w is None:
-                if (g is None) != (w is None):
-                    failures.append((path, Diff(
-                        bad=1, kind="presence", ratio=float("inf"),
-                        got="None" if g is None else "an array",
-                        want="None" if w is None else "an array"), self._row(hook, "-")))
-                continue
-            row = self._row(hook, g.dtype.name if g.dtype == w.dtype else str(w.dtype))
-            if hook in tolerance.UNCOMPARED:
-                diff = compare(np.zeros(g.shape, bool), np.zeros(w.shape, bool), 0.0, 0.0)
-            else:
-                diff = compare(g, w, row.rtol, row.atol)
-            diff.shape = g.shape
-            if count:
-                row.add(diff)
-            if diff.failed:
-                failures.append((path, diff, row))
-        if len(got) != len(want):
-            failures.append(("", Diff(bad=1, kind="shape", ratio=float("inf"),
-                                      got=f"{len(got)} outputs", want=f"{len(want)}"),
-                             self._row(hook, "-")))
-        if count:
-            row = row or self._row(hook, "-")
-            row.calls += 1
-            row.checked += 1
-        return failures
-
-    def _unchecked(self, hook, out, exc) -> None:
-        """Count a call the reference could not run, and say so once per hook."""
-        self._row(hook, calls.dtype_name(out)).calls += 1
-        if hook not in self._refused:
-            self._refused.add(hook)
-            warnings.warn(ShadowWarning(
-                f"shadow: the reference {self._ref} cannot run {hook} on these inputs "
-                f"({type(exc).__name__}: {exc}); such calls are counted, not checked"),
-                stacklevel=5)
-
-    def _fail(self, backend, hook, args, host, failures, place):
-        """Count one mismatch for the call, reported by its first wrong output."""
-        path, diff, row = failures[0]
-        row.mismatches += 1
-        if self.mode == "record" or (self.mode == "warn" and hook in self._warned):
-            return
-        info = calls.describe(self, backend, hook, args, host, path, diff, row, place)
-        if self.mode == "raise":
-            raise ShadowMismatch(**info)
-        self._warned.add(hook)
-        warnings.warn(ShadowWarning(ShadowMismatch(**info).args[0]), stacklevel=4)
+def _writable(host):
+    """A host copy a NumPy reference may write into (a broadcast read is read-only)."""
+    return host if host.flags.writeable else np.array(host)
 
 
 def current() -> shadow | None:

@@ -73,16 +73,15 @@ def exp(x):
     y = _real.exp(x)
     return _real.mul(y, _real.full(y.shape, 1.01, str(y.dtype), 0))
 """,
-    # cat that gets the first element of its result wrong (shadow packs copies with cat)
-    "cat": """
+    # a to_numpy_many whose first element of every float array comes back 1 larger
+    "to_numpy_many": """
 @hookimpl
-def cat(arrays, axis):
-    out = _real.cat(arrays, axis)
-    if len(arrays) > 1 and out.size:
-        rank = len(out.shape)
-        first = _real.slice(out, (0,) * rank, (1,) * rank, (1,) * rank)
-        _real.assign(first, _real.add(first, first))
-    return out
+def to_numpy_many(arrays):
+    hosts = [np.array(h) for h in _real.to_numpy_many(arrays)]
+    for host in hosts:
+        if host.size and host.dtype.kind == "f":
+            host.flat[0] += 1
+    return hosts
 """,
 }
 

@@ -45,29 +45,29 @@ def test_a_wrong_kernel_is_blamed_at_its_own_line_though_checked_later(tmp_path)
     assert err.backend == name and err.reference == "cpu"
 
 
-def test_a_broken_cat_does_not_blame_the_ops_whose_copies_it_packed(tmp_path):
-    name = faulty.install(tmp_path, "cat", base="opencl")
+def test_a_broken_to_numpy_many_is_named_and_blames_no_op(tmp_path):
+    name = faulty.install(tmp_path, "to_numpy_many", base="opencl")
     fnn.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 8), nn.Activation("tanh"), nn.Linear(8, 2)).to(name)
     x = fnn.tensor(np.ones((3, 4), np.float32), device=name)
-    with fnn.shadow("cpu", mode="record") as session:
+    with pytest.warns(fnn.ShadowWarning, match="to_numpy_many returned other values"), \
+            fnn.shadow("cpu") as session:
         model(x).sum().backward()
-    report = session.report()
-    assert report.mismatches == 0 and session._pack is False, report
-    with fnn.shadow("cpu", mode="record") as session:  # the user's own cat is blamed
-        fnn.cat([x, x]).numpy()
-    assert [r["op"] for r in session.report().rows if r["mismatches"]] == ["cat"]
+    rows = session.report().rows
+    assert [r["op"] for r in rows if r["mismatches"]] == ["to_numpy_many"], rows
+    assert session._many is False and sum(r["checked"] for r in rows) > 10
 
 
-def test_the_healthy_clone_passes_batches_of_every_size(tmp_path, monkeypatch):
+@pytest.mark.parametrize("many", [True, False], ids=["read together", "one by one"])
+def test_the_healthy_clone_passes_batches_of_every_size(tmp_path, monkeypatch, many):
     name = faulty.install(tmp_path, "healthy", base="opencl")
     monkeypatch.setattr(batch, "BATCH", 3)
-    monkeypatch.setattr(batch, "PACK_BELOW", 20)  # some arrays packed, some alone
     fnn.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 8), nn.Activation("gelu"), nn.Linear(8, 2)).to(name)
     opt = fnn.optim.Adam(model.parameters(), lr=0.1)
     x = fnn.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4), device=name)
     with fnn.shadow("cpu") as session:
+        session._many = many
         for _ in range(2):
             opt.zero_grad()
             model(x).square().mean().backward()

@@ -1,0 +1,27 @@
+"""to_numpy_many on OpenCL: many small arrays gathered (more than one k_gather launch),
+large ones read alone, views of one buffer read once, every result as to_numpy's."""
+
+import numpy as np
+from fastnn_opencl import transfer
+
+
+def test_gathered_and_direct_reads_match_to_numpy(ocl, monkeypatch):
+    monkeypatch.setattr(transfer, "GATHER_BELOW", 4096)  # 1,000+ float32 read alone
+    rng = np.random.default_rng(0)
+    hosts = [rng.normal(size=(n % 7 + 1, n % 5 + 1)).astype(np.float32) for n in range(40)]
+    hosts += [np.arange(n + 1) % 2 == 1 for n in range(5)]  # 1-byte elements, odd lengths
+    hosts += [rng.integers(-5, 5, n + 1).astype(np.int64) for n in range(3)]
+    hosts += [rng.normal(size=(40, 30)).astype(np.float32), np.arange(3, dtype=np.float64)]
+    arrays = [ocl.from_numpy(h, 0) for h in hosts]
+    big = arrays[-2]
+    views = [ocl.transpose(big, (1, 0)), ocl.slice(big, (2, 3), (9, 30), (3, 1)),
+             ocl.broadcast_to(ocl.slice(arrays[0], (0, 0), (1, 1), (1, 1)), (4, 6)),
+             ocl.slice(ocl.from_numpy(hosts[44].repeat(3), 0), (1,), (9,), (2,))]
+    got = ocl.to_numpy_many(arrays + views)
+    assert len(got) == len(arrays) + len(views)
+    for array, host in zip(arrays + views, got):
+        want = ocl.to_numpy(array)
+        assert host.dtype == want.dtype and host.shape == want.shape
+        np.testing.assert_array_equal(host, want)
+    np.testing.assert_array_equal(got[0], hosts[0])
+    assert not got[-2].flags.writeable  # a broadcast: read-only, as np.broadcast_to's
