@@ -1,0 +1,183 @@
+"""LSTM and GRU layers over a whole sequence (``kernels/recurrent.cl``), forward and backward.
+
+The input projection of every step is one GEMM; each step is then ONE launch, a fused
+cell that computes the step's recurrent product, the gates, their activations and the
+state update (backward: the recurrent product of the next step's gradient, the gate
+gradients and the carried state gradient). The weight gradients are one GEMM each over
+all steps, as the cpu backend and PyTorch's fused cells do. Every array the kernels
+touch is contiguous (a strided input is copied once).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fastnn.api.hookspec import hookimpl
+from fastnn_opencl import elementwise
+from fastnn_opencl.linalg import matmul as _matmul
+from fastnn_opencl.reduce import sum as _sum
+from fastnn_opencl.runtime import CL_TYPES, CLArray, cl, contiguous_strides
+
+FILE = "recurrent.cl"
+_I = np.int32
+
+
+def _dense(x: CLArray) -> CLArray:
+    return x if x.is_contiguous else elementwise.copy(x)
+
+
+def _dense0(x: CLArray) -> CLArray:
+    """x contiguous and at offset 0 (copied if not): kernels index it from its buffer's start."""
+    return x if x.is_contiguous and x.offset == 0 else elementwise.copy(x)
+
+
+def _t(x: CLArray) -> CLArray:
+    """The transposed view of a 2-d array."""
+    return x.view(x.shape[::-1], x.strides[::-1])
+
+
+def _flat(x: CLArray) -> CLArray:
+    """A contiguous (T, N, F) array as (T * N, F)."""
+    shape = (x.shape[0] * x.shape[1], x.shape[2])
+    return x.view(shape, contiguous_strides(shape))
+
+
+def _kernel(dev, dtype: str, name: str, arg_dtypes: list):
+    return dev.kernel(FILE, name, (("T", CL_TYPES[dtype]),), arg_dtypes)
+
+
+def _previous(h0: CLArray, out: CLArray) -> CLArray:
+    """(T * N, H) contiguous: the state each step starts from (h0, then out[:-1])."""
+    t_len, n, hid = out.shape
+    dev = out.dev
+    prev = dev.empty((t_len * n, hid), out.dtype)
+    item = np.dtype(out.dtype).itemsize
+    step = n * hid * item
+    queue = dev.queue
+    cl().enqueue_copy(queue, prev.data, h0.data, byte_count=step,
+                      src_offset=h0.offset * item, dst_offset=0)
+    if t_len > 1:
+        cl().enqueue_copy(queue, prev.data, out.data, byte_count=(t_len - 1) * step,
+                          src_offset=out.offset * item, dst_offset=step)
+    return prev
+
+
+def _projection(x: CLArray, w: CLArray) -> CLArray:
+    """x (T, N, I) @ w^T as a contiguous (T * N, G) array: one GEMM for every step."""
+    return _dense(_matmul(_flat(_dense(x)), _t(w)))
+
+
+def _last_product(d: CLArray, off_d: int, w: CLArray, base, n: int, hid: int) -> CLArray:
+    """base + d[step] @ w: (N, H), d[step] the (N, G) rows at element offset off_d."""
+    dev = d.dev
+    out = dev.empty((n, hid), d.dtype)
+    kernel = _kernel(dev, d.dtype, "k_rec_last", [_I, _I, _I, _I, None, _I, None, _I, None,
+                                                   None])
+    kernel(dev.queue, (hid, n), None, n, hid, w.shape[0], int(base is not None), d.data,
+           d.offset + off_d, w.data, w.offset, (base if base is not None else out).data, out.data)
+    return out
+
+
+_LSTM_STEP = [_I, _I, None, _I, None, _I, None, _I, None, _I, None, _I, None, None, None, _I, _I]
+_LSTM_BACK = [_I, _I, _I, None, _I, None, _I, None, None, None, _I, None, None, _I, _I, _I]
+_GRU_STEP = [_I, _I, None, _I, None, _I, None, _I, None, _I, None, None, _I, _I]
+_GRU_BACK = [_I, _I, _I, None, _I, None, _I, None, None, _I, None, None, None, _I, _I, _I]
+
+
+@hookimpl
+def lstm_layer(x, h0, c0, w_ih, w_hh, bias):
+    t_len, n, _ = x.shape
+    hid = h0.shape[1]
+    dev = x.dev
+    xp = _projection(x, w_ih)
+    w_t = elementwise.copy(_t(w_hh))  # (H, 4H): each step reads it along 4H
+    h0, c0, bias = _dense(h0), _dense(c0), _dense(bias)
+    gates = dev.empty((t_len, n, 4 * hid), x.dtype)
+    cells = dev.empty((t_len, n, hid), x.dtype)
+    out = dev.empty((t_len, n, hid), x.dtype)
+    kernel = _kernel(dev, x.dtype, "k_lstm_step", _LSTM_STEP)
+    h_buf, h_off, c_buf, c_off = h0.data, h0.offset, c0.data, c0.offset
+    size4, size = n * 4 * hid, n * hid
+    for t in range(t_len):
+        kernel(dev.queue, (hid, n), None, n, hid, xp.data, xp.offset + t * size4,
+               bias.data, bias.offset, w_t.data, w_t.offset, h_buf, h_off, c_buf, c_off,
+               gates.data, cells.data, out.data, t * size4, t * size)
+        h_buf, h_off, c_buf, c_off = out.data, t * size, cells.data, t * size
+    return out, gates, cells
+
+
+@hookimpl
+def lstm_layer_backward(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_c):
+    t_len, n, _ = x.shape
+    hid = h0.shape[1]
+    dev = x.dev
+    w_hh, c0, gates, cells = _dense(w_hh), _dense(c0), _dense0(gates), _dense0(cells)
+    grad_out = _dense(grad_out)
+    dc = elementwise.copy(grad_c)  # carried in place, dL/dc_t
+    da = dev.empty((t_len, n, 4 * hid), x.dtype)
+    kernel = _kernel(dev, x.dtype, "k_lstm_step_back", _LSTM_BACK)
+    size4, size = n * 4 * hid, n * hid
+    for t in reversed(range(t_len)):
+        c_buf, c_off = (cells.data, (t - 1) * size) if t else (c0.data, c0.offset)
+        kernel(dev.queue, (hid, n), None, n, hid, int(t < t_len - 1),
+               grad_out.data, grad_out.offset + t * size, w_hh.data, w_hh.offset,
+               gates.data, cells.data, c_buf, c_off, dc.data, da.data,
+               t * size4, t * size, (t + 1) * size4)
+    dh0 = _last_product(da, 0, w_hh, None, n, hid)
+    flat = _flat(da)
+    dx = _matmul(flat, _dense(w_ih))
+    x_flat = _flat(_dense(x))
+    dw_ih = _matmul(_t(flat), x_flat)
+    dw_hh = _matmul(_t(flat), _previous(_dense(h0), _dense(out)))
+    dbias = _sum(flat, (0,), False)
+    return dx.view(x.shape, contiguous_strides(x.shape)), dh0, dc, dw_ih, dw_hh, dbias
+
+
+@hookimpl
+def gru_layer(x, h0, w_ih, w_hh, b_ih, b_hh):
+    t_len, n, _ = x.shape
+    hid = h0.shape[1]
+    dev = x.dev
+    xp = _dense(elementwise.add(_projection(x, w_ih), b_ih))
+    w_t = elementwise.copy(_t(w_hh))  # (H, 3H)
+    h0, b_hh = _dense(h0), _dense(b_hh)
+    saved = dev.empty((t_len, n, 4 * hid), x.dtype)
+    out = dev.empty((t_len, n, hid), x.dtype)
+    kernel = _kernel(dev, x.dtype, "k_gru_step", _GRU_STEP)
+    h_buf, h_off = h0.data, h0.offset
+    size3, size4, size = n * 3 * hid, n * 4 * hid, n * hid
+    for t in range(t_len):
+        kernel(dev.queue, (hid, n), None, n, hid, xp.data, xp.offset + t * size3,
+               b_hh.data, b_hh.offset, w_t.data, w_t.offset, h_buf, h_off,
+               saved.data, out.data, t * size4, t * size)
+        h_buf, h_off = out.data, t * size
+    return out, saved
+
+
+@hookimpl
+def gru_layer_backward(x, h0, w_ih, w_hh, out, saved, grad_out):
+    t_len, n, _ = x.shape
+    hid = h0.shape[1]
+    dev = x.dev
+    w_hh, h0, out, saved = _dense(w_hh), _dense(h0), _dense(out), _dense0(saved)
+    grad_out = _dense(grad_out)
+    from fastnn_opencl.misc import fill
+
+    dh = fill((n, hid), 0, x.dtype, dev)  # carried in place: dL/dh_{t+1} * z_{t+1}
+    dp = dev.empty((t_len, n, 3 * hid), x.dtype)
+    dq = dev.empty((t_len, n, 3 * hid), x.dtype)
+    kernel = _kernel(dev, x.dtype, "k_gru_step_back", _GRU_BACK)
+    size3, size4, size = n * 3 * hid, n * 4 * hid, n * hid
+    for t in reversed(range(t_len)):
+        h_buf, h_off = (out.data, out.offset + (t - 1) * size) if t else (h0.data, h0.offset)
+        kernel(dev.queue, (hid, n), None, n, hid, int(t < t_len - 1),
+               grad_out.data, grad_out.offset + t * size, w_hh.data, w_hh.offset,
+               saved.data, h_buf, h_off, dh.data, dp.data, dq.data,
+               t * size3, t * size4, (t + 1) * size3)
+    dh0 = _last_product(dq, 0, w_hh, dh, n, hid)
+    fp, fq = _flat(dp), _flat(dq)
+    dx = _matmul(fp, _dense(w_ih))
+    dw_ih = _matmul(_t(fp), _flat(_dense(x)))
+    dw_hh = _matmul(_t(fq), _previous(h0, out))
+    db_ih, db_hh = _sum(fp, (0,), False), _sum(fq, (0,), False)
+    return dx.view(x.shape, contiguous_strides(x.shape)), dh0, dw_ih, dw_hh, db_ih, db_hh
