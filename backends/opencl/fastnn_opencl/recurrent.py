@@ -42,8 +42,22 @@ def _flat(x: CLArray) -> CLArray:
     return x.view(shape, contiguous_strides(shape))
 
 
-def _kernel(dev, dtype: str, name: str, arg_dtypes: list):
-    return dev.kernel(FILE, name, (("T", CL_TYPES[dtype]),), arg_dtypes)
+def _lanes(dev, dtype: str, hid: int) -> int:
+    """The vector width of the cell kernels: the widest of 8, 4, 2, 1 that divides H and is
+    at most the device's native width (a work-item owns that many hidden units).
+
+    NOTE: not 16: PoCL's pip build reports 16 floats on AVX-512 machines but compiles
+    builtins (exp, tanh) for 16-lane vectors with a broken ABI there (the program
+    builds with no kernels in it)."""
+    native = max(1, dev.vector_width(dtype))
+    return next(w for w in (8, 4, 2, 1) if w <= native and hid % w == 0)
+
+
+def _kernel(dev, dtype: str, name: str, arg_dtypes: list, hid: int):
+    """(kernel, global size for N rows) of cell kernel ``name`` for hidden size ``hid``."""
+    lanes = _lanes(dev, dtype, hid)
+    kernel = dev.kernel(FILE, name, (("T", CL_TYPES[dtype]), ("VW", lanes)), arg_dtypes)
+    return kernel, hid // lanes
 
 
 def _previous(h0: CLArray, out: CLArray) -> CLArray:
@@ -71,9 +85,9 @@ def _last_product(d: CLArray, off_d: int, w: CLArray, base, n: int, hid: int) ->
     """base + d[step] @ w: (N, H), d[step] the (N, G) rows at element offset off_d."""
     dev = d.dev
     out = dev.empty((n, hid), d.dtype)
-    kernel = _kernel(dev, d.dtype, "k_rec_last", [_I, _I, _I, _I, None, _I, None, _I, None,
-                                                   None])
-    kernel(dev.queue, (hid, n), None, n, hid, w.shape[0], int(base is not None), d.data,
+    kernel, cols = _kernel(dev, d.dtype, "k_rec_last",
+                           [_I, _I, _I, _I, None, _I, None, _I, None, None], hid)
+    kernel(dev.queue, (cols, n), None, n, hid, w.shape[0], int(base is not None), d.data,
            d.offset + off_d, w.data, w.offset, (base if base is not None else out).data, out.data)
     return out
 
@@ -95,11 +109,11 @@ def lstm_layer(x, h0, c0, w_ih, w_hh, bias):
     gates = dev.empty((t_len, n, 4 * hid), x.dtype)
     cells = dev.empty((t_len, n, hid), x.dtype)
     out = dev.empty((t_len, n, hid), x.dtype)
-    kernel = _kernel(dev, x.dtype, "k_lstm_step", _LSTM_STEP)
+    kernel, cols = _kernel(dev, x.dtype, "k_lstm_step", _LSTM_STEP, hid)
     h_buf, h_off, c_buf, c_off = h0.data, h0.offset, c0.data, c0.offset
     size4, size = n * 4 * hid, n * hid
     for t in range(t_len):
-        kernel(dev.queue, (hid, n), None, n, hid, xp.data, xp.offset + t * size4,
+        kernel(dev.queue, (cols, n), None, n, hid, xp.data, xp.offset + t * size4,
                bias.data, bias.offset, w_t.data, w_t.offset, h_buf, h_off, c_buf, c_off,
                gates.data, cells.data, out.data, t * size4, t * size)
         h_buf, h_off, c_buf, c_off = out.data, t * size, cells.data, t * size
@@ -115,11 +129,11 @@ def lstm_layer_backward(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad
     grad_out = _dense(grad_out)
     dc = elementwise.copy(grad_c)  # carried in place, dL/dc_t
     da = dev.empty((t_len, n, 4 * hid), x.dtype)
-    kernel = _kernel(dev, x.dtype, "k_lstm_step_back", _LSTM_BACK)
+    kernel, cols = _kernel(dev, x.dtype, "k_lstm_step_back", _LSTM_BACK, hid)
     size4, size = n * 4 * hid, n * hid
     for t in reversed(range(t_len)):
         c_buf, c_off = (cells.data, (t - 1) * size) if t else (c0.data, c0.offset)
-        kernel(dev.queue, (hid, n), None, n, hid, int(t < t_len - 1),
+        kernel(dev.queue, (cols, n), None, n, hid, int(t < t_len - 1),
                grad_out.data, grad_out.offset + t * size, w_hh.data, w_hh.offset,
                gates.data, cells.data, c_buf, c_off, dc.data, da.data,
                t * size4, t * size, (t + 1) * size4)
@@ -143,11 +157,11 @@ def gru_layer(x, h0, w_ih, w_hh, b_ih, b_hh):
     h0, b_hh = _dense(h0), _dense(b_hh)
     saved = dev.empty((t_len, n, 4 * hid), x.dtype)
     out = dev.empty((t_len, n, hid), x.dtype)
-    kernel = _kernel(dev, x.dtype, "k_gru_step", _GRU_STEP)
+    kernel, cols = _kernel(dev, x.dtype, "k_gru_step", _GRU_STEP, hid)
     h_buf, h_off = h0.data, h0.offset
     size3, size4, size = n * 3 * hid, n * 4 * hid, n * hid
     for t in range(t_len):
-        kernel(dev.queue, (hid, n), None, n, hid, xp.data, xp.offset + t * size3,
+        kernel(dev.queue, (cols, n), None, n, hid, xp.data, xp.offset + t * size3,
                b_hh.data, b_hh.offset, w_t.data, w_t.offset, h_buf, h_off,
                saved.data, out.data, t * size4, t * size)
         h_buf, h_off = out.data, t * size
@@ -166,11 +180,11 @@ def gru_layer_backward(x, h0, w_ih, w_hh, out, saved, grad_out):
     dh = fill((n, hid), 0, x.dtype, dev)  # carried in place: dL/dh_{t+1} * z_{t+1}
     dp = dev.empty((t_len, n, 3 * hid), x.dtype)
     dq = dev.empty((t_len, n, 3 * hid), x.dtype)
-    kernel = _kernel(dev, x.dtype, "k_gru_step_back", _GRU_BACK)
+    kernel, cols = _kernel(dev, x.dtype, "k_gru_step_back", _GRU_BACK, hid)
     size3, size4, size = n * 3 * hid, n * 4 * hid, n * hid
     for t in reversed(range(t_len)):
         h_buf, h_off = (out.data, out.offset + (t - 1) * size) if t else (h0.data, h0.offset)
-        kernel(dev.queue, (hid, n), None, n, hid, int(t < t_len - 1),
+        kernel(dev.queue, (cols, n), None, n, hid, int(t < t_len - 1),
                grad_out.data, grad_out.offset + t * size, w_hh.data, w_hh.offset,
                saved.data, h_buf, h_off, dh.data, dp.data, dq.data,
                t * size3, t * size4, (t + 1) * size3)

@@ -1,14 +1,30 @@
 // Fused LSTM and GRU cells: one launch per time step, forward and backward.
 //
-// Work-item (j, n) owns hidden unit j of batch row n. Each step's recurrent product
-// (h_prev @ W_hh^T forward, d @ W_hh backward) is computed inside the cell kernel:
-// with j along dimension 0 the weight reads of neighbouring work-items are
-// contiguous, so PoCL vectorises them across the work-group as it does the GEMM.
-// Every pointer comes with an element offset; every array is contiguous.
-// Host define: T (float or double).
+// Work-item (j, n) owns VW consecutive hidden units j*VW.. of batch row n, as VW-lane
+// vectors. Each step's recurrent product (h_prev @ W_hh^T forward, d @ W_hh backward) is
+// computed inside the cell kernel: per k, one scalar of the row times one vector of the
+// weight row, so the products run as vector FMAs.
+// NOTE: PoCL vectorises neither inner loops across work-items nor code around builtin
+// calls (see matmul.cl), hence the explicit vectors. Every array is contiguous; each
+// pointer comes with an element offset. Host defines: T (float or double), VW (1, 2, 4,
+// 8 or 16, dividing H).
 
-#define SIG(x) SIGMOID(x, T)
-#define TANH(x) SAFE_TANH(x, T)
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#if VW == 1
+#define VT T
+#define VLOAD(p) (*(p))
+#define VSTORE(v, p) (*(p) = (v))
+#else
+#define VT CAT(T, VW)
+typedef VT __attribute__((aligned(sizeof(T)))) VT_UNALIGNED;
+#define VLOAD(p) (*(const __global VT_UNALIGNED *)(p))
+#define VSTORE(v, p) (*(__global VT_UNALIGNED *)(p) = (v))
+#endif
+#define SIG(x) SIGMOID(x, VT)
+#define TANH(x) SAFE_TANH(x, VT)
+
+#define ONE ((T)1)
 
 // a = xp[t] + bias + h_prev @ w_t (w_t = W_hh^T, (H, 4H)); gates i, f, g, o;
 // c' = f c + i g, h' = o tanh(c'). Writes gates[t] (N, 4H), cells[t], out[t] (N, H).
@@ -20,35 +36,35 @@ __kernel void k_lstm_step(const int N, const int H,
                           __global const T *c_prev, const int off_c,
                           __global T *gates, __global T *cells, __global T *out,
                           const int off_t4, const int off_t) {
-    const int j = get_global_id(0), n = get_global_id(1);
+    const int j = get_global_id(0) * VW, n = get_global_id(1);
     if (j >= H || n >= N) return;
     const int G = 4 * H;
     const __global T *h = h_prev + off_h + n * H;
     const __global T *w = w_t + off_w + j;
-    T ai = 0, af = 0, ag = 0, ao = 0;
+    VT ai = 0, af = 0, ag = 0, ao = 0;
     for (int k = 0; k < H; ++k) {
-        const T hk = h[k];
+        const VT hk = (VT)(h[k]);
         const __global T *wk = w + k * G;
-        ai += hk * wk[0];
-        af += hk * wk[H];
-        ag += hk * wk[2 * H];
-        ao += hk * wk[3 * H];
+        ai += hk * VLOAD(wk);
+        af += hk * VLOAD(wk + H);
+        ag += hk * VLOAD(wk + 2 * H);
+        ao += hk * VLOAD(wk + 3 * H);
     }
     const __global T *a = xp + off_xp + n * G + j;
     const __global T *b = bias + off_bias + j;
-    ai += a[0] + b[0];
-    af += a[H] + b[H];
-    ag += a[2 * H] + b[2 * H];
-    ao += a[3 * H] + b[3 * H];
-    const T i = SIG(ai), f = SIG(af), g = TANH(ag), o = SIG(ao);
-    const T c = f * c_prev[off_c + n * H + j] + i * g;
+    ai += VLOAD(a) + VLOAD(b);
+    af += VLOAD(a + H) + VLOAD(b + H);
+    ag += VLOAD(a + 2 * H) + VLOAD(b + 2 * H);
+    ao += VLOAD(a + 3 * H) + VLOAD(b + 3 * H);
+    const VT i = SIG(ai), f = SIG(af), g = TANH(ag), o = SIG(ao);
+    const VT c = f * VLOAD(c_prev + off_c + n * H + j) + i * g;
     __global T *gt = gates + off_t4 + n * G + j;
-    gt[0] = i;
-    gt[H] = f;
-    gt[2 * H] = g;
-    gt[3 * H] = o;
-    cells[off_t + n * H + j] = c;
-    out[off_t + n * H + j] = o * TANH(c);
+    VSTORE(i, gt);
+    VSTORE(f, gt + H);
+    VSTORE(g, gt + 2 * H);
+    VSTORE(o, gt + 3 * H);
+    VSTORE(c, cells + off_t + n * H + j);
+    VSTORE(o * TANH(c), out + off_t + n * H + j);
 }
 
 // Backward of step t. dh = grad_out[t] + da[t+1] @ W_hh (W_hh (4H, H); skipped when
@@ -61,27 +77,27 @@ __kernel void k_lstm_step_back(const int N, const int H, const int has_next,
                                __global const T *c_prev, const int off_c,
                                __global T *dc_buf, __global T *da,
                                const int off_t4, const int off_t, const int off_next4) {
-    const int j = get_global_id(0), n = get_global_id(1);
+    const int j = get_global_id(0) * VW, n = get_global_id(1);
     if (j >= H || n >= N) return;
     const int G = 4 * H;
-    T dh = grad_out[off_go + n * H + j];
+    VT dh = VLOAD(grad_out + off_go + n * H + j);
     if (has_next) {
         const __global T *d = da + off_next4 + n * G;
         const __global T *w = w_hh + off_w + j;
-        T acc = 0;
-        for (int k = 0; k < G; ++k) acc += d[k] * w[k * H];
+        VT acc = 0;
+        for (int k = 0; k < G; ++k) acc += (VT)(d[k]) * VLOAD(w + k * H);
         dh += acc;
     }
     const __global T *gt = gates + off_t4 + n * G + j;
-    const T i = gt[0], f = gt[H], g = gt[2 * H], o = gt[3 * H];
-    const T tc = TANH(cells[off_t + n * H + j]);
-    const T dc = dc_buf[n * H + j] + dh * o * (1 - tc * tc);
+    const VT i = VLOAD(gt), f = VLOAD(gt + H), g = VLOAD(gt + 2 * H), o = VLOAD(gt + 3 * H);
+    const VT tc = TANH(VLOAD(cells + off_t + n * H + j));
+    const VT dc = VLOAD(dc_buf + n * H + j) + dh * o * (ONE - tc * tc);
     __global T *d = da + off_t4 + n * G + j;
-    d[0] = dc * g * i * (1 - i);
-    d[H] = dc * c_prev[off_c + n * H + j] * f * (1 - f);
-    d[2 * H] = dc * i * (1 - g * g);
-    d[3 * H] = dh * tc * o * (1 - o);
-    dc_buf[n * H + j] = dc * f;
+    VSTORE(dc * g * i * (ONE - i), d);
+    VSTORE(dc * VLOAD(c_prev + off_c + n * H + j) * f * (ONE - f), d + H);
+    VSTORE(dc * i * (ONE - g * g), d + 2 * H);
+    VSTORE(dh * tc * o * (ONE - o), d + 3 * H);
+    VSTORE(dc * f, dc_buf + n * H + j);
 }
 
 // p = xp[t] (x_t W_ih^T + b_ih, (N, 3H)); q = h_prev @ w_t + b_hh (w_t = W_hh^T, (H, 3H));
@@ -94,33 +110,33 @@ __kernel void k_gru_step(const int N, const int H,
                          __global const T *h_prev, const int off_h,
                          __global T *saved, __global T *out,
                          const int off_t4, const int off_t) {
-    const int j = get_global_id(0), n = get_global_id(1);
+    const int j = get_global_id(0) * VW, n = get_global_id(1);
     if (j >= H || n >= N) return;
     const int G = 3 * H;
     const __global T *h = h_prev + off_h + n * H;
     const __global T *w = w_t + off_w + j;
-    T qr = 0, qz = 0, qn = 0;
+    VT qr = 0, qz = 0, qn = 0;
     for (int k = 0; k < H; ++k) {
-        const T hk = h[k];
+        const VT hk = (VT)(h[k]);
         const __global T *wk = w + k * G;
-        qr += hk * wk[0];
-        qz += hk * wk[H];
-        qn += hk * wk[2 * H];
+        qr += hk * VLOAD(wk);
+        qz += hk * VLOAD(wk + H);
+        qn += hk * VLOAD(wk + 2 * H);
     }
     const __global T *b = b_hh + off_bias + j;
-    qr += b[0];
-    qz += b[H];
-    qn += b[2 * H];
+    qr += VLOAD(b);
+    qz += VLOAD(b + H);
+    qn += VLOAD(b + 2 * H);
     const __global T *p = xp + off_xp + n * G + j;
-    const T r = SIG(p[0] + qr), z = SIG(p[H] + qz);
-    const T nn = TANH(p[2 * H] + r * qn);
-    const T hp = h[j];
+    const VT r = SIG(VLOAD(p) + qr), z = SIG(VLOAD(p + H) + qz);
+    const VT nn = TANH(VLOAD(p + 2 * H) + r * qn);
+    const VT hp = VLOAD(h + j);
     __global T *s = saved + off_t4 + n * 4 * H + j;
-    s[0] = r;
-    s[H] = z;
-    s[2 * H] = nn;
-    s[3 * H] = qn;
-    out[off_t + n * H + j] = (hp - nn) * z + nn;
+    VSTORE(r, s);
+    VSTORE(z, s + H);
+    VSTORE(nn, s + 2 * H);
+    VSTORE(qn, s + 3 * H);
+    VSTORE((hp - nn) * z + nn, out + off_t + n * H + j);
 }
 
 // Backward of step t. dh = grad_out[t] + dh_buf + dq[t+1] @ W_hh (W_hh (3H, H); the
@@ -133,31 +149,31 @@ __kernel void k_gru_step_back(const int N, const int H, const int has_next,
                               __global const T *h_prev, const int off_h,
                               __global T *dh_buf, __global T *dp, __global T *dq,
                               const int off_t3, const int off_t4, const int off_next3) {
-    const int j = get_global_id(0), n = get_global_id(1);
+    const int j = get_global_id(0) * VW, n = get_global_id(1);
     if (j >= H || n >= N) return;
     const int G = 3 * H;
-    T dh = grad_out[off_go + n * H + j] + dh_buf[n * H + j];
+    VT dh = VLOAD(grad_out + off_go + n * H + j) + VLOAD(dh_buf + n * H + j);
     if (has_next) {
         const __global T *d = dq + off_next3 + n * G;
         const __global T *w = w_hh + off_w + j;
-        T acc = 0;
-        for (int k = 0; k < G; ++k) acc += d[k] * w[k * H];
+        VT acc = 0;
+        for (int k = 0; k < G; ++k) acc += (VT)(d[k]) * VLOAD(w + k * H);
         dh += acc;
     }
     const __global T *s = saved + off_t4 + n * 4 * H + j;
-    const T r = s[0], z = s[H], nn = s[2 * H], qn = s[3 * H];
-    const T dan = dh * (1 - z) * (1 - nn * nn);
-    const T dar = dan * qn * r * (1 - r);
-    const T daz = dh * (h_prev[off_h + n * H + j] - nn) * z * (1 - z);
+    const VT r = VLOAD(s), z = VLOAD(s + H), nn = VLOAD(s + 2 * H), qn = VLOAD(s + 3 * H);
+    const VT dan = dh * (ONE - z) * (ONE - nn * nn);
+    const VT dar = dan * qn * r * (ONE - r);
+    const VT daz = dh * (VLOAD(h_prev + off_h + n * H + j) - nn) * z * (ONE - z);
     __global T *p = dp + off_t3 + n * G + j;
     __global T *q = dq + off_t3 + n * G + j;
-    p[0] = dar;
-    p[H] = daz;
-    p[2 * H] = dan;
-    q[0] = dar;
-    q[H] = daz;
-    q[2 * H] = dan * r;
-    dh_buf[n * H + j] = dh * z;
+    VSTORE(dar, p);
+    VSTORE(daz, p + H);
+    VSTORE(dan, p + 2 * H);
+    VSTORE(dar, q);
+    VSTORE(daz, q + H);
+    VSTORE(dan * r, q + 2 * H);
+    VSTORE(dh * z, dh_buf + n * H + j);
 }
 
 // out (N, H) = base + d @ w (d (N, G) at offset off_d, w (G, H)); base skipped when
@@ -166,11 +182,12 @@ __kernel void k_rec_last(const int N, const int H, const int G, const int has_ba
                          __global const T *d, const int off_d,
                          __global const T *w, const int off_w,
                          __global const T *base, __global T *out) {
-    const int j = get_global_id(0), n = get_global_id(1);
+    const int j = get_global_id(0) * VW, n = get_global_id(1);
     if (j >= H || n >= N) return;
     const __global T *dn = d + off_d + n * G;
     const __global T *wj = w + off_w + j;
-    T acc = 0;
-    for (int k = 0; k < G; ++k) acc += dn[k] * wj[k * H];
-    out[n * H + j] = has_base ? acc + base[n * H + j] : acc;
+    VT acc = 0;
+    for (int k = 0; k < G; ++k) acc += (VT)(dn[k]) * VLOAD(wj + k * H);
+    if (has_base) acc += VLOAD(base + n * H + j);
+    VSTORE(acc, out + n * H + j);
 }
