@@ -75,7 +75,7 @@ def gemm(a: CLArray, b: CLArray, c: CLArray, m: int, n: int, k: int, batch: int,
             c.data, c.offset, c_strides[0], c_strides[1])
     if kind == "cpu":
         tm, vw, vn = (value for _, value in tiles)
-        kernel(dev.queue, (-(-n // (vw * vn)), -(-m // tm), batch), None, *args)
+        kernel(dev.queue, (-(-m // tm), -(-n // (vw * vn)), batch), None, *args)
     else:
         ts, wpt = tiles[0][1], tiles[1][1]
         size = (-(-n // ts) * ts, -(-m // ts) * (ts // wpt), batch)
