@@ -15,7 +15,7 @@ import numpy as np
 from fastnn.api.hookspec import hookimpl
 from fastnn_opencl.conv import _dense, _zeros
 from fastnn_opencl.linalg import gemm
-from fastnn_opencl.runtime import CL_TYPES, CLArray, rounded
+from fastnn_opencl.runtime import CL_TYPES, CLArray
 
 FILE = "conv2d.cl"
 _I = np.int32
@@ -38,10 +38,11 @@ def _im2col(x: CLArray, kernel, out_size, stride, padding, dilation, transposed:
     rows, count = c * kernel[0] * kernel[1], n * out_size[0] * out_size[1]
     cols = dev.empty((count, rows) if transposed else (rows, count), x.dtype)
     rs, cs = (1, rows) if transposed else (count, 1)
-    k = dev.kernel(FILE, "k_im2col2d", (("T", CL_TYPES[x.dtype]),), [None, None] + [_I] * 20)
-    k(dev.queue, (rounded(out_size[1], 16), n * out_size[0], rows), None, cols.data, x.data,
-      x.offset, *x.strides, c, h, w, *_geometry(kernel, out_size, stride, padding, dilation),
-      rs, cs)
+    k = dev.kernel(FILE, "k_im2col2d", (("T", CL_TYPES[x.dtype]),), [None, None] + [_I] * 22)
+    m = n * out_size[0]
+    size = (rows, m) if transposed else (m, rows)
+    k(dev.queue, size, None, cols.data, x.data, x.offset, *x.strides, c, h, w,
+      *_geometry(kernel, out_size, stride, padding, dilation), rs, cs, m, int(transposed))
     return cols
 
 
@@ -116,6 +117,6 @@ def conv2d_grad_input(grad_out, weight, input_size, stride, padding, dilation, g
         gemm(w_t, g_rows, out_g, ck, nl, c_out_g, 1, (0, 1, ck), (0, nl, 1), (0, nl, 1))
     kernel = dev.kernel(FILE, "k_col2im2d", (("T", CL_TYPES[dx.dtype]),),
                         [None, None] + [_I] * 14)
-    kernel(dev.queue, (rounded(dx.size),), None, dx.data, dcols.data, n, c_in, h, w,
+    kernel(dev.queue, (n * c_in * h,), None, dx.data, dcols.data, n, c_in, h, w,
            *_geometry((kh, kw), (oh, ow), stride, padding, dilation))
     return dx
