@@ -14,7 +14,7 @@ import numpy as np
 
 from fastnn.api.hookspec import hookimpl
 from fastnn_opencl.conv import _dense, _zeros
-from fastnn_opencl.linalg import gemm
+from fastnn_opencl.linalg import gemm, gemm_nt, uses_cpu_kernels
 from fastnn_opencl.runtime import CL_TYPES, CLArray
 
 FILE = "conv2d.cl"
@@ -84,8 +84,19 @@ def conv2d_grad_weight(x, grad_out, kernel_size, stride, padding, dilation, grou
         return grad_w
     if nl == 0:
         return _zeros(grad_w)
-    cols_t = _im2col(x, (kh, kw), (oh, ow), stride, padding, dilation, transposed=True)
     rows = _grad_rows(grad_out)
+    if uses_cpu_kernels(x.dev):
+        # dW_g = G_g @ cols_g^T with both read along NL (unit stride): the NT kernel, and
+        # the im2col in its cheaper layout (1.2x faster than the transposed cols and NN)
+        cols = _im2col(x, (kh, kw), (oh, ow), stride, padding, dilation, transposed=False)
+        for g in range(groups):
+            g_rows = rows.view(rows.shape, rows.strides, rows.offset + g * c_out_g * nl)
+            cols_g = cols.view(cols.shape, cols.strides, g * ck * nl)
+            out_g = grad_w.view(grad_w.shape, grad_w.strides, g * c_out_g * ck)
+            gemm_nt(g_rows, cols_g, out_g, c_out_g, ck, nl, 1, (0, nl, 1), (0, nl, 1),
+                    (0, ck, 1))
+        return grad_w
+    cols_t = _im2col(x, (kh, kw), (oh, ow), stride, padding, dilation, transposed=True)
     for g in range(groups):
         g_rows = rows.view(rows.shape, rows.strides, rows.offset + g * c_out_g * nl)
         cols_g = cols_t.view(cols_t.shape, cols_t.strides, g * ck)
