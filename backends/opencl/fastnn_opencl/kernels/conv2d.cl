@@ -65,3 +65,81 @@ __kernel void k_col2im2d(__global T *dx, __global const T *dcols, const int N, c
         }
     }
 }
+
+#ifdef TC
+// Direct stride-1 convolution for CPU devices (no im2col buffer), conv.cl's 1-d kernel
+// with a loop over kernel rows:
+//   out[n, g*Cout_g + o, i, l] = sum_{c < Cin_g, a < KH, b < KW} w(g, o, c, a, b)
+//                                * x[n, g*Cin_g + c, i + a*dh - top, l + b*dw - left]
+// with w(g, o, c, a, b) = w[woff + g*swg + o*swo + c*swi + a*swa + b*swb], so the input
+// gradient (this convolution of grad_out with the transposed, flipped weight) is only
+// other strides. Each work-item computes TC output channels of one group at VW
+// consecutive columns of one output row: TC vector accumulators, one x vector load per
+// (c, a, b) (lane by lane in the padding), scalar weights broadcast. Rows of x outside
+// the input are skipped. x needs unit stride along its width; out is written at
+// out[n*son + channel*soc + i*soh + l]. No builtin calls in the loops (see matmul.cl).
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#define VT CAT(T, VW)
+typedef VT __attribute__((aligned(sizeof(T)))) VT_UNALIGNED;
+#define UNROLL _Pragma("unroll")
+
+__kernel void k_conv2d_direct(__global T *out, const int son, const int soc, const int soh,
+                              __global const T *x, const int xoff, const int sxn, const int sxc,
+                              const int sxh, __global const T *w, const int woff,
+                              const int swg, const int swo, const int swi, const int swa,
+                              const int swb, const int Cin_g, const int Cout_g, const int H,
+                              const int W, const int OH, const int OW, const int KH,
+                              const int KW, const int top, const int left, const int dh,
+                              const int dw) {
+    const int l0 = get_global_id(0) * VW;
+    const int m = get_global_id(1);
+    const int n = m / OH, i = m - n * OH;
+    const int blocks = (Cout_g + TC - 1) / TC;
+    const int g = get_global_id(2) / blocks;
+    const int o0 = (get_global_id(2) - g * blocks) * TC;
+    if (l0 >= OW) return;
+    const int chans = Cout_g - o0 < TC ? Cout_g - o0 : TC;
+    int wrow[TC];
+    UNROLL for (int c = 0; c < TC; ++c) wrow[c] = woff + g * swg + (c < chans ? o0 + c : o0) * swo;
+    VT acc[TC];
+    UNROLL for (int c = 0; c < TC; ++c) acc[c] = (VT)0;
+    for (int ci = 0; ci < Cin_g; ++ci) {
+        const __global T *plane = x + xoff + n * sxn + (g * Cin_g + ci) * sxc;
+        for (int a = 0; a < KH; ++a) {
+            const int y = i + a * dh - top;
+            if (y < 0 || y >= H) continue;
+            const __global T *xrow = plane + y * sxh;
+            for (int b = 0; b < KW; ++b) {
+                const int pos = l0 + b * dw - left;
+                VT xv;
+                if (pos >= 0 && pos + VW <= W) {
+                    xv = *(const __global VT_UNALIGNED *)(xrow + pos);
+                } else {
+                    T lanes[VW];
+                    for (int v = 0; v < VW; ++v) {
+                        lanes[v] = (pos + v >= 0 && pos + v < W) ? xrow[pos + v] : (T)0;
+                    }
+                    xv = *(VT_UNALIGNED *)lanes;
+                }
+                const int wk = ci * swi + a * swa + b * swb;
+                UNROLL for (int c = 0; c < TC; ++c) acc[c] += (VT)(w[wrow[c] + wk]) * xv;
+            }
+        }
+    }
+    __global T *o = out + n * son + (g * Cout_g + o0) * soc + i * soh + l0;
+    if (l0 + VW <= OW) {
+        UNROLL for (int c = 0; c < TC; ++c) {
+            if (c < chans) *(__global VT_UNALIGNED *)(o + c * soc) = acc[c];
+        }
+    } else {
+        UNROLL for (int c = 0; c < TC; ++c) {
+            if (c < chans) {
+                T lanes[VW];
+                *(VT_UNALIGNED *)lanes = acc[c];
+                for (int v = 0; v < OW - l0; ++v) o[c * soc + v] = lanes[v];
+            }
+        }
+    }
+}
+#endif
