@@ -2,8 +2,8 @@
 
 The forward pass is one launch (one work-item per output); the backward pass two: each
 window's gradient divided by its count of positions equal to the max (ties share it
-evenly), then a gather per input position over the windows that contain it (no atomics,
-so overlapping windows add up in a fixed order).
+evenly), then one work-item per input row adding up the shares of the windows that hold
+it (no atomics, so overlapping windows add up in a fixed order).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 
 from fastnn.api.hookspec import hookimpl
 from fastnn_opencl import elementwise
-from fastnn_opencl.runtime import CL_TYPES, CLArray
+from fastnn_opencl.runtime import CL_TYPES, CLArray, rounded
 
 FILE = "pooling.cl"
 _I = np.int32
@@ -60,10 +60,11 @@ def max_pool2d_backward(x, out, grad, kernel, stride, padding, dilation):
     defines = (("T", CL_TYPES[x.dtype]),)
     share = dev.empty(out.shape, grad.dtype)
     k = dev.kernel(FILE, "k_maxpool_share", defines,
-                   _GEOMETRY + [None, _I, None, _I, None, _I, None])
-    k(dev.queue, (out.shape[3], out.shape[2], planes), None, *geometry, x.data, x.offset,
+                   _GEOMETRY + [_I, None, _I, None, _I, None, _I, None])
+    k(dev.queue, (rounded(planes * out.shape[2]),), None, *geometry, planes, x.data, x.offset,
       out.data, out.offset, grad.data, grad.offset, share.data)
-    k = dev.kernel(FILE, "k_maxpool_back", defines, _GEOMETRY + [None, _I, None, _I, None, None])
-    k(dev.queue, (x.shape[3], x.shape[2], planes), None, *geometry, x.data, x.offset,
+    k = dev.kernel(FILE, "k_maxpool_back", defines,
+                   _GEOMETRY + [_I, None, _I, None, _I, None, None])
+    k(dev.queue, (rounded(planes * x.shape[2]),), None, *geometry, planes, x.data, x.offset,
       out.data, out.offset, share.data, dx.data)
     return dx
