@@ -1,17 +1,21 @@
-// Training-mode batch normalisation over contiguous x seen as (N, C, S), in three
+// Training-mode batch normalisation over x seen as (N, C, S), in three
 // launches each way: per-(channel, sample) partial sums, a per-channel combine, and one
 // elementwise pass. Host defines: T, ACC (the accumulation type: double where the
 // device has it).
+//
+// x and grad are read through (sample, channel) strides with each (n, c) plane of S values
+// contiguous (a conv output's (C, N, ...) buffer needs no copy); outputs are contiguous.
 //
 // Forward partials are each sample's mean and sum of squared deviations over S (two
 // passes over the row, so no cancellation), combined as Chan et al.'s parallel variance.
 
 // part (C, N, 2) = (mean, M2) of x[n, c, :]; global (C, N)
 __kernel void k_bn_partial(const int N, const int C, const int S, __global const T *x,
-                           const int off_x, __global ACC *part) {
+                           const int off_x, const int sxn, const int sxc,
+                           __global ACC *part) {
     const int c = get_global_id(0), n = get_global_id(1);
     if (c >= C || n >= N) return;
-    const __global T *p = x + off_x + ((long)n * C + c) * S;
+    const __global T *p = x + off_x + (long)n * sxn + (long)c * sxc;
     ACC sum = 0;
     for (int i = 0; i < S; ++i) sum += p[i];
     const ACC mean = sum / S;
@@ -48,13 +52,14 @@ __kernel void k_bn_stats(const int N, const int C, const int S, __global const A
 
 // out = (x - mean) * rstd * weight + bias; global (S, C, N)
 __kernel void k_bn_apply(const int C, const int S, __global const T *x, const int off_x,
-                         __global const T *stat, __global const T *weight, const int off_w,
+                         const int sxn, const int sxc, __global const T *stat, __global const T *weight, const int off_w,
                          __global const T *bias, const int off_b, __global T *out) {
     const int s = get_global_id(0), c = get_global_id(1), n = get_global_id(2);
     if (s >= S) return;
     const long i = ((long)n * C + c) * S + s;
     const T scale = stat[2 * c + 1] * weight[off_w + c];
-    out[i] = (x[off_x + i] - stat[2 * c]) * scale + bias[off_b + c];
+    out[i] = (x[off_x + (long)n * sxn + (long)c * sxc + s] - stat[2 * c]) * scale
+             + bias[off_b + c];
 }
 
 // stat (C, 2) = (mean, 1 / sqrt(var + eps)) from the forward pass's mean and var
@@ -69,13 +74,13 @@ __kernel void k_bnb_stat(const int C, __global const T *mean, const int off_m,
 
 // part (C, N, 2) = sums over x[n, c, :] of grad and grad * xhat; global (C, N)
 __kernel void k_bnb_partial(const int N, const int C, const int S, __global const T *x,
-                            const int off_x, __global const T *grad, const int off_g,
-                            __global const T *stat, __global ACC *part) {
+                            const int off_x, const int sxn, const int sxc,
+                            __global const T *grad, const int off_g, const int sgn,
+                            const int sgc, __global const T *stat, __global ACC *part) {
     const int c = get_global_id(0), n = get_global_id(1);
     if (c >= C || n >= N) return;
-    const long row = ((long)n * C + c) * S;
-    const __global T *p = x + off_x + row;
-    const __global T *g = grad + off_g + row;
+    const __global T *p = x + off_x + (long)n * sxn + (long)c * sxc;
+    const __global T *g = grad + off_g + (long)n * sgn + (long)c * sgc;
     const T mean = stat[2 * c], rstd = stat[2 * c + 1];
     ACC sg = 0, sgx = 0;
     for (int i = 0; i < S; ++i) {
@@ -108,11 +113,14 @@ __kernel void k_bnb_stats(const int N, const int C, const int S, __global const 
 
 // dx = weight * rstd * (grad - dbias / m - xhat * dweight / m); global (S, C, N)
 __kernel void k_bnb_apply(const int C, const int S, __global const T *x, const int off_x,
-                          __global const T *grad, const int off_g, __global const T *stat,
-                          __global const T *coef, __global T *dx) {
+                          const int sxn, const int sxc, __global const T *grad,
+                          const int off_g, const int sgn, const int sgc,
+                          __global const T *stat, __global const T *coef, __global T *dx) {
     const int s = get_global_id(0), c = get_global_id(1), n = get_global_id(2);
     if (s >= S) return;
     const long i = ((long)n * C + c) * S + s;
-    const T xhat = (x[off_x + i] - stat[2 * c]) * stat[2 * c + 1];
-    dx[i] = coef[3 * c] * (grad[off_g + i] - coef[3 * c + 1] - xhat * coef[3 * c + 2]);
+    const T xv = x[off_x + (long)n * sxn + (long)c * sxc + s];
+    const T gv = grad[off_g + (long)n * sgn + (long)c * sgc + s];
+    const T xhat = (xv - stat[2 * c]) * stat[2 * c + 1];
+    dx[i] = coef[3 * c] * (gv - coef[3 * c + 1] - xhat * coef[3 * c + 2]);
 }
