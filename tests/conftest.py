@@ -11,6 +11,8 @@ import pytest
 # the tests use opencl and fake backends freely, and must not read or write the user's cache
 os.environ.setdefault("FASTNN_TRUST", "*")
 os.environ.setdefault("FASTNN_CACHE", tempfile.mkdtemp(prefix="fastnn-test-cache-"))
+# the opencl GEMM would otherwise time its block sizes once per session (a fresh cache)
+os.environ.setdefault("FASTNN_OPENCL_TUNE", "0")
 
 # the PyTorch that CI installs (.ci/run), for the tests that compare with it
 TORCH = "torch==2.13.0"

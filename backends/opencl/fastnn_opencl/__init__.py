@@ -19,7 +19,8 @@ from fastnn_opencl.runtime import INSTALL_HINT
 # not import pyopencl either: each reaches it through runtime when a hook first runs)
 fastnn_hook_modules = tuple(f"fastnn_opencl.{name}" for name in (
     "collectives", "conv", "conv_2d", "elementwise", "fused", "indexing", "linalg", "misc",
-    "optim", "reduce", "fused_program", "launch_list", "transfer"))
+    "optim", "reduce", "fused_program", "launch_list", "transfer",
+    "recurrent", "pooling", "batchnorm"))
 
 
 def probe() -> dict:

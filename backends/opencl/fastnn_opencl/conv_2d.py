@@ -13,9 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
+from fastnn_opencl import elementwise
 from fastnn_opencl.conv import _dense, _zeros
-from fastnn_opencl.linalg import gemm
-from fastnn_opencl.runtime import CL_TYPES, CLArray, rounded
+from fastnn_opencl.linalg import gemm, gemm_nt, uses_cpu_kernels
+from fastnn_opencl.runtime import CL_TYPES, CLArray
 
 FILE = "conv2d.cl"
 _I = np.int32
@@ -38,10 +39,11 @@ def _im2col(x: CLArray, kernel, out_size, stride, padding, dilation, transposed:
     rows, count = c * kernel[0] * kernel[1], n * out_size[0] * out_size[1]
     cols = dev.empty((count, rows) if transposed else (rows, count), x.dtype)
     rs, cs = (1, rows) if transposed else (count, 1)
-    k = dev.kernel(FILE, "k_im2col2d", (("T", CL_TYPES[x.dtype]),), [None, None] + [_I] * 20)
-    k(dev.queue, (rounded(out_size[1], 16), n * out_size[0], rows), None, cols.data, x.data,
-      x.offset, *x.strides, c, h, w, *_geometry(kernel, out_size, stride, padding, dilation),
-      rs, cs)
+    k = dev.kernel(FILE, "k_im2col2d", (("T", CL_TYPES[x.dtype]),), [None, None] + [_I] * 22)
+    m = n * out_size[0]
+    size = (rows, m) if transposed else (m, rows)
+    k(dev.queue, size, None, cols.data, x.data, x.offset, *x.strides, c, h, w,
+      *_geometry(kernel, out_size, stride, padding, dilation), rs, cs, m, int(transposed))
     return cols
 
 
@@ -61,7 +63,12 @@ def conv2d(x, weight, stride, padding, dilation, groups):
     oh, ow = _sizes(x.shape[2:], (kh, kw), stride, padding, dilation)
     out = x.dev.empty((c_out, n, oh, ow), x.dtype)
     nl, ck, c_out_g = n * oh * ow, c_in_g * kh * kw, c_out // groups
-    if out.size:
+    if out.size and tuple(stride) == (1, 1) and uses_cpu_kernels(x.dev):
+        # out buffer (C_out, N, OH, OW); weight strides (group, out, in, row, column)
+        _direct(out, (oh * ow, nl, ow), _unit_width(x), weight, weight.offset,
+                (c_out_g * ck, ck, kh * kw, kw, 1), c_in_g, c_out_g, groups, (oh, ow),
+                (kh, kw), (padding[0][0], padding[1][0]), dilation)
+    elif out.size:
         cols = _im2col(x, (kh, kw), (oh, ow), stride, padding, dilation, transposed=False)
         for g in range(groups):
             w_g = weight.view(weight.shape, weight.strides, weight.offset + g * c_out_g * ck)
@@ -83,8 +90,19 @@ def conv2d_grad_weight(x, grad_out, kernel_size, stride, padding, dilation, grou
         return grad_w
     if nl == 0:
         return _zeros(grad_w)
-    cols_t = _im2col(x, (kh, kw), (oh, ow), stride, padding, dilation, transposed=True)
     rows = _grad_rows(grad_out)
+    if uses_cpu_kernels(x.dev):
+        # dW_g = G_g @ cols_g^T with both read along NL (unit stride): the NT kernel, and
+        # the im2col in its cheaper layout (1.2x faster than the transposed cols and NN)
+        cols = _im2col(x, (kh, kw), (oh, ow), stride, padding, dilation, transposed=False)
+        for g in range(groups):
+            g_rows = rows.view(rows.shape, rows.strides, rows.offset + g * c_out_g * nl)
+            cols_g = cols.view(cols.shape, cols.strides, g * ck * nl)
+            out_g = grad_w.view(grad_w.shape, grad_w.strides, g * c_out_g * ck)
+            gemm_nt(g_rows, cols_g, out_g, c_out_g, ck, nl, 1, (0, nl, 1), (0, nl, 1),
+                    (0, ck, 1))
+        return grad_w
+    cols_t = _im2col(x, (kh, kw), (oh, ow), stride, padding, dilation, transposed=True)
     for g in range(groups):
         g_rows = rows.view(rows.shape, rows.strides, rows.offset + g * c_out_g * nl)
         cols_g = cols_t.view(cols_t.shape, cols_t.strides, g * ck)
@@ -107,6 +125,16 @@ def conv2d_grad_input(grad_out, weight, input_size, stride, padding, dilation, g
         return dx
     if nl == 0:
         return _zeros(dx)
+    if tuple(stride) == (1, 1) and uses_cpu_kernels(dev):
+        # dx is the stride-1 convolution of grad_out with the transposed, flipped weight,
+        # padded by d*(k-1) - p on the leading side (the same sum as col2im's)
+        (top, _), (left, _) = padding
+        (dh, dw) = dilation
+        _direct(dx, (c_in * h * w, h * w, w), _unit_width(grad_out), weight,
+                weight.offset + (kh - 1) * kw + kw - 1, (c_out_g * ck, kh * kw, ck, -kw, -1),
+                c_out_g, c_in_g, groups, (h, w), (kh, kw),
+                (dh * (kh - 1) - top, dw * (kw - 1) - left), dilation)
+        return dx
     rows = _grad_rows(grad_out)
     dcols = dev.empty((c_in * kh * kw, nl), grad_out.dtype)
     for g in range(groups):
@@ -116,6 +144,33 @@ def conv2d_grad_input(grad_out, weight, input_size, stride, padding, dilation, g
         gemm(w_t, g_rows, out_g, ck, nl, c_out_g, 1, (0, 1, ck), (0, nl, 1), (0, nl, 1))
     kernel = dev.kernel(FILE, "k_col2im2d", (("T", CL_TYPES[dx.dtype]),),
                         [None, None] + [_I] * 14)
-    kernel(dev.queue, (rounded(dx.size),), None, dx.data, dcols.data, n, c_in, h, w,
+    kernel(dev.queue, (n * c_in * h,), None, dx.data, dcols.data, n, c_in, h, w,
            *_geometry((kh, kw), (oh, ow), stride, padding, dilation))
     return dx
+
+
+def _unit_width(x: CLArray) -> CLArray:
+    """x (N, C, H, W) with unit stride along W (a copy only if it is not)."""
+    return x if x.shape[3] <= 1 or x.strides[3] == 1 else elementwise.copy(x)
+
+
+def _direct(out: CLArray, out_strides: tuple, x: CLArray, weight: CLArray, w_offset: int,
+            w_strides: tuple, c_in_g: int, c_out_g: int, groups: int, out_size: tuple,
+            kernel_size: tuple, lead_padding: tuple, dilation: tuple) -> None:
+    """The stride-1 direct convolution of ``k_conv2d_direct`` into ``out``.
+
+    out_strides = (sample, channel, row) strides of out (unit along its width); w_strides =
+    (group, output channel, input channel, kernel row, kernel column) element strides.
+    """
+    dev = x.dev
+    vw = max(4, dev.vector_width(x.dtype))
+    tc = 8
+    defines = (("T", CL_TYPES[x.dtype]), ("TC", tc), ("VW", vw))
+    kernel = dev.kernel(FILE, "k_conv2d_direct", defines,
+                        [None, _I, _I, _I, None, _I, _I, _I, _I, None] + [_I] * 18)
+    n, _, h, w = x.shape
+    oh, ow = out_size
+    size = (-(-ow // vw), n * oh, groups * -(-c_out_g // tc))
+    kernel(dev.queue, size, None, out.data, *out_strides, x.data, x.offset, x.strides[0],
+           x.strides[1], x.strides[2], weight.data, w_offset, *w_strides, c_in_g, c_out_g,
+           h, w, oh, ow, *kernel_size, *lead_padding, *dilation)

@@ -9,7 +9,8 @@ import numpy as np
 
 from fastnn.api.hookspec import hookimpl
 from fastnn_opencl import elementwise
-from fastnn_opencl.runtime import CL_TYPES, MAX_NDIM, CLArray, contiguous_strides, rounded
+from fastnn_opencl.runtime import CL_TYPES, MAX_NDIM, NP_TYPES, CLArray, contiguous_strides, rounded
+from fastnn_opencl.runtime import cl as _cl
 
 FILE = "indexing.cl"
 _I = np.int32
@@ -51,8 +52,17 @@ def write(dst: CLArray, src: CLArray) -> None:
         return
     if dst.ndim > MAX_NDIM:
         raise ValueError(f"opencl: a write into a view of rank {dst.ndim} > {MAX_NDIM}")
+    if src.data is dst.data and src.offset == dst.offset and src.strides == dst.strides:
+        return  # the same memory (an optimizer step updated it in place)
     src = _dense(src)
     dev = dst.dev
+    # one buffer copy (the strided kernel divides per element); not within one buffer, where
+    # the regions may overlap (a copy between overlapping regions is an OpenCL error)
+    if dst.is_contiguous and src.data is not dst.data:
+        item = NP_TYPES[dst.dtype].itemsize
+        _cl().enqueue_copy(dev.queue, dst.data, src.data, byte_count=src.size * item,
+                          src_offset=src.offset * item, dst_offset=dst.offset * item)
+        return
     kernel = _kernel(dev, "k_write", dst.dtype,
                      [None, _I, elementwise._vec_dtype(), elementwise._vec_dtype(), None, _I,
                       _I])

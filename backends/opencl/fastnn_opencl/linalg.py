@@ -13,7 +13,7 @@ import os
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
-from fastnn_opencl import elementwise
+from fastnn_opencl import elementwise, gemm_tune
 from fastnn_opencl.elementwise import collapse
 from fastnn_opencl.runtime import CL_TYPES, CLArray, contiguous_strides, rounded
 
@@ -24,19 +24,17 @@ _I = np.int32
 def _cpu_blocks(dev, dtype: str, n: int) -> tuple:
     """(TM, VW, VN) of the CPU kernel: TM rows by VN vectors of VW lanes per work-item.
 
-    VW is the device's native vector width for the type (16 floats with
-    AVX-512). With 32 vector registers a 4 x 4-vector block (16 accumulators)
-    measured best on PoCL here (100-240 GFLOP/s on 512-wide products, against
-    50-140 for 8 x 1, 8 x 2 and 16 x 1); with 16 registers (AVX2) 4 x 2 keeps
-    the accumulators in registers. Narrow outputs take fewer or 4-lane vectors
-    so that they do not all fall into the edge path.
+    VW is the device's native vector width for the type (16 floats with AVX-512); TM and
+    VN come from a small timed run per device, cached on disk (:mod:`gemm_tune`; 4 x 4
+    vectors, 16 accumulators, measured best with 32 vector registers). Narrow outputs take
+    fewer or 4-lane vectors so that they do not all fall into the edge path.
     """
     vw = max(4, dev.vector_width(dtype))
-    vn = 4 if vw >= 16 or dtype == "float64" else 2
+    tm, vn = gemm_tune.blocks(dev, dtype)
     if n < vw:
         vw = 4
     vn = max(1, min(vn, n // vw))
-    return 4, vw, vn
+    return tm, vw, vn
 
 
 def _design(dev, dtype: str, n: int) -> tuple:
@@ -75,7 +73,7 @@ def gemm(a: CLArray, b: CLArray, c: CLArray, m: int, n: int, k: int, batch: int,
             c.data, c.offset, c_strides[0], c_strides[1])
     if kind == "cpu":
         tm, vw, vn = (value for _, value in tiles)
-        kernel(dev.queue, (-(-n // (vw * vn)), -(-m // tm), batch), None, *args)
+        kernel(dev.queue, (-(-m // tm), -(-n // (vw * vn)), batch), None, *args)
     else:
         ts, wpt = tiles[0][1], tiles[1][1]
         size = (-(-n // ts) * ts, -(-m // ts) * (ts // wpt), batch)
@@ -168,9 +166,16 @@ def matmul(a, b):
     return _squeezed(out, squeeze, batch_shape, m, n)
 
 
+NT_MIN_K = 256
+
+
 def _reads_transposed(a: CLArray, b: CLArray, k: int) -> bool:
-    """True when B is a transposed view (k contiguous) and A has k contiguous too: x @ W^T."""
-    if not uses_cpu_kernels(a.dev) or b.shape[-1] == 1 or b.strides[-1] == 1 or k == 1:
+    """True when B is a transposed view (k contiguous) and A has k contiguous too: x @ W^T.
+
+    Only for k >= NT_MIN_K: with shorter rows the NT kernel's per-output horizontal sums
+    dominate, and copying W^T once for the NN kernel measured 1.2-1.8x faster (k 64-128;
+    the NT kernel won by 1.5x at k 512-784)."""
+    if not uses_cpu_kernels(a.dev) or b.shape[-1] == 1 or b.strides[-1] == 1 or k < NT_MIN_K:
         return False
     return b.strides[-2] == 1 and (a.strides[-1] == 1)
 

@@ -1,0 +1,91 @@
+// 2-d max pooling, forward and backward, over contiguous (N*C, H, W) planes.
+//
+// Window (oy, ox) covers input rows oy*SH - PH + a*DH (a < KH) and columns
+// ox*SW - PW + b*DW (b < KW) that lie inside the input. A NaN in a window makes its max
+// NaN (v != v tests it: PoCL links isnan as a library call). The backward pass shares each
+// window's gradient evenly among its positions equal to its max (none for a NaN max) and
+// adds up, per input row, the shares of the windows that hold it: no atomics.
+// Host define: T.
+
+#define POOL_ARGS const int H, const int W, const int OH, const int OW, \
+    const int KH, const int KW, const int SH, const int SW, const int PH, const int PW, \
+    const int DH, const int DW
+
+// one work-item per output element: global (OW, OH, N*C)
+__kernel void k_maxpool(POOL_ARGS, __global const T *x, const int off_x, __global T *out) {
+    const int ox = get_global_id(0), oy = get_global_id(1), plane = get_global_id(2);
+    if (ox >= OW || oy >= OH) return;
+    const __global T *p = x + off_x + plane * H * W;
+    T best = 0;
+    int found = 0, nan = 0;
+    for (int a = 0; a < KH; ++a) {
+        const int y = oy * SH - PH + a * DH;
+        if (y < 0 || y >= H) continue;
+        for (int b = 0; b < KW; ++b) {
+            const int xx = ox * SW - PW + b * DW;
+            if (xx < 0 || xx >= W) continue;
+            const T v = p[y * W + xx];
+            if (v != v) nan = 1;
+            else if (!found || v > best) best = v;
+            found = 1;
+        }
+    }
+    out[(plane * OH + oy) * OW + ox] = nan ? (T)NAN : best;
+}
+
+// share (N*C, OH, OW) = grad / (positions equal to the max), 0 where the max is NaN; one
+// work-item per output row r = plane * OH + oy (1-d range of PLANES * OH), a loop over OW
+__kernel void k_maxpool_share(POOL_ARGS, const int PLANES, __global const T *x,
+                              const int off_x, __global const T *out, const int off_out,
+                              __global const T *grad, const int off_grad, __global T *share) {
+    const int r = get_global_id(0);
+    if (r >= PLANES * OH) return;
+    const int plane = r / OH, oy = r - plane * OH;
+    const __global T *p = x + off_x + plane * H * W;
+    for (int ox = 0; ox < OW; ++ox) {
+        const int o = r * OW + ox;
+        const T m = out[off_out + o];
+        int count = 0;
+        for (int a = 0; a < KH; ++a) {
+            const int y = oy * SH - PH + a * DH;
+            if (y < 0 || y >= H) continue;
+            for (int b = 0; b < KW; ++b) {
+                const int xx = ox * SW - PW + b * DW;
+                if (xx >= 0 && xx < W && p[y * W + xx] == m) ++count;
+            }
+        }
+        share[o] = count ? grad[off_grad + o] / (T)count : (T)0;
+    }
+}
+
+// dx (N*C, H, W): one work-item per input row r = plane * H + y, a 1-d global range of
+// PLANES * H (a 2-d one left PoCL many small work-groups, each with its own overhead). It walks the
+// windows of the output rows that hold row y (one division per kernel row, none per value)
+// and adds each window's share at the positions of its row equal to the window's max; the
+// row is the work-item's own, so there are no races.
+// NOTE: one work-item per value with a modulo per tap cost 10 ms per CNN layer on PoCL.
+__kernel void k_maxpool_back(POOL_ARGS, const int PLANES, __global const T *x, const int off_x,
+                             __global const T *out, const int off_out,
+                             __global const T *share, __global T *dx) {
+    const int r = get_global_id(0);
+    if (r >= PLANES * H) return;
+    const int plane = r / H, y = r - plane * H;
+    const __global T *xr = x + off_x + (plane * H + y) * W;
+    const __global T *o = out + off_out + plane * OH * OW;
+    const __global T *s = share + plane * OH * OW;
+    __global T *d = dx + (plane * H + y) * W;
+    for (int xx = 0; xx < W; ++xx) d[xx] = 0;
+    for (int a = 0; a < KH; ++a) {
+        const int ty = y + PH - a * DH;  // oy * SH for a window holding row y at tap a
+        if (ty < 0 || ty % SH) continue;
+        const int oy = ty / SH;
+        if (oy >= OH) continue;
+        for (int ox = 0; ox < OW; ++ox) {
+            const T m = o[oy * OW + ox], g = s[oy * OW + ox];
+            for (int b = 0; b < KW; ++b) {
+                const int xx = ox * SW - PW + b * DW;
+                if (xx >= 0 && xx < W && xr[xx] == m) d[xx] += g;
+            }
+        }
+    }
+}

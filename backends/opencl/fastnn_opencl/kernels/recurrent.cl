@@ -1,0 +1,203 @@
+// Fused LSTM and GRU cells over steps [t0, t1) of a sequence, forward and backward.
+//
+// Work-item (j, n) owns VW consecutive hidden units j*VW.. of batch row n, as VW-lane
+// vectors. When every (j, n) fits in one work-group the host runs the whole sequence as
+// ONE launch, with a barrier between steps (each step reads the state the others wrote);
+// otherwise it launches each step on its own (t1 = t0 + 1). Each step's recurrent product (h_prev @ W_hh^T forward, d @ W_hh backward) is
+// computed inside the cell kernel: per k, one scalar of the row times one vector of the
+// weight row, so the products run as vector FMAs.
+// NOTE: PoCL vectorises neither inner loops across work-items nor code around builtin
+// calls (see matmul.cl), hence the explicit vectors. Every array is contiguous; each
+// pointer comes with an element offset. Host defines: T (float or double), VW (1, 2, 4,
+// 8 or 16, dividing H).
+
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#if VW == 1
+#define VT T
+#define VLOAD(p) (*(p))
+#define VSTORE(v, p) (*(p) = (v))
+#else
+#define VT CAT(T, VW)
+typedef VT __attribute__((aligned(sizeof(T)))) VT_UNALIGNED;
+#define VLOAD(p) (*(const __global VT_UNALIGNED *)(p))
+#define VSTORE(v, p) (*(__global VT_UNALIGNED *)(p) = (v))
+#endif
+#define ONE ((T)1)
+
+// NOTE: PoCL's tanh costs twice its exp per lane (4 and 2-4.5 ns here, library calls);
+// sigmoid and tanh take one exp each (they round to their limits where exp overflows;
+// NaN passes through).
+#define EXP(x) exp(x)
+#define SIG(x) (ONE / (ONE + EXP(-(x))))
+#define TANH(x) (ONE - (T)2 / (ONE + EXP((T)2 * (x))))
+
+
+// a = xp[t] + bias + h_prev @ w_t (w_t = W_hh^T, (H, 4H)); gates i, f, g, o;
+// c' = f c + i g, h' = o tanh(c'). Writes gates (T, N, 4H), cells and out (T, N, H);
+// h_prev and c_prev are h0 and c0 at t = 0, else out[t-1] and cells[t-1].
+__kernel void k_lstm_seq(const int N, const int H, const int t0, const int t1,
+                         __global const T *xp, __global const T *bias, const int off_bias,
+                         __global const T *w_t, __global const T *h0, const int off_h0,
+                         __global const T *c0, const int off_c0,
+                         __global T *gates, __global T *cells, __global T *out) {
+    const int j = get_global_id(0) * VW, n = get_global_id(1);
+    const int G = 4 * H;
+    const __global T *b = bias + off_bias + j;
+    for (int t = t0; t < t1; ++t) {
+        const __global T *h = t ? out + (t - 1) * N * H + n * H : h0 + off_h0 + n * H;
+        const __global T *cp = t ? cells + (t - 1) * N * H : c0 + off_c0;
+        const __global T *w = w_t + j;
+        VT ai = 0, af = 0, ag = 0, ao = 0;
+        for (int k = 0; k < H; ++k) {
+            const VT hk = (VT)(h[k]);
+            const __global T *wk = w + k * G;
+            ai += hk * VLOAD(wk);
+            af += hk * VLOAD(wk + H);
+            ag += hk * VLOAD(wk + 2 * H);
+            ao += hk * VLOAD(wk + 3 * H);
+        }
+        const __global T *a = xp + t * N * G + n * G + j;
+        ai += VLOAD(a) + VLOAD(b);
+        af += VLOAD(a + H) + VLOAD(b + H);
+        ag += VLOAD(a + 2 * H) + VLOAD(b + 2 * H);
+        ao += VLOAD(a + 3 * H) + VLOAD(b + 3 * H);
+        const VT i = SIG(ai), f = SIG(af), g = TANH(ag), o = SIG(ao);
+        const VT c = f * VLOAD(cp + n * H + j) + i * g;
+        __global T *gt = gates + t * N * G + n * G + j;
+        VSTORE(i, gt);
+        VSTORE(f, gt + H);
+        VSTORE(g, gt + 2 * H);
+        VSTORE(o, gt + 3 * H);
+        VSTORE(c, cells + t * N * H + n * H + j);
+        VSTORE(o * TANH(c), out + t * N * H + n * H + j);
+        barrier(CLK_GLOBAL_MEM_FENCE);
+    }
+}
+
+// Backward over steps t1-1 down to t0. dh = grad_out[t] + da[t+1] @ W_hh (W_hh (4H, H);
+// no product at the last step T-1); dc (N, H) is carried in place (dL/dc_t in,
+// dL/dc_{t-1} out). Writes the pre-activation gradients da (T, N, 4H).
+__kernel void k_lstm_seq_back(const int N, const int H, const int t0, const int t1,
+                              const int t_len,
+                              __global const T *grad_out, const int off_go,
+                              __global const T *w_hh, __global const T *gates,
+                              __global const T *cells, __global const T *c0,
+                              const int off_c0, __global T *dc_buf, __global T *da) {
+    const int j = get_global_id(0) * VW, n = get_global_id(1);
+    const int G = 4 * H;
+    for (int t = t1 - 1; t >= t0; --t) {
+        VT dh = VLOAD(grad_out + off_go + t * N * H + n * H + j);
+        if (t < t_len - 1) {
+            const __global T *d = da + (t + 1) * N * G + n * G;
+            const __global T *w = w_hh + j;
+            VT acc = 0;
+            for (int k = 0; k < G; ++k) acc += (VT)(d[k]) * VLOAD(w + k * H);
+            dh += acc;
+        }
+        const __global T *gt = gates + t * N * G + n * G + j;
+        const VT i = VLOAD(gt), f = VLOAD(gt + H), g = VLOAD(gt + 2 * H);
+        const VT o = VLOAD(gt + 3 * H);
+        const VT tc = TANH(VLOAD(cells + t * N * H + n * H + j));
+        const VT dc = VLOAD(dc_buf + n * H + j) + dh * o * (ONE - tc * tc);
+        const __global T *cp = t ? cells + (t - 1) * N * H : c0 + off_c0;
+        __global T *d = da + t * N * G + n * G + j;
+        VSTORE(dc * g * i * (ONE - i), d);
+        VSTORE(dc * VLOAD(cp + n * H + j) * f * (ONE - f), d + H);
+        VSTORE(dc * i * (ONE - g * g), d + 2 * H);
+        VSTORE(dh * tc * o * (ONE - o), d + 3 * H);
+        VSTORE(dc * f, dc_buf + n * H + j);
+        barrier(CLK_GLOBAL_MEM_FENCE);
+    }
+}
+
+// p = xp[t] (x_t W_ih^T + b_ih, (N, 3H)); q = h_prev @ w_t + b_hh (w_t = W_hh^T, (H, 3H));
+// r, z = sigmoid(p + q), n = tanh(p_n + r q_n), h' = (1 - z) n + z h.
+// Writes saved (T, N, 4H) = r, z, n, q_n of each step and out (T, N, H).
+__kernel void k_gru_seq(const int N, const int H, const int t0, const int t1,
+                        __global const T *xp, __global const T *b_hh, const int off_bias,
+                        __global const T *w_t, __global const T *h0, const int off_h0,
+                        __global T *saved, __global T *out) {
+    const int j = get_global_id(0) * VW, n = get_global_id(1);
+    const int G = 3 * H;
+    const __global T *b = b_hh + off_bias + j;
+    for (int t = t0; t < t1; ++t) {
+        const __global T *h = t ? out + (t - 1) * N * H + n * H : h0 + off_h0 + n * H;
+        const __global T *w = w_t + j;
+        VT qr = 0, qz = 0, qn = 0;
+        for (int k = 0; k < H; ++k) {
+            const VT hk = (VT)(h[k]);
+            const __global T *wk = w + k * G;
+            qr += hk * VLOAD(wk);
+            qz += hk * VLOAD(wk + H);
+            qn += hk * VLOAD(wk + 2 * H);
+        }
+        qr += VLOAD(b);
+        qz += VLOAD(b + H);
+        qn += VLOAD(b + 2 * H);
+        const __global T *p = xp + t * N * G + n * G + j;
+        const VT r = SIG(VLOAD(p) + qr), z = SIG(VLOAD(p + H) + qz);
+        const VT nn = TANH(VLOAD(p + 2 * H) + r * qn);
+        const VT hp = VLOAD(h + j);
+        __global T *s = saved + t * N * 4 * H + n * 4 * H + j;
+        VSTORE(r, s);
+        VSTORE(z, s + H);
+        VSTORE(nn, s + 2 * H);
+        VSTORE(qn, s + 3 * H);
+        VSTORE((hp - nn) * z + nn, out + t * N * H + n * H + j);
+        barrier(CLK_GLOBAL_MEM_FENCE);
+    }
+}
+
+// Backward over steps t1-1 down to t0. dh = grad_out[t] + dh_buf + dq[t+1] @ W_hh
+// (W_hh (3H, H); no product at the last step), dh_buf carrying dL/dh_{t+1} * z_{t+1} in
+// place. Writes dp (T, N, 3H), the gradient of x_t W_ih^T + b_ih, and dq, of h W_hh^T + b_hh.
+__kernel void k_gru_seq_back(const int N, const int H, const int t0, const int t1,
+                             const int t_len,
+                             __global const T *grad_out, const int off_go,
+                             __global const T *w_hh, __global const T *saved,
+                             __global const T *out, __global const T *h0, const int off_h0,
+                             __global T *dh_buf, __global T *dp, __global T *dq) {
+    const int j = get_global_id(0) * VW, n = get_global_id(1);
+    const int G = 3 * H;
+    for (int t = t1 - 1; t >= t0; --t) {
+        VT dh = VLOAD(grad_out + off_go + t * N * H + n * H + j) + VLOAD(dh_buf + n * H + j);
+        if (t < t_len - 1) {
+            const __global T *d = dq + (t + 1) * N * G + n * G;
+            const __global T *w = w_hh + j;
+            VT acc = 0;
+            for (int k = 0; k < G; ++k) acc += (VT)(d[k]) * VLOAD(w + k * H);
+            dh += acc;
+        }
+        const __global T *s = saved + t * N * 4 * H + n * 4 * H + j;
+        const VT r = VLOAD(s), z = VLOAD(s + H), nn = VLOAD(s + 2 * H), qn = VLOAD(s + 3 * H);
+        const __global T *hp = t ? out + (t - 1) * N * H : h0 + off_h0;
+        const VT dan = dh * (ONE - z) * (ONE - nn * nn);
+        const VT dar = dan * qn * r * (ONE - r);
+        const VT daz = dh * (VLOAD(hp + n * H + j) - nn) * z * (ONE - z);
+        __global T *p = dp + t * N * G + n * G + j;
+        __global T *q = dq + t * N * G + n * G + j;
+        VSTORE(dar, p);
+        VSTORE(daz, p + H);
+        VSTORE(dan, p + 2 * H);
+        VSTORE(dar, q);
+        VSTORE(daz, q + H);
+        VSTORE(dan * r, q + 2 * H);
+        VSTORE(dh * z, dh_buf + n * H + j);
+        barrier(CLK_GLOBAL_MEM_FENCE);
+    }
+}
+
+// out (N, H) = base + d @ w (d (N, G), w (G, H)); base skipped when has_base is 0: the
+// last recurrent product of a backward pass (dL/dh0).
+__kernel void k_rec_last(const int N, const int H, const int G, const int has_base,
+                         __global const T *d, __global const T *w,
+                         __global const T *base, __global T *out) {
+    const int j = get_global_id(0) * VW, n = get_global_id(1);
+    const __global T *dn = d + n * G;
+    const __global T *wj = w + j;
+    VT acc = 0;
+    for (int k = 0; k < G; ++k) acc += (VT)(dn[k]) * VLOAD(wj + k * H);
+    if (has_base) acc += VLOAD(base + n * H + j);
+    VSTORE(acc, out + n * H + j);
+}

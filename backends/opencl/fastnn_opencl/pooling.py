@@ -1,0 +1,70 @@
+"""2-d max pooling, forward and backward, as direct kernels (``kernels/pooling.cl``).
+
+The forward pass is one launch (one work-item per output); the backward pass two: each
+window's gradient divided by its count of positions equal to the max (ties share it
+evenly), then one work-item per input row adding up the shares of the windows that hold
+it (no atomics, so overlapping windows add up in a fixed order).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fastnn.api.hookspec import hookimpl
+from fastnn_opencl import elementwise
+from fastnn_opencl.runtime import CL_TYPES, CLArray, rounded
+
+FILE = "pooling.cl"
+_I = np.int32
+_GEOMETRY = [_I] * 12
+
+
+def _dense(x: CLArray) -> CLArray:
+    return x if x.is_contiguous else elementwise.copy(x)
+
+
+def _geometry(x_shape, out_shape, kernel, stride, padding, dilation) -> tuple:
+    return (x_shape[2], x_shape[3], out_shape[2], out_shape[3], *kernel, *stride, *padding,
+            *dilation)
+
+
+@hookimpl
+def max_pool2d(x, kernel, stride, padding, dilation, output_size):
+    x = _dense(x)
+    dev = x.dev
+    out = dev.empty(tuple(x.shape[:2]) + tuple(output_size), x.dtype)
+    if out.size == 0:
+        return out
+    planes = x.shape[0] * x.shape[1]
+    k = dev.kernel(FILE, "k_maxpool", (("T", CL_TYPES[x.dtype]),),
+                   _GEOMETRY + [None, _I, None])
+    k(dev.queue, (out.shape[3], out.shape[2], planes), None,
+      *_geometry(x.shape, out.shape, kernel, stride, padding, dilation),
+      x.data, x.offset, out.data)
+    return out
+
+
+@hookimpl
+def max_pool2d_backward(x, out, grad, kernel, stride, padding, dilation):
+    x, out, grad = _dense(x), _dense(out), _dense(grad)
+    dev = x.dev
+    dx = dev.empty(x.shape, grad.dtype)
+    if dx.size == 0:
+        return dx
+    if out.size == 0:
+        from fastnn_opencl.misc import fill
+
+        return fill(x.shape, 0, grad.dtype, dev)
+    planes = x.shape[0] * x.shape[1]
+    geometry = _geometry(x.shape, out.shape, kernel, stride, padding, dilation)
+    defines = (("T", CL_TYPES[x.dtype]),)
+    share = dev.empty(out.shape, grad.dtype)
+    k = dev.kernel(FILE, "k_maxpool_share", defines,
+                   _GEOMETRY + [_I, None, _I, None, _I, None, _I, None])
+    k(dev.queue, (rounded(planes * out.shape[2]),), None, *geometry, planes, x.data, x.offset,
+      out.data, out.offset, grad.data, grad.offset, share.data)
+    k = dev.kernel(FILE, "k_maxpool_back", defines,
+                   _GEOMETRY + [_I, None, _I, None, _I, None, None])
+    k(dev.queue, (rounded(planes * x.shape[2]),), None, *geometry, planes, x.data, x.offset,
+      out.data, out.offset, share.data, dx.data)
+    return dx

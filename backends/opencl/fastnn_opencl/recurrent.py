@@ -1,0 +1,210 @@
+"""LSTM and GRU layers over a whole sequence (``kernels/recurrent.cl``), forward and backward.
+
+The input projection of every step is one GEMM; then one kernel runs the fused cell of
+every step (the step's recurrent product, the gates, their activations and the state
+update; backward: the recurrent product of the next step's gradient, the gate gradients
+and the carried state gradient), one launch per step on CPU devices, one launch for the
+whole sequence on GPUs where a work-group holds the batch (a barrier between steps).
+The weight gradients are one GEMM each over all steps, as the cpu backend and PyTorch's
+fused cells do. Every array the kernels touch is contiguous (a strided input is copied
+once).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from fastnn.api.hookspec import hookimpl
+from fastnn_opencl import elementwise
+from fastnn_opencl.linalg import matmul as _matmul
+from fastnn_opencl.misc import fill
+from fastnn_opencl.reduce import sum as _sum
+from fastnn_opencl.runtime import CL_TYPES, CLArray, cl, contiguous_strides
+
+FILE = "recurrent.cl"
+_I = np.int32
+
+
+def _dense(x: CLArray) -> CLArray:
+    return x if x.is_contiguous else elementwise.copy(x)
+
+
+def _dense0(x: CLArray) -> CLArray:
+    """x contiguous and at offset 0 (copied if not): kernels index it from its buffer's start."""
+    return x if x.is_contiguous and x.offset == 0 else elementwise.copy(x)
+
+
+def _t(x: CLArray) -> CLArray:
+    """The transposed view of a 2-d array."""
+    return x.view(x.shape[::-1], x.strides[::-1])
+
+
+def _flat(x: CLArray) -> CLArray:
+    """A contiguous (T, N, F) array as (T * N, F)."""
+    shape = (x.shape[0] * x.shape[1], x.shape[2])
+    return x.view(shape, contiguous_strides(shape))
+
+
+def _lanes(dev, dtype: str, hid: int) -> int:
+    """The vector width of the cell kernels: the widest of 8, 4, 2, 1 that divides H and is
+    at most the device's native width (a work-item owns that many hidden units).
+
+    NOTE: not 16: PoCL's pip build reports 16 floats on AVX-512 machines but compiles
+    builtins (exp, tanh) for 16-lane vectors with a broken ABI there (the program
+    builds with no kernels in it)."""
+    native = max(1, dev.vector_width(dtype))
+    return next(w for w in (8, 4, 2, 1) if w <= native and hid % w == 0)
+
+
+def _kernel(dev, dtype: str, name: str, arg_dtypes: list, hid: int):
+    """(kernel, work-items per row) of cell kernel ``name`` for hidden size ``hid``."""
+    lanes = _lanes(dev, dtype, hid)
+    kernel = dev.kernel(FILE, name, (("T", CL_TYPES[dtype]), ("VW", lanes)), arg_dtypes)
+    return kernel, hid // lanes
+
+
+_GROUP_LIMITS: dict = {}
+
+
+def _one_launch(dev) -> bool:
+    """Whether a sequence runs as one work-group launch: on GPUs (launch latency dominates
+    there); on CPU devices one launch per step measured less time (PoCL runs a one-group
+    launch on one thread and keeps every work-item's state across each barrier).
+    ``FASTNN_OPENCL_RNN=group|step`` forces one way (to test both anywhere)."""
+    forced = os.environ.get("FASTNN_OPENCL_RNN", "")
+    return forced == "group" or (not dev.is_cpu and forced != "step")
+
+
+def _sequence(kernel, dev, cols: int, n: int, t_len: int, head: tuple, tail: tuple,
+              backward: bool = False) -> None:
+    """Run a sequence kernel over every step: one launch (one work-group, a barrier between
+    steps) where its cols x n work-items fit in a work-group, else one launch per step."""
+    limits = _GROUP_LIMITS.get(dev.index)
+    if limits is None:
+        sizes = dev.device.max_work_item_sizes
+        limits = _GROUP_LIMITS[dev.index] = (dev.max_group, sizes[0], sizes[1])
+    if _one_launch(dev) and cols * n <= limits[0] and cols <= limits[1] and n <= limits[2]:
+        kernel(dev.queue, (cols, n), (cols, n), *head, 0, t_len, *tail)
+        return
+    for t in (reversed(range(t_len)) if backward else range(t_len)):
+        kernel(dev.queue, (cols, n), None, *head, t, t + 1, *tail)
+
+
+def _previous(h0: CLArray, out: CLArray) -> CLArray:
+    """(T * N, H) contiguous: the state each step starts from (h0, then out[:-1])."""
+    t_len, n, hid = out.shape
+    dev = out.dev
+    prev = dev.empty((t_len * n, hid), out.dtype)
+    item = np.dtype(out.dtype).itemsize
+    step = n * hid * item
+    queue = dev.queue
+    cl().enqueue_copy(queue, prev.data, h0.data, byte_count=step,
+                      src_offset=h0.offset * item, dst_offset=0)
+    if t_len > 1:
+        cl().enqueue_copy(queue, prev.data, out.data, byte_count=(t_len - 1) * step,
+                          src_offset=out.offset * item, dst_offset=step)
+    return prev
+
+
+def _projection(x: CLArray, w: CLArray) -> CLArray:
+    """x (T, N, I) @ w^T as a contiguous (T * N, G) array: one GEMM for every step."""
+    return _dense0(_matmul(_flat(_dense(x)), _t(w)))
+
+
+def _last_product(d: CLArray, w: CLArray, base, n: int, hid: int) -> CLArray:
+    """base + d[0] @ w: (N, H), d[0] the first (N, G) rows of d (offset 0), w (G, H)."""
+    dev = d.dev
+    out = dev.empty((n, hid), d.dtype)
+    kernel, cols = _kernel(dev, d.dtype, "k_rec_last", [_I, _I, _I, _I, None, None, None,
+                                                         None], hid)
+    kernel(dev.queue, (cols, n), None, n, hid, w.shape[0], int(base is not None), d.data,
+           w.data, (base if base is not None else out).data, out.data)
+    return out
+
+
+_LSTM = [_I, _I, _I, _I, None, None, _I, None, None, _I, None, _I, None, None, None]
+_LSTM_BACK = [_I, _I, _I, _I, _I, None, _I, None, None, None, None, _I, None, None]
+_GRU = [_I, _I, _I, _I, None, None, _I, None, None, _I, None, None]
+_GRU_BACK = [_I, _I, _I, _I, _I, None, _I, None, None, None, None, _I, None, None, None]
+
+
+@hookimpl
+def lstm_layer(x, h0, c0, w_ih, w_hh, bias):
+    t_len, n, _ = x.shape
+    hid = h0.shape[1]
+    dev = x.dev
+    xp = _projection(x, w_ih)
+    w_t = elementwise.copy(_t(w_hh))  # (H, 4H): each step reads it along 4H
+    h0, c0, bias = _dense(h0), _dense(c0), _dense(bias)
+    gates = dev.empty((t_len, n, 4 * hid), x.dtype)
+    cells = dev.empty((t_len, n, hid), x.dtype)
+    out = dev.empty((t_len, n, hid), x.dtype)
+    kernel, cols = _kernel(dev, x.dtype, "k_lstm_seq", _LSTM, hid)
+    _sequence(kernel, dev, cols, n, t_len, (n, hid),
+              (xp.data, bias.data, bias.offset, w_t.data, h0.data, h0.offset, c0.data,
+               c0.offset, gates.data, cells.data, out.data))
+    return out, gates, cells
+
+
+@hookimpl
+def lstm_layer_backward(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_c):
+    t_len, n, _ = x.shape
+    hid = h0.shape[1]
+    dev = x.dev
+    w_hh, c0, gates, cells = _dense0(w_hh), _dense(c0), _dense0(gates), _dense0(cells)
+    grad_out = _dense(grad_out)
+    dc = elementwise.copy(grad_c)  # carried in place, dL/dc_t
+    da = dev.empty((t_len, n, 4 * hid), x.dtype)
+    kernel, cols = _kernel(dev, x.dtype, "k_lstm_seq_back", _LSTM_BACK, hid)
+    _sequence(kernel, dev, cols, n, t_len, (n, hid),
+              (t_len, grad_out.data, grad_out.offset, w_hh.data, gates.data, cells.data,
+               c0.data, c0.offset, dc.data, da.data), backward=True)
+    dh0 = _last_product(da, w_hh, None, n, hid)
+    flat = _flat(da)
+    dx = _matmul(flat, _dense(w_ih))
+    dw_ih = _matmul(_t(flat), _flat(_dense(x)))
+    dw_hh = _matmul(_t(flat), _previous(_dense(h0), _dense(out)))
+    dbias = _sum(flat, (0,), False)
+    return dx.view(x.shape, contiguous_strides(x.shape)), dh0, dc, dw_ih, dw_hh, dbias
+
+
+@hookimpl
+def gru_layer(x, h0, w_ih, w_hh, b_ih, b_hh):
+    t_len, n, _ = x.shape
+    hid = h0.shape[1]
+    dev = x.dev
+    xp = _dense0(elementwise.add(_projection(x, w_ih), b_ih))
+    w_t = elementwise.copy(_t(w_hh))  # (H, 3H)
+    h0, b_hh = _dense(h0), _dense(b_hh)
+    saved = dev.empty((t_len, n, 4 * hid), x.dtype)
+    out = dev.empty((t_len, n, hid), x.dtype)
+    kernel, cols = _kernel(dev, x.dtype, "k_gru_seq", _GRU, hid)
+    _sequence(kernel, dev, cols, n, t_len, (n, hid),
+              (xp.data, b_hh.data, b_hh.offset, w_t.data, h0.data, h0.offset, saved.data,
+               out.data))
+    return out, saved
+
+
+@hookimpl
+def gru_layer_backward(x, h0, w_ih, w_hh, out, saved, grad_out):
+    t_len, n, _ = x.shape
+    hid = h0.shape[1]
+    dev = x.dev
+    w_hh, h0, out, saved = _dense0(w_hh), _dense(h0), _dense0(out), _dense0(saved)
+    grad_out = _dense(grad_out)
+    dh = fill((n, hid), 0, x.dtype, dev)  # carried in place: dL/dh_{t+1} * z_{t+1}
+    dp = dev.empty((t_len, n, 3 * hid), x.dtype)
+    dq = dev.empty((t_len, n, 3 * hid), x.dtype)
+    kernel, cols = _kernel(dev, x.dtype, "k_gru_seq_back", _GRU_BACK, hid)
+    _sequence(kernel, dev, cols, n, t_len, (n, hid),
+              (t_len, grad_out.data, grad_out.offset, w_hh.data, saved.data, out.data,
+               h0.data, h0.offset, dh.data, dp.data, dq.data), backward=True)
+    dh0 = _last_product(dq, w_hh, dh, n, hid)
+    fp, fq = _flat(dp), _flat(dq)
+    dx = _matmul(fp, _dense(w_ih))
+    dw_ih = _matmul(_t(fp), _flat(_dense(x)))
+    dw_hh = _matmul(_t(fq), _previous(h0, out))
+    db_ih, db_hh = _sum(fp, (0,), False), _sum(fq, (0,), False)
+    return dx.view(x.shape, contiguous_strides(x.shape)), dh0, dw_ih, dw_hh, db_ih, db_hh
