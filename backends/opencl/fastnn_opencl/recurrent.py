@@ -21,7 +21,7 @@ from fastnn_opencl import elementwise
 from fastnn_opencl.linalg import matmul as _matmul
 from fastnn_opencl.misc import fill
 from fastnn_opencl.reduce import sum as _sum
-from fastnn_opencl.runtime import CL_TYPES, CLArray, cl, contiguous_strides
+from fastnn_opencl.runtime import CL_TYPES, NP_TYPES, CLArray, cl, contiguous_strides
 
 FILE = "recurrent.cl"
 _I = np.int32
@@ -53,9 +53,11 @@ def _lanes(dev, dtype: str, hid: int) -> int:
 
     NOTE: not 16: PoCL's pip build reports 16 floats on AVX-512 machines but compiles
     builtins (exp, tanh) for 16-lane vectors with a broken ABI there (the program
-    builds with no kernels in it)."""
+    builds with no kernels in it), and for the same reason no vector wider than 32 bytes
+    (8 doubles fail as 16 floats do: float64 models with a hidden size divisible by 8)."""
     native = max(1, dev.vector_width(dtype))
-    return next(w for w in (8, 4, 2, 1) if w <= native and hid % w == 0)
+    widest = 32 // np.dtype(NP_TYPES[dtype]).itemsize
+    return next(w for w in (8, 4, 2, 1) if w <= min(native, widest) and hid % w == 0)
 
 
 def _kernel(dev, dtype: str, name: str, arg_dtypes: list, hid: int):

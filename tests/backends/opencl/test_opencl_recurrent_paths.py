@@ -30,18 +30,19 @@ def _run(kind, args, grad, grad_c, hooks, put, host):
 
 
 @pytest.mark.parametrize("kind", ["lstm", "gru"])
-@pytest.mark.parametrize("hid", [8, 3])
+@pytest.mark.parametrize("hid,dtype", [(8, np.float32), (3, np.float32), (8, np.float64)])
 @pytest.mark.parametrize("way", ["step", "group"])
-def test_fused_recurrent_matches_the_cpu_backend(ocl, monkeypatch, kind, hid, way):
+def test_fused_recurrent_matches_the_cpu_backend(ocl, monkeypatch, kind, hid, dtype, way):
+    """float64 at 8 lanes is the case that once built no kernels (8 doubles: 64 bytes)."""
     import fastnn_cpu.recurrent as cpu
     from fastnn_opencl.misc import from_numpy, to_numpy
 
     monkeypatch.setenv("FASTNN_OPENCL_RNN", way)
     rng = np.random.default_rng(hid)
     t_len, n = 5, 3
-    args = [a.astype(np.float32) for a in _inputs(rng, kind, t_len, n, 4, hid)]
-    grad = rng.normal(size=(t_len, n, hid)).astype(np.float32)
-    grad_c = rng.normal(size=(n, hid)).astype(np.float32)
+    args = [a.astype(dtype) for a in _inputs(rng, kind, t_len, n, 4, hid)]
+    grad = rng.normal(size=(t_len, n, hid)).astype(dtype)
+    grad_c = rng.normal(size=(n, hid)).astype(dtype)
     got = _run(kind, args, grad, grad_c, ocl, lambda a: from_numpy(a, 0), to_numpy)
     want = _run(kind, args, grad, grad_c, cpu, np.asarray, np.asarray)
     assert len(got) == len(want)
