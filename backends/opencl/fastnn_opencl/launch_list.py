@@ -27,7 +27,7 @@ import threading
 
 from fastnn.api.hookspec import hookimpl
 from fastnn.api.program import Seq, Slot, interpreter, slots_in
-from fastnn_opencl import elementwise, fast_launch, runtime
+from fastnn_opencl import elementwise, fast_launch, linalg, runtime
 from fastnn_opencl.runtime import CLArray
 
 ENABLED = os.environ.get("FASTNN_OPENCL_LAUNCH_LIST", "1") != "0"
@@ -142,6 +142,7 @@ class _Tracing:
         cl.CommandQueue.finish = flag("a wait for the device", finish)
         # these launch with set_arg and enqueue, bypassing Kernel.__call__: off meanwhile
         elementwise._flat_plan = fast_launch.unary = fast_launch.binary = _none
+        self.saved_matmul, linalg.matmul_2d = linalg.matmul_2d, _none  # fast_gemm: likewise
         return self
 
     def __exit__(self, *exc):
@@ -151,6 +152,7 @@ class _Tracing:
         (cl.Kernel.__call__, cl.enqueue_copy, cl.enqueue_nd_range_kernel,
          cl.CommandQueue.finish, elementwise._flat_plan, fast_launch.unary,
          fast_launch.binary, cltools.MemoryPool.allocate) = self.saved
+        linalg.matmul_2d = self.saved_matmul
 
 
 def _none(*args):

@@ -15,6 +15,7 @@ import numpy as np
 from fastnn.api.hookspec import hookimpl
 from fastnn_opencl import elementwise, gemm_tune
 from fastnn_opencl.elementwise import collapse
+from fastnn_opencl.fast_gemm import matmul_2d
 from fastnn_opencl.runtime import CL_TYPES, CLArray, contiguous_strides, rounded
 
 FILE = "matmul.cl"
@@ -135,6 +136,9 @@ def gemm_exact(a: CLArray, b: CLArray, c: CLArray, m: int, n: int, k: int, batch
 
 @hookimpl
 def matmul(a, b):
+    out = matmul_2d(a, b)  # contiguous 2-D floats: a kept plan per shape (fast_gemm)
+    if out is not None:
+        return out
     squeeze = []
     if a.ndim == 1:
         a = a.view((1,) + a.shape, (0,) + a.strides)

@@ -1,0 +1,46 @@
+"""The kept-plan matmul of contiguous 2-D floats (fastnn_opencl.fast_gemm) gives the general
+path's results bit for bit, for both kernel designs, as buffers, offsets and shapes change
+between calls; what it does not cover (views, batches, integers) goes the general way."""
+
+import numpy as np
+import pytest
+
+
+@pytest.mark.parametrize("design", ["cpu", "tiled"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fast_matmul_equals_the_general_path(ocl, monkeypatch, design, dtype):
+    from fastnn_opencl import linalg
+    from fastnn_opencl.misc import from_numpy, to_numpy
+
+    monkeypatch.setenv("FASTNN_OPENCL_GEMM", design)
+    rng = np.random.default_rng(3)
+    calls = 0
+    for m, k, n in [(4, 4, 4), (7, 5, 3), (4, 4, 4), (33, 17, 65), (1, 9, 1), (7, 5, 3)]:
+        big = rng.normal(size=(m + 2, k)).astype(dtype)
+        a = from_numpy(big, 0).view((m, k), (k, 1))  # contiguous, at an offset
+        a.offset = 2 * k
+        b = from_numpy(rng.normal(size=(k, n)).astype(dtype), 0)
+        fast = to_numpy(linalg.matmul(a, b))
+        with monkeypatch.context() as patch:
+            patch.setattr(linalg, "matmul_2d", lambda a, b: None)
+            general = to_numpy(linalg.matmul(a, b))
+        np.testing.assert_array_equal(fast, general)
+        want = big[2:].astype(np.float64) @ to_numpy(b).astype(np.float64)
+        np.testing.assert_allclose(fast, want, rtol=1e-5, atol=1e-5)
+        calls += 1
+    assert calls == 6
+
+
+def test_fast_matmul_leaves_other_operands_to_the_general_path(ocl):
+    from fastnn_opencl.fast_gemm import matmul_2d
+    from fastnn_opencl.misc import from_numpy
+
+    x = from_numpy(np.ones((3, 4), np.float32), 0)
+    y = from_numpy(np.ones((4, 3), np.float32), 0)
+    assert matmul_2d(x, y) is not None
+    assert matmul_2d(x.view((4, 3), (1, 4)), x) is None  # a transposed view
+    assert matmul_2d(from_numpy(np.ones((2, 3, 4), np.float32), 0), y) is None  # a batch
+    assert matmul_2d(from_numpy(np.ones((3, 4), np.int32), 0),
+                     from_numpy(np.ones((4, 3), np.int32), 0)) is None
+    assert matmul_2d(x, from_numpy(np.ones((4, 3), np.float64), 0)) is None  # mixed dtypes
+    assert matmul_2d(x, from_numpy(np.ones((5, 3), np.float32), 0)) is None  # k differs
