@@ -158,6 +158,7 @@ def test_fullgraph_still_refuses_naming_the_line():
         step(fnn.randn(2, 6))
 
 
+@pytest.mark.filterwarnings("ignore:fnn.compile.*graph break:UserWarning")  # said elsewhere
 def test_a_changed_python_number_leaves_the_path_and_runs_eagerly():
     """A number that is no argument changes: the call check catches it at the call that
     uses it, the rest of that call runs eagerly, and the next one records again."""
