@@ -14,6 +14,7 @@ timeout catches a deadlock. Scenarios:
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -53,9 +54,12 @@ def main(device_name: str, scenario: str) -> None:
 
 
 def run_child(device_name: str, scenario: str) -> subprocess.CompletedProcess:
-    """The scenario in a child process (timeout: :data:`TIMEOUT_S`)."""
+    """The scenario in a child process (timeout: :data:`TIMEOUT_S`), with one BLAS thread:
+    two Python threads each driving a 2-thread OpenBLAS on 2 cores spin against each
+    other (the cpu MLP took 7.5 s instead of 1); the races looked for are fastnn's own."""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     return subprocess.run([sys.executable, "-m", "tests.thread_scenarios", device_name, scenario],
-                          capture_output=True, text=True, timeout=TIMEOUT_S)
+                          capture_output=True, text=True, timeout=TIMEOUT_S, env=env)
 
 
 if __name__ == "__main__":
