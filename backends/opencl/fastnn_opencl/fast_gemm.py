@@ -16,6 +16,7 @@ import threading
 
 import numpy as np
 
+from fastnn_opencl.fast_launch import operand
 from fastnn_opencl.runtime import CL_TYPES, NP_TYPES, CLArray
 
 _tables = threading.local()  # Kernel objects hold their arguments: one per thread
@@ -77,17 +78,7 @@ def matmul_2d(a, b):
     kernel, last = plan.kernel, plan.last
     out = CLArray(dev.pool.allocate(plan.nbytes), (m, n), plan.strides, 0, dtype, dev)
     kernel.set_arg(12, out.data)
-    if a.data is not last[0]:
-        kernel.set_arg(3, a.data)
-        last[0] = a.data
-    if a.offset != last[1]:
-        kernel.set_arg(4, _I(a.offset))
-        last[1] = a.offset
-    if b.data is not last[2]:
-        kernel.set_arg(8, b.data)
-        last[2] = b.data
-    if b.offset != last[3]:
-        kernel.set_arg(9, _I(b.offset))
-        last[3] = b.offset
+    operand(kernel, last, 0, 3, a)
+    operand(kernel, last, 2, 8, b)
     plan.enqueue(dev.queue, kernel, plan.size, plan.local)
     return out

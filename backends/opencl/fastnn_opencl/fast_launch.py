@@ -63,6 +63,28 @@ def _strides(shape):
     return strides
 
 
+def operand(kernel, last: list, slot: int, index: int, x) -> None:
+    """Set x's buffer and offset as kernel arguments ``index`` and ``index + 1``, each only
+    where it differs from what ``last[slot]`` and ``last[slot + 1]`` say was set before."""
+    data = x.data
+    if data is not last[slot]:
+        kernel.set_arg(index, data)
+        last[slot] = data
+    if x.offset != last[slot + 1]:
+        kernel.set_arg(index + 1, np.int32(x.offset))
+        last[slot + 1] = x.offset
+
+
+def _result(plan, dev, shape: tuple, strides: tuple, n: int) -> CLArray:
+    """A new result of ``n`` elements, set as argument 0 (and n as argument 1 if changed)."""
+    out = CLArray(dev.pool.allocate(n * plan.itemsize), shape, strides, 0, plan.out_dtype, dev)
+    plan.kernel.set_arg(0, out.data)
+    if n != plan.n:
+        plan.kernel.set_arg(1, np.int32(n))
+        plan.n, plan.size = n, (rounded(n),)
+    return out
+
+
 def unary(group, name, x):
     """``name`` over a contiguous x (param 0), or None."""
     shape = x.shape
@@ -76,20 +98,9 @@ def unary(group, name, x):
         plan = _tables.table[key]
     except (AttributeError, KeyError):
         plan = _plan(key, group, name, [x], x.dtype)
-    kernel, last = plan.kernel, plan.last
-    out = CLArray(dev.pool.allocate(n * plan.itemsize), shape, strides, 0, plan.out_dtype, dev)
-    kernel.set_arg(0, out.data)
-    if n != plan.n:
-        kernel.set_arg(1, np.int32(n))
-        plan.n, plan.size = n, (rounded(n),)
-    data = x.data
-    if data is not last[0]:
-        kernel.set_arg(3, data)
-        last[0] = data
-    if x.offset != last[1]:
-        kernel.set_arg(4, np.int32(x.offset))
-        last[1] = x.offset
-    plan.enqueue(dev.queue, kernel, plan.size, None)
+    out = _result(plan, dev, shape, strides, n)
+    operand(plan.kernel, plan.last, 0, 3, x)
+    plan.enqueue(dev.queue, plan.kernel, plan.size, None)
     return out
 
 
@@ -118,26 +129,10 @@ def binary(group, name, a, b, out_dtype):
     except (AttributeError, KeyError):
         plan = _plan(key, group, name, [a, b], out_dtype or a.dtype)
     kernel, last = plan.kernel, plan.last
-    out = CLArray(dev.pool.allocate(n * plan.itemsize), shape, strides, 0, plan.out_dtype, dev)
-    kernel.set_arg(0, out.data)
-    if n != plan.n:
-        kernel.set_arg(1, np.int32(n))
-        plan.n, plan.size = n, (rounded(n),)
-    data = a.data
-    if data is not last[0]:
-        kernel.set_arg(3, data)
-        last[0] = data
-    if a.offset != last[1]:
-        kernel.set_arg(4, np.int32(a.offset))
-        last[1] = a.offset
+    out = _result(plan, dev, shape, strides, n)
+    operand(kernel, last, 0, 3, a)
     if kind is CLArray:
-        data = b.data
-        if data is not last[2]:
-            kernel.set_arg(5, data)
-            last[2] = data
-        if b.offset != last[3]:
-            kernel.set_arg(6, np.int32(b.offset))
-            last[3] = b.offset
+        operand(kernel, last, 2, 5, b)
     elif b != last[2] or not b or type(b) is not type(last[2]):  # NOTE: -0.0 == 0.0
         kernel.set_arg(5, NP_TYPES[a.dtype].type(b))
         last[2] = b

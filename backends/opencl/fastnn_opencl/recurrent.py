@@ -56,7 +56,7 @@ def _lanes(dev, dtype: str, hid: int) -> int:
     builds with no kernels in it), and for the same reason no vector wider than 32 bytes
     (8 doubles fail as 16 floats do: float64 models with a hidden size divisible by 8)."""
     native = max(1, dev.vector_width(dtype))
-    widest = 32 // np.dtype(NP_TYPES[dtype]).itemsize
+    widest = 32 // NP_TYPES[dtype].itemsize
     return next(w for w in (8, 4, 2, 1) if w <= min(native, widest) and hid % w == 0)
 
 
