@@ -28,9 +28,16 @@ _DTYPES = ["float32", "float64", "float16", "int32", "int64", "bool"]
 # fastnn.api.xp_hooks)
 _ONE_CALL = (
     "neg", "exp", "abs", "tanh", "add", "sub", "mul", "maximum", "minimum", "greater",
-    "less", "equal", "broadcast_to",
+    "less", "equal", "broadcast_to", "floor", "sin", "cos", "bitwise_and", "bitwise_or",
+    "bitwise_xor",
 )
 globals().update(xp_hooks(np, _ONE_CALL))
+
+
+@hookimpl
+def floor_divide(a, b):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.floor_divide(a, b)
 
 
 # Collectives: the arrays already live on the host, so the core's staging is only

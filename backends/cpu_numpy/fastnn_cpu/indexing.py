@@ -1,4 +1,5 @@
-"""Indexing, scans and the newer math primitives on NumPy arrays."""
+"""Indexing and scan primitives on NumPy arrays (slices, gathers, scatters, cat, cumsum,
+prod, writes through views)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,6 @@ import math
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
-from fastnn.api.xp_hooks import xp_hooks
-
-# the hooks that are one call of NumPy (one table for every NumPy-like backend:
-# fastnn.api.xp_hooks)
-_ONE_CALL = (
-    "floor", "sin", "cos", "bitwise_and", "bitwise_or", "bitwise_xor",
-)
-globals().update(xp_hooks(np, _ONE_CALL))
-
 
 
 def _slices(starts, stops, steps):
@@ -86,12 +78,6 @@ def cumsum(x, axis):
 @hookimpl
 def prod(x, axis, keepdims):
     return np.prod(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
-
-
-@hookimpl
-def floor_divide(a, b):
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.floor_divide(a, b)
 
 
 @hookimpl

@@ -1,4 +1,4 @@
-"""Indexing, scans and the newer math primitives on cupy arrays.
+"""Indexing and scan primitives on cupy arrays.
 
 cupy mirrors NumPy, so each is a call or two; the tests run this module with NumPy
 standing in for cupy (and ``np.add.at`` for ``cupyx.scatter_add``).
@@ -9,7 +9,6 @@ from __future__ import annotations
 import builtins
 
 from fastnn.api.hookspec import hookimpl
-from fastnn.api.xp_hooks import xp_hooks
 from fastnn_cuda._cupy import cupy as cp
 
 
@@ -92,10 +91,3 @@ def prod(x, axis, keepdims):
 def assign(dst, src):
     dst[...] = src
 
-
-# the hooks that are one call of cupy (one table for every NumPy-like backend:
-# fastnn.api.xp_hooks)
-_ONE_CALL = (
-    "floor", "sin", "cos", "floor_divide", "bitwise_and", "bitwise_or", "bitwise_xor",
-)
-globals().update(xp_hooks(lambda: cp, _ONE_CALL))  # cp at each call: the tests swap it

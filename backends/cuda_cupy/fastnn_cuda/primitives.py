@@ -24,7 +24,8 @@ _ONE_GPU = _cupy.device_count() <= 1
 # fastnn.api.xp_hooks)
 _ONE_CALL = (
     "neg", "exp", "log", "sqrt", "abs", "tanh", "add", "sub", "mul", "div", "maximum",
-    "minimum", "greater", "less", "equal", "transpose", "broadcast_to",
+    "minimum", "greater", "less", "equal", "transpose", "broadcast_to", "floor", "sin",
+    "cos", "floor_divide", "bitwise_and", "bitwise_or", "bitwise_xor",
 )
 globals().update(xp_hooks(lambda: cp, _ONE_CALL))  # cp at each call: the tests swap it
 
