@@ -27,8 +27,9 @@ import numpy as np
 from fastnn.api import program as programs
 from fastnn.api.device import _cache as _devices
 from fastnn.autograd import grad_mode
-from fastnn.capture import answering, build, segments
+from fastnn.capture import build, segments
 from fastnn.capture.record import CaptureError, Recorder, RecordingOps, RngLog
+from fastnn.capture.split import Split
 from fastnn.capture.state import Snapshot
 from fastnn.ops import tensor as tensor_module
 from fastnn.ops.tensor import Tensor
@@ -90,7 +91,7 @@ class Compiled:
                 if entry.guards_hold():
                     self._cache.move_to_end(key)
                     self._last = entry
-                    if type(entry) is answering.Split:
+                    if type(entry) is Split:
                         if entry.wants_recording():
                             return self._record(key, args, kwargs, leaves, entry)
                         return entry.run(self, args, kwargs, leaves, _devices_of(leaves))
@@ -135,7 +136,7 @@ class Compiled:
             if split is not None:
                 split.add(path)
                 return result
-            entry = answering.Split(path)
+            entry = Split(path)
         else:
             entry = build.build(self.name, recorder, snapshot, leaves, log.draws, result)
         if entry.eager is not None and entry.eager not in self._said:
@@ -205,7 +206,7 @@ class Compiled:
                                "call it once to record its program")
         entry = self._last if index is None and self._last is not None else entries[
             -1 if index is None else index]
-        if type(entry) is answering.Split:
+        if type(entry) is Split:
             text = entry.paths[0].text()
         else:
             text = entry.program.text() if entry.program is not None else (

@@ -10,7 +10,15 @@ import pytest
 import fastnn as fnn
 import fastnn.functional as F
 from fastnn import nn, optim
+from fastnn.capture import split as splits
 from fastnn.ops.tensor import host_rng
+
+
+@pytest.fixture(autouse=True)
+def _programs_run_ahead(monkeypatch):
+    """The segments' programs run ahead of the Python even where they do not pay (on cpu,
+    see fastnn.capture.split): these tests are about that machinery."""
+    monkeypatch.setattr(splits, "AHEAD", "always")
 
 
 def _model_and_optimizer(opt_name):
