@@ -46,7 +46,7 @@ class AnsweringOps:
             def hook(*args, **kwargs):
                 run = table._run
                 if run.active and get_ident() == run.thread:
-                    return run.call(device, name, args, kwargs, getattr(inner, name))
+                    return run.call(device, name, args, kwargs, inner)
                 if run.tail is not None and get_ident() == run.thread:
                     return getattr(run.tail[3][device], name)(*args, **kwargs)
                 return getattr(inner, name)(*args, **kwargs)

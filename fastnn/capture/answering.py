@@ -72,10 +72,8 @@ class Run(Leaving):
         outputs = stretch.program.outputs
         env.update(zip(outputs, outs))
         ids = self.ids
-        for i, value in zip(stretch.program.inputs, values):
-            ids[id(value)] = i
-        for i, value in zip(outputs, outs):
-            ids[id(value)] = i
+        ids.update(zip(map(id, values), stretch.program.inputs))
+        ids.update(zip(map(id, outs), outputs))
         self.answers.update(stretch.answered)
         stats = self.compiled.stats
         stats["ahead"] = stats.get("ahead", 0) + 1
@@ -116,7 +114,10 @@ class Run(Leaving):
             return _MISSING
 
     # ------------------------------------------------------------ the Python's calls
-    def call(self, device, name, args, kwargs, fn):
+    def call(self, device, name, args, kwargs, inner):
+        """A backend call the Python makes: answered from the programs' results after the
+        check (the common case, the very array of the slot or the very constant, decided
+        inline; the rest by :meth:`_same`), or made on ``inner``, the real table."""
         k, path = self.cursor, self.path
         calls = path.calls
         if k >= len(calls):
@@ -128,43 +129,34 @@ class Run(Leaving):
                               device, name, args, kwargs)
         env = self.env
         if k in self.answers:
-            why = self._match(rec, args, kwargs, env)
-            if why is not None:
-                return self.leave(f"{name} gets {why}", device, name, args, kwargs)
+            want = rec.args
+            if len(args) != len(want) or (kwargs or rec.kwargs) and \
+                    kwargs.keys() != rec.kwargs.keys():
+                return self.leave(f"{name} gets other arguments than the recording's",
+                                  device, name, args, kwargs)
+            for w, g in zip(want, args):
+                if g is not w and (type(w) is not Slot or g is not env.get(w.i, _MISSING)):
+                    why = self._same(w, g)
+                    if why is not None:
+                        return self.leave(f"{name} gets {why}", device, name, args, kwargs)
+            if rec.kwargs:
+                for key, w in rec.kwargs.items():
+                    why = self._same(w, kwargs[key])
+                    if why is not None:
+                        return self.leave(f"{name} gets {why}", device, name, args, kwargs)
             out = rec.out
             out = env[out.i] if type(out) is Slot else answer(out, env)
         else:
-            out = fn(*args, **kwargs)
+            out = getattr(inner, name)(*args, **kwargs)
             store(rec.out, out, env, self.ids)
         self.cursor = k + 1
-        for i in path.drops[k]:
-            env.pop(i, None)
+        drops = path.drops[k]
+        if drops:
+            for i in drops:
+                env.pop(i, None)
         if k + 1 in path.mid:  # after an in-place call: the next stretch runs ahead
             self.ahead(k + 1, path.marks[k])
         return out
-
-    def _match(self, rec, args, kwargs, env):
-        """None where the call is the recorded one (the same arrays, the same constants),
-        else what differs. The common case, the very array of the slot or the very
-        constant, is decided inline; the rest by :meth:`_same`."""
-        want_args = rec.args
-        if len(args) != len(want_args) or (kwargs or rec.kwargs) and \
-                kwargs.keys() != rec.kwargs.keys():
-            return "other arguments than the recording's"
-        for want, got in zip(want_args, args):
-            if got is want or (type(want) is Slot and got is env.get(want.i, _MISSING)):
-                continue
-            why = self._same(want, got)
-            if why is not None:
-                return why
-        for key, want in rec.kwargs.items():
-            got = kwargs[key]
-            if got is want or (type(want) is Slot and got is env.get(want.i, _MISSING)):
-                continue
-            why = self._same(want, got)
-            if why is not None:
-                return why
-        return None
 
     def _same(self, want, got):
         kind = type(want)

@@ -26,13 +26,14 @@ MAX_RECORDINGS = 8  # recordings per signature, after which an unknown path stay
 AHEAD = "auto"
 """When a segment's program runs ahead of the Python: ``"auto"``, where it is more than
 the interpreter of the calls as recorded (a backend's compiled program, a fused plan);
-``"always"``, wherever a stretch has one (tests use it to run the machinery on cpu)."""
+``"always"``, wherever a stretch has one (tests use it to run the machinery on cpu);
+``"never"``: every split call is the eager call (to compare)."""
 
 
 def pays(program) -> bool:
     """Whether running ``program`` ahead can beat making its calls (see the module)."""
-    if AHEAD == "always":
-        return True
+    if AHEAD != "auto":
+        return AHEAD == "always"
     runner = program.runner()
     return program.plan is not program or not getattr(runner, "interpreted", False)
 
