@@ -14,6 +14,9 @@ same step with the reads moved after the call (fully captured). Host time as in
 bench_compile.py: the step's time minus the time inside the backend's hooks (the segment
 programs' calls count as inside). All must end with the same weights and values read,
 bit for bit. ``--clock cpu`` times the process's CPU time (on a shared machine).
+``--bare`` times without the timing wrapper (no host columns): a backend's own
+``compile_program`` (opencl's launch list) falls back to the interpreter on a wrapped
+table, so there "split" would measure the call run as the eager one.
 """
 
 from __future__ import annotations
@@ -22,8 +25,8 @@ import argparse
 import time
 import warnings
 
-import numpy as np
 import bench_compile
+import numpy as np
 from bench_compile import BATCH, CLASSES, TimedOps, model_and_input
 
 import fastnn as fnn
@@ -101,14 +104,15 @@ def setup(name, backend, mode, breaks=1):
 MODES = ("eager", "split", "ahead", "whole")
 
 
-def run(name, backend, steps, breaks=1, warmup=3):
+def run(name, backend, steps, breaks=1, warmup=3, bare=False):
     """Per mode: (median step seconds, median host seconds); whether all ended equal.
     The modes take turns step by step, so a busy machine slows them alike."""
     runs = {mode: setup(name, backend, mode, breaks) for mode in MODES}
     clock = bench_compile.CLOCK[0]
     device = as_device(backend)
     timed = TimedOps(device.ops)
-    device.ops = timed
+    if not bare:
+        device.ops = timed
     totals = {mode: [] for mode in MODES}
     hosts = {mode: [] for mode in MODES}
     try:
@@ -124,7 +128,8 @@ def run(name, backend, steps, breaks=1, warmup=3):
                         totals[mode].append(elapsed)
                         hosts[mode].append(elapsed - timed.inside)
     finally:
-        device.ops = timed._inner
+        if not bare:
+            device.ops = timed._inner
     weights = [[np.asarray(v) for v in runs[m][1].state_dict().values()] for m in MODES]
     same = len({repr(runs[m][2]) for m in MODES}) == 1 and all(
         np.array_equal(a, b) for other in weights[1:] for a, b in zip(weights[0], other))
@@ -138,6 +143,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--breaks", default="1,2")
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
+    parser.add_argument("--bare", action="store_true", help="no timing wrapper")
     args = parser.parse_args()
     if args.clock == "cpu":
         bench_compile.CLOCK[0] = time.process_time
@@ -146,11 +152,12 @@ def main() -> None:
     for backend in args.backends.split(","):
         for name in args.models.split(","):
             for breaks in map(int, args.breaks.split(",")):
-                times, same = run(name, backend, args.steps, breaks)
+                times, same = run(name, backend, args.steps, breaks, bare=args.bare)
                 (e, eh), (s, sh), (a, ah), (c, ch) = (times[m] for m in MODES)
+                host = "-" if args.bare else (f"{eh * 1e3:5.2f}/{sh * 1e3:5.2f}/"
+                                              f"{ah * 1e3:5.2f}/{ch * 1e3:5.2f}")
                 print(f"{name:8} {backend:7} {breaks:6} {e * 1e3:9.3f} {s / e:11.2f} "
-                      f"{a / e:11.2f} {c / e:11.2f} {eh * 1e3:5.2f}/{sh * 1e3:5.2f}/"
-                      f"{ah * 1e3:5.2f}/{ch * 1e3:5.2f}  {same}")
+                      f"{a / e:11.2f} {c / e:11.2f} {host:>24}  {same}")
 
 
 if __name__ == "__main__":
