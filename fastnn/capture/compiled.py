@@ -78,7 +78,8 @@ class Compiled:
         self._cache: OrderedDict = OrderedDict()  # signature key -> [Entry]
         self._said: set = set()
         # and, once a step has graph breaks, "split": its calls that ran through their
-        # segments, "ahead": segment programs run ahead of the Python
+        # segments, "ahead": segment programs run ahead of the Python, "plain": split
+        # calls run as the eager call, where no segment program pays (split.py)
         self.stats = {"recorded": 0, "replayed": 0, "eager": 0}
         self._last = None  # the entry of the latest call
         functools.update_wrapper(self, fn, updated=())
@@ -243,7 +244,8 @@ def compile(fn=None, *, fullgraph: bool = True, max_signatures: int = 8):  # noq
     naming the line; with ``fullgraph=False`` the program is split there (a graph
     break, said once per line): its segments run compiled and the function's Python
     runs every call as eagerly, its backend calls answered from the segments' results
-    (:mod:`fastnn.capture.segments`). The learning rate, step counts and random seeds
+    where a backend's compiled program beats its hooks, else made as eagerly
+    (:mod:`fastnn.capture.split`). The learning rate, step counts and random seeds
     are read at every replay.
     ``step.program()`` prints the program.
     """
