@@ -10,6 +10,8 @@ import os
 import sys
 from threading import get_ident
 
+import numpy as np
+
 from fastnn.api.program import Seq, Slot
 from fastnn.capture.record import CHECKS
 
@@ -93,3 +95,13 @@ def store(template, value, env, ids) -> None:
     elif kind is Seq and isinstance(value, (list, tuple)):
         for item, part in zip(template.items, value):
             store(item, part, env, ids)
+
+
+def same_value(a, b) -> bool:
+    """Whether two host arrays hold the same values, bit for bit (a value read at a break,
+    a constant): NaN equals NaN, 0.0 and -0.0 differ."""
+    try:
+        return a.shape == b.shape and a.dtype == b.dtype and (
+            a is b or np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes())
+    except (AttributeError, TypeError, ValueError):
+        return False

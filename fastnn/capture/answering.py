@@ -13,10 +13,9 @@ from threading import get_ident
 import numpy as np
 
 from fastnn.api.program import Seq, Slot
-from fastnn.capture.answer_ops import answer, read_by_a_check, store
+from fastnn.capture.answer_ops import answer, read_by_a_check, same_value, store
 from fastnn.capture.leaving import Leaving
-from fastnn.capture.segments import Path
-from fastnn.capture.split import same_value
+from fastnn.capture.segments import MAX_RECORDINGS, Path
 from fastnn.ops import tensor as tensor_module
 from fastnn.ops.tensor import Tensor
 
@@ -228,8 +227,5 @@ class Run(Leaving):
             new = Path(path.name, recorder, snapshot, leaves, log.draws, base=path)
             self.compiled._say_breaks(new)
             split.add(new)
-        else:
-            from fastnn.capture.split import MAX_RECORDINGS
-
-            if split.recordings < MAX_RECORDINGS:
-                split.record_next = True
+        elif split.recordings < MAX_RECORDINGS:
+            split.record_next = True

@@ -10,6 +10,7 @@ import warnings
 
 from fastnn.api.program import slots_in
 from fastnn.capture.record import Cut, Recorder, RecordingOps, RngLog, user_line
+from fastnn.capture.segments import MAX_RECORDINGS
 from fastnn.capture.state import Snapshot
 from fastnn.ops import tensor as tensor_module
 
@@ -31,8 +32,6 @@ class Leaving:
         return device.ops
 
     def stop(self, why) -> None:
-        from fastnn.capture.split import MAX_RECORDINGS
-
         self.active, self.diverged = False, why
         if self.split.recordings < MAX_RECORDINGS and self.installed:
             self._resume_recording()

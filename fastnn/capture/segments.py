@@ -18,7 +18,7 @@ that call runs when the Python makes it, and the calls after it then run ahead. 
 Python makes another call than the recording (a branch taken the other way, a Python
 number changed), the rest of the call runs eagerly: correct, since no answer was given
 unchecked. fnn.compile says why once, and the rest of the call is recorded as a path of
-its own (up to :data:`fastnn.capture.split.MAX_PATHS` per signature). At a break, the
+its own (up to :data:`MAX_PATHS` per signature). At a break, the
 path whose values read so far equal this call's is chosen (a guard on the values read);
 else the latest path that ran through, whose calls are checked all the same.
 
@@ -35,6 +35,9 @@ from fastnn.api import fusion
 from fastnn.api.program import Program, Seq, Slot, impure, last_uses, slots_in
 from fastnn.capture.record import is_array
 from fastnn.ops.tensor import Tensor
+
+MAX_PATHS = 4  # recorded paths per signature (a branch on a value read at a break)
+MAX_RECORDINGS = 8  # recordings per signature, after which an unknown path stays eager
 
 
 class Stretch:

@@ -20,13 +20,10 @@ a break cost ~15 us a call.
 
 from __future__ import annotations
 
-import numpy as np
-
 from fastnn.api import program as programs
-from fastnn.capture.answer_ops import AnsweringOps
-
-MAX_PATHS = 4  # recorded paths per signature (a branch on a value read at a break)
-MAX_RECORDINGS = 8  # recordings per signature, after which an unknown path stays eager
+from fastnn.capture.answer_ops import AnsweringOps, same_value
+from fastnn.capture.answering import Run
+from fastnn.capture.segments import MAX_PATHS
 
 AHEAD = "auto"
 """When a segment's program runs ahead of the Python: ``"auto"``, where it is more than
@@ -100,8 +97,6 @@ class Split:
     def run(self, compiled, args, kwargs, leaves, devices):
         """One call: the eager call itself where no program pays, else segment 1 ahead,
         then the function's Python with answered calls."""
-        from fastnn.capture.answering import Run
-
         if not self.runs_ahead(devices):
             stats = compiled.stats
             stats["split"] = stats.get("split", 0) + 1
@@ -135,13 +130,3 @@ class Split:
                 dev.ops = ops
         run.finish()
         return result
-
-
-def same_value(a, b) -> bool:
-    """Whether two host arrays hold the same values, bit for bit (a value read at a break,
-    a constant): NaN equals NaN, 0.0 and -0.0 differ."""
-    try:
-        return a.shape == b.shape and a.dtype == b.dtype and (
-            a is b or np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes())
-    except (AttributeError, TypeError, ValueError):
-        return False
