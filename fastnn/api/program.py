@@ -228,6 +228,7 @@ def interpreter(program: Program, special: dict | None = None):
     source = "\n".join(lines)
     scope = dict(names)
     exec(compile(source, f"<fnn.compile {program.name}>", "exec"), scope)  # noqa: S102
+    scope["run"].interpreted = not special  # the hooks as recorded, nothing of a backend's
     return scope["run"]
 
 

@@ -4,8 +4,8 @@ See :mod:`fastnn.capture.compiled` (the entry point), :mod:`fastnn.capture.recor
 recording), :mod:`fastnn.capture.build` (binding a recording to the step's inputs and
 outputs), :mod:`fastnn.capture.entry` (a signature's replay and checks),
 :mod:`fastnn.capture.state` (what a step reads and writes outside its arguments),
-:mod:`fastnn.capture.segments` and :mod:`fastnn.capture.answering` (graph breaks: a
-step run as compiled segments with its Python kept) and
+:mod:`fastnn.capture.segments`, :mod:`fastnn.capture.split` and the modules it names
+(graph breaks: a step run as compiled segments with its Python kept) and
 :mod:`fastnn.api.program` (the program, its passes, its interpreter: in the backend
 contract, since a backend may compile programs itself).
 """

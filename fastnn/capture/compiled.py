@@ -27,8 +27,9 @@ import numpy as np
 from fastnn.api import program as programs
 from fastnn.api.device import _cache as _devices
 from fastnn.autograd import grad_mode
-from fastnn.capture import answering, build, segments
+from fastnn.capture import build, segments
 from fastnn.capture.record import CaptureError, Recorder, RecordingOps, RngLog
+from fastnn.capture.split import Split
 from fastnn.capture.state import Snapshot
 from fastnn.ops import tensor as tensor_module
 from fastnn.ops.tensor import Tensor
@@ -77,7 +78,8 @@ class Compiled:
         self._cache: OrderedDict = OrderedDict()  # signature key -> [Entry]
         self._said: set = set()
         # and, once a step has graph breaks, "split": its calls that ran through their
-        # segments, "ahead": segment programs run ahead of the Python
+        # segments, "ahead": segment programs run ahead of the Python, "plain": split
+        # calls run as the eager call, where no segment program pays (split.py)
         self.stats = {"recorded": 0, "replayed": 0, "eager": 0}
         self._last = None  # the entry of the latest call
         functools.update_wrapper(self, fn, updated=())
@@ -90,7 +92,7 @@ class Compiled:
                 if entry.guards_hold():
                     self._cache.move_to_end(key)
                     self._last = entry
-                    if type(entry) is answering.Split:
+                    if type(entry) is Split:
                         if entry.wants_recording():
                             return self._record(key, args, kwargs, leaves, entry)
                         return entry.run(self, args, kwargs, leaves, _devices_of(leaves))
@@ -135,7 +137,7 @@ class Compiled:
             if split is not None:
                 split.add(path)
                 return result
-            entry = answering.Split(path)
+            entry = Split(path)
         else:
             entry = build.build(self.name, recorder, snapshot, leaves, log.draws, result)
         if entry.eager is not None and entry.eager not in self._said:
@@ -205,7 +207,7 @@ class Compiled:
                                "call it once to record its program")
         entry = self._last if index is None and self._last is not None else entries[
             -1 if index is None else index]
-        if type(entry) is answering.Split:
+        if type(entry) is Split:
             text = entry.paths[0].text()
         else:
             text = entry.program.text() if entry.program is not None else (
@@ -242,7 +244,8 @@ def compile(fn=None, *, fullgraph: bool = True, max_signatures: int = 8):  # noq
     naming the line; with ``fullgraph=False`` the program is split there (a graph
     break, said once per line): its segments run compiled and the function's Python
     runs every call as eagerly, its backend calls answered from the segments' results
-    (:mod:`fastnn.capture.segments`). The learning rate, step counts and random seeds
+    where a backend's compiled program beats its hooks, else made as eagerly
+    (:mod:`fastnn.capture.split`). The learning rate, step counts and random seeds
     are read at every replay.
     ``step.program()`` prints the program.
     """

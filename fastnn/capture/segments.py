@@ -18,11 +18,11 @@ that call runs when the Python makes it, and the calls after it then run ahead. 
 Python makes another call than the recording (a branch taken the other way, a Python
 number changed), the rest of the call runs eagerly: correct, since no answer was given
 unchecked. fnn.compile says why once, and the rest of the call is recorded as a path of
-its own (up to :data:`fastnn.capture.answering.MAX_PATHS` per signature). At a break, the
+its own (up to :data:`MAX_PATHS` per signature). At a break, the
 path whose values read so far equal this call's is chosen (a guard on the values read);
 else the latest path that ran through, whose calls are checked all the same.
 
-This module plans a recorded path; :mod:`fastnn.capture.answering` runs a call on it.
+This module plans a recorded path; :mod:`fastnn.capture.split` runs a call on it.
 """
 
 from __future__ import annotations
@@ -36,16 +36,20 @@ from fastnn.api.program import Program, Seq, Slot, impure, last_uses, slots_in
 from fastnn.capture.record import is_array
 from fastnn.ops.tensor import Tensor
 
+MAX_PATHS = 4  # recorded paths per signature (a branch on a value read at a break)
+MAX_RECORDINGS = 8  # recordings per signature, after which an unknown path stays eager
+
 
 class Stretch:
     """Calls from ``start`` up to the next in-place call or break: ``answered`` are those
     its program runs ahead (from ``draws``, the draws the Python made before it)."""
 
-    __slots__ = ("start", "stop", "answered", "program", "draws")
+    __slots__ = ("start", "stop", "answered", "program", "draws", "pays")
 
     def __init__(self, start, stop, answered, program, draws):
         self.start, self.stop, self.answered = start, stop, answered
         self.program, self.draws = program, draws
+        self.pays = True  # whether its program runs ahead (fastnn.capture.split.pays)
 
 
 class Path:

@@ -10,7 +10,15 @@ import pytest
 import fastnn as fnn
 import fastnn.functional as F
 from fastnn import nn, optim
+from fastnn.capture import split as splits
 from fastnn.ops.tensor import host_rng
+
+
+@pytest.fixture(autouse=True)
+def _programs_run_ahead(monkeypatch):
+    """The segments' programs run ahead of the Python even where they do not pay (on cpu,
+    see fastnn.capture.split): these tests are about that machinery."""
+    monkeypatch.setattr(splits, "AHEAD", "always")
 
 
 def _model_and_optimizer(opt_name):
@@ -246,3 +254,147 @@ def test_an_error_after_a_break_leaves_the_tables_as_they_were():
         assert isinstance(host_rng(), np.random.Generator)  # and no logging generator
         out = compiled(x)
         assert calls["n"] == 4 and np.array_equal(out.numpy(), (model(x).sum() * 2).numpy())
+
+
+# ---------------------------------------------------------------- where programs pay
+def _auto(monkeypatch):
+    monkeypatch.setattr(splits, "AHEAD", "auto")
+
+
+def test_pays_only_beyond_the_plain_interpreter(monkeypatch):
+    """A program pays when its plan is fused or its runner is a backend's own, not when it
+    is the core's interpreter of the calls as recorded."""
+    _auto(monkeypatch)
+
+    class Plan:
+        def __init__(self, interpreted, fused):
+            self.plan = object() if fused else self
+            self.run = lambda env: env
+            if interpreted is not None:
+                self.run.interpreted = interpreted
+
+        def runner(self):
+            return self.run
+
+    assert not splits.pays(Plan(True, fused=False))
+    assert splits.pays(Plan(True, fused=True))
+    assert splits.pays(Plan(False, fused=False))
+    assert splits.pays(Plan(None, fused=False))  # a backend's runner, unmarked
+    monkeypatch.setattr(splits, "AHEAD", "never")
+    assert not splits.pays(Plan(None, fused=True))
+
+
+@pytest.mark.parametrize("opt_name", ["sgd", "adam"])
+def test_on_cpu_a_split_call_is_the_eager_call(opt_name, capsys, monkeypatch):
+    """cpu's segment programs are its hooks interpreted (every value leaves a split
+    segment), so the call runs as the eager call: the same values, draws, prints and
+    reads, and no program runs ahead."""
+    _auto(monkeypatch)
+    eager, l1, seen1, rng1, _ = _run(opt_name, compiled=False)
+    printed1 = capsys.readouterr().out
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled, l2, seen2, rng2, step = _run(opt_name, compiled=True)
+    printed2 = capsys.readouterr().out
+    _compare(eager, compiled)
+    assert all(np.array_equal(a, b) for a, b in zip(l1, l2))
+    assert seen1 == seen2 and printed1 == printed2 and rng1 == rng2
+    assert step.stats["split"] == step.stats["plain"] == 18 and "ahead" not in step.stats
+    said = [str(w.message) for w in caught if "graph break" in str(w.message)]
+    assert len(said) == 3, said  # once per break site: .item(), printing, float()
+
+
+def test_on_cpu_a_changed_branch_still_takes_its_way(monkeypatch):
+    """A branch on the value read takes both ways in turn; the eager call takes each as
+    eager does, with the one recording it made."""
+    _auto(monkeypatch)
+
+    def train(compiled):
+        model, opt = _model_and_optimizer("adam")
+        ways = []
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            if loss.item() > 1.2:
+                ways.append("big")
+                (loss * 0.5).backward()
+            else:
+                ways.append("small")
+                loss.backward()
+            opt.step()
+            return loss
+
+        if compiled:
+            step = fnn.compile(step, fullgraph=False)
+        losses = [step(x, y).numpy() for x, y in
+                  _batches(12, scale=lambda i: 8.0 if i % 3 == 0 else 0.2)]
+        return (model, opt), ways, losses, step
+
+    eager, ways1, l1, _ = train(False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled, ways2, l2, step = train(True)
+    assert ways1 == ways2 and {"big", "small"} <= set(ways1)
+    assert all(np.array_equal(a, b) for a, b in zip(l1, l2))
+    _compare(eager, compiled)
+    assert step.stats["eager"] == 0 and step.stats["plain"] == step.stats["split"]
+
+
+def test_a_program_that_pays_runs_ahead_under_auto(monkeypatch):
+    """Where a backend's compiled program is more than the interpreter, auto runs the
+    segments ahead (here a runner made unmarked stands for a backend's own), and the
+    results are still eager's bit for bit."""
+    from fastnn.api import program as programs
+
+    _auto(monkeypatch)
+    plain = programs.compile_program
+
+    def own(program):
+        run = plain(program)
+        return lambda env: run(env)  # not marked as the interpreter
+
+    monkeypatch.setattr(programs, "compile_program", own)
+    eager, l1, seen1, rng1, _ = _run("adam", compiled=False, calls=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled, l2, seen2, rng2, step = _run("adam", compiled=True, calls=8)
+    _compare(eager, compiled)
+    assert all(np.array_equal(a, b) for a, b in zip(l1, l2))
+    assert seen1 == seen2 and rng1 == rng2
+    assert "plain" not in step.stats and step.stats["ahead"] >= 3 * step.stats["split"]
+
+
+@pytest.mark.skipif(not any(r.name == "opencl" and r.available for r in fnn.backends()),
+                    reason="needs the opencl backend")
+def test_on_opencl_segments_run_ahead_and_equal_eager(monkeypatch):
+    """opencl's compile_program is a launch list, which pays: the segments run ahead."""
+    _auto(monkeypatch)
+
+    def run(compiled):
+        fnn.manual_seed(0)
+        model = nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 3)).to("opencl")
+        opt = optim.Adam(model.parameters(), lr=0.01)
+        seen = []
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            seen.append(loss.item())
+            loss.backward()
+            opt.step()
+            seen.append(model[0].weight[0].tolist())
+            return loss
+
+        if compiled:
+            step = fnn.compile(step, fullgraph=False)
+        for x, y in _batches(6):
+            step(x.to("opencl"), y.to("opencl"))
+        return [p.numpy() for p in model.parameters()], seen, step
+
+    p1, seen1, _ = run(False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        p2, seen2, step = run(True)
+    assert seen1 == seen2 and all(np.array_equal(a, b) for a, b in zip(p1, p2))
+    assert step.stats["ahead"] >= 2 * step.stats["split"] > 0
