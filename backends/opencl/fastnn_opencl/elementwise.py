@@ -113,9 +113,13 @@ def launch(group: int, name: str, inputs: list, out_dtype: str, shape: tuple, pa
             args.append(int8_vector(tuple(reversed(next(strided_iter)))))
     arg_dtypes.append(NP_TYPES[out_dtype])
     args.append(param)
-    defines = _defines(group, inputs, modes, out_dtype, rank, extra_defines)
+    grid = 0 < rank <= 3
+    defines = _defines(group, inputs, modes, out_dtype, rank,
+                       extra_defines + ((("GRID", 1),) if grid else ()))
     kernel = dev.kernel(FILE, name, defines, arg_dtypes)
-    kernel(dev.queue, (rounded(n),), None, *args)
+    # strided inputs of at most 3 collapsed axes: those axes are the NDRange (no divisions)
+    size = tuple(reversed(coll_shape)) if grid else (rounded(n),)
+    kernel(dev.queue, size, None, *args)
     return out
 
 
