@@ -18,7 +18,7 @@ import threading
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
-from fastnn_opencl import fast_launch
+from fastnn_opencl import fast_launch, unary_vec
 from fastnn_opencl.runtime import (
     CL_TYPES,
     MAX_NDIM,
@@ -263,7 +263,11 @@ def _unary(name: str, x: CLArray, param=0) -> CLArray:
 def _make_unary(op):
     name = "k_" + op
 
+    vector = op in unary_vec.OPS
+
     def impl(x):
+        if vector and x.size >= unary_vec.MIN_SIZE and unary_vec.wanted(op, x):
+            return unary_vec.launch(op, x)
         out = fast_launch.unary(1 if x.dtype.startswith("float") else 2, name, x)
         return _unary(name, x) if out is None else out
 
