@@ -73,8 +73,14 @@ def _width(arrays: list, sizes: tuple) -> int:
     return 1
 
 
-def _defines(x: CLArray, mask, width: int) -> tuple:
-    return (("T", CL_TYPES[x.dtype]), ("HAS_MASK", int(mask is not None)), ("VW", width))
+REGISTER_VECTORS = 8  # the most vectors per row kept in registers (NE, NEV)
+
+
+def _defines(x: CLArray, mask, width: int, e: int, ev: int) -> tuple:
+    defines = (("T", CL_TYPES[x.dtype]), ("HAS_MASK", int(mask is not None)), ("VW", width))
+    if width > 1 and max(e, ev) // width <= REGISTER_VECTORS:
+        defines += (("NE", e // width), ("NEV", ev // width))
+    return defines
 
 
 @hookimpl
@@ -93,7 +99,7 @@ def attention(q, k, v, mask, scale):
         q.data, 0, st[0])
     q, k, v = arrays[:3]
     width = _width([q, k, v], (e, ev))
-    kernel = dev.kernel(FILE, "k_attention", _defines(q, mask, width),
+    kernel = dev.kernel(FILE, "k_attention", _defines(q, mask, width, e, ev),
                         [None, None, None, _I, None, None, _I, None, None, _I, None,
                          None, _I, None, _I, _I, _I, _I, NP_TYPES[q.dtype]])
     kernel(dev.queue, (rounded(length, WG), b2, b1), (WG, 1, 1),
@@ -116,7 +122,7 @@ def attention_backward(q, k, v, weights, grad, scale):
         weights = elementwise.copy(weights)
     (q, k, v, grad), b1, b2, st = _prepare(lead, [q, k, v, _broadcast(grad, lead + (length, ev))])
     ds = dev.empty(weights.shape, q.dtype)
-    defines = _defines(q, None, _width([q, k, v, grad], (e, ev)))
+    defines = _defines(q, None, _width([q, k, v, grad], (e, ev)), e, ev)
     t = NP_TYPES[q.dtype]
     first = dev.kernel(FILE, "k_attention_dq", defines,
                        [None, None, None, None, _I, None, None, _I, None, None, _I, None,

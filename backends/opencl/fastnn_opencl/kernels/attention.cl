@@ -32,6 +32,13 @@ typedef VT __attribute__((aligned(sizeof(T)))) VT_UNALIGNED;
 #endif
 
 #define BASE(p, off, st) ((p) + (off) + b1 * (st).x + b2 * (st).y)
+#define UNROLL _Pragma("unroll")
+// NE = E / VW and NEV = EV / VW where the host fixes them (a few vectors, contiguous
+// features): a row's vectors then live in registers across the loop over the other rows,
+// which reads each of its rows once (register arrays need compile-time bounds)
+#ifdef NE
+#define ZERO(a, n) UNROLL for (int u = 0; u < n; ++u) a[u] = (VT)0;
+#endif
 
 // out (.., L, EV) = softmax(q k^T scale, masked) v; w (.., L, S) the softmax weights
 __kernel void k_attention(__global T *out, __global T *w,
@@ -51,6 +58,10 @@ __kernel void k_attention(__global T *out, __global T *w,
 #if HAS_MASK
     __global const uchar *mi = BASE(m, m_off, ms) + i * ms.z;
 #endif
+#ifdef NE
+    VT qr[NE];
+    UNROLL for (int u = 0; u < NE; ++u) qr[u] = VLOAD(qi + u * VW);
+#endif
     T mx = (T)(-INFINITY);
     for (int j = 0; j < S; ++j) {
         T s = (T)(-INFINITY);
@@ -60,8 +71,12 @@ __kernel void k_attention(__global T *out, __global T *w,
         {
             __global const T *kj = kb + j * ks.z;
             VT acc = (VT)0;
+#ifdef NE
+            UNROLL for (int u = 0; u < NE; ++u) acc += qr[u] * VLOAD(kj + u * VW);
+#else
             for (int e = 0; e < E; e += VW)
                 acc += VLOAD(qi + e * qs.w) * VLOAD(kj + e * ks.w);
+#endif
             s = HSUM(acc) * scale;  // the composite's rounding: scores in T, then scaled
         }
         wi[j] = s;
@@ -86,6 +101,17 @@ __kernel void k_attention(__global T *out, __global T *w,
     for (j = 0; j < S; ++j)
         wi[j] /= sum;
     __global T *oi = out + ((long)row * L + i) * EV;
+#ifdef NE
+    VT o[NEV];
+    ZERO(o, NEV)
+    for (j = 0; j < S; ++j) {
+        const VT p = (VT)(wi[j]);
+        __global const T *vj = vb + j * vs.z;
+        UNROLL for (int u = 0; u < NEV; ++u) o[u] += p * VLOAD(vj + u * VW);
+    }
+    UNROLL for (int u = 0; u < NEV; ++u) VSTORE(o[u], oi + u * VW);
+    return;
+#endif
     for (int c = 0; c < EV; c += VW) {
         VT acc = (VT)0;
         for (int j = 0; j < S; ++j)
@@ -111,19 +137,40 @@ __kernel void k_attention_dq(__global T *dq, __global T *ds, __global const T *w
     __global const T *gi = BASE(g, g_off, gs) + i * gs.z;
     __global const T *kb = BASE(k, k_off, ks);
     __global const T *vb = BASE(v, v_off, vs);
+#ifdef NE
+    VT gr[NEV];
+    UNROLL for (int u = 0; u < NEV; ++u) gr[u] = VLOAD(gi + u * VW);
+#endif
     T dot = 0;
     for (int j = 0; j < S; ++j) {
         __global const T *vj = vb + j * vs.z;
         VT acc = (VT)0;
+#ifdef NE
+        UNROLL for (int u = 0; u < NEV; ++u) acc += gr[u] * VLOAD(vj + u * VW);
+#else
         for (int c = 0; c < EV; c += VW)
             acc += VLOAD(gi + c * gs.w) * VLOAD(vj + c * vs.w);
+#endif
         const T dw = HSUM(acc);
         dsi[j] = dw;
         dot += dw * wi[j];
     }
+    __global T *dqi = dq + ((long)row * L + i) * E;
+#ifdef NE
+    VT a[NE];
+    ZERO(a, NE)
+    for (int j = 0; j < S; ++j) {
+        const T d = wi[j] * (dsi[j] - dot) * scale;
+        dsi[j] = d;
+        const VT p = (VT)d;
+        __global const T *kj = kb + j * ks.z;
+        UNROLL for (int u = 0; u < NE; ++u) a[u] += p * VLOAD(kj + u * VW);
+    }
+    UNROLL for (int u = 0; u < NE; ++u) VSTORE(a[u], dqi + u * VW);
+    return;
+#endif
     for (int j = 0; j < S; ++j)
         dsi[j] = wi[j] * (dsi[j] - dot) * scale;
-    __global T *dqi = dq + ((long)row * L + i) * E;
     for (int e = 0; e < E; e += VW) {
         VT acc = (VT)0;
         for (int j = 0; j < S; ++j)
@@ -147,6 +194,20 @@ __kernel void k_attention_dkv(__global T *dk, __global T *dv, __global const T *
     __global const T *gb = BASE(g, g_off, gs);
     __global T *dkj = dk + ((long)row * S + j) * E;
     __global T *dvj = dv + ((long)row * S + j) * EV;
+#ifdef NE
+    VT a[NE], b[NEV];
+    ZERO(a, NE)
+    ZERO(b, NEV)
+    for (int i = 0; i < L; ++i) {
+        const VT p = (VT)(dsj[(long)i * S]), pw = (VT)(wj[(long)i * S]);
+        __global const T *qi = qb + i * qs.z, *gi = gb + i * gs.z;
+        UNROLL for (int u = 0; u < NE; ++u) a[u] += p * VLOAD(qi + u * VW);
+        UNROLL for (int u = 0; u < NEV; ++u) b[u] += pw * VLOAD(gi + u * VW);
+    }
+    UNROLL for (int u = 0; u < NE; ++u) VSTORE(a[u], dkj + u * VW);
+    UNROLL for (int u = 0; u < NEV; ++u) VSTORE(b[u], dvj + u * VW);
+    return;
+#endif
     for (int e = 0; e < E; e += VW) {
         VT acc = (VT)0;
         for (int i = 0; i < L; ++i)
