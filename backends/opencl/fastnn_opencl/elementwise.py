@@ -113,7 +113,7 @@ def launch(group: int, name: str, inputs: list, out_dtype: str, shape: tuple, pa
             args.append(int8_vector(tuple(reversed(next(strided_iter)))))
     arg_dtypes.append(NP_TYPES[out_dtype])
     args.append(param)
-    grid = 0 < rank <= 3
+    grid = 0 < rank <= GRID_RANK
     defines = _defines(group, inputs, modes, out_dtype, rank,
                        extra_defines + ((("GRID", 1),) if grid else ()))
     kernel = dev.kernel(FILE, name, defines, arg_dtypes)
@@ -156,6 +156,7 @@ class _Plan:
 
 
 _plans = threading.local()
+GRID_RANK = 3  # strided launches of this rank or less run on a grid NDRange
 _strides: dict = {}  # shape -> its contiguous strides
 
 
