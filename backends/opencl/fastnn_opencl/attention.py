@@ -78,7 +78,7 @@ REGISTER_VECTORS = 8  # the most vectors per row kept in registers (NE, NEV)
 
 def _defines(x: CLArray, mask, width: int, e: int, ev: int) -> tuple:
     defines = (("T", CL_TYPES[x.dtype]), ("HAS_MASK", int(mask is not None)), ("VW", width))
-    if width > 1 and max(e, ev) // width <= REGISTER_VECTORS:
+    if width > 1 and min(e, ev) > 0 and max(e, ev) // width <= REGISTER_VECTORS:
         defines += (("NE", e // width), ("NEV", ev // width))
     return defines
 
