@@ -18,7 +18,7 @@ import threading
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
-from fastnn_opencl import fast_launch
+from fastnn_opencl import fast_launch, unary_vec
 from fastnn_opencl.runtime import (
     CL_TYPES,
     MAX_NDIM,
@@ -113,9 +113,13 @@ def launch(group: int, name: str, inputs: list, out_dtype: str, shape: tuple, pa
             args.append(int8_vector(tuple(reversed(next(strided_iter)))))
     arg_dtypes.append(NP_TYPES[out_dtype])
     args.append(param)
-    defines = _defines(group, inputs, modes, out_dtype, rank, extra_defines)
+    grid = 0 < rank <= GRID_RANK
+    defines = _defines(group, inputs, modes, out_dtype, rank,
+                       extra_defines + ((("GRID", 1),) if grid else ()))
     kernel = dev.kernel(FILE, name, defines, arg_dtypes)
-    kernel(dev.queue, (rounded(n),), None, *args)
+    # strided inputs of at most 3 collapsed axes: those axes are the NDRange (no divisions)
+    size = tuple(reversed(coll_shape)) if grid else (rounded(n),)
+    kernel(dev.queue, size, None, *args)
     return out
 
 
@@ -152,6 +156,7 @@ class _Plan:
 
 
 _plans = threading.local()
+GRID_RANK = 3  # strided launches of this rank or less run on a grid NDRange
 _strides: dict = {}  # shape -> its contiguous strides
 
 
@@ -259,7 +264,11 @@ def _unary(name: str, x: CLArray, param=0) -> CLArray:
 def _make_unary(op):
     name = "k_" + op
 
+    vector = op in unary_vec.OPS
+
     def impl(x):
+        if vector and x.size >= unary_vec.MIN_SIZE and unary_vec.wanted(op, x):
+            return unary_vec.launch(op, x)
         out = fast_launch.unary(1 if x.dtype.startswith("float") else 2, name, x)
         return _unary(name, x) if out is None else out
 

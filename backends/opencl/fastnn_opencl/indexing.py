@@ -13,6 +13,7 @@ from fastnn_opencl.runtime import CL_TYPES, MAX_NDIM, NP_TYPES, CLArray, contigu
 from fastnn_opencl.runtime import cl as _cl
 
 FILE = "indexing.cl"
+VIEWS = "views.cl"
 _I = np.int32
 
 
@@ -54,8 +55,20 @@ def write(dst: CLArray, src: CLArray) -> None:
         raise ValueError(f"opencl: a write into a view of rank {dst.ndim} > {MAX_NDIM}")
     if src.data is dst.data and src.offset == dst.offset and src.strides == dst.strides:
         return  # the same memory (an optimizer step updated it in place)
-    src = _dense(src)
     dev = dst.dev
+    shape, (dst_st, src_st) = elementwise.collapse(dst.shape, [dst.strides, src.strides])
+    if len(shape) <= 4 and not (dst.is_contiguous and src.is_contiguous):
+        pad = 4 - len(shape)
+        shape = tuple(reversed(shape)) + (1,) * pad  # innermost first
+        from pyopencl.cltypes import make_int4 as vec
+
+        kernel = dev.kernel(VIEWS, "k_write_view", (("T", CL_TYPES[dst.dtype]),),
+                            [None, _I, None, None, _I, None, _I])
+        kernel(dev.queue, (shape[0], shape[1], shape[2] * shape[3]), None, dst.data,
+               dst.offset, vec(*reversed(dst_st), *(0,) * pad), src.data, src.offset,
+               vec(*reversed(src_st), *(0,) * pad), shape[2])
+        return
+    src = _dense(src)
     # one buffer copy (the strided kernel divides per element); not within one buffer, where
     # the regions may overlap (a copy between overlapping regions is an OpenCL error)
     if dst.is_contiguous and src.data is not dst.data:

@@ -90,12 +90,38 @@
 #define IDX_STEPS STEP(s0) STEP(s1) STEP(s2) STEP(s3) STEP(s4) STEP(s5) STEP(s6) STEP(s7)
 #endif
 
+#if GRID
+// GRID: the (at most 3) collapsed axes are the NDRange's, so no element divides its index
+// (PoCL runs an integer division per axis and element unvectorised: 10x a flat launch)
+#if MODE0 == 1
+#define GADV0 o0 += c0 * st0.s0 + c1 * st0.s1 + c2 * st0.s2;
+#else
+#define GADV0
+#endif
+#if MODE1 == 1
+#define GADV1 o1 += c0 * st1.s0 + c1 * st1.s1 + c2 * st1.s2;
+#else
+#define GADV1
+#endif
+#if MODE2 == 1
+#define GADV2 o2 += c0 * st2.s0 + c1 * st2.s1 + c2 * st2.s2;
+#else
+#define GADV2
+#endif
+#define HEAD(name) __kernel void name(__global TO *out, const int n, const int8 shp \
+    ARGS(MODE0, 0, T0) ARGS(MODE1, 1, T1) ARGS(MODE2, 2, T2), const TO p) { \
+    const int c0 = get_global_id(0), c1 = get_global_id(1), c2 = get_global_id(2); \
+    const int i = (c2 * shp.s1 + c1) * shp.s0 + c0; \
+    (void)p; (void)n; \
+    INIT0 INIT1 INIT2 GADV0 GADV1 GADV2
+#else
 #define HEAD(name) __kernel void name(__global TO *out, const int n, const int8 shp \
     ARGS(MODE0, 0, T0) ARGS(MODE1, 1, T1) ARGS(MODE2, 2, T2), const TO p) { \
     int i = get_global_id(0); \
     if (i >= n) return; \
     (void)p; (void)shp; \
     INDEX
+#endif
 
 // ---- unary: y = f(x), x of type T0 == TO
 #define UNARY(name, expr) HEAD(name) \
