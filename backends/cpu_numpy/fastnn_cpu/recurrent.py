@@ -8,9 +8,25 @@ each over all steps (PyTorch's fused cell does the same per step).
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
+
+_SCRATCH = threading.local()
+
+
+def _scratch(name, shape, dtype):
+    """A work array of this thread's, reused from call to call (never returned): fresh
+    (T, N, 4H) work arrays every step cost the LSTM step ~1,600 page faults (4 ms of
+    system time on a 10 ms step) as the allocator gave the freed memory back to the
+    system and took it again; the floors and PyTorch fault none."""
+    kept = _SCRATCH.__dict__
+    a = kept.get(name)
+    if a is None or a.shape != shape or a.dtype != dtype:
+        a = kept[name] = np.empty(shape, dtype)
+    return a
 
 
 def _flat(a):
@@ -48,18 +64,44 @@ def _previous(seq, first, start, stop):
     return np.concatenate([np.asarray(first, seq.dtype)[None], seq[:stop - 1]])
 
 
+def _rows(x, h0):
+    """(T + 1, N, I + H + 1): step t's row is [x_t, h_{t-1}, 1], h0 in step 0's; a forward
+    writes h_t into step t + 1's h slot (the last row's x slot is zeros). One GEMM of a
+    row with [W_ih^T; W_hh^T; b] is a step's whole pre-activation (14 us at K = 81 where
+    the GEMM at K = 64, its add to the input projection and that projection's share took
+    19), and the rows of all steps are the weight gradients' right operand."""
+    t_len, n, size = x.shape
+    rows = np.empty((t_len + 1, n, size + h0.shape[1] + 1), x.dtype)
+    rows[:t_len, :, :size] = x
+    rows[t_len, :, :size] = 0
+    rows[0, :, size:-1] = h0
+    rows[..., -1] = 1
+    return rows
+
+
+def _own_rows(out, x):
+    """The rows behind ``out`` when this module's forward over ``x`` made it, else None."""
+    base = out.base
+    t_len, n, size = x.shape
+    if (not isinstance(base, np.ndarray) or base.dtype != out.dtype
+            or base.shape != (t_len + 1, n, size + out.shape[2] + 1)):
+        return None
+    view = base[1:, :, size:-1]
+    if view.strides != out.strides or view.ctypes.data != out.ctypes.data:
+        return None
+    return base
+
+
 def _weight_grads(flat, x, h0, out):
     """(dW_ih, dW_hh, db) of the gate gradients ``flat`` (T * N, G) in one GEMM:
     flat^T @ [x_t, h_{t-1}, 1] over all steps (one GEMM over K = I + H + 1 ran 1.3x
     faster than two GEMMs and a sum)."""
     t_len, n, size = x.shape
-    hid = out.shape[2]
-    rows = np.empty((t_len, n, size + hid + 1), flat.dtype)
-    rows[..., :size] = x
-    rows[0, :, size:-1] = h0
-    rows[1:, :, size:-1] = out[:-1]
-    rows[..., -1] = 1
-    dw = flat.T @ _flat(rows)
+    rows = _own_rows(out, x)
+    if rows is None:
+        rows = _rows(x, h0)
+        rows[1:, :, size:-1] = out
+    dw = flat.T @ _flat(rows[:t_len])
     return (np.ascontiguousarray(dw[:, :size]), np.ascontiguousarray(dw[:, size:-1]),
             np.ascontiguousarray(dw[:, -1]))
 
@@ -70,43 +112,34 @@ def lstm_layer(x, h0, c0, w_ih, w_hh, bias):
 
 
 def lstm_impl(x, h0, c0, w_ih, w_hh, bias):
-    """The input projection a block of steps at a time (one GEMM each), then per step one
-    GEMM and 9 ufuncs on contiguous (N, .) rows, all in PyTorch's gate order (so ``gates``
-    is made in place, with no copy after the loop)."""
+    """Per step one GEMM of [x_t, h_{t-1}, 1] (see _rows) straight into the step's gates,
+    then 8 ufuncs, all in PyTorch's gate order (``gates`` is made in place). ``out`` is a
+    view of the rows (the backward finds them again through it)."""
     t_len, n, size = x.shape
     hid = h0.shape[1]
     dtype = x.dtype
     scale, shift = _lstm_affine(hid, dtype)
-    w_x = np.ascontiguousarray((w_ih * scale[:, None]).T)  # (I, 4H)
-    # NOTE: contiguous: OpenBLAS ran h @ w_t 2x slower with w_t a transposed view.
-    w_h = np.ascontiguousarray((w_hh * scale[:, None]).T)  # (H, 4H)
-    b = bias * scale
-    xs = np.ascontiguousarray(x)
+    w = np.empty((size + hid + 1, 4 * hid), dtype)  # [W_ih^T; W_hh^T; b], sigmoid columns halved
+    w[:size] = w_ih.T
+    w[size:-1] = w_hh.T
+    w[-1] = bias
+    w *= scale
+    rows = _rows(x, h0)
     gates = np.empty((t_len, n, 4 * hid), dtype)
-    hs = np.empty((t_len + 1, n, hid), dtype)  # h0, then every step's h
-    cs = np.empty((t_len + 1, n, hid), dtype)
-    hs[0] = h0
+    cs = np.empty((t_len + 1, n, hid), dtype)  # c0, then every step's c
     cs[0] = c0
-    rec = np.empty((n, 4 * hid), dtype)
     ig = np.empty((n, hid), dtype)
     tc = np.empty((n, hid), dtype)
-    block = _block(t_len, n * 4 * hid * dtype.itemsize)
-    for start in range(0, t_len, block):
-        stop = min(t_len, start + block)
-        part = gates[start:stop]
-        np.matmul(_flat(xs[start:stop]), w_x, out=_flat(part))
-        part += b
-        for t in range(start, stop):
-            a = gates[t]
-            np.matmul(hs[t], w_h, out=rec)
-            a += rec
-            np.tanh(a, out=a)
-            a *= scale
-            a += shift
-            c = np.multiply(a[:, hid:2 * hid], cs[t], out=cs[t + 1])
-            c += np.multiply(a[:, :hid], a[:, 2 * hid:3 * hid], out=ig)
-            np.multiply(a[:, 3 * hid:], np.tanh(c, out=tc), out=hs[t + 1])
-    return hs[1:], gates, cs[1:]
+    for t in range(t_len):
+        a = gates[t]
+        np.matmul(rows[t], w, out=a)
+        np.tanh(a, out=a)
+        a *= scale
+        a += shift
+        c = np.multiply(a[:, hid:2 * hid], cs[t], out=cs[t + 1])
+        c += np.multiply(a[:, :hid], a[:, 2 * hid:3 * hid], out=ig)
+        np.multiply(a[:, 3 * hid:], np.tanh(c, out=tc), out=rows[t + 1, :, size:-1])
+    return rows[1:, :, size:-1], gates, cs[1:]
 
 
 @hookimpl
@@ -124,10 +157,13 @@ def lstm_backward_impl(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_
     hid = h0.shape[1]
     dtype = x.dtype
     block = _block(t_len, n * 4 * hid * dtype.itemsize)
-    factors = np.empty((block, n, 4, hid), dtype)  # [i, f, g, o]: da = factor * dc or dh
-    k_c = np.empty((block, n, hid), dtype)  # dc += dh * o * (1 - tanh(c)^2)
-    tc = np.empty((block, n, hid), dtype)
-    da = np.empty((t_len, n, 4, hid), dtype)
+    factors = _scratch("factors", (block, n, 4, hid), dtype)  # [i, f, g, o]: da = it * dc or dh
+    plus = _scratch("plus", (block, n, 4 * hid), dtype)
+    one = np.zeros(4 * hid, dtype)
+    one[2 * hid:3 * hid] = 1
+    k_c = _scratch("k_c", (block, n, hid), dtype)  # dc += dh * o * (1 - tanh(c)^2)
+    tc = _scratch("tc", (block, n, hid), dtype)
+    da = _scratch("da", (t_len, n, 4, hid), dtype)
     da_rows = da.reshape(t_len, n, 4 * hid)
     dh = np.zeros((n, hid), dtype)
     dc = np.array(grad_c, dtype=dtype, copy=True)
@@ -137,15 +173,13 @@ def lstm_backward_impl(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_
         start = max(0, stop - block)
         b = stop - start
         gt = gates[start:stop].reshape(b, n, 4, hid)
-        i, f, g, o = gt[:, :, 0], gt[:, :, 1], gt[:, :, 2], gt[:, :, 3]
+        f, o = gt[:, :, 1], gt[:, :, 3]
         fac = factors[:b]
-        np.subtract(1, gt, out=fac)
-        fac *= gt  # x (1 - x) for the sigmoid gates; g's is overwritten next
-        np.multiply(g, g, out=fac[:, :, 2])
-        np.subtract(1, fac[:, :, 2], out=fac[:, :, 2])
-        fac[:, :, 0] *= g
+        rows, fac_rows = gates[start:stop], fac.reshape(b, n, 4 * hid)
+        np.subtract(1, rows, out=fac_rows)  # (1 - s)(s + [0, 0, 1, 0]): the derivatives
+        fac_rows *= np.add(rows, one, out=plus[:b])
+        np.multiply(fac[:, :, 0:3:2], gt[:, :, 2::-2], out=fac[:, :, 0:3:2])  # F_i g, F_g i
         fac[:, :, 1] *= _previous(cells, c0, start, stop)
-        fac[:, :, 2] *= i
         t_c = np.tanh(cells[start:stop], out=tc[:b])
         fac[:, :, 3] *= t_c
         kc = np.multiply(t_c, t_c, out=k_c[:b])
