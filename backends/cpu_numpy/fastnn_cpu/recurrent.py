@@ -205,39 +205,39 @@ def gru_layer(x, h0, w_ih, w_hh, b_ih, b_hh):
 
 
 def gru_impl(x, h0, w_ih, w_hh, b_ih, b_hh):
-    """Per step: one GEMM and 11 ufuncs on (N, .) rows. The r and z columns of both
-    projections are halved (exact), so their sigmoid is tanh, then * 0.5 + 0.5; b_hh's r
-    and z parts are added to the input projection once for all steps."""
-    t_len, n, _ = x.shape
+    """Per step one GEMM of [x_t, h_{t-1}, 1] (see _rows) straight into the step's saved
+    row: [W_ih^T; W_hh^T; b] has the columns (r, z: both projections and biases, halved;
+    p_n: x's and b_in; q_n: h's and b_hn), which is the saved layout (r, z, n, q_n) with
+    p_n where n goes; then 9 ufuncs (r, z = 0.5 tanh + 0.5 in place, n = tanh(p_n + r
+    q_n) in place, h = n + z (h - n) into the next row's h slot). ``out`` is a view of
+    the rows (the backward finds them again through it)."""
+    t_len, n, size = x.shape
     hid = h0.shape[1]
-    xp = (_flat(x) @ w_ih.T).reshape(t_len, n, 3 * hid)
-    xp += b_ih
-    xp[..., :2 * hid] += b_hh[:2 * hid]
-    xp[..., :2 * hid] *= 0.5
-    # NOTE: contiguous: OpenBLAS ran h @ w_t 2x slower with w_t a transposed view.
-    w_t = np.array(w_hh.T, order="C")
-    w_t[:, :2 * hid] *= 0.5
-    b_n = b_hh[2 * hid:]
-    out = np.empty((t_len, n, hid), x.dtype)
-    saved = np.empty((t_len, n, 4 * hid), x.dtype)
-    q = np.empty((n, 3 * hid), x.dtype)
-    h = h0
+    dtype = x.dtype
+    w = np.zeros((size + hid + 1, 4 * hid), dtype)
+    w[:size, :3 * hid] = w_ih.T
+    w[size:-1, :2 * hid] = w_hh[:2 * hid].T
+    w[size:-1, 3 * hid:] = w_hh[2 * hid:].T
+    w[-1, :3 * hid] = b_ih
+    w[-1, :2 * hid] += b_hh[:2 * hid]
+    w[-1, 3 * hid:] = b_hh[2 * hid:]
+    w[:, :2 * hid] *= 0.5  # sigmoid(a) = 0.5 tanh(a / 2) + 0.5; halving is exact
+    rows = _rows(x, h0)
+    saved = np.empty((t_len, n, 4 * hid), dtype)
+    rq = np.empty((n, hid), dtype)
     for t in range(t_len):
-        np.matmul(h, w_t, out=q)
         s = saved[t]
-        q_n = np.add(q[:, 2 * hid:], b_n, out=s[:, 3 * hid:])
-        rz = np.add(xp[t, :, :2 * hid], q[:, :2 * hid], out=s[:, :2 * hid])
-        np.tanh(rz, out=rz)
+        np.matmul(rows[t], w, out=s)
+        rz = np.tanh(s[:, :2 * hid], out=s[:, :2 * hid])
         rz *= 0.5
         rz += 0.5
-        nn = np.multiply(s[:, :hid], q_n, out=s[:, 2 * hid:3 * hid])
-        nn += xp[t, :, 2 * hid:]
+        nn = s[:, 2 * hid:3 * hid]
+        nn += np.multiply(s[:, :hid], s[:, 3 * hid:], out=rq)
         np.tanh(nn, out=nn)
-        h_new = np.subtract(h, nn, out=out[t])
+        h_new = np.subtract(rows[t, :, size:-1], nn, out=rows[t + 1, :, size:-1])
         h_new *= s[:, hid:2 * hid]
         h_new += nn
-        h = h_new
-    return out, saved
+    return rows[1:, :, size:-1], saved
 
 
 @hookimpl
@@ -250,16 +250,23 @@ def gru_backward_impl(x, h0, w_ih, w_hh, out, saved, grad_out):
     steps at a time, so that a step is 8 NumPy calls. The gradients of every step live in
     one (T, N, 4H) array ordered (p_n, p_r, p_z, q_n): the input projection's are its first
     3H columns (n, r, z: w_ih's rows are taken in that order), the recurrent one's its last
-    3H (r, z, n), each a plain slice (p_r = q_r and p_z = q_z)."""
+    3H (r, z, n), each a plain slice (p_r = q_r and p_z = q_z). The weight gradients are
+    one GEMM of all 4H columns with the rows [x_t, h_{t-1}, 1] (the unused corners, q_n
+    with x and p_n with h, cost less than a second GEMM and two sums)."""
     t_len, n, size = x.shape
     hid = h0.shape[1]
     dtype = x.dtype
     block = _block(t_len, n * 4 * hid * dtype.itemsize)
-    h_prev = np.concatenate([np.asarray(h0, dtype)[None], out[:-1]])
-    fac = np.empty((block, n, 3, hid), dtype)  # da_n = dh * [0], dp_r = da_n * [1], dp_z = dh * [2]
-    tmp_b = np.empty((block, n, hid), dtype)
-    grads = np.empty((t_len, n, 4, hid), dtype)
-    rows = grads.reshape(t_len, n, 4 * hid)
+    rows = _own_rows(out, x)
+    if rows is None:
+        rows = _rows(x, h0)
+        rows[1:, :, size:-1] = out
+    h_prev = rows[:t_len, :, size:-1]
+    # da_n = dh * fac[0], dp_r = da_n * fac[1], dp_z = dh * fac[2]
+    fac = _scratch("gru_fac", (block, n, 3, hid), dtype)
+    tmp_b = _scratch("gru_tmp", (block, n, hid), dtype)
+    grads = _scratch("gru_grads", (t_len, n, 4, hid), dtype)
+    g_rows = grads.reshape(t_len, n, 4 * hid)
     dh = np.zeros((n, hid), dtype)
     back = np.empty((n, hid), dtype)
     for stop in range(t_len, 0, -block):
@@ -288,14 +295,14 @@ def gru_backward_impl(x, h0, w_ih, w_hh, out, saved, grad_out):
             np.multiply(dh, f[j, :, 2], out=g[:, 2])
             np.multiply(dan, r[j], out=g[:, 3])
             dh *= z[j]
-            np.matmul(rows[t, :, hid:], w_hh, out=back)
+            np.matmul(g_rows[t, :, hid:], w_hh, out=back)
             dh += back
-    fp, fq = _flat(rows[..., :3 * hid]), _flat(rows[..., hid:])
-    previous = h_prev.reshape(t_len * n, hid)
+    flat = _flat(g_rows)
     w_nrz = np.concatenate([w_ih[2 * hid:], w_ih[:2 * hid]])
-    dx = (fp @ w_nrz).reshape(t_len, n, size)
-    d_nrz = fp.T @ _flat(x)
-    db_nrz = fp.sum(0)
-    dw_ih = np.concatenate([d_nrz[hid:], d_nrz[:hid]])
-    db_ih = np.concatenate([db_nrz[hid:], db_nrz[:hid]])
-    return dx, dh, dw_ih, fq.T @ previous, db_ih, fq.sum(0)
+    dx = (flat[:, :3 * hid] @ w_nrz).reshape(t_len, n, size)
+    d = (flat.T @ _flat(rows[:t_len])).reshape(4, hid, -1)  # gates (p_n, r, z, q_n)
+    dw_ih = np.concatenate([d[1, :, :size], d[2, :, :size], d[0, :, :size]])
+    dw_hh = np.concatenate([d[1, :, size:-1], d[2, :, size:-1], d[3, :, size:-1]])
+    db_ih = np.concatenate([d[1, :, -1], d[2, :, -1], d[0, :, -1]])
+    db_hh = np.concatenate([d[1, :, -1], d[2, :, -1], d[3, :, -1]])
+    return dx, dh, dw_ih, dw_hh, db_ih, db_hh
