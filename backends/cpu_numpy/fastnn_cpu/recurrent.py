@@ -79,17 +79,23 @@ def _rows(x, h0):
     return rows
 
 
-def _own_rows(out, x):
-    """The rows behind ``out`` when this module's forward over ``x`` made it, else None."""
-    base = out.base
-    t_len, n, size = x.shape
-    if (not isinstance(base, np.ndarray) or base.dtype != out.dtype
-            or base.shape != (t_len + 1, n, size + out.shape[2] + 1)):
+def _own_base(view, shape, index):
+    """``view``'s base when it has ``shape`` and ``view`` is exactly ``base[index]`` (so
+    this module's forward made it), else None."""
+    base = view.base
+    if not isinstance(base, np.ndarray) or base.shape != shape or base.dtype != view.dtype:
         return None
-    view = base[1:, :, size:-1]
-    if view.strides != out.strides or view.ctypes.data != out.ctypes.data:
+    mine = base[index]
+    if mine.strides != view.strides or mine.ctypes.data != view.ctypes.data:
         return None
     return base
+
+
+def _own_rows(out, x):
+    """The rows behind ``out`` when this module's forward over ``x`` made it, else None."""
+    t_len, n, size = x.shape
+    return _own_base(out, (t_len + 1, n, size + out.shape[2] + 1),
+                     (slice(1, None), slice(None), slice(size, -1)))
 
 
 def _weight_grads(flat, x, h0, out):
@@ -126,20 +132,19 @@ def lstm_impl(x, h0, c0, w_ih, w_hh, bias):
     w *= scale
     rows = _rows(x, h0)
     gates = np.empty((t_len, n, 4 * hid), dtype)
-    cs = np.empty((t_len + 1, n, hid), dtype)  # c0, then every step's c
-    cs[0] = c0
+    cs = np.empty((2, t_len + 1, n, hid), dtype)  # c0, every step's c; their tanh
+    cs[0, 0] = c0
     ig = np.empty((n, hid), dtype)
-    tc = np.empty((n, hid), dtype)
     for t in range(t_len):
         a = gates[t]
         np.matmul(rows[t], w, out=a)
         np.tanh(a, out=a)
         a *= scale
         a += shift
-        c = np.multiply(a[:, hid:2 * hid], cs[t], out=cs[t + 1])
+        c = np.multiply(a[:, hid:2 * hid], cs[0, t], out=cs[0, t + 1])
         c += np.multiply(a[:, :hid], a[:, 2 * hid:3 * hid], out=ig)
-        np.multiply(a[:, 3 * hid:], np.tanh(c, out=tc), out=rows[t + 1, :, size:-1])
-    return rows[1:, :, size:-1], gates, cs[1:]
+        np.multiply(a[:, 3 * hid:], np.tanh(c, out=cs[1, t + 1]), out=rows[t + 1, :, size:-1])
+    return rows[1:, :, size:-1], gates, cs[0, 1:]
 
 
 @hookimpl
@@ -163,6 +168,7 @@ def lstm_backward_impl(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_
     one[2 * hid:3 * hid] = 1
     k_c = _scratch("k_c", (block, n, hid), dtype)  # dc += dh * o * (1 - tanh(c)^2)
     tc = _scratch("tc", (block, n, hid), dtype)
+    own = _own_base(cells, (2, t_len + 1, n, hid), (0, slice(1, None)))
     da = _scratch("da", (t_len, n, 4, hid), dtype)
     da_rows = da.reshape(t_len, n, 4 * hid)
     dh = np.zeros((n, hid), dtype)
@@ -179,8 +185,12 @@ def lstm_backward_impl(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_
         np.subtract(1, rows, out=fac_rows)  # (1 - s)(s + [0, 0, 1, 0]): the derivatives
         fac_rows *= np.add(rows, one, out=plus[:b])
         np.multiply(fac[:, :, 0:3:2], gt[:, :, 2::-2], out=fac[:, :, 0:3:2])  # F_i g, F_g i
-        fac[:, :, 1] *= _previous(cells, c0, start, stop)
-        t_c = np.tanh(cells[start:stop], out=tc[:b])
+        if own is None:
+            fac[:, :, 1] *= _previous(cells, c0, start, stop)
+            t_c = np.tanh(cells[start:stop], out=tc[:b])
+        else:  # c_{t-1} and tanh(c_t) as the forward kept them
+            fac[:, :, 1] *= own[0, start:stop]
+            t_c = own[1, start + 1:stop + 1]
         fac[:, :, 3] *= t_c
         kc = np.multiply(t_c, t_c, out=k_c[:b])
         np.subtract(1, kc, out=kc)
@@ -262,37 +272,38 @@ def gru_backward_impl(x, h0, w_ih, w_hh, out, saved, grad_out):
         rows = _rows(x, h0)
         rows[1:, :, size:-1] = out
     h_prev = rows[:t_len, :, size:-1]
-    # da_n = dh * fac[0], dp_r = da_n * fac[1], dp_z = dh * fac[2]
-    fac = _scratch("gru_fac", (block, n, 3, hid), dtype)
+    # (b, N, 4, H) slots: dp_r = da_n * [0], dp_z = dh * [1], da_n = dh * [2]
+    fac = _scratch("gru_fac", (block, n, 4, hid), dtype)
+    plus = _scratch("gru_plus", (block, n, 4, hid), dtype)
     tmp_b = _scratch("gru_tmp", (block, n, hid), dtype)
     grads = _scratch("gru_grads", (t_len, n, 4, hid), dtype)
     g_rows = grads.reshape(t_len, n, 4 * hid)
+    one = np.zeros(4 * hid, dtype)
+    one[2 * hid:3 * hid] = 1
     dh = np.zeros((n, hid), dtype)
     back = np.empty((n, hid), dtype)
     for stop in range(t_len, 0, -block):
         start = max(0, stop - block)
         b = stop - start
-        sv = saved[start:stop].reshape(b, n, 4, hid)
-        r, z, nn, qn = sv[:, :, 0], sv[:, :, 1], sv[:, :, 2], sv[:, :, 3]
-        f = fac[:b]
-        t_b = tmp_b[:b]
-        np.multiply(nn, nn, out=f[:, :, 0])  # (1 - z)(1 - n^2)
-        np.subtract(1, f[:, :, 0], out=f[:, :, 0])
-        np.subtract(1, z, out=t_b)
-        f[:, :, 0] *= t_b
-        np.subtract(1, r, out=f[:, :, 1])  # q_n r (1 - r)
-        f[:, :, 1] *= r
-        f[:, :, 1] *= qn
-        np.multiply(z, t_b, out=f[:, :, 2])  # (h_prev - n) z (1 - z)
-        np.subtract(h_prev[start:stop], nn, out=t_b)
-        f[:, :, 2] *= t_b
+        s_rows = saved[start:stop]
+        sv = s_rows.reshape(b, n, 4, hid)
+        r, z, nn = sv[:, :, 0], sv[:, :, 1], sv[:, :, 2]
+        f, p = fac[:b], plus[:b]
+        # whole rows: 1 - s, then (1 - s)(s + [0, 0, 1, 0]) = r (1 - r), z (1 - z), 1 - n^2
+        np.subtract(1, s_rows, out=f.reshape(b, n, 4 * hid))
+        np.add(s_rows, one, out=p.reshape(b, n, 4 * hid))
+        p *= f
+        np.multiply(f[:, :, 1], p[:, :, 2], out=f[:, :, 2])  # (1 - z)(1 - n^2)
+        np.multiply(p[:, :, 0], sv[:, :, 3], out=f[:, :, 0])  # q_n r (1 - r)
+        t_b = np.subtract(h_prev[start:stop], nn, out=tmp_b[:b])
+        np.multiply(p[:, :, 1], t_b, out=f[:, :, 1])  # (h_prev - n) z (1 - z)
         for j in reversed(range(b)):
             t = start + j
             g = grads[t]
             dh += grad_out[t]
-            dan = np.multiply(dh, f[j, :, 0], out=g[:, 0])
-            np.multiply(dan, f[j, :, 1], out=g[:, 1])
-            np.multiply(dh, f[j, :, 2], out=g[:, 2])
+            dan = np.multiply(dh, f[j, :, 2], out=g[:, 0])
+            np.multiply(dan, f[j, :, 0], out=g[:, 1])
+            np.multiply(dh, f[j, :, 1], out=g[:, 2])
             np.multiply(dan, r[j], out=g[:, 3])
             dh *= z[j]
             np.matmul(g_rows[t, :, hid:], w_hh, out=back)
