@@ -19,7 +19,7 @@ import warnings
 
 import numpy as np
 
-from fastnn.shadowing import calls
+from fastnn.shadowing import calls, tolerance, vector
 from fastnn.shadowing.mismatch import ShadowWarning
 
 BATCH = 256  # pending calls at most
@@ -42,6 +42,14 @@ def frozen(value):
     if isinstance(value, (list, tuple)):
         return type(value)(frozen(item) for item in value)
     return value
+
+
+def fetched_lookup(fetched: dict):
+    """The host copy of each array of a batch, by identity."""
+    def lookup(value):
+        return fetched[id(value)]
+
+    return lookup
 
 
 class Batching:
@@ -104,8 +112,35 @@ class Batching:
         return pending, fetched, many
 
     def _settle_batch(self, pending, fetched, many, quiet: bool = False) -> None:
+        """Check the batch: every reference call first, in call order, then every small
+        float output compared at once (:mod:`fastnn.shadowing.vector`), then each call's
+        verdict in call order, so the first wrong call is the one blamed."""
+        ran, items, where = [], [], []
+        lookup = fetched_lookup(fetched)
         for entry in pending:
-            self._settle(entry, fetched, quiet, many)
+            spec, args = entry.spec, entry.args
+            host = entry.host
+            if host is None:
+                host = calls.host_args(spec, args, lookup)
+            result = self._reference(spec, args, host, entry.out, lookup)
+            ran.append((entry, host, result))
+            if result is None or spec.hook in tolerance.UNCOMPARED:
+                continue
+            for k, (_, g, w, row) in enumerate(result[0]):
+                if vector.eligible(g, w):
+                    items.append((g, w, row.rtol, row.atol))
+                    where.append((len(ran) - 1, k))
+        verdicts = vector.compare_many(items) if items else []
+        per_call: dict = {}
+        for (call, k), verdict in zip(where, verdicts):
+            if verdict is not None:
+                per_call.setdefault(call, [None] * len(ran[call][2][0]))[k] = verdict
+        for call, (entry, host, result) in enumerate(ran):
+            if result is None:
+                continue
+            failures = self._judge(entry.spec.hook, *result, verdicts=per_call.get(call))
+            if failures:
+                self._blame(entry, host, failures, fetched, quiet, many)
         if many and not self._many:  # a wrong read: what it read is not to be used again
             self._copies.clear()
 
@@ -115,18 +150,10 @@ class Batching:
         to_numpy = originals["to_numpy"]
         return [np.asarray(to_numpy(a)) for a in arrays]
 
-    def _settle(self, entry, fetched: dict, quiet: bool, many: bool) -> None:
-        """Check one pending call on the batch's copies; a mismatch is confirmed on
-        arrays read one by one before it is blamed."""
+    def _blame(self, entry, host, failures, fetched: dict, quiet: bool, many: bool) -> None:
+        """A pending call's outputs were out of tolerance: confirmed on arrays read one by
+        one (when they were read together) before the call is blamed."""
         spec, args = entry.spec, entry.args
-
-        def lookup(value):
-            return fetched[id(value)]
-
-        host = entry.host if entry.host is not None else calls.host_args(spec, args, lookup)
-        failures = self._check(entry.backend, spec, args, host, entry.out, lookup)
-        if not failures:
-            return
         if many and "to_numpy_many" in entry.backend.implemented:
             to_numpy = entry.originals["to_numpy"]
 

@@ -36,6 +36,14 @@ class Checking:
         """Run the reference on ``host`` and compare with ``out`` (read to the host with
         ``fetch``; None: host arrays already); [(output path, Diff, Row)] of the outputs
         out of tolerance. ``count``: add to the report's rows."""
+        ran = self._reference(spec, args, host, out, fetch, count)
+        return [] if ran is None else self._judge(spec.hook, *ran, count)
+
+    def _reference(self, spec, args, host, out, fetch, count=True):
+        """Run the reference on ``host``: (pairs, failures), where pairs are
+        [(output path, the backend's host array, the reference's, Row)] to compare and
+        failures those already wrong (an output present on one side only); None when the
+        reference could not run the call (counted as unchecked)."""
         hook, ref_ops = spec.hook, self._ref_ops
         # a NumPy reference takes the host arrays as they are: they are this call's own
         # copies, or cached ones that a hook writing in place has just dropped from the cache
@@ -46,7 +54,7 @@ class Checking:
         except Exception as exc:  # e.g. a dtype the reference lacks: not the backend's fault
             if count:
                 self._unchecked(hook, out if not spec.returns_none else args[0], exc)
-            return []
+            return None
         if spec.returns_none:
             out, ref_out = args[0], ref_args[0]
         if hasattr(out, "shape") and hasattr(ref_out, "shape"):  # one array: the common case
@@ -54,7 +62,7 @@ class Checking:
         else:
             got, want = calls.outputs(out), calls.outputs(ref_out)
         ref_to_numpy = None if direct else ref_ops.to_numpy
-        row, failures = None, []
+        pairs, failures = [], []
         for (path, g), (_, w) in zip(got, want):
             if g is None or w is None:
                 if (g is None) != (w is None):
@@ -65,7 +73,26 @@ class Checking:
                 continue
             g = np.asarray(g if fetch is None else fetch(g))
             w = np.asarray(w if ref_to_numpy is None else ref_to_numpy(w))
-            row = self._row_of(hook, g.dtype if g.dtype == w.dtype else w.dtype)
+            pairs.append((path, g, w, self._row_of(hook, g.dtype if g.dtype == w.dtype
+                                                   else w.dtype)))
+        if len(got) != len(want):
+            failures.append(("", Diff(bad=1, kind="shape", ratio=float("inf"),
+                                      got=f"{len(got)} outputs", want=f"{len(want)}"),
+                             self._row(hook, "-")))
+        return pairs, failures
+
+    def _judge(self, hook, pairs, failures, count=True, verdicts=None) -> list:
+        """Compare ``pairs`` (from :meth:`_reference`); ``verdicts``: per pair, (max_abs,
+        of_tolerance) already found passing by :mod:`fastnn.shadowing.vector`, or None
+        (compared here). Returns the failures, those of :meth:`_reference` first."""
+        row = None
+        for k, (path, g, w, row) in enumerate(pairs):
+            verdict = verdicts[k] if verdicts is not None else None
+            if verdict is not None:
+                if count:
+                    row.max_abs = max(row.max_abs, verdict[0])
+                    row.of_tolerance = max(row.of_tolerance, verdict[1])
+                continue
             if hook in tolerance.UNCOMPARED:
                 diff = compare(np.zeros(g.shape, bool), np.zeros(w.shape, bool), 0.0, 0.0)
             else:
@@ -76,10 +103,6 @@ class Checking:
             if diff.failed:
                 diff.shape = g.shape
                 failures.append((path, diff, row))
-        if len(got) != len(want):
-            failures.append(("", Diff(bad=1, kind="shape", ratio=float("inf"),
-                                      got=f"{len(got)} outputs", want=f"{len(want)}"),
-                             self._row(hook, "-")))
         if count:
             row = row or self._row(hook, "-")
             row.calls += 1

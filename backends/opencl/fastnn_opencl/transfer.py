@@ -24,7 +24,8 @@ from fastnn_opencl.runtime import NP_TYPES, cl, rounded
 _SPAN = 2
 GATHER_BELOW = 1 << 16  # bytes: a stretch this small is gathered with the others
 _RANGES = 16  # ranges per launch of k_gather (kernels/gather.cl)
-_ARG_DTYPES = [None, np.int64] + [None, np.int64, np.int64, np.int64] * _RANGES
+_LOCAL = 256  # words of a range per work group
+_ARG_DTYPES = [None] + [None, np.int64, np.int64, np.int64] * _RANGES
 
 
 def _extent(x) -> tuple | None:
@@ -110,8 +111,10 @@ def _place(hosts: list, buffer: np.ndarray, read) -> None:
 
 def _gather(hosts: list, items: list):
     """Copy the small stretches ``items`` [(read, first byte, end byte)] of one device into
-    one device buffer, 16 to a launch, and queue one read of it; returns the queue."""
+    one device buffer, 16 to a launch (stretches of like length together: a launch runs
+    over its longest), and queue one read of it; returns the queue."""
     dev = items[0][0][2][0][1].dev
+    items = sorted(items, key=lambda item: item[2] - item[1])
     places, words = [], 0  # each stretch's first word in the gathered buffer (8-byte aligned)
     for _, low, high in items:
         places.append(words)
@@ -120,14 +123,13 @@ def _gather(hosts: list, items: list):
     kernel = dev.kernel("gather.cl", "k_gather", (), _ARG_DTYPES)
     for first in range(0, len(items), _RANGES):
         chunk = list(zip(items[first:first + _RANGES], places[first:first + _RANGES]))
-        args = []
+        args, longest = [], 0
         for (read, low, high), place in chunk:
             args += [read[2][0][1].data, low // 4, place, (high - low) // 4]
+            longest = max(longest, (high - low) // 4)
         args += [gathered.data, 0, 0, 0] * (_RANGES - len(chunk))
-        begin = chunk[0][1]
-        end = chunk[-1][1] + (chunk[-1][0][2] - chunk[-1][0][1]) // 4
-        kernel(dev.queue, (rounded(end - begin),), None, gathered.data, end, *args,
-               global_offset=(begin,))
+        kernel(dev.queue, (rounded(longest, _LOCAL), len(chunk)), (_LOCAL, 1),
+               gathered.data, *args)
     host = np.empty(words * 4, np.uint8)
     cl().enqueue_copy(dev.queue, host, gathered.data, is_blocking=False)
     for (read, low, _), place in zip(items, places):
