@@ -114,9 +114,10 @@ class Batching:
         return pending, fetched, many
 
     def _settle_batch(self, pending, fetched, many, quiet: bool = False) -> None:
-        """Check the batch: every reference call first, in call order, then every small
-        float output compared at once (:mod:`fastnn.shadowing.vector`), then each call's
-        verdict in call order, so the first wrong call is the one blamed."""
+        """Check the batch: every reference call first, in call order, then the small float
+        outputs that differed last time compared at once (:mod:`fastnn.shadowing.vector`;
+        the others are tried bit for bit first, one by one), then each call's verdict in
+        call order, so the first wrong call is the one blamed."""
         ran, items, where = [], [], []
         lookup = fetched_lookup(fetched)
         for entry in pending:
@@ -143,7 +144,7 @@ class Batching:
                 continue
             failures = self._judge(entry.spec.hook, *result, verdicts=per_call.get(call))
             if failures:
-                self._blame(entry, host, failures, fetched, quiet, many)
+                self._blame(entry, host, failures, quiet, many)
         if many and not self._many:  # a wrong read: what it read is not to be used again
             self._copies.clear()
 
@@ -153,7 +154,7 @@ class Batching:
         to_numpy = originals["to_numpy"]
         return [np.asarray(to_numpy(a)) for a in arrays]
 
-    def _blame(self, entry, host, failures, fetched: dict, quiet: bool, many: bool) -> None:
+    def _blame(self, entry, host, failures, quiet: bool, many: bool) -> None:
         """A pending call's outputs were out of tolerance: confirmed on arrays read one by
         one (when they were read together) before the call is blamed."""
         spec, args = entry.spec, entry.args
