@@ -24,6 +24,7 @@ def test_measures_the_three_ways(monkeypatch):
     result = bench.measure("opencl", "cpu", "small", rounds=1, steps=1)
     assert 0 < result["backend"] and 0 < result["reference"] < float("inf")
     assert 0 < result["ratio_cpu"] < float("inf")
+    assert 0 < result["round_ratio"] < float("inf") and 0 < result["round_ratio_cpu"] < float("inf")
     assert result["ratio"] == pytest.approx(
         result["shadowed"] / (result["backend"] + result["reference"]))
     report = fnn.shadow_report()  # the benchmark's last shadowed round

@@ -19,7 +19,7 @@ import warnings
 
 import numpy as np
 
-from fastnn.shadowing import calls
+from fastnn.shadowing import calls, tolerance, vector
 from fastnn.shadowing.mismatch import ShadowWarning
 
 BATCH = 256  # pending calls at most
@@ -44,6 +44,14 @@ def frozen(value):
     return value
 
 
+def fetched_lookup(fetched: dict):
+    """The host copy of each array of a batch, by identity."""
+    def lookup(value):
+        return fetched[id(value)]
+
+    return lookup
+
+
 class Batching:
     """The batched checks of :class:`fastnn.shadowing.session.shadow` (a mixin: it uses
     the session's ``_pending``, ``_copies``, ``_many``, ``_on`` and its checks)."""
@@ -63,25 +71,26 @@ class Batching:
         """(pending calls, {id(array): host copy}, read with to_numpy_many): the arrays
         the pending calls need, and ``extra``'s, read in one wait per backend."""
         pending, self._pending = self._pending, []
-        fetched: dict = {}  # id -> host copy, for this batch (the cache may drop entries)
-        groups: dict = {}  # id(originals) -> (originals, [arrays to read], {their ids})
-        copies = self._copies
+        # id -> host copy, for this batch (the cache may drop entries); None: to be read
+        fetched: dict = {}
+        groups: dict = {}  # id(originals) -> (originals, [arrays to read])
+        cached = self._copies.get
 
         def want(originals, arrays) -> None:
+            wanted = None
             for array in arrays:
                 key = id(array)
                 if key in fetched:
                     continue
-                cached = copies.get(array)
-                if cached is not None:
-                    fetched[key] = cached
-                    continue
-                group = groups.get(id(originals))
-                if group is None:
-                    group = groups[id(originals)] = (originals, [], set())
-                if key not in group[2]:
-                    group[2].add(key)
-                    group[1].append(array)
+                host = cached(array)
+                fetched[key] = host
+                if host is None:
+                    if wanted is None:
+                        group = groups.get(id(originals))
+                        if group is None:
+                            group = groups[id(originals)] = (originals, [])
+                        wanted = group[1]
+                    wanted.append(array)
 
         for entry in pending:
             spec = entry.spec
@@ -95,17 +104,47 @@ class Batching:
         if groups:
             on, self._on = self._on, False  # a composite read calls hooks: not shadowed
             try:
-                for originals, arrays, _ in groups.values():
+                put = self._copies.put
+                for originals, arrays in groups.values():
                     for array, host in zip(arrays, self._read(originals, arrays)):
                         fetched[id(array)] = host
-                        copies.put(array, host)
+                        put(array, host)
             finally:
                 self._on = on
         return pending, fetched, many
 
     def _settle_batch(self, pending, fetched, many, quiet: bool = False) -> None:
+        """Check the batch: every reference call first, in call order, then the small float
+        outputs that differed last time compared at once (:mod:`fastnn.shadowing.vector`;
+        the others are tried bit for bit first, one by one), then each call's verdict in
+        call order, so the first wrong call is the one blamed."""
+        ran, items, where = [], [], []
+        lookup = fetched_lookup(fetched)
         for entry in pending:
-            self._settle(entry, fetched, quiet, many)
+            spec, args = entry.spec, entry.args
+            host = entry.host
+            if host is None:
+                host = calls.host_args(spec, args, lookup)
+            result = self._reference(spec, args, host, entry.out, lookup)
+            ran.append((entry, host, result))
+            if result is None or spec.hook in tolerance.UNCOMPARED:
+                continue
+            for k, (_, g, w, row) in enumerate(result[0]):
+                # (an output equal bit for bit last time is tried for equality first)
+                if not row.equal_first and vector.eligible(g, w):
+                    items.append((g, w, row.rtol, row.atol))
+                    where.append((len(ran) - 1, k))
+        verdicts = vector.compare_many(items) if items else []
+        per_call: dict = {}
+        for (call, k), verdict in zip(where, verdicts):
+            if verdict is not None:
+                per_call.setdefault(call, [None] * len(ran[call][2][0]))[k] = verdict
+        for call, (entry, host, result) in enumerate(ran):
+            if result is None:
+                continue
+            failures = self._judge(entry.spec.hook, *result, verdicts=per_call.get(call))
+            if failures:
+                self._blame(entry, host, failures, quiet, many)
         if many and not self._many:  # a wrong read: what it read is not to be used again
             self._copies.clear()
 
@@ -115,18 +154,10 @@ class Batching:
         to_numpy = originals["to_numpy"]
         return [np.asarray(to_numpy(a)) for a in arrays]
 
-    def _settle(self, entry, fetched: dict, quiet: bool, many: bool) -> None:
-        """Check one pending call on the batch's copies; a mismatch is confirmed on
-        arrays read one by one before it is blamed."""
+    def _blame(self, entry, host, failures, quiet: bool, many: bool) -> None:
+        """A pending call's outputs were out of tolerance: confirmed on arrays read one by
+        one (when they were read together) before the call is blamed."""
         spec, args = entry.spec, entry.args
-
-        def lookup(value):
-            return fetched[id(value)]
-
-        host = entry.host if entry.host is not None else calls.host_args(spec, args, lookup)
-        failures = self._check(entry.backend, spec, args, host, entry.out, lookup)
-        if not failures:
-            return
         if many and "to_numpy_many" in entry.backend.implemented:
             to_numpy = entry.originals["to_numpy"]
 

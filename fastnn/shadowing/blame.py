@@ -76,6 +76,9 @@ def _walk(frame) -> tuple:
     return None, 0, node
 
 
+_STRONG: set = set()  # array types without weak references
+
+
 class ByArray:
     """A table keyed by a backend array's identity. An array type with weak references is
     held weakly (its entry is dropped when found dead); one without (slotted device
@@ -90,10 +93,14 @@ class ByArray:
         table = self._table
         if len(table) >= self.limit:
             table.clear()
-        try:
-            table[id(value)] = (weakref.ref(value), payload)
-        except TypeError:
-            table[id(value)] = (value, payload)
+        kind = type(value)
+        if kind not in _STRONG:
+            try:
+                table[id(value)] = (weakref.ref(value), payload)
+                return
+            except TypeError:  # slotted: no weak references (remembered, not raised again)
+                _STRONG.add(kind)
+        table[id(value)] = (value, payload)
 
     def get(self, value):
         found = self._table.get(id(value))

@@ -115,13 +115,29 @@ def outputs(value, path="") -> list:
     return [(path, value)]
 
 
+_NAMES: dict = {}  # an array's dtype attribute (a NumPy dtype, a backend's name) -> name
+
+
 def dtype_name(value) -> str:
     while isinstance(value, (list, tuple)):
         value = next((v for v in value if v is not None), None)
+    kind = getattr(value, "dtype", None)
+    if kind is None:
+        return "-"
     try:
-        return np.dtype(value.dtype).name
+        return _NAMES[kind]
+    except (KeyError, TypeError):  # not seen yet, or unhashable
+        pass
+    try:
+        name = np.dtype(kind).name
     except (AttributeError, TypeError):
         return "-"
+    try:
+        if len(_NAMES) < 256:
+            _NAMES[kind] = name
+    except TypeError:
+        pass
+    return name
 
 
 def describe(session, backend, spec, args, host, path, diff, row, place) -> dict:

@@ -73,6 +73,18 @@ def exp(x):
     y = _real.exp(x)
     return _real.mul(y, _real.full(y.shape, 1.01, str(y.dtype), 0))
 """,
+    # exp that remembers its result per buffer: after an in-place write to its input it
+    # returns the result for the old values (a stale host copy of the input would hide it)
+    "exp_memo": """
+_memo = {}
+
+@hookimpl
+def exp(x):
+    key = (id(x.data), x.offset, x.shape)
+    if key not in _memo:
+        _memo[key] = (x.data, _real.exp(x))  # (the buffer held: its id stays its own)
+    return _real.mul(_memo[key][1], _real.full(x.shape, 1.0, str(x.dtype), 0))
+""",
     # a to_numpy_many whose first element of every float array comes back 1 larger
     "to_numpy_many": """
 @hookimpl

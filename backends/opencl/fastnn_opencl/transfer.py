@@ -7,8 +7,8 @@ one buffer (a weight and its transpose, a broadcast) are read once, as the stret
 the buffer they cover, and viewed on the host; a view that covers much more buffer
 than it holds (a sparse slice) is gathered by a copy kernel first. The small stretches
 (under ``GATHER_BELOW`` bytes) of one device are first gathered into one device buffer,
-16 to a kernel launch, and that is read: on PoCL each queued command costs about as much
-as a small kernel, so 50 small arrays cost 5 commands instead of 50.
+30 to a kernel launch, and that is read: on PoCL each queued command costs about as much
+as a small kernel, so 50 small arrays cost 3 commands instead of 50.
 """
 
 from __future__ import annotations
@@ -22,9 +22,11 @@ from fastnn_opencl.runtime import NP_TYPES, cl, rounded
 # a view read as the stretch of buffer it covers may cover at most this many times the
 # elements it holds (a transpose covers 1x, a broadcast less)
 _SPAN = 2
-GATHER_BELOW = 1 << 16  # bytes: a stretch this small is gathered with the others
-_RANGES = 16  # ranges per launch of k_gather (kernels/gather.cl)
-_ARG_DTYPES = [None, np.int64] + [None, np.int64, np.int64, np.int64] * _RANGES
+GATHER_BELOW = 1 << 18  # bytes: a stretch this small is gathered with the others
+_RANGES = 30  # ranges per launch of k_gather (kernels/gather.cl)
+_LOCAL = 256  # words of a range per work group
+_IDLE = 1 << 16  # work items a launch may spend on nothing (about a launch's own cost)
+_ARG_DTYPES = [None] + [None, np.int64, np.int64, np.int64] * _RANGES
 
 
 def _extent(x) -> tuple | None:
@@ -42,12 +44,12 @@ def _host_view(buffer: np.ndarray, start: int, x, shared: bool) -> np.ndarray:
     """The view ``x`` on a host copy of its buffer that begins at element ``start``;
     read-only when ``shared`` (other results view the same copy) or a broadcast (which
     reads each element many times, as np.broadcast_to's views are)."""
+    itemsize = buffer.dtype.itemsize
     if x.is_contiguous:
         host = buffer[x.offset - start:x.offset - start + x.size].reshape(x.shape)
-    else:
-        itemsize = buffer.dtype.itemsize
-        strides = tuple(s * itemsize for s in x.strides)
-        host = np.lib.stride_tricks.as_strided(buffer[x.offset - start:], x.shape, strides)
+    else:  # (the ndarray constructor: a tenth of as_strided's cost)
+        host = np.ndarray(x.shape, buffer.dtype, buffer, (x.offset - start) * itemsize,
+                          tuple(s * itemsize for s in x.strides))
         shared = shared or any(s == 0 and n > 1 for n, s in zip(x.shape, x.strides))
     if shared:
         host.flags.writeable = False
@@ -69,23 +71,25 @@ def to_numpy_many(arrays):
             extent = (0, x.size)
         key = (id(x.data), x.dtype)
         found = reads.get(key)
-        if found is not None:
-            start, end = min(found[0], extent[0]), max(found[1], extent[1])
-            held = x.size + sum(v.size for _, v in found[2])
-            if end - start <= _SPAN * held:  # else views far apart: read on their own
-                found[0], found[1] = start, end
-                found[2].append((i, x))
-                continue
-            key = (i, x.dtype)
-        reads[key] = [extent[0], extent[1], [(i, x)]]
+        if found is None:
+            reads[key] = [extent[0], extent[1], [(i, x)]]
+            continue
+        start, end = min(found[0], extent[0]), max(found[1], extent[1])
+        held = x.size + sum(v.size for _, v in found[2])
+        if end - start <= _SPAN * held:  # else views far apart: read on their own
+            found[0], found[1] = start, end
+            found[2].append((i, x))
+        else:
+            reads[(i, x.dtype)] = [extent[0], extent[1], [(i, x)]]
     queues, small = {}, {}
     for read in reads.values():
         start, end, views = read
         x = views[0][1]
         itemsize = NP_TYPES[x.dtype].itemsize
-        # the stretch in whole 4-byte words, inside the buffer
+        # the stretch in whole 4-byte words, inside the buffer (the buffer's size, a query
+        # of the driver, is asked only when the rounding may pass its end)
         low, high = start * itemsize // 4 * 4, -(-end * itemsize // 4) * 4
-        if high - low < GATHER_BELOW and high <= x.data.size:
+        if high - low < GATHER_BELOW and (itemsize % 4 == 0 or high <= x.data.size):
             small.setdefault(id(x.dev), []).append((read, low, high))
             continue
         buffer = np.empty(end - start, NP_TYPES[x.dtype])
@@ -108,26 +112,42 @@ def _place(hosts: list, buffer: np.ndarray, read) -> None:
         hosts[i] = _host_view(buffer, start, x, len(views) > 1)
 
 
+def _chunks(items: list) -> list:
+    """The launches of ``items`` (sorted by length): lists of their positions, at most
+    ``_RANGES`` each, and with at most ``_IDLE`` work items beyond their words (a launch
+    runs its longest range's length on every range)."""
+    chunks, chunk, total = [], [], 0
+    for k, (_, low, high) in enumerate(items):
+        n = (high - low) // 4
+        if chunk and (len(chunk) == _RANGES or n * (len(chunk) + 1) - total - n > _IDLE):
+            chunks.append(chunk)
+            chunk, total = [], 0
+        chunk.append(k)
+        total += n
+    return chunks + [chunk] if chunk else chunks
+
+
 def _gather(hosts: list, items: list):
     """Copy the small stretches ``items`` [(read, first byte, end byte)] of one device into
-    one device buffer, 16 to a launch, and queue one read of it; returns the queue."""
+    one device buffer, up to 30 to a launch (stretches of like length together: a launch
+    runs over its longest), and queue one read of it; returns the queue."""
     dev = items[0][0][2][0][1].dev
+    items = sorted(items, key=lambda item: item[2] - item[1])
     places, words = [], 0  # each stretch's first word in the gathered buffer (8-byte aligned)
     for _, low, high in items:
         places.append(words)
         words += -(-(high - low) // 8) * 2
     gathered = dev.empty((words,), "int32")
     kernel = dev.kernel("gather.cl", "k_gather", (), _ARG_DTYPES)
-    for first in range(0, len(items), _RANGES):
-        chunk = list(zip(items[first:first + _RANGES], places[first:first + _RANGES]))
+    for chunk in _chunks(items):
         args = []
-        for (read, low, high), place in chunk:
-            args += [read[2][0][1].data, low // 4, place, (high - low) // 4]
+        for k in chunk:
+            read, low, high = items[k]
+            args += [read[2][0][1].data, low // 4, places[k], (high - low) // 4]
         args += [gathered.data, 0, 0, 0] * (_RANGES - len(chunk))
-        begin = chunk[0][1]
-        end = chunk[-1][1] + (chunk[-1][0][2] - chunk[-1][0][1]) // 4
-        kernel(dev.queue, (rounded(end - begin),), None, gathered.data, end, *args,
-               global_offset=(begin,))
+        longest = (items[chunk[-1]][2] - items[chunk[-1]][1]) // 4
+        kernel(dev.queue, (rounded(longest, _LOCAL), len(chunk)), (_LOCAL, 1),
+               gathered.data, *args)
     host = np.empty(words * 4, np.uint8)
     cl().enqueue_copy(dev.queue, host, gathered.data, is_blocking=False)
     for (read, low, _), place in zip(items, places):

@@ -1,0 +1,74 @@
+"""Many outputs compared at once: the float outputs of a batch of checks in a few passes.
+
+A batch of a small model's checks compares dozens of outputs of a few thousand elements
+each; compared one by one, NumPy's fixed cost per call (a microsecond or two, times the
+eight or so passes a tolerance check takes) costs more than the arithmetic. Here the
+small float outputs of one dtype are laid end to end (the backend's in one array, the
+reference's in another) and checked in one set of passes, with each element's own
+tolerance, and reduced per output with ``maximum.reduceat``: the same verdict as
+:func:`fastnn.shadowing.diff.compare`, ``|got - want| <= atol + rtol * |want|`` per
+element. An output that fails, or holds a NaN or an Inf (or a difference that
+overflows), comes back as None: the caller compares it again one by one, which finds
+the worst element and places NaN and Inf as the conformance suite does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# outputs from this many elements are compared one by one (their passes are long enough
+# that the fixed cost does not count, and laying them end to end would cost a copy)
+ALONE_FROM = 1 << 15
+_WORK = (np.dtype(np.float32), np.dtype(np.float64))
+_limits: dict = {}  # the elementwise tolerances of a batch's layout (it repeats each step)
+
+
+def eligible(got, want) -> bool:
+    """Whether ``got`` and ``want`` can be compared with the others: float32 or float64
+    host arrays of one shape and dtype, small and not empty."""
+    return (type(got) is np.ndarray and type(want) is np.ndarray and got.dtype == want.dtype
+            and got.dtype in _WORK and got.shape == want.shape and 0 < got.size < ALONE_FROM)
+
+
+def compare_many(items: list) -> list:
+    """``items``: [(got, want, rtol, atol)], each :func:`eligible`. Returns per item
+    (max_abs, of_tolerance) when it passes, else None (to be compared one by one)."""
+    verdicts: list = [None] * len(items)
+    groups: dict = {}
+    for i, item in enumerate(items):
+        groups.setdefault(item[0].dtype, []).append(i)
+    for dtype, members in groups.items():
+        _compare_group(items, members, dtype, verdicts)
+    return verdicts
+
+
+def _compare_group(items, members, dtype, verdicts) -> None:
+    sizes = [items[i][0].size for i in members]
+    key = (dtype, tuple(sizes), tuple(items[i][2] for i in members),
+           tuple(items[i][3] for i in members))
+    layout = _limits.get(key)
+    if layout is None:
+        if len(_limits) > 64:
+            _limits.clear()
+        starts = np.cumsum([0] + sizes[:-1])
+        rtol = np.repeat(np.array([items[i][2] for i in members], dtype), sizes)
+        atol = np.repeat(np.array([items[i][3] for i in members], dtype), sizes)
+        layout = _limits[key] = (starts, rtol, atol, (rtol == 0).all())
+    starts, rtol, atol, no_rtol = layout
+    got = np.concatenate([items[i][0].ravel() for i in members])
+    want = np.concatenate([items[i][1].ravel() for i in members])
+    with np.errstate(all="ignore"):
+        err = np.subtract(got, want, out=got)
+        np.abs(err, out=err)
+        if no_rtol:
+            limit = atol
+        else:
+            limit = np.abs(want, out=want)
+            limit *= rtol
+            limit += atol  # > 0: atol is floored at a few smallest normals
+        ratio = np.divide(err, limit, out=want)
+        max_abs = np.maximum.reduceat(err, starts).tolist()
+        worst = np.maximum.reduceat(ratio, starts).tolist()
+    for i, m, r in zip(members, max_abs, worst):
+        if r <= 1.0 and m - m == 0.0:  # passes, and finite (NaN fails both; Inf the second)
+            verdicts[i] = (m, r)

@@ -1,0 +1,143 @@
+"""Deferred checks on a device backend: a mismatch found calls later (at an optimizer
+step, a sync, the end of the block) still blames its own op, line and place in the step;
+a host copy kept for later calls goes when a hook writes in place; the batch's outputs
+compared at once agree with the one-by-one comparison."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+import fastnn as fnn
+from fastnn import nn
+from fastnn.shadowing import blame, diff, vector
+from tests.fake_backends import forget
+from tests.shadowing import faulty
+
+HERE = __file__.rstrip("c")
+
+
+@pytest.fixture(autouse=True)
+def _opencl():
+    try:
+        fnn.Device("opencl")
+    except fnn.BackendError as exc:
+        pytest.skip(f"opencl unavailable: {exc}")
+    yield
+    forget()
+
+
+def line_of(marker: str) -> int:
+    lines = inspect.getsource(inspect.getmodule(line_of)).splitlines()
+    return next(i + 1 for i, text in enumerate(lines) if text.rstrip().endswith(f"# {marker}"))
+
+
+def test_a_mismatch_checked_at_the_optimizer_step_blames_its_own_line(tmp_path):
+    name = faulty.install(tmp_path, "exp", base="opencl")
+    fnn.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Activation("tanh"), nn.Linear(8, 3)).to(name)
+    opt = fnn.optim.Adam(model.parameters(), lr=1e-2)
+    x = fnn.tensor(np.linspace(-1, 1, 20, dtype=np.float32).reshape(5, 4), device=name)
+    with pytest.raises(fnn.ShadowMismatch) as caught, fnn.shadow("cpu") as session:
+        for step in range(2):
+            h = model(x)
+            if step == 1:
+                h = h.exp()  # deferred exp
+            loss = h.square().mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()  # the batch is read and checked here, before the update runs
+    err = caught.value
+    assert err.op == "exp" and err.source[:2] == (HERE, line_of("deferred exp"))
+    # the step's first call follows the fused update that closed step 0
+    assert err.step == 1 and err.op_in_step == err.call - session._step_start > 0
+    assert err.producers[0] is not None and err.producers[0][1] == "bias_act"
+    # raised later than the call: from the optimizer's step, not from the exp line
+    frames = [f.lineno for f in inspect.getinnerframes(caught.tb) if f.filename == HERE]
+    assert line_of("deferred exp") not in frames
+
+
+def test_a_mismatch_pending_at_the_end_of_the_block_is_raised_by_its_exit(tmp_path):
+    name = faulty.install(tmp_path, "exp", base="opencl")
+    x = fnn.tensor(np.linspace(-1, 1, 6, dtype=np.float32), device=name)
+    session = fnn.shadow("cpu")
+    with pytest.raises(fnn.ShadowMismatch) as caught:
+        with session:
+            (x + 1).exp()  # last exp
+            assert session._pending, "the check waits: nothing syncs inside the block"
+    assert caught.value.op == "exp" and caught.value.source[1] == line_of("last exp")
+    assert not session._pending
+
+
+@pytest.mark.parametrize("stale", [False, True], ids=["invalidated", "stale (control)"])
+def test_an_in_place_write_drops_the_cached_host_copy(tmp_path, monkeypatch, stale):
+    name = faulty.install(tmp_path, "exp_memo", base="opencl")
+    if stale:  # what a cache that outlived in-place writes would do: the fault is hidden
+        monkeypatch.setattr(blame.HostCopies, "clear", lambda self: None)
+    a = fnn.tensor(np.linspace(-1, 1, 8, dtype=np.float32), device=name)
+    # only exp is checked: the in-place write (assign) is not run on the reference, so
+    # nothing but dropping the cached copy keeps it from holding the old values
+    with fnn.shadow("cpu", mode="record", ops=["exp"]) as session:
+        a.exp()  # a's host copy is read for this check and kept for later calls
+        a.add_(1.0)  # written in place on the device (assign)
+        a.exp()  # second exp: the memo returns exp of the old values
+    exp_rows = [r for r in session.report().rows if r["op"] == "exp"]
+    assert exp_rows and exp_rows[0]["checked"] == 2
+    assert exp_rows[0]["mismatches"] == (0 if stale else 1), exp_rows
+
+
+def test_a_mismatch_after_an_in_place_write_is_blamed_on_the_line_that_read_it(tmp_path):
+    name = faulty.install(tmp_path, "exp_memo", base="opencl")
+    a = fnn.tensor(np.linspace(-1, 1, 8, dtype=np.float32), device=name)
+    with pytest.raises(fnn.ShadowMismatch) as caught, fnn.shadow("cpu"):
+        a.exp()
+        a.add_(1.0)
+        a.exp()  # stale exp
+    assert caught.value.op == "exp" and caught.value.source[1] == line_of("stale exp")
+
+
+def _pair(rng, dtype, shape, kind):
+    want = rng.normal(size=shape).astype(dtype)
+    got = want.copy()
+    flat = got.reshape(-1)
+    if kind == "close":
+        got += (rng.normal(size=shape) * 1e-7).astype(dtype)
+    elif kind == "off":
+        flat[rng.integers(flat.size)] += 1.0
+    elif kind == "nan":
+        flat[0] = np.nan
+    elif kind == "inf":
+        flat[-1] = np.inf
+    elif kind == "same nan":
+        flat[0] = want.reshape(-1)[0] = np.nan
+    return got, want
+
+
+def test_outputs_compared_at_once_agree_with_one_by_one():
+    rng = np.random.default_rng(0)
+    kinds = ["equal", "close", "off", "nan", "inf", "same nan"]
+    items = []
+    for i in range(60):
+        dtype = (np.float32, np.float64)[i % 2]
+        shape = [(3, 5), (7,), (2, 3, 4), (1,), (40, 30)][i % 5]
+        got, want = _pair(rng, dtype, shape, kinds[i % len(kinds)])
+        if i % 7 == 3:
+            got, want = got.T, want.T  # views: compared in their logical order
+        rtol, atol = [(2e-5, 2e-6), (0.0, 1e-3), (1e-2, 1e-12)][i % 3]
+        items.append((got, want, rtol, atol))
+    assert all(vector.eligible(g, w) for g, w, _, _ in items)
+    verdicts = vector.compare_many(items)
+    for (got, want, rtol, atol), verdict in zip(items, verdicts):
+        one = diff.compare(got, want, rtol, atol, equal_first=False)
+        finite = np.isfinite(got).all() and np.isfinite(want).all()
+        if one.failed or not finite:
+            assert verdict is None, (one, verdict)
+        else:
+            assert verdict is not None
+            assert verdict[0] == pytest.approx(one.max_abs, rel=1e-6, abs=1e-30)
+            assert verdict[1] == pytest.approx(one.ratio, rel=1e-5, abs=1e-30)
+    assert sum(v is None for v in verdicts) >= 30  # the failing kinds were all caught
+    assert not vector.eligible(np.zeros(3, np.int32), np.zeros(3, np.int32))
+    assert not vector.eligible(np.zeros(3, np.float32), np.zeros(3, np.float64))
