@@ -55,21 +55,28 @@ a Transformer step took ~7,000 faults without buffers, ~2,000 with); below, mall
 reuses hot memory as fast as a buffer would, and a buffer would only hold memory."""
 
 
+DONATE_MIN = 16 * 1024
+"""Smaller elementwise results never reuse an operand's memory (the check that the
+operand is free costs about what malloc does for them)."""
+
+
 @hookimpl
 def compile_program(program):
-    plain = interpreter(program)
     if not ENABLED:
-        return plain
+        return interpreter(program)
     special = plan(program)
     if not special:
-        return plain
+        return interpreter(program)
     fast = interpreter(program, special)
     busy = threading.Lock()
-    owners = {id(out.base) for _, _, out in special.values()}
+    owners = {id(out.base) for _, _, out in special.values() if type(out) is not Slot}
+    plain = []  # the interpreter without buffers, made when a replay first needs it
 
     def run(env):
         if not busy.acquire(blocking=False):  # a concurrent replay: no shared buffers
-            return plain(env)
+            if not plain:
+                plain.append(interpreter(program))
+            return plain[0](env)
         try:
             outs = fast(env)
         finally:
@@ -81,7 +88,9 @@ def compile_program(program):
             if id(getattr(value, "base", None)) in owners:
                 outs[k] = value.copy()
         return outs
-    run.buffers = special  # for tests and benchmarks: {call index: (fn, extra, out)}
+    # for tests and benchmarks: {call index: (fn, extra, out)}, kept buffers and operands
+    run.buffers = {n: v for n, v in special.items() if type(v[2]) is not Slot}
+    run.donations = {n: v for n, v in special.items() if type(v[2]) is Slot}
     return run
 
 
@@ -92,12 +101,12 @@ def plan(program) -> dict:
 
     calls, outputs = program.calls, set(program.outputs)
     layouts = getattr(program, "layouts", None) or {}
-    candidates = {}
+    candidates, small = {}, {}
     for n, call in enumerate(calls):
         found = _direct(call, program, layouts, fastnn_cpu)
         if found is not None:
-            candidates[n] = found
-    if not candidates:
+            (candidates if found[4] >= MIN_BYTES else small)[n] = found[:4]
+    if not candidates and not small:
         return {}
     readers: dict[int, list[int]] = {}  # slot -> calls reading it
     for n, call in enumerate(calls):
@@ -128,7 +137,33 @@ def plan(program) -> dict:
             flat = np.empty(need, np.uint8)
         busy.append((end, flat.nbytes, flat))
         special[n] = (fn, extra, flat[:need].view(dtype).reshape(shape))
-    return _within_peak(special, calls, readers, outputs, program)
+    special = _within_peak(special, calls, readers, outputs, program)
+    special.update(_donations(calls, program, layouts, {**small, **candidates}, special,
+                              drops))
+    return special
+
+
+def _donations(calls, program, layouts, candidates, special, drops) -> dict:
+    """``{call index: (fn, extra, Slot)}`` for the elementwise calls that may write their
+    result into an operand whose last use they are: of the result's dtype, shape and
+    C-contiguous layout, made inside the step (never an input). Whether the array is
+    free is decided at each replay (:func:`fastnn.api.program.donated`: nothing else
+    holds it), so a hook that returned a view or a cached array is never written into.
+    A step then holds one array fewer at that call than eager, whose tape keeps both."""
+    found = {}
+    inputs, outputs = set(program.inputs), set(program.outputs)
+    for n, (fn, extra, dtype, shape) in candidates.items():
+        if n in special or fn is np.matmul:
+            continue
+        want = program.describe.get(calls[n].out.i)
+        strides = _c_strides(shape, dtype.itemsize)
+        for a in calls[n].args:
+            if type(a) is Slot and a.i in drops[n] and a.i not in inputs and \
+                    a.i not in outputs and program.describe.get(a.i) == want and \
+                    layouts.get(a.i) == strides:
+                found[n] = (fn, extra, Slot(a.i))
+                break
+    return found
 
 
 def _within_peak(special, calls, readers, outputs, program) -> dict:
@@ -178,7 +213,8 @@ def _nbytes(text) -> int:
 
 
 def _direct(call, program, layouts, fastnn_cpu):
-    """(fn, extra, dtype, shape) when ``call`` may write into a buffer, else None."""
+    """(fn, extra, dtype, shape, bytes) when ``call`` may write into a buffer or an
+    operand, else None."""
     name = call.name
     if name == "relu":
         fn, extra = np.maximum, None
@@ -200,12 +236,13 @@ def _direct(call, program, layouts, fastnn_cpu):
     dtype_name, _, dims = text.partition("[")
     shape = tuple(int(d) for d in dims.rstrip("]").split(",") if d.strip())
     dtype = np.dtype(dtype_name)
-    if not shape or int(np.prod(shape)) * dtype.itemsize < MIN_BYTES or \
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    if not shape or nbytes < min(DONATE_MIN, MIN_BYTES) or \
             strides != _c_strides(shape, dtype.itemsize):
         return None
     if extra is None:  # relu(x) = np.maximum(x, a zero of x's dtype), as the hook
         extra = (dtype.type(0),)
-    return fn, extra, dtype, shape
+    return fn, extra, dtype, shape, nbytes
 
 
 def _c_strides(shape, itemsize) -> tuple:
