@@ -204,15 +204,20 @@ def interpreter(program: Program, special: dict | None = None):
     lines.append("    del env")
     keep = set(program.outputs)
     drops = last_uses(program.calls, keep)
+    bound: dict = {}  # id(function) -> its name: one global per function
     for n, (call, dropped) in enumerate(zip(program.calls, drops)):
-        fn = f"f{n}"
         args = [_code(a, names) for a in call.args]
         args += [f"{k}={_code(v, names)}" for k, v in call.kwargs.items()]
         own = special.get(n)
         if own is None:
-            names[fn] = getattr(call.device.ops, call.name)
+            target = getattr(call.device.ops, call.name)
         else:
-            names[fn], extra, out = own
+            target, extra, out = own
+        fn = bound.get(id(target))
+        if fn is None or names[fn] is not target:
+            fn = bound[id(target)] = f"f{n}"
+            names[fn] = target
+        if own is not None:
             args += [_code(e, names) for e in extra]
             if type(out) is Slot:  # the call's own arguments hold the operand too
                 uses = (slots_in(call.args) + slots_in(call.kwargs)).count(out.i)
