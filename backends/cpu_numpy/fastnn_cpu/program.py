@@ -69,7 +69,8 @@ def compile_program(program):
         return interpreter(program)
     fast = interpreter(program, special)
     busy = threading.Lock()
-    owners = {id(out.base) for _, _, out in special.values() if type(out) is not Slot}
+    owners = {id(out.base) for _, _, out in special.values()
+              if out is not None and type(out) is not Slot}
     plain = []  # the interpreter without buffers, made when a replay first needs it
 
     def run(env):
@@ -89,7 +90,8 @@ def compile_program(program):
                 outs[k] = value.copy()
         return outs
     # for tests and benchmarks: {call index: (fn, extra, out)}, kept buffers and operands
-    run.buffers = {n: v for n, v in special.items() if type(v[2]) is not Slot}
+    run.buffers = {n: v for n, v in special.items() if v[2] is not None and
+                   type(v[2]) is not Slot}
     run.donations = {n: v for n, v in special.items() if type(v[2]) is Slot}
     return run
 
@@ -107,11 +109,8 @@ def plan(program) -> dict:
         if found is not None:
             (candidates if found[4] >= MIN_BYTES else small)[n] = found[:4]
     if not candidates and not small:
-        return {}
-    readers: dict[int, list[int]] = {}  # slot -> calls reading it
-    for n, call in enumerate(calls):
-        for i in slots_in(call.args) + slots_in(call.kwargs):
-            readers.setdefault(i, []).append(n)
+        return _views_kept(calls, program, _readers(calls), outputs, {}, fastnn_cpu)
+    readers = _readers(calls)
     drops = last_uses(calls, outputs)
     last = {i: n for n, dropped in enumerate(drops) for i in dropped}
     special, free = {}, []  # free: [(end, nbytes, flat buffer)]
@@ -140,7 +139,68 @@ def plan(program) -> dict:
     special = _within_peak(special, calls, readers, outputs, program)
     special.update(_donations(calls, program, layouts, {**small, **candidates}, special,
                               drops))
+    special.update(_views_kept(calls, program, readers, outputs, special, fastnn_cpu))
     return special
+
+
+def _readers(calls) -> dict:
+    """slot -> the calls that read it, in order."""
+    readers: dict[int, list[int]] = {}
+    for n, call in enumerate(calls):
+        for i in slots_in(call.args) + slots_in(call.kwargs):
+            readers.setdefault(i, []).append(n)
+    return readers
+
+
+STRIDED = {"gru_layer_backward": (6,), "lstm_layer_backward": (8,)}
+"""Hook -> the arguments it only reads, element by element, whatever their layout (the
+recurrent backward passes add ``grad_out[t]`` per step)."""
+
+
+def _same(x):
+    return x
+
+
+def _views_kept(calls, program, readers, outputs, special, fastnn_cpu) -> dict:
+    """``{call index: (identity, (), None)}`` for the ``contiguous`` calls whose copy only
+    a :data:`STRIDED` argument reads: it gets the view itself (a recurrent step's
+    gradient, a broadcast of (N, 1, H), then was copied to (T, N, H) for nothing). Not
+    where the view's memory is, or may be, a kept buffer's (reused while it is read)."""
+    from fastnn_cpu import recurrent
+
+    found = {}
+    aliases = getattr(program, "aliases", None)
+    if aliases is None:
+        return found
+    buffered = {calls[n].out.i for n, v in special.items()
+                if v[2] is not None and type(v[2]) is not Slot}
+    for n, call in enumerate(calls):
+        if call.name != "contiguous" or type(call.out) is not Slot or call.kwargs or \
+                len(call.args) != 1 or type(call.args[0]) is not Slot or \
+                call.out.i in outputs or \
+                getattr(call.device.ops, "contiguous", None) is not fastnn_cpu.contiguous:
+            continue
+        users = readers.get(call.out.i, [])
+        if not users or not all(
+                calls[u].name in STRIDED and call.device.ops is calls[u].device.ops and
+                getattr(call.device.ops, calls[u].name) is getattr(recurrent, calls[u].name)
+                and all(k in STRIDED[calls[u].name] for k, a in enumerate(calls[u].args)
+                        if type(a) is Slot and a.i == call.out.i) and
+                not any(type(v) is Slot and v.i == call.out.i
+                        for v in calls[u].kwargs.values())
+                for u in users):
+            continue
+        seen, todo, safe = set(), [call.args[0].i], True
+        while todo and safe:  # the view's memory: the values it views, transitively
+            i = todo.pop()
+            if i in seen:
+                continue
+            seen.add(i)
+            safe = i not in buffered
+            todo.extend(aliases.get(i, ()))
+        if safe:
+            found[n] = (_same, (), None)
+    return found
 
 
 def _donations(calls, program, layouts, candidates, special, drops) -> dict:
