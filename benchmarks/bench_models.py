@@ -7,7 +7,8 @@ floor, and opencl against cpu, one thread, interleaved in one process:
 Every contender starts from the same weights (the PyTorch model's state dict) and batch,
 and takes SGD steps (lr 0.01) on cross-entropy. The NumPy floors (``benchmarks/floors/``)
 are the same steps written as bare NumPy calls, forward and backward. The machine is
-shared: the ratios come from one interleaved run, each a median over rounds
+shared: the ratios come from one interleaved run (the contenders' steps taken in turn,
+one each), each a median over rounds
 (``--clock cpu`` times the process's CPU time instead of the wall clock: on a loaded
 machine it leaves out the time spent waiting for a core).
 
@@ -241,6 +242,23 @@ def timed(step, seconds, clock=time.perf_counter):
     return float(np.median(times))
 
 
+def interleaved(steps, seconds, clock=time.perf_counter):
+    """{contender: median seconds per call}, the contenders' calls taken in turn, one
+    each, until each has run about ``seconds`` (at least 3 calls): a change of load on a
+    shared machine meets every contender alike, not the one whose block it fell in."""
+    for step in steps.values():
+        float(step())
+    times = {k: [] for k in steps}
+    spent = dict.fromkeys(steps, 0.0)
+    while min(spent.values()) < seconds or min(map(len, times.values())) < 3:
+        for k, step in steps.items():
+            start = clock()
+            float(step())
+            times[k].append(clock() - start)
+            spent[k] += times[k][-1]
+    return {k: float(np.median(v)) for k, v in times.items()}
+
+
 def host_times(compiled_step, clock, steps=20):
     """(ms of the compiled step's hook calls run bare, ms of the compiled step with every
     hook call answered from a stored result: its host time); see bench_compile.py."""
@@ -284,8 +302,8 @@ def run(names, rounds=3, seconds=0.3, opencl=True, small=False, clock=time.perf_
         steps = contenders(name, opencl=opencl, small=small)
         samples = {k: [] for k in steps}
         for _ in range(rounds):  # interleaved: load on the machine hits every contender alike
-            for k, step in steps.items():
-                samples[k].append(timed(step, seconds, clock))
+            for k, median in interleaved(steps, seconds, clock).items():
+                samples[k].append(median)
         rows[name] = {k: float(np.median(v)) * 1e3 for k, v in samples.items()}
         if "compiled" in steps:  # recorded and checked by now
             rows[name]["hooks"], rows[name]["hollow"] = host_times(steps["compiled"], clock)

@@ -18,6 +18,8 @@ backend hook ``compile_program``.
 
 from __future__ import annotations
 
+import sys
+
 
 class Slot:
     """A value of the program: the array (or number) numbered ``i``."""
@@ -190,8 +192,11 @@ def interpreter(program: Program, special: dict | None = None):
 
     ``special`` (a backend's ``compile_program``) maps a call's index to ``(fn, extra,
     out)``: that call runs as ``fn(*args, *extra, out=out)`` instead of its hook (``out``
-    None: without it), e.g. NumPy's ufunc writing into a buffer the backend keeps."""
-    names: dict = {}
+    None: without it), e.g. NumPy's ufunc writing into a buffer the backend keeps. ``out``
+    a :class:`Slot`: that argument's array is the call's last use of it, and the call
+    writes into it when nothing else holds it at that moment (:func:`donated`), else
+    ``out=None``."""
+    names: dict = {"_rc": sys.getrefcount}
     special = special or {}
     lines = ["def run(env):"]
     if program.inputs:
@@ -199,17 +204,25 @@ def interpreter(program: Program, special: dict | None = None):
     lines.append("    del env")
     keep = set(program.outputs)
     drops = last_uses(program.calls, keep)
+    bound: dict = {}  # id(function) -> its name: one global per function
     for n, (call, dropped) in enumerate(zip(program.calls, drops)):
-        fn = f"f{n}"
         args = [_code(a, names) for a in call.args]
         args += [f"{k}={_code(v, names)}" for k, v in call.kwargs.items()]
         own = special.get(n)
         if own is None:
-            names[fn] = getattr(call.device.ops, call.name)
+            target = getattr(call.device.ops, call.name)
         else:
-            names[fn], extra, out = own
+            target, extra, out = own
+        fn = bound.get(id(target))
+        if fn is None or names[fn] is not target:
+            fn = bound[id(target)] = f"f{n}"
+            names[fn] = target
+        if own is not None:
             args += [_code(e, names) for e in extra]
-            if out is not None:
+            if type(out) is Slot:  # the call's own arguments hold the operand too
+                uses = (slots_in(call.args) + slots_in(call.kwargs)).count(out.i)
+                args.append(f"out={donated(out.i, uses)}")
+            elif out is not None:
                 args.append(f"out={_code(out, names)}")
         expr = f"{fn}({', '.join(args)})"
         if type(call.out) is Slot:
@@ -230,6 +243,26 @@ def interpreter(program: Program, special: dict | None = None):
     exec(compile(source, f"<fnn.compile {program.name}>", "exec"), scope)  # noqa: S102
     scope["run"].interpreted = not special  # the hooks as recorded, nothing of a backend's
     return scope["run"]
+
+
+def donated(i: int, uses: int = 0) -> str:
+    """Source for "slot ``i``'s array, if this variable and the ``uses`` arguments of
+    the call being made hold the only references to it and it owns its memory, else
+    None": no view, tensor, cache or other slot can see the array, so the call may
+    write its result into it (the last use of its value)."""
+    return (f"(s{i} if _rc(s{i}) == {_ONLY + uses} and s{i}.base is None and "
+            f"s{i}.flags.writeable else None)")
+
+
+def _only_reference() -> int:
+    """What ``sys.getrefcount`` says, in a generated function, of an array that only one
+    local variable holds (the interpreter's Python may count the call's own argument)."""
+    scope = {"_rc": sys.getrefcount}
+    exec("def f(make):\n    s = make()\n    return _rc(s)\n", scope)  # noqa: S102
+    return scope["f"](lambda: bytearray(1))
+
+
+_ONLY = _only_reference()
 
 
 def _unpack(template, expr) -> list[str]:

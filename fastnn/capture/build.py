@@ -77,10 +77,16 @@ def build(name, recorder, snapshot, leaves, draws, result) -> Entry:
         used.update(slots_in(call.kwargs))
     inputs = [i for i in binds if i in used]
     device_of = _devices_of(kept)
-    describe = {i: _describe(v) for i, v in enumerate(values) if is_array(v)}
+    # the program's slots only (not those of the calls eliminated), each distinct
+    # description and layout held once: what the program keeps for as long as it lives
+    arrays = sorted(i for i in used.union(*(slots_in(c.out) for c in kept))
+                    if is_array(values[i]))
+    shared: dict = {}
+    describe = {i: shared.setdefault(_describe(values[i]), _describe(values[i]))
+                for i in arrays}
     entry.program = Program(name, kept, inputs, outputs, describe)
-    entry.program.layouts = {i: tuple(v.strides) for i, v in enumerate(values)
-                             if is_array(v) and getattr(v, "strides", None) is not None}
+    entry.program.layouts = {i: shared.setdefault(s, s) for i in arrays
+                             if (s := _strides(values[i])) is not None}
     entry.program.aliases = _aliases(kept, values)
     entry.program.planner = fusion.planned
     entry.devices = [device_of.get(i) for i in inputs]
@@ -314,6 +320,11 @@ def _devices_of(calls) -> dict:
         for i in slots_in(call.args) + slots_in(call.kwargs) + slots_in(call.out):
             found.setdefault(i, call.device)
     return found
+
+
+def _strides(value):
+    strides = getattr(value, "strides", None)
+    return None if strides is None else tuple(strides)
 
 
 def _describe(value) -> str:

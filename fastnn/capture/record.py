@@ -49,6 +49,7 @@ class Recorder:
         self.calls: list[Call] = []
         self.slot_of: dict[int, int] = {}  # id(array) -> its latest slot
         self.values: list = []  # slot -> the array (kept alive: ids are never reused)
+        self.slots: list[Slot] = []  # slot -> its Slot
         self.external: list[int] = []  # slots first seen as arguments
         self.breaks: list[str] = []  # where the recording could not continue (fullgraph=False)
         self.cuts: list[Cut] = []  # the graph breaks, in order (fullgraph=False)
@@ -63,7 +64,14 @@ class Recorder:
         if i is None:
             i = self._new(value)
             self.external.append(i)
-        return Slot(i)
+        return self._slot(i)
+
+    def _slot(self, i: int) -> Slot:
+        """Slot ``i``: one object per value, shared by the calls that use it."""
+        slots = self.slots
+        while len(slots) <= i:
+            slots.append(Slot(len(slots)))
+        return slots[i]
 
     def _new(self, value) -> int:
         i = len(self.values)
@@ -86,7 +94,7 @@ class Recorder:
         """A hook's result as a template: each array a new slot (an array a hook hands
         back unchanged, ``contiguous`` of a contiguous one, gets a new slot too)."""
         if is_array(value):
-            return Slot(self._new(value))
+            return self._slot(self._new(value))
         kind = type(value)
         if kind is list or kind is tuple:
             items = [self.result(v) for v in value]

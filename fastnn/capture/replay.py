@@ -23,10 +23,13 @@ class Source:
     def __init__(self):
         self.lines: list[str] = []
         self.scope: dict = {}
+        self._named: dict = {}  # id(value) -> its name: one global per object
 
     def name(self, value, prefix: str) -> str:
-        key = f"{prefix}{len(self.scope)}"
-        self.scope[key] = value
+        key = self._named.get(id(value))
+        if key is None or self.scope[key] is not value:
+            key = self._named[id(value)] = f"{prefix}{len(self.scope)}"
+            self.scope[key] = value
         return key
 
     def add(self, line: str) -> None:

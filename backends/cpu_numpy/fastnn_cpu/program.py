@@ -55,21 +55,29 @@ a Transformer step took ~7,000 faults without buffers, ~2,000 with); below, mall
 reuses hot memory as fast as a buffer would, and a buffer would only hold memory."""
 
 
+DONATE_MIN = 16 * 1024
+"""Smaller elementwise results never reuse an operand's memory (the check that the
+operand is free costs about what malloc does for them)."""
+
+
 @hookimpl
 def compile_program(program):
-    plain = interpreter(program)
     if not ENABLED:
-        return plain
+        return interpreter(program)
     special = plan(program)
     if not special:
-        return plain
+        return interpreter(program)
     fast = interpreter(program, special)
     busy = threading.Lock()
-    owners = {id(out.base) for _, _, out in special.values()}
+    owners = {id(out.base) for _, _, out in special.values()
+              if out is not None and type(out) is not Slot}
+    plain = []  # the interpreter without buffers, made when a replay first needs it
 
     def run(env):
         if not busy.acquire(blocking=False):  # a concurrent replay: no shared buffers
-            return plain(env)
+            if not plain:
+                plain.append(interpreter(program))
+            return plain[0](env)
         try:
             outs = fast(env)
         finally:
@@ -81,7 +89,10 @@ def compile_program(program):
             if id(getattr(value, "base", None)) in owners:
                 outs[k] = value.copy()
         return outs
-    run.buffers = special  # for tests and benchmarks: {call index: (fn, extra, out)}
+    # for tests and benchmarks: {call index: (fn, extra, out)}, kept buffers and operands
+    run.buffers = {n: v for n, v in special.items() if v[2] is not None and
+                   type(v[2]) is not Slot}
+    run.donations = {n: v for n, v in special.items() if type(v[2]) is Slot}
     return run
 
 
@@ -92,17 +103,14 @@ def plan(program) -> dict:
 
     calls, outputs = program.calls, set(program.outputs)
     layouts = getattr(program, "layouts", None) or {}
-    candidates = {}
+    candidates, small = {}, {}
     for n, call in enumerate(calls):
         found = _direct(call, program, layouts, fastnn_cpu)
         if found is not None:
-            candidates[n] = found
-    if not candidates:
-        return {}
-    readers: dict[int, list[int]] = {}  # slot -> calls reading it
-    for n, call in enumerate(calls):
-        for i in slots_in(call.args) + slots_in(call.kwargs):
-            readers.setdefault(i, []).append(n)
+            (candidates if found[4] >= MIN_BYTES else small)[n] = found[:4]
+    if not candidates and not small:
+        return _views_kept(calls, program, _readers(calls), outputs, {}, fastnn_cpu)
+    readers = _readers(calls)
     drops = last_uses(calls, outputs)
     last = {i: n for n, dropped in enumerate(drops) for i in dropped}
     special, free = {}, []  # free: [(end, nbytes, flat buffer)]
@@ -128,7 +136,94 @@ def plan(program) -> dict:
             flat = np.empty(need, np.uint8)
         busy.append((end, flat.nbytes, flat))
         special[n] = (fn, extra, flat[:need].view(dtype).reshape(shape))
-    return _within_peak(special, calls, readers, outputs, program)
+    special = _within_peak(special, calls, readers, outputs, program)
+    special.update(_donations(calls, program, layouts, {**small, **candidates}, special,
+                              drops))
+    special.update(_views_kept(calls, program, readers, outputs, special, fastnn_cpu))
+    return special
+
+
+def _readers(calls) -> dict:
+    """slot -> the calls that read it, in order."""
+    readers: dict[int, list[int]] = {}
+    for n, call in enumerate(calls):
+        for i in slots_in(call.args) + slots_in(call.kwargs):
+            readers.setdefault(i, []).append(n)
+    return readers
+
+
+STRIDED = {"gru_layer_backward": (6,), "lstm_layer_backward": (8,)}
+"""Hook -> the arguments it only reads, element by element, whatever their layout (the
+recurrent backward passes add ``grad_out[t]`` per step)."""
+
+
+def _same(x):
+    return x
+
+
+def _views_kept(calls, program, readers, outputs, special, fastnn_cpu) -> dict:
+    """``{call index: (identity, (), None)}`` for the ``contiguous`` calls whose copy only
+    a :data:`STRIDED` argument reads: it gets the view itself (a recurrent step's
+    gradient, a broadcast of (N, 1, H), then was copied to (T, N, H) for nothing). Not
+    where the view's memory is, or may be, a kept buffer's (reused while it is read)."""
+    from fastnn_cpu import recurrent
+
+    found = {}
+    aliases = getattr(program, "aliases", None)
+    if aliases is None:
+        return found
+    buffered = {calls[n].out.i for n, v in special.items()
+                if v[2] is not None and type(v[2]) is not Slot}
+    for n, call in enumerate(calls):
+        if call.name != "contiguous" or type(call.out) is not Slot or call.kwargs or \
+                len(call.args) != 1 or type(call.args[0]) is not Slot or \
+                call.out.i in outputs or \
+                getattr(call.device.ops, "contiguous", None) is not fastnn_cpu.contiguous:
+            continue
+        users = readers.get(call.out.i, [])
+        if not users or not all(
+                calls[u].name in STRIDED and call.device.ops is calls[u].device.ops and
+                getattr(call.device.ops, calls[u].name) is getattr(recurrent, calls[u].name)
+                and all(k in STRIDED[calls[u].name] for k, a in enumerate(calls[u].args)
+                        if type(a) is Slot and a.i == call.out.i) and
+                not any(type(v) is Slot and v.i == call.out.i
+                        for v in calls[u].kwargs.values())
+                for u in users):
+            continue
+        seen, todo, safe = set(), [call.args[0].i], True
+        while todo and safe:  # the view's memory: the values it views, transitively
+            i = todo.pop()
+            if i in seen:
+                continue
+            seen.add(i)
+            safe = i not in buffered
+            todo.extend(aliases.get(i, ()))
+        if safe:
+            found[n] = (_same, (), None)
+    return found
+
+
+def _donations(calls, program, layouts, candidates, special, drops) -> dict:
+    """``{call index: (fn, extra, Slot)}`` for the elementwise calls that may write their
+    result into an operand whose last use they are: of the result's dtype, shape and
+    C-contiguous layout, made inside the step (never an input). Whether the array is
+    free is decided at each replay (:func:`fastnn.api.program.donated`: nothing else
+    holds it), so a hook that returned a view or a cached array is never written into.
+    A step then holds one array fewer at that call than eager, whose tape keeps both."""
+    found = {}
+    inputs, outputs = set(program.inputs), set(program.outputs)
+    for n, (fn, extra, dtype, shape) in candidates.items():
+        if n in special or fn is np.matmul:
+            continue
+        want = program.describe.get(calls[n].out.i)
+        strides = _c_strides(shape, dtype.itemsize)
+        for a in calls[n].args:
+            if type(a) is Slot and a.i in drops[n] and a.i not in inputs and \
+                    a.i not in outputs and program.describe.get(a.i) == want and \
+                    layouts.get(a.i) == strides:
+                found[n] = (fn, extra, Slot(a.i))
+                break
+    return found
 
 
 def _within_peak(special, calls, readers, outputs, program) -> dict:
@@ -178,7 +273,8 @@ def _nbytes(text) -> int:
 
 
 def _direct(call, program, layouts, fastnn_cpu):
-    """(fn, extra, dtype, shape) when ``call`` may write into a buffer, else None."""
+    """(fn, extra, dtype, shape, bytes) when ``call`` may write into a buffer or an
+    operand, else None."""
     name = call.name
     if name == "relu":
         fn, extra = np.maximum, None
@@ -200,12 +296,13 @@ def _direct(call, program, layouts, fastnn_cpu):
     dtype_name, _, dims = text.partition("[")
     shape = tuple(int(d) for d in dims.rstrip("]").split(",") if d.strip())
     dtype = np.dtype(dtype_name)
-    if not shape or int(np.prod(shape)) * dtype.itemsize < MIN_BYTES or \
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    if not shape or nbytes < min(DONATE_MIN, MIN_BYTES) or \
             strides != _c_strides(shape, dtype.itemsize):
         return None
     if extra is None:  # relu(x) = np.maximum(x, a zero of x's dtype), as the hook
         extra = (dtype.type(0),)
-    return fn, extra, dtype, shape
+    return fn, extra, dtype, shape, nbytes
 
 
 def _c_strides(shape, itemsize) -> tuple:
