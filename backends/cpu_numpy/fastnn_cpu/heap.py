@@ -15,7 +15,10 @@ in eager, which happened to free in an order glibc kept; the CNN step made ~7,30
 its top, so a freed array's memory serves the next one, still mapped. Memory is held no
 longer than a step's peak needs it; the process's resident size stays at the most it
 used. Applied when the cpu backend loads, on glibc only; ``FASTNN_CPU_HEAP=0`` leaves
-malloc as it was (to compare, or where another allocator is preloaded).
+malloc as it was (to compare, or where another allocator is preloaded), and so does
+setting glibc's own ``MALLOC_TRIM_THRESHOLD_`` or ``MALLOC_MMAP_THRESHOLD_`` (the user's
+choice wins). It changes malloc for the whole process, other libraries' arrays included:
+PyTorch's or NumPy's steps in the same process gain too.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ TRIM_BYTES = 128 * 2**20
 """Free memory the heap keeps at its top before it returns any to the system."""
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_GLIBC_VARIABLES = ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_")
 
 APPLIED = [False]
 """Whether the thresholds were set in this process."""
@@ -40,6 +44,8 @@ def keep_freed_memory() -> bool:
     """Set glibc's thresholds (see the module); False where it is not glibc or
     ``FASTNN_CPU_HEAP=0``."""
     if os.environ.get("FASTNN_CPU_HEAP", "1") == "0" or platform.libc_ver()[0] != "glibc":
+        return False
+    if any(name in os.environ for name in _GLIBC_VARIABLES):
         return False
     try:
         mallopt = ctypes.CDLL(None).mallopt

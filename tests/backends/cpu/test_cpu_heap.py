@@ -37,3 +37,10 @@ def test_a_freed_array_s_memory_serves_the_next_without_page_faults():
 def test_it_can_be_turned_off(monkeypatch):
     monkeypatch.setenv("FASTNN_CPU_HEAP", "0")
     assert heap.keep_freed_memory() is False
+
+
+@pytest.mark.parametrize("name", ["MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_"])
+def test_glibc_s_own_variables_win(monkeypatch, name):
+    monkeypatch.delenv("FASTNN_CPU_HEAP", raising=False)
+    monkeypatch.setenv(name, "131072")
+    assert heap.keep_freed_memory() is False
