@@ -66,6 +66,10 @@ def gelu(ops, x):
     return ops.mul(x, cdf)
 
 
+def gelu_backward(ops, x, out, grad):
+    return activation_grad(ops, "gelu", x, out, grad)
+
+
 def silu(ops, x):
     return ops.mul(x, ops.sigmoid(x))
 

@@ -51,6 +51,13 @@ def sigmoid(x: Array) -> Array:
 
 
 @op
+def gelu_backward(x: Array, out: Array, grad: Array) -> Array:
+    """dL/dx of ``out = gelu(x)`` (as the ``gelu`` hook returned it), given grad = dL/dout:
+    grad * (cdf(x) + x * pdf(x)) with the standard normal's cdf and pdf. A NaN or infinite x
+    gives NaN, as that formula does."""
+
+
+@op
 def softmax(x: Array, axis: int) -> Array:
     """exp(x - max) / sum(exp(x - max)) along ``axis``."""
 

@@ -9,6 +9,7 @@ from fastnn.conformance import (  # noqa: F401  (importing a module registers it
     cases_conv2d,
     cases_elementwise,
     cases_fused,
+    cases_gelu,
     cases_indexing,
     cases_io,
     cases_math,
