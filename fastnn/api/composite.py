@@ -345,6 +345,8 @@ from fastnn.api.composite_attention import (  # noqa: E402,F401  (the attention 
 from fastnn.api.composite_norm import (  # noqa: E402,F401  (the batch-norm hooks)
     batch_norm_backward,
     batch_norm_train,
+    layer_norm_backward,
+    layer_norm_train,
 )
 from fastnn.api.composite_pool import (  # noqa: E402,F401  (the pooling hooks)
     max_pool2d,

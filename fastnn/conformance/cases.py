@@ -12,6 +12,7 @@ from fastnn.conformance import (  # noqa: F401  (importing a module registers it
     cases_gelu,
     cases_indexing,
     cases_io,
+    cases_layernorm,
     cases_math,
     cases_math_more,
     cases_norm,

@@ -22,7 +22,7 @@ _configure_malloc()  # keep freed temporaries' pages in the process (see allocat
 fastnn_hook_modules = ("fastnn_cpu.conv", "fastnn_cpu.conv_2d", "fastnn_cpu.fused",
                        "fastnn_cpu.indexing", "fastnn_cpu.optim", "fastnn_cpu.pooling",
                        "fastnn_cpu.batchnorm", "fastnn_cpu.recurrent",
-                       "fastnn_cpu.sdpa", "fastnn_cpu.program")
+                       "fastnn_cpu.sdpa", "fastnn_cpu.program", "fastnn_cpu.layernorm")
 
 _ZEROS = {np.dtype(name): np.dtype(name).type(0) for name in ("float16", "float32", "float64")}
 _DTYPES = ["float32", "float64", "float16", "int32", "int64", "bool"]

@@ -80,14 +80,15 @@ def gelu_backward(x, out, grad):
         from fastnn_cpu import erf
 
         cdf = (erf(x * (1.0 / math.sqrt(2.0))) + 1.0) * 0.5
-        return grad * (cdf + x * (np.exp((x * x) * -0.5) * _INV_SQRT_2PI))
+        return np.asarray(grad * (cdf + x * (np.exp((x * x) * -0.5) * _INV_SQRT_2PI)))
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        pdf = np.multiply(x, x)
+        # out= arrays: on 0-d operands a ufunc returns a scalar, which cannot be an out=
+        pdf = np.multiply(x, x, out=np.empty(x.shape, x.dtype))
         pdf *= -0.5
         np.exp(pdf, out=pdf)
         pdf *= x
         pdf *= x.dtype.type(_INV_SQRT_2PI)
-        d = np.divide(out, x)
+        d = np.divide(out, x, out=np.empty(x.shape, x.dtype))
     tiny = np.less(np.abs(x), _GELU_TINY)
     if tiny.any():
         np.copyto(d, 0.5, where=tiny)
