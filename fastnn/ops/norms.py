@@ -86,7 +86,7 @@ def layer_norm(input: Tensor, normalized_shape, weight=None, bias=None, eps: flo
         dev = input._device
         data, mean, rstd = dev.ops.layer_norm_train(input._data, weight._data, bias._data, eps)
         return attach(Tensor._make(data, input._dtype, dev), "layer_norm_train",
-                      (input, weight, bias), (input._data, weight._data, mean, rstd))
+                      (input, weight, bias), (input._data, weight._data, mean, rstd), eps)
     axes = tuple(range(input.ndim - len(shape), input.ndim))
     return _affine(_standardize(input, axes, eps), weight, bias)
 
