@@ -13,9 +13,15 @@ too (they use the same malloc).
 
 :func:`configure` raises both thresholds (the settings glibc's ``MALLOC_TRIM_THRESHOLD_``
 and ``MALLOC_MMAP_THRESHOLD_`` environment variables make): freed memory up to
-``TRIM_BYTES`` stays in the process for the next allocation. It runs when the backend
-loads, does nothing off glibc, where either variable is set (the user's choice wins), or
-where ``FASTNN_CPU_MALLOPT=0``.
+``TRIM_BYTES`` stays in the process for the next allocation. It is opt-in: the backend
+calls it when it loads only with ``FASTNN_CPU_MALLOPT=1`` (it changes the whole process's
+malloc, other libraries' arrays included), and it does nothing off glibc or where either
+glibc variable is set (the user's choice wins).
+
+NOTE: in benchmarks/bench_models.py, where PyTorch and the NumPy floors share the process,
+it sped them up more than fastnn (glibc had already raised its thresholds after their
+large frees, interleaved), so the ratios there got worse: Conv1d 1.09-1.19 -> 1.19-1.32
+against PyTorch. A fastnn step run alone gains as above.
 """
 
 from __future__ import annotations
@@ -34,7 +40,8 @@ _state = {"configured": None}
 
 
 def configure() -> bool:
-    """Raise glibc's trim and mmap thresholds once; True if they were set (now or before)."""
+    """Raise glibc's trim and mmap thresholds once; True if they were set (now or before).
+    An explicit call needs no ``FASTNN_CPU_MALLOPT``; ``FASTNN_CPU_MALLOPT=0`` refuses."""
     if _state["configured"] is not None:
         return _state["configured"]
     _state["configured"] = done = _set_thresholds()
@@ -55,3 +62,8 @@ def _set_thresholds() -> bool:
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
     return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_BYTES)) and bool(
         mallopt(_M_TRIM_THRESHOLD, TRIM_BYTES))
+
+
+def configure_if_asked() -> bool:
+    """:func:`configure` where ``FASTNN_CPU_MALLOPT=1`` (the backend's import calls this)."""
+    return os.environ.get("FASTNN_CPU_MALLOPT") == "1" and configure()
