@@ -66,6 +66,10 @@ def gelu(ops, x):
     return ops.mul(x, cdf)
 
 
+def gelu_backward(ops, x, out, grad):
+    return activation_grad(ops, "gelu", x, out, grad)
+
+
 def silu(ops, x):
     return ops.mul(x, ops.sigmoid(x))
 
@@ -341,6 +345,8 @@ from fastnn.api.composite_attention import (  # noqa: E402,F401  (the attention 
 from fastnn.api.composite_norm import (  # noqa: E402,F401  (the batch-norm hooks)
     batch_norm_backward,
     batch_norm_train,
+    layer_norm_backward,
+    layer_norm_train,
 )
 from fastnn.api.composite_pool import (  # noqa: E402,F401  (the pooling hooks)
     max_pool2d,

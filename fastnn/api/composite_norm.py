@@ -1,4 +1,4 @@
-"""The composites of the batch-normalisation hooks, written with primitives."""
+"""The composites of the batch- and layer-normalisation hooks, written with primitives."""
 
 from __future__ import annotations
 
@@ -35,3 +35,24 @@ def batch_norm_backward(ops, x, weight, mean, var, grad, eps):
                     ops.mul(xhat, ops.mul(ops.reshape(dweight, shape), 1.0 / m)))
     dx = ops.mul(inner, ops.mul(inv, ops.reshape(weight, shape)))
     return dx, dweight, dbias
+
+
+def layer_norm_train(ops, x, weight, bias, eps):
+    last = (len(x.shape) - 1,)
+    mean = ops.mean(x, last, True)
+    centered = ops.sub(x, mean)
+    rstd = ops.pow(ops.add(ops.mean(ops.mul(centered, centered), last, True), eps), -0.5)
+    out = ops.add(ops.mul(ops.mul(centered, rstd), weight), bias)
+    return out, mean, rstd
+
+
+def layer_norm_backward(ops, x, weight, mean, rstd, grad):
+    last = (len(x.shape) - 1,)
+    rows = tuple(range(len(x.shape) - 1))
+    xhat = ops.mul(ops.sub(x, mean), rstd)
+    dbias = ops.sum(grad, rows, False)
+    dweight = ops.sum(ops.mul(grad, xhat), rows, False)
+    g = ops.mul(grad, weight)
+    inner = ops.sub(ops.sub(g, ops.mean(g, last, True)),
+                    ops.mul(xhat, ops.mean(ops.mul(g, xhat), last, True)))
+    return ops.mul(inner, rstd), dweight, dbias

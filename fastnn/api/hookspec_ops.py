@@ -51,6 +51,13 @@ def sigmoid(x: Array) -> Array:
 
 
 @op
+def gelu_backward(x: Array, out: Array, grad: Array) -> Array:
+    """dL/dx of ``out = gelu(x)`` (as the ``gelu`` hook returned it), given grad = dL/dout:
+    grad * (cdf(x) + x * pdf(x)) with the standard normal's cdf and pdf. A NaN or infinite x
+    gives NaN, as that formula does."""
+
+
+@op
 def softmax(x: Array, axis: int) -> Array:
     """exp(x - max) / sum(exp(x - max)) along ``axis``."""
 
@@ -453,6 +460,24 @@ def batch_norm_backward(x: Array, weight: Array, mean: Array, var: Array, grad: 
     With xhat = (x - mean) / sqrt(var + eps) and m = N * (spatial size): dbias = sum(grad),
     dweight = sum(grad * xhat) (sums over every axis but 1), dx = weight / sqrt(var + eps)
     / m * (m * grad - dbias - xhat * dweight)."""
+
+
+@op
+def layer_norm_train(x: Array, weight: Array, bias: Array,
+                     eps: float) -> tuple[Array, Array, Array]:
+    """Layer normalisation of x (..., D) over its last axis: returns (out, mean, rstd), out =
+    (x - mean) * rstd * weight + bias with rstd = 1 / sqrt(var + eps) (the biased variance),
+    weight and bias (D,), mean and rstd (..., 1). x may be any strided view."""
+
+
+@op
+def layer_norm_backward(x: Array, weight: Array, mean: Array, rstd: Array,
+                        grad: Array) -> tuple[Array, Array, Array]:
+    """The backward pass of ``layer_norm_train``: (dx, dweight, dbias) given grad = dL/dout
+    (x's shape, possibly a broadcast view) and the mean and rstd that call returned. With
+    xhat = (x - mean) * rstd and g = grad * weight: dbias = sum(grad), dweight = sum(grad *
+    xhat) (sums over every axis but the last), dx = rstd * (g - mean(g) - xhat * mean(g *
+    xhat)) (means over the last axis)."""
 
 
 # ---------------------------------------------------------------- recurrent layers

@@ -48,6 +48,12 @@ for _kind in hookspec.ACTIVATION_HOOKS:
     RULES[_kind] = _activation_rule(_kind)
 
 
+@rule("gelu")
+def _gelu(ops, node, grad):
+    z, out = node.saved
+    return (ops.gelu_backward(z, out, grad),)
+
+
 @rule("bias_act")
 def _bias_act(ops, node, grad):
     x, bias, out = node.saved

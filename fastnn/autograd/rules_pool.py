@@ -1,5 +1,5 @@
-"""Backward rules of the pooling and batch-norm hooks; :mod:`fastnn.autograd.rules` merges
-:data:`RULES`."""
+"""Backward rules of the pooling, batch-norm and layer-norm hooks; :mod:`fastnn.autograd.rules`
+merges :data:`RULES`."""
 
 from __future__ import annotations
 
@@ -20,3 +20,11 @@ def _batch_norm(ops, node, grad):
 
 
 RULES["batch_norm_train"] = _batch_norm
+
+
+def _layer_norm(ops, node, grad):
+    x, weight, mean, rstd = node.saved
+    return ops.layer_norm_backward(x, weight, mean, rstd, grad)
+
+
+RULES["layer_norm_train"] = _layer_norm

@@ -16,7 +16,7 @@ that uses ``x`` or ``out`` depends on them on the tape.
 
 from __future__ import annotations
 
-from fastnn.api import composite, dtypes, hookspec
+from fastnn.api import composite, composite_norm, dtypes, hookspec
 from fastnn.autograd.rules import RULES
 from fastnn.autograd.rules_attention import TENSOR_RULES as ATTENTION_TENSOR_RULES
 
@@ -229,6 +229,10 @@ class TensorOps:
         grad_z = composite.activation_grad(self, kind, self.add(x, bias), out, grad, slope)
         return grad_z, grad_z
 
+    def gelu_backward(self, x, out, grad):
+        """The hook's composite: its gradient on the tape through erf and exp."""
+        return composite.activation_grad(self, "gelu", x, out, grad)
+
 
 for _op in _UNARY_SAVES:
     setattr(TensorOps, _op, lambda self, x, _op=_op: self._unary(_op, x))
@@ -299,10 +303,22 @@ def _unsupported(why):
     return rule
 
 
+def _layer_norm(ops, node, grad):
+    """The hook's composite with the mean and rstd recomputed from x on the tape (the
+    forward saved them as raw arrays, which would be constants)."""
+    x, weight = node.saved[:2]
+    last = (len(x.shape) - 1,)
+    mean = ops.mean(x, last, True)
+    centered = ops.sub(x, mean)
+    rstd = ops.pow(ops.add(ops.mean(ops.mul(centered, centered), last, True), node.attrs), -0.5)
+    return composite_norm.layer_norm_backward(ops, x, weight, mean, rstd, grad)
+
+
 TENSOR_RULES = dict(RULES)  # the rules run under create_graph: the same, but these
 TENSOR_RULES.update(
     softmax_cross_entropy=_softmax_cross_entropy,
     transfer=_transfer,
+    layer_norm_train=_layer_norm,
     rms_div=_unsupported("its saved reciprocal RMS is a raw array"),
     conv1d=_unsupported("conv1d_grad_input and conv1d_grad_weight have no rules"),
     conv2d=_unsupported("conv2d_grad_input and conv2d_grad_weight have no rules"),

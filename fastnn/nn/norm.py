@@ -106,6 +106,8 @@ class LayerNorm(Module):
         if len(self.normalized_shape) > 1:
             return norms.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
         check_features(f"LayerNorm({self.features})", x, self.features, "features")
+        if self.weight is not None and self.bias is not None:  # the layer_norm_train hook
+            return norms.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
         xhat, _ = self._normalize(x)
         if self.weight is not None:
             xhat = xhat * self.weight

@@ -24,6 +24,7 @@ import numbers
 import numpy as np
 
 from fastnn.api.args import integer, nonnegative, real
+from fastnn.autograd.engine import attach
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.ops.joining import pad
 from fastnn.ops.movement import reshape
@@ -81,8 +82,20 @@ def layer_norm(input: Tensor, normalized_shape, weight=None, bias=None, eps: flo
     _check_param("layer_norm", "weight", weight, shape)
     _check_param("layer_norm", "bias", bias, shape)
     eps = nonnegative("layer_norm", "eps", eps)
+    if len(shape) == 1 and _fusable(input, weight, bias):
+        dev = input._device
+        data, mean, rstd = dev.ops.layer_norm_train(input._data, weight._data, bias._data, eps)
+        return attach(Tensor._make(data, input._dtype, dev), "layer_norm_train",
+                      (input, weight, bias), (input._data, weight._data, mean, rstd), eps)
     axes = tuple(range(input.ndim - len(shape), input.ndim))
     return _affine(_standardize(input, axes, eps), weight, bias)
+
+
+def _fusable(x, weight, bias) -> bool:
+    """The layer_norm_train hook's case (over the last axis): affine, one dtype and device."""
+    return (weight is not None and bias is not None and weight._dtype is x._dtype
+            and bias._dtype is x._dtype and weight._device == x._device
+            and bias._device == x._device)
 
 
 def machine_eps(x: Tensor) -> float:

@@ -71,6 +71,8 @@ CASES = {  # name -> (function of (lib, *inputs), input shapes)
     "cat": (lambda L, x, y: L.cat([x * y, y.tanh()], 1) * L.cat([x, x], 1), [(2, 3), (2, 3)]),
     "leaky_relu_clamp": (lambda L, x: _functional(L).leaky_relu(x, 0.2) * x.clamp(-0.5, 0.5)
                          * x, [(8,)]),
+    "layer_norm": (lambda L, x, w, b: _functional(L).layer_norm(x * x, (4,), w, b) * x,
+                   [(3, 4), (4,), (4,)]),
 }
 
 

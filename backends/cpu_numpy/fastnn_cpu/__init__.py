@@ -13,16 +13,19 @@ import numpy as np
 from fastnn.api import composite
 from fastnn.api.hookspec import hookimpl
 from fastnn.api.xp_hooks import xp_hooks
+from fastnn_cpu.allocator import configure_if_asked as _configure_malloc
 from fastnn_cpu.erf import erf as _erf
 from fastnn_cpu.heap import keep_freed_memory
 
 keep_freed_memory()  # a step's freed arrays stay mapped for the next (fastnn_cpu.heap)
 
+_configure_malloc()  # FASTNN_CPU_MALLOPT=1: keep freed pages in the process (allocator.py)
+
 # the modules holding the rest of the hooks: the registry registers each of them
 fastnn_hook_modules = ("fastnn_cpu.conv", "fastnn_cpu.conv_2d", "fastnn_cpu.fused",
                        "fastnn_cpu.indexing", "fastnn_cpu.optim", "fastnn_cpu.pooling",
                        "fastnn_cpu.batchnorm", "fastnn_cpu.recurrent",
-                       "fastnn_cpu.sdpa", "fastnn_cpu.program")
+                       "fastnn_cpu.sdpa", "fastnn_cpu.program", "fastnn_cpu.layernorm")
 
 _ZEROS = {np.dtype(name): np.dtype(name).type(0) for name in ("float16", "float32", "float64")}
 _DTYPES = ["float32", "float64", "float16", "int32", "int64", "bool"]

@@ -64,6 +64,39 @@ def bias_act(x, bias, kind, slope):
     return table[kind](z)
 
 
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+#: Below this |x| (zeros, subnormals), out / x loses the cdf, which is 0.5 there.
+_GELU_TINY = 1e-30
+
+
+@hookimpl
+def gelu_backward(x, out, grad):
+    """grad * (cdf + x * pdf), with cdf recovered as out / x (out = x * cdf, so to ~1 ulp)
+    instead of a second erf: 10 passes where the composite made ~40 (erf's own 28).
+
+    NOTE: where out underflows (x below about -13 in float32) out / x is 0 against a true
+    cdf under 1e-38, and where x is +-inf it is NaN, as the composite's 0 * inf is."""
+    if x.dtype not in (np.float32, np.float64):  # float16: the composite's passes
+        from fastnn_cpu import erf
+
+        cdf = (erf(x * (1.0 / math.sqrt(2.0))) + 1.0) * 0.5
+        return np.asarray(grad * (cdf + x * (np.exp((x * x) * -0.5) * _INV_SQRT_2PI)))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        # out= arrays: on 0-d operands a ufunc returns a scalar, which cannot be an out=
+        pdf = np.multiply(x, x, out=np.empty(x.shape, x.dtype))
+        pdf *= -0.5
+        np.exp(pdf, out=pdf)
+        pdf *= x
+        pdf *= x.dtype.type(_INV_SQRT_2PI)
+        d = np.divide(out, x, out=np.empty(x.shape, x.dtype))
+    tiny = np.less(np.abs(x), _GELU_TINY)
+    if tiny.any():
+        np.copyto(d, 0.5, where=tiny)
+    d += pdf
+    d *= grad
+    return d
+
+
 @hookimpl
 def softmax_cross_entropy_backward(probs, targets, grad):
     out = probs.copy()
