@@ -13,13 +13,10 @@ import numpy as np
 from fastnn.api import composite
 from fastnn.api.hookspec import hookimpl
 from fastnn.api.xp_hooks import xp_hooks
-from fastnn_cpu.allocator import configure_if_asked as _configure_malloc
 from fastnn_cpu.erf import erf as _erf
 from fastnn_cpu.heap import keep_freed_memory
 
 keep_freed_memory()  # a step's freed arrays stay mapped for the next (fastnn_cpu.heap)
-
-_configure_malloc()  # FASTNN_CPU_MALLOPT=1: keep freed pages in the process (allocator.py)
 
 # the modules holding the rest of the hooks: the registry registers each of them
 fastnn_hook_modules = ("fastnn_cpu.conv", "fastnn_cpu.conv_2d", "fastnn_cpu.fused",
