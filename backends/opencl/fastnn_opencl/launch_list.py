@@ -27,7 +27,7 @@ import threading
 
 from fastnn.api.hookspec import hookimpl
 from fastnn.api.program import Seq, Slot, interpreter, slots_in
-from fastnn_opencl import elementwise, fast_launch, linalg, runtime
+from fastnn_opencl import elementwise, fast_launch, linalg, optim, runtime
 from fastnn_opencl.runtime import CLArray
 
 ENABLED = os.environ.get("FASTNN_OPENCL_LAUNCH_LIST", "1") != "0"
@@ -81,10 +81,10 @@ class Traced:
     """One call of the trace: its launches (clone, queue, global, local, args), whether
     it did anything a launch list cannot repeat, and its arguments and result."""
 
-    __slots__ = ("launches", "other", "args", "kwargs", "result", "allocated")
+    __slots__ = ("launches", "other", "args", "kwargs", "result", "allocated", "scalars")
 
     def __init__(self):
-        self.launches, self.other, self.allocated = [], None, []
+        self.launches, self.other, self.allocated, self.scalars = [], None, [], None
 
 
 class _Tracing:
@@ -206,13 +206,32 @@ def trace_program(program, env):
             now.kwargs = {k: _fill(v, values) for k, v in call.kwargs.items()}
             now.result = getattr(call.device.ops, call.name)(*now.args, **now.kwargs)
             _store(call.out, now.result, values)
-            for i in slots_in(call.args) + slots_in(call.kwargs):
-                if type(values[i]) is not CLArray:
-                    now.other = f"a number that may change between replays (%{i})"
-            for i in slots_in(call.out):
-                if type(values[i]) is not CLArray:
-                    now.other = "a result that is not an array"
+            replay = optim.REPLAYS.get(call.name)
+            if replay is not None and not call.kwargs and now.other is None:
+                _replayable(now, replay)  # an optimizer update: numbers set at each replay
+            else:
+                _arrays_only(call, values, now)
             traced.append(now)
     if not any(t.launches and t.other is None for t in traced):
         return None
     return values, traced
+
+
+def _arrays_only(call, values, now) -> None:
+    """Mark ``now`` as other work where the call takes or makes anything but arrays."""
+    for i in slots_in(call.args) + slots_in(call.kwargs):
+        if type(values[i]) is not CLArray:
+            now.other = f"a number that may change between replays (%{i})"
+    for i in slots_in(call.out):
+        if type(values[i]) is not CLArray:
+            now.other = "a result that is not an array"
+
+
+def _replayable(now, replay) -> None:
+    """An optimizer hook of :data:`fastnn_opencl.optim.REPLAYS`: its launches join the list
+    with their scalar arguments recomputed from the call's numbers at each replay."""
+    start, scalars = replay(now.args)
+    if len(scalars(*now.args)) != len(now.launches):
+        now.other = "an optimizer update whose launches differ from its replay's"
+        return
+    now.scalars = (start, scalars)
