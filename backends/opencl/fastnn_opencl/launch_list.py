@@ -2,10 +2,13 @@
 
 The first run of a program is a trace: each call runs through its hook on copies of the
 inputs while every kernel launch it makes is noted (pyopencl's ``Kernel.__call__`` is
-wrapped for that run only) and the launched kernel is cloned with the arguments it was
-given (``clCloneKernel``). A call whose work was only such launches, on arrays, joins the
-launch list; a call that did anything else (read to the host, took a number that changes
-between replays: a learning rate, a step count, a seed) stays a hook call. The list is
+wrapped for that run only, and the eager fast paths all launch through
+:func:`fastnn_opencl.fast_launch.launch`, which reports to the trace) and the launched
+kernel is cloned with the arguments it was given (``clCloneKernel``). A call whose work
+was only such launches, on arrays, joins the launch list; a call that did anything else
+(read to the host, took a number that changes between replays: a seed) stays a hook
+call, except an optimizer update (SGD, Adam: :data:`fastnn_opencl.optim.REPLAYS`), whose
+learning rates and step count are read at each replay to set its launches' scalars. The list is
 then turned once into straight-line Python (:mod:`fastnn_opencl.launch_code`) whose
 replay is ``enqueue_nd_range_kernel(queue, kernel, global, local)`` per launch, a
 ``set_arg`` only where a buffer changes between replays, and one flush at the end; that
@@ -27,7 +30,7 @@ import threading
 
 from fastnn.api.hookspec import hookimpl
 from fastnn.api.program import Seq, Slot, interpreter, slots_in
-from fastnn_opencl import elementwise, fast_launch, linalg, optim, runtime
+from fastnn_opencl import fast_launch, optim, runtime
 from fastnn_opencl.runtime import CLArray
 
 ENABLED = os.environ.get("FASTNN_OPENCL_LAUNCH_LIST", "1") != "0"
@@ -88,38 +91,43 @@ class Traced:
 
 
 class _Tracing:
-    """While active (on this thread): launches are noted into ``self.now``; anything else
-    that reaches the device (a copy to or from the host, a wait, an enqueue behind
-    pyopencl's Kernel call) marks the call as other work."""
+    """While active (on this thread): launches are noted into ``self.now``, those through
+    pyopencl's ``Kernel.__call__`` and those of the eager fast paths, which all enqueue
+    through :func:`fastnn_opencl.fast_launch.launch`; anything else that reaches the device
+    (a copy to or from the host, a wait, an enqueue of pyopencl's the trace cannot see)
+    marks the call as other work."""
 
     def __init__(self):
         self.now = Traced()
         self.thread = threading.get_ident()
+
+    def note(self, kernel, queue, global_size, local_size, args) -> None:
+        """A launch of ``kernel`` with ``args`` (its buffers at their positions)."""
+        if threading.get_ident() != self.thread:
+            return
+        now = self.now
+        try:
+            clone = kernel.clone()  # with the arguments just set
+        except Exception:  # noqa: BLE001  (no clCloneKernel: a hook call)
+            now.other = "a kernel that cannot be cloned"
+        else:
+            now.launches.append((clone, queue, global_size, local_size, args))
 
     def __enter__(self):
         cl = runtime.cl()
         import pyopencl.tools as cltools
 
         self.saved = (cl.Kernel.__call__, cl.enqueue_copy, cl.enqueue_nd_range_kernel,
-                      cl.CommandQueue.finish, elementwise._flat_plan, fast_launch.unary,
-                      fast_launch.binary, cltools.MemoryPool.allocate)
-        kernel_call, enqueue_copy, enqueue, finish = self.saved[:4]
-        allocate = self.saved[-1]
+                      cl.CommandQueue.finish, cltools.MemoryPool.allocate)
+        kernel_call, enqueue_copy, enqueue, finish, allocate = self.saved
         tracing = self
 
         def call(kernel, queue, global_size, local_size, *args, **kwargs):
             event = kernel_call(kernel, queue, global_size, local_size, *args, **kwargs)
-            if threading.get_ident() == tracing.thread:
-                now = tracing.now
-                if kwargs:
-                    now.other = "a launch with keyword arguments"
-                else:
-                    try:
-                        clone = kernel.clone()  # with the arguments just set
-                    except Exception:  # noqa: BLE001  (no clCloneKernel: a hook call)
-                        now.other = "a kernel that cannot be cloned"
-                    else:
-                        now.launches.append((clone, queue, global_size, local_size, args))
+            if kwargs and threading.get_ident() == tracing.thread:
+                tracing.now.other = "a launch with keyword arguments"
+            elif not kwargs:
+                tracing.note(kernel, queue, global_size, local_size, args)
             return event
 
         def flag(what, original):
@@ -140,9 +148,7 @@ class _Tracing:
         cl.enqueue_copy = flag("a copy to or from the host", enqueue_copy)
         cl.enqueue_nd_range_kernel = flag("an enqueue the trace cannot see", enqueue)
         cl.CommandQueue.finish = flag("a wait for the device", finish)
-        # these launch with set_arg and enqueue, bypassing Kernel.__call__: off meanwhile
-        elementwise._flat_plan = fast_launch.unary = fast_launch.binary = _none
-        self.saved_matmul, linalg.matmul_2d = linalg.matmul_2d, _none  # fast_gemm: likewise
+        self.saved_tracer, fast_launch.TRACER[0] = fast_launch.TRACER[0], self.note
         return self
 
     def __exit__(self, *exc):
@@ -150,13 +156,8 @@ class _Tracing:
 
         cl = runtime.cl()
         (cl.Kernel.__call__, cl.enqueue_copy, cl.enqueue_nd_range_kernel,
-         cl.CommandQueue.finish, elementwise._flat_plan, fast_launch.unary,
-         fast_launch.binary, cltools.MemoryPool.allocate) = self.saved
-        linalg.matmul_2d = self.saved_matmul
-
-
-def _none(*args):
-    return None
+         cl.CommandQueue.finish, cltools.MemoryPool.allocate) = self.saved
+        fast_launch.TRACER[0] = self.saved_tracer
 
 
 def _copies(env) -> list:
