@@ -28,6 +28,8 @@ from __future__ import annotations
 import os
 import threading
 
+import numpy as np
+
 from fastnn.api.hookspec import hookimpl
 from fastnn.api.program import Seq, Slot, interpreter, slots_in
 from fastnn_opencl import fast_launch, optim, runtime
@@ -143,9 +145,19 @@ class _Tracing:
                 tracing.now.allocated.append(buf)
             return buf
 
+        def copy(queue, dest, src, **kwargs):
+            if threading.get_ident() == tracing.thread:
+                launched = _device_copy(queue, dest, src, kwargs, enqueue)
+                if launched is not None:
+                    kernel, size, event = launched
+                    tracing.note(kernel, queue, size, None, [dest, None, src])
+                    return event
+                tracing.now.other = "a copy to or from the host"
+            return enqueue_copy(queue, dest, src, **kwargs)
+
         cl.Kernel.__call__ = call
         cltools.MemoryPool.allocate = pooled
-        cl.enqueue_copy = flag("a copy to or from the host", enqueue_copy)
+        cl.enqueue_copy = copy
         cl.enqueue_nd_range_kernel = flag("an enqueue the trace cannot see", enqueue)
         cl.CommandQueue.finish = flag("a wait for the device", finish)
         self.saved_tracer, fast_launch.TRACER[0] = fast_launch.TRACER[0], self.note
@@ -158,6 +170,51 @@ class _Tracing:
         (cl.Kernel.__call__, cl.enqueue_copy, cl.enqueue_nd_range_kernel,
          cl.CommandQueue.finish, cltools.MemoryPool.allocate) = self.saved
         fast_launch.TRACER[0] = self.saved_tracer
+
+
+_COPY = """
+__kernel void k_copy_bytes(__global T *dst, const ulong dst_off, __global const T *src,
+                           const ulong src_off, const ulong n) {
+    const size_t i = get_global_id(0);
+    if (i < n) dst[dst_off + i] = src[src_off + i];
+}
+"""
+_copy_kernels = threading.local()  # (context, type) -> a Kernel (they hold arguments)
+
+
+def _device_copy(queue, dest, src, kwargs, enqueue):
+    """A copy between two buffers (``enqueue_copy``'s byte_count, src_offset, dst_offset)
+    made by a kernel instead, which a launch list can hold: (kernel, global size, event),
+    or None where it is not such a copy (to or from the host, within one buffer)."""
+    cl = runtime.cl()
+    holder = cl.MemoryObjectHolder
+    if not isinstance(dest, holder) or not isinstance(src, holder) or \
+            not set(kwargs) <= {"byte_count", "src_offset", "dst_offset"} or \
+            dest.int_ptr == src.int_ptr:
+        return None
+    src_off, dst_off = kwargs.get("src_offset", 0), kwargs.get("dst_offset", 0)
+    nbytes = kwargs.get("byte_count")
+    if nbytes is None:
+        if src_off or dst_off:
+            return None
+        nbytes = min(src.size, dest.size)
+    if nbytes <= 0 or src_off + nbytes > src.size or dst_off + nbytes > dest.size:
+        return None
+    width = next(w for w in (16, 4, 1) if not (nbytes % w or src_off % w or dst_off % w))
+    key = (queue.context.int_ptr, width)
+    table = getattr(_copy_kernels, "table", None)
+    if table is None:
+        table = _copy_kernels.table = {}
+    kernel = table.get(key)
+    if kernel is None:
+        ctype = {16: "uint4", 4: "uint", 1: "uchar"}[width]
+        program = cl.Program(queue.context, f"#define T {ctype}\n" + _COPY).build()
+        kernel = table[key] = cl.Kernel(program, "k_copy_bytes")
+    n = nbytes // width
+    kernel.set_args(dest, np.uint64(dst_off // width), src, np.uint64(src_off // width),
+                    np.uint64(n))
+    size = (-(-n // 64) * 64,)
+    return kernel, size, enqueue(queue, kernel, size, None)
 
 
 def _copies(env) -> list:

@@ -148,3 +148,22 @@ def test_only_the_one_launch_function_enqueues_directly():
     users = sorted(p.name for p in root.glob("*.py")
                    if "enqueue_nd_range_kernel" in p.read_text() and p.name not in allowed)
     assert users == [], f"launch through fastnn_opencl.fast_launch.launch in {users}"
+
+
+@pytest.mark.parametrize("dtype, n", [("float32", 8), ("float32", 3), ("bool", 5)])
+def test_copies_between_buffers_replay_as_launches(ocl, dtype, n):
+    # cat copies each part with enqueue_copy: 16-, 4- and 1-byte-wide copy kernels
+    rng = np.random.default_rng(6)
+
+    def make():
+        data = rng.standard_normal((2, n)) > 0 if dtype == "bool" else \
+            rng.standard_normal((2, n)).astype(dtype)
+        return fnn.tensor(data, device=DEV)
+
+    step = fnn.compile(lambda a, b: fnn.cat([a, b, a], 1))
+    for _ in range(4):
+        a, b = make(), make()
+        want = np.concatenate([a.numpy(), b.numpy(), a.numpy()], 1)
+        assert np.array_equal(step(a, b).numpy(), want)
+    fast = step._last.program.runner().__self__.fast
+    assert fast.launched.count("cat") >= 3 and "= f" not in fast.source
