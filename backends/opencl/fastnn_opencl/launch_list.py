@@ -190,7 +190,7 @@ def _device_copy(queue, dest, src, kwargs, enqueue):
     holder = cl.MemoryObjectHolder
     if not isinstance(dest, holder) or not isinstance(src, holder) or \
             not set(kwargs) <= {"byte_count", "src_offset", "dst_offset"} or \
-            dest.int_ptr == src.int_ptr:
+            dest.int_ptr == src.int_ptr or _sub_buffer(dest) or _sub_buffer(src):
         return None
     src_off, dst_off = kwargs.get("src_offset", 0), kwargs.get("dst_offset", 0)
     nbytes = kwargs.get("byte_count")
@@ -215,6 +215,11 @@ def _device_copy(queue, dest, src, kwargs, enqueue):
                     np.uint64(n))
     size = (-(-n // 64) * 64,)
     return kernel, size, enqueue(queue, kernel, size, None)
+
+
+def _sub_buffer(buf) -> bool:
+    """Whether ``buf`` is a region of another buffer (which the list could not follow)."""
+    return buf.get_info(runtime.cl().mem_info.ASSOCIATED_MEMOBJECT) is not None
 
 
 def _copies(env) -> list:
