@@ -293,8 +293,13 @@ def _arrays_only(call, values, now) -> None:
 def _replayable(now, replay) -> None:
     """An optimizer hook of :data:`fastnn_opencl.optim.REPLAYS`: its launches join the list
     with their scalar arguments recomputed from the call's numbers at each replay."""
-    start, scalars = replay(now.args)
-    if len(scalars(*now.args)) != len(now.launches):
+    found = replay(now.args)
+    if found is None:
+        now.other = "an optimizer update that sets up its state"
+        return
+    name, start, scalars = found
+    if len(scalars(*now.args)) != len(now.launches) or any(
+            launch[0].function_name != name for launch in now.launches):
         now.other = "an optimizer update whose launches differ from its replay's"
         return
     now.scalars = (start, scalars)

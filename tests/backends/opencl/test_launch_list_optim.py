@@ -21,7 +21,15 @@ def _opt(kind, params):
         return optim.SGD(params, lr=0.1)
     if kind == "adam":
         return optim.Adam(params, lr=0.02, weight_decay=1e-2)
+    if kind == "amsgrad":
+        return optim.Adam(params, lr=0.02, amsgrad=True)
+    if kind == "rmsprop":
+        return optim.RMSprop(params, lr=0.01, weight_decay=1e-2)
     return optim.AdamW(params, lr=0.02, weight_decay=0.1)
+
+
+HOOKS = {"sgd": "sgd_step", "sgd-plain": "sgd_step", "adam": "adam_step",
+         "adamw": "adam_step", "amsgrad": "amsgrad_step", "rmsprop": "rmsprop_step"}
 
 
 def _train(kind, compiled, steps=7):
@@ -49,7 +57,7 @@ def _train(kind, compiled, steps=7):
     return model, opt, losses, fn
 
 
-@pytest.mark.parametrize("kind", ["sgd", "sgd-plain", "adam", "adamw"])
+@pytest.mark.parametrize("kind", list(HOOKS))
 def test_optimizer_updates_replay_in_the_list_equal_to_eager(ocl, kind):
     m1, o1, l1, _ = _train(kind, compiled=False)
     m2, o2, l2, step = _train(kind, compiled=True)
@@ -63,7 +71,7 @@ def test_optimizer_updates_replay_in_the_list_equal_to_eager(ocl, kind):
             assert np.array_equal(np.asarray(value), np.asarray(s2[key][what])), (key, what)
     assert step.stats["replayed"] >= 4
     fast = step._last.program.runner().__self__.fast
-    hook = "adam_step" if kind.startswith("adam") else "sgd_step"
+    hook = HOOKS[kind]
     # one launch per parameter (2 weights, 2 biases) in the list, the hook not called
     assert fast.launched.count(hook) == 4
     assert len(fast.launched) > 4
