@@ -257,12 +257,15 @@ def _store(template, result, values) -> None:
             _store(item, part, values)
 
 
+_TRACE_LOCK = threading.Lock()
+
+
 def trace_program(program, env):
     """Run the program's hooks on copies of ``env``, noting each call's launches: (the
     slot values, [Traced] per call), or None when no call launched anything."""
     values = dict(zip(program.inputs, _copies(env)))
     traced = []
-    with _Tracing() as tracing:
+    with _TRACE_LOCK, _Tracing() as tracing:  # one trace at a time: it patches classes
         for call in program.calls:
             now = tracing.now = Traced()
             now.args = [_fill(a, values) for a in call.args]
