@@ -4,7 +4,10 @@ Every buffer a launch reads or writes belongs to one of four kinds: ``in`` (an i
 the replay's array may bring another buffer, set into the kernels when it changes),
 ``fb`` (made by a call that stays a hook call: set after that call at each replay),
 ``rot`` (leaves the step as an output: allocated afresh at each replay) and ``fixed``
-(made in the step and kept inside it: the trace's own buffer, set once).
+(made in the step and kept inside it: the trace's own buffer, set once). An optimizer
+update's launches also get their scalar arguments (learning rates, weight decays, bias
+corrections from the step count) from the numbers the replay brings, set where they
+changed (:data:`fastnn_opencl.optim.REPLAYS`).
 """
 
 from __future__ import annotations
