@@ -7,7 +7,8 @@ eager alongside:
 Per model: the median step time of each contender (each step reads its loss back, so the
 device has finished it), compiled / eager on opencl, opencl compiled / cpu eager, the
 number of launches a replay makes, and a replay's host time per launch (the time until
-the compiled call returns, the device still working, over its launches). The eager and
+the compiled call returns, the device still working, over its launches) beside raw
+pyopencl's for the same launches (enqueued alone: PoCL's own cost of each enqueue). The eager and
 compiled models start from the same weights and batch; their losses after the timed
 steps must be equal bit for bit (the last column says so).
 """
@@ -65,12 +66,14 @@ def steps_for(name, lr=0.01, warm=3):
     return out
 
 
-def replay_host_us(compiled, call, n=20) -> tuple[int, float, float]:
+def replay_host_us(compiled, call, n=20) -> tuple[int, float, float, float, float]:
     """(launches per replay, host microseconds per launch of a replay: wall time until the
     call returns, and this thread's CPU time in it, which a machine whose cores also run
-    the device (PoCL) or other work inflates less)."""
+    the device (PoCL) or other work inflates less; then the same two for raw pyopencl
+    enqueueing the replay's kernels, arguments set, with nothing else: the floor)."""
     runner = compiled._last.program.runner()
-    source = getattr(getattr(getattr(runner, "__self__", None), "fast", None), "source", "")
+    fast = getattr(getattr(runner, "__self__", None), "fast", None)
+    source = getattr(fast, "source", "")
     launches = source.count("    E(")
     float(call())
     wall = cpu = float("inf")
@@ -81,7 +84,32 @@ def replay_host_us(compiled, call, n=20) -> tuple[int, float, float]:
         cpu = min(cpu, time.thread_time() - start_cpu)
         float(loss)
     per = 1e6 / max(launches, 1)
-    return launches, wall * per, cpu * per
+    raw_wall, raw_cpu = _raw_us(fast, call, n) if launches else (float("nan"),) * 2
+    return launches, wall * per, cpu * per, raw_wall * per, raw_cpu * per
+
+
+def _raw_us(fast, call, n) -> tuple[float, float]:
+    """The best wall and CPU seconds of enqueueing one replay's launches (the same kernels,
+    sizes and arguments) with pyopencl alone, then a flush, the queue drained before each."""
+    scope = fast.__wrapped__.__globals__
+    enqueue, seen = scope["E"], []
+    scope["E"] = lambda *launch: (seen.append(launch), enqueue(*launch))[1]
+    try:
+        float(call())
+    finally:
+        scope["E"] = enqueue
+    queue = seen[0][0]
+    wall = cpu = float("inf")
+    for _ in range(n):
+        queue.finish()
+        start, start_cpu = time.perf_counter(), time.thread_time()
+        for launch in seen:
+            enqueue(*launch)
+        queue.flush()
+        wall = min(wall, time.perf_counter() - start)
+        cpu = min(cpu, time.thread_time() - start_cpu)
+    queue.finish()
+    return wall, cpu
 
 
 def main(argv=None):
@@ -91,8 +119,9 @@ def main(argv=None):
     parser.add_argument("--seconds", type=float, default=0.3)
     args = parser.parse_args(argv)
     print("| model | cpu ms | opencl ms | compiled ms | compiled / eager | compiled / cpu | "
-          "launches | host us / launch (wall, cpu) | equal |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "launches | host us / launch (wall, cpu) | raw pyopencl us / launch (wall, cpu) | "
+          "equal |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name in args.models.split(","):
         try:
             steps = steps_for(name)
@@ -105,11 +134,12 @@ def main(argv=None):
                 samples[k].append(timed(step, args.seconds))
         ms = {k: float(np.median(v)) * 1e3 for k, v in samples.items()}
         compiled = steps["opencl compiled"]
-        launches, wall, cpu = replay_host_us(compiled.compiled, compiled)
+        launches, wall, cpu, raw_wall, raw_cpu = replay_host_us(compiled.compiled, compiled)
         same = _same_losses(name)
         print(f"| {name} | {ms['cpu']:.1f} | {ms['opencl']:.1f} | "
               f"{ms['opencl compiled']:.1f} | {ms['opencl compiled'] / ms['opencl']:.2f} | "
               f"{ms['opencl compiled'] / ms['cpu']:.2f} | {launches} | {wall:.2f}, {cpu:.2f} | "
+              f"{raw_wall:.2f}, {raw_cpu:.2f} | "
               f"{same} |", flush=True)
 
 

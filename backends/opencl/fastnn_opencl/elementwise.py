@@ -147,10 +147,10 @@ class _Plan:
     other arguments) for one op on flat inputs, and the arguments it was last given: a
     launch sets only the arguments that changed, then enqueues."""
 
-    __slots__ = ("kernel", "slots", "last", "convert", "itemsize", "enqueue")
+    __slots__ = ("kernel", "slots", "last", "convert", "itemsize")
 
-    def __init__(self, kernel, slots, convert, itemsize, enqueue):
-        self.kernel, self.slots, self.itemsize, self.enqueue = kernel, slots, itemsize, enqueue
+    def __init__(self, kernel, slots, convert, itemsize):
+        self.kernel, self.slots, self.itemsize = kernel, slots, itemsize
         self.convert = convert  # per argument: None (a buffer) or its NumPy scalar type
         self.last = [None] * len(slots)
 
@@ -204,7 +204,7 @@ def _flat_plan(dev, group, name, inputs, out_dtype, shape, param, extra_defines)
             kind = convert[k]
             kernel.set_arg(slots[k], value if kind is None else kind(value))
             last[k] = value
-    plan.enqueue(dev.queue, kernel, (rounded(n),), None)
+    fast_launch.launch(dev.queue, kernel, (rounded(n),), None, slots, values)
     return out
 
 
@@ -228,8 +228,7 @@ def _build_plan(dev, group, name, inputs, out_dtype, extra_defines):
     defines = _defines(group, inputs, modes, out_dtype, 0, extra_defines)
     kernel = cl.Kernel(dev.program(FILE, defines), name)
     kernel.set_arg(2, int8_vector(()))  # unused at rank 0, but every argument must be set
-    return _Plan(kernel, slots, convert, NP_TYPES[out_dtype].itemsize,
-                 cl.enqueue_nd_range_kernel)
+    return _Plan(kernel, tuple(slots), convert, NP_TYPES[out_dtype].itemsize)
 
 
 def _vec_dtype():

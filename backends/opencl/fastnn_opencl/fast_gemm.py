@@ -16,7 +16,7 @@ import threading
 
 import numpy as np
 
-from fastnn_opencl.fast_launch import operand
+from fastnn_opencl.fast_launch import launch, operand
 from fastnn_opencl.runtime import CL_TYPES, NP_TYPES, CLArray
 
 _tables = threading.local()  # Kernel objects hold their arguments: one per thread
@@ -24,10 +24,10 @@ _I = np.int32
 
 
 class _Plan:
-    __slots__ = ("kernel", "enqueue", "size", "local", "strides", "nbytes", "last")
+    __slots__ = ("kernel", "size", "local", "strides", "nbytes", "last")
 
-    def __init__(self, kernel, enqueue, size, local, strides, nbytes):
-        self.kernel, self.enqueue, self.size, self.local = kernel, enqueue, size, local
+    def __init__(self, kernel, size, local, strides, nbytes):
+        self.kernel, self.size, self.local = kernel, size, local
         self.strides, self.nbytes = strides, nbytes
         self.last = [None, None, None, None]  # a's buffer and offset, b's buffer and offset
 
@@ -50,7 +50,7 @@ def _plan(key, dev, dtype: str, m: int, n: int, k: int) -> _Plan:
         ts, wpt = tiles[0][1], tiles[1][1]
         size, local = (-(-n // ts) * ts, -(-m // ts) * (ts // wpt), 1), (ts, ts // wpt, 1)
     nbytes = m * n * NP_TYPES[dtype].itemsize
-    plan = _Plan(kernel, cl.enqueue_nd_range_kernel, size, local, (n, 1), nbytes)
+    plan = _Plan(kernel, size, local, (n, 1), nbytes)
     _tables.table[key] = plan
     return plan
 
@@ -80,5 +80,5 @@ def matmul_2d(a, b):
     kernel.set_arg(12, out.data)
     operand(kernel, last, 0, 3, a)
     operand(kernel, last, 2, 8, b)
-    plan.enqueue(dev.queue, kernel, plan.size, plan.local)
+    launch(dev.queue, kernel, plan.size, plan.local, (12, 3, 8), (out.data, a.data, b.data))
     return out

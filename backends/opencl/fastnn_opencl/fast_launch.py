@@ -6,6 +6,11 @@ enqueues. The kernels are those :func:`fastnn_opencl.elementwise.launch` builds 
 operands (same source, defines and arguments), so the results are the same bit for bit;
 anything else (broadcasting, views, scalars of another kind) returns None and takes that
 general path.
+
+Every fast path (these, :mod:`fastnn_opencl.fast_gemm`, the flat plans of
+:mod:`fastnn_opencl.elementwise`) enqueues through :func:`launch`, the one place a launch
+list's trace (:mod:`fastnn_opencl.launch_list`) sees the launches that bypass pyopencl's
+``Kernel.__call__``; no other module calls ``enqueue_nd_range_kernel`` (a test checks).
 """
 
 from __future__ import annotations
@@ -18,16 +23,47 @@ from fastnn_opencl.runtime import NP_TYPES, CLArray, contiguous_strides, rounded
 
 _tables = threading.local()  # Kernel objects hold their arguments: one per thread
 _contiguous: dict = {}  # shape -> its contiguous strides
+TRACER: list = [None]  # while a launch list traces: tracer(kernel, queue, size, local, args)
+
+
+def _first_enqueue(*args):
+    global _enqueue
+    import pyopencl as cl
+
+    _enqueue = cl.enqueue_nd_range_kernel
+    return _enqueue(*args)
+
+
+_enqueue = _first_enqueue  # pyopencl's, bound at the first launch
+
+
+def launch(queue, kernel, size, local, positions: tuple, buffers):
+    """Enqueue ``kernel``, whose arguments are set, over ``size`` (work-group ``local``):
+    every fast path's launch. ``buffers`` are the memory objects it set (or kept) at
+    argument ``positions`` (other values there are ignored), for a launch list's trace,
+    which sees every launch made here."""
+    tracer = TRACER[0]
+    if tracer is not None:
+        tracer(kernel, queue, size, local, _args(positions, buffers))
+    return _enqueue(queue, kernel, size, local)
+
+
+def _args(positions: tuple, buffers) -> list:
+    """The kernel's arguments as far as a trace needs them: each buffer at its position."""
+    args: list = [None] * (max(positions) + 1) if positions else []
+    for position, value in zip(positions, buffers):
+        args[position] = value
+    return args
 
 
 class _Plan:
     """One kernel and what it was last given: (n, then per operand a buffer and offset or
     a scalar)."""
 
-    __slots__ = ("kernel", "enqueue", "itemsize", "out_dtype", "n", "size", "last")
+    __slots__ = ("kernel", "itemsize", "out_dtype", "n", "size", "last")
 
-    def __init__(self, kernel, enqueue, itemsize, out_dtype, operands):
-        self.kernel, self.enqueue, self.itemsize = kernel, enqueue, itemsize
+    def __init__(self, kernel, itemsize, out_dtype, operands):
+        self.kernel, self.itemsize = kernel, itemsize
         self.out_dtype, self.n, self.size = out_dtype, -1, None
         self.last = [None] * (2 * operands)
 
@@ -49,8 +85,8 @@ def _plan(key, group, name, inputs, out_dtype):
         defines = elementwise._defines(group, inputs, modes, out_dtype, 0, ())
         kernel = cl.Kernel(dev.program(elementwise.FILE, defines), name)
         kernel.set_arg(2, elementwise.int8_vector(()))  # the shape: unused at rank 0
-        plan = table[key] = _Plan(kernel, cl.enqueue_nd_range_kernel,
-                                  NP_TYPES[out_dtype].itemsize, out_dtype, len(inputs))
+        plan = table[key] = _Plan(kernel, NP_TYPES[out_dtype].itemsize, out_dtype,
+                                  len(inputs))
         param = 3 + sum(2 if m == 0 else 1 for m in modes)
         kernel.set_arg(param, NP_TYPES[out_dtype].type(0))  # no op here takes one
     return plan
@@ -100,7 +136,7 @@ def unary(group, name, x):
         plan = _plan(key, group, name, [x], x.dtype)
     out = _result(plan, dev, shape, strides, n)
     operand(plan.kernel, plan.last, 0, 3, x)
-    plan.enqueue(dev.queue, plan.kernel, plan.size, None)
+    launch(dev.queue, plan.kernel, plan.size, None, (0, 3), (out.data, x.data))
     return out
 
 
@@ -133,8 +169,10 @@ def binary(group, name, a, b, out_dtype):
     operand(kernel, last, 0, 3, a)
     if kind is CLArray:
         operand(kernel, last, 2, 5, b)
-    elif b != last[2] or not b or type(b) is not type(last[2]):  # NOTE: -0.0 == 0.0
+        launch(dev.queue, kernel, plan.size, None, (0, 3, 5), (out.data, a.data, b.data))
+        return out
+    if b != last[2] or not b or type(b) is not type(last[2]):  # NOTE: -0.0 == 0.0
         kernel.set_arg(5, NP_TYPES[a.dtype].type(b))
         last[2] = b
-    plan.enqueue(dev.queue, kernel, plan.size, None)
+    launch(dev.queue, kernel, plan.size, None, (0, 3), (out.data, a.data))
     return out

@@ -4,7 +4,10 @@ Every buffer a launch reads or writes belongs to one of four kinds: ``in`` (an i
 the replay's array may bring another buffer, set into the kernels when it changes),
 ``fb`` (made by a call that stays a hook call: set after that call at each replay),
 ``rot`` (leaves the step as an output: allocated afresh at each replay) and ``fixed``
-(made in the step and kept inside it: the trace's own buffer, set once).
+(made in the step and kept inside it: the trace's own buffer, set once). An optimizer
+update's launches also get their scalar arguments (learning rates, weight decays, bias
+corrections from the step count) from the numbers the replay brings, set where they
+changed (:data:`fastnn_opencl.optim.REPLAYS`).
 """
 
 from __future__ import annotations
@@ -152,6 +155,9 @@ class _Writer:
                     call.args[0]) is Slot and type(call.args[1]) is Slot and \
                     call.args[0].i == call.args[1].i:
                 continue  # a tensor written into itself
+            clones = [launch[0] for launch in t.launches]
+            if t.scalars is not None:
+                self._scalar_sets(n, call, t, clones, body)
             for clone, queue, global_size, local_size, args in t.launches:
                 self.position += 1
                 kernel = self.bind(clone, "K")
@@ -205,6 +211,7 @@ class _Writer:
         del self.names
         run = _guarded(fast, filename, lines_of, [n for _, n in starts], program, hold)
         run.source = "\n".join(lines)  # what a replay runs, for reading
+        run.launched = [program.calls[n].name for _, n in self.kernels]  # each launch's call
         return run
 
     def _share(self) -> None:
@@ -230,6 +237,29 @@ class _Writer:
         kept = {id(b): b for b in self.hold if id(b) not in assigned}
         kept.update((id(b), b) for b in assigned.values())
         self.hold = list(kept.values())
+
+    def _scalar_sets(self, n, call, t, clones, body) -> None:
+        """An optimizer update's scalar arguments, recomputed from the call's numbers that
+        a replay brings (a schedule's learning rate, the step count) where they changed."""
+        dynamic, args = [], []
+        for a in call.args:
+            if type(a) is Slot and type(self.values[a.i]) is not CLArray:
+                expr = self.value_expr(a.i)
+                args.append(expr)
+                if expr.startswith("s"):  # brought by the replay, not a constant
+                    kind = type(self.values[a.i])
+                    dynamic.append(f"{expr}[:]" if kind is list else expr)
+            else:
+                args.append("None" if type(a) in (Slot, Seq) else self.template(a))
+        if not dynamic:
+            return  # the clones keep the numbers the trace set
+        start, scalars = t.scalars
+        fn, setter = self.bind(scalars, "H"), self.bind(_setter(clones, start), "D")
+        last = self.bind([None], "DK")
+        body.append(f"    k{n} = ({', '.join(dynamic)},)")
+        body.append(f"    if k{n} != {last}[0]:")
+        body.append(f"        {last}[0] = k{n}")
+        body.append(f"        {setter}({fn}({', '.join(args)}))")
 
     def _hook_call(self, n, call, body) -> None:
         self.position += 1
@@ -304,6 +334,25 @@ class _Writer:
             if type(value) is CLArray:
                 return value.dev
         raise RuntimeError("opencl launch list: a program without arrays")
+
+
+def _setter(kernels: list, start: int):
+    """values -> None: set each kernel's scalar arguments from ``start`` to its tuple of
+    ``values``, those that changed since the last call (a zero always: -0.0 == 0.0)."""
+    last: list = [None] * len(kernels)
+
+    def set_scalars(values) -> None:
+        for k, (kernel, new) in enumerate(zip(kernels, values)):
+            old = last[k]
+            if old is None:
+                for j, value in enumerate(new):
+                    kernel.set_arg(start + j, value)
+            else:
+                for j, value in enumerate(new):
+                    if value != old[j] or not value:
+                        kernel.set_arg(start + j, value)
+            last[k] = new
+    return set_scalars
 
 
 def _unpack(template, expr) -> list[str]:

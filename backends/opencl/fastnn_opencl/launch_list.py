@@ -2,10 +2,13 @@
 
 The first run of a program is a trace: each call runs through its hook on copies of the
 inputs while every kernel launch it makes is noted (pyopencl's ``Kernel.__call__`` is
-wrapped for that run only) and the launched kernel is cloned with the arguments it was
-given (``clCloneKernel``). A call whose work was only such launches, on arrays, joins the
-launch list; a call that did anything else (read to the host, took a number that changes
-between replays: a learning rate, a step count, a seed) stays a hook call. The list is
+wrapped for that run only, and the eager fast paths all launch through
+:func:`fastnn_opencl.fast_launch.launch`, which reports to the trace) and the launched
+kernel is cloned with the arguments it was given (``clCloneKernel``). A call whose work
+was only such launches, on arrays, joins the launch list; a call that did anything else
+(read to the host, took a number that changes between replays: a seed) stays a hook
+call, except an optimizer update (SGD, Adam: :data:`fastnn_opencl.optim.REPLAYS`), whose
+learning rates and step count are read at each replay to set its launches' scalars. The list is
 then turned once into straight-line Python (:mod:`fastnn_opencl.launch_code`) whose
 replay is ``enqueue_nd_range_kernel(queue, kernel, global, local)`` per launch, a
 ``set_arg`` only where a buffer changes between replays, and one flush at the end; that
@@ -27,7 +30,8 @@ import threading
 
 from fastnn.api.hookspec import hookimpl
 from fastnn.api.program import Seq, Slot, interpreter, slots_in
-from fastnn_opencl import elementwise, fast_launch, linalg, runtime
+from fastnn_opencl import fast_launch, optim, runtime
+from fastnn_opencl.launch_copy import device_copy
 from fastnn_opencl.runtime import CLArray
 
 ENABLED = os.environ.get("FASTNN_OPENCL_LAUNCH_LIST", "1") != "0"
@@ -81,45 +85,50 @@ class Traced:
     """One call of the trace: its launches (clone, queue, global, local, args), whether
     it did anything a launch list cannot repeat, and its arguments and result."""
 
-    __slots__ = ("launches", "other", "args", "kwargs", "result", "allocated")
+    __slots__ = ("launches", "other", "args", "kwargs", "result", "allocated", "scalars")
 
     def __init__(self):
-        self.launches, self.other, self.allocated = [], None, []
+        self.launches, self.other, self.allocated, self.scalars = [], None, [], None
 
 
 class _Tracing:
-    """While active (on this thread): launches are noted into ``self.now``; anything else
-    that reaches the device (a copy to or from the host, a wait, an enqueue behind
-    pyopencl's Kernel call) marks the call as other work."""
+    """While active (on this thread): launches are noted into ``self.now``, those through
+    pyopencl's ``Kernel.__call__`` and those of the eager fast paths, which all enqueue
+    through :func:`fastnn_opencl.fast_launch.launch`; anything else that reaches the device
+    (a copy to or from the host, a wait, an enqueue of pyopencl's the trace cannot see)
+    marks the call as other work."""
 
     def __init__(self):
         self.now = Traced()
         self.thread = threading.get_ident()
+
+    def note(self, kernel, queue, global_size, local_size, args) -> None:
+        """A launch of ``kernel`` with ``args`` (its buffers at their positions)."""
+        if threading.get_ident() != self.thread:
+            return
+        now = self.now
+        try:
+            clone = kernel.clone()  # with the arguments just set
+        except Exception:  # noqa: BLE001  (no clCloneKernel: a hook call)
+            now.other = "a kernel that cannot be cloned"
+        else:
+            now.launches.append((clone, queue, global_size, local_size, args))
 
     def __enter__(self):
         cl = runtime.cl()
         import pyopencl.tools as cltools
 
         self.saved = (cl.Kernel.__call__, cl.enqueue_copy, cl.enqueue_nd_range_kernel,
-                      cl.CommandQueue.finish, elementwise._flat_plan, fast_launch.unary,
-                      fast_launch.binary, cltools.MemoryPool.allocate)
-        kernel_call, enqueue_copy, enqueue, finish = self.saved[:4]
-        allocate = self.saved[-1]
+                      cl.CommandQueue.finish, cltools.MemoryPool.allocate)
+        kernel_call, enqueue_copy, enqueue, finish, allocate = self.saved
         tracing = self
 
         def call(kernel, queue, global_size, local_size, *args, **kwargs):
             event = kernel_call(kernel, queue, global_size, local_size, *args, **kwargs)
-            if threading.get_ident() == tracing.thread:
-                now = tracing.now
-                if kwargs:
-                    now.other = "a launch with keyword arguments"
-                else:
-                    try:
-                        clone = kernel.clone()  # with the arguments just set
-                    except Exception:  # noqa: BLE001  (no clCloneKernel: a hook call)
-                        now.other = "a kernel that cannot be cloned"
-                    else:
-                        now.launches.append((clone, queue, global_size, local_size, args))
+            if kwargs and threading.get_ident() == tracing.thread:
+                tracing.now.other = "a launch with keyword arguments"
+            elif not kwargs:
+                tracing.note(kernel, queue, global_size, local_size, args)
             return event
 
         def flag(what, original):
@@ -135,14 +144,22 @@ class _Tracing:
                 tracing.now.allocated.append(buf)
             return buf
 
+        def copy(queue, dest, src, **kwargs):
+            if threading.get_ident() == tracing.thread:
+                launched = device_copy(queue, dest, src, kwargs, enqueue)
+                if launched is not None:
+                    kernel, size, event = launched
+                    tracing.note(kernel, queue, size, None, [dest, None, src])
+                    return event
+                tracing.now.other = "a copy to or from the host"
+            return enqueue_copy(queue, dest, src, **kwargs)
+
         cl.Kernel.__call__ = call
         cltools.MemoryPool.allocate = pooled
-        cl.enqueue_copy = flag("a copy to or from the host", enqueue_copy)
+        cl.enqueue_copy = copy
         cl.enqueue_nd_range_kernel = flag("an enqueue the trace cannot see", enqueue)
         cl.CommandQueue.finish = flag("a wait for the device", finish)
-        # these launch with set_arg and enqueue, bypassing Kernel.__call__: off meanwhile
-        elementwise._flat_plan = fast_launch.unary = fast_launch.binary = _none
-        self.saved_matmul, linalg.matmul_2d = linalg.matmul_2d, _none  # fast_gemm: likewise
+        self.saved_tracer, fast_launch.TRACER[0] = fast_launch.TRACER[0], self.note
         return self
 
     def __exit__(self, *exc):
@@ -150,13 +167,8 @@ class _Tracing:
 
         cl = runtime.cl()
         (cl.Kernel.__call__, cl.enqueue_copy, cl.enqueue_nd_range_kernel,
-         cl.CommandQueue.finish, elementwise._flat_plan, fast_launch.unary,
-         fast_launch.binary, cltools.MemoryPool.allocate) = self.saved
-        linalg.matmul_2d = self.saved_matmul
-
-
-def _none(*args):
-    return None
+         cl.CommandQueue.finish, cltools.MemoryPool.allocate) = self.saved
+        fast_launch.TRACER[0] = self.saved_tracer
 
 
 def _copies(env) -> list:
@@ -194,25 +206,52 @@ def _store(template, result, values) -> None:
             _store(item, part, values)
 
 
+_TRACE_LOCK = threading.Lock()
+
+
 def trace_program(program, env):
     """Run the program's hooks on copies of ``env``, noting each call's launches: (the
     slot values, [Traced] per call), or None when no call launched anything."""
     values = dict(zip(program.inputs, _copies(env)))
     traced = []
-    with _Tracing() as tracing:
+    with _TRACE_LOCK, _Tracing() as tracing:  # one trace at a time: it patches classes
         for call in program.calls:
             now = tracing.now = Traced()
             now.args = [_fill(a, values) for a in call.args]
             now.kwargs = {k: _fill(v, values) for k, v in call.kwargs.items()}
             now.result = getattr(call.device.ops, call.name)(*now.args, **now.kwargs)
             _store(call.out, now.result, values)
-            for i in slots_in(call.args) + slots_in(call.kwargs):
-                if type(values[i]) is not CLArray:
-                    now.other = f"a number that may change between replays (%{i})"
-            for i in slots_in(call.out):
-                if type(values[i]) is not CLArray:
-                    now.other = "a result that is not an array"
+            replay = optim.REPLAYS.get(call.name)
+            if replay is not None and not call.kwargs and now.other is None:
+                _replayable(now, replay)  # an optimizer update: numbers set at each replay
+            else:
+                _arrays_only(call, values, now)
             traced.append(now)
     if not any(t.launches and t.other is None for t in traced):
         return None
     return values, traced
+
+
+def _arrays_only(call, values, now) -> None:
+    """Mark ``now`` as other work where the call takes or makes anything but arrays."""
+    for i in slots_in(call.args) + slots_in(call.kwargs):
+        if type(values[i]) is not CLArray:
+            now.other = f"a number that may change between replays (%{i})"
+    for i in slots_in(call.out):
+        if type(values[i]) is not CLArray:
+            now.other = "a result that is not an array"
+
+
+def _replayable(now, replay) -> None:
+    """An optimizer hook of :data:`fastnn_opencl.optim.REPLAYS`: its launches join the list
+    with their scalar arguments recomputed from the call's numbers at each replay."""
+    found = replay(now.args)
+    if found is None:
+        now.other = "an optimizer update that sets up its state"
+        return
+    name, start, scalars = found
+    if len(scalars(*now.args)) != len(now.launches) or any(
+            launch[0].function_name != name for launch in now.launches):
+        now.other = "an optimizer update whose launches differ from its replay's"
+        return
+    now.scalars = (start, scalars)

@@ -39,6 +39,29 @@ def _kernel(p: CLArray, name: str, n_buffers: int, n_scalars: int, n_flags: int)
     return p.dev.kernel(FILE, name, (("T", CL_TYPES[p.dtype]),), arg_dtypes)
 
 
+def _sgd_scalars(p, lr, wd, momentum, dampening, nesterov, first) -> tuple:
+    """k_sgd's scalar arguments (from position 5) as the kernel is given them."""
+    t = NP_TYPES[p.dtype].type
+    return (t(lr), t(wd), t(momentum), t(dampening), _I(int(nesterov)), _I(int(first)))
+
+
+def _adam_scalars(p, lr, wd, beta1, beta2, eps, bias1, bias2, decoupled) -> tuple:
+    """k_adam's scalar arguments (from position 6) as the kernel is given them."""
+    t = NP_TYPES[p.dtype].type
+    return (t(lr), t(wd), t(beta1), t(beta2), t(eps), t(bias1), t(bias2),
+            _I(int(decoupled)))
+
+
+def _floats(p, *values) -> tuple:
+    """``values`` as p's scalar type (as the kernel is given them)."""
+    t = NP_TYPES[p.dtype].type
+    return tuple(t(v) for v in values)
+
+
+def _bias(beta1, beta2, step) -> tuple[float, float]:
+    return 1.0 - beta1**step, 1.0 - beta2**step
+
+
 @hookimpl
 def sgd_step(params, grads, bufs, lrs, weight_decays, momentum, dampening, nesterov, first_step):
     new_params, new_bufs = [], []
@@ -50,8 +73,8 @@ def sgd_step(params, grads, bufs, lrs, weight_decays, momentum, dampening, neste
         if p.size:
             kernel = _kernel(p, "k_sgd", 1, 4, 2)
             kernel(p.dev.queue, (rounded(p.size),), None, p.data, g.data, g.offset,
-                   (buf if momentum else p).data, p.size, lr, wd, momentum, dampening,
-                   int(nesterov), int(first))
+                   (buf if momentum else p).data, p.size,
+                   *_sgd_scalars(p, lr, wd, momentum, dampening, nesterov, first))
         new_params.append(p)
         new_bufs.append(buf)
     return new_params, new_bufs
@@ -60,18 +83,74 @@ def sgd_step(params, grads, bufs, lrs, weight_decays, momentum, dampening, neste
 @hookimpl
 def adam_step(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays, beta1, beta2, eps,
               step, decoupled):
-    bias1, bias2 = 1.0 - beta1**step, 1.0 - beta2**step
+    bias1, bias2 = _bias(beta1, beta2, step)
     out_p, out_m, out_v = [], [], []
     for p, g, m, v, lr, wd in zip(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays):
         p, g, m, v = _owned(p), _dense(g), _owned(m), _owned(v)
         if p.size:
             kernel = _kernel(p, "k_adam", 2, 7, 1)
             kernel(p.dev.queue, (rounded(p.size),), None, p.data, g.data, g.offset, m.data,
-                   v.data, p.size, lr, wd, beta1, beta2, eps, bias1, bias2, int(decoupled))
+                   v.data, p.size,
+                   *_adam_scalars(p, lr, wd, beta1, beta2, eps, bias1, bias2, decoupled))
         out_p.append(p)
         out_m.append(m)
         out_v.append(v)
     return out_p, out_m, out_v
+
+
+# ---------------------------------------------------------------- in a launch list
+
+def _sgd_replay(args):
+    """For the launch list (:mod:`fastnn_opencl.launch_list`): the traced call's args ->
+    (the kernel launched, the first scalar position, scalars(*args) -> each launch's
+    scalar arguments), or None where the call cannot replay so."""
+    params, bufs, first_step = args[0], args[2], args[8]
+    launched = [(k, p, first_step or buf is None)
+                for k, (p, buf) in enumerate(zip(params, bufs)) if p.size]
+
+    def scalars(_p, _g, _b, lrs, wds, momentum, dampening, nesterov, _first):
+        return [_sgd_scalars(p, lrs[k], wds[k], momentum, dampening, nesterov, first)
+                for k, p, first in launched]
+    return "k_sgd", 5, scalars
+
+
+def _adam_replay(args):
+    launched = [(k, p) for k, p in enumerate(args[0]) if p.size]
+
+    def scalars(_p, _g, _m, _v, lrs, wds, beta1, beta2, eps, step, decoupled):
+        bias1, bias2 = _bias(beta1, beta2, step)
+        return [_adam_scalars(p, lrs[k], wds[k], beta1, beta2, eps, bias1, bias2, decoupled)
+                for k, p in launched]
+    return "k_adam", 6, scalars
+
+
+def _amsgrad_replay(args):
+    launched = [(k, p) for k, p in enumerate(args[0]) if p.size]
+
+    def scalars(_p, _g, _m, _v, _vmax, lrs, wds, beta1, beta2, eps, step, decoupled):
+        bias1, bias2 = _bias(beta1, beta2, step)
+        flag = _I(int(decoupled))
+        return [_floats(p, lrs[k], wds[k], beta1, beta2, eps, bias1, bias2) + (flag,)
+                for k, p in launched]
+    return "k_amsgrad", 7, scalars
+
+
+def _rmsprop_replay(args):
+    if any(v is None for v in args[2]):
+        return None  # the first step fills its state: a hook call
+    launched = [(k, p) for k, p in enumerate(args[0]) if p.size]
+
+    def scalars(_p, _g, _v, lrs, wds, alpha, eps):
+        return [_floats(p, lrs[k], wds[k], alpha, eps) for k, p in launched]
+    return "k_rmsprop", 5, scalars
+
+
+REPLAYS = {"sgd_step": _sgd_replay, "adam_step": _adam_replay,
+           "amsgrad_step": _amsgrad_replay, "rmsprop_step": _rmsprop_replay}
+"""Optimizer hooks a launch list replays with their launches (one kernel per parameter of
+nonzero size, in order): the numbers that change between steps (learning rates, weight
+decays, the step count) are the call's arguments at each replay, from which these give
+each launch's scalar arguments, set where they changed."""
 
 
 @hookimpl
@@ -83,7 +162,7 @@ def rmsprop_step(params, grads, square_avgs, lrs, weight_decays, alpha, eps):
         if p.size:
             kernel = _kernel(p, "k_rmsprop", 1, 4, 0)
             kernel(p.dev.queue, (rounded(p.size),), None, p.data, g.data, g.offset, v.data,
-                   p.size, lr, wd, alpha, eps)
+                   p.size, *_floats(p, lr, wd, alpha, eps))
         out_p.append(p)
         out_v.append(v)
     return out_p, out_v
@@ -102,13 +181,13 @@ def _launch(p, name, buffers, scalars, flags, g):
 @hookimpl
 def amsgrad_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, lrs, weight_decays,
                  beta1, beta2, eps, step, decoupled):
-    bias1, bias2 = 1.0 - beta1**step, 1.0 - beta2**step
+    bias1, bias2 = _bias(beta1, beta2, step)
     out = [], [], [], []
     for p, g, m, v, vmax, lr, wd in zip(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs,
                                         lrs, weight_decays):
         p, g, m, v, vmax = _owned(p), _dense(g), _owned(m), _owned(v), _owned(vmax)
-        _launch(p, "k_amsgrad", (m, v, vmax), (lr, wd, beta1, beta2, eps, bias1, bias2),
-                (decoupled,), g)
+        _launch(p, "k_amsgrad", (m, v, vmax),
+                _floats(p, lr, wd, beta1, beta2, eps, bias1, bias2), (decoupled,), g)
         for lst, value in zip(out, (p, m, v, vmax)):
             lst.append(value)
     return out
