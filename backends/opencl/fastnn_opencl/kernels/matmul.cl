@@ -88,6 +88,112 @@ __kernel void k_gemm_cpu(GEMM_ARGS) {
     }
 }
 
+#ifdef KC
+// ---- Packed GEMM for CPU devices (PoCL), for products big enough to repay two packing
+// passes. A is copied into row panels Ap[batch][M/TM][K][TM] and B into column panels
+// Bp[batch][N/NR][K][NR] (zero padded, through any strides: a transposed operand costs
+// nothing), so the kernel reads both as two unit-stride streams and has no edge path but
+// the final stores. A work-item owns one column panel and R row panels; k runs in chunks
+// of KC outside the row panels, so the panel's chunk (KC x NR, 16 KiB) stays in L1 while
+// the R row panels (R x TM x KC, ~50 KiB, L2) stream past it. Between chunks the
+// TM x NR partial sums go through Cp (padded rows of width NP), after the last chunk to C.
+// The inner loop is TM broadcasts, VN vector loads and TM * VN FMAs: 6 x 16 floats in 12
+// of the 16 AVX2 registers (LLVM splits wider vectors: cap VW at 32 bytes).
+#define NR (VW * VN)
+
+__kernel void k_pack_a(const int M, const int K, __global const T *A, const int offa,
+                       const int sab, const int sam, const int sak, __global T *Ap) {
+    const int k = get_global_id(0), p = get_global_id(1), batch = get_global_id(2);
+    if (k >= K) return;
+    const int panels = (M + TM - 1) / TM;
+    A += offa + batch * sab + k * sak;
+    __global T *dst = Ap + (((long)batch * panels + p) * K + k) * TM;
+    UNROLL for (int r = 0; r < TM; ++r) {
+        const int i = p * TM + r;
+        dst[r] = i < M ? A[i * sam] : (T)0;
+    }
+}
+
+__kernel void k_pack_b(const int K, const int N, __global const T *B, const int offb,
+                       const int sbb, const int sbk, const int sbn, __global T *Bp) {
+    const int k = get_global_id(0), p = get_global_id(1), batch = get_global_id(2);
+    if (k >= K) return;
+    const int panels = (N + NR - 1) / NR;
+    B += offb + batch * sbb + k * sbk;
+    __global T *dst = Bp + (((long)batch * panels + p) * K + k) * NR;
+    if (sbn == 1 && (p + 1) * NR <= N) {
+        UNROLL for (int v = 0; v < VN; ++v) VSTORE(VLOAD(B + p * NR + v * VW), dst + v * VW);
+        return;
+    }
+    for (int c = 0; c < NR; ++c) {
+        const int j = p * NR + c;
+        dst[c] = j < N ? B[j * sbn] : (T)0;
+    }
+}
+
+__kernel void k_gemm_packed(const int M, const int N, const int K, __global const T *Ap,
+                            __global const T *Bp, __global T *Cp, __global T *C,
+                            const int offc, const int scb, const int ldc) {
+    const int jb = get_global_id(0), group = get_global_id(1), batch = get_global_id(2);
+    const int mb = (M + TM - 1) / TM, nb = (N + NR - 1) / NR;
+    const int j0 = jb * NR;
+    if (jb >= nb || group * R >= mb) return;
+    const int ib_end = (group + 1) * R < mb ? (group + 1) * R : mb;
+    const int np = nb * NR;
+    Ap += (long)batch * mb * K * TM;
+    Bp += (long)batch * nb * K * NR;
+    Cp += (long)batch * mb * TM * np;
+    C += offc + batch * scb;
+    const int cols = N - j0 < NR ? N - j0 : NR;
+    for (int k0 = 0; k0 < K; k0 += KC) {
+        const int k1 = k0 + KC < K ? k0 + KC : K;
+        for (int ib = group * R; ib < ib_end; ++ib) {
+            const int i0 = ib * TM;
+            __global T *cp = Cp + i0 * np + j0;
+            VT acc[TM][VN];
+            if (k0 == 0) {
+                UNROLL for (int r = 0; r < TM; ++r) UNROLL for (int v = 0; v < VN; ++v) acc[r][v] = (VT)0;
+            } else {
+                UNROLL for (int r = 0; r < TM; ++r) UNROLL for (int v = 0; v < VN; ++v) acc[r][v] = VLOAD(cp + r * np + v * VW);
+            }
+            const __global T *a = Ap + ((long)ib * K + k0) * TM;
+            const __global T *b = Bp + ((long)jb * K + k0) * NR;
+            for (int k = k0; k < k1; ++k) {
+                VT bv[VN];
+                UNROLL for (int v = 0; v < VN; ++v) bv[v] = VLOAD(b + v * VW);
+                UNROLL for (int r = 0; r < TM; ++r) {
+                    const VT av = (VT)(a[r]);
+                    UNROLL for (int v = 0; v < VN; ++v) acc[r][v] += av * bv[v];
+                }
+                a += TM;
+                b += NR;
+            }
+            if (k1 < K) {
+                UNROLL for (int r = 0; r < TM; ++r) UNROLL for (int v = 0; v < VN; ++v) VSTORE(acc[r][v], cp + r * np + v * VW);
+                continue;
+            }
+            const int rows = M - i0 < TM ? M - i0 : TM;
+            __global T *c = C + i0 * ldc + j0;
+            if (cols == NR) {
+                UNROLL for (int r = 0; r < TM; ++r) {
+                    if (r < rows) {
+                        UNROLL for (int v = 0; v < VN; ++v) VSTORE(acc[r][v], c + r * ldc + v * VW);
+                    }
+                }
+            } else {  // the last panel: lane by lane through a private copy
+                UNROLL for (int r = 0; r < TM; ++r) {
+                    if (r < rows) {
+                        T lanes[NR];
+                        UNROLL for (int v = 0; v < VN; ++v) *(VT_UNALIGNED *)(lanes + v * VW) = acc[r][v];
+                        for (int j = 0; j < cols; ++j) c[r * ldc + j] = lanes[j];
+                    }
+                }
+            }
+        }
+    }
+}
+#endif
+
 #ifdef TN
 // NT: C = A @ B^T with both read along k with unit stride (B given as its
 // (N, K) matrix, row stride ldb): x @ W^T for a (out, in) weight, with no
