@@ -15,7 +15,7 @@ import numpy as np
 
 from fastnn.api.hookspec import hookimpl
 from fastnn_opencl import elementwise
-from fastnn_opencl.linalg import gemm, uses_cpu_kernels
+from fastnn_opencl.linalg import gemm, gemm_packed, packs, uses_cpu_kernels, vector_lanes
 from fastnn_opencl.misc import fill
 from fastnn_opencl.runtime import CL_TYPES, CLArray, rounded
 
@@ -87,6 +87,16 @@ def conv1d_grad_weight(x, grad_out, kernel_size, stride, padding, dilation, grou
         return grad_w
     if nl == 0:
         return _zeros(grad_w)
+    if packs(x.dev, c_out_g, ck, nl):  # B packed straight from x, A from grad_out
+        gs = grad_out.strides
+        for g in range(groups):
+            out_g = grad_w.view(grad_w.shape, grad_w.strides, g * c_out_g * ck)
+            g_rows = grad_out.view(grad_out.shape, gs, grad_out.offset + g * c_out_g * gs[1])
+            packer = _im2col_packer(x, k, length_out, stride, padding, dilation, g * c_in_g,
+                                    ck, nl)
+            gemm_packed(g_rows, packer, out_g, c_out_g, ck, nl, 1, (0, gs[1], gs[2]), (),
+                        (0, ck, 1), a_k2=(length_out, gs[0]))
+        return grad_w
     cols_t = _im2col(x, k, length_out, stride, padding, dilation, transposed=True)
     rows = _grad_rows(grad_out)
     for g in range(groups):
@@ -95,6 +105,19 @@ def conv1d_grad_weight(x, grad_out, kernel_size, stride, padding, dilation, grou
         out_g = grad_w.view(grad_w.shape, grad_w.strides, g * c_out_g * ck)
         gemm(g_rows, cols_g, out_g, c_out_g, ck, nl, 1, (0, nl, 1), (0, c_in * k, 1), (0, ck, 1))
     return grad_w
+
+
+def _im2col_packer(x: CLArray, k: int, length_out: int, stride: int, padding: int,
+                   dilation: int, c0: int, ck: int, nl: int):
+    """A packer for :func:`gemm_packed`: B = the transposed im2col of x (nl x ck), columns
+    from input channel c0 on, written into the packed panels with no im2col buffer."""
+    def pack(defines, panels, bp):
+        dev = x.dev
+        kernel = dev.kernel("matmul.cl", "k_pack_b_im2col", defines,
+                            [_I, _I, None] + [_I] * 11 + [None])
+        kernel(dev.queue, (nl, panels), None, nl, ck, x.data, x.offset, *x.strides,
+               x.shape[2], length_out, k, stride, padding, dilation, c0, bp.data)
+    return pack
 
 
 @hookimpl
@@ -145,7 +168,7 @@ def _direct(out: CLArray, out_strides: tuple, x: CLArray, weight: CLArray, w_off
     w_strides = (group, output channel, input channel, tap) element strides of weight.
     """
     dev = x.dev
-    vw = max(4, dev.vector_width(x.dtype))
+    vw = vector_lanes(dev, x.dtype)  # 32 bytes at most (see linalg.vector_lanes)
     tc = 8
     defines = (("T", CL_TYPES[x.dtype]), ("TC", tc), ("VW", vw))
     kernel = dev.kernel(FILE, "k_conv1d_direct", defines,

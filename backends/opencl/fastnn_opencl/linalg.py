@@ -105,16 +105,25 @@ def gemm(a: CLArray, b: CLArray, c: CLArray, m: int, n: int, k: int, batch: int,
 
 
 KC, ROW_PANELS = 256, 8  # k chunk (its B panel stays in L1), row panels per work-item
+SPLIT_TILES = 16  # fewer work-items than this (and k > KC): split k across work-items
 _PACK_ARGS = [_I, _I, None, _I, _I, _I, _I, None]
-_PACKED_ARGS = [_I, _I, _I, None, None, None, None, _I, _I, _I]
+_PACK_A_ARGS = [_I, _I, None, _I, _I, _I, _I, _I, _I, None]
+_PACKED_ARGS = [_I, _I, _I, None, None, None, None, _I, _I, _I, _I]
+_SUM_ARGS = [_I, _I, _I, _I, _I, None, None, _I, _I, _I]
 
 
-def gemm_packed(a: CLArray, b: CLArray, c: CLArray, m: int, n: int, k: int, batch: int,
-                a_strides: tuple, b_strides: tuple, c_strides: tuple) -> None:
+def gemm_packed(a: CLArray, b, c: CLArray, m: int, n: int, k: int, batch: int,
+                a_strides: tuple, b_strides: tuple, c_strides: tuple, a_k2: tuple = ()) -> None:
     """C = A @ B through packed panels (``k_pack_a``, ``k_pack_b``, ``k_gemm_packed``).
 
     A and B take any (batch, row, col) strides; C needs unit column stride. The blocks
-    (TM rows by VN vectors) come from :mod:`gemm_tune`."""
+    (TM rows by VN vectors) come from :mod:`gemm_tune`. A product with few output tiles
+    and a long k (a convolution's weight gradient: 32 x 160 outputs over 8192 positions)
+    splits k in KC chunks across work-items and sums the partial products after.
+
+    ``a_k2 = (K2, stride)`` runs k over two axes of A (k = q * K2 + k2 at q * stride + k2 *
+    a_strides[2]); ``b`` may instead be a function ``(defines, panels, buffer)`` that
+    packs B itself (a convolution's im2col, never built)."""
     dev = c.dev
     dtype = c.dtype
     tm, vn = gemm_tune.blocks(dev, dtype)
@@ -123,18 +132,30 @@ def gemm_packed(a: CLArray, b: CLArray, c: CLArray, m: int, n: int, k: int, batc
                ("R", ROW_PANELS))
     nr = vw * vn
     mb, nb = -(-m // tm), -(-n // nr)
+    groups = -(-mb // ROW_PANELS)
+    splits = -(-k // KC) if nb * groups * batch < SPLIT_TILES and k > KC else 1
     ap = dev.empty((batch * mb * tm * k,), dtype)
     bp = dev.empty((batch * nb * nr * k,), dtype)
-    cp = dev.empty((batch * mb * tm * nb * nr,), dtype) if k > KC else c
-    sbn = b_strides[2] if len(b_strides) > 2 else 1
-    pack_a = dev.kernel(FILE, "k_pack_a", defines, _PACK_ARGS)
-    pack_a(dev.queue, (k, mb, batch), None, m, k, a.data, a.offset, *a_strides, ap.data)
-    pack_b = dev.kernel(FILE, "k_pack_b", defines, _PACK_ARGS)
-    pack_b(dev.queue, (k, nb, batch), None, k, n, b.data, b.offset, b_strides[0],
-           b_strides[1], sbn, bp.data)
+    scratch = k > KC
+    cp = dev.empty((batch * splits * mb * tm * nb * nr,), dtype) if scratch else c
+    k2, sak2 = a_k2 or (k, 0)
+    pack_a = dev.kernel(FILE, "k_pack_a", defines, _PACK_A_ARGS)
+    pack_a(dev.queue, (k, mb, batch), None, m, k, a.data, a.offset, *a_strides, k2, sak2,
+           ap.data)
+    if callable(b):
+        b(defines, nb, bp)
+    else:
+        sbn = b_strides[2] if len(b_strides) > 2 else 1
+        pack_b = dev.kernel(FILE, "k_pack_b", defines, _PACK_ARGS)
+        pack_b(dev.queue, (k, nb, batch), None, k, n, b.data, b.offset, b_strides[0],
+               b_strides[1], sbn, bp.data)
     kernel = dev.kernel(FILE, "k_gemm_packed", defines, _PACKED_ARGS)
-    kernel(dev.queue, (nb, -(-mb // ROW_PANELS), batch), None, m, n, k, ap.data, bp.data,
-           cp.data, c.data, c.offset, c_strides[0], c_strides[1])
+    kernel(dev.queue, (nb, groups, batch * splits), None, m, n, k, ap.data, bp.data,
+           cp.data, c.data, c.offset, c_strides[0], c_strides[1], splits)
+    if splits > 1:
+        total = dev.kernel(FILE, "k_gemm_sum", defines, _SUM_ARGS)
+        total(dev.queue, (n, m, batch), None, m, n, splits, mb * tm, nb * nr, cp.data,
+              c.data, c.offset, c_strides[0], c_strides[1])
 
 
 def gemm_nt(a: CLArray, b: CLArray, c: CLArray, m: int, n: int, k: int, batch: int,

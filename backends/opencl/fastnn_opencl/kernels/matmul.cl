@@ -101,12 +101,16 @@ __kernel void k_gemm_cpu(GEMM_ARGS) {
 // of the 16 AVX2 registers (LLVM splits wider vectors: cap VW at 32 bytes).
 #define NR (VW * VN)
 
+// k may run over two axes of A: k = q * K2 + k2 at A[q * sak2 + k2 * sak] (K2 = K for one;
+// a convolution's (sample, position) pairs for two).
 __kernel void k_pack_a(const int M, const int K, __global const T *A, const int offa,
-                       const int sab, const int sam, const int sak, __global T *Ap) {
+                       const int sab, const int sam, const int sak, const int K2,
+                       const int sak2, __global T *Ap) {
     const int k = get_global_id(0), p = get_global_id(1), batch = get_global_id(2);
     if (k >= K) return;
     const int panels = (M + TM - 1) / TM;
-    A += offa + batch * sab + k * sak;
+    const int q = k / K2;
+    A += offa + batch * sab + q * sak2 + (k - q * K2) * sak;
     __global T *dst = Ap + (((long)batch * panels + p) * K + k) * TM;
     UNROLL for (int r = 0; r < TM; ++r) {
         const int i = p * TM + r;
@@ -131,10 +135,14 @@ __kernel void k_pack_b(const int K, const int N, __global const T *B, const int 
     }
 }
 
+// With S > 1 (split k: few output tiles, long k), dimension 2 runs batch * S and split s
+// takes k in [s * KC, (s + 1) * KC): one chunk, its sums written whole to its own slice of
+// Cp ((batch * S + s) * MP * NP), which k_gemm_sum then adds up into C.
 __kernel void k_gemm_packed(const int M, const int N, const int K, __global const T *Ap,
                             __global const T *Bp, __global T *Cp, __global T *C,
-                            const int offc, const int scb, const int ldc) {
-    const int jb = get_global_id(0), group = get_global_id(1), batch = get_global_id(2);
+                            const int offc, const int scb, const int ldc, const int S) {
+    const int jb = get_global_id(0), group = get_global_id(1);
+    const int batch = get_global_id(2) / S, split = get_global_id(2) - batch * S;
     const int mb = (M + TM - 1) / TM, nb = (N + NR - 1) / NR;
     const int j0 = jb * NR;
     if (jb >= nb || group * R >= mb) return;
@@ -142,16 +150,17 @@ __kernel void k_gemm_packed(const int M, const int N, const int K, __global cons
     const int np = nb * NR;
     Ap += (long)batch * mb * K * TM;
     Bp += (long)batch * nb * K * NR;
-    Cp += (long)batch * mb * TM * np;
+    Cp += (long)(batch * S + split) * mb * TM * np;
     C += offc + batch * scb;
     const int cols = N - j0 < NR ? N - j0 : NR;
-    for (int k0 = 0; k0 < K; k0 += KC) {
-        const int k1 = k0 + KC < K ? k0 + KC : K;
+    const int k_end = S > 1 ? ((split + 1) * KC < K ? (split + 1) * KC : K) : K;
+    for (int k0 = S > 1 ? split * KC : 0; k0 < k_end; k0 += KC) {
+        const int k1 = k0 + KC < k_end ? k0 + KC : k_end;
         for (int ib = group * R; ib < ib_end; ++ib) {
             const int i0 = ib * TM;
             __global T *cp = Cp + i0 * np + j0;
             VT acc[TM][VN];
-            if (k0 == 0) {
+            if (k0 == 0 || S > 1) {
                 UNROLL for (int r = 0; r < TM; ++r) UNROLL for (int v = 0; v < VN; ++v) acc[r][v] = (VT)0;
             } else {
                 UNROLL for (int r = 0; r < TM; ++r) UNROLL for (int v = 0; v < VN; ++v) acc[r][v] = VLOAD(cp + r * np + v * VW);
@@ -168,7 +177,7 @@ __kernel void k_gemm_packed(const int M, const int N, const int K, __global cons
                 a += TM;
                 b += NR;
             }
-            if (k1 < K) {
+            if (k1 < K || S > 1) {
                 UNROLL for (int r = 0; r < TM; ++r) UNROLL for (int v = 0; v < VN; ++v) VSTORE(acc[r][v], cp + r * np + v * VW);
                 continue;
             }
@@ -191,6 +200,39 @@ __kernel void k_gemm_packed(const int M, const int N, const int K, __global cons
             }
         }
     }
+}
+
+// B as the transposed im2col of a conv1d input x (N, C, L), without building it: row
+// k = n * L_out + l, column j = c * KS + tap holds x[n, c, l * stride + tap * dilation -
+// padding] (0 outside [0, L)); the columns of group g start at channel c0.
+__kernel void k_pack_b_im2col(const int K, const int NC, __global const T *x, const int offx,
+                              const int sxn, const int sxc, const int sxl, const int L,
+                              const int L_out, const int KS, const int stride,
+                              const int padding, const int dilation, const int c0,
+                              __global T *Bp) {
+    const int k = get_global_id(0), p = get_global_id(1);
+    if (k >= K) return;
+    const int n = k / L_out, l = k - n * L_out;
+    const int base = l * stride - padding;
+    __global T *dst = Bp + ((long)p * K + k) * NR;
+    for (int c = 0; c < NR; ++c) {
+        const int j = p * NR + c;
+        const int ci = j / KS, pos = base + (j - ci * KS) * dilation;
+        dst[c] = (j < NC && pos >= 0 && pos < L) ? x[offx + n * sxn + (c0 + ci) * sxc + pos * sxl]
+                                                 : (T)0;
+    }
+}
+
+// C[batch] = the sum of its S slices of P (each MP x NP, padded): after a split-k product.
+__kernel void k_gemm_sum(const int M, const int N, const int S, const int MP, const int NP,
+                         __global const T *P, __global T *C, const int offc, const int scb,
+                         const int ldc) {
+    const int j = get_global_id(0), i = get_global_id(1), batch = get_global_id(2);
+    if (i >= M || j >= N) return;
+    P += (long)batch * S * MP * NP + i * NP + j;
+    T total = 0;
+    for (int s = 0; s < S; ++s) total += P[(long)s * MP * NP];
+    C[offc + batch * scb + i * ldc + j] = total;
 }
 #endif
 
