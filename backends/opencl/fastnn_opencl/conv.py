@@ -4,9 +4,13 @@ With CK = C_in/groups * K and NL = N * L_out, per group g:
   forward      out_g (C_out/g, NL)  = W_g (C_out/g, CK) @ cols_g (CK, NL)
   grad_weight  dW_g  (C_out/g, CK)  = G_g (C_out/g, NL) @ colsT_g (NL, CK)
   grad_input   dcols_g (CK, NL)     = W_g^T @ G_g, then col2im gathers dx
-where G is grad_out laid out as (C_out, N, L_out). The forward result is
+where G is grad_out laid out as (C_out, N, L_out). The GEMM forward's result is
 returned as a (N, C_out, L_out) view of the (C_out, N, L_out) buffer, so its
-gradient usually arrives already in G's layout and needs no copy.
+gradient usually arrives already in G's layout and needs no copy. On CPU devices a
+stride-1 forward is a direct kernel writing a contiguous (N, C_out, L_out) result
+(elementwise kernels and reductions after it then see a contiguous array), the input
+gradient likewise, and the weight gradient a packed GEMM that reads x and grad_out in
+place (any layout).
 """
 
 from __future__ import annotations
@@ -60,13 +64,17 @@ def conv1d(x, weight, stride, padding, dilation, groups):
     n = x.shape[0]
     c_out, c_in_g, k = weight.shape
     length_out = _length_out(x.shape[2], k, stride, padding, dilation)
-    out = x.dev.empty((c_out, n, length_out), x.dtype)
     nl, ck, c_out_g = n * length_out, c_in_g * k, c_out // groups
-    if out.size and stride == 1 and uses_cpu_kernels(x.dev):
-        w_strides = (c_out_g * ck, ck, k, 1)  # (group, out channel, in channel, tap)
-        _direct(out, (length_out, nl), _unit_length(x), weight, weight.offset, w_strides,
-                c_in_g, c_out_g, groups, length_out, k, padding, dilation)
-    elif out.size:
+    if stride == 1 and uses_cpu_kernels(x.dev):  # (N, C_out, L_out), contiguous
+        out = x.dev.empty((n, c_out, length_out), x.dtype)
+        if out.size:
+            w_strides = (c_out_g * ck, ck, k, 1)  # (group, out channel, in channel, tap)
+            _direct(out, (c_out * length_out, length_out), _unit_length(x), weight,
+                    weight.offset, w_strides, c_in_g, c_out_g, groups, length_out, k, padding,
+                    dilation)
+        return out
+    out = x.dev.empty((c_out, n, length_out), x.dtype)
+    if out.size:
         cols = _im2col(x, k, length_out, stride, padding, dilation, transposed=False)
         for g in range(groups):
             w_g = weight.view(weight.shape, weight.strides, weight.offset + g * c_out_g * ck)
