@@ -123,7 +123,7 @@ def _im2col_packer(x: CLArray, k: int, length_out: int, stride: int, padding: in
         dev = x.dev
         kernel = dev.kernel("matmul.cl", "k_pack_b_im2col", defines,
                             [_I, _I, None] + [_I] * 11 + [None])
-        kernel(dev.queue, (nl, panels), None, nl, ck, x.data, x.offset, *x.strides,
+        kernel(dev.queue, (-(-nl // 8), panels), None, nl, ck, x.data, x.offset, *x.strides,
                x.shape[2], length_out, k, stride, padding, dilation, c0, bp.data)
     return pack
 

@@ -204,23 +204,50 @@ __kernel void k_gemm_packed(const int M, const int N, const int K, __global cons
 
 // B as the transposed im2col of a conv1d input x (N, C, L), without building it: row
 // k = n * L_out + l, column j = c * KS + tap holds x[n, c, l * stride + tap * dilation -
-// padding] (0 outside [0, L)); the columns of group g start at channel c0.
+// padding] (0 outside [0, L)); the columns of group g start at channel c0. A work-item
+// packs rows [8 i, 8 i + 8) of one panel (fewer, longer work-items: PoCL's per-item cost
+// dominated with one row each); rows whose window is inside x skip the bound checks.
+inline void pack_im2col_row(const int k, const int p, const int NC, __global const T *x,
+                            const int sxn, const int sxc, const int sxl, const int L,
+                            const int L_out, const int KS, const int stride,
+                            const int padding, const int dilation, const int K,
+                            __global T *Bp) {
+    const int n = k / L_out, l = k - n * L_out;
+    const int base = l * stride - padding;
+    __global T *dst = Bp + ((long)p * K + k) * NR;
+    int ci = p * NR / KS, tap = p * NR - ci * KS;  // column j = ci * KS + tap, stepped
+    const __global T *row = x + n * sxn + ci * sxc;
+    if (base >= 0 && base + (KS - 1) * dilation < L && (p + 1) * NR <= NC) {
+        row += base * sxl;
+        UNROLL for (int c = 0; c < NR; ++c) {
+            dst[c] = row[tap * dilation * sxl];
+            if (++tap == KS) {
+                tap = 0;
+                row += sxc;
+            }
+        }
+        return;
+    }
+    for (int c = 0; c < NR; ++c) {
+        const int pos = base + tap * dilation;
+        dst[c] = (p * NR + c < NC && pos >= 0 && pos < L) ? row[pos * sxl] : (T)0;
+        if (++tap == KS) {
+            tap = 0;
+            row += sxc;
+        }
+    }
+}
+
 __kernel void k_pack_b_im2col(const int K, const int NC, __global const T *x, const int offx,
                               const int sxn, const int sxc, const int sxl, const int L,
                               const int L_out, const int KS, const int stride,
                               const int padding, const int dilation, const int c0,
                               __global T *Bp) {
-    const int k = get_global_id(0), p = get_global_id(1);
-    if (k >= K) return;
-    const int n = k / L_out, l = k - n * L_out;
-    const int base = l * stride - padding;
-    __global T *dst = Bp + ((long)p * K + k) * NR;
-    for (int c = 0; c < NR; ++c) {
-        const int j = p * NR + c;
-        const int ci = j / KS, pos = base + (j - ci * KS) * dilation;
-        dst[c] = (j < NC && pos >= 0 && pos < L) ? x[offx + n * sxn + (c0 + ci) * sxc + pos * sxl]
-                                                 : (T)0;
-    }
+    const int k0 = get_global_id(0) * 8, p = get_global_id(1);
+    const int k1 = k0 + 8 < K ? k0 + 8 : K;
+    for (int k = k0; k < k1; ++k)
+        pack_im2col_row(k, p, NC, x + offx + c0 * sxc, sxn, sxc, sxl, L, L_out, KS, stride,
+                        padding, dilation, K, Bp);
 }
 
 // C[batch] = the sum of its S slices of P (each MP x NP, padded): after a split-k product.
