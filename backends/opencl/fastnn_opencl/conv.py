@@ -19,11 +19,12 @@ import numpy as np
 
 from fastnn.api.hookspec import hookimpl
 from fastnn_opencl import elementwise
-from fastnn_opencl.linalg import gemm, gemm_packed, packs, uses_cpu_kernels, vector_lanes
+from fastnn_opencl.linalg import gemm, gemm_packed, uses_cpu_kernels, vector_lanes
 from fastnn_opencl.misc import fill
 from fastnn_opencl.runtime import CL_TYPES, CLArray, rounded
 
 FILE = "conv.cl"
+PACK_CONV = 1 << 18  # weight gradients of this many multiply-adds: the packed GEMM on CPUs
 _I = np.int32
 
 
@@ -95,7 +96,7 @@ def conv1d_grad_weight(x, grad_out, kernel_size, stride, padding, dilation, grou
         return grad_w
     if nl == 0:
         return _zeros(grad_w)
-    if packs(x.dev, c_out_g, ck, nl):  # B packed straight from x, A from grad_out
+    if uses_cpu_kernels(x.dev) and c_out_g * ck * nl >= PACK_CONV:  # B from x, A in place
         gs = grad_out.strides
         for g in range(groups):
             out_g = grad_w.view(grad_w.shape, grad_w.strides, g * c_out_g * ck)

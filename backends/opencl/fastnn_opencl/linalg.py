@@ -66,15 +66,18 @@ def uses_cpu_kernels(dev) -> bool:
 _ARG_DTYPES = [_I, _I, _I, None, _I, _I, _I, _I, None, _I, _I, _I, None, _I, _I, _I]
 
 
-PACK_MIN = 1 << 18
-"""Products of at least this many multiply-adds (m * n * k) take the packed kernel on CPU
-devices: two packing passes, then unit-stride panels (below it the passes cost more than
-they save)."""
+PACK_MIN = 1 << 20
+"""Products of at least this many multiply-adds (m * n * k), with n and k at least
+PACK_EDGE, take the packed kernel on CPU devices: two packing passes and three launches,
+then unit-stride panels. Below it, or with a narrow output or a short k (an LSTM's input
+projection, 2048 x 16 @ 16 x 256), the extra launches cost more than the panels save."""
+PACK_EDGE = 32
 
 
 def packs(dev, m: int, n: int, k: int) -> bool:
     """Whether C = A @ B of these sizes runs through the packed CPU kernel (any strides)."""
-    return m > 1 and m * n * k >= PACK_MIN and uses_cpu_kernels(dev)
+    return (m > 1 and n >= PACK_EDGE and k >= PACK_EDGE and m * n * k >= PACK_MIN
+            and uses_cpu_kernels(dev))
 
 
 def gemm(a: CLArray, b: CLArray, c: CLArray, m: int, n: int, k: int, batch: int,
