@@ -4,9 +4,13 @@ With CK = C_in/groups * K and NL = N * L_out, per group g:
   forward      out_g (C_out/g, NL)  = W_g (C_out/g, CK) @ cols_g (CK, NL)
   grad_weight  dW_g  (C_out/g, CK)  = G_g (C_out/g, NL) @ colsT_g (NL, CK)
   grad_input   dcols_g (CK, NL)     = W_g^T @ G_g, then col2im gathers dx
-where G is grad_out laid out as (C_out, N, L_out). The forward result is
+where G is grad_out laid out as (C_out, N, L_out). The GEMM forward's result is
 returned as a (N, C_out, L_out) view of the (C_out, N, L_out) buffer, so its
-gradient usually arrives already in G's layout and needs no copy.
+gradient usually arrives already in G's layout and needs no copy. On CPU devices a
+stride-1 forward is a direct kernel writing a contiguous (N, C_out, L_out) result
+(elementwise kernels and reductions after it then see a contiguous array), the input
+gradient likewise, and the weight gradient a packed GEMM that reads x and grad_out in
+place (any layout).
 """
 
 from __future__ import annotations
@@ -15,11 +19,12 @@ import numpy as np
 
 from fastnn.api.hookspec import hookimpl
 from fastnn_opencl import elementwise
-from fastnn_opencl.linalg import gemm, uses_cpu_kernels
+from fastnn_opencl.linalg import gemm, gemm_packed, uses_cpu_kernels, vector_lanes
 from fastnn_opencl.misc import fill
 from fastnn_opencl.runtime import CL_TYPES, CLArray, rounded
 
 FILE = "conv.cl"
+PACK_CONV = 1 << 18  # weight gradients of this many multiply-adds: the packed GEMM on CPUs
 _I = np.int32
 
 
@@ -60,13 +65,17 @@ def conv1d(x, weight, stride, padding, dilation, groups):
     n = x.shape[0]
     c_out, c_in_g, k = weight.shape
     length_out = _length_out(x.shape[2], k, stride, padding, dilation)
-    out = x.dev.empty((c_out, n, length_out), x.dtype)
     nl, ck, c_out_g = n * length_out, c_in_g * k, c_out // groups
-    if out.size and stride == 1 and uses_cpu_kernels(x.dev):
-        w_strides = (c_out_g * ck, ck, k, 1)  # (group, out channel, in channel, tap)
-        _direct(out, (length_out, nl), _unit_length(x), weight, weight.offset, w_strides,
-                c_in_g, c_out_g, groups, length_out, k, padding, dilation)
-    elif out.size:
+    if stride == 1 and uses_cpu_kernels(x.dev):  # (N, C_out, L_out), contiguous
+        out = x.dev.empty((n, c_out, length_out), x.dtype)
+        if out.size:
+            w_strides = (c_out_g * ck, ck, k, 1)  # (group, out channel, in channel, tap)
+            _direct(out, (c_out * length_out, length_out), _unit_length(x), weight,
+                    weight.offset, w_strides, c_in_g, c_out_g, groups, length_out, k, padding,
+                    dilation)
+        return out
+    out = x.dev.empty((c_out, n, length_out), x.dtype)
+    if out.size:
         cols = _im2col(x, k, length_out, stride, padding, dilation, transposed=False)
         for g in range(groups):
             w_g = weight.view(weight.shape, weight.strides, weight.offset + g * c_out_g * ck)
@@ -87,6 +96,16 @@ def conv1d_grad_weight(x, grad_out, kernel_size, stride, padding, dilation, grou
         return grad_w
     if nl == 0:
         return _zeros(grad_w)
+    if uses_cpu_kernels(x.dev) and c_out_g * ck * nl >= PACK_CONV:  # B from x, A in place
+        gs = grad_out.strides
+        for g in range(groups):
+            out_g = grad_w.view(grad_w.shape, grad_w.strides, g * c_out_g * ck)
+            g_rows = grad_out.view(grad_out.shape, gs, grad_out.offset + g * c_out_g * gs[1])
+            packer = _im2col_packer(x, k, length_out, stride, padding, dilation, g * c_in_g,
+                                    ck, nl)
+            gemm_packed(g_rows, packer, out_g, c_out_g, ck, nl, 1, (0, gs[1], gs[2]), (),
+                        (0, ck, 1), a_k2=(length_out, gs[0]))
+        return grad_w
     cols_t = _im2col(x, k, length_out, stride, padding, dilation, transposed=True)
     rows = _grad_rows(grad_out)
     for g in range(groups):
@@ -95,6 +114,19 @@ def conv1d_grad_weight(x, grad_out, kernel_size, stride, padding, dilation, grou
         out_g = grad_w.view(grad_w.shape, grad_w.strides, g * c_out_g * ck)
         gemm(g_rows, cols_g, out_g, c_out_g, ck, nl, 1, (0, nl, 1), (0, c_in * k, 1), (0, ck, 1))
     return grad_w
+
+
+def _im2col_packer(x: CLArray, k: int, length_out: int, stride: int, padding: int,
+                   dilation: int, c0: int, ck: int, nl: int):
+    """A packer for :func:`gemm_packed`: B = the transposed im2col of x (nl x ck), columns
+    from input channel c0 on, written into the packed panels with no im2col buffer."""
+    def pack(defines, panels, bp):
+        dev = x.dev
+        kernel = dev.kernel("matmul.cl", "k_pack_b_im2col", defines,
+                            [_I, _I, None] + [_I] * 11 + [None])
+        kernel(dev.queue, (-(-nl // 8), panels), None, nl, ck, x.data, x.offset, *x.strides,
+               x.shape[2], length_out, k, stride, padding, dilation, c0, bp.data)
+    return pack
 
 
 @hookimpl
@@ -145,7 +177,7 @@ def _direct(out: CLArray, out_strides: tuple, x: CLArray, weight: CLArray, w_off
     w_strides = (group, output channel, input channel, tap) element strides of weight.
     """
     dev = x.dev
-    vw = max(4, dev.vector_width(x.dtype))
+    vw = vector_lanes(dev, x.dtype)  # 32 bytes at most (see linalg.vector_lanes)
     tc = 8
     defines = (("T", CL_TYPES[x.dtype]), ("TC", tc), ("VW", vw))
     kernel = dev.kernel(FILE, "k_conv1d_direct", defines,

@@ -15,7 +15,7 @@ import numpy as np
 from fastnn.api.hookspec import hookimpl
 from fastnn_opencl import elementwise
 from fastnn_opencl.conv import _dense, _zeros
-from fastnn_opencl.linalg import gemm, gemm_nt, uses_cpu_kernels
+from fastnn_opencl.linalg import gemm, gemm_nt, uses_cpu_kernels, vector_lanes
 from fastnn_opencl.runtime import CL_TYPES, CLArray
 
 FILE = "conv2d.cl"
@@ -163,7 +163,7 @@ def _direct(out: CLArray, out_strides: tuple, x: CLArray, weight: CLArray, w_off
     (group, output channel, input channel, kernel row, kernel column) element strides.
     """
     dev = x.dev
-    vw = max(4, dev.vector_width(x.dtype))
+    vw = vector_lanes(dev, x.dtype)  # 32 bytes at most (see linalg.vector_lanes)
     tc = 8
     defines = (("T", CL_TYPES[x.dtype]), ("TC", tc), ("VW", vw))
     kernel = dev.kernel(FILE, "k_conv2d_direct", defines,

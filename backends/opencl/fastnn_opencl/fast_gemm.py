@@ -6,7 +6,8 @@ kernel design and twenty launch arguments on every call (about 35 us of host tim
 m, n, k, forced design) and thread holds its own Kernel object with the sizes and
 strides set once; a call allocates the result, sets the three buffers and offsets that
 changed and enqueues. Same kernel, defines and arguments as the general path, so the
-same results bit for bit; anything else returns None and takes the general path.
+same results bit for bit; anything else returns None and takes the general path (so do
+products big enough for the packed CPU kernel: :func:`fastnn_opencl.linalg.packs`).
 """
 
 from __future__ import annotations
@@ -32,11 +33,14 @@ class _Plan:
         self.last = [None, None, None, None]  # a's buffer and offset, b's buffer and offset
 
 
-def _plan(key, dev, dtype: str, m: int, n: int, k: int) -> _Plan:
+def _plan(key, dev, dtype: str, m: int, n: int, k: int) -> _Plan | None:
     import pyopencl as cl
 
     from fastnn_opencl import linalg
 
+    if linalg.packs(dev, m, n, k):  # the packed kernel's three launches: the general path
+        _tables.table[key] = None
+        return None
     name, tiles, kind = linalg._design(dev, dtype, n)
     defines = (("T", CL_TYPES[dtype]),) + tiles
     kernel = cl.Kernel(dev.program(linalg.FILE, defines), name)
@@ -75,6 +79,8 @@ def matmul_2d(a, b):
         plan = _plan(key, dev, dtype, m, n, k)
     except KeyError:
         plan = _plan(key, dev, dtype, m, n, k)
+    if plan is None:
+        return None
     kernel, last = plan.kernel, plan.last
     out = CLArray(dev.pool.allocate(plan.nbytes), (m, n), plan.strides, 0, dtype, dev)
     kernel.set_arg(12, out.data)

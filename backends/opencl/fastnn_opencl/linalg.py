@@ -1,9 +1,11 @@
-"""Matrix products: one batched GEMM kernel per device type (``kernels/matmul.cl``).
+"""Matrix products: batched GEMM kernels per device type (``kernels/matmul.cl``).
 
-CPU devices (PoCL) get a register-blocked kernel: each work-item computes a
-TM x VW block with VW-wide vectors and no local memory. GPUs get a kernel that
-stages TS x TS tiles in local memory, each work-item accumulating WPT rows.
-``FASTNN_OPENCL_GEMM=cpu|tiled`` forces one design (to test both anywhere).
+CPU devices (PoCL) pack both operands into unit-stride panels and run a register-blocked
+kernel over them (:func:`gemm_packed`, blocks tuned per device by :mod:`gemm_tune`) for
+products of at least PACK_MIN multiply-adds; smaller ones take a register-blocked kernel
+that reads the operands in place (each work-item a TM x VW*VN block, no local memory).
+GPUs get a kernel that stages TS x TS tiles in local memory, each work-item accumulating
+WPT rows. ``FASTNN_OPENCL_GEMM=cpu|tiled`` forces one design (to test both anywhere).
 """
 
 from __future__ import annotations
@@ -22,16 +24,21 @@ FILE = "matmul.cl"
 _I = np.int32
 
 
-def _cpu_blocks(dev, dtype: str, n: int) -> tuple:
-    """(TM, VW, VN) of the CPU kernel: TM rows by VN vectors of VW lanes per work-item.
+def vector_lanes(dev, dtype: str) -> int:
+    """Lanes of the CPU kernels' vectors: the native width capped at 32 bytes (8 floats, 4
+    doubles). PoCL's pip build reports 16 floats on AVX-512 machines but generates AVX2
+    code for them (LLVM splits a float16 into two 8-lane registers, so a block sized for
+    32 wide registers spills), and builds no kernels at all for some 64-byte vectors."""
+    return max(4, min(dev.vector_width(dtype), 32 // np.dtype(dtype).itemsize))
 
-    VW is the device's native vector width for the type (16 floats with AVX-512); TM and
-    VN come from a small timed run per device, cached on disk (:mod:`gemm_tune`; 4 x 4
-    vectors, 16 accumulators, measured best with 32 vector registers). Narrow outputs take
-    fewer or 4-lane vectors so that they do not all fall into the edge path.
+
+def _cpu_blocks(dev, dtype: str, n: int) -> tuple:
+    """(TM, VW, VN) of the unpacked CPU kernel: TM rows by VN vectors of VW lanes per
+    work-item (6 x 2 x 8 floats: 12 accumulators in the 16 AVX2 registers). Narrow
+    outputs take fewer or 4-lane vectors so that they do not all fall into the edge path.
     """
-    vw = max(4, dev.vector_width(dtype))
-    tm, vn = gemm_tune.blocks(dev, dtype)
+    vw = vector_lanes(dev, dtype)
+    tm, vn = 6, 2
     if n < vw:
         vw = 4
     vn = max(1, min(vn, n // vw))
@@ -59,13 +66,32 @@ def uses_cpu_kernels(dev) -> bool:
 _ARG_DTYPES = [_I, _I, _I, None, _I, _I, _I, _I, None, _I, _I, _I, None, _I, _I, _I]
 
 
+PACK_MIN = 1 << 20
+"""Products of at least this many multiply-adds (m * n * k), with n and k at least
+PACK_EDGE, take the packed kernel on CPU devices: two packing passes and three launches,
+then unit-stride panels. Below it, or with a narrow output or a short k (an LSTM's input
+projection, 2048 x 16 @ 16 x 256), the extra launches cost more than the panels save."""
+PACK_EDGE = 32
+
+
+def packs(dev, m: int, n: int, k: int) -> bool:
+    """Whether C = A @ B of these sizes runs through the packed CPU kernel (any strides)."""
+    return (m > 1 and n >= PACK_EDGE and k >= PACK_EDGE and m * n * k >= PACK_MIN
+            and uses_cpu_kernels(dev))
+
+
 def gemm(a: CLArray, b: CLArray, c: CLArray, m: int, n: int, k: int, batch: int,
          a_strides: tuple, b_strides: tuple, c_strides: tuple) -> None:
     """C = A @ B for ``batch`` matrices, described by (batch, row, col) element strides.
 
-    b_strides[2] and c_strides[2] must be 1 (or the matrix has one column).
+    b_strides[2] and c_strides[2] must be 1 (or the matrix has one column), except where
+    :func:`packs` holds: then A and B take any strides (a third entry of b_strides, the
+    column stride, defaults to 1).
     """
     dev = c.dev
+    if packs(dev, m, n, k):
+        gemm_packed(a, b, c, m, n, k, batch, a_strides, b_strides, c_strides)
+        return
     name, tiles, kind = _design(dev, c.dtype, n)
     defines = (("T", CL_TYPES[c.dtype]),) + tiles
     kernel = dev.kernel(FILE, name, defines, _ARG_DTYPES)
@@ -81,17 +107,71 @@ def gemm(a: CLArray, b: CLArray, c: CLArray, m: int, n: int, k: int, batch: int,
         kernel(dev.queue, size, (ts, ts // wpt, 1), *args)
 
 
+KC, ROW_PANELS = 256, 8  # k chunk (its B panel stays in L1), row panels per work-item
+SPLIT_TILES = 16  # fewer work-items than this (and k > KC): split k across work-items
+_PACK_ARGS = [_I, _I, None, _I, _I, _I, _I, None]
+_PACK_A_ARGS = [_I, _I, None, _I, _I, _I, _I, _I, _I, None]
+_PACKED_ARGS = [_I, _I, _I, None, None, None, None, _I, _I, _I, _I]
+_SUM_ARGS = [_I, _I, _I, _I, _I, None, None, _I, _I, _I]
+
+
+def gemm_packed(a: CLArray, b, c: CLArray, m: int, n: int, k: int, batch: int,
+                a_strides: tuple, b_strides: tuple, c_strides: tuple, a_k2: tuple = ()) -> None:
+    """C = A @ B through packed panels (``k_pack_a``, ``k_pack_b``, ``k_gemm_packed``).
+
+    A and B take any (batch, row, col) strides; C needs unit column stride. The blocks
+    (TM rows by VN vectors) come from :mod:`gemm_tune`. A product with few output tiles
+    and a long k (a convolution's weight gradient: 32 x 160 outputs over 8192 positions)
+    splits k in KC chunks across work-items and sums the partial products after.
+
+    ``a_k2 = (K2, stride)`` runs k over two axes of A (k = q * K2 + k2 at q * stride + k2 *
+    a_strides[2]); ``b`` may instead be a function ``(defines, panels, buffer)`` that
+    packs B itself (a convolution's im2col, never built)."""
+    dev = c.dev
+    dtype = c.dtype
+    tm, vn = gemm_tune.blocks(dev, dtype)
+    vw = vector_lanes(dev, dtype)
+    defines = (("T", CL_TYPES[dtype]), ("TM", tm), ("VW", vw), ("VN", vn), ("KC", KC),
+               ("R", ROW_PANELS))
+    nr = vw * vn
+    mb, nb = -(-m // tm), -(-n // nr)
+    groups = -(-mb // ROW_PANELS)
+    splits = -(-k // KC) if nb * groups * batch < SPLIT_TILES and k > KC else 1
+    ap = dev.empty((batch * mb * tm * k,), dtype)
+    bp = dev.empty((batch * nb * nr * k,), dtype)
+    scratch = k > KC
+    cp = dev.empty((batch * splits * mb * tm * nb * nr,), dtype) if scratch else c
+    k2, sak2 = a_k2 or (k, 0)
+    pack_a = dev.kernel(FILE, "k_pack_a", defines, _PACK_A_ARGS)
+    pack_a(dev.queue, (k, mb, batch), None, m, k, a.data, a.offset, *a_strides, k2, sak2,
+           ap.data)
+    if callable(b):
+        b(defines, nb, bp)
+    else:
+        sbn = b_strides[2] if len(b_strides) > 2 else 1
+        pack_b = dev.kernel(FILE, "k_pack_b", defines, _PACK_ARGS)
+        pack_b(dev.queue, (k, nb, batch), None, k, n, b.data, b.offset, b_strides[0],
+               b_strides[1], sbn, bp.data)
+    kernel = dev.kernel(FILE, "k_gemm_packed", defines, _PACKED_ARGS)
+    kernel(dev.queue, (nb, groups, batch * splits), None, m, n, k, ap.data, bp.data,
+           cp.data, c.data, c.offset, c_strides[0], c_strides[1], splits)
+    if splits > 1:
+        total = dev.kernel(FILE, "k_gemm_sum", defines, _SUM_ARGS)
+        total(dev.queue, (n, m, batch), None, m, n, splits, mb * tm, nb * nr, cp.data,
+              c.data, c.offset, c_strides[0], c_strides[1])
+
+
 def gemm_nt(a: CLArray, b: CLArray, c: CLArray, m: int, n: int, k: int, batch: int,
             a_strides: tuple, b_strides: tuple, c_strides: tuple) -> None:
     """C = A @ B^T, B given as (N, K) matrices: both operands read along k with unit stride.
 
     a_strides = (batch, row, 1); b_strides = (batch, row of the (N, K) matrix, 1).
-    CPU devices only (see :func:`uses_cpu_kernels`): 4 x 4 dot products per
-    work-item with 32 vector registers, 2 x 4 with 16.
+    CPU devices only (see :func:`uses_cpu_kernels`): 2 x 4 dot products per
+    work-item (16 vector registers).
     """
     dev = c.dev
-    vw = max(4, dev.vector_width(c.dtype))
-    tm = 4 if vw >= 16 or c.dtype == "float64" else 2
+    vw = vector_lanes(dev, c.dtype)
+    tm = 2
     defines = (("T", CL_TYPES[c.dtype]), ("TM", tm), ("TN", 4), ("VW", vw), ("VN", 1))
     kernel = dev.kernel(FILE, "k_gemm_nt_cpu", defines, _ARG_DTYPES)
     kernel(dev.queue, (-(-n // 4), -(-m // tm), batch), None, m, n, k,
@@ -159,6 +239,10 @@ def matmul(a, b):
         gemm_exact(a2, b2, out, m, n, k, batch, a_strides, b_strides, (m * n, n, 1))
     elif out.size:
         a2, a_strides = _as_batch_matrix(a, batch_shape, need_unit_cols=False)
+        if packs(a.dev, m, n, k):  # the packing pass reads B through any strides
+            b2, b_strides = _as_batch_matrix(b, batch_shape, need_unit_cols=False)
+            gemm_packed(a2, b2, out, m, n, k, batch, a_strides, b_strides, (m * n, n, 1))
+            return _squeezed(out, squeeze, batch_shape, m, n)
         if _reads_transposed(a, b, k):
             b2, b_strides = _as_batch_matrix(b, batch_shape, need_unit_cols=False)
             if b_strides[1] == 1 and n > 1:  # still (K, N) with k contiguous: the NT kernel

@@ -79,10 +79,22 @@ def _one_launch(dev) -> bool:
     return forced == "group" or (not dev.is_cpu and forced != "step")
 
 
+def _serial(dev) -> bool:
+    """Whether the LSTM runs its whole sequence in ONE work-item (``k_lstm_seq1``): on CPU
+    devices (PoCL). One launch instead of one per step (each wakes PoCL's threads; on a
+    busy machine each waits for a core), and no barrier. ``FASTNN_OPENCL_RNN=group|step``
+    picks the other ways."""
+    return dev.is_cpu and os.environ.get("FASTNN_OPENCL_RNN", "") not in ("group", "step")
+
+
 def _sequence(kernel, dev, cols: int, n: int, t_len: int, head: tuple, tail: tuple,
-              backward: bool = False) -> None:
-    """Run a sequence kernel over every step: one launch (one work-group, a barrier between
-    steps) where its cols x n work-items fit in a work-group, else one launch per step."""
+              backward: bool = False, serial=None) -> None:
+    """Run a sequence kernel over every step: ``serial`` (the one-work-item kernel) where
+    :func:`_serial` holds, else one launch (one work-group, a barrier between steps) where
+    its cols x n work-items fit in a work-group, else one launch per step."""
+    if serial is not None and _serial(dev):
+        serial(dev.queue, (1, 1), None, *head, 0, t_len, *tail)
+        return
     limits = _GROUP_LIMITS.get(dev.index)
     if limits is None:
         sizes = dev.device.max_work_item_sizes
@@ -144,9 +156,10 @@ def lstm_layer(x, h0, c0, w_ih, w_hh, bias):
     cells = dev.empty((t_len, n, hid), x.dtype)
     out = dev.empty((t_len, n, hid), x.dtype)
     kernel, cols = _kernel(dev, x.dtype, "k_lstm_seq", _LSTM, hid)
+    serial = _kernel(dev, x.dtype, "k_lstm_seq1", _LSTM, hid)[0] if _serial(dev) else None
     _sequence(kernel, dev, cols, n, t_len, (n, hid),
               (xp.data, bias.data, bias.offset, w_t.data, h0.data, h0.offset, c0.data,
-               c0.offset, gates.data, cells.data, out.data))
+               c0.offset, gates.data, cells.data, out.data), serial=serial)
     return out, gates, cells
 
 
@@ -160,9 +173,11 @@ def lstm_layer_backward(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad
     dc = elementwise.copy(grad_c)  # carried in place, dL/dc_t
     da = dev.empty((t_len, n, 4 * hid), x.dtype)
     kernel, cols = _kernel(dev, x.dtype, "k_lstm_seq_back", _LSTM_BACK, hid)
+    serial = (_kernel(dev, x.dtype, "k_lstm_seq_back1", _LSTM_BACK, hid)[0] if _serial(dev)
+              else None)
     _sequence(kernel, dev, cols, n, t_len, (n, hid),
               (t_len, grad_out.data, grad_out.offset, w_hh.data, gates.data, cells.data,
-               c0.data, c0.offset, dc.data, da.data), backward=True)
+               c0.data, c0.offset, dc.data, da.data), backward=True, serial=serial)
     dh0 = _last_product(da, w_hh, None, n, hid)
     flat = _flat(da)
     dx = _matmul(flat, _dense(w_ih))

@@ -1,5 +1,6 @@
-"""The CPU GEMM's per-device block sizes: the disk cache (hit, corrupt, invalid entry) and
-a product with every candidate block against NumPy."""
+"""The packed CPU GEMM's per-device block sizes: the disk cache (hit, corrupt, invalid
+entry) and products with every candidate block against NumPy float64 (odd shapes, one row,
+transposed operands, a batch, float32 and float64)."""
 
 import json
 
@@ -26,43 +27,66 @@ def _device():
 def test_tuning_result_is_cached_on_disk_by_device_name(tuner, monkeypatch):
     dev = _device()
     calls = []
-    monkeypatch.setattr(tuner, "tune", lambda d, dtype: calls.append(dtype) or (8, 2))
-    assert tuner.blocks(dev, "float32") == (8, 2)
+    monkeypatch.setattr(tuner, "tune", lambda d, dtype: calls.append(dtype) or (8, 1))
+    assert tuner.blocks(dev, "float32") == (8, 1)
     data = json.loads(tuner.cache_path().read_text())
-    assert data == {f"{dev.name}|float32": [8, 2]}
+    assert data == {f"{dev.name}|float32|{tuner.VERSION}": [8, 1]}
     tuner._chosen.clear()  # a new process: read from disk, no second tuning run
-    assert tuner.blocks(dev, "float32") == (8, 2)
+    assert tuner.blocks(dev, "float32") == (8, 1)
     assert calls == ["float32"]
 
 
-@pytest.mark.parametrize("text", ["{not json", "[1, 2]", '{"%s|float32": [3, 3]}'])
+@pytest.mark.parametrize("text", ["{not json", "[1, 2]", '{"%s|float32|packed1": [3, 3]}'])
 def test_a_corrupt_or_invalid_cache_is_ignored(tuner, monkeypatch, text):
     dev = _device()
     tuner.cache_path().write_text(text.replace("%s", dev.name))
-    monkeypatch.setattr(tuner, "tune", lambda d, dtype: (2, 4))
+    monkeypatch.setattr(tuner, "tune", lambda d, dtype: (4, 3))
     if text.startswith("{\""):  # valid JSON, an entry that is no candidate: retuned quietly
-        assert tuner.blocks(dev, "float32") == (2, 4)
+        assert tuner.blocks(dev, "float32") == (4, 3)
     else:
         with pytest.warns(UserWarning, match="corrupt"):
-            assert tuner.blocks(dev, "float32") == (2, 4)
-    assert json.loads(tuner.cache_path().read_text())[f"{dev.name}|float32"] == [2, 4]
+            assert tuner.blocks(dev, "float32") == (4, 3)
+    key = f"{dev.name}|float32|{tuner.VERSION}"
+    assert json.loads(tuner.cache_path().read_text())[key] == [4, 3]
 
 
-@pytest.mark.parametrize("choice", [(4, 4), (4, 2), (8, 2), (2, 4)])
-def test_every_candidate_block_computes_the_product(ocl, monkeypatch, choice):
+# (m, k, n, A transposed, B transposed, batch): past the tile in every direction, one row,
+# k across the KC chunk (partial sums through the scratch buffer), k split across
+# work-items (few tiles, long k: summed after), a batch
+SHAPES = [(37, 600, 70, False, False, 1), (2, 1200, 513, True, False, 1),
+          (65, 513, 33, False, True, 1), (96, 513, 200, True, True, 1),
+          (7, 3000, 50, False, False, 3), (130, 64, 160, True, False, 2),
+          (32, 4100, 80, False, True, 1)]
+
+
+@pytest.mark.parametrize("choice", [(6, 2), (4, 3), (4, 2), (8, 1)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_every_candidate_block_computes_the_product(ocl, monkeypatch, choice, dtype):
     from fastnn_opencl import gemm_tune, linalg
     from fastnn_opencl.misc import from_numpy, to_numpy
 
-    if not linalg.uses_cpu_kernels(_device()):
-        pytest.skip("the CPU GEMM kernel runs on CPU devices only")
+    dev = _device()
+    if not linalg.uses_cpu_kernels(dev):
+        pytest.skip("the packed GEMM kernel runs on CPU devices only")
+    if dtype == "float64" and not dev.fp64:
+        pytest.skip("no float64 on this device")
     monkeypatch.setattr(gemm_tune, "blocks", lambda dev, dtype: choice)
     rng = np.random.default_rng(0)
-    for m, k, n in [(37, 19, 70), (5, 3, 130), (64, 64, 64)]:
-        a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
-        got = to_numpy(linalg.matmul(from_numpy(a.astype(np.float32), 0),
-                                     from_numpy(b.astype(np.float32), 0)))
-        np.testing.assert_allclose(got, a.astype(np.float32) @ b.astype(np.float32),
-                                   rtol=1e-5, atol=1e-5)
+    for m, k, n, ta, tb, batch in SHAPES:
+        a = rng.standard_normal((batch, k, m) if ta else (batch, m, k))
+        b = rng.standard_normal((batch, n, k) if tb else (batch, k, n))
+        x, y = from_numpy(a.astype(dtype), 0), from_numpy(b.astype(dtype), 0)
+        if ta:  # transposed views: the packing pass reads them through their strides
+            x, a = x.view((batch, m, k), (m * k, 1, m)), a.transpose(0, 2, 1)
+        if tb:
+            y, b = y.view((batch, k, n), (n * k, 1, k)), b.transpose(0, 2, 1)
+        if batch == 1:
+            x, y, a, b = x.view((m, k), x.strides[1:]), y.view((k, n), y.strides[1:]), a[0], b[0]
+        assert linalg.packs(dev, m, n, k)
+        got = to_numpy(linalg.matmul(x, y))
+        ref = a @ b
+        tol = 2e-6 if dtype == "float32" else 1e-13
+        assert np.abs(got - ref).max() <= tol * k ** 0.5 * np.abs(ref).max(), (m, k, n)
 
 
 @pytest.mark.slow

@@ -1,6 +1,7 @@
-"""The fused LSTM/GRU kernels run a sequence either one launch per step (CPU devices) or
-as one work-group launch with barriers between steps (GPUs): both ways against the cpu
-backend's hooks, forward and backward, at hidden sizes that take 8- and 1-lane vectors."""
+"""The fused LSTM/GRU kernels run a sequence one launch per step, as one work-group launch
+with barriers between steps (GPUs), or (the LSTM on CPU devices) in one work-item: every
+way against the cpu backend's hooks, forward and backward, at hidden sizes that take 8-
+and 1-lane vectors."""
 
 import numpy as np
 import pytest
@@ -31,13 +32,13 @@ def _run(kind, args, grad, grad_c, hooks, put, host):
 
 @pytest.mark.parametrize("kind", ["lstm", "gru"])
 @pytest.mark.parametrize("hid,dtype", [(8, np.float32), (3, np.float32), (8, np.float64)])
-@pytest.mark.parametrize("way", ["step", "group"])
+@pytest.mark.parametrize("way", ["step", "group", "serial"])
 def test_fused_recurrent_matches_the_cpu_backend(ocl, monkeypatch, kind, hid, dtype, way):
     """float64 at 8 lanes is the case that once built no kernels (8 doubles: 64 bytes)."""
     import fastnn_cpu.recurrent as cpu
     from fastnn_opencl.misc import from_numpy, to_numpy
 
-    monkeypatch.setenv("FASTNN_OPENCL_RNN", way)
+    monkeypatch.setenv("FASTNN_OPENCL_RNN", "" if way == "serial" else way)
     rng = np.random.default_rng(hid)
     t_len, n = 5, 3
     args = [a.astype(dtype) for a in _inputs(rng, kind, t_len, n, 4, hid)]

@@ -88,6 +88,181 @@ __kernel void k_gemm_cpu(GEMM_ARGS) {
     }
 }
 
+#ifdef KC
+// ---- Packed GEMM for CPU devices (PoCL), for products big enough to repay two packing
+// passes. A is copied into row panels Ap[batch][M/TM][K][TM] and B into column panels
+// Bp[batch][N/NR][K][NR] (zero padded, through any strides: a transposed operand costs
+// nothing), so the kernel reads both as two unit-stride streams and has no edge path but
+// the final stores. A work-item owns one column panel and R row panels; k runs in chunks
+// of KC outside the row panels, so the panel's chunk (KC x NR, 16 KiB) stays in L1 while
+// the R row panels (R x TM x KC, ~50 KiB, L2) stream past it. Between chunks the
+// TM x NR partial sums go through Cp (padded rows of width NP), after the last chunk to C.
+// The inner loop is TM broadcasts, VN vector loads and TM * VN FMAs: 6 x 16 floats in 12
+// of the 16 AVX2 registers (LLVM splits wider vectors: cap VW at 32 bytes).
+#define NR (VW * VN)
+
+// k may run over two axes of A: k = q * K2 + k2 at A[q * sak2 + k2 * sak] (K2 = K for one;
+// a convolution's (sample, position) pairs for two).
+__kernel void k_pack_a(const int M, const int K, __global const T *A, const int offa,
+                       const int sab, const int sam, const int sak, const int K2,
+                       const int sak2, __global T *Ap) {
+    const int k = get_global_id(0), p = get_global_id(1), batch = get_global_id(2);
+    if (k >= K) return;
+    const int panels = (M + TM - 1) / TM;
+    const int q = k / K2;
+    A += offa + batch * sab + q * sak2 + (k - q * K2) * sak;
+    __global T *dst = Ap + (((long)batch * panels + p) * K + k) * TM;
+    UNROLL for (int r = 0; r < TM; ++r) {
+        const int i = p * TM + r;
+        dst[r] = i < M ? A[i * sam] : (T)0;
+    }
+}
+
+__kernel void k_pack_b(const int K, const int N, __global const T *B, const int offb,
+                       const int sbb, const int sbk, const int sbn, __global T *Bp) {
+    const int k = get_global_id(0), p = get_global_id(1), batch = get_global_id(2);
+    if (k >= K) return;
+    const int panels = (N + NR - 1) / NR;
+    B += offb + batch * sbb + k * sbk;
+    __global T *dst = Bp + (((long)batch * panels + p) * K + k) * NR;
+    if (sbn == 1 && (p + 1) * NR <= N) {
+        UNROLL for (int v = 0; v < VN; ++v) VSTORE(VLOAD(B + p * NR + v * VW), dst + v * VW);
+        return;
+    }
+    for (int c = 0; c < NR; ++c) {
+        const int j = p * NR + c;
+        dst[c] = j < N ? B[j * sbn] : (T)0;
+    }
+}
+
+// With S > 1 (split k: few output tiles, long k), dimension 2 runs batch * S and split s
+// takes k in [s * KC, (s + 1) * KC): one chunk, its sums written whole to its own slice of
+// Cp ((batch * S + s) * MP * NP), which k_gemm_sum then adds up into C.
+__kernel void k_gemm_packed(const int M, const int N, const int K, __global const T *Ap,
+                            __global const T *Bp, __global T *Cp, __global T *C,
+                            const int offc, const int scb, const int ldc, const int S) {
+    const int jb = get_global_id(0), group = get_global_id(1);
+    const int batch = get_global_id(2) / S, split = get_global_id(2) - batch * S;
+    const int mb = (M + TM - 1) / TM, nb = (N + NR - 1) / NR;
+    const int j0 = jb * NR;
+    if (jb >= nb || group * R >= mb) return;
+    const int ib_end = (group + 1) * R < mb ? (group + 1) * R : mb;
+    const int np = nb * NR;
+    Ap += (long)batch * mb * K * TM;
+    Bp += (long)batch * nb * K * NR;
+    Cp += (long)(batch * S + split) * mb * TM * np;
+    C += offc + batch * scb;
+    const int cols = N - j0 < NR ? N - j0 : NR;
+    const int k_end = S > 1 ? ((split + 1) * KC < K ? (split + 1) * KC : K) : K;
+    for (int k0 = S > 1 ? split * KC : 0; k0 < k_end; k0 += KC) {
+        const int k1 = k0 + KC < k_end ? k0 + KC : k_end;
+        for (int ib = group * R; ib < ib_end; ++ib) {
+            const int i0 = ib * TM;
+            __global T *cp = Cp + i0 * np + j0;
+            VT acc[TM][VN];
+            if (k0 == 0 || S > 1) {
+                UNROLL for (int r = 0; r < TM; ++r) UNROLL for (int v = 0; v < VN; ++v) acc[r][v] = (VT)0;
+            } else {
+                UNROLL for (int r = 0; r < TM; ++r) UNROLL for (int v = 0; v < VN; ++v) acc[r][v] = VLOAD(cp + r * np + v * VW);
+            }
+            const __global T *a = Ap + ((long)ib * K + k0) * TM;
+            const __global T *b = Bp + ((long)jb * K + k0) * NR;
+            for (int k = k0; k < k1; ++k) {
+                VT bv[VN];
+                UNROLL for (int v = 0; v < VN; ++v) bv[v] = VLOAD(b + v * VW);
+                UNROLL for (int r = 0; r < TM; ++r) {
+                    const VT av = (VT)(a[r]);
+                    UNROLL for (int v = 0; v < VN; ++v) acc[r][v] += av * bv[v];
+                }
+                a += TM;
+                b += NR;
+            }
+            if (k1 < K || S > 1) {
+                UNROLL for (int r = 0; r < TM; ++r) UNROLL for (int v = 0; v < VN; ++v) VSTORE(acc[r][v], cp + r * np + v * VW);
+                continue;
+            }
+            const int rows = M - i0 < TM ? M - i0 : TM;
+            __global T *c = C + i0 * ldc + j0;
+            if (cols == NR) {
+                UNROLL for (int r = 0; r < TM; ++r) {
+                    if (r < rows) {
+                        UNROLL for (int v = 0; v < VN; ++v) VSTORE(acc[r][v], c + r * ldc + v * VW);
+                    }
+                }
+            } else {  // the last panel: lane by lane through a private copy
+                UNROLL for (int r = 0; r < TM; ++r) {
+                    if (r < rows) {
+                        T lanes[NR];
+                        UNROLL for (int v = 0; v < VN; ++v) *(VT_UNALIGNED *)(lanes + v * VW) = acc[r][v];
+                        for (int j = 0; j < cols; ++j) c[r * ldc + j] = lanes[j];
+                    }
+                }
+            }
+        }
+    }
+}
+
+// B as the transposed im2col of a conv1d input x (N, C, L), without building it: row
+// k = n * L_out + l, column j = c * KS + tap holds x[n, c, l * stride + tap * dilation -
+// padding] (0 outside [0, L)); the columns of group g start at channel c0. A work-item
+// packs rows [8 i, 8 i + 8) of one panel (fewer, longer work-items: PoCL's per-item cost
+// dominated with one row each); rows whose window is inside x skip the bound checks.
+inline void pack_im2col_row(const int k, const int p, const int NC, __global const T *x,
+                            const int sxn, const int sxc, const int sxl, const int L,
+                            const int L_out, const int KS, const int stride,
+                            const int padding, const int dilation, const int K,
+                            __global T *Bp) {
+    const int n = k / L_out, l = k - n * L_out;
+    const int base = l * stride - padding;
+    __global T *dst = Bp + ((long)p * K + k) * NR;
+    int ci = p * NR / KS, tap = p * NR - ci * KS;  // column j = ci * KS + tap, stepped
+    const __global T *row = x + n * sxn + ci * sxc;
+    if (base >= 0 && base + (KS - 1) * dilation < L && (p + 1) * NR <= NC) {
+        row += base * sxl;
+        UNROLL for (int c = 0; c < NR; ++c) {
+            dst[c] = row[tap * dilation * sxl];
+            if (++tap == KS) {
+                tap = 0;
+                row += sxc;
+            }
+        }
+        return;
+    }
+    for (int c = 0; c < NR; ++c) {
+        const int pos = base + tap * dilation;
+        dst[c] = (p * NR + c < NC && pos >= 0 && pos < L) ? row[pos * sxl] : (T)0;
+        if (++tap == KS) {
+            tap = 0;
+            row += sxc;
+        }
+    }
+}
+
+__kernel void k_pack_b_im2col(const int K, const int NC, __global const T *x, const int offx,
+                              const int sxn, const int sxc, const int sxl, const int L,
+                              const int L_out, const int KS, const int stride,
+                              const int padding, const int dilation, const int c0,
+                              __global T *Bp) {
+    const int k0 = get_global_id(0) * 8, p = get_global_id(1);
+    const int k1 = k0 + 8 < K ? k0 + 8 : K;
+    for (int k = k0; k < k1; ++k)
+        pack_im2col_row(k, p, NC, x + offx + c0 * sxc, sxn, sxc, sxl, L, L_out, KS, stride,
+                        padding, dilation, K, Bp);
+}
+
+// C[batch] = the sum of its S slices of P (each MP x NP, padded): after a split-k product.
+__kernel void k_gemm_sum(const int M, const int N, const int S, const int MP, const int NP,
+                         __global const T *P, __global T *C, const int offc, const int scb,
+                         const int ldc) {
+    const int j = get_global_id(0), i = get_global_id(1), batch = get_global_id(2);
+    if (i >= M || j >= N) return;
+    P += (long)batch * S * MP * NP + i * NP + j;
+    T total = 0;
+    for (int s = 0; s < S; ++s) total += P[(long)s * MP * NP];
+    C[offc + batch * scb + i * ldc + j] = total;
+}
+#endif
+
 #ifdef TN
 // NT: C = A @ B^T with both read along k with unit stride (B given as its
 // (N, K) matrix, row stride ldb): x @ W^T for a (out, in) weight, with no

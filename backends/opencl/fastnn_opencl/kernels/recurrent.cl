@@ -36,79 +36,116 @@ typedef VT __attribute__((aligned(sizeof(T)))) VT_UNALIGNED;
 // a = xp[t] + bias + h_prev @ w_t (w_t = W_hh^T, (H, 4H)); gates i, f, g, o;
 // c' = f c + i g, h' = o tanh(c'). Writes gates (T, N, 4H), cells and out (T, N, H);
 // h_prev and c_prev are h0 and c0 at t = 0, else out[t-1] and cells[t-1].
-__kernel void k_lstm_seq(const int N, const int H, const int t0, const int t1,
-                         __global const T *xp, __global const T *bias, const int off_bias,
-                         __global const T *w_t, __global const T *h0, const int off_h0,
-                         __global const T *c0, const int off_c0,
-                         __global T *gates, __global T *cells, __global T *out) {
-    const int j = get_global_id(0) * VW, n = get_global_id(1);
+// One step t of work-item (j, n): its VW hidden units of batch row n.
+inline void lstm_step(const int N, const int H, const int t, const int j, const int n,
+                      __global const T *xp, __global const T *bias, const int off_bias,
+                      __global const T *w_t, __global const T *h0, const int off_h0,
+                      __global const T *c0, const int off_c0,
+                      __global T *gates, __global T *cells, __global T *out) {
     const int G = 4 * H;
     const __global T *b = bias + off_bias + j;
+    const __global T *h = t ? out + (t - 1) * N * H + n * H : h0 + off_h0 + n * H;
+    const __global T *cp = t ? cells + (t - 1) * N * H : c0 + off_c0;
+    const __global T *w = w_t + j;
+    VT ai = 0, af = 0, ag = 0, ao = 0;
+    for (int k = 0; k < H; ++k) {
+        const VT hk = (VT)(h[k]);
+        const __global T *wk = w + k * G;
+        ai += hk * VLOAD(wk);
+        af += hk * VLOAD(wk + H);
+        ag += hk * VLOAD(wk + 2 * H);
+        ao += hk * VLOAD(wk + 3 * H);
+    }
+    const __global T *a = xp + t * N * G + n * G + j;
+    ai += VLOAD(a) + VLOAD(b);
+    af += VLOAD(a + H) + VLOAD(b + H);
+    ag += VLOAD(a + 2 * H) + VLOAD(b + 2 * H);
+    ao += VLOAD(a + 3 * H) + VLOAD(b + 3 * H);
+    const VT i = SIG(ai), f = SIG(af), g = TANH(ag), o = SIG(ao);
+    const VT c = f * VLOAD(cp + n * H + j) + i * g;
+    __global T *gt = gates + t * N * G + n * G + j;
+    VSTORE(i, gt);
+    VSTORE(f, gt + H);
+    VSTORE(g, gt + 2 * H);
+    VSTORE(o, gt + 3 * H);
+    VSTORE(c, cells + t * N * H + n * H + j);
+    VSTORE(o * TANH(c), out + t * N * H + n * H + j);
+}
+
+#define LSTM_ARGS const int N, const int H, const int t0, const int t1, \
+    __global const T *xp, __global const T *bias, const int off_bias, \
+    __global const T *w_t, __global const T *h0, const int off_h0, \
+    __global const T *c0, const int off_c0, \
+    __global T *gates, __global T *cells, __global T *out
+#define LSTM_PASS N, H, t, j, n, xp, bias, off_bias, w_t, h0, off_h0, c0, off_c0, gates, \
+    cells, out
+
+__kernel void k_lstm_seq(LSTM_ARGS) {
+    const int j = get_global_id(0) * VW, n = get_global_id(1);
     for (int t = t0; t < t1; ++t) {
-        const __global T *h = t ? out + (t - 1) * N * H + n * H : h0 + off_h0 + n * H;
-        const __global T *cp = t ? cells + (t - 1) * N * H : c0 + off_c0;
-        const __global T *w = w_t + j;
-        VT ai = 0, af = 0, ag = 0, ao = 0;
-        for (int k = 0; k < H; ++k) {
-            const VT hk = (VT)(h[k]);
-            const __global T *wk = w + k * G;
-            ai += hk * VLOAD(wk);
-            af += hk * VLOAD(wk + H);
-            ag += hk * VLOAD(wk + 2 * H);
-            ao += hk * VLOAD(wk + 3 * H);
-        }
-        const __global T *a = xp + t * N * G + n * G + j;
-        ai += VLOAD(a) + VLOAD(b);
-        af += VLOAD(a + H) + VLOAD(b + H);
-        ag += VLOAD(a + 2 * H) + VLOAD(b + 2 * H);
-        ao += VLOAD(a + 3 * H) + VLOAD(b + 3 * H);
-        const VT i = SIG(ai), f = SIG(af), g = TANH(ag), o = SIG(ao);
-        const VT c = f * VLOAD(cp + n * H + j) + i * g;
-        __global T *gt = gates + t * N * G + n * G + j;
-        VSTORE(i, gt);
-        VSTORE(f, gt + H);
-        VSTORE(g, gt + 2 * H);
-        VSTORE(o, gt + 3 * H);
-        VSTORE(c, cells + t * N * H + n * H + j);
-        VSTORE(o * TANH(c), out + t * N * H + n * H + j);
+        lstm_step(LSTM_PASS);
         barrier(CLK_GLOBAL_MEM_FENCE);
     }
+}
+
+// The whole sequence in ONE work-item (CPU devices: no launch per step, no barrier; PoCL
+// keeps every work-item's state in memory across a barrier).
+__kernel void k_lstm_seq1(LSTM_ARGS) {
+    for (int t = t0; t < t1; ++t)
+        for (int n = 0; n < N; ++n)
+            for (int j = 0; j < H; j += VW) lstm_step(LSTM_PASS);
 }
 
 // Backward over steps t1-1 down to t0. dh = grad_out[t] + da[t+1] @ W_hh (W_hh (4H, H);
 // no product at the last step T-1); dc (N, H) is carried in place (dL/dc_t in,
 // dL/dc_{t-1} out). Writes the pre-activation gradients da (T, N, 4H).
-__kernel void k_lstm_seq_back(const int N, const int H, const int t0, const int t1,
-                              const int t_len,
-                              __global const T *grad_out, const int off_go,
-                              __global const T *w_hh, __global const T *gates,
-                              __global const T *cells, __global const T *c0,
-                              const int off_c0, __global T *dc_buf, __global T *da) {
-    const int j = get_global_id(0) * VW, n = get_global_id(1);
+inline void lstm_back_step(const int N, const int H, const int t, const int j, const int n,
+                           const int t_len, __global const T *grad_out, const int off_go,
+                           __global const T *w_hh, __global const T *gates,
+                           __global const T *cells, __global const T *c0, const int off_c0,
+                           __global T *dc_buf, __global T *da) {
     const int G = 4 * H;
+    VT dh = VLOAD(grad_out + off_go + t * N * H + n * H + j);
+    if (t < t_len - 1) {
+        const __global T *d = da + (t + 1) * N * G + n * G;
+        const __global T *w = w_hh + j;
+        VT acc = 0;
+        for (int k = 0; k < G; ++k) acc += (VT)(d[k]) * VLOAD(w + k * H);
+        dh += acc;
+    }
+    const __global T *gt = gates + t * N * G + n * G + j;
+    const VT i = VLOAD(gt), f = VLOAD(gt + H), g = VLOAD(gt + 2 * H);
+    const VT o = VLOAD(gt + 3 * H);
+    const VT tc = TANH(VLOAD(cells + t * N * H + n * H + j));
+    const VT dc = VLOAD(dc_buf + n * H + j) + dh * o * (ONE - tc * tc);
+    const __global T *cp = t ? cells + (t - 1) * N * H : c0 + off_c0;
+    __global T *d = da + t * N * G + n * G + j;
+    VSTORE(dc * g * i * (ONE - i), d);
+    VSTORE(dc * VLOAD(cp + n * H + j) * f * (ONE - f), d + H);
+    VSTORE(dc * i * (ONE - g * g), d + 2 * H);
+    VSTORE(dh * tc * o * (ONE - o), d + 3 * H);
+    VSTORE(dc * f, dc_buf + n * H + j);
+}
+
+#define LSTM_BACK_ARGS const int N, const int H, const int t0, const int t1, \
+    const int t_len, __global const T *grad_out, const int off_go, \
+    __global const T *w_hh, __global const T *gates, __global const T *cells, \
+    __global const T *c0, const int off_c0, __global T *dc_buf, __global T *da
+#define LSTM_BACK_PASS N, H, t, j, n, t_len, grad_out, off_go, w_hh, gates, cells, c0, \
+    off_c0, dc_buf, da
+
+__kernel void k_lstm_seq_back(LSTM_BACK_ARGS) {
+    const int j = get_global_id(0) * VW, n = get_global_id(1);
     for (int t = t1 - 1; t >= t0; --t) {
-        VT dh = VLOAD(grad_out + off_go + t * N * H + n * H + j);
-        if (t < t_len - 1) {
-            const __global T *d = da + (t + 1) * N * G + n * G;
-            const __global T *w = w_hh + j;
-            VT acc = 0;
-            for (int k = 0; k < G; ++k) acc += (VT)(d[k]) * VLOAD(w + k * H);
-            dh += acc;
-        }
-        const __global T *gt = gates + t * N * G + n * G + j;
-        const VT i = VLOAD(gt), f = VLOAD(gt + H), g = VLOAD(gt + 2 * H);
-        const VT o = VLOAD(gt + 3 * H);
-        const VT tc = TANH(VLOAD(cells + t * N * H + n * H + j));
-        const VT dc = VLOAD(dc_buf + n * H + j) + dh * o * (ONE - tc * tc);
-        const __global T *cp = t ? cells + (t - 1) * N * H : c0 + off_c0;
-        __global T *d = da + t * N * G + n * G + j;
-        VSTORE(dc * g * i * (ONE - i), d);
-        VSTORE(dc * VLOAD(cp + n * H + j) * f * (ONE - f), d + H);
-        VSTORE(dc * i * (ONE - g * g), d + 2 * H);
-        VSTORE(dh * tc * o * (ONE - o), d + 3 * H);
-        VSTORE(dc * f, dc_buf + n * H + j);
+        lstm_back_step(LSTM_BACK_PASS);
         barrier(CLK_GLOBAL_MEM_FENCE);
     }
+}
+
+__kernel void k_lstm_seq_back1(LSTM_BACK_ARGS) {
+    for (int t = t1 - 1; t >= t0; --t)
+        for (int n = 0; n < N; ++n)
+            for (int j = 0; j < H; j += VW) lstm_back_step(LSTM_BACK_PASS);
 }
 
 // p = xp[t] (x_t W_ih^T + b_ih, (N, 3H)); q = h_prev @ w_t + b_hh (w_t = W_hh^T, (H, 3H));
