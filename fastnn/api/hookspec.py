@@ -28,7 +28,8 @@ OPS; nothing else keeps a list of hook names):
   in one pass); movement (reshape, transpose, broadcast_to, contiguous);
   matmul, and conv1d and conv2d with their gradients (a composition needs the
   strided-slice primitives and would be an im2col copy of the input per call).
-- ``@op``: optional (their specs are in :mod:`fastnn.api.hookspec_ops`, taken into
+- ``@op``: optional (their specs are in :mod:`fastnn.api.hookspec_ops`,
+  :mod:`fastnn.api.hookspec_layers` and :mod:`fastnn.api.hookspec_optim`, taken into
   this module's namespace). Each has a composite of the same name in
   :mod:`fastnn.api.composite`, written with primitives (and other ops), that
   the registry binds for a backend without it; a backend implements an op
@@ -44,6 +45,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fastnn.api import hookspec_layers as _layer_ops
 from fastnn.api import hookspec_ops as _ops
 from fastnn.api import hookspec_optim as _optim_ops
 from fastnn.api.spec_marks import (  # noqa: F401  (backends import hookimpl from here)
@@ -443,10 +445,9 @@ def bitwise_xor(a: Array, b: Array) -> Array:
 
 
 # the optional ops, into this namespace: one spec module for pluggy and for backends
-globals().update({name: spec for name, spec in vars(_ops).items()
-                  if getattr(spec, "fastnn_role", None) == "op"})
-globals().update({name: spec for name, spec in vars(_optim_ops).items()
-                  if getattr(spec, "fastnn_role", None) == "op"})
+for _module in (_ops, _layer_ops, _optim_ops):
+    globals().update({name: spec for name, spec in vars(_module).items()
+                      if getattr(spec, "fastnn_role", None) == "op"})
 
 
 def _by_role(role: str) -> list[str]:

@@ -1,8 +1,10 @@
-"""The optional optimizer-step hooks (``@op``) added with Adadelta, Adamax, ASGD and Rprop.
+"""The optional optimizer-step hooks (``@op``): one fused update of every parameter of a
+group per hook.
 
-Kept beside :mod:`fastnn.api.hookspec_ops` (the older steps) so that each spec module stays
-small; :mod:`fastnn.api.hookspec` takes these into its namespace as it takes those. Each has a
-composite of the same name in :mod:`fastnn.api.composite_optim`. A ``maximize=True``
+Kept beside :mod:`fastnn.api.hookspec_ops` so that each spec module stays small;
+:mod:`fastnn.api.hookspec` takes these into its namespace as it takes those. Each has a
+composite of the same name in :mod:`fastnn.api.composite` (the newer ones in
+:mod:`fastnn.api.composite_optim`). A ``maximize=True``
 optimizer negates the gradients before calling a hook, so the hooks always descend.
 """
 
@@ -11,6 +13,178 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fastnn.api.spec_marks import op
+
+
+@op
+def sgd_step(
+    params: list,
+    grads: list,
+    bufs: list,
+    lrs: Sequence[float],
+    weight_decays: Sequence[float],
+    momentum: float,
+    dampening: float,
+    nesterov: bool,
+    first_step: bool,
+) -> tuple[list, list]:
+    """One SGD step for many parameters (PyTorch's rule).
+
+    g = grad + wd * p; with momentum: buf = g on the first step, else
+    momentum * buf + (1 - dampening) * g; g = g + momentum * buf if nesterov
+    else buf. p = p - lr * g. ``bufs`` holds None when momentum == 0.
+    Returns the new (params, bufs); may update the arrays in place.
+    """
+
+
+@op
+def adam_step(
+    params: list,
+    grads: list,
+    exp_avgs: list,
+    exp_avg_sqs: list,
+    lrs: Sequence[float],
+    weight_decays: Sequence[float],
+    beta1: float,
+    beta2: float,
+    eps: float,
+    step: int,
+    decoupled: bool,
+) -> tuple[list, list, list]:
+    """One Adam (``decoupled=False``) or AdamW step, PyTorch's rule.
+
+    Adam adds wd * p to the gradient; AdamW multiplies p by (1 - lr * wd).
+    m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g;
+    p = p - lr * (m / (1 - b1**step)) / (sqrt(v / (1 - b2**step)) + eps).
+    Returns the new (params, exp_avgs, exp_avg_sqs); may update in place.
+    """
+
+
+@op
+def rmsprop_step(
+    params: list,
+    grads: list,
+    square_avgs: list,
+    lrs: Sequence[float],
+    weight_decays: Sequence[float],
+    alpha: float,
+    eps: float,
+) -> tuple[list, list]:
+    """v = alpha*v + (1-alpha)*g*g; p = p - lr * g / (sqrt(v) + eps).
+
+    g includes wd * p. Returns the new (params, square_avgs); may update in place.
+    """
+
+
+@op
+def amsgrad_step(
+    params: list,
+    grads: list,
+    exp_avgs: list,
+    exp_avg_sqs: list,
+    max_exp_avg_sqs: list,
+    lrs: Sequence[float],
+    weight_decays: Sequence[float],
+    beta1: float,
+    beta2: float,
+    eps: float,
+    step: int,
+    decoupled: bool,
+) -> tuple[list, list, list, list]:
+    """One Adam or AdamW step with ``amsgrad=True``, PyTorch's rule.
+
+    As ``adam_step`` (weight decay, m, v), then vmax = max(vmax, v) and
+    p = p - lr * (m / (1 - b1**step)) / (sqrt(vmax / (1 - b2**step)) + eps).
+    Returns the new (params, exp_avgs, exp_avg_sqs, max_exp_avg_sqs); may update in place.
+    """
+
+
+@op
+def rmsprop_momentum_step(
+    params: list,
+    grads: list,
+    square_avgs: list,
+    grad_avgs: list,
+    bufs: list,
+    lrs: Sequence[float],
+    weight_decays: Sequence[float],
+    alpha: float,
+    eps: float,
+    momentum: float,
+    centered: bool,
+) -> tuple[list, list, list, list]:
+    """RMSprop with momentum and/or ``centered``, PyTorch's rule (g includes wd * p).
+
+    v = alpha*v + (1-alpha)*g*g; centered: a = alpha*a + (1-alpha)*g and
+    d = sqrt(v - a*a) + eps, else d = sqrt(v) + eps. momentum > 0:
+    buf = momentum*buf + g/d, p = p - lr*buf; else p = p - lr*g/d. ``grad_avgs``
+    holds None unless centered, ``bufs`` None when momentum == 0 (and their
+    results are then None too). Returns the new (params, square_avgs, grad_avgs, bufs).
+    """
+
+
+@op
+def adagrad_step(
+    params: list,
+    grads: list,
+    state_sums: list,
+    lrs: Sequence[float],
+    weight_decays: Sequence[float],
+    eps: float,
+) -> tuple[list, list]:
+    """g = grad + wd * p; s = s + g*g; p = p - lr * g / (sqrt(s) + eps).
+
+    ``lrs`` already hold PyTorch's decayed rate lr / (1 + (step - 1) * lr_decay).
+    Returns the new (params, state_sums); may update in place.
+    """
+
+
+@op
+def radam_step(
+    params: list,
+    grads: list,
+    exp_avgs: list,
+    exp_avg_sqs: list,
+    lrs: Sequence[float],
+    weight_decays: Sequence[float],
+    beta1: float,
+    beta2: float,
+    eps: float,
+    step: int,
+    decoupled: bool,
+) -> tuple[list, list, list]:
+    """One RAdam step, PyTorch's rule (weight decay as ``adam_step``).
+
+    m and v as Adam; rho_inf = 2/(1-b2) - 1, rho = rho_inf - 2 step b2**step / (1 - b2**step).
+    rho > 5: r = sqrt((rho-4)(rho-2) rho_inf / ((rho_inf-4)(rho_inf-2) rho)) and
+    p = p - lr * r * (m / (1 - b1**step)) * sqrt(1 - b2**step) / (sqrt(v) + eps);
+    else p = p - lr * m / (1 - b1**step). Returns the new (params, exp_avgs, exp_avg_sqs).
+    """
+
+
+@op
+def nadam_step(
+    params: list,
+    grads: list,
+    exp_avgs: list,
+    exp_avg_sqs: list,
+    lrs: Sequence[float],
+    weight_decays: Sequence[float],
+    beta1: float,
+    beta2: float,
+    eps: float,
+    step: int,
+    mu: float,
+    mu_next: float,
+    mu_product: float,
+    decoupled: bool,
+) -> tuple[list, list, list]:
+    """One NAdam step, PyTorch's rule (weight decay as ``adam_step``).
+
+    m and v as Adam; d = sqrt(v / (1 - b2**step)) + eps;
+    p = p - lr (1 - mu) / (1 - mu_product) * g / d - lr mu_next / (1 - mu_product mu_next) * m / d,
+    where ``mu_product`` is the product of mu over every step so far, this one's included.
+    Returns the new (params, exp_avgs, exp_avg_sqs).
+    """
 
 
 @op

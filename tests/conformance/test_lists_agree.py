@@ -36,9 +36,9 @@ def test_every_hook_spec_is_marked():
     # the lists are read off the marks: a spec function without one is a mistake
     import inspect
 
-    from fastnn.api import hookspec_ops
+    from fastnn.api import hookspec_layers, hookspec_ops, hookspec_optim
 
-    unmarked = [name for module in (hookspec, hookspec_ops)
+    unmarked = [name for module in (hookspec, hookspec_ops, hookspec_layers, hookspec_optim)
                 for name, fn in inspect.getmembers(module, inspect.isfunction)
                 if fn.__module__ == module.__name__ and name not in hookspec.HOOKS
                 and name not in ("backend_probe", "_by_role")]
