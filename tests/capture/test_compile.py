@@ -10,6 +10,7 @@ import fastnn as fnn
 import fastnn.functional as F
 from fastnn import nn, optim
 from fastnn.ops.tensor import host_rng
+from tests.steps import classification_step
 
 
 class Conv1dNet(nn.Module):
@@ -42,12 +43,7 @@ def _setup(model_name, opt_name, dropout):
 def _train(model_name, opt_name, dropout, compiled, steps=100):
     model, opt, sched = _setup(model_name, opt_name, dropout)
 
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
+    step = classification_step(model, opt)
 
     if compiled:
         step = fnn.compile(step)

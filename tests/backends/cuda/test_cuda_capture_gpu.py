@@ -17,6 +17,7 @@ import fastnn.functional as F
 from fastnn import nn, optim
 from fastnn.api import composite_norm, composite_pool, composite_recurrent
 from fastnn.api.fusion import evaluate
+from tests.steps import classification_step
 
 _PROBE = _cupy.probe()
 if not _PROBE["available"]:
@@ -87,12 +88,7 @@ def test_compiled_steps_on_the_gpu_match_eager(use_graphs, monkeypatch):
         opt = optim.Adam(model.parameters(), lr=0.01)
         sched = optim.lr_scheduler.StepLR(opt, 3, 0.5)
 
-        def step(x, y, model=model, opt=opt):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
+        step = classification_step(model, opt)
 
         run = fnn.compile(step) if compiled else step
         rng = np.random.default_rng(1)

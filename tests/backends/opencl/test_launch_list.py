@@ -8,6 +8,7 @@ import fastnn as fnn
 import fastnn.functional as F
 from fastnn import nn, optim
 from fastnn.ops.tensor import host_rng
+from tests.steps import classification_step
 
 DEV = "opencl"
 
@@ -30,12 +31,7 @@ def _train(name, opt_name, dropout, compiled, steps=24):
         opt = optim.Adam(model.parameters(), lr=0.01, weight_decay=1e-3)
     sched = optim.lr_scheduler.StepLR(opt, step_size=5, gamma=0.7)
 
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
+    step = classification_step(model, opt)
 
     fn = fnn.compile(step) if compiled else step
     data = np.random.default_rng(1)

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import fastnn as fnn
-import fastnn.functional as F
 from fastnn import nn, optim
 from fastnn.api import fusion
+from tests.steps import classification_step
 
 DEV = "opencl"
 
@@ -39,12 +39,7 @@ def _train(kind, compiled, steps=7):
     # the learning rate changes at every step: a program input, never baked in
     sched = optim.lr_scheduler.LambdaLR(opt, lambda k: 1.0 / (1 + 0.37 * k))
 
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
+    step = classification_step(model, opt)
 
     fn = fnn.compile(step) if compiled else step
     data = np.random.default_rng(4)
