@@ -150,11 +150,14 @@ def scatter_add(base, axis, index, src):
         return out
     dev = base.dev
     src = _dense(src)
-    _, inner = _lines(index.shape, axis)
-    kernel = _kernel(dev, "k_scatter_add", base.dtype, [None, None, _I, None, _I, _I, _I, _I,
-                                                        _I])
-    kernel(dev.queue, (rounded(index.size),), None, out.data, *_index_args(index), src.data,
-           src.offset, base.shape[axis], index.shape[axis], inner, index.size)
+    outer, inner = _lines(index.shape, axis)
+    # floats: one work-item per line, adding in index order (deterministic: a replayed
+    # step equals its eager run bit for bit); integers: atomic adds, exact in any order
+    name, work = (("k_scatter_add_lines", outer * inner) if base.dtype.startswith("float")
+                  else ("k_scatter_add", index.size))
+    kernel = _kernel(dev, name, base.dtype, [None, None, _I, None, _I, _I, _I, _I, _I])
+    kernel(dev.queue, (rounded(work),), None, out.data, *_index_args(index), src.data,
+           src.offset, base.shape[axis], index.shape[axis], inner, work)
     return out
 
 

@@ -81,6 +81,25 @@ __kernel void k_scatter_add(__global T *out, __global const long *idx, const int
     if (j >= 0 && j < n) add_at(out + (o * n + (int)j) * inner + k, src[src_off + i]);
 }
 
+// the same sum in a fixed order, for floating point (whose atomic adds race: the order of
+// a repeated index's additions, so the last bits, would change from call to call): one
+// work-item per line (o, k) walks its m entries in index order, as NumPy's add.at does;
+// entries of different lines never meet, so nothing is shared
+__kernel void k_scatter_add_lines(__global T *out, __global const long *idx,
+                                  const int idx_off, __global const T *src,
+                                  const int src_off, const int n, const int m,
+                                  const int inner, const int lines) {
+    const int line = get_global_id(0);
+    if (line >= lines) return;
+    const int k = line % inner, o = line / inner;
+    const int first = o * m * inner + k;
+    for (int r = 0; r < m; ++r) {
+        const int i = first + r * inner;
+        const long j = idx[idx_off + i];
+        if (j >= 0 && j < n) out[(o * n + (int)j) * inner + k] += src[src_off + i];
+    }
+}
+
 // running sum along the middle axis of (outer, n, inner): one work-item per line
 __kernel void k_cumsum(__global T *out, __global const T *x, const int x_off, const int n,
                        const int inner, const int lines) {
