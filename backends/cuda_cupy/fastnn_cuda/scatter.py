@@ -7,11 +7,17 @@ bit-for-bit first-replay check refuses the step (issue 23). Here the entries tha
 at one output element are added one after another in index order, onto the value
 already there, as ``np.add.at`` (the cpu backend) does. Two plans (``cu/scatter.cu``):
 
-- lines: one thread per line (o, k) of the (outer, m, inner) layout walks its m entries;
-  enough threads when there are many lines and the walks are short;
-- segments: the entries sorted by (destination, position), one thread per destination;
-  for few lines with long walks (a 1-d scatter, an embedding gradient's columns), where
-  a walk per line would leave the GPU nearly idle. The sort costs a few launches.
+- lines: ``groups`` threads per line (o, k) of the (outer, m, inner) layout, each walking
+  the line's m entries and adding those whose index falls in its group (j % groups):
+  one thread (groups = 1) per line when there are many lines; more for few lines with
+  long walks (an embedding gradient's columns), where a walk per line would leave the
+  GPU nearly idle. Fixed sizes and no host work, so a CUDA graph (``fnn.compile``)
+  captures it;
+- sort: the entries sorted by (destination, position), one thread per destination, for
+  the case where re-reading a line's indices once per group would cost too much (a long
+  1-d scatter). NOTE: cupy's sort synchronizes with the host, so a step that takes
+  this plan is not captured as a CUDA graph (nor was the atomic path, whose boolean
+  masks synchronize too).
 
 Either way a destination's own entries add serially: an index repeated r times costs r
 dependent adds in one thread (a tree sum would be faster but would not equal add.at).
@@ -23,15 +29,18 @@ from __future__ import annotations
 from fastnn_cuda import kernels
 from fastnn_cuda._cupy import cupy as cp
 
-# the segment plan is used when there are fewer lines than this (too few threads for a
-# GPU) and the walks are longer than SHORT_WALK (a short walk is cheaper than a sort)
-SORT_BELOW_LINES = 4096
-SHORT_WALK = 64
+THREADS = 8192  # threads the lines plan aims for when a line's walk is long
+SHORT_WALK = 64  # entries per line that one thread walks without help
+READS_MAX = 1 << 28  # index reads (lines * groups * m) the lines plan may spend
 
 
-def by_sort(lines: int, m: int) -> bool:
-    """Whether ``lines`` lines of ``m`` entries each take the sorted (segment) plan."""
-    return lines < SORT_BELOW_LINES and m > SHORT_WALK
+def plan(lines: int, m: int, n: int) -> int:
+    """Groups per line for the lines plan (>= 1), or 0 for the sort plan, for ``lines``
+    lines of ``m`` entries into ``n`` destinations each."""
+    if lines >= THREADS or m <= SHORT_WALK:
+        return 1
+    groups = max(1, min(n, -(-THREADS // lines)))
+    return groups if lines * groups * m <= READS_MAX else 0
 
 
 def ordered_scatter_add(out, axis: int, index, src) -> None:
@@ -51,9 +60,10 @@ def ordered_scatter_add(out, axis: int, index, src) -> None:
     idx = cp.ascontiguousarray(index, dtype=cp.int64)
     values = cp.ascontiguousarray(cp.broadcast_to(src, shape), dtype=out.dtype)
     device = out.device.id
-    if not by_sort(outer * inner, m):
-        kernels.launch_flat("scatter_add_lines", out.dtype, device, outer * inner,
-                            (out, idx, values, outer * inner, n, m, inner))
+    groups = plan(outer * inner, m, n)
+    if groups:
+        kernels.launch_flat("scatter_add_lines", out.dtype, device, outer * inner * groups,
+                            (out, idx, values, outer * inner, groups, n, m, inner))
         return
     flat = idx.reshape(-1)
     pos = cp.nonzero((flat >= 0) & (flat < n))[0]

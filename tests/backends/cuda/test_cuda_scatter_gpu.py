@@ -31,16 +31,14 @@ def reference(base, axis, index, src):
     return out
 
 
-@pytest.mark.parametrize("plan", ["auto", "lines", "segments"])
+@pytest.mark.parametrize("plan", ["auto", "lines", "groups", "sort"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("shape,axis,m", [((7,), 0, 5000), ((50, 64), 0, 4096),
                                           ((64, 50), 1, 4096), ((3, 9, 300), 1, 700)])
 def test_gpu_scatter_add_is_add_at_every_call(monkeypatch, plan, dtype, shape, axis, m):
-    if plan == "lines":
-        monkeypatch.setattr(scatter, "SORT_BELOW_LINES", 0)
-    elif plan == "segments":
-        monkeypatch.setattr(scatter, "SORT_BELOW_LINES", 1 << 40)
-        monkeypatch.setattr(scatter, "SHORT_WALK", -1)
+    if plan != "auto":
+        forced = {"lines": 1, "groups": 5, "sort": 0}[plan]
+        monkeypatch.setattr(scatter, "plan", lambda lines, m, n: forced)
     rng = np.random.default_rng(m)
     ishape = shape[:axis] + (m,) + shape[axis + 1:]
     index = rng.integers(-1, shape[axis] + 1, ishape)

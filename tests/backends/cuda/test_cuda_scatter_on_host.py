@@ -41,11 +41,14 @@ def libs(tmp_path_factory):
     return {"scatter.cu": compile_library(tmp_path_factory.mktemp("scatter"), "scatter", text)}
 
 
-@pytest.fixture(params=["auto", "lines", "segments", "tiny"])
+FORCED = {"lines": 1, "groups": 3, "sort": 0, "tiny-groups": 3, "tiny-sort": 0}
+
+
+@pytest.fixture(params=["auto", "lines", "groups", "sort", "tiny-groups", "tiny-sort"])
 def on_host(request, libs, monkeypatch):
-    """The hook on NumPy with host-built kernels. "auto" keeps the plan the hook picks;
-    "lines" and "segments" force one; "tiny" forces segments on a grid of one block of
-    four threads, so that every grid-stride loop goes round."""
+    """The hook on NumPy with host-built kernels. "auto" keeps the plan the hook picks; the
+    others force one (a walk per line, three groups per line, the sort), "tiny-" on a grid
+    of one block of four threads, so that every grid-stride loop goes round."""
     monkeypatch.setattr(indexing, "cp", np)
     monkeypatch.setattr(scatter, "cp", np)
     launches = []
@@ -60,15 +63,17 @@ def on_host(request, libs, monkeypatch):
         return run
 
     monkeypatch.setattr(kernels, "function", function)
-    if request.param == "lines":
-        monkeypatch.setattr(scatter, "SORT_BELOW_LINES", 0)
-    elif request.param in ("segments", "tiny"):
-        monkeypatch.setattr(scatter, "SORT_BELOW_LINES", 1 << 40)
-        monkeypatch.setattr(scatter, "SHORT_WALK", -1)
-    if request.param == "tiny":
+    if request.param in FORCED:
+        monkeypatch.setattr(scatter, "plan", lambda lines, m, n: FORCED[request.param])
+    if request.param.startswith("tiny"):
         monkeypatch.setattr(launch, "FLAT_THREADS", 4)
         monkeypatch.setattr(launch, "FLAT_MAX_BLOCKS", 1)
     return SimpleNamespace(plan=request.param, launches=launches)
+
+
+def launched(lines, m, n):
+    """The kernel the hook launches for its plan."""
+    return "scatter_add_lines" if scatter.plan(lines, m, n) else "scatter_add_segments"
 
 
 def spread(rng, shape, dtype):
@@ -113,11 +118,7 @@ def test_equals_add_at_bit_for_bit(on_host, dtype, shape, axis, m):
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(bits(np.asarray(got)), bits(want))
     np.testing.assert_array_equal(np.asarray(base), np.asarray(base.copy()))  # not written
-    expected = {"lines": "scatter_add_lines"}.get(on_host.plan, "scatter_add_segments")
-    if on_host.plan == "auto":
-        lines = int(np.prod(ishape)) // m
-        expected = "scatter_add_segments" if scatter.by_sort(lines, m) else "scatter_add_lines"
-    assert on_host.launches == [expected]
+    assert on_host.launches == [launched(int(np.prod(ishape)) // m, m, n)]
 
 
 def test_order_of_addition_matters_for_these_values():
@@ -131,8 +132,9 @@ def test_order_of_addition_matters_for_these_values():
     assert (bits(forward) != bits(backward)).any()
 
 
-def test_embedding_gradient_shape_takes_the_segment_plan(on_host):
-    """Few columns and a long walk (the wte gradient of a small GPT): the hook sorts."""
+def test_embedding_gradient_shape_takes_the_lines_plan_in_groups(on_host):
+    """Few columns and a long walk (the wte gradient of a small GPT): the hook spreads each
+    column's destinations over groups of threads (capturable), not one walk per column."""
     if on_host.plan != "auto":
         pytest.skip("checks the plan the hook picks")
     rng = np.random.default_rng(2)
@@ -142,7 +144,8 @@ def test_embedding_gradient_shape_takes_the_segment_plan(on_host):
     base = np.zeros((11, 8), "float32").view(DevArray)
     got = indexing.scatter_add(base, 0, index, src)
     np.testing.assert_array_equal(bits(np.asarray(got)), bits(reference(base, 0, index, src)))
-    assert on_host.launches == ["scatter_add_segments"]
+    assert on_host.launches == ["scatter_add_lines"]
+    assert scatter.plan(8, 300, 11) == 11
 
 
 def test_nothing_in_range_and_empty_index(on_host):
@@ -164,7 +167,13 @@ def test_integers_keep_the_atomic_path(on_host, monkeypatch):
     assert on_host.launches == []
 
 
-@pytest.mark.parametrize("lines,m,want", [(64, 16384, True), (64, 64, False),
-                                          (4096, 10**6, False), (1, 65, True)])
-def test_plan_choice(lines, m, want):
-    assert scatter.by_sort(lines, m) is want
+@pytest.mark.parametrize("lines,m,n,want", [
+    (64, 16384, 65, 65),  # a char-level GPT's wte gradient: a group per token
+    (768, 8192, 50304, 11),  # a GPT-2 sized one: enough groups for THREADS threads
+    (64, 64, 1000, 1),  # short walks: one thread per line
+    (8192, 10**6, 5, 1),  # many lines
+    (1, 10**6, 10**5, 0),  # a long 1-d scatter: sorted
+    (1, 5000, 7, 7),  # a short 1-d scatter into few destinations: a group each
+])
+def test_plan_choice(lines, m, n, want):
+    assert scatter.plan(lines, m, n) == want

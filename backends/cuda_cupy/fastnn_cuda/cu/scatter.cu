@@ -7,26 +7,33 @@
 // index outside [0, n) is skipped), and the entries that meet at one output element add
 // in increasing r, onto the value already there, as add.at does. Two launches:
 //
-//   scatter_add_lines:    one thread per line (o, k) walks its m entries in order;
-//                         lines never share an output element. For many lines and
-//                         short walks. Flat grid-stride launch over the lines.
+//   scatter_add_lines:    `groups` threads per line (o, k), thread g walking the line's
+//                         m entries in order and adding those whose index j has
+//                         j % groups == g: each output element belongs to one thread,
+//                         and a line's destinations are spread over `groups` threads
+//                         (groups = 1 for many lines; more for few lines with long
+//                         walks, the columns of an embedding gradient, at the price of
+//                         reading the line's indices `groups` times). Fixed sizes, no
+//                         host work: a CUDA graph captures it. Flat grid-stride launch
+//                         over lines * groups threads, adjacent threads adjacent k.
 //   scatter_add_segments: one thread per output element that receives anything, walking
-//                         its entries (sorted by destination, then r, in Python): the
-//                         parallelism of distinct destinations, for few lines with long
-//                         walks (a 1-d scatter, the columns of an embedding gradient).
-//                         Flat grid-stride launch over the segments.
+//                         its entries (sorted by destination, then r, in Python): for
+//                         a long 1-d scatter, where re-reading the indices per group
+//                         would cost too much. Flat grid-stride launch over the segments.
 
 template <typename T>
-__device__ void scatter_add_lines_body(T* out, const i64* idx, const T* src, i64 lines,
+__device__ void scatter_add_lines_body(T* __restrict__ out, const i64* __restrict__ idx,
+                                       const T* __restrict__ src, i64 lines, i64 groups,
                                        i64 n, i64 m, i64 inner) {
-    const i64 step = (i64)gridDim.x * blockDim.x;
-    for (i64 line = (i64)blockIdx.x * blockDim.x + threadIdx.x; line < lines; line += step) {
-        const i64 o = line / inner, k = line - o * inner;
+    const i64 step = (i64)gridDim.x * blockDim.x, total = lines * groups;
+    for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < total; t += step) {
+        const i64 rest = t / inner, k = t - rest * inner;
+        const i64 o = rest / groups, g = rest - o * groups;
         const i64 first = o * m * inner + k;
         T* row = out + o * n * inner + k;
         for (i64 r = 0; r < m; ++r) {
             const i64 j = idx[first + r * inner];
-            if (j >= 0 && j < n) row[j * inner] += src[first + r * inner];
+            if (j >= 0 && j < n && j % groups == g) row[j * inner] += src[first + r * inner];
         }
     }
 }
@@ -46,8 +53,9 @@ __device__ void scatter_add_segments_body(T* out, const T* src, const i64* pos,
 
 #define FASTNN_SCATTER(T, SUFFIX)                                                          \
     extern "C" __global__ void scatter_add_lines_##SUFFIX(                                 \
-        T* out, const i64* idx, const T* src, i64 lines, i64 n, i64 m, i64 inner) {        \
-        scatter_add_lines_body<T>(out, idx, src, lines, n, m, inner);                      \
+        T* out, const i64* idx, const T* src, i64 lines, i64 groups, i64 n, i64 m,         \
+        i64 inner) {                                                                       \
+        scatter_add_lines_body<T>(out, idx, src, lines, groups, n, m, inner);              \
     }                                                                                      \
     extern "C" __global__ void scatter_add_segments_##SUFFIX(                              \
         T* out, const T* src, const i64* pos, const i64* starts, const i64* dest,          \
