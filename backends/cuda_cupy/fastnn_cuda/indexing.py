@@ -9,6 +9,7 @@ from __future__ import annotations
 import builtins
 
 from fastnn.api.hookspec import hookimpl
+from fastnn_cuda import kernels, scatter
 from fastnn_cuda._cupy import cupy as cp
 
 
@@ -49,6 +50,11 @@ def gather(x, axis, index):
 def scatter_add(base, axis, index, src):
     out = base.copy()
     if not index.size:
+        return out
+    if kernels.has_kernel(out.dtype):
+        # float32/float64: in index order, as np.add.at (deterministic: a replayed step
+        # equals its eager run bit for bit); other dtypes keep cupyx's atomic adds
+        scatter.ordered_scatter_add(out, axis, index, src)
         return out
     n = base.shape[axis]
     keep = (index >= 0) & (index < n)

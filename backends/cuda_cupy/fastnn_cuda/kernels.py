@@ -23,7 +23,7 @@ from fastnn_cuda import launch
 
 KERNEL_DTYPES = {"float32": "f32", "float64": "f64"}
 SOURCES = ("activations.cu", "softmax.cu", "rms.cu", "swish.cu", "optim.cu", "conv.cu",
-           "reduce.cu", "layers.cu")
+           "reduce.cu", "layers.cu", "scatter.cu")
 COMPILE_OPTIONS = ("-std=c++14",) + launch.table_defines()
 
 # Must match `enum ActKind` in cu/activations.cu (a test compares the two).
@@ -67,6 +67,8 @@ KERNEL_FILES = {
     "lstm_cell_backward": "layers.cu",
     "gru_cell_forward": "layers.cu",
     "gru_cell_backward": "layers.cu",
+    "scatter_add_lines": "scatter.cu",
+    "scatter_add_segments": "scatter.cu",
 }
 
 _ENTRY = re.compile(
