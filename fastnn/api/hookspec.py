@@ -393,8 +393,11 @@ def scatter_add(base: Array, axis: int, index: Array, src: Array) -> Array:
     """A new array: ``base`` plus, for axis 1, ``src[i, j, k]`` added at ``[i, index[i, j, k], k]``.
 
     The adjoint of :func:`gather`. ``index`` (int64) and ``src`` share a shape, which
-    matches ``base``'s on every axis but ``axis``; repeated indices accumulate (in any
-    order: float sums may differ in the last bit); an out-of-range index is skipped.
+    matches ``base``'s on every axis but ``axis``; repeated indices accumulate, in the
+    order of their entries along ``axis`` (as NumPy's ``add.at``), so that the same inputs
+    give the same bits on every call: ``fnn.compile``'s first-replay check compares bit
+    for bit and refuses a step whose sums change from call to call (atomic float adds
+    do). An out-of-range index is skipped.
     """
 
 
