@@ -14,8 +14,15 @@ import numpy as np
 
 from fastnn.api.hookspec import hookimpl
 from fastnn_opencl import elementwise
-from fastnn_opencl.conv import _dense, _zeros
-from fastnn_opencl.linalg import gemm, gemm_nt, uses_cpu_kernels, vector_lanes
+from fastnn_opencl.conv import PACK_CONV, _dense, _zeros
+from fastnn_opencl.linalg import (
+    PACK_EDGE,
+    gemm,
+    gemm_nt,
+    gemm_packed,
+    uses_cpu_kernels,
+    vector_lanes,
+)
 from fastnn_opencl.runtime import CL_TYPES, CLArray
 
 FILE = "conv2d.cl"
@@ -90,6 +97,12 @@ def conv2d_grad_weight(x, grad_out, kernel_size, stride, padding, dilation, grou
         return grad_w
     if nl == 0:
         return _zeros(grad_w)
+    if uses_cpu_kernels(x.dev) and ck >= PACK_EDGE and c_out_g * ck * nl >= PACK_CONV:
+        # 1.5x faster than im2col + NT at (32, 16, 32, 32) -> 16, 3x3 (no 19 MB buffer);
+        # with ck < 32 (a stem's 1-3 input channels) the panels are mostly padding
+        _grad_weight_packed(x, grad_out, grad_w, (kh, kw), (oh, ow), stride, padding,
+                            dilation, groups)
+        return grad_w
     rows = _grad_rows(grad_out)
     if uses_cpu_kernels(x.dev):
         # dW_g = G_g @ cols_g^T with both read along NL (unit stride): the NT kernel, and
@@ -110,6 +123,38 @@ def conv2d_grad_weight(x, grad_out, kernel_size, stride, padding, dilation, grou
         gemm(g_rows, cols_g, out_g, c_out_g, ck, nl, 1, (0, nl, 1), (0, c_in * kh * kw, 1),
              (0, ck, 1))
     return grad_w
+
+
+def _grad_weight_packed(x, grad_out, grad_w, kernel, out_size, stride, padding, dilation,
+                        groups):
+    """dW_g = G_g @ cols_g^T through :func:`gemm_packed`: A is grad_out read in place (k
+    over (sample, position) pairs), B the transposed im2col packed straight from x."""
+    n, c_out, oh, ow = grad_out.shape
+    if oh * ow > 1 and grad_out.strides[2] != ow * grad_out.strides[3]:
+        grad_out = elementwise.copy(grad_out)  # positions must be one stride apart
+    gs = grad_out.strides
+    c_in_g, kh, kw = grad_w.shape[1:]
+    ck, c_out_g = c_in_g * kh * kw, c_out // groups
+    for g in range(groups):
+        out_g = grad_w.view(grad_w.shape, grad_w.strides, g * c_out_g * ck)
+        g_rows = grad_out.view(grad_out.shape, gs, grad_out.offset + g * c_out_g * gs[1])
+        packer = _im2col_packer(x, kernel, out_size, stride, padding, dilation, g * c_in_g,
+                                ck, n * oh * ow)
+        gemm_packed(g_rows, packer, out_g, c_out_g, ck, n * oh * ow, 1, (0, gs[1], gs[3]),
+                    (), (0, ck, 1), a_k2=(oh * ow, gs[0]))
+
+
+def _im2col_packer(x, kernel, out_size, stride, padding, dilation, c0, ck, nl):
+    """A packer for :func:`gemm_packed`: B = the transposed im2col of x (nl x ck), columns
+    from input channel c0 on, written into the packed panels (``k_pack_b_im2col2d``)."""
+    def pack(defines, panels, bp):
+        dev = x.dev
+        kernel_ = dev.kernel("matmul.cl", "k_pack_b_im2col2d", defines,
+                             [_I, _I, None] + [_I] * 18 + [None])
+        kernel_(dev.queue, (-(-nl // 8), panels), None, nl, ck, x.data, x.offset, *x.strides,
+                x.shape[2], x.shape[3], *out_size, *kernel, *stride, padding[0][0],
+                padding[1][0], *dilation, c0, bp.data)
+    return pack
 
 
 @hookimpl
