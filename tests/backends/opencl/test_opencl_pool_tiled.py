@@ -13,10 +13,11 @@ CASES = [((2, 3, 9, 11), (2, 2)), ((1, 2, 7, 8), (3, 2)), ((3, 1, 4, 10), (1, 3)
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_tiled_max_pool_backward_matches_numpy(ocl, dtype):
-    from fastnn.conformance.cases_pool import max_pool2d_grad_ref, max_pool2d_ref
     from fastnn_opencl import pooling
     from fastnn_opencl.misc import from_numpy, to_numpy, transpose
     from fastnn_opencl.runtime import state
+
+    from fastnn.conformance.cases_pool import max_pool2d_grad_ref, max_pool2d_ref
 
     if dtype == "float64" and not state(0).fp64:
         pytest.skip("no float64 on this device")
