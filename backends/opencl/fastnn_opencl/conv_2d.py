@@ -5,7 +5,8 @@ With CK = C_in/groups * KH * KW and NL = N * H_out * W_out, per group g (as conv
   forward      out_g (C_out/g, NL)  = W_g (C_out/g, CK) @ cols_g (CK, NL)
   grad_weight  dW_g  (C_out/g, CK)  = G_g (C_out/g, NL) @ colsT_g (NL, CK)
   grad_input   dcols_g (CK, NL)     = W_g^T @ G_g, then col2im gathers dx
-The forward result is a (N, C_out, H_out, W_out) view of a (C_out, N, H_out, W_out) buffer.
+The GEMM forward's result is a (N, C_out, H_out, W_out) view of a (C_out, N, H_out, W_out)
+buffer; the direct stride-1 kernel of CPU devices writes a contiguous one.
 """
 
 from __future__ import annotations
@@ -68,14 +69,19 @@ def conv2d(x, weight, stride, padding, dilation, groups):
     n = x.shape[0]
     c_out, c_in_g, kh, kw = weight.shape
     oh, ow = _sizes(x.shape[2:], (kh, kw), stride, padding, dilation)
-    out = x.dev.empty((c_out, n, oh, ow), x.dtype)
     nl, ck, c_out_g = n * oh * ow, c_in_g * kh * kw, c_out // groups
-    if out.size and tuple(stride) == (1, 1) and uses_cpu_kernels(x.dev):
-        # out buffer (C_out, N, OH, OW); weight strides (group, out, in, row, column)
-        _direct(out, (oh * ow, nl, ow), _unit_width(x), weight, weight.offset,
-                (c_out_g * ck, ck, kh * kw, kw, 1), c_in_g, c_out_g, groups, (oh, ow),
-                (kh, kw), (padding[0][0], padding[1][0]), dilation)
-    elif out.size:
+    if tuple(stride) == (1, 1) and uses_cpu_kernels(x.dev):
+        # a contiguous (N, C_out, OH, OW) result: the elementwise kernels and reductions
+        # after it (BatchNorm, ReLU and their gradients) then read it flat, not strided;
+        # weight strides (group, out, in, row, column)
+        out = x.dev.empty((n, c_out, oh, ow), x.dtype)
+        if out.size:
+            _direct(out, (c_out * oh * ow, oh * ow, ow), _unit_width(x), weight,
+                    weight.offset, (c_out_g * ck, ck, kh * kw, kw, 1), c_in_g, c_out_g,
+                    groups, (oh, ow), (kh, kw), (padding[0][0], padding[1][0]), dilation)
+        return out
+    out = x.dev.empty((c_out, n, oh, ow), x.dtype)
+    if out.size:
         cols = _im2col(x, (kh, kw), (oh, ow), stride, padding, dilation, transposed=False)
         for g in range(groups):
             w_g = weight.view(weight.shape, weight.strides, weight.offset + g * c_out_g * ck)
