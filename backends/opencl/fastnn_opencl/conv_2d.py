@@ -5,7 +5,8 @@ With CK = C_in/groups * KH * KW and NL = N * H_out * W_out, per group g (as conv
   forward      out_g (C_out/g, NL)  = W_g (C_out/g, CK) @ cols_g (CK, NL)
   grad_weight  dW_g  (C_out/g, CK)  = G_g (C_out/g, NL) @ colsT_g (NL, CK)
   grad_input   dcols_g (CK, NL)     = W_g^T @ G_g, then col2im gathers dx
-The forward result is a (N, C_out, H_out, W_out) view of a (C_out, N, H_out, W_out) buffer.
+The GEMM forward's result is a (N, C_out, H_out, W_out) view of a (C_out, N, H_out, W_out)
+buffer; the direct stride-1 kernel of CPU devices writes a contiguous one.
 """
 
 from __future__ import annotations
@@ -14,8 +15,15 @@ import numpy as np
 
 from fastnn.api.hookspec import hookimpl
 from fastnn_opencl import elementwise
-from fastnn_opencl.conv import _dense, _zeros
-from fastnn_opencl.linalg import gemm, gemm_nt, uses_cpu_kernels, vector_lanes
+from fastnn_opencl.conv import PACK_CONV, _dense, _zeros
+from fastnn_opencl.linalg import (
+    PACK_EDGE,
+    gemm,
+    gemm_nt,
+    gemm_packed,
+    uses_cpu_kernels,
+    vector_lanes,
+)
 from fastnn_opencl.runtime import CL_TYPES, CLArray
 
 FILE = "conv2d.cl"
@@ -61,14 +69,19 @@ def conv2d(x, weight, stride, padding, dilation, groups):
     n = x.shape[0]
     c_out, c_in_g, kh, kw = weight.shape
     oh, ow = _sizes(x.shape[2:], (kh, kw), stride, padding, dilation)
-    out = x.dev.empty((c_out, n, oh, ow), x.dtype)
     nl, ck, c_out_g = n * oh * ow, c_in_g * kh * kw, c_out // groups
-    if out.size and tuple(stride) == (1, 1) and uses_cpu_kernels(x.dev):
-        # out buffer (C_out, N, OH, OW); weight strides (group, out, in, row, column)
-        _direct(out, (oh * ow, nl, ow), _unit_width(x), weight, weight.offset,
-                (c_out_g * ck, ck, kh * kw, kw, 1), c_in_g, c_out_g, groups, (oh, ow),
-                (kh, kw), (padding[0][0], padding[1][0]), dilation)
-    elif out.size:
+    if tuple(stride) == (1, 1) and uses_cpu_kernels(x.dev):
+        # a contiguous (N, C_out, OH, OW) result: the elementwise kernels and reductions
+        # after it (BatchNorm, ReLU and their gradients) then read it flat, not strided;
+        # weight strides (group, out, in, row, column)
+        out = x.dev.empty((n, c_out, oh, ow), x.dtype)
+        if out.size:
+            _direct(out, (c_out * oh * ow, oh * ow, ow), _unit_width(x), weight,
+                    weight.offset, (c_out_g * ck, ck, kh * kw, kw, 1), c_in_g, c_out_g,
+                    groups, (oh, ow), (kh, kw), (padding[0][0], padding[1][0]), dilation)
+        return out
+    out = x.dev.empty((c_out, n, oh, ow), x.dtype)
+    if out.size:
         cols = _im2col(x, (kh, kw), (oh, ow), stride, padding, dilation, transposed=False)
         for g in range(groups):
             w_g = weight.view(weight.shape, weight.strides, weight.offset + g * c_out_g * ck)
@@ -90,6 +103,12 @@ def conv2d_grad_weight(x, grad_out, kernel_size, stride, padding, dilation, grou
         return grad_w
     if nl == 0:
         return _zeros(grad_w)
+    if uses_cpu_kernels(x.dev) and ck >= PACK_EDGE and c_out_g * ck * nl >= PACK_CONV:
+        # 1.5x faster than im2col + NT at (32, 16, 32, 32) -> 16, 3x3 (no 19 MB buffer);
+        # with ck < 32 (a stem's 1-3 input channels) the panels are mostly padding
+        _grad_weight_packed(x, grad_out, grad_w, (kh, kw), (oh, ow), stride, padding,
+                            dilation, groups)
+        return grad_w
     rows = _grad_rows(grad_out)
     if uses_cpu_kernels(x.dev):
         # dW_g = G_g @ cols_g^T with both read along NL (unit stride): the NT kernel, and
@@ -110,6 +129,38 @@ def conv2d_grad_weight(x, grad_out, kernel_size, stride, padding, dilation, grou
         gemm(g_rows, cols_g, out_g, c_out_g, ck, nl, 1, (0, nl, 1), (0, c_in * kh * kw, 1),
              (0, ck, 1))
     return grad_w
+
+
+def _grad_weight_packed(x, grad_out, grad_w, kernel, out_size, stride, padding, dilation,
+                        groups):
+    """dW_g = G_g @ cols_g^T through :func:`gemm_packed`: A is grad_out read in place (k
+    over (sample, position) pairs), B the transposed im2col packed straight from x."""
+    n, c_out, oh, ow = grad_out.shape
+    if oh * ow > 1 and grad_out.strides[2] != ow * grad_out.strides[3]:
+        grad_out = elementwise.copy(grad_out)  # positions must be one stride apart
+    gs = grad_out.strides
+    c_in_g, kh, kw = grad_w.shape[1:]
+    ck, c_out_g = c_in_g * kh * kw, c_out // groups
+    for g in range(groups):
+        out_g = grad_w.view(grad_w.shape, grad_w.strides, g * c_out_g * ck)
+        g_rows = grad_out.view(grad_out.shape, gs, grad_out.offset + g * c_out_g * gs[1])
+        packer = _im2col_packer(x, kernel, out_size, stride, padding, dilation, g * c_in_g,
+                                ck, n * oh * ow)
+        gemm_packed(g_rows, packer, out_g, c_out_g, ck, n * oh * ow, 1, (0, gs[1], gs[3]),
+                    (), (0, ck, 1), a_k2=(oh * ow, gs[0]))
+
+
+def _im2col_packer(x, kernel, out_size, stride, padding, dilation, c0, ck, nl):
+    """A packer for :func:`gemm_packed`: B = the transposed im2col of x (nl x ck), columns
+    from input channel c0 on, written into the packed panels (``k_pack_b_im2col2d``)."""
+    def pack(defines, panels, bp):
+        dev = x.dev
+        kernel_ = dev.kernel("matmul.cl", "k_pack_b_im2col2d", defines,
+                             [_I, _I, None] + [_I] * 18 + [None])
+        kernel_(dev.queue, (-(-nl // 8), panels), None, nl, ck, x.data, x.offset, *x.strides,
+                x.shape[2], x.shape[3], *out_size, *kernel, *stride, padding[0][0],
+                padding[1][0], *dilation, c0, bp.data)
+    return pack
 
 
 @hookimpl

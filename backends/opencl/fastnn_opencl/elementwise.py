@@ -118,7 +118,7 @@ def launch(group: int, name: str, inputs: list, out_dtype: str, shape: tuple, pa
                        extra_defines + ((("GRID", 1),) if grid else ()))
     kernel = dev.kernel(FILE, name, defines, arg_dtypes)
     # strided inputs of at most 3 collapsed axes: those axes are the NDRange (no divisions)
-    size = tuple(reversed(coll_shape)) if grid else (rounded(n),)
+    size = tuple(reversed(coll_shape)) if grid else fast_launch.flat_size(n)
     kernel(dev.queue, size, None, *args)
     return out
 
@@ -139,7 +139,9 @@ def _defines(group, inputs, modes, out_dtype, rank, extra_defines) -> tuple:
         defines += [(f"T{k}", CL_TYPES[dtype]), (f"MODE{k}", mode)]
     array_type = next(x.dtype for x in inputs if isinstance(x, CLArray))
     is_float = out_dtype.startswith("float") or array_type.startswith("float")
-    return tuple(defines) + (("IS_FLOAT", int(is_float)),) + tuple(extra_defines)
+    return (tuple(defines) + (("IS_FLOAT", int(is_float)), ("CHUNK", fast_launch.CHUNK))
+            + tuple(extra_defines))
+
 
 
 class _Plan:
@@ -204,7 +206,7 @@ def _flat_plan(dev, group, name, inputs, out_dtype, shape, param, extra_defines)
             kind = convert[k]
             kernel.set_arg(slots[k], value if kind is None else kind(value))
             last[k] = value
-    fast_launch.launch(dev.queue, kernel, (rounded(n),), None, slots, values)
+    fast_launch.launch(dev.queue, kernel, fast_launch.flat_size(n), None, slots, values)
     return out
 
 

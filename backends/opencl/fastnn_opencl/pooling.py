@@ -3,7 +3,9 @@
 The forward pass is one launch (one work-item per output); the backward pass two: each
 window's gradient divided by its count of positions equal to the max (ties share it
 evenly), then one work-item per input row adding up the shares of the windows that hold
-it (no atomics, so overlapping windows add up in a fixed order).
+it (no atomics, so overlapping windows add up in a fixed order). Windows that tile the
+input (2x2 stride 2) take one backward launch that writes each window's block whole.
+(A row-per-work-item forward for them measured 1.2-1.6x slower than the per-output one.)
 """
 
 from __future__ import annotations
@@ -26,6 +28,14 @@ def _dense(x: CLArray) -> CLArray:
 def _geometry(x_shape, out_shape, kernel, stride, padding, dilation) -> tuple:
     return (x_shape[2], x_shape[3], out_shape[2], out_shape[3], *kernel, *stride, *padding,
             *dilation)
+
+
+def _tiles(geometry: tuple) -> bool:
+    """Whether the windows tile the input: stride = kernel, no padding or dilation, every
+    window inside (the tiled kernels' case)."""
+    h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw = geometry
+    return ((sh, sw) == (kh, kw) and (ph, pw, dh, dw) == (0, 0, 1, 1) and oh * kh <= h
+            and ow * kw <= w)
 
 
 @hookimpl
@@ -58,6 +68,12 @@ def max_pool2d_backward(x, out, grad, kernel, stride, padding, dilation):
     planes = x.shape[0] * x.shape[1]
     geometry = _geometry(x.shape, out.shape, kernel, stride, padding, dilation)
     defines = (("T", CL_TYPES[x.dtype]),)
+    if _tiles(geometry):  # one launch, no share buffer: 4.3 -> 1.3 ms at (64, 16, 28, 28), 2x2
+        k = dev.kernel(FILE, "k_maxpool_tiled_back", defines,
+                       _GEOMETRY + [_I, None, _I, None, _I, None, _I, None])
+        k(dev.queue, (rounded(planes * out.shape[2]),), None, *geometry, planes, x.data,
+          x.offset, out.data, out.offset, grad.data, grad.offset, dx.data)
+        return dx
     share = dev.empty(out.shape, grad.dtype)
     k = dev.kernel(FILE, "k_maxpool_share", defines,
                    _GEOMETRY + [_I, None, _I, None, _I, None, _I, None])

@@ -115,10 +115,28 @@
     (void)p; (void)n; \
     INIT0 INIT1 INIT2 GADV0 GADV1 GADV2
 #else
-#define HEAD(name) __kernel void name(__global TO *out, const int n, const int8 shp \
-    ARGS(MODE0, 0, T0) ARGS(MODE1, 1, T1) ARGS(MODE2, 2, T2), const TO p) { \
-    int i = get_global_id(0); \
-    if (i >= n) return; \
+// Flat and strided launches: each work-item runs CHUNK consecutive elements (the host
+// launches ceil(n / CHUNK) work-items). One element per work-item cost PoCL 2-9x more
+// (a 2x2-pooled CNN's where: 3.6 -> 0.4 ms over 800k floats). The op's body becomes an
+// inline function of the element index, called in the kernel's loop.
+#define PASS_0(k) , x##k, off##k
+#define PASS_1(k) , x##k, off##k, st##k
+#define PASS_2(k) , s##k
+#define PASS_3(k)
+#define PASSES_(m, k) PASS_##m(k)
+#define PASSES(m, k) PASSES_(m, k)
+#define HEAD(name) \
+    inline void name##_at(const int i, __global TO *out, const int8 shp \
+        ARGS(MODE0, 0, T0) ARGS(MODE1, 1, T1) ARGS(MODE2, 2, T2), const TO p); \
+    __kernel void name(__global TO *out, const int n, const int8 shp \
+        ARGS(MODE0, 0, T0) ARGS(MODE1, 1, T1) ARGS(MODE2, 2, T2), const TO p) { \
+        const int i0 = get_global_id(0) * CHUNK; \
+        const int i1 = n - i0 < CHUNK ? n : i0 + CHUNK; \
+        for (int i = i0; i < i1; ++i) \
+            name##_at(i, out, shp PASSES(MODE0, 0) PASSES(MODE1, 1) PASSES(MODE2, 2), p); \
+    } \
+    inline void name##_at(const int i, __global TO *out, const int8 shp \
+        ARGS(MODE0, 0, T0) ARGS(MODE1, 1, T1) ARGS(MODE2, 2, T2), const TO p) { \
     (void)p; (void)shp; \
     INDEX
 #endif

@@ -89,3 +89,38 @@ __kernel void k_maxpool_back(POOL_ARGS, const int PLANES, __global const T *x, c
         }
     }
 }
+
+// Windows that tile the input (stride = kernel, no padding or dilation, OH * KH <= H and
+// OW * KW <= W: the common 2x2 pooling): the backward pass in one launch. Each input
+// position lies in one window at most, so the work-item of output row r = plane * OH + oy
+// writes the KH input rows of its windows whole (the window's share of grad at its max
+// positions, 0 elsewhere, 0 in the columns past OW * KW); the last output row of a plane
+// also zeroes the rows past OH * KH. Ties share as k_maxpool_share; a NaN max matches
+// nothing, so its window gets 0.
+__kernel void k_maxpool_tiled_back(POOL_ARGS, const int PLANES, __global const T *x,
+                                   const int off_x, __global const T *out, const int off_out,
+                                   __global const T *grad, const int off_grad,
+                                   __global T *dx) {
+    const int r = get_global_id(0);
+    if (r >= PLANES * OH) return;
+    const int plane = r / OH, oy = r - plane * OH;
+    const int row0 = (plane * H + oy * KH) * W;
+    const __global T *p = x + off_x + row0;
+    __global T *d = dx + row0;
+    for (int ox = 0; ox < OW; ++ox) {
+        const T m = out[off_out + r * OW + ox];
+        const __global T *q = p + ox * KW;
+        int count = 0;
+        for (int a = 0; a < KH; ++a)
+            for (int b = 0; b < KW; ++b) count += q[a * W + b] == m;
+        const T g = count ? grad[off_grad + r * OW + ox] / (T)count : (T)0;
+        for (int a = 0; a < KH; ++a)
+            for (int b = 0; b < KW; ++b) d[a * W + ox * KW + b] = q[a * W + b] == m ? g : (T)0;
+    }
+    for (int a = 0; a < KH; ++a)
+        for (int c = OW * KW; c < W; ++c) d[a * W + c] = 0;
+    if (oy == OH - 1) {
+        __global T *rest = dx + (plane * H + OH * KH) * W;
+        for (int i = 0; i < (H - OH * KH) * W; ++i) rest[i] = 0;
+    }
+}
