@@ -13,25 +13,14 @@ import pytest
 import fastnn as fnn
 from fastnn import nn
 from fastnn.shadowing import blame, diff, vector
-from tests.fake_backends import forget
 from tests.shadowing import faulty
+from tests.shadowing.on_opencl import line_in, opencl_or_skip  # noqa: F401 (autouse)
 
 HERE = __file__.rstrip("c")
 
 
-@pytest.fixture(autouse=True)
-def _opencl():
-    try:
-        fnn.Device("opencl")
-    except fnn.BackendError as exc:
-        pytest.skip(f"opencl unavailable: {exc}")
-    yield
-    forget()
-
-
 def line_of(marker: str) -> int:
-    lines = inspect.getsource(inspect.getmodule(line_of)).splitlines()
-    return next(i + 1 for i, text in enumerate(lines) if text.rstrip().endswith(f"# {marker}"))
+    return line_in(HERE, marker)
 
 
 def test_a_mismatch_checked_at_the_optimizer_step_blames_its_own_line(tmp_path):

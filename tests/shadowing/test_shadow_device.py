@@ -2,33 +2,20 @@
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 import pytest
 
 import fastnn as fnn
 from fastnn import nn
 from fastnn.shadowing import batch
-from tests.fake_backends import forget
 from tests.shadowing import faulty
+from tests.shadowing.on_opencl import line_in, opencl_or_skip  # noqa: F401 (autouse)
 
 HERE = __file__.rstrip("c")
 
 
-@pytest.fixture(autouse=True)
-def _opencl():
-    try:
-        fnn.Device("opencl")
-    except fnn.BackendError as exc:
-        pytest.skip(f"opencl unavailable: {exc}")
-    yield
-    forget()
-
-
 def line_of(marker: str) -> int:
-    lines = inspect.getsource(inspect.getmodule(line_of)).splitlines()
-    return next(i + 1 for i, text in enumerate(lines) if text.rstrip().endswith(f"# {marker}"))
+    return line_in(HERE, marker)
 
 
 def test_a_wrong_kernel_is_blamed_at_its_own_line_though_checked_later(tmp_path):
