@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import subprocess
+from types import SimpleNamespace
 
 import numpy as np
 from fastnn_cuda import kernels, launch
@@ -93,3 +94,19 @@ def c_arg(value):
     if isinstance(value, float):
         return ctypes.c_double(value)
     return ctypes.c_longlong(value)
+
+
+_DEVICE = SimpleNamespace(id=0)
+
+
+class DevArray(np.ndarray):
+    """A host array with the two cupy attributes the hooks read (``.device.id`` and
+    ``.data.ptr``)."""
+
+    @property
+    def device(self):
+        return _DEVICE
+
+    @property
+    def data(self):
+        return SimpleNamespace(ptr=self.ctypes.data)

@@ -16,7 +16,6 @@ test_cuda_column_kernels_threaded.py and the GPU tests cover them).
 from __future__ import annotations
 
 import shutil
-from types import SimpleNamespace
 
 import fastnn_cpu
 import fastnn_cpu.optim
@@ -30,27 +29,12 @@ from fastnn_cuda import conv, conv_2d, fused, kernels, launch, optim, primitives
 import fastnn as fnn
 from fastnn.api import composite, registry
 from tests.backends.cuda.conv_cases import CONV2D_CASES, CONV_CASES
-from tests.backends.cuda.host_build import build_serial, c_arg, run_serial
+from tests.backends.cuda.host_build import DevArray, build_serial, c_arg, run_serial
 from tests.backends.cuda.optim_cases import OPTIM_CASES, RPROP_ARGS, case_id, states
 
 if shutil.which("g++") is None:
     pytest.skip("g++ is not installed: cannot build the kernels for the host",
                 allow_module_level=True)
-
-_DEVICE = SimpleNamespace(id=0)
-
-
-class DevArray(np.ndarray):
-    """A host array with the two cupy attributes the hooks read."""
-
-    @property
-    def device(self):
-        return _DEVICE
-
-    @property
-    def data(self):
-        return SimpleNamespace(ptr=self.ctypes.data)
-
 
 def _dev(value):
     if isinstance(value, np.ndarray) and not isinstance(value, DevArray):

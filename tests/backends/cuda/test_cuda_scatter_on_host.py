@@ -18,22 +18,17 @@ import numpy as np
 import pytest
 from fastnn_cuda import indexing, kernels, launch, scatter
 
-from tests.backends.cuda.host_build import SERIAL_SHIM, c_arg, compile_library, run_serial
+from tests.backends.cuda.host_build import (
+    SERIAL_SHIM,
+    DevArray,
+    c_arg,
+    compile_library,
+    run_serial,
+)
 
 if shutil.which("g++") is None:
     pytest.skip("g++ is not installed: cannot build the kernels for the host",
                 allow_module_level=True)
-
-_DEVICE = SimpleNamespace(id=0)
-
-
-class DevArray(np.ndarray):
-    """A host array answering ``.device.id`` as a cupy array does."""
-
-    @property
-    def device(self):
-        return _DEVICE
-
 
 @pytest.fixture(scope="module")
 def libs(tmp_path_factory):
