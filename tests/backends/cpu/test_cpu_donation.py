@@ -13,6 +13,7 @@ import fastnn as fnn
 import fastnn.functional as F
 from fastnn import nn, optim
 from fastnn.api.program import Call, Program, Slot
+from tests.steps import classification_step
 
 
 class _Device:
@@ -93,14 +94,7 @@ def _train(compiled, steps=5):
                           nn.Linear(256, 10))
     opt = optim.Adam(model.parameters(), lr=0.01)
 
-    def step(x, y):
-        opt.zero_grad()
-        h = model(x)
-        loss = F.cross_entropy(h, y)
-        loss.backward()
-        opt.step()
-        return loss
-
+    step = classification_step(model, opt)
     run = fnn.compile(step) if compiled else step
     data = np.random.default_rng(3)
     x = fnn.tensor(data.standard_normal((64, 40)).astype(np.float32))
