@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +35,8 @@ from fastnn.cli.bench import thread_limit
 from fastnn.cli.cnn import build_cnn
 from fastnn.cli.plot import plot, require_matplotlib
 from fastnn.cli.progress import Progress
-from fastnn.cli.train_state import SCHEDULES, make_schedule, rng_state, set_rng_state
+from fastnn.cli.train_resume import History, interrupted_note, restore_run, save_run
+from fastnn.cli.train_state import SCHEDULES, make_schedule
 
 # per data set: the model and the hyper-parameters that reach the target accuracy
 DEFAULTS = {
@@ -47,6 +47,9 @@ DEFAULTS = {
 # appended only: a checkpoint stores the index
 OPTIMIZERS = ("sgd", "adam", "adamw", "rmsprop", "adagrad", "radam", "nadam")
 MODELS = ("mlp", "conv1d") + seq_models.MODELS + ("cnn",)
+# the options a checkpoint records (as indices) and a resumed run must repeat
+CHOICES = {"data": sorted(DEFAULTS), "model": MODELS, "optimizer": OPTIMIZERS,
+           "schedule": SCHEDULES}
 
 
 def add_parser(subparsers) -> None:
@@ -90,22 +93,6 @@ def add_parser(subparsers) -> None:
     p.add_argument("--plot", type=Path, default=None,
                    help="write a PNG of the loss and accuracy curves (needs matplotlib)")
     p.set_defaults(func=run)
-
-
-@dataclass
-class History:
-    """Per-epoch training loss, training accuracy and held-out accuracy."""
-
-    loss: list = field(default_factory=list)
-    train_acc: list = field(default_factory=list)
-    test_acc: list = field(default_factory=list)
-
-    def as_arrays(self) -> dict:
-        return {k: np.asarray(v, dtype=np.float64) for k, v in vars(self).items()}
-
-    @classmethod
-    def from_arrays(cls, state: dict) -> History:
-        return cls(**{k: [float(v) for v in np.ravel(state[k])] for k in vars(cls())})
 
 
 def resolve(args):
@@ -265,8 +252,8 @@ def _fit(args, data, device, out, comm) -> History:
     schedule = make_schedule(args.schedule, optimizer, args.lr, args.epochs * len(loader))
     history, first_epoch = History(), 1
     if args.resume:
-        first_epoch, history, schedule = _restore(args.checkpoint, args, model, optimizer,
-                                                  loader, schedule)
+        first_epoch, history, schedule = restore_run(args.checkpoint, args, model, optimizer,
+                                                     loader, schedule, CHOICES)
     # two short lines: one that wrapped in an 80-column terminal read as cut off
     print(f"training {args.model} on {args.data} ({len(data.x_train)} train, "
           f"{len(data.x_test)} held out) on {device}\n  {args.optimizer} lr {args.lr:g}, "
@@ -290,13 +277,13 @@ def _fit(args, data, device, out, comm) -> History:
             history.train_acc.append(progress.accuracy)
             history.test_acc.append(test_acc)
             if args.checkpoint is not None and comm.rank == 0:  # before the line is printed
-                _save(args, (model, optimizer, loader, schedule), epoch, history)
+                save_run(args, (model, optimizer, loader, schedule), epoch, history, CHOICES)
                 saved = epoch
             progress.end_epoch(f"held-out acc {test_acc:6.2%}")
     except KeyboardInterrupt:
         progress.close()
         # the whole note, printed once by fastnn.cli.main
-        raise KeyboardInterrupt(_interrupted_note(args, epoch, saved)) from None
+        raise KeyboardInterrupt(interrupted_note(args, epoch, saved)) from None
     elapsed = time.perf_counter() - started
     final = history.test_acc[-1] if history.test_acc else evaluate(
         model, data.x_test, data.y_test, device)
@@ -354,97 +341,6 @@ def _train_epoch(args, model, optimizer, data, loader, schedule, epoch: int, pro
         with fnn.no_grad():  # counted on the device: no read-back per batch
             correct = (logits.argmax(axis=1) == y).sum()
         progress.update(x.shape[0], loss, correct)  # Progress sums it detached
-
-
-def _save(args, run: tuple, epoch: int, history: History) -> None:
-    """Checkpoint the run (model, optimizer, loader, schedule) after ``epoch`` (fnn.save is
-    atomic: a Ctrl-C during the write leaves the previous epoch's file). The data order,
-    the schedule and the host generator (Dropout's masks) go in too, so --resume continues
-    bit-for-bit."""
-    import fastnn as fnn
-    from fastnn.ops.tensor import host_rng
-
-    model, optimizer, loader, schedule = run
-    fnn.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-              "epoch": epoch, "seed": args.seed, "config": _config(args),
-              "history": history.as_arrays(), "data": loader.state_dict(),
-              "rng": rng_state(host_rng()),
-              **({} if schedule is None else {"schedule": schedule.state_dict()})},
-             args.checkpoint)
-
-
-def _interrupted_note(args, epoch: int, saved: int | None) -> str:
-    """What a Ctrl-C in ``epoch`` kept, and how to go on."""
-    if args.checkpoint is None:
-        return f"interrupted in epoch {epoch}; nothing saved (--checkpoint PATH keeps epochs)"
-    if saved is None:
-        return f"interrupted in epoch {epoch}; {args.checkpoint} was not written"
-    return (f"interrupted in epoch {epoch}; {args.checkpoint} holds the first {saved} "
-            f"epoch{'' if saved == 1 else 's'} (continue with --resume)")
-
-
-def _config(args) -> dict:
-    """The choices a resumed run must repeat, as numbers (checkpoints hold no strings)."""
-    return {"data": sorted(DEFAULTS).index(args.data), "model": MODELS.index(args.model),
-            "optimizer": OPTIMIZERS.index(args.optimizer),
-            "schedule": SCHEDULES.index(args.schedule), "dropout": args.dropout,
-            "epochs": args.epochs}
-
-
-def _restore(path: Path, args, model, optimizer, loader, schedule):
-    """Load the checkpoint into the run; returns (first epoch, history, schedule)."""
-    import fastnn as fnn
-    from fastnn.ops.tensor import host_rng
-
-    try:
-        state = fnn.load(path)
-    except ValueError as exc:
-        raise SystemExit(f"fastnn train: --resume: {exc}") from None
-    for key in ("model", "optimizer", "epoch", "config"):
-        if key not in state:
-            raise SystemExit(f"fastnn train: {path} is not a `fastnn train` checkpoint "
-                             f"(no {key!r} entry)")
-    names = {"data": sorted(DEFAULTS), "model": MODELS, "optimizer": OPTIMIZERS,
-             "schedule": SCHEDULES}
-    for key, choices in names.items():
-        saved = choices[int(state["config"].get(key, 0))]  # older checkpoints: constant
-        if saved != getattr(args, key):
-            raise SystemExit(f"fastnn train: {path} was saved with --{key} {saved}; resume "
-                             f"with the same --{key} (got {getattr(args, key)})")
-    saved_dropout = float(state["config"].get("dropout", 0.0))
-    if saved_dropout != args.dropout:
-        raise SystemExit(f"fastnn train: {path} was saved with --dropout {saved_dropout:g}; "
-                         f"resume with the same --dropout (got {args.dropout:g})")
-    try:
-        model.load_state_dict(state["model"])
-    except ValueError as exc:
-        raise SystemExit(f"fastnn train: {path} was saved from another model "
-                         f"(use the same --data/--model): {exc}") from None
-    optimizer.load_state_dict(state["optimizer"])
-    if "data" in state:
-        loader.load_state_dict(state["data"])
-    if schedule is not None and "schedule" in state:
-        schedule = _resume_schedule(args, optimizer, schedule, state, len(loader))
-    if "rng" in state:  # Dropout's masks and every other draw continue where they stopped
-        set_rng_state(host_rng(), state["rng"])
-    history = History.from_arrays(state["history"]) if "history" in state else History()
-    return int(np.asarray(state["epoch"])) + 1, history, schedule
-
-
-def _resume_schedule(args, optimizer, schedule, state, steps_per_epoch: int):
-    """The schedule where the checkpoint left it: exactly, when the run keeps its --epochs;
-    else the schedule over the new total, advanced to the same step (a longer run does not
-    continue from a cosine that already reached zero)."""
-    saved_epochs = int(np.asarray(state["config"].get("epochs", -1)))
-    if saved_epochs == args.epochs:
-        schedule.load_state_dict(state["schedule"])
-        return schedule
-    for group in optimizer.param_groups:
-        group["lr"] = group["initial_lr"]
-    schedule = make_schedule(args.schedule, optimizer, args.lr, args.epochs * steps_per_epoch)
-    for _ in range(int(np.asarray(state["schedule"]["last_epoch"]))):
-        schedule.step()
-    return schedule
 
 
 def run(args) -> int:
