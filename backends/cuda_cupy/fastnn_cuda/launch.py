@@ -36,11 +36,26 @@ FLAT_THREADS = 256
 FLAT_MAX_BLOCKS = 8192  # flat grid-stride kernels loop over the rest
 BN_THREADS = 256  # batch norm: one block of this many threads per channel
 STEP_POINTERS = 5  # per tensor: param, grad, up to three optimizer states (AMSGrad's)
+# column sums split into chunks of rows (layer norm's weight and bias gradients): at least
+# this many rows a chunk, and chunks until the grid has about this many blocks (two per SM
+# of an H100/H200, 132 SMs): a (tokens, 768) gradient has only 24 column tiles
+CHUNK_ROWS_MIN = 256
+COLUMN_TARGET_BLOCKS = 264
 
 
 def column_grid(cols: int) -> tuple[tuple[int], tuple[int]]:
     """(grid, block) for a column-tiled kernel over ``cols`` columns (cols >= 1)."""
     return (-(-cols // WARP),), (COLUMN_THREADS,)
+
+
+def column_chunk_grid(rows: int, cols: int) -> tuple[tuple[int, int], tuple[int], int]:
+    """(grid, block, chunk_rows) of a column-tiled kernel whose blockIdx.y takes a chunk of
+    ``chunk_rows`` rows (rows, cols >= 1): grid (column tiles, chunks)."""
+    tiles = -(-cols // WARP)
+    wanted = -(-COLUMN_TARGET_BLOCKS // tiles)
+    chunks = max(1, min(wanted, -(-rows // CHUNK_ROWS_MIN), PLANE_MAX_YZ))
+    chunk_rows = -(-rows // chunks)
+    return (tiles, -(-rows // chunk_rows)), (COLUMN_THREADS,), chunk_rows
 
 
 def row_threads(cols: int) -> int:
