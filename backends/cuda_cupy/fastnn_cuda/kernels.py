@@ -23,7 +23,8 @@ from fastnn_cuda import launch
 
 KERNEL_DTYPES = {"float32": "f32", "float64": "f64"}
 SOURCES = ("activations.cu", "softmax.cu", "rms.cu", "swish.cu", "optim.cu", "conv.cu",
-           "reduce.cu", "layers.cu", "scatter.cu", "norm.cu")
+           "reduce.cu", "layers.cu", "scatter.cu", "norm.cu",
+           "attention.cu")
 COMPILE_OPTIONS = ("-std=c++14",) + launch.table_defines()
 
 # Must match `enum ActKind` in cu/activations.cu (a test compares the two).
@@ -73,6 +74,8 @@ KERNEL_FILES = {
     "layer_norm_forward": "norm.cu",
     "layer_norm_backward_dx": "norm.cu",
     "layer_norm_param_grads": "norm.cu",
+    "attention_softmax": "attention.cu",
+    "attention_softmax_backward": "attention.cu",
 }
 
 _ENTRY = re.compile(
