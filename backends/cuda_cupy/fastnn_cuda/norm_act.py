@@ -1,13 +1,13 @@
 """The GELU backward and layer-norm hooks on cupy arrays, as kernels (cu/activations.cu,
 cu/norm.cu).
 
-- gelu_backward: one elementwise launch (the core's composite makes eight, each writing a
+- gelu_backward: one elementwise launch (the core's composite makes eleven, each writing a
   temporary as large as x);
 - layer_norm_train: one launch, a block per row (mean, variance and the affine output
   without a temporary; the composite makes nine launches);
 - layer_norm_backward: two launches, or three for many rows: dx (a block per row) and the
   weight and bias gradients together (column tiles over chunks of rows, then one sum of
-  the chunks' partials); the composite makes fifteen.
+  the chunks' partials); the composite makes thirteen.
 
 float32/float64 with every array of the same dtype take the kernels; other dtypes and
 empty arrays go through the core's composites over this backend's own hooks.
