@@ -14,6 +14,7 @@ import pytest
 from fastnn_cpu import sdpa as cpu_sdpa
 from fastnn_cuda import kernels, launch, sdpa
 
+from tests.backends.cuda import references as refs
 from tests.backends.cuda.host_build import build_threaded, c_arg, run_threaded
 from tests.backends.cuda.test_cuda_call_sites_on_host import _dev, _NumpyAsCupy
 
@@ -43,18 +44,6 @@ def on_host(libs, monkeypatch):
     return launches
 
 
-def reference(q, k, v, mask, scale, grad):
-    q, k, v, grad = (a.astype(np.float64) for a in (q, k, v, grad))
-    s = q @ k.swapaxes(-1, -2) * scale
-    if mask is not None:
-        s = np.where(mask, s, -np.inf)
-    w = np.exp(s - s.max(-1, keepdims=True))
-    w /= w.sum(-1, keepdims=True)
-    dw = grad @ v.swapaxes(-1, -2)
-    ds = w * (dw - (dw * w).sum(-1, keepdims=True)) * scale
-    return w @ v, w, (ds @ k, ds.swapaxes(-1, -2) @ q, w.swapaxes(-1, -2) @ grad)
-
-
 B, H, L, S, E = 2, 3, 5, 70, 4  # 70 keys: a row is longer than a block of 64 threads
 RNG = np.random.default_rng(0)
 MASKS = {
@@ -78,7 +67,7 @@ def test_attention_kernels_match_float64(on_host, dtype, mask_name):
     out, weights = sdpa.attention(_dev(q), _dev(k), _dev(v), mask, scale)
     grads = sdpa.attention_backward(_dev(q), _dev(k), _dev(v), weights, _dev(grad), scale)
     assert on_host == ["attention_softmax", "attention_softmax_backward"]
-    want_out, want_w, want_grads = reference(q, k, v, mask, scale, grad)
+    want_out, want_w, want_grads = refs.attention(q, k, v, mask, scale, grad)
     tol = dict(rtol=1e-4, atol=1e-5) if dtype == "float32" else dict(rtol=1e-11, atol=1e-13)
     for got, want in zip((out, weights, *grads), (want_out, want_w, *want_grads)):
         assert got.dtype == q.dtype and got.shape == want.shape

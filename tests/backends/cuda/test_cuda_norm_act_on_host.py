@@ -17,6 +17,7 @@ from fastnn_cuda import kernels, launch, norm_act
 
 import fastnn as fnn
 from fastnn.api import composite, composite_norm
+from tests.backends.cuda import references as refs
 from tests.backends.cuda.host_build import (
     SERIAL_SHIM,
     build_threaded,
@@ -81,22 +82,6 @@ def tol(dtype):
     return dict(rtol=2e-5, atol=2e-5) if dtype == "float32" else dict(rtol=1e-11, atol=1e-12)
 
 
-def ln_reference(x, w, b, eps):
-    x, w, b = (a.astype(np.float64) for a in (x, w, b))
-    mean = x.mean(-1, keepdims=True)
-    rstd = 1.0 / np.sqrt(((x - mean) ** 2).mean(-1, keepdims=True) + eps)
-    return (x - mean) * rstd * w + b, mean, rstd
-
-
-def ln_backward_reference(x, w, mean, rstd, grad):
-    x, w, mean, rstd, grad = (a.astype(np.float64) for a in (x, w, mean, rstd, grad))
-    xhat = (x - mean) * rstd
-    g = grad * w
-    dx = rstd * (g - g.mean(-1, keepdims=True) - xhat * (g * xhat).mean(-1, keepdims=True))
-    rows = tuple(range(x.ndim - 1))
-    return dx, (grad * xhat).sum(rows), grad.sum(rows)
-
-
 # (shape, transposed input): 37 and 70 columns leave lanes of the last warp idle, 130 makes
 # each thread take several columns; (3, 70) sums its parameter gradients in one chunk,
 # the others in several (then one sum_rows launch)
@@ -112,7 +97,7 @@ def test_layer_norm_train_matches_float64(on_host, dtype, shape, transposed):
     w, b = rand((d,), 2, dtype), rand((d,), 3, dtype)
     out, mean, rstd = norm_act.layer_norm_train(_dev(x), _dev(w), _dev(b), 1e-5)
     assert on_host == ["layer_norm_forward"]
-    want = ln_reference(x, w, b, 1e-5)
+    want = refs.layer_norm(x, w, b, 1e-5)
     for got, ref in zip((out, mean, rstd), want):
         assert got.dtype == x.dtype and got.shape == ref.shape
         np.testing.assert_allclose(got, ref, **tol(dtype))
@@ -129,14 +114,14 @@ def test_layer_norm_backward_matches_float64(on_host, dtype, shape, transposed):
     w = rand((d,), 5, dtype)
     grad = rand(shape[::-1] if transposed else shape, 6, dtype)
     grad = grad.T if transposed else grad
-    _, mean, rstd = (a.astype(dtype) for a in ln_reference(x, w, w, 1e-5))
+    _, mean, rstd = (a.astype(dtype) for a in refs.layer_norm(x, w, w, 1e-5))
     dx, dw, db = norm_act.layer_norm_backward(_dev(x), _dev(w), _dev(mean), _dev(rstd),
                                               _dev(grad))
     rows = math.prod(shape[:-1])
     chunks = launch.column_chunk_grid(rows, d)[0][1]
     want_launches = ["layer_norm_backward_dx", "layer_norm_param_grads"]
     assert on_host == want_launches + (["sum_rows"] if chunks > 1 else [])
-    for got, ref in zip((dx, dw, db), ln_backward_reference(x, w, mean, rstd, grad)):
+    for got, ref in zip((dx, dw, db), refs.layer_norm_backward(x, w, mean, rstd, grad)):
         assert got.dtype == x.dtype and got.shape == ref.shape
         np.testing.assert_allclose(got, ref, **tol(dtype))
     comp = composite_norm.layer_norm_backward(CPU, x, w, mean, rstd, grad)
@@ -148,10 +133,10 @@ def test_layer_norm_backward_of_a_broadcast_gradient(on_host):
     """The gradient of a sum is a stride-0 view: read as the values it shows."""
     x = rand((9, 33), 7, "float64")
     w = rand((33,), 8, "float64")
-    _, mean, rstd = ln_reference(x, w, w, 1e-5)
+    _, mean, rstd = refs.layer_norm(x, w, w, 1e-5)
     grad = np.broadcast_to(np.float64(0.5), x.shape)
     got = norm_act.layer_norm_backward(_dev(x), _dev(w), _dev(mean), _dev(rstd), _dev(grad))
-    for g, ref in zip(got, ln_backward_reference(x, w, mean, rstd, np.full(x.shape, 0.5))):
+    for g, ref in zip(got, refs.layer_norm_backward(x, w, mean, rstd, np.full(x.shape, 0.5))):
         np.testing.assert_allclose(g, ref, rtol=1e-11, atol=1e-12)
 
 
@@ -178,7 +163,7 @@ def test_other_dtypes_and_empty_arrays_take_the_composites(on_host):
     w16, b16 = np.ones(8, np.float16), np.zeros(8, np.float16)
     out, mean, rstd = norm_act.layer_norm_train(_dev(x16), _dev(w16), _dev(b16), 1e-5)
     assert out.dtype == np.float16
-    np.testing.assert_allclose(out, ln_reference(x16, w16, b16, 1e-5)[0], rtol=2e-2,
+    np.testing.assert_allclose(out, refs.layer_norm(x16, w16, b16, 1e-5)[0], rtol=2e-2,
                                atol=2e-2)
     empty = np.zeros((0, 8))
     assert norm_act.layer_norm_train(_dev(empty), _dev(np.ones(8)), _dev(np.zeros(8)),
@@ -187,13 +172,6 @@ def test_other_dtypes_and_empty_arrays_take_the_composites(on_host):
                                    _dev(x16))
     assert mixed.shape == (4, 8)
     assert on_host == []  # no kernel ran
-
-
-def _gelu_grad_reference(x, grad):
-    x64 = x.astype(np.float64)
-    cdf = 0.5 * (1.0 + np.vectorize(math.erf)(x64 / math.sqrt(2.0)))
-    pdf = np.exp(-0.5 * x64 * x64) / math.sqrt(2.0 * math.pi)
-    return grad.astype(np.float64) * (cdf + x64 * pdf)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -205,7 +183,7 @@ def test_gelu_backward_matches_float64(on_host, dtype, shape):
     got = norm_act.gelu_backward(_dev(x), _dev(out), _dev(grad))
     assert on_host == ["act_backward"]
     assert got.dtype == x.dtype and got.shape == x.shape
-    np.testing.assert_allclose(got, _gelu_grad_reference(x, grad), **tol(dtype))
+    np.testing.assert_allclose(got, refs.gelu_backward(x, grad), **tol(dtype))
     np.testing.assert_allclose(got, composite.gelu_backward(CPU, x, out, grad), **tol(dtype))
 
 
@@ -213,7 +191,7 @@ def test_gelu_backward_edges_and_strided_views(on_host):
     x = np.array([[np.nan, np.inf, -np.inf, 0.0], [-40.0, 40.0, 1e-30, -3.0]]).T  # strided
     grad = np.broadcast_to(np.float64(2.0), x.shape)
     got = norm_act.gelu_backward(_dev(x), _dev(CPU.gelu(x)), _dev(grad))
-    want = _gelu_grad_reference(x, np.full(x.shape, 2.0))
+    want = refs.gelu_backward(x, np.full(x.shape, 2.0))
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))  # NaN and +-inf give NaN
     np.testing.assert_allclose(got[~np.isnan(want)], want[~np.isnan(want)], rtol=1e-12,
                                atol=1e-300)
