@@ -1,6 +1,6 @@
 """Launch parameters for the CUDA kernels: pure Python and NumPy, testable without a GPU.
 
-Five shapes of launch:
+Six shapes of launch:
 
 - row-wise (softmax, cross-entropy, rms_div): one block per row, the block size
   the smallest multiple of 32 covering the row, at most ``ROW_THREADS_MAX``;
@@ -12,6 +12,9 @@ Five shapes of launch:
   backward, Swish, im2col, col2im): ``plane_grid`` puts a row's positions on
   x, rows (or samples) on y and a third index on z, each capped and looped
   over by the kernel, so that no thread divides a flat index by runtime sizes;
+- column-tiled over chunks of rows (layer norm's weight and bias gradients):
+  ``column_chunk_grid`` adds blockIdx.y for a chunk of at least ``CHUNK_ROWS_MIN``
+  rows, so that few columns still fill the GPU; the chunks' partials are summed after;
 - optimizer steps: all parameters in one launch, described by a
   :data:`STEP_TABLE_DTYPE` record passed by value (see ``cu/optim.cu``).
 """
@@ -53,7 +56,7 @@ def column_chunk_grid(rows: int, cols: int) -> tuple[tuple[int, int], tuple[int]
     ``chunk_rows`` rows (rows, cols >= 1): grid (column tiles, chunks)."""
     tiles = -(-cols // WARP)
     wanted = -(-COLUMN_TARGET_BLOCKS // tiles)
-    chunks = max(1, min(wanted, -(-rows // CHUNK_ROWS_MIN), PLANE_MAX_YZ))
+    chunks = max(1, min(wanted, rows // CHUNK_ROWS_MIN, PLANE_MAX_YZ))
     chunk_rows = -(-rows // chunks)
     return (tiles, -(-rows // chunk_rows)), (COLUMN_THREADS,), chunk_rows
 
