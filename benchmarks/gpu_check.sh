@@ -1,30 +1,38 @@
 #!/usr/bin/env bash
 # The one script to run on a machine with an NVIDIA GPU (e.g. through the device tool):
 #
-#   bash benchmarks/gpu_check.sh            # from the repository root; results go to $OUT
+#   bash benchmarks/gpu_check.sh            # from anywhere; results go to $OUT
 #
-# 1. records the environment (nvidia-smi, cupy, torch);
-# 2. installs the repository without touching a package registry (editable,
-#    --no-deps); if pip cannot, puts the tree on PYTHONPATH with a hand-made
-#    dist-info so that the fastnn.backends entry points are still found;
-# 3. runs tests/backends/cuda (NVRTC compile check, kernels vs the NumPy
-#    backend, no host transfer in a training step);
-# 4. runs the shared conformance suite on `cuda`, then trains digits on `cuda`;
-# 4b. runs the data-parallel checks on cuda (NCCL on one rank, MPI ranks host-staged)
-#    and the MLP step of benchmarks/bench_distributed.py with and without NCCL;
-# 5. runs benchmarks/gpu_overhead.py (host time per call: fastnn, cupy, torch) and
-#    benchmarks/gpu_bench.py (matmul vs cupy, MLP and Conv1d steps vs torch);
-# 6. runs benchmarks/gpu_models.py: the eight model steps of bench_models.py on cuda,
-#    eager, compiled (CUDA graphs + fused kernels), compiled without graphs, and
-#    PyTorch CUDA eager, with a compiled-vs-eager check (at most ~100 s of models).
+# Without a GPU it says so and stops within seconds (exit 0), having run nothing.
+# With one, in this order (the parts that matter most first):
+#  1. records the environment (nvidia-smi, cupy, torch); installs cupy if it is missing
+#     (from wheels carried in .whl/ where there are some, else the package index:
+#     cupy-cuda13x or -cuda12x after the driver's CUDA version);
+#  2. installs the repository without touching a package registry (editable, --no-deps);
+#     if pip cannot, puts the tree on PYTHONPATH with hand-made dist-infos so that the
+#     fastnn.backends entry points are still found;
+#  3. runs tests/backends/cuda (NVRTC compile check, kernels vs the NumPy backend);
+#  4. runs the conformance suite on `cuda` (float32, float64 and float16);
+#  5. runs benchmarks/gpu_models.py, one model a process: the eight model steps of
+#     bench_models.py on cuda, eager, compiled (CUDA graphs + fused kernels), compiled
+#     without graphs, and PyTorch CUDA eager, with a compiled-vs-eager check;
+#  6. runs benchmarks/gpu_bench.py (matmul vs cupy, MLP and Conv1d steps vs torch, the
+#     fused hooks vs their composites and aten);
+#  7. then, while time is left: gpu_overhead.py (host time per call), digits training on
+#     cuda, the conformance cases that multiply with FASTNN_CUDA_GEMM=cublas, and the
+#     data-parallel checks (NCCL on one rank, MPI ranks host-staged).
 #
-# Every step has its own timeout, and the benchmark gets what is left of 370 s (at
-# most 130 s): about 3 minutes on an H200 when all goes well, under 12 minutes when every
-# step runs into its timeout (give the device tool's run a timeout_s of 600; the models
-# step, last, is the one cut short then; the models it finished are still summarised).
-# Results: $OUT/SUMMARY.md (read this first) and $OUT/logs.tgz (each step's log and
-# reports, re-packed after every step so that a run stopped early still returns them;
-# two files, since the device tool returns at most eight).
+# Every part runs under its own timeout, cut to what is left of GPU_CHECK_SECONDS
+# (default 540: the device tool's command limit is 600); a part that hangs is killed and
+# the next one runs, and a part with under 15 s left is skipped, and said. Results (at
+# most eight files, as the device tool returns): $OUT/SUMMARY.md (read this first),
+# $OUT/results.json (each part's verdict, exit status, seconds and limit), the reports
+# conformance_cuda.json, gpu_models.json, gpu_report.json, gpu_overhead.json, and
+# $OUT/logs.tgz (every log); all rewritten after each part, so a run stopped early still
+# returns what it did.
+#
+# For tests: PYTHON picks the interpreter; FASTNN_GPU_CHECK_ASSUME_GPU=1 skips the GPU
+# detection (tests/test_gpu_check_script.py runs the timeouts with a Python that hangs).
 
 set -u
 cd "$(dirname "$0")/.."
@@ -33,32 +41,99 @@ mkdir -p "$OUT"
 LOGS=$(mktemp -d)
 PY=${PYTHON:-python3}
 START=$(date +%s)
+BUDGET=${GPU_CHECK_SECONDS:-540}
+RESERVE=10  # seconds kept for the last packing
 SUMMARY="$OUT/SUMMARY.md"
+PARTS="$LOGS/parts.jsonl"
+: > "$PARTS"
 echo "# fastnn GPU check ($(date -u +%Y-%m-%dT%H:%MZ))" > "$SUMMARY"
 
-pack() { cp "$SUMMARY" "$LOGS/" && tar czf "$OUT/logs.tgz" -C "$LOGS" . ; }
 elapsed() { echo $(( $(date +%s) - START )); }
 note() { echo "$*" | tee -a "$SUMMARY"; }
+# part NAME VERDICT RC SECONDS LIMIT: one line of results.json
+part() { printf '{"part": "%s", "verdict": "%s", "rc": %d, "seconds": %d, "limit": %d}\n' \
+    "$1" "$2" "$3" "$4" "$5" >> "$PARTS"; }
+pack() {
+    { printf '{"budget_s": %d, "elapsed_s": %d, "gpu": "%s", "parts": [' "$BUDGET" \
+          "$(elapsed)" "${GPU_NAME:-none}"
+      paste -sd, "$PARTS"; printf ']}\n'; } > "$OUT/results.json"
+    for report in conformance_cuda.json gpu_models.json gpu_report.json gpu_overhead.json; do
+        [ -f "$LOGS/$report" ] && cp "$LOGS/$report" "$OUT/"
+    done
+    cp "$SUMMARY" "$LOGS/" && tar czf "$OUT/logs.tgz" -C "$LOGS" .
+}
+trap pack EXIT
 
-# run NAME SECONDS CMD...: run a step with a timeout, log it, note its exit status.
+# run NAME SECONDS CMD...: run a part under a timeout of SECONDS, cut to what is left of
+# the budget (skipped below 15 s), log it, note its verdict; returns its exit status.
 run() {
     local name=$1 limit=$2
     shift 2
+    local left=$(( BUDGET - $(elapsed) - RESERVE ))
+    if [ $left -lt 15 ]; then
+        note "- **$name**: skipped, $(elapsed)s of ${BUDGET}s spent"
+        part "$name" skipped 0 0 0
+        return 125
+    fi
+    [ "$limit" -gt $left ] && limit=$left
     local t0=$(date +%s)
-    timeout --kill-after=10 "$limit" "$@" > "$LOGS/$name.log" 2>&1
+    timeout --kill-after=5 "$limit" "$@" > "$LOGS/$name.log" 2>&1
     local rc=$?
     local verdict="ok"
     [ $rc -ne 0 ] && verdict="FAILED (exit $rc)"
-    [ $rc -eq 124 ] && verdict="TIMED OUT after ${limit}s"
+    [ $rc -eq 124 ] || [ $rc -eq 137 ] && verdict="TIMED OUT after ${limit}s"
     note "- **$name**: $verdict in $(( $(date +%s) - t0 ))s (log: $name.log)"
+    part "$name" "$verdict" $rc $(( $(date +%s) - t0 )) "$limit"
     pack
     return $rc
 }
+# probe CMD...: a quick question (an import, a version) under a timeout of 20 s, cut to
+# what is left of the budget, so that no command runs outside it
+probe() {
+    local left=$(( BUDGET - $(elapsed) - RESERVE ))
+    [ $left -lt 1 ] && return 124
+    [ $left -gt 20 ] && left=20
+    timeout --kill-after=2 $left "$@"
+}
+# show NAME LINES [PATTERN]: the end of a part's log (its matching lines) in the summary
+show() {
+    [ -f "$LOGS/$1.log" ] || return 0
+    local text
+    if [ $# -ge 3 ]; then text=$(grep -E "$3" "$LOGS/$1.log" | tail -n "$2")
+    else text=$(tail -n "$2" "$LOGS/$1.log"); fi
+    [ -n "$text" ] && printf '```\n%s\n```\n' "$text" >> "$SUMMARY"
+    return 0
+}
 
+# ---------------------------------------------------------------- is there a GPU?
+GPU_NAME=""
+if [ -z "${FASTNN_GPU_CHECK_ASSUME_GPU:-}" ]; then
+    GPU_NAME=$(probe nvidia-smi --query-gpu=name,driver_version,memory.total \
+        --format=csv,noheader 2>/dev/null | head -1)
+    if [ -z "$GPU_NAME" ] && probe $PY -c "import cupy, sys
+sys.exit(0 if cupy.cuda.runtime.getDeviceCount() > 0 else 1)" > /dev/null 2>&1; then
+        GPU_NAME="a CUDA device (found by cupy; nvidia-smi found none)"
+    fi
+    if [ -z "$GPU_NAME" ]; then
+        SMI="not installed"
+        command -v nvidia-smi > /dev/null && SMI="installed but lists no GPU"
+        note ""
+        note "**No NVIDIA GPU here: nothing was run.** nvidia-smi is $SMI, and cupy sees no"
+        note "CUDA device. Run this script on a machine with an NVIDIA GPU (the device tool's"
+        note "run); CI checks the CUDA backend without one (pytest tests/backends/cuda)."
+        part gpu_detection "no GPU: skipped" 0 "$(elapsed)" 0
+        exit 0
+    fi
+else
+    GPU_NAME="assumed (FASTNN_GPU_CHECK_ASSUME_GPU)"
+fi
+
+# ---------------------------------------------------------------- environment, installs
 note ""
 note "## Environment"
-nvidia-smi > "$LOGS/nvidia-smi.txt" 2>&1 && note "- $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)"
-$PY - >> "$SUMMARY" 2>&1 <<'EOF'
+note "- GPU: $GPU_NAME"
+probe nvidia-smi > "$LOGS/nvidia-smi.txt" 2>&1
+run environment 60 $PY - <<'EOF'
 import platform
 print(f"- python {platform.python_version()}")
 try:
@@ -73,14 +148,26 @@ try:
 except Exception as exc:
     print(f"- torch: {type(exc).__name__}: {exc}")
 EOF
+cat "$LOGS/environment.log" >> "$SUMMARY"
 
 note ""
-note "## Steps"
+note "## Parts"
+if ! probe $PY -c "import cupy" > /dev/null 2>&1; then
+    MAJOR=$(probe nvidia-smi 2>/dev/null | grep -o "CUDA Version: [0-9]*" | grep -o "[0-9]*$")
+    CUPY=cupy-cuda12x  # a CUDA 13 driver runs CUDA 12 builds too
+    [ "${MAJOR:-0}" -ge 13 ] 2>/dev/null && CUPY=cupy-cuda13x
+    if ls .whl/cupy*.whl > /dev/null 2>&1; then
+        run install_cupy 120 $PY -m pip install --no-index --find-links .whl "$CUPY"
+    else
+        run install_cupy 180 $PY -m pip install "$CUPY"
+    fi
+fi
+
 INSTALLED=0
-if $PY -c "import setuptools" 2>/dev/null; then
-    run install 120 $PY -m pip install --no-deps --no-build-isolation --no-index \
+if probe $PY -c "import setuptools" 2>/dev/null; then
+    run install 90 $PY -m pip install --no-deps --no-build-isolation --no-index \
             -e . -e backends/cpu_numpy -e backends/cuda_cupy \
-        && $PY -c "import fastnn_cuda, fastnn_cpu" 2>/dev/null && INSTALLED=1
+        && probe $PY -c "import fastnn_cuda, fastnn_cpu" 2>/dev/null && INSTALLED=1
 else
     # --no-build-isolation builds with the interpreter's own setuptools: none, no install
     note "- **install**: skipped, setuptools is not importable here"
@@ -101,83 +188,84 @@ if [ $INSTALLED -eq 0 ]; then
     export PYTHONPATH="$PWD:$PWD/backends/cpu_numpy:$PWD/backends/cuda_cupy:$SITE${PYTHONPATH:+:$PYTHONPATH}"
     note "- install: using PYTHONPATH and $SITE for the entry points instead"
 fi
-$PY -c "import fastnn as f; [print(f'- backend {r.name}: available={r.available} {r.devices} {r.reason}') for r in f.backends()]" >> "$SUMMARY" 2>&1
+run backends 60 $PY -c "import fastnn as f; [print(f'- backend {r.name}: available={r.available} \
+{r.devices} {r.reason}') for r in f.backends()]"
+cat "$LOGS/backends.log" >> "$SUMMARY"
 
 # pytest-xdist, where installed, spreads cupy's first-use kernel compiles over the cores
 XDIST=""
-$PY -c "import xdist" 2>/dev/null && XDIST="-n 8"
+probe $PY -c "import xdist" 2>/dev/null && XDIST="-n 8"
 note "- pytest parallelism: ${XDIST:-none (pytest-xdist not installed)}"
 
-run cuda_tests 120 $PY -m pytest tests/backends/cuda -q -rs -p no:cacheprovider $XDIST \
+# ---------------------------------------------------------------- correctness
+# the tests that need the GPU first, then the rest (the host-run kernels, as CI runs them)
+run cuda_tests 120 $PY -m pytest tests/backends/cuda/test_cuda_*gpu.py tests/backends/cuda \
+    -q -rs -p no:cacheprovider $XDIST \
     --junitxml="$LOGS/cuda_tests.xml"
-note '```'
-tail -n 15 "$LOGS/cuda_tests.log" >> "$SUMMARY"
-note '```'
+show cuda_tests 15
 
+# every float dtype the backend reports (float32, float64, float16)
 run conformance 150 $PY -m pytest -p fastnn.conformance.plugin --pyargs fastnn.conformance \
     --backend cuda -q -p no:cacheprovider $XDIST --conformance-report "$LOGS/conformance_cuda.json"
-note '```'
-grep -E "FAILED|ERROR|CONFORM|passed|failed" "$LOGS/conformance.log" | tail -n 40 >> "$SUMMARY"
-note '```'
+show conformance 40 "FAILED|ERROR|CONFORM|passed|failed"
 
-# the opt-in direct cuBLAS matmul (FASTNN_CUDA_GEMM=cublas) through the cases that multiply
-run conformance_cublas_gemm 90 env FASTNN_CUDA_GEMM=cublas $PY -m pytest -p fastnn.conformance.plugin \
-    --pyargs fastnn.conformance --backend cuda -q -p no:cacheprovider $XDIST \
-    -k "matmul or linear or Linear or Dense or conv or Conv or Sequential or Residual"
-note '```'
-grep -E "FAILED|ERROR|passed|failed" "$LOGS/conformance_cublas_gemm.log" | tail -n 10 >> "$SUMMARY"
-note '```'
-
-# the README's main job on the GPU, with a checkpoint written from device memory
-run train_digits 60 $PY -m fastnn.cli train --backend cuda --checkpoint "$LOGS/digits.safetensors"
-note '```'
-tail -n 6 "$LOGS/train_digits.log" >> "$SUMMARY"
-note '```'
-
-# data parallel: the NCCL hooks on the GPU (one rank: NCCL refuses two ranks on one GPU),
-# two MPI ranks sharing it host-staged (FASTNN_NCCL=0; skipped without mpiexec), then the
-# MLP step on one rank with NCCL and host-staged collectives (bytes, calls, ms per step)
-# (~30 s; skipped when the earlier steps ran long, so the worst case stays as it was)
-if [ "$(elapsed)" -lt 250 ]; then
-    run distributed 60 $PY -m pytest tests/backends/cuda/test_cuda_nccl_gpu.py tests/distributed \
-        -q -rs -p no:cacheprovider -k "cuda or nccl"
-    note '```'
-    tail -n 8 "$LOGS/distributed.log" >> "$SUMMARY"
-    note '```'
-    run bench_distributed 40 bash -c "$PY benchmarks/bench_distributed.py --backend cuda \
-        --ranks 1 && FASTNN_NCCL=0 $PY benchmarks/bench_distributed.py --backend cuda --ranks 1"
-    note '```'
-    tail -n 8 "$LOGS/bench_distributed.log" >> "$SUMMARY"
-    note '```'
-else
-    note "- **distributed**: skipped, $(elapsed)s used already"
+# ---------------------------------------------------------------- model steps
+# one process a model, so that one that hangs leaves the others' rows
+MODELS=$(probe $PY -c "import sys; sys.path.insert(0, 'benchmarks')
+from bench_models import define_names; print(' '.join(define_names()))" 2>/dev/null)
+MODELS=${MODELS:-MLP Conv1d CNN ResNet LSTM GRU Transformer nanoGPT}
+MODELS_END=$(( $(elapsed) + 200 ))
+for model in $MODELS; do
+    limit=$(( MODELS_END - $(elapsed) ))
+    [ $limit -gt 50 ] && limit=50
+    if [ $limit -lt 15 ]; then
+        note "- **model_$model**: skipped, the models' 200 s are spent"
+        part "model_$model" skipped 0 0 0
+        continue
+    fi
+    run "model_$model" $limit $PY benchmarks/gpu_models.py --models "$model" --append \
+        --out "$LOGS" --budget 40 --rounds 3 --seconds 0.2
+done
+if [ -f "$LOGS/gpu_models.md" ]; then
+    cat "$LOGS/gpu_models.md" >> "$SUMMARY"
 fi
 
-# host time per call, per primitive: fastnn, its backend hook, cupy, torch
-run overhead 60 $PY benchmarks/gpu_overhead.py --out "$LOGS"
-note '```'
-grep "^{" "$LOGS/overhead.log" >> "$SUMMARY"
-note '```'
-
-LEFT=$(( 370 - $(elapsed) ))
-[ $LEFT -gt 130 ] && LEFT=130
+# ---------------------------------------------------------------- benchmarks
+LEFT=$(( BUDGET - $(elapsed) - RESERVE - 30 ))
+[ $LEFT -gt 120 ] && LEFT=120
 if [ $LEFT -gt 20 ]; then
     run bench $(( LEFT + 15 )) $PY benchmarks/gpu_bench.py --out "$LOGS" --budget "$LEFT" \
         --profile-dir "$LOGS"
     [ -f "$LOGS/gpu_report.md" ] && cat "$LOGS/gpu_report.md" >> "$SUMMARY"
 else
     note "- **bench**: skipped, only ${LEFT}s left of the budget"
+    part bench skipped 0 0 0
 fi
-# the model steps on cuda: eager, compiled (graphs, fused kernels), PyTorch CUDA eager
-run models 150 $PY benchmarks/gpu_models.py --out "$LOGS" --budget 100 --rounds 3 \
-    --seconds 0.2
-if [ -f "$LOGS/gpu_models.md" ]; then
-    cat "$LOGS/gpu_models.md" >> "$SUMMARY"
-else
-    note '```'
-    grep -E "^\{|^[A-Za-z0-9]+ \{|Error" "$LOGS/models.log" | tail -n 12 >> "$SUMMARY"
-    note '```'
-fi
+
+# ---------------------------------------------------------------- while time is left
+run overhead 45 $PY benchmarks/gpu_overhead.py --out "$LOGS"
+show overhead 20 "^\{"
+
+# the README's main job on the GPU, with a checkpoint written from device memory
+run train_digits 45 $PY -m fastnn.cli train --backend cuda --checkpoint "$LOGS/digits.safetensors"
+show train_digits 6
+
+# the opt-in direct cuBLAS matmul (FASTNN_CUDA_GEMM=cublas) through the cases that multiply
+run conformance_cublas_gemm 60 env FASTNN_CUDA_GEMM=cublas $PY -m pytest \
+    -p fastnn.conformance.plugin --pyargs fastnn.conformance --backend cuda -q \
+    -p no:cacheprovider $XDIST \
+    -k "matmul or linear or Linear or Dense or conv or Conv or Sequential or Residual"
+show conformance_cublas_gemm 10 "FAILED|ERROR|passed|failed"
+
+# data parallel: the NCCL hooks on the GPU (one rank: NCCL refuses two ranks on one GPU),
+# two MPI ranks sharing it host-staged (FASTNN_NCCL=0; skipped without mpiexec), then the
+# MLP step on one rank with NCCL and host-staged collectives (bytes, calls, ms per step)
+run distributed 60 $PY -m pytest tests/backends/cuda/test_cuda_nccl_gpu.py tests/distributed \
+    -q -rs -p no:cacheprovider -k "cuda or nccl"
+show distributed 8
+run bench_distributed 40 bash -c "$PY benchmarks/bench_distributed.py --backend cuda \
+    --ranks 1 && FASTNN_NCCL=0 $PY benchmarks/bench_distributed.py --backend cuda --ranks 1"
+show bench_distributed 8
+
 note ""
-note "total: $(elapsed)s"
-pack
+note "total: $(elapsed)s of ${BUDGET}s"

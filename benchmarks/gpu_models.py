@@ -11,7 +11,9 @@ Matmuls run in full FP32 on both sides (TF32 off in torch; cupy's default). Befo
 5 compiled steps are checked against 5 eager ones from the same weights (largest
 relative parameter difference; fused kernels may differ in the last bits). Models left
 when ``--budget`` seconds are spent are skipped, and said. Writes ``gpu_models.md`` and
-``gpu_models.json`` under ``--out``.
+``gpu_models.json`` under ``--out`` after each model (a run stopped early keeps the models
+it finished); ``--append`` adds to the rows already there, so that gpu_check.sh can run
+each model in a process of its own, under a timeout of its own.
 """
 
 from __future__ import annotations
@@ -130,8 +132,8 @@ def timed(step, seconds):
     return float(np.median(times))
 
 
-def run(names, rounds, seconds, budget):
-    rows, start = {}, time.perf_counter()
+def run(names, rounds, seconds, budget, rows=None, save=lambda rows: None):
+    rows, start = ({} if rows is None else rows), time.perf_counter()
     for name in names:
         if time.perf_counter() - start > budget:
             rows[name] = {"skipped": f"budget of {budget:.0f}s spent"}
@@ -144,10 +146,12 @@ def run(names, rounds, seconds, budget):
                     samples[k].append(timed(step, seconds))
         except Exception as exc:  # noqa: BLE001 - report the model and go on
             rows[name] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+            save(rows)
             continue
         rows[name] = {k: float(np.median(v)) * 1e3 for k, v in samples.items()}
         rows[name]["max_rel_param_diff"] = diff
         print(name, json.dumps(rows[name]), flush=True)
+        save(rows)
     return rows
 
 
@@ -176,16 +180,23 @@ def main(argv=None):
     parser.add_argument("--out", default=".")
     parser.add_argument("--device", default="cuda", help="cpu: a smoke run without a GPU")
     parser.add_argument("--small", action="store_true", help="tiny batches (smoke runs)")
+    parser.add_argument("--append", action="store_true",
+                        help="keep the rows of an earlier run in --out (one model a process)")
     args = parser.parse_args(argv)
     DEVICE.update(name=args.device, small=args.small)
-    rows = run(args.models.split(","), args.rounds, args.seconds, args.budget)
-    text = (f"## Model steps on {args.device} (fastnn eager, compiled, PyTorch eager)\n\n"
-            + table(rows) + "\n")
-    print(text)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "gpu_models.md").write_text(text)
-    (out / "gpu_models.json").write_text(json.dumps(rows, indent=2))
+    title = f"## Model steps on {args.device} (fastnn eager, compiled, PyTorch eager)\n\n"
+
+    def save(rows):
+        (out / "gpu_models.md").write_text(title + table(rows) + "\n")
+        (out / "gpu_models.json").write_text(json.dumps(rows, indent=2))
+
+    earlier = out / "gpu_models.json"
+    rows = json.loads(earlier.read_text()) if args.append and earlier.exists() else {}
+    rows = run(args.models.split(","), args.rounds, args.seconds, args.budget, rows, save)
+    save(rows)
+    print(title + table(rows))
     return rows
 
 

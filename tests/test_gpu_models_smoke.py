@@ -19,9 +19,15 @@ def test_every_model_reports_a_row(tmp_path):
     spec = importlib.util.spec_from_file_location("gpu_models", SCRIPT)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    bench.main(["--device", "cpu", "--small", "--models", "MLP,LSTM", "--rounds", "1",
-                "--seconds", "0", "--out", str(tmp_path)])
+    common = ["--device", "cpu", "--small", "--rounds", "1", "--seconds", "0",
+              "--out", str(tmp_path)]
+    bench.main(common + ["--models", "MLP"])
+    (tmp_path / "gpu_models.json").write_text(  # a row --append must keep; --append off drops it
+        json.dumps({"Old": {"skipped": "x"}, **json.loads((tmp_path / "gpu_models.json")
+                                                         .read_text())}))
+    bench.main(common + ["--models", "LSTM", "--append"])  # one model a process, as gpu_check
     rows = json.loads((tmp_path / "gpu_models.json").read_text())
+    assert rows.pop("Old") == {"skipped": "x"}
     assert set(rows) == {"MLP", "LSTM"}
     for name, row in rows.items():
         assert "error" not in row and "skipped" not in row, (name, row)

@@ -23,7 +23,8 @@ from fastnn_cuda import launch
 
 KERNEL_DTYPES = {"float32": "f32", "float64": "f64"}
 SOURCES = ("activations.cu", "softmax.cu", "rms.cu", "swish.cu", "optim.cu", "conv.cu",
-           "reduce.cu", "layers.cu", "scatter.cu")
+           "reduce.cu", "layers.cu", "scatter.cu", "norm.cu",
+           "attention.cu")
 COMPILE_OPTIONS = ("-std=c++14",) + launch.table_defines()
 
 # Must match `enum ActKind` in cu/activations.cu (a test compares the two).
@@ -33,6 +34,7 @@ ACTIVATION_CODES = {kind: code for code, kind in enumerate(BIAS_ACT_KINDS)}
 KERNEL_FILES = {
     "bias_act": "activations.cu",
     "bias_act_backward": "activations.cu",
+    "act_backward": "activations.cu",
     "softmax": "softmax.cu",
     "log_softmax": "softmax.cu",
     "softmax_xent": "softmax.cu",
@@ -69,6 +71,11 @@ KERNEL_FILES = {
     "gru_cell_backward": "layers.cu",
     "scatter_add_lines": "scatter.cu",
     "scatter_add_segments": "scatter.cu",
+    "layer_norm_forward": "norm.cu",
+    "layer_norm_backward_dx": "norm.cu",
+    "layer_norm_param_grads": "norm.cu",
+    "attention_softmax": "attention.cu",
+    "attention_softmax_backward": "attention.cu",
 }
 
 _ENTRY = re.compile(

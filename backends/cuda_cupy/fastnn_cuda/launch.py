@@ -1,6 +1,6 @@
 """Launch parameters for the CUDA kernels: pure Python and NumPy, testable without a GPU.
 
-Five shapes of launch:
+Six shapes of launch:
 
 - row-wise (softmax, cross-entropy, rms_div): one block per row, the block size
   the smallest multiple of 32 covering the row, at most ``ROW_THREADS_MAX``;
@@ -12,6 +12,9 @@ Five shapes of launch:
   backward, Swish, im2col, col2im): ``plane_grid`` puts a row's positions on
   x, rows (or samples) on y and a third index on z, each capped and looped
   over by the kernel, so that no thread divides a flat index by runtime sizes;
+- column-tiled over chunks of rows (layer norm's weight and bias gradients):
+  ``column_chunk_grid`` adds blockIdx.y for a chunk of at least ``CHUNK_ROWS_MIN``
+  rows, so that few columns still fill the GPU; the chunks' partials are summed after;
 - optimizer steps: all parameters in one launch, described by a
   :data:`STEP_TABLE_DTYPE` record passed by value (see ``cu/optim.cu``).
 """
@@ -36,11 +39,26 @@ FLAT_THREADS = 256
 FLAT_MAX_BLOCKS = 8192  # flat grid-stride kernels loop over the rest
 BN_THREADS = 256  # batch norm: one block of this many threads per channel
 STEP_POINTERS = 5  # per tensor: param, grad, up to three optimizer states (AMSGrad's)
+# column sums split into chunks of rows (layer norm's weight and bias gradients): at least
+# this many rows a chunk, and chunks until the grid has about this many blocks (two per SM
+# of an H100/H200, 132 SMs): a (tokens, 768) gradient has only 24 column tiles
+CHUNK_ROWS_MIN = 256
+COLUMN_TARGET_BLOCKS = 264
 
 
 def column_grid(cols: int) -> tuple[tuple[int], tuple[int]]:
     """(grid, block) for a column-tiled kernel over ``cols`` columns (cols >= 1)."""
     return (-(-cols // WARP),), (COLUMN_THREADS,)
+
+
+def column_chunk_grid(rows: int, cols: int) -> tuple[tuple[int, int], tuple[int], int]:
+    """(grid, block, chunk_rows) of a column-tiled kernel whose blockIdx.y takes a chunk of
+    ``chunk_rows`` rows (rows, cols >= 1): grid (column tiles, chunks)."""
+    tiles = -(-cols // WARP)
+    wanted = -(-COLUMN_TARGET_BLOCKS // tiles)
+    chunks = max(1, min(wanted, rows // CHUNK_ROWS_MIN, PLANE_MAX_YZ))
+    chunk_rows = -(-rows // chunks)
+    return (tiles, -(-rows // chunk_rows)), (COLUMN_THREADS,), chunk_rows
 
 
 def row_threads(cols: int) -> int:

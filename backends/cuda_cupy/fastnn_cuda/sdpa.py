@@ -1,13 +1,18 @@
-"""The attention hooks on cupy arrays: cuBLAS batched GEMMs for the three products, this
-backend's row-softmax kernel for the weights, and the softmax backward as one expression
-(fewer launches and temporaries than the composite).
+"""The attention hooks on cupy arrays: cuBLAS batched GEMMs for the three products, and
+between them one row kernel each way (cu/attention.cu): the scale, the mask and the
+softmax of the scores in one launch forward, the softmax backward (with the scale) in one
+launch backward, both in place on the fresh GEMM output. float32/float64 take the kernels;
+other dtypes the same math in cupy calls.
 
 NOTE: no fused (flash-style) kernel yet: the (..., L, S) scores are materialised.
 """
 
 from __future__ import annotations
 
+import math
+
 from fastnn.api.hookspec import hookimpl
+from fastnn_cuda import kernels
 from fastnn_cuda._cupy import cupy as cp
 from fastnn_cuda.fused import softmax as _softmax
 
@@ -16,9 +21,32 @@ def _swap(x):
     return x.swapaxes(-1, -2)
 
 
+def _kernel_dtype(*arrays) -> bool:
+    dtype = arrays[0].dtype
+    return kernels.has_kernel(dtype) and all(a.dtype == dtype for a in arrays)
+
+
+def mask_rows(mask, shape):
+    """(mask as contiguous bool rows, how many rows it has) for the kernel, which reads
+    row r % that count: a mask that varies over the last two axes only (the causal one)
+    stays one (L, S) plane; any other is broadcast to the scores' full shape."""
+    length, cols = shape[-2:]
+    mask = cp.asarray(mask).astype(cp.bool_, copy=False)
+    if all(d == 1 for d in mask.shape[:-2]):
+        plane = mask.reshape(mask.shape[-2:]) if mask.ndim > 2 else mask
+        return cp.ascontiguousarray(cp.broadcast_to(plane, (length, cols))), length
+    return cp.ascontiguousarray(cp.broadcast_to(mask, shape)), math.prod(shape[:-1])
+
+
 @hookimpl
 def attention(q, k, v, mask, scale):
-    scores = cp.matmul(q, _swap(k))
+    scores = cp.ascontiguousarray(cp.matmul(q, _swap(k)))  # fresh: no copy
+    if _kernel_dtype(q, k, v) and scores.size:
+        cols = scores.shape[-1]
+        keep, period = mask_rows(mask, scores.shape) if mask is not None else (0, 1)
+        kernels.launch_rows("attention_softmax", scores.dtype, scores.device.id,
+                            scores.size // cols, cols, (scores, cols, float(scale), keep, period))
+        return cp.matmul(scores, v), scores
     scores *= scores.dtype.type(scale)
     if mask is not None:
         scores = cp.where(mask, scores, scores.dtype.type(-cp.inf))
@@ -29,8 +57,14 @@ def attention(q, k, v, mask, scale):
 @hookimpl
 def attention_backward(q, k, v, weights, grad, scale):
     grad_v = cp.matmul(_swap(weights), grad)
-    grad_s = cp.matmul(grad, _swap(v))  # dL/dweights, then dL/dscores in place
-    grad_s -= (grad_s * weights).sum(axis=-1, keepdims=True)
-    grad_s *= weights
-    grad_s *= grad_s.dtype.type(scale)
+    grad_s = cp.ascontiguousarray(cp.matmul(grad, _swap(v)))  # dL/dweights, then dL/dscores
+    if _kernel_dtype(weights, grad_s) and grad_s.size:
+        cols = grad_s.shape[-1]
+        kernels.launch_rows("attention_softmax_backward", grad_s.dtype, grad_s.device.id,
+                            grad_s.size // cols, cols,
+                            (cp.ascontiguousarray(weights), grad_s, cols, float(scale)))
+    else:
+        grad_s -= (grad_s * weights).sum(axis=-1, keepdims=True)
+        grad_s *= weights
+        grad_s *= grad_s.dtype.type(scale)
     return cp.matmul(grad_s, k), cp.matmul(_swap(grad_s), q), grad_v

@@ -1,9 +1,9 @@
 """Building the CUDA kernel sources as host C++ for the host-run tests (no GPU).
 
-Shared by test_cuda_kernels_on_host.py (threads run one after another) and
-test_cuda_column_kernels_threaded.py (threads as OS threads with barriers):
-the CUDA keywords and bit casts the sources use, the g++ call, and the
-conversion of Python arguments to the kernels' C types.
+Shared by test_cuda_kernels_on_host.py (threads run one after another),
+test_cuda_column_kernels_threaded.py and test_cuda_norm_act_on_host.py (threads
+as OS threads with barriers): the CUDA keywords and bit casts the sources use,
+the g++ call, and the conversion of Python arguments to the kernels' C types.
 """
 
 from __future__ import annotations
@@ -66,6 +66,76 @@ def run_serial(libs, base, dtype, grid, block, c_args) -> None:
                     for tx in range(dx):
                         lib.fastnn_set_index3(bx, by, bz, tx, ty, dx, dy, gx, gy, gz)
                         fn(*c_args)
+
+
+# Every thread of a block an OS thread: ``__syncthreads`` a pthread barrier, ``__shared__``
+# memory one static array (blocks run one after another), and warp shuffles that swap
+# values through one slot per thread between two warp-wide barriers; so a missing barrier
+# or a wrong partial index gives wrong sums, without a GPU. Blocks are 1-D (threadIdx.x).
+THREADED_SHIM = CUDA_KEYWORDS + r"""
+#include <pthread.h>
+#include <thread>
+#include <vector>
+struct fastnn_dim3 { unsigned x, y, z; };
+static thread_local fastnn_dim3 threadIdx;
+static fastnn_dim3 blockIdx, blockDim, gridDim;
+static pthread_barrier_t fastnn_barrier, fastnn_warp_barrier[32];
+static inline void __syncthreads() { pthread_barrier_wait(&fastnn_barrier); }
+template <typename T> static inline T __shfl_xor_sync(unsigned, T v, int mask) {
+    static T slots[1024];
+    const unsigned t = threadIdx.x, w = t / 32;
+    slots[t] = v;
+    pthread_barrier_wait(&fastnn_warp_barrier[w]);
+    const T r = slots[(t & ~31u) | ((t % 32) ^ (unsigned)mask)];
+    pthread_barrier_wait(&fastnn_warp_barrier[w]);
+    return r;
+}
+// each block's threads call `body` (a launch's kernel with its arguments) as OS threads
+extern "C" void fastnn_run_threaded(unsigned gx, unsigned gy, unsigned gz, unsigned threads,
+                                    void (*body)(void)) {
+    blockDim.x = threads; blockDim.y = 1; blockDim.z = 1;
+    gridDim.x = gx; gridDim.y = gy; gridDim.z = gz;
+    for (unsigned bz = 0; bz < gz; ++bz)
+        for (unsigned by = 0; by < gy; ++by)
+            for (unsigned bx = 0; bx < gx; ++bx) {
+                blockIdx.x = bx; blockIdx.y = by; blockIdx.z = bz;
+                pthread_barrier_init(&fastnn_barrier, nullptr, threads);
+                for (unsigned w = 0; w < threads / 32; ++w)
+                    pthread_barrier_init(&fastnn_warp_barrier[w], nullptr, 32);
+                std::vector<std::thread> pool;
+                for (unsigned t = 0; t < threads; ++t)
+                    pool.emplace_back([=] { threadIdx.x = t; threadIdx.y = 0; body(); });
+                for (auto& th : pool) th.join();
+                pthread_barrier_destroy(&fastnn_barrier);
+                for (unsigned w = 0; w < threads / 32; ++w)
+                    pthread_barrier_destroy(&fastnn_warp_barrier[w]);
+            }
+}
+"""
+
+_THUNK = ctypes.CFUNCTYPE(None)
+
+
+def build_threaded(directory, names) -> dict:
+    """{source name: library} of the kernel sources ``names`` under :data:`THREADED_SHIM`."""
+    return {name: compile_library(directory, f"threaded_{name.split('.')[0]}",
+                                  THREADED_SHIM + kernels.source(name).replace(
+                                      '#line 1 "', '#line 1 "host_'), flags=("-pthread",))
+            for name in names}
+
+
+def run_threaded(libs, base, dtype, grid, block, c_args) -> None:
+    """A launch of ``base`` with every thread of a block an OS thread (1-D blocks of whole
+    warps; the kernel is called through ctypes, which lets go of the GIL meanwhile)."""
+    lib = libs[kernels.KERNEL_FILES[base]]
+    fn = getattr(lib, kernels.kernel_name(base, dtype))
+    gx, gy, gz = (tuple(grid) + (1, 1))[:3]
+    threads, *rest = tuple(block)
+    if any(r != 1 for r in rest) or threads % 32:
+        raise ValueError(f"run_threaded takes 1-D blocks of whole warps, not {block}")
+    body = _THUNK(lambda: fn(*c_args))
+    lib.fastnn_run_threaded(ctypes.c_uint(gx), ctypes.c_uint(gy), ctypes.c_uint(gz),
+                            ctypes.c_uint(threads), body)
 
 
 def compile_library(directory, stem: str, text: str, flags=()) -> ctypes.CDLL:

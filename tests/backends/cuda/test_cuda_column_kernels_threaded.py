@@ -22,32 +22,11 @@ from fastnn_cpu import fused as cpu_fused
 from fastnn_cuda import kernels, launch
 
 import fastnn as fnn
-from tests.backends.cuda.host_build import CUDA_KEYWORDS, c_arg, compile_library
+from tests.backends.cuda.host_build import THREADED_SHIM, c_arg, compile_library
 
 if shutil.which("g++") is None:
     pytest.skip("g++ is not installed: cannot build the kernels for the host",
                 allow_module_level=True)
-
-SHIM = CUDA_KEYWORDS + r"""
-#include <pthread.h>
-#include <thread>
-#include <vector>
-struct fastnn_dim3 { unsigned x, y, z; };
-static thread_local fastnn_dim3 threadIdx;
-static fastnn_dim3 blockIdx, blockDim, gridDim;
-static pthread_barrier_t fastnn_barrier, fastnn_warp_barrier[32];
-static inline void __syncthreads() { pthread_barrier_wait(&fastnn_barrier); }
-// a warp's lanes swap values through one slot per thread, between two warp-wide barriers
-template <typename T> static inline T __shfl_xor_sync(unsigned, T v, int mask) {
-    static T slots[1024];
-    const unsigned t = threadIdx.x, w = t / 32;
-    slots[t] = v;
-    pthread_barrier_wait(&fastnn_warp_barrier[w]);
-    const T r = slots[(t & ~31u) | ((t % 32) ^ (unsigned)mask)];
-    pthread_barrier_wait(&fastnn_warp_barrier[w]);
-    return r;
-}
-"""
 
 LAUNCHER = r"""
 template <typename F, typename... A>
@@ -84,7 +63,7 @@ THREADS = 128  # four warps: the cross-warp sums are what this checks
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
     directory = tmp_path_factory.mktemp("threaded_kernels")
-    text = SHIM + kernels.source("activations.cu") + kernels.source("reduce.cu").split(
+    text = THREADED_SHIM + kernels.source("activations.cu") + kernels.source("reduce.cu").split(
         "#line 1", 1)[1].split("\n", 1)[1] + LAUNCHER
     text += "".join(f"WRAP_BAB({t}, {s}) WRAP_SUM({t}, {s})\n"
                     for t, s in (("float", "f32"), ("double", "f64")))

@@ -6,9 +6,12 @@ each (block, thread) of the launch that launch.py plans is run in turn. This
 checks the kernels' indexing and math (im2col/col2im, bias + activation and
 its backward, the cross-entropy backward, swish, column sums, and the
 one-launch optimizer tables passed by value) without a GPU. Kernels with warp
-reductions (softmax, rms_div, sum_all) need real warps: GPU only; the
-column-tiled ones run here with one warp per block, so that running threads
-one after another still meets their shared-memory partials in order.
+reductions (softmax, rms_div, sum_all, layer norm, attention) need real warps:
+they run with OS threads in test_cuda_row_kernels_threaded.py,
+test_cuda_column_kernels_threaded.py, test_cuda_norm_act_on_host.py and
+test_cuda_attention_on_host.py; the column-tiled ones run here with one warp
+per block, so that running threads one after another still meets their
+shared-memory partials in order.
 """
 
 from __future__ import annotations

@@ -35,6 +35,21 @@ def test_plane_grid_is_within_cuda_limits_and_covers_or_loops(positions, middle,
     assert gz == min(rows, 65535)
 
 
+@pytest.mark.parametrize("rows", [1, 255, 256, 257, 4096, 10**5, 10**8])
+@pytest.mark.parametrize("cols", [1, 33, 768, 5000, 10**5])
+def test_column_chunks_cover_every_row_once_and_fill_the_gpu(rows, cols):
+    (tiles, chunks), (threads,), chunk_rows = launch.column_chunk_grid(rows, cols)
+    assert tiles * launch.WARP >= cols > (tiles - 1) * launch.WARP
+    assert threads == launch.COLUMN_THREADS
+    assert 1 <= chunks <= launch.PLANE_MAX_YZ
+    assert (chunks - 1) * chunk_rows < rows <= chunks * chunk_rows  # no empty chunk
+    if chunks > 1:
+        assert chunk_rows >= launch.CHUNK_ROWS_MIN  # never finer than that
+    # as many blocks as wanted (give or take the rounding), unless the rows run out first
+    wanted_chunks = -(-launch.COLUMN_TARGET_BLOCKS // tiles)
+    assert chunks >= min(wanted_chunks, rows // launch.CHUNK_ROWS_MIN, launch.PLANE_MAX_YZ) - 1
+
+
 def test_a_ten_class_head_runs_full_blocks():
     (gx, gy, gz), (tx, ty) = launch.plane_grid(10, 1024, 1)
     assert (tx, ty) == (32, 8) and (gx, gy, gz) == (1, 128, 1)

@@ -177,9 +177,10 @@ WRAP_BN(float, f32) WRAP_BN(double, f64)
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_batch_norm_with_threads_and_barriers(tmp_path, dtype):
     """A block of 64 OS threads per channel meeting in the shared-memory tree sum."""
-    from tests.backends.cuda.test_cuda_column_kernels_threaded import LAUNCHER, SHIM
+    from tests.backends.cuda.host_build import THREADED_SHIM
+    from tests.backends.cuda.test_cuda_column_kernels_threaded import LAUNCHER
 
-    text = SHIM + kernels.source("layers.cu") + LAUNCHER + BN_WRAP
+    text = THREADED_SHIM + kernels.source("layers.cu") + LAUNCHER + BN_WRAP
     lib = compile_library(tmp_path, "bn_threads", text, flags=("-pthread",))
     suffix = kernels.KERNEL_DTYPES[dtype]
     x = (rand((3, 5, 7), 30, 2.0) + 1.0).astype(dtype)

@@ -138,3 +138,24 @@ __device__ void bias_act_backward_body(const T* x, const T* bias, const T* out, 
     }
 
 FASTNN_INSTANTIATE(FASTNN_BIAS_ACT_BACKWARD)
+
+// dx = grad * act'(x) elementwise with no bias (the gelu_backward hook), on planes with
+// one row of all n elements, as a plain bias_act: one launch where the core's composite
+// makes eight (erf, exp and six products and sums, each a temporary).
+template <typename T>
+__device__ void act_backward_body(const T* x, const T* out, const T* grad, T* dx, i64 n,
+                                  i64 kind, double slope) {
+    const T s = T(slope);
+    const i64 first = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    const i64 step = (i64)gridDim.x * blockDim.x;
+    for (i64 i = first; i < n; i += step) dx[i] = activation_grad(x[i], out[i], grad[i], kind, s);
+}
+
+#define FASTNN_ACT_BACKWARD(T, SUFFIX)                                                   \
+    extern "C" __global__ void act_backward_##SUFFIX(const T* x, const T* out,           \
+                                                     const T* grad, T* dx, i64 n,        \
+                                                     i64 kind, double slope) {           \
+        act_backward_body<T>(x, out, grad, dx, n, kind, slope);                          \
+    }
+
+FASTNN_INSTANTIATE(FASTNN_ACT_BACKWARD)
