@@ -208,8 +208,9 @@ def test_conv1d_and_gradients(ocl, rng, dtype, attrs):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("padding,dilation,groups", [(0, 1, 1), (2, 1, 2), (6, 2, 1), (9, 1, 1)])
 def test_conv1d_direct_kernel_long_inputs(ocl, rng, dtype, padding, dilation, groups):
-    """Stride-1 conv on CPU devices runs the direct kernel: whole vectors, padding lanes,
-    a last partial vector, and 10 output channels (one full block of 8 and a partial one)."""
+    """Stride-1 conv on CPU devices runs the direct kernels: whole vectors, padding lanes,
+    a last partial block, and 10 output channels (two full blocks of 4 and a partial one);
+    the weight gradient's (channel, tap) columns end in a partial block too."""
     x = rng.standard_normal((2, 6, 53)).astype(dtype)
     w = rng.standard_normal((10, 6 // groups, 5)).astype(dtype)
     args = (1, padding, dilation, groups)
@@ -220,6 +221,23 @@ def test_conv1d_direct_kernel_long_inputs(ocl, rng, dtype, padding, dilation, gr
     g = rng.standard_normal(out.shape).astype(dtype)
     got_x = ocl.conv1d_grad_input(up(ocl, g, True), up(ocl, w), 53, *args)
     np.testing.assert_allclose(ocl.to_numpy(got_x), cpu.conv1d_grad_input(g, w, 53, *args), **tol)
+    got_w = ocl.conv1d_grad_weight(up(ocl, x, True), up(ocl, g, True), 5, *args)
+    np.testing.assert_allclose(ocl.to_numpy(got_w), cpu.conv1d_grad_weight(x, g, 5, *args), **tol)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_conv1d_direct_weight_gradient_split(ocl, rng, monkeypatch, dtype):
+    """Few output blocks: the weight gradient splits the (sample, position vector) pairs,
+    in runs that cross from one sample into the next, and sums the partial products."""
+    from fastnn_opencl import conv
+
+    monkeypatch.setattr(conv, "SPLIT_ITEMS", 1000)
+    x = rng.standard_normal((3, 2, 300)).astype(dtype)
+    g = rng.standard_normal((3, 3, 298)).astype(dtype)
+    args = (1, 1, 2, 1)
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == "float32" else dict(rtol=1e-11, atol=1e-11)
+    got_w = ocl.conv1d_grad_weight(up(ocl, x), up(ocl, g), 3, *args)
+    np.testing.assert_allclose(ocl.to_numpy(got_w), cpu.conv1d_grad_weight(x, g, 3, *args), **tol)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
