@@ -122,6 +122,7 @@ def test_astype(ocl, rng, src, dst):
 @pytest.mark.parametrize("op", ["sum", "mean", "max"])
 @pytest.mark.parametrize("shape,axis", [((4, 5, 6), None), ((4, 5, 6), (0,)), ((4, 5, 6), (1,)),
                                         ((4, 5, 6), (2,)), ((4, 5, 6), (0, 2)), ((4, 5, 6), ()),
+                                        ((3, 9, 7), (0, 2)), ((2, 3, 8, 5), (0, 3)),
                                         ((7,), (0,)), ((1, 3), (0,)), ((0, 3), (1,)),
                                         ((3, 10000), (1,)), ((50000,), None)], ids=str)
 def test_reductions(ocl, rng, op, dtype, shape, axis):
@@ -203,6 +204,29 @@ def test_conv1d_and_gradients(ocl, rng, dtype, attrs):
     np.testing.assert_allclose(ocl.to_numpy(got_w), cpu.conv1d_grad_weight(x, g, 3, *args), **tol)
     got_x = ocl.conv1d_grad_input(up(ocl, g), up(ocl, w), 13, *args)
     np.testing.assert_allclose(ocl.to_numpy(got_x), cpu.conv1d_grad_input(g, w, 13, *args), **tol)
+
+
+@pytest.mark.parametrize("dtype", DTYPES + ["int64"])
+@pytest.mark.parametrize("op", ["sum", "mean", "max"])
+def test_outer_and_inner_axes_reduce_in_one_pass(ocl, rng, monkeypatch, op, dtype):
+    """(N, C, L) over N and L (a conv's bias gradient): no transposed copy on CPU devices."""
+    from fastnn_opencl import reduce
+    from fastnn_opencl.runtime import state
+
+    if not state(0).is_cpu:
+        pytest.skip("the one-pass kernel runs on CPU devices")
+    if dtype == "int64" and op == "mean":
+        pytest.skip("the core converts integer tensors to float before mean")
+    monkeypatch.setattr(reduce, "OUTER_ITEMS", 0)
+    calls = []
+    monkeypatch.setattr(reduce, "_pass", lambda *a: calls.append(a))  # must not run
+    for shape, axes in (((3, 5, 7), (0, 2)), ((2, 3, 4, 9), (0, 3)), ((4, 1, 3), (0, 2))):
+        x = (rng.standard_normal(shape) * 10).astype(dtype)
+        x.flat[5] = np.nan if dtype.startswith("float") else x.flat[5]
+        want = getattr(cpu, op)(x, axes, False)
+        got = ocl.to_numpy(getattr(ocl, op)(up(ocl, x), axes, False))
+        np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == "float32" else 1e-12)
+    assert not calls
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
