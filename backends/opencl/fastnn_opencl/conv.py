@@ -182,7 +182,7 @@ def _direct_kernel(dev, dtype: str, name: str, arg_dtypes: list):
     return dev.kernel(FILE, name, defines, arg_dtypes), vw
 
 
-TC, VN = 4, 3  # k_conv1d_direct: output channels x position vectors per work-item
+TC, VN = 4, 2  # k_conv1d_direct: output channels x position vectors per work-item
 TO, TJ = 4, 4  # k_conv1d_grad_weight: output channels x (channel, tap) columns per work-item
 
 

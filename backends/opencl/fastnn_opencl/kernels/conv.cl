@@ -69,8 +69,9 @@ inline VT load_lanes(const __global T *row, const int pos, const int L) {
 // row) takes the loop without bound checks. Channels past the group's last one read a
 // valid weight row and are not stored. x needs unit stride along its length; out is
 // written at out[n*son + channel*soc + l].
-// NOTE: 4 x 3 vectors of 8 floats ran 1.2x faster than 8 x 1 on PoCL (AVX2), and testing
-// the window once per work-item instead of per (i, k) another 1.3x.
+// NOTE: testing the window once per work-item instead of per (i, k) ran 1.3x faster on
+// PoCL (AVX2); 4 x 2 vectors of 8 floats another 1.05-1.1x over 8 x 1 (4 x 3 and 6 x 2
+// about level with 4 x 2).
 #define BL (VW * VN)
 __kernel void k_conv1d_direct(__global T *out, const int son, const int soc,
                               __global const T *x, const int xoff, const int sxn, const int sxc,
