@@ -6,11 +6,13 @@ With CK = C_in/groups * K and NL = N * L_out, per group g:
   grad_input   dcols_g (CK, NL)     = W_g^T @ G_g, then col2im gathers dx
 where G is grad_out laid out as (C_out, N, L_out). The GEMM forward's result is
 returned as a (N, C_out, L_out) view of the (C_out, N, L_out) buffer, so its
-gradient usually arrives already in G's layout and needs no copy. On CPU devices a
-stride-1 forward is a direct kernel writing a contiguous (N, C_out, L_out) result
-(elementwise kernels and reductions after it then see a contiguous array), the input
-gradient likewise, and the weight gradient a packed GEMM that reads x and grad_out in
-place (any layout).
+gradient usually arrives already in G's layout and needs no copy.
+
+On CPU devices stride 1 takes direct kernels, with no im2col buffer: the forward writes
+a contiguous (N, C_out, L_out) result (elementwise kernels and reductions after it then
+see a contiguous array), the input gradient is the same kernel over the flipped weight,
+and the weight gradient sums products along the positions (``k_conv1d_grad_weight``). A
+strided weight gradient there is a packed GEMM that reads x and grad_out in place.
 """
 
 from __future__ import annotations
@@ -96,6 +98,10 @@ def conv1d_grad_weight(x, grad_out, kernel_size, stride, padding, dilation, grou
         return grad_w
     if nl == 0:
         return _zeros(grad_w)
+    if stride == 1 and uses_cpu_kernels(x.dev):
+        _grad_weight_direct(grad_w, _unit_length(x), _unit_length(grad_out), groups, padding,
+                            dilation)
+        return grad_w
     if uses_cpu_kernels(x.dev) and c_out_g * ck * nl >= PACK_CONV:  # B from x, A in place
         gs = grad_out.strides
         for g in range(groups):
@@ -168,6 +174,18 @@ def _unit_length(x: CLArray) -> CLArray:
     return x if x.shape[2] <= 1 or x.strides[2] == 1 else elementwise.copy(x)
 
 
+def _direct_kernel(dev, dtype: str, name: str, arg_dtypes: list):
+    """``name`` of the direct CPU kernels: one program per dtype holds all of them."""
+    vw = vector_lanes(dev, dtype)  # 32 bytes at most (see linalg.vector_lanes)
+    defines = (("T", CL_TYPES[dtype]), ("VW", vw), ("TC", TC), ("VN", VN), ("TO", TO),
+               ("TJ", TJ))
+    return dev.kernel(FILE, name, defines, arg_dtypes), vw
+
+
+TC, VN = 4, 2  # k_conv1d_direct: output channels x position vectors per work-item
+TO, TJ = 4, 4  # k_conv1d_grad_weight: output channels x (channel, tap) columns per work-item
+
+
 def _direct(out: CLArray, out_strides: tuple, x: CLArray, weight: CLArray, w_offset: int,
             w_strides: tuple, c_in_g: int, c_out_g: int, groups: int, length_out: int, k: int,
             padding: int, dilation: int) -> None:
@@ -177,16 +195,45 @@ def _direct(out: CLArray, out_strides: tuple, x: CLArray, weight: CLArray, w_off
     w_strides = (group, output channel, input channel, tap) element strides of weight.
     """
     dev = x.dev
-    vw = vector_lanes(dev, x.dtype)  # 32 bytes at most (see linalg.vector_lanes)
-    tc = 8
-    defines = (("T", CL_TYPES[x.dtype]), ("TC", tc), ("VW", vw))
-    kernel = dev.kernel(FILE, "k_conv1d_direct", defines,
-                        [None, _I, _I, None, _I, _I, _I, None] + [_I] * 12)
+    kernel, vw = _direct_kernel(dev, x.dtype, "k_conv1d_direct",
+                                [None, _I, _I, None, _I, _I, _I, None] + [_I] * 12)
     n, _, length = x.shape
-    size = (-(-length_out // vw), n, groups * -(-c_out_g // tc))
+    size = (-(-length_out // (vw * VN)), n, groups * -(-c_out_g // TC))
     kernel(dev.queue, size, None, out.data, *out_strides, x.data, x.offset, x.strides[0],
            x.strides[1], weight.data, w_offset, *w_strides, c_in_g, c_out_g, length,
            length_out, k, padding, dilation)
+
+
+SPLIT_ITEMS = 4  # work-items per compute unit below which the weight gradient splits
+
+
+def _grad_weight_direct(grad_w: CLArray, x: CLArray, grad_out: CLArray, groups: int,
+                        padding: int, dilation: int) -> None:
+    """The stride-1 weight gradient of ``k_conv1d_grad_weight`` into (contiguous) grad_w.
+
+    With few output blocks for the device's compute units, the (sample, position vector)
+    pairs are split and the partial products summed (``k_sum_slices``)."""
+    dev = x.dev
+    c_out, c_in_g, k = grad_w.shape
+    n, _, length = x.shape
+    length_out = grad_out.shape[2]
+    c_out_g, ck = c_out // groups, c_in_g * k
+    kernel, vw = _direct_kernel(dev, x.dtype, "k_conv1d_grad_weight",
+                                [None, None, _I, _I, _I, None] + [_I] * 13)
+    pairs = n * -(-length_out // vw)
+    items = -(-ck // TJ) * groups * -(-c_out_g // TO)
+    splits = max(1, min(-(-SPLIT_ITEMS * dev.compute_units // items), pairs // 16))
+    per_split = -(-pairs // splits)
+    splits = -(-pairs // per_split)
+    parts = grad_w if splits == 1 else dev.empty((splits,) + grad_w.shape, grad_w.dtype)
+    kernel(dev.queue, (-(-ck // TJ), groups * -(-c_out_g // TO), splits), None, parts.data,
+           x.data, x.offset, x.strides[0], x.strides[1], grad_out.data, grad_out.offset,
+           grad_out.strides[0], grad_out.strides[1], c_in_g, c_out_g, groups, length,
+           length_out, k, padding, dilation, pairs, per_split)
+    if splits > 1:
+        total, _ = _direct_kernel(dev, x.dtype, "k_sum_slices", [None, None, _I, _I])
+        total(dev.queue, (rounded(grad_w.size),), None, grad_w.data, parts.data, grad_w.size,
+              splits)
 
 
 def _zeros(like: CLArray) -> CLArray:

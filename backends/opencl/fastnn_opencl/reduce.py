@@ -89,6 +89,12 @@ def _reduce(x: CLArray, axis, keepdims: bool, op: int, mean: bool = False) -> CL
     out_shape = tuple(
         1 if d in axes else n for d, n in enumerate(x.shape) if keepdims or d not in axes
     )
+    outer = _outer_inner(x, axes)
+    if outer is not None:
+        a, b, c = outer
+        scale = (1.0 / (a * c) if a * c else math.nan) if mean else 1.0
+        out = _pass_outer(x, a, b, c, op, scale)
+        return out.view(out_shape, contiguous_strides(out_shape))
     src, a, k, b = _three_axes(x, axes)
     scale = (1.0 / k if k else math.nan) if mean else 1.0
     few_outputs = a * b < 64 * src.dev.compute_units
@@ -99,6 +105,39 @@ def _reduce(x: CLArray, axis, keepdims: bool, op: int, mean: bool = False) -> CL
     else:
         out = _pass(src, a, k, b, op, scale, src.dtype, chunk)
     return out.view(out_shape, contiguous_strides(out_shape))
+
+
+OUTER_ITEMS = 4  # k_reduce_outer's outputs per compute unit, at least
+
+
+def _outer_inner(x: CLArray, axes: tuple):
+    """(A, B, C) where a contiguous x reduced over ``axes`` is (A, B, C) reduced over A and
+    C (both non-empty, B one block of kept axes), on a CPU device with B outputs enough
+    to share out; else None."""
+    kept = [d for d in range(x.ndim) if d not in axes]
+    if (not x.dev.is_cpu or not kept or not x.is_contiguous or kept[0] == 0
+            or kept[-1] == x.ndim - 1 or kept != list(range(kept[0], kept[-1] + 1))):
+        return None
+    a = math.prod(x.shape[: kept[0]])
+    b = math.prod(x.shape[d] for d in kept)
+    c = math.prod(x.shape[kept[-1] + 1:])
+    if b < OUTER_ITEMS * x.dev.compute_units or a * c < 2:
+        return None
+    return a, b, c
+
+
+def _pass_outer(x: CLArray, a: int, b: int, c: int, op: int, scale: float) -> CLArray:
+    """k_reduce_outer: x as (A, B, C) reduced over A and C."""
+    dev = x.dev
+    out = dev.empty((b,), x.dtype)
+    acc = _acc_type(x, op)
+    defines = (("T", CL_TYPES[x.dtype]), ("TO", CL_TYPES[x.dtype]), ("ACC", acc),
+               ("OP", op), ("IS_FLOAT", int(x.dtype.startswith("float"))), ("WG", 1))
+    acc_np = np.float64 if acc == "double" else NP_TYPES[x.dtype] if acc != "long" else np.int64
+    scale = scale if np.dtype(acc_np).kind == "f" else 1  # integers only sum or max
+    kernel = dev.kernel(FILE, "k_reduce_outer", defines, [None, None, _I, _I, _I, _I, acc_np])
+    kernel(dev.queue, (rounded(b, 16),), None, out.data, x.data, x.offset, a, b, c, scale)
+    return out
 
 
 @hookimpl

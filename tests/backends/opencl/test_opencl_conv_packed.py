@@ -1,6 +1,7 @@
-"""The conv1d weight gradient through the packed GEMM (B packed straight from x, A read
-from grad_out in place) against a NumPy float64 reference: stride, dilation, groups,
-padding past the taps, grad_out as a permuted view, float32 and float64."""
+"""The conv1d weight gradient of CPU devices against a NumPy float64 reference: strided
+cases through the packed GEMM (B packed straight from x, A read from grad_out in place),
+stride-1 cases through the direct kernel; dilation, groups, padding past the taps,
+grad_out as a permuted view, float32 and float64."""
 
 import numpy as np
 import pytest

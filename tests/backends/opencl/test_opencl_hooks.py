@@ -122,6 +122,7 @@ def test_astype(ocl, rng, src, dst):
 @pytest.mark.parametrize("op", ["sum", "mean", "max"])
 @pytest.mark.parametrize("shape,axis", [((4, 5, 6), None), ((4, 5, 6), (0,)), ((4, 5, 6), (1,)),
                                         ((4, 5, 6), (2,)), ((4, 5, 6), (0, 2)), ((4, 5, 6), ()),
+                                        ((3, 9, 7), (0, 2)), ((2, 3, 8, 5), (0, 3)),
                                         ((7,), (0,)), ((1, 3), (0,)), ((0, 3), (1,)),
                                         ((3, 10000), (1,)), ((50000,), None)], ids=str)
 def test_reductions(ocl, rng, op, dtype, shape, axis):
@@ -205,11 +206,35 @@ def test_conv1d_and_gradients(ocl, rng, dtype, attrs):
     np.testing.assert_allclose(ocl.to_numpy(got_x), cpu.conv1d_grad_input(g, w, 13, *args), **tol)
 
 
+@pytest.mark.parametrize("dtype", DTYPES + ["int64"])
+@pytest.mark.parametrize("op", ["sum", "mean", "max"])
+def test_outer_and_inner_axes_reduce_in_one_pass(ocl, rng, monkeypatch, op, dtype):
+    """(N, C, L) over N and L (a conv's bias gradient): no transposed copy on CPU devices."""
+    from fastnn_opencl import reduce
+    from fastnn_opencl.runtime import state
+
+    if not state(0).is_cpu:
+        pytest.skip("the one-pass kernel runs on CPU devices")
+    if dtype == "int64" and op == "mean":
+        pytest.skip("the core converts integer tensors to float before mean")
+    monkeypatch.setattr(reduce, "OUTER_ITEMS", 0)
+    calls = []
+    monkeypatch.setattr(reduce, "_pass", lambda *a: calls.append(a))  # must not run
+    for shape, axes in (((3, 5, 7), (0, 2)), ((2, 3, 4, 9), (0, 3)), ((4, 1, 3), (0, 2))):
+        x = (rng.standard_normal(shape) * 10).astype(dtype)
+        x.flat[5] = np.nan if dtype.startswith("float") else x.flat[5]
+        want = getattr(cpu, op)(x, axes, False)
+        got = ocl.to_numpy(getattr(ocl, op)(up(ocl, x), axes, False))
+        np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == "float32" else 1e-12)
+    assert not calls
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("padding,dilation,groups", [(0, 1, 1), (2, 1, 2), (6, 2, 1), (9, 1, 1)])
 def test_conv1d_direct_kernel_long_inputs(ocl, rng, dtype, padding, dilation, groups):
-    """Stride-1 conv on CPU devices runs the direct kernel: whole vectors, padding lanes,
-    a last partial vector, and 10 output channels (one full block of 8 and a partial one)."""
+    """Stride-1 conv on CPU devices runs the direct kernels: whole vectors, padding lanes,
+    a last partial block, and 10 output channels (two full blocks of 4 and a partial one);
+    the weight gradient's (channel, tap) columns end in a partial block too."""
     x = rng.standard_normal((2, 6, 53)).astype(dtype)
     w = rng.standard_normal((10, 6 // groups, 5)).astype(dtype)
     args = (1, padding, dilation, groups)
@@ -220,6 +245,23 @@ def test_conv1d_direct_kernel_long_inputs(ocl, rng, dtype, padding, dilation, gr
     g = rng.standard_normal(out.shape).astype(dtype)
     got_x = ocl.conv1d_grad_input(up(ocl, g, True), up(ocl, w), 53, *args)
     np.testing.assert_allclose(ocl.to_numpy(got_x), cpu.conv1d_grad_input(g, w, 53, *args), **tol)
+    got_w = ocl.conv1d_grad_weight(up(ocl, x, True), up(ocl, g, True), 5, *args)
+    np.testing.assert_allclose(ocl.to_numpy(got_w), cpu.conv1d_grad_weight(x, g, 5, *args), **tol)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_conv1d_direct_weight_gradient_split(ocl, rng, monkeypatch, dtype):
+    """Few output blocks: the weight gradient splits the (sample, position vector) pairs,
+    in runs that cross from one sample into the next, and sums the partial products."""
+    from fastnn_opencl import conv
+
+    monkeypatch.setattr(conv, "SPLIT_ITEMS", 1000)
+    x = rng.standard_normal((3, 2, 300)).astype(dtype)
+    g = rng.standard_normal((3, 3, 298)).astype(dtype)
+    args = (1, 1, 2, 1)
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == "float32" else dict(rtol=1e-11, atol=1e-11)
+    got_w = ocl.conv1d_grad_weight(up(ocl, x), up(ocl, g), 3, *args)
+    np.testing.assert_allclose(ocl.to_numpy(got_w), cpu.conv1d_grad_weight(x, g, 3, *args), **tol)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -68,6 +68,21 @@ __kernel void k_reduce_group(REDUCE_ARGS) {
     if (lid == 0) out[o] = FINAL(part[0]);
 }
 
+// out[b] over a contiguous (A, B, C) view reduced over A and C (a convolution's bias
+// gradient: (N, C, L) summed over N and L), with no transposed copy: one work-item per b
+// (CPU devices), the C values of each a read in one run.
+__kernel void k_reduce_outer(__global TO *out, __global const T *x, const int off,
+                             const int A, const int B, const int C, const ACC scale) {
+    const int b = get_global_id(0);
+    if (b >= B) return;
+    const __global T *row = x + off + b * C;
+    ACC acc = INIT;
+    for (int a = 0; a < A; ++a, row += B * C) {
+        for (int c = 0; c < C; ++c) acc = COMBINE(acc, (ACC)row[c]);
+    }
+    out[b] = FINAL(acc);
+}
+
 // Index of the first maximum along K (NaN counts as the maximum, as in NumPy).
 __kernel void k_argmax(__global long *out, __global const T *x, const int off, const int K,
                        const int B, const int n_out) {
