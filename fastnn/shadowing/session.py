@@ -205,11 +205,8 @@ class shadow(Batching, Checking):
             out = fn(*args)
             self._lag(read)
             failures = self._check(backend, spec, args, host, out, None)
-            if failures:  # the checks before it first; then a wrong read is told apart
-                self._settle_ready()
-                self._blame(batch.Pending(backend, spec, args, out, None, originals,
-                                          self._place(index), read[2]),
-                            host, failures, False, read[2])
+            if failures and self._confirmed(backend, spec, args, out, originals, read[2]):
+                self._fail(backend, spec, args, host, failures, self._place(index))
         else:
             out = fn(*args)
             if checked:
@@ -264,6 +261,23 @@ class shadow(Batching, Checking):
         if failures:
             self._fail(backend, spec, args, host, failures, self._place(index))
         return out
+
+    def _confirmed(self, backend, spec, args, out, originals, many: bool) -> bool:
+        """Whether a to_numpy's failed check stands: the calls before it are checked
+        first (the first wrong call is the one blamed), and inputs read with the
+        backend's own to_numpy_many are read again one by one (a wrong read is the
+        backend's to_numpy_many's mismatch, not the call's)."""
+        self._settle_ready()
+        if not many or "to_numpy_many" not in backend.implemented:
+            return True
+        to_numpy = originals["to_numpy"]
+        again = calls.host_args(spec, args, lambda a: np.asarray(to_numpy(a)))
+        if self._check(backend, spec, args, again, out, None, count=False):
+            return True
+        if self._many:
+            self._many = False
+            self._wrong_read(backend)
+        return False
 
     def _device_in_place(self, backend, spec, fn, args, originals, checked, index):
         """A device call that writes its arguments: the calls pending and its inputs are
