@@ -161,10 +161,11 @@ class Batching:
 
     def _settle_batch(self, pending, fetched, many, quiet: bool = False) -> None:
         """Check the batch: every reference call first, in call order, then the small float
-        outputs that differed last time compared at once (:mod:`fastnn.shadowing.vector`;
-        the others are tried bit for bit first, one by one), then each call's verdict in
-        call order, so the first wrong call is the one blamed."""
-        ran, items, where = [], [], []
+        outputs that differed last time compared at once (:mod:`fastnn.shadowing.vector`),
+        and the small others tried for equality bit for bit at once (one by one when not
+        all equal), then each call's verdict in call order, so the first wrong call is
+        the one blamed."""
+        ran, items, where, same, same_where = [], [], [], [], []
         lookup = fetched_lookup(fetched)
         for entry in pending:
             spec, args = entry.spec, entry.args
@@ -180,10 +181,17 @@ class Batching:
                 continue
             for k, (_, g, w, row) in enumerate(result[0]):
                 # (an output equal bit for bit last time is tried for equality first)
-                if not row.equal_first and vector.eligible(g, w):
-                    items.append((g, w, row.rtol, row.atol))
-                    where.append((len(ran) - 1, k))
+                if not row.equal_first:
+                    if vector.eligible(g, w):
+                        items.append((g, w, row.rtol, row.atol))
+                        where.append((len(ran) - 1, k))
+                elif vector.small_pair(g, w):
+                    same.append((g, w))
+                    same_where.append((len(ran) - 1, k))
         verdicts = vector.compare_many(items) if items else []
+        if same and vector.all_equal(same):  # (else each is compared on its own)
+            verdicts += [vector.EQUAL_VERDICT] * len(same)
+            where += same_where
         per_call: dict = {}
         for (call, k), verdict in zip(where, verdicts):
             if verdict is not None:

@@ -132,3 +132,36 @@ def test_outputs_compared_at_once_agree_with_one_by_one():
     assert sum(v is None for v in verdicts) >= 30  # the failing kinds were all caught
     assert not vector.eligible(np.zeros(3, np.int32), np.zeros(3, np.int32))
     assert not vector.eligible(np.zeros(3, np.float32), np.zeros(3, np.float64))
+
+
+def test_outputs_tried_for_equality_at_once_agree_with_one_by_one():
+    """Small outputs are tried bit for bit all at once; the batch is equal exactly when
+    each of its pairs compares EQUAL one by one (a differing pair anywhere, a transposed
+    view, -0.0 against 0.0 and NaN of other bits are not equal bit for bit)."""
+    rng = np.random.default_rng(2)
+    pairs = []
+    for i in range(40):
+        dtype = (np.float32, np.float64, np.int64, np.bool_)[i % 4]
+        want = (rng.normal(size=(3, 4)) * 5).astype(dtype)
+        pairs.append((want.copy().T if i % 5 == 0 else want.copy(), want.T if i % 5 == 0
+                      else want))
+    nan = np.array([np.nan, 1.0], np.float32)
+    pairs.append((nan.copy(), nan))  # the same NaN bits: equal
+    assert all(vector.small_pair(g, w) for g, w in pairs)
+    assert vector.all_equal(pairs)
+    assert all(diff.compare(g, w, 0.0, 1e-30) is diff.EQUAL for g, w in pairs)
+    for k, change in [(5, "value"), (4, "negative zero"), (40, "nan bits")]:
+        got, want = pairs[k][0].copy(), pairs[k][1]
+        if change == "value":
+            got.flat[5] += 1
+        elif change == "negative zero":
+            got.flat[2], want = -0.0, want.copy()
+            want.flat[2] = 0.0
+        else:
+            got[0] = np.frombuffer(np.uint32(0x7FC00001).tobytes(), np.float32)[0]
+        changed = pairs[:k] + [(got, want)] + pairs[k + 1:]
+        assert not vector.all_equal(changed), change
+        assert diff.compare(got, want, 0.0, 1e-30).failed == (change == "value")
+    assert not vector.small_pair(np.zeros(3, np.float32), np.zeros(3, np.float64))
+    assert not vector.small_pair(np.zeros((3, 1)), np.zeros(3))
+    assert not vector.small_pair(np.zeros(1 << 12), np.zeros(1 << 12))  # 32 KiB: alone
