@@ -26,9 +26,6 @@ GATHER_BELOW = 1 << 18  # bytes: a stretch this small is gathered with the other
 _RANGES = 30  # ranges per launch of k_gather (kernels/gather.cl)
 _LOCAL = 256  # words of a range per work group
 _IDLE = 1 << 16  # work items a launch may spend on nothing (about a launch's own cost)
-# one work group copies a whole range (looping over it): True, False (a work item a word),
-# or None: on CPU devices (see _gather)
-GROUP_PER_RANGE = None
 _ARG_DTYPES = [None] + [None, np.int64, np.int64, np.int64] * _RANGES
 
 
@@ -117,14 +114,14 @@ def _place(hosts: list, buffer: np.ndarray, first: int, read) -> None:
         hosts[i] = host
 
 
-def _chunks(items: list, idle: float) -> list:
+def _chunks(items: list) -> list:
     """The launches of ``items`` (sorted by length): lists of their positions, at most
-    ``_RANGES`` each, and with at most ``idle`` work items beyond their words (a launch
+    ``_RANGES`` each, and with at most ``_IDLE`` work items beyond their words (a launch
     runs its longest range's length on every range)."""
     chunks, chunk, total = [], [], 0
     for k, (_, low, high) in enumerate(items):
         n = (high - low) // 4
-        if chunk and (len(chunk) == _RANGES or n * (len(chunk) + 1) - total - n > idle):
+        if chunk and (len(chunk) == _RANGES or n * (len(chunk) + 1) - total - n > _IDLE):
             chunks.append(chunk)
             chunk, total = [], 0
         chunk.append(k)
@@ -134,13 +131,8 @@ def _chunks(items: list, idle: float) -> list:
 
 def _gather(hosts: list, items: list):
     """Copy the small stretches ``items`` [(read, first byte, end byte)] of one device into
-    one device buffer, up to 30 to a launch, and queue one read of it; returns the queue.
-
-    On a GPU each work item copies a word (a launch runs over its longest stretch, so
-    stretches of like length go together); on a CPU device one work group copies a
-    whole stretch, looping over it: PoCL runs a work group as a loop and pays a fixed
-    cost per group (a launch of 30 stretches of 16 Ki words in groups of 256 words cost
-    ten times a copy of those bytes, and more on a loaded machine)."""
+    one device buffer, up to 30 to a launch (stretches of like length together: a launch
+    runs over its longest), and queue one read of it; returns the queue."""
     dev = items[0][0][2][0][1].dev
     items = sorted(items, key=lambda item: item[2] - item[1])
     places, words = [], 0  # each stretch's first word in the gathered buffer (8-byte aligned)
@@ -149,17 +141,15 @@ def _gather(hosts: list, items: list):
         words += -(-(high - low) // 8) * 2
     gathered = dev.empty((words,), "int32")
     kernel = dev.kernel("gather.cl", "k_gather", (), _ARG_DTYPES)
-    whole = dev.is_cpu if GROUP_PER_RANGE is None else GROUP_PER_RANGE
-    spread, idle = (_LOCAL, float("inf")) if whole else (None, _IDLE)
-    for chunk in _chunks(items, idle):
+    for chunk in _chunks(items):
         args = []
         for k in chunk:
             read, low, high = items[k]
             args += [read[2][0][1].data, low // 4, places[k], (high - low) // 4]
         args += [gathered.data, 0, 0, 0] * (_RANGES - len(chunk))
         longest = (items[chunk[-1]][2] - items[chunk[-1]][1]) // 4
-        width = spread or rounded(longest, _LOCAL)
-        kernel(dev.queue, (width, len(chunk)), (_LOCAL, 1), gathered.data, *args)
+        kernel(dev.queue, (rounded(longest, _LOCAL), len(chunk)), (_LOCAL, 1),
+               gathered.data, *args)
     host = np.empty(words * 4, np.uint8)
     cl().enqueue_copy(dev.queue, host, gathered.data, is_blocking=False)
     for (read, low, _), place in zip(items, places):

@@ -2,7 +2,6 @@
 large ones read alone, views of one buffer read once, every result as to_numpy's."""
 
 import numpy as np
-import pytest
 from fastnn_opencl import transfer
 
 
@@ -28,11 +27,8 @@ def test_gathered_and_direct_reads_match_to_numpy(ocl, monkeypatch):
     assert not got[-2].flags.writeable  # a broadcast: read-only, as np.broadcast_to's
 
 
-@pytest.mark.parametrize("whole", [True, False], ids=["a group a range", "an item a word"])
-def test_gathered_ranges_longer_than_a_work_group_are_read_whole(ocl, monkeypatch, whole):
-    """Ranges of many work groups' length (and of unlike lengths in one launch): a group
-    that loops over its range (CPU devices) and an item per word (GPUs) read the same."""
-    monkeypatch.setattr(transfer, "GROUP_PER_RANGE", whole)
+def test_gathered_ranges_longer_than_a_work_group_are_read_whole(ocl):
+    """Ranges of many work groups' length, of unlike lengths, more than one launch's."""
     rng = np.random.default_rng(3)
     hosts = [rng.normal(size=n).astype(np.float32) for n in (1, 255, 256, 257, 3000, 17, 9000)]
     hosts += [rng.integers(0, 9, size=(40, 33)).astype(np.int64), np.arange(1001) % 3 == 0]

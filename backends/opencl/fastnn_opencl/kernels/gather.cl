@@ -2,17 +2,13 @@
 // small arrays with one copy to the host). Range j: words [o_j, o_j + n_j) of s_j go to
 // words [d_j, d_j + n_j) of out; the ranges of out do not overlap.
 //
-// A 2-D launch: dimension 1 is the range, dimension 0 the word in it. Work item i copies
-// words i, i + G, i + 2G, ... of its range (G: the launch's width in dimension 0). On a
-// GPU the launch is as wide as the longest range (one word an item; to_numpy_many puts
-// ranges of like length in one launch); on a CPU device one work group wide, so a group
-// copies a whole range (PoCL's fixed cost per group was most of the copy's). A 1-D launch
-// that looked for its range among the 16 cost 16 tests a word.
+// A 2-D launch: dimension 1 is the range, dimension 0 the word in it (launched over the
+// longest range; to_numpy_many puts ranges of like length in one launch). Each work item
+// copies one word, so the cost is that of a copy (a 1-D launch that looked for its range
+// among the 16 cost 16 tests a word).
 
 #define RANGE(j) __global const uint *s##j, long o##j, long d##j, long n##j
-#define TAKE(j) case j: \
-    for (long i = get_global_id(0); i < n##j; i += step) out[d##j + i] = s##j[o##j + i]; \
-    break;
+#define TAKE(j) case j: if (i < n##j) out[d##j + i] = s##j[o##j + i]; break;
 
 // (30 ranges: 968 bytes of arguments, within the 1024 every OpenCL device takes)
 __kernel void k_gather(__global uint *out, RANGE(0), RANGE(1), RANGE(2), RANGE(3),
@@ -21,7 +17,7 @@ __kernel void k_gather(__global uint *out, RANGE(0), RANGE(1), RANGE(2), RANGE(3
                        RANGE(16), RANGE(17), RANGE(18), RANGE(19), RANGE(20), RANGE(21),
                        RANGE(22), RANGE(23), RANGE(24), RANGE(25), RANGE(26), RANGE(27),
                        RANGE(28), RANGE(29)) {
-    long step = get_global_size(0);
+    long i = get_global_id(0);
     switch (get_global_id(1)) {
     TAKE(0) TAKE(1) TAKE(2) TAKE(3) TAKE(4) TAKE(5) TAKE(6) TAKE(7)
     TAKE(8) TAKE(9) TAKE(10) TAKE(11) TAKE(12) TAKE(13) TAKE(14) TAKE(15)
