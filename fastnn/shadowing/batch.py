@@ -11,6 +11,14 @@ hook's inputs are read in the same wait, before it runs, and its check waits for
 next batch like any other. A mismatch found on arrays read together is checked again
 on arrays read one by one with ``to_numpy`` (when the backend has a ``to_numpy_many``
 of its own), so a broken ``to_numpy_many`` cannot blame another op.
+
+A batch read at a ``to_numpy`` or an in-place hook is not checked there: its checks
+lag behind, and the calls that follow run them a few at a time, each after its own
+launch, so that the host checks while the device computes (the device would otherwise
+wait for the checks, and the checks for the device). They run in call order, each
+batch's before the next one's, and all of them at the end of shadowing or when
+``BATCH`` calls lag; a mismatch names its call's own op, line and place in the step,
+found when the call was made, and is raised from a later call.
 """
 
 from __future__ import annotations
@@ -22,18 +30,28 @@ import numpy as np
 from fastnn.shadowing import calls, tolerance, vector
 from fastnn.shadowing.mismatch import ShadowWarning
 
-BATCH = 256  # pending calls at most
+BATCH = 256  # pending calls at most (and read calls whose checks lag behind)
+# output elements whose checks a later call runs (after its own launch: the device runs
+# it meanwhile); a batch's checks lag behind at most until they are all run this way
+LAG_ELEMENTS = 1 << 19
 
 
 class Pending:
     """A device call whose check waits for the next batch."""
 
-    __slots__ = ("backend", "spec", "args", "out", "host", "originals", "place")
+    __slots__ = ("backend", "spec", "args", "out", "host", "originals", "place", "many")
 
-    def __init__(self, backend, spec, args, out, host, originals, place):
+    def __init__(self, backend, spec, args, out, host, originals, place, many=False):
         self.backend, self.spec, self.args, self.out = backend, spec, args, out
         self.host = host  # the inputs' host copies, read before an in-place call; or None
         self.originals, self.place = originals, place
+        self.many = many  # ``host`` was read with to_numpy_many
+
+    def size(self) -> int:
+        """How many output elements its check compares (about)."""
+        out = self.args[0] if self.spec.returns_none else self.out
+        size = getattr(out, "size", None)
+        return size if type(size) is int else sum(a.size for a in calls.arrays_in(out))
 
 
 def frozen(value):
@@ -56,16 +74,44 @@ class Batching:
     """The batched checks of :class:`fastnn.shadowing.session.shadow` (a mixin: it uses
     the session's ``_pending``, ``_copies``, ``_many``, ``_on`` and its checks)."""
 
-    def _flush(self, quiet: bool = False, extra=None) -> dict:
-        """Check every pending device call, reading the arrays they need (and ``extra``:
-        (originals, arrays) of the call about to run) to the host in one wait per
-        backend; returns {id(array): host copy} of what was read."""
-        read = self._read_batch(extra)
-        self._settle_batch(*read, quiet=quiet)
-        pending, fetched, many = read
-        if many and not self._many and extra is not None:  # a wrong read: read again
-            fetched.update((id(a), h) for a, h in zip(extra[1], self._read(*extra)))
-        return fetched
+    def _flush(self, quiet: bool = False) -> None:
+        """Check every read and pending device call, reading the arrays the pending ones
+        need to the host in one wait per backend."""
+        self._settle_ready(quiet=quiet)
+        self._settle_batch(*self._read_batch(), quiet=quiet)
+
+    def _lag(self, read) -> None:
+        """Let the checks of a batch just read run later, a few at each call that follows
+        (:meth:`_settle_ready`), while the device runs that call: the host's checks and
+        the device's work overlap. They run in call order, before any later batch's."""
+        if read[0]:
+            self._ready.append(list(read))
+            self._lagging += len(read[0])
+            if self._lagging > BATCH:
+                self._settle_ready()
+
+    def _settle_ready(self, budget=None, quiet: bool = False) -> None:
+        """Run the lagging checks in call order: all of them, or those of about ``budget``
+        output elements (at least one call's)."""
+        ready = self._ready
+        while ready:
+            head = ready[0]
+            pending = head[0]
+            take = len(pending)
+            if budget is not None:
+                take, size = 0, 0
+                while take < len(pending) and size < budget:
+                    size += pending[take].size()
+                    take += 1
+                budget -= size
+            if take == len(pending):
+                ready.pop(0)
+            else:
+                head[0] = pending[take:]
+            self._lagging -= take
+            self._settle_batch(pending[:take], head[1], head[2], quiet=quiet)
+            if budget is not None and budget <= 0:
+                return
 
     def _read_batch(self, extra=None) -> tuple:
         """(pending calls, {id(array): host copy}, read with to_numpy_many): the arrays
@@ -115,26 +161,37 @@ class Batching:
 
     def _settle_batch(self, pending, fetched, many, quiet: bool = False) -> None:
         """Check the batch: every reference call first, in call order, then the small float
-        outputs that differed last time compared at once (:mod:`fastnn.shadowing.vector`;
-        the others are tried bit for bit first, one by one), then each call's verdict in
-        call order, so the first wrong call is the one blamed."""
-        ran, items, where = [], [], []
+        outputs that differed last time compared at once (:mod:`fastnn.shadowing.vector`),
+        and the small others tried for equality bit for bit at once (one by one when not
+        all equal), then each call's verdict in call order, so the first wrong call is
+        the one blamed."""
+        ran, items, where, same, same_where = [], [], [], [], []
         lookup = fetched_lookup(fetched)
         for entry in pending:
             spec, args = entry.spec, entry.args
             host = entry.host
             if host is None:
                 host = calls.host_args(spec, args, lookup)
+            elif entry.many and not self._many:  # its inputs were read wrong: not checked
+                self._count(spec, args, entry.out)
+                continue
             result = self._reference(spec, args, host, entry.out, lookup)
             ran.append((entry, host, result))
             if result is None or spec.hook in tolerance.UNCOMPARED:
                 continue
             for k, (_, g, w, row) in enumerate(result[0]):
                 # (an output equal bit for bit last time is tried for equality first)
-                if not row.equal_first and vector.eligible(g, w):
-                    items.append((g, w, row.rtol, row.atol))
-                    where.append((len(ran) - 1, k))
+                if not row.equal_first:
+                    if vector.eligible(g, w):
+                        items.append((g, w, row.rtol, row.atol))
+                        where.append((len(ran) - 1, k))
+                elif vector.small_pair(g, w):
+                    same.append((g, w))
+                    same_where.append((len(ran) - 1, k))
         verdicts = vector.compare_many(items) if items else []
+        if same and vector.all_equal(same):  # (else each is compared on its own)
+            verdicts += [vector.EQUAL_VERDICT] * len(same)
+            where += same_where
         per_call: dict = {}
         for (call, k), verdict in zip(where, verdicts):
             if verdict is not None:

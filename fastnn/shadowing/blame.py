@@ -23,12 +23,16 @@ _SKIP = (_FASTNN, "<frozen", os.path.join("", "contextlib.py"))
 class Place:
     """Where call ``call`` sits: its index, the step, its index in the step, and the
     user's line that issued it, kept as (code, line) and the tape's node until a
-    mismatch asks for them as text (:meth:`source`, :meth:`backward_of`)."""
+    mismatch asks for them as text (:meth:`source`, :meth:`backward_of`), and the
+    table of its step's producers (a check may run a step later, when another table
+    is being filled)."""
 
-    __slots__ = ("call", "step", "op_in_step", "_code", "_line", "_node")
+    __slots__ = ("call", "step", "op_in_step", "producers", "_code", "_line", "_node")
 
-    def __init__(self, call: int, step: int, op_in_step: int, depth: int = 2):
+    def __init__(self, call: int, step: int, op_in_step: int, depth: int = 2,
+                 producers=None):
         self.call, self.step, self.op_in_step = call, step, op_in_step
+        self.producers = producers
         self._code, self._line, self._node = _walk(sys._getframe(depth))
 
     def source(self):

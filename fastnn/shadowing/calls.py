@@ -155,7 +155,8 @@ def describe(session, backend, spec, args, host, path, diff, row, place) -> dict
         reference=str(session._ref), output=path, arg_names=[e[0] for e in entries],
         input_shapes=[e[1].shape for e in entries],
         input_dtypes=[e[1].dtype.name for e in entries],
-        producers=[None if e[2] is None else session._producers.of(e[2]) for e in entries],
+        producers=[None if e[2] is None else (place.producers or session._producers).of(e[2])
+                   for e in entries],
         shape=diff.shape, size=diff.size, dtype=row.dtype, kind=diff.kind, bad=diff.bad,
         max_abs=diff.max_abs, max_rel=diff.max_rel, worst=diff.worst, got=diff.got,
         expected=diff.want, rtol=row.rtol, atol=row.atol, source=place.source(),

@@ -46,6 +46,8 @@ _SCRATCH_FROM = 1 << 14
 _local = threading.local()
 _SAME_FROM = 1 << 10  # from this many elements, first ask whether both are one memory
 _BYTES_BELOW = 1 << 13  # arrays this small are compared as bytes
+_BLOCK = 1 << 16  # elements a pass of a long comparison takes at a time
+_BLOCKS_FROM = 1 << 17  # arrays this long are compared a block at a time
 
 
 def _scratch(slot: int, dtype, shape: tuple) -> np.ndarray | None:
@@ -142,11 +144,57 @@ def compare(got, want, rtol: float, atol: float, equal_first: bool = True) -> Di
     return diff
 
 
+def _blockwise(got, want, rtol, atol, work) -> Diff | None:
+    """The passing case of :func:`_finite_diff` on long arrays, a block at a time: the
+    same passes, each over a block that stays in the processor's cache (over whole
+    arrays of a few MB each pass went to memory: 1.6x the time). EQUAL or a passing
+    Diff; None when some element fails or is not finite, or for arrays laid out
+    differently (the caller then compares the whole arrays, and finds the worst)."""
+    if got.flags.c_contiguous and want.flags.c_contiguous:
+        g, w = got.reshape(-1), want.reshape(-1)
+    elif got.flags.f_contiguous and want.flags.f_contiguous:
+        g, w = got.T.reshape(-1), want.T.reshape(-1)
+    else:
+        return None
+    err_all = _scratch(0, work, (_BLOCK,))
+    limit_all = _scratch(1, work, (_BLOCK,))
+    max_abs = worst = 0.0
+    size = g.size
+    with np.errstate(all="ignore"):
+        for start in range(0, size, _BLOCK):
+            end = min(start + _BLOCK, size)
+            a, b = g[start:end], w[start:end]
+            err, limit = err_all[:end - start], limit_all[:end - start]
+            np.subtract(a, b, out=err)
+            np.abs(err, out=err)
+            block_abs = float(err.max())
+            if not block_abs <= max_abs:  # larger, or NaN (then max_abs becomes NaN)
+                max_abs = block_abs
+                if not np.isfinite(max_abs):
+                    return None
+            if rtol == 0.0 or block_abs == 0.0:
+                continue
+            np.abs(b, out=limit)
+            limit *= work(rtol)
+            limit += work(atol)  # > 0: atol is floored at a few smallest normals
+            np.divide(err, limit, out=limit)
+            worst = max(worst, float(limit.max()))
+    if max_abs == 0.0:
+        return EQUAL
+    if rtol == 0.0:
+        worst = max_abs / atol
+    return Diff(max_abs=max_abs, ratio=worst, size=got.size) if worst <= 1.0 else None
+
+
 def _finite_diff(got, want, rtol, atol) -> Diff | None:
     """The common case, in few passes and the arrays' own precision (float32 for
     float16), in their own layout (no copy of a view): every difference finite. None
     when some is not (NaN, Inf, overflow)."""
     work = np.float64 if got.dtype == np.float64 else np.float32
+    if got.size >= _BLOCKS_FROM and got.dtype == work:
+        found = _blockwise(got, want, rtol, atol, work)
+        if found is not None:
+            return found
     g, w = got.astype(work, copy=False), want.astype(work, copy=False)
     if g.ndim == 0:  # a 0-d array's arithmetic would give NumPy scalars, which out= refuses
         g, w = g.reshape(1), w.reshape(1)

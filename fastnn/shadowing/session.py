@@ -93,6 +93,7 @@ class shadow(Batching, Checking):
             self._producers = blame.Producers(limit=4096)
             self._copies = blame.HostCopies(limit=4096)
             self._pending, self._many = [], True
+            self._ready, self._lagging = [], 0  # batches read, their checks to run
             self._by_dtype: dict = {}
             self._spare: dict = {}  # (shape, dtype) -> host arrays to copy inputs into
             self._on = True
@@ -196,12 +197,15 @@ class shadow(Batching, Checking):
             out = self._host_call(backend, spec, fn, args, originals, checked, index)
         elif spec.in_place:
             out = self._device_in_place(backend, spec, fn, args, originals, checked, index)
-        elif spec.sync and checked:  # to_numpy waits anyway: checked at once, with the rest
-            fetched = self._flush(extra=(originals, calls.input_arrays(spec, args)))
+        elif spec.sync and checked:  # to_numpy waits anyway: the pending calls are read
+            # with it, and checked while the calls that follow run on the device
+            read = self._read_batch(extra=(originals, calls.input_arrays(spec, args)))
+            fetched = read[1]
             host = calls.host_args(spec, args, lambda a: fetched[id(a)])
             out = fn(*args)
+            self._lag(read)
             failures = self._check(backend, spec, args, host, out, None)
-            if failures:
+            if failures and self._confirmed(backend, spec, args, out, originals, read[2]):
                 self._fail(backend, spec, args, host, failures, self._place(index))
         else:
             out = fn(*args)
@@ -211,12 +215,16 @@ class shadow(Batching, Checking):
                 self._count(spec, args, out)
         if spec.in_place and spec.hook.endswith("_step"):  # a fused update closes a step
             self._step, self._step_start = self._step + 1, index + 1
-            self._producers.clear()  # (what it held lives one step: bounded memory)
+            # a new table: what the last one held lives one step (bounded memory), and as
+            # long as the places of checks still to run hold it
+            self._producers = blame.Producers(limit=4096)
         made = args[0] if spec.returns_none else out
         if hasattr(made, "shape"):
             self._producers.put(made, (index, spec.hook))
         else:
             self._producers.note(made, index, spec.hook)
+        if self._ready and not spec.sync:  # this call runs on the device meanwhile
+            self._settle_ready(batch.LAG_ELEMENTS)
         return out
 
     def _host_call(self, backend, spec, fn, args, originals, checked, index):
@@ -254,6 +262,23 @@ class shadow(Batching, Checking):
             self._fail(backend, spec, args, host, failures, self._place(index))
         return out
 
+    def _confirmed(self, backend, spec, args, out, originals, many: bool) -> bool:
+        """Whether a to_numpy's failed check stands: the calls before it are checked
+        first (the first wrong call is the one blamed), and inputs read with the
+        backend's own to_numpy_many are read again one by one (a wrong read is the
+        backend's to_numpy_many's mismatch, not the call's)."""
+        self._settle_ready()
+        if not many or "to_numpy_many" not in backend.implemented:
+            return True
+        to_numpy = originals["to_numpy"]
+        again = calls.host_args(spec, args, lambda a: np.asarray(to_numpy(a)))
+        if self._check(backend, spec, args, again, out, None, count=False):
+            return True
+        if self._many:
+            self._many = False
+            self._wrong_read(backend)
+        return False
+
     def _device_in_place(self, backend, spec, fn, args, originals, checked, index):
         """A device call that writes its arguments: the calls pending and its inputs are
         read in one wait before it runs; the batch is checked while the device runs it,
@@ -270,20 +295,17 @@ class shadow(Batching, Checking):
         host = calls.host_args(spec, args, lambda a: _writable(fetched[id(a)]))
         out = fn(*args)
         self._copies.clear()
-        self._settle_batch(*read)
-        if read[2] and not self._many:  # the read was wrong: so may these inputs be
-            self._count(spec, args, out)
-        else:
-            self._defer(backend, spec, args, out, host, originals, index)
+        self._lag(read)
+        self._defer(backend, spec, args, out, host, originals, index, read[2])
         return out
 
-    def _defer(self, backend, spec, args, out, host, originals, index) -> None:
+    def _defer(self, backend, spec, args, out, host, originals, index, many=False) -> None:
         # lists the core may reuse are copied (a tuple of arrays and scalars is kept)
         simple = spec.simple and not any(type(a) is list for a in args)
         frozen_args = args if simple else batch.frozen(args)
         frozen_out = out if hasattr(out, "shape") else batch.frozen(out)
         self._pending.append(batch.Pending(backend, spec, frozen_args, frozen_out, host,
-                                           originals, self._place(index)))
+                                           originals, self._place(index), many))
         if len(self._pending) >= batch.BATCH:
             self._flush()
 
@@ -292,7 +314,7 @@ class shadow(Batching, Checking):
 
     def _place(self, index: int) -> blame.Place:
         """Where call ``index`` sits (the user's line is looked up only for a mismatch)."""
-        return blame.Place(index, self._step, index - self._step_start)
+        return blame.Place(index, self._step, index - self._step_start, 2, self._producers)
 
 def _writable(host):
     """A host copy a NumPy reference may write into (a broadcast read is read-only)."""

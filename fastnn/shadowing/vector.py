@@ -30,6 +30,24 @@ def eligible(got, want) -> bool:
             and got.dtype in _WORK and got.shape == want.shape and 0 < got.size < ALONE_FROM)
 
 
+EQUAL_VERDICT = (0.0, 0.0)  # (max_abs, of_tolerance) of outputs equal bit for bit
+_SAME_BELOW = 1 << 13  # bytes: outputs this small are tried for equality all at once
+
+
+def small_pair(got, want) -> bool:
+    """Whether ``got`` and ``want`` can be tried for equality with the others: host arrays
+    of one shape and dtype, small."""
+    return (type(got) is np.ndarray and type(want) is np.ndarray and got.dtype == want.dtype
+            and got.shape == want.shape and got.nbytes <= _SAME_BELOW)
+
+
+def all_equal(pairs: list) -> bool:
+    """Whether every pair [(got, want)], each :func:`small_pair`, is equal bit for bit (as
+    :func:`fastnn.shadowing.diff.compare` finds first: the same bits are the same value,
+    NaN included): their bytes laid end to end, in one comparison."""
+    return b"".join([g.tobytes() for g, _ in pairs]) == b"".join([w.tobytes() for _, w in pairs])
+
+
 def compare_many(items: list) -> list:
     """``items``: [(got, want, rtol, atol)], each :func:`eligible`. Returns per item
     (max_abs, of_tolerance) when it passes, else None (to be compared one by one)."""

@@ -29,19 +29,21 @@ def test_a_mismatch_checked_at_the_optimizer_step_blames_its_own_line(tmp_path):
     model = nn.Sequential(nn.Linear(4, 8), nn.Activation("tanh"), nn.Linear(8, 3)).to(name)
     opt = fnn.optim.Adam(model.parameters(), lr=1e-2)
     x = fnn.tensor(np.linspace(-1, 1, 20, dtype=np.float32).reshape(5, 4), device=name)
+    starts = []  # the first call of each step (after the update that closed the last)
     with pytest.raises(fnn.ShadowMismatch) as caught, fnn.shadow("cpu") as session:
         for step in range(2):
+            starts.append(session._step_start)
             h = model(x)
             if step == 1:
                 h = h.exp()  # deferred exp
             loss = h.square().mean()
             opt.zero_grad()
             loss.backward()
-            opt.step()  # the batch is read and checked here, before the update runs
+            opt.step()  # the batch is read here, and checked while the update runs
     err = caught.value
     assert err.op == "exp" and err.source[:2] == (HERE, line_of("deferred exp"))
     # the step's first call follows the fused update that closed step 0
-    assert err.step == 1 and err.op_in_step == err.call - session._step_start > 0
+    assert err.step == 1 and err.op_in_step == err.call - starts[1] > 0
     assert err.producers[0] is not None and err.producers[0][1] == "bias_act"
     # raised later than the call: from the optimizer's step, not from the exp line
     frames = [f.lineno for f in inspect.getinnerframes(caught.tb) if f.filename == HERE]
@@ -130,3 +132,36 @@ def test_outputs_compared_at_once_agree_with_one_by_one():
     assert sum(v is None for v in verdicts) >= 30  # the failing kinds were all caught
     assert not vector.eligible(np.zeros(3, np.int32), np.zeros(3, np.int32))
     assert not vector.eligible(np.zeros(3, np.float32), np.zeros(3, np.float64))
+
+
+def test_outputs_tried_for_equality_at_once_agree_with_one_by_one():
+    """Small outputs are tried bit for bit all at once; the batch is equal exactly when
+    each of its pairs compares EQUAL one by one (a differing pair anywhere, a transposed
+    view, -0.0 against 0.0 and NaN of other bits are not equal bit for bit)."""
+    rng = np.random.default_rng(2)
+    pairs = []
+    for i in range(40):
+        dtype = (np.float32, np.float64, np.int64, np.bool_)[i % 4]
+        want = (rng.normal(size=(3, 4)) * 5).astype(dtype)
+        pairs.append((want.copy().T if i % 5 == 0 else want.copy(), want.T if i % 5 == 0
+                      else want))
+    nan = np.array([np.nan, 1.0], np.float32)
+    pairs.append((nan.copy(), nan))  # the same NaN bits: equal
+    assert all(vector.small_pair(g, w) for g, w in pairs)
+    assert vector.all_equal(pairs)
+    assert all(diff.compare(g, w, 0.0, 1e-30) is diff.EQUAL for g, w in pairs)
+    for k, change in [(5, "value"), (4, "negative zero"), (40, "nan bits")]:
+        got, want = pairs[k][0].copy(), pairs[k][1]
+        if change == "value":
+            got.flat[5] += 1
+        elif change == "negative zero":
+            got.flat[2], want = -0.0, want.copy()
+            want.flat[2] = 0.0
+        else:
+            got[0] = np.frombuffer(np.uint32(0x7FC00001).tobytes(), np.float32)[0]
+        changed = pairs[:k] + [(got, want)] + pairs[k + 1:]
+        assert not vector.all_equal(changed), change
+        assert diff.compare(got, want, 0.0, 1e-30).failed == (change == "value")
+    assert not vector.small_pair(np.zeros(3, np.float32), np.zeros(3, np.float64))
+    assert not vector.small_pair(np.zeros((3, 1)), np.zeros(3))
+    assert not vector.small_pair(np.zeros(1 << 12), np.zeros(1 << 12))  # 32 KiB: alone

@@ -61,3 +61,30 @@ def test_the_healthy_clone_passes_batches_of_every_size(tmp_path, monkeypatch, m
             opt.step()
     report = session.report()
     assert report.mismatches == 0 and sum(r["checked"] for r in report.rows) > 40, report
+
+
+def test_a_broken_to_numpy_many_seen_first_at_a_read_blames_no_op(tmp_path):
+    """A to_numpy's check compares its result with the batch's read: when only the read
+    (to_numpy_many) is wrong, the read is named and the to_numpy is not blamed."""
+    name = faulty.install(tmp_path, "to_numpy_many", base="opencl")
+    x = fnn.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4), device=name)
+    with pytest.warns(fnn.ShadowWarning, match="to_numpy_many returned other values"), \
+            fnn.shadow("cpu") as session:
+        got = (x * 2).numpy()
+    np.testing.assert_array_equal(got, np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4) * 2)
+    rows = session.report().rows
+    assert [r["op"] for r in rows if r["mismatches"]] == ["to_numpy_many"], rows
+    assert session._many is False
+
+
+def test_checks_read_at_the_last_sync_point_run_at_the_exit(tmp_path):
+    """The checks of a batch read at a to_numpy lag behind it; with no call after it,
+    the end of the block runs them, and blames the call's own line."""
+    name = faulty.install(tmp_path, "exp", base="opencl")
+    x = fnn.tensor(np.linspace(-1, 1, 12, dtype=np.float32), device=name)
+    with pytest.raises(fnn.ShadowMismatch) as caught, fnn.shadow("cpu") as session:
+        y = x.exp()  # lagging exp
+        y.numpy()
+        assert session._lagging > 0  # read, not yet checked
+    assert caught.value.op == "exp"
+    assert caught.value.source[:2] == (HERE, line_of("lagging exp"))

@@ -25,3 +25,15 @@ def test_gathered_and_direct_reads_match_to_numpy(ocl, monkeypatch):
         np.testing.assert_array_equal(host, want)
     np.testing.assert_array_equal(got[0], hosts[0])
     assert not got[-2].flags.writeable  # a broadcast: read-only, as np.broadcast_to's
+
+
+def test_gathered_ranges_longer_than_a_work_group_are_read_whole(ocl):
+    """Ranges of many work groups' length, of unlike lengths, more than one launch's."""
+    rng = np.random.default_rng(3)
+    hosts = [rng.normal(size=n).astype(np.float32) for n in (1, 255, 256, 257, 3000, 17, 9000)]
+    hosts += [rng.integers(0, 9, size=(40, 33)).astype(np.int64), np.arange(1001) % 3 == 0]
+    hosts += [rng.normal(size=n).astype(np.float64) for n in range(1, 40)]  # > 30 ranges
+    arrays = [ocl.from_numpy(h, 0) for h in hosts]
+    for host, got in zip(hosts, ocl.to_numpy_many(arrays)):
+        assert got.dtype == host.dtype and got.shape == host.shape
+        np.testing.assert_array_equal(got, host)
