@@ -112,3 +112,19 @@ def test_cross_attention_through_the_hook_equals_the_composite(extra):
         results.append([out.numpy()] + [t.grad.numpy() for t in ts])
     for got, want in zip(*results):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("mask_shape", [(6,), (1, 6), (4, 6), (2, 1, 4, 6)])
+def test_the_attention_hook_takes_every_mask_shape_the_spec_allows(mask_shape):
+    """A mask broadcastable to (..., L, S), a 1-d (S,) one too, gives the composite's result."""
+    from fastnn.api.composite_attention import attention
+    from fastnn.api.registry import get_backend
+
+    ops = get_backend("cpu").ops
+    q, k, v = (rng.standard_normal(s) for s in ((2, 3, 4, 5), (2, 3, 6, 5), (2, 3, 6, 7)))
+    mask = rng.random(mask_shape) < 0.6
+    mask[..., 0] = True  # at least one key per query, as the spec requires
+    got = ops.attention(q, k, v, mask, 0.4)
+    want = attention(ops, q, k, v, mask, 0.4)
+    for mine, theirs in zip(got, want):
+        np.testing.assert_allclose(ops.to_numpy(mine), ops.to_numpy(theirs), rtol=1e-12)

@@ -48,6 +48,8 @@ def attention(q, k, v, mask, scale):
     scores = np.empty(q3.shape[:-2] + (source, length), dtype)  # transposed: (S, L)
     masked = None
     if mask is not None:  # True where a score is dropped, transposed as the scores
+        if mask.ndim < 2:  # a (S,) mask (or a scalar) is one row for every query
+            mask = mask.reshape((1,) * (2 - mask.ndim) + mask.shape)
         masked = np.logical_not(mask).swapaxes(-1, -2)
         if masked.ndim > 2:
             masked = np.broadcast_to(masked, scores.shape)
