@@ -83,11 +83,14 @@ def lstm_impl(x, h0, c0, w_ih, w_hh, bias):
 
 
 @hookimpl
-def lstm_layer_backward(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_c):
-    return lstm_backward_impl(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_c)
+def lstm_layer_backward(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_c,
+                        needs_dx):
+    return lstm_backward_impl(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_c,
+                              needs_dx)
 
 
-def lstm_backward_impl(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_c):
+def lstm_backward_impl(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_c,
+                       needs_dx=True):
     """The factors of the gate gradients that do not depend on the gradients (the sigmoid
     and tanh derivatives times c_{t-1}, g, i or tanh(c_t), and o (1 - tanh(c_t)^2)) are
     made a block of steps at a time, gate-major ((5, b, N, H) from one copy of the
@@ -97,7 +100,7 @@ def lstm_backward_impl(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_
     (two), the i, f, g gradients as one product with dc, o's with dh, dc *= f_t and one
     GEMM (a fused [o, k_c] product into a fifth gate slot cost more in strided writes
     than the call it saved). The weight gradients are one GEMM over all steps after the
-    loop."""
+    loop; the input gradient one more, where ``needs_dx``."""
     t_len, n, size = x.shape
     hid = h0.shape[1]
     dtype = x.dtype
@@ -142,7 +145,7 @@ def lstm_backward_impl(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_
             dc *= f[j]
             np.matmul(da_rows[t], w_hh, out=dh)
     flat = flat_rows(da_rows)
-    dx = (flat @ w_ih).reshape(t_len, n, size)
+    dx = (flat @ w_ih).reshape(t_len, n, size) if needs_dx else None
     return (dx, dh, dc) + weight_grads(flat, x, h0, out)
 
 
@@ -188,11 +191,11 @@ def gru_impl(x, h0, w_ih, w_hh, b_ih, b_hh):
 
 
 @hookimpl
-def gru_layer_backward(x, h0, w_ih, w_hh, out, saved, grad_out):
-    return gru_backward_impl(x, h0, w_ih, w_hh, out, saved, grad_out)
+def gru_layer_backward(x, h0, w_ih, w_hh, out, saved, grad_out, needs_dx):
+    return gru_backward_impl(x, h0, w_ih, w_hh, out, saved, grad_out, needs_dx)
 
 
-def gru_backward_impl(x, h0, w_ih, w_hh, out, saved, grad_out):
+def gru_backward_impl(x, h0, w_ih, w_hh, out, saved, grad_out, needs_dx=True):
     """As the LSTM's: the factors that do not depend on the gradients are made a block of
     steps at a time, so that a step is 8 NumPy calls. The gradients of every step live in
     one (T, N, 4H) array ordered (p_n, p_r, p_z, q_n): the input projection's are its first
@@ -247,8 +250,10 @@ def gru_backward_impl(x, h0, w_ih, w_hh, out, saved, grad_out):
             np.matmul(g_rows[t, :, hid:], w_hh, out=back)
             dh += back
     flat = flat_rows(g_rows)
-    w_nrz = np.concatenate([w_ih[2 * hid:], w_ih[:2 * hid]])
-    dx = (flat[:, :3 * hid] @ w_nrz).reshape(t_len, n, size)
+    dx = None
+    if needs_dx:
+        w_nrz = np.concatenate([w_ih[2 * hid:], w_ih[:2 * hid]])
+        dx = (flat[:, :3 * hid] @ w_nrz).reshape(t_len, n, size)
     every = flat_rows(rows[:t_len])
     # (r, z, q_n) with [h_{t-1}, 1] (adjacent in the rows), (n, r, z) with x and ones
     d_hh = flat[:, hid:].T @ every[:, size:]
