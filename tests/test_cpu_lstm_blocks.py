@@ -28,9 +28,9 @@ def test_lstm_layer_and_backward_match_the_composite(monkeypatch, block_bytes):
         np.testing.assert_allclose(a, np.asarray(b), rtol=1e-12, atol=1e-12)
     grad_out = rng.normal(size=(t_len, n, hid))
     grad_c = rng.normal(size=(n, hid))
-    back = rec.lstm_layer_backward(x, h0, c0, w_ih, w_hh, *got, grad_out, grad_c)
+    back = rec.lstm_layer_backward(x, h0, c0, w_ih, w_hh, *got, grad_out, grad_c, True)
     ref = composite_recurrent.lstm_layer_backward(ops, x, h0, c0, w_ih, w_hh, *got, grad_out,
-                                                  grad_c)
+                                                  grad_c, True)
     for a, b in zip(back, ref):
         np.testing.assert_allclose(a, np.asarray(b), rtol=1e-10, atol=1e-12)
 
@@ -54,7 +54,7 @@ def test_gru_layer_and_backward_match_the_composite(monkeypatch, block_bytes):
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, np.asarray(b), rtol=1e-12, atol=1e-12)
     grad_out = rng.normal(size=(t_len, n, hid))
-    back = rec.gru_layer_backward(x, h0, w_ih, w_hh, *got, grad_out)
-    ref = composite_recurrent.gru_layer_backward(ops, x, h0, w_ih, w_hh, *got, grad_out)
+    back = rec.gru_layer_backward(x, h0, w_ih, w_hh, *got, grad_out, True)
+    ref = composite_recurrent.gru_layer_backward(ops, x, h0, w_ih, w_hh, *got, grad_out, True)
     for a, b in zip(back, ref):
         np.testing.assert_allclose(a, np.asarray(b), rtol=1e-10, atol=1e-12)

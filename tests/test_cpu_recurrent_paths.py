@@ -44,7 +44,8 @@ def _reference(kind, args, grads):
     backward = getattr(composite_recurrent, f"{kind}_layer_backward")
     outs = [np.asarray(o) for o in layer(ops, *wide)]
     keep = 5 if kind == "lstm" else 4
-    back = backward(ops, *wide[:keep], *outs, *[np.asarray(g, np.float64) for g in grads])
+    back = backward(ops, *wide[:keep], *outs, *[np.asarray(g, np.float64) for g in grads],
+                    True)
     return outs, [np.asarray(b) for b in back]
 
 
@@ -54,7 +55,7 @@ def _run(kind, args, grads, copy_outputs=False):
     outs = layer(*args)
     given = [np.array(o) for o in outs] if copy_outputs else list(outs)
     keep = 5 if kind == "lstm" else 4
-    return outs, backward(*args[:keep], *given, *grads)
+    return outs, backward(*args[:keep], *given, *grads, True)
 
 
 @pytest.mark.parametrize("kind", ["lstm", "gru"])

@@ -44,9 +44,11 @@ def _previous(ops, h0, out):
 
 
 def _weight_grads(ops, d, inputs, w):
-    """(d input, d w, d bias) for a projection inputs (T*N, F) @ w^T with gradient d."""
+    """(d input, d w, d bias) for a projection inputs (T*N, F) @ w^T with gradient d; d
+    input is None where w is None (not asked for)."""
     dt = ops.transpose(d, (1, 0))
-    return ops.matmul(d, w), ops.matmul(dt, inputs), ops.sum(d, (0,), False)
+    d_in = None if w is None else ops.matmul(d, w)
+    return d_in, ops.matmul(dt, inputs), ops.sum(d, (0,), False)
 
 
 def lstm_layer(ops, x, h0, c0, w_ih, w_hh, bias):
@@ -67,7 +69,8 @@ def lstm_layer(ops, x, h0, c0, w_ih, w_hh, bias):
     return _stack(ops, outs), _stack(ops, gates), _stack(ops, cells)
 
 
-def lstm_layer_backward(ops, x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_c):
+def lstm_layer_backward(ops, x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_c,
+                        needs_dx):
     t_len, n, size = x.shape
     hid = h0.shape[1]
     dh, dc = _zeros_like(ops, h0), grad_c
@@ -86,9 +89,10 @@ def lstm_layer_backward(ops, x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out,
         dc = ops.mul(dc, f)
         dh = ops.matmul(das[t], w_hh)
     flat = ops.reshape(_stack(ops, das), (t_len * n, 4 * hid))
-    dx, dw_ih, dbias = _weight_grads(ops, flat, ops.reshape(x, (t_len * n, size)), w_ih)
-    _, dw_hh, _ = _weight_grads(ops, flat, _previous(ops, h0, out), w_hh)
-    return ops.reshape(dx, (t_len, n, size)), dh, dc, dw_ih, dw_hh, dbias
+    dx, dw_ih, dbias = _weight_grads(ops, flat, ops.reshape(x, (t_len * n, size)),
+                                     w_ih if needs_dx else None)
+    _, dw_hh, _ = _weight_grads(ops, flat, _previous(ops, h0, out), None)
+    return _input_grad(ops, dx, x.shape), dh, dc, dw_ih, dw_hh, dbias
 
 
 def gru_layer(ops, x, h0, w_ih, w_hh, b_ih, b_hh):
@@ -110,7 +114,7 @@ def gru_layer(ops, x, h0, w_ih, w_hh, b_ih, b_hh):
     return _stack(ops, outs), _stack(ops, saved)
 
 
-def gru_layer_backward(ops, x, h0, w_ih, w_hh, out, saved, grad_out):
+def gru_layer_backward(ops, x, h0, w_ih, w_hh, out, saved, grad_out, needs_dx):
     t_len, n, size = x.shape
     hid = h0.shape[1]
     dh = _zeros_like(ops, h0)
@@ -128,6 +132,12 @@ def gru_layer_backward(ops, x, h0, w_ih, w_hh, out, saved, grad_out):
         dh = ops.add(ops.mul(dh, z), ops.matmul(dqs[t], w_hh))
     dp = ops.reshape(_stack(ops, dps), (t_len * n, 3 * hid))
     dq = ops.reshape(_stack(ops, dqs), (t_len * n, 3 * hid))
-    dx, dw_ih, db_ih = _weight_grads(ops, dp, ops.reshape(x, (t_len * n, size)), w_ih)
-    _, dw_hh, db_hh = _weight_grads(ops, dq, _previous(ops, h0, out), w_hh)
-    return ops.reshape(dx, (t_len, n, size)), dh, dw_ih, dw_hh, db_ih, db_hh
+    dx, dw_ih, db_ih = _weight_grads(ops, dp, ops.reshape(x, (t_len * n, size)),
+                                     w_ih if needs_dx else None)
+    _, dw_hh, db_hh = _weight_grads(ops, dq, _previous(ops, h0, out), None)
+    return _input_grad(ops, dx, x.shape), dh, dw_ih, dw_hh, db_ih, db_hh
+
+
+def _input_grad(ops, dx, shape):
+    """dx (T N, I) as (T, N, I); None stays None (no input gradient was asked for)."""
+    return None if dx is None else ops.reshape(dx, shape)

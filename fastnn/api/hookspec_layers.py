@@ -120,11 +120,13 @@ def lstm_layer(x: Array, h0: Array, c0: Array, w_ih: Array, w_hh: Array,
 @op
 def lstm_layer_backward(x: Array, h0: Array, c0: Array, w_ih: Array, w_hh: Array,
                         out: Array, gates: Array, cells: Array, grad_out: Array,
-                        grad_c: Array) -> tuple[Array, Array, Array, Array, Array, Array]:
+                        grad_c: Array, needs_dx: bool
+                        ) -> tuple[Array | None, Array, Array, Array, Array, Array]:
     """The backward pass of ``lstm_layer`` from its outputs: grad_out (T, N, H) = dL/dout
     (the gradient of h_T included in its last step), grad_c (N, H) = dL/dc_T. Returns
     (dx, dh0, dc0, dw_ih, dw_hh, dbias), dbias (4H,) the gradient of each of PyTorch's
-    two biases."""
+    two biases; dx is None when ``needs_dx`` is False (x needs no gradient: the core
+    passes its node's ``needs[0]``), and may be skipped then."""
 
 
 @op
@@ -140,7 +142,8 @@ def gru_layer(x: Array, h0: Array, w_ih: Array, w_hh: Array, b_ih: Array,
 
 @op
 def gru_layer_backward(x: Array, h0: Array, w_ih: Array, w_hh: Array, out: Array,
-                       saved: Array, grad_out: Array) -> tuple[Array, Array, Array, Array,
-                                                              Array, Array]:
+                       saved: Array, grad_out: Array, needs_dx: bool
+                       ) -> tuple[Array | None, Array, Array, Array, Array, Array]:
     """The backward pass of ``gru_layer``: grad_out (T, N, H) = dL/dout (h_T's gradient
-    included in its last step). Returns (dx, dh0, dw_ih, dw_hh, db_ih, db_hh)."""
+    included in its last step). Returns (dx, dh0, dw_ih, dw_hh, db_ih, db_hh); dx is None
+    when ``needs_dx`` is False (as ``lstm_layer_backward``'s)."""

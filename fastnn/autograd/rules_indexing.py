@@ -45,6 +45,15 @@ def _zeros(ops, shape, spec):
 @rule("slice")
 def _slice(ops, node, grad):
     shape, starts, stops, steps, spec = node.attrs
+    cut = [a for a, n in enumerate(shape) if starts[a] or stops[a] != n or steps[a] != 1]
+    if len(cut) == 1 and steps[cut[0]] == 1 and math.prod(grad.shape):
+        # a run along one axis (x[:k], x[..., a:b]): the gradient is grad between two
+        # zero blocks, one pass (zeros, a copy of them and the write were three)
+        a = cut[0]
+        parts = [_zeros(ops, shape[:a] + (n,) + shape[a + 1:], spec)
+                 for n in (starts[a], shape[a] - stops[a])]
+        pieces = [p for p in (parts[0], grad, parts[1]) if p.shape[a]]
+        return (ops.cat(pieces, a) if len(pieces) > 1 else ops.contiguous(grad),)
     base = _zeros(ops, shape, spec)
     if not math.prod(grad.shape):
         return (base,)

@@ -199,6 +199,11 @@ class TensorOps:
         return self._record("slice", data, (x,), (), (tuple(x_data.shape), starts, stops, steps,
                                                       spec))
 
+    def cat(self, xs, axis):
+        data = self.raw.cat([self._data(x) for x in xs], axis)
+        return self._record("cat", data, tuple(xs), (),
+                            (tuple(self._data(x).shape[axis] for x in xs), axis))
+
     def slice_scatter(self, base, src, starts, stops, steps):
         data = self.raw.slice_scatter(self._data(base), self._data(src), starts, stops, steps)
         return self._record("slice_scatter", data, (base, src), (), (starts, stops, steps))

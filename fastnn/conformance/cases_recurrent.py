@@ -3,7 +3,8 @@
 against central finite differences of that reference, and both against the core's
 composites (fastnn.api.composite_recurrent) on the same device. Inputs include a
 batch-first sequence seen time-major (a transposed, strided x), a broadcast gradient, one
-step, a batch of one and one input feature."""
+step, a batch of one and one input feature; a backward hook asked for no input gradient
+(``needs_dx`` False) returns None for it and the same other gradients."""
 
 from __future__ import annotations
 
@@ -134,14 +135,19 @@ def _check(device, dtype, rng, kind, part):
                     return float((gru_ref(*host_args) * g).sum())
 
             want = _numeric_grads(loss, host_args)
-            hook_b = getattr(ops, f"{kind}_layer_backward")(*back)
-            comp_b = getattr(composite_recurrent, f"{kind}_layer_backward")(ops, *back)
+            hook_b = getattr(ops, f"{kind}_layer_backward")(*back, True)
+            comp_b = getattr(composite_recurrent, f"{kind}_layer_backward")(ops, *back, True)
             slack = max(atol, 1e-6 if dtype == "float64" else atol)
             for j, (a, b, w) in enumerate(zip(hook_b, comp_b, want)):
                 name = f"{what} backward: gradient {j}"
                 assert_close(host(a), w.astype(dtype), rtol, slack, name)
                 assert_close(host(a), host(b).astype(dtype), rtol, slack,
                              name + " vs the composite")
+            no_dx = getattr(ops, f"{kind}_layer_backward")(*back, False)
+            assert no_dx[0] is None, f"{what} backward: needs_dx=False returned a dx"
+            for j, (a, b) in enumerate(zip(no_dx[1:], hook_b[1:]), 1):
+                assert_close(host(a), host(b), rtol, slack,
+                             f"{what} backward without dx: gradient {j}")
 
 
 for _kind in ("lstm", "gru"):

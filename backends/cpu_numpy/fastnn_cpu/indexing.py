@@ -82,7 +82,17 @@ def prod(x, axis, keepdims):
 
 @hookimpl
 def cat(arrays, axis):
-    return np.concatenate(arrays, axis=axis)
+    """Always C-contiguous: np.concatenate lays its result out in its inputs' axis order,
+    so a broadcast or transposed first input gave a permuted result (the slice gradient of
+    the LSTM's packed node came out (T, N, H) with strides (4, 16640, 260)), which the
+    next contiguous() copied again."""
+    first = arrays[0]
+    if not -first.ndim <= axis < first.ndim or any(a.ndim != first.ndim for a in arrays):
+        return np.concatenate(arrays, axis=axis)  # NumPy's own error
+    shape = list(first.shape)
+    shape[axis] = sum(a.shape[axis] for a in arrays)
+    out = np.empty(shape, np.result_type(*arrays))
+    return np.concatenate(arrays, axis=axis, out=out)
 
 
 @hookimpl

@@ -83,64 +83,69 @@ def lstm_impl(x, h0, c0, w_ih, w_hh, bias):
 
 
 @hookimpl
-def lstm_layer_backward(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_c):
-    return lstm_backward_impl(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_c)
+def lstm_layer_backward(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_c,
+                        needs_dx):
+    return lstm_backward_impl(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_c,
+                              needs_dx)
 
 
-def lstm_backward_impl(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_c):
+def lstm_backward_impl(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_c,
+                       needs_dx=True):
     """The factors of the gate gradients that do not depend on the gradients (the sigmoid
-    and tanh derivatives times c_{t-1}, g, i or tanh(c_t)) are made a block of steps at a
-    time, so that a step is 7 NumPy calls: dh += grad_out[t], dc += dh * k_t, the i, f, g
-    gradients as one product with dc, o's with dh, dc *= f_t and one GEMM. The weight
-    gradients are one GEMM over all steps after the loop."""
+    and tanh derivatives times c_{t-1}, g, i or tanh(c_t), and o (1 - tanh(c_t)^2)) are
+    made a block of steps at a time, gate-major ((5, b, N, H) from one copy of the
+    block's gates: every later pass over a gate is one contiguous run, where a gate of
+    the (b, N, 4H) rows is N b runs of H and NumPy's cost per run made those passes 1.3
+    ms of a 5 ms backward). A step is 7 NumPy calls: dh += grad_out[t], dc += dh k_c
+    (two), the i, f, g gradients as one product with dc, o's with dh, dc *= f_t and one
+    GEMM (a fused [o, k_c] product into a fifth gate slot cost more in strided writes
+    than the call it saved). The weight gradients are one GEMM over all steps after the
+    loop; the input gradient one more, where ``needs_dx``."""
     t_len, n, size = x.shape
     hid = h0.shape[1]
     dtype = x.dtype
     block = _block(t_len, n * 4 * hid * dtype.itemsize)
-    factors = scratch("factors", (block, n, 4, hid), dtype)  # [i, f, g, o]: da = it * dc or dh
-    plus = scratch("plus", (block, n, 4 * hid), dtype)
-    one = np.zeros(4 * hid, dtype)
-    one[2 * hid:3 * hid] = 1
-    k_c = scratch("k_c", (block, n, hid), dtype)  # dc += dh * o * (1 - tanh(c)^2)
-    tc = scratch("tc", (block, n, hid), dtype)
+    # gate-major factors of a block: [i, f, g, o, k_c]; the activations s of the block
+    fac = scratch("factors", (5, block, n, hid), dtype)
+    act = scratch("acts", (4, block, n, hid), dtype)
     own = own_base(cells, (2, t_len + 1, n, hid), (0, slice(1, None)))
     da = scratch("da", (t_len, n, 4, hid), dtype)
     da_rows = da.reshape(t_len, n, 4 * hid)
     dh = np.zeros((n, hid), dtype)
     dc = np.array(grad_c, dtype=dtype, copy=True)
-    dc_b = dc[:, None, :]
     tmp = np.empty((n, hid), dtype)
     for stop in range(t_len, 0, -block):
         start = max(0, stop - block)
         b = stop - start
-        gt = gates[start:stop].reshape(b, n, 4, hid)
-        f, o = gt[:, :, 1], gt[:, :, 3]
-        fac = factors[:b]
-        rows, fac_rows = gates[start:stop], fac.reshape(b, n, 4 * hid)
-        np.subtract(1, rows, out=fac_rows)  # (1 - s)(s + [0, 0, 1, 0]): the derivatives
-        fac_rows *= np.add(rows, one, out=plus[:b])
-        np.multiply(fac[:, :, 0:3:2], gt[:, :, 2::-2], out=fac[:, :, 0:3:2])  # F_i g, F_g i
+        f5, s = fac[:, :b], act[:, :b]
+        np.copyto(s, gates[start:stop].reshape(b, n, 4, hid).transpose(2, 0, 1, 3))
+        d = np.subtract(1, s, out=f5[:4])  # the derivatives: s (1 - s), and 1 - g^2
+        d[:2] *= s[:2]
+        d[3] *= s[3]
+        d[2] *= np.add(s[2], 1, out=f5[4])
         if own is None:
-            fac[:, :, 1] *= previous(cells, c0, start, stop)
-            t_c = np.tanh(cells[start:stop], out=tc[:b])
+            c_prev = previous(cells, c0, start, stop)
+            t_c = np.tanh(cells[start:stop], out=scratch("tc", (block, n, hid), dtype)[:b])
         else:  # c_{t-1} and tanh(c_t) as the forward kept them
-            fac[:, :, 1] *= own[0, start:stop]
-            t_c = own[1, start + 1:stop + 1]
-        fac[:, :, 3] *= t_c
-        kc = np.multiply(t_c, t_c, out=k_c[:b])
+            c_prev, t_c = own[0, start:stop], own[1, start + 1:stop + 1]
+        kc = np.multiply(t_c, t_c, out=f5[4])  # o (1 - tanh(c)^2)
         np.subtract(1, kc, out=kc)
-        kc *= o
-        ifg, f_o = fac[:, :, :3], fac[:, :, 3]
+        kc *= s[3]
+        d[0] *= s[2]  # F_i g, F_f c_{t-1}, F_g i, F_o tanh(c)
+        d[1] *= c_prev
+        d[2] *= s[0]
+        d[3] *= t_c
+        ifg, f_o, f = f5[:3], f5[3], s[1]
         for j in reversed(range(b)):
             t = start + j
             dh += grad_out[t]
             dc += np.multiply(dh, kc[j], out=tmp)
-            np.multiply(ifg[j], dc_b, out=da[t, :, :3])
+            np.multiply(ifg[:, j], dc, out=da[t, :, :3].transpose(1, 0, 2))
             np.multiply(f_o[j], dh, out=da[t, :, 3])
             dc *= f[j]
             np.matmul(da_rows[t], w_hh, out=dh)
     flat = flat_rows(da_rows)
-    dx = (flat @ w_ih).reshape(t_len, n, size)
+    dx = (flat @ w_ih).reshape(t_len, n, size) if needs_dx else None
     return (dx, dh, dc) + weight_grads(flat, x, h0, out)
 
 
@@ -186,11 +191,11 @@ def gru_impl(x, h0, w_ih, w_hh, b_ih, b_hh):
 
 
 @hookimpl
-def gru_layer_backward(x, h0, w_ih, w_hh, out, saved, grad_out):
-    return gru_backward_impl(x, h0, w_ih, w_hh, out, saved, grad_out)
+def gru_layer_backward(x, h0, w_ih, w_hh, out, saved, grad_out, needs_dx):
+    return gru_backward_impl(x, h0, w_ih, w_hh, out, saved, grad_out, needs_dx)
 
 
-def gru_backward_impl(x, h0, w_ih, w_hh, out, saved, grad_out):
+def gru_backward_impl(x, h0, w_ih, w_hh, out, saved, grad_out, needs_dx=True):
     """As the LSTM's: the factors that do not depend on the gradients are made a block of
     steps at a time, so that a step is 8 NumPy calls. The gradients of every step live in
     one (T, N, 4H) array ordered (p_n, p_r, p_z, q_n): the input projection's are its first
@@ -245,8 +250,10 @@ def gru_backward_impl(x, h0, w_ih, w_hh, out, saved, grad_out):
             np.matmul(g_rows[t, :, hid:], w_hh, out=back)
             dh += back
     flat = flat_rows(g_rows)
-    w_nrz = np.concatenate([w_ih[2 * hid:], w_ih[:2 * hid]])
-    dx = (flat[:, :3 * hid] @ w_nrz).reshape(t_len, n, size)
+    dx = None
+    if needs_dx:
+        w_nrz = np.concatenate([w_ih[2 * hid:], w_ih[:2 * hid]])
+        dx = (flat[:, :3 * hid] @ w_nrz).reshape(t_len, n, size)
     every = flat_rows(rows[:t_len])
     # (r, z, q_n) with [h_{t-1}, 1] (adjacent in the rows), (n, r, z) with x and ones
     d_hh = flat[:, hid:].T @ every[:, size:]

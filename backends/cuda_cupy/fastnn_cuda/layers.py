@@ -129,8 +129,10 @@ def _previous(h0, out):
     return cp.concatenate([h0.reshape(1, n, hid), out[:-1]], 0).reshape(t_len * n, hid)
 
 
-def _weight_grads(d, inputs, w):
-    return cp.matmul(d, w), cp.matmul(d.T, inputs), d.sum(axis=0)
+def _weight_grads(d, inputs, w, shape):
+    """(d input as ``shape``, or None where not ``shape``; d w; d bias)."""
+    d_in = None if shape is None else cp.matmul(d, w).reshape(shape)
+    return d_in, cp.matmul(d.T, inputs), d.sum(axis=0)
 
 
 @hookimpl
@@ -154,10 +156,11 @@ def lstm_layer(x, h0, c0, w_ih, w_hh, bias):
 
 
 @hookimpl
-def lstm_layer_backward(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_c):
+def lstm_layer_backward(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_c,
+                        needs_dx):
     arrays = (x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_c)
     if not _kernel_dtype(*arrays) or 0 in x.shape or 0 in h0.shape:
-        return composite_recurrent.lstm_layer_backward(_own_hooks(), *arrays)
+        return composite_recurrent.lstm_layer_backward(_own_hooks(), *arrays, needs_dx)
     t_len, n, size = x.shape
     hid = h0.shape[1]
     gates, cells = cp.ascontiguousarray(gates), cp.ascontiguousarray(cells)
@@ -173,9 +176,9 @@ def lstm_layer_backward(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad
         rec = cp.matmul(da[t], w_hh)
     flat = da.reshape(t_len * n, 4 * hid)
     dx, dw_ih, dbias = _weight_grads(flat, cp.ascontiguousarray(x).reshape(t_len * n, size),
-                                     w_ih)
+                                     w_ih, x.shape if needs_dx else None)
     dw_hh = cp.matmul(flat.T, _previous(h0, out))
-    return dx.reshape(t_len, n, size), rec, dc, dw_ih, dw_hh, dbias
+    return dx, rec, dc, dw_ih, dw_hh, dbias
 
 
 @hookimpl
@@ -198,10 +201,10 @@ def gru_layer(x, h0, w_ih, w_hh, b_ih, b_hh):
 
 
 @hookimpl
-def gru_layer_backward(x, h0, w_ih, w_hh, out, saved, grad_out):
+def gru_layer_backward(x, h0, w_ih, w_hh, out, saved, grad_out, needs_dx):
     arrays = (x, h0, w_ih, w_hh, out, saved, grad_out)
     if not _kernel_dtype(*arrays) or 0 in x.shape or 0 in h0.shape:
-        return composite_recurrent.gru_layer_backward(_own_hooks(), *arrays)
+        return composite_recurrent.gru_layer_backward(_own_hooks(), *arrays, needs_dx)
     t_len, n, size = x.shape
     hid = h0.shape[1]
     saved, grad_out = cp.ascontiguousarray(saved), cp.ascontiguousarray(grad_out)
@@ -218,6 +221,6 @@ def gru_layer_backward(x, h0, w_ih, w_hh, out, saved, grad_out):
     dh0 = carry + rec
     flat_p, flat_q = dp.reshape(t_len * n, 3 * hid), dq.reshape(t_len * n, 3 * hid)
     dx, dw_ih, db_ih = _weight_grads(flat_p, cp.ascontiguousarray(x).reshape(t_len * n, size),
-                                     w_ih)
+                                     w_ih, x.shape if needs_dx else None)
     dw_hh = cp.matmul(flat_q.T, _previous(h0, out))
-    return dx.reshape(t_len, n, size), dh0, dw_ih, dw_hh, db_ih, flat_q.sum(axis=0)
+    return dx, dh0, dw_ih, dw_hh, db_ih, flat_q.sum(axis=0)

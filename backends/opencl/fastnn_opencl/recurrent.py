@@ -164,7 +164,8 @@ def lstm_layer(x, h0, c0, w_ih, w_hh, bias):
 
 
 @hookimpl
-def lstm_layer_backward(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_c):
+def lstm_layer_backward(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_c,
+                        needs_dx):
     t_len, n, _ = x.shape
     hid = h0.shape[1]
     dev = x.dev
@@ -180,11 +181,12 @@ def lstm_layer_backward(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad
                c0.data, c0.offset, dc.data, da.data), backward=True, serial=serial)
     dh0 = _last_product(da, w_hh, None, n, hid)
     flat = _flat(da)
-    dx = _matmul(flat, _dense(w_ih))
+    dx = (_matmul(flat, _dense(w_ih)).view(x.shape, contiguous_strides(x.shape))
+          if needs_dx else None)
     dw_ih = _matmul(_t(flat), _flat(_dense(x)))
     dw_hh = _matmul(_t(flat), _previous(_dense(h0), _dense(out)))
     dbias = _sum(flat, (0,), False)
-    return dx.view(x.shape, contiguous_strides(x.shape)), dh0, dc, dw_ih, dw_hh, dbias
+    return dx, dh0, dc, dw_ih, dw_hh, dbias
 
 
 @hookimpl
@@ -205,7 +207,7 @@ def gru_layer(x, h0, w_ih, w_hh, b_ih, b_hh):
 
 
 @hookimpl
-def gru_layer_backward(x, h0, w_ih, w_hh, out, saved, grad_out):
+def gru_layer_backward(x, h0, w_ih, w_hh, out, saved, grad_out, needs_dx):
     t_len, n, _ = x.shape
     hid = h0.shape[1]
     dev = x.dev
@@ -220,8 +222,9 @@ def gru_layer_backward(x, h0, w_ih, w_hh, out, saved, grad_out):
                h0.data, h0.offset, dh.data, dp.data, dq.data), backward=True)
     dh0 = _last_product(dq, w_hh, dh, n, hid)
     fp, fq = _flat(dp), _flat(dq)
-    dx = _matmul(fp, _dense(w_ih))
+    dx = (_matmul(fp, _dense(w_ih)).view(x.shape, contiguous_strides(x.shape))
+          if needs_dx else None)
     dw_ih = _matmul(_t(fp), _flat(_dense(x)))
     dw_hh = _matmul(_t(fq), _previous(h0, out))
     db_ih, db_hh = _sum(fp, (0,), False), _sum(fq, (0,), False)
-    return dx.view(x.shape, contiguous_strides(x.shape)), dh0, dw_ih, dw_hh, db_ih, db_hh
+    return dx, dh0, dw_ih, dw_hh, db_ih, db_hh

@@ -122,9 +122,10 @@ def test_lstm_layer_forward_and_backward(on_host, t_len, n, size, hid):
     for a, b in zip(got, want):
         np.testing.assert_allclose(np.asarray(a), b, **TOL)
     grad_out, grad_c = _dev(rand((t_len, n, hid), 13)), _dev(rand((n, hid), 14))
-    got = layers.lstm_layer_backward(x, h0, c0, w_ih, w_hh, *got, grad_out, grad_c)
+    got = layers.lstm_layer_backward(x, h0, c0, w_ih, w_hh, *got, grad_out, grad_c, True)
     want = composite_recurrent.lstm_layer_backward(CPU, *host[:5], *want,
-                                                   np.asarray(grad_out), np.asarray(grad_c))
+                                                   np.asarray(grad_out), np.asarray(grad_c),
+                                                   True)
     for a, b in zip(got, want):
         np.testing.assert_allclose(np.asarray(a), b, **TOL)
     assert on_host.count("lstm_cell_forward") == t_len
@@ -143,8 +144,9 @@ def test_gru_layer_forward_and_backward(on_host, t_len, n, size, hid):
     for a, b in zip(got, want):
         np.testing.assert_allclose(np.asarray(a), b, **TOL)
     grad_out = _dev(rand((t_len, n, hid), 21))
-    got = layers.gru_layer_backward(x, h0, w_ih, w_hh, *got, grad_out)
-    want = composite_recurrent.gru_layer_backward(CPU, *host[:4], *want, np.asarray(grad_out))
+    got = layers.gru_layer_backward(x, h0, w_ih, w_hh, *got, grad_out, True)
+    want = composite_recurrent.gru_layer_backward(CPU, *host[:4], *want, np.asarray(grad_out),
+                                                  True)
     for a, b in zip(got, want):
         np.testing.assert_allclose(np.asarray(a), b, **TOL)
     assert on_host.count("gru_cell_forward") == t_len

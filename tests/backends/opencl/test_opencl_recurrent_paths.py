@@ -22,11 +22,11 @@ def _run(kind, args, grad, grad_c, hooks, put, host):
     if kind == "lstm":
         x, h0, c0, w_ih, w_hh, _ = args
         back = hooks.lstm_layer_backward(*[put(a) for a in (x, h0, c0, w_ih, w_hh)], *fwd,
-                                         put(grad), put(grad_c))
+                                         put(grad), put(grad_c), True)
     else:
         x, h0, w_ih, w_hh, _, _ = args
         back = hooks.gru_layer_backward(*[put(a) for a in (x, h0, w_ih, w_hh)], *fwd,
-                                        put(grad))
+                                        put(grad), True)
     return [host(a) for a in (*fwd, *back)]
 
 
