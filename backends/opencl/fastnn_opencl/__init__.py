@@ -20,7 +20,7 @@ from fastnn_opencl.runtime import INSTALL_HINT
 fastnn_hook_modules = tuple(f"fastnn_opencl.{name}" for name in (
     "collectives", "conv", "conv_2d", "elementwise", "fused", "indexing", "linalg", "misc",
     "optim", "reduce", "fused_program", "launch_list", "transfer",
-    "recurrent", "pooling", "batchnorm", "attention"))
+    "recurrent", "pooling", "batchnorm", "attention", "norm_act"))
 
 
 def probe() -> dict:

@@ -250,6 +250,14 @@ def copy(x: CLArray) -> CLArray:
         kernel(dev.queue, (rounded(cols, 16), rounded(rows, 16)), None, out.data, x.data,
                x.offset, rows, cols, *x.strides)
         return out
+    if x.dev.is_cpu and not x.is_contiguous and x.size:
+        shape, _ = collapse(x.shape, [contiguous_strides(x.shape), x.strides])
+        if len(shape) <= 4:  # a run of the innermost axis per work-item (indexing.write)
+            from fastnn_opencl.indexing import write
+
+            out = x.dev.empty(x.shape, x.dtype)
+            write(out, x)
+            return out
     group = 1 if x.dtype.startswith("float") else 2
     return launch(group, "k_copy", [x], x.dtype, x.shape)
 

@@ -132,9 +132,16 @@ def bias_act_backward(x, bias, out, grad, kind, slope):
     dev = x.dev
     features = bias.shape[0]
     rows = x.size // features if features else 0
-    dz = dev.empty(x.shape, x.dtype)
     defines = (("T", CL_TYPES[x.dtype]), ("ACT", ACTS.index(kind)),
                ("ACC", reduce._acc_type(x, 0)))
+    if kind == "identity":  # dz is grad itself (as the composite's); dbias column sums
+        dbias = dev.empty(bias.shape, x.dtype)
+        if features:
+            kernel = dev.kernel(FILE, "k_col_sums", defines, [None, None, _I, _I, _I])
+            kernel(dev.queue, (rounded(-(-features // 4), 16),), None, dbias.data, grad.data,
+                   grad.offset, rows, features)
+        return grad, dbias
+    dz = dev.empty(x.shape, x.dtype)
     args = (x.data, x.offset, bias.data, bias.offset, out.data, out.offset, grad.data,
             grad.offset, rows, features, slope)
     types = [None, _I, None, _I, None, _I, None, _I, _I, _I, NP_TYPES[x.dtype]]

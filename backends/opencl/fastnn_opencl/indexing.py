@@ -62,11 +62,17 @@ def write(dst: CLArray, src: CLArray) -> None:
         shape = tuple(reversed(shape)) + (1,) * pad  # innermost first
         from pyopencl.cltypes import make_int4 as vec
 
+        dst_v, src_v = vec(*reversed(dst_st), *(0,) * pad), vec(*reversed(src_st), *(0,) * pad)
+        if dev.is_cpu:  # a run of the innermost axis per work-item
+            kernel = dev.kernel(VIEWS, "k_write_runs", (("T", CL_TYPES[dst.dtype]),),
+                                [None, _I, None, None, _I, None, _I, _I])
+            kernel(dev.queue, (shape[1], shape[2] * shape[3]), None, dst.data, dst.offset,
+                   dst_v, src.data, src.offset, src_v, shape[0], shape[2])
+            return
         kernel = dev.kernel(VIEWS, "k_write_view", (("T", CL_TYPES[dst.dtype]),),
                             [None, _I, None, None, _I, None, _I])
         kernel(dev.queue, (shape[0], shape[1], shape[2] * shape[3]), None, dst.data,
-               dst.offset, vec(*reversed(dst_st), *(0,) * pad), src.data, src.offset,
-               vec(*reversed(src_st), *(0,) * pad), shape[2])
+               dst.offset, dst_v, src.data, src.offset, src_v, shape[2])
         return
     src = _dense(src)
     # one buffer copy (the strided kernel divides per element); not within one buffer, where

@@ -31,16 +31,20 @@ def _run(kind, args, grad, grad_c, hooks, put, host):
 
 
 @pytest.mark.parametrize("kind", ["lstm", "gru"])
-@pytest.mark.parametrize("hid,dtype", [(8, np.float32), (3, np.float32), (8, np.float64)])
+@pytest.mark.parametrize("hid,dtype,n", [(8, np.float32, 3), (3, np.float32, 3),
+                                         (8, np.float64, 3), (24, np.float32, 6),
+                                         (16, np.float64, 9)])
 @pytest.mark.parametrize("way", ["step", "group", "serial"])
-def test_fused_recurrent_matches_the_cpu_backend(ocl, monkeypatch, kind, hid, dtype, way):
-    """float64 at 8 lanes is the case that once built no kernels (8 doubles: 64 bytes)."""
+def test_fused_recurrent_matches_the_cpu_backend(ocl, monkeypatch, kind, hid, dtype, n, way):
+    """float64 at 8 lanes is the case that once built no kernels (8 doubles: 64 bytes); 6
+    and 9 batch rows take the serial LSTM's blocks of 4 rows and a remainder, 24 hidden
+    units (3 vectors of 8) its pairs of vectors and a last single one."""
     import fastnn_cpu.recurrent as cpu
     from fastnn_opencl.misc import from_numpy, to_numpy
 
     monkeypatch.setenv("FASTNN_OPENCL_RNN", "" if way == "serial" else way)
     rng = np.random.default_rng(hid)
-    t_len, n = 5, 3
+    t_len = 5
     args = [a.astype(dtype) for a in _inputs(rng, kind, t_len, n, 4, hid)]
     grad = rng.normal(size=(t_len, n, hid)).astype(dtype)
     grad_c = rng.normal(size=(n, hid)).astype(dtype)

@@ -261,6 +261,30 @@ __kernel void k_act_grad(__global T *dz, __global const T *x, const int xoff,
     const T z = ACT_NEEDS_Z ? x[xoff + i] + bias[boff + f] : (T)0;
     dz[i] = act_grad(z, out[ooff + i], grad[goff + i], slope);
 }
+
+// sums[f] = sum over the rows of a contiguous (rows, F) array's column f: one work-item
+// per 4 columns, read as vectors (the bias gradient of an identity bias_act, whose dz is
+// grad itself). The reductions' column kernel ran a work-item per column, unvectorised.
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#define ACC4 CAT(ACC, 4)
+__kernel void k_col_sums(__global T *sums, __global const T *x, const int off,
+                         const int rows, const int F) {
+    const int f = get_global_id(0) * 4;
+    if (f >= F) return;
+    const __global T *col = x + off + f;
+    if (f + 4 <= F) {
+        ACC4 acc = 0;
+        for (int r = 0; r < rows; ++r) acc += CAT(convert_, ACC4)(vload4(0, col + r * F));
+        vstore4(CAT(convert_, CAT(T, 4))(acc), 0, sums + f);
+    } else {
+        for (int c = 0; c < F - f; ++c) {
+            ACC acc = 0;
+            for (int r = 0; r < rows; ++r) acc += col[r * F + c];
+            sums[f + c] = (T)acc;
+        }
+    }
+}
 #endif
 
 #ifdef TI
