@@ -43,6 +43,16 @@ class Entry:
                 return False
         return True
 
+    def settle(self) -> None:
+        """The first replay's check passed: from now on only the written-out replay runs
+        (``fast``), so what the check and :meth:`replay`'s own loops read goes (a program
+        lives as long as its function: what it keeps counts against the step's memory)."""
+        if self.fast is None:
+            return
+        self.getters = self.writes = self.steps = None
+        self.copied = self.devices = self.out_devices = None
+        self.inplace = self.inplace_index = self.dry_inputs = None
+
     # ------------------------------------------------------------ replay
     def counts(self) -> list:
         return [ref().state[pid][key] for ref, pid, key, _ in self.steps]
