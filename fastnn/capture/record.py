@@ -151,11 +151,13 @@ class Cut:
         self.pos, self.draws, self.where, self.what, self.value = pos, draws, where, what, None
 
 
-# fastnn functions that read values only to refuse bad ones (a replay does not check;
-# check_range's answer, whether an index may be negative, is "yes" while recording), and
-# data parallelism's sample totals, read for which parameters got gradients at all
-# (while recording, the division by them stays on the device)
-CHECKS = frozenset({"check_targets", "check_finite", "check_range", "_sample_totals"})
+# fastnn functions that read values only to refuse bad ones (the recording checks, with
+# eager's error; a replay does not check; check_range's answer, whether an index may be
+# negative, is "yes" while recording): integer division's zero divisor, Gaussian NLL's
+# negative variances; and data parallelism's sample totals, read for which parameters got
+# gradients at all (while recording, the division by them stays on the device)
+CHECKS = frozenset({"check_targets", "check_finite", "check_range", "_sample_totals",
+                    "_no_zero_divisor", "_var_not_negative"})
 _TENSOR_FILE = os.path.join(_PACKAGE, "ops", "tensor.py")
 
 
