@@ -11,7 +11,7 @@ which it is dropped, so a replay holds no array longer than it must (its peak me
 most the eager step's, which also keeps arrays for its tape).
 
 :func:`interpreter` is the replay: the program turned once into straight-line Python
-(``s5 = add(s1, s2)``; ``del s1`` after its last use) with the hook functions bound, so a
+(``Â = Á(À, Ã)``; ``del À`` after its last use; one-letter names, reused) with the hook functions bound, so a
 replay makes no Tensor, tape, check or dispatch. It is also the composite of the optional
 backend hook ``compile_program``.
 """
@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import math
 import sys
+import unicodedata
+from collections.abc import Mapping
 from types import MappingProxyType
 
 
@@ -120,6 +122,43 @@ def last_uses(calls: list, keep: set) -> list[list[int]]:
                 seen.add(i)
                 drops[n].append(i)
     return drops
+
+
+class Layouts(Mapping):
+    """slot -> the recorded array's strides, kept sparsely: a value laid out C-contiguous
+    (most of them) is told by its description (``float32[64, 10]``), only the others
+    (transposes, broadcasts) and those without strides (``unknown``) are stored."""
+
+    def __init__(self, describe: dict, other: dict, unknown: frozenset):
+        self._describe, self._other, self._unknown = describe, other, unknown
+
+    def __getitem__(self, i):
+        found = self._other.get(i)
+        if found is not None:
+            return found
+        text = self._describe.get(i) if i not in self._unknown else None
+        if text is None:
+            raise KeyError(i)
+        return contiguous_strides(text)
+
+    def __iter__(self):
+        return (i for i in self._describe if i not in self._unknown)
+
+    def __len__(self) -> int:
+        return len(self._describe) - len(self._unknown)
+
+
+def contiguous_strides(text: str) -> tuple:
+    """The C-contiguous strides, in bytes, of a value described as ``float32[64, 10]``."""
+    import numpy as np
+
+    dtype_name, _, dims = text.partition("[")
+    shape = [int(d) for d in dims.rstrip("]").split(",") if d.strip()]
+    out, step = [], np.dtype(dtype_name).itemsize
+    for d in reversed(shape):
+        out.append(step)
+        step *= d
+    return tuple(reversed(out))
 
 
 class Program:
@@ -225,7 +264,7 @@ def interpreter(program: Program, special: dict | None = None):
             target, extra, out = own
         fn = bound.get(id(target))
         if fn is None or names[fn] is not target:
-            fn = bound[id(target)] = sys.intern(f"f{len(bound)}")
+            fn = bound[id(target)] = var("f")
             names[fn] = target
         if own is not None:
             args += [_code(e, names, var) for e in extra]
@@ -261,24 +300,51 @@ def interpreter(program: Program, special: dict | None = None):
     return run
 
 
-class _Names:
-    """The local variable of each live slot in a generated replay: ``s0``, ``s1``, ...,
-    a name taken again once its slot was dropped (a slot read in a call is live until
-    that call returns, so a call's result never takes the name of one of its operands)."""
+def _one_letter_names() -> tuple:
+    """The identifiers of one Latin-1 letter beyond ASCII (``À`` .. ``ÿ``, those NFKC
+    leaves as they are): CPython keeps every one-character Latin-1 string once, so a
+    generated function named with them keeps no string of its own for a name (measured:
+    ~50 bytes a name otherwise, a few KB a program). None is an ASCII name, so none
+    meets a name the generated code spells out (``env``, ``outs``, ``t``)."""
+    found = []
+    for code in range(0xC0, 0x100):
+        c = chr(code)
+        if c.isidentifier() and unicodedata.normalize("NFKC", c) == c:
+            found.append(c)
+    return tuple(found)
+
+
+ONE_LETTER = _one_letter_names()
+
+
+class Fresh:
+    """New names for a generated function: one Latin-1 letter while they last
+    (:data:`ONE_LETTER`), then ``prefix`` and a number."""
 
     def __init__(self):
+        self.count = 0
+
+    def __call__(self, prefix: str) -> str:
+        n = self.count
+        self.count += 1
+        return ONE_LETTER[n] if n < len(ONE_LETTER) else sys.intern(f"{prefix}{n}")
+
+
+class _Names(Fresh):
+    """The local variable of each live slot in a generated replay, a name taken again
+    once its slot was dropped (a slot read in a call is live until that call returns, so
+    a call's result never takes the name of one of its operands); ``self("f")``: a
+    name for a hook or a constant."""
+
+    def __init__(self):
+        super().__init__()
         self.of: dict = {}  # slot -> its variable
         self.spare: list = []  # names of dropped slots
-        self.count = 0
 
     def new(self, i: int) -> str:
         name = self.of.get(i)
         if name is None:  # (an input listed twice keeps its one name)
-            if self.spare:
-                name = self.spare.pop()
-            else:
-                name = sys.intern(f"s{self.count}")
-                self.count += 1
+            name = self.spare.pop() if self.spare else self("s")
             self.of[i] = name
         return name
 
@@ -331,7 +397,7 @@ def _code(template, names, var) -> str:
         return f"[{inner}]" if template.kind is list else f"({inner})"
     if _literal(template):  # in the code's constants: no global, no name
         return repr(template)
-    name = sys.intern(f"c{len(names)}")
+    name = var("c")
     names[name] = template
     return name
 

@@ -17,7 +17,15 @@ import numpy as np
 
 from fastnn.api import fusion
 from fastnn.api.device import Device
-from fastnn.api.program import Program, Seq, Slot, eliminate_dead, slots_in
+from fastnn.api.program import (
+    Layouts,
+    Program,
+    Seq,
+    Slot,
+    contiguous_strides,
+    eliminate_dead,
+    slots_in,
+)
 from fastnn.capture.entry import ArgRef, Entry, OutTensor
 from fastnn.capture.record import CaptureError, is_array
 from fastnn.capture.replay import Source, fast_replay
@@ -84,8 +92,14 @@ def build(name, recorder, snapshot, leaves, draws, result) -> Entry:
     shared: dict = {}
     describe = {i: _describe(values[i], shared) for i in arrays}
     entry.program = Program(name, kept, inputs, outputs, describe)
-    entry.program.layouts = {i: shared.setdefault(s, s) for i in arrays
-                             if (s := _strides(values[i])) is not None}
+    other, unknown = {}, []
+    for i in arrays:
+        strides = _strides(values[i])
+        if strides is None:
+            unknown.append(i)
+        elif strides != contiguous_strides(describe[i]):
+            other[i] = shared.setdefault(strides, strides)
+    entry.program.layouts = Layouts(describe, other, frozenset(unknown))
     del shared
     entry.program.aliases = _aliases(kept, values)
     entry.program.planner = fusion.planned

@@ -78,7 +78,6 @@ class Compiled:
         self.name = getattr(fn, "__qualname__", None) or type(fn).__name__
         self._cache: OrderedDict = OrderedDict()  # signature key -> [Entry]
         self._said: set = set()
-        self._dropped: set = set()  # hashes of the keys whose first program went
         # and, once a step has graph breaks, "split": its calls that ran through their
         # segments, "ahead": segment programs run ahead of the Python, "plain": split
         # calls run as the eager call, where no segment program pays (split.py)
@@ -164,12 +163,12 @@ class Compiled:
     def _store(self, key, entry) -> None:
         entries = self._cache.setdefault(key, [])
         if len(entries) == 1 and type(entries[0]) is Entry and not entries[0].checked and \
-                hash(key) not in self._dropped:
+                ("dropped", hash(key)) not in self._said:
             # the signature's first program was never replayed: it is the state before
             # the first step (no gradients, no optimizer moments yet), which does not come
             # back; its memory goes (should it come back, it records again, once: then
             # both stay)
-            self._dropped.add(hash(key))  # (a hash: the key itself is a nested tuple)
+            self._said.add(("dropped", hash(key)))  # (a hash: the key is a nested tuple)
             entries.pop()
         entries.insert(0, entry)
         self._cache.move_to_end(key)

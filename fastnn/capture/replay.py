@@ -11,8 +11,7 @@ The first replay's check (``dry``) still runs :meth:`Entry.replay` itself.
 
 from __future__ import annotations
 
-import sys
-
+from fastnn.api.program import Fresh
 from fastnn.autograd import engine
 from fastnn.capture.entry import ArgRef, OutTensor, _rebuild
 from fastnn.ops import tensor as tensor_module
@@ -26,12 +25,12 @@ class Source:
         self.lines: list[str] = []
         self.scope: dict = {}
         self._named: dict = {}  # id(value) -> its name: one global per object
+        self._fresh = Fresh()
 
     def name(self, value, prefix: str) -> str:
         key = self._named.get(id(value))
         if key is None or self.scope[key] is not value:
-            # interned: the compiled code's name and the scope's key are one string
-            key = self._named[id(value)] = sys.intern(f"{prefix}{len(self.scope)}")
+            key = self._named[id(value)] = self._fresh(prefix)  # (one letter: no string)
             self.scope[key] = value
         return key
 
@@ -39,10 +38,18 @@ class Source:
         self.lines.append("    " + line)
 
     def function(self, head: str, label: str):
+        """The function ``head`` (``def name(params):``) with these lines; the objects
+        named are its defaults (read as fast locals; its globals keep none of them)."""
+        name, _, params = head[len("def "):].rstrip(":").rstrip(")").partition("(")
+        bound = "".join(f"{key}={key}, " for key in self.scope)
+        head = f"def {name}({params}{', ' if params and bound else ''}{bound}):"
         source = "\n".join([head] + (self.lines or ["    pass"]))
         scope = dict(self.scope)
         exec(compile(source, f"<fnn.compile {label}>", "exec"), scope)  # noqa: S102
-        return scope[head.split()[1].split("(")[0]]
+        fn = scope.pop(name)
+        for key in self.scope:
+            del scope[key]
+        return fn
 
 
 def fast_replay(entry, binds, inputs, values, leaves, name: str):
