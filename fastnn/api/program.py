@@ -11,9 +11,9 @@ which it is dropped, so a replay holds no array longer than it must (its peak me
 most the eager step's, which also keeps arrays for its tape).
 
 :func:`interpreter` is the replay: the program turned once into straight-line Python
-(``Â = Á(À, Ã)``; ``del À`` after its last use; one-letter names, reused) with the hook functions bound, so a
-replay makes no Tensor, tape, check or dispatch. It is also the composite of the optional
-backend hook ``compile_program``.
+(``Â = Á(À, Ã)``; ``del À`` after its last use; one-letter names, reused) with the hook
+functions bound, so a replay makes no Tensor, tape, check or dispatch. It is also the
+composite of the optional backend hook ``compile_program``.
 """
 
 from __future__ import annotations
