@@ -11,14 +11,18 @@ which it is dropped, so a replay holds no array longer than it must (its peak me
 most the eager step's, which also keeps arrays for its tape).
 
 :func:`interpreter` is the replay: the program turned once into straight-line Python
-(``s5 = add(s1, s2)``; ``del s1`` after its last use) with the hook functions bound, so a
-replay makes no Tensor, tape, check or dispatch. It is also the composite of the optional
-backend hook ``compile_program``.
+(``Â = Á(À, Ã)``; ``del À`` after its last use; one-letter names, reused) with the hook
+functions bound, so a replay makes no Tensor, tape, check or dispatch. It is also the
+composite of the optional backend hook ``compile_program``.
 """
 
 from __future__ import annotations
 
+import math
 import sys
+import unicodedata
+from collections.abc import Mapping
+from types import MappingProxyType
 
 
 class Slot:
@@ -44,6 +48,10 @@ class Seq:
     def __repr__(self) -> str:
         inner = ", ".join(map(repr, self.items))
         return f"[{inner}]" if self.kind is list else f"({inner})"
+
+
+NO_KWARGS = MappingProxyType({})
+"""The keyword arguments of a call made with none (one read-only mapping for them all)."""
 
 
 class Call:
@@ -114,6 +122,43 @@ def last_uses(calls: list, keep: set) -> list[list[int]]:
                 seen.add(i)
                 drops[n].append(i)
     return drops
+
+
+class Layouts(Mapping):
+    """slot -> the recorded array's strides, kept sparsely: a value laid out C-contiguous
+    (most of them) is told by its description (``float32[64, 10]``), only the others
+    (transposes, broadcasts) and those without strides (``unknown``) are stored."""
+
+    def __init__(self, describe: dict, other: dict, unknown: frozenset):
+        self._describe, self._other, self._unknown = describe, other, unknown
+
+    def __getitem__(self, i):
+        found = self._other.get(i)
+        if found is not None:
+            return found
+        text = self._describe.get(i) if i not in self._unknown else None
+        if text is None:
+            raise KeyError(i)
+        return contiguous_strides(text)
+
+    def __iter__(self):
+        return (i for i in self._describe if i not in self._unknown)
+
+    def __len__(self) -> int:
+        return len(self._describe) - len(self._unknown)
+
+
+def contiguous_strides(text: str) -> tuple:
+    """The C-contiguous strides, in bytes, of a value described as ``float32[64, 10]``."""
+    import numpy as np
+
+    dtype_name, _, dims = text.partition("[")
+    shape = [int(d) for d in dims.rstrip("]").split(",") if d.strip()]
+    out, step = [], np.dtype(dtype_name).itemsize
+    for d in reversed(shape):
+        out.append(step)
+        step *= d
+    return tuple(reversed(out))
 
 
 class Program:
@@ -195,19 +240,23 @@ def interpreter(program: Program, special: dict | None = None):
     None: without it), e.g. NumPy's ufunc writing into a buffer the backend keeps. ``out``
     a :class:`Slot`: that argument's array is the call's last use of it, and the call
     writes into it when nothing else holds it at that moment (:func:`donated`), else
-    ``out=None``."""
-    names: dict = {"_rc": sys.getrefcount}
+    ``out=None``.
+
+    A slot's variable is dropped (``del``) right after its last use and its name serves a
+    later slot (:class:`_Names`): the function keeps a few names, not one per slot."""
+    names: dict = {}  # the hooks and constants the code calls: its defaults (fast locals)
     special = special or {}
+    var = _Names()
     lines = ["def run(env):"]
     if program.inputs:
-        lines.append("    " + "".join(f"s{i}, " for i in program.inputs) + "= env")
+        lines.append("    " + "".join(f"{var.new(i)}, " for i in program.inputs) + "= env")
     lines.append("    del env")
     keep = set(program.outputs)
     drops = last_uses(program.calls, keep)
     bound: dict = {}  # id(function) -> its name: one global per function
     for n, (call, dropped) in enumerate(zip(program.calls, drops)):
-        args = [_code(a, names) for a in call.args]
-        args += [f"{k}={_code(v, names)}" for k, v in call.kwargs.items()]
+        args = [_code(a, names, var) for a in call.args]
+        args += [f"{k}={_code(v, names, var)}" for k, v in call.kwargs.items()]
         own = special.get(n)
         if own is None:
             target = getattr(call.device.ops, call.name)
@@ -215,43 +264,106 @@ def interpreter(program: Program, special: dict | None = None):
             target, extra, out = own
         fn = bound.get(id(target))
         if fn is None or names[fn] is not target:
-            fn = bound[id(target)] = f"f{n}"
+            fn = bound[id(target)] = var("f")
             names[fn] = target
         if own is not None:
-            args += [_code(e, names) for e in extra]
+            args += [_code(e, names, var) for e in extra]
             if type(out) is Slot:  # the call's own arguments hold the operand too
+                names["_rc"] = sys.getrefcount
                 uses = (slots_in(call.args) + slots_in(call.kwargs)).count(out.i)
-                args.append(f"out={donated(out.i, uses)}")
+                args.append(f"out={donated(var[out.i], uses)}")
             elif out is not None:
-                args.append(f"out={_code(out, names)}")
+                args.append(f"out={_code(out, names, var)}")
         expr = f"{fn}({', '.join(args)})"
         if type(call.out) is Slot:
-            lines.append(f"    s{call.out.i} = {expr}")
+            lines.append(f"    {var.new(call.out.i)} = {expr}")
         elif type(call.out) is Seq:
             lines.append(f"    _r = {expr}")
-            lines.extend(_unpack(call.out, "_r"))
+            lines.extend(_unpack(call.out, "_r", var))
             lines.append("    del _r")  # the parts nobody reads go now, not at the next
         else:
             lines.append(f"    {expr}")
         # a slot no longer read is dropped at once (a result nobody reads, too)
         dropped = [i for i in dropped if i not in keep]
         if dropped:
-            lines.append("    del " + ", ".join(f"s{i}" for i in dropped))
-    lines.append("    return [" + "".join(f"s{i}, " for i in program.outputs) + "]")
-    source = "\n".join(lines)
+            lines.append("    del " + ", ".join(var[i] for i in dropped))
+            for i in dropped:
+                var.free(i)
+    lines.append("    return [" + "".join(f"{var[i]}, " for i in program.outputs) + "]")
+    lines[0] = "def run(env, " + "".join(f"{n}={n}, " for n in names) + "):"
     scope = dict(names)
-    exec(compile(source, f"<fnn.compile {program.name}>", "exec"), scope)  # noqa: S102
-    scope["run"].interpreted = not special  # the hooks as recorded, nothing of a backend's
-    return scope["run"]
+    exec(compile("\n".join(lines), f"<fnn.compile {program.name}>", "exec"), scope)  # noqa: S102
+    run = scope.pop("run")
+    for name in names:  # read as the function's defaults only
+        del scope[name]
+    run.interpreted = not special  # the hooks as recorded, nothing of a backend's
+    return run
 
 
-def donated(i: int, uses: int = 0) -> str:
-    """Source for "slot ``i``'s array, if this variable and the ``uses`` arguments of
-    the call being made hold the only references to it and it owns its memory, else
-    None": no view, tensor, cache or other slot can see the array, so the call may
-    write its result into it (the last use of its value)."""
-    return (f"(s{i} if _rc(s{i}) == {_ONLY + uses} and s{i}.base is None and "
-            f"s{i}.flags.writeable else None)")
+def _one_letter_names() -> tuple:
+    """The identifiers of one Latin-1 letter beyond ASCII (``À`` .. ``ÿ``, those NFKC
+    leaves as they are): CPython keeps every one-character Latin-1 string once, so a
+    generated function named with them keeps no string of its own for a name (measured:
+    ~50 bytes a name otherwise, a few KB a program). None is an ASCII name, so none
+    meets a name the generated code spells out (``env``, ``outs``, ``t``)."""
+    found = []
+    for code in range(0xC0, 0x100):
+        c = chr(code)
+        if c.isidentifier() and unicodedata.normalize("NFKC", c) == c:
+            found.append(c)
+    return tuple(found)
+
+
+ONE_LETTER = _one_letter_names()
+
+
+class Fresh:
+    """New names for a generated function: one Latin-1 letter while they last
+    (:data:`ONE_LETTER`), then ``prefix`` and a number."""
+
+    def __init__(self):
+        self.count = 0
+
+    def __call__(self, prefix: str) -> str:
+        n = self.count
+        self.count += 1
+        return ONE_LETTER[n] if n < len(ONE_LETTER) else sys.intern(f"{prefix}{n}")
+
+
+class _Names(Fresh):
+    """The local variable of each live slot in a generated replay, a name taken again
+    once its slot was dropped (a slot read in a call is live until that call returns, so
+    a call's result never takes the name of one of its operands); ``self("f")``: a
+    name for a hook or a constant."""
+
+    def __init__(self):
+        super().__init__()
+        self.of: dict = {}  # slot -> its variable
+        self.spare: list = []  # names of dropped slots
+
+    def new(self, i: int) -> str:
+        name = self.of.get(i)
+        if name is None:  # (an input listed twice keeps its one name)
+            name = self.spare.pop() if self.spare else self("s")
+            self.of[i] = name
+        return name
+
+    def __getitem__(self, i: int) -> str:
+        return self.of[i]
+
+    def free(self, i: int) -> None:
+        name = self.of.pop(i, None)
+        if name is not None:
+            self.spare.append(name)
+
+
+def donated(name: str, uses: int = 0) -> str:
+    """Source for "the array in variable ``name``, if this variable and the ``uses``
+    arguments of the call being made hold the only references to it and it owns its
+    memory, else None": no view, tensor, cache or other slot can see the array, so the
+    call may write its result into it (the last use of its value)."""
+    return (f"({name} if _rc({name}) == {_ONLY + uses} and {name}.base is None and "
+            f"{name}.flags.writeable else None)")
 
 
 def _only_reference() -> int:
@@ -265,30 +377,40 @@ def _only_reference() -> int:
 _ONLY = _only_reference()
 
 
-def _unpack(template, expr) -> list[str]:
+def _unpack(template, expr, var) -> list[str]:
     out = []
     for k, item in enumerate(template.items):
         if type(item) is Slot:
-            out.append(f"    s{item.i} = {expr}[{k}]")
+            out.append(f"    {var.new(item.i)} = {expr}[{k}]")
         elif type(item) is Seq:
-            out.extend(_unpack(item, f"{expr}[{k}]"))
+            out.extend(_unpack(item, f"{expr}[{k}]", var))
     return out
 
 
-def _code(template, names) -> str:
+def _code(template, names, var) -> str:
     """Python source for an argument: a slot's variable, a list of them, or a constant
     (bound in the function's globals, never printed into the source)."""
     if type(template) is Slot:
-        return f"s{template.i}"
+        return var[template.i]
     if type(template) is Seq:
-        inner = "".join(f"{_code(item, names)}, " for item in template.items)
+        inner = "".join(f"{_code(item, names, var)}, " for item in template.items)
         return f"[{inner}]" if template.kind is list else f"({inner})"
-    if template is None or type(template) in (bool, int) or (
-            type(template) is str and template.isidentifier()):
+    if _literal(template):  # in the code's constants: no global, no name
         return repr(template)
-    name = f"c{len(names)}"
+    name = var("c")
     names[name] = template
     return name
+
+
+def _literal(value) -> bool:
+    """Whether ``repr(value)`` is Python source for an equal value of the same type: None,
+    a bool, an int, a str, a finite float, a tuple of them."""
+    kind = type(value)
+    if value is None or kind in (bool, int, str):
+        return True
+    if kind is float:
+        return math.isfinite(value)
+    return kind is tuple and all(_literal(v) for v in value)
 
 
 def _show(template) -> str:

@@ -17,7 +17,15 @@ import numpy as np
 
 from fastnn.api import fusion
 from fastnn.api.device import Device
-from fastnn.api.program import Program, Seq, Slot, eliminate_dead, slots_in
+from fastnn.api.program import (
+    Layouts,
+    Program,
+    Seq,
+    Slot,
+    contiguous_strides,
+    eliminate_dead,
+    slots_in,
+)
 from fastnn.capture.entry import ArgRef, Entry, OutTensor
 from fastnn.capture.record import CaptureError, is_array
 from fastnn.capture.replay import Source, fast_replay
@@ -82,11 +90,17 @@ def build(name, recorder, snapshot, leaves, draws, result) -> Entry:
     arrays = sorted(i for i in used.union(*(slots_in(c.out) for c in kept))
                     if is_array(values[i]))
     shared: dict = {}
-    describe = {i: shared.setdefault(_describe(values[i]), _describe(values[i]))
-                for i in arrays}
+    describe = {i: _describe(values[i], shared) for i in arrays}
     entry.program = Program(name, kept, inputs, outputs, describe)
-    entry.program.layouts = {i: shared.setdefault(s, s) for i in arrays
-                             if (s := _strides(values[i])) is not None}
+    other, unknown = {}, []
+    for i in arrays:
+        strides = _strides(values[i])
+        if strides is None:
+            unknown.append(i)
+        elif strides != contiguous_strides(describe[i]):
+            other[i] = shared.setdefault(strides, strides)
+    entry.program.layouts = Layouts(describe, other, frozenset(unknown))
+    del shared
     entry.program.aliases = _aliases(kept, values)
     entry.program.planner = fusion.planned
     entry.devices = [device_of.get(i) for i in inputs]
@@ -241,9 +255,13 @@ def _location_reader(bind):
 def _guards(binds, inputs, values, writes, snapshot) -> list:
     """The checks that choose this entry, as one generated function in a list: each
     tensor read or written is alive (with the shape of its array or gradient), each
-    optimizer has its options and state entries, each module its training flag."""
+    optimizer has its options and state entries, each module its training flag. Checks
+    of one kind are a loop over a tuple of (reference, expected): a program lives as long
+    as its function, and a few lines for any number of parameters keep less than a few
+    lines for each (measured: the same time per call)."""
     src = Source()
     tensors, optimizers = set(), {}
+    data, grads, fresh, alive = [], [], [], []
     for i in inputs:
         b = binds[i]
         if b is None or b[0] not in ("data", "grad", "opt") or type(b[1]) is ArgRef:
@@ -251,43 +269,49 @@ def _guards(binds, inputs, values, writes, snapshot) -> list:
         shape, ref = tuple(values[i].shape), b[1]
         if b[0] == "data":
             tensors.add(id(ref()))
-            src.add(f"t = {src.name(ref, 'r')}()")
-            src.add(f"if t is None or tuple(t._data.shape) != {shape!r}:")
-            src.add("    return False")
+            data.append((ref, shape))
         elif b[0] == "grad":
             tensors.add(id(ref()))
-            src.add(f"t = {src.name(ref, 'r')}()")
-            src.add(f"if t is None or t._grad is None or tuple(t._grad._data.shape) != "
-                    f"{shape!r}:")
-            src.add("    return False")
+            grads.append((ref, shape))
         else:
             optimizers[id(ref())] = ref
     for kind, ref, _key, _, meta in writes:
         if type(ref) is ArgRef:  # the signature says whether an argument has a gradient
             continue
-        t = src.name(ref, "r")
         if kind == "grad_new" and meta[3]:  # the step starts from no gradient
-            src.add(f"t = {t}()")
-            src.add("if t is None or t._grad is not None:")
-            src.add("    return False")
+            fresh.append(ref)
         if kind == "opt":
             optimizers[id(ref())] = ref
-        else:
+        elif id(ref()) not in tensors:  # (else: checked alive above already)
             tensors.add(id(ref()))
-            src.add(f"if {t}() is None:")
-            src.add("    return False")
+            alive.append(ref)
+    _loop(src, data, "r, shape", "t = r()",
+          "t is None or tuple(t._data.shape) != shape")
+    _loop(src, grads, "r, shape", "t = r()",
+          "t is None or t._grad is None or tuple(t._grad._data.shape) != shape")
+    _loop(src, fresh, "r", "t = r()", "t is None or t._grad is not None")
+    _loop(src, alive, "r", None, "r() is None")
     for b in binds.values():
         if b is not None and b[0] == "scalar":
             optimizers[id(b[2]())] = b[2]
-    for ref in optimizers.values():
-        src.add(f"if not {src.name(snapshot.guard_of(ref()), 'opt')}():")
-        src.add("    return False")
-    for ref, training in snapshot.modules_of(tensors):
-        src.add(f"m = {src.name(ref, 'm')}()")
-        src.add(f"if m is None or m.training != {training!r}:")
-        src.add("    return False")
+    _loop(src, [snapshot.guard_of(ref()) for ref in optimizers.values()], "check", None,
+          "not check()")
+    _loop(src, snapshot.modules_of(tensors), "r, training", "m = r()",
+          "m is None or m.training != training")
     src.add("return True")
     return [src.function("def guards():", "guards")]
+
+
+def _loop(src, items, names, first, fails) -> None:
+    """Guard lines: for each of ``items`` (bound to ``names``), ``first``, then False
+    where ``fails``."""
+    if not items:
+        return
+    src.add(f"for {names} in {src.name(tuple(items), 'g')}:")
+    if first:
+        src.add(f"    {first}")
+    src.add(f"    if {fails}:")
+    src.add("        return False")
 
 
 def _aliases(calls, values) -> dict:
@@ -302,7 +326,7 @@ def _aliases(calls, values) -> dict:
                 continue
             shared = [i for i in args if _shares(out, values[i])]
             if shared:
-                found[j] = shared
+                found[j] = tuple(shared)
     return found
 
 
@@ -327,5 +351,20 @@ def _strides(value):
     return None if strides is None else tuple(strides)
 
 
-def _describe(value) -> str:
-    return f"{value.dtype}{list(value.shape)}"
+_DTYPE_NAMES: dict = {}  # dtype -> its name, formatted once per process
+
+
+def _describe(value, shared: dict) -> str:
+    """``float32[64, 10]``: one string per distinct dtype and shape in ``shared``. The
+    dtype's name is formatted once per process: NumPy keeps memory behind each
+    formatting (measured with tracemalloc, ~100 bytes a call), which a program would
+    carry for as long as it lives."""
+    dtype = value.dtype
+    key = (dtype, value.shape)
+    text = shared.get(key)
+    if text is None:
+        name = _DTYPE_NAMES.get(dtype)
+        if name is None:
+            name = _DTYPE_NAMES[dtype] = str(dtype)
+        text = shared[key] = name + str(list(value.shape))
+    return text

@@ -28,6 +28,7 @@ from fastnn.api import program as programs
 from fastnn.api.device import _cache as _devices
 from fastnn.autograd import grad_mode
 from fastnn.capture import build, segments
+from fastnn.capture.entry import Entry
 from fastnn.capture.record import CaptureError, Recorder, RecordingOps, RngLog
 from fastnn.capture.split import Split
 from fastnn.capture.state import Snapshot
@@ -160,7 +161,16 @@ class Compiled:
                               "every call, as eagerly)", stacklevel=4)
 
     def _store(self, key, entry) -> None:
-        self._cache.setdefault(key, []).insert(0, entry)
+        entries = self._cache.setdefault(key, [])
+        if len(entries) == 1 and type(entries[0]) is Entry and not entries[0].checked and \
+                ("dropped", hash(key)) not in self._said:
+            # the signature's first program was never replayed: it is the state before
+            # the first step (no gradients, no optimizer moments yet), which does not come
+            # back; its memory goes (should it come back, it records again, once: then
+            # both stay)
+            self._said.add(("dropped", hash(key)))  # (a hash: the key is a nested tuple)
+            entries.pop()
+        entries.insert(0, entry)
         self._cache.move_to_end(key)
         while sum(len(v) for v in self._cache.values()) > self.max_signatures:
             oldest = next(iter(self._cache))
@@ -194,6 +204,7 @@ class Compiled:
                 "argument, a parameter or optimizer state); make it an argument. This "
                 "call ran eagerly; later calls with this signature run eagerly too")
         entry.checked = True
+        entry.settle()
         self.stats["replayed"] += 1
         return result
 

@@ -18,6 +18,11 @@ from fastnn.ops.tensor import Tensor
 class Entry:
     """One signature's program and everything a replay reads, writes and checks."""
 
+    # fixed attributes: an entry lives as long as its compiled function
+    __slots__ = ("program", "eager", "checked", "getters", "writes", "steps", "draws",
+                 "result", "guards", "args_now", "fast", "devices", "out_devices", "copied",
+                 "inplace", "inplace_index", "dry_inputs")
+
     def __init__(self):
         self.program = None
         self.eager = None  # why this signature runs eagerly (None: it replays)
@@ -30,6 +35,9 @@ class Entry:
         self.guards: list = []  # () -> bool
         self.args_now = [None]  # the current call's arguments, for ArgRef
         self.fast = None  # replay(leaves) written out (fastnn.capture.replay), if built
+        # for the first replay's check (build.py fills them; settle() drops them)
+        self.devices = self.out_devices = self.copied = None
+        self.inplace = self.inplace_index = self.dry_inputs = None
 
     @classmethod
     def eager_only(cls, key, why: str):
@@ -42,6 +50,16 @@ class Entry:
             if not guard():
                 return False
         return True
+
+    def settle(self) -> None:
+        """The first replay's check passed: from now on only the written-out replay runs
+        (``fast``), so what the check and :meth:`replay`'s own loops read goes (a program
+        lives as long as its function: what it keeps counts against the step's memory)."""
+        if self.fast is None:
+            return
+        self.getters = self.writes = self.steps = None
+        self.copied = self.devices = self.out_devices = None
+        self.inplace = self.inplace_index = self.dry_inputs = None
 
     # ------------------------------------------------------------ replay
     def counts(self) -> list:

@@ -25,7 +25,7 @@ from threading import get_ident
 
 import numpy as np
 
-from fastnn.api.program import Call, Seq, Slot
+from fastnn.api.program import NO_KWARGS, Call, Seq, Slot
 from fastnn.ops.tensor import Tensor
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -85,7 +85,7 @@ class Recorder:
             return self.slot(value)
         kind = type(value)
         if kind is list or kind is tuple:
-            items = [self.encode(v) for v in value]
+            items = _exact(map(self.encode, value), len(value))
             if any(type(i) in (Slot, Seq) for i in items):
                 return Seq(kind, items)
         return value
@@ -97,7 +97,7 @@ class Recorder:
             return self._slot(self._new(value))
         kind = type(value)
         if kind is list or kind is tuple:
-            items = [self.result(v) for v in value]
+            items = _exact(map(self.result, value), len(value))
             if any(type(i) in (Slot, Seq) for i in items):
                 return Seq(kind, items)
         return value
@@ -132,6 +132,14 @@ class Recorder:
         return cut
 
 
+def _exact(items, n: int) -> list:
+    """A list of ``n`` items with room for no more (a program keeps every call's
+    arguments for as long as it lives; a list grown by appends keeps spare room)."""
+    out = [None] * n
+    out[:] = items
+    return out
+
+
 class Cut:
     """A graph break: the read came after ``pos`` calls and ``draws`` draws of fastnn's
     generator, at the user's line ``where``, by ``what`` (``.item()``); ``value`` is what it
@@ -143,11 +151,13 @@ class Cut:
         self.pos, self.draws, self.where, self.what, self.value = pos, draws, where, what, None
 
 
-# fastnn functions that read values only to refuse bad ones (a replay does not check;
-# check_range's answer, whether an index may be negative, is "yes" while recording), and
-# data parallelism's sample totals, read for which parameters got gradients at all
-# (while recording, the division by them stays on the device)
-CHECKS = frozenset({"check_targets", "check_finite", "check_range", "_sample_totals"})
+# fastnn functions that read values only to refuse bad ones (the recording checks, with
+# eager's error; a replay does not check; check_range's answer, whether an index may be
+# negative, is "yes" while recording): integer division's zero divisor, Gaussian NLL's
+# negative variances; and data parallelism's sample totals, read for which parameters got
+# gradients at all (while recording, the division by them stays on the device)
+CHECKS = frozenset({"check_targets", "check_finite", "check_range", "_sample_totals",
+                    "_no_zero_divisor", "_var_not_negative"})
 _TENSOR_FILE = os.path.join(_PACKAGE, "ops", "tensor.py")
 
 
@@ -209,8 +219,9 @@ class RecordingOps:
                 fn = getattr(self._inner, name)
                 if not recorder.active or get_ident() != recorder.thread:
                     return fn(*args, **kwargs)
-                a = [recorder.encode(v) for v in args]
-                k = {key: recorder.encode(v) for key, v in kwargs.items()}
+                a = _exact(map(recorder.encode, args), len(args))
+                k = {key: recorder.encode(v) for key, v in kwargs.items()} if kwargs else \
+                    NO_KWARGS
                 out = fn(*args, **kwargs)
                 recorder.calls.append(Call(device, name, a, k, recorder.result(out)))
                 recorder.marks.append(len(recorder.log.draws) if recorder.log else 0)

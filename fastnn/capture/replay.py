@@ -11,6 +11,7 @@ The first replay's check (``dry``) still runs :meth:`Entry.replay` itself.
 
 from __future__ import annotations
 
+from fastnn.api.program import Fresh
 from fastnn.autograd import engine
 from fastnn.capture.entry import ArgRef, OutTensor, _rebuild
 from fastnn.ops import tensor as tensor_module
@@ -24,11 +25,12 @@ class Source:
         self.lines: list[str] = []
         self.scope: dict = {}
         self._named: dict = {}  # id(value) -> its name: one global per object
+        self._fresh = Fresh()
 
     def name(self, value, prefix: str) -> str:
         key = self._named.get(id(value))
         if key is None or self.scope[key] is not value:
-            key = self._named[id(value)] = f"{prefix}{len(self.scope)}"
+            key = self._named[id(value)] = self._fresh(prefix)  # (one letter: no string)
             self.scope[key] = value
         return key
 
@@ -36,10 +38,18 @@ class Source:
         self.lines.append("    " + line)
 
     def function(self, head: str, label: str):
+        """The function ``head`` (``def name(params):``) with these lines; the objects
+        named are its defaults (read as fast locals; its globals keep none of them)."""
+        name, _, params = head[len("def "):].rstrip(":").rstrip(")").partition("(")
+        bound = "".join(f"{key}={key}, " for key in self.scope)
+        head = f"def {name}({params}{', ' if params and bound else ''}{bound}):"
         source = "\n".join([head] + (self.lines or ["    pass"]))
         scope = dict(self.scope)
         exec(compile(source, f"<fnn.compile {label}>", "exec"), scope)  # noqa: S102
-        return scope[head.split()[1].split("(")[0]]
+        fn = scope.pop(name)
+        for key in self.scope:
+            del scope[key]
+        return fn
 
 
 def fast_replay(entry, binds, inputs, values, leaves, name: str):
@@ -56,8 +66,7 @@ def fast_replay(entry, binds, inputs, values, leaves, name: str):
         src.add(f"{src.name(ref, 'o')}().state[{pid!r}][{key!r}] += {delta!r}")
     if entry.draws:
         src.add(f"rng = {src.name(tensor_module, 'tm')}._default_rng")
-        src.add(f"draws = [getattr(rng, m)(*a, **k) for m, a, k in "
-                f"{src.name(entry.draws, 'd')}]")
+        src.add(f"draws = {src.name(_draw, 'draw')}(rng, {src.name(entry.draws, 'd')})")
     rates: dict = {}  # (optimizer ref, group) -> the local holding (lrs, decays)
     env = []
     for i in inputs:
@@ -68,12 +77,24 @@ def fast_replay(entry, binds, inputs, values, leaves, name: str):
     read = {id(binds[i][1]) for i in inputs if binds[i] is not None and binds[i][0] == "grad"}
     read |= {id(binds[i][1]()) for i in inputs if binds[i] is not None and
              binds[i][0] == "grad" and type(binds[i][1]) is not ArgRef}
-    for kind, ref, _key, _k, meta in entry.writes:
-        if kind == "grad_new" and not meta[3] and type(ref) is not ArgRef and \
-                id(ref) not in read and id(ref()) not in read:
-            src.add(f"{src.name(ref, 'w')}()._grad = None")
+    dropped = [ref for kind, ref, _key, _k, meta in entry.writes
+               if kind == "grad_new" and not meta[3] and type(ref) is not ArgRef and
+               id(ref) not in read and id(ref()) not in read]
+    if dropped:
+        src.add(f"for r in {src.name(tuple(dropped), 'w')}:")
+        src.add("    r()._grad = None")
     src.add(f"outs = {src.name(entry.program.runner, 'runner')}()(env)")
-    for kind, ref, key, k, meta in entry.writes:
+    for kind, ref, key, k, meta in _grouped(entry.writes):
+        if kind == "grads":  # new gradients of one dtype and device: one loop
+            made = (f"{src.name(Tensor, 'Tensor')}._make(outs[k], {src.name(meta[0], 'dt')}, "
+                    f"{src.name(meta[1], 'dev')})")
+            src.add(f"for r, k in {src.name(ref, 'w')}:")
+            if meta[2]:
+                src.add(f"    g = r()._grad = {made}")
+                src.add(f"    g._storage = {src.name(engine, 'engine')}._SHARED")
+            else:
+                src.add(f"    r()._grad = {made}")
+            continue
         owner = f"{src.name(ref, 'w')}()"
         if kind == "data":
             src.add(f"o = {owner}")
@@ -105,6 +126,44 @@ def fast_replay(entry, binds, inputs, values, leaves, name: str):
     return src.function("def replay(leaves):", f"{name} replay")
 
 
+def _draw(rng, draws) -> list:
+    """fastnn's generator's draws, as recorded (one function for every replay: a
+    comprehension in the generated code would be a code object of each program's own)."""
+    return [getattr(rng, m)(*a, **k) for m, a, k in draws]
+
+
+def _deref(refs) -> list:
+    """The objects of weak references (the parameters of an optimizer's group)."""
+    return [r() for r in refs]
+
+
+def _grouped(writes) -> list:
+    """``writes`` with each run of three or more new gradients of one dtype, device and
+    sharing as one write ``("grads", ((ref, output index), ...), None, None, meta)``."""
+    out: list = []
+    run: list = []
+
+    def flush():
+        if len(run) >= 3:
+            out.append(("grads", tuple((w[1], w[3]) for w in run), None, None, run[0][4]))
+        else:
+            out.extend(run)
+        run.clear()
+
+    for w in writes:
+        if w[0] == "grad_new" and run and w[4][:3] == run[0][4][:3] or \
+                w[0] == "grad_new" and not run:
+            run.append(w)
+            continue
+        flush()
+        if w[0] == "grad_new":
+            run.append(w)
+        else:
+            out.append(w)
+    flush()
+    return out
+
+
 def _input_code(src, bind, value, leaves, rates) -> str:
     """The expression for one program input in the generated replay."""
     if bind is None:  # a constant of the recording
@@ -124,7 +183,7 @@ def _input_code(src, bind, value, leaves, rates) -> str:
             local = rates[(id(oref), gi)] = f"rates{len(rates)}"
             src.add(f"o = {src.name(oref, 'o')}()")
             src.add(f"{local} = o.lrs_and_decays(o.param_groups[{gi}], "
-                    f"[r() for r in {src.name(prefs, 'p')}])")
+                    f"{src.name(_deref, 'deref')}({src.name(prefs, 'p')}))")
         return f"{local}[{0 if what == 'lrs' else 1}]"
     ref = src.name(bind[1], "r")
     if kind == "data":

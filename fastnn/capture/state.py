@@ -131,8 +131,12 @@ class Snapshot:
         k = next(n for n, other in enumerate(self.optimizers) if other is o)
         options = [(g, [(key, value) for key, value in g.items() if key not in ("params", "lr")])
                    for g in o.param_groups]
-        options = [(g, [(key, _copy(value)) for key, value in items]) for g, items in options]
-        entries = [(pid, set(st)) for pid, st in self.opt_state[k].items()]
+        # tuples, each distinct set of state keys once: the check lives as long as its program
+        options = tuple((g, tuple((key, _copy(value)) for key, value in items))
+                        for g, items in options)
+        keysets: dict = {}
+        entries = tuple((pid, keysets.setdefault(frozenset(st), frozenset(st)))
+                        for pid, st in self.opt_state[k].items())
         count, ref = len(entries), weakref.ref(o)
 
         def check() -> bool:

@@ -6,7 +6,16 @@ for a differentiable case the forward and its backward are compiled together. Th
 replay must give the eager output and gradients bit for bit (the core does not fuse).
 Run with ``--conformance-captured`` (each recording scans the heap once: minutes, not
 seconds, for the whole suite).
+
+An op that reads values back to Python to compute its result (a shape that depends on the
+values: nonzero, unique, argwhere; a reduction done on the host) cannot be one program:
+with ``fullgraph=True`` fnn.compile must refuse it with :class:`fastnn.CaptureError`
+naming the read and the line, and with ``fullgraph=False`` it runs as segments around
+that read (a graph break), which must give eager's values as well. No case is left out.
 """
+
+import functools
+import warnings
 
 import numpy as np
 import pytest
@@ -40,10 +49,16 @@ def test_captured(case, dtype, device, rng, request):
     for sample in case.samples(rng):
         params = harness._params(case, sample, dtype)
         what = harness.describe(case, device, dtype, sample, "captured")
-        forward = fnn.compile(lambda *ts, params=params: case.run(*ts, **params))
+        fullgraph = True
+        forward = functools.partial(_forward, case, params)
+        fresh = functools.partial(_fresh, case, sample, dtype, device, False)
         with fnn.no_grad():
-            for _ in range(3):
-                got = forward(*_fresh(case, sample, dtype, device, False))
+            try:
+                got = _three_calls(forward, fresh, True)
+            except fnn.CaptureError as exc:
+                _refused_clearly(exc, what)
+                fullgraph = False  # a graph break where the op reads values back
+                got = _three_calls(forward, fresh, False)
             want = case.run(*_fresh(case, sample, dtype, device, False), **params)
         _same(want.numpy(), got.numpy(), what)
         if not case.differentiable or not harness._float_output(case, dtype, sample):
@@ -55,10 +70,12 @@ def test_captured(case, dtype, device, rng, request):
             out.backward(grad_out)
             return out
 
-        compiled = fnn.compile(step)
-        for _ in range(3):
-            tensors = _fresh(case, sample, dtype, device, True)
-            got = compiled(*tensors)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the graph break's notice
+            compiled = fnn.compile(step, fullgraph=fullgraph)
+            for _ in range(3):
+                tensors = _fresh(case, sample, dtype, device, True)
+                got = compiled(*tensors)
         eager = _fresh(case, sample, dtype, device, True)
         want = step(*eager)
         _same(want.numpy(), got.numpy(), what + " (forward with backward)")
@@ -68,3 +85,27 @@ def test_captured(case, dtype, device, rng, request):
                     raise Mismatch(f"{what}: the gradient of argument {i} is missing")
                 if a.grad is not None:
                     _same(a.grad.numpy(), b.grad.numpy(), f"{what}: gradient of argument {i}")
+
+
+def _forward(case, params, *tensors):
+    return case.run(*tensors, **params)
+
+
+def _three_calls(fn, fresh, fullgraph):
+    """``fn`` compiled, called three times (a recording, the checked first replay, a plain
+    replay), each on fresh tensors; the last call's result."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a graph break's notice
+        compiled = fnn.compile(fn, fullgraph=fullgraph)
+        for _ in range(3):
+            got = compiled(*fresh())
+    return got
+
+
+def _refused_clearly(exc, what):
+    """fnn.compile's refusal of a read back to Python names what read and where."""
+    text = str(exc)
+    if "reads a tensor's value back to Python" not in text or " at " not in text or \
+            "fullgraph=False" not in text:
+        raise Mismatch(f"{what}: fnn.compile refused the case without saying which read "
+                       f"and where: {text}")

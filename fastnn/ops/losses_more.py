@@ -188,6 +188,13 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
     return reduced("poisson_nll_loss", per, reduction)
 
 
+def _var_not_negative(var) -> None:
+    """gaussian_nll_loss's check of its variances (read back only to refuse; a step that
+    fnn.compile records checks at its recording, as eager, and not at each replay)."""
+    if bool((var < 0).any()):
+        raise ValueError("gaussian_nll_loss: var has negative entry/entries")
+
+
 @public()
 def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False,
                       eps: float = 1e-6, reduction: str = "mean") -> Tensor:
@@ -205,8 +212,7 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False,
             raise ValueError(f"gaussian_nll_loss: var {var.shape} must have input's shape "
                              f"{input.shape}, or one dim fewer, or a trailing 1")
     with no_grad():
-        if bool((var < 0).any()):
-            raise ValueError("gaussian_nll_loss: var has negative entry/entries")
+        _var_not_negative(var)
         lift = m.sub(m.maximum(var, real("gaussian_nll_loss", "eps", eps)), var)
     var = m.add(var, lift)  # the clamped values, with var's own gradient
     diff = m.sub(input, target)

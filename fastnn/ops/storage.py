@@ -265,7 +265,8 @@ def rebind(t, data) -> None:
         base = base_of(t)
         storage = _storage(base)
         if native(t._device):
-            t._device.ops.assign(t._data, data)
+            if data is not t._data:  # an update made in place (a fused step) is there
+                t._device.ops.assign(t._data, data)
         elif t is base:
             base._data = data
             _refresh(base, storage)
