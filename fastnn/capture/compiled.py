@@ -258,6 +258,12 @@ def compile(fn=None, *, fullgraph: bool = True, max_signatures: int = 8):  # noq
     where a backend's compiled program beats its hooks, else made as eagerly
     (:mod:`fastnn.capture.split`). The learning rate, step counts and random seeds
     are read at every replay.
+    The checks on values that eager code makes without a Python branch (class
+    targets and indices in range, an integer divisor of zero, a variance below zero)
+    run while recording, not on replay: a replay given such values does what the
+    backend's hooks do with them (a device backend reads 0 for an out-of-range index,
+    an integer ``// 0`` gives 0) instead of raising eager's error. Run the step eagerly
+    to check new data.
     ``step.program()`` prints the program.
     """
     if fn is None:
