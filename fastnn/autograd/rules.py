@@ -291,6 +291,12 @@ def _conv1d(ops, node, grad):
     return grad_x, grad_w
 
 
+@rule("conv1d_bias")
+def _conv1d_bias(ops, node, grad):
+    grad_x, grad_w = _conv1d(ops, node, grad)
+    return grad_x, grad_w, (ops.sum(grad, (0, 2), False) if node.needs[2] else None)
+
+
 @rule("conv2d")
 def _conv2d(ops, node, grad):
     x, weight = node.saved

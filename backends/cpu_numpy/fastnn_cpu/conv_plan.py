@@ -144,8 +144,9 @@ def _build_forward(x_shape, weight_shape, lay, groups, dtype):
     return inner, chunks.steps, kept
 
 
-def forward(x, weight, lay, groups):
-    """conv2d forward (N, C_out, H_out, W_out) in the flat layout (stride 1)."""
+def forward(x, weight, lay, groups, bias=None):
+    """conv2d forward (N, C_out, H_out, W_out) in the flat layout (stride 1), plus ``bias``
+    (C_out,) where given, added as the kept part is copied out."""
     c_out = weight.shape[0]
     key = _key("forward", lay, x.shape[1], c_out, groups, x.dtype)
     inner, steps, kept = _plan(key, lambda: _build_forward(x.shape, weight.shape, lay,
@@ -155,7 +156,9 @@ def forward(x, weight, lay, groups):
     for cols, src, gemm, target, _, _ in steps:
         np.copyto(cols, src)
         np.matmul(w, gemm, out=target)
-    return np.ascontiguousarray(kept)
+    if bias is None:
+        return np.ascontiguousarray(kept)
+    return np.add(kept, bias.reshape(c_out, 1, 1), out=np.empty(kept.shape, kept.dtype))
 
 
 def _build_grad_input(grad_shape, weight_shape, lay, groups, dtype):
