@@ -195,10 +195,23 @@ def where(cond, a, b):
         # NOTE: np.where runs ~10x slower than a multiply on a random mask (branch
         # misprediction); a * cond is exact unless a holds inf/nan where cond is
         # False (inf * 0 = nan), which the isfinite check sends to np.where.
+        floating = a.dtype.kind == "f"
+        if floating and isinstance(cond, np.ndarray) and cond.dtype == np.bool_:
+            cond = cond.view(np.uint8)  # float * uint8 casts ~10% faster than float * bool
         out = np.multiply(a, cond, dtype=a.dtype)
-        if np.isfinite(out).all():
+        if _all_finite(out) if floating else np.isfinite(out).all():
             return out
     return np.where(cond, a, b)
+
+
+def _all_finite(x):
+    """Whether every element of the floating array ``x`` is finite: for float32/64, the dot
+    product of x with itself (one BLAS pass, ~2.5x faster than isfinite().all()) is finite
+    only then, or where it overflows (elements past ~1e19 in float32), which says False."""
+    if x.dtype not in (np.float32, np.float64):
+        return bool(np.isfinite(x).all())
+    flat = x.ravel(order="K")
+    return bool(np.isfinite(np.dot(flat, flat)))
 
 
 @hookimpl
