@@ -135,11 +135,6 @@ def rms_div(ops, x, eps):
     return ops.mul(x, r), r
 
 
-def conv1d_bias(ops, x, weight, bias, stride, padding, dilation, groups):
-    out = ops.conv1d(x, weight, stride, padding, dilation, groups)
-    return ops.add(out, ops.reshape(bias, (bias.shape[0], 1)))
-
-
 def bias_act(ops, x, bias, kind, slope):
     z = ops.add(x, bias)
     if kind == "identity":

@@ -88,13 +88,6 @@ def rms_div(x: Array, eps: float) -> tuple[Array, Array]:
 
 
 @op
-def conv1d_bias(x: Array, weight: Array, bias: Array, stride: int, padding: int, dilation: int,
-                groups: int) -> Array:
-    """conv1d (the primitive's arguments) plus ``bias`` (C_out,) on every output channel:
-    the bias added as the result is written, instead of a second pass over it."""
-
-
-@op
 def bias_act(x: Array, bias: Array, kind: str, slope: float) -> Array:
     """activation(x + bias); bias broadcasts along the last axis.
 

@@ -291,16 +291,6 @@ def _conv1d(ops, node, grad):
     return grad_x, grad_w
 
 
-@rule("conv1d_bias")
-def _conv1d_bias(ops, node, grad):
-    grad_x, grad_w = _conv1d(ops, node, grad)
-    if not node.needs[2]:
-        return grad_x, grad_w, None
-    # over the batch first (adds of whole contiguous slabs), then along the length: 2x
-    # faster on the cpu backend than one reduction over both axes
-    return grad_x, grad_w, ops.sum(ops.sum(grad, (0,), False), (1,), False)
-
-
 @rule("conv2d")
 def _conv2d(ops, node, grad):
     x, weight = node.saved

@@ -321,7 +321,6 @@ TENSOR_RULES.update(
     layer_norm_train=_layer_norm,
     rms_div=_unsupported("its saved reciprocal RMS is a raw array"),
     conv1d=_unsupported("conv1d_grad_input and conv1d_grad_weight have no rules"),
-    conv1d_bias=_unsupported("conv1d_grad_input and conv1d_grad_weight have no rules"),
     conv2d=_unsupported("conv2d_grad_input and conv2d_grad_weight have no rules"),
     conv_transpose2d=_unsupported("conv2d_grad_weight has no rule"),
 )

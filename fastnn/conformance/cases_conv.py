@@ -131,35 +131,6 @@ register(Case("conv1d", run=_conv_run, ref=_conv_reference, grad_ref=_conv_grad_
               random=_conv_random, tol=dict(ACCUMULATING)))
 
 
-def _bias_samples(rng):
-    """Every config with a bias: F.conv1d with a bias of x's dtype runs the conv1d_bias op."""
-    out = []
-    for cfg in CONV_CONFIGS:
-        x, w = _inputs(rng, cfg)
-        out.append(Sample(_label(cfg) + " + bias", (x, w, rng.normal(size=w.shape[0])),
-                          _params(cfg)))
-    return out
-
-
-def _bias_edges(rng, dtype):
-    x, w = _inputs(rng, CONV_CONFIGS[0])
-    bias = rng.normal(size=w.shape[0])
-    bias[1] = NAN
-    return [Sample("a NaN bias", (x, w, bias), _params(CONV_CONFIGS[0]))]
-
-
-def _bias_random(draw):
-    sample = _conv_random(draw)
-    x, w = sample.args
-    bias = np.random.default_rng(draw(st.integers(0, 2**31))).normal(size=w.shape[0])
-    return Sample(sample.label + " + bias", (x, w, bias), sample.params)
-
-
-register(Case("conv1d_bias", run=_conv_run, ref=_conv_reference, grad_ref=_conv_grad_ref,
-              diff_args=(0, 1, 2), samples=_bias_samples, edges=_bias_edges,
-              random=_bias_random, tol=dict(ACCUMULATING)))
-
-
 def register_gradient_cases(prefix, conv, forward_ref, grads_ref, conv_samples, conv_random):
     """The cases of ``<prefix>_grad_input`` and ``<prefix>_grad_weight``, reached the way
     users reach them: ``conv`` forward, then backward; ``grads_ref`` gives both."""

@@ -178,20 +178,14 @@ def conv1d(x: Tensor, weight: Tensor, bias=None, stride=1, padding=0, dilation=1
             f"{length} padded by {padding} on each side (output length {length_out})"
         )
     attrs = (stride, padding, dilation, groups)
+    data = x._device.ops.conv1d(x._data, weight._data, *attrs)
+    out = attach(Tensor._make(data, x._dtype, x._device), "conv1d", (x, weight),
+                 (x._data, weight._data), attrs)
     if bias is not None:
         if not isinstance(bias, Tensor):
             raise TypeError(f"conv1d: bias must be a Tensor or None, got {type(bias).__name__}")
         if bias.shape != (c_out,):
             raise ValueError(f"conv1d: bias must have shape ({c_out},), got {bias.shape}")
-        if bias._dtype is x._dtype and bias._device is x._device:
-            # one hook: the bias added as the result is written (no second pass over it)
-            data = x._device.ops.conv1d_bias(x._data, weight._data, bias._data, *attrs)
-            return attach(Tensor._make(data, x._dtype, x._device), "conv1d_bias",
-                          (x, weight, bias), (x._data, weight._data), attrs)
-    data = x._device.ops.conv1d(x._data, weight._data, *attrs)
-    out = attach(Tensor._make(data, x._dtype, x._device), "conv1d", (x, weight),
-                 (x._data, weight._data), attrs)
-    if bias is not None:  # another dtype or device: the add promotes or refuses it
         out = out + reshape(bias, (c_out, 1))
     return out
 

@@ -105,19 +105,10 @@ def _flat_2d(n, length, kernel_size, stride, padding, dilation):
 
 @hookimpl
 def conv1d(x, weight, stride, padding, dilation, groups):
-    return _forward(x, weight, None, stride, padding, dilation, groups)
-
-
-@hookimpl
-def conv1d_bias(x, weight, bias, stride, padding, dilation, groups):
-    return _forward(x, weight, bias, stride, padding, dilation, groups)
-
-
-def _forward(x, weight, bias, stride, padding, dilation, groups):
     n, _, length = x.shape
     lay = _flat_2d(n, length, weight.shape[2], stride, padding, dilation)
     if lay is not None:
-        out = conv_plan.forward(x[:, :, None], weight[:, :, None], lay, groups, bias, x)
+        out = conv_plan.forward(x[:, :, None], weight[:, :, None], lay, groups, x)
         return out.reshape(out.shape[0], out.shape[1], -1)
     c_out, c_in_g, k = weight.shape
     lay = _Layout(x.shape[0], x.shape[2], k, stride, padding, dilation)
@@ -125,8 +116,6 @@ def _forward(x, weight, bias, stride, padding, dilation, groups):
     out = np.empty((c_out, lay.m), dtype=x.dtype)
     w = weight.reshape(groups, c_out // groups, c_in_g * k)
     np.matmul(w, cols, out=out.reshape(groups, c_out // groups, lay.m))
-    if bias is not None:  # on the (C_out, m) rows, before the kept columns are picked
-        out += bias.reshape(c_out, 1)
     return out.reshape(c_out, lay.n, lay.seg_out)[:, :, : lay.length_out].transpose(1, 0, 2)
 
 

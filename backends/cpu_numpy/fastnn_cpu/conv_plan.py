@@ -204,10 +204,9 @@ def _build_forward(x_shape, weight_shape, lay, groups, dtype):
     return inner, chunks.steps, kept
 
 
-def forward(x, weight, lay, groups, bias=None, source=None):
-    """conv2d forward (N, C_out, H_out, W_out) in the flat layout (stride 1), plus ``bias``
-    (C_out,) where given, added as the kept part is copied out. ``source``: the array the
-    caller was given, where x is a view of it (see ``_fill``)."""
+def forward(x, weight, lay, groups, source=None):
+    """conv2d forward (N, C_out, H_out, W_out) in the flat layout (stride 1). ``source``:
+    the array the caller was given, where x is a view of it (see ``_fill``)."""
     c_out = weight.shape[0]
     key = _key("forward", lay, x.shape[1], c_out, groups, x.dtype)
     inner, steps, kept = _plan(key, lambda: _build_forward(x.shape, weight.shape, lay,
@@ -217,9 +216,7 @@ def forward(x, weight, lay, groups, bias=None, source=None):
     for cols, src, gemm, target, _, _ in steps:
         np.copyto(cols, src)
         np.matmul(w, gemm, out=target)
-    if bias is None:
-        return np.ascontiguousarray(kept)
-    return np.add(kept, bias.reshape(c_out, 1, 1), out=np.empty(kept.shape, kept.dtype))
+    return np.ascontiguousarray(kept)
 
 
 def _build_grad_input(grad_shape, weight_shape, lay, groups, dtype):
