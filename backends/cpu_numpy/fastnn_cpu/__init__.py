@@ -195,10 +195,23 @@ def where(cond, a, b):
         # NOTE: np.where runs ~10x slower than a multiply on a random mask (branch
         # misprediction); a * cond is exact unless a holds inf/nan where cond is
         # False (inf * 0 = nan), which the isfinite check sends to np.where.
+        floating = a.dtype.kind == "f"
+        if floating and isinstance(cond, np.ndarray) and cond.dtype == np.bool_:
+            cond = cond.view(np.uint8)  # float * uint8 casts ~10% faster than float * bool
         out = np.multiply(a, cond, dtype=a.dtype)
-        if np.isfinite(out).all():
+        if _all_finite(out) if floating else np.isfinite(out).all():
             return out
     return np.where(cond, a, b)
+
+
+def _all_finite(x):
+    """Whether every element of the floating array ``x`` is finite: for float32/64, the dot
+    product of x with itself (one BLAS pass, ~2.5x faster than isfinite().all()) is finite
+    only then, or where it overflows (elements past ~1e19 in float32), which says False."""
+    if x.dtype not in (np.float32, np.float64):
+        return bool(np.isfinite(x).all())
+    flat = x.ravel(order="K")
+    return bool(np.isfinite(np.dot(flat, flat)))
 
 
 @hookimpl
@@ -208,8 +221,33 @@ def sum(x, axis, keepdims):
 
 @hookimpl
 def mean(x, axis, keepdims):
+    last = x.ndim - 1
+    if (x.dtype in _BLAS_FLOATS and axis in ((last,), (-1,)) and last > 0
+            and 0 < x.shape[last] <= MEAN_GEMV_MAX and x.flags.c_contiguous):
+        # NOTE: one BLAS matrix-vector product with ones, 3x faster than np.mean's
+        # reduction (which it matches to within a few ulp at these lengths)
+        out = np.matmul(x, _ones(x.shape[last], x.dtype))
+        out *= x.dtype.type(1.0 / x.shape[last])
+        return out[..., None] if keepdims else out
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.mean(x, axis=axis, keepdims=keepdims)
+
+
+_BLAS_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+#: Longest last axis whose mean goes through the BLAS product (its sums are sequential in
+#: a few SIMD lanes, not pairwise: kept short, so their rounding stays that of np.mean).
+MEAN_GEMV_MAX = 4096
+_ONES: dict = {}
+
+
+def _ones(n, dtype):
+    ones = _ONES.get((n, dtype))
+    if ones is None:
+        if len(_ONES) > 64:
+            _ONES.clear()
+        ones = _ONES[(n, dtype)] = np.ones(n, dtype)
+        ones.flags.writeable = False
+    return ones
 
 
 @hookimpl

@@ -1,0 +1,38 @@
+"""The NumPy backend's ``where(cond, a, 0)``: a masked multiply (a * cond) whose result is
+kept only when every element is finite, else np.where; checked against np.where on the
+values that break the multiply (inf and NaN under a False mask, products that overflow
+the finiteness check's dot product), on every dtype and layout."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from fastnn_cpu import where
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32, np.bool_])
+def test_where_zero_matches_np_where(dtype):
+    rng = np.random.default_rng(0)
+    a = (rng.normal(size=(6, 7, 9)) * 10).astype(dtype)
+    cond = rng.random(a.shape) > 0.5
+    for got_a, got_cond in ((a, cond), (a.transpose(2, 0, 1), cond.transpose(2, 0, 1)),
+                            (a[:, ::2], cond[:, ::2])):
+        got = where(got_cond, got_a, 0)
+        assert got.dtype == a.dtype
+        np.testing.assert_array_equal(got, np.where(got_cond, got_a, 0))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("value", [np.inf, -np.inf, np.nan, "huge"])
+def test_where_zero_with_values_that_break_the_multiply(dtype, value):
+    rng = np.random.default_rng(1)
+    a = rng.normal(size=(5, 8)).astype(dtype)
+    cond = rng.random(a.shape) > 0.5
+    cond[1, 2], cond[3, 4] = False, True
+    # "huge": finite, but its square overflows the dot product of the finiteness check
+    big = np.finfo(dtype).max / 2 if value == "huge" else value
+    a[1, 2] = a[3, 4] = big
+    with np.errstate(invalid="ignore", over="ignore"):
+        got = where(cond, a, 0.0)
+    np.testing.assert_array_equal(got, np.where(cond, a, dtype(0)))
+    assert got[1, 2] == 0
