@@ -15,7 +15,7 @@ import os
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
-from fastnn_opencl import elementwise, gemm_tune
+from fastnn_opencl import elementwise, gemm_tune, gemm_wide
 from fastnn_opencl.elementwise import collapse
 from fastnn_opencl.fast_gemm import matmul_2d
 from fastnn_opencl.runtime import CL_TYPES, CLArray, contiguous_strides, rounded
@@ -30,6 +30,16 @@ def vector_lanes(dev, dtype: str) -> int:
     code for them (LLVM splits a float16 into two 8-lane registers, so a block sized for
     32 wide registers spills), and builds no kernels at all for some 64-byte vectors."""
     return max(4, min(dev.vector_width(dtype), 32 // np.dtype(dtype).itemsize))
+
+
+def packed_lanes(dev, dtype: str) -> int:
+    """Lanes of the packed kernel's vectors: 16 floats (64 bytes, AVX-512 registers) where the
+    device reports them and :mod:`gemm_wide` found the wide kernel sound there, else
+    :func:`vector_lanes`."""
+    if (dtype == "float32" and dev.vector_width(dtype) >= gemm_wide.LANES
+            and gemm_wide.enabled(dev)):
+        return gemm_wide.LANES
+    return vector_lanes(dev, dtype)
 
 
 def _cpu_blocks(dev, dtype: str, n: int) -> tuple:
@@ -109,15 +119,16 @@ def gemm(a: CLArray, b: CLArray, c: CLArray, m: int, n: int, k: int, batch: int,
 
 KC, ROW_PANELS = 256, 8  # k chunk (its B panel stays in L1), row panels per work-item
 SPLIT_TILES = 16  # fewer work-items than this (and k > KC): split k across work-items
-_PACK_ARGS = [_I, _I, None, _I, _I, _I, _I, None]
-_PACK_A_ARGS = [_I, _I, None, _I, _I, _I, _I, _I, _I, None]
+PACK_ROWS = 8  # k rows per work-item of the packing kernel (kernels/matmul.cl)
+_PACK_ARGS = [_I, _I, None, _I, _I, _I, _I, _I, _I, None, _I, _I, None, _I, _I, _I, _I, None]
 _PACKED_ARGS = [_I, _I, _I, None, None, None, None, _I, _I, _I, _I]
 _SUM_ARGS = [_I, _I, _I, _I, _I, None, None, _I, _I, _I]
 
 
 def gemm_packed(a: CLArray, b, c: CLArray, m: int, n: int, k: int, batch: int,
                 a_strides: tuple, b_strides: tuple, c_strides: tuple, a_k2: tuple = ()) -> None:
-    """C = A @ B through packed panels (``k_pack_a``, ``k_pack_b``, ``k_gemm_packed``).
+    """C = A @ B through packed panels: one launch packs both (``k_pack``), one multiplies
+    (``k_gemm_packed``).
 
     A and B take any (batch, row, col) strides; C needs unit column stride. The blocks
     (TM rows by VN vectors) come from :mod:`gemm_tune`. A product with few output tiles
@@ -130,7 +141,7 @@ def gemm_packed(a: CLArray, b, c: CLArray, m: int, n: int, k: int, batch: int,
     dev = c.dev
     dtype = c.dtype
     tm, vn = gemm_tune.blocks(dev, dtype)
-    vw = vector_lanes(dev, dtype)
+    vw = packed_lanes(dev, dtype)
     defines = (("T", CL_TYPES[dtype]), ("TM", tm), ("VW", vw), ("VN", vn), ("KC", KC),
                ("R", ROW_PANELS))
     nr = vw * vn
@@ -142,16 +153,15 @@ def gemm_packed(a: CLArray, b, c: CLArray, m: int, n: int, k: int, batch: int,
     scratch = k > KC
     cp = dev.empty((batch * splits * mb * tm * nb * nr,), dtype) if scratch else c
     k2, sak2 = a_k2 or (k, 0)
-    pack_a = dev.kernel(FILE, "k_pack_a", defines, _PACK_A_ARGS)
-    pack_a(dev.queue, (k, mb, batch), None, m, k, a.data, a.offset, *a_strides, k2, sak2,
-           ap.data)
-    if callable(b):
+    own_b = callable(b)
+    sb = (0, 0, 0) if own_b else (b_strides[0], b_strides[1],
+                                  b_strides[2] if len(b_strides) > 2 else 1)
+    pack = dev.kernel(FILE, "k_pack", defines, _PACK_ARGS)
+    pack(dev.queue, (-(-k // PACK_ROWS), mb + (0 if own_b else nb), batch), None, m, k,
+         a.data, a.offset, *a_strides, k2, sak2, ap.data, n, 0 if own_b else nb,
+         ap.data if own_b else b.data, 0 if own_b else b.offset, *sb, bp.data)
+    if own_b:
         b(defines, nb, bp)
-    else:
-        sbn = b_strides[2] if len(b_strides) > 2 else 1
-        pack_b = dev.kernel(FILE, "k_pack_b", defines, _PACK_ARGS)
-        pack_b(dev.queue, (k, nb, batch), None, k, n, b.data, b.offset, b_strides[0],
-               b_strides[1], sbn, bp.data)
     kernel = dev.kernel(FILE, "k_gemm_packed", defines, _PACKED_ARGS)
     kernel(dev.queue, (nb, groups, batch * splits), None, m, n, k, ap.data, bp.data,
            cp.data, c.data, c.offset, c_strides[0], c_strides[1], splits)

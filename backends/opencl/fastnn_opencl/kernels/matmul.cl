@@ -100,45 +100,65 @@ __kernel void k_gemm_cpu(GEMM_ARGS) {
 // The inner loop is TM broadcasts, VN vector loads and TM * VN FMAs: 6 x 16 floats in 12
 // of the 16 AVX2 registers (LLVM splits wider vectors: cap VW at 32 bytes).
 #define NR (VW * VN)
+// 16-lane vectors (float16, see gemm_wide.py): without min_vector_width(512) PoCL's LLVM,
+// which prefers 256-bit vectors, splits each into two 8-lane registers.
+#if VW >= 16
+#define WIDE __attribute__((min_vector_width(512)))
+#else
+#define WIDE
+#endif
 
-// k may run over two axes of A: k = q * K2 + k2 at A[q * sak2 + k2 * sak] (K2 = K for one;
-// a convolution's (sample, position) pairs for two).
-__kernel void k_pack_a(const int M, const int K, __global const T *A, const int offa,
-                       const int sab, const int sam, const int sak, const int K2,
-                       const int sak2, __global T *Ap) {
-    const int k = get_global_id(0), p = get_global_id(1), batch = get_global_id(2);
-    if (k >= K) return;
-    const int panels = (M + TM - 1) / TM;
-    const int q = k / K2;
-    A += offa + batch * sab + q * sak2 + (k - q * K2) * sak;
-    __global T *dst = Ap + (((long)batch * panels + p) * K + k) * TM;
-    UNROLL for (int r = 0; r < TM; ++r) {
-        const int i = p * TM + r;
-        dst[r] = i < M ? A[i * sam] : (T)0;
-    }
-}
-
-__kernel void k_pack_b(const int K, const int N, __global const T *B, const int offb,
-                       const int sbb, const int sbk, const int sbn, __global T *Bp) {
-    const int k = get_global_id(0), p = get_global_id(1), batch = get_global_id(2);
-    if (k >= K) return;
-    const int panels = (N + NR - 1) / NR;
-    B += offb + batch * sbb + k * sbk;
-    __global T *dst = Bp + (((long)batch * panels + p) * K + k) * NR;
-    if (sbn == 1 && (p + 1) * NR <= N) {
-        UNROLL for (int v = 0; v < VN; ++v) VSTORE(VLOAD(B + p * NR + v * VW), dst + v * VW);
+// One launch packs both operands (PB = B's panel count; 0 where a packer of its own writes
+// Bp, a convolution's im2col): work-item (kb, p, batch) packs rows k in [8 kb, 8 kb + 8) of
+// A's row panel p (p < PA) or of B's column panel p - PA (8 rows an item: PoCL's cost per
+// work-item dominated with one). k may run over two axes of A: k = q * K2 + k2 at
+// A[q * sak2 + k2 * sak] (K2 = K for one; a convolution's (sample, position) pairs for two).
+// B is read through any strides (a transposed weight: sbk = 1).
+#define PACK_ROWS 8
+__kernel WIDE void k_pack(const int M, const int K, __global const T *A, const int offa,
+                          const int sab, const int sam, const int sak, const int K2,
+                          const int sak2, __global T *Ap, const int N, const int PB,
+                          __global const T *B, const int offb, const int sbb, const int sbk,
+                          const int sbn, __global T *Bp) {
+    const int k0 = get_global_id(0) * PACK_ROWS, p = get_global_id(1);
+    const int batch = get_global_id(2);
+    const int k1 = k0 + PACK_ROWS < K ? k0 + PACK_ROWS : K;
+    const int PA = (M + TM - 1) / TM;
+    if (p < PA) {
+        const int rows = M - p * TM < TM ? M - p * TM : TM;
+        A += offa + batch * sab + p * TM * sam;
+        __global T *dst = Ap + (((long)batch * PA + p) * K + k0) * TM;
+        for (int k = k0; k < k1; ++k) {
+            const int q = k / K2;
+            const __global T *a = A + q * sak2 + (k - q * K2) * sak;
+            UNROLL for (int r = 0; r < TM; ++r) dst[r] = r < rows ? a[r * sam] : (T)0;
+            dst += TM;
+        }
         return;
     }
-    for (int c = 0; c < NR; ++c) {
-        const int j = p * NR + c;
-        dst[c] = j < N ? B[j * sbn] : (T)0;
+    const int pb = p - PA;
+    if (pb >= PB) return;
+    const int j0 = pb * NR;
+    B += offb + batch * sbb + j0 * sbn;
+    __global T *dst = Bp + (((long)batch * PB + pb) * K + k0) * NR;
+    if (sbn == 1 && j0 + NR <= N) {
+        for (int k = k0; k < k1; ++k) {
+            UNROLL for (int v = 0; v < VN; ++v) VSTORE(VLOAD(B + k * sbk + v * VW), dst + v * VW);
+            dst += NR;
+        }
+        return;
+    }
+    const int cols = N - j0 < NR ? N - j0 : NR;
+    for (int c = 0; c < NR; ++c) {  // column by column: a transposed B reads k in a row
+        const __global T *b = B + c * sbn;
+        for (int k = k0; k < k1; ++k) dst[(k - k0) * NR + c] = c < cols ? b[k * sbk] : (T)0;
     }
 }
 
 // With S > 1 (split k: few output tiles, long k), dimension 2 runs batch * S and split s
 // takes k in [s * KC, (s + 1) * KC): one chunk, its sums written whole to its own slice of
 // Cp ((batch * S + s) * MP * NP), which k_gemm_sum then adds up into C.
-__kernel void k_gemm_packed(const int M, const int N, const int K, __global const T *Ap,
+__kernel WIDE void k_gemm_packed(const int M, const int N, const int K, __global const T *Ap,
                             __global const T *Bp, __global T *Cp, __global T *C,
                             const int offc, const int scb, const int ldc, const int S) {
     const int jb = get_global_id(0), group = get_global_id(1);
