@@ -78,7 +78,7 @@ _ARG_DTYPES = [_I, _I, _I, None, _I, _I, _I, _I, None, _I, _I, _I, None, _I, _I,
 
 PACK_MIN = 1 << 20
 """Products of at least this many multiply-adds (m * n * k), with n and k at least
-PACK_EDGE, take the packed kernel on CPU devices: two packing passes and three launches,
+PACK_EDGE, take the packed kernel on CPU devices: a packing pass over B and two launches,
 then unit-stride panels. Below it, or with a narrow output or a short k (an LSTM's input
 projection, 2048 x 16 @ 16 x 256), the extra launches cost more than the panels save."""
 PACK_EDGE = 32
@@ -120,15 +120,15 @@ def gemm(a: CLArray, b: CLArray, c: CLArray, m: int, n: int, k: int, batch: int,
 KC, ROW_PANELS = 256, 8  # k chunk (its B panel stays in L1), row panels per work-item
 SPLIT_TILES = 16  # fewer work-items than this (and k > KC): split k across work-items
 PACK_ROWS = 8  # k rows per work-item of the packing kernel (kernels/matmul.cl)
-_PACK_ARGS = [_I, _I, None, _I, _I, _I, _I, _I, _I, None, _I, _I, None, _I, _I, _I, _I, None]
-_PACKED_ARGS = [_I, _I, _I, None, None, None, None, _I, _I, _I, _I]
+_PACK_ARGS = [_I, _I, None, _I, _I, _I, _I, None]
+_PACKED_ARGS = [_I, _I, _I, None, _I, _I, _I, _I, _I, _I, None, None, None, _I, _I, _I, _I]
 _SUM_ARGS = [_I, _I, _I, _I, _I, None, None, _I, _I, _I]
 
 
 def gemm_packed(a: CLArray, b, c: CLArray, m: int, n: int, k: int, batch: int,
                 a_strides: tuple, b_strides: tuple, c_strides: tuple, a_k2: tuple = ()) -> None:
-    """C = A @ B through packed panels: one launch packs both (``k_pack``), one multiplies
-    (``k_gemm_packed``).
+    """C = A @ B through packed panels of B (``k_pack_b``, then ``k_gemm_packed``, which
+    reads A in place).
 
     A and B take any (batch, row, col) strides; C needs unit column stride. The blocks
     (TM rows by VN vectors) come from :mod:`gemm_tune`. A product with few output tiles
@@ -148,23 +148,21 @@ def gemm_packed(a: CLArray, b, c: CLArray, m: int, n: int, k: int, batch: int,
     mb, nb = -(-m // tm), -(-n // nr)
     groups = -(-mb // ROW_PANELS)
     splits = -(-k // KC) if nb * groups * batch < SPLIT_TILES and k > KC else 1
-    ap = dev.empty((batch * mb * tm * k,), dtype)
     bp = dev.empty((batch * nb * nr * k,), dtype)
     scratch = k > KC
     cp = dev.empty((batch * splits * mb * tm * nb * nr,), dtype) if scratch else c
-    k2, sak2 = a_k2 or (k, 0)
-    own_b = callable(b)
-    sb = (0, 0, 0) if own_b else (b_strides[0], b_strides[1],
-                                  b_strides[2] if len(b_strides) > 2 else 1)
-    pack = dev.kernel(FILE, "k_pack", defines, _PACK_ARGS)
-    pack(dev.queue, (-(-k // PACK_ROWS), mb + (0 if own_b else nb), batch), None, m, k,
-         a.data, a.offset, *a_strides, k2, sak2, ap.data, n, 0 if own_b else nb,
-         ap.data if own_b else b.data, 0 if own_b else b.offset, *sb, bp.data)
-    if own_b:
+    if callable(b):
         b(defines, nb, bp)
+    else:
+        sbn = b_strides[2] if len(b_strides) > 2 else 1
+        pack_b = dev.kernel(FILE, "k_pack_b", defines, _PACK_ARGS)
+        pack_b(dev.queue, (-(-k // PACK_ROWS), nb, batch), None, k, n, b.data, b.offset,
+               b_strides[0], b_strides[1], sbn, bp.data)
+    k2, sak2 = a_k2 or (k, 0)
     kernel = dev.kernel(FILE, "k_gemm_packed", defines, _PACKED_ARGS)
-    kernel(dev.queue, (nb, groups, batch * splits), None, m, n, k, ap.data, bp.data,
-           cp.data, c.data, c.offset, c_strides[0], c_strides[1], splits)
+    kernel(dev.queue, (nb, groups, batch * splits), None, m, n, k, a.data, a.offset,
+           *a_strides, k2, sak2, bp.data, cp.data, c.data, c.offset, c_strides[0],
+           c_strides[1], splits)
     if splits > 1:
         total = dev.kernel(FILE, "k_gemm_sum", defines, _SUM_ARGS)
         total(dev.queue, (n, m, batch), None, m, n, splits, mb * tm, nb * nr, cp.data,

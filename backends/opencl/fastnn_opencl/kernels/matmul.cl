@@ -89,16 +89,15 @@ __kernel void k_gemm_cpu(GEMM_ARGS) {
 }
 
 #ifdef KC
-// ---- Packed GEMM for CPU devices (PoCL), for products big enough to repay two packing
-// passes. A is copied into row panels Ap[batch][M/TM][K][TM] and B into column panels
-// Bp[batch][N/NR][K][NR] (zero padded, through any strides: a transposed operand costs
-// nothing), so the kernel reads both as two unit-stride streams and has no edge path but
-// the final stores. A work-item owns one column panel and R row panels; k runs in chunks
-// of KC outside the row panels, so the panel's chunk (KC x NR, 16 KiB) stays in L1 while
-// the R row panels (R x TM x KC, ~50 KiB, L2) stream past it. Between chunks the
-// TM x NR partial sums go through Cp (padded rows of width NP), after the last chunk to C.
-// The inner loop is TM broadcasts, VN vector loads and TM * VN FMAs: 6 x 16 floats in 12
-// of the 16 AVX2 registers (LLVM splits wider vectors: cap VW at 32 bytes).
+// ---- Packed GEMM for CPU devices (PoCL), for products big enough to repay a packing pass.
+// B is copied into column panels Bp[batch][N/NR][K][NR] (zero padded, through any strides:
+// a transposed weight costs nothing), so the kernel reads it as one unit-stride stream; A
+// is read in place through its strides (TM broadcasts a k: a row-major or transposed A
+// reads as well, and the pass that copied it cost more than it saved). A work-item owns one
+// column panel and R row panels; k runs in chunks of KC outside the row panels, so the
+// panel's chunk (KC x NR) stays in L1/L2 while the R row panels stream past it. Between
+// chunks the TM x NR partial sums go through Cp (padded rows of width NP), after the last
+// chunk to C. The inner loop is TM broadcasts, VN vector loads and TM * VN FMAs.
 #define NR (VW * VN)
 // 16-lane vectors (float16, see gemm_wide.py): without min_vector_width(512) PoCL's LLVM,
 // which prefers 256-bit vectors, splits each into two 8-lane registers.
@@ -108,39 +107,19 @@ __kernel void k_gemm_cpu(GEMM_ARGS) {
 #define WIDE
 #endif
 
-// One launch packs both operands (PB = B's panel count; 0 where a packer of its own writes
-// Bp, a convolution's im2col): work-item (kb, p, batch) packs rows k in [8 kb, 8 kb + 8) of
-// A's row panel p (p < PA) or of B's column panel p - PA (8 rows an item: PoCL's cost per
-// work-item dominated with one). k may run over two axes of A: k = q * K2 + k2 at
-// A[q * sak2 + k2 * sak] (K2 = K for one; a convolution's (sample, position) pairs for two).
-// B is read through any strides (a transposed weight: sbk = 1).
+// B's column panels: work-item (kb, p, batch) packs rows k in [8 kb, 8 kb + 8) of panel p
+// (8 rows an item: PoCL's cost per work-item dominated with one), through any strides (a
+// transposed weight: sbk = 1, read column by column).
 #define PACK_ROWS 8
-__kernel WIDE void k_pack(const int M, const int K, __global const T *A, const int offa,
-                          const int sab, const int sam, const int sak, const int K2,
-                          const int sak2, __global T *Ap, const int N, const int PB,
-                          __global const T *B, const int offb, const int sbb, const int sbk,
-                          const int sbn, __global T *Bp) {
+__kernel WIDE void k_pack_b(const int K, const int N, __global const T *B, const int offb,
+                            const int sbb, const int sbk, const int sbn, __global T *Bp) {
     const int k0 = get_global_id(0) * PACK_ROWS, p = get_global_id(1);
     const int batch = get_global_id(2);
     const int k1 = k0 + PACK_ROWS < K ? k0 + PACK_ROWS : K;
-    const int PA = (M + TM - 1) / TM;
-    if (p < PA) {
-        const int rows = M - p * TM < TM ? M - p * TM : TM;
-        A += offa + batch * sab + p * TM * sam;
-        __global T *dst = Ap + (((long)batch * PA + p) * K + k0) * TM;
-        for (int k = k0; k < k1; ++k) {
-            const int q = k / K2;
-            const __global T *a = A + q * sak2 + (k - q * K2) * sak;
-            UNROLL for (int r = 0; r < TM; ++r) dst[r] = r < rows ? a[r * sam] : (T)0;
-            dst += TM;
-        }
-        return;
-    }
-    const int pb = p - PA;
-    if (pb >= PB) return;
-    const int j0 = pb * NR;
+    const int panels = (N + NR - 1) / NR;
+    const int j0 = p * NR;
     B += offb + batch * sbb + j0 * sbn;
-    __global T *dst = Bp + (((long)batch * PB + pb) * K + k0) * NR;
+    __global T *dst = Bp + (((long)batch * panels + p) * K + k0) * NR;
     if (sbn == 1 && j0 + NR <= N) {
         for (int k = k0; k < k1; ++k) {
             UNROLL for (int v = 0; v < VN; ++v) VSTORE(VLOAD(B + k * sbk + v * VW), dst + v * VW);
@@ -149,7 +128,7 @@ __kernel WIDE void k_pack(const int M, const int K, __global const T *A, const i
         return;
     }
     const int cols = N - j0 < NR ? N - j0 : NR;
-    for (int c = 0; c < NR; ++c) {  // column by column: a transposed B reads k in a row
+    for (int c = 0; c < NR; ++c) {
         const __global T *b = B + c * sbn;
         for (int k = k0; k < k1; ++k) dst[(k - k0) * NR + c] = c < cols ? b[k * sbk] : (T)0;
     }
@@ -158,9 +137,11 @@ __kernel WIDE void k_pack(const int M, const int K, __global const T *A, const i
 // With S > 1 (split k: few output tiles, long k), dimension 2 runs batch * S and split s
 // takes k in [s * KC, (s + 1) * KC): one chunk, its sums written whole to its own slice of
 // Cp ((batch * S + s) * MP * NP), which k_gemm_sum then adds up into C.
-__kernel WIDE void k_gemm_packed(const int M, const int N, const int K, __global const T *Ap,
-                            __global const T *Bp, __global T *Cp, __global T *C,
-                            const int offc, const int scb, const int ldc, const int S) {
+__kernel WIDE void k_gemm_packed(const int M, const int N, const int K, __global const T *A,
+                                 const int offa, const int sab, const int sam, const int sak,
+                                 const int K2, const int sak2, __global const T *Bp,
+                                 __global T *Cp, __global T *C, const int offc,
+                                 const int scb, const int ldc, const int S) {
     const int jb = get_global_id(0), group = get_global_id(1);
     const int batch = get_global_id(2) / S, split = get_global_id(2) - batch * S;
     const int mb = (M + TM - 1) / TM, nb = (N + NR - 1) / NR;
@@ -168,7 +149,7 @@ __kernel WIDE void k_gemm_packed(const int M, const int N, const int K, __global
     if (jb >= nb || group * R >= mb) return;
     const int ib_end = (group + 1) * R < mb ? (group + 1) * R : mb;
     const int np = nb * NR;
-    Ap += (long)batch * mb * K * TM;
+    A += offa + batch * sab;
     Bp += (long)batch * nb * K * NR;
     Cp += (long)(batch * S + split) * mb * TM * np;
     C += offc + batch * scb;
@@ -178,6 +159,9 @@ __kernel WIDE void k_gemm_packed(const int M, const int N, const int K, __global
         const int k1 = k0 + KC < k_end ? k0 + KC : k_end;
         for (int ib = group * R; ib < ib_end; ++ib) {
             const int i0 = ib * TM;
+            const int rows = M - i0 < TM ? M - i0 : TM;
+            int arow[TM];  // rows past M read row i0 and are not stored
+            UNROLL for (int r = 0; r < TM; ++r) arow[r] = (r < rows ? i0 + r : i0) * sam;
             __global T *cp = Cp + i0 * np + j0;
             VT acc[TM][VN];
             if (k0 == 0 || S > 1) {
@@ -185,23 +169,26 @@ __kernel WIDE void k_gemm_packed(const int M, const int N, const int K, __global
             } else {
                 UNROLL for (int r = 0; r < TM; ++r) UNROLL for (int v = 0; v < VN; ++v) acc[r][v] = VLOAD(cp + r * np + v * VW);
             }
-            const __global T *a = Ap + ((long)ib * K + k0) * TM;
             const __global T *b = Bp + ((long)jb * K + k0) * NR;
-            for (int k = k0; k < k1; ++k) {
-                VT bv[VN];
-                UNROLL for (int v = 0; v < VN; ++v) bv[v] = VLOAD(b + v * VW);
-                UNROLL for (int r = 0; r < TM; ++r) {
-                    const VT av = (VT)(a[r]);
-                    UNROLL for (int v = 0; v < VN; ++v) acc[r][v] += av * bv[v];
+            for (int k = k0; k < k1;) {  // segments of k along one axis of A
+                const int q = k / K2, k2 = k - q * K2;
+                const int seg = (q + 1) * K2 < k1 ? (q + 1) * K2 : k1;
+                const __global T *a = A + q * sak2 + k2 * sak;
+                for (; k < seg; ++k) {
+                    VT bv[VN];
+                    UNROLL for (int v = 0; v < VN; ++v) bv[v] = VLOAD(b + v * VW);
+                    UNROLL for (int r = 0; r < TM; ++r) {
+                        const VT av = (VT)(a[arow[r]]);
+                        UNROLL for (int v = 0; v < VN; ++v) acc[r][v] += av * bv[v];
+                    }
+                    a += sak;
+                    b += NR;
                 }
-                a += TM;
-                b += NR;
             }
             if (k1 < K || S > 1) {
                 UNROLL for (int r = 0; r < TM; ++r) UNROLL for (int v = 0; v < VN; ++v) VSTORE(acc[r][v], cp + r * np + v * VW);
                 continue;
             }
-            const int rows = M - i0 < TM ? M - i0 : TM;
             __global T *c = C + i0 * ldc + j0;
             if (cols == NR) {
                 UNROLL for (int r = 0; r < TM; ++r) {
