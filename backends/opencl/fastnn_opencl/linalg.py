@@ -125,6 +125,20 @@ _PACKED_ARGS = [_I, _I, _I, None, _I, _I, _I, _I, _I, _I, None, None, None, _I, 
 _SUM_ARGS = [_I, _I, _I, _I, _I, None, None, _I, _I, _I]
 
 
+def packed_plan(dev, dtype: str, m: int, n: int, k: int, batch: int) -> tuple:
+    """(defines, TM, NR, row panels, column panels, row groups, k splits) of the packed
+    kernel for this product (shared with :mod:`fast_gemm`'s kept plans)."""
+    tm, vn = gemm_tune.blocks(dev, dtype)
+    vw = packed_lanes(dev, dtype)
+    defines = (("T", CL_TYPES[dtype]), ("TM", tm), ("VW", vw), ("VN", vn), ("KC", KC),
+               ("R", ROW_PANELS))
+    nr = vw * vn
+    mb, nb = -(-m // tm), -(-n // nr)
+    groups = -(-mb // ROW_PANELS)
+    splits = -(-k // KC) if nb * groups * batch < SPLIT_TILES and k > KC else 1
+    return defines, tm, nr, mb, nb, groups, splits
+
+
 def gemm_packed(a: CLArray, b, c: CLArray, m: int, n: int, k: int, batch: int,
                 a_strides: tuple, b_strides: tuple, c_strides: tuple, a_k2: tuple = ()) -> None:
     """C = A @ B through packed panels of B (``k_pack_b``, then ``k_gemm_packed``, which
@@ -140,14 +154,7 @@ def gemm_packed(a: CLArray, b, c: CLArray, m: int, n: int, k: int, batch: int,
     packs B itself (a convolution's im2col, never built)."""
     dev = c.dev
     dtype = c.dtype
-    tm, vn = gemm_tune.blocks(dev, dtype)
-    vw = packed_lanes(dev, dtype)
-    defines = (("T", CL_TYPES[dtype]), ("TM", tm), ("VW", vw), ("VN", vn), ("KC", KC),
-               ("R", ROW_PANELS))
-    nr = vw * vn
-    mb, nb = -(-m // tm), -(-n // nr)
-    groups = -(-mb // ROW_PANELS)
-    splits = -(-k // KC) if nb * groups * batch < SPLIT_TILES and k > KC else 1
+    defines, tm, nr, mb, nb, groups, splits = packed_plan(dev, dtype, m, n, k, batch)
     bp = dev.empty((batch * nb * nr * k,), dtype)
     scratch = k > KC
     cp = dev.empty((batch * splits * mb * tm * nb * nr,), dtype) if scratch else c
