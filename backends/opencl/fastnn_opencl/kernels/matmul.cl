@@ -111,6 +111,8 @@ __kernel void k_gemm_cpu(GEMM_ARGS) {
 // (8 rows an item: PoCL's cost per work-item dominated with one), through any strides (a
 // transposed weight: sbk = 1, read column by column).
 #define PACK_ROWS 8
+#define T4 CAT(T, 4)
+typedef T4 __attribute__((aligned(sizeof(T)))) T4_UNALIGNED;
 __kernel WIDE void k_pack_b(const int K, const int N, __global const T *B, const int offb,
                             const int sbb, const int sbk, const int sbn, __global T *Bp) {
     const int k0 = get_global_id(0) * PACK_ROWS, p = get_global_id(1);
@@ -128,6 +130,25 @@ __kernel WIDE void k_pack_b(const int K, const int N, __global const T *B, const
         return;
     }
     const int cols = N - j0 < NR ? N - j0 : NR;
+    if (sbk == 1 && k1 - k0 == PACK_ROWS) {  // B = W.T: 8 k of a column in two loads
+        for (int c = 0; c < cols; ++c) {
+            const __global T *b = B + c * sbn + k0;
+            const T4 lo = *(const __global T4_UNALIGNED *)b;
+            const T4 hi = *(const __global T4_UNALIGNED *)(b + 4);
+            dst[c] = lo.x;
+            dst[NR + c] = lo.y;
+            dst[2 * NR + c] = lo.z;
+            dst[3 * NR + c] = lo.w;
+            dst[4 * NR + c] = hi.x;
+            dst[5 * NR + c] = hi.y;
+            dst[6 * NR + c] = hi.z;
+            dst[7 * NR + c] = hi.w;
+        }
+        for (int c = cols; c < NR; ++c) {
+            UNROLL for (int r = 0; r < PACK_ROWS; ++r) dst[r * NR + c] = (T)0;
+        }
+        return;
+    }
     for (int c = 0; c < NR; ++c) {
         const __global T *b = B + c * sbn;
         for (int k = k0; k < k1; ++k) dst[(k - k0) * NR + c] = c < cols ? b[k * sbk] : (T)0;
