@@ -59,11 +59,11 @@ def test_a_corrupt_or_invalid_cache_is_ignored(tuner, monkeypatch, text):
 
 # (m, k, n, A transposed, B transposed, batch): past the tile in every direction, one row,
 # k across the KC chunk (partial sums through the scratch buffer), k split across
-# work-items (few tiles, long k: summed after), a batch
+# work-items (few tiles, long k: summed after), a batch, a k shorter than one vector
 SHAPES = [(37, 600, 70, False, False, 1), (2, 1200, 513, True, False, 1),
           (65, 513, 33, False, True, 1), (96, 513, 200, True, True, 1),
           (7, 3000, 50, False, False, 3), (130, 64, 160, True, False, 2),
-          (32, 4100, 80, False, True, 1)]
+          (32, 4100, 80, False, True, 1), (1030, 20, 70, False, True, 1)]  # a short k
 
 
 @pytest.mark.parametrize("choice", [(6, 2), (4, 3), (4, 2), (8, 1)])
