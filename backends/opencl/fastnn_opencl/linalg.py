@@ -1,8 +1,9 @@
 """Matrix products: batched GEMM kernels per device type (``kernels/matmul.cl``).
 
-CPU devices (PoCL) pack both operands into unit-stride panels and run a register-blocked
-kernel over them (:func:`gemm_packed`, blocks tuned per device by :mod:`gemm_tune`) for
-products of at least PACK_MIN multiply-adds; smaller ones take a register-blocked kernel
+CPU devices (PoCL) pack B into unit-stride panels and run a register-blocked kernel over
+them and A in place (:func:`gemm_packed`, blocks tuned per device by :mod:`gemm_tune`,
+16-lane vectors where :mod:`gemm_wide` allows) for products of at least PACK_MIN
+multiply-adds; smaller ones take a register-blocked kernel
 that reads the operands in place (each work-item a TM x VW*VN block, no local memory).
 GPUs get a kernel that stages TS x TS tiles in local memory, each work-item accumulating
 WPT rows. ``FASTNN_OPENCL_GEMM=cpu|tiled`` forces one design (to test both anywhere).
