@@ -158,6 +158,15 @@ def matmul_2d(a, b):
         return None
     pool = dev.pool
     out = CLArray(pool.allocate(plan.nbytes), (m, n), plan.strides, 0, dtype, dev)
+    if not plan.bp_bytes:  # one direct launch (roles out, a, b): the short way
+        step = plan.steps[0]
+        kernel, last = step.kernel, step.last
+        kernel.set_arg(12, out.data)
+        operand(kernel, last, 0, 3, a)
+        operand(kernel, last, 2, 8, b)
+        launch(dev.queue, kernel, step.size, step.local, (12, 3, 8),
+               (out.data, a.data, b.data))
+        return out
     buffers = {"out": out.data}
     if plan.bp_bytes:
         buffers["bp"] = pool.allocate(plan.bp_bytes)
