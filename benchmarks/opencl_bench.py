@@ -1,11 +1,13 @@
 """OpenCL backend benchmark: matmul GFLOP/s, conv1d and the MLP step against the NumPy backend.
 
-    python benchmarks/opencl_bench.py [--json PATH] [--quick]
+    python benchmarks/opencl_bench.py [--json PATH] [--quick] [--repeat N] [--matmul-only]
 
 Both sides use the same threads: PoCL runs one thread per compute unit, and NumPy's
 BLAS is pinned to that many (threadpoolctl) for the matmul rows. The matmul rows take
-1024^3 and the GEMMs of the model steps (MLP, LSTM projections and their gradients);
-each row's ratio is the median of interleaved pairs of timings. Reports
+1024^3, 512^3 and the GEMMs of the model steps (MLP, LSTM, nanoGPT: forward products
+with a transposed weight, input gradients, weight gradients with a transposed first
+operand, laid out as the backward passes them); each row's ratio is the median of
+interleaved pairs of timings, "best" that of the fastest of each. Reports
 medians, and ratios opencl / numpy (GFLOP/s: higher is better for opencl;
 step time: lower is better for opencl). OpenCL timings include the launch
 cost and end with the queue drained (``loss.item()`` or ``queue.finish()``).
@@ -22,8 +24,17 @@ import numpy as np
 import fastnn as fnn
 import fastnn.functional as F
 
-MATMUL_SIZES = [(128, 784, 512), (512, 512, 512), (1024, 1024, 1024), (128, 512, 10),
-                (2048, 16, 256), (2048, 256, 16), (256, 2048, 64)]  # (m, k, n); LSTM's last 3
+MATMUL_SIZES = [(128, 784, 512), (512, 512, 512), (1024, 1024, 1024)]  # (m, k, n)
+MODEL_GEMMS = [  # (m, k, n, layout) as the model steps call them: "nt" = A @ B.T (a
+    # linear's forward), "tn" = A.T @ B (its weight gradient), "nn" = plain
+    (128, 784, 512, "nt"), (128, 512, 512, "nt"), (128, 512, 10, "nt"),  # MLP forward
+    (128, 10, 512, "nn"), (128, 512, 512, "nn"),  # MLP input gradients
+    (10, 128, 512, "tn"), (512, 128, 512, "tn"), (512, 128, 784, "tn"),  # weight gradients
+    (2048, 16, 256, "nt"), (32, 64, 256, "nn"), (2048, 256, 16, "nn"),  # LSTM
+    (256, 2048, 16, "tn"), (256, 2048, 64, "tn"),
+    (1024, 64, 192, "nt"), (1024, 64, 256, "nt"), (1024, 256, 64, "nt"),  # nanoGPT
+    (1024, 64, 64, "nt"), (1024, 192, 64, "nn"), (192, 1024, 64, "tn"),
+    (64, 1024, 256, "tn")]
 BATCH, LAYERS = 128, (784, 512, 512, 10)
 CONV_X, CONV_W = (32, 8, 256), (16, 8, 5)  # padding 2, as in `fastnn bench`
 
@@ -47,19 +58,36 @@ def _queue_finish():
     state(fnn.get_device().index).queue.finish()
 
 
-def matmul_rows(repeat):
+def _operands(rng, m, k, n, layout):
+    """NumPy A and B of ``A @ B`` (m x k @ k x n), transposed views as ``layout`` says."""
+    a = rng.standard_normal((k, m) if layout[0] == "t" else (m, k)).astype(np.float32)
+    b = rng.standard_normal((n, k) if layout[1] == "t" else (k, n)).astype(np.float32)
+    return (a.T if layout[0] == "t" else a), (b.T if layout[1] == "t" else b)
+
+
+def _device_view(x):
+    """x as an opencl tensor, a transposed view where x is one (as the backward passes)."""
+    import fastnn as fnn
+
+    if x.flags.c_contiguous:
+        return fnn.tensor(x, device="opencl")
+    return fnn.tensor(np.ascontiguousarray(x.T), device="opencl").T
+
+
+def matmul_rows(repeat, shapes=None):
     from fastnn_opencl.runtime import state
     from threadpoolctl import threadpool_limits
 
     threads = state(fnn.get_device().index).compute_units
     rng = np.random.default_rng(0)
     rows = []
-    for m, k, n in MATMUL_SIZES:
-        a_np = rng.standard_normal((m, k)).astype(np.float32)
-        b_np = rng.standard_normal((k, n)).astype(np.float32)
-        a, b = fnn.tensor(a_np, device="opencl"), fnn.tensor(b_np, device="opencl")
+    if shapes is None:
+        shapes = [s + ("nn",) for s in MATMUL_SIZES] + MODEL_GEMMS
+    for m, k, n, layout in shapes:
+        a_np, b_np = _operands(rng, m, k, n, layout)
+        a, b = _device_view(a_np), _device_view(b_np)
         flops = 2.0 * m * n * k
-        number = max(1, int(2e8 / flops))
+        number = max(1, int(2e7 / flops))
         t_ocl, t_np = [], []
         with threadpool_limits(threads):
             for _ in range(repeat):  # interleaved: a busy machine slows both alike
@@ -67,9 +95,11 @@ def matmul_rows(repeat):
                                          number))
                 t_np.append(median_time(lambda a=a_np, b=b_np: a @ b, lambda: None, 1, number))
         ratio = float(np.median(np.array(t_np) / np.array(t_ocl)))
-        rows.append({"shape": f"{m}x{k} @ {k}x{n}", "blas_threads": threads,
+        name = f"{m}x{k} @ {k}x{n}" + ("" if layout == "nn" else f" {layout}")
+        rows.append({"shape": name, "blas_threads": threads,
                      "opencl_gflops": flops / np.median(t_ocl) / 1e9,
-                     "numpy_gflops": flops / np.median(t_np) / 1e9, "ratio": ratio})
+                     "numpy_gflops": flops / np.median(t_np) / 1e9, "ratio": ratio,
+                     "best_ratio": min(t_np) / min(t_ocl)})
     return rows
 
 
@@ -131,18 +161,23 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="also write the results to this JSON file")
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    parser.add_argument("--repeat", type=int, help="interleaved pairs per matmul row")
+    parser.add_argument("--matmul-only", action="store_true", help="only the matmul rows")
     args = parser.parse_args(argv)
     repeat = 3 if args.quick else 7
     record = next(r for r in fnn.backends() if r.name == "opencl")
     if not record.available:
         raise SystemExit(f"opencl backend unavailable: {record.reason}")
     print(f"opencl device: {record.devices[0]}")
-    results = {"device": record.devices[0], "matmul": matmul_rows(repeat)}
-    print(f"{'matmul float32':24} {'opencl GFLOP/s':>15} {'numpy GFLOP/s':>14} {'ratio':>7}"
-          f"  (OpenBLAS on {results['matmul'][0]['blas_threads']} threads, as PoCL)")
+    results = {"device": record.devices[0], "matmul": matmul_rows(args.repeat or 3 * repeat)}
+    print(f"{'matmul float32':27} {'opencl GFLOP/s':>15} {'numpy GFLOP/s':>14} {'ratio':>7}"
+          f" {'best':>6}  (OpenBLAS on {results['matmul'][0]['blas_threads']} threads, as "
+          "PoCL; ratio: median of interleaved pairs, best: of the fastest runs)")
     for row in results["matmul"]:
-        print(f"{row['shape']:24} {row['opencl_gflops']:15.1f} {row['numpy_gflops']:14.1f} "
-              f"{row['ratio']:7.2f}")
+        print(f"{row['shape']:27} {row['opencl_gflops']:15.1f} {row['numpy_gflops']:14.1f} "
+              f"{row['ratio']:7.2f} {row['best_ratio']:6.2f}")
+    if args.matmul_only:
+        return results
     times = {}
     for device in ("opencl", "cpu"):
         step, sync = mlp_step_fn(device)

@@ -1,13 +1,15 @@
-"""The eager ``matmul`` of two contiguous 2-D float matrices at the host floor.
+"""The eager ``matmul`` of two 2-D float matrices at the host floor.
 
 The general path (:func:`fastnn_opencl.linalg.matmul`) works out batch strides, the
-kernel design and twenty launch arguments on every call (about 35 us of host time on a
-4x4 product, against 2 us for the enqueue itself). Here a plan per (dtype, device,
-m, n, k, forced design) and thread holds its own Kernel object with the sizes and
-strides set once; a call allocates the result, sets the three buffers and offsets that
-changed and enqueues. Same kernel, defines and arguments as the general path, so the
-same results bit for bit; anything else returns None and takes the general path (so do
-products big enough for the packed CPU kernel: :func:`fastnn_opencl.linalg.packs`).
+kernel design and up to twenty launch arguments per launch on every call (35-95 us of host
+time, against 2 us for an enqueue; a small product's kernel takes 20-60 us). Here a plan
+per (dtype, device, m, n, k, layout, forced design) and thread holds its own Kernel
+objects with the sizes and strides set once; a call allocates the result (and the packed
+panels), sets the buffers and offsets that changed and enqueues. Each operand may be
+contiguous or a transposed view of a contiguous matrix (the layouts a linear layer's
+forward, A @ W.T, and backward, G.T @ X, pass). Same kernels, defines and arguments as the
+general path, so the same results bit for bit; anything else (a batch, other strides, a
+product the general path would copy an operand for) returns None and takes that path.
 """
 
 from __future__ import annotations
@@ -24,67 +26,166 @@ _tables = threading.local()  # Kernel objects hold their arguments: one per thre
 _I = np.int32
 
 
-class _Plan:
-    __slots__ = ("kernel", "size", "local", "strides", "nbytes", "last")
+class _Step:
+    """One launch: a kernel, its size and work-group, and which arguments take the call's
+    buffers: ``roles`` = ((role, index), ...) with role "a" or "b" (buffer and offset at
+    index, index + 1) or "out", "bp", "cp" (the result, packed B, partial sums)."""
 
-    def __init__(self, kernel, size, local, strides, nbytes):
-        self.kernel, self.size, self.local = kernel, size, local
-        self.strides, self.nbytes = strides, nbytes
+    __slots__ = ("kernel", "size", "local", "roles", "positions", "last")
+
+    def __init__(self, kernel, size, local, roles, scalars):
+        for index, value in scalars:
+            kernel.set_arg(index, _I(value))
+        self.kernel, self.size, self.local, self.roles = kernel, size, local, roles
+        self.positions = tuple(index for _, index in roles)
         self.last = [None, None, None, None]  # a's buffer and offset, b's buffer and offset
 
 
-def _plan(key, dev, dtype: str, m: int, n: int, k: int) -> _Plan | None:
+class _Plan:
+    __slots__ = ("steps", "nbytes", "bp_bytes", "cp_bytes", "strides")
+
+    def __init__(self, steps, nbytes, bp_bytes=0, cp_bytes=0, strides=(1, 1)):
+        self.steps, self.nbytes = steps, nbytes
+        self.bp_bytes, self.cp_bytes, self.strides = bp_bytes, cp_bytes, strides
+
+
+def _kernel(dev, defines, name):
     import pyopencl as cl
 
     from fastnn_opencl import linalg
 
-    if linalg.packs(dev, m, n, k):  # the packed kernel's three launches: the general path
-        _tables.table[key] = None
-        return None
-    name, tiles, kind = linalg._design(dev, dtype, n)
-    defines = (("T", CL_TYPES[dtype]),) + tiles
-    kernel = cl.Kernel(dev.program(linalg.FILE, defines), name)
-    for index, value in ((0, m), (1, n), (2, k), (5, 0), (6, k), (7, 1), (10, 0), (11, n),
-                         (13, 0), (14, m * n), (15, n)):
-        kernel.set_arg(index, _I(value))
-    if kind == "cpu":
-        tm, vw, vn = (value for _, value in tiles)
-        size, local = (-(-m // tm), -(-n // (vw * vn)), 1), None
+    return cl.Kernel(dev.program(linalg.FILE, defines), name)
+
+
+def _packed(dev, dtype, m, n, k, a_str, b_str) -> _Plan:
+    """k_pack_b then k_gemm_packed (then k_gemm_sum where k is split), as gemm_packed."""
+    from fastnn_opencl import linalg
+
+    defines, tm, nr, mb, nb, groups, splits = linalg.packed_plan(dev, dtype, m, n, k, 1)
+    size = NP_TYPES[dtype].itemsize
+    scratch = k > linalg.KC
+    steps = [_Step(_kernel(dev, defines, "k_pack_b"), (-(-k // linalg.PACK_ROWS), nb, 1),
+                   None, (("b", 2), ("bp", 7)),
+                   ((0, k), (1, n), (4, 0), (5, b_str[0]), (6, b_str[1]))),
+             _Step(_kernel(dev, defines, "k_gemm_packed"), (nb, groups, splits), None,
+                   (("a", 3), ("bp", 10), ("cp" if scratch else "out", 11), ("out", 12)),
+                   ((0, m), (1, n), (2, k), (5, 0), (6, a_str[0]), (7, a_str[1]), (8, k),
+                    (9, 0), (13, 0), (14, 0), (15, n), (16, splits)))]
+    if splits > 1:
+        steps.append(_Step(_kernel(dev, defines, "k_gemm_sum"), (n, m, 1), None,
+                           (("cp", 5), ("out", 6)),
+                           ((0, m), (1, n), (2, splits), (3, mb * tm), (4, nb * nr), (7, 0),
+                            (8, 0), (9, n))))
+    cp_bytes = splits * mb * tm * nb * nr * size if scratch else 0
+    return _Plan(steps, m * n * size, nb * nr * k * size, cp_bytes, (n, 1))
+
+
+def _direct(dev, dtype, m, n, k, a_str, nt: bool) -> _Plan:
+    """One k_gemm_cpu / k_gemm_tiled (B row-major) or k_gemm_nt_cpu (B = W.T) launch."""
+    from fastnn_opencl import linalg
+
+    if nt:
+        vw = linalg.vector_lanes(dev, dtype)
+        defines = (("T", CL_TYPES[dtype]), ("TM", 2), ("TN", 4), ("VW", vw), ("VN", 1))
+        name, size, local, ldb = "k_gemm_nt_cpu", (-(-n // 4), -(-m // 2), 1), None, k
     else:
-        ts, wpt = tiles[0][1], tiles[1][1]
-        size, local = (-(-n // ts) * ts, -(-m // ts) * (ts // wpt), 1), (ts, ts // wpt, 1)
-    nbytes = m * n * NP_TYPES[dtype].itemsize
-    plan = _Plan(kernel, size, local, (n, 1), nbytes)
+        name, tiles, kind = linalg._design(dev, dtype, n)
+        defines = (("T", CL_TYPES[dtype]),) + tiles
+        ldb = n
+        if kind == "cpu":
+            tm, vw, vn = (value for _, value in tiles)
+            size, local = (-(-m // tm), -(-n // (vw * vn)), 1), None
+        else:
+            ts, wpt = tiles[0][1], tiles[1][1]
+            size, local = (-(-n // ts) * ts, -(-m // ts) * (ts // wpt), 1), (ts, ts // wpt, 1)
+    step = _Step(_kernel(dev, defines, name), size, local, (("out", 12), ("a", 3), ("b", 8)),
+                 ((0, m), (1, n), (2, k), (5, 0), (6, a_str[0]), (7, a_str[1]), (10, 0),
+                  (11, ldb), (13, 0), (14, m * n), (15, n)))
+    return _Plan([step], m * n * NP_TYPES[dtype].itemsize, strides=(n, 1))
+
+
+def _plan(key, dev, dtype: str, m: int, n: int, k: int, a, b) -> _Plan | None:
+    from fastnn_opencl import linalg
+
+    ta, tb = key[5], key[6]
+    a_str = (1, m) if ta else (k, 1)  # (row, column) element strides
+    plan = None
+    if linalg.packs(dev, m, n, k):
+        plan = _packed(dev, dtype, m, n, k, a_str, (1, k) if tb else (n, 1))
+    elif not tb:
+        if not ta or linalg.uses_cpu_kernels(dev):
+            plan = _direct(dev, dtype, m, n, k, a_str, nt=False)
+    elif linalg._reads_transposed(a, b, k) and n > 1:
+        plan = _direct(dev, dtype, m, n, k, a_str, nt=True)
     _tables.table[key] = plan
     return plan
 
 
 def matmul_2d(a, b):
-    """a @ b for contiguous 2-D float matrices of one dtype and device, or None."""
+    """a @ b for 2-D float matrices of one dtype and device, each contiguous or a
+    transposed view of a contiguous matrix, or None."""
     if type(a) is not CLArray or type(b) is not CLArray or a.ndim != 2 or b.ndim != 2:
         return None
     m, k = a.shape
     n = b.shape[1]
     dtype = a.dtype
-    if (b.shape[0] != k or not (m and n and k) or a.strides != (k, 1)
-            or b.strides != (n, 1) or b.dtype != dtype or b.dev is not a.dev
+    if (b.shape[0] != k or not (m and n and k) or b.dtype != dtype or b.dev is not a.dev
             or not dtype.startswith("float")):
         return None
+    a_strides, b_strides = a.strides, b.strides
+    if a_strides == (k, 1):
+        ta = False
+    elif a_strides == (1, m):
+        ta = True
+    else:
+        return None
+    if b_strides == (n, 1):
+        tb = False
+    elif b_strides == (1, k):
+        tb = True
+    else:
+        return None
     dev = a.dev
-    key = (dtype, dev, m, n, k, os.environ.get("FASTNN_OPENCL_GEMM"))
+    key = (dtype, dev, m, n, k, ta, tb, os.environ.get("FASTNN_OPENCL_GEMM"))
     try:
         plan = _tables.table[key]
     except AttributeError:
         _tables.table = {}
-        plan = _plan(key, dev, dtype, m, n, k)
+        plan = _plan(key, dev, dtype, m, n, k, a, b)
     except KeyError:
-        plan = _plan(key, dev, dtype, m, n, k)
+        plan = _plan(key, dev, dtype, m, n, k, a, b)
     if plan is None:
         return None
-    kernel, last = plan.kernel, plan.last
-    out = CLArray(dev.pool.allocate(plan.nbytes), (m, n), plan.strides, 0, dtype, dev)
-    kernel.set_arg(12, out.data)
-    operand(kernel, last, 0, 3, a)
-    operand(kernel, last, 2, 8, b)
-    launch(dev.queue, kernel, plan.size, plan.local, (12, 3, 8), (out.data, a.data, b.data))
+    pool = dev.pool
+    out = CLArray(pool.allocate(plan.nbytes), (m, n), plan.strides, 0, dtype, dev)
+    if not plan.bp_bytes:  # one direct launch (roles out, a, b): the short way
+        step = plan.steps[0]
+        kernel, last = step.kernel, step.last
+        kernel.set_arg(12, out.data)
+        operand(kernel, last, 0, 3, a)
+        operand(kernel, last, 2, 8, b)
+        launch(dev.queue, kernel, step.size, step.local, (12, 3, 8),
+               (out.data, a.data, b.data))
+        return out
+    buffers = {"out": out.data}
+    if plan.bp_bytes:
+        buffers["bp"] = pool.allocate(plan.bp_bytes)
+    if plan.cp_bytes:
+        buffers["cp"] = pool.allocate(plan.cp_bytes)
+    queue = dev.queue
+    for step in plan.steps:
+        kernel, last = step.kernel, step.last
+        given = []
+        for role, index in step.roles:
+            if role == "a":
+                operand(kernel, last, 0, index, a)
+                given.append(a.data)
+            elif role == "b":
+                operand(kernel, last, 2, index, b)
+                given.append(b.data)
+            else:
+                data = buffers[role]
+                kernel.set_arg(index, data)
+                given.append(data)
+        launch(queue, kernel, step.size, step.local, step.positions, given)
     return out

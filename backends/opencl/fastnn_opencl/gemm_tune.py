@@ -2,11 +2,13 @@
 small timed run.
 
 The first packed GEMM on a CPU device times a few (TM, VN) blocks (TM rows by VN vectors
-of :func:`linalg.vector_lanes` lanes per work-item) on a 384^3 product, best of five
+of :func:`linalg.packed_lanes` lanes per work-item) on a 384^3 product, best of five
 interleaved rounds, and keeps the fastest. The choice is cached on disk, keyed by the
 device's name, the dtype and the kernel's version, in ``<fastnn cache>/opencl_gemm.json``
-(``FASTNN_CACHE`` overrides the folder); a corrupt or unreadable cache is ignored with a
-warning and rewritten. ``FASTNN_OPENCL_TUNE=0`` skips the run and uses the defaults.
+(``FASTNN_CACHE`` overrides the folder), with :mod:`gemm_wide`'s verdict on 16-lane
+vectors (a different lane count tunes afresh: the key names it); a corrupt or unreadable
+cache is ignored with a warning and rewritten. ``FASTNN_OPENCL_TUNE=0`` skips the run and
+uses the defaults.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from fastnn.api.certificates import cache_dir
 
 CANDIDATES = ((6, 2), (4, 3), (4, 2), (8, 1))  # (TM, VN); the first is the default
 CACHE_NAME = "opencl_gemm.json"
-VERSION = "packed1"  # part of the cache key: a new kernel design tunes afresh
+VERSION = "packed2"  # part of the cache key: a new kernel design tunes afresh
 _SIZE = 384
 _ROUNDS = 5
 _chosen: dict = {}
@@ -34,7 +36,7 @@ def cache_path():
     return cache_dir() / CACHE_NAME
 
 
-def _read_cache() -> dict:
+def read_cache() -> dict:
     path = cache_path()
     try:
         text = path.read_text()
@@ -60,10 +62,11 @@ def _valid(entry) -> bool:
             and tuple(entry) in {tuple(c) for c in CANDIDATES})
 
 
-def _write_cache(key: str, choice: tuple) -> None:
+def write_cache(key: str, value) -> None:
+    """Store ``value`` (JSON: a block as a list, a verdict as a bool) under ``key``."""
     path = cache_path()
-    data = _read_cache()
-    data[key] = list(choice)
+    data = read_cache()
+    data[key] = list(value) if isinstance(value, tuple) else value
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
@@ -107,25 +110,37 @@ def tune(dev, dtype: str) -> tuple:
     return min(best, key=best.get)
 
 
+def cache_key(dev, dtype: str, lanes: int) -> str:
+    """The cache entry of ``dev``'s blocks for ``dtype`` at ``lanes`` lanes (the lane count
+    named where it is not the 32-byte one: the best block differs)."""
+    from fastnn_opencl import linalg
+
+    kind = dtype if lanes == linalg.vector_lanes(dev, dtype) else f"{dtype}x{lanes}"
+    return f"{dev.name}|{kind}|{VERSION}"
+
+
 def blocks(dev, dtype: str) -> tuple:
     """(TM, VN) of the packed kernel on ``dev``: from memory, the disk cache, or a tuning run."""
     if _forced[0] is not None:
         return _forced[0]
-    key = f"{dev.name}|{dtype}|{VERSION}"
-    found = _chosen.get(key)
+    from fastnn_opencl.linalg import packed_lanes
+
+    memo = (dev.name, dtype, packed_lanes(dev, dtype))
+    found = _chosen.get(memo)
     if found is not None:
         return found
     with _lock:
-        found = _chosen.get(key)
+        found = _chosen.get(memo)
         if found is None:
+            key = cache_key(dev, dtype, memo[2])
             if os.environ.get("FASTNN_OPENCL_TUNE", "1") == "0":
                 found = CANDIDATES[0]
             else:
-                entry = _read_cache().get(key)
+                entry = read_cache().get(key)
                 if _valid(entry):
                     found = tuple(entry)
                 else:
                     found = tune(dev, dtype)
-                    _write_cache(key, found)
-            _chosen[key] = found
+                    write_cache(key, found)
+            _chosen[memo] = found
     return found

@@ -1,8 +1,9 @@
 """Matrix products: batched GEMM kernels per device type (``kernels/matmul.cl``).
 
-CPU devices (PoCL) pack both operands into unit-stride panels and run a register-blocked
-kernel over them (:func:`gemm_packed`, blocks tuned per device by :mod:`gemm_tune`) for
-products of at least PACK_MIN multiply-adds; smaller ones take a register-blocked kernel
+CPU devices (PoCL) pack B into unit-stride panels and run a register-blocked kernel over
+them and A in place (:func:`gemm_packed`, blocks tuned per device by :mod:`gemm_tune`,
+16-lane vectors where :mod:`gemm_wide` allows) for products of at least PACK_MIN
+multiply-adds; smaller ones take a register-blocked kernel
 that reads the operands in place (each work-item a TM x VW*VN block, no local memory).
 GPUs get a kernel that stages TS x TS tiles in local memory, each work-item accumulating
 WPT rows. ``FASTNN_OPENCL_GEMM=cpu|tiled`` forces one design (to test both anywhere).
@@ -15,7 +16,7 @@ import os
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
-from fastnn_opencl import elementwise, gemm_tune
+from fastnn_opencl import elementwise, gemm_tune, gemm_wide
 from fastnn_opencl.elementwise import collapse
 from fastnn_opencl.fast_gemm import matmul_2d
 from fastnn_opencl.runtime import CL_TYPES, CLArray, contiguous_strides, rounded
@@ -30,6 +31,16 @@ def vector_lanes(dev, dtype: str) -> int:
     code for them (LLVM splits a float16 into two 8-lane registers, so a block sized for
     32 wide registers spills), and builds no kernels at all for some 64-byte vectors."""
     return max(4, min(dev.vector_width(dtype), 32 // np.dtype(dtype).itemsize))
+
+
+def packed_lanes(dev, dtype: str) -> int:
+    """Lanes of the packed kernel's vectors: 16 floats (64 bytes, AVX-512 registers) where the
+    device reports them and :mod:`gemm_wide` found the wide kernel sound there, else
+    :func:`vector_lanes`."""
+    if (dtype == "float32" and dev.vector_width(dtype) >= gemm_wide.LANES
+            and gemm_wide.enabled(dev)):
+        return gemm_wide.LANES
+    return vector_lanes(dev, dtype)
 
 
 def _cpu_blocks(dev, dtype: str, n: int) -> tuple:
@@ -67,16 +78,19 @@ _ARG_DTYPES = [_I, _I, _I, None, _I, _I, _I, _I, None, _I, _I, _I, None, _I, _I,
 
 
 PACK_MIN = 1 << 20
-"""Products of at least this many multiply-adds (m * n * k), with n and k at least
-PACK_EDGE, take the packed kernel on CPU devices: two packing passes and three launches,
-then unit-stride panels. Below it, or with a narrow output or a short k (an LSTM's input
-projection, 2048 x 16 @ 16 x 256), the extra launches cost more than the panels save."""
+"""Products of at least this many multiply-adds (m * n * k), with n at least PACK_EDGE and
+k at least PACK_K_EDGE, take the packed kernel on CPU devices: a packing pass over B and
+two launches, then unit-stride panels. Below it, or with a narrow output, the extra launch
+costs more than the panels save. A short k still packs: an LSTM's input projection
+(2048 x 16 @ 16 x 256) took 160-180 us of device time there against 300-430 us in the
+direct kernel (which, with B = W.T, also needs a copy of W first)."""
 PACK_EDGE = 32
+PACK_K_EDGE = 16
 
 
 def packs(dev, m: int, n: int, k: int) -> bool:
     """Whether C = A @ B of these sizes runs through the packed CPU kernel (any strides)."""
-    return (m > 1 and n >= PACK_EDGE and k >= PACK_EDGE and m * n * k >= PACK_MIN
+    return (m > 1 and n >= PACK_EDGE and k >= PACK_K_EDGE and m * n * k >= PACK_MIN
             and uses_cpu_kernels(dev))
 
 
@@ -109,15 +123,30 @@ def gemm(a: CLArray, b: CLArray, c: CLArray, m: int, n: int, k: int, batch: int,
 
 KC, ROW_PANELS = 256, 8  # k chunk (its B panel stays in L1), row panels per work-item
 SPLIT_TILES = 16  # fewer work-items than this (and k > KC): split k across work-items
+PACK_ROWS = 8  # k rows per work-item of the packing kernel (kernels/matmul.cl)
 _PACK_ARGS = [_I, _I, None, _I, _I, _I, _I, None]
-_PACK_A_ARGS = [_I, _I, None, _I, _I, _I, _I, _I, _I, None]
-_PACKED_ARGS = [_I, _I, _I, None, None, None, None, _I, _I, _I, _I]
+_PACKED_ARGS = [_I, _I, _I, None, _I, _I, _I, _I, _I, _I, None, None, None, _I, _I, _I, _I]
 _SUM_ARGS = [_I, _I, _I, _I, _I, None, None, _I, _I, _I]
+
+
+def packed_plan(dev, dtype: str, m: int, n: int, k: int, batch: int) -> tuple:
+    """(defines, TM, NR, row panels, column panels, row groups, k splits) of the packed
+    kernel for this product (shared with :mod:`fast_gemm`'s kept plans)."""
+    tm, vn = gemm_tune.blocks(dev, dtype)
+    vw = packed_lanes(dev, dtype)
+    defines = (("T", CL_TYPES[dtype]), ("TM", tm), ("VW", vw), ("VN", vn), ("KC", KC),
+               ("R", ROW_PANELS))
+    nr = vw * vn
+    mb, nb = -(-m // tm), -(-n // nr)
+    groups = -(-mb // ROW_PANELS)
+    splits = -(-k // KC) if nb * groups * batch < SPLIT_TILES and k > KC else 1
+    return defines, tm, nr, mb, nb, groups, splits
 
 
 def gemm_packed(a: CLArray, b, c: CLArray, m: int, n: int, k: int, batch: int,
                 a_strides: tuple, b_strides: tuple, c_strides: tuple, a_k2: tuple = ()) -> None:
-    """C = A @ B through packed panels (``k_pack_a``, ``k_pack_b``, ``k_gemm_packed``).
+    """C = A @ B through packed panels of B (``k_pack_b``, then ``k_gemm_packed``, which
+    reads A in place).
 
     A and B take any (batch, row, col) strides; C needs unit column stride. The blocks
     (TM rows by VN vectors) come from :mod:`gemm_tune`. A product with few output tiles
@@ -129,32 +158,22 @@ def gemm_packed(a: CLArray, b, c: CLArray, m: int, n: int, k: int, batch: int,
     packs B itself (a convolution's im2col, never built)."""
     dev = c.dev
     dtype = c.dtype
-    tm, vn = gemm_tune.blocks(dev, dtype)
-    vw = vector_lanes(dev, dtype)
-    defines = (("T", CL_TYPES[dtype]), ("TM", tm), ("VW", vw), ("VN", vn), ("KC", KC),
-               ("R", ROW_PANELS))
-    nr = vw * vn
-    mb, nb = -(-m // tm), -(-n // nr)
-    groups = -(-mb // ROW_PANELS)
-    splits = -(-k // KC) if nb * groups * batch < SPLIT_TILES and k > KC else 1
-    ap = dev.empty((batch * mb * tm * k,), dtype)
+    defines, tm, nr, mb, nb, groups, splits = packed_plan(dev, dtype, m, n, k, batch)
     bp = dev.empty((batch * nb * nr * k,), dtype)
     scratch = k > KC
     cp = dev.empty((batch * splits * mb * tm * nb * nr,), dtype) if scratch else c
-    k2, sak2 = a_k2 or (k, 0)
-    pack_a = dev.kernel(FILE, "k_pack_a", defines, _PACK_A_ARGS)
-    pack_a(dev.queue, (k, mb, batch), None, m, k, a.data, a.offset, *a_strides, k2, sak2,
-           ap.data)
     if callable(b):
         b(defines, nb, bp)
     else:
         sbn = b_strides[2] if len(b_strides) > 2 else 1
         pack_b = dev.kernel(FILE, "k_pack_b", defines, _PACK_ARGS)
-        pack_b(dev.queue, (k, nb, batch), None, k, n, b.data, b.offset, b_strides[0],
-               b_strides[1], sbn, bp.data)
+        pack_b(dev.queue, (-(-k // PACK_ROWS), nb, batch), None, k, n, b.data, b.offset,
+               b_strides[0], b_strides[1], sbn, bp.data)
+    k2, sak2 = a_k2 or (k, 0)
     kernel = dev.kernel(FILE, "k_gemm_packed", defines, _PACKED_ARGS)
-    kernel(dev.queue, (nb, groups, batch * splits), None, m, n, k, ap.data, bp.data,
-           cp.data, c.data, c.offset, c_strides[0], c_strides[1], splits)
+    kernel(dev.queue, (nb, groups, batch * splits), None, m, n, k, a.data, a.offset,
+           *a_strides, k2, sak2, bp.data, cp.data, c.data, c.offset, c_strides[0],
+           c_strides[1], splits)
     if splits > 1:
         total = dev.kernel(FILE, "k_gemm_sum", defines, _SUM_ARGS)
         total(dev.queue, (n, m, batch), None, m, n, splits, mb * tm, nb * nr, cp.data,

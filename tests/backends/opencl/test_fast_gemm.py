@@ -1,6 +1,7 @@
-"""The kept-plan matmul of contiguous 2-D floats (fastnn_opencl.fast_gemm) gives the general
-path's results bit for bit, for both kernel designs, as buffers, offsets and shapes change
-between calls; what it does not cover (views, batches, integers) goes the general way."""
+"""The kept-plan matmul of 2-D floats (fastnn_opencl.fast_gemm) gives the general path's
+results bit for bit, for both kernel designs, as buffers, offsets and shapes change
+between calls, for contiguous operands and transposed views (packed, direct and NT
+kernels); what it does not cover (other views, batches, integers) goes the general way."""
 
 import numpy as np
 import pytest
@@ -38,9 +39,48 @@ def test_fast_matmul_leaves_other_operands_to_the_general_path(ocl):
     x = from_numpy(np.ones((3, 4), np.float32), 0)
     y = from_numpy(np.ones((4, 3), np.float32), 0)
     assert matmul_2d(x, y) is not None
-    assert matmul_2d(x.view((4, 3), (1, 4)), x) is None  # a transposed view
+    assert matmul_2d(x.view((4, 3), (1, 4)), x) is not None  # a transposed view
+    assert matmul_2d(x.view((2, 4), (8, 1)), y) is None  # every other row
     assert matmul_2d(from_numpy(np.ones((2, 3, 4), np.float32), 0), y) is None  # a batch
     assert matmul_2d(from_numpy(np.ones((3, 4), np.int32), 0),
                      from_numpy(np.ones((4, 3), np.int32), 0)) is None
     assert matmul_2d(x, from_numpy(np.ones((4, 3), np.float64), 0)) is None  # mixed dtypes
     assert matmul_2d(x, from_numpy(np.ones((5, 3), np.float32), 0)) is None  # k differs
+
+
+# (m, k, n): packed with k split and summed, packed over KC chunks, NT (k >= 256, n < 32),
+# the direct kernel (short k), one row
+LAYOUT_SHAPES = [(7, 3000, 50), (37, 700, 83), (128, 512, 10), (33, 17, 65), (1, 300, 40)]
+
+
+@pytest.mark.parametrize("layout", ["nt", "tn", "tt"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fast_matmul_of_transposed_views_equals_the_general_path(ocl, monkeypatch, layout,
+                                                                dtype):
+    from fastnn_opencl import linalg
+    from fastnn_opencl.fast_gemm import matmul_2d
+    from fastnn_opencl.misc import from_numpy, to_numpy
+
+    rng = np.random.default_rng(5)
+
+    def operand(shape, transposed):  # a transposed view of a contiguous matrix, or not
+        if not transposed:
+            x = rng.normal(size=shape).astype(dtype)
+            return x, from_numpy(x, 0)
+        x = rng.normal(size=shape[::-1]).astype(dtype)
+        return x.T, from_numpy(x, 0).view(shape, (1, shape[0]))
+
+    fast_calls = 0
+    for m, k, n in LAYOUT_SHAPES:
+        a, x = operand((m, k), layout[0] == "t")
+        b, y = operand((k, n), layout[1] == "t")
+        fast = matmul_2d(x, y)
+        with monkeypatch.context() as patch:
+            patch.setattr(linalg, "matmul_2d", lambda a, b: None)
+            general = to_numpy(linalg.matmul(x, y))
+        want = a.astype(np.float64) @ b.astype(np.float64)
+        np.testing.assert_allclose(general, want, rtol=1e-4, atol=1e-4 * k ** 0.5)
+        if fast is not None:  # None: the general path copies B first (short k, B = W.T)
+            np.testing.assert_array_equal(to_numpy(fast), general)
+            fast_calls += 1
+    assert fast_calls >= 3
