@@ -138,6 +138,26 @@ def run_threaded(libs, base, dtype, grid, block, c_args) -> None:
                             ctypes.c_uint(threads), body)
 
 
+def launch_on_host(monkeypatch, libs, serial=()) -> list:
+    """Route the cuda backend's kernel launches (``kernels.function``) to the host builds
+    ``libs``: each launch runs with every thread of a block an OS thread, or one thread
+    after another for the kernels named in ``serial``. Returns the list the names of the
+    launched kernels are appended to, in order."""
+    launches: list = []
+
+    def function(base, dtype, device_id):
+        assert device_id == 0
+
+        def run(grid, block, args):
+            launches.append(base)
+            runner = run_serial if base in serial else run_threaded
+            runner(libs, base, str(dtype), grid, block, [c_arg(a) for a in args])
+        return run
+
+    monkeypatch.setattr(kernels, "function", function)
+    return launches
+
+
 def compile_library(directory, stem: str, text: str, flags=()) -> ctypes.CDLL:
     """g++ ``text`` into ``directory/stem.so`` with the kernels' -D options, and load it."""
     src, out = directory / f"{stem}.cpp", directory / f"{stem}.so"

@@ -21,10 +21,8 @@ from tests.backends.cuda import references as refs
 from tests.backends.cuda.host_build import (
     SERIAL_SHIM,
     build_threaded,
-    c_arg,
     compile_library,
-    run_serial,
-    run_threaded,
+    launch_on_host,
 )
 from tests.backends.cuda.test_cuda_call_sites_on_host import _NumpyAsCupy
 
@@ -49,18 +47,7 @@ def libs(tmp_path_factory):
 def on_host(libs, monkeypatch):
     monkeypatch.setattr(norm_act, "cp", _NumpyAsCupy())
     monkeypatch.setattr(norm_act, "_own_hooks", lambda: CPU)  # the fallbacks, on NumPy
-    launches = []
-
-    def function(base, dtype, device_id):
-        assert device_id == 0
-
-        def run(grid, block, args):
-            launches.append(base)
-            runner = run_serial if base in SERIAL else run_threaded
-            runner(libs, base, str(dtype), grid, block, [c_arg(a) for a in args])
-        return run
-
-    monkeypatch.setattr(kernels, "function", function)
+    launches = launch_on_host(monkeypatch, libs, SERIAL)
     for name, value in (("ROW_THREADS_MAX", 64), ("COLUMN_THREADS", 64),
                         ("CHUNK_ROWS_MIN", 2), ("COLUMN_TARGET_BLOCKS", 8),
                         ("PLANE_THREADS_MAX", 32), ("PLANE_MAX_X", 2)):

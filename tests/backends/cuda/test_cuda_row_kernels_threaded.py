@@ -11,9 +11,9 @@ import shutil
 import numpy as np
 import pytest
 from fastnn_cpu import fused as cpu_fused
-from fastnn_cuda import fused, kernels, launch
+from fastnn_cuda import fused, launch
 
-from tests.backends.cuda.host_build import build_threaded, c_arg, run_threaded
+from tests.backends.cuda.host_build import build_threaded, launch_on_host
 from tests.backends.cuda.test_cuda_call_sites_on_host import _dev, _NumpyAsCupy
 
 if shutil.which("g++") is None:
@@ -29,15 +29,7 @@ def libs(tmp_path_factory):
 @pytest.fixture
 def on_host(libs, monkeypatch):
     monkeypatch.setattr(fused, "cp", _NumpyAsCupy())
-    launches = []
-
-    def function(base, dtype, device_id):
-        def run(grid, block, args):
-            launches.append(base)
-            run_threaded(libs, base, str(dtype), grid, block, [c_arg(a) for a in args])
-        return run
-
-    monkeypatch.setattr(kernels, "function", function)
+    launches = launch_on_host(monkeypatch, libs)
     monkeypatch.setattr(launch, "ROW_THREADS_MAX", 64)
     return launches
 
