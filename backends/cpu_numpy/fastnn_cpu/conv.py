@@ -108,7 +108,7 @@ def conv1d(x, weight, stride, padding, dilation, groups):
     n, _, length = x.shape
     lay = _flat_2d(n, length, weight.shape[2], stride, padding, dilation)
     if lay is not None:
-        out = conv_plan.forward(x[:, :, None], weight[:, :, None], lay, groups, x)
+        out = conv_plan.forward(x[:, :, None], weight[:, :, None], lay, groups)
         return out.reshape(out.shape[0], out.shape[1], -1)
     c_out, c_in_g, k = weight.shape
     lay = _Layout(x.shape[0], x.shape[2], k, stride, padding, dilation)
@@ -124,8 +124,7 @@ def conv1d_grad_weight(x, grad_out, kernel_size, stride, padding, dilation, grou
     c_out = grad_out.shape[1]
     lay2 = _flat_2d(x.shape[0], x.shape[2], kernel_size, stride, padding, dilation)
     if lay2 is not None:
-        grad_w = conv_plan.grad_weight(x[:, :, None], grad_out[:, :, None], lay2, groups,
-                                       (x, grad_out))
+        grad_w = conv_plan.grad_weight(x[:, :, None], grad_out[:, :, None], lay2, groups)
         if np.isfinite(grad_w).all():
             return grad_w.reshape(c_out, x.shape[1] // groups, kernel_size)
         # NOTE: a NaN or Inf input read by a thrown-away column: the path below clears them.
@@ -147,8 +146,7 @@ def conv1d_grad_input(grad_out, weight, input_length, stride, padding, dilation,
     n, c_out, _ = grad_out.shape
     lay2 = _flat_2d(n, input_length, weight.shape[2], stride, padding, dilation)
     if lay2 is not None:
-        dx = conv_plan.grad_input(grad_out[:, :, None], weight[:, :, None], lay2, groups,
-                                  grad_out)
+        dx = conv_plan.grad_input(grad_out[:, :, None], weight[:, :, None], lay2, groups)
         return dx.reshape(dx.shape[0], dx.shape[1], -1)
     _, c_in_g, k = weight.shape
     lay = _Layout(n, input_length, k, stride, padding, dilation)

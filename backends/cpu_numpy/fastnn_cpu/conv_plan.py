@@ -15,21 +15,14 @@ layout still computes the Wp - W_out columns at the end of each row, which cost 
 a per-sample im2col's short rows). Consecutive samples share a chunk where the gap
 between them is small against the chunk. The output of the GEMMs is a work array too:
 its kept part is copied out once, into the NCHW result.
-
-The padded input and the padded gradient are shared by the plans of one layout: the
-forward fills the input's, which the weight gradient then reads again, and the input
-gradient fills the gradient's, which the weight gradient then reads (see ``_fill``).
 """
 
 from __future__ import annotations
 
 import threading
-import weakref
 from collections import OrderedDict
 
 import numpy as np
-
-from fastnn_cpu import scratch
 
 #: im2col bytes a chunk: L2-sized for the products whose output is as wide as the chunk
 #: (forward, input gradient: 128-256 KB measured best for 27-144 rows, 2x faster than
@@ -83,59 +76,6 @@ def _plan(key, build):
         while total > BUDGET_BYTES:
             total -= plans.popitem(last=False)[1][1]
     return plan
-
-
-def _padded_input(c_in, lay, dtype):
-    """The zero-padded input (C_in, samples, Hp, Wp) of this layout, shared by its plans
-    (forward and weight gradient) through scratch's per-thread arrays."""
-    return scratch.zeros("conv_plan_input", (c_in, lay.samples, lay.hp, lay.wp), dtype,
-                         (lay.n, lay.size, lay.top, lay.left))
-
-
-def _front(lay):
-    (kh, kw), (dh, dw) = lay.kernel, lay.dilation
-    return (kh - 1) * dh * lay.wp + (kw - 1) * dw
-
-
-def _padded_grad(c_out, lay, dtype):
-    """The gradient (C_out, front + m): the flat layout's columns after ``_front(lay)``
-    leading zeros (the input gradient reads taps before each column), shared by the input
-    gradient and the weight gradient of one layout."""
-    front = _front(lay)
-    return scratch.zeros("conv_plan_grad", (c_out, front + lay.m), dtype,
-                         (lay.n, lay.h_out, lay.w_out, lay.hp, lay.wp, front))
-
-
-def _root(a):
-    while a.base is not None:
-        a = a.base
-    return a
-
-
-def _fill(view, source, data, reuse=False):
-    """view[...] = data, where ``source`` is the array the caller was given (data may be a
-    reshaped view of it). A fill by the forward or the input gradient (``reuse`` False)
-    marks view's work array as holding ``source``; the weight gradient (``reuse`` True)
-    skips the copy when the mark is that very array, and clears the mark either way, so a
-    mark serves one read: the next one in a backward pass, with nothing run between.
-
-    NOTE: an array changed in place between the forward and the weight gradient gives the
-    gradient of the array the forward saw (the autograd answer; PyTorch refuses instead)."""
-    marks = getattr(_local, "marks", None)
-    if marks is None:
-        marks = _local.marks = {}
-    root = _root(view)
-    mark = marks.pop(id(root), None)
-    if reuse:
-        if mark is not None and mark[0]() is root and mark[1]() is source:
-            return
-        view[...] = data
-        return
-    view[...] = data
-    if len(marks) > 64:  # the marks of work arrays or sources gone since
-        for key in [k for k, (a, b) in marks.items() if a() is None or b() is None]:
-            del marks[key]
-    marks[id(root)] = (weakref.ref(root), weakref.ref(source))
 
 
 def _ranges(lay, first_row, rows, budget):
@@ -194,7 +134,7 @@ class _Chunks:
 def _build_forward(x_shape, weight_shape, lay, groups, dtype):
     n, c_in, h, w = x_shape
     c_out = weight_shape[0]
-    xp = _padded_input(c_in, lay, dtype)
+    xp = np.zeros((c_in, lay.samples, lay.hp, lay.wp), dtype=dtype)
     inner = xp[:, :n, lay.top : lay.top + h, lay.left : lay.left + w].transpose(1, 0, 2, 3)
     out = np.empty((c_out, lay.m), dtype=dtype)
     ranges = _ranges(lay, 0, lay.h_out, CHUNK_BYTES // (c_in * lay.kernel[0] * lay.kernel[1]
@@ -204,14 +144,13 @@ def _build_forward(x_shape, weight_shape, lay, groups, dtype):
     return inner, chunks.steps, kept
 
 
-def forward(x, weight, lay, groups, source=None):
-    """conv2d forward (N, C_out, H_out, W_out) in the flat layout (stride 1). ``source``:
-    the array the caller was given, where x is a view of it (see ``_fill``)."""
+def forward(x, weight, lay, groups):
+    """conv2d forward (N, C_out, H_out, W_out) in the flat layout (stride 1)."""
     c_out = weight.shape[0]
     key = _key("forward", lay, x.shape[1], c_out, groups, x.dtype)
     inner, steps, kept = _plan(key, lambda: _build_forward(x.shape, weight.shape, lay,
                                                             groups, x.dtype))
-    _fill(inner, x if source is None else source, x)
+    inner[...] = x
     w = weight.reshape(groups, c_out // groups, -1)
     for cols, src, gemm, target, _, _ in steps:
         np.copyto(cols, src)
@@ -224,8 +163,8 @@ def _build_grad_input(grad_shape, weight_shape, lay, groups, dtype):
     c_in = weight_shape[1] * groups
     kh, kw = lay.kernel
     dh, dw = lay.dilation
-    front = _front(lay)
-    gp = _padded_grad(c_out, lay, dtype)
+    front = (kh - 1) * dh * lay.wp + (kw - 1) * dw
+    gp = np.zeros((c_out, front + lay.m), dtype=dtype)
     inner = lay.keep(gp[:, front:]).transpose(1, 0, 2, 3)
     dx = np.empty((c_in, lay.m), dtype=dtype)
     h, w = lay.size
@@ -236,14 +175,13 @@ def _build_grad_input(grad_shape, weight_shape, lay, groups, dtype):
     return inner, chunks.steps, kept
 
 
-def grad_input(grad_out, weight, lay, groups, source=None):
-    """dx as the convolution of the gradient, padded in front, with the flipped weight
-    (``source`` as in :func:`forward`)."""
+def grad_input(grad_out, weight, lay, groups):
+    """dx as the convolution of the gradient, padded in front, with the flipped weight."""
     c_out, c_in_g, kh, kw = weight.shape
     key = _key("grad_input", lay, c_in_g * groups, c_out, groups, grad_out.dtype)
     inner, steps, kept = _plan(key, lambda: _build_grad_input(grad_out.shape, weight.shape,
                                                                lay, groups, grad_out.dtype))
-    _fill(inner, grad_out if source is None else source, grad_out)
+    inner[...] = grad_out
     # w_flip[g, ci, (co, a, b)] = w[g*Co + co, ci, KH-1-a, KW-1-b]
     c_out_g = c_out // groups
     w = weight.reshape(groups, c_out_g, c_in_g, kh, kw)[..., ::-1, ::-1]
@@ -258,7 +196,7 @@ def grad_input(grad_out, weight, lay, groups, source=None):
 def _build_grad_weight(x_shape, c_out, lay, groups, dtype):
     n, c_in, h, w = x_shape
     kh, kw = lay.kernel
-    xp = _padded_input(c_in, lay, dtype)
+    xp = np.zeros((c_in, lay.samples, lay.hp, lay.wp), dtype=dtype)
     inner = xp[:, :n, lay.top : lay.top + h, lay.left : lay.left + w].transpose(1, 0, 2, 3)
     # The gradient column-major, (m, C_out): cols @ g_t then reads both operands in their
     # own order (15-20% faster than through g's transposed view, measured).
@@ -275,20 +213,18 @@ def _build_grad_weight(x_shape, c_out, lay, groups, dtype):
     return inner, g_inner, steps, part
 
 
-def grad_weight(x, grad_out, lay, groups, sources=None):
+def grad_weight(x, grad_out, lay, groups):
     """sum over the chunks of cols @ g^T: (C_out, C_in/groups, KH, KW).
 
     The thrown-away columns read real inputs; where one is NaN or Inf, the result is not
-    finite and the caller redoes it with them cleared. ``sources``: the arrays the caller
-    was given for x and grad_out, where those are views of them (see ``_fill``)."""
-    x_source, g_source = (x, grad_out) if sources is None else sources
+    finite and the caller redoes it with them cleared."""
     if groups == 1 and x.shape[1] >= TAP_MIN_CHANNELS:
-        return grad_weight_taps(x, grad_out, lay, (x_source, g_source))
+        return grad_weight_taps(x, grad_out, lay)
     c_out = grad_out.shape[1]
     key = _key("grad_weight", lay, x.shape[1], c_out, groups, x.dtype)
     inner, g_inner, steps, part = _plan(key, lambda: _build_grad_weight(
         x.shape, c_out, lay, groups, x.dtype))
-    _fill(inner, x_source, x, reuse=True)
+    inner[...] = x
     g_inner[...] = grad_out
     grad_w = np.zeros(part.shape, dtype=x.dtype)
     for cols, src, gemm, g in steps:
@@ -304,10 +240,10 @@ def grad_weight(x, grad_out, lay, groups, sources=None):
 def _build_grad_weight_taps(x_shape, c_out, lay, dtype):
     n, c_in, h, w = x_shape
     (kh, kw), (dh, dw) = lay.kernel, lay.dilation
-    xp = _padded_input(c_in, lay, dtype)
+    xp = np.zeros((c_in, lay.samples, lay.hp, lay.wp), dtype=dtype)
     inner = xp[:, :n, lay.top : lay.top + h, lay.left : lay.left + w].transpose(1, 0, 2, 3)
     flat = xp.reshape(c_in, -1)
-    g = _padded_grad(c_out, lay, dtype)[:, _front(lay) :]  # the input gradient's, shared
+    g = np.zeros((c_out, lay.m), dtype=dtype)
     g_inner = lay.keep(g).transpose(1, 0, 2, 3)
     budget = min(4096, TAP_CHUNK_BYTES // ((c_in + c_out) * xp.itemsize))
     ranges = _ranges(lay, 0, lay.h_out, budget)
@@ -321,7 +257,7 @@ def _build_grad_weight_taps(x_shape, c_out, lay, dtype):
     return inner, g_inner, calls, parts
 
 
-def grad_weight_taps(x, grad_out, lay, sources=None):
+def grad_weight_taps(x, grad_out, lay):
     """The weight gradient of one group without im2col: per chunk of columns and per tap,
     g (C_out, chunk) @ (the input's chunk shifted by the tap)^T, a strided view that BLAS
     reads in place. Over chunks of 192-256 KB of both operands that product, with its long
@@ -332,9 +268,8 @@ def grad_weight_taps(x, grad_out, lay, sources=None):
     key = _key("grad_weight_taps", lay, x.shape[1], c_out, 1, x.dtype)
     inner, g_inner, calls, parts = _plan(key, lambda: _build_grad_weight_taps(
         x.shape, c_out, lay, x.dtype))
-    x_source, g_source = (x, grad_out) if sources is None else sources
-    _fill(inner, x_source, x, reuse=True)
-    _fill(g_inner, g_source, grad_out, reuse=True)
+    inner[...] = x
+    g_inner[...] = grad_out
     for g, shifted, into in calls:
         np.matmul(g, shifted, out=into)
     total = np.add.reduce(parts, axis=0)  # (KH, KW, C_out, C_in)
