@@ -199,13 +199,13 @@ def where(cond, a, b):
         if floating and isinstance(cond, np.ndarray) and cond.dtype == np.bool_:
             cond = cond.view(np.uint8)  # float * uint8 casts ~10% faster than float * bool
         out = np.multiply(a, cond, dtype=a.dtype)
-        if _all_finite(out) if floating else np.isfinite(out).all():
+        if _all_finite(out):
             return out
     return np.where(cond, a, b)
 
 
 def _all_finite(x):
-    """Whether every element of the floating array ``x`` is finite: for float32/64, the dot
+    """Whether every element of ``x`` is finite: for float32/64, the dot
     product of x with itself (one BLAS pass, ~2.5x faster than isfinite().all()) is finite
     only then, or where it overflows (elements past ~1e19 in float32), which says False."""
     if x.dtype not in (np.float32, np.float64):
@@ -222,7 +222,7 @@ def sum(x, axis, keepdims):
 @hookimpl
 def mean(x, axis, keepdims):
     last = x.ndim - 1
-    if (x.dtype in _BLAS_FLOATS and axis in ((last,), (-1,)) and last > 0
+    if (x.dtype in _BLAS_FLOATS and axis == (last,) and last > 0
             and 0 < x.shape[last] <= MEAN_GEMV_MAX and x.flags.c_contiguous):
         # NOTE: one BLAS matrix-vector product with ones, 3x faster than np.mean's
         # reduction (which it matches to within a few ulp at these lengths)
