@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import math
 import sys
-import unicodedata
 from collections.abc import Mapping
 from types import MappingProxyType
+
+from fastnn.api.program_names import Names
 
 
 class Slot:
@@ -243,10 +244,10 @@ def interpreter(program: Program, special: dict | None = None):
     ``out=None``.
 
     A slot's variable is dropped (``del``) right after its last use and its name serves a
-    later slot (:class:`_Names`): the function keeps a few names, not one per slot."""
+    later slot (:class:`Names`): the function keeps a few names, not one per slot."""
     names: dict = {}  # the hooks and constants the code calls: its defaults (fast locals)
     special = special or {}
-    var = _Names()
+    var = Names()
     lines = ["def run(env):"]
     if program.inputs:
         lines.append("    " + "".join(f"{var.new(i)}, " for i in program.inputs) + "= env")
@@ -298,63 +299,6 @@ def interpreter(program: Program, special: dict | None = None):
         del scope[name]
     run.interpreted = not special  # the hooks as recorded, nothing of a backend's
     return run
-
-
-def _one_letter_names() -> tuple:
-    """The identifiers of one Latin-1 letter beyond ASCII (``À`` .. ``ÿ``, those NFKC
-    leaves as they are): CPython keeps every one-character Latin-1 string once, so a
-    generated function named with them keeps no string of its own for a name (measured:
-    ~50 bytes a name otherwise, a few KB a program). None is an ASCII name, so none
-    meets a name the generated code spells out (``env``, ``outs``, ``t``)."""
-    found = []
-    for code in range(0xC0, 0x100):
-        c = chr(code)
-        if c.isidentifier() and unicodedata.normalize("NFKC", c) == c:
-            found.append(c)
-    return tuple(found)
-
-
-ONE_LETTER = _one_letter_names()
-
-
-class Fresh:
-    """New names for a generated function: one Latin-1 letter while they last
-    (:data:`ONE_LETTER`), then ``prefix`` and a number."""
-
-    def __init__(self):
-        self.count = 0
-
-    def __call__(self, prefix: str) -> str:
-        n = self.count
-        self.count += 1
-        return ONE_LETTER[n] if n < len(ONE_LETTER) else sys.intern(f"{prefix}{n}")
-
-
-class _Names(Fresh):
-    """The local variable of each live slot in a generated replay, a name taken again
-    once its slot was dropped (a slot read in a call is live until that call returns, so
-    a call's result never takes the name of one of its operands); ``self("f")``: a
-    name for a hook or a constant."""
-
-    def __init__(self):
-        super().__init__()
-        self.of: dict = {}  # slot -> its variable
-        self.spare: list = []  # names of dropped slots
-
-    def new(self, i: int) -> str:
-        name = self.of.get(i)
-        if name is None:  # (an input listed twice keeps its one name)
-            name = self.spare.pop() if self.spare else self("s")
-            self.of[i] = name
-        return name
-
-    def __getitem__(self, i: int) -> str:
-        return self.of[i]
-
-    def free(self, i: int) -> None:
-        name = self.of.pop(i, None)
-        if name is not None:
-            self.spare.append(name)
 
 
 def donated(name: str, uses: int = 0) -> str:

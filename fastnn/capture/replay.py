@@ -11,7 +11,7 @@ The first replay's check (``dry``) still runs :meth:`Entry.replay` itself.
 
 from __future__ import annotations
 
-from fastnn.api.program import Fresh
+from fastnn.api.program_names import Fresh
 from fastnn.autograd import engine
 from fastnn.capture.entry import ArgRef, OutTensor, _rebuild
 from fastnn.ops import tensor as tensor_module
