@@ -130,13 +130,15 @@ class DeviceSpec:
         return f"device(type={self.type!r}{index})"
 
 
-_cache: dict[str, Device] = {}
+_cache: dict[str, Device] = {}  # every spelling seen -> its canonical Device
+_canonical: dict[tuple, Device] = {}  # (backend, index) -> the one Device of that device
 on_refresh(_cache.clear)
+on_refresh(_canonical.clear)
 
 
 def parsed_devices() -> list:
     """The Device objects parsed so far (the ones tensors hold)."""
-    return list(_cache.values())
+    return list(_canonical.values())
 
 
 def parse(spec: str) -> tuple[str, int]:
@@ -158,8 +160,11 @@ def as_device(spec) -> Device:
     if not isinstance(spec, str):
         raise TypeError(f"device must be a string like 'cpu' or 'cuda:1', got {spec!r}")
     found = _cache.get(spec)
-    if found is None:
-        found = Device(*parse(spec))
+    if found is None:  # "opencl" and "opencl:0" are one device, so one object
+        key = parse(spec)
+        found = _canonical.get(key)
+        if found is None:
+            found = _canonical[key] = Device(*key)
         _cache[spec] = found
     return found
 

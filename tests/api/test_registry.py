@@ -196,3 +196,14 @@ def test_refresh_forgets_parsed_devices():
     registry.refresh()
     after = as_device("cpu")
     assert after is not before and after.backend is registry.get_backend("cpu")
+
+
+def test_every_spelling_of_a_device_is_one_object():
+    """A tensor pickled on opencl:0 of a 2-device backend came back on another Device object
+    (the cache was keyed by spelling), and tensors compare devices by identity."""
+    import pickle
+
+    from fastnn.api.device import as_device, parsed_devices
+
+    assert as_device("cpu") is as_device("cpu:0") is pickle.loads(pickle.dumps(as_device("cpu")))
+    assert len([d for d in parsed_devices() if d.type == "cpu" and d.index == 0]) == 1
