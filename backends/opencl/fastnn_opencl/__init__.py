@@ -13,7 +13,7 @@ record instead of an import error.
 from __future__ import annotations
 
 from fastnn.api.hookspec import hookimpl
-from fastnn_opencl.runtime import INSTALL_HINT
+from fastnn_opencl.runtime import COMPILER_HINT, INSTALL_HINT
 
 # the modules holding the hooks: the registry registers each of them (importing them does
 # not import pyopencl either: each reaches it through runtime when a hook first runs)
@@ -38,6 +38,10 @@ def probe() -> dict:
         devices = runtime.devices()
     except Exception as exc:  # e.g. clGetPlatformIDs failed: PLATFORM_NOT_FOUND_KHR
         record["reason"] = f"no OpenCL platform ({type(exc).__name__}: {exc}); {INSTALL_HINT}"
+        return record
+    if not devices and runtime.unusable:
+        broken = "; ".join(f"{name}: {why}" for name, why in runtime.unusable.items())
+        record["reason"] = (f"no OpenCL device can build kernels ({broken}); {COMPILER_HINT}")
         return record
     if not devices:
         record["reason"] = f"OpenCL platforms exist but expose no device; {INSTALL_HINT}"

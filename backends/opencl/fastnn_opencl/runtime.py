@@ -29,6 +29,8 @@ CL_TYPES = {
 NP_TYPES = {name: np.dtype(name) for name in CL_TYPES}
 MAX_NDIM = 8  # strided kernels pass shapes and strides as OpenCL int8 vectors
 INSTALL_HINT = 'install an OpenCL driver, or run on the CPU with `pip install "pyopencl[pocl]"`'
+COMPILER_HINT = ("a processor newer than the PoCL's LLVM gives \"unknown target CPU 'generic'\": "
+                 "install a newer PoCL, e.g. Debian's (`apt-get install pocl-opencl-icd`)")
 
 _pyopencl = None
 
@@ -85,16 +87,44 @@ def _from_env(entries: list) -> int | None:
     )
 
 
+_PROBE_KERNEL = "__kernel void fastnn_probe(__global float *a) { a[get_global_id(0)] *= 2.0f; }"
+unusable: dict[str, str] = {}  # device description -> why its compiler refused a kernel
+
+
+def compiler_error(device) -> str | None:
+    """Why ``device`` cannot build a one-line kernel, or None when it can.
+
+    A platform can list a device whose compiler is broken: pip's PoCL 3.0 (LLVM 14) lists
+    processors newer than its LLVM (AMD Zen 5, say) and then fails every build with
+    "unknown target CPU 'generic'". Such a device is left out of the list.
+    """
+    pyopencl = cl()
+    try:
+        pyopencl.Program(pyopencl.Context([device]), _PROBE_KERNEL).build()
+    except pyopencl.Error as exc:
+        lines = [ln.strip() for ln in str(exc).splitlines() if "error" in ln.lower()]
+        return lines[-1] if lines else str(exc).strip().splitlines()[-1]
+    return None
+
+
 def list_devices() -> list:
-    """All OpenCL devices, ordered as ``opencl:N`` indexes them. Raises if no platform."""
+    """All usable OpenCL devices, ordered as ``opencl:N`` indexes them. Raises if no platform.
+
+    Devices whose compiler cannot build a kernel are left out and kept in ``unusable``.
+    """
     entries = []
+    unusable.clear()
     for platform in cl().get_platforms():
         try:
             devices = platform.get_devices()
         except cl().Error:  # a platform with no devices
             continue
         for dev_index, device in enumerate(devices):
-            entries.append((device, platform, dev_index))
+            error = compiler_error(device)
+            if error is None:
+                entries.append((device, platform, dev_index))
+            else:
+                unusable[describe(device)] = error
     first = _from_env(entries)
     order = sorted(range(len(entries)), key=lambda i: (_TYPE_RANK[_type_name(entries[i][0])], i))
     if first is not None:

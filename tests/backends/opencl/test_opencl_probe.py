@@ -68,6 +68,34 @@ def test_unavailable_without_platform(monkeypatch):
     assert "PLATFORM_NOT_FOUND_KHR" in record["reason"] and "pyopencl[pocl]" in record["reason"]
 
 
+def test_devices_whose_compiler_fails_are_left_out_and_named(monkeypatch):
+    """pip's PoCL 3.0 lists a Zen 5 processor, then fails every build: not a usable device."""
+    pytest.importorskip("pyopencl")
+    import fastnn_opencl
+    from fastnn_opencl import runtime
+
+    try:
+        runtime.list_devices()
+    except Exception:
+        pytest.skip("no OpenCL platform")
+    monkeypatch.setattr(runtime, "_devices", None)
+    monkeypatch.setattr(runtime, "unusable", {})
+    monkeypatch.setattr(runtime, "compiler_error",
+                        lambda device: "error: unknown target CPU 'generic'")
+    record = fastnn_opencl.probe()
+    assert not record["available"] and not record["devices"]
+    assert "no OpenCL device can build kernels" in record["reason"]
+    assert "unknown target CPU 'generic'" in record["reason"]
+    assert "apt-get install pocl-opencl-icd" in record["reason"]
+    assert runtime.unusable and all("unknown target" in e for e in runtime.unusable.values())
+
+
+def test_listed_devices_build_kernels(ocl):
+    from fastnn_opencl import runtime
+
+    assert all(runtime.compiler_error(d) is None for d in runtime.devices())
+
+
 def test_float64_refused_clearly_where_the_device_lacks_it(ocl):
     from fastnn_opencl.runtime import state
 
