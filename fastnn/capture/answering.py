@@ -16,7 +16,7 @@ from fastnn.api.program import Seq, Slot
 from fastnn.capture.answer_ops import answer, read_by_a_check, same_value, store
 from fastnn.capture.leaving import Leaving
 from fastnn.capture.segments import MAX_RECORDINGS, Path
-from fastnn.ops import tensor as tensor_module
+from fastnn.ops import rng_state
 from fastnn.ops.tensor import Tensor
 
 _MISSING = object()
@@ -82,7 +82,7 @@ class Run(Leaving):
         itself (fastnn's generator stays where eager leaves it)."""
         if first == stop:
             return
-        rng = tensor_module._default_rng
+        rng = rng_state.host_rng()
         state = rng.bit_generator.state
         try:
             for n in range(first, stop):

@@ -32,7 +32,7 @@ from fastnn.capture.entry import Entry
 from fastnn.capture.record import CaptureError, Recorder, RecordingOps, RngLog
 from fastnn.capture.split import Split
 from fastnn.capture.state import Snapshot
-from fastnn.ops import tensor as tensor_module
+from fastnn.ops import rng_state
 from fastnn.ops.tensor import Tensor
 
 
@@ -115,8 +115,9 @@ class Compiled:
         recorder = Recorder(self.fullgraph, self.name)
         devices = _devices_of(leaves)
         installed = []
-        rng = tensor_module._default_rng
-        log = tensor_module._default_rng = RngLog(rng)
+        rng = rng_state.host_rng()
+        log = RngLog(rng)
+        rng_state.set_host_rng(log)
         recorder.log = log
         programs._recording[0] += 1
         try:
@@ -129,8 +130,8 @@ class Compiled:
             recorder.active = False
             for dev, ops in installed:
                 dev.ops = ops
-            if tensor_module._default_rng is log:
-                tensor_module._default_rng = rng
+            if rng_state.host_rng() is log:
+                rng_state.set_host_rng(rng)
         self.stats["recorded"] += 1
         if recorder.cuts:
             path = segments.Path(self.name, recorder, snapshot, leaves, log.draws)
@@ -182,7 +183,7 @@ class Compiled:
     def _check(self, entry, args, kwargs, leaves):
         """Replay on copies of the inputs, undo the replay's draws and counts, run eagerly,
         and compare every output: CaptureError where they differ."""
-        rng = tensor_module._default_rng
+        rng = rng_state.host_rng()
         before = copy.deepcopy(rng.bit_generator.state)
         counts = entry.counts()
         replayed = entry.replay(leaves, dry=True)

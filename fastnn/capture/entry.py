@@ -11,7 +11,7 @@ import numpy as np
 from fastnn.autograd import engine
 from fastnn.capture.record import is_array
 from fastnn.capture.state import bump
-from fastnn.ops import tensor as tensor_module
+from fastnn.ops import rng_state
 from fastnn.ops.tensor import Tensor
 
 
@@ -77,7 +77,7 @@ class Entry:
         self.args_now[0] = leaves
         for ref, pid, key, delta in self.steps:
             ref().state[pid][key] += delta
-        rng = tensor_module._default_rng
+        rng = rng_state.host_rng()
         draws = [getattr(rng, m)(*a, **k) for m, a, k in self.draws]
         env = [get(leaves, draws) for get in self.getters]
         if dry:

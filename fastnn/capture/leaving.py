@@ -12,7 +12,7 @@ from fastnn.api.program import slots_in
 from fastnn.capture.record import Cut, Recorder, RecordingOps, RngLog, user_line
 from fastnn.capture.segments import MAX_RECORDINGS
 from fastnn.capture.state import Snapshot
-from fastnn.ops import tensor as tensor_module
+from fastnn.ops import rng_state
 
 
 class Leaving:
@@ -65,10 +65,11 @@ class Leaving:
                 recorder.values[i] = value
                 recorder.slot_of[id(value)] = i
         drawn = max([path.marks[k - 1] if k else 0] + [c.draws for c in recorder.cuts])
-        rng = tensor_module._default_rng
+        rng = rng_state.host_rng()
         log = RngLog(rng)
         log.draws = [(m, a, kw, None) for m, a, kw in path.draws[:drawn]]
-        tensor_module._default_rng = recorder.log = log
+        recorder.log = log
+        rng_state.set_host_rng(log)
         snapshot = Snapshot()
         tables = {dev: RecordingOps(inner, recorder, dev) for dev, inner, _ in self.installed}
         self.tail = (recorder, snapshot, log, tables)
@@ -79,6 +80,6 @@ class Leaving:
             return None
         recorder, snapshot, log, _ = self.tail
         recorder.active = False
-        if tensor_module._default_rng is log:
-            tensor_module._default_rng = log._rng
+        if rng_state.host_rng() is log:
+            rng_state.set_host_rng(log._rng)
         return recorder, snapshot, log

@@ -14,7 +14,7 @@ from __future__ import annotations
 from fastnn.api.program_names import Fresh
 from fastnn.autograd import engine
 from fastnn.capture.entry import ArgRef, OutTensor, _rebuild
-from fastnn.ops import tensor as tensor_module
+from fastnn.ops import rng_state
 from fastnn.ops.tensor import Tensor
 
 
@@ -65,7 +65,7 @@ def fast_replay(entry, binds, inputs, values, leaves, name: str):
     for ref, pid, key, delta in entry.steps:
         src.add(f"{src.name(ref, 'o')}().state[{pid!r}][{key!r}] += {delta!r}")
     if entry.draws:
-        src.add(f"rng = {src.name(tensor_module, 'tm')}._default_rng")
+        src.add(f"rng = {src.name(rng_state.host_rng, 'host_rng')}()")
         src.add(f"draws = {src.name(_draw, 'draw')}(rng, {src.name(entry.draws, 'd')})")
     rates: dict = {}  # (optimizer ref, group) -> the local holding (lrs, decays)
     env = []

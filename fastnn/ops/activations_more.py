@@ -13,7 +13,7 @@ from fastnn.ops import elementwise as ew
 from fastnn.ops import nnops
 from fastnn.ops.activations import _floating, clip_flat, softplus, tanh
 from fastnn.ops.core import astype
-from fastnn.ops.random_ops import rng_of
+from fastnn.ops.rng_state import rng_of
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor, tensor
 

@@ -17,6 +17,8 @@ from fastnn.api.args import integer
 from fastnn.api.device import as_device
 from fastnn.api.dtypes import as_dtype
 from fastnn.ops import tensor as tensor_module
+from fastnn.ops.factories import shape_arg
+from fastnn.ops.rng_state import rng_of
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor, full, tensor
 
@@ -149,9 +151,9 @@ def randint(low, high=None, size=None, dtype=dtypes.int64, device=None, seed=Non
                                                                 -2**63)
     if high <= low:
         raise ValueError(f"randint: high ({high}) must be greater than low ({low})")
-    rng = tensor_module._rng_of(generator) if seed is None else np.random.default_rng(
+    rng = rng_of("randint", generator) if seed is None else np.random.default_rng(
         integer("randint", "seed", seed, 0))
-    shape = tensor_module._shape_of("randint", size)
+    shape = shape_arg("randint", size)
     return _make(rng.integers(low, high, shape, dtype=np.int64), as_dtype(dtype), device)
 
 

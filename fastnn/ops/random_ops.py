@@ -21,8 +21,11 @@ from fastnn.api.args import integer
 from fastnn.api.device import DeviceSpec
 from fastnn.api.dtypes import as_dtype
 from fastnn.ops import elementwise as ew
+from fastnn.ops import rng_state
 from fastnn.ops import tensor as tensor_module
 from fastnn.ops.core import astype
+from fastnn.ops.factories import shape_arg
+from fastnn.ops.rng_state import rng_of
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor, tensor
 
@@ -86,18 +89,18 @@ class _DefaultGenerator(Generator):
 
     @property
     def rng(self) -> np.random.Generator:
-        return tensor_module.host_rng()
+        return rng_state.host_rng()
 
     def manual_seed(self, seed) -> Generator:
-        tensor_module.manual_seed(_seed_value("manual_seed", seed))
+        rng_state.manual_seed(_seed_value("manual_seed", seed))
         return self
 
     def initial_seed(self) -> int:
-        seeded = tensor_module._initial_seed
+        seeded = rng_state.initial_seed()
         return self._seed if seeded is None else seeded
 
     def _set_rng(self, rng: np.random.Generator) -> None:
-        tensor_module._default_rng = rng
+        rng_state.set_host_rng(rng)
 
 
 default_generator = _DefaultGenerator()
@@ -107,18 +110,6 @@ def _seed_value(op: str, seed) -> int:
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
         raise TypeError(f"{op}: seed must be an int, got {type(seed).__name__}")
     return int(seed) % 2**64  # negative seeds wrap, as PyTorch's
-
-
-def rng_of(op: str, generator) -> np.random.Generator:
-    """The NumPy generator to draw from: ``generator``'s, or fastnn's default one."""
-    if generator is None:
-        return tensor_module.host_rng()
-    if isinstance(generator, Generator):
-        return generator.rng
-    if isinstance(generator, np.random.Generator):
-        return generator
-    raise TypeError(f"{op}: generator must be an fnn.Generator (or None for the default), "
-                    f"got {type(generator).__name__}")
 
 
 @public(top=True, functional=False)
@@ -199,7 +190,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
     else:
         if size is None:
             raise TypeError("normal: give size= with float mean and std (or tensor mean/std)")
-        shape = tensor_module._shape_of("normal", size)
+        shape = shape_arg("normal", size)
         kind = as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     spread = std.detach() if isinstance(std, Tensor) else float(std)
     lowest = float(spread.min().item()) if isinstance(spread, Tensor) and spread.numel() else \
