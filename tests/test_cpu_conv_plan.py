@@ -122,3 +122,40 @@ def test_conv2d_plans_over_the_budget_are_not_kept(monkeypatch):
                                    atol=1e-4)
     kept = getattr(conv_plan._local, "plans", {})
     assert not any(key[1:4] == (2, (8, 8), (3, 3)) for key in kept)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape, padding, dilation", [
+    ((3, 5, 80), 2, 1),  # "same" padding, kernel 5
+    ((2, 4, 90), 0, 2),  # no padding
+    ((2, 3, 64), 8, 2),  # padding as wide as the span
+    ((0, 3, 70), 1, 1),  # an empty batch
+])
+def test_conv1d_taps_matches_the_reference(dtype, shape, padding, dilation):
+    taps = pytest.importorskip("fastnn_cpu.conv_taps")
+    rng = np.random.default_rng(4)
+    n, c, length = shape
+    length_out = length + 2 * padding - dilation * 4
+    assert taps.applies(length_out, 5, 1, padding, dilation, 1)
+    pad = ((0, 0), (padding, padding))
+    for _ in range(2):  # the work arrays' zero padding reused
+        x = rng.standard_normal(shape).astype(dtype)
+        w = rng.standard_normal((6, c, 5)).astype(dtype)
+        x64, w64 = x[:, :, None].astype(np.float64), w[:, :, None].astype(np.float64)
+        ref = _reference(x64, w64, pad, (1, dilation), 1)
+        out = conv_1d.conv1d(x[:, :, ::-1].copy()[:, :, ::-1], w, 1, padding, dilation, 1)
+        assert out.dtype == dtype and out.shape == ref[:, :, 0].shape
+        np.testing.assert_allclose(out, ref[:, :, 0], rtol=1e-4, atol=1e-4)
+        g = rng.standard_normal(ref.shape).astype(dtype)
+        dx = conv_1d.conv1d_grad_input(g[:, :, 0], w, length, 1, padding, dilation, 1)
+        dw = conv_1d.conv1d_grad_weight(x, g[:, :, 0], 5, 1, padding, dilation, 1)
+        assert dx.shape == x.shape and dw.shape == w.shape
+        eps = 1e-3
+        d = rng.standard_normal(x.shape)
+        expect = (np.sum(g * _reference(x64 + eps * d[:, :, None], w64, pad, (1, dilation), 1))
+                  - np.sum(g * ref)) / eps
+        np.testing.assert_allclose(np.sum(dx * d), expect, rtol=1e-3, atol=1e-3)
+        d = rng.standard_normal(w.shape)
+        expect = (np.sum(g * _reference(x64, w64 + eps * d[:, :, None], pad, (1, dilation), 1))
+                  - np.sum(g * ref)) / eps
+        np.testing.assert_allclose(np.sum(dw * d), expect, rtol=1e-3, atol=1e-3)
