@@ -161,3 +161,16 @@ def test_conv1d_taps_matches_the_reference(dtype, shape, padding, dilation):
         expect = (np.sum(g * _reference(x64, w64 + eps * d[:, :, None], pad, (1, dilation), 1))
                   - np.sum(g * ref)) / eps
         np.testing.assert_allclose(np.sum(dw * d), expect, rtol=1e-3, atol=1e-3)
+
+
+def test_conv1d_taps_gradients_of_a_broadcast_gradient():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 32, 70)).astype(np.float32)
+    w = rng.standard_normal((8, 32, 5)).astype(np.float32)
+    g = np.broadcast_to(rng.standard_normal((3, 8, 1)).astype(np.float32), (3, 8, 70))
+    dense = np.ascontiguousarray(g)
+    for hook, args in ((conv_1d.conv1d_grad_weight, (x, g, 5)),
+                       (conv_1d.conv1d_grad_input, (g, w, 70))):
+        dense_args = tuple(dense if a is g else a for a in args)
+        np.testing.assert_allclose(hook(*args, 1, 2, 1, 1), hook(*dense_args, 1, 2, 1, 1),
+                                   rtol=1e-6, atol=1e-6)

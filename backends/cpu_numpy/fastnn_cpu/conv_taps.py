@@ -108,7 +108,9 @@ def grad_weight(x, grad_out, kernel_size, padding, dilation):
         rows = c_in * kernel_size
         total = np.matmul(cols.reshape(rows, -1), g.reshape(c_out, -1).T)  # (C_in * K, C_out)
         return np.ascontiguousarray(total.T).reshape(c_out, c_in, kernel_size)
-    g_t = grad_out.transpose(0, 2, 1)  # (N, L_out, C_out): BLAS reads it transposed
+    # (N, L_out, C_out), which BLAS reads transposed; a view with other strides (a
+    # broadcast gradient) would send np.matmul to its loop without BLAS
+    g_t = np.ascontiguousarray(grad_out).transpose(0, 2, 1)
     parts = scratch.empty("conv1d_taps_weight", (kernel_size, n, c_in, c_out), x.dtype)
     for tap in range(kernel_size):
         start = tap * dilation
