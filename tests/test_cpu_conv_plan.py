@@ -122,3 +122,55 @@ def test_conv2d_plans_over_the_budget_are_not_kept(monkeypatch):
                                    atol=1e-4)
     kept = getattr(conv_plan._local, "plans", {})
     assert not any(key[1:4] == (2, (8, 8), (3, 3)) for key in kept)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape, padding, dilation", [
+    ((3, 5, 80), 2, 1),  # "same" padding, kernel 5; forward by per-sample im2col
+    ((2, 16, 70), 2, 1),  # forward by taps, weight gradient by one im2col GEMM
+    ((2, 32, 66), 2, 1),  # everything by taps
+    ((2, 4, 90), 0, 2),  # no padding
+    ((2, 3, 64), 8, 2),  # padding as wide as the span
+    ((0, 3, 70), 1, 1),  # an empty batch
+])
+def test_conv1d_taps_matches_the_reference(dtype, shape, padding, dilation):
+    taps = pytest.importorskip("fastnn_cpu.conv_taps")
+    rng = np.random.default_rng(4)
+    n, c, length = shape
+    length_out = length + 2 * padding - dilation * 4
+    assert taps.applies(length_out, 5, 1, padding, dilation, 1)
+    pad = ((0, 0), (padding, padding))
+    for _ in range(2):  # the work arrays' zero padding reused
+        x = rng.standard_normal(shape).astype(dtype)
+        w = rng.standard_normal((6, c, 5)).astype(dtype)
+        x64, w64 = x[:, :, None].astype(np.float64), w[:, :, None].astype(np.float64)
+        ref = _reference(x64, w64, pad, (1, dilation), 1)
+        out = conv_1d.conv1d(x[:, :, ::-1].copy()[:, :, ::-1], w, 1, padding, dilation, 1)
+        assert out.dtype == dtype and out.shape == ref[:, :, 0].shape
+        np.testing.assert_allclose(out, ref[:, :, 0], rtol=1e-4, atol=1e-4)
+        g = rng.standard_normal(ref.shape).astype(dtype)
+        dx = conv_1d.conv1d_grad_input(g[:, :, 0], w, length, 1, padding, dilation, 1)
+        dw = conv_1d.conv1d_grad_weight(x, g[:, :, 0], 5, 1, padding, dilation, 1)
+        assert dx.shape == x.shape and dw.shape == w.shape
+        eps = 1e-3
+        d = rng.standard_normal(x.shape)
+        expect = (np.sum(g * _reference(x64 + eps * d[:, :, None], w64, pad, (1, dilation), 1))
+                  - np.sum(g * ref)) / eps
+        np.testing.assert_allclose(np.sum(dx * d), expect, rtol=1e-3, atol=1e-3)
+        d = rng.standard_normal(w.shape)
+        expect = (np.sum(g * _reference(x64, w64 + eps * d[:, :, None], pad, (1, dilation), 1))
+                  - np.sum(g * ref)) / eps
+        np.testing.assert_allclose(np.sum(dw * d), expect, rtol=1e-3, atol=1e-3)
+
+
+def test_conv1d_taps_gradients_of_a_broadcast_gradient():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 32, 70)).astype(np.float32)
+    w = rng.standard_normal((8, 32, 5)).astype(np.float32)
+    g = np.broadcast_to(rng.standard_normal((3, 8, 1)).astype(np.float32), (3, 8, 70))
+    dense = np.ascontiguousarray(g)
+    for hook, args in ((conv_1d.conv1d_grad_weight, (x, g, 5)),
+                       (conv_1d.conv1d_grad_input, (g, w, 70))):
+        dense_args = tuple(dense if a is g else a for a in args)
+        np.testing.assert_allclose(hook(*args, 1, 2, 1, 1), hook(*dense_args, 1, 2, 1, 1),
+                                   rtol=1e-6, atol=1e-6)

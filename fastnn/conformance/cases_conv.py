@@ -26,6 +26,9 @@ CONV_CONFIGS = [
     (3, 2, 5, 3, 1, 1, 0, 1, 1),
     (1, 2, 5, 2, 5, 1, 0, 1, 1),
     (0, 2, 6, 3, 3, 1, 0, 1, 1),
+    # long signals (64+ outputs): the cpu backend's per-sample taps path
+    (2, 3, 70, 4, 3, 1, 1, 2, 1),
+    (1, 2, 66, 3, 5, 1, 4, 1, 1),
 ]
 
 

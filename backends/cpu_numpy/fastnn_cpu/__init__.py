@@ -141,7 +141,41 @@ def sigmoid(x):
 @hookimpl
 def relu(x):
     zero = _ZEROS.get(x.dtype)  # a scalar of x's own dtype: no conversion per call
-    return np.maximum(x, zero if zero is not None else 0)
+    if zero is None:
+        return np.maximum(x, 0)
+    if x.size < RELU_ROW_MIN_SIZE:
+        return np.maximum(x, zero)
+    # NOTE: NumPy 2.4's maximum against a scalar ran 2.4x slower than against an array
+    # (0.091 vs 0.038 ms on 256k float32, Zen 5): a zero row, broadcast, keeps the
+    # array-array loop; a contiguous x is taken as rows of its trailing axes.
+    if RELU_ROW_MIN <= x.shape[-1] <= RELU_ROW_MAX:
+        return np.maximum(x, _zero_row(x.shape[-1], x.dtype))
+    if x.flags.c_contiguous:
+        length = 1
+        for size in reversed(x.shape):
+            if length >= RELU_ROW_MIN:
+                break
+            length *= size
+        if RELU_ROW_MIN <= length <= RELU_ROW_MAX:
+            rows = x.reshape(-1, length)
+            return np.maximum(rows, _zero_row(length, x.dtype)).reshape(x.shape)
+    return np.maximum(x, zero)
+
+
+#: Row lengths for which relu takes the maximum against a broadcast zero row (its inner
+#: loop runs over one row at a time: short rows pay the loop's setup per row), and the
+#: fewest elements for which it does (below, picking the rows costs more than it saves).
+RELU_ROW_MIN, RELU_ROW_MAX, RELU_ROW_MIN_SIZE = 64, 2**16, 4096
+_ZERO_ROWS: dict = {}
+
+
+def _zero_row(n, dtype):
+    """A read-only zero vector of length ``n`` (a view of one kept per dtype)."""
+    row = _ZERO_ROWS.get(dtype)
+    if row is None:
+        row = _ZERO_ROWS[dtype] = np.zeros(RELU_ROW_MAX, dtype)
+        row.flags.writeable = False
+    return row[:n]
 
 
 @hookimpl
@@ -216,6 +250,15 @@ def _all_finite(x):
 
 @hookimpl
 def sum(x, axis, keepdims):
+    if (axis is not None and len(axis) > 1 and 0 in axis and x.dtype in _BLAS_FLOATS
+            and x.flags.c_contiguous and x.shape[0] <= SUM_ROWS_MAX):
+        # NOTE: the leading axis first, as a sum of contiguous rows, then the rest: 2.4x
+        # faster than one reduction over (0, 2) of (32, 32, 256) float32 (0.028 vs 0.068
+        # ms), a conv's bias gradient. Those rows add in sequence, not pairwise: only a
+        # short leading axis (a batch) goes this way.
+        rows = np.add.reduce(x, axis=0, keepdims=keepdims)
+        rest = tuple(a if keepdims else a - 1 for a in axis if a != 0)
+        return np.add.reduce(rows, axis=rest, keepdims=keepdims)
     return np.add.reduce(x, axis=axis, keepdims=keepdims)  # np.sum's wrapper costs ~0.7 us
 
 
@@ -234,6 +277,8 @@ def mean(x, axis, keepdims):
 
 
 _BLAS_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+#: Longest leading axis that sum reduces first on its own (see sum).
+SUM_ROWS_MAX = 512
 #: Longest last axis whose mean goes through the BLAS product (its sums are sequential in
 #: a few SIMD lanes, not pairwise: kept short, so their rounding stays that of np.mean).
 MEAN_GEMV_MAX = 4096

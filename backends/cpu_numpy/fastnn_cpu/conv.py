@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
-from fastnn_cpu import conv_2d, conv_plan, scratch
+from fastnn_cpu import conv_2d, conv_plan, conv_taps, scratch
 from fastnn_cpu.conv_plan import weight_product as _weight_product
 
 #: Most thrown-away output columns per sample the flat layout may compute: a fraction
@@ -103,9 +103,16 @@ def _flat_2d(n, length, kernel_size, stride, padding, dilation):
     return lay if lay.flat and lay.m else None
 
 
+def _length_out(length, kernel_size, padding, dilation):
+    return length + 2 * padding - dilation * (kernel_size - 1)  # at stride 1
+
+
 @hookimpl
 def conv1d(x, weight, stride, padding, dilation, groups):
     n, _, length = x.shape
+    if conv_taps.applies(_length_out(length, weight.shape[2], padding, dilation),
+                         weight.shape[2], stride, padding, dilation, groups):
+        return conv_taps.forward(x, weight, padding, dilation)
     lay = _flat_2d(n, length, weight.shape[2], stride, padding, dilation)
     if lay is not None:
         out = conv_plan.forward(x[:, :, None], weight[:, :, None], lay, groups)
@@ -122,6 +129,8 @@ def conv1d(x, weight, stride, padding, dilation, groups):
 @hookimpl
 def conv1d_grad_weight(x, grad_out, kernel_size, stride, padding, dilation, groups):
     c_out = grad_out.shape[1]
+    if conv_taps.applies(grad_out.shape[2], kernel_size, stride, padding, dilation, groups):
+        return conv_taps.grad_weight(x, grad_out, kernel_size, padding, dilation)
     lay2 = _flat_2d(x.shape[0], x.shape[2], kernel_size, stride, padding, dilation)
     if lay2 is not None:
         grad_w = conv_plan.grad_weight(x[:, :, None], grad_out[:, :, None], lay2, groups)
@@ -143,7 +152,9 @@ def conv1d_grad_weight(x, grad_out, kernel_size, stride, padding, dilation, grou
 
 @hookimpl
 def conv1d_grad_input(grad_out, weight, input_length, stride, padding, dilation, groups):
-    n, c_out, _ = grad_out.shape
+    n, c_out, length_out = grad_out.shape
+    if conv_taps.applies(length_out, weight.shape[2], stride, padding, dilation, groups):
+        return conv_taps.grad_input(grad_out, weight, input_length, padding, dilation)
     lay2 = _flat_2d(n, input_length, weight.shape[2], stride, padding, dilation)
     if lay2 is not None:
         dx = conv_plan.grad_input(grad_out[:, :, None], weight[:, :, None], lay2, groups)

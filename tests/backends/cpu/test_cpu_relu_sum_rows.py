@@ -1,0 +1,65 @@
+"""The NumPy backend's relu against a broadcast zero row and its sum over a short leading
+axis first, against np.maximum and a float64 sum, over the layouts that take either path
+and those that do not (short rows, views, small arrays, long leading axes)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from fastnn_cpu import RELU_ROW_MIN_SIZE, SUM_ROWS_MAX, relu
+from fastnn_cpu import sum as cpu_sum
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("shape, view", [
+    ((32, 32, 256), None),  # rows of the last axis
+    ((8, 16, 28, 28), None),  # rows of the two trailing axes
+    ((70, 64), "transposed"),  # last axis 70, not contiguous
+    ((64, 3, 70), "strided"),  # short last axis, not contiguous: the scalar maximum
+    ((5, 7), None),  # small
+    ((3, 2**17), None),  # a last axis past the longest row
+])
+def test_relu_matches_np_maximum(dtype, shape, view):
+    x = np.random.default_rng(0).normal(size=shape).astype(dtype)
+    x.flat[::7] = -0.0
+    x.flat[3] = np.nan
+    if view == "transposed":
+        x = x.T
+    elif view == "strided":
+        x = x[:, :, ::2]
+    got = relu(x)
+    ref = np.maximum(x, 0)
+    assert got.dtype == x.dtype and got.shape == x.shape
+    np.testing.assert_array_equal(got, ref)
+    assert not np.shares_memory(got, x)
+
+
+def test_relu_rows_leave_the_zero_row_zero():
+    x = np.full((2, RELU_ROW_MIN_SIZE), 5.0, np.float32)
+    got = relu(x)
+    got += 1.0  # the result is its own array, not a view of the shared zero row
+    np.testing.assert_array_equal(relu(-x), np.zeros_like(x))
+
+
+@pytest.mark.parametrize("dtype, rtol", [(np.float32, 1e-5), (np.float64, 1e-12)])
+@pytest.mark.parametrize("shape, axis", [
+    ((32, 32, 256), (0, 2)),
+    ((16, 8, 5, 5), (0, 2, 3)),
+    ((16, 8, 5, 5), (3, 0)),
+    ((4, 6), (0, 1)),
+    ((SUM_ROWS_MAX + 1, 3, 2), (0, 2)),  # a long leading axis: one reduction
+])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_sum_matches_float64(dtype, rtol, shape, axis, keepdims):
+    x = (np.random.default_rng(1).normal(size=shape) + 1.0).astype(dtype)
+    got = cpu_sum(x, axis, keepdims)
+    ref = np.sum(x.astype(np.float64), axis=axis, keepdims=keepdims)
+    assert got.dtype == dtype and got.shape == ref.shape
+    np.testing.assert_allclose(got, ref, rtol=rtol, atol=rtol * 10)
+
+
+def test_sum_non_finite_values_as_np_sum():
+    x = np.ones((4, 3, 6), np.float32)
+    x[0, 1, 1], x[1, 2, 2], x[2, 0, 3], x[3, 0, 3] = np.nan, np.inf, np.inf, -np.inf
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(cpu_sum(x, (0, 2), False), np.sum(x, axis=(0, 2)))
