@@ -23,6 +23,7 @@ import sys
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from fastnn.api import program_pack
 from fastnn.api.program_names import Names
 
 
@@ -162,30 +163,13 @@ def contiguous_strides(text: str) -> tuple:
     return tuple(reversed(out))
 
 
-def _packed_field(name: str, doc: str) -> property:
-    """An attribute of :class:`Program` kept packed between uses (:meth:`Program.pack`)."""
-    key = "_" + name
-
-    def get(self):
-        if self._packed is not None:
-            self.unpack()
-        return self.__dict__[key]
-
-    def set(self, value):
-        if self._packed is not None:
-            self.unpack()
-        self.__dict__[key] = value
-
-    return property(get, set, doc=doc)
-
-
 class Program:
     """The calls of a step and how its inputs and outputs are bound (see the module)."""
 
-    calls = _packed_field("calls", "[Call]")
-    describe = _packed_field("describe", 'slot -> "float32[64, 10]" (from the recording)')
-    layouts = _packed_field("layouts", "slot -> the recorded array's strides (where known)")
-    aliases = _packed_field("aliases", "slot -> argument slots it viewed when recorded")
+    calls = program_pack.field("calls", "[Call]")
+    describe = program_pack.field("describe", 'slot -> "float32[64, 10]" (from the recording)')
+    layouts = program_pack.field("layouts", "slot -> the recorded array's strides (where known)")
+    aliases = program_pack.field("aliases", "slot -> argument slots it viewed when recorded")
     _PACKED = ("_calls", "_describe", "_layouts", "_aliases")
 
     def __init__(self, name, calls, inputs, outputs, describe):
@@ -238,21 +222,11 @@ class Program:
         """Keep the calls, descriptions, layouts and aliases packed (one bytes object,
         :mod:`fastnn.api.program_pack`) until something reads them again: a compiled
         step's replay, once built, needs none of them (see that module)."""
-        if self._packed is not None:
-            return
-        from fastnn.api import program_pack
-
         self.devices()  # found before the calls go
-        parts = tuple(self.__dict__[k] for k in self._PACKED)
-        self._packed = program_pack.pack(parts, (Call, Slot, Seq, Layouts))
-        for k in self._PACKED:
-            del self.__dict__[k]
+        program_pack.pack_fields(self, self._PACKED, (Call, Slot, Seq, Layouts))
 
     def unpack(self) -> None:
-        from fastnn.api import program_pack
-
-        parts, self._packed = program_pack.unpack(self._packed), None
-        self.__dict__.update(zip(self._PACKED, parts))
+        program_pack.unpack_fields(self, self._PACKED)
 
     def devices(self) -> list:
         """The devices the calls run on, in order of first use (found once)."""

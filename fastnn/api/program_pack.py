@@ -55,3 +55,41 @@ def unpack(packed: tuple):
             return refs[k]
 
     return Unpacker(io.BytesIO(zlib.decompress(blob))).load()
+
+
+def field(name: str, doc: str) -> property:
+    """An attribute kept packed between uses: stored as ``_name``; reading or setting it
+    while packed (``_packed`` not None) unpacks first."""
+    key = "_" + name
+
+    def get(self):
+        if self._packed is not None:
+            self.unpack()
+        return self.__dict__[key]
+
+    def set(self, value):
+        if self._packed is not None:
+            self.unpack()
+        self.__dict__[key] = value
+
+    return property(get, set, doc=doc)
+
+
+def pack_fields(obj, keys: tuple, by_value: tuple) -> None:
+    """Pack ``obj``'s attributes ``keys`` into ``obj._packed`` (see :func:`pack`)."""
+    if obj._packed is not None:
+        return
+    obj._packed = pack(tuple(obj.__dict__[k] for k in keys), by_value)
+    for k in keys:
+        del obj.__dict__[k]
+
+
+def unpack_fields(obj, keys: tuple) -> None:
+    """The packed attributes as attributes again. Another thread may be doing the same:
+    the first to finish wins, and the attributes are there before ``_packed`` is None."""
+    packed = obj._packed
+    if packed is None:
+        return
+    for key, value in zip(keys, unpack(packed)):
+        obj.__dict__.setdefault(key, value)
+    obj._packed = None
