@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 import pyopencl as cl
-from fastnn_opencl import elementwise
+from fastnn_opencl import elementwise, fast_launch
 
 import fastnn as fnn
 from fastnn.api import fusion
@@ -48,12 +48,14 @@ def main() -> None:
     b = ops.from_numpy(np.ones((4, 4), np.float32), 0)
     dev = a.dev
     defines = (("GROUP", 3), ("TO", "float"), ("NDIM", 0), ("T0", "float"), ("MODE0", 0),
-               ("T1", "float"), ("MODE1", 0), ("IS_FLOAT", 1))
+               ("T1", "float"), ("MODE1", 0), ("IS_FLOAT", 1),
+               ("CHUNK", fast_launch.CHUNK))
     kernel = cl.Kernel(dev.program(elementwise.FILE, defines), "k_add")
     out = dev.empty((4, 4), "float32")
     kernel.set_args(out.data, np.int32(16), elementwise.int8_vector(()), a.data, np.int32(0),
                     b.data, np.int32(0), np.float32(0))
-    raw = per_call_us(lambda: cl.enqueue_nd_range_kernel(dev.queue, kernel, (64,), None),
+    raw = per_call_us(lambda: cl.enqueue_nd_range_kernel(dev.queue, kernel,
+                                                              fast_launch.flat_size(16), None),
                       dev.queue)
     print(f"raw pyopencl enqueue: {raw:.2f} us")
     c = ops.from_numpy(np.ones((4, 4), np.float32), 0)

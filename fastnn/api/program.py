@@ -23,6 +23,7 @@ import sys
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from fastnn.api import program_pack
 from fastnn.api.program_names import Names
 
 
@@ -165,7 +166,14 @@ def contiguous_strides(text: str) -> tuple:
 class Program:
     """The calls of a step and how its inputs and outputs are bound (see the module)."""
 
+    calls = program_pack.field("calls", "[Call]")
+    describe = program_pack.field("describe", 'slot -> "float32[64, 10]" (from the recording)')
+    layouts = program_pack.field("layouts", "slot -> the recorded array's strides (where known)")
+    aliases = program_pack.field("aliases", "slot -> argument slots it viewed when recorded")
+    _PACKED = ("_calls", "_describe", "_layouts", "_aliases")
+
     def __init__(self, name, calls, inputs, outputs, describe):
+        self._packed = None  # (bytes, references) while the fields above are packed
         self.name = name
         self.calls = calls  # [Call]
         self.inputs = inputs  # [slot]: the order a replay passes them in
@@ -209,6 +217,16 @@ class Program:
             self.plan = self.planner(self) if self.planner is not None else self
             self._run = compile_program(self.plan)
         return self._run
+
+    def pack(self) -> None:
+        """Keep the calls, descriptions, layouts and aliases packed (one bytes object,
+        :mod:`fastnn.api.program_pack`) until something reads them again: a compiled
+        step's replay, once built, needs none of them (see that module)."""
+        self.devices()  # found before the calls go
+        program_pack.pack_fields(self, self._PACKED, (Call, Slot, Seq, Layouts))
+
+    def unpack(self) -> None:
+        program_pack.unpack_fields(self, self._PACKED)
 
     def devices(self) -> list:
         """The devices the calls run on, in order of first use (found once)."""

@@ -54,12 +54,17 @@ class Entry:
     def settle(self) -> None:
         """The first replay's check passed: from now on only the written-out replay runs
         (``fast``), so what the check and :meth:`replay`'s own loops read goes (a program
-        lives as long as its function: what it keeps counts against the step's memory)."""
+        lives as long as its function: what it keeps counts against the step's memory);
+        the program's calls and descriptions are packed until read again (``program()``)."""
         if self.fast is None:
             return
         self.getters = self.writes = self.steps = None
         self.copied = self.devices = self.out_devices = None
         self.inplace = self.inplace_index = self.dry_inputs = None
+        program = self.program
+        if program.plan is not program:  # a fused form: packed apart
+            program.plan.pack()
+        program.pack()
 
     # ------------------------------------------------------------ replay
     def counts(self) -> list:

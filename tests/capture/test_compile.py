@@ -208,6 +208,22 @@ def test_program_is_printed_and_dead_calls_are_dropped(capsys):
     assert "float32[3, 8]" in text and "frees" in text
 
 
+def test_a_checked_program_is_kept_packed_and_reads_back_the_same(capsys):
+    model = _mlp()
+    forward = fnn.compile(model)
+    x = fnn.randn(3, 4)
+    with fnn.no_grad():
+        forward(x)
+        before = forward.program()
+        forward(x)  # the first replay's check: the description is packed after it
+        program = forward._last.program
+        assert program._packed is not None and "_calls" not in program.__dict__
+        assert forward.program() == before and program._packed is None
+        program.pack()
+        assert np.array_equal(forward(x).numpy(), model(x).numpy())
+    assert forward.stats["replayed"] == 2
+
+
 def test_signature_cache_is_bounded():
     model = _mlp()
     forward = fnn.compile(model, max_signatures=2)
