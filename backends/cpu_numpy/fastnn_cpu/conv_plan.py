@@ -287,3 +287,49 @@ def weight_product(cols, g):
     if cols.shape[1] >= g.shape[1]:
         return np.matmul(cols, g.transpose(0, 2, 1)).transpose(0, 2, 1)
     return np.matmul(g, cols.transpose(0, 2, 1))
+
+
+def _build_backward(x_shape, grad_shape, weight_shape, lay, groups, dtype, chunk_bytes):
+    inner_g, steps, kept = _build_grad_input(grad_shape, weight_shape, lay, groups, dtype,
+                                             chunk_bytes)
+    n, c_in, h, w = x_shape
+    xp = np.zeros((c_in, lay.samples, lay.hp, lay.wp), dtype=dtype)
+    inner_x = xp[:, :n, lay.top : lay.top + h, lay.left : lay.left + w].transpose(1, 0, 2, 3)
+    flat = xp.reshape(groups, c_in // groups, -1)
+    c_out, _, kh, kw = weight_shape
+    part = np.empty((groups, c_out // groups * kh * kw, c_in // groups), dtype=dtype)
+    both = [(cols, src, gemm, target, flat[:, :, start : start + count].transpose(0, 2, 1))
+            for cols, src, gemm, target, start, count in steps]
+    return inner_g, inner_x, both, kept, part
+
+
+def backward(x, grad_out, weight, lay, groups, chunk_bytes=CHUNK_BYTES):
+    """(dx, dweight) from one im2col of the gradient: each chunk of the input gradient's
+    columns (the gradient padded in front, shifted by the flipped taps) is multiplied by
+    the flipped weight into dx, and by the padded input's same flat columns into the
+    weight gradient: column p of flipped tap (KH-1-a, KW-1-b) holds the gradient of the
+    output that reads input position p through tap (a, b). Input positions outside x are
+    zero in the padded input, so the chunks over x's rows cover every term.
+
+    NOTE: a thrown-away column's zero gradient times a NaN or Inf input is NaN, and the
+    rows of the padding are not covered: where x or grad_out is not finite the weight
+    gradient can differ from conv2d_grad_weight's; the caller checks and redoes it."""
+    c_out, c_in_g, kh, kw = weight.shape
+    key = _key("backward", lay, c_in_g * groups, c_out, groups, x.dtype, chunk_bytes)
+    inner_g, inner_x, both, kept, part = _plan(key, lambda: _build_backward(
+        x.shape, grad_out.shape, weight.shape, lay, groups, x.dtype, chunk_bytes))
+    inner_g[...] = grad_out
+    inner_x[...] = x
+    c_out_g = c_out // groups
+    w = weight.reshape(groups, c_out_g, c_in_g, kh, kw)[..., ::-1, ::-1]
+    w = np.ascontiguousarray(w.transpose(0, 2, 1, 3, 4)).reshape(groups, c_in_g,
+                                                                  c_out_g * kh * kw)
+    grad_w = np.zeros(part.shape, dtype=x.dtype)
+    for cols, src, gemm, target, x_t in both:
+        np.copyto(cols, src)
+        np.matmul(w, gemm, out=target)
+        np.matmul(gemm, x_t, out=part)
+        grad_w += part
+    # (groups, C_out/groups * KH * KW (flipped taps), C_in/groups) -> (C_out, C_in/g, KH, KW)
+    grad_w = grad_w.reshape(c_out, kh, kw, c_in_g)[:, ::-1, ::-1].transpose(0, 3, 1, 2)
+    return np.ascontiguousarray(kept), np.ascontiguousarray(grad_w)
