@@ -18,7 +18,8 @@ batch of 32x32 images, made every GEMM wait on memory: 2x slower, measured in
 benchmarks/bench_conv.py). There the input gradient is itself a convolution, of
 the gradient (padded in front) with the flipped, transposed weight, so it is
 chunked GEMMs too and needs no scatter. Work arrays are reused between calls
-(:mod:`fastnn_cpu.scratch`).
+(:mod:`fastnn_cpu.scratch`). ``conv2d_backward`` (both gradients) multiplies each chunk
+of that im2col of the gradient also by the padded input, for the weight gradient.
 """
 
 from __future__ import annotations
