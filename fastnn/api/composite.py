@@ -330,6 +330,16 @@ def fused_elementwise(ops, expr, inputs):
     return evaluate(ops, expr, inputs)
 
 
+# ---------------------------------------------------------------- convolution
+
+
+def conv2d_backward(ops, x, weight, grad_out, stride, padding, dilation, groups):
+    """(dx, dweight) of conv2d: its two gradient primitives, one after the other."""
+    attrs = (stride, padding, dilation, groups)
+    return (ops.conv2d_grad_input(grad_out, weight, tuple(x.shape[2:]), *attrs),
+            ops.conv2d_grad_weight(x, grad_out, tuple(weight.shape[2:]), *attrs))
+
+
 # ---------------------------------------------------------------- transfer of many arrays
 
 

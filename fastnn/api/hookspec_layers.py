@@ -1,5 +1,6 @@
-"""The optional hooks (``@op``) of whole layers: attention, max pooling, batch and layer
-normalisation, and the LSTM and GRU over a whole sequence, each with its backward pass.
+"""The optional hooks (``@op``) of whole layers: attention, max pooling, both conv2d
+gradients at once, batch and layer normalisation, and the LSTM and GRU over a whole
+sequence, each with its backward pass.
 
 Kept beside :mod:`fastnn.api.hookspec_ops` so that each spec module stays small;
 :mod:`fastnn.api.hookspec` takes these into its namespace as it takes those. Each has a
@@ -58,6 +59,20 @@ def max_pool2d_backward(x: Array, out: Array, grad: Array, kernel: Shape, stride
     gradient is shared evenly by its input positions equal to its max (ties share, as the
     core's ``max`` does); where windows overlap, the shares add up. A window whose max is
     NaN passes no gradient."""
+
+
+# ---------------------------------------------------------------- convolution
+
+
+@op
+def conv2d_backward(x: Array, weight: Array, grad_out: Array, stride: Shape, padding: tuple,
+                    dilation: Shape, groups: int) -> tuple[Array, Array]:
+    """Both gradients of ``conv2d(x, weight, stride, padding, dilation, groups)`` given
+    grad_out = dL/dout (N, C_out, H_out, W_out): returns (dx (x's shape), dweight (weight's
+    shape)), what ``conv2d_grad_input(grad_out, weight, (H, W), ...)`` and
+    ``conv2d_grad_weight(x, grad_out, (KH, KW), ...)`` return. The core calls it where it
+    needs both, so that a backend can share work between them (the cpu backend's im2col
+    of the gradient); NaN and Inf propagate as in those two hooks."""
 
 
 # ---------------------------------------------------------------- batch normalisation

@@ -295,6 +295,8 @@ def _conv1d(ops, node, grad):
 def _conv2d(ops, node, grad):
     x, weight = node.saved
     attrs = node.attrs  # stride, padding, dilation, groups
+    if node.needs[0] and node.needs[1]:
+        return ops.conv2d_backward(x, weight, grad, *attrs)
     grad_x = grad_w = None
     if node.needs[0]:
         grad_x = ops.conv2d_grad_input(grad, weight, tuple(x.shape[2:]), *attrs)

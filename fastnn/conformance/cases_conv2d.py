@@ -1,4 +1,5 @@
-"""Conformance cases of conv2d and its two gradient primitives.
+"""Conformance cases of conv2d, its two gradient primitives and ``conv2d_backward`` (both
+gradients at once).
 
 The reference is a direct loop over kernel taps in float64:
 ``out[n, o, i, j] = sum_{c, a, b} w[o, c, a, b] * xpad[n, g*Cg + c, i*sh + a*dh, j*sw + b*dw]``
@@ -11,9 +12,10 @@ import numpy as np
 from hypothesis import strategies as st
 
 import fastnn.functional as F
+from fastnn.api import composite
 from fastnn.conformance.case import Case, Sample, register
 from fastnn.conformance.cases_conv import register_gradient_cases
-from fastnn.conformance.compare import ACCUMULATING
+from fastnn.conformance.compare import ACCUMULATING, GRADIENT, assert_close
 
 NAN = float("nan")
 # (x shape, weight shape, params): strides, padding (int, pair, "same"), dilation, groups,
@@ -156,3 +158,46 @@ register(Case("conv2d", run=_conv_run, ref=_conv_reference, grad_ref=_conv_grad_
 
 register_gradient_cases("conv2d", F.conv2d, conv2d_ref, conv2d_grads, _conv_samples,
                         _conv_random)
+
+
+# conv2d_backward at the hook level (the tape reaches it through the conv2d case, where x
+# and the weight both need gradients): CONV2D_CONFIGS and a stride-1 layout of several
+# column chunks on the cpu backend, against the float64 adjoint and the composite
+BACKWARD_CONFIGS = CONV2D_CONFIGS + [((3, 5, 40, 40), (4, 5, 3, 3), dict(padding=1))]
+
+
+def _attrs(x_shape, w_shape, p):
+    stride, dilation, sides, sizes = _geometry(x_shape, w_shape, p.get("stride", 1),
+                                               p.get("padding", 0), p.get("dilation", 1))
+    return (tuple(stride), tuple(sides), tuple(dilation), p.get("groups", 1)), sizes
+
+
+def _check_backward(device, dtype, rng):
+    ops = device.ops
+    rtol, atol = GRADIENT[dtype]
+
+    def put(a):
+        return ops.from_numpy(np.ascontiguousarray(a, dtype=dtype), device.index)
+
+    def cast(a):
+        return a.astype(dtype).astype(np.float64)
+
+    for index, (xs, ws, p) in enumerate(BACKWARD_CONFIGS):
+        attrs, sizes = _attrs(xs, ws, p)
+        x, w = cast(rng.normal(size=xs)), cast(rng.normal(size=ws))
+        g = cast(rng.normal(size=(xs[0], ws[0], *sizes)))
+        if index == 0:
+            x[0, 1, 2, 3] = NAN  # NaN reaches the weight gradient as the primitives pass it
+        args = (put(x), put(w), put(g), *attrs)
+        got = [ops.to_numpy(a) for a in ops.conv2d_backward(*args)]
+        composed = [ops.to_numpy(a) for a in composite.conv2d_backward(ops, *args)]
+        want = conv2d_grads(x, w, g, p.get("stride", 1), p.get("padding", 0),
+                            p.get("dilation", 1), p.get("groups", 1))
+        for name, a, b, ref in zip(("dx", "dweight"), got, composed, want):
+            what = f"conv2d_backward {name} {_label(xs, ws)} {p}, {dtype}"
+            scale = max(1.0, float(np.nanmax(np.abs(ref), initial=0.0)))
+            assert_close(a, ref.astype(dtype), rtol, atol * scale, what)
+            assert_close(a, b, rtol, atol * scale, what + " (against the composite)")
+
+
+register(Case("conv2d_backward", check=_check_backward))

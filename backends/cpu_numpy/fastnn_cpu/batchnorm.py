@@ -1,8 +1,9 @@
 """Training-mode batch normalisation on host arrays, forward and backward, in few passes.
 
-x is seen as (N, C, L). The per-channel statistics are accumulated in float64 (sums by
-``np.add.reduce(..., dtype=float64)``; sums of products as batched BLAS dot products, one
-per (sample, channel), added in float64), so that a channel of 10^5 float32 values keeps
+x is seen as (N, C, L). The per-channel statistics are accumulated in float64: sums and
+sums of products as batched BLAS products, one per (sample, channel) over at most
+BLAS_SUM_LENGTH values, added in float64 (longer rows are summed by
+``np.add.reduce(..., dtype=float64)``), so that a channel of 10^5 float32 values keeps
 the composite's accuracy; the affine map and the input gradient are per-channel scales
 applied in place. float16 is computed in float32.
 """
@@ -18,8 +19,18 @@ def _ncl(a, shape):
     return a.reshape(shape[0], shape[1], -1)
 
 
+#: Longest row (L) whose sum is one BLAS product in the array's dtype: a reduce with a
+#: float64 accumulator took 0.2 ms on (32, 16, 1024) float32, the product with a vector of
+#: ones 0.04 ms (EPYC Zen 5, one thread), relative error 3e-8 there.
+BLAS_SUM_LENGTH = 4096
+
+
 def _sum(a):
     """(C,) float64: a (N, C, L) summed over N and L."""
+    if (a.dtype in (np.float32, np.float64) and 0 < a.shape[2] <= BLAS_SUM_LENGTH
+            and a.strides[2] == a.itemsize):
+        rows = np.matmul(a, np.ones(a.shape[2], dtype=a.dtype))  # (N, C)
+        return np.add.reduce(rows, axis=0, dtype=np.float64)
     return np.add.reduce(a, axis=(0, 2), dtype=np.float64)
 
 

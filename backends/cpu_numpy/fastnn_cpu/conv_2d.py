@@ -18,7 +18,8 @@ batch of 32x32 images, made every GEMM wait on memory: 2x slower, measured in
 benchmarks/bench_conv.py). There the input gradient is itself a convolution, of
 the gradient (padded in front) with the flipped, transposed weight, so it is
 chunked GEMMs too and needs no scatter. Work arrays are reused between calls
-(:mod:`fastnn_cpu.scratch`).
+(:mod:`fastnn_cpu.scratch`). ``conv2d_backward`` (both gradients) multiplies each chunk
+of that im2col of the gradient also by the padded input, for the weight gradient.
 """
 
 from __future__ import annotations
@@ -39,6 +40,13 @@ FLAT_WASTE = 2.0
 #: output is one small matrix (256 KB-2 MB measured alike; its GEMM alone ran fastest
 #: over ~1024 columns of 144 rows, and 3x slower over all 37k).
 CHUNK_BYTES, WEIGHT_CHUNK_BYTES = 160 * 2**10, 512 * 2**10
+#: The planned stride-1 path (:mod:`fastnn_cpu.conv_plan`): im2col bytes a chunk of the
+#: forward and input gradient. On an EPYC Zen 5 (1 MB L2) 640 KB chunks ran 10-15% faster
+#: than 160 KB on (32, 16, 32, 32) -> 16, 3x3 (fewer calls, GEMMs as fast).
+PLAN_CHUNK_BYTES = 640 * 2**10
+#: Whether the planned weight gradient goes by taps: on the Zen 5 its im2col GEMM was
+#: 1.1x faster with 16 input channels and 2.5x faster with 3 (the taps' narrow products).
+PLAN_WEIGHT_BY_TAPS = False
 
 
 class _Layout2d:
@@ -163,7 +171,7 @@ def conv2d(x, weight, stride, padding, dilation, groups):
     c_out, c_in_g, kh, kw = weight.shape
     lay = _Layout2d(x.shape[0], x.shape[2:], (kh, kw), stride, padding, dilation)
     if lay.flat and lay.m:
-        return conv_plan.forward(x, weight, lay, groups)
+        return conv_plan.forward(x, weight, lay, groups, PLAN_CHUNK_BYTES)
     cols = _columns(x, lay).reshape(groups, c_in_g * kh * kw, lay.m)
     out = np.empty((c_out, lay.m), dtype=x.dtype)
     w = weight.reshape(groups, c_out // groups, c_in_g * kh * kw)
@@ -182,7 +190,7 @@ def conv2d_grad_weight(x, grad_out, kernel_size, stride, padding, dilation, grou
     lay = _Layout2d(x.shape[0], x.shape[2:], (kh, kw), stride, padding, dilation)
     rows = c_in_g * kh * kw
     if lay.flat and lay.m:
-        grad_w = conv_plan.grad_weight(x, grad_out, lay, groups)
+        grad_w = conv_plan.grad_weight(x, grad_out, lay, groups, PLAN_WEIGHT_BY_TAPS)
         if not np.isfinite(grad_w).all():
             # NOTE: thrown-away columns read other samples' values (and the spare one); a
             # NaN or Inf there times their zero gradient is NaN: redo with them cleared.
@@ -262,7 +270,7 @@ def conv2d_grad_input(grad_out, weight, input_size, stride, padding, dilation, g
     _, c_in_g, kh, kw = weight.shape
     lay = _Layout2d(n, tuple(input_size), (kh, kw), stride, padding, dilation)
     if lay.flat and lay.m:
-        return conv_plan.grad_input(grad_out, weight, lay, groups)
+        return conv_plan.grad_input(grad_out, weight, lay, groups, PLAN_CHUNK_BYTES)
     g = _grad_rows(grad_out, lay).reshape(groups, c_out // groups, lay.m)
     # Tap-major weight rows, so that each tap's part of the product is one block.
     w = weight.reshape(groups, c_out // groups, c_in_g, kh, kw).transpose(0, 3, 4, 2, 1)
@@ -291,3 +299,29 @@ def conv2d_grad_input(grad_out, weight, input_size, stride, padding, dilation, g
     h, w_ = input_size
     dx = dx.reshape(groups * c_in_g, lay.samples, lay.hp, lay.wp)
     return dx[:, :n, lay.top : lay.top + h, lay.left : lay.left + w_].transpose(1, 0, 2, 3)
+
+
+def _finite(a) -> bool:
+    """Whether every element of the float array ``a`` is finite (one BLAS dot product,
+    faster than isfinite().all(); one that overflows float32 says False)."""
+    flat = a.ravel(order="K")
+    return bool(np.isfinite(np.dot(flat, flat)))
+
+
+@hookimpl
+def conv2d_backward(x, weight, grad_out, stride, padding, dilation, groups):
+    kernel = tuple(weight.shape[2:])
+    lay = _Layout2d(x.shape[0], x.shape[2:], kernel, stride, padding, dilation)
+    planned = direct.plan(weight.shape, stride, padding, groups) != "pointwise"
+    if planned and lay.flat and lay.m and x.dtype.kind == "f":
+        # one im2col of the gradient for both products: 10-15% faster than the two hooks
+        # on the ResNet's (32, 16, 32, 32) -> 16, 3x3 convs (measured on the Zen 5)
+        grad_x, grad_w = conv_plan.backward(x, grad_out, weight, lay, groups,
+                                            PLAN_CHUNK_BYTES)
+        if _finite(grad_w) and _finite(grad_out):
+            return grad_x, grad_w
+        return grad_x, conv2d_grad_weight(x, grad_out, kernel, stride, padding, dilation,
+                                          groups)
+    return (conv2d_grad_input(grad_out, weight, tuple(x.shape[2:]), stride, padding,
+                              dilation, groups),
+            conv2d_grad_weight(x, grad_out, kernel, stride, padding, dilation, groups))

@@ -108,9 +108,9 @@ def _shifted(src, lay, start, count, flip=False):
                                                     dw * item, item))
 
 
-def _key(kind, lay, c_in, c_out, groups, dtype):
+def _key(kind, lay, c_in, c_out, groups, dtype, chunk_bytes=CHUNK_BYTES):
     return (kind, lay.n, lay.size, lay.kernel, lay.dilation, lay.top, lay.left, lay.hp,
-            lay.wp, c_in, c_out, groups, np.dtype(dtype), CHUNK_BYTES, WEIGHT_CHUNK_BYTES,
+            lay.wp, c_in, c_out, groups, np.dtype(dtype), chunk_bytes, WEIGHT_CHUNK_BYTES,
             WEIGHT_CHUNK_COLUMNS, TAP_CHUNK_BYTES)
 
 
@@ -131,25 +131,26 @@ class _Chunks:
                                count))
 
 
-def _build_forward(x_shape, weight_shape, lay, groups, dtype):
+def _build_forward(x_shape, weight_shape, lay, groups, dtype, chunk_bytes):
     n, c_in, h, w = x_shape
     c_out = weight_shape[0]
     xp = np.zeros((c_in, lay.samples, lay.hp, lay.wp), dtype=dtype)
     inner = xp[:, :n, lay.top : lay.top + h, lay.left : lay.left + w].transpose(1, 0, 2, 3)
     out = np.empty((c_out, lay.m), dtype=dtype)
-    ranges = _ranges(lay, 0, lay.h_out, CHUNK_BYTES // (c_in * lay.kernel[0] * lay.kernel[1]
+    ranges = _ranges(lay, 0, lay.h_out, chunk_bytes // (c_in * lay.kernel[0] * lay.kernel[1]
                                                         * xp.itemsize))
     chunks = _Chunks(xp, lay, ranges, groups, out.reshape(groups, c_out // groups, lay.m))
     kept = lay.keep(out).transpose(1, 0, 2, 3)
     return inner, chunks.steps, kept
 
 
-def forward(x, weight, lay, groups):
-    """conv2d forward (N, C_out, H_out, W_out) in the flat layout (stride 1)."""
+def forward(x, weight, lay, groups, chunk_bytes=CHUNK_BYTES):
+    """conv2d forward (N, C_out, H_out, W_out) in the flat layout (stride 1), over chunks
+    of about ``chunk_bytes`` of im2col columns."""
     c_out = weight.shape[0]
-    key = _key("forward", lay, x.shape[1], c_out, groups, x.dtype)
+    key = _key("forward", lay, x.shape[1], c_out, groups, x.dtype, chunk_bytes)
     inner, steps, kept = _plan(key, lambda: _build_forward(x.shape, weight.shape, lay,
-                                                            groups, x.dtype))
+                                                            groups, x.dtype, chunk_bytes))
     inner[...] = x
     w = weight.reshape(groups, c_out // groups, -1)
     for cols, src, gemm, target, _, _ in steps:
@@ -158,7 +159,7 @@ def forward(x, weight, lay, groups):
     return np.ascontiguousarray(kept)
 
 
-def _build_grad_input(grad_shape, weight_shape, lay, groups, dtype):
+def _build_grad_input(grad_shape, weight_shape, lay, groups, dtype, chunk_bytes):
     n, c_out = grad_shape[:2]
     c_in = weight_shape[1] * groups
     kh, kw = lay.kernel
@@ -168,19 +169,20 @@ def _build_grad_input(grad_shape, weight_shape, lay, groups, dtype):
     inner = lay.keep(gp[:, front:]).transpose(1, 0, 2, 3)
     dx = np.empty((c_in, lay.m), dtype=dtype)
     h, w = lay.size
-    ranges = _ranges(lay, lay.top, h, CHUNK_BYTES // (c_out * kh * kw * gp.itemsize))
+    ranges = _ranges(lay, lay.top, h, chunk_bytes // (c_out * kh * kw * gp.itemsize))
     chunks = _Chunks(gp, lay, ranges, groups, dx.reshape(groups, c_in // groups, lay.m))
     full = dx.reshape(c_in, n, lay.hp, lay.wp)
     kept = full[:, :, lay.top : lay.top + h, lay.left : lay.left + w].transpose(1, 0, 2, 3)
     return inner, chunks.steps, kept
 
 
-def grad_input(grad_out, weight, lay, groups):
-    """dx as the convolution of the gradient, padded in front, with the flipped weight."""
+def grad_input(grad_out, weight, lay, groups, chunk_bytes=CHUNK_BYTES):
+    """dx as the convolution of the gradient, padded in front, with the flipped weight
+    (chunks as in :func:`forward`)."""
     c_out, c_in_g, kh, kw = weight.shape
-    key = _key("grad_input", lay, c_in_g * groups, c_out, groups, grad_out.dtype)
-    inner, steps, kept = _plan(key, lambda: _build_grad_input(grad_out.shape, weight.shape,
-                                                               lay, groups, grad_out.dtype))
+    key = _key("grad_input", lay, c_in_g * groups, c_out, groups, grad_out.dtype, chunk_bytes)
+    inner, steps, kept = _plan(key, lambda: _build_grad_input(
+        grad_out.shape, weight.shape, lay, groups, grad_out.dtype, chunk_bytes))
     inner[...] = grad_out
     # w_flip[g, ci, (co, a, b)] = w[g*Co + co, ci, KH-1-a, KW-1-b]
     c_out_g = c_out // groups
@@ -198,27 +200,29 @@ def _build_grad_weight(x_shape, c_out, lay, groups, dtype):
     kh, kw = lay.kernel
     xp = np.zeros((c_in, lay.samples, lay.hp, lay.wp), dtype=dtype)
     inner = xp[:, :n, lay.top : lay.top + h, lay.left : lay.left + w].transpose(1, 0, 2, 3)
-    # The gradient column-major, (m, C_out): cols @ g_t then reads both operands in their
-    # own order (15-20% faster than through g's transposed view, measured).
-    g_t = np.zeros((lay.m, c_out), dtype=dtype)
-    g_inner = g_t.reshape(n, lay.hp, lay.wp, c_out)[:, : lay.h_out, : lay.w_out].transpose(
-        0, 3, 1, 2)
+    # The gradient in its own (C_out, m) rows, read through a transposed view by the
+    # GEMM: a column-major copy cost a transposing pass of 0.35-0.55 ms on (32, 16, 32, 32)
+    # and its GEMM ran no faster on an EPYC Zen 5 (it was 15-20% faster on the Intel
+    # machine the plans were first tuned on).
+    g = np.zeros((c_out, lay.m), dtype=dtype)
+    g_inner = lay.keep(g).transpose(1, 0, 2, 3)
+    g_groups = g.reshape(groups, c_out // groups, lay.m)
     columns = WEIGHT_CHUNK_BYTES // (c_in * kh * kw * xp.itemsize)
     ranges = _ranges(lay, 0, lay.h_out, min(columns, WEIGHT_CHUNK_COLUMNS))
     chunks = _Chunks(xp, lay, ranges, groups)
     part = np.empty((groups, c_in // groups * kh * kw, c_out // groups), dtype=dtype)
-    steps = [(cols, src, gemm, g_t[start : start + count].reshape(
-        count, groups, c_out // groups).transpose(1, 0, 2))
+    steps = [(cols, src, gemm, g_groups[:, :, start : start + count].transpose(0, 2, 1))
              for cols, src, gemm, _, start, count in chunks.steps]
     return inner, g_inner, steps, part
 
 
-def grad_weight(x, grad_out, lay, groups):
-    """sum over the chunks of cols @ g^T: (C_out, C_in/groups, KH, KW).
+def grad_weight(x, grad_out, lay, groups, taps=True):
+    """sum over the chunks of cols @ g^T: (C_out, C_in/groups, KH, KW); by taps
+    (:func:`grad_weight_taps`) where ``taps`` and one group has TAP_MIN_CHANNELS or more.
 
     The thrown-away columns read real inputs; where one is NaN or Inf, the result is not
     finite and the caller redoes it with them cleared."""
-    if groups == 1 and x.shape[1] >= TAP_MIN_CHANNELS:
+    if taps and groups == 1 and x.shape[1] >= TAP_MIN_CHANNELS:
         return grad_weight_taps(x, grad_out, lay)
     c_out = grad_out.shape[1]
     key = _key("grad_weight", lay, x.shape[1], c_out, groups, x.dtype)
@@ -283,3 +287,49 @@ def weight_product(cols, g):
     if cols.shape[1] >= g.shape[1]:
         return np.matmul(cols, g.transpose(0, 2, 1)).transpose(0, 2, 1)
     return np.matmul(g, cols.transpose(0, 2, 1))
+
+
+def _build_backward(x_shape, grad_shape, weight_shape, lay, groups, dtype, chunk_bytes):
+    inner_g, steps, kept = _build_grad_input(grad_shape, weight_shape, lay, groups, dtype,
+                                             chunk_bytes)
+    n, c_in, h, w = x_shape
+    xp = np.zeros((c_in, lay.samples, lay.hp, lay.wp), dtype=dtype)
+    inner_x = xp[:, :n, lay.top : lay.top + h, lay.left : lay.left + w].transpose(1, 0, 2, 3)
+    flat = xp.reshape(groups, c_in // groups, -1)
+    c_out, _, kh, kw = weight_shape
+    part = np.empty((groups, c_out // groups * kh * kw, c_in // groups), dtype=dtype)
+    both = [(cols, src, gemm, target, flat[:, :, start : start + count].transpose(0, 2, 1))
+            for cols, src, gemm, target, start, count in steps]
+    return inner_g, inner_x, both, kept, part
+
+
+def backward(x, grad_out, weight, lay, groups, chunk_bytes=CHUNK_BYTES):
+    """(dx, dweight) from one im2col of the gradient: each chunk of the input gradient's
+    columns (the gradient padded in front, shifted by the flipped taps) is multiplied by
+    the flipped weight into dx, and by the padded input's same flat columns into the
+    weight gradient: column p of flipped tap (KH-1-a, KW-1-b) holds the gradient of the
+    output that reads input position p through tap (a, b). Input positions outside x are
+    zero in the padded input, so the chunks over x's rows cover every term.
+
+    NOTE: a thrown-away column's zero gradient times a NaN or Inf input is NaN, and the
+    rows of the padding are not covered: where x or grad_out is not finite the weight
+    gradient can differ from conv2d_grad_weight's; the caller checks and redoes it."""
+    c_out, c_in_g, kh, kw = weight.shape
+    key = _key("backward", lay, c_in_g * groups, c_out, groups, x.dtype, chunk_bytes)
+    inner_g, inner_x, both, kept, part = _plan(key, lambda: _build_backward(
+        x.shape, grad_out.shape, weight.shape, lay, groups, x.dtype, chunk_bytes))
+    inner_g[...] = grad_out
+    inner_x[...] = x
+    c_out_g = c_out // groups
+    w = weight.reshape(groups, c_out_g, c_in_g, kh, kw)[..., ::-1, ::-1]
+    w = np.ascontiguousarray(w.transpose(0, 2, 1, 3, 4)).reshape(groups, c_in_g,
+                                                                  c_out_g * kh * kw)
+    grad_w = np.zeros(part.shape, dtype=x.dtype)
+    for cols, src, gemm, target, x_t in both:
+        np.copyto(cols, src)
+        np.matmul(w, gemm, out=target)
+        np.matmul(gemm, x_t, out=part)
+        grad_w += part
+    # (groups, C_out/groups * KH * KW (flipped taps), C_in/groups) -> (C_out, C_in/g, KH, KW)
+    grad_w = grad_w.reshape(c_out, kh, kw, c_in_g)[:, ::-1, ::-1].transpose(0, 3, 1, 2)
+    return np.ascontiguousarray(kept), np.ascontiguousarray(grad_w)
