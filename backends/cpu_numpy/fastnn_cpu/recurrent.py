@@ -65,6 +65,10 @@ def lstm_impl(x, h0, c0, w_ih, w_hh, bias):
     w[size:-1] = w_hh.T
     w[-1] = bias
     w *= scale
+    # NOTE: whole (N, 4H) rows of scale and shift, not (4H,) broadcasts: the broadcast
+    # runs NumPy's inner loop once per batch row (2.4 + 1.9 us a step at N 32, against
+    # 0.6 + 0.6 for one contiguous run)
+    scale, shift = (np.broadcast_to(v, (n, 4 * hid)).copy() for v in (scale, shift))
     rows = step_rows(x, h0)
     gates = np.empty((t_len, n, 4 * hid), dtype)
     cs = np.empty((2, t_len + 1, n, hid), dtype)  # c0, every step's c; their tanh
@@ -72,7 +76,7 @@ def lstm_impl(x, h0, c0, w_ih, w_hh, bias):
     ig = np.empty((n, hid), dtype)
     for t in range(t_len):
         a = gates[t]
-        np.matmul(rows[t], w, out=a)
+        np.dot(rows[t], w, out=a)
         np.tanh(a, out=a)
         a *= scale
         a += shift
@@ -111,6 +115,7 @@ def lstm_backward_impl(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_
     own = own_base(cells, (2, t_len + 1, n, hid), (0, slice(1, None)))
     da = scratch("da", (t_len, n, 4, hid), dtype)
     da_rows = da.reshape(t_len, n, 4 * hid)
+    w_back = np.ascontiguousarray(w_hh, dtype)  # np.dot's out= takes only its own dtype
     dh = np.zeros((n, hid), dtype)
     dc = np.array(grad_c, dtype=dtype, copy=True)
     tmp = np.empty((n, hid), dtype)
@@ -143,7 +148,7 @@ def lstm_backward_impl(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_
             np.multiply(ifg[:, j], dc, out=da[t, :, :3].transpose(1, 0, 2))
             np.multiply(f_o[j], dh, out=da[t, :, 3])
             dc *= f[j]
-            np.matmul(da_rows[t], w_hh, out=dh)
+            np.dot(da_rows[t], w_back, out=dh)
     flat = flat_rows(da_rows)
     dx = (flat @ w_ih).reshape(t_len, n, size) if needs_dx else None
     return (dx, dh, dc) + weight_grads(flat, x, h0, out)
