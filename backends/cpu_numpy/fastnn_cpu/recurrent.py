@@ -65,21 +65,29 @@ def lstm_impl(x, h0, c0, w_ih, w_hh, bias):
     w[size:-1] = w_hh.T
     w[-1] = bias
     w *= scale
+    # NOTE: whole (N, 4H) rows of scale and shift, not (4H,) broadcasts: the broadcast
+    # runs NumPy's inner loop once per batch row (2.4 + 1.9 us a step at N 32, against
+    # 0.6 + 0.6 for one contiguous run)
+    scale, shift = (np.broadcast_to(v, (n, 4 * hid)).copy() for v in (scale, shift))
     rows = step_rows(x, h0)
     gates = np.empty((t_len, n, 4 * hid), dtype)
     cs = np.empty((2, t_len + 1, n, hid), dtype)  # c0, every step's c; their tanh
     cs[0, 0] = c0
     ig = np.empty((n, hid), dtype)
-    for t in range(t_len):
-        a = gates[t]
-        np.matmul(rows[t], w, out=a)
+    # every step's views come from iterating arrays (made in C), not from indexing in
+    # the loop (~1 us of Python a step)
+    i, f, g, o = gates.reshape(t_len, n, 4, hid).transpose(2, 0, 1, 3)
+    out = rows[1:, :, size:-1]
+    for a, row, i_t, f_t, g_t, o_t, c_prev, c, t_c, h in zip(
+            gates, rows, i, f, g, o, cs[0], cs[0, 1:], cs[1, 1:], out):
+        np.dot(row, w, out=a)
         np.tanh(a, out=a)
         a *= scale
         a += shift
-        c = np.multiply(a[:, hid:2 * hid], cs[0, t], out=cs[0, t + 1])
-        c += np.multiply(a[:, :hid], a[:, 2 * hid:3 * hid], out=ig)
-        np.multiply(a[:, 3 * hid:], np.tanh(c, out=cs[1, t + 1]), out=rows[t + 1, :, size:-1])
-    return rows[1:, :, size:-1], gates, cs[0, 1:]
+        np.multiply(f_t, c_prev, out=c)
+        c += np.multiply(i_t, g_t, out=ig)
+        np.multiply(o_t, np.tanh(c, out=t_c), out=h)
+    return out, gates, cs[0, 1:]
 
 
 @hookimpl
@@ -111,6 +119,7 @@ def lstm_backward_impl(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_
     own = own_base(cells, (2, t_len + 1, n, hid), (0, slice(1, None)))
     da = scratch("da", (t_len, n, 4, hid), dtype)
     da_rows = da.reshape(t_len, n, 4 * hid)
+    w_back = np.ascontiguousarray(w_hh, dtype)  # np.dot's out= takes only its own dtype
     dh = np.zeros((n, hid), dtype)
     dc = np.array(grad_c, dtype=dtype, copy=True)
     tmp = np.empty((n, hid), dtype)
@@ -135,15 +144,16 @@ def lstm_backward_impl(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_
         d[1] *= c_prev
         d[2] *= s[0]
         d[3] *= t_c
-        ifg, f_o, f = f5[:3], f5[3], s[1]
-        for j in reversed(range(b)):
-            t = start + j
-            dh += grad_out[t]
-            dc += np.multiply(dh, kc[j], out=tmp)
-            np.multiply(ifg[:, j], dc, out=da[t, :, :3].transpose(1, 0, 2))
-            np.multiply(f_o[j], dh, out=da[t, :, 3])
-            dc *= f[j]
-            np.matmul(da_rows[t], w_hh, out=dh)
+        steps = (grad_out[start:stop], kc, f5[:3].transpose(1, 0, 2, 3),
+                 da[start:stop, :, :3].transpose(0, 2, 1, 3), f5[3], da[start:stop, :, 3],
+                 s[1], da_rows[start:stop])
+        for g_t, kc_t, ifg_t, da_ifg, f_o, da_o, f_t, da_t in zip(*(v[::-1] for v in steps)):
+            dh += g_t
+            dc += np.multiply(dh, kc_t, out=tmp)
+            np.multiply(ifg_t, dc, out=da_ifg)
+            np.multiply(f_o, dh, out=da_o)
+            dc *= f_t
+            np.dot(da_t, w_back, out=dh)
     flat = flat_rows(da_rows)
     dx = (flat @ w_ih).reshape(t_len, n, size) if needs_dx else None
     return (dx, dh, dc) + weight_grads(flat, x, h0, out)
