@@ -138,3 +138,16 @@ def int_range(dtype: DType) -> tuple[int, int]:
     """(smallest, largest) value of an integer dtype (bool as 0, 1)."""
     info = np.iinfo(dtype.numpy)
     return int(info.min), int(info.max)
+
+
+def float_or_default(dtype) -> DType:
+    """``dtype`` as a DType, or the default float dtype for None."""
+    return get_default_dtype() if dtype is None else as_dtype(dtype)
+
+
+def floating_dtype(op: str, dtype) -> DType:
+    """``dtype`` (None: the default float dtype), TypeError unless it is floating point."""
+    dtype = float_or_default(dtype)
+    if not dtype.is_floating:
+        raise TypeError(f"{op}: dtype must be floating point, got {dtype.name}")
+    return dtype

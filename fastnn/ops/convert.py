@@ -15,6 +15,8 @@ import numbers
 
 import numpy as np
 
+from fastnn.api import dtypes as _dtypes
+
 # NumPy's limit on an array's dimensions (NPY_MAXDIMS): 64 since NumPy 2, 32 before
 MAX_DIMS = 64 if int(np.__version__.split(".")[0]) >= 2 else 32
 _ACCEPTED = "numbers, bools, nested lists or tuples of them, NumPy arrays or Tensors"
@@ -122,3 +124,14 @@ def _ragged(data) -> str:
             break
         level = [(f"{path}[{i}]", item) for path, v in level for i, item in enumerate(v)]
     return "nested lists of different lengths"
+
+
+def inferred_dtype(data):
+    """The dtype PyTorch infers for Python data: bools -> bool, ints -> int64, anything else
+    -> the default float dtype; host_array then names what cannot be converted."""
+    try:
+        kind = np.asarray(data).dtype.kind
+    except (TypeError, ValueError):
+        return _dtypes.get_default_dtype()
+    return (_dtypes.bool_ if kind == "b" else _dtypes.int64 if kind in "iu" else
+            _dtypes.get_default_dtype())

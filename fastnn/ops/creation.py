@@ -17,8 +17,8 @@ from fastnn.api.args import integer
 from fastnn.api.device import as_device
 from fastnn.api.dtypes import as_dtype
 from fastnn.ops import tensor as tensor_module
-from fastnn.ops.factories import shape_arg
 from fastnn.ops.rng_state import rng_of
+from fastnn.ops.spelling import shape_arg
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor, full, tensor
 

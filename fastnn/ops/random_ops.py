@@ -24,8 +24,8 @@ from fastnn.ops import elementwise as ew
 from fastnn.ops import rng_state
 from fastnn.ops import tensor as tensor_module
 from fastnn.ops.core import astype
-from fastnn.ops.factories import shape_arg
 from fastnn.ops.rng_state import rng_of
+from fastnn.ops.spelling import shape_arg
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor, tensor
 

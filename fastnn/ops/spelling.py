@@ -73,3 +73,8 @@ def shape_of(op: str, sizes: tuple) -> tuple:
         raise ValueError(f"{op}: shape {shape} has {count} elements; a tensor holds at most "
                          f"{sys.maxsize} (2**63 - 1): use smaller sizes")
     return shape
+
+
+def shape_arg(op: str, shape) -> tuple:
+    """One shape argument (a tuple, a list or an int) as a tuple of ints >= 0."""
+    return shape_of(op, (shape,))

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
 from fastnn.api import dtypes, registry
-from fastnn.api.args import flag
+from fastnn.api.args import flag, integer
 from fastnn.api.device import Device, DeviceSpec, as_device, get_device
 from fastnn.api.dtypes import DType, as_dtype
 from fastnn.api.errors import BackendError
 from fastnn.autograd import functional as autograd
 from fastnn.autograd import hooks
 from fastnn.ops import core
+from fastnn.ops.convert import host_array, inferred_dtype
+from fastnn.ops.rng_state import host_rng, manual_seed, rng_of  # noqa: F401 (named here too)
+from fastnn.ops.spelling import shape_arg, shape_of
 from fastnn.ops.storage import alias
 
 
@@ -294,11 +298,98 @@ def _rebuild_tensor(host, dtype: str, device: str, requires_grad: bool) -> Tenso
     return tensor(host, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-# NOTE: the factories and the host generator live in their own modules; they are named
-# here too because this is where users and fastnn's modules have always imported them
-# from (imported last: factories reaches Tensor through this module at call time).
-from fastnn.ops.factories import full, ones, rand, randn, tensor, zeros  # noqa: E402
-from fastnn.ops.rng_state import host_rng, manual_seed  # noqa: E402
+def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A new tensor holding a copy of ``data`` (NumPy array, nested list, scalar or Tensor).
+
+    dtype=None keeps a NumPy array's dtype; Python data as PyTorch infers it: bools -> bool,
+    ints -> int64, floats -> the default float dtype (float32; see set_default_dtype).
+    """
+    if isinstance(data, Tensor):  # a copy keeps its dtype and device by default
+        dtype = data.dtype if dtype is None else dtype
+        device = data.device if device is None else device
+        data = data.numpy()
+    if data is None:
+        raise TypeError("tensor: data is None; pass a NumPy array, a nested list or a number")
+    if dtype is None:
+        if isinstance(data, (np.ndarray, np.generic)):
+            dtype = as_dtype(data.dtype)
+        else:
+            dtype = inferred_dtype(data)
+    else:
+        dtype = as_dtype(dtype)
+    requires_grad = flag("tensor", "requires_grad", requires_grad)
+    host = host_array("tensor", data, dtype)
+    dev = as_device(device)
+    dev.check_dtype(dtype, "tensor")
+    out = Tensor._make(dev.ops.from_numpy(host, dev.index), dtype, dev)
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def full(shape, value, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A new tensor of ``shape`` (one tuple, or an int) filled with ``value``; dtype=None
+    takes it from the value as PyTorch: bool, int64 for an int, else the default float."""
+    if not isinstance(value, numbers.Real):
+        raise TypeError(f"full: value must be a real number, got {type(value).__name__} {value!r}")
+    if dtype is None:
+        dtype = (dtypes.bool_ if isinstance(value, (bool, np.bool_)) else dtypes.int64
+                 if isinstance(value, numbers.Integral) else dtypes.get_default_dtype())
+    dtype, dev = as_dtype(dtype), as_device(device)
+    requires_grad = flag("full", "requires_grad", requires_grad)
+    if dtype.is_floating:
+        try:
+            value = float(value)
+        except OverflowError:  # an int beyond float64, as NumPy rounds it
+            value = math.inf if value > 0 else -math.inf
+    else:  # as NumPy: truncated toward zero; NaN and Inf have no integer value
+        if not math.isfinite(value):
+            raise ValueError(f"full: {value!r} cannot be stored in {dtype.name}")
+        value = bool(value) if dtype.name == "bool" else int(value)
+        dtypes.check_fits("full", value, dtype, "fill value")
+    dev.check_dtype(dtype, "full")
+    data = dev.ops.full(shape_arg("full", shape), value, dtype.name, dev.index)
+    out = Tensor._make(data, dtype, dev)
+    return out.requires_grad_(True) if requires_grad else out
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor filled with 0, sized by varargs or one tuple (``zeros(2, 3)``,
+    ``zeros((2, 3))``); the default float dtype on the current device unless given."""
+    return full(shape_of("zeros", size), 0, dtypes.float_or_default(dtype), device, requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor filled with 1, sized as :func:`zeros`."""
+    return full(shape_of("ones", size), 1, dtypes.float_or_default(dtype), device, requires_grad)
+
+
+def randn(*size, dtype=None, device=None, seed=None, requires_grad=False,
+          generator=None) -> Tensor:
+    """Standard normal samples, sized as :func:`zeros` (``randn(1, 3, 32, 32)``); the same
+    ``seed`` gives the same values on every backend; ``generator=`` an fnn.Generator."""
+    dtype = dtypes.floating_dtype("randn", dtype)
+    rng = rng_of("randn", generator) if seed is None else np.random.default_rng(
+        integer("randn", "seed", seed, 0))
+    host = rng.standard_normal(shape_of("randn", size))
+    return tensor(host, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def rand(*size, dtype=None, device=None, seed=None, requires_grad=False,
+         generator=None) -> Tensor:
+    """Uniform samples in [0, 1), sized as :func:`zeros`, drawn on the device itself (from
+    a seed drawn from ``generator``, fastnn's default one unless given)."""
+    dtype, dev = dtypes.floating_dtype("rand", dtype), as_device(device)
+    dev.check_dtype(dtype, "rand")
+    if seed is None:
+        seed = int(rng_of("rand", generator).integers(2**31))
+    seed = integer("rand", "seed", seed, 0)
+    data = dev.ops.uniform(shape_of("rand", size), dtype.name, dev.index, seed)
+    out = Tensor._make(data, dtype, dev)
+    return out.requires_grad_(True) if flag("rand", "requires_grad", requires_grad) else out
+
+
+
 
 __all__ = ["Tensor", "tensor", "full", "zeros", "ones", "randn", "rand", "manual_seed",
            "host_rng", "get_device"]
