@@ -160,12 +160,15 @@ class Batching:
                         wanted = group[1]
                     wanted.append(array)
 
-        for entry in pending:
+        for entry in pending:  # (one list of arrays per call: its inputs, then outputs)
             spec = entry.spec
-            if entry.host is None:
-                want(entry.originals, calls.input_arrays(spec, entry.args))
-            want(entry.originals, calls.arrays_in(entry.args[0] if spec.returns_none
-                                                  else entry.out))
+            arrays = calls.input_arrays(spec, entry.args) if entry.host is None else []
+            made = entry.args[0] if spec.returns_none else entry.out
+            if hasattr(made, "shape"):
+                arrays.append(made)
+            else:
+                arrays += calls.arrays_in(made)
+            want(entry.originals, arrays)
         if extra is not None:
             want(*extra)
         many = self._many
