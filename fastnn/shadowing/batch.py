@@ -214,9 +214,11 @@ class Batching:
                     same.append((g, w))
                     same_where.append((len(ran) - 1, k))
         verdicts = vector.compare_many(items) if items else []
-        if same and vector.all_equal(same):  # (else each is compared on its own)
-            verdicts += [vector.EQUAL_VERDICT] * len(same)
-            where += same_where
+        if same:  # (those not equal are compared on their own)
+            for equal, at in zip(vector.equal_each(same), same_where):
+                if equal:
+                    verdicts.append(vector.EQUAL_VERDICT)
+                    where.append(at)
         per_call: list = [None] * len(ran)
         for (call, k), verdict in zip(where, verdicts):
             if verdict is not None:
