@@ -33,7 +33,7 @@ def eligible(got, want) -> bool:
 EQUAL_VERDICT = (0.0, 0.0)  # (max_abs, of_tolerance) of outputs equal bit for bit
 # bytes: outputs this small are tried for equality all at once (a copy of their bytes
 # costs less than a comparison of each on its own, with its NumPy calls and verdict)
-_SAME_BELOW = 1 << 16
+_SAME_BELOW = 1 << 14
 
 
 def small_pair(got, want) -> bool:
