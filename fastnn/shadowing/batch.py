@@ -23,11 +23,12 @@ found when the call was made, and is raised from a later call.
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 import numpy as np
 
-from fastnn.shadowing import calls, tolerance, vector
+from fastnn.shadowing import blame, calls, tolerance, vector
 from fastnn.shadowing.mismatch import ShadowWarning
 
 BATCH = 256  # pending calls at most (and read calls whose checks lag behind)
@@ -36,22 +37,43 @@ BATCH = 256  # pending calls at most (and read calls whose checks lag behind)
 LAG_ELEMENTS = 1 << 19
 
 
-class Pending:
-    """A device call whose check waits for the next batch."""
+class Pending(blame.Place):
+    """A device call whose check waits for the next batch, and its place (one object:
+    a call's deferral is the hot path)."""
 
-    __slots__ = ("backend", "spec", "args", "out", "host", "originals", "place", "many")
+    __slots__ = ("backend", "spec", "args", "out", "host", "originals", "many")
 
-    def __init__(self, backend, spec, args, out, host, originals, place, many=False):
+    def __init__(self, backend, spec, args, out, host, originals, call, step, op_in_step,
+                 producers, many=False):
         self.backend, self.spec, self.args, self.out = backend, spec, args, out
         self.host = host  # the inputs' host copies, read before an in-place call; or None
-        self.originals, self.place = originals, place
+        self.originals = originals
         self.many = many  # ``host`` was read with to_numpy_many
+        self.call, self.step, self.op_in_step = call, step, op_in_step
+        self.producers = producers
+        # the user's line and the tape's node, found now (the stack moves on); from the
+        # caller of whoever made this (the session's deferral)
+        self._code, self._line, self._node = blame._walk(sys._getframe(2))
 
     def size(self) -> int:
         """How many output elements its check compares (about)."""
         out = self.args[0] if self.spec.returns_none else self.out
         size = getattr(out, "size", None)
         return size if type(size) is int else sum(a.size for a in calls.arrays_in(out))
+
+
+def _passed(pairs, verdicts) -> None:
+    """Count a call whose outputs all passed the batch's comparison in their rows (as
+    :meth:`fastnn.shadowing.check.Checking._judge` does, without its branches)."""
+    row = None
+    for (_, _, _, row), (max_abs, of_tolerance) in zip(pairs, verdicts):
+        row.equal_first = max_abs == 0.0
+        if max_abs > row.max_abs:
+            row.max_abs = max_abs
+        if of_tolerance > row.of_tolerance:
+            row.of_tolerance = of_tolerance
+    row.calls += 1
+    row.checked += 1
 
 
 def frozen(value):
@@ -138,12 +160,15 @@ class Batching:
                         wanted = group[1]
                     wanted.append(array)
 
-        for entry in pending:
+        for entry in pending:  # (one list of arrays per call: its inputs, then outputs)
             spec = entry.spec
-            if entry.host is None:
-                want(entry.originals, calls.input_arrays(spec, entry.args))
-            want(entry.originals, calls.arrays_in(entry.args[0] if spec.returns_none
-                                                  else entry.out))
+            arrays = calls.input_arrays(spec, entry.args) if entry.host is None else []
+            made = entry.args[0] if spec.returns_none else entry.out
+            if hasattr(made, "shape"):
+                arrays.append(made)
+            else:
+                arrays += calls.arrays_in(made)
+            want(entry.originals, arrays)
         if extra is not None:
             want(*extra)
         many = self._many
@@ -189,17 +214,25 @@ class Batching:
                     same.append((g, w))
                     same_where.append((len(ran) - 1, k))
         verdicts = vector.compare_many(items) if items else []
-        if same and vector.all_equal(same):  # (else each is compared on its own)
-            verdicts += [vector.EQUAL_VERDICT] * len(same)
-            where += same_where
-        per_call: dict = {}
+        if same:  # (those not equal are compared on their own)
+            for equal, at in zip(vector.equal_each(same), same_where):
+                if equal:
+                    verdicts.append(vector.EQUAL_VERDICT)
+                    where.append(at)
+        per_call: list = [None] * len(ran)
         for (call, k), verdict in zip(where, verdicts):
             if verdict is not None:
-                per_call.setdefault(call, [None] * len(ran[call][2][0]))[k] = verdict
-        for call, (entry, host, result) in enumerate(ran):
+                found = per_call[call]
+                if found is None:
+                    found = per_call[call] = [None] * len(ran[call][2][0])
+                found[k] = verdict
+        for (entry, host, result), found in zip(ran, per_call):
             if result is None:
                 continue
-            failures = self._judge(entry.spec.hook, *result, verdicts=per_call.get(call))
+            if found is not None and not result[1] and None not in found:
+                _passed(result[0], found)  # every output passed at once: only the rows
+                continue
+            failures = self._judge(entry.spec.hook, *result, verdicts=found)
             if failures:
                 self._blame(entry, host, failures, quiet, many)
         if many and not self._many:  # a wrong read: what it read is not to be used again
@@ -233,7 +266,7 @@ class Batching:
         if quiet:
             failures[0][2].mismatches += 1
             return
-        self._fail(entry.backend, spec, args, host, failures, entry.place)
+        self._fail(entry.backend, spec, args, host, failures, entry)  # its own place
 
     def _wrong_read(self, backend) -> None:
         """The backend's to_numpy_many disagreed with its to_numpy: a mismatch of its own."""

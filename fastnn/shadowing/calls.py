@@ -22,7 +22,7 @@ class Spec:
     """One hook's parameters as shadow mode sees them."""
 
     __slots__ = ("hook", "names", "kinds", "returns_none", "in_place", "sync", "arrays",
-                 "simple")
+                 "simple", "devices")
 
     def __init__(self, hook: str):
         sig = inspect.signature(getattr(hookspec, hook))
@@ -47,6 +47,7 @@ class Spec:
         self.arrays = tuple((i, k) for i, k in enumerate(kinds) if k in ("array", "list"))
         # only single arrays and plain values: the common case, walked without branches
         self.simple = all(k in ("array", "value") for k in kinds)
+        self.devices = "device" in kinds  # takes a device index (the reference's differs)
 
 
 SPECS = {hook: Spec(hook) for hook in hookspec.HOOKS}
@@ -92,6 +93,8 @@ def host_args(spec: Spec, args, lookup) -> list:
 def to_ref(spec: Spec, host, ref_ops, ref_index, direct: bool) -> list:
     """The reference's arguments: host arrays uploaded (``direct``: passed as they are, to
     a reference whose arrays are NumPy's), the device index the reference's own."""
+    if direct and not spec.devices:  # NumPy's arrays as they are, nothing to replace
+        return host
     ref = list(host)
     for i, kind in enumerate(spec.kinds):
         if kind == "device":

@@ -301,12 +301,15 @@ class shadow(Batching, Checking):
 
     def _defer(self, backend, spec, args, out, host, originals, index, many=False) -> None:
         # lists the core may reuse are copied (a tuple of arrays and scalars is kept)
-        simple = spec.simple and not any(type(a) is list for a in args)
-        frozen_args = args if simple else batch.frozen(args)
-        frozen_out = out if hasattr(out, "shape") else batch.frozen(out)
-        self._pending.append(batch.Pending(backend, spec, frozen_args, frozen_out, host,
-                                           originals, self._place(index), many))
-        if len(self._pending) >= batch.BATCH:
+        if not spec.simple or list in map(type, args):
+            args = batch.frozen(args)
+        if not hasattr(out, "shape"):
+            out = batch.frozen(out)
+        pending = self._pending
+        pending.append(batch.Pending(backend, spec, args, out, host, originals, index,
+                                     self._step, index - self._step_start, self._producers,
+                                     many))
+        if len(pending) >= batch.BATCH:
             self._flush()
 
     def _count(self, spec, args, out) -> None:

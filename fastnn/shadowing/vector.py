@@ -31,7 +31,9 @@ def eligible(got, want) -> bool:
 
 
 EQUAL_VERDICT = (0.0, 0.0)  # (max_abs, of_tolerance) of outputs equal bit for bit
-_SAME_BELOW = 1 << 13  # bytes: outputs this small are tried for equality all at once
+# bytes: outputs this small are tried for equality all at once (a copy of their bytes
+# costs less than a comparison of each on its own, with its NumPy calls and verdict)
+_SAME_BELOW = 1 << 14
 
 
 def small_pair(got, want) -> bool:
@@ -46,6 +48,14 @@ def all_equal(pairs: list) -> bool:
     :func:`fastnn.shadowing.diff.compare` finds first: the same bits are the same value,
     NaN included): their bytes laid end to end, in one comparison."""
     return b"".join([g.tobytes() for g, _ in pairs]) == b"".join([w.tobytes() for _, w in pairs])
+
+
+def equal_each(pairs: list) -> list:
+    """Per pair of ``pairs`` (as :func:`all_equal`), whether it is equal bit for bit: all
+    at once, and one by one only when not all are."""
+    if all_equal(pairs):
+        return [True] * len(pairs)
+    return [g.tobytes() == w.tobytes() for g, w in pairs]
 
 
 def compare_many(items: list) -> list:

@@ -165,3 +165,6 @@ def test_outputs_tried_for_equality_at_once_agree_with_one_by_one():
     assert not vector.small_pair(np.zeros(3, np.float32), np.zeros(3, np.float64))
     assert not vector.small_pair(np.zeros((3, 1)), np.zeros(3))
     assert not vector.small_pair(np.zeros(1 << 12), np.zeros(1 << 12))  # 32 KiB: alone
+    one_off = pairs[:1] + [(pairs[1][0] + 1, pairs[1][1])] + pairs[2:]
+    assert vector.equal_each(one_off) == [i != 1 for i in range(len(pairs))]
+    assert vector.equal_each(pairs) == [True] * len(pairs)

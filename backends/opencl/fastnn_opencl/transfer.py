@@ -7,8 +7,8 @@ one buffer (a weight and its transpose, a broadcast) are read once, as the stret
 the buffer they cover, and viewed on the host; a view that covers much more buffer
 than it holds (a sparse slice) is gathered by a copy kernel first. The small stretches
 (under ``GATHER_BELOW`` bytes) of one device are first gathered into one device buffer,
-30 to a kernel launch, and that is read: on PoCL each queued command costs about as much
-as a small kernel, so 50 small arrays cost 3 commands instead of 50.
+40 to a kernel launch, and that is read: on PoCL each queued command costs about as much
+as a small kernel, so 40 small arrays cost 2 commands instead of 40.
 """
 
 from __future__ import annotations
@@ -17,16 +17,15 @@ import numpy as np
 
 from fastnn.api.hookspec import hookimpl
 from fastnn_opencl import elementwise
-from fastnn_opencl.runtime import NP_TYPES, cl, rounded
+from fastnn_opencl.runtime import NP_TYPES, cl
 
 # a view read as the stretch of buffer it covers may cover at most this many times the
 # elements it holds (a transpose covers 1x, a broadcast less)
 _SPAN = 2
 GATHER_BELOW = 1 << 18  # bytes: a stretch this small is gathered with the others
-_RANGES = 30  # ranges per launch of k_gather (kernels/gather.cl)
-_LOCAL = 256  # words of a range per work group
-_IDLE = 1 << 16  # work items a launch may spend on nothing (about a launch's own cost)
-_ARG_DTYPES = [None] + [None, np.int64, np.int64, np.int64] * _RANGES
+_RANGES = 40  # ranges per launch of k_gather (kernels/gather.cl)
+_LOCAL = 256  # work items of a range (one work group, each item a word in 256)
+_ARG_DTYPES = [None] + [None, np.uint32, np.uint32, np.uint32, np.uint32] * _RANGES
 
 
 def _extent(x, contiguous: bool) -> tuple | None:
@@ -114,42 +113,24 @@ def _place(hosts: list, buffer: np.ndarray, first: int, read) -> None:
         hosts[i] = host
 
 
-def _chunks(items: list) -> list:
-    """The launches of ``items`` (sorted by length): lists of their positions, at most
-    ``_RANGES`` each, and with at most ``_IDLE`` work items beyond their words (a launch
-    runs its longest range's length on every range)."""
-    chunks, chunk, total = [], [], 0
-    for k, (_, low, high) in enumerate(items):
-        n = (high - low) // 4
-        if chunk and (len(chunk) == _RANGES or n * (len(chunk) + 1) - total - n > _IDLE):
-            chunks.append(chunk)
-            chunk, total = [], 0
-        chunk.append(k)
-        total += n
-    return chunks + [chunk] if chunk else chunks
-
-
 def _gather(hosts: list, items: list):
     """Copy the small stretches ``items`` [(read, first byte, end byte)] of one device into
-    one device buffer, up to 30 to a launch (stretches of like length together: a launch
-    runs over its longest), and queue one read of it; returns the queue."""
+    one device buffer, up to 40 to a launch, and queue one read of it; returns the queue."""
     dev = items[0][0][2][0][1].dev
-    items = sorted(items, key=lambda item: item[2] - item[1])
     places, words = [], 0  # each stretch's first word in the gathered buffer (8-byte aligned)
     for _, low, high in items:
         places.append(words)
         words += -(-(high - low) // 8) * 2
     gathered = dev.empty((words,), "int32")
     kernel = dev.kernel("gather.cl", "k_gather", (), _ARG_DTYPES)
-    for chunk in _chunks(items):
+    for first in range(0, len(items), _RANGES):
         args = []
-        for k in chunk:
-            read, low, high = items[k]
-            args += [read[2][0][1].data, low // 4, places[k], (high - low) // 4]
-        args += [gathered.data, 0, 0, 0] * (_RANGES - len(chunk))
-        longest = (items[chunk[-1]][2] - items[chunk[-1]][1]) // 4
-        kernel(dev.queue, (rounded(longest, _LOCAL), len(chunk)), (_LOCAL, 1),
-               gathered.data, *args)
+        for (read, low, high), place in zip(items[first:first + _RANGES],
+                                            places[first:first + _RANGES]):
+            args += [read[2][0][1].data, low // 4, place, (high - low) // 4, 0]
+        ranges = len(args) // 5
+        args += [gathered.data, 0, 0, 0, 0] * (_RANGES - ranges)
+        kernel(dev.queue, (_LOCAL, ranges), (_LOCAL, 1), gathered.data, *args)
     host = np.empty(words * 4, np.uint8)
     cl().enqueue_copy(dev.queue, host, gathered.data, is_blocking=False)
     for (read, low, _), place in zip(items, places):
