@@ -21,7 +21,8 @@ UNARY = ["neg", "exp", "log", "sqrt", "abs", "sign", "erf", "tanh", "sigmoid", "
 BINARY = ["add", "sub", "mul", "div", "pow", "maximum", "minimum"]
 COMPARE = ["greater", "less", "equal"]
 SHAPE_PAIRS = [((3, 4), (3, 4)), ((3, 4), (4,)), ((2, 1, 5), (3, 1)), ((), (2, 3)),
-               ((0, 4), (4,)), ((1, 1), (1,)), ((2, 3, 4, 5), (1, 3, 1, 5))]
+               ((0, 4), (4,)), ((1, 1), (1,)), ((2, 3, 4, 5), (1, 3, 1, 5)),
+               ((2, 3, 67), (3, 1)), ((4, 1, 70), (3, 70))]  # runs past CHUNK: a bias
 
 
 def up(ocl, array, transposed=False):
