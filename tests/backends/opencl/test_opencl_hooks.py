@@ -221,7 +221,8 @@ def test_outer_and_inner_axes_reduce_in_one_pass(ocl, rng, monkeypatch, op, dtyp
     monkeypatch.setattr(reduce, "OUTER_ITEMS", 0)
     calls = []
     monkeypatch.setattr(reduce, "_pass", lambda *a: calls.append(a))  # must not run
-    for shape, axes in (((3, 5, 7), (0, 2)), ((2, 3, 4, 9), (0, 3)), ((4, 1, 3), (0, 2))):
+    for shape, axes in (((3, 5, 7), (0, 2)), ((2, 3, 4, 9), (0, 3)), ((4, 1, 3), (0, 2)),
+                        ((3, 4, 21), (0, 2))):  # runs of 8 lanes and a tail
         x = (rng.standard_normal(shape) * 10).astype(dtype)
         x.flat[5] = np.nan if dtype.startswith("float") else x.flat[5]
         want = getattr(cpu, op)(x, axes, False)
