@@ -67,6 +67,9 @@ PAIRS = [
     ("BatchNorm2d", nn.BatchNorm2d, torch.nn.BatchNorm2d, dict(num_features=3), (4, 3, 3, 5)),
     ("BatchNorm2d-cumulative", nn.BatchNorm2d, torch.nn.BatchNorm2d,
      dict(num_features=2, momentum=None, affine=False), (3, 2, 4, 4)),
+    # planes of 99: longer than a device work-item's run, not a multiple of its lanes
+    ("BatchNorm2d-long-planes", nn.BatchNorm2d, torch.nn.BatchNorm2d, dict(num_features=3),
+     (2, 3, 9, 11)),
 ]
 
 HAS_PARAMS = ("Conv", "BatchNorm")

@@ -21,6 +21,7 @@ from fastnn_opencl.runtime import CL_TYPES, NP_TYPES, CLArray
 
 FILE = "batchnorm.cl"
 _I = np.int32
+RUN = 64  # values of a plane per work-item of the elementwise passes (batchnorm.cl)
 
 
 def _dense(x: CLArray) -> CLArray:
@@ -48,7 +49,7 @@ def _setup(x: CLArray):
     """(dev, defines, accumulation dtype, N, C, S)."""
     dev = x.dev
     acc = "float64" if dev.fp64 else x.dtype
-    defines = (("T", CL_TYPES[x.dtype]), ("ACC", CL_TYPES[acc]))
+    defines = (("T", CL_TYPES[x.dtype]), ("ACC", CL_TYPES[acc]), ("RUN", RUN))
     return dev, defines, acc, x.shape[0], x.shape[1], math.prod(x.shape[2:])
 
 
@@ -68,8 +69,8 @@ def batch_norm_train(x, weight, bias, eps):
     k(queue, (c,), None, n, c, s, part.data, eps, mean.data, var.data, stat.data)
     k = dev.kernel(FILE, "k_bn_apply", defines, [_I, _I, None, _I, _I, _I, None, None, _I,
                                                  None, _I, None])
-    k(queue, (s, c, n), None, c, s, x.data, x.offset, sxn, sxc, stat.data, weight.data,
-      weight.offset, bias.data, bias.offset, out.data)
+    k(queue, (-(-s // RUN), c, n), None, c, s, x.data, x.offset, sxn, sxc, stat.data,
+      weight.data, weight.offset, bias.data, bias.offset, out.data)
     return out, mean, var
 
 
@@ -96,6 +97,6 @@ def batch_norm_backward(x, weight, mean, var, grad, eps):
       dweight.data, dbias.data, coef.data)
     k = dev.kernel(FILE, "k_bnb_apply", defines,
                    [_I, _I, None, _I, _I, _I, None, _I, _I, _I, None, None, None])
-    k(queue, (s, c, n), None, c, s, x.data, x.offset, sxn, sxc, grad.data, grad.offset, sgn,
-      sgc, stat.data, coef.data, dx.data)
+    k(queue, (-(-s // RUN), c, n), None, c, s, x.data, x.offset, sxn, sxc, grad.data,
+      grad.offset, sgn, sgc, stat.data, coef.data, dx.data)
     return dx, dweight, dbias

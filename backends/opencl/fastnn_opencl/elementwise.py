@@ -115,12 +115,29 @@ def launch(group: int, name: str, inputs: list, out_dtype: str, shape: tuple, pa
     args.append(param)
     grid = 0 < rank <= GRID_RANK
     defines = _defines(group, inputs, modes, out_dtype, rank,
-                       extra_defines + ((("GRID", 1),) if grid else ()))
+                       extra_defines + (_grid_defines(modes, strides) if grid else ()))
     kernel = dev.kernel(FILE, name, defines, arg_dtypes)
     # strided inputs of at most 3 collapsed axes: those axes are the NDRange (no divisions)
-    size = tuple(reversed(coll_shape)) if grid else fast_launch.flat_size(n)
+    if grid:  # dimension 0 counts CHUNK-element runs of the fastest axis
+        fastest = coll_shape[-1]
+        size = (-(-fastest // fast_launch.CHUNK),) + tuple(reversed(coll_shape[:-1]))
+    else:
+        size = fast_launch.flat_size(n)
     kernel(dev.queue, size, None, *args)
     return out
+
+
+def _grid_defines(modes, strides) -> tuple:
+    """GRID, and FS<k> for each strided input k whose fastest stride is 0 (broadcast along
+    it: a bias) or 1 (contiguous runs): a compile-time stride there lets LLVM vectorise
+    the run (PoCL 3.1: a conv's bias add over 800k floats 0.4 -> 0.1 ms)."""
+    defines, fastest = [("GRID", 1)], iter(s[-1] for s in strides)
+    for k, mode in enumerate(modes):
+        if mode == 1:
+            stride = next(fastest)
+            if stride in (0, 1):
+                defines.append((f"FS{k}", stride))
+    return tuple(defines)
 
 
 def _read_dtypes(inputs) -> list:

@@ -78,19 +78,24 @@ _ARG_DTYPES = [_I, _I, _I, None, _I, _I, _I, _I, None, _I, _I, _I, None, _I, _I,
 
 
 PACK_MIN = 1 << 20
-"""Products of at least this many multiply-adds (m * n * k), with n at least PACK_EDGE and
+"""Products of at least this many multiply-adds (m * n * k), with n at least PACK_N_EDGE and
 k at least PACK_K_EDGE, take the packed kernel on CPU devices: a packing pass over B and
 two launches, then unit-stride panels. Below it, or with a narrow output, the extra launch
 costs more than the panels save. A short k still packs: an LSTM's input projection
 (2048 x 16 @ 16 x 256) took 160-180 us of device time there against 300-430 us in the
 direct kernel (which, with B = W.T, also needs a copy of W first)."""
 PACK_EDGE = 32
+PACK_N_EDGE = 16
+"""The narrowest output that packs (PACK_EDGE stays the convolutions' edge on ck): an LSTM's
+input gradient (2048 x 256 @ 256 x 16) and its weight gradient (256 x 2048 @ 2048 x 16, A
+transposed) ran 1.5-2x faster packed, in one 16-wide panel of 12 rows per block, than
+in the direct kernel (PoCL 3.1, AVX-512, CPU time)."""
 PACK_K_EDGE = 16
 
 
 def packs(dev, m: int, n: int, k: int) -> bool:
     """Whether C = A @ B of these sizes runs through the packed CPU kernel (any strides)."""
-    return (m > 1 and n >= PACK_EDGE and k >= PACK_K_EDGE and m * n * k >= PACK_MIN
+    return (m > 1 and n >= PACK_N_EDGE and k >= PACK_K_EDGE and m * n * k >= PACK_MIN
             and uses_cpu_kernels(dev))
 
 
@@ -121,6 +126,7 @@ def gemm(a: CLArray, b: CLArray, c: CLArray, m: int, n: int, k: int, batch: int,
         kernel(dev.queue, size, (ts, ts // wpt, 1), *args)
 
 
+NARROW_TM = 16  # rows of a narrow output's block (TM * VN accumulators stay within 32)
 KC, ROW_PANELS = 256, 8  # k chunk (its B panel stays in L1), row panels per work-item
 SPLIT_TILES = 16  # fewer work-items than this (and k > KC): split k across work-items
 PACK_ROWS = 8  # k rows per work-item of the packing kernel (kernels/matmul.cl)
@@ -134,6 +140,9 @@ def packed_plan(dev, dtype: str, m: int, n: int, k: int, batch: int) -> tuple:
     kernel for this product (shared with :mod:`fast_gemm`'s kept plans)."""
     tm, vn = gemm_tune.blocks(dev, dtype)
     vw = packed_lanes(dev, dtype)
+    if n <= vw * (vn - 1):  # a narrow output: fewer vectors, more rows, same accumulators
+        narrow = -(-n // vw)
+        tm, vn = min(tm * vn // narrow, NARROW_TM), narrow
     defines = (("T", CL_TYPES[dtype]), ("TM", tm), ("VW", vw), ("VN", vn), ("KC", KC),
                ("R", ROW_PANELS))
     nr = vw * vn

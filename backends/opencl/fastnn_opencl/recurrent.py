@@ -3,8 +3,9 @@
 The input projection of every step is one GEMM; then one kernel runs the fused cell of
 every step (the step's recurrent product, the gates, their activations and the state
 update; backward: the recurrent product of the next step's gradient, the gate gradients
-and the carried state gradient), one launch per step on CPU devices, one launch for the
-whole sequence on GPUs where a work-group holds the batch (a barrier between steps).
+and the carried state gradient): on CPU devices the whole sequence in one work-item (its
+recurrent products as register-blocked GEMMs), on GPUs one launch where a work-group holds
+the batch (a barrier between steps), else one launch per step.
 The weight gradients are one GEMM each over all steps, as the cpu backend and PyTorch's
 fused cells do. Every array the kernels touch is contiguous (a strided input is copied
 once).
@@ -80,10 +81,10 @@ def _one_launch(dev) -> bool:
 
 
 def _serial(dev) -> bool:
-    """Whether the LSTM runs its whole sequence in ONE work-item (``k_lstm_seq1``): on CPU
-    devices (PoCL). One launch instead of one per step (each wakes PoCL's threads; on a
-    busy machine each waits for a core), and no barrier. ``FASTNN_OPENCL_RNN=group|step``
-    picks the other ways."""
+    """Whether the LSTM and the GRU run their whole sequence in ONE work-item (``k_lstm_seq1``,
+    ``k_gru_seq1``): on CPU devices (PoCL). One launch instead of one per step (each wakes
+    PoCL's threads; on a busy machine each waits for a core), and no barrier.
+    ``FASTNN_OPENCL_RNN=group|step`` picks the other ways."""
     return dev.is_cpu and os.environ.get("FASTNN_OPENCL_RNN", "") not in ("group", "step")
 
 
@@ -223,9 +224,10 @@ def gru_layer(x, h0, w_ih, w_hh, b_ih, b_hh):
     saved = dev.empty((t_len, n, 4 * hid), x.dtype)
     out = dev.empty((t_len, n, hid), x.dtype)
     kernel, cols = _kernel(dev, x.dtype, "k_gru_seq", _GRU, hid)
+    serial = _kernel(dev, x.dtype, "k_gru_seq1", _GRU, hid)[0] if _serial(dev) else None
     _sequence(kernel, dev, cols, n, t_len, (n, hid),
               (xp.data, b_hh.data, b_hh.offset, w_t.data, h0.data, h0.offset, saved.data,
-               out.data))
+               out.data), serial=serial)
     return out, saved
 
 
@@ -240,9 +242,11 @@ def gru_layer_backward(x, h0, w_ih, w_hh, out, saved, grad_out, needs_dx):
     dp = dev.empty((t_len, n, 3 * hid), x.dtype)
     dq = dev.empty((t_len, n, 3 * hid), x.dtype)
     kernel, cols = _kernel(dev, x.dtype, "k_gru_seq_back", _GRU_BACK, hid)
+    serial = (_kernel(dev, x.dtype, "k_gru_seq_back1", _GRU_BACK, hid)[0] if _serial(dev)
+              else None)
     _sequence(kernel, dev, cols, n, t_len, (n, hid),
               (t_len, grad_out.data, grad_out.offset, w_hh.data, saved.data, out.data,
-               h0.data, h0.offset, dh.data, dp.data, dq.data), backward=True)
+               h0.data, h0.offset, dh.data, dp.data, dq.data), backward=True, serial=serial)
     dh0 = _last_product(dq, w_hh, dh, n, hid)
     fp, fq = _flat(dp), _flat(dq)
     dx = (_matmul(fp, _dense(w_ih)).view(x.shape, contiguous_strides(x.shape))

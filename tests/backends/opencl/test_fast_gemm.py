@@ -49,8 +49,10 @@ def test_fast_matmul_leaves_other_operands_to_the_general_path(ocl):
 
 
 # (m, k, n): packed with k split and summed, packed over KC chunks, NT (k >= 256, n < 32),
-# the direct kernel (short k), one row
-LAYOUT_SHAPES = [(7, 3000, 50), (37, 700, 83), (128, 512, 10), (33, 17, 65), (1, 300, 40)]
+# the direct kernel (short k), one row, narrow outputs packed in one vector's width (rows
+# past a block's edge; k split)
+LAYOUT_SHAPES = [(7, 3000, 50), (37, 700, 83), (128, 512, 10), (33, 17, 65), (1, 300, 40),
+                 (301, 260, 16), (50, 2100, 16)]
 
 
 @pytest.mark.parametrize("layout", ["nt", "tn", "tt"])
@@ -84,3 +86,18 @@ def test_fast_matmul_of_transposed_views_equals_the_general_path(ocl, monkeypatc
             np.testing.assert_array_equal(to_numpy(fast), general)
             fast_calls += 1
     assert fast_calls >= 3
+
+
+def test_a_narrow_output_packs_one_vector_wide(ocl):
+    """An output no wider than one vector packs in one-vector panels with more rows per
+    block (the tuned block's accumulators), not in a panel half of zeros."""
+    from fastnn_opencl import gemm_tune, linalg
+    from fastnn_opencl.runtime import state
+
+    dev = state(0)
+    lanes = linalg.packed_lanes(dev, "float32")
+    tm, vn = gemm_tune.blocks(dev, "float32")
+    defines, rows, width, *_ = linalg.packed_plan(dev, "float32", 64, lanes, 300, 1)
+    assert width == lanes and dict(defines)["VN"] == 1
+    assert rows == min(tm * vn, linalg.NARROW_TM)
+    assert linalg.packs(dev, 2048, 16, 256) == linalg.uses_cpu_kernels(dev)

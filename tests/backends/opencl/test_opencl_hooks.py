@@ -21,7 +21,8 @@ UNARY = ["neg", "exp", "log", "sqrt", "abs", "sign", "erf", "tanh", "sigmoid", "
 BINARY = ["add", "sub", "mul", "div", "pow", "maximum", "minimum"]
 COMPARE = ["greater", "less", "equal"]
 SHAPE_PAIRS = [((3, 4), (3, 4)), ((3, 4), (4,)), ((2, 1, 5), (3, 1)), ((), (2, 3)),
-               ((0, 4), (4,)), ((1, 1), (1,)), ((2, 3, 4, 5), (1, 3, 1, 5))]
+               ((0, 4), (4,)), ((1, 1), (1,)), ((2, 3, 4, 5), (1, 3, 1, 5)),
+               ((2, 3, 67), (3, 1)), ((4, 1, 70), (3, 70))]  # runs past CHUNK: a bias
 
 
 def up(ocl, array, transposed=False):
@@ -220,7 +221,8 @@ def test_outer_and_inner_axes_reduce_in_one_pass(ocl, rng, monkeypatch, op, dtyp
     monkeypatch.setattr(reduce, "OUTER_ITEMS", 0)
     calls = []
     monkeypatch.setattr(reduce, "_pass", lambda *a: calls.append(a))  # must not run
-    for shape, axes in (((3, 5, 7), (0, 2)), ((2, 3, 4, 9), (0, 3)), ((4, 1, 3), (0, 2))):
+    for shape, axes in (((3, 5, 7), (0, 2)), ((2, 3, 4, 9), (0, 3)), ((4, 1, 3), (0, 2)),
+                        ((3, 4, 21), (0, 2))):  # runs of 8 lanes and a tail
         x = (rng.standard_normal(shape) * 10).astype(dtype)
         x.flat[5] = np.nan if dtype.startswith("float") else x.flat[5]
         want = getattr(cpu, op)(x, axes, False)

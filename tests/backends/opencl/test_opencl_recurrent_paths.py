@@ -1,7 +1,7 @@
 """The fused LSTM/GRU kernels run a sequence one launch per step, as one work-group launch
-with barriers between steps (GPUs), or (the LSTM on CPU devices) in one work-item: every
-way against the cpu backend's hooks, forward and backward, at hidden sizes that take 8-
-and 1-lane vectors."""
+with barriers between steps (GPUs), or (the LSTM and the GRU on CPU devices) in one
+work-item: every way against the cpu backend's hooks, forward and backward, at hidden
+sizes that take 8- and 1-lane vectors."""
 
 import numpy as np
 import pytest

@@ -71,15 +71,24 @@ __kernel void k_reduce_group(REDUCE_ARGS) {
 // out[b] over a contiguous (A, B, C) view reduced over A and C (a convolution's bias
 // gradient: (N, C, L) summed over N and L), with no transposed copy: one work-item per b
 // (CPU devices), the C values of each a read in one run.
+#define OUTER_LANES 8
 __kernel void k_reduce_outer(__global TO *out, __global const T *x, const int off,
                              const int A, const int B, const int C, const ACC scale) {
     const int b = get_global_id(0);
     if (b >= B) return;
     const __global T *row = x + off + b * C;
-    ACC acc = INIT;
+    ACC lane[OUTER_LANES];  // independent accumulators: the run vectorises (one chain ran
+    _Pragma("unroll") for (int j = 0; j < OUTER_LANES; ++j) lane[j] = INIT;  // 4x slower)
+    const int c_vec = C - C % OUTER_LANES;
     for (int a = 0; a < A; ++a, row += B * C) {
-        for (int c = 0; c < C; ++c) acc = COMBINE(acc, (ACC)row[c]);
+        for (int c = 0; c < c_vec; c += OUTER_LANES) {
+            _Pragma("unroll") for (int j = 0; j < OUTER_LANES; ++j)
+                lane[j] = COMBINE(lane[j], (ACC)row[c + j]);
+        }
+        for (int c = c_vec; c < C; ++c) lane[0] = COMBINE(lane[0], (ACC)row[c]);
     }
+    ACC acc = lane[0];
+    _Pragma("unroll") for (int j = 1; j < OUTER_LANES; ++j) acc = COMBINE(acc, lane[j]);
     out[b] = FINAL(acc);
 }
 
