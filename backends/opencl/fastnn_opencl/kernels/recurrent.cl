@@ -139,6 +139,18 @@ __kernel void k_lstm_seq(LSTM_ARGS) {
     for (; n_ < (N); ++n_) ROWS_GEMM(1, n_, cols, K, a, b, ldb, dst, ld, add, lda, acc_); \
 } while (0)
 
+// dh of step t of a sequence's backward, into the first H columns of dt's rows (length G):
+// grad_out[t], plus dnext (the next step's gate gradients) @ W_hh after the last step.
+inline void seq_back_dh(const int N, const int H, const int G, const int t, const int t_len,
+                        __global T *dt, __global const T *dnext, __global const T *w_hh,
+                        __global const T *go) {
+    if (t < t_len - 1)
+        STEP_GEMM(N, H, G, dnext, w_hh, H, dt, G, go, H);
+    else
+        for (int n = 0; n < N; ++n)
+            for (int j = 0; j < H; j += VW) VSTORE(VLOAD(go + n * H + j), dt + n * G + j);
+}
+
 __kernel void k_lstm_seq1(LSTM_ARGS) {
     const int G = 4 * H;
     const __global T *b = bias + off_bias;
@@ -218,11 +230,7 @@ __kernel void k_lstm_seq_back1(LSTM_BACK_ARGS) {
     for (int t = t1 - 1; t >= t0; --t) {
         __global T *dt = da + t * N * G;
         const __global T *go = grad_out + off_go + t * N * H;
-        if (t < t_len - 1)
-            STEP_GEMM(N, H, G, da + (t + 1) * N * G, w_hh, H, dt, G, go, H);
-        else
-            for (int n = 0; n < N; ++n)
-                for (int j = 0; j < H; j += VW) VSTORE(VLOAD(go + n * H + j), dt + n * G + j);
+        seq_back_dh(N, H, G, t, t_len, dt, da + (t + 1) * N * G, w_hh, go);
         const __global T *cp = t ? cells + (t - 1) * N * H : c0 + off_c0;
         for (int n = 0; n < N; ++n)
             for (int j = 0; j < H; j += VW) {
@@ -321,11 +329,7 @@ __kernel void k_gru_seq_back1(const int N, const int H, const int t0, const int 
     for (int t = t1 - 1; t >= t0; --t) {
         __global T *dt = dp + t * N * G;
         const __global T *go = grad_out + off_go + t * N * H;
-        if (t < t_len - 1)
-            STEP_GEMM(N, H, G, dq + (t + 1) * N * G, w_hh, H, dt, G, go, H);
-        else
-            for (int n = 0; n < N; ++n)
-                for (int j = 0; j < H; j += VW) VSTORE(VLOAD(go + n * H + j), dt + n * G + j);
+        seq_back_dh(N, H, G, t, t_len, dt, dq + (t + 1) * N * G, w_hh, go);
         const __global T *hp = t ? out + (t - 1) * N * H : h0 + off_h0;
         for (int n = 0; n < N; ++n)
             for (int j = 0; j < H; j += VW) {
