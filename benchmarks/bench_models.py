@@ -38,6 +38,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from blas_info import describe as describe_blas  # noqa: E402
 from floors import FLOORS  # noqa: E402
 
 D, HEADS, VOCAB, SEQ = 64, 4, 64, 64
@@ -354,6 +355,7 @@ def main(argv=None):
     clock = time.perf_counter if args.clock == "wall" else time.process_time
     rows = run(args.models.split(","), args.rounds, args.seconds, not args.no_opencl,
                clock=clock, memory=not args.no_memory)
+    print(describe_blas())
     print(table(rows))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))

@@ -5,26 +5,36 @@ backend and compares; its budget is the two backends' own time plus 50%. This ti
 one MLP training step (tape, Adam) three ways in alternating rounds, keeping each
 one's fastest, so all three see the same machine (and, steadier where the machine is
 shared, the median over the rounds of each round's own ratio):
-``OPENBLAS_NUM_THREADS=1 python benchmarks/bench_shadow.py [--backends opencl,clone]``.
+``python benchmarks/bench_shadow.py [--backends opencl,clone]`` (one BLAS thread
+unless ``OPENBLAS_NUM_THREADS`` says otherwise: NumPy's 2 threads on these tiny
+products made the reference itself 15x slower).
 ``clone`` is the NumPy backend installed again under another name (a host backend
 shadowed by cpu: no transfers, only the shadowing's own work).
 """
 
 from __future__ import annotations
 
-import argparse
-import statistics
-import sys
-import tempfile
-import time
-from pathlib import Path
+import os
 
-import numpy as np
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")  # before NumPy's import: one BLAS thread, as documented
 
-import fastnn as fnn
-import fastnn.functional as F
-from fastnn import nn
-from fastnn.api import device, registry
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import fastnn as fnn  # noqa: E402
+import fastnn.functional as F  # noqa: E402
+from fastnn import nn  # noqa: E402
+from fastnn.api import device, registry  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from blas_info import describe as describe_blas  # noqa: E402
 
 SIZES = {"small": (64, 128, 32), "large": (784, 512, 128)}  # features, width, batch
 
@@ -130,6 +140,7 @@ def main(argv=None) -> int:
     parser.add_argument("--reference", default="cpu")
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args(argv)
+    print(describe_blas())
     print(f"{'backend':<8}{'model':<8}{'backend ms':>12}{args.reference + ' ms':>10}"
           f"{'shadowed ms':>13}{'shadowed/(both)':>17}{'in CPU time':>13}"
           f"{'rounds median':>15}{'in CPU time':>13}")
