@@ -30,6 +30,7 @@ from fastnn.api.hookspec import hookimpl
 from fastnn_cpu import conv_direct as direct
 from fastnn_cpu import conv_plan, scratch
 from fastnn_cpu.conv_plan import weight_product as _weight_product
+from fastnn_cpu.finite import all_finite
 
 #: The flat layout computes Hp * Wp columns per sample for H_out * W_out kept ones; past
 #: this ratio the per-sample layout is used instead.
@@ -301,13 +302,6 @@ def conv2d_grad_input(grad_out, weight, input_size, stride, padding, dilation, g
     return dx[:, :n, lay.top : lay.top + h, lay.left : lay.left + w_].transpose(1, 0, 2, 3)
 
 
-def _finite(a) -> bool:
-    """Whether every element of the float array ``a`` is finite (one BLAS dot product,
-    faster than isfinite().all(); one that overflows float32 says False)."""
-    flat = a.ravel(order="K")
-    return bool(np.isfinite(np.dot(flat, flat)))
-
-
 @hookimpl
 def conv2d_backward(x, weight, grad_out, stride, padding, dilation, groups):
     kernel = tuple(weight.shape[2:])
@@ -318,7 +312,7 @@ def conv2d_backward(x, weight, grad_out, stride, padding, dilation, groups):
         # on the ResNet's (32, 16, 32, 32) -> 16, 3x3 convs (measured on the Zen 5)
         grad_x, grad_w = conv_plan.backward(x, grad_out, weight, lay, groups,
                                             PLAN_CHUNK_BYTES)
-        if _finite(grad_w) and _finite(grad_out):
+        if all_finite(grad_w) and all_finite(grad_out):
             return grad_x, grad_w
         return grad_x, conv2d_grad_weight(x, grad_out, kernel, stride, padding, dilation,
                                           groups)
