@@ -23,7 +23,6 @@ found when the call was made, and is raised from a later call.
 
 from __future__ import annotations
 
-import sys
 import warnings
 
 import numpy as np
@@ -49,11 +48,10 @@ class Pending(blame.Place):
         self.host = host  # the inputs' host copies, read before an in-place call; or None
         self.originals = originals
         self.many = many  # ``host`` was read with to_numpy_many
-        self.call, self.step, self.op_in_step = call, step, op_in_step
-        self.producers = producers
-        # the user's line and the tape's node, found now (the stack moves on); from the
-        # caller of whoever made this (the session's deferral)
-        self._code, self._line, self._node = blame._walk(sys._getframe(2))
+        # the user's line and the tape's node, found now (the stack moves on), from the
+        # caller of whoever made this (the session's deferral): one frame deeper than
+        # Place's default, for this constructor's own
+        super().__init__(call, step, op_in_step, depth=3, producers=producers)
 
     def size(self) -> int:
         """How many output elements its check compares (about)."""
@@ -66,12 +64,8 @@ def _passed(pairs, verdicts) -> None:
     """Count a call whose outputs all passed the batch's comparison in their rows (as
     :meth:`fastnn.shadowing.check.Checking._judge` does, without its branches)."""
     row = None
-    for (_, _, _, row), (max_abs, of_tolerance) in zip(pairs, verdicts):
-        row.equal_first = max_abs == 0.0
-        if max_abs > row.max_abs:
-            row.max_abs = max_abs
-        if of_tolerance > row.of_tolerance:
-            row.of_tolerance = of_tolerance
+    for (_, _, _, row), verdict in zip(pairs, verdicts):
+        row.passed(*verdict)
     row.calls += 1
     row.checked += 1
 

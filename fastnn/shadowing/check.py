@@ -138,10 +138,7 @@ class Checking:
         for k, (path, g, w, row) in enumerate(pairs):
             verdict = verdicts[k] if verdicts is not None else None
             if verdict is not None:
-                row.equal_first = verdict[0] == 0.0
-                if count:
-                    row.max_abs = max(row.max_abs, verdict[0])
-                    row.of_tolerance = max(row.of_tolerance, verdict[1])
+                row.passed(*verdict, count)
                 continue
             if hook in tolerance.UNCOMPARED:
                 diff = compare(np.zeros(g.shape, bool), np.zeros(w.shape, bool), 0.0, 0.0)

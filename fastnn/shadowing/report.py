@@ -23,6 +23,16 @@ class Row:
         self.calls = self.checked = self.mismatches = 0
         self.max_abs = self.of_tolerance = 0.0
 
+    def passed(self, max_abs: float, of_tolerance: float, count: bool = True) -> None:
+        """An output found passing (by :mod:`fastnn.shadowing.vector`) with these errors;
+        ``count``: whether they join the row's worst ones."""
+        self.equal_first = max_abs == 0.0
+        if count:
+            if max_abs > self.max_abs:
+                self.max_abs = max_abs
+            if of_tolerance > self.of_tolerance:
+                self.of_tolerance = of_tolerance
+
     def add(self, diff) -> None:
         if not math.isnan(diff.max_abs):
             self.max_abs = max(self.max_abs, diff.max_abs)
