@@ -225,12 +225,3 @@ def _direct(out: CLArray, out_strides: tuple, x: CLArray, weight: CLArray, w_off
     kernel(dev.queue, size, None, out.data, *out_strides, x.data, x.offset, x.strides[0],
            x.strides[1], x.strides[2], weight.data, w_offset, *w_strides, c_in_g, c_out_g,
            h, w, oh, ow, *kernel_size, *lead_padding, *dilation)
-
-
-@hookimpl
-def conv2d_backward(x, weight, grad_out, stride, padding, dilation, groups):
-    # nothing shared between the two gradients' kernels: the core's composite, with
-    # this module's two hooks
-    attrs = (stride, padding, dilation, groups)
-    return (conv2d_grad_input(grad_out, weight, tuple(x.shape[2:]), *attrs),
-            conv2d_grad_weight(x, grad_out, tuple(weight.shape[2:]), *attrs))
