@@ -109,3 +109,12 @@ def conv2d_grad_input(grad_out, weight, input_size, stride, padding, dilation, g
                                                   dilation))
     kernels.launch_planes("col2im2d", dx.dtype, dx.device.id, w_, n * h, c_in, args)
     return dx
+
+
+@hookimpl
+def conv2d_backward(x, weight, grad_out, stride, padding, dilation, groups):
+    # nothing shared between the two gradients' kernels: the core's composite, with
+    # this module's two hooks
+    attrs = (stride, padding, dilation, groups)
+    return (conv2d_grad_input(grad_out, weight, tuple(x.shape[2:]), *attrs),
+            conv2d_grad_weight(x, grad_out, tuple(weight.shape[2:]), *attrs))
