@@ -24,7 +24,7 @@ def test_host_gradients_update_like_tensor_gradients(device, as_host):
     gb = np.array([1.0, -1.0])
     opt = optim.SGD(layer.parameters(), lr=0.5)
     layer.apply(opt, {"weight": as_host(gw), "bias": as_host(gb)})
-    assert layer.weight.dtype == fnn.float32 and str(layer.weight.device) == device
+    assert layer.weight.dtype == fnn.float32 and layer.weight.device == device
     np.testing.assert_allclose(layer.weight.numpy(), w0 - 0.5 * gw, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(layer.bias.numpy(), b0 - 0.5 * gb, rtol=1e-6, atol=1e-7)
 
