@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 import pyopencl as cl
-from fastnn_opencl import elementwise, fast_launch
+from fastnn_opencl import elementwise_plan, fast_launch
 
 import fastnn as fnn
 from fastnn.api import fusion
@@ -50,9 +50,9 @@ def main() -> None:
     defines = (("GROUP", 3), ("TO", "float"), ("NDIM", 0), ("T0", "float"), ("MODE0", 0),
                ("T1", "float"), ("MODE1", 0), ("IS_FLOAT", 1),
                ("CHUNK", fast_launch.CHUNK))
-    kernel = cl.Kernel(dev.program(elementwise.FILE, defines), "k_add")
+    kernel = cl.Kernel(dev.program(elementwise_plan.FILE, defines), "k_add")
     out = dev.empty((4, 4), "float32")
-    kernel.set_args(out.data, np.int32(16), elementwise.int8_vector(()), a.data, np.int32(0),
+    kernel.set_args(out.data, np.int32(16), elementwise_plan.int8_vector(()), a.data, np.int32(0),
                     b.data, np.int32(0), np.float32(0))
     raw = per_call_us(lambda: cl.enqueue_nd_range_kernel(dev.queue, kernel,
                                                               fast_launch.flat_size(16), None),

@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
-from fastnn_opencl import elementwise, misc
+from fastnn_opencl import elementwise, elementwise_plan, misc
 from fastnn_opencl.runtime import CL_TYPES, NP_TYPES, CLArray, contiguous_strides, rounded
 
 FILE = "attention.cl"
@@ -38,7 +38,7 @@ def _lead(lead: tuple, arrays: list) -> tuple:
     """(B1, B2, per array its (b1, b2) strides) of the leading axes ``lead`` of ``arrays``
     collapsed together, or None where more than two axes remain."""
     rank = len(lead)
-    shape, strides = elementwise.collapse(lead, [a.strides[:rank] for a in arrays]
+    shape, strides = elementwise_plan.collapse(lead, [a.strides[:rank] for a in arrays]
                                           + [contiguous_strides(lead)])
     if len(shape) > 2:
         return None

@@ -2,7 +2,7 @@
 floor: a kernel per (op, dtype, device, operand kinds) and per thread, whose arguments
 are kept between calls, so a call allocates its result, sets the arguments that changed
 (the result's buffer, and the inputs' where they differ from the last call's) and
-enqueues. The kernels are those :func:`fastnn_opencl.elementwise.launch` builds for flat
+enqueues. The kernels are those :func:`fastnn_opencl.elementwise_plan.launch` builds for flat
 operands (same source, defines and arguments), so the results are the same bit for bit;
 anything else (broadcasting, views, scalars of another kind) returns None and takes that
 general path.
@@ -81,7 +81,7 @@ def flat_size(n: int) -> tuple:
 def _plan(key, group, name, inputs, out_dtype):
     import pyopencl as cl
 
-    from fastnn_opencl import elementwise
+    from fastnn_opencl import elementwise_plan
 
     try:
         table = _tables.table
@@ -92,9 +92,9 @@ def _plan(key, group, name, inputs, out_dtype):
         dev = inputs[0].dev
         dev.check_dtype(out_dtype)
         modes = [0 if type(x) is CLArray else 2 for x in inputs]
-        defines = elementwise._defines(group, inputs, modes, out_dtype, 0, ())
-        kernel = cl.Kernel(dev.program(elementwise.FILE, defines), name)
-        kernel.set_arg(2, elementwise.int8_vector(()))  # the shape: unused at rank 0
+        defines = elementwise_plan.kernel_defines(group, inputs, modes, out_dtype, 0, ())
+        kernel = cl.Kernel(dev.program(elementwise_plan.FILE, defines), name)
+        kernel.set_arg(2, elementwise_plan.int8_vector(()))  # the shape: unused at rank 0
         plan = table[key] = _Plan(kernel, NP_TYPES[out_dtype].itemsize, out_dtype,
                                   len(inputs))
         param = 3 + sum(2 if m == 0 else 1 for m in modes)

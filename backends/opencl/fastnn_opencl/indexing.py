@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
-from fastnn_opencl import elementwise
+from fastnn_opencl import elementwise, elementwise_plan
 from fastnn_opencl.runtime import CL_TYPES, MAX_NDIM, NP_TYPES, CLArray, contiguous_strides, rounded
 from fastnn_opencl.runtime import cl as _cl
 
@@ -56,7 +56,7 @@ def write(dst: CLArray, src: CLArray) -> None:
     if src.data is dst.data and src.offset == dst.offset and src.strides == dst.strides:
         return  # the same memory (an optimizer step updated it in place)
     dev = dst.dev
-    shape, (dst_st, src_st) = elementwise.collapse(dst.shape, [dst.strides, src.strides])
+    shape, (dst_st, src_st) = elementwise_plan.collapse(dst.shape, [dst.strides, src.strides])
     if len(shape) <= 4 and not (dst.is_contiguous and src.is_contiguous):
         pad = 4 - len(shape)
         shape = tuple(reversed(shape)) + (1,) * pad  # innermost first
@@ -83,10 +83,10 @@ def write(dst: CLArray, src: CLArray) -> None:
                           src_offset=src.offset * item, dst_offset=dst.offset * item)
         return
     kernel = _kernel(dev, "k_write", dst.dtype,
-                     [None, _I, elementwise._vec_dtype(), elementwise._vec_dtype(), None, _I,
-                      _I])
-    shape = elementwise.int8_vector(tuple(reversed(dst.shape)))
-    strides = elementwise.int8_vector(tuple(reversed(dst.strides)))
+                     [None, _I, elementwise_plan.vec_dtype(), elementwise_plan.vec_dtype(),
+                      None, _I, _I])
+    shape = elementwise_plan.int8_vector(tuple(reversed(dst.shape)))
+    strides = elementwise_plan.int8_vector(tuple(reversed(dst.strides)))
     kernel(dev.queue, (rounded(src.size),), None, dst.data, dst.offset, shape, strides,
            src.data, src.offset, src.size)
 

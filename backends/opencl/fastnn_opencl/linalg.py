@@ -17,7 +17,7 @@ import numpy as np
 
 from fastnn.api.hookspec import hookimpl
 from fastnn_opencl import elementwise, gemm_tune, gemm_wide
-from fastnn_opencl.elementwise import collapse
+from fastnn_opencl.elementwise_plan import collapse
 from fastnn_opencl.fast_gemm import matmul_2d
 from fastnn_opencl.runtime import CL_TYPES, CLArray, contiguous_strides, rounded
 
