@@ -36,8 +36,8 @@ CONV2D_CONFIGS = [
     ((2, 3, 7, 6), (3, 1, 2, 3), dict(stride=(2, 1), dilation=(2, 1), padding=(1, 0),
                                       groups=3)),
     ((0, 3, 4, 4), (3, 1, 3, 3), dict(padding=1, groups=3)),
-    # the cpu backend's batched chunks (fastnn_cpu.conv_batched: float32, 8+ channels each
-    # side): two batches of four chunks
+    # the cpu backend's batched im2col chunks (float32, 8+ channels each side): two
+    # batches of four chunks
     ((3, 8, 12, 11), (9, 8, 3, 3), dict(padding=1)),
 ]
 
