@@ -127,8 +127,9 @@ def test_conv2d_plans_over_the_budget_are_not_kept(monkeypatch):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape, padding, dilation", [
     ((3, 5, 80), 2, 1),  # "same" padding, kernel 5; forward by per-sample im2col
-    ((2, 16, 70), 2, 1),  # forward by taps, weight gradient by one im2col GEMM
+    ((2, 16, 70), 2, 1),  # forward by per-sample im2col, the gradients by taps
     ((2, 32, 66), 2, 1),  # everything by taps
+    ((1, 23, 1600), 2, 1),  # per-sample im2col, its GEMM split in columns
     ((2, 4, 90), 0, 2),  # no padding
     ((2, 3, 64), 8, 2),  # padding as wide as the span
     ((0, 3, 70), 1, 1),  # an empty batch

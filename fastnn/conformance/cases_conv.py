@@ -29,6 +29,8 @@ CONV_CONFIGS = [
     # long signals (64+ outputs): the cpu backend's per-sample taps path
     (2, 3, 70, 4, 3, 1, 1, 2, 1),
     (1, 2, 66, 3, 5, 1, 4, 1, 1),
+    # its per-sample im2col GEMM (16, 80) @ (80, 1024), split in two column halves
+    (1, 16, 1024, 16, 5, 1, 2, 1, 1),
 ]
 
 

@@ -36,6 +36,9 @@ CONV2D_CONFIGS = [
     ((2, 3, 7, 6), (3, 1, 2, 3), dict(stride=(2, 1), dilation=(2, 1), padding=(1, 0),
                                       groups=3)),
     ((0, 3, 4, 4), (3, 1, 3, 3), dict(padding=1, groups=3)),
+    # the cpu backend's batched im2col chunks (float32, 8+ channels each side): two
+    # batches of four chunks
+    ((3, 8, 12, 11), (9, 8, 3, 3), dict(padding=1)),
 ]
 
 
@@ -162,8 +165,12 @@ register_gradient_cases("conv2d", F.conv2d, conv2d_ref, conv2d_grads, _conv_samp
 
 # conv2d_backward at the hook level (the tape reaches it through the conv2d case, where x
 # and the weight both need gradients): CONV2D_CONFIGS and a stride-1 layout of several
-# column chunks on the cpu backend, against the float64 adjoint and the composite
-BACKWARD_CONFIGS = CONV2D_CONFIGS + [((3, 5, 40, 40), (4, 5, 3, 3), dict(padding=1))]
+# column chunks on the cpu backend, against the float64 adjoint and the composite; the
+# last one dilated in the cpu backend's batched chunks, one batch of three
+BACKWARD_CONFIGS = CONV2D_CONFIGS + [
+    ((3, 5, 40, 40), (4, 5, 3, 3), dict(padding=1)),
+    ((2, 8, 9, 10), (8, 8, 3, 2), dict(padding=(2, 1), dilation=(2, 1))),
+]
 
 
 def _attrs(x_shape, w_shape, p):

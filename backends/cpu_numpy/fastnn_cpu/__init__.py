@@ -148,18 +148,19 @@ def relu(x):
         return np.maximum(x, zero)
     # NOTE: NumPy 2.4's maximum against a scalar ran 2.4x slower than against an array
     # (0.091 vs 0.038 ms on 256k float32, Zen 5): a zero row, broadcast, keeps the
-    # array-array loop; a contiguous x is taken as rows of its trailing axes.
-    if RELU_ROW_MIN <= x.shape[-1] <= RELU_ROW_MAX:
-        return np.maximum(x, _zero_row(x.shape[-1], x.dtype))
+    # array-array loop. A contiguous x is taken as rows of as many trailing axes as
+    # RELU_ROW_MAX allows: rows of 8192 ran 1.4x faster than rows of 256 on (32, 32, 256).
     if x.flags.c_contiguous:
         length = 1
         for size in reversed(x.shape):
-            if length >= RELU_ROW_MIN:
+            if length * size > RELU_ROW_MAX:
                 break
             length *= size
-        if RELU_ROW_MIN <= length <= RELU_ROW_MAX:
+        if length >= RELU_ROW_MIN:
             rows = x.reshape(-1, length)
             return np.maximum(rows, _zero_row(length, x.dtype)).reshape(x.shape)
+    if RELU_ROW_MIN <= x.shape[-1] <= RELU_ROW_MAX:
+        return np.maximum(x, _zero_row(x.shape[-1], x.dtype))
     return np.maximum(x, zero)
 
 
@@ -231,9 +232,16 @@ def where(cond, a, b):
         # misprediction); a * cond is exact unless a holds inf/nan where cond is
         # False (inf * 0 = nan), which the isfinite check sends to np.where.
         floating = a.dtype.kind == "f"
-        if floating and isinstance(cond, np.ndarray) and cond.dtype == np.bool_:
-            cond = cond.view(np.uint8)  # float * uint8 casts ~10% faster than float * bool
-        out = np.multiply(a, cond, dtype=a.dtype)
+        boolean = isinstance(cond, np.ndarray) and cond.dtype == np.bool_
+        if boolean and a.dtype in _BLAS_FLOATS and cond.shape == a.shape:
+            # the mask cast to a's dtype first, then one same-dtype multiply into it:
+            # 0.048 against 0.063 ms for the mixed multiply on (32, 32, 256) float32
+            out = cond.astype(a.dtype)
+            np.multiply(a, out, out=out)
+        else:
+            if floating and boolean:
+                cond = cond.view(np.uint8)  # float * uint8 casts ~10% faster than * bool
+            out = np.multiply(a, cond, dtype=a.dtype)
         if all_finite(out):
             return out
     return np.where(cond, a, b)

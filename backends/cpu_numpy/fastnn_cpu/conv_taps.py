@@ -12,7 +12,10 @@ inner stride, row stride the padded length), and the forward and input gradient 
 out in the (N, C, L) layout, with no column matrix, no thrown-away columns and no
 transposed copy. On a Zen 5 core (OpenBLAS's Haswell kernels) this ran 1.15-1.3x faster
 than the flat layout's planned im2col GEMMs on (32, 16-32, 256) -> 32 with kernel 5
-(benchmarks/bench_models.py's Conv1d), forward and both gradients.
+(benchmarks/bench_models.py's Conv1d), forward and both gradients. The weight gradient
+goes by taps at every width: on an AMD EPYC core (SkylakeX kernels) one GEMM over an
+im2col of the whole batch, tried for fewer than 128 im2col rows, ran 1.2-2.2x slower
+than the taps on (32, 3-32, 64-256) k3-9, (64, 3, 100) k7 and (256, 4, 64) k3.
 
 Short signals make the per-sample GEMMs too small: below MIN_LENGTH output positions the
 flat layout of :mod:`fastnn_cpu.conv` stays.
@@ -22,17 +25,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastnn_cpu import scratch
+from fastnn_cpu import gemm_split, scratch
 
 #: Fewest output positions per sample for which the per-sample GEMMs run.
 MIN_LENGTH = 64
 #: Fewest input channels for which the forward goes by taps: with fewer, each tap's GEMM
-#: is too thin (3-4 channels ran 1.3-2.1x slower than the flat layout), and a per-sample
-#: im2col with one GEMM a sample runs instead.
-FORWARD_TAP_MIN_CHANNELS = 16
-#: Fewest rows (C_in * K) of the weight gradient's im2col for which it goes by taps: below
-#: (16 channels, kernel 5) one GEMM over an im2col of the whole batch ran 1.2x faster.
-WEIGHT_TAP_MIN_ROWS = 128
+#: is too thin, and a per-sample im2col with one GEMM a sample (split by
+#: :mod:`fastnn_cpu.gemm_split`) runs instead. On (32, C_in, 64-256) -> 32, k3-9 (AMD EPYC,
+#: SkylakeX kernels) the taps took 1.1-1.9x the im2col's time at 8-16 channels, 0.93-1.13x
+#: at 24-32, 0.4-0.9x at 64.
+FORWARD_TAP_MIN_CHANNELS = 24
 
 
 def applies(length_out, kernel_size, stride, padding, dilation, groups):
@@ -71,7 +73,9 @@ def forward(x, weight, padding, dilation):
                              strides=(s_n, s_c, dilation * s_l, s_l))
         cols = scratch.empty("conv1d_taps_columns", windows.shape, x.dtype)
         np.copyto(cols, windows)
-        return np.matmul(weight.reshape(c_out, c_in * k), cols.reshape(n, c_in * k, length_out))
+        out = np.empty((n, c_out, length_out), dtype=x.dtype)
+        return gemm_split.matmul(weight.reshape(c_out, c_in * k),
+                                 cols.reshape(n, c_in * k, length_out), out)
     taps = np.ascontiguousarray(weight.transpose(2, 0, 1))  # (K, C_out, C_in)
     out = np.empty((n, c_out, length_out), dtype=x.dtype)
     starts = [tap * dilation for tap in range(k)]
@@ -95,19 +99,6 @@ def grad_weight(x, grad_out, kernel_size, padding, dilation):
     n, c_in, _ = x.shape
     c_out, length_out = grad_out.shape[1:]
     xp = _padded_input(x, padding)
-    if c_in * kernel_size < WEIGHT_TAP_MIN_ROWS:
-        # one GEMM over the whole batch: im2col (C_in * K, N * L_out) times the gradient
-        # as (N * L_out, C_out), the long dimension inside
-        s_n, s_c, s_l = xp.strides
-        windows = np.ndarray((c_in, kernel_size, n, length_out), dtype=x.dtype, buffer=xp,
-                             strides=(s_c, dilation * s_l, s_n, s_l))
-        cols = scratch.empty("conv1d_taps_columns_t", windows.shape, x.dtype)
-        np.copyto(cols, windows)
-        g = scratch.empty("conv1d_taps_grad_t", (c_out, n, length_out), x.dtype)
-        np.copyto(g, grad_out.transpose(1, 0, 2))
-        rows = c_in * kernel_size
-        total = np.matmul(cols.reshape(rows, -1), g.reshape(c_out, -1).T)  # (C_in * K, C_out)
-        return np.ascontiguousarray(total.T).reshape(c_out, c_in, kernel_size)
     # (N, L_out, C_out), which BLAS reads transposed; a view with other strides (a
     # broadcast gradient) would send np.matmul to its loop without BLAS
     g_t = np.ascontiguousarray(grad_out).transpose(0, 2, 1)

@@ -15,6 +15,45 @@ import numpy as np
 from fastnn.api.hookspec import hookimpl
 
 _SUM = np.add.reduce
+_BLAS_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+#: Longest rows summed by a BLAS matrix-vector product with ones: NumPy's reduction over
+#: a short last axis pays its loop setup per row (0.029 against 0.007 ms for the row sums
+#: of nanoGPT's (16, 64, 64) float32, 0.021 against 0.005 for its column sums).
+GEMV_MAX = 4096
+#: Most rows a column sum takes by GEMV: it adds them in sequence (in a few vector
+#: accumulators), not pairwise as NumPy's reduction does, so only a modest count goes so.
+COLUMN_GEMV_MAX_ROWS = 16384
+_ONES: dict = {}
+
+
+def _ones(n, dtype):
+    ones = _ONES.get((n, dtype))
+    if ones is None:
+        if len(_ONES) > 64:
+            _ONES.clear()
+        ones = _ONES[(n, dtype)] = np.ones(n, dtype)
+        ones.flags.writeable = False
+    return ones
+
+
+def _row_sums(a):
+    """Sums over the last axis, keepdims (a new array)."""
+    d = a.shape[-1]
+    if a.dtype in _BLAS_FLOATS and 0 < d <= GEMV_MAX and a.ndim > 1:
+        return np.matmul(a, _ones(d, a.dtype))[..., None]
+    return _SUM(a, axis=-1, keepdims=True)
+
+
+def _column_sums(a):
+    """Sums over every axis but the last: (D,)."""
+    rows = tuple(range(a.ndim - 1))
+    if not rows:
+        return np.array(a, copy=True)
+    if a.dtype in _BLAS_FLOATS and a.flags.c_contiguous and a.size:
+        flat = a.reshape(-1, a.shape[-1])
+        if flat.shape[0] <= COLUMN_GEMV_MAX_ROWS:
+            return np.matmul(_ones(flat.shape[0], a.dtype), flat)
+    return _SUM(a, axis=rows)
 
 
 def _in_float32(fn, *arrays):
@@ -28,11 +67,11 @@ def layer_norm_train(x, weight, bias, eps):
     if x.dtype == np.float16:
         return _in_float32(lambda *a: layer_norm_train(*a, eps), x, weight, bias)
     d = x.shape[-1]
-    mean = _SUM(x, axis=-1, keepdims=True)
+    mean = _row_sums(x)
     mean /= d
     centered = np.subtract(x, mean)
     square = np.multiply(centered, centered)
-    rstd = _SUM(square, axis=-1, keepdims=True)
+    rstd = _row_sums(square)
     rstd /= d
     rstd += eps
     np.sqrt(rstd, out=rstd)
@@ -50,16 +89,15 @@ def layer_norm_backward(x, weight, mean, rstd, grad):
     d = x.shape[-1]
     xhat = np.subtract(x, mean)
     xhat *= rstd
-    rows = tuple(range(x.ndim - 1))
-    dbias = _SUM(grad, axis=rows) if rows else np.array(grad, copy=True)
+    dbias = _column_sums(grad)
     gx = np.multiply(grad, xhat)
-    dweight = _SUM(gx, axis=rows) if rows else gx.copy()
+    dweight = _column_sums(gx)
     # g * xhat = grad * xhat * weight: reuse grad * xhat
     gx *= weight
-    b = _SUM(gx, axis=-1, keepdims=True)
+    b = _row_sums(gx)
     b /= d
     g = np.multiply(grad, weight)
-    a = _SUM(g, axis=-1, keepdims=True)
+    a = _row_sums(g)
     a /= d
     g -= a
     np.multiply(xhat, b, out=xhat)

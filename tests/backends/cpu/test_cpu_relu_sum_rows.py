@@ -12,8 +12,8 @@ from fastnn_cpu import sum as cpu_sum
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 @pytest.mark.parametrize("shape, view", [
-    ((32, 32, 256), None),  # rows of the last axis
-    ((8, 16, 28, 28), None),  # rows of the two trailing axes
+    ((32, 32, 256), None),  # rows of the two trailing axes (8192)
+    ((8, 16, 28, 28), None),  # rows of the three trailing axes
     ((70, 64), "transposed"),  # last axis 70, not contiguous
     ((64, 3, 70), "strided"),  # short last axis, not contiguous: the scalar maximum
     ((5, 7), None),  # small

@@ -36,3 +36,17 @@ def test_where_zero_with_values_that_break_the_multiply(dtype, value):
         got = where(cond, a, 0.0)
     np.testing.assert_array_equal(got, np.where(cond, a, dtype(0)))
     assert got[1, 2] == 0
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_where_zero_of_a_broadcast_gradient_and_a_broadcast_mask(dtype):
+    rng = np.random.default_rng(2)
+    # relu's backward after a mean: the gradient a broadcast view of cond's shape
+    a = np.broadcast_to(rng.normal(size=(4, 3, 1)).astype(dtype), (4, 3, 9))
+    cond = rng.random((4, 3, 9)) > 0.5
+    got = where(cond, a, 0)
+    assert got.dtype == dtype and got.flags.writeable
+    np.testing.assert_array_equal(got, np.where(cond, a, dtype(0)))
+    # a mask that broadcasts against a (shapes differ): the mixed multiply
+    row = rng.random(9) > 0.5
+    np.testing.assert_array_equal(where(row, a, 0), np.where(row, a, dtype(0)))
