@@ -1,0 +1,105 @@
+// The packing passes of convolutions: B of the packed GEMM as a conv input's
+// transposed im2col, written straight into the panels. Included by matmul.cl under
+// #ifdef KC, after matmul_packed.cl (NR, T, UNROLL in scope).
+
+// B as the transposed im2col of a conv1d input x (N, C, L), without building it: row
+// k = n * L_out + l, column j = c * KS + tap holds x[n, c, l * stride + tap * dilation -
+// padding] (0 outside [0, L)); the columns of group g start at channel c0. A work-item
+// packs rows [8 i, 8 i + 8) of one panel (fewer, longer work-items: PoCL's per-item cost
+// dominated with one row each); rows whose window is inside x skip the bound checks.
+inline void pack_im2col_row(const int k, const int p, const int NC, __global const T *x,
+                            const int sxn, const int sxc, const int sxl, const int L,
+                            const int L_out, const int KS, const int stride,
+                            const int padding, const int dilation, const int K,
+                            __global T *Bp) {
+    const int n = k / L_out, l = k - n * L_out;
+    const int base = l * stride - padding;
+    __global T *dst = Bp + ((long)p * K + k) * NR;
+    int ci = p * NR / KS, tap = p * NR - ci * KS;  // column j = ci * KS + tap, stepped
+    const __global T *row = x + n * sxn + ci * sxc;
+    if (base >= 0 && base + (KS - 1) * dilation < L && (p + 1) * NR <= NC) {
+        row += base * sxl;
+        UNROLL for (int c = 0; c < NR; ++c) {
+            dst[c] = row[tap * dilation * sxl];
+            if (++tap == KS) {
+                tap = 0;
+                row += sxc;
+            }
+        }
+        return;
+    }
+    for (int c = 0; c < NR; ++c) {
+        const int pos = base + tap * dilation;
+        dst[c] = (p * NR + c < NC && pos >= 0 && pos < L) ? row[pos * sxl] : (T)0;
+        if (++tap == KS) {
+            tap = 0;
+            row += sxc;
+        }
+    }
+}
+
+__kernel void k_pack_b_im2col(const int K, const int NC, __global const T *x, const int offx,
+                              const int sxn, const int sxc, const int sxl, const int L,
+                              const int L_out, const int KS, const int stride,
+                              const int padding, const int dilation, const int c0,
+                              __global T *Bp) {
+    const int k0 = get_global_id(0) * 8, p = get_global_id(1);
+    const int k1 = k0 + 8 < K ? k0 + 8 : K;
+    for (int k = k0; k < k1; ++k)
+        pack_im2col_row(k, p, NC, x + offx + c0 * sxc, sxn, sxc, sxl, L, L_out, KS, stride,
+                        padding, dilation, K, Bp);
+}
+
+// B as the transposed im2col of a conv2d input x (N, C, H, W), as k_pack_b_im2col: row
+// k = (n * OH + i) * OW + j, column c = (ci * KH + a) * KW + b holds x[n, c0 + ci,
+// i * sh + a * dh - top, j * sw + b * dw - left] (0 outside x). A work-item packs rows
+// [8 r, 8 r + 8) of one panel; the column walk (ci, a, b) is stepped, not divided, and
+// rows whose window lies inside x skip the bound checks.
+__kernel void k_pack_b_im2col2d(const int K, const int NC, __global const T *x,
+                                const int offx, const int sxn, const int sxc, const int sxh,
+                                const int sxw, const int H, const int W, const int OH,
+                                const int OW, const int KH, const int KW, const int sh,
+                                const int sw, const int top, const int left, const int dh,
+                                const int dw, const int c0, __global T *Bp) {
+    const int k0 = get_global_id(0) * 8, p = get_global_id(1);
+    const int k1 = k0 + 8 < K ? k0 + 8 : K;
+    const int taps = KH * KW;
+    const int j0 = p * NR;
+    const int ci0 = j0 / taps, a0 = (j0 - ci0 * taps) / KW, b0 = j0 - ci0 * taps - a0 * KW;
+    const int full = j0 + NR <= NC;
+    x += offx + c0 * sxc;
+    for (int k = k0; k < k1; ++k) {
+        const int n = k / (OH * OW), rem = k - n * (OH * OW);
+        const int i = rem / OW, j = rem - i * OW;
+        const int hb = i * sh - top, wb = j * sw - left;
+        __global T *dst = Bp + ((long)p * K + k) * NR;
+        const __global T *plane = x + n * sxn + ci0 * sxc;
+        int a = a0, b = b0;
+        if (full && hb >= 0 && hb + (KH - 1) * dh < H && wb >= 0 && wb + (KW - 1) * dw < W) {
+            const __global T *base = plane + hb * sxh + wb * sxw;
+            UNROLL for (int c = 0; c < NR; ++c) {
+                dst[c] = base[a * dh * sxh + b * dw * sxw];
+                if (++b == KW) {
+                    b = 0;
+                    if (++a == KH) {
+                        a = 0;
+                        base += sxc;
+                    }
+                }
+            }
+            continue;
+        }
+        for (int c = 0; c < NR; ++c) {
+            const int h = hb + a * dh, w = wb + b * dw;
+            dst[c] = (j0 + c < NC && h >= 0 && h < H && w >= 0 && w < W)
+                         ? plane[h * sxh + w * sxw] : (T)0;
+            if (++b == KW) {
+                b = 0;
+                if (++a == KH) {
+                    a = 0;
+                    plane += sxc;
+                }
+            }
+        }
+    }
+}
