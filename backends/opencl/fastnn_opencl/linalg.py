@@ -45,11 +45,11 @@ def packed_lanes(dev, dtype: str) -> int:
 
 def _cpu_blocks(dev, dtype: str, n: int) -> tuple:
     """(TM, VW, VN) of the unpacked CPU kernel: TM rows by VN vectors of VW lanes per
-    work-item (6 x 2 x 8 floats: 12 accumulators in the 16 AVX2 registers). Narrow
+    work-item, (TM, VN) tuned per device by :func:`gemm_tune.direct_blocks`. Narrow
     outputs take fewer or 4-lane vectors so that they do not all fall into the edge path.
     """
     vw = vector_lanes(dev, dtype)
-    tm, vn = 6, 2
+    tm, vn = gemm_tune.direct_blocks(dev, dtype)
     if n < vw:
         vw = 4
     vn = max(1, min(vn, n // vw))
