@@ -36,6 +36,10 @@ CONV2D_CONFIGS = [
     ((2, 3, 7, 6), (3, 1, 2, 3), dict(stride=(2, 1), dilation=(2, 1), padding=(1, 0),
                                       groups=3)),
     ((0, 3, 4, 4), (3, 1, 3, 3), dict(padding=1, groups=3)),
+    # opencl on CPU devices: the forward and the stride-1 input gradient as packed GEMMs
+    # over each sample's im2col (32+ channels a group, an output narrower than 8)
+    ((2, 32, 7, 6), (32, 32, 3, 3), dict(padding=(1, 0))),
+    ((2, 64, 6, 5), (64, 32, 2, 3), dict(padding=(1, 2), dilation=(2, 1), groups=2)),
 ]
 
 

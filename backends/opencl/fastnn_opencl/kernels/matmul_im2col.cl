@@ -103,3 +103,51 @@ __kernel void k_pack_b_im2col2d(const int K, const int NC, __global const T *x,
         }
     }
 }
+
+// B[n] as the im2col of sample n of a conv2d input x (N, C, H, W), for the forward product
+// out[n] (C_out, Q) = W (C_out, CK) @ B[n] (CK, Q), Q = OH * OW: row k = (ci * KH + a) * KW
+// + b, column q = i * OW + j holds x[n, c0 + ci, i * sh + a * dh - top, j * sw + b * dw -
+// left] (0 outside x and past Q). Work-item (kb, p, n) packs rows [8 kb, 8 kb + 8) of panel
+// p of sample n: the panel's NR window corners are worked out once, then each row is NR
+// unrolled loads with one unsigned bounds test per axis (a panel spans rows of a small
+// image, so there is no run to copy whole; 2x faster than stepping the positions per row).
+__kernel void k_pack_b_im2col2d_fwd(const int K, const int Q, __global const T *x,
+                                    const int offx, const int sxn, const int sxc,
+                                    const int sxh, const int sxw, const int H, const int W,
+                                    const int OW, const int KH, const int KW, const int sh,
+                                    const int sw, const int top, const int left,
+                                    const int dh, const int dw, const int c0,
+                                    __global T *Bp) {
+    const int k0 = get_global_id(0) * 8, p = get_global_id(1), n = get_global_id(2);
+    const int k1 = k0 + 8 < K ? k0 + 8 : K;
+    const int panels = (Q + NR - 1) / NR, taps = KH * KW;
+    const int q0 = p * NR;
+    int hb[NR], wb[NR];
+    int i = q0 / OW, j = q0 - i * OW;
+    UNROLL for (int c = 0; c < NR; ++c) {
+        hb[c] = q0 + c < Q ? i * sh - top : -(1 << 28);  // past Q: outside every row
+        wb[c] = j * sw - left;
+        if (++j == OW) {
+            j = 0;
+            ++i;
+        }
+    }
+    x += offx + n * sxn + c0 * sxc;
+    __global T *dst = Bp + (((long)n * panels + p) * K + k0) * NR;
+    int ci = k0 / taps, a = (k0 - ci * taps) / KW, b = k0 - ci * taps - a * KW;
+    for (int k = k0; k < k1; ++k, dst += NR) {
+        const int hoff = a * dh, woff = b * dw;
+        const __global T *plane = x + ci * sxc;
+        UNROLL for (int c = 0; c < NR; ++c) {
+            const int h = hb[c] + hoff, w = wb[c] + woff;
+            dst[c] = ((uint)h < (uint)H && (uint)w < (uint)W) ? plane[h * sxh + w * sxw] : (T)0;
+        }
+        if (++b == KW) {
+            b = 0;
+            if (++a == KH) {
+                a = 0;
+                ++ci;
+            }
+        }
+    }
+}
