@@ -66,7 +66,7 @@ SHAPES = [(37, 600, 70, False, False, 1), (2, 1200, 513, True, False, 1),
           (32, 4100, 80, False, True, 1), (1030, 20, 70, False, True, 1)]  # a short k
 
 
-@pytest.mark.parametrize("choice", [(6, 2), (4, 3), (4, 2), (8, 1)])
+@pytest.mark.parametrize("choice", [(6, 2), (6, 1), (5, 1), (2, 2), (4, 3), (4, 2), (8, 1)])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_every_candidate_block_computes_the_product(ocl, monkeypatch, choice, dtype):
     from fastnn_opencl import gemm_tune, linalg
@@ -77,6 +77,7 @@ def test_every_candidate_block_computes_the_product(ocl, monkeypatch, choice, dt
         pytest.skip("the packed GEMM kernel runs on CPU devices only")
     if dtype == "float64" and not dev.fp64:
         pytest.skip("no float64 on this device")
+    assert choice in gemm_tune.CANDIDATES
     monkeypatch.setattr(gemm_tune, "blocks", lambda dev, dtype: choice)
     rng = np.random.default_rng(0)
     for m, k, n, ta, tb, batch in SHAPES:
