@@ -108,3 +108,35 @@ def test_packed_paths_match_the_direct_kernel_with_asymmetric_padding(packed, dt
         assert np.abs(got_dx - want_dx).max() <= tol * np.abs(want_dx).max(), x_shape
     stride_one = sum(case[2] == (1, 1) for case in CASES)
     assert len(calls) == len(CASES) + stride_one  # every forward, stride-1 input gradient
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_narrow_32_channel_conv_takes_the_packed_path_as_shipped(ocl, dtype, monkeypatch):
+    """Unforced thresholds, through the tape: F.conv2d forward and backward on a shape the
+    real gate sends to the packed GEMM (32 channels a group, an output narrower than 8)."""
+    from fastnn_opencl import conv_2d
+    from fastnn_opencl.linalg import uses_cpu_kernels
+    from fastnn_opencl.runtime import state
+
+    import fastnn as fnn
+    import fastnn.functional as F
+
+    if not uses_cpu_kernels(state(0)) or (dtype == "float64" and not state(0).fp64):
+        pytest.skip("the packed GEMM runs on CPU devices only; float64 needs cl_khr_fp64")
+    calls = []
+    real = conv_2d._forward_packed
+    monkeypatch.setattr(conv_2d, "_forward_packed",
+                        lambda *args, **kw: calls.append(1) or real(*args, **kw))
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal((2, 32, 7, 6)), rng.standard_normal((32, 32, 3, 3))
+    params = dict(padding=(1, 0))
+    want = conv2d_ref(x, w, **params)
+    g = rng.standard_normal(want.shape)
+    xt, wt = (fnn.tensor(a.astype(dtype), device="opencl", requires_grad=True) for a in (x, w))
+    out = F.conv2d(xt, wt, None, **params)
+    out.backward(fnn.tensor(g.astype(dtype), device="opencl"))
+    want_dx, want_dw = conv2d_grads(x, w, g, **params)
+    tol = 2e-6 if dtype == "float32" else 1e-13
+    for got, ref in ((out, want), (xt.grad, want_dx), (wt.grad, want_dw)):
+        assert np.abs(got.numpy() - ref).max() <= tol * np.abs(ref).max()
+    assert len(calls) == 2  # the forward and the input gradient
