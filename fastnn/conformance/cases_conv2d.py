@@ -164,12 +164,16 @@ register_gradient_cases("conv2d", F.conv2d, conv2d_ref, conv2d_grads, _conv_samp
 
 
 # conv2d_backward at the hook level (the tape reaches it through the conv2d case, where x
-# and the weight both need gradients): CONV2D_CONFIGS and a stride-1 layout of several
-# column chunks on the cpu backend, against the float64 adjoint and the composite; the
-# last one dilated in the cpu backend's batched chunks, one batch of three
+# and the weight both need gradients): CONV2D_CONFIGS, a stride-1 layout of several column
+# chunks on the cpu backend, one dilated in the cpu backend's batched chunks (one batch of
+# three), and (opencl on CPU devices) stride-1 input gradients as packed GEMMs over each
+# sample's im2col (32+ channels a group, an output narrower than 8; too big for the conv2d
+# case's finite differences), against the float64 adjoint and the composite
 BACKWARD_CONFIGS = CONV2D_CONFIGS + [
     ((3, 5, 40, 40), (4, 5, 3, 3), dict(padding=1)),
     ((2, 8, 9, 10), (8, 8, 3, 2), dict(padding=(2, 1), dilation=(2, 1))),
+    ((2, 32, 7, 6), (32, 32, 3, 3), dict(padding=(1, 0))),
+    ((2, 64, 6, 5), (64, 32, 2, 3), dict(padding=(1, 2), dilation=(2, 1), groups=2)),
 ]
 
 

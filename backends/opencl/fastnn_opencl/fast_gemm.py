@@ -67,7 +67,8 @@ def _packed(dev, dtype, m, n, k, a_str, b_str) -> _Plan:
     steps = [_Step(_kernel(dev, defines, "k_pack_b"), (-(-k // linalg.PACK_ROWS), nb, 1),
                    None, (("b", 2), ("bp", 7)),
                    ((0, k), (1, n), (4, 0), (5, b_str[0]), (6, b_str[1]))),
-             _Step(_kernel(dev, defines, "k_gemm_packed"), (nb, groups, splits), None,
+             _Step(_kernel(dev, defines, "k_gemm_packed"), (nb, groups, splits),
+                   linalg.packed_local(dev, (nb, groups, splits)),
                    (("a", 3), ("bp", 10), ("cp" if scratch else "out", 11), ("out", 12)),
                    ((0, m), (1, n), (2, k), (5, 0), (6, a_str[0]), (7, a_str[1]), (8, k),
                     (9, 0), (13, 0), (14, 0), (15, n), (16, splits)))]

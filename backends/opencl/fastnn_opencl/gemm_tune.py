@@ -9,6 +9,12 @@ device's name, the dtype and the kernel's version, in ``<fastnn cache>/opencl_ge
 vectors (a different lane count tunes afresh: the key names it); a corrupt or unreadable
 cache is ignored with a warning and rewritten. ``FASTNN_OPENCL_TUNE=0`` skips the run and
 uses the defaults.
+
+The unpacked kernel (``k_gemm_cpu``: products below the packing threshold) gets its own
+(TM, VN), timed on small products the models run (keyed ``<device>|<dtype>|direct1``):
+on PoCL 3.0 with AVX-512 its old fixed 6 x 2 block ran 32 x 64 @ 64 x 256 at 40 GFLOP/s
+and 4 x 2 at 85 (6-row blocks also leave ragged row edges on the models' power-of-two
+batches).
 """
 
 from __future__ import annotations
@@ -23,13 +29,20 @@ import numpy as np
 
 from fastnn.api.certificates import cache_dir
 
-CANDIDATES = ((6, 2), (4, 3), (4, 2), (8, 1))  # (TM, VN); the first is the default
+# (TM, VN); the first is the default. With 16-lane vectors (PoCL 3.0, AVX-512) 6 x 1 ran
+# 384^3 at 102 GFLOP/s on one core, 5 x 1 and 2 x 2 at 93-99, the 8 x 1 that tuning had
+# picked from the first four at 59, 6 x 2 at 53 (the models' mid-size shapes alike).
+CANDIDATES = ((6, 2), (6, 1), (5, 1), (2, 2), (4, 3), (4, 2), (8, 1))
 CACHE_NAME = "opencl_gemm.json"
-VERSION = "packed2"  # part of the cache key: a new kernel design tunes afresh
+VERSION = "packed3"  # part of the cache key: new candidates or kernels tune afresh
 _SIZE = 384
 _ROUNDS = 5
+DIRECT_CANDIDATES = ((4, 2), (2, 4), (5, 2), (6, 2))  # (TM, VN) of k_gemm_cpu; first: default
+DIRECT_VERSION = "direct1"
+_DIRECT_SHAPES = ((32, 64, 256), (64, 128, 96), (128, 10, 512))  # (m, k, n), none packed
+_DIRECT_REPS = 20
 _chosen: dict = {}
-_lock = threading.Lock()
+_lock = threading.RLock()  # a tuning run may ask for the other kernel's block
 
 
 def cache_path():
@@ -57,9 +70,8 @@ def read_cache() -> dict:
         return {}
 
 
-def _valid(entry) -> bool:
-    return (isinstance(entry, list) and len(entry) == 2
-            and tuple(entry) in {tuple(c) for c in CANDIDATES})
+def _valid(entry, candidates=CANDIDATES) -> bool:
+    return isinstance(entry, list) and len(entry) == 2 and tuple(entry) in candidates
 
 
 def write_cache(key: str, value) -> None:
@@ -93,6 +105,7 @@ def _time_candidate(dev, dtype: str, tm: int, vn: int, a, b, c) -> float:
 
 
 _forced: list = [None]  # the block a tuning run times
+_forced_direct: list = [None]  # the unpacked kernel's block a tuning run times
 
 
 def tune(dev, dtype: str) -> tuple:
@@ -125,22 +138,64 @@ def blocks(dev, dtype: str) -> tuple:
         return _forced[0]
     from fastnn_opencl.linalg import packed_lanes
 
-    memo = (dev.name, dtype, packed_lanes(dev, dtype))
+    lanes = packed_lanes(dev, dtype)
+    return _cached((dev.name, dtype, lanes), cache_key(dev, dtype, lanes), CANDIDATES,
+                   lambda: tune(dev, dtype))
+
+
+def direct_blocks(dev, dtype: str) -> tuple:
+    """(TM, VN) of the unpacked kernel ``k_gemm_cpu`` on ``dev`` (as :func:`blocks`)."""
+    if _forced_direct[0] is not None:
+        return _forced_direct[0]
+    return _cached((dev.name, dtype, DIRECT_VERSION), f"{dev.name}|{dtype}|{DIRECT_VERSION}",
+                   DIRECT_CANDIDATES, lambda: tune_direct(dev, dtype))
+
+
+def _cached(memo: tuple, key: str, candidates: tuple, run) -> tuple:
+    """The block kept under ``memo``, else the disk cache's under ``key``, else ``run()``'s
+    (written to the cache); the first candidate where tuning is off."""
     found = _chosen.get(memo)
     if found is not None:
         return found
     with _lock:
         found = _chosen.get(memo)
         if found is None:
-            key = cache_key(dev, dtype, memo[2])
             if os.environ.get("FASTNN_OPENCL_TUNE", "1") == "0":
-                found = CANDIDATES[0]
+                found = candidates[0]
             else:
                 entry = read_cache().get(key)
-                if _valid(entry):
+                if _valid(entry, candidates):
                     found = tuple(entry)
                 else:
-                    found = tune(dev, dtype)
+                    found = run()
                     write_cache(key, found)
             _chosen[memo] = found
     return found
+
+
+def tune_direct(dev, dtype: str) -> tuple:
+    """(TM, VN) of the fastest unpacked-kernel candidate on ``dev``: _DIRECT_REPS launches of
+    each of _DIRECT_SHAPES per round, best of _ROUNDS interleaved rounds (no cache)."""
+    from fastnn_opencl import linalg
+    from fastnn_opencl.misc import from_numpy
+
+    rng = np.random.default_rng(0)
+    cases = []
+    for m, k, n in _DIRECT_SHAPES:
+        a, b = (from_numpy(rng.standard_normal(s).astype(dtype), dev.index)
+                for s in ((m, k), (k, n)))
+        cases.append((a, b, dev.empty((m, n), dtype), m, k, n))
+    best = {cand: float("inf") for cand in DIRECT_CANDIDATES}
+    for _ in range(_ROUNDS + 1):  # the first round builds and warms up
+        for cand in DIRECT_CANDIDATES:
+            _forced_direct[0] = cand
+            try:
+                start = time.perf_counter()
+                for a, b, c, m, k, n in cases:
+                    for _ in range(_DIRECT_REPS):
+                        linalg.gemm(a, b, c, m, n, k, 1, (0, k, 1), (0, n, 1), (0, n, 1))
+                dev.queue.finish()
+                best[cand] = min(best[cand], time.perf_counter() - start)
+            finally:
+                _forced_direct[0] = None
+    return min(best, key=best.get)

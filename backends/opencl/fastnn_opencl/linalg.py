@@ -45,11 +45,11 @@ def packed_lanes(dev, dtype: str) -> int:
 
 def _cpu_blocks(dev, dtype: str, n: int) -> tuple:
     """(TM, VW, VN) of the unpacked CPU kernel: TM rows by VN vectors of VW lanes per
-    work-item (6 x 2 x 8 floats: 12 accumulators in the 16 AVX2 registers). Narrow
+    work-item, (TM, VN) tuned per device by :func:`gemm_tune.direct_blocks`. Narrow
     outputs take fewer or 4-lane vectors so that they do not all fall into the edge path.
     """
     vw = vector_lanes(dev, dtype)
-    tm, vn = 6, 2
+    tm, vn = gemm_tune.direct_blocks(dev, dtype)
     if n < vw:
         vw = 4
     vn = max(1, min(vn, n // vw))
@@ -152,6 +152,20 @@ def packed_plan(dev, dtype: str, m: int, n: int, k: int, batch: int) -> tuple:
     return defines, tm, nr, mb, nb, groups, splits
 
 
+def packed_local(dev, size: tuple) -> tuple:
+    """The work-group of a ``k_gemm_packed`` launch over ``size`` (column panels, row groups,
+    batch * splits): a divisor of the panels, as large as leaves 4 work-groups a compute
+    unit. PoCL's own choice (local size None) ran some grids as one work-group on one
+    thread: 1024x64 @ 64x192 (12 x 22 items) at 95-97 GFLOP/s on two threads, 156-164
+    with this; 256x2048 @ 2048x64 102-105 against 158-159; large grids alike (1024^3 ~200)."""
+    panels, rest = size[0], size[1] * size[2]
+    want = 4 * dev.compute_units
+    for width in range(panels, 0, -1):
+        if panels % width == 0 and panels // width * rest >= want:
+            return (width, 1, 1)
+    return (1, 1, 1)
+
+
 def gemm_packed(a: CLArray, b, c: CLArray, m: int, n: int, k: int, batch: int,
                 a_strides: tuple, b_strides: tuple, c_strides: tuple, a_k2: tuple = ()) -> None:
     """C = A @ B through packed panels of B (``k_pack_b``, then ``k_gemm_packed``, which
@@ -180,7 +194,8 @@ def gemm_packed(a: CLArray, b, c: CLArray, m: int, n: int, k: int, batch: int,
                b_strides[0], b_strides[1], sbn, bp.data)
     k2, sak2 = a_k2 or (k, 0)
     kernel = dev.kernel(FILE, "k_gemm_packed", defines, _PACKED_ARGS)
-    kernel(dev.queue, (nb, groups, batch * splits), None, m, n, k, a.data, a.offset,
+    size = (nb, groups, batch * splits)
+    kernel(dev.queue, size, packed_local(dev, size), m, n, k, a.data, a.offset,
            *a_strides, k2, sak2, bp.data, cp.data, c.data, c.offset, c_strides[0],
            c_strides[1], splits)
     if splits > 1:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import threading
 from importlib import resources
 
@@ -152,12 +153,35 @@ _KERNEL_DIR = resources.files("fastnn_opencl") / "kernels"
 _sources: dict[str, str] = {}
 
 
+_INCLUDE = re.compile(r'^#include "([A-Za-z0-9_]+\.cl)"[ \t]*$', re.MULTILINE)
+
+
+def _expanded(filename: str, seen: set) -> str:
+    """``kernels/filename`` with each ``#include "other.cl"`` line replaced by that file's
+    expanded text (a file already included is left out: an include guard for free)."""
+    seen.add(filename)
+
+    def include(match) -> str:
+        name = match.group(1)
+        if name in seen:
+            return f"// {name}: already included"
+        return f"// ---- {name}\n" + _expanded(name, seen) + f"\n// ---- end of {name}"
+
+    return _INCLUDE.sub(include, (_KERNEL_DIR / filename).read_text())
+
+
 def source(filename: str) -> str:
-    """The text of ``kernels/filename`` with ``kernels/common.cl`` in front."""
+    """The text of ``kernels/filename`` with ``kernels/common.cl`` in front.
+
+    ``#include "other.cl"`` lines (a bare file name in ``kernels/``, on a line of its own)
+    are expanded here, not by the OpenCL compiler: the program is built from one string
+    whose text (and so PoCL's kernel cache key) changes with every included file, and no
+    include path needs to reach the installed package's folder.
+    """
     text = _sources.get(filename)
     if text is None:
         common = (_KERNEL_DIR / "common.cl").read_text()
-        text = _sources[filename] = common + "\n" + (_KERNEL_DIR / filename).read_text()
+        text = _sources[filename] = common + "\n" + _expanded(filename, {"common.cl"})
     return text
 
 

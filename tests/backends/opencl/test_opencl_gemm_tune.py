@@ -66,7 +66,7 @@ SHAPES = [(37, 600, 70, False, False, 1), (2, 1200, 513, True, False, 1),
           (32, 4100, 80, False, True, 1), (1030, 20, 70, False, True, 1)]  # a short k
 
 
-@pytest.mark.parametrize("choice", [(6, 2), (4, 3), (4, 2), (8, 1)])
+@pytest.mark.parametrize("choice", [(6, 2), (6, 1), (5, 1), (2, 2), (4, 3), (4, 2), (8, 1)])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_every_candidate_block_computes_the_product(ocl, monkeypatch, choice, dtype):
     from fastnn_opencl import gemm_tune, linalg
@@ -77,6 +77,7 @@ def test_every_candidate_block_computes_the_product(ocl, monkeypatch, choice, dt
         pytest.skip("the packed GEMM kernel runs on CPU devices only")
     if dtype == "float64" and not dev.fp64:
         pytest.skip("no float64 on this device")
+    assert choice in gemm_tune.CANDIDATES
     monkeypatch.setattr(gemm_tune, "blocks", lambda dev, dtype: choice)
     rng = np.random.default_rng(0)
     for m, k, n, ta, tb, batch in SHAPES:
@@ -99,3 +100,60 @@ def test_every_candidate_block_computes_the_product(ocl, monkeypatch, choice, dt
 @pytest.mark.slow
 def test_a_real_tuning_run_picks_a_candidate(tuner):
     assert tuner.tune(_device(), "float32") in tuner.CANDIDATES
+
+
+# ---- the unpacked kernel's blocks (k_gemm_cpu: products below the packing threshold)
+
+# (m, k, n, A transposed, batch): ragged row and column edges, one row, a narrow output (4-lane
+# vectors), an output narrower than a vector, a short k, a transposed A, a batch
+DIRECT_SHAPES = [(37, 60, 70, False, 1), (1, 100, 300, False, 1), (30, 40, 12, False, 1),
+                 (13, 9, 5, False, 1), (128, 10, 100, True, 1), (10, 128, 64, True, 2),
+                 (33, 70, 50, False, 3)]
+
+
+@pytest.mark.parametrize("choice", [(4, 2), (2, 4), (5, 2), (6, 2)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_every_direct_candidate_computes_the_product(ocl, monkeypatch, choice, dtype):
+    from fastnn_opencl import gemm_tune, linalg
+    from fastnn_opencl.misc import from_numpy, to_numpy
+
+    dev = _device()
+    if not linalg.uses_cpu_kernels(dev):
+        pytest.skip("the unpacked CPU kernel runs on CPU devices only")
+    if dtype == "float64" and not dev.fp64:
+        pytest.skip("no float64 on this device")
+    assert choice in gemm_tune.DIRECT_CANDIDATES
+    monkeypatch.setattr(gemm_tune, "direct_blocks", lambda dev, dtype: choice)
+    monkeypatch.setattr(linalg, "matmul_2d", lambda a, b: None)  # no plan kept across choices
+    rng = np.random.default_rng(1)
+    for m, k, n, ta, batch in DIRECT_SHAPES:
+        a = rng.standard_normal((batch, k, m) if ta else (batch, m, k))
+        b = rng.standard_normal((batch, k, n))
+        x, y = from_numpy(a.astype(dtype), 0), from_numpy(b.astype(dtype), 0)
+        if ta:
+            x, a = x.view((batch, m, k), (m * k, 1, m)), a.transpose(0, 2, 1)
+        assert not linalg.packs(dev, m, n, k)
+        got = to_numpy(linalg.matmul(x, y))
+        ref = a @ b
+        tol = 2e-6 if dtype == "float32" else 1e-13
+        assert np.abs(got - ref).max() <= tol * k ** 0.5 * np.abs(ref).max(), (m, k, n)
+
+
+def test_direct_blocks_are_cached_by_device_and_dtype(tuner, monkeypatch):
+    dev = _device()
+    calls = []
+    monkeypatch.setattr(tuner, "tune_direct", lambda d, dtype: calls.append(dtype) or (5, 2))
+    assert tuner.direct_blocks(dev, "float32") == (5, 2)
+    key = f"{dev.name}|float32|{tuner.DIRECT_VERSION}"
+    assert json.loads(tuner.cache_path().read_text())[key] == [5, 2]
+    tuner._chosen.clear()
+    assert tuner.direct_blocks(dev, "float32") == (5, 2)
+    tuner.cache_path().write_text(json.dumps({key: [7, 7]}))  # no candidate: tuned afresh
+    tuner._chosen.clear()
+    assert tuner.direct_blocks(dev, "float32") == (5, 2)
+    assert calls == ["float32", "float32"]
+
+
+@pytest.mark.slow
+def test_a_real_direct_tuning_run_picks_a_candidate(tuner):
+    assert tuner.tune_direct(_device(), "float32") in tuner.DIRECT_CANDIDATES
