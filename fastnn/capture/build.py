@@ -299,7 +299,7 @@ def _guards(binds, inputs, values, writes, snapshot) -> list:
     _loop(src, snapshot.modules_of(tensors), "r, training", "m = r()",
           "m is None or m.training != training")
     src.add("return True")
-    return [src.function("def guards():", "guards")]
+    return [src.function("def guards():")]
 
 
 def _loop(src, items, names, first, fails) -> None:
