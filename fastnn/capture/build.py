@@ -121,7 +121,7 @@ def build(name, recorder, snapshot, leaves, draws, result) -> Entry:
             entry.inplace.append((_location_reader(b), entry.devices[n]))
             entry.inplace_index.append(n)
     entry.guards = _guards(binds, inputs, values, writes, snapshot)
-    entry.fast = fast_replay(entry, binds, inputs, values, leaves, name)
+    entry.fast = fast_replay(entry, binds, inputs, values, leaves)
     entry.args_now[0] = None  # the recording's arguments are not kept alive
     return entry
 

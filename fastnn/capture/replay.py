@@ -48,7 +48,7 @@ class Source:
         return make_function(source, name, tuple(self.scope.values()))
 
 
-def fast_replay(entry, binds, inputs, values, leaves, name: str):
+def fast_replay(entry, binds, inputs, values, leaves):
     """``replay(leaves)`` for ``entry``: what ``Entry.replay(leaves)`` does, written out
     (``values``: the recording's value of each slot, for the constants)."""
     src = Source()
