@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from fastnn.api import program_pack
-from fastnn.api.program_names import Names
+from fastnn.api.program_names import Names, make_function
 
 
 class Slot:
@@ -266,7 +266,7 @@ def interpreter(program: Program, special: dict | None = None):
     names: dict = {}  # the hooks and constants the code calls: its defaults (fast locals)
     special = special or {}
     var = Names()
-    lines = ["def run(env):"]
+    lines = ["def run(env):"]  # (the head is written last)
     if program.inputs:
         lines.append("    " + "".join(f"{var.new(i)}, " for i in program.inputs) + "= env")
     lines.append("    del env")
@@ -309,14 +309,15 @@ def interpreter(program: Program, special: dict | None = None):
             for i in dropped:
                 var.free(i)
     lines.append("    return [" + "".join(f"{var[i]}, " for i in program.outputs) + "]")
-    lines[0] = "def run(env, " + "".join(f"{n}={n}, " for n in names) + "):"
-    scope = dict(names)
-    exec(compile("\n".join(lines), f"<fnn.compile {program.name}>", "exec"), scope)  # noqa: S102
-    run = scope.pop("run")
-    for name in names:  # read as the function's defaults only
-        del scope[name]
-    run.interpreted = not special  # the hooks as recorded, nothing of a backend's
-    return run
+    # the hooks as recorded, nothing of a backend's: named INTERPRETED (split.pays)
+    name = "run" if special else INTERPRETED
+    lines[0] = f"def {name}(env, " + "".join(f"{n}=None, " for n in names) + "):"
+    return make_function("\n".join(lines), name, tuple(names.values()))
+
+
+INTERPRETED = "interpreted"
+"""The name of :func:`interpreter`'s function when it makes the calls as recorded, no
+backend's own (a name, not an attribute: a function's attribute costs it a dict)."""
 
 
 def donated(name: str, uses: int = 0) -> str:

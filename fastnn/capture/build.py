@@ -121,7 +121,7 @@ def build(name, recorder, snapshot, leaves, draws, result) -> Entry:
             entry.inplace.append((_location_reader(b), entry.devices[n]))
             entry.inplace_index.append(n)
     entry.guards = _guards(binds, inputs, values, writes, snapshot)
-    entry.fast = fast_replay(entry, binds, inputs, values, leaves, name)
+    entry.fast = fast_replay(entry, binds, inputs, values, leaves)
     entry.args_now[0] = None  # the recording's arguments are not kept alive
     return entry
 
@@ -299,7 +299,7 @@ def _guards(binds, inputs, values, writes, snapshot) -> list:
     _loop(src, snapshot.modules_of(tensors), "r, training", "m = r()",
           "m is None or m.training != training")
     src.add("return True")
-    return [src.function("def guards():", "guards")]
+    return [src.function("def guards():")]
 
 
 def _loop(src, items, names, first, fails) -> None:

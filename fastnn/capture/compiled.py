@@ -97,6 +97,7 @@ class Compiled:
                         if entry.wants_recording():
                             return self._record(key, args, kwargs, leaves, entry)
                         return entry.run(self, args, kwargs, leaves, _devices_of(leaves))
+                    del key, entries  # (the key's tuples go before the step runs)
                     return self._run(entry, args, kwargs, leaves)
         return self._record(key, args, kwargs, leaves)
 

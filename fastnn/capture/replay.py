@@ -11,7 +11,7 @@ The first replay's check (``dry``) still runs :meth:`Entry.replay` itself.
 
 from __future__ import annotations
 
-from fastnn.api.program_names import Fresh
+from fastnn.api.program_names import Fresh, make_function
 from fastnn.autograd import engine
 from fastnn.capture.entry import ArgRef, OutTensor, _rebuild
 from fastnn.ops import rng_state
@@ -37,22 +37,18 @@ class Source:
     def add(self, line: str) -> None:
         self.lines.append("    " + line)
 
-    def function(self, head: str, label: str):
+    def function(self, head: str):
         """The function ``head`` (``def name(params):``) with these lines; the objects
-        named are its defaults (read as fast locals; its globals keep none of them)."""
+        named are its defaults (read as fast locals; it has no globals of its own, and
+        no name or file name of its own: a program keeps no string for them)."""
         name, _, params = head[len("def "):].rstrip(":").rstrip(")").partition("(")
-        bound = "".join(f"{key}={key}, " for key in self.scope)
+        bound = "".join(f"{key}=None, " for key in self.scope)
         head = f"def {name}({params}{', ' if params and bound else ''}{bound}):"
         source = "\n".join([head] + (self.lines or ["    pass"]))
-        scope = dict(self.scope)
-        exec(compile(source, f"<fnn.compile {label}>", "exec"), scope)  # noqa: S102
-        fn = scope.pop(name)
-        for key in self.scope:
-            del scope[key]
-        return fn
+        return make_function(source, name, tuple(self.scope.values()))
 
 
-def fast_replay(entry, binds, inputs, values, leaves, name: str):
+def fast_replay(entry, binds, inputs, values, leaves):
     """``replay(leaves)`` for ``entry``: what ``Entry.replay(leaves)`` does, written out
     (``values``: the recording's value of each slot, for the constants)."""
     src = Source()
@@ -123,7 +119,7 @@ def fast_replay(entry, binds, inputs, values, leaves, name: str):
                 f"{src.name(result.dtype, 'dt')}, {src.name(result.device, 'dev')})")
     else:
         src.add(f"return {src.name(_rebuild, 'rebuild')}({src.name(result, 'res')}, outs)")
-    return src.function("def replay(leaves):", f"{name} replay")
+    return src.function("def replay(leaves):")
 
 
 def _draw(rng, draws) -> list:

@@ -37,7 +37,10 @@ def pays(program) -> bool:
     if AHEAD != "auto":
         return AHEAD == "always"
     runner = program.runner()
-    return program.plan is not program or not getattr(runner, "interpreted", False)
+    interpreted = getattr(runner, "interpreted", None)  # (a backend may mark its own)
+    if interpreted is None:
+        interpreted = getattr(runner, "__name__", None) == programs.INTERPRETED
+    return program.plan is not program or not interpreted
 
 
 class Split:
