@@ -10,6 +10,11 @@ unless ``OPENBLAS_NUM_THREADS`` says otherwise: NumPy's 2 threads on these tiny
 products made the reference itself 15x slower).
 ``clone`` is the NumPy backend installed again under another name (a host backend
 shadowed by cpu: no transfers, only the shadowing's own work).
+
+``--floor`` times a fourth way, a measurement aid and not a mode of shadowing: the
+shadowed step with the checks themselves (the reference's calls and the comparisons)
+replaced by nothing, so only the reads of the device's arrays and shadowing's per-call
+bookkeeping are left: what checking may cost is the budget minus that.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")  # before NumPy's import: one BLAS thread, as documented
 
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
@@ -32,6 +38,8 @@ import fastnn as fnn  # noqa: E402
 import fastnn.functional as F  # noqa: E402
 from fastnn import nn  # noqa: E402
 from fastnn.api import device, registry  # noqa: E402
+from fastnn.shadowing.batch import Batching  # noqa: E402
+from fastnn.shadowing.check import Checking  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from blas_info import describe as describe_blas  # noqa: E402
@@ -97,20 +105,39 @@ def _time(step, steps: int) -> tuple:
     return (time.perf_counter() - start) / steps, (time.process_time() - cpu) / steps
 
 
+@contextlib.contextmanager
+def unchecked(reference: str):
+    """Shadowing against ``reference`` with no checks: every call is wrapped, deferred and
+    read as usual, but neither the reference's calls nor the comparisons run (``--floor``)."""
+    saved = Batching._settle_batch, Checking._check
+    Batching._settle_batch = lambda self, *args, **kwargs: None
+    Checking._check = lambda self, *args, **kwargs: []
+    try:
+        with fnn.shadow(reference):
+            yield
+    finally:
+        Batching._settle_batch, Checking._check = saved
+
+
 def measure(backend: str, reference: str = "cpu", size: str = "small", rounds: int = 5,
-            steps: int = 5) -> dict:
+            steps: int = 5, floor: bool = False) -> dict:
     """Fastest seconds per step of: the backend, the reference, the shadowed backend, in
-    wall time (``backend`` ...) and CPU time (``backend_cpu`` ...), with their ratios."""
+    wall time (``backend`` ...) and CPU time (``backend_cpu`` ...), with their ratios;
+    ``floor``: the shadowed backend without checks too (``unchecked`` ...)."""
     features, width, batch = SIZES[size]
     own = make_step(backend, features, width, batch)
     ref = make_step(reference, features, width, batch)
     shadowed = make_step(backend, features, width, batch)
+    bare = make_step(backend, features, width, batch) if floor else None
     for step in (own, ref):
         step()
     with fnn.shadow(reference):
         shadowed()  # warm: kernels compiled, tolerances loaded
-    best = {f"{way}{kind}": float("inf") for way in ("backend", "reference", "shadowed")
-            for kind in ("", "_cpu")}
+    if floor:
+        with unchecked(reference):
+            bare()
+    ways = ("backend", "reference", "shadowed") + (("unchecked",) if floor else ())
+    best = {f"{way}{kind}": float("inf") for way in ways for kind in ("", "_cpu")}
 
     def keep(way, times):
         best[way] = min(best[way], times[0])
@@ -118,14 +145,22 @@ def measure(backend: str, reference: str = "cpu", size: str = "small", rounds: i
         return times
 
     per_round = []  # (wall ratio, CPU ratio) of each round: its three ways timed together
+    floors = []  # the same for the unchecked way
     for _ in range(rounds):
         a = keep("backend", _time(own, steps))
         b = keep("reference", _time(ref, steps))
         with fnn.shadow(reference):
             c = keep("shadowed", _time(shadowed, steps))
         per_round.append((c[0] / (a[0] + b[0]), c[1] / (a[1] + b[1])))
+        if floor:
+            with unchecked(reference):
+                d = keep("unchecked", _time(bare, steps))
+            floors.append((d[0] / (a[0] + b[0]), d[1] / (a[1] + b[1])))
     best["ratio"] = best["shadowed"] / (best["backend"] + best["reference"])
     best["ratio_cpu"] = best["shadowed_cpu"] / (best["backend_cpu"] + best["reference_cpu"])
+    if floor:
+        best["floor_ratio"] = statistics.median(r[0] for r in floors)
+        best["floor_ratio_cpu"] = statistics.median(r[1] for r in floors)
     # on a machine shared with other work the fastest of each way may come from rounds
     # under different load; the median of the rounds' own ratios is steadier
     best["round_ratio"] = statistics.median(r[0] for r in per_round)
@@ -139,19 +174,25 @@ def main(argv=None) -> int:
                         help="comma-separated; 'clone' is the NumPy backend under another name")
     parser.add_argument("--reference", default="cpu")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--floor", action="store_true",
+                        help="also time the shadowed step without its checks (reads and "
+                             "per-call bookkeeping only): the rounds' median ratios")
     args = parser.parse_args(argv)
     print(describe_blas())
     print(f"{'backend':<8}{'model':<8}{'backend ms':>12}{args.reference + ' ms':>10}"
           f"{'shadowed ms':>13}{'shadowed/(both)':>17}{'in CPU time':>13}"
-          f"{'rounds median':>15}{'in CPU time':>13}")
+          f"{'rounds median':>15}{'in CPU time':>13}"
+          + (f"{'unchecked':>11}{'in CPU time':>13}" if args.floor else ""))
     for backend in args.backends.split(","):
         name = install_clone() if backend == "clone" else backend
         for size in SIZES:
-            r = measure(name, args.reference, size, args.rounds)
+            r = measure(name, args.reference, size, args.rounds, floor=args.floor)
             print(f"{backend:<8}{size:<8}{r['backend'] * 1e3:>12.2f}"
                   f"{r['reference'] * 1e3:>10.2f}{r['shadowed'] * 1e3:>13.2f}"
                   f"{r['ratio']:>17.2f}{r['ratio_cpu']:>13.2f}"
-                  f"{r['round_ratio']:>15.2f}{r['round_ratio_cpu']:>13.2f}", flush=True)
+                  f"{r['round_ratio']:>15.2f}{r['round_ratio_cpu']:>13.2f}"
+                  + (f"{r['floor_ratio']:>11.2f}{r['floor_ratio_cpu']:>13.2f}"
+                     if args.floor else ""), flush=True)
     return 0
 
 

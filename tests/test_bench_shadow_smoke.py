@@ -29,3 +29,26 @@ def test_measures_the_three_ways(monkeypatch):
         result["shadowed"] / (result["backend"] + result["reference"]))
     report = fnn.shadow_report()  # the benchmark's last shadowed round
     assert report.mismatches == 0 and any(r["op"] == "adam_step" for r in report.rows)
+
+
+def test_floor_times_the_step_without_checks_and_puts_them_back(monkeypatch):
+    try:
+        fnn.Device("opencl")
+    except fnn.BackendError as exc:
+        pytest.skip(f"opencl unavailable: {exc}")
+    from fastnn.shadowing.batch import Batching
+    from fastnn.shadowing.check import Checking
+
+    spec = importlib.util.spec_from_file_location("bench_shadow", SCRIPT)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    monkeypatch.setitem(bench.SIZES, "small", (8, 16, 4))
+    saved = Batching._settle_batch, Checking._check
+    result = bench.measure("opencl", "cpu", "small", rounds=1, steps=1, floor=True)
+    assert 0 < result["unchecked"] < float("inf") and 0 < result["floor_ratio_cpu"] < float("inf")
+    assert (Batching._settle_batch, Checking._check) == saved
+    with fnn.shadow("cpu"), fnn.use("opencl"):  # after it, calls are checked again
+        x = fnn.tensor([1.0, 2.0])
+        assert (x * 2).numpy().tolist() == [2.0, 4.0]
+    assert fnn.shadow_report().rows and all(r["checked"] == r["calls"]
+                                            for r in fnn.shadow_report().rows)
