@@ -147,7 +147,7 @@ def mutated_inputs(program: Program) -> set:
 def _written(call) -> set:
     """Slots an impure call may write into: ``assign``'s destination; every argument of an
     optimizer step but its gradients (this backend's steps read them: ``const`` in
-    cu/optim.cu); every argument of anything else."""
+    cu/optim.cu, cu/optim_more.cu); every argument of anything else."""
     if call.name == "assign":
         return set(slots_in(call.args[:1]) + slots_in(call.kwargs.get("dst")))
     args = [a for k, a in enumerate(call.args) if not (k == 1 and call.name.endswith("_step"))]

@@ -22,7 +22,8 @@ from fastnn.api.hookspec import BIAS_ACT_KINDS
 from fastnn_cuda import launch
 
 KERNEL_DTYPES = {"float32": "f32", "float64": "f64"}
-SOURCES = ("activations.cu", "softmax.cu", "rms.cu", "swish.cu", "optim.cu", "conv.cu",
+SOURCES = ("activations.cu", "softmax.cu", "rms.cu", "swish.cu", "optim.cu", "optim_more.cu",
+           "conv.cu",
            "reduce.cu", "layers.cu", "scatter.cu", "norm.cu",
            "attention.cu")
 COMPILE_OPTIONS = ("-std=c++14",) + launch.table_defines()
@@ -52,10 +53,10 @@ KERNEL_FILES = {
     "adagrad_step": "optim.cu",
     "radam_step": "optim.cu",
     "nadam_step": "optim.cu",
-    "adadelta_step": "optim.cu",
-    "adamax_step": "optim.cu",
-    "asgd_step": "optim.cu",
-    "rprop_step": "optim.cu",
+    "adadelta_step": "optim_more.cu",
+    "adamax_step": "optim_more.cu",
+    "asgd_step": "optim_more.cu",
+    "rprop_step": "optim_more.cu",
     "im2col": "conv.cu",
     "col2im": "conv.cu",
     "im2col2d": "conv.cu",
@@ -86,12 +87,27 @@ def _read(name: str) -> str:
     return resources.files("fastnn_cuda").joinpath("cu").joinpath(name).read_text(encoding="utf-8")
 
 
+_INCLUDE = re.compile(r'#include "(\w+\.cuh)"')
+
+
+def _expanded(name: str) -> str:
+    """The file with each ``#include "x.cuh"`` line replaced by that header's text: NVRTC
+    gets one string and no include path. ``#line`` keeps the errors' file names right."""
+    lines = []
+    for number, line in enumerate(_read(name).splitlines(), 1):
+        header = _INCLUDE.fullmatch(line.strip())
+        lines.append(f'#line 1 "{header[1]}"\n{_read(header[1])}\n#line {number + 1} "{name}"'
+                     if header else line)
+    return "\n".join(lines) + "\n"
+
+
 @cache
 def source(name: str) -> str:
-    """The full text NVRTC compiles for ``name``: common.cuh followed by the file."""
+    """The full text NVRTC compiles for ``name``: common.cuh followed by the file, its
+    ``#include``s expanded."""
     if name not in SOURCES:
         raise ValueError(f"unknown kernel source {name!r}; known: {', '.join(SOURCES)}")
-    return f'{_read("common.cuh")}\n#line 1 "{name}"\n{_read(name)}'
+    return f'{_read("common.cuh")}\n#line 1 "{name}"\n{_expanded(name)}'
 
 
 @cache

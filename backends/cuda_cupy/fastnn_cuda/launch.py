@@ -89,7 +89,7 @@ def plane_grid(positions: int, middle: int, rows: int) -> tuple[tuple, tuple]:
     return grid, (threads, per_block)
 
 
-# Mirrors `struct StepTable` in cu/optim.cu field by field (align=True gives C's
+# Mirrors `struct StepTable` in cu/step_table.cuh field by field (align=True gives C's
 # padding); the kernel source static_asserts the size, compiled with
 # -DFASTNN_TABLE_BYTES from the value below.
 STEP_TABLE_DTYPE = np.dtype(
@@ -175,7 +175,7 @@ def pack_step_tables(pointers, sizes, lrs, weight_decays, flags=None):
 def tensor_of_block(record, grid_blocks: int, block: int) -> tuple[int, int, int]:
     """Which tensor a block serves: (k, the block's index among k's blocks, k's block count).
 
-    The Python twin of ``my_slice`` in optim.cu, used by the tests to check that
+    The Python twin of ``my_slice`` in step_table.cuh, used by the tests to check that
     the blocks of a packed launch cover every tensor's elements exactly once.
     """
     row = record[0]

@@ -1,4 +1,4 @@
-"""Optimizer steps for all parameters in one kernel launch (cu/optim.cu), every rule.
+"""Optimizer steps for all parameters in one kernel launch (cu/optim*.cu), every rule.
 
 Parameters are grouped by dtype; each group of up to ``launch.MAX_TENSORS``
 tensors is one launch whose tensor table travels by value as a kernel

@@ -44,7 +44,8 @@ extern "C" void fastnn_set_index3(unsigned bx, unsigned by, unsigned bz, unsigne
 }
 """
 
-SERIAL_SOURCES = ("activations.cu", "swish.cu", "conv.cu", "optim.cu", "softmax.cu", "reduce.cu")
+SERIAL_SOURCES = ("activations.cu", "swish.cu", "conv.cu", "optim.cu", "optim_more.cu",
+                  "softmax.cu", "reduce.cu")
 
 
 def build_serial(directory) -> dict:

@@ -5,52 +5,14 @@
 // blocks [block_start[k], block_start[k+1]) of a 1-D grid and walks its
 // elements with a grid-stride loop over those blocks. launch.py builds the
 // table with a NumPy structured dtype of the same layout; the static_assert
-// below fails the compile (also in CI) if the two layouts ever disagree.
+// in step_table.cuh fails the compile (also in CI) if the two disagree.
 //
 // ptr[0] = param, ptr[1] = grad, ptr[2..4] = optimizer state
 // (sgd: momentum buffer; adam: exp_avg, exp_avg_sq; rmsprop: square_avg; amsgrad: exp_avg,
 // exp_avg_sq, max_exp_avg_sq; rmsprop_momentum: square_avg, grad_avg, momentum buffer;
 // adagrad: sum; radam, nadam: exp_avg, exp_avg_sq).
 
-#ifndef FASTNN_MAX_TENSORS
-#define FASTNN_MAX_TENSORS 32
-#endif
-#ifndef FASTNN_STEP_POINTERS
-#define FASTNN_STEP_POINTERS 5
-#endif
-
-struct StepTable {
-    unsigned long long ptr[FASTNN_STEP_POINTERS][FASTNN_MAX_TENSORS];
-    i64 size[FASTNN_MAX_TENSORS];
-    double lr[FASTNN_MAX_TENSORS];
-    double wd[FASTNN_MAX_TENSORS];
-    int block_start[FASTNN_MAX_TENSORS];
-    int flag[FASTNN_MAX_TENSORS];  // sgd: 1 = initialise the momentum buffer from the gradient
-    int count;
-};
-
-#ifdef FASTNN_TABLE_BYTES
-static_assert(sizeof(StepTable) == FASTNN_TABLE_BYTES,
-              "StepTable layout differs from launch.STEP_TABLE_DTYPE");
-#endif
-
-struct TensorSlice {
-    int k;       // which tensor of the table this block works on
-    i64 first;   // this thread's first element
-    i64 stride;  // grid-stride over the tensor's own blocks
-};
-
-__device__ __forceinline__ TensorSlice my_slice(const StepTable& t) {
-    int k = 0;
-    for (int j = 1; j < t.count; ++j)
-        if ((int)blockIdx.x >= t.block_start[j]) k = j;
-    const int end = (k + 1 < t.count) ? t.block_start[k + 1] : (int)gridDim.x;
-    TensorSlice s;
-    s.k = k;
-    s.first = (i64)(blockIdx.x - t.block_start[k]) * blockDim.x + threadIdx.x;
-    s.stride = (i64)(end - t.block_start[k]) * blockDim.x;
-    return s;
-}
+#include "step_table.cuh"
 
 // g = grad + wd*p; buf = g (first) or momentum*buf + (1-dampening)*g;
 // g = g + momentum*buf (nesterov) or buf; p -= lr*g.
@@ -295,123 +257,3 @@ __device__ void nadam_body(const StepTable& t, double beta1, double beta2, doubl
     }
 
 FASTNN_INSTANTIATE(FASTNN_OPTIM)
-
-// ---- Adadelta, Adamax, ASGD, Rprop (hook docstrings in fastnn/api/hookspec_optim.py).
-
-// sign(x) with NaN kept (as torch.sign).
-template <typename T>
-__device__ __forceinline__ T sign_of(T x) {
-    return x > T(0) ? T(1) : (x < T(0) ? T(-1) : x);
-}
-
-// Adadelta (ptr[2] = square_avg v, ptr[3] = acc_delta u): g += wd p;
-// v = rho v + (1-rho) g^2; delta = sqrt(u+eps) / sqrt(v+eps) g; u = rho u + (1-rho) delta^2.
-template <typename T>
-__device__ void adadelta_body(const StepTable& t, double rho, double eps) {
-    const TensorSlice s = my_slice(t);
-    T* p = (T*)t.ptr[0][s.k];
-    const T* g = (const T*)t.ptr[1][s.k];
-    T* v = (T*)t.ptr[2][s.k];
-    T* u = (T*)t.ptr[3][s.k];
-    const T lr = T(t.lr[s.k]), wd = T(t.wd[s.k]), r = T(rho), e = T(eps);
-    for (i64 i = s.first; i < t.size[s.k]; i += s.stride) {
-        T d = g[i];
-        if (wd != T(0)) d += wd * p[i];
-        const T vi = r * v[i] + (T(1) - r) * d * d;
-        v[i] = vi;
-        const T delta = f_sqrt(u[i] + e) / f_sqrt(vi + e) * d;
-        u[i] = r * u[i] + (T(1) - r) * delta * delta;
-        p[i] -= lr * delta;
-    }
-}
-
-// Adamax (ptr[2] = exp_avg m, ptr[3] = exp_inf u): m = lerp(m, g, w) with w = 1 - beta1;
-// u = max(beta2 u, |g| + eps), NaN kept; p -= (lr / bias1) m / u.
-template <typename T>
-__device__ void adamax_body(const StepTable& t, double w, double beta2, double eps,
-                            double bias1) {
-    const TensorSlice s = my_slice(t);
-    T* p = (T*)t.ptr[0][s.k];
-    const T* g = (const T*)t.ptr[1][s.k];
-    T* m = (T*)t.ptr[2][s.k];
-    T* u = (T*)t.ptr[3][s.k];
-    const T wd = T(t.wd[s.k]), wt = T(w), b2 = T(beta2), e = T(eps);
-    const T step_size = T(t.lr[s.k] / bias1);
-    const bool low = w < 0.5;
-    for (i64 i = s.first; i < t.size[s.k]; i += s.stride) {
-        T d = g[i];
-        if (wd != T(0)) d += wd * p[i];
-        const T mi = low ? m[i] + wt * (d - m[i]) : d - (d - m[i]) * (T(1) - wt);
-        m[i] = mi;
-        const T a = b2 * u[i], b = f_abs(d) + e;
-        const T ui = (a > b || a != a) ? a : b;
-        u[i] = ui;
-        p[i] -= step_size * (mi / ui);
-    }
-}
-
-// ASGD (ptr[2] = ax; lr = this parameter's eta): g += wd p; p = p (1 - lambd eta) - eta g;
-// ax = p (copy = 1) or ax + mu (p - ax).
-template <typename T>
-__device__ void asgd_body(const StepTable& t, double lambd, double mu, i64 copy) {
-    const TensorSlice s = my_slice(t);
-    T* p = (T*)t.ptr[0][s.k];
-    const T* g = (const T*)t.ptr[1][s.k];
-    T* ax = (T*)t.ptr[2][s.k];
-    const double eta_d = t.lr[s.k];
-    const T eta = T(eta_d), wd = T(t.wd[s.k]), keep = T(1.0 - lambd * eta_d), m = T(mu);
-    for (i64 i = s.first; i < t.size[s.k]; i += s.stride) {
-        T d = g[i];
-        if (wd != T(0)) d += wd * p[i];
-        const T w = p[i] * keep - eta * d;
-        p[i] = w;
-        ax[i] = copy ? w : ax[i] + (w - ax[i]) * m;
-    }
-}
-
-// Rprop (ptr[2] = prev, ptr[3] = step_size): s = sign(g prev); step *= etaplus (s > 0),
-// etaminus (s < 0), 1 (s == 0), clamped to [lo, hi] with NaN kept; g = 0 where s < 0;
-// p -= sign(g) step; prev = g.
-template <typename T>
-__device__ void rprop_body(const StepTable& t, double etaminus, double etaplus, double lo,
-                           double hi) {
-    const TensorSlice s = my_slice(t);
-    T* p = (T*)t.ptr[0][s.k];
-    const T* g = (const T*)t.ptr[1][s.k];
-    T* prev = (T*)t.ptr[2][s.k];
-    T* size = (T*)t.ptr[3][s.k];
-    const T minus = T(etaminus), plus = T(etaplus), low = T(lo), high = T(hi);
-    for (i64 i = s.first; i < t.size[s.k]; i += s.stride) {
-        T d = g[i];
-        const T sg = sign_of(d * prev[i]);
-        const T f = sg > T(0) ? plus : (sg < T(0) ? minus : (sg == T(0) ? T(1) : sg));
-        T z = size[i] * f;
-        z = z < low ? low : z;
-        z = z > high ? high : z;
-        size[i] = z;
-        if (sg < T(0)) d = T(0);
-        p[i] -= sign_of(d) * z;
-        prev[i] = d;
-    }
-}
-
-#define FASTNN_OPTIM_MORE(T, SUFFIX)                                                      \
-    extern "C" __global__ void adadelta_step_##SUFFIX(const StepTable table, double rho,  \
-                                                      double eps) {                      \
-        adadelta_body<T>(table, rho, eps);                                               \
-    }                                                                                    \
-    extern "C" __global__ void adamax_step_##SUFFIX(const StepTable table, double w,      \
-                                                    double beta2, double eps,            \
-                                                    double bias1) {                      \
-        adamax_body<T>(table, w, beta2, eps, bias1);                                     \
-    }                                                                                    \
-    extern "C" __global__ void asgd_step_##SUFFIX(const StepTable table, double lambd,    \
-                                                  double mu, i64 copy) {                 \
-        asgd_body<T>(table, lambd, mu, copy);                                            \
-    }                                                                                    \
-    extern "C" __global__ void rprop_step_##SUFFIX(const StepTable table, double etaminus, \
-                                                   double etaplus, double lo, double hi) { \
-        rprop_body<T>(table, etaminus, etaplus, lo, hi);                                 \
-    }
-
-FASTNN_INSTANTIATE(FASTNN_OPTIM_MORE)
