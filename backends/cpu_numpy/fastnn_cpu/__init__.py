@@ -16,6 +16,7 @@ from fastnn.api.xp_hooks import xp_hooks
 from fastnn_cpu.erf import erf as _erf
 from fastnn_cpu.finite import all_finite
 from fastnn_cpu.heap import keep_freed_memory
+from fastnn_cpu.scratch import BLAS_FLOATS, ones
 
 keep_freed_memory()  # a step's freed arrays stay mapped for the next (fastnn_cpu.heap)
 
@@ -233,7 +234,7 @@ def where(cond, a, b):
         # False (inf * 0 = nan), which the isfinite check sends to np.where.
         floating = a.dtype.kind == "f"
         boolean = isinstance(cond, np.ndarray) and cond.dtype == np.bool_
-        if boolean and a.dtype in _BLAS_FLOATS and cond.shape == a.shape:
+        if boolean and a.dtype in BLAS_FLOATS and cond.shape == a.shape:
             # the mask cast to a's dtype first, then one same-dtype multiply into it:
             # 0.048 against 0.063 ms for the mixed multiply on (32, 32, 256) float32
             out = cond.astype(a.dtype)
@@ -249,7 +250,7 @@ def where(cond, a, b):
 
 @hookimpl
 def sum(x, axis, keepdims):
-    if (axis is not None and len(axis) > 1 and 0 in axis and x.dtype in _BLAS_FLOATS
+    if (axis is not None and len(axis) > 1 and 0 in axis and x.dtype in BLAS_FLOATS
             and x.flags.c_contiguous and x.shape[0] <= SUM_ROWS_MAX):
         # NOTE: the leading axis first, as a sum of contiguous rows, then the rest: 2.4x
         # faster than one reduction over (0, 2) of (32, 32, 256) float32 (0.028 vs 0.068
@@ -264,34 +265,22 @@ def sum(x, axis, keepdims):
 @hookimpl
 def mean(x, axis, keepdims):
     last = x.ndim - 1
-    if (x.dtype in _BLAS_FLOATS and axis == (last,) and last > 0
+    if (x.dtype in BLAS_FLOATS and axis == (last,) and last > 0
             and 0 < x.shape[last] <= MEAN_GEMV_MAX and x.flags.c_contiguous):
         # NOTE: one BLAS matrix-vector product with ones, 3x faster than np.mean's
         # reduction (which it matches to within a few ulp at these lengths)
-        out = np.matmul(x, _ones(x.shape[last], x.dtype))
+        out = np.matmul(x, ones(x.shape[last], x.dtype))
         out *= x.dtype.type(1.0 / x.shape[last])
         return out[..., None] if keepdims else out
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.mean(x, axis=axis, keepdims=keepdims)
 
 
-_BLAS_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 #: Longest leading axis that sum reduces first on its own (see sum).
 SUM_ROWS_MAX = 512
 #: Longest last axis whose mean goes through the BLAS product (its sums are sequential in
 #: a few SIMD lanes, not pairwise: kept short, so their rounding stays that of np.mean).
 MEAN_GEMV_MAX = 4096
-_ONES: dict = {}
-
-
-def _ones(n, dtype):
-    ones = _ONES.get((n, dtype))
-    if ones is None:
-        if len(_ONES) > 64:
-            _ONES.clear()
-        ones = _ONES[(n, dtype)] = np.ones(n, dtype)
-        ones.flags.writeable = False
-    return ones
 
 
 @hookimpl

@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
+from fastnn_cpu.scratch import BLAS_FLOATS, ones
 
 _SUM = np.add.reduce
-_BLAS_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 #: Longest rows summed by a BLAS matrix-vector product with ones: NumPy's reduction over
 #: a short last axis pays its loop setup per row (0.029 against 0.007 ms for the row sums
 #: of nanoGPT's (16, 64, 64) float32, 0.021 against 0.005 for its column sums).
@@ -23,24 +23,13 @@ GEMV_MAX = 4096
 #: Most rows a column sum takes by GEMV: it adds them in sequence (in a few vector
 #: accumulators), not pairwise as NumPy's reduction does, so only a modest count goes so.
 COLUMN_GEMV_MAX_ROWS = 16384
-_ONES: dict = {}
-
-
-def _ones(n, dtype):
-    ones = _ONES.get((n, dtype))
-    if ones is None:
-        if len(_ONES) > 64:
-            _ONES.clear()
-        ones = _ONES[(n, dtype)] = np.ones(n, dtype)
-        ones.flags.writeable = False
-    return ones
 
 
 def _row_sums(a):
     """Sums over the last axis, keepdims (a new array)."""
     d = a.shape[-1]
-    if a.dtype in _BLAS_FLOATS and 0 < d <= GEMV_MAX and a.ndim > 1:
-        return np.matmul(a, _ones(d, a.dtype))[..., None]
+    if a.dtype in BLAS_FLOATS and 0 < d <= GEMV_MAX and a.ndim > 1:
+        return np.matmul(a, ones(d, a.dtype))[..., None]
     return _SUM(a, axis=-1, keepdims=True)
 
 
@@ -49,10 +38,10 @@ def _column_sums(a):
     rows = tuple(range(a.ndim - 1))
     if not rows:
         return np.array(a, copy=True)
-    if a.dtype in _BLAS_FLOATS and a.flags.c_contiguous and a.size:
+    if a.dtype in BLAS_FLOATS and a.flags.c_contiguous and a.size:
         flat = a.reshape(-1, a.shape[-1])
         if flat.shape[0] <= COLUMN_GEMV_MAX_ROWS:
-            return np.matmul(_ones(flat.shape[0], a.dtype), flat)
+            return np.matmul(ones(flat.shape[0], a.dtype), flat)
     return _SUM(a, axis=rows)
 
 

@@ -52,3 +52,19 @@ def zeros(role: str, shape: tuple, dtype, layout=()) -> np.ndarray:
 def empty(role: str, shape: tuple, dtype) -> np.ndarray:
     """An array for ``role`` whose every element the caller overwrites before reading."""
     return zeros(role, shape, dtype)
+
+
+#: Float dtypes that BLAS products take (sums as a product with ones go through them).
+BLAS_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_ONES: dict = {}
+
+
+def ones(n: int, dtype) -> np.ndarray:
+    """A read-only vector of ``n`` ones, kept for the next call (sums as BLAS products)."""
+    vector = _ONES.get((n, dtype))
+    if vector is None:
+        if len(_ONES) > 64:
+            _ONES.clear()
+        vector = _ONES[(n, dtype)] = np.ones(n, dtype)
+        vector.flags.writeable = False
+    return vector
