@@ -10,20 +10,17 @@ import warnings
 
 import numpy as np
 import pytest
-from fastnn_cuda import _cupy, fused_program, graph, layers
+from fastnn_cuda import fused_program, graph, layers
 
 import fastnn as fnn
 import fastnn.functional as F
 from fastnn import nn, optim
 from fastnn.api import composite_norm, composite_pool, composite_recurrent
 from fastnn.api.fusion import evaluate
+from tests.backends.cuda.gpu_common import cupy_or_skip
 from tests.steps import classification_step
 
-_PROBE = _cupy.probe()
-if not _PROBE["available"]:
-    pytest.skip(f"no CUDA GPU: {_PROBE['reason']}", allow_module_level=True)
-
-cp = _cupy.cupy
+cp = cupy_or_skip()
 pytestmark = pytest.mark.gpu
 CPU = fnn.Device("cpu").ops
 TOL = dict(rtol=1e-10, atol=1e-12)

@@ -14,19 +14,15 @@ import numpy as np
 import pytest
 from fastnn_cpu import conv as cpu_conv
 from fastnn_cpu import fused as cpu_fused
-from fastnn_cuda import _cupy, conv, fused, kernels
+from fastnn_cuda import conv, fused, kernels
 
 import fastnn as fnn
 from fastnn import functional as F
 from fastnn.api import registry
 from tests.backends.cuda.conv_cases import CONV_CASES
-from tests.backends.cuda.gpu_common import DTYPES, TOL, close, rand
+from tests.backends.cuda.gpu_common import DTYPES, TOL, close, cupy_or_skip, rand
 
-_PROBE = _cupy.probe()
-if not _PROBE["available"]:
-    pytest.skip(f"no CUDA GPU: {_PROBE['reason']}", allow_module_level=True)
-
-cp = _cupy.cupy
+cp = cupy_or_skip()
 pytestmark = pytest.mark.gpu
 
 

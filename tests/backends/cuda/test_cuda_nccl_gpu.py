@@ -11,17 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from fastnn_cuda import _cupy, collectives
+from fastnn_cuda import collectives
 
 import fastnn as fnn
 from fastnn import distributed as dist
 from fastnn import nn, optim
+from tests.backends.cuda.gpu_common import cupy_or_skip
 
-_PROBE = _cupy.probe()
-if not _PROBE["available"]:
-    pytest.skip(f"no CUDA GPU: {_PROBE['reason']}", allow_module_level=True)
-
-cp = _cupy.cupy
+cp = cupy_or_skip()
 pytestmark = pytest.mark.gpu
 
 

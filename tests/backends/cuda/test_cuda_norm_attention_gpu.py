@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from fastnn_cuda import _cupy, launch
+from fastnn_cuda import launch
 
 from fastnn.api import composite, composite_attention, composite_norm, registry
 from tests.backends.cuda import references as refs
+from tests.backends.cuda.gpu_common import cupy_or_skip
 
-_PROBE = _cupy.probe()
-if not _PROBE["available"]:
-    pytest.skip(f"no CUDA GPU: {_PROBE['reason']}", allow_module_level=True)
-
-cp = _cupy.cupy
+cp = cupy_or_skip()
 pytestmark = pytest.mark.gpu
 TOL = {"float32": dict(rtol=5e-5, atol=5e-5), "float64": dict(rtol=1e-10, atol=1e-12)}
 

@@ -9,16 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from fastnn_cpu import fused as cpu_fused
-from fastnn_cuda import _cupy, launch
+from fastnn_cuda import launch
 
 from fastnn.api import registry
-from tests.backends.cuda.gpu_common import DTYPES, close, rand
+from tests.backends.cuda.gpu_common import DTYPES, close, cupy_or_skip, rand
 
-_PROBE = _cupy.probe()
-if not _PROBE["available"]:
-    pytest.skip(f"no CUDA GPU: {_PROBE['reason']}", allow_module_level=True)
-
-cp = _cupy.cupy
+cp = cupy_or_skip()
 pytestmark = pytest.mark.gpu
 
 

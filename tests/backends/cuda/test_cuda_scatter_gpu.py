@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from fastnn_cuda import _cupy, indexing, scatter
+from fastnn_cuda import indexing, scatter
 
-_PROBE = _cupy.probe()
-if not _PROBE["available"]:
-    pytest.skip(f"no CUDA GPU: {_PROBE['reason']}", allow_module_level=True)
+from tests.backends.cuda.gpu_common import cupy_or_skip
 
-cp = _cupy.cupy
+cp = cupy_or_skip()
 pytestmark = pytest.mark.gpu
 
 
