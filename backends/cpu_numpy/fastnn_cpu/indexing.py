@@ -85,7 +85,13 @@ def cat(arrays, axis):
     """Always C-contiguous: np.concatenate lays its result out in its inputs' axis order,
     so a broadcast or transposed first input gave a permuted result (the slice gradient of
     the LSTM's packed node came out (T, N, H) with strides (4, 16640, 260)), which the
-    next contiguous() copied again."""
+    next contiguous() copied again. Inputs all C-contiguous give a C-contiguous result:
+    those go straight through (a 4x4 cat's hook took 5.4 us against np.concatenate's 1.9)."""
+    for a in arrays:
+        if not a.flags.c_contiguous:
+            break
+    else:
+        return np.concatenate(arrays, axis=axis)
     first = arrays[0]
     if not -first.ndim <= axis < first.ndim or any(a.ndim != first.ndim for a in arrays):
         return np.concatenate(arrays, axis=axis)  # NumPy's own error
