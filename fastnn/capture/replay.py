@@ -76,15 +76,25 @@ def fast_replay(entry, binds, inputs, values, leaves):
     dropped = [ref for kind, ref, _key, _k, meta in entry.writes
                if kind == "grad_new" and not meta[3] and type(ref) is not ArgRef and
                id(ref) not in read and id(ref()) not in read]
+    writes = _grouped(entry.writes)
     if dropped:
-        src.add(f"for r in {src.name(tuple(dropped), 'w')}:")
+        dropped = tuple(dropped)
+        for kind, ref, _key, _k, _meta in writes:  # the same references: one tuple
+            if kind == "grads" and len(ref) == len(dropped) and all(
+                    a is b for a, b in zip(ref, dropped)):
+                dropped = ref
+        src.add(f"for r in {src.name(dropped, 'w')}:")
         src.add("    r()._grad = None")
     src.add(f"outs = {src.name(entry.program.runner, 'runner')}()(env)")
-    for kind, ref, key, k, meta in _grouped(entry.writes):
+    for kind, ref, key, k, meta in writes:
         if kind == "grads":  # new gradients of one dtype and device: one loop
-            made = (f"{src.name(Tensor, 'Tensor')}._make(outs[k], {src.name(meta[0], 'dt')}, "
+            made = (f"{src.name(Tensor, 'Tensor')}._make(o, {src.name(meta[0], 'dt')}, "
                     f"{src.name(meta[1], 'dev')})")
-            src.add(f"for r, k in {src.name(ref, 'w')}:")
+            if k == tuple(range(k[0], k[0] + len(k))):  # consecutive outputs: a slice
+                src.add(f"for r, o in zip({src.name(ref, 'w')}, outs[{k[0]}:{k[-1] + 1}]):")
+            else:
+                src.add(f"for r, k in zip({src.name(ref, 'w')}, {src.name(k, 'w')}):")
+                src.add("    o = outs[k]")
             if meta[2]:
                 src.add(f"    g = r()._grad = {made}")
                 src.add(f"    g._storage = {src.name(engine, 'engine')}._SHARED")
@@ -135,13 +145,15 @@ def _deref(refs) -> list:
 
 def _grouped(writes) -> list:
     """``writes`` with each run of three or more new gradients of one dtype, device and
-    sharing as one write ``("grads", ((ref, output index), ...), None, None, meta)``."""
+    sharing as one write ``("grads", (ref, ...), None, (output index, ...), meta)``: two
+    tuples, not a pair each (~56 bytes a gradient for as long as the program lives)."""
     out: list = []
     run: list = []
 
     def flush():
         if len(run) >= 3:
-            out.append(("grads", tuple((w[1], w[3]) for w in run), None, None, run[0][4]))
+            out.append(("grads", tuple(w[1] for w in run), None, tuple(w[3] for w in run),
+                        run[0][4]))
         else:
             out.extend(run)
         run.clear()
