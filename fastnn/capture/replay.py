@@ -6,7 +6,9 @@ input that holds them; the guards are a list of closures. Here the same work is 
 out once per entry (``s3 = r3()._data``, ``o = w0(); o._data = outs[0]``), so a replay
 pays for what it must read and write and for nothing else: at most one
 ``lrs_and_decays`` per optimizer group and no per-input call or kind test.
-The first replay's check (``dry``) still runs :meth:`Entry.replay` itself.
+The first replay's check (``dry``) still runs :meth:`Entry.replay` itself. The guards
+that choose the entry are the first lines of the same function (``replay(None, False)``
+runs only them): one function a program keeps, not two.
 """
 
 from __future__ import annotations
@@ -37,21 +39,23 @@ class Source:
     def add(self, line: str) -> None:
         self.lines.append("    " + line)
 
-    def function(self, head: str):
-        """The function ``head`` (``def name(params):``) with these lines; the objects
-        named are its defaults (read as fast locals; it has no globals of its own, and
-        no name or file name of its own: a program keeps no string for them)."""
+    def function(self, head: str, defaults: tuple = ()):
+        """The function ``head`` (``def name(params):``, ``defaults`` those of its last
+        params) with these lines; the objects named are its defaults too (read as fast
+        locals; it has no globals of its own, and no name or file name of its own: a
+        program keeps no string for them)."""
         name, _, params = head[len("def "):].rstrip(":").rstrip(")").partition("(")
         bound = "".join(f"{key}=None, " for key in self.scope)
         head = f"def {name}({params}{', ' if params and bound else ''}{bound}):"
         source = "\n".join([head] + (self.lines or ["    pass"]))
-        return make_function(source, name, tuple(self.scope.values()))
+        return make_function(source, name, defaults + tuple(self.scope.values()))
 
 
-def fast_replay(entry, binds, inputs, values, leaves):
-    """``replay(leaves)`` for ``entry``: what ``Entry.replay(leaves)`` does, written out
-    (``values``: the recording's value of each slot, for the constants)."""
-    src = Source()
+def fast_replay(entry, binds, inputs, values, leaves, src=None):
+    """``replay(leaves, run=True)`` for ``entry``: what ``Entry.replay(leaves)`` does,
+    written out (``values``: the recording's value of each slot, for the constants) after
+    the lines already in ``src`` (the guards, which ``run=False`` runs)."""
+    src = src if src is not None else Source()
     uses_args = any(type(w[1]) is ArgRef for w in entry.writes) or any(
         binds[i] is not None and len(binds[i]) > 1 and type(binds[i][1]) is ArgRef
         for i in inputs)
@@ -129,7 +133,7 @@ def fast_replay(entry, binds, inputs, values, leaves):
                 f"{src.name(result.dtype, 'dt')}, {src.name(result.device, 'dev')})")
     else:
         src.add(f"return {src.name(_rebuild, 'rebuild')}({src.name(result, 'res')}, outs)")
-    return src.function("def replay(leaves):")
+    return src.function("def replay(leaves, run=True):", (True,))
 
 
 def _draw(rng, draws) -> list:
