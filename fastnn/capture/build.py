@@ -33,6 +33,10 @@ from fastnn.ops.tensor import Tensor
 
 # ---------------------------------------------------------------- building
 
+_NO_SLOTS = frozenset()
+"""The set of no slots, made once (CPython makes each empty frozenset anew: 216 bytes a
+program would keep)."""
+
 
 def build(name, recorder, snapshot, leaves, draws, result) -> Entry:
     """The entry for one recording (see the module); an eager-only entry where the
@@ -99,7 +103,8 @@ def build(name, recorder, snapshot, leaves, draws, result) -> Entry:
             unknown.append(i)
         elif strides != contiguous_strides(describe[i]):
             other[i] = shared.setdefault(strides, strides)
-    entry.program.layouts = Layouts(describe, other, frozenset(unknown))
+    entry.program.layouts = Layouts(describe, other,
+                                    frozenset(unknown) if unknown else _NO_SLOTS)
     del shared
     entry.program.aliases = _aliases(kept, values)
     entry.program.planner = fusion.planned
@@ -120,8 +125,12 @@ def build(name, recorder, snapshot, leaves, draws, result) -> Entry:
                 and (b[0], id(b[1]()), b[2]) not in stored:
             entry.inplace.append((_location_reader(b), entry.devices[n]))
             entry.inplace_index.append(n)
-    entry.guards = _guards(binds, inputs, values, writes, snapshot)
-    entry.fast = fast_replay(entry, binds, inputs, values, leaves)
+    # the guards and the replay: one generated function (``fast(None, False)`` checks)
+    src = Source()
+    src.add("if not run:")
+    _guards(src, binds, inputs, values, writes, snapshot)
+    src.add("    return True")
+    entry.fast = fast_replay(entry, binds, inputs, values, leaves, src)
     entry.args_now[0] = None  # the recording's arguments are not kept alive
     return entry
 
@@ -252,14 +261,15 @@ def _location_reader(bind):
     return lambda: ref().state[key[0]][key[1]]
 
 
-def _guards(binds, inputs, values, writes, snapshot) -> list:
-    """The checks that choose this entry, as one generated function in a list: each
+def _guards(src, binds, inputs, values, writes, snapshot) -> None:
+    """The checks that choose this entry, as lines of ``src`` (the replay's, under ``if
+    not run:``, each failing check ``return False``; one function a program, not two:
+    ~0.6 KB less for as long as it lives): each
     tensor read or written is alive (with the shape of its array or gradient), each
     optimizer has its options and state entries, each module its training flag. Checks
     of one kind are a loop over a tuple of (reference, expected): a program lives as long
     as its function, and a few lines for any number of parameters keep less than a few
     lines for each (measured: the same time per call)."""
-    src = Source()
     tensors, optimizers = set(), {}
     data, grads, fresh, alive = [], [], [], []
     for i in inputs:
@@ -285,10 +295,9 @@ def _guards(binds, inputs, values, writes, snapshot) -> list:
         elif id(ref()) not in tensors:  # (else: checked alive above already)
             tensors.add(id(ref()))
             alive.append(ref)
-    _loop(src, data, "r, shape", "t = r()",
-          "t is None or tuple(t._data.shape) != shape")
-    _loop(src, grads, "r, shape", "t = r()",
-          "t is None or t._grad is None or tuple(t._grad._data.shape) != shape")
+    _paired(src, data, "t = r()", "t is None or tuple(t._data.shape) != shape")
+    _paired(src, grads, "t = r()",
+            "t is None or t._grad is None or tuple(t._grad._data.shape) != shape")
     _loop(src, fresh, "r", "t = r()", "t is None or t._grad is not None")
     _loop(src, alive, "r", None, "r() is None")
     for b in binds.values():
@@ -296,10 +305,27 @@ def _guards(binds, inputs, values, writes, snapshot) -> list:
             optimizers[id(b[2]())] = b[2]
     _loop(src, [snapshot.guard_of(ref()) for ref in optimizers.values()], "check", None,
           "not check()")
-    _loop(src, snapshot.modules_of(tensors), "r, training", "m = r()",
-          "m is None or m.training != training")
-    src.add("return True")
-    return [src.function("def guards():")]
+    modules = snapshot.modules_of(tensors)
+    for training in (True, False):  # the flag in the code: a tuple of references each
+        _loop(src, [r for r, flag in modules if flag is training], "r", "m = r()",
+              f"m is None or m.training != {training}")
+    _loop(src, [(r, flag) for r, flag in modules if flag is not True and flag is not False],
+          "r, training", "m = r()", "m is None or m.training != training")
+
+
+def _paired(src, pairs, first, fails) -> None:
+    """Guard lines for ``(reference, shape)`` pairs: a tuple of the references and one of
+    the shapes (equal shapes one tuple), looped over together (a pair a tuple would keep
+    ~56 bytes more each)."""
+    if not pairs:
+        return
+    shapes: dict = {}
+    refs = tuple(r for r, _ in pairs)
+    kept = tuple(shapes.setdefault(shape, shape) for _, shape in pairs)
+    src.add(f"    for r, shape in zip({src.name(refs, 'g')}, {src.name(kept, 'g')}):")
+    src.add(f"        {first}")
+    src.add(f"        if {fails}:")
+    src.add("            return False")
 
 
 def _loop(src, items, names, first, fails) -> None:
@@ -307,11 +333,11 @@ def _loop(src, items, names, first, fails) -> None:
     where ``fails``."""
     if not items:
         return
-    src.add(f"for {names} in {src.name(tuple(items), 'g')}:")
+    src.add(f"    for {names} in {src.name(tuple(items), 'g')}:")
     if first:
-        src.add(f"    {first}")
-    src.add(f"    if {fails}:")
-    src.add("        return False")
+        src.add(f"        {first}")
+    src.add(f"        if {fails}:")
+    src.add("            return False")
 
 
 def _aliases(calls, values) -> dict:

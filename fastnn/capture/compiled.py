@@ -20,7 +20,6 @@ from __future__ import annotations
 import copy
 import functools
 import warnings
-from collections import OrderedDict
 
 import numpy as np
 
@@ -76,8 +75,10 @@ class Compiled:
                              f"{max_signatures!r}")
         self.fn, self.fullgraph, self.max_signatures = fn, bool(fullgraph), max_signatures
         self.name = getattr(fn, "__qualname__", None) or type(fn).__name__
-        self._cache: OrderedDict = OrderedDict()  # signature key -> [Entry]
-        self._said: set = set()
+        # signature key -> [Entry], least recently used first (a dict: an OrderedDict
+        # keeps ~160 bytes more, for as long as the compiled function lives)
+        self._cache: dict = {}
+        self._said: tuple = ()  # what was warned of once (a tuple: an empty set is 216 B)
         # and, once a step has graph breaks, "split": its calls that ran through their
         # segments, "ahead": segment programs run ahead of the Python, "plain": split
         # calls run as the eager call, where no segment program pays (split.py)
@@ -91,7 +92,8 @@ class Compiled:
         if entries:
             for entry in entries:
                 if entry.guards_hold():
-                    self._cache.move_to_end(key)
+                    if len(self._cache) > 1:  # (most recently used last)
+                        self._cache[key] = self._cache.pop(key)
                     self._last = entry
                     if type(entry) is Split:
                         if entry.wants_recording():
@@ -144,19 +146,23 @@ class Compiled:
         else:
             entry = build.build(self.name, recorder, snapshot, leaves, log.draws, result)
         if entry.eager is not None and entry.eager not in self._said:
-            self._said.add(entry.eager)
+            self.said(entry.eager)
             warnings.warn(f"fnn.compile: {self.name} runs eagerly for this signature "
                           f"({entry.eager})", stacklevel=3)
         self._store(key, entry)
         self._last = entry
         return result
 
+    def said(self, what) -> None:
+        """Note that ``what`` was warned of (``what in self._said`` from now on)."""
+        self._said += (what,)
+
     def _say_breaks(self, path) -> None:
         """One warning per graph break site (the user's line) of this function."""
         n = len(path.cuts) + 1
         for cut in path.cuts:
             if ("break", cut.where) not in self._said:
-                self._said.add(("break", cut.where))
+                self.said(("break", cut.where))
                 warnings.warn(f"fnn.compile: graph break in {self.name} at {cut.where}: "
                               f"{cut.what} reads a value back to Python, so the step runs "
                               f"as {n} segments (compiled; the Python between them runs "
@@ -170,10 +176,10 @@ class Compiled:
             # the first step (no gradients, no optimizer moments yet), which does not come
             # back; its memory goes (should it come back, it records again, once: then
             # both stay)
-            self._said.add(("dropped", hash(key)))  # (a hash: the key is a nested tuple)
+            self.said(("dropped", hash(key)))  # (a hash: the key is a nested tuple)
             entries.pop()
         entries.insert(0, entry)
-        self._cache.move_to_end(key)
+        self._cache[key] = self._cache.pop(key)
         while sum(len(v) for v in self._cache.values()) > self.max_signatures:
             oldest = next(iter(self._cache))
             self._cache[oldest].pop()

@@ -32,7 +32,7 @@ class Entry:
         self.steps: list = []  # (optimizer ref, pid, key, delta): counts a replay adds
         self.draws: list = []  # (method, args, kwargs): fastnn's generator, as recorded
         self.result = None  # the return value's template
-        self.guards: list = []  # () -> bool
+        self.guards: list = []  # () -> bool, where ``fast`` (which checks them) is None
         self.args_now = [None]  # the current call's arguments, for ArgRef
         self.fast = None  # replay(leaves) written out (fastnn.capture.replay), if built
         # for the first replay's check (build.py fills them; settle() drops them)
@@ -46,6 +46,9 @@ class Entry:
         return entry
 
     def guards_hold(self) -> bool:
+        fast = self.fast
+        if fast is not None:  # the guards are its first lines
+            return fast(None, False)
         for guard in self.guards:
             if not guard():
                 return False

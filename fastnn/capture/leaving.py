@@ -38,7 +38,7 @@ class Leaving:
         compiled = self.compiled
         said = ("path", self.cursor, why.split(" ")[0])
         if said not in compiled._said:
-            compiled._said.add(said)
+            compiled.said(said)
             where = user_line()[0]
             warnings.warn(f"fnn.compile: {compiled.name} left its recorded path at {where}, "
                           f"backend call {self.cursor} ({why}); the rest of that call ran "

@@ -6,7 +6,9 @@ input that holds them; the guards are a list of closures. Here the same work is 
 out once per entry (``s3 = r3()._data``, ``o = w0(); o._data = outs[0]``), so a replay
 pays for what it must read and write and for nothing else: at most one
 ``lrs_and_decays`` per optimizer group and no per-input call or kind test.
-The first replay's check (``dry``) still runs :meth:`Entry.replay` itself.
+The first replay's check (``dry``) still runs :meth:`Entry.replay` itself. The guards
+that choose the entry are the first lines of the same function (``replay(None, False)``
+runs only them): one function a program keeps, not two.
 """
 
 from __future__ import annotations
@@ -37,21 +39,23 @@ class Source:
     def add(self, line: str) -> None:
         self.lines.append("    " + line)
 
-    def function(self, head: str):
-        """The function ``head`` (``def name(params):``) with these lines; the objects
-        named are its defaults (read as fast locals; it has no globals of its own, and
-        no name or file name of its own: a program keeps no string for them)."""
+    def function(self, head: str, defaults: tuple = ()):
+        """The function ``head`` (``def name(params):``, ``defaults`` those of its last
+        params) with these lines; the objects named are its defaults too (read as fast
+        locals; it has no globals of its own, and no name or file name of its own: a
+        program keeps no string for them)."""
         name, _, params = head[len("def "):].rstrip(":").rstrip(")").partition("(")
         bound = "".join(f"{key}=None, " for key in self.scope)
         head = f"def {name}({params}{', ' if params and bound else ''}{bound}):"
         source = "\n".join([head] + (self.lines or ["    pass"]))
-        return make_function(source, name, tuple(self.scope.values()))
+        return make_function(source, name, defaults + tuple(self.scope.values()))
 
 
-def fast_replay(entry, binds, inputs, values, leaves):
-    """``replay(leaves)`` for ``entry``: what ``Entry.replay(leaves)`` does, written out
-    (``values``: the recording's value of each slot, for the constants)."""
-    src = Source()
+def fast_replay(entry, binds, inputs, values, leaves, src=None):
+    """``replay(leaves, run=True)`` for ``entry``: what ``Entry.replay(leaves)`` does,
+    written out (``values``: the recording's value of each slot, for the constants) after
+    the lines already in ``src`` (the guards, which ``run=False`` runs)."""
+    src = src if src is not None else Source()
     uses_args = any(type(w[1]) is ArgRef for w in entry.writes) or any(
         binds[i] is not None and len(binds[i]) > 1 and type(binds[i][1]) is ArgRef
         for i in inputs)
@@ -76,15 +80,25 @@ def fast_replay(entry, binds, inputs, values, leaves):
     dropped = [ref for kind, ref, _key, _k, meta in entry.writes
                if kind == "grad_new" and not meta[3] and type(ref) is not ArgRef and
                id(ref) not in read and id(ref()) not in read]
+    writes = _grouped(entry.writes)
     if dropped:
-        src.add(f"for r in {src.name(tuple(dropped), 'w')}:")
+        dropped = tuple(dropped)
+        for kind, ref, _key, _k, _meta in writes:  # the same references: one tuple
+            if kind == "grads" and len(ref) == len(dropped) and all(
+                    a is b for a, b in zip(ref, dropped)):
+                dropped = ref
+        src.add(f"for r in {src.name(dropped, 'w')}:")
         src.add("    r()._grad = None")
     src.add(f"outs = {src.name(entry.program.runner, 'runner')}()(env)")
-    for kind, ref, key, k, meta in _grouped(entry.writes):
+    for kind, ref, key, k, meta in writes:
         if kind == "grads":  # new gradients of one dtype and device: one loop
-            made = (f"{src.name(Tensor, 'Tensor')}._make(outs[k], {src.name(meta[0], 'dt')}, "
+            made = (f"{src.name(Tensor, 'Tensor')}._make(o, {src.name(meta[0], 'dt')}, "
                     f"{src.name(meta[1], 'dev')})")
-            src.add(f"for r, k in {src.name(ref, 'w')}:")
+            if k == tuple(range(k[0], k[0] + len(k))):  # consecutive outputs: a slice
+                src.add(f"for r, o in zip({src.name(ref, 'w')}, outs[{k[0]}:{k[-1] + 1}]):")
+            else:
+                src.add(f"for r, k in zip({src.name(ref, 'w')}, {src.name(k, 'w')}):")
+                src.add("    o = outs[k]")
             if meta[2]:
                 src.add(f"    g = r()._grad = {made}")
                 src.add(f"    g._storage = {src.name(engine, 'engine')}._SHARED")
@@ -119,7 +133,7 @@ def fast_replay(entry, binds, inputs, values, leaves):
                 f"{src.name(result.dtype, 'dt')}, {src.name(result.device, 'dev')})")
     else:
         src.add(f"return {src.name(_rebuild, 'rebuild')}({src.name(result, 'res')}, outs)")
-    return src.function("def replay(leaves):")
+    return src.function("def replay(leaves, run=True):", (True,))
 
 
 def _draw(rng, draws) -> list:
@@ -135,13 +149,15 @@ def _deref(refs) -> list:
 
 def _grouped(writes) -> list:
     """``writes`` with each run of three or more new gradients of one dtype, device and
-    sharing as one write ``("grads", ((ref, output index), ...), None, None, meta)``."""
+    sharing as one write ``("grads", (ref, ...), None, (output index, ...), meta)``: two
+    tuples, not a pair each (~56 bytes a gradient for as long as the program lives)."""
     out: list = []
     run: list = []
 
     def flush():
         if len(run) >= 3:
-            out.append(("grads", tuple((w[1], w[3]) for w in run), None, None, run[0][4]))
+            out.append(("grads", tuple(w[1] for w in run), None, tuple(w[3] for w in run),
+                        run[0][4]))
         else:
             out.extend(run)
         run.clear()

@@ -129,11 +129,12 @@ class Snapshot:
         """A check that optimizer ``o`` still has the options (all but lr) and the state
         entries per parameter it had before the call (a program depends on both)."""
         k = next(n for n, other in enumerate(self.optimizers) if other is o)
-        options = [(g, [(key, value) for key, value in g.items() if key not in ("params", "lr")])
-                   for g in o.param_groups]
-        # tuples, each distinct set of state keys once: the check lives as long as its program
-        options = tuple((g, tuple((key, _copy(value)) for key, value in items))
-                        for g, items in options)
+        # flat tuples (group, key, value, key, value, ...), each distinct set of state keys
+        # once: the check lives as long as its program (a pair a tuple: ~56 bytes each)
+        options = tuple((g,) + tuple(x for key, value in g.items()
+                                     if key not in ("params", "lr")
+                                     for x in (key, _copy(value)))
+                        for g in o.param_groups)
         keysets: dict = {}
         entries = tuple((pid, keysets.setdefault(frozenset(st), frozenset(st)))
                         for pid, st in self.opt_state[k].items())
@@ -148,9 +149,10 @@ class Snapshot:
                 st = state.get(pid)
                 if st is None or st.keys() != keys:
                     return False
-            for g, items in options:
-                for key, value in items:
-                    if g.get(key) != value:
+            for items in options:
+                g = items[0]
+                for n in range(1, len(items), 2):
+                    if g.get(items[n]) != items[n + 1]:
                         return False
             return True
         return check
