@@ -9,7 +9,6 @@ calls that produced its array arguments.
 
 from __future__ import annotations
 
-import inspect
 import linecache
 import os
 import sys
@@ -49,10 +48,7 @@ class Place:
         return getattr(self._node, "op", None)
 
 
-_inside: dict = {}  # code object -> 0 (the user's), 1 (fastnn's or skipped), 2 (run_backward),
-# 3 (a fastnn or skipped generator's: resumed by any caller, so never a frame the last walk
-# may be taken up from)
-_GENERATORS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+_inside: dict = {}  # code object -> 0 (the user's), 1 (fastnn's or skipped), 2 (run_backward)
 
 
 def _kind(code) -> int:
@@ -61,68 +57,26 @@ def _kind(code) -> int:
         kind = 2 if code.co_name == "run_backward" else 1
     else:
         kind = 1 if path.startswith(_SKIP[1]) or path.endswith(_SKIP[2]) else 0
-    if kind == 1 and code.co_flags & _GENERATORS:
-        kind = 3
     if len(_inside) > 50_000:
         _inside.clear()
     _inside[code] = kind
     return kind
 
 
-class _Walked:
-    """The last walk: its frames from the hook's caller up (held, so that no other frame
-    takes their ids), id(frame) -> index, and what it found (the node at ``node_at``)."""
-
-    __slots__ = ("frames", "where", "code", "line", "node", "node_at")
-
-    def __init__(self, frames, code, line, node, node_at):
-        self.frames, self.code, self.line = frames, code, line
-        self.node, self.node_at = node, node_at
-        self.where = {id(f): i for i, f in enumerate(frames)}
-
-
-_last = _Walked([], None, 0, None, -1)
-
-
-def forget() -> None:
-    """Drop the last walk's frames (shadowing has stopped: they hold their locals)."""
-    global _last
-    _last = _Walked([], None, 0, None, -1)
-
-
 def _walk(frame) -> tuple:
     """(code, line, node): the first frame outside fastnn and the tape's current node,
-    in one walk up the stack (the tape's loop runs below the user's frame).
-
-    A function's frame that the last walk met and that is on the stack again has run
-    all along, so its callers wait where they did: the walk stops there and takes the
-    rest from the last one (a backward rule's or a layer's hook calls after the first
-    walk a frame or two each, not the ten up to the user's line)."""
-    global _last
-    node, node_at, inside, last, frames = None, -1, _inside, _last, []
+    in one walk up the stack (the tape's loop runs below the user's frame)."""
+    node, inside = None, _inside
     while frame is not None:
         code = frame.f_code
         kind = inside.get(code)
         if kind is None:
             kind = _kind(code)
         if kind == 0:
-            frames.append(frame)
-            line = frame.f_lineno
-            _last = _Walked(frames, code, line, node, node_at)
-            return code, line, node
+            return code, frame.f_lineno, node
         if kind == 2 and node is None:
-            node, node_at = frame.f_locals.get("node"), len(frames)
-        if kind != 3:
-            seen = last.where.get(id(frame))
-            if seen is not None:
-                if node is None and last.node_at >= seen:
-                    node, node_at = last.node, len(frames) + last.node_at - seen
-                frames += last.frames[seen:]
-                _last = _Walked(frames, last.code, last.line, node, node_at)
-                return last.code, last.line, node
-        frames.append(frame)
+            node = frame.f_locals.get("node")
         frame = frame.f_back
-    _last = _Walked([], None, 0, None, -1)
     return None, 0, node
 
 

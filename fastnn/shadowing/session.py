@@ -117,7 +117,6 @@ class shadow(Batching, Checking):
         self._forget()
         self._spare.clear()
         diff.release()
-        blame.forget()
         for ops, originals, wrappers in self._patched.values():
             for hook, wrapper in wrappers.items():
                 if getattr(ops, hook) is wrapper:  # else someone wrapped on top: ours
