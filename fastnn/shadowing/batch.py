@@ -202,7 +202,7 @@ class Batching:
                 # (an output equal bit for bit last time is tried for equality first)
                 if not row.equal_first:
                     if vector.eligible(g, w):
-                        items.append((g, w, row.rtol, row.atol))
+                        items.append((g, w, row.rtol, row.atol, row.of_tolerance))
                         where.append((len(ran) - 1, k))
                 elif vector.small_pair(g, w):
                     same.append((g, w))

@@ -71,7 +71,7 @@ class Checking:
             if hook in tolerance.UNCOMPARED:
                 diff = compare(np.zeros(g.shape, bool), np.zeros(w.shape, bool), 0.0, 0.0)
             else:
-                diff = compare(g, w, row.rtol, row.atol, row.equal_first)
+                diff = compare(g, w, row.rtol, row.atol, row.equal_first, row.of_tolerance)
                 row.equal_first = diff.max_abs == 0.0
             if count and diff is not EQUAL:
                 row.add(diff)
@@ -146,7 +146,7 @@ class Checking:
             if hook in tolerance.UNCOMPARED:
                 diff = compare(np.zeros(g.shape, bool), np.zeros(w.shape, bool), 0.0, 0.0)
             else:
-                diff = compare(g, w, row.rtol, row.atol, row.equal_first)
+                diff = compare(g, w, row.rtol, row.atol, row.equal_first, row.of_tolerance)
                 row.equal_first = diff.max_abs == 0.0
             if count and diff is not EQUAL:
                 row.add(diff)
