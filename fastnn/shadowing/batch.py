@@ -73,8 +73,10 @@ def _passed(pairs, verdicts) -> None:
 def frozen(value):
     """``value`` with its lists and tuples copied (the arrays themselves shared): the core
     may change a list a hook returned, or one it passed, before the batch is checked."""
-    if isinstance(value, (list, tuple)):
-        return type(value)(frozen(item) for item in value)
+    if isinstance(value, (list, tuple)):  # (leaves copied in place: an optimizer's lists
+        # hold dozens of arrays, and a call a leaf was most of the cost)
+        return type(value)([frozen(item) if isinstance(item, (list, tuple)) else item
+                            for item in value])
     return value
 
 
@@ -202,7 +204,7 @@ class Batching:
                 # (an output equal bit for bit last time is tried for equality first)
                 if not row.equal_first:
                     if vector.eligible(g, w):
-                        items.append((g, w, row.rtol, row.atol))
+                        items.append((g, w, row.rtol, row.atol, row.of_tolerance))
                         where.append((len(ran) - 1, k))
                 elif vector.small_pair(g, w):
                     same.append((g, w))

@@ -125,8 +125,12 @@ class Producers(ByArray):
     def note(self, value, call: int, hook: str) -> None:
         """Remember ``call`` (of ``hook``) as the maker of each array in ``value``."""
         if isinstance(value, (list, tuple)):
+            made = (call, hook)
             for item in value:
-                self.note(item, call, hook)
+                if isinstance(item, (list, tuple)):
+                    self.note(item, call, hook)
+                elif item is not None and hasattr(item, "shape"):
+                    self.put(item, made)
         elif value is not None and hasattr(value, "shape"):
             self.put(value, (call, hook))
 

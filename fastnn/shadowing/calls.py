@@ -56,7 +56,13 @@ SPECS = {hook: Spec(hook) for hook in hookspec.HOOKS}
 def arrays_in(value) -> list:
     """The backend arrays in an argument or output (lists and tuples flattened)."""
     if isinstance(value, (list, tuple)):
-        return [a for item in value for a in arrays_in(item)]
+        found = []
+        for item in value:  # (leaves tested here: no call for each array of a list)
+            if isinstance(item, (list, tuple)):
+                found += arrays_in(item)
+            elif item is not None and hasattr(item, "shape"):
+                found.append(item)
+        return found
     return [value] if value is not None and hasattr(value, "shape") else []
 
 

@@ -5,7 +5,7 @@ arithmetic written out."""
 import numpy as np
 import pytest
 
-from fastnn.shadowing import diff
+from fastnn.shadowing import diff, vector
 
 
 def _expected(got, want, rtol, atol):
@@ -51,3 +51,43 @@ def test_equal_long_outputs_and_a_nan_in_a_late_block():
     got[-7] = np.inf
     found = diff.compare(got, want, 1e-5, 1e-6, equal_first=False)
     assert found.failed and found.worst == (want.size - 7,)
+
+
+@pytest.mark.parametrize("size", [5000, 300_000])  # whole, and a block at a time
+def test_an_output_under_its_rows_worst_ratio_is_given_the_bound(size):
+    """With ``known`` (the report row's worst ratio) above an output's max error over
+    atol, the output passes with a ratio between its exact one and ``known`` (so the
+    row's worst is unchanged); under it, or failing, it is measured exactly."""
+    rng = np.random.default_rng(7)
+    want = rng.normal(size=size).astype(np.float32)
+    got = want + (1e-6 * rng.normal(size=size)).astype(np.float32)
+    rtol, atol = 1e-4, 1e-5
+    exact = diff.compare(got, want, rtol, atol, equal_first=False)
+    bound = exact.max_abs / atol
+    assert not exact.failed and 0 < exact.ratio < bound < 1
+    under = diff.compare(got, want, rtol, atol, equal_first=False, known=bound * 1.01)
+    assert not under.failed and under.max_abs == exact.max_abs
+    assert exact.ratio * (1 - 1e-6) <= under.ratio <= bound * 1.01
+    over = diff.compare(got, want, rtol, atol, equal_first=False, known=exact.ratio)
+    assert over.ratio == pytest.approx(exact.ratio, rel=1e-6)
+    got[-3] += 0.5
+    failed = diff.compare(got, want, rtol, atol, equal_first=False, known=100.0)
+    bad, _, worst = _expected(got, want, rtol, atol)
+    assert failed.failed and failed.bad == bad and failed.worst == (size - 3,)
+    assert failed.ratio == pytest.approx(worst, rel=1e-4)
+
+
+def test_a_batch_under_its_rows_worst_ratios_is_given_the_bounds():
+    rng = np.random.default_rng(8)
+    wants = [rng.normal(size=n).astype(np.float32) for n in (30, 500, 7)]
+    items = [(w + np.float32(1e-6), w, 1e-4, 1e-5) for w in wants]
+    exact = vector.compare_many([(g.copy(), w, r, a) for g, w, r, a in items])
+    bounds = [m / 1e-5 for m, _ in exact]
+    under = vector.compare_many([(g.copy(), w, r, a, 2 * b)
+                                 for (g, w, r, a), b in zip(items, bounds)])
+    for (m, r), (m_under, r_under), b in zip(exact, under, bounds):
+        assert m_under == m and r * (1 - 1e-6) <= r_under <= 2 * b
+    # one item over its own: all of them measured exactly
+    again = vector.compare_many([(g.copy(), w, r, a, 2 * b if i else 0.0)
+                                 for i, ((g, w, r, a), b) in enumerate(zip(items, bounds))])
+    assert again == exact

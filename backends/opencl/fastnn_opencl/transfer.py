@@ -17,7 +17,7 @@ import numpy as np
 
 from fastnn.api.hookspec import hookimpl
 from fastnn_opencl import elementwise
-from fastnn_opencl.runtime import NP_TYPES, cl
+from fastnn_opencl.runtime import NP_TYPES, cl, contiguous_strides
 
 # a view read as the stretch of buffer it covers may cover at most this many times the
 # elements it holds (a transpose covers 1x, a broadcast less)
@@ -26,6 +26,16 @@ GATHER_BELOW = 1 << 18  # bytes: a stretch this small is gathered with the other
 _RANGES = 40  # ranges per launch of k_gather (kernels/gather.cl)
 _LOCAL = 256  # work items of a range (one work group, each item a word in 256)
 _ARG_DTYPES = [None] + [None, np.uint32, np.uint32, np.uint32, np.uint32] * _RANGES
+
+
+_DENSE: dict = {}  # shape -> its contiguous strides (a step reads the same shapes again)
+
+
+def _dense(shape: tuple) -> tuple:
+    if len(_DENSE) > 4096:
+        _DENSE.clear()
+    strides = _DENSE[shape] = contiguous_strides(shape)
+    return strides
 
 
 def _extent(x, contiguous: bool) -> tuple | None:
@@ -45,12 +55,20 @@ def to_numpy_many(arrays):
     # buffer -> [start, end, [(position, view, contiguous)]]: the stretch of it to read,
     # and its views
     reads: dict = {}
+    dense = _DENSE
     for i, x in enumerate(arrays):
         if not x.size:
             hosts[i] = np.empty(x.shape, NP_TYPES[x.dtype])
             continue
-        contiguous = x.is_contiguous
-        extent = _extent(x, contiguous)
+        shape = x.shape
+        strides = dense.get(shape)
+        if strides is None:
+            strides = _dense(shape)
+        if x.strides == strides:  # the common case, without is_contiguous's loop
+            contiguous, extent = True, (x.offset, x.offset + x.size)
+        else:
+            contiguous = x.is_contiguous
+            extent = _extent(x, contiguous)
         if extent is None:
             x = elementwise.copy(x)
             contiguous, extent = True, (0, x.size)
@@ -97,6 +115,11 @@ def _place(hosts: list, buffer: np.ndarray, first: int, read) -> None:
     np.broadcast_to's views are). (The ndarray constructor: a tenth of as_strided's
     cost, and a third of a slice, a view and a reshape.)"""
     start, _, views = read
+    if len(views) == 1 and views[0][2]:  # the common case: one contiguous array
+        i, x, _ = views[0]
+        dtype = NP_TYPES[x.dtype]
+        hosts[i] = np.ndarray(x.shape, dtype, buffer, first + (x.offset - start) * dtype.itemsize)
+        return
     shared = len(views) > 1
     for i, x, contiguous in views:
         dtype = NP_TYPES[x.dtype]

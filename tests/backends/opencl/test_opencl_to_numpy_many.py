@@ -37,3 +37,15 @@ def test_gathered_ranges_longer_than_a_work_group_are_read_whole(ocl):
     for host, got in zip(hosts, ocl.to_numpy_many(arrays)):
         assert got.dtype == host.dtype and got.shape == host.shape
         np.testing.assert_array_equal(got, host)
+
+
+def test_gathered_ranges_read_by_vectors_from_any_word(ocl):
+    """k_gather copies 16 words at a time, then the tail: stretches that start at an odd
+    word of their buffer, with lengths around multiples of 16 and of a work group's 4096."""
+    rng = np.random.default_rng(5)
+    lengths = (15, 16, 17, 31, 33, 4095, 4096, 4097, 8200, 20000)
+    hosts = [rng.normal(size=n + 7).astype(np.float32) for n in lengths]
+    arrays = [ocl.slice(ocl.from_numpy(h, 0), (3,), (3 + n,), (1,))
+              for h, n in zip(hosts, lengths)]  # 3 words into the buffer
+    for host, n, got in zip(hosts, lengths, ocl.to_numpy_many(arrays)):
+        np.testing.assert_array_equal(got, host[3:3 + n])
