@@ -167,7 +167,7 @@ class _Plan:
 
     def __init__(self, kernel, slots, convert, itemsize):
         self.kernel, self.slots, self.itemsize = kernel, slots, itemsize
-        self.convert = convert  # per argument: None (a buffer) or its NumPy scalar type
+        self.convert = convert  # per argument: None (a buffer) or its scalar's dtype name
         self.last = [None] * len(slots)
 
 
@@ -216,9 +216,12 @@ def _flat_plan(dev, group, name, inputs, out_dtype, shape, param, extra_defines)
     values.append(param)
     kernel, last, slots, convert = plan.kernel, plan.last, plan.slots, plan.convert
     for k, value in enumerate(values):
-        if last[k] is not value and last[k] != value:
+        if last[k] is not value and (last[k] != value or not value):  # NOTE: -0.0 == 0.0
             kind = convert[k]
-            kernel.set_arg(slots[k], value if kind is None else kind(value))
+            if kind is None:
+                kernel.set_arg(slots[k], value)
+            else:
+                fast_launch.set_scalar(kernel, slots[k], kind, value)
             last[k] = value
     fast_launch.launch(dev.queue, kernel, fast_launch.flat_size(n), None, slots, values)
     return out
@@ -229,18 +232,18 @@ def _build_plan(dev, group, name, inputs, out_dtype, extra_defines):
 
     dev.check_dtype(out_dtype)
     modes = [0 if isinstance(x, CLArray) else 2 for x in inputs]
-    slots, convert, position = [0, 1], [None, np.int32], 3  # out, n; slot 2: the shape
+    slots, convert, position = [0, 1], [None, "int32"], 3  # out, n; slot 2: the shape
     for mode, dtype in zip(modes, _read_dtypes(inputs)):
         if mode == 0:  # a buffer and its offset
             slots += [position, position + 1]
-            convert += [None, np.int32]
+            convert += [None, "int32"]
             position += 2
         else:
             slots.append(position)
-            convert.append(NP_TYPES[dtype].type)
+            convert.append(dtype)
             position += 1
     slots.append(position)  # the op's parameter
-    convert.append(NP_TYPES[out_dtype].type)
+    convert.append(out_dtype)
     defines = kernel_defines(group, inputs, modes, out_dtype, 0, extra_defines)
     kernel = cl.Kernel(dev.program(FILE, defines), name)
     kernel.set_arg(2, int8_vector(()))  # unused at rank 0, but every argument must be set
