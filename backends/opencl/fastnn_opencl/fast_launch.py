@@ -88,6 +88,16 @@ def set_scalar(kernel, index: int, dtype: str, value) -> None:
         kernel.set_arg(index, NP_TYPES[dtype].type(value))
 
 
+def set_value(kernel, index: int, value) -> None:
+    """``kernel.set_arg(index, value)`` for a buffer or a NumPy scalar, scalars of the
+    dtypes :func:`set_scalar` packs set that way."""
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None and dtype.name in _PACK_CHARS and type(value) is dtype.type:
+        set_scalar(kernel, index, dtype.name, value)
+    else:
+        kernel.set_arg(index, value)
+
+
 def operand(kernel, last: list, slot: int, index: int, x) -> None:
     """Set x's buffer and offset as kernel arguments ``index`` and ``index + 1``, each only
     where it differs from what ``last[slot]`` and ``last[slot + 1]`` say was set before."""
