@@ -9,10 +9,12 @@ defines and arguments), so the results are the same bit for bit; anything else
 Scalars are set with :func:`set_scalar` (pyopencl's ``set_arg`` of a NumPy scalar costs
 7-9 us, three enqueues).
 
-Every fast path (these, :mod:`fastnn_opencl.fast_gemm`, the flat plans of
-:mod:`fastnn_opencl.elementwise`) enqueues through :func:`launch`, the one place a launch
-list's trace (:mod:`fastnn_opencl.launch_list`) sees the launches that bypass pyopencl's
-``Kernel.__call__``; no other module calls ``enqueue_nd_range_kernel`` (a test checks).
+Every fast path (these, :mod:`fastnn_opencl.fast_gemm`, the plans of
+:mod:`fastnn_opencl.elementwise_plan` and :mod:`fastnn_opencl.reduce`) enqueues through
+:func:`launch` (:func:`unary` and :func:`binary` through its two lines inlined), the one
+place a launch list's trace (:mod:`fastnn_opencl.launch_list`) sees the launches that
+bypass pyopencl's ``Kernel.__call__``; no other module calls ``enqueue_nd_range_kernel``
+(a test checks).
 """
 
 from __future__ import annotations
