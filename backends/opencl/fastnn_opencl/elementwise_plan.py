@@ -150,9 +150,9 @@ def kernel_defines(group, inputs, modes, out_dtype, rank, extra_defines) -> tupl
 
 
 class _Plan:
-    """A kernel of its own (not shared with :func:`launch`'s general path, whose calls set
-    other arguments) for one op on flat inputs, and the arguments it was last given: a
-    launch sets only the arguments that changed, then enqueues."""
+    """A kernel of its own for one op on flat inputs (or strided ones of one layout), and
+    the scalar arguments it was last given: a launch sets the buffers and the scalars
+    that changed, then enqueues."""
 
     __slots__ = ("kernel", "slots", "last", "convert", "itemsize", "size", "strides")
 
@@ -211,8 +211,8 @@ def _table() -> dict:
 
 
 def _run(plan, dev, inputs, out_dtype, shape, strides, n, param):
-    """Launch ``plan`` over ``inputs`` into a new array: only the arguments that changed
-    since its last call are set."""
+    """Launch ``plan`` over ``inputs`` into a new array: its buffers, and the scalars that
+    changed since its last call."""
     # dev.empty without its checks: the dtype was checked when the plan was built
     out = CLArray(dev.pool.allocate(n * plan.itemsize), shape, strides, 0, out_dtype, dev)
     values = [out.data, n]
@@ -224,13 +224,13 @@ def _run(plan, dev, inputs, out_dtype, shape, strides, n, param):
     values.append(param)
     kernel, last, slots, convert = plan.kernel, plan.last, plan.slots, plan.convert
     for k, value in enumerate(values):
+        kind = convert[k]
+        if kind is None:  # a buffer: set at every call, not kept (its memory would stay
+            kernel.set_arg(slots[k], value)  # out of the pool until the plan's next call)
+            continue
         was = last[k]
         if was is not value and (type(was) is not type(value) or was != value or not value):
-            kind = convert[k]  # NOTE: not value: -0.0 == 0.0
-            if kind is None:
-                kernel.set_arg(slots[k], value)
-            else:
-                fast_launch.set_scalar(kernel, slots[k], kind, value)
+            fast_launch.set_scalar(kernel, slots[k], kind, value)  # NOTE: -0.0 == 0.0
             last[k] = value
     size = plan.size or fast_launch.flat_size(n)
     fast_launch.launch(dev.queue, kernel, size, None, slots, values)

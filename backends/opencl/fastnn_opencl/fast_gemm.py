@@ -40,7 +40,7 @@ class _Step:
             set_scalar(kernel, index, "int32", value)
         self.kernel, self.size, self.local, self.roles = kernel, size, local, roles
         self.positions = tuple(index for _, index in roles)
-        self.last = [None, None, None, None]  # a's buffer and offset, b's buffer and offset
+        self.last = [None, None, None, None]  # [1], [3]: the offsets of a and b last set
 
 
 class _Plan:

@@ -129,10 +129,11 @@ def _reduce(x: CLArray, axis, keepdims: bool, op: int, mean: bool = False) -> CL
 class _Plan:
     """The one launch of a reduction of a contiguous array of one shape (the cases that
     need neither a copy nor two passes), with a kernel of its own whose sizes are set
-    once: a call allocates the result, sets its buffer and x's, and enqueues."""
+    once: a call allocates the result, sets its buffer and x's (and x's offset if it
+    changed), and enqueues."""
 
     __slots__ = ("kernel", "size", "local", "nbytes", "out_shape", "out_strides", "strides",
-                 "x", "offset")
+                 "offset")
 
     def __init__(self, x, name, defines, arg_dtypes, scalars, size, local, out_shape):
         import pyopencl as cl
@@ -145,16 +146,14 @@ class _Plan:
         self.size, self.local, self.out_shape = size, local, out_shape
         self.nbytes = builtins.max(math.prod(out_shape), 1) * NP_TYPES[x.dtype].itemsize
         self.out_strides, self.strides = contiguous_strides(out_shape), x.strides
-        self.x, self.offset = None, 0
+        self.offset = 0
 
     def run(self, x: CLArray) -> CLArray:
         dev, kernel = x.dev, self.kernel
         out = CLArray(dev.pool.allocate(self.nbytes), self.out_shape, self.out_strides, 0,
                       x.dtype, dev)
         kernel.set_arg(0, out.data)
-        if x.data is not self.x:
-            kernel.set_arg(1, x.data)
-            self.x = x.data
+        kernel.set_arg(1, x.data)  # at every call: a kept x would stay out of the pool
         if x.offset != self.offset:
             set_scalar(kernel, 2, "int32", x.offset)
             self.offset = x.offset

@@ -109,3 +109,22 @@ def test_reductions_of_one_shape_take_each_calls_operand(ocl):
                                    rtol=1e-5)
     ints = fnn.tensor(np.arange(24).reshape(4, 6), device=DEV)
     _same(ints.sum(1).numpy(), np.arange(24).reshape(4, 6).sum(1))
+
+
+def test_plans_keep_no_inputs_from_the_pool(ocl):
+    # plans are kept per shape: one that held its last operands would keep their memory
+    import gc
+
+    pool = fnn.tensor(np.ones(1, np.float32), device=DEV)._data.dev.pool
+    shape = (3, 37)  # a shape no other test uses: fresh plans
+    data = np.ones(shape, np.float32)
+    gc.collect()
+    before = pool.active_blocks
+    x = fnn.tensor(data, device=DEV)
+    bias = fnn.tensor(data[0], device=DEV)
+    outs = [x + x, x.exp(), x * 2.0, x + bias, x.T + x.T, x.sum(1), fnn.where(x > 0, x, 0.0),
+            x @ x.T]
+    assert all(np.isfinite(o.numpy()).all() for o in outs)
+    del x, bias, outs
+    gc.collect()
+    assert pool.active_blocks == before
