@@ -1,8 +1,10 @@
 """Host time of one opencl launch: raw pyopencl's enqueue of a kernel whose arguments are
 already set, against the backend's hooks on 4x4 float32 arrays (issue 22: at most 3 us
-above raw), and against one launch of a compiled step's replay (``fnn.compile``: the
+above raw) and through the tensors' eager ops (the core's dispatch included), and against
+one launch of a compiled step's replay (``fnn.compile``: the
 launch list of ``compile_program``; issue 23: at most 3 us). Each is timed over many
-calls, the queue drained at the end, best of 5: ``python benchmarks/opencl_launch.py [--cpu]``."""
+calls, the queue drained at the end, best of 5:
+``python benchmarks/opencl_launch.py [--cpu] [--no-replay]``."""
 
 from __future__ import annotations
 
@@ -59,12 +61,23 @@ def main() -> None:
                       dev.queue)
     print(f"raw pyopencl enqueue: {raw:.2f} us")
     c = ops.from_numpy(np.ones((4, 4), np.float32), 0)
+    x = fnn.tensor(np.ones((4, 4), np.float32), device="opencl")
+    y = fnn.tensor(np.ones((4, 4), np.float32), device="opencl")
     for name, fn in (("add(a, b)", lambda: ops.add(a, b)), ("add(a, 2.0)", lambda: ops.add(a, 2.0)),
                      ("mul(a, b)", lambda: ops.mul(a, b)), ("exp(a)", lambda: ops.exp(a)),
-                     ("relu(a)", lambda: ops.relu(a)), ("matmul(a, b)", lambda: ops.matmul(a, b)),
-                     ("chain", lambda: ops.relu(ops.mul(ops.add(a, b), c)))):
+                     ("relu(a)", lambda: ops.relu(a)), ("sum(a)", lambda: ops.sum(a, None, False)),
+                     ("sum(a, 1)", lambda: ops.sum(a, (1,), False)),
+                     ("matmul(a, b)", lambda: ops.matmul(a, b)),
+                     ("chain", lambda: ops.relu(ops.mul(ops.add(a, b), c))),
+                     ("x + y", lambda: x + y), ("x * y", lambda: x * y),
+                     ("x * 2.0", lambda: x * 2.0),
+                     ("x.exp()", lambda: x.exp()), ("x.relu()", lambda: x.relu()),
+                     ("x.sum()", lambda: x.sum()), ("x.sum(1)", lambda: x.sum(1)),
+                     ("x @ y", lambda: x @ y)):
         us = per_call_us(fn, dev.queue)
         print(f"{name:12s} {us:6.2f} us  ({us - raw:+.2f} us above raw)")
+    if "--no-replay" in sys.argv:
+        return
     print(f"replay, per launch ({CHAIN} adds, mul, relu, matmul on 4x4 a step), against "
           "raw pyopencl enqueueing the same launches:")
     for name, op in (("add", lambda x, y: x + y), ("mul", lambda x, y: x * y),

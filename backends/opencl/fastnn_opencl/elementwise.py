@@ -96,8 +96,17 @@ def leaky_relu(x, slope):
 # ---------------------------------------------------------------- binary
 
 
+_broadcasts: dict = {}  # (a's shape, b's shape) -> their broadcast (NumPy's takes ~2 us)
+
+
 def broadcast_shapes(a_shape: tuple, b_shape: tuple) -> tuple:
-    return tuple(np.broadcast_shapes(a_shape, b_shape))
+    key = (a_shape, b_shape)
+    shape = _broadcasts.get(key)
+    if shape is None:
+        shape = tuple(np.broadcast_shapes(a_shape, b_shape))
+        if len(_broadcasts) < 4096:
+            _broadcasts[key] = shape
+    return shape
 
 
 def _scalar(value, dtype: str):

@@ -67,15 +67,34 @@ def collapse(shape: tuple, stride_lists: list) -> tuple:
 
 def launch(group: int, name: str, inputs: list, out_dtype: str, shape: tuple, param=0,
            extra_defines=()):
-    """Run kernel ``name`` of ``group`` over ``inputs`` (CLArrays or scalars) into a new array."""
+    """Run kernel ``name`` of ``group`` over ``inputs`` (CLArrays or scalars) into a new array.
+
+    Inputs read through strides (broadcast or transposed) take a plan kept per (op, dtypes,
+    shapes, strides) and thread, as flat ones do per (op, dtypes): the collapsed layout,
+    the program and the constant arguments are worked out once, a call sets the buffers,
+    offsets and scalars that changed."""
     dev = next(x.dev for x in inputs if isinstance(x, CLArray))
     flat = _flat_plan(dev, group, name, inputs, out_dtype, shape, param, extra_defines)
     if flat is not None:
         return flat
-    out = dev.empty(shape, out_dtype)
-    n = out.size
-    if n == 0:
-        return out
+    sig = [dev.index, group, name, out_dtype, shape, extra_defines, type(param)]
+    for x in inputs:
+        sig.append((x.dtype, x.shape, x.strides) if isinstance(x, CLArray) else None)
+    key = tuple(sig)
+    table = _table()
+    plan = table.get(key)
+    if plan is None:
+        n = math.prod(shape)
+        if n == 0 or n >= 2**31:
+            return dev.empty(shape, out_dtype)  # nothing to launch, or refused with its message
+        plan = table[key] = _build_plan(dev, group, name, inputs, out_dtype, extra_defines,
+                                        shape)
+    return _run(plan, dev, inputs, out_dtype, shape, plan.strides, math.prod(shape), param)
+
+
+def _strided_layout(name: str, inputs: list, shape: tuple) -> tuple:
+    """(modes, the collapsed shape, each strided input's collapsed strides) of inputs read
+    as ``shape``: mode 0 flat, 1 through strides, 2 a scalar argument."""
     modes, strided = [], []
     for x in inputs:
         if not isinstance(x, CLArray):
@@ -85,43 +104,15 @@ def launch(group: int, name: str, inputs: list, out_dtype: str, shape: tuple, pa
         else:
             modes.append(1)
             strided.append(_aligned_strides(x, shape))
-    rank, strides = 0, []
-    coll_shape = ()
-    if strided:
-        coll_shape, strides = collapse(shape, strided)
-        rank = len(coll_shape)
-        if rank > MAX_NDIM:
-            raise ValueError(
-                f"opencl: {name[2:]} on a strided view of rank {rank} > {MAX_NDIM}; "
-                "make the operand contiguous first"
-            )
-    arg_dtypes = [None, np.int32, vec_dtype()]
-    args = [out.data, n, int8_vector(tuple(reversed(coll_shape)))]
-    strided_iter = iter(strides)
-    for x, mode, dtype in zip(inputs, modes, _read_dtypes(inputs)):
-        if mode == 2:
-            arg_dtypes.append(NP_TYPES[dtype])
-            args.append(x)
-            continue
-        arg_dtypes += [None, np.int32]
-        args += [x.data, x.offset]
-        if mode == 1:
-            arg_dtypes.append(vec_dtype())
-            args.append(int8_vector(tuple(reversed(next(strided_iter)))))
-    arg_dtypes.append(NP_TYPES[out_dtype])
-    args.append(param)
-    grid = 0 < rank <= GRID_RANK
-    defines = kernel_defines(group, inputs, modes, out_dtype, rank,
-                       extra_defines + (_grid_defines(modes, strides) if grid else ()))
-    kernel = dev.kernel(FILE, name, defines, arg_dtypes)
-    # strided inputs of at most 3 collapsed axes: those axes are the NDRange (no divisions)
-    if grid:  # dimension 0 counts CHUNK-element runs of the fastest axis
-        fastest = coll_shape[-1]
-        size = (-(-fastest // fast_launch.CHUNK),) + tuple(reversed(coll_shape[:-1]))
-    else:
-        size = fast_launch.flat_size(n)
-    kernel(dev.queue, size, None, *args)
-    return out
+    if not strided:
+        return modes, (), []
+    coll_shape, strides = collapse(shape, strided)
+    if len(coll_shape) > MAX_NDIM:
+        raise ValueError(
+            f"opencl: {name[2:]} on a strided view of rank {len(coll_shape)} > {MAX_NDIM}; "
+            "make the operand contiguous first"
+        )
+    return modes, coll_shape, strides
 
 
 def _grid_defines(modes, strides) -> tuple:
@@ -159,19 +150,21 @@ def kernel_defines(group, inputs, modes, out_dtype, rank, extra_defines) -> tupl
 
 
 class _Plan:
-    """A kernel of its own (not shared with :func:`launch`'s general path, whose calls set
-    other arguments) for one op on flat inputs, and the arguments it was last given: a
-    launch sets only the arguments that changed, then enqueues."""
+    """A kernel of its own for one op on flat inputs (or strided ones of one layout), and
+    the scalar arguments it was last given: a launch sets the buffers and the scalars
+    that changed, then enqueues."""
 
-    __slots__ = ("kernel", "slots", "last", "convert", "itemsize")
+    __slots__ = ("kernel", "slots", "last", "convert", "itemsize", "size", "strides")
 
     def __init__(self, kernel, slots, convert, itemsize):
         self.kernel, self.slots, self.itemsize = kernel, slots, itemsize
-        self.convert = convert  # per argument: None (a buffer) or its NumPy scalar type
+        self.size = self.strides = None  # a strided plan's NDRange and output strides
+        self.convert = convert  # per argument: None (a buffer) or its scalar's dtype name
         self.last = [None] * len(slots)
 
 
 _plans = threading.local()
+MAX_PLANS = 4096  # a thread's plans before its table starts over
 GRID_RANK = 3  # strided launches of this rank or less run on a grid NDRange
 _strides: dict = {}  # shape -> its contiguous strides
 
@@ -194,9 +187,7 @@ def _flat_plan(dev, group, name, inputs, out_dtype, shape, param, extra_defines)
     if n == 0:
         return None
     key = (dev.index, tuple(sig))
-    table = getattr(_plans, "table", None)
-    if table is None:
-        table = _plans.table = {}
+    table = _table()
     plan = table.get(key)
     if plan is None:
         plan = table[key] = _build_plan(dev, group, name, inputs, out_dtype, extra_defines)
@@ -205,6 +196,23 @@ def _flat_plan(dev, group, name, inputs, out_dtype, shape, param, extra_defines)
         if n >= 2**31:
             return None  # the general path refuses it with its message
         strides = _strides[shape] = contiguous_strides(shape)
+    return _run(plan, dev, inputs, out_dtype, shape, strides, n, param)
+
+
+def _table() -> dict:
+    """This thread's plans (each holds a Kernel object and its last arguments)."""
+    try:
+        table = _plans.table
+    except AttributeError:
+        table = _plans.table = {}
+    if len(table) >= MAX_PLANS:
+        table.clear()
+    return table
+
+
+def _run(plan, dev, inputs, out_dtype, shape, strides, n, param):
+    """Launch ``plan`` over ``inputs`` into a new array: its buffers, and the scalars that
+    changed since its last call."""
     # dev.empty without its checks: the dtype was checked when the plan was built
     out = CLArray(dev.pool.allocate(n * plan.itemsize), shape, strides, 0, out_dtype, dev)
     values = [out.data, n]
@@ -216,35 +224,63 @@ def _flat_plan(dev, group, name, inputs, out_dtype, shape, param, extra_defines)
     values.append(param)
     kernel, last, slots, convert = plan.kernel, plan.last, plan.slots, plan.convert
     for k, value in enumerate(values):
-        if last[k] is not value and last[k] != value:
-            kind = convert[k]
-            kernel.set_arg(slots[k], value if kind is None else kind(value))
+        kind = convert[k]
+        if kind is None:  # a buffer: set at every call, not kept (its memory would stay
+            kernel.set_arg(slots[k], value)  # out of the pool until the plan's next call)
+            continue
+        was = last[k]
+        if was is not value and (type(was) is not type(value) or was != value or not value):
+            fast_launch.set_scalar(kernel, slots[k], kind, value)  # NOTE: -0.0 == 0.0
             last[k] = value
-    fast_launch.launch(dev.queue, kernel, fast_launch.flat_size(n), None, slots, values)
+    size = plan.size or fast_launch.flat_size(n)
+    fast_launch.launch(dev.queue, kernel, size, None, slots, values)
     return out
 
 
-def _build_plan(dev, group, name, inputs, out_dtype, extra_defines):
+def _build_plan(dev, group, name, inputs, out_dtype, extra_defines, shape=None):
+    """The plan of a flat launch (``shape`` None: every array input has the output's shape
+    and is contiguous; n is an argument of each call) or of a strided one over ``shape``
+    (its NDRange, shape and strides fixed), with launch's kernel, defines and arguments."""
     import pyopencl as cl
 
     dev.check_dtype(out_dtype)
-    modes = [0 if isinstance(x, CLArray) else 2 for x in inputs]
-    slots, convert, position = [0, 1], [None, np.int32], 3  # out, n; slot 2: the shape
+    if shape is None:
+        modes, coll_shape, strides = [0 if isinstance(x, CLArray) else 2 for x in inputs], (), []
+    else:
+        modes, coll_shape, strides = _strided_layout(name, inputs, shape)
+    rank = len(coll_shape)
+    grid = 0 < rank <= GRID_RANK
+    defines = kernel_defines(group, inputs, modes, out_dtype, rank,
+                             extra_defines + (_grid_defines(modes, strides) if grid else ()))
+    kernel = cl.Kernel(dev.program(FILE, defines), name)
+    kernel.set_arg(2, int8_vector(tuple(reversed(coll_shape))))  # unused at rank 0
+    slots, convert, position = [0, 1], [None, "int32"], 3  # out, n; slot 2: the shape
+    strided_iter = iter(strides)
     for mode, dtype in zip(modes, _read_dtypes(inputs)):
-        if mode == 0:  # a buffer and its offset
-            slots += [position, position + 1]
-            convert += [None, np.int32]
-            position += 2
-        else:
+        if mode == 2:
             slots.append(position)
-            convert.append(NP_TYPES[dtype].type)
+            convert.append(dtype)
+            position += 1
+            continue
+        slots += [position, position + 1]  # a buffer and its offset
+        convert += [None, "int32"]
+        position += 2
+        if mode == 1:  # and its strides, fixed
+            kernel.set_arg(position, int8_vector(tuple(reversed(next(strided_iter)))))
             position += 1
     slots.append(position)  # the op's parameter
-    convert.append(NP_TYPES[out_dtype].type)
-    defines = kernel_defines(group, inputs, modes, out_dtype, 0, extra_defines)
-    kernel = cl.Kernel(dev.program(FILE, defines), name)
-    kernel.set_arg(2, int8_vector(()))  # unused at rank 0, but every argument must be set
-    return _Plan(kernel, tuple(slots), convert, NP_TYPES[out_dtype].itemsize)
+    convert.append(out_dtype)
+    plan = _Plan(kernel, tuple(slots), convert, NP_TYPES[out_dtype].itemsize)
+    if shape is not None:
+        plan.strides = contiguous_strides(shape)
+        # strided inputs of at most 3 collapsed axes: those axes are the NDRange (no
+        # divisions); dimension 0 counts CHUNK-element runs of the fastest axis
+        if grid:
+            fastest = coll_shape[-1]
+            plan.size = (-(-fastest // fast_launch.CHUNK),) + tuple(reversed(coll_shape[:-1]))
+        else:
+            plan.size = fast_launch.flat_size(math.prod(shape))
+    return plan
 
 
 def vec_dtype():

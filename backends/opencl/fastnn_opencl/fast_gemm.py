@@ -17,13 +17,15 @@ from __future__ import annotations
 import os
 import threading
 
-import numpy as np
-
-from fastnn_opencl.fast_launch import launch, operand
+from fastnn_opencl.fast_launch import launch, operand, set_scalar
 from fastnn_opencl.runtime import CL_TYPES, NP_TYPES, CLArray
 
 _tables = threading.local()  # Kernel objects hold their arguments: one per thread
-_I = np.int32
+# FASTNN_OPENCL_GEMM read at each call from os.environ's own dict (what os.environ[...] = v
+# and monkeypatch.setenv write): os.environ.get costs ~0.5 us, a fifth of the enqueue
+_ENVIRON = getattr(os.environ, "_data", None)
+_FORCED = "FASTNN_OPENCL_GEMM"
+_FORCED_KEY = os.environ.encodekey(_FORCED) if hasattr(os.environ, "encodekey") else None
 
 
 class _Step:
@@ -35,10 +37,10 @@ class _Step:
 
     def __init__(self, kernel, size, local, roles, scalars):
         for index, value in scalars:
-            kernel.set_arg(index, _I(value))
+            set_scalar(kernel, index, "int32", value)
         self.kernel, self.size, self.local, self.roles = kernel, size, local, roles
         self.positions = tuple(index for _, index in roles)
-        self.last = [None, None, None, None]  # a's buffer and offset, b's buffer and offset
+        self.last = [None, None, None, None]  # [1], [3]: the offsets of a and b last set
 
 
 class _Plan:
@@ -147,7 +149,9 @@ def matmul_2d(a, b):
     else:
         return None
     dev = a.dev
-    key = (dtype, dev, m, n, k, ta, tb, os.environ.get("FASTNN_OPENCL_GEMM"))
+    forced = (_ENVIRON.get(_FORCED_KEY) if _FORCED_KEY is not None
+              else os.environ.get(_FORCED))
+    key = (dtype, dev, m, n, k, ta, tb, forced)
     try:
         plan = _tables.table[key]
     except AttributeError:

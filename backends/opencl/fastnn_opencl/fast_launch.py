@@ -1,16 +1,19 @@
 """The eager launch of an elementwise op on contiguous arrays of one shape, at the host
-floor: a kernel per (op, dtype, device, operand kinds) and per thread, whose arguments
-are kept between calls, so a call allocates its result, sets the arguments that changed
-(the result's buffer, and the inputs' where they differ from the last call's) and
-enqueues. The kernels are those :func:`fastnn_opencl.elementwise_plan.launch` builds for flat
-operands (same source, defines and arguments), so the results are the same bit for bit;
-anything else (broadcasting, views, scalars of another kind) returns None and takes that
-general path.
+floor: a kernel per (op, dtype, device, operand kind, shape) and per thread, with n and
+its zero offsets set once, so a call allocates its result, sets the buffers (and the
+offsets and scalar where they differ from the last call's) and enqueues. The kernels are those
+:func:`fastnn_opencl.elementwise_plan.launch` builds for flat operands (same source,
+defines and arguments), so the results are the same bit for bit; anything else
+(broadcasting, views, scalars of another kind) returns None and takes that general path.
+Scalars are set with :func:`set_scalar` (pyopencl's ``set_arg`` of a NumPy scalar costs
+7-9 us, three enqueues).
 
-Every fast path (these, :mod:`fastnn_opencl.fast_gemm`, the flat plans of
-:mod:`fastnn_opencl.elementwise`) enqueues through :func:`launch`, the one place a launch
-list's trace (:mod:`fastnn_opencl.launch_list`) sees the launches that bypass pyopencl's
-``Kernel.__call__``; no other module calls ``enqueue_nd_range_kernel`` (a test checks).
+Every fast path (these, :mod:`fastnn_opencl.fast_gemm`, the plans of
+:mod:`fastnn_opencl.elementwise_plan` and :mod:`fastnn_opencl.reduce`) enqueues through
+:func:`launch` (:func:`unary` and :func:`binary` through its two lines inlined), the one
+place a launch list's trace (:mod:`fastnn_opencl.launch_list`) sees the launches that
+bypass pyopencl's ``Kernel.__call__``; no other module calls ``enqueue_nd_range_kernel``
+(a test checks).
 """
 
 from __future__ import annotations
@@ -22,7 +25,6 @@ import numpy as np
 from fastnn_opencl.runtime import NP_TYPES, CLArray, contiguous_strides, rounded
 
 _tables = threading.local()  # Kernel objects hold their arguments: one per thread
-_contiguous: dict = {}  # shape -> its contiguous strides
 TRACER: list = [None]  # while a launch list traces: tracer(kernel, queue, size, local, args)
 
 
@@ -56,21 +58,55 @@ def _args(positions: tuple, buffers) -> list:
     return args
 
 
-class _Plan:
-    """One kernel and what it was last given: (n, then per operand a buffer and offset or
-    a scalar)."""
-
-    __slots__ = ("kernel", "itemsize", "out_dtype", "n", "size", "last")
-
-    def __init__(self, kernel, itemsize, out_dtype, operands):
-        self.kernel, self.itemsize = kernel, itemsize
-        self.out_dtype, self.n, self.size = out_dtype, -1, None
-        self.last = [None] * (2 * operands)
-
-
 CHUNK = 32
 """Elements per work-item of the flat and strided (non-grid) kernels: 32 ran PoCL's adds
 2-4x and its where 9x faster than one element per work-item (800k floats)."""
+
+MAX_PLANS = 4096  # a thread's plans (one Kernel object each) before the table starts over
+
+_FAST_SCALARS: list = [None]  # whether pyopencl's Kernel packs scalars itself (below)
+_PACK_CHARS = {"int32": b"i", "float32": b"f", "float64": b"d"}
+if np.dtype(np.int64).char == "l":  # a C long is 64 bits here (not on Windows)
+    _PACK_CHARS["int64"] = b"l"
+
+
+def set_scalar(kernel, index: int, dtype: str, value) -> None:
+    """Set argument ``index`` of ``kernel`` to ``value`` as a scalar of ``dtype``: the same
+    bytes as ``kernel.set_arg(index, np.dtype(dtype).type(value))``, in 0.1 us instead of
+    7-9 (pyopencl 2026.1 on PoCL: ``set_arg`` of a NumPy scalar or of bytes takes a slow
+    path; the pack its own invoker uses does not)."""
+    fast = _FAST_SCALARS[0]
+    if fast is None:
+        fast = _FAST_SCALARS[0] = hasattr(type(kernel), "_set_arg_buf_pack_multi")
+    char = _PACK_CHARS.get(dtype)
+    kind = type(value)
+    if fast and char is not None and (
+            kind is float and char != b"i" and char != b"l"
+            or kind is int and -2**31 <= value < 2**31  # exact in any of the four
+            or kind is NP_TYPES[dtype].type):
+        kernel._set_arg_buf_pack_multi((index, char, value))
+    else:
+        kernel.set_arg(index, NP_TYPES[dtype].type(value))
+
+
+def set_value(kernel, index: int, value) -> None:
+    """``kernel.set_arg(index, value)`` for a buffer or a NumPy scalar, scalars of the
+    dtypes :func:`set_scalar` packs set that way."""
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None and dtype.name in _PACK_CHARS and type(value) is dtype.type:
+        set_scalar(kernel, index, dtype.name, value)
+    else:
+        kernel.set_arg(index, value)
+
+
+def operand(kernel, last: list, slot: int, index: int, x) -> None:
+    """Set x's buffer and offset as kernel arguments ``index`` and ``index + 1``, the offset
+    only where it differs from what ``last[slot + 1]`` says was set before (the buffer at
+    every call: a kept one would stay out of the pool until the kernel's next call)."""
+    kernel.set_arg(index, x.data)
+    if x.offset != last[slot + 1]:
+        set_scalar(kernel, index + 1, "int32", x.offset)
+        last[slot + 1] = x.offset
 
 
 def flat_size(n: int) -> tuple:
@@ -78,111 +114,136 @@ def flat_size(n: int) -> tuple:
     return (rounded(-(-n // CHUNK)),)
 
 
+class _Plan:
+    """One kernel for one op, dtype, device, operand kind and shape, with n and the shape's
+    strides fixed, and what it was last given besides buffers (a's and b's offsets, or b's
+    scalar value). Buffers are set at every call (0.08 us each): a plan per shape that
+    kept its last inputs would keep their memory from the pool until its next call."""
+
+    __slots__ = ("kernel", "nbytes", "out_dtype", "shape", "strides", "size",
+                 "a_offset", "b", "b_offset")
+
+    def __init__(self, kernel, nbytes, out_dtype, shape, strides):
+        self.kernel, self.nbytes, self.out_dtype = kernel, nbytes, out_dtype
+        self.shape, self.strides, self.size = shape, strides, None
+        self.b = None
+        self.a_offset = self.b_offset = 0
+
+
 def _plan(key, group, name, inputs, out_dtype):
+    """Build and keep the plan of ``key`` (None where the fast path cannot take its shape:
+    no elements, or more than an int32 counts)."""
     import pyopencl as cl
 
     from fastnn_opencl import elementwise_plan
 
+    global _enqueue
+    _enqueue = cl.enqueue_nd_range_kernel
     try:
         table = _tables.table
     except AttributeError:
         table = _tables.table = {}
-    plan = table.get(key)
-    if plan is None:
-        dev = inputs[0].dev
-        dev.check_dtype(out_dtype)
-        modes = [0 if type(x) is CLArray else 2 for x in inputs]
-        defines = elementwise_plan.kernel_defines(group, inputs, modes, out_dtype, 0, ())
-        kernel = cl.Kernel(dev.program(elementwise_plan.FILE, defines), name)
-        kernel.set_arg(2, elementwise_plan.int8_vector(()))  # the shape: unused at rank 0
-        plan = table[key] = _Plan(kernel, NP_TYPES[out_dtype].itemsize, out_dtype,
-                                  len(inputs))
-        param = 3 + sum(2 if m == 0 else 1 for m in modes)
-        kernel.set_arg(param, NP_TYPES[out_dtype].type(0))  # no op here takes one
+    if len(table) >= MAX_PLANS:
+        table.clear()
+    x = inputs[0]
+    shape = x.shape
+    n = x.size
+    if not 0 < n < 2**31:
+        table[key] = None
+        return None
+    dev = x.dev
+    dev.check_dtype(out_dtype)
+    modes = [0 if type(v) is CLArray else 2 for v in inputs]
+    defines = elementwise_plan.kernel_defines(group, inputs, modes, out_dtype, 0, ())
+    kernel = cl.Kernel(dev.program(elementwise_plan.FILE, defines), name)
+    kernel.set_arg(2, elementwise_plan.int8_vector(()))  # the shape: unused at rank 0
+    set_scalar(kernel, 1, "int32", n)
+    position = 3
+    for mode in modes:  # offsets 0 (buffers are set at the first call), scalars 0
+        if mode == 0:
+            set_scalar(kernel, position + 1, "int32", 0)
+            position += 2
+        else:
+            set_scalar(kernel, position, x.dtype, 0)
+            position += 1
+    set_scalar(kernel, position, out_dtype, 0)  # the op's parameter: none here takes one
+    plan = _Plan(kernel, n * NP_TYPES[out_dtype].itemsize, out_dtype, shape,
+                 contiguous_strides(shape))
+    plan.size = flat_size(n)
+    plan.b = 0 if len(modes) > 1 and modes[1] == 2 else None
+    table[key] = plan
     return plan
-
-
-def _strides(shape):
-    strides = _contiguous.get(shape)
-    if strides is None:
-        strides = _contiguous[shape] = contiguous_strides(shape)
-    return strides
-
-
-def operand(kernel, last: list, slot: int, index: int, x) -> None:
-    """Set x's buffer and offset as kernel arguments ``index`` and ``index + 1``, each only
-    where it differs from what ``last[slot]`` and ``last[slot + 1]`` say was set before."""
-    data = x.data
-    if data is not last[slot]:
-        kernel.set_arg(index, data)
-        last[slot] = data
-    if x.offset != last[slot + 1]:
-        kernel.set_arg(index + 1, np.int32(x.offset))
-        last[slot + 1] = x.offset
-
-
-def _result(plan, dev, shape: tuple, strides: tuple, n: int) -> CLArray:
-    """A new result of ``n`` elements, set as argument 0 (and n as argument 1 if changed)."""
-    out = CLArray(dev.pool.allocate(n * plan.itemsize), shape, strides, 0, plan.out_dtype, dev)
-    plan.kernel.set_arg(0, out.data)
-    if n != plan.n:
-        plan.kernel.set_arg(1, np.int32(n))
-        plan.n, plan.size = n, flat_size(n)
-    return out
 
 
 def unary(group, name, x):
     """``name`` over a contiguous x (param 0), or None."""
-    shape = x.shape
-    strides = _contiguous.get(shape) or _strides(shape)
-    n = x.size
-    if x.strides != strides or not 0 < n < 2**31:
+    try:
+        plan = _tables.table[name, x.dtype, x.dev, x.shape]
+    except (AttributeError, KeyError):
+        plan = _plan((name, x.dtype, x.dev, x.shape), group, name, [x], x.dtype)
+    if plan is None or x.strides != plan.strides:
         return None
     dev = x.dev
-    key = (name, x.dtype, dev)
-    try:
-        plan = _tables.table[key]
-    except (AttributeError, KeyError):
-        plan = _plan(key, group, name, [x], x.dtype)
-    out = _result(plan, dev, shape, strides, n)
-    operand(plan.kernel, plan.last, 0, 3, x)
-    launch(dev.queue, plan.kernel, plan.size, None, (0, 3), (out.data, x.data))
+    kernel = plan.kernel
+    out = CLArray(dev.pool.allocate(plan.nbytes), plan.shape, plan.strides, 0, x.dtype, dev)
+    data = out.data
+    kernel.set_arg(0, data)
+    kernel.set_arg(3, x.data)
+    if x.offset != plan.a_offset:
+        set_scalar(kernel, 4, "int32", x.offset)
+        plan.a_offset = x.offset
+    tracer = TRACER[0]
+    if tracer is not None:
+        tracer(kernel, dev.queue, plan.size, None, [data, None, None, x.data])
+    _enqueue(dev.queue, kernel, plan.size, None)
     return out
 
 
 def binary(group, name, a, b, out_dtype):
     """a ``name`` b for a contiguous a and b of one shape, dtype and device (b may be a
     Python float or int, or a NumPy scalar of a's dtype), or None."""
-    shape = a.shape
-    strides = _contiguous.get(shape) or _strides(shape)
-    n = a.size
-    if a.strides != strides or not 0 < n < 2**31:
-        return None
-    dev = a.dev
     kind = type(b)
+    dtype = a.dtype
     if kind is CLArray:
-        if b.shape != shape or b.strides != strides or b.dtype != a.dtype or b.dev is not dev:
+        if b.dtype != dtype or b.dev is not a.dev or b.shape != a.shape:
             return None
-    elif kind is float or kind is int:
-        kind = "scalar"  # converted below to a's dtype, as the general path's _scalar does
-    elif kind is NP_TYPES[a.dtype].type:
-        kind = "scalar"
+    elif kind is float or kind is int or kind is NP_TYPES[dtype].type:
+        kind = "scalar"  # converted to a's dtype, as the general path's _scalar does
     else:
         return None
-    key = (name, a.dtype, dev, kind)
+    key = (name, dtype, a.dev, kind, a.shape)
     try:
         plan = _tables.table[key]
     except (AttributeError, KeyError):
-        plan = _plan(key, group, name, [a, b], out_dtype or a.dtype)
-    kernel, last = plan.kernel, plan.last
-    out = _result(plan, dev, shape, strides, n)
-    operand(kernel, last, 0, 3, a)
+        plan = _plan(key, group, name, [a, b], out_dtype or dtype)
+    if plan is None:
+        return None
+    strides = plan.strides
+    if a.strides != strides or kind is CLArray and b.strides != strides:
+        return None
+    dev = a.dev
+    kernel = plan.kernel
+    out = CLArray(dev.pool.allocate(plan.nbytes), plan.shape, strides, 0, plan.out_dtype, dev)
+    data = out.data
+    kernel.set_arg(0, data)
+    kernel.set_arg(3, a.data)
+    if a.offset != plan.a_offset:
+        set_scalar(kernel, 4, "int32", a.offset)
+        plan.a_offset = a.offset
     if kind is CLArray:
-        operand(kernel, last, 2, 5, b)
-        launch(dev.queue, kernel, plan.size, None, (0, 3, 5), (out.data, a.data, b.data))
-        return out
-    if b != last[2] or not b or type(b) is not type(last[2]):  # NOTE: -0.0 == 0.0
-        kernel.set_arg(5, NP_TYPES[a.dtype].type(b))
-        last[2] = b
-    launch(dev.queue, kernel, plan.size, None, (0, 3), (out.data, a.data))
+        kernel.set_arg(5, b.data)
+        if b.offset != plan.b_offset:
+            set_scalar(kernel, 6, "int32", b.offset)
+            plan.b_offset = b.offset
+        args = [data, None, None, a.data, None, b.data]
+    else:
+        last = plan.b
+        if type(b) is not type(last) or b != last or not b:  # NOTE: -0.0 == 0.0
+            set_scalar(kernel, 5, dtype, b)
+            plan.b = b
+        args = [data, None, None, a.data]
+    tracer = TRACER[0]
+    if tracer is not None:
+        tracer(kernel, dev.queue, plan.size, None, args)
+    _enqueue(dev.queue, kernel, plan.size, None)
     return out

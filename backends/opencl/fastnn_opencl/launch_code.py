@@ -18,6 +18,7 @@ import threading
 
 from fastnn.api.program import Seq, Slot, slots_in
 from fastnn_opencl import launch_gate, runtime
+from fastnn_opencl.fast_launch import set_value
 from fastnn_opencl.runtime import CLArray
 
 _counter = [0]
@@ -346,11 +347,11 @@ def _setter(kernels: list, start: int):
             old = last[k]
             if old is None:
                 for j, value in enumerate(new):
-                    kernel.set_arg(start + j, value)
+                    set_value(kernel, start + j, value)
             else:
                 for j, value in enumerate(new):
                     if value != old[j] or not value:
-                        kernel.set_arg(start + j, value)
+                        set_value(kernel, start + j, value)
             last[k] = new
     return set_scalars
 

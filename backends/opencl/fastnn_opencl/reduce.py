@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import builtins
 import math
+import threading
 
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
 from fastnn_opencl import elementwise
+from fastnn_opencl.fast_launch import launch, set_scalar
 from fastnn_opencl.runtime import CL_TYPES, NP_TYPES, CLArray, contiguous_strides, rounded
 
 FILE = "reduce.cl"
@@ -59,30 +61,47 @@ def _pass(x: CLArray, a: int, k: int, b: int, op: int, scale: float, out_dtype: 
     dev = x.dev
     p = builtins.max(1, -(-k // chunk)) if k else 1
     out = dev.empty((a, p, b), out_dtype)
-    n_out = out.size
-    if n_out == 0:
+    if out.size == 0:
         return out
+    name, defines, arg_dtypes, scalars, size, local = _pass_launch(x, a, k, b, p, op, scale,
+                                                                   out_dtype, chunk)
+    kernel = dev.kernel(FILE, name, defines, arg_dtypes)
+    kernel(dev.queue, size, local, out.data, x.data, x.offset, *scalars)
+    return out
+
+
+def _pass_launch(x: CLArray, a: int, k: int, b: int, p: int, op: int, scale: float,
+                 out_dtype: str, chunk: int) -> tuple:
+    """(kernel name, defines, argument dtypes, arguments after out, x and x's offset,
+    NDRange, work-group) of _pass's launch into (A, p, B) outputs."""
+    dev = x.dev
     acc = _acc_type(x, op)
     wg = group_size(dev, k // p)
     group = wg > 0
     wg = wg or 1
     defines = (("T", CL_TYPES[x.dtype]), ("TO", CL_TYPES[out_dtype]), ("ACC", acc),
                ("OP", op), ("IS_FLOAT", int(x.dtype.startswith("float"))), ("WG", wg))
-    acc_np = np.float64 if acc == "double" else NP_TYPES[x.dtype] if acc != "long" else np.int64
+    acc_np = _acc_numpy(x, acc)
     arg_dtypes = [None, None, _I, _I, _I, _I, _I, _I, acc_np]
     chunk = chunk if p > 1 else builtins.max(k, 1)
     scale = scale if np.dtype(acc_np).kind == "f" else 1  # integers only sum or max
-    args = (out.data, x.data, x.offset, k, b, p, chunk, n_out, scale)
+    n_out = a * p * b
+    scalars = (k, b, p, chunk, n_out, scale)
     if group:
-        kernel = dev.kernel(FILE, "k_reduce_group", defines, arg_dtypes)
-        kernel(dev.queue, (n_out * wg,), (wg,), *args)
-    else:
-        kernel = dev.kernel(FILE, "k_reduce_item", defines, arg_dtypes)
-        kernel(dev.queue, (rounded(n_out, 16),), None, *args)
-    return out
+        return "k_reduce_group", defines, arg_dtypes, scalars, (n_out * wg,), (wg,)
+    return "k_reduce_item", defines, arg_dtypes, scalars, (rounded(n_out, 16),), None
 
 
 def _reduce(x: CLArray, axis, keepdims: bool, op: int, mean: bool = False) -> CLArray:
+    if type(axis) is list:
+        axis = tuple(axis)
+    key = (op, mean, x.dtype, x.dev, x.shape, axis, keepdims)
+    try:
+        plan = _plans.table[key]
+    except (AttributeError, KeyError):
+        plan = _plan(key, x, axis, keepdims, op, mean)
+    if plan is not None and x.strides == plan.strides:
+        return plan.run(x)
     axes = tuple(range(x.ndim)) if axis is None else tuple(axis)
     if not axes:
         return elementwise.copy(x)
@@ -105,6 +124,93 @@ def _reduce(x: CLArray, axis, keepdims: bool, op: int, mean: bool = False) -> CL
     else:
         out = _pass(src, a, k, b, op, scale, src.dtype, chunk)
     return out.view(out_shape, contiguous_strides(out_shape))
+
+
+class _Plan:
+    """The one launch of a reduction of a contiguous array of one shape (the cases that
+    need neither a copy nor two passes), with a kernel of its own whose sizes are set
+    once: a call allocates the result, sets its buffer and x's (and x's offset if it
+    changed), and enqueues."""
+
+    __slots__ = ("kernel", "size", "local", "nbytes", "out_shape", "out_strides", "strides",
+                 "offset")
+
+    def __init__(self, x, name, defines, arg_dtypes, scalars, size, local, out_shape):
+        import pyopencl as cl
+
+        dev = x.dev
+        self.kernel = cl.Kernel(dev.program(FILE, defines), name)
+        for index, (dtype, value) in enumerate(zip(arg_dtypes[3:], scalars), 3):
+            set_scalar(self.kernel, index, np.dtype(dtype).name, value)
+        set_scalar(self.kernel, 2, "int32", 0)
+        self.size, self.local, self.out_shape = size, local, out_shape
+        self.nbytes = builtins.max(math.prod(out_shape), 1) * NP_TYPES[x.dtype].itemsize
+        self.out_strides, self.strides = contiguous_strides(out_shape), x.strides
+        self.offset = 0
+
+    def run(self, x: CLArray) -> CLArray:
+        dev, kernel = x.dev, self.kernel
+        out = CLArray(dev.pool.allocate(self.nbytes), self.out_shape, self.out_strides, 0,
+                      x.dtype, dev)
+        kernel.set_arg(0, out.data)
+        kernel.set_arg(1, x.data)  # at every call: a kept x would stay out of the pool
+        if x.offset != self.offset:
+            set_scalar(kernel, 2, "int32", x.offset)
+            self.offset = x.offset
+        launch(dev.queue, kernel, self.size, self.local, (0, 1), (out.data, x.data))
+        return out
+
+
+_plans = threading.local()  # Kernel objects hold their arguments: one per thread
+MAX_PLANS = 1024  # a thread's plans before its table starts over
+
+
+def _plan(key, x: CLArray, axis, keepdims: bool, op: int, mean: bool):
+    """The plan of ``key`` (kept, None where a reduction takes more than one plain launch
+    of x itself: it then takes _reduce's general path), made as that path would launch."""
+    try:
+        table = _plans.table
+    except AttributeError:
+        table = _plans.table = {}
+    if len(table) >= MAX_PLANS:
+        table.clear()
+    table[key] = plan = None
+    axes = tuple(range(x.ndim)) if axis is None else tuple(axis)
+    if not axes or not x.is_contiguous or x.strides != contiguous_strides(x.shape):
+        return None
+    out_shape = tuple(
+        1 if d in axes else n for d, n in enumerate(x.shape) if keepdims or d not in axes
+    )
+    outer = _outer_inner(x, axes)
+    if outer is not None:
+        a, b, c = outer
+        scale = (1.0 / (a * c) if a * c else math.nan) if mean else 1.0
+        acc = _acc_type(x, op)
+        defines = (("T", CL_TYPES[x.dtype]), ("TO", CL_TYPES[x.dtype]), ("ACC", acc),
+                   ("OP", op), ("IS_FLOAT", int(x.dtype.startswith("float"))), ("WG", 1))
+        acc_np = _acc_numpy(x, acc)
+        scale = scale if np.dtype(acc_np).kind == "f" else 1
+        plan = _Plan(x, "k_reduce_outer", defines, [None, None, _I, _I, _I, _I, acc_np],
+                     (a, b, c, scale), (rounded(b, 16),), None, out_shape)
+    else:
+        block = sorted(axes)
+        if block != list(range(block[0], block[-1] + 1)):
+            return None
+        a = math.prod(x.shape[: block[0]])
+        k = math.prod(x.shape[d] for d in block)
+        b = math.prod(x.shape[block[-1] + 1:])
+        few_outputs = a * b < 64 * x.dev.compute_units
+        chunk = CHUNK if few_outputs and k > 2 * CHUNK else builtins.max(k, 1)
+        if chunk < k or a * b == 0:
+            return None
+        scale = (1.0 / k if k else math.nan) if mean else 1.0
+        plan = _Plan(x, *_pass_launch(x, a, k, b, 1, op, scale, x.dtype, chunk), out_shape)
+    table[key] = plan
+    return plan
+
+
+def _acc_numpy(x: CLArray, acc: str):
+    return np.float64 if acc == "double" else NP_TYPES[x.dtype] if acc != "long" else np.int64
 
 
 OUTER_ITEMS = 4  # k_reduce_outer's outputs per compute unit, at least
@@ -133,7 +239,7 @@ def _pass_outer(x: CLArray, a: int, b: int, c: int, op: int, scale: float) -> CL
     acc = _acc_type(x, op)
     defines = (("T", CL_TYPES[x.dtype]), ("TO", CL_TYPES[x.dtype]), ("ACC", acc),
                ("OP", op), ("IS_FLOAT", int(x.dtype.startswith("float"))), ("WG", 1))
-    acc_np = np.float64 if acc == "double" else NP_TYPES[x.dtype] if acc != "long" else np.int64
+    acc_np = _acc_numpy(x, acc)
     scale = scale if np.dtype(acc_np).kind == "f" else 1  # integers only sum or max
     kernel = dev.kernel(FILE, "k_reduce_outer", defines, [None, None, _I, _I, _I, _I, acc_np])
     kernel(dev.queue, (rounded(b, 16),), None, out.data, x.data, x.offset, a, b, c, scale)

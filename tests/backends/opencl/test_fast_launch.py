@@ -63,3 +63,68 @@ def test_threads_each_launch_their_own_operands(ocl):
     for t in threads:
         t.join()
     assert not errors, errors[:3]
+
+
+def test_scalars_of_every_dtype_and_kind_reach_the_kernel(ocl):
+    # set_scalar packs Python and NumPy scalars itself: the bytes set_arg(np scalar) gives
+    from fastnn.api.registry import get_backend
+
+    ops = get_backend("opencl").ops
+    for dtype, scalars in [("float32", [2, 2.5, -0.0, 1e40, np.float32(0.1), 2**31 + 1]),
+                           ("float64", [0.1, -3, np.float64(1e-300)]),
+                           ("int32", [7, -2**31, 2.9, -2.9]),
+                           ("int64", [2**40, -5, 3.7])]:
+        data = np.arange(-3, 3).astype(dtype)
+        x = ops.from_numpy(data, 0)
+        for s in scalars:
+            with np.errstate(over="ignore"):
+                want = data + np.asarray(s, dtype=np.float64).astype(dtype)
+            _same(ops.to_numpy(ops.add(x, s)), want)
+
+
+def test_where_takes_a_changed_zero_scalar(ocl):
+    cond = fnn.tensor(np.array([True, False, False]), device=DEV)
+    x = fnn.tensor(np.ones(3, np.float32), device=DEV)
+    for s in (0.0, -0.0, 0.0, -0.0):
+        _same(fnn.where(cond, x, s).numpy(), np.where([True, False, False], np.float32(1),
+                                                        np.float32(s)))
+
+
+def test_reductions_of_one_shape_take_each_calls_operand(ocl):
+    data = np.random.default_rng(2).standard_normal((5, 4, 6)).astype(np.float32)
+    big = fnn.tensor(data, device=DEV)
+    for i in (0, 2, 2, 4, 0):  # contiguous (4, 6) blocks at other offsets of one buffer
+        x, want = big[i], data[i].astype(np.float64)
+        for axis, keep in [(None, False), (1, False), (0, True), ((0, 1), True), (-1, True)]:
+            np.testing.assert_allclose(x.sum(axis, keep).numpy(), want.sum(axis, keepdims=keep),
+                                       rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(x.mean(axis, keep).numpy(),
+                                       want.mean(axis, keepdims=keep), rtol=1e-5, atol=1e-6)
+            np.testing.assert_array_equal(fnn.amax(x, axis, keep).numpy(),
+                                          data[i].max(axis, keepdims=keep))
+    wide = np.random.default_rng(3).standard_normal((3, 2, 64)).astype(np.float32)
+    w = fnn.tensor(wide, device=DEV)  # k_reduce_outer on CPU devices: the middle axis kept
+    for _ in range(2):
+        np.testing.assert_allclose(w.sum((0, 2)).numpy(), wide.astype(np.float64).sum((0, 2)),
+                                   rtol=1e-5)
+    ints = fnn.tensor(np.arange(24).reshape(4, 6), device=DEV)
+    _same(ints.sum(1).numpy(), np.arange(24).reshape(4, 6).sum(1))
+
+
+def test_plans_keep_no_inputs_from_the_pool(ocl):
+    # plans are kept per shape: one that held its last operands would keep their memory
+    import gc
+
+    pool = fnn.tensor(np.ones(1, np.float32), device=DEV)._data.dev.pool
+    shape = (3, 37)  # a shape no other test uses: fresh plans
+    data = np.ones(shape, np.float32)
+    gc.collect()
+    before = pool.active_blocks
+    x = fnn.tensor(data, device=DEV)
+    bias = fnn.tensor(data[0], device=DEV)
+    outs = [x + x, x.exp(), x * 2.0, x + bias, x.T + x.T, x.sum(1), fnn.where(x > 0, x, 0.0),
+            x @ x.T]
+    assert all(np.isfinite(o.numpy()).all() for o in outs)
+    del x, bias, outs
+    gc.collect()
+    assert pool.active_blocks == before
