@@ -175,3 +175,22 @@ def test_conv1d_taps_gradients_of_a_broadcast_gradient():
         dense_args = tuple(dense if a is g else a for a in args)
         np.testing.assert_allclose(hook(*args, 1, 2, 1, 1), hook(*dense_args, 1, 2, 1, 1),
                                    rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("chunk_bytes", [1, 2 * 5 * 5 * 70 * 8, 10**9])
+def test_conv1d_taps_forward_in_chunks_of_samples(monkeypatch, chunk_bytes):
+    # the forward's im2col a few samples at a time: chunks of 1, of 2 (a last one of 1)
+    # and the whole batch; non-contiguous input, a NaN sample, bit for bit alike
+    taps = pytest.importorskip("fastnn_cpu.conv_taps")
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((5, 5, 140))[:, :, ::2]
+    x[3, 1, 7] = np.nan
+    w = rng.standard_normal((4, 5, 5))
+    monkeypatch.setattr(taps, "COLUMNS_CHUNK_BYTES", chunk_bytes)
+    out = taps.forward(x, w, 2, 1)
+    ref = _reference(x[:, :, None], w[:, :, None], ((0, 0), (2, 2)), (1, 1), 1)[:, :, 0]
+    nan = np.isnan(ref)
+    assert nan.any() and np.array_equal(np.isnan(out), nan)
+    np.testing.assert_allclose(out[~nan], ref[~nan], rtol=1e-12, atol=1e-12)
+    monkeypatch.setattr(taps, "COLUMNS_CHUNK_BYTES", 10**9)
+    np.testing.assert_array_equal(out, taps.forward(x, w, 2, 1))

@@ -32,6 +32,10 @@ CONV_CONFIGS = [
     # its per-sample im2col GEMM (16, 80) @ (80, 1024), split in two column halves
     (1, 16, 1024, 16, 5, 1, 2, 1, 1),
 ]
+# its im2col a few samples at a time: float32 in chunks of 2 and a last one of 1 (short
+# sums, so that float16's stay in tolerance). Drawn last, from a generator of its own, so
+# that the other samples' draws (and their float16 rounding) stay as they were.
+CHUNKED_CONFIG = (3, 20, 128, 4, 9, 1, 4, 1, 1)
 
 
 def _taps(length, k_size, stride, padding, dilation):
@@ -92,6 +96,8 @@ def _conv_samples(rng):
     out = [Sample(_label(cfg), _inputs(rng, cfg), _params(cfg)) for cfg in CONV_CONFIGS]
     x, w = _inputs(rng, CONV_CONFIGS[1])
     out.append(Sample("with bias", (x, w, rng.normal(size=w.shape[0])), _params(CONV_CONFIGS[1])))
+    out.append(Sample(_label(CHUNKED_CONFIG), _inputs(np.random.default_rng(22), CHUNKED_CONFIG),
+                      _params(CHUNKED_CONFIG)))
     return out
 
 

@@ -50,3 +50,20 @@ def test_where_zero_of_a_broadcast_gradient_and_a_broadcast_mask(dtype):
     # a mask that broadcasts against a (shapes differ): the mixed multiply
     row = rng.random(9) > 0.5
     np.testing.assert_array_equal(where(row, a, 0), np.where(row, a, dtype(0)))
+
+
+@pytest.mark.parametrize("value", [np.inf, -np.inf, np.nan, "huge"])
+def test_where_zero_of_a_broadcast_gradient_with_values_that_break_the_multiply(value):
+    # the finiteness check reads a's distinct elements only: a value that breaks the
+    # multiply in one of them, under a False mask in some broadcast copies, still goes
+    # to np.where
+    rng = np.random.default_rng(3)
+    compact = rng.normal(size=(4, 3, 1)).astype(np.float32)
+    compact[2, 1, 0] = np.finfo(np.float32).max / 2 if value == "huge" else value
+    a = np.broadcast_to(compact, (4, 3, 64))
+    cond = rng.random(a.shape) > 0.5
+    cond[2, 1, :2] = (False, True)
+    with np.errstate(invalid="ignore", over="ignore"):
+        got = where(cond, a, 0.0)
+    np.testing.assert_array_equal(got, np.where(cond, a, np.float32(0)))
+    assert got[2, 1, 0] == 0
