@@ -21,7 +21,7 @@ PROGRAM_KEEPS = 10 * 1024
 """Bytes a compiled MLP step may keep beyond eager at its peak: its program, guards and
 cache entry (~12 KB between steps) less what eager's tape and tensors hold during the
 step and a replay does not (~4.5 KB); measured 7.4-8.1 KB (was ~11 KB). No schedule of
-the step's calls holds fewer arrays at that peak (see README, capture), so the compiled
+the step's calls holds fewer arrays at that peak (see docs/performance.md), so the compiled
 step reaches eager's peak only with a program of ~4.5 KB."""
 
 
