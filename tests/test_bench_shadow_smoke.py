@@ -12,15 +12,21 @@ import fastnn as fnn
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_shadow.py"
 
 
-def test_measures_the_three_ways(monkeypatch):
+@pytest.fixture
+def bench(monkeypatch):
+    """The benchmark script as a module, its small model made tiny; opencl or a skip."""
     try:
         fnn.Device("opencl")
     except fnn.BackendError as exc:
         pytest.skip(f"opencl unavailable: {exc}")
     spec = importlib.util.spec_from_file_location("bench_shadow", SCRIPT)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    monkeypatch.setitem(bench.SIZES, "small", (8, 16, 4))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setitem(module.SIZES, "small", (8, 16, 4))
+    return module
+
+
+def test_measures_the_three_ways(bench):
     result = bench.measure("opencl", "cpu", "small", rounds=1, steps=1)
     assert 0 < result["backend"] and 0 < result["reference"] < float("inf")
     assert 0 < result["ratio_cpu"] < float("inf")
@@ -31,18 +37,10 @@ def test_measures_the_three_ways(monkeypatch):
     assert report.mismatches == 0 and any(r["op"] == "adam_step" for r in report.rows)
 
 
-def test_floor_times_the_step_without_checks_and_puts_them_back(monkeypatch):
-    try:
-        fnn.Device("opencl")
-    except fnn.BackendError as exc:
-        pytest.skip(f"opencl unavailable: {exc}")
+def test_floor_times_the_step_without_checks_and_puts_them_back(bench):
     from fastnn.shadowing.batch import Batching
     from fastnn.shadowing.check import Checking
 
-    spec = importlib.util.spec_from_file_location("bench_shadow", SCRIPT)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    monkeypatch.setitem(bench.SIZES, "small", (8, 16, 4))
     saved = Batching._settle_batch, Checking._check
     result = bench.measure("opencl", "cpu", "small", rounds=1, steps=1, floor=True)
     assert 0 < result["unchecked"] < float("inf") and 0 < result["floor_ratio_cpu"] < float("inf")
