@@ -15,6 +15,11 @@ import fastnn.functional as F
 from fastnn.conformance.case import Case, Sample, register
 from fastnn.conformance.compare import ACCUMULATING
 
+# The weight gradient sums N * L_out products per element (1,024 in the (1, 16, 1024)
+# sample): float32 rounding in a plain running sum reaches ~3e-5 relative there (the
+# minimal backend's 8e-5 absolute on a value of 2.7), past ACCUMULATING's 1e-5.
+LONG_SUMS = dict(ACCUMULATING, float32=(1e-4, 1e-4))
+
 NAN = float("nan")
 # (N, C_in, L, C_out, K, stride, padding, dilation, groups)
 CONV_CONFIGS = [
@@ -169,7 +174,7 @@ def register_gradient_cases(prefix, conv, forward_ref, grads_ref, conv_samples, 
 
         name = f"{prefix}_{('grad_input', 'grad_weight')[which]}"
         register(Case(name, run=run, ref=ref, samples=samples, random=random,
-                      edges=lambda rng, dtype: [], tol=dict(ACCUMULATING)))
+                      edges=lambda rng, dtype: [], tol=dict((ACCUMULATING, LONG_SUMS)[which])))
 
     make(0)
     make(1)
