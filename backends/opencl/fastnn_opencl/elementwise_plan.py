@@ -201,13 +201,7 @@ def _flat_plan(dev, group, name, inputs, out_dtype, shape, param, extra_defines)
 
 def _table() -> dict:
     """This thread's plans (each holds a Kernel object and its last arguments)."""
-    try:
-        table = _plans.table
-    except AttributeError:
-        table = _plans.table = {}
-    if len(table) >= MAX_PLANS:
-        table.clear()
-    return table
+    return fast_launch.plan_table(_plans, MAX_PLANS)
 
 
 def _run(plan, dev, inputs, out_dtype, shape, strides, n, param):

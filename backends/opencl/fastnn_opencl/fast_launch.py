@@ -64,6 +64,18 @@ CHUNK = 32
 
 MAX_PLANS = 4096  # a thread's plans (one Kernel object each) before the table starts over
 
+
+def plan_table(local: threading.local, limit: int) -> dict:
+    """This thread's table of plans in ``local`` (each plan holds a Kernel object and its
+    last arguments, so threads never share one), emptied once it holds ``limit``."""
+    try:
+        table = local.table
+    except AttributeError:
+        table = local.table = {}
+    if len(table) >= limit:
+        table.clear()
+    return table
+
 _FAST_SCALARS: list = [None]  # whether pyopencl's Kernel packs scalars itself (below)
 _PACK_CHARS = {"int32": b"i", "float32": b"f", "float64": b"d"}
 if np.dtype(np.int64).char == "l":  # a C long is 64 bits here (not on Windows)
@@ -139,12 +151,7 @@ def _plan(key, group, name, inputs, out_dtype):
 
     global _enqueue
     _enqueue = cl.enqueue_nd_range_kernel
-    try:
-        table = _tables.table
-    except AttributeError:
-        table = _tables.table = {}
-    if len(table) >= MAX_PLANS:
-        table.clear()
+    table = plan_table(_tables, MAX_PLANS)
     x = inputs[0]
     shape = x.shape
     n = x.size

@@ -18,7 +18,7 @@ import numpy as np
 
 from fastnn.api.hookspec import hookimpl
 from fastnn_opencl import elementwise
-from fastnn_opencl.fast_launch import launch, set_scalar
+from fastnn_opencl.fast_launch import launch, plan_table, set_scalar
 from fastnn_opencl.runtime import CL_TYPES, NP_TYPES, CLArray, contiguous_strides, rounded
 
 FILE = "reduce.cl"
@@ -168,12 +168,7 @@ MAX_PLANS = 1024  # a thread's plans before its table starts over
 def _plan(key, x: CLArray, axis, keepdims: bool, op: int, mean: bool):
     """The plan of ``key`` (kept, None where a reduction takes more than one plain launch
     of x itself: it then takes _reduce's general path), made as that path would launch."""
-    try:
-        table = _plans.table
-    except AttributeError:
-        table = _plans.table = {}
-    if len(table) >= MAX_PLANS:
-        table.clear()
+    table = plan_table(_plans, MAX_PLANS)
     table[key] = plan = None
     axes = tuple(range(x.ndim)) if axis is None else tuple(axis)
     if not axes or not x.is_contiguous or x.strides != contiguous_strides(x.shape):
