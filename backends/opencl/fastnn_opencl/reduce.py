@@ -26,18 +26,45 @@ _I = np.int32
 CHUNK = 2048  # elements per chunk when one output has too long a K for one work-item
 
 
+def _block(x: CLArray, axes: tuple):
+    """(A, K, B) where a contiguous x reduced over ``axes`` is (A, K, B) reduced over K:
+    the axes one block; else None."""
+    block = sorted(axes)
+    if not x.is_contiguous or block != list(range(block[0], block[-1] + 1)):
+        return None
+    a_size = math.prod(x.shape[: block[0]])
+    k_size = math.prod(x.shape[a] for a in block)
+    return a_size, k_size, math.prod(x.shape[block[-1] + 1:])
+
+
 def _three_axes(x: CLArray, axes: tuple) -> tuple:
     """(contiguous array, A, K, B) such that reducing ``axes`` is reducing K."""
+    block = _block(x, axes)
+    if block is not None:
+        return (x, *block)
     kept = [a for a in range(x.ndim) if a not in axes]
-    block = sorted(axes)
-    if x.is_contiguous and block == list(range(block[0], block[-1] + 1)):
-        a_size = math.prod(x.shape[: block[0]])
-        k_size = math.prod(x.shape[a] for a in block)
-        return x, a_size, k_size, math.prod(x.shape[block[-1] + 1:])
-    order = kept + block
+    order = kept + sorted(axes)
     moved = x.view(tuple(x.shape[a] for a in order), tuple(x.strides[a] for a in order))
     moved = elementwise.copy(moved)
-    return moved, math.prod(x.shape[a] for a in kept), math.prod(x.shape[a] for a in block), 1
+    return moved, math.prod(x.shape[a] for a in kept), math.prod(x.shape[a] for a in axes), 1
+
+
+def _out_shape(x: CLArray, axes: tuple, keepdims: bool) -> tuple:
+    return tuple(
+        1 if d in axes else n for d, n in enumerate(x.shape) if keepdims or d not in axes
+    )
+
+
+def _scale(mean: bool, count: int) -> float:
+    """The factor applied to a sum of ``count`` elements: 1/count for a mean."""
+    return (1.0 / count if count else math.nan) if mean else 1.0
+
+
+def _chunk(dev, a: int, k: int, b: int) -> int:
+    """Elements of K per first-pass output: CHUNK where few outputs share a long K (two
+    passes then), else all of K (one pass)."""
+    few_outputs = a * b < 64 * dev.compute_units
+    return CHUNK if few_outputs and k > 2 * CHUNK else builtins.max(k, 1)
 
 
 def _acc_type(x: CLArray, op: int) -> str:
@@ -105,19 +132,15 @@ def _reduce(x: CLArray, axis, keepdims: bool, op: int, mean: bool = False) -> CL
     axes = tuple(range(x.ndim)) if axis is None else tuple(axis)
     if not axes:
         return elementwise.copy(x)
-    out_shape = tuple(
-        1 if d in axes else n for d, n in enumerate(x.shape) if keepdims or d not in axes
-    )
+    out_shape = _out_shape(x, axes, keepdims)
     outer = _outer_inner(x, axes)
     if outer is not None:
         a, b, c = outer
-        scale = (1.0 / (a * c) if a * c else math.nan) if mean else 1.0
-        out = _pass_outer(x, a, b, c, op, scale)
+        out = _pass_outer(x, a, b, c, op, _scale(mean, a * c))
         return out.view(out_shape, contiguous_strides(out_shape))
     src, a, k, b = _three_axes(x, axes)
-    scale = (1.0 / k if k else math.nan) if mean else 1.0
-    few_outputs = a * b < 64 * src.dev.compute_units
-    chunk = CHUNK if few_outputs and k > 2 * CHUNK else builtins.max(k, 1)
+    scale = _scale(mean, k)
+    chunk = _chunk(src.dev, a, k, b)
     if chunk < k:
         partial = _pass(src, a, k, b, op, 1.0, src.dtype, chunk)
         out = _pass(partial, a, partial.shape[1], b, op, scale, src.dtype, partial.shape[1])
@@ -173,33 +196,18 @@ def _plan(key, x: CLArray, axis, keepdims: bool, op: int, mean: bool):
     axes = tuple(range(x.ndim)) if axis is None else tuple(axis)
     if not axes or not x.is_contiguous or x.strides != contiguous_strides(x.shape):
         return None
-    out_shape = tuple(
-        1 if d in axes else n for d, n in enumerate(x.shape) if keepdims or d not in axes
-    )
+    out_shape = _out_shape(x, axes, keepdims)
     outer = _outer_inner(x, axes)
     if outer is not None:
         a, b, c = outer
-        scale = (1.0 / (a * c) if a * c else math.nan) if mean else 1.0
-        acc = _acc_type(x, op)
-        defines = (("T", CL_TYPES[x.dtype]), ("TO", CL_TYPES[x.dtype]), ("ACC", acc),
-                   ("OP", op), ("IS_FLOAT", int(x.dtype.startswith("float"))), ("WG", 1))
-        acc_np = _acc_numpy(x, acc)
-        scale = scale if np.dtype(acc_np).kind == "f" else 1
-        plan = _Plan(x, "k_reduce_outer", defines, [None, None, _I, _I, _I, _I, acc_np],
-                     (a, b, c, scale), (rounded(b, 16),), None, out_shape)
+        plan = _Plan(x, *_outer_launch(x, a, b, c, op, _scale(mean, a * c)), out_shape)
     else:
-        block = sorted(axes)
-        if block != list(range(block[0], block[-1] + 1)):
-            return None
-        a = math.prod(x.shape[: block[0]])
-        k = math.prod(x.shape[d] for d in block)
-        b = math.prod(x.shape[block[-1] + 1:])
-        few_outputs = a * b < 64 * x.dev.compute_units
-        chunk = CHUNK if few_outputs and k > 2 * CHUNK else builtins.max(k, 1)
+        a, k, b = _block(x, axes) or (0, 0, 0)
+        chunk = _chunk(x.dev, a, k, b)
         if chunk < k or a * b == 0:
-            return None
-        scale = (1.0 / k if k else math.nan) if mean else 1.0
-        plan = _Plan(x, *_pass_launch(x, a, k, b, 1, op, scale, x.dtype, chunk), out_shape)
+            return None  # two passes, a copy, or nothing to reduce
+        plan = _Plan(x, *_pass_launch(x, a, k, b, 1, op, _scale(mean, k), x.dtype, chunk),
+                     out_shape)
     table[key] = plan
     return plan
 
@@ -227,17 +235,25 @@ def _outer_inner(x: CLArray, axes: tuple):
     return a, b, c
 
 
-def _pass_outer(x: CLArray, a: int, b: int, c: int, op: int, scale: float) -> CLArray:
-    """k_reduce_outer: x as (A, B, C) reduced over A and C."""
-    dev = x.dev
-    out = dev.empty((b,), x.dtype)
+def _outer_launch(x: CLArray, a: int, b: int, c: int, op: int, scale: float) -> tuple:
+    """(kernel name, defines, argument dtypes, arguments after out, x and x's offset,
+    NDRange, work-group) of k_reduce_outer's launch: x as (A, B, C) reduced over A and C."""
     acc = _acc_type(x, op)
     defines = (("T", CL_TYPES[x.dtype]), ("TO", CL_TYPES[x.dtype]), ("ACC", acc),
                ("OP", op), ("IS_FLOAT", int(x.dtype.startswith("float"))), ("WG", 1))
     acc_np = _acc_numpy(x, acc)
     scale = scale if np.dtype(acc_np).kind == "f" else 1  # integers only sum or max
-    kernel = dev.kernel(FILE, "k_reduce_outer", defines, [None, None, _I, _I, _I, _I, acc_np])
-    kernel(dev.queue, (rounded(b, 16),), None, out.data, x.data, x.offset, a, b, c, scale)
+    return ("k_reduce_outer", defines, [None, None, _I, _I, _I, _I, acc_np],
+            (a, b, c, scale), (rounded(b, 16),), None)
+
+
+def _pass_outer(x: CLArray, a: int, b: int, c: int, op: int, scale: float) -> CLArray:
+    """k_reduce_outer: x as (A, B, C) reduced over A and C."""
+    dev = x.dev
+    out = dev.empty((b,), x.dtype)
+    name, defines, arg_dtypes, scalars, size, local = _outer_launch(x, a, b, c, op, scale)
+    kernel = dev.kernel(FILE, name, defines, arg_dtypes)
+    kernel(dev.queue, size, local, out.data, x.data, x.offset, *scalars)
     return out
 
 
