@@ -188,6 +188,8 @@ def compare(op: str, a, b) -> Tensor:
     """greater / less / equal: a bool tensor that never carries gradients."""
     if not isinstance(a, Tensor):
         raise TypeError(f"{op}: expected a Tensor, got {type(a).__name__}")
+    if isinstance(b, bool):  # mask == True, x < False: as PyTorch, True is 1 beside numbers
+        a, b = _python_bools(a, b)
     if isinstance(b, Tensor):
         a, b = align(op, a, b)
         broadcast_shape(op, a._data.shape, b._data.shape)

@@ -174,3 +174,21 @@ def test_bitwise_python_ints_wrap_into_the_dtype_as_torch(device):
     np.testing.assert_array_equal((x64 | 2**63).numpy(), (t.long() | 2**63).numpy())
     with pytest.raises(OverflowError, match="64 bits"):
         x | 2**64
+
+
+def test_comparisons_with_python_bools_as_torch(device):
+    # mask == True and x < False raised "expected a Tensor or a real number, got bool"
+    mask = fnn.tensor([True, False], device=device)
+    x = fnn.tensor([0.0, 1.0, 2.0], device=device)
+    ints = fnn.tensor([0, 1, 2], device=device)
+    cases = [(mask == True, [True, False]), (mask != True, [False, True]),  # noqa: E712
+             (mask == False, [False, True]), (mask > False, [True, False]),  # noqa: E712
+             (x == True, [False, True, False]), (x >= True, [False, True, True]),  # noqa: E712
+             (x < False, [False, False, False]), (ints <= True, [True, True, False])]
+    for got, want in cases:
+        assert got.dtype is fnn.bool
+        np.testing.assert_array_equal(got.numpy(), want)
+    torch = pytest.importorskip("torch")
+    ref = torch.tensor([0.0, 1.0, 2.0])
+    assert (ref >= True).tolist() == [False, True, True]
+    assert (torch.tensor([True, False]) > False).tolist() == [True, False]
