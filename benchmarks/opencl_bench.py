@@ -7,7 +7,11 @@ BLAS is pinned to that many (threadpoolctl) for the matmul rows. The matmul rows
 1024^3, 512^3 and the GEMMs of the model steps (MLP, LSTM, nanoGPT: forward products
 with a transposed weight, input gradients, weight gradients with a transposed first
 operand, laid out as the backward passes them); each row's ratio is the median of
-interleaved pairs of timings, "best" that of the fastest of each. Reports
+interleaved pairs of timings, "best" that of the fastest of each. Each OpenCL timing
+starts SETTLE seconds after the NumPy one before it: OpenBLAS's worker threads keep
+polling (``sched_yield``) for 2**28 TSC cycles (about 0.1 s) after a product, and in
+that time one of them shares a core with one of PoCL's two threads (1024^3 measured
+195-205 GFLOP/s without NumPy calls before it, 92-165 straight after one). Reports
 medians, and ratios opencl / numpy (GFLOP/s: higher is better for opencl;
 step time: lower is better for opencl). OpenCL timings include the launch
 cost and end with the queue drained (``loss.item()`` or ``queue.finish()``).
@@ -35,6 +39,7 @@ MODEL_GEMMS = [  # (m, k, n, layout) as the model steps call them: "nt" = A @ B.
     (1024, 64, 192, "nt"), (1024, 64, 256, "nt"), (1024, 256, 64, "nt"),  # nanoGPT
     (1024, 64, 64, "nt"), (1024, 192, 64, "nn"), (192, 1024, 64, "tn"),
     (64, 1024, 256, "tn")]
+SETTLE = 0.15  # s: past OpenBLAS's worker threads' polling (2**28 cycles at 2.6 GHz)
 BATCH, LAYERS = 128, (784, 512, 512, 10)
 CONV_X, CONV_W = (32, 8, 256), (16, 8, 5)  # padding 2, as in `fastnn bench`
 
@@ -83,6 +88,11 @@ def matmul_rows(repeat, shapes=None):
     rows = []
     if shapes is None:
         shapes = [s + ("nn",) for s in MATMUL_SIZES] + MODEL_GEMMS
+    with threadpool_limits(threads):
+        warm = np.ones((512, 512), np.float32)
+        start = time.perf_counter()
+        while time.perf_counter() - start < 0.5:  # OpenBLAS's first products ran at 5-40
+            warm @ warm  # GFLOP/s (its threads starting, the clock ramping up)
     for m, k, n, layout in shapes:
         a_np, b_np = _operands(rng, m, k, n, layout)
         a, b = _device_view(a_np), _device_view(b_np)
@@ -91,6 +101,7 @@ def matmul_rows(repeat, shapes=None):
         t_ocl, t_np = [], []
         with threadpool_limits(threads):
             for _ in range(repeat):  # interleaved: a busy machine slows both alike
+                time.sleep(SETTLE)
                 t_ocl.append(median_time(lambda a=a, b=b: F.matmul(a, b), _queue_finish, 1,
                                          number))
                 t_np.append(median_time(lambda a=a_np, b=b_np: a @ b, lambda: None, 1, number))
