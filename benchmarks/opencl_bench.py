@@ -188,6 +188,7 @@ def main(argv=None):
         print(f"{row['shape']:27} {row['opencl_gflops']:15.1f} {row['numpy_gflops']:14.1f} "
               f"{row['ratio']:7.2f} {row['best_ratio']:6.2f}")
     if args.matmul_only:
+        _write(args.json, results)
         return results
     times = {}
     for device in ("opencl", "cpu"):
@@ -206,10 +207,14 @@ def main(argv=None):
         print(f"conv1d {what} {CONV_X} * {CONV_W}: opencl {conv['opencl'][i] * 1e3:.2f} ms, "
               f"numpy backend {conv['cpu'][i] * 1e3:.2f} ms, opencl / numpy = {ratio:.2f}x "
               "the time")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=2)
+    _write(args.json, results)
     return results
+
+
+def _write(path, results):
+    if path:
+        with open(path, "w") as f:
+            json.dump(results, f, indent=2)
 
 
 if __name__ == "__main__":
