@@ -6,7 +6,10 @@ Both sides use the same threads: PoCL runs one thread per compute unit, and NumP
 BLAS is pinned to that many (threadpoolctl) for the matmul rows. The matmul rows take
 1024^3, 512^3 and the GEMMs of the model steps (MLP, LSTM, nanoGPT: forward products
 with a transposed weight, input gradients, weight gradients with a transposed first
-operand, laid out as the backward passes them); each row's ratio is the median of
+operand, laid out as the backward passes them), each timed as at least CALLS products
+and one wait for the queue, as a model step queues its launches (one product and a wait
+took 30-60 us more than queued ones on PoCL 3.1, whose worker threads sleep between
+commands: a latency of the wait, not of the GEMM); each row's ratio is the median of
 interleaved pairs of timings, "best" that of the fastest of each. Each OpenCL timing
 starts SETTLE seconds after the NumPy one before it: OpenBLAS's worker threads keep
 polling (``sched_yield``) for 2**28 TSC cycles (about 0.1 s) after a product, and in
@@ -40,6 +43,7 @@ MODEL_GEMMS = [  # (m, k, n, layout) as the model steps call them: "nt" = A @ B.
     (1024, 64, 64, "nt"), (1024, 192, 64, "nn"), (192, 1024, 64, "tn"),
     (64, 1024, 256, "tn")]
 SETTLE = 0.15  # s: past OpenBLAS's worker threads' polling (2**28 cycles at 2.6 GHz)
+CALLS = 5  # products per timing at least, then one wait for the queue
 BATCH, LAYERS = 128, (784, 512, 512, 10)
 CONV_X, CONV_W = (32, 8, 256), (16, 8, 5)  # padding 2, as in `fastnn bench`
 
@@ -97,7 +101,7 @@ def matmul_rows(repeat, shapes=None):
         a_np, b_np = _operands(rng, m, k, n, layout)
         a, b = _device_view(a_np), _device_view(b_np)
         flops = 2.0 * m * n * k
-        number = max(1, int(2e7 / flops))
+        number = max(CALLS, int(1e8 / flops))
         t_ocl, t_np = [], []
         with threadpool_limits(threads):
             for _ in range(repeat):  # interleaved: a busy machine slows both alike
