@@ -14,7 +14,7 @@ interleaved pairs of timings, "best" that of the fastest of each. Each OpenCL ti
 starts SETTLE seconds after the NumPy one before it: OpenBLAS's worker threads keep
 polling (``sched_yield``) for 2**28 TSC cycles (about 0.1 s) after a product, and in
 that time one of them shares a core with one of PoCL's two threads (1024^3 measured
-195-205 GFLOP/s without NumPy calls before it, 92-165 straight after one). Reports
+186-204 GFLOP/s without NumPy calls before it, 92-165 straight after one). Reports
 medians, and ratios opencl / numpy (GFLOP/s: higher is better for opencl;
 step time: lower is better for opencl). OpenCL timings include the launch
 cost and end with the queue drained (``loss.item()`` or ``queue.finish()``).
