@@ -6,8 +6,15 @@ Both sides use the same threads: PoCL runs one thread per compute unit, and NumP
 BLAS is pinned to that many (threadpoolctl) for the matmul rows. The matmul rows take
 1024^3, 512^3 and the GEMMs of the model steps (MLP, LSTM, nanoGPT: forward products
 with a transposed weight, input gradients, weight gradients with a transposed first
-operand, laid out as the backward passes them); each row's ratio is the median of
-interleaved pairs of timings, "best" that of the fastest of each. Reports
+operand, laid out as the backward passes them), each timed as at least CALLS products
+and one wait for the queue, as a model step queues its launches (one product and a wait
+took 30-60 us more than queued ones on PoCL 3.1, whose worker threads sleep between
+commands: a latency of the wait, not of the GEMM); each row's ratio is the median of
+interleaved pairs of timings, "best" that of the fastest of each. Each OpenCL timing
+starts SETTLE seconds after the NumPy one before it: OpenBLAS's worker threads keep
+polling (``sched_yield``) for 2**28 TSC cycles (about 0.1 s) after a product, and in
+that time one of them shares a core with one of PoCL's two threads (1024^3 measured
+186-204 GFLOP/s without NumPy calls before it, 92-165 straight after one). Reports
 medians, and ratios opencl / numpy (GFLOP/s: higher is better for opencl;
 step time: lower is better for opencl). OpenCL timings include the launch
 cost and end with the queue drained (``loss.item()`` or ``queue.finish()``).
@@ -35,6 +42,8 @@ MODEL_GEMMS = [  # (m, k, n, layout) as the model steps call them: "nt" = A @ B.
     (1024, 64, 192, "nt"), (1024, 64, 256, "nt"), (1024, 256, 64, "nt"),  # nanoGPT
     (1024, 64, 64, "nt"), (1024, 192, 64, "nn"), (192, 1024, 64, "tn"),
     (64, 1024, 256, "tn")]
+SETTLE = 0.15  # s: past OpenBLAS's worker threads' polling (2**28 cycles at 2.6 GHz)
+CALLS = 5  # products per timing at least, then one wait for the queue
 BATCH, LAYERS = 128, (784, 512, 512, 10)
 CONV_X, CONV_W = (32, 8, 256), (16, 8, 5)  # padding 2, as in `fastnn bench`
 
@@ -83,14 +92,20 @@ def matmul_rows(repeat, shapes=None):
     rows = []
     if shapes is None:
         shapes = [s + ("nn",) for s in MATMUL_SIZES] + MODEL_GEMMS
+    with threadpool_limits(threads):
+        warm = np.ones((512, 512), np.float32)
+        start = time.perf_counter()
+        while time.perf_counter() - start < 0.5:  # OpenBLAS's first products ran at 5-40
+            warm @ warm  # GFLOP/s (its threads starting, the clock ramping up)
     for m, k, n, layout in shapes:
         a_np, b_np = _operands(rng, m, k, n, layout)
         a, b = _device_view(a_np), _device_view(b_np)
         flops = 2.0 * m * n * k
-        number = max(1, int(2e7 / flops))
+        number = max(CALLS, int(1e8 / flops))
         t_ocl, t_np = [], []
         with threadpool_limits(threads):
             for _ in range(repeat):  # interleaved: a busy machine slows both alike
+                time.sleep(SETTLE)
                 t_ocl.append(median_time(lambda a=a, b=b: F.matmul(a, b), _queue_finish, 1,
                                          number))
                 t_np.append(median_time(lambda a=a_np, b=b_np: a @ b, lambda: None, 1, number))
@@ -177,6 +192,7 @@ def main(argv=None):
         print(f"{row['shape']:27} {row['opencl_gflops']:15.1f} {row['numpy_gflops']:14.1f} "
               f"{row['ratio']:7.2f} {row['best_ratio']:6.2f}")
     if args.matmul_only:
+        _write(args.json, results)
         return results
     times = {}
     for device in ("opencl", "cpu"):
@@ -195,10 +211,14 @@ def main(argv=None):
         print(f"conv1d {what} {CONV_X} * {CONV_W}: opencl {conv['opencl'][i] * 1e3:.2f} ms, "
               f"numpy backend {conv['cpu'][i] * 1e3:.2f} ms, opencl / numpy = {ratio:.2f}x "
               "the time")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=2)
+    _write(args.json, results)
     return results
+
+
+def _write(path, results):
+    if path:
+        with open(path, "w") as f:
+            json.dump(results, f, indent=2)
 
 
 if __name__ == "__main__":
