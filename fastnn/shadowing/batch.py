@@ -160,7 +160,9 @@ class Batching:
             spec = entry.spec
             arrays = calls.input_arrays(spec, entry.args) if entry.host is None else []
             made = entry.args[0] if spec.returns_none else entry.out
-            if hasattr(made, "shape"):
+            if spec.sync:  # (to_numpy's output is on the host already)
+                pass
+            elif hasattr(made, "shape"):
                 arrays.append(made)
             else:
                 arrays += calls.arrays_in(made)
@@ -196,7 +198,8 @@ class Batching:
             elif entry.many and not self._many:  # its inputs were read wrong: not checked
                 self._count(spec, args, entry.out)
                 continue
-            result = self._reference(spec, args, host, entry.out, lookup)
+            result = self._reference(spec, args, host, entry.out,
+                                     None if spec.sync else lookup)
             ran.append((entry, host, result))
             if result is None or spec.hook in tolerance.UNCOMPARED:
                 continue
@@ -252,8 +255,8 @@ class Batching:
 
             if entry.host is None:
                 host = calls.host_args(spec, args, one_by_one)
-            failures = self._check(entry.backend, spec, args, host, entry.out, one_by_one,
-                                   count=False)
+            failures = self._check(entry.backend, spec, args, host, entry.out,
+                                   None if spec.sync else one_by_one, count=False)
             if not failures:  # the read was wrong, not the op: read one by one from now
                 if self._many:
                     self._many = False

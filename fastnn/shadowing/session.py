@@ -197,20 +197,12 @@ class shadow(Batching, Checking):
             out = self._host_call(backend, spec, fn, args, originals, checked, index)
         elif spec.in_place:
             out = self._device_in_place(backend, spec, fn, args, originals, checked, index)
-        elif spec.sync and checked:  # to_numpy waits anyway: the pending calls are read
-            # with it, and checked while the calls that follow run on the device
-            read = self._read_batch(extra=(originals, calls.input_arrays(spec, args)))
-            fetched = read[1]
-            host = calls.host_args(spec, args, lambda a: fetched[id(a)])
-            out = fn(*args)
-            self._lag(read)
-            failures = self._check(backend, spec, args, host, out, None)
-            if failures and self._confirmed(backend, spec, args, out, originals, read[2]):
-                self._fail(backend, spec, args, host, failures, self._place(index))
         else:
             out = fn(*args)
-            if checked:
-                self._defer(backend, spec, args, out, None, originals, index)
+            if checked:  # (a to_numpy's result is the caller's to change: its check, which
+                # waits for the next batch like any other, keeps a copy)
+                self._defer(backend, spec, args, _copied(out) if spec.sync else out, None,
+                            originals, index)
             else:
                 self._count(spec, args, out)
         if spec.in_place and spec.hook.endswith("_step"):  # a fused update closes a step
@@ -262,23 +254,6 @@ class shadow(Batching, Checking):
             self._fail(backend, spec, args, host, failures, self._place(index))
         return out
 
-    def _confirmed(self, backend, spec, args, out, originals, many: bool) -> bool:
-        """Whether a to_numpy's failed check stands: the calls before it are checked
-        first (the first wrong call is the one blamed), and inputs read with the
-        backend's own to_numpy_many are read again one by one (a wrong read is the
-        backend's to_numpy_many's mismatch, not the call's)."""
-        self._settle_ready()
-        if not many or "to_numpy_many" not in backend.implemented:
-            return True
-        to_numpy = originals["to_numpy"]
-        again = calls.host_args(spec, args, lambda a: np.asarray(to_numpy(a)))
-        if self._check(backend, spec, args, again, out, None, count=False):
-            return True
-        if self._many:
-            self._many = False
-            self._wrong_read(backend)
-        return False
-
     def _device_in_place(self, backend, spec, fn, args, originals, checked, index):
         """A device call that writes its arguments: the calls pending and its inputs are
         read in one wait before it runs; the batch is checked while the device runs it,
@@ -318,6 +293,13 @@ class shadow(Batching, Checking):
     def _place(self, index: int) -> blame.Place:
         """Where call ``index`` sits (the user's line is looked up only for a mismatch)."""
         return blame.Place(index, self._step, index - self._step_start, 2, self._producers)
+
+def _copied(host):
+    """A copy of a host array, or of a list of them."""
+    if isinstance(host, (list, tuple)):
+        return [_copied(h) for h in host]
+    return np.array(host, copy=True) if isinstance(host, np.ndarray) else host
+
 
 def _writable(host):
     """A host copy a NumPy reference may write into (a broadcast read is read-only)."""
