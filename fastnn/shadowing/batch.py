@@ -60,16 +60,6 @@ class Pending(blame.Place):
         return size if type(size) is int else sum(a.size for a in calls.arrays_in(out))
 
 
-def _passed(pairs, verdicts) -> None:
-    """Count a call whose outputs all passed the batch's comparison in their rows (as
-    :meth:`fastnn.shadowing.check.Checking._judge` does, without its branches)."""
-    row = None
-    for (_, _, _, row), verdict in zip(pairs, verdicts):
-        row.passed(*verdict)
-    row.calls += 1
-    row.checked += 1
-
-
 def frozen(value):
     """``value`` with its lists and tuples copied (the arrays themselves shared): the core
     may change a list a hook returned, or one it passed, before the batch is checked."""
@@ -183,55 +173,47 @@ class Batching:
         return pending, fetched, many
 
     def _settle_batch(self, pending, fetched, many, quiet: bool = False) -> None:
-        """Check the batch: every reference call first, in call order, then the small float
-        outputs that differed last time compared at once (:mod:`fastnn.shadowing.vector`),
-        and the small others tried for equality bit for bit at once (one by one when not
-        all equal), then each call's verdict in call order, so the first wrong call is
-        the one blamed."""
-        ran, items, where, same, same_where = [], [], [], [], []
+        """Check the batch: every reference call first, in call order, then all their
+        outputs judged together (:class:`fastnn.shadowing.vector.Bulk`), then, in call
+        order, the rows of the calls that passed counted and the others compared one by
+        one (:meth:`_judge`: the worst element, the exact errors), so the first wrong
+        call is the one blamed."""
+        ran = []  # (entry, host, pairs, failures, its first output's index in bulk)
+        bulk = vector.Bulk()
+        add = bulk.add
         lookup = fetched_lookup(fetched)
+        uncompared = tolerance.UNCOMPARED
         for entry in pending:
-            spec, args = entry.spec, entry.args
+            spec = entry.spec
             host = entry.host
             if host is None:
-                host = calls.host_args(spec, args, lookup)
+                host = calls.host_args(spec, entry.args, lookup)
             elif entry.many and not self._many:  # its inputs were read wrong: not checked
-                self._count(spec, args, entry.out)
+                self._count(spec, entry.args, entry.out)
                 continue
-            result = self._reference(spec, args, host, entry.out,
+            result = self._reference(spec, entry.args, host, entry.out,
                                      None if spec.sync else lookup)
-            ran.append((entry, host, result))
-            if result is None or spec.hook in tolerance.UNCOMPARED:
-                continue
-            for k, (_, g, w, row) in enumerate(result[0]):
-                # (an output equal bit for bit last time is tried for equality first)
-                if not row.equal_first:
-                    if vector.eligible(g, w):
-                        items.append((g, w, row.rtol, row.atol, row.of_tolerance))
-                        where.append((len(ran) - 1, k))
-                elif vector.small_pair(g, w):
-                    same.append((g, w))
-                    same_where.append((len(ran) - 1, k))
-        verdicts = vector.compare_many(items) if items else []
-        if same:  # (those not equal are compared on their own)
-            for equal, at in zip(vector.equal_each(same), same_where):
-                if equal:
-                    verdicts.append(vector.EQUAL_VERDICT)
-                    where.append(at)
-        per_call: list = [None] * len(ran)
-        for (call, k), verdict in zip(where, verdicts):
-            if verdict is not None:
-                found = per_call[call]
-                if found is None:
-                    found = per_call[call] = [None] * len(ran[call][2][0])
-                found[k] = verdict
-        for (entry, host, result), found in zip(ran, per_call):
             if result is None:
                 continue
-            if found is not None and not result[1] and None not in found:
-                _passed(result[0], found)  # every output passed at once: only the rows
+            pairs, first = result[0], None
+            if spec.hook not in uncompared:  # (else only shapes compare: one by one)
+                first = bulk.count
+                for _, got, want, row in pairs:
+                    add(got, want, row.rtol, row.atol, row.of_tolerance, row.equal_first)
+            ran.append((entry, host, pairs, result[1], first))
+        found = bulk.verdicts()
+        for entry, host, pairs, failures, first in ran:
+            verdicts = None if first is None else found[first:first + len(pairs)]
+            if verdicts is not None and not failures and None not in verdicts:
+                row = None  # every output passed at once: only the rows are counted
+                for (_, _, _, row), verdict in zip(pairs, verdicts):
+                    row.passed(*verdict)
+                if row is None:
+                    row = self._row(entry.spec.hook, "-")
+                row.calls += 1
+                row.checked += 1
                 continue
-            failures = self._judge(entry.spec.hook, *result, verdicts=found)
+            failures = self._judge(entry.spec.hook, pairs, failures, verdicts=verdicts)
             if failures:
                 self._blame(entry, host, failures, quiet, many)
         if many and not self._many:  # a wrong read: what it read is not to be used again
