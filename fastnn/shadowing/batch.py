@@ -163,11 +163,10 @@ class Batching:
         if groups:
             on, self._on = self._on, False  # a composite read calls hooks: not shadowed
             try:
-                put = self._copies.put
                 for originals, arrays in groups.values():
-                    for array, host in zip(arrays, self._read(originals, arrays)):
-                        fetched[id(array)] = host
-                        put(array, host)
+                    hosts = self._read(originals, arrays)
+                    fetched.update(zip(map(id, arrays), hosts))
+                    self._copies.keep(arrays, hosts)
             finally:
                 self._on = on
         return pending, fetched, many

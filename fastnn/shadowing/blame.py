@@ -48,7 +48,11 @@ class Place:
         return getattr(self._node, "op", None)
 
 
-_inside: dict = {}  # code object -> 0 (the user's), 1 (fastnn's or skipped), 2 (run_backward)
+# id(code object) -> 0 (the user's), 1 (fastnn's or skipped), 2 (run_backward); keyed by
+# id, its code objects held (a code object's hash is computed from its fields at every
+# lookup: a third of a walk's time)
+_inside: dict = {}
+_held: list = []
 
 
 def _kind(code) -> int:
@@ -59,7 +63,9 @@ def _kind(code) -> int:
         kind = 1 if path.startswith(_SKIP[1]) or path.endswith(_SKIP[2]) else 0
     if len(_inside) > 50_000:
         _inside.clear()
-    _inside[code] = kind
+        _held.clear()
+    _inside[id(code)] = kind
+    _held.append(code)
     return kind
 
 
@@ -69,7 +75,7 @@ def _walk(frame) -> tuple:
     node, inside = None, _inside
     while frame is not None:
         code = frame.f_code
-        kind = inside.get(code)
+        kind = inside.get(id(code))
         if kind is None:
             kind = _kind(code)
         if kind == 0:
@@ -139,12 +145,33 @@ class Producers(ByArray):
         return self.get(value)
 
 
-class HostCopies(ByArray):
+class HostCopies:
     """Host copies of device arrays already fetched for a comparison, so that an output
     checked once is not copied again when the next op takes it as input.
 
     Only for backends whose ``to_numpy`` copies (device memory): a host backend's may
     return the array itself, which a later in-place hook would change under the copy.
     Every entry goes at an in-place hook (``assign`` or a fused optimizer step), which
-    may write through any view.
+    may write through any view. The arrays read are held (their ids stay theirs) until
+    then, or until the table holds ``limit``: a batch's reads are kept with one update,
+    not an entry at a time.
     """
+
+    def __init__(self, limit: int = 20_000):
+        self._hosts: dict = {}  # id(array) -> host copy
+        self._held: list = []  # the arrays of those ids
+        self.limit = limit
+
+    def get(self, value):
+        return self._hosts.get(id(value))
+
+    def keep(self, arrays: list, hosts: list) -> None:
+        """Remember the host copies ``hosts`` of ``arrays``, read together."""
+        if len(self._hosts) + len(arrays) > self.limit:
+            self.clear()
+        self._hosts.update(zip(map(id, arrays), hosts))
+        self._held += arrays
+
+    def clear(self) -> None:
+        self._hosts = {}
+        self._held = []

@@ -75,7 +75,7 @@ class Checking:
                 row.equal_first = diff.max_abs == 0.0
             if count and diff is not EQUAL:
                 row.add(diff)
-            if diff.failed:
+            if diff.bad:  # (failed, without the property call)
                 diff.shape = g.shape
                 failures.append((path, diff, row))
         if len(got) != len(want):
@@ -150,7 +150,7 @@ class Checking:
                 row.equal_first = diff.max_abs == 0.0
             if count and diff is not EQUAL:
                 row.add(diff)
-            if diff.failed:
+            if diff.bad:  # (failed, without the property call)
                 diff.shape = g.shape
                 failures.append((path, diff, row))
         if count:
