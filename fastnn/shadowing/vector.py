@@ -87,15 +87,17 @@ class Bulk:
 
     def __init__(self):
         self._floats: dict = {}  # dtype -> [index], [got], [want], [rtol], [atol], [known]
-        self._exact: tuple = ([], [])  # [index], [(got, want)]
+        # tried for equality: [index], [(got, want)], [(rtol, atol, known), or None for
+        # an output that is not compared as floats when not equal]
+        self._exact: tuple = ([], [], [])
         self.count = 0
 
     def add(self, got, want, rtol: float, atol: float, known: float,
             equal_first: bool) -> int:
         """Add one output (the backend's host array, the reference's) and its row's
         tolerance, worst ratio so far and whether its last output was equal bit for bit
-        (then this one is tried for equality: one pass, no arithmetic); returns its
-        index."""
+        (then this one is tried for equality first: one pass, no arithmetic); returns
+        its index."""
         index = self.count
         self.count = index + 1
         if type(got) is not np.ndarray or type(want) is not np.ndarray:
@@ -103,32 +105,45 @@ class Bulk:
         dtype = got.dtype
         if dtype != want.dtype or got.shape != want.shape:
             return index
-        work, size = dtype in _WORK, got.size
-        if (equal_first or not work or not size) and size < ALONE_FROM:  # (equal, or one
-            self._exact[0].append(index)  # by one)
+        size = got.size
+        if size >= ALONE_FROM:
+            return index
+        if dtype not in _WORK or not size:
+            self._exact[0].append(index)
             self._exact[1].append((got, want))
-        elif work and size < ALONE_FROM:
-            group = self._floats.get(dtype)
-            if group is None:
-                group = self._floats[dtype] = ([], [], [], [], [], [])
-            group[0].append(index)
-            group[1].append(got)
-            group[2].append(want)
-            group[3].append(rtol)
-            group[4].append(atol)
-            group[5].append(known)
+            self._exact[2].append(None)
+        elif equal_first:
+            self._exact[0].append(index)
+            self._exact[1].append((got, want))
+            self._exact[2].append((rtol, atol, known))
+        else:
+            self._float(index, got, want, rtol, atol, known)
         return index
+
+    def _float(self, index, got, want, rtol, atol, known) -> None:
+        group = self._floats.get(got.dtype)
+        if group is None:
+            group = self._floats[got.dtype] = ([], [], [], [], [], [])
+        group[0].append(index)
+        group[1].append(got)
+        group[2].append(want)
+        group[3].append(rtol)
+        group[4].append(atol)
+        group[5].append(known)
 
     def verdicts(self) -> list:
         found: list = [None] * self.count
+        indices, pairs, tolerances = self._exact
+        if pairs:  # (first: a float output not equal joins the others of its dtype)
+            for index, equal, pair, tolerance in zip(indices, equal_each(pairs), pairs,
+                                                      tolerances):
+                if equal:
+                    found[index] = EQUAL_VERDICT
+                elif tolerance is not None:
+                    self._float(index, *pair, *tolerance)
         for dtype, group in self._floats.items():
             for index, verdict in zip(group[0], _compare_group(dtype, *group[1:])):
                 found[index] = verdict
-        indices, pairs = self._exact
-        if pairs:
-            for index, equal in zip(indices, equal_each(pairs)):
-                if equal:
-                    found[index] = EQUAL_VERDICT
         return found
 
 
