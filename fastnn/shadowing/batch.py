@@ -3,22 +3,27 @@
 On a device, each ``to_numpy`` waits for the queue and pays a fixed latency (about
 0.05 ms on PoCL), which for small ops costs more than the ops. So a device backend's
 checked calls wait in a list (their arrays held) until a sync point: an in-place hook
-(``assign``, a fused optimizer step, which may overwrite them), a ``to_numpy``,
-``BATCH`` pending calls, or the end of shadowing. Then every array they need goes to
-the host in one ``to_numpy_many`` call (the backend queues each copy and waits once;
-its composite, for a backend without the hook, reads them one by one). An in-place
-hook's inputs are read in the same wait, before it runs, and its check waits for the
-next batch like any other. A mismatch found on arrays read together is checked again
-on arrays read one by one with ``to_numpy`` (when the backend has a ``to_numpy_many``
-of its own), so a broken ``to_numpy_many`` cannot blame another op.
+(``assign``, a fused optimizer step, which may overwrite them), ``BATCH`` pending
+calls, a ``to_numpy`` that finds ``READ_AT_SYNC`` calls pending, or the end of
+shadowing. Then every array they need goes to the host in one ``to_numpy_many`` call
+(the backend queues each copy and waits once; its composite, for a backend without the
+hook, reads them one by one). An in-place hook's inputs are read in the same wait,
+before it runs, and its check waits for the next batch like any other. A
+``to_numpy``'s own check waits for the next batch too, on a copy of its result: a
+training step's ``loss.item()`` after ``opt.step()`` reads nothing, and the step is
+read once, at the update (reading the few calls pending there cost a whole read's
+fixed cost again, and the update's outputs are the next update's inputs, read once in
+one batch). A mismatch found on arrays read together is checked again on arrays read
+one by one with ``to_numpy`` (when the backend has a ``to_numpy_many`` of its own),
+so a broken ``to_numpy_many`` cannot blame another op.
 
-A batch read at a ``to_numpy`` or an in-place hook is not checked there: its checks
-lag behind, and the calls that follow run them a few at a time, each after its own
-launch, so that the host checks while the device computes (the device would otherwise
-wait for the checks, and the checks for the device). They run in call order, each
-batch's before the next one's, and all of them at the end of shadowing or when
-``BATCH`` calls lag; a mismatch names its call's own op, line and place in the step,
-found when the call was made, and is raised from a later call.
+A batch read at a sync point is not checked there: its checks lag behind, and the
+calls that follow run them a few at a time, each after its own launch, so that the
+host checks while the device computes (the device would otherwise wait for the
+checks, and the checks for the device). They run in call order, each batch's before
+the next one's, and all of them at the end of shadowing or when ``BATCH`` calls lag;
+a mismatch names its call's own op, line and place in the step, found when the call
+was made, and is raised from a later call.
 """
 
 from __future__ import annotations
@@ -31,6 +36,9 @@ from fastnn.shadowing import blame, calls, tolerance, vector
 from fastnn.shadowing.mismatch import ShadowWarning
 
 BATCH = 256  # pending calls at most (and read calls whose checks lag behind)
+# a to_numpy with this many calls pending reads them (an evaluation loop's forward and
+# its .item(): its outputs are not held for several iterations)
+READ_AT_SYNC = 64
 # output elements whose checks a later call runs (after its own launch: the device runs
 # it meanwhile); a batch's checks lag behind at most until they are all run this way
 LAG_ELEMENTS = 1 << 19

@@ -203,6 +203,8 @@ class shadow(Batching, Checking):
                 # waits for the next batch like any other, keeps a copy)
                 self._defer(backend, spec, args, _copied(out) if spec.sync else out, None,
                             originals, index)
+                if spec.sync and len(self._pending) >= batch.READ_AT_SYNC:
+                    self._lag(self._read_batch())  # (the queue is idle: read them now)
             else:
                 self._count(spec, args, out)
         if spec.in_place and spec.hook.endswith("_step"):  # a fused update closes a step

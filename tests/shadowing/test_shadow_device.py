@@ -102,3 +102,19 @@ def test_a_to_numpy_result_changed_by_its_caller_is_not_blamed(tmp_path):
     rows = session.report().rows
     assert session.report().mismatches == 0
     assert [r["checked"] for r in rows if r["op"] == "to_numpy"] == [1], rows
+
+
+def test_a_to_numpy_reads_the_batch_only_when_many_calls_wait(tmp_path, monkeypatch):
+    """A to_numpy reads the pending calls with it once READ_AT_SYNC of them wait (an
+    evaluation loop's outputs are not held for many iterations), not before; a wrong
+    call read there is still blamed at its own line."""
+    monkeypatch.setattr(batch, "READ_AT_SYNC", 4)
+    name = faulty.install(tmp_path, "exp", base="opencl")
+    x = fnn.tensor(np.linspace(-1, 1, 12, dtype=np.float32), device=name)
+    with pytest.raises(fnn.ShadowMismatch) as caught, fnn.shadow("cpu") as session:
+        (x * 2).numpy()
+        assert len(session._pending) == 2  # mul, to_numpy: under 4, nothing read
+        y = (x + 1).exp()  # read exp
+        y.numpy()
+        assert not session._pending and session._lagging == 5  # all read, to be checked
+    assert caught.value.op == "exp" and caught.value.source[1] == line_of("read exp")
