@@ -172,7 +172,7 @@ class shadow(Batching, Checking):
     def _wrap(self, backend, hook: str, fn, originals):
         wanted = self.ops is None or hook in self.ops
         spec, sample, counter = calls.SPECS[hook], self.sample, [0]
-        shadowed = self._call
+        shadowed = self._host_call if backend.record.host_memory else self._device_call
 
         def call(*args, **kwargs):
             if not self._on:
@@ -181,8 +181,12 @@ class shadow(Batching, Checking):
                 args = calls.bind(hook, args, kwargs)
             seen = counter[0]
             counter[0] = seen + 1
-            return shadowed(backend, spec, fn, args, originals,
-                            wanted and seen % sample == 0)
+            index = self._calls
+            self._calls = index + 1
+            out = shadowed(backend, spec, fn, args, originals, wanted and seen % sample == 0,
+                           index)
+            self._after(spec, args, out, index)
+            return out
 
         call.__name__ = call.__qualname__ = hook
         call.__wrapped__ = fn
@@ -190,24 +194,25 @@ class shadow(Batching, Checking):
 
     # ------------------------------------------------------------ one call
 
-    def _call(self, backend, spec, fn, args, originals, checked):
-        index = self._calls
-        self._calls = index + 1
-        if backend.record.host_memory:
-            out = self._host_call(backend, spec, fn, args, originals, checked, index)
-        elif spec.in_place:
-            out = self._device_in_place(backend, spec, fn, args, originals, checked, index)
-        else:
-            out = fn(*args)
-            if checked:  # (a to_numpy's result is the caller's to change: its check, which
-                # waits for the next batch like any other, keeps a copy)
-                self._defer(backend, spec, args, _copied(out) if spec.sync else out, None,
-                            originals, index)
-                if spec.sync and len(self._pending) >= batch.READ_AT_SYNC:
-                    self._lag(self._read_batch())  # (the queue is idle: read them now)
-            else:
-                self._count(spec, args, out)
-        if spec.in_place and spec.hook.endswith("_step"):  # a fused update closes a step
+    def _device_call(self, backend, spec, fn, args, originals, checked, index):
+        if spec.in_place:
+            return self._device_in_place(backend, spec, fn, args, originals, checked, index)
+        out = fn(*args)
+        if not checked:
+            self._count(spec, args, out)
+        elif not spec.sync:
+            self._defer(backend, spec, args, out, None, originals, index)
+        else:  # a to_numpy's result is the caller's to change: its check, which waits for
+            # the next batch like any other, keeps a copy
+            self._defer(backend, spec, args, _copied(out), None, originals, index)
+            if len(self._pending) >= batch.READ_AT_SYNC:
+                self._lag(self._read_batch())  # (the queue is idle: read them now)
+        return out
+
+    def _after(self, spec, args, out, index) -> None:
+        """What every call leaves: the step it closes, the arrays it made, and the
+        lagging checks it runs while the device runs it."""
+        if spec.closes_step:  # a fused update closes a step
             self._step, self._step_start = self._step + 1, index + 1
             # a new table: what the last one held lives one step (bounded memory), and as
             # long as the places of checks still to run hold it
@@ -219,7 +224,6 @@ class shadow(Batching, Checking):
             self._producers.note(made, index, spec.hook)
         if self._ready and not spec.sync:  # this call runs on the device meanwhile
             self._settle_ready(batch.LAG_ELEMENTS)
-        return out
 
     def _host_call(self, backend, spec, fn, args, originals, checked, index):
         """A host backend's call, checked at once: its arrays are read where they are."""
@@ -278,8 +282,10 @@ class shadow(Batching, Checking):
 
     def _defer(self, backend, spec, args, out, host, originals, index, many=False) -> None:
         # lists the core may reuse are copied (a tuple of arrays and scalars is kept)
-        if not spec.simple or list in map(type, args):
-            args = batch.frozen(args)
+        for i in spec.lists:
+            if type(args[i]) is list or not spec.simple:
+                args = batch.frozen(args)
+                break
         if not hasattr(out, "shape"):
             out = batch.frozen(out)
         pending = self._pending
