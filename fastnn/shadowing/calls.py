@@ -22,7 +22,7 @@ class Spec:
     """One hook's parameters as shadow mode sees them."""
 
     __slots__ = ("hook", "names", "kinds", "returns_none", "in_place", "sync", "arrays",
-                 "simple", "devices", "closes_step", "lists")
+                 "simple", "devices", "closes_step", "lists", "array_positions", "plain")
 
     def __init__(self, hook: str):
         sig = inspect.signature(getattr(hookspec, hook))
@@ -49,6 +49,11 @@ class Spec:
         # only single arrays and plain values: the common case, walked without branches
         self.simple = all(k in ("array", "value") for k in kinds)
         self.devices = "device" in kinds  # takes a device index (the reference's differs)
+        self.array_positions = tuple(i for i, k in enumerate(kinds) if k == "array")
+        # one array out, only arrays and values in: a batch's check takes a short path
+        self.plain = (self.simple and not self.returns_none and not self.devices
+                      and not self.sync and hook != "from_numpy"
+                      and sig.return_annotation == "Array")
         # positions whose value may be a list the core reuses (copied when deferred)
         self.lists = tuple(i for i, k in enumerate(kinds) if k in ("list", "value"))
 
