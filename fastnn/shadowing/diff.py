@@ -80,6 +80,12 @@ def _address(array: np.ndarray) -> int:
     return array.__array_interface__["data"][0]
 
 
+def same_memory(got: np.ndarray, want: np.ndarray) -> bool:
+    """Whether two arrays of one shape, dtype and strides start at the same address (so
+    they are the same values)."""
+    return np.may_share_memory(got, want) and _address(got) == _address(want)
+
+
 def skip_below(atol: float, known: float) -> float:
     """The max |got - want| under which an output's worst ratio to its tolerance need not
     be computed: every element's ratio, ``err / (atol + rtol * |want|)``, is at most
@@ -121,8 +127,7 @@ def compare(got, want, rtol: float, atol: float, equal_first: bool = True,
         return Diff(bad=1, size=want.size, kind="dtype", got=str(got.dtype),
                     want=str(want.dtype), ratio=float("inf"))
     if got.size == 0 or (got.size >= _SAME_FROM and got.strides == want.strides
-                         and np.may_share_memory(got, want)
-                         and _address(got) == _address(want)):
+                         and same_memory(got, want)):
         # the same memory in the same layout (a view hook's output on a host backend,
         # or read with its input in one copy, against NumPy's view of that input)
         return EQUAL

@@ -173,3 +173,18 @@ def test_a_model_judged_in_bulk_reports_as_one_by_one(tmp_path, monkeypatch):
     for b, a in zip(bulk, alone):
         assert b["max_abs"] == pytest.approx(a["max_abs"], rel=1e-6, abs=1e-30), (b, a)
         assert b["of_tolerance"] == pytest.approx(a["of_tolerance"], rel=1e-5), (b, a)
+
+
+def test_an_output_in_the_reference_outputs_memory_is_equal_without_a_copy():
+    """A view hook's output read with its input is the same memory as NumPy's view of
+    that input: equal; a view of the same layout elsewhere in that memory is compared."""
+    base = np.arange(4096, dtype=np.float32).reshape(64, 64)
+    bulk = vector.Bulk()
+    bulk.add(base.T, base.T, 0.0, 1e-30, 0.0, True)  # one memory, one layout
+    shifted = np.arange(4097, dtype=np.float32)[1:].reshape(64, 64)
+    bulk.add(shifted.T, base.T, 0.0, 1e-30, 0.0, True)  # one layout, off by an element
+    bulk.add(base.T.copy(), base.T, 0.0, 1e-30, 0.0, True)  # equal values, other memory
+    same, off, copied = bulk.verdicts()
+    assert same == vector.EQUAL_VERDICT and copied == vector.EQUAL_VERDICT
+    assert off is None and diff.compare(shifted.T, base.T, 0.0, 1e-30).failed
+    assert bulk._same == [0]  # (the first only: nothing to copy)
