@@ -28,6 +28,7 @@ was made, and is raised from a later call.
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 import numpy as np
@@ -56,10 +57,12 @@ class Pending(blame.Place):
         self.host = host  # the inputs' host copies, read before an in-place call; or None
         self.originals = originals
         self.many = many  # ``host`` was read with to_numpy_many
-        # the user's line and the tape's node, found now (the stack moves on), from the
-        # caller of whoever made this (the session's deferral): one frame deeper than
-        # Place's default, for this constructor's own
-        super().__init__(call, step, op_in_step, depth=3, producers=producers)
+        # Place's fields set here (its constructor's call, a tenth of a deferral, saved);
+        # the user's line and the tape's node found now (the stack moves on), from the
+        # caller of whoever made this (the session's deferral)
+        self.call, self.step, self.op_in_step = call, step, op_in_step
+        self.producers = producers
+        self._code, self._line, self._node = blame.walk(sys._getframe(2))
 
     def size(self) -> int:
         """How many output elements its check compares (about)."""

@@ -33,7 +33,7 @@ class Place:
                  producers=None):
         self.call, self.step, self.op_in_step = call, step, op_in_step
         self.producers = producers
-        self._code, self._line, self._node = _walk(sys._getframe(depth))
+        self._code, self._line, self._node = walk(sys._getframe(depth))
 
     def source(self):
         """(file, line, function, text) of the first frame outside fastnn, or None."""
@@ -69,7 +69,7 @@ def _kind(code) -> int:
     return kind
 
 
-def _walk(frame) -> tuple:
+def walk(frame) -> tuple:
     """(code, line, node): the first frame outside fastnn and the tape's current node,
     in one walk up the stack (the tape's loop runs below the user's frame)."""
     node, inside = None, _inside
