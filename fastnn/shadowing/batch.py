@@ -136,30 +136,15 @@ class Batching:
         """(pending calls, {id(array): host copy}, read with to_numpy_many): the arrays
         the pending calls need, and ``extra``'s, read in one wait per backend."""
         pending, self._pending = self._pending, []
-        # id -> host copy, for this batch (the cache may drop entries); None: to be read
-        fetched: dict = {}
-        groups: dict = {}  # id(originals) -> (originals, [arrays to read])
-        cached = self._copies.get
-
-        def want(originals, arrays) -> None:
-            wanted = None
-            for array in arrays:
-                key = id(array)
-                if key in fetched:
-                    continue
-                host = cached(array)
-                fetched[key] = host
-                if host is None:
-                    if wanted is None:
-                        group = groups.get(id(originals))
-                        if group is None:
-                            group = groups[id(originals)] = (originals, [])
-                        wanted = group[1]
-                    wanted.append(array)
-
-        for entry in pending:  # (one list of arrays per call: its inputs, then outputs)
+        tables: dict = {}  # id(originals) -> (originals, [arrays the calls need])
+        for entry in pending:  # (each call's inputs, then its outputs)
             spec = entry.spec
-            arrays = calls.input_arrays(spec, entry.args) if entry.host is None else []
+            table = tables.get(id(entry.originals))
+            if table is None:
+                table = tables[id(entry.originals)] = (entry.originals, [])
+            arrays = table[1]
+            if entry.host is None:
+                arrays += calls.input_arrays(spec, entry.args)
             made = entry.args[0] if spec.returns_none else entry.out
             if spec.sync:  # (to_numpy's output is on the host already)
                 pass
@@ -167,14 +152,30 @@ class Batching:
                 arrays.append(made)
             else:
                 arrays += calls.arrays_in(made)
-            want(entry.originals, arrays)
         if extra is not None:
-            want(*extra)
+            table = tables.get(id(extra[0]))
+            if table is None:
+                table = tables[id(extra[0])] = (extra[0], [])
+            table[1].extend(extra[1])
+        # id -> host copy, for this batch (the cache may drop entries); None: to be read
+        fetched: dict = {}
+        groups = []  # (originals, [arrays to read])
+        cached = self._copies.hosts
+        for originals, arrays in tables.values():
+            wanted = []
+            for array in arrays:
+                key = id(array)
+                if key not in fetched:
+                    host = fetched[key] = cached.get(key)
+                    if host is None:
+                        wanted.append(array)
+            if wanted:
+                groups.append((originals, wanted))
         many = self._many
         if groups:
             on, self._on = self._on, False  # a composite read calls hooks: not shadowed
             try:
-                for originals, arrays in groups.values():
+                for originals, arrays in groups:
                     hosts = self._read(originals, arrays)
                     fetched.update(zip(map(id, arrays), hosts))
                     self._copies.keep(arrays, hosts)

@@ -158,20 +158,20 @@ class HostCopies:
     """
 
     def __init__(self, limit: int = 20_000):
-        self._hosts: dict = {}  # id(array) -> host copy
+        self.hosts: dict = {}  # id(array) -> host copy (read by the batch directly)
         self._held: list = []  # the arrays of those ids
         self.limit = limit
 
     def get(self, value):
-        return self._hosts.get(id(value))
+        return self.hosts.get(id(value))
 
     def keep(self, arrays: list, hosts: list) -> None:
         """Remember the host copies ``hosts`` of ``arrays``, read together."""
-        if len(self._hosts) + len(arrays) > self.limit:
+        if len(self.hosts) + len(arrays) > self.limit:
             self.clear()
-        self._hosts.update(zip(map(id, arrays), hosts))
+        self.hosts.update(zip(map(id, arrays), hosts))
         self._held += arrays
 
     def clear(self) -> None:
-        self._hosts = {}
+        self.hosts = {}
         self._held = []
