@@ -176,11 +176,10 @@ class Batching:
             on, self._on = self._on, False  # a composite read calls hooks: not shadowed
             try:
                 for originals, arrays in groups:
-                    hosts = self._read(originals, arrays)
-                    fetched.update(zip(map(id, arrays), hosts))
-                    self._copies.keep(arrays, hosts)
+                    fetched.update(zip(map(id, arrays), self._read(originals, arrays)))
             finally:
                 self._on = on
+            self._copies.keep([table[1] for table in tables.values()], fetched)
         return pending, fetched, many
 
     def _settle_batch(self, pending, fetched, many, quiet: bool = False) -> None:

@@ -152,25 +152,24 @@ class HostCopies:
     Only for backends whose ``to_numpy`` copies (device memory): a host backend's may
     return the array itself, which a later in-place hook would change under the copy.
     Every entry goes at an in-place hook (``assign`` or a fused optimizer step), which
-    may write through any view. The arrays read are held (their ids stay theirs) until
-    then, or until the table holds ``limit``: a batch's reads are kept with one update,
-    not an entry at a time.
+    may write through any view. Only the last batch's reads are kept, with one update,
+    and its arrays held (their ids stay theirs) until the next batch is read: the next
+    batch's inputs are this one's outputs, and a loop with no in-place hook holds no
+    more device memory than one batch's.
     """
 
-    def __init__(self, limit: int = 20_000):
+    def __init__(self):
         self.hosts: dict = {}  # id(array) -> host copy (read by the batch directly)
         self._held: list = []  # the arrays of those ids
-        self.limit = limit
 
     def get(self, value):
         return self.hosts.get(id(value))
 
-    def keep(self, arrays: list, hosts: list) -> None:
-        """Remember the host copies ``hosts`` of ``arrays``, read together."""
-        if len(self.hosts) + len(arrays) > self.limit:
-            self.clear()
-        self.hosts.update(zip(map(id, arrays), hosts))
-        self._held += arrays
+    def keep(self, arrays: list, hosts: dict) -> None:
+        """Remember a batch's host copies ``hosts`` ({id(array): host copy}) of the arrays
+        in the lists ``arrays`` (the last batch's are forgotten)."""
+        self.hosts = hosts
+        self._held = arrays
 
     def clear(self) -> None:
         self.hosts = {}

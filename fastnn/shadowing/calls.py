@@ -22,7 +22,7 @@ class Spec:
     """One hook's parameters as shadow mode sees them."""
 
     __slots__ = ("hook", "names", "kinds", "returns_none", "in_place", "sync", "arrays",
-                 "simple", "devices", "closes_step", "lists", "array_positions", "plain")
+                 "simple", "devices", "closes_step", "array_positions", "plain")
 
     def __init__(self, hook: str):
         sig = inspect.signature(getattr(hookspec, hook))
@@ -54,8 +54,6 @@ class Spec:
         self.plain = (self.simple and not self.returns_none and not self.devices
                       and not self.sync and hook != "from_numpy"
                       and sig.return_annotation == "Array")
-        # positions whose value may be a list the core reuses (copied when deferred)
-        self.lists = tuple(i for i, k in enumerate(kinds) if k in ("list", "value"))
 
 
 SPECS = {hook: Spec(hook) for hook in hookspec.HOOKS}

@@ -91,7 +91,7 @@ class shadow(Batching, Checking):
             self._calls = 0
             self._step, self._step_start = 0, 0
             self._producers = blame.Producers(limit=4096)
-            self._copies = blame.HostCopies(limit=4096)
+            self._copies = blame.HostCopies()
             self._pending, self._many = [], True
             self._ready, self._lagging = [], 0  # batches read, their checks to run
             self._by_dtype: dict = {}
@@ -286,10 +286,8 @@ class shadow(Batching, Checking):
 
     def _defer(self, backend, spec, args, out, host, originals, index, many=False) -> None:
         # lists the core may reuse are copied (a tuple of arrays and scalars is kept)
-        for i in spec.lists:
-            if type(args[i]) is list or not spec.simple:
-                args = batch.frozen(args)
-                break
+        if not spec.simple or list in map(type, args):
+            args = batch.frozen(args)
         if not hasattr(out, "shape"):
             out = batch.frozen(out)
         pending = self._pending
