@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
 
 import fastnn as fnn
+from tests.fake_backends import forget
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_shadow.py"
 
@@ -41,12 +43,27 @@ def test_floor_times_the_step_without_checks_and_puts_them_back(bench):
     from fastnn.shadowing.batch import Batching
     from fastnn.shadowing.check import Checking
 
-    saved = Batching._settle_batch, Checking._check
+    saved = Batching._settle_batch, Checking._check, Checking._check_plain
     result = bench.measure("opencl", "cpu", "small", rounds=1, steps=1, floor=True)
     assert 0 < result["unchecked"] < float("inf") and 0 < result["floor_ratio_cpu"] < float("inf")
-    assert (Batching._settle_batch, Checking._check) == saved
+    assert (Batching._settle_batch, Checking._check, Checking._check_plain) == saved
     with fnn.shadow("cpu"), fnn.use("opencl"):  # after it, calls are checked again
         x = fnn.tensor([1.0, 2.0])
         assert (x * 2).numpy().tolist() == [2.0, 4.0]
     assert fnn.shadow_report().rows and all(r["checked"] == r["calls"]
                                             for r in fnn.shadow_report().rows)
+
+
+def test_the_floor_checks_nothing_on_a_host_backend_either(bench):
+    """The unchecked way runs no reference call on either path: a host backend's calls
+    (the clone) are wrapped and counted by nobody."""
+    name = bench.install_clone()
+    root = sys.path[0]  # (the clone's folder: taken off again below)
+    try:
+        with bench.unchecked("cpu"), fnn.use(name):
+            x = fnn.tensor([1.0, 2.0])
+            assert ((x * 2).exp() + 1).numpy().shape == (2,)
+        assert not any(r["checked"] for r in fnn.shadow_report().rows)
+    finally:
+        sys.path.remove(root)
+        forget()

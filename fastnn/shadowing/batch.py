@@ -3,26 +3,32 @@
 On a device, each ``to_numpy`` waits for the queue and pays a fixed latency (about
 0.05 ms on PoCL), which for small ops costs more than the ops. So a device backend's
 checked calls wait in a list (their arrays held) until a sync point: an in-place hook
-(``assign``, a fused optimizer step, which may overwrite them), a ``to_numpy``,
-``BATCH`` pending calls, or the end of shadowing. Then every array they need goes to
-the host in one ``to_numpy_many`` call (the backend queues each copy and waits once;
-its composite, for a backend without the hook, reads them one by one). An in-place
-hook's inputs are read in the same wait, before it runs, and its check waits for the
-next batch like any other. A mismatch found on arrays read together is checked again
-on arrays read one by one with ``to_numpy`` (when the backend has a ``to_numpy_many``
-of its own), so a broken ``to_numpy_many`` cannot blame another op.
+(``assign``, a fused optimizer step, which may overwrite them), ``BATCH`` pending
+calls, a ``to_numpy`` that finds ``READ_AT_SYNC`` calls pending, or the end of
+shadowing. Then every array they need goes to the host in one ``to_numpy_many`` call
+(the backend queues each copy and waits once; its composite, for a backend without the
+hook, reads them one by one). An in-place hook's inputs are read in the same wait,
+before it runs, and its check waits for the next batch like any other. A
+``to_numpy``'s own check waits for the next batch too, on a copy of its result: a
+training step's ``loss.item()`` after ``opt.step()`` reads nothing, and the step is
+read once, at the update (reading the few calls pending there cost a whole read's
+fixed cost again, and the update's outputs are the next update's inputs, read once in
+one batch). A mismatch found on arrays read together is checked again on arrays read
+one by one with ``to_numpy`` (when the backend has a ``to_numpy_many`` of its own),
+so a broken ``to_numpy_many`` cannot blame another op.
 
-A batch read at a ``to_numpy`` or an in-place hook is not checked there: its checks
-lag behind, and the calls that follow run them a few at a time, each after its own
-launch, so that the host checks while the device computes (the device would otherwise
-wait for the checks, and the checks for the device). They run in call order, each
-batch's before the next one's, and all of them at the end of shadowing or when
-``BATCH`` calls lag; a mismatch names its call's own op, line and place in the step,
-found when the call was made, and is raised from a later call.
+A batch read at a sync point is not checked there: its checks lag behind, and the
+calls that follow run them a few at a time, each after its own launch, so that the
+host checks while the device computes (the device would otherwise wait for the
+checks, and the checks for the device). They run in call order, each batch's before
+the next one's, and all of them at the end of shadowing or when ``BATCH`` calls lag;
+a mismatch names its call's own op, line and place in the step, found when the call
+was made, and is raised from a later call.
 """
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 import numpy as np
@@ -31,6 +37,9 @@ from fastnn.shadowing import blame, calls, tolerance, vector
 from fastnn.shadowing.mismatch import ShadowWarning
 
 BATCH = 256  # pending calls at most (and read calls whose checks lag behind)
+# a to_numpy with this many calls pending reads them (an evaluation loop's forward and
+# its .item(): its outputs are not held for several iterations)
+READ_AT_SYNC = 64
 # output elements whose checks a later call runs (after its own launch: the device runs
 # it meanwhile); a batch's checks lag behind at most until they are all run this way
 LAG_ELEMENTS = 1 << 19
@@ -48,26 +57,18 @@ class Pending(blame.Place):
         self.host = host  # the inputs' host copies, read before an in-place call; or None
         self.originals = originals
         self.many = many  # ``host`` was read with to_numpy_many
-        # the user's line and the tape's node, found now (the stack moves on), from the
-        # caller of whoever made this (the session's deferral): one frame deeper than
-        # Place's default, for this constructor's own
-        super().__init__(call, step, op_in_step, depth=3, producers=producers)
+        # Place's fields set here (its constructor's call, a tenth of a deferral, saved);
+        # the user's line and the tape's node found now (the stack moves on), from the
+        # caller of whoever made this (the session's deferral)
+        self.call, self.step, self.op_in_step = call, step, op_in_step
+        self.producers = producers
+        self._code, self._line, self._node = blame.walk(sys._getframe(2))
 
     def size(self) -> int:
         """How many output elements its check compares (about)."""
         out = self.args[0] if self.spec.returns_none else self.out
         size = getattr(out, "size", None)
         return size if type(size) is int else sum(a.size for a in calls.arrays_in(out))
-
-
-def _passed(pairs, verdicts) -> None:
-    """Count a call whose outputs all passed the batch's comparison in their rows (as
-    :meth:`fastnn.shadowing.check.Checking._judge` does, without its branches)."""
-    row = None
-    for (_, _, _, row), verdict in zip(pairs, verdicts):
-        row.passed(*verdict)
-    row.calls += 1
-    row.checked += 1
 
 
 def frozen(value):
@@ -135,104 +136,126 @@ class Batching:
         """(pending calls, {id(array): host copy}, read with to_numpy_many): the arrays
         the pending calls need, and ``extra``'s, read in one wait per backend."""
         pending, self._pending = self._pending, []
-        # id -> host copy, for this batch (the cache may drop entries); None: to be read
-        fetched: dict = {}
-        groups: dict = {}  # id(originals) -> (originals, [arrays to read])
-        cached = self._copies.get
-
-        def want(originals, arrays) -> None:
-            wanted = None
-            for array in arrays:
-                key = id(array)
-                if key in fetched:
-                    continue
-                host = cached(array)
-                fetched[key] = host
-                if host is None:
-                    if wanted is None:
-                        group = groups.get(id(originals))
-                        if group is None:
-                            group = groups[id(originals)] = (originals, [])
-                        wanted = group[1]
-                    wanted.append(array)
-
-        for entry in pending:  # (one list of arrays per call: its inputs, then outputs)
+        tables: dict = {}  # id(originals) -> (originals, [arrays the calls need])
+        for entry in pending:  # (each call's inputs, then its outputs)
             spec = entry.spec
-            arrays = calls.input_arrays(spec, entry.args) if entry.host is None else []
+            table = tables.get(id(entry.originals))
+            if table is None:
+                table = tables[id(entry.originals)] = (entry.originals, [])
+            arrays = table[1]
+            if entry.host is None:
+                arrays += calls.input_arrays(spec, entry.args)
             made = entry.args[0] if spec.returns_none else entry.out
-            if hasattr(made, "shape"):
+            if spec.sync:  # (to_numpy's output is on the host already)
+                pass
+            elif hasattr(made, "shape"):
                 arrays.append(made)
             else:
                 arrays += calls.arrays_in(made)
-            want(entry.originals, arrays)
         if extra is not None:
-            want(*extra)
+            table = tables.get(id(extra[0]))
+            if table is None:
+                table = tables[id(extra[0])] = (extra[0], [])
+            table[1].extend(extra[1])
+        # id -> host copy, for this batch (the cache may drop entries); None: to be read
+        fetched: dict = {}
+        groups = []  # (originals, [arrays to read])
+        cached = self._copies.hosts
+        for originals, arrays in tables.values():
+            wanted = []
+            for array in arrays:
+                key = id(array)
+                if key not in fetched:
+                    host = fetched[key] = cached.get(key)
+                    if host is None:
+                        wanted.append(array)
+            if wanted:
+                groups.append((originals, wanted))
         many = self._many
         if groups:
             on, self._on = self._on, False  # a composite read calls hooks: not shadowed
             try:
-                put = self._copies.put
-                for originals, arrays in groups.values():
-                    for array, host in zip(arrays, self._read(originals, arrays)):
-                        fetched[id(array)] = host
-                        put(array, host)
+                for originals, arrays in groups:
+                    fetched.update(zip(map(id, arrays), self._read(originals, arrays)))
             finally:
                 self._on = on
+            self._copies.keep([table[1] for table in tables.values()], fetched)
         return pending, fetched, many
 
     def _settle_batch(self, pending, fetched, many, quiet: bool = False) -> None:
-        """Check the batch: every reference call first, in call order, then the small float
-        outputs that differed last time compared at once (:mod:`fastnn.shadowing.vector`),
-        and the small others tried for equality bit for bit at once (one by one when not
-        all equal), then each call's verdict in call order, so the first wrong call is
-        the one blamed."""
-        ran, items, where, same, same_where = [], [], [], [], []
+        """Check the batch: every reference call first, in call order, then all their
+        outputs judged together (:class:`fastnn.shadowing.vector.Bulk`), then, in call
+        order, the rows of the calls that passed counted and the others compared one by
+        one (:meth:`_judge`: the worst element, the exact errors), so the first wrong
+        call is the one blamed."""
+        ran = []  # (entry, host, pairs, failures, its first output's index in bulk)
+        bulk = vector.Bulk()
+        add = bulk.add
         lookup = fetched_lookup(fetched)
+        uncompared = tolerance.UNCOMPARED
+        plain = self._plain
         for entry in pending:
-            spec, args = entry.spec, entry.args
+            spec = entry.spec
             host = entry.host
+            if host is None and spec.plain and self._ref_numpy and id(entry.out) in fetched:
+                found = plain(entry, fetched)  # (the common case, on a short path)
+                if found is not None:
+                    _, got, want, row = found
+                    ran.append((entry, None, (found,), (), bulk.count))
+                    add(got, want, row.rtol, row.atol, row.of_tolerance, row.equal_first)
+                continue
             if host is None:
-                host = calls.host_args(spec, args, lookup)
+                host = calls.host_args(spec, entry.args, lookup)
             elif entry.many and not self._many:  # its inputs were read wrong: not checked
-                self._count(spec, args, entry.out)
+                self._count(spec, entry.args, entry.out)
                 continue
-            result = self._reference(spec, args, host, entry.out, lookup)
-            ran.append((entry, host, result))
-            if result is None or spec.hook in tolerance.UNCOMPARED:
-                continue
-            for k, (_, g, w, row) in enumerate(result[0]):
-                # (an output equal bit for bit last time is tried for equality first)
-                if not row.equal_first:
-                    if vector.eligible(g, w):
-                        items.append((g, w, row.rtol, row.atol, row.of_tolerance))
-                        where.append((len(ran) - 1, k))
-                elif vector.small_pair(g, w):
-                    same.append((g, w))
-                    same_where.append((len(ran) - 1, k))
-        verdicts = vector.compare_many(items) if items else []
-        if same:  # (those not equal are compared on their own)
-            for equal, at in zip(vector.equal_each(same), same_where):
-                if equal:
-                    verdicts.append(vector.EQUAL_VERDICT)
-                    where.append(at)
-        per_call: list = [None] * len(ran)
-        for (call, k), verdict in zip(where, verdicts):
-            if verdict is not None:
-                found = per_call[call]
-                if found is None:
-                    found = per_call[call] = [None] * len(ran[call][2][0])
-                found[k] = verdict
-        for (entry, host, result), found in zip(ran, per_call):
+            result = self._reference(spec, entry.args, host, entry.out,
+                                     None if spec.sync else lookup)
             if result is None:
                 continue
-            if found is not None and not result[1] and None not in found:
-                _passed(result[0], found)  # every output passed at once: only the rows
+            pairs, first = result[0], None
+            if spec.hook not in uncompared:  # (else only shapes compare: one by one)
+                first = bulk.count
+                for _, got, want, row in pairs:
+                    add(got, want, row.rtol, row.atol, row.of_tolerance, row.equal_first)
+            ran.append((entry, host, pairs, result[1], first))
+        found = bulk.verdicts()
+        for entry, host, pairs, failures, first in ran:
+            verdicts = None if first is None else found[first:first + len(pairs)]
+            if verdicts is not None and not failures and None not in verdicts:
+                row = None  # every output passed at once: only the rows are counted
+                for (_, _, _, row), verdict in zip(pairs, verdicts):
+                    row.passed(*verdict)
+                if row is None:
+                    row = self._row(entry.spec.hook, "-")
+                row.calls += 1
+                row.checked += 1
                 continue
-            failures = self._judge(entry.spec.hook, *result, verdicts=found)
+            failures = self._judge(entry.spec.hook, pairs, list(failures), verdicts=verdicts)
             if failures:
+                if host is None:  # (the short path's: the inputs' host copies)
+                    host = calls.host_args(entry.spec, entry.args, lookup)
                 self._blame(entry, host, failures, quiet, many)
         if many and not self._many:  # a wrong read: what it read is not to be used again
             self._copies.clear()
+
+    def _plain(self, entry, fetched: dict):
+        """:meth:`_reference` for a :attr:`~fastnn.shadowing.calls.Spec.plain` call and a
+        NumPy reference: ("", the backend's host output, the reference's, Row), or None
+        when the reference could not run it (counted as unchecked)."""
+        spec, args = entry.spec, entry.args
+        host = list(args)
+        for i in spec.array_positions:  # (a value that is not an array is not in fetched)
+            value = args[i]
+            host[i] = fetched.get(id(value), value)
+        try:
+            want = getattr(self._ref_ops, spec.hook)(*host)
+        except Exception as exc:  # e.g. a dtype the reference lacks: not the backend's fault
+            self._unchecked(spec.hook, entry.out, exc)
+            return None
+        got, want = fetched[id(entry.out)], np.asarray(want)
+        return "", got, want, self._row_of(spec.hook, got.dtype if got.dtype == want.dtype
+                                           else want.dtype)
 
     def _read(self, originals, arrays) -> list:
         if self._many:
@@ -252,8 +275,8 @@ class Batching:
 
             if entry.host is None:
                 host = calls.host_args(spec, args, one_by_one)
-            failures = self._check(entry.backend, spec, args, host, entry.out, one_by_one,
-                                   count=False)
+            failures = self._check(entry.backend, spec, args, host, entry.out,
+                                   None if spec.sync else one_by_one, count=False)
             if not failures:  # the read was wrong, not the op: read one by one from now
                 if self._many:
                     self._many = False

@@ -33,7 +33,7 @@ class Place:
                  producers=None):
         self.call, self.step, self.op_in_step = call, step, op_in_step
         self.producers = producers
-        self._code, self._line, self._node = _walk(sys._getframe(depth))
+        self._code, self._line, self._node = walk(sys._getframe(depth))
 
     def source(self):
         """(file, line, function, text) of the first frame outside fastnn, or None."""
@@ -48,7 +48,11 @@ class Place:
         return getattr(self._node, "op", None)
 
 
-_inside: dict = {}  # code object -> 0 (the user's), 1 (fastnn's or skipped), 2 (run_backward)
+# id(code object) -> 0 (the user's), 1 (fastnn's or skipped), 2 (run_backward); keyed by
+# id, its code objects held (a code object's hash is computed from its fields at every
+# lookup: a third of a walk's time)
+_inside: dict = {}
+_held: list = []
 
 
 def _kind(code) -> int:
@@ -59,17 +63,19 @@ def _kind(code) -> int:
         kind = 1 if path.startswith(_SKIP[1]) or path.endswith(_SKIP[2]) else 0
     if len(_inside) > 50_000:
         _inside.clear()
-    _inside[code] = kind
+        _held.clear()
+    _inside[id(code)] = kind
+    _held.append(code)
     return kind
 
 
-def _walk(frame) -> tuple:
+def walk(frame) -> tuple:
     """(code, line, node): the first frame outside fastnn and the tape's current node,
     in one walk up the stack (the tape's loop runs below the user's frame)."""
     node, inside = None, _inside
     while frame is not None:
         code = frame.f_code
-        kind = inside.get(code)
+        kind = inside.get(id(code))
         if kind is None:
             kind = _kind(code)
         if kind == 0:
@@ -139,12 +145,32 @@ class Producers(ByArray):
         return self.get(value)
 
 
-class HostCopies(ByArray):
+class HostCopies:
     """Host copies of device arrays already fetched for a comparison, so that an output
     checked once is not copied again when the next op takes it as input.
 
     Only for backends whose ``to_numpy`` copies (device memory): a host backend's may
     return the array itself, which a later in-place hook would change under the copy.
     Every entry goes at an in-place hook (``assign`` or a fused optimizer step), which
-    may write through any view.
+    may write through any view. Only the last batch's reads are kept, with one update,
+    and its arrays held (their ids stay theirs) until the next batch is read: the next
+    batch's inputs are this one's outputs, and a loop with no in-place hook holds no
+    more device memory than one batch's.
     """
+
+    def __init__(self):
+        self.hosts: dict = {}  # id(array) -> host copy (read by the batch directly)
+        self._held: list = []  # the arrays of those ids
+
+    def get(self, value):
+        return self.hosts.get(id(value))
+
+    def keep(self, arrays: list, hosts: dict) -> None:
+        """Remember a batch's host copies ``hosts`` ({id(array): host copy}) of the arrays
+        in the lists ``arrays`` (the last batch's are forgotten)."""
+        self.hosts = hosts
+        self._held = arrays
+
+    def clear(self) -> None:
+        self.hosts = {}
+        self._held = []

@@ -22,7 +22,7 @@ class Spec:
     """One hook's parameters as shadow mode sees them."""
 
     __slots__ = ("hook", "names", "kinds", "returns_none", "in_place", "sync", "arrays",
-                 "simple", "devices")
+                 "simple", "devices", "closes_step", "array_positions", "plain")
 
     def __init__(self, hook: str):
         sig = inspect.signature(getattr(hookspec, hook))
@@ -42,12 +42,18 @@ class Spec:
         self.returns_none = sig.return_annotation == "None"
         # a hook that writes its arguments: the inputs are copied first, nothing waits
         self.in_place = self.returns_none or hook.endswith("_step")
+        self.closes_step = hook.endswith("_step")  # a fused optimizer update ends a step
         self.sync = hook in HOST_OUT  # waits for the device anyway: checked at once
         # (position, kind) of the arguments that hold backend arrays
         self.arrays = tuple((i, k) for i, k in enumerate(kinds) if k in ("array", "list"))
         # only single arrays and plain values: the common case, walked without branches
         self.simple = all(k in ("array", "value") for k in kinds)
         self.devices = "device" in kinds  # takes a device index (the reference's differs)
+        self.array_positions = tuple(i for i, k in enumerate(kinds) if k == "array")
+        # one array out, only arrays and values in: a batch's check takes a short path
+        self.plain = (self.simple and not self.returns_none and not self.devices
+                      and not self.sync and hook != "from_numpy"
+                      and sig.return_annotation == "Array")
 
 
 SPECS = {hook: Spec(hook) for hook in hookspec.HOOKS}

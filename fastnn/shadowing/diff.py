@@ -50,9 +50,10 @@ _BLOCK = 1 << 16  # elements a pass of a long comparison takes at a time
 _BLOCKS_FROM = 1 << 17  # arrays this long are compared a block at a time
 
 
-def _scratch(slot: int, dtype, shape: tuple) -> np.ndarray | None:
+def scratch(slot: int, dtype, shape: tuple) -> np.ndarray | None:
     """A C-contiguous work array of ``shape`` and ``dtype`` (slot 0, 1 or 2: distinct
-    memory), reused between calls; None for small shapes (allocated as usual)."""
+    memory; :mod:`fastnn.shadowing.vector` uses 3, 4 and 5), reused between calls; None
+    for small shapes (allocated as usual)."""
     size = 1
     for n in shape:
         size *= n
@@ -79,6 +80,12 @@ def _address(array: np.ndarray) -> int:
     return array.__array_interface__["data"][0]
 
 
+def same_memory(got: np.ndarray, want: np.ndarray) -> bool:
+    """Whether two arrays of one shape, dtype and strides start at the same address (so
+    they are the same values)."""
+    return np.may_share_memory(got, want) and _address(got) == _address(want)
+
+
 def skip_below(atol: float, known: float) -> float:
     """The max |got - want| under which an output's worst ratio to its tolerance need not
     be computed: every element's ratio, ``err / (atol + rtol * |want|)``, is at most
@@ -99,7 +106,7 @@ def _bitwise_equal(got: np.ndarray, want: np.ndarray) -> bool:
     bits = _BITS.get(got.dtype.itemsize)
     if bits is None or got.dtype.kind not in "fiubV":
         return bool(np.array_equal(got, want))
-    same = np.equal(got.view(bits), want.view(bits), out=_scratch(2, np.bool_, got.shape))
+    same = np.equal(got.view(bits), want.view(bits), out=scratch(2, np.bool_, got.shape))
     return bool(same.all())
 
 
@@ -120,8 +127,7 @@ def compare(got, want, rtol: float, atol: float, equal_first: bool = True,
         return Diff(bad=1, size=want.size, kind="dtype", got=str(got.dtype),
                     want=str(want.dtype), ratio=float("inf"))
     if got.size == 0 or (got.size >= _SAME_FROM and got.strides == want.strides
-                         and np.may_share_memory(got, want)
-                         and _address(got) == _address(want)):
+                         and same_memory(got, want)):
         # the same memory in the same layout (a view hook's output on a host backend,
         # or read with its input in one copy, against NumPy's view of that input)
         return EQUAL
@@ -169,8 +175,8 @@ def _blockwise(got, want, rtol, atol, work, skip=0.0) -> Diff | None:
         g, w = got.T.reshape(-1), want.T.reshape(-1)
     else:
         return None
-    err_all = _scratch(0, work, (_BLOCK,))
-    limit_all = _scratch(1, work, (_BLOCK,))
+    err_all = scratch(0, work, (_BLOCK,))
+    limit_all = scratch(1, work, (_BLOCK,))
     max_abs = worst = 0.0
     size = g.size
     with np.errstate(all="ignore"):
@@ -216,7 +222,7 @@ def _finite_diff(got, want, rtol, atol, skip=0.0) -> Diff | None:
     if g.ndim == 0:  # a 0-d array's arithmetic would give NumPy scalars, which out= refuses
         g, w = g.reshape(1), w.reshape(1)
     with np.errstate(all="ignore"):
-        err = np.subtract(g, w, out=_scratch(0, work, g.shape))
+        err = np.subtract(g, w, out=scratch(0, work, g.shape))
         np.abs(err, out=err)
         max_abs = float(err.max())
         if not np.isfinite(max_abs):
@@ -226,7 +232,7 @@ def _finite_diff(got, want, rtol, atol, skip=0.0) -> Diff | None:
         if rtol == 0.0 or max_abs <= skip:  # the largest error gives the ratio (or its
             ratio, worst = None, max_abs / atol  # bound, under the row's worst)
         else:
-            ratio = np.abs(w, out=_scratch(1, work, g.shape))
+            ratio = np.abs(w, out=scratch(1, work, g.shape))
             ratio *= work(rtol)
             ratio += work(atol)  # > 0: atol is floored at a few smallest normals
             np.divide(err, ratio, out=ratio)

@@ -91,7 +91,7 @@ class shadow(Batching, Checking):
             self._calls = 0
             self._step, self._step_start = 0, 0
             self._producers = blame.Producers(limit=4096)
-            self._copies = blame.HostCopies(limit=4096)
+            self._copies = blame.HostCopies()
             self._pending, self._many = [], True
             self._ready, self._lagging = [], 0  # batches read, their checks to run
             self._by_dtype: dict = {}
@@ -172,7 +172,7 @@ class shadow(Batching, Checking):
     def _wrap(self, backend, hook: str, fn, originals):
         wanted = self.ops is None or hook in self.ops
         spec, sample, counter = calls.SPECS[hook], self.sample, [0]
-        shadowed = self._call
+        shadowed = self._host_call if backend.record.host_memory else self._device_call
 
         def call(*args, **kwargs):
             if not self._on:
@@ -181,8 +181,12 @@ class shadow(Batching, Checking):
                 args = calls.bind(hook, args, kwargs)
             seen = counter[0]
             counter[0] = seen + 1
-            return shadowed(backend, spec, fn, args, originals,
-                            wanted and seen % sample == 0)
+            index = self._calls
+            self._calls = index + 1
+            out = shadowed(backend, spec, fn, args, originals, wanted and seen % sample == 0,
+                           index)
+            self._after(spec, args, out, index)
+            return out
 
         call.__name__ = call.__qualname__ = hook
         call.__wrapped__ = fn
@@ -190,30 +194,25 @@ class shadow(Batching, Checking):
 
     # ------------------------------------------------------------ one call
 
-    def _call(self, backend, spec, fn, args, originals, checked):
-        index = self._calls
-        self._calls = index + 1
-        if backend.record.host_memory:
-            out = self._host_call(backend, spec, fn, args, originals, checked, index)
-        elif spec.in_place:
-            out = self._device_in_place(backend, spec, fn, args, originals, checked, index)
-        elif spec.sync and checked:  # to_numpy waits anyway: the pending calls are read
-            # with it, and checked while the calls that follow run on the device
-            read = self._read_batch(extra=(originals, calls.input_arrays(spec, args)))
-            fetched = read[1]
-            host = calls.host_args(spec, args, lambda a: fetched[id(a)])
-            out = fn(*args)
-            self._lag(read)
-            failures = self._check(backend, spec, args, host, out, None)
-            if failures and self._confirmed(backend, spec, args, out, originals, read[2]):
-                self._fail(backend, spec, args, host, failures, self._place(index))
-        else:
-            out = fn(*args)
-            if checked:
-                self._defer(backend, spec, args, out, None, originals, index)
-            else:
-                self._count(spec, args, out)
-        if spec.in_place and spec.hook.endswith("_step"):  # a fused update closes a step
+    def _device_call(self, backend, spec, fn, args, originals, checked, index):
+        if spec.in_place:
+            return self._device_in_place(backend, spec, fn, args, originals, checked, index)
+        out = fn(*args)
+        if not checked:
+            self._count(spec, args, out)
+        elif not spec.sync:
+            self._defer(backend, spec, args, out, None, originals, index)
+        else:  # a to_numpy's result is the caller's to change: its check, which waits for
+            # the next batch like any other, keeps a copy
+            self._defer(backend, spec, args, _copied(out), None, originals, index)
+            if len(self._pending) >= batch.READ_AT_SYNC:
+                self._lag(self._read_batch())  # (the queue is idle: read them now)
+        return out
+
+    def _after(self, spec, args, out, index) -> None:
+        """What every call leaves: the step it closes, the arrays it made, and the
+        lagging checks it runs while the device runs it."""
+        if spec.closes_step:  # a fused update closes a step
             self._step, self._step_start = self._step + 1, index + 1
             # a new table: what the last one held lives one step (bounded memory), and as
             # long as the places of checks still to run hold it
@@ -225,7 +224,6 @@ class shadow(Batching, Checking):
             self._producers.note(made, index, spec.hook)
         if self._ready and not spec.sync:  # this call runs on the device meanwhile
             self._settle_ready(batch.LAG_ELEMENTS)
-        return out
 
     def _host_call(self, backend, spec, fn, args, originals, checked, index):
         """A host backend's call, checked at once: its arrays are read where they are."""
@@ -234,7 +232,11 @@ class shadow(Batching, Checking):
             self._count(spec, args, out)
             return out
         to_numpy = originals["to_numpy"]
-        if not spec.in_place:
+        if spec.plain and self._ref_numpy:  # (the common case, on a short path)
+            host = calls.host_args(spec, args, to_numpy)
+            out = fn(*args)
+            failures = self._check_plain(spec, host, out, to_numpy)
+        elif not spec.in_place:
             host = calls.host_args(spec, args, to_numpy)
             out = fn(*args)
             failures = self._check(backend, spec, args, host, out, to_numpy)
@@ -261,23 +263,6 @@ class shadow(Batching, Checking):
         if failures:
             self._fail(backend, spec, args, host, failures, self._place(index))
         return out
-
-    def _confirmed(self, backend, spec, args, out, originals, many: bool) -> bool:
-        """Whether a to_numpy's failed check stands: the calls before it are checked
-        first (the first wrong call is the one blamed), and inputs read with the
-        backend's own to_numpy_many are read again one by one (a wrong read is the
-        backend's to_numpy_many's mismatch, not the call's)."""
-        self._settle_ready()
-        if not many or "to_numpy_many" not in backend.implemented:
-            return True
-        to_numpy = originals["to_numpy"]
-        again = calls.host_args(spec, args, lambda a: np.asarray(to_numpy(a)))
-        if self._check(backend, spec, args, again, out, None, count=False):
-            return True
-        if self._many:
-            self._many = False
-            self._wrong_read(backend)
-        return False
 
     def _device_in_place(self, backend, spec, fn, args, originals, checked, index):
         """A device call that writes its arguments: the calls pending and its inputs are
@@ -318,6 +303,13 @@ class shadow(Batching, Checking):
     def _place(self, index: int) -> blame.Place:
         """Where call ``index`` sits (the user's line is looked up only for a mismatch)."""
         return blame.Place(index, self._step, index - self._step_start, 2, self._producers)
+
+def _copied(host):
+    """A copy of a host array, or of a list of them."""
+    if isinstance(host, (list, tuple)):
+        return [_copied(h) for h in host]
+    return np.array(host, copy=True) if isinstance(host, np.ndarray) else host
+
 
 def _writable(host):
     """A host copy a NumPy reference may write into (a broadcast read is read-only)."""

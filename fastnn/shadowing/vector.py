@@ -1,22 +1,24 @@
-"""Many outputs compared at once: the float outputs of a batch of checks in a few passes.
+"""Many outputs compared at once: the outputs of a batch of checks in a few passes.
 
 A batch of a small model's checks compares dozens of outputs of a few thousand elements
 each; compared one by one, NumPy's fixed cost per call (a microsecond or two, times the
-eight or so passes a tolerance check takes) costs more than the arithmetic. Here the
-small float outputs of one dtype are laid end to end (the backend's in one array, the
-reference's in another) and checked in one set of passes, with each element's own
-tolerance, and reduced per output with ``maximum.reduceat``: the same verdict as
-:func:`fastnn.shadowing.diff.compare`, ``|got - want| <= atol + rtol * |want|`` per
-element. An output that fails, or holds a NaN or an Inf (or a difference that
-overflows), comes back as None: the caller compares it again one by one, which finds
-the worst element and places NaN and Inf as the conformance suite does.
+eight or so passes a tolerance check takes) costs more than the arithmetic. Here
+(:class:`Bulk`) the small float outputs of one dtype are laid end to end (the backend's
+in one array, the reference's in another) and checked in one set of passes, with each
+element's own tolerance, and reduced per output with ``maximum.reduceat``: the same
+verdict as :func:`fastnn.shadowing.diff.compare`, ``|got - want| <= atol + rtol *
+|want|`` per element, with a NaN passing where the reference has a NaN and an Inf where
+it has the same Inf. An output that fails (a misplaced NaN or Inf, or a difference that
+overflows, too) comes back as None: the caller compares it again one by one, which
+finds the worst element and its errors for the message. Outputs equal last time, and
+the integer and bool ones, are tried for equality bit for bit.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from fastnn.shadowing.diff import skip_below
+from fastnn.shadowing.diff import _SAME_FROM, same_memory, scratch, skip_below
 
 # outputs from this many elements are compared one by one (their passes are long enough
 # that the fixed cost does not count, and laying them end to end would cost a copy)
@@ -53,10 +55,8 @@ def all_equal(pairs: list) -> bool:
 
 
 def equal_each(pairs: list) -> list:
-    """Per pair of ``pairs`` (as :func:`all_equal`), whether it is equal bit for bit: all
-    at once, and one by one only when not all are."""
-    if all_equal(pairs):
-        return [True] * len(pairs)
+    """Per pair of ``pairs`` (as :func:`all_equal`), whether it is equal bit for bit (each
+    pair's bytes compared: the copies are the cost, and a join would copy them again)."""
     return [g.tobytes() == w.tobytes() for g, w in pairs]
 
 
@@ -66,49 +66,141 @@ def compare_many(items: list) -> list:
     (to be compared one by one). ``known``: the worst ratio the report's row holds; when
     every item of a dtype stays provably under its own (:func:`~fastnn.shadowing.diff.
     skip_below`), each gets the bound ``max_abs / atol`` and the ratio passes are
-    skipped."""
-    verdicts: list = [None] * len(items)
-    groups: dict = {}
-    for i, item in enumerate(items):
-        groups.setdefault(item[0].dtype, []).append(i)
-    for dtype, members in groups.items():
-        _compare_group(items, members, dtype, verdicts)
-    return verdicts
+    skipped. NaN and Inf pass where the reference has the same (as one by one)."""
+    bulk = Bulk()
+    for item in items:
+        bulk.add(item[0], item[1], item[2], item[3], item[4] if len(item) > 4 else 0.0,
+                 False)
+    return bulk.verdicts()
 
 
-def _compare_group(items, members, dtype, verdicts) -> None:
-    sizes = [items[i][0].size for i in members]
-    key = (dtype, tuple(sizes), tuple(items[i][2] for i in members),
-           tuple(items[i][3] for i in members))
+class Bulk:
+    """The outputs of a batch of calls, judged together: each :meth:`add` gets the next
+    index, and :meth:`verdicts` gives, per index, (max_abs, of_tolerance) for an output
+    found passing, or None for one to compare one by one (it fails, or is not of a kind
+    compared in bulk). The float outputs of one dtype (:func:`eligible`) are laid end
+    to end and checked in one set of passes with each element's own tolerance; those
+    whose row's last output was equal bit for bit, and the others (integers, bool,
+    float16) up to the same size, are tried for equality as bytes first."""
+
+    __slots__ = ("_floats", "_exact", "_same", "count")
+
+    def __init__(self):
+        self._floats: dict = {}  # dtype -> [index], [got], [want], [rtol], [atol], [known]
+        # tried for equality: [index], [(got, want)], [(rtol, atol, known), or None for
+        # an output that is not compared as floats when not equal]
+        self._exact: tuple = ([], [], [])
+        self._same: list = []  # outputs in the same memory as the reference's: equal
+        self.count = 0
+
+    def add(self, got, want, rtol: float, atol: float, known: float,
+            equal_first: bool) -> int:
+        """Add one output (the backend's host array, the reference's) and its row's
+        tolerance, worst ratio so far and whether its last output was equal bit for bit
+        (then this one is tried for equality first: one pass, no arithmetic); returns
+        its index."""
+        index = self.count
+        self.count = index + 1
+        if type(got) is not np.ndarray or type(want) is not np.ndarray:
+            return index
+        dtype = got.dtype
+        if dtype != want.dtype or got.shape != want.shape:
+            return index
+        size = got.size
+        if size >= ALONE_FROM:
+            return index
+        if dtype not in _WORK or not size:
+            self._exact[0].append(index)
+            self._exact[1].append((got, want))
+            self._exact[2].append(None)
+        elif equal_first:
+            if size >= _SAME_FROM and got.strides == want.strides and same_memory(got, want):
+                self._same.append(index)  # (a view hook's output read with its input,
+                return index  # against NumPy's view of that input: equal, nothing to copy)
+            self._exact[0].append(index)
+            self._exact[1].append((got, want))
+            self._exact[2].append((rtol, atol, known))
+        else:
+            self._float(index, got, want, rtol, atol, known)
+        return index
+
+    def _float(self, index, got, want, rtol, atol, known) -> None:
+        group = self._floats.get(got.dtype)
+        if group is None:
+            group = self._floats[got.dtype] = ([], [], [], [], [], [])
+        group[0].append(index)
+        group[1].append(got)
+        group[2].append(want)
+        group[3].append(rtol)
+        group[4].append(atol)
+        group[5].append(known)
+
+    def verdicts(self) -> list:
+        found: list = [None] * self.count
+        for index in self._same:
+            found[index] = EQUAL_VERDICT
+        indices, pairs, tolerances = self._exact
+        if pairs:  # (first: a float output not equal joins the others of its dtype)
+            for index, equal, pair, tolerance in zip(indices, equal_each(pairs), pairs,
+                                                      tolerances):
+                if equal:
+                    found[index] = EQUAL_VERDICT
+                elif tolerance is not None:
+                    self._float(index, *pair, *tolerance)
+        for dtype, group in self._floats.items():
+            for index, verdict in zip(group[0], _compare_group(dtype, *group[1:])):
+                found[index] = verdict
+        return found
+
+
+def _compare_group(dtype, gots, wants, rtols, atols, knowns) -> list:
+    """Per output, (max_abs, of_tolerance) when it passes, else None: the outputs of one
+    float dtype laid end to end, each element against its own output's tolerance."""
+    sizes = [g.size for g in gots]
+    key = (dtype, tuple(sizes), tuple(rtols), tuple(atols))
     layout = _limits.get(key)
     if layout is None:
         if len(_limits) > 64:
             _limits.clear()
         starts = np.cumsum([0] + sizes[:-1])
-        rtol = np.repeat(np.array([items[i][2] for i in members], dtype), sizes)
-        atol = np.repeat(np.array([items[i][3] for i in members], dtype), sizes)
+        rtol = np.repeat(np.array(rtols, dtype), sizes)
+        atol = np.repeat(np.array(atols, dtype), sizes)
         layout = _limits[key] = (starts, rtol, atol, (rtol == 0).all())
     starts, rtol, atol, no_rtol = layout
-    got = np.concatenate([items[i][0].ravel() for i in members])
-    want = np.concatenate([items[i][1].ravel() for i in members])
+    total = int(starts[-1]) + sizes[-1]
+    # (laid end to end in work arrays kept between batches: fresh ones of a few hundred
+    # KB cost a page fault per 4 KiB)
+    got = np.concatenate(gots, axis=None, out=scratch(3, dtype, (total,)))
+    want = np.concatenate(wants, axis=None, out=scratch(4, dtype, (total,)))
     with np.errstate(all="ignore"):
-        err = np.subtract(got, want, out=got)
+        err = np.subtract(got, want, out=scratch(5, dtype, (total,)))
         np.abs(err, out=err)
         max_abs = np.maximum.reduceat(err, starts).tolist()
-        skips = [skip_below(items[i][3], items[i][4]) if len(items[i]) > 4 else 0.0
-                 for i in members]
-        if all(m <= skip for m, skip in zip(max_abs, skips)):  # (False for NaN and Inf)
-            for i, m in zip(members, max_abs):
-                verdicts[i] = (m, m / items[i][3])
-            return
+        if not all(m - m == 0.0 for m in max_abs):  # a NaN or an Inf somewhere (rare)
+            _agreeing_specials(got, want, err)
+            max_abs = np.maximum.reduceat(err, starts).tolist()
+        if all(m <= skip_below(a, k) for m, a, k in zip(max_abs, atols, knowns)):
+            return [(m, m / a) for m, a in zip(max_abs, atols)]  # (False for NaN and Inf)
         if no_rtol:
             limit = atol
         else:
             limit = np.abs(want, out=want)
             limit *= rtol
             limit += atol  # > 0: atol is floored at a few smallest normals
-        ratio = np.divide(err, limit, out=want)
+        ratio = np.divide(err, limit, out=got)
         worst = np.maximum.reduceat(ratio, starts).tolist()
-    for i, m, r in zip(members, max_abs, worst):
-        if r <= 1.0 and m - m == 0.0:  # passes, and finite (NaN fails both; Inf the second)
-            verdicts[i] = (m, r)
+    # passes, and finite (a NaN left fails both; an Inf the second)
+    return [(m, r) if r <= 1.0 and m - m == 0.0 else None for m, r in zip(max_abs, worst)]
+
+
+def _agreeing_specials(got, want, err) -> None:
+    """Where ``got`` and ``want`` hold the same Inf, or both a NaN, the error is 0 and so
+    is the reference's value (its limit stays finite), as one by one: the conformance
+    suite's NaN and Inf are values that must sit where the reference has them. What is
+    left NaN or Inf in ``err`` (a misplaced one, or a difference that overflows) fails
+    the output here, and one by one finds which."""
+    agree = np.isnan(got)
+    agree &= np.isnan(want)
+    agree |= np.isinf(got) & (got == want)
+    err[agree] = 0.0
+    want[agree] = 0.0

@@ -77,14 +77,44 @@ def test_a_broken_to_numpy_many_seen_first_at_a_read_blames_no_op(tmp_path):
     assert session._many is False
 
 
-def test_checks_read_at_the_last_sync_point_run_at_the_exit(tmp_path):
-    """The checks of a batch read at a to_numpy lag behind it; with no call after it,
-    the end of the block runs them, and blames the call's own line."""
+def test_checks_pending_at_the_last_sync_point_run_at_the_exit(tmp_path):
+    """A to_numpy reads nothing for the checks: they (its own too) wait for the next
+    batch; with no call after it, the end of the block runs them, and blames the call's
+    own line."""
     name = faulty.install(tmp_path, "exp", base="opencl")
     x = fnn.tensor(np.linspace(-1, 1, 12, dtype=np.float32), device=name)
     with pytest.raises(fnn.ShadowMismatch) as caught, fnn.shadow("cpu") as session:
         y = x.exp()  # lagging exp
         y.numpy()
-        assert session._lagging > 0  # read, not yet checked
+        assert len(session._pending) == 2  # exp and to_numpy: not read, not checked
     assert caught.value.op == "exp"
     assert caught.value.source[:2] == (HERE, line_of("lagging exp"))
+
+
+def test_a_to_numpy_result_changed_by_its_caller_is_not_blamed(tmp_path):
+    """A to_numpy's check waits for the next batch with a copy of its result: the caller
+    owns the array and may write it meanwhile."""
+    name = faulty.install(tmp_path, "healthy", base="opencl")
+    x = fnn.tensor(np.linspace(-1, 1, 12, dtype=np.float32), device=name)
+    with fnn.shadow("cpu") as session:
+        got = (x * 2).numpy()
+        got += 100.0  # the caller's own array
+    rows = session.report().rows
+    assert session.report().mismatches == 0
+    assert [r["checked"] for r in rows if r["op"] == "to_numpy"] == [1], rows
+
+
+def test_a_to_numpy_reads_the_batch_only_when_many_calls_wait(tmp_path, monkeypatch):
+    """A to_numpy reads the pending calls with it once READ_AT_SYNC of them wait (an
+    evaluation loop's outputs are not held for many iterations), not before; a wrong
+    call read there is still blamed at its own line."""
+    monkeypatch.setattr(batch, "READ_AT_SYNC", 4)
+    name = faulty.install(tmp_path, "exp", base="opencl")
+    x = fnn.tensor(np.linspace(-1, 1, 12, dtype=np.float32), device=name)
+    with pytest.raises(fnn.ShadowMismatch) as caught, fnn.shadow("cpu") as session:
+        (x * 2).numpy()
+        assert len(session._pending) == 2  # mul, to_numpy: under 4, nothing read
+        y = (x + 1).exp()  # read exp
+        y.numpy()
+        assert not session._pending and session._lagging == 5  # all read, to be checked
+    assert caught.value.op == "exp" and caught.value.source[1] == line_of("read exp")
