@@ -1,14 +1,18 @@
 """A program's replay (:func:`interpreter`, the composite of the ``compile_program`` hook):
 its calls made on the raw backend arrays, with no Tensor, tape, check or dispatch.
 
-The program is turned once into straight-line Python (``Â = Á(À, Ã)``; ``del À`` after
-its last use; one-letter names, reused) with the hook functions bound.
+A program of at most :data:`fastnn.api.program_vm.MAX_CALLS` calls that no backend
+rewrites (no ``special``) replays as data (:mod:`fastnn.api.program_vm`: a few bytes a
+call, which a compiled step keeps for as long as it lives); any other is turned once into
+straight-line Python (``Â = Á(À, Ã)``; ``del À`` after its last use; one-letter names,
+reused) with the hook functions bound.
 """
 
 from __future__ import annotations
 
 import sys
 
+from fastnn.api import program_vm
 from fastnn.api.program_calls import Seq, Slot, last_uses, literal, slots_in
 from fastnn.api.program_names import Names, make_function
 
@@ -24,7 +28,13 @@ def interpreter(program, special: dict | None = None):
     ``out=None``.
 
     A slot's variable is dropped (``del``) right after its last use and its name serves a
-    later slot (:class:`Names`): the function keeps a few names, not one per slot."""
+    later slot (:class:`Names`): the function keeps a few names, not one per slot.
+    Without ``special``, a small program is data instead (see the module), which makes
+    the same calls on the same arrays and drops each at the same point."""
+    if not special and len(program.calls) <= program_vm.MAX_CALLS:
+        found = program_vm.encode(program, last_uses(program.calls, set(program.outputs)))
+        if found is not None:
+            return found
     names: dict = {}  # the hooks and constants the code calls: its defaults (fast locals)
     special = special or {}
     var = Names()
