@@ -184,7 +184,7 @@ def _bind_optimizer_scalars(calls, binds, values, snapshot, recorder) -> dict:
         o, gi = params_of[id(ps[0])]
         lrs, decays = o.lrs_and_decays(o.param_groups[gi], ps)
         st = o.state.get(id(ps[0]), {})
-        oref, prefs = weakref.ref(o), [weakref.ref(p) for p in ps]
+        oref, prefs = weakref.ref(o), tuple(weakref.ref(p) for p in ps)
         wanted = [("lrs", lrs), ("decays", decays)]
         for n, arg in enumerate(call.args):
             if type(arg) in (list, tuple) and wanted and list(arg) == list(wanted[0][1]):
@@ -220,7 +220,7 @@ def _bind_draws(name, calls, draws, recorder):
                 f"fnn.compile: {name} draws host random numbers ({method}, e.g. fnn.randn) "
                 "that become data: a replay cannot follow them; draw on the device "
                 "(fnn.rand, dropout) or pass the samples as an argument")
-    return [(m, a, k) for m, a, k, _ in draws], binds
+    return tuple((m, a, k) for m, a, k, _ in draws), binds  # (none: the empty tuple)
 
 
 def _getter(bind, value):

@@ -13,6 +13,8 @@ runs only them): one function a program keeps, not two.
 
 from __future__ import annotations
 
+import sys
+
 from fastnn.api.program_names import Fresh, make_function
 from fastnn.autograd import engine
 from fastnn.capture.entry import ArgRef, OutTensor, _rebuild
@@ -30,9 +32,13 @@ class Source:
         self._fresh = Fresh()
 
     def name(self, value, prefix: str) -> str:
-        key = self._named.get(id(value))
-        if key is None or self.scope[key] is not value:
-            key = self._named[id(value)] = self._fresh(prefix)  # (one letter: no string)
+        """The name of ``value`` in the function: one per object, and one per tuple of
+        the same objects (the guards', the writes' and the optimizer's tuples of a
+        step's parameters are one tuple kept, not three)."""
+        ident = ("tuple",) + tuple(map(id, value)) if type(value) is tuple else id(value)
+        key = self._named.get(ident)
+        if key is None:
+            key = self._named[ident] = self._fresh(prefix)  # (one letter: no string)
             self.scope[key] = value
         return key
 
@@ -45,6 +51,7 @@ class Source:
         locals; it has no globals of its own, and no name or file name of its own: a
         program keeps no string for them)."""
         name, _, params = head[len("def "):].rstrip(":").rstrip(")").partition("(")
+        name = sys.intern(name)  # (the code's own name: no string of its own)
         bound = "".join(f"{key}=None, " for key in self.scope)
         head = f"def {name}({params}{', ' if params and bound else ''}{bound}):"
         source = "\n".join([head] + (self.lines or ["    pass"]))
@@ -89,7 +96,7 @@ def fast_replay(entry, binds, inputs, values, leaves, src=None):
                 dropped = ref
         src.add(f"for r in {src.name(dropped, 'w')}:")
         src.add("    r()._grad = None")
-    src.add(f"outs = {src.name(entry.program.runner, 'runner')}()(env)")
+    src.add(f"outs = {src.name(entry.program, 'program')}.runner()(env)")
     for kind, ref, key, k, meta in writes:
         if kind == "grads":  # new gradients of one dtype and device: one loop
             made = (f"{src.name(Tensor, 'Tensor')}._make(o, {src.name(meta[0], 'dt')}, "
