@@ -143,6 +143,47 @@ def fast_replay(entry, binds, inputs, values, leaves, src=None):
     return src.function("def replay(leaves, run=True):", (True,))
 
 
+def guards_hold(data, data_shapes, grads, grad_shapes, fresh, alive, checks, training,
+                not_training, modules) -> bool:
+    """Whether the tensors a replay reads are alive with the shapes recorded (``data``
+    with ``data_shapes``; ``grads``: their gradients, with ``grad_shapes``), those
+    whose gradient the step makes anew have none (``fresh``), those it writes are alive
+    (``alive``), each of ``checks`` (optimizers) holds, and each module has its training
+    flag (``training``, ``not_training``: references; ``modules``: (reference, flag))
+    (:func:`fastnn.capture.build._guards`)."""
+    for r, shape in zip(data, data_shapes):
+        t = r()
+        if t is None or tuple(t._data.shape) != shape:
+            return False
+    for r, shape in zip(grads, grad_shapes):
+        t = r()
+        if t is None or t._grad is None or tuple(t._grad._data.shape) != shape:
+            return False
+    for r in fresh:
+        t = r()
+        if t is None or t._grad is not None:
+            return False
+    for r in alive:
+        if r() is None:
+            return False
+    for check in checks:
+        if not check():
+            return False
+    for r in training:
+        m = r()
+        if m is None or m.training != True:  # noqa: E712 (a flag that is not a bool fails)
+            return False
+    for r in not_training:
+        m = r()
+        if m is None or m.training != False:  # noqa: E712
+            return False
+    for r, flag in modules:
+        m = r()
+        if m is None or m.training != flag:
+            return False
+    return True
+
+
 def _draw(rng, draws) -> list:
     """fastnn's generator's draws, as recorded (one function for every replay: a
     comprehension in the generated code would be a code object of each program's own)."""
