@@ -14,22 +14,22 @@ values the calls make, each register taken again once its value was dropped (a v
 dropped right after its last use, as the straight-line code ``del``s it). The code is a
 sequence of instructions, each a byte naming it and its operands, one byte each:
 
-- ``f n a1 .. an o``: ``r[o] = hooks[f](r[a1], .., r[an])`` (``o`` :data:`NONE`: the
-  result is not kept); ``f`` < :data:`BUILD`.
+- ``f n a1 .. an o``: ``r[o] = hooks[f](r[a1], .., r[an])``, ``f`` < :data:`BUILD` (a
+  result nobody reads is stored, then dropped at once).
 - ``KWCALL f n a1 .. an names m b1 .. bm o``: the same with ``**dict(zip(r[names],
   (r[b1], .., r[bm])))``.
 - ``BUILD kind n a1 .. an o``: ``r[o] = [r[a1], ..]`` (``kind`` 0) or a tuple (1).
 - ``ITEM s k o``: ``r[o] = r[s][k]``.
-- ``DROP n a1 .. an``: ``r[a] = None``.
+- ``DROP n a1 .. an``: ``r[a] = None``; ``DROP1 a``: the same for one register.
 """
 
 from __future__ import annotations
 
+from itertools import islice
+
 from fastnn.api.program_calls import Seq, Slot, literal
 
-BUILD, KWCALL, ITEM, DROP = 252, 253, 254, 255
-NONE = 255
-"""The output register of a call whose result is not kept."""
+BUILD, KWCALL, ITEM, DROP, DROP1 = 251, 252, 253, 254, 255
 
 LIMIT = 250
 """Most registers (and distinct hooks) a program's code can name in one byte."""
@@ -58,53 +58,45 @@ def run(env, code, hooks, consts, width):
     r = [*env, *consts]
     r += [None] * (width - len(r))
     it = iter(code)
+    nx = it.__next__
     for f in it:
-        if f < BUILD:
-            n = next(it)
+        if f < BUILD:  # (a result is stored after its operands are read: see _call)
+            n = nx()
             if n == 2:
-                v = hooks[f](r[next(it)], r[next(it)])
+                r[nx()] = hooks[f](r[nx()], r[nx()])
             elif n == 1:
-                v = hooks[f](r[next(it)])
+                r[nx()] = hooks[f](r[nx()])
             elif n == 3:
-                v = hooks[f](r[next(it)], r[next(it)], r[next(it)])
-            else:
-                args = []
-                for _ in range(n):
-                    args.append(r[next(it)])
-                v = hooks[f](*args)
-                del args
-            o = next(it)
-            if o != NONE:
-                r[o] = v
-            del v  # (a result not kept goes now, not at the next call)
+                r[nx()] = hooks[f](r[nx()], r[nx()], r[nx()])
+            elif n == 6:  # (a backward's; no tuple of arguments made: see below)
+                r[nx()] = hooks[f](r[nx()], r[nx()], r[nx()], r[nx()], r[nx()], r[nx()])
+            elif n == 4:
+                r[nx()] = hooks[f](r[nx()], r[nx()], r[nx()], r[nx()])
+            elif n == 5:
+                r[nx()] = hooks[f](r[nx()], r[nx()], r[nx()], r[nx()], r[nx()])
+            else:  # a tuple of the arguments, which CPython then keeps on its free list
+                r[nx()] = hooks[f](*map(r.__getitem__, islice(it, n)))
+        elif f == DROP1:
+            r[nx()] = None
         elif f == DROP:
-            for _ in range(next(it)):
-                r[next(it)] = None
+            for k in islice(it, nx()):
+                r[k] = None
         elif f == ITEM:
-            s = next(it)
-            k = next(it)
-            r[next(it)] = r[s][k]
+            s = nx()
+            k = nx()
+            r[nx()] = r[s][k]
         elif f == BUILD:
-            kind = next(it)
-            items = []
-            for _ in range(next(it)):
-                items.append(r[next(it)])
-            r[next(it)] = items if kind == 0 else tuple(items)
+            kind = nx()
+            items = list(map(r.__getitem__, islice(it, nx())))
+            r[nx()] = items if kind == 0 else tuple(items)
             del items
         else:  # KWCALL
-            f = next(it)
-            args = []
-            for _ in range(next(it)):
-                args.append(r[next(it)])
-            names = r[next(it)]
-            values = []
-            for _ in range(next(it)):
-                values.append(r[next(it)])
-            v = hooks[f](*args, **dict(zip(names, values)))
-            o = next(it)
-            if o != NONE:
-                r[o] = v
-            del v, args, values
+            f = nx()
+            args = list(map(r.__getitem__, islice(it, nx())))
+            names = r[nx()]
+            values = map(r.__getitem__, islice(it, nx()))
+            r[nx()] = hooks[f](*args, **dict(zip(names, values)))
+            del args, values
     return r[code[-1]]  # (the last instruction builds the outputs' list)
 
 
@@ -112,20 +104,21 @@ class _Full(Exception):
     """The program needs more registers, hooks or operands than a byte names."""
 
 
-def encode(program, drops: list) -> Interpreted | None:
+def encode(program, drops: list, hooks: list | None = None) -> Interpreted | None:
     """``program`` as data (see the module); None where it does not fit in bytes (then
     it stays straight-line code). ``drops``: :func:`fastnn.api.program_calls.last_uses`'s.
     A constant list of plain data (an optimizer's momentum buffers, all None) is made
-    anew at each call, as the straight-line code makes it."""
+    anew at each call, as the straight-line code makes it. ``hooks``: the function of
+    each call instead of its hook (benchmarks answer calls from stored results)."""
     try:
-        return _Encoder(program).encode(drops)
+        return _Encoder(program, hooks).encode(drops)
     except _Full:
         return None
 
 
 class _Encoder:
-    def __init__(self, program):
-        self.program = program
+    def __init__(self, program, per_call=None):
+        self.program, self.per_call = program, per_call
         self.code = bytearray()
         self.hooks: list = []
         self._hook_of: dict = {}  # id(hook) -> its index
@@ -157,8 +150,8 @@ class _Encoder:
         if twice:  # an input listed again: its second register holds it for nothing
             self._drop(twice)
         keep = set(program.outputs)
-        for call, dropped in zip(program.calls, drops):
-            self._call(call, base)
+        for n, (call, dropped) in enumerate(zip(program.calls, drops)):
+            self._call(call, n)
             dropped = [self.reg.pop(i) for i in dropped if i not in keep and i in self.reg]
             if dropped:
                 self._drop(dropped)
@@ -197,8 +190,11 @@ class _Encoder:
         return self.top - 1
 
     def _drop(self, regs) -> None:
-        self.byte(DROP)
-        self.byte(len(regs))
+        if len(regs) == 1:
+            self.byte(DROP1)
+        else:
+            self.byte(DROP)
+            self.byte(len(regs))
         for k in regs:
             self.byte(k)
         self.spare.extend(regs)
@@ -236,11 +232,12 @@ class _Encoder:
             self.byte(k)
         self.byte(out)
 
-    def _call(self, call, base: int) -> None:
+    def _call(self, call, n: int) -> None:
         temps: list = []
         args = [self._operand(a, temps) for a in call.args]
         kw = [self._operand(v, temps) for v in call.kwargs.values()]
-        f = self._hook(getattr(call.device.ops, call.name))
+        f = self._hook(getattr(call.device.ops, call.name) if self.per_call is None
+                       else self.per_call[n])
         if kw:
             self.byte(KWCALL)
         self.byte(f)
@@ -260,8 +257,10 @@ class _Encoder:
             self.byte(whole)
             temps.append(whole)
             self._unpack(call.out, whole, temps)
-        else:
-            self.byte(NONE)
+        else:  # a result nobody reads: stored, then dropped at once
+            whole = self._new()
+            self.byte(whole)
+            temps.append(whole)
         if temps:  # the lists built for the call, the result's parts nobody reads
             self._drop(temps)
 

@@ -51,8 +51,12 @@ def _device(log, watched):
         note("many", a, b, c, d)
         return Value(("many", a.tag, b.tag, c.tag, d.tag))
 
+    def wide(*args):  # five to seven operands
+        note("wide", *args)
+        return Value(("wide",) + tuple(getattr(a, "tag", a) for a in args))
+
     ops = SimpleNamespace(add=add, scale=scale, pair=pair, stack=stack, assign=assign,
-                          many=many)
+                          many=many, wide=wide)
     return SimpleNamespace(ops=ops)
 
 
@@ -66,8 +70,11 @@ def _program(device):
         Call(device, "assign", [s(1), s(8)], {}, None),
         Call(device, "add", [s(8), s(8)], {}, s(9)),  # nobody reads it: dropped at once
         Call(device, "many", [s(0), s(2), s(4), s(8)], {}, s(10)),
+        Call(device, "wide", [s(0), s(2), s(4), s(8), 5.0], {}, s(11)),
+        Call(device, "wide", [s(0), s(2), s(4), s(8), s(11), 6], {}, s(12)),
+        Call(device, "wide", [s(0), s(2), s(4), s(8), s(11), s(12), None], {}, s(13)),
     ]
-    return Program("test", calls, [0, 1, 2, 0], [10, 8, 1], {})
+    return Program("test", calls, [0, 1, 2, 0], [13, 10, 8, 1], {})
 
 
 def _run(make):
@@ -106,7 +113,7 @@ def _alive_run(make):
     runner(env)
     gc.collect()
     alive = [entry[3] for entry in log]
-    assert alive[-1] == ("scale2.0",), alive  # (the first add's and the pair's went)
+    assert alive[-4] == ("scale2.0",), alive  # (the first add's and the pair's went)
     return alive
 
 
@@ -133,7 +140,7 @@ def test_data_replay_makes_the_calls_of_the_straight_line_code():
     assert type(runner) is program_vm.Interpreted
     straight, want, want_log = _run(_straight)
     assert type(straight) is not program_vm.Interpreted
-    assert outs == want and len(log) == len(want_log) == 7
+    assert outs == want and len(log) == len(want_log) == 10
     assert log == want_log
     stack = next(entry for entry in log if entry[0] == "stack")
     assert stack[1][1][0] == "list" and stack[1][3] == ("list", None, None)
