@@ -146,19 +146,27 @@ def fast_replay(entry, binds, inputs, values, leaves, src=None):
 def guards_hold(data, data_shapes, grads, grad_shapes, fresh, alive, checks, training,
                 not_training, modules) -> bool:
     """Whether the tensors a replay reads are alive with the shapes recorded (``data``
-    with ``data_shapes``; ``grads``: their gradients, with ``grad_shapes``), those
+    with ``data_shapes``; ``grads``: their gradients, with ``grad_shapes``; the shapes
+    one flat tuple, each a rank and its sizes), those
     whose gradient the step makes anew have none (``fresh``), those it writes are alive
     (``alive``), each of ``checks`` (optimizers) holds, and each module has its training
     flag (``training``, ``not_training``: references; ``modules``: (reference, flag))
     (:func:`fastnn.capture.build._guards`)."""
-    for r, shape in zip(data, data_shapes):
+    k = 0
+    for r in data:
         t = r()
-        if t is None or tuple(t._data.shape) != shape:
+        n = data_shapes[k]
+        if t is None or tuple(t._data.shape) != data_shapes[k + 1:k + 1 + n]:
             return False
-    for r, shape in zip(grads, grad_shapes):
+        k += n + 1
+    k = 0
+    for r in grads:
         t = r()
-        if t is None or t._grad is None or tuple(t._grad._data.shape) != shape:
+        n = grad_shapes[k]
+        if t is None or t._grad is None or \
+                tuple(t._grad._data.shape) != grad_shapes[k + 1:k + 1 + n]:
             return False
+        k += n + 1
     for r in fresh:
         t = r()
         if t is None or t._grad is not None:
