@@ -28,7 +28,7 @@ from fastnn.api.program import (
 )
 from fastnn.capture.entry import ArgRef, Entry, OutTensor
 from fastnn.capture.record import CaptureError, is_array
-from fastnn.capture.replay import Source, fast_replay, guards_hold
+from fastnn.capture.replay import replay_of
 from fastnn.ops.tensor import Tensor
 
 # ---------------------------------------------------------------- building
@@ -125,11 +125,9 @@ def build(name, recorder, snapshot, leaves, draws, result) -> Entry:
                 and (b[0], id(b[1]()), b[2]) not in stored:
             entry.inplace.append((_location_reader(b), entry.devices[n]))
             entry.inplace_index.append(n)
-    # the guards and the replay: one generated function (``fast(None, False)`` checks)
-    src = Source()
-    src.add("if not run:")
-    _guards(src, binds, inputs, values, writes, snapshot)
-    entry.fast = fast_replay(entry, binds, inputs, values, leaves, src)
+    # the guards and the replay: one object (``fast(None, False)`` checks)
+    guards = _guards(binds, inputs, values, writes, snapshot)
+    entry.fast = replay_of(entry, binds, inputs, values, leaves, guards)
     entry.args_now[0] = None  # the recording's arguments are not kept alive
     return entry
 
@@ -260,14 +258,13 @@ def _location_reader(bind):
     return lambda: ref().state[key[0]][key[1]]
 
 
-def _guards(src, binds, inputs, values, writes, snapshot) -> None:
-    """The checks that choose this entry: one line of ``src`` (the replay's, under ``if
-    not run:``), a call of :func:`fastnn.capture.replay.guards_hold` on tuples of what
-    to check (a program lives as long as its function: shared code and its data keep
-    less than lines of its own; measured ~0.4 KB for the MLP step, the same time a
-    call): each tensor read or written is alive (with the shape of its array or
-    gradient), each optimizer has its options and state entries, each module its
-    training flag."""
+def _guards(binds, inputs, values, writes, snapshot) -> tuple:
+    """The checks that choose this entry: the arguments of
+    :func:`fastnn.capture.replay.guards_hold`, tuples of what to check (a program lives
+    as long as its function: shared code and its data keep less than code of its own;
+    measured ~0.4 KB for the MLP step, the same time a call): each tensor read or written
+    is alive (with the shape of its array or gradient), each optimizer has its options
+    and state entries, each module its training flag."""
     tensors, optimizers = set(), {}
     data, grads, fresh, alive = [], [], [], []
     for i in inputs:
@@ -305,8 +302,7 @@ def _guards(src, binds, inputs, values, writes, snapshot) -> None:
              tuple(r for r, flag in modules if flag is True),
              tuple(r for r, flag in modules if flag is False),
              tuple((r, flag) for r, flag in modules if flag is not True and flag is not False)]
-    names = ", ".join(src.name(part, "g") if part else "()" for part in parts)
-    src.add(f"    return {src.name(guards_hold, 'guards')}({names})")
+    return tuple(part if part else () for part in parts)
 
 
 def _flat(shapes, dims: dict) -> tuple:
