@@ -7,8 +7,9 @@ byte) and its operands (a reference, an argument's position, a key), the outputs
 writes grouped (a run of new gradients one write), the guards the arguments of
 :func:`guards_hold`. A compiled step keeps it for as long as it
 lives; generated Python kept ~1.9 KB for the MLP step (code, names, line table, the
-function), this ~0.6 KB (measured), for ~1 us more a replay. At most one
-``lrs_and_decays`` per optimizer group, as before. ``replay(None, False)`` checks the
+function), this ~0.6 KB (measured), for 1-6 us more a replay. One ``lrs_and_decays``
+per optimizer group, as before (an input order that went back to a group would ask
+again). ``replay(None, False)`` checks the
 guards; the first replay's check (``dry``) still runs :meth:`Entry.replay` itself.
 """
 
@@ -39,8 +40,8 @@ class Replay:
         for ref, pid, key, delta in self.steps:
             ref().state[pid][key] += delta
         draws = _draw(rng_state.host_rng(), self.draws) if self.draws else None
-        rates = None
-        env = []
+        group = rates = None  # the latest optimizer group's (lrs, decays): inputs of one
+        env = []  # group are adjacent (no dict: CPython keeps a freed one, counted)
         add = env.append
         nx = iter(self.operands).__next__
         for kind in self.kinds:
@@ -54,15 +55,12 @@ class Replay:
                 add(nx())
             elif kind == RATE:  # (group, 0 for the learning rates or 1 for the decays)
                 g = nx()
-                if rates is None:
-                    rates = {}
-                got = rates.get(g)
-                if got is None:
+                if g != group:
                     oref, gi, prefs = self.rates[g]
                     o = oref()
-                    got = rates[g] = o.lrs_and_decays(o.param_groups[gi],
-                                                      [r() for r in prefs])
-                add(got[nx()])
+                    group, rates = g, o.lrs_and_decays(o.param_groups[gi],
+                                                       [r() for r in prefs])
+                add(rates[nx()])
             elif kind == RAW:
                 add(leaves[nx()])
             elif kind == DRAW:
@@ -73,7 +71,7 @@ class Replay:
             else:  # OPT
                 o = nx()()
                 add(o.state[nx()][nx()])
-        del rates
+        del rates, add, nx  # (not held while the program runs)
         # a gradient the step replaces without reading it (zero_grad inside the step)
         # goes before the program runs, as eager's zero_grad drops it
         for r in self.dropped:
