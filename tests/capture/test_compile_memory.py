@@ -20,10 +20,10 @@ from fastnn import nn, optim
 
 PROGRAM_KEEPS = 4 * 1024
 """Bytes a compiled MLP step may keep beyond eager at its peak: what its compiled function
-keeps between steps (~6.8 KB: the packed description ~1.4, the program as data ~0.9, the
-replay's data ~0.9, weak references ~0.8, the entry, program, cache and key ~1.5, guards'
+keeps between steps (~6.6 KB: the packed description ~1.4, the program as data ~0.9, the
+replay's data ~0.9, weak references ~0.8, the entry, program, cache and key ~1.3, guards'
 data ~0.8) less what eager's tape and tensors hold during the step and a replay does not
-(~4.5 KB); measured 2.2-2.4 KB (was 7.4-8.1 KB with generated code). No schedule of the
+(~4.5 KB); measured 1.7-2.4 KB (was 7.4-8.1 KB with generated code). No schedule of the
 step's calls holds fewer arrays at that peak (see docs/performance.md), so the compiled
 step reaches eager's peak only with a compiled function of ~4.5 KB."""
 
