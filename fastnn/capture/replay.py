@@ -3,14 +3,14 @@ function.
 
 What :meth:`fastnn.capture.entry.Entry.replay` does with closures (a getter per input)
 and loops over kinds, a :class:`Replay` does from a few tuples: each input a kind (one
-byte) and its operands (a reference, an argument's position, a key), the outputs'
-writes grouped (a run of new gradients one write), the guards the arguments of
-:func:`guards_hold`. A compiled step keeps it for as long as it
-lives; generated Python kept ~1.9 KB for the MLP step (code, names, line table, the
-function), this ~0.6 KB (measured), for 1-6 us more a replay. One ``lrs_and_decays``
-per optimizer group, as before (an input order that went back to a group would ask
-again). ``replay(None, False)`` checks the
-guards; the first replay's check (``dry``) still runs :meth:`Entry.replay` itself.
+byte) and its operands (a reference, an argument's position, a key), the outputs' writes
+grouped (a run of new gradients one write), the guards the arguments of
+:func:`guards_hold`. A compiled step keeps it for as long as it lives: generated Python
+kept ~1.9 KB for the MLP step (code, names, line table, the function), this ~0.9 KB
+(measured), for 1-6 us more a replay. One ``lrs_and_decays`` per optimizer group, as
+before (an input order that went back to a group would ask again). ``replay(None,
+False)`` checks the guards; the first replay's check (``dry``) still runs
+:meth:`Entry.replay` itself.
 """
 
 from __future__ import annotations
