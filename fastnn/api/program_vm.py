@@ -6,8 +6,9 @@ long as it lives, ~40 bytes a call in CPython 3.11 (the instructions with their 
 caches, the line table, the names), ~3 KB for the MLP step's 44 calls, which is more than
 eager's tape holds at that step's peak (issue 23: a compiled step's peak memory at most
 eager's). Here the same calls are a ``bytes`` code, a tuple of the hooks and a tuple of
-the constants (measured: ~0.7 KB for the MLP step), run by :func:`run`, which costs
-~0.3-0.5 us a call more than the straight-line code (see :data:`MAX_CALLS`).
+the constants (measured: ~0.9 KB for the MLP step), run by :func:`run`, which costs
+~0.3-1 us a call more than the straight-line code (measured: 16.7 against 3.4 us a replay
+of the MLP's 44 calls with stubbed hooks; see :data:`MAX_CALLS`).
 
 Values live in a list of registers: the inputs first, then the constants, then the
 values the calls make, each register taken again once its value was dropped (a value is
