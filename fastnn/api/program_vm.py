@@ -35,10 +35,10 @@ BUILD, KWCALL, ITEM, DROP, DROP1 = 251, 252, 253, 254, 255
 LIMIT = 250
 """Most registers (and distinct hooks) a program's code can name in one byte."""
 
-MAX_CALLS = 128
-"""Programs of more calls stay straight-line code: their ~0.4 us a call over it would
+MAX_CALLS = 64
+"""Programs of more calls stay straight-line code: their ~0.3-1 us a call over it would
 matter more than the ~35 bytes a call it saves (the arrays of a step of that many calls
-outweigh its code by far)."""
+outweigh its code by far; the MLP step has 44)."""
 
 
 class Interpreted:
