@@ -158,12 +158,16 @@ def floor_and_hollow(fn, x, y, steps):
     calls on the same arrays, nothing else; median seconds of the compiled step with
     every hook call answered at once from a stored result: its host time, measured
     without a timing wrapper)."""
-    from fastnn.api.program import interpreter
+    from fastnn.api import program_vm
+    from fastnn.api.program import interpreter, last_uses
 
     entry = fn._last
     env = _inputs_of(fn, entry, x, y)
     program = entry.program.plan
-    bare = interpreter(program)
+    as_data = type(entry.program.runner()) is program_vm.Interpreted  # (a small program)
+    # the floor: the hooks as straight-line calls, whichever way the step replays
+    bare = interpreter(program, {n: (getattr(c.device.ops, c.name), (), None)
+                                 for n, c in enumerate(program.calls)})
     results = {}
 
     def keep(n, hook):
@@ -180,6 +184,10 @@ def floor_and_hollow(fn, x, y, steps):
 
     hollow = interpreter(program, {n: stored(results.get(n))
                                    for n in range(len(program.calls))})
+    if as_data:  # the replay's own loop, each call answered from its stored result
+        hollow = program_vm.encode(program, last_uses(program.calls, set(program.outputs)),
+                                   [stored(results.get(n))[0]
+                                    for n in range(len(program.calls))])
     floor, host = [], []
     clock = CLOCK[0]
     for _ in range(steps):

@@ -317,8 +317,8 @@ def assign(ops, dst, src):
 
 
 def compile_program(ops, program):
-    """The core's replay interpreter (fastnn.api.program.interpreter)."""
-    from fastnn.api.program import interpreter
+    """The core's replay interpreter (fastnn.api.program_run.interpreter)."""
+    from fastnn.api.program_run import interpreter
 
     return interpreter(program)
 

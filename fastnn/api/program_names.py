@@ -1,4 +1,4 @@
-"""The variable names of a generated replay (:func:`fastnn.api.program.interpreter`):
+"""The variable names of a generated replay (:func:`fastnn.api.program_run.interpreter`):
 one Latin-1 letter each while they last, reused once a slot is dropped, so a compiled
 step's code keeps no name strings of its own; and :func:`make_function`, which makes
 every generated function of fnn.compile (the replays, the guards) keeping little."""

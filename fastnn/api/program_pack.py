@@ -58,19 +58,19 @@ def unpack(packed: tuple):
 
 
 def field(name: str, doc: str) -> property:
-    """An attribute kept packed between uses: stored as ``_name``; reading or setting it
-    while packed (``_packed`` not None) unpacks first."""
+    """An attribute kept packed between uses: stored as ``_name`` (a slot); reading or
+    setting it while packed (``_packed`` not None) unpacks first."""
     key = "_" + name
 
     def get(self):
         if self._packed is not None:
             self.unpack()
-        return self.__dict__[key]
+        return getattr(self, key)
 
     def set(self, value):
         if self._packed is not None:
             self.unpack()
-        self.__dict__[key] = value
+        setattr(self, key, value)
 
     return property(get, set, doc=doc)
 
@@ -79,9 +79,9 @@ def pack_fields(obj, keys: tuple, by_value: tuple) -> None:
     """Pack ``obj``'s attributes ``keys`` into ``obj._packed`` (see :func:`pack`)."""
     if obj._packed is not None:
         return
-    obj._packed = pack(tuple(obj.__dict__[k] for k in keys), by_value)
+    obj._packed = pack(tuple(getattr(obj, k) for k in keys), by_value)
     for k in keys:
-        del obj.__dict__[k]
+        delattr(obj, k)
 
 
 def unpack_fields(obj, keys: tuple) -> None:
@@ -91,5 +91,6 @@ def unpack_fields(obj, keys: tuple) -> None:
     if packed is None:
         return
     for key, value in zip(keys, unpack(packed)):
-        obj.__dict__.setdefault(key, value)
+        if not hasattr(obj, key):
+            setattr(obj, key, value)
     obj._packed = None

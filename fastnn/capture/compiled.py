@@ -36,30 +36,49 @@ from fastnn.ops.tensor import Tensor
 
 
 def flatten(args, kwargs) -> tuple[tuple, list]:
-    """(the signature key of the arguments, their tensors and arrays in order)."""
+    """(the signature key of the arguments, their tensors and arrays in order). The key is
+    one flat tuple (a tensor: ``"T"``, its rank, shape, strides, dtype, device and
+    gradient flags; a list or tuple: its type and length, then its items): a compiled
+    function keeps it for as long as it lives, and nested tuples kept ~2.5x more
+    (measured: 0.9 -> 0.3 KB for the MLP step's two tensors)."""
     leaves: list = []
-    key = (_key(args, leaves), _key(kwargs, leaves) if kwargs else None,
-           grad_mode.switches.grad)
-    return key, leaves
+    key: list = []
+    _key(args, leaves, key)
+    if kwargs:
+        _key(kwargs, leaves, key)
+    key.append(grad_mode.switches.grad)
+    return tuple(key), leaves
 
 
-def _key(value, leaves):
+def _key(value, leaves, key) -> None:
     kind = type(value)
     if kind is Tensor or isinstance(value, Tensor):
         leaves.append(value)
         data = value._data  # the layout too: the core may choose by it (a copy or a view)
-        return ("T", data.shape, getattr(data, "strides", None), value._dtype, value._device,
-                value._requires_grad, value._requires_grad and value._grad is None)
-    if kind is tuple or kind is list:
-        return (kind,) + tuple(_key(v, leaves) for v in value)
-    if kind is dict:
-        return (dict,) + tuple((k, _key(v, leaves)) for k, v in value.items())
-    if isinstance(value, np.ndarray):
+        shape, strides = data.shape, getattr(data, "strides", None)
+        key += ("T", len(shape), *shape)
+        if strides is None:
+            key.append(None)
+        else:
+            key += strides
+        key += (value._dtype, value._device, value._requires_grad,
+                value._requires_grad and value._grad is None)
+    elif kind is tuple or kind is list:
+        key += (kind, len(value))
+        for v in value:
+            _key(v, leaves, key)
+    elif kind is dict:
+        key += (dict, len(value))
+        for k, v in value.items():
+            key.append(k)
+            _key(v, leaves, key)
+    elif isinstance(value, np.ndarray):
         leaves.append(value)
-        return ("A", value.shape, value.dtype)
-    if value is None or kind in (int, float, bool, str, complex):
-        return (kind, value)
-    return ("id", id(value))
+        key += ("A", value.ndim, *value.shape, value.dtype)
+    elif value is None or kind in (int, float, bool, str, complex):
+        key += (kind, value)
+    else:
+        key += ("id", id(value))
 
 
 class Compiled:
@@ -84,7 +103,17 @@ class Compiled:
         # calls run as the eager call, where no segment program pays (split.py)
         self.stats = {"recorded": 0, "replayed": 0, "eager": 0}
         self._last = None  # the entry of the latest call
-        functools.update_wrapper(self, fn, updated=())
+        # functools.update_wrapper's attributes, but for ``__annotations__``: a function
+        # makes an empty dict for it when first asked, which both would keep
+        for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
+            if hasattr(fn, attr):
+                setattr(self, attr, getattr(fn, attr))
+        self.__wrapped__ = fn
+
+    def __getattr__(self, name):
+        if name == "__annotations__":  # (see __init__)
+            return getattr(self.fn, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __call__(self, *args, **kwargs):
         key, leaves = flatten(args, kwargs)
@@ -171,12 +200,12 @@ class Compiled:
     def _store(self, key, entry) -> None:
         entries = self._cache.setdefault(key, [])
         if len(entries) == 1 and type(entries[0]) is Entry and not entries[0].checked and \
-                ("dropped", hash(key)) not in self._said:
+                hash(key) not in self._said:
             # the signature's first program was never replayed: it is the state before
             # the first step (no gradients, no optimizer moments yet), which does not come
             # back; its memory goes (should it come back, it records again, once: then
             # both stay)
-            self.said(("dropped", hash(key)))  # (a hash: the key is a nested tuple)
+            self.said(hash(key))  # (an int: what else is said is a str or a tuple)
             entries.pop()
         entries.insert(0, entry)
         self._cache[key] = self._cache.pop(key)

@@ -30,9 +30,9 @@ class Entry:
         self.getters: list = []  # one per program input: (leaves, draws) -> value
         self.writes: list = []  # (kind, ref, key, output index, meta)
         self.steps: list = []  # (optimizer ref, pid, key, delta): counts a replay adds
-        self.draws: list = []  # (method, args, kwargs): fastnn's generator, as recorded
+        self.draws: tuple = ()  # (method, args, kwargs): fastnn's generator, as recorded
         self.result = None  # the return value's template
-        self.guards: list = []  # () -> bool, where ``fast`` (which checks them) is None
+        self.guards: tuple = ()  # () -> bool, where ``fast`` (which checks them) is None
         self.args_now = [None]  # the current call's arguments, for ArgRef
         self.fast = None  # replay(leaves) written out (fastnn.capture.replay), if built
         # for the first replay's check (build.py fills them; settle() drops them)

@@ -1,150 +1,231 @@
-"""A recorded signature's replay and guards as straight-line Python, generated once.
+"""A recorded signature's replay as data: what to read, run and write, run by one shared
+function.
 
-:meth:`fastnn.capture.entry.Entry.replay` reads each input through a closure, writes each
-output through a loop over kinds, and asks the optimizer for its learning rates once per
-input that holds them; the guards are a list of closures. Here the same work is written
-out once per entry (``s3 = r3()._data``, ``o = w0(); o._data = outs[0]``), so a replay
-pays for what it must read and write and for nothing else: at most one
-``lrs_and_decays`` per optimizer group and no per-input call or kind test.
-The first replay's check (``dry``) still runs :meth:`Entry.replay` itself. The guards
-that choose the entry are the first lines of the same function (``replay(None, False)``
-runs only them): one function a program keeps, not two.
+What :meth:`fastnn.capture.entry.Entry.replay` does with closures (a getter per input)
+and loops over kinds, a :class:`Replay` does from a few tuples: each input a kind (one
+byte) and its operands (a reference, an argument's position, a key), the outputs' writes
+grouped (a run of new gradients one write), the guards the arguments of
+:func:`guards_hold`. A compiled step keeps it for as long as it lives: generated Python
+kept ~1.9 KB for the MLP step (code, names, line table, the function), this ~0.9 KB
+(measured), for 1-6 us more a replay. One ``lrs_and_decays`` per optimizer group, as
+before (an input order that went back to a group would ask again). ``replay(None,
+False)`` checks the guards; the first replay's check (``dry``) still runs
+:meth:`Entry.replay` itself.
 """
 
 from __future__ import annotations
 
-from fastnn.api.program_names import Fresh, make_function
 from fastnn.autograd import engine
 from fastnn.capture.entry import ArgRef, OutTensor, _rebuild
 from fastnn.ops import rng_state
 from fastnn.ops.tensor import Tensor
 
-
-class Source:
-    """Lines of a generated function and the objects its names stand for."""
-
-    def __init__(self):
-        self.lines: list[str] = []
-        self.scope: dict = {}
-        self._named: dict = {}  # id(value) -> its name: one global per object
-        self._fresh = Fresh()
-
-    def name(self, value, prefix: str) -> str:
-        key = self._named.get(id(value))
-        if key is None or self.scope[key] is not value:
-            key = self._named[id(value)] = self._fresh(prefix)  # (one letter: no string)
-            self.scope[key] = value
-        return key
-
-    def add(self, line: str) -> None:
-        self.lines.append("    " + line)
-
-    def function(self, head: str, defaults: tuple = ()):
-        """The function ``head`` (``def name(params):``, ``defaults`` those of its last
-        params) with these lines; the objects named are its defaults too (read as fast
-        locals; it has no globals of its own, and no name or file name of its own: a
-        program keeps no string for them)."""
-        name, _, params = head[len("def "):].rstrip(":").rstrip(")").partition("(")
-        bound = "".join(f"{key}=None, " for key in self.scope)
-        head = f"def {name}({params}{', ' if params and bound else ''}{bound}):"
-        source = "\n".join([head] + (self.lines or ["    pass"]))
-        return make_function(source, name, defaults + tuple(self.scope.values()))
+# an input's kind; its operands follow in Replay.operands
+DATA, ARG, GRAD, CONST, RATE, RAW, DRAW, STEP, OPT = range(9)
 
 
-def fast_replay(entry, binds, inputs, values, leaves, src=None):
-    """``replay(leaves, run=True)`` for ``entry``: what ``Entry.replay(leaves)`` does,
-    written out (``values``: the recording's value of each slot, for the constants) after
-    the lines already in ``src`` (the guards, which ``run=False`` runs)."""
-    src = src if src is not None else Source()
+class Replay:
+    """``self(leaves)``: one replay of an entry (see the module); ``self(None, False)``:
+    whether its guards hold."""
+
+    __slots__ = ("guards", "args_now", "steps", "draws", "kinds", "operands", "rates",
+                 "dropped", "program", "writes", "result")
+
+    def __call__(self, leaves, run=True):
+        if not run:
+            return guards_hold(*self.guards)
+        args_now = self.args_now
+        if args_now is not None:
+            args_now[0] = leaves
+        for ref, pid, key, delta in self.steps:
+            ref().state[pid][key] += delta
+        draws = _draw(rng_state.host_rng(), self.draws) if self.draws else None
+        group = rates = None  # the latest optimizer group's (lrs, decays): inputs of one
+        env = []  # group are adjacent (no dict: CPython keeps a freed one, counted)
+        add = env.append
+        nx = iter(self.operands).__next__
+        for kind in self.kinds:
+            if kind == DATA:
+                add(nx()()._data)
+            elif kind == ARG:
+                add(leaves[nx()]._data)
+            elif kind == GRAD:
+                add(nx()()._grad._data)
+            elif kind == CONST:
+                add(nx())
+            elif kind == RATE:  # (group, 0 for the learning rates or 1 for the decays)
+                g = nx()
+                if g != group:
+                    oref, gi, prefs = self.rates[g]
+                    o = oref()
+                    group, rates = g, o.lrs_and_decays(o.param_groups[gi],
+                                                       [r() for r in prefs])
+                add(rates[nx()])
+            elif kind == RAW:
+                add(leaves[nx()])
+            elif kind == DRAW:
+                add(int(draws[nx()]))
+            elif kind == STEP:
+                o = nx()()
+                add(o.state[nx()]["step"])
+            else:  # OPT
+                o = nx()()
+                add(o.state[nx()][nx()])
+        del rates, add, nx  # (not held while the program runs)
+        # a gradient the step replaces without reading it (zero_grad inside the step)
+        # goes before the program runs, as eager's zero_grad drops it
+        for r in self.dropped:
+            r()._grad = None
+        outs = self.program.runner()(env)
+        del env
+        for kind, ref, key, k, meta in self.writes:
+            if kind == "grads":  # new gradients of one dtype and device
+                dtype, device, shared = meta[0], meta[1], meta[2]
+                for r, n in zip(ref, k):
+                    g = r()._grad = Tensor._make(outs[n], dtype, device)
+                    if shared:
+                        g._storage = engine._SHARED
+            elif kind == "data":
+                o = ref()
+                o._data = outs[k]
+                if o._storage is not None:
+                    o._storage.version = engine.tick()
+            elif kind == "grad_new":
+                g = ref()._grad = Tensor._make(outs[k], meta[0], meta[1])
+                if meta[2]:
+                    g._storage = engine._SHARED
+            elif kind == "grad_data":
+                ref()._grad._data = outs[k]
+            elif kind == "grad_none":
+                ref()._grad = None
+            else:
+                ref().state[key[0]][key[1]] = outs[k]
+        if args_now is not None:
+            args_now[0] = None
+        result = self.result
+        if type(result) is OutTensor:
+            return Tensor._make(outs[result.k], result.dtype, result.device)
+        return _rebuild(result, outs)
+
+
+def replay_of(entry, binds, inputs, values, leaves, guards: tuple) -> Replay:
+    """The :class:`Replay` of ``entry`` (``values``: the recording's value of each slot,
+    for the constants; ``guards``: :func:`guards_hold`'s arguments)."""
+    replay = Replay()
+    pool: dict = {}  # equal tuples of the same references: one tuple kept
+    replay.guards = tuple(_one(part, pool) for part in guards)
     uses_args = any(type(w[1]) is ArgRef for w in entry.writes) or any(
         binds[i] is not None and len(binds[i]) > 1 and type(binds[i][1]) is ArgRef
         for i in inputs)
-    args_now = src.name(entry.args_now, "args_now")
-    if uses_args:
-        src.add(f"{args_now}[0] = leaves")
-    for ref, pid, key, delta in entry.steps:
-        src.add(f"{src.name(ref, 'o')}().state[{pid!r}][{key!r}] += {delta!r}")
-    if entry.draws:
-        src.add(f"rng = {src.name(rng_state.host_rng, 'host_rng')}()")
-        src.add(f"draws = {src.name(_draw, 'draw')}(rng, {src.name(entry.draws, 'd')})")
-    rates: dict = {}  # (optimizer ref, group) -> the local holding (lrs, decays)
-    env = []
+    replay.args_now = entry.args_now if uses_args else None
+    replay.steps = tuple(entry.steps)
+    replay.draws = entry.draws
+    kinds, operands, rates = bytearray(), [], {}
     for i in inputs:
-        env.append(_input_code(src, binds[i], values[i], leaves, rates))
-    src.add("env = [" + "".join(f"{e}, " for e in env) + "]")
-    # a gradient the step replaces without reading it (zero_grad inside the step) goes
-    # before the program runs, as eager's zero_grad drops it: not held beside the new one
+        kind, more = _input(binds[i], values[i], leaves, rates)
+        kinds.append(kind)
+        operands.extend(more)
+    replay.kinds, replay.operands = bytes(kinds), tuple(operands)
+    replay.rates = tuple((oref, gi, _one(prefs, pool)) for oref, gi, prefs in rates.values())
     read = {id(binds[i][1]) for i in inputs if binds[i] is not None and binds[i][0] == "grad"}
     read |= {id(binds[i][1]()) for i in inputs if binds[i] is not None and
              binds[i][0] == "grad" and type(binds[i][1]) is not ArgRef}
-    dropped = [ref for kind, ref, _key, _k, meta in entry.writes
-               if kind == "grad_new" and not meta[3] and type(ref) is not ArgRef and
-               id(ref) not in read and id(ref()) not in read]
-    writes = _grouped(entry.writes)
-    if dropped:
-        dropped = tuple(dropped)
-        for kind, ref, _key, _k, _meta in writes:  # the same references: one tuple
-            if kind == "grads" and len(ref) == len(dropped) and all(
-                    a is b for a, b in zip(ref, dropped)):
-                dropped = ref
-        src.add(f"for r in {src.name(dropped, 'w')}:")
-        src.add("    r()._grad = None")
-    src.add(f"outs = {src.name(entry.program.runner, 'runner')}()(env)")
-    for kind, ref, key, k, meta in writes:
-        if kind == "grads":  # new gradients of one dtype and device: one loop
-            made = (f"{src.name(Tensor, 'Tensor')}._make(o, {src.name(meta[0], 'dt')}, "
-                    f"{src.name(meta[1], 'dev')})")
-            if k == tuple(range(k[0], k[0] + len(k))):  # consecutive outputs: a slice
-                src.add(f"for r, o in zip({src.name(ref, 'w')}, outs[{k[0]}:{k[-1] + 1}]):")
-            else:
-                src.add(f"for r, k in zip({src.name(ref, 'w')}, {src.name(k, 'w')}):")
-                src.add("    o = outs[k]")
-            if meta[2]:
-                src.add(f"    g = r()._grad = {made}")
-                src.add(f"    g._storage = {src.name(engine, 'engine')}._SHARED")
-            else:
-                src.add(f"    r()._grad = {made}")
-            continue
-        owner = f"{src.name(ref, 'w')}()"
-        if kind == "data":
-            src.add(f"o = {owner}")
-            src.add(f"o._data = outs[{k}]")
-            src.add("if o._storage is not None:")
-            src.add(f"    o._storage.version = {src.name(engine, 'engine')}.tick()")
-        elif kind == "grad_new":
-            make = f"{src.name(Tensor, 'Tensor')}._make"
-            made = f"{make}(outs[{k}], {src.name(meta[0], 'dt')}, {src.name(meta[1], 'dev')})"
-            if meta[2]:
-                src.add(f"g = {owner}._grad = {made}")
-                src.add(f"g._storage = {src.name(engine, 'engine')}._SHARED")
-            else:
-                src.add(f"{owner}._grad = {made}")
-        elif kind == "grad_data":
-            src.add(f"{owner}._grad._data = outs[{k}]")
-        elif kind == "grad_none":
-            src.add(f"{owner}._grad = None")
-        else:
-            src.add(f"{owner}.state[{key[0]!r}][{key[1]!r}] = outs[{k}]")
-    if uses_args:
-        src.add(f"{args_now}[0] = None")
-    result = entry.result
-    if type(result) is OutTensor:
-        src.add(f"return {src.name(Tensor, 'Tensor')}._make(outs[{result.k}], "
-                f"{src.name(result.dtype, 'dt')}, {src.name(result.device, 'dev')})")
-    else:
-        src.add(f"return {src.name(_rebuild, 'rebuild')}({src.name(result, 'res')}, outs)")
-    return src.function("def replay(leaves, run=True):", (True,))
+    dropped = tuple(ref for kind, ref, _key, _k, meta in entry.writes
+                    if kind == "grad_new" and not meta[3] and type(ref) is not ArgRef and
+                    id(ref) not in read and id(ref()) not in read)
+    writes = tuple((kind, _one(ref, pool), key, k, meta) if kind == "grads" else
+                   (kind, ref, key, k, meta) for kind, ref, key, k, meta in _grouped(entry.writes))
+    replay.dropped, replay.writes = _one(dropped, pool), writes
+    replay.program, replay.result = entry.program, entry.result
+    return replay
+
+
+def _one(items: tuple, pool: dict) -> tuple:
+    """``items``, or the tuple of the same objects met before (the guards', the writes'
+    and the optimizer's tuples of a step's parameters are often one)."""
+    if not items:
+        return ()
+    return pool.setdefault(tuple(map(id, items)), items)
+
+
+def _input(bind, value, leaves, rates) -> tuple:
+    """(kind, operands) of one program input."""
+    if bind is None:  # a constant of the recording
+        return CONST, (value,)
+    kind = bind[0]
+    if kind == "arg":
+        n = bind[1]
+        return (ARG if isinstance(leaves[n], Tensor) else RAW), (n,)
+    if kind == "draw":
+        return DRAW, (bind[1],)
+    if kind == "scalar":
+        _, what, oref, gi, prefs = bind
+        if what == "step":
+            return STEP, (oref, id(prefs[0]()))
+        key = (id(oref), gi)
+        if key not in rates:
+            rates[key] = (oref, gi, prefs)
+        return RATE, (list(rates).index(key), 0 if what == "lrs" else 1)
+    if kind == "data":
+        return DATA, (bind[1],)
+    if kind == "grad":
+        return GRAD, (bind[1],)
+    return OPT, (bind[1], bind[2][0], bind[2][1])
+
+
+def guards_hold(data, data_shapes, grads, grad_shapes, fresh, alive, checks, training,
+                not_training, modules) -> bool:
+    """Whether the tensors a replay reads are alive with the shapes recorded (``data``
+    with ``data_shapes``; ``grads``: their gradients, with ``grad_shapes``; the shapes
+    one flat tuple, each a rank and its sizes), those
+    whose gradient the step makes anew have none (``fresh``), those it writes are alive
+    (``alive``), each of ``checks`` (optimizers) holds, and each module has its training
+    flag (``training``, ``not_training``: references; ``modules``: (reference, flag))
+    (:func:`fastnn.capture.build._guards`)."""
+    k = 0
+    for r in data:
+        t = r()
+        n = data_shapes[k]
+        if t is None or tuple(t._data.shape) != data_shapes[k + 1:k + 1 + n]:
+            return False
+        k += n + 1
+    k = 0
+    for r in grads:
+        t = r()
+        n = grad_shapes[k]
+        if t is None or t._grad is None or \
+                tuple(t._grad._data.shape) != grad_shapes[k + 1:k + 1 + n]:
+            return False
+        k += n + 1
+    for r in fresh:
+        t = r()
+        if t is None or t._grad is not None:
+            return False
+    for r in alive:
+        if r() is None:
+            return False
+    for check in checks:
+        if not check():
+            return False
+    for r in training:
+        m = r()
+        if m is None or m.training != True:  # noqa: E712 (a flag that is not a bool fails)
+            return False
+    for r in not_training:
+        m = r()
+        if m is None or m.training != False:  # noqa: E712
+            return False
+    for r, flag in modules:
+        m = r()
+        if m is None or m.training != flag:
+            return False
+    return True
 
 
 def _draw(rng, draws) -> list:
     """fastnn's generator's draws, as recorded (one function for every replay: a
     comprehension in the generated code would be a code object of each program's own)."""
     return [getattr(rng, m)(*a, **k) for m, a, k in draws]
-
-
-def _deref(refs) -> list:
-    """The objects of weak references (the parameters of an optimizer's group)."""
-    return [r() for r in refs]
 
 
 def _grouped(writes) -> list:
@@ -174,32 +255,3 @@ def _grouped(writes) -> list:
             out.append(w)
     flush()
     return out
-
-
-def _input_code(src, bind, value, leaves, rates) -> str:
-    """The expression for one program input in the generated replay."""
-    if bind is None:  # a constant of the recording
-        return src.name(value, "c")
-    kind = bind[0]
-    if kind == "arg":
-        n = bind[1]
-        return f"leaves[{n}]._data" if isinstance(leaves[n], Tensor) else f"leaves[{n}]"
-    if kind == "draw":
-        return f"int(draws[{bind[1]}])"
-    if kind == "scalar":
-        _, what, oref, gi, prefs = bind
-        if what == "step":
-            return f"{src.name(oref, 'o')}().state[{id(prefs[0]())!r}]['step']"
-        local = rates.get((id(oref), gi))
-        if local is None:
-            local = rates[(id(oref), gi)] = f"rates{len(rates)}"
-            src.add(f"o = {src.name(oref, 'o')}()")
-            src.add(f"{local} = o.lrs_and_decays(o.param_groups[{gi}], "
-                    f"{src.name(_deref, 'deref')}({src.name(prefs, 'p')}))")
-        return f"{local}[{0 if what == 'lrs' else 1}]"
-    ref = src.name(bind[1], "r")
-    if kind == "data":
-        return f"{ref}()._data"
-    if kind == "grad":
-        return f"{ref}()._grad._data"
-    return f"{ref}().state[{bind[2][0]!r}][{bind[2][1]!r}]"

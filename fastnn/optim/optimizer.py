@@ -243,8 +243,10 @@ class Optimizer(OptimizerState):
         """Per-parameter learning rates (times class_lr) and weight decays: the group's
         ``weight_decay`` for every parameter, or only for those whose class is in
         ``decay_classes`` when the group names some (0.0 for the others)."""
-        scale = group["class_lr"]
-        lrs = [group["lr"] * scale.get(param_class(p), 1.0) for p in params]
+        scale, lr = group["class_lr"], group["lr"] * 1.0
+        # (lr * 1.0 once: the parameters without a class scale share one float, not one
+        # each; equal to lr * scale for every float and int lr)
+        lrs = [lr if (m := scale.get(param_class(p))) is None else lr * m for p in params]
         wd = group.get("weight_decay", 0.0)
         only = group.get("decay_classes")
         if only is None:

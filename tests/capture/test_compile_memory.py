@@ -4,8 +4,9 @@ measured with tracemalloc on the MLP step of ``benchmarks/bench_models.py``.
 A replay makes the same arrays as eager and frees none of them later (the replay drops
 each one after its last use; eager's tape frees saved arrays as its backward passes
 them), so during the step it holds no more than eager: only eager's tape and Tensor
-objects, which it does not make. What it keeps besides is its program (calls, generated
-replay, guards), a few KB that the step's arrays outweigh at the peak of a real model.
+objects, which it does not make. What it keeps besides is its program (the calls as a
+few bytes each, the replay's inputs and writes as tuples, guards, the packed
+description), a few KB that the step's arrays outweigh at the peak of a real model.
 """
 
 import gc
@@ -17,12 +18,14 @@ import fastnn as fnn
 import fastnn.functional as F
 from fastnn import nn, optim
 
-PROGRAM_KEEPS = 10 * 1024
-"""Bytes a compiled MLP step may keep beyond eager at its peak: its program, guards and
-cache entry (~12 KB between steps) less what eager's tape and tensors hold during the
-step and a replay does not (~4.5 KB); measured 7.4-8.1 KB (was ~11 KB). No schedule of
-the step's calls holds fewer arrays at that peak (see docs/performance.md), so the compiled
-step reaches eager's peak only with a program of ~4.5 KB."""
+PROGRAM_KEEPS = 4 * 1024
+"""Bytes a compiled MLP step may keep beyond eager at its peak: what its compiled function
+keeps between steps (~6.6 KB: the packed description ~1.4, the program as data ~0.9, the
+replay's data ~0.9, weak references ~0.8, the entry, program, cache and key ~1.3, guards'
+data ~0.8) less what eager's tape and tensors hold during the step and a replay does not
+(~4.5 KB); measured 1.7-2.4 KB (was 7.4-8.1 KB with generated code). No schedule of the
+step's calls holds fewer arrays at that peak (see docs/performance.md), so the compiled
+step reaches eager's peak only with a compiled function of ~4.5 KB."""
 
 
 def _mlp_step(compiled: bool):
