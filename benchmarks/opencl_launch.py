@@ -1,6 +1,8 @@
 """Host time of one opencl launch: raw pyopencl's enqueue of a kernel whose arguments are
 already set, against the backend's hooks on 4x4 float32 arrays (issue 22: at most 3 us
-above raw) and through the tensors' eager ops (the core's dispatch included), and against
+above raw) and through the tensors' eager ops (the core's dispatch included), with the enqueue
+itself stubbed out (what the backend and the core add to it, out of reach of PoCL's worker
+threads, which made the other timings swing by microseconds), and against
 one launch of a compiled step's replay (``fnn.compile``: the
 launch list of ``compile_program``; issue 23: at most 3 us). Each is timed over many
 calls, the queue drained at the end, best of 5:
@@ -63,19 +65,21 @@ def main() -> None:
     c = ops.from_numpy(np.ones((4, 4), np.float32), 0)
     x = fnn.tensor(np.ones((4, 4), np.float32), device="opencl")
     y = fnn.tensor(np.ones((4, 4), np.float32), device="opencl")
-    for name, fn in (("add(a, b)", lambda: ops.add(a, b)), ("add(a, 2.0)", lambda: ops.add(a, 2.0)),
-                     ("mul(a, b)", lambda: ops.mul(a, b)), ("exp(a)", lambda: ops.exp(a)),
-                     ("relu(a)", lambda: ops.relu(a)), ("sum(a)", lambda: ops.sum(a, None, False)),
-                     ("sum(a, 1)", lambda: ops.sum(a, (1,), False)),
-                     ("matmul(a, b)", lambda: ops.matmul(a, b)),
-                     ("chain", lambda: ops.relu(ops.mul(ops.add(a, b), c))),
-                     ("x + y", lambda: x + y), ("x * y", lambda: x * y),
-                     ("x * 2.0", lambda: x * 2.0),
-                     ("x.exp()", lambda: x.exp()), ("x.relu()", lambda: x.relu()),
-                     ("x.sum()", lambda: x.sum()), ("x.sum(1)", lambda: x.sum(1)),
-                     ("x @ y", lambda: x @ y)):
+    cases = (("add(a, b)", lambda: ops.add(a, b)), ("add(a, 2.0)", lambda: ops.add(a, 2.0)),
+             ("mul(a, b)", lambda: ops.mul(a, b)), ("exp(a)", lambda: ops.exp(a)),
+             ("relu(a)", lambda: ops.relu(a)), ("sum(a)", lambda: ops.sum(a, None, False)),
+             ("sum(a, 1)", lambda: ops.sum(a, (1,), False)),
+             ("matmul(a, b)", lambda: ops.matmul(a, b)),
+             ("chain", lambda: ops.relu(ops.mul(ops.add(a, b), c))),
+             ("x + y", lambda: x + y), ("x * y", lambda: x * y),
+             ("x * 2.0", lambda: x * 2.0),
+             ("x.exp()", lambda: x.exp()), ("x.relu()", lambda: x.relu()),
+             ("x.sum()", lambda: x.sum()), ("x.sum(1)", lambda: x.sum(1)),
+             ("x @ y", lambda: x @ y))
+    for name, fn in cases:
         us = per_call_us(fn, dev.queue)
         print(f"{name:12s} {us:6.2f} us  ({us - raw:+.2f} us above raw)")
+    around_enqueue(cases, dev.queue)
     if "--no-replay" in sys.argv:
         return
     print(f"replay, per launch ({CHAIN} adds, mul, relu, matmul on 4x4 a step), against "
@@ -85,6 +89,35 @@ def main() -> None:
         us, launches, same = replay_us(op, dev.queue)
         print(f"  {name:10s} {us:6.2f} us  (raw {same:.2f}: {us - same:+.2f} us above it, "
               f"{launches} launches)")
+
+
+def around_enqueue(cases, queue) -> None:
+    """The host time each case spends besides its enqueues, timed with the enqueue replaced
+    by a stub that records the launch and returns: no kernel runs, so PoCL's worker
+    threads (which share the 2 cores with this one) cannot disturb it, and what is left
+    is exactly the cost above a raw enqueue. Every case must launch through
+    ``fast_launch``'s enqueue (checked: a launch it cannot see would be timed for real)."""
+    real = fast_launch._enqueue
+    launches = [0]
+
+    def stub(queue, kernel, size, local):
+        launches[0] += 1
+
+    print("host time besides the enqueue (enqueue stubbed: no kernel runs):")
+    bare = per_call_us(lambda: stub(None, None, None, None), queue)
+    fast_launch._enqueue = stub
+    try:
+        for name, fn in cases:
+            launches[0] = 0
+            fn()
+            if not launches[0]:
+                print(f"  {name:12s} (launches another way: not measured)")
+                continue
+            per_call = launches[0]
+            us = per_call_us(fn, queue) - per_call * bare
+            print(f"  {name:12s} {us / per_call:+6.2f} us a launch ({per_call} a call)")
+    finally:
+        fast_launch._enqueue = real
 
 
 def replay_us(op, queue) -> tuple[float, int]:
