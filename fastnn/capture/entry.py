@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastnn.autograd import engine
 from fastnn.capture.record import is_array
-from fastnn.capture.state import bump
 from fastnn.ops import rng_state
 from fastnn.ops.tensor import Tensor
 
@@ -20,7 +18,7 @@ class Entry:
 
     # fixed attributes: an entry lives as long as its compiled function
     __slots__ = ("program", "eager", "checked", "getters", "writes", "steps", "draws",
-                 "result", "guards", "args_now", "fast", "devices", "out_devices", "copied",
+                 "result", "args_now", "fast", "devices", "out_devices", "copied",
                  "inplace", "inplace_index", "dry_inputs")
 
     def __init__(self):
@@ -32,7 +30,6 @@ class Entry:
         self.steps: list = []  # (optimizer ref, pid, key, delta): counts a replay adds
         self.draws: tuple = ()  # (method, args, kwargs): fastnn's generator, as recorded
         self.result = None  # the return value's template
-        self.guards: tuple = ()  # () -> bool, where ``fast`` (which checks them) is None
         self.args_now = [None]  # the current call's arguments, for ArgRef
         self.fast = None  # replay(leaves) written out (fastnn.capture.replay), if built
         # for the first replay's check (build.py fills them; settle() drops them)
@@ -46,13 +43,8 @@ class Entry:
         return entry
 
     def guards_hold(self) -> bool:
-        fast = self.fast
-        if fast is not None:  # the guards are its first lines
-            return fast(None, False)
-        for guard in self.guards:
-            if not guard():
-                return False
-        return True
+        fast = self.fast  # None only for an eager-only entry, which has no guards
+        return fast is None or fast(None, False)
 
     def settle(self) -> None:
         """The first replay's check passed: from now on only the written-out replay runs
@@ -79,8 +71,9 @@ class Entry:
 
     def replay(self, leaves, dry: bool = False):
         """Run the program on the current inputs; write its outputs where the eager step
-        did (``dry``: on copies of the inputs, writing nothing: the first replay's check)."""
-        if not dry and self.fast is not None:
+        did (``dry``: on copies of the inputs, writing nothing: the first replay's check,
+        the one replay not made by ``fast``, :class:`fastnn.capture.replay.Replay`)."""
+        if not dry:
             return self.fast(leaves)
         self.args_now[0] = leaves
         for ref, pid, key, delta in self.steps:
@@ -88,29 +81,10 @@ class Entry:
         rng = rng_state.host_rng()
         draws = [getattr(rng, m)(*a, **k) for m, a, k in self.draws]
         env = [get(leaves, draws) for get in self.getters]
-        if dry:
-            env = [_copy(v, dev) if own else v
-                   for v, dev, own in zip(env, self.devices, self.copied)]
-            self.dry_inputs = env
-            return self.program.runner()(list(env))
-        outs = self.program.runner()(env)
-        for kind, ref, key, k, meta in self.writes:
-            owner = ref()
-            if kind == "data":
-                owner._data = outs[k]
-                bump(owner)
-            elif kind == "grad_new":
-                g = owner._grad = Tensor._make(outs[k], meta[0], meta[1])
-                if meta[2]:
-                    g._storage = engine._SHARED
-            elif kind == "grad_data":
-                owner._grad._data = outs[k]
-            elif kind == "grad_none":
-                owner._grad = None
-            else:
-                owner.state[key[0]][key[1]] = outs[k]
-        self.args_now[0] = None
-        return _rebuild(self.result, outs)
+        env = [_copy(v, dev) if own else v
+               for v, dev, own in zip(env, self.devices, self.copied)]
+        self.dry_inputs = env
+        return self.program.runner()(list(env))
 
     def compare(self, outs, result):
         """None when the eager run (just done) left what the dry replay gave, else what

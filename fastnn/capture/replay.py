@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from fastnn.autograd import engine
 from fastnn.capture.entry import ArgRef, OutTensor, _rebuild
+from fastnn.capture.state import bump
 from fastnn.ops import rng_state
 from fastnn.ops.tensor import Tensor
 
@@ -88,8 +89,7 @@ class Replay:
             elif kind == "data":
                 o = ref()
                 o._data = outs[k]
-                if o._storage is not None:
-                    o._storage.version = engine.tick()
+                bump(o)
             elif kind == "grad_new":
                 g = ref()._grad = Tensor._make(outs[k], meta[0], meta[1])
                 if meta[2]:
