@@ -91,14 +91,11 @@ class Checking:
     def _check_plain(self, spec, host, out, fetch) -> list:
         """:meth:`_check` of a :attr:`~fastnn.shadowing.calls.Spec.plain` call against a
         NumPy reference: one array out, compared where it is."""
-        hook = spec.hook
-        try:
-            want = getattr(self._ref_ops, hook)(*host)
-        except Exception as exc:  # e.g. a dtype the reference lacks: not the backend's fault
-            self._unchecked(hook, out, exc)
+        got = np.asarray(fetch(out))
+        found = self._plain_reference(spec.hook, host, out, got)
+        if found is None:
             return []
-        got, want = np.asarray(fetch(out)), np.asarray(want)
-        row = self._row_of(hook, got.dtype if got.dtype == want.dtype else want.dtype)
+        want, row = found
         diff = compare(got, want, row.rtol, row.atol, row.equal_first, row.of_tolerance)
         row.equal_first = diff.max_abs == 0.0
         if diff is not EQUAL:
@@ -109,6 +106,17 @@ class Checking:
             diff.shape = got.shape
             return [("", diff, row)]
         return []
+
+    def _plain_reference(self, hook, host, out, got):
+        """(the NumPy reference's output, Row) of a :attr:`~fastnn.shadowing.calls.Spec.
+        plain` call whose output read to the host is ``got``; None when the reference
+        could not run it (counted as unchecked)."""
+        try:
+            want = np.asarray(getattr(self._ref_ops, hook)(*host))
+        except Exception as exc:  # e.g. a dtype the reference lacks: not the backend's fault
+            self._unchecked(hook, out, exc)
+            return None
+        return want, self._row_of(hook, got.dtype if got.dtype == want.dtype else want.dtype)
 
     def _reference(self, spec, args, host, out, fetch, count=True):
         """Run the reference on ``host``: (pairs, failures), where pairs are
