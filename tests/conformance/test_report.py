@@ -4,6 +4,8 @@ import os
 import stat
 from types import SimpleNamespace
 
+import pytest
+
 from fastnn.conformance import report
 
 
@@ -80,6 +82,7 @@ def test_cross_checked_runs_say_against_what():
     assert "cross-checked against: cpu" in lines and not any("NOT" in line for line in lines)
 
 
+@pytest.mark.slow  # a whole conformance run in a subprocess: ~15 s
 def test_the_suite_records_cross_checks_skipped_in_setup(tmp_path):
     """End to end: --against none skips every cross check in its setup; the table says so."""
     import json

@@ -54,7 +54,8 @@ def test_programs_build_once_when_threads_race(ocl, monkeypatch):
     assert all(p is programs[0] for p in programs)
 
 
-@pytest.mark.parametrize("scenario", ["adds", "mlp", "conformance"])
+@pytest.mark.parametrize("scenario", ["adds", "mlp",
+                                      pytest.param("conformance", marks=pytest.mark.slow)])
 def test_threads_get_the_one_thread_results(ocl, scenario):
     out = thread_scenarios.run_child("opencl", scenario)
     assert out.returncode == 0, f"exit {out.returncode}:\n{out.stdout[-3000:]}{out.stderr[-3000:]}"
