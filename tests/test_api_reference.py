@@ -29,9 +29,9 @@ def test_every_public_name_has_a_docstring():
 
 
 @pytest.mark.parametrize("name, expected", [
-    ("sum", "(x, dim=None, keepdim=False, *, axis=None, keepdims=False)"),
+    ("sum", "(x, dim=None, keepdim=False, *, axis=None, keepdims=False, dtype=None)"),
     ("cat", "(tensors, dim=0, *, axis=None)"),
-    ("softmax", "(x, dim=-1, *, axis=None)"),
+    ("softmax", "(x, dim=-1, *, axis=None, dtype=None)"),
     ("unsqueeze", "(x, dim, *, axis=None)"),  # required, as in PyTorch
 ])
 def test_dim_and_axis_defaults_read_as_pytorch_writes_them(name, expected):

@@ -69,5 +69,5 @@ class Conv3d(Module):
             x = x.reshape((1,) + x.shape)
         out = ops.conv3d_sides(x, self.weight, self.stride, self._sides, self.dilation,
                                self.groups)
-        out = conv._with_bias("Conv3d", out, self.bias, self.out_channels, 3)
+        out = conv.with_bias("Conv3d", out, self.bias, self.out_channels, 3)
         return out.reshape(out.shape[1:]) if unbatched else out

@@ -14,7 +14,7 @@ import numbers
 
 from fastnn.api.args import integer
 from fastnn.autograd.engine import attach
-from fastnn.ops.elementwise import align
+from fastnn.ops.elementwise import same_dtype
 from fastnn.ops.movement import reshape
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
@@ -59,7 +59,7 @@ def side_padding(op: str, padding, spans: tuple, stride: tuple) -> tuple:
 
 
 def _check_input(op, x, weight, groups):
-    x, weight = align(op, x, weight)
+    x, weight = same_dtype(op, x, weight)
     if x.ndim != 4 or weight.ndim != 4:
         raise ValueError(f"{op}: expected x (N, C_in, H, W) and weight (C_out, C_in/groups, KH, "
                          f"KW), got shapes {x.shape} and {weight.shape}")
@@ -75,13 +75,14 @@ def _check_input(op, x, weight, groups):
     return x, weight
 
 
-def _with_bias(op, out, bias, c_out, trailing):
+def with_bias(op, out, bias, c_out, trailing):
     if bias is None:
         return out
     if not isinstance(bias, Tensor):
         raise TypeError(f"{op}: bias must be a Tensor or None, got {type(bias).__name__}")
     if bias.shape != (c_out,):
         raise ValueError(f"{op}: bias must have shape ({c_out},), got {bias.shape}")
+    same_dtype(f"{op} (bias)", out, bias)
     return out + reshape(bias, (c_out,) + (1,) * trailing)
 
 
@@ -122,7 +123,7 @@ def conv2d(x: Tensor, weight: Tensor, bias=None, stride=1, padding=0, dilation=1
     spans = tuple(d * (k - 1) + 1 for d, k in zip(dilation, weight.shape[2:]))
     padding = side_padding("conv2d", padding, spans, stride)
     out = conv2d_raw(x, weight, stride, padding, dilation, groups)
-    return _with_bias("conv2d", out, bias, weight.shape[0], 2)
+    return with_bias("conv2d", out, bias, weight.shape[0], 2)
 
 
 def conv1d_sides(x: Tensor, weight: Tensor, bias, stride: int, padding: tuple, dilation: int,
@@ -137,4 +138,4 @@ def conv1d_sides(x: Tensor, weight: Tensor, bias, stride: int, padding: tuple, d
     out = conv2d_raw(reshape(x, (n, c, 1, length)), w, (1, stride), ((0, 0), tuple(padding)),
                      (1, dilation), groups, op="conv1d")
     out = reshape(out, (n, out.shape[1], out.shape[3]))
-    return _with_bias("conv1d", out, bias, weight.shape[0], 1)
+    return with_bias("conv1d", out, bias, weight.shape[0], 1)

@@ -90,5 +90,5 @@ def conv3d(input: Tensor, weight: Tensor, bias=None, stride=1, padding=0, dilati
                          f"({weight.shape[1]} per group x {groups} groups) but the input has "
                          f"{x.shape[1]}")
     out = conv3d_sides(x, weight, stride, sides, dilation, groups)
-    out = conv._with_bias("conv3d", out, bias, weight.shape[0], 3)
+    out = conv.with_bias("conv3d", out, bias, weight.shape[0], 3)
     return reshape(out, out.shape[1:]) if unbatched else out

@@ -27,7 +27,7 @@ import numpy as np
 from fastnn.api.args import integer
 from fastnn.autograd.engine import attach
 from fastnn.ops import conv
-from fastnn.ops.elementwise import align
+from fastnn.ops.elementwise import same_dtype
 from fastnn.ops.joining import pad
 from fastnn.ops.movement import reshape, transpose
 from fastnn.ops.scattering import index_add
@@ -65,7 +65,7 @@ def transpose_raw(x: Tensor, weight: Tensor, stride, padding, output_padding, gr
     if x.shape[1] != c_in or c_in % groups:
         raise ValueError(f"conv_transpose2d: weight {weight.shape} expects {c_in} input "
                          f"channels divisible by groups={groups}, got input {x.shape}")
-    x, weight = align("conv_transpose2d", x, weight)
+    x, weight = same_dtype("conv_transpose2d", x, weight)
     if not x._dtype.is_floating:
         raise TypeError(f"conv_transpose2d: expected floating-point tensors, got "
                         f"{x._dtype.name}")
@@ -152,7 +152,7 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias=None, stride=1, padding
     unbatched = input.ndim == 3
     x = reshape(input, (1,) + input.shape) if unbatched else input
     out = transpose_raw(x, weight, stride, padding, output_padding, groups, dilation)
-    out = conv._with_bias("conv_transpose2d", out, bias, out.shape[1], 2)
+    out = conv.with_bias("conv_transpose2d", out, bias, out.shape[1], 2)
     return reshape(out, out.shape[1:]) if unbatched else out
 
 

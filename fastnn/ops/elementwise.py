@@ -40,6 +40,17 @@ def align(op: str, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
     return a, b
 
 
+def same_dtype(op: str, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
+    """Two tensors on one device with one dtype, or a clear error: the products and
+    convolutions promote nothing (as PyTorch: float32 @ float64 is refused, where
+    promoting would silently run, and return, the whole product in float64)."""
+    check_same_device(op, a, b)
+    if a._dtype is not b._dtype:
+        raise RuntimeError(f"{op}: expected both operands to have the same dtype, got "
+                           f"{a._dtype.name} and {b._dtype.name}; convert one with .to()")
+    return a, b
+
+
 def _category(dtype) -> int:
     return 2 if dtype.is_floating else (0 if dtype is dtypes.bool_ else 1)
 

@@ -160,6 +160,10 @@ def nll_loss(log_probs: Tensor, targets: Tensor, weight=None, ignore_index: int 
     with cross_entropy's shapes, weights, ignore_index and weighted mean."""
     check_reduction("nll_loss", reduction)
     rows, flat, expected = _as_rows("nll_loss", log_probs, targets)
+    if not rows.dtype.is_floating:
+        raise TypeError(f"nll_loss: input must hold floating-point log-probabilities, got "
+                        f"{rows.dtype.name}; convert with .float() (as PyTorch, which refuses "
+                        f"it too)")
     classes = rows.shape[1]
     weight = _class_weight("nll_loss", weight, classes, rows)
     keep, safe = _keep_and_safe(flat, ignore_index)

@@ -11,7 +11,7 @@ from fastnn.api.args import flag, ints
 from fastnn.api.layout import view_strides
 from fastnn.autograd.engine import attach
 from fastnn.autograd.grad_mode import is_anomaly_enabled, switches
-from fastnn.ops.core import broadcast_shape
+from fastnn.ops.core import astype, broadcast_shape
 from fastnn.ops.spelling import UNSET, dim_of, keep_of, sizes_of
 from fastnn.ops.storage import copy_array, is_contiguous, layout, mark_view, source
 from fastnn.ops.table import public
@@ -52,8 +52,9 @@ def _reduce(op: str, x: Tensor, axis, keepdims: bool) -> Tensor:
     dtype = x._dtype
     if dtype.is_floating:  # the common case: no conversion (and no DType.__eq__ below)
         pass
-    elif op == "mean":
-        x = x.to(dtypes.float32)
+    elif op == "mean":  # as PyTorch: an integer mean has no dtype of its own
+        raise TypeError(f"mean: defined on floating tensors, not {dtype.name} (as PyTorch); "
+                        f"pass dtype=fnn.float32 or convert with .float()")
     elif (dtype is dtypes.bool_ or dtype is dtypes.int32) and op == "sum":
         # int64, as in NumPy and PyTorch: a count, and int32 sums that would overflow
         # (NumPy's backend summed int32 to int64 under an int32 label)
@@ -68,16 +69,23 @@ def _reduce(op: str, x: Tensor, axis, keepdims: bool) -> Tensor:
 
 
 @public(method=True, top=True)
-def sum(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
-    """Sum over ``dim`` (None = all)."""
+def sum(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET,
+        dtype=None) -> Tensor:
+    """Sum over ``dim`` (None = all); ``dtype=``: the input converted first, as PyTorch."""
+    if dtype is not None:
+        x = astype(x, dtype)
     if dim is UNSET and axis is UNSET and keepdim is UNSET and keepdims is UNSET:
         return _reduce("sum", x, None, False)  # x.sum(): nothing to resolve
     return _reduce("sum", x, dim_of("sum", dim, axis), keep_of("sum", keepdim, keepdims))
 
 
 @public(method=True, top=True)
-def mean(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
-    """Mean over ``dim`` (None = all); integer tensors give float32."""
+def mean(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET,
+         dtype=None) -> Tensor:
+    """Mean over ``dim`` (None = all) of a floating tensor; ``dtype=``: the input
+    converted first (an integer tensor's mean needs one, as in PyTorch)."""
+    if dtype is not None:
+        x = astype(x, dtype)
     if dim is UNSET and axis is UNSET and keepdim is UNSET and keepdims is UNSET:
         return _reduce("mean", x, None, False)  # x.mean(): nothing to resolve
     return _reduce("mean", x, dim_of("mean", dim, axis), keep_of("mean", keepdim, keepdims))

@@ -16,9 +16,9 @@ from fastnn.autograd.engine import attach
 from fastnn.autograd.grad_mode import switches
 from fastnn.ops.activations import activation as _activation_op
 from fastnn.ops.activations import bias_act
-from fastnn.ops.conv import conv1d_sides, side_padding
+from fastnn.ops.conv import conv1d_sides, side_padding, with_bias
 from fastnn.ops.core import astype, broadcast_shape, check_same_device
-from fastnn.ops.elementwise import align
+from fastnn.ops.elementwise import same_dtype
 from fastnn.ops.movement import check_targets, reshape
 from fastnn.ops.spelling import UNSET, dim_of
 from fastnn.ops.table import public
@@ -29,7 +29,7 @@ def _float_pair(op, a, b):
     for t in (a, b):
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}: expected Tensors, got {type(t).__name__}")
-    return align(op, a, b)
+    return same_dtype(op, a, b)
 
 
 @public(method=True, top=True)
@@ -91,6 +91,7 @@ def linear(x: Tensor, weight: Tensor, bias=None, activation: str = "identity") -
         if not isinstance(bias, Tensor):
             raise TypeError(f"linear: bias must be a Tensor or None, got {type(bias).__name__}; "
                             "convert it with fnn.tensor(...)")
+        same_dtype("linear (bias)", out, bias)
         return bias_act(out, bias, activation)
     return out if activation == "identity" else _activation_op(activation, out)
 
@@ -181,13 +182,7 @@ def conv1d(x: Tensor, weight: Tensor, bias=None, stride=1, padding=0, dilation=1
     data = x._device.ops.conv1d(x._data, weight._data, *attrs)
     out = attach(Tensor._make(data, x._dtype, x._device), "conv1d", (x, weight),
                  (x._data, weight._data), attrs)
-    if bias is not None:
-        if not isinstance(bias, Tensor):
-            raise TypeError(f"conv1d: bias must be a Tensor or None, got {type(bias).__name__}")
-        if bias.shape != (c_out,):
-            raise ValueError(f"conv1d: bias must have shape ({c_out},), got {bias.shape}")
-        out = out + reshape(bias, (c_out, 1))
-    return out
+    return with_bias("conv1d", out, bias, c_out, 1)
 
 
 def _floating(op: str, x) -> Tensor:
@@ -195,6 +190,19 @@ def _floating(op: str, x) -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
     return x if x._dtype.is_floating else astype(x, dtypes.float32)
+
+
+def _normalized_input(op: str, x, dtype) -> Tensor:
+    """softmax's and log_softmax's ``x``: converted to ``dtype=`` first, and floating
+    point (an integer ``x`` is refused, as PyTorch does)."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
+    if dtype is not None:
+        x = astype(x, dtype)
+    if not x._dtype.is_floating:
+        raise TypeError(f"{op}: defined on floating tensors, not {x._dtype.name} (as "
+                        f"PyTorch); pass dtype=fnn.float32 or convert with .float()")
+    return x
 
 
 def _axis(op, x, axis):
@@ -208,10 +216,12 @@ def _axis(op, x, axis):
 
 
 @public(method=True, top=True)
-def softmax(x: Tensor, dim=UNSET, *, axis=UNSET) -> Tensor:
+def softmax(x: Tensor, dim=UNSET, *, axis=UNSET, dtype=None) -> Tensor:
     """exp(x) / sum(exp(x)) along ``dim``, computed stably. A 0-d ``x`` is its own
-    row (as PyTorch); a size-0 dim gives an empty result."""
-    if type(dim) is int and axis is UNSET and isinstance(x, Tensor) and x._dtype.is_floating:
+    row (as PyTorch); a size-0 dim gives an empty result. ``dtype=``: the input
+    converted first (a float16 model's softmax in float32, as in PyTorch)."""
+    if (type(dim) is int and axis is UNSET and dtype is None and isinstance(x, Tensor)
+            and x._dtype.is_floating):
         data = x._data  # the common call, checked here at once
         shape = data.shape
         rank = len(shape)
@@ -222,7 +232,7 @@ def softmax(x: Tensor, dim=UNSET, *, axis=UNSET) -> Tensor:
             if not (x._requires_grad or switches.anomaly):
                 return out
             return attach(out, "softmax", (x,), (data,), dim)
-    x = _floating("softmax", x)
+    x = _normalized_input("softmax", x, dtype)
     axis = dim_of("softmax", dim, axis, -1)
     if x.ndim == 0:
         _axis("softmax", reshape(x, (1,)), axis)
@@ -235,10 +245,11 @@ def softmax(x: Tensor, dim=UNSET, *, axis=UNSET) -> Tensor:
 
 
 @public(method=True, top=True)
-def log_softmax(x: Tensor, dim=UNSET, *, axis=UNSET) -> Tensor:
+def log_softmax(x: Tensor, dim=UNSET, *, axis=UNSET, dtype=None) -> Tensor:
     """x - logsumexp(x) along ``dim``, computed stably. A 0-d ``x`` is its own
-    row (as PyTorch); a size-0 dim gives an empty result."""
-    x = _floating("log_softmax", x)
+    row (as PyTorch); a size-0 dim gives an empty result. ``dtype=``: the input
+    converted first."""
+    x = _normalized_input("log_softmax", x, dtype)
     axis = dim_of("log_softmax", dim, axis, -1)
     if x.ndim == 0:
         _axis("log_softmax", reshape(x, (1,)), axis)

@@ -31,17 +31,11 @@ def _dims(op: str, names: str, tensors: tuple, ndims: tuple) -> None:
             raise RuntimeError(f"{op}: {name} must be a {n}-d tensor, got shape {t.shape}")
 
 
-def _same_dtype(op: str, a: Tensor, b: Tensor) -> None:
-    if a._dtype is not b._dtype:
-        raise RuntimeError(f"{op}: expected both operands to have the same dtype, got "
-                           f"{a._dtype.name} and {b._dtype.name}; convert one with .to()")
-
-
 @public(method=True, top=True)
 def mm(x: Tensor, mat2: Tensor) -> Tensor:
     """The matrix product of two 2-d tensors, (n, m) @ (m, p) -> (n, p)."""
     _dims("mm", "x mat2", (x, mat2), (2, 2))
-    _same_dtype("mm", x, mat2)
+    ew.same_dtype("mm", x, mat2)
     if x.shape[1] != mat2.shape[0]:
         raise RuntimeError(f"mm: mat1 and mat2 shapes cannot be multiplied ({x.shape[0]}x"
                            f"{x.shape[1]} and {mat2.shape[0]}x{mat2.shape[1]})")
@@ -52,7 +46,7 @@ def mm(x: Tensor, mat2: Tensor) -> Tensor:
 def bmm(x: Tensor, mat2: Tensor) -> Tensor:
     """Batched matrix products of two 3-d tensors, (b, n, m) @ (b, m, p) -> (b, n, p)."""
     _dims("bmm", "x mat2", (x, mat2), (3, 3))
-    _same_dtype("bmm", x, mat2)
+    ew.same_dtype("bmm", x, mat2)
     if x.shape[0] != mat2.shape[0] or x.shape[2] != mat2.shape[1]:
         raise RuntimeError(f"bmm: batch1 {x.shape} and batch2 {mat2.shape} do not match; "
                            "expected (b, n, m) and (b, m, p)")
@@ -63,7 +57,7 @@ def bmm(x: Tensor, mat2: Tensor) -> Tensor:
 def mv(x: Tensor, vec: Tensor) -> Tensor:
     """The product of a matrix (n, m) and a vector (m,): a vector (n,)."""
     _dims("mv", "x vec", (x, vec), (2, 1))
-    _same_dtype("mv", x, vec)
+    ew.same_dtype("mv", x, vec)
     if x.shape[1] != vec.shape[0]:
         raise RuntimeError(f"mv: size mismatch, got matrix {x.shape} and vector {vec.shape}")
     return matmul(x, vec)
@@ -73,7 +67,7 @@ def mv(x: Tensor, vec: Tensor) -> Tensor:
 def dot(x: Tensor, tensor: Tensor) -> Tensor:
     """The inner product of two 1-d tensors of the same size and dtype (a 0-d tensor)."""
     _dims("dot", "x tensor", (x, tensor), (1, 1))
-    _same_dtype("dot", x, tensor)
+    ew.same_dtype("dot", x, tensor)
     if x.shape != tensor.shape:
         raise RuntimeError(f"dot: inconsistent tensor size, expected tensors of the same "
                            f"size, got {x.shape[0]} and {tensor.shape[0]}")

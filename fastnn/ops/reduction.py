@@ -11,6 +11,7 @@ from fastnn.api import dtypes
 from fastnn.autograd.engine import attach
 from fastnn.ops import elementwise as ew
 from fastnn.ops import movement
+from fastnn.ops.core import astype
 from fastnn.ops.movement import normalize_axis
 from fastnn.ops.shaping import axis_index
 from fastnn.ops.spelling import UNSET, dim_of, keep_of
@@ -22,13 +23,23 @@ def _args(op, dim, axis, keepdim, keepdims):
     return dim_of(op, dim, axis, None), keep_of(op, keepdim, keepdims)
 
 
+def _floating_only(op: str, x: Tensor) -> None:
+    if not x._dtype.is_floating:  # as PyTorch, which has no integer variance or norm
+        raise TypeError(f"{op}: defined on floating tensors, not {x._dtype.name} (as "
+                        f"PyTorch); convert with .float()")
+
+
 def _count(x: Tensor, axes) -> int:
     return math.prod(x.shape[a] for a in (range(x.ndim) if axes is None else axes))
 
 
 @public(method=True, top=True)
-def prod(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
-    """Product over ``dim`` (None = all); integer and bool tensors give int64, as PyTorch."""
+def prod(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET,
+         dtype=None) -> Tensor:
+    """Product over ``dim`` (None = all); integer and bool tensors give int64, as PyTorch;
+    ``dtype=``: the input converted first."""
+    if dtype is not None:
+        x = astype(x, dtype)
     dim, keep = _args("prod", dim, axis, keepdim, keepdims)
     if not x._dtype.is_floating and x._dtype is not dtypes.int64:
         x = x.to(dtypes.int64)
@@ -39,8 +50,11 @@ def prod(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> 
 
 
 @public(method=True, top=True)
-def cumsum(x: Tensor, dim=UNSET, *, axis=UNSET) -> Tensor:
-    """Running sum along ``dim`` (bool and int32 give int64, as PyTorch)."""
+def cumsum(x: Tensor, dim=UNSET, *, axis=UNSET, dtype=None) -> Tensor:
+    """Running sum along ``dim`` (bool and int32 give int64, as PyTorch); ``dtype=``: the
+    input converted first."""
+    if dtype is not None:
+        x = astype(x, dtype)
     dim = dim_of("cumsum", dim, axis, UNSET)
     if dim is UNSET:
         raise TypeError("cumsum: missing dim (the dim to run along)")
@@ -108,8 +122,7 @@ def var(x: Tensor, dim=UNSET, unbiased=None, keepdim=UNSET, *, correction=None, 
     if unbiased is not None and correction is not None:
         raise TypeError("var: give unbiased= or correction=, not both")
     correction = (1 if unbiased in (None, True) else 0) if correction is None else correction
-    if not x._dtype.is_floating:
-        x = x.to(dtypes.float32)
+    _floating_only("var", x)
     axes = normalize_axis("var", dim, x.ndim)
     mean = movement.mean(x, axes, True)
     dev = ew.sub(x, mean)
@@ -174,8 +187,7 @@ def norm(x: Tensor, p=2, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET
         raise TypeError(f"norm: p must be a real number (2, 1, float('inf')...), got {p!r}")
     if isinstance(p, str):
         raise TypeError(f"norm: p must be a number, got {p!r}")
-    if not x._dtype.is_floating:
-        x = x.to(dtypes.float32)
+    _floating_only("norm", x)
     axes = normalize_axis("norm", dim, x.ndim)
     a = ew.abs(x)
     if p == float("inf"):

@@ -61,9 +61,11 @@ def _scan_op(op: str, x, dim, axis, combine, prepare):
 
 
 @public(method=True, top=True)
-def cumprod(x, dim=UNSET, *, axis=UNSET):
+def cumprod(x, dim=UNSET, *, axis=UNSET, dtype=None):
     """Running product along ``dim`` (integers and bool give int64, as PyTorch); its
-    gradient is exact where x holds zeros."""
+    gradient is exact where x holds zeros. ``dtype=``: the input converted first."""
+    if dtype is not None:
+        x = astype(_check("cumprod", x), dtype)
     def prepare(t):
         return t if t._dtype.is_floating or t._dtype is dtypes.int64 else astype(t, dtypes.int64)
 
@@ -93,9 +95,12 @@ def _without_nan(x: Tensor) -> Tensor:
 
 
 @public(method=True, top=True)
-def nansum(x, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET):
-    """Sum over ``dim`` treating NaN as 0 (integers and bool sum to int64, as PyTorch)."""
+def nansum(x, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET, dtype=None):
+    """Sum over ``dim`` treating NaN as 0 (integers and bool sum to int64, as PyTorch);
+    ``dtype=``: the input converted first."""
     x = _check("nansum", x)
+    if dtype is not None:
+        x = astype(x, dtype)
     dim, keep = dim_of("nansum", dim, axis, None), keep_of("nansum", keepdim, keepdims)
     if not x._dtype.is_floating and x._dtype is not dtypes.int64:
         x = astype(x, dtypes.int64)
@@ -103,9 +108,12 @@ def nansum(x, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET):
 
 
 @public(method=True, top=True)
-def nanmean(x, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET):
-    """Mean over ``dim`` of the elements that are not NaN (NaN where all are)."""
+def nanmean(x, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET, dtype=None):
+    """Mean over ``dim`` of the elements that are not NaN (NaN where all are); ``dtype=``:
+    the input converted first."""
     x = _check("nanmean", x)
+    if dtype is not None:
+        x = astype(x, dtype)
     if not x._dtype.is_floating:
         raise TypeError(f"nanmean: defined on floating tensors, not {x._dtype.name} (as "
                         f"PyTorch); convert with .float()")

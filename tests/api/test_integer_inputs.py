@@ -13,12 +13,15 @@ def _softmax(a, axis=-1):
 
 
 @pytest.mark.parametrize("dtype", [np.int64, np.int32])
-def test_softmax_family_on_integers_gives_float32(dtype):
+def test_softmax_family_on_integers_needs_a_dtype_as_in_pytorch(dtype):
     a = np.array([[1, 2, 4], [0, -3, 5]], dtype=dtype)
     ref = _softmax(a.astype(np.float64))
+    for fn in (F.softmax, F.log_softmax):
+        with pytest.raises(TypeError, match=f"{fn.__name__}: defined on floating tensors.*dtype="):
+            fn(fnn.tensor(a), -1)
     cases = {
-        "softmax": (F.softmax(fnn.tensor(a)), ref),
-        "log_softmax": (F.log_softmax(fnn.tensor(a), axis=-1), np.log(ref)),
+        "softmax": (F.softmax(fnn.tensor(a), -1, dtype=fnn.float32), ref),
+        "log_softmax": (F.log_softmax(fnn.tensor(a), axis=-1, dtype="float32"), np.log(ref)),
         "rms_div": (F.rms_div(fnn.tensor(a)),
                     a / np.sqrt((a.astype(np.float64) ** 2).mean(-1, keepdims=True) + 1e-6)),
     }

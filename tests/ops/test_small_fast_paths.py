@@ -106,7 +106,9 @@ def test_softmax_fast_path_edges():
     with pytest.raises(ValueError, match="out of range"):
         F.softmax(x, 2)
     assert F.softmax(fnn.tensor(np.zeros((0, 3))), 1).shape == (0, 3)
-    ints = F.softmax(fnn.tensor(np.array([[1, 2]])), 1)  # cast to float, as the slow path
+    with pytest.raises(TypeError, match="softmax: defined on floating tensors"):
+        F.softmax(fnn.tensor(np.array([[1, 2]])), 1)  # as PyTorch, which has no int softmax
+    ints = F.softmax(fnn.tensor(np.array([[1, 2]])), 1, dtype=fnn.float32)
     np.testing.assert_allclose(ints.numpy(), [[0.26894142, 0.73105858]], rtol=1e-6)
     big = F.softmax(fnn.tensor(np.array([[1000.0, 0.0]], np.float32)), -1)
     assert big.numpy().tolist() == [[1.0, 0.0]]
