@@ -16,7 +16,6 @@ from fastnn.api.args import real
 from fastnn.nn.activation import Activation, implicit_dim
 from fastnn.nn.module import Module, check_tensor
 from fastnn.ops import activations, nnops
-from fastnn.ops import elementwise as m
 
 
 class _Kind(Activation):
@@ -106,12 +105,10 @@ class Softplus(Activation):
 
     def forward(self, x):
         check_tensor("Softplus", x)
-        if self.beta == 1.0:
-            return activations.softplus(x)  # already stable: no threshold needed
-        return m.div(activations.softplus(m.mul(x, self.beta)), self.beta)
+        return activations.softplus(x, self.beta, self.threshold)
 
     def reverse(self, x, grad_out):
-        if self.beta == 1.0:
+        if self.beta == 1.0 and self.threshold == 20.0:
             return super().reverse(x, grad_out)
         return Module.reverse(self, x, grad_out)
 

@@ -19,7 +19,7 @@ from fastnn.autograd.engine import attach
 from fastnn.autograd.grad_mode import switches
 from fastnn.ops import joining
 from fastnn.ops.core import astype
-from fastnn.ops.elementwise import add, align, exp, mul, where
+from fastnn.ops.elementwise import add, align, compare, div, exp, mul, where
 from fastnn.ops.table import FUNCTIONAL, public
 from fastnn.ops.tensor import Tensor
 
@@ -122,9 +122,17 @@ def silu(x, inplace=False):
 
 @public()
 @kind("softplus")
-def softplus(x):
-    """log(1 + exp(x)), computed stably."""
-    return _hook("softplus", x)
+def softplus(x, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta x)) / beta, computed stably; x itself where beta x > threshold,
+    as PyTorch's (with beta 1 the stable form is already x there, to rounding)."""
+    if beta == 1.0 and threshold == 20.0:
+        return _hook("softplus", x)
+    beta, threshold = real("softplus", "beta", beta), real("softplus", "threshold", threshold)
+    x = _floating("softplus", x)
+    scaled = mul(x, beta)
+    soft = _hook("softplus", scaled)
+    return where(compare("greater", scaled, threshold), x,
+                 soft if beta == 1.0 else div(soft, beta))
 
 
 def _floating(op: str, x) -> Tensor:

@@ -136,10 +136,19 @@ def _check_scalar(op, value):
 
 
 @public(method=True, top=True)
-def add(a, b):
-    """a + b, elementwise, with NumPy broadcasting and PyTorch's type promotion
+def add(a, b, *, alpha=1):
+    """a + alpha * b, elementwise, with NumPy broadcasting and PyTorch's type promotion
     (either side may be a Python number)."""
+    if alpha != 1:
+        b = _times_alpha("add", b, alpha)
     return binary("add", a, b)
+
+
+def _times_alpha(op: str, b, alpha):
+    """``alpha * b`` for add's and sub's ``alpha=`` (a Python number, as PyTorch)."""
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Number):
+        raise TypeError(f"{op}: alpha must be a number, got {type(alpha).__name__}")
+    return mul(b, alpha) if isinstance(b, Tensor) else b * alpha
 
 
 def _no_bool(op: str, *operands) -> None:
@@ -151,9 +160,11 @@ def _no_bool(op: str, *operands) -> None:
 
 
 @public(method=True, top=True)
-def sub(a, b):
-    """a - b, elementwise, broadcast (not defined on bool tensors)."""
+def sub(a, b, *, alpha=1):
+    """a - alpha * b, elementwise, broadcast (not defined on bool tensors)."""
     _no_bool("sub", a, b)
+    if alpha != 1:
+        b = _times_alpha("sub", b, alpha)
     return binary("sub", a, b)
 
 
@@ -163,7 +174,6 @@ def mul(a, b):
     return binary("mul", a, b, lambda x, y, out: (x, y))
 
 
-@public(method=True, top=True)
 def div(a, b):
     """a / b, elementwise true division, broadcast (integers give a float result)."""
     return binary("div", a, b, lambda x, y, out: (y, out))

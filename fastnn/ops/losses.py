@@ -117,9 +117,10 @@ def _none_ignored(targets: Tensor, ignore_index: int) -> bool:
 
 
 @public()
-def cross_entropy(logits: Tensor, targets: Tensor, weight=None, ignore_index: int = -100,
+def cross_entropy(logits: Tensor, target: Tensor, weight=None, ignore_index: int = -100,
                   reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
-    """Softmax cross-entropy over the class axis 1 against integer class targets, as PyTorch's.
+    """Softmax cross-entropy over the class axis 1 against integer class targets, or against
+    class probabilities shaped as the logits (a floating ``target``), as PyTorch's.
 
     Shapes: logits (N, C) with targets (N,); (C,) with a 0-d target; (N, C, d1, ...) with
     (N, d1, ...). loss_i = w[y_i] ((1 - s) (-log p_i[y_i]) + s/C sum_c w_c/w[y_i] (-log p_ic))
@@ -130,7 +131,9 @@ def cross_entropy(logits: Tensor, targets: Tensor, weight=None, ignore_index: in
     smoothing = real("cross_entropy", "label_smoothing", label_smoothing)
     if not 0.0 <= smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {smoothing}")
-    rows, flat, expected = _as_rows("cross_entropy", logits, targets, "logits")
+    if isinstance(target, Tensor) and target._dtype.is_floating:
+        return _soft_cross_entropy(logits, target, weight, smoothing, reduction)
+    rows, flat, expected = _as_rows("cross_entropy", logits, target, "logits")
     if not rows.dtype.is_floating:
         raise TypeError(f"cross_entropy: logits must be floating point, got {rows.dtype}")
     if not isinstance(flat, Tensor) or flat.dtype not in (dtypes.int64, dtypes.int32):
@@ -154,12 +157,12 @@ def cross_entropy(logits: Tensor, targets: Tensor, weight=None, ignore_index: in
 
 
 @public()
-def nll_loss(log_probs: Tensor, targets: Tensor, weight=None, ignore_index: int = -100,
+def nll_loss(log_probs: Tensor, target: Tensor, weight=None, ignore_index: int = -100,
              reduction: str = "mean") -> Tensor:
     """-w[y_i] * log_probs[i, y_i] (the input holds log-probabilities, e.g. log_softmax),
     with cross_entropy's shapes, weights, ignore_index and weighted mean."""
     check_reduction("nll_loss", reduction)
-    rows, flat, expected = _as_rows("nll_loss", log_probs, targets)
+    rows, flat, expected = _as_rows("nll_loss", log_probs, target)
     if not rows.dtype.is_floating:
         raise TypeError(f"nll_loss: input must hold floating-point log-probabilities, got "
                         f"{rows.dtype.name}; convert with .float() (as PyTorch, which refuses "
@@ -172,6 +175,33 @@ def nll_loss(log_probs: Tensor, targets: Tensor, weight=None, ignore_index: int 
     onehot = movement.one_hot(safe, classes, rows.dtype)
     picked = movement.sum(m.mul(rows, onehot), 1)
     return _finish("nll_loss", m.mul(m.neg(picked), row_weight), row_weight, expected, reduction)
+
+
+def _soft_cross_entropy(logits, target, weight, smoothing, reduction):
+    """cross_entropy against class probabilities: -sum_c w_c t_c log p_c per element (t
+    smoothed toward 1/C by ``label_smoothing``); "mean" divides by the elements' count."""
+    if not isinstance(logits, Tensor):
+        raise TypeError(f"cross_entropy: logits must be a fastnn Tensor, got "
+                        f"{type(logits).__name__}")
+    if not logits._dtype.is_floating or logits.ndim == 0:
+        raise TypeError(f"cross_entropy: logits must be floating point with a class axis, "
+                        f"got a {logits._dtype.name} tensor of shape {logits.shape}")
+    if target.shape != logits.shape:
+        raise TypeError(f"cross_entropy: target must be an int64 or int32 tensor of class "
+                        f"indices, or class probabilities of the logits' shape "
+                        f"{logits.shape}; got a {target._dtype.name} tensor of shape "
+                        f"{target.shape}")
+    m.same_dtype("cross_entropy", logits, target)
+    axis = 1 if logits.ndim > 1 else 0
+    classes = logits.shape[axis]
+    if smoothing:
+        target = m.add(m.mul(target, 1.0 - smoothing), smoothing / classes)
+    picked = m.mul(nnops.log_softmax(logits, axis), target)
+    if weight is not None:
+        weight = _class_weight("cross_entropy", weight, classes, logits)
+        picked = m.mul(picked, movement.reshape(weight, (classes,) + (1,) * (logits.ndim
+                                                                           - axis - 1)))
+    return reduce("cross_entropy", m.neg(movement.sum(picked, axis)), reduction)
 
 
 def _apply_weight(op: str, per: Tensor, weight) -> Tensor:

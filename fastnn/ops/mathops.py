@@ -217,13 +217,37 @@ def isfinite(x):
 # ---------------------------------------------------------------- // and %
 
 
+@public(method=True, top=True, name="div")
+def div_rounded(a, b, *, rounding_mode=None):
+    """a / b, elementwise, broadcast: true division (integers give a float result), or
+    rounded toward zero (``rounding_mode="trunc"``) or toward -inf (``"floor"``), in the
+    operands' dtype, as PyTorch."""
+    if rounding_mode is None:
+        return ew.div(a, b)
+    if rounding_mode == "floor":
+        return floor_div(a, b)
+    if rounding_mode != "trunc":
+        raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got "
+                         f"{rounding_mode!r}")
+    if _floating_pair(a, b):
+        return trunc(ew.div(a, b))
+    # integers, exactly: sign(a) sign(b) (|a| // |b|)
+    q = floor_div(*(ew.abs(v) if isinstance(v, Tensor) else abs(v) for v in (a, b)))
+    for v in (a, b):
+        q = ew.mul(q, ew.sign(v) if isinstance(v, Tensor) else (v > 0) - (v < 0))
+    return q
+
+
+def _floating_pair(a, b) -> bool:
+    a_t, b_t = (a, b) if isinstance(a, Tensor) else (b, a)
+    return a_t._dtype.is_floating or (isinstance(b_t, Tensor) and b_t._dtype.is_floating) \
+        or isinstance(a, float) or isinstance(b, float)
+
+
 @public(method=("floor_divide", "__floordiv__"), top=True, name="floor_divide")
 def floor_div(a, b):
     """a // b rounded toward -inf (floats: floor(a / b); integers: exact)."""
-    a_t, b_t = (a, b) if isinstance(a, Tensor) else (b, a)
-    floating = a_t._dtype.is_floating or (isinstance(b_t, Tensor) and b_t._dtype.is_floating) \
-        or isinstance(a, float) or isinstance(b, float)
-    if floating:
+    if _floating_pair(a, b):
         return floor(ew.div(a, b))
     _no_zero_divisor("floor_divide", b)
     return ew.binary("floor_divide", a, b)

@@ -74,7 +74,7 @@ BAD = [
     ("one_hot list", lambda: F.one_hot([0, 1], 3), TypeError,
      r"one_hot: targets must be .*, got list"),
     ("cross_entropy float targets", lambda: F.cross_entropy(_x(), fnn.tensor([0.0, 1.0])),
-     TypeError, r"cross_entropy: targets must be .*got a float32 tensor"),
+     TypeError, r"cross_entropy: target must be .*got a float32 tensor"),
     ("where float cond", lambda: F.where(_x(), _x(), _x()), TypeError,
      r"where: cond must be a bool tensor \(e.g. x > 0\), got a float32 tensor"),
     ("where list cond", lambda: F.where([True, False], _x(), _x()), TypeError,
