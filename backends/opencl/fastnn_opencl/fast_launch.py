@@ -22,7 +22,7 @@ import threading
 
 import numpy as np
 
-from fastnn_opencl.runtime import NP_TYPES, CLArray, contiguous_strides, rounded
+from fastnn_opencl.runtime import NP_TYPES, CLArray, contiguous_strides, fresh, rounded
 
 _tables = threading.local()  # Kernel objects hold their arguments: one per thread
 TRACER: list = [None]  # while a launch list traces: tracer(kernel, queue, size, local, args)
@@ -132,12 +132,12 @@ class _Plan:
     scalar value). Buffers are set at every call (0.08 us each): a plan per shape that
     kept its last inputs would keep their memory from the pool until its next call."""
 
-    __slots__ = ("kernel", "nbytes", "out_dtype", "shape", "strides", "size",
+    __slots__ = ("kernel", "nbytes", "out_dtype", "shape", "strides", "n", "size",
                  "a_offset", "b", "b_offset")
 
-    def __init__(self, kernel, nbytes, out_dtype, shape, strides):
+    def __init__(self, kernel, nbytes, out_dtype, shape, strides, n):
         self.kernel, self.nbytes, self.out_dtype = kernel, nbytes, out_dtype
-        self.shape, self.strides, self.size = shape, strides, None
+        self.shape, self.strides, self.n, self.size = shape, strides, n, None
         self.b = None
         self.a_offset = self.b_offset = 0
 
@@ -175,7 +175,7 @@ def _plan(key, group, name, inputs, out_dtype):
             position += 1
     set_scalar(kernel, position, out_dtype, 0)  # the op's parameter: none here takes one
     plan = _Plan(kernel, n * NP_TYPES[out_dtype].itemsize, out_dtype, shape,
-                 contiguous_strides(shape))
+                 contiguous_strides(shape), n)
     plan.size = flat_size(n)
     plan.b = 0 if len(modes) > 1 and modes[1] == 2 else None
     table[key] = plan
@@ -192,7 +192,7 @@ def unary(group, name, x):
         return None
     dev = x.dev
     kernel = plan.kernel
-    out = CLArray(dev.pool.allocate(plan.nbytes), plan.shape, plan.strides, 0, x.dtype, dev)
+    out = fresh(dev.pool.allocate(plan.nbytes), plan.shape, plan.strides, x.dtype, dev, plan.n)
     data = out.data
     kernel.set_arg(0, data)
     kernel.set_arg(3, x.data)
@@ -230,7 +230,8 @@ def binary(group, name, a, b, out_dtype):
         return None
     dev = a.dev
     kernel = plan.kernel
-    out = CLArray(dev.pool.allocate(plan.nbytes), plan.shape, strides, 0, plan.out_dtype, dev)
+    out = fresh(dev.pool.allocate(plan.nbytes), plan.shape, strides, plan.out_dtype, dev,
+                plan.n)
     data = out.data
     kernel.set_arg(0, data)
     kernel.set_arg(3, a.data)

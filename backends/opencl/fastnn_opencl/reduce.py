@@ -19,7 +19,7 @@ import numpy as np
 from fastnn.api.hookspec import hookimpl
 from fastnn_opencl import elementwise
 from fastnn_opencl.fast_launch import launch, plan_table, set_scalar
-from fastnn_opencl.runtime import CL_TYPES, NP_TYPES, CLArray, contiguous_strides, rounded
+from fastnn_opencl.runtime import CL_TYPES, NP_TYPES, CLArray, contiguous_strides, fresh, rounded
 
 FILE = "reduce.cl"
 _I = np.int32
@@ -155,8 +155,8 @@ class _Plan:
     once: a call allocates the result, sets its buffer and x's (and x's offset if it
     changed), and enqueues."""
 
-    __slots__ = ("kernel", "size", "local", "nbytes", "out_shape", "out_strides", "strides",
-                 "offset")
+    __slots__ = ("kernel", "size", "local", "n", "nbytes", "out_shape", "out_strides",
+                 "strides", "offset")
 
     def __init__(self, x, name, defines, arg_dtypes, scalars, size, local, out_shape):
         import pyopencl as cl
@@ -167,14 +167,15 @@ class _Plan:
             set_scalar(self.kernel, index, np.dtype(dtype).name, value)
         set_scalar(self.kernel, 2, "int32", 0)
         self.size, self.local, self.out_shape = size, local, out_shape
-        self.nbytes = builtins.max(math.prod(out_shape), 1) * NP_TYPES[x.dtype].itemsize
+        self.n = math.prod(out_shape)
+        self.nbytes = builtins.max(self.n, 1) * NP_TYPES[x.dtype].itemsize
         self.out_strides, self.strides = contiguous_strides(out_shape), x.strides
         self.offset = 0
 
     def run(self, x: CLArray) -> CLArray:
         dev, kernel = x.dev, self.kernel
-        out = CLArray(dev.pool.allocate(self.nbytes), self.out_shape, self.out_strides, 0,
-                      x.dtype, dev)
+        out = fresh(dev.pool.allocate(self.nbytes), self.out_shape, self.out_strides, x.dtype,
+                    dev, self.n)
         kernel.set_arg(0, out.data)
         kernel.set_arg(1, x.data)  # at every call: a kept x would stay out of the pool
         if x.offset != self.offset:
