@@ -124,6 +124,20 @@ def _check_scalar(op, value):
     return float(value) if not isinstance(value, numbers.Integral) else int(value)
 
 
+# what a binary op's backward needs of (x, y, out): module functions, not a lambda made
+# at each call (0.05 us of an eager op's few)
+def _inputs(x, y, out):
+    return x, y
+
+
+def _divisor_and_result(x, y, out):
+    return y, out
+
+
+def _inputs_and_result(x, y, out):
+    return x, y, out
+
+
 @public(method=True, top=True)
 def add(a, b):
     """a + b, elementwise, with NumPy broadcasting and PyTorch's type promotion
@@ -149,13 +163,13 @@ def sub(a, b):
 @public(method=True, top=True)
 def mul(a, b):
     """a * b, elementwise, broadcast."""
-    return binary("mul", a, b, lambda x, y, out: (x, y))
+    return binary("mul", a, b, _inputs)
 
 
 @public(method=True, top=True)
 def div(a, b):
     """a / b, elementwise true division, broadcast (integers give a float result)."""
-    return binary("div", a, b, lambda x, y, out: (y, out))
+    return binary("div", a, b, _divisor_and_result)
 
 
 @public(method=True, top=True)
@@ -169,19 +183,19 @@ def pow(a, b):
         if isinstance(b, Tensor) and a._dtype is dtypes.bool_ and b._dtype is dtypes.bool_:
             raise TypeError("pow: not defined on two bool tensors (as in PyTorch); convert "
                             "with .to(fnn.int64) first")
-    return binary("pow", a, b, lambda x, y, out: (x, y, out))
+    return binary("pow", a, b, _inputs_and_result)
 
 
 @public(method=True, top=True)
 def maximum(a, b):
     """The elementwise larger of a and b, broadcast."""
-    return binary("maximum", a, b, lambda x, y, out: (x, y))
+    return binary("maximum", a, b, _inputs)
 
 
 @public(method=True, top=True)
 def minimum(a, b):
     """The elementwise smaller of a and b, broadcast."""
-    return binary("minimum", a, b, lambda x, y, out: (x, y))
+    return binary("minimum", a, b, _inputs)
 
 
 def compare(op: str, a, b) -> Tensor:

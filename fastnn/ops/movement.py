@@ -72,6 +72,8 @@ def sum(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> T
     """Sum over ``dim`` (None = all)."""
     if dim is UNSET and axis is UNSET and keepdim is UNSET and keepdims is UNSET:
         return _reduce("sum", x, None, False)  # x.sum(): nothing to resolve
+    if axis is UNSET and keepdim is UNSET and keepdims is UNSET:
+        return _reduce("sum", x, dim, False)  # x.sum(dim): only dim given
     return _reduce("sum", x, dim_of("sum", dim, axis), keep_of("sum", keepdim, keepdims))
 
 
@@ -80,6 +82,8 @@ def mean(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> 
     """Mean over ``dim`` (None = all); integer tensors give float32."""
     if dim is UNSET and axis is UNSET and keepdim is UNSET and keepdims is UNSET:
         return _reduce("mean", x, None, False)  # x.mean(): nothing to resolve
+    if axis is UNSET and keepdim is UNSET and keepdims is UNSET:
+        return _reduce("mean", x, dim, False)  # x.mean(dim): only dim given
     return _reduce("mean", x, dim_of("mean", dim, axis), keep_of("mean", keepdim, keepdims))
 
 
