@@ -126,11 +126,12 @@ def _binary(name: str, a: CLArray, b, group=3, out_dtype=None) -> CLArray:
 def _make_binary(op, group=3, out_dtype=None):
     name = "k_" + op
 
-    def impl(a, b):
-        out = fast_launch.binary(group, name, a, b, out_dtype)
-        return _binary(name, a, b, group, out_dtype) if out is None else out
+    def general(a, b):
+        return _binary(name, a, b, group, out_dtype)
 
-    impl.__name__ = op
+    impl = fast_launch.binary(group, name, out_dtype, general)
+    impl.__name__ = impl.__qualname__ = op
+    impl.__module__ = __name__
     impl.__doc__ = f"{op}(a, b) with NumPy broadcasting (kernel k_{op} of elementwise.cl)."
     return hookimpl(impl)
 
