@@ -17,7 +17,8 @@ from __future__ import annotations
 import os
 import threading
 
-from fastnn_opencl.fast_launch import launch, operand, plan_table, set_scalar
+from fastnn_opencl import fast_launch
+from fastnn_opencl.fast_launch import _args, launch, operand, plan_table, set_scalar
 from fastnn_opencl.runtime import CL_TYPES, NP_TYPES, CLArray, fresh
 
 _tables = threading.local()  # Kernel objects hold their arguments: one per thread
@@ -172,17 +173,26 @@ def matmul_2d(a, b):
     if plan is None:
         return None
     pool = dev.pool
-    out = fresh(pool.allocate(plan.nbytes), plan.shape, plan.strides, a.dtype, dev, plan.size)
+    data = pool.allocate(plan.nbytes)
     step = plan.direct
-    if step is not None:  # one launch (roles out, a, b): the short way
+    if step is not None:  # one launch (roles out, a, b): operand and launch inlined
         kernel, last = step.kernel, step.last
-        data = out.data
         kernel.set_arg(12, data)
-        operand(kernel, last, 0, 3, a)
-        operand(kernel, last, 2, 8, b)
-        launch(dev.queue, kernel, step.size, step.local, (12, 3, 8), (data, a.data, b.data))
-        return out
-    buffers = {"out": out.data}
+        kernel.set_arg(3, a.data)
+        if a.offset != last[1]:
+            set_scalar(kernel, 4, "int32", a.offset)
+            last[1] = a.offset
+        kernel.set_arg(8, b.data)
+        if b.offset != last[3]:
+            set_scalar(kernel, 9, "int32", b.offset)
+            last[3] = b.offset
+        tracer = fast_launch.TRACER[0]
+        if tracer is not None:
+            tracer(kernel, dev.queue, step.size, step.local, _args((12, 3, 8),
+                                                                   (data, a.data, b.data)))
+        fast_launch._enqueue(dev.queue, kernel, step.size, step.local)
+        return fresh(data, plan.shape, plan.strides, a.dtype, dev, plan.size)
+    buffers = {"out": data}
     if plan.bp_bytes:
         buffers["bp"] = pool.allocate(plan.bp_bytes)
     if plan.cp_bytes:
@@ -199,8 +209,8 @@ def matmul_2d(a, b):
                 operand(kernel, last, 2, index, b)
                 given.append(b.data)
             else:
-                data = buffers[role]
-                kernel.set_arg(index, data)
-                given.append(data)
+                buffer = buffers[role]
+                kernel.set_arg(index, buffer)
+                given.append(buffer)
         launch(queue, kernel, step.size, step.local, step.positions, given)
-    return out
+    return fresh(data, plan.shape, plan.strides, a.dtype, dev, plan.size)
