@@ -59,13 +59,17 @@ def _make_unary(op):
 
     vector = op in unary_vec.OPS
 
-    def impl(x):
+    def general(x):
         if vector and x.size >= unary_vec.MIN_SIZE and unary_vec.wanted(op, x):
             return unary_vec.launch(op, x)
-        out = fast_launch.unary(1 if x.dtype.startswith("float") else 2, name, x)
-        return _unary(name, x) if out is None else out
+        return _unary(name, x)
 
-    impl.__name__ = op
+    def leave(size, dtype):  # the contiguous arrays general gives the vector kernel
+        return vector and unary_vec.serves(op, size, dtype)
+
+    impl = fast_launch.unary(name, general, leave)
+    impl.__name__ = impl.__qualname__ = op
+    impl.__module__ = __name__
     impl.__doc__ = f"{op}(x) elementwise (kernel k_{op} of elementwise.cl)."
     return hookimpl(impl)
 

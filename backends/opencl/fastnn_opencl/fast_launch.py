@@ -183,28 +183,42 @@ def _plan(key, group, name, inputs, out_dtype):
     return plan
 
 
-def unary(group, name, x):
-    """``name`` over a contiguous x (param 0), or None."""
-    try:
-        plan = _tables.table[name, x.dtype, x.dev, x.shape]
-    except (AttributeError, KeyError):
-        plan = _plan((name, x.dtype, x.dev, x.shape), group, name, [x], x.dtype)
-    if plan is None or x.strides != plan.strides:
+def unary(name, general, leave):
+    """The hook ``name``(x) (``general(x)`` its general path): the kept plan's launch (param
+    0) for a contiguous x, else ``general(x)``, which also takes every contiguous x for
+    which ``leave(size, dtype)`` is true (no plan is made for those). One function, as
+    :func:`binary`."""
+
+    def hook(x):
+        try:
+            plan = _tables.table[name, x.dtype, x.dev, x.shape]
+        except (AttributeError, KeyError):
+            plan = _unary_plan(name, x, leave)
+        if plan is None or x.strides != plan.strides:
+            return general(x)
+        dev = x.dev
+        kernel = plan.kernel
+        data = dev.pool.allocate(plan.nbytes)
+        kernel.set_arg(0, data)
+        kernel.set_arg(3, x.data)
+        if x.offset != plan.a_offset:
+            set_scalar(kernel, 4, "int32", x.offset)
+            plan.a_offset = x.offset
+        tracer = TRACER[0]
+        if tracer is not None:
+            tracer(kernel, dev.queue, plan.size, None, [data, None, None, x.data])
+        _enqueue(dev.queue, kernel, plan.size, None)
+        return fresh(data, plan.shape, plan.strides, x.dtype, dev, plan.n)
+
+    return hook
+
+
+def _unary_plan(name, x, leave):
+    key = (name, x.dtype, x.dev, x.shape)
+    if leave(x.size, x.dtype):
+        plan_table(_tables, MAX_PLANS)[key] = None
         return None
-    dev = x.dev
-    kernel = plan.kernel
-    out = fresh(dev.pool.allocate(plan.nbytes), plan.shape, plan.strides, x.dtype, dev, plan.n)
-    data = out.data
-    kernel.set_arg(0, data)
-    kernel.set_arg(3, x.data)
-    if x.offset != plan.a_offset:
-        set_scalar(kernel, 4, "int32", x.offset)
-        plan.a_offset = x.offset
-    tracer = TRACER[0]
-    if tracer is not None:
-        tracer(kernel, dev.queue, plan.size, None, [data, None, None, x.data])
-    _enqueue(dev.queue, kernel, plan.size, None)
-    return out
+    return _plan(key, 1 if x.dtype.startswith("float") else 2, name, [x], x.dtype)
 
 
 def binary(group, name, out_dtype, general):
