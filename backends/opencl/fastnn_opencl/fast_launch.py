@@ -10,8 +10,9 @@ Scalars are set with :func:`set_scalar` (pyopencl's ``set_arg`` of a NumPy scala
 
 Every fast path (these, :mod:`fastnn_opencl.fast_gemm`, the plans of
 :mod:`fastnn_opencl.elementwise_plan` and :mod:`fastnn_opencl.reduce`) enqueues through
-:func:`launch` (:func:`unary`, :func:`binary` and fast_gemm's one-launch product through
-its two lines inlined, which read ``TRACER`` and ``_enqueue`` here at each call), the one
+:func:`launch` (:func:`unary`, :func:`binary`, fast_gemm's one-launch product and the
+reductions' hooks through its two lines inlined, which read ``TRACER`` and ``_enqueue``
+here at each call), the one
 place a launch list's trace (:mod:`fastnn_opencl.launch_list`) sees the launches that
 bypass pyopencl's ``Kernel.__call__``; no other module calls ``enqueue_nd_range_kernel``
 (a test checks).

@@ -108,7 +108,11 @@ def test_reductions_of_one_shape_take_each_calls_operand(ocl):
         np.testing.assert_allclose(w.sum((0, 2)).numpy(), wide.astype(np.float64).sum((0, 2)),
                                    rtol=1e-5)
     ints = fnn.tensor(np.arange(24).reshape(4, 6), device=DEV)
-    _same(ints.sum(1).numpy(), np.arange(24).reshape(4, 6).sum(1))
+    _same(ints.sum(1).numpy(), np.arange(24).reshape(4, 6).sum(1))  # another dtype
+    t = fnn.tensor(np.ascontiguousarray(data[1].T), device=DEV).T  # (4, 6), strides (1, 4)
+    for axis in (None, 1, 0):  # the plans of (4, 6) are kept: t's strides take the general path
+        np.testing.assert_allclose(t.sum(axis).numpy(), data[1].astype(np.float64).sum(axis),
+                                   rtol=1e-5, atol=1e-5)
 
 
 def test_plans_keep_no_inputs_from_the_pool(ocl):
