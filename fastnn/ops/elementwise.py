@@ -17,6 +17,7 @@ from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
 
 _Scalar = (numbers.Real,)
+_make = Tensor._make  # bound once: the hot paths below skip the classmethod's lookup
 
 
 def _as_tensor_like(value, like: Tensor) -> Tensor:
@@ -62,14 +63,26 @@ def binary(op: str, a, b, saved_fn=None) -> Tensor:
     # Fast path for most calls in a model: two tensors of one dtype, device and shape, or a
     # floating tensor and a Python float/int. Nothing there needs promoting or checking, and
     # the general path below would spend more time deciding so than the op itself takes.
+    # The op is called and its node recorded right here (not in a function of its own:
+    # a Python call is a tenth of such an op's host time).
     if isinstance(a, Tensor):
         dtype = a._dtype
         if isinstance(b, Tensor):
-            if (b._dtype is dtype and b._device is a._device and b._data.shape == a._data.shape
-                    and (dtype.is_floating or op != "div")):
-                return _record(op, a, b, a._data, b._data, saved_fn)
-        elif (type(b) is float or type(b) is int) and dtype.is_floating:
-            return _record(op, a, None, a._data, b, saved_fn)
+            b_in, b_data = b, b._data
+            plain = (b._dtype is dtype and b._device is a._device
+                     and b_data.shape == a._data.shape and (dtype.is_floating or op != "div"))
+        else:
+            b_in, b_data = None, b
+            plain = (type(b) is float or type(b) is int) and dtype.is_floating
+        if plain:
+            device, a_data = a._device, a._data
+            out_data = getattr(device.ops, op)(a_data, b_data)
+            out = _make(out_data, dtype, device)
+            if a._requires_grad or (b_in is not None and b_in._requires_grad) or (
+                    switches.anomaly):
+                saved = saved_fn(a_data, b_data, out_data) if saved_fn else ()
+                return attach(out, op, (a, b_in), saved)
+            return out  # nothing to record: skip attach's call (a fifth of a tiny op's time)
     if isinstance(a, bool) or isinstance(b, bool):
         a, b = _python_bools(a, b)
     if not isinstance(a, Tensor):
@@ -108,14 +121,6 @@ def _python_bools(a, b) -> tuple:
         def convert(value, like):
             return int(value)
     return tuple(convert(v, tensor) if isinstance(v, bool) else v for v in (a, b))
-
-
-def _record(op, a, b_in, a_data, b_data, saved_fn):
-    out_data = getattr(a._device.ops, op)(a_data, b_data)
-    out = Tensor._make(out_data, a._dtype, a._device)
-    if a._requires_grad or (b_in is not None and b_in._requires_grad) or switches.anomaly:
-        return attach(out, op, (a, b_in), saved_fn(a_data, b_data, out_data) if saved_fn else ())
-    return out  # nothing to record: skip attach's call (a fifth of a tiny op's time)
 
 
 def _check_scalar(op, value):
@@ -305,7 +310,7 @@ def unary(op: str, x: Tensor, save_input=False, save_output=False) -> Tensor:
     if not x._dtype.is_floating and op not in ("neg", "abs", "sign", "relu"):
         x = astype(x, dtypes.float32)
     out_data = getattr(x._device.ops, op)(x._data)
-    out = Tensor._make(out_data, x._dtype, x._device)
+    out = _make(out_data, x._dtype, x._device)
     if not (x._requires_grad or switches.anomaly):
         return out
     saved = (x._data,) if save_input else ()
