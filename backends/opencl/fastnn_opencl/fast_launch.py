@@ -4,7 +4,8 @@ its zero offsets set once, so a call allocates its result, sets the buffers (and
 offsets and scalar where they differ from the last call's) and enqueues. The kernels are those
 :func:`fastnn_opencl.elementwise_plan.launch` builds for flat operands (same source,
 defines and arguments), so the results are the same bit for bit; anything else
-(broadcasting, views, scalars of another kind) returns None and takes that general path.
+(broadcasting, views, scalars of another kind) goes to that general path, which the hooks
+:func:`unary` and :func:`binary` make are given.
 Scalars are set with :func:`set_scalar` (pyopencl's ``set_arg`` of a NumPy scalar costs
 7-9 us, three enqueues).
 
