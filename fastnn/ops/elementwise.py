@@ -17,6 +17,7 @@ from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
 
 _Scalar = (numbers.Real,)
+_make = Tensor._make  # bound once: the hot paths below skip the classmethod's lookup
 
 
 def _as_tensor_like(value, like: Tensor) -> Tensor:
@@ -73,14 +74,26 @@ def binary(op: str, a, b, saved_fn=None) -> Tensor:
     # Fast path for most calls in a model: two tensors of one dtype, device and shape, or a
     # floating tensor and a Python float/int. Nothing there needs promoting or checking, and
     # the general path below would spend more time deciding so than the op itself takes.
+    # The op is called and its node recorded right here (not in a function of its own:
+    # a Python call is a tenth of such an op's host time).
     if isinstance(a, Tensor):
         dtype = a._dtype
         if isinstance(b, Tensor):
-            if (b._dtype is dtype and b._device is a._device and b._data.shape == a._data.shape
-                    and (dtype.is_floating or op != "div")):
-                return _record(op, a, b, a._data, b._data, saved_fn)
-        elif (type(b) is float or type(b) is int) and dtype.is_floating:
-            return _record(op, a, None, a._data, b, saved_fn)
+            b_in, b_data = b, b._data
+            plain = (b._dtype is dtype and b._device is a._device
+                     and b_data.shape == a._data.shape and (dtype.is_floating or op != "div"))
+        else:
+            b_in, b_data = None, b
+            plain = (type(b) is float or type(b) is int) and dtype.is_floating
+        if plain:
+            device, a_data = a._device, a._data
+            out_data = getattr(device.ops, op)(a_data, b_data)
+            out = _make(out_data, dtype, device)
+            if a._requires_grad or (b_in is not None and b_in._requires_grad) or (
+                    switches.anomaly):
+                saved = saved_fn(a_data, b_data, out_data) if saved_fn else ()
+                return attach(out, op, (a, b_in), saved)
+            return out  # nothing to record: skip attach's call (a fifth of a tiny op's time)
     if isinstance(a, bool) or isinstance(b, bool):
         a, b = _python_bools(a, b)
     if not isinstance(a, Tensor):
@@ -121,18 +134,24 @@ def _python_bools(a, b) -> tuple:
     return tuple(convert(v, tensor) if isinstance(v, bool) else v for v in (a, b))
 
 
-def _record(op, a, b_in, a_data, b_data, saved_fn):
-    out_data = getattr(a._device.ops, op)(a_data, b_data)
-    out = Tensor._make(out_data, a._dtype, a._device)
-    if a._requires_grad or (b_in is not None and b_in._requires_grad) or switches.anomaly:
-        return attach(out, op, (a, b_in), saved_fn(a_data, b_data, out_data) if saved_fn else ())
-    return out  # nothing to record: skip attach's call (a fifth of a tiny op's time)
-
-
 def _check_scalar(op, value):
     if isinstance(value, bool) or not isinstance(value, _Scalar):
         raise TypeError(f"{op}: expected a Tensor or a real number, got {type(value).__name__}")
     return float(value) if not isinstance(value, numbers.Integral) else int(value)
+
+
+# what a binary op's backward needs of (x, y, out): module functions, not a lambda made
+# at each call (0.05 us of an eager op's few)
+def _inputs(x, y, out):
+    return x, y
+
+
+def _divisor_and_result(x, y, out):
+    return y, out
+
+
+def _inputs_and_result(x, y, out):
+    return x, y, out
 
 
 @public(method=True, top=True)
@@ -171,12 +190,12 @@ def sub(a, b, *, alpha=1):
 @public(method=True, top=True)
 def mul(a, b):
     """a * b, elementwise, broadcast."""
-    return binary("mul", a, b, lambda x, y, out: (x, y))
+    return binary("mul", a, b, _inputs)
 
 
 def div(a, b):
     """a / b, elementwise true division, broadcast (integers give a float result)."""
-    return binary("div", a, b, lambda x, y, out: (y, out))
+    return binary("div", a, b, _divisor_and_result)
 
 
 @public(method=True, top=True)
@@ -190,19 +209,19 @@ def pow(a, b):
         if isinstance(b, Tensor) and a._dtype is dtypes.bool_ and b._dtype is dtypes.bool_:
             raise TypeError("pow: not defined on two bool tensors (as in PyTorch); convert "
                             "with .to(fnn.int64) first")
-    return binary("pow", a, b, lambda x, y, out: (x, y, out))
+    return binary("pow", a, b, _inputs_and_result)
 
 
 @public(method=True, top=True)
 def maximum(a, b):
     """The elementwise larger of a and b, broadcast."""
-    return binary("maximum", a, b, lambda x, y, out: (x, y))
+    return binary("maximum", a, b, _inputs)
 
 
 @public(method=True, top=True)
 def minimum(a, b):
     """The elementwise smaller of a and b, broadcast."""
-    return binary("minimum", a, b, lambda x, y, out: (x, y))
+    return binary("minimum", a, b, _inputs)
 
 
 def compare(op: str, a, b) -> Tensor:
@@ -312,7 +331,7 @@ def unary(op: str, x: Tensor, save_input=False, save_output=False) -> Tensor:
     if not x._dtype.is_floating and op not in ("neg", "abs", "sign", "relu"):
         x = astype(x, dtypes.float32)
     out_data = getattr(x._device.ops, op)(x._data)
-    out = Tensor._make(out_data, x._dtype, x._device)
+    out = _make(out_data, x._dtype, x._device)
     if not (x._requires_grad or switches.anomaly):
         return out
     saved = (x._data,) if save_input else ()

@@ -17,6 +17,8 @@ from fastnn.ops.storage import copy_array, is_contiguous, layout, mark_view, sou
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
 
+_make = Tensor._make  # bound once: the hot paths skip the classmethod's lookup
+
 
 def normalize_axis(op: str, axis, ndim: int):
     """None, an int or a sequence of ints -> None or a sorted tuple of non-negative axes."""
@@ -60,7 +62,7 @@ def _reduce(op: str, x: Tensor, axis, keepdims: bool) -> Tensor:
         # (NumPy's backend summed int32 to int64 under an int32 label)
         x = x.to(dtypes.int64)
     data = getattr(x._device.ops, op)(x._data, axis, keepdims)
-    out = Tensor._make(data, x._dtype, x._device)
+    out = _make(data, x._dtype, x._device)
     if not (x._requires_grad or switches.anomaly):
         return out
     if op == "max":
@@ -76,6 +78,8 @@ def sum(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET,
         x = astype(x, dtype)
     if dim is UNSET and axis is UNSET and keepdim is UNSET and keepdims is UNSET:
         return _reduce("sum", x, None, False)  # x.sum(): nothing to resolve
+    if axis is UNSET and keepdim is UNSET and keepdims is UNSET:
+        return _reduce("sum", x, dim, False)  # x.sum(dim): only dim given
     return _reduce("sum", x, dim_of("sum", dim, axis), keep_of("sum", keepdim, keepdims))
 
 
@@ -88,6 +92,8 @@ def mean(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET,
         x = astype(x, dtype)
     if dim is UNSET and axis is UNSET and keepdim is UNSET and keepdims is UNSET:
         return _reduce("mean", x, None, False)  # x.mean(): nothing to resolve
+    if axis is UNSET and keepdim is UNSET and keepdims is UNSET:
+        return _reduce("mean", x, dim, False)  # x.mean(dim): only dim given
     return _reduce("mean", x, dim_of("mean", dim, axis), keep_of("mean", keepdim, keepdims))
 
 

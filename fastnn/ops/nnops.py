@@ -24,6 +24,8 @@ from fastnn.ops.spelling import UNSET, dim_of
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
 
+_make = Tensor._make  # bound once: the hot paths skip the classmethod's lookup
+
 
 def _float_pair(op, a, b):
     for t in (a, b):
@@ -39,7 +41,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
             a._device is b._device):
         sa, sb = a._data.shape, b._data.shape
         if len(sa) == 2 and len(sb) == 2 and sa[1] == sb[0]:  # the common case, checked
-            out = Tensor._make(a._device.ops.matmul(a._data, b._data), a._dtype, a._device)
+            out = _make(a._device.ops.matmul(a._data, b._data), a._dtype, a._device)
             if not (a._requires_grad or b._requires_grad or switches.anomaly):
                 return out
             return attach(out, "matmul", (a, b), (a._data, b._data))

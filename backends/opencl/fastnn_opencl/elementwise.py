@@ -59,13 +59,17 @@ def _make_unary(op):
 
     vector = op in unary_vec.OPS
 
-    def impl(x):
+    def general(x):
         if vector and x.size >= unary_vec.MIN_SIZE and unary_vec.wanted(op, x):
             return unary_vec.launch(op, x)
-        out = fast_launch.unary(1 if x.dtype.startswith("float") else 2, name, x)
-        return _unary(name, x) if out is None else out
+        return _unary(name, x)
 
-    impl.__name__ = op
+    def leave(size, dtype):  # the contiguous arrays general gives the vector kernel
+        return vector and unary_vec.serves(op, size, dtype)
+
+    impl = fast_launch.unary(name, general, leave)
+    impl.__name__ = impl.__qualname__ = op
+    impl.__module__ = __name__
     impl.__doc__ = f"{op}(x) elementwise (kernel k_{op} of elementwise.cl)."
     return hookimpl(impl)
 
@@ -126,11 +130,12 @@ def _binary(name: str, a: CLArray, b, group=3, out_dtype=None) -> CLArray:
 def _make_binary(op, group=3, out_dtype=None):
     name = "k_" + op
 
-    def impl(a, b):
-        out = fast_launch.binary(group, name, a, b, out_dtype)
-        return _binary(name, a, b, group, out_dtype) if out is None else out
+    def general(a, b):
+        return _binary(name, a, b, group, out_dtype)
 
-    impl.__name__ = op
+    impl = fast_launch.binary(group, name, out_dtype, general)
+    impl.__name__ = impl.__qualname__ = op
+    impl.__module__ = __name__
     impl.__doc__ = f"{op}(a, b) with NumPy broadcasting (kernel k_{op} of elementwise.cl)."
     return hookimpl(impl)
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 import os
 import threading
 
-from fastnn_opencl.fast_launch import launch, operand, set_scalar
-from fastnn_opencl.runtime import CL_TYPES, NP_TYPES, CLArray
+from fastnn_opencl import fast_launch
+from fastnn_opencl.fast_launch import _args, launch, operand, plan_table, set_scalar
+from fastnn_opencl.runtime import CL_TYPES, NP_TYPES, CLArray, fresh
 
 _tables = threading.local()  # Kernel objects hold their arguments: one per thread
 # FASTNN_OPENCL_GEMM read at each call from os.environ's own dict (what os.environ[...] = v
@@ -44,11 +45,17 @@ class _Step:
 
 
 class _Plan:
-    __slots__ = ("steps", "nbytes", "bp_bytes", "cp_bytes", "strides")
+    """A product's launches and its result's shape, strides, size and bytes (and those of
+    the packed panels and partial sums); ``direct`` is the one step of a one-launch
+    product (roles out, a, b at 12, 3, 8), None where there are more."""
 
-    def __init__(self, steps, nbytes, bp_bytes=0, cp_bytes=0, strides=(1, 1)):
-        self.steps, self.nbytes = steps, nbytes
-        self.bp_bytes, self.cp_bytes, self.strides = bp_bytes, cp_bytes, strides
+    __slots__ = ("steps", "direct", "shape", "strides", "size", "nbytes", "bp_bytes",
+                 "cp_bytes")
+
+    def __init__(self, steps, m, n, itemsize, bp_bytes=0, cp_bytes=0):
+        self.steps, self.shape, self.strides, self.size = steps, (m, n), (n, 1), m * n
+        self.nbytes, self.bp_bytes, self.cp_bytes = m * n * itemsize, bp_bytes, cp_bytes
+        self.direct = steps[0] if len(steps) == 1 and not bp_bytes else None
 
 
 def _kernel(dev, defines, name):
@@ -80,7 +87,7 @@ def _packed(dev, dtype, m, n, k, a_str, b_str) -> _Plan:
                            ((0, m), (1, n), (2, splits), (3, mb * tm), (4, nb * nr), (7, 0),
                             (8, 0), (9, n))))
     cp_bytes = splits * mb * tm * nb * nr * size if scratch else 0
-    return _Plan(steps, m * n * size, nb * nr * k * size, cp_bytes, (n, 1))
+    return _Plan(steps, m, n, size, nb * nr * k * size, cp_bytes)
 
 
 def _direct(dev, dtype, m, n, k, a_str, nt: bool) -> _Plan:
@@ -104,15 +111,24 @@ def _direct(dev, dtype, m, n, k, a_str, nt: bool) -> _Plan:
     step = _Step(_kernel(dev, defines, name), size, local, (("out", 12), ("a", 3), ("b", 8)),
                  ((0, m), (1, n), (2, k), (5, 0), (6, a_str[0]), (7, a_str[1]), (10, 0),
                   (11, ldb), (13, 0), (14, m * n), (15, n)))
-    return _Plan([step], m * n * NP_TYPES[dtype].itemsize, strides=(n, 1))
+    return _Plan([step], m, n, NP_TYPES[dtype].itemsize)
 
 
-def _plan(key, dev, dtype: str, m: int, n: int, k: int, a, b) -> _Plan | None:
+MAX_PLANS = 1024  # a thread's products (one Kernel object a step) before its table starts over
+
+
+def _plan(key, a, b) -> _Plan | None:
+    """Build and keep the plan of ``key`` (a's and b's shapes, strides, dtypes and devices
+    and the forced design), or None (kept too) where the fast path does not take a @ b."""
     from fastnn_opencl import linalg
 
-    ta, tb = key[5], key[6]
+    table = plan_table(_tables, MAX_PLANS)
+    table[key] = plan = None
+    layout = _layout(a, b)
+    if layout is None:
+        return None
+    dev, dtype, (m, k), n, ta, tb = a.dev, a.dtype, a.shape, b.shape[1], *layout
     a_str = (1, m) if ta else (k, 1)  # (row, column) element strides
-    plan = None
     if linalg.packs(dev, m, n, k):
         plan = _packed(dev, dtype, m, n, k, a_str, (1, k) if tb else (n, 1))
     elif not tb:
@@ -120,59 +136,63 @@ def _plan(key, dev, dtype: str, m: int, n: int, k: int, a, b) -> _Plan | None:
             plan = _direct(dev, dtype, m, n, k, a_str, nt=False)
     elif linalg._reads_transposed(a, b, k) and n > 1:
         plan = _direct(dev, dtype, m, n, k, a_str, nt=True)
-    _tables.table[key] = plan
+    table[key] = plan
     return plan
+
+
+def _layout(a, b):
+    """(ta, tb): whether a and b are transposed views of contiguous matrices (else
+    contiguous), for 2-D float matrices of one dtype and device whose product has
+    elements; else None."""
+    if len(a.shape) != 2 or len(b.shape) != 2:
+        return None
+    m, k = a.shape
+    n = b.shape[1]
+    if (b.shape[0] != k or not (m and n and k) or b.dtype != a.dtype or b.dev is not a.dev
+            or not a.dtype.startswith("float")):
+        return None
+    ta = {(k, 1): False, (1, m): True}.get(a.strides)
+    tb = {(n, 1): False, (1, k): True}.get(b.strides)
+    return None if ta is None or tb is None else (ta, tb)
 
 
 def matmul_2d(a, b):
     """a @ b for 2-D float matrices of one dtype and device, each contiguous or a
-    transposed view of a contiguous matrix, or None."""
-    if type(a) is not CLArray or type(b) is not CLArray or a.ndim != 2 or b.ndim != 2:
-        return None
-    m, k = a.shape
-    n = b.shape[1]
-    dtype = a.dtype
-    if (b.shape[0] != k or not (m and n and k) or b.dtype != dtype or b.dev is not a.dev
-            or not dtype.startswith("float")):
-        return None
-    a_strides, b_strides = a.strides, b.strides
-    if a_strides == (k, 1):
-        ta = False
-    elif a_strides == (1, m):
-        ta = True
-    else:
-        return None
-    if b_strides == (n, 1):
-        tb = False
-    elif b_strides == (1, k):
-        tb = True
-    else:
+    transposed view of a contiguous matrix, or None. The checks are made once per
+    (shapes, strides, dtypes, devices): a call looks its plan up by them."""
+    if type(a) is not CLArray or type(b) is not CLArray:
         return None
     dev = a.dev
     forced = (_ENVIRON.get(_FORCED_KEY) if _FORCED_KEY is not None
               else os.environ.get(_FORCED))
-    key = (dtype, dev, m, n, k, ta, tb, forced)
+    key = (a.shape, b.shape, a.strides, b.strides, a.dtype, b.dtype, dev, b.dev, forced)
     try:
         plan = _tables.table[key]
-    except AttributeError:
-        _tables.table = {}
-        plan = _plan(key, dev, dtype, m, n, k, a, b)
-    except KeyError:
-        plan = _plan(key, dev, dtype, m, n, k, a, b)
+    except (AttributeError, KeyError):
+        plan = _plan(key, a, b)
     if plan is None:
         return None
     pool = dev.pool
-    out = CLArray(pool.allocate(plan.nbytes), (m, n), plan.strides, 0, dtype, dev)
-    if not plan.bp_bytes:  # one direct launch (roles out, a, b): the short way
-        step = plan.steps[0]
+    data = pool.allocate(plan.nbytes)
+    step = plan.direct
+    if step is not None:  # one launch (roles out, a, b): operand and launch inlined
         kernel, last = step.kernel, step.last
-        kernel.set_arg(12, out.data)
-        operand(kernel, last, 0, 3, a)
-        operand(kernel, last, 2, 8, b)
-        launch(dev.queue, kernel, step.size, step.local, (12, 3, 8),
-               (out.data, a.data, b.data))
-        return out
-    buffers = {"out": out.data}
+        kernel.set_arg(12, data)
+        kernel.set_arg(3, a.data)
+        if a.offset != last[1]:
+            set_scalar(kernel, 4, "int32", a.offset)
+            last[1] = a.offset
+        kernel.set_arg(8, b.data)
+        if b.offset != last[3]:
+            set_scalar(kernel, 9, "int32", b.offset)
+            last[3] = b.offset
+        tracer = fast_launch.TRACER[0]
+        if tracer is not None:
+            tracer(kernel, dev.queue, step.size, step.local, _args((12, 3, 8),
+                                                                   (data, a.data, b.data)))
+        fast_launch._enqueue(dev.queue, kernel, step.size, step.local)
+        return fresh(data, plan.shape, plan.strides, a.dtype, dev, plan.size)
+    buffers = {"out": data}
     if plan.bp_bytes:
         buffers["bp"] = pool.allocate(plan.bp_bytes)
     if plan.cp_bytes:
@@ -189,8 +209,8 @@ def matmul_2d(a, b):
                 operand(kernel, last, 2, index, b)
                 given.append(b.data)
             else:
-                data = buffers[role]
-                kernel.set_arg(index, data)
-                given.append(data)
+                buffer = buffers[role]
+                kernel.set_arg(index, buffer)
+                given.append(buffer)
         launch(queue, kernel, step.size, step.local, step.positions, given)
-    return out
+    return fresh(data, plan.shape, plan.strides, a.dtype, dev, plan.size)

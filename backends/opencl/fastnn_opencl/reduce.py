@@ -17,9 +17,9 @@ import threading
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
-from fastnn_opencl import elementwise
-from fastnn_opencl.fast_launch import launch, plan_table, set_scalar
-from fastnn_opencl.runtime import CL_TYPES, NP_TYPES, CLArray, contiguous_strides, rounded
+from fastnn_opencl import elementwise, fast_launch
+from fastnn_opencl.fast_launch import plan_table, set_scalar
+from fastnn_opencl.runtime import CL_TYPES, NP_TYPES, CLArray, contiguous_strides, fresh, rounded
 
 FILE = "reduce.cl"
 _I = np.int32
@@ -119,16 +119,41 @@ def _pass_launch(x: CLArray, a: int, k: int, b: int, p: int, op: int, scale: flo
     return "k_reduce_item", defines, arg_dtypes, scalars, (rounded(n_out, 16),), None
 
 
+def _reduction(name: str, op: int, mean: bool = False):
+    """The hook ``name``(x, axis, keepdims): a kept plan's one launch (see :class:`_Plan`)
+    where x's dtype, device, shape and layout, ``axis`` and ``keepdims`` have one, else
+    :func:`_reduce`. The plan's launch is inlined, as fast_launch's elementwise hooks:
+    an eager reduction costs one Python call above the enqueue's."""
+
+    def hook(x, axis, keepdims):
+        if type(axis) is list:
+            axis = tuple(axis)
+        try:
+            plan = _plans.table[op, mean, x.dtype, x.dev, x.shape, axis, keepdims]
+        except (AttributeError, KeyError):
+            plan = _plan((op, mean, x.dtype, x.dev, x.shape, axis, keepdims), x, axis,
+                         keepdims, op, mean)
+        if plan is None or x.strides != plan.strides:
+            return _reduce(x, axis, keepdims, op, mean)
+        dev, kernel = x.dev, plan.kernel
+        data = dev.pool.allocate(plan.nbytes)
+        kernel.set_arg(0, data)
+        kernel.set_arg(1, x.data)  # at every call: a kept x would stay out of the pool
+        if x.offset != plan.offset:
+            set_scalar(kernel, 2, "int32", x.offset)
+            plan.offset = x.offset
+        tracer = fast_launch.TRACER[0]
+        if tracer is not None:
+            tracer(kernel, dev.queue, plan.size, plan.local, [data, x.data])
+        fast_launch._enqueue(dev.queue, kernel, plan.size, plan.local)
+        return fresh(data, plan.out_shape, plan.out_strides, x.dtype, dev, plan.n)
+
+    hook.__name__ = hook.__qualname__ = name
+    return hookimpl(hook)
+
+
 def _reduce(x: CLArray, axis, keepdims: bool, op: int, mean: bool = False) -> CLArray:
-    if type(axis) is list:
-        axis = tuple(axis)
-    key = (op, mean, x.dtype, x.dev, x.shape, axis, keepdims)
-    try:
-        plan = _plans.table[key]
-    except (AttributeError, KeyError):
-        plan = _plan(key, x, axis, keepdims, op, mean)
-    if plan is not None and x.strides == plan.strides:
-        return plan.run(x)
+    """The general path: any reduction, by one or two passes, after a copy if need be."""
     axes = tuple(range(x.ndim)) if axis is None else tuple(axis)
     if not axes:
         return elementwise.copy(x)
@@ -152,11 +177,11 @@ def _reduce(x: CLArray, axis, keepdims: bool, op: int, mean: bool = False) -> CL
 class _Plan:
     """The one launch of a reduction of a contiguous array of one shape (the cases that
     need neither a copy nor two passes), with a kernel of its own whose sizes are set
-    once: a call allocates the result, sets its buffer and x's (and x's offset if it
-    changed), and enqueues."""
+    once: a call (the hook :func:`_reduction` makes) allocates the result, sets its
+    buffer and x's (and x's offset if it changed), and enqueues."""
 
-    __slots__ = ("kernel", "size", "local", "nbytes", "out_shape", "out_strides", "strides",
-                 "offset")
+    __slots__ = ("kernel", "size", "local", "n", "nbytes", "out_shape", "out_strides",
+                 "strides", "offset")
 
     def __init__(self, x, name, defines, arg_dtypes, scalars, size, local, out_shape):
         import pyopencl as cl
@@ -167,21 +192,10 @@ class _Plan:
             set_scalar(self.kernel, index, np.dtype(dtype).name, value)
         set_scalar(self.kernel, 2, "int32", 0)
         self.size, self.local, self.out_shape = size, local, out_shape
-        self.nbytes = builtins.max(math.prod(out_shape), 1) * NP_TYPES[x.dtype].itemsize
+        self.n = math.prod(out_shape)
+        self.nbytes = builtins.max(self.n, 1) * NP_TYPES[x.dtype].itemsize
         self.out_strides, self.strides = contiguous_strides(out_shape), x.strides
         self.offset = 0
-
-    def run(self, x: CLArray) -> CLArray:
-        dev, kernel = x.dev, self.kernel
-        out = CLArray(dev.pool.allocate(self.nbytes), self.out_shape, self.out_strides, 0,
-                      x.dtype, dev)
-        kernel.set_arg(0, out.data)
-        kernel.set_arg(1, x.data)  # at every call: a kept x would stay out of the pool
-        if x.offset != self.offset:
-            set_scalar(kernel, 2, "int32", x.offset)
-            self.offset = x.offset
-        launch(dev.queue, kernel, self.size, self.local, (0, 1), (out.data, x.data))
-        return out
 
 
 _plans = threading.local()  # Kernel objects hold their arguments: one per thread
@@ -257,19 +271,9 @@ def _pass_outer(x: CLArray, a: int, b: int, c: int, op: int, scale: float) -> CL
     return out
 
 
-@hookimpl
-def sum(x, axis, keepdims):
-    return _reduce(x, axis, keepdims, 0)
-
-
-@hookimpl
-def mean(x, axis, keepdims):
-    return _reduce(x, axis, keepdims, 0, mean=True)
-
-
-@hookimpl
-def max(x, axis, keepdims):
-    return _reduce(x, axis, keepdims, 1)
+sum = _reduction("sum", 0)
+mean = _reduction("mean", 0, mean=True)
+max = _reduction("max", 1)
 
 
 @hookimpl

@@ -357,6 +357,24 @@ class CLArray:
                 f"offset={self.offset}, device={self.dev.name!r})")
 
 
+_new = object.__new__
+
+
+def fresh(data, shape: tuple, strides: tuple, dtype: str, dev, size: int) -> CLArray:
+    """A contiguous CLArray at offset 0 from what a fast path's plan keeps: ``shape`` and
+    ``strides`` tuples and ``size`` their product (``CLArray(...)`` without its type call,
+    tuple conversions and product: 0.1 us less a launch)."""
+    out = _new(CLArray)
+    out.data = data
+    out.shape = shape
+    out.strides = strides
+    out.offset = 0
+    out.dtype = dtype
+    out.dev = dev
+    out.size = size
+    return out
+
+
 def rounded(n: int, step: int = 64) -> int:
     """``n`` rounded up to a multiple of ``step`` (at least one step): a global work size."""
     return max(step, -(-n // step) * step)

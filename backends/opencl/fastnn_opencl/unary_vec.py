@@ -16,10 +16,14 @@ MIN_SIZE = 4096  # below it the launch's host time outweighs the kernel's
 _I = np.int32
 
 
+def serves(op: str, size: int, dtype: str) -> bool:
+    """Whether :func:`launch` serves ``op`` on a contiguous array of ``size`` and ``dtype``."""
+    return size >= MIN_SIZE and dtype in ("float32", "float64") and op in OPS
+
+
 def wanted(op: str, x: CLArray) -> bool:
     """Whether :func:`launch` serves ``op`` on ``x``."""
-    return (x.size >= MIN_SIZE and x.dtype in ("float32", "float64") and op in OPS
-            and x.is_contiguous)
+    return serves(op, x.size, x.dtype) and x.is_contiguous
 
 
 def launch(op: str, x: CLArray) -> CLArray:

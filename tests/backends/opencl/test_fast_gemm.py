@@ -101,3 +101,35 @@ def test_a_narrow_output_packs_one_vector_wide(ocl):
     assert width == lanes and dict(defines)["VN"] == 1
     assert rows == min(tm * vn, linalg.NARROW_TM)
     assert linalg.packs(dev, 2048, 16, 256) == linalg.uses_cpu_kernels(dev)
+
+
+def test_a_kept_product_is_looked_up_by_shapes_strides_and_dtypes(ocl):
+    """Plans are kept by (shapes, strides, dtypes, devices): after a cached call, one
+    that changes any of them (or that the fast path leaves to the general one, cached
+    as such) still computes its own product."""
+    from fastnn_opencl import linalg
+    from fastnn_opencl.misc import from_numpy, to_numpy
+
+    rng = np.random.default_rng(8)
+
+    def check(x, y, want):
+        np.testing.assert_allclose(to_numpy(linalg.matmul(x, y)), want, rtol=1e-5, atol=1e-5)
+
+    a32 = rng.normal(size=(4, 4)).astype(np.float32)
+    b32 = rng.normal(size=(4, 4)).astype(np.float32)
+    a64, b64 = a32.astype(np.float64) * 2, b32.astype(np.float64) - 1
+    x32, y32 = from_numpy(a32, 0), from_numpy(b32, 0)
+    x64, y64 = from_numpy(a64, 0), from_numpy(b64, 0)
+    for _ in range(2):  # each case twice: built, then taken from the table
+        check(x32, y32, a32 @ b32)
+        check(x64, y64, a64 @ b64)  # same shapes and strides, another dtype
+        check(x32.view((4, 4), (1, 4)), y32, a32.T @ b32)  # same shape, transposed a
+        check(x32, y32.view((4, 4), (1, 4)), a32 @ b32.T)
+        check(x32.view((2, 4), (8, 1)), y32, a32[::2] @ b32)  # every other row: general
+        check(x32.view((2, 4), (4, 1)), y32, a32[:2] @ b32)  # those shapes, contiguous
+        check(x32.view((4, 2), (4, 1)), y32.view((2, 4), (4, 1)), a32[:, :2] @ b32[:2])
+        wide = rng.normal(size=(4, 6)).astype(np.float32)
+        check(x32, from_numpy(wide, 0), a32 @ wide)  # another n
+    ints = from_numpy(np.arange(16, dtype=np.int32).reshape(4, 4), 0)
+    np.testing.assert_array_equal(to_numpy(linalg.matmul(ints, ints)),
+                                  np.arange(16).reshape(4, 4) @ np.arange(16).reshape(4, 4))

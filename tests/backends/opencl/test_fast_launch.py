@@ -108,7 +108,11 @@ def test_reductions_of_one_shape_take_each_calls_operand(ocl):
         np.testing.assert_allclose(w.sum((0, 2)).numpy(), wide.astype(np.float64).sum((0, 2)),
                                    rtol=1e-5)
     ints = fnn.tensor(np.arange(24).reshape(4, 6), device=DEV)
-    _same(ints.sum(1).numpy(), np.arange(24).reshape(4, 6).sum(1))
+    _same(ints.sum(1).numpy(), np.arange(24).reshape(4, 6).sum(1))  # another dtype
+    t = fnn.tensor(np.ascontiguousarray(data[1].T), device=DEV).T  # (4, 6), strides (1, 4)
+    for axis in (None, 1, 0):  # the plans of (4, 6) are kept: t's strides take the general path
+        np.testing.assert_allclose(t.sum(axis).numpy(), data[1].astype(np.float64).sum(axis),
+                                   rtol=1e-5, atol=1e-5)
 
 
 def test_plans_keep_no_inputs_from_the_pool(ocl):
@@ -128,3 +132,40 @@ def test_plans_keep_no_inputs_from_the_pool(ocl):
     del x, bias, outs
     gc.collect()
     assert pool.active_blocks == before
+
+
+def test_a_kept_plan_is_taken_only_by_its_shape_dtype_and_operand_kind(ocl, monkeypatch):
+    # plans are looked up by (op, dtype, device, operand kind, shape): after cached calls,
+    # another dtype, operand kind or layout of the same shape computes its own result
+    from fastnn_opencl import unary_vec
+
+    from fastnn.api.registry import get_backend
+
+    ops = get_backend("opencl").ops
+    rng = np.random.default_rng(4)
+    for _ in range(2):  # built, then taken from the table
+        for dtype in ("float32", "float64", "int32", "int64", "float32"):
+            a = (rng.standard_normal((3, 5)) * 4).astype(dtype)
+            b = (rng.standard_normal((3, 5)) * 4).astype(dtype)
+            x, y = ops.from_numpy(a, 0), ops.from_numpy(b, 0)
+            _same(ops.to_numpy(ops.add(x, y)), a + b)
+            _same(ops.to_numpy(ops.mul(x, 3)), a * np.asarray(3).astype(dtype))
+            _same(ops.to_numpy(ops.neg(x)), -a)
+            _same(ops.to_numpy(ops.add(x, ops.from_numpy(b[0], 0))), a + b[0])  # broadcast
+            t = ops.from_numpy(np.ascontiguousarray(a.T), 0).view((3, 5), (1, 3))
+            _same(ops.to_numpy(ops.add(t, y)), a + b)  # same shape, transposed strides
+            _same(ops.to_numpy(ops.neg(t)), -a)
+    # exp of a large contiguous array takes the vector kernel, not a flat plan, before
+    # and after a small one of that op is kept, and a strided view of it neither
+    calls = []
+    real = unary_vec.launch
+    monkeypatch.setattr(unary_vec, "launch", lambda op, x: (calls.append(op), real(op, x))[1])
+    n = unary_vec.MIN_SIZE
+    big = rng.standard_normal((2, n)).astype(np.float32)
+    whole, small = ops.from_numpy(big, 0), ops.from_numpy(big[0, :8].copy(), 0)
+    view = whole.view((n, 2), (1, n))  # big.T: strided, so the general strided kernel
+    for arr, want, vector in [(small, big[0, :8], 0), (whole, big, 1), (small, big[0, :8], 0),
+                              (view, big.T, 0), (whole, big, 1)]:
+        before = len(calls)
+        np.testing.assert_allclose(ops.to_numpy(ops.exp(arr)), np.exp(want), rtol=1e-6)
+        assert len(calls) - before == vector
