@@ -64,6 +64,7 @@ from fastnn.nn.loss import (
 )
 from fastnn.nn.module import PARAM_CLASSES, Module, Parameter
 from fastnn.nn.norm import LayerNorm, RMSDiv, RMSNorm
+from fastnn.nn.param_lists import ParameterDict, ParameterList
 from fastnn.nn.pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -162,7 +163,8 @@ __all__ = [
     "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "DyT", "ELU", "Embedding", "GELU", "GLU",
     "GRU", "GatedLinear", "Hardtanh", "HuberLoss", "Identity", "KLDivLoss", "L1Loss", "LSTM",
     "LeakyReLU", "LogSoftmax", "MSELoss", "Mish", "ModuleDict", "ModuleList",
-    "MultiheadAttention", "NLLLoss", "ReLU", "SELU", "SiLU", "Sigmoid", "SmoothL1Loss",
+    "ParameterDict", "ParameterList", "MultiheadAttention", "NLLLoss", "ReLU", "SELU", "SiLU",
+    "Sigmoid", "SmoothL1Loss",
     "Softplus", "Tanh", "TransformerEncoder", "TransformerEncoderLayer",
     "GRUCell", "LSTMCell", "RNN", "RNNCell", "Transformer", "TransformerDecoder",
     "TransformerDecoderLayer", "Bilinear", "EmbeddingBag",
