@@ -27,12 +27,14 @@ class Adagrad(Optimizer):
 
     def __init__(self, params, lr: float = 1e-2, lr_decay: float = 0.0,
                  weight_decay: float = 0.0, initial_accumulator_value: float = 0.0,
-                 eps: float = 1e-10, *, class_lr=None, l1: float = 0.0,
+                 eps: float = 1e-10, foreach=None, *, maximize: bool = False,
+                 differentiable: bool = False, fused=None, class_lr=None, l1: float = 0.0,
                  decay_classes=None):
         super().__init__(params, dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
                                       initial_accumulator_value=initial_accumulator_value,
-                                      eps=eps, class_lr=class_lr, l1=l1,
-                                      decay_classes=decay_classes))
+                                      eps=eps, foreach=foreach, maximize=maximize,
+                                      differentiable=differentiable, fused=fused,
+                                      class_lr=class_lr, l1=l1, decay_classes=decay_classes))
 
     def _update(self, group, params, grads):
         start = float(group["initial_accumulator_value"])
@@ -80,9 +82,13 @@ class RAdam(_AdamFamily):
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0, decoupled_weight_decay: bool = False, *,
-                 class_lr=None, l1: float = 0.0, decay_classes=None):
+                 foreach=None, maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False, class_lr=None, l1: float = 0.0,
+                 decay_classes=None):
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                       decoupled_weight_decay=decoupled_weight_decay,
+                                      foreach=foreach, maximize=maximize,
+                                      capturable=capturable, differentiable=differentiable,
                                       class_lr=class_lr, l1=l1, decay_classes=decay_classes))
 
     def _update(self, group, params, grads):
@@ -101,11 +107,15 @@ class NAdam(_AdamFamily):
 
     def __init__(self, params, lr: float = 2e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0, momentum_decay: float = 4e-3,
-                 decoupled_weight_decay: bool = False, *, class_lr=None, l1: float = 0.0,
+                 decoupled_weight_decay: bool = False, *, foreach=None,
+                 maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False, class_lr=None, l1: float = 0.0,
                  decay_classes=None):
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                       momentum_decay=momentum_decay,
                                       decoupled_weight_decay=decoupled_weight_decay,
+                                      foreach=foreach, maximize=maximize,
+                                      capturable=capturable, differentiable=differentiable,
                                       class_lr=class_lr, l1=l1, decay_classes=decay_classes))
 
     def _init(self, p) -> dict:

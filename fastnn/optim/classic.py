@@ -31,28 +31,7 @@ from fastnn.optim.optimizer import Optimizer
 from fastnn.optim.optimizers import by_step, store
 
 
-class TorchOptions(Optimizer):
-    """The arguments torch 2.13's newer optimizers share: ``maximize`` (ascend instead),
-    ``foreach`` (None, True or False; accepted), ``capturable`` and ``differentiable``
-    (accepted, ignored: no graph capture, and a step is never on the tape)."""
-
-    FLAGS = Optimizer.FLAGS + ("maximize", "capturable", "differentiable")
-
-    def _check_rule(self, group):
-        foreach = group.get("foreach")
-        if foreach is not None and not isinstance(foreach, bool):
-            raise TypeError(f"{type(self).__name__}: foreach must be None, True or False, got "
-                            f"{foreach!r}")
-
-    def _add_l1(self, group, params, grads):
-        """Negate the gradients of a ``maximize`` group first (PyTorch's order: the weight
-        decay and the l1 term are added to the negated gradient)."""
-        if group.get("maximize"):
-            grads = [p._device.ops.neg(g) for p, g in zip(params, grads)]
-        return Optimizer._add_l1(group, params, grads)
-
-
-class Adadelta(TorchOptions):
+class Adadelta(Optimizer):
     """Adadelta as PyTorch's: lr 1.0, rho 0.9, eps 1e-6."""
 
     STATE_KEYS = ("step", "square_avg", "acc_delta")
@@ -85,7 +64,7 @@ class Adadelta(TorchOptions):
             st["square_avg"], st["acc_delta"] = v, u
 
 
-class Adamax(TorchOptions):
+class Adamax(Optimizer):
     """Adamax (Adam with the infinity norm) as PyTorch's: lr 2e-3, betas (0.9, 0.999),
     eps 1e-8."""
 
@@ -117,7 +96,7 @@ class Adamax(TorchOptions):
                 st["exp_avg"], st["exp_inf"] = m, u
 
 
-class ASGD(TorchOptions):
+class ASGD(Optimizer):
     """Averaged SGD as PyTorch's: lr 1e-2, lambd 1e-4, alpha 0.75, t0 1e6. The running
     average of the parameters is ``optimizer.state``'s ``ax`` (PyTorch's name)."""
 
@@ -166,7 +145,7 @@ class ASGD(TorchOptions):
                 st["mu"] = 1.0 / max(1.0, step - t0)
 
 
-class Rprop(TorchOptions):
+class Rprop(Optimizer):
     """Resilient backpropagation as PyTorch's: lr 1e-2 (the first step size), etas
     (0.5, 1.2), step_sizes (1e-6, 50). It has no weight decay, as PyTorch's."""
 

@@ -25,7 +25,6 @@ import math
 import numpy as np
 
 from fastnn.api.composite_optim import lerp
-from fastnn.optim.classic import TorchOptions
 from fastnn.optim.optimizer import Optimizer
 from fastnn.optim.optimizers import store
 
@@ -114,7 +113,7 @@ class Muon(Optimizer):
         store(params, new)
 
 
-class Adafactor(TorchOptions):
+class Adafactor(Optimizer):
     """Adafactor as PyTorch's: lr 1e-2, beta2_decay -0.8, eps (None, 1e-3) (None: the
     dtype's machine epsilon), d 1.0, weight_decay 0.0 (decoupled, p *= 1 - lr wd)."""
 

@@ -108,7 +108,8 @@ class Optimizer(OptimizerState):
               "l1": (0.0, math.inf), "lr_decay": (0.0, math.inf),
               "initial_accumulator_value": (0.0, math.inf), "momentum_decay": (0.0, math.inf)}
     # switches, which must be True or False (a string "False" would read as on)
-    FLAGS = ("nesterov", "amsgrad", "centered", "decoupled_weight_decay")
+    FLAGS = ("nesterov", "amsgrad", "centered", "decoupled_weight_decay", "maximize",
+             "capturable", "differentiable")
 
     def _check_hyper(self, group: dict) -> None:
         owner = type(self).__name__
@@ -122,6 +123,10 @@ class Optimizer(OptimizerState):
         for name in self.FLAGS:
             if name in group and not isinstance(group[name], (bool, np.bool_)):
                 raise TypeError(f"{owner}: {name} must be True or False, got {group[name]!r}")
+        for name in ("foreach", "fused"):  # PyTorch's implementation switches: accepted
+            if group.get(name) is not None and not isinstance(group[name], bool):
+                raise TypeError(f"{owner}: {name} must be None, True or False, got "
+                                f"{group[name]!r}")
         if "betas" in group:
             betas = group["betas"]
             if not isinstance(betas, (tuple, list)) or len(betas) != 2:
@@ -209,7 +214,11 @@ class Optimizer(OptimizerState):
 
     @staticmethod
     def _add_l1(group: dict, params: list, grads: list) -> list:
-        """grad + l1 * sign(p) for connective parameters (minidx's L1 term)."""
+        """grad + l1 * sign(p) for connective parameters (minidx's L1 term), the gradient
+        negated first in a ``maximize`` group (PyTorch's order: weight decay and the l1
+        term are added to the negated gradient)."""
+        if group.get("maximize"):
+            grads = [p._device.ops.neg(g) for p, g in zip(params, grads)]
         l1 = float(group.get("l1", 0.0))
         if not l1:
             return grads

@@ -52,10 +52,13 @@ class SGD(Optimizer):
     STATE_KEYS = ("momentum_buffer",)  # with momentum; none without
 
     def __init__(self, params, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
-                 weight_decay: float = 0.0, nesterov: bool = False, *, class_lr=None,
-                 l1: float = 0.0, decay_classes=None):
+                 weight_decay: float = 0.0, nesterov: bool = False, *,
+                 maximize: bool = False, foreach=None, differentiable: bool = False,
+                 fused=None, class_lr=None, l1: float = 0.0, decay_classes=None):
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
                                       weight_decay=weight_decay, nesterov=nesterov,
+                                      maximize=maximize, foreach=foreach,
+                                      differentiable=differentiable, fused=fused,
                                       class_lr=class_lr, l1=l1, decay_classes=decay_classes))
 
     def state_keys(self, group):
@@ -94,11 +97,15 @@ class RMSprop(Optimizer):
     STATE_KEYS = ("square_avg", "step")  # and momentum_buffer, grad_avg where switched on
 
     def __init__(self, params, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
-                 weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False, *,
-                 class_lr=None, l1: float = 0.0, decay_classes=None):
+                 weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False,
+                 capturable: bool = False, foreach=None, maximize: bool = False,
+                 differentiable: bool = False, *, class_lr=None, l1: float = 0.0,
+                 decay_classes=None):
         super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
-                                      momentum=momentum, centered=centered, class_lr=class_lr,
-                                      l1=l1, decay_classes=decay_classes))
+                                      momentum=momentum, centered=centered,
+                                      capturable=capturable, foreach=foreach,
+                                      maximize=maximize, differentiable=differentiable,
+                                      class_lr=class_lr, l1=l1, decay_classes=decay_classes))
 
     def state_keys(self, group):
         """step and square_avg, plus momentum_buffer and grad_avg where switched on."""
@@ -156,11 +163,15 @@ class Adam(Optimizer):
     STATE_KEYS = ("exp_avg", "exp_avg_sq", "step")  # and max_exp_avg_sq with amsgrad
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, amsgrad: bool = False, *,
+                 weight_decay: float = 0.0, amsgrad: bool = False, *, foreach=None,
+                 maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False, fused=None,
                  decoupled_weight_decay: bool = False, class_lr=None, l1: float = 0.0,
                  decay_classes=None):
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                                      amsgrad=amsgrad,
+                                      amsgrad=amsgrad, foreach=foreach, maximize=maximize,
+                                      capturable=capturable, differentiable=differentiable,
+                                      fused=fused,
                                       decoupled_weight_decay=decoupled_weight_decay,
                                       class_lr=class_lr, l1=l1, decay_classes=decay_classes))
 
@@ -208,8 +219,12 @@ class AdamW(Adam):
     """AdamW: Adam with decoupled weight decay (p *= 1 - lr * wd), default wd 0.01."""
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 1e-2, amsgrad: bool = False, *, class_lr=None,
-                 l1: float = 0.0, decay_classes=None):
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad,
+                 weight_decay: float = 1e-2, amsgrad: bool = False, *,
+                 maximize: bool = False, foreach=None, capturable: bool = False,
+                 differentiable: bool = False, fused=None, class_lr=None, l1: float = 0.0,
+                 decay_classes=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach,
+                         maximize=maximize, capturable=capturable,
+                         differentiable=differentiable, fused=fused,
                          decoupled_weight_decay=True, class_lr=class_lr, l1=l1,
                          decay_classes=decay_classes)
