@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from fastnn.api.args import flag, integer
 from fastnn.autograd.grad_mode import no_grad
+from fastnn.nn.conv_padding import check_mode, pad_input
 from fastnn.nn.module import (
     Module,
     check_grad,
@@ -34,8 +35,9 @@ class Conv1d(Module):
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1,
                  padding=0, dilation: int = 1, groups: int = 1, bias: bool = True,
-                 causal: bool = False, dtype=None, device=None):
+                 padding_mode: str = "zeros", causal: bool = False, dtype=None, device=None):
         super().__init__()
+        self.padding_mode = check_mode("Conv1d", padding_mode)
         self.in_channels = integer("Conv1d", "in_channels", in_channels)
         self.out_channels = integer("Conv1d", "out_channels", out_channels)
         self.kernel_size = integer("Conv1d", "kernel_size", _one(kernel_size))
@@ -77,6 +79,8 @@ class Conv1d(Module):
                      else f", padding=({self.padding},)")
         if self.dilation != 1:
             text += f", dilation=({self.dilation},)"
+        if self.padding_mode != "zeros":
+            text += f", padding_mode={self.padding_mode!r}"
         if self.groups != 1:
             text += f", groups={self.groups}"
         return text + ("" if self.bias is not None else ", bias=False")
@@ -92,13 +96,16 @@ class Conv1d(Module):
 
     def forward(self, x):
         self._check(x)
+        if self.padding_mode != "zeros":
+            return nnops.conv1d(pad_input(x, (self._sides,), self.padding_mode), self.weight,
+                                self.bias, self.stride, 0, self.dilation, self.groups)
         padding = self._sides[0] if self._sides[0] == self._sides[1] else self._sides
         return nnops.conv1d(x, self.weight, self.bias, self.stride, padding,
                             self.dilation, self.groups)
 
     def reverse(self, x, grad_out):
         self._check(x)
-        if self._sides[0] != self._sides[1]:
+        if self._sides[0] != self._sides[1] or self.padding_mode != "zeros":
             return super().reverse(x, grad_out)
         span = self.dilation * (self.kernel_size - 1) + 1
         length = (x.shape[2] + 2 * self._sides[0] - span) // self.stride + 1

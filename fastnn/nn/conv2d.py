@@ -8,6 +8,7 @@ whose conv2d rule calls the backend's ``conv2d_grad_input`` and
 from __future__ import annotations
 
 from fastnn.api.args import flag, integer
+from fastnn.nn.conv_padding import check_mode, pad_input
 from fastnn.nn.module import Module, check_tensor, fan_in_bound, uniform_init
 from fastnn.ops import conv
 
@@ -21,8 +22,10 @@ class Conv2d(Module):
     """
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
-                 dilation=1, groups: int = 1, bias: bool = True, dtype=None, device=None):
+                 dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
+                 dtype=None, device=None):
         super().__init__()
+        self.padding_mode = check_mode("Conv2d", padding_mode)
         self.in_channels = integer("Conv2d", "in_channels", in_channels)
         self.out_channels = integer("Conv2d", "out_channels", out_channels)
         self.kernel_size = conv.pair("Conv2d", "kernel_size", kernel_size, 1)
@@ -55,6 +58,8 @@ class Conv2d(Module):
             text += f", dilation={self.dilation}"
         if self.groups != 1:
             text += f", groups={self.groups}"
+        if self.padding_mode != "zeros":
+            text += f", padding_mode={self.padding_mode!r}"
         return text + ("" if self.bias is not None else ", bias=False")
 
     def forward(self, x):
@@ -65,8 +70,10 @@ class Conv2d(Module):
                 f"(batch, {self.in_channels}, height, width), got {x.shape}; check the channel "
                 "count (channels come before height and width, as in PyTorch)"
             )
-        out = conv.conv2d_raw(x, self.weight, self.stride, self._sides, self.dilation,
-                              self.groups)
+        sides = self._sides
+        if self.padding_mode != "zeros":
+            x, sides = pad_input(x, sides, self.padding_mode), ((0, 0), (0, 0))
+        out = conv.conv2d_raw(x, self.weight, self.stride, sides, self.dilation, self.groups)
         if self.bias is None:
             return out
         return out + self.bias.reshape(self.out_channels, 1, 1)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from fastnn.api.args import flag, integer
+from fastnn.nn.conv_padding import check_mode, pad_input
 from fastnn.nn.module import Module, check_tensor, fan_in_bound, uniform_init
 from fastnn.ops import conv
 from fastnn.ops import conv3d as ops
@@ -29,10 +30,7 @@ class Conv3d(Module):
         self.stride = ops.triple("Conv3d", "stride", stride, 1)
         self.dilation = ops.triple("Conv3d", "dilation", dilation, 1)
         self.groups = integer("Conv3d", "groups", groups)
-        if padding_mode != "zeros":
-            raise ValueError(f"Conv3d: only padding_mode='zeros' is supported, got "
-                             f"{padding_mode!r}")
-        self.padding_mode = padding_mode
+        self.padding_mode = check_mode("Conv3d", padding_mode)
         if self.in_channels % self.groups or self.out_channels % self.groups:
             raise ValueError(f"Conv3d: in_channels={in_channels} and out_channels="
                              f"{out_channels} must both be divisible by groups={groups}")
@@ -67,7 +65,9 @@ class Conv3d(Module):
         unbatched = x.ndim == 4
         if unbatched:
             x = x.reshape((1,) + x.shape)
-        out = ops.conv3d_sides(x, self.weight, self.stride, self._sides, self.dilation,
-                               self.groups)
+        sides = self._sides
+        if self.padding_mode != "zeros":
+            x, sides = pad_input(x, sides, self.padding_mode), ((0, 0),) * 3
+        out = ops.conv3d_sides(x, self.weight, self.stride, sides, self.dilation, self.groups)
         out = conv.with_bias("Conv3d", out, self.bias, self.out_channels, 3)
         return out.reshape(out.shape[1:]) if unbatched else out
