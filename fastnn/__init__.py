@@ -32,6 +32,15 @@ from fastnn.autograd import (
 )
 from fastnn.ops.table import TOP as _TOP  # noqa: E402  (fnn.NAME where PyTorch has torch.NAME)
 from fastnn.ops.tensor import Tensor, full, manual_seed, ones, rand, randn, tensor, zeros
+from fastnn.settings import (
+    Size,
+    are_deterministic_algorithms_enabled,
+    get_float32_matmul_precision,
+    get_num_threads,
+    set_float32_matmul_precision,
+    set_num_threads,
+    use_deterministic_algorithms,
+)
 
 globals().update(_TOP)
 bool = bool_  # noqa: A001  (fnn.bool, as torch.bool)
@@ -50,6 +59,7 @@ not a fastnn dtype, and asking for it raises an AttributeError that says so.)"""
 device = DeviceSpec
 """``fnn.device("cuda:1")``: a device named without loading its backend, as ``torch.device``
 (see :class:`DeviceSpec`)."""
+__import__("fastnn.settings").settings.backend_switches(backends)  # torch.backends.cudnn...
 _VERSION = "0.1.0"  # only where no metadata is installed (a bare checkout on sys.path)
 
 
@@ -82,6 +92,9 @@ __all__ = [
     # PyTorch's spellings and module layout (import fastnn as torch)
     "DeviceSpec", "accelerator", "cuda", "device", "double", "float", "get_default_dtype",
     "half", "int", "long", "set_default_dtype", "set_grad_enabled",
+    "Size", "are_deterministic_algorithms_enabled", "get_float32_matmul_precision",
+    "get_num_threads", "set_float32_matmul_precision", "set_num_threads",
+    "use_deterministic_algorithms", "testing",
     "nn", "optim", "utils", "linalg",  # loaded on first use (__getattr__ below)
     "UncertifiedBackendWarning", *_LAZY,
 ]
@@ -93,7 +106,7 @@ def __getattr__(name):
     # import light
     import importlib
 
-    if name in ("nn", "optim", "data", "utils", "linalg"):
+    if name in ("nn", "optim", "data", "utils", "linalg", "testing"):
         return importlib.import_module(f"fastnn.{name}")
     if name in ("short", "int16"):
         # NOTE: int16 is no fastnn dtype (no backend stores it, and PyTorch's promotion of

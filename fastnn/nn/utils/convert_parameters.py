@@ -1,0 +1,34 @@
+"""``parameters_to_vector`` and ``vector_to_parameters``, as PyTorch's: every parameter
+flattened into one 1-D tensor (in the order given), and back."""
+
+from __future__ import annotations
+
+from fastnn.autograd import no_grad
+from fastnn.ops.joining import cat
+from fastnn.ops.tensor import Tensor
+
+
+def parameters_to_vector(parameters) -> Tensor:
+    """One 1-D tensor of every parameter's values, flattened, in order (differentiable)."""
+    params = list(parameters)
+    if not params:
+        raise ValueError("parameters_to_vector: no parameters given")
+    return cat([p.reshape(-1) for p in params])
+
+
+def vector_to_parameters(vec: Tensor, parameters) -> None:
+    """Copy consecutive slices of the 1-D ``vec`` into each parameter, in order."""
+    if not isinstance(vec, Tensor) or vec.ndim != 1:
+        raise TypeError(f"vector_to_parameters: expected a 1-D Tensor, got "
+                        f"{getattr(vec, 'shape', type(vec).__name__)}")
+    params = list(parameters)
+    total = sum(p.numel() for p in params)
+    if vec.numel() != total:
+        raise ValueError(f"vector_to_parameters: the vector has {vec.numel()} elements, the "
+                         f"parameters {total}")
+    start = 0
+    with no_grad():
+        for p in params:
+            n = p.numel()
+            p.copy_(vec[start:start + n].reshape(p.shape))
+            start += n

@@ -1,0 +1,91 @@
+"""The process-wide switches scripts set first, fnn.Size, fnn.testing.assert_close and
+nn.utils.parameters_to_vector: each does what PyTorch's does, or records the setting
+where fastnn has nothing to switch (tested: it is kept and read back)."""
+
+import numpy as np
+import pytest
+
+import fastnn as fnn
+from fastnn import nn
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+
+def test_size_is_a_shape_tuple():
+    assert fnn.ones(2, 3).shape == fnn.Size([2, 3]) and fnn.Size((2, 3, 4)).numel() == 24
+    assert fnn.Size([]).numel() == 1 and repr(fnn.Size([2])) == "fastnn.Size([2])"
+    with pytest.raises(TypeError, match="sequence of ints"):
+        fnn.Size([2.0])
+
+
+def test_threads_reach_numpys_blas():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    before = fnn.get_num_threads()
+    with threadpoolctl.threadpool_limits(None):  # restored on exit
+        fnn.set_num_threads(1)
+        assert fnn.get_num_threads() == 1
+    assert fnn.get_num_threads() == before
+    with pytest.raises(ValueError, match="positive int"):
+        fnn.set_num_threads(0)
+
+
+def test_recorded_switches_read_back():
+    assert fnn.get_float32_matmul_precision() == "highest"
+    fnn.set_float32_matmul_precision("high")
+    try:
+        assert fnn.get_float32_matmul_precision() == "high"
+    finally:
+        fnn.set_float32_matmul_precision("highest")
+    with pytest.raises(ValueError, match="'highest', 'high' or 'medium'"):
+        fnn.set_float32_matmul_precision("low")
+    fnn.use_deterministic_algorithms(True)
+    try:
+        assert fnn.are_deterministic_algorithms_enabled()
+    finally:
+        fnn.use_deterministic_algorithms(False)
+    fnn.backends.cudnn.benchmark = True
+    assert fnn.backends.cudnn.benchmark and fnn.backends.cuda.matmul.allow_tf32 is False
+    fnn.backends.cudnn.benchmark = False
+    assert [r.name for r in fnn.backends()]  # still the list of installed backends
+
+
+def test_assert_close_uses_pytorchs_default_tolerances():
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+    fnn.testing.assert_close(fnn.tensor(x), fnn.tensor(x * (1 + 1e-6)))
+    with pytest.raises(AssertionError, match=r"1 of 3 elements differ .* index \(2,\)"):
+        fnn.testing.assert_close(fnn.tensor(x), fnn.tensor(x + np.float32([0, 0, 1e-3])))
+    with pytest.raises(AssertionError, match="dtypes differ"):
+        fnn.testing.assert_close(fnn.tensor(x), fnn.tensor(x.astype(np.float64)))
+    with pytest.raises(AssertionError, match="shapes differ"):
+        fnn.testing.assert_close(fnn.tensor(x), fnn.tensor(x[:2]))
+    fnn.testing.assert_close({"a": [fnn.tensor(x)]}, {"a": [fnn.tensor(x)]})
+    fnn.testing.assert_close(fnn.tensor(x), fnn.tensor(x + 0.01), rtol=0.0, atol=0.02)
+    if torch is not None:  # the same verdicts as PyTorch's at its defaults
+        for delta in (1e-6, 5e-6, 2e-5):
+            theirs = True
+            try:
+                torch.testing.assert_close(torch.tensor(x), torch.tensor(x + delta))
+            except AssertionError:
+                theirs = False
+            ours = True
+            try:
+                fnn.testing.assert_close(fnn.tensor(x), fnn.tensor(x + delta))
+            except AssertionError:
+                ours = False
+            assert ours == theirs, delta
+
+
+def test_parameters_to_vector_and_back():
+    model = nn.Sequential(nn.Linear(3, 2), nn.ReLU(), nn.Linear(2, 1))
+    flat = np.concatenate([p.numpy().ravel() for p in model.parameters()])
+    vec = nn.utils.parameters_to_vector(model.parameters())
+    np.testing.assert_array_equal(vec.numpy(), flat)
+    nn.utils.vector_to_parameters(fnn.tensor(np.arange(flat.size, dtype=np.float32)),
+                                  model.parameters())
+    np.testing.assert_array_equal(model[0].weight.numpy(), np.arange(6).reshape(2, 3))
+    np.testing.assert_array_equal(model[2].bias.numpy(), [10.0])
+    with pytest.raises(ValueError, match="has 3 elements, the parameters 11"):
+        nn.utils.vector_to_parameters(fnn.ones(3), model.parameters())
