@@ -5,7 +5,7 @@ Importing fastnn imports no backend: backends are found through the
 """
 
 import fastnn.ops  # noqa: F401  (the tensor ops; binds Tensor operators)
-from fastnn import accelerator, cuda, functional, return_types  # noqa: E402
+from fastnn import accelerator, amp, cuda, functional, return_types  # noqa: E402
 from fastnn.api.certificates import UncertifiedBackendWarning
 from fastnn.api.device import Device, DeviceSpec, get_device, use
 from fastnn.api.dtypes import (
@@ -90,7 +90,7 @@ __all__ = [
     "is_grad_enabled", "manual_seed", "return_types",
     "no_grad", "ones", "rand", "randn", "tensor", "use", "zeros",
     # PyTorch's spellings and module layout (import fastnn as torch)
-    "DeviceSpec", "accelerator", "cuda", "device", "double", "float", "get_default_dtype",
+    "DeviceSpec", "accelerator", "amp", "cuda", "device", "double", "float", "get_default_dtype",
     "half", "int", "long", "set_default_dtype", "set_grad_enabled",
     "Size", "are_deterministic_algorithms_enabled", "get_float32_matmul_precision",
     "get_num_threads", "set_float32_matmul_precision", "set_num_threads",

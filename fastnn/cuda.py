@@ -7,7 +7,13 @@ installed): this module imports no CUDA library itself.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+from fastnn import amp as _amp
 from fastnn.api import registry
+
+amp = SimpleNamespace(GradScaler=_amp.GradScaler)
+"""``fastnn.cuda.amp.GradScaler``: :class:`fastnn.amp.GradScaler` under PyTorch's old path."""
 
 NAME = "cuda"
 """The backend name these functions ask about."""
@@ -32,4 +38,4 @@ def device_count() -> int:
     return len(record.devices) if record and record.available else 0
 
 
-__all__ = ["device_count", "is_available"]
+__all__ = ["amp", "device_count", "is_available"]
