@@ -171,6 +171,8 @@ def layout(t) -> tuple:
 
 def is_contiguous(t) -> bool:
     shape, strides, _ = layout(t)
+    if 0 in shape:  # as PyTorch: an empty tensor is contiguous, whatever its strides
+        return True
     expected = 1
     for n, s in zip(reversed(shape), reversed(strides)):
         if n != 1 and s != expected:
