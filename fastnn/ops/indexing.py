@@ -252,7 +252,7 @@ def _plain_basic(x: Tensor, key: tuple):
     rank = len(shape)
     if len(key) > rank:
         return None
-    bounds, out_shape, kept = [], [], []  # (start, stop, step) per axis, as the slice hook
+    bounds, ints = [], False  # (start, stop, step) per axis, as the slice hook takes them
     d = 0
     for item in key:
         n = shape[d]
@@ -262,23 +262,24 @@ def _plain_basic(x: Tensor, key: tuple):
             bound = item.indices(n)
             if bound[1] < bound[0]:  # empty: stop at start, as the hook's contract
                 bound = (bound[0], bound[0], bound[2])
-            out_shape.append(len(range(*bound))), kept.append(d)
         elif type(item) is int and -n <= item < n:
             bound = (item + n, item + n + 1, 1) if item < 0 else (item, item + 1, 1)
+            ints = True
         else:
             return None
         bounds.append(bound)
         d += 1
-    if d < rank:
-        for n in shape[d:]:
-            bounds.append((0, n, 1))
-        out_shape.extend(shape[d:]), kept.extend(range(d, rank))
+    for n in shape[d:]:
+        bounds.append((0, n, 1))
     if not bounds:  # x[()] of a 0-d x: the general path's whole-tensor result
         return None
     starts, stops, steps = zip(*bounds)
-    if len(kept) == rank:
+    if not ints:
         return slice_tensor(x, starts, stops, steps)
-    return select_tensor(x, starts, stops, steps, tuple(out_shape), tuple(kept))
+    kept = tuple(a for a, item in enumerate(key) if type(item) is not int) + \
+        tuple(range(d, rank))
+    return select_tensor(x, starts, stops, steps, tuple(len(range(*bounds[a])) for a in kept),
+                         kept)
 
 
 # ---------------------------------------------------------------- assignment
