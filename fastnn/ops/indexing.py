@@ -210,17 +210,16 @@ def getitem(x: Tensor, key) -> Tensor:
             if key < 0:
                 key += shape[0]
             rest = shape[1:]
-            zeros, ones, kept = _ROW.get(len(shape)) or _row(len(shape))
+            zeros, ones, kept, _ = _ROW.get(len(shape)) or _row(len(shape))
             return select_tensor(x, (key,) + zeros, (key + 1,) + rest, ones, rest, kept)
     elif kind is builtins.slice:
         shape = x._data.shape
         if shape and (key.step is None or key.step > 0):
             # x[a:b] (a batch of rows): one strided slice, a view
             start, stop, step = key.indices(shape[0])
-            rank = len(shape)
-            return slice_tensor(x, (start,) + (0,) * (rank - 1),
-                                (stop if stop > start else start,) + shape[1:],
-                                (step,) + (1,) * (rank - 1))
+            zeros, _, _, ones = _ROW.get(len(shape)) or _row(len(shape))
+            return slice_tensor(x, (start,) + zeros, (stop if stop > start else start,) +
+                                shape[1:], (step,) + ones)
     elif kind is tuple:
         out = _plain_basic(x, key)
         if out is not None:
@@ -236,11 +235,11 @@ def getitem(x: Tensor, key) -> Tensor:
     return _advanced("index", out, advanced) if advanced else out
 
 
-_ROW: dict = {}  # rank -> x[i]'s constant arguments to select_tensor
+_ROW: dict = {}  # rank -> the constant parts of x[i]'s and x[a:b]'s bounds
 
 
 def _row(rank: int) -> tuple:
-    _ROW[rank] = (0,) * (rank - 1), (1,) * rank, tuple(range(1, rank))
+    _ROW[rank] = (0,) * (rank - 1), (1,) * rank, tuple(range(1, rank)), (1,) * (rank - 1)
     return _ROW[rank]
 
 
