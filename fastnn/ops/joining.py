@@ -80,20 +80,22 @@ def _plain_cat(tensors, dim):
     rank = len(shape)
     if not -rank <= dim < rank:
         return None
-    at = dim % rank
-    arrays, sizes, taped = [], [], switches.anomaly
+    at = dim + rank if dim < 0 else dim
+    arrays, taped = [], switches.anomaly
     for t in tensors:
         if not isinstance(t, Tensor) or t._dtype is not dtype or t._device is not device:
             return None
-        s = t._data.shape
+        data = t._data
+        s = data.shape
         if s != shape and (len(s) != rank or s[:at] + s[at + 1:] != shape[:at] + shape[at + 1:]):
             return None
-        arrays.append(t._data), sizes.append(s[at])
-        taped = taped or t._requires_grad
+        arrays.append(data)
+        if t._requires_grad:
+            taped = True
     out = Tensor._make(device.ops.cat(arrays, at), dtype, device)
     if not taped:  # nothing to record: attach's loop over the inputs again, saved
         return out
-    return attach(out, "cat", tuple(tensors), (), (sizes, at))
+    return attach(out, "cat", tuple(tensors), (), ([t._data.shape[at] for t in tensors], at))
 
 
 @public(top=True)
