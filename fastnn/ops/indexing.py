@@ -8,7 +8,9 @@ over a linear index, so that its gradient is one scatter-add (repeated indices
 accumulate). The indexed axes land where NumPy puts them: in place of the first when they
 are adjacent in the key, else in front. An int is basic indexing, as in PyTorch: it
 removes its axis first, so ``x[0, :, idx]`` has shape ``(x.shape[1], len(idx))`` (NumPy
-counts the int as advanced and gives the transpose).
+counts the int as advanced and gives the transpose). A key of ints in range and
+positive-step slices alone (``x[1]``, ``x[:, 1:3]``, ``x[1, 2:]``) skips both passes: one
+view, a slice or, with ints, a slice without the int axes (``select_tensor``).
 
 Out-of-range indices raise IndexError on host-memory backends and for host data (ints,
 lists, NumPy arrays, cpu tensors), checked before they move to the device. For an index
