@@ -111,5 +111,5 @@ for _op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", 
 for _name, _fn in _ALL.items():
     setattr(Tensor, _name, _fn)
 
-Tensor.T = property(movement.transpose, doc="x with all its axes reversed: a view.")
+Tensor.T = property(movement.transpose)  # transpose(x): all axes reversed
 Tensor.__hash__ = object.__hash__
