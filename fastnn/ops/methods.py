@@ -111,5 +111,5 @@ for _op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", 
 for _name, _fn in _ALL.items():
     setattr(Tensor, _name, _fn)
 
-Tensor.T = property(movement.transpose)  # transpose(x): all axes reversed
+Tensor.T = property(lambda self: movement.transpose(self))
 Tensor.__hash__ = object.__hash__

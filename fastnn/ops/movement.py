@@ -176,28 +176,20 @@ def strict_view(op: str, x: Tensor, shape) -> Tensor:
     return reshape(x, shape)
 
 
-_REVERSED: dict = {}  # rank -> x.T's axes
-_SWAPPED: dict = {}  # (rank, a, b) -> x.transpose(a, b)'s axes (a few hundred at most)
-
-
 @public(top=True)
 def transpose(x: Tensor, axes=None, dim1=None) -> Tensor:
     """Permute axes; ``axes=None`` reverses them (``x.T``); ``transpose(x, d0, d1)``
     exchanges two dims, as PyTorch's."""
     n = len(x._data.shape)
     if axes is None and dim1 is None:  # x.T: nothing to check
-        axes = _REVERSED.get(n) or _REVERSED.setdefault(n, tuple(range(n - 1, -1, -1)))
+        axes = tuple(range(n - 1, -1, -1))
         out = Tensor._make(x._device.ops.transpose(source(x), axes), x._dtype, x._device)
         mark_view(out, x, "transpose", axes)
         return attach(out, "transpose", (x,), (), axes) if x._requires_grad else out
     if type(axes) is int and type(dim1) is int and -n <= axes < n and -n <= dim1 < n:
-        key = (n, axes, dim1)  # x.transpose(0, 1): checked at once, its order kept
-        order = _SWAPPED.get(key)
-        if order is None:
-            order = list(range(n))
-            order[axes], order[dim1] = order[dim1], order[axes]
-            order = _SWAPPED[key] = tuple(order)
-        axes = order
+        order = list(range(n))  # x.transpose(0, 1): checked at once
+        order[axes], order[dim1] = order[dim1], order[axes]
+        axes = tuple(order)
         out = Tensor._make(x._device.ops.transpose(source(x), axes), x._dtype, x._device)
         mark_view(out, x, "transpose", axes)
         return attach(out, "transpose", (x,), (), axes) if x._requires_grad else out
