@@ -44,7 +44,17 @@ def _zeros(ops, shape, spec):
 
 @rule("slice")
 def _slice(ops, node, grad):
-    shape, starts, stops, steps, spec = node.attrs
+    return _slice_grad(ops, grad, *node.attrs)
+
+
+@rule("select")
+def _select(ops, node, grad):
+    """A slice without its int axes: the gradient gets them back, then the slice's rule."""
+    shape, starts, stops, steps, spec, sliced = node.attrs
+    return _slice_grad(ops, ops.reshape(grad, sliced), shape, starts, stops, steps, spec)
+
+
+def _slice_grad(ops, grad, shape, starts, stops, steps, spec):
     cut = [a for a, n in enumerate(shape) if starts[a] or stops[a] != n or steps[a] != 1]
     if len(cut) == 1 and steps[cut[0]] == 1 and math.prod(grad.shape):
         # a run along one axis (x[:k], x[..., a:b]): the gradient is grad between two

@@ -8,7 +8,9 @@ over a linear index, so that its gradient is one scatter-add (repeated indices
 accumulate). The indexed axes land where NumPy puts them: in place of the first when they
 are adjacent in the key, else in front. An int is basic indexing, as in PyTorch: it
 removes its axis first, so ``x[0, :, idx]`` has shape ``(x.shape[1], len(idx))`` (NumPy
-counts the int as advanced and gives the transpose).
+counts the int as advanced and gives the transpose). A key of ints in range and
+positive-step slices alone (``x[1]``, ``x[:, 1:3]``, ``x[1, 2:]``) skips both passes: one
+view, a slice or, with ints, a slice without the int axes (``select_tensor``).
 
 Out-of-range indices raise IndexError on host-memory backends and for host data (ints,
 lists, NumPy arrays, cpu tensors), checked before they move to the device. For an index
@@ -27,8 +29,6 @@ import numbers
 import numpy as np
 
 from fastnn.api import dtypes
-from fastnn.autograd.engine import attach
-from fastnn.autograd.grad_mode import switches
 from fastnn.ops.core import check_same_device
 from fastnn.ops.elementwise import where
 from fastnn.ops.gathering import scatter_add_tensor
@@ -36,11 +36,12 @@ from fastnn.ops.selecting import (
     as_index,
     check_range,
     index_select_tensor,
+    select_tensor,
     slice_tensor,
     wrap_negative,
 )
 from fastnn.ops.shaping import flip
-from fastnn.ops.storage import check_inplace, mark_view, source, whole, write
+from fastnn.ops.storage import check_inplace, whole, write
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
 
@@ -204,67 +205,82 @@ def _advanced(op: str, x: Tensor, advanced: list) -> Tensor:
 @public(method="__getitem__", functional=False)
 def getitem(x: Tensor, key) -> Tensor:
     """``x[key]``: see the module docstring."""
-    if type(key) is Tensor and key._dtype in _INDEX and key.ndim == 1 and x.ndim:
+    kind = type(key)
+    if kind is int:  # x[i]: one view of row i
+        shape = x._data.shape
+        if shape and -shape[0] <= key < shape[0]:
+            if key < 0:
+                key += shape[0]
+            rest = shape[1:]
+            zeros, ones, kept, _ = _ROW.get(len(shape)) or _row(len(shape))
+            return select_tensor(x, (key,) + zeros, (key + 1,) + rest, ones, rest, kept)
+    elif kind is builtins.slice:
+        shape = x._data.shape
+        if shape and (key.step is None or key.step > 0):
+            # x[a:b] (a batch of rows): one strided slice, a view
+            start, stop, step = key.indices(shape[0])
+            zeros, _, _, ones = _ROW.get(len(shape)) or _row(len(shape))
+            return slice_tensor(x, (start,) + zeros, (stop if stop > start else start,) +
+                                shape[1:], (step,) + ones)
+    elif kind is tuple:
+        out = _plain_basic(x, key)
+        if out is not None:
+            return out
+    elif kind is Tensor and key._dtype in _INDEX and key.ndim == 1 and x.ndim:
         # the batch loop's x[perm[i:i + n]]: one index_select, nothing else to parse
         key = as_index("index", key, x._device, x.shape[0])
         check_same_device("index", x, key)
         negative = check_range("index", key, x.shape[0], negative_ok=True)
         return index_select_tensor(x, 0, wrap_negative(key, x.shape[0], negative))
-    shape = x._data.shape
-    if type(key) is builtins.slice and shape and (key.step is None or key.step > 0):
-        # x[a:b] (a batch of rows): one strided slice, a view
-        start, stop, step = key.indices(shape[0])
-        stop = builtins.max(start, stop)
-        rank = len(shape)
-        return slice_tensor(x, (start,) + (0,) * (rank - 1), (stop,) + shape[1:],
-                            (step,) + (1,) * (rank - 1))
-    if type(key) is int or type(key) is tuple:
-        out = _plain_basic(x, key)
-        if out is not None:
-            return out
     items = _expand_key("index", x, key)
     out, advanced = _basic("index", x, items)
     return _advanced("index", out, advanced) if advanced else out
 
 
-def _plain_basic(x: Tensor, key):
-    """``x[key]`` for a key of ints and slices of positive step only, checked here at once
-    (one slice, then one reshape dropping the int axes), else None: the general path."""
+_ROW: dict = {}  # rank -> the constant parts of x[i]'s and x[a:b]'s bounds
+
+
+def _row(rank: int) -> tuple:
+    _ROW[rank] = (0,) * (rank - 1), (1,) * rank, tuple(range(1, rank)), (1,) * (rank - 1)
+    return _ROW[rank]
+
+
+def _plain_basic(x: Tensor, key: tuple):
+    """``x[key]`` for a tuple of ints in range and slices of positive step only (no more
+    than x has dims): one view of x, a slice or, with ints, a slice without their axes
+    (``select_tensor``); else None: the general path (which raises the errors)."""
     shape = x._data.shape
-    if type(key) is int:
-        key = (key,)
-    if len(key) > len(shape):
+    rank = len(shape)
+    if len(key) > rank:
         return None
-    starts, stops, steps, kept = [], [], [], []
-    for item, n in zip(key, shape):
-        if type(item) is int:
-            if not -n <= item < n:
-                return None  # the general path raises the IndexError
-            item %= n
-            starts.append(item), stops.append(item + 1), steps.append(1)
-        elif type(item) is builtins.slice and (item.step is None or item.step > 0):
-            start, stop, step = item.indices(n)
-            stop = builtins.max(start, stop)
-            starts.append(start), stops.append(stop), steps.append(step)
-            kept.append(len(range(start, stop, step)))
+    bounds, ints = [], False  # (start, stop, step) per axis, as the slice hook takes them
+    d = 0
+    for item in key:
+        n = shape[d]
+        if type(item) is builtins.slice:
+            if item.step is not None and item.step <= 0:
+                return None
+            bound = item.indices(n)
+            if bound[1] < bound[0]:  # empty: stop at start, as the hook's contract
+                bound = (bound[0], bound[0], bound[2])
+        elif type(item) is int and -n <= item < n:
+            bound = (item + n, item + n + 1, 1) if item < 0 else (item, item + 1, 1)
+            ints = True
         else:
             return None
-    rest = shape[len(key):]
-    out = slice_tensor(x, tuple(starts) + (0,) * len(rest), tuple(stops) + rest,
-                       tuple(steps) + (1,) * len(rest))
-    if len(kept) == len(key):
-        return out
-    return drop_axes(out, tuple(kept) + rest)
-
-
-def drop_axes(x: Tensor, shape: tuple) -> Tensor:
-    """The view of ``x`` without some of its size-1 axes (``shape``: what remains): always
-    a view, so none of reshape's checks."""
-    out = mark_view(Tensor._make(x._device.ops.reshape(source(x), shape), x._dtype, x._device),
-                    x, "reshape", shape)
-    if not (x._requires_grad or switches.anomaly):
-        return out
-    return attach(out, "reshape", (x,), (), x._data.shape)
+        bounds.append(bound)
+        d += 1
+    for n in shape[d:]:
+        bounds.append((0, n, 1))
+    if not bounds:  # x[()] of a 0-d x: the general path's whole-tensor result
+        return None
+    starts, stops, steps = zip(*bounds)
+    if not ints:
+        return slice_tensor(x, starts, stops, steps)
+    kept = tuple(a for a, item in enumerate(key) if type(item) is not int) + \
+        tuple(range(d, rank))
+    return select_tensor(x, starts, stops, steps, tuple(len(range(*bounds[a])) for a in kept),
+                         kept)
 
 
 # ---------------------------------------------------------------- assignment

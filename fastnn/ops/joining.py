@@ -8,6 +8,7 @@ import numpy as np
 
 from fastnn.api.dtypes import promote
 from fastnn.autograd.engine import attach
+from fastnn.autograd.grad_mode import switches
 from fastnn.ops import movement
 from fastnn.ops.core import astype, check_same_device
 from fastnn.ops.selecting import as_index, index_select_tensor, slice_scatter, slice_tensor
@@ -79,18 +80,22 @@ def _plain_cat(tensors, dim):
     rank = len(shape)
     if not -rank <= dim < rank:
         return None
-    at = dim % rank
-    rest = shape[:at] + shape[at + 1:]
-    arrays, sizes = [], []
+    at = dim + rank if dim < 0 else dim
+    arrays, taped = [], switches.anomaly
     for t in tensors:
         if not isinstance(t, Tensor) or t._dtype is not dtype or t._device is not device:
             return None
-        s = t._data.shape
-        if len(s) != rank or s[:at] + s[at + 1:] != rest:
+        data = t._data
+        s = data.shape
+        if s != shape and (len(s) != rank or s[:at] + s[at + 1:] != shape[:at] + shape[at + 1:]):
             return None
-        arrays.append(t._data), sizes.append(s[at])
+        arrays.append(data)
+        if t._requires_grad:
+            taped = True
     out = Tensor._make(device.ops.cat(arrays, at), dtype, device)
-    return attach(out, "cat", tuple(tensors), (), (sizes, at))
+    if not taped:  # nothing to record: attach's loop over the inputs again, saved
+        return out
+    return attach(out, "cat", tuple(tensors), (), ([t._data.shape[at] for t in tensors], at))
 
 
 @public(top=True)

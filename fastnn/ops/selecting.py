@@ -32,6 +32,21 @@ def slice_tensor(x: Tensor, starts, stops, steps) -> Tensor:
     return attach(out, "slice", (x,), (), (x.shape, starts, stops, steps, zero_spec(x)))
 
 
+def select_tensor(x: Tensor, starts, stops, steps, shape, kept) -> Tensor:
+    """Basic indexing with ints as one view: the ``slice`` of (starts, stops, steps), its
+    int axes (size 1) dropped; ``shape``: the result's shape, ``kept``: the slice's axes it
+    keeps. One view record (kind "select") and one tape node, where x[1] made a slice and
+    a reshape of it (two views, two nodes)."""
+    ops = x._device.ops
+    sliced = ops.slice(source(x), starts, stops, steps)
+    out = Tensor._make(ops.reshape(sliced, shape), x._dtype, x._device)
+    mark_view(out, x, "select", (starts, stops, steps, kept))
+    if not (x._requires_grad or switches.anomaly):
+        return out
+    return attach(out, "select", (x,), (), (x._data.shape, starts, stops, steps,
+                                             zero_spec(x), tuple(sliced.shape)))
+
+
 def slice_scatter(base: Tensor, src: Tensor, starts, stops, steps) -> Tensor:
     """``base`` with ``src`` (the slice's shape and base's dtype) written into the slice."""
     data = base._device.ops.slice_scatter(base._data, src._data, starts, stops, steps)

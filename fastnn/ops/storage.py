@@ -101,7 +101,8 @@ def mark_view(out, x, kind: str, args=None):
         out._view = [x, x, kind, args, kind == "alias", None, None]
     else:
         out._view = [info[BASE], x, kind, args, info[DETACHED] or kind == "alias", None, None]
-    if not native(x._device):
+    writes = x._device.ops.__dict__.get("_writes_views")  # native(), inlined: every view
+    if not (writes or native(x._device)):
         base = out._view[BASE]
         storage = _storage(base)
         if storage.views is None:
@@ -150,6 +151,10 @@ def layout(t) -> tuple:
             starts, _, steps = args
             offset += sum(a * s for a, s in zip(starts, strides))
             strides = tuple(s * c for s, c in zip(strides, steps))
+        elif kind == "select":  # a slice without its int axes (x[1], x[:, 2])
+            starts, _, steps, kept = args
+            offset += sum(a * s for a, s in zip(starts, strides))
+            strides = tuple(strides[d] * steps[d] for d in kept)
         elif kind == "transpose":
             strides = tuple(strides[a] for a in args)
         elif kind == "broadcast_to":
@@ -166,6 +171,8 @@ def layout(t) -> tuple:
 
 def is_contiguous(t) -> bool:
     shape, strides, _ = layout(t)
+    if 0 in shape:  # as PyTorch: an empty tensor is contiguous, whatever its strides
+        return True
     expected = 1
     for n, s in zip(reversed(shape), reversed(strides)):
         if n != 1 and s != expected:

@@ -10,7 +10,8 @@ from fastnn.conformance.cases import CASES
 # view written through (fastnn/ops/storage.py), and "conv_transpose2d" (the conv2d_grad_input
 # hook run forward, fastnn/ops/conv_transpose.py)
 CORE_ONLY_RULES = {"transfer", "linear", "call_hook", "as_strided", "conv_transpose2d",
-                   "lstm_sequence", "gru_sequence", "attention_packed"}
+                   "lstm_sequence", "gru_sequence", "attention_packed",
+                   "select"}  # x[1]: the slice hook, then reshape (one view, one node)
 
 
 # the cases of hooks; the others check ops composed of primitives (Case.composite)

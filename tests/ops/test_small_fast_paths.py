@@ -74,6 +74,19 @@ def test_cat_fast_path_edges():
         fnn.cat([x32, x32], 2)
 
 
+def test_cat_fast_path_records_only_what_requires_grad():
+    a = fnn.tensor(np.ones((2, 2)))
+    b = fnn.tensor(np.full((2, 3), 2.0), requires_grad=True)
+    plain = fnn.cat([a, a])
+    assert plain.grad_fn is None and not plain.requires_grad
+    joined = fnn.cat([a, b], 1)  # only the second input requires grad: still recorded
+    weights = rng.standard_normal((2, 5))
+    (joined * fnn.tensor(weights)).sum().backward()
+    np.testing.assert_allclose(b.grad.numpy(), weights[:, 2:])
+    with fnn.detect_anomaly(), pytest.raises(FloatingPointError):
+        fnn.cat([a, fnn.tensor(np.full((2, 2), np.nan))])  # checked though nothing is taped
+
+
 @pytest.mark.parametrize("shape", [(5, 3), (2, 4, 3), (3,), (1, 1, 1, 3)])
 @pytest.mark.parametrize("bias", [True, False])
 def test_linear_fast_path_matches_torch(shape, bias):

