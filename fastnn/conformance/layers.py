@@ -168,7 +168,7 @@ def _sequence_specs(nn) -> list:
 
 # layer classes that no spec needs: containers without a forward of their own, and the
 # loss modules (two inputs; checked against PyTorch by fastnn's own tests)
-NOT_LAYERS = ("Module", "ModuleList", "ModuleDict", "Parameter",
+NOT_LAYERS = ("Module", "ModuleList", "ModuleDict", "Parameter", "ParameterList", "ParameterDict",
               # two inputs, no parameters: checked against PyTorch by fastnn's own tests
               "CosineSimilarity", "PairwiseDistance")
 # the unpooling layers take two inputs (values and indices): checked against PyTorch by
