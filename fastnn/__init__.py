@@ -26,7 +26,9 @@ from fastnn.api.registry import backends
 from fastnn.autograd import (
     detect_anomaly,
     enable_grad,
+    inference_mode,
     is_grad_enabled,
+    is_inference_mode_enabled,
     no_grad,
     set_grad_enabled,
 )
@@ -82,6 +84,7 @@ __all__ = [
     # PyTorch's spellings and module layout (import fastnn as torch)
     "DeviceSpec", "accelerator", "cuda", "device", "double", "float", "get_default_dtype",
     "half", "int", "long", "set_default_dtype", "set_grad_enabled",
+    "inference_mode", "is_inference_mode_enabled",
     "nn", "optim", "utils", "linalg",  # loaded on first use (__getattr__ below)
     "UncertifiedBackendWarning", *_LAZY,
 ]

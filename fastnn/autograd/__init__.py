@@ -9,8 +9,10 @@ from fastnn.autograd.functional import grad
 from fastnn.autograd.grad_mode import (
     detect_anomaly,
     enable_grad,
+    inference_mode,
     is_anomaly_enabled,
     is_grad_enabled,
+    is_inference_mode_enabled,
     no_grad,
     set_grad_enabled,
 )
@@ -20,4 +22,5 @@ from fastnn.autograd.rules import RULES
 __all__ = [
     "Node", "attach", "backward", "grad", "RULES", "no_grad", "enable_grad", "detect_anomaly",
     "is_grad_enabled", "is_anomaly_enabled", "RemovableHandle", "set_grad_enabled",
+    "inference_mode", "is_inference_mode_enabled",
 ]

@@ -10,6 +10,7 @@ from fastnn.ops import attention as _attention  # noqa: F401
 from fastnn.ops import conv as _conv  # noqa: F401
 from fastnn.ops import creation as _creation  # noqa: F401
 from fastnn.ops import ctc as _ctc  # noqa: F401
+from fastnn.ops import dtype_info as _dtype_info  # noqa: F401
 from fastnn.ops import einsum as _einsum  # noqa: F401
 from fastnn.ops import elementwise_more as _elementwise_more  # noqa: F401
 from fastnn.ops import embedding_bag as _embedding_bag  # noqa: F401
@@ -34,6 +35,7 @@ from fastnn.ops import sorting as _sorting  # noqa: F401
 from fastnn.ops import special as _special  # noqa: F401
 from fastnn.ops import structure as _structure  # noqa: F401
 from fastnn.ops import structure_grid as _structure_grid  # noqa: F401
+from fastnn.ops import torch_names as _torch_names  # noqa: F401
 
 # isort: split
 # issue 21's vision, normalisation, distance and loss ops
