@@ -51,6 +51,7 @@ from fastnn.ops import resample as _resample  # noqa: F401
 
 # isort: split
 # last: binds the table's methods and the operators onto Tensor, so every op module first
+from fastnn.ops import inplace_more as _inplace_more  # noqa: F401  (before methods binds)
 from fastnn.ops import methods as _methods  # noqa: F401
 from fastnn.ops import out as _out
 from fastnn.ops.tensor import Tensor
