@@ -86,14 +86,22 @@ def test_nanmedian_values_indices_and_gradients():
         fnn.nanmedian(fnn.zeros(0, 2), 0)
 
 
-def test_msort_and_dist():
+def test_msort():
     check(fnn.msort, lambda x: np.sort(x, 0), DATA, torch_run=torch and torch.msort)
-    other = RNG.normal(size=(7,))
-    for p in (1, 2, 3, float("inf"), 0):
-        reference = {0: lambda d: np.count_nonzero(d), float("inf"): lambda d: np.abs(d).max()
-                     }.get(p, lambda d: (np.abs(d) ** p).sum() ** (1 / p))
-        check(lambda x, y: fnn.dist(x, y, p), lambda x, y: reference(x - y), DATA, other,
-              torch_run=lambda x, y: torch.dist(x, y, p))
+
+
+DIST_REFERENCES = {0: np.count_nonzero, float("inf"): lambda d: np.abs(d).max()}
+
+
+@pytest.mark.parametrize("p", [1, 2, 3, float("inf"), 0])
+def test_dist(p):
+    def reference(x, y):
+        d = x - y
+        return DIST_REFERENCES[p](d) if p in DIST_REFERENCES else \
+            (np.abs(d) ** p).sum() ** (1 / p)
+
+    check(lambda x, y: fnn.dist(x, y, p), reference, DATA, RNG.normal(size=(7,)),
+          torch_run=lambda x, y: torch.dist(x, y, p))
     with pytest.raises(TypeError, match="dist: expected a floating-point tensor"):
         fnn.dist(fnn.tensor([1, 2]), fnn.tensor([1, 2]))
 
