@@ -37,7 +37,6 @@ from fastnn.ops import special as _special  # noqa: F401
 from fastnn.ops import statistics as _statistics  # noqa: F401
 from fastnn.ops import structure as _structure  # noqa: F401
 from fastnn.ops import structure_grid as _structure_grid  # noqa: F401
-from fastnn.ops import torch_names as _torch_names  # noqa: F401
 
 # isort: split
 # issue 21's vision, normalisation, distance and loss ops
@@ -51,7 +50,11 @@ from fastnn.ops import resample as _resample  # noqa: F401
 
 # isort: split
 # last: binds the table's methods and the operators onto Tensor, so every op module first
-from fastnn.ops import inplace_more as _inplace_more  # noqa: F401  (before methods binds)
+from fastnn.ops import tensor_facts as _tensor_facts  # noqa: F401
+from fastnn.ops import torch_names as _torch_names  # noqa: F401  (names ops of every module)
+
+# isort: split
+from fastnn.ops import inplace_more as _inplace_more  # noqa: F401  (reads the names above)
 from fastnn.ops import methods as _methods  # noqa: F401
 from fastnn.ops import out as _out
 from fastnn.ops.tensor import Tensor
