@@ -27,9 +27,11 @@ from fastnn.autograd import (
     detect_anomaly,
     enable_grad,
     inference_mode,
+    is_anomaly_enabled,
     is_grad_enabled,
     is_inference_mode_enabled,
     no_grad,
+    set_anomaly_enabled,
     set_grad_enabled,
 )
 from fastnn.ops.table import TOP as _TOP  # noqa: E402  (fnn.NAME where PyTorch has torch.NAME)
@@ -84,7 +86,7 @@ __all__ = [
     # PyTorch's spellings and module layout (import fastnn as torch)
     "DeviceSpec", "accelerator", "cuda", "device", "double", "float", "get_default_dtype",
     "half", "int", "long", "set_default_dtype", "set_grad_enabled",
-    "inference_mode", "is_inference_mode_enabled",
+    "inference_mode", "is_inference_mode_enabled", "is_anomaly_enabled", "set_anomaly_enabled",
     "nn", "optim", "utils", "linalg",  # loaded on first use (__getattr__ below)
     "UncertifiedBackendWarning", *_LAZY,
 ]

@@ -14,6 +14,7 @@ from fastnn.autograd.grad_mode import (
     is_grad_enabled,
     is_inference_mode_enabled,
     no_grad,
+    set_anomaly_enabled,
     set_grad_enabled,
 )
 from fastnn.autograd.hooks import RemovableHandle
@@ -22,5 +23,5 @@ from fastnn.autograd.rules import RULES
 __all__ = [
     "Node", "attach", "backward", "grad", "RULES", "no_grad", "enable_grad", "detect_anomaly",
     "is_grad_enabled", "is_anomaly_enabled", "RemovableHandle", "set_grad_enabled",
-    "inference_mode", "is_inference_mode_enabled",
+    "inference_mode", "is_inference_mode_enabled", "set_anomaly_enabled",
 ]

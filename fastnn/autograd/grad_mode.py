@@ -121,6 +121,15 @@ class set_grad_enabled(_Switch):
         return self
 
 
+def set_anomaly_enabled(mode: bool, check_nan: bool = True) -> None:
+    """Turn anomaly detection (see :class:`detect_anomaly`) on or off in this thread;
+    ``check_nan`` is accepted for PyTorch's signature (fastnn always checks NaN/Inf)."""
+    if not isinstance(mode, bool):
+        raise TypeError(f"set_anomaly_enabled: mode must be True or False, got "
+                        f"{type(mode).__name__} {mode!r}")
+    _state.anomaly = mode
+
+
 def is_inference_mode_enabled() -> bool:
     """Whether this thread is inside an ``inference_mode`` block."""
     return _state.inference

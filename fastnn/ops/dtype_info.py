@@ -140,3 +140,26 @@ def is_nonzero(x: Tensor) -> bool:
         raise RuntimeError(f"is_nonzero: Boolean value of Tensor with {many} is ambiguous; "
                            "reduce it first (x.any(), x.all())")
     return bool(x.item() != 0)
+
+
+_MATMUL_PRECISIONS = ("highest", "high", "medium")
+_matmul_precision = ["highest"]
+
+
+@public(top=True, functional=False)
+def set_float32_matmul_precision(precision: str) -> None:
+    """Record PyTorch's float32 matmul precision hint ("highest", "high" or "medium").
+
+    A hint only: fastnn's backends compute float32 products in full float32 whatever it
+    says (no TF32 or bfloat16 passes), which every setting allows.
+    """
+    if precision not in _MATMUL_PRECISIONS:
+        raise ValueError(f"set_float32_matmul_precision: expected one of "
+                         f"{', '.join(_MATMUL_PRECISIONS)}, got {precision!r}")
+    _matmul_precision[0] = precision
+
+
+@public(top=True, functional=False)
+def get_float32_matmul_precision() -> str:
+    """The hint :func:`set_float32_matmul_precision` last recorded ("highest" at start)."""
+    return _matmul_precision[0]

@@ -11,10 +11,11 @@ grad is refused outside ``no_grad``), exactly as ``add_`` and the others in
 from __future__ import annotations
 
 from fastnn.autograd import grad_mode
+from fastnn.ops import inplace as _inplace  # noqa: F401  (add_, relu_ ...: read below)
 from fastnn.ops import shaping
 from fastnn.ops.aliases import t as transpose_2d
 from fastnn.ops.storage import check_inplace, inplace
-from fastnn.ops.table import METHODS
+from fastnn.ops.table import METHODS, TOP
 from fastnn.ops.tensor import Tensor
 
 VALUE_OPS = (
@@ -77,3 +78,17 @@ SHAPE_OPS = {"squeeze": shaping.squeeze, "unsqueeze": shaping.unsqueeze, "t": tr
              "transpose": shaping.swap, "swapaxes": shaping.swap, "swapdims": shaping.swap}
 for _op, _fn in SHAPE_OPS.items():
     METHODS[_op + "_"] = _reshape_method(_op + "_", _fn)
+
+
+# the in-place methods PyTorch also has as functions (``torch.relu_(x)`` is ``x.relu_()``)
+TOP_INPLACE = (
+    "abs_", "neg_", "negative_", "exp_", "exp2_", "expm1_", "log_", "log2_", "log10_",
+    "log1p_", "sqrt_", "rsqrt_", "square_", "reciprocal_", "relu_", "sigmoid_", "tanh_",
+    "logit_", "sin_", "cos_", "tan_", "asin_", "acos_", "atan_", "sinh_", "cosh_", "asinh_",
+    "acosh_", "atanh_", "arcsin_", "arccos_", "arctan_", "arcsinh_", "arccosh_",
+    "arctanh_", "erf_", "erfc_", "sinc_", "xlogy_", "deg2rad_", "rad2deg_", "floor_",
+    "ceil_", "round_", "trunc_", "fix_", "frac_", "nan_to_num_", "clamp_", "clamp_min_",
+    "clamp_max_", "clip_", "fill_", "zero_", "detach_", "index_put_", "addmv_",
+)
+for _name in TOP_INPLACE:
+    TOP.setdefault(_name, METHODS[_name])

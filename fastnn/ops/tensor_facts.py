@@ -76,3 +76,14 @@ def is_same_size(x: Tensor, other: Tensor) -> bool:
 def bfloat16(x: Tensor) -> Tensor:
     """x as bfloat16 (where its backend lists the dtype)."""
     return x.to(dtypes.bfloat16)
+
+
+@public(top=True, functional=False)
+def typename(obj) -> str:
+    """A tensor's type name as PyTorch spells it (``'fastnn.FloatTensor'``), else the
+    object's class as ``module.qualname`` (a builtin's bare name)."""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    cls = type(obj)
+    return cls.__qualname__ if cls.__module__ == "builtins" else \
+        f"{cls.__module__}.{cls.__qualname__}"

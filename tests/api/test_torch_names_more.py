@@ -120,3 +120,47 @@ def test_heaviside():
     if torch is not None:
         theirs = torch.heaviside(torch.tensor(x), torch.tensor(values))
         np.testing.assert_array_equal(theirs.numpy(), want)
+
+
+def test_top_level_in_place_functions_are_the_methods():
+    from fastnn.ops.inplace_more import TOP_INPLACE
+
+    for name in TOP_INPLACE:
+        assert getattr(fnn, name) is getattr(fnn.Tensor, name), name
+        if torch is not None:
+            assert hasattr(torch, name), name
+    x = fnn.tensor([-1.5, 0.25, 4.0])
+    assert fnn.relu_(x) is x
+    np.testing.assert_array_equal(x.numpy(), [0.0, 0.25, 4.0])
+    fnn.clamp_(x, max=1.0)
+    fnn.sqrt_(x)
+    np.testing.assert_array_equal(x.numpy(), np.sqrt([0.0, 0.25, 1.0]))
+    with pytest.raises(RuntimeError, match="exp_: a leaf tensor that requires grad"):
+        fnn.exp_(fnn.ones(2, requires_grad=True))
+
+
+def test_typename_matmul_precision_and_anomaly_switch():
+    assert fnn.typename(fnn.ones(1)) == "fastnn.FloatTensor"
+    assert fnn.typename(fnn.ones(1, dtype=fnn.int64)) == "fastnn.LongTensor"
+    assert fnn.typename(1.5) == "float" and fnn.typename(fnn.nn.Linear(1, 1)).endswith(
+        ".Linear")
+    if torch is not None:
+        assert torch.typename(torch.ones(1)) == "torch.FloatTensor"
+        assert torch.typename(1.5) == "float"
+    assert fnn.get_float32_matmul_precision() == "highest"
+    try:
+        fnn.set_float32_matmul_precision("high")
+        assert fnn.get_float32_matmul_precision() == "high"
+    finally:
+        fnn.set_float32_matmul_precision("highest")
+    with pytest.raises(ValueError, match="set_float32_matmul_precision: expected one of"):
+        fnn.set_float32_matmul_precision("low")
+    assert not fnn.is_anomaly_enabled()
+    try:
+        fnn.set_anomaly_enabled(True)
+        assert fnn.is_anomaly_enabled()
+        with pytest.raises(FloatingPointError):
+            fnn.log(fnn.tensor([-1.0]))
+    finally:
+        fnn.set_anomaly_enabled(False)
+    assert not fnn.is_anomaly_enabled()
