@@ -121,7 +121,7 @@ def nanquantile(x: Tensor, q, dim=None, keepdim=False, *, interpolation="linear"
 @public(method=True, top=True)
 def nanmedian(x: Tensor, dim=None, keepdim=False):
     """The lower median of the non-NaN values (NaN where all are NaN). No dim: a 0-d
-    value; with ``dim``: ``(values, indices)`` as :func:`~fastnn.ops.sorting.median`."""
+    value; with ``dim``: ``(values, indices)``, as :func:`~fastnn.ops.sorting.median`."""
     check_tensor("nanmedian", x)
     data, axis = (movement.reshape(x, (-1,)), 0) if dim is None else (
         as_1d(x), axis_index("nanmedian", dim, x.ndim))
@@ -139,7 +139,7 @@ def nanmedian(x: Tensor, dim=None, keepdim=False):
     if dim is None:
         return movement.reshape(picked, ())
     index = gather_tensor(ordered.indices, axis, where)
-    return return_types.median(_shaped(picked, x, axis, dim, keepdim),
+    return return_types.nanmedian(_shaped(picked, x, axis, dim, keepdim),
                                _shaped(index, x, axis, dim, keepdim))
 
 
