@@ -26,8 +26,12 @@ from fastnn.api.registry import backends
 from fastnn.autograd import (
     detect_anomaly,
     enable_grad,
+    inference_mode,
+    is_anomaly_enabled,
     is_grad_enabled,
+    is_inference_mode_enabled,
     no_grad,
+    set_anomaly_enabled,
     set_grad_enabled,
 )
 from fastnn.ops.table import TOP as _TOP  # noqa: E402  (fnn.NAME where PyTorch has torch.NAME)
@@ -35,9 +39,7 @@ from fastnn.ops.tensor import Tensor, full, manual_seed, ones, rand, randn, tens
 from fastnn.settings import (
     Size,
     are_deterministic_algorithms_enabled,
-    get_float32_matmul_precision,
     get_num_threads,
-    set_float32_matmul_precision,
     set_num_threads,
     use_deterministic_algorithms,
 )
@@ -92,9 +94,9 @@ __all__ = [
     # PyTorch's spellings and module layout (import fastnn as torch)
     "DeviceSpec", "accelerator", "amp", "cuda", "device", "double", "float", "get_default_dtype",
     "half", "int", "long", "set_default_dtype", "set_grad_enabled",
-    "Size", "are_deterministic_algorithms_enabled", "get_float32_matmul_precision",
-    "get_num_threads", "set_float32_matmul_precision", "set_num_threads",
+    "Size", "are_deterministic_algorithms_enabled", "get_num_threads", "set_num_threads",
     "use_deterministic_algorithms", "testing",
+    "inference_mode", "is_inference_mode_enabled", "is_anomaly_enabled", "set_anomaly_enabled",
     "nn", "optim", "utils", "linalg",  # loaded on first use (__getattr__ below)
     "UncertifiedBackendWarning", *_LAZY,
 ]

@@ -24,10 +24,11 @@ sort = _pair("sort")
 topk = _pair("topk")
 kthvalue = _pair("kthvalue")
 median = _pair("median", what=" with a dim")
+nanmedian = _pair("nanmedian", what=" with a dim")
 mode = _pair("mode")
 cummax = _pair("cummax")
 cummin = _pair("cummin")
 aminmax = _pair("aminmax", "min", "max")
 
-__all__ = ["aminmax", "cummax", "cummin", "kthvalue", "max", "median", "min", "mode", "sort",
-           "topk"]
+__all__ = ["aminmax", "cummax", "cummin", "kthvalue", "max", "median", "min", "mode",
+           "nanmedian", "sort", "topk"]

@@ -1,8 +1,7 @@
 """PyTorch's process-wide switches that training scripts set first, with what each means
 on fastnn: ``fnn.Size``, ``set_num_threads``/``get_num_threads`` (the host BLAS threads
-of the NumPy backend), ``set_float32_matmul_precision`` (recorded: fastnn's float32
-products are float32 throughout, PyTorch's "highest"), ``use_deterministic_algorithms``
-(fastnn's kernels are deterministic: recorded, and asked back), and the attributes of
+of the NumPy backend), ``use_deterministic_algorithms`` (recorded and asked back), and
+the attributes of
 ``torch.backends.cudnn``/``torch.backends.cuda.matmul`` that scripts assign.
 """
 
@@ -11,7 +10,7 @@ from __future__ import annotations
 import os
 from types import SimpleNamespace
 
-_state = {"matmul_precision": "highest", "deterministic": False, "warn_only": False}
+_state = {"deterministic": False, "warn_only": False}
 
 
 class Size(tuple):
@@ -57,24 +56,11 @@ def get_num_threads() -> int:
     return max((p["num_threads"] for p in pools), default=os.cpu_count() or 1)
 
 
-def set_float32_matmul_precision(precision: str) -> None:
-    """Record PyTorch's float32 product precision ("highest", "high" or "medium").
-    fastnn's backends compute float32 products in float32 (PyTorch's "highest") whatever
-    is set: "high" and "medium" allow faster, less precise products, which none uses."""
-    if precision not in ("highest", "high", "medium"):
-        raise ValueError(f"set_float32_matmul_precision: expected 'highest', 'high' or "
-                         f"'medium', got {precision!r}")
-    _state["matmul_precision"] = precision
-
-
-def get_float32_matmul_precision() -> str:
-    """What :func:`set_float32_matmul_precision` last recorded ("highest" at start)."""
-    return _state["matmul_precision"]
-
-
 def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
-    """Record PyTorch's determinism switch. fastnn's kernels give the same result for the
-    same inputs on every run (no atomics races), so there is nothing to refuse."""
+    """Record PyTorch's determinism switch, and nothing more: PyTorch then refuses its
+    nondeterministic CUDA kernels; fastnn keeps no list of such kernels, so none is
+    refused (the NumPy and OpenCL backends' reductions run in a fixed order; the cuda
+    backend's scatter-adds use atomics and may not)."""
     if not isinstance(mode, bool):
         raise TypeError(f"use_deterministic_algorithms: mode must be True or False, got "
                         f"{mode!r}")

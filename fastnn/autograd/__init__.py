@@ -9,9 +9,12 @@ from fastnn.autograd.functional import grad
 from fastnn.autograd.grad_mode import (
     detect_anomaly,
     enable_grad,
+    inference_mode,
     is_anomaly_enabled,
     is_grad_enabled,
+    is_inference_mode_enabled,
     no_grad,
+    set_anomaly_enabled,
     set_grad_enabled,
 )
 from fastnn.autograd.hooks import RemovableHandle
@@ -20,4 +23,5 @@ from fastnn.autograd.rules import RULES
 __all__ = [
     "Node", "attach", "backward", "grad", "RULES", "no_grad", "enable_grad", "detect_anomaly",
     "is_grad_enabled", "is_anomaly_enabled", "RemovableHandle", "set_grad_enabled",
+    "inference_mode", "is_inference_mode_enabled", "set_anomaly_enabled",
 ]

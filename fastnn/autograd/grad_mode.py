@@ -13,6 +13,7 @@ class _State(threading.local):
 
     grad = True
     anomaly = False
+    inference = False
 
 
 _state = _State()
@@ -118,3 +119,55 @@ class set_grad_enabled(_Switch):
         self._stack().append(_state.grad if before is None else before)
         _state.grad = self._value
         return self
+
+
+def set_anomaly_enabled(mode: bool, check_nan: bool = True) -> None:
+    """Turn anomaly detection (see :class:`detect_anomaly`) on or off in this thread;
+    ``check_nan`` is accepted for PyTorch's signature (fastnn always checks NaN/Inf)."""
+    if not isinstance(mode, bool):
+        raise TypeError(f"set_anomaly_enabled: mode must be True or False, got "
+                        f"{type(mode).__name__} {mode!r}")
+    _state.anomaly = mode
+
+
+def is_inference_mode_enabled() -> bool:
+    """Whether this thread is inside an ``inference_mode`` block."""
+    return _state.inference
+
+
+class inference_mode(ContextDecorator):
+    """Context manager and decorator (``@inference_mode``, ``@inference_mode()``): ops
+    inside record nothing, as under ``no_grad``, and :func:`is_inference_mode_enabled`
+    says so; ``inference_mode(False)`` leaves grad mode as it is.
+
+    fastnn has no separate "inference tensors": what is made inside is an ordinary
+    tensor without history (PyTorch's speed-ups there are its own bookkeeping skipped).
+    """
+
+    def __new__(cls, mode=True):
+        if callable(mode) and not isinstance(mode, bool):  # @inference_mode, bare
+            return cls()(mode)
+        return super().__new__(cls)
+
+    def __init__(self, mode=True):
+        if not isinstance(mode, bool):
+            raise TypeError(f"inference_mode: mode must be True or False, got "
+                            f"{type(mode).__name__} {mode!r}")
+        self._mode = mode
+
+    def _stack(self) -> list:
+        stack = getattr(_state, "saved_inference", None)
+        if stack is None:
+            stack = _state.saved_inference = []
+        return stack
+
+    def __enter__(self):
+        self._stack().append((_state.grad, _state.inference))
+        if self._mode:
+            _state.grad = False
+        _state.inference = self._mode
+        return self
+
+    def __exit__(self, *exc):
+        _state.grad, _state.inference = self._stack().pop()
+        return False

@@ -6,10 +6,12 @@ Importing this package binds the operators and methods onto :class:`Tensor`.
 from fastnn.ops import activations as _activations
 from fastnn.ops import activations_more as _activations_more  # noqa: F401
 from fastnn.ops import aliases as _aliases  # noqa: F401  (each op module fills the op table)
+from fastnn.ops import arranging as _arranging  # noqa: F401
 from fastnn.ops import attention as _attention  # noqa: F401
 from fastnn.ops import conv as _conv  # noqa: F401
 from fastnn.ops import creation as _creation  # noqa: F401
 from fastnn.ops import ctc as _ctc  # noqa: F401
+from fastnn.ops import dtype_info as _dtype_info  # noqa: F401
 from fastnn.ops import einsum as _einsum  # noqa: F401
 from fastnn.ops import elementwise_more as _elementwise_more  # noqa: F401
 from fastnn.ops import embedding_bag as _embedding_bag  # noqa: F401
@@ -32,6 +34,7 @@ from fastnn.ops import selection as _selection  # noqa: F401
 from fastnn.ops import shaping as _shaping  # noqa: F401
 from fastnn.ops import sorting as _sorting  # noqa: F401
 from fastnn.ops import special as _special  # noqa: F401
+from fastnn.ops import statistics as _statistics  # noqa: F401
 from fastnn.ops import structure as _structure  # noqa: F401
 from fastnn.ops import structure_grid as _structure_grid  # noqa: F401
 
@@ -47,6 +50,11 @@ from fastnn.ops import resample as _resample  # noqa: F401
 
 # isort: split
 # last: binds the table's methods and the operators onto Tensor, so every op module first
+from fastnn.ops import tensor_facts as _tensor_facts  # noqa: F401
+from fastnn.ops import torch_names as _torch_names  # noqa: F401  (names ops of every module)
+
+# isort: split
+from fastnn.ops import inplace_more as _inplace_more  # noqa: F401  (reads the names above)
 from fastnn.ops import methods as _methods  # noqa: F401
 from fastnn.ops import out as _out
 from fastnn.ops.tensor import Tensor

@@ -154,25 +154,25 @@ def type_(x: Tensor, dtype=None):
     return x.to(dtypes.as_dtype(dtype))
 
 
-@public(method=("gt", "greater"), functional=False)
+@public(method=True, top=True, functional=False, aliases=("greater",))
 def gt(x, other):
     """x > other."""
     return x > other
 
 
-@public(method=("lt", "less"), functional=False)
+@public(method=True, top=True, functional=False, aliases=("less",))
 def lt(x, other):
     """x < other."""
     return x < other
 
 
-@public(method=("ge", "greater_equal"), functional=False)
+@public(method=True, top=True, functional=False, aliases=("greater_equal",))
 def ge(x, other):
     """x >= other."""
     return x >= other
 
 
-@public(method=("le", "less_equal"), functional=False)
+@public(method=True, top=True, functional=False, aliases=("less_equal",))
 def le(x, other):
     """x <= other."""
     return x <= other

@@ -84,8 +84,6 @@ _METHODS = {
     # elementwise, as in PyTorch; tensors still hash by identity (see below)
     "__eq__": _eq,
     "__ne__": _ne,
-    "eq": _eq,
-    "ne": _ne,
     "__abs__": m.abs,
     "transpose": _transpose,
     "astype": m.astype,

@@ -1,0 +1,89 @@
+"""What PyTorch scripts ask a tensor about itself: ``x.is_cuda``, ``x.get_device()``,
+``x.nbytes``, ``x.itemsize``, ``x.is_signed()``, ``x.is_complex()`` ..., and the no-op
+answers for features fastnn has no use for (conjugate and negative bits, inference
+tensors): each is what PyTorch gives for a real, dense tensor."""
+
+from __future__ import annotations
+
+from fastnn.api import dtypes
+from fastnn.ops.table import METHODS, public
+from fastnn.ops.tensor import Tensor, full
+
+
+def _fact(name: str, fn, doc: str) -> None:
+    """Bind ``fn`` as the read-only property ``Tensor.<name>``."""
+    METHODS[name] = property(fn, doc=doc)
+
+
+_fact("is_cuda", lambda x: x.device.type == "cuda", "Whether x is on a cuda device.")
+_fact("is_cpu", lambda x: x.device.type == "cpu", "Whether x is on the cpu.")
+_fact("itemsize", lambda x: x.dtype.itemsize, "The size of one element in bytes.")
+_fact("nbytes", lambda x: x.numel() * x.dtype.itemsize,
+      "The bytes x's elements take (numel * itemsize), as PyTorch's.")
+
+
+@public(method=True, functional=False)
+def get_device(x: Tensor) -> int:
+    """The index of x's device, -1 on the cpu (as PyTorch)."""
+    return -1 if x.device.type == "cpu" else x.device.index
+
+
+@public(method=True, functional=False)
+def is_signed(x: Tensor) -> bool:
+    """Whether x's dtype holds negative values (every fastnn dtype but bool)."""
+    return x.dtype is not dtypes.bool_
+
+
+@public(method=True, top=True, functional=False)
+def is_complex(x: Tensor) -> bool:
+    """False: fastnn has no complex dtypes."""
+    return False
+
+
+@public(method=True, top=True, functional=False, aliases=("is_neg", "is_inference"))
+def is_conj(x: Tensor) -> bool:
+    """False: fastnn keeps no lazy conjugate or negative bit and no inference tensors."""
+    return False
+
+
+@public(method=True, top=True, functional=False, aliases=("resolve_neg",))
+def resolve_conj(x: Tensor) -> Tensor:
+    """x itself: a real tensor has no lazy conjugation or negation to materialise."""
+    return x
+
+
+@public(method=True, top=True, functional=False)
+def isreal(x: Tensor) -> Tensor:
+    """True everywhere (a bool tensor shaped as x): every fastnn dtype is real."""
+    return full(x.shape, True, dtypes.bool_, x.device)
+
+
+@public(method=True, top=True, functional=False)
+def positive(x: Tensor) -> Tensor:
+    """x itself (``+x``); TypeError for a bool tensor, as PyTorch."""
+    if x.dtype is dtypes.bool_:
+        raise TypeError("positive: not defined for bool tensors; use x.int() first")
+    return x
+
+
+@public(method=True, top=True, functional=False)
+def is_same_size(x: Tensor, other: Tensor) -> bool:
+    """Whether x and other have the same shape."""
+    return tuple(x.shape) == tuple(other.shape)
+
+
+@public(method=True, functional=False)
+def bfloat16(x: Tensor) -> Tensor:
+    """x as bfloat16 (where its backend lists the dtype)."""
+    return x.to(dtypes.bfloat16)
+
+
+@public(top=True, functional=False)
+def typename(obj) -> str:
+    """A tensor's type name as PyTorch spells it (``'fastnn.FloatTensor'``), else the
+    object's class as ``module.qualname`` (a builtin's bare name)."""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    cls = type(obj)
+    return cls.__qualname__ if cls.__module__ == "builtins" else \
+        f"{cls.__module__}.{cls.__qualname__}"
