@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from fastnn.api import program_pack
+from fastnn.api import program_derive, program_pack
 from fastnn.api.program_calls import (  # noqa: F401 (the names of a program, kept here)
     IMPURE,
     NO_KWARGS,
@@ -137,11 +137,23 @@ class Program:
         """Keep the calls, descriptions, layouts and aliases packed (one bytes object,
         :mod:`fastnn.api.program_pack`) until something reads them again: a compiled
         step's replay, once built, needs none of them (see that module)."""
+        if self._packed is not None:
+            return
         self.devices()  # found before the calls go
-        program_pack.pack_fields(self, self._PACKED, (Call, Slot, Seq, Layouts))
+        by_value = (Call, Slot, Seq, Layouts)
+        # where the replay is data that says the calls, they are read back from it
+        derived = program_derive.pack(self, self._run, by_value) if self.plan is self \
+            else None
+        program_pack.pack_fields(self, self._PACKED, by_value, derived)
 
     def unpack(self) -> None:
-        program_pack.unpack_fields(self, self._PACKED)
+        packed = self._packed
+        if packed is not None and len(packed) == 3:  # (program_derive's)
+            device = self._devices[0]
+            program_pack.unpack_fields(self, self._PACKED,
+                                       lambda p: program_derive.unpack(p, device))
+        else:
+            program_pack.unpack_fields(self, self._PACKED)
 
     def devices(self) -> list:
         """The devices the calls run on, in order of first use (found once)."""
