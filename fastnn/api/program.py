@@ -155,15 +155,16 @@ class Program:
         else:
             program_pack.unpack_fields(self, self._PACKED)
 
-    def devices(self) -> list:
-        """The devices the calls run on, in order of first use (found once)."""
+    def devices(self) -> tuple:
+        """The devices the calls run on, in order of first use (found once; a tuple: a
+        list grown by appends keeps spare room for as long as the program lives)."""
         found = getattr(self, "_devices", None)
         if found is None:
-            found = []
+            seen: list = []
             for call in self.calls:
-                if call.device not in found:
-                    found.append(call.device)
-            self._devices = found
+                if call.device not in seen:
+                    seen.append(call.device)
+            found = self._devices = tuple(seen)
         return found
 
 
