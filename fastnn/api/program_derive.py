@@ -22,6 +22,8 @@ from fastnn.api import program_pack
 from fastnn.api.program_calls import NO_KWARGS, Call, Seq, Slot, literal
 from fastnn.api.program_vm import BUILD, DROP, DROP1, ITEM, KWCALL, Interpreted
 
+_NO_SLOTS = frozenset()  # (one for every program: each empty frozenset is 216 bytes)
+
 
 def pack(program, vm, by_value: tuple):
     """``(bytes, references, vm)`` for ``program`` (whose calls ``vm`` runs on one
@@ -30,7 +32,9 @@ def pack(program, vm, by_value: tuple):
         return None
     calls = program._calls
     device = program._devices[0]
-    outs = tuple(c.out.i if type(c.out) is Slot else c.out for c in calls)
+    outs = tuple(map(_plain, (c.out for c in calls)))
+    if _FAILED in outs:
+        return None
     names: dict = {}  # hook index -> its name, where the function's own name differs
     order = _hooks_of(vm.code)
     if len(order) != len(calls):
@@ -46,7 +50,10 @@ def pack(program, vm, by_value: tuple):
         return None
     if len(back) != len(calls) or not all(map(_same_call, back, calls)):
         return None
-    parts = rest + (program._describe, program._layouts, program._aliases)
+    describe, layouts = program._describe, program._layouts
+    if type(describe) is not dict or type(layouts) is tuple:  # (tuples: see unpack)
+        return None
+    parts = rest + (_texts(describe), _layouts(layouts, describe), program._aliases)
     return program_pack.pack(parts, by_value) + (vm,)
 
 
@@ -56,8 +63,46 @@ def unpack(packed, device) -> tuple:
     blob, refs, vm = packed
     names, inputs, outputs, outs, describe, layouts, aliases = program_pack.unpack(
         (blob, refs))
+    if type(describe) is tuple:  # (see _texts)
+        texts, index = describe
+        describe = {i: texts[k - 1] for i, k in enumerate(index) if k}
+    if type(layouts) is tuple:  # (see _layouts)
+        from fastnn.api.program import Layouts
+
+        other, unknown = layouts
+        layouts = Layouts(describe, other, frozenset(unknown) if unknown else _NO_SLOTS)
     calls = _calls(vm, device, (names, inputs, outputs, outs))
     return calls, describe, layouts, aliases, inputs, outputs
+
+
+def _texts(describe):
+    """``describe`` (slot -> ``"float32[64, 10]"``, slots ascending) as ``(texts,
+    index)``: each distinct text once, and a byte per slot up to the last, 0 for none or
+    one more than its text's place (a dict packed kept ~0.1 KB more for the MLP step);
+    else ``describe`` itself."""
+    if not describe:
+        return describe
+    keys = list(describe)
+    if keys != sorted(keys) or keys[0] < 0 or keys[-1] > 4095:
+        return describe
+    texts: dict = {}
+    index = bytearray(keys[-1] + 1)
+    for i, text in describe.items():
+        k = texts.setdefault(text, len(texts) + 1)
+        if type(text) is not str or k > 255:
+            return describe
+        index[i] = k
+    return tuple(texts), bytes(index)
+
+
+def _layouts(layouts, describe):
+    """A :class:`Layouts` over ``describe`` as its other two fields (rebuilt over the
+    description unpacked); any other mapping itself."""
+    from fastnn.api.program import Layouts
+
+    if type(layouts) is Layouts and layouts._describe is describe:
+        return layouts._other, tuple(sorted(layouts._unknown))
+    return layouts
 
 
 def _hooks_of(code: bytes) -> list:
@@ -134,11 +179,7 @@ def _calls(vm, device, rest) -> list:
             reg[o] = reg[s].items[k]
         else:
             f, args, kw_names, kw, o = operands
-            out = outs[len(calls)]
-            if type(out) is int:
-                out = slot(out)
-            elif type(out) is Seq:
-                out = _interned(out, slot)
+            out = _template(outs[len(calls)], slot)
             kwargs = NO_KWARGS if kw_names is None else dict(
                 zip(reg[kw_names], (reg[a] for a in kw)))
             name = names.get(f) or vm.hooks[f].__name__
@@ -147,12 +188,35 @@ def _calls(vm, device, rest) -> list:
     return calls
 
 
-def _interned(template, slot):
-    if type(template) is Slot:
-        return slot(template.i)
-    if type(template) is Seq:
-        return Seq(template.kind, [_interned(t, slot) for t in template.items])
-    return template
+_FAILED = object()
+
+
+def _plain(out):
+    """A call's result template as plain data: a slot its number, a list or tuple of
+    them ``(is a list, (item, ...))``, None itself, a list or tuple of literals (a part
+    that holds no array) ``(value,)``; _FAILED for anything else."""
+    if type(out) is Slot:
+        return out.i
+    if out is None:
+        return None
+    if type(out) is Seq:
+        items = tuple(map(_plain, out.items))
+        return _FAILED if _FAILED in items else (out.kind is list, items)
+    if type(out) in (list, tuple) and all(map(literal, out)):
+        return (out,)
+    return _FAILED
+
+
+def _template(out, slot):
+    """The result template :func:`_plain` gave ``out`` for."""
+    if type(out) is int:
+        return slot(out)
+    if out is None:
+        return None
+    if len(out) == 1:
+        return out[0]
+    kind, items = out
+    return Seq(list if kind else tuple, [_template(t, slot) for t in items])
 
 
 def _same_call(a: Call, b: Call) -> bool:

@@ -95,6 +95,8 @@ class Replay:
         for kind, ref, key, k, meta in self.writes:
             if kind == "grads":  # new gradients of one dtype and device
                 dtype, device, shared = meta[0], meta[1], meta[2]
+                if type(k) is int:  # (consecutive outputs: the first)
+                    k = range(k, k + len(ref))
                 for r, n in zip(ref, k):
                     g = r()._grad = Tensor._make(outs[n], dtype, device)
                     if shared:
@@ -244,14 +246,17 @@ def _draw(rng, draws) -> list:
 def _grouped(writes) -> list:
     """``writes`` with each run of three or more new gradients of one dtype, device and
     sharing as one write ``("grads", (ref, ...), None, (output index, ...), meta)``: two
-    tuples, not a pair each (~56 bytes a gradient for as long as the program lives)."""
+    tuples, not a pair each (~56 bytes a gradient for as long as the program lives); the
+    output indices the first alone where they are consecutive."""
     out: list = []
     run: list = []
 
     def flush():
         if len(run) >= 3:
-            out.append(("grads", tuple(w[1] for w in run), None, tuple(w[3] for w in run),
-                        run[0][4]))
+            ks = tuple(w[3] for w in run)
+            if ks == tuple(range(ks[0], ks[0] + len(ks))):
+                ks = ks[0]  # consecutive outputs (the usual): the first
+            out.append(("grads", tuple(w[1] for w in run), None, ks, run[0][4]))
         else:
             out.extend(run)
         run.clear()
