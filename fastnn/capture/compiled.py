@@ -124,17 +124,21 @@ class Compiled:
         key, leaves = flatten(args, kwargs)
         entries = self._cache.get(key)
         if entries:
-            for entry in entries:
+            for entry in entries:  # (left before the step runs: no iterator held)
                 if entry.guards_hold():
-                    if len(self._cache) > 1:  # (most recently used last)
-                        self._cache[key] = self._cache.pop(key)
-                    self._last = entry
-                    if type(entry) is Split:
-                        if entry.wants_recording():
-                            return self._record(key, args, kwargs, leaves, entry)
-                        return entry.run(self, args, kwargs, leaves, _devices_of(leaves))
-                    del key, entries  # (the key's tuples go before the step runs)
-                    return self._run(entry, args, kwargs, leaves)
+                    break
+            else:
+                entry = None
+            if entry is not None:
+                if len(self._cache) > 1:  # (most recently used last)
+                    self._cache[key] = self._cache.pop(key)
+                self._last = entry
+                if type(entry) is Split:
+                    if entry.wants_recording():
+                        return self._record(key, args, kwargs, leaves, entry)
+                    return entry.run(self, args, kwargs, leaves, _devices_of(leaves))
+                del key, entries  # (the key's tuples go before the step runs)
+                return self._run(entry, args, kwargs, leaves)
         return self._record(key, args, kwargs, leaves)
 
     def _run(self, entry, args, kwargs, leaves):
