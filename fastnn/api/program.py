@@ -125,13 +125,20 @@ class Program:
     def runner(self):
         """The replay function for the ops tables installed now (rebuilt when they change,
         e.g. when shadow execution wraps them)."""
-        devices = self.devices()
-        tables = tuple(dev.ops for dev in devices)
-        if self._resolved != tables:
+        tables = self.tables()
+        if self._resolved is not tables and self._resolved != tables:
             self._resolved = tables
             self.plan = self.planner(self) if self.planner is not None else self
             self._run = compile_program(self.plan)
         return self._run
+
+    def tables(self):
+        """The ops tables of the devices now: the one table where the calls run on one
+        device (a tuple of one would be kept, and made at each replay), else a tuple."""
+        devices = self.devices()
+        if len(devices) == 1:
+            return devices[0].ops
+        return tuple(dev.ops for dev in devices)
 
     def pack(self) -> None:
         """Keep the calls, descriptions, layouts and aliases packed (one bytes object,

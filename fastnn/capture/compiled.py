@@ -217,7 +217,8 @@ class Compiled:
             self.said(hash(key))  # (an int: what else is said is a str or a tuple)
             entries.pop()
         entries.insert(0, entry)
-        self._cache[key] = self._cache.pop(key)
+        self._cache.pop(key)
+        self._cache[key] = entries[:]  # (a list without room to spare: it is kept)
         while sum(len(v) for v in self._cache.values()) > self.max_signatures:
             oldest = next(iter(self._cache))
             self._cache[oldest].pop()

@@ -147,7 +147,7 @@ def replay_of(entry, binds, inputs, values, leaves, guards: tuple) -> Replay:
     replay.table, at = _table_of(binds)
     guards = tuple(tuple(map(at, part)) if n in (0, 2, 4, 5) else part
                    for n, part in enumerate(guards))  # (the tensors' references)
-    replay.guards = tuple(_one(part, pool) for part in guards)
+    replay.guards = tuple(_one(part, pool, n in (0, 2, 4, 5)) for n, part in enumerate(guards))
     uses_args = any(type(w[1]) is ArgRef for w in entry.writes) or any(
         binds[i] is not None and len(binds[i]) > 1 and type(binds[i][1]) is ArgRef
         for i in inputs)
@@ -162,7 +162,7 @@ def replay_of(entry, binds, inputs, values, leaves, guards: tuple) -> Replay:
         kinds.append(kind)
         operands.extend(more)
     replay.kinds, replay.operands = bytes(kinds), tuple(operands)
-    replay.rates = tuple((oref, gi, _one(tuple(map(at, prefs)), pool))
+    replay.rates = tuple((oref, gi, _one(tuple(map(at, prefs)), pool, True))
                          for oref, gi, prefs in rates.values())
     read = {id(binds[i][1]) for i in inputs if binds[i] is not None and binds[i][0] == "grad"}
     read |= {id(binds[i][1]()) for i in inputs if binds[i] is not None and
@@ -170,10 +170,11 @@ def replay_of(entry, binds, inputs, values, leaves, guards: tuple) -> Replay:
     dropped = tuple(ref for kind, ref, _key, _k, meta in entry.writes
                     if kind == "grad_new" and not meta[3] and type(ref) is not ArgRef and
                     id(ref) not in read and id(ref()) not in read)
-    writes = tuple((kind, _one(tuple(map(at, ref)), pool), key, k, meta) if kind == "grads"
+    writes = tuple((kind, _one(tuple(map(at, ref)), pool, True), key, k, meta)
+                   if kind == "grads"
                    else (kind, at(ref) if kind != "opt" else ref, key, k, meta)
                    for kind, ref, key, k, meta in _grouped(entry.writes))
-    replay.dropped, replay.writes = _one(tuple(map(at, dropped)), pool), writes
+    replay.dropped, replay.writes = _one(tuple(map(at, dropped)), pool, True), writes
     replay.program, replay.result = entry.program, entry.result
     return replay
 
@@ -214,12 +215,22 @@ def _resolve(spec, check: bool = False):
     return found
 
 
-def _one(items: tuple, pool: dict) -> tuple:
+def _one(items: tuple, pool: dict, refs: bool = False):
     """``items``, or the tuple of the same objects met before (the guards', the writes'
-    and the optimizer's tuples of a step's parameters are often one)."""
+    and the optimizer's tuples of a step's parameters are often one); ``refs``: tensor
+    references, which are places in ``Replay.table`` where they are ints: consecutive
+    places a range (48 bytes, a tuple 40 and 8 a place)."""
     if not items:
         return ()
-    return pool.setdefault(tuple(map(id, items)), items)
+    key = tuple(map(id, items))
+    found = pool.get(key)
+    if found is None:
+        found = pool[key] = items
+        first = items[0]
+        if refs and len(items) > 1 and type(first) is int and \
+                items == tuple(range(first, first + len(items))):
+            found = pool[key] = range(first, first + len(items))
+    return found
 
 
 def _input(bind, value, leaves, rates) -> tuple:
