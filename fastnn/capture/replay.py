@@ -35,7 +35,7 @@ class Replay:
     whether its guards hold."""
 
     __slots__ = ("guards", "args_now", "steps", "draws", "kinds", "operands", "rates",
-                 "dropped", "program", "writes", "result", "table")
+                 "dropped", "program", "writes", "result", "table", "table_ids")
     # once its first replay was checked, a replay stands for its entry in the cache
     # (fastnn.capture.compiled): an entry's fields the cache reads, for ~0.2 KB less kept
     eager = None
@@ -49,7 +49,7 @@ class Replay:
         if not run:
             if spec is None:
                 return guards_hold(None, self.guards)
-            table = _resolve(spec, True)
+            table = _resolve(spec, self.table_ids)
             return table is not None and guards_hold(table, self.guards)
         table = None if spec is None else _resolve(spec)  # (the guards just held)
         args_now = self.args_now
@@ -94,6 +94,8 @@ class Replay:
                 o = nx()()
                 add(o.state[nx()][nx()])
         del rates, add, nx  # (not held while the program runs)
+        if args_now is None:  # (nor the arguments' list: read, and only this reads it)
+            leaves.clear()
         # a gradient the step replaces without reading it (zero_grad inside the step)
         # goes before the program runs, as eager's zero_grad drops it
         for r in self.dropped:
@@ -144,7 +146,7 @@ def replay_of(entry, binds, inputs, values, leaves, guards: tuple) -> Replay:
     for the constants; ``guards``: :func:`guards_hold`'s arguments)."""
     replay = Replay()
     pool: dict = {}  # equal tuples of the same references: one tuple kept
-    replay.table, at = _table_of(binds)
+    replay.table, replay.table_ids, at = _table_of(binds)
     guards = tuple(tuple(map(at, part)) if n in (0, 2, 4, 5) else part
                    for n, part in enumerate(guards))  # (the tensors' references)
     replay.guards = tuple(_one(part, pool, n in (0, 2, 4, 5)) for n, part in enumerate(guards))
@@ -180,17 +182,18 @@ def replay_of(entry, binds, inputs, values, leaves, guards: tuple) -> Replay:
 
 
 def _table_of(binds) -> tuple:
-    """(``Replay.table``, reference -> its place there, or the reference itself): the
-    parameters of the optimizer whose hooks the step calls, found at each replay
-    through one weak reference to it, and the ids they had (a weak reference to each
-    kept 80 bytes; measured 0.3 KB less for the MLP step). The guards check the ids:
+    """(``Replay.table``, ``Replay.table_ids``, reference -> its place there, or the
+    reference itself): the parameters of the optimizer whose hooks the step calls,
+    found at each replay through one weak reference to it, and the ids they had (a
+    weak reference to each kept 80 bytes; measured 0.3 KB less for the MLP step, one
+    bytes object of ids). The guards check the ids:
     a parameter replaced there (or freed: it would have left the list first) fails
     them, as its weak reference would have died; an id is only reused by another
     tensor after the one recorded was freed, and then it is that tensor the optimizer
     and the replay both update."""
     oref = next((b[2] for b in binds.values() if b is not None and b[0] == "scalar"), None)
     if oref is None:
-        return None, lambda ref: ref
+        return None, None, lambda ref: ref
     members = [p for g in oref().param_groups for p in g["params"]]
     place: dict = {}
     for k, p in enumerate(members):
@@ -200,17 +203,17 @@ def _table_of(binds) -> tuple:
         if type(ref) is not weakref.ReferenceType:
             return ref
         return place.get(id(ref()), ref)
-    return (oref, array("Q", map(id, members)).tobytes()), at
+    return oref, array("Q", map(id, members)).tobytes(), at
 
 
-def _resolve(spec, check: bool = False):
-    """The parameters of ``Replay.table``'s optimizer in order (``check``: None where
-    the optimizer is gone or they are other tensors than recorded)."""
-    o = spec[0]()
+def _resolve(oref, ids: bytes | None = None):
+    """The parameters of ``Replay.table``'s optimizer in order (``ids``: None where the
+    optimizer is gone or they are other tensors than those of these ids)."""
+    o = oref()
     if o is None:
         return None
     found = [p for g in o.param_groups for p in g["params"]]
-    if check and array("Q", map(id, found)).tobytes() != spec[1]:
+    if ids is not None and array("Q", map(id, found)).tobytes() != ids:
         return None
     return found
 
