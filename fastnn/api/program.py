@@ -158,7 +158,7 @@ class Program:
         if packed is not None and len(packed) == 3:  # (program_derive's)
             device = self._devices[0]
             program_pack.unpack_fields(self, self._PACKED,
-                                       lambda p: program_derive.unpack(p, device))
+                                       lambda p: program_derive.unpack(p, device, Layouts))
         else:
             program_pack.unpack_fields(self, self._PACKED)
 

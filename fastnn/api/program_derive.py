@@ -27,7 +27,8 @@ _NO_SLOTS = frozenset()  # (one for every program: each empty frozenset is 216 b
 
 def pack(program, vm, by_value: tuple):
     """``(bytes, references, vm)`` for ``program`` (whose calls ``vm`` runs on one
-    device), or None where its calls do not read back from ``vm`` exactly."""
+    device), or None where its calls do not read back from ``vm`` exactly
+    (``by_value``: :meth:`fastnn.api.program.Program.pack`'s, Layouts last)."""
     if type(vm) is not Interpreted or len(program.devices()) != 1:
         return None
     calls = program._calls
@@ -53,13 +54,15 @@ def pack(program, vm, by_value: tuple):
     describe, layouts = program._describe, program._layouts
     if type(describe) is not dict or type(layouts) is tuple:  # (tuples: see unpack)
         return None
-    parts = rest + (_texts(describe), _layouts(layouts, describe), program._aliases)
+    parts = rest + (_texts(describe), _layouts(layouts, describe, by_value[-1]),
+                    program._aliases)
     return program_pack.pack(parts, by_value) + (vm,)
 
 
-def unpack(packed, device) -> tuple:
+def unpack(packed, device, layouts_class) -> tuple:
     """The program's fields (``Program._PACKED``'s order) that :func:`pack` packed
-    (``device``: the one its calls run on)."""
+    (``device``: the one its calls run on; ``layouts_class``:
+    :class:`fastnn.api.program.Layouts`)."""
     blob, refs, vm = packed
     names, inputs, outputs, outs, describe, layouts, aliases = program_pack.unpack(
         (blob, refs))
@@ -67,10 +70,8 @@ def unpack(packed, device) -> tuple:
         texts, index = describe
         describe = {i: texts[k - 1] for i, k in enumerate(index) if k}
     if type(layouts) is tuple:  # (see _layouts)
-        from fastnn.api.program import Layouts
-
         other, unknown = layouts
-        layouts = Layouts(describe, other, frozenset(unknown) if unknown else _NO_SLOTS)
+        layouts = layouts_class(describe, other, frozenset(unknown) if unknown else _NO_SLOTS)
     calls = _calls(vm, device, (names, inputs, outputs, outs))
     return calls, describe, layouts, aliases, inputs, outputs
 
@@ -95,12 +96,11 @@ def _texts(describe):
     return tuple(texts), bytes(index)
 
 
-def _layouts(layouts, describe):
-    """A :class:`Layouts` over ``describe`` as its other two fields (rebuilt over the
-    description unpacked); any other mapping itself."""
-    from fastnn.api.program import Layouts
-
-    if type(layouts) is Layouts and layouts._describe is describe:
+def _layouts(layouts, describe, layouts_class):
+    """A :class:`fastnn.api.program.Layouts` (``layouts_class``) over ``describe`` as its
+    other two fields (rebuilt over the description unpacked); any other mapping
+    itself."""
+    if type(layouts) is layouts_class and layouts._describe is describe:
         return layouts._other, tuple(sorted(layouts._unknown))
     return layouts
 
