@@ -194,7 +194,7 @@ def floor_and_hollow(fn, x, y, steps):
         start = clock()
         bare(list(env))
         floor.append(clock() - start)
-    entry.program._resolved = tuple(d.ops for d in entry.program.devices())
+    entry.program._resolved = entry.program.tables()
     entry.program._run = hollow
     for _ in range(steps):
         start = clock()

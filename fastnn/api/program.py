@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from fastnn.api import program_pack
+from fastnn.api import program_derive, program_pack
 from fastnn.api.program_calls import (  # noqa: F401 (the names of a program, kept here)
     IMPURE,
     NO_KWARGS,
@@ -125,33 +125,53 @@ class Program:
     def runner(self):
         """The replay function for the ops tables installed now (rebuilt when they change,
         e.g. when shadow execution wraps them)."""
-        devices = self.devices()
-        tables = tuple(dev.ops for dev in devices)
-        if self._resolved != tables:
+        tables = self.tables()
+        if self._resolved is not tables and self._resolved != tables:
             self._resolved = tables
             self.plan = self.planner(self) if self.planner is not None else self
             self._run = compile_program(self.plan)
         return self._run
 
+    def tables(self):
+        """The ops tables of the devices now: the one table where the calls run on one
+        device (a tuple of one would be kept, and made at each replay), else a tuple."""
+        devices = self.devices()
+        if len(devices) == 1:
+            return devices[0].ops
+        return tuple(dev.ops for dev in devices)
+
     def pack(self) -> None:
         """Keep the calls, descriptions, layouts and aliases packed (one bytes object,
         :mod:`fastnn.api.program_pack`) until something reads them again: a compiled
         step's replay, once built, needs none of them (see that module)."""
+        if self._packed is not None:
+            return
         self.devices()  # found before the calls go
-        program_pack.pack_fields(self, self._PACKED, (Call, Slot, Seq, Layouts))
+        by_value = (Call, Slot, Seq, Layouts)
+        # where the replay is data that says the calls, they are read back from it
+        derived = program_derive.pack(self, self._run, by_value) if self.plan is self \
+            else None
+        program_pack.pack_fields(self, self._PACKED, by_value, derived)
 
     def unpack(self) -> None:
-        program_pack.unpack_fields(self, self._PACKED)
+        packed = self._packed
+        if packed is not None and len(packed) == 3:  # (program_derive's)
+            device = self._devices[0]
+            program_pack.unpack_fields(self, self._PACKED,
+                                       lambda p: program_derive.unpack(p, device, Layouts))
+        else:
+            program_pack.unpack_fields(self, self._PACKED)
 
-    def devices(self) -> list:
-        """The devices the calls run on, in order of first use (found once)."""
+    def devices(self) -> tuple:
+        """The devices the calls run on, in order of first use (found once; a tuple: a
+        list grown by appends keeps spare room for as long as the program lives)."""
         found = getattr(self, "_devices", None)
         if found is None:
-            found = []
+            seen: list = []
             for call in self.calls:
-                if call.device not in found:
-                    found.append(call.device)
-            self._devices = found
+                if call.device not in seen:
+                    seen.append(call.device)
+            found = self._devices = tuple(seen)
         return found
 
 

@@ -75,22 +75,24 @@ def field(name: str, doc: str) -> property:
     return property(get, set, doc=doc)
 
 
-def pack_fields(obj, keys: tuple, by_value: tuple) -> None:
-    """Pack ``obj``'s attributes ``keys`` into ``obj._packed`` (see :func:`pack`)."""
+def pack_fields(obj, keys: tuple, by_value: tuple, packed=None) -> None:
+    """Pack ``obj``'s attributes ``keys`` into ``obj._packed`` (see :func:`pack`;
+    ``packed``: what to keep instead, packed another way)."""
     if obj._packed is not None:
         return
-    obj._packed = pack(tuple(getattr(obj, k) for k in keys), by_value)
+    obj._packed = packed or pack(tuple(getattr(obj, k) for k in keys), by_value)
     for k in keys:
         delattr(obj, k)
 
 
-def unpack_fields(obj, keys: tuple) -> None:
-    """The packed attributes as attributes again. Another thread may be doing the same:
-    the first to finish wins, and the attributes are there before ``_packed`` is None."""
+def unpack_fields(obj, keys: tuple, parts=unpack) -> None:
+    """The packed attributes as attributes again (``parts``: ``obj._packed`` -> their
+    values). Another thread may be doing the same: the first to finish wins, and the
+    attributes are there before ``_packed`` is None."""
     packed = obj._packed
     if packed is None:
         return
-    for key, value in zip(keys, unpack(packed)):
+    for key, value in zip(keys, parts(packed)):
         if not hasattr(obj, key):
             setattr(obj, key, value)
     obj._packed = None

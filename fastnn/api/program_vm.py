@@ -53,11 +53,20 @@ class Interpreted:
     def __call__(self, env):
         return run(env, self.code, self.hooks, self.consts, self.width)
 
+    def take(self, env):
+        """``self(env)``, emptying ``env`` once read (the caller's list then holds no
+        room for the inputs while the program runs)."""
+        return run(env, self.code, self.hooks, self.consts, self.width, True)
 
-def run(env, code, hooks, consts, width):
-    """The outputs of ``code`` on ``env`` (see the module)."""
-    r = [*env, *consts]
-    r += [None] * (width - len(r))
+
+def run(env, code, hooks, consts, width, take=False):
+    """The outputs of ``code`` on ``env`` (see the module); ``take``: ``env`` emptied."""
+    n = len(env)
+    r = [None] * width  # (just the room it needs: a list grown by += keeps spare room)
+    r[:n] = env
+    r[n:n + len(consts)] = consts
+    if take:
+        env.clear()
     it = iter(code)
     nx = it.__next__
     for f in it:

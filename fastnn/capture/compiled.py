@@ -31,6 +31,7 @@ from fastnn.capture.entry import Entry
 from fastnn.capture.record import CaptureError, Recorder, RecordingOps, RngLog
 from fastnn.capture.split import Split
 from fastnn.capture.state import Snapshot
+from fastnn.capture.stats import Stats, Wrapped
 from fastnn.ops import rng_state
 from fastnn.ops.tensor import Tensor
 
@@ -84,6 +85,11 @@ def _key(value, leaves, key) -> None:
 class Compiled:
     """A compiled function: call it as the original; ``program()`` shows what it replays."""
 
+    # fixed attributes: a compiled function keeps them for as long as it lives (an
+    # instance dict with functools.update_wrapper's attributes kept ~0.3 KB more)
+    __slots__ = ("fn", "fullgraph", "max_signatures", "name", "_cache", "_said", "stats",
+                 "_last", "__weakref__")
+
     def __init__(self, fn, fullgraph: bool = True, max_signatures: int = 8):
         if not callable(fn):
             raise TypeError(f"fnn.compile: expected a function or a module, got "
@@ -101,17 +107,16 @@ class Compiled:
         # and, once a step has graph breaks, "split": its calls that ran through their
         # segments, "ahead": segment programs run ahead of the Python, "plain": split
         # calls run as the eager call, where no segment program pays (split.py)
-        self.stats = {"recorded": 0, "replayed": 0, "eager": 0}
+        self.stats = Stats()
         self._last = None  # the entry of the latest call
-        # functools.update_wrapper's attributes, but for ``__annotations__``: a function
-        # makes an empty dict for it when first asked, which both would keep
-        for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
-            if hasattr(fn, attr):
-                setattr(self, attr, getattr(fn, attr))
-        self.__wrapped__ = fn
 
     def __getattr__(self, name):
-        if name == "__annotations__":  # (see __init__)
+        # functools.update_wrapper's attributes, read from the function when asked (see
+        # Wrapped for __module__ and __doc__); ``__annotations__`` too: a function makes
+        # an empty dict for it when first asked, which a copy would keep
+        if name == "__wrapped__":
+            return self.fn
+        if name in ("__name__", "__qualname__", "__annotations__"):
             return getattr(self.fn, name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
@@ -119,26 +124,30 @@ class Compiled:
         key, leaves = flatten(args, kwargs)
         entries = self._cache.get(key)
         if entries:
-            for entry in entries:
+            for entry in entries:  # (left before the step runs: no iterator held)
                 if entry.guards_hold():
-                    if len(self._cache) > 1:  # (most recently used last)
-                        self._cache[key] = self._cache.pop(key)
-                    self._last = entry
-                    if type(entry) is Split:
-                        if entry.wants_recording():
-                            return self._record(key, args, kwargs, leaves, entry)
-                        return entry.run(self, args, kwargs, leaves, _devices_of(leaves))
-                    del key, entries  # (the key's tuples go before the step runs)
-                    return self._run(entry, args, kwargs, leaves)
+                    break
+            else:
+                entry = None
+            if entry is not None:
+                if len(self._cache) > 1:  # (most recently used last)
+                    self._cache[key] = self._cache.pop(key)
+                self._last = entry
+                if type(entry) is Split:
+                    if entry.wants_recording():
+                        return self._record(key, args, kwargs, leaves, entry)
+                    return entry.run(self, args, kwargs, leaves, _devices_of(leaves))
+                del key, entries  # (the key's tuples go before the step runs)
+                return self._run(entry, args, kwargs, leaves)
         return self._record(key, args, kwargs, leaves)
 
     def _run(self, entry, args, kwargs, leaves):
         if entry.eager is not None:
-            self.stats["eager"] += 1
+            self.stats.eager += 1
             return self.fn(*args, **kwargs)
         if not entry.checked:
             return self._check(entry, args, kwargs, leaves)
-        self.stats["replayed"] += 1
+        self.stats.replayed += 1
         return entry.replay(leaves)
 
     # ------------------------------------------------------------ recording
@@ -164,7 +173,7 @@ class Compiled:
                 dev.ops = ops
             if rng_state.host_rng() is log:
                 rng_state.set_host_rng(rng)
-        self.stats["recorded"] += 1
+        self.stats.recorded += 1
         if recorder.cuts:
             path = segments.Path(self.name, recorder, snapshot, leaves, log.draws)
             self._say_breaks(path)
@@ -208,7 +217,8 @@ class Compiled:
             self.said(hash(key))  # (an int: what else is said is a str or a tuple)
             entries.pop()
         entries.insert(0, entry)
-        self._cache[key] = self._cache.pop(key)
+        self._cache.pop(key)
+        self._cache[key] = entries[:]  # (a list without room to spare: it is kept)
         while sum(len(v) for v in self._cache.values()) > self.max_signatures:
             oldest = next(iter(self._cache))
             self._cache[oldest].pop()
@@ -242,7 +252,14 @@ class Compiled:
                 "call ran eagerly; later calls with this signature run eagerly too")
         entry.checked = True
         entry.settle()
-        self.stats["replayed"] += 1
+        if entry.fast is not None:  # from now on its replay stands for it (replay.py)
+            for entries in self._cache.values():
+                for n, found in enumerate(entries):
+                    if found is entry:
+                        entries[n] = entry.fast
+            if self._last is entry:
+                self._last = entry.fast
+        self.stats.replayed += 1
         return result
 
     # ------------------------------------------------------------ inspection
@@ -269,6 +286,10 @@ class Compiled:
 
     def __repr__(self) -> str:
         return f"<fnn.compile of {self.name}: {sum(map(len, self._cache.values()))} program(s)>"
+
+
+Compiled.__module__ = Wrapped(Compiled.__module__, "__module__")
+Compiled.__doc__ = Wrapped(Compiled.__doc__, "__doc__")
 
 
 def _devices_of(leaves) -> list:

@@ -138,7 +138,9 @@ class Snapshot:
         keysets: dict = {}
         entries = tuple((pid, keysets.setdefault(frozenset(st), frozenset(st)))
                         for pid, st in self.opt_state[k].items())
-        return OptimizerCheck(weakref.ref(o), entries, options)
+        # one group (the usual): its tuple alone, not a tuple of one (48 bytes)
+        return OptimizerCheck(weakref.ref(o), entries,
+                              options[0] if len(options) == 1 else options)
 
     def modules_of(self, tensors) -> list:
         """(module ref, training) for every module that holds one of ``tensors`` (ids), and
@@ -182,8 +184,15 @@ def _frozen(value):
     return value
 
 
+_NO_OPTIONS: dict = {}
+"""An empty dict option (per-class learning rates, none) as recorded: one for all checks
+(never written to), not a copy each (64 bytes for as long as a program lives)."""
+
+
 def _copy(value):
-    return dict(value) if isinstance(value, dict) else value
+    if isinstance(value, dict):
+        return dict(value) if value else _NO_OPTIONS
+    return value
 
 
 def bump(t) -> None:
@@ -211,7 +220,10 @@ class OptimizerCheck:
             st = state.get(pid)
             if st is None or st.keys() != keys:
                 return False
-        for items in self.options:
+        options = self.options
+        if options and type(options[0]) is dict:  # (one group: its tuple alone)
+            options = (options,)
+        for items in options:
             g = items[0]
             for n in range(1, len(items), 2):
                 if g.get(items[n]) != items[n + 1]:

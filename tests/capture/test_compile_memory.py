@@ -6,7 +6,8 @@ each one after its last use; eager's tape frees saved arrays as its backward pas
 them), so during the step it holds no more than eager: only eager's tape and Tensor
 objects, which it does not make. What it keeps besides is its program (the calls as a
 few bytes each, the replay's inputs and writes as tuples, guards, the packed
-description), a few KB that the step's arrays outweigh at the peak of a real model.
+description), a few KB, less than eager's tape and Tensor objects at the step's peak
+in a fresh process (``PROGRAM_KEEPS``).
 """
 
 import gc
@@ -18,14 +19,19 @@ import fastnn as fnn
 import fastnn.functional as F
 from fastnn import nn, optim
 
-PROGRAM_KEEPS = 4 * 1024
-"""Bytes a compiled MLP step may keep beyond eager at its peak: what its compiled function
-keeps between steps (~6.6 KB: the packed description ~1.4, the program as data ~0.9, the
-replay's data ~0.9, weak references ~0.8, the entry, program, cache and key ~1.3, guards'
-data ~0.8) less what eager's tape and tensors hold during the step and a replay does not
-(~4.5 KB); measured 1.7-2.4 KB (was 7.4-8.1 KB with generated code). No schedule of the
-step's calls holds fewer arrays at that peak (see docs/performance.md), so the compiled
-step reaches eager's peak only with a compiled function of ~4.5 KB."""
+PROGRAM_KEEPS = 1024
+"""Bytes a compiled MLP step may keep beyond eager at its peak. What its compiled
+function keeps between steps (~4.3 KB, tracemalloc: the program as data ~0.9, its
+packed description ~0.55 [read back from that data, fastnn/api/program_derive.py], the
+replay's data ~0.8, the guards' data ~0.8 [the parameters found through their
+optimizer, their ids one bytes object], weak references to the modules and the
+optimizer ~0.3, the function, cache, key and program ~0.9) is less than what eager's
+tape and tensors hold during the step and a replay does not (~4.9 KB): in a fresh
+process its peak is 0.45-0.8 KB under eager's (ten runs; was 1.7-2.4 KB over it,
+7.4-8.1 with generated code), but in a worker that ran the rest of the suite first
+eager's peak is ~0.5 KB lower (allocations its first steps leave in a fresh process,
+e.g. strings of grad mode's contexts, are there already) and the compiled one was
+measured 36 bytes over it: hence 1 KiB, not 0."""
 
 
 def _mlp_step(compiled: bool):

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from fastnn.api import program_vm
-from fastnn.api.program import Call, Program, Seq, Slot, interpreter
+from fastnn.api import program_derive, program_vm
+from fastnn.api.program import NO_KWARGS, Call, Program, Seq, Slot, interpreter
 
 
 class Value:
@@ -175,3 +175,37 @@ def test_what_bytes_cannot_name_stays_straight_line_code(wide):
     assert type(runner) is not program_vm.Interpreted
     outs = runner(list(range(n)) if wide else [1])
     assert outs == ([2 * i for i in range(n)] if wide else [n + 1])
+
+
+def _packed_and_read_back(program):
+    """``program`` packed (its replay built first, as a compiled step's is) and read back:
+    (how many parts its packed form has, its text before, its text after)."""
+    for call in program.calls:  # as a recording makes them
+        call.kwargs = call.kwargs or NO_KWARGS
+    program.planner = None
+    program._run = interpreter(program)
+    program._resolved = program.tables()
+    calls, before = program.calls, program.text()
+    program.pack()
+    size = len(program._packed)
+    assert not hasattr(program, "_calls")
+    after = program.text()
+    assert len(program.calls) == len(calls)
+    assert all(map(program_derive._same_call, program.calls, calls))
+    return size, before, after
+
+
+def test_a_packed_program_reads_its_calls_back_from_its_data_replay():
+    program = _program(_device([], {}))
+    program.describe = {i: f"float32[{i}]" for i in (0, 1, 2, 3, 5, 8)}
+    size, before, after = _packed_and_read_back(program)
+    assert size == 3  # (bytes, references, the data replay): calls read back from it
+    assert after == before and "stack([%5, %6, 3], (2, 3), [None, None])" in after
+    assert program.describe[5] == "float32[5]" and 4 not in program.describe
+
+
+def test_calls_the_data_replay_does_not_tell_are_packed_whole():
+    program = _program(_device([], {}))
+    program.calls[4].args = [Slot(1), Seq(list, [7, 8])]  # a Seq of no slots reads back
+    size, before, after = _packed_and_read_back(program)  # as a plain list
+    assert size == 2 and after == before
