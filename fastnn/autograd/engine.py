@@ -11,6 +11,8 @@ as soon as it has been used.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from fastnn.autograd import grad_mode, hooks, tensor_ops
@@ -20,6 +22,17 @@ from fastnn.autograd.rules import RULES
 # node records the tick it was made at. A node whose inputs' storage was stamped later was
 # recorded before a write into them (see check_saved). One int read per recorded op.
 _clock = 0
+
+
+class _Running(threading.local):
+    """``running.leaf(t, g)``: what this thread's running backward pass (None outside one)
+    does with a gradient ``g`` (raw; a Tensor under create_graph) reaching the leaf ``t``.
+    A pass run by a rule inside it (checkpoint's recomputation) sends its leaves' there."""
+
+    leaf = None
+
+
+running = _Running()
 
 
 def tick() -> int:
@@ -39,6 +52,7 @@ class Node:
 
     __slots__ = ("op", "inputs", "needs", "parents", "saved", "attrs", "ops", "stamp",
                  "stale", "out_id", "__weakref__")
+    opaque = False  # True: its rule may reach any leaf (a checkpoint's recomputation)
 
     def __init__(self, op, inputs, saved, attrs, ops):
         self.op = op
@@ -160,7 +174,7 @@ def backward(tensor, grad_data, retain_graph=False, create_graph=False, inputs=N
 
 
 def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inputs=None,
-                 capture=False):
+                 capture=False, leaf=None):
     """The backward pass from the tensors ``roots``, seeded with ``root_grads``.
 
     ``retain_graph`` keeps the nodes for another backward (else each is freed once
@@ -169,14 +183,26 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inpu
     tape themselves. ``inputs`` (tensors) restricts the gradients delivered to
     those (and runs only the rules that lead to them); with ``capture`` they are
     returned, as a dict id(tensor) -> Tensor, instead of added into ``.grad``.
+    ``leaf``, when given, is called as ``leaf(tensor, grad)`` with every gradient that
+    reaches a leaf, instead of adding it into ``.grad`` (see :data:`running`).
     The common call (no hooks, no inputs, no create_graph) keeps raw arrays and
     takes none of the branches marked ``general``.
     """
     cls = roots[0].__class__  # the tensor class lives above this layer: never import it
-    make = cls._make
     targets = None if inputs is None else {id(t): t for t in inputs}
-    general = create_graph or targets is not None or hooks.state.active
-    sink = _Sink(cls, targets, capture, create_graph) if general else None
+    general = create_graph or targets is not None or hooks.state.active or leaf is not None
+    sink = _Sink(cls, targets, capture, create_graph, leaf) if general else None
+    outer, running.leaf = running.leaf, (
+        sink.leaf if general else lambda t, g: _accumulate(t, g, cls._make))
+    try:
+        return _run(roots, root_grads, retain_graph, create_graph, targets, general, sink)
+    finally:
+        running.leaf = outer
+
+
+def _run(roots, root_grads, retain_graph, create_graph, targets, general, sink):
+    """The body of :func:`run_backward`, with the sink chosen."""
+    make = roots[0].__class__._make
     grads, owners, seeds = {}, ({} if general else None), []
     for root, grad_data in zip(roots, root_grads):
         node = root._node
@@ -243,6 +269,9 @@ def _leading_to(order, targets) -> set:
     """The ids of the nodes in ``order`` whose rule sends gradient towards a target."""
     expand = set()
     for node in reversed(order):  # each node after the nodes that made its inputs
+        if node.opaque:
+            expand.add(id(node))
+            continue
         for t, child in zip(node.inputs, node.parents):
             if t is not None and (id(t) in targets or (
                     child is not None and id(child) in expand)):
@@ -296,10 +325,11 @@ class _Sink:
     """Where gradients go on the general path: tensor hooks, retain_grad, the leaves'
     sums (so that a leaf's hooks see its whole gradient, as in PyTorch), the targets."""
 
-    def __init__(self, cls, targets, capture, create_graph):
+    def __init__(self, cls, targets, capture, create_graph, redirect=None):
         self.cls, self.targets, self.capture = cls, targets, capture
         self.create_graph = create_graph
         self.leaves, self.captured, self._adapters = {}, {}, {}
+        self.redirect = redirect  # leaf(tensor, grad) instead of .grad (run_backward's leaf=)
 
     def tensor_ops(self, ops):
         """The recorded adapter of the backend hook table ``ops`` (one per table)."""
@@ -331,6 +361,9 @@ class _Sink:
         return g
 
     def leaf(self, t, g):
+        if self.redirect is not None:
+            self.redirect(t, g)
+            return
         entry = self.leaves.get(id(t))
         if entry is None:
             self.leaves[id(t)] = [t, g]
