@@ -25,17 +25,19 @@ def _is_tensor(x) -> bool:
 
 
 class _Checkpoint(Function):
-    """``forward(ctx, function, preserve, kwargs, anchor, *args)``: ``function(*args,
-    **kwargs)`` without its graph; ``anchor`` is None or a leaf that requires grad, which
-    records the node when no argument requires grad (the parameters may)."""
+    """``forward(ctx, function, preserve, keys, anchor, *values)``: ``function`` without its
+    graph, on ``values``, whose last ``len(keys)`` are the keyword arguments ``keys`` (so
+    that tensors among them are inputs of the node too); ``anchor`` is None or a leaf that
+    requires grad, which records the node when no argument requires grad (the parameters
+    may)."""
 
     _opaque = True  # its backward reaches leaves that are not its inputs (the parameters)
 
     @staticmethod
-    def forward(ctx, function, preserve, kwargs, anchor, *args):
-        ctx.function, ctx.kwargs, ctx.args = function, kwargs, args
+    def forward(ctx, function, preserve, keys, anchor, *values):
+        ctx.function, ctx.keys, ctx.values = function, keys, values
         ctx.rng = fastnn.get_rng_state() if preserve else None
-        output = function(*args, **kwargs)
+        output = _call(function, keys, values)
         outs = output if isinstance(output, tuple) else (output,)
         ctx.shapes = tuple(o.shape if _is_tensor(o) else None for o in outs)
         return output
@@ -43,7 +45,7 @@ class _Checkpoint(Function):
     @staticmethod
     def backward(ctx, *grad_outputs):
         inputs = []
-        for a in ctx.args:  # the same values, as leaves of the recomputed graph
+        for a in ctx.values:  # the same values, as leaves of the recomputed graph
             if _is_tensor(a):
                 d = a.detach()
                 d.requires_grad_(a.requires_grad)
@@ -81,17 +83,22 @@ class _Checkpoint(Function):
         return (None, None, None, None, *grads)
 
 
+def _call(function, keys, values):
+    split = len(values) - len(keys)
+    return function(*values[:split], **dict(zip(keys, values[split:])))
+
+
 def _recompute(ctx, inputs) -> tuple:
     """``function`` run again with recording on, from the generator state of the forward."""
     if ctx.rng is None:
         with enable_grad():
-            output = ctx.function(*inputs, **ctx.kwargs)
+            output = _call(ctx.function, ctx.keys, inputs)
     else:
         now = fastnn.get_rng_state()
         fastnn.set_rng_state(ctx.rng)
         try:
             with enable_grad():
-                output = ctx.function(*inputs, **ctx.kwargs)
+                output = _call(ctx.function, ctx.keys, inputs)
         finally:
             fastnn.set_rng_state(now)
     return output if isinstance(output, tuple) else (output,)
@@ -117,7 +124,9 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, **k
     warning), so the parameters inside get no gradient. ``False`` and None (PyTorch's
     recommended variant; PyTorch warns on None) record the node whenever grad mode is on.
     ``function`` must return a Tensor or a tuple; it must not change state that its
-    second run would see.
+    second run would see. Tensors with a history (not leaves) that it reads must be
+    passed as arguments, not taken from a closure: the recomputation would otherwise
+    backpropagate into the graph outside the block a second time.
     """
     if use_reentrant is not None and not isinstance(use_reentrant, bool):
         raise TypeError(f"checkpoint: use_reentrant must be True, False or None, got "
@@ -135,9 +144,10 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, **k
             warnings.warn("checkpoint: none of the inputs have requires_grad=True; with "
                           "use_reentrant=True the gradients will be None (pass "
                           "use_reentrant=False)", UserWarning, stacklevel=2)
-    elif not any(_is_tensor(a) and a.requires_grad for a in args):
+    elif not any(_is_tensor(a) and a.requires_grad for a in (*args, *kwargs.values())):
         anchor = fastnn.zeros((), requires_grad=True)
-    return _Checkpoint.apply(function, bool(preserve_rng_state), kwargs, anchor, *args)
+    return _Checkpoint.apply(function, bool(preserve_rng_state), tuple(kwargs), anchor, *args,
+                             *kwargs.values())
 
 
 def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):

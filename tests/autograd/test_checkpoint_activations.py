@@ -167,6 +167,22 @@ def test_tuple_outputs_keyword_arguments_and_no_grad():
     assert not a.requires_grad
 
 
+def test_a_tensor_keyword_argument_with_history_is_an_input():
+    def block(t, shift):
+        return (t * shift).sin()
+
+    x = fnn.tensor(X, dtype=fnn.float64, requires_grad=True)
+    found = []
+    for wrap in (False, True):
+        x.grad = None
+        shift = x * 2.0  # not a leaf: its gradient must reach x once, through the node
+        out = checkpoint(block, x, use_reentrant=False, shift=shift) if wrap else block(x, shift)
+        (out.sum() + shift.sum()).backward()
+        found.append(x.grad.numpy())
+    np.testing.assert_array_equal(found[0], found[1])
+    np.testing.assert_allclose(found[0], 4 * X * np.cos(2 * X * X) + 2, rtol=1e-13)
+
+
 def test_a_function_that_computes_something_else_the_second_time_is_caught():
     calls = []
 
