@@ -25,11 +25,22 @@ _clock = 0
 
 
 class _Running(threading.local):
-    """``running.leaf(t, g)``: what this thread's running backward pass (None outside one)
-    does with a gradient ``g`` (raw; a Tensor under create_graph) reaching the leaf ``t``.
-    A pass run by a rule inside it (checkpoint's recomputation) sends its leaves' there."""
+    """``running.leaf(t, g)``: what this thread's running backward pass does with a gradient
+    reaching the leaf ``t`` (a pass run inside it by checkpoint's rule sends them there)."""
 
     leaf = None
+
+    class Pass:
+        """``with Pass(leaf):`` makes ``leaf`` the running pass's, then restores the outer."""
+
+        def __init__(self, leaf):
+            self.leaf = leaf
+
+        def __enter__(self):
+            self.outer, running.leaf = running.leaf, self.leaf
+
+        def __exit__(self, *exc):
+            running.leaf = self.outer
 
 
 running = _Running()
@@ -192,17 +203,7 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inpu
     targets = None if inputs is None else {id(t): t for t in inputs}
     general = create_graph or targets is not None or hooks.state.active or leaf is not None
     sink = _Sink(cls, targets, capture, create_graph, leaf) if general else None
-    outer, running.leaf = running.leaf, (
-        sink.leaf if general else lambda t, g: _accumulate(t, g, cls._make))
-    try:
-        return _run(roots, root_grads, retain_graph, create_graph, targets, general, sink)
-    finally:
-        running.leaf = outer
-
-
-def _run(roots, root_grads, retain_graph, create_graph, targets, general, sink):
-    """The body of :func:`run_backward`, with the sink chosen."""
-    make = roots[0].__class__._make
+    make = cls._make
     grads, owners, seeds = {}, ({} if general else None), []
     for root, grad_data in zip(roots, root_grads):
         node = root._node
@@ -226,7 +227,8 @@ def _run(roots, root_grads, retain_graph, create_graph, targets, general, sink):
     expand = None if targets is None else _leading_to(order, targets)
     # create_graph runs the same rules on Tensors (a few fused ones have Tensor versions)
     rules = tensor_ops.TENSOR_RULES if create_graph else RULES
-    with grad_mode.enable_grad() if create_graph else grad_mode.no_grad():
+    with grad_mode.enable_grad() if create_graph else grad_mode.no_grad(), _Running.Pass(
+            sink.leaf if general else lambda t, g: _accumulate(t, g, make)):
         for node in order:
             grad_out = grads.pop(id(node), None)
             if grad_out is None:

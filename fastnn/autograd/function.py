@@ -51,10 +51,6 @@ class FunctionCtx:
     def saved_tensors(self) -> tuple:
         """The tensors given to :meth:`save_for_backward`, in order."""
         record = getattr(self, "_record", None)
-        if record is not None and record.freed:
-            raise RuntimeError(
-                f"{record.name}: saved_tensors were freed by an earlier backward; pass "
-                "retain_graph=True to it to backward through the graph a second time")
         found = []
         for t in self._saved:
             if isinstance(t, _SavedOutput):
@@ -109,7 +105,7 @@ class _Record:
 
     def __init__(self, fn_cls, ctx, args, outs, differentiable, tensor_cls):
         self.fn_cls, self.ctx, self.name = fn_cls, ctx, fn_cls.__name__
-        self.tensor_cls, self.freed = tensor_cls, False
+        self.tensor_cls = tensor_cls
         self.args = tuple(a if _is_tensor(a) else _NonTensor for a in args)
         self.outs = tuple((o.shape, o._dtype, o._device) if _is_tensor(o) else None
                           for o in outs)
