@@ -198,6 +198,24 @@ def test_a_function_that_computes_something_else_the_second_time_is_caught():
         checkpoint_sequential(_mlp(), 0, x)
 
 
+@pytest.mark.parametrize("device", ["cpu", "opencl"])
+def test_checkpoint_on_each_device(device):
+    if device != "cpu" and not any(r.name == device and r.available for r in fnn.backends()):
+        pytest.skip(f"no {device} device")
+    model = _mlp().to(fnn.float32).to(device)
+    found = []
+    for wrap in (False, True):
+        for p in model.parameters():
+            p.grad = None
+        fnn.manual_seed(5)
+        x = fnn.tensor(X, dtype=fnn.float32, device=device)
+        out = checkpoint(model, x, use_reentrant=False) if wrap else model(x)
+        (out * out).sum().backward()
+        found.append([out.numpy()] + [p.grad.numpy() for p in model.parameters()])
+    for a, b in zip(*found):
+        np.testing.assert_array_equal(a, b)
+
+
 @pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
 def test_against_torch_checkpoint():
     from torch.utils.checkpoint import checkpoint as torch_checkpoint

@@ -1,10 +1,11 @@
-"""fnn.autograd.Function: what a wrong backward, NaNs and in-place writes get (clear errors)."""
+"""fnn.autograd.Function: clear errors for a wrong backward, NaNs and in-place writes; and
+the tape node on every device (cpu, opencl where present)."""
 
 import numpy as np
 import pytest
 
 import fastnn as fnn
-from tests.autograd.test_function import Cube, _leaf
+from tests.autograd.test_function import Cube, ExpAndDouble, X, _leaf
 
 
 def _bad(returns):
@@ -80,3 +81,22 @@ def test_in_place_write_into_a_saved_tensor_and_mark_dirty_are_refused():
         Dirty.apply(_leaf() * 1.0)
     with pytest.raises(RuntimeError, match="apply"):
         Cube()
+
+
+def _devices():
+    out = ["cpu"]
+    if any(r.name == "opencl" and r.available for r in fnn.backends()):
+        out.append("opencl")
+    return out
+
+
+@pytest.mark.parametrize("device", _devices())
+def test_two_outputs_and_double_backward_on_each_device(device):
+    x = fnn.tensor(X, dtype=fnn.float32, device=device, requires_grad=True)
+    a, b = ExpAndDouble.apply(x)
+    (a.sum() + (b * b).sum()).backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.exp(X) + 8 * X, rtol=1e-5)
+    (grad,) = fnn.autograd.grad(Cube.apply(x).sum(), x, create_graph=True)
+    (second,) = fnn.autograd.grad(grad.sum(), x)
+    assert second.device == x.device
+    np.testing.assert_allclose(second.numpy(), 6 * X, rtol=1e-5)
