@@ -11,6 +11,7 @@ as soon as it has been used.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import numpy as np
@@ -25,14 +26,12 @@ _clock = 0
 
 
 class _Running(threading.local):
-    """``running.leaf(t, g)``: what this thread's running backward pass does with a gradient
-    reaching the leaf ``t`` (a pass run inside it by checkpoint's rule sends them there)."""
+    """``running.leaf(t, g)``: what this thread's running pass does with a gradient reaching
+    the leaf ``t`` (a pass run inside it by checkpoint's rule sends them there)."""
 
-    leaf = None
+    leaf = staticmethod(lambda t, g: _accumulate(t, g, type(t)._make))  # outside a pass
 
-    class Pass:
-        """``with Pass(leaf):`` makes ``leaf`` the running pass's, then restores the outer."""
-
+    class Pass:  # with Pass(leaf): leaf is the running pass's, then the outer's again
         def __init__(self, leaf):
             self.leaf = leaf
 
@@ -44,6 +43,7 @@ class _Running(threading.local):
 
 
 running = _Running()
+_STAY = contextlib.nullcontext()  # the fast path's scope outside any other pass
 
 
 def tick() -> int:
@@ -194,8 +194,7 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inpu
     tape themselves. ``inputs`` (tensors) restricts the gradients delivered to
     those (and runs only the rules that lead to them); with ``capture`` they are
     returned, as a dict id(tensor) -> Tensor, instead of added into ``.grad``.
-    ``leaf``, when given, is called as ``leaf(tensor, grad)`` with every gradient that
-    reaches a leaf, instead of adding it into ``.grad`` (see :data:`running`).
+    ``leaf(tensor, grad)``, when given, takes every leaf's gradient instead of ``.grad``.
     The common call (no hooks, no inputs, no create_graph) keeps raw arrays and
     takes none of the branches marked ``general``.
     """
@@ -227,8 +226,10 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inpu
     expand = None if targets is None else _leading_to(order, targets)
     # create_graph runs the same rules on Tensors (a few fused ones have Tensor versions)
     rules = tensor_ops.TENSOR_RULES if create_graph else RULES
-    with grad_mode.enable_grad() if create_graph else grad_mode.no_grad(), _Running.Pass(
-            sink.leaf if general else lambda t, g: _accumulate(t, g, make)):
+    fast = _Running.leaf  # a fast pass inside a general one (a rule's) switches back too
+    scope = _Running.Pass(sink.leaf if general else fast) if general or (
+        running.leaf is not fast) else _STAY
+    with grad_mode.enable_grad() if create_graph else grad_mode.no_grad(), scope:
         for node in order:
             grad_out = grads.pop(id(node), None)
             if grad_out is None:
