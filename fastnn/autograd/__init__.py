@@ -5,6 +5,7 @@
 """
 
 from fastnn.autograd.engine import Node, attach, backward
+from fastnn.autograd.function import Function, FunctionCtx, once_differentiable
 from fastnn.autograd.functional import grad
 from fastnn.autograd.grad_mode import (
     detect_anomaly,
@@ -24,4 +25,5 @@ __all__ = [
     "Node", "attach", "backward", "grad", "RULES", "no_grad", "enable_grad", "detect_anomaly",
     "is_grad_enabled", "is_anomaly_enabled", "RemovableHandle", "set_grad_enabled",
     "inference_mode", "is_inference_mode_enabled", "set_anomaly_enabled",
+    "Function", "FunctionCtx", "once_differentiable",
 ]

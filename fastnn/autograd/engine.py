@@ -11,6 +11,9 @@ as soon as it has been used.
 
 from __future__ import annotations
 
+import contextlib
+import threading
+
 import numpy as np
 
 from fastnn.autograd import grad_mode, hooks, tensor_ops
@@ -20,6 +23,27 @@ from fastnn.autograd.rules import RULES
 # node records the tick it was made at. A node whose inputs' storage was stamped later was
 # recorded before a write into them (see check_saved). One int read per recorded op.
 _clock = 0
+
+
+class _Running(threading.local):
+    """``running.leaf(t, g)``: what this thread's running pass does with a gradient reaching
+    the leaf ``t`` (a pass run inside it by checkpoint's rule sends them there)."""
+
+    leaf = staticmethod(lambda t, g: _accumulate(t, g, type(t)._make))  # outside a pass
+
+    class Pass:  # with Pass(leaf): leaf is the running pass's, then the outer's again
+        def __init__(self, leaf):
+            self.leaf = leaf
+
+        def __enter__(self):
+            self.outer, running.leaf = running.leaf, self.leaf
+
+        def __exit__(self, *exc):
+            running.leaf = self.outer
+
+
+running = _Running()
+_STAY = contextlib.nullcontext()  # the fast path's scope outside any other pass
 
 
 def tick() -> int:
@@ -39,6 +63,7 @@ class Node:
 
     __slots__ = ("op", "inputs", "needs", "parents", "saved", "attrs", "ops", "stamp",
                  "stale", "out_id", "__weakref__")
+    opaque = False  # True: its rule may reach any leaf (a checkpoint's recomputation)
 
     def __init__(self, op, inputs, saved, attrs, ops):
         self.op = op
@@ -160,7 +185,7 @@ def backward(tensor, grad_data, retain_graph=False, create_graph=False, inputs=N
 
 
 def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inputs=None,
-                 capture=False):
+                 capture=False, leaf=None):
     """The backward pass from the tensors ``roots``, seeded with ``root_grads``.
 
     ``retain_graph`` keeps the nodes for another backward (else each is freed once
@@ -169,14 +194,15 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inpu
     tape themselves. ``inputs`` (tensors) restricts the gradients delivered to
     those (and runs only the rules that lead to them); with ``capture`` they are
     returned, as a dict id(tensor) -> Tensor, instead of added into ``.grad``.
+    ``leaf(tensor, grad)``, when given, takes every leaf's gradient instead of ``.grad``.
     The common call (no hooks, no inputs, no create_graph) keeps raw arrays and
     takes none of the branches marked ``general``.
     """
     cls = roots[0].__class__  # the tensor class lives above this layer: never import it
-    make = cls._make
     targets = None if inputs is None else {id(t): t for t in inputs}
-    general = create_graph or targets is not None or hooks.state.active
-    sink = _Sink(cls, targets, capture, create_graph) if general else None
+    general = create_graph or targets is not None or hooks.state.active or leaf is not None
+    sink = _Sink(cls, targets, capture, create_graph, leaf) if general else None
+    make = cls._make
     grads, owners, seeds = {}, ({} if general else None), []
     for root, grad_data in zip(roots, root_grads):
         node = root._node
@@ -200,7 +226,10 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inpu
     expand = None if targets is None else _leading_to(order, targets)
     # create_graph runs the same rules on Tensors (a few fused ones have Tensor versions)
     rules = tensor_ops.TENSOR_RULES if create_graph else RULES
-    with grad_mode.enable_grad() if create_graph else grad_mode.no_grad():
+    fast = _Running.leaf  # a fast pass inside a general one (a rule's) switches back too
+    scope = _Running.Pass(sink.leaf if general else fast) if general or (
+        running.leaf is not fast) else _STAY
+    with grad_mode.enable_grad() if create_graph else grad_mode.no_grad(), scope:
         for node in order:
             grad_out = grads.pop(id(node), None)
             if grad_out is None:
@@ -243,6 +272,9 @@ def _leading_to(order, targets) -> set:
     """The ids of the nodes in ``order`` whose rule sends gradient towards a target."""
     expand = set()
     for node in reversed(order):  # each node after the nodes that made its inputs
+        if node.opaque:
+            expand.add(id(node))
+            continue
         for t, child in zip(node.inputs, node.parents):
             if t is not None and (id(t) in targets or (
                     child is not None and id(child) in expand)):
@@ -296,10 +328,11 @@ class _Sink:
     """Where gradients go on the general path: tensor hooks, retain_grad, the leaves'
     sums (so that a leaf's hooks see its whole gradient, as in PyTorch), the targets."""
 
-    def __init__(self, cls, targets, capture, create_graph):
+    def __init__(self, cls, targets, capture, create_graph, redirect=None):
         self.cls, self.targets, self.capture = cls, targets, capture
         self.create_graph = create_graph
         self.leaves, self.captured, self._adapters = {}, {}, {}
+        self.redirect = redirect  # leaf(tensor, grad) instead of .grad (run_backward's leaf=)
 
     def tensor_ops(self, ops):
         """The recorded adapter of the backend hook table ``ops`` (one per table)."""
@@ -331,6 +364,9 @@ class _Sink:
         return g
 
     def leaf(self, t, g):
+        if self.redirect is not None:
+            self.redirect(t, g)
+            return
         entry = self.leaves.get(id(t))
         if entry is None:
             self.leaves[id(t)] = [t, g]

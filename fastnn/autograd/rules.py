@@ -14,6 +14,7 @@ import math
 from fastnn.api import hookspec
 from fastnn.api.composite import activation_grad
 from fastnn.autograd.rules_attention import RULES as ATTENTION_RULES
+from fastnn.autograd.rules_custom import RULES as CUSTOM_RULES
 from fastnn.autograd.rules_indexing import RULES as INDEXING_RULES
 from fastnn.autograd.rules_math import RULES as MATH_RULES
 from fastnn.autograd.rules_pool import RULES as POOL_RULES
@@ -355,3 +356,4 @@ RULES.update(MATH_RULES)
 RULES.update(RECURRENT_RULES)
 RULES.update(POOL_RULES)
 RULES.update(ATTENTION_RULES)
+RULES.update(CUSTOM_RULES)

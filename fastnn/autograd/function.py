@@ -1,0 +1,324 @@
+"""Custom differentiable functions, as PyTorch's ``torch.autograd.Function``.
+
+Subclass :class:`Function`, write ``forward`` and ``backward`` as static methods and
+call ``MyFn.apply(*args)``. ``forward`` runs with recording off; its outputs (a
+tensor, or a tuple) get one tape node, :class:`FunctionNode`, whose rule
+(``custom_function`` in :mod:`fastnn.autograd.rules_custom`) calls ``backward``
+with one gradient per output and takes back one gradient per input.
+
+A single differentiable output carries the node itself. With several, each output
+carries a small ``custom_function_output`` node that hands its whole gradient to
+the shared record and sends a zero scalar on to the function's node, through a
+hidden scalar tensor: the engine runs that node after every output's node, so
+``backward`` sees all the gradients of one pass at once.
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+
+import numpy as np
+
+from fastnn.autograd import engine, grad_mode
+
+__all__ = ["Function", "FunctionCtx", "FunctionNode", "once_differentiable"]
+
+
+def _is_tensor(x) -> bool:
+    return hasattr(x, "_node") and hasattr(x, "_data")
+
+
+class FunctionCtx:
+    """What ``forward`` (or ``setup_context``) and ``backward`` share: saved tensors, flags,
+    and any attribute you set on it (``ctx.scale = 2.0``)."""
+
+    def __init__(self):
+        self._saved = ()
+        self._non_differentiable = set()
+        self.materialize_grads = True
+        self.needs_input_grad = ()
+
+    def save_for_backward(self, *tensors) -> None:
+        """Keep ``tensors`` (Tensors or None) for ``backward``, as ``ctx.saved_tensors``."""
+        for i, t in enumerate(tensors):
+            if t is not None and not _is_tensor(t):
+                raise TypeError(f"save_for_backward: argument {i} must be a Tensor or None, "
+                                f"got {type(t).__name__}; keep other values as ctx attributes")
+        self._saved = tensors
+
+    @property
+    def saved_tensors(self) -> tuple:
+        """The tensors given to :meth:`save_for_backward`, in order."""
+        record = getattr(self, "_record", None)
+        found = []
+        for t in self._saved:
+            if isinstance(t, _SavedOutput):
+                t = t.get()
+            found.append(t)
+        if record is not None:
+            record.check_versions(found)
+        return tuple(found)
+
+    def mark_non_differentiable(self, *tensors) -> None:
+        """Declare outputs that have no gradient: they do not require grad, and ``backward``
+        gets zeros (or None, see :meth:`set_materialize_grads`) for them."""
+        self._non_differentiable.update(id(t) for t in tensors)
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """Whether ``backward`` gets zeros (True, the default) or None for the gradient of an
+        output that no gradient reached."""
+        self.materialize_grads = bool(value)
+
+    def mark_dirty(self, *tensors) -> None:
+        """Not supported: fastnn's custom Functions cannot write into their inputs."""
+        raise NotImplementedError(
+            "mark_dirty: custom Functions that modify their inputs in place are not supported "
+            "by fastnn; return a new tensor instead (out = x.clone(), then modify out)")
+
+
+class _SavedOutput:
+    """An output saved for backward, held weakly (output -> node -> ctx -> output would be a
+    reference cycle); once the output is gone its data comes back without history."""
+
+    __slots__ = ("ref", "make")
+
+    def __init__(self, out):
+        self.ref = weakref.ref(out)
+        self.make = functools.partial(type(out)._make, out._data, out._dtype, out._device)
+
+    def get(self):
+        out = self.ref()
+        return out if out is not None else self.make()
+
+
+class FunctionNode(engine.Node):
+    """The tape node of one ``apply``: named ``<Function>Backward`` as PyTorch names it."""
+
+    def name(self) -> str:
+        record = self.attrs[0] if isinstance(self.attrs, tuple) else self.attrs
+        return f"{record.name}Backward" if record is not None else "FunctionBackward"
+
+
+class _Record:
+    """One call's state for backward: the class, ctx, the inputs and the outputs' metadata."""
+
+    def __init__(self, fn_cls, ctx, args, outs, differentiable, tensor_cls):
+        self.fn_cls, self.ctx, self.name = fn_cls, ctx, fn_cls.__name__
+        self.tensor_cls = tensor_cls
+        self.args = tuple(a if _is_tensor(a) else _NonTensor for a in args)
+        self.outs = tuple((o.shape, o._dtype, o._device) if _is_tensor(o) else None
+                          for o in outs)
+        self.differentiable = differentiable
+        self.grads = [None] * len(outs)  # what the output nodes handed over this pass
+        self.stamp = engine._clock
+
+    def take(self, index, grad):
+        """The ``custom_function_output`` rule: keep the output's gradient, send on a zero."""
+        self.grads[index] = grad
+        return (self.zero,)
+
+    def check_versions(self, tensors) -> None:
+        for i, t in enumerate(tensors):
+            if t is None:
+                continue
+            base = t._view[0] if t._view is not None else t
+            if base._storage is not None and base._storage.version > self.stamp:
+                raise RuntimeError(
+                    f"{self.name}: saved tensor {i} (shape {tuple(t.shape)}) was modified by an "
+                    f"in-place operation after {self.name}.forward saved it; clone it before "
+                    f"the in-place op, or use the out-of-place form")
+
+    def _grad_outputs(self, grad):
+        grads = self.grads
+        if len(self.differentiable) == 1:
+            grads = [None] * len(self.outs)
+            grads[self.differentiable[0]] = grad
+        self.grads = [None] * len(self.outs)
+        cls, result = self.tensor_cls, []
+        for g, meta in zip(grads, self.outs):
+            if g is not None and not isinstance(g, cls):
+                g = cls._make(g, meta[1], meta[2])
+            elif g is None and meta is not None and self.ctx.materialize_grads:
+                shape, dtype, device = meta
+                g = cls._make(device.ops.full(shape, 0.0, dtype.name, device.index), dtype,
+                              device)
+            result.append(g)
+        return result
+
+    def backward(self, grad):
+        """The ``custom_function`` rule: ``fn_cls.backward`` on the gradients of the outputs,
+        its results checked against the inputs. Tensors under create_graph, else raw."""
+        create = grad_mode.is_grad_enabled()  # the engine enables grad under create_graph
+        result = self.fn_cls.backward(self.ctx, *self._grad_outputs(grad))
+        result = result if isinstance(result, tuple) else (result,)
+        expected = len(self.args)
+        if len(result) < expected or any(g is not None for g in result[expected:]):
+            raise RuntimeError(
+                f"{self.name}.backward returned {len(result)} gradients, expected {expected} "
+                f"(one per argument of forward, None for a non-tensor or one without grad)")
+        grads = [self._checked(i, a, g, create) for i, (a, g) in
+                 enumerate(zip(self.args, result))]
+        if grad_mode.is_anomaly_enabled():
+            for i, g in enumerate(grads):
+                if g is not None:
+                    host = np.asarray(self.args[i]._device.ops.to_numpy(getattr(g, "_data", g)))
+                    if host.dtype.kind == "f" and not np.isfinite(host).all():
+                        raise FloatingPointError(f"detect_anomaly: {self.name}.backward "
+                                                 f"returned NaN or Inf for input {i}")
+        return grads
+
+    def _checked(self, i, arg, g, create):
+        if g is None:
+            return None
+        if arg is _NonTensor:
+            raise RuntimeError(
+                f"{self.name}.backward returned a gradient for argument {i}, which is not a "
+                f"Tensor; return None in its place")
+        if not isinstance(g, self.tensor_cls):
+            raise TypeError(f"{self.name}.backward: gradient {i} must be a Tensor or None, "
+                            f"got {type(g).__name__}")
+        if not arg._requires_grad:
+            return None
+        shape, want = tuple(g.shape), tuple(arg.shape)
+        lead = len(shape) - len(want)
+        if shape != want and (lead < 0 or any(
+                n != 1 and n != m for n, m in zip(want, shape[lead:]))):
+            raise RuntimeError(
+                f"{self.name}.backward returned a gradient of shape {shape} for argument {i}, "
+                f"which has shape {want}; return one gradient shaped like each input")
+        if g._device != arg._device:
+            raise RuntimeError(f"{self.name}.backward returned gradient {i} on {g._device}, "
+                               f"its input is on {arg._device}")
+        if g._dtype is not arg._dtype:
+            g = g.to(arg._dtype)
+        return g if create else g._data
+
+
+class _NonTensorType:
+    def __repr__(self):
+        return "<non-tensor>"
+
+
+_NonTensor = _NonTensorType()
+
+
+class Function:
+    """A differentiable function with a hand-written gradient, as PyTorch's.
+
+    Define ``forward(ctx, *args, **kwargs)`` (or ``forward(*args)`` plus
+    ``setup_context(ctx, inputs, output)``) and ``backward(ctx, *grad_outputs)`` as
+    static methods, and call ``MyFn.apply(*args)``. ``forward`` runs with grad
+    recording off and returns a Tensor or a tuple. ``backward`` gets one gradient per
+    output and returns one per forward argument (None for non-tensors and inputs that
+    need none: see ``ctx.needs_input_grad``). Built of fastnn ops, ``backward`` is
+    itself differentiable under ``create_graph=True``.
+    """
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError(f"{type(self).__name__}: call the class's apply "
+                           f"({type(self).__name__}.apply(...)), not an instance")
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        """The function's value; write it in a subclass."""
+        raise NotImplementedError("Function.forward: define forward as a staticmethod")
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        """Save what ``backward`` needs, when ``forward`` takes no ctx (PyTorch 2 style)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        """The gradients of the inputs from those of the outputs; write it in a subclass."""
+        raise NotImplementedError("Function.backward: define backward as a staticmethod")
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        """Run ``forward`` on ``args`` and record one node for ``backward`` on its outputs."""
+        ctx = FunctionCtx()
+        grad_on = grad_mode.is_grad_enabled()
+        tensors = [a for a in args if _is_tensor(a)]
+        ctx.needs_input_grad = tuple(_is_tensor(a) and grad_on and a._requires_grad
+                                     for a in args)
+        with grad_mode.no_grad():
+            if cls.setup_context is not Function.setup_context:
+                output = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, output)
+            else:
+                output = cls.forward(ctx, *args, **kwargs)
+        single = not isinstance(output, tuple)
+        outs = [output] if single else list(output)
+        if not any(ctx.needs_input_grad):
+            return output
+        inputs = {id(t) for t in tensors}
+        for k, o in enumerate(outs):
+            if _is_tensor(o) and (id(o) in inputs or o._requires_grad):
+                outs[k] = o.detach()  # an input returned as is: a new tensor of its storage
+        differentiable = [k for k, o in enumerate(outs) if _is_tensor(o)
+                          and o._dtype.is_floating and id(o) not in ctx._non_differentiable]
+        if differentiable:
+            _record(cls, ctx, args, outs, differentiable)
+        if grad_mode.is_anomaly_enabled():
+            for k in differentiable:
+                engine.check_finite(outs[k]._device.ops, outs[k]._data,
+                                    f"the forward of {cls.__name__}")
+        return outs[0] if single else tuple(outs)
+
+
+def _record(cls, ctx, args, outs, differentiable) -> None:
+    """Attach the node of one call to its differentiable outputs."""
+    first = outs[differentiable[0]]
+    tensor_cls, device = type(first), first._device  # the class lives above this layer
+    record = _Record(cls, ctx, args, outs, differentiable, tensor_cls)
+    ctx._record = record
+    positions = {id(o): k for k, o in enumerate(outs) if _is_tensor(o)}
+    saved = []
+    for t in ctx._saved:
+        if t is not None and id(t) in positions and outs[positions[id(t)]] is t:
+            t = _SavedOutput(t)
+        saved.append(t)
+    ctx._saved = tuple(saved)
+    inputs = tuple(a if _is_tensor(a) else None for a in args)
+    node = FunctionNode("custom_function", inputs, (), record, device.ops)
+    node.opaque = getattr(cls, "_opaque", False)
+    if len(differentiable) == 1:
+        _own(first, node)
+        return
+    zero = device.ops.full((), 0.0, first._dtype.name, device.index)
+    hidden = tensor_cls._make(zero, first._dtype, device)
+    _own(hidden, node)
+    record.zero = zero
+    for k in differentiable:
+        _own(outs[k], FunctionNode("custom_function_output", (hidden,), (), (record, k),
+                                   outs[k]._device.ops))
+
+
+def _own(out, node) -> None:
+    out._node, out._requires_grad = node, True
+
+
+def once_differentiable(backward):
+    """Decorate a Function's ``backward`` that is not itself differentiable: it runs with
+    recording off, and differentiating its result (``create_graph=True``) raises."""
+
+    @functools.wraps(backward)
+    def wrapper(ctx, *grad_outputs):
+        with grad_mode.no_grad():
+            result = backward(ctx, *grad_outputs)
+        carriers = tuple(g for g in grad_outputs if _is_tensor(g) and g._requires_grad)
+        if not (grad_mode.is_grad_enabled() and carriers):
+            return result
+        single = not isinstance(result, tuple)
+        wrapped = []
+        for g in ([result] if single else result):
+            if _is_tensor(g) and g._dtype.is_floating:
+                g = g.detach()
+                node = engine.Node("once_differentiable", carriers, (), backward.__qualname__,
+                                   g._device.ops)
+                g._node, g._requires_grad = node, True
+            wrapped.append(g)
+        return wrapped[0] if single else tuple(wrapped)
+
+    return wrapper
