@@ -24,9 +24,10 @@ from fastnn.ops.tensor import Tensor, rand, randn
 
 
 def _scaled(op, alpha):
+    """``op`` with its ``alpha=`` bound (ew.add and ew.sub scale the other operand)."""
     if alpha == 1:
         return op
-    return lambda x, y: op(x, ew.mul(y, alpha))
+    return lambda x, y: op(x, y, alpha=alpha)
 
 
 @public(method=True, functional=False)
