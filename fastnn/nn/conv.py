@@ -96,10 +96,8 @@ class Conv1d(Module):
 
     def forward(self, x):
         self._check(x)
-        if self.padding_mode != "zeros":
-            return nnops.conv1d(pad_input(x, (self._sides,), self.padding_mode), self.weight,
-                                self.bias, self.stride, 0, self.dilation, self.groups)
-        padding = self._sides[0] if self._sides[0] == self._sides[1] else self._sides
+        x, (sides,) = pad_input(x, (self._sides,), self.padding_mode)
+        padding = sides[0] if sides[0] == sides[1] else sides
         return nnops.conv1d(x, self.weight, self.bias, self.stride, padding,
                             self.dilation, self.groups)
 

@@ -70,9 +70,7 @@ class Conv2d(Module):
                 f"(batch, {self.in_channels}, height, width), got {x.shape}; check the channel "
                 "count (channels come before height and width, as in PyTorch)"
             )
-        sides = self._sides
-        if self.padding_mode != "zeros":
-            x, sides = pad_input(x, sides, self.padding_mode), ((0, 0), (0, 0))
+        x, sides = pad_input(x, self._sides, self.padding_mode)
         out = conv.conv2d_raw(x, self.weight, self.stride, sides, self.dilation, self.groups)
         if self.bias is None:
             return out

@@ -65,9 +65,7 @@ class Conv3d(Module):
         unbatched = x.ndim == 4
         if unbatched:
             x = x.reshape((1,) + x.shape)
-        sides = self._sides
-        if self.padding_mode != "zeros":
-            x, sides = pad_input(x, sides, self.padding_mode), ((0, 0),) * 3
+        x, sides = pad_input(x, self._sides, self.padding_mode)
         out = ops.conv3d_sides(x, self.weight, self.stride, sides, self.dilation, self.groups)
         out = conv.with_bias("Conv3d", out, self.bias, self.out_channels, 3)
         return out.reshape(out.shape[1:]) if unbatched else out

@@ -16,8 +16,11 @@ def check_mode(owner: str, padding_mode) -> str:
     return padding_mode
 
 
-def pad_input(x, sides: tuple, padding_mode: str):
-    """``x`` padded by ``sides`` ((before, after) per spatial dim, first dim first) in
-    ``padding_mode`` (not "zeros"): F.pad's order is the last dim first."""
+def pad_input(x, sides: tuple, padding_mode: str) -> tuple:
+    """``(x, sides)`` for the convolution: as given for "zeros" (the convolution pads);
+    else ``x`` padded by ``sides`` ((before, after) per spatial dim, first dim first; F.pad
+    takes the last dim first) in ``padding_mode``, and no sides left to pad."""
+    if padding_mode == "zeros":
+        return x, sides
     widths = tuple(w for before_after in reversed(sides) for w in before_after)
-    return pad(x, widths, mode=padding_mode)
+    return pad(x, widths, mode=padding_mode), ((0, 0),) * len(sides)
