@@ -24,7 +24,7 @@ import warnings
 import numpy as np
 
 from fastnn.api import program as programs
-from fastnn.api.device import _cache as _devices
+from fastnn.api.device import parsed_devices
 from fastnn.autograd import grad_mode
 from fastnn.capture import build, segments
 from fastnn.capture.entry import Entry
@@ -169,7 +169,7 @@ class Compiled:
         finally:
             programs._recording[0] -= 1
             recorder.active = False
-            for dev, ops in installed:
+            for dev, ops in reversed(installed):
                 dev.ops = ops
             if rng_state.host_rng() is log:
                 rng_state.set_host_rng(rng)
@@ -294,8 +294,9 @@ Compiled.__doc__ = Wrapped(Compiled.__doc__, "__doc__")
 
 def _devices_of(leaves) -> list:
     """The devices whose ops a recording or a split run wraps: every device made so far
-    and those of the arguments."""
-    devices = list(_devices.values())
+    and those of the arguments, each once (two spellings, "opencl" and "opencl:0", are
+    one Device: wrapped twice, the second restore put the first wrapper back for good)."""
+    devices = parsed_devices()
     for t in leaves:
         if isinstance(t, Tensor) and t._device not in devices:
             devices.append(t._device)

@@ -129,7 +129,7 @@ class Split:
             programs._recording[0] -= 1
             run.active = False
             run.end_recording()
-            for dev, ops, _ in installed:
+            for dev, ops, _ in reversed(installed):
                 dev.ops = ops
         run.finish()
         return result

@@ -7,6 +7,7 @@ import gc
 import weakref
 
 import numpy as np
+import pytest
 
 import fastnn as fnn
 from fastnn import nn, optim
@@ -83,3 +84,27 @@ def test_guards_fail_once_the_optimizer_is_gone():
     del opt, holder[0]
     gc.collect()
     assert gone() is None and not entry.guards_hold()
+
+
+@pytest.mark.filterwarnings("ignore:fnn.compile. graph break")
+def test_a_device_named_two_ways_gets_its_own_table_back_after_recording():
+    """"cpu" and "cpu:0" are one Device under two spellings. Recording wrapped it once per
+    spelling and unwrapped in the same order, so the recording wrapper stayed installed
+    after the step: every later call on that device was recorded into a dead recorder
+    that kept its arrays (11 MB held by the MLP step of test_compile_memory). The split
+    (fullgraph=False) run has the same install/restore."""
+    a = fnn.tensor([1.0], device="cpu")
+    b = fnn.tensor([2.0], device="cpu:0")
+    assert a.device is b.device
+    table = a.device.ops
+    for fullgraph in (True, False):
+        def step(x, fullgraph=fullgraph):
+            y = x * 2.0
+            if not fullgraph:
+                float(y.sum())  # a break: the split run installs its own wrappers
+            return y + 1.0
+
+        run = fnn.compile(step, fullgraph=fullgraph)
+        for _ in range(3):
+            np.testing.assert_array_equal(run(a).numpy(), [3.0])
+        assert a.device.ops is table, (fullgraph, a.device.ops)
