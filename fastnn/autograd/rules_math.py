@@ -68,10 +68,15 @@ def _linalg_solve(ops, node, grad):
 
 @rule("linalg_slogdet")
 def _linalg_slogdet(ops, node, grad):
-    """d logabsdet / dA = A^-T: the solve of A^T against the saved identity, times G."""
+    """d logabsdet / dA = A^-T: the solve of A^T against the saved identity, times G.
+
+    NOTE: where G is exactly 0 the gradient is 0 even if A is singular (A^-T is inf/nan
+    there): det = sign * exp(logabsdet) sends G = 0 for a singular matrix, whose det
+    gradient is then 0, as PyTorch's."""
     a, identity = node.saved
     inverse_t, _ = ops.linalg_solve(ops.transpose(a, _swap_last(len(a.shape))), identity)
-    return (ops.mul(inverse_t, ops.reshape(grad, tuple(grad.shape) + (1, 1))),)
+    grad = ops.reshape(grad, tuple(grad.shape) + (1, 1))
+    return (ops.mul(ops.where(ops.equal(grad, 0.0), grad, inverse_t), grad),)
 
 
 @rule("floor")

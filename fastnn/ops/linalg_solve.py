@@ -12,8 +12,10 @@ Their gradients (:mod:`fastnn.autograd.rules_math`) are written with the solve h
 
 each on the tape, so gradients of gradients follow. Half precision is computed in float32.
 A singular matrix (an exactly zero pivot) makes ``solve`` and ``inv`` raise
-:class:`~fastnn.api.errors.LinAlgError` (a RuntimeError, as torch's); the ``_ex`` forms
-return LAPACK's info instead; its determinant is 0.
+:class:`~fastnn.api.errors.LinAlgError` (a RuntimeError, as torch's), except inside a step
+``fnn.compile`` records, where their result is NaN instead (the check would read the device
+back); the ``_ex`` forms return LAPACK's info instead. Its determinant is 0, with gradient 0
+(PyTorch's).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import numpy as np
 from fastnn import return_types
 from fastnn.api import dtypes
 from fastnn.api.errors import LinAlgError
+from fastnn.api.program_calls import recording
 from fastnn.autograd.engine import attach
 from fastnn.ops import elementwise as ew
 from fastnn.ops import movement
@@ -54,6 +57,19 @@ def _matrices(op: str, a: Tensor) -> Tensor:
 
 def _mt(x: Tensor) -> Tensor:
     return movement.transpose(x, -2, -1)
+
+
+def _checked(op: str, x: Tensor, info: Tensor, what: str) -> Tensor:
+    """x, after raising LinAlgError if ``info`` flags a singular matrix.
+
+    NOTE: while fnn.compile records a step, reading info back would cut the program; there
+    a singular matrix's result is NaN instead (on the device, so that a replay does it too).
+    """
+    if recording():
+        flags = movement.reshape(info, tuple(info.shape) + (1, 1))
+        return ew.where(ew.compare("equal", flags, 0), x, float("nan"))
+    _raise_singular(op, info, what)
+    return x
 
 
 def _raise_singular(op: str, info: Tensor, what: str) -> None:
@@ -137,8 +153,7 @@ def solve(A: Tensor, B: Tensor, *, left=True) -> Tensor:
     dtype = B._dtype if isinstance(B, Tensor) else None
     a, b, vector = _as_rhs("linalg.solve", A, B, left)
     x, info = _solve(a, b)
-    _raise_singular("linalg.solve", info, "The solver failed")
-    return _result(x, vector, left, dtype)
+    return _result(_checked("linalg.solve", x, info, "The solver failed"), vector, left, dtype)
 
 
 def _identity(a: Tensor) -> Tensor:
@@ -162,7 +177,7 @@ def inv(A: Tensor) -> Tensor:
     """The inverse of each square matrix of A (..., n, n); LinAlgError if one is singular."""
     a = _matrices("linalg.inv", A)
     x, info = _solve(a, _identity(a))
-    _raise_singular("linalg.inv", info, _INV_FAILED)
+    x = _checked("linalg.inv", x, info, _INV_FAILED)
     return x.to(A._dtype) if x._dtype != A._dtype else x
 
 

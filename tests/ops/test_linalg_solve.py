@@ -163,10 +163,14 @@ def test_singular_matrices_raise_as_torch_does():
         fnn.linalg.inv_ex(fnn.tensor(a), check_errors=True)
 
 
-def test_singular_determinants_are_zero():
+def test_singular_determinants_are_zero_with_torchs_gradient():
     a = singular_batch()
-    det = fnn.linalg.det(fnn.tensor(a)).numpy()
-    np.testing.assert_array_equal(det == 0, np.arange(6) != 2)
+    leaf, theirs = fnn.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    det = fnn.linalg.det(leaf)
+    np.testing.assert_array_equal(det.numpy() == 0, np.arange(6) != 2)
+    det.sum().backward()
+    torch.linalg.det(theirs).sum().backward()
+    np.testing.assert_allclose(leaf.grad.numpy(), theirs.grad.numpy(), atol=1e-12)
     sign, logabs = fnn.slogdet(fnn.tensor(a))
     want = torch.slogdet(torch.tensor(a))
     np.testing.assert_array_equal(sign.numpy(), want.sign.numpy())
@@ -210,3 +214,25 @@ def test_bad_inputs_raise_runtime_errors_like_torch(call):
     # the same first clause (fastnn names dtypes as float64, torch as Double)
     head = str(theirs.value).split(". Got")[0].split(", but found")[0]
     assert str(mine.value).startswith(head.split(" (")[0]), (str(mine.value), head)
+
+
+def test_compiled_steps_replay_and_mark_singular_matrices_nan():
+    weight = fnn.tensor(mats(3, 3), requires_grad=True)
+
+    def step(b):
+        loss = (fnn.linalg.solve(weight, b) ** 2).sum() + fnn.linalg.det(weight)
+        loss.backward()
+        return loss
+
+    compiled, b = fnn.compile(step), fnn.tensor(n(3, 2))
+    eager = step(b).item()
+    want = weight.grad.numpy().copy()
+    for _ in range(3):  # record, check, replay
+        weight.grad = None
+        assert compiled(b).item() == pytest.approx(eager, rel=1e-12)
+        np.testing.assert_allclose(weight.grad.numpy(), want, rtol=1e-12)
+    inverse = fnn.compile(fnn.linalg.inv)
+    for scale in (1.0, 2.0, 3.0):
+        np.testing.assert_allclose(inverse(fnn.eye(2) * scale).numpy(), np.eye(2) / scale)
+    # a replay cannot raise from the device's info: the singular matrix's inverse is NaN
+    assert np.isnan(inverse(fnn.tensor([[1.0, 2.0], [2.0, 4.0]])).numpy()).all()
