@@ -94,10 +94,11 @@ def _solve(a: Tensor, b: Tensor) -> tuple:
 
 def _as_rhs(op: str, a: Tensor, b: Tensor, left: bool) -> tuple:
     """(A, B as (..., n, k) with A's batch dims broadcast with B's, vector case, shape)."""
+    check_tensor(op, a)
     check_tensor(op, b)
-    a = _matrices(op, a)
-    if b._dtype.name in _HALF and a._dtype.name == "float32":
+    if b._dtype == a._dtype and b._dtype.name in _HALF:  # both computed in float32
         b = b.to(dtypes.float32)
+    a = _matrices(op, a)
     if b._dtype != a._dtype:
         raise RuntimeError(f"{op}: Expected A and B to have the same dtype, but found A of "
                            f"type {a._dtype.name} and B of type {b._dtype.name} instead")

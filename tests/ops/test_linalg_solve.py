@@ -81,6 +81,8 @@ def test_half_precision_is_computed_in_float32():
     np.testing.assert_allclose(out.numpy().astype(np.float64), want, rtol=2e-3, atol=2e-3)
     fnn.linalg.det(a).backward()
     assert a.grad.dtype == fnn.float16
+    x = fnn.linalg.solve(a, fnn.ones(3, dtype=fnn.float16))
+    assert x.dtype == fnn.float16
 
 
 def _second_order(lib, fn, arrays):
@@ -200,6 +202,7 @@ def test_empty_inputs_as_torch():
     lambda m: m.logdet(m.ones(2, 3, 4)),
     lambda m: m.linalg.slogdet(m.ones(2, 2, dtype=m.int64)),
     lambda m: m.linalg.solve(m.eye(2), m.ones(2, dtype=m.float64)),
+    lambda m: m.linalg.solve(m.eye(2), m.ones(2, dtype=m.float16)),
     lambda m: m.linalg.solve(m.eye(2), m.ones(3)),
     lambda m: m.linalg.solve(m.eye(2), m.ones(3, 2)),
     lambda m: m.linalg.solve(m.eye(3), m.ones(3), left=False),  # torch: B is a 3 x 1 column
