@@ -1,5 +1,7 @@
 """``fnn.linalg``: the norms of ``torch.linalg`` (``vector_norm``, ``matrix_norm``, ``norm``),
-``cross`` (dim=-1 by default) and the products ``vecdot``, ``matmul``.
+``cross`` (dim=-1 by default), the products ``vecdot``, ``matmul``, and the inverses, solves
+and determinants ``inv``, ``inv_ex``, ``solve``, ``solve_ex``, ``det``, ``slogdet``
+(:mod:`fastnn.ops.linalg_solve`; a singular matrix raises :class:`LinAlgError`).
 
 The norms are composites of abs, sums and extrema. The spectral ones (``ord=2``, ``-2``,
 ``"nuc"``) take the singular vectors from NumPy on the host (one read-back, as sort does)
@@ -15,8 +17,10 @@ import numpy as np
 
 from fastnn.api import dtypes
 from fastnn.api.args import ints
+from fastnn.api.errors import LinAlgError
 from fastnn.ops import elementwise as ew
 from fastnn.ops import movement
+from fastnn.ops.linalg_solve import det, inv, inv_ex, slogdet, solve, solve_ex
 from fastnn.ops.products import cross as _cross
 from fastnn.ops.reduction import amin
 from fastnn.ops.reduction import norm as _vector
@@ -25,7 +29,8 @@ from fastnn.ops.sorting import check_tensor, host
 from fastnn.ops.structure import const
 from fastnn.ops.tensor import Tensor
 
-__all__ = ["cross", "matmul", "matrix_norm", "norm", "vecdot", "vector_norm"]
+__all__ = ["LinAlgError", "cross", "det", "inv", "inv_ex", "matmul", "matrix_norm", "norm",
+           "slogdet", "solve", "solve_ex", "vecdot", "vector_norm"]
 
 _INF = float("inf")
 

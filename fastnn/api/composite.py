@@ -352,6 +352,10 @@ from fastnn.api.composite_attention import (  # noqa: E402,F401  (the attention 
     attention,
     attention_backward,
 )
+from fastnn.api.composite_linalg import (  # noqa: E402,F401  (the linear-algebra hooks)
+    linalg_slogdet,
+    linalg_solve,
+)
 from fastnn.api.composite_norm import (  # noqa: E402,F401  (the batch-norm hooks)
     batch_norm_backward,
     batch_norm_train,

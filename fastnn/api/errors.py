@@ -7,3 +7,8 @@ class BackendError(RuntimeError):
 
 class DeviceMismatchError(RuntimeError):
     """An op received tensors that live on two different devices."""
+
+
+class LinAlgError(RuntimeError):
+    """A linear-algebra op met a matrix it cannot handle (a singular one for inv and solve);
+    ``fnn.linalg.LinAlgError``, as ``torch.linalg.LinAlgError``."""

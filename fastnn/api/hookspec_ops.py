@@ -166,6 +166,35 @@ def index_select(x: Array, axis: int, index: Array) -> Array:
     are; a device backend must not read out of bounds (an out-of-range index gives 0)."""
 
 
+# ---------------------------------------------------------------- linear algebra
+# Batches of square matrices: ``a`` is (..., n, n) with n >= 1 and a non-empty batch (the
+# core answers empty inputs itself), float32 or float64 (the core computes half precision
+# in float32), any layout. The composites are Gauss-Jordan elimination with partial
+# pivoting, n steps of primitives: right for small n; a backend with LAPACK-like
+# routines implements these for speed.
+
+
+@op
+def linalg_solve(a: Array, b: Array) -> tuple[Array, Array]:
+    """X with ``a @ X = b`` for each matrix of the batch, by LU with partial pivoting.
+
+    ``b`` is (..., n, k) with ``a``'s batch dims (the core broadcasts them and makes a
+    vector a column) and dtype. Returns ``(x, info)``: x of ``b``'s shape and dtype, and
+    info, int32 of shape ``a.shape[:-2]``: 0 where the matrix was solved, else LAPACK
+    getrf's info: the 1-based index of the first exactly zero pivot U[i-1, i-1]. Where info
+    is not 0, x is unspecified (inf or nan, as LAPACK's). Must not raise for a singular
+    matrix: the core raises the user's error from info. The core builds inv from this
+    (``b`` the identity) and the gradients of inv, solve, det and slogdet.
+    """
+
+
+@op
+def linalg_slogdet(a: Array) -> tuple[Array, Array]:
+    """``(sign, logabsdet)`` of each matrix's determinant, both of ``a``'s dtype and shape
+    ``a.shape[:-2]``: det = sign * exp(logabsdet). A singular matrix (an exactly zero
+    pivot of LU with partial pivoting) gives sign 0 and logabsdet -inf."""
+
+
 # ---------------------------------------------------------------- writes through views
 
 

@@ -52,6 +52,33 @@ def _prod(ops, node, grad):
     return (ops.mul(local, grad),)
 
 
+def _swap_last(rank: int) -> tuple:
+    return tuple(range(rank - 2)) + (rank - 1, rank - 2)
+
+
+@rule("linalg_solve")
+def _linalg_solve(ops, node, grad):
+    """X = A^-1 B: dB = A^-T G (one more solve, with A^T), dA = -dB X^T."""
+    a, x = node.saved
+    swap = _swap_last(len(a.shape))
+    grad_b, _ = ops.linalg_solve(ops.transpose(a, swap), grad)
+    grad_a = ops.neg(ops.matmul(grad_b, ops.transpose(x, swap))) if node.needs[0] else None
+    return grad_a, grad_b if node.needs[1] else None
+
+
+@rule("linalg_slogdet")
+def _linalg_slogdet(ops, node, grad):
+    """d logabsdet / dA = A^-T: the solve of A^T against the saved identity, times G.
+
+    NOTE: where G is exactly 0 the gradient is 0 even if A is singular (A^-T is inf/nan
+    there): det = sign * exp(logabsdet) sends G = 0 for a singular matrix, whose det
+    gradient is then 0, as PyTorch's."""
+    a, identity = node.saved
+    inverse_t, _ = ops.linalg_solve(ops.transpose(a, _swap_last(len(a.shape))), identity)
+    grad = ops.reshape(grad, tuple(grad.shape) + (1, 1))
+    return (ops.mul(ops.where(ops.equal(grad, 0.0), grad, inverse_t), grad),)
+
+
 @rule("floor")
 def _floor(ops, node, grad):
     return (ops.mul(grad, 0.0),)  # 0 almost everywhere, as PyTorch

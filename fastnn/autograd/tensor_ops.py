@@ -181,6 +181,11 @@ class TensorOps:
         a_data, b_data = self._data(a), self._data(b)
         return self._record("matmul", self.raw.matmul(a_data, b_data), (a, b), (a_data, b_data))
 
+    def linalg_solve(self, a, b):
+        a_data, b_data = self._data(a), self._data(b)
+        x, info = self.raw.linalg_solve(a_data, b_data)
+        return self._record("linalg_solve", x, (a, b), (a_data, x)), info
+
     def softmax(self, x, axis):
         data = self.raw.softmax(self._data(x), axis)
         return self._record("softmax", data, (x,), (data,), axis)

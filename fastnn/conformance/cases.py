@@ -13,6 +13,7 @@ from fastnn.conformance import (  # noqa: F401  (importing a module registers it
     cases_indexing,
     cases_io,
     cases_layernorm,
+    cases_linalg,
     cases_math,
     cases_math_more,
     cases_norm,

@@ -224,6 +224,11 @@ def _vision_specs(nn) -> list:
         ("AdaptiveAvgPool2d((3, 2))", lambda d, dev: nn.AdaptiveAvgPool2d((3, 2)),
          (2, 2, 7, 5)),
         ("AdaptiveAvgPool2d(1)", lambda d, dev: nn.AdaptiveAvgPool2d(1), (2, 2, 4, 4)),
+        ("MaxPool3d(3, 2, 1)", lambda d, dev: nn.MaxPool3d(3, 2, 1), (2, 2, 5, 4, 6)),
+        ("AvgPool3d((2, 3, 2), count_include_pad=False)", lambda d, dev: nn.AvgPool3d(
+            (2, 3, 2), 1, 1, count_include_pad=False), (1, 2, 3, 4, 5)),
+        ("AdaptiveAvgPool3d((2, None, 3))", lambda d, dev: nn.AdaptiveAvgPool3d((2, None, 3)),
+         (2, 2, 5, 3, 7)),
         ("BatchNorm1d", lambda d, dev: nn.BatchNorm1d(3, dtype=d, device=dev), (5, 3)),
         ("BatchNorm1d((N, C, L))", lambda d, dev: nn.BatchNorm1d(3, dtype=d, device=dev),
          (4, 3, 6)),

@@ -68,12 +68,15 @@ from fastnn.nn.param_lists import ParameterDict, ParameterList
 from fastnn.nn.pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveAvgPool3d,
     AdaptiveMaxPool1d,
     AdaptiveMaxPool2d,
     AvgPool1d,
     AvgPool2d,
+    AvgPool3d,
     MaxPool1d,
     MaxPool2d,
+    MaxPool3d,
     MaxUnpool1d,
     MaxUnpool2d,
 )
@@ -187,5 +190,6 @@ __all__ = [
     "functional", "init", "utils",
 ]
 __all__ += ["AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "MaxUnpool1d", "MaxUnpool2d"]
+__all__ += ["AdaptiveAvgPool3d", "AvgPool3d", "MaxPool3d"]
 __all__ += ["CELU", "Hardshrink", "Hardsigmoid", "Hardswish", "LogSigmoid", "PReLU", "RReLU",
             "ReLU6", "Softmin", "Softshrink", "Softsign", "Tanhshrink", "Threshold"]

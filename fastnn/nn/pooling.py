@@ -7,7 +7,7 @@ is the base class's, from the tape.
 from __future__ import annotations
 
 from fastnn.nn.module import Module, tape_reverse
-from fastnn.ops import pooling, pooling_max
+from fastnn.ops import pooling, pooling3d, pooling_max
 
 
 class _Pool(Module):
@@ -79,6 +79,26 @@ class AvgPool2d(_Pool):
     count_include_pad=True, divisor_override=None)."""
 
     FUNCTION, ARGS = staticmethod(pooling.avg_pool2d), _AVG + (("divisor_override", None),)
+
+
+class MaxPool3d(_Pool):
+    """PyTorch's MaxPool3d(kernel_size, stride=None, padding=0, dilation=1,
+    return_indices=False, ceil_mode=False) (return_indices=True is refused)."""
+
+    FUNCTION, ARGS = staticmethod(pooling3d.max_pool3d), _MAX
+
+
+class AvgPool3d(_Pool):
+    """PyTorch's AvgPool3d(kernel_size, stride=None, padding=0, ceil_mode=False,
+    count_include_pad=True, divisor_override=None)."""
+
+    FUNCTION, ARGS = staticmethod(pooling3d.avg_pool3d), _AVG + (("divisor_override", None),)
+
+
+class AdaptiveAvgPool3d(_Pool):
+    """PyTorch's AdaptiveAvgPool3d(output_size): an int, or a triple (None keeps that size)."""
+
+    FUNCTION, ARGS = staticmethod(pooling3d.adaptive_avg_pool3d), (("output_size", None),)
 
 
 class AdaptiveAvgPool1d(_Pool):

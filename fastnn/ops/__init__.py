@@ -19,11 +19,13 @@ from fastnn.ops import extrema as _extrema  # noqa: F401
 from fastnn.ops import gathering as _gathering  # noqa: F401
 from fastnn.ops import indexing as _indexing  # noqa: F401
 from fastnn.ops import joining as _joining  # noqa: F401
+from fastnn.ops import linalg_solve as _linalg_solve  # noqa: F401
 from fastnn.ops import losses as _losses  # noqa: F401
 from fastnn.ops import losses_regression as _losses_regression  # noqa: F401
 from fastnn.ops import mathops as _mathops  # noqa: F401
 from fastnn.ops import normalization as _normalization  # noqa: F401
 from fastnn.ops import pooling as _pooling  # noqa: F401
+from fastnn.ops import pooling3d as _pooling3d  # noqa: F401
 from fastnn.ops import pooling_max as _pooling_max  # noqa: F401
 from fastnn.ops import products as _products  # noqa: F401
 from fastnn.ops import random_ops as _random_ops  # noqa: F401

@@ -28,7 +28,7 @@ from fastnn_cuda import _cupy
 # the modules holding the hooks: the registry registers each of them
 fastnn_hook_modules = tuple(f"fastnn_cuda.{name}" for name in (
     "collectives", "conv", "conv_2d", "fused", "indexing", "optim", "primitives", "capture",
-    "layers", "fused_program", "sdpa", "norm_act"))
+    "layers", "fused_program", "sdpa", "norm_act", "linalg"))
 
 
 @hookimpl

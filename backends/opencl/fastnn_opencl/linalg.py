@@ -1,4 +1,6 @@
-"""Matrix products: batched GEMM kernels per device type (``kernels/matmul.cl``).
+"""Matrix products: batched GEMM kernels per device type (``kernels/matmul.cl``). The
+solve and determinant hooks (``linalg_solve``, ``linalg_slogdet``) are left to the core's
+composites on purpose (see the backend's README.md).
 
 CPU devices (PoCL) pack B into unit-stride panels and run a register-blocked kernel over
 them and A in place (:func:`gemm_packed`, blocks tuned per device by :mod:`gemm_tune`,
