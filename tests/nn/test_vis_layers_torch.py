@@ -166,8 +166,10 @@ def test_dropout_functional_matches_torch_semantics():
 @pytest.mark.parametrize("name", ["AlphaDropout", "FeatureAlphaDropout"])
 def test_alpha_dropout_formula_and_selu_statistics(name):
     p = 0.2
+    fnn.manual_seed(0)
+    torch.manual_seed(0)  # seeded: a fixed draw, whatever ran before in this worker
     layer = getattr(nn, name)(p)
-    x = rng.standard_normal((256, 64, 10))  # 16k channels: feature statistics settle
+    x = np.random.default_rng(3).standard_normal((256, 64, 10))  # 16k channels: settles
     out = layer(fnn.tensor(x)).numpy()
     alpha = 1.7580993408473766
     a = 1 / np.sqrt((alpha ** 2 * p + 1) * (1 - p))
