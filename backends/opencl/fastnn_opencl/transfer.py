@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
-from fastnn_opencl import elementwise
+from fastnn_opencl import elementwise, host_map
 from fastnn_opencl.runtime import NP_TYPES, cl, contiguous_strides
 
 # a view read as the stretch of buffer it covers may cover at most this many times the
@@ -84,11 +84,16 @@ def to_numpy_many(arrays):
             found[2].append((i, x, contiguous))
         else:
             reads[(i, x.dtype)] = [extent[0], extent[1], [(i, x, contiguous)]]
-    queues, small = {}, {}
+    queues, small, mapped = {}, {}, []
     for read in reads.values():
         start, end, views = read
         x = views[0][1]
         itemsize = NP_TYPES[x.dtype].itemsize
+        table = host_map.maps(x.dev)
+        if table is not None:  # the buffer's own memory, copied after the queue's finish
+            mapped.append((table, read, itemsize))
+            queues[id(x.dev.queue)] = x.dev.queue
+            continue
         # the stretch in whole 4-byte words, inside the buffer (the buffer's size, a query
         # of the driver, is asked only when the rounding may pass its end)
         low, high = start * itemsize // 4 * 4, -(-end * itemsize // 4) * 4
@@ -105,6 +110,10 @@ def to_numpy_many(arrays):
         queues[id(queue)] = queue
     for queue in queues.values():
         queue.finish()
+    for table, read, itemsize in mapped:
+        start, end, views = read
+        buffer = table.view(views[0][1].data)[start * itemsize:end * itemsize].copy()
+        _place(hosts, buffer, 0, read)
     return hosts
 
 
