@@ -8,7 +8,10 @@ the buffer they cover, and viewed on the host; a view that covers much more buff
 than it holds (a sparse slice) is gathered by a copy kernel first. The small stretches
 (under ``GATHER_BELOW`` bytes) of one device are first gathered into one device buffer,
 40 to a kernel launch, and that is read: on PoCL each queued command costs about as much
-as a small kernel, so 40 small arrays cost 2 commands instead of 40.
+as a small kernel, so 40 small arrays cost 2 commands instead of 40. Where the device's
+buffers are host memory (PoCL on the CPU: :mod:`fastnn_opencl.host_map`), nothing is
+gathered or read by a command: the queue is finished once and each stretch is copied on
+the host from its buffer's mapping (made at the buffer's first read, kept open).
 """
 
 from __future__ import annotations
