@@ -23,6 +23,9 @@ from fastnn.shadowing.diff import _SAME_FROM, same_memory, scratch, skip_below
 # outputs from this many elements are compared one by one (their passes are long enough
 # that the fixed cost does not count, and laying them end to end would cost a copy)
 ALONE_FROM = 1 << 15
+# outputs from this many elements are subtracted each into its stretch of the errors (a
+# call each), the smaller ones laid end to end first (a copy, but one call for them all)
+DIRECT_FROM = 1 << 11
 _WORK = (np.dtype(np.float32), np.dtype(np.float64))
 _limits: dict = {}  # the elementwise tolerances of a batch's layout (it repeats each step)
 
@@ -125,9 +128,10 @@ class Bulk:
         return index
 
     def _float(self, index, got, want, rtol, atol, known) -> None:
-        group = self._floats.get(got.dtype)
+        key = (got.dtype, got.size >= DIRECT_FROM)
+        group = self._floats.get(key)
         if group is None:
-            group = self._floats[got.dtype] = ([], [], [], [], [], [])
+            group = self._floats[key] = ([], [], [], [], [], [])
         group[0].append(index)
         group[1].append(got)
         group[2].append(want)
@@ -147,15 +151,17 @@ class Bulk:
                     found[index] = EQUAL_VERDICT
                 elif tolerance is not None:
                     self._float(index, *pair, *tolerance)
-        for dtype, group in self._floats.items():
-            for index, verdict in zip(group[0], _compare_group(dtype, *group[1:])):
+        for (dtype, direct), group in self._floats.items():
+            for index, verdict in zip(group[0], _compare_group(dtype, direct, *group[1:])):
                 found[index] = verdict
         return found
 
 
-def _compare_group(dtype, gots, wants, rtols, atols, knowns) -> list:
+def _compare_group(dtype, direct, gots, wants, rtols, atols, knowns) -> list:
     """Per output, (max_abs, of_tolerance) when it passes, else None: the outputs of one
-    float dtype laid end to end, each element against its own output's tolerance."""
+    float dtype laid end to end, each element against its own output's tolerance.
+    ``direct``: large outputs, each subtracted into its own stretch of the errors (not
+    copied end to end first: two passes fewer over the group)."""
     sizes = [g.size for g in gots]
     key = (dtype, tuple(sizes), tuple(rtols), tuple(atols))
     layout = _limits.get(key)
@@ -165,18 +171,28 @@ def _compare_group(dtype, gots, wants, rtols, atols, knowns) -> list:
         starts = np.cumsum([0] + sizes[:-1])
         rtol = np.repeat(np.array(rtols, dtype), sizes)
         atol = np.repeat(np.array(atols, dtype), sizes)
-        layout = _limits[key] = (starts, rtol, atol, (rtol == 0).all())
-    starts, rtol, atol, no_rtol = layout
-    total = int(starts[-1]) + sizes[-1]
-    # (laid end to end in work arrays kept between batches: fresh ones of a few hundred
-    # KB cost a page fault per 4 KiB)
-    got = np.concatenate(gots, axis=None, out=scratch(3, dtype, (total,)))
-    want = np.concatenate(wants, axis=None, out=scratch(4, dtype, (total,)))
+        ends = (starts + sizes).tolist()
+        layout = _limits[key] = (starts, rtol, atol, (rtol == 0).all(),
+                                 list(zip(starts.tolist(), ends)), ends[-1])
+    starts, rtol, atol, no_rtol, stretches, total = layout
+    # (work arrays kept between batches: fresh ones of a few hundred KB cost a page
+    # fault per 4 KiB)
+    err = _work(5, dtype, total)
+    got = want = None
     with np.errstate(all="ignore"):
-        err = np.subtract(got, want, out=scratch(5, dtype, (total,)))
+        if direct:
+            for g, w, (a, b) in zip(gots, wants, stretches):
+                np.subtract(g.reshape(-1), w.reshape(-1), out=err[a:b])
+        else:  # (laid end to end: one call for them all)
+            got = np.concatenate(gots, axis=None, out=_work(3, dtype, total))
+            want = np.concatenate(wants, axis=None, out=_work(4, dtype, total))
+            np.subtract(got, want, out=err)
         np.abs(err, out=err)
         max_abs = np.maximum.reduceat(err, starts).tolist()
         if not all(m - m == 0.0 for m in max_abs):  # a NaN or an Inf somewhere (rare)
+            if got is None:
+                got = np.concatenate(gots, axis=None, out=_work(3, dtype, total))
+                want = np.concatenate(wants, axis=None, out=_work(4, dtype, total))
             _agreeing_specials(got, want, err)
             max_abs = np.maximum.reduceat(err, starts).tolist()
         if all(m <= skip_below(a, k) for m, a, k in zip(max_abs, atols, knowns)):
@@ -184,13 +200,25 @@ def _compare_group(dtype, gots, wants, rtols, atols, knowns) -> list:
         if no_rtol:
             limit = atol
         else:
-            limit = np.abs(want, out=want)
+            if want is None:  # (|want| into its stretches: no copy of want first)
+                limit = _work(4, dtype, total)
+                for w, (a, b) in zip(wants, stretches):
+                    np.abs(w.reshape(-1), out=limit[a:b])
+            else:
+                limit = np.abs(want, out=want)
             limit *= rtol
             limit += atol  # > 0: atol is floored at a few smallest normals
-        ratio = np.divide(err, limit, out=got)
+        ratio = np.divide(err, limit, out=err)
         worst = np.maximum.reduceat(ratio, starts).tolist()
     # passes, and finite (a NaN left fails both; an Inf the second)
     return [(m, r) if r <= 1.0 and m - m == 0.0 else None for m, r in zip(max_abs, worst)]
+
+
+def _work(slot: int, dtype, size: int) -> np.ndarray:
+    """A work array of ``size`` elements (:func:`~fastnn.shadowing.diff.scratch`'s, kept
+    between batches, or a fresh one for a small size)."""
+    found = scratch(slot, dtype, (size,))
+    return np.empty(size, dtype) if found is None else found
 
 
 def _agreeing_specials(got, want, err) -> None:

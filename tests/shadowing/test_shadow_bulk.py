@@ -51,7 +51,7 @@ def _output(rng, dtype, shape, kind, at):
 def _batch(seed: int, size: int = 60) -> list:
     rng = np.random.default_rng(seed)
     dtypes = (np.float32, np.float64, np.int64, np.bool_, np.float16)
-    shapes = [(), (0,), (1,), (7,), (3, 5), (2, 3, 4), (40, 30), (200, 300)]
+    shapes = [(), (0,), (1,), (7,), (3, 5), (2, 3, 4), (40, 30), (60, 50), (200, 300)]
     items = []
     for _ in range(size):
         dtype = dtypes[rng.integers(len(dtypes))]
@@ -123,12 +123,14 @@ def test_a_planted_error_fails_only_its_own_output():
             assert [v is None for v in verdicts] == [k == bad for k in range(len(wants))]
 
 
-def test_nan_and_inf_in_one_output_leave_the_others_exact():
+@pytest.mark.parametrize("size", [4, vector.DIRECT_FROM + 4])
+def test_nan_and_inf_in_one_output_leave_the_others_exact(size):
     """A NaN or Inf in one output (where the reference has it) does not change the errors
-    of the others laid end to end with it, nor its own finite errors."""
-    want = np.array([1.0, np.nan, -np.inf, 2.0], np.float32)
-    got = np.array([1.0 + 2e-6, np.nan, -np.inf, 2.0], np.float32)
-    other = np.linspace(1, 2, 9, dtype=np.float32)
+    of the others laid end to end with it, nor its own finite errors (small outputs,
+    copied end to end, and large ones, each subtracted into its stretch)."""
+    want = np.resize(np.array([1.0, np.nan, -np.inf, 2.0], np.float32), size)
+    got = np.resize(np.array([1.0 + 2e-6, np.nan, -np.inf, 2.0], np.float32), size)
+    other = np.linspace(1, 2, 9 if size < vector.DIRECT_FROM else size, dtype=np.float32)
     bulk = vector.Bulk()
     bulk.add(got, want, 1e-5, 1e-6, 0.0, False)
     bulk.add(other + np.float32(1e-6), other, 1e-5, 1e-6, 0.0, False)

@@ -8,7 +8,10 @@ the buffer they cover, and viewed on the host; a view that covers much more buff
 than it holds (a sparse slice) is gathered by a copy kernel first. The small stretches
 (under ``GATHER_BELOW`` bytes) of one device are first gathered into one device buffer,
 40 to a kernel launch, and that is read: on PoCL each queued command costs about as much
-as a small kernel, so 40 small arrays cost 2 commands instead of 40.
+as a small kernel, so 40 small arrays cost 2 commands instead of 40. Where the device's
+buffers are host memory (PoCL on the CPU: :mod:`fastnn_opencl.host_map`), nothing is
+gathered or read by a command: the queue is finished once and each stretch is copied on
+the host from its buffer's mapping (made at the buffer's first read, kept open).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
-from fastnn_opencl import elementwise
+from fastnn_opencl import elementwise, host_map
 from fastnn_opencl.runtime import NP_TYPES, cl, contiguous_strides
 
 # a view read as the stretch of buffer it covers may cover at most this many times the
@@ -84,11 +87,16 @@ def to_numpy_many(arrays):
             found[2].append((i, x, contiguous))
         else:
             reads[(i, x.dtype)] = [extent[0], extent[1], [(i, x, contiguous)]]
-    queues, small = {}, {}
+    queues, small, mapped = {}, {}, []
     for read in reads.values():
         start, end, views = read
         x = views[0][1]
         itemsize = NP_TYPES[x.dtype].itemsize
+        table = host_map.maps(x.dev)
+        if table is not None:  # the buffer's own memory, copied after the queue's finish
+            mapped.append((table, read, itemsize))
+            queues[id(x.dev.queue)] = x.dev.queue
+            continue
         # the stretch in whole 4-byte words, inside the buffer (the buffer's size, a query
         # of the driver, is asked only when the rounding may pass its end)
         low, high = start * itemsize // 4 * 4, -(-end * itemsize // 4) * 4
@@ -105,6 +113,10 @@ def to_numpy_many(arrays):
         queues[id(queue)] = queue
     for queue in queues.values():
         queue.finish()
+    for table, read, itemsize in mapped:
+        start, end, views = read
+        buffer = table.view(views[0][1].data)[start * itemsize:end * itemsize].copy()
+        _place(hosts, buffer, 0, read)
     return hosts
 
 

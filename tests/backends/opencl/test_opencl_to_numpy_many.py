@@ -1,11 +1,24 @@
 """to_numpy_many on OpenCL: many small arrays gathered (more than one k_gather launch),
-large ones read alone, views of one buffer read once, every result as to_numpy's."""
+large ones read alone, views of one buffer read once, every result as to_numpy's; and
+the same read from buffers kept mapped, where the device's buffers are host memory."""
 
 import numpy as np
-from fastnn_opencl import transfer
+import pytest
+from fastnn_opencl import host_map, runtime, transfer
 
 
-def test_gathered_and_direct_reads_match_to_numpy(ocl, monkeypatch):
+@pytest.fixture(params=["commands", "mapped"])
+def reads(request, ocl, monkeypatch):
+    """Each test twice: read with commands (gathers, copies), and from mapped buffers
+    (skipped where the device's buffers cannot be mapped so)."""
+    if request.param == "commands":
+        monkeypatch.setattr(host_map, "maps", lambda dev: None)
+    elif host_map.maps(runtime.state(0)) is None:
+        pytest.skip("this device's buffers are not host memory kept mapped")
+    return request.param
+
+
+def test_gathered_and_direct_reads_match_to_numpy(ocl, reads, monkeypatch):
     monkeypatch.setattr(transfer, "GATHER_BELOW", 4096)  # 1,000+ float32 read alone
     rng = np.random.default_rng(0)
     hosts = [rng.normal(size=(n % 7 + 1, n % 5 + 1)).astype(np.float32) for n in range(40)]
@@ -27,7 +40,7 @@ def test_gathered_and_direct_reads_match_to_numpy(ocl, monkeypatch):
     assert not got[-2].flags.writeable  # a broadcast: read-only, as np.broadcast_to's
 
 
-def test_gathered_ranges_longer_than_a_work_group_are_read_whole(ocl):
+def test_gathered_ranges_longer_than_a_work_group_are_read_whole(ocl, reads):
     """Ranges of many work groups' length, of unlike lengths, more than one launch's."""
     rng = np.random.default_rng(3)
     hosts = [rng.normal(size=n).astype(np.float32) for n in (1, 255, 256, 257, 3000, 17, 9000)]
@@ -39,7 +52,7 @@ def test_gathered_ranges_longer_than_a_work_group_are_read_whole(ocl):
         np.testing.assert_array_equal(got, host)
 
 
-def test_gathered_ranges_read_by_vectors_from_any_word(ocl):
+def test_gathered_ranges_read_by_vectors_from_any_word(ocl, reads):
     """k_gather copies 16 words at a time, then the tail: stretches that start at an odd
     word of their buffer, with lengths around multiples of 16 and of a work group's 4096."""
     rng = np.random.default_rng(5)
@@ -49,3 +62,37 @@ def test_gathered_ranges_read_by_vectors_from_any_word(ocl):
               for h, n in zip(hosts, lengths)]  # 3 words into the buffer
     for host, n, got in zip(hosts, lengths, ocl.to_numpy_many(arrays)):
         np.testing.assert_array_equal(got, host[3:3 + n])
+
+
+def test_mapped_reads_see_later_writes_and_are_copies(ocl):
+    """A buffer stays mapped between reads: what a kernel writes after the first read is
+    in the second, and a read is a copy (neither the device's later writes nor the
+    caller's changes reach another read)."""
+    table = host_map.maps(runtime.state(0))
+    if table is None:
+        pytest.skip("this device's buffers are not host memory kept mapped")
+    host = np.arange(12, dtype=np.float32).reshape(3, 4)
+    x = ocl.from_numpy(host, 0)
+    first, view = ocl.to_numpy_many([x, ocl.transpose(x, (1, 0))])
+    assert x.data.int_ptr in table.views
+    ocl.assign(x, ocl.mul(x, ocl.from_numpy(np.full((3, 4), 2, np.float32), 0)))
+    ocl.assign(x, ocl.add(x, ocl.from_numpy(np.ones((3, 4), np.float32), 0)))
+    again, = ocl.to_numpy_many([x])  # (queued, not finished: the read waits for them)
+    np.testing.assert_array_equal(first, host)
+    np.testing.assert_array_equal(view, host.T)
+    np.testing.assert_array_equal(again, host * 2 + 1)
+    again[0, 0] = -7
+    np.testing.assert_array_equal(ocl.to_numpy_many([x])[0], host * 2 + 1)
+
+
+def test_mapped_table_is_emptied_past_its_limit(ocl, monkeypatch):
+    dev = runtime.state(0)
+    if host_map.maps(dev) is None:
+        pytest.skip("this device's buffers are not host memory kept mapped")
+    table = host_map.HostMaps(dev)  # (an empty one: the pool's buffers may be mapped)
+    monkeypatch.setitem(host_map._tables, id(dev), table)
+    monkeypatch.setattr(host_map, "LIMIT_BYTES", 1 << 12)
+    arrays = [ocl.from_numpy(np.full(256, i, np.float32), 0) for i in range(6)]  # 1 KiB
+    for i, got in enumerate(ocl.to_numpy_many(arrays)):
+        np.testing.assert_array_equal(got, np.full(256, i, np.float32))
+    assert len(table.views) <= 4 and table.nbytes <= 1 << 12
