@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 import fastnn as fnn
+from fastnn.distributions.utils import shown
 
 __all__ = [
     "Constraint", "boolean", "dependent", "dependent_property", "greater_than",
@@ -143,7 +144,7 @@ class _Bounded(Constraint):
         self.upper_bound = upper_bound
 
     def __repr__(self):
-        bounds = [f"{n}={getattr(self, n)}" for n in ("lower_bound", "upper_bound")
+        bounds = [f"{n}={shown(getattr(self, n))}" for n in ("lower_bound", "upper_bound")
                   if getattr(self, n) is not None]
         return f"{type(self).__name__[1:]}({', '.join(bounds)})"
 

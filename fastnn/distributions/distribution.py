@@ -13,7 +13,7 @@ import warnings
 
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.distributions import constraints
-from fastnn.distributions.utils import lazy_property
+from fastnn.distributions.utils import lazy_property, shown
 from fastnn.ops.tensor import Tensor
 from fastnn.settings import Size
 
@@ -200,7 +200,7 @@ class Distribution:
             names = [k for k in self.arg_constraints if k in self.__dict__]
         except NotImplementedError:
             names = []
-        shown = [self.__dict__[p] for p in names]
-        args = ", ".join(f"{p}: {v if v.numel() == 1 else Size(v.shape)}"
-                         for p, v in zip(names, shown))
+        values = [self.__dict__[p] for p in names]
+        args = ", ".join(f"{p}: {shown(v) if v.numel() == 1 else Size(v.shape)}"
+                         for p, v in zip(names, values))
         return f"{type(self).__name__}({args})"

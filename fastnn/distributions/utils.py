@@ -22,6 +22,13 @@ def is_number(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, Tensor)
 
 
+def shown(value) -> str:
+    """``value`` as PyTorch's f-strings show it: a 0-d tensor as its number."""
+    if isinstance(value, Tensor) and value.dim() == 0:
+        return str(value.item())
+    return str(value)
+
+
 def broadcast_all(*values) -> tuple:
     """The arguments broadcast to one shape: numbers become tensors with the dtype and
     device of the first tensor among them (the default dtype when there is none)."""
