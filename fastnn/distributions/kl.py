@@ -5,7 +5,8 @@ NotImplementedError.
 
 Registered here: Normal, Laplace, Exponential, Uniform, Bernoulli, Categorical and
 OneHotCategorical with themselves, MultivariateNormal with MultivariateNormal (scale_tril
-form) and Independent with Independent.
+form), Independent with Independent and TransformedDistribution with
+TransformedDistribution (same transforms).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from fastnn.distributions.multivariate_normal import (
     tril_inverse,
 )
 from fastnn.distributions.normal import Normal
+from fastnn.distributions.transformed_distribution import TransformedDistribution
 from fastnn.distributions.uniform import Uniform
 from fastnn.distributions.utils import sum_rightmost
 
@@ -177,3 +179,12 @@ def _kl_independent_independent(p, q):
         raise NotImplementedError
     result = kl_divergence(p.base_dist, q.base_dist)
     return sum_rightmost(result, p.reinterpreted_batch_ndims)
+
+
+@register_kl(TransformedDistribution, TransformedDistribution)
+def _kl_transformed_transformed(p, q):
+    if p.transforms != q.transforms:
+        raise NotImplementedError
+    if p.event_shape != q.event_shape:
+        raise NotImplementedError
+    return kl_divergence(p.base_dist, q.base_dist)
