@@ -11,7 +11,11 @@ and Beta are not here (no cheap reparameterised sampler; see the README).
 
 from fastnn.distributions import constraints, transforms
 from fastnn.distributions.bernoulli import Bernoulli
-from fastnn.distributions.categorical import Categorical, OneHotCategorical
+from fastnn.distributions.categorical import (
+    Categorical,
+    OneHotCategorical,
+    OneHotCategoricalStraightThrough,
+)
 from fastnn.distributions.distribution import Distribution
 from fastnn.distributions.exponential import Exponential
 from fastnn.distributions.independent import Independent
@@ -32,7 +36,8 @@ from fastnn.distributions.uniform import Uniform
 
 __all__ = [
     "Bernoulli", "Categorical", "Distribution", "Exponential", "Independent", "Laplace",
-    "MultivariateNormal", "Normal", "OneHotCategorical", "Uniform", "constraints",
+    "MultivariateNormal", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough",
+    "Uniform", "constraints",
     "kl_divergence", "register_kl", "TransformedDistribution", "Transform",
     "AffineTransform", "ComposeTransform", "ExpTransform", "SigmoidTransform", "TanhTransform",
     "transforms",

@@ -10,7 +10,7 @@ from fastnn.distributions import constraints
 from fastnn.distributions.distribution import Distribution, as_size
 from fastnn.distributions.utils import lazy_property, logits_to_probs, probs_to_logits
 
-__all__ = ["Categorical", "OneHotCategorical"]
+__all__ = ["Categorical", "OneHotCategorical", "OneHotCategoricalStraightThrough"]
 
 
 class Categorical(Distribution):
@@ -202,3 +202,16 @@ class OneHotCategorical(Distribution):
         return values
 
 
+
+
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """A :class:`OneHotCategorical` whose ``rsample`` passes gradients straight through:
+    the one-hot draw plus ``probs - probs.detach()`` (Bengio et al., 2013)."""
+
+    has_rsample = True
+
+    def rsample(self, sample_shape=()):
+        """A one-hot draw whose gradient is that of ``probs``."""
+        samples = self.sample(sample_shape)
+        probs = self._categorical.probs
+        return samples + (probs - probs.detach())

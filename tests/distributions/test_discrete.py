@@ -131,6 +131,20 @@ def test_one_hot_categorical_matches_torch(kind):
     assert ours.expand((3, 2)).sample().shape == (3, 2, 4)
 
 
+def test_straight_through_one_hot_passes_the_gradient_of_probs_as_torch():
+    rng = np.random.default_rng(17)
+    ours, theirs, our_leaves, their_leaves = pair(
+        torch, "OneHotCategoricalStraightThrough", {"logits": rng.normal(size=(2, 4))})
+    weights = rng.normal(size=(3, 2, 4))
+    fnn.manual_seed(18)
+    sample = ours.rsample((3,))
+    assert sample.shape == (3, 2, 4) and ours.has_rsample
+    np.testing.assert_allclose(sample.detach().numpy().sum(-1), 1.0)
+    (sample * fnn.tensor(weights)).sum().backward()
+    (theirs.rsample((3,)) * torch.tensor(weights)).sum().backward()
+    grads_close(our_leaves, their_leaves)  # the draws differ; d/dlogits of probs does not
+
+
 def test_discrete_samplers_run_on_opencl():
     with fnn.use("opencl"):
         c = fd.Categorical(logits=fnn.zeros(2, 3))
