@@ -201,3 +201,22 @@ def test_register_kl_picks_the_most_specific_pair_and_refuses_unknown_pairs():
         assert fd.kl_divergence(fd.Normal(0.0, 1.0), Narrow(0.0, 2.0)).item() != 42.0
     with pytest.raises(TypeError, match="Distribution subclass"):
         fd.register_kl(int, fd.Normal)
+
+
+def test_multivariate_normal_and_its_kl_run_on_opencl_with_cpu_values():
+    rng = np.random.default_rng(28)
+    loc, tril = rng.normal(size=(2, 3)).astype(np.float32), _tril(rng, (2,), 3, np.float32)
+    value = rng.normal(size=(4, 2, 3)).astype(np.float32)
+
+    def scores():
+        p = fd.MultivariateNormal(fnn.tensor(loc), scale_tril=fnn.tensor(tril))
+        q = fd.MultivariateNormal(fnn.tensor(-loc), scale_tril=fnn.tensor(tril[::-1].copy()))
+        assert p.rsample((2,)).device == p.loc.device
+        return [t.numpy() for t in (p.log_prob(fnn.tensor(value)), p.entropy(),
+                                    fd.kl_divergence(p, q))]
+
+    on_cpu = scores()
+    with fnn.use("opencl"):
+        on_gpu = scores()
+    for mine, want in zip(on_gpu, on_cpu):
+        np.testing.assert_allclose(mine, want, rtol=1e-4, atol=1e-4)
