@@ -17,8 +17,8 @@ euler_constant = 0.5772156649015329
 
 
 def is_number(value) -> bool:
-    """A Python (or NumPy) real number, bools excluded as PyTorch's ``_Number`` check
-    excludes nothing but complex."""
+    """A Python (or NumPy) real number (bools too, as PyTorch's ``_Number``): a parameter
+    given as one gives an empty batch shape."""
     return isinstance(value, numbers.Real) and not isinstance(value, Tensor)
 
 
