@@ -29,7 +29,8 @@ MODULES = ("fastnn", "fastnn.autograd", "fastnn.functional", "fastnn.nn", "fastn
            "fastnn.optim.lr_scheduler", "fastnn.data", "fastnn.distributed",
            "fastnn.return_types", "fastnn.cuda", "fastnn.accelerator", "fastnn.nn.utils",
            "fastnn.nn.init", "fastnn.optim.swa_utils", "fastnn.linalg",
-           "fastnn.utils.checkpoint")
+           "fastnn.utils.checkpoint", "fastnn.distributions",
+           "fastnn.distributions.constraints")
 REGENERATE = "python docs/gen_api.py"
 
 

@@ -97,7 +97,7 @@ __all__ = [
     "Size", "are_deterministic_algorithms_enabled", "get_num_threads", "set_num_threads",
     "use_deterministic_algorithms", "testing",
     "inference_mode", "is_inference_mode_enabled", "is_anomaly_enabled", "set_anomaly_enabled",
-    "nn", "optim", "utils", "linalg",  # loaded on first use (__getattr__ below)
+    "nn", "optim", "utils", "linalg", "distributions",  # loaded on first use (__getattr__ below)
     "UncertifiedBackendWarning", *_LAZY,
 ]
 __all__ += sorted(set(_TOP) - set(__all__))
@@ -108,7 +108,7 @@ def __getattr__(name):
     # import light
     import importlib
 
-    if name in ("nn", "optim", "data", "utils", "linalg", "testing"):
+    if name in ("nn", "optim", "data", "utils", "linalg", "testing", "distributions"):
         return importlib.import_module(f"fastnn.{name}")
     if name in ("short", "int16"):
         # NOTE: int16 is no fastnn dtype (no backend stores it, and PyTorch's promotion of

@@ -1,7 +1,7 @@
 """The imports of fastnn form a stack, lazy ones (inside functions) included:
 
 backend contract (api) <- autograd <- tensor ops (ops, functional, the fastnn package)
-<- nn, checkpoint <- optim, data <- distributed <- cli, conformance
+<- nn, distributions, checkpoint <- optim, data <- distributed <- cli, conformance
 
 and no module imports, even through others, a module that imports it back.
 """
@@ -17,7 +17,7 @@ LAYERS = {
     "api": 0, "autograd": 1, "ops": 2, "functional": 2, "return_types": 2, "": 2,
     "cuda": 2, "accelerator": 2, "utils": 4, "linalg": 2, "settings": 2, "testing": 2,
     "amp": 2,
-    "nn": 3, "checkpoint": 3, "checkpoint_files": 3, "checkpoint_format": 3,
+    "nn": 3, "distributions": 3, "checkpoint": 3, "checkpoint_files": 3, "checkpoint_format": 3,
     "optim": 4, "data": 4, "distributed": 5, "capture": 5,
     "cli": 6, "conformance": 6, "shadowing": 6,
 }

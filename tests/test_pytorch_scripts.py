@@ -89,11 +89,13 @@ def _fastnn_as_torch(monkeypatch):
     import fastnn.utils.data
 
     import fastnn
+    import fastnn.distributions
 
     for name, module in {"torch": fastnn, "torch.nn": fastnn.nn,
                          "torch.nn.functional": fastnn.nn.functional,
                          "torch.optim": fastnn.optim, "torch.utils": fastnn.utils,
-                         "torch.utils.data": fastnn.utils.data}.items():
+                         "torch.utils.data": fastnn.utils.data,
+                         "torch.distributions": fastnn.distributions}.items():
         monkeypatch.setitem(sys.modules, name, module)
 
 
@@ -193,5 +195,67 @@ def test_a_pytorch_word_language_model_script_runs_unchanged(monkeypatch):
     _fastnn_as_torch(monkeypatch)
     ours = _run(WORD_LM, weights, stream)
     np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-4)
+    for mine, want in zip(ours[1], theirs[1]):
+        np.testing.assert_allclose(mine, want, rtol=1e-3, atol=1e-5)
+
+
+# an actor-critic style update: a Categorical policy scored on given actions (REINFORCE with
+# an entropy bonus), a Normal head regularised towards N(0, 1) by kl_divergence and scored
+# on a reparameterised draw made from given noise (the two libraries' draws differ)
+POLICY = '''
+import torch
+import torch.nn as nn
+from torch.distributions import Categorical, Independent, Normal, kl_divergence
+
+
+class Policy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(4, 16)
+        self.pi = nn.Linear(16, 3)
+        self.mu = nn.Linear(16, 2)
+        self.log_std = nn.Parameter(torch.zeros(2))
+
+    def forward(self, x):
+        h = torch.tanh(self.body(x))
+        return Categorical(logits=self.pi(h)), Normal(self.mu(h), self.log_std.exp())
+
+
+def run(weights, obs, actions, returns, noise):
+    model = Policy()
+    model.load_state_dict({k: torch.tensor(v) for k, v in weights.items()})
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    losses = []
+    for step in range(10):
+        dist, gauss = model(torch.tensor(obs))
+        logp = dist.log_prob(torch.tensor(actions))
+        z = gauss.loc + gauss.scale * torch.tensor(noise[step])
+        prior = Independent(Normal(torch.zeros_like(gauss.loc), 1.0), 1)
+        loss = -(logp * torch.tensor(returns)).mean() - 0.01 * dist.entropy().mean()
+        loss = loss + kl_divergence(Independent(gauss, 1), prior).mean()
+        loss = loss + (z ** 2).sum(-1).mean() - gauss.log_prob(z.detach()).sum(-1).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses, [p.detach().numpy() for p in model.parameters()]
+'''
+
+
+def test_a_pytorch_policy_script_with_distributions_runs_unchanged(monkeypatch):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(3)
+    rng = np.random.default_rng(4)
+    obs = rng.normal(size=(32, 4)).astype(np.float32)
+    actions = rng.integers(0, 3, 32)
+    returns = rng.normal(size=32).astype(np.float32)
+    noise = rng.normal(size=(10, 32, 2)).astype(np.float32)
+    namespace = {}
+    exec(compile(POLICY, "<pytorch script>", "exec"), namespace)
+    weights = {k: v.numpy().copy() for k, v in namespace["Policy"]().state_dict().items()}
+    theirs = namespace["run"](weights, obs, actions, returns, noise)
+    _fastnn_as_torch(monkeypatch)
+    ours = _run(POLICY, weights, obs, actions, returns, noise)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-4, atol=1e-5)
     for mine, want in zip(ours[1], theirs[1]):
         np.testing.assert_allclose(mine, want, rtol=1e-3, atol=1e-5)

@@ -1,0 +1,44 @@
+"""``fastnn.distributions``: the probability distributions of ``torch.distributions``
+that RL, VAE and probabilistic scripts use, composed from fastnn's tensor ops (any
+device and floating dtype of the parameters; gradients through ``rsample``,
+``log_prob``, ``entropy`` and ``kl_divergence``).
+
+Draws come from fastnn's generator (``fnn.manual_seed`` makes them reproducible; they
+are not PyTorch's draws). Argument validation is on by default, as PyTorch's.
+``MultivariateNormal`` takes ``scale_tril`` only (no Cholesky in fastnn yet); Gamma
+and Beta are not here (no cheap reparameterised sampler; see the README).
+"""
+
+from fastnn.distributions import constraints, transforms
+from fastnn.distributions.bernoulli import Bernoulli
+from fastnn.distributions.categorical import (
+    Categorical,
+    OneHotCategorical,
+    OneHotCategoricalStraightThrough,
+)
+from fastnn.distributions.distribution import Distribution
+from fastnn.distributions.exponential import Exponential
+from fastnn.distributions.independent import Independent
+from fastnn.distributions.kl import kl_divergence, register_kl
+from fastnn.distributions.laplace import Laplace
+from fastnn.distributions.multivariate_normal import MultivariateNormal
+from fastnn.distributions.normal import Normal
+from fastnn.distributions.transformed_distribution import TransformedDistribution
+from fastnn.distributions.transforms import (
+    AffineTransform,
+    ComposeTransform,
+    ExpTransform,
+    SigmoidTransform,
+    TanhTransform,
+    Transform,
+)
+from fastnn.distributions.uniform import Uniform
+
+__all__ = [
+    "Bernoulli", "Categorical", "Distribution", "Exponential", "Independent", "Laplace",
+    "MultivariateNormal", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough",
+    "Uniform", "constraints",
+    "kl_divergence", "register_kl", "TransformedDistribution", "Transform",
+    "AffineTransform", "ComposeTransform", "ExpTransform", "SigmoidTransform", "TanhTransform",
+    "transforms",
+]

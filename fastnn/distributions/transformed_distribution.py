@@ -1,0 +1,133 @@
+"""``TransformedDistribution(base, transforms)``: the law of ``t_n(...t_1(x))`` for ``x``
+drawn from ``base``, scored by the change of variables
+``log p(y) = log p_base(x) - sum log |dt/dx|``, as PyTorch's."""
+
+from __future__ import annotations
+
+from fastnn.autograd.grad_mode import no_grad
+from fastnn.distributions import constraints
+from fastnn.distributions.distribution import Distribution, as_size
+from fastnn.distributions.independent import Independent
+from fastnn.distributions.transforms import ComposeTransform, Transform
+from fastnn.distributions.utils import sum_rightmost
+
+__all__ = ["TransformedDistribution"]
+
+
+class TransformedDistribution(Distribution):
+    """``base_distribution`` pushed through ``transforms`` (a Transform or a list of
+    them, applied in order)."""
+
+    arg_constraints = {}
+
+    def __init__(self, base_distribution, transforms, validate_args=None):
+        if isinstance(transforms, Transform):
+            self.transforms = [transforms]
+        elif isinstance(transforms, list):
+            if not all(isinstance(t, Transform) for t in transforms):
+                raise ValueError("transforms must be a Transform or a list of Transforms")
+            self.transforms = transforms
+        else:
+            raise ValueError(f"transforms must be a Transform or list, but was {transforms}")
+        base_shape = tuple(base_distribution.batch_shape) + tuple(base_distribution.event_shape)
+        base_event_dim = len(base_distribution.event_shape)
+        transform = ComposeTransform(self.transforms)
+        if len(base_shape) < transform.domain.event_dim:
+            raise ValueError(f"base_distribution needs to have shape with size at least "
+                             f"{transform.domain.event_dim}, but got {as_size(base_shape)}.")
+        forward_shape = tuple(transform.forward_shape(base_shape))
+        expanded_base_shape = tuple(transform.inverse_shape(forward_shape))
+        if base_shape != expanded_base_shape:
+            base_batch_shape = expanded_base_shape[:len(expanded_base_shape) - base_event_dim]
+            base_distribution = base_distribution.expand(base_batch_shape)
+        reinterpreted_batch_ndims = transform.domain.event_dim - base_event_dim
+        if reinterpreted_batch_ndims > 0:
+            base_distribution = Independent(base_distribution, reinterpreted_batch_ndims)
+        self.base_dist = base_distribution
+        change = transform.codomain.event_dim - transform.domain.event_dim
+        event_dim = max(transform.codomain.event_dim, base_event_dim + change)
+        cut = len(forward_shape) - event_dim
+        super().__init__(forward_shape[:cut], forward_shape[cut:], validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        """This distribution with the base expanded to give ``batch_shape``."""
+        new = self._get_checked_instance(TransformedDistribution, _instance)
+        batch_shape = as_size(batch_shape)
+        shape = tuple(batch_shape) + tuple(self.event_shape)
+        for t in reversed(self.transforms):
+            shape = tuple(t.inverse_shape(shape))
+        new.base_dist = self.base_dist.expand(shape[:len(shape) - len(self.base_dist.event_shape)])
+        new.transforms = self.transforms
+        super(TransformedDistribution, new).__init__(batch_shape, self.event_shape,
+                                                     validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @constraints.dependent_property(is_discrete=False)
+    def support(self):
+        """The last transform's codomain."""
+        if not self.transforms:
+            return self.base_dist.support
+        support = self.transforms[-1].codomain
+        if len(self.event_shape) > support.event_dim:
+            support = constraints.independent(support, len(self.event_shape) - support.event_dim)
+        return support
+
+    @property
+    def has_rsample(self):
+        """The base distribution's."""
+        return self.base_dist.has_rsample
+
+    def sample(self, sample_shape=()):
+        """Base draws pushed through the transforms (no gradient)."""
+        with no_grad():
+            x = self.base_dist.sample(sample_shape)
+            for transform in self.transforms:
+                x = transform(x)
+            return x
+
+    def rsample(self, sample_shape=()):
+        """Reparameterised base draws pushed through the transforms."""
+        x = self.base_dist.rsample(sample_shape)
+        for transform in self.transforms:
+            x = transform(x)
+        return x
+
+    def log_prob(self, value):
+        """``log p_base(x) - sum log |dt/dx|`` with ``x`` the value pulled back."""
+        if self._validate_args:
+            self._validate_sample(value)
+        event_dim = len(self.event_shape)
+        log_prob = 0.0
+        y = value
+        for transform in reversed(self.transforms):
+            x = transform.inv(y)
+            event_dim += transform.domain.event_dim - transform.codomain.event_dim
+            log_prob = log_prob - sum_rightmost(transform.log_abs_det_jacobian(x, y),
+                                                event_dim - transform.domain.event_dim)
+            y = x
+        return log_prob + sum_rightmost(self.base_dist.log_prob(y),
+                                        event_dim - len(self.base_dist.event_shape))
+
+    def _monotonize_cdf(self, value):
+        sign = 1
+        for transform in self.transforms:
+            sign = sign * transform.sign
+        if isinstance(sign, int) and sign == 1:
+            return value
+        return sign * (value - 0.5) + 0.5
+
+    def cdf(self, value):
+        """The base cdf at the pulled-back value (flipped for decreasing maps)."""
+        for transform in self.transforms[::-1]:
+            value = transform.inv(value)
+        if self._validate_args:
+            self.base_dist._validate_sample(value)
+        return self._monotonize_cdf(self.base_dist.cdf(value))
+
+    def icdf(self, value):
+        """The base icdf pushed through the transforms."""
+        value = self.base_dist.icdf(self._monotonize_cdf(value))
+        for transform in self.transforms:
+            value = transform(value)
+        return value
