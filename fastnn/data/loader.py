@@ -25,18 +25,10 @@ from fastnn.api.args import integer
 from fastnn.api.device import get_device
 from fastnn.data.collate import default_convert, to_device
 from fastnn.data.dataset import TensorDataset  # noqa: F401  (its old home)
+from fastnn.data.distributed import shard_indices, shard_size
 from fastnn.data.sampler import batched
 from fastnn.data.workers import fetch
 from fastnn.ops.tensor import host_rng
-
-
-def shard_indices(order: np.ndarray, rank: int, world_size: int) -> np.ndarray:
-    """Rank ``rank``'s part of ``order``, padded by wrapping as DistributedSampler pads it."""
-    per_rank = math.ceil(len(order) / world_size)
-    total = per_rank * world_size
-    if total > len(order):
-        order = np.resize(order, total)  # repeats order from its start, as PyTorch's padding
-    return order[rank:total:world_size]
 
 
 class DataLoader:
@@ -101,7 +93,7 @@ class DataLoader:
         """Samples this loader (this rank) gives per epoch."""
         if self.sampler is not None:
             return len(self.sampler)
-        return math.ceil(len(self.dataset) / self.world_size)
+        return shard_size(len(self.dataset), self.world_size)
 
     def __len__(self) -> int:
         if self.batch_sampler is not None:
