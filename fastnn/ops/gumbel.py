@@ -43,8 +43,8 @@ def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: floa
     if not logits._dtype.is_floating:
         raise RuntimeError(f"gumbel_softmax: logits must be floating point, got "
                            f"{logits._dtype.name}")
-    if isinstance(tau, bool) or not isinstance(tau, numbers.Real):
-        raise TypeError(f"gumbel_softmax: tau must be a real number, got {tau!r}")
+    if isinstance(tau, bool) or not isinstance(tau, (numbers.Real, Tensor)):
+        raise TypeError(f"gumbel_softmax: tau must be a number or a Tensor, got {tau!r}")
     if eps != 1e-10:
         warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
     y_soft = softmax(ew.div(ew.add(logits, gumbel_noise(logits)), tau), dim)

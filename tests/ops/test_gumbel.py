@@ -30,6 +30,18 @@ def test_soft_sample_is_softmax_of_noisy_logits(dim):
     np.testing.assert_allclose(got, _softmax((LOGITS + noise) / 0.5, dim), rtol=1e-12)
 
 
+def test_a_learned_temperature_gets_its_gradient():
+    tau = fnn.tensor(0.7, dtype=fnn.float64, requires_grad=True)
+    noise = _noise(5, LOGITS.shape)
+    fnn.manual_seed(5)
+    F.gumbel_softmax(fnn.tensor(LOGITS), tau=tau)[:, 0].sum().backward()
+    z = (LOGITS + noise) / 0.7
+    y = _softmax(z, 1)
+    # d y_0 / d tau = -(1 / tau) * y_0 * (z_0 - sum_j y_j z_j)
+    expected = (-(1 / 0.7) * y[:, 0] * (z[:, 0] - (y * z).sum(1))).sum()
+    np.testing.assert_allclose(float(tau.grad), expected, rtol=1e-10)
+
+
 def test_noise_is_gumbel():
     draws = _noise(0, (200_000,))
     assert np.isfinite(draws).all()
