@@ -6,12 +6,14 @@ is three integers (seed, epoch, batches already given in that epoch), which a
 checkpoint holds (:meth:`DataLoader.state_dict`), and a loader restored from it
 continues with the very batches an uninterrupted one would give.
 
-``shard=(rank, world_size)`` gives a rank its part of every epoch exactly as
-``torch.utils.data.DistributedSampler(dataset, world_size, rank, shuffle,
-seed, drop_last=False)`` does: the epoch's order is padded to a multiple of
-``world_size`` by repeating its start, and rank ``r`` takes positions ``r,
+``shard=(rank, world_size)`` splits the loader's own order of every epoch as
+``torch.utils.data.DistributedSampler(..., drop_last=False)`` splits its order
+(:func:`fastnn.data.distributed.shard_indices`): padded to a multiple of
+``world_size`` by repeating its start, rank ``r`` taking positions ``r,
 r + world_size, ...``; every rank gets ``ceil(n / world_size)`` samples. The
 loader's ``drop_last`` then applies to the rank's own batches, as in PyTorch.
+The shuffled order itself is the loader's (above), not torch's ``randperm``; for
+PyTorch's very indices pass ``sampler=DistributedSampler(dataset, ...)``.
 """
 
 from __future__ import annotations
