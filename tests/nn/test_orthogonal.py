@@ -25,7 +25,8 @@ def _pair(out_features, in_features, orthogonal_map=None):
 
 @pytest.mark.parametrize("shape, orthogonal_map", [((4, 4), None), ((4, 4), "householder"),
                                                    ((5, 3), None), ((3, 5), None),
-                                                   ((5, 3), "matrix_exp")])
+                                                   ((5, 3), "matrix_exp"), ((4, 4), "cayley"),
+                                                   ((3, 5), "cayley")])
 def test_same_weight_and_gradients_as_torch(shape, orthogonal_map):
     ours, theirs = _pair(*shape, orthogonal_map)
     assert list(ours.state_dict()) == list(theirs.state_dict())
@@ -107,5 +108,7 @@ def test_errors():
         nn.utils.parametrizations.orthogonal(nn.Linear(3, 3), "bias")
     with pytest.raises(ValueError, match="has to be one of"):
         nn.utils.parametrizations.orthogonal(nn.Linear(3, 3), orthogonal_map="qr")
-    with pytest.raises(NotImplementedError, match="cayley"):
-        nn.utils.parametrizations.orthogonal(nn.Linear(3, 3), orthogonal_map="cayley")
+    layer = nn.utils.parametrizations.orthogonal(nn.Linear(3, 3), orthogonal_map="cayley",
+                                                 use_trivialization=False)
+    with pytest.raises(NotImplementedError, match="use_trivialization=False"):
+        layer.weight = fnn.eye(3)

@@ -6,7 +6,7 @@ matrix, Q Q^T = I for a wide one), as the image of an unconstrained tensor X.
 - ``"householder"`` (the default otherwise): Q = H_1 ... H_k with H_i = I - tau_i v_i v_i^T,
   v_i the i-th column of X below the diagonal (1 on it), tau_i = 2 / |v_i|^2, the columns
   signed by X's diagonal;
-- ``"cayley"`` needs a linear solve with gradients, which fastnn lacks: it raises.
+- ``"cayley"``: Q = (I - A/2)^{-1} (I + A/2) with the same skew-symmetric A.
 
 With ``use_trivialization`` (the default) the module also keeps a buffer ``base`` and
 returns ``base @ Q``: registering (or assigning) W sets base to an orthogonal matrix
@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from fastnn.autograd.grad_mode import no_grad
+from fastnn.linalg import solve
 from fastnn.nn.module import Module
 from fastnn.ops.joining import cat
 from fastnn.ops.tensor import Tensor, randn, tensor, zeros
@@ -97,10 +98,6 @@ class _Orthogonal(Module):
     def __init__(self, weight: Tensor, orthogonal_map: str, *, use_trivialization=True):
         super().__init__()
         self.shape, self.orthogonal_map = weight.shape, orthogonal_map
-        if orthogonal_map == "cayley":
-            raise NotImplementedError("orthogonal: orthogonal_map='cayley' needs a linear "
-                                      "solve with gradients, which fastnn does not have; use "
-                                      "'matrix_exp' or 'householder'")
         if use_trivialization:
             self.register_buffer("base", None)
 
@@ -109,11 +106,17 @@ class _Orthogonal(Module):
         transposed = n < k
         if transposed:
             x, (n, k) = x.mT, (k, n)
-        if self.orthogonal_map == "matrix_exp":
+        if self.orthogonal_map in ("matrix_exp", "cayley"):
             lower = x.tril()
             if n != k:
                 lower = cat([lower, lower.new_zeros(lower.shape[:-1] + (n - k,))], dim=-1)
-            q = matrix_exp(lower - lower.mT)[..., :k]
+            skew = lower - lower.mT
+            if self.orthogonal_map == "matrix_exp":
+                q = matrix_exp(skew)
+            else:
+                eye = _eye_like(skew, n)
+                q = solve(eye - skew * 0.5, eye + skew * 0.5)
+            q = q[..., :k]
         else:
             reflectors = x.tril(-1)
             tau = 2.0 / (1.0 + (reflectors * reflectors).sum(-2))
@@ -134,7 +137,7 @@ class _Orthogonal(Module):
             if n < k:
                 q, (n, k) = q.mT, (k, n)
             if "base" not in self._buffers:
-                if self.orthogonal_map == "matrix_exp":
+                if self.orthogonal_map in ("matrix_exp", "cayley"):
                     raise NotImplementedError(
                         "It is not possible to assign to the matrix exponential or the Cayley "
                         "parametrizations when use_trivialization=False.")
