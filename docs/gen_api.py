@@ -30,7 +30,7 @@ MODULES = ("fastnn", "fastnn.autograd", "fastnn.functional", "fastnn.nn", "fastn
            "fastnn.return_types", "fastnn.cuda", "fastnn.accelerator", "fastnn.nn.utils",
            "fastnn.nn.init", "fastnn.optim.swa_utils", "fastnn.linalg",
            "fastnn.utils.checkpoint", "fastnn.distributions",
-           "fastnn.distributions.constraints")
+           "fastnn.distributions.constraints", "fastnn.derivatives", "fastnn.func")
 REGENERATE = "python docs/gen_api.py"
 
 

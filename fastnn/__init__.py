@@ -6,6 +6,7 @@ Importing fastnn imports no backend: backends are found through the
 
 import fastnn.ops  # noqa: F401  (the tensor ops; binds Tensor operators)
 from fastnn import accelerator, amp, cuda, functional, return_types  # noqa: E402
+from fastnn import derivatives as _derivatives
 from fastnn.api.certificates import UncertifiedBackendWarning
 from fastnn.api.device import Device, DeviceSpec, get_device, use
 from fastnn.api.dtypes import (
@@ -97,7 +98,7 @@ __all__ = [
     "Size", "are_deterministic_algorithms_enabled", "get_num_threads", "set_num_threads",
     "use_deterministic_algorithms", "testing",
     "inference_mode", "is_inference_mode_enabled", "is_anomaly_enabled", "set_anomaly_enabled",
-    "nn", "optim", "utils", "linalg", "distributions",  # loaded on first use (__getattr__ below)
+    "nn", "optim", "utils", "linalg", "distributions", "func",  # loaded on first use (below)
     "UncertifiedBackendWarning", *_LAZY,
 ]
 __all__ += sorted(set(_TOP) - set(__all__))
@@ -108,7 +109,7 @@ def __getattr__(name):
     # import light
     import importlib
 
-    if name in ("nn", "optim", "data", "utils", "linalg", "testing", "distributions"):
+    if name in ("nn", "optim", "data", "utils", "linalg", "testing", "distributions", "func"):
         return importlib.import_module(f"fastnn.{name}")
     if name in ("short", "int16"):
         # NOTE: int16 is no fastnn dtype (no backend stores it, and PyTorch's promotion of
@@ -120,6 +121,10 @@ def __getattr__(name):
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'fastnn' has no attribute {name!r}")
 
+
+# gradcheck, jacobian, ... under PyTorch's paths in fastnn.autograd (they need tensor ops,
+# a layer above the tape, so they are bound in from here)
+_derivatives.install()
 
 if __import__("os").environ.get("FASTNN_SHADOW"):  # the whole process shadowed
     __import__("importlib").import_module("fastnn.shadowing").from_environment()

@@ -7,7 +7,8 @@ held-out part leaks into training).
 
 The rest is PyTorch's ``torch.utils.data``: the :class:`Dataset` and
 :class:`IterableDataset` base classes, ``TensorDataset``, ``Subset``, ``ConcatDataset``,
-``random_split``, the samplers, ``default_collate`` and ``DataLoader`` (with worker
+``random_split``, the samplers
+(``DistributedSampler`` too), ``default_collate`` and ``DataLoader`` (with worker
 processes); ``fastnn.utils.data`` is the same module under PyTorch's name.
 """
 
@@ -25,6 +26,7 @@ from fastnn.data.dataset import (
     random_split,
 )
 from fastnn.data.digits import load_digits
+from fastnn.data.distributed import DistributedSampler
 from fastnn.data.loader import DataLoader
 from fastnn.data.sampler import (
     BatchSampler,
@@ -53,7 +55,8 @@ def load(name: str, **kwargs) -> ClassificationData:
 
 
 __all__ = ["BatchSampler", "ChainDataset", "ClassificationData", "ConcatDataset", "DataLoader",
-           "Dataset", "IterableDataset", "LOADERS", "MissingDataError", "RandomSampler",
-           "Sampler", "SequentialSampler", "Subset", "SubsetRandomSampler", "TensorDataset",
-           "WeightedRandomSampler", "WorkerInfo", "default_collate", "default_convert",
-           "get_worker_info", "load", "load_digits", "load_trace", "random_split"]
+           "Dataset", "DistributedSampler", "IterableDataset", "LOADERS", "MissingDataError",
+           "RandomSampler", "Sampler", "SequentialSampler", "Subset", "SubsetRandomSampler",
+           "TensorDataset", "WeightedRandomSampler", "WorkerInfo", "default_collate",
+           "default_convert", "get_worker_info", "load", "load_digits", "load_trace",
+           "random_split"]

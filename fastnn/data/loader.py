@@ -6,12 +6,14 @@ is three integers (seed, epoch, batches already given in that epoch), which a
 checkpoint holds (:meth:`DataLoader.state_dict`), and a loader restored from it
 continues with the very batches an uninterrupted one would give.
 
-``shard=(rank, world_size)`` gives a rank its part of every epoch exactly as
-``torch.utils.data.DistributedSampler(dataset, world_size, rank, shuffle,
-seed, drop_last=False)`` does: the epoch's order is padded to a multiple of
-``world_size`` by repeating its start, and rank ``r`` takes positions ``r,
+``shard=(rank, world_size)`` splits the loader's own order of every epoch as
+``torch.utils.data.DistributedSampler(..., drop_last=False)`` splits its order
+(:func:`fastnn.data.distributed.shard_indices`): padded to a multiple of
+``world_size`` by repeating its start, rank ``r`` taking positions ``r,
 r + world_size, ...``; every rank gets ``ceil(n / world_size)`` samples. The
 loader's ``drop_last`` then applies to the rank's own batches, as in PyTorch.
+The shuffled order itself is the loader's (above), not torch's ``randperm``; for
+PyTorch's very indices pass ``sampler=DistributedSampler(dataset, ...)``.
 """
 
 from __future__ import annotations
@@ -25,18 +27,10 @@ from fastnn.api.args import integer
 from fastnn.api.device import get_device
 from fastnn.data.collate import default_convert, to_device
 from fastnn.data.dataset import TensorDataset  # noqa: F401  (its old home)
+from fastnn.data.distributed import shard_indices, shard_size
 from fastnn.data.sampler import batched
 from fastnn.data.workers import fetch
 from fastnn.ops.tensor import host_rng
-
-
-def shard_indices(order: np.ndarray, rank: int, world_size: int) -> np.ndarray:
-    """Rank ``rank``'s part of ``order``, padded by wrapping as DistributedSampler pads it."""
-    per_rank = math.ceil(len(order) / world_size)
-    total = per_rank * world_size
-    if total > len(order):
-        order = np.resize(order, total)  # repeats order from its start, as PyTorch's padding
-    return order[rank:total:world_size]
 
 
 class DataLoader:
@@ -101,7 +95,7 @@ class DataLoader:
         """Samples this loader (this rank) gives per epoch."""
         if self.sampler is not None:
             return len(self.sampler)
-        return math.ceil(len(self.dataset) / self.world_size)
+        return shard_size(len(self.dataset), self.world_size)
 
     def __len__(self) -> int:
         if self.batch_sampler is not None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fastnn.api.dtypes import as_dtype
+from fastnn.data.distributed import register_world
 from fastnn.distributed.failure import install_excepthook
 from fastnn.ops.tensor import Tensor
 
@@ -182,6 +183,8 @@ def _check_tensor(where: str, tensor) -> None:
 
 
 _WORLD: Communicator | None = None
+# DistributedSampler (in data, a layer below) reads the communicator through this
+register_world(lambda: _WORLD)
 
 
 def init(required: bool = False) -> Communicator:

@@ -51,6 +51,12 @@ from fastnn.ops import norms as _norms  # noqa: F401
 from fastnn.ops import resample as _resample  # noqa: F401
 
 # isort: split
+# PyTorch names composed from the ops above: sampling, integration, integer math
+from fastnn.ops import divisors as _divisors  # noqa: F401
+from fastnn.ops import gumbel as _gumbel  # noqa: F401
+from fastnn.ops import integrate as _integrate  # noqa: F401
+
+# isort: split
 # last: binds the table's methods and the operators onto Tensor, so every op module first
 from fastnn.ops import tensor_facts as _tensor_facts  # noqa: F401
 from fastnn.ops import torch_names as _torch_names  # noqa: F401  (names ops of every module)

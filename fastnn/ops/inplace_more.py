@@ -29,7 +29,7 @@ VALUE_OPS = (
     "rad2deg",
     # arithmetic under PyTorch's other names
     "negative", "absolute", "divide", "true_divide", "subtract", "multiply", "fmod",
-    "remainder", "floor_divide", "copysign",
+    "remainder", "floor_divide", "copysign", "gcd", "lcm",
     # comparisons and logic (the result, 0 or 1, in x's dtype)
     "eq", "ne", "not_equal", "gt", "lt", "ge", "le", "greater", "less", "greater_equal",
     "less_equal", "logical_not", "logical_and", "logical_or", "logical_xor", "bitwise_not",

@@ -6,9 +6,13 @@ is activation checkpointing, as ``torch.utils.checkpoint``."""
 import sys
 
 from fastnn import data
+from fastnn.data import distributed as _data_distributed
 from fastnn.utils import checkpoint
 
-# the same module under PyTorch's path: `import fastnn.utils.data` finds it here
+# the same modules under PyTorch's paths: `import fastnn.utils.data` finds them here
+# (without the second, `fastnn.utils.data.distributed` would load the file again as a
+# different module, with a DistributedSampler class of its own)
 sys.modules[__name__ + ".data"] = data
+sys.modules[__name__ + ".data.distributed"] = _data_distributed
 
 __all__ = ["data", "checkpoint"]

@@ -1,7 +1,9 @@
 """Helpers over a model's parameters, as PyTorch's ``torch.nn.utils``: gradient clipping
-(also offered by :mod:`fastnn.optim`), and packed sequences (:mod:`fastnn.nn.utils.rnn`)."""
+(also offered by :mod:`fastnn.optim`), packed sequences (:mod:`fastnn.nn.utils.rnn`),
+parametrizations (:mod:`~fastnn.nn.utils.parametrize`, :mod:`~fastnn.nn.utils.parametrizations`),
+the older hook-based weight and spectral normalisation, and conv/linear-BatchNorm fusion."""
 
-from fastnn.nn.utils import rnn
+from fastnn.nn.utils import parametrizations, parametrize, rnn
 from fastnn.nn.utils.clip_grad import (
     clip_grad_norm,
     clip_grad_norm_,
@@ -9,6 +11,17 @@ from fastnn.nn.utils.clip_grad import (
     clip_grad_value_,
 )
 from fastnn.nn.utils.convert_parameters import parameters_to_vector, vector_to_parameters
+from fastnn.nn.utils.fusion import (
+    fuse_conv_bn_eval,
+    fuse_conv_bn_weights,
+    fuse_linear_bn_eval,
+    fuse_linear_bn_weights,
+)
+from fastnn.nn.utils.spectral_norm import remove_spectral_norm, spectral_norm
+from fastnn.nn.utils.weight_norm import remove_weight_norm, weight_norm
 
 __all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value", "clip_grad_value_",
-           "parameters_to_vector", "rnn", "vector_to_parameters"]
+           "fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval",
+           "fuse_linear_bn_weights", "parameters_to_vector", "parametrizations", "parametrize",
+           "remove_spectral_norm", "remove_weight_norm", "rnn", "spectral_norm",
+           "vector_to_parameters", "weight_norm"]
