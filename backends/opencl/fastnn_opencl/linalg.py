@@ -45,10 +45,11 @@ def packed_lanes(dev, dtype: str) -> int:
 
 def _cpu_blocks(dev, dtype: str, n: int) -> tuple:
     """(TM, VW, VN) of the unpacked CPU kernel: TM rows by VN vectors of VW lanes per
-    work-item, (TM, VN) tuned per device by :func:`gemm_tune.direct_blocks`. Narrow
+    work-item, VW the packed kernel's lanes (16 floats where :mod:`gemm_wide` allows),
+    (TM, VN) tuned per device and lane count by :func:`gemm_tune.direct_blocks`. Narrow
     outputs take fewer or 4-lane vectors so that they do not all fall into the edge path.
     """
-    vw = vector_lanes(dev, dtype)
+    vw = packed_lanes(dev, dtype)
     tm, vn = gemm_tune.direct_blocks(dev, dtype)
     if n < vw:
         vw = 4
