@@ -129,15 +129,14 @@ def gemm(a: CLArray, b: CLArray, c: CLArray, m: int, n: int, k: int, batch: int,
 
 NARROW_TM = 16  # rows of a narrow output's block (TM * VN accumulators stay within 32)
 KC, ROW_PANELS = 256, 8  # k chunk (its B panel stays in L1), row panels per work-item
-MIN_TILES = 32
-"""Fewer work-items than this (column panels x row groups x batch) with ROW_PANELS row
-panels each, and a packed B small enough to stay in L2 (RESIDENT_B bytes): halve the row
-panels per work-item (down to one) before splitting k. A weight gradient with a long k
-(192x1024 @ 1024x64 tn: 12 work-items) otherwise split k in four and summed the partial
-products in a third launch (k_gemm_sum, 17-29 us of its ~250); its B panels are re-read
-per row panel, from L2."""
-RESIDENT_B = 1 << 19
 SPLIT_TILES = 16  # fewer work-items than this (and k > KC): split k across work-items
+RESIDENT_B = 1 << 19
+"""Where a product has fewer than SPLIT_TILES work-items of ROW_PANELS row panels and its
+packed B stays in L2 (at most RESIDENT_B bytes), the work-items take fewer row panels
+(halved down to one) until there are SPLIT_TILES of them, and k is split only if there
+are still too few. The models' long-k weight gradients (192x1024 @ 1024x64, A transposed:
+12 work-items) split k in four and summed the partial products in a third launch
+(k_gemm_sum, 17-29 us of ~250-300); their B panels are now re-read per row panel from L2."""
 PACK_ROWS = 8  # k rows per work-item of the packing kernel (kernels/matmul.cl)
 _PACK_ARGS = [_I, _I, None, _I, _I, _I, _I, None]
 _PACKED_ARGS = [_I, _I, _I, None, _I, _I, _I, _I, _I, _I, None, None, None, _I, _I, _I, _I]
@@ -156,7 +155,7 @@ def packed_plan(dev, dtype: str, m: int, n: int, k: int, batch: int) -> tuple:
     mb, nb = -(-m // tm), -(-n // nr)
     rp = ROW_PANELS
     if nb * nr * k * np.dtype(dtype).itemsize <= RESIDENT_B:
-        while rp > 1 and nb * -(-mb // rp) * batch < MIN_TILES:
+        while rp > 1 and nb * -(-mb // rp) * batch < SPLIT_TILES:
             rp //= 2
     defines = (("T", CL_TYPES[dtype]), ("TM", tm), ("VW", vw), ("VN", vn), ("KC", KC),
                ("R", rp))
