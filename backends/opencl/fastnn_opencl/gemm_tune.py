@@ -11,7 +11,8 @@ cache is ignored with a warning and rewritten. ``FASTNN_OPENCL_TUNE=0`` skips th
 uses the defaults.
 
 The unpacked kernel (``k_gemm_cpu``: products below the packing threshold) gets its own
-(TM, VN), timed on small products the models run (keyed ``<device>|<dtype>|direct1``):
+(TM, VN), timed on small products the models run (keyed ``<device>|<dtype>|direct1``, or
+``<device>|float32x16|direct2`` where it runs 16-lane vectors as the packed kernel does):
 on PoCL 3.0 with AVX-512 its old fixed 6 x 2 block ran 32 x 64 @ 64 x 256 at 40 GFLOP/s
 and 4 x 2 at 85 (6-row blocks also leave ragged row edges on the models' power-of-two
 batches).
@@ -39,6 +40,11 @@ _SIZE = 384
 _ROUNDS = 5
 DIRECT_CANDIDATES = ((4, 2), (2, 4), (5, 2), (6, 2))  # (TM, VN) of k_gemm_cpu; first: default
 DIRECT_VERSION = "direct1"
+# ... with 16-lane vectors (gemm_wide): on PoCL 3.1 (Zen 4) 4 x 2 ran 128x10 @ 10x512,
+# 10x128 @ 128x512 (A transposed) and 32x64 @ 64x256 in 13, 15 and 9.5 us of kernel time
+# (one thread), the 8-lane 2 x 4 block tuned there in 18, 16-23 and 11-14
+DIRECT_WIDE_CANDIDATES = ((4, 2), (4, 1), (8, 1), (2, 2), (6, 1))
+DIRECT_WIDE_VERSION = "direct2"
 _DIRECT_SHAPES = ((32, 64, 256), (64, 128, 96), (128, 10, 512))  # (m, k, n), none packed
 _DIRECT_REPS = 20
 _chosen: dict = {}
@@ -143,12 +149,24 @@ def blocks(dev, dtype: str) -> tuple:
                    lambda: tune(dev, dtype))
 
 
+def direct_candidates(dev, dtype: str) -> tuple:
+    """The unpacked kernel's (TM, VN) candidates and cache version for its lane count."""
+    from fastnn_opencl.linalg import packed_lanes
+
+    if packed_lanes(dev, dtype) >= 16:
+        return DIRECT_WIDE_CANDIDATES, DIRECT_WIDE_VERSION
+    return DIRECT_CANDIDATES, DIRECT_VERSION
+
+
 def direct_blocks(dev, dtype: str) -> tuple:
-    """(TM, VN) of the unpacked kernel ``k_gemm_cpu`` on ``dev`` (as :func:`blocks`)."""
+    """(TM, VN) of the unpacked kernel ``k_gemm_cpu`` on ``dev`` (as :func:`blocks`; 16-lane
+    vectors have their own candidates and cache entry, ``<device>|<dtype>x16|direct2``)."""
     if _forced_direct[0] is not None:
         return _forced_direct[0]
-    return _cached((dev.name, dtype, DIRECT_VERSION), f"{dev.name}|{dtype}|{DIRECT_VERSION}",
-                   DIRECT_CANDIDATES, lambda: tune_direct(dev, dtype))
+    candidates, version = direct_candidates(dev, dtype)
+    kind = dtype if version == DIRECT_VERSION else f"{dtype}x16"
+    return _cached((dev.name, dtype, version), f"{dev.name}|{kind}|{version}", candidates,
+                   lambda: tune_direct(dev, dtype))
 
 
 def _cached(memo: tuple, key: str, candidates: tuple, run) -> tuple:
@@ -174,7 +192,8 @@ def _cached(memo: tuple, key: str, candidates: tuple, run) -> tuple:
 
 
 def tune_direct(dev, dtype: str) -> tuple:
-    """(TM, VN) of the fastest unpacked-kernel candidate on ``dev``: _DIRECT_REPS launches of
+    """(TM, VN) of the fastest unpacked-kernel candidate on ``dev`` (for its lane count:
+    :func:`direct_candidates`): _DIRECT_REPS launches of
     each of _DIRECT_SHAPES per round, best of _ROUNDS interleaved rounds (no cache)."""
     from fastnn_opencl import linalg
     from fastnn_opencl.misc import from_numpy
@@ -185,9 +204,10 @@ def tune_direct(dev, dtype: str) -> tuple:
         a, b = (from_numpy(rng.standard_normal(s).astype(dtype), dev.index)
                 for s in ((m, k), (k, n)))
         cases.append((a, b, dev.empty((m, n), dtype), m, k, n))
-    best = {cand: float("inf") for cand in DIRECT_CANDIDATES}
+    candidates = direct_candidates(dev, dtype)[0]
+    best = {cand: float("inf") for cand in candidates}
     for _ in range(_ROUNDS + 1):  # the first round builds and warms up
-        for cand in DIRECT_CANDIDATES:
+        for cand in candidates:
             _forced_direct[0] = cand
             try:
                 start = time.perf_counter()

@@ -47,10 +47,11 @@ def packed_lanes(dev, dtype: str) -> int:
 
 def _cpu_blocks(dev, dtype: str, n: int) -> tuple:
     """(TM, VW, VN) of the unpacked CPU kernel: TM rows by VN vectors of VW lanes per
-    work-item, (TM, VN) tuned per device by :func:`gemm_tune.direct_blocks`. Narrow
+    work-item, VW the packed kernel's lanes (16 floats where :mod:`gemm_wide` allows),
+    (TM, VN) tuned per device and lane count by :func:`gemm_tune.direct_blocks`. Narrow
     outputs take fewer or 4-lane vectors so that they do not all fall into the edge path.
     """
-    vw = vector_lanes(dev, dtype)
+    vw = packed_lanes(dev, dtype)
     tm, vn = gemm_tune.direct_blocks(dev, dtype)
     if n < vw:
         vw = 4
@@ -131,6 +132,13 @@ def gemm(a: CLArray, b: CLArray, c: CLArray, m: int, n: int, k: int, batch: int,
 NARROW_TM = 16  # rows of a narrow output's block (TM * VN accumulators stay within 32)
 KC, ROW_PANELS = 256, 8  # k chunk (its B panel stays in L1), row panels per work-item
 SPLIT_TILES = 16  # fewer work-items than this (and k > KC): split k across work-items
+RESIDENT_B = 1 << 19
+"""Where a product has fewer than SPLIT_TILES work-items of ROW_PANELS row panels and its
+packed B stays in L2 (at most RESIDENT_B bytes), the work-items take fewer row panels
+(halved down to one) until there are SPLIT_TILES of them, and k is split only if there
+are still too few. The models' long-k weight gradients (192x1024 @ 1024x64, A transposed:
+12 work-items) split k in four and summed the partial products in a third launch
+(k_gemm_sum, 17-29 us of ~250-300); their B panels are now re-read per row panel from L2."""
 PACK_ROWS = 8  # k rows per work-item of the packing kernel (kernels/matmul.cl)
 _PACK_ARGS = [_I, _I, None, _I, _I, _I, _I, None]
 _PACKED_ARGS = [_I, _I, _I, None, _I, _I, _I, _I, _I, _I, None, None, None, _I, _I, _I, _I]
@@ -145,11 +153,15 @@ def packed_plan(dev, dtype: str, m: int, n: int, k: int, batch: int) -> tuple:
     if n <= vw * (vn - 1):  # a narrow output: fewer vectors, more rows, same accumulators
         narrow = -(-n // vw)
         tm, vn = min(tm * vn // narrow, NARROW_TM), narrow
-    defines = (("T", CL_TYPES[dtype]), ("TM", tm), ("VW", vw), ("VN", vn), ("KC", KC),
-               ("R", ROW_PANELS))
     nr = vw * vn
     mb, nb = -(-m // tm), -(-n // nr)
-    groups = -(-mb // ROW_PANELS)
+    rp = ROW_PANELS
+    if nb * nr * k * np.dtype(dtype).itemsize <= RESIDENT_B:
+        while rp > 1 and nb * -(-mb // rp) * batch < SPLIT_TILES:
+            rp //= 2
+    defines = (("T", CL_TYPES[dtype]), ("TM", tm), ("VW", vw), ("VN", vn), ("KC", KC),
+               ("R", rp))
+    groups = -(-mb // rp)
     splits = -(-k // KC) if nb * groups * batch < SPLIT_TILES and k > KC else 1
     return defines, tm, nr, mb, nb, groups, splits
 

@@ -103,6 +103,33 @@ def test_a_narrow_output_packs_one_vector_wide(ocl):
     assert linalg.packs(dev, 2048, 16, 256) == linalg.uses_cpu_kernels(dev)
 
 
+@pytest.mark.parametrize("m, k, n", [(192, 1024, 64), (256, 2048, 16), (37, 700, 83)])
+def test_few_tiles_take_fewer_row_panels_before_splitting_k(ocl, monkeypatch, m, k, n):
+    """A long-k product with few output tiles and a B that stays in L2 (the models'
+    weight gradients, A transposed) runs in more work-items of fewer row panels each,
+    without a k split and its summing launch, and gives the product."""
+    from fastnn_opencl import gemm_tune, linalg
+    from fastnn_opencl.misc import from_numpy, to_numpy
+    from fastnn_opencl.runtime import state
+
+    dev = state(0)
+    if not linalg.packs(dev, m, n, k):
+        pytest.skip("the packed GEMM kernel runs on CPU devices only")
+    monkeypatch.setattr(gemm_tune, "blocks", lambda dev, dtype: (8, 1))
+    monkeypatch.setattr(linalg, "matmul_2d", lambda a, b: None)  # no plan kept with others
+    defines, tm, nr, mb, nb, groups, splits = linalg.packed_plan(dev, "float32", m, n, k, 1)
+    rows = dict(defines)["R"]
+    assert splits == 1 and groups == -(-mb // rows)
+    if nb * -(-mb // linalg.ROW_PANELS) < linalg.SPLIT_TILES:  # 16 lanes: all three
+        assert rows < linalg.ROW_PANELS and nb * groups >= linalg.SPLIT_TILES
+    rng = np.random.default_rng(5)
+    at, b = rng.normal(size=(k, m)), rng.normal(size=(k, n))
+    x = from_numpy(at.astype(np.float32), 0).view((m, k), (1, m))  # A transposed: G.T @ X
+    got = to_numpy(linalg.matmul(x, from_numpy(b.astype(np.float32), 0)))
+    want = at.T @ b
+    assert np.abs(got - want).max() <= 2e-6 * k ** 0.5 * np.abs(want).max()
+
+
 def test_a_kept_product_is_looked_up_by_shapes_strides_and_dtypes(ocl):
     """Plans are kept by (shapes, strides, dtypes, devices): after a cached call, one
     that changes any of them (or that the fast path leaves to the general one, cached

@@ -111,9 +111,11 @@ DIRECT_SHAPES = [(37, 60, 70, False, 1), (1, 100, 300, False, 1), (30, 40, 12, F
                  (33, 70, 50, False, 3)]
 
 
-@pytest.mark.parametrize("choice", [(4, 2), (2, 4), (5, 2), (6, 2)])
+@pytest.mark.parametrize("choice", [(4, 2), (2, 4), (5, 2), (6, 2), (4, 1), (8, 1), (2, 2),
+                                    (6, 1)])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_every_direct_candidate_computes_the_product(ocl, monkeypatch, choice, dtype):
+@pytest.mark.parametrize("wide", ["0", "1"])  # 16-lane vectors where the device has them
+def test_every_direct_candidate_computes_the_product(ocl, monkeypatch, choice, dtype, wide):
     from fastnn_opencl import gemm_tune, linalg
     from fastnn_opencl.misc import from_numpy, to_numpy
 
@@ -122,7 +124,8 @@ def test_every_direct_candidate_computes_the_product(ocl, monkeypatch, choice, d
         pytest.skip("the unpacked CPU kernel runs on CPU devices only")
     if dtype == "float64" and not dev.fp64:
         pytest.skip("no float64 on this device")
-    assert choice in gemm_tune.DIRECT_CANDIDATES
+    assert choice in gemm_tune.DIRECT_CANDIDATES + gemm_tune.DIRECT_WIDE_CANDIDATES
+    monkeypatch.setenv("FASTNN_OPENCL_WIDE", wide)
     monkeypatch.setattr(gemm_tune, "direct_blocks", lambda dev, dtype: choice)
     monkeypatch.setattr(linalg, "matmul_2d", lambda a, b: None)  # no plan kept across choices
     rng = np.random.default_rng(1)
@@ -140,20 +143,25 @@ def test_every_direct_candidate_computes_the_product(ocl, monkeypatch, choice, d
 
 
 def test_direct_blocks_are_cached_by_device_and_dtype(tuner, monkeypatch):
+    """Keyed by device, dtype and lane count: 16-lane vectors have their own candidates."""
     dev = _device()
+    candidates, version = tuner.direct_candidates(dev, "float32")
+    choice = candidates[-1]  # not the default
     calls = []
-    monkeypatch.setattr(tuner, "tune_direct", lambda d, dtype: calls.append(dtype) or (5, 2))
-    assert tuner.direct_blocks(dev, "float32") == (5, 2)
-    key = f"{dev.name}|float32|{tuner.DIRECT_VERSION}"
-    assert json.loads(tuner.cache_path().read_text())[key] == [5, 2]
+    monkeypatch.setattr(tuner, "tune_direct", lambda d, dtype: calls.append(dtype) or choice)
+    assert tuner.direct_blocks(dev, "float32") == choice
+    kind = "float32" if version == tuner.DIRECT_VERSION else "float32x16"
+    key = f"{dev.name}|{kind}|{version}"
+    assert json.loads(tuner.cache_path().read_text())[key] == list(choice)
     tuner._chosen.clear()
-    assert tuner.direct_blocks(dev, "float32") == (5, 2)
+    assert tuner.direct_blocks(dev, "float32") == choice
     tuner.cache_path().write_text(json.dumps({key: [7, 7]}))  # no candidate: tuned afresh
     tuner._chosen.clear()
-    assert tuner.direct_blocks(dev, "float32") == (5, 2)
+    assert tuner.direct_blocks(dev, "float32") == choice
     assert calls == ["float32", "float32"]
 
 
 @pytest.mark.slow
 def test_a_real_direct_tuning_run_picks_a_candidate(tuner):
-    assert tuner.tune_direct(_device(), "float32") in tuner.DIRECT_CANDIDATES
+    dev = _device()
+    assert tuner.tune_direct(dev, "float32") in tuner.direct_candidates(dev, "float32")[0]

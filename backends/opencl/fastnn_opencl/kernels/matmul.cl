@@ -30,6 +30,13 @@ typedef VT __attribute__((aligned(sizeof(T)))) VT_UNALIGNED;
 #define VSTORE(v, p) (*(__global VT_UNALIGNED *)(p) = (v))
 #define UNROLL _Pragma("unroll")
 #define BW (VW * VN)  // columns of C per work-item
+// 16-lane vectors (float16, see gemm_wide.py): without min_vector_width(512) PoCL's LLVM,
+// which prefers 256-bit vectors, splits each into two 8-lane registers.
+#if VW >= 16
+#define WIDE __attribute__((min_vector_width(512)))
+#else
+#define WIDE
+#endif
 
 // NN: each work-item owns a TM x BW block of C in TM * VN vector registers; per
 // k it loads VN vectors of row k of B and broadcasts TM scalars of A. Rows past
@@ -38,7 +45,7 @@ typedef VT __attribute__((aligned(sizeof(T)))) VT_UNALIGNED;
 // The grid runs row blocks fastest (dimension 0): the work-items PoCL runs one after
 // another share one panel of B (K x BW), which then stays in cache; with column blocks
 // fastest every work-item streamed a new panel (1.1-1.8x slower per CPU second).
-__kernel void k_gemm_cpu(GEMM_ARGS) {
+__kernel WIDE void k_gemm_cpu(GEMM_ARGS) {
     const int j0 = get_global_id(1) * BW;
     const int i0 = get_global_id(0) * TM;
     const int batch = get_global_id(2);

@@ -12,13 +12,6 @@
 // chunks the TM x NR partial sums go through Cp (padded rows of width NP), after the last
 // chunk to C. The inner loop is TM broadcasts, VN vector loads and TM * VN FMAs.
 #define NR (VW * VN)
-// 16-lane vectors (float16, see gemm_wide.py): without min_vector_width(512) PoCL's LLVM,
-// which prefers 256-bit vectors, splits each into two 8-lane registers.
-#if VW >= 16
-#define WIDE __attribute__((min_vector_width(512)))
-#else
-#define WIDE
-#endif
 
 // B's column panels: work-item (kb, p, batch) packs rows k in [8 kb, 8 kb + 8) of panel p
 // (8 rows an item: PoCL's cost per work-item dominated with one), through any strides (a
