@@ -116,11 +116,23 @@ def test_gradients_of_gradients_match_torch(name, fn, args):
 
 
 def singular_batch():
-    """Rank-deficient integer matrices (exact in floating point), with a good one."""
-    low = rng.integers(-2, 3, size=(6, 4, 2)).astype(np.float64)
-    batch = low @ rng.integers(-2, 3, size=(6, 2, 4))
+    """Singular matrices whose LU with partial pivoting is exact: A = P L U with L's
+    multipliers in {0, +-1/4, +-1/2} (below 1, so pivoting finds P again), U's entries
+    small integers and one zero on U's diagonal; every step is dyadic arithmetic, so
+    LAPACK, torch's LU and the composite meet the same exact zero pivot (a rank-deficient
+    product of random integers left rounding residues instead, which each library met
+    differently). Matrix 2 is the identity; matrix 3 has a zero column."""
+    draw = np.random.default_rng(7)
+    batch = np.empty((6, 4, 4))
+    for i in range(6):
+        lower = np.tril(draw.choice([-0.5, -0.25, 0.0, 0.25, 0.5], size=(4, 4)), -1) + np.eye(4)
+        upper = np.triu(draw.integers(-2, 3, size=(4, 4)).astype(np.float64), 1)
+        upper += np.diag(draw.choice([-2.0, -1.0, 1.0, 2.0], size=4))
+        upper[i % 4, i % 4] = 0.0
+        if i == 3:
+            upper[:, 1] = 0.0  # A's column 1 is zero
+        batch[i] = (lower @ upper)[draw.permutation(4)]
     batch[2] = np.eye(4)
-    batch[3, :, 1] = 0.0  # a zero column
     return batch
 
 
