@@ -111,12 +111,19 @@ def mark_view(out, x, kind: str, args=None):
     return out
 
 
+def plain_class(x) -> type:
+    """The Tensor class itself for ``x`` of any subclass: what a view of a Parameter is
+    (PyTorch's ``p.detach()``, ``p.data`` and ``p[...]`` are plain Tensors, so that
+    ``module.w = p.detach()`` does not register a second parameter)."""
+    return type(x).__mro__[-2]  # Tensor derives from object alone
+
+
 def alias(x, out=None):
     """A view of all of x's storage without its history (``detach()``, ``.data``); with
     ``out``, that tensor becomes it (``y.data = x``)."""
     data = source(x)
     if out is None:
-        out = type(x)._make(data, x._dtype, x._device)
+        out = plain_class(x)._make(data, x._dtype, x._device)
     else:
         out._data, out._dtype, out._view = data, x._dtype, None
     return mark_view(out, x, "alias")
@@ -125,7 +132,7 @@ def alias(x, out=None):
 def whole(x):
     """A view of all of ``x`` (``x[...]``), so that a write through it is a write through
     a view (recorded as PyTorch's CopySlices, the old values' gradient zero)."""
-    return mark_view(type(x)._make(source(x), x._dtype, x._device), x, "whole")
+    return mark_view(plain_class(x)._make(source(x), x._dtype, x._device), x, "whole")
 
 
 def _storage(base):

@@ -36,3 +36,20 @@ def test_layers_default_to_float32():
     assert fnn.get_default_dtype() is fnn.float32
     assert nn.Linear(3, 2).weight.dtype is fnn.float32
     assert nn.BatchNorm1d(3).running_mean.dtype is fnn.float32
+
+
+def test_detach_and_data_of_a_parameter_are_plain_tensors_sharing_its_storage():
+    """As PyTorch's: ``p.detach()`` and ``p.data`` are Tensors, not Parameters, so that
+    ``module.w = p.detach()`` sets an attribute instead of registering a parameter (a
+    Parameter's detach was a Parameter without a param_class)."""
+    model = nn.Linear(3, 2)
+    p = model.weight
+    for view in (p.detach(), p.data):
+        assert type(view) is fnn.Tensor and not view.requires_grad
+        view.add_(1.0)  # writes through to the parameter
+    model.w2 = p.detach()
+    assert len(list(model.parameters())) == 2 and "w2" not in dict(model.named_parameters())
+    np.testing.assert_array_equal(model.w2.numpy(), p.detach().numpy())
+    torch = pytest.importorskip("torch")
+    q = torch.nn.Linear(3, 2).weight
+    assert type(q.detach()) is torch.Tensor and type(q.data) is torch.Tensor

@@ -20,7 +20,7 @@ from fastnn.nn.conv_transpose import ConvTranspose1d, ConvTranspose2d
 from fastnn.nn.module import Module
 from fastnn.nn.parameter import Parameter
 from fastnn.ops.distance import normalize
-from fastnn.ops.tensor import Tensor, randn, zeros
+from fastnn.ops.tensor import Tensor, randn
 
 
 class SpectralNorm:
@@ -64,14 +64,6 @@ class SpectralNorm:
         setattr(module, self.name, self.compute_weight(module, module.training))
 
 
-def _plain_alias(weight: Tensor) -> Tensor:
-    """A plain Tensor sharing ``weight``'s storage, as PyTorch's ``weight.data`` (fastnn's
-    ``detach()`` of a Parameter is a Parameter, which setattr would register)."""
-    plain = zeros((), dtype=weight.dtype, device=weight.device)
-    plain.data = weight
-    return plain
-
-
 def spectral_norm(module: Module, name: str = "weight", n_power_iterations: int = 1,
                   eps: float = 1e-12, dim=None) -> Module:
     """Divide ``module.<name>`` by its spectral norm, estimated by power iteration (see the
@@ -92,7 +84,7 @@ def spectral_norm(module: Module, name: str = "weight", n_power_iterations: int 
         v = normalize(randn(cols, dtype=weight.dtype, device=weight.device), dim=0, eps=eps)
     delattr(module, name)
     module.register_parameter(name + "_orig", weight)
-    setattr(module, name, _plain_alias(weight))  # until the first forward computes it
+    setattr(module, name, weight.detach())  # a plain Tensor until the first forward
     module.register_buffer(name + "_u", u)
     module.register_buffer(name + "_v", v)
     module.register_forward_pre_hook(fn)
