@@ -99,11 +99,10 @@ def _value(value, x: Tensor):
 def scatter(x: Tensor, dim, index, src=None, *, value=None, reduce=None) -> Tensor:
     """x with ``src[i][j][k]`` (or ``value``) written at ``[i][index[i][j][k]][k]`` (dim 1);
     ``reduce="add"`` adds, ``"multiply"`` multiplies instead (PyTorch's scatter)."""
+    if isinstance(src, numbers.Number) and value is None:
+        src, value = None, src  # torch's scatter(dim, index, value) overload
     if (src is None) == (value is None):
-        if isinstance(src, numbers.Number):
-            src, value = None, src
-        else:
-            raise TypeError("scatter: give exactly one of src (a tensor) and value")
+        raise TypeError("scatter: give exactly one of src (a tensor) and value")
     axis = axis_index("scatter", dim, x.ndim)
     host = host_values(index, x._device)
     index = as_index("scatter", index, x._device)

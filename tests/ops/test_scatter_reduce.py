@@ -130,3 +130,19 @@ def test_refusals_as_torch():
             case(torch)
         with pytest.raises((RuntimeError, ValueError, IndexError)):
             case(fnn)
+
+
+def test_scatter_takes_a_number_as_its_third_argument_as_torch():
+    """torch's ``scatter(dim, index, value)`` overload: a number where src goes (it raised
+    "source must be a Tensor")."""
+    one_hot = np.array([[0], [2]])
+    compare(lambda x, i: x.scatter(1, i, 1.5), lambda x, i: x.scatter(1, i, 1.5),
+            np.zeros((2, 4)), one_hot, grad=False)
+    compare(lambda x, i: fnn.scatter(x, 1, i, 2), lambda x, i: torch.scatter(x, 1, i, 2),
+            np.zeros((2, 4)), one_hot, grad=False)
+    y, t = fnn.zeros((2, 4)), torch.zeros((2, 4))
+    y.scatter_(1, fnn.tensor(one_hot), 1.0)
+    t.scatter_(1, torch.tensor(one_hot), 1.0)
+    np.testing.assert_array_equal(y.numpy(), t.numpy())
+    with pytest.raises(TypeError, match="exactly one of src"):
+        y.scatter(1, fnn.tensor(one_hot), 1.0, value=2.0)
