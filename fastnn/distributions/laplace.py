@@ -3,44 +3,14 @@
 from __future__ import annotations
 
 import fastnn as fnn
-from fastnn.distributions import constraints
-from fastnn.distributions.distribution import Distribution, as_size
-from fastnn.distributions.utils import broadcast_all, is_number, standard_uniform
+from fastnn.distributions.loc_scale import LocScale
+from fastnn.distributions.utils import standard_uniform
 
 __all__ = ["Laplace"]
 
 
-class Laplace(Distribution):
+class Laplace(LocScale):
     """The Laplace distribution: density ``exp(-|x - loc| / scale) / (2 scale)``."""
-
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        batch_shape = () if is_number(loc) and is_number(scale) else self.loc.shape
-        super().__init__(batch_shape, validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        """This distribution with loc and scale expanded to ``batch_shape``."""
-        new = self._get_checked_instance(Laplace, _instance)
-        batch_shape = as_size(batch_shape)
-        new.loc = self.loc.expand(batch_shape)
-        new.scale = self.scale.expand(batch_shape)
-        super(Laplace, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
-
-    @property
-    def mean(self):
-        """``loc``."""
-        return self.loc
-
-    @property
-    def mode(self):
-        """``loc``."""
-        return self.loc
 
     @property
     def variance(self):
