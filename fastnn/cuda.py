@@ -11,9 +11,11 @@ from types import SimpleNamespace
 
 from fastnn import amp as _amp
 from fastnn.api import registry
+from fastnn.autocast_mode import cuda_autocast
 
-amp = SimpleNamespace(GradScaler=_amp.GradScaler)
-"""``fastnn.cuda.amp.GradScaler``: :class:`fastnn.amp.GradScaler` under PyTorch's old path."""
+amp = SimpleNamespace(GradScaler=_amp.GradScaler, autocast=cuda_autocast)
+"""``fastnn.cuda.amp.GradScaler`` and ``fastnn.cuda.amp.autocast`` (regions on cuda,
+float16 by default): PyTorch's old path to :mod:`fastnn.amp`."""
 
 NAME = "cuda"
 """The backend name these functions ask about."""
