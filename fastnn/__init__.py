@@ -102,8 +102,8 @@ __all__ = [
     "is_grad_enabled", "manual_seed", "return_types",
     "no_grad", "ones", "rand", "randn", "tensor", "use", "zeros",
     # PyTorch's spellings and module layout (import fastnn as torch)
-    "DeviceSpec", "accelerator", "amp", "cpu", "cuda", "device", "double", "float", "get_default_dtype",
-    "half", "int", "long", "set_default_dtype", "set_grad_enabled",
+    "DeviceSpec", "accelerator", "amp", "cpu", "cuda", "device", "double", "float",
+    "get_default_dtype", "half", "int", "long", "set_default_dtype", "set_grad_enabled",
     "Size", "are_deterministic_algorithms_enabled", "get_num_threads", "set_num_threads",
     "use_deterministic_algorithms", "testing",
     "inference_mode", "is_inference_mode_enabled", "is_anomaly_enabled", "set_anomaly_enabled",
