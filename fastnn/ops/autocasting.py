@@ -9,7 +9,9 @@ tensors are on that device type casts its floating inputs first, by its policy:
 - ``float32_dtype``: as ``float32``, unless the call gives ``dtype=`` (sum, softmax, ...);
 - ``promote``: all to the widest floating input type (cat, stack, addcmul...);
 - ``input``: the other floating inputs to the first one's dtype (a norm layer's float32
-  weight meeting float16 activations, which PyTorch's CPU kernels take as they are).
+  weight meeting float16 activations, which PyTorch's CPU kernels take as they are);
+- ``native``: nothing cast, inner ops below autocast: fastnn composes these from listed
+  ops (var from sum, elu from exp...) where PyTorch has one kernel that autocast leaves be.
 
 float64 tensors, integer tensors and tensors of another device type are never cast. The
 op then runs with autocast off for its own inner ops (PyTorch runs an autocast op's kernel
@@ -30,8 +32,8 @@ import threading
 from fastnn.api import dtypes
 from fastnn.autograd.grad_mode import switches
 
-LOWER, FLOAT32, FLOAT32_DTYPE, PROMOTE, INPUT = (
-    "lower", "float32", "float32_dtype", "promote", "input")
+LOWER, FLOAT32, FLOAT32_DTYPE, PROMOTE, INPUT, NATIVE = (
+    "lower", "float32", "float32_dtype", "promote", "input", "native")
 
 _NORMS_INPUT = "layer_norm group_norm rms_norm batch_norm instance_norm"
 TABLE = {  # device kind -> policy -> fastnn op names (each an op of the public op table)
@@ -39,7 +41,8 @@ TABLE = {  # device kind -> policy -> fastnn op names (each an op of the public 
         LOWER: "matmul mm bmm mv addmm addmv baddbmm einsum linear prelu "
                "conv1d conv2d conv3d conv_transpose1d conv_transpose2d "
                "scaled_dot_product_attention",
-        FLOAT32: "acos asin cosh erfinv exp expm1 log log10 log2 log1p reciprocal rsqrt sinh "
+        FLOAT32: "acos asin arccos arcsin cosh erfinv exp expm1 log log10 log2 log1p "
+                 "reciprocal rsqrt sinh "
                  "tan pow softplus layer_norm rms_norm group_norm cosine_similarity "
                  "poisson_nll_loss cosine_embedding_loss nll_loss hinge_embedding_loss kl_div "
                  "l1_loss smooth_l1_loss huber_loss mse_loss margin_ranking_loss "
@@ -47,10 +50,11 @@ TABLE = {  # device kind -> policy -> fastnn op names (each an op of the public 
                  "multi_margin_loss binary_cross_entropy_with_logits cross_entropy dist cdist "
                  "renorm logsumexp interpolate upsample upsample_nearest upsample_bilinear "
                  "normalize",
-        FLOAT32_DTYPE: "prod softmax log_softmax cumprod cumsum sum norm",
+        FLOAT32_DTYPE: "prod softmax softmin log_softmax cumprod cumsum sum norm",
         PROMOTE: "addcdiv addcmul atan2 bilinear cross dot vdot index_put tensordot "
                  "scatter_add",
         INPUT: "batch_norm instance_norm",
+        NATIVE: "var std nansum nanmean exp2 logit logsigmoid elu celu selu mish",
     },
     "cpu": {
         LOWER: "matmul mm bmm addmm baddbmm einsum tensordot linear prelu conv1d conv2d "
@@ -220,6 +224,8 @@ def _casted(name: str, args, kwargs):
         if policy == FLOAT32_DTYPE and kwargs.get("dtype") is not None:
             return args, kwargs
         target = dtypes.float32
+    elif policy == NATIVE:
+        return args, kwargs
     elif policy == PROMOTE:
         target = _widest(region_dtype, (*args, *kwargs.values()), device_type)
     else:  # INPUT
