@@ -61,6 +61,7 @@ def set_autocast_enabled(device_type, enabled=None) -> None:
 
 
 def set_autocast_dtype(device_type: str, dtype) -> None:
+    """Set the dtype ``device_type``'s regions cast to in this thread (as PyTorch's)."""
     name = _device_type("set_autocast_dtype", device_type)
     autocasting.set_region(name, is_autocast_enabled(name), dtypes.as_dtype(dtype))
 
@@ -71,6 +72,7 @@ def is_autocast_cache_enabled() -> bool:
 
 
 def set_autocast_cache_enabled(enabled: bool) -> None:
+    """Turn the reuse of parameter casts in a region on or off for this thread."""
     state.cache_enabled = bool(enabled)
 
 
