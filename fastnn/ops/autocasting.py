@@ -21,12 +21,13 @@ that requires grad (a parameter) is made once per outermost region and reused.
 
 Two lists, as PyTorch keeps them: ``cpu`` for the cpu backend (PyTorch's AutocastCPU) and
 ``cuda`` for every other device type (PyTorch's CUDA list, which its other accelerators
-share). Outside any region an op pays one thread-local flag check.
+share). Outside every region a listed op pays one test of a process-wide flag.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 
 from fastnn.api import dtypes
@@ -106,6 +107,9 @@ class _State(threading.local):
 
 
 state = _State()
+ACTIVE = [0]  # threads with an enabled region (a thread that ends inside one leaves it > 0,
+#               which only costs the thread-local test)
+_active_lock = threading.Lock()
 
 
 def default_dtype(device_type: str):
@@ -117,9 +121,13 @@ def set_region(device_type: str, enabled: bool, dtype) -> None:
     """Set one device type's flag and dtype in this thread and recompute the fast map."""
     state.enabled = {**state.enabled, device_type: bool(enabled)}
     state.dtypes = {**state.dtypes, device_type: dtype}
+    was = bool(state.fast)
     state.fast = {d: state.dtypes.get(d) or default_dtype(d)
                   for d, flag in state.enabled.items() if flag}
     state.on = bool(state.fast)
+    if state.on != was:
+        with _active_lock:
+            ACTIVE[0] += 1 if state.on else -1
 
 
 def clear_cache() -> None:
@@ -248,16 +256,49 @@ def _run(name: str, fn, args, kwargs):
 
 
 def wrap(name: str, fn):
-    """``fn`` with the autocast policy of ``name`` (TABLE); ``fn`` itself if unlisted."""
+    """``fn`` with the autocast policy of ``name`` (TABLE); ``fn`` itself if unlisted.
+
+    The wrapper is made with ``fn``'s own signature, so that a call outside every region
+    costs one test of a process-wide flag and one plain call (no packing of
+    ``*args, **kwargs``, no thread-local lookup)."""
     policies = POLICY.get(name)
     if policies is None:
         return fn
-
-    @functools.wraps(fn)
-    def op(*args, **kwargs):
-        if state.on:
-            return _run(name, fn, args, kwargs)
-        return fn(*args, **kwargs)
-
+    names = {"_fn": fn, "_name": name, "_active": ACTIVE, "_state": state, "_run": _run}
+    params, positional, lead, keywords, star = [], [], [], [], False
+    kinds = inspect.Parameter
+    for i, p in enumerate(inspect.signature(fn).parameters.values()):
+        default = ""
+        if p.default is not p.empty:
+            names[f"_d{i}"] = p.default
+            default = f"=_d{i}"
+        if p.kind is kinds.VAR_POSITIONAL:  # the parameters before it go by position
+            params.append(f"*{p.name}")
+            positional += [*lead, f"*{p.name}"]
+            lead, star = [], True
+        elif p.kind is kinds.VAR_KEYWORD:
+            params.append(f"**{p.name}")
+            keywords.append(f"**{p.name}")
+        else:
+            if p.kind is kinds.KEYWORD_ONLY and not star:
+                params.append("*")
+                star = True
+            params.append(p.name + default)
+            if p.kind is kinds.POSITIONAL_ONLY:
+                positional.append(p.name)
+            elif p.kind is kinds.POSITIONAL_OR_KEYWORD:
+                lead.append(p.name)
+            else:
+                keywords.append(p.name)
+    passed = [k if k.startswith("**") else f"{k}={k}" for k in keywords]
+    # _run gets the leading parameters by name: a policy finds dtype= and running_mean there
+    as_dict = [k if k.startswith("**") else f"{k!r}: {k}" for k in lead + keywords]
+    args = ", ".join(positional) + ("," if positional else "")
+    source = (f"def {fn.__name__}({', '.join(params)}):\n"
+              f"    if _active[0] and _state.on:\n"
+              f"        return _run(_name, _fn, ({args}), {{{', '.join(as_dict)}}})\n"
+              f"    return _fn({', '.join(positional + lead + passed)})\n")
+    exec(source, names)  # noqa: S102  (a wrapper with fn's signature; see the docstring)
+    op = functools.wraps(fn)(names[fn.__name__])
     op.autocast_policy = policies
     return op
