@@ -126,6 +126,16 @@ def test_errors():
         assert not fnn.is_autocast_enabled("cpu")
 
 
+def test_out_calls_and_in_place_ops_do_not_autocast():
+    a, out = fnn.tensor(A), fnn.zeros(4, 4)
+    with _region():
+        fnn.matmul(a, a, out=out)
+        b = fnn.tensor(A).half()
+        b.add_(fnn.tensor(A))
+    np.testing.assert_allclose(out.numpy(), A @ A, rtol=1e-6)  # computed in float32
+    assert b.dtype is fnn.float16
+
+
 def test_set_functions():
     a = fnn.tensor(A)
     fnn.set_autocast_dtype("cpu", fnn.float16)

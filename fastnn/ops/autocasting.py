@@ -246,6 +246,17 @@ def _casted(name: str, args, kwargs):
     return args, kwargs
 
 
+def below(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` with no autocast (PyTorch's rule for calls given out=)."""
+    if not state.on:
+        return fn(*args, **kwargs)
+    state.on = False
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        state.on = True
+
+
 def _run(name: str, fn, args, kwargs):
     args, kwargs = _casted(name, args, kwargs)
     state.on = False  # the op's own inner ops: below autocast, as PyTorch's kernels
