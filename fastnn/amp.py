@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-from fastnn.autocast_mode import autocast, is_autocast_available
+from fastnn.autocast_mode import autocast, custom_bwd, custom_fwd, is_autocast_available
 from fastnn.autograd import no_grad
 from fastnn.ops.tensor import Tensor
 
@@ -165,4 +165,4 @@ class GradScaler:
         self._growth_tracker = int(state["_growth_tracker"])
 
 
-__all__ = ["GradScaler", "autocast", "is_autocast_available"]
+__all__ = ["GradScaler", "autocast", "custom_bwd", "custom_fwd", "is_autocast_available"]

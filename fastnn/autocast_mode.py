@@ -163,6 +163,62 @@ class autocast:
         return decorate_autocast
 
 
+def _cast_inputs(value, device_type: str, dtype):
+    from fastnn.ops.tensor import Tensor
+
+    if isinstance(value, Tensor):
+        floating = value._dtype.is_floating and value._dtype is not dtypes.float64
+        return value.to(dtype) if floating and value._device.type == device_type else value
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast_inputs(v, device_type, dtype) for v in value)
+    if isinstance(value, dict):
+        return {k: _cast_inputs(v, device_type, dtype) for k, v in value.items()}
+    return value
+
+
+def custom_fwd(fwd=None, *, device_type: str, cast_inputs=None):
+    """PyTorch's ``torch.amp.custom_fwd``: for ``forward(ctx, ...)`` of an
+    ``fnn.autograd.Function``. With ``cast_inputs``, inside an enabled region the
+    floating inputs of ``device_type`` are cast to it and forward runs with autocast
+    off; either way ``custom_bwd`` runs backward in forward's autocast state."""
+    _device_type("custom_fwd", device_type)
+    if fwd is None:
+        return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
+
+    @functools.wraps(fwd)
+    def decorate_fwd(*args, **kwargs):
+        ctx = args[0]
+        ctx._dtype = get_autocast_dtype(device_type)
+        if cast_inputs is None:
+            ctx._fwd_used_autocast = is_autocast_enabled(device_type)
+            return fwd(*args, **kwargs)
+        ctx._fwd_used_autocast = False
+        if not is_autocast_enabled(device_type):
+            return fwd(*args, **kwargs)
+        dtype = dtypes.as_dtype(cast_inputs)
+        with autocast(device_type, enabled=False):
+            return fwd(*_cast_inputs(args, device_type, dtype),
+                       **_cast_inputs(kwargs, device_type, dtype))
+
+    return decorate_fwd
+
+
+def custom_bwd(bwd=None, *, device_type: str):
+    """PyTorch's ``torch.amp.custom_bwd``: ``backward(ctx, ...)`` runs in the autocast
+    state its ``custom_fwd`` forward ran in."""
+    _device_type("custom_bwd", device_type)
+    if bwd is None:
+        return functools.partial(custom_bwd, device_type=device_type)
+
+    @functools.wraps(bwd)
+    def decorate_bwd(*args, **kwargs):
+        ctx = args[0]
+        with autocast(device_type, enabled=ctx._fwd_used_autocast, dtype=ctx._dtype):
+            return bwd(*args, **kwargs)
+
+    return decorate_bwd
+
+
 def _deprecated(old: str, new: str) -> None:
     warnings.warn(f"`{old}(args...)` is deprecated. Please use `{new}` instead.",
                   FutureWarning, stacklevel=3)
@@ -190,7 +246,8 @@ cuda_autocast.__name__ = cuda_autocast.__qualname__ = "autocast"
 cpu_autocast.__name__ = cpu_autocast.__qualname__ = "autocast"
 
 __all__ = [
-    "autocast", "clear_autocast_cache", "get_autocast_dtype", "is_autocast_available",
+    "autocast", "clear_autocast_cache", "custom_bwd", "custom_fwd", "get_autocast_dtype",
+    "is_autocast_available",
     "is_autocast_cache_enabled", "is_autocast_enabled", "set_autocast_cache_enabled",
     "set_autocast_dtype", "set_autocast_enabled",
 ]

@@ -163,6 +163,32 @@ def test_parameter_casts_are_cached_per_region():
         assert autocasting.state.cache == {}
 
 
+def test_custom_fwd_and_custom_bwd():
+    seen = {}
+
+    class Square(fnn.autograd.Function):
+        @staticmethod
+        @fnn.amp.custom_fwd(device_type="cpu", cast_inputs=fnn.float32)
+        def forward(ctx, x):
+            seen["forward"] = (x.dtype, fnn.is_autocast_enabled("cpu"))
+            ctx.save_for_backward(x)
+            return x @ x
+
+        @staticmethod
+        @fnn.amp.custom_bwd(device_type="cpu")
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            seen["backward"] = fnn.is_autocast_enabled("cpu")
+            return grad @ x.T + x.T @ grad
+
+    x = fnn.tensor(A).half().requires_grad_()
+    with _region():
+        out = Square.apply(x)
+    assert out.dtype is fnn.float32 and seen["forward"] == (fnn.float32, False)
+    out.sum().backward()
+    assert seen["backward"] is False and x.grad.dtype is fnn.float16
+
+
 torch = pytest.importorskip("torch")
 
 
