@@ -110,7 +110,8 @@ class autocast:
 
     def __init__(self, device_type: str, dtype=None, enabled: bool = True,
                  cache_enabled: bool | None = None):
-        self.device = _device_type("autocast", device_type)
+        # "cuda:0" names the device type cuda, as PyTorch takes it
+        self.device = _device_type("autocast", device_type).split(":")[0]
         if not is_autocast_available(self.device):
             raise RuntimeError(f"User specified an unsupported autocast device_type "
                                f"'{self.device}' (installed backends: "

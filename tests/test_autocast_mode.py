@@ -118,6 +118,7 @@ def test_errors():
     fnn.autocast("cpu", enabled=False)  # a disabled region never casts: no error
     with pytest.raises(ValueError, match="of type `str`"):
         fnn.autocast(fnn.device("cpu"))
+    assert fnn.autocast("cpu:0", dtype=fnn.float16).device == "cpu"
     with pytest.raises(RuntimeError, match="unsupported autocast device_type 'tpu'"):
         fnn.autocast("tpu")
     with pytest.warns(UserWarning, match="not supported. Disabling"):
