@@ -309,7 +309,9 @@ def wrap(name: str, fn):
               f"    if _active[0] and _state.on:\n"
               f"        return _run(_name, _fn, ({args}), {{{', '.join(as_dict)}}})\n"
               f"    return _fn({', '.join(positional + lead + passed)})\n")
-    exec(source, names)  # noqa: S102  (a wrapper with fn's signature; see the docstring)
+    # compiled as this file's code, so that the frames that name a user's line (shadow
+    # mode, errors) skip the wrapper as fastnn's own
+    exec(compile(source, __file__, "exec"), names)  # noqa: S102  (see the docstring)
     op = functools.wraps(fn)(names[fn.__name__])
     op.autocast_policy = policies
     return op
