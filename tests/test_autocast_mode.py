@@ -137,6 +137,15 @@ def test_out_calls_and_in_place_ops_do_not_autocast():
     assert b.dtype is fnn.float16
 
 
+def test_a_compiled_function_records_a_region_apart():
+    step = fnn.compile(lambda x, w: (x @ w).sum())
+    x = fnn.tensor(A)
+    assert step(x, x).dtype is fnn.float32 and step(x, x).dtype is fnn.float32  # replayed
+    with _region():
+        assert step(x, x).dtype is fnn.float16 and step(x, x).dtype is fnn.float16
+    assert step(x, x).dtype is fnn.float32
+
+
 def test_set_functions():
     a = fnn.tensor(A)
     fnn.set_autocast_dtype("cpu", fnn.float16)
