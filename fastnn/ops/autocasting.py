@@ -32,6 +32,8 @@ import threading
 
 from fastnn.api import dtypes
 from fastnn.autograd.grad_mode import switches
+from fastnn.ops.core import astype
+from fastnn.ops.tensor import Tensor
 
 LOWER, FLOAT32, FLOAT32_DTYPE, PROMOTE, INPUT, NATIVE = (
     "lower", "float32", "float32_dtype", "promote", "input", "native")
@@ -139,8 +141,6 @@ def _kind(device_type: str) -> str:
 
 
 def _first_tensor(args, kwargs):
-    from fastnn.ops.tensor import Tensor
-
     for value in (*args, *kwargs.values()):
         if isinstance(value, Tensor):
             return value
@@ -165,8 +165,6 @@ def mixes(x, param) -> bool:
 
 
 def _tensors(values):
-    from fastnn.ops.tensor import Tensor
-
     for value in values:
         if isinstance(value, Tensor):
             yield value
@@ -183,8 +181,6 @@ def _widest(target, values, device_type):
 
 
 def _cast_tensor(t, dtype):
-    from fastnn.ops.core import astype
-
     if not (state.cache_enabled and t._requires_grad and t._node is None):
         return astype(t, dtype)
     key = (id(t), dtype.name, switches.grad)
@@ -196,8 +192,6 @@ def _cast_tensor(t, dtype):
 
 
 def _cast(value, dtype, device_type):
-    from fastnn.ops.tensor import Tensor
-
     if isinstance(value, Tensor):
         if value._dtype is not dtype and _eligible(value, device_type):
             return _cast_tensor(value, dtype)
