@@ -199,6 +199,30 @@ def test_custom_fwd_and_custom_bwd():
     assert seen["backward"] is False and x.grad.dtype is fnn.float16
 
 
+def test_a_model_trains_under_the_cuda_list(monkeypatch):
+    """Conv, norms, attention and losses mixed in one step, with cpu tensors standing in
+    for a GPU device type: it runs, outputs take PyTorch's CUDA dtypes, and every
+    parameter gets a float32 gradient."""
+    from fastnn.ops import autocasting
+
+    monkeypatch.setattr(autocasting, "_kind", lambda device_type: "cuda")
+    fnn.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
+                          nn.GroupNorm(2, 4), nn.Flatten(), nn.Linear(4 * 6 * 6, 8),
+                          nn.LayerNorm(8), nn.GELU(), nn.Linear(8, 3))
+    encoder = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True, norm_first=True)
+    params = [*model.parameters(), *encoder.parameters()]
+    x = fnn.randn(5, 1, 6, 6)
+    with _region():
+        logits = model(x)
+        hidden = encoder(fnn.randn(2, 3, 8))
+        loss = F.cross_entropy(logits, fnn.tensor(np.array([0, 1, 2, 0, 1]))) + F.mse_loss(
+            hidden, fnn.zeros(2, 3, 8))
+    assert (logits.dtype, hidden.dtype, loss.dtype) == (fnn.float16, fnn.float32, fnn.float32)
+    fnn.amp.GradScaler("cpu").scale(loss).backward()
+    assert {p.grad.dtype for p in params} == {fnn.float32}
+
+
 torch = pytest.importorskip("torch")
 
 
