@@ -121,6 +121,10 @@ def test_errors():
     assert fnn.autocast("cpu:0", dtype=fnn.float16).device == "cpu"
     with pytest.raises(RuntimeError, match="unsupported autocast device_type 'tpu'"):
         fnn.autocast("tpu")
+    opencl = [b for b in fnn.backends() if b.name == "opencl" and b.available]
+    if opencl and "float16" not in opencl[0].dtypes:
+        with pytest.raises(RuntimeError, match="opencl backend has no float16"):
+            fnn.autocast("opencl")
     with pytest.warns(UserWarning, match="not supported. Disabling"):
         region = fnn.autocast("cpu", dtype=fnn.float32)
     with region:
