@@ -11,10 +11,10 @@ on cpu). A backend that lacks the dtype raises at construction, when the region 
 enabled: fastnn's cpu backend has no bfloat16, so ``fnn.autocast("cpu")`` asks for
 ``dtype=fnn.float16`` instead of silently computing in another precision.
 
-Where fastnn still differs from PyTorch in a region on cuda: ``nn.LSTM``, ``nn.GRU`` and
-the recurrent cells run in their parameters' dtype (PyTorch's cuDNN and cell kernels cast
-to float16), and ``fnn.linalg``'s norms are not cast to float32. Ops of PyTorch's lists
-that fastnn lacks (``addbmm``, ``addr``, ``chain_matmul``, ``pdist``...) are simply absent.
+Where fastnn still differs from PyTorch in a region on cuda: ``fnn.linalg``'s norms are
+not cast to float32, and a PackedSequence into a recurrent layer is not cast. Ops of
+PyTorch's lists that fastnn lacks (``addbmm``, ``addr``, ``chain_matmul``, ``pdist``...)
+are simply absent.
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ TABLE = {  # device kind -> policy -> fastnn op names (each an op of the public 
     "cuda": {
         LOWER: "matmul mm bmm mv addmm addmv baddbmm einsum linear prelu "
                "conv1d conv2d conv3d conv_transpose1d conv_transpose2d "
-               "scaled_dot_product_attention",
+               "scaled_dot_product_attention recurrent",
         FLOAT32: "acos asin arccos arcsin cosh erfinv exp expm1 log log10 log2 log1p "
                  "reciprocal rsqrt sinh "
                  "tan pow softplus layer_norm rms_norm group_norm cosine_similarity "
@@ -73,6 +73,10 @@ TABLE = {  # device kind -> policy -> fastnn op names (each an op of the public 
     },
 }
 
+
+LAYER_ONLY = ("recurrent",)  # names layers cast by (cast_args), no public op's: the
+#                               recurrent layers' input and state (PyTorch's cuDNN RNN and
+#                               cell kernels)
 
 KEEP = {  # op -> arguments (positions, names) its policy leaves as given
     "batch_norm": (1, 2, "running_mean", "running_var"),  # the running statistics
