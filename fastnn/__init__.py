@@ -5,7 +5,7 @@ Importing fastnn imports no backend: backends are found through the
 """
 
 import fastnn.ops  # noqa: F401  (the tensor ops; binds Tensor operators)
-from fastnn import accelerator, amp, cuda, functional, return_types  # noqa: E402
+from fastnn import accelerator, amp, cpu, cuda, functional, return_types  # noqa: E402
 from fastnn import derivatives as _derivatives
 from fastnn.api.certificates import UncertifiedBackendWarning
 from fastnn.api.device import Device, DeviceSpec, get_device, use
@@ -24,6 +24,16 @@ from fastnn.api.dtypes import (
 from fastnn.api.errors import BackendError, DeviceMismatchError
 from fastnn.api.fallback import fallback_stats
 from fastnn.api.registry import backends
+from fastnn.autocast_mode import (
+    autocast,
+    clear_autocast_cache,
+    get_autocast_dtype,
+    is_autocast_cache_enabled,
+    is_autocast_enabled,
+    set_autocast_cache_enabled,
+    set_autocast_dtype,
+    set_autocast_enabled,
+)
 from fastnn.autograd import (
     detect_anomaly,
     enable_grad,
@@ -93,11 +103,14 @@ __all__ = [
     "is_grad_enabled", "manual_seed", "return_types",
     "no_grad", "ones", "rand", "randn", "tensor", "use", "zeros",
     # PyTorch's spellings and module layout (import fastnn as torch)
-    "DeviceSpec", "accelerator", "amp", "cuda", "device", "double", "float", "get_default_dtype",
-    "half", "int", "long", "set_default_dtype", "set_grad_enabled",
+    "DeviceSpec", "accelerator", "amp", "cpu", "cuda", "device", "double", "float",
+    "get_default_dtype", "half", "int", "long", "set_default_dtype", "set_grad_enabled",
     "Size", "are_deterministic_algorithms_enabled", "get_num_threads", "set_num_threads",
     "use_deterministic_algorithms", "testing",
     "inference_mode", "is_inference_mode_enabled", "is_anomaly_enabled", "set_anomaly_enabled",
+    "autocast", "clear_autocast_cache", "get_autocast_dtype", "is_autocast_cache_enabled",
+    "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_dtype",
+    "set_autocast_enabled",
     "nn", "optim", "utils", "linalg", "distributions", "func",  # loaded on first use (below)
     "UncertifiedBackendWarning", *_LAZY,
 ]

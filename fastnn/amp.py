@@ -1,18 +1,23 @@
-"""``fastnn.amp.GradScaler`` (also ``fastnn.cuda.amp.GradScaler``), PyTorch's loss
-scaling for float16 training: the loss is multiplied by a scale before ``backward`` so
-that small gradients do not underflow, the gradients are divided by it before the
-optimizer steps, a step whose gradients hold inf or NaN is skipped, and the scale backs
-off after such a step and grows after ``growth_interval`` clean ones.
+"""``fastnn.amp``: PyTorch's automatic mixed precision, ``autocast`` and ``GradScaler``.
 
-It runs on every backend (it only multiplies tensors); with a power-of-two scale a float32
-model trains to the same weights as without it. (``autocast`` is not provided: fastnn
-does not cast ops to lower precision on its own; run a float16 model with ``.half()``.)
+``fnn.amp.autocast(device_type, dtype=None, enabled=True, cache_enabled=None)`` (also
+``fnn.autocast``) opens a region in which matmul, linear and the convolutions run in float16
+and softmax, the losses and the norms in float32, as PyTorch's op lists say (see
+:mod:`fastnn.autocast_mode` and the table in :mod:`fastnn.ops.autocasting`).
+
+``GradScaler`` (also ``fastnn.cuda.amp.GradScaler``) is PyTorch's loss scaling for float16
+training: the loss is multiplied by a scale before ``backward`` so that small gradients do
+not underflow, the gradients are divided by it before the optimizer steps, a step whose
+gradients hold inf or NaN is skipped, and the scale backs off after such a step and grows
+after ``growth_interval`` clean ones. It runs on every backend (it only multiplies
+tensors); with a power-of-two scale a float32 model trains to the same weights as without it.
 """
 
 from __future__ import annotations
 
 import math
 
+from fastnn.autocast_mode import autocast, custom_bwd, custom_fwd, is_autocast_available
 from fastnn.autograd import no_grad
 from fastnn.ops.tensor import Tensor
 
@@ -160,4 +165,4 @@ class GradScaler:
         self._growth_tracker = int(state["_growth_tracker"])
 
 
-__all__ = ["GradScaler"]
+__all__ = ["GradScaler", "autocast", "custom_bwd", "custom_fwd", "is_autocast_available"]

@@ -7,13 +7,18 @@ installed): this module imports no CUDA library itself.
 
 from __future__ import annotations
 
+import functools
 from types import SimpleNamespace
 
 from fastnn import amp as _amp
 from fastnn.api import registry
+from fastnn.autocast_mode import cuda_autocast, custom_bwd, custom_fwd
 
-amp = SimpleNamespace(GradScaler=_amp.GradScaler)
-"""``fastnn.cuda.amp.GradScaler``: :class:`fastnn.amp.GradScaler` under PyTorch's old path."""
+amp = SimpleNamespace(GradScaler=_amp.GradScaler, autocast=cuda_autocast,
+                      custom_fwd=functools.partial(custom_fwd, device_type="cuda"),
+                      custom_bwd=functools.partial(custom_bwd, device_type="cuda"))
+"""``fastnn.cuda.amp.GradScaler``, ``fastnn.cuda.amp.autocast`` (regions on cuda, float16
+by default), ``custom_fwd`` and ``custom_bwd``: PyTorch's old path to :mod:`fastnn.amp`."""
 
 NAME = "cuda"
 """The backend name these functions ask about."""

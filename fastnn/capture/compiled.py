@@ -32,7 +32,7 @@ from fastnn.capture.record import CaptureError, Recorder, RecordingOps, RngLog
 from fastnn.capture.split import Split
 from fastnn.capture.state import Snapshot
 from fastnn.capture.stats import Stats, Wrapped
-from fastnn.ops import rng_state
+from fastnn.ops import autocasting, rng_state
 from fastnn.ops.tensor import Tensor
 
 
@@ -48,6 +48,8 @@ def flatten(args, kwargs) -> tuple[tuple, list]:
     if kwargs:
         _key(kwargs, leaves, key)
     key.append(grad_mode.switches.grad)
+    fast = autocasting.state.fast  # an autocast region casts: a program of its own
+    key.append(tuple(sorted(fast.items())) if fast else None)
     return tuple(key), leaves
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from fastnn.api.args import flag, integer
 from fastnn.nn.conv_padding import check_mode, pad_input
 from fastnn.nn.module import Module, check_tensor, fan_in_bound, uniform_init
-from fastnn.ops import conv
+from fastnn.ops import autocasting, conv
 
 
 class Conv2d(Module):
@@ -70,8 +70,11 @@ class Conv2d(Module):
                 f"(batch, {self.in_channels}, height, width), got {x.shape}; check the channel "
                 "count (channels come before height and width, as in PyTorch)"
             )
+        weight, bias = self.weight, self.bias
+        if autocasting.state.on:  # F.conv2d's casts
+            x, weight, bias = autocasting.cast_args("conv2d", x, weight, bias)
         x, sides = pad_input(x, self._sides, self.padding_mode)
-        out = conv.conv2d_raw(x, self.weight, self.stride, sides, self.dilation, self.groups)
-        if self.bias is None:
+        out = conv.conv2d_raw(x, weight, self.stride, sides, self.dilation, self.groups)
+        if bias is None:
             return out
-        return out + self.bias.reshape(self.out_channels, 1, 1)
+        return out + bias.reshape(self.out_channels, 1, 1)

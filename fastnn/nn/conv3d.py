@@ -12,7 +12,7 @@ import math
 from fastnn.api.args import flag, integer
 from fastnn.nn.conv_padding import check_mode, pad_input
 from fastnn.nn.module import Module, check_tensor, fan_in_bound, uniform_init
-from fastnn.ops import conv
+from fastnn.ops import autocasting, conv
 from fastnn.ops import conv3d as ops
 
 
@@ -65,7 +65,10 @@ class Conv3d(Module):
         unbatched = x.ndim == 4
         if unbatched:
             x = x.reshape((1,) + x.shape)
+        weight, bias = self.weight, self.bias
+        if autocasting.state.on:  # F.conv3d's casts
+            x, weight, bias = autocasting.cast_args("conv3d", x, weight, bias)
         x, sides = pad_input(x, self._sides, self.padding_mode)
-        out = ops.conv3d_sides(x, self.weight, self.stride, sides, self.dilation, self.groups)
-        out = conv.with_bias("Conv3d", out, self.bias, self.out_channels, 3)
+        out = ops.conv3d_sides(x, weight, self.stride, sides, self.dilation, self.groups)
+        out = conv.with_bias("Conv3d", out, bias, self.out_channels, 3)
         return out.reshape(out.shape[1:]) if unbatched else out

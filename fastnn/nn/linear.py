@@ -25,7 +25,7 @@ from fastnn.nn.module import (
     fan_in_bound,
     uniform_init,
 )
-from fastnn.ops import activations, nnops
+from fastnn.ops import activations, autocasting, nnops
 from fastnn.ops.tensor import Tensor
 
 
@@ -109,10 +109,13 @@ class Linear(Dense):
 
     def forward_act(self, x, kind: str, slope: float = 0.01):
         check_features(self._name(), x, self.in_features)
-        z = nnops.linear(x, self.weight)
-        if self.bias is None:
+        weight, bias = self.weight, self.bias
+        if autocasting.state.on:  # F.linear's casts (the bias too)
+            x, weight, bias = autocasting.cast_args("linear", x, weight, bias)
+        z = nnops.linear(x, weight)
+        if bias is None:
             return activations.activation(kind, z, slope)
-        return activations.bias_act(z, self.bias, kind, slope)
+        return activations.bias_act(z, bias, kind, slope)
 
     def reverse(self, x, grad_out):
         check_features(self._name(), x, self.in_features)

@@ -40,6 +40,7 @@ from fastnn.nn.parameter import (  # noqa: F401  (layers import these from here 
     uniform_init,
     wrap,
 )
+from fastnn.ops import autocasting
 from fastnn.ops.tensor import Tensor
 
 
@@ -72,7 +73,8 @@ def _check_input_dtype(module, x) -> None:
     float32 layer given float64 would otherwise compute in float64 without saying so."""
     if isinstance(x, Tensor) and x._dtype.is_floating:
         param = next(iter(module._parameters.values()))
-        if param is not None and param._dtype is not x._dtype:
+        if param is not None and param._dtype is not x._dtype and not (
+                autocasting.state.on and autocasting.mixes(x, param)):
             raise TypeError(
                 f"{type(module).__name__}: input is {x._dtype.name} but the layer's parameters "
                 f"are {param._dtype.name}; convert the input with x.to(fnn.{param._dtype.name}) "

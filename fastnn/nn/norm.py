@@ -18,7 +18,7 @@ from fastnn.api.args import flag, nonnegative
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.linear import check_features, sum_leading
 from fastnn.nn.module import Module, check_grad, check_tensor, const_init
-from fastnn.ops import nnops, norms
+from fastnn.ops import autocasting, nnops, norms
 
 
 class RMSDiv(Module):
@@ -64,9 +64,12 @@ class RMSNorm(Module):
         if len(self.normalized_shape) > 1:
             return norms.rms_norm(x, self.normalized_shape, self.weight, self.eps)
         check_features(f"RMSNorm({self.features})", x, self.features, "features")
+        weight = self.weight
+        if autocasting.state.on:  # F.rms_norm's casts
+            x, weight = autocasting.cast_args("rms_norm", x, weight)
         eps = norms.machine_eps(x) if self.eps is None else self.eps
         out = nnops.rms_div(x, eps)  # one fused primitive for the common case
-        return out if self.weight is None else out * self.weight
+        return out if weight is None else out * weight
 
 
 
@@ -108,10 +111,13 @@ class LayerNorm(Module):
         check_features(f"LayerNorm({self.features})", x, self.features, "features")
         if self.weight is not None and self.bias is not None:  # the layer_norm_train hook
             return norms.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+        weight, bias = self.weight, self.bias
+        if autocasting.state.on:  # F.layer_norm's casts
+            x, weight, bias = autocasting.cast_args("layer_norm", x, weight, bias)
         xhat, _ = self._normalize(x)
-        if self.weight is not None:
-            xhat = xhat * self.weight
-        return xhat if self.bias is None else xhat + self.bias
+        if weight is not None:
+            xhat = xhat * weight
+        return xhat if bias is None else xhat + bias
 
     def reverse(self, x, grad_out):
         if len(self.normalized_shape) > 1:

@@ -22,8 +22,8 @@ from fastnn.api.args import integer
 from fastnn.nn.module import Module, check_tensor, tape_reverse, uniform_init
 from fastnn.nn.recurrent_cells import GATES, prepare, rnn_mode, step, unsqueeze_state
 from fastnn.nn.utils.rnn import PackedSequence
+from fastnn.ops import autocasting, gathering, joining, movement, shaping
 from fastnn.ops import elementwise as m
-from fastnn.ops import gathering, joining, movement, shaping
 from fastnn.ops.recurrent_fused import gru_sequence, lstm_sequence
 from fastnn.ops.tensor import full, rand
 
@@ -138,6 +138,8 @@ class _Recurrent(Module):
         if isinstance(x, PackedSequence):
             return self._forward_packed(x, hx)
         self._check_input(x)
+        if autocasting.state.on:  # PyTorch's cuDNN RNN autocasts on cuda (not on cpu)
+            x, hx = autocasting.cast_args("recurrent", x, hx)
         unbatched = x.ndim == 2
         if unbatched:
             x = movement.reshape(x, (x.shape[0], 1, x.shape[1]))

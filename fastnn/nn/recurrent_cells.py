@@ -21,7 +21,7 @@ import math
 
 from fastnn.api.args import integer
 from fastnn.nn.module import Module, check_tensor, tape_reverse, uniform_init
-from fastnn.ops import activations, joining, movement, nnops
+from fastnn.ops import activations, autocasting, joining, movement, nnops
 from fastnn.ops import elementwise as m
 from fastnn.ops.tensor import full
 
@@ -142,6 +142,8 @@ class RNNCell(_Cell):
 
     def forward(self, input, hx=None):
         self._check(input)
+        if autocasting.state.on:  # PyTorch's cell kernels autocast on cuda
+            input, hx = autocasting.cast_args("recurrent", input, hx)
         return self._step(input, self._hidden(input, hx, "hx"))
 
 
@@ -152,6 +154,8 @@ class GRUCell(_Cell):
 
     def forward(self, input, hx=None):
         self._check(input)
+        if autocasting.state.on:  # PyTorch's cell kernels autocast on cuda
+            input, hx = autocasting.cast_args("recurrent", input, hx)
         return self._step(input, self._hidden(input, hx, "hx"))
 
 
@@ -164,6 +168,8 @@ class LSTMCell(_Cell):
 
     def forward(self, input, hx=None):
         self._check(input)
+        if autocasting.state.on:  # PyTorch's cell kernels autocast on cuda
+            input, hx = autocasting.cast_args("recurrent", input, hx)
         if hx is None:
             hx = (None, None)
         if not isinstance(hx, (tuple, list)) or len(hx) != 2:

@@ -3,7 +3,7 @@
 The result is computed as usual and written into ``out`` (every view of out's storage
 sees it); an ``out`` of another shape is resized first, as PyTorch does, when nothing
 views it. As in PyTorch, ``out=`` does not record gradients: with an input that requires
-grad (in grad mode) it raises.
+grad (in grad mode) it raises; and a call given ``out=`` does not autocast.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 
 from fastnn.autograd import grad_mode
+from fastnn.ops import autocasting
 from fastnn.ops.core import astype, check_same_device
 from fastnn.ops.storage import rebind, write
 from fastnn.ops.table import TOP
@@ -39,7 +40,7 @@ def with_out(fn):
             raise RuntimeError(f"{fn.__name__}(): functions with out=... arguments don't "
                                "support automatic differentiation; drop out= or call it "
                                "under fnn.no_grad()")
-        result = fn(*args, **kwargs)
+        result = autocasting.below(fn, *args, **kwargs)  # out= calls do not autocast
         check_same_device(fn.__name__, out, result)
         if result._dtype is not out._dtype:
             result = astype(result, out._dtype)
@@ -53,11 +54,12 @@ def with_out(fn):
             write(out, result)
         return out
 
+    call.takes_out = True
     return call
 
 
 def install() -> None:
     """Give every function of NAMES in the ``fnn.NAME`` table its ``out=``."""
     for name in NAMES:
-        if name in TOP and not hasattr(TOP[name], "__wrapped__"):
+        if name in TOP and not getattr(TOP[name], "takes_out", False):
             TOP[name] = with_out(TOP[name])

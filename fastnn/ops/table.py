@@ -9,10 +9,14 @@ An op module marks each public function once::
     @public(method="softmax", top=False)
     def softmax(x, dim=-1): ...
 
-so that adding an op is writing it; no list elsewhere names it again.
+so that adding an op is writing it; no list elsewhere names it again. An op named in
+:data:`fastnn.ops.autocasting.TABLE` is registered (and bound in its module) wrapped with
+its autocast policy.
 """
 
 from __future__ import annotations
+
+from fastnn.ops import autocasting
 
 FUNCTIONAL: dict = {}  # fastnn.functional.NAME
 METHODS: dict = {}  # Tensor.NAME
@@ -28,6 +32,7 @@ def public(method=False, functional=True, top=False, name=None, aliases=()):
 
     def register(fn):
         names = (name or fn.__name__,) + tuple(aliases)
+        fn = autocasting.wrap(names[0], fn)  # an op of the autocast table casts first
         for n in names:
             if functional:
                 _put(FUNCTIONAL, n, fn)
