@@ -20,6 +20,7 @@ from fastnn.api.args import ints
 from fastnn.api.errors import LinAlgError
 from fastnn.ops import elementwise as ew
 from fastnn.ops import movement
+from fastnn.ops.linalg_cholesky import cholesky, cholesky_ex
 from fastnn.ops.linalg_solve import det, inv, inv_ex, slogdet, solve, solve_ex
 from fastnn.ops.products import cross as _cross
 from fastnn.ops.reduction import amin
@@ -29,8 +30,8 @@ from fastnn.ops.sorting import check_tensor, host
 from fastnn.ops.structure import const
 from fastnn.ops.tensor import Tensor
 
-__all__ = ["LinAlgError", "cross", "det", "inv", "inv_ex", "matmul", "matrix_norm", "norm",
-           "slogdet", "solve", "solve_ex", "vecdot", "vector_norm"]
+__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cross", "det", "inv", "inv_ex", "matmul",
+           "matrix_norm", "norm", "slogdet", "solve", "solve_ex", "vecdot", "vector_norm"]
 
 _INF = float("inf")
 

@@ -31,9 +31,10 @@ cummin = _pair("cummin")
 aminmax = _pair("aminmax", "min", "max")
 slogdet = _pair("slogdet", "sign", "logabsdet")
 linalg_slogdet = _pair("linalg_slogdet", "sign", "logabsdet")
+linalg_cholesky_ex = _pair("linalg_cholesky_ex", "L", "info")
 linalg_inv_ex = _pair("linalg_inv_ex", "inverse", "info")
 linalg_solve_ex = _pair("linalg_solve_ex", "result", "info")
 
-__all__ = ["aminmax", "cummax", "cummin", "kthvalue", "linalg_inv_ex", "linalg_slogdet",
-           "linalg_solve_ex", "max", "median", "min", "mode", "nanmedian", "slogdet", "sort",
-           "topk"]
+__all__ = ["aminmax", "cummax", "cummin", "kthvalue", "linalg_cholesky_ex", "linalg_inv_ex",
+           "linalg_slogdet", "linalg_solve_ex", "max", "median", "min", "mode", "nanmedian",
+           "slogdet", "sort", "topk"]

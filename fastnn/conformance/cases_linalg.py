@@ -1,6 +1,7 @@
 """Conformance cases of the linear-algebra hooks (``linalg_solve`` through
 ``fnn.linalg.solve``, ``linalg_slogdet`` through ``fnn.linalg.slogdet``) and of the ops
-composed of them (``linalg.inv``, ``linalg.det``, ``linalg.slogdet`` sign, ``logdet``, and
+composed of them (``linalg.inv``, ``linalg.det``, ``linalg.slogdet`` sign, ``logdet``), of
+``linalg.cholesky`` (composed of elementwise ops and products), and
 the singular-matrix contract: LinAlgError, LAPACK's info, a zero determinant).
 
 Matrices are well conditioned (a scaled identity plus noise) with their rows shuffled, so
@@ -131,6 +132,36 @@ _case("logdet", fnn.logdet,
       lambda a: np.where(np.linalg.det(a) < 0, np.nan, np.linalg.slogdet(a)[1]),
       _MATRIX_ROWS, edges=_EMPTY, composite=True)
 
+
+
+def _spd_rows(*rows):
+    """rows of (label, shape) -> symmetric positive-definite samples(rng)."""
+    def make(rng):
+        out = []
+        for label, shape in rows:
+            b = 0.5 * rng.normal(size=shape)
+            out.append(Sample(label, (b @ _mt(b) + np.eye(shape[-1]),), {}))
+        return out
+    return make
+
+
+def _cholesky_grad(a, grad_out):
+    """Murray's formula, symmetrised as torch's: with P = tril(L^T G), its diagonal
+    halved, dA = sym(L^-T P L^-1)."""
+    low = np.linalg.cholesky((a + _mt(a)) / 2)
+    p = np.tril(_mt(low) @ grad_out)
+    p = p - 0.5 * np.eye(a.shape[-1]) * p
+    inv = np.linalg.inv(low)
+    s = _mt(inv) @ p @ inv
+    return ((s + _mt(s)) / 2,)
+
+
+# run on sym(A): cholesky reads one triangle and gives the symmetric gradient (torch's),
+# which is the finite differences' of the factor of sym(A)
+_case("linalg.cholesky", lambda a: fnn.linalg.cholesky((a + a.mT) * 0.5),
+      lambda a: np.linalg.cholesky((a + _mt(a)) / 2),
+      _spd_rows(("matrix", (3, 3)), ("batch", (2, 4, 4)), ("1 x 1", (1, 1))),
+      diff_args=(0,), composite=True, grad_ref=_cholesky_grad)
 
 # ---------------------------------------------------------------- singular matrices
 

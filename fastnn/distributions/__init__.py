@@ -5,8 +5,9 @@ device and floating dtype of the parameters; gradients through ``rsample``,
 
 Draws come from fastnn's generator (``fnn.manual_seed`` makes them reproducible; they
 are not PyTorch's draws). Argument validation is on by default, as PyTorch's.
-``MultivariateNormal`` takes ``scale_tril`` only (no Cholesky in fastnn yet); Gamma
-and Beta are not here (no cheap reparameterised sampler; see the README).
+``MultivariateNormal`` factors ``covariance_matrix=`` and ``precision_matrix=`` with
+``fnn.linalg.cholesky``, as PyTorch's; Gamma and Beta are not here (no cheap
+reparameterised sampler; see the README).
 """
 
 from fastnn.distributions import constraints, transforms

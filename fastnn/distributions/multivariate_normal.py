@@ -1,10 +1,11 @@
-"""``MultivariateNormal(loc, scale_tril=L)``: the Gaussian with covariance ``L @ L.mT``.
+"""``MultivariateNormal(loc, covariance_matrix= | precision_matrix= | scale_tril=)``: the
+Gaussian with covariance ``L @ L.mT``.
 
-fastnn has no Cholesky factorisation yet, so only ``scale_tril`` is taken:
-``covariance_matrix=`` and ``precision_matrix=`` raise NotImplementedError saying so,
-rather than computing something else. The triangular solves that the density needs are
-a forward substitution written with fastnn's ops (one row per step), so gradients reach
-``loc`` and ``scale_tril`` through them on any device.
+As torch's, a covariance is factored with ``fnn.linalg.cholesky`` and a precision ``P``
+through the Cholesky factor of ``P`` flipped (torch's ``_precision_to_scale_tril``). The
+triangular solves that the density needs are a forward substitution written with fastnn's
+ops (one row per step), so gradients reach ``loc`` and the matrix through them on any
+device.
 """
 
 from __future__ import annotations
@@ -45,11 +46,11 @@ def half_log_det(tril: Tensor) -> Tensor:
     return fnn.diagonal(tril, 0, -2, -1).log().sum(-1)
 
 
-def _no_cholesky(name: str):
-    return NotImplementedError(
-        f"MultivariateNormal: {name}= needs a Cholesky factorisation, which fastnn does not "
-        "have yet; pass scale_tril= instead: a lower-triangular L with a positive diagonal "
-        "and covariance L @ L.mT (e.g. fnn.tensor(numpy.linalg.cholesky(cov)))")
+def precision_to_scale_tril(precision: Tensor) -> Tensor:
+    """The lower-triangular L with ``L @ L.mT = inverse(precision)``: the Cholesky factor
+    of the flipped precision, flipped back and transposed, is L's inverse."""
+    flipped = fnn.linalg.cholesky(fnn.flip(precision, (-2, -1)))
+    return tril_inverse(fnn.flip(flipped, (-2, -1)).mT)
 
 
 class MultivariateNormal(Distribution):
@@ -71,18 +72,24 @@ class MultivariateNormal(Distribution):
         if sum(given) != 1:
             raise ValueError("Exactly one of covariance_matrix or precision_matrix or "
                              "scale_tril may be specified.")
-        if covariance_matrix is not None:
-            raise _no_cholesky("covariance_matrix")
-        if precision_matrix is not None:
-            raise _no_cholesky("precision_matrix")
-        if scale_tril.dim() < 2:
-            raise ValueError("scale_tril matrix must be at least two-dimensional, with "
-                             "optional leading batch dimensions")
-        batch_shape = fnn.broadcast_shapes(scale_tril.shape[:-2], loc.shape[:-1])
-        self.scale_tril = scale_tril.expand(tuple(batch_shape) + (-1, -1))
+        name, matrix = next((n, m) for n, m in (("scale_tril", scale_tril),
+                                                ("covariance_matrix", covariance_matrix),
+                                                ("precision_matrix", precision_matrix))
+                            if m is not None)
+        if matrix.dim() < 2:
+            what = "scale_tril matrix" if name == "scale_tril" else name
+            raise ValueError(f"{what} must be at least two-dimensional, with optional leading "
+                             "batch dimensions")
+        batch_shape = fnn.broadcast_shapes(matrix.shape[:-2], loc.shape[:-1])
+        setattr(self, name, matrix.expand(tuple(batch_shape) + (-1, -1)))
         self.loc = loc.expand(tuple(batch_shape) + (-1,))
         super().__init__(batch_shape, self.loc.shape[-1:], validate_args=validate_args)
-        self._unbroadcasted_scale_tril = scale_tril
+        if name == "scale_tril":
+            self._unbroadcasted_scale_tril = matrix
+        elif name == "covariance_matrix":
+            self._unbroadcasted_scale_tril = fnn.linalg.cholesky(matrix)
+        else:
+            self._unbroadcasted_scale_tril = precision_to_scale_tril(matrix)
 
     def expand(self, batch_shape, _instance=None):
         """This distribution with loc and scale_tril expanded to ``batch_shape``."""
@@ -105,6 +112,11 @@ class MultivariateNormal(Distribution):
     @lazy_property
     def _scale_tril_inverse(self):
         return tril_inverse(self._unbroadcasted_scale_tril)
+
+    @lazy_property
+    def scale_tril(self):
+        """``L``, the lower Cholesky factor of the covariance."""
+        return self._unbroadcasted_scale_tril.expand(self._matrix_shape())
 
     @lazy_property
     def covariance_matrix(self):

@@ -73,12 +73,31 @@ def test_multivariate_normal_samples_have_the_covariance():
     np.testing.assert_allclose(draws.numpy().mean(0), [1.0, -1.0, 0.0], atol=0.05)
 
 
-def test_multivariate_normal_without_scale_tril_says_to_pass_it():
+@pytest.mark.parametrize("given", ["covariance_matrix", "precision_matrix"])
+def test_multivariate_normal_from_a_covariance_or_precision_matches_torch(given):
+    """Factored by fnn.linalg.cholesky (a precision through its flipped factor, as
+    torch's): log_prob, entropy, the three matrices and the gradients reaching the
+    matrix given, against torch's."""
+    rng = np.random.default_rng(25)
+    b = rng.normal(size=(2, 3, 3))
+    params = {"loc": rng.normal(size=(3,)), given: b @ b.transpose(0, 2, 1) + np.eye(3)}
+    ours, theirs, our_leaves, their_leaves = pair(torch, "MultivariateNormal", params)
+    value = rng.normal(size=(4, 2, 3))
+    log_prob = ours.log_prob(fnn.tensor(value))
+    their_log_prob = theirs.log_prob(torch.tensor(value))
+    close(log_prob, their_log_prob)
+    for prop in ("scale_tril", "covariance_matrix", "precision_matrix", "variance"):
+        close(getattr(ours, prop), getattr(theirs, prop))
+    weights = rng.normal(size=(4, 2))
+    ((log_prob * fnn.tensor(weights)).sum() + ours.entropy().sum()).backward()
+    ((their_log_prob * torch.tensor(weights)).sum() + theirs.entropy().sum()).backward()
+    grads_close(our_leaves, their_leaves)
+
+
+def test_multivariate_normal_arguments_as_torch():
     cov = fnn.eye(2)
-    with pytest.raises(NotImplementedError, match="scale_tril"):
-        fd.MultivariateNormal(fnn.zeros(2), covariance_matrix=cov)
-    with pytest.raises(NotImplementedError, match="scale_tril"):
-        fd.MultivariateNormal(fnn.zeros(2), precision_matrix=cov)
+    with pytest.raises(ValueError, match="covariance_matrix must be at least two-dim"):
+        fd.MultivariateNormal(fnn.zeros(2), covariance_matrix=fnn.ones(2))
     with pytest.raises(ValueError, match="Exactly one of"):
         fd.MultivariateNormal(fnn.zeros(2), covariance_matrix=cov, scale_tril=cov)
     with pytest.raises(ValueError, match="at least one-dimensional"):
