@@ -39,7 +39,10 @@ def _suspects(result, broken) -> list:
     ignore = {result["primitive"]}
     if result["primitive"] in _TRANSFER:
         ignore |= _TRANSFER
-    return sorted((set(result["used"]) - ignore) & broken.get(result["dtype"], set()))
+    suspects = broken.get(result["dtype"], set())
+    if "astype" in result["used"]:  # it converted (float16 computed in float32: linalg):
+        suspects = set().union(*broken.values())  # its hooks ran at other dtypes too
+    return sorted((set(result["used"]) - ignore) & suspects)
 
 
 def _cell(results) -> str:
