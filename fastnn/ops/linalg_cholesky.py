@@ -11,7 +11,8 @@ analytic one): the factor is taken of
 ``sym(A) + (tril(A) - tril(sym(A))).detach()``, whose values are tril(A)'s and whose
 gradient flows through ``sym(A) = (A + A^T) / 2``. A matrix that is not positive-definite
 (a diagonal entry <= 0 or NaN on the way) raises :class:`LinAlgError` naming the order of
-its first such leading minor, as torch's; ``cholesky_ex`` returns that order as ``info``.
+its first such leading minor, as torch's (inside a step ``fnn.compile`` records, that
+matrix's factor is NaN instead, as ``inv``'s); ``cholesky_ex`` returns that order as ``info``.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ import warnings
 import numpy as np
 
 from fastnn import return_types
-from fastnn.api.errors import LinAlgError
+from fastnn.api.program_calls import recording
 from fastnn.ops import elementwise as ew
-from fastnn.ops.linalg_solve import _matrices, _mt
+from fastnn.ops import movement
+from fastnn.ops.linalg_solve import _matrices, _mt, raise_for
 from fastnn.ops.shaping import squeeze, unsqueeze
 from fastnn.ops.sorting import host
 from fastnn.ops.structure import const
@@ -67,14 +69,6 @@ def _info(pivots: Tensor) -> np.ndarray:
     return np.where(bad.any(-1), first, 0).astype(np.int32)
 
 
-def _raise(op: str, info: np.ndarray) -> None:
-    flat = info.reshape(-1)
-    bad = np.flatnonzero(flat)
-    if bad.size:
-        where = f"(Batch element {bad[0]}): " if info.ndim else ""
-        raise LinAlgError(f"{op}: {where}{_FAILED.format(int(flat[bad[0]]))}")
-
-
 def _result(factor: Tensor, upper: bool, dtype) -> Tensor:
     out = _mt(factor).contiguous() if upper else factor
     return out.to(dtype) if out._dtype != dtype else out
@@ -87,7 +81,7 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -
     factor, pivots = _factor(_mt(a) if upper else a)
     info = _info(pivots)
     if check_errors:
-        _raise("linalg.cholesky_ex", info)
+        raise_for("linalg.cholesky_ex", info, info.ndim > 0, _FAILED)
     return return_types.linalg_cholesky_ex(_result(factor, upper, A._dtype),
                                            const(info, a, None))
 
@@ -97,7 +91,12 @@ def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     symmetric positive-definite matrix of A (..., n, n); LinAlgError otherwise."""
     a = _matrices("linalg.cholesky", A)
     factor, pivots = _factor(_mt(a) if upper else a)
-    _raise("linalg.cholesky", _info(pivots))
+    if recording():  # as inv's: no read-back while fnn.compile records; NaN instead
+        ok = ew.compare("greater", pivots, 0.0).all(-1)
+        factor = ew.where(movement.reshape(ok, tuple(ok.shape) + (1, 1)), factor, float("nan"))
+    else:
+        info = _info(pivots)
+        raise_for("linalg.cholesky", info, info.ndim > 0, _FAILED)
     return _result(factor, upper, A._dtype)
 
 

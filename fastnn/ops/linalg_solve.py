@@ -72,13 +72,18 @@ def _checked(op: str, x: Tensor, info: Tensor, what: str) -> Tensor:
     return x
 
 
-def _raise_singular(op: str, info: Tensor, what: str) -> None:
-    codes = np.asarray(host(info)).reshape(-1)
-    bad = np.flatnonzero(codes)
+def raise_for(op: str, codes, batched: bool, message: str) -> None:
+    """LinAlgError for the first matrix whose LAPACK-style code (host ``codes``) is not 0:
+    ``message`` formatted with that code, after torch's "(Batch element i): " if batched."""
+    flat = np.asarray(codes).reshape(-1)
+    bad = np.flatnonzero(flat)
     if bad.size:
-        where = f"(Batch element {bad[0]}): " if info.ndim else ""
-        detail = what.format(int(codes[bad[0]]))
-        raise LinAlgError(f"{op}: {where}{detail} because the input matrix is singular.")
+        where = f"(Batch element {bad[0]}): " if batched else ""
+        raise LinAlgError(f"{op}: {where}{message.format(int(flat[bad[0]]))}")
+
+
+def _raise_singular(op: str, info: Tensor, what: str) -> None:
+    raise_for(op, host(info), info.ndim > 0, what + " because the input matrix is singular.")
 
 
 def _solve(a: Tensor, b: Tensor) -> tuple:

@@ -126,3 +126,17 @@ def test_opencl_matches_cpu():
                                fnn.linalg.cholesky(on["cpu"]).numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(on["opencl"].grad.numpy(), on["cpu"].grad.numpy(),
                                rtol=1e-4, atol=1e-5)
+
+
+def test_inside_fnn_compile_a_failed_factor_is_nan_as_invs():
+    """A replay cannot read the pivots back to raise (as inv's): the matrix that is not
+    positive-definite gets a NaN factor, the others equal the eager one."""
+    goods = [spd(2, 4, 4) for _ in range(3)]
+    step = fnn.compile(lambda a: fnn.linalg.cholesky(a) * 1.0)
+    for good in goods:  # record, check, replay
+        np.testing.assert_allclose(step(fnn.tensor(good)).numpy(), np.linalg.cholesky(good),
+                                   atol=1e-12)
+    out = step(fnn.tensor(np.stack([goods[0][0], -np.eye(4)]))).numpy()
+    np.testing.assert_allclose(out[0], np.linalg.cholesky(goods[0][0]), atol=1e-12)
+    assert np.isnan(out[1]).all()
+    assert step.stats.replayed >= 2
