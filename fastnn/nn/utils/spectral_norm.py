@@ -19,6 +19,7 @@ from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.conv_transpose import ConvTranspose1d, ConvTranspose2d
 from fastnn.nn.module import Module
 from fastnn.nn.parameter import Parameter
+from fastnn.nn.utils.weight_norm import remove_reparametrization
 from fastnn.ops.distance import normalize
 from fastnn.ops.tensor import Tensor, randn
 
@@ -94,9 +95,4 @@ def spectral_norm(module: Module, name: str = "weight", n_power_iterations: int 
 def remove_spectral_norm(module: Module, name: str = "weight") -> Module:
     """Undo :func:`spectral_norm`: ``name`` is one parameter again, holding the weight
     divided by the current sigma."""
-    for key, hook in list(module._forward_pre_hooks.items()):
-        if isinstance(hook, SpectralNorm) and hook.name == name:
-            hook.remove(module)
-            del module._forward_pre_hooks[key]
-            return module
-    raise ValueError(f"spectral_norm of '{name}' not found in {module}")
+    return remove_reparametrization(module, SpectralNorm, name, "spectral_norm")

@@ -83,11 +83,17 @@ def weight_norm(module: Module, name: str = "weight", dim=0) -> Module:
     return module
 
 
-def remove_weight_norm(module: Module, name: str = "weight") -> Module:
-    """Undo :func:`weight_norm`: ``name`` is one parameter again, holding g * v / ||v||."""
+def remove_reparametrization(module: Module, kind: type, name: str, label: str) -> Module:
+    """Take off ``module``'s forward pre-hook of class ``kind`` for parameter ``name``
+    (the old hook-based weight_norm and spectral_norm), putting the parameter back."""
     for key, hook in list(module._forward_pre_hooks.items()):
-        if isinstance(hook, WeightNorm) and hook.name == name:
+        if isinstance(hook, kind) and hook.name == name:
             hook.remove(module)
             del module._forward_pre_hooks[key]
             return module
-    raise ValueError(f"weight_norm of '{name}' not found in {module}")
+    raise ValueError(f"{label} of '{name}' not found in {module}")
+
+
+def remove_weight_norm(module: Module, name: str = "weight") -> Module:
+    """Undo :func:`weight_norm`: ``name`` is one parameter again, holding g * v / ||v||."""
+    return remove_reparametrization(module, WeightNorm, name, "weight_norm")
