@@ -6,6 +6,7 @@ from __future__ import annotations
 from fastnn.api import dtypes
 from fastnn.ops import elementwise as ew
 from fastnn.ops import mathops, movement, shaping
+from fastnn.ops.movement import view_op
 from fastnn.ops.spelling import shape_of
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor, full, tensor
@@ -41,13 +42,13 @@ def type_as(x: Tensor, other: Tensor) -> Tensor:
     return x.to(other.dtype)
 
 
-@public(method=True, functional=False)
+@view_op(method=True, functional=False)
 def expand_as(x: Tensor, other: Tensor) -> Tensor:
     """x broadcast to other's shape (a view)."""
     return movement.broadcast_to(x, other.shape)
 
 
-@public(method=True, functional=False)
+@view_op(method=True, functional=False)
 def view_as(x: Tensor, other: Tensor) -> Tensor:
     """x reshaped to other's shape."""
     return movement.reshape(x, other.shape)

@@ -14,6 +14,7 @@ from fastnn.api.args import integer
 from fastnn.ops import movement, shaping
 from fastnn.ops.creation import linspace
 from fastnn.ops.joining import cat, split
+from fastnn.ops.movement import view_op
 from fastnn.ops.selecting import slice_tensor
 from fastnn.ops.shaping import axis_index
 from fastnn.ops.sorting import check_tensor
@@ -174,7 +175,7 @@ def sum_to_size(x: Tensor, *size) -> Tensor:
     return movement.sum(out, keep, True) if keep else out
 
 
-@public(method=True, functional=False)
+@view_op(method=True, functional=False)
 def reshape_as(x: Tensor, other: Tensor) -> Tensor:
     """x reshaped to other's shape (a view where the layout allows)."""
     return movement.reshape(x, other.shape)

@@ -32,6 +32,7 @@ from fastnn.api import dtypes
 from fastnn.ops.core import check_same_device
 from fastnn.ops.elementwise import where
 from fastnn.ops.gathering import scatter_add_tensor
+from fastnn.ops.movement import view_op
 from fastnn.ops.selecting import (
     as_index,
     check_range,
@@ -202,7 +203,7 @@ def _advanced(op: str, x: Tensor, advanced: list) -> Tensor:
     return out.reshape(merged.shape[:place] + tuple(shape) + merged.shape[place + 1:])
 
 
-@public(method="__getitem__", functional=False)
+@view_op(method="__getitem__", functional=False)
 def getitem(x: Tensor, key) -> Tensor:
     """``x[key]``: see the module docstring."""
     kind = type(key)

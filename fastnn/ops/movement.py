@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 import numbers
 
@@ -13,7 +14,7 @@ from fastnn.autograd.engine import attach
 from fastnn.autograd.grad_mode import is_anomaly_enabled, switches
 from fastnn.ops.core import astype, broadcast_shape
 from fastnn.ops.spelling import UNSET, dim_of, keep_of, sizes_of
-from fastnn.ops.storage import copy_array, is_contiguous, layout, mark_view, source
+from fastnn.ops.storage import copy_array, is_contiguous, layout, mark_view, source, whole
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
 
@@ -153,7 +154,35 @@ def _plain_sizes(shape: tuple) -> bool:
     return True
 
 
-@public(method=True, top=True)
+def same_view(x: Tensor) -> Tensor:
+    """A new view of all of ``x`` in x's own shape, as PyTorch's no-op views are
+    (``x.view(x.shape)``, ``x[...]``, ``x.expand(x.shape)``, a ``squeeze()`` with nothing
+    to squeeze): never ``x`` itself, so that what is done to the view's own record
+    (``requires_grad_``, ``detach_``, ``retain_grad``, an attribute) leaves x as it was,
+    and a view of a leaf that requires grad has a history (``grad_fn``) as in PyTorch."""
+    out = whole(x)
+    if not (x._requires_grad or switches.anomaly):
+        return out
+    return attach(out, "reshape", (x,), (), x._data.shape)
+
+
+def view_op(**where):
+    """``public(**where)`` for a view op whose result may be its input itself (a no-op
+    view): what is registered (the method, ``fastnn.NAME``, ``F.NAME``) gives a new view
+    then (:func:`same_view`), as PyTorch's do; the module keeps the op itself, which gives
+    x back, for the core's own calls (no tape node for nothing)."""
+    def register(fn):
+        def op(x, *args, **kwargs):
+            out = fn(x, *args, **kwargs)
+            return same_view(x) if out is x else out
+
+        public(**where)(functools.update_wrapper(op, fn))
+        return fn
+
+    return register
+
+
+@view_op(method=True, top=True)
 def reshape(x: Tensor, *shape) -> Tensor:
     """Same elements, new shape (one -1 allowed)."""
     shape = sizes_of("reshape", shape)
@@ -227,7 +256,7 @@ def transpose(x: Tensor, axes=None, dim1=None) -> Tensor:
     return attach(out, "transpose", (x,), (), axes)
 
 
-@public(method=True, top=True)
+@view_op(method=True, top=True)
 def broadcast_to(x: Tensor, shape) -> Tensor:
     """A view of ``x`` broadcast to ``shape`` (NumPy rules)."""
     shape = ints("broadcast_to", "shape", shape)

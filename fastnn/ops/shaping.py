@@ -7,8 +7,10 @@ import numbers
 
 import numpy as np
 
+from fastnn.api import dtypes
 from fastnn.api.args import ints
 from fastnn.ops import movement
+from fastnn.ops.movement import view_op
 from fastnn.ops.selecting import as_index, index_select_tensor
 from fastnn.ops.spelling import UNSET, dim_of, sizes_of
 from fastnn.ops.table import public
@@ -26,10 +28,14 @@ def axis_index(op: str, axis, ndim: int) -> int:
     return int(axis) % n
 
 
-@public(method=True)
+@view_op(method=True)
 def view(x: Tensor, *shape) -> Tensor:
     """``x`` with a new shape (one -1 allowed), sharing its storage: PyTorch's view (a
     RuntimeError when x's strides allow no such view; ``reshape`` copies then)."""
+    if len(shape) == 1 and isinstance(shape[0], dtypes.DType):
+        raise NotImplementedError(
+            f"view({shape[0].name}): reinterpreting a tensor's bits as another dtype is not "
+            f"supported; to convert the values use x.to({shape[0].name})")
     return movement.strict_view("view", x, sizes_of("view", shape))
 
 
@@ -42,11 +48,13 @@ def flatten(x: Tensor, start_dim=0, end_dim=-1) -> Tensor:
                                                                        x.ndim)
     if start > end:
         raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+    if start == end:  # nothing merged: x itself, as PyTorch's flatten
+        return x
     merged = int(np.prod(x.shape[start:end + 1], dtype=np.int64))
     return movement.reshape(x, x.shape[:start] + (merged,) + x.shape[end + 1:])
 
 
-@public(method=True, top=True)
+@view_op(method=True, top=True)
 def squeeze(x: Tensor, dim=None, *, axis=UNSET) -> Tensor:
     """Drop size-1 dims (all of them, or those of ``dim``: an int or a tuple)."""
     dim = dim_of("squeeze", UNSET if dim is None else dim, axis)
@@ -85,7 +93,7 @@ def swap(x: Tensor, dim0, dim1) -> Tensor:
     return movement.transpose(x, tuple(order))
 
 
-@public(method=True, top=True)
+@view_op(method=True, top=True)
 def expand(x: Tensor, *sizes) -> Tensor:
     """A broadcast view; -1 keeps a dim's size (as PyTorch)."""
     sizes = ints("expand", "sizes", sizes_of("expand", sizes))

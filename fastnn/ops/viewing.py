@@ -8,13 +8,14 @@ import math
 
 from fastnn.api.args import ints
 from fastnn.ops import movement, storage
+from fastnn.ops.movement import view_op
 from fastnn.ops.selecting import slice_tensor
 from fastnn.ops.shaping import axis_index
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
 
 
-@public(method=True, top=True)
+@view_op(method=True, top=True)
 def narrow(x: Tensor, dim, start, length) -> Tensor:
     """The view ``x[..., start:start + length, ...]`` along ``dim`` (start may be < 0)."""
     axis = axis_index("narrow", dim, x.ndim)
@@ -67,7 +68,7 @@ def diagonal(x: Tensor, offset=0, dim1=0, dim2=1) -> Tensor:
     return slice_tensor(flat, starts, stops, (1,) * len(lead) + (cols + 1,))
 
 
-@public(method=True, top=True)
+@view_op(method=True, top=True)
 def unflatten(x: Tensor, dim, sizes) -> Tensor:
     """``dim`` split into ``sizes`` (one -1 allowed), a view."""
     axis = axis_index("unflatten", dim, x.ndim)

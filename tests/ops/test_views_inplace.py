@@ -102,6 +102,13 @@ VIEWS = {
     "detach": (lambda x: x.detach(), lambda a: a),
     "data": (lambda x: x.data, lambda a: a),
     "view of a view": (lambda x: x.T[1:3], lambda a: a.T[1:3]),
+    # the no-op views: new tensors (as PyTorch's), still views of x's storage
+    "view(same shape)": (lambda x: x.view(x.shape), lambda a: a),
+    "x[...]": (lambda x: x[...], lambda a: a),
+    "x[:]": (lambda x: x[:], lambda a: a),
+    "squeeze() of nothing": (lambda x: x.squeeze(), lambda a: a),
+    "expand(same shape)": (lambda x: x.expand(3, 4), lambda a: a),
+    "narrow(all)": (lambda x: x.narrow(0, 0, 3), lambda a: a),
     "T then flatten last": (lambda x: x.T.unflatten(0, (2, 2))[1], lambda a: a.T.reshape(
         2, 2, 3)[1]),
 }
