@@ -9,7 +9,10 @@ refused outside ``no_grad``, and with grad mode on the op is recorded on the tap
 
 from __future__ import annotations
 
+import math
 import numbers
+
+import numpy as np
 
 from fastnn.api import dtypes
 from fastnn.ops import activations as act
@@ -20,7 +23,7 @@ from fastnn.ops.core import check_same_device
 from fastnn.ops.creation import full_like
 from fastnn.ops.storage import base_of, check_inplace, inplace, write
 from fastnn.ops.table import METHODS, public
-from fastnn.ops.tensor import Tensor, rand, randn
+from fastnn.ops.tensor import Tensor, rand, randn, tensor
 
 
 def _scaled(op, alpha):
@@ -140,18 +143,6 @@ def masked_fill_(x: Tensor, mask, value) -> Tensor:
     return inplace("masked_fill_", x, aliases.masked_fill, mask, value)
 
 
-@public(method=True, functional=False)
-def masked_scatter_(x: Tensor, mask, source) -> Tensor:
-    """Where ``mask`` is True, x takes source's values in order, in place."""
-    def compute(t, mask, source):
-        out = t.clone()
-        out[mask.broadcast_to(t.shape)] = source.reshape(-1)[:int(mask.broadcast_to(
-            t.shape).sum())]
-        return out
-
-    return inplace("masked_scatter_", x, compute, mask, source)
-
-
 for _name in ("index_add", "index_copy", "index_fill", "scatter", "lerp", "addcmul",
               "addcdiv"):
     def _make(name, fn):
@@ -207,6 +198,110 @@ def bernoulli_(x: Tensor, p=0.5) -> Tensor:
     ones = ew.compare("less", draw, p)
     return _draw("bernoulli_", x, ones.to(x._dtype if x._dtype.is_floating
                                            else dtypes.float32))
+
+
+def _uniforms(x: Tensor, generator) -> Tensor:
+    """Uniforms in [0, 1) shaped as x, in x's float dtype (float32 for an integer x)."""
+    kind = x._dtype if x._dtype.is_floating else dtypes.float32
+    return rand(x.shape, dtype=kind, device=x._device, generator=generator)
+
+
+def _positive(op: str, name: str, value) -> None:
+    if not value > 0:
+        raise ValueError(f"{op} expects {name} > 0.0, but found {name}={value}")
+
+
+@public(method=True, functional=False)
+def exponential_(x: Tensor, lambd=1.0, *, generator=None) -> Tensor:
+    """Samples from the exponential distribution of rate ``lambd`` written into x."""
+    _positive("exponential_", "lambda", lambd)
+    u = _uniforms(x, generator)
+    return _draw("exponential_", x, (-u).log1p() * (-1.0 / lambd))
+
+
+@public(method=True, functional=False)
+def log_normal_(x: Tensor, mean=1.0, std=2.0, *, generator=None) -> Tensor:
+    """Samples of exp(N(mean, std**2)) written into x."""
+    _positive("log_normal_", "std", std)
+    return _draw("log_normal_", x, (randn(x.shape, dtype=x._dtype, device=x._device,
+                                          generator=generator) * std + mean).exp())
+
+
+@public(method=True, functional=False)
+def cauchy_(x: Tensor, median=0.0, sigma=1.0, *, generator=None) -> Tensor:
+    """Samples from the Cauchy distribution (``median``, scale ``sigma``) written into x."""
+    _positive("cauchy_", "sigma", sigma)
+    u = _uniforms(x, generator)
+    return _draw("cauchy_", x, ((u - 0.5) * math.pi).tan() * sigma + median)
+
+
+@public(method=True, functional=False)
+def geometric_(x: Tensor, p, *, generator=None) -> Tensor:
+    """The number of Bernoulli(p) trials up to the first success (1, 2, ...) written into x
+    (any real dtype, as PyTorch's)."""
+    if not 0 < p < 1:
+        raise ValueError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+    u = _uniforms(x, generator)
+    trials = ((-u).log1p() * (1.0 / math.log1p(-p))).floor() + 1
+    return _write_drawn("geometric_", x, trials)
+
+
+_RANDOM_TOP = {"float16": 2**11, "bfloat16": 2**8, "float32": 2**24, "float64": 2**53,
+               "int32": 2**31 - 1, "int64": 2**63 - 2, "bool": 1}
+
+
+@public(method=True, functional=False)
+def random_(x: Tensor, from_=0, to=None, *, generator=None) -> Tensor:
+    """Integers uniform in [from, to - 1] written into x: ``random_(to)``, ``random_(from,
+    to)``, or ``random_()`` for [0, 2**mantissa] of a float dtype (2**24 for float32, as
+    PyTorch's) and [0, 2**63 - 2] of int64."""
+    from fastnn.ops.creation import randint
+
+    if to is None and from_ != 0:
+        from_, to = 0, from_
+    if to is None:
+        to = _RANDOM_TOP[x._dtype.name] + 1
+    if to <= from_:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
+                           f"from={from_} >= to={to}")
+    return _write_drawn("random_", x, randint(from_, to, x.shape, device=x._device,
+                                              generator=generator))
+
+
+def _write_drawn(op: str, x: Tensor, values: Tensor) -> Tensor:
+    """``values`` written into x of any dtype, outside the tape (as :func:`_draw`)."""
+    check_inplace(op, x)
+    from fastnn.autograd.grad_mode import no_grad
+
+    with no_grad():
+        write(x, values.to(x._dtype))
+    return x
+
+
+@public(method=True, functional=False)
+def fill_diagonal_(x: Tensor, fill_value, wrap: bool = False) -> Tensor:
+    """``fill_value`` written on x's main diagonal (x 2-D, or all its dims of one size),
+    in place; ``wrap=True`` restarts the diagonal of a tall matrix after each ``cols``
+    rows and a gap row, as PyTorch's."""
+    if x.ndim < 2:
+        raise RuntimeError("fill_diagonal_: dimensions must larger than 1")
+    if x.ndim > 2 and len(set(x.shape)) != 1:
+        raise RuntimeError("fill_diagonal_: all dimensions of input must be of equal length")
+    n = x.shape[0]
+    if x.ndim > 2:  # (i, i, ..., i) in C order
+        flat = np.arange(n) * sum(n ** k for k in range(x.ndim))
+    else:  # every (cols + 1)th element in C order, below the square only when wrapped
+        rows, cols = x.shape
+        flat = np.arange(0, rows * cols if wrap else min(rows, cols) * cols, cols + 1)
+    where = np.unravel_index(flat, x.shape)
+    x[tuple(tensor(w, device=x._device) for w in where)] = fill_value
+    return x
+
+
+@public(method=True, functional=False)
+def masked_scatter_(x: Tensor, mask, source) -> Tensor:
+    """``x.masked_scatter(mask, source)`` written into x, in place."""
+    return inplace("masked_scatter_", x, scattering.masked_scatter, mask, source)
 
 
 # ---------------------------------------------------------------- autograd state

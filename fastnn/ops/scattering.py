@@ -147,3 +147,30 @@ def addcdiv(x: Tensor, tensor1, tensor2, *, value=1) -> Tensor:
     """x + value * tensor1 / tensor2."""
     quotient = ew.div(tensor1, tensor2)
     return ew.add(x, quotient if value == 1 else ew.mul(quotient, value))
+
+
+@public(method=True, top=True)
+def masked_scatter(x: Tensor, mask, source) -> Tensor:
+    """x with the elements where ``mask`` (bool, broadcast to x's shape) is True taken, in
+    order, from ``source`` (at least as many elements, x's dtype); gradients flow to x's
+    other elements and to the source elements used, as PyTorch's. Counting the mask reads
+    it to the host."""
+    if not isinstance(mask, Tensor) or mask.dtype is not dtypes.bool_:
+        raise TypeError("masked_scatter: mask must be a bool tensor (e.g. x > 0)")
+    if not isinstance(source, Tensor):
+        raise TypeError(f"masked_scatter: source must be a Tensor, got "
+                        f"{type(source).__name__}")
+    if source.dtype is not x.dtype:
+        raise TypeError(f"masked_scatter: expected self and source to have same dtypes but "
+                        f"got {x.dtype.name} and {source.dtype.name}")
+    check_same_device("masked_scatter", x, mask)
+    check_same_device("masked_scatter", x, source)
+    if mask.shape != x.shape:
+        mask = mask.broadcast_to(x.shape)
+    positions = mask.reshape(-1).nonzero().reshape(-1)
+    count = positions.numel()
+    if source.numel() < count:
+        raise RuntimeError(f"masked_scatter: expected source to have at least {count} "
+                           f"elements (the mask's True count), got {source.numel()}")
+    values = source.reshape(-1)[:count]
+    return x.reshape(-1).index_copy(0, positions, values).reshape(x.shape)

@@ -87,3 +87,46 @@ def typename(obj) -> str:
     cls = type(obj)
     return cls.__qualname__ if cls.__module__ == "builtins" else \
         f"{cls.__module__}.{cls.__qualname__}"
+
+
+_fact("retains_grad", lambda x: x._node is not None and getattr(x, "_hooks", None) is not None
+      and x._hooks.retain, "Whether retain_grad() was called on this non-leaf tensor (False "
+      "for a leaf, as PyTorch's).")
+_fact("is_sparse", lambda x: False, "False: fastnn's tensors are dense.")
+_fact("is_quantized", lambda x: False, "False: fastnn has no quantized tensors.")
+_fact("is_meta", lambda x: False, "False: fastnn has no meta device.")
+
+
+@public(method=True, functional=False)
+def cuda(x: Tensor, device=None, non_blocking: bool = False, memory_format=None) -> Tensor:
+    """x on a CUDA device (``None``: ``"cuda"``, an int ``n``: ``"cuda:n"``), as PyTorch's:
+    x itself when it is there already, else a copy; where no CUDA backend is usable, the
+    error names the backend's install step."""
+    return x.to("cuda" if device is None else
+                f"cuda:{device}" if isinstance(device, int) else device)
+
+
+@public(method=("adjoint",), functional=False)
+def adjoint(x: Tensor) -> Tensor:
+    """The conjugate transpose of the last two dims, a view: ``x.mT`` for fastnn's real
+    dtypes (``x.mH`` too)."""
+    if x.ndim < 2:
+        raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. "
+                           f"Got {x.ndim}-D tensor.")
+    return x.mT
+
+
+_fact("mH", adjoint, "The conjugate transpose of the last two dims (x.mT for real dtypes).")
+
+
+def _H(x: Tensor) -> Tensor:
+    if x.ndim == 0:
+        return x  # (as PyTorch's)
+    if x.ndim != 2:
+        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
+                           f"{x.ndim}-D tensor." + (" For batches of matrices, consider "
+                                                   "using tensor.mH" if x.ndim > 2 else ""))
+    return x.T
+
+
+_fact("H", _H, "The conjugate transpose of a matrix (x.T for real dtypes), a view.")
