@@ -142,3 +142,22 @@ def heaviside(x: Tensor, values) -> Tensor:
     _tensor("heaviside", x)
     step = ew.compare("greater", x, 0).to(x.dtype)
     return ew.where(ew.compare("equal", x, 0), values, step)
+
+
+def _in_place(name: str):
+    """``F.<name>_(x, ...)``: ``F.<name>(x, ..., inplace=True)`` (x written, x returned)."""
+    op = FUNCTIONAL[name]
+
+    def fn(x, *args, **kwargs):
+        return op(x, *args, inplace=True, **kwargs)
+
+    fn.__name__ = fn.__qualname__ = name + "_"
+    fn.__doc__ = f"``{name}(x, ..., inplace=True)``: the result written into x, returned."
+    return fn
+
+
+# PyTorch's in-place activations: functional.<name>_ for each, torch.<name>_ for some
+for _name, _top in (("relu", False), ("elu", False), ("leaky_relu", False),
+                    ("hardtanh", False), ("selu", True), ("celu", True), ("threshold", True),
+                    ("rrelu", True)):
+    public(top=_top, name=_name + "_")(_in_place(_name))

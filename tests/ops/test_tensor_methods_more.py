@@ -168,3 +168,24 @@ def test_cuda_moves_as_to_does():
         return
     with pytest.raises(BackendError, match="cuda"):
         x.cuda()
+
+
+IN_PLACE = [("relu_", ()), ("elu_", (0.5,)), ("leaky_relu_", (0.2,)), ("hardtanh_", (-0.5, 0.5)),
+            ("selu_", ()), ("celu_", (1.5,)), ("threshold_", (0.1, 9.0)), ("rrelu_", ())]
+
+
+@pytest.mark.parametrize("name,args", IN_PLACE)
+def test_functional_in_place_activations_write_x(name, args):
+    import fastnn.functional as F
+
+    a = np.linspace(-2, 2, 9)
+    x = fnn.tensor(a)
+    row = x.view(3, 3)[1]  # a view sees the write
+    want = getattr(F, name[:-1])(fnn.tensor(a), *args).numpy()
+    assert getattr(F, name)(x, *args) is x
+    np.testing.assert_allclose(x.numpy(), want)
+    np.testing.assert_allclose(row.numpy(), want[3:6])
+    torch = pytest.importorskip("torch")
+    theirs = torch.tensor(a)
+    getattr(torch.nn.functional, name)(theirs, *args)
+    np.testing.assert_allclose(x.numpy(), theirs.numpy(), rtol=1e-12)
