@@ -62,7 +62,7 @@ from fastnn.nn.loss import (
     NLLLoss,
     SmoothL1Loss,
 )
-from fastnn.nn.module import PARAM_CLASSES, Module, Parameter
+from fastnn.nn.module import PARAM_CLASSES, Buffer, Module, Parameter
 from fastnn.nn.norm import LayerNorm, RMSDiv, RMSNorm
 from fastnn.nn.param_lists import ParameterDict, ParameterList
 from fastnn.nn.pooling import (
@@ -159,7 +159,7 @@ sys.modules[__name__ + ".functional"] = functional
 
 __all__ = [
     "Activation", "Bias1d", "Conv1d", "Dense", "Diag", "Dropout", "Flatten", "GlobalAvgPool1d",
-    "LayerNorm", "Linear",
+    "LayerNorm", "Linear", "Buffer",
     "Module", "PARAM_CLASSES", "Parameter", "RMSDiv", "RMSNorm", "Residual", "ScalarScale",
     "Sequential", "Softmax", "Swish",
     # sequence, attention, gated and activation layers, containers and losses

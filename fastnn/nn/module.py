@@ -34,6 +34,7 @@ from fastnn.nn.module_state import ModuleState
 from fastnn.nn.module_tree import ModuleTree
 from fastnn.nn.parameter import (  # noqa: F401  (layers import these from here too)
     PARAM_CLASSES,
+    Buffer,
     Parameter,
     const_init,
     fan_in_bound,
@@ -164,6 +165,13 @@ class Module(HooksMixin, ModuleTree, ModuleState):
                 f"fnn.nn.Parameter, or None to remove it, or change its values with "
                 f"load_state_dict"
             )
+        if isinstance(value, Buffer):
+            if name not in self._buffers:
+                self.register_buffer(name, value.data, value.persistent)
+                return
+            (self._non_persistent_buffers_set.discard if value.persistent else
+             self._non_persistent_buffers_set.add)(name)
+            value = value.data
         if name in self._buffers:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"{type(self).__name__}: buffer {name!r} must be a Tensor or "

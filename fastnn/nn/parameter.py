@@ -28,26 +28,37 @@ class Parameter(Tensor):
 
     __slots__ = ("param_class",)
 
-    def __new__(cls, data, param_class: str = "other"):
-        """``Parameter(tensor_or_array, param_class)``: a copy of ``data`` as a trainable leaf.
+    def __new__(cls, data=None, requires_grad: bool = True, param_class: str = "other"):
+        """``Parameter(data, requires_grad=True)``, as PyTorch's (``data=None``: an empty
+        tensor), or fastnn's ``Parameter(data, "bias")`` naming its ``param_class``: a copy
+        of ``data`` as a leaf (PyTorch's shares data's storage: write to the parameter, not
+        to the tensor it was made from).
 
         A Tensor keeps its dtype and device; anything else becomes the default float dtype
-        (float32 unless ``fnn.set_default_dtype`` changed it) on the current device.
+        (float32 unless ``fnn.set_default_dtype`` changed it) on the current device. An
+        integer dtype needs ``requires_grad=False``, as in PyTorch.
         """
+        if isinstance(requires_grad, str):  # Parameter(data, "bias"): fastnn's param_class
+            param_class, requires_grad = requires_grad, True
+        if data is None:
+            data = np.zeros(0, dtypes.get_default_dtype().numpy)
         if isinstance(data, Tensor):
-            return cls.from_numpy(data.numpy(), param_class, data.dtype, data.device)
-        return cls.from_numpy(data, param_class)
+            return cls.from_numpy(data.numpy(), param_class, data.dtype, data.device,
+                                  requires_grad)
+        return cls.from_numpy(data, param_class, requires_grad=requires_grad)
 
     @classmethod
-    def from_numpy(cls, array, param_class="other", dtype=None, device=None) -> Parameter:
+    def from_numpy(cls, array, param_class="other", dtype=None, device=None,
+                   requires_grad: bool = True) -> Parameter:
         """A parameter holding a copy of the host array ``array``."""
         if param_class not in PARAM_CLASSES:
             raise ValueError(
                 f"Parameter: param_class must be one of {PARAM_CLASSES}, got {param_class!r}"
             )
         dtype = as_dtype(dtype if dtype is not None else dtypes.get_default_dtype())
-        if not dtype.is_floating:
-            raise TypeError(f"Parameter: dtype must be floating point, got {dtype}")
+        if requires_grad and not dtype.is_floating:
+            raise RuntimeError(f"Parameter: only tensors of floating point dtype can require "
+                               f"gradients, got {dtype.name}; pass requires_grad=False")
         dev = as_device(device)
         dev.check_dtype(dtype, "Parameter")
         if array is None:
@@ -55,7 +66,7 @@ class Parameter(Tensor):
                             "list of numbers")
         host = host_array("Parameter", array, dtype)
         p = cls._make(dev.ops.from_numpy(host, dev.index), dtype, dev)
-        p.requires_grad = True
+        p.requires_grad = bool(requires_grad)
         p.param_class = param_class
         return p
 
@@ -83,6 +94,25 @@ def _rebuild_parameter(host, dtype: str, device: str, param_class: str,
     p = Parameter.from_numpy(host, param_class, dtype, device)
     p.requires_grad = requires_grad
     return p
+
+
+class Buffer:
+    """A tensor that becomes a buffer of the module it is assigned to, as PyTorch's
+    ``nn.Buffer``: ``self.mask = nn.Buffer(fnn.ones(3), persistent=False)`` is
+    ``self.register_buffer("mask", fnn.ones(3), persistent=False)`` (the module keeps the
+    tensor itself)."""
+
+    __slots__ = ("data", "persistent")
+
+    def __init__(self, data=None, *, persistent: bool = True):
+        if data is None:
+            data = Tensor._make(as_device(None).ops.from_numpy(
+                np.zeros(0, dtypes.get_default_dtype().numpy), as_device(None).index),
+                dtypes.get_default_dtype(), as_device(None))
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Buffer: data must be a fastnn Tensor or None, got "
+                            f"{type(data).__name__}")
+        self.data, self.persistent = data, bool(persistent)
 
 
 def uniform_init(shape, bound: float, param_class: str, dtype, device) -> Parameter:

@@ -93,7 +93,6 @@ BAD = [
      r"Parameter: data must be numbers.*got a str"),
     ("Parameter ragged", lambda: nn.Parameter([[1.0], [1.0, 2.0]]), ValueError,
      r"Parameter: data is ragged: data\[1\] has 2 items, data\[0\] has 1 items"),
-    ("Parameter None", lambda: nn.Parameter(None), TypeError, r"Parameter: data is None"),
     ("load_state_dict(None)", lambda: nn.Linear(2, 3).load_state_dict(None), TypeError,
      r"Linear.load_state_dict: state must be a dict of name -> array .*got NoneType"),
     ("load_state_dict(list)", lambda: nn.Linear(2, 3).load_state_dict([("weight", 1)]),
