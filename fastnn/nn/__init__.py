@@ -74,6 +74,9 @@ from fastnn.nn.pooling import (
     AvgPool1d,
     AvgPool2d,
     AvgPool3d,
+    LPPool1d,
+    LPPool2d,
+    LPPool3d,
     MaxPool1d,
     MaxPool2d,
     MaxPool3d,
@@ -189,7 +192,8 @@ __all__ = [
     # PyTorch's module layout
     "functional", "init", "utils",
 ]
-__all__ += ["AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "MaxUnpool1d", "MaxUnpool2d"]
+__all__ += ["AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool1d", "LPPool2d", "LPPool3d",
+            "MaxUnpool1d", "MaxUnpool2d"]
 __all__ += ["AdaptiveAvgPool3d", "AvgPool3d", "MaxPool3d"]
 __all__ += ["CELU", "Hardshrink", "Hardsigmoid", "Hardswish", "LogSigmoid", "PReLU", "RReLU",
             "ReLU6", "Softmin", "Softshrink", "Softsign", "Tanhshrink", "Threshold"]

@@ -7,7 +7,7 @@ is the base class's, from the tape.
 from __future__ import annotations
 
 from fastnn.nn.module import Module, tape_reverse
-from fastnn.ops import pooling, pooling3d, pooling_max
+from fastnn.ops import pooling, pooling3d, pooling_lp, pooling_max
 
 
 class _Pool(Module):
@@ -147,3 +147,24 @@ class MaxUnpool2d(_Unpool):
     output_size=None) with the indices of MaxPool2d(return_indices=True)."""
 
     FUNCTION = staticmethod(pooling_max.max_unpool2d)
+
+
+_LP = (("norm_type", None), ("kernel_size", None), ("stride", None), ("ceil_mode", False))
+
+
+class LPPool1d(_Pool):
+    """PyTorch's LPPool1d(norm_type, kernel_size, stride=None, ceil_mode=False)."""
+
+    FUNCTION, ARGS = staticmethod(pooling_lp.lp_pool1d), _LP
+
+
+class LPPool2d(_Pool):
+    """PyTorch's LPPool2d(norm_type, kernel_size, stride=None, ceil_mode=False)."""
+
+    FUNCTION, ARGS = staticmethod(pooling_lp.lp_pool2d), _LP
+
+
+class LPPool3d(_Pool):
+    """PyTorch's LPPool3d(norm_type, kernel_size, stride=None, ceil_mode=False)."""
+
+    FUNCTION, ARGS = staticmethod(pooling_lp.lp_pool3d), _LP

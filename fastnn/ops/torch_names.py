@@ -161,3 +161,20 @@ for _name, _top in (("relu", False), ("elu", False), ("leaky_relu", False),
                     ("hardtanh", False), ("selu", True), ("celu", True), ("threshold", True),
                     ("rrelu", True)):
     public(top=_top, name=_name + "_")(_in_place(_name))
+
+
+def _with_indices(name: str):
+    """``F.<name>_with_indices(...)``: ``F.<name>(..., return_indices=True)``."""
+    op = FUNCTIONAL[name]
+
+    def fn(*args, **kwargs):
+        kwargs.pop("return_indices", None)
+        return op(*args, return_indices=True, **kwargs)
+
+    fn.__name__ = fn.__qualname__ = name + "_with_indices"
+    fn.__doc__ = f"``{name}(..., return_indices=True)``: (output, indices)."
+    return fn
+
+
+for _name in ("max_pool1d", "max_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d"):
+    public(name=_name + "_with_indices")(_with_indices(_name))
