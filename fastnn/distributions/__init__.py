@@ -12,6 +12,7 @@ reparameterised sampler; see the README).
 
 from fastnn.distributions import constraints, transforms
 from fastnn.distributions.bernoulli import Bernoulli
+from fastnn.distributions.beta import Beta, Dirichlet
 from fastnn.distributions.categorical import (
     Categorical,
     OneHotCategorical,
@@ -19,6 +20,7 @@ from fastnn.distributions.categorical import (
 )
 from fastnn.distributions.distribution import Distribution
 from fastnn.distributions.exponential import Exponential
+from fastnn.distributions.gamma import Chi2, Gamma
 from fastnn.distributions.independent import Independent
 from fastnn.distributions.kl import kl_divergence, register_kl
 from fastnn.distributions.laplace import Laplace
@@ -36,7 +38,8 @@ from fastnn.distributions.transforms import (
 from fastnn.distributions.uniform import Uniform
 
 __all__ = [
-    "Bernoulli", "Categorical", "Distribution", "Exponential", "Independent", "Laplace",
+    "Bernoulli", "Beta", "Categorical", "Chi2", "Dirichlet", "Distribution", "Exponential", "Gamma", "Independent",
+    "Laplace",
     "MultivariateNormal", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough",
     "Uniform", "constraints",
     "kl_divergence", "register_kl", "TransformedDistribution", "Transform",

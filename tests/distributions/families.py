@@ -1,0 +1,59 @@
+"""The families added after the first round (Gamma, Chi2, Beta, Dirichlet, the count
+distributions and the heavier-tailed continuous ones) as declarative cases: random
+parameters, valid values to score and which methods PyTorch has, for the shared checks of
+test_families.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+BATCH = (3, 4)
+
+
+def _positive(rng, dtype, shape=BATCH, low=0.3, high=3.0):
+    return rng.uniform(low, high, shape).astype(dtype)
+
+
+@dataclass
+class Case:
+    """One family: ``params(rng, dtype)`` -> NumPy parameters, ``values(params, rng,
+    shape)`` -> values in the support (shape = sample shape + batch + event)."""
+
+    name: str
+    params: object
+    values: object
+    methods: tuple = ("mean", "variance", "entropy")
+    event: tuple = ()
+    f32_tol: dict = field(default_factory=lambda: {"rtol": 1e-4, "atol": 1e-5})
+
+
+def _gamma_values(params, rng, shape):
+    dtype = next(iter(params.values())).dtype
+    return rng.gamma(2.0, 1.0, shape).astype(dtype)
+
+
+def _unit_values(params, rng, shape):
+    dtype = next(iter(params.values())).dtype
+    return rng.uniform(0.02, 0.98, shape).astype(dtype)
+
+
+def _simplex_values(params, rng, shape):
+    dtype = params["concentration"].dtype
+    return rng.dirichlet(np.ones(shape[-1]), shape[:-1]).astype(dtype)
+
+
+CASES = {
+    "Gamma": Case("Gamma", lambda rng, dt: {"concentration": _positive(rng, dt, low=0.2),
+                                            "rate": _positive(rng, dt)},
+                  _gamma_values, ("mean", "mode", "variance", "entropy", "cdf")),
+    "Chi2": Case("Chi2", lambda rng, dt: {"df": _positive(rng, dt, low=0.5, high=6.0)},
+                 _gamma_values, ("mean", "mode", "variance", "entropy", "cdf")),
+    "Beta": Case("Beta", lambda rng, dt: {"concentration1": _positive(rng, dt, low=0.2),
+                                          "concentration0": _positive(rng, dt, low=0.2)},
+                 _unit_values, ("mean", "mode", "variance", "entropy")),
+    "Dirichlet": Case("Dirichlet",
+                      lambda rng, dt: {"concentration": _positive(rng, dt, BATCH + (3,), 0.2)},
+                      _simplex_values, ("mean", "mode", "variance", "entropy"), event=(3,)),
+}

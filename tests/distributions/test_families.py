@@ -1,0 +1,115 @@
+"""The cases of families.py against torch.distributions: log_prob, the moments, entropy
+and cdf/icdf in float32 and float64, gradients of log_prob, entropy and cdf, expand,
+shapes, flags and constraints, and sample moments from a fixed seed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fastnn as fnn
+from tests.distributions.families import BATCH, CASES
+from tests.distributions.pairs import close, grads_close, pair
+
+torch = pytest.importorskip("torch")
+
+DTYPES = [np.float32, np.float64]
+NAMES = sorted(CASES)
+
+
+def _tol(case, dtype):
+    return case.f32_tol if dtype == np.float32 else {"rtol": 1e-9, "atol": 1e-10}
+
+
+def _scored(case, ours, theirs, value, quantile):
+    """(ours, theirs) for every method of the case at ``value``/``quantile``."""
+    for method in case.methods:
+        if method == "cdf":
+            yield method, ours.cdf(fnn.tensor(value)), theirs.cdf(torch.tensor(value))
+        elif method == "icdf":
+            yield method, ours.icdf(fnn.tensor(quantile)), theirs.icdf(torch.tensor(quantile))
+        elif method == "entropy":
+            yield method, ours.entropy(), theirs.entropy()
+        else:
+            yield method, getattr(ours, method), getattr(theirs, method)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", NAMES)
+def test_values_match_torch(name, dtype):
+    case = CASES[name]
+    rng = np.random.default_rng(11)
+    params = case.params(rng, dtype)
+    ours, theirs, _, _ = pair(torch, name, params, grad=False)
+    value = case.values(params, rng, (2,) + BATCH + case.event)
+    quantile = rng.uniform(0.02, 0.98, BATCH).astype(dtype)
+    tol = _tol(case, dtype)
+    close(ours.log_prob(fnn.tensor(value)), theirs.log_prob(torch.tensor(value)), **tol)
+    for method, mine, other in _scored(case, ours, theirs, value, quantile):
+        assert mine.dtype == fnn.tensor(quantile).dtype, method
+        close(mine, other, **tol)
+    assert ours.batch_shape == fnn.Size(BATCH) and ours.event_shape == fnn.Size(case.event)
+    assert type(ours).has_rsample is type(theirs).has_rsample
+    assert repr(ours.support) == repr(theirs.support)
+    assert sorted(ours.arg_constraints) == sorted(theirs.arg_constraints)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_gradients_match_torch(name):
+    case = CASES[name]
+    rng = np.random.default_rng(12)
+    params = case.params(rng, np.float64)
+    ours, theirs, our_leaves, their_leaves = pair(torch, name, params)
+    value = case.values(params, rng, (5,) + BATCH + case.event)
+    weights = rng.normal(size=BATCH)
+    losses = []
+    for dist, lib in ((ours, fnn), (theirs, torch)):
+        loss = (dist.log_prob(lib.tensor(value)) * lib.tensor(weights)).sum()
+        if "entropy" in case.methods:
+            loss = loss + dist.entropy().sum()
+        if "mean" in case.methods and np.isfinite(theirs.mean.detach().numpy()).all():
+            loss = loss + (dist.mean.square() + dist.variance).sum()
+        losses.append(loss)
+    for loss in losses:
+        loss.backward()
+    grads_close(our_leaves, their_leaves, rtol=1e-8, atol=1e-9)  # trigamma: 1e-9 apart
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_expand_matches_torch(name):
+    case = CASES[name]
+    rng = np.random.default_rng(13)
+    params = case.params(rng, np.float64)
+    ours, theirs, _, _ = pair(torch, name, params, grad=False)
+    wide, their_wide = ours.expand((5,) + BATCH), theirs.expand((5,) + BATCH)
+    assert type(wide) is type(ours) and wide.batch_shape == fnn.Size((5,) + BATCH)
+    assert wide._validate_args == ours._validate_args
+    value = case.values(params, rng, (5,) + BATCH + case.event)
+    close(wide.log_prob(fnn.tensor(value)), their_wide.log_prob(torch.tensor(value)))
+    assert wide.sample((2,)).shape == (2, 5) + BATCH + case.event
+    if type(ours).has_rsample:
+        assert wide.rsample().shape == (5,) + BATCH + case.event
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", NAMES)
+def test_sample_moments_and_support(name, dtype):
+    case = CASES[name]
+    rng = np.random.default_rng(14)
+    params = {k: v[:2] for k, v in case.params(rng, dtype).items()}
+    ours, theirs, _, _ = pair(torch, name, params, grad=False)
+    count = 20000
+    fnn.manual_seed(15)
+    draws = ours.sample((count,))
+    assert draws.shape == (count,) + tuple(ours.batch_shape) + case.event
+    assert draws.dtype == ours.mean.dtype and not draws.requires_grad
+    assert bool(theirs.support.check(torch.tensor(draws.numpy())).all())
+    values = draws.numpy().astype(np.float64)
+    mean = theirs.mean.numpy().astype(np.float64)
+    var = theirs.variance.numpy().astype(np.float64)
+    if np.isfinite(var).all():
+        # the sample mean within 5 standard errors; the variance within 10%
+        assert np.all(np.abs(values.mean(0) - mean) < 5 * np.sqrt(var / count))
+        np.testing.assert_allclose(values.var(0), var, rtol=0.1)
+    fnn.manual_seed(15)
+    np.testing.assert_array_equal(ours.sample((count,)).numpy(), draws.numpy())
