@@ -18,6 +18,7 @@ from fastnn.distributions.categorical import (
     OneHotCategorical,
     OneHotCategoricalStraightThrough,
 )
+from fastnn.distributions.counts import Binomial, Geometric, Poisson
 from fastnn.distributions.distribution import Distribution
 from fastnn.distributions.exponential import Exponential
 from fastnn.distributions.gamma import Chi2, Gamma
@@ -38,11 +39,10 @@ from fastnn.distributions.transforms import (
 from fastnn.distributions.uniform import Uniform
 
 __all__ = [
-    "Bernoulli", "Beta", "Categorical", "Chi2", "Dirichlet", "Distribution", "Exponential", "Gamma", "Independent",
-    "Laplace",
-    "MultivariateNormal", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough",
-    "Uniform", "constraints",
-    "kl_divergence", "register_kl", "TransformedDistribution", "Transform",
+    "Bernoulli", "Beta", "Binomial", "Categorical", "Chi2", "Dirichlet", "Distribution",
+    "Exponential", "Gamma", "Geometric", "Independent", "Laplace", "MultivariateNormal",
+    "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough", "Poisson", "Uniform",
+    "constraints", "kl_divergence", "register_kl", "TransformedDistribution", "Transform",
     "AffineTransform", "ComposeTransform", "ExpTransform", "SigmoidTransform", "TanhTransform",
     "transforms",
 ]

@@ -39,6 +39,14 @@ def _unit_values(params, rng, shape):
     return rng.uniform(0.02, 0.98, shape).astype(dtype)
 
 
+def _count_values(params, rng, shape):
+    dtype = next(v for v in params.values() if np.issubdtype(v.dtype, np.floating)).dtype
+    values = rng.poisson(2.0, shape)
+    if "total_count" in params:
+        values = np.minimum(values, params["total_count"])
+    return values.astype(dtype)
+
+
 def _simplex_values(params, rng, shape):
     dtype = params["concentration"].dtype
     return rng.dirichlet(np.ones(shape[-1]), shape[:-1]).astype(dtype)
@@ -53,6 +61,19 @@ CASES = {
     "Beta": Case("Beta", lambda rng, dt: {"concentration1": _positive(rng, dt, low=0.2),
                                           "concentration0": _positive(rng, dt, low=0.2)},
                  _unit_values, ("mean", "mode", "variance", "entropy")),
+    "Poisson": Case("Poisson", lambda rng, dt: {"rate": _positive(rng, dt, high=6.0)},
+                    _count_values, ("mean", "mode", "variance")),
+    "Geometric": Case("Geometric", lambda rng, dt: {
+        "probs": _positive(rng, dt, low=0.05, high=0.95)},
+                      _count_values, ("mean", "mode", "variance", "entropy")),
+    "Geometric-logits": Case("Geometric", lambda rng, dt: {"logits": rng.normal(
+        size=BATCH).astype(dt)}, _count_values, ("mean", "variance", "entropy")),
+    "Binomial": Case("Binomial", lambda rng, dt: {
+        "total_count": np.full(BATCH, 7), "probs": _positive(rng, dt, low=0.05, high=0.95)},
+        _count_values, ("mean", "mode", "variance", "entropy")),
+    "Binomial-logits": Case("Binomial", lambda rng, dt: {
+        "total_count": rng.integers(0, 9, BATCH), "logits": 2 * rng.normal(
+            size=BATCH).astype(dt)}, _count_values, ("mean", "mode", "variance")),
     "Dirichlet": Case("Dirichlet",
                       lambda rng, dt: {"concentration": _positive(rng, dt, BATCH + (3,), 0.2)},
                       _simplex_values, ("mean", "mode", "variance", "entropy"), event=(3,)),

@@ -40,7 +40,7 @@ def test_values_match_torch(name, dtype):
     case = CASES[name]
     rng = np.random.default_rng(11)
     params = case.params(rng, dtype)
-    ours, theirs, _, _ = pair(torch, name, params, grad=False)
+    ours, theirs, _, _ = pair(torch, case.name, params, grad=False)
     value = case.values(params, rng, (2,) + BATCH + case.event)
     quantile = rng.uniform(0.02, 0.98, BATCH).astype(dtype)
     tol = _tol(case, dtype)
@@ -50,7 +50,7 @@ def test_values_match_torch(name, dtype):
         close(mine, other, **tol)
     assert ours.batch_shape == fnn.Size(BATCH) and ours.event_shape == fnn.Size(case.event)
     assert type(ours).has_rsample is type(theirs).has_rsample
-    assert repr(ours.support) == repr(theirs.support)
+    assert repr(ours.support) == repr(theirs.support).replace("torch.", "")
     assert sorted(ours.arg_constraints) == sorted(theirs.arg_constraints)
 
 
@@ -59,7 +59,7 @@ def test_gradients_match_torch(name):
     case = CASES[name]
     rng = np.random.default_rng(12)
     params = case.params(rng, np.float64)
-    ours, theirs, our_leaves, their_leaves = pair(torch, name, params)
+    ours, theirs, our_leaves, their_leaves = pair(torch, case.name, params)
     value = case.values(params, rng, (5,) + BATCH + case.event)
     weights = rng.normal(size=BATCH)
     losses = []
@@ -80,7 +80,7 @@ def test_expand_matches_torch(name):
     case = CASES[name]
     rng = np.random.default_rng(13)
     params = case.params(rng, np.float64)
-    ours, theirs, _, _ = pair(torch, name, params, grad=False)
+    ours, theirs, _, _ = pair(torch, case.name, params, grad=False)
     wide, their_wide = ours.expand((5,) + BATCH), theirs.expand((5,) + BATCH)
     assert type(wide) is type(ours) and wide.batch_shape == fnn.Size((5,) + BATCH)
     assert wide._validate_args == ours._validate_args
@@ -97,7 +97,7 @@ def test_sample_moments_and_support(name, dtype):
     case = CASES[name]
     rng = np.random.default_rng(14)
     params = {k: v[:2] for k, v in case.params(rng, dtype).items()}
-    ours, theirs, _, _ = pair(torch, name, params, grad=False)
+    ours, theirs, _, _ = pair(torch, case.name, params, grad=False)
     count = 20000
     fnn.manual_seed(15)
     draws = ours.sample((count,))
@@ -109,7 +109,7 @@ def test_sample_moments_and_support(name, dtype):
     var = theirs.variance.numpy().astype(np.float64)
     if np.isfinite(var).all():
         # the sample mean within 5 standard errors; the variance within 10%
-        assert np.all(np.abs(values.mean(0) - mean) < 5 * np.sqrt(var / count))
+        assert np.all(np.abs(values.mean(0) - mean) <= 5 * np.sqrt(var / count))
         np.testing.assert_allclose(values.var(0), var, rtol=0.1)
     fnn.manual_seed(15)
     np.testing.assert_array_equal(ours.sample((count,)).numpy(), draws.numpy())
