@@ -22,11 +22,13 @@ from fastnn.distributions.counts import Binomial, Geometric, Poisson
 from fastnn.distributions.distribution import Distribution
 from fastnn.distributions.exponential import Exponential
 from fastnn.distributions.gamma import Chi2, Gamma
+from fastnn.distributions.heavy_tails import Cauchy, Gumbel, StudentT
 from fastnn.distributions.independent import Independent
 from fastnn.distributions.kl import kl_divergence, register_kl
 from fastnn.distributions.laplace import Laplace
 from fastnn.distributions.multivariate_normal import MultivariateNormal
 from fastnn.distributions.normal import Normal
+from fastnn.distributions.positive_laws import AbsTransform, HalfNormal, LogNormal
 from fastnn.distributions.transformed_distribution import TransformedDistribution
 from fastnn.distributions.transforms import (
     AffineTransform,
@@ -39,10 +41,11 @@ from fastnn.distributions.transforms import (
 from fastnn.distributions.uniform import Uniform
 
 __all__ = [
-    "Bernoulli", "Beta", "Binomial", "Categorical", "Chi2", "Dirichlet", "Distribution",
-    "Exponential", "Gamma", "Geometric", "Independent", "Laplace", "MultivariateNormal",
-    "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough", "Poisson", "Uniform",
+    "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet",
+    "Distribution", "Exponential", "Gamma", "Geometric", "Gumbel", "HalfNormal", "Independent",
+    "Laplace", "LogNormal", "MultivariateNormal", "Normal", "OneHotCategorical",
+    "OneHotCategoricalStraightThrough", "Poisson", "StudentT", "Uniform",
     "constraints", "kl_divergence", "register_kl", "TransformedDistribution", "Transform",
-    "AffineTransform", "ComposeTransform", "ExpTransform", "SigmoidTransform", "TanhTransform",
-    "transforms",
+    "AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform", "SigmoidTransform",
+    "TanhTransform", "transforms",
 ]

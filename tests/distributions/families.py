@@ -12,7 +12,7 @@ import numpy as np
 BATCH = (3, 4)
 
 
-def _positive(rng, dtype, shape=BATCH, low=0.3, high=3.0):
+def _positive(rng, dtype, shape=BATCH, *, low=0.3, high=3.0):
     return rng.uniform(low, high, shape).astype(dtype)
 
 
@@ -26,6 +26,7 @@ class Case:
     values: object
     methods: tuple = ("mean", "variance", "entropy")
     event: tuple = ()
+    moments: bool = True  # False for tails too heavy for a sample variance
     f32_tol: dict = field(default_factory=lambda: {"rtol": 1e-4, "atol": 1e-5})
 
 
@@ -37,6 +38,20 @@ def _gamma_values(params, rng, shape):
 def _unit_values(params, rng, shape):
     dtype = next(iter(params.values())).dtype
     return rng.uniform(0.02, 0.98, shape).astype(dtype)
+
+
+def _real_values(params, rng, shape):
+    dtype = next(iter(params.values())).dtype
+    return (2 * rng.standard_t(3, shape)).astype(dtype)
+
+
+def _normal_values(params, rng, shape):
+    dtype = next(iter(params.values())).dtype
+    return rng.normal(size=shape).astype(dtype)
+
+
+def _loc_scale(rng, dt):
+    return {"loc": rng.normal(size=BATCH).astype(dt), "scale": _positive(rng, dt)}
 
 
 def _count_values(params, rng, shape):
@@ -74,7 +89,19 @@ CASES = {
     "Binomial-logits": Case("Binomial", lambda rng, dt: {
         "total_count": rng.integers(0, 9, BATCH), "logits": 2 * rng.normal(
             size=BATCH).astype(dt)}, _count_values, ("mean", "mode", "variance")),
+    "LogNormal": Case("LogNormal", lambda rng, dt: {
+        "loc": rng.normal(size=BATCH).astype(dt), "scale": _positive(rng, dt, low=0.1, high=0.6)},
+        _gamma_values, ("mean", "mode", "variance", "entropy", "cdf", "icdf")),
+    "HalfNormal": Case("HalfNormal", lambda rng, dt: {"scale": _positive(rng, dt)},
+                       _gamma_values, ("mean", "mode", "variance", "entropy", "cdf", "icdf")),
+    "Cauchy": Case("Cauchy", _loc_scale, _real_values,
+                   ("mean", "mode", "variance", "entropy", "cdf", "icdf")),
+    "Gumbel": Case("Gumbel", _loc_scale, _normal_values,
+                   ("mean", "mode", "variance", "stddev", "entropy", "cdf", "icdf")),
+    "StudentT": Case("StudentT", lambda rng, dt: {
+        "df": _positive(rng, dt, low=0.5, high=6.0), **_loc_scale(rng, dt)},
+        _real_values, ("mean", "mode", "variance", "entropy"), moments=False),
     "Dirichlet": Case("Dirichlet",
-                      lambda rng, dt: {"concentration": _positive(rng, dt, BATCH + (3,), 0.2)},
+                      lambda rng, dt: {"concentration": _positive(rng, dt, BATCH + (3,), low=0.2)},
                       _simplex_values, ("mean", "mode", "variance", "entropy"), event=(3,)),
 }

@@ -56,6 +56,11 @@ BAD_PARAMETERS = {
     "negative poisson rate": lambda d, t: d.Poisson(t([-1.0])),
     "fractional total_count": lambda d, t: d.Binomial(t([2.5]), t([0.5])),
     "binomial probs": lambda d, t: d.Binomial(t([2.0]), t([1.5])),
+    "lognormal scale": lambda d, t: d.LogNormal(t([0.0]), t([-1.0])),
+    "halfnormal scale": lambda d, t: d.HalfNormal(t([0.0, 1.0])),
+    "cauchy scale": lambda d, t: d.Cauchy(t([0.0]), t([0.0])),
+    "gumbel loc": lambda d, t: d.Gumbel(t([np.nan]), t([1.0])),
+    "student df": lambda d, t: d.StudentT(t([-1.0]), t([0.0]), t([1.0])),
     "nan geometric logits": lambda d, t: d.Geometric(logits=t([np.nan])),
 }
 
@@ -87,6 +92,8 @@ BAD_VALUES = {
     "off the simplex": lambda d, t: d.Dirichlet(t([1.0, 1.0])).log_prob(t([0.5, 0.6])),
     "fractional count": lambda d, t: d.Poisson(t([1.0])).log_prob(t([0.5])),
     "above total_count": lambda d, t: d.Binomial(t([2.0]), t([0.5])).log_prob(t([3.0])),
+    "negative half normal": lambda d, t: d.HalfNormal(t([1.0])).log_prob(t([-1.0])),
+    "negative lognormal": lambda d, t: d.LogNormal(t([0.0]), t([1.0])).log_prob(t([-1.0])),
     "negative failures": lambda d, t: d.Geometric(t([0.5])).log_prob(t([-1.0])),
     "not a tensor": lambda d, t: d.Normal(t(0.0), t(1.0)).log_prob(0.5),
 }
@@ -147,9 +154,13 @@ def test_repr_constraints_and_flags_are_torchs():
         repr(torch.distributions.Categorical(logits=torch.zeros(3)).support)
     for name in ("Normal", "Laplace", "Uniform", "Exponential", "Bernoulli", "Categorical",
                  "OneHotCategorical", "MultivariateNormal", "Gamma", "Chi2", "Beta",
-                 "Dirichlet", "Poisson", "Geometric", "Binomial"):
+                 "Dirichlet", "Poisson", "Geometric", "Binomial", "LogNormal",
+                 "HalfNormal", "Cauchy", "Gumbel", "StudentT"):
         ours, theirs = getattr(fd, name), getattr(torch.distributions, name)
-        assert ours.has_rsample is theirs.has_rsample, name
+        if isinstance(theirs.has_rsample, property):  # the base distribution's, as torch
+            assert isinstance(ours.has_rsample, property), name
+        else:
+            assert ours.has_rsample is theirs.has_rsample, name
         assert ours.has_enumerate_support is theirs.has_enumerate_support, name
         assert sorted(ours.arg_constraints if isinstance(ours.arg_constraints, dict) else []) \
             == sorted(theirs.arg_constraints if isinstance(theirs.arg_constraints, dict)
