@@ -6,11 +6,12 @@ device and floating dtype of the parameters; gradients through ``rsample``,
 Draws come from fastnn's generator (``fnn.manual_seed`` makes them reproducible; they
 are not PyTorch's draws). Argument validation is on by default, as PyTorch's.
 ``MultivariateNormal`` factors ``covariance_matrix=`` and ``precision_matrix=`` with
-``fnn.linalg.cholesky``, as PyTorch's; Gamma and Beta are not here (no cheap
-reparameterised sampler; see the README).
+``fnn.linalg.cholesky``, as PyTorch's. Gamma draws (and Chi2, Beta, Dirichlet and
+StudentT, built on them) come from the host generator with PyTorch's implicit
+reparameterisation gradient; Poisson, Geometric and Binomial draws carry no gradient.
 """
 
-from fastnn.distributions import constraints, transforms
+from fastnn.distributions import constraints, kl_families, transforms  # noqa: F401 (registers)
 from fastnn.distributions.bernoulli import Bernoulli
 from fastnn.distributions.beta import Beta, Dirichlet
 from fastnn.distributions.categorical import (
