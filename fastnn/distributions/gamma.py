@@ -148,7 +148,9 @@ class Gamma(Distribution):
         """``standard_gamma(concentration) / rate`` (see :func:`standard_gamma`)."""
         shape = self._extended_shape(sample_shape)
         value = standard_gamma(self.concentration.expand(shape)) / self.rate.expand(shape)
-        return fnn.clamp(value, min=fnn.finfo(value.dtype).tiny)
+        plain = value.detach()
+        # at least the smallest normal number, off the tape (as torch's in-place clamp)
+        return value + (plain.clamp(min=fnn.finfo(value.dtype).tiny) - plain)
 
     def log_prob(self, value):
         """``c log(rate) + (c - 1) log(value) - rate value - lgamma(c)``."""

@@ -54,3 +54,26 @@ def test_student_t_gradient_of_the_second_moment_is_unbiased():
         error = per_draw.std() / np.sqrt(count)
         assert abs(per_draw.mean() - other.grad.item()) < 5 * error, (per_draw.mean(),
                                                                       other.grad.item())
+
+
+@pytest.mark.parametrize("name", ["Gamma", "Beta", "Dirichlet", "StudentT", "Binomial",
+                                  "Gumbel", "LogNormal"])
+def test_runs_on_opencl_with_cpu_values(name):
+    case = CASES[name]
+    rng = np.random.default_rng(33)
+    params = case.params(rng, np.float32)
+    value = fnn.tensor(case.values(params, rng, (3, 4) + case.event))
+    on_cpu = getattr(fd, case.name)(**{k: fnn.tensor(v) for k, v in params.items()})
+    with fnn.use("opencl"):
+        leaves = {k: fnn.tensor(v, requires_grad=v.dtype == np.float32)
+                  for k, v in params.items()}
+        on_gpu = getattr(fd, case.name)(**leaves)
+        draws = on_gpu.rsample((2,)) if on_gpu.has_rsample else on_gpu.sample((2,))
+        assert str(draws.device).startswith("opencl")
+        got = on_gpu.log_prob(value.to(draws.device))
+        if on_gpu.has_rsample:
+            draws.sum().backward()
+            assert all(str(leaf.grad.device).startswith("opencl")
+                       for leaf in leaves.values() if leaf.requires_grad)
+    np.testing.assert_allclose(got.detach().numpy(), on_cpu.log_prob(value).numpy(),
+                               rtol=1e-5, atol=1e-5)
