@@ -2,11 +2,9 @@
 a Dirichlet draw is a vector of independent standard Gamma draws divided by its sum, and a
 Beta is the first coordinate of a Dirichlet over (concentration1, concentration0).
 
-NOTE: the gradients of ``rsample`` flow through the Gamma draws (each with the implicit
-reparameterisation derivative of :func:`~fastnn.distributions.gamma.standard_gamma`), an
-unbiased pathwise gradient of the expectation; PyTorch instead differentiates the
-Dirichlet draw directly (``_dirichlet_grad``), so single-draw gradients differ while their
-expectations agree.
+The gradient of a draw is PyTorch's (``_dirichlet_grad``, see
+:mod:`~fastnn.distributions.dirichlet_grad`), not the pathwise gradient through the
+Gamma draws: the same draw gets the same gradient as in PyTorch.
 """
 
 from __future__ import annotations
@@ -14,6 +12,7 @@ from __future__ import annotations
 import fastnn as fnn
 from fastnn.distributions import constraints
 from fastnn.distributions.distribution import Distribution, as_size
+from fastnn.distributions.dirichlet_grad import attach_dirichlet_grad
 from fastnn.distributions.gamma import standard_gamma
 from fastnn.distributions.utils import broadcast_all, is_number
 
@@ -52,9 +51,11 @@ class Dirichlet(Distribution):
         return new
 
     def rsample(self, sample_shape=()):
-        """Standard Gamma(concentration) draws divided by their sum."""
-        shape = self._extended_shape(sample_shape)
-        return _normalised(standard_gamma(self.concentration.expand(shape)))
+        """Standard Gamma(concentration) draws divided by their sum, with PyTorch's
+        reparameterised gradient."""
+        concentration = self.concentration.expand(self._extended_shape(sample_shape))
+        draws = _normalised(standard_gamma(concentration.detach()))
+        return attach_dirichlet_grad(draws, concentration)
 
     def log_prob(self, value):
         """``sum (c - 1) log(value) + lgamma(sum c) - sum lgamma(c)``."""
@@ -151,7 +152,8 @@ class Beta(Distribution):
         return self.concentration1 * self.concentration0 / (total.pow(2) * (total + 1))
 
     def rsample(self, sample_shape=()):
-        """``g1 / (g1 + g0)`` with ``g1, g0`` standard Gamma(c1), Gamma(c0) draws."""
+        """``g1 / (g1 + g0)`` with ``g1, g0`` standard Gamma(c1), Gamma(c0) draws (the
+        Dirichlet's, first coordinate)."""
         return self._dirichlet.rsample(sample_shape)[..., 0]
 
     def log_prob(self, value):
