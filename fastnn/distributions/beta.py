@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import fastnn as fnn
 from fastnn.distributions import constraints
-from fastnn.distributions.distribution import Distribution, as_size
 from fastnn.distributions.dirichlet_grad import attach_dirichlet_grad
+from fastnn.distributions.distribution import Distribution, as_size
 from fastnn.distributions.gamma import standard_gamma
 from fastnn.distributions.utils import broadcast_all, is_number
 
