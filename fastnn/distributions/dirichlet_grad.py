@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 import fastnn as fnn
-from fastnn.autograd.grad_mode import no_grad
+from fastnn.distributions.special_host import piecewise
 
 __all__ = ["attach_dirichlet_grad", "dirichlet_grad"]
 
@@ -120,18 +120,14 @@ def dirichlet_grad(x, alpha, total):
     """``torch._dirichlet_grad(x, alpha, total)``: the scaled implicit derivative of a
     draw ``x`` of Beta(alpha, total - alpha), elementwise. Computed in float64 on the host,
     returned in ``x``'s dtype and device; no gradient."""
-    with no_grad(), np.errstate(all="ignore"):  # the branches not taken may overflow
-        x64, a64, t64 = (fnn.tensor(np.asarray(v.detach().numpy(), np.float64))
-                         for v in (x, alpha, total))
-        x64, a64, t64 = fnn.broadcast_tensors(x64, a64, t64)
-        beta = t64 - a64
-        boundary = t64 * x64 * (1 - x64)
-        result = fnn.where(
-            (x64 <= 0.5) & (boundary < 2.5), _alpha_small(x64, a64, beta),
-            fnn.where((x64 >= 0.5) & (boundary < 0.75), -_beta_small(1 - x64, beta, a64),
-                      fnn.where((a64 > 6) & (beta > 6), _alpha_mid(x64, a64, beta),
-                                _rational(x64, a64, t64))))
-        return result.to(x.dtype).to(x.device)
+    x64, a64, t64 = np.broadcast_arrays(*(np.asarray(v.detach().numpy(), np.float64)
+                                          for v in (x, alpha, total)))
+    boundary = t64 * x64 * (1 - x64)
+    return piecewise((x64, a64, t64), [
+        ((x64 <= 0.5) & (boundary < 2.5), lambda x, a, t: _alpha_small(x, a, t - a)),
+        ((x64 >= 0.5) & (boundary < 0.75), lambda x, a, t: -_beta_small(1 - x, t - a, a)),
+        ((a64 > 6) & (t64 - a64 > 6), lambda x, a, t: _alpha_mid(x, a, t - a)),
+        (True, _rational)], x)
 
 
 def attach_dirichlet_grad(draws, concentration):

@@ -9,10 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 import fastnn as fnn
-from fastnn.autograd.grad_mode import no_grad
 from fastnn.distributions import constraints
 from fastnn.distributions.distribution import Distribution, as_size
-from fastnn.distributions.special_host import regularized_gamma
+from fastnn.distributions.special_host import piecewise, regularized_gamma
 from fastnn.distributions.utils import broadcast_all, is_number
 from fastnn.ops.rng_state import rng_of
 
@@ -81,15 +80,10 @@ def standard_gamma_grad(alpha, x):
     by a Taylor series for x < 0.8, a saddle-point expansion for alpha > 8 and a rational
     approximation elsewhere. Computed in float64 on the host (as PyTorch's CPU kernel),
     returned in ``x``'s dtype and device; no gradient."""
-    with no_grad(), np.errstate(all="ignore"):  # the branches not taken may overflow
-        a64 = fnn.tensor(np.asarray(alpha.detach().numpy(), np.float64))
-        x64 = fnn.tensor(np.asarray(x.detach().numpy(), np.float64))
-        a64, x64 = fnn.broadcast_tensors(a64, x64)
-        safe_x = fnn.where(x64 > 0, x64, fnn.ones_like(x64))  # the branches not taken
-        result = fnn.where(x64 < 0.8, _small_x(a64, x64),
-                           fnn.where(a64 > 8, _large_alpha(a64, safe_x),
-                                     _rational(a64, safe_x)))
-        return result.to(x.dtype).to(x.device)
+    a64 = np.asarray(alpha.detach().numpy(), np.float64)
+    x64 = np.asarray(x.detach().numpy(), np.float64)
+    return piecewise((a64, x64), [(x64 < 0.8, _small_x), (a64 > 8, _large_alpha),
+                                  (True, _rational)], x)
 
 
 def standard_gamma(concentration):

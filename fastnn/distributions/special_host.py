@@ -11,7 +11,7 @@ import numpy as np
 import fastnn as fnn
 from fastnn.autograd.grad_mode import no_grad
 
-__all__ = ["regularized_gamma"]
+__all__ = ["piecewise", "regularized_gamma"]
 
 _EPS = np.finfo(np.float64).eps
 _BIG = 4503599627370496.0
@@ -71,6 +71,24 @@ def _gammainc(a, x):
     out[x == np.inf] = 1.0
     out[np.isnan(a) | np.isnan(x)] = np.nan
     return out
+
+
+def piecewise(arrays, cases, like):
+    """``fn(*arrays)`` evaluated, for each ``(mask, fn)`` of ``cases`` in turn, only on the
+    elements whose mask holds first (``fn`` takes and returns float64 fastnn tensors; the
+    last mask should hold everywhere); returned in ``like``'s dtype and device, no
+    gradient. Each branch sees only its own elements, so none pays for (or overflows on)
+    the others'."""
+    arrays = np.broadcast_arrays(*(np.asarray(a, np.float64) for a in arrays))
+    out = np.zeros(arrays[0].shape)
+    remaining = np.ones(out.shape, bool)
+    with no_grad(), np.errstate(all="ignore"):
+        for mask, fn in cases:
+            take = remaining & mask
+            if take.any():
+                out[take] = fn(*(fnn.tensor(a[take]) for a in arrays)).numpy()
+            remaining &= ~take
+    return fnn.tensor(out, dtype=like.dtype, device=like.device)
 
 
 def regularized_gamma(a, x):
