@@ -144,3 +144,21 @@ def test_student_t_draws_follow_scipys_cdf():
         point = stats.t.ppf(q, df, loc, scale)
         frequency = (draws <= point).mean(0)
         assert np.all(np.abs(frequency - q) < 5 * np.sqrt(q * (1 - q) / count)), (q, frequency)
+
+
+NUMBER_ARGS = {"Gamma": (2.0, 1.0), "Chi2": (3.0,), "Beta": (2.0, 3.0), "Poisson": (3.0,),
+               "Geometric": (0.3,), "Binomial": (5, 0.3), "StudentT": (3.0,),
+               "Cauchy": (0.0, 1.0), "Gumbel": (0.0, 1.0), "HalfNormal": (1.0,),
+               "LogNormal": (0.0, 1.0)}
+
+
+@pytest.mark.parametrize("name", sorted(NUMBER_ARGS))
+def test_number_parameters_give_torchs_shapes_and_dtype(name):
+    ours = getattr(fnn.distributions, name)(*NUMBER_ARGS[name])
+    theirs = getattr(torch.distributions, name)(*NUMBER_ARGS[name])
+    assert ours.batch_shape == fnn.Size(()) == fnn.Size(tuple(theirs.batch_shape))
+    draws = ours.sample((3, 2))
+    assert draws.shape == (3, 2) and draws.dtype == fnn.float32 == ours.mean.dtype
+    value = theirs.sample((3, 2))
+    close(ours.log_prob(fnn.tensor(value.numpy())), theirs.log_prob(value), rtol=1e-5,
+          atol=1e-5)
