@@ -228,8 +228,8 @@ class Binomial(_ProbsOrLogits):
         """Counts in the parameter's dtype (no gradient)."""
         shape = self._extended_shape(sample_shape)
         with no_grad():
-            count = np.broadcast_to(self.total_count.numpy(), shape).astype(np.int64)
-            probs = np.broadcast_to(self.probs.numpy().astype(np.float64), shape)
+            count = np.broadcast_to(self.total_count.detach().numpy(), shape).astype(np.int64)
+            probs = np.broadcast_to(self.probs.detach().numpy().astype(np.float64), shape)
             draws = rng_of("binomial", None).binomial(count, probs)
             return fnn.tensor(draws, dtype=self._param.dtype, device=self._param.device)
 
