@@ -77,3 +77,16 @@ def test_runs_on_opencl_with_cpu_values(name):
                        for leaf in leaves.values() if leaf.requires_grad)
     np.testing.assert_allclose(got.detach().numpy(), on_cpu.log_prob(value).numpy(),
                                rtol=1e-5, atol=1e-5)
+
+
+def test_student_t_moments_and_their_gradients_match_torch_on_every_df_range():
+    params = {"df": np.array([0.5, 1.0, 1.5, 2.0, 2.5, 7.0]), "loc": np.linspace(-1, 1, 6),
+              "scale": np.linspace(0.5, 2.0, 6)}
+    ours, theirs, our_leaves, their_leaves = pair(torch, "StudentT", params)
+    for mine, other in ((ours.mean, theirs.mean), (ours.variance, theirs.variance)):
+        np.testing.assert_array_equal(mine.detach().numpy(), other.detach().numpy())
+    finite = fnn.tensor(params["df"] > 2)
+    fnn.where(finite, ours.variance + ours.mean, 0.0).sum().backward()
+    torch.where(torch.tensor(params["df"] > 2), theirs.variance + theirs.mean,
+                0.0).sum().backward()
+    grads_close(our_leaves, their_leaves)
