@@ -6,24 +6,30 @@ device and floating dtype of the parameters; gradients through ``rsample``,
 Draws come from fastnn's generator (``fnn.manual_seed`` makes them reproducible; they
 are not PyTorch's draws). Argument validation is on by default, as PyTorch's.
 ``MultivariateNormal`` factors ``covariance_matrix=`` and ``precision_matrix=`` with
-``fnn.linalg.cholesky``, as PyTorch's; Gamma and Beta are not here (no cheap
-reparameterised sampler; see the README).
+``fnn.linalg.cholesky``, as PyTorch's. Gamma draws (and Chi2, Beta, Dirichlet and
+StudentT, built on them) come from the host generator with PyTorch's implicit
+reparameterisation gradient; Poisson, Geometric and Binomial draws carry no gradient.
 """
 
-from fastnn.distributions import constraints, transforms
+from fastnn.distributions import constraints, kl_families, transforms  # noqa: F401 (registers)
 from fastnn.distributions.bernoulli import Bernoulli
+from fastnn.distributions.beta import Beta, Dirichlet
 from fastnn.distributions.categorical import (
     Categorical,
     OneHotCategorical,
     OneHotCategoricalStraightThrough,
 )
+from fastnn.distributions.counts import Binomial, Geometric, Poisson
 from fastnn.distributions.distribution import Distribution
 from fastnn.distributions.exponential import Exponential
+from fastnn.distributions.gamma import Chi2, Gamma
+from fastnn.distributions.heavy_tails import Cauchy, Gumbel, StudentT
 from fastnn.distributions.independent import Independent
 from fastnn.distributions.kl import kl_divergence, register_kl
 from fastnn.distributions.laplace import Laplace
 from fastnn.distributions.multivariate_normal import MultivariateNormal
 from fastnn.distributions.normal import Normal
+from fastnn.distributions.positive_laws import AbsTransform, HalfNormal, LogNormal
 from fastnn.distributions.transformed_distribution import TransformedDistribution
 from fastnn.distributions.transforms import (
     AffineTransform,
@@ -36,10 +42,11 @@ from fastnn.distributions.transforms import (
 from fastnn.distributions.uniform import Uniform
 
 __all__ = [
-    "Bernoulli", "Categorical", "Distribution", "Exponential", "Independent", "Laplace",
-    "MultivariateNormal", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough",
-    "Uniform", "constraints",
-    "kl_divergence", "register_kl", "TransformedDistribution", "Transform",
-    "AffineTransform", "ComposeTransform", "ExpTransform", "SigmoidTransform", "TanhTransform",
-    "transforms",
+    "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet",
+    "Distribution", "Exponential", "Gamma", "Geometric", "Gumbel", "HalfNormal", "Independent",
+    "Laplace", "LogNormal", "MultivariateNormal", "Normal", "OneHotCategorical",
+    "OneHotCategoricalStraightThrough", "Poisson", "StudentT", "Uniform",
+    "constraints", "kl_divergence", "register_kl", "TransformedDistribution", "Transform",
+    "AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform", "SigmoidTransform",
+    "TanhTransform", "transforms",
 ]

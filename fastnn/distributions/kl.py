@@ -6,7 +6,8 @@ NotImplementedError.
 Registered here: Normal, Laplace, Exponential, Uniform, Bernoulli, Categorical and
 OneHotCategorical with themselves, MultivariateNormal with MultivariateNormal (scale_tril
 form), Independent with Independent and TransformedDistribution with
-TransformedDistribution (same transforms).
+TransformedDistribution (same transforms); the pairs of the later families (Gamma, Beta,
+Dirichlet, the counts, Cauchy, Gumbel, HalfNormal) are in ``kl_families``.
 """
 
 from __future__ import annotations

@@ -38,9 +38,9 @@ def close(ours, theirs, dtype=np.float64, **tol):
     np.testing.assert_allclose(mine, other, **(tol or TOL[dtype]))
 
 
-def grads_close(ours: dict, theirs: dict, dtype=np.float64):
-    """The .grad of every leaf that requires grad agrees."""
+def grads_close(ours: dict, theirs: dict, dtype=np.float64, **tol):
+    """The .grad of every leaf that requires grad agrees (within ``tol`` if given)."""
     for name, leaf in ours.items():
         if leaf.requires_grad:
             assert leaf.grad is not None, f"no gradient reached {name}"
-            close(leaf.grad, theirs[name].grad, dtype)
+            close(leaf.grad, theirs[name].grad, dtype, **tol)

@@ -153,3 +153,19 @@ def test_discrete_samplers_run_on_opencl():
         np.testing.assert_allclose(c.log_prob(fnn.tensor([0, 2])).numpy(), -np.log(3),
                                    rtol=1e-6)
         np.testing.assert_allclose(b.log_prob(b.sample()).numpy(), -np.log(2), rtol=1e-6)
+
+
+def test_binomial_enumerate_support_and_the_methods_torch_lacks():
+    ours = fd.Binomial(fnn.tensor([3.0, 3.0]), fnn.tensor([0.2, 0.7]))
+    theirs = torch.distributions.Binomial(torch.tensor([3.0, 3.0]), torch.tensor([0.2, 0.7]))
+    assert type(ours).has_enumerate_support and not type(ours).has_rsample
+    close(ours.enumerate_support(), theirs.enumerate_support(), np.float32)
+    close(ours.enumerate_support(False), theirs.enumerate_support(False), np.float32)
+    mixed = fd.Binomial(fnn.tensor([3.0, 4.0]), fnn.tensor([0.2, 0.7]))
+    for method in ("entropy", "enumerate_support"):
+        with pytest.raises(NotImplementedError, match=f"Inhomogeneous total count not "
+                                                      f"supported by `{method}`"):
+            getattr(mixed, method)()
+    with pytest.raises(NotImplementedError):
+        fd.Poisson(fnn.tensor([1.0])).entropy()  # as torch's
+    assert not fd.Poisson.has_rsample and not fd.Geometric.has_rsample

@@ -48,6 +48,20 @@ BAD_PARAMETERS = {
         t([0.0, 0.0]), scale_tril=t([[1.0, 0.5], [0.0, 1.0]])),
     "zero diagonal": lambda d, t: d.MultivariateNormal(
         t([0.0, 0.0]), scale_tril=t([[1.0, 0.0], [0.3, 0.0]])),
+    "zero concentration": lambda d, t: d.Gamma(t([0.0, 1.0]), t([1.0, 1.0])),
+    "negative gamma rate": lambda d, t: d.Gamma(t([1.0]), t([-1.0])),
+    "negative df": lambda d, t: d.Chi2(t([-1.0, 3.0])),
+    "beta concentration0": lambda d, t: d.Beta(t([1.0]), t([-2.0])),
+    "dirichlet concentration": lambda d, t: d.Dirichlet(t([[1.0, 0.0], [1.0, 1.0]])),
+    "negative poisson rate": lambda d, t: d.Poisson(t([-1.0])),
+    "fractional total_count": lambda d, t: d.Binomial(t([2.5]), t([0.5])),
+    "binomial probs": lambda d, t: d.Binomial(t([2.0]), t([1.5])),
+    "lognormal scale": lambda d, t: d.LogNormal(t([0.0]), t([-1.0])),
+    "halfnormal scale": lambda d, t: d.HalfNormal(t([0.0, 1.0])),
+    "cauchy scale": lambda d, t: d.Cauchy(t([0.0]), t([0.0])),
+    "gumbel loc": lambda d, t: d.Gumbel(t([np.nan]), t([1.0])),
+    "student df": lambda d, t: d.StudentT(t([-1.0]), t([0.0]), t([1.0])),
+    "nan geometric logits": lambda d, t: d.Geometric(logits=t([np.nan])),
 }
 
 
@@ -73,6 +87,14 @@ BAD_VALUES = {
         t([0.0, 0.0]), scale_tril=t(np.eye(2))).log_prob(t([0.0, 0.0, 0.0])),
     "batch mismatch": lambda d, t: d.Normal(t([0.0, 0.0]), t([1.0, 1.0])).log_prob(
         t([0.0, 0.0, 0.0])),
+    "negative gamma value": lambda d, t: d.Gamma(t([1.0]), t([1.0])).log_prob(t([-1.0])),
+    "beta above one": lambda d, t: d.Beta(t([1.0]), t([1.0])).log_prob(t([1.5])),
+    "off the simplex": lambda d, t: d.Dirichlet(t([1.0, 1.0])).log_prob(t([0.5, 0.6])),
+    "fractional count": lambda d, t: d.Poisson(t([1.0])).log_prob(t([0.5])),
+    "above total_count": lambda d, t: d.Binomial(t([2.0]), t([0.5])).log_prob(t([3.0])),
+    "negative half normal": lambda d, t: d.HalfNormal(t([1.0])).log_prob(t([-1.0])),
+    "negative lognormal": lambda d, t: d.LogNormal(t([0.0]), t([1.0])).log_prob(t([-1.0])),
+    "negative failures": lambda d, t: d.Geometric(t([0.5])).log_prob(t([-1.0])),
     "not a tensor": lambda d, t: d.Normal(t(0.0), t(1.0)).log_prob(0.5),
 }
 
@@ -102,14 +124,22 @@ def test_validation_can_be_turned_off_per_instance_and_by_default():
         fd.Normal(fnn.tensor([0.0]), fnn.tensor([-1.0]))
 
 
+def test_geometric_probs_must_be_positive_as_torch():
+    message = _same_error(lambda d, t: d.Geometric(t([0.0, 0.5])))
+    assert "to be positive but found invalid values" in message
+
+
 def test_either_probs_or_logits():
-    for cls in (fd.Bernoulli, fd.Categorical, fd.OneHotCategorical):
+    for cls in (fd.Bernoulli, fd.Categorical, fd.OneHotCategorical, fd.Geometric,
+                fd.Binomial):
         with pytest.raises(ValueError, match="Either `probs` or `logits` must be specified"):
             cls()
         with pytest.raises(ValueError, match="Either `probs` or `logits` must be specified"):
-            cls(fnn.tensor([0.5, 0.5]), fnn.tensor([0.0, 0.0]))
+            cls(probs=fnn.tensor([0.5, 0.5]), logits=fnn.tensor([0.0, 0.0]))
     with pytest.raises(ValueError, match="at least one-dimensional"):
         fd.Categorical(fnn.tensor(1.0))
+    with pytest.raises(ValueError, match="must be at least one-dimensional"):
+        fd.Dirichlet(fnn.tensor(1.0))
 
 
 def test_repr_constraints_and_flags_are_torchs():
@@ -123,9 +153,14 @@ def test_repr_constraints_and_flags_are_torchs():
     assert repr(fd.Categorical(logits=fnn.zeros(3)).support) == \
         repr(torch.distributions.Categorical(logits=torch.zeros(3)).support)
     for name in ("Normal", "Laplace", "Uniform", "Exponential", "Bernoulli", "Categorical",
-                 "OneHotCategorical", "MultivariateNormal"):
+                 "OneHotCategorical", "MultivariateNormal", "Gamma", "Chi2", "Beta",
+                 "Dirichlet", "Poisson", "Geometric", "Binomial", "LogNormal",
+                 "HalfNormal", "Cauchy", "Gumbel", "StudentT"):
         ours, theirs = getattr(fd, name), getattr(torch.distributions, name)
-        assert ours.has_rsample is theirs.has_rsample, name
+        if isinstance(theirs.has_rsample, property):  # the base distribution's, as torch
+            assert isinstance(ours.has_rsample, property), name
+        else:
+            assert ours.has_rsample is theirs.has_rsample, name
         assert ours.has_enumerate_support is theirs.has_enumerate_support, name
         assert sorted(ours.arg_constraints if isinstance(ours.arg_constraints, dict) else []) \
             == sorted(theirs.arg_constraints if isinstance(theirs.arg_constraints, dict)
