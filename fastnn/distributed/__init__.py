@@ -68,3 +68,7 @@ __all__ = ["CollectiveStats", "Communicator", "DistributedError", "DistributedOp
            "destroy_process_group", "gather", "get_backend", "get_rank", "get_world_size",
            "group", "init_process_group", "is_available", "is_initialized",
            "is_mpi_available", "reduce", "scatter"]
+
+# torch.nn.parallel.DistributedDataParallel is reachable once torch.distributed is imported:
+# the same here (a plain import: nn.parallel itself imports modules of this package)
+import fastnn.nn.parallel  # noqa: E402,F401

@@ -75,6 +75,7 @@ class _GroupNames:
 
 
 group = _GroupNames()
+"""PyTorch's ``dist.group``: ``dist.group.WORLD`` is the default (and only) process group."""
 _DEFAULT: ProcessGroup | None = None
 
 
