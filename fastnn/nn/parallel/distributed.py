@@ -27,6 +27,7 @@ forward outside it averages the accumulated ``.grad``.
 from __future__ import annotations
 
 import contextlib
+import weakref
 
 from fastnn.autograd import engine
 from fastnn.autograd.grad_mode import is_grad_enabled
@@ -79,7 +80,11 @@ class DistributedDataParallel(Module):
         self._queued = False  # this pass has queued the averaging
         if init_sync:  # PyTorch's init_sync=False skips it (the ranks already agree)
             broadcast_parameters(module, comm, 0)  # also checks that the ranks' models agree
-        self._handles = [p.register_post_accumulate_grad_hook(self._reached) for p in params]
+        # the hooks hold the wrapper weakly: once it is gone they are removed, and backward
+        # is back on its fast path
+        reached = _weak_hook(weakref.ref(self))
+        self._handles = [p.register_post_accumulate_grad_hook(reached) for p in params]
+        weakref.finalize(self, _remove, self._handles)
 
     def forward(self, *args, **kwargs):
         """``module(*args, **kwargs)``, after rank 0's buffers were copied to every rank
@@ -119,3 +124,17 @@ class DistributedDataParallel(Module):
                 p._grad = averaged
             else:
                 rebind(p._grad, averaged._data)  # in place: views of .grad see the mean
+
+
+def _remove(handles) -> None:
+    for handle in handles:
+        handle.remove()
+
+
+def _weak_hook(ref):
+    def reached(param) -> None:
+        wrapper = ref()
+        if wrapper is not None:
+            wrapper._reached(param)
+
+    return reached
