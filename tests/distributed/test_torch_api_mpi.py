@@ -150,3 +150,33 @@ def test_buffers_are_rank_0s_at_each_synchronised_forward(ranks):
         from_rank_0 = momentum * batch_means[0][0]  # broadcast before the second forward
         second = (1 - momentum) * from_rank_0 + momentum * batch_means[rank][1]
         np.testing.assert_allclose(result["buffers/1/running_mean"], second, atol=1e-12)
+
+
+PRELUDE = """
+import os, sys
+import numpy as np
+os.chdir(sys.argv[1])
+import fastnn as torch
+from fastnn.utils.data import TensorDataset
+def make_model():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+rng = np.random.default_rng(0)
+train_set = TensorDataset(torch.tensor(rng.normal(size=(64, 4)), dtype=torch.float32),
+                          torch.tensor(rng.integers(0, 2, 64)))
+loss_fn, epochs = torch.nn.CrossEntropyLoss(), 2
+"""
+
+
+def test_the_script_in_docs_runs_on_two_ranks(tmp_path):
+    from tests.distributed.mpi_run import ROOT
+
+    text = (ROOT / "docs" / "distributed.md").read_text()
+    section = text.split("## From a PyTorch DDP script", 1)[1]
+    script = section.split("```python\n", 1)[1].split("```", 1)[0]
+    done = launch(RANKS, "-c", PRELUDE + script + "\nprint('final', float(last[0]))\n",
+                  str(tmp_path))
+    finals = [line for line in done.stdout.splitlines() if line.startswith("final")]
+    assert len(finals) == RANKS and len(set(finals)) == 1  # the all-reduced loss, everywhere
+    saved = fnn.load(str(tmp_path / "model.safetensors"))
+    assert sorted(saved) == ["0.bias", "0.weight", "2.bias", "2.weight"]
