@@ -189,12 +189,14 @@ def backward(tensor, grad_data, retain_graph=False, create_graph=False, inputs=N
 
 def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inputs=None,
                  capture=False, leaf=None):
-    """The backward pass (see :func:`_run`), then the callbacks it queued, if outermost."""
+    """The backward pass (:func:`_backward_pass`), then, when it is the outermost one in
+    this thread, the callbacks queued during it (:func:`queue_callback`)."""
     if not running.depth:
         running.callbacks = []
     running.depth += 1
     try:
-        found = _run(roots, root_grads, retain_graph, create_graph, inputs, capture, leaf)
+        found = _backward_pass(roots, root_grads, retain_graph, create_graph, inputs,
+                               capture, leaf)
     except BaseException:
         running.depth -= 1
         if not running.depth:
@@ -208,7 +210,7 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inpu
     return found
 
 
-def _run(roots, root_grads, retain_graph, create_graph, inputs, capture, leaf):
+def _backward_pass(roots, root_grads, retain_graph, create_graph, inputs, capture, leaf):
     """The backward pass from the tensors ``roots``, seeded with ``root_grads``.
 
     ``retain_graph`` keeps the nodes for another backward (else each is freed once
