@@ -100,8 +100,10 @@ def test_ddp_on_two_halves_gives_the_weights_of_one_process_on_the_whole_batch(r
         assert result["ddp/keys"].tolist() == [f"module.{k}" for k in reference]
         assert result["ddp/named_parameters"].tolist() == result["ddp/keys"].tolist()
         for name, want in reference.items():
-            got = result[f"ddp/module.{name}"]
-            np.testing.assert_allclose(got, want, rtol=0, atol=1e-10, err_msg=f"{rank} {name}")
+            for run in ("ddp", "compiled"):  # eager, and the step through fnn.compile
+                got = result[f"{run}/module.{name}"]
+                np.testing.assert_allclose(got, want, rtol=0, atol=1e-10,
+                                           err_msg=f"{run}: rank {rank}, {name}")
             assert np.abs(want - np.asarray(start[name])).max() > 1e-3  # training moved it
 
 

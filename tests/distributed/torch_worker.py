@@ -97,15 +97,23 @@ def run_collectives(rank: int, size: int) -> dict:
     return out
 
 
-def train_ddp(rank: int, size: int) -> dict:
-    """DDP on each rank's half of every global batch; the final weights."""
+def train_ddp(rank: int, size: int, compiled: bool = False) -> dict:
+    """DDP on each rank's half of every global batch (the step through fnn.compile when
+    ``compiled``: recorded once, replayed after); the final weights."""
     net = DDP(scenario.model(100 + rank, "cpu"))  # rank 0's weights win
     opt = optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+
+    def train_step(x, y):
+        opt.zero_grad()
+        F.cross_entropy(net(x), y).backward()
+        opt.step()
+
+    train_step = fnn.compile(train_step) if compiled else train_step
     for step in range(STEPS):
         x, y = batches(step)
-        opt.zero_grad()
-        F.cross_entropy(net(fnn.tensor(x[rank::size])), fnn.tensor(y[rank::size])).backward()
-        opt.step()
+        train_step(fnn.tensor(x[rank::size]), fnn.tensor(y[rank::size]))
+    if compiled:
+        return {f"compiled/{k}": np.asarray(v) for k, v in net.state_dict().items()}
     out = {f"ddp/{k}": np.asarray(v) for k, v in net.state_dict().items()}
     out["ddp/keys"] = np.array(list(net.state_dict()))
     out["ddp/named_parameters"] = np.array([name for name, _ in net.named_parameters()])
@@ -172,6 +180,7 @@ def main(argv) -> None:
     results["backend"] = np.array(dist.get_backend())
     results.update(run_collectives(rank, size))
     results.update(train_ddp(rank, size))
+    results.update(train_ddp(rank, size, compiled=True))
     results.update(run_no_sync(rank, size))
     results.update(run_unused(rank))
     results.update(run_buffers(rank))
