@@ -220,3 +220,17 @@ def test_a_dropped_ddp_removes_its_hooks(group):
     assert hooks.state.active == before + 2  # one per trainable parameter
     del wrapped
     assert hooks.state.active == before  # the module lives on, without the wrapper's hooks
+
+
+def test_pytorch_import_paths_in_a_fresh_process():
+    import subprocess
+    import sys
+
+    script = ("import fastnn as torch\n"
+              "assert 'fastnn.nn.parallel' not in __import__('sys').modules\n"
+              "dist = torch.distributed\n"  # loaded on first use, as torch.nn
+              "print(torch.nn.parallel.DistributedDataParallel.__name__, dist.is_available())\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["DistributedDataParallel", "True"]
