@@ -19,10 +19,13 @@ from tests.distributed.torch_worker import GLOBAL_BATCH, STEPS, TwoBranches, bat
 RANKS = 2
 
 
-@pytest.fixture(scope="module")
-def ranks(tmp_path_factory):
+@pytest.fixture(scope="module", params=["cpu", "opencl", "cuda"])
+def ranks(request, tmp_path_factory):
+    record = next((r for r in fnn.backends() if r.name == request.param), None)
+    if record is None or not record.available:
+        pytest.skip(f"backend {request.param} unavailable")
     out = tmp_path_factory.mktemp("torch")
-    launch(RANKS, "-m", "tests.distributed.torch_worker", str(out))
+    launch(RANKS, "-m", "tests.distributed.torch_worker", str(out), request.param)
     return [dict(np.load(out / f"torch-{rank}.npz")) for rank in range(RANKS)]
 
 
@@ -80,22 +83,26 @@ def test_ranks_that_disagree_on_a_dtype_all_get_the_same_error(ranks):
     assert "disagree" in messages[0] and "float64" in messages[0] and "float32" in messages[0]
 
 
-def _one_process_training() -> dict:
+def _device(ranks) -> str:
+    return str(ranks[0]["device"])
+
+
+def _one_process_training(device) -> dict:
     """Rank 0's starting model, trained alone on each whole global batch."""
-    net = scenario.model(100, "cpu")
+    net = scenario.model(100, device)
     opt = optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
     for step in range(STEPS):
         x, y = batches(step)
         opt.zero_grad()
-        F.cross_entropy(net(fnn.tensor(x)), fnn.tensor(y)).backward()
+        F.cross_entropy(net(fnn.tensor(x, device=device)), fnn.tensor(y, device=device)).backward()
         opt.step()
     return {name: np.asarray(value) for name, value in net.state_dict().items()}
 
 
 def test_ddp_on_two_halves_gives_the_weights_of_one_process_on_the_whole_batch(ranks):
     assert GLOBAL_BATCH % RANKS == 0  # equal halves: the mean of the means is the mean
-    reference = _one_process_training()
-    start = scenario.model(100, "cpu").state_dict()
+    reference = _one_process_training(_device(ranks))
+    start = scenario.model(100, _device(ranks)).state_dict()
     for rank, result in enumerate(ranks):
         assert result["ddp/keys"].tolist() == [f"module.{k}" for k in reference]
         assert result["ddp/named_parameters"].tolist() == result["ddp/keys"].tolist()
@@ -107,16 +114,17 @@ def test_ddp_on_two_halves_gives_the_weights_of_one_process_on_the_whole_batch(r
             assert np.abs(want - np.asarray(start[name])).max() > 1e-3  # training moved it
 
 
-def _grads(x, y) -> dict:
-    net = scenario.model(100, "cpu")
-    F.cross_entropy(net(fnn.tensor(x)), fnn.tensor(y)).backward()
+def _grads(device, x, y) -> dict:
+    net = scenario.model(100, device)
+    F.cross_entropy(net(fnn.tensor(x, device=device)), fnn.tensor(y, device=device)).backward()
     return {f"module.{n}": p.grad.numpy() for n, p in net.named_parameters()}
 
 
 def test_no_sync_accumulates_locally_then_averages_the_sums(ranks):
     x, y = batches(0)
-    local = [_grads(x[r:4:RANKS], y[r:4:RANKS]) for r in range(RANKS)]
-    second = [_grads(x[4 + r:8:RANKS], y[4 + r:8:RANKS]) for r in range(RANKS)]
+    device = _device(ranks)
+    local = [_grads(device, x[r:4:RANKS], y[r:4:RANKS]) for r in range(RANKS)]
+    second = [_grads(device, x[4 + r:8:RANKS], y[4 + r:8:RANKS]) for r in range(RANKS)]
     for rank, result in enumerate(ranks):
         for name, want in local[rank].items():
             np.testing.assert_allclose(result[f"no_sync/local/{name}"], want, atol=1e-12)
@@ -129,8 +137,10 @@ def test_no_sync_accumulates_locally_then_averages_the_sums(ranks):
 def test_a_parameter_one_rank_did_not_reach_gets_zeros_from_it(ranks):
     per_rank = []
     for rank in range(RANKS):
-        net = TwoBranches()
-        net(fnn.tensor(values(rank, "float64")[:, :3]), use_b=rank == 1).sum().backward()
+        with fnn.use(_device(ranks)):
+            net = TwoBranches()
+            x = fnn.tensor(values(rank, "float64")[:, :3])
+        net(x, use_b=rank == 1).sum().backward()
         per_rank.append({n: p.grad for n, p in net.named_parameters()})
     for result in ranks:
         assert result["unused/none"].tolist() == ["module.c.weight", "module.c.bias"]

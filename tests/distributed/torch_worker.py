@@ -1,7 +1,8 @@
-"""Run under ``mpiexec -n 2 python -m tests.distributed.torch_worker OUT_DIR``: PyTorch's
-spelling (init_process_group, the in-place collectives, DistributedDataParallel) on two
-ranks. Each rank writes ``OUT_DIR/torch-<rank>.npz``; test_torch_api_mpi.py checks them
-against NumPy and single-process references built from the same helpers below.
+"""Run under ``mpiexec -n 2 python -m tests.distributed.torch_worker OUT_DIR BACKEND``:
+PyTorch's spelling (init_process_group, the in-place collectives, DistributedDataParallel)
+on two ranks, on BACKEND's device. Each rank writes ``OUT_DIR/torch-<rank>.npz``;
+test_torch_api_mpi.py checks them against NumPy and single-process references built from
+the same helpers below.
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ def run_collectives(rank: int, size: int) -> dict:
 def train_ddp(rank: int, size: int, compiled: bool = False) -> dict:
     """DDP on each rank's half of every global batch (the step through fnn.compile when
     ``compiled``: recorded once, replayed after); the final weights."""
-    net = DDP(scenario.model(100 + rank, "cpu"))  # rank 0's weights win
+    net = DDP(scenario.model(100 + rank, None))  # rank 0's weights win
     opt = optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
 
     def train_step(x, y):
@@ -122,7 +123,7 @@ def train_ddp(rank: int, size: int, compiled: bool = False) -> dict:
 
 def run_no_sync(rank: int, size: int) -> dict:
     """Two micro-batches: the first inside no_sync (local), the second synchronised."""
-    net = DDP(scenario.model(100 + rank, "cpu"))
+    net = DDP(scenario.model(100 + rank, None))
     x, y = batches(0)
     first, second = slice(rank, 4, size), slice(4 + rank, 8, size)
     with net.no_sync():
@@ -171,10 +172,12 @@ def run_buffers(rank: int) -> dict:
 
 
 def main(argv) -> None:
-    (out_dir,) = argv
+    out_dir, backend = argv
+    fnn.use(backend)  # every tensor and layer below is made on its device
     comm = dist.init(required=True)
     rank, size = comm.rank, comm.size
     results = run_errors(rank, size)
+    results["device"] = np.array(backend)
     dist.init_process_group("gloo")
     results["world"] = np.array([dist.get_rank(), dist.get_world_size()])
     results["backend"] = np.array(dist.get_backend())
