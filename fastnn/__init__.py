@@ -112,6 +112,7 @@ __all__ = [
     "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_dtype",
     "set_autocast_enabled",
     "nn", "optim", "utils", "linalg", "distributions", "func",  # loaded on first use (below)
+    "distributed",
     "UncertifiedBackendWarning", *_LAZY,
 ]
 __all__ += sorted(set(_TOP) - set(__all__))
@@ -122,7 +123,8 @@ def __getattr__(name):
     # import light
     import importlib
 
-    if name in ("nn", "optim", "data", "utils", "linalg", "testing", "distributions", "func"):
+    if name in ("nn", "optim", "data", "utils", "linalg", "testing", "distributions", "func",
+                "distributed"):
         return importlib.import_module(f"fastnn.{name}")
     if name in ("short", "int16"):
         # NOTE: int16 is no fastnn dtype (no backend stores it, and PyTorch's promotion of

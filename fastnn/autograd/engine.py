@@ -18,6 +18,7 @@ import numpy as np
 
 from fastnn.autograd import grad_mode, hooks, tensor_ops
 from fastnn.autograd.rules import RULES
+from fastnn.autograd.sink import _SHARED, _accumulate, _Sink  # noqa: F401  (_SHARED: capture)
 
 # The write clock: every in-place write stamps its storage with the next tick, and every
 # node records the tick it was made at. A node whose inputs' storage was stamped later was
@@ -30,6 +31,8 @@ class _Running(threading.local):
     the leaf ``t`` (a pass run inside it by checkpoint's rule sends them there)."""
 
     leaf = staticmethod(lambda t, g: _accumulate(t, g, type(t)._make))  # outside a pass
+    depth = 0  # backward passes running in this thread (a rule may run one inside)
+    callbacks: list = []  # queue_callback's, run when the outermost pass ends
 
     class Pass:  # with Pass(leaf): leaf is the running pass's, then the outer's again
         def __init__(self, leaf):
@@ -86,16 +89,6 @@ class Node:
         return "".join(part.capitalize() for part in self.op.split("_")) + "Backward0"
 
 
-class _Shared:
-    """The storage record of a gradient whose array may be shared: copy before writing."""
-
-    version = 0
-    copy_on_write = True
-    views = None
-    viewed = False
-
-
-_SHARED = _Shared()
 
 
 def check_finite(ops, array, what: str) -> None:
@@ -178,6 +171,16 @@ def _topological(roots, owners=None):
     return order
 
 
+def queue_callback(fn) -> None:
+    """Call ``fn()`` once the backward pass running in this thread has ended, every
+    gradient delivered into ``.grad`` (PyTorch's ``_execution_engine.queue_callback``);
+    callbacks run in the order queued, and are dropped if the pass raises."""
+    if not running.depth:
+        raise RuntimeError("queue_callback: no backward pass is running; call it from a "
+                           "hook that a backward pass runs")
+    running.callbacks.append(fn)
+
+
 def backward(tensor, grad_data, retain_graph=False, create_graph=False, inputs=None) -> None:
     """Propagate ``grad_data`` (a raw array shaped like ``tensor``; a Tensor under
     ``create_graph``) into the ``.grad`` of every leaf, or of ``inputs`` only."""
@@ -186,6 +189,28 @@ def backward(tensor, grad_data, retain_graph=False, create_graph=False, inputs=N
 
 def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inputs=None,
                  capture=False, leaf=None):
+    """The backward pass (:func:`_backward_pass`), then, when it is the outermost one in
+    this thread, the callbacks queued during it (:func:`queue_callback`)."""
+    if not running.depth:
+        running.callbacks = []
+    running.depth += 1
+    try:
+        found = _backward_pass(roots, root_grads, retain_graph, create_graph, inputs,
+                               capture, leaf)
+    except BaseException:
+        running.depth -= 1
+        if not running.depth:
+            running.callbacks = []
+        raise
+    running.depth -= 1
+    if not running.depth and running.callbacks:
+        queued, running.callbacks = running.callbacks, []
+        for fn in queued:
+            fn()
+    return found
+
+
+def _backward_pass(roots, root_grads, retain_graph, create_graph, inputs, capture, leaf):
     """The backward pass from the tensors ``roots``, seeded with ``root_grads``.
 
     ``retain_graph`` keeps the nodes for another backward (else each is freed once
@@ -201,7 +226,7 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inpu
     cls = roots[0].__class__  # the tensor class lives above this layer: never import it
     targets = None if inputs is None else {id(t): t for t in inputs}
     general = create_graph or targets is not None or hooks.state.active or leaf is not None
-    sink = _Sink(cls, targets, capture, create_graph, leaf) if general else None
+    sink = _Sink(cls, targets, capture, create_graph, leaf, attach) if general else None
     make = cls._make
     grads, owners, seeds = {}, ({} if general else None), []
     for root, grad_data in zip(roots, root_grads):
@@ -311,90 +336,3 @@ def check_saved(node) -> None:
                 f"of shape {tuple(t._data.shape)}) was written in place after {node.op!r} "
                 f"saved it; clone it before the in-place op (x = x.clone()), or use the "
                 f"out-of-place form (x = x + y instead of x += y)")
-
-
-def _accumulate(leaf, g, make) -> None:
-    if leaf._grad is None:
-        grad = leaf._grad = make(g, leaf._dtype, leaf._device)
-        # the array may be shared (several leaves, the caller's grad=): copied before the
-        # first in-place write into it (p.grad.zero_(), p.grad += ...)
-        grad._storage = _SHARED
-    else:
-        # out of place: a gradient array may be shared by several leaves
-        leaf._grad._data = leaf._device.ops.add(leaf._grad._data, g)
-
-
-class _Sink:
-    """Where gradients go on the general path: tensor hooks, retain_grad, the leaves'
-    sums (so that a leaf's hooks see its whole gradient, as in PyTorch), the targets."""
-
-    def __init__(self, cls, targets, capture, create_graph, redirect=None):
-        self.cls, self.targets, self.capture = cls, targets, capture
-        self.create_graph = create_graph
-        self.leaves, self.captured, self._adapters = {}, {}, {}
-        self.redirect = redirect  # leaf(tensor, grad) instead of .grad (run_backward's leaf=)
-
-    def tensor_ops(self, ops):
-        """The recorded adapter of the backend hook table ``ops`` (one per table)."""
-        found = self._adapters.get(id(ops))
-        if found is None:
-            found = self._adapters[id(ops)] = tensor_ops.TensorOps(ops, self.cls, attach)
-        return found
-
-    def add(self, t, a, b):
-        ops = t._device.ops
-        return self.tensor_ops(ops).add(a, b) if self.create_graph else ops.add(a, b)
-
-    def _tensor(self, t, g):
-        return g if isinstance(g, self.cls) else self.cls._make(g, t._dtype, t._device)
-
-    def _hooked(self, t, g):
-        out = hooks.run(t, self._tensor(t, g))
-        return out if self.create_graph else out._data
-
-    def reached(self, t, g):
-        """``g``, the whole gradient of the non-leaf ``t``, after its hooks."""
-        found = getattr(t, "_hooks", None)  # one look: an unset slot costs a caught error
-        if found is not None:
-            g = self._hooked(t, g)
-            if found.retain:
-                self._store(t, g)
-        if self.targets is not None and id(t) in self.targets:
-            self._deliver(t, g)
-        return g
-
-    def leaf(self, t, g):
-        if self.redirect is not None:
-            self.redirect(t, g)
-            return
-        entry = self.leaves.get(id(t))
-        if entry is None:
-            self.leaves[id(t)] = [t, g]
-        else:
-            entry[1] = self.add(t, entry[1], g)
-
-    def finish(self) -> dict:
-        for t, g in self.leaves.values():
-            if getattr(t, "_hooks", None) is not None:
-                g = self._hooked(t, g)
-            if self.targets is None or id(t) in self.targets:
-                self._deliver(t, g)
-        return self.captured
-
-    def _deliver(self, t, g):
-        if self.capture:
-            self.captured[id(t)] = self._tensor(t, g)
-        else:
-            self._store(t, g)
-
-    def _store(self, t, g):
-        """Add ``g`` into ``t.grad``; under create_graph the sum is on the tape."""
-        if not self.create_graph:
-            _accumulate(t, g, self.cls._make)
-        elif t._grad is None:
-            g = self._tensor(t, g)
-            alias = self.cls._make(g._data, t._dtype, t._device)  # .grad is never shared
-            alias._node, alias._requires_grad = g._node, g._requires_grad
-            t._grad = alias
-        else:
-            t._grad = self.add(t, t._grad, self._tensor(t, g))

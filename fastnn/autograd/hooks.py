@@ -1,4 +1,5 @@
-"""Tensor hooks for the backward pass: ``register_hook`` and ``retain_grad``.
+"""Tensor hooks for the backward pass: ``register_hook``, ``retain_grad`` and
+``register_post_accumulate_grad_hook``.
 
 A tensor's hooks live in its ``_hooks`` slot (unset until the first hook, so
 making a tensor costs nothing more). :data:`state` counts the hooks registered
@@ -25,24 +26,25 @@ _serial = 0
 class Hooks:
     """A tensor's backward hooks (in registration order) and its retain_grad flag."""
 
-    __slots__ = ("fns", "retain")
+    __slots__ = ("fns", "retain", "post")
 
     def __init__(self):
         self.fns = {}  # handle id -> fn; dicts keep insertion order
         self.retain = False
+        self.post = {}  # handle id -> fn(tensor), run after .grad took the gradient
 
 
 class RemovableHandle:
     """What :func:`register_hook` returns: ``handle.remove()`` unregisters the hook."""
 
-    __slots__ = ("_hooks", "_key")
+    __slots__ = ("_table", "_key")
 
-    def __init__(self, hooks: Hooks, key: int):
-        self._hooks, self._key = hooks, key
+    def __init__(self, table: dict, key: int):
+        self._table, self._key = table, key
 
     def remove(self) -> None:
         """Unregister the hook (a second call does nothing)."""
-        if self._hooks.fns.pop(self._key, None) is not None:
+        if self._table.pop(self._key, None) is not None:
             _count(-1)
 
     def __enter__(self):
@@ -71,19 +73,39 @@ def register_hook(tensor, fn) -> RemovableHandle:
     ``fn`` may return a Tensor that replaces the gradient (same shape), or None to
     keep it. On a leaf the hooks run before the gradient is added into ``.grad``.
     """
-    global _serial
     if not callable(fn):
         raise TypeError(f"register_hook: fn must be callable, got {type(fn).__name__}")
     if not tensor._requires_grad:
         raise RuntimeError("register_hook: the tensor does not require grad, so no gradient "
                            "will reach it; set requires_grad=True on its leaves first")
-    hooks = _hooks_of(tensor)
+    return _add(_hooks_of(tensor).fns, fn)
+
+
+def register_post_accumulate_grad_hook(tensor, fn) -> RemovableHandle:
+    """Call ``fn(tensor)`` each time a backward pass has added a gradient into the
+    ``.grad`` of the leaf ``tensor`` (PyTorch's hook of that name); ``fn`` returns None.
+
+    It runs when ``.grad`` holds the new sum, not on ``autograd.grad`` (which leaves
+    ``.grad`` alone). Distributed data parallelism uses it to learn which parameters
+    a pass reached.
+    """
+    if not callable(fn):
+        raise TypeError(f"register_post_accumulate_grad_hook: fn must be callable, got "
+                        f"{type(fn).__name__}")
+    if not tensor._requires_grad or tensor._node is not None:
+        raise RuntimeError("register_post_accumulate_grad_hook: only a leaf tensor that "
+                           "requires grad accumulates a gradient into .grad")
+    return _add(_hooks_of(tensor).post, fn)
+
+
+def _add(table: dict, fn) -> RemovableHandle:
+    global _serial
     with _lock:
         _serial += 1
         key = _serial
-    hooks.fns[key] = fn
+    table[key] = fn
     _count(1)
-    return RemovableHandle(hooks, key)
+    return RemovableHandle(table, key)
 
 
 def retain_grad(tensor) -> None:
@@ -118,3 +140,11 @@ def retains(tensor) -> bool:
     """Whether ``retain_grad`` was called on ``tensor``."""
     hooks = getattr(tensor, "_hooks", None)
     return hooks is not None and hooks.retain
+
+
+def run_post(tensor) -> None:
+    """Run ``tensor``'s post-accumulate-grad hooks (its ``.grad`` holds the new sum)."""
+    hooks = getattr(tensor, "_hooks", None)
+    if hooks is not None:
+        for fn in list(hooks.post.values()):
+            fn(tensor)

@@ -158,10 +158,11 @@ class Communicator:
             raise ValueError(f"{where}: root must be a rank in [0, {self.size}), got {root!r}")
 
 
-def check_same_layout(comm: Communicator, where: str, layout: list) -> None:
+def check_same_layout(comm: Communicator, where: str, layout: list,
+                      what: str = "the model's parameters") -> None:
     """Raise the same DistributedError on every rank unless all ranks pass equal ``layout``s
-    (lists of (name, shape, dtype, ...)): a collective over different shapes would mix up
-    values or hang."""
+    (lists of (name, shape, dtype, ...)) of ``what``: a collective over different shapes
+    would mix up values or hang."""
     layouts = comm.allgather_object(layout)
     for rank, other in enumerate(layouts):
         if other == layouts[0]:
@@ -171,6 +172,9 @@ def check_same_layout(comm: Communicator, where: str, layout: list) -> None:
         else:
             first = next(i for i, (a, b) in enumerate(zip(layouts[0], other)) if a != b)
             detail = f"rank 0 has {layouts[0][first]}, rank {rank} has {other[first]}"
+        if what != "the model's parameters":
+            raise DistributedError(f"{where}: the ranks disagree on the {what} ({detail}); "
+                                   "every rank must pass the same shapes and dtypes")
         raise DistributedError(
             f"{where}: the ranks disagree on the model's parameters ({detail}); every rank "
             "must build the same model (same code, same arguments) before training")

@@ -54,7 +54,13 @@ def broadcast_parameters(model, comm: Communicator, root: int = 0) -> None:
     named += list(getattr(model, "named_buffers", lambda: ())())
     check_same_layout(comm, "broadcast_parameters",
                       [(name, t.shape, t.dtype.name) for name, t in named])
-    groups = _grouped(((t._device, t._dtype.name), t) for _, t in named)
+    broadcast_tensors(comm, [t for _, t in named], root)
+
+
+def broadcast_tensors(comm: Communicator, tensors: list, root: int = 0) -> None:
+    """Overwrite every rank's ``tensors`` with rank ``root``'s, in place and without
+    history, in one collective per (device, dtype); the ranks' lists must agree."""
+    groups = _grouped(((t._device, t._dtype.name), t) for t in tensors)
     for (device, dtype), items in groups.items():
         fresh = comm.broadcast_arrays(device, dtype, [t._data for _, t in items], root)
         for (_, t), data in zip(items, fresh):
@@ -188,11 +194,14 @@ class DistributedOptimizer(Optimizer):
         return float(integer("DistributedOptimizer", "samples", samples, minimum=0))
 
 
-def average_gradients(comm: Communicator, pairs: list, samples: float) -> list:
+def average_gradients(comm: Communicator, pairs: list, samples: float,
+                      over_ranks: bool = False) -> list:
     """``pairs`` with each gradient replaced by its sample-weighted mean over the ranks.
 
     A gradient that is None (or any gradient, when ``samples`` is 0) counts with
     weight 0; a parameter whose total weight is 0 is left out of the result.
+    ``over_ranks=True`` divides the sum by ``comm.size * samples`` instead (PyTorch
+    DDP's mean: a rank without a gradient contributes zeros).
     """
     entries = []  # ((device, dtype on the wire), param, raw data or None)
     for p, g in pairs:
@@ -237,7 +246,9 @@ def average_gradients(comm: Communicator, pairs: list, samples: float) -> list:
                                                        else ())):
         if total > 0:
             divisor = float(total)
-            if recording() and p._device is home[0]:  # fnn.compile: divide on the device
+            if over_ranks:
+                divisor = float(comm.size * samples)
+            elif recording() and p._device is home[0]:  # fnn.compile: divide on the device
                 divisor = _total_on_device(p._device.ops, weights_out, n, wire)
             data = p._device.ops.div(results[id(p)], divisor)
             averaged.append((p, Tensor._make(data, as_dtype(wire), p._device)))

@@ -260,6 +260,10 @@ class Tensor:
         return a replacement. Returns a handle whose ``.remove()`` unregisters it."""
         return hooks.register_hook(self, fn)
 
+    def register_post_accumulate_grad_hook(self, fn):
+        """Call ``fn(self)`` after each backward pass added into this leaf's ``.grad``."""
+        return hooks.register_post_accumulate_grad_hook(self, fn)
+
     @property
     def grad_fn(self):
         """The tape node that made this tensor (``.name()``: e.g. ``MulBackward0``), or

@@ -48,7 +48,7 @@ class Place:
         return getattr(self._node, "op", None)
 
 
-# id(code object) -> 0 (the user's), 1 (fastnn's or skipped), 2 (run_backward); keyed by
+# id(code object) -> 0 (the user's), 1 (fastnn's or skipped), 2 (the tape's loop); keyed by
 # id, its code objects held (a code object's hash is computed from its fields at every
 # lookup: a third of a walk's time)
 _inside: dict = {}
@@ -58,7 +58,7 @@ _held: list = []
 def _kind(code) -> int:
     path = code.co_filename
     if path.startswith(_FASTNN):
-        kind = 2 if code.co_name == "run_backward" else 1
+        kind = 2 if code.co_name == "_backward_pass" else 1
     else:
         kind = 1 if path.startswith(_SKIP[1]) or path.endswith(_SKIP[2]) else 0
     if len(_inside) > 50_000:

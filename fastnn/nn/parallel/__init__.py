@@ -1,0 +1,13 @@
+"""PyTorch's ``torch.nn.parallel``: :class:`DistributedDataParallel` over
+:mod:`fastnn.distributed`, and :class:`DataParallel` (one process, one device).
+
+A layer above the rest of ``fastnn.nn`` (it needs ``fastnn.distributed``), so
+``fastnn.nn`` does not import it: ``from fastnn.nn.parallel import
+DistributedDataParallel`` does, and so does ``import fastnn.distributed``, after which
+``fnn.nn.parallel.DistributedDataParallel`` is there as in PyTorch.
+"""
+
+from fastnn.nn.parallel.data_parallel import DataParallel
+from fastnn.nn.parallel.distributed import DistributedDataParallel
+
+__all__ = ["DataParallel", "DistributedDataParallel"]
