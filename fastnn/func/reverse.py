@@ -28,7 +28,7 @@ def _split_aux(api: str, output, has_aux: bool):
 
 def grad_and_value(func, argnums=0, has_aux=False):
     """``func``'s gradient with respect to the arguments at ``argnums`` and its value: the
-    returned function gives ``(grad, value)`` (``((grad, value), aux)`` with has_aux).
+    returned function gives ``(grad, value)`` (``(grad, (value, aux))`` with has_aux).
     ``func`` must return a scalar (0-dim) Tensor; the gradient has the argument's
     structure (a tuple of them for a tuple ``argnums``)."""
     api = "grad_and_value(f)(*args)"
@@ -46,8 +46,10 @@ def grad_and_value(func, argnums=0, has_aux=False):
                                "the vjp or jacrev APIs instead?")
         keep = traced.keeps([output])
         grads = gradients([output], traced.inputs, [None], create_graph=keep)
-        result = traced.pack(grads), finish(output, keep)
-        return (result, detach_aux(aux, traced)) if has_aux else result
+        value = finish(output, keep)
+        if has_aux:
+            return traced.pack(grads), (value, detach_aux(aux, traced))
+        return traced.pack(grads), value
 
     return wrapper
 
@@ -59,10 +61,8 @@ def grad(func, argnums=0, has_aux=False):
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        if has_aux:
-            (gradient, _), aux = inner(*args, **kwargs)
-            return gradient, aux
-        return inner(*args, **kwargs)[0]
+        gradient, value = inner(*args, **kwargs)
+        return (gradient, value[1]) if has_aux else gradient
 
     return wrapper
 

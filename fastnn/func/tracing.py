@@ -157,7 +157,10 @@ def finish(tree, keep: bool):
 
 
 def detach_aux(aux, traced: Traced):
-    """The auxiliary output: each tensor detached unless its graph reaches outside."""
+    """The auxiliary output (tensors only, as PyTorch's): each tensor detached unless its
+    graph reaches outside the transform."""
     leaves, spec = pytree.flatten(aux)
-    return pytree.unflatten([t if not isinstance(t, Tensor) or traced.keeps([t])
-                             else t.detach() for t in leaves], spec)
+    for t in leaves:
+        if not isinstance(t, Tensor):
+            raise RuntimeError(f"Expected tensors, got unsupported type {type(t)}")
+    return pytree.unflatten([t if traced.keeps([t]) else t.detach() for t in leaves], spec)
