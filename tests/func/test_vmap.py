@@ -1,0 +1,176 @@
+"""fnn.func.vmap against torch.func.vmap: in_dims, out_dims, nesting, per-sample
+gradients, randomness and torch's errors."""
+
+import numpy as np
+import pytest
+
+import fastnn as fnn
+from fastnn import func as ffunc
+from fastnn import nn
+from tests.func.helpers import B43, X3, Y23, assert_tree_close, ours, theirs
+from tests.ops.conftest import DEVICES
+
+torch = pytest.importorskip("torch")
+TF = torch.func
+
+
+def test_in_dims_int_none_negative_and_nested_match_torch():
+    batch, other = np.arange(24.0).reshape(2, 3, 4) / 7, np.arange(12.0).reshape(4, 3) / 5
+    cases = [
+        (lambda a, b: a.sum(0) * b[:, 0], (1, None), (batch, other)),
+        (lambda a, b: a @ b.T, (-1, None), (batch, other)),
+        (lambda a, b: a * b, (0, 1), (B43, B43.T.copy())),
+    ]
+    for f, in_dims, args in cases:
+        got = ffunc.vmap(f, in_dims=in_dims)(*(ours(a) for a in args))
+        want = TF.vmap(f, in_dims=in_dims)(*(theirs(torch, a) for a in args))
+        assert_tree_close(got, want)
+    def f(p, s):
+        return p["w"] * p["v"][0] + s
+
+    in_dims = ({"w": 0, "v": None}, None)  # a dict of in_dims, a non-tensor argument
+    got = ffunc.vmap(f, in_dims=in_dims)({"w": ours(B43), "v": ours(Y23)}, 2.0)
+    want = TF.vmap(f, in_dims=in_dims)({"w": theirs(torch, B43), "v": theirs(torch, Y23)}, 2.0)
+    assert_tree_close(got, want)
+
+
+def test_out_dims_tuple_outputs_and_kwargs_match_torch():
+    def f(x, scale=1.0):
+        return x * scale, {"s": x.sum(), "m": x[:2]}
+
+    for out_dims in (0, -1, (1, {"s": 0, "m": -1}), (-2, 0)):
+        got = ffunc.vmap(f, out_dims=out_dims)(ours(B43), scale=3.0)
+        want = TF.vmap(f, out_dims=out_dims)(theirs(torch, B43), scale=3.0)
+        assert_tree_close(got, want)
+    got = ffunc.vmap(lambda x, w: (x * 2, w), in_dims=(0, None), out_dims=(0, None))(
+        ours(B43), ours(X3))
+    assert_tree_close(got, (ours(B43 * 2), ours(X3)))
+
+
+def test_nested_vmap_is_an_outer_product_of_maps():
+    a, b = np.arange(3.0), np.arange(4.0) + 1
+    outer = ffunc.vmap(ffunc.vmap(lambda u, v: u * v + u, in_dims=(None, 0)), in_dims=(0, None))
+    np.testing.assert_allclose(outer(ours(a), ours(b)).numpy(), a[:, None] * b + a[:, None])
+    tout = TF.vmap(TF.vmap(lambda u, v: u * v + u, in_dims=(None, 0)), in_dims=(0, None))
+    assert_tree_close(outer(ours(a), ours(b)), tout(theirs(torch, a), theirs(torch, b)))
+
+
+def _mlp_pair():
+    fnn.manual_seed(0)
+    torch.manual_seed(0)
+    theirs_model = torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.Tanh(),
+                                       torch.nn.Linear(5, 2)).double()
+    ours_model = nn.Sequential(nn.Linear(3, 5, dtype=fnn.float64), nn.Tanh(),
+                               nn.Linear(5, 2, dtype=fnn.float64))
+    params = {k: v.detach() for k, v in theirs_model.named_parameters()}
+    return ours_model, theirs_model, params
+
+
+def test_per_sample_gradients_of_an_mlp_match_torch_and_a_loop():
+    ours_model, theirs_model, tparams = _mlp_pair()
+    params = {k: ours(v.numpy()) for k, v in tparams.items()}
+    targets = np.array([0, 1, 1, 0])
+
+    def loss(call, cross_entropy, model):
+        def f(p, x, t):
+            out = call(model, p, (x.unsqueeze(0),))
+            return cross_entropy(out, t.unsqueeze(0))
+        return f
+
+    ours_loss = loss(ffunc.functional_call, fnn.functional.cross_entropy, ours_model)
+    theirs_loss = loss(TF.functional_call, torch.nn.functional.cross_entropy, theirs_model)
+    x, t = ours(B43), fnn.tensor(targets, dtype=fnn.int64)
+    got = ffunc.vmap(ffunc.grad(ours_loss), in_dims=(None, 0, 0))(params, x, t)
+    want = TF.vmap(TF.grad(theirs_loss), in_dims=(None, 0, 0))(
+        tparams, theirs(torch, B43), torch.tensor(targets))
+    assert_tree_close(got, want, rtol=1e-9)
+    assert got["0.weight"].shape == (4, 5, 3)
+    assert not any(g.requires_grad for g in got.values())
+    for i in range(4):  # and the gradient of each sample's loss on its own
+        one = {k: v.detach().requires_grad_(True) for k, v in params.items()}
+        ours_loss(one, x[i], t[i]).backward()
+        for k in one:
+            np.testing.assert_allclose(got[k][i].numpy(), one[k].grad.numpy(), rtol=1e-10)
+
+
+def test_vmap_of_grad_keeps_the_graph_of_parameters_that_require_grad():
+    w = ours(X3, requires_grad=True)
+    tw = theirs(torch, X3, requires_grad=True)
+    per_sample = ffunc.vmap(ffunc.grad(lambda x: (fnn.sin(x * w) ** 2).sum()))(ours(B43))
+    tper = TF.vmap(TF.grad(lambda x: (torch.sin(x * tw) ** 2).sum()))(theirs(torch, B43))
+    assert per_sample.requires_grad
+    (per_sample ** 2).sum().backward()
+    (tper ** 2).sum().backward()
+    assert_tree_close(w.grad, tw.grad)
+
+
+def test_randomness_modes():
+    with pytest.raises(RuntimeError, match="called random operation while in randomness "
+                                           "error mode"):
+        ffunc.vmap(lambda x: x + fnn.randn(3))(ours(B43))
+    with pytest.raises(RuntimeError, match="randomness error mode"):
+        ffunc.vmap(lambda x: fnn.functional.dropout(x, 0.5))(ours(B43))
+    assert fnn.randn(2).shape == (2,)  # the default generator is back
+    fnn.manual_seed(3)
+    same = ffunc.vmap(lambda x: x * 0 + fnn.randn(3, dtype=fnn.float64), randomness="same")(
+        ours(B43)).numpy()
+    np.testing.assert_array_equal(same, np.broadcast_to(same[0], same.shape))
+    fnn.manual_seed(3)
+    np.testing.assert_array_equal(fnn.randn(3, dtype=fnn.float64).numpy(), same[0])
+    different = ffunc.vmap(lambda x: x * 0 + fnn.randn(3), randomness="different")(ours(B43))
+    assert len({tuple(row) for row in different.numpy().round(6)}) == 4
+    with pytest.raises(RuntimeError, match="Only allowed values for randomness are 'error', "
+                                           "'different', or 'same'. Got sometimes"):
+        ffunc.vmap(fnn.sin, randomness="sometimes")
+
+
+def test_errors_use_torchs_wording():
+    x, y = ours(B43), ours(Y23)
+
+    def f(a, b=None):
+        return a
+
+    cases = [
+        (dict(), (x, y), "Expected all tensors to have the same size in the mapped dimension, "
+                         "got sizes \\[4, 2\\] for the mapped dimension"),
+        (dict(in_dims=(0, 0)), (x, 2.0), "Got in_dim=0 for an input but the input is of type "
+                                         "<class 'float'>. We cannot vmap over non-Tensor"),
+        (dict(in_dims=2), (x,), "Got in_dim=2 for some input, but that input is a Tensor of "
+                                "dimensionality 2 so expected in_dim to satisfy -2 <= in_dim "
+                                "< 2."),
+        (dict(in_dims=[0]), (x,), "expected `in_dims` to be int or a \\(potentially nested\\) "
+                                  "tuple matching the structure of inputs"),
+        (dict(in_dims=(0, 0, 0)), (x, y), "in_dims is not compatible with the structure of "
+                                          "`inputs`"),
+        (dict(in_dims=(0.5,)), (x,), "Got in_dim=0.5 for an input but in_dim must be either "
+                                     "an integer dimension or None."),
+        (dict(), (), "got no inputs. Maybe you forgot to add inputs"),
+    ]
+    for kwargs, args, message in cases:
+        for vmap, lib_args in ((ffunc.vmap, args), (TF.vmap, tuple(
+                torch.tensor(a.numpy()) if isinstance(a, fnn.Tensor) else a for a in args))):
+            with pytest.raises(ValueError, match=message):
+                vmap(f, **kwargs)(*lib_args)
+    with pytest.raises(ValueError, match="Expected at least one Tensor to vmap over"):
+        ffunc.vmap(f, in_dims=(None,))(x)
+    with pytest.raises(ValueError, match="must only return Tensors, got type <class 'float'>"):
+        ffunc.vmap(lambda a: 1.0)(x)
+    with pytest.raises(ValueError, match="can not return a BatchedTensor when out_dim is None"):
+        ffunc.vmap(lambda a: a * 2, out_dims=None)(x)
+    with pytest.raises(ValueError, match="out_dims is not compatible with the structure"):
+        ffunc.vmap(lambda a: (a, a), out_dims=(0, 0, 0))(x)
+    with pytest.raises(ValueError, match="`out_dims` must be an int, None or a python"):
+        ffunc.vmap(f, out_dims="0")
+    with pytest.raises(ValueError, match="chunk_size should be None or greater than 0"):
+        ffunc.vmap(f, chunk_size=0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_vmap_of_grad_on_every_device(device):
+    x = fnn.tensor(B43, dtype=fnn.float32, device=device)
+    w = fnn.tensor(X3, dtype=fnn.float32, device=device)
+    got = ffunc.vmap(ffunc.grad(lambda v, u: (fnn.tanh(v * u)).sum()), in_dims=(0, None))(x, w)
+    assert got.device == x.device and got.shape == (4, 3)
+    np.testing.assert_allclose(got.cpu().numpy(), X3 / np.cosh(B43 * X3) ** 2, rtol=1e-5)
+    moved = ffunc.vmap(lambda v: v * 2, in_dims=1, out_dims=1)(x)
+    np.testing.assert_allclose(moved.cpu().numpy(), B43 * 2, rtol=1e-6)
