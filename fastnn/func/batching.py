@@ -1,7 +1,7 @@
 """PyTorch's ``torch.func.vmap``: map a function over a dimension of its inputs.
 
 NOTE: fastnn's vmap is a loop, not batching rules. It calls ``func`` once per index of
-the mapped dimension, on the inputs sliced there (``select``), and stacks the results
+the mapped dimension, on the inputs sliced there (``x[:, i]``), and stacks the results
 along ``out_dims``. The values, the argument handling (``in_dims`` per argument, nested
 tuples/lists/dicts, None for an unmapped argument, negative dimensions), the results'
 structure and the error messages are PyTorch's; the cost is ``batch_size`` calls of
@@ -35,6 +35,7 @@ from fastnn.ops.elementwise_more import equal
 from fastnn.ops.joining import stack
 from fastnn.ops.tensor import Tensor
 
+_ALL = slice(None)
 _RANDOM_ERROR = ("vmap: called random operation while in randomness error mode. Please "
                  "either use the 'same' or 'different' randomness flags on vmap or perform "
                  "the randomness operation out of vmap")
@@ -215,7 +216,8 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         with _randomness(randomness) as restart:
             for index in range(size):
                 restart()
-                sliced = [arg if dim is None else arg.select(dim, index)
+                # indexing: the same view as select(dim, index), and cheaper per call
+                sliced = [arg if dim is None else arg[(_ALL,) * dim + (index,)]
                           for arg, dim in zip(flat_args, flat_dims)]
                 results.append(func(*pytree.unflatten(sliced, spec), **kwargs))
         return _stacked_outputs(func, results, out_dims)
