@@ -47,6 +47,10 @@ def test_out_dims_tuple_outputs_and_kwargs_match_torch():
     assert_tree_close(got, (ours(B43 * 2), ours(X3)))
 
 
+def test_fnn_vmap_is_func_vmap_as_torch_vmap_is_torch_func_vmap():
+    assert fnn.vmap is ffunc.vmap and torch.vmap is TF.vmap
+
+
 def test_nested_vmap_is_an_outer_product_of_maps():
     a, b = np.arange(3.0), np.arange(4.0) + 1
     outer = ffunc.vmap(ffunc.vmap(lambda u, v: u * v + u, in_dims=(None, 0)), in_dims=(0, None))
