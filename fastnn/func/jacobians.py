@@ -84,7 +84,8 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
 
 def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
     """The Jacobian of ``func`` with respect to the arguments at ``argnums``: the values
-    of PyTorch's forward-mode ``jacfwd``, computed as :func:`jacrev` computes them."""
+    of PyTorch's forward-mode ``jacfwd``, computed as :func:`jacrev` computes them
+    (``randomness`` is checked; with no vmap inside, it changes nothing)."""
     if randomness not in ("error", "different", "same"):
         raise RuntimeError("Only allowed values for randomness are 'error', 'different', "
                            f"or 'same'. Got {randomness}")

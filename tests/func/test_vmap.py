@@ -8,7 +8,6 @@ import fastnn as fnn
 from fastnn import func as ffunc
 from fastnn import nn
 from tests.func.helpers import B43, X3, Y23, assert_tree_close, ours, theirs
-from tests.ops.conftest import DEVICES
 
 torch = pytest.importorskip("torch")
 TF = torch.func
@@ -108,25 +107,6 @@ def test_vmap_of_grad_keeps_the_graph_of_parameters_that_require_grad():
     assert_tree_close(w.grad, tw.grad)
 
 
-def test_randomness_modes():
-    with pytest.raises(RuntimeError, match="called random operation while in randomness "
-                                           "error mode"):
-        ffunc.vmap(lambda x: x + fnn.randn(3))(ours(B43))
-    with pytest.raises(RuntimeError, match="randomness error mode"):
-        ffunc.vmap(lambda x: fnn.functional.dropout(x, 0.5))(ours(B43))
-    assert fnn.randn(2).shape == (2,)  # the default generator is back
-    fnn.manual_seed(3)
-    same = ffunc.vmap(lambda x: x * 0 + fnn.randn(3, dtype=fnn.float64), randomness="same")(
-        ours(B43)).numpy()
-    np.testing.assert_array_equal(same, np.broadcast_to(same[0], same.shape))
-    fnn.manual_seed(3)
-    np.testing.assert_array_equal(fnn.randn(3, dtype=fnn.float64).numpy(), same[0])
-    different = ffunc.vmap(lambda x: x * 0 + fnn.randn(3), randomness="different")(ours(B43))
-    assert len({tuple(row) for row in different.numpy().round(6)}) == 4
-    with pytest.raises(RuntimeError, match="Only allowed values for randomness are 'error', "
-                                           "'different', or 'same'. Got sometimes"):
-        ffunc.vmap(fnn.sin, randomness="sometimes")
-
 
 def test_errors_use_torchs_wording():
     x, y = ours(B43), ours(Y23)
@@ -167,14 +147,3 @@ def test_errors_use_torchs_wording():
         ffunc.vmap(f, out_dims="0")
     with pytest.raises(ValueError, match="chunk_size should be None or greater than 0"):
         ffunc.vmap(f, chunk_size=0)
-
-
-@pytest.mark.parametrize("device", DEVICES)
-def test_vmap_of_grad_on_every_device(device):
-    x = fnn.tensor(B43, dtype=fnn.float32, device=device)
-    w = fnn.tensor(X3, dtype=fnn.float32, device=device)
-    got = ffunc.vmap(ffunc.grad(lambda v, u: (fnn.tanh(v * u)).sum()), in_dims=(0, None))(x, w)
-    assert got.device == x.device and got.shape == (4, 3)
-    np.testing.assert_allclose(got.cpu().numpy(), X3 / np.cosh(B43 * X3) ** 2, rtol=1e-5)
-    moved = ffunc.vmap(lambda v: v * 2, in_dims=1, out_dims=1)(x)
-    np.testing.assert_allclose(moved.cpu().numpy(), B43 * 2, rtol=1e-6)
