@@ -1,4 +1,4 @@
-"""PyTorch's ``torch.func.grad``, ``grad_and_value``, ``vjp`` and ``jvp``.
+"""PyTorch's ``torch.func.grad``, ``grad_and_value``, ``vjp``, ``jvp`` and ``linearize``.
 
 Each runs the function once on fresh inputs (see :mod:`fastnn.func.tracing`) and takes
 its derivatives with backward passes on fastnn's tape: ``grad`` one pass, ``vjp_fn`` one
@@ -153,3 +153,14 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
                            "independent of the inputs. This is not allowed with strict=True.")
     result = (finish(output, keep), pytree.unflatten(finish(found, keep), out_spec))
     return result + (detach_aux(aux, traced),) if has_aux else result
+
+
+def linearize(func, *primals):
+    """``(func(*primals), jvp_fn)``: ``jvp_fn(*tangents)`` is the Jacobian-vector product at
+    ``primals`` (PyTorch traces func once for it; fastnn runs :func:`jvp` at each call)."""
+    output = finish(func(*primals), False)
+
+    def jvp_fn(*tangents):
+        return jvp(func, primals, tangents)[1]
+
+    return output, jvp_fn

@@ -139,3 +139,11 @@ def test_jvp_two_primals_tuple_output_and_aux():
         ffunc.jvp(vector_fn(fnn), ours(X3), ours(X3))
     with pytest.raises(RuntimeError, match="same python structure"):
         ffunc.jvp(vector_fn(fnn), (ours(X3),), (ours(X3), ours(X3)))
+
+
+def test_linearize_matches_torch():
+    out, jvp_fn = ffunc.linearize(vector_fn(fnn), ours(X3))
+    tout, tjvp_fn = TF.linearize(vector_fn(torch), theirs(torch, X3))
+    assert_tree_close(out, tout)
+    for tangent in (np.array([1.0, 0.0, -1.0]), X3):
+        assert_tree_close(jvp_fn(ours(tangent)), tjvp_fn(theirs(torch, tangent)))

@@ -147,3 +147,34 @@ def test_errors_use_torchs_wording():
         ffunc.vmap(f, out_dims="0")
     with pytest.raises(ValueError, match="chunk_size should be None or greater than 0"):
         ffunc.vmap(f, chunk_size=0)
+
+
+def test_ensembling_with_stack_module_state_matches_torch():
+    fnn.manual_seed(0)
+    torch.manual_seed(0)
+    tmodels = [torch.nn.Linear(3, 2).double() for _ in range(4)]
+    models = [nn.Linear(3, 2, dtype=fnn.float64) for _ in range(4)]
+    for mine, theirs_model in zip(models, tmodels):
+        mine.load_state_dict({k: ours(v.detach().numpy())
+                              for k, v in theirs_model.state_dict().items()})
+    params, buffers = ffunc.stack_module_state(models)
+    tparams, tbuffers = TF.stack_module_state(tmodels)
+    assert params["weight"].shape == (4, 2, 3) and params["weight"].requires_grad
+    assert params["weight"]._node is None and buffers == {}
+
+    def wrapper(call, base):
+        return lambda p, b, x: call(base, (p, b), (x,))
+
+    out = ffunc.vmap(wrapper(ffunc.functional_call, models[0]), in_dims=(0, 0, None))(
+        params, buffers, ours(B43))
+    tout = TF.vmap(wrapper(TF.functional_call, tmodels[0]), in_dims=(0, 0, None))(
+        tparams, tbuffers, theirs(torch, B43))
+    assert_tree_close(out, tout)
+    (out ** 2).sum().backward()
+    (tout ** 2).sum().backward()
+    assert_tree_close(params["weight"].grad, tparams["weight"].grad)
+    models[1].eval()
+    with pytest.raises(RuntimeError, match="same training/eval mode"):
+        ffunc.stack_module_state(models)
+    with pytest.raises(RuntimeError, match="Expected at least one model, got 0"):
+        ffunc.stack_module_state([])
