@@ -144,13 +144,13 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     with grad_mode.enable_grad():
         transposed = gradients(outputs, traced.inputs, dummies, create_graph=True)
     pairs = [(g, t) for g, t in zip(transposed, tangent_leaves) if g.requires_grad]
+    if strict and not pairs:
+        raise RuntimeError("jvp(f, primals, tangents, strict=True): The output of f is "
+                           "independent of the inputs. This is not allowed with strict=True.")
     if pairs:
         found = gradients([g for g, _ in pairs], dummies, [t for _, t in pairs], keep)
     else:
         found = [o.new_zeros(o.shape) for o in outputs]
-    if strict and not pairs:
-        raise RuntimeError("jvp(f, primals, tangents, strict=True): The output of f is "
-                           "independent of the inputs. This is not allowed with strict=True.")
     result = (finish(output, keep), pytree.unflatten(finish(found, keep), out_spec))
     return result + (detach_aux(aux, traced),) if has_aux else result
 

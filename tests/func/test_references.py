@@ -180,3 +180,10 @@ def test_vmap_of_grad_on_every_device(device):
     np.testing.assert_allclose(got.cpu().numpy(), X3 / np.cosh(B43 * X3) ** 2, rtol=1e-5)
     moved = ffunc.vmap(lambda v: v * 2, in_dims=1, out_dims=1)(x)
     np.testing.assert_allclose(moved.cpu().numpy(), B43 * 2, rtol=1e-6)
+
+
+def test_jvp_of_a_constant_is_zero_and_strict_refuses_it():
+    out, jv = ffunc.jvp(lambda v: v.new_ones(2), (ours(X3),), (ours(X3),))
+    np.testing.assert_array_equal(jv.numpy(), np.zeros(2))
+    with pytest.raises(RuntimeError, match="The output of f is independent of the inputs"):
+        ffunc.jvp(lambda v: v.new_ones(2), (ours(X3),), (ours(X3),), strict=True)
