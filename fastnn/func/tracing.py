@@ -106,7 +106,7 @@ class Traced:
             self.single = isinstance(argnums, int)
             positions = ((wrap_argnum(argnums, len(args)),) if self.single else
                          tuple(wrap_argnum(a, len(args)) for a in argnums))
-        check_argnums(positions)  # -1 and 1 may name the same argument
+            check_argnums(positions)  # -1 and 1 may name the same argument
         self.caller_grad = grad_mode.is_grad_enabled()
         args = list(args)
         self.specs, self.inputs, self.ours = [], [], set()
