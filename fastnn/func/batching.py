@@ -5,7 +5,7 @@ the mapped dimension, on the inputs sliced there (``x[:, i]``), and stacks the r
 along ``out_dims``. The values, the argument handling (``in_dims`` per argument, nested
 tuples/lists/dicts, None for an unmapped argument, negative dimensions), the results'
 structure and the error messages are PyTorch's; the cost is ``batch_size`` calls of
-``func`` (see benchmarks/func_vmap.py for how it compares with a hand-batched version).
+``func`` (see benchmarks/bench_func.py for how it compares with a hand-batched version).
 Because every call is an ordinary eager call, anything ``func`` can do works inside:
 ``vmap(grad(f))`` for per-sample gradients, ``vmap(jacrev(f))``, nested vmaps, and
 data-dependent control flow (which PyTorch's vmap rejects).
@@ -20,7 +20,9 @@ What differs from PyTorch's:
   (``fnn.manual_seed``'s: ``randn``, ``rand``, dropout, ...); one given an explicit
   ``generator=`` is not checked. ``'same'`` restarts the default generator from its state at
   entry for every call (so all samples draw the same numbers); ``'different'`` lets it run.
-- ``chunk_size`` is checked and otherwise has no effect (one call per index anyway).
+- ``chunk_size`` is checked and otherwise has no effect (one call per index anyway);
+- in-place writes into a mapped input go through to the caller's tensor slice by slice,
+  where PyTorch may refuse some (writing a batched value into an unbatched tensor).
 """
 
 from __future__ import annotations
