@@ -92,6 +92,7 @@ __version__ = _installed_version()
 _LAZY = {  # name -> the module it is loaded from on first use (__getattr__ below)
     "save": "fastnn.checkpoint", "load": "fastnn.checkpoint",
     "compile": "fastnn.capture", "CaptureError": "fastnn.capture",
+    "vmap": "fastnn.func",  # PyTorch's torch.vmap is torch.func.vmap
     **dict.fromkeys(("ShadowMismatch", "ShadowWarning", "shadow", "shadow_report"),
                     "fastnn.shadowing"),
 }

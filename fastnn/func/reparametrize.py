@@ -1,5 +1,6 @@
 """PyTorch's ``torch.func.functional_call``: run a module with other tensors in place of
-its parameters and buffers.
+its parameters and buffers (and ``stack_module_state``, which stacks the parameters of
+several modules for ensembling with ``vmap``).
 
 ``functional_call(model, {"weight": w}, (x,))`` runs ``model(x)`` with ``w`` bound as
 ``model.weight`` for the duration of the call, then puts the module's own tensors
@@ -15,6 +16,7 @@ import contextlib
 from collections.abc import Sequence
 
 from fastnn.nn.module import Module
+from fastnn.ops.joining import stack
 from fastnn.ops.tensor import Tensor
 
 _ABSENT = object()
@@ -127,4 +129,33 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
         return module(*args, **({} if kwargs is None else kwargs))
 
 
-__all__ = ["functional_call"]
+def _stacked_leaf(tensors: tuple, name: str) -> Tensor:
+    requiring = [t.requires_grad for t in tensors]
+    if any(requiring) and not all(requiring):
+        raise RuntimeError(f"Expected {name} from each model to have the same .requires_grad")
+    result = stack(tensors)
+    return result.detach().requires_grad_() if all(requiring) else result
+
+
+def stack_module_state(models) -> tuple[dict, dict]:
+    """(params, buffers): the parameters and buffers of ``models`` (modules of one class,
+    in one training/eval mode) stacked along a new first dimension, by name, for
+    ensembling with ``vmap(..., in_dims=(0, 0, None))``. Stacked parameters are new
+    leaves (requiring grad where the models' do), unrelated to the models' own."""
+    models = list(models)
+    if not models:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if len({m.training for m in models}) != 1:
+        raise RuntimeError("stack_module_state: Expected all models to have the same "
+                           "training/eval mode.")
+    if any(type(m) is not type(models[0]) for m in models):
+        raise RuntimeError("stack_module_state: Expected all models to be of the same "
+                           "class.")
+    all_params = [dict(m.named_parameters()) for m in models]
+    all_buffers = [dict(m.named_buffers()) for m in models]
+    params = {k: _stacked_leaf(tuple(p[k] for p in all_params), k) for k in all_params[0]}
+    buffers = {k: _stacked_leaf(tuple(b[k] for b in all_buffers), k) for k in all_buffers[0]}
+    return params, buffers
+
+
+__all__ = ["functional_call", "stack_module_state"]
