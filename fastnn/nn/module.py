@@ -227,6 +227,41 @@ class Module(HooksMixin, ModuleTree, ModuleState):
             mod = child
         return mod
 
+    def _owner_of(self, target: str):
+        """(the module holding the last name of ``target``, that name)."""
+        path, _, name = target.rpartition(".")
+        owner = self.get_submodule(path)
+        return owner, name
+
+    def get_parameter(self, target: str):
+        """The parameter at the dotted path ``target`` (``"0.weight"``), as PyTorch's."""
+        owner, name = self._owner_of(target)
+        if name not in owner._parameters:
+            raise AttributeError(f"{type(owner).__name__} has no parameter {name!r} (looking "
+                                 f"up {target!r}); it has {list(owner._parameters)}")
+        return owner._parameters[name]
+
+    def get_buffer(self, target: str):
+        """The buffer at the dotted path ``target`` (``"bn.running_mean"``)."""
+        owner, name = self._owner_of(target)
+        if name not in owner._buffers:
+            raise AttributeError(f"{type(owner).__name__} has no buffer {name!r} (looking up "
+                                 f"{target!r}); it has {list(owner._buffers)}")
+        return owner._buffers[name]
+
+    def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
+        """Put ``module`` at the dotted path ``target``, replacing what is there (with
+        ``strict=True`` the last name must already be a sub-module), as PyTorch's."""
+        if not target:
+            raise ValueError("set_submodule: cannot set the module itself (target is '')")
+        if not isinstance(module, Module):
+            raise TypeError(f"set_submodule: {module!r} is not a Module")
+        owner, name = self._owner_of(target)
+        if strict and name not in owner._modules:
+            raise AttributeError(f"{type(owner).__name__} has no sub-module {name!r} (setting "
+                                 f"{target!r} with strict=True)")
+        setattr(owner, name, module)
+
     # ------------------------------------------------------------ forward
     def forward(self, x):
         """The layer's output for input ``x``; what ``layer(x)`` calls. Every layer defines it."""

@@ -194,6 +194,28 @@ class ModuleState:
         returns self."""
         return self.to(fnn_dtypes.float16)
 
+    def bfloat16(self) -> ModuleState:
+        """Floating-point parameters and buffers to bfloat16 (where the device has it);
+        returns self."""
+        return self.to(fnn_dtypes.bfloat16)
+
+    def type(self, dst_type) -> ModuleState:
+        """Floating-point parameters and buffers to ``dst_type``; returns self."""
+        return self.to(dst_type)
+
+    def to_empty(self, *, device, recurse: bool = True) -> ModuleState:
+        """Parameters and buffers moved to ``device`` without keeping their values (they
+        are to be initialised or loaded next), as PyTorch's; returns self."""
+        if not recurse:
+            raise NotImplementedError("to_empty(recurse=False) is not supported: every "
+                                      "parameter and buffer of the tree moves")
+        return self.to(device)
+
+    def share_memory(self) -> ModuleState:
+        """Returns self: fastnn's data-loading workers and ranks do not share a module's
+        tensors (PyTorch moves them to shared memory for its multiprocessing)."""
+        return self
+
     def cpu(self) -> ModuleState:
         """Move to the cpu device; returns self."""
         return self.to("cpu")

@@ -37,6 +37,7 @@ from fastnn.autograd.grad_mode import enable_grad, no_grad
 from fastnn.nn.module import PARAM_CLASSES
 from fastnn.ops.tensor import Tensor, tensor
 from fastnn.optim.state import OptimizerState, is_array
+from fastnn.optim.step_hooks import StepHooks, with_step_hooks
 
 L1_CLASSES = ("connective",)
 """The parameter classes minidx's ``l1`` term applies to."""
@@ -46,8 +47,13 @@ def param_class(p) -> str:
     return getattr(p, "param_class", "other")
 
 
-class Optimizer(OptimizerState):
+class Optimizer(StepHooks, OptimizerState):
     """Base class; a rule sets ``defaults`` and implements ``_update(group, params, grads)``."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "step" in cls.__dict__:  # its own step runs the step hooks too
+            cls.step = with_step_hooks(cls.__dict__["step"])
 
     def __init__(self, params, defaults: dict):
         self.defaults = dict(defaults)
@@ -330,3 +336,6 @@ def _checked_pairs(owner: str, pairs) -> list:
 def _short(value) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+Optimizer.step = with_step_hooks(Optimizer.step)
