@@ -1,4 +1,5 @@
-"""PyTorch's ``gcd`` and ``lcm`` of integer tensors, elementwise with broadcasting.
+"""PyTorch's ``gcd`` and ``lcm`` of integer tensors, elementwise with broadcasting, and
+``unravel_index`` (flat indices to coordinates by floor division).
 
 gcd by Euclid's algorithm on |a| and |b| (``gcd(0, 0) = 0``, results >= 0);
 ``lcm(a, b) = |a / gcd(a, b) * b|``, 0 when either is 0. The loop runs until every
@@ -44,3 +45,27 @@ def lcm(input: Tensor, other: Tensor) -> Tensor:
     zero = divisor == 0
     quotient = input // ew.where(zero, 1, divisor)  # exact: divisor | input
     return ew.where(zero, 0, ew.abs(ew.mul(quotient, other)))
+
+
+@public(top=True, functional=False)
+def unravel_index(indices, shape) -> tuple:
+    """The coordinates in ``shape`` of each flat (C-order) index, as PyTorch's: a tuple of
+    int64 tensors shaped as ``indices``; a negative index counts from the end, and one out
+    of range wraps around (PyTorch's does too: no error, no host read)."""
+    from fastnn.api.args import ints
+    from fastnn.ops.tensor import tensor
+
+    if not isinstance(indices, Tensor):
+        indices = tensor(indices)
+    if indices.dtype.is_floating or indices.dtype.name == "bool":
+        raise TypeError(f"unravel_index: expected 'indices' to be an integer tensor, but got "
+                        f"{indices.dtype.name}")
+    shape = ints("unravel_index", "shape", (shape,) if isinstance(shape, int) else shape)
+    if any(n < 0 for n in shape):
+        raise ValueError(f"unravel_index: 'shape' cannot have negative values, got {shape}")
+    rest = indices.to("int64")
+    coords = []
+    for n in reversed(shape):
+        coords.append(rest % n)  # (floor division: -1 is the last element)
+        rest = rest // n
+    return tuple(reversed(coords))

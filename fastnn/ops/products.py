@@ -113,6 +113,21 @@ def baddbmm(x: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Te
 
 
 @public(method=True, top=True)
+def addbmm(x: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """``beta * x + alpha * sum over the batch of bmm(batch1, batch2)``."""
+    if batch1.ndim != 3 or batch2.ndim != 3:
+        raise RuntimeError(f"addbmm: batch1 and batch2 must be 3-D tensors, got "
+                           f"{batch1.ndim}-D and {batch2.ndim}-D")
+    return _blend("addbmm", x, bmm(batch1, batch2).sum(0), beta, alpha)
+
+
+@public(method=True, top=True)
+def addr(x: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """``beta * x + alpha * outer(vec1, vec2)``."""
+    return _blend("addr", x, outer(vec1, vec2), beta, alpha)
+
+
+@public(method=True, top=True)
 def addmv(x: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor:
     """``beta * x + alpha * mv(mat, vec)``."""
     return _blend("addmv", x, mv(mat, vec), beta, alpha)

@@ -134,6 +134,13 @@ def diag(x: Tensor, diagonal=0) -> Tensor:
 
 
 @public(method=True, top=True)
+def diagflat(x: Tensor, offset=0) -> Tensor:
+    """x flattened, as the ``offset`` diagonal of a square matrix."""
+    check_tensor("diagflat", x)
+    return diag_embed(x.reshape(-1), offset, 0, 1)
+
+
+@public(method=True, top=True)
 def trace(x: Tensor) -> Tensor:
     """The sum of the main diagonal of a 2-d tensor (int64 for integer input)."""
     check_tensor("trace", x)

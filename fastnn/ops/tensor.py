@@ -14,7 +14,7 @@ from fastnn.api.dtypes import DType, as_dtype
 from fastnn.api.errors import BackendError
 from fastnn.autograd import functional as autograd
 from fastnn.autograd import hooks
-from fastnn.ops import core
+from fastnn.ops import core, printing
 from fastnn.ops.convert import host_array, inferred_dtype
 from fastnn.ops.rng_state import host_rng, manual_seed, rng_of  # noqa: F401 (named here too)
 from fastnn.ops.spelling import shape_arg, shape_of
@@ -136,7 +136,7 @@ class Tensor:
     def __repr__(self) -> str:
         """As PyTorch prints it: the values, then dtype and device where they are not the
         defaults (float32, int64 and bool; cpu), then grad_fn or requires_grad."""
-        body = np.array2string(self.numpy(), separator=", ", threshold=50, prefix="tensor(")
+        body = printing.format_array(self.numpy(), "tensor(")
         extra = []
         if self._device.type != "cpu" or self._device.index:
             extra.append(f"device='{self._device}'")

@@ -7,7 +7,7 @@ gradient or a backend hook of its own.
 
 from __future__ import annotations
 
-from fastnn.ops import aliases, mathops, movement, nnops, reduction, shaping
+from fastnn.ops import aliases, mathops, movement, nnops, printing, reduction, shaping
 from fastnn.ops import elementwise as ew
 from fastnn.ops.core import broadcast_shape
 from fastnn.ops.dropout import dropout as _dropout
@@ -178,3 +178,21 @@ def _with_indices(name: str):
 
 for _name in ("max_pool1d", "max_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d"):
     public(name=_name + "_with_indices")(_with_indices(_name))
+
+
+public(top=True, functional=False)(printing.set_printoptions)
+
+
+@public(method=True, top=True, functional=False)
+def ldexp(x: Tensor, other) -> Tensor:
+    """``x * 2 ** other`` in floating point (integer inputs in the default float dtype)."""
+    _tensor("ldexp", x)
+    from fastnn.api import dtypes
+
+    if not x.dtype.is_floating:
+        x = x.to(dtypes.get_default_dtype())
+    power = other if isinstance(other, Tensor) else tensor(other, dtype=x.dtype,
+                                                           device=x.device)
+    if not power.dtype.is_floating:
+        power = power.to(x.dtype)
+    return ew.mul(x, power.exp2())
