@@ -38,7 +38,7 @@ def test_nn_utils_clips_gradients():
     assert clip_grad_value_ is fnn.optim.clip_grad_value_
     p = fnn.tensor([3.0, 4.0], requires_grad=True)
     (p * p).sum().backward()  # grad (6, 8), norm 10
-    assert fnn.nn.utils.clip_grad_norm_([p], 5.0) == pytest.approx(10.0)
+    assert float(fnn.nn.utils.clip_grad_norm_([p], 5.0)) == pytest.approx(10.0)
     np.testing.assert_allclose(p.grad.numpy(), [3.0, 4.0], rtol=1e-5)
 
 

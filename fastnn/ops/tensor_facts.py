@@ -130,3 +130,13 @@ def _H(x: Tensor) -> Tensor:
 
 
 _fact("H", _H, "The conjugate transpose of a matrix (x.T for real dtypes), a view.")
+
+
+def _format(x: Tensor, spec: str) -> str:
+    """``f"{loss:.4f}"``: a 0-d tensor formats as its number, as PyTorch's."""
+    if x.ndim == 0:
+        return x.item().__format__(spec)
+    return object.__format__(x, spec)
+
+
+METHODS["__format__"] = _format

@@ -123,3 +123,23 @@ def test_set_printoptions_changes_the_repr_and_profiles_reset_it():
     finally:
         printing._options.clear()
     assert "1.1234568" in repr(x)  # fastnn's default again
+
+
+def test_a_0d_tensor_formats_as_its_number():
+    loss = fnn.tensor(1.23456)
+    assert f"{loss:.2f}" == "1.23" and f"{loss:>8.3f}" == "   1.235"
+    assert f"{fnn.tensor(7):03d}" == "007"
+    assert f"{fnn.tensor([1.0, 2.0])}" == str(fnn.tensor([1.0, 2.0]))  # no spec: str
+    with pytest.raises(TypeError):
+        f"{fnn.tensor([1.0, 2.0]):.2f}"  # noqa: B018  (as PyTorch's: only 0-d)
+    torch = pytest.importorskip("torch")
+    assert f"{torch.tensor(1.23456):.2f}" == f"{loss:.2f}"
+
+
+def test_clip_grad_norm_returns_a_tensor_as_pytorchs():
+    p = fnn.nn.Parameter(fnn.zeros(2))
+    p.grad = fnn.tensor([3.0, 4.0])
+    norm = fnn.nn.utils.clip_grad_norm_([p], 1.0)
+    assert isinstance(norm, fnn.Tensor) and norm.ndim == 0 and norm.dtype is fnn.float32
+    assert norm.item() == pytest.approx(5.0) and f"{norm:.1f}" == "5.0"
+    assert fnn.nn.utils.clip_grad_norm_([fnn.nn.Parameter(fnn.zeros(2))], 1.0).item() == 0.0

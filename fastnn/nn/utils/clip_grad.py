@@ -4,7 +4,8 @@
 gradients taken as one vector (p > 0: (sum |g|^p)^(1/p); inf: max |g|; as PyTorch,
 for p = 0, p < 0 and -inf: that p-norm of the gradients' own p-norms); when total >
 max_norm every gradient is multiplied by max_norm / (total + 1e-6). Returns the
-total before clipping, as a float (one read-back per device).
+total before clipping, as a 0-d tensor on the first gradient's device, as PyTorch's
+(float32, float64 where a gradient is; computed with one read-back per device).
 
 ``clip_grad_value_(params, clip_value)``: every gradient value clamped to
 [-clip_value, clip_value] (minidx's per-value clipping).
@@ -22,7 +23,7 @@ from fastnn.api import dtypes
 from fastnn.api.args import real as check_number
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.ops.storage import rebind
-from fastnn.ops.tensor import Tensor
+from fastnn.ops.tensor import Tensor, tensor
 
 
 def _params(owner: str, params) -> list:
@@ -70,7 +71,7 @@ def _total(grads, norm_type: float) -> float:
 
 
 def clip_grad_norm_(params, max_norm: float, norm_type: float = 2.0,
-                    error_if_nonfinite: bool = False) -> float:
+                    error_if_nonfinite: bool = False) -> Tensor:
     """Scale the ``.grad`` of ``params`` so their joint norm is at most ``max_norm``.
 
     A NaN total makes every gradient NaN, as in PyTorch (an infinite one: zero);
@@ -86,7 +87,7 @@ def clip_grad_norm_(params, max_norm: float, norm_type: float = 2.0,
                          "float('inf'), got nan")
     grads = [p.grad for p in params if p.grad is not None]
     if not grads:
-        return 0.0
+        return tensor(0.0)
     with no_grad():
         total = _total(grads, norm_type)
     if error_if_nonfinite and not math.isfinite(total):
@@ -100,7 +101,11 @@ def clip_grad_norm_(params, max_norm: float, norm_type: float = 2.0,
             for p in params:
                 if p.grad is not None:  # in place, as PyTorch: p.grad's views see it
                     rebind(p.grad, p.grad._device.ops.mul(p.grad._data, coef))
-    return total
+    # a 0-d tensor, as PyTorch's (``norm.item()`` in a training loop's log line): float32,
+    # float64 where a gradient is (half precision would overflow or round the total)
+    wide = any(g._dtype is dtypes.float64 for g in grads)
+    return tensor(total, dtype=dtypes.float64 if wide else dtypes.float32,
+                  device=grads[0].device)
 
 
 def clip_grad_value_(params, clip_value: float) -> None:
