@@ -157,10 +157,11 @@ def _path(owner: str, path) -> str:
                         f"{type(path).__name__} {path!r}") from None
 
 
-def save(state, path) -> None:
+def save(state, path, pickle_module=None, pickle_protocol=None, **kwargs) -> None:
     """Write ``state`` (a tensor, or any nesting of dicts, lists and tuples of arrays,
     tensors, numbers, strings, bools and None) to ``path`` atomically, with a checksum of
-    every tensor and of the header."""
+    every tensor and of the header. (PyTorch's pickle arguments are accepted and unused:
+    the format is not a pickle.)"""
     path = _path("save", path)
     tensors: dict = {}
     skeleton = _flatten(state, "", tensors, 0)
@@ -169,8 +170,13 @@ def save(state, path) -> None:
     atomic_write(path, lambda f: checkpoint_format.write(f, tensors, meta))
 
 
-def load(path) -> dict:
+def load(path, map_location=None, pickle_module=None, *, weights_only=None, mmap=None,
+         **kwargs) -> dict:
     """Read a checkpoint written by :func:`save`: the same nesting, tensors as NumPy arrays.
+
+    PyTorch's ``map_location``, ``weights_only`` and ``mmap`` are accepted: the arrays are
+    host arrays whatever the device (``load_state_dict`` puts them on the module's), and
+    the format holds data only, never code, so every load is ``weights_only``.
 
     The header is checked against the file's size before any tensor is read, each tensor
     is read straight into its array, and the checksums (where the file has them) are

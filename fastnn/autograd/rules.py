@@ -238,6 +238,7 @@ def _broadcast_to(ops, node, grad):
 
 
 @rule("contiguous")
+@rule("clone")
 def _contiguous(ops, node, grad):
     return (grad,)
 

@@ -147,9 +147,9 @@ def numpy_rng(op: str, generator) -> np.random.Generator:
         return host_rng()
     if isinstance(generator, np.random.Generator):
         return generator
-    inner = getattr(generator, "numpy_generator", None)  # fnn.Generator
-    if callable(inner):
-        return inner()
+    inner = getattr(generator, "rng", None)  # an fnn.Generator (torch.Generator's spelling)
+    if isinstance(inner, np.random.Generator):
+        return inner
     raise TypeError(f"{op}: generator must be None (fastnn's generator, seeded by "
                     f"fnn.manual_seed), an fnn.Generator or a numpy.random.Generator, got "
                     f"{type(generator).__name__}")

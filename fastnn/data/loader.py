@@ -81,7 +81,9 @@ class DataLoader:
                              f"{timeout!r}")
         self.timeout, self.worker_init_fn = float(timeout), worker_init_fn
         self.multiprocessing_context, self.generator = multiprocessing_context, generator
-        self.seed = (int(host_rng().integers(2**31)) if seed is None
+        # (generator=: the seed comes from that generator, so a seeded torch.Generator
+        # gives the same orders again, as PyTorch's)
+        self.seed = (int(_rng_of(generator).integers(2**31)) if seed is None
                      else integer("DataLoader", "seed", seed, 0))
         self.rank, self.world_size = _check_shard(shard)
         self.epoch, self.position, self._resumed, self._pool = 0, 0, False, None
@@ -287,3 +289,12 @@ def _check_shard(shard) -> tuple[int, int]:
         raise ValueError(f"DataLoader: shard=(rank, world_size) needs world_size >= 1 and "
                          f"0 <= rank < world_size, got {shard!r}")
     return int(rank), int(world_size)
+
+
+def _rng_of(generator):
+    """fastnn's host generator, or ``generator``'s NumPy generator."""
+    if generator is None:
+        return host_rng()
+    from fastnn.data.dataset import numpy_rng
+
+    return numpy_rng("DataLoader", generator)

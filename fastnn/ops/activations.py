@@ -37,6 +37,17 @@ def kind(name: str, uses_slope: bool = False):
     return register
 
 
+def written(x, compute) -> Tensor:
+    """``compute(x)`` written into x (``inplace=True``), as PyTorch's in-place activations:
+    while the tape records, ``compute`` runs on a copy of x, so the arrays its backward
+    keeps are not the ones the write overwrites (``F.relu(h, inplace=True)`` in a training
+    step backpropagates)."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"inplace=True needs a Tensor, got {type(x).__name__}")
+    source = x.clone() if x._requires_grad and switches.grad else x
+    return x.copy_(compute(source))
+
+
 def _hook(op: str, x: Tensor, slope=0.0) -> Tensor:
     """The activation hook ``op`` (the backend's, or its composite) on one tensor."""
     if not isinstance(x, Tensor):
@@ -58,7 +69,7 @@ def relu(x, inplace=False):
     """max(x, 0); an integer tensor stays integer, as in PyTorch (``inplace=True`` writes
     the result into x)."""
     if inplace:
-        return x.copy_(relu(x))
+        return written(x, relu)
     if isinstance(x, Tensor) and x._dtype.is_floating:  # the common case, with nothing to check
         data = x._device.ops.relu(x._data)
         out = Tensor._make(data, x._dtype, x._device)
@@ -75,7 +86,7 @@ def relu(x, inplace=False):
 def leaky_relu(x, negative_slope=0.01, inplace=False):
     """x where x > 0, else negative_slope * x."""
     if inplace:
-        return x.copy_(leaky_relu(x, negative_slope))
+        return written(x, lambda t: leaky_relu(t, negative_slope))
     return _hook("leaky_relu", x, real("leaky_relu", "negative_slope", negative_slope))
 
 
@@ -116,7 +127,7 @@ def gelu(x, approximate="none"):
 def silu(x, inplace=False):
     """x * sigmoid(x) (Swish with beta 1)."""
     if inplace:
-        return x.copy_(silu(x))
+        return written(x, silu)
     return _hook("silu", x)
 
 
@@ -153,7 +164,7 @@ def _negative_part(x: Tensor, alpha: float) -> Tensor:
 def elu(x, alpha=1.0, inplace=False):
     """x where x > 0, else alpha * (exp(x) - 1)."""
     if inplace:
-        return x.copy_(elu(x, alpha))
+        return written(x, lambda t: elu(t, alpha))
     x = _floating("elu", x)
     return where(x > 0, x, _negative_part(x, real("elu", "alpha", alpha)))
 
@@ -166,7 +177,7 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 def selu(x, inplace=False):
     """scale * elu(x, alpha) with PyTorch's constants (alpha 1.67326..., scale 1.05070...)."""
     if inplace:
-        return x.copy_(selu(x))
+        return written(x, selu)
     x = _floating("selu", x)
     return mul(where(x > 0, x, _negative_part(x, _SELU_ALPHA)), _SELU_SCALE)
 
@@ -175,7 +186,7 @@ def selu(x, inplace=False):
 def mish(x, inplace=False):
     """x * tanh(softplus(x))."""
     if inplace:
-        return x.copy_(mish(x))
+        return written(x, mish)
     x = _floating("mish", x)
     return mul(x, tanh(softplus(x)))
 
@@ -184,7 +195,7 @@ def mish(x, inplace=False):
 def hardtanh(x, min_val=-1.0, max_val=1.0, inplace=False):
     """x clipped to [min_val, max_val]."""
     if inplace:
-        return x.copy_(hardtanh(x, min_val, max_val))
+        return written(x, lambda t: hardtanh(t, min_val, max_val))
     x = _floating("hardtanh", x)
     low, high = real("hardtanh", "min_val", min_val), real("hardtanh", "max_val", max_val)
     if low > high:

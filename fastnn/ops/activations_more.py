@@ -11,7 +11,7 @@ import warnings
 from fastnn.api.args import real
 from fastnn.ops import elementwise as ew
 from fastnn.ops import nnops
-from fastnn.ops.activations import _floating, clip_flat, softplus, tanh
+from fastnn.ops.activations import _floating, clip_flat, softplus, tanh, written
 from fastnn.ops.core import astype
 from fastnn.ops.rng_state import rng_of
 from fastnn.ops.table import public
@@ -20,11 +20,6 @@ from fastnn.ops.tensor import Tensor, tensor
 where = ew.where
 
 
-def _result(x: Tensor, out: Tensor, inplace: bool) -> Tensor:
-    """``out``, or x holding it when ``inplace`` (PyTorch's inplace=True)."""
-    if not inplace:
-        return out
-    return x.copy_(out)
 
 
 def _zero_like(x: Tensor) -> Tensor:
@@ -34,38 +29,46 @@ def _zero_like(x: Tensor) -> Tensor:
 @public(top=True)
 def celu(x, alpha=1.0, inplace=False):
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
+    if inplace:
+        return written(x, lambda t: celu(t, alpha))
     alpha = real("celu", "alpha", alpha)
     if alpha == 0:
         raise ValueError("celu: alpha must be nonzero (it divides x)")
     z = _floating("celu", x)
     not_positive = where(ew.compare("greater", z, 0.0), 0.0, z)  # slope 1 at 0, as PyTorch's
     negative = ew.mul(ew.add(ew.exp(ew.div(not_positive, alpha)), -1.0), alpha)
-    return _result(x, where(ew.compare("greater", z, 0.0), z, negative), inplace)
+    return where(ew.compare("greater", z, 0.0), z, negative)
 
 
 @public()
 def relu6(x, inplace=False):
     """min(max(x, 0), 6)."""
+    if inplace:
+        return written(x, relu6)
     z = _floating("relu6", x)
-    return _result(x, clip_flat(z, 0.0, 6.0), inplace)
+    return clip_flat(z, 0.0, 6.0)
 
 
 @public()
 def hardsigmoid(x, inplace=False):
     """relu6(x + 3) / 6: 0 below -3, 1 above 3, linear between."""
+    if inplace:
+        return written(x, hardsigmoid)
     z = _floating("hardsigmoid", x)
-    return _result(x, clip_flat(ew.add(ew.div(z, 6.0), 0.5), 0.0, 1.0), inplace)
+    return clip_flat(ew.add(ew.div(z, 6.0), 0.5), 0.0, 1.0)
 
 
 @public()
 def hardswish(x, inplace=False):
     """x * relu6(x + 3) / 6."""
+    if inplace:
+        return written(x, hardswish)
     z = _floating("hardswish", x)
     # PyTorch's pieces (and its slopes at -3 and 3): 0, x (x + 3) / 6, x
     z_mid = where(ew.compare("less", ew.abs(z.detach()), 3.0), z, 0.0)  # no inf * inf
     middle = ew.div(ew.mul(z_mid, ew.add(z_mid, 3.0)), 6.0)
     upper = where(ew.compare("less", z, 3.0), middle, z)
-    return _result(x, where(ew.compare("greater", z, -3.0), upper, _zero_like(z)), inplace)
+    return where(ew.compare("greater", z, -3.0), upper, _zero_like(z))
 
 
 @public()
@@ -132,6 +135,8 @@ def tanhshrink(x):
 @public(top=True)
 def threshold(x, threshold, value, inplace=False):
     """x where x > threshold, else ``value``."""
+    if inplace:
+        return written(x, lambda t: _threshold(t, threshold, value))
     threshold, value = real("threshold", "threshold", threshold), real("threshold", "value",
                                                                        value)
     if not isinstance(x, Tensor):
@@ -141,13 +146,18 @@ def threshold(x, threshold, value, inplace=False):
     if x._dtype.is_floating:
         drop = drop & ew.compare("equal", x.detach(), x.detach())
     fill = value if x._dtype.is_floating else int(value)
-    return _result(x, where(drop, fill, x), inplace)
+    return where(drop, fill, x)
+
+
+_threshold = threshold  # (inside it, the name is its argument)
 
 
 @public(top=True)
 def rrelu(x, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False, *, generator=None):
     """Randomized leaky ReLU: below 0, x times a slope drawn uniformly from [lower, upper]
     per element when ``training``, else times (lower + upper) / 2."""
+    if inplace:
+        return written(x, lambda t: rrelu(t, lower, upper, training, generator=generator))
     lower, upper = real("rrelu", "lower", lower), real("rrelu", "upper", upper)
     if lower > upper:
         raise ValueError(f"rrelu: lower {lower} is above upper {upper}")
@@ -158,7 +168,7 @@ def rrelu(x, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False, *, gen
     else:
         slope = (lower + upper) / 2
     positive = ew.compare("greater", z.detach(), 0.0)
-    return _result(x, where(positive, z, ew.mul(z, slope)), inplace)
+    return where(positive, z, ew.mul(z, slope))
 
 
 @public(method=True, top=True)

@@ -147,10 +147,19 @@ def flip(x: Tensor, dims=UNSET, *, axis=UNSET) -> Tensor:
 
 
 @public(method=True, top=True)
-def clone(x: Tensor) -> Tensor:
-    """A copy with its own memory; gradients flow back to ``x``."""
-    from fastnn.ops.elementwise import mul
+def clone(x: Tensor, *, memory_format=None) -> Tensor:
+    """A copy with its own memory; gradients flow back to ``x``. Its tape node keeps
+    nothing of x (as PyTorch's CloneBackward), so writing into x afterwards (``y =
+    h.clone(); h.relu_()``) leaves the clone's backward valid."""
+    from fastnn.autograd.engine import attach
+    from fastnn.autograd.grad_mode import switches
 
+    ops = x._device.ops
     if x._dtype.is_floating or x._dtype.name.startswith("int"):
-        return mul(x, 1)  # x * 1 keeps -0.0 and NaN; gradients flow
-    return Tensor._make(x._device.ops.astype(x._data, x._dtype.name), x._dtype, x._device)
+        data = ops.mul(x._data, 1)  # x * 1 keeps -0.0 and NaN
+    else:
+        data = ops.astype(x._data, x._dtype.name)
+    out = Tensor._make(data, x._dtype, x._device)
+    if x._requires_grad or switches.anomaly:
+        return attach(out, "clone", (x,), ())
+    return out

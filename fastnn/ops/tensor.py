@@ -194,10 +194,17 @@ class Tensor:
         """The same storage without history: writes through either are seen by both."""
         return alias(self)
 
-    def to(self, *args, dtype=None, device=None) -> Tensor:
-        """Move to a device and/or convert to a dtype: ``x.to("cuda")``, ``x.to(fnn.float64)``."""
+    def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False,
+           memory_format=None) -> Tensor:
+        """Move to a device and/or convert to a dtype: ``x.to("cuda")``, ``x.to(fnn.float64)``,
+        ``x.to(other)`` (other's device and dtype); ``copy=True`` always copies, as PyTorch's
+        (``non_blocking`` and ``memory_format`` are accepted: fastnn's copies are ordered)."""
         for arg in args:
-            if isinstance(arg, (Device, DeviceSpec, str)) and not _looks_like_dtype(arg):
+            if isinstance(arg, Tensor):
+                device, dtype = arg._device, arg._dtype
+            elif isinstance(arg, bool):  # PyTorch's positional non_blocking (and copy)
+                continue
+            elif isinstance(arg, (Device, DeviceSpec, str)) and not _looks_like_dtype(arg):
                 device = arg
             else:
                 dtype = arg
@@ -217,7 +224,7 @@ class Tensor:
             out = core.transfer(out, device)
         if dtype is not None:
             out = core.astype(out, as_dtype(dtype))
-        return out
+        return out.clone() if copy and out is self else out
 
     def cpu(self) -> Tensor:
         return self.to("cpu")

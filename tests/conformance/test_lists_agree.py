@@ -13,7 +13,8 @@ from fastnn.conformance.cases import CASES
 CORE_ONLY_RULES = {"transfer", "linear", "call_hook", "as_strided", "conv_transpose2d",
                    "lstm_sequence", "gru_sequence", "attention_packed", "custom_function",
                    "custom_function_output", "once_differentiable",
-                   "select"}  # x[1]: the slice hook, then reshape (one view, one node)
+                   "select",  # x[1]: the slice hook, then reshape (one view, one node)
+                   "clone"}  # x * 1 whose node keeps nothing of x (PyTorch's CloneBackward)
 
 
 # the cases of hooks; the others check ops composed of primitives (Case.composite)
