@@ -260,7 +260,7 @@ def affine_grid(theta: Tensor, size, align_corners=None) -> Tensor:
     rank = len(size) - 2
     if theta.ndim != 3 or theta.shape[1:] != (rank, rank + 1):
         raise ValueError(f"Expected a batch of {rank}D affine matrices of shape "
-                         f"Nx{rank}x{rank + 1} for size {given}. Got {theta.shape}.")
+                         f"Nx{rank}x{rank + 1} for size {given}. Got {list(theta.shape)}.")
     spatial = size[2:]
     if align and min(spatial) == 1:
         warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size "
