@@ -26,6 +26,8 @@ As PyTorch, clipping passes no gradient at the borders themselves.
 from __future__ import annotations
 
 import math
+import os
+import sys
 import warnings
 
 import numpy as np
@@ -49,9 +51,22 @@ _DEFAULT_WARNING = ("Default grid_sample and affine_grid behavior has changed to
                     "details.")
 
 
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _warn(message: str) -> None:
+    """A UserWarning at the user's line: past every frame of fastnn's own files (this
+    module, the autocast wrapper), as PyTorch's warnings name the caller's line."""
+    level, frame = 1, sys._getframe(0)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(
+            _PACKAGE + os.sep):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, UserWarning, stacklevel=level)
+
+
 def _align(align_corners) -> bool:
     if align_corners is None:
-        warnings.warn(_DEFAULT_WARNING, UserWarning, stacklevel=3)
+        _warn(_DEFAULT_WARNING)
         return False
     return bool(align_corners)
 
@@ -263,10 +278,9 @@ def affine_grid(theta: Tensor, size, align_corners=None) -> Tensor:
                          f"Nx{rank}x{rank + 1} for size {given}. Got {list(theta.shape)}.")
     spatial = size[2:]
     if align and min(spatial) == 1:
-        warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size "
-                      "grids when align_corners=True. This is not an intended use case of "
-                      "affine_grid. See the documentation of affine_grid for details.",
-                      UserWarning, stacklevel=2)
+        _warn("Since version 1.3.0, affine_grid behavior has changed for unit-size grids "
+              "when align_corners=True. This is not an intended use case of affine_grid. "
+              "See the documentation of affine_grid for details.")
     elif min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {given}")
     if theta.shape[0] != size[0]:

@@ -165,9 +165,10 @@ def test_align_corners_none_warns_and_means_false(op):
     call = {"grid_sample": lambda corners: F.grid_sample(x, grid, align_corners=corners),
             "affine_grid": lambda corners: F.affine_grid(theta, (1, 1, 2, 3),
                                                          align_corners=corners)}[op]
-    with pytest.warns(UserWarning, match=r"^Default grid_sample and affine_grid behavior has "
-                                         r"changed to align_corners=False since 1\.3\.0\. "):
+    text = r"^Default grid_sample and affine_grid behavior has changed to align_corners=False "
+    with pytest.warns(UserWarning, match=text + r"since 1\.3\.0\. ") as record:
         got = call(None)
+    assert record[0].filename == __file__  # the caller's line, as PyTorch's warning
     np.testing.assert_array_equal(got.numpy(), call(False).numpy())
     with warnings.catch_warnings():
         warnings.simplefilter("error")
