@@ -90,8 +90,8 @@ def _clip(c: Tensor, n: int) -> Tensor:
 def _reflect(c: Tensor, n: int, align: bool) -> Tensor:
     """c reflected about low and high, the pixel centres (align) or edges of the axis."""
     low, high = (0.0, n - 1.0) if align else (-0.5, n - 0.5)
-    if high == low:  # one pixel, align_corners: everything maps to it, no gradient
-        return c.detach() * 0.0
+    if high == low:  # one pixel, align_corners: everything (inf, NaN) maps to it, no gradient
+        return ew.where(c.detach() > math.inf, c.detach(), 0.0)
     span = high - low
     shifted = c - low
     sign = ew.where(shifted < 0.0, -1.0, 1.0).detach()
