@@ -10,6 +10,7 @@ from fastnn.conformance import (  # noqa: F401  (importing a module registers it
     cases_elementwise,
     cases_fused,
     cases_gelu,
+    cases_grid,
     cases_indexing,
     cases_io,
     cases_layernorm,

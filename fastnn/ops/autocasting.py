@@ -55,7 +55,7 @@ TABLE = {  # device kind -> policy -> fastnn op names (each an op of the public 
                  "normalize",
         FLOAT32_DTYPE: "prod softmax softmin log_softmax cumprod cumsum sum norm",
         PROMOTE: "addcdiv addcmul atan2 bilinear cross dot vdot index_put tensordot "
-                 "scatter_add",
+                 "scatter_add grid_sample",
         INPUT: "batch_norm instance_norm",
         NATIVE: "var std nansum nanmean exp2 logit logsigmoid elu celu selu mish",
     },
@@ -67,7 +67,8 @@ TABLE = {  # device kind -> policy -> fastnn op names (each an op of the public 
                  "ctc_loss mse_loss cosine_embedding_loss nll_loss hinge_embedding_loss "
                  "poisson_nll_loss smooth_l1_loss cross_entropy l1_loss huber_loss "
                  "margin_ranking_loss soft_margin_loss triplet_margin_loss multi_margin_loss "
-                 "kl_div multilabel_margin_loss binary_cross_entropy_with_logits",
+                 "kl_div multilabel_margin_loss binary_cross_entropy_with_logits "
+                 "grid_sample",
         PROMOTE: "cat stack index_copy",
         INPUT: _NORMS_INPUT,
     },

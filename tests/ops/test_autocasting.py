@@ -26,6 +26,7 @@ KERT = RNG.standard_normal((2, 3, 3, 3)).astype(np.float32)
 VOL = RNG.standard_normal((1, 2, 4, 4, 4)).astype(np.float32)
 KER3 = RNG.standard_normal((3, 2, 2, 2, 2)).astype(np.float32)
 LABELS = np.array([0, 1, 2, 3])
+GRID = RNG.uniform(-1.2, 1.2, size=(1, 3, 4, 2)).astype(np.float32)
 P = 1 / (1 + np.exp(-A))
 
 # (label, call(lib, functional, t)): t(array, half=False) makes the library's tensor
@@ -71,6 +72,8 @@ CASES = [
     ("add (builtin promotion)", lambda m, f, t: t(A, True) + t(B)),
     ("exp fp16 (unlisted on cpu)", lambda m, f, t: t(A, True).exp()),
     ("float64 left alone", lambda m, f, t: m.matmul(t(A).double(), t(B).double())),
+    ("grid_sample", lambda m, f, t: f.grid_sample(t(IMG, True), t(GRID, True),
+                                                  align_corners=False)),
 ]
 
 
@@ -160,6 +163,10 @@ CUDA_CASES = [  # (label, call, expected dtype)
     ("var native", lambda: _t(A, True).var(), "float16"),
     ("elu native", lambda: F.elu(_t(A, True)), "float16"),
     ("arccos (acos's alias)", lambda: _t(P, True).arccos(), "float32"),
+    ("grid_sample promotes", lambda: F.grid_sample(_t(IMG, True), _t(GRID),
+                                                   align_corners=False), "float32"),
+    ("grid_sample all fp16", lambda: F.grid_sample(_t(IMG, True), _t(GRID, True),
+                                                   align_corners=False), "float16"),
 ]
 
 
