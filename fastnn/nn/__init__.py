@@ -156,6 +156,22 @@ from fastnn.nn.upsample import (
     UpsamplingNearest2d,
 )
 
+from fastnn.nn.lazy import (
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+    LazyBatchNorm3d,
+    LazyConv1d,
+    LazyConv2d,
+    LazyConv3d,
+    LazyConvTranspose1d,
+    LazyConvTranspose2d,
+    LazyInstanceNorm1d,
+    LazyInstanceNorm2d,
+    LazyInstanceNorm3d,
+    LazyLinear,
+)
+from fastnn.nn.uninitialized import UninitializedBuffer, UninitializedParameter
+
 # PyTorch's path to the functional ops: fastnn.nn.functional is fastnn.functional itself,
 # so `import fastnn.nn.functional as F` finds it here
 sys.modules[__name__ + ".functional"] = functional
@@ -197,3 +213,7 @@ __all__ += ["AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool1d", "LPPool2d", "L
 __all__ += ["AdaptiveAvgPool3d", "AvgPool3d", "MaxPool3d"]
 __all__ += ["CELU", "Hardshrink", "Hardsigmoid", "Hardswish", "LogSigmoid", "PReLU", "RReLU",
             "ReLU6", "Softmin", "Softshrink", "Softsign", "Tanhshrink", "Threshold"]
+__all__ += ["LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d", "LazyConv2d",
+            "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyInstanceNorm1d",
+            "LazyInstanceNorm2d", "LazyInstanceNorm3d", "LazyLinear", "UninitializedBuffer",
+            "UninitializedParameter"]
