@@ -55,6 +55,9 @@ def specs() -> list:
     from fastnn.conformance import layers_vis
 
     out += layers_vis.specs(nn)
+    from fastnn.conformance import layers_lazy
+
+    out += layers_lazy.specs(nn)
     return out
 
 

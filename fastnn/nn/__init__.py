@@ -105,6 +105,20 @@ from fastnn.nn.dropout import (
     Dropout3d,
     FeatureAlphaDropout,
 )
+from fastnn.nn.lazy import (
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+    LazyBatchNorm3d,
+    LazyConv1d,
+    LazyConv2d,
+    LazyConv3d,
+    LazyConvTranspose1d,
+    LazyConvTranspose2d,
+    LazyInstanceNorm1d,
+    LazyInstanceNorm2d,
+    LazyInstanceNorm3d,
+    LazyLinear,
+)
 from fastnn.nn.loss_more import (
     CosineEmbeddingLoss,
     CTCLoss,
@@ -144,6 +158,7 @@ from fastnn.nn.padding import (
     ZeroPad3d,
 )
 from fastnn.nn.softmax_layers import Softmax2d
+from fastnn.nn.uninitialized import UninitializedBuffer, UninitializedParameter
 from fastnn.nn.upsample import (
     ChannelShuffle,
     Fold,
@@ -155,22 +170,6 @@ from fastnn.nn.upsample import (
     UpsamplingBilinear2d,
     UpsamplingNearest2d,
 )
-
-from fastnn.nn.lazy import (
-    LazyBatchNorm1d,
-    LazyBatchNorm2d,
-    LazyBatchNorm3d,
-    LazyConv1d,
-    LazyConv2d,
-    LazyConv3d,
-    LazyConvTranspose1d,
-    LazyConvTranspose2d,
-    LazyInstanceNorm1d,
-    LazyInstanceNorm2d,
-    LazyInstanceNorm3d,
-    LazyLinear,
-)
-from fastnn.nn.uninitialized import UninitializedBuffer, UninitializedParameter
 
 # PyTorch's path to the functional ops: fastnn.nn.functional is fastnn.functional itself,
 # so `import fastnn.nn.functional as F` finds it here
