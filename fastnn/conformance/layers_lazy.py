@@ -27,6 +27,8 @@ def specs(nn) -> list:
             3, 3, stride=2, dtype=d, device=dev), (2, 2, 4)),
         ("LazyConvTranspose2d", lambda d, dev: nn.LazyConvTranspose2d(
             2, 2, stride=2, padding=1, dtype=d, device=dev), (2, 3, 3, 2)),
+        ("LazyConvTranspose3d", lambda d, dev: nn.LazyConvTranspose3d(
+            2, 2, dilation=(1, 2, 1), dtype=d, device=dev), (1, 2, 2, 2, 3)),
         ("LazyBatchNorm1d", lambda d, dev: nn.LazyBatchNorm1d(dtype=d, device=dev), (5, 3)),
         ("LazyBatchNorm2d", lambda d, dev: nn.LazyBatchNorm2d(dtype=d, device=dev),
          (4, 3, 2, 3)),

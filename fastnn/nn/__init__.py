@@ -96,7 +96,7 @@ from fastnn.nn.transformer_decoder import (
 # issue 21's vision, normalisation, distance and loss layers
 from fastnn.nn.batchnorm import BatchNorm3d
 from fastnn.nn.conv3d import Conv3d
-from fastnn.nn.conv_transpose import ConvTranspose1d, ConvTranspose2d
+from fastnn.nn.conv_transpose import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from fastnn.nn.distance import CosineSimilarity, PairwiseDistance
 from fastnn.nn.dropout import (
     AlphaDropout,
@@ -114,6 +114,7 @@ from fastnn.nn.lazy import (
     LazyConv3d,
     LazyConvTranspose1d,
     LazyConvTranspose2d,
+    LazyConvTranspose3d,
     LazyInstanceNorm1d,
     LazyInstanceNorm2d,
     LazyInstanceNorm3d,
@@ -213,6 +214,8 @@ __all__ += ["AdaptiveAvgPool3d", "AvgPool3d", "MaxPool3d"]
 __all__ += ["CELU", "Hardshrink", "Hardsigmoid", "Hardswish", "LogSigmoid", "PReLU", "RReLU",
             "ReLU6", "Softmin", "Softshrink", "Softsign", "Tanhshrink", "Threshold"]
 __all__ += ["LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d", "LazyConv2d",
-            "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyInstanceNorm1d",
+            "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d",
+            "LazyInstanceNorm1d",
             "LazyInstanceNorm2d", "LazyInstanceNorm3d", "LazyLinear", "UninitializedBuffer",
             "UninitializedParameter"]
+__all__ += ["ConvTranspose3d"]

@@ -33,7 +33,7 @@ from fastnn.nn.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from fastnn.nn.conv import Conv1d
 from fastnn.nn.conv2d import Conv2d
 from fastnn.nn.conv3d import Conv3d
-from fastnn.nn.conv_transpose import ConvTranspose1d, ConvTranspose2d
+from fastnn.nn.conv_transpose import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from fastnn.nn.linear import Linear
 from fastnn.nn.module import Module, check_tensor
 from fastnn.nn.norm_groups import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
@@ -240,6 +240,13 @@ class LazyConvTranspose2d(_LazyConvTranspose, ConvTranspose2d):
     ConvTranspose2d."""
 
     cls_to_become, _RANK = ConvTranspose2d, 2
+
+
+class LazyConvTranspose3d(_LazyConvTranspose, ConvTranspose3d):
+    """PyTorch's ``nn.LazyConvTranspose3d(out_channels, kernel_size, ...)``; becomes
+    ConvTranspose3d."""
+
+    cls_to_become, _RANK = ConvTranspose3d, 3
 
 
 class _LazyNorm(_LazyChannels):

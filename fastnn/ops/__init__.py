@@ -46,6 +46,7 @@ from fastnn.ops import structure_grid as _structure_grid  # noqa: F401
 # issue 21's vision, normalisation, distance and loss ops
 from fastnn.ops import conv3d as _conv3d  # noqa: F401
 from fastnn.ops import conv_transpose as _conv_transpose  # noqa: F401
+from fastnn.ops import conv_transpose3d as _conv_transpose3d  # noqa: F401
 from fastnn.ops import distance as _distance  # noqa: F401
 from fastnn.ops import dropout as _dropout  # noqa: F401
 from fastnn.ops import losses_more as _losses_more  # noqa: F401

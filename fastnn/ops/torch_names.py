@@ -24,6 +24,7 @@ public(method=True, top=True, functional=False, name="subtract")(ew.sub)
 public(top=True, functional=False)(aliases.masked_fill)
 public(top=True, functional=False)(cosine_similarity)
 for _name in ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+              "conv_transpose3d",
               "pixel_shuffle", "pixel_unshuffle", "max_pool1d", "max_pool2d", "avg_pool1d",
               "pairwise_distance", "bilinear", "channel_shuffle", "rms_norm"):
     # torch.<name> is functional.<name>, with the same positional arguments

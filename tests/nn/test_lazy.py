@@ -31,6 +31,8 @@ CASES = [
      lambda n: nn.ConvTranspose1d(n, 4, 3, stride=2), (2, 3, 5)),
     ("LazyConvTranspose2d", lambda: nn.LazyConvTranspose2d(2, 3, output_padding=1, stride=2),
      lambda n: nn.ConvTranspose2d(n, 2, 3, output_padding=1, stride=2), (2, 3, 4, 3)),
+    ("LazyConvTranspose3d", lambda: nn.LazyConvTranspose3d(2, 2, stride=(1, 2, 1)),
+     lambda n: nn.ConvTranspose3d(n, 2, 2, stride=(1, 2, 1)), (1, 3, 2, 3, 2)),
     ("LazyBatchNorm1d", lambda: nn.LazyBatchNorm1d(), lambda n: nn.BatchNorm1d(n), (5, 3)),
     ("LazyBatchNorm2d", lambda: nn.LazyBatchNorm2d(momentum=None),
      lambda n: nn.BatchNorm2d(n, momentum=None), (4, 3, 2, 3)),

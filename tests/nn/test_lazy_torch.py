@@ -24,6 +24,7 @@ CASES = [
     ("LazyConv3d", (2, 2), {}, (3, 3, 4, 3)),  # unbatched
     ("LazyConvTranspose1d", (4, 3), {"stride": 2, "output_padding": 1}, (2, 3, 5)),
     ("LazyConvTranspose2d", (2, 3), {"stride": 2, "groups": 1, "padding": 1}, (2, 3, 4, 3)),
+    ("LazyConvTranspose3d", (2, 2), {"stride": 2, "output_padding": (1, 0, 0)}, (1, 3, 2, 3, 2)),
     ("LazyBatchNorm1d", (), {}, (5, 3)),
     ("LazyBatchNorm1d", (), {"affine": False}, (4, 3, 6)),
     ("LazyBatchNorm2d", (), {"momentum": None}, (4, 3, 2, 3)),
