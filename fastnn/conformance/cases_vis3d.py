@@ -1,6 +1,6 @@
 """Conformance cases of the 3-D vision composites added after issue 21:
-``conv_transpose3d`` (see :mod:`fastnn.conformance.cases_vis` for how the references and
-their complex-step gradients are made)."""
+``conv_transpose3d`` and ``adaptive_max_pool3d`` (see :mod:`fastnn.conformance.cases_vis`
+for how the references and their complex-step gradients are made)."""
 
 from __future__ import annotations
 
@@ -60,5 +60,34 @@ def _random(draw):
 
 case("conv_transpose3d", F.conv_transpose3d, conv_transpose3d_ref, _samples, _random,
      diff_args=(0, 1, 2))
+
+def _bounds(length, size):
+    return [((i * length) // size, -(-((i + 1) * length) // size)) for i in range(size)]
+
+
+def adaptive_max_pool3d_ref(x, output_size):
+    """One window at a time: the first element of largest real part (complex steps ride
+    along on the imaginary part)."""
+    size = output_size if isinstance(output_size, tuple) else (output_size,) * 3
+    spatial = x.shape[-3:]
+    out = np.zeros(x.shape[:-3] + size, dtype=x.dtype)
+    windows = [_bounds(n, o) for n, o in zip(spatial, size)]
+    for i, (d0, d1) in enumerate(windows[0]):
+        for j, (h0, h1) in enumerate(windows[1]):
+            for k, (w0, w1) in enumerate(windows[2]):
+                box = x[..., d0:d1, h0:h1, w0:w1].reshape(x.shape[:-3] + (-1,))
+                pick = np.argmax(np.real(box), axis=-1)[..., None]
+                out[..., i, j, k] = np.take_along_axis(box, pick, axis=-1)[..., 0]
+    return out
+
+
+case("adaptive_max_pool3d", F.adaptive_max_pool3d, adaptive_max_pool3d_ref,
+     lambda rng: [Sample("uneven windows", (rng.normal(size=(2, 2, 5, 3, 4)),),
+                         dict(output_size=(2, 2, 3))),
+                  Sample("unbatched, even", (rng.normal(size=(2, 4, 2, 4)),),
+                         dict(output_size=(2, 1, 2)))],
+     lambda draw: Sample("random", (_seeded(draw).normal(size=(1, 2, draw(st.integers(1, 4)),
+                                                               3, 2)),),
+                         dict(output_size=(1, draw(st.integers(1, 3)), 2))))
 
 composite(*(c for name, c in CASES.items() if name not in _BEFORE))

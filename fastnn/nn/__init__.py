@@ -71,6 +71,7 @@ from fastnn.nn.pooling import (
     AdaptiveAvgPool3d,
     AdaptiveMaxPool1d,
     AdaptiveMaxPool2d,
+    AdaptiveMaxPool3d,
     AvgPool1d,
     AvgPool2d,
     AvgPool3d,
@@ -82,6 +83,7 @@ from fastnn.nn.pooling import (
     MaxPool3d,
     MaxUnpool1d,
     MaxUnpool2d,
+    MaxUnpool3d,
 )
 from fastnn.nn.recurrent import GRU, LSTM, RNN
 from fastnn.nn.recurrent_cells import GRUCell, LSTMCell, RNNCell
@@ -219,3 +221,4 @@ __all__ += ["LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d
             "LazyInstanceNorm2d", "LazyInstanceNorm3d", "LazyLinear", "UninitializedBuffer",
             "UninitializedParameter"]
 __all__ += ["ConvTranspose3d"]
+__all__ += ["AdaptiveMaxPool3d", "MaxUnpool3d"]
