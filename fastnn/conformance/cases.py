@@ -29,6 +29,7 @@ from fastnn.conformance import (  # noqa: F401  (importing a module registers it
     cases_tensor,
     cases_transfer,
     cases_vis,
+    cases_vis3d,
     cases_vis_losses,
     cases_vis_norms,
 )

@@ -55,6 +55,9 @@ def specs() -> list:
     from fastnn.conformance import layers_vis
 
     out += layers_vis.specs(nn)
+    from fastnn.conformance import layers_lazy
+
+    out += layers_lazy.specs(nn)
     return out
 
 
@@ -173,7 +176,7 @@ NOT_LAYERS = ("Module", "ModuleList", "ModuleDict", "Parameter", "ParameterList"
               "CosineSimilarity", "PairwiseDistance")
 # the unpooling layers take two inputs (values and indices): checked against PyTorch by
 # tests/nn/test_pooling_torch.py
-NOT_LAYERS += ("MaxUnpool1d", "MaxUnpool2d")
+NOT_LAYERS += ("MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d")
 
 
 def uncovered() -> list:
@@ -256,6 +259,8 @@ def _pool_specs(nn) -> list:
             2, return_indices=True), (2, 3, 4, 6), {"call": _first}),
         ("AdaptiveMaxPool1d(3)", lambda d, dev: nn.AdaptiveMaxPool1d(3), (2, 3, 8)),
         ("AdaptiveMaxPool2d((3, 2))", lambda d, dev: nn.AdaptiveMaxPool2d((3, 2)), (2, 2, 7, 5)),
+        ("AdaptiveMaxPool3d((2, None, 3))", lambda d, dev: nn.AdaptiveMaxPool3d((2, None, 3)),
+         (2, 2, 5, 3, 7)),
     ]
 
 

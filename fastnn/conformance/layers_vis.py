@@ -22,6 +22,9 @@ def specs(nn) -> list:
          (2, 2, 5)),
         ("ConvTranspose2d", lambda d, dev: nn.ConvTranspose2d(
             2, 3, (2, 3), stride=(2, 1), dilation=(1, 2), dtype=d, device=dev), (2, 2, 3, 4)),
+        ("ConvTranspose3d(stride, groups)", lambda d, dev: nn.ConvTranspose3d(
+            2, 4, (2, 1, 2), stride=(2, 1, 1), padding=(1, 0, 0), output_padding=(1, 0, 0),
+            groups=2, dtype=d, device=dev), (2, 2, 2, 3, 2)),
         ("Conv3d(stride, padding, groups)", lambda d, dev: nn.Conv3d(
             2, 4, (2, 3, 2), stride=(2, 1, 1), padding=(1, 1, 0), groups=2, dtype=d, device=dev),
          (2, 2, 3, 4, 3)),

@@ -71,6 +71,7 @@ from fastnn.nn.pooling import (
     AdaptiveAvgPool3d,
     AdaptiveMaxPool1d,
     AdaptiveMaxPool2d,
+    AdaptiveMaxPool3d,
     AvgPool1d,
     AvgPool2d,
     AvgPool3d,
@@ -82,6 +83,7 @@ from fastnn.nn.pooling import (
     MaxPool3d,
     MaxUnpool1d,
     MaxUnpool2d,
+    MaxUnpool3d,
 )
 from fastnn.nn.recurrent import GRU, LSTM, RNN
 from fastnn.nn.recurrent_cells import GRUCell, LSTMCell, RNNCell
@@ -96,7 +98,7 @@ from fastnn.nn.transformer_decoder import (
 # issue 21's vision, normalisation, distance and loss layers
 from fastnn.nn.batchnorm import BatchNorm3d
 from fastnn.nn.conv3d import Conv3d
-from fastnn.nn.conv_transpose import ConvTranspose1d, ConvTranspose2d
+from fastnn.nn.conv_transpose import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from fastnn.nn.distance import CosineSimilarity, PairwiseDistance
 from fastnn.nn.dropout import (
     AlphaDropout,
@@ -104,6 +106,21 @@ from fastnn.nn.dropout import (
     Dropout2d,
     Dropout3d,
     FeatureAlphaDropout,
+)
+from fastnn.nn.lazy import (
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+    LazyBatchNorm3d,
+    LazyConv1d,
+    LazyConv2d,
+    LazyConv3d,
+    LazyConvTranspose1d,
+    LazyConvTranspose2d,
+    LazyConvTranspose3d,
+    LazyInstanceNorm1d,
+    LazyInstanceNorm2d,
+    LazyInstanceNorm3d,
+    LazyLinear,
 )
 from fastnn.nn.loss_more import (
     CosineEmbeddingLoss,
@@ -144,6 +161,7 @@ from fastnn.nn.padding import (
     ZeroPad3d,
 )
 from fastnn.nn.softmax_layers import Softmax2d
+from fastnn.nn.uninitialized import UninitializedBuffer, UninitializedParameter
 from fastnn.nn.upsample import (
     ChannelShuffle,
     Fold,
@@ -197,3 +215,10 @@ __all__ += ["AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool1d", "LPPool2d", "L
 __all__ += ["AdaptiveAvgPool3d", "AvgPool3d", "MaxPool3d"]
 __all__ += ["CELU", "Hardshrink", "Hardsigmoid", "Hardswish", "LogSigmoid", "PReLU", "RReLU",
             "ReLU6", "Softmin", "Softshrink", "Softsign", "Tanhshrink", "Threshold"]
+__all__ += ["LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d", "LazyConv2d",
+            "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d",
+            "LazyInstanceNorm1d",
+            "LazyInstanceNorm2d", "LazyInstanceNorm3d", "LazyLinear", "UninitializedBuffer",
+            "UninitializedParameter"]
+__all__ += ["ConvTranspose3d"]
+__all__ += ["AdaptiveMaxPool3d", "MaxUnpool3d"]

@@ -1,5 +1,6 @@
-"""ConvTranspose1d and ConvTranspose2d: PyTorch's transposed convolution layers, over
-:mod:`fastnn.ops.conv_transpose` (their ``reverse`` is the tape's).
+"""ConvTranspose1d, ConvTranspose2d and ConvTranspose3d: PyTorch's transposed convolution
+layers, over :mod:`fastnn.ops.conv_transpose` and :mod:`fastnn.ops.conv_transpose3d` (their
+``reverse`` is the tape's).
 
 weight (in_channels, out_channels // groups, *kernel_size), class connective; bias
 (out_channels,), class bias. Both start as U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with PyTorch's
@@ -13,6 +14,7 @@ import math
 from fastnn.api.args import flag, integer
 from fastnn.nn.module import Module, check_tensor, fan_in_bound, uniform_init
 from fastnn.ops import conv_transpose as ops
+from fastnn.ops import conv_transpose3d as ops3
 
 
 def _tuple(op: str, name: str, value, rank: int, minimum: int) -> tuple:
@@ -85,8 +87,9 @@ class _ConvTranspose(Module):
             output_padding = ops.output_padding_for(name, x.shape[-rank:], output_size,
                                                     self.kernel_size, self.stride,
                                                     self.padding, self.dilation)
-        fn = ops.conv_transpose2d if rank == 2 else ops.conv_transpose1d
-        unwrap = (lambda v: v) if rank == 2 else (lambda v: v[0])
+        fn = {1: ops.conv_transpose1d, 2: ops.conv_transpose2d,
+              3: ops3.conv_transpose3d}[rank]
+        unwrap = (lambda v: v) if rank > 1 else (lambda v: v[0])
         return fn(x, self.weight, self.bias, unwrap(self.stride), unwrap(self.padding),
                   unwrap(output_padding), self.groups, unwrap(self.dilation))
 
@@ -103,3 +106,10 @@ class ConvTranspose2d(_ConvTranspose):
     output_size)`` picks the output_padding that gives ``output_size``."""
 
     RANK = 2
+
+
+class ConvTranspose3d(_ConvTranspose):
+    """PyTorch's ConvTranspose3d over (N, C_in, D, H, W) or (C_in, D, H, W); ``forward(x,
+    output_size)`` picks the output_padding that gives ``output_size``."""
+
+    RANK = 3

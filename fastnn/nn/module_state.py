@@ -19,6 +19,7 @@ import numpy as np
 
 from fastnn.api import dtypes as fnn_dtypes
 from fastnn.nn.parameter import Parameter
+from fastnn.nn.uninitialized import SHAPE_MESSAGE, is_uninitialized
 from fastnn.ops.convert import host_array
 from fastnn.ops.storage import rebind
 from fastnn.ops.tensor import Tensor
@@ -79,7 +80,8 @@ class ModuleState:
 
     def state_dict(self) -> dict:
         """name -> a host NumPy copy of each parameter and persistent buffer."""
-        return {name: np.array(p.numpy(), copy=True) for name, p in self._state().items()}
+        return {name: p if is_uninitialized(p) else np.array(p.numpy(), copy=True)
+                for name, p in self._state().items()}
 
     def load_state_dict(self, state_dict, strict: bool = True) -> IncompatibleKeys:
         """Copy ``state_dict`` (name -> array or Tensor) into the parameters and buffers,
@@ -103,7 +105,12 @@ class ModuleState:
         unexpected = [n for n in state_dict if n not in own]
         mismatched = []
         for key, p in own.items():
-            if key in state_dict:
+            if key in state_dict and is_uninitialized(state_dict[key]):
+                if not is_uninitialized(p):  # PyTorch's error: nothing to load
+                    raise RuntimeError(SHAPE_MESSAGE)
+            elif key in state_dict and is_uninitialized(p):  # a lazy module takes the shape
+                _shape_of_value(name, key, state_dict[key])
+            elif key in state_dict:
                 shape = _shape_of_value(name, key, state_dict[key])
                 if shape != p.shape:
                     mismatched.append(f"{key}: checkpoint {shape}, model {p.shape}")
@@ -124,7 +131,7 @@ class ModuleState:
         # converted leaves the model as it was
         converted = {}
         for key, p in own.items():
-            if key not in state_dict:
+            if key not in state_dict or is_uninitialized(state_dict[key]):
                 continue
             value = state_dict[key]
             try:
@@ -138,6 +145,9 @@ class ModuleState:
             converted[key] = p._device.ops.from_numpy(host, p._device.index)
         for key, data in converted.items():
             p = own[key]
+            if is_uninitialized(p):  # PyTorch's lazy load hook: materialised to that shape
+                p._materialize_data(data)
+                continue
             rebind(p, data)  # in place: views of the parameter see the loaded values
             if isinstance(p, Parameter):
                 p.grad = None
@@ -162,9 +172,10 @@ class ModuleState:
         args = tuple(a for a in args if not isinstance(a, Tensor))
         moved = []
         for t in self._tensors():
-            new = t.detach().to(*args, dtype=dtype, device=device)
+            src = t._placeholder() if is_uninitialized(t) else t.detach()
+            new = src.to(*args, dtype=dtype, device=device)
             if new._dtype is not t._dtype and not t._dtype.is_floating:
-                new = t.detach().to(new.device)  # integer buffers keep their dtype
+                new = src.to(new.device)  # integer buffers keep their dtype
             elif new._dtype is not t._dtype and not new._dtype.is_floating:
                 raise TypeError(f"{owner}: parameters must stay floating point (a module "
                                 f"converts to floating-point dtypes only), got "

@@ -7,7 +7,7 @@ is the base class's, from the tape.
 from __future__ import annotations
 
 from fastnn.nn.module import Module, tape_reverse
-from fastnn.ops import pooling, pooling3d, pooling_lp, pooling_max
+from fastnn.ops import pooling, pooling3d, pooling3d_max, pooling_lp, pooling_max
 
 
 class _Pool(Module):
@@ -128,6 +128,14 @@ class AdaptiveMaxPool2d(_Pool):
     ARGS = (("output_size", None), ("return_indices", False))
 
 
+class AdaptiveMaxPool3d(_Pool):
+    """PyTorch's AdaptiveMaxPool3d(output_size, return_indices=False): output_size an int,
+    or a triple whose None keeps that size."""
+
+    FUNCTION = staticmethod(pooling3d_max.adaptive_max_pool3d)
+    ARGS = (("output_size", None), ("return_indices", False))
+
+
 class _Unpool(_Pool):
     ARGS = (("kernel_size", None), ("stride", None), ("padding", 0))
 
@@ -147,6 +155,13 @@ class MaxUnpool2d(_Unpool):
     output_size=None) with the indices of MaxPool2d(return_indices=True)."""
 
     FUNCTION = staticmethod(pooling_max.max_unpool2d)
+
+
+class MaxUnpool3d(_Unpool):
+    """PyTorch's MaxUnpool3d(kernel_size, stride=None, padding=0); forward(x, indices,
+    output_size=None) with the flat indices d H W + h W + w of each value."""
+
+    FUNCTION = staticmethod(pooling3d_max.max_unpool3d)
 
 
 _LP = (("norm_type", None), ("kernel_size", None), ("stride", None), ("ceil_mode", False))

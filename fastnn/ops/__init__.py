@@ -27,6 +27,7 @@ from fastnn.ops import mathops as _mathops  # noqa: F401
 from fastnn.ops import normalization as _normalization  # noqa: F401
 from fastnn.ops import pooling as _pooling  # noqa: F401
 from fastnn.ops import pooling3d as _pooling3d  # noqa: F401
+from fastnn.ops import pooling3d_max as _pooling3d_max  # noqa: F401
 from fastnn.ops import pooling_lp as _pooling_lp  # noqa: F401
 from fastnn.ops import pooling_max as _pooling_max  # noqa: F401
 from fastnn.ops import products as _products  # noqa: F401
@@ -47,6 +48,7 @@ from fastnn.ops import view_scatter as _view_scatter  # noqa: F401
 # issue 21's vision, normalisation, distance and loss ops
 from fastnn.ops import conv3d as _conv3d  # noqa: F401
 from fastnn.ops import conv_transpose as _conv_transpose  # noqa: F401
+from fastnn.ops import conv_transpose3d as _conv_transpose3d  # noqa: F401
 from fastnn.ops import distance as _distance  # noqa: F401
 from fastnn.ops import dropout as _dropout  # noqa: F401
 from fastnn.ops import losses_more as _losses_more  # noqa: F401

@@ -42,7 +42,7 @@ _NORMS_INPUT = "layer_norm group_norm rms_norm batch_norm instance_norm"
 TABLE = {  # device kind -> policy -> fastnn op names (each an op of the public op table)
     "cuda": {
         LOWER: "matmul mm bmm mv addmm addmv baddbmm einsum linear prelu "
-               "conv1d conv2d conv3d conv_transpose1d conv_transpose2d "
+               "conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d "
                "scaled_dot_product_attention recurrent",
         FLOAT32: "acos asin arccos arcsin cosh erfinv exp expm1 log log10 log2 log1p "
                  "reciprocal rsqrt sinh "
@@ -61,7 +61,7 @@ TABLE = {  # device kind -> policy -> fastnn op names (each an op of the public 
     },
     "cpu": {
         LOWER: "matmul mm bmm addmm baddbmm einsum tensordot linear prelu conv1d conv2d "
-               "conv3d conv_transpose1d conv_transpose2d "
+               "conv3d conv_transpose1d conv_transpose2d conv_transpose3d "
                "scaled_dot_product_attention",
         FLOAT32: "binary_cross_entropy prod quantile nanquantile cdist trace max_unpool2d "
                  "ctc_loss mse_loss cosine_embedding_loss nll_loss hinge_embedding_loss "

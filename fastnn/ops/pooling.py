@@ -36,7 +36,7 @@ def _spatial(op: str, x, dims: int) -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
     if x.ndim not in (dims + 1, dims + 2):
-        axes = "(N, C, L)" if dims == 1 else "(N, C, H, W)"
+        axes = {1: "(N, C, L)", 2: "(N, C, H, W)"}.get(dims, "(N, C, D, H, W)")
         raise ValueError(f"{op}: expected input {axes} or without the batch axis, got shape "
                          f"{x.shape}")
     if not x._dtype.is_floating:

@@ -4,9 +4,10 @@
 - adaptive max pooling: window i along an axis of length L covers
   [floor(i*L/out), ceil((i+1)*L/out)); when out divides L that is max_pool2d with
   kernel = stride = L/out, else one max per window (ties share the gradient, as ``amax``).
-- ``max_unpool1d/2d``: zeros of the output size with each value scattered to its index;
-  an index that overlapping windows repeat (always with the same value) is written once,
-  and each repeat gets that position's whole gradient, as PyTorch's backward (a gather).
+- ``max_unpool1d/2d`` (3d: :mod:`fastnn.ops.pooling3d_max`): zeros of the output size
+  with each value scattered to its index; an index that overlapping windows repeat
+  (always with the same value) is written once, and each repeat gets that position's
+  whole gradient, as PyTorch's backward (a gather).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 from fastnn.api import dtypes
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.ops.conv import pair
+from fastnn.ops.conv3d import triple
 from fastnn.ops.creation import full_like, zeros_like
 from fastnn.ops.elementwise import where
 from fastnn.ops.joining import stack
@@ -86,6 +88,8 @@ def adaptive_max_pool1d(x, output_size, return_indices=False):
 
 
 def _sizes(op, name, value, minimum, dims):
+    if dims == 3:
+        return triple(op, name, value, minimum)
     if dims == 2:
         return pair(op, name, value, minimum)
     if isinstance(value, (tuple, list)) and len(value) == 1:

@@ -24,6 +24,7 @@ public(method=True, top=True, functional=False, name="subtract")(ew.sub)
 public(top=True, functional=False)(aliases.masked_fill)
 public(top=True, functional=False)(cosine_similarity)
 for _name in ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+              "conv_transpose3d",
               "pixel_shuffle", "pixel_unshuffle", "max_pool1d", "max_pool2d", "avg_pool1d",
               "pairwise_distance", "bilinear", "channel_shuffle", "rms_norm"):
     # torch.<name> is functional.<name>, with the same positional arguments
@@ -176,7 +177,8 @@ def _with_indices(name: str):
     return fn
 
 
-for _name in ("max_pool1d", "max_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d"):
+for _name in ("max_pool1d", "max_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+              "adaptive_max_pool3d"):
     public(name=_name + "_with_indices")(_with_indices(_name))
 
 

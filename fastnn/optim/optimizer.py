@@ -35,6 +35,7 @@ import numpy as np
 from fastnn.api.args import real as check_number
 from fastnn.autograd.grad_mode import enable_grad, no_grad
 from fastnn.nn.module import PARAM_CLASSES
+from fastnn.nn.uninitialized import is_uninitialized
 from fastnn.ops.tensor import Tensor, tensor
 from fastnn.optim.state import OptimizerState, is_array
 from fastnn.optim.step_hooks import StepHooks, with_step_hooks
@@ -87,6 +88,12 @@ class Optimizer(StepHooks, OptimizerState):
                              [params] if isinstance(params, Tensor) else params)
         seen = {id(p) for g in self.param_groups for p in g["params"]}
         for p in params:
+            if is_uninitialized(p):
+                raise ValueError(
+                    f"{type(self).__name__}: a parameter is an UninitializedParameter (a lazy "
+                    "module, e.g. nn.LazyLinear, before its first forward); run a dry-run "
+                    "forward with an input of the right shape first, then build the optimizer "
+                    "(model(x); opt = fnn.optim.SGD(model.parameters(), ...)), as PyTorch asks")
             if not isinstance(p, Tensor) or not p.dtype.is_floating:
                 raise TypeError(
                     f"{type(self).__name__}: parameters must be floating-point Tensors, got "

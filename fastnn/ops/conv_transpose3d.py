@@ -1,0 +1,73 @@
+"""PyTorch's ``conv_transpose3d``, composed as :mod:`fastnn.ops.conv_transpose` composes
+the 2-D one (gradients from the tape): stride - 1 zeros inserted between input positions
+on each spatial axis, the border padded by dilation (K - 1) - padding (output_padding more
+after; a negative amount crops), then a stride-1 :func:`~fastnn.ops.conv3d.conv3d` with the
+kernel flipped and its in/out channel axes swapped per group.
+
+Weight (C_in, C_out/groups, KD, KH, KW); out size per axis
+(n - 1) stride - 2 padding + dilation (K - 1) + output_padding + 1.
+"""
+
+from __future__ import annotations
+
+from fastnn.api.args import integer
+from fastnn.ops import conv
+from fastnn.ops.conv3d import conv3d_sides, triple
+from fastnn.ops.conv_transpose import _check, _pad_axis, _spread
+from fastnn.ops.elementwise import same_dtype
+from fastnn.ops.movement import reshape, transpose
+from fastnn.ops.shaping import flip
+from fastnn.ops.table import public
+from fastnn.ops.tensor import Tensor
+
+
+def transpose3d_raw(x: Tensor, weight: Tensor, stride, padding, output_padding, groups,
+                    dilation) -> Tensor:
+    """conv_transpose3d of a batched input on checked triples, without bias."""
+    c_in, c_out_g = weight.shape[:2]
+    kernel = weight.shape[2:]
+    if x.shape[1] != c_in or c_in % groups:
+        raise ValueError(f"conv_transpose3d: weight {weight.shape} expects {c_in} input "
+                         f"channels divisible by groups={groups}, got input {x.shape}")
+    x, weight = same_dtype("conv_transpose3d", x, weight)
+    if not x._dtype.is_floating:
+        raise TypeError(f"conv_transpose3d: expected floating-point tensors, got "
+                        f"{x._dtype.name}")
+    size = tuple((n - 1) * s - 2 * p + d * (k - 1) + 1 + o for n, s, p, d, k, o in
+                 zip(x.shape[2:], stride, padding, dilation, kernel, output_padding))
+    if min(size) < 1:
+        raise ValueError(f"conv_transpose3d: input {x.shape} with kernel {tuple(kernel)}, "
+                         f"stride {stride}, padding {padding} and dilation {dilation} gives "
+                         f"the empty output size {size}")
+    for axis in range(3):
+        x = _spread(x, 2 + axis, stride[axis])
+        border = dilation[axis] * (kernel[axis] - 1) - padding[axis]
+        x = _pad_axis(x, 2 + axis, border, border + output_padding[axis])
+    w = reshape(weight, (groups, c_in // groups, c_out_g) + tuple(kernel))
+    w = reshape(transpose(w, (0, 2, 1, 3, 4, 5)),
+                (groups * c_out_g, c_in // groups) + tuple(kernel))
+    w = flip(w, (2, 3, 4))
+    return conv3d_sides(x, w, (1, 1, 1), ((0, 0),) * 3, tuple(dilation), groups)
+
+
+@public()
+def conv_transpose3d(input: Tensor, weight: Tensor, bias=None, stride=1, padding=0,
+                     output_padding=0, groups=1, dilation=1) -> Tensor:
+    """PyTorch's conv_transpose3d: input (N, C_in, D, H, W) or (C_in, D, H, W), weight
+    (C_in, C_out/groups, KD, KH, KW); stride, padding, output_padding, dilation an int or 3
+    ints."""
+    _check("conv_transpose3d", input, weight, 5)
+    stride = triple("conv_transpose3d", "stride", stride, 1)
+    padding = triple("conv_transpose3d", "padding", padding, 0)
+    output_padding = triple("conv_transpose3d", "output_padding", output_padding, 0)
+    dilation = triple("conv_transpose3d", "dilation", dilation, 1)
+    groups = integer("conv_transpose3d", "groups", groups)
+    if any(o >= s and o >= d for o, s, d in zip(output_padding, stride, dilation)):
+        raise ValueError(f"conv_transpose3d: output padding must be smaller than either "
+                         f"stride or dilation, got output_padding={output_padding}, "
+                         f"stride={stride}, dilation={dilation}")
+    unbatched = input.ndim == 4
+    x = reshape(input, (1,) + input.shape) if unbatched else input
+    out = transpose3d_raw(x, weight, stride, padding, output_padding, groups, dilation)
+    out = conv.with_bias("conv_transpose3d", out, bias, out.shape[1], 3)
+    return reshape(out, out.shape[1:]) if unbatched else out
