@@ -144,6 +144,7 @@ from fastnn.nn.padding import (
     ZeroPad3d,
 )
 from fastnn.nn.softmax_layers import Softmax2d
+from fastnn.nn.sync_batchnorm import SyncBatchNorm
 from fastnn.nn.upsample import (
     ChannelShuffle,
     Fold,
@@ -197,3 +198,4 @@ __all__ += ["AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool1d", "LPPool2d", "L
 __all__ += ["AdaptiveAvgPool3d", "AvgPool3d", "MaxPool3d"]
 __all__ += ["CELU", "Hardshrink", "Hardsigmoid", "Hardswish", "LogSigmoid", "PReLU", "RReLU",
             "ReLU6", "Softmin", "Softshrink", "Softsign", "Tanhshrink", "Threshold"]
+__all__ += ["SyncBatchNorm"]
