@@ -64,6 +64,17 @@ def run_layer(bn, x: np.ndarray, g: np.ndarray) -> dict:
     return out
 
 
+def empty_shard_data():
+    """(3, 3, 3) float64: rank 0 takes it all, rank 1 an empty (0, 3, 3) shard."""
+    x, g, _, _ = layer_data()
+    return x[:3, :, 0], g[:3, :, 0]
+
+
+def offset_data() -> np.ndarray:
+    """float32 far from zero mean: E[x^2] - E[x]^2 would lose the variance here."""
+    return (1000.0 + np.random.default_rng(9).normal(size=(8, 3, 4))).astype(np.float32)
+
+
 def ddp_data(step: int):
     rng = np.random.default_rng(20 + step)
     return rng.normal(1.0, 2.0, (DDP_BATCH, 2, 3, 3)), rng.integers(0, 3, DDP_BATCH)
@@ -100,6 +111,12 @@ def main(argv) -> None:
     x, g, _, _ = layer_data()
     results = {"layer/" + k: v for k, v in
                run_layer(layer(nn.SyncBatchNorm), shard(rank, x), shard(rank, g)).items()}
+    x, g = empty_shard_data()
+    part = slice(0, 3) if rank == 0 else slice(3, 3)
+    results.update({"empty/" + k: v for k, v in
+                    run_layer(layer(nn.SyncBatchNorm), x[part], g[part]).items()})
+    x = offset_data()
+    results["offset"] = nn.SyncBatchNorm(3)(fnn.tensor(x[rank * 4:(rank + 1) * 4])).numpy()
     model = nn.SyncBatchNorm.convert_sync_batchnorm(ddp_model())
     results["ddp/converted"] = np.array(type(model[1]).__name__)
     results.update(train(DDP(model), rank, size))

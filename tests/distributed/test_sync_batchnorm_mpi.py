@@ -85,3 +85,24 @@ def test_a_wrong_channel_count_is_a_clear_error_on_every_rank(ranks):
     for result in ranks:
         assert "expected input (N, C, ...) with 3 channels, got (2, 4)" in \
             str(result["error/channels"])
+
+
+def test_a_rank_with_an_empty_shard_takes_part(ranks):
+    x, g = worker.empty_shard_data()
+    want = worker.run_layer(worker.layer(nn.BatchNorm1d), x, g)
+    for key, value in want.items():
+        got = np.concatenate([r["empty/" + key] for r in ranks]) if key.startswith(
+            ("y/", "x.grad/", "eval")) else ranks[1]["empty/" + key]
+        if key.startswith(("weight.grad", "bias.grad")):
+            got = ranks[0]["empty/" + key] + ranks[1]["empty/" + key]
+            np.testing.assert_array_equal(ranks[1]["empty/" + key], 0.0)
+        np.testing.assert_allclose(got, value, **TOL, err_msg=key)
+
+
+def test_float32_statistics_are_stable_far_from_zero_mean(ranks):
+    x = worker.offset_data().astype(np.float64)
+    mean = x.mean((0, 2), keepdims=True)
+    want = (x - mean) / np.sqrt(x.var((0, 2), keepdims=True) + 1e-5)
+    got = np.concatenate([r["offset"] for r in ranks])
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, want, atol=2e-3)
