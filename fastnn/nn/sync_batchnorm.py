@@ -20,11 +20,13 @@ BatchNorm (torch falls back to ``F.batch_norm`` there too). It accepts any input
 
 from __future__ import annotations
 
+from fastnn.api.args import real
 from fastnn.autograd.function import Function
+from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.batchnorm import _BatchNorm
 from fastnn.nn.module import check_tensor
-from fastnn.ops import normalization
 from fastnn.ops.joining import cat, stack
+from fastnn.ops.storage import rebind
 from fastnn.ops.tensor import zeros
 
 __all__ = ["SyncBatchNorm"]
@@ -89,12 +91,8 @@ class SyncBatchNorm(_BatchNorm):
         if comm is None:
             return super()._batch_norm(x, running_mean, running_var, use_batch, momentum)
         mean, var, count = _global_stats(x, comm)
-        if count <= 1:
-            raise ValueError(f"SyncBatchNorm: expected more than 1 value per channel when "
-                             f"training, got {count} over the {comm.size} ranks (input of "
-                             f"shape {x.shape} here)")
         if running_mean is not None:
-            normalization._update(running_mean, running_var, mean, var, count, momentum)
+            _update(running_mean, running_var, mean, var, count, momentum)
         shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
         out = (x - mean.reshape(shape)) * ((var + self.eps) ** -0.5).reshape(shape)
         if self.weight is not None:
@@ -150,10 +148,21 @@ def _global_stats(x, comm):
                            device=x.device))
     gathered = _AllReduceSum.apply(cat(parts, 0) if len(parts) > 1 else mine, comm)
     ns, means, m2s = gathered[:, 0], gathered[:, 1], gathered[:, 2]
-    total = int(round(ns[:, 0].detach().sum().item()))  # exact: the counts are integers
-    if not total:
-        return means.sum(0), m2s.sum(0), 0
+    total = ns.sum(0)  # a tensor: no value read back to Python (fnn.compile replays this)
     mean = (ns * means).sum(0) / total
     deviation = means - mean.reshape(1, channels)
     var = (m2s + ns * deviation * deviation).sum(0) / total
     return mean, var, total
+
+
+def _update(running_mean, running_var, mean, var, count, momentum) -> None:
+    """The running statistics' update with the global unbiased variance, in place and off
+    the tape (``count``: the global count per channel, a tensor)."""
+    momentum = real("SyncBatchNorm", "momentum", momentum)
+    with no_grad():
+        unbiased = var.detach() * (count / (count - 1.0))
+        new_mean = running_mean * (1.0 - momentum) + mean.detach().to(running_mean.dtype) * \
+            momentum
+        new_var = running_var * (1.0 - momentum) + unbiased.to(running_var.dtype) * momentum
+    rebind(running_mean, new_mean._data)
+    rebind(running_var, new_var._data)

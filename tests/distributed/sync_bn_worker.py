@@ -19,7 +19,7 @@ from fastnn.nn.parallel import DistributedDataParallel as DDP
 
 SHAPE = (7, 3, 2, 3)  # the layer test's global batch: rank 0 takes 4 samples, rank 1 takes 3
 SPLIT = 4
-DDP_BATCH, STEPS = 8, 2  # the DDP test: halves of 4
+DDP_BATCH, STEPS = 8, 3  # the DDP test: halves of 4
 
 
 def layer_data():
@@ -88,19 +88,26 @@ def ddp_model():
                          nn.Linear(4 * 9, 3, dtype=fnn.float64))
 
 
-def train(model, rank: int, size: int) -> dict:
+def train(model, rank: int, size: int, compiled: bool = False) -> dict:
     """STEPS of SGD with momentum; each rank on its half of each batch (one process: the
-    whole batch when size == 1). The parameters and buffers after training."""
+    whole batch when size == 1), the step through fnn.compile when ``compiled`` (recorded
+    once, replayed after). The parameters and buffers after training."""
     opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     half = DDP_BATCH // size
+
+    def train_step(x, y):
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+
+    train_step = fnn.compile(train_step) if compiled else train_step
     for step in range(STEPS):
         x, y = ddp_data(step)
         x, y = x[rank * half:(rank + 1) * half], y[rank * half:(rank + 1) * half]
-        opt.zero_grad()
-        F.cross_entropy(model(fnn.tensor(x)), fnn.tensor(y)).backward()
-        opt.step()
+        train_step(fnn.tensor(x), fnn.tensor(y))
     inner = model.module if isinstance(model, DDP) else model
-    return {"ddp/" + k: np.array(v) for k, v in inner.state_dict().items()}
+    prefix = "compiled/" if compiled else "ddp/"
+    return {prefix + k: np.array(v) for k, v in inner.state_dict().items()}
 
 
 def main(argv) -> None:
@@ -120,6 +127,8 @@ def main(argv) -> None:
     model = nn.SyncBatchNorm.convert_sync_batchnorm(ddp_model())
     results["ddp/converted"] = np.array(type(model[1]).__name__)
     results.update(train(DDP(model), rank, size))
+    model = nn.SyncBatchNorm.convert_sync_batchnorm(ddp_model())
+    results.update(train(DDP(model), rank, size, compiled=True))
     try:  # ranks with different channel counts: each its own clear error before any collective
         nn.SyncBatchNorm(3, dtype=fnn.float64)(fnn.tensor(np.ones((2, 4))))
     except ValueError as exc:

@@ -73,11 +73,13 @@ def test_running_variance_is_the_global_unbiased_one(ranks):
     np.testing.assert_allclose(ranks[0]["layer/running_var/0"], want, **TOL)
 
 
-def test_ddp_with_sync_batchnorm_equals_one_process_on_the_whole_batch(ranks):
+@pytest.mark.parametrize("prefix", ["ddp/", "compiled/"])
+def test_ddp_with_sync_batchnorm_equals_one_process_on_the_whole_batch(ranks, prefix):
     want = worker.train(worker.ddp_model(), 0, 1)
     for result in ranks:
         assert str(result["ddp/converted"]) == "SyncBatchNorm"
         for key, value in want.items():
+            key = key.replace("ddp/", prefix)
             np.testing.assert_allclose(result[key], value, **TOL, err_msg=key)
 
 
