@@ -32,6 +32,22 @@ from fastnn.ops.tensor import zeros
 __all__ = ["SyncBatchNorm"]
 
 
+def _no_world(process_group):
+    return None
+
+
+# fastnn.distributed sits above fastnn.nn: it installs its lookup here when imported
+# (fastnn.distributed.process_group); before that no process group can exist
+_find_world = _no_world
+
+
+def register_world_lookup(lookup) -> None:
+    """Install ``lookup(process_group) -> Communicator or None`` (None: no process group
+    is initialised): how SyncBatchNorm finds the ranks to synchronise over."""
+    global _find_world
+    _find_world = lookup
+
+
 class _AllReduceSum(Function):
     """The sum of ``t`` over the ranks of ``comm``, on every rank; differentiable: the
     gradient of each rank's ``t`` is the sum over the ranks of the result's gradients."""
@@ -77,14 +93,8 @@ class SyncBatchNorm(_BatchNorm):
     def _communicator(self):
         """The communicator to synchronise over, or None where torch falls back to
         batch_norm: not training, no process group, or one rank."""
-        if not self.training:
-            return None
-        from fastnn.distributed import process_group as pg  # a layer above fastnn.nn
-
-        if not pg.is_initialized():
-            return None
-        comm = pg.world(self.process_group, "SyncBatchNorm")
-        return comm if comm.size > 1 else None
+        comm = _find_world(self.process_group) if self.training else None
+        return comm if comm is not None and comm.size > 1 else None
 
     def _batch_norm(self, x, running_mean, running_var, use_batch: bool, momentum: float):
         comm = self._communicator() if use_batch else None
