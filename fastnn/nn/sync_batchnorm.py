@@ -100,16 +100,18 @@ class SyncBatchNorm(_BatchNorm):
         comm = self._communicator() if use_batch else None
         if comm is None:
             return super()._batch_norm(x, running_mean, running_var, use_batch, momentum)
-        mean, var, count = _global_stats(x, comm)
+        # float16/bfloat16 in float32, as torch: a count past 65504 is inf in float16
+        work = x if x.dtype.itemsize >= 4 else x.to("float32")
+        mean, var, count = _global_stats(work, comm)
         if running_mean is not None:
             _update(running_mean, running_var, mean, var, count, momentum)
         shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
-        out = (x - mean.reshape(shape)) * ((var + self.eps) ** -0.5).reshape(shape)
+        out = (work - mean.reshape(shape)) * ((var + self.eps) ** -0.5).reshape(shape)
         if self.weight is not None:
-            out = out * self.weight.reshape(shape)
+            out = out * self.weight.to(work.dtype).reshape(shape)
         if self.bias is not None:
-            out = out + self.bias.reshape(shape)
-        return out
+            out = out + self.bias.to(work.dtype).reshape(shape)
+        return out if out.dtype is x.dtype else out.to(x.dtype)
 
     @classmethod
     def convert_sync_batchnorm(cls, module, process_group=None):

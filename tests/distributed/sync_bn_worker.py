@@ -75,6 +75,11 @@ def offset_data() -> np.ndarray:
     return (1000.0 + np.random.default_rng(9).normal(size=(8, 3, 4))).astype(np.float32)
 
 
+def half_data() -> np.ndarray:
+    """(16, 2, 64, 64): 65536 values per channel, past float16's largest, 65504."""
+    return np.random.default_rng(11).normal(3.0, 2.0, (16, 2, 64, 64))
+
+
 def ddp_data(step: int):
     rng = np.random.default_rng(20 + step)
     return rng.normal(1.0, 2.0, (DDP_BATCH, 2, 3, 3)), rng.integers(0, 3, DDP_BATCH)
@@ -110,6 +115,19 @@ def train(model, rank: int, size: int, compiled: bool = False) -> dict:
     return {prefix + k: np.array(v) for k, v in inner.state_dict().items()}
 
 
+def run_half(rank: int) -> dict:
+    """float16 on each rank's half of half_data (nothing where the device lacks float16)."""
+    supported = fnn.get_device().backend.record.dtypes
+    if supported and "float16" not in supported:
+        return {}
+    half = nn.SyncBatchNorm(2, dtype=fnn.float16)
+    xh = fnn.tensor(half_data()[rank * 8:(rank + 1) * 8], dtype=fnn.float16, requires_grad=True)
+    yh = half(xh)
+    yh.float().square().sum().backward()
+    return {"half/y": yh.float().numpy(), "half/x.grad": xh.grad.float().numpy(),
+            "half/running_var": half.running_var.float().numpy()}
+
+
 def main(argv) -> None:
     out_dir, backend = argv
     fnn.use(backend)
@@ -124,6 +142,7 @@ def main(argv) -> None:
                     run_layer(layer(nn.SyncBatchNorm), x[part], g[part]).items()})
     x = offset_data()
     results["offset"] = nn.SyncBatchNorm(3)(fnn.tensor(x[rank * 4:(rank + 1) * 4])).numpy()
+    results.update(run_half(rank))
     model = nn.SyncBatchNorm.convert_sync_batchnorm(ddp_model())
     results["ddp/converted"] = np.array(type(model[1]).__name__)
     results.update(train(DDP(model), rank, size))
