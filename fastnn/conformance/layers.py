@@ -240,6 +240,9 @@ def _vision_specs(nn) -> list:
          (4, 3, 6)),
         ("BatchNorm2d", lambda d, dev: nn.BatchNorm2d(3, dtype=d, device=dev), (4, 3, 3, 5)),
         ("BatchNorm2d(eval)", lambda d, dev: bn_eval(nn.BatchNorm2d, d, dev), (4, 3, 3, 5)),
+        # one process: BatchNorm's path (two ranks: tests/distributed/test_sync_batchnorm_mpi)
+        ("SyncBatchNorm", lambda d, dev: nn.SyncBatchNorm(3, dtype=d, device=dev), (4, 3, 2, 3)),
+        ("SyncBatchNorm(eval)", lambda d, dev: bn_eval(nn.SyncBatchNorm, d, dev), (5, 3)),
         ("Flatten", lambda d, dev: nn.Flatten(), (2, 3, 4)),
         ("GlobalAvgPool1d", lambda d, dev: nn.GlobalAvgPool1d(), (2, 3, 5)),
     ] + _pool_specs(nn)

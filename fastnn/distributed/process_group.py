@@ -17,6 +17,7 @@ import enum
 import os
 
 from fastnn.distributed.comm import Communicator, DistributedError, init
+from fastnn.nn.sync_batchnorm import register_world_lookup
 
 BACKENDS = ("mpi", "gloo", "nccl")
 _NOT_INITIALIZED = ("Default process group has not been initialized, please make sure to "
@@ -202,3 +203,11 @@ def barrier(group=None, async_op: bool = False, device_ids=None):
     """Wait until every rank has called ``barrier``."""
     world(group, "barrier").barrier()
     return Work() if async_op else None
+
+
+def _sync_batchnorm_world(group):
+    """nn.SyncBatchNorm's view of the process group: None when none is initialised."""
+    return None if _DEFAULT is None else world(group, "SyncBatchNorm")
+
+
+register_world_lookup(_sync_batchnorm_world)

@@ -161,6 +161,7 @@ from fastnn.nn.padding import (
     ZeroPad3d,
 )
 from fastnn.nn.softmax_layers import Softmax2d
+from fastnn.nn.sync_batchnorm import SyncBatchNorm
 from fastnn.nn.uninitialized import UninitializedBuffer, UninitializedParameter
 from fastnn.nn.upsample import (
     ChannelShuffle,
@@ -222,3 +223,4 @@ __all__ += ["LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d
             "UninitializedParameter"]
 __all__ += ["ConvTranspose3d"]
 __all__ += ["AdaptiveMaxPool3d", "MaxUnpool3d"]
+__all__ += ["SyncBatchNorm"]

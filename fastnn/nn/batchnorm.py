@@ -59,11 +59,14 @@ class _BatchNorm(RunningStats):
         self.track_running_stats = bool(track_running_stats)
         self._init_stats(affine, dtype, device)
 
-    def forward(self, x):
+    def _check_input(self, x) -> None:
         check_tensor(type(self).__name__, x)
         if x.ndim not in self.DIMS or x.shape[1] != self.num_features:
             raise ValueError(f"{type(self).__name__}({self.num_features}): expected input "
                              f"{self.LAYOUT} with {self.num_features} channels, got {x.shape}")
+
+    def forward(self, x):
+        self._check_input(x)
         use_batch = self.training or self.running_mean is None
         update = self.training and self.running_mean is not None and not buffers_kept()
         momentum = self.momentum if self.momentum is not None else 0.0
@@ -74,8 +77,12 @@ class _BatchNorm(RunningStats):
                 momentum = 1.0 / float(count.item())
         stats = (self.running_mean, self.running_var) if (update or not use_batch) else \
             (None, None)
-        return normalization.batch_norm(x, *stats, self.weight, self.bias, use_batch, momentum,
-                                        self.eps)
+        return self._batch_norm(x, *stats, use_batch, momentum)
+
+    def _batch_norm(self, x, running_mean, running_var, use_batch: bool, momentum: float):
+        """``normalization.batch_norm`` with this layer's parameters (SyncBatchNorm's hook)."""
+        return normalization.batch_norm(x, running_mean, running_var, self.weight, self.bias,
+                                        use_batch, momentum, self.eps)
 
 
 class BatchNorm1d(_BatchNorm):

@@ -179,6 +179,10 @@ class Module(HooksMixin, ModuleTree, ModuleState):
             self._buffers[name] = value
             object.__setattr__(self, name, value)
             return
+        if isinstance(value, Module) and name in self._modules:
+            self._modules[name] = value  # replaced in its place, as torch's: order is kept
+            object.__setattr__(self, name, value)
+            return
         self._parameters.pop(name, None)
         self._modules.pop(name, None)
         if isinstance(value, Parameter):
