@@ -1,7 +1,10 @@
 """``fnn.linalg``: the norms of ``torch.linalg`` (``vector_norm``, ``matrix_norm``, ``norm``),
 ``cross`` (dim=-1 by default), the products ``vecdot``, ``matmul``, and the inverses, solves
 and determinants ``inv``, ``inv_ex``, ``solve``, ``solve_ex``, ``det``, ``slogdet``
-(:mod:`fastnn.ops.linalg_solve`; a singular matrix raises :class:`LinAlgError`).
+(:mod:`fastnn.ops.linalg_solve`; a singular matrix raises :class:`LinAlgError`), and the
+decompositions ``qr``, ``eigh``, ``eigvalsh``, ``svd``, ``svdvals``
+(:mod:`fastnn.ops.linalg_decomp`: eigenvalues ascending, singular values descending,
+vectors unique only up to sign).
 
 The norms are composites of abs, sums and extrema. The spectral ones (``ord=2``, ``-2``,
 ``"nuc"``) take the singular vectors from NumPy on the host (one read-back, as sort does)
@@ -21,6 +24,7 @@ from fastnn.api.errors import LinAlgError
 from fastnn.ops import elementwise as ew
 from fastnn.ops import movement
 from fastnn.ops.linalg_cholesky import cholesky, cholesky_ex
+from fastnn.ops.linalg_decomp import eigh, eigvalsh, qr, svd, svdvals
 from fastnn.ops.linalg_solve import det, inv, inv_ex, slogdet, solve, solve_ex
 from fastnn.ops.products import cross as _cross
 from fastnn.ops.reduction import amin
@@ -30,8 +34,9 @@ from fastnn.ops.sorting import check_tensor, host
 from fastnn.ops.structure import const
 from fastnn.ops.tensor import Tensor
 
-__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cross", "det", "inv", "inv_ex", "matmul",
-           "matrix_norm", "norm", "slogdet", "solve", "solve_ex", "vecdot", "vector_norm"]
+__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cross", "det", "eigh", "eigvalsh", "inv",
+           "inv_ex", "matmul", "matrix_norm", "norm", "qr", "slogdet", "solve", "solve_ex",
+           "svd", "svdvals", "vecdot", "vector_norm"]
 
 _INF = float("inf")
 

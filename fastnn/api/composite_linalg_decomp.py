@@ -1,0 +1,212 @@
+"""The composites of the decomposition hooks, written with primitives: Householder QR
+(``linalg_qr``), cyclic Jacobi for symmetric eigenproblems (``linalg_eigh``) and one-sided
+(Hestenes) Jacobi for the SVD (``linalg_svd``).
+
+- QR: step j reflects column j from the diagonal down onto ``-sign(x0) |x| e_j``, as
+  LAPACK's dlarfg (a column with only zeros below the diagonal is left alone), applied
+  to R and accumulated into Q as dense rank-1 updates: Q and R carry LAPACK's signs.
+- eigh: each rotation (p, q) of a sweep zeroes A[p, q] (Golub and Van Loan's sym.schur2)
+  and is applied as a dense n x n matrix: A = J^T A J, V = V J. A fixed number of sweeps
+  (Jacobi converges quadratically: ``_SWEEPS``) keeps the composite free of read-backs.
+- SVD: rotations of column pairs of A (m >= n; A^T otherwise) until they are orthogonal:
+  then s are the column norms, V the accumulated rotations and U the normalised columns,
+  made orthonormal (and completed, for a zero singular value or full_matrices) by the QR
+  composite. One-sided Jacobi keeps small singular values to relative accuracy, which an
+  eigh of A^T A would lose.
+
+Values are sorted (eigenvalues ascending, singular values descending) with one
+permutation matrix built from pairwise comparisons. Every step is a handful of
+launches; meant for small matrices, where the composites are exact to a few roundings.
+A backend with LAPACK or cuSOLVER implements the hooks itself.
+"""
+
+from __future__ import annotations
+
+_SWEEPS = {"float32": 8, "float64": 10}
+
+
+def _zeros(ops, x):
+    """Zeros of x's shape and dtype (NaN and inf in x give 0 too)."""
+    return ops.where(ops.less(x, x), x, 0.0)
+
+
+def _first_column(ops, a):
+    """a[0, ..., 0, :, 0] of a (..., m, n) as an (m, 1) array of a's dtype."""
+    rank = len(a.shape)
+    m = a.shape[-2]
+    return ops.slice(a, (0,) * rank, (1,) * (rank - 2) + (m, 1), (1,) * rank)
+
+
+def _arange(ops, a, size):
+    """(size, 1) float column 0, 1, ... size - 1 in a's dtype, made from a's data."""
+    rank = len(a.shape)
+    piece = ops.slice(a, (0,) * rank, (1,) * (rank - 1) + (1,), (1,) * rank)
+    one = ops.add(_zeros(ops, ops.reshape(piece, (1, 1))), 1.0)
+    ones = ops.broadcast_to(one, (size, 1))
+    return ops.sub(ops.cumsum(ops.contiguous(ones), 0), 1.0)
+
+
+def _eye(ops, a, size):
+    """The (size, size) identity in a's dtype."""
+    index = ops.reshape(ops.astype(_arange(ops, a, size), "int64"), (size,))
+    return ops.one_hot(index, size, str(a.dtype))
+
+
+def _column(ops, m, j):
+    rank = len(m.shape)
+    return ops.slice(m, (0,) * (rank - 1) + (j,), tuple(m.shape[:-1]) + (j + 1,), (1,) * rank)
+
+
+def _row(ops, m, i):
+    rank = len(m.shape)
+    return ops.slice(m, (0,) * (rank - 2) + (i, 0), tuple(m.shape[:-2]) + (i + 1, m.shape[-1]),
+                     (1,) * rank)
+
+
+def _block(ops, m, rows, cols):
+    rank = len(m.shape)
+    return ops.slice(m, (0,) * rank, tuple(m.shape[:-2]) + (rows, cols), (1,) * rank)
+
+
+def _mt(ops, x):
+    rank = len(x.shape)
+    return ops.transpose(x, tuple(range(rank - 2)) + (rank - 1, rank - 2))
+
+
+def _signs(ops, x):
+    """+1 where x >= 0 (and NaN), -1 where x < 0."""
+    return ops.add(ops.mul(ops.astype(ops.less(x, 0.0), str(x.dtype)), -2.0), 1.0)
+
+
+def linalg_qr(ops, a, mode):
+    m, n = a.shape[-2:]
+    rank, lead, dtype = len(a.shape), tuple(a.shape[:-2]), str(a.dtype)
+    rows = _arange(ops, a, m)  # (m, 1)
+    eye = _eye(ops, a, m)
+    q = ops.contiguous(ops.broadcast_to(eye, lead + (m, m)))
+    r = a
+    for j in range(min(m - 1, n)):  # the last row of a square matrix needs no reflection
+        x = _column(ops, r, j)  # (..., m, 1)
+        below = ops.where(ops.greater(rows, j - 0.5), x, 0.0)
+        tail = ops.where(ops.greater(rows, j + 0.5), x, 0.0)
+        x0 = _row(ops, x, j)  # (..., 1, 1)
+        tail2 = ops.sum(ops.mul(tail, tail), (rank - 2,), True)
+        beta = ops.mul(ops.neg(_signs(ops, x0)), ops.sqrt(ops.add(ops.mul(x0, x0), tail2)))
+        v = ops.sub(below, ops.mul(beta, _column(ops, eye, j)))
+        skip = ops.astype(ops.equal(tail2, 0.0), dtype)  # nothing to reflect: H = I
+        norm = ops.sqrt(ops.add(ops.sum(ops.mul(v, v), (rank - 2,), True), skip))
+        v = ops.mul(ops.div(v, norm), ops.add(ops.neg(skip), 1.0))
+        v2 = ops.mul(v, 2.0)
+        r = ops.sub(r, ops.matmul(v2, ops.matmul(_mt(ops, v), r)))
+        q = ops.sub(q, ops.matmul(ops.matmul(q, v2), _mt(ops, v)))
+    cols = ops.reshape(_arange(ops, a, n), (1, n))
+    r = ops.where(ops.greater(cols, ops.sub(rows, 0.5)), r, 0.0)  # exact zeros below
+    if mode == "complete":
+        return q, ops.contiguous(r)
+    k = min(m, n)
+    return ops.contiguous(_block(ops, q, m, k)), ops.contiguous(_block(ops, r, k, n))
+
+
+def _rotation_parts(ops, eye, n):
+    """For each pair p < q: (D, K) with J = I + (c - 1) D + s K the rotation in (p, q)."""
+    parts = []
+    for p in range(n):
+        ep = _column(ops, eye, p)
+        for q in range(p + 1, n):
+            eq = _column(ops, eye, q)
+            d = ops.add(ops.matmul(ep, _mt(ops, ep)), ops.matmul(eq, _mt(ops, eq)))
+            k = ops.sub(ops.matmul(ep, _mt(ops, eq)), ops.matmul(eq, _mt(ops, ep)))
+            parts.append((p, q, d, k))
+    return parts
+
+
+def _rotation(ops, eye, d, k, theta, zero):
+    """J for the Jacobi angle from ``theta`` ((..., 1, 1); ``zero`` flags pairs already
+    orthogonal, whose rotation is the identity): t = sign(theta) / (|theta| +
+    sqrt(1 + theta^2)), c = 1 / sqrt(1 + t^2), s = t c."""
+    t = ops.div(_signs(ops, theta),
+                ops.add(ops.abs(theta), ops.sqrt(ops.add(ops.mul(theta, theta), 1.0))))
+    t = ops.mul(t, ops.add(ops.neg(zero), 1.0))
+    c = ops.pow(ops.add(ops.mul(t, t), 1.0), -0.5)
+    s = ops.mul(t, c)
+    return ops.add(ops.add(eye, ops.mul(ops.sub(c, 1.0), d)), ops.mul(s, k))
+
+
+def _permutation(ops, a, values, descending):
+    """P (..., n, n) with P[i, rank_i] = 1 sorting ``values`` (..., n): sorted = P^T v,
+    and the matching columns of a matrix M are M @ P. Ties keep their order."""
+    n = values.shape[-1]
+    rank, dtype = len(values.shape), str(values.dtype)
+    vi = ops.reshape(values, tuple(values.shape) + (1,))
+    vj = ops.reshape(values, tuple(values.shape[:-1]) + (1, n))
+    before = ops.greater(vj, vi) if descending else ops.less(vj, vi)
+    index = _arange(ops, a, n)
+    earlier = ops.less(ops.reshape(index, (1, n)), index)  # j < i
+    ties = ops.where(earlier, ops.astype(ops.equal(vj, vi), dtype), 0.0)
+    ranks = ops.sum(ops.add(ops.astype(before, dtype), ties), (rank,), False)
+    return ops.one_hot(ops.astype(ranks, "int64"), n, dtype)
+
+
+def _sorted(ops, p, values):
+    rank = len(values.shape)
+    column = ops.reshape(values, tuple(values.shape) + (1,))
+    out = ops.matmul(_mt(ops, p), column)
+    return ops.reshape(out, tuple(out.shape[: rank]))
+
+
+def linalg_eigh(ops, a):
+    n = a.shape[-1]
+    rank, dtype = len(a.shape), str(a.dtype)
+    eye = _eye(ops, a, n)
+    v = ops.contiguous(ops.broadcast_to(eye, tuple(a.shape)))
+    for _ in range(_SWEEPS.get(dtype, 10) if n > 1 else 0):
+        for p, q, d, k in _rotation_parts(ops, eye, n):
+            app = ops.slice(a, (0,) * (rank - 2) + (p, p), tuple(a.shape[:-2]) + (p + 1, p + 1),
+                            (1,) * rank)
+            aqq = ops.slice(a, (0,) * (rank - 2) + (q, q), tuple(a.shape[:-2]) + (q + 1, q + 1),
+                            (1,) * rank)
+            apq = ops.slice(a, (0,) * (rank - 2) + (p, q), tuple(a.shape[:-2]) + (p + 1, q + 1),
+                            (1,) * rank)
+            zero = ops.astype(ops.equal(apq, 0.0), dtype)
+            theta = ops.div(ops.sub(aqq, app), ops.add(ops.mul(apq, 2.0), zero))
+            j = _rotation(ops, eye, d, k, theta, zero)
+            a = ops.matmul(ops.matmul(_mt(ops, j), a), j)
+            v = ops.matmul(v, j)
+    w = ops.sum(ops.mul(a, eye), (rank - 1,), False)
+    p = _permutation(ops, a, w, descending=False)
+    return _sorted(ops, p, w), ops.matmul(v, p)
+
+
+def linalg_svd(ops, a, full_matrices):
+    m, n = a.shape[-2:]
+    if m < n:  # A^T = U' S V'^T: A = V' S U'^T
+        u, s, vh = linalg_svd(ops, ops.contiguous(_mt(ops, a)), full_matrices)
+        return ops.contiguous(_mt(ops, vh)), s, ops.contiguous(_mt(ops, u))
+    rank, dtype = len(a.shape), str(a.dtype)
+    eye = _eye(ops, a, n)
+    v = ops.contiguous(ops.broadcast_to(eye, tuple(a.shape[:-2]) + (n, n)))
+    for _ in range(_SWEEPS.get(dtype, 10) if n > 1 else 0):
+        for p, q, d, k in _rotation_parts(ops, eye, n):
+            ap, aq = _column(ops, a, p), _column(ops, a, q)
+            alpha = ops.sum(ops.mul(ap, ap), (rank - 2,), True)
+            beta = ops.sum(ops.mul(aq, aq), (rank - 2,), True)
+            gamma = ops.sum(ops.mul(ap, aq), (rank - 2,), True)
+            zero = ops.astype(ops.equal(gamma, 0.0), dtype)
+            theta = ops.div(ops.sub(beta, alpha), ops.add(ops.mul(gamma, 2.0), zero))
+            j = _rotation(ops, eye, d, k, theta, zero)
+            a = ops.matmul(a, j)
+            v = ops.matmul(v, j)
+    s = ops.sqrt(ops.sum(ops.mul(a, a), (rank - 2,), False))  # (..., n)
+    p = _permutation(ops, a, s, descending=True)
+    s = _sorted(ops, p, s)
+    a, v = ops.matmul(a, p), ops.matmul(v, p)
+    row = ops.reshape(s, tuple(s.shape[:-1]) + (1, n))
+    nonzero = ops.greater(row, 0.0)
+    u = ops.where(nonzero, ops.div(a, ops.where(nonzero, row, 1.0)), 0.0)  # 0 for s = 0
+    q, r = linalg_qr(ops, u, "complete" if full_matrices else "reduced")
+    diag = ops.sum(ops.mul(_block(ops, r, n, n), eye), (rank - 1,), False)  # (..., n)
+    signs = ops.reshape(_signs(ops, diag), tuple(diag.shape[:-1]) + (1, n))
+    if full_matrices and m > n:
+        signs = ops.cat([signs, ops.add(_zeros(ops, _block(ops, _row(ops, q, 0), 1, m - n)),
+                                        1.0)], rank - 1)
+    return ops.contiguous(ops.mul(q, signs)), s, ops.contiguous(_mt(ops, v))
