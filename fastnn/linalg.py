@@ -4,7 +4,9 @@ and determinants ``inv``, ``inv_ex``, ``solve``, ``solve_ex``, ``det``, ``slogde
 (:mod:`fastnn.ops.linalg_solve`; a singular matrix raises :class:`LinAlgError`), and the
 decompositions ``qr``, ``eigh``, ``eigvalsh``, ``svd``, ``svdvals``
 (:mod:`fastnn.ops.linalg_decomp`: eigenvalues ascending, singular values descending,
-vectors unique only up to sign).
+vectors unique only up to sign), what derives from them (``pinv``, ``matrix_rank``,
+``lstsq``, ``cond``) and the composites ``matrix_power``, ``multi_dot``,
+``solve_triangular``, ``vander``, ``diagonal`` (:mod:`fastnn.ops.linalg_more`).
 
 The norms are composites of abs, sums and extrema. The spectral ones (``ord=2``, ``-2``,
 ``"nuc"``) are singular values (``svdvals``, the ``linalg_svd`` hook), with the SVD's
@@ -24,6 +26,7 @@ from fastnn.ops.linalg_cholesky import cholesky, cholesky_ex
 from fastnn.ops.linalg_decomp import eigh, eigvalsh, qr, svd, svdvals
 from fastnn.ops.linalg_derived import cond, lstsq, matrix_rank, pinv
 from fastnn.ops.linalg_derived import spectral as _spectral
+from fastnn.ops.linalg_more import diagonal, matrix_power, multi_dot, solve_triangular, vander
 from fastnn.ops.linalg_solve import det, inv, inv_ex, slogdet, solve, solve_ex
 from fastnn.ops.products import cross as _cross
 from fastnn.ops.reduction import amin
@@ -32,9 +35,10 @@ from fastnn.ops.shaping import axis_index
 from fastnn.ops.sorting import check_tensor
 from fastnn.ops.tensor import Tensor
 
-__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "eigh", "eigvalsh",
-           "inv", "inv_ex", "lstsq", "matmul", "matrix_norm", "matrix_rank", "norm", "pinv", "qr",
-           "slogdet", "solve", "solve_ex", "svd", "svdvals", "vecdot", "vector_norm"]
+__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh",
+           "eigvalsh", "inv", "inv_ex", "lstsq", "matmul", "matrix_norm", "matrix_power",
+           "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex",
+           "solve_triangular", "svd", "svdvals", "vander", "vecdot", "vector_norm"]
 
 _INF = float("inf")
 

@@ -36,6 +36,7 @@ linalg_inv_ex = _pair("linalg_inv_ex", "inverse", "info")
 linalg_solve_ex = _pair("linalg_solve_ex", "result", "info")
 linalg_qr = _pair("linalg_qr", "Q", "R")
 qr = _pair("qr", "Q", "R")
+triangular_solve = _pair("triangular_solve", "solution", "cloned_coefficient")
 linalg_eigh = _pair("linalg_eigh", "eigenvalues", "eigenvectors")
 
 
@@ -54,4 +55,4 @@ linalg_lstsq = _named("linalg_lstsq", "solution", "residuals", "rank", "singular
 __all__ = ["aminmax", "cummax", "cummin", "kthvalue", "linalg_cholesky_ex", "linalg_eigh",
            "linalg_inv_ex", "linalg_lstsq", "linalg_qr", "linalg_slogdet", "linalg_solve_ex",
            "linalg_svd", "max", "median", "min", "mode", "nanmedian", "qr", "slogdet", "sort",
-           "svd", "topk"]
+           "svd", "topk", "triangular_solve"]
