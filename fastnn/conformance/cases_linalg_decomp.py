@@ -143,7 +143,7 @@ _register("linalg.qr", _qr_product, lambda a: a,  # complete tall A has no gradi
 _register("linalg.svd", _svd_product, lambda a, full_matrices=False: a, _SVD_ROWS,
           diff_args=(0,), composite=True,
           grad_ref=lambda a, grad_out, full_matrices=False: (grad_out,))
-_SYM_ROWS = _symmetric_rows(("matrix", (3, 3)), ("batch", (2, 4, 4)))
+_SYM_ROWS = _symmetric_rows(("matrix", (3, 3)), ("batch", (2, 3, 3)))
 _register("linalg.eigh", _eigh_product, _sym, _SYM_ROWS, diff_args=(0,), composite=True,
           grad_ref=lambda a, grad_out: (_sym(grad_out),))
 
