@@ -9,7 +9,7 @@ Q and R are compared as they are. The composite rows differentiate through each
 decomposition: a reconstruction (``Q R``, ``U diag(S) Vh``, ``V diag(L) V^T``), whose
 gradient is the upstream one, exercises every term of the backward formulas; the
 values alone (``svdvals``, ``eigvalsh``) have the gradients ``U diag(G) Vh`` and
-``V diag(G) V^T``.
+``V diag(G) V^T``; ``pinv``'s is torch's own (pinv_backward).
 """
 
 from __future__ import annotations
@@ -165,3 +165,20 @@ _register("linalg.svdvals", fnn.linalg.svdvals,
 _register("linalg.eigvalsh", lambda a: fnn.linalg.eigvalsh((a + a.mT) * 0.5),
           lambda a: np.linalg.eigvalsh(_sym(a)), _SYM_ROWS, diff_args=(0,), composite=True,
           grad_ref=_eigvalsh_grad)
+
+
+def _pinv_grad(a, grad_out):
+    """torch's pinv_backward, in products of A and P = pinv(A) (no singular-value gaps)."""
+    p, g = np.linalg.pinv(a), grad_out
+    ph, gh = _mt(p), _mt(g)
+    if a.shape[-2] <= a.shape[-1]:
+        k = gh @ p
+        return (-_mt(p @ k) + k @ ph - (a @ p) @ (k @ ph) + (ph @ p) @ (gh - k @ a),)
+    k = p @ gh
+    return (-_mt(k @ p) + (gh - a @ k) @ p @ ph + ph @ k - (ph @ k) @ p @ a,)
+
+
+_register("linalg.pinv", fnn.linalg.pinv, np.linalg.pinv,
+          _general_rows(("tall", (4, 3), {}), ("wide batch", (2, 2, 3), {}),
+                        ("square", (3, 3), {})),
+          diff_args=(0,), composite=True, grad_ref=_pinv_grad)
