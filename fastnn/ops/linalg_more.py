@@ -133,7 +133,7 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
     return solve_ex(_triangle(A, upper, unitriangular), B, left=left).result
 
 
-@public(top=True, functional=False)
+@public(method=True, top=True, functional=False)
 def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,  # noqa: N803
                      unitriangular: bool = False) -> tuple:
     """torch.triangular_solve (deprecated there): ``(solution, A's copy)`` of op(A) X = b,

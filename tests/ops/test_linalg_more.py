@@ -43,6 +43,8 @@ CASES = [
     ("solve_triangular broadcast", lambda m, a, b: m.linalg.solve_triangular(
         a, b, upper=True), (tri(3, 3), n(2, 3, 1))),
     ("triangular_solve", lambda m, b, a: tuple(m.triangular_solve(b, a)), (n(3, 2), tri(3, 3))),
+    ("Tensor.triangular_solve", lambda m, b, a: b.triangular_solve(a, upper=False)[0],
+     (n(3, 2), tri(3, 3))),
     ("triangular_solve transpose", lambda m, b, a: m.triangular_solve(
         b, a, upper=False, transpose=True)[0], (n(2, 3, 2), tri(2, 3, 3))),
     ("vander", lambda m, x: m.linalg.vander(x), (n(4),)),
