@@ -5,8 +5,9 @@
 - QR: step j reflects column j from the diagonal down onto ``-sign(x0) |x| e_j``, as
   LAPACK's dlarfg (a column with only zeros below the diagonal is left alone), applied
   to R and accumulated into Q as dense rank-1 updates: Q and R carry LAPACK's signs.
-- eigh: each rotation (p, q) of a sweep zeroes A[p, q] (Golub and Van Loan's sym.schur2)
-  and is applied as a dense n x n matrix: A = J^T A J, V = V J. A fixed number of sweeps
+- eigh: each rotation (p, q) zeroes A[p, q] (Golub and Van Loan's sym.schur2); a sweep
+  is n - 1 rounds of n / 2 disjoint rotations (the round-robin order of parallel Jacobi),
+  each round applied at once as a dense n x n matrix: A = J^T A J, V = V J. A fixed number of sweeps
   (Jacobi converges quadratically: :func:`_sweeps`) keeps the composite free of read-backs.
 - SVD: rotations of column pairs of A (m >= n; A^T otherwise) until they are orthogonal:
   then s are the column norms, V the accumulated rotations and U the normalised columns,
@@ -114,29 +115,40 @@ def linalg_qr(ops, a, mode):
     return ops.contiguous(_block(ops, q, m, k)), ops.contiguous(_block(ops, r, k, n))
 
 
-def _rotation_parts(ops, eye, n):
-    """For each pair p < q: (D, K) with J = I + (c - 1) D + s K the rotation in (p, q)."""
-    parts = []
-    for p in range(n):
-        ep = _column(ops, eye, p)
-        for q in range(p + 1, n):
-            eq = _column(ops, eye, q)
-            d = ops.add(ops.matmul(ep, _mt(ops, ep)), ops.matmul(eq, _mt(ops, eq)))
-            k = ops.sub(ops.matmul(ep, _mt(ops, eq)), ops.matmul(eq, _mt(ops, ep)))
-            parts.append((p, q, d, k))
-    return parts
+def _rounds(ops, eye, n):
+    """The round-robin schedule of the pairs p < q: n - 1 rounds of n / 2 disjoint pairs (n
+    odd: n rounds, one index resting in each), each round as (Sp, Sq, Sp^T, Sq^T), Sp and
+    Sq the (k, n) one-hot rows of its p's and q's."""
+    size = n + n % 2
+    players = list(range(size))
+    rounds = []
+    for _ in range(size - 1):
+        pairs = [tuple(sorted((players[i], players[size - 1 - i]))) for i in range(size // 2)]
+        pairs = [(p, q) for p, q in pairs if q < n]
+        sp = ops.cat([_row(ops, eye, p) for p, _ in pairs], 0)
+        sq = ops.cat([_row(ops, eye, q) for _, q in pairs], 0)
+        rounds.append((sp, sq, ops.contiguous(_mt(ops, sp)), ops.contiguous(_mt(ops, sq))))
+        players = [players[0], players[-1]] + players[1:-1]
+    return rounds
 
 
-def _rotation(ops, eye, d, k, theta, zero):
-    """J for the Jacobi angle from ``theta`` ((..., 1, 1); ``zero`` flags pairs already
-    orthogonal, whose rotation is the identity): t = sign(theta) / (|theta| +
-    sqrt(1 + theta^2)), c = 1 / sqrt(1 + t^2), s = t c."""
+def _rotation(ops, eye, plan, diff, off):
+    """J, the round's rotations at once, for the angles theta = diff / (2 off) ((..., k);
+    a pair with off == 0 is already done: its rotation is the identity), Golub and Van
+    Loan's t = sign(theta) / (|theta| + sqrt(1 + theta^2)), c = 1 / sqrt(1 + t^2), s = t c:
+    J = I + Sp^T (diag(c - 1) Sp + diag(s) Sq) + Sq^T (diag(c - 1) Sq - diag(s) Sp)."""
+    sp, sq, spt, sqt = plan
+    zero = ops.astype(ops.equal(off, 0.0), str(off.dtype))
+    theta = ops.div(diff, ops.add(ops.mul(off, 2.0), zero))
     t = ops.div(_signs(ops, theta),
                 ops.add(ops.abs(theta), ops.sqrt(ops.add(ops.mul(theta, theta), 1.0))))
     t = ops.mul(t, ops.add(ops.neg(zero), 1.0))
     c = ops.pow(ops.add(ops.mul(t, t), 1.0), -0.5)
-    s = ops.mul(t, c)
-    return ops.add(ops.add(eye, ops.mul(ops.sub(c, 1.0), d)), ops.mul(s, k))
+    column = tuple(t.shape) + (1,)
+    cm1, s = ops.reshape(ops.sub(c, 1.0), column), ops.reshape(ops.mul(t, c), column)
+    rows_p = ops.add(ops.mul(sp, cm1), ops.mul(sq, s))
+    rows_q = ops.sub(ops.mul(sq, cm1), ops.mul(sp, s))
+    return ops.add(ops.add(eye, ops.matmul(spt, rows_p)), ops.matmul(sqt, rows_q))
 
 
 def _permutation(ops, a, values, descending):
@@ -163,20 +175,17 @@ def _sorted(ops, p, values):
 
 def linalg_eigh(ops, a):
     n = a.shape[-1]
-    rank, dtype = len(a.shape), str(a.dtype)
+    rank = len(a.shape)
     eye = _eye(ops, a, n)
     v = ops.contiguous(ops.broadcast_to(eye, tuple(a.shape)))
+    rounds = _rounds(ops, eye, n) if n > 1 else []
     for _ in range(_sweeps(n) if n > 1 else 0):
-        for p, q, d, k in _rotation_parts(ops, eye, n):
-            app = ops.slice(a, (0,) * (rank - 2) + (p, p), tuple(a.shape[:-2]) + (p + 1, p + 1),
-                            (1,) * rank)
-            aqq = ops.slice(a, (0,) * (rank - 2) + (q, q), tuple(a.shape[:-2]) + (q + 1, q + 1),
-                            (1,) * rank)
-            apq = ops.slice(a, (0,) * (rank - 2) + (p, q), tuple(a.shape[:-2]) + (p + 1, q + 1),
-                            (1,) * rank)
-            zero = ops.astype(ops.equal(apq, 0.0), dtype)
-            theta = ops.div(ops.sub(aqq, app), ops.add(ops.mul(apq, 2.0), zero))
-            j = _rotation(ops, eye, d, k, theta, zero)
+        for plan in rounds:
+            x, y = ops.matmul(plan[0], a), ops.matmul(plan[1], a)  # rows p and q
+            app = ops.sum(ops.mul(x, plan[0]), (rank - 1,), False)
+            apq = ops.sum(ops.mul(x, plan[1]), (rank - 1,), False)
+            aqq = ops.sum(ops.mul(y, plan[1]), (rank - 1,), False)
+            j = _rotation(ops, eye, plan, ops.sub(aqq, app), apq)
             a = ops.matmul(ops.matmul(_mt(ops, j), a), j)
             v = ops.matmul(v, j)
     w = ops.sum(ops.mul(a, eye), (rank - 1,), False)
@@ -189,18 +198,17 @@ def linalg_svd(ops, a, full_matrices):
     if m < n:  # A^T = U' S V'^T: A = V' S U'^T
         u, s, vh = linalg_svd(ops, ops.contiguous(_mt(ops, a)), full_matrices)
         return ops.contiguous(_mt(ops, vh)), s, ops.contiguous(_mt(ops, u))
-    rank, dtype = len(a.shape), str(a.dtype)
+    rank = len(a.shape)
     eye = _eye(ops, a, n)
     v = ops.contiguous(ops.broadcast_to(eye, tuple(a.shape[:-2]) + (n, n)))
+    rounds = _rounds(ops, eye, n) if n > 1 else []
     for _ in range(_sweeps(n) if n > 1 else 0):
-        for p, q, d, k in _rotation_parts(ops, eye, n):
-            ap, aq = _column(ops, a, p), _column(ops, a, q)
-            alpha = ops.sum(ops.mul(ap, ap), (rank - 2,), True)
-            beta = ops.sum(ops.mul(aq, aq), (rank - 2,), True)
-            gamma = ops.sum(ops.mul(ap, aq), (rank - 2,), True)
-            zero = ops.astype(ops.equal(gamma, 0.0), dtype)
-            theta = ops.div(ops.sub(beta, alpha), ops.add(ops.mul(gamma, 2.0), zero))
-            j = _rotation(ops, eye, d, k, theta, zero)
+        for plan in rounds:
+            x, y = ops.matmul(a, plan[2]), ops.matmul(a, plan[3])  # columns p and q
+            alpha = ops.sum(ops.mul(x, x), (rank - 2,), False)
+            beta = ops.sum(ops.mul(y, y), (rank - 2,), False)
+            gamma = ops.sum(ops.mul(x, y), (rank - 2,), False)
+            j = _rotation(ops, eye, plan, ops.sub(beta, alpha), gamma)
             a = ops.matmul(a, j)
             v = ops.matmul(v, j)
     s = ops.sqrt(ops.sum(ops.mul(a, a), (rank - 2,), False))  # (..., n)
