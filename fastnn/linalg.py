@@ -1,19 +1,21 @@
 """``fnn.linalg``: the norms of ``torch.linalg`` (``vector_norm``, ``matrix_norm``, ``norm``),
 ``cross`` (dim=-1 by default), the products ``vecdot``, ``matmul``, and the inverses, solves
 and determinants ``inv``, ``inv_ex``, ``solve``, ``solve_ex``, ``det``, ``slogdet``
-(:mod:`fastnn.ops.linalg_solve`; a singular matrix raises :class:`LinAlgError`).
+(:mod:`fastnn.ops.linalg_solve`; a singular matrix raises :class:`LinAlgError`), and the
+decompositions ``qr``, ``eigh``, ``eigvalsh``, ``svd``, ``svdvals``
+(:mod:`fastnn.ops.linalg_decomp`: eigenvalues ascending, singular values descending,
+vectors unique only up to sign), what derives from them (``pinv``, ``matrix_rank``,
+``lstsq``, ``cond``) and the composites ``matrix_power``, ``multi_dot``,
+``solve_triangular``, ``vander``, ``diagonal`` (:mod:`fastnn.ops.linalg_more`).
 
 The norms are composites of abs, sums and extrema. The spectral ones (``ord=2``, ``-2``,
-``"nuc"``) take the singular vectors from NumPy on the host (one read-back, as sort does)
-and form ``u^T A v`` on the device: the value is the singular value and its gradient,
-``u v^T``, is the analytic one.
+``"nuc"``) are singular values (``svdvals``, the ``linalg_svd`` hook), with the SVD's
+gradient (``u v^T`` for one of them).
 """
 
 from __future__ import annotations
 
 import numbers
-
-import numpy as np
 
 from fastnn.api import dtypes
 from fastnn.api.args import ints
@@ -21,17 +23,22 @@ from fastnn.api.errors import LinAlgError
 from fastnn.ops import elementwise as ew
 from fastnn.ops import movement
 from fastnn.ops.linalg_cholesky import cholesky, cholesky_ex
+from fastnn.ops.linalg_decomp import eigh, eigvalsh, qr, svd, svdvals
+from fastnn.ops.linalg_derived import cond, lstsq, matrix_rank, pinv
+from fastnn.ops.linalg_derived import spectral as _spectral
+from fastnn.ops.linalg_more import diagonal, matrix_power, multi_dot, solve_triangular, vander
 from fastnn.ops.linalg_solve import det, inv, inv_ex, slogdet, solve, solve_ex
 from fastnn.ops.products import cross as _cross
 from fastnn.ops.reduction import amin
 from fastnn.ops.reduction import norm as _vector
 from fastnn.ops.shaping import axis_index
-from fastnn.ops.sorting import check_tensor, host
-from fastnn.ops.structure import const
+from fastnn.ops.sorting import check_tensor
 from fastnn.ops.tensor import Tensor
 
-__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cross", "det", "inv", "inv_ex", "matmul",
-           "matrix_norm", "norm", "slogdet", "solve", "solve_ex", "vecdot", "vector_norm"]
+__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh",
+           "eigvalsh", "inv", "inv_ex", "lstsq", "matmul", "matrix_norm", "matrix_power",
+           "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex",
+           "solve_triangular", "svd", "svdvals", "vander", "vecdot", "vector_norm"]
 
 _INF = float("inf")
 
@@ -74,20 +81,9 @@ def _plane(op: str, x: Tensor, dim) -> tuple:
 
 
 def _singular(x: Tensor, a: int, b: int, keepdim: bool, which) -> Tensor:
-    """Sum of the selected singular values of the (a, b) planes, as ``u^T A v``."""
+    """The largest, smallest or sum of the singular values of the (a, b) planes."""
     rest = [d for d in range(x.ndim) if d not in (a, b)]
-    moved = movement.transpose(x, tuple(rest + [a, b]))
-    u, s, vh = np.linalg.svd(host(moved).astype(np.float64), full_matrices=False)
-    k = s.shape[-1]
-    pick = {"max": [0], "min": [k - 1], "all": list(range(k))}[which] if k else []
-    u = np.take(u, pick, axis=-1)
-    v = np.swapaxes(np.take(vh, pick, axis=-2), -1, -2)
-    left = const(np.swapaxes(u, -1, -2), x, x._dtype)
-    right = const(v, x, x._dtype)
-    from fastnn.ops.nnops import matmul
-    from fastnn.ops.viewing import diagonal
-
-    values = movement.sum(diagonal(matmul(matmul(left, moved), right), 0, -2, -1), -1)
+    values = _spectral(movement.transpose(x, tuple(rest + [a, b])), which)
     if keepdim:
         shape = list(x.shape)
         shape[a] = shape[b] = 1

@@ -1,4 +1,4 @@
-"""The named tuples that ops with two results return, as ``torch.return_types``.
+"""The named tuples that ops with several results return, as ``torch.return_types``.
 
 ``x.max(dim)`` gives ``max(values, indices)``: it unpacks as a tuple
 (``values, indices = x.max(1)``) and names its parts (``x.max(1).indices``).
@@ -34,7 +34,25 @@ linalg_slogdet = _pair("linalg_slogdet", "sign", "logabsdet")
 linalg_cholesky_ex = _pair("linalg_cholesky_ex", "L", "info")
 linalg_inv_ex = _pair("linalg_inv_ex", "inverse", "info")
 linalg_solve_ex = _pair("linalg_solve_ex", "result", "info")
+linalg_qr = _pair("linalg_qr", "Q", "R")
+qr = _pair("qr", "Q", "R")
+triangular_solve = _pair("triangular_solve", "solution", "cloned_coefficient")
+linalg_eigh = _pair("linalg_eigh", "eigenvalues", "eigenvectors")
 
-__all__ = ["aminmax", "cummax", "cummin", "kthvalue", "linalg_cholesky_ex", "linalg_inv_ex",
-           "linalg_slogdet", "linalg_solve_ex", "max", "median", "min", "mode", "nanmedian",
-           "slogdet", "sort", "topk"]
+
+def _named(name: str, *fields: str):
+    cls = namedtuple(name, fields)
+    cls.__module__ = __name__
+    cls.__qualname__ = name
+    cls.__doc__ = f"``({', '.join(fields)})``: what ``{name}`` returns."
+    return cls
+
+
+linalg_svd = _named("linalg_svd", "U", "S", "Vh")
+svd = _named("svd", "U", "S", "V")
+linalg_lstsq = _named("linalg_lstsq", "solution", "residuals", "rank", "singular_values")
+
+__all__ = ["aminmax", "cummax", "cummin", "kthvalue", "linalg_cholesky_ex", "linalg_eigh",
+           "linalg_inv_ex", "linalg_lstsq", "linalg_qr", "linalg_slogdet", "linalg_solve_ex",
+           "linalg_svd", "max", "median", "min", "mode", "nanmedian", "qr", "slogdet", "sort",
+           "svd", "topk", "triangular_solve"]

@@ -356,6 +356,11 @@ from fastnn.api.composite_linalg import (  # noqa: E402,F401  (the linear-algebr
     linalg_slogdet,
     linalg_solve,
 )
+from fastnn.api.composite_linalg_decomp import (  # noqa: E402,F401  (the decompositions)
+    linalg_eigh,
+    linalg_qr,
+    linalg_svd,
+)
 from fastnn.api.composite_norm import (  # noqa: E402,F401  (the batch-norm hooks)
     batch_norm_backward,
     batch_norm_train,

@@ -171,7 +171,9 @@ def index_select(x: Array, axis: int, index: Array) -> Array:
 # core answers empty inputs itself), float32 or float64 (the core computes half precision
 # in float32), any layout. The composites are Gauss-Jordan elimination with partial
 # pivoting, n steps of primitives: right for small n; a backend with LAPACK-like
-# routines implements these for speed.
+# routines implements these for speed. The decompositions (qr, eigh, svd) take the same
+# batches (qr and svd any m x n) and have Householder and Jacobi composites
+# (fastnn/api/composite_linalg_decomp.py), equally meant for small matrices.
 
 
 @op
@@ -193,6 +195,39 @@ def linalg_slogdet(a: Array) -> tuple[Array, Array]:
     """``(sign, logabsdet)`` of each matrix's determinant, both of ``a``'s dtype and shape
     ``a.shape[:-2]``: det = sign * exp(logabsdet). A singular matrix (an exactly zero
     pivot of LU with partial pivoting) gives sign 0 and logabsdet -inf."""
+
+
+@op
+def linalg_qr(a: Array, mode: str) -> tuple[Array, Array]:
+    """``(q, r)``: the QR decomposition of each matrix of ``a`` (..., m, n), any m and n
+    (the core answers empty inputs), by Householder reflections as LAPACK's geqrf/orgqr.
+
+    ``mode`` is ``"reduced"`` (q (..., m, k), r (..., k, n), k = min(m, n)) or
+    ``"complete"`` (q (..., m, m), r (..., m, n)); both of ``a``'s dtype, r upper
+    triangular (exact zeros below the diagonal). The signs are LAPACK's: each reflection
+    sends its column x (from the diagonal down) to ``-sign(x0) * |x|`` (``-|x|`` where
+    x0 = 0), and a column with only zeros below the diagonal (the last one of a square
+    matrix too) is left as it is, so r's diagonal may be negative, as numpy's and torch's.
+    """
+
+
+@op
+def linalg_eigh(a: Array) -> tuple[Array, Array]:
+    """``(w, v)``: the eigenvalues (..., n), ascending, and orthonormal eigenvectors
+    (..., n, n), in columns, of each symmetric matrix of ``a`` (..., n, n); both of ``a``'s
+    dtype. The core passes a symmetric matrix (built from the triangle the user named),
+    so either triangle may be read. Each eigenvector's sign is unspecified (LAPACK's,
+    cuSOLVER's and the composite's differ), as torch documents; a repeated eigenvalue's
+    eigenvectors span its eigenspace in any orthonormal basis."""
+
+
+@op
+def linalg_svd(a: Array, full_matrices: bool) -> tuple[Array, Array, Array]:
+    """``(u, s, vh)``: ``a = u @ diag(s) @ vh`` for each matrix of ``a`` (..., m, n),
+    k = min(m, n): s (..., k) descending and >= 0; with ``full_matrices`` u (..., m, m)
+    and vh (..., n, n), else u (..., m, k) and vh (..., k, n); all of ``a``'s dtype, u's
+    columns and vh's rows orthonormal (a zero singular value's vectors complete the
+    basis). The signs of each pair (u[:, i], vh[i]) are unspecified, as torch documents."""
 
 
 # ---------------------------------------------------------------- writes through views

@@ -1,5 +1,6 @@
 """The linear-algebra hooks on cuSOLVER / cuBLAS through cupy.linalg (batched getrf and
-getrs for small matrices, one gesv per matrix past cupy's batched limit).
+getrs for small matrices, one gesv per matrix past cupy's batched limit; geqrf + orgqr,
+syevj and gesvdj for the decompositions).
 
 cupy.linalg reports a singular matrix only under ``cupyx.errstate(linalg="raise")``, and
 then for the whole batch: on that error path the core's composite (Gauss-Jordan with
@@ -48,3 +49,22 @@ def linalg_solve(a, b):
 def linalg_slogdet(a):
     sign, logabsdet = cp.linalg.slogdet(a)
     return cp.asarray(sign, a.dtype), cp.asarray(logabsdet, a.dtype)
+
+
+@hookimpl
+def linalg_qr(a, mode):
+    q, r = cp.linalg.qr(a, mode=mode)  # batched since cupy 12 (one geqrf per matrix)
+    return q.astype(a.dtype, copy=False), r.astype(a.dtype, copy=False)
+
+
+@hookimpl
+def linalg_eigh(a):
+    w, v = cp.linalg.eigh(a)  # syevd, or batched syevj for a stack; ascending
+    return w.astype(a.dtype, copy=False), v.astype(a.dtype, copy=False)
+
+
+@hookimpl
+def linalg_svd(a, full_matrices):
+    u, s, vh = cp.linalg.svd(a, full_matrices=full_matrices)  # gesvd / batched gesvdj
+    return (u.astype(a.dtype, copy=False), s.astype(a.dtype, copy=False),
+            vh.astype(a.dtype, copy=False))

@@ -1,6 +1,7 @@
 """Matrix products: batched GEMM kernels per device type (``kernels/matmul.cl``). The
-solve and determinant hooks (``linalg_solve``, ``linalg_slogdet``) are left to the core's
-composites on purpose (see the backend's README.md).
+solve, determinant and decomposition hooks (``linalg_solve``, ``linalg_slogdet``,
+``linalg_qr``, ``linalg_eigh``, ``linalg_svd``) are left to the core's composites on
+purpose (see the backend's README.md).
 
 CPU devices (PoCL) pack B into unit-stride panels and run a register-blocked kernel over
 them and A in place (:func:`gemm_packed`, blocks tuned per device by :mod:`gemm_tune`,

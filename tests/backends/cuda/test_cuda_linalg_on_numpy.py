@@ -50,3 +50,23 @@ def test_a_singular_batch_gets_lapacks_info_through_the_composite():
     np.testing.assert_allclose(x[1], np.linalg.solve(a[1], np.ones((2, 1))), rtol=1e-14)
     sign, logabsdet = linalg.linalg_slogdet(a)
     assert sign.tolist() == [0.0, 1.0, 0.0] and logabsdet[0] == -np.inf
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(1, 1), (4, 4), (2, 5, 3), (2, 3, 5)])
+def test_decompositions_match_the_numpy_backend(shape, dtype):
+    """qr, eigh and svd through cupy.linalg's numpy spellings: shapes, dtypes, values."""
+    a = rng.normal(size=shape).astype(dtype)
+    for mode in ("reduced", "complete"):
+        for got, want in zip(linalg.linalg_qr(a, mode), cpu_linalg.linalg_qr(a, mode)):
+            assert got.dtype == a.dtype
+            np.testing.assert_array_equal(got, want)
+    for full in (False, True):
+        for got, want in zip(linalg.linalg_svd(a, full), cpu_linalg.linalg_svd(a, full)):
+            assert got.dtype == a.dtype
+            np.testing.assert_array_equal(got, want)
+    if shape[-1] == shape[-2]:
+        h = a + np.swapaxes(a, -1, -2)
+        for got, want in zip(linalg.linalg_eigh(h), cpu_linalg.linalg_eigh(h)):
+            assert got.dtype == a.dtype
+            np.testing.assert_array_equal(got, want)
