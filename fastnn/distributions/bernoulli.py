@@ -18,7 +18,27 @@ from fastnn.distributions.utils import (
 __all__ = ["Bernoulli"]
 
 
-class Bernoulli(Distribution):
+class BinaryParams(Distribution):
+    """A law of one success probability, given as exactly one of ``probs`` and ``logits``
+    (the other derived on first use): Bernoulli, Geometric, Binomial."""
+
+    @lazy_property
+    def logits(self):
+        """The log-odds ``log(p) - log1p(-p)`` (p clamped into [eps, 1 - eps])."""
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        """``sigmoid(logits)``."""
+        return logits_to_probs(self.logits, is_binary=True)
+
+    @property
+    def param_shape(self):
+        """The shape of the parameter given."""
+        return self._param.size()
+
+
+class Bernoulli(BinaryParams):
     """The Bernoulli distribution, parameterised by ``probs`` or by ``logits`` (log-odds),
     exactly one of them; the other is derived on first use."""
 
@@ -52,21 +72,6 @@ class Bernoulli(Distribution):
         super(Bernoulli, new).__init__(batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
-
-    @lazy_property
-    def logits(self):
-        """The log-odds ``log(p) - log1p(-p)`` (p clamped into [eps, 1 - eps])."""
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        """``sigmoid(logits)``."""
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        """The shape of the parameter given."""
-        return self._param.size()
 
     @property
     def mean(self):

@@ -10,13 +10,11 @@ import fastnn as fnn
 from fastnn import functional as F
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.distributions import constraints
+from fastnn.distributions.bernoulli import BinaryParams
 from fastnn.distributions.distribution import Distribution, as_size
 from fastnn.distributions.utils import (
     broadcast_all,
     is_number,
-    lazy_property,
-    logits_to_probs,
-    probs_to_logits,
     standard_uniform,
 )
 from fastnn.ops.rng_state import rng_of
@@ -73,24 +71,8 @@ class Poisson(Distribution):
         return fnn.xlogy(value, rate) - rate - fnn.lgamma(value + 1)
 
 
-class _ProbsOrLogits(Distribution):
-    """What Geometric and Binomial share with Bernoulli: exactly one of ``probs`` and
-    ``logits`` given, the other derived on first use."""
-
-    @lazy_property
-    def logits(self):
-        """The log-odds ``log(p) - log1p(-p)`` (p clamped into [eps, 1 - eps])."""
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        """``sigmoid(logits)``."""
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        """The shape of the parameter given."""
-        return self._param.size()
+class _ProbsOrLogits(BinaryParams):
+    """Geometric's and Binomial's parameters (Bernoulli's), expanded with a total count."""
 
     def _expand_params(self, new, batch_shape):
         for name in ("probs", "logits", "total_count"):

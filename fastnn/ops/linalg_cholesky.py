@@ -25,7 +25,7 @@ from fastnn import return_types
 from fastnn.api.program_calls import recording
 from fastnn.ops import elementwise as ew
 from fastnn.ops import movement
-from fastnn.ops.linalg_solve import _matrices, _mt, raise_for
+from fastnn.ops.linalg_solve import _mt, matrices, raise_for
 from fastnn.ops.shaping import squeeze, unsqueeze
 from fastnn.ops.sorting import host
 from fastnn.ops.structure import const
@@ -77,7 +77,7 @@ def _result(factor: Tensor, upper: bool, dtype) -> Tensor:
 def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -> tuple:
     """``(L, info)``: the factor and, per matrix, the order of its first leading minor that
     is not positive-definite (0 where it is)."""
-    a = _matrices("linalg.cholesky_ex", A)
+    a = matrices("linalg.cholesky_ex", A)
     factor, pivots = _factor(_mt(a) if upper else a)
     info = _info(pivots)
     if check_errors:
@@ -89,7 +89,7 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -
 def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     """The lower-triangular L with ``A = L @ L.mT`` (``upper=True``: ``U = L.mT``) of each
     symmetric positive-definite matrix of A (..., n, n); LinAlgError otherwise."""
-    a = _matrices("linalg.cholesky", A)
+    a = matrices("linalg.cholesky", A)
     factor, pivots = _factor(_mt(a) if upper else a)
     if recording():  # as inv's: no read-back while fnn.compile records; NaN instead
         ok = ew.compare("greater", pivots, 0.0).all(-1)

@@ -26,31 +26,18 @@ from __future__ import annotations
 import numpy as np
 
 from fastnn import return_types
-from fastnn.api import dtypes
 from fastnn.autograd.function import Function
 from fastnn.ops import linalg_decomp_grad as grads
 from fastnn.ops import movement
-from fastnn.ops.sorting import check_tensor
+from fastnn.ops.linalg_solve import matrices
 from fastnn.ops.structure import const
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
 
-_HALF = ("float16", "bfloat16")
-
 
 def _general(op: str, a: Tensor, square: bool = False) -> Tensor:
     """``a`` checked as a batch of floating matrices (half precision as float32)."""
-    check_tensor(op, a)
-    if a.ndim < 2:
-        raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
-    if square and a.shape[-1] != a.shape[-2]:
-        raise RuntimeError(f"{op}: A must be batches of square matrices, but they are "
-                           f"{a.shape[-2]} by {a.shape[-1]} matrices")
-    if not a._dtype.is_floating:
-        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got "
-                           f"{a._dtype.name} (fastnn has no complex dtypes: convert it with "
-                           f".float() or .double())")
-    return a.to(dtypes.float32) if a._dtype.name in _HALF else a
+    return matrices(op, a, square)
 
 
 def _empty(a: Tensor) -> bool:

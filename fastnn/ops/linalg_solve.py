@@ -40,12 +40,13 @@ from fastnn.ops.tensor import Tensor
 _HALF = ("float16", "bfloat16")
 
 
-def _matrices(op: str, a: Tensor) -> Tensor:
-    """``a`` checked as a batch of square floating matrices (half precision as float32)."""
+def matrices(op: str, a: Tensor, square: bool = True) -> Tensor:
+    """``a`` checked as a batch of floating matrices, square ones unless ``square=False``
+    (half precision as float32)."""
     check_tensor(op, a)
     if a.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
-    if a.shape[-1] != a.shape[-2]:
+    if square and a.shape[-1] != a.shape[-2]:
         raise RuntimeError(f"{op}: A must be batches of square matrices, but they are "
                            f"{a.shape[-2]} by {a.shape[-1]} matrices")
     if not a._dtype.is_floating:
@@ -103,7 +104,7 @@ def _as_rhs(op: str, a: Tensor, b: Tensor, left: bool) -> tuple:
     check_tensor(op, b)
     if b._dtype == a._dtype and b._dtype.name in _HALF:  # both computed in float32
         b = b.to(dtypes.float32)
-    a = _matrices(op, a)
+    a = matrices(op, a)
     if b._dtype != a._dtype:
         raise RuntimeError(f"{op}: Expected A and B to have the same dtype, but found A of "
                            f"type {a._dtype.name} and B of type {b._dtype.name} instead")
@@ -169,7 +170,7 @@ def _identity(a: Tensor) -> Tensor:
 
 def inv_ex(A: Tensor, *, check_errors=False) -> tuple:
     """``(inverse, info)`` of square matrices (..., n, n); info as :func:`solve_ex`'s."""
-    a = _matrices("linalg.inv_ex", A)
+    a = matrices("linalg.inv_ex", A)
     x, info = _solve(a, _identity(a))
     if check_errors:
         _raise_singular("linalg.inv_ex", info, _INV_FAILED)
@@ -181,7 +182,7 @@ _INV_FAILED = "The diagonal element {} is zero, the inversion could not be compl
 
 def inv(A: Tensor) -> Tensor:
     """The inverse of each square matrix of A (..., n, n); LinAlgError if one is singular."""
-    a = _matrices("linalg.inv", A)
+    a = matrices("linalg.inv", A)
     x, info = _solve(a, _identity(a))
     x = _checked("linalg.inv", x, info, _INV_FAILED)
     return x.to(A._dtype) if x._dtype != A._dtype else x
@@ -194,7 +195,7 @@ def inverse(x: Tensor) -> Tensor:
 
 
 def _slogdet(op: str, A: Tensor) -> tuple:
-    a = _matrices(op, A)
+    a = matrices(op, A)
     dev, lead = a._device, tuple(a.shape[:-2])
     if not math.prod(lead) or not a.shape[-1]:  # det of a 0 x 0 matrix is 1
         sign = const(np.ones(lead), a, a._dtype)
