@@ -234,24 +234,24 @@ class Module(HooksMixin, ModuleTree, ModuleState):
     def _owner_of(self, target: str):
         """(the module holding the last name of ``target``, that name)."""
         path, _, name = target.rpartition(".")
-        owner = self.get_submodule(path)
-        return owner, name
+        return self.get_submodule(path), name
+
+    def _member(self, target: str, kind: str):
+        """The parameter or buffer (``kind``) at the dotted path ``target``."""
+        owner, name = self._owner_of(target)
+        table = getattr(owner, f"_{kind}s")
+        if name not in table:
+            raise AttributeError(f"{type(owner).__name__} has no {kind} {name!r} (looking up "
+                                 f"{target!r}); it has {list(table)}")
+        return table[name]
 
     def get_parameter(self, target: str):
         """The parameter at the dotted path ``target`` (``"0.weight"``), as PyTorch's."""
-        owner, name = self._owner_of(target)
-        if name not in owner._parameters:
-            raise AttributeError(f"{type(owner).__name__} has no parameter {name!r} (looking "
-                                 f"up {target!r}); it has {list(owner._parameters)}")
-        return owner._parameters[name]
+        return self._member(target, "parameter")
 
     def get_buffer(self, target: str):
         """The buffer at the dotted path ``target`` (``"bn.running_mean"``)."""
-        owner, name = self._owner_of(target)
-        if name not in owner._buffers:
-            raise AttributeError(f"{type(owner).__name__} has no buffer {name!r} (looking up "
-                                 f"{target!r}); it has {list(owner._buffers)}")
-        return owner._buffers[name]
+        return self._member(target, "buffer")
 
     def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
         """Put ``module`` at the dotted path ``target``, replacing what is there (with
