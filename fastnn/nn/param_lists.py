@@ -2,8 +2,8 @@
 
 Entries are parameters of the container itself (named ``"0"``, ``"1"``, ... or by key),
 so an owning module's ``named_parameters()``, ``state_dict()`` and optimizers see them as
-``"<attr>.0"``. A plain Tensor put in becomes a trainable Parameter, as in PyTorch
-(fastnn's ``Parameter(tensor)`` holds a copy of the values).
+``"<attr>.0"``. A plain Tensor put in becomes a trainable Parameter sharing its storage,
+as in PyTorch.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from fastnn.api import dtypes
 from fastnn.api.device import as_device
 from fastnn.api.dtypes import as_dtype
 from fastnn.ops.convert import host_array
+from fastnn.ops.storage import alias
 from fastnn.ops.tensor import Tensor, host_rng
 
 PARAM_CLASSES = ("connective", "bias", "activation", "other")
@@ -30,35 +31,34 @@ class Parameter(Tensor):
 
     def __new__(cls, data=None, requires_grad: bool = True, param_class: str = "other"):
         """``Parameter(data, requires_grad=True)``, as PyTorch's (``data=None``: an empty
-        tensor), or fastnn's ``Parameter(data, "bias")`` naming its ``param_class``: a copy
-        of ``data`` as a leaf (PyTorch's shares data's storage: write to the parameter, not
-        to the tensor it was made from).
+        tensor), or fastnn's ``Parameter(data, "bias")`` naming its ``param_class``.
 
-        A Tensor keeps its dtype and device; anything else becomes the default float dtype
-        (float32 unless ``fnn.set_default_dtype`` changed it) on the current device. An
-        integer dtype needs ``requires_grad=False``, as in PyTorch.
+        From a Tensor, the parameter is a new leaf sharing ``data``'s storage, as
+        PyTorch's: a write through either is seen by both, and the parameter has none of
+        ``data``'s history. It keeps data's dtype and device. Anything else (a NumPy array,
+        nested lists) is copied into the default float dtype (float32 unless
+        ``fnn.set_default_dtype`` changed it) on the current device. An integer dtype needs
+        ``requires_grad=False``, as in PyTorch.
         """
         if isinstance(requires_grad, str):  # Parameter(data, "bias"): fastnn's param_class
             param_class, requires_grad = requires_grad, True
         if data is None:
             data = np.zeros(0, dtypes.get_default_dtype().numpy)
         if isinstance(data, Tensor):
-            return cls.from_numpy(data.numpy(), param_class, data.dtype, data.device,
-                                  requires_grad)
+            _check(param_class, data._dtype, requires_grad)
+            p = cls._make(data._data, data._dtype, data._device)
+            alias(data, out=p)  # a view of all of data's storage, without its history
+            p.requires_grad = bool(requires_grad)
+            p.param_class = param_class
+            return p
         return cls.from_numpy(data, param_class, requires_grad=requires_grad)
 
     @classmethod
     def from_numpy(cls, array, param_class="other", dtype=None, device=None,
                    requires_grad: bool = True) -> Parameter:
         """A parameter holding a copy of the host array ``array``."""
-        if param_class not in PARAM_CLASSES:
-            raise ValueError(
-                f"Parameter: param_class must be one of {PARAM_CLASSES}, got {param_class!r}"
-            )
         dtype = as_dtype(dtype if dtype is not None else dtypes.get_default_dtype())
-        if requires_grad and not dtype.is_floating:
-            raise RuntimeError(f"Parameter: only tensors of floating point dtype can require "
-                               f"gradients, got {dtype.name}; pass requires_grad=False")
+        _check(param_class, dtype, requires_grad)
         dev = as_device(device)
         dev.check_dtype(dtype, "Parameter")
         if array is None:
@@ -86,6 +86,15 @@ class Parameter(Tensor):
 
     def __repr__(self) -> str:
         return f"Parameter({self.param_class}, shape={self.shape}, dtype={self._dtype.name})"
+
+
+def _check(param_class: str, dtype, requires_grad) -> None:
+    if param_class not in PARAM_CLASSES:
+        raise ValueError(
+            f"Parameter: param_class must be one of {PARAM_CLASSES}, got {param_class!r}")
+    if requires_grad and not dtype.is_floating:
+        raise RuntimeError(f"Parameter: only tensors of floating point dtype can require "
+                           f"gradients, got {dtype.name}; pass requires_grad=False")
 
 
 def _rebuild_parameter(host, dtype: str, device: str, param_class: str,

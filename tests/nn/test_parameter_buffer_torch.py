@@ -78,3 +78,58 @@ def test_buffers_and_state_dict_keys_match_pytorch():
     assert [n for n, _ in theirs.named_buffers()] == [n for n, _ in ours.named_buffers()]
     t_frozen = torch.nn.Parameter(torch.ones(2), requires_grad=False)
     assert nn.Parameter(fnn.ones(2), requires_grad=False).requires_grad is t_frozen.requires_grad
+
+
+@pytest.mark.parametrize("device", ["cpu", "opencl"])
+def test_parameter_shares_the_storage_of_the_tensor_it_wraps(device):
+    # PyTorch's Parameter(t) is t's storage as a new leaf: a write through either is seen
+    # by both (fastnn used to copy, a silent difference)
+    try:
+        fnn.Device(device)
+    except fnn.BackendError as exc:
+        pytest.skip(f"{device} unavailable: {exc}")
+    with fnn.use(device):
+        w = fnn.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+        p = nn.Parameter(w)
+        assert p.is_leaf and p.requires_grad and p.grad_fn is None and p.device == w.device
+        w.add_(1.0)
+        np.testing.assert_array_equal(p.detach().numpy(), np.arange(6).reshape(2, 3) + 1)
+        with fnn.no_grad():
+            p.mul_(2.0)
+        np.testing.assert_array_equal(w.numpy(), (np.arange(6).reshape(2, 3) + 1) * 2)
+        # an optimizer's update is seen through the tensor, too
+        (p * p).sum().backward()
+        np.testing.assert_array_equal(p.grad.numpy(), 2 * w.numpy())
+        before = w.numpy().copy()
+        fnn.optim.SGD([p], lr=0.25).step()
+        np.testing.assert_allclose(w.numpy(), before - 0.25 * 2 * before)
+
+
+def test_parameter_of_a_tensor_with_history_is_a_leaf_sharing_it():
+    x = fnn.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    y = x * 2
+    p = nn.Parameter(y)
+    assert p.is_leaf and p.grad_fn is None and p.requires_grad
+    (p * p).sum().backward()
+    np.testing.assert_array_equal(p.grad.numpy(), [4.0, -8.0, 12.0])
+    assert x.grad is None  # no history through the parameter
+    with fnn.no_grad():
+        p.zero_()
+    np.testing.assert_array_equal(y.detach().numpy(), [0.0, 0.0, 0.0])
+
+
+def test_parameter_sharing_matches_pytorch():
+    torch = pytest.importorskip("torch")
+    data = np.array([[0.5, -1.0], [2.0, 3.0]], np.float32)
+    results = []
+    for lib, tnn, make in ((torch, torch.nn, torch.tensor), (fnn, nn, fnn.tensor)):
+        w = make(data.copy())
+        p = tnn.Parameter(w)
+        w.mul_(3.0)
+        with lib.no_grad():
+            p.add_(1.0)
+        frozen = tnn.Parameter(w, requires_grad=False)
+        w.sub_(0.5)
+        results.append([np.array(t.detach().numpy()) for t in (w, p, frozen)])
+    for got, want in zip(results[1], results[0]):
+        np.testing.assert_array_equal(got, want)
