@@ -11,6 +11,7 @@ import pytest
 
 import fastnn as fnn
 import fastnn.functional as F
+from fastnn import nn
 from fastnn.data import DataLoader, TensorDataset, random_split
 
 IN_PLACE = {
@@ -58,6 +59,39 @@ def test_in_place_activations_backpropagate(name):
     t_values, t_grad = _gradient(torch, torch.nn.functional, IN_PLACE[name])
     np.testing.assert_allclose(values, t_values, rtol=1e-12)
     np.testing.assert_allclose(grad, t_grad, rtol=1e-7, atol=1e-12)  # (torch: 1/6 in float32)
+
+
+MODULES_IN_PLACE = {  # the nn classes that take inplace=, with PyTorch's arguments
+    "ReLU": (), "LeakyReLU": (0.1,), "ELU": (0.7,), "SELU": (), "CELU": (0.5,),
+    "Hardtanh": (-1.5, 2.0), "ReLU6": (), "SiLU": (), "Mish": (), "Hardswish": (),
+    "Hardsigmoid": (), "Threshold": (0.1, -0.5),
+}
+
+
+def _module_step(lib, nn_mod, name):
+    x = lib.tensor(POINTS, requires_grad=True)
+    y = x * 1.5
+    layer = getattr(nn_mod, name)(*MODULES_IN_PLACE[name], inplace=True)
+    out = layer(y)
+    (out * lib.tensor(np.arange(11.0))).sum().backward()
+    return out is y, y.detach().numpy(), x.grad.numpy(), repr(layer)
+
+
+@pytest.mark.parametrize("name", sorted(MODULES_IN_PLACE))
+def test_activation_modules_write_in_place_as_pytorchs(name):
+    # nn.ReLU(inplace=True) used to compute out of place: code that kept the input saw
+    # other values than under PyTorch
+    same, values, grad, text = _module_step(fnn, nn, name)
+    assert same
+    plain = getattr(nn, name)(*MODULES_IN_PLACE[name])(fnn.tensor(POINTS * 1.5)).numpy()
+    np.testing.assert_allclose(values, plain)  # the out-of-place layer's values
+    assert ("inplace=True" in text) == (name not in ("Hardsigmoid", "Hardswish"))  # as torch
+    torch = pytest.importorskip("torch")
+    t_same, t_values, t_grad, t_text = _module_step(torch, torch.nn, name)
+    assert t_same
+    np.testing.assert_allclose(values, t_values, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(grad, t_grad, rtol=1e-7, atol=1e-12)
+    assert text == t_text
 
 
 def test_a_clone_keeps_its_backward_when_its_source_is_written():

@@ -4,8 +4,9 @@ SELU, Mish, Hardtanh, Identity, LogSoftmax, GLU.
 The ones whose kind has a hand-written derivative (``hookspec.BIAS_ACT_KINDS``) are
 :class:`~fastnn.nn.activation.Activation` under PyTorch's name and take its reverse; the
 others are compositions of tensor ops, so their ``reverse`` comes from the tape
-(:meth:`Module.reverse`). Each takes PyTorch's arguments (``inplace`` is accepted and
-ignored: fastnn never overwrites an input).
+(:meth:`Module.reverse`). Each takes PyTorch's arguments; ``inplace=True`` writes the
+result into the input, as PyTorch's (:func:`fastnn.ops.activations.written`: the tape
+still differentiates it).
 """
 
 from __future__ import annotations
@@ -18,22 +19,38 @@ from fastnn.nn.module import Module, check_tensor
 from fastnn.ops import activations, nnops
 
 
+def inplace_repr(inplace: bool, before: str = "") -> str:
+    """PyTorch's extra_repr ending of an activation with ``inplace``."""
+    if not inplace:
+        return before
+    return f"{before}, inplace=True" if before else "inplace=True"
+
+
 class _Kind(Activation):
-    """An Activation kind with PyTorch's class name and an empty repr."""
+    """An Activation kind with PyTorch's class name; ``inplace`` where PyTorch has it."""
 
     KIND = "identity"
+    INPLACE = False  # whether PyTorch's class takes inplace=
 
     def __init__(self, inplace: bool = False):
         super().__init__(self.KIND)
+        self.inplace = bool(inplace) and self.INPLACE
 
     def extra_repr(self) -> str:
-        return ""
+        return inplace_repr(self.inplace)
+
+    def forward(self, x):
+        if self.inplace:
+            return getattr(activations, self.KIND)(check_tensor(type(self).__name__, x),
+                                                   inplace=True)
+        return super().forward(x)
 
 
 class ReLU(_Kind):
     """max(x, 0)."""
 
     KIND = "relu"
+    INPLACE = True
 
 
 class Sigmoid(_Kind):
@@ -52,6 +69,7 @@ class SiLU(_Kind):
     """x * sigmoid(x)."""
 
     KIND = "silu"
+    INPLACE = True
 
 
 class Identity(_Kind):
@@ -66,9 +84,15 @@ class LeakyReLU(Activation):
 
     def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
         super().__init__("leaky_relu", negative_slope)
+        self.inplace = bool(inplace)
 
     def extra_repr(self) -> str:
-        return f"negative_slope={self.slope}"
+        return inplace_repr(self.inplace, f"negative_slope={self.slope}")
+
+    def forward(self, x):
+        if self.inplace:
+            return activations.leaky_relu(check_tensor("LeakyReLU", x), self.slope, True)
+        return super().forward(x)
 
 
 class GELU(Activation):
@@ -114,10 +138,12 @@ class Softplus(Activation):
 
 
 class _Composed(Module):
-    """An activation written with tensor ops; reverse from the tape."""
+    """An activation written with tensor ops; reverse from the tape. ``_fn(x, inplace)``."""
+
+    inplace = False
 
     def forward(self, x):
-        return self._fn(check_tensor(type(self).__name__, x))
+        return self._fn(check_tensor(type(self).__name__, x), self.inplace)
 
 
 class ELU(_Composed):
@@ -126,12 +152,13 @@ class ELU(_Composed):
     def __init__(self, alpha: float = 1.0, inplace: bool = False):
         super().__init__()
         self.alpha = real("ELU", "alpha", alpha)
+        self.inplace = bool(inplace)
 
     def extra_repr(self) -> str:
-        return f"alpha={self.alpha}"
+        return inplace_repr(self.inplace, f"alpha={self.alpha}")
 
-    def _fn(self, x):
-        return activations.elu(x, self.alpha)
+    def _fn(self, x, inplace):
+        return activations.elu(x, self.alpha, inplace)
 
 
 class SELU(_Composed):
@@ -139,9 +166,13 @@ class SELU(_Composed):
 
     def __init__(self, inplace: bool = False):
         super().__init__()
+        self.inplace = bool(inplace)
 
-    def _fn(self, x):
-        return activations.selu(x)
+    def extra_repr(self) -> str:
+        return inplace_repr(self.inplace)
+
+    def _fn(self, x, inplace):
+        return activations.selu(x, inplace)
 
 
 class Mish(_Composed):
@@ -149,9 +180,13 @@ class Mish(_Composed):
 
     def __init__(self, inplace: bool = False):
         super().__init__()
+        self.inplace = bool(inplace)
 
-    def _fn(self, x):
-        return activations.mish(x)
+    def extra_repr(self) -> str:
+        return inplace_repr(self.inplace)
+
+    def _fn(self, x, inplace):
+        return activations.mish(x, inplace)
 
 
 class Hardtanh(_Composed):
@@ -163,12 +198,13 @@ class Hardtanh(_Composed):
         self.max_val = real("Hardtanh", "max_val", max_val)
         if self.min_val > self.max_val:
             raise ValueError(f"Hardtanh: min_val {min_val} is above max_val {max_val}")
+        self.inplace = bool(inplace)
 
     def extra_repr(self) -> str:
-        return f"min_val={self.min_val}, max_val={self.max_val}"
+        return inplace_repr(self.inplace, f"min_val={self.min_val}, max_val={self.max_val}")
 
-    def _fn(self, x):
-        return activations.hardtanh(x, self.min_val, self.max_val)
+    def _fn(self, x, inplace):
+        return activations.hardtanh(x, self.min_val, self.max_val, inplace)
 
 
 class _AlongDim(_Composed):
@@ -196,7 +232,7 @@ class LogSoftmax(_AlongDim):
         else:
             super().__init__(dim)
 
-    def _fn(self, x):
+    def _fn(self, x, inplace):
         dim = implicit_dim("LogSoftmax", x.ndim) if self.dim is None else self.dim
         return nnops.log_softmax(x, dim)
 
@@ -204,5 +240,5 @@ class LogSoftmax(_AlongDim):
 class GLU(_AlongDim):
     """a * sigmoid(b) for the two halves a, b of x along ``dim`` (PyTorch's GLU)."""
 
-    def _fn(self, x):
+    def _fn(self, x, inplace):
         return activations.glu(x, self.dim)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numbers
 
 from fastnn.api.args import integer, real
+from fastnn.nn.activation_classes import inplace_repr
 from fastnn.nn.module import Module, check_tensor
 from fastnn.nn.parameter import const_init
 from fastnn.ops import activations_more as act
@@ -17,6 +18,8 @@ class _Function(Module):
     """A module applying ``FUNCTION`` (an ``F.`` name) with the module's settings."""
 
     ARGS: tuple = ()  # the attribute names passed on, in order
+    inplace = False
+    SHOWS_INPLACE = True  # whether PyTorch's repr says inplace=True
 
     def forward(self, x):
         check_tensor(type(self).__name__, x)
@@ -27,7 +30,8 @@ class _Function(Module):
         return fn(x, *(getattr(self, name) for name in self.ARGS))
 
     def extra_repr(self) -> str:
-        return ", ".join(f"{name}={getattr(self, name)}" for name in self.ARGS)
+        return inplace_repr(self.inplace and self.SHOWS_INPLACE,
+                            ", ".join(f"{name}={getattr(self, name)}" for name in self.ARGS))
 
 
 class _InPlace(_Function):
@@ -37,9 +41,6 @@ class _InPlace(_Function):
 
     def _apply(self, x):
         return getattr(act, self.FUNCTION)(x, inplace=self.inplace)
-
-    def extra_repr(self) -> str:
-        return "inplace=True" if self.inplace else ""
 
 
 class ReLU6(_InPlace):
@@ -52,12 +53,14 @@ class Hardsigmoid(_InPlace):
     """relu6(x + 3) / 6."""
 
     FUNCTION = "hardsigmoid"
+    SHOWS_INPLACE = False
 
 
 class Hardswish(_InPlace):
     """x * relu6(x + 3) / 6."""
 
     FUNCTION = "hardswish"
+    SHOWS_INPLACE = False
 
 
 class Softsign(_Function):
