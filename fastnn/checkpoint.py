@@ -153,7 +153,8 @@ def _path(owner: str, path) -> str:
     try:
         return os.fsdecode(os.fspath(path))
     except TypeError:
-        raise TypeError(f"{owner}: path must be a str or os.PathLike (e.g. pathlib.Path), got "
+        raise TypeError(f"{owner}: path must be a str, an os.PathLike (e.g. pathlib.Path) or "
+                        f"a binary file object, got "
                         f"{type(path).__name__} {path!r}") from None
 
 
@@ -161,13 +162,20 @@ def save(state, path, pickle_module=None, pickle_protocol=None, **kwargs) -> Non
     """Write ``state`` (a tensor, or any nesting of dicts, lists and tuples of arrays,
     tensors, numbers, strings, bools and None) to ``path`` atomically, with a checksum of
     every tensor and of the header. (PyTorch's pickle arguments are accepted and unused:
-    the format is not a pickle.)"""
-    path = _path("save", path)
+    the format is not a pickle.) ``path`` may also be an open binary file object
+    (``io.BytesIO``, a file opened with ``"wb"``), as PyTorch's: the checkpoint is written
+    at its position, and not atomically (the file is the caller's)."""
+    stream = hasattr(path, "write") and not isinstance(path, (str, bytes))
+    if not stream:
+        path = _path("save", path)
     tensors: dict = {}
     skeleton = _flatten(state, "", tensors, 0)
     meta = {_META_KEY: json.dumps({"format": FORMAT, "version": _version(skeleton),
                                    "tree": skeleton})}
-    atomic_write(path, lambda f: checkpoint_format.write(f, tensors, meta))
+    if stream:
+        checkpoint_format.write(path, tensors, meta)
+    else:
+        atomic_write(path, lambda f: checkpoint_format.write(f, tensors, meta))
 
 
 def load(path, map_location=None, pickle_module=None, *, weights_only=None, mmap=None,
@@ -181,9 +189,16 @@ def load(path, map_location=None, pickle_module=None, *, weights_only=None, mmap
     The header is checked against the file's size before any tensor is read, each tensor
     is read straight into its array, and the checksums (where the file has them) are
     verified: a truncated or corrupt file raises ValueError naming the path (and the
-    tensor whose bytes are wrong)."""
-    path = _path("load", path)
-    tensors, meta = checkpoint_format.read(path)
+    tensor whose bytes are wrong). ``path`` may also be an open binary file object, read
+    from its position (after ``torch.save(state, buffer)``, ``buffer.seek(0)`` first, as
+    with PyTorch)."""
+    if hasattr(path, "read") and not isinstance(path, (str, bytes)):
+        label = repr(getattr(path, "name", None) or type(path).__name__)
+        tensors, meta = checkpoint_format.read_stream(path, label)
+        path = label
+    else:
+        path = _path("load", path)
+        tensors, meta = checkpoint_format.read(path)
     if meta is None or _META_KEY not in meta:
         return tensors
     try:

@@ -22,6 +22,7 @@ unverified.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import stat
@@ -103,13 +104,36 @@ def read(path: str) -> tuple[dict, dict | None]:
         if not stat.S_ISREG(info.st_mode):
             raise ValueError(f"load: {path} is not a regular file (a device, pipe or socket); "
                              "give the path of a checkpoint file")
-        try:
-            return _read(f, info.st_size)
-        except _Corrupt as exc:
-            raise ValueError(f"load: {path} is not a readable safetensors checkpoint "
-                             f"({info.st_size} bytes): {exc}") from None
-        except MemoryError as exc:
-            raise MemoryError(f"load: {path}: {exc}") from None
+        return _read_named(f, info.st_size, path)
+
+
+def read_stream(f, label: str) -> tuple[dict, dict | None]:
+    """:func:`read` of an open binary file object (``io.BytesIO``, an opened file), from
+    its current position to its end; ``label`` names it in errors. One that cannot seek,
+    or has no ``readinto``, is read whole first."""
+    try:
+        start = f.tell()
+        size = f.seek(0, os.SEEK_END) - start
+        f.seek(start)
+        if not hasattr(f, "readinto"):
+            raise AttributeError("readinto")
+    except (AttributeError, OSError, ValueError):
+        data = f.read()
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"load: {label} is not a binary file (read() gave "
+                            f"{type(data).__name__}); open it with 'rb'") from None
+        f, size = io.BytesIO(data), len(data)
+    return _read_named(f, size, label)
+
+
+def _read_named(f, size: int, label: str):
+    try:
+        return _read(f, size)
+    except _Corrupt as exc:
+        raise ValueError(f"load: {label} is not a readable safetensors checkpoint "
+                         f"({size} bytes): {exc}") from None
+    except MemoryError as exc:
+        raise MemoryError(f"load: {label}: {exc}") from None
 
 
 def _read(f, size: int):

@@ -38,13 +38,14 @@ BAD = [
      r"convert it with str\(\)"),
     ("nan key", _save({float("nan"): 1}), TypeError, r"save: keys must be .* got nan"),
     ("path None", lambda tmp: fnn.save({"w": np.ones(2)}, None), TypeError,
-     r"save: path must be a str or os.PathLike \(e.g. pathlib.Path\), got NoneType None"),
+     r"save: path must be a str, an os.PathLike \(e.g. pathlib.Path\) or a binary file "
+     r"object, got NoneType None"),
     ("path int", lambda tmp: fnn.save({"w": np.ones(2)}, 3), TypeError,
-     r"save: path must be a str or os.PathLike .*got int 3"),
+     r"save: path must be a str, an os.PathLike .*got int 3"),
     ("load path None", lambda tmp: fnn.load(None), TypeError,
-     r"load: path must be a str or os.PathLike .*got NoneType None"),
+     r"load: path must be a str, an os.PathLike .*got NoneType None"),
     ("load path list", lambda tmp: fnn.load(["a"]), TypeError,
-     r"load: path must be a str or os.PathLike .*got list \['a'\]"),
+     r"load: path must be a str, an os.PathLike .*got list \['a'\]"),
 ]
 
 
@@ -57,3 +58,76 @@ def test_bad_argument_is_named_and_nothing_is_written(tmp_path, call, error, mat
 def test_bytes_paths_and_pathlike_paths_work(tmp_path):
     fnn.save({"w": np.arange(3.0)}, os.fsencode(tmp_path / "b.safetensors"))
     np.testing.assert_array_equal(fnn.load(tmp_path / "b.safetensors")["w"], np.arange(3.0))
+
+
+def _state():
+    return {"model": {"w": np.arange(6.0).reshape(2, 3), "b": np.ones(2, np.float32)},
+            "opt": {"step": 3, "groups": [{"lr": 0.1}]}, "epoch": 2}
+
+
+def _same(a, b):
+    assert a.keys() == b.keys()
+    for key in a:
+        if isinstance(a[key], dict):
+            _same(a[key], b[key])
+        elif isinstance(a[key], np.ndarray):
+            assert b[key].dtype == a[key].dtype
+            np.testing.assert_array_equal(b[key], a[key])
+        else:
+            assert b[key] == a[key]
+
+
+def test_save_and_load_take_binary_file_objects_as_pytorchs(tmp_path):
+    import io
+
+    buffer = io.BytesIO()
+    buffer.write(b"prefix")  # written at the position, read from it
+    fnn.save(_state(), buffer)
+    buffer.seek(6)
+    _same(_state(), fnn.load(buffer))
+    with open(tmp_path / "ck.pt", "wb") as f:
+        fnn.save(_state(), f)
+    with open(tmp_path / "ck.pt", "rb") as f:
+        _same(_state(), fnn.load(f, map_location="cpu", weights_only=True))
+    _same(_state(), fnn.load(tmp_path / "ck.pt"))  # the same bytes as a path gives
+
+
+def test_a_stream_that_cannot_seek_is_read_whole():
+    import io
+
+    buffer = io.BytesIO()
+    fnn.save(_state(), buffer)
+
+    class Pipe:  # only read(), as a socket's file or a pipe wrapper
+        def __init__(self, data):
+            self._data = data
+
+        def read(self, n=-1):
+            data, self._data = self._data, b""
+            return data
+
+    _same(_state(), fnn.load(Pipe(buffer.getvalue())))
+
+
+def test_a_truncated_or_text_stream_is_refused_by_name(tmp_path):
+    import io
+
+    buffer = io.BytesIO()
+    fnn.save(_state(), buffer)
+    cut = io.BytesIO(buffer.getvalue()[:-5])
+    with pytest.raises(ValueError, match="load: 'BytesIO' is not a readable safetensors "
+                                         "checkpoint .*truncated"):
+        fnn.load(cut)
+    (tmp_path / "t.txt").write_text("hello")
+    with open(tmp_path / "t.txt") as text:
+        with pytest.raises(TypeError, match="not a binary file .*open it with 'rb'"):
+            fnn.load(text)
+
+
+def test_a_bad_state_writes_nothing_to_the_stream():
+    import io
+
+    buffer = io.BytesIO()
+    with pytest.raises(TypeError, match="save: cannot store w"):
+        fnn.save({"w": np.array(["a"])}, buffer)
+    assert buffer.getvalue() == b""
