@@ -274,3 +274,21 @@ def _scatter_multiply_ref(x, src):
 op_case("scatter(reduce=multiply)", lambda x, src: fnn.scatter(
             x, 1, fnn.tensor([[0, 0, 2], [1, 1, 1]]), src, reduce="multiply"),
         _scatter_multiply_ref, _samples(("repeats", [(2, 4), (2, 3)], {})), tol=ELEMENTWISE)
+
+
+_REPEATS = np.array([[0, 0, 2], [1, 3, 1]])  # row 0 writes slot 0 twice, row 1 slot 1
+
+
+def _scatter_ref(x, src):
+    out = np.array(x, np.float64, copy=True)
+    for (i, j), k in np.ndenumerate(_REPEATS):  # in order: the last write stays
+        out[i, k] = src[i, j]
+    return out
+
+
+op_case("scatter(repeated index)", lambda x, src: fnn.scatter(x, 1, fnn.tensor(_REPEATS), src),
+        _scatter_ref, _samples(("repeats", [(2, 4), (2, 3)], {})), tol=ELEMENTWISE)
+op_case("scatter(value, repeated index)",
+        lambda x: fnn.scatter(x, 1, fnn.tensor(_REPEATS), value=2.5),
+        lambda x: _scatter_ref(x, np.full((2, 3), 2.5)),
+        _samples(("repeats", [(2, 4)], {})), tol=ELEMENTWISE)

@@ -16,6 +16,8 @@ from fastnn.ops.creation import full_like, zeros_like
 from fastnn.ops.gathering import scatter_add
 from fastnn.ops.selecting import as_index, check_range, host_values
 from fastnn.ops.shaping import axis_index
+from fastnn.ops.sorting import host
+from fastnn.ops.structure import const
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
 
@@ -54,11 +56,33 @@ def _hit(x: Tensor, axis: int, index: Tensor) -> Tensor:
 
 
 def _replace(x: Tensor, axis: int, index: Tensor, values: Tensor) -> Tensor:
+    """x with ``values`` written at ``index`` along ``axis``; where several elements write
+    one place, the last (in C order: the furthest along ``axis``) wins, as on PyTorch's
+    CPU (a scatter-add of them all used to sum them). Only the winners are added, so a
+    loser's gradient is zero (PyTorch gives it the place's gradient too)."""
     hit = _hit(x, axis, index)
     work = x if x._dtype is not dtypes.bool_ else x.to(dtypes.int64)
-    placed = scatter_add(zeros_like(work), axis, index, values.to(work._dtype))
+    values = values.to(work._dtype)
+    last = _last_writes(host(index), axis, x.shape)
+    if last is not None:
+        values = ew.where(const(last, x, dtypes.bool_), values, 0)
+    placed = scatter_add(zeros_like(work), axis, index, values)
     out = ew.where(hit, placed, work)
     return out if out._dtype is x._dtype else out.to(x._dtype)
+
+
+def _last_writes(positions: np.ndarray, axis: int, shape: tuple):
+    """A bool mask over ``positions`` (an index along ``axis`` into ``shape``): True at the
+    last element writing each place; None when no place is written twice."""
+    grid = list(np.indices(positions.shape, sparse=True))
+    grid[axis] = positions
+    target = np.ravel_multi_index(tuple(grid), shape).reshape(-1)
+    if np.unique(target).size == target.size:
+        return None
+    keep = np.zeros(target.size, bool)
+    _, first_from_end = np.unique(target[::-1], return_index=True)
+    keep[target.size - 1 - first_from_end] = True
+    return keep.reshape(positions.shape)
 
 
 @public(method=True, top=True)
@@ -110,6 +134,8 @@ def scatter(x: Tensor, dim, index, src=None, *, value=None, reduce=None) -> Tens
         check_range("scatter", host, x.shape[axis], negative_ok=False)
     if index.ndim != x.ndim:
         raise ValueError(f"scatter: index has {index.ndim} dims, x has {x.ndim}")
+    if src is None and reduce is None:  # one value: every write of a place writes it
+        return ew.where(_hit(x, axis, index), _value(value, x), x)
     if src is None:
         src = full_like(index, value, dtype=x._dtype)
     src = _source("scatter", x, src)

@@ -146,3 +146,38 @@ def test_scatter_takes_a_number_as_its_third_argument_as_torch():
     np.testing.assert_array_equal(y.numpy(), t.numpy())
     with pytest.raises(TypeError, match="exactly one of src"):
         y.scatter(1, fnn.tensor(one_hot), 1.0, value=2.0)
+
+
+REPEATS = np.array([[0, 0, 2], [1, 3, 1]])  # slot 0 of row 0 and slot 1 of row 1 twice
+
+
+@pytest.mark.parametrize("device", ["cpu", "opencl"])
+def test_scatter_with_repeated_indices_keeps_the_last_write_as_torch(device):
+    # scatter_(1, idx, 1.0), the one-hot idiom, wrote 2.0 where idx repeats (the writes
+    # were summed); now the last write stays, as on PyTorch's CPU
+    try:
+        fnn.Device(device)
+    except fnn.BackendError as exc:
+        pytest.skip(f"{device} unavailable: {exc}")
+    x = np.arange(8.0).reshape(2, 4)
+    src = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    want = x.copy()
+    for (i, j), k in np.ndenumerate(REPEATS):
+        want[i, k] = src[i, j]
+    with fnn.use(device):
+        got = fnn.tensor(x).scatter(1, fnn.tensor(REPEATS), fnn.tensor(src))
+        np.testing.assert_array_equal(got.numpy(), want)
+        ones = fnn.zeros(2, 4)
+        ones.scatter_(1, fnn.tensor(REPEATS), 1.0)
+        np.testing.assert_array_equal(ones.numpy(), [[1, 0, 1, 0], [0, 1, 0, 1]])
+        copied = fnn.zeros(2, 4).index_copy(1, fnn.tensor([3, 3]), fnn.tensor(src[:, :2]))
+        np.testing.assert_array_equal(copied.numpy(), [[0, 0, 0, 2], [0, 0, 0, 5]])
+
+
+def test_scatter_with_repeated_indices_matches_torch():
+    compare(lambda x, s, i: x.scatter(1, i, s), lambda x, s, i: x.scatter(1, i, s),
+            X, SRC[:, :3], REPEATS, grad=False)
+    compare(lambda x, i: x.scatter(0, i, 1.5), lambda x, i: x.scatter(0, i, 1.5),
+            X, np.array([[1, 1, 0, 1], [1, 0, 0, 1]]), grad=False)
+    compare(lambda x, s, i: x.index_copy(0, i, s), lambda x, s, i: x.index_copy(0, i, s),
+            X, SRC, np.array([1, 1]), grad=False)
