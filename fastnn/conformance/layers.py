@@ -223,6 +223,10 @@ def _vision_specs(nn) -> list:
         ("AvgPool2d", lambda d, dev: nn.AvgPool2d(2), (2, 3, 4, 6)),
         ("AvgPool2d(3, 2, 1, count_include_pad=False)", lambda d, dev: nn.AvgPool2d(
             3, 2, 1, count_include_pad=False), (2, 2, 7, 6)),
+        ("AvgPool2d(3, 2, 1, ceil_mode=True)", lambda d, dev: nn.AvgPool2d(
+            3, 2, 1, ceil_mode=True), (2, 2, 6, 7)),
+        ("AvgPool1d(2, 3, ceil_mode, count_include_pad=False)", lambda d, dev: nn.AvgPool1d(
+            2, 3, 1, ceil_mode=True, count_include_pad=False), (2, 3, 8)),
         ("AdaptiveAvgPool1d(3)", lambda d, dev: nn.AdaptiveAvgPool1d(3), (2, 3, 8)),
         ("AdaptiveAvgPool2d((3, 2))", lambda d, dev: nn.AdaptiveAvgPool2d((3, 2)),
          (2, 2, 7, 5)),
@@ -230,6 +234,8 @@ def _vision_specs(nn) -> list:
         ("MaxPool3d(3, 2, 1)", lambda d, dev: nn.MaxPool3d(3, 2, 1), (2, 2, 5, 4, 6)),
         ("AvgPool3d((2, 3, 2), count_include_pad=False)", lambda d, dev: nn.AvgPool3d(
             (2, 3, 2), 1, 1, count_include_pad=False), (1, 2, 3, 4, 5)),
+        ("AvgPool3d(2, 2, ceil_mode, divisor_override=3)", lambda d, dev: nn.AvgPool3d(
+            2, 2, ceil_mode=True, divisor_override=3), (1, 2, 3, 5, 4)),
         ("AdaptiveAvgPool3d((2, None, 3))", lambda d, dev: nn.AdaptiveAvgPool3d((2, None, 3)),
          (2, 2, 5, 3, 7)),
         ("LPPool1d(2, 3)", lambda d, dev: nn.LPPool1d(2, 3), (2, 3, 9)),

@@ -87,12 +87,6 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=Fal
                      return_indices)
 
 
-def _no_ceil(op, ceil_mode):
-    if ceil_mode:
-        raise NotImplementedError(f"{op}: ceil_mode=True is not supported; pad the input "
-                                  f"instead (F.pad) or use ceil_mode=False")
-
-
 def output_sizes(op, size, kernel, stride, padding, dilation, ceil_mode):
     """PyTorch's pooling output size per axis: floor (or ceil) of the window count, where
     under ``ceil_mode`` a last window must start inside the input or its left padding."""
@@ -137,24 +131,35 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False,
 
 def _avg_pool(op, x, dims, kernel_size, stride, padding, ceil_mode, count_include_pad,
               divisor_override):
-    _no_ceil(op, ceil_mode)
     x = _as_2d(_spatial(op, x, dims), dims)
     kernel, stride, padding, dilation = _windows(op, *_lift(dims, kernel_size, stride,
                                                             padding, 1))
     divisor = None if divisor_override is None else integer(op, "divisor_override",
                                                             divisor_override)
-    if _tiles(x, kernel, stride, padding, dilation) and divisor is None:
+    if not ceil_mode and _tiles(x, kernel, stride, padding, dilation) and divisor is None:
         return _from_2d(_tiled(x, kernel).mean(axis=(-3, -1)), dims)
-    planes, lead, sizes = _planes(op, x, kernel, stride, padding, dilation)
+    size = x.shape[-2:]
+    sizes = output_sizes(op, size, kernel, stride, padding, dilation, ceil_mode)
+    lead = x.shape[:-2]
+    planes = reshape(x, (math.prod(lead), 1) + size)
+    # ceil_mode's last window may run past the right padding: zeros there, not counted
+    beyond = [max(0, (o - 1) * s + k - (n + 2 * p))
+              for n, k, s, p, o in zip(size, kernel, stride, padding, sizes)]
     ones = _constant(np.ones((1, 1) + kernel), x)
-    sides = tuple((p, p) for p in padding)
+    sides = tuple((p, p + e) for p, e in zip(padding, beyond))
     out = conv2d_raw(planes, ones, stride, sides, dilation, 1, op=op)
     if divisor is not None:
         out = out * (1.0 / divisor)
-    elif count_include_pad or padding == (0, 0):
+    elif count_include_pad and not any(beyond):
+        out = out * (1.0 / (kernel[0] * kernel[1]))
+    elif count_include_pad:  # PyTorch's: the window clipped to the padded input
+        rows, cols = (np.minimum(np.arange(o) * s + k, n + 2 * p) - np.arange(o) * s
+                      for n, k, s, p, o in zip(size, kernel, stride, padding, sizes))
+        out = out * _constant(1.0 / np.outer(rows, cols), x)
+    elif padding == (0, 0) and not any(beyond):
         out = out * (1.0 / (kernel[0] * kernel[1]))
     else:
-        counts = _inside(x.shape[-2:], kernel, stride, padding, dilation, sizes).sum(axis=0)
+        counts = _inside(size, kernel, stride, padding, dilation, sizes).sum(axis=0)
         out = out * _constant(1.0 / counts, x)
     return _from_2d(reshape(out, lead + sizes), dims)
 

@@ -78,18 +78,18 @@ def avg_pool3d(x, kernel_size, stride=None, padding=0, ceil_mode=False,
     avg_pool3d: padding counts as zeros unless ``count_include_pad=False``."""
     x, added = _batched("avg_pool3d", x)
     k, s, p, _ = _windows("avg_pool3d", kernel_size, stride, padding)
-    include = count_include_pad or divisor_override is not None
+    if divisor_override is not None and (isinstance(divisor_override, bool) or not
+                                         isinstance(divisor_override, int) or
+                                         divisor_override == 0):
+        raise ValueError(f"avg_pool3d: divisor_override must be a non-zero int, got "
+                         f"{divisor_override!r}")
+    summed = None if divisor_override is None else 1  # window sums, divided once after
     out = _separable(
         x, added,
-        lambda t: avg_pool2d(t, k[1:], s[1:], p[1:], ceil_mode, include),
-        lambda t: avg_pool2d(t, (k[0], 1), (s[0], 1), (p[0], 0), ceil_mode, include))
-    if divisor_override is not None:
-        if isinstance(divisor_override, bool) or not isinstance(divisor_override, int) or \
-                divisor_override == 0:
-            raise ValueError(f"avg_pool3d: divisor_override must be a non-zero int, got "
-                             f"{divisor_override!r}")
-        out = out * (k[0] * k[1] * k[2] / divisor_override)
-    return out
+        lambda t: avg_pool2d(t, k[1:], s[1:], p[1:], ceil_mode, count_include_pad, summed),
+        lambda t: avg_pool2d(t, (k[0], 1), (s[0], 1), (p[0], 0), ceil_mode,
+                             count_include_pad, summed))
+    return out if divisor_override is None else out * (1.0 / divisor_override)
 
 
 @public()

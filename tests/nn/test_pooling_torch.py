@@ -142,3 +142,27 @@ def test_unpool_refuses_bad_indices():
         F.max_unpool2d(out, idx.float(), 2)
     with pytest.raises(ValueError, match="shape"):
         F.max_unpool2d(out, idx[..., :1], 2)
+
+
+AVG_CEIL = [  # ceil_mode's last window runs past the padding (used to raise
+    # NotImplementedError): its divisor is the window clipped to the padded input, or the
+    # input's elements it covers without count_include_pad
+    (2, (2, 3, 7), dict(kernel_size=2, stride=2, ceil_mode=True)),
+    (1, (2, 3, 8), dict(kernel_size=3, stride=3, padding=1, ceil_mode=True,
+                        count_include_pad=False)),
+    (2, (2, 3, 6, 7), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
+    (2, (2, 3, 6, 7), dict(kernel_size=(3, 2), stride=(2, 3), padding=(1, 0), ceil_mode=True,
+                           count_include_pad=False)),
+    (2, (1, 2, 5, 5), dict(kernel_size=2, stride=2, ceil_mode=True, divisor_override=3)),
+    (3, (1, 2, 5, 6, 7), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
+    (3, (1, 2, 5, 6, 7), dict(kernel_size=2, stride=2, ceil_mode=True, divisor_override=2)),
+    (3, (1, 2, 5, 5, 5), dict(kernel_size=3, stride=3, padding=1, ceil_mode=True,
+                              count_include_pad=False)),
+]
+
+
+@pytest.mark.parametrize("dims,shape,params", AVG_CEIL)
+def test_avg_pool_ceil_mode(dims, shape, params):
+    x = np.random.default_rng(2).normal(size=shape)
+    _pair(lambda t: getattr(F, f"avg_pool{dims}d")(t, **params),
+          lambda t: getattr(TF, f"avg_pool{dims}d")(t, **params), x)
