@@ -16,6 +16,7 @@ from fastnn.autograd.grad_mode import (
     is_inference_mode_enabled,
     no_grad,
     set_anomaly_enabled,
+    set_detect_anomaly,
     set_grad_enabled,
 )
 from fastnn.autograd.hooks import RemovableHandle
@@ -24,6 +25,6 @@ from fastnn.autograd.rules import RULES
 __all__ = [
     "Node", "attach", "backward", "grad", "RULES", "no_grad", "enable_grad", "detect_anomaly",
     "is_grad_enabled", "is_anomaly_enabled", "RemovableHandle", "set_grad_enabled",
-    "inference_mode", "is_inference_mode_enabled", "set_anomaly_enabled",
+    "inference_mode", "is_inference_mode_enabled", "set_anomaly_enabled", "set_detect_anomaly",
     "Function", "FunctionCtx", "once_differentiable",
 ]

@@ -87,7 +87,8 @@ def backward(tensor, gradient=None, retain_graph=None, create_graph=False, input
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         allow_unused=False) -> tuple:
+         only_inputs=True, allow_unused=None, is_grads_batched=False,
+         materialize_grads=False) -> tuple:
     """The gradients of ``outputs`` with respect to ``inputs``, as PyTorch's autograd.grad.
 
     Returns a tuple with one Tensor per input: sum over outputs o of
@@ -99,7 +100,22 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     - ``create_graph``: record the backward on the tape, so the returned gradients can be
       differentiated again (gradient penalties, Hessian-vector products).
     - ``allow_unused``: an input no output depends on gets None instead of an error.
+    - ``materialize_grads``: such an input gets zeros instead of None (``allow_unused``
+      then defaults to True, and False is refused, as in PyTorch).
+    - ``is_grads_batched``: each grad_output's first dimension is a batch of vectors; the
+      result stacks one gradient per vector (a loop of backward passes: what PyTorch's
+      vmap would batch). ``only_inputs`` is PyTorch's deprecated no-op.
     """
+    if materialize_grads and allow_unused is False:
+        raise ValueError("grad: materialize_grads=True needs allow_unused=True or unset "
+                         "(an unused input's gradient becomes zeros)")
+    allow_unused = bool(materialize_grads if allow_unused is None else allow_unused)
+    if is_grads_batched:  # (an unused input's zeros have its shape, without a batch)
+        found = _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph,
+                              allow_unused)
+        inputs = (inputs,) if hasattr(inputs, "_node") else tuple(inputs)
+        return tuple(_zeros(t) if g is None and materialize_grads else g
+                     for t, g in zip(inputs, found))
     outputs = _tensors("grad", "outputs", outputs)
     inputs = _tensors("grad", "inputs", inputs, type(outputs[0]))
     retain_graph, create_graph = _flags("grad", retain_graph, create_graph)
@@ -129,4 +145,44 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             if g is None:
                 raise RuntimeError(f"grad: inputs[{i}] was not used to compute the outputs; "
                                    f"pass allow_unused=True to get None for it")
+    if materialize_grads:
+        result = tuple(_zeros(t) if g is None else g for t, g in zip(inputs, result))
     return result
+
+
+def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph,
+                  allow_unused) -> tuple:
+    """:func:`grad` with ``is_grads_batched``: one backward pass per row of the
+    grad_outputs, the results stacked along a new first dimension."""
+    single = hasattr(grad_outputs, "_node")
+    given = (grad_outputs,) if single else tuple(grad_outputs or ())
+    if not given or any(g is None or not hasattr(g, "_node") or g.ndim == 0 for g in given):
+        raise ValueError("grad: is_grads_batched=True needs a grad_output tensor per output, "
+                         "each with a leading batch dimension")
+    rows = given[0].shape[0]
+    if any(g.shape[0] != rows for g in given):
+        raise ValueError(f"grad: is_grads_batched=True: the grad_outputs' batch sizes differ "
+                         f"({[g.shape[0] for g in given]})")
+    single_input = hasattr(inputs, "_node")
+    each = []
+    for i in range(rows):
+        each.append(grad(outputs, inputs, tuple(g[i] for g in given),
+                         retain_graph=True if i < rows - 1 else retain_graph,
+                         create_graph=create_graph, allow_unused=allow_unused))
+    count = 1 if single_input else len(each[0])
+    return tuple(None if each[0][j] is None else _stack([e[j] for e in each])
+                 for j in range(count))
+
+
+def _zeros(t):
+    """Zeros like ``t`` (its dtype and device), without history."""
+    dev = t._device
+    return type(t)._make(dev.ops.full(t.shape, 0.0, t._dtype.name, dev.index), t._dtype, dev)
+
+
+def _stack(tensors: list):
+    """``tensors`` (one shape) stacked along a new first dimension, on the tape where they
+    are (the hooks' recorded forms: what create_graph differentiates)."""
+    first = tensors[0]
+    adapter = tensor_ops.TensorOps(first._device.ops, type(first), engine.attach)
+    return adapter.cat([adapter.reshape(t, (1,) + tuple(t.shape)) for t in tensors], 0)

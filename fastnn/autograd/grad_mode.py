@@ -90,35 +90,59 @@ class detect_anomaly(_Switch):
 
     _attr, _value, _default = "anomaly", True, False
 
+    def __new__(cls, func=None, check_nan: bool = True):
+        """``detect_anomaly()``, ``detect_anomaly(check_nan=True)`` (PyTorch's argument:
+        fastnn always checks NaN and Inf) or ``@detect_anomaly``."""
+        return super().__new__(cls, func)
 
-class set_grad_enabled(_Switch):
+
+class _Setting(_Switch):
+    """A flag the call sets at once (this thread), which a with-block restores at its end
+    and which, as a decorator, applies inside each call: PyTorch's set_grad_enabled."""
+
+    def __new__(cls, mode, *args, **kwargs):
+        return object.__new__(cls)
+
+    def __init__(self, mode):
+        if not isinstance(mode, bool):
+            raise TypeError(f"{type(self).__name__}: mode must be True or False, got "
+                            f"{type(mode).__name__} {mode!r}")
+        self._value = mode
+        self._before = getattr(_state, self._attr, self._default)  # what a with restores
+        setattr(_state, self._attr, mode)
+
+    def __call__(self, func):
+        # a decorator: undo the immediate setting; each call switches on its own
+        setattr(_state, self._attr, self._before)
+        self._before = None
+        return super().__call__(func)
+
+    def __enter__(self):
+        before, self._before = self._before, None
+        self._stack().append(getattr(_state, self._attr, self._default) if before is None
+                             else before)
+        setattr(_state, self._attr, self._value)
+        return self
+
+
+class set_grad_enabled(_Setting):
     """Turn recording on or off, as PyTorch's: ``set_grad_enabled(False)`` takes effect at
     once (this thread); ``with set_grad_enabled(flag):`` restores the previous setting at
     the end of the block, and ``@set_grad_enabled(flag)`` applies it inside each call."""
 
     _attr, _default = "grad", True
 
-    def __new__(cls, mode):
-        return object.__new__(cls)
 
-    def __init__(self, mode):
-        if not isinstance(mode, bool):
-            raise TypeError(f"set_grad_enabled: mode must be True or False, got "
-                            f"{type(mode).__name__} {mode!r}")
-        self._value = mode
-        self._before = _state.grad  # what a with-block restores
-        _state.grad = mode
+class set_detect_anomaly(_Setting):
+    """Anomaly detection (see :class:`detect_anomaly`) on or off, as PyTorch's
+    ``autograd.set_detect_anomaly(mode, check_nan=True)``: at once, or for a with-block
+    or each call of a decorated function (``check_nan`` is accepted: fastnn always
+    checks NaN and Inf)."""
 
-    def __call__(self, func):
-        # a decorator: undo the immediate setting; each call switches on its own
-        _state.grad, self._before = self._before, None
-        return super().__call__(func)
+    _attr, _default = "anomaly", False
 
-    def __enter__(self):
-        before, self._before = self._before, None
-        self._stack().append(_state.grad if before is None else before)
-        _state.grad = self._value
-        return self
+    def __init__(self, mode, check_nan: bool = True):
+        super().__init__(mode)
 
 
 def set_anomaly_enabled(mode: bool, check_nan: bool = True) -> None:
