@@ -112,7 +112,7 @@ __all__ = [
     "autocast", "clear_autocast_cache", "get_autocast_dtype", "is_autocast_cache_enabled",
     "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_dtype",
     "set_autocast_enabled",
-    "nn", "optim", "utils", "linalg", "distributions", "func",  # loaded on first use (below)
+    "nn", "optim", "utils", "linalg", "special", "distributions", "func",  # loaded on first use
     "distributed",
     "UncertifiedBackendWarning", *_LAZY,
 ]
@@ -124,8 +124,8 @@ def __getattr__(name):
     # import light
     import importlib
 
-    if name in ("nn", "optim", "data", "utils", "linalg", "testing", "distributions", "func",
-                "distributed"):
+    if name in ("nn", "optim", "data", "utils", "linalg", "special", "testing", "distributions",
+                "func", "distributed"):
         return importlib.import_module(f"fastnn.{name}")
     if name in ("short", "int16"):
         # NOTE: int16 is no fastnn dtype (no backend stores it, and PyTorch's promotion of

@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 import fastnn.functional as F
+import fastnn.special as S
 from fastnn.conformance.case import CASES, composite
 from fastnn.conformance.cases_elementwise import binary, unary
 from fastnn.conformance.compare import EXACT, TRANSCENDENTAL
@@ -30,6 +31,10 @@ def _sinc_grad(x):
 
 def _xlogy(x, y):
     return np.where((x == 0) & ~np.isnan(y), 0.0, x * np.log(y))
+
+
+def _xlog1py(x, y):
+    return np.where((x == 0) & ~np.isnan(y), 0.0, x * np.log1p(y))
 
 
 def _fmax_grads(pick):
@@ -60,6 +65,9 @@ binary("hypot", F.hypot, np.hypot,
 binary("xlogy", F.xlogy, _xlogy, lambda a, b, g: (g * np.log(b), g * a / b),
        b_range=(0.3, 3.0), tol=TRANSCENDENTAL, magnitude=False,
        specials=(_SIGNED, [NAN, INF, 0.0, 1.0, 2.0, -1.0]))
+binary("xlog1py", S.xlog1py, _xlog1py, lambda a, b, g: (g * np.log1p(b), g * a / (1 + b)),
+       b_range=(-0.7, 3.0), tol=TRANSCENDENTAL, magnitude=False,
+       specials=(_SIGNED, [NAN, INF, 0.0, -1.0, 2.0, -2.0]))
 binary("copysign", F.copysign, np.copysign, lambda a, b, g: (
     g * np.where(np.signbit(a) == np.signbit(b), 1.0, -1.0), 0 * g), b_kink=True,
        tol=EXACT, specials=(_SIGNED, _SIGNED))

@@ -1,5 +1,6 @@
 """Conformance cases of the composite special functions: inverse trigonometric and
-hyperbolic functions, erfc, erfinv, lgamma and digamma.
+hyperbolic functions, erfc, erfinv, lgamma and digamma, and torch.special's ndtr, log_ndtr,
+entr and multigammaln.
 
 References are NumPy or the standard library's ``math`` in float64; where neither has the
 function (erfinv, digamma, trigamma), the reference is computed another way than the op is:
@@ -13,6 +14,7 @@ import math
 import numpy as np
 
 import fastnn.functional as F
+import fastnn.special as S
 from fastnn.conformance.case import CASES, composite
 from fastnn.conformance.cases_elementwise import binary, unary
 
@@ -113,6 +115,60 @@ unary("lgamma_negative", F.lgamma, _lgamma, lambda x: _polygamma(x, 0), low=-3.9
 unary("digamma", F.digamma, _digamma, lambda x: _polygamma(x, 1), low=0.1, high=12.0,
       specials=_SPECIALS + [2.0, -2.0, -2.5, -0.0, 1e5])
 unary("digamma_negative", F.digamma, _digamma, lambda x: _polygamma(x, 1), low=-3.9, high=-3.1)
+
+
+_SQRT2PI = math.sqrt(2 * math.pi)
+
+
+def _ndtr(x):
+    return 0.5 * _erfc(-np.asarray(x, np.float64) / math.sqrt(2))
+
+
+def _log_ndtr(x):
+    """The upper tail as log1p of its complement; below -30 (where ndtr underflows from
+    -38) the asymptotic series -x^2/2 - log(-x sqrt(2 pi)) + log(sum (-1)^k (2k-1)!! /
+    x^(2k)), whose twelfth term is below 1e-25 there."""
+    x = np.asarray(x, np.float64)
+    with np.errstate(all="ignore"):
+        far = np.where(x < -30, x, -30.0)
+        series, term = np.ones_like(far), np.ones_like(far)
+        for k in range(1, 12):
+            term = term * -(2 * k - 1) / (far * far)
+            series = series + term
+        tail = -0.5 * far * far - np.log(-far * _SQRT2PI) + np.log(series)
+        return np.where(x < -30, tail, np.where(
+            x > 0, np.log1p(-0.5 * _erfc(x / math.sqrt(2))), np.log(_ndtr(x))))
+
+
+def _normal_pdf(x):
+    return np.exp(-0.5 * np.asarray(x, np.float64) ** 2) / _SQRT2PI
+
+
+def _entr(x):
+    x = np.asarray(x, np.float64)
+    with np.errstate(all="ignore"):
+        return np.where(x > 0, -x * np.log(np.where(x > 0, x, 1.0)),
+                        np.where(x == 0, 0.0, np.where(np.isnan(x), NAN, -INF)))
+
+
+def _mvlgamma_ref(x, p=3):
+    a = np.asarray(x, np.float64) ** 2 + 1.5  # the case's input map: inside the domain
+    return p * (p - 1) / 4 * math.log(math.pi) + sum(_lgamma(a - i / 2) for i in range(p))
+
+
+def _mvlgamma_grad(x, p=3):
+    a = np.asarray(x, np.float64) ** 2 + 1.5
+    return 2 * np.asarray(x, np.float64) * sum(_polygamma(a - i / 2, 0) for i in range(p))
+
+
+unary("ndtr", S.ndtr, _ndtr, _normal_pdf, low=-6.0, high=6.0,
+      specials=_SPECIALS + [-20.0, -37.0, 9.0])
+unary("log_ndtr", S.log_ndtr, _log_ndtr, lambda x: _normal_pdf(x) / _ndtr(x), low=-12.0,
+      high=6.0, specials=_SPECIALS + [-3.6, -20.0, -37.0, 9.0, 30.0])
+unary("entr", S.entr, _entr, lambda x: -(np.log(x) + 1), low=0.1, high=3.0, positive=True,
+      specials=[NAN, INF, 0.5, 1.0, 2.0])
+unary("multigammaln", lambda x: S.multigammaln(x * x + 1.5, 3), _mvlgamma_ref, _mvlgamma_grad,
+      low=-3.0, high=3.0, specials=[0.0, 0.5, -2.0, 4.0])
 
 
 def _atan2_grads(y, x, g):

@@ -236,13 +236,18 @@ def _not_nan(x: Tensor) -> Tensor:
     return ew.compare("equal", x.detach(), x.detach())
 
 
-def _erfc_tail(x: Tensor) -> Tensor:
-    """erfc(x) for x >= 2.5: exp(-x*x) / sqrt(pi) over Laplace's continued fraction
-    x + (1/2) / (x + 1 / (x + (3/2) / ...)), 32 levels deep (double precision there)."""
+def erfc_fraction(x: Tensor) -> Tensor:
+    """Laplace's continued fraction x + (1/2) / (x + 1 / (x + (3/2) / ...)), 32 levels
+    deep: erfc(x) = exp(-x*x) / (sqrt(pi) * this), to double precision for x >= 2.5."""
     fraction = x
     for k in range(32, 0, -1):
         fraction = ew.add(x, ew.div(k / 2.0, fraction))
-    return ew.div(ew.exp(ew.neg(ew.mul(x, x))), ew.mul(fraction, math.sqrt(math.pi)))
+    return fraction
+
+
+def _erfc_tail(x: Tensor) -> Tensor:
+    """erfc(x) for x >= 2.5 (:func:`erfc_fraction`)."""
+    return ew.div(ew.exp(ew.neg(ew.mul(x, x))), ew.mul(erfc_fraction(x), math.sqrt(math.pi)))
 
 
 def _erfc_value(x: Tensor) -> Tensor:
