@@ -8,7 +8,14 @@ import fastnn.ops  # noqa: F401  (the tensor ops; binds Tensor operators)
 from fastnn import accelerator, amp, cpu, cuda, functional, return_types  # noqa: E402
 from fastnn import derivatives as _derivatives
 from fastnn.api.certificates import UncertifiedBackendWarning
-from fastnn.api.device import Device, DeviceSpec, get_device, use
+from fastnn.api.device import (
+    Device,
+    DeviceSpec,
+    get_default_device,
+    get_device,
+    set_default_device,
+    use,
+)
 from fastnn.api.dtypes import (
     DType,
     bfloat16,
@@ -101,6 +108,7 @@ __all__ = [
     "BackendError", "DType", "Device", "DeviceMismatchError", "Tensor", "backends",
     "bfloat16", "bool", "bool_", "detect_anomaly", "enable_grad", "fallback_stats", "float16",
     "float32", "float64", "full", "functional", "get_device", "int32", "int64",
+    "get_default_device", "set_default_device",
     "is_grad_enabled", "manual_seed", "return_types",
     "no_grad", "ones", "rand", "randn", "tensor", "use", "zeros",
     # PyTorch's spellings and module layout (import fastnn as torch)

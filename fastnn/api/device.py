@@ -253,3 +253,21 @@ class use:
 
     def __repr__(self) -> str:
         return f"fastnn.use({str(self.device)!r})"
+
+
+def set_default_device(device) -> None:
+    """PyTorch's ``set_default_device``: where new tensors go from now on (a plain
+    ``fnn.use(device)``: the process-wide default, or the enclosing ``with fnn.use``
+    block's); ``None`` puts back the start-up default (``FASTNN_DEVICE``, else ``cpu``)."""
+    if device is None:
+        _default.clear()
+        stack = _stack()
+        if stack:  # (in a with-block: that block's device, as a plain fnn.use sets it)
+            stack[-1] = as_device(os.environ.get("FASTNN_DEVICE") or "cpu")
+        return
+    use(device)
+
+
+def get_default_device() -> Device:
+    """PyTorch's ``get_default_device``: :func:`get_device`."""
+    return get_device()

@@ -207,3 +207,24 @@ def test_every_spelling_of_a_device_is_one_object():
 
     assert as_device("cpu") is as_device("cpu:0") is pickle.loads(pickle.dumps(as_device("cpu")))
     assert len([d for d in parsed_devices() if d.type == "cpu" and d.index == 0]) == 1
+
+
+def test_set_and_get_default_device_as_pytorchs(monkeypatch):
+    import fastnn as fnn
+    from fastnn.api import device
+
+    monkeypatch.delenv("FASTNN_DEVICE", raising=False)
+    device.reset_default()
+    try:
+        assert fnn.get_default_device() == fnn.get_device() == fnn.Device("cpu")
+        fnn.set_default_device("cpu:0")
+        assert fnn.ones(2).device == fnn.Device("cpu")
+        with fnn.use("cpu"):
+            fnn.set_default_device(None)  # inside a block: that block's device
+            assert fnn.get_default_device() == fnn.Device("cpu")
+        fnn.set_default_device(None)
+        assert fnn.get_default_device() == fnn.Device("cpu")
+        with pytest.raises(fnn.BackendError):
+            fnn.set_default_device("no_such_backend")
+    finally:
+        device.reset_default()
