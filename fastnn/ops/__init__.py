@@ -47,6 +47,7 @@ from fastnn.ops import statistics as _statistics  # noqa: F401
 from fastnn.ops import structure as _structure  # noqa: F401
 from fastnn.ops import structure_grid as _structure_grid  # noqa: F401
 from fastnn.ops import view_scatter as _view_scatter  # noqa: F401
+from fastnn.ops import windows as _windows  # noqa: F401
 
 # isort: split
 # issue 21's vision, normalisation, distance and loss ops
