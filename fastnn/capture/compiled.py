@@ -25,6 +25,7 @@ import numpy as np
 
 from fastnn.api import program as programs
 from fastnn.api.device import parsed_devices
+from fastnn.api.user_warning import warn_user
 from fastnn.autograd import grad_mode
 from fastnn.capture import build, segments
 from fastnn.capture.entry import Entry
@@ -187,8 +188,8 @@ class Compiled:
             entry = build.build(self.name, recorder, snapshot, leaves, log.draws, result)
         if entry.eager is not None and entry.eager not in self._said:
             self.said(entry.eager)
-            warnings.warn(f"fnn.compile: {self.name} runs eagerly for this signature "
-                          f"({entry.eager})", stacklevel=3)
+            warn_user(f"fnn.compile: {self.name} runs eagerly for this signature "
+                      f"({entry.eager})")
         self._store(key, entry)
         self._last = entry
         return result
@@ -305,7 +306,8 @@ def _devices_of(leaves) -> list:
     return devices
 
 
-def compile(fn=None, *, fullgraph: bool = True, max_signatures: int = 8):  # noqa: A001
+def compile(fn=None, *, fullgraph: bool = True, max_signatures: int = 8,  # noqa: A001
+            mode=None, dynamic=None, backend=None, options=None, disable: bool = False):
     """Record ``fn`` (a training step, or a module's forward) on its first call, then
     replay the recorded backend calls with no Tensor objects, tape or checks.
 
@@ -326,7 +328,24 @@ def compile(fn=None, *, fullgraph: bool = True, max_signatures: int = 8):  # noq
     an integer ``// 0`` gives 0) instead of raising eager's error. Run the step eagerly
     to check new data.
     ``step.program()`` prints the program.
+
+    A module compiles to a :class:`~fastnn.capture.compiled_module.CompiledModule`, as
+    ``torch.compile``'s: a module holding it as ``_orig_mod`` (``state_dict()`` keys start
+    with ``_orig_mod.``) that answers the module's other attributes. PyTorch's ``mode``,
+    ``dynamic``, ``backend`` and ``options`` are accepted and change nothing (fastnn
+    records and replays one way); ``disable=True`` returns ``fn`` itself.
     """
     if fn is None:
-        return functools.partial(compile, fullgraph=fullgraph, max_signatures=max_signatures)
-    return Compiled(fn, fullgraph=fullgraph, max_signatures=max_signatures)
+        return functools.partial(compile, fullgraph=fullgraph, max_signatures=max_signatures,
+                                 mode=mode, dynamic=dynamic, backend=backend,
+                                 options=options, disable=disable)
+    if disable:
+        return fn
+    compiled = Compiled(fn, fullgraph=fullgraph, max_signatures=max_signatures)
+    from fastnn.nn.module import Module
+
+    if isinstance(fn, Module):
+        from fastnn.capture.compiled_module import CompiledModule
+
+        return CompiledModule(fn, compiled)
+    return compiled

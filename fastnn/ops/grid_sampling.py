@@ -26,13 +26,11 @@ As PyTorch, clipping passes no gradient at the borders themselves.
 from __future__ import annotations
 
 import math
-import os
-import sys
-import warnings
 
 import numpy as np
 
 from fastnn.api import dtypes
+from fastnn.api.user_warning import warn_user
 from fastnn.ops import elementwise as ew
 from fastnn.ops.mathops import clamp, floor, round
 from fastnn.ops.movement import reshape
@@ -51,17 +49,9 @@ _DEFAULT_WARNING = ("Default grid_sample and affine_grid behavior has changed to
                     "details.")
 
 
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
 def _warn(message: str) -> None:
-    """A UserWarning at the user's line: past every frame of fastnn's own files (this
-    module, the autocast wrapper), as PyTorch's warnings name the caller's line."""
-    level, frame = 1, sys._getframe(0)
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(
-            _PACKAGE + os.sep):
-        frame, level = frame.f_back, level + 1
-    warnings.warn(message, UserWarning, stacklevel=level)
+    """A UserWarning at the user's line (past the autocast wrapper and this module)."""
+    warn_user(message)
 
 
 def _align(align_corners) -> bool:
