@@ -52,12 +52,18 @@ from fastnn.autograd import (
     set_anomaly_enabled,
     set_grad_enabled,
 )
+from fastnn.ops.random_ops import default_generator, manual_seed
 from fastnn.ops.table import TOP as _TOP  # noqa: E402  (fnn.NAME where PyTorch has torch.NAME)
-from fastnn.ops.tensor import Tensor, full, manual_seed, ones, rand, randn, tensor, zeros
+from fastnn.ops.tensor import Tensor, full, ones, rand, randn, tensor, zeros
 from fastnn.settings import (
     Size,
     are_deterministic_algorithms_enabled,
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
     get_num_threads,
+    memory_format,
+    preserve_format,
     set_num_threads,
     use_deterministic_algorithms,
 )
@@ -109,7 +115,9 @@ __all__ = [
     "bfloat16", "bool", "bool_", "detect_anomaly", "enable_grad", "fallback_stats", "float16",
     "float32", "float64", "full", "functional", "get_device", "int32", "int64",
     "get_default_device", "set_default_device",
-    "is_grad_enabled", "manual_seed", "return_types",
+    "is_grad_enabled", "manual_seed", "default_generator", "return_types",
+    "memory_format", "contiguous_format", "channels_last", "channels_last_3d",
+    "preserve_format",
     "no_grad", "ones", "rand", "randn", "tensor", "use", "zeros",
     # PyTorch's spellings and module layout (import fastnn as torch)
     "DeviceSpec", "accelerator", "amp", "cpu", "cuda", "device", "double", "float",

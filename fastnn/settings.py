@@ -1,7 +1,7 @@
 """PyTorch's process-wide switches that training scripts set first, with what each means
-on fastnn: ``fnn.Size``, ``set_num_threads``/``get_num_threads`` (the host BLAS threads
-of the NumPy backend), ``use_deterministic_algorithms`` (recorded and asked back), and
-the attributes of
+on fastnn: ``fnn.Size``, the memory formats (``fnn.channels_last`` ...),
+``set_num_threads``/``get_num_threads`` (the host BLAS threads of the NumPy backend),
+``use_deterministic_algorithms`` (recorded and asked back), and the attributes of
 ``torch.backends.cudnn``/``torch.backends.cuda.matmul`` that scripts assign.
 """
 
@@ -31,6 +31,51 @@ class Size(tuple):
 
     def __repr__(self) -> str:
         return f"fastnn.Size({list(self)})"
+
+
+class memory_format:
+    """A memory format, as ``torch.memory_format``: ``fnn.contiguous_format``,
+    ``channels_last``, ``channels_last_3d``, ``preserve_format``. fastnn's tensors keep
+    row-major layouts: ``model.to(memory_format=fnn.channels_last)`` and
+    ``x.contiguous(memory_format=...)`` are accepted and change no value (only strides
+    would differ from PyTorch's); ``x.is_contiguous(memory_format=...)`` answers from x's
+    strides."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"fastnn.{self.name}"
+
+    def __reduce__(self):
+        return _memory_format, (self.name,)
+
+
+contiguous_format = memory_format("contiguous_format")
+"""Row-major (C) order, fastnn's layout."""
+channels_last = memory_format("channels_last")
+"""NHWC order for 4-D tensors: accepted; fastnn's layouts stay row-major."""
+channels_last_3d = memory_format("channels_last_3d")
+"""NDHWC order for 5-D tensors: accepted; fastnn's layouts stay row-major."""
+preserve_format = memory_format("preserve_format")
+"""Keep the input's format (row-major in fastnn)."""
+MEMORY_FORMATS = {f.name: f for f in (contiguous_format, channels_last, channels_last_3d,
+                                      preserve_format)}
+
+
+def _memory_format(name: str) -> memory_format:
+    return MEMORY_FORMATS[name]
+
+
+def check_memory_format(owner: str, value) -> memory_format | None:
+    """``value`` when it is None or a memory format, else TypeError naming ``owner``."""
+    if value is not None and not isinstance(value, memory_format):
+        raise TypeError(f"{owner}: memory_format must be one of fnn.contiguous_format, "
+                        f"fnn.channels_last, fnn.channels_last_3d or fnn.preserve_format, "
+                        f"got {value!r}")
+    return value
 
 
 def _threadpools():

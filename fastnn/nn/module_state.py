@@ -23,6 +23,7 @@ from fastnn.nn.uninitialized import SHAPE_MESSAGE, is_uninitialized
 from fastnn.ops.convert import host_array
 from fastnn.ops.storage import rebind
 from fastnn.ops.tensor import Tensor
+from fastnn.settings import check_memory_format
 
 
 class IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -155,7 +156,8 @@ class ModuleState:
 
 
     # ------------------------------------------------------------ devices and dtypes
-    def to(self, *args, dtype=None, device=None) -> ModuleState:
+    def to(self, *args, dtype=None, device=None, non_blocking=False,
+           memory_format=None) -> ModuleState:
         """Move/convert every parameter and buffer in place, as PyTorch's: ``.to("cuda")``,
         ``.to(fnn.float64)``, ``.to("cuda", fnn.float64)``, ``.to(other_tensor)``.
 
@@ -163,9 +165,11 @@ class ModuleState:
         still holds them), and their gradients follow. A dtype must be floating point;
         integer buffers (BatchNorm's num_batches_tracked) keep theirs. Everything is
         converted before anything is replaced, so a move that fails changes nothing.
-        Returns self.
+        Returns self. PyTorch's ``non_blocking`` and ``memory_format`` are accepted
+        (fastnn's copies are ordered, and its layouts stay row-major).
         """
         owner = f"{type(self).__name__}.to"
+        check_memory_format(owner, memory_format)
         for arg in args:
             if isinstance(arg, Tensor):
                 device, dtype = arg.device, arg.dtype

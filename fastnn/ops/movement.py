@@ -17,6 +17,7 @@ from fastnn.ops.spelling import UNSET, dim_of, keep_of, sizes_of
 from fastnn.ops.storage import copy_array, is_contiguous, layout, mark_view, source, whole
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
+from fastnn.settings import check_memory_format
 
 _make = Tensor._make  # bound once: the hot paths skip the classmethod's lookup
 
@@ -270,8 +271,11 @@ def broadcast_to(x: Tensor, shape) -> Tensor:
 
 
 @public(method=True, functional=False)
-def contiguous(x: Tensor) -> Tensor:
-    """``x`` itself when it is contiguous, else a C-contiguous copy (as PyTorch)."""
+def contiguous(x: Tensor, memory_format=None) -> Tensor:
+    """``x`` itself when it is contiguous, else a C-contiguous copy (as PyTorch).
+    ``memory_format`` is accepted and the result stays row-major (see
+    :class:`fastnn.settings.memory_format`)."""
+    check_memory_format("contiguous", memory_format)
     if x._view is None or is_contiguous(x):
         return x
     data = x._device.ops.contiguous(x._data)

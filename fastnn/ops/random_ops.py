@@ -104,6 +104,14 @@ class _DefaultGenerator(Generator):
 
 
 default_generator = _DefaultGenerator()
+"""fastnn's default generator (``torch.default_generator``): what ``manual_seed`` seeds and
+returns, and what the random functions draw from without ``generator=``."""
+
+
+def manual_seed(seed) -> Generator:
+    """Seed fastnn's default generator (``randn`` without ``generator=``, layer init);
+    returns it, as ``torch.manual_seed`` returns ``torch.default_generator``."""
+    return default_generator.manual_seed(seed)
 
 
 def _seed_value(op: str, seed) -> int:

@@ -13,6 +13,7 @@ from fastnn.ops.selecting import slice_tensor
 from fastnn.ops.shaping import axis_index
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
+from fastnn.settings import check_memory_format
 
 
 @view_op(method=True, top=True)
@@ -126,9 +127,27 @@ def storage_offset(x: Tensor) -> int:
 
 
 @public(method=True, functional=False)
-def is_contiguous(x: Tensor) -> bool:
-    """Whether x's elements lie in its storage in C order without gaps."""
-    return storage.is_contiguous(x)
+def is_contiguous(x: Tensor, memory_format=None) -> bool:
+    """Whether x's elements lie in its storage in C order without gaps; with
+    ``memory_format=fnn.channels_last`` (a 4-D x) or ``channels_last_3d`` (5-D), whether
+    they lie in that order, channels last (PyTorch's rule: dims of size 1 take any
+    stride)."""
+    check_memory_format("is_contiguous", memory_format)
+    if memory_format is None or memory_format.name in ("contiguous_format",
+                                                       "preserve_format"):
+        return storage.is_contiguous(x)
+    rank = 4 if memory_format.name == "channels_last" else 5
+    if x.ndim != rank:
+        raise RuntimeError(f"is_contiguous: {memory_format!r} is for {rank}-D tensors, got "
+                           f"{x.ndim}-D")
+    order = (1,) + tuple(range(rank - 1, 1, -1)) + (0,)  # C, then W, H(, D), then N
+    shape, strides = x.shape, x.stride()
+    expected = 1
+    for d in order:
+        if shape[d] != 1 and strides[d] != expected:
+            return False
+        expected *= shape[d]
+    return True
 
 
 @public(method=True, functional=False)
