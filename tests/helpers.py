@@ -1,8 +1,10 @@
-"""Numerical checking helpers: NumPy float64 references and central finite differences."""
+"""Numerical checking helpers: NumPy float64 references and central finite differences;
+and a skip where a device is unusable."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import fastnn as fnn
 
@@ -33,3 +35,11 @@ def tape_grads(fn, arrays, weights, dtype="float64"):
     out = fn(*tensors)
     (out * fnn.tensor(weights, dtype=dtype)).sum().backward()
     return [t.grad.numpy() if t.grad is not None else None for t in tensors]
+
+
+def usable_or_skip(device: str) -> None:
+    """Skip the calling test where ``device``'s backend cannot run here."""
+    try:
+        fnn.Device(device)
+    except fnn.BackendError as exc:
+        pytest.skip(f"{device} unavailable: {exc}")

@@ -10,6 +10,7 @@ import pytest
 
 import fastnn as fnn
 from fastnn import nn
+from tests.helpers import usable_or_skip
 
 
 def test_parameter_takes_pytorchs_requires_grad():
@@ -84,10 +85,7 @@ def test_buffers_and_state_dict_keys_match_pytorch():
 def test_parameter_shares_the_storage_of_the_tensor_it_wraps(device):
     # PyTorch's Parameter(t) is t's storage as a new leaf: a write through either is seen
     # by both (fastnn used to copy, a silent difference)
-    try:
-        fnn.Device(device)
-    except fnn.BackendError as exc:
-        pytest.skip(f"{device} unavailable: {exc}")
+    usable_or_skip(device)
     with fnn.use(device):
         w = fnn.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
         p = nn.Parameter(w)

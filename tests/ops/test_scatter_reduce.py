@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import fastnn as fnn
+from tests.helpers import usable_or_skip
 from tests.ops.torch_compare import compare, torch
 
 R = np.random.default_rng(3)
@@ -155,10 +156,7 @@ REPEATS = np.array([[0, 0, 2], [1, 3, 1]])  # slot 0 of row 0 and slot 1 of row 
 def test_scatter_with_repeated_indices_keeps_the_last_write_as_torch(device):
     # scatter_(1, idx, 1.0), the one-hot idiom, wrote 2.0 where idx repeats (the writes
     # were summed); now the last write stays, as on PyTorch's CPU
-    try:
-        fnn.Device(device)
-    except fnn.BackendError as exc:
-        pytest.skip(f"{device} unavailable: {exc}")
+    usable_or_skip(device)
     x = np.arange(8.0).reshape(2, 4)
     src = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
     want = x.copy()
