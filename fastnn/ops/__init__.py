@@ -16,6 +16,7 @@ from fastnn.ops import einsum as _einsum  # noqa: F401
 from fastnn.ops import elementwise_more as _elementwise_more  # noqa: F401
 from fastnn.ops import embedding_bag as _embedding_bag  # noqa: F401
 from fastnn.ops import extrema as _extrema  # noqa: F401
+from fastnn.ops import foreach as _foreach  # noqa: F401
 from fastnn.ops import gathering as _gathering  # noqa: F401
 from fastnn.ops import indexing as _indexing  # noqa: F401
 from fastnn.ops import joining as _joining  # noqa: F401
