@@ -139,20 +139,29 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias=None, stride=1, padding
                      output_padding=0, groups=1, dilation=1) -> Tensor:
     """PyTorch's conv_transpose2d: input (N, C_in, H, W) or (C_in, H, W), weight (C_in,
     C_out/groups, KH, KW); stride, padding, output_padding, dilation an int or a pair."""
-    _check("conv_transpose2d", input, weight, 4)
-    stride = conv.pair("conv_transpose2d", "stride", stride, 1)
-    padding = conv.pair("conv_transpose2d", "padding", padding, 0)
-    output_padding = conv.pair("conv_transpose2d", "output_padding", output_padding, 0)
-    dilation = conv.pair("conv_transpose2d", "dilation", dilation, 1)
-    groups = integer("conv_transpose2d", "groups", groups)
+    return transposed("conv_transpose2d", 2, conv.pair, transpose_raw, input, weight, bias,
+                      stride, padding, output_padding, groups, dilation)
+
+
+def transposed(op: str, dims: int, parse, raw, input, weight, bias, stride, padding,
+               output_padding, groups, dilation) -> Tensor:
+    """A ``dims``-d transposed convolution from PyTorch's arguments: checked, each window
+    argument read by ``parse(op, name, value, default)``, a batch of one added to an
+    unbatched input, ``raw`` run, the bias added."""
+    _check(op, input, weight, dims + 2)
+    stride = parse(op, "stride", stride, 1)
+    padding = parse(op, "padding", padding, 0)
+    output_padding = parse(op, "output_padding", output_padding, 0)
+    dilation = parse(op, "dilation", dilation, 1)
+    groups = integer(op, "groups", groups)
     if any(o >= s and o >= d for o, s, d in zip(output_padding, stride, dilation)):
-        raise ValueError(f"conv_transpose2d: output padding must be smaller than either stride "
-                         f"or dilation, got output_padding={output_padding}, stride={stride}, "
+        raise ValueError(f"{op}: output padding must be smaller than either stride or "
+                         f"dilation, got output_padding={output_padding}, stride={stride}, "
                          f"dilation={dilation}")
-    unbatched = input.ndim == 3
+    unbatched = input.ndim == dims + 1
     x = reshape(input, (1,) + input.shape) if unbatched else input
-    out = transpose_raw(x, weight, stride, padding, output_padding, groups, dilation)
-    out = conv.with_bias("conv_transpose2d", out, bias, out.shape[1], 2)
+    out = raw(x, weight, stride, padding, output_padding, groups, dilation)
+    out = conv.with_bias(op, out, bias, out.shape[1], dims)
     return reshape(out, out.shape[1:]) if unbatched else out
 
 

@@ -10,10 +10,8 @@ Weight (C_in, C_out/groups, KD, KH, KW); out size per axis
 
 from __future__ import annotations
 
-from fastnn.api.args import integer
-from fastnn.ops import conv
 from fastnn.ops.conv3d import conv3d_sides, triple
-from fastnn.ops.conv_transpose import _check, _pad_axis, _spread
+from fastnn.ops.conv_transpose import _pad_axis, _spread, transposed
 from fastnn.ops.elementwise import same_dtype
 from fastnn.ops.movement import reshape, transpose
 from fastnn.ops.shaping import flip
@@ -56,18 +54,5 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias=None, stride=1, padding
     """PyTorch's conv_transpose3d: input (N, C_in, D, H, W) or (C_in, D, H, W), weight
     (C_in, C_out/groups, KD, KH, KW); stride, padding, output_padding, dilation an int or 3
     ints."""
-    _check("conv_transpose3d", input, weight, 5)
-    stride = triple("conv_transpose3d", "stride", stride, 1)
-    padding = triple("conv_transpose3d", "padding", padding, 0)
-    output_padding = triple("conv_transpose3d", "output_padding", output_padding, 0)
-    dilation = triple("conv_transpose3d", "dilation", dilation, 1)
-    groups = integer("conv_transpose3d", "groups", groups)
-    if any(o >= s and o >= d for o, s, d in zip(output_padding, stride, dilation)):
-        raise ValueError(f"conv_transpose3d: output padding must be smaller than either "
-                         f"stride or dilation, got output_padding={output_padding}, "
-                         f"stride={stride}, dilation={dilation}")
-    unbatched = input.ndim == 4
-    x = reshape(input, (1,) + input.shape) if unbatched else input
-    out = transpose3d_raw(x, weight, stride, padding, output_padding, groups, dilation)
-    out = conv.with_bias("conv_transpose3d", out, bias, out.shape[1], 3)
-    return reshape(out, out.shape[1:]) if unbatched else out
+    return transposed("conv_transpose3d", 3, triple, transpose3d_raw, input, weight, bias,
+                      stride, padding, output_padding, groups, dilation)
