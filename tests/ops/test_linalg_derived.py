@@ -6,7 +6,7 @@ import pytest
 
 import fastnn as fnn
 from tests.ops.conftest import DEVICES
-from tests.ops.torch_compare import compare, torch
+from tests.ops.torch_compare import compare, second_order, torch
 
 rng = np.random.default_rng(5)
 
@@ -121,18 +121,6 @@ def test_float32_on_each_backend(device):
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=3e-5, atol=3e-5)
 
 
-def _second_order(lib, fn, arrays):
-    leaves = [lib.tensor(a, requires_grad=True) for a in arrays]
-    out = fn(lib, *leaves)
-    weight = lib.tensor(np.linspace(-1.0, 1.0, out.numel()).reshape(tuple(out.shape)))
-    grads = (fnn if lib is fnn else torch).autograd.grad((out * weight).sum(), leaves,
-                                                        create_graph=True)
-    total = sum((g * lib.tensor(np.cos(np.arange(g.numel())).reshape(tuple(g.shape)))).sum()
-                for g in grads)
-    total.backward()
-    return [leaf.grad.numpy() for leaf in leaves]
-
-
 @pytest.mark.parametrize("name,fn,args", [
     ("pinv tall", lambda m, a: m.linalg.pinv(a), (n(4, 3),)),
     ("pinv wide", lambda m, a: m.linalg.pinv(a), (n(2, 4),)),
@@ -140,5 +128,5 @@ def _second_order(lib, fn, arrays):
     ("matrix_norm nuc", lambda m, a: m.linalg.matrix_norm(a, "nuc"), (n(3, 4),)),
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_gradients_of_gradients_match_torch(name, fn, args):
-    for g, w in zip(_second_order(fnn, fn, args), _second_order(torch, fn, args)):
+    for g, w in zip(second_order(fnn, fn, args), second_order(torch, fn, args)):
         np.testing.assert_allclose(g, w, rtol=1e-7, atol=1e-9)

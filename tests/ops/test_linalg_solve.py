@@ -8,7 +8,7 @@ import pytest
 
 import fastnn as fnn
 from fastnn.api import composite, registry
-from tests.ops.torch_compare import compare, torch
+from tests.ops.torch_compare import compare, second_order, torch
 
 rng = np.random.default_rng(0)
 
@@ -85,19 +85,6 @@ def test_half_precision_is_computed_in_float32():
     assert x.dtype == fnn.float16
 
 
-def _second_order(lib, fn, arrays):
-    """d/dx sum(grad(sum(fn(x) * w), x) * v): gradients of gradients."""
-    leaves = [lib.tensor(a, requires_grad=True) for a in arrays]
-    out = fn(lib, *leaves)
-    weight = lib.tensor(np.linspace(-1.0, 1.0, out.numel()).reshape(tuple(out.shape)))
-    grads = (fnn if lib is fnn else torch).autograd.grad((out * weight).sum(), leaves,
-                                                        create_graph=True)
-    total = sum((g * lib.tensor(np.cos(np.arange(g.numel())).reshape(tuple(g.shape)))).sum()
-                for g in grads)
-    total.backward()
-    return [leaf.grad.numpy() for leaf in leaves]
-
-
 @pytest.mark.parametrize("name,fn,args", [
     ("inv", lambda m, a: m.linalg.inv(a), (mats(2, 3, 3),)),
     ("det", lambda m, a: m.linalg.det(a), (mats(3, 3),)),
@@ -106,8 +93,8 @@ def _second_order(lib, fn, arrays):
     ("solve broadcast vector", lambda m, a, b: m.linalg.solve(a, b), (mats(2, 3, 3), n(3))),
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_gradients_of_gradients_match_torch(name, fn, args):
-    got = _second_order(fnn, fn, args)
-    want = _second_order(torch, fn, args)
+    got = second_order(fnn, fn, args)
+    want = second_order(torch, fn, args)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-8, atol=1e-10)
 

@@ -69,3 +69,16 @@ def compare(run, ref, *arrays, grad=True, transposed=False, atol=1e-10, seed=0):
             np.testing.assert_allclose(got_grad.numpy(), want_grad.numpy(), atol=atol,
                                        rtol=1e-9)
     return got
+
+
+def second_order(lib, fn, arrays):
+    """d/dx sum(grad(sum(fn(x) * w), x) * v) under ``lib`` (fastnn or torch): gradients of
+    gradients, for comparing create_graph's results."""
+    leaves = [lib.tensor(a, requires_grad=True) for a in arrays]
+    out = fn(lib, *leaves)
+    weight = lib.tensor(np.linspace(-1.0, 1.0, out.numel()).reshape(tuple(out.shape)))
+    grads = lib.autograd.grad((out * weight).sum(), leaves, create_graph=True)
+    total = sum((g * lib.tensor(np.cos(np.arange(g.numel())).reshape(tuple(g.shape)))).sum()
+                for g in grads)
+    total.backward()
+    return [leaf.grad.numpy() for leaf in leaves]
