@@ -9,7 +9,10 @@ import sys
 from importlib.util import find_spec
 from pathlib import Path
 
+import numpy as np
 import pytest
+
+import fastnn as fnn
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 240  # seconds per launch: 2 oversubscribed cores shared by other jobs
@@ -42,3 +45,13 @@ def launch(ranks: int, *command: str, timeout: int = TIMEOUT,
     if check and done.returncode != 0:
         pytest.fail(f"{' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}")
     return done
+
+
+def worker_results(ranks: int, module: str, name: str, backend: str, folder: Path) -> list:
+    """Run the worker ``module`` (argv: ``folder``, ``backend``) on ``ranks`` ranks, skipping
+    where ``backend`` is unavailable; each rank's ``<name>-<rank>.npz`` as a dict."""
+    record = next((r for r in fnn.backends() if r.name == backend), None)
+    if record is None or not record.available:
+        pytest.skip(f"backend {backend} unavailable")
+    launch(ranks, "-m", module, str(folder), backend)
+    return [dict(np.load(folder / f"{name}-{rank}.npz")) for rank in range(ranks)]

@@ -9,10 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import fastnn as fnn
 from fastnn import nn
 from tests.distributed import sync_bn_worker as worker
-from tests.distributed.mpi_run import launch
+from tests.distributed.mpi_run import worker_results
 
 RANKS = 2
 TOL = {"rtol": 1e-9, "atol": 1e-10}
@@ -20,12 +19,8 @@ TOL = {"rtol": 1e-9, "atol": 1e-10}
 
 @pytest.fixture(scope="module", params=["cpu", "opencl", "cuda"])
 def ranks(request, tmp_path_factory):
-    record = next((r for r in fnn.backends() if r.name == request.param), None)
-    if record is None or not record.available:
-        pytest.skip(f"backend {request.param} unavailable")
-    out = tmp_path_factory.mktemp("sync")
-    launch(RANKS, "-m", "tests.distributed.sync_bn_worker", str(out), request.param)
-    return [dict(np.load(out / f"sync-{rank}.npz")) for rank in range(RANKS)]
+    return worker_results(RANKS, "tests.distributed.sync_bn_worker", "sync", request.param,
+                          tmp_path_factory.mktemp("sync"))
 
 
 @pytest.fixture(scope="module")

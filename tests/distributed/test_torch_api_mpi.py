@@ -13,7 +13,7 @@ import fastnn as fnn
 import fastnn.functional as F
 from fastnn import optim
 from tests.distributed import scenario
-from tests.distributed.mpi_run import launch
+from tests.distributed.mpi_run import launch, worker_results
 from tests.distributed.torch_worker import GLOBAL_BATCH, STEPS, TwoBranches, batches, values
 
 RANKS = 2
@@ -21,12 +21,8 @@ RANKS = 2
 
 @pytest.fixture(scope="module", params=["cpu", "opencl", "cuda"])
 def ranks(request, tmp_path_factory):
-    record = next((r for r in fnn.backends() if r.name == request.param), None)
-    if record is None or not record.available:
-        pytest.skip(f"backend {request.param} unavailable")
-    out = tmp_path_factory.mktemp("torch")
-    launch(RANKS, "-m", "tests.distributed.torch_worker", str(out), request.param)
-    return [dict(np.load(out / f"torch-{rank}.npz")) for rank in range(RANKS)]
+    return worker_results(RANKS, "tests.distributed.torch_worker", "torch", request.param,
+                          tmp_path_factory.mktemp("torch"))
 
 
 def test_process_group_state_and_contradicting_arguments(ranks):
