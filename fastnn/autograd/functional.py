@@ -110,14 +110,19 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         raise ValueError("grad: materialize_grads=True needs allow_unused=True or unset "
                          "(an unused input's gradient becomes zeros)")
     allow_unused = bool(materialize_grads if allow_unused is None else allow_unused)
-    if is_grads_batched:  # (an unused input's zeros have its shape, without a batch)
-        found = _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph,
-                              allow_unused)
-        inputs = (inputs,) if hasattr(inputs, "_node") else tuple(inputs)
-        return tuple(_zeros(t) if g is None and materialize_grads else g
-                     for t, g in zip(inputs, found))
     outputs = _tensors("grad", "outputs", outputs)
     inputs = _tensors("grad", "inputs", inputs, type(outputs[0]))
+    run = _batched_grad if is_grads_batched else _one_pass
+    result = run(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused)
+    if materialize_grads:  # (an unused input's zeros have its shape, without a batch)
+        result = tuple(_zeros(t) if g is None else g for t, g in zip(inputs, result))
+    return result
+
+
+def _one_pass(outputs: tuple, inputs: tuple, grad_outputs, retain_graph, create_graph,
+              allow_unused: bool) -> tuple:
+    """:func:`grad`'s one backward pass: a gradient (or None, when unused and allowed)
+    per input."""
     retain_graph, create_graph = _flags("grad", retain_graph, create_graph)
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
@@ -145,17 +150,14 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             if g is None:
                 raise RuntimeError(f"grad: inputs[{i}] was not used to compute the outputs; "
                                    f"pass allow_unused=True to get None for it")
-    if materialize_grads:
-        result = tuple(_zeros(t) if g is None else g for t, g in zip(inputs, result))
     return result
 
 
-def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph,
-                  allow_unused) -> tuple:
+def _batched_grad(outputs: tuple, inputs: tuple, grad_outputs, retain_graph, create_graph,
+                  allow_unused: bool) -> tuple:
     """:func:`grad` with ``is_grads_batched``: one backward pass per row of the
     grad_outputs, the results stacked along a new first dimension."""
-    single = hasattr(grad_outputs, "_node")
-    given = (grad_outputs,) if single else tuple(grad_outputs or ())
+    given = (grad_outputs,) if hasattr(grad_outputs, "_node") else tuple(grad_outputs or ())
     if not given or any(g is None or not hasattr(g, "_node") or g.ndim == 0 for g in given):
         raise ValueError("grad: is_grads_batched=True needs a grad_output tensor per output, "
                          "each with a leading batch dimension")
@@ -163,15 +165,11 @@ def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph,
     if any(g.shape[0] != rows for g in given):
         raise ValueError(f"grad: is_grads_batched=True: the grad_outputs' batch sizes differ "
                          f"({[g.shape[0] for g in given]})")
-    single_input = hasattr(inputs, "_node")
-    each = []
-    for i in range(rows):
-        each.append(grad(outputs, inputs, tuple(g[i] for g in given),
-                         retain_graph=True if i < rows - 1 else retain_graph,
-                         create_graph=create_graph, allow_unused=allow_unused))
-    count = 1 if single_input else len(each[0])
+    each = [_one_pass(outputs, inputs, tuple(g[i] for g in given),
+                      True if i < rows - 1 else retain_graph, create_graph, allow_unused)
+            for i in range(rows)]
     return tuple(None if each[0][j] is None else _stack([e[j] for e in each])
-                 for j in range(count))
+                 for j in range(len(inputs)))
 
 
 def _zeros(t):
