@@ -262,15 +262,21 @@ def fmin(input, other):
 @public(method=True, top=True)
 def xlogy(input, other):
     """input * log(other), 0 where input is 0 (unless other is NaN), as scipy and PyTorch."""
-    x, y, out = pair("xlogy", input, other)
-    # at x = 0 a y whose log is not finite (0, negative, inf) is replaced by 1: the result
-    # is 0, and x still gets log(y) as its gradient where that is finite, as PyTorch
+    return times_log("xlogy", input, other, ew.log, 0.0, 1.0)
+
+
+def times_log(op: str, input, other, log, edge: float, finite_at: float):
+    """input * log(other) for a logarithm ``log`` finite above ``edge``, 0 where input is
+    0 (unless other is NaN): at x = 0 a y whose log is not finite (at or below ``edge``,
+    or inf) is replaced by ``finite_at`` (whose log is 0), so the result is 0 and x still
+    gets log(y) as its gradient where that is finite, as PyTorch."""
+    x, y, out = pair(op, input, other)
     y_c = y.detach()
-    bad_log = mathops.bitwise_or(_not(ew.compare("greater", y_c, 0.0)),
+    bad_log = mathops.bitwise_or(_not(ew.compare("greater", y_c, edge)),
                                  ew.compare("equal", y_c, math.inf))
     zero = mathops.bitwise_and(ew.compare("equal", x.detach(), 0.0),
                                mathops.bitwise_and(bad_log, _not(_isnan(y))))
-    return done(ew.mul(x, ew.log(where(zero, 1.0, y))), out)
+    return done(ew.mul(x, log(where(zero, finite_at, y))), out)
 
 
 @public(method=True, top=True)

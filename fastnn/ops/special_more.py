@@ -9,8 +9,8 @@ import math
 
 from fastnn.ops import elementwise as ew
 from fastnn.ops import mathops
-from fastnn.ops.elementwise_more import _isnan, _not
-from fastnn.ops.special import done, erfc, erfc_fraction, lgamma, lift, pair
+from fastnn.ops.elementwise_more import _isnan, _not, times_log
+from fastnn.ops.special import done, erfc, erfc_fraction, lgamma, lift
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
 
@@ -62,13 +62,7 @@ def entr(x):
 def xlog1py(input, other):
     """input * log1p(other), 0 where input is 0 (unless other is NaN), as scipy and
     PyTorch."""
-    x, y, out = pair("xlog1py", input, other)
-    y_c = y.detach()
-    bad_log = mathops.bitwise_or(_not(ew.compare("greater", y_c, -1.0)),
-                                 ew.compare("equal", y_c, math.inf))
-    zero = mathops.bitwise_and(ew.compare("equal", x.detach(), 0.0),
-                               mathops.bitwise_and(bad_log, _not(_isnan(y))))
-    return done(ew.mul(x, mathops.log1p(where(zero, 0.0, y))), out)
+    return times_log("xlog1py", input, other, mathops.log1p, -1.0, 0.0)
 
 
 @public(method="mvlgamma", top=True, name="mvlgamma", functional=False)
