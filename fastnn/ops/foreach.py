@@ -58,17 +58,17 @@ def _register(name: str, in_place: bool, arity: int) -> None:
 
     def foreach(self, *operands, **kwargs):
         tensors = _tensors(op, self)
-        if name in ("addcmul", "addcdiv") and len(operands) == 3:  # (value positionally)
-            kwargs = {**kwargs, "value": operands[2]}
-            operands = operands[:2]
+        value = None  # addcmul's and addcdiv's scale: a keyword, or a last operand
+        if name in ("addcmul", "addcdiv"):
+            if len(operands) == arity:
+                operands, value = operands[:-1], operands[-1]
+            else:
+                value = kwargs.pop("value", None)
         if len(operands) != arity - 1:
             raise TypeError(f"{op}: expected {arity - 1} operand(s) after the tensors, got "
                             f"{len(operands)}")
-        columns = [_each(op, value, len(tensors)) for value in operands]
-        if name in ("addcmul", "addcdiv") and "value" in kwargs:
-            values = _each(op, kwargs.pop("value"), len(tensors))
-        else:
-            values = None
+        columns = [_each(op, operand, len(tensors)) for operand in operands]
+        values = None if value is None else _each(op, value, len(tensors))
         out = []
         for i, t in enumerate(tensors):
             args = tuple(column[i] for column in columns)
@@ -82,15 +82,10 @@ def _register(name: str, in_place: bool, arity: int) -> None:
     public(top=True, functional=False, name=op)(foreach)
 
 
-for _name in UNARY:
-    _register(_name, False, 1)
-    _register(_name, True, 1)
-for _name in BINARY:
-    _register(_name, False, 2)
-    _register(_name, True, 2)
-for _name in TERNARY:
-    _register(_name, False, 3)
-    _register(_name, True, 3)
+for _names, _arity in ((UNARY, 1), (BINARY, 2), (TERNARY, 3)):
+    for _name in _names:
+        for _in_place in (False, True):
+            _register(_name, _in_place, _arity)
 
 
 @public(top=True, functional=False)
