@@ -55,17 +55,6 @@ def _windows(op, kernel_size, stride, padding, dilation):
     return kernel, stride, padding, dilation
 
 
-def _planes(op, x, kernel, stride, padding, dilation):
-    """x as (N*C, 1, H, W), its (N, C) and the output size (or a clear error)."""
-    lead, (h, w) = x.shape[:-2], x.shape[-2:]
-    sizes = [(n + 2 * p - d * (k - 1) - 1) // s + 1
-             for n, k, s, p, d in zip((h, w), kernel, stride, padding, dilation)]
-    if min(sizes) < 1:
-        raise ValueError(f"{op}: kernel {kernel} does not fit an input of size {(h, w)} padded "
-                         f"by {padding} (output size {tuple(sizes)})")
-    return reshape(x, (math.prod(lead), 1, h, w)), lead, tuple(sizes)
-
-
 def _tiles(x, kernel, stride, padding, dilation) -> bool:
     h, w = x.shape[-2:]
     return (stride == kernel and padding == (0, 0) and dilation == (1, 1)

@@ -5,12 +5,10 @@ is the symmetric window of length N + 1 without its last value, for spectral ana
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from fastnn.api import dtypes
-from fastnn.api.args import integer
+from fastnn.api.args import flag, integer, real
 from fastnn.api.dtypes import as_dtype
 from fastnn.ops.creation import _make
 from fastnn.ops.table import public
@@ -19,8 +17,7 @@ from fastnn.ops.table import public
 def _window(op: str, length, periodic, dtype, device, requires_grad, shape) -> object:
     """The window ``shape(n)`` (a float64 array of n symmetric values) of ``length``."""
     length = integer(op, "window_length", length, 0)
-    if not isinstance(periodic, (bool, np.bool_)):
-        raise TypeError(f"{op}: periodic must be True or False, got {periodic!r}")
+    flag(op, "periodic", periodic)
     dtype = as_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     if not dtype.is_floating:
         raise ValueError(f"{op}: expects a floating point dtype, got {dtype.name}")
@@ -37,12 +34,6 @@ def _cosines(n: int, *weights) -> np.ndarray:
     return sum((-1) ** k * w * np.cos(k * phase) for k, w in enumerate(weights))
 
 
-def _real(op: str, name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{op}: {name} must be a number, got {value!r}")
-    return float(value)
-
-
 @public(top=True, functional=False)
 def hann_window(window_length, periodic=True, *, dtype=None, device=None,
                 requires_grad=False):
@@ -55,8 +46,8 @@ def hann_window(window_length, periodic=True, *, dtype=None, device=None,
 def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None,
                    device=None, requires_grad=False):
     """alpha - beta cos(2 pi i / (N - 1))."""
-    alpha = _real("hamming_window", "alpha", alpha)
-    beta = _real("hamming_window", "beta", beta)
+    alpha = real("hamming_window", "alpha", alpha)
+    beta = real("hamming_window", "beta", beta)
     return _window("hamming_window", window_length, periodic, dtype, device, requires_grad,
                    lambda n: _cosines(n, alpha, beta))
 
@@ -82,7 +73,7 @@ def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, device
                   requires_grad=False):
     """I0(beta sqrt(1 - (2 i / (N - 1) - 1)^2)) / I0(beta), I0 the modified Bessel function
     of order 0."""
-    beta = _real("kaiser_window", "beta", beta)
+    beta = real("kaiser_window", "beta", beta)
     return _window("kaiser_window", window_length, periodic, dtype, device, requires_grad,
                    lambda n: np.i0(beta * np.sqrt(np.clip(
                        1 - (2 * np.arange(n) / (n - 1) - 1) ** 2, 0, None))) / np.i0(beta))
