@@ -202,8 +202,13 @@ def get_device() -> Device:
     if stack:
         return stack[-1]
     if not _default:
-        _default.append(as_device(os.environ.get("FASTNN_DEVICE") or "cpu"))
+        _default.append(_startup())
     return _default[-1]
+
+
+def _startup() -> Device:
+    """The start-up default device: ``FASTNN_DEVICE``, else ``cpu``."""
+    return as_device(os.environ.get("FASTNN_DEVICE") or "cpu")
 
 
 _KEEP = object()
@@ -263,7 +268,7 @@ def set_default_device(device) -> None:
         _default.clear()
         stack = _stack()
         if stack:  # (in a with-block: that block's device, as a plain fnn.use sets it)
-            stack[-1] = as_device(os.environ.get("FASTNN_DEVICE") or "cpu")
+            stack[-1] = _startup()
         return
     use(device)
 
