@@ -162,15 +162,6 @@ class Tensor:
     def __int__(self) -> int:
         return int(self.item())
 
-    def __index__(self) -> int:
-        """A one-element integer (or bool) tensor as a Python int wherever Python wants an
-        index (``data[i:i + n]`` with ``i`` from ``for i in torch.randint(...)``), as
-        PyTorch's."""
-        if self._dtype.is_floating or self.numel() != 1:
-            raise TypeError(f"only integer tensors of a single element can be converted to "
-                            f"an index (got {self._dtype.name}, shape {self.shape})")
-        return int(self.item())
-
     # ------------------------------------------------------------ host and devices
     def numpy(self) -> np.ndarray:
         """A host NumPy array (a copy unless the tensor lives on the host already)."""

@@ -140,3 +140,16 @@ def _format(x: Tensor, spec: str) -> str:
 
 
 METHODS["__format__"] = _format
+
+
+def _index(x: Tensor) -> int:
+    """A one-element integer (or bool) tensor as a Python int wherever Python wants an
+    index (``data[i:i + n]`` with ``i`` from ``for i in torch.randint(...)``), as
+    PyTorch's."""
+    if x._dtype.is_floating or x.numel() != 1:
+        raise TypeError(f"only integer tensors of a single element can be converted to "
+                        f"an index (got {x._dtype.name}, shape {x.shape})")
+    return int(x.item())
+
+
+METHODS["__index__"] = _index
