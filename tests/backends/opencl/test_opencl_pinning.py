@@ -1,4 +1,4 @@
-"""PoCL's worker threads pinned one to a CPU (``runtime.pin_pocl_threads``): set where
+"""PoCL's worker threads pinned one to a CPU (``pocl_env.pin_pocl_threads``): set where
 it is safe, left alone where the user chose or where pinning could fail, and in effect
 in a fresh process (its threads' affinity read from /proc)."""
 
@@ -12,7 +12,9 @@ import pytest
 
 @pytest.fixture
 def pin(ocl):
-    return ocl.runtime.pin_pocl_threads
+    from fastnn_opencl.pocl_env import pin_pocl_threads
+
+    return pin_pocl_threads
 
 
 def _all_cpus(monkeypatch, cpus=4, allowed=None):
