@@ -58,23 +58,32 @@ def _spread(x: Tensor, axis: int, stride: int) -> Tensor:
     return _pad_axis(merged, axis, 0, -(stride - 1))
 
 
+def checked_raw(op: str, x: Tensor, weight: Tensor, stride, padding, output_padding, groups,
+                dilation) -> tuple:
+    """(x, weight in one dtype, the output's spatial size) of a transposed convolution of a
+    batched input on checked window arguments; ValueError/TypeError naming ``op``."""
+    c_in = weight.shape[0]
+    if x.shape[1] != c_in or c_in % groups:
+        raise ValueError(f"{op}: weight {weight.shape} expects {c_in} input channels "
+                         f"divisible by groups={groups}, got input {x.shape}")
+    x, weight = same_dtype(op, x, weight)
+    if not x._dtype.is_floating:
+        raise TypeError(f"{op}: expected floating-point tensors, got {x._dtype.name}")
+    size = tuple((n - 1) * s - 2 * p + d * (k - 1) + 1 + o for n, s, p, d, k, o in
+                 zip(x.shape[2:], stride, padding, dilation, weight.shape[2:], output_padding))
+    if min(size) < 1:
+        raise ValueError(f"{op}: input {x.shape} with kernel {tuple(weight.shape[2:])}, "
+                         f"stride {stride}, padding {padding} and dilation {dilation} gives "
+                         f"the empty output size {size}")
+    return x, weight, size
+
+
 def transpose_raw(x: Tensor, weight: Tensor, stride, padding, output_padding, groups,
                   dilation) -> Tensor:
     """conv_transpose2d on checked pairs (any output_padding >= 0), without bias."""
     c_in, c_out_g, kh, kw = weight.shape
-    if x.shape[1] != c_in or c_in % groups:
-        raise ValueError(f"conv_transpose2d: weight {weight.shape} expects {c_in} input "
-                         f"channels divisible by groups={groups}, got input {x.shape}")
-    x, weight = same_dtype("conv_transpose2d", x, weight)
-    if not x._dtype.is_floating:
-        raise TypeError(f"conv_transpose2d: expected floating-point tensors, got "
-                        f"{x._dtype.name}")
-    size = tuple((n - 1) * s - 2 * p + d * (k - 1) + 1 + o for n, s, p, d, k, o in
-                 zip(x.shape[2:], stride, padding, dilation, weight.shape[2:], output_padding))
-    if min(size) < 1:
-        raise ValueError(f"conv_transpose2d: input {x.shape} with kernel "
-                         f"{tuple(weight.shape[2:])}, stride {stride}, padding {padding} and "
-                         f"dilation {dilation} gives the empty output size {size}")
+    x, weight, size = checked_raw("conv_transpose2d", x, weight, stride, padding,
+                                  output_padding, groups, dilation)
     if all(o < s and p < d * (k - 1) + 1 for o, s, p, d, k in
            zip(output_padding, stride, padding, dilation, weight.shape[2:])) and x.numel():
         return _as_grad_input(x, weight, size, stride, padding, dilation, groups)

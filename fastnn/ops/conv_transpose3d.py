@@ -11,8 +11,7 @@ Weight (C_in, C_out/groups, KD, KH, KW); out size per axis
 from __future__ import annotations
 
 from fastnn.ops.conv3d import conv3d_sides, triple
-from fastnn.ops.conv_transpose import _pad_axis, _spread, transposed
-from fastnn.ops.elementwise import same_dtype
+from fastnn.ops.conv_transpose import _pad_axis, _spread, checked_raw, transposed
 from fastnn.ops.movement import reshape, transpose
 from fastnn.ops.shaping import flip
 from fastnn.ops.table import public
@@ -24,19 +23,8 @@ def transpose3d_raw(x: Tensor, weight: Tensor, stride, padding, output_padding, 
     """conv_transpose3d of a batched input on checked triples, without bias."""
     c_in, c_out_g = weight.shape[:2]
     kernel = weight.shape[2:]
-    if x.shape[1] != c_in or c_in % groups:
-        raise ValueError(f"conv_transpose3d: weight {weight.shape} expects {c_in} input "
-                         f"channels divisible by groups={groups}, got input {x.shape}")
-    x, weight = same_dtype("conv_transpose3d", x, weight)
-    if not x._dtype.is_floating:
-        raise TypeError(f"conv_transpose3d: expected floating-point tensors, got "
-                        f"{x._dtype.name}")
-    size = tuple((n - 1) * s - 2 * p + d * (k - 1) + 1 + o for n, s, p, d, k, o in
-                 zip(x.shape[2:], stride, padding, dilation, kernel, output_padding))
-    if min(size) < 1:
-        raise ValueError(f"conv_transpose3d: input {x.shape} with kernel {tuple(kernel)}, "
-                         f"stride {stride}, padding {padding} and dilation {dilation} gives "
-                         f"the empty output size {size}")
+    x, weight, _ = checked_raw("conv_transpose3d", x, weight, stride, padding,
+                                  output_padding, groups, dilation)
     for axis in range(3):
         x = _spread(x, 2 + axis, stride[axis])
         border = dilation[axis] * (kernel[axis] - 1) - padding[axis]
