@@ -1,11 +1,12 @@
 """LSTM and GRU layers over a whole sequence on host arrays, forward and backward.
 
 Each step is one GEMM of the row [x_t, h_{t-1}, 1] with [W_ih^T; W_hh^T; b] straight into
-the step's gates (see recurrent_rows), then a few in-place ufuncs on whole (N, 4H) rows
-where they can be; the backward writes every step's gate gradients into one array, so
-that the input gradient is one GEMM and the weight and bias gradients one more, over all
-steps after the loop. Measured (one thread, T 64, N 32, I 16, H 64, float32, loaded
-machine, min of interleaved runs): LSTM forward 7.0 -> 2.3-2.9 ms, GRU forward 6.1 -> 3.0.
+the step's gates (the LSTM's feature-major: the transposed product, see lstm_impl), then
+a few in-place ufuncs on whole rows or gates where they can be; the backward writes every
+step's gate gradients into one array, so that the input gradient is one GEMM and the
+weight and bias gradients one more, over all steps after the loop. Measured (one thread,
+T 64, N 32, I 16, H 64, float32, loaded machine, min of interleaved runs): LSTM forward
+7.0 -> 2.3-2.9 ms, GRU forward 6.1 -> 3.0.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from fastnn_cpu.recurrent_rows import (
     previous,
     scratch,
     step_rows,
-    weight_grads,
 )
 
 #: Bytes of gate activations (or of their gradients' factors) made a block of steps at a
@@ -35,16 +35,42 @@ def _block(t_len, step_bytes):
     return max(1, min(t_len, BLOCK_BYTES // max(1, step_bytes)))
 
 
-def _lstm_affine(hid, dtype):
-    """(scale, shift) rows (4H,) in PyTorch's gate order (i, f, g, o): the pre-activation's
-    sigmoid rows are halved (exact in binary floating point), so that one tanh over the
-    whole row, times scale plus shift, is sigmoid(a) = 0.5 tanh(a / 2) + 0.5 for i, f, o
-    and tanh(a) for g."""
-    scale = np.full(4 * hid, 0.5, dtype)
+def _lstm_weights(w_ih, w_hh, bias, dtype):
+    """[W_ih, W_hh, b] (4H, I + H + 1) with the sigmoid gates' rows halved (exact in binary
+    floating point), and (scale, shift) rows (4H, 1) in PyTorch's gate order (i, f, g, o),
+    so that one tanh over a step's whole pre-activation, times scale plus shift, is
+    sigmoid(a) = 0.5 tanh(a / 2) + 0.5 for i, f, o and tanh(a) for g."""
+    four, size = w_ih.shape
+    hid = four // 4
+    w = np.empty((four, size + hid + 1), dtype)
+    w[:, :size] = w_ih
+    w[:, size:-1] = w_hh
+    w[:, -1] = bias
+    scale = np.full((four, 1), 0.5, dtype)
     scale[2 * hid:3 * hid] = 1
-    shift = np.full(4 * hid, 0.5, dtype)
+    shift = np.full((four, 1), 0.5, dtype)
     shift[2 * hid:3 * hid] = 0
-    return scale, shift
+    w *= scale
+    return w, scale, shift
+
+
+def _feature_major(a):
+    """(T, N, F) ``a`` as (T, F, N), C-contiguous: the array behind it where ``a`` is the
+    forward's transposed view (no copy), else a copy."""
+    t = a.transpose(0, 2, 1)
+    return t if t.flags.c_contiguous else np.ascontiguousarray(t)
+
+
+def _lstm_rows(x, h0):
+    """(T + 1, I + H + 1, N): step t's column block is [x_t; h_{t-1}; 1]^T, h0 in step 0's
+    (as step_rows, feature-major); the forward writes h_t into step t + 1's h rows."""
+    t_len, n, size = x.shape
+    rows = np.empty((t_len + 1, size + h0.shape[1] + 1, n), x.dtype)
+    rows[:t_len, :size] = x.transpose(0, 2, 1)
+    rows[t_len, :size] = 0
+    rows[0, size:-1] = np.asarray(h0).T
+    rows[:, -1] = 1
+    return rows
 
 
 @hookimpl
@@ -53,41 +79,40 @@ def lstm_layer(x, h0, c0, w_ih, w_hh, bias):
 
 
 def lstm_impl(x, h0, c0, w_ih, w_hh, bias):
-    """Per step one GEMM of [x_t, h_{t-1}, 1] (see step_rows) straight into the step's gates,
-    then 8 ufuncs, all in PyTorch's gate order (``gates`` is made in place). ``out`` is a
-    view of the rows (the backward finds them again through it)."""
+    """Feature-major: a step is one GEMM of [W_ih, W_hh, b] (4H, K) with the step's
+    [x_t; h_{t-1}; 1] (K, N) straight into its gates (4H, N), then 8 ufuncs, each gate a
+    contiguous (H, N) block (in the batch-major (N, 4H) rows a gate is N runs of H: the
+    three gate products cost 2.8-4.3 us a step where contiguous ones cost 0.8-2, and the
+    (N, K) @ (K, 4H) GEMM 13-16 us where (4H, K) @ (K, N) costs 9; at T 64, N 32, I 16,
+    H 64 the forward went from 2.07 to 1.43 ms, with the same values bit for bit). The
+    outputs are transposed views of the feature-major arrays: ``out`` of the rows (the
+    backward finds them again through it), ``gates`` and ``cells`` of their own."""
     t_len, n, size = x.shape
     hid = h0.shape[1]
     dtype = x.dtype
-    scale, shift = _lstm_affine(hid, dtype)
-    w = np.empty((size + hid + 1, 4 * hid), dtype)  # [W_ih^T; W_hh^T; b], sigmoid columns halved
-    w[:size] = w_ih.T
-    w[size:-1] = w_hh.T
-    w[-1] = bias
-    w *= scale
-    # NOTE: whole (N, 4H) rows of scale and shift, not (4H,) broadcasts: the broadcast
-    # runs NumPy's inner loop once per batch row (2.4 + 1.9 us a step at N 32, against
-    # 0.6 + 0.6 for one contiguous run)
-    scale, shift = (np.broadcast_to(v, (n, 4 * hid)).copy() for v in (scale, shift))
-    rows = step_rows(x, h0)
-    gates = np.empty((t_len, n, 4 * hid), dtype)
-    cs = np.empty((2, t_len + 1, n, hid), dtype)  # c0, every step's c; their tanh
-    cs[0, 0] = c0
-    ig = np.empty((n, hid), dtype)
+    w, scale, shift = _lstm_weights(w_ih, w_hh, bias, dtype)
+    # NOTE: whole (4H, N) blocks of scale and shift, not (4H, 1) broadcasts: a broadcast
+    # runs NumPy's inner loop once per row
+    scale, shift = (np.broadcast_to(v, (4 * hid, n)).copy() for v in (scale, shift))
+    rows = _lstm_rows(x, h0)
+    gates = np.empty((t_len, 4 * hid, n), dtype)
+    cs = np.empty((2, t_len + 1, hid, n), dtype)  # c0, every step's c; their tanh
+    cs[0, 0] = np.asarray(c0).T
+    ig = np.empty((hid, n), dtype)
     # every step's views come from iterating arrays (made in C), not from indexing in
     # the loop (~1 us of Python a step)
-    i, f, g, o = gates.reshape(t_len, n, 4, hid).transpose(2, 0, 1, 3)
-    out = rows[1:, :, size:-1]
+    i, f, g, o = gates.reshape(t_len, 4, hid, n).transpose(1, 0, 2, 3)
+    out = rows[1:, size:-1]
     for a, row, i_t, f_t, g_t, o_t, c_prev, c, t_c, h in zip(
             gates, rows, i, f, g, o, cs[0], cs[0, 1:], cs[1, 1:], out):
-        np.dot(row, w, out=a)
+        np.dot(w, row, out=a)
         np.tanh(a, out=a)
         a *= scale
         a += shift
         np.multiply(f_t, c_prev, out=c)
         c += np.multiply(i_t, g_t, out=ig)
         np.multiply(o_t, np.tanh(c, out=t_c), out=h)
-    return out, gates, cs[0, 1:]
+    return out.transpose(0, 2, 1), gates.transpose(0, 2, 1), cs[0, 1:].transpose(0, 2, 1)
 
 
 @hookimpl
@@ -97,66 +122,96 @@ def lstm_layer_backward(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad
                               needs_dx)
 
 
+def _lstm_rows_of(x, h0, out):
+    """The forward's feature-major rows (T + 1, K, N) behind ``out`` (one of its views),
+    else rows made from x, h0 and ``out``."""
+    t_len, n, size = x.shape
+    hid = out.shape[2]
+    rows = own_base(out.transpose(0, 2, 1), (t_len + 1, size + hid + 1, n),
+                    (slice(1, None), slice(size, -1)))
+    if rows is None:
+        rows = _lstm_rows(x, h0)
+        rows[1:, size:-1] = out.transpose(0, 2, 1)
+    return rows
+
+
+def _lstm_cells(c0, cells):
+    """(c_{t-1}, tanh(c_t)) of every step, feature-major (T, H, N): views of the forward's
+    own array where ``cells`` is its view, else made from ``cells``."""
+    t_len, n, hid = cells.shape
+    own = own_base(cells.transpose(0, 2, 1), (2, t_len + 1, hid, n), (0, slice(1, None)))
+    if own is not None:
+        return own[0, :-1], own[1, 1:]
+    cf = _feature_major(cells)
+    return previous(cf, np.asarray(c0, cells.dtype).T, 0, t_len), np.tanh(cf)
+
+
 def lstm_backward_impl(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_c,
                        needs_dx=True):
-    """The factors of the gate gradients that do not depend on the gradients (the sigmoid
-    and tanh derivatives times c_{t-1}, g, i or tanh(c_t), and o (1 - tanh(c_t)^2)) are
-    made a block of steps at a time, gate-major ((5, b, N, H) from one copy of the
-    block's gates: every later pass over a gate is one contiguous run, where a gate of
-    the (b, N, 4H) rows is N b runs of H and NumPy's cost per run made those passes 1.3
-    ms of a 5 ms backward). A step is 7 NumPy calls: dh += grad_out[t], dc += dh k_c
-    (two), the i, f, g gradients as one product with dc, o's with dh, dc *= f_t and one
-    GEMM (a fused [o, k_c] product into a fifth gate slot cost more in strided writes
-    than the call it saved). The weight gradients are one GEMM over all steps after the
-    loop; the input gradient one more, where ``needs_dx``."""
+    """Feature-major, as the forward. The factors of the gate gradients that do not
+    depend on the gradients (the sigmoid and tanh derivatives times c_{t-1}, g, i or
+    tanh(c_t), and o (1 - tanh(c_t)^2)) are made a block of steps at a time, gate-major
+    (5, b, H, N) (each gate's pass b contiguous runs of H N), in 12 passes with the
+    forward's h and tanh(c) (16 from the gates and c alone). A step is 7 NumPy calls:
+    dh += grad_out[t], dc += dh k_c (two), the i, f, g gradients as one product with dc,
+    o's with dh, dc *= f_t and one GEMM W_hh^T (H, 4H) @ da_t (4H, N) (8.8 us, where
+    the batch-major (N, 4H) @ (4H, H) took 11.7 in the loop). After the loop the gate
+    gradients (T, 4H, N) are copied to (4H, T N) (0.2 ms at T 64, N 32, H 64), so that
+    the weight gradients are one GEMM over all steps; the input gradient one more,
+    where ``needs_dx``."""
     t_len, n, size = x.shape
     hid = h0.shape[1]
     dtype = x.dtype
     block = _block(t_len, n * 4 * hid * dtype.itemsize)
-    # gate-major factors of a block: [i, f, g, o, k_c]; the activations s of the block
-    fac = scratch("factors", (5, block, n, hid), dtype)
-    act = scratch("acts", (4, block, n, hid), dtype)
-    own = own_base(cells, (2, t_len + 1, n, hid), (0, slice(1, None)))
-    da = scratch("da", (t_len, n, 4, hid), dtype)
-    da_rows = da.reshape(t_len, n, 4 * hid)
-    w_back = np.ascontiguousarray(w_hh, dtype)  # np.dot's out= takes only its own dtype
-    dh = np.zeros((n, hid), dtype)
-    dc = np.array(grad_c, dtype=dtype, copy=True)
-    tmp = np.empty((n, hid), dtype)
+    gt = _feature_major(gates).reshape(t_len, 4, hid, n)
+    fac = scratch("factors", (5, block, hid, n), dtype)  # [i, f, g, o, k_c]
+    go = scratch("grad_out", (block, hid, n), dtype)
+    da = scratch("da", (t_len, 4 * hid, n), dtype)
+    da_gates = da.reshape(t_len, 4, hid, n)
+    w_back = np.ascontiguousarray(w_hh.T, dtype)  # np.dot's out= takes only its own dtype
+    dh = np.zeros((hid, n), dtype)
+    dc = np.array(np.asarray(grad_c).T, dtype=dtype, order="C")
+    tmp = np.empty((hid, n), dtype)
+    rows = _lstm_rows_of(x, h0, out)
+    hs = rows[1:, size:-1]
+    cs, tcs = _lstm_cells(c0, cells)
     for stop in range(t_len, 0, -block):
         start = max(0, stop - block)
         b = stop - start
-        f5, s = fac[:, :b], act[:, :b]
-        np.copyto(s, gates[start:stop].reshape(b, n, 4, hid).transpose(2, 0, 1, 3))
-        d = np.subtract(1, s, out=f5[:4])  # the derivatives: s (1 - s), and 1 - g^2
-        d[:2] *= s[:2]
-        d[3] *= s[3]
-        d[2] *= np.add(s[2], 1, out=f5[4])
-        if own is None:
-            c_prev = previous(cells, c0, start, stop)
-            t_c = np.tanh(cells[start:stop], out=scratch("tc", (block, n, hid), dtype)[:b])
-        else:  # c_{t-1} and tanh(c_t) as the forward kept them
-            c_prev, t_c = own[0, start:stop], own[1, start + 1:stop + 1]
-        kc = np.multiply(t_c, t_c, out=f5[4])  # o (1 - tanh(c)^2)
-        np.subtract(1, kc, out=kc)
-        kc *= s[3]
-        d[0] *= s[2]  # F_i g, F_f c_{t-1}, F_g i, F_o tanh(c)
+        f5 = fac[:, :b]
+        s = gt[start:stop].transpose(1, 0, 2, 3)  # the activations, gate-major views
+        c_prev, t_c, h = cs[start:stop], tcs[start:stop], hs[start:stop]
+        # i (1 - i) g, f (1 - f) c_{t-1}, (1 - g^2) i, o (1 - o) tanh(c), o (1 - tanh(c)^2)
+        # as (1 - i) ig, .., i - ig g, (1 - o) h, o - h tanh(c)
+        ig = np.multiply(s[0], s[2], out=f5[2])
+        d = np.subtract(1, s[:2], out=f5[:2])
+        d[0] *= ig
+        d[1] *= s[1]
         d[1] *= c_prev
-        d[2] *= s[0]
-        d[3] *= t_c
-        steps = (grad_out[start:stop], kc, f5[:3].transpose(1, 0, 2, 3),
-                 da[start:stop, :, :3].transpose(0, 2, 1, 3), f5[3], da[start:stop, :, 3],
-                 s[1], da_rows[start:stop])
+        np.subtract(s[0], np.multiply(ig, s[2], out=ig), out=ig)
+        np.subtract(1, s[3], out=f5[3])
+        f5[3] *= h
+        kc = np.subtract(s[3], np.multiply(h, t_c, out=f5[4]), out=f5[4])
+        g_b = go[:b]
+        np.copyto(g_b, grad_out[start:stop].transpose(0, 2, 1))
+        steps = (g_b, kc, f5[:3].transpose(1, 0, 2, 3), da_gates[start:stop, :3], f5[3],
+                 da_gates[start:stop, 3], s[1], da[start:stop])
         for g_t, kc_t, ifg_t, da_ifg, f_o, da_o, f_t, da_t in zip(*(v[::-1] for v in steps)):
             dh += g_t
             dc += np.multiply(dh, kc_t, out=tmp)
             np.multiply(ifg_t, dc, out=da_ifg)
             np.multiply(f_o, dh, out=da_o)
             dc *= f_t
-            np.dot(da_t, w_back, out=dh)
-    flat = flat_rows(da_rows)
-    dx = (flat @ w_ih).reshape(t_len, n, size) if needs_dx else None
-    return (dx, dh, dc) + weight_grads(flat, x, h0, out)
+            np.dot(w_back, da_t, out=dh)
+    flat = np.ascontiguousarray(da.transpose(1, 0, 2)).reshape(4 * hid, t_len * n)
+    dx = None
+    if needs_dx:
+        dx = (np.asarray(w_ih).T @ flat).reshape(size, t_len, n).transpose(1, 2, 0)
+    every = np.ascontiguousarray(rows[:t_len].transpose(1, 0, 2)).reshape(-1, t_len * n)
+    dw = flat @ every.T
+    return (dx, np.ascontiguousarray(dh.T), np.ascontiguousarray(dc.T),
+            np.ascontiguousarray(dw[:, :size]), np.ascontiguousarray(dw[:, size:-1]),
+            np.ascontiguousarray(dw[:, -1]))
 
 
 @hookimpl

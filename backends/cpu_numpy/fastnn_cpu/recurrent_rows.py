@@ -1,6 +1,6 @@
 """Work arrays and row layouts shared by the cpu backend's fused recurrent layers
-(:mod:`fastnn_cpu.recurrent`): the per-thread reused work arrays, the rows
-[x_t, h_{t-1}, 1] of every step, and the weight gradients as one GEMM over them."""
+(:mod:`fastnn_cpu.recurrent`): the per-thread reused work arrays and the GRU's rows
+[x_t, h_{t-1}, 1] of every step."""
 
 from __future__ import annotations
 
@@ -68,17 +68,3 @@ def own_rows(out, x):
     t_len, n, size = x.shape
     return own_base(out, (t_len + 1, n, size + out.shape[2] + 1),
                      (slice(1, None), slice(None), slice(size, -1)))
-
-
-def weight_grads(flat, x, h0, out):
-    """(dW_ih, dW_hh, db) of the gate gradients ``flat`` (T * N, G) in one GEMM:
-    flat^T @ [x_t, h_{t-1}, 1] over all steps (one GEMM over K = I + H + 1 ran 1.3x
-    faster than two GEMMs and a sum)."""
-    t_len, n, size = x.shape
-    rows = own_rows(out, x)
-    if rows is None:
-        rows = step_rows(x, h0)
-        rows[1:, :, size:-1] = out
-    dw = flat.T @ flat_rows(rows[:t_len])
-    return (np.ascontiguousarray(dw[:, :size]), np.ascontiguousarray(dw[:, size:-1]),
-            np.ascontiguousarray(dw[:, -1]))
