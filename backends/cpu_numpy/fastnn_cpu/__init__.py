@@ -13,6 +13,7 @@ import numpy as np
 from fastnn.api import composite
 from fastnn.api.hookspec import hookimpl
 from fastnn.api.xp_hooks import xp_hooks
+from fastnn_cpu import mkl_gemm
 from fastnn_cpu.erf import erf as _erf
 from fastnn_cpu.finite import all_finite
 from fastnn_cpu.heap import keep_freed_memory
@@ -63,9 +64,11 @@ def backend_probe():
     return {
         "available": True,
         "reason": "",
-        "devices": ["host CPU (NumPy)"],
+        "devices": ["host CPU (NumPy)" if mkl_gemm.VERSION is None
+                    else "host CPU (NumPy, MKL's GEMM)"],
         "dtypes": _DTYPES,
-        "version": f"numpy {np.__version__}",
+        "version": f"numpy {np.__version__}" + (f", {mkl_gemm.VERSION}" if mkl_gemm.VERSION
+                                                else ""),
         "host_memory": True,
     }
 
@@ -354,4 +357,4 @@ def one_hot(indices, num_classes, dtype):
 
 @hookimpl
 def matmul(a, b):
-    return a @ b
+    return mkl_gemm.matmul(a, b)  # NumPy's a @ b, or MKL's GEMM where installed

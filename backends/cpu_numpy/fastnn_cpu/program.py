@@ -26,6 +26,7 @@ import numpy as np
 
 from fastnn.api.hookspec import hookimpl
 from fastnn.api.program import Seq, Slot, interpreter, last_uses, slots_in
+from fastnn_cpu import mkl_gemm
 
 ENABLED = os.environ.get("FASTNN_CPU_BUFFERS", "1") != "0"
 """Whether compiled programs on cpu write into kept buffers."""
@@ -34,9 +35,10 @@ DIRECT = {"add": (np.add, ()), "sub": (np.subtract, ()), "mul": (np.multiply, ()
           "maximum": (np.maximum, ()), "minimum": (np.minimum, ()), "neg": (np.negative, ()),
           "exp": (np.exp, ()), "abs": (np.abs, ()), "tanh": (np.tanh, ()),
           "greater": (np.greater, ()), "less": (np.less, ()), "equal": (np.equal, ()),
-          "matmul": (np.matmul, ())}
+          "matmul": (mkl_gemm.matmul, ())}
 """Hook -> (the NumPy function it calls, trailing arguments): the hook's value is
-``fn(*args, *extra)``; relu's zero is added per dtype (:func:`_direct`)."""
+``fn(*args, *extra)`` (matmul's: :func:`fastnn_cpu.mkl_gemm.matmul`, NumPy's or MKL's);
+relu's zero is added per dtype (:func:`_direct`)."""
 
 def _min_bytes() -> int:
     text = os.environ.get("FASTNN_CPU_BUFFER_MIN", "")
@@ -213,7 +215,7 @@ def _donations(calls, program, layouts, candidates, special, drops) -> dict:
     found = {}
     inputs, outputs = set(program.inputs), set(program.outputs)
     for n, (fn, extra, dtype, shape) in candidates.items():
-        if n in special or fn is np.matmul:
+        if n in special or fn is mkl_gemm.matmul:
             continue
         want = program.describe.get(calls[n].out.i)
         strides = _c_strides(shape, dtype.itemsize)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
+from fastnn_cpu.mkl_gemm import matmul
 from fastnn_cpu.recurrent_rows import (
     flat_rows,
     own_base,
@@ -206,9 +207,9 @@ def lstm_backward_impl(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad_
     flat = np.ascontiguousarray(da.transpose(1, 0, 2)).reshape(4 * hid, t_len * n)
     dx = None
     if needs_dx:
-        dx = (np.asarray(w_ih).T @ flat).reshape(size, t_len, n).transpose(1, 2, 0)
+        dx = matmul(np.asarray(w_ih).T, flat).reshape(size, t_len, n).transpose(1, 2, 0)
     every = np.ascontiguousarray(rows[:t_len].transpose(1, 0, 2)).reshape(-1, t_len * n)
-    dw = flat @ every.T
+    dw = matmul(flat, every.T)
     return (dx, np.ascontiguousarray(dh.T), np.ascontiguousarray(dc.T),
             np.ascontiguousarray(dw[:, :size]), np.ascontiguousarray(dw[:, size:-1]),
             np.ascontiguousarray(dw[:, -1]))
@@ -318,11 +319,11 @@ def gru_backward_impl(x, h0, w_ih, w_hh, out, saved, grad_out, needs_dx=True):
     dx = None
     if needs_dx:
         w_nrz = np.concatenate([w_ih[2 * hid:], w_ih[:2 * hid]])
-        dx = (flat[:, :3 * hid] @ w_nrz).reshape(t_len, n, size)
+        dx = matmul(flat[:, :3 * hid], w_nrz).reshape(t_len, n, size)
     every = flat_rows(rows[:t_len])
     # (r, z, q_n) with [h_{t-1}, 1] (adjacent in the rows), (n, r, z) with x and ones
-    d_hh = flat[:, hid:].T @ every[:, size:]
-    d_nrz = flat[:, :3 * hid].T @ every[:, :size]
+    d_hh = matmul(flat[:, hid:].T, every[:, size:])
+    d_nrz = matmul(flat[:, :3 * hid].T, every[:, :size])
     db_nrz = np.ones(t_len * n, dtype) @ flat[:, :3 * hid]
     dw_ih = np.concatenate([d_nrz[hid:], d_nrz[:hid]])
     db_ih = np.concatenate([db_nrz[hid:], db_nrz[:hid]])

@@ -1,0 +1,133 @@
+"""fastnn_cpu.mkl_gemm: products through MKL's GEMM (where the ``mkl`` wheel is installed)
+agree with a float64 NumPy reference for every layout BLAS reads in place, fall back to
+NumPy for the rest, and FASTNN_CPU_GEMM chooses or refuses."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+mkl_gemm = pytest.importorskip("fastnn_cpu.mkl_gemm")
+needs_mkl = pytest.mark.skipif(mkl_gemm.VERSION is None,
+                               reason="MKL not installed (pip install mkl)")
+
+
+def _layouts(rng, rows, cols, dtype):
+    """The (rows, cols) operand as C-order, F-order (a transpose), and a slice of a wider
+    array in each order (a leading dimension larger than the row)."""
+    base = rng.uniform(-1, 1, (rows, cols + 3)).astype(dtype)
+    c = np.ascontiguousarray(base[:, :cols])
+    wide_t = rng.uniform(-1, 1, (cols, rows + 5)).astype(dtype)
+    return {"C": c, "F": np.asfortranarray(c), "C-wide": base[:, :cols],
+            "F-wide": wide_t[:, :rows].T}
+
+
+@needs_mkl
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_every_in_place_layout_matches_the_float64_product(dtype):
+    rng = np.random.default_rng(0)
+    m, k, n = 96, 160, 150  # m k n above MIN_MNK: MKL takes it
+    assert m * k * n >= mkl_gemm.MIN_MNK
+    tol = 2e-4 if dtype == np.float32 else 1e-12
+    for name_a, a in _layouts(rng, m, k, dtype).items():
+        for name_b, b in _layouts(rng, k, n, dtype).items():
+            assert mkl_gemm._operand(a, m, k) is not None, name_a
+            got = mkl_gemm.matmul(a, b)
+            want = a.astype(np.float64) @ b.astype(np.float64)
+            assert got.dtype == dtype and got.shape == (m, n)
+            np.testing.assert_allclose(got, want, rtol=tol, atol=tol * k,
+                                       err_msg=f"a {name_a}, b {name_b}")
+
+
+@needs_mkl
+def test_out_is_written_and_returned():
+    rng = np.random.default_rng(1)
+    a = rng.uniform(-1, 1, (128, 256)).astype(np.float32)
+    b = rng.uniform(-1, 1, (256, 128)).astype(np.float32)
+    out = np.full((128, 128), np.nan, np.float32)
+    assert mkl_gemm.matmul(a, b, out=out) is out
+    np.testing.assert_allclose(out, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("case", ["small", "int", "mixed", "batched", "strided", "out_f"])
+def test_what_blas_cannot_take_in_place_goes_to_numpy(case):
+    """Each case gives NumPy's own result (bit for bit): too small for MKL, integer or
+    mixed dtypes, a batch, an operand with no unit stride, an F-order ``out``."""
+    rng = np.random.default_rng(2)
+    a = rng.uniform(-1, 1, (128, 256)).astype(np.float32)
+    b = rng.uniform(-1, 1, (256, 128)).astype(np.float32)
+    out = None
+    if case == "small":
+        a, b = a[:4, :8], b[:8, :4]
+    elif case == "int":
+        a, b = (a * 10).astype(np.int64), (b * 10).astype(np.int64)
+    elif case == "mixed":
+        b = b.astype(np.float64)
+    elif case == "batched":
+        a, b = np.stack([a, a]), np.stack([b, b])
+    elif case == "strided":
+        a = rng.uniform(-1, 1, (128, 512)).astype(np.float32)[:, ::2]
+    elif case == "out_f":
+        out = np.empty((128, 128), np.float32, order="F")
+    want = np.matmul(a, b)
+    got = mkl_gemm.matmul(a, b, out=out)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert np.array_equal(got, want)
+    if out is not None:
+        assert got is out
+
+
+def _probe(env: dict) -> subprocess.CompletedProcess:
+    code = "import fastnn_cpu.mkl_gemm as m; print(m.VERSION)"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, **env}, timeout=120)
+
+
+def test_fastnn_cpu_gemm_numpy_turns_mkl_off_and_a_bad_value_is_named():
+    off = _probe({"FASTNN_CPU_GEMM": "numpy"})
+    assert off.returncode == 0 and off.stdout.strip() == "None"
+    bad = _probe({"FASTNN_CPU_GEMM": "openblas"})
+    assert bad.returncode != 0 and "FASTNN_CPU_GEMM must be one of auto, mkl, numpy" in \
+        bad.stderr
+
+
+def test_asking_for_mkl_where_none_loads_says_how_to_install(tmp_path):
+    missing = _probe({"FASTNN_CPU_GEMM": "mkl",
+                      "FASTNN_MKL_LIBRARY": str(tmp_path / "libmkl_rt.so.3")})
+    assert missing.returncode != 0
+    assert 'pip install "fastnn-backend-cpu[mkl]"' in missing.stderr
+
+
+@needs_mkl
+def test_the_cpu_backend_reports_mkl_and_a_training_step_matches_numpy_s():
+    """With MKL on, fastnn info's version shows it, and an MLP step's loss and gradients
+    agree with the same step with FASTNN_CPU_GEMM=numpy (float32 tolerance)."""
+    code = r"""
+import json, numpy as np, fastnn as fnn
+from fastnn import nn
+import fastnn.functional as F
+from fastnn.api import registry
+fnn.manual_seed(0)
+rng = np.random.default_rng(0)
+model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
+x = fnn.tensor(rng.normal(size=(64, 784)).astype(np.float32))
+y = fnn.tensor(rng.integers(0, 10, 64))
+loss = F.cross_entropy(model(x), y)
+loss.backward()
+version = [b.record.version for b in registry.loaded() if b.name == "cpu"][0]
+print(json.dumps({"loss": float(loss.item()), "version": version,
+                  "grad": model[0].weight.grad.numpy().ravel()[:4096].tolist()}))
+"""
+    runs = {}
+    for mode in ("mkl", "numpy"):
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env={**os.environ, "FASTNN_CPU_GEMM": mode}, timeout=300)
+        assert done.returncode == 0, done.stderr
+        runs[mode] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "MKL" in runs["mkl"]["version"] and "MKL" not in runs["numpy"]["version"]
+    assert abs(runs["mkl"]["loss"] - runs["numpy"]["loss"]) < 1e-5
+    np.testing.assert_allclose(runs["mkl"]["grad"], runs["numpy"]["grad"], rtol=1e-4,
+                               atol=1e-6)
