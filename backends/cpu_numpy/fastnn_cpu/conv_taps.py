@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastnn_cpu import gemm_split, scratch
+from fastnn_cpu import gemm_split, mkl_gemm, scratch
 
 #: Fewest output positions per sample for which the per-sample GEMMs run.
 MIN_LENGTH = 64
@@ -60,7 +60,13 @@ def _padded_input(x, padding):
 
 
 def _sum_taps(taps, src, starts, length, out):
-    """out = sum_k taps[k] @ src[:, :, starts[k] : starts[k] + length], batched over axis 0."""
+    """out = sum_k taps[k] @ src[:, :, starts[k] : starts[k] + length], batched over axis 0
+    (one MKL call a tap, accumulating, where mkl_gemm takes it)."""
+    for k, start in enumerate(starts):
+        if not mkl_gemm.shared_left(taps[k], src[:, :, start : start + length], out, k > 0):
+            break  # (at the first tap: the others have its shapes and layouts)
+    else:
+        return out
     part = scratch.empty("conv1d_taps_part", out.shape, out.dtype)
     for k, start in enumerate(starts):
         np.matmul(taps[k], src[:, :, start : start + length], out=part if k else out)

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from fastnn_cpu import mkl_gemm
+
 #: Largest m * k * n of one BLAS call that OpenBLAS's small-matrix kernels take.
 SMALL_MNK = 10**6
 #: Fewest output columns a part may have: thinner calls cost more than packing saves.
@@ -42,7 +44,10 @@ def _split(a, count):
 
 def matmul(a, b, out):
     """``np.matmul(a, b, out=out)`` with a (m, k) and b (..., k, n), out (..., m, n) of the
-    result's dtype and shape; the columns split in :func:`parts`. Returns out."""
+    result's dtype and shape; the columns split in :func:`parts` (or a batch as one call
+    of MKL's, where :func:`fastnn_cpu.mkl_gemm.shared_left` takes it). Returns out."""
+    if b.ndim == 3 and mkl_gemm.shared_left(a, b, out, False):
+        return out  # MKL's batch GEMM, one call
     m, k = a.shape
     count = parts(m, k, b.shape[-1])
     if count == 1:

@@ -47,19 +47,27 @@ def _candidates() -> list[str]:
 
 
 def _load():
-    """(sgemm, dgemm, version text) of the first MKL that loads, or None."""
+    """({dtype char: ?gemm}, {dtype char: ?gemm_batch_strided, where MKL has it}, version
+    text) of the first MKL that loads, or None."""
     for path in _candidates():
         try:
             lib = ctypes.CDLL(path)
-            sgemm, dgemm = lib.cblas_sgemm, lib.cblas_dgemm
+            gemms = {"f": lib.cblas_sgemm, "d": lib.cblas_dgemm}
         except (OSError, AttributeError):
             continue
-        ints = [ctypes.c_int] * 6
         ptr, c_int = ctypes.c_void_p, ctypes.c_int
-        for fn, scalar in ((sgemm, ctypes.c_float), (dgemm, ctypes.c_double)):
+        batched = {}
+        for char, scalar in (("f", ctypes.c_float), ("d", ctypes.c_double)):
+            fn = gemms[char]
             fn.restype = None
-            fn.argtypes = ints + [scalar, ptr, c_int, ptr, c_int, scalar, ptr, c_int]
-        return sgemm, dgemm, _version(lib)
+            fn.argtypes = [c_int] * 6 + [scalar, ptr, c_int, ptr, c_int, scalar, ptr, c_int]
+            fn = getattr(lib, f"cblas_{'s' if char == 'f' else 'd'}gemm_batch_strided", None)
+            if fn is not None:  # (MKL 2020 and later)
+                fn.restype = None
+                fn.argtypes = [c_int] * 6 + [scalar, ptr, c_int, c_int, ptr, c_int, c_int,
+                                             scalar, ptr, c_int, c_int, c_int]
+                batched[char] = fn
+        return gemms, batched, _version(lib)
     return None
 
 
@@ -125,7 +133,35 @@ def matmul(a, b, out=None):
         return a @ b if out is None else np.matmul(a, b, out=out)
     if out is None:
         out = np.empty((m, n), a.dtype)
-    gemm = _FOUND[0] if a.dtype.char == "f" else _FOUND[1]
-    gemm(_ROW_MAJOR, fa[0], fb[0], m, n, k, 1.0, a.ctypes.data, fa[1], b.ctypes.data, fb[1],
-         0.0, out.ctypes.data, n)
+    _FOUND[0][a.dtype.char](_ROW_MAJOR, fa[0], fb[0], m, n, k, 1.0, a.ctypes.data, fa[1],
+                            b.ctypes.data, fb[1], 0.0, out.ctypes.data, n)
     return out
+
+
+def shared_left(a, b, out, accumulate: bool) -> bool:
+    """``out[i] = a @ b[i]`` (``accumulate``: ``+=``) for every i as one MKL call (its
+    strided batch GEMM), when MKL is in use, ``a`` (m, k) and ``b`` (batch, k, n) are
+    float operands of ``out``'s dtype that BLAS reads in place (b: unit inner stride),
+    ``out`` (batch, m, n) is C-contiguous and the batch holds at least MIN_MNK
+    multiply-adds. Returns whether it ran; the caller does the product otherwise. On the
+    conv1d taps' (32, 32) @ (32, 256) products over 32 samples, 5 taps accumulated: 0.70
+    ms where NumPy's batched matmuls and adds took 0.99 (one Xeon thread)."""
+    if _FOUND is None or b.ndim != 3 or a.ndim != 2:
+        return False
+    char = a.dtype.char
+    batched = _FOUND[1].get(char)
+    batch, k, n = b.shape
+    m = a.shape[0]
+    if (batched is None or b.dtype != a.dtype or out.dtype != a.dtype or a.shape[1] != k
+            or out.shape != (batch, m, n) or not out.flags.c_contiguous
+            or m * k * n * batch < MIN_MNK):
+        return False
+    fa, fb = _operand(a, m, k), _operand(b[0], k, n)
+    item = b.itemsize
+    if (fa is None or fb is None or b.strides[0] < 0 or b.strides[0] % item
+            or not b.flags.aligned):
+        return False
+    batched(_ROW_MAJOR, fa[0], fb[0], m, n, k, 1.0, a.ctypes.data, fa[1], 0, b.ctypes.data,
+            fb[1], b.strides[0] // item, 1.0 if accumulate else 0.0, out.ctypes.data, n,
+            m * n, batch)
+    return True

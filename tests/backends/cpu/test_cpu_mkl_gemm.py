@@ -131,3 +131,38 @@ print(json.dumps({"loss": float(loss.item()), "version": version,
     assert abs(runs["mkl"]["loss"] - runs["numpy"]["loss"]) < 1e-5
     np.testing.assert_allclose(runs["mkl"]["grad"], runs["numpy"]["grad"], rtol=1e-4,
                                atol=1e-6)
+
+
+@needs_mkl
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_shared_left_batches_write_and_accumulate(dtype):
+    """out[i] = a @ b[i], then += a2 @ b2[i], with b a shifted window of a padded signal
+    (the conv1d taps' layout: row stride past the row, batch stride past the rows)."""
+    rng = np.random.default_rng(3)
+    batch, m, k, n = 16, 24, 32, 200  # 2.5M multiply-adds: above MIN_MNK
+    padded = rng.uniform(-1, 1, (batch, k, n + 4)).astype(dtype)
+    a, a2 = rng.uniform(-1, 1, (2, m, k)).astype(dtype)
+    out = np.full((batch, m, n), np.nan, dtype)
+    assert mkl_gemm.shared_left(a, padded[:, :, 1:n + 1], out, False)
+    assert mkl_gemm.shared_left(a2.T.copy().T, padded[:, :, 3:n + 3], out, True)
+    p64 = padded.astype(np.float64)
+    want = a.astype(np.float64) @ p64[:, :, 1:n + 1] + a2.astype(np.float64) @ p64[:, :, 3:n + 3]
+    tol = 2e-4 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(out, want, rtol=tol, atol=tol * k)
+
+
+def test_shared_left_declines_what_it_cannot_take():
+    """False (nothing written) without MKL, for a small batch, mixed dtypes, an F-order
+    out, or b without unit inner stride; the caller's NumPy path runs then."""
+    rng = np.random.default_rng(4)
+    a = rng.uniform(-1, 1, (32, 32)).astype(np.float32)
+    b = rng.uniform(-1, 1, (32, 32, 256)).astype(np.float32)
+    out = np.zeros((32, 32, 256), np.float32)
+    cases = [(a[:2, :2], b[:1, :2, :8], np.zeros((1, 2, 8), np.float32)),
+             (a.astype(np.float64), b, out),
+             (a, b, np.zeros((32, 32, 256), np.float32, order="F")),
+             (a, rng.uniform(-1, 1, (32, 32, 512)).astype(np.float32)[:, :, ::2], out)]
+    for args in cases:
+        assert not mkl_gemm.shared_left(*args, False)
+        assert not args[2].any()
+    assert mkl_gemm.shared_left(a, b, out, False) is (mkl_gemm.VERSION is not None)
