@@ -26,4 +26,10 @@ def describe() -> str:
         parts.append(f"{pool.get('internal_api')} {pool.get('version')}, "
                      f"{pool.get('architecture', '?')} kernels{note}, "
                      f"{pool.get('num_threads')} thread(s)")
-    return "BLAS: " + ("; ".join(parts) if parts else "none found")
+    text = "BLAS: " + ("; ".join(parts) if parts else "none found")
+    try:
+        from fastnn_cpu import mkl_gemm
+    except ImportError:
+        return text
+    gemm = mkl_gemm.VERSION or "NumPy's BLAS"
+    return f"{text}; fastnn cpu's larger GEMMs: {gemm} (FASTNN_CPU_GEMM)"
