@@ -116,6 +116,12 @@ def _operand(x, rows: int, cols: int):
     return None
 
 
+def _overlaps(out, a, b) -> bool:
+    """Whether ``out``'s memory may be an operand's (BLAS would read what it writes;
+    np.matmul copies first): a bounds check, no more."""
+    return np.may_share_memory(out, a) or np.may_share_memory(out, b)
+
+
 def matmul(a, b, out=None):
     """``np.matmul(a, b, out=out)``: through MKL for 2-D float32 or float64 operands of one
     dtype, laid out so that BLAS reads them in place, of at least MIN_MNK multiply-adds
@@ -129,7 +135,8 @@ def matmul(a, b, out=None):
     if k == k2 and m * k * n >= MIN_MNK:
         fa, fb = _operand(a, m, k), _operand(b, k, n)
     if fa is None or fb is None or (out is not None and not (
-            out.shape == (m, n) and out.dtype == a.dtype and out.flags.c_contiguous)):
+            out.shape == (m, n) and out.dtype == a.dtype and out.flags.c_contiguous
+            and not _overlaps(out, a, b))):
         return a @ b if out is None else np.matmul(a, b, out=out)
     if out is None:
         out = np.empty((m, n), a.dtype)
@@ -154,7 +161,7 @@ def shared_left(a, b, out, accumulate: bool) -> bool:
     m = a.shape[0]
     if (batched is None or b.dtype != a.dtype or out.dtype != a.dtype or a.shape[1] != k
             or out.shape != (batch, m, n) or not out.flags.c_contiguous
-            or m * k * n * batch < MIN_MNK):
+            or m * k * n * batch < MIN_MNK or _overlaps(out, a, b)):
         return False
     fa, fb = _operand(a, m, k), _operand(b[0], k, n)
     item = b.itemsize

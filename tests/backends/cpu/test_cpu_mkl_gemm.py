@@ -52,10 +52,12 @@ def test_out_is_written_and_returned():
     np.testing.assert_allclose(out, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
 
 
-@pytest.mark.parametrize("case", ["small", "int", "mixed", "batched", "strided", "out_f"])
+@pytest.mark.parametrize("case", ["small", "int", "mixed", "batched", "strided", "out_f",
+                                  "out_is_a"])
 def test_what_blas_cannot_take_in_place_goes_to_numpy(case):
     """Each case gives NumPy's own result (bit for bit): too small for MKL, integer or
-    mixed dtypes, a batch, an operand with no unit stride, an F-order ``out``."""
+    mixed dtypes, a batch, an operand with no unit stride, an F-order ``out``, an ``out``
+    that is an operand."""
     rng = np.random.default_rng(2)
     a = rng.uniform(-1, 1, (128, 256)).astype(np.float32)
     b = rng.uniform(-1, 1, (256, 128)).astype(np.float32)
@@ -72,7 +74,10 @@ def test_what_blas_cannot_take_in_place_goes_to_numpy(case):
         a = rng.uniform(-1, 1, (128, 512)).astype(np.float32)[:, ::2]
     elif case == "out_f":
         out = np.empty((128, 128), np.float32, order="F")
-    want = np.matmul(a, b)
+    elif case == "out_is_a":  # a square product written over its own left operand
+        a, b = a[:, :128].copy(), b[:128].copy()
+        out = a
+    want = np.matmul(a.copy(), b)
     got = mkl_gemm.matmul(a, b, out=out)
     assert got.dtype == want.dtype and got.shape == want.shape
     assert np.array_equal(got, want)
@@ -153,7 +158,8 @@ def test_shared_left_batches_write_and_accumulate(dtype):
 
 def test_shared_left_declines_what_it_cannot_take():
     """False (nothing written) without MKL, for a small batch, mixed dtypes, an F-order
-    out, or b without unit inner stride; the caller's NumPy path runs then."""
+    out, b without unit inner stride, or an out that is b; the caller's NumPy path runs
+    then."""
     rng = np.random.default_rng(4)
     a = rng.uniform(-1, 1, (32, 32)).astype(np.float32)
     b = rng.uniform(-1, 1, (32, 32, 256)).astype(np.float32)
@@ -165,4 +171,7 @@ def test_shared_left_declines_what_it_cannot_take():
     for args in cases:
         assert not mkl_gemm.shared_left(*args, False)
         assert not args[2].any()
+    before = b.copy()
+    assert not mkl_gemm.shared_left(a, b, b, False)  # out is b: BLAS would read its writes
+    assert np.array_equal(b, before)
     assert mkl_gemm.shared_left(a, b, out, False) is (mkl_gemm.VERSION is not None)
