@@ -17,6 +17,7 @@ from fastnn_cpu import mkl_gemm
 from fastnn_cpu.erf import erf as _erf
 from fastnn_cpu.finite import all_finite
 from fastnn_cpu.heap import keep_freed_memory
+from fastnn_cpu.mkl_gemm import matmul as _matmul
 from fastnn_cpu.scratch import BLAS_FLOATS, ones
 
 keep_freed_memory()  # a step's freed arrays stay mapped for the next (fastnn_cpu.heap)
@@ -357,4 +358,4 @@ def one_hot(indices, num_classes, dtype):
 
 @hookimpl
 def matmul(a, b):
-    return mkl_gemm.matmul(a, b)  # NumPy's a @ b, or MKL's GEMM where installed
+    return _matmul(a, b)  # NumPy's np.matmul, or MKL's GEMM where installed
