@@ -11,7 +11,9 @@ than it holds (a sparse slice) is gathered by a copy kernel first. The small str
 as a small kernel, so 40 small arrays cost 2 commands instead of 40. Where the device's
 buffers are host memory (PoCL on the CPU: :mod:`fastnn_opencl.host_map`), nothing is
 gathered or read by a command: the queue is finished once and each stretch is copied on
-the host from its buffer's mapping (made at the buffer's first read, kept open).
+the host from its buffer's mapping (made at the buffer's first read, kept open); there a
+contiguous array is copied on its own, without the grouping by buffer (60 arrays of a
+small training step: 113 us against 165, of which NumPy's copies are 49).
 """
 
 from __future__ import annotations
@@ -55,11 +57,61 @@ def _extent(x, contiguous: bool) -> tuple | None:
 @hookimpl
 def to_numpy_many(arrays):
     hosts: list = [None] * len(arrays)
+    # id(device) -> (its HostMaps or None, [(position, array)]): the contiguous arrays of
+    # a device whose buffers are host memory, each copied out of its mapping after the
+    # finish (no grouping by buffer: a copy each is what grouping would save them)
+    mapped: dict = {}
+    dense = _DENSE
+    rest = []
+    for i, x in enumerate(arrays):
+        shape = x.shape
+        strides = dense.get(shape)
+        if strides is None:
+            strides = _dense(shape)
+        if x.strides == strides and x.size:  # the common case
+            found = mapped.get(id(x.dev))
+            if found is None:
+                found = mapped[id(x.dev)] = (host_map.maps(x.dev), [])
+            if found[0] is not None:
+                found[1].append((i, x))
+                continue
+        rest.append(i)
+    queues, stretches = _read(hosts, arrays, rest) if rest else ({}, ())
+    for _, items in mapped.values():
+        if items:
+            queue = items[0][1].dev.queue
+            queues[id(queue)] = queue
+    for queue in queues.values():
+        queue.finish()
+    for table, read, itemsize in stretches:  # (the other arrays of mapped buffers)
+        start, end, views = read
+        buffer = table.view(views[0][1].data)[start * itemsize:end * itemsize].copy()
+        _place(hosts, buffer, 0, read)
+    for table, items in mapped.values():
+        if table is None:
+            continue
+        views = table.views
+        for i, x in items:
+            data = x.data
+            memory = views.get(data.int_ptr)
+            if memory is None:
+                memory = table.view(data)
+            dtype = NP_TYPES[x.dtype]
+            hosts[i] = np.ndarray(x.shape, dtype, memory, x.offset * dtype.itemsize).copy()
+    return hosts
+
+
+def _read(hosts: list, arrays: list, positions: list) -> tuple:
+    """Queue the reads of ``arrays[i]`` for each i of ``positions`` into ``hosts``: views
+    of one buffer read once, as the stretch they cover, small stretches gathered. Returns
+    (the queues to finish, by id; [(HostMaps, stretch, itemsize)] of the mapped buffers,
+    to be copied on the host after the finish)."""
     # buffer -> [start, end, [(position, view, contiguous)]]: the stretch of it to read,
     # and its views
     reads: dict = {}
     dense = _DENSE
-    for i, x in enumerate(arrays):
+    for i in positions:
+        x = arrays[i]
         if not x.size:
             hosts[i] = np.empty(x.shape, NP_TYPES[x.dtype])
             continue
@@ -111,13 +163,7 @@ def to_numpy_many(arrays):
     for items in small.values():
         queue = _gather(hosts, items)
         queues[id(queue)] = queue
-    for queue in queues.values():
-        queue.finish()
-    for table, read, itemsize in mapped:
-        start, end, views = read
-        buffer = table.view(views[0][1].data)[start * itemsize:end * itemsize].copy()
-        _place(hosts, buffer, 0, read)
-    return hosts
+    return queues, mapped
 
 
 def _place(hosts: list, buffer: np.ndarray, first: int, read) -> None:
