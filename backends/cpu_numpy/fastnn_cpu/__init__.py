@@ -15,6 +15,7 @@ from fastnn.api.hookspec import hookimpl
 from fastnn.api.xp_hooks import xp_hooks
 from fastnn_cpu import mkl_gemm
 from fastnn_cpu.erf import erf as _erf
+from fastnn_cpu.erf import gelu32
 from fastnn_cpu.finite import all_finite
 from fastnn_cpu.heap import keep_freed_memory
 from fastnn_cpu.mkl_gemm import matmul as _matmul
@@ -193,6 +194,8 @@ def leaky_relu(x, slope):
 
 @hookimpl
 def gelu(x):
+    if x.dtype == np.float32:
+        return gelu32(x)
     return 0.5 * x * (1.0 + erf(x * (1.0 / math.sqrt(2.0))))
 
 

@@ -77,3 +77,29 @@ def test_shapes_and_views():
     zero_d = erf(np.array(np.float32(0.5)))
     assert zero_d.shape == () and abs(float(zero_d) - math.erf(0.5)) < 1e-7
     assert erf(np.zeros((0, 3), np.float32)).shape == (0, 3)
+
+
+def test_gelu32_against_the_float64_gelu():
+    """gelu32 folds 1/sqrt(2) into erf's polynomial: x Phi(x) within a few float32 ulps
+    where 1 + erf does not cancel (x >= -1), within 1e-6 absolute in the negative tail
+    (where 1 + erf cancels, as in the defining formula), and its edges."""
+    from fastnn_cpu.erf import gelu32
+
+    x = np.concatenate([np.linspace(-12, 12, 1_000_001, dtype=np.float32),
+                        np.geomspace(1e-38, 8.0, 100_001).astype(np.float32)])
+    x = np.concatenate([x, -x])
+    x64 = x.astype(np.float64)
+    want = 0.5 * x64 * (1.0 + _reference((x64 / math.sqrt(2.0)).astype(np.float64)))
+    got = gelu32(x)
+    assert got.dtype == np.float32 and got.shape == x.shape
+    head = x >= -1
+    err = _ulps(got[head], want[head])
+    assert err.max() <= 6, f"{err.max()} ulp at x = {x[head][err.argmax()]!r}"
+    assert np.abs(got.astype(np.float64) - want).max() <= 1e-6
+    edges = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 3e38, -3e38], np.float32)
+    with np.errstate(invalid="ignore"):
+        got = gelu32(edges)
+    assert got[0] == np.inf and np.isnan(got[1]) and np.isnan(got[2])
+    np.testing.assert_array_equal(np.signbit(got[3:5]), [False, True])
+    assert got[5] == np.float32(3e38) and got[6] == 0.0
+    assert gelu32(np.array(np.float32(0.5))).shape == ()
