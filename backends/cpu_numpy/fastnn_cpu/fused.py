@@ -72,25 +72,31 @@ _GELU_TINY = 1e-30
 @hookimpl
 def gelu_backward(x, out, grad):
     """grad * (cdf + x * pdf), with cdf recovered as out / x (out = x * cdf, so to ~1 ulp)
-    instead of a second erf: 10 passes where the composite made ~40 (erf's own 28).
+    instead of a second erf: 9 passes where the composite made ~40 (erf's own 18). Whether
+    some |x| is tiny is read off x**2, the pdf's first pass, by its minimum (one pass,
+    where |x| < TINY took three: 0.78 -> 0.65 ms on nanoGPT's (16, 64, 256) float32).
 
     NOTE: where out underflows (x below about -13 in float32) out / x is 0 against a true
-    cdf under 1e-38, and where x is +-inf it is NaN, as the composite's 0 * inf is."""
+    cdf under 1e-38, and where x is +-inf it is NaN, as the composite's 0 * inf is. In
+    float32 TINY**2 underflows to 0, so the cdf is set to 0.5 for every |x| whose square
+    does (below about 2.6e-23, where out / x is 0.5 anyway)."""
     if x.dtype not in (np.float32, np.float64):  # float16: the composite's passes
         from fastnn_cpu import erf
 
         cdf = (erf(x * (1.0 / math.sqrt(2.0))) + 1.0) * 0.5
         return np.asarray(grad * (cdf + x * (np.exp((x * x) * -0.5) * _INV_SQRT_2PI)))
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+    tiny2 = x.dtype.type(_GELU_TINY) ** 2
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
         # out= arrays: on 0-d operands a ufunc returns a scalar, which cannot be an out=
         pdf = np.multiply(x, x, out=np.empty(x.shape, x.dtype))
+        # (fmin: a NaN elsewhere must not hide a tiny |x|)
+        tiny = pdf <= tiny2 if x.size and np.fmin.reduce(pdf, axis=None) <= tiny2 else None
         pdf *= -0.5
         np.exp(pdf, out=pdf)
         pdf *= x
         pdf *= x.dtype.type(_INV_SQRT_2PI)
         d = np.divide(out, x, out=np.empty(x.shape, x.dtype))
-    tiny = np.less(np.abs(x), _GELU_TINY)
-    if tiny.any():
+    if tiny is not None:
         np.copyto(d, 0.5, where=tiny)
     d += pdf
     d *= grad

@@ -72,3 +72,23 @@ def test_gelu_gradient_through_the_tape_uses_the_hook():
     tt = torch.tensor(x, requires_grad=True)
     torch.nn.functional.gelu(tt).sum().backward()
     np.testing.assert_allclose(t.grad.numpy(), tt.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gelu_backward_tiny_x_beside_a_nan(dtype):
+    """Tiny |x| is found by the minimum of x**2: a NaN elsewhere in the array must not
+    hide it (NaN is not below anything), and an empty array has no minimum."""
+    from fastnn_cpu import fused
+
+    ops = _ops()
+    tiny = np.finfo(dtype).smallest_subnormal
+    x = np.array([np.nan, 0.0, -0.0, tiny, -tiny, 1e-31, 1.5], dtype)
+    grad = np.full_like(x, 2.0)
+    with np.errstate(invalid="ignore"):
+        got = fused.gelu_backward(x, ops.gelu(x), grad)
+    assert np.isnan(got[0])
+    np.testing.assert_array_equal(got[1:6], np.full(5, 1.0, dtype))
+    np.testing.assert_allclose(got[6], _reference(x[6:], grad[6:].astype(np.float64))[0],
+                               rtol=2e-6)
+    empty = np.zeros((0, 4), dtype)
+    assert fused.gelu_backward(empty, empty, empty).shape == (0, 4)
