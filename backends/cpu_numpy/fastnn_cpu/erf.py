@@ -8,7 +8,7 @@ the largest error of erf in float32 ulps (weighted least squares, reweighted tow
 minimax): g needs its full precision near 0 only, where tanh passes its relative error
 through, and little where tanh saturates. 2 * 7 + 4 float32 passes, within 3.5 ulp of the
 float64 erf everywhere, as the degree-12 Chebyshev interpolant it replaced (28 passes;
-1.17 -> 0.7 ms at 262k elements; tests/backends/cpu/test_erf.py checks a dense grid,
+1.17 -> 0.78 ms at 262k elements; tests/backends/cpu/test_erf.py checks a dense grid,
 random bit patterns and the edges). Degrees 8 to 12 gain nothing: the float32 rounding of
 the passes and of tanh is the 3 ulp left. tanh keeps NaN, +-inf -> +-1 and the sign of
 -0.0.
