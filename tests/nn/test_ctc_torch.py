@@ -13,8 +13,7 @@ from tests.helpers import finite_difference
 from tests.nn.torch_compare import TOL, devices
 
 torch = pytest.importorskip("torch")
-# the cpu backend's where() tries a multiply first and warns on -inf * 0 before it falls
-# back to np.where; the masked -inf of the recursions meets that on every call
+# -inf * 0 in the masked recursions (the cpu backend's arithmetic on masked entries)
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered in multiply")
 rng = np.random.default_rng(51)
 T, N, C = 9, 3, 5

@@ -1,7 +1,7 @@
-"""The NumPy backend's ``where(cond, a, 0)``: a masked multiply (a * cond) whose result is
-kept only when every element is finite, else np.where; checked against np.where on the
-values that break the multiply (inf and NaN under a False mask, products that overflow
-the finiteness check's dot product), on every dtype and layout."""
+"""The NumPy backend's ``where(cond, a, 0)``: a's bits AND a mask of all ones or all zeros,
+np.where's result bit for bit; checked against np.where on the values a multiply by the
+mask would get wrong (inf and NaN under a False mask, products that overflow, the sign
+of zero under a negative a), on every dtype and layout."""
 
 from __future__ import annotations
 
@@ -67,3 +67,30 @@ def test_where_zero_of_a_broadcast_gradient_with_values_that_break_the_multiply(
         got = where(cond, a, 0.0)
     np.testing.assert_array_equal(got, np.where(cond, a, np.float32(0)))
     assert got[2, 1, 0] == 0
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_where_zero_gives_positive_zero_as_np_where_and_pytorch(dtype):
+    """Under a False mask the result is +0.0 whatever a holds there (a multiply by the mask
+    gave -0.0 for a negative a): 1 / result is +inf, as with np.where and torch.where."""
+    a = np.array([-1.0, 2.0, -0.0, -3.5, 4.0], dtype)
+    cond = np.array([False, True, False, False, True])
+    got = where(cond, a, 0)
+    want = np.where(cond, a, dtype(0))
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    assert not np.signbit(got[[0, 2, 3]]).any()
+    assert got.tobytes() == want.tobytes()
+
+
+def test_relu_gradient_has_no_negative_zeros_as_pytorch():
+    torch = pytest.importorskip("torch")
+    import fastnn as fnn
+
+    x = np.array([-1.0, 2.0, -3.0, 0.5], np.float32)
+    g = np.full(4, -1.0, np.float32)
+    t = torch.tensor(x, requires_grad=True)
+    torch.relu(t * 1).backward(torch.tensor(g))
+    f = fnn.tensor(x, requires_grad=True)
+    fnn.relu(f * 1).backward(fnn.tensor(g))
+    np.testing.assert_array_equal(np.signbit(f.grad.numpy()), np.signbit(t.grad.numpy()))
+    np.testing.assert_array_equal(f.grad.numpy(), t.grad.numpy())
