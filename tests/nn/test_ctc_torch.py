@@ -13,8 +13,6 @@ from tests.helpers import finite_difference
 from tests.nn.torch_compare import TOL, devices
 
 torch = pytest.importorskip("torch")
-# -inf * 0 in the masked recursions (the cpu backend's arithmetic on masked entries)
-pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered in multiply")
 rng = np.random.default_rng(51)
 T, N, C = 9, 3, 5
 PADDED = np.array([[1, 2, 2, 0], [3, 4, 1, 1], [2, 0, 0, 0]])
