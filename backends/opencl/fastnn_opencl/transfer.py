@@ -64,15 +64,14 @@ def to_numpy_many(arrays):
     dense = _DENSE
     rest = []
     for i, x in enumerate(arrays):
-        shape = x.shape
-        strides = dense.get(shape)
-        if strides is None:
-            strides = _dense(shape)
-        if x.strides == strides and x.size:  # the common case
-            found = mapped.get(id(x.dev))
-            if found is None:
-                found = mapped[id(x.dev)] = (host_map.maps(x.dev), [])
-            if found[0] is not None:
+        found = mapped.get(id(x.dev))
+        if found is None:
+            found = mapped[id(x.dev)] = (host_map.maps(x.dev), [])
+        if found[0] is not None and x.size:  # (else _read's general path checks it)
+            strides = dense.get(x.shape)
+            if strides is None:
+                strides = _dense(x.shape)
+            if x.strides == strides:  # the common case
                 found[1].append((i, x))
                 continue
         rest.append(i)
@@ -90,7 +89,7 @@ def to_numpy_many(arrays):
     for table, items in mapped.values():
         if table is None:
             continue
-        views = table.views
+        views = table.views  # (HostMaps.view's lookup inlined: 60 calls cost 7 us)
         for i, x in items:
             data = x.data
             memory = views.get(data.int_ptr)
