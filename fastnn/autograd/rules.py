@@ -220,6 +220,25 @@ def _max(ops, node, grad):
     return (ops.mul(ops.div(mask, count), grad),)
 
 
+@rule("evenly")
+def _evenly(ops, node, grad):
+    """A 0-d value of x (median() and nanmedian() without a dim): its gradient shared
+    evenly by x's elements equal to it, or, a NaN value, by x's NaNs, as PyTorch's."""
+    (x, out) = node.saved
+    dtype = node.attrs
+    mask = ops.add(ops.astype(ops.equal(x, out), dtype),
+                   ops.mul(_nan(ops, x, dtype), _nan(ops, out, dtype)))
+    shape = tuple(x.shape)
+    count = ops.sum(mask, tuple(range(len(shape))), True)
+    share = ops.broadcast_to(ops.div(ops.reshape(grad, (1,) * len(shape)), count), shape)
+    return (ops.where(ops.greater(mask, 0.5), share, 0.0),)
+
+
+def _nan(ops, a, dtype):
+    """1.0 where ``a`` is NaN (not equal to itself), else 0.0 (or -0.0)."""
+    return ops.neg(ops.sub(ops.astype(ops.equal(a, a), dtype), 1.0))
+
+
 @rule("reshape")
 def _reshape(ops, node, grad):
     return (ops.reshape(grad, node.attrs),)

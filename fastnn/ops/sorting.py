@@ -17,6 +17,7 @@ import numpy as np
 from fastnn import return_types
 from fastnn.api import dtypes
 from fastnn.api.args import flag
+from fastnn.autograd.engine import attach
 from fastnn.ops import movement
 from fastnn.ops.gathering import gather_tensor
 from fastnn.ops.shaping import axis_index
@@ -134,6 +135,14 @@ def kthvalue(x: Tensor, k, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNS
     return return_types.kthvalue(*take(x1, a, index, keep, x.ndim == 0))
 
 
+def evenly(flat: Tensor, value: Tensor) -> Tensor:
+    """``value``, an element of the 1-d ``flat``, as a 0-d result of ``flat`` whose gradient
+    is shared evenly by the elements equal to it (by the NaNs, for NaN), as PyTorch's
+    median() and nanmedian() without a dim (with one, the gradient goes to the index)."""
+    out = Tensor._make(value._data, value._dtype, value._device)
+    return attach(out, "evenly", (flat,), (flat._data, out._data), flat._dtype.name)
+
+
 def _median_index(values: np.ndarray, axis: int) -> np.ndarray:
     """The index of the lower median along ``axis`` (size 1 there), or of the first NaN."""
     n = values.shape[axis]
@@ -156,7 +165,7 @@ def median(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET):
         if not x.numel():
             return full((), float("nan"), x.dtype, x.device)
         flat = movement.reshape(x, (-1,))
-        return take(flat, 0, _median_index(host(flat), 0), False, False)[0]
+        return evenly(flat, take(flat, 0, _median_index(host(flat), 0), False, False)[0])
     a = axis_index("median", dim, x.ndim)
     x1 = as_1d(x)
     if x1.shape[a] == 0:

@@ -21,7 +21,7 @@ from fastnn.ops.gathering import gather_tensor
 from fastnn.ops.joining import stack
 from fastnn.ops.reduction import norm
 from fastnn.ops.shaping import axis_index
-from fastnn.ops.sorting import as_1d, check_tensor, host, index_tensor, sort
+from fastnn.ops.sorting import as_1d, check_tensor, evenly, host, index_tensor, sort
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor, tensor
 from fastnn.ops.viewing import diagonal
@@ -137,7 +137,7 @@ def nanmedian(x: Tensor, dim=None, keepdim=False):
     where = index_tensor(np.maximum(count - 1, 0) // 2, x)
     picked = gather_tensor(ordered.values, axis, where)
     if dim is None:
-        return movement.reshape(picked, ())
+        return evenly(data, movement.reshape(picked, ()))
     index = gather_tensor(ordered.indices, axis, where)
     return return_types.nanmedian(_shaped(picked, x, axis, dim, keepdim),
                                _shaped(index, x, axis, dim, keepdim))

@@ -14,7 +14,8 @@ CORE_ONLY_RULES = {"transfer", "linear", "call_hook", "as_strided", "conv_transp
                    "lstm_sequence", "gru_sequence", "attention_packed", "custom_function",
                    "custom_function_output", "once_differentiable",
                    "select",  # x[1]: the slice hook, then reshape (one view, one node)
-                   "clone"}  # x * 1 whose node keeps nothing of x (PyTorch's CloneBackward)
+                   "clone",  # x * 1 whose node keeps nothing of x (PyTorch's CloneBackward)
+                   "evenly"}  # median(): an element whose gradient ties share, as PyTorch's
 
 
 # the cases of hooks; the others check ops composed of primitives (Case.composite)

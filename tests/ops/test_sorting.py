@@ -196,3 +196,19 @@ def test_on_views_of_other_tensors(device):
                                       np.maximum.accumulate(ref, -1))
         np.testing.assert_array_equal(view.topk(2, -1, largest=False).values.numpy(),
                                       np.sort(ref, -1)[..., :2])
+
+
+@pytest.mark.parametrize("data", [
+    [[2.0, 1.0, 2.0, 0.0, 1.0, 2.0], [1.0, 1.0, 3.0, 3.0, 0.0, 1.0]],  # a tied median
+    [[NAN, 1.0, NAN], [0.0, 1.0, 2.0]],  # median(): NaN, shared by the NaNs
+    [[-float("inf"), -float("inf"), 1.0, 2.0]]])
+@pytest.mark.parametrize("op", ["median", "nanmedian"])
+def test_median_without_a_dim_shares_its_gradient_evenly(op, data):
+    """PyTorch's median() and nanmedian() share the gradient evenly among the elements
+    equal to the value (with a dim, it goes to the index instead)."""
+    data = np.array(data)
+    x, xt = fnn.tensor(data, requires_grad=True), torch.tensor(data, requires_grad=True)
+    (getattr(x, op)() * -3.0).backward()
+    (getattr(xt, op)() * -3.0).backward()
+    np.testing.assert_array_equal(x.grad.numpy(), xt.grad.numpy())
+    np.testing.assert_array_equal(np.signbit(x.grad.numpy()), np.signbit(xt.grad.numpy()))
