@@ -83,30 +83,29 @@ def max_pool2d(ops, x, kernel, stride, padding, dilation, output_size):
 
 
 def max_pool2d_backward(ops, x, out, grad, kernel, stride, padding, dilation):
-    if (_tiling(x.shape, kernel, stride, padding, dilation, out.shape[2:])
-            and math.prod(out.shape)):
-        n, c, oh, ow = out.shape
-        tiles = _tiles(ops, x, kernel, (oh, ow))
-        hits = ops.astype(ops.equal(tiles, ops.reshape(out, (n, c, oh, 1, ow, 1))),
-                          str(x.dtype))
-        count = ops.maximum(ops.sum(hits, (3, 5), True), 1.0)
-        share = ops.div(ops.reshape(grad, (n, c, oh, 1, ow, 1)), count)
-        return ops.reshape(ops.mul(hits, share), tuple(x.shape))
     dx = _full_like(ops, x, tuple(x.shape), 0.0)
     if not math.prod(out.shape):
         return dx
     dtype = str(x.dtype)
     found = taps(x.shape[2:], kernel, stride, padding, dilation, out.shape[2:])
-    masks = []
-    count = _full_like(ops, out, tuple(out.shape), 0.0)
-    for (ri, ci), (rows, cols) in found:
-        m = ops.astype(ops.equal(_region(ops, x, rows, cols), _window(ops, out, ri, ci)), dtype)
-        masks.append(m)
-        count = _window(ops, count, ri, ci, ops.add(_window(ops, count, ri, ci), m))
-    share = ops.div(grad, ops.maximum(count, 1.0))
-    for ((ri, ci), (rows, cols)), m in zip(found, masks):
-        part = ops.mul(m, _window(ops, share, ri, ci))
-        n, c = dx.shape[:2]
+    # each window's gradient goes to one position, PyTorch's index: the first (row-major)
+    # equal to its max, else (a NaN max, equal to nothing) its last NaN. waiting: 1 where
+    # a window is not served yet; picks: per tap, 1 where it serves its window
+    waiting = _full_like(ops, out, tuple(out.shape), 1.0)
+    picks = [None] * len(found)
+    for k in list(range(len(found))) + list(reversed(range(len(found)))):
+        (ri, ci), (rows, cols) = found[k]
+        region, wait = _region(ops, x, rows, cols), _window(ops, waiting, ri, ci)
+        if picks[k] is None:
+            match = ops.astype(ops.equal(region, _window(ops, out, ri, ci)), dtype)
+        else:  # the second pass, backwards: 1 at a NaN (not equal to itself), else 0
+            match = ops.neg(ops.sub(ops.astype(ops.equal(region, region), dtype), 1.0))
+        hit = ops.mul(match, wait)
+        waiting = _window(ops, waiting, ri, ci, ops.sub(wait, hit))
+        picks[k] = hit if picks[k] is None else ops.add(picks[k], hit)
+    n, c = dx.shape[:2]
+    for ((ri, ci), (rows, cols)), pick in zip(found, picks):
+        part = ops.where(ops.greater(pick, 0.5), _window(ops, grad, ri, ci), 0.0)
         starts, stops = (0, 0, rows[0], cols[0]), (n, c, rows[1], cols[1])
         steps = (1, 1, rows[2], cols[2])
         dx = ops.slice_scatter(dx, ops.add(ops.slice(dx, starts, stops, steps), part),

@@ -56,9 +56,10 @@ def max_pool2d(x: Array, kernel: Shape, stride: Shape, padding: Shape, dilation:
 def max_pool2d_backward(x: Array, out: Array, grad: Array, kernel: Shape, stride: Shape,
                         padding: Shape, dilation: Shape) -> Array:
     """dL/dx (x's shape) of ``out = max_pool2d(x, ...)`` given grad = dL/dout: each window's
-    gradient is shared evenly by its input positions equal to its max (ties share, as the
-    core's ``max`` does); where windows overlap, the shares add up. A window whose max is
-    NaN passes no gradient."""
+    gradient goes whole to one input position, the one PyTorch's ``return_indices`` names:
+    the first in the window's row-major order equal to its max (ties do not share), or,
+    in a window whose max is NaN, its last NaN; where windows overlap, the gradients
+    routed to a position add up. Elsewhere dx is +0.0."""
 
 
 # ---------------------------------------------------------------- convolution

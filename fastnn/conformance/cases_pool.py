@@ -1,6 +1,8 @@
 """Conformance cases of the pooling hooks: ``max_pool2d`` through F.max_pool2d (every window
 geometry PyTorch allows: stride, padding, dilation, ceil_mode, 3-D input) and
-``max_pool2d_backward`` at the hook, where ties share a window's gradient evenly.
+``max_pool2d_backward`` at the hook, where each window's gradient goes to the one position
+PyTorch's index names (ties: the first in the window's row-major order; a NaN max: the
+last NaN).
 
 The reference visits every window of every plane in float64.
 """
@@ -50,14 +52,26 @@ def _windows(shape, kernel, stride, padding, dilation, ceil_mode):
     return (oh, ow), found
 
 
+def _picks(block, top):
+    """Per window, the position PyTorch's index names in ``block`` (..., positions, in the
+    window's row-major order) whose max is ``top``: the first equal to it, or, where the max
+    is NaN, the last NaN."""
+    first = np.argmax(block == top[..., None], axis=-1)
+    last_nan = block.shape[-1] - 1 - np.argmax(np.isnan(block)[..., ::-1], axis=-1)
+    return np.where(np.isnan(top), last_nan, first)
+
+
 def max_pool2d_ref(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    """The max of each window, the element at PyTorch's index (of a tie of -0.0 and +0.0,
+    the first)."""
     geometry = _geometry(kernel_size, stride, padding, dilation)
     (oh, ow), found = _windows(x.shape, *geometry, ceil_mode)
     out = np.empty(x.shape[:-2] + (oh, ow))
     for i, j, rows, cols in found:
         block = x[..., rows, :][..., cols].reshape(x.shape[:-2] + (len(rows) * len(cols),))
-        top = block.max(axis=-1)
-        out[..., i, j] = np.where(np.isnan(block).any(axis=-1), NAN, top)
+        top = np.where(np.isnan(block).any(axis=-1), NAN, block.max(axis=-1))
+        pick = _picks(block, top)
+        out[..., i, j] = np.take_along_axis(block, pick[..., None], axis=-1)[..., 0]
     return out
 
 
@@ -67,11 +81,12 @@ def max_pool2d_grad_ref(x, kernel_size, stride=None, padding=0, dilation=1, ceil
     out = max_pool2d_ref(x, kernel_size, stride, padding, dilation, ceil_mode)
     _, found = _windows(x.shape, *geometry, ceil_mode)
     dx = np.zeros_like(x)
+    lead = x.shape[:-2]
     for i, j, rows, cols in found:
-        r, c = np.meshgrid(rows, cols, indexing="ij")
-        hits = x[..., r, c] == out[..., i, j][..., None, None]
-        share = grad_out[..., i, j] / np.maximum(hits.sum(axis=(-2, -1)), 1)
-        np.add.at(dx, (Ellipsis, r, c), hits * share[..., None, None])
+        r, c = (a.reshape(-1) for a in np.meshgrid(rows, cols, indexing="ij"))
+        pick = _picks(x[..., r, c], out[..., i, j])
+        for at in np.ndindex(*lead):
+            dx[at + (r[pick[at]], c[pick[at]])] += grad_out[at + (i, j)]
     return (dx,)
 
 
@@ -124,8 +139,8 @@ register(Case("max_pool2d", run=lambda x, **p: F.max_pool2d(x, **p), ref=max_poo
 
 
 def _check_backward(device, dtype, rng):
-    """The hook itself: ties shared evenly, overlapping windows adding up, a non-contiguous
-    input and a broadcast gradient."""
+    """The hook itself: ties (the first position takes the gradient), NaN windows (the last
+    NaN), overlapping windows adding up, a non-contiguous input and a broadcast gradient."""
     ops = device.ops
     rtol, atol = GRADIENT[dtype]
 
@@ -140,8 +155,10 @@ def _check_backward(device, dtype, rng):
                                                       params.get("padding", 0),
                                                       params.get("dilation", 1))
         ceil_mode = params.get("ceil_mode", False)
-        for layout in ("ties", "transposed", "broadcast grad"):
-            x = np.round(rng.normal(size=shape), 0 if layout == "ties" else 6)
+        for layout in ("ties", "NaN", "transposed", "broadcast grad"):
+            x = np.round(rng.normal(size=shape), 0 if layout in ("ties", "NaN") else 6)
+            if layout == "NaN":  # windows holding one NaN and windows holding several
+                x[rng.random(shape) < 0.2] = NAN
             x = x.astype(dtype).astype(np.float64)
             if layout == "transposed":
                 dx = ops.transpose(put(x.transpose(0, 1, 3, 2)), (0, 1, 3, 2))

@@ -7,9 +7,9 @@ pooled (H, W) plane flattened into a width, (N, C, D, H'*W'), with a (KD, 1) win
 output size per axis is the 2-D op's (``ceil_mode`` included), and so are the gradients:
 
 - max: the max over the box is the max over depth of the maxima over (H, W); padding
-  takes no part in either. Tied maxima share a window's gradient evenly in each stage (so
-  a tie across depth and one within a plane split differently from one even share; the
-  total is the same; PyTorch gives it all to one of them);
+  takes no part in either. Each stage gives a window's gradient to one position, the
+  first equal to its max (a NaN window's last NaN), so the two pick the box's first max
+  in row-major (d, h, w) order (its last NaN): PyTorch's index, ties included;
 - average: the sum over the box divided by KD*KH*KW, or with
   ``count_include_pad=False`` by the count of real elements, which for a box is the
   product of the per-axis counts; ``divisor_override`` rescales the full-box mean;

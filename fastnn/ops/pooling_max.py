@@ -3,7 +3,8 @@
 - indices (``return_indices``) as :mod:`fastnn.ops.pooling_indices` picks them;
 - adaptive max pooling: window i along an axis of length L covers
   [floor(i*L/out), ceil((i+1)*L/out)); when out divides L that is max_pool2d with
-  kernel = stride = L/out, else one max per window (ties share the gradient, as ``amax``).
+  kernel = stride = L/out, else the values at the indices of each window's max, gathered:
+  either way each window's gradient goes to the one element its index names (ties too).
 - ``max_unpool1d/2d`` (3d: :mod:`fastnn.ops.pooling3d_max`): zeros of the output size
   with each value scattered to its index; an index that overlapping windows repeat
   (always with the same value) is written once, and each repeat gets that position's
@@ -20,6 +21,7 @@ from fastnn.ops.conv import pair
 from fastnn.ops.conv3d import triple
 from fastnn.ops.creation import full_like, zeros_like
 from fastnn.ops.elementwise import where
+from fastnn.ops.gathering import take_along_dim
 from fastnn.ops.joining import stack
 from fastnn.ops.movement import reshape
 from fastnn.ops.pooling import _as_2d, _from_2d, _spatial, max_pool2d
@@ -56,22 +58,23 @@ def _adaptive_max(op, x, dims, output_size, return_indices):
             return _from_2d(result[0], dims), _from_2d(result[1], dims)
         return _from_2d(result, dims)
     rows, cols = _bounds(h, oh), _bounds(w, ow)
-    out = stack([stack([amax(x[..., h0:h1, w0:w1], axis=(-2, -1)) for w0, w1 in cols], axis=-1)
-                 for h0, h1 in rows], axis=-2)
-    if not return_indices:
-        return _from_2d(out, dims)
-    with no_grad():
+    with no_grad():  # the index of each window's max, then the values gathered there
         x4 = x.detach() if x.ndim == 4 else reshape(x.detach(), (1,) + x.shape)
-        out4 = reshape(out.detach(), x4.shape[:2] + (oh, ow))
         picked = []
-        for i, (h0, h1) in enumerate(rows):
-            for j, (w0, w1) in enumerate(cols):
+        for h0, h1 in rows:
+            for w0, w1 in cols:
                 window = reshape(x4[:, :, h0:h1, w0:w1], x4.shape[:2] + ((h1 - h0) * (w1 - w0),))
+                top = amax(window, axis=-1, keepdims=True)
                 flat = (np.arange(h0, h1)[:, None] * w + np.arange(w0, w1)[None, :]).reshape(-1)
                 inside = _constant_bool(np.ones(flat.shape, bool), x4)
-                picked.append(_pick(window, out4[:, :, i:i + 1, j], inside, _int64(flat, x4)))
-        index = reshape(stack(picked, axis=-1), out.shape)
-    return _from_2d(out, dims), _from_2d(index, dims)
+                picked.append(_pick(window, top, inside, _int64(flat, x4)))
+        index = reshape(stack(picked, axis=-1), x.shape[:-2] + (oh * ow,))
+    # (a gather: each window's gradient goes to the one element, as PyTorch's)
+    out = take_along_dim(reshape(x, x.shape[:-2] + (h * w,)), index, axis=-1)
+    out = reshape(out, x.shape[:-2] + (oh, ow))
+    if not return_indices:
+        return _from_2d(out, dims)
+    return _from_2d(out, dims), _from_2d(reshape(index, out.shape), dims)
 
 
 @public()

@@ -1,7 +1,7 @@
 """Max pooling's ceil_mode, padding, dilation and return_indices, adaptive max and average
 pooling with sizes that do not divide, and max unpooling, against PyTorch: outputs,
-indices and gradients (inputs without ties, where PyTorch's one-winner rule and fastnn's
-shared ties agree)."""
+indices and gradients, with ties and NaN windows too (each window's gradient goes to the
+one element its index names, as PyTorch's)."""
 
 from __future__ import annotations
 
@@ -67,10 +67,43 @@ def test_indices_of_nan_and_minus_inf_windows():
     np.testing.assert_array_equal(ours[1].numpy(), theirs[1].numpy())
 
 
-def test_ties_share_the_gradient():
-    x = fnn.tensor(np.array([[[[1.0, 1.0], [1.0, 0.0]]]]), requires_grad=True)
+def _ties(shape, seed=2, nan=False):
+    """Small integers (windows of tied maxima), with NaNs at random where ``nan``."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 3, size=shape).astype(np.float64)
+    if nan:
+        x[rng.random(shape) < 0.15] = np.nan
+    return x
+
+
+@pytest.mark.parametrize("nan", [False, True])
+@pytest.mark.parametrize("shape,params", MAX_2D)
+def test_max_pool2d_ties_route_to_the_index(shape, params, nan):
+    _pair(lambda t: F.max_pool2d(t, return_indices=True, **params),
+          lambda t: TF.max_pool2d(t, return_indices=True, **params), _ties(shape, nan=nan),
+          indices=True)
+
+
+@pytest.mark.parametrize("nan", [False, True])
+@pytest.mark.parametrize("op,shape,args", [
+    ("max_pool1d", (2, 3, 11), dict(kernel_size=3, stride=2, padding=1)),
+    ("max_pool3d", (2, 2, 5, 6, 6), dict(kernel_size=2)),
+    ("max_pool3d", (1, 2, 5, 6, 7), dict(kernel_size=3, stride=2, padding=1)),
+    ("adaptive_max_pool2d", (2, 3, 7, 9), dict(output_size=(3, 4))),
+    ("adaptive_max_pool2d", (2, 3, 8, 8), dict(output_size=4)),
+    ("adaptive_max_pool1d", (2, 3, 10), dict(output_size=3)),
+    ("adaptive_max_pool3d", (1, 2, 5, 6, 7), dict(output_size=(2, 3, 4)))])
+def test_max_pools_ties_route_to_one_element(op, shape, args, nan):
+    """PyTorch gives a window's gradient whole to the element its index names (the first
+    max in row-major order, the last NaN of a NaN window), not shared among ties."""
+    _pair(lambda t: getattr(F, op)(t, **args), lambda t: getattr(TF, op)(t, **args),
+          _ties(shape, nan=nan))
+
+
+def test_tied_window_gradient_to_its_first_max():
+    x = fnn.tensor(np.array([[[[0.0, 1.0], [1.0, 1.0]]]]), requires_grad=True)
     F.max_pool2d(x, 2).sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), [[[[1 / 3, 1 / 3], [1 / 3, 0.0]]]])
+    np.testing.assert_array_equal(x.grad.numpy(), [[[[0.0, 1.0], [0.0, 0.0]]]])
 
 
 @pytest.mark.parametrize("shape,size", [((2, 3, 7, 9), (3, 4)), ((2, 3, 8, 8), (4, 2)),

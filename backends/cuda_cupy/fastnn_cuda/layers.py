@@ -2,8 +2,9 @@
 ``cu/layers.cu``.
 
 - max pooling: one launch forward (one thread per output, x read through its strides);
-  backward two: each window's share of its gradient (ties share evenly), then each input
-  gathers the shares of the windows whose max it equals (no atomics, deterministic);
+  backward two: the position each window's gradient goes to (PyTorch's index: the first
+  equal to the max, the last NaN of a NaN window), then each input gathers the gradients
+  of the windows that picked it (no atomics, deterministic);
 - batch norm: one launch forward and one backward, a block per channel (sums in double);
 - LSTM/GRU layers: the input projection of all steps is one GEMM; each step is one GEMM
   (cuBLAS, through cupy) and one fused cell kernel, forward and backward; the weight
@@ -61,16 +62,16 @@ def max_pool2d_backward(x, out, grad, kernel, stride, padding, dilation):
     if not _kernel_dtype(x, out, grad):
         return composite_pool.max_pool2d_backward(_own_hooks(), x, out, grad, kernel, stride,
                                                   padding, dilation)
-    out = cp.ascontiguousarray(out)
     share = cp.empty(out.shape, dtype=x.dtype)
+    pick = cp.empty(out.shape, dtype=cp.int64)
     dx = cp.empty(x.shape, dtype=x.dtype)
     geometry = _geometry(x.shape, out.shape, kernel, stride, padding, dilation)
     device = x.device.id
     kernels.launch_flat("max_pool2d_share", x.dtype, device, out.size,
-                        (x, out, grad, share, *geometry, *_strides(x), *_strides(grad),
+                        (x, grad, share, pick, *geometry, *_strides(x), *_strides(grad),
                          out.size))
     kernels.launch_flat("max_pool2d_backward", x.dtype, device, x.size,
-                        (x, out, share, dx, *geometry, *_strides(x), x.size))
+                        (share, pick, dx, *geometry, x.size))
     return dx
 
 

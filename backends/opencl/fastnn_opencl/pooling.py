@@ -1,9 +1,10 @@
 """2-d max pooling, forward and backward, as direct kernels (``kernels/pooling.cl``).
 
-The forward pass is one launch (one work-item per output); the backward pass two: each
-window's gradient divided by its count of positions equal to the max (ties share it
-evenly), then one work-item per input row adding up the shares of the windows that hold
-it (no atomics, so overlapping windows add up in a fixed order). Windows that tile the
+The forward pass is one launch (one work-item per output); the backward pass two: the
+position each window's gradient goes to (PyTorch's index: the first equal to the max, the
+last NaN of a NaN window), then one work-item per input row adding up the gradients of
+the windows that picked its positions (no atomics, so overlapping windows add up in a
+fixed order). Windows that tile the
 input (2x2 stride 2) take one backward launch that writes each window's block whole.
 (A row-per-work-item forward for them measured 1.2-1.6x slower than the per-output one.)
 """
@@ -56,7 +57,7 @@ def max_pool2d(x, kernel, stride, padding, dilation, output_size):
 
 @hookimpl
 def max_pool2d_backward(x, out, grad, kernel, stride, padding, dilation):
-    x, out, grad = _dense(x), _dense(out), _dense(grad)
+    x, grad = _dense(x), _dense(grad)  # (out: only its shape is read)
     dev = x.dev
     dx = dev.empty(x.shape, grad.dtype)
     if dx.size == 0:
@@ -68,19 +69,17 @@ def max_pool2d_backward(x, out, grad, kernel, stride, padding, dilation):
     planes = x.shape[0] * x.shape[1]
     geometry = _geometry(x.shape, out.shape, kernel, stride, padding, dilation)
     defines = (("T", CL_TYPES[x.dtype]),)
-    if _tiles(geometry):  # one launch, no share buffer: 4.3 -> 1.3 ms at (64, 16, 28, 28), 2x2
+    if _tiles(geometry):  # one launch, no pick buffer: 4.3 -> 1.3 ms at (64, 16, 28, 28), 2x2
         k = dev.kernel(FILE, "k_maxpool_tiled_back", defines,
-                       _GEOMETRY + [_I, None, _I, None, _I, None, _I, None])
+                       _GEOMETRY + [_I, None, _I, None, _I, None])
         k(dev.queue, (rounded(planes * out.shape[2]),), None, *geometry, planes, x.data,
-          x.offset, out.data, out.offset, grad.data, grad.offset, dx.data)
+          x.offset, grad.data, grad.offset, dx.data)
         return dx
-    share = dev.empty(out.shape, grad.dtype)
-    k = dev.kernel(FILE, "k_maxpool_share", defines,
-                   _GEOMETRY + [_I, None, _I, None, _I, None, _I, None])
+    pick = dev.empty(out.shape, "int32")
+    k = dev.kernel(FILE, "k_maxpool_pick", defines, _GEOMETRY + [_I, None, _I, None])
     k(dev.queue, (rounded(planes * out.shape[2]),), None, *geometry, planes, x.data, x.offset,
-      out.data, out.offset, grad.data, grad.offset, share.data)
-    k = dev.kernel(FILE, "k_maxpool_back", defines,
-                   _GEOMETRY + [_I, None, _I, None, _I, None, None])
-    k(dev.queue, (rounded(planes * x.shape[2]),), None, *geometry, planes, x.data, x.offset,
-      out.data, out.offset, share.data, dx.data)
+      pick.data)
+    k = dev.kernel(FILE, "k_maxpool_back", defines, _GEOMETRY + [_I, None, None, _I, None])
+    k(dev.queue, (rounded(planes * x.shape[2]),), None, *geometry, planes, pick.data,
+      grad.data, grad.offset, dx.data)
     return dx

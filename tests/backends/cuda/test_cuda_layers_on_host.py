@@ -77,7 +77,7 @@ def test_max_pool2d_forward_and_backward(on_host, case):
     shape, k, s, p, d, ceil = case
     out_size = _out_size(shape, k, s, p, d, ceil)
     x = np.round(rand(shape[:1] + shape[2:] + shape[1:2], 1), 1).transpose(0, 3, 1, 2)
-    x[0, 0, 1, 1] = np.nan  # a NaN window: NaN out, no gradient
+    x[0, 0, 1, 1] = np.nan  # a NaN window: NaN out, its gradient to the NaN
     x = _dev(x)  # strided (channels last) with ties from the rounding
     out = layers.max_pool2d(x, k, s, p, d, out_size)
     want = composite_pool.max_pool2d(CPU, np.asarray(x), k, s, p, d, out_size)

@@ -48,41 +48,46 @@ __device__ void max_pool2d_forward_body(const T* x, T* out, PoolGeometry g, i64 
     }
 }
 
-// share[o] = grad[o] / max(1, the window's positions equal to its max); grad through strides
+// pick[o]: the in-plane index h * W + w that window o's gradient goes to, PyTorch's index:
+// visiting the window in row-major order, the first position, then any later one greater
+// than the best so far or NaN (ties keep the first; a NaN window, its last NaN);
+// share[o] = grad[o], read through grad's strides
 template <typename T>
-__device__ void max_pool2d_share_body(const T* x, const T* out, const T* grad, T* share,
+__device__ void max_pool2d_share_body(const T* x, const T* grad, T* share, i64* pick,
                                       PoolGeometry g, i64 xsn, i64 xsc, i64 xsh, i64 xsw,
                                       i64 gsn, i64 gsc, i64 gsh, i64 gsw, i64 total) {
     for (i64 idx = FLAT_FIRST; idx < total; idx += FLAT_STEP) {
         const i64 j = idx % g.OW, i = (idx / g.OW) % g.OH;
         const i64 c = (idx / (g.OW * g.OH)) % g.C, n = idx / (g.OW * g.OH * g.C);
         const T* plane = x + n * xsn + c * xsc;
-        const T m = out[idx];
-        T count = T(0);
+        T best = T(0);
+        i64 at = -1;
         for (i64 a = 0; a < g.kh; ++a) {
             const i64 h = i * g.sh - g.ph + a * g.dh;
             if (h < 0 || h >= g.H) continue;
             for (i64 b = 0; b < g.kw; ++b) {
                 const i64 w = j * g.sw - g.pw + b * g.dw;
                 if (w < 0 || w >= g.W) continue;
-                if (plane[h * xsh + w * xsw] == m) count += T(1);
+                const T v = plane[h * xsh + w * xsw];
+                if (at < 0 || v > best || v != v) {
+                    best = v;
+                    at = h * g.W + w;
+                }
             }
         }
-        const T gv = grad[n * gsn + c * gsc + i * gsh + j * gsw];
-        share[idx] = gv / (count > T(1) ? count : T(1));
+        pick[idx] = at;
+        share[idx] = grad[n * gsn + c * gsc + i * gsh + j * gsw];
     }
 }
 
-// dx[n, c, h, w] (contiguous): the shares of the windows whose max x[n, c, h, w] equals
+// dx[n, c, h, w] (contiguous): the gradients of the windows that picked (h, w)
 template <typename T>
-__device__ void max_pool2d_backward_body(const T* x, const T* out, const T* share, T* dx,
-                                         PoolGeometry g, i64 xsn, i64 xsc, i64 xsh, i64 xsw,
-                                         i64 total) {
+__device__ void max_pool2d_backward_body(const T* share, const i64* pick, T* dx,
+                                         PoolGeometry g, i64 total) {
     for (i64 idx = FLAT_FIRST; idx < total; idx += FLAT_STEP) {
         const i64 w = idx % g.W, h = (idx / g.W) % g.H;
         const i64 c = (idx / (g.W * g.H)) % g.C, n = idx / (g.W * g.H * g.C);
-        const T v = x[n * xsn + c * xsc + h * xsh + w * xsw];
-        const i64 base = (n * g.C + c) * g.OH * g.OW;
+        const i64 base = (n * g.C + c) * g.OH * g.OW, here = h * g.W + w;
         T acc = T(0);
         for (i64 a = 0; a < g.kh; ++a) {
             const i64 num_h = h + g.ph - a * g.dh;
@@ -92,7 +97,7 @@ __device__ void max_pool2d_backward_body(const T* x, const T* out, const T* shar
                 const i64 num_w = w + g.pw - b * g.dw;
                 if (num_w < 0 || num_w % g.sw != 0 || num_w / g.sw >= g.OW) continue;
                 const i64 o = base + i * g.OW + num_w / g.sw;
-                if (v == out[o]) acc += share[o];
+                if (pick[o] == here) acc += share[o];
             }
         }
         dx[idx] = acc;
@@ -269,15 +274,14 @@ __device__ void gru_cell_backward_body(const T* grad_out_t, T* carry, const T* r
         max_pool2d_forward_body<T>(x, out, PoolGeometry{POOL_ARGS}, xsn, xsc, xsh, xsw, total);                    \
     }                                                                                        \
     extern "C" __global__ void max_pool2d_share_##SUFFIX(                                    \
-        const T* x, const T* out, const T* grad, T* share, POOL_PARAMS, i64 xsn, i64 xsc, \
+        const T* x, const T* grad, T* share, i64* pick, POOL_PARAMS, i64 xsn, i64 xsc,       \
         i64 xsh, i64 xsw, i64 gsn, i64 gsc, i64 gsh, i64 gsw, i64 total) {                   \
-        max_pool2d_share_body<T>(x, out, grad, share, PoolGeometry{POOL_ARGS}, xsn, xsc, xsh, xsw, gsn, gsc, gsh,  \
-                                 gsw, total);                                                \
+        max_pool2d_share_body<T>(x, grad, share, pick, PoolGeometry{POOL_ARGS}, xsn, xsc,   \
+                                 xsh, xsw, gsn, gsc, gsh, gsw, total);                       \
     }                                                                                        \
     extern "C" __global__ void max_pool2d_backward_##SUFFIX(                                 \
-        const T* x, const T* out, const T* share, T* dx, POOL_PARAMS, i64 xsn, i64 xsc,   \
-        i64 xsh, i64 xsw, i64 total) {                                                       \
-        max_pool2d_backward_body<T>(x, out, share, dx, PoolGeometry{POOL_ARGS}, xsn, xsc, xsh, xsw, total);        \
+        const T* share, const i64* pick, T* dx, POOL_PARAMS, i64 total) {                    \
+        max_pool2d_backward_body<T>(share, pick, dx, PoolGeometry{POOL_ARGS}, total);        \
     }                                                                                        \
     extern "C" __global__ void batch_norm_forward_##SUFFIX(                                  \
         const T* x, const T* weight, const T* bias, T* out, T* mean, T* var, i64 N, i64 C,   \
