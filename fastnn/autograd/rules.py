@@ -165,8 +165,11 @@ RULES["minimum"] = _select_rule(lambda ops: ops.less)
 @rule("where")
 def _where(ops, node, grad):
     (cond,) = node.saved
-    grad_a = ops.where(cond, grad, 0.0)
-    return None, grad_a, (ops.sub(grad, grad_a) if node.needs[2] else None)
+    grad_a = ops.where(cond, grad, 0.0) if node.needs[1] else None
+    # (b's is a select too, not grad - grad_a: that is NaN where cond holds and the
+    # gradient is inf or NaN there; PyTorch's is 0)
+    grad_b = ops.where(ops.equal(cond, 0), grad, 0.0) if node.needs[2] else None
+    return None, grad_a, grad_b
 
 
 @rule("transfer")
