@@ -13,6 +13,7 @@ import numbers
 
 from fastnn.api.args import flag, real
 from fastnn.ops import elementwise as ew
+from fastnn.ops.mathops import clamp
 from fastnn.ops.reduction import norm
 from fastnn.ops.structure import triu_indices
 from fastnn.ops.table import public
@@ -39,7 +40,7 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, o
     x = _tensor("normalize", "input", input)
     if out is not None:
         raise TypeError("normalize: out= is not supported; assign the result instead")
-    denom = ew.maximum(norm(x, _p("normalize", p), dim, True), real("normalize", "eps", eps))
+    denom = clamp(norm(x, _p("normalize", p), dim, True), min=real("normalize", "eps", eps))
     return ew.div(x, denom)
 
 

@@ -235,28 +235,41 @@ def equal(input, other) -> bool:
     return bool(ew.compare("equal", *ew.align("equal", a.detach(), b.detach())).all().item())
 
 
-def _nan_aware(op: str, input, other, pick):
+def _nan_aware(op: str, input, other, beyond: str):
+    """fmax (``beyond`` "greater") or fmin ("less"): input where it is beyond other or equal
+    to it, or other is NaN; else other. The choice is a where(), so the gradient goes to
+    the operand chosen, ties to input, as PyTorch's."""
     a, b = _tensor(op, input), other
     if isinstance(b, Tensor):
         a, b = ew.align(op, a, b)
-    out = pick(a, b)
+    out = (ew.maximum if beyond == "greater" else ew.minimum)(a, b)
     if not out._dtype.is_floating:
         return out
     if not isinstance(b, Tensor):
-        return a if math.isnan(b) else where(_isnan(a), b, out)
-    return where(_isnan(a), b, where(_isnan(b), a, out))
+        if math.isnan(b):
+            return a
+        if a._dtype is not out._dtype:  # (an integer tensor against a float)
+            a = astype(a, out._dtype)
+    keep = mathops.bitwise_or(ew.compare(beyond, a, b), ew.compare("equal", a, b))
+    if isinstance(b, Tensor):
+        keep = mathops.bitwise_or(keep, _isnan(b))
+    return where(keep, a, b)
 
 
 @public(method=True, top=True)
 def fmax(input, other):
-    """The elementwise maximum that ignores NaN (NaN only where both are NaN)."""
-    return _nan_aware("fmax", _tensor("fmax", input), other, ew.maximum)
+    """The elementwise maximum that ignores NaN (NaN only where both are NaN); the gradient
+    goes to input where input >= other (ties included) or other is NaN, else to other, as
+    PyTorch's."""
+    return _nan_aware("fmax", _tensor("fmax", input), other, "greater")
 
 
 @public(method=True, top=True)
 def fmin(input, other):
-    """The elementwise minimum that ignores NaN (NaN only where both are NaN)."""
-    return _nan_aware("fmin", _tensor("fmin", input), other, ew.minimum)
+    """The elementwise minimum that ignores NaN (NaN only where both are NaN); the gradient
+    goes to input where input <= other (ties included) or other is NaN, else to other, as
+    PyTorch's."""
+    return _nan_aware("fmin", _tensor("fmin", input), other, "less")
 
 
 @public(method=True, top=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from fastnn.api import dtypes
 from fastnn.api.args import real
 from fastnn.api.program import recording
+from fastnn.autograd.grad_mode import no_grad
 from fastnn.ops import activations, movement, nnops
 from fastnn.ops import elementwise as m
 from fastnn.ops.table import public
@@ -212,15 +213,31 @@ def _apply_weight(op: str, per: Tensor, weight) -> Tensor:
     return m.mul(per, weight)
 
 
+_BCE_EPS = 9.999999960041972e-13  # PyTorch's floor of p (1 - p): 1e-12 as a float32
+
+
 @public()
 def binary_cross_entropy(probs: Tensor, target: Tensor, weight=None,
                          reduction: str = "mean") -> Tensor:
     """-(t log p + (1 - t) log(1 - p)) on probabilities p, each log clamped at -100 as
-    PyTorch's (so p = 0 or 1 gives a finite loss)."""
+    PyTorch's (so p = 0 or 1 gives a finite loss). The gradient in p is PyTorch's, (p - t)
+    / max(p (1 - p), 1e-12), finite at p = 0 and 1 too (0 where p = t)."""
     same_shape("binary_cross_entropy", probs, target)
+    lift = None
+    if probs.requires_grad:
+        # at p = 0 or 1, PyTorch's gradient is (p - t) / 1e-12 (not the logs' 0 * inf):
+        # the logs see p there without its gradient, and a term worth 0 brings that one
+        with no_grad():
+            p = probs.detach()
+            edge = m.compare("equal", m.mul(p, m.add(m.neg(p), 1.0)), 0.0)
+            slope = m.where(edge, m.div(m.sub(p, target.detach()), _BCE_EPS), 0.0)
+        lift = m.mul(probs, slope)
+        probs = m.where(edge, p, probs)
     log_p = m.maximum(m.log(probs), -100.0)
     log_q = m.maximum(m.log(m.add(m.neg(probs), 1.0)), -100.0)
     per = m.neg(m.add(m.mul(target, log_p), m.mul(m.add(m.neg(target), 1.0), log_q)))
+    if lift is not None:
+        per = m.add(per, m.sub(lift, lift.detach()))
     return reduce("binary_cross_entropy", _apply_weight("binary_cross_entropy", per, weight),
                   reduction)
 

@@ -36,6 +36,7 @@ from fastnn.ops import elementwise as m
 from fastnn.ops.distance import pairwise_distance
 from fastnn.ops.gathering import gather
 from fastnn.ops.losses import reduce as reduced
+from fastnn.ops.mathops import clamp
 from fastnn.ops.movement import one_hot
 from fastnn.ops.shaping import unsqueeze
 from fastnn.ops.table import public
@@ -67,7 +68,8 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
     _tensors("margin_ranking_loss", input1=input1, input2=input2, target=target)
     _broadcast_shape("margin_ranking_loss", input1, input2, target)
     margin = real("margin_ranking_loss", "margin", margin)
-    per = m.maximum(m.add(m.mul(m.neg(target), m.sub(input1, input2)), margin), 0.0)
+    # (clamp: at 0 the gradient passes, as PyTorch's clamp_min; maximum would halve it)
+    per = clamp(m.add(m.mul(m.neg(target), m.sub(input1, input2)), margin), min=0.0)
     return reduced("margin_ranking_loss", per, reduction)
 
 
@@ -88,7 +90,7 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if flag("triplet_margin_loss", "swap", swap):
         d_neg = m.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
-    per = m.maximum(m.add(m.sub(d_pos, d_neg), margin), 0.0)
+    per = clamp(m.add(m.sub(d_pos, d_neg), margin), min=0.0)
     return reduced("triplet_margin_loss", per, reduction)
 
 
@@ -144,7 +146,8 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, reduction: str = "mean
     pair_weight = tensor((counts[:, :, None] * others[:, None, :]) / c, dtype=input.dtype,
                          device=input.device)
     # hinge[n, j, i] = max(0, 1 - (x[n, j] - x[n, i]))
-    hinge = m.maximum(m.add(m.sub(unsqueeze(rows, 1), unsqueeze(rows, 2)), 1.0), 0.0)
+    # (relu: PyTorch's kernel passes no gradient where the hinge is exactly 0)
+    hinge = activations.relu(m.add(m.sub(unsqueeze(rows, 1), unsqueeze(rows, 2)), 1.0))
     per = movement.sum(m.mul(hinge, pair_weight), (1, 2))
     if input.ndim == 1:
         per = movement.reshape(per, ())
@@ -159,7 +162,7 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
     _tensors("hinge_embedding_loss", input=input, target=target)
     _broadcast_shape("hinge_embedding_loss", input, target)
     margin = real("hinge_embedding_loss", "margin", margin)
-    clamped = m.maximum(m.sub(margin, input), 0.0)
+    clamped = clamp(m.sub(margin, input), min=0.0)
     per = m.add(m.where(target != 1, clamped, 0.0), m.where(target != -1, input, 0.0))
     return reduced("hinge_embedding_loss", per, reduction)
 
@@ -237,7 +240,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     rows = input if input.ndim == 2 else unsqueeze(input, 0)
     labels = movement.reshape(target, (rows.shape[0], 1))
     picked = gather(rows, 1, labels)
-    hinge = m.maximum(m.add(m.sub(rows, picked), margin), 0.0)
+    hinge = activations.relu(m.add(m.sub(rows, picked), margin))  # (0 gradient at 0)
     if p == 2:
         hinge = m.mul(hinge, hinge)
     others = m.sub(1.0, one_hot(movement.reshape(target, (rows.shape[0],)), rows.shape[1],
@@ -271,5 +274,5 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
     d_pos, d_neg = distance(anchor, positive), distance(anchor, negative)
     if flag("triplet_margin_with_distance_loss", "swap", swap):
         d_neg = m.minimum(d_neg, distance(positive, negative))
-    per = m.maximum(m.add(m.sub(d_pos, d_neg), margin), 0.0)
+    per = clamp(m.add(m.sub(d_pos, d_neg), margin), min=0.0)
     return reduced("triplet_margin_with_distance_loss", per, reduction)

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import numbers
 
+from fastnn.autograd.grad_mode import no_grad
 from fastnn.ops import elementwise as m
 from fastnn.ops import movement
 from fastnn.ops.losses import check_reduction, reduce, same_shape
+from fastnn.ops.mathops import clamp
+from fastnn.ops.reduction import norm
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
 
@@ -89,15 +92,24 @@ def kl_div(input: Tensor, target: Tensor, reduction: str = "mean", log_target: b
 
 @public()
 def cosine_similarity(a: Tensor, b: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
-    """sum(a * b, dim) / (max(|a|, eps) max(|b|, eps)), as PyTorch's (a and b broadcast)."""
+    """sum(a * b, dim) / (max(|a|, eps) max(|b|, eps)), as PyTorch's (a and b broadcast;
+    the norms' floor is not differentiated, so a zero vector's gradient is b / (eps |b|),
+    as PyTorch's, not NaN)."""
     for name, value in (("a", a), ("b", b)):
         if not isinstance(value, Tensor):
             raise TypeError(f"cosine_similarity: {name} must be a Tensor, got "
                             f"{type(value).__name__}")
     eps = _positive("cosine_similarity", "eps", eps)
-    norm_a = m.maximum(m.sqrt(movement.sum(m.mul(a, a), dim, True)), eps)
-    norm_b = m.maximum(m.sqrt(movement.sum(m.mul(b, b), dim, True)), eps)
+    norm_a, norm_b = _floored(norm(a, 2, dim, True), eps), _floored(norm(b, 2, dim, True), eps)
     return movement.sum(m.mul(m.div(a, norm_a), m.div(b, norm_b)), dim)
+
+
+def _floored(n: Tensor, eps: float) -> Tensor:
+    """max(n, eps) in value, with n's own gradient (PyTorch clamps its norms in place
+    without recording it); fastnn's norm has gradient 0 at a zero vector."""
+    with no_grad():
+        lift = m.sub(clamp(n, min=eps), n)
+    return m.add(n, lift)
 
 
 @public()
@@ -115,7 +127,7 @@ def cosine_embedding_loss(a: Tensor, b: Tensor, y: Tensor, margin: float = 0.0,
                  m.add(movement.sum(m.mul(b, b), axis), 1e-12))
     cos = m.div(dot, m.sqrt(mags))
     similar = m.add(m.neg(cos), 1.0)
-    dissimilar = m.maximum(m.sub(cos, float(margin)), 0.0)
+    dissimilar = clamp(m.sub(cos, float(margin)), min=0.0)  # (PyTorch's clamp_min)
     # as PyTorch: the similar term where y == 1, the other where y == -1 (else 0)
     per = m.add(m.where(y == 1, similar, 0.0), m.where(y == -1, dissimilar, 0.0))
     return reduce("cosine_embedding_loss", per, reduction)

@@ -133,9 +133,19 @@ def var(x: Tensor, dim=UNSET, unbiased=None, keepdim=UNSET, *, correction=None, 
 @public(method=True, top=True)
 def std(x: Tensor, dim=UNSET, unbiased=None, keepdim=UNSET, *, correction=None, axis=UNSET,
         keepdims=UNSET) -> Tensor:
-    """sqrt(var(x, ...)) (correction=1 by default, as PyTorch)."""
+    """sqrt(var(x, ...)) (correction=1 by default, as PyTorch; where it is 0, its
+    gradient is 0, as PyTorch's, not NaN)."""
     dim, keep = _args("std", dim, axis, keepdim, keepdims)
-    return ew.sqrt(var(x, dim, unbiased, keep, correction=correction))
+    return sqrt_zero(var(x, dim, unbiased, keep, correction=correction))
+
+
+def sqrt_zero(total: Tensor) -> Tensor:
+    """sqrt(total) whose gradient is 0 where total is 0 (as PyTorch's norm and std), not
+    the 0 * inf = NaN of the chain rule: sqrt sees 1 there, and where() passes no gradient
+    back to it."""
+    zero = ew.compare("equal", total, 0.0)
+    safe = ew.where(zero, ew.add(ew.mul(total.detach(), 0.0), 1.0), total)
+    return ew.where(zero, ew.mul(total.detach(), 0.0), ew.sqrt(safe))
 
 
 @public(method=True, top=True)
@@ -198,12 +208,8 @@ def norm(x: Tensor, p=2, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET
         return movement.sum(ew.compare("equal", ew.compare("equal", a, 0.0), 0).to(
             x._dtype), axes, keep)
     if p == 2:
-        # NOTE: the gradient x / norm is 0/0 at a zero norm; PyTorch takes 0 there, and so
-        # does this: sqrt sees 1 where the sum is 0, and where() passes no gradient back
-        total = movement.sum(ew.mul(x, x), axes, keep)
-        zero = ew.compare("equal", total, 0.0)
-        safe = ew.where(zero, ew.add(ew.mul(total.detach(), 0.0), 1.0), total)
-        return ew.where(zero, ew.mul(total.detach(), 0.0), ew.sqrt(safe))
+        # NOTE: the gradient x / norm is 0/0 at a zero norm; PyTorch takes 0 there
+        return sqrt_zero(movement.sum(ew.mul(x, x), axes, keep))
     if p == 1:
         return movement.sum(a, axes, keep)
     return ew.pow(movement.sum(ew.pow(a, float(p)), axes, keep), 1.0 / float(p))
