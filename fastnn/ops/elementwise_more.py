@@ -75,6 +75,8 @@ def copysign(input, other):
     negative = signbit(b)
     magnitude = where(signbit_of(a), ew.neg(a), a)  # |a| whose gradient is sign(a), -0 too
     result = where(negative, ew.neg(magnitude), magnitude)
+    if a._dtype.is_floating and a.requires_grad:  # at a = 0, PyTorch's gradient is 0
+        result = where(ew.compare("equal", a.detach(), 0.0), result.detach(), result)
     # other gets a zero gradient, as PyTorch's (x - 0.0 keeps the sign of a zero x)
     link = where(full(b.shape, False, dtypes.bool_, b._device), b, 0.0)
     return done(ew.sub(result, link), out)

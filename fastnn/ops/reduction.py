@@ -139,13 +139,13 @@ def std(x: Tensor, dim=UNSET, unbiased=None, keepdim=UNSET, *, correction=None, 
     return sqrt_zero(var(x, dim, unbiased, keep, correction=correction))
 
 
-def sqrt_zero(total: Tensor) -> Tensor:
-    """sqrt(total) whose gradient is 0 where total is 0 (as PyTorch's norm and std), not
-    the 0 * inf = NaN of the chain rule: sqrt sees 1 there, and where() passes no gradient
-    back to it."""
+def sqrt_zero(total: Tensor, root=ew.sqrt) -> Tensor:
+    """sqrt(total) (or another ``root``) whose gradient is 0 where total is 0 (as PyTorch's
+    norm and std), not the 0 * inf = NaN of the chain rule: the root sees 1 there, and
+    where() passes no gradient back to it."""
     zero = ew.compare("equal", total, 0.0)
     safe = ew.where(zero, ew.add(ew.mul(total.detach(), 0.0), 1.0), total)
-    return ew.where(zero, ew.mul(total.detach(), 0.0), ew.sqrt(safe))
+    return ew.where(zero, ew.mul(total.detach(), 0.0), root(safe))
 
 
 @public(method=True, top=True)
@@ -212,4 +212,7 @@ def norm(x: Tensor, p=2, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET
         return sqrt_zero(movement.sum(ew.mul(x, x), axes, keep))
     if p == 1:
         return movement.sum(a, axes, keep)
-    return ew.pow(movement.sum(ew.pow(a, float(p)), axes, keep), 1.0 / float(p))
+    # (at a zero vector the root's gradient is 0 * inf; PyTorch takes 0 there)
+    root = 1.0 / float(p)
+    return sqrt_zero(movement.sum(ew.pow(a, float(p)), axes, keep),
+                     lambda t: ew.pow(t, root))

@@ -140,7 +140,7 @@ def std_mean(x, dim=UNSET, unbiased=None, keepdim=UNSET, *, correction=None, axi
     """``(std, mean)`` over ``dim`` (correction=1 by default), as PyTorch's."""
     spread, mean = var_mean(x, dim, unbiased, keepdim, correction=correction, axis=axis,
                             keepdims=keepdims)
-    return ew.sqrt(spread), mean
+    return reduction.sqrt_zero(spread), mean  # (gradient 0 where std is 0, as std's)
 
 
 @public(method=True, top=True)

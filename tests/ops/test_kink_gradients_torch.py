@@ -122,3 +122,33 @@ def test_where_gives_zero_to_the_unselected_side_of_an_infinite_gradient():
     a, b = np.array([0.0, 1.0, 4.0]), np.array([0.0, 2.0, 0.0])
     _agree(lambda x, y: fnn.where(x > 0.5, x.sqrt(), y.sqrt()),
            lambda x, y: torch.where(x > 0.5, x.sqrt(), y.sqrt()), a, b)
+
+
+def test_lp_pool_of_zeros_and_negative_windows():
+    # the root's gradient at 0 is inf; sign's gradient is 0 (not inf * 0) and relu
+    # selects, so the windows of zeros pass 0, as PyTorch's
+    x = np.array([[[0.0, 0.0, 1.0, -2.0, 0.0, 3.0, 0.0, 0.0]]])
+    _agree(lambda t: F.lp_pool1d(t, 2, 2), lambda t: TF.lp_pool1d(t, 2, 2), x)
+    _agree(lambda t: F.lp_pool1d(t * t, 1.5, 2), lambda t: TF.lp_pool1d(t * t, 1.5, 2), x)
+
+
+def test_sign_and_floor_pass_a_zero_gradient_even_an_infinite_one():
+    x = np.array([0.0, 1.0, -4.0])
+    _agree(lambda t: t.sign().abs().sqrt(), lambda t: t.sign().abs().sqrt(), x)
+    _agree(lambda t: (t * 0.0).floor().sqrt(), lambda t: (t * 0.0).floor().sqrt(), x)
+
+
+@pytest.mark.parametrize("p", [3.0, 1.5, 2.0])  # (p < 1: left, see the commit)
+def test_p_norm_of_a_zero_row(p):
+    x = np.array([[0.0, 0.0, 0.0], [1.0, -2.0, 0.5]])
+    _agree(lambda t: t.norm(p=p, dim=1), lambda t: t.norm(p=p, dim=1), x)
+
+
+def test_std_mean_of_a_constant_row():
+    x = np.array([[2.0, 2.0, 2.0], [1.0, 2.0, 4.0]])
+    _agree(lambda t: fnn.std_mean(t, dim=1)[0], lambda t: torch.std_mean(t, dim=1)[0], x)
+
+
+def test_copysign_at_zero():
+    a, b = np.array([0.0, -0.0, 2.0, -2.0, 0.0]), np.array([1.0, -1.0, -1.0, 1.0, -0.0])
+    _agree(fnn.copysign, torch.copysign, a, b)
