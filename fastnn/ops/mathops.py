@@ -85,7 +85,9 @@ def round(x, decimals=0):
     half = ew.compare("equal", frac, 0.5)
     odd = ew.compare("equal", ew.sub(low, ew.mul(floor(ew.mul(low, 0.5)), 2.0)), 1.0)
     up = bitwise_or(ew.compare("greater", frac, 0.5), bitwise_and(half, odd))
-    return ew.add(low, up.to(x._dtype))
+    out = ew.add(low, up.to(x._dtype))
+    # a zero result takes x's sign (-0.5 and -0.0 round to -0.0, as PyTorch and NumPy)
+    return ew.where(ew.compare("equal", out, 0.0), ew.mul(x.detach(), 0.0), out)
 
 
 @public(method=True, top=True)

@@ -132,6 +132,14 @@ def test_round_decimals_as_torch():
         fnn.round(fnn.tensor([1, 2]), decimals=1)
 
 
+def test_round_to_zero_keeps_the_sign():
+    values = np.array([-0.5, -0.0, -0.3, 0.3, 0.5, -1.5])
+    got = fnn.round(fnn.tensor(values)).numpy()
+    want = torch.round(torch.tensor(values)).numpy()
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
 @pytest.mark.parametrize("dtype", ["int32", "int64"])
 def test_shifts_as_torch(device, dtype):
     a = np.array([-8, 5, np.iinfo(dtype).min, np.iinfo(dtype).max, 0, 1])[:, None].astype(dtype)

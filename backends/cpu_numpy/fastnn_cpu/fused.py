@@ -53,7 +53,7 @@ def rms_div(x, eps):
 def bias_act(x, bias, kind, slope):
     z = np.add(x, bias)
     if kind == "relu":
-        return np.maximum(z, 0, out=z)
+        return np.maximum(z.dtype.type(0), z, out=z)  # (zero first: relu(-0.0) = -0.0)
     if kind == "identity":
         return z
     from fastnn_cpu import gelu, leaky_relu, sigmoid, silu, softplus, tanh

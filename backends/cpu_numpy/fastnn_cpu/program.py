@@ -279,7 +279,7 @@ def _direct(call, program, layouts, fastnn_cpu):
     operand, else None."""
     name = call.name
     if name == "relu":
-        fn, extra = np.maximum, None
+        fn, extra = _relu, None
     elif name in DIRECT:
         fn, extra = DIRECT[name]
     else:
@@ -302,9 +302,14 @@ def _direct(call, program, layouts, fastnn_cpu):
     if not shape or nbytes < min(DONATE_MIN, MIN_BYTES) or \
             strides != _c_strides(shape, dtype.itemsize):
         return None
-    if extra is None:  # relu(x) = np.maximum(x, a zero of x's dtype), as the hook
+    if extra is None:  # relu(x) = np.maximum(a zero of x's dtype, x), as the hook
         extra = (dtype.type(0),)
     return fn, extra, dtype, shape, nbytes
+
+
+def _relu(x, zero, out=None):
+    """The relu hook's maximum, zero first (relu(-0.0) = -0.0), into ``out``."""
+    return np.maximum(zero, x, out=out)
 
 
 def _c_strides(shape, itemsize) -> tuple:

@@ -114,8 +114,8 @@ def bias_act(x, bias, kind, slope):
         kernels.launch_planes("bias_act", x.dtype, x.device.id, features, rows, 1, args)
         return out
     z = cp.add(x, bias)
-    if kind == "relu":
-        return cp.maximum(z, 0)
+    if kind == "relu":  # (a select: NaN and -0.0 kept, as PyTorch)
+        return cp.where(z < 0, z.dtype.type(0), z)
     if kind == "identity":
         return z
     if kind == "leaky_relu":

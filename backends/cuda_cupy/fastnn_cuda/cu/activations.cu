@@ -27,7 +27,7 @@ template <typename T> __device__ __forceinline__ T sigmoid_of(T z) {
 
 template <typename T> __device__ __forceinline__ T activate(T z, i64 kind, T slope) {
     switch ((int)kind) {
-        case ACT_RELU: return (z > T(0) || z != z) ? z : T(0);
+        case ACT_RELU: return z < T(0) ? T(0) : z;  // NaN and -0.0 kept, as PyTorch
         case ACT_LEAKY_RELU: return z > T(0) ? z : slope * z;
         case ACT_SIGMOID: return sigmoid_of(z);
         case ACT_TANH: return f_tanh(z);
