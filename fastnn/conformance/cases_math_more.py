@@ -38,8 +38,10 @@ def _xlog1py(x, y):
 
 
 def _fmax_grads(pick):
+    """PyTorch's: a takes the gradient where pick(a, b) (>= for fmax, <= for fmin: ties
+    go to a) or b is NaN, else b."""
     def grads(a, b, g):
-        win = pick(a, b) + 0.5 * (a == b)
+        win = (pick(a, b) | np.isnan(b)).astype(np.float64)
         return g * win, g * (1 - win)
 
     return grads
@@ -68,14 +70,15 @@ binary("xlogy", F.xlogy, _xlogy, lambda a, b, g: (g * np.log(b), g * a / b),
 binary("xlog1py", S.xlog1py, _xlog1py, lambda a, b, g: (g * np.log1p(b), g * a / (1 + b)),
        b_range=(-0.7, 3.0), tol=TRANSCENDENTAL, magnitude=False,
        specials=(_SIGNED, [NAN, INF, 0.0, -1.0, 2.0, -2.0]))
-binary("copysign", F.copysign, np.copysign, lambda a, b, g: (
-    g * np.where(np.signbit(a) == np.signbit(b), 1.0, -1.0), 0 * g), b_kink=True,
+binary("copysign", F.copysign, np.copysign, lambda a, b, g: (  # (0 at a = 0, as PyTorch)
+    g * np.where(a == 0, 0.0, np.where(np.signbit(a) == np.signbit(b), 1.0, -1.0)), 0 * g),
+       b_kink=True,
        tol=EXACT, specials=(_SIGNED, _SIGNED))
 binary("fmod", F.fmod, np.fmod, lambda a, b, g: (g, -g * np.trunc(a / b)),
        a_range=(-5.0, 5.0), b_range=(0.7, 1.9), b_kink=True, tol=TRANSCENDENTAL,
        magnitude=False, specials=([NAN, INF, -INF, 0.0, 1.0, -3.5, 7.25], [NAN, INF, -INF, 1.0,
                                                                             -2.0, 0.5]))
-binary("fmax", F.fmax, np.fmax, _fmax_grads(np.greater), specials=(_SIGNED, _SIGNED))
-binary("fmin", F.fmin, np.fmin, _fmax_grads(np.less), specials=(_SIGNED, _SIGNED))
+binary("fmax", F.fmax, np.fmax, _fmax_grads(np.greater_equal), specials=(_SIGNED, _SIGNED))
+binary("fmin", F.fmin, np.fmin, _fmax_grads(np.less_equal), specials=(_SIGNED, _SIGNED))
 
 composite(*(case for name, case in CASES.items() if name not in _BEFORE))
