@@ -35,11 +35,50 @@ _DTYPES = ["float32", "float64", "float16", "int32", "int64", "bool"]
 # the hooks that are one call of NumPy (one table for every NumPy-like backend:
 # fastnn.api.xp_hooks)
 _ONE_CALL = (
-    "neg", "exp", "abs", "tanh", "add", "sub", "mul", "maximum", "minimum", "greater",
+    "neg", "exp", "abs", "tanh", "sub", "mul", "maximum", "minimum", "greater",
     "less", "equal", "broadcast_to", "floor", "sin", "cos", "bitwise_and", "bitwise_or",
     "bitwise_xor",
 )
 globals().update(xp_hooks(np, _ONE_CALL))
+
+
+#: From this many elements, add() lays a bias-like operand out over a's trailing axes
+#: first (see add).
+ADD_EXPAND_MIN = 1 << 15
+
+
+@hookimpl
+def add(a, b):
+    # NOTE: a bias broadcast over trailing axes, (C, 1) against (N, C, L), runs NumPy's
+    # inner loop once per row of L with a stride-0 operand; the bias laid out over (C, L)
+    # first (a copy of C L elements) runs it over whole contiguous blocks: 51 against
+    # 123 us on (32, 32, 256) float32, the values bit for bit the same.
+    if type(b) is np.ndarray and type(a) is np.ndarray and a.size >= ADD_EXPAND_MIN:
+        if b.size < a.size:
+            b = _laid_out(b, a)
+        elif a.size < b.size:
+            a = _laid_out(a, b)
+    return np.add(a, b)
+
+
+def _laid_out(small, big):
+    """``small`` (broadcasting to ``big``'s shape) made contiguous over the trailing axes
+    from its last axis longer than 1, when its last axis is a broadcast 1 and that block
+    is at most a quarter of ``big``; else ``small`` itself."""
+    if not small.ndim or small.shape[-1] != 1 or big.shape[-1] == 1 or \
+            small.dtype != big.dtype or small.ndim > big.ndim:
+        return small
+    last = small.ndim - 1
+    while last >= 0 and small.shape[last] == 1:
+        last -= 1
+    if last < 0:
+        return small
+    lead = big.ndim - small.ndim
+    shape = (1,) * lead + small.shape[:last + 1] + big.shape[lead + last + 1:]
+    if 4 * math.prod(shape) > big.size:
+        return small
+    # (with big's number of axes: (1, C, L) ran 51 us where (C, L) ran 85)
+    return np.broadcast_to(small.reshape((1,) * lead + small.shape), shape).copy()
 
 
 @hookimpl
