@@ -199,7 +199,7 @@ def reverse_step(model, optimizer, x, y, num_classes: int):
         logits = model(x)
         loss = F.cross_entropy(logits, y)
         # d(mean cross-entropy)/d(logits) = (softmax - one_hot) / batch
-        grad_logits = (F.softmax(logits) - F.one_hot(y, num_classes)) * (1.0 / x.shape[0])
+        grad_logits = (F.softmax(logits, dim=1) - F.one_hot(y, num_classes)) * (1.0 / x.shape[0])
         _, grads = model.reverse(x, grad_logits)
         model.apply(optimizer, grads)
     return logits, loss

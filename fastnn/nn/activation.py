@@ -10,7 +10,6 @@ keeps its own, since its mask must be the forward's:
 from __future__ import annotations
 
 import numbers
-import warnings
 
 from fastnn.api import dtypes
 from fastnn.api.args import integer, nonnegative, real
@@ -18,6 +17,7 @@ from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.linear import check_features
 from fastnn.nn.module import Module, check_grad, check_tensor, const_init
 from fastnn.ops import activations, nnops
+from fastnn.ops.nnops import implicit_dim
 from fastnn.ops.spelling import UNSET, dim_of
 from fastnn.ops.tensor import Tensor, host_rng, rand, zeros
 
@@ -77,17 +77,8 @@ class Softmax(Module):
 
     def forward(self, x):
         check_tensor("Softmax", x)
-        dim = implicit_dim("Softmax", x.ndim) if self.dim is None else self.dim
+        dim = implicit_dim("softmax", x.ndim) if self.dim is None else self.dim
         return nnops.softmax(self._scaled(x), dim)
-
-
-def implicit_dim(name: str, ndim: int) -> int:
-    """PyTorch's dim for a softmax built with dim=None: 0 for a 0-, 1- or 3-D input, else 1,
-    with PyTorch's deprecation warning."""
-    warnings.warn(f"Implicit dimension choice for {name.lower()} has been deprecated. Change "
-                  f"the call to include dim=X as an argument.", stacklevel=3)
-    return 0 if ndim in (0, 1, 3) else 1
-
 
 
 class Swish(Module):

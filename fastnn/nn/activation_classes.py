@@ -223,7 +223,7 @@ class _AlongDim(_Composed):
 class LogSoftmax(_AlongDim):
     """x - logsumexp(x) along ``dim`` (default the last axis, fastnn's API contract); an
     explicit ``dim=None`` picks PyTorch's implicit dim with its deprecation warning (see
-    :func:`~fastnn.nn.activation.implicit_dim`)."""
+    :func:`~fastnn.ops.nnops.implicit_dim`)."""
 
     def __init__(self, dim=-1):
         if dim is None:
@@ -233,7 +233,7 @@ class LogSoftmax(_AlongDim):
             super().__init__(dim)
 
     def _fn(self, x, inplace):
-        dim = implicit_dim("LogSoftmax", x.ndim) if self.dim is None else self.dim
+        dim = implicit_dim("log_softmax", x.ndim) if self.dim is None else self.dim
         return nnops.log_softmax(x, dim)
 
 

@@ -6,8 +6,6 @@ into the input, as PyTorch's."""
 
 from __future__ import annotations
 
-import warnings
-
 from fastnn.api.args import real
 from fastnn.ops import elementwise as ew
 from fastnn.ops import nnops
@@ -85,14 +83,6 @@ def logsigmoid(x):
     return ew.neg(softplus(ew.neg(z)))
 
 
-def implicit_dim(op: str, ndim: int) -> int:
-    """PyTorch's dim for a softmax-like call without one: 0 for 0-, 1- and 3-D input, else
-    1 (with PyTorch's deprecation warning)."""
-    warnings.warn(f"Implicit dimension choice for {op} has been deprecated. Change the call "
-                  f"to include dim=X as an argument.", stacklevel=3)
-    return 0 if ndim in (0, 1, 3) else 1
-
-
 @public()
 def softmin(x, dim=None, dtype=None):
     """softmax(-x) along ``dim`` (PyTorch's implicit dim, with its warning, when None);
@@ -101,7 +91,7 @@ def softmin(x, dim=None, dtype=None):
     if dtype is not None:
         z = astype(z, dtype)
     if dim is None:
-        dim = implicit_dim("softmin", z.ndim)
+        dim = nnops.implicit_dim("softmin", z.ndim)
     return nnops.softmax(ew.neg(z), dim)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 
 from fastnn.api import dtypes
 from fastnn.api.args import integer, nonnegative
@@ -217,11 +218,21 @@ def _axis(op, x, axis):
     return axis % x.ndim
 
 
+def implicit_dim(op: str, ndim: int) -> int:
+    """PyTorch's dim for a softmax-like call without one: 0 for 0-, 1- and 3-D input, else
+    1 (with PyTorch's deprecation warning)."""
+    warnings.warn(f"Implicit dimension choice for {op} has been deprecated. Change the call "
+                  f"to include dim=X as an argument.", stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
 @public(method=True, top=True)
 def softmax(x: Tensor, dim=UNSET, *, axis=UNSET, dtype=None) -> Tensor:
     """exp(x) / sum(exp(x)) along ``dim``, computed stably. A 0-d ``x`` is its own
     row (as PyTorch); a size-0 dim gives an empty result. ``dtype=``: the input
-    converted first (a float16 model's softmax in float32, as in PyTorch)."""
+    converted first (a float16 model's softmax in float32, as in PyTorch). Without a
+    dim, the last axis: the API contract's default (PyTorch's F.softmax would take its
+    deprecated implicit dim, :func:`implicit_dim`, which nn.Softmax(dim=None) keeps)."""
     if (type(dim) is int and axis is UNSET and dtype is None and isinstance(x, Tensor)
             and x._dtype.is_floating):
         data = x._data  # the common call, checked here at once
@@ -250,7 +261,7 @@ def softmax(x: Tensor, dim=UNSET, *, axis=UNSET, dtype=None) -> Tensor:
 def log_softmax(x: Tensor, dim=UNSET, *, axis=UNSET, dtype=None) -> Tensor:
     """x - logsumexp(x) along ``dim``, computed stably. A 0-d ``x`` is its own
     row (as PyTorch); a size-0 dim gives an empty result. ``dtype=``: the input
-    converted first."""
+    converted first. Without a dim, the last axis, as :func:`softmax`."""
     x = _normalized_input("log_softmax", x, dtype)
     axis = dim_of("log_softmax", dim, axis, -1)
     if x.ndim == 0:

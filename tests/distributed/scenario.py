@@ -78,7 +78,7 @@ def train(backend: str, path: str, optimizer: str, comm=None) -> dict:
         else:
             with fnn.no_grad():
                 logits = net(x)
-                grad = (F.softmax(logits) - F.one_hot(y, CLASSES)) * (1.0 / len(idx))
+                grad = (F.softmax(logits, dim=1) - F.one_hot(y, CLASSES)) * (1.0 / len(idx))
                 _, grads = net.reverse(x, grad)
                 net.apply(opt, grads)
     return {name: np.asarray(value, dtype=np.float64) for name, value in net.state_dict().items()}

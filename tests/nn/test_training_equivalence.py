@@ -24,7 +24,7 @@ def _data():
 def _ce_grad(logits, targets):
     """dL/dlogits of mean cross-entropy, (softmax - one_hot) / N, written with tensor ops."""
     with fnn.no_grad():
-        probs = F.softmax(logits)
+        probs = F.softmax(logits, dim=-1)
         return (probs - F.one_hot(targets, logits.shape[1])) * (1.0 / logits.shape[0])
 
 
