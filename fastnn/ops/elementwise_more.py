@@ -13,7 +13,7 @@ from fastnn.api import dtypes
 from fastnn.ops import elementwise as ew
 from fastnn.ops import mathops
 from fastnn.ops.core import astype
-from fastnn.ops.special import done, lift, pair, signbit_of
+from fastnn.ops.special import done, lift, pair, pick, signbit_of
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor, full
 
@@ -40,6 +40,19 @@ def log10(x):
     """Base-10 logarithm (exact at the powers of 10 a float holds exactly)."""
     x, out = lift("log10", x)
     return done(mathops.exact_log(x, 10.0), out)
+
+
+@public(method=True, top=True)
+def angle(x):
+    """The argument of real x: pi where x < 0, else 0 (-0.0 too), NaN at NaN; integers give
+    the default float dtype. Its gradient is 0, as PyTorch's for real input."""
+    x, out = lift("angle", x)
+    detached = x.detach()
+    arg = where(_isnan(detached), detached,
+                pick(ew.compare("less", detached, 0.0), math.pi, 0.0, detached))
+    # tied to x with a zero gradient, so that it still requires grad (as PyTorch's)
+    link = where(full(x.shape, False, dtypes.bool_, x._device), x, 0.0)
+    return done(ew.sub(arg, link), out)
 
 
 @public(method=True, top=True)

@@ -209,3 +209,18 @@ def test_clamp_with_a_nan_bound_gives_nan_as_torch():
                                                                   torch.tensor(low)))
     _same(fnn.clamp(fnn.tensor(x), max=fnn.tensor(low)), torch.clamp(torch.tensor(x),
                                                                      max=torch.tensor(low)))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int64"])
+def test_angle_of_real_tensors_as_torch(dtype):
+    values = np.array([-1.0, 0.0, -0.0, 2.0, NAN, -INF, INF, -3.0])
+    if dtype == "int64":
+        values = np.array([-3, 0, 2, -1])
+    values = values.astype(dtype)
+    got, want = fnn.angle(fnn.tensor(values)), torch.angle(torch.tensor(values))
+    _same(got, want)
+    np.testing.assert_array_equal(np.signbit(got.numpy()), np.signbit(want.numpy()))
+    if dtype != "int64":  # its gradient is 0, as PyTorch's for real input
+        x = fnn.tensor(values, requires_grad=True)
+        (fnn.angle(x) * 2.0).sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), np.zeros_like(values))
