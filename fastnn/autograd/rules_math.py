@@ -81,19 +81,20 @@ def _linalg_slogdet(ops, node, grad):
 
 @rule("floor")
 def _floor(ops, node, grad):
-    return (_zeros(ops, grad),)  # 0 almost everywhere, as PyTorch
+    return (_zeros_like(ops, grad),)  # 0 almost everywhere, as PyTorch
 
 
 @rule("sign")
 def _sign(ops, node, grad):
-    return (_zeros(ops, grad),)  # 0 almost everywhere, as PyTorch
+    return (_zeros_like(ops, grad),)  # 0 almost everywhere, as PyTorch
 
 
-def _zeros(ops, grad):
+def _zeros_like(ops, grad):
     """+0.0 in grad's shape, as PyTorch's zeros_like: not grad * 0, which is NaN where grad
     is inf or NaN (a root or log at 0 after a sign, as in lp_pool) and -0.0 where grad is
-    negative. (Nothing is less than -inf, so where() picks 0 everywhere.)"""
-    return ops.where(ops.less(grad, float("-inf")), grad, 0.0)
+    negative. (An empty grad is its own zeros.)"""
+    shape = tuple(grad.shape)
+    return zeros(ops, shape, grad) if math.prod(shape) else grad
 
 
 @rule("sin")
