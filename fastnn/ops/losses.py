@@ -213,6 +213,14 @@ def _apply_weight(op: str, per: Tensor, weight) -> Tensor:
     return m.mul(per, weight)
 
 
+def floored(x: Tensor, eps: float) -> Tensor:
+    """max(x, eps) in value, with x's own gradient (as PyTorch's in-place clamps that
+    autograd does not record: gaussian_nll_loss's var, cosine_similarity's norms)."""
+    with no_grad():
+        lift = m.sub(m.maximum(x, eps), x)
+    return m.add(x, lift)
+
+
 _BCE_EPS = 9.999999960041972e-13  # PyTorch's floor of p (1 - p): 1e-12 as a float32
 
 

@@ -35,6 +35,7 @@ from fastnn.ops import activations, movement
 from fastnn.ops import elementwise as m
 from fastnn.ops.distance import pairwise_distance
 from fastnn.ops.gathering import gather
+from fastnn.ops.losses import floored
 from fastnn.ops.losses import reduce as reduced
 from fastnn.ops.mathops import clamp
 from fastnn.ops.movement import one_hot
@@ -216,8 +217,7 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False,
                              f"{input.shape}, or one dim fewer, or a trailing 1")
     with no_grad():
         _var_not_negative(var)
-        lift = m.sub(m.maximum(var, real("gaussian_nll_loss", "eps", eps)), var)
-    var = m.add(var, lift)  # the clamped values, with var's own gradient
+    var = floored(var, real("gaussian_nll_loss", "eps", eps))  # with var's own gradient
     diff = m.sub(input, target)
     per = m.mul(m.add(m.log(var), m.div(m.mul(diff, diff), var)), 0.5)
     if flag("gaussian_nll_loss", "full", full):

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import numbers
 
-from fastnn.autograd.grad_mode import no_grad
 from fastnn.ops import elementwise as m
 from fastnn.ops import movement
-from fastnn.ops.losses import check_reduction, reduce, same_shape
+from fastnn.ops.losses import check_reduction, floored, reduce, same_shape
 from fastnn.ops.mathops import clamp
 from fastnn.ops.reduction import norm
 from fastnn.ops.table import public
@@ -100,16 +99,8 @@ def cosine_similarity(a: Tensor, b: Tensor, dim: int = 1, eps: float = 1e-8) -> 
             raise TypeError(f"cosine_similarity: {name} must be a Tensor, got "
                             f"{type(value).__name__}")
     eps = _positive("cosine_similarity", "eps", eps)
-    norm_a, norm_b = _floored(norm(a, 2, dim, True), eps), _floored(norm(b, 2, dim, True), eps)
+    norm_a, norm_b = floored(norm(a, 2, dim, True), eps), floored(norm(b, 2, dim, True), eps)
     return movement.sum(m.mul(m.div(a, norm_a), m.div(b, norm_b)), dim)
-
-
-def _floored(n: Tensor, eps: float) -> Tensor:
-    """max(n, eps) in value, with n's own gradient (PyTorch clamps its norms in place
-    without recording it); fastnn's norm has gradient 0 at a zero vector."""
-    with no_grad():
-        lift = m.sub(clamp(n, min=eps), n)
-    return m.add(n, lift)
 
 
 @public()
