@@ -31,6 +31,12 @@ def _not(cond: Tensor) -> Tensor:
     return mathops.bitwise_not(cond)
 
 
+def _zero_link(x: Tensor) -> Tensor:
+    """+0.0 in x's shape, tied to x with a zero gradient: subtracted from a result, it
+    makes x an input whose gradient is 0 (PyTorch's for copysign's other, angle's x)."""
+    return where(full(x.shape, False, dtypes.bool_, x._device), x, 0.0)
+
+
 def _isnan(x: Tensor) -> Tensor:
     return _not(ew.compare("equal", x.detach(), x.detach()))
 
@@ -50,9 +56,7 @@ def angle(x):
     detached = x.detach()
     arg = where(_isnan(detached), detached,
                 pick(ew.compare("less", detached, 0.0), math.pi, 0.0, detached))
-    # tied to x with a zero gradient, so that it still requires grad (as PyTorch's)
-    link = where(full(x.shape, False, dtypes.bool_, x._device), x, 0.0)
-    return done(ew.sub(arg, link), out)
+    return done(ew.sub(arg, _zero_link(x)), out)  # (still requires grad, as PyTorch's)
 
 
 @public(method=True, top=True)
@@ -91,8 +95,7 @@ def copysign(input, other):
     if a._dtype.is_floating and a.requires_grad:  # at a = 0, PyTorch's gradient is 0
         result = where(ew.compare("equal", a.detach(), 0.0), result.detach(), result)
     # other gets a zero gradient, as PyTorch's (x - 0.0 keeps the sign of a zero x)
-    link = where(full(b.shape, False, dtypes.bool_, b._device), b, 0.0)
-    return done(ew.sub(result, link), out)
+    return done(ew.sub(result, _zero_link(b)), out)
 
 
 @public(method=True, top=True)
@@ -257,13 +260,14 @@ def _nan_aware(op: str, input, other, beyond: str):
     a, b = _tensor(op, input), other
     if isinstance(b, Tensor):
         a, b = ew.align(op, a, b)
-    out = (ew.maximum if beyond == "greater" else ew.minimum)(a, b)
-    if not out._dtype.is_floating:
-        return out
+    if not a._dtype.is_floating:  # (floats skip this pass: only its dtype would be read)
+        out = (ew.maximum if beyond == "greater" else ew.minimum)(a, b)
+        if not out._dtype.is_floating:
+            return out
     if not isinstance(b, Tensor):
         if math.isnan(b):
             return a
-        if a._dtype is not out._dtype:  # (an integer tensor against a float)
+        if not a._dtype.is_floating:  # (an integer tensor against a float)
             a = astype(a, out._dtype)
     keep = mathops.bitwise_or(ew.compare(beyond, a, b), ew.compare("equal", a, b))
     if isinstance(b, Tensor):
