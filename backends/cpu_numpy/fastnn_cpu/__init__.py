@@ -14,6 +14,7 @@ from fastnn.api import composite
 from fastnn.api.hookspec import hookimpl
 from fastnn.api.xp_hooks import xp_hooks
 from fastnn_cpu import mkl_gemm
+from fastnn_cpu.bitmask import INTS, keep_where
 from fastnn_cpu.erf import erf as _erf
 from fastnn_cpu.erf import gelu32
 from fastnn_cpu.heap import keep_freed_memory
@@ -274,28 +275,20 @@ def _int_pow_negative(a, b, negative):
     return np.where(negative, unit, out).astype(a.dtype, copy=False)
 
 
-#: The signed integer of each itemsize: where(cond, a, 0) as a AND a mask of that width.
-_INTS = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
-
-
 @hookimpl
 def where(cond, a, b):
     if (isinstance(b, (int, float)) and b == 0 and math.copysign(1.0, b) > 0
             and isinstance(cond, np.ndarray) and cond.dtype == np.bool_
-            and a.dtype.kind in "biuf" and a.dtype.itemsize in _INTS):
-        # NOTE: np.where runs ~10x slower than a pass on a random mask (branch
-        # misprediction). a's bits AND a mask of all ones (True) or all zeros (False)
-        # is np.where's result bit for bit: +0.0 where cond is False, whatever a holds
-        # there (-0.0, a negative number, inf, NaN), as PyTorch's where and relu's
-        # backward give. The multiply by the mask it replaced gave -0.0 under a
+            and a.dtype.kind in "biuf" and a.dtype.itemsize in INTS):
+        # NOTE: a's bits AND a mask (fastnn_cpu.bitmask), where np.where runs ~10x slower
+        # on a random mask. The multiply by the mask it replaced gave -0.0 under a
         # negative a (and needed a finite check): 111 against 100 us on (32, 32, 256)
-        # float32, for the sign of zero.
-        ints = _INTS[a.dtype.itemsize]
-        mask = cond.view(np.uint8).astype(ints)
+        # float32, for the sign of zero. The mask is widened to a's width first (an int8
+        # mask ANDed across widths measured no faster: the ufunc casts it).
+        mask = cond.view(np.uint8).astype(INTS[a.dtype.itemsize])
         np.negative(mask, out=mask)  # 1 -> all ones
         # (into the mask where it is the result's shape; np.broadcast_shapes cost 1.5 us)
-        out = mask if mask.shape == a.shape else None
-        return np.bitwise_and(a.view(ints), mask, out=out).view(a.dtype)
+        return keep_where(a, mask, out=mask if mask.shape == a.shape else None)
     return np.where(cond, a, b)
 
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from fastnn.api.composite_pool import taps
 from fastnn.api.hookspec import hookimpl
+from fastnn_cpu.bitmask import keep_where
 
 
 def _views(x, out_shape, kernel, stride, padding, dilation):
@@ -34,10 +35,6 @@ def max_pool2d(x, kernel, stride, padding, dilation, output_size):
     return out
 
 
-#: The signed integer of each float's width: a gradient routed as its bits AND a mask.
-_INTS = {2: np.int16, 4: np.int32, 8: np.int64}
-
-
 @hookimpl
 def max_pool2d_backward(x, out, grad, kernel, stride, padding, dilation):
     views = _views(x, out.shape, kernel, stride, padding, dilation)
@@ -45,7 +42,6 @@ def max_pool2d_backward(x, out, grad, kernel, stride, padding, dilation):
     if not views or not out.size:
         return dx
     overlap = any(s < d * (k - 1) + 1 for k, s, d in zip(kernel, stride, dilation))
-    bits = _INTS[grad.dtype.itemsize]
     # each window's gradient goes to one position, PyTorch's index: the first (in the
     # window's row-major order) equal to its max; ``taken`` marks the windows served
     taken = np.zeros(out.shape, bool)
@@ -57,7 +53,7 @@ def max_pool2d_backward(x, out, grad, kernel, stride, padding, dilation):
             np.greater(hit, seen, out=hit)  # (hit and not yet served)
         if t < last:
             np.logical_or(seen, hit, out=seen)
-        _route(dx[index], grad[block], hit, overlap, bits)
+        _route(dx[index], grad[block], hit, overlap)
     nan = np.isnan(out)
     if nan.any():  # a NaN window's gradient goes to its last NaN, as PyTorch's
         for block, index in reversed(views):
@@ -65,18 +61,18 @@ def max_pool2d_backward(x, out, grad, kernel, stride, padding, dilation):
             first = np.isnan(x[index])
             first &= waiting
             np.greater(waiting, first, out=waiting)
-            _route(dx[index], grad[block], first, True, bits)  # (added: the first pass wrote)
+            _route(dx[index], grad[block], first, True)  # (added: the first pass wrote)
     return dx
 
 
-def _route(region, grad, first, overlap, bits) -> None:
+def _route(region, grad, first, overlap) -> None:
     """Write (or, where windows overlap, add) ``grad`` into ``region`` where ``first``
-    (clobbered), +0.0 elsewhere: grad's bits AND a mask of all ones or zeros.
+    (clobbered: made the int8 mask in place), +0.0 elsewhere (fastnn_cpu.bitmask).
     NOTE: 0.22 against 1.06 ms for np.copyto(..., where=) on a (64, 16, 14, 14) float32
     block written through a stride-2 view."""
     mask = first.view(np.int8)
     np.negative(mask, out=mask)  # 1 -> all ones
     if overlap:
-        region += np.bitwise_and(grad.view(bits), mask).view(region.dtype)
+        region += keep_where(grad, mask)
     else:  # disjoint windows: each input position is written once
-        np.bitwise_and(grad.view(bits), mask, out=region.view(bits))
+        keep_where(grad, mask, out=region)
