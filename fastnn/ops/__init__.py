@@ -41,6 +41,7 @@ from fastnn.ops import scans as _scans  # noqa: F401
 from fastnn.ops import scatter_reduce as _scatter_reduce  # noqa: F401
 from fastnn.ops import selection as _selection  # noqa: F401
 from fastnn.ops import shaping as _shaping  # noqa: F401
+from fastnn.ops import shifts as _shifts  # noqa: F401
 from fastnn.ops import sorting as _sorting  # noqa: F401
 from fastnn.ops import special as _special  # noqa: F401
 from fastnn.ops import special_more as _special_more  # noqa: F401

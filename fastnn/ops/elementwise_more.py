@@ -5,7 +5,6 @@ and the bit shifts (``<<``, ``>>``)."""
 
 from __future__ import annotations
 
-import builtins
 import math
 import numbers
 
@@ -345,74 +344,3 @@ def float_power(input, exponent):
     a = astype(input, dtypes.float64) if isinstance(input, Tensor) else float(input)
     b = astype(exponent, dtypes.float64) if isinstance(exponent, Tensor) else float(exponent)
     return ew.pow(a, b)
-
-
-# ---------------------------------------------------------------- bit shifts
-
-
-def _shift_operands(op: str, a, b):
-    for v in (a, b):
-        if isinstance(v, Tensor) and v._dtype.is_floating:
-            raise TypeError(f"{op}: defined on integer tensors, not {v._dtype.name}")
-        if isinstance(v, float):
-            raise TypeError(f"{op}: defined on integers, not the float {v!r}")
-    if not isinstance(a, Tensor):
-        a = full((), int(a), b._dtype if b._dtype is not dtypes.bool_ else dtypes.int64,
-                 b._device)
-    if a._dtype is dtypes.bool_:
-        a = astype(a, dtypes.int64)
-    if isinstance(b, Tensor):
-        b = astype(b, dtypes.int64) if b._dtype is dtypes.bool_ else b
-        a, b = ew.align(op, a, b)
-    else:  # a shift beyond the bits is one beyond them
-        b = full((), builtins.max(builtins.min(int(b), 64), -1), a._dtype, a._device)
-    return a, b
-
-
-def _bits(x: Tensor) -> int:
-    return 32 if x._dtype is dtypes.int32 else 64
-
-
-def _power_of_two(n: Tensor) -> Tensor:
-    """2**n for 0 <= n < 31 elementwise, as an integer tensor of n's dtype."""
-    return ew.pow(full((), 2, n._dtype, n._device), n)
-
-
-@public(method=("bitwise_left_shift", "__lshift__"), top=True)
-def bitwise_left_shift(input, other):
-    """input << other: input * 2**other wrapped into the dtype; shifts outside [0, bits)
-    give 0, as PyTorch."""
-    a, n = _shift_operands("bitwise_left_shift", input, other)
-    bits = _bits(a)
-    inside = mathops.bitwise_and(_not(ew.compare("less", n, 0)), ew.compare("less", n, bits))
-    m = where(inside, n, 0)
-    half = mathops.floor_div(m, 2)
-    # two multiplications by powers of two below 2**31 (each fits the dtype); the wrap of
-    # the product is the shift's
-    shifted = ew.mul(ew.mul(a, _power_of_two(half)), _power_of_two(ew.sub(m, half)))
-    return where(inside, shifted, 0)
-
-
-@public(method=("bitwise_right_shift", "__rshift__"), top=True)
-def bitwise_right_shift(input, other):
-    """input >> other, arithmetic (the sign fills in): floor(input / 2**other); shifts
-    outside [0, bits) give -1 for negative input, else 0, as PyTorch."""
-    a, n = _shift_operands("bitwise_right_shift", input, other)
-    bits = _bits(a)
-    inside = mathops.bitwise_and(_not(ew.compare("less", n, 0)), ew.compare("less", n, bits - 1))
-    m = where(inside, n, 0)
-    half = mathops.floor_div(m, 2)
-    shifted = mathops.floor_div(mathops.floor_div(a, _power_of_two(half)),
-                                _power_of_two(ew.sub(m, half)))
-    fill = where(ew.compare("less", a, 0), -1, full((), 0, a._dtype, a._device))
-    return where(inside, shifted, fill)
-
-
-@public(method="__rlshift__", functional=False)
-def _rlshift(a, b):
-    return bitwise_left_shift(b, a)
-
-
-@public(method="__rrshift__", functional=False)
-def _rrshift(a, b):
-    return bitwise_right_shift(b, a)
