@@ -1,0 +1,168 @@
+/* The LSTM's time loop in C (fastnn_cpu.native): a step's GEMM through the BLAS that
+ * NumPy or MKL uses (a function pointer handed over from Python), then its gates, cell
+ * and hidden state in one pass. Layouts are those of fastnn_cpu.recurrent's NumPy loop
+ * (feature-major, one (H, N) block per gate), so either loop's outputs feed the other's
+ * backward. Python checks every shape, dtype and layout before it calls in here. */
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* the blocks a step's loop reads and writes do not overlap: vectorise without checks */
+#define IVDEP _Pragma("GCC ivdep")
+
+enum { ROW_MAJOR = 101, NO_TRANS = 111 };
+
+/* cblas_?gemm with 32-bit integers (MKL's LP64, a system CBLAS) or 64-bit ones (the
+ * OpenBLAS inside NumPy's wheels is ILP64); the enums are C ints in both. */
+typedef void (*sgemm32)(int, int, int, int32_t, int32_t, int32_t, float, const float *,
+                        int32_t, const float *, int32_t, float, float *, int32_t);
+typedef void (*sgemm64)(int, int, int, int64_t, int64_t, int64_t, float, const float *,
+                        int64_t, const float *, int64_t, float, float *, int64_t);
+typedef void (*dgemm32)(int, int, int, int32_t, int32_t, int32_t, double, const double *,
+                        int32_t, const double *, int32_t, double, double *, int32_t);
+typedef void (*dgemm64)(int, int, int, int64_t, int64_t, int64_t, double, const double *,
+                        int64_t, const double *, int64_t, double, double *, int64_t);
+
+/* C (m, n) = A (m, k) B (k, n), row-major; A and C contiguous, B's rows ldb apart. */
+static void gemm_f(void *fn, int ilp64, int64_t m, int64_t n, int64_t k, const float *a,
+                   const float *b, int64_t ldb, float *c) {
+    if (ilp64)
+        ((sgemm64)fn)(ROW_MAJOR, NO_TRANS, NO_TRANS, m, n, k, 1.0f, a, k, b, ldb, 0.0f, c, n);
+    else
+        ((sgemm32)fn)(ROW_MAJOR, NO_TRANS, NO_TRANS, (int32_t)m, (int32_t)n, (int32_t)k,
+                      1.0f, a, (int32_t)k, b, (int32_t)ldb, 0.0f, c, (int32_t)n);
+}
+
+static void gemm_d(void *fn, int ilp64, int64_t m, int64_t n, int64_t k, const double *a,
+                   const double *b, int64_t ldb, double *c) {
+    if (ilp64)
+        ((dgemm64)fn)(ROW_MAJOR, NO_TRANS, NO_TRANS, m, n, k, 1.0, a, k, b, ldb, 0.0, c, n);
+    else
+        ((dgemm32)fn)(ROW_MAJOR, NO_TRANS, NO_TRANS, (int32_t)m, (int32_t)n, (int32_t)k,
+                      1.0, a, (int32_t)k, b, (int32_t)ldb, 0.0, c, (int32_t)n);
+}
+
+/* exp(x) for x in [0, 40] (Cephes' expf: x = n ln 2 + r, a degree-6 polynomial in r, times
+ * 2^n from its bits), branch-free so that the loops below vectorise. */
+static inline float exp_small(float x) {
+    float n = floorf(x * 1.44269504088896341f + 0.5f);
+    float r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    float y = p * r * r + r + 1.0f;
+    int32_t bits = ((int32_t)n + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return y * scale;
+}
+
+/* tanh in float32 to a few ulps: Cephes' odd polynomial below |x| 0.625 (small x keep
+ * their relative accuracy), 1 - 2 / (e^{2|x|} + 1) with x's sign above it (at |x| > 20
+ * exactly +-1, as float32's tanh from |x| ~9), NaN and +-0.0 passed on. */
+static inline float tanh_f(float x) {
+    float ax = fabsf(x);
+    float z = x * x;
+    float p = -5.70498872745e-3f;
+    p = p * z + 2.06390887954e-2f;
+    p = p * z - 5.37397155531e-2f;
+    p = p * z + 1.33314422036e-1f;
+    p = p * z - 3.33332819422e-1f;
+    float small = p * z * x + x;
+    float e = exp_small(ax < 20.0f ? 2.0f * ax : 40.0f);
+    float large = copysignf(1.0f - 2.0f / (e + 1.0f), x);
+    float r = ax < 0.625f ? small : large;
+    return x != x || x == 0.0f ? x : r; /* (x + (-0.0) would be +0.0) */
+}
+
+static inline double tanh_d(double x) { return tanh(x); }
+
+/* Test hook: tanh_f over n elements (the approximation is checked against NumPy's
+ * float64 tanh by the cpu backend's tests). */
+void fastnn_tanh_f32(const float *x, float *out, int64_t n) {
+    for (int64_t j = 0; j < n; j++)
+        out[j] = tanh_f(x[j]);
+}
+
+/* The forward: w (4H, K) is [W_ih, W_hh, b] with the sigmoid gates' rows halved (K = I +
+ * H + 1); rows (T + 1, K, N) holds step t's [x_t; h_{t-1}; 1] (h_0 in step 0's, the
+ * loop writes h_t into step t + 1's); gates (T, 4H, N) gets each step's activations i,
+ * f, g, o; cs (2, T + 1, H, N) holds c_0 at [0, 0] and gets c_t at [0, t] and tanh(c_t)
+ * at [1, t]. sigmoid(a) is 0.5 tanh(a / 2) + 0.5, as the NumPy loop's. */
+#define LSTM_FORWARD(NAME, REAL, GEMM, TANH)                                               \
+    void NAME(void *gemm, int ilp64, int64_t t_len, int64_t n, int64_t size, int64_t hid,   \
+              const REAL *w, REAL *rows, REAL *gates, REAL *cs) {                         \
+        int64_t k = size + hid + 1, hn = hid * n;                                          \
+        REAL *tcs = cs + (t_len + 1) * hn;                                                 \
+        for (int64_t t = 0; t < t_len; t++) {                                              \
+            REAL *a = gates + t * 4 * hn;                                                  \
+            GEMM(gemm, ilp64, 4 * hid, n, k, w, rows + t * k * n, n, a);                      \
+            REAL *gi = a, *gf = a + hn, *gg = a + 2 * hn, *go = a + 3 * hn;                \
+            const REAL *c_prev = cs + t * hn;                                              \
+            REAL *c = cs + (t + 1) * hn, *tc = tcs + (t + 1) * hn;                         \
+            REAL *h = rows + (t + 1) * k * n + size * n;                                   \
+            IVDEP                                                                          \
+            for (int64_t j = 0; j < hn; j++) {                                             \
+                REAL i = (REAL)0.5 * TANH(gi[j]) + (REAL)0.5;                              \
+                REAL f = (REAL)0.5 * TANH(gf[j]) + (REAL)0.5;                              \
+                REAL g = TANH(gg[j]);                                                      \
+                REAL o = (REAL)0.5 * TANH(go[j]) + (REAL)0.5;                              \
+                gi[j] = i;                                                                 \
+                gf[j] = f;                                                                 \
+                gg[j] = g;                                                                 \
+                go[j] = o;                                                                 \
+                REAL cell = f * c_prev[j] + i * g;                                         \
+                REAL t_cell = TANH(cell);                                                  \
+                c[j] = cell;                                                               \
+                tc[j] = t_cell;                                                            \
+                h[j] = o * t_cell;                                                         \
+            }                                                                              \
+        }                                                                                  \
+    }
+
+LSTM_FORWARD(fastnn_lstm_forward_f32, float, gemm_f, tanh_f)
+LSTM_FORWARD(fastnn_lstm_forward_f64, double, gemm_d, tanh_d)
+
+/* The backward's time loop: gates (T, 4H, N), c_prev and t_cell (T, H, N: c_{t-1} and
+ * tanh(c_t)), each step an (H, N) or (4H, N) contiguous block ``*_step`` elements after
+ * the last; grad_out (T, H, N) contiguous; w_back (H, 4H) is W_hh^T. dh (H, N) comes in
+ * zero and dc (H, N) as grad_c^T, and leave as the gradients of h_0 and c_0. da (4H, T N)
+ * gets the gradients of every step's pre-activations, step t's in columns t N to t N + N
+ * (the layout of the GEMMs over all steps that give the weights' and input's gradients,
+ * in Python; a step's own GEMM reads its columns in place). */
+#define LSTM_BACKWARD(NAME, REAL, GEMM)                                                    \
+    void NAME(void *gemm, int ilp64, int64_t t_len, int64_t n, int64_t hid,                 \
+              const REAL *w_back, const REAL *gates, int64_t gates_step,                   \
+              const REAL *c_prev, int64_t c_prev_step, const REAL *t_cell,                 \
+              int64_t t_cell_step, const REAL *grad_out, REAL *dh, REAL *dc, REAL *da) {   \
+        int64_t hn = hid * n, ld = t_len * n, gate = hid * ld;                             \
+        for (int64_t t = t_len - 1; t >= 0; t--) {                                         \
+            for (int64_t row = 0; row < hid; row++) {                                      \
+                int64_t at = row * n;                                                      \
+                const REAL *gi = gates + t * gates_step + at, *gf = gi + hn, *gg = gf + hn; \
+                const REAL *go = gg + hn, *cp = c_prev + t * c_prev_step + at;             \
+                const REAL *tc = t_cell + t * t_cell_step + at, *up = grad_out + t * hn + at; \
+                REAL *h = dh + at, *c = dc + at, *d = da + row * ld + t * n;               \
+                IVDEP                                                                      \
+                for (int64_t j = 0; j < n; j++) {                                          \
+                    REAL i = gi[j], f = gf[j], g = gg[j], o = go[j], tcv = tc[j];          \
+                    REAL dhv = h[j] + up[j];                                               \
+                    REAL dcv = c[j] + dhv * (o * ((REAL)1 - tcv * tcv));                   \
+                    d[j] = dcv * (g * (i * ((REAL)1 - i)));                                \
+                    d[gate + j] = dcv * (cp[j] * (f * ((REAL)1 - f)));                     \
+                    d[2 * gate + j] = dcv * (i * ((REAL)1 - g * g));                       \
+                    d[3 * gate + j] = dhv * (tcv * (o * ((REAL)1 - o)));                   \
+                    c[j] = dcv * f;                                                        \
+                }                                                                          \
+            }                                                                              \
+            GEMM(gemm, ilp64, hid, n, 4 * hid, w_back, da + t * n, ld, dh);                \
+        }                                                                                  \
+    }
+
+LSTM_BACKWARD(fastnn_lstm_backward_f32, float, gemm_f)
+LSTM_BACKWARD(fastnn_lstm_backward_f64, double, gemm_d)
