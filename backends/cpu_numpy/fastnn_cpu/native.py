@@ -1,11 +1,12 @@
 """The cpu backend's loops in C, compiled on first use where a C compiler is found.
 
 An LSTM step is a GEMM and a few elementwise passes over (H, N) blocks; in NumPy that is
-15 calls a step (7 forward, 8 backward), each paying NumPy's fixed cost, 64 times a
-sequence. :file:`native_lstm.c` runs the whole time loop in one call: each step's GEMM
-through the same BLAS NumPy's products use (or MKL's, where fastnn_cpu.mkl_gemm took
-it), reached by a function pointer, and the step's gates, cell and state in one pass
-(float32's tanh a branch-free polynomial that vectorises; float64's the C library's).
+15 calls a step (7 forward, 8 backward; the GRU's 17), each paying NumPy's fixed cost, 64
+times a sequence. :file:`native_recurrent.c` runs a layer's whole time loop in one call:
+each step's GEMM through the same BLAS NumPy's products use (or MKL's, where
+fastnn_cpu.mkl_gemm took it), reached by a function pointer, and the step's gates and
+state in one pass (float32's tanh a branch-free polynomial that vectorises; float64's
+the C library's).
 
 The source is compiled once per machine and source text (``cc -O3 -march=native``) into
 fastnn's cache folder (``FASTNN_CACHE``, else the platform's), and loaded with ctypes.
@@ -32,7 +33,7 @@ import numpy as np
 from fastnn_cpu import mkl_gemm
 
 _MODES = ("auto", "on", "off")
-_SOURCE = Path(__file__).with_name("native_lstm.c")
+_SOURCE = Path(__file__).with_name("native_recurrent.c")
 _FLAGS = ["-O3", "-march=native", "-fPIC", "-shared", "-std=c99", "-fno-math-errno",
           "-fno-trapping-math"]  # (the last two: the loops vectorise)
 _ILP64 = ("scipy_cblas_{}gemm64_", "cblas_{}gemm64_")  # OpenBLAS built with 64-bit ints
@@ -66,7 +67,7 @@ def _compile(compiler: str) -> Path:
     key = hashlib.sha256(b"\0".join([source, " ".join([compiler, *_FLAGS]).encode(),
                                      _machine().encode()])).hexdigest()[:20]
     folder = cache_dir() / "native"
-    target = folder / f"fastnn_cpu_lstm-{key}.so"
+    target = folder / f"fastnn_cpu_recurrent-{key}.so"
     if target.exists():
         return target
     folder.mkdir(parents=True, exist_ok=True)
@@ -121,7 +122,8 @@ class _Native:
         lib = ctypes.CDLL(str(path))
         ptr, i64 = ctypes.c_void_p, ctypes.c_int64
         self.gemm, self.ilp64 = gemms, int(ilp64)
-        self.forward, self.backward = {}, {}
+        self.forward, self.backward = {}, {}  # the LSTM's, by dtype char
+        self.gru_forward, self.gru_backward = {}, {}
         for char, bits in (("f", 32), ("d", 64)):
             fn = getattr(lib, f"fastnn_lstm_forward_f{bits}")
             fn.argtypes = [ptr, ctypes.c_int, i64, i64, i64, i64, ptr, ptr, ptr, ptr]
@@ -132,6 +134,14 @@ class _Native:
                            ptr, ptr, ptr, ptr]
             fn.restype = None
             self.backward[char] = fn
+            fn = getattr(lib, f"fastnn_gru_forward_f{bits}")
+            fn.argtypes = [ptr, ctypes.c_int, i64, i64, i64, i64, ptr, ptr, ptr]
+            fn.restype = None
+            self.gru_forward[char] = fn
+            fn = getattr(lib, f"fastnn_gru_backward_f{bits}")
+            fn.argtypes = [ptr, ctypes.c_int, i64, i64, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr]
+            fn.restype = None
+            self.gru_backward[char] = fn
         self.tanh_f32 = lib.fastnn_tanh_f32
         self.tanh_f32.argtypes = [ptr, ptr, i64]
         self.tanh_f32.restype = None

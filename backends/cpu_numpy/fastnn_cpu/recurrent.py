@@ -286,7 +286,8 @@ def gru_impl(x, h0, w_ih, w_hh, b_ih, b_hh):
     p_n: x's and b_in; q_n: h's and b_hn), which is the saved layout (r, z, n, q_n) with
     p_n where n goes; then 9 ufuncs (r, z = 0.5 tanh + 0.5 in place, n = tanh(p_n + r
     q_n) in place, h = n + z (h - n) into the next row's h slot). ``out`` is a view of
-    the rows (the backward finds them again through it)."""
+    the rows (the backward finds them again through it). Where fastnn_cpu.native built
+    its C loops, the loop is one call of them on the same arrays."""
     t_len, n, size = x.shape
     hid = h0.shape[1]
     dtype = x.dtype
@@ -300,6 +301,12 @@ def gru_impl(x, h0, w_ih, w_hh, b_ih, b_hh):
     w[:, :2 * hid] *= 0.5  # sigmoid(a) = 0.5 tanh(a / 2) + 0.5; halving is exact
     rows = step_rows(x, h0)
     saved = np.empty((t_len, n, 4 * hid), dtype)
+    lib = native.library() if dtype.char in "fd" and t_len * n * hid else None
+    if lib is not None:  # the whole loop in one C call, on the same arrays
+        lib.gru_forward[dtype.char](lib.gemm[dtype.char], lib.ilp64, t_len, n, size, hid,
+                                    native.address(w), native.address(rows),
+                                    native.address(saved))
+        return rows[1:, :, size:-1], saved
     rq = np.empty((n, hid), dtype)
     for t in range(t_len):
         s = saved[t]
@@ -329,22 +336,69 @@ def gru_backward_impl(x, h0, w_ih, w_hh, out, saved, grad_out, needs_dx=True):
     3H (r, z, n), each a plain slice (p_r = q_r and p_z = q_z). The recurrent weight and
     bias gradients are one GEMM of the last 3H columns with [h_{t-1}, 1] (adjacent in the
     forward's rows), the input ones a GEMM with x and a GEMV with ones (one GEMM of all 4H
-    columns with the whole rows did 30% more work, in unused corners)."""
+    columns with the whole rows did 30% more work, in unused corners). Where
+    fastnn_cpu.native built its C loops, the time loop is one call of them (the factors
+    made per element, in the step's pass)."""
     t_len, n, size = x.shape
     hid = h0.shape[1]
     dtype = x.dtype
-    block = _block(t_len, n * 4 * hid * dtype.itemsize)
     rows = own_rows(out, x)
     if rows is None:
         rows = step_rows(x, h0)
         rows[1:, :, size:-1] = out
+    grads = scratch("gru_grads", (t_len, n, 4, hid), dtype)
+    g_rows = grads.reshape(t_len, n, 4 * hid)
+    lib = native.library() if dtype.char in "fd" and t_len * n * hid else None
+    if lib is not None:
+        dh = _native_gru_backward(lib, rows, saved, grad_out, w_hh, g_rows)
+    else:
+        dh = _numpy_gru_backward(rows, saved, grad_out, w_hh, grads)
+    flat = flat_rows(g_rows)
+    dx = None
+    if needs_dx:
+        w_nrz = np.concatenate([w_ih[2 * hid:], w_ih[:2 * hid]])
+        dx = matmul(flat[:, :3 * hid], w_nrz).reshape(t_len, n, size)
+    every = flat_rows(rows[:t_len])
+    # (r, z, q_n) with [h_{t-1}, 1] (adjacent in the rows), (n, r, z) with x and ones
+    d_hh = matmul(flat[:, hid:].T, every[:, size:])
+    d_nrz = matmul(flat[:, :3 * hid].T, every[:, :size])
+    db_nrz = np.ones(t_len * n, dtype) @ flat[:, :3 * hid]
+    dw_ih = np.concatenate([d_nrz[hid:], d_nrz[:hid]])
+    db_ih = np.concatenate([db_nrz[hid:], db_nrz[:hid]])
+    dw_hh, db_hh = np.ascontiguousarray(d_hh[:, :-1]), np.ascontiguousarray(d_hh[:, -1])
+    return dx, dh, dw_ih, dw_hh, db_ih, db_hh
+
+
+def _native_gru_backward(lib, rows, saved, grad_out, w_hh, g_rows):
+    """The GRU backward's time loop in C (fastnn_cpu.native): fills ``g_rows`` (T, N, 4H)
+    and returns h_0's gradient."""
+    t_len, n, four = g_rows.shape
+    hid = four // 4
+    dtype = g_rows.dtype
+    size = rows.shape[2] - hid - 1
+    saved = np.ascontiguousarray(saved, dtype)
+    up = np.ascontiguousarray(grad_out, dtype)
+    w = np.ascontiguousarray(w_hh, dtype)
+    dh = np.zeros((n, hid), dtype)
+    lib.gru_backward[dtype.char](
+        lib.gemm[dtype.char], lib.ilp64, t_len, n, size, hid, native.address(w),
+        native.address(saved), native.address(rows), native.address(up),
+        native.address(dh), native.address(g_rows))
+    return dh
+
+
+def _numpy_gru_backward(rows, saved, grad_out, w_hh, grads):
+    """The GRU backward's time loop in NumPy calls, as :func:`_native_gru_backward`."""
+    t_len, n, _, hid = grads.shape
+    dtype = grads.dtype
+    size = rows.shape[2] - hid - 1
+    block = _block(t_len, n * 4 * hid * dtype.itemsize)
+    g_rows = grads.reshape(t_len, n, 4 * hid)
     h_prev = rows[:t_len, :, size:-1]
     # (b, N, 4, H) slots: dp_r = da_n * [0], dp_z = dh * [1], da_n = dh * [2]
     fac = scratch("gru_fac", (block, n, 4, hid), dtype)
     plus = scratch("gru_plus", (block, n, 4, hid), dtype)
     tmp_b = scratch("gru_tmp", (block, n, hid), dtype)
-    grads = scratch("gru_grads", (t_len, n, 4, hid), dtype)
-    g_rows = grads.reshape(t_len, n, 4 * hid)
     one = np.zeros(4 * hid, dtype)
     one[2 * hid:3 * hid] = 1
     dh = np.zeros((n, hid), dtype)
@@ -375,17 +429,4 @@ def gru_backward_impl(x, h0, w_ih, w_hh, out, saved, grad_out, needs_dx=True):
             dh *= z[j]
             np.matmul(g_rows[t, :, hid:], w_hh, out=back)
             dh += back
-    flat = flat_rows(g_rows)
-    dx = None
-    if needs_dx:
-        w_nrz = np.concatenate([w_ih[2 * hid:], w_ih[:2 * hid]])
-        dx = matmul(flat[:, :3 * hid], w_nrz).reshape(t_len, n, size)
-    every = flat_rows(rows[:t_len])
-    # (r, z, q_n) with [h_{t-1}, 1] (adjacent in the rows), (n, r, z) with x and ones
-    d_hh = matmul(flat[:, hid:].T, every[:, size:])
-    d_nrz = matmul(flat[:, :3 * hid].T, every[:, :size])
-    db_nrz = np.ones(t_len * n, dtype) @ flat[:, :3 * hid]
-    dw_ih = np.concatenate([d_nrz[hid:], d_nrz[:hid]])
-    db_ih = np.concatenate([db_nrz[hid:], db_nrz[:hid]])
-    dw_hh, db_hh = np.ascontiguousarray(d_hh[:, :-1]), np.ascontiguousarray(d_hh[:, -1])
-    return dx, dh, dw_ih, dw_hh, db_ih, db_hh
+    return dh

@@ -1,8 +1,9 @@
-/* The LSTM's time loop in C (fastnn_cpu.native): a step's GEMM through the BLAS that
- * NumPy or MKL uses (a function pointer handed over from Python), then its gates, cell
- * and hidden state in one pass. Layouts are those of fastnn_cpu.recurrent's NumPy loop
- * (feature-major, one (H, N) block per gate), so either loop's outputs feed the other's
- * backward. Python checks every shape, dtype and layout before it calls in here. */
+/* The LSTM's and GRU's time loops in C (fastnn_cpu.native): a step's GEMM through the
+ * BLAS that NumPy or MKL uses (a function pointer handed over from Python), then its
+ * gates and state in one pass. Layouts are those of fastnn_cpu.recurrent's NumPy loops
+ * (the LSTM feature-major, one (H, N) block per gate; the GRU batch-major), so either
+ * loop's outputs feed the other's backward. Python checks every shape, dtype and layout
+ * before it calls in here. */
 
 #include <math.h>
 #include <stdint.h>
@@ -24,23 +25,27 @@ typedef void (*dgemm32)(int, int, int, int32_t, int32_t, int32_t, double, const 
 typedef void (*dgemm64)(int, int, int, int64_t, int64_t, int64_t, double, const double *,
                         int64_t, const double *, int64_t, double, double *, int64_t);
 
-/* C (m, n) = A (m, k) B (k, n), row-major; A and C contiguous, B's rows ldb apart. */
+/* C (m, n) = A (m, k) B (k, n) + beta C, row-major, rows lda, ldb and ldc apart. */
 static void gemm_f(void *fn, int ilp64, int64_t m, int64_t n, int64_t k, const float *a,
-                   const float *b, int64_t ldb, float *c) {
+                   int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+                   int64_t ldc) {
     if (ilp64)
-        ((sgemm64)fn)(ROW_MAJOR, NO_TRANS, NO_TRANS, m, n, k, 1.0f, a, k, b, ldb, 0.0f, c, n);
+        ((sgemm64)fn)(ROW_MAJOR, NO_TRANS, NO_TRANS, m, n, k, 1.0f, a, lda, b, ldb, beta, c,
+                      ldc);
     else
         ((sgemm32)fn)(ROW_MAJOR, NO_TRANS, NO_TRANS, (int32_t)m, (int32_t)n, (int32_t)k,
-                      1.0f, a, (int32_t)k, b, (int32_t)ldb, 0.0f, c, (int32_t)n);
+                      1.0f, a, (int32_t)lda, b, (int32_t)ldb, beta, c, (int32_t)ldc);
 }
 
 static void gemm_d(void *fn, int ilp64, int64_t m, int64_t n, int64_t k, const double *a,
-                   const double *b, int64_t ldb, double *c) {
+                   int64_t lda, const double *b, int64_t ldb, double beta, double *c,
+                   int64_t ldc) {
     if (ilp64)
-        ((dgemm64)fn)(ROW_MAJOR, NO_TRANS, NO_TRANS, m, n, k, 1.0, a, k, b, ldb, 0.0, c, n);
+        ((dgemm64)fn)(ROW_MAJOR, NO_TRANS, NO_TRANS, m, n, k, 1.0, a, lda, b, ldb, beta, c,
+                      ldc);
     else
         ((dgemm32)fn)(ROW_MAJOR, NO_TRANS, NO_TRANS, (int32_t)m, (int32_t)n, (int32_t)k,
-                      1.0, a, (int32_t)k, b, (int32_t)ldb, 0.0, c, (int32_t)n);
+                      1.0, a, (int32_t)lda, b, (int32_t)ldb, beta, c, (int32_t)ldc);
 }
 
 /* exp(x) for x in [0, 40] (Cephes' expf: x = n ln 2 + r, a degree-6 polynomial in r, times
@@ -101,7 +106,7 @@ void fastnn_tanh_f32(const float *x, float *out, int64_t n) {
         REAL *tcs = cs + (t_len + 1) * hn;                                                 \
         for (int64_t t = 0; t < t_len; t++) {                                              \
             REAL *a = gates + t * 4 * hn;                                                  \
-            GEMM(gemm, ilp64, 4 * hid, n, k, w, rows + t * k * n, n, a);                      \
+            GEMM(gemm, ilp64, 4 * hid, n, k, w, k, rows + t * k * n, n, 0, a, n);                      \
             REAL *gi = a, *gf = a + hn, *gg = a + 2 * hn, *go = a + 3 * hn;                \
             const REAL *c_prev = cs + t * hn;                                              \
             REAL *c = cs + (t + 1) * hn, *tc = tcs + (t + 1) * hn;                         \
@@ -160,9 +165,78 @@ LSTM_FORWARD(fastnn_lstm_forward_f64, double, gemm_d, tanh_d)
                     c[j] = dcv * f;                                                        \
                 }                                                                          \
             }                                                                              \
-            GEMM(gemm, ilp64, hid, n, 4 * hid, w_back, da + t * n, ld, dh);                \
+            GEMM(gemm, ilp64, hid, n, 4 * hid, w_back, 4 * hid, da + t * n, ld, 0, dh, n);                \
         }                                                                                  \
     }
 
 LSTM_BACKWARD(fastnn_lstm_backward_f32, float, gemm_f)
 LSTM_BACKWARD(fastnn_lstm_backward_f64, double, gemm_d)
+
+/* The GRU, batch-major as fastnn_cpu.recurrent's NumPy loop. w (K, 4H) has the columns
+ * (r, z: both projections and biases, halved; p_n: x's and b_in; q_n: h's and b_hn), K =
+ * I + H + 1; rows (T + 1, N, K) holds step t's [x_t, h_{t-1}, 1] (the loop writes h_t
+ * into step t + 1's); saved (T, N, 4H) gets each step's (r, z, n, q_n). */
+#define GRU_FORWARD(NAME, REAL, GEMM, TANH)                                                \
+    void NAME(void *gemm, int ilp64, int64_t t_len, int64_t n, int64_t size, int64_t hid,   \
+              const REAL *w, REAL *rows, REAL *saved) {                                    \
+        int64_t k = size + hid + 1, four = 4 * hid;                                        \
+        for (int64_t t = 0; t < t_len; t++) {                                              \
+            REAL *s = saved + t * n * four;                                                \
+            GEMM(gemm, ilp64, n, four, k, rows + t * n * k, k, w, four, 0, s, four);       \
+            for (int64_t b = 0; b < n; b++) {                                              \
+                REAL *gr = s + b * four, *gz = gr + hid, *gn = gz + hid, *gq = gn + hid;   \
+                const REAL *hp = rows + (t * n + b) * k + size;                            \
+                REAL *h = rows + ((t + 1) * n + b) * k + size;                             \
+                IVDEP                                                                      \
+                for (int64_t j = 0; j < hid; j++) {                                        \
+                    REAL r = (REAL)0.5 * TANH(gr[j]) + (REAL)0.5;                          \
+                    REAL z = (REAL)0.5 * TANH(gz[j]) + (REAL)0.5;                          \
+                    REAL nv = TANH(gn[j] + r * gq[j]);                                     \
+                    gr[j] = r;                                                             \
+                    gz[j] = z;                                                             \
+                    gn[j] = nv;                                                            \
+                    h[j] = (hp[j] - nv) * z + nv;                                          \
+                }                                                                          \
+            }                                                                              \
+        }                                                                                  \
+    }
+
+GRU_FORWARD(fastnn_gru_forward_f32, float, gemm_f, tanh_f)
+GRU_FORWARD(fastnn_gru_forward_f64, double, gemm_d, tanh_d)
+
+/* The GRU's backward time loop: saved (T, N, 4H) and rows (T + 1, N, K) as the forward
+ * left them, grad_out (T, N, H) contiguous, w_hh (3H, H) contiguous; dh (N, H) comes in
+ * zero and leaves as h_0's gradient; grads (T, N, 4H) gets each step's gradients of (p_n,
+ * p_r, p_z, q_n) (the layout fastnn_cpu.recurrent's weight GEMMs read). */
+#define GRU_BACKWARD(NAME, REAL, GEMM)                                                     \
+    void NAME(void *gemm, int ilp64, int64_t t_len, int64_t n, int64_t size, int64_t hid,   \
+              const REAL *w_hh, const REAL *saved, const REAL *rows,                       \
+              const REAL *grad_out, REAL *dh, REAL *grads) {                               \
+        int64_t k = size + hid + 1, four = 4 * hid;                                        \
+        for (int64_t t = t_len - 1; t >= 0; t--) {                                         \
+            REAL *g = grads + t * n * four;                                                \
+            for (int64_t b = 0; b < n; b++) {                                              \
+                const REAL *sr = saved + (t * n + b) * four, *sz = sr + hid;               \
+                const REAL *sn = sz + hid, *sq = sn + hid;                                 \
+                const REAL *hp = rows + (t * n + b) * k + size;                            \
+                const REAL *up = grad_out + (t * n + b) * hid;                             \
+                REAL *d = dh + b * hid, *gn = g + b * four, *gr = gn + hid;                \
+                REAL *gz = gr + hid, *gq = gz + hid;                                       \
+                IVDEP                                                                      \
+                for (int64_t j = 0; j < hid; j++) {                                        \
+                    REAL r = sr[j], z = sz[j], nv = sn[j];                                 \
+                    REAL dhv = d[j] + up[j];                                               \
+                    REAL dan = dhv * (((REAL)1 - z) * ((REAL)1 - nv * nv));                \
+                    gn[j] = dan;                                                           \
+                    gr[j] = dan * (sq[j] * (r * ((REAL)1 - r)));                           \
+                    gz[j] = dhv * ((hp[j] - nv) * (z * ((REAL)1 - z)));                    \
+                    gq[j] = dan * r;                                                       \
+                    d[j] = dhv * z;                                                        \
+                }                                                                          \
+            }                                                                              \
+            GEMM(gemm, ilp64, n, hid, 3 * hid, g + hid, four, w_hh, hid, 1, dh, hid);      \
+        }                                                                                  \
+    }
+
+GRU_BACKWARD(fastnn_gru_backward_f32, float, gemm_f)
+GRU_BACKWARD(fastnn_gru_backward_f64, double, gemm_d)

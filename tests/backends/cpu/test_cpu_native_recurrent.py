@@ -1,7 +1,8 @@
-"""fastnn_cpu.native: the LSTM's time loop in C agrees with the NumPy loop it replaces
-(forward and backward, float32 and float64, every layout the hooks are given, through
-MKL's GEMM and through NumPy's own BLAS), its float32 tanh is within a few ulps of the
-float64 one with NaN, Inf and -0.0 kept, and FASTNN_CPU_NATIVE chooses or refuses."""
+"""fastnn_cpu.native: the LSTM's and GRU's time loops in C agree with the NumPy loops
+they replace (forward and backward, float32 and float64, every layout the hooks are
+given, through MKL's GEMM and through NumPy's own BLAS), its float32 tanh is within a
+few ulps of the float64 one with NaN, Inf and -0.0 kept, and FASTNN_CPU_NATIVE chooses
+or refuses."""
 
 import numpy as np
 import pytest
@@ -21,15 +22,25 @@ def _numpy_loops(fn):
         native._LOADED[:] = kept
 
 
-def _lstm_inputs(rng, shape, dtype):
+def _inputs(rng, shape, dtype, kind="lstm"):
+    """x, the states (h0, and c0 for the LSTM), the weights and the biases (one for the
+    LSTM, as the hook takes them; b_ih and b_hh for the GRU)."""
     t_len, n, size, hid = shape
+    gates = 4 if kind == "lstm" else 3
     s = 1 / np.sqrt(hid)
-    return (rng.normal(size=(t_len, n, size)).astype(dtype),
-            rng.uniform(-0.5, 0.5, (n, hid)).astype(dtype),
-            rng.uniform(-0.5, 0.5, (n, hid)).astype(dtype),
-            rng.uniform(-2 * s, 2 * s, (4 * hid, size)).astype(dtype),
-            rng.uniform(-2 * s, 2 * s, (4 * hid, hid)).astype(dtype),
-            rng.uniform(-s, s, 4 * hid).astype(dtype))
+
+    def draw(*dims, scale):
+        return rng.uniform(-scale, scale, dims).astype(dtype)
+
+    states = [draw(n, hid, scale=0.5) for _ in range(2 if kind == "lstm" else 1)]
+    biases = [draw(gates * hid, scale=s) for _ in range(1 if kind == "lstm" else 2)]
+    return (rng.normal(size=(t_len, n, size)).astype(dtype), *states,
+            draw(gates * hid, size, scale=2 * s), draw(gates * hid, hid, scale=2 * s),
+            *biases)
+
+
+def _lstm_inputs(rng, shape, dtype):
+    return _inputs(rng, shape, dtype, "lstm")
 
 
 def _close(got, want, dtype, what):
@@ -70,10 +81,35 @@ def test_c_loops_agree_with_the_numpy_loops(shape, dtype):
 
 
 @needs_c
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_gru_c_loops_agree_with_the_numpy_loops(shape, dtype):
+    """As the LSTM's: the forward's (out, saved) and every gradient, on the forward's
+    own outputs and on copies, with a strided x and a broadcast gradient."""
+    rng = np.random.default_rng(sum(shape) + 1)
+    x, h0, w_ih, w_hh, b_ih, b_hh = _inputs(rng, shape, dtype, "gru")
+    x_strided = np.ascontiguousarray(x.transpose(1, 0, 2)).transpose(1, 0, 2)
+    got = recurrent.gru_impl(x_strided, h0, w_ih, w_hh, b_ih, b_hh)
+    want = _numpy_loops(lambda: recurrent.gru_impl(x, h0, w_ih, w_hh, b_ih, b_hh))
+    for name, g, w in zip(("out", "saved"), got, want):
+        _close(g, w, dtype, f"GRU forward {name} {shape}")
+    for grad in (rng.normal(size=got[0].shape).astype(dtype),
+                 np.broadcast_to(dtype(0.7), got[0].shape)):
+        for outputs in (got, tuple(np.array(a) for a in got)):
+            back = recurrent.gru_backward_impl(x, h0, w_ih, w_hh, *outputs, grad, True)
+            ref = _numpy_loops(lambda outputs=outputs, grad=grad: recurrent.
+                               gru_backward_impl(x, h0, w_ih, w_hh, *outputs, grad, True))
+            for k, (g, w) in enumerate(zip(back, ref)):
+                assert g.dtype == dtype and g.shape == w.shape
+                _close(g, w, dtype, f"GRU backward gradient {k} {shape}")
+
+
+@needs_c
 def test_c_loops_match_a_float64_reference():
-    """The C loops' float32 forward and backward against PyTorch's equations in float64
-    (the conformance suite's reference and finite differences check the same hooks)."""
-    from fastnn.conformance.cases_recurrent import lstm_ref
+    """The C loops' float32 forwards against PyTorch's equations in float64 (the
+    conformance suite's reference and finite differences check the same hooks, and
+    their backwards)."""
+    from fastnn.conformance.cases_recurrent import gru_ref, lstm_ref
 
     rng = np.random.default_rng(3)
     args = _lstm_inputs(rng, (6, 4, 3, 5), np.float32)
@@ -81,6 +117,10 @@ def test_c_loops_match_a_float64_reference():
     want_out, want_cells = lstm_ref(*(a.astype(np.float64) for a in args))
     np.testing.assert_allclose(out, want_out, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(cells, want_cells, rtol=1e-5, atol=1e-6)
+    args = _inputs(rng, (6, 4, 3, 5), np.float32, "gru")
+    np.testing.assert_allclose(recurrent.gru_impl(*args)[0],
+                               gru_ref(*(a.astype(np.float64) for a in args)),
+                               rtol=1e-5, atol=1e-6)
 
 
 @needs_c
@@ -101,6 +141,15 @@ def test_through_numpys_own_blas(monkeypatch):
         monkeypatch.setattr(native, "_LOADED", [(lib, "in use")])
         for g, w in zip(got, want):
             _close(g, w, dtype, "NumPy's BLAS against the GEMM in use")
+        gru_args = _inputs(rng, (9, 6, 4, 7), dtype, "gru")
+        want = recurrent.gru_impl(*gru_args)
+        want_back = recurrent.gru_backward_impl(*gru_args[:4], *want, want[0] * 0 + 1, True)
+        monkeypatch.setattr(native, "_LOADED", [(other, "numpy's BLAS")])
+        got = recurrent.gru_impl(*gru_args)
+        got_back = recurrent.gru_backward_impl(*gru_args[:4], *got, got[0] * 0 + 1, True)
+        monkeypatch.setattr(native, "_LOADED", [(lib, "in use")])
+        for g, w in zip(got + got_back, want + want_back):
+            _close(g, w, dtype, "GRU: NumPy's BLAS against the GEMM in use")
 
 
 @needs_c
