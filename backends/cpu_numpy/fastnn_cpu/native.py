@@ -8,81 +8,28 @@ fastnn_cpu.mkl_gemm took it), reached by a function pointer, and the step's gate
 state in one pass (float32's tanh a branch-free polynomial that vectorises; float64's
 the C library's).
 
-The source is compiled once per machine and source text (``cc -O3 -march=native``) into
-fastnn's cache folder (``FASTNN_CACHE``, else the platform's), and loaded with ctypes.
-``FASTNN_CPU_NATIVE`` chooses: ``auto`` (the default: C where it builds, NumPy's loop
-elsewhere, silently), ``on`` (an error naming what failed) or ``off``; ``CC`` names the
-compiler. :func:`status` says which and why.
+The source is built by :mod:`fastnn.api.native` (once per machine, into fastnn's cache
+folder). ``FASTNN_CPU_NATIVE`` chooses: ``auto`` (the default: C where it builds, NumPy's
+loops elsewhere, silently), ``on`` (an error naming what failed) or ``off``; ``CC`` names
+the compiler. :func:`status` says which and why.
 """
 
 from __future__ import annotations
 
 import ctypes
 import glob
-import hashlib
-import os
-import platform
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from fastnn.api import native as build
 from fastnn_cpu import mkl_gemm
 
-_MODES = ("auto", "on", "off")
+_VARIABLE = "FASTNN_CPU_NATIVE"
 _SOURCE = Path(__file__).with_name("native_recurrent.c")
-_FLAGS = ["-O3", "-march=native", "-fPIC", "-shared", "-std=c99", "-fno-math-errno",
-          "-fno-trapping-math"]  # (the last two: the loops vectorise)
 _ILP64 = ("scipy_cblas_{}gemm64_", "cblas_{}gemm64_")  # OpenBLAS built with 64-bit ints
 _LP64 = ("scipy_cblas_{}gemm", "cblas_{}gemm")
-
-
-def _machine() -> str:
-    """What -march=native depends on: the processor's model and feature flags."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return platform.machine() + platform.processor()
-    keep = [line for line in text.splitlines()
-            if line.startswith(("model name", "flags", "Features"))]
-    return platform.machine() + "\n".join(dict.fromkeys(keep))
-
-
-def _compiler() -> str:
-    """``CC``, else cc or gcc on the PATH."""
-    found = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if not found:
-        raise OSError("no C compiler (cc or gcc on PATH; CC names another)")
-    return found
-
-
-def _compile(compiler: str) -> Path:
-    """The shared library built from the source (built now unless cached)."""
-    from fastnn.api.certificates import cache_dir
-
-    source = _SOURCE.read_bytes()
-    key = hashlib.sha256(b"\0".join([source, " ".join([compiler, *_FLAGS]).encode(),
-                                     _machine().encode()])).hexdigest()[:20]
-    folder = cache_dir() / "native"
-    target = folder / f"fastnn_cpu_recurrent-{key}.so"
-    if target.exists():
-        return target
-    folder.mkdir(parents=True, exist_ok=True)
-    fd, scratch = tempfile.mkstemp(suffix=".so", dir=folder)  # (processes may race here)
-    os.close(fd)
-    try:
-        done = subprocess.run([compiler, *_FLAGS, "-o", scratch, str(_SOURCE), "-lm"],
-                              capture_output=True, text=True, timeout=120)
-        if done.returncode:
-            raise OSError(f"{compiler} failed: {done.stderr.strip()[:500]}")
-        os.replace(scratch, target)  # atomic: a reader sees no half-written library
-    finally:
-        if os.path.exists(scratch):
-            os.unlink(scratch)
-    return target
 
 
 def _blas_library_paths() -> list:
@@ -118,8 +65,7 @@ def _gemms():
 class _Native:
     """The loaded library's entry points, typed."""
 
-    def __init__(self, path: Path, gemms: dict, ilp64: bool):
-        lib = ctypes.CDLL(str(path))
+    def __init__(self, lib: ctypes.CDLL, gemms: dict, ilp64: bool):
         ptr, i64 = ctypes.c_void_p, ctypes.c_int64
         self.gemm, self.ilp64 = gemms, int(ilp64)
         self.forward, self.backward = {}, {}  # the LSTM's, by dtype char
@@ -149,24 +95,17 @@ class _Native:
 
 def _load():
     """(_Native or None, the reason in words)."""
-    mode = os.environ.get("FASTNN_CPU_NATIVE", "auto").strip().lower() or "auto"
-    if mode not in _MODES:
-        raise ValueError(f"FASTNN_CPU_NATIVE must be one of {', '.join(_MODES)}, got {mode!r}")
-    if mode == "off":
-        return None, "off (FASTNN_CPU_NATIVE=off)"
-    try:
-        compiler = _compiler()
-        gemms = _gemms()
-        if gemms is None:
-            raise OSError("no cblas_sgemm found in NumPy's BLAS library or the process")
-        path = _compile(compiler)
-        return _Native(path, *gemms), f"C loops ({path.name}, {compiler})"
-    except (OSError, subprocess.SubprocessError, AttributeError) as exc:
-        if mode == "on":
-            raise RuntimeError(f"FASTNN_CPU_NATIVE=on, but the cpu backend's C loops are "
-                               f"unavailable: {exc}; install a C compiler (or set CC), or "
-                               f"unset FASTNN_CPU_NATIVE") from exc
-        return None, f"NumPy loops ({exc})"
+    lib, why = build.load(_SOURCE, _VARIABLE, "the cpu backend's C loops")
+    if lib is None:
+        return None, why
+    gemms = _gemms()
+    if gemms is None:
+        if build.mode(_VARIABLE) == "on":
+            raise RuntimeError(f"{_VARIABLE}=on, but the cpu backend's C loops cannot run: "
+                               f"no cblas_sgemm in NumPy's BLAS library or the process; "
+                               f"unset {_VARIABLE}")
+        return None, "NumPy (no cblas_sgemm in NumPy's BLAS library or the process)"
+    return _Native(lib, *gemms), why
 
 
 _LOADED: list = []  # [(_Native or None, reason)] once loaded
@@ -185,8 +124,7 @@ def status() -> str:
     return _LOADED[0][1]
 
 
-def address(a: np.ndarray) -> int:
-    return a.__array_interface__["data"][0]
+address = build.address
 
 
 if __name__ == "__main__":  # python -m fastnn_cpu.native: build now and say what happened

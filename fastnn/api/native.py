@@ -1,0 +1,101 @@
+"""C helpers compiled on first use where a C compiler is found, for backends and the core.
+
+A helper is one C source file, compiled once per machine and source text (``cc -O3
+-march=native``) into fastnn's cache folder (``FASTNN_CACHE``, else the platform's,
+under ``native/``) and loaded with ctypes; ``CC`` names the compiler. Each user has a
+switch of its own (an environment variable: ``auto``, the default, uses C where it
+builds and NumPy elsewhere, silently; ``on`` makes a failed build an error naming what
+failed; ``off`` never builds), and says which is in use and why. The helpers change no
+result beyond float rounding: every one has a NumPy path beside it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+MODES = ("auto", "on", "off")
+#: -fno-math-errno and -fno-trapping-math let loops with float tests and floor() vectorise
+FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=c99", "-fno-math-errno",
+         "-fno-trapping-math")
+
+
+def mode(variable: str) -> str:
+    """The switch ``variable`` (auto, on or off; a clear error for anything else)."""
+    value = os.environ.get(variable, "auto").strip().lower() or "auto"
+    if value not in MODES:
+        raise ValueError(f"{variable} must be one of {', '.join(MODES)}, got {value!r}")
+    return value
+
+
+def compiler() -> str:
+    """``CC``, else cc or gcc on the PATH."""
+    found = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not found:
+        raise OSError("no C compiler (cc or gcc on PATH; CC names another)")
+    return found
+
+
+def _machine() -> str:
+    """What -march=native depends on: the processor's model and feature flags."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.machine() + platform.processor()
+    keep = [line for line in text.splitlines()
+            if line.startswith(("model name", "flags", "Features"))]
+    return platform.machine() + "\n".join(dict.fromkeys(keep))
+
+
+def build(source: Path, cc: str, flags=FLAGS) -> Path:
+    """The shared library built from ``source`` with ``cc`` (built now unless cached)."""
+    from fastnn.api.certificates import cache_dir
+
+    text = Path(source).read_bytes()
+    key = hashlib.sha256(b"\0".join([text, " ".join([cc, *flags]).encode(),
+                                     _machine().encode()])).hexdigest()[:20]
+    folder = cache_dir() / "native"
+    target = folder / f"{Path(source).stem}-{key}.so"
+    if target.exists():
+        return target
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, scratch = tempfile.mkstemp(suffix=".so", dir=folder)  # (processes may race here)
+    os.close(fd)
+    try:
+        done = subprocess.run([cc, *flags, "-o", scratch, str(source), "-lm"],
+                              capture_output=True, text=True, timeout=120)
+        if done.returncode:
+            raise OSError(f"{cc} failed: {done.stderr.strip()[:500]}")
+        os.replace(scratch, target)  # atomic: a reader sees no half-written library
+    finally:
+        if os.path.exists(scratch):
+            os.unlink(scratch)
+    return target
+
+
+def load(source: Path, variable: str, what: str, flags=FLAGS) -> tuple:
+    """(ctypes.CDLL or None, the reason in words) for ``source`` under the switch
+    ``variable``; ``what`` names the helper in the error of ``on``."""
+    chosen = mode(variable)
+    if chosen == "off":
+        return None, f"off ({variable}=off)"
+    try:
+        cc = compiler()
+        path = build(source, cc, flags)
+        return ctypes.CDLL(str(path)), f"C ({path.name}, {cc})"
+    except (OSError, subprocess.SubprocessError) as exc:
+        if chosen == "on":
+            raise RuntimeError(f"{variable}=on, but {what} cannot be built: {exc}; install a C "
+                               f"compiler (or set CC), or unset {variable}") from exc
+        return None, f"NumPy ({exc})"
+
+
+def address(a) -> int:
+    """Where a NumPy array's data starts."""
+    return a.__array_interface__["data"][0]
