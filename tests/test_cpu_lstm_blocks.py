@@ -1,11 +1,17 @@
-"""The cpu backend's fused LSTM and GRU layers over sequences longer than one block of
-their backward (fastnn_cpu.recurrent.BLOCK_BYTES), against the core's step-by-step
-composite in float64."""
+"""The cpu backend's fused LSTM and GRU layers' NumPy loops over sequences longer than
+one block of their backward (fastnn_cpu.recurrent.BLOCK_BYTES), against the core's
+step-by-step composite in float64 (the C loops, which have no blocks, are off here)."""
 
 import numpy as np
 import pytest
 
 rec = pytest.importorskip("fastnn_cpu.recurrent")
+native = pytest.importorskip("fastnn_cpu.native")
+
+
+@pytest.fixture(autouse=True)
+def numpy_loops(monkeypatch):
+    monkeypatch.setattr(native, "_LOADED", [(None, "off: the blocks are the NumPy loops'")])
 
 
 @pytest.mark.parametrize("block_bytes", [1, 3 * 5 * 4 * 6 * 8, 2**20])

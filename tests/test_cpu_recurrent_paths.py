@@ -1,6 +1,7 @@
 """The cpu backend's fused LSTM and GRU layers on their two backward paths (the forward's
 own buffers found again through ``out`` and ``cells``, or plain arrays from elsewhere), in
-float32 against the float64 composite, with reused work arrays across shapes and threads."""
+float32 against the float64 composite, with reused work arrays across shapes and threads;
+each test with the C loops (fastnn_cpu.native, where they build) and the NumPy loops."""
 
 import threading
 
@@ -8,6 +9,17 @@ import numpy as np
 import pytest
 
 rec = pytest.importorskip("fastnn_cpu.recurrent")
+native = pytest.importorskip("fastnn_cpu.native")
+
+
+@pytest.fixture(autouse=True, params=["C", "NumPy"])
+def loops(request, monkeypatch):
+    if request.param == "C":
+        if native.library() is None:
+            pytest.skip(f"no C loops here: {native.status()}")
+    else:
+        monkeypatch.setattr(native, "_LOADED", [(None, "off for a test")])
+    return request.param
 
 
 def _ops():

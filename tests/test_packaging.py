@@ -44,6 +44,20 @@ def test_every_distribution_ships_py_typed(path):
         assert "py.typed" in globs, f"{path}: list py.typed in package-data for {package}"
 
 
+@pytest.mark.parametrize("path", PYPROJECTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_distribution_ships_its_c_sources(path):
+    """The C helpers (fastnn.api.native) are built from .c files beside the modules at
+    run time: a wheel without them falls back to NumPy everywhere, silently."""
+    setuptools = _load(path)["tool"]["setuptools"]
+    packages = setuptools.get("packages")
+    packages = packages if isinstance(packages, list) else ["fastnn"]
+    data = setuptools.get("package-data", {})
+    for package in packages:
+        if list((path.parent / package).rglob("*.c")):
+            globs = data.get(package, []) + data.get("*", [])
+            assert "*.c" in globs, f"{path}: list *.c in package-data for {package}"
+
+
 def test_version_comes_from_the_metadata_with_a_fallback_in_step():
     root = _load(ROOT / "pyproject.toml")["project"]["version"]
     assert fastnn._VERSION == root, "fastnn._VERSION must match pyproject.toml's version"

@@ -8,10 +8,14 @@ pass when |got - want| <= atol + rtol * |want|. Unlike it, this returns the numb
 
 from __future__ import annotations
 
+import ctypes
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
+
+from fastnn.api import native
 
 
 @dataclass
@@ -76,6 +80,63 @@ def release() -> None:
     _local.buffers = {}
 
 
+#: the C check (close.c) takes outputs from this many elements (below it, its call's
+#: fixed cost is about NumPy's passes' whole cost)
+NATIVE_FROM = 1 << 12
+_NATIVE = "FASTNN_NATIVE"  # the switch of the core's C helpers (fastnn.api.native)
+_close: list = []  # [{dtype: the C function} or None, why] once loaded
+
+
+def _close_functions():
+    """{np.float32: fn, np.float64: fn} of close.c, or None (NumPy's passes)."""
+    if not _close:
+        lib, why = native.load(Path(__file__).with_name("close.c"), _NATIVE,
+                               "shadow mode's C comparison",
+                               native.FLAGS + ("-fno-strict-aliasing", "-ffinite-math-only",
+                                               "-fno-signed-zeros"))
+        found = None
+        if lib is not None:
+            found = {}
+            for dtype, name, real in ((np.dtype(np.float32), "fastnn_close_f32",
+                                       ctypes.c_float),
+                                      (np.dtype(np.float64), "fastnn_close_f64",
+                                       ctypes.c_double)):
+                fn = getattr(lib, name)
+                fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, real, real,
+                               ctypes.c_void_p]
+                fn.restype = ctypes.c_int
+                found[dtype] = fn
+        _close[:] = [found, why]
+    return _close[0]
+
+
+def native_status() -> str:
+    """Whether shadow mode compares large outputs in C, and why."""
+    _close_functions()
+    return _close[1]
+
+
+def _native_close(got, want, rtol, atol):
+    """:func:`compare` of a passing output in one C pass: EQUAL or a passing Diff; None
+    when C is not in use, the layouts differ, an element is NaN or Inf, or an element
+    fails (NumPy's passes then find what :func:`compare` reports)."""
+    functions = _close_functions()
+    fn = None if functions is None else functions.get(got.dtype)
+    if fn is None or got.strides != want.strides or not (
+            (got.flags.c_contiguous and want.flags.c_contiguous)
+            or (got.flags.f_contiguous and want.flags.f_contiguous)):
+        return None
+    out = np.empty(2)
+    if fn(_address(got), _address(want), got.size, rtol, atol, _address(out)):
+        return None
+    max_abs, worst = float(out[0]), float(out[1])
+    if not worst <= 1.0:
+        return None
+    if max_abs == 0.0:
+        return EQUAL
+    return Diff(max_abs=max_abs, ratio=worst, size=got.size)
+
+
 def _address(array: np.ndarray) -> int:
     return array.__array_interface__["data"][0]
 
@@ -131,6 +192,10 @@ def compare(got, want, rtol: float, atol: float, equal_first: bool = True,
         # the same memory in the same layout (a view hook's output on a host backend,
         # or read with its input in one copy, against NumPy's view of that input)
         return EQUAL
+    if got.size >= NATIVE_FROM and got.dtype.kind == "f":
+        found = _native_close(got, want, rtol, atol)
+        if found is not None:
+            return found
     if (equal_first or got.dtype.kind != "f") and _bitwise_equal(got, want):
         return EQUAL
     if got.dtype.kind != "f":

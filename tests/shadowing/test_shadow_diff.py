@@ -1,11 +1,22 @@
-"""The comparison of one long output, a block at a time (diff._blockwise): the same
-verdict, errors and worst element as over whole arrays, checked against float64 NumPy
-arithmetic written out."""
+"""The comparison of one long output, in one C pass (close.c, where it builds) or a block
+at a time (diff._blockwise): the same verdict, errors and worst element as over whole
+arrays, checked against float64 NumPy arithmetic written out, on both paths."""
 
 import numpy as np
 import pytest
 
 from fastnn.shadowing import diff, vector
+
+
+@pytest.fixture(autouse=True, params=["C", "NumPy"])
+def path(request, monkeypatch):
+    """Every test twice: with shadow mode's C comparison, and with NumPy's passes."""
+    if request.param == "C":
+        if diff._close_functions() is None:
+            pytest.skip(f"no C comparison here: {diff.native_status()}")
+    else:
+        monkeypatch.setattr(diff, "_close", [None, "off for a test"])
+    return request.param
 
 
 def _expected(got, want, rtol, atol):
@@ -91,3 +102,39 @@ def test_a_batch_under_its_rows_worst_ratios_is_given_the_bounds():
     again = vector.compare_many([(g.copy(), w, r, a, 2 * b if i else 0.0)
                                  for i, ((g, w, r, a), b) in enumerate(zip(items, bounds))])
     assert again == exact
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_c_pass_and_numpys_agree_on_every_verdict(dtype, path):
+    """Random outputs with planted faults of each kind: the verdict, max error and worst
+    ratio match the float64 arithmetic (so the C pass and NumPy's agree); NaN, Inf,
+    -0.0, subnormals and a difference that overflows each give NumPy's own verdict."""
+    rng = np.random.default_rng(11)
+    tiny = np.finfo(dtype).tiny
+    big = np.finfo(dtype).max
+    for trial in range(12):
+        want = rng.normal(size=(96, 80)).astype(dtype)
+        got = (want * (1 + 3e-7 * rng.normal(size=want.shape))).astype(dtype)
+        kind = trial % 6
+        if kind == 1:
+            got[7, 9] += 1e-2  # fails
+        elif kind == 2:
+            got[:3], want[:3] = -0.0, 0.0  # equal as values
+            got[3, :5] = want[3, :5] = tiny / 4  # subnormals
+        elif kind == 3:
+            got[50, 1] = want[50, 1] = np.inf  # the same Inf: passes
+            want[60, 2] = got[60, 2] = np.nan  # NaN where the reference has one: passes
+        elif kind == 4:
+            got[10, 10] = np.nan  # misplaced
+        elif kind == 5:
+            got[20, 20], want[20, 20] = big, -big  # the difference overflows
+        found = diff.compare(got, want, 1e-5, 1e-6, equal_first=False)
+        finite = np.isfinite(got) & np.isfinite(want)
+        if kind in (4, 5):
+            assert found.failed, (path, kind)
+            continue
+        bad, max_abs, worst = _expected(got[finite], want[finite], 1e-5, 1e-6)
+        assert found.failed == (bad > 0), (path, kind)
+        assert found.max_abs == pytest.approx(max_abs, rel=1e-6, abs=1e-30), (path, kind)
+        if not found.failed:
+            assert found.ratio == pytest.approx(worst, rel=1e-4, abs=1e-12), (path, kind)

@@ -1,0 +1,32 @@
+/* Shadow mode's check of one output in one pass (fastnn.shadowing.diff): the largest
+ * |got - want| and the largest |got - want| / (atol + rtol |want|), which NumPy makes in
+ * eight passes. An element that is NaN or Inf in either array is only flagged (by its
+ * bits, so the loop needs no float test of its own): NumPy's path then places them.
+ * Built with -ffinite-math-only and -fno-signed-zeros (the two maxima vectorise only
+ * so; what they assume away is what the flag reports) and -fno-strict-aliasing (the
+ * arrays are read as bits too). */
+
+#include <math.h>
+#include <stdint.h>
+
+#define CLOSE(NAME, REAL, UINT, EXPONENT, ABS)                                             \
+    int NAME(const REAL *got, const REAL *want, int64_t n, REAL rtol, REAL atol,           \
+             double *out) {                                                                \
+        const UINT *got_bits = (const UINT *)got, *want_bits = (const UINT *)want;         \
+        REAL max_abs = 0, max_ratio = 0;                                                   \
+        UINT special = 0;                                                                  \
+        for (int64_t j = 0; j < n; j++) {                                                  \
+            special |= (UINT)((got_bits[j] & EXPONENT) == EXPONENT)                        \
+                       | (UINT)((want_bits[j] & EXPONENT) == EXPONENT);                    \
+            REAL err = ABS(got[j] - want[j]);                                              \
+            REAL ratio = err / (atol + rtol * ABS(want[j]));                               \
+            max_abs = err > max_abs ? err : max_abs;                                       \
+            max_ratio = ratio > max_ratio ? ratio : max_ratio;                             \
+        }                                                                                  \
+        out[0] = max_abs;                                                                  \
+        out[1] = max_ratio;                                                                \
+        return special != 0;                                                               \
+    }
+
+CLOSE(fastnn_close_f32, float, uint32_t, 0x7f800000u, fabsf)
+CLOSE(fastnn_close_f64, double, uint64_t, 0x7ff0000000000000ull, fabs)
