@@ -150,6 +150,35 @@ matmul = np.matmul if _FOUND is None else _mkl_matmul
 """``np.matmul(a, b, out=out)``, MKL's GEMM taking the products it can (see _mkl_matmul)."""
 
 
+def into(a, b, out, accumulate: bool = False, min_mnk: int = MIN_MNK) -> bool:
+    """``out[...] = a @ b`` (``accumulate``: ``+=``) as one MKL call, when MKL is in use,
+    ``a`` (m, k) and ``b`` (k, n) are operands of ``out``'s float dtype that BLAS reads in
+    place, ``out`` (m, n) has unit inner stride (any row stride: a block of a wider
+    array), apart from the operands, and the product holds at least ``min_mnk``
+    multiply-adds. Returns whether it ran; the caller does the product otherwise. The
+    conv chunks' (C_out, 144) @ (144, 1024) into the output's columns ran 1.2-1.45x
+    faster than OpenBLAS's batched small products of the same columns (one Xeon
+    thread)."""
+    if _FOUND is None or a.ndim != 2 or b.ndim != 2 or out.ndim != 2:
+        return False
+    char = a.dtype.char
+    m, k = a.shape
+    n = b.shape[1]
+    item = out.itemsize
+    if (char not in "fd" or b.dtype != a.dtype or out.dtype != a.dtype or b.shape[0] != k
+            or out.shape != (m, n) or m * k * n < min_mnk or out.strides[1] != item
+            or out.strides[0] % item or out.strides[0] // item < max(1, n)
+            or not out.flags.aligned or _overlaps(out, a, b)):
+        return False
+    fa, fb = _operand(a, m, k), _operand(b, k, n)
+    if fa is None or fb is None:
+        return False
+    _FOUND[0][char](_ROW_MAJOR, fa[0], fb[0], m, n, k, 1.0, a.ctypes.data, fa[1],
+                    b.ctypes.data, fb[1], 1.0 if accumulate else 0.0, out.ctypes.data,
+                    out.strides[0] // item)
+    return True
+
+
 def shared_left(a, b, out, accumulate: bool) -> bool:
     """``out[i] = a @ b[i]`` (``accumulate``: ``+=``) for every i as one MKL call (its
     strided batch GEMM), when MKL is in use, ``a`` (m, k) and ``b`` (batch, k, n) are
