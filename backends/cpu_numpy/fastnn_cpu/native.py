@@ -1,12 +1,14 @@
 """The cpu backend's loops in C, compiled on first use where a C compiler is found.
 
-An LSTM step is a GEMM and a few elementwise passes over (H, N) blocks; in NumPy that is
-15 calls a step (7 forward, 8 backward; the GRU's 17), each paying NumPy's fixed cost, 64
-times a sequence. :file:`native_recurrent.c` runs a layer's whole time loop in one call:
+The recurrent layers (:file:`native_recurrent.c`): an LSTM step is a GEMM and a few
+elementwise passes over (H, N) blocks; in NumPy that is 15 calls a step (7 forward, 8
+backward; the GRU's 17), each paying NumPy's fixed cost, 64 times a sequence. The C
+source runs a layer's whole time loop in one call:
 each step's GEMM through the same BLAS NumPy's products use (or MKL's, where
 fastnn_cpu.mkl_gemm took it), reached by a function pointer, and the step's gates and
 state in one pass (float32's tanh a branch-free polynomial that vectorises; float64's
-the C library's).
+the C library's). Batch normalisation (:file:`native_norm.c`): two passes each way
+where NumPy makes seven or more.
 
 The source is built by :mod:`fastnn.api.native` (once per machine, into fastnn's cache
 folder). ``FASTNN_CPU_NATIVE`` chooses: ``auto`` (the default: C where it builds, NumPy's
@@ -118,10 +120,43 @@ def library():
     return _LOADED[0][0]
 
 
+class _Norm:
+    """The batch normalisation library's entry points (native_norm.c), typed."""
+
+    def __init__(self, lib: ctypes.CDLL):
+        ptr, i64, f64 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_double
+        self.train, self.backward = {}, {}
+        for char, bits in (("f", 32), ("d", 64)):
+            fn = getattr(lib, f"fastnn_bn_train_f{bits}")
+            fn.argtypes = [i64, i64, i64, ptr, ptr, ptr, f64, ptr, ptr, ptr]
+            fn.restype = None
+            self.train[char] = fn
+            fn = getattr(lib, f"fastnn_bn_backward_f{bits}")
+            fn.argtypes = [i64, i64, i64, ptr, ptr, ptr, ptr, ptr, f64, ptr, ptr, ptr]
+            fn.restype = None
+            self.backward[char] = fn
+
+
+_NORM_SOURCE = Path(__file__).with_name("native_norm.c")
+#: its sums vectorise only where the compiler may reorder additions
+_NORM_FLAGS = build.FLAGS + ("-fassociative-math", "-fno-signed-zeros")
+_NORM: list = []  # [(_Norm or None, reason)] once loaded
+
+
+def norm_library():
+    """The loaded batch normalisation loops, or None (NumPy's); built on the first call."""
+    if not _NORM:
+        lib, why = build.load(_NORM_SOURCE, _VARIABLE, "the cpu backend's C loops",
+                              _NORM_FLAGS)
+        _NORM.append((None if lib is None else _Norm(lib), why))
+    return _NORM[0][0]
+
+
 def status() -> str:
     """Whether the C loops are in use, and why (for ``fastnn info``)."""
     library()
-    return _LOADED[0][1]
+    norm_library()
+    return f"recurrent layers: {_LOADED[0][1]}; batch norm: {_NORM[0][1]}"
 
 
 address = build.address
