@@ -19,12 +19,18 @@ def _one_minus(ops, x):
     return ops.add(ops.neg(x), 1.0)
 
 
+def _relu_grad(ops, out, grad):
+    """grad, except 0 where out = relu(z) is 0 (z <= 0): a NaN z passes grad, as PyTorch's
+    threshold_backward (out <= 0 gives 0); out > 0 would stop it."""
+    return ops.where(ops.equal(ops.equal(out, 0.0), 0), grad, 0.0)
+
+
 def activation_grad(ops, kind, z, out, grad, slope=0.0):
     """dL/dz for out = kind(z), given dL/dout."""
     if kind == "identity":
         return grad
     if kind == "relu":
-        return ops.where(ops.greater(z, 0.0), grad, 0.0)
+        return ops.relu_backward(out, grad)
     if kind == "leaky_relu":
         return ops.where(ops.greater(z, 0.0), grad, ops.mul(grad, slope))
     if kind == "sigmoid":
@@ -68,6 +74,10 @@ def gelu(ops, x):
 
 def gelu_backward(ops, x, out, grad):
     return activation_grad(ops, "gelu", x, out, grad)
+
+
+def relu_backward(ops, out, grad):
+    return _relu_grad(ops, out, grad)
 
 
 def silu(ops, x):
@@ -145,8 +155,8 @@ def bias_act(ops, x, bias, kind, slope):
 
 
 def bias_act_backward(ops, x, bias, out, grad, kind, slope):
-    if kind == "relu":  # out > 0 exactly where z > 0 (and NaN passes nothing)
-        dz = ops.where(ops.greater(out, 0.0), grad, 0.0)
+    if kind == "relu":  # (from out alone: z is not needed)
+        dz = ops.relu_backward(out, grad)
     else:
         z = out if kind in ("sigmoid", "tanh", "identity") else ops.add(x, bias)
         dz = activation_grad(ops, kind, z, out, grad, slope)

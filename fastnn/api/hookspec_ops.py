@@ -59,6 +59,13 @@ def gelu_backward(x: Array, out: Array, grad: Array) -> Array:
 
 
 @op
+def relu_backward(out: Array, grad: Array) -> Array:
+    """dL/dx of ``out = relu(x)`` (as the ``relu`` hook returned it), given grad = dL/dout
+    (out's shape, possibly a broadcast view): grad, except 0 where out is 0 (x <= 0). A NaN
+    x (out NaN) passes grad, as PyTorch's threshold_backward (out <= 0 gives 0)."""
+
+
+@op
 def softmax(x: Array, axis: int) -> Array:
     """exp(x - max) / sum(exp(x - max)) along ``axis``."""
 
@@ -104,8 +111,9 @@ def bias_act_backward(
 
     ``grad`` is dL/dout (the shape of x). Returns (dz, dbias): dz = grad *
     activation'(x + bias), which is also dL/dx, and dbias = dz summed over
-    every axis but the last (bias's shape). relu's derivative is taken as
-    ``out > 0``, so that NaN inputs pass no gradient, as the composite does.
+    every axis but the last (bias's shape). relu's derivative is 0 where
+    ``out == 0`` (z <= 0) and 1 elsewhere, so that a NaN input passes the
+    gradient, as PyTorch's threshold_backward and the composite do.
     """
 
 

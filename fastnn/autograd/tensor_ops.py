@@ -243,6 +243,10 @@ class TensorOps:
         """The hook's composite: its gradient on the tape through erf and exp."""
         return composite.activation_grad(self, "gelu", x, out, grad)
 
+    def relu_backward(self, out, grad):
+        """The hook's composite: a select on the tape (its gradient flows to grad)."""
+        return composite.relu_backward(self, out, grad)
+
 
 for _op in _UNARY_SAVES:
     setattr(TensorOps, _op, lambda self, x, _op=_op: self._unary(_op, x))

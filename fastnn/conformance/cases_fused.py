@@ -154,7 +154,7 @@ register(Case("rms_div", run=lambda x, eps: F.rms_div(x, eps), ref=_rms_ref, gra
 # (activation, its derivative) for bias_act; z = x + bias
 ACTIVATIONS = {
     "identity": (lambda z, s: z, lambda z, s: np.ones_like(z)),
-    "relu": (lambda z, s: np.maximum(z, 0.0), lambda z, s: (z > 0).astype(np.float64)),
+    "relu": (lambda z, s: np.maximum(z, 0.0), lambda z, s: np.where(z <= 0, 0.0, 1.0)),
     "leaky_relu": (lambda z, s: np.where(z > 0, z, s * z), lambda z, s: np.where(z > 0, 1.0, s)),
     "sigmoid": (lambda z, s: _ref_sigmoid(z), lambda z, s: _ref_sigmoid(z) * (1 - _ref_sigmoid(z))),
     "tanh": (lambda z, s: np.tanh(z), lambda z, s: 1.0 - np.tanh(z) ** 2),

@@ -1,6 +1,8 @@
-"""Conformance case of ``gelu_backward``: dL/dx of gelu against the float64 derivative and
-against the core's composite, on the layouts and values the tape produces (contiguous and
-transposed, zeros, subnormals, large magnitudes, NaN and infinities).
+"""Conformance cases of ``gelu_backward`` and ``relu_backward``: dL/dx of gelu against the
+float64 derivative and against the core's composite, on the layouts and values the tape
+produces (contiguous and transposed, zeros, subnormals, large magnitudes, NaN and
+infinities); relu's against PyTorch's threshold_backward (a NaN input passes the
+gradient, +-0 and negatives stop it, an infinite gradient included).
 
 The tape reaches the hook through the gelu case of cases_elementwise.py; here it is called
 directly.
@@ -45,4 +47,37 @@ def _check_gelu_backward(device, dtype, rng):
         f"gelu_backward of NaN, inf, -inf, 1 ({dtype}): got {got}")
 
 
+def _check_relu_backward(device, dtype, rng):
+    ops = device.ops
+
+    def put(a):
+        return ops.from_numpy(np.ascontiguousarray(a, dtype=dtype), device.index)
+
+    tiny = float(np.finfo(dtype).smallest_subnormal)
+    edges = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, tiny, -tiny, 1.0, -1.0, 3e4])
+    for shape, transposed in [((3, 4), False), ((0, 5), False), ((37, 70), False),
+                              ((6, 33), True), (edges.shape, False)]:
+        x = edges if shape == edges.shape else rng.normal(size=shape)
+        x = x.astype(dtype).astype(np.float64)
+        g = rng.normal(size=shape).astype(dtype).astype(np.float64)
+        if shape == edges.shape:
+            g[3] = np.inf  # an infinite gradient where out is 0: 0, not NaN
+        dx = ops.transpose(put(x.T), (1, 0)) if transposed else put(x)
+        grad = ops.transpose(put(g.T), (1, 0)) if transposed else put(g)
+        out = ops.relu(dx)
+        got = ops.to_numpy(ops.relu_backward(out, grad))
+        what = f"relu_backward {dtype}, shape {shape}" + (", transposed" if transposed else "")
+        want = np.where(np.isnan(x) | (x > 0), g, 0.0)
+        np.testing.assert_array_equal(np.asarray(got, np.float64), want.astype(dtype),
+                                      err_msg=what)
+        composed = ops.to_numpy(composite.relu_backward(ops, out, grad))
+        np.testing.assert_array_equal(got, composed, err_msg=what + " (the composite)")
+    out = ops.relu(put(np.array([[1.0, -1.0, np.nan]])))
+    grad = ops.broadcast_to(put(np.array([[2.0]])), (1, 3))  # a broadcast gradient
+    got = ops.to_numpy(ops.relu_backward(out, grad))
+    np.testing.assert_array_equal(got, np.array([[2.0, 0.0, 2.0]], dtype),
+                                  err_msg=f"relu_backward {dtype}, broadcast gradient")
+
+
 register(Case("gelu_backward", check=_check_gelu_backward))
+register(Case("relu_backward", check=_check_relu_backward))

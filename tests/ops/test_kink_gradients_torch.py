@@ -2,7 +2,7 @@
 chain rule gives NaN (0 * inf) or splits a tie, PyTorch picks a value; fastnn means the
 same (fmax/fmin ties, std and cosine similarity of constant or zero inputs, the margin
 losses exactly at their hinge, binary cross entropy at p = 0 and 1, where() with an
-infinite gradient on the unselected side)."""
+infinite gradient on the unselected side, relu at a NaN input)."""
 
 from __future__ import annotations
 
@@ -30,10 +30,10 @@ def _grads(run_ours, run_theirs, *arrays):
     return found
 
 
-def _agree(run_ours, run_theirs, *arrays):
+def _agree(run_ours, run_theirs, *arrays, rtol=1e-9):
     ours, theirs = _grads(run_ours, run_theirs, *arrays)
     for k, (a, b) in enumerate(zip(ours, theirs)):
-        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12, equal_nan=True,
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=1e-12, equal_nan=True,
                                    err_msg=f"output {k}" if k == 0 else f"gradient {k}")
 
 
@@ -152,3 +152,37 @@ def test_std_mean_of_a_constant_row():
 def test_copysign_at_zero():
     a, b = np.array([0.0, -0.0, 2.0, -2.0, 0.0]), np.array([1.0, -1.0, -1.0, 1.0, -0.0])
     _agree(fnn.copysign, torch.copysign, a, b)
+
+
+EDGES = np.array([np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 6.0, 3.0, -3.0, 20.0, 0.5, -0.5,
+                  0.3, -0.3])
+
+
+@pytest.mark.parametrize("name", ["relu", "relu6", "hardtanh", "hardswish", "hardsigmoid",
+                                  "hardshrink", "softshrink", "elu", "selu", "celu",
+                                  "leaky_relu", "softplus", "silu", "mish"])
+def test_activations_at_infinities_zeros_and_kinks(name):
+    # (PyTorch's hardsigmoid slope is float32's 1/6 in float64 too: 5e-9 off)
+    _agree(getattr(F, name), getattr(TF, name), EDGES, rtol=1e-7)
+
+
+@pytest.mark.parametrize("name", ["relu", "leaky_relu", "hardsigmoid"])
+@pytest.mark.parametrize("size", [1, 64])
+def test_activations_at_nan(name, size):
+    """relu passes the gradient at a NaN input (PyTorch's threshold_backward tests out <=
+    0), leaky_relu passes it times its slope, hardsigmoid stops it, at every size. (The
+    others' kernels in PyTorch 2.13 give one answer in their vectorised loop and another
+    in their scalar tail, so at NaN they mean nothing to agree with.)"""
+    x = np.full(size, NAN)
+    x[::3] = 1.0
+    _agree(getattr(F, name), getattr(TF, name), x, rtol=1e-7)  # (hardsigmoid: above)
+
+
+def test_fused_bias_relu_passes_the_gradient_of_a_nan():
+    """The bias + relu hook (nn.Linear's fused activation) and its backward, as
+    relu(x + b) in PyTorch, with a NaN, zeros and both signs."""
+    from fastnn.ops.activations import bias_act
+
+    x = np.array([[NAN, 1.0, -2.0], [1.0, 0.0, 2.0], [-1.0, 2.0, 0.5]])
+    b = np.array([0.0, -1.0, 1.0])
+    _agree(lambda t, u: bias_act(t, u, "relu"), lambda t, u: torch.relu(t + u), x, b)

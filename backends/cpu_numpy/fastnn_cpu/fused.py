@@ -70,6 +70,22 @@ _GELU_TINY = 1e-30
 
 
 @hookimpl
+def relu_backward(out, grad):
+    """grad kept where out != 0 (NaN included), as the where hook's bit mask keeps it: one
+    comparison and the mask, where the composite compares twice (out == 0, then its
+    negation) before the same select."""
+    from fastnn_cpu import where
+
+    grad = np.asarray(grad)
+    if grad.dtype != out.dtype:
+        grad = grad.astype(out.dtype)
+    keep = np.not_equal(out, 0)
+    if keep.shape != grad.shape:
+        keep = np.broadcast_to(keep, np.broadcast_shapes(keep.shape, grad.shape))
+    return where(keep, grad, 0.0)
+
+
+@hookimpl
 def gelu_backward(x, out, grad):
     """grad * (cdf + x * pdf), with cdf recovered as out / x (out = x * cdf, so to ~1 ulp)
     instead of a second erf: 9 passes where the composite made ~40 (erf's own 18). Whether

@@ -1,6 +1,7 @@
 """The GELU backward and layer-norm hooks on cupy arrays, as kernels (cu/activations.cu,
 cu/norm.cu).
 
+- relu_backward: one elementwise launch (the composite makes three).
 - gelu_backward: one elementwise launch (the core's composite makes eleven, each writing a
   temporary as large as x);
 - layer_norm_train: one launch, a block per row (mean, variance and the affine output
@@ -35,6 +36,19 @@ def gelu_backward(x, out, grad):
     dx = cp.empty(x.shape, dtype=x.dtype)
     args = (x, out, grad, dx, x.size, kernels.ACTIVATION_CODES["gelu"], 0.0)
     kernels.launch_planes("act_backward", x.dtype, x.device.id, x.size, 1, 1, args)
+    return dx
+
+
+@hookimpl
+def relu_backward(out, grad):
+    """One elementwise launch (the activations' gradient kernel, relu's code: it reads out
+    and grad), where the composite makes three."""
+    if not _kernel_dtype(out, grad) or out.shape != grad.shape or out.size == 0:
+        return composite.relu_backward(_own_hooks(), out, grad)
+    out, grad = (cp.ascontiguousarray(a) for a in (out, grad))
+    dx = cp.empty(out.shape, dtype=out.dtype)
+    args = (out, out, grad, dx, out.size, kernels.ACTIVATION_CODES["relu"], 0.0)
+    kernels.launch_planes("act_backward", out.dtype, out.device.id, out.size, 1, 1, args)
     return dx
 
 

@@ -157,6 +157,29 @@ def bias_act_backward(x, bias, out, grad, kind, slope):
 
 
 @hookimpl
+def relu_backward(out, grad):
+    """One launch of the activations' gradient kernel (relu reads only out and grad: the
+    x and bias slots are given out again), where the composite makes three."""
+    if grad.shape != out.shape or grad.dtype != out.dtype:
+        from fastnn.api import composite
+        from fastnn.api.registry import get_backend
+
+        return composite.relu_backward(get_backend("opencl").ops, out, grad)
+    out, grad = _dense(out), _dense(grad)
+    dev = out.dev
+    dx = dev.empty(out.shape, out.dtype)
+    n = out.size
+    if n:
+        defines = (("T", CL_TYPES[out.dtype]), ("ACT", ACTS.index("relu")),
+                   ("ACC", reduce._acc_type(out, 0)))
+        types = [None, _I, None, _I, None, _I, None, _I, _I, _I, NP_TYPES[out.dtype]]
+        kernel = dev.kernel(FILE, "k_act_grad", defines, [None] + types)
+        kernel(dev.queue, (rounded(n, 16), 1), None, dx.data, out.data, out.offset,
+               out.data, out.offset, out.data, out.offset, grad.data, grad.offset, 1, n, 0.0)
+    return dx
+
+
+@hookimpl
 def softmax_cross_entropy_backward(probs, targets, grad):
     probs, targets = _dense(probs), _dense(targets)
     dev = probs.dev

@@ -1,10 +1,11 @@
-"""The CUDA backend's gelu_backward and layer-norm hooks (cu/activations.cu, cu/norm.cu)
-without a GPU: the hooks run as they are with NumPy standing in for cupy, and each launch
-runs the kernel's own source built for the host over the grid the hook planned: the row
-and column kernels with every thread of a block an OS thread (real barriers and warp
-shuffles, two warps a block, so the cross-warp sums are exercised), the elementwise one
-thread after thread with grids capped so that the grid-stride loop goes round. Results
-must match NumPy in float64 and the core's composites, with the launches the hooks claim."""
+"""The CUDA backend's relu_backward, gelu_backward and layer-norm hooks (cu/activations.cu,
+cu/norm.cu) without a GPU: the hooks run as they are with NumPy standing in for cupy, and
+each launch runs the kernel's own source built for the host over the grid the hook
+planned: the row and column kernels with every thread of a block an OS thread (real
+barriers and warp shuffles, two warps a block, so the cross-warp sums are exercised), the
+elementwise one thread after thread with grids capped so that the grid-stride loop goes
+round. Results must match NumPy in float64 and the core's composites, with the launches
+the hooks claim."""
 
 from __future__ import annotations
 
@@ -173,6 +174,21 @@ def test_gelu_backward_matches_float64(on_host, dtype, shape):
     assert got.dtype == x.dtype and got.shape == x.shape
     np.testing.assert_allclose(got, refs.gelu_backward(x, grad), **tol(dtype))
     np.testing.assert_allclose(got, composite.gelu_backward(CPU, x, out, grad), **tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_relu_backward_passes_nan_and_stops_at_zero(on_host, dtype):
+    """grad where out != 0: a NaN input passes it (PyTorch's), +-0 and negatives stop it,
+    one launch; a strided out and a broadcast gradient too."""
+    x = np.array([[np.nan, np.inf, -np.inf, 0.0, -0.0], [-4.0, 4.0, 1e-30, -3.0, 2.0]],
+                 dtype).T
+    out = CPU.relu(x)
+    grad = np.broadcast_to(np.asarray(2.0, dtype), x.shape)
+    got = norm_act.relu_backward(_dev(out), _dev(grad))
+    assert on_host == ["act_backward"]
+    want = np.where(np.isnan(x) | (x > 0), 2.0, 0.0)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got, composite.relu_backward(CPU, out, np.array(grad)))
 
 
 def test_gelu_backward_edges_and_strided_views(on_host):

@@ -70,8 +70,8 @@ FASTNN_INSTANTIATE(FASTNN_BIAS_ACT)
 // ---------------------------------------------------------------- backward
 //
 // dz = grad * act'(z), z = x + bias; dbias[j] = sum over rows of dz[:, j].
-// relu's derivative reads `out > 0` (NaN passes nothing), as the core's
-// composite does. One launch computes both: a block owns 32 adjacent columns
+// relu's derivative is 0 where `out == 0` (z <= 0), 1 elsewhere: a NaN input
+// passes the gradient, as PyTorch's and the core's composite. One launch computes both: a block owns 32 adjacent columns
 // (one per lane, so each row's loads are coalesced) and its warps take the
 // rows in turn; the warps' partial column sums meet in shared memory.
 // grid.x = ceil(features / 32); blockDim.x a multiple of 32, at most 1024.
@@ -79,7 +79,7 @@ FASTNN_INSTANTIATE(FASTNN_BIAS_ACT)
 template <typename T> __device__ __forceinline__ T activation_grad(T z, T out, T g, i64 kind,
                                                                     T slope) {
     switch ((int)kind) {
-        case ACT_RELU: return out > T(0) ? g : T(0);
+        case ACT_RELU: return out == T(0) ? T(0) : g;
         case ACT_LEAKY_RELU: return z > T(0) ? g : g * slope;
         case ACT_SIGMOID: return g * (out * (T(1) - out));
         case ACT_TANH: return g * (T(1) - out * out);

@@ -209,7 +209,7 @@ inline T act_grad(const T z, const T o, const T g, const T slope) {
 #if ACT == 0
     return g;
 #elif ACT == 1
-    return o > 0 ? g : (T)0;
+    return o == (T)0 ? (T)0 : g;  // (z <= 0 gives 0; a NaN z passes g, as PyTorch's)
 #elif ACT == 2
     return z > 0 ? g : g * slope;
 #elif ACT == 3
