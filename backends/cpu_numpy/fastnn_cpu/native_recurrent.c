@@ -26,27 +26,20 @@ typedef void (*dgemm64)(int, int, int, int64_t, int64_t, int64_t, double, const 
                         int64_t, const double *, int64_t, double, double *, int64_t);
 
 /* C (m, n) = A (m, k) B (k, n) + beta C, row-major, rows lda, ldb and ldc apart. */
-static void gemm_f(void *fn, int ilp64, int64_t m, int64_t n, int64_t k, const float *a,
-                   int64_t lda, const float *b, int64_t ldb, float beta, float *c,
-                   int64_t ldc) {
-    if (ilp64)
-        ((sgemm64)fn)(ROW_MAJOR, NO_TRANS, NO_TRANS, m, n, k, 1.0f, a, lda, b, ldb, beta, c,
-                      ldc);
-    else
-        ((sgemm32)fn)(ROW_MAJOR, NO_TRANS, NO_TRANS, (int32_t)m, (int32_t)n, (int32_t)k,
-                      1.0f, a, (int32_t)lda, b, (int32_t)ldb, beta, c, (int32_t)ldc);
-}
+#define GEMM(NAME, REAL, FN32, FN64)                                                      \
+    static void NAME(void *fn, int ilp64, int64_t m, int64_t n, int64_t k, const REAL *a, \
+                     int64_t lda, const REAL *b, int64_t ldb, REAL beta, REAL *c,         \
+                     int64_t ldc) {                                                       \
+        if (ilp64)                                                                        \
+            ((FN64)fn)(ROW_MAJOR, NO_TRANS, NO_TRANS, m, n, k, 1, a, lda, b, ldb, beta, c, \
+                       ldc);                                                              \
+        else                                                                              \
+            ((FN32)fn)(ROW_MAJOR, NO_TRANS, NO_TRANS, (int32_t)m, (int32_t)n, (int32_t)k, \
+                       1, a, (int32_t)lda, b, (int32_t)ldb, beta, c, (int32_t)ldc);       \
+    }
 
-static void gemm_d(void *fn, int ilp64, int64_t m, int64_t n, int64_t k, const double *a,
-                   int64_t lda, const double *b, int64_t ldb, double beta, double *c,
-                   int64_t ldc) {
-    if (ilp64)
-        ((dgemm64)fn)(ROW_MAJOR, NO_TRANS, NO_TRANS, m, n, k, 1.0, a, lda, b, ldb, beta, c,
-                      ldc);
-    else
-        ((dgemm32)fn)(ROW_MAJOR, NO_TRANS, NO_TRANS, (int32_t)m, (int32_t)n, (int32_t)k,
-                      1.0, a, (int32_t)lda, b, (int32_t)ldb, beta, c, (int32_t)ldc);
-}
+GEMM(gemm_f, float, sgemm32, sgemm64)
+GEMM(gemm_d, double, dgemm32, dgemm64)
 
 /* exp(x) for x in [0, 40] (Cephes' expf: x = n ln 2 + r, a degree-6 polynomial in r, times
  * 2^n from its bits), branch-free so that the loops below vectorise. */
