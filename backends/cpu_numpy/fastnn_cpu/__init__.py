@@ -14,7 +14,7 @@ from fastnn.api import composite
 from fastnn.api.hookspec import hookimpl
 from fastnn.api.xp_hooks import xp_hooks
 from fastnn_cpu import mkl_gemm
-from fastnn_cpu.bitmask import INTS, keep_where
+from fastnn_cpu.bitmask import INTS, select
 from fastnn_cpu.erf import erf as _erf
 from fastnn_cpu.erf import gelu32
 from fastnn_cpu.heap import keep_freed_memory
@@ -283,12 +283,8 @@ def where(cond, a, b):
         # NOTE: a's bits AND a mask (fastnn_cpu.bitmask), where np.where runs ~10x slower
         # on a random mask. The multiply by the mask it replaced gave -0.0 under a
         # negative a (and needed a finite check): 111 against 100 us on (32, 32, 256)
-        # float32, for the sign of zero. The mask is widened to a's width first (an int8
-        # mask ANDed across widths measured no faster: the ufunc casts it).
-        mask = cond.view(np.uint8).astype(INTS[a.dtype.itemsize])
-        np.negative(mask, out=mask)  # 1 -> all ones
-        # (into the mask where it is the result's shape; np.broadcast_shapes cost 1.5 us)
-        return keep_where(a, mask, out=mask if mask.shape == a.shape else None)
+        # float32, for the sign of zero.
+        return select(cond, a)
     return np.where(cond, a, b)
 
 

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
+from fastnn_cpu import bitmask
 
 # NOTE: ufunc.reduce, not np.max / np.sum (their wrappers cost ~1.5 us a call), and the
 # passes after the first in place: a 4x4 softmax was 11x PyTorch's host time.
@@ -71,18 +72,13 @@ _GELU_TINY = 1e-30
 
 @hookimpl
 def relu_backward(out, grad):
-    """grad kept where out != 0 (NaN included), as the where hook's bit mask keeps it: one
-    comparison and the mask, where the composite compares twice (out == 0, then its
-    negation) before the same select."""
-    from fastnn_cpu import where
-
+    """grad kept where out != 0 (NaN included), through the where hook's bit mask
+    (fastnn_cpu.bitmask): one comparison and the mask, where the composite compares twice
+    (out == 0, then its negation) before the same select."""
     grad = np.asarray(grad)
     if grad.dtype != out.dtype:
         grad = grad.astype(out.dtype)
-    keep = np.not_equal(out, 0)
-    if keep.shape != grad.shape:
-        keep = np.broadcast_to(keep, np.broadcast_shapes(keep.shape, grad.shape))
-    return where(keep, grad, 0.0)
+    return bitmask.select(np.asarray(np.not_equal(out, 0)), grad)  # (0-d: an array too)
 
 
 @hookimpl
