@@ -96,6 +96,13 @@ def load(source: Path, variable: str, what: str, flags=FLAGS) -> tuple:
         return None, f"NumPy ({exc})"
 
 
+def typed(lib, name: str, argtypes: list, restype=None):
+    """``lib``'s function ``name`` with its ctypes argument and result types set."""
+    fn = getattr(lib, name)
+    fn.argtypes, fn.restype = argtypes, restype
+    return fn
+
+
 def address(a) -> int:
     """Where a NumPy array's data starts."""
     return a.__array_interface__["data"][0]

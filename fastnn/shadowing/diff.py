@@ -96,16 +96,12 @@ def _close_functions():
                                                "-fno-signed-zeros"))
         found = None
         if lib is not None:
-            found = {}
-            for dtype, name, real in ((np.dtype(np.float32), "fastnn_close_f32",
-                                       ctypes.c_float),
-                                      (np.dtype(np.float64), "fastnn_close_f64",
-                                       ctypes.c_double)):
-                fn = getattr(lib, name)
-                fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, real, real,
-                               ctypes.c_void_p]
-                fn.restype = ctypes.c_int
-                found[dtype] = fn
+            ptr = ctypes.c_void_p
+            found = {np.dtype(dtype): native.typed(lib, f"fastnn_close_f{bits}",
+                                                   [ptr, ptr, ctypes.c_int64, real, real, ptr],
+                                                   ctypes.c_int)
+                     for dtype, bits, real in ((np.float32, 32, ctypes.c_float),
+                                               (np.float64, 64, ctypes.c_double))}
         _close[:] = [found, why]
     return _close[0]
 

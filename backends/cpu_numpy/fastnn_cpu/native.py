@@ -68,31 +68,20 @@ class _Native:
     """The loaded library's entry points, typed."""
 
     def __init__(self, lib: ctypes.CDLL, gemms: dict, ilp64: bool):
-        ptr, i64 = ctypes.c_void_p, ctypes.c_int64
+        ptr, i64, c_int = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
         self.gemm, self.ilp64 = gemms, int(ilp64)
-        self.forward, self.backward = {}, {}  # the LSTM's, by dtype char
-        self.gru_forward, self.gru_backward = {}, {}
-        for char, bits in (("f", 32), ("d", 64)):
-            fn = getattr(lib, f"fastnn_lstm_forward_f{bits}")
-            fn.argtypes = [ptr, ctypes.c_int, i64, i64, i64, i64, ptr, ptr, ptr, ptr]
-            fn.restype = None
-            self.forward[char] = fn
-            fn = getattr(lib, f"fastnn_lstm_backward_f{bits}")
-            fn.argtypes = [ptr, ctypes.c_int, i64, i64, i64, ptr, ptr, i64, ptr, i64, ptr, i64,
-                           ptr, ptr, ptr, ptr]
-            fn.restype = None
-            self.backward[char] = fn
-            fn = getattr(lib, f"fastnn_gru_forward_f{bits}")
-            fn.argtypes = [ptr, ctypes.c_int, i64, i64, i64, i64, ptr, ptr, ptr]
-            fn.restype = None
-            self.gru_forward[char] = fn
-            fn = getattr(lib, f"fastnn_gru_backward_f{bits}")
-            fn.argtypes = [ptr, ctypes.c_int, i64, i64, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr]
-            fn.restype = None
-            self.gru_backward[char] = fn
-        self.tanh_f32 = lib.fastnn_tanh_f32
-        self.tanh_f32.argtypes = [ptr, ptr, i64]
-        self.tanh_f32.restype = None
+        kinds = {  # each takes the GEMM's address and whether it is ILP64 first
+            "lstm_forward": [i64, i64, i64, i64, ptr, ptr, ptr, ptr],
+            "lstm_backward": [i64, i64, i64, ptr, ptr, i64, ptr, i64, ptr, i64, ptr, ptr, ptr,
+                              ptr],
+            "gru_forward": [i64, i64, i64, i64, ptr, ptr, ptr],
+            "gru_backward": [i64, i64, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr],
+        }
+        for kind, argtypes in kinds.items():  # {dtype char: function} of each kind
+            setattr(self, kind, {char: build.typed(lib, f"fastnn_{kind}_f{bits}",
+                                                   [ptr, c_int] + argtypes)
+                                 for char, bits in (("f", 32), ("d", 64))})
+        self.tanh_f32 = build.typed(lib, "fastnn_tanh_f32", [ptr, ptr, i64])
 
 
 def _load():
@@ -125,16 +114,11 @@ class _Norm:
 
     def __init__(self, lib: ctypes.CDLL):
         ptr, i64, f64 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_double
-        self.train, self.backward = {}, {}
-        for char, bits in (("f", 32), ("d", 64)):
-            fn = getattr(lib, f"fastnn_bn_train_f{bits}")
-            fn.argtypes = [i64, i64, i64, ptr, ptr, ptr, f64, ptr, ptr, ptr]
-            fn.restype = None
-            self.train[char] = fn
-            fn = getattr(lib, f"fastnn_bn_backward_f{bits}")
-            fn.argtypes = [i64, i64, i64, ptr, ptr, ptr, ptr, ptr, f64, ptr, ptr, ptr]
-            fn.restype = None
-            self.backward[char] = fn
+        kinds = {"train": [i64, i64, i64, ptr, ptr, ptr, f64, ptr, ptr, ptr],
+                 "backward": [i64, i64, i64, ptr, ptr, ptr, ptr, ptr, f64, ptr, ptr, ptr]}
+        for kind, argtypes in kinds.items():
+            setattr(self, kind, {char: build.typed(lib, f"fastnn_bn_{kind}_f{bits}", argtypes)
+                                 for char, bits in (("f", 32), ("d", 64))})
 
 
 _NORM_SOURCE = Path(__file__).with_name("native_norm.c")

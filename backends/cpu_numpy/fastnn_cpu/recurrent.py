@@ -103,9 +103,9 @@ def lstm_impl(x, h0, c0, w_ih, w_hh, bias):
     cs[0, 0] = np.asarray(c0).T
     lib = native.library() if dtype.char in "fd" and t_len * n * hid else None
     if lib is not None:  # the whole loop in one C call, on the same arrays
-        lib.forward[dtype.char](lib.gemm[dtype.char], lib.ilp64, t_len, n, size, hid,
-                                native.address(w), native.address(rows),
-                                native.address(gates), native.address(cs))
+        lib.lstm_forward[dtype.char](lib.gemm[dtype.char], lib.ilp64, t_len, n, size, hid,
+                                     native.address(w), native.address(rows),
+                                     native.address(gates), native.address(cs))
         return (rows[1:, size:-1].transpose(0, 2, 1), gates.transpose(0, 2, 1),
                 cs[0, 1:].transpose(0, 2, 1))
     # NOTE: whole (4H, N) blocks of scale and shift, not (4H, 1) broadcasts: a broadcast
@@ -210,7 +210,7 @@ def _native_backward(lib, gates, cs, tcs, grad_out, w_back, dh, dc):
     np.copyto(up, grad_out.transpose(0, 2, 1))
     flat = scratch("da_flat", (four, t_len * n), dtype)
     item = dtype.itemsize
-    lib.backward[dtype.char](
+    lib.lstm_backward[dtype.char](
         lib.gemm[dtype.char], lib.ilp64, t_len, n, hid, native.address(w_back),
         native.address(gt), four * n, native.address(c_prev), c_prev.strides[0] // item,
         native.address(t_cell), t_cell.strides[0] // item, native.address(up),
