@@ -205,11 +205,11 @@ def _mkl_backward(flat, w, x_t):
     width = flat.whole.shape[1]
     c_in = x_t[0].shape[-1]
     grad_w = np.zeros((flat.whole.shape[0], c_in), dtype=w.dtype)
-    for k, ((view, target, start), x_cols) in enumerate(zip(flat.steps, x_t)):
+    for (view, target, start), x_cols in zip(flat.steps, x_t):
         np.copyto(flat.cols, view)
         if not mkl_gemm.into(w, flat.whole, flat.out[:, start : start + width], min_mnk=0):
             np.matmul(w, flat.gemm, out=target)
         x_rows = x_cols.reshape(width, c_in)  # (the halves are consecutive rows)
-        if not mkl_gemm.into(flat.whole, x_rows, grad_w, accumulate=k > 0, min_mnk=0):
-            grad_w = grad_w + flat.whole @ x_rows if k else flat.whole @ x_rows
+        if not mkl_gemm.into(flat.whole, x_rows, grad_w, accumulate=True, min_mnk=0):
+            grad_w += flat.whole @ x_rows
     return grad_w
