@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 rec = pytest.importorskip("fastnn_cpu.recurrent")
+gru = pytest.importorskip("fastnn_cpu.recurrent_gru")
 native = pytest.importorskip("fastnn_cpu.native")
 
 
@@ -55,12 +56,12 @@ def test_gru_layer_and_backward_match_the_composite(monkeypatch, block_bytes):
     w_ih = rng.uniform(-0.4, 0.4, (3 * hid, size))
     w_hh = rng.uniform(-0.4, 0.4, (3 * hid, hid))
     b_ih, b_hh = rng.uniform(-0.4, 0.4, (2, 3 * hid))
-    got = rec.gru_layer(x, h0, w_ih, w_hh, b_ih, b_hh)
+    got = gru.gru_layer(x, h0, w_ih, w_hh, b_ih, b_hh)
     want = composite_recurrent.gru_layer(ops, x, h0, w_ih, w_hh, b_ih, b_hh)
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, np.asarray(b), rtol=1e-12, atol=1e-12)
     grad_out = rng.normal(size=(t_len, n, hid))
-    back = rec.gru_layer_backward(x, h0, w_ih, w_hh, *got, grad_out, True)
+    back = gru.gru_layer_backward(x, h0, w_ih, w_hh, *got, grad_out, True)
     ref = composite_recurrent.gru_layer_backward(ops, x, h0, w_ih, w_hh, *got, grad_out, True)
     for a, b in zip(back, ref):
         np.testing.assert_allclose(a, np.asarray(b), rtol=1e-10, atol=1e-12)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 rec = pytest.importorskip("fastnn_cpu.recurrent")
+gru = pytest.importorskip("fastnn_cpu.recurrent_gru")
 native = pytest.importorskip("fastnn_cpu.native")
 
 
@@ -62,8 +63,9 @@ def _reference(kind, args, grads):
 
 
 def _run(kind, args, grads, copy_outputs=False):
-    layer = getattr(rec, f"{kind}_layer")
-    backward = getattr(rec, f"{kind}_layer_backward")
+    module = rec if kind == "lstm" else gru
+    layer = getattr(module, f"{kind}_layer")
+    backward = getattr(module, f"{kind}_layer_backward")
     outs = layer(*args)
     given = [np.array(o) for o in outs] if copy_outputs else list(outs)
     keep = 5 if kind == "lstm" else 4

@@ -27,8 +27,8 @@ keep_freed_memory()  # a step's freed arrays stay mapped for the next (fastnn_cp
 fastnn_hook_modules = ("fastnn_cpu.conv", "fastnn_cpu.conv_2d", "fastnn_cpu.fused",
                        "fastnn_cpu.indexing", "fastnn_cpu.optim", "fastnn_cpu.pooling",
                        "fastnn_cpu.batchnorm", "fastnn_cpu.recurrent",
-                       "fastnn_cpu.sdpa", "fastnn_cpu.program", "fastnn_cpu.layernorm",
-                       "fastnn_cpu.linalg")
+                       "fastnn_cpu.recurrent_gru", "fastnn_cpu.sdpa", "fastnn_cpu.program",
+                       "fastnn_cpu.layernorm", "fastnn_cpu.linalg")
 
 _ZEROS = {np.dtype(name): np.dtype(name).type(0) for name in ("float16", "float32", "float64")}
 _DTYPES = ["float32", "float64", "float16", "int32", "int64", "bool"]

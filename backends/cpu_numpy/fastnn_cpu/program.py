@@ -168,8 +168,10 @@ def _views_kept(calls, program, readers, outputs, special, fastnn_cpu) -> dict:
     a :data:`STRIDED` argument reads: it gets the view itself (a recurrent step's
     gradient, a broadcast of (N, 1, H), then was copied to (T, N, H) for nothing). Not
     where the view's memory is, or may be, a kept buffer's (reused while it is read)."""
-    from fastnn_cpu import recurrent
+    from fastnn_cpu import recurrent, recurrent_gru
 
+    ours = {"gru_layer_backward": recurrent_gru.gru_layer_backward,
+            "lstm_layer_backward": recurrent.lstm_layer_backward}  # STRIDED's hooks
     found = {}
     aliases = getattr(program, "aliases", None)
     if aliases is None:
@@ -185,7 +187,7 @@ def _views_kept(calls, program, readers, outputs, special, fastnn_cpu) -> dict:
         users = readers.get(call.out.i, [])
         if not users or not all(
                 calls[u].name in STRIDED and call.device.ops is calls[u].device.ops and
-                getattr(call.device.ops, calls[u].name) is getattr(recurrent, calls[u].name)
+                getattr(call.device.ops, calls[u].name) is ours[calls[u].name]
                 and all(k in STRIDED[calls[u].name] for k, a in enumerate(calls[u].args)
                         if type(a) is Slot and a.i == call.out.i) and
                 not any(type(v) is Slot and v.i == call.out.i

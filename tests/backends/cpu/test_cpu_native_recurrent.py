@@ -6,7 +6,7 @@ or refuses."""
 
 import numpy as np
 import pytest
-from fastnn_cpu import mkl_gemm, native, recurrent
+from fastnn_cpu import mkl_gemm, native, recurrent, recurrent_gru
 
 needs_c = pytest.mark.skipif(native.library() is None,
                              reason=f"no C loops here: {native.status()}")
@@ -89,15 +89,15 @@ def test_gru_c_loops_agree_with_the_numpy_loops(shape, dtype):
     rng = np.random.default_rng(sum(shape) + 1)
     x, h0, w_ih, w_hh, b_ih, b_hh = _inputs(rng, shape, dtype, "gru")
     x_strided = np.ascontiguousarray(x.transpose(1, 0, 2)).transpose(1, 0, 2)
-    got = recurrent.gru_impl(x_strided, h0, w_ih, w_hh, b_ih, b_hh)
-    want = _numpy_loops(lambda: recurrent.gru_impl(x, h0, w_ih, w_hh, b_ih, b_hh))
+    got = recurrent_gru.gru_impl(x_strided, h0, w_ih, w_hh, b_ih, b_hh)
+    want = _numpy_loops(lambda: recurrent_gru.gru_impl(x, h0, w_ih, w_hh, b_ih, b_hh))
     for name, g, w in zip(("out", "saved"), got, want):
         _close(g, w, dtype, f"GRU forward {name} {shape}")
     for grad in (rng.normal(size=got[0].shape).astype(dtype),
                  np.broadcast_to(dtype(0.7), got[0].shape)):
         for outputs in (got, tuple(np.array(a) for a in got)):
-            back = recurrent.gru_backward_impl(x, h0, w_ih, w_hh, *outputs, grad, True)
-            ref = _numpy_loops(lambda outputs=outputs, grad=grad: recurrent.
+            back = recurrent_gru.gru_backward_impl(x, h0, w_ih, w_hh, *outputs, grad, True)
+            ref = _numpy_loops(lambda outputs=outputs, grad=grad: recurrent_gru.
                                gru_backward_impl(x, h0, w_ih, w_hh, *outputs, grad, True))
             for k, (g, w) in enumerate(zip(back, ref)):
                 assert g.dtype == dtype and g.shape == w.shape
@@ -118,7 +118,7 @@ def test_c_loops_match_a_float64_reference():
     np.testing.assert_allclose(out, want_out, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(cells, want_cells, rtol=1e-5, atol=1e-6)
     args = _inputs(rng, (6, 4, 3, 5), np.float32, "gru")
-    np.testing.assert_allclose(recurrent.gru_impl(*args)[0],
+    np.testing.assert_allclose(recurrent_gru.gru_impl(*args)[0],
                                gru_ref(*(a.astype(np.float64) for a in args)),
                                rtol=1e-5, atol=1e-6)
 
@@ -143,11 +143,11 @@ def test_through_numpys_own_blas(monkeypatch):
         for g, w in zip(got, want):
             _close(g, w, dtype, "NumPy's BLAS against the GEMM in use")
         gru_args = _inputs(rng, (9, 6, 4, 7), dtype, "gru")
-        want = recurrent.gru_impl(*gru_args)
-        want_back = recurrent.gru_backward_impl(*gru_args[:4], *want, want[0] * 0 + 1, True)
+        want = recurrent_gru.gru_impl(*gru_args)
+        want_back = recurrent_gru.gru_backward_impl(*gru_args[:4], *want, want[0] * 0 + 1, True)
         monkeypatch.setattr(native, "_LOADED", [(other, "numpy's BLAS")])
-        got = recurrent.gru_impl(*gru_args)
-        got_back = recurrent.gru_backward_impl(*gru_args[:4], *got, got[0] * 0 + 1, True)
+        got = recurrent_gru.gru_impl(*gru_args)
+        got_back = recurrent_gru.gru_backward_impl(*gru_args[:4], *got, got[0] * 0 + 1, True)
         monkeypatch.setattr(native, "_LOADED", [(lib, "in use")])
         for g, w in zip(got + got_back, want + want_back):
             _close(g, w, dtype, "GRU: NumPy's BLAS against the GEMM in use")
