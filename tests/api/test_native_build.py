@@ -20,10 +20,17 @@ def cache(monkeypatch, tmp_path):
     return tmp_path / "cache" / "native"
 
 
-@needs_cc
-def test_built_once_then_reused(cache, tmp_path):
+@pytest.fixture
+def helper(tmp_path):
+    """A helper's C source in a file of its own."""
     source = tmp_path / "helper.c"
     source.write_text(SOURCE)
+    return source
+
+
+@needs_cc
+def test_built_once_then_reused(cache, helper):
+    source = helper
     lib, why = native.load(source, "FASTNN_TEST_NATIVE", "a test helper")
     assert why.startswith("C (helper-") and lib.fastnn_test_twice(21) == 42
     (built,) = cache.glob("helper-*.so")
@@ -48,9 +55,8 @@ def test_a_failed_build_falls_back_or_says_why(cache, tmp_path, monkeypatch):
         native.load(source, "FASTNN_TEST_NATIVE", "a test helper")
 
 
-def test_off_builds_nothing_and_the_switch_is_checked(cache, tmp_path, monkeypatch):
-    source = tmp_path / "helper.c"
-    source.write_text(SOURCE)
+def test_off_builds_nothing_and_the_switch_is_checked(cache, helper, monkeypatch):
+    source = helper
     monkeypatch.setenv("FASTNN_TEST_NATIVE", "off")
     assert native.load(source, "FASTNN_TEST_NATIVE", "x") == (None, "off (FASTNN_TEST_NATIVE=off)")
     assert not cache.exists()
@@ -60,9 +66,8 @@ def test_off_builds_nothing_and_the_switch_is_checked(cache, tmp_path, monkeypat
         native.load(source, "FASTNN_TEST_NATIVE", "x")
 
 
-def test_no_compiler(cache, tmp_path, monkeypatch):
-    source = tmp_path / "helper.c"
-    source.write_text(SOURCE)
+def test_no_compiler(cache, helper, tmp_path, monkeypatch):
+    source = helper
     monkeypatch.setenv("CC", str(tmp_path / "missing-cc"))
     lib, why = native.load(source, "FASTNN_TEST_NATIVE", "x")
     assert lib is None and "missing-cc" in why
