@@ -57,8 +57,10 @@ def _gelu(ops, node, grad):
 
 @rule("bias_act")
 def _bias_act(ops, node, grad):
-    x, bias, out = node.saved
     kind, slope = node.attrs
+    if kind == "identity":  # saved nothing (see activations.saved_by_bias_act); the engine
+        return grad, grad  # sums the bias's gradient over the leading axes
+    x, bias, out = node.saved
     return ops.bias_act_backward(x, bias, out, grad, kind, slope)
 
 

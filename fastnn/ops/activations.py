@@ -268,4 +268,12 @@ def bias_act(x: Tensor, bias: Tensor, kind: str = "identity", slope=0.01) -> Ten
     slope = real("bias_act", "slope", slope)
     data = x._device.ops.bias_act(x._data, bias._data, kind, slope)
     out = Tensor._make(data, x._dtype, x._device)
-    return attach(out, "bias_act", (x, bias), (x._data, bias._data, data), (kind, slope))
+    return attach(out, "bias_act", (x, bias), saved_by_bias_act(kind, x._data, bias._data, data),
+                  (kind, slope))
+
+
+def saved_by_bias_act(kind: str, x, bias, out) -> tuple:
+    """What a bias_act node keeps for its rule: nothing for the identity (a bias added
+    reads nothing back, so the output may be written in place afterwards, as PyTorch's
+    ``nn.Linear`` then ``nn.ReLU(inplace=True)``), else the input, bias and output."""
+    return () if kind == "identity" else (x, bias, out)

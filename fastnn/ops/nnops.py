@@ -16,7 +16,7 @@ from fastnn.api.args import integer, nonnegative
 from fastnn.autograd.engine import attach
 from fastnn.autograd.grad_mode import switches
 from fastnn.ops.activations import activation as _activation_op
-from fastnn.ops.activations import bias_act
+from fastnn.ops.activations import bias_act, saved_by_bias_act
 from fastnn.ops.conv import conv1d_sides, side_padding, with_bias
 from fastnn.ops.core import astype, broadcast_shape, check_same_device
 from fastnn.ops.elementwise import same_dtype
@@ -133,8 +133,8 @@ def _plain_linear(x, weight, bias):
     result = Tensor._make(summed, dtype, device)
     if not (taped or bias._requires_grad):
         return result
-    return attach(result, "bias_act", (out, bias), (data, bias._data, summed),
-                  ("identity", 0.01))
+    return attach(result, "bias_act", (out, bias),
+                  saved_by_bias_act("identity", data, bias._data, summed), ("identity", 0.01))
 
 
 def _positive_int(op, name, value, minimum):
