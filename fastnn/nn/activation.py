@@ -41,8 +41,36 @@ class Activation(Module):
     def extra_repr(self) -> str:
         return repr(self.kind) + (f", slope={self.slope}" if self.kind == "leaky_relu" else "")
 
+    # a class whose forward is exactly activation(kind, x, slope) says so here, in its own
+    # body: a subclass with a forward of its own does not inherit it (see fused_kind)
+    FORWARD_IS_KIND = True
+
     def forward(self, x):
         return activations.activation(self.kind, check_tensor("Activation", x), self.slope)
+
+    def fused_kind(self):
+        """(kind, slope) that a Linear just before this layer may apply in its fused
+        ``bias_act`` hook (Sequential does), when calling this layer computes exactly
+        ``activation(kind, x, slope)``; None otherwise (a subclass with a forward or a
+        ``__call__`` of its own, or arguments the kind does not cover): it is called as
+        itself."""
+        plain = _PLAIN.get(type(self))
+        if plain is None:
+            plain = _PLAIN[type(self)] = _forward_is_kind(type(self))
+        return (self.kind, self.slope) if plain and self._kind_covers() else None
+
+    def _kind_covers(self) -> bool:
+        """Whether this layer's arguments are those of its kind (a subclass with more of
+        them, GELU's approximate, says when they are)."""
+        return True
+
+
+_PLAIN: dict = {}  # Activation subclass -> whether its forward is its kind's (fused_kind)
+
+
+def _forward_is_kind(cls) -> bool:
+    owner = next(c for c in cls.__mro__ if "forward" in vars(c))
+    return bool(vars(owner).get("FORWARD_IS_KIND")) and cls.__call__ is Module.__call__
 
 
 

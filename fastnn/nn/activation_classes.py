@@ -31,6 +31,7 @@ class _Kind(Activation):
 
     KIND = "identity"
     INPLACE = False  # whether PyTorch's class takes inplace=
+    FORWARD_IS_KIND = True  # (in place or not, the values are the kind's)
 
     def __init__(self, inplace: bool = False):
         super().__init__(self.KIND)
@@ -89,6 +90,8 @@ class LeakyReLU(Activation):
     def extra_repr(self) -> str:
         return inplace_repr(self.inplace, f"negative_slope={self.slope}")
 
+    FORWARD_IS_KIND = True
+
     def forward(self, x):
         if self.inplace:
             return activations.leaky_relu(check_tensor("LeakyReLU", x), self.slope, True)
@@ -106,6 +109,11 @@ class GELU(Activation):
 
     def extra_repr(self) -> str:
         return f"approximate={self.approximate!r}"
+
+    FORWARD_IS_KIND = True
+
+    def _kind_covers(self) -> bool:
+        return self.approximate == "none"
 
     def forward(self, x):
         return activations.gelu(check_tensor("GELU", x), self.approximate)
@@ -126,6 +134,11 @@ class Softplus(Activation):
 
     def extra_repr(self) -> str:
         return f"beta={self.beta}, threshold={self.threshold}"
+
+    FORWARD_IS_KIND = True
+
+    def _kind_covers(self) -> bool:
+        return self.beta == 1.0 and self.threshold == 20.0
 
     def forward(self, x):
         check_tensor("Softplus", x)

@@ -21,7 +21,7 @@ from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.activation import Activation
 from fastnn.nn.hooks import has_hooks
 from fastnn.nn.linear import Linear
-from fastnn.nn.module import Module, check_tensor, keep_buffers
+from fastnn.nn.module import Module, check_input_dtype, check_tensor, keep_buffers
 
 
 class Sequential(Module):
@@ -29,9 +29,10 @@ class Sequential(Module):
     ``"1"``, ... (parameters ``"0.weight"``), ``Sequential(OrderedDict([("conv", ...),
     ...]))`` by the dict's keys.
 
-    The forward pass fuses a Linear followed by an Activation into one
-    ``bias_act`` hook (matmul, then bias + activation in one kernel), unless either has
-    hooks (which must see each call).
+    The forward pass fuses a Linear followed by an activation layer (Activation, ReLU,
+    GELU, ...: :meth:`Activation.fused_kind`) into one ``bias_act`` hook (matmul, then
+    bias + activation in one kernel), unless either has hooks (which must see each
+    call).
     """
 
     def __init__(self, *layers):
@@ -79,9 +80,12 @@ class Sequential(Module):
         while i < len(layers):
             layer = layers[i]
             nxt = layers[i + 1] if i + 1 < len(layers) else None
-            if (type(layer) is Linear and type(nxt) is Activation and not has_hooks(layer)
-                    and not has_hooks(nxt)):
-                x = layer.forward_act(x, nxt.kind, nxt.slope)
+            fused = (nxt.fused_kind() if type(layer) is Linear and isinstance(nxt, Activation)
+                     and not has_hooks(layer) and not has_hooks(nxt) else None)
+            if fused is not None:
+                if layer._parameters:
+                    check_input_dtype(layer, x)
+                x = layer.forward_act(x, *fused)
                 i += 2
             else:
                 x = layer(x)

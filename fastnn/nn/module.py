@@ -69,7 +69,7 @@ def buffers_kept() -> bool:
     return _keeping.depth > 0
 
 
-def _check_input_dtype(module, x) -> None:
+def check_input_dtype(module, x) -> None:
     """A floating input must have the dtype of the layer's own parameters (as PyTorch): a
     float32 layer given float64 would otherwise compute in float64 without saying so."""
     if isinstance(x, Tensor) and x._dtype.is_floating:
@@ -275,12 +275,12 @@ class Module(HooksMixin, ModuleTree, ModuleState):
         if self._forward_pre_hooks or self._forward_hooks or self._backward_hooks:
             return call_with_hooks(self, self._checked_forward, args, kwargs)
         if self._parameters and args:
-            _check_input_dtype(self, args[0])
+            check_input_dtype(self, args[0])
         return self.forward(*args, **kwargs)
 
     def _checked_forward(self, *args, **kwargs):
         if self._parameters and args:
-            _check_input_dtype(self, args[0])
+            check_input_dtype(self, args[0])
         return self.forward(*args, **kwargs)
 
     def extra_repr(self) -> str:

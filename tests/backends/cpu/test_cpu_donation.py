@@ -88,10 +88,21 @@ def test_a_small_result_keeps_its_own_array():
     assert not getattr(run, "donations", {})
 
 
+class _Functional(nn.Module):
+    """Activations called as functions (a Sequential would fuse them into the Linears'
+    bias_act hooks, which are not donated into)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b, self.c = nn.Linear(40, 256), nn.Linear(256, 256), nn.Linear(256, 10)
+
+    def forward(self, x):
+        return self.c(F.relu(self.b(F.tanh(self.a(x)))))
+
+
 def _train(compiled, steps=5):
     fnn.manual_seed(0)
-    model = nn.Sequential(nn.Linear(40, 256), nn.Tanh(), nn.Linear(256, 256), nn.ReLU(),
-                          nn.Linear(256, 10))
+    model = _Functional()
     opt = optim.Adam(model.parameters(), lr=0.01)
 
     step = classification_step(model, opt)
