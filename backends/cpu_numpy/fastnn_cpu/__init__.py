@@ -13,7 +13,7 @@ import numpy as np
 from fastnn.api import composite
 from fastnn.api.hookspec import hookimpl
 from fastnn.api.xp_hooks import xp_hooks
-from fastnn_cpu import mkl_gemm
+from fastnn_cpu import mkl_gemm, native
 from fastnn_cpu.bitmask import INTS, select
 from fastnn_cpu.erf import erf as _erf
 from fastnn_cpu.erf import gelu32
@@ -194,6 +194,11 @@ def relu(x):
         return np.maximum(0, x)
     if x.size < RELU_ROW_MIN_SIZE:
         return np.maximum(zero, x)
+    lib = native.act_for(x)
+    if lib is not None:  # one pass in C (native_act.c), NumPy's values bit for bit
+        out = np.empty_like(x)
+        lib.relu[x.dtype.char](x.size, native.address(x), native.address(out))
+        return out
     # NOTE: NumPy 2.4's maximum against a scalar ran 2.4x slower than against an array
     # (0.091 vs 0.038 ms on 256k float32, Zen 5): a zero row, broadcast, keeps the
     # array-array loop. A contiguous x is taken as rows of as many trailing axes as

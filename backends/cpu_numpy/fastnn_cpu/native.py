@@ -8,7 +8,8 @@ each step's GEMM through the same BLAS NumPy's products use (or MKL's, where
 fastnn_cpu.mkl_gemm took it), reached by a function pointer, and the step's gates and
 state in one pass (float32's tanh a branch-free polynomial that vectorises; float64's
 the C library's). Batch normalisation (:file:`native_norm.c`): two passes each way
-where NumPy makes seven or more.
+where NumPy makes seven or more. relu, its gradient and a Linear's bias add with or
+without relu (:file:`native_act.c`): one pass each where NumPy makes two to four.
 
 The source is built by :mod:`fastnn.api.native` (once per machine, into fastnn's cache
 folder). ``FASTNN_CPU_NATIVE`` chooses: ``auto`` (the default: C where it builds, NumPy's
@@ -136,11 +137,52 @@ def norm_library():
     return _NORM[0][0]
 
 
+class _Act:
+    """The elementwise library's entry points (native_act.c), typed: {dtype char: fn}."""
+
+    def __init__(self, lib: ctypes.CDLL):
+        ptr, i64 = ctypes.c_void_p, ctypes.c_int64
+        kinds = {"relu": [i64, ptr, ptr], "relu_backward": [i64, ptr, ptr, ptr],
+                 "bias_act": [i64, i64, ptr, ptr, ptr, i64]}
+        for kind, argtypes in kinds.items():
+            setattr(self, kind, {char: build.typed(lib, f"fastnn_{kind}_f{bits}", argtypes)
+                                 for char, bits in (("f", 32), ("d", 64))})
+
+
+_ACT_SOURCE = Path(__file__).with_name("native_act.c")
+_ACT: list = []  # [(_Act or None, reason)] once loaded
+
+#: Fewest elements for which the elementwise C loops are called: ctypes' call costs
+#: about 2 us, NumPy's passes over a few thousand elements as little.
+ACT_MIN_SIZE = 4096
+
+
+def act_library():
+    """The loaded elementwise loops (relu, its gradient, the bias add), or None (NumPy's);
+    built on the first call."""
+    if not _ACT:
+        lib, why = build.load(_ACT_SOURCE, _VARIABLE, "the cpu backend's C loops")
+        _ACT.append((None if lib is None else _Act(lib), why))
+    return _ACT[0][0]
+
+
+def act_for(x, *others):
+    """The elementwise loops when they take these arrays: x float32 or float64 of at
+    least ACT_MIN_SIZE elements, C-contiguous, ``others`` C-contiguous of its dtype;
+    else None."""
+    if (x.dtype.char not in "fd" or x.size < ACT_MIN_SIZE or not x.flags.c_contiguous
+            or any(o.dtype != x.dtype or not o.flags.c_contiguous for o in others)):
+        return None
+    return act_library()
+
+
 def status() -> str:
     """Whether the C loops are in use, and why (for ``fastnn info``)."""
     library()
     norm_library()
-    return f"recurrent layers: {_LOADED[0][1]}; batch norm: {_NORM[0][1]}"
+    act_library()
+    return (f"recurrent layers: {_LOADED[0][1]}; batch norm: {_NORM[0][1]}; "
+            f"relu and bias: {_ACT[0][1]}")
 
 
 address = build.address

@@ -1,0 +1,129 @@
+"""fastnn_cpu.native's elementwise loops (native_act.c: relu, its gradient, the bias add
+with or without relu) give NumPy's values bit for bit, special values included (-0.0,
+NaN, infinities, subnormals), and the layouts they leave to NumPy (strided, broadcast,
+small, float16, another dtype) give the same."""
+
+import fastnn_cpu
+import numpy as np
+import pytest
+from fastnn_cpu import fused, native
+
+needs_c = pytest.mark.skipif(native.act_library() is None,
+                             reason=f"no C loops here: {native.status()}")
+
+
+@pytest.fixture(params=["C", "NumPy"])
+def loops(request, monkeypatch):
+    """Each test runs with the C loops (where they build) and with NumPy's."""
+    if request.param == "NumPy":
+        monkeypatch.setattr(native, "_ACT", [(None, "off for a test")])
+    elif native.act_library() is None:
+        pytest.skip(f"no C loops here: {native.status()}")
+    return request.param
+
+
+def _specials(shape, dtype, seed):
+    """Random values with every special one sprinkled in."""
+    rng = np.random.default_rng(seed)
+    a = (rng.standard_normal(shape) * 3).astype(dtype)
+    tiny = np.finfo(dtype).smallest_subnormal
+    flat = a.reshape(-1)
+    specials = np.array([0.0, -0.0, np.nan, -np.nan, np.inf, -np.inf, tiny, -tiny],
+                        dtype=dtype)
+    flat[rng.choice(flat.size, size=min(flat.size, 64), replace=False)] = \
+        np.resize(specials, min(flat.size, 64))
+    return a
+
+
+def _bits(a):
+    return np.ascontiguousarray(a).view(f"u{a.dtype.itemsize}")
+
+
+def _same(got, want):
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if got.dtype == np.float16:  # NumPy's float16 maximum gives relu(-0.0) = +0.0
+        np.testing.assert_array_equal(got, want)  # (values: -0.0 == 0.0, NaN == NaN)
+    else:
+        np.testing.assert_array_equal(_bits(got), _bits(want))
+
+
+SHAPES = [(128, 512), (32, 32, 256), (4096,), (64, 64), (3, 5), (1, 8192), (8193,)]
+DTYPES = [np.float32, np.float64]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_relu_keeps_negative_zero_and_nan(shape, dtype, loops):
+    x = _specials(shape, dtype, 0)
+    want = np.where(x < 0, dtype(0), x)  # -0.0 and NaN kept, as PyTorch's
+    _same(fastnn_cpu.relu(x), want)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", ["relu", "identity"])
+def test_bias_act_is_one_rounding_then_relu(shape, dtype, kind, loops):
+    x = _specials(shape, dtype, 1)
+    bias = _specials(shape[-1:], dtype, 2)
+    with np.errstate(invalid="ignore"):
+        z = x + bias
+    want = np.where(z < 0, dtype(0), z) if kind == "relu" else z
+    _same(fused.bias_act(x, bias, kind, 0.01), want)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_relu_backward_passes_the_gradient_where_the_output_is_not_zero(shape, dtype, loops):
+    out = fastnn_cpu.relu(_specials(shape, dtype, 3))
+    grad = _specials(shape, dtype, 4)
+    want = np.where(out != 0, grad, dtype(0))  # NaN outputs pass it; +0.0 elsewhere
+    _same(fused.relu_backward(out, grad), want)
+
+
+@pytest.mark.parametrize("layout", ["transposed", "sliced", "broadcast grad", "float64 grad",
+                                    "float16", "strided bias"])
+def test_other_layouts_take_numpy_with_the_same_values(layout, loops):
+    x = _specials((96, 128), np.float32, 5)
+    grad = _specials((96, 128), np.float32, 6)
+    bias = _specials((128,), np.float32, 7)
+    if layout == "transposed":
+        x, grad, bias = x.T, grad.T, bias[:96]
+    elif layout == "sliced":
+        x, grad = x[:, ::2], grad[:, ::2]
+        bias = bias[:64]
+    elif layout == "broadcast grad":
+        grad = np.broadcast_to(grad[0], x.shape)
+    elif layout == "float64 grad":
+        grad = grad.astype(np.float64)
+    elif layout == "float16":
+        x, grad, bias = (a.astype(np.float16) for a in (x, grad, bias))
+    else:
+        bias = _specials((256,), np.float32, 7)[::2]
+    dtype = x.dtype.type
+    _same(fastnn_cpu.relu(x), np.where(x < 0, dtype(0), x))
+    with np.errstate(invalid="ignore"):
+        z = x + bias
+    _same(fused.bias_act(x, bias, "relu", 0.01), np.where(z < 0, dtype(0), z))
+    _same(fused.bias_act(x, bias, "identity", 0.01), z)
+    out = fastnn_cpu.relu(x)
+    _same(fused.relu_backward(out, grad),
+          np.where(out != 0, grad.astype(out.dtype), dtype(0)))
+
+
+@needs_c
+def test_the_c_loops_are_what_runs_on_a_large_contiguous_array(monkeypatch):
+    calls = []
+    lib = native.act_library()
+
+    class Spy:
+        def __getattr__(self, kind):
+            table = getattr(lib, kind)
+            return {c: (lambda *a, _f=f, _k=kind: calls.append(_k) or _f(*a))
+                    for c, f in table.items()}
+
+    monkeypatch.setattr(native, "_ACT", [(Spy(), "spied")])
+    x = np.ones((64, 128), np.float32)
+    fastnn_cpu.relu(x)
+    fused.bias_act(x, x[0], "relu", 0.01)
+    fused.relu_backward(x, x)
+    assert calls == ["relu", "bias_act", "relu_backward"]
