@@ -15,6 +15,16 @@ import fastnn.distributions as fd
 torch = pytest.importorskip("torch")
 
 
+@pytest.fixture(autouse=True)
+def torch_validates():
+    """PyTorch's validation on, as it starts: torch.compile's first call turns it off for
+    the whole process (dynamo's set-up), so the order tests ran in decided the result."""
+    saved = torch.distributions.Distribution._validate_args
+    torch.distributions.Distribution.set_default_validate_args(True)
+    yield
+    torch.distributions.Distribution.set_default_validate_args(saved)
+
+
 def _message(make, module, convert):
     with pytest.raises(ValueError) as caught:
         make(module, convert)
