@@ -122,7 +122,7 @@ class TensorOps:
         out = self._record(None, data, (a, b))
         if out is data:
             return data
-        inputs = (None, self._tensor(a), self._tensor(b))
+        inputs = (self._tensor(cond), self._tensor(a), self._tensor(b))  # (as the op)
         return self._attach(out, "where", inputs, (self._data(cond),))
 
     def astype(self, x, dtype):
@@ -272,7 +272,8 @@ def view(node, out):
 
     NOTE: two inputs may share one data array (``x * x.detach()``), and only one of
     them carries the graph. Ops that save their inputs first, in order (mul, pow,
-    matmul, the activations...), are matched by position; the others by identity.
+    matmul, the activations...; mul None for a factor it does not need), are matched by
+    position; the others by identity.
     """
     inputs, saved = node.inputs, node.saved
     by_data = {} if out is None else {id(out._data): out}
@@ -281,9 +282,9 @@ def view(node, out):
             by_data[id(t._data)] = t
     tensors = [by_data.get(id(s), s) for s in saved]
     if len(saved) >= len(inputs) and all(
-            t is None or s is t._data for t, s in zip(inputs, saved)):
-        for k, t in enumerate(inputs):
-            if t is not None:
+            t is None or s is None or s is t._data for t, s in zip(inputs, saved)):
+        for k, t in enumerate(inputs):  # (None: a factor mul did not need to keep)
+            if t is not None and saved[k] is not None:
                 tensors[k] = t
     return View(node, tuple(tensors))
 

@@ -92,6 +92,8 @@ def binary(op: str, a, b, saved_fn=None) -> Tensor:
             if a._requires_grad or (b_in is not None and b_in._requires_grad) or (
                     switches.anomaly):
                 saved = saved_fn(a_data, b_data, out_data) if saved_fn else ()
+                if saved_fn is _factors:
+                    saved = _needed_factors(saved, a, b_in)
                 return attach(out, op, (a, b_in), saved)
             return out  # nothing to record: skip attach's call (a fifth of a tiny op's time)
     if isinstance(a, bool) or isinstance(b, bool):
@@ -117,6 +119,8 @@ def binary(op: str, a, b, saved_fn=None) -> Tensor:
     out_data = getattr(ops, op)(a._data, b_data)
     out = Tensor._make(out_data, a._dtype, a._device)
     saved = saved_fn(a._data, b_data, out_data) if saved_fn else ()
+    if saved_fn is _factors:
+        saved = _needed_factors(saved, a, b_in)
     return attach(out, op, (a, b_in), saved)
 
 
@@ -144,6 +148,18 @@ def _check_scalar(op, value):
 # at each call (0.05 us of an eager op's few)
 def _inputs(x, y, out):
     return x, y
+
+
+def _factors(x, y, out):  # mul's, trimmed to the needed ones by _needed_factors
+    return x, y
+
+
+def _needed_factors(saved, a, b) -> tuple:
+    """As PyTorch's mul: each factor is kept only for the other's gradient, so a factor
+    whose partner needs none (a dropout mask's, a constant's) may be written in place
+    later (``nn.Dropout(inplace=True)``, ``x.mul_(...)``) without a stale-save error."""
+    return (saved[0] if b is not None and b._requires_grad else None,
+            saved[1] if a._requires_grad else None)
 
 
 def _divisor_and_result(x, y, out):
@@ -190,7 +206,7 @@ def sub(a, b, *, alpha=1):
 @public(method=True, top=True)
 def mul(a, b):
     """a * b, elementwise, broadcast."""
-    return binary("mul", a, b, _inputs)
+    return binary("mul", a, b, _factors)
 
 
 def div(a, b):
@@ -319,7 +335,10 @@ def where(cond: Tensor, a=_ALONE, b=_ALONE):
     if b_in is not None:
         broadcast_shape("where", shape, b_data.shape)
     out = Tensor._make(a._device.ops.where(cond._data, a._data, b_data), a._dtype, a._device)
-    return attach(out, "where", (None, a, b_in), (cond._data,))
+    # cond among the inputs (it takes no gradient) so that the engine's check of saved
+    # arrays sees the saved one is cond's: a or b may then be written in place afterwards
+    # (x[x < 0] = 0 on a non-leaf), as PyTorch's where, which keeps only the condition
+    return attach(out, "where", (cond, a, b_in), (cond._data,))
 
 
 # ---------------------------------------------------------------- unary

@@ -361,3 +361,39 @@ def test_views_of_results_a_hook_returned_non_contiguous_alias(dev):
     z.view(2, -1)[0, 1] = 66.0
     host = z.numpy()
     assert host[1, 2, 3] == -1.0 and host[1, 0, 0] == 55.0 and host[0, 0, 1] == 66.0
+
+
+def test_a_factor_whose_partner_needs_no_gradient_may_be_written_afterwards(dev):
+    """As PyTorch's mul, each factor is kept only for the other's gradient: x * const
+    keeps const, not x, so x may then be written in place (torch allows it too); a
+    factor whose partner needs a gradient is still checked."""
+    a = fnn.tensor([1.0, 2.0, 3.0], device=dev, requires_grad=True)
+    x = a * 2
+    y = x * fnn.tensor([5.0, 6.0, 7.0], device=dev)  # keeps the constant only
+    x.add_(1.0)
+    (y.sum() + (x * x).sum()).backward()  # x is 2a + 1 now
+    np.testing.assert_allclose(a.grad.numpy(), 2 * np.array([5.0, 6.0, 7.0])
+                               + 2 * 2 * (2 * np.array([1.0, 2.0, 3.0]) + 1))
+    b = fnn.tensor([1.0, 2.0], device=dev, requires_grad=True)
+    c = fnn.tensor([3.0, 4.0], device=dev, requires_grad=True)
+    u, v = b * 1.0, c * 1.0
+    w = u * v  # both need gradients: both kept
+    u.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an in-place operation.*'mul'"):
+        w.sum().backward()
+
+
+def test_a_where_operand_may_be_written_afterwards_as_where_keeps_only_its_condition(dev):
+    """x[x < 0] = 0 on a non-leaf, then more: PyTorch's where keeps the condition only."""
+    a = fnn.tensor([-1.0, 2.0, -3.0, 4.0], device=dev, requires_grad=True)
+    h = a * 3.0
+    y = fnn.where(h > 0, h, fnn.zeros(4, device=dev))  # keeps h > 0, not h
+    h[h < 0] = 0.0
+    h.mul_(2.0)
+    (y * y).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), [0.0, 36.0, 0.0, 72.0])
+    cond = a > 0
+    z = fnn.where(cond, a * 1.0, 0.0)
+    cond.logical_not_()
+    with pytest.raises(RuntimeError, match="modified by an in-place operation.*'where'"):
+        z.sum().backward()
