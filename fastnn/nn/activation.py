@@ -12,7 +12,7 @@ from __future__ import annotations
 import numbers
 
 from fastnn.api import dtypes
-from fastnn.api.args import integer, nonnegative, real
+from fastnn.api.args import flag, integer, nonnegative, real
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.linear import check_features
 from fastnn.nn.module import Module, check_grad, check_tensor, const_init
@@ -143,15 +143,16 @@ class Dropout(Module):
     forward pass with the mask of ``self.seed``.
     """
 
-    def __init__(self, p: float = 0.5):
+    def __init__(self, p: float = 0.5, inplace: bool = False):
         super().__init__()
         if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= p <= 1.0:
             raise ValueError(f"Dropout: p must be a number in [0, 1], got {p!r}")
         self.p = float(p)
+        self.inplace = flag("Dropout", "inplace", inplace)  # writes the result into x
         self.seed = None
 
     def extra_repr(self) -> str:
-        return f"p={self.p}, inplace=False"
+        return f"p={self.p}, inplace={self.inplace}"
 
     def _active(self) -> bool:
         return self.training and self.p > 0.0
@@ -170,7 +171,8 @@ class Dropout(Module):
             return x
         self.seed = (int(host_rng().integers(2**31)) if seed is None
                      else integer("Dropout", "seed", seed, 0))
-        return x * self._scaled_mask(x, self.seed)
+        out = x * self._scaled_mask(x, self.seed)
+        return x.copy_(out) if self.inplace else out
 
     def reverse(self, x, grad_out, seed=None):
         check_grad("Dropout", x, grad_out)
