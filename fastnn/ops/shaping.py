@@ -129,8 +129,13 @@ def repeat(x: Tensor, *sizes) -> Tensor:
 
 
 @public(method=True, top=True)
-def flip(x: Tensor, dims=UNSET, *, axis=UNSET) -> Tensor:
-    """Reverse the order along ``dims`` (an int or a tuple)."""
+def flip(x: Tensor, *more, dims=UNSET, axis=UNSET) -> Tensor:
+    """Reverse the order along ``dims`` (an int or a tuple; as a method also varargs,
+    ``x.flip(0, 2)``, as PyTorch's)."""
+    if more:
+        if dims is not UNSET:
+            raise TypeError("flip: dims given twice (positionally and as dims=)")
+        dims = more[0] if len(more) == 1 else more
     dims = dim_of("flip", dims, axis, UNSET)
     if dims is UNSET:
         raise TypeError("flip: missing dims (which dims to reverse)")

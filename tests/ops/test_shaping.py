@@ -35,6 +35,8 @@ X = rng.standard_normal((2, 1, 3, 4))
     (lambda x: x.repeat(2, 1, 1, 1, 1), lambda a: np.tile(a, (2, 1, 1, 1, 1))),
     (lambda x: x.flip(0), lambda a: np.flip(a, 0)),
     (lambda x: fnn.flip(x, (2, 3)), lambda a: np.flip(a, (2, 3))),
+    (lambda x: x.flip(1, 3), lambda a: np.flip(a, (1, 3))),  # varargs, as Tensor.flip
+    (lambda x: x.flip(dims=[0, 2]), lambda a: np.flip(a, (0, 2))),
     (lambda x: x.clone(), lambda a: a.copy()),
     (lambda x: x.swapaxes(0, 3), lambda a: np.swapaxes(a, 0, 3)),
 ])
