@@ -53,9 +53,10 @@ def test_every_distribution_ships_its_c_sources(path):
     packages = packages if isinstance(packages, list) else ["fastnn"]
     data = setuptools.get("package-data", {})
     for package in packages:
-        if list((path.parent / package).rglob("*.c")):
-            globs = data.get(package, []) + data.get("*", [])
-            assert "*.c" in globs, f"{path}: list *.c in package-data for {package}"
+        for kind in ("*.c", "*.h"):  # (the headers the sources include)
+            if list((path.parent / package).rglob(kind)):
+                globs = data.get(package, []) + data.get("*", [])
+                assert kind in globs, f"{path}: list {kind} in package-data for {package}"
 
 
 def test_version_comes_from_the_metadata_with_a_fallback_in_step():

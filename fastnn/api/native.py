@@ -15,6 +15,7 @@ import ctypes
 import hashlib
 import os
 import platform
+import re
 import shutil
 import subprocess
 import tempfile
@@ -53,11 +54,29 @@ def _machine() -> str:
     return platform.machine() + "\n".join(dict.fromkeys(keep))
 
 
+_LOCAL_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.MULTILINE)
+
+
+def _text(source: Path, seen=None) -> bytes:
+    """The source and every header it includes with quotes from its folder, in order:
+    what a build depends on (a changed header makes a new library, as a changed source
+    does)."""
+    seen = {source.resolve()} if seen is None else seen
+    text = source.read_bytes()
+    parts = [text]
+    for name in _LOCAL_INCLUDE.findall(text):
+        header = (source.parent / name.decode()).resolve()
+        if header not in seen and header.is_file():
+            seen.add(header)
+            parts.append(_text(header, seen))
+    return b"\0".join(parts)
+
+
 def build(source: Path, cc: str, flags=FLAGS) -> Path:
     """The shared library built from ``source`` with ``cc`` (built now unless cached)."""
     from fastnn.api.certificates import cache_dir
 
-    text = Path(source).read_bytes()
+    text = _text(Path(source))
     key = hashlib.sha256(b"\0".join([text, " ".join([cc, *flags]).encode(),
                                      _machine().encode()])).hexdigest()[:20]
     folder = cache_dir() / "native"

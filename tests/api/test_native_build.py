@@ -85,3 +85,16 @@ def test_address_is_where_the_data_starts_for_every_kind_of_array():
     for a in (base, base[1:], base[:, 1], base.T, base[..., ::-1], readonly,
               np.empty(0, np.float64), np.broadcast_to(base[0, 0], (4, 5)), base[1, 2, 3:4]):
         assert native.address(a) == a.__array_interface__["data"][0], a.shape
+
+
+@needs_cc
+def test_a_changed_local_header_makes_a_new_library(cache, tmp_path):
+    (tmp_path / "factor.h").write_text("#define FACTOR 2\n")
+    source = tmp_path / "scaled.c"
+    source.write_text('#include "factor.h"\nint fastnn_test_scaled(int x) { return FACTOR * x; }'
+                      '\n')
+    lib, _ = native.load(source, "FASTNN_TEST_NATIVE", "a test helper")
+    assert lib.fastnn_test_scaled(5) == 10
+    (tmp_path / "factor.h").write_text("#define FACTOR 7\n")
+    changed, _ = native.load(source, "FASTNN_TEST_NATIVE", "a test helper")
+    assert changed.fastnn_test_scaled(5) == 35 and len(list(cache.glob("scaled-*.so"))) == 2

@@ -12,34 +12,7 @@
 /* the blocks a step's loop reads and writes do not overlap: vectorise without checks */
 #define IVDEP _Pragma("GCC ivdep")
 
-enum { ROW_MAJOR = 101, NO_TRANS = 111 };
-
-/* cblas_?gemm with 32-bit integers (MKL's LP64, a system CBLAS) or 64-bit ones (the
- * OpenBLAS inside NumPy's wheels is ILP64); the enums are C ints in both. */
-typedef void (*sgemm32)(int, int, int, int32_t, int32_t, int32_t, float, const float *,
-                        int32_t, const float *, int32_t, float, float *, int32_t);
-typedef void (*sgemm64)(int, int, int, int64_t, int64_t, int64_t, float, const float *,
-                        int64_t, const float *, int64_t, float, float *, int64_t);
-typedef void (*dgemm32)(int, int, int, int32_t, int32_t, int32_t, double, const double *,
-                        int32_t, const double *, int32_t, double, double *, int32_t);
-typedef void (*dgemm64)(int, int, int, int64_t, int64_t, int64_t, double, const double *,
-                        int64_t, const double *, int64_t, double, double *, int64_t);
-
-/* C (m, n) = A (m, k) B (k, n) + beta C, row-major, rows lda, ldb and ldc apart. */
-#define GEMM(NAME, REAL, FN32, FN64)                                                      \
-    static void NAME(void *fn, int ilp64, int64_t m, int64_t n, int64_t k, const REAL *a, \
-                     int64_t lda, const REAL *b, int64_t ldb, REAL beta, REAL *c,         \
-                     int64_t ldc) {                                                       \
-        if (ilp64)                                                                        \
-            ((FN64)fn)(ROW_MAJOR, NO_TRANS, NO_TRANS, m, n, k, 1, a, lda, b, ldb, beta, c, \
-                       ldc);                                                              \
-        else                                                                              \
-            ((FN32)fn)(ROW_MAJOR, NO_TRANS, NO_TRANS, (int32_t)m, (int32_t)n, (int32_t)k, \
-                       1, a, (int32_t)lda, b, (int32_t)ldb, beta, c, (int32_t)ldc);       \
-    }
-
-GEMM(gemm_f, float, sgemm32, sgemm64)
-GEMM(gemm_d, double, dgemm32, dgemm64)
+#include "native_gemm.h" /* gemm_f, gemm_d */
 
 /* exp(x) for x in [0, 40] (Cephes' expf: x = n ln 2 + r, a degree-6 polynomial in r, times
  * 2^n from its bits), branch-free so that the loops below vectorise. */
