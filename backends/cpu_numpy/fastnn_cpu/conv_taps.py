@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastnn_cpu import gemm_split, mkl_gemm, scratch
+from fastnn_cpu import gemm_split, mkl_gemm, native, scratch
 
 #: Fewest output positions per sample for which the per-sample GEMMs run.
 MIN_LENGTH = 64
@@ -43,6 +43,15 @@ FORWARD_TAP_MIN_CHANNELS = 24
 #: with 16; a loop over the forward alone, whose columns stay in the L3 cache between
 #: calls, showed no difference.
 COLUMNS_CHUNK_BYTES = 256 * 1024
+#: With the C loops (native_conv.c) the forward goes by taps from this many input
+#: channels: a sample's taps summed while its output block is in cache, (32, 16, 256) ->
+#: 32 k5 ran in 0.36-0.39 ms against the im2col's 0.53-0.56 (MKL, one Xeon thread), at
+#: 8 channels 1.05-1.25x the im2col's time.
+NATIVE_TAP_MIN_CHANNELS = 16
+# WEIGHT_BLOCKS: the C weight gradient sums (C_in, C_out) blocks a tap, which ran 1.1-4x
+# faster than (C_out, C_in) blocks at 3-48 input channels against 16-64 outputs, except
+# with 16 input channels and more outputs (MKL's GEMM with 16 rows: 1.2-1.5x slower);
+# those take (C_out, C_in) blocks (one Xeon thread).
 
 
 def applies(length_out, kernel_size, stride, padding, dilation, groups):
@@ -59,9 +68,28 @@ def _padded_input(x, padding):
     return xp
 
 
+def _native(*arrays):
+    """The C tap loops (native_conv.c) when they take these arrays: C-contiguous, of one
+    float dtype, none empty; else None."""
+    first = arrays[0]
+    if first.dtype.char not in "fd" or any(
+            a.dtype != first.dtype or not a.flags.c_contiguous or not a.size for a in arrays):
+        return None
+    return native.conv_library()
+
+
 def _sum_taps(taps, src, starts, length, out):
     """out = sum_k taps[k] @ src[:, :, starts[k] : starts[k] + length], batched over axis 0
-    (one MKL call a tap, accumulating, where mkl_gemm takes it)."""
+    (in C, a sample's taps summed while its block is in cache, where native_conv.c is
+    built; else one MKL call a tap, accumulating, where mkl_gemm takes it)."""
+    lib = _native(taps, src, out)
+    if lib is not None:
+        char, a = out.dtype.char, native.address
+        n, c_out, _ = out.shape
+        first = np.asarray(starts, np.int64)
+        lib.taps[char](lib.gemm[char], lib.ilp64, n, src.shape[1], c_out, length, len(starts),
+                       a(first), src.shape[2], a(src), a(taps), a(out))
+        return out
     for k, start in enumerate(starts):
         if not mkl_gemm.shared_left(taps[k], src[:, :, start : start + length], out, k > 0):
             break  # (at the first tap: the others have its shapes and layouts)
@@ -80,7 +108,9 @@ def forward(x, weight, padding, dilation):
     c_out, _, k = weight.shape
     length_out = length + 2 * padding - dilation * (k - 1)
     xp = _padded_input(x, padding)
-    if c_in < FORWARD_TAP_MIN_CHANNELS:
+    taps_from = (NATIVE_TAP_MIN_CHANNELS if _native(xp) is not None
+                 else FORWARD_TAP_MIN_CHANNELS)
+    if c_in < taps_from:
         # per-sample im2col, (C_in * K, L_out) a sample, and one GEMM a sample, a few
         # samples at a time (see COLUMNS_CHUNK_BYTES)
         s_n, s_c, s_l = xp.strides
@@ -119,9 +149,21 @@ def grad_weight(x, grad_out, kernel_size, padding, dilation):
     n, c_in, _ = x.shape
     c_out, length_out = grad_out.shape[1:]
     xp = _padded_input(x, padding)
+    grad = np.ascontiguousarray(grad_out)
+    lib = _native(xp, grad)
+    if lib is not None:  # each tap's (C_out, C_in) block summed over the samples in C
+        char, a = x.dtype.char, native.address
+        out_rows = c_in == 16 and c_out > 16  # (see WEIGHT_BLOCKS)
+        parts = np.empty((kernel_size,) + ((c_out, c_in) if out_rows else (c_in, c_out)),
+                         x.dtype)
+        first = np.arange(kernel_size, dtype=np.int64) * dilation
+        lib.taps_weight[char](lib.gemm[char], lib.ilp64, n, c_in, c_out, length_out,
+                              kernel_size, a(first), xp.shape[2], a(xp), a(grad), a(parts),
+                              int(out_rows))
+        return np.ascontiguousarray(parts.transpose((1, 2, 0) if out_rows else (2, 1, 0)))
     # (N, L_out, C_out), which BLAS reads transposed; a view with other strides (a
     # broadcast gradient) would send np.matmul to its loop without BLAS
-    g_t = np.ascontiguousarray(grad_out).transpose(0, 2, 1)
+    g_t = grad.transpose(0, 2, 1)
     parts = scratch.empty("conv1d_taps_weight", (kernel_size, n, c_in, c_out), x.dtype)
     for tap in range(kernel_size):
         start = tap * dilation

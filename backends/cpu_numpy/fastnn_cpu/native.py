@@ -10,6 +10,7 @@ state in one pass (float32's tanh a branch-free polynomial that vectorises; floa
 the C library's). Batch normalisation (:file:`native_norm.c`): two passes each way
 where NumPy makes seven or more. relu, its gradient and a Linear's bias add with or
 without relu (:file:`native_act.c`): one pass each where NumPy makes two to four.
+conv1d's tap products (:file:`native_conv.c`): a GEMM a sample and tap, looped in C.
 
 The source is built by :mod:`fastnn.api.native` (once per machine, into fastnn's cache
 folder). ``FASTNN_CPU_NATIVE`` chooses: ``auto`` (the default: C where it builds, NumPy's
@@ -45,11 +46,24 @@ def _blas_library_paths() -> list:
     return found + [None]  # None: symbols already in the process (a system CBLAS)
 
 
-def _gemms():
-    """({"f": address, "d": address}, ilp64) of the cblas_?gemm to call, or None."""
-    if mkl_gemm.VERSION is not None:  # MKL took NumPy's products: its GEMM here too
-        fns = mkl_gemm._FOUND[0]
-        return {c: ctypes.cast(fns[c], ctypes.c_void_p).value for c in "fd"}, False
+def _gemms(mkl: bool = True):
+    """({"f": address, "d": address}, ilp64) of the cblas_?gemm to call, or None: MKL's
+    where it took NumPy's products (``mkl``), else NumPy's own BLAS (then MKL's where that
+    has no cblas symbol)."""
+    if mkl and mkl_gemm.VERSION is not None:  # MKL took NumPy's products: its GEMM here too
+        return _mkl_gemms()
+    found = _numpy_gemms()
+    if found is None and mkl_gemm.VERSION is not None:
+        return _mkl_gemms()
+    return found
+
+
+def _mkl_gemms():
+    fns = mkl_gemm._FOUND[0]
+    return {c: ctypes.cast(fns[c], ctypes.c_void_p).value for c in "fd"}, False
+
+
+def _numpy_gemms():
     for path in _blas_library_paths():
         try:
             lib = ctypes.CDLL(path) if path else ctypes.CDLL(None)
@@ -166,6 +180,39 @@ def act_library():
     return _ACT[0][0]
 
 
+class _Conv:
+    """The conv1d tap loops' entry points (native_conv.c), typed: {dtype char: fn}, each
+    taking the GEMM's address and whether it is ILP64 first (``gemm``, ``ilp64``)."""
+
+    def __init__(self, lib: ctypes.CDLL, gemms: dict, ilp64: bool):
+        ptr, i64, c_int = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
+        self.gemm, self.ilp64 = gemms, int(ilp64)
+        taps = [ptr, c_int] + [i64] * 5 + [ptr, i64, ptr, ptr, ptr]
+        for kind, argtypes in (("taps", taps), ("taps_weight", taps + [i64])):
+            setattr(self, kind, {char: build.typed(lib, f"fastnn_conv1d_{kind}_f{bits}",
+                                                   argtypes)
+                                 for char, bits in (("f", 32), ("d", 64))})
+
+
+_CONV_SOURCE = Path(__file__).with_name("native_conv.c")
+_CONV: list = []  # [(_Conv or None, reason)] once loaded
+
+
+def conv_library():
+    """The loaded conv1d tap loops, or None (MKL's or NumPy's batched products); built on
+    the first call."""
+    if not _CONV:
+        lib, why = build.load(_CONV_SOURCE, _VARIABLE, "the cpu backend's C loops")
+        # NumPy's OpenBLAS even where MKL takes the products: on the taps' (16-32, 16-32)
+        # blocks summed over 256-1024 positions MKL's sums carried 2-2.5x OpenBLAS's
+        # rounding error (float32, against float64), at no gain in speed (one Xeon thread)
+        gemms = None if lib is None else _gemms(mkl=False)
+        if lib is not None and gemms is None:
+            lib, why = None, "NumPy (no cblas_sgemm in NumPy's BLAS library or the process)"
+        _CONV.append((None if lib is None else _Conv(lib, *gemms), why))
+    return _CONV[0][0]
+
+
 def act_for(x, *others):
     """The elementwise loops when they take these arrays: x float32 or float64 of at
     least ACT_MIN_SIZE elements, C-contiguous, ``others`` C-contiguous of its dtype;
@@ -181,8 +228,9 @@ def status() -> str:
     library()
     norm_library()
     act_library()
+    conv_library()
     return (f"recurrent layers: {_LOADED[0][1]}; batch norm: {_NORM[0][1]}; "
-            f"relu and bias: {_ACT[0][1]}")
+            f"relu and bias: {_ACT[0][1]}; conv1d taps: {_CONV[0][1]}")
 
 
 address = build.address

@@ -1,0 +1,122 @@
+"""fastnn_cpu.native's conv1d tap loops (native_conv.c, used by fastnn_cpu.conv_taps):
+forward, input gradient and weight gradient agree with a float64 reference written
+out and with the batched products they replace, in both orientations of the weight
+gradient's blocks, with dilation, every padding the tap path takes, one sample, strided
+inputs and gradients, and NaN where it stays put."""
+
+import numpy as np
+import pytest
+from fastnn_cpu import conv, conv_taps, native
+
+needs_c = pytest.mark.skipif(native.conv_library() is None,
+                             reason=f"no C loops here: {native.status()}")
+
+
+@pytest.fixture(params=["C", "batched"])
+def loops(request, monkeypatch):
+    """Each test runs with the C loops (where they build) and with the batched products."""
+    if request.param == "batched":
+        monkeypatch.setattr(native, "_CONV", [(None, "off for a test")])
+    elif native.conv_library() is None:
+        pytest.skip(f"no C loops here: {native.status()}")
+    return request.param
+
+
+def _reference(x, w, g, padding, dilation):
+    """(out, grad_input, grad_weight) in float64, by the definition."""
+    x, w, g = (a.astype(np.float64) for a in (x, w, g))
+    n, c_in, length = x.shape
+    c_out, _, k = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding)))
+    length_out = length + 2 * padding - dilation * (k - 1)
+    out = np.zeros((n, c_out, length_out))
+    dxp = np.zeros_like(xp)
+    dw = np.zeros_like(w)
+    for tap in range(k):
+        window = xp[:, :, tap * dilation: tap * dilation + length_out]
+        out += np.einsum("oc,nct->not", w[:, :, tap], window)
+        dxp[:, :, tap * dilation: tap * dilation + length_out] += np.einsum(
+            "oc,not->nct", w[:, :, tap], g)
+        dw[:, :, tap] = np.einsum("not,nct->oc", g, window)
+    return out, dxp[:, :, padding: padding + length], dw
+
+
+CASES = [  # (n, c_in, c_out, length, kernel, padding, dilation)
+    (32, 16, 32, 256, 5, 2, 1),  # bench_models' Conv1d first layer: (C_out, C_in) blocks
+    (32, 32, 32, 256, 5, 2, 1),
+    (4, 16, 8, 70, 3, 1, 1),  # 16 inputs, fewer outputs: (C_in, C_out) blocks
+    (3, 24, 5, 68, 3, 0, 2),
+    (1, 3, 7, 100, 7, 6, 1),
+    (2, 1, 4, 80, 9, 4, 2),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c)))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_tap_loops_match_the_definition(case, dtype, loops):
+    n, c_in, c_out, length, k, padding, dilation = case
+    rng = np.random.default_rng(sum(case))
+    x = rng.standard_normal((n, c_in, length)).astype(dtype)
+    w = rng.standard_normal((c_out, c_in, k)).astype(dtype)
+    length_out = length + 2 * padding - dilation * (k - 1)
+    assert conv_taps.applies(length_out, k, 1, padding, dilation, 1)
+    g = rng.standard_normal((n, c_out, length_out)).astype(dtype)
+    out, dx, dw = _reference(x, w, g, padding, dilation)
+    tol = dict(rtol=2e-4, atol=2e-4 * np.sqrt(c_in * k)) if dtype == np.float32 else \
+        dict(rtol=1e-10, atol=1e-10)
+    got = conv.conv1d(x, w, 1, padding, dilation, 1)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, out, **tol)
+    got = conv.conv1d_grad_input(g, w, length, 1, padding, dilation, 1)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, dx, **tol)
+    got = conv.conv1d_grad_weight(x, g, k, 1, padding, dilation, 1)
+    assert got.dtype == dtype and got.shape == w.shape
+    np.testing.assert_allclose(got, dw, rtol=tol["rtol"], atol=tol["atol"] * np.sqrt(n))
+
+
+def test_strided_inputs_and_gradients_give_the_same(loops):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((6, 16, 128)).astype(np.float32)
+    w = rng.standard_normal((32, 16, 5)).astype(np.float32)
+    g = rng.standard_normal((6, 32, 128)).astype(np.float32)
+    x_t = np.ascontiguousarray(x.transpose(2, 0, 1)).transpose(1, 2, 0)  # another layout
+    g_b = np.broadcast_to(g[:1], g.shape)  # a broadcast gradient
+    np.testing.assert_array_equal(conv.conv1d(x_t, w, 1, 2, 1, 1), conv.conv1d(x, w, 1, 2, 1, 1))
+    np.testing.assert_array_equal(conv.conv1d_grad_weight(x, g_b, 5, 1, 2, 1, 1),
+                                  conv.conv1d_grad_weight(x, np.array(g_b), 5, 1, 2, 1, 1))
+    np.testing.assert_array_equal(conv.conv1d_grad_input(g_b, w, 128, 1, 2, 1, 1),
+                                  conv.conv1d_grad_input(np.array(g_b), w, 128, 1, 2, 1, 1))
+
+
+def test_a_nan_stays_where_the_definition_puts_it(loops):
+    x = np.ones((2, 16, 64), np.float32)
+    x[1, 3, 10] = np.nan
+    w = np.ones((32, 16, 3), np.float32)
+    out = conv.conv1d(x, w, 1, 1, 1, 1)
+    assert np.isnan(out[1, :, 9:12]).all() and not np.isnan(out[0]).any()
+    assert np.isnan(out[1]).sum() == 32 * 3
+    dw = conv.conv1d_grad_weight(x, np.ones((2, 32, 64), np.float32), 3, 1, 1, 1, 1)
+    assert np.isnan(dw[:, 3]).all() and np.isfinite(np.delete(dw, 3, axis=1)).all()
+
+
+@needs_c
+def test_the_c_loops_are_what_runs(monkeypatch):
+    calls = []
+    lib = native.conv_library()
+
+    class Spy:
+        gemm, ilp64 = lib.gemm, lib.ilp64
+
+        def __getattr__(self, kind):
+            return {c: (lambda *a, _f=f, _k=kind: calls.append(_k) or _f(*a))
+                    for c, f in getattr(lib, kind).items()}
+
+    monkeypatch.setattr(native, "_CONV", [(Spy(), "spied")])
+    x = np.ones((2, 16, 64), np.float32)
+    w = np.ones((32, 16, 3), np.float32)
+    g = np.ones((2, 32, 64), np.float32)
+    conv.conv1d(x, w, 1, 1, 1, 1)
+    conv.conv1d_grad_input(g, w, 64, 1, 1, 1, 1)
+    conv.conv1d_grad_weight(x, g, 3, 1, 1, 1, 1)
+    assert calls == ["taps", "taps", "taps_weight"]
