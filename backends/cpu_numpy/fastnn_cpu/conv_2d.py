@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
-from fastnn_cpu import conv_batched, conv_plan, scratch
+from fastnn_cpu import conv_batched, conv_plan, conv_taps2d, scratch
 from fastnn_cpu import conv_direct as direct
 from fastnn_cpu.conv_plan import weight_product as _weight_product
 from fastnn_cpu.finite import all_finite
@@ -169,6 +169,8 @@ def _flat_forward(x, weight, lay, groups):
 def conv2d(x, weight, stride, padding, dilation, groups):
     if direct.plan(weight.shape, stride, padding, groups) == "pointwise":
         return direct.pointwise(x, weight)
+    if conv_taps2d.applies(x.dtype, weight.shape, stride, padding, dilation, groups):
+        return conv_taps2d.forward(x, weight, padding, dilation)
     c_out, c_in_g, kh, kw = weight.shape
     lay = _Layout2d(x.shape[0], x.shape[2:], (kh, kw), stride, padding, dilation)
     if lay.flat and lay.m:
@@ -187,6 +189,10 @@ def conv2d_grad_weight(x, grad_out, kernel_size, stride, padding, dilation, grou
     w_shape = (grad_out.shape[1], x.shape[1] // groups) + tuple(kernel_size)
     if direct.plan(w_shape, stride, padding, groups) == "pointwise":
         return direct.pointwise_grad_weight(x, grad_out)
+    if conv_taps2d.applies(x.dtype, w_shape, stride, padding, dilation, groups):
+        found = conv_taps2d.grad_weight(x, grad_out, kernel_size, padding, dilation)
+        if found is not None:
+            return found
     c_out = grad_out.shape[1]
     kh, kw = kernel_size
     c_in_g = x.shape[1] // groups
@@ -269,6 +275,10 @@ def _flat_grad_input(grad_out, weight, lay, groups, input_size):
 def conv2d_grad_input(grad_out, weight, input_size, stride, padding, dilation, groups):
     if direct.plan(weight.shape, stride, padding, groups) == "pointwise":
         return direct.pointwise_grad_input(grad_out, weight)
+    if conv_taps2d.applies(grad_out.dtype, weight.shape, stride, padding, dilation, groups):
+        found = conv_taps2d.grad_input(grad_out, weight, input_size, padding, dilation)
+        if found is not None:
+            return found
     n, c_out = grad_out.shape[:2]
     _, c_in_g, kh, kw = weight.shape
     lay = _Layout2d(n, tuple(input_size), (kh, kw), stride, padding, dilation)
@@ -309,8 +319,13 @@ def conv2d_grad_input(grad_out, weight, input_size, stride, padding, dilation, g
 @hookimpl
 def conv2d_backward(x, weight, grad_out, stride, padding, dilation, groups):
     kernel = tuple(weight.shape[2:])
-    lay = _Layout2d(x.shape[0], x.shape[2:], kernel, stride, padding, dilation)
     planned = direct.plan(weight.shape, stride, padding, groups) != "pointwise"
+    if planned and conv_taps2d.applies(x.dtype, weight.shape, stride, padding, dilation,
+                                       groups):  # (the two hooks, each in C)
+        return (conv2d_grad_input(grad_out, weight, tuple(x.shape[2:]), stride, padding,
+                                  dilation, groups),
+                conv2d_grad_weight(x, grad_out, kernel, stride, padding, dilation, groups))
+    lay = _Layout2d(x.shape[0], x.shape[2:], kernel, stride, padding, dilation)
     if planned and lay.flat and lay.m and x.dtype.kind == "f":
         # one im2col of the gradient for both products: 10-15% faster than the two hooks
         # on the ResNet's (32, 16, 32, 32) -> 16, 3x3 convs (measured on the Zen 5)

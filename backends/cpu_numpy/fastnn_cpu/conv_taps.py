@@ -87,8 +87,8 @@ def _sum_taps(taps, src, starts, length, out):
         char, a = out.dtype.char, native.address
         n, c_out, _ = out.shape
         first = np.asarray(starts, np.int64)
-        lib.taps[char](lib.gemm[char], lib.ilp64, n, src.shape[1], c_out, length, len(starts),
-                       a(first), src.shape[2], a(src), a(taps), a(out))
+        lib.conv1d_taps[char](lib.gemm[char], lib.ilp64, n, src.shape[1], c_out, length,
+                              len(starts), a(first), src.shape[2], a(src), a(taps), a(out))
         return out
     for k, start in enumerate(starts):
         if not mkl_gemm.shared_left(taps[k], src[:, :, start : start + length], out, k > 0):
@@ -157,9 +157,9 @@ def grad_weight(x, grad_out, kernel_size, padding, dilation):
         parts = np.empty((kernel_size,) + ((c_out, c_in) if out_rows else (c_in, c_out)),
                          x.dtype)
         first = np.arange(kernel_size, dtype=np.int64) * dilation
-        lib.taps_weight[char](lib.gemm[char], lib.ilp64, n, c_in, c_out, length_out,
-                              kernel_size, a(first), xp.shape[2], a(xp), a(grad), a(parts),
-                              int(out_rows))
+        lib.conv1d_taps_weight[char](lib.gemm[char], lib.ilp64, n, c_in, c_out, length_out,
+                                     kernel_size, a(first), xp.shape[2], a(xp), a(grad),
+                                     a(parts), int(out_rows))
         return np.ascontiguousarray(parts.transpose((1, 2, 0) if out_rows else (2, 1, 0)))
     # (N, L_out, C_out), which BLAS reads transposed; a view with other strides (a
     # broadcast gradient) would send np.matmul to its loop without BLAS

@@ -10,7 +10,8 @@ state in one pass (float32's tanh a branch-free polynomial that vectorises; floa
 the C library's). Batch normalisation (:file:`native_norm.c`): two passes each way
 where NumPy makes seven or more. relu, its gradient and a Linear's bias add with or
 without relu (:file:`native_act.c`): one pass each where NumPy makes two to four.
-conv1d's tap products (:file:`native_conv.c`): a GEMM a sample and tap, looped in C.
+conv1d's and conv2d's tap products (:file:`native_conv.c`): a GEMM a sample and tap,
+looped in C.
 
 The source is built by :mod:`fastnn.api.native` (once per machine, into fastnn's cache
 folder). ``FASTNN_CPU_NATIVE`` chooses: ``auto`` (the default: C where it builds, NumPy's
@@ -181,16 +182,18 @@ def act_library():
 
 
 class _Conv:
-    """The conv1d tap loops' entry points (native_conv.c), typed: {dtype char: fn}, each
+    """The conv tap loops' entry points (native_conv.c), typed: {dtype char: fn}, each
     taking the GEMM's address and whether it is ILP64 first (``gemm``, ``ilp64``)."""
 
     def __init__(self, lib: ctypes.CDLL, gemms: dict, ilp64: bool):
         ptr, i64, c_int = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
         self.gemm, self.ilp64 = gemms, int(ilp64)
         taps = [ptr, c_int] + [i64] * 5 + [ptr, i64, ptr, ptr, ptr]
-        for kind, argtypes in (("taps", taps), ("taps_weight", taps + [i64])):
-            setattr(self, kind, {char: build.typed(lib, f"fastnn_conv1d_{kind}_f{bits}",
-                                                   argtypes)
+        taps2d = [ptr, c_int] + [i64] * 6 + [ptr, i64, i64, ptr, ptr, ptr, ptr]
+        for kind, argtypes in (("conv1d_taps", taps), ("conv1d_taps_weight", taps + [i64]),
+                               ("conv2d_taps", taps2d),
+                               ("conv2d_taps_weight", taps2d + [i64])):
+            setattr(self, kind, {char: build.typed(lib, f"fastnn_{kind}_f{bits}", argtypes)
                                  for char, bits in (("f", 32), ("d", 64))})
 
 
@@ -199,8 +202,8 @@ _CONV: list = []  # [(_Conv or None, reason)] once loaded
 
 
 def conv_library():
-    """The loaded conv1d tap loops, or None (MKL's or NumPy's batched products); built on
-    the first call."""
+    """The loaded conv1d and conv2d tap loops, or None (MKL's or NumPy's batched products);
+    built on the first call."""
     if not _CONV:
         lib, why = build.load(_CONV_SOURCE, _VARIABLE, "the cpu backend's C loops")
         # NumPy's OpenBLAS even where MKL takes the products: on the taps' (16-32, 16-32)
@@ -230,7 +233,7 @@ def status() -> str:
     act_library()
     conv_library()
     return (f"recurrent layers: {_LOADED[0][1]}; batch norm: {_NORM[0][1]}; "
-            f"relu and bias: {_ACT[0][1]}; conv1d taps: {_CONV[0][1]}")
+            f"relu and bias: {_ACT[0][1]}; conv taps: {_CONV[0][1]}")
 
 
 address = build.address

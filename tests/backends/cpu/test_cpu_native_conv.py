@@ -119,4 +119,108 @@ def test_the_c_loops_are_what_runs(monkeypatch):
     conv.conv1d(x, w, 1, 1, 1, 1)
     conv.conv1d_grad_input(g, w, 64, 1, 1, 1, 1)
     conv.conv1d_grad_weight(x, g, 3, 1, 1, 1, 1)
-    assert calls == ["taps", "taps", "taps_weight"]
+    assert calls == ["conv1d_taps", "conv1d_taps", "conv1d_taps_weight"]
+
+
+# ---------------------------------------------------------------- conv2d (conv_taps2d)
+
+def _reference2d(x, w, g, pads, dilation):
+    """(out, grad_input, grad_weight) of a stride-1 conv2d in float64, by the definition."""
+    x, w, g = (a.astype(np.float64) for a in (x, w, g))
+    (top, bottom), (left, right) = pads
+    xp = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
+    _, _, kh, kw = w.shape
+    dh, dw = dilation
+    ho, wo = xp.shape[2] - dh * (kh - 1), xp.shape[3] - dw * (kw - 1)
+    out = np.zeros((x.shape[0], w.shape[0], ho, wo))
+    dxp, dw_ = np.zeros_like(xp), np.zeros_like(w)
+    for a in range(kh):
+        for b in range(kw):
+            window = xp[:, :, a * dh: a * dh + ho, b * dw: b * dw + wo]
+            out += np.einsum("oc,nchw->nohw", w[:, :, a, b], window)
+            dxp[:, :, a * dh: a * dh + ho, b * dw: b * dw + wo] += np.einsum(
+                "oc,nohw->nchw", w[:, :, a, b], g)
+            dw_[:, :, a, b] = np.einsum("nohw,nchw->oc", g, window)
+    h, w_in = x.shape[2:]
+    return out, dxp[:, :, top: top + h, left: left + w_in], dw_
+
+
+CASES_2D = [  # (n, c_in, c_out, h, w, kernel, pads, dilation)
+    (2, 16, 32, 9, 7, 3, ((1, 1), (1, 1)), (1, 1)),  # (C_out, C_in) blocks
+    (3, 16, 8, 10, 12, 3, ((0, 2), (1, 0)), (1, 1)),  # uneven padding
+    (2, 20, 5, 11, 9, 3, ((2, 1), (0, 2)), (2, 1)),  # dilation
+    (1, 24, 4, 8, 8, 5, ((2, 2), (2, 2)), (1, 1)),
+]
+
+
+@pytest.mark.parametrize("case", CASES_2D, ids=lambda c: "x".join(map(str, c[:6])))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_2d_tap_loops_match_the_definition(case, dtype, loops):
+    n, c_in, c_out, h, w, k, pads, dilation = case
+    from fastnn_cpu import conv_2d, conv_taps2d
+
+    rng = np.random.default_rng(n + c_in + h)
+    x = rng.standard_normal((n, c_in, h, w)).astype(dtype)
+    wt = rng.standard_normal((c_out, c_in, k, k)).astype(dtype)
+    assert conv_taps2d.applies(dtype, wt.shape, (1, 1), pads, dilation, 1) == (loops == "C")
+    ho = h + sum(pads[0]) - dilation[0] * (k - 1)
+    wo = w + sum(pads[1]) - dilation[1] * (k - 1)
+    g = rng.standard_normal((n, c_out, ho, wo)).astype(dtype)
+    out, dx, dwt = _reference2d(x, wt, g, pads, dilation)
+    tol = dict(rtol=2e-4, atol=2e-4 * np.sqrt(c_in * k * k)) if dtype == np.float32 else \
+        dict(rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(conv_2d.conv2d(x, wt, (1, 1), pads, dilation, 1), out, **tol)
+    got_dx = conv_2d.conv2d_grad_input(g, wt, (h, w), (1, 1), pads, dilation, 1)
+    np.testing.assert_allclose(got_dx, dx, **tol)
+    got_dw = conv_2d.conv2d_grad_weight(x, g, (k, k), (1, 1), pads, dilation, 1)
+    np.testing.assert_allclose(got_dw, dwt, rtol=tol["rtol"], atol=tol["atol"] * np.sqrt(n * h))
+    both = conv_2d.conv2d_backward(x, wt, g, (1, 1), pads, dilation, 1)
+    np.testing.assert_allclose(both[0], dx, **tol)
+    np.testing.assert_allclose(both[1], dwt, rtol=tol["rtol"], atol=tol["atol"] * np.sqrt(n * h))
+
+
+def test_2d_nan_and_inf_give_what_the_im2col_path_gives(monkeypatch):
+    """A NaN only the dropped columns read (the C weight gradient's 0 * NaN), and a NaN
+    weight (the C input gradient's padding times it), are left to the im2col path."""
+    from fastnn_cpu import conv_2d
+
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((2, 16, 6, 6)).astype(np.float32)
+    x[1, 2, 3, 5] = np.nan  # the last column: read by dropped columns of tap (., 0)
+    w = rng.standard_normal((8, 16, 3, 3)).astype(np.float32)
+    w_nan = w.copy()
+    w_nan[2, 5, 0, 0] = np.inf
+    g = rng.standard_normal((2, 8, 6, 6)).astype(np.float32)
+    pads = ((1, 1), (1, 1))
+    got = (conv_2d.conv2d_grad_weight(x, g, (3, 3), (1, 1), pads, (1, 1), 1),
+           conv_2d.conv2d_grad_input(g, w_nan, (6, 6), (1, 1), pads, (1, 1), 1))
+    monkeypatch.setattr(native, "_CONV", [(None, "off for a test")])
+    want = (conv_2d.conv2d_grad_weight(x, g, (3, 3), (1, 1), pads, (1, 1), 1),
+            conv_2d.conv2d_grad_input(g, w_nan, (6, 6), (1, 1), pads, (1, 1), 1))
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    assert not np.isnan(got[0]).all() and np.isnan(got[0]).any()
+
+
+@needs_c
+def test_the_2d_c_loops_are_what_runs(monkeypatch):
+    from fastnn_cpu import conv_2d
+
+    calls = []
+    lib = native.conv_library()
+
+    class Spy:
+        gemm, ilp64 = lib.gemm, lib.ilp64
+
+        def __getattr__(self, kind):
+            return {c: (lambda *a, _f=f, _k=kind: calls.append(_k) or _f(*a))
+                    for c, f in getattr(lib, kind).items()}
+
+    monkeypatch.setattr(native, "_CONV", [(Spy(), "spied")])
+    x = np.ones((2, 16, 8, 8), np.float32)
+    w = np.ones((8, 16, 3, 3), np.float32)
+    g = np.ones((2, 8, 8, 8), np.float32)
+    conv_2d.conv2d(x, w, (1, 1), ((1, 1), (1, 1)), (1, 1), 1)
+    conv_2d.conv2d_backward(x, w, g, (1, 1), ((1, 1), (1, 1)), (1, 1), 1)
+    assert calls == ["conv2d_taps", "conv2d_taps", "conv2d_taps_weight"]
