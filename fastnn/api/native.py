@@ -123,14 +123,17 @@ def typed(lib, name: str, argtypes: list, restype=None):
 
 
 def address(a) -> int:
-    """Where a NumPy array's data starts. A writable C-contiguous array's is read through
-    the buffer protocol (0.4 us, where ``__array_interface__`` and ``.ctypes`` build an
-    object and take 1.1-1.3 us: a third of a small C call); others' through the
-    interface."""
-    try:
-        return ctypes.addressof(_CHAR.from_buffer(a))
-    except (TypeError, ValueError, BufferError):  # read-only, empty or not C-contiguous
-        return a.__array_interface__["data"][0]
+    """Where a NumPy array's data starts. A writable C- or F-contiguous array's (a
+    transposed operand's too) is read through the buffer protocol (0.65 us, where
+    ``__array_interface__`` and ``.ctypes`` build an object and take 1.1-1.3 us: a third
+    of a small C call); others' through the interface."""
+    flags = a.flags
+    if flags.writeable and a.size:
+        if flags.c_contiguous:
+            return ctypes.addressof(_CHAR.from_buffer(a))
+        if flags.f_contiguous:  # (its transpose is C-contiguous, from the same address)
+            return ctypes.addressof(_CHAR.from_buffer(a.T))
+    return a.__array_interface__["data"][0]
 
 
 _CHAR = ctypes.c_char

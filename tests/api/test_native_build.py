@@ -82,7 +82,7 @@ def test_address_is_where_the_data_starts_for_every_kind_of_array():
     base = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
     readonly = base.copy()
     readonly.flags.writeable = False
-    for a in (base, base[1:], base[:, 1], base.T, base[..., ::-1], readonly,
+    for a in (base, base[1:], base[:, 1], base.T, base[0].T, base[..., ::-1], readonly,
               np.empty(0, np.float64), np.broadcast_to(base[0, 0], (4, 5)), base[1, 2, 3:4]):
         assert native.address(a) == a.__array_interface__["data"][0], a.shape
 
