@@ -215,7 +215,7 @@ class LBFGS(Optimizer):
                                   "params": list(range(len(self._params)))}], "state": {}}
         st = self.state.get(id(self._params[0]))
         if st:
-            out["state"]["0"] = {k: self._host(v) for k, v in st.items()}
+            out["state"][0] = {k: self._host(v) for k, v in st.items()}  # (PyTorch's int key)
         return out
 
     def _host(self, value):

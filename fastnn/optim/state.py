@@ -54,7 +54,9 @@ class OptimizerState:
         return [p for g in self.param_groups for p in g["params"]]
 
     def state_dict(self) -> dict:
-        """{"param_groups": [hyper-parameters + param indices], "state": {"i": {...}}}.
+        """{"param_groups": [hyper-parameters + param indices], "state": {i: {...}}}, the
+        state keyed by the parameter's int index, as PyTorch's (``load_state_dict`` also
+        takes the "i" strings that fastnn wrote before).
 
         Arrays come back as host NumPy copies, so the dict can go to ``fnn.save``.
         """
@@ -70,8 +72,8 @@ class OptimizerState:
             st = self.state.get(id(p))
             if st:
                 ops = self._state_home.get(id(p), (p._device,))[0].ops
-                state[str(i)] = {k: (np.array(ops.to_numpy(v), copy=True)
-                                     if is_array(v) else v) for k, v in st.items()}
+                state[i] = {k: (np.array(ops.to_numpy(v), copy=True)
+                                if is_array(v) else v) for k, v in st.items()}
         return {"param_groups": groups, "state": state}
 
     def load_state_dict(self, state_dict: dict) -> None:

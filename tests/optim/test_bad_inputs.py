@@ -102,23 +102,23 @@ def test_load_state_dict_of_nothing_names_what_it_wants():
 
 
 CORRUPTIONS = {
-    "a step that is a string": (lambda s: s["state"]["0"].update(step="abc"),
+    "a step that is a string": (lambda s: s["state"][0].update(step="abc"),
                                 r"state 'step' of parameter 0 must be a number"),
-    "a negative step": (lambda s: s["state"]["0"].update(step=-2),
+    "a negative step": (lambda s: s["state"][0].update(step=-2),
                         r"must be a step count \(an integer >= 0\), got -2"),
-    "a fractional step": (lambda s: s["state"]["0"].update(step=1.5), r"got 1.5"),
-    "a moment of another shape": (lambda s: s["state"]["0"].update(exp_avg=np.zeros((5, 5))),
+    "a fractional step": (lambda s: s["state"][0].update(step=1.5), r"got 1.5"),
+    "a moment of another shape": (lambda s: s["state"][0].update(exp_avg=np.zeros((5, 5))),
                                   r"'exp_avg' of parameter 0 has shape \(5, 5\)"),
-    "a moment of strings": (lambda s: s["state"]["0"].update(exp_avg=np.full((2, 3), "a")),
+    "a moment of strings": (lambda s: s["state"][0].update(exp_avg=np.full((2, 3), "a")),
                             r"holds <U1 values, not numbers"),
-    "a moment that is a number": (lambda s: s["state"]["0"].update(exp_avg_sq=0.5),
+    "a moment that is a number": (lambda s: s["state"][0].update(exp_avg_sq=0.5),
                                   r"'exp_avg_sq' of parameter 0 must be an array"),
     "a state that is not a dict": (lambda s: s["state"].update({"1": 3}),
                                    r"the state of parameter 1 must be a dict"),
     "groups that are not a list": (lambda s: s.update(param_groups="x"),
                                    r"'param_groups' must be a list of dicts"),
     "a state that is a list": (lambda s: s.update(state=[1]), r"'state' must be a dict"),
-    "a missing moment": (lambda s: s["state"]["0"].pop("exp_avg_sq"),
+    "a missing moment": (lambda s: s["state"][0].pop("exp_avg_sq"),
                          r"keeps \['exp_avg', 'exp_avg_sq', 'step'\]"),
     "a broken beta pair": (lambda s: s["param_groups"][0].update(betas=(0.9,)),
                            r"betas must be a pair"),
@@ -157,6 +157,6 @@ def test_corrupt_state_fails_at_load_and_changes_nothing(what):
 def test_every_rule_refuses_a_partial_state(cls, kwargs, key):
     _, opt = _stepped(cls, **kwargs)
     state = opt.state_dict()
-    del state["state"]["0"][key]
+    del state["state"][0][key]
     with pytest.raises(ValueError, match=r"saved from another optimizer"):
         opt.load_state_dict(state)

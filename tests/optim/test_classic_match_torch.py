@@ -84,7 +84,7 @@ def _fastnn_run(name, device, steps=range(STEPS), opt=None, params=None):
 def _same_state(ours, theirs):
     for i in range(len(SHAPES)):
         want = theirs["state"][i]
-        got = ours["state"][str(i)]
+        got = ours["state"][i]
         assert set(got) == set(want), (sorted(got), sorted(want))
         for key, value in want.items():
             np.testing.assert_allclose(np.asarray(got[key], dtype=float), value.numpy(),

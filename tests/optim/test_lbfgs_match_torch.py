@@ -76,7 +76,7 @@ def test_lbfgs_matches_torch(name):
     _close(losses, tlosses)
     _close(w.numpy(), tw.detach().numpy())
     _close(b.numpy(), tb.detach().numpy())
-    theirs, ours = topt.state_dict()["state"][0], opt.state_dict()["state"]["0"]
+    theirs, ours = topt.state_dict()["state"][0], opt.state_dict()["state"][0]
     assert set(ours) == set(theirs)
     for key in ("func_evals", "n_iter", "t", "H_diag", "prev_loss"):
         _close(float(ours[key]), float(theirs[key]))
@@ -109,7 +109,7 @@ def test_state_dict_loads_from_torch_and_back():
     tparams = (torch.tensor(w.numpy(), requires_grad=True),
                torch.tensor(b.numpy(), requires_grad=True))
     theirs = torch.optim.LBFGS(list(tparams), **kwargs)
-    theirs.load_state_dict({"state": {0: {k: tensors(v) for k, v in sd["state"]["0"].items()}},
+    theirs.load_state_dict({"state": {0: {k: tensors(v) for k, v in sd["state"][0].items()}},
                             "param_groups": sd["param_groups"]})
     _, _, rest = _torch_run(kwargs, 2, params=tparams, opt=theirs)
     _close(rest, want[2:])

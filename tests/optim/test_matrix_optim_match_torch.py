@@ -88,9 +88,9 @@ def test_steps_match_torch(name, device, float64_muon):
         np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-9, atol=1e-12)
     theirs, ours = topt.state_dict()["state"], opt.state_dict()["state"]
     for i in range(len(params)):
-        assert set(ours[str(i)]) == set(theirs[i])
+        assert set(ours[i]) == set(theirs[i])
         for key, value in theirs[i].items():
-            np.testing.assert_allclose(np.asarray(ours[str(i)][key], dtype=float),
+            np.testing.assert_allclose(np.asarray(ours[i][key], dtype=float),
                                        value.numpy(), rtol=1e-9, atol=1e-12, err_msg=key)
 
 

@@ -183,10 +183,10 @@ def test_rule_matches_pytorch(name, device):
     theirs = topt.state_dict()["state"]
     for i in range(len(SHAPES)):
         kept = {k: v for k, v in theirs.get(i, {}).items() if v is not None}  # SGD: None
-        assert set(ours.get(str(i), {})) == set(kept), (ours.get(str(i)), kept.keys())
+        assert set(ours.get(i, {})) == set(kept), (ours.get(i), kept.keys())
         for key, value in kept.items():
             want = value.numpy() if hasattr(value, "numpy") else value
-            np.testing.assert_allclose(ours[str(i)][key], want, rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(ours[i][key], want, rtol=1e-10, atol=1e-12)
 
 
 def test_pytorch_defaults():

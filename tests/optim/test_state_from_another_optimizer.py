@@ -44,7 +44,7 @@ def test_only_the_same_kind_of_state_loads(saved, loaded):
 def test_a_partial_state_is_refused():
     _, opt = _stepped("adam")
     state = opt.state_dict()
-    del state["state"]["0"]["exp_avg_sq"]
+    del state["state"][0]["exp_avg_sq"]
     model, _ = _stepped("adam")
     with pytest.raises(ValueError, match=r"keeps \['exp_avg', 'exp_avg_sq', 'step'\]"):
         optim.Adam(model.parameters(), lr=0.01).load_state_dict(state)

@@ -1,0 +1,69 @@
+"""An optimizer's state_dict keys its per-parameter state by the parameter's int index,
+as PyTorch's (``sd["state"][0]["step"]``); the "0" strings fastnn wrote before still
+load, and a checkpoint keeps the ints."""
+
+import numpy as np
+import pytest
+
+import fastnn as fnn
+
+
+def _stepped(cls=fnn.optim.Adam):
+    params = [fnn.zeros(3, requires_grad=True), fnn.zeros((2, 2), requires_grad=True)]
+    opt = cls(params, lr=0.1)
+    for p in params:
+        p.grad = fnn.ones(p.shape)
+    opt.step()
+    return params, opt
+
+
+@pytest.mark.parametrize("cls", [fnn.optim.Adam, fnn.optim.SGD, fnn.optim.LBFGS])
+def test_state_is_keyed_by_int_as_in_pytorch(cls):
+    torch = pytest.importorskip("torch")
+    if cls is fnn.optim.SGD:
+        params, opt = [fnn.zeros(3, requires_grad=True)], None
+        opt = fnn.optim.SGD(params, lr=0.1, momentum=0.9)
+        params[0].grad = fnn.ones(3)
+        opt.step()
+        tp = [torch.zeros(3, requires_grad=True)]
+        topt = torch.optim.SGD(tp, lr=0.1, momentum=0.9)
+        tp[0].grad = torch.ones(3)
+        topt.step()
+    elif cls is fnn.optim.LBFGS:
+        params = [fnn.zeros(3, requires_grad=True)]
+        opt = fnn.optim.LBFGS(params)
+        opt.step(lambda: (params[0] - 1.0).pow(2).sum().backward() or
+                 (params[0] - 1.0).pow(2).sum())
+        tp = [torch.zeros(3, requires_grad=True)]
+        topt = torch.optim.LBFGS(tp)
+
+        def closure():
+            topt.zero_grad()
+            loss = (tp[0] - 1.0).pow(2).sum()
+            loss.backward()
+            return loss
+        topt.step(closure)
+    else:
+        params, opt = _stepped(cls)
+        tp = [torch.zeros(3, requires_grad=True), torch.zeros((2, 2), requires_grad=True)]
+        topt = torch.optim.Adam(tp, lr=0.1)
+        for p in tp:
+            p.grad = torch.ones(p.shape)
+        topt.step()
+    assert list(opt.state_dict()["state"]) == list(topt.state_dict()["state"])
+    assert all(type(k) is int for k in opt.state_dict()["state"])
+
+
+def test_string_keys_still_load_and_checkpoints_keep_ints(tmp_path):
+    params, opt = _stepped()
+    sd = opt.state_dict()
+    assert float(sd["state"][0]["step"]) == 1.0
+    old = dict(sd, state={str(k): v for k, v in sd["state"].items()})
+    other_params, other = _stepped()
+    other.load_state_dict(old)
+    np.testing.assert_array_equal(other.state_dict()["state"][1]["exp_avg"],
+                                  sd["state"][1]["exp_avg"])
+    fnn.save({"optimizer": sd}, tmp_path / "c.pt")
+    back = fnn.load(tmp_path / "c.pt")["optimizer"]
+    assert list(back["state"]) == [0, 1]
+    other.load_state_dict(back)
