@@ -15,8 +15,8 @@ from fastnn.api.hookspec import hookimpl
 from fastnn.api.xp_hooks import xp_hooks
 from fastnn_cpu import mkl_gemm, native
 from fastnn_cpu.bitmask import INTS, select
+from fastnn_cpu.erf import GELU_CLAMP, GELU_COEFS, gelu32
 from fastnn_cpu.erf import erf as _erf
-from fastnn_cpu.erf import gelu32
 from fastnn_cpu.heap import keep_freed_memory
 from fastnn_cpu.mkl_gemm import matmul as _matmul
 from fastnn_cpu.scratch import BLAS_FLOATS, ones
@@ -241,6 +241,12 @@ def leaky_relu(x, slope):
 @hookimpl
 def gelu(x):
     if x.dtype == np.float32:
+        lib = native.act_for(x)
+        if lib is not None:  # gelu32's steps in one C pass (native_act.c)
+            out = np.empty_like(x)
+            lib.gelu_f32(x.size, native.address(x), native.address(GELU_COEFS),
+                         float(GELU_CLAMP), native.address(out))
+            return out
         return gelu32(x)
     return 0.5 * x * (1.0 + erf(x * (1.0 / math.sqrt(2.0))))
 

@@ -40,6 +40,9 @@ _FIT = (1.1283792431539765, 0.10276972330991017, -0.0001944161623633625,
 _G = tuple(np.float32(c) for c in _FIT)
 _CLAMP2 = np.float32(2 * 3.92 * 3.92)  # for x / sqrt(2) at 3.92
 _G2 = tuple(np.float32(c / 2.0**k / math.sqrt(2.0)) for k, c in enumerate(_FIT))
+#: gelu32's polynomial and clamp as the C loop takes them (fastnn_cpu.native's gelu_f32)
+GELU_COEFS, GELU_CLAMP = np.array(_G2, np.float32), _CLAMP2
+GELU_COEFS.flags.writeable = False
 
 
 def _tanh_arg(x: np.ndarray, clamp, coefs) -> np.ndarray:

@@ -162,6 +162,8 @@ class _Act:
         for kind, argtypes in kinds.items():
             setattr(self, kind, {char: build.typed(lib, f"fastnn_{kind}_f{bits}", argtypes)
                                  for char, bits in (("f", 32), ("d", 64))})
+        self.gelu_f32 = build.typed(lib, "fastnn_gelu_f32", [i64, ptr, ptr, ctypes.c_float,
+                                                              ptr])
 
 
 _ACT_SOURCE = Path(__file__).with_name("native_act.c")

@@ -4,9 +4,13 @@
  * values are NumPy's bit for bit: relu keeps -0.0 and NaN (x < 0 is false for both), the
  * gradient passes grad where out != 0 (NaN included) and is +0.0 elsewhere, x + bias is
  * one rounding. Built without -ffast-math (signed zeros and NaN matter here). Python
- * checks every shape, dtype and layout before it calls in here. */
+ * checks every shape, dtype and layout before it calls in here. GELU in float32 (NumPy's
+ * takes 18 passes) is fastnn_cpu.erf's gelu32 in one: its polynomial and constants,
+ * handed over from Python, and tanh_f where gelu32 calls NumPy's tanh. */
 
 #include <stdint.h>
+
+#include "native_tanh.h" /* tanh_f */
 
 #define ACT(REAL, SUFFIX)                                                                 \
     void fastnn_relu_##SUFFIX(int64_t n, const REAL *x, REAL *out) {                     \
@@ -39,3 +43,26 @@
 
 ACT(float, f32)
 ACT(double, f64)
+
+/* out = 0.5 x (1 + tanh(x g(min(x^2, clamp)))), g the degree-7 polynomial coefs (in
+ * powers of x^2, lowest first): fastnn_cpu.erf.gelu32's steps in its order (a NaN x^2
+ * stays NaN, as np.minimum keeps it; at -inf, -inf * 0 is NaN, as there). */
+void fastnn_gelu_f32(int64_t n, const float *x, const float *coefs, float clamp,
+                     float *out) {
+    float c0 = coefs[0], c1 = coefs[1], c2 = coefs[2], c3 = coefs[3], c4 = coefs[4],
+          c5 = coefs[5], c6 = coefs[6], c7 = coefs[7];
+    for (int64_t j = 0; j < n; j++) {
+        float v = x[j];
+        float s = v * v;
+        s = s > clamp ? clamp : s;
+        float acc = s * c7 + c6;
+        acc = acc * s + c5;
+        acc = acc * s + c4;
+        acc = acc * s + c3;
+        acc = acc * s + c2;
+        acc = acc * s + c1;
+        acc = acc * s + c0;
+        float t = tanh_f(acc * v);
+        out[j] = (t + 1.0f) * (v * 0.5f);
+    }
+}

@@ -127,3 +127,27 @@ def test_the_c_loops_are_what_runs_on_a_large_contiguous_array(monkeypatch):
     fused.bias_act(x, x[0], "relu", 0.01)
     fused.relu_backward(x, x)
     assert calls == ["relu", "bias_act", "relu_backward"]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_gelu_is_gelu32_in_one_pass(shape, loops):
+    """float32 GELU: gelu32's polynomial and order, tanh_f for NumPy's tanh (within 1.3
+    ulp of each other), so within a few float32 roundings of 0.5 |x| of gelu32 and of
+    the float64 definition, and the special values gelu32's (NaN at NaN and -inf, +-0,
+    +inf)."""
+    from fastnn_cpu.erf import gelu32
+    from scipy.special import erf
+
+    x = _specials(shape, np.float32, 8) * np.float32(2)
+    got, want = fastnn_cpu.gelu(x), gelu32(x)
+    assert got.dtype == np.float32 and got.shape == x.shape
+    special = ~np.isfinite(x) | (x == 0)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))  # (NaN's sign may differ)
+    kept = special & ~np.isnan(want)
+    _same(got[kept], want[kept])  # +-0 and +inf bit for bit
+    finite = np.isfinite(x)
+    x64 = x[finite].astype(np.float64)
+    exact = 0.5 * x64 * (1 + erf(x64 / np.sqrt(2)))
+    scale = 6e-8 * (1 + np.abs(x64))  # float32's half ulp of 1, times 0.5 |x| and more
+    assert (np.abs(got[finite] - want[finite]) <= 8 * scale).all()
+    assert (np.abs(got[finite] - exact) <= 16 * scale).all()
