@@ -77,8 +77,8 @@ def batch_norm_train(x, weight, bias, eps):
         mean, var = np.empty(c), np.empty(c)
         w, b = _vector(weight, x.dtype), _vector(bias, x.dtype)
         a = native.address
-        lib.train[x.dtype.char](n, c, x.size // (n * c), a(x), a(w), a(b), float(eps), a(out),
-                                a(mean), a(var))
+        lib.bn_train[x.dtype.char](n, c, x.size // (n * c), a(x), a(w), a(b), float(eps),
+                                   a(out), a(mean), a(var))
         return out, mean.astype(x.dtype), var.astype(x.dtype)
     dtype = x.dtype
     x, weight, bias = _work(x, weight, bias)
@@ -103,8 +103,9 @@ def batch_norm_backward(x, weight, mean, var, grad, eps):
         dweight, dbias = np.empty(c), np.empty(c)
         vectors = [_vector(v, x.dtype) for v in (weight, mean, var)]
         a = native.address
-        lib.backward[x.dtype.char](n, c, x.size // (n * c), a(x), a(grad), *map(a, vectors),
-                                   float(eps), a(dx), a(dweight), a(dbias))
+        lib.bn_backward[x.dtype.char](n, c, x.size // (n * c), a(x), a(grad),
+                                      *map(a, vectors), float(eps), a(dx), a(dweight),
+                                      a(dbias))
         return dx, dweight.astype(x.dtype), dbias.astype(x.dtype)
     dtype = x.dtype
     x, weight, mean, var, grad = _work(x, weight, mean, var, grad)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
+from fastnn_cpu import native
 from fastnn_cpu.scratch import BLAS_FLOATS, ones
 
 _SUM = np.add.reduce
@@ -51,10 +52,30 @@ def _in_float32(fn, *arrays):
     return tuple(a.astype(np.float16) for a in fn(*(a.astype(np.float32) for a in arrays)))
 
 
+def _native(x, *others):
+    """The C loops (native_norm.c) when they take these arrays: x (..., D) float32 or
+    float64 with D and x not empty, it and ``others`` C-contiguous of its dtype; else
+    None."""
+    if (x.dtype.char not in "fd" or not x.ndim or not x.size or not x.flags.c_contiguous
+            or any(o.dtype != x.dtype or not o.flags.c_contiguous for o in others)):
+        return None
+    return native.norm_library()
+
+
 @hookimpl
 def layer_norm_train(x, weight, bias, eps):
     if x.dtype == np.float16:
         return _in_float32(lambda *a: layer_norm_train(*a, eps), x, weight, bias)
+    w, b = (np.ascontiguousarray(v, x.dtype) for v in (weight, bias))
+    lib = _native(x, w, b)
+    if lib is not None:  # each row's mean and variance in float64, one pass out (C)
+        d = x.shape[-1]
+        out = np.empty_like(x)
+        stats = np.empty((2,) + x.shape[:-1] + (1,), x.dtype)
+        a = native.address
+        lib.ln_train[x.dtype.char](x.size // d, d, a(x), a(w), a(b), float(eps), a(out),
+                                   a(stats[0]), a(stats[1]))
+        return out, stats[0], stats[1]
     d = x.shape[-1]
     mean = _row_sums(x)
     mean /= d
@@ -75,6 +96,17 @@ def layer_norm_train(x, weight, bias, eps):
 def layer_norm_backward(x, weight, mean, rstd, grad):
     if x.dtype == np.float16:
         return _in_float32(layer_norm_backward, x, weight, mean, rstd, grad)
+    w = np.ascontiguousarray(weight, x.dtype)
+    lib = _native(x, w, mean, rstd, grad)
+    if lib is not None and mean.size * x.shape[-1] == x.size == grad.size:
+        d = x.shape[-1]
+        dx = np.empty_like(x)
+        dweight, dbias = np.empty(d, x.dtype), np.empty(d, x.dtype)
+        work = np.empty(2 * d)
+        a = native.address
+        lib.ln_backward[x.dtype.char](x.size // d, d, a(x), a(w), a(mean), a(rstd), a(grad),
+                                      a(dx), a(dweight), a(dbias), a(work))
+        return dx, dweight, dbias
     d = x.shape[-1]
     xhat = np.subtract(x, mean)
     xhat *= rstd

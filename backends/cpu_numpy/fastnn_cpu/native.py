@@ -126,14 +126,17 @@ def library():
 
 
 class _Norm:
-    """The batch normalisation library's entry points (native_norm.c), typed."""
+    """The normalisation library's entry points (native_norm.c: batch and layer norm),
+    typed."""
 
     def __init__(self, lib: ctypes.CDLL):
         ptr, i64, f64 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_double
-        kinds = {"train": [i64, i64, i64, ptr, ptr, ptr, f64, ptr, ptr, ptr],
-                 "backward": [i64, i64, i64, ptr, ptr, ptr, ptr, ptr, f64, ptr, ptr, ptr]}
+        kinds = {"bn_train": [i64, i64, i64, ptr, ptr, ptr, f64, ptr, ptr, ptr],
+                 "bn_backward": [i64, i64, i64, ptr, ptr, ptr, ptr, ptr, f64, ptr, ptr, ptr],
+                 "ln_train": [i64, i64, ptr, ptr, ptr, f64, ptr, ptr, ptr],
+                 "ln_backward": [i64, i64] + [ptr] * 9}
         for kind, argtypes in kinds.items():
-            setattr(self, kind, {char: build.typed(lib, f"fastnn_bn_{kind}_f{bits}", argtypes)
+            setattr(self, kind, {char: build.typed(lib, f"fastnn_{kind}_f{bits}", argtypes)
                                  for char, bits in (("f", 32), ("d", 64))})
 
 

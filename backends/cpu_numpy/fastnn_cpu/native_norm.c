@@ -94,3 +94,68 @@ BN_TRAIN(fastnn_bn_train_f64, double, sums_f64)
 
 BN_BACKWARD(fastnn_bn_backward_f32, float)
 BN_BACKWARD(fastnn_bn_backward_f64, double)
+
+/* Layer normalisation over the last axis of x (rows, d) C-contiguous (fastnn_cpu.layernorm):
+ * each row's mean and biased variance in float64 (two passes over the row, in cache),
+ * out = (x - mean) * rstd * weight + bias, rstd = 1 / sqrt(var + eps); mean and rstd
+ * (rows,) in x's type. */
+#define LN_TRAIN(NAME, REAL)                                                              \
+    void NAME(int64_t rows, int64_t d, const REAL *x, const REAL *weight,                \
+              const REAL *bias, double eps, REAL *out, REAL *mean, REAL *rstd) {         \
+        for (int64_t i = 0; i < rows; i++) {                                             \
+            const REAL *a = x + i * d;                                                   \
+            double sum = 0, squares = 0;                                                 \
+            for (int64_t j = 0; j < d; j++)                                              \
+                sum += (double)a[j];                                                     \
+            double m = sum / (double)d;                                                  \
+            for (int64_t j = 0; j < d; j++) {                                            \
+                double c = (double)a[j] - m;                                             \
+                squares += c * c;                                                        \
+            }                                                                            \
+            REAL mu = (REAL)m, r = (REAL)(1.0 / sqrt(squares / (double)d + eps));        \
+            mean[i] = mu;                                                                \
+            rstd[i] = r;                                                                 \
+            REAL *o = out + i * d;                                                       \
+            for (int64_t j = 0; j < d; j++)                                              \
+                o[j] = (a[j] - mu) * r * weight[j] + bias[j];                            \
+        }                                                                                \
+    }
+
+/* Its backward: with xhat = (x - mean) rstd and g = grad weight, dx = rstd (g - mean(g) -
+ * xhat mean(g xhat)) per row; dweight = sum(grad xhat), dbias = sum(grad) over the rows,
+ * summed in float64 (work: 2 d doubles). */
+#define LN_BACKWARD(NAME, REAL)                                                           \
+    void NAME(int64_t rows, int64_t d, const REAL *x, const REAL *weight,                \
+              const REAL *mean, const REAL *rstd, const REAL *grad, REAL *dx,            \
+              REAL *dweight, REAL *dbias, double *work) {                                \
+        double *dw = work, *db = work + d;                                               \
+        for (int64_t j = 0; j < 2 * d; j++)                                              \
+            work[j] = 0;                                                                 \
+        for (int64_t i = 0; i < rows; i++) {                                             \
+            const REAL *a = x + i * d, *g = grad + i * d;                                \
+            REAL mu = mean[i], r = rstd[i];                                              \
+            double sg = 0, sgx = 0;                                                      \
+            for (int64_t j = 0; j < d; j++) {                                            \
+                REAL xh = (a[j] - mu) * r, gw = g[j] * weight[j];                        \
+                sg += (double)gw;                                                        \
+                sgx += (double)gw * (double)xh;                                          \
+                dw[j] += (double)g[j] * (double)xh;                                      \
+                db[j] += (double)g[j];                                                   \
+            }                                                                            \
+            REAL ma = (REAL)(sg / (double)d), mb = (REAL)(sgx / (double)d);              \
+            REAL *o = dx + i * d;                                                        \
+            for (int64_t j = 0; j < d; j++) {                                            \
+                REAL xh = (a[j] - mu) * r;                                               \
+                o[j] = r * (g[j] * weight[j] - ma - xh * mb);                            \
+            }                                                                            \
+        }                                                                                \
+        for (int64_t j = 0; j < d; j++) {                                                \
+            dweight[j] = (REAL)dw[j];                                                    \
+            dbias[j] = (REAL)db[j];                                                      \
+        }                                                                                \
+    }
+
+LN_TRAIN(fastnn_ln_train_f32, float)
+LN_TRAIN(fastnn_ln_train_f64, double)
+LN_BACKWARD(fastnn_ln_backward_f32, float)
+LN_BACKWARD(fastnn_ln_backward_f64, double)

@@ -97,3 +97,76 @@ def test_layouts_left_to_numpy_give_the_same_results():
     again = batchnorm.batch_norm_backward(x, w, want[1], want[2], np.array(g), 1e-5)
     for a, c in zip(got, again):
         np.testing.assert_allclose(a, c, rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------- layer norm (fastnn_cpu.layernorm)
+
+def _ln_numpy(fn):
+    kept = native._NORM[:]
+    native._NORM[:] = [(None, "off for a test")]
+    try:
+        return fn()
+    finally:
+        native._NORM[:] = kept
+
+
+def _ln_reference(x, w, b, g, eps):
+    """(out, mean, rstd, dx, dweight, dbias) of layer norm in float64, written out."""
+    x, w, b, g = (a.astype(np.float64) for a in (x, w, b, g))
+    mean = x.mean(-1, keepdims=True)
+    rstd = 1 / np.sqrt(x.var(-1, keepdims=True) + eps)
+    xhat = (x - mean) * rstd
+    gw = g * w
+    dx = rstd * (gw - gw.mean(-1, keepdims=True) - xhat * (gw * xhat).mean(-1, keepdims=True))
+    rows = tuple(range(x.ndim - 1))
+    return xhat * w + b, mean, rstd, dx, (g * xhat).sum(rows), g.sum(rows)
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(16, 64, 64), (3, 7), (5, 1), (1, 300), (2, 3, 4, 9)])
+@pytest.mark.parametrize("offset", [0.0, 300.0])
+def test_layer_norm_c_passes_agree_with_numpy_and_float64(shape, dtype, offset):
+    from fastnn_cpu import layernorm
+
+    rng = np.random.default_rng(len(shape) + int(offset))
+    x = (rng.normal(size=shape) * 2 + offset).astype(dtype)
+    w, b = (rng.normal(size=shape[-1]).astype(dtype) for _ in range(2))
+    g = rng.normal(size=shape).astype(dtype)
+    out, mean, rstd = layernorm.layer_norm_train(x, w, b, 1e-5)
+    back = layernorm.layer_norm_backward(x, w, mean, rstd, g)
+    n_out = _ln_numpy(lambda: layernorm.layer_norm_train(x, w, b, 1e-5))
+    n_back = _ln_numpy(lambda: layernorm.layer_norm_backward(x, w, mean, rstd, g))
+    ref = _ln_reference(x, w, b, g, 1e-5)
+    tol = 2e-5 if dtype == np.float32 else 1e-11
+    names = ("out", "mean", "rstd", "dx", "dweight", "dbias")
+    for name, got, numpy_got, want in zip(names, (out, mean, rstd) + back, n_out + n_back,
+                                          ref):
+        assert got.dtype == dtype and got.shape == want.shape, name
+        numpy_error = float(np.abs(numpy_got - want).max())
+        size = max(1.0, float(np.abs(want).max()))
+        atol = tol * size + 2 * numpy_error
+        np.testing.assert_allclose(got, want, rtol=tol, atol=atol,
+                                   err_msg=f"{name} against float64")
+
+
+@needs_c
+def test_layer_norm_leaves_other_layouts_to_numpy_with_the_same_values():
+    from fastnn_cpu import layernorm
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(6, 32)).astype(np.float32)
+    w, b = rng.normal(size=32).astype(np.float32), rng.normal(size=32).astype(np.float32)
+    g = rng.normal(size=(6, 32)).astype(np.float32)
+    out, mean, rstd = layernorm.layer_norm_train(x, w, b, 1e-5)
+    for xs, gs in ((np.asfortranarray(x), g), (x, np.broadcast_to(g[:1], g.shape))):
+        o2, m2, r2 = layernorm.layer_norm_train(xs, w, b, 1e-5)
+        np.testing.assert_allclose(o2, out, rtol=1e-5, atol=1e-5)
+        dx, dw, db = layernorm.layer_norm_backward(xs, w, m2, r2, gs)
+        want = _ln_reference(x, w, b, np.array(gs), 1e-5)
+        np.testing.assert_allclose(dx, want[3], rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(db, want[5], rtol=1e-4, atol=1e-4)
+    x_nan = x.copy()
+    x_nan[2, 5] = np.nan
+    o3, m3, r3 = layernorm.layer_norm_train(x_nan, w, b, 1e-5)
+    assert np.isnan(o3[2]).all() and np.isfinite(np.delete(o3, 2, axis=0)).all()
