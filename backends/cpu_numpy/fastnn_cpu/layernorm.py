@@ -97,6 +97,9 @@ def layer_norm_backward(x, weight, mean, rstd, grad):
     if x.dtype == np.float16:
         return _in_float32(layer_norm_backward, x, weight, mean, rstd, grad)
     w = np.ascontiguousarray(weight, x.dtype)
+    if (not grad.flags.c_contiguous and grad.dtype == x.dtype and grad.shape == x.shape
+            and native.norm_library() is not None):
+        grad = np.ascontiguousarray(grad)  # (a broadcast gradient, a mean's: one pass, then C)
     lib = _native(x, w, mean, rstd, grad)
     if lib is not None and mean.size * x.shape[-1] == x.size == grad.size:
         d = x.shape[-1]
