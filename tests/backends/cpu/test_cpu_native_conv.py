@@ -8,9 +8,6 @@ import numpy as np
 import pytest
 from fastnn_cpu import conv, conv_taps, native
 
-needs_c = pytest.mark.skipif(native.conv_library() is None,
-                             reason=f"no C loops here: {native.status()}")
-
 
 @pytest.fixture(params=["C", "batched"])
 def loops(request, monkeypatch):
@@ -100,8 +97,11 @@ def test_a_nan_stays_where_the_definition_puts_it(loops):
     assert np.isnan(dw[:, 3]).all() and np.isfinite(np.delete(dw, 3, axis=1)).all()
 
 
-@needs_c
-def test_the_c_loops_are_what_runs(monkeypatch):
+@pytest.fixture
+def spied(monkeypatch):
+    """The names of the C tap loops called, in order (the library wrapped)."""
+    if native.conv_library() is None:
+        pytest.skip(f"no C loops here: {native.status()}")
     calls = []
     lib = native.conv_library()
 
@@ -113,13 +113,17 @@ def test_the_c_loops_are_what_runs(monkeypatch):
                     for c, f in getattr(lib, kind).items()}
 
     monkeypatch.setattr(native, "_CONV", [(Spy(), "spied")])
+    return calls
+
+
+def test_the_c_loops_are_what_runs(spied):
     x = np.ones((2, 16, 64), np.float32)
     w = np.ones((32, 16, 3), np.float32)
     g = np.ones((2, 32, 64), np.float32)
     conv.conv1d(x, w, 1, 1, 1, 1)
     conv.conv1d_grad_input(g, w, 64, 1, 1, 1, 1)
     conv.conv1d_grad_weight(x, g, 3, 1, 1, 1, 1)
-    assert calls == ["conv1d_taps", "conv1d_taps", "conv1d_taps_weight"]
+    assert spied == ["conv1d_taps", "conv1d_taps", "conv1d_taps_weight"]
 
 
 # ---------------------------------------------------------------- conv2d (conv_taps2d)
@@ -203,24 +207,12 @@ def test_2d_nan_and_inf_give_what_the_im2col_path_gives(monkeypatch):
     assert not np.isnan(got[0]).all() and np.isnan(got[0]).any()
 
 
-@needs_c
-def test_the_2d_c_loops_are_what_runs(monkeypatch):
+def test_the_2d_c_loops_are_what_runs(spied):
     from fastnn_cpu import conv_2d
 
-    calls = []
-    lib = native.conv_library()
-
-    class Spy:
-        gemm, ilp64 = lib.gemm, lib.ilp64
-
-        def __getattr__(self, kind):
-            return {c: (lambda *a, _f=f, _k=kind: calls.append(_k) or _f(*a))
-                    for c, f in getattr(lib, kind).items()}
-
-    monkeypatch.setattr(native, "_CONV", [(Spy(), "spied")])
     x = np.ones((2, 16, 8, 8), np.float32)
     w = np.ones((8, 16, 3, 3), np.float32)
     g = np.ones((2, 8, 8, 8), np.float32)
     conv_2d.conv2d(x, w, (1, 1), ((1, 1), (1, 1)), (1, 1), 1)
     conv_2d.conv2d_backward(x, w, g, (1, 1), ((1, 1), (1, 1)), (1, 1), 1)
-    assert calls == ["conv2d_taps", "conv2d_taps", "conv2d_taps_weight"]
+    assert spied == ["conv2d_taps", "conv2d_taps", "conv2d_taps_weight"]
