@@ -98,6 +98,8 @@ def grad_input(grad_out, weight, input_size, padding, dilation):
 def grad_weight(x, grad_out, kernel, padding, dilation):
     """dW (C_out, C_in, KH, KW); None where it is not finite (a NaN or Inf the dropped
     columns read: the im2col path, which clears them, decides then)."""
+    if not x.shape[0] or not grad_out.size:
+        return None  # (no sample: the loop would write nothing; the im2col path gives 0)
     lib = native.conv_library()
     xp = _padded("conv2d_taps_input", x, padding)
     grad = np.ascontiguousarray(grad_out, x.dtype)

@@ -216,3 +216,18 @@ def test_the_2d_c_loops_are_what_runs(spied):
     conv_2d.conv2d(x, w, (1, 1), ((1, 1), (1, 1)), (1, 1), 1)
     conv_2d.conv2d_backward(x, w, g, (1, 1), ((1, 1), (1, 1)), (1, 1), 1)
     assert spied == ["conv2d_taps", "conv2d_taps", "conv2d_taps_weight"]
+
+
+def test_an_empty_batch_gives_zero_weight_gradients(loops):
+    from fastnn_cpu import conv_2d
+
+    pads = ((1, 1), (1, 1))
+    x, g = np.ones((0, 16, 8, 8), np.float32), np.ones((0, 8, 8, 8), np.float32)
+    w = np.ones((8, 16, 3, 3), np.float32)
+    assert conv_2d.conv2d(x, w, (1, 1), pads, (1, 1), 1).shape == (0, 8, 8, 8)
+    for dw in (conv_2d.conv2d_grad_weight(x, g, (3, 3), (1, 1), pads, (1, 1), 1),
+               conv_2d.conv2d_backward(x, w, g, (1, 1), pads, (1, 1), 1)[1]):
+        np.testing.assert_array_equal(dw, np.zeros_like(w))
+    x1, g1 = np.ones((0, 16, 70), np.float32), np.ones((0, 32, 70), np.float32)
+    np.testing.assert_array_equal(conv.conv1d_grad_weight(x1, g1, 3, 1, 1, 1, 1),
+                                  np.zeros((32, 16, 3), np.float32))
