@@ -8,33 +8,64 @@ import numpy as np
 
 from fastnn.api.hookspec import hookimpl
 from fastnn_cpu import bitmask, native
+from fastnn_cpu.scratch import ones
 
 # NOTE: ufunc.reduce, not np.max / np.sum (their wrappers cost ~1.5 us a call), and the
 # passes after the first in place: a 4x4 softmax was 11x PyTorch's host time.
 _MAX, _SUM = np.maximum.reduce, np.add.reduce
+#: Longest rows whose maxima and sums take the C row maximum and a BLAS product with ones
+#: (NumPy's reductions pay their loop's set-up a row: (1024, 64) float32's maxima took 110
+#: us, its sums 33, against a few each); longer rows reduce well in NumPy.
+SHORT_ROWS = 512
+
+
+def _last(x, axis) -> bool:
+    """Whether ``axis`` is x's last, x a C-contiguous float array of short, non-empty rows
+    (the layouts _row_max and _row_sum take)."""
+    return (axis in (-1, x.ndim - 1) and x.ndim > 1 and 0 < x.shape[-1] <= SHORT_ROWS
+            and x.dtype.char in "fd" and x.flags.c_contiguous)
+
+
+def _row_max(x, axis):
+    """np.maximum.reduce(x, axis, keepdims=True), NaN kept, short last-axis rows in C."""
+    lib = native.act_library() if _last(x, axis) else None
+    if lib is None:
+        return _MAX(x, axis=axis, keepdims=True)
+    out = np.empty(x.shape[:-1] + (1,), x.dtype)
+    lib.row_max[x.dtype.char](x.size // x.shape[-1], x.shape[-1], native.address(x),
+                              native.address(out))
+    return out
+
+
+def _row_sum(x, axis):
+    """np.add.reduce(x, axis, keepdims=True), short last-axis rows as one BLAS product with
+    ones (sequential sums in a few lanes, as layer norm's)."""
+    if not _last(x, axis):
+        return _SUM(x, axis=axis, keepdims=True)
+    return np.matmul(x, ones(x.shape[-1], x.dtype))[..., None]
 
 
 @hookimpl
 def softmax(x, axis):
-    e = np.subtract(x, _MAX(x, axis=axis, keepdims=True))
+    e = np.subtract(x, _row_max(x, axis))
     np.exp(e, out=e)
-    e /= _SUM(e, axis=axis, keepdims=True)
+    e /= _row_sum(e, axis)
     return e
 
 
 @hookimpl
 def log_softmax(x, axis):
-    shifted = np.subtract(x, _MAX(x, axis=axis, keepdims=True))
-    total = _SUM(np.exp(shifted), axis=axis, keepdims=True)
+    shifted = np.subtract(x, _row_max(x, axis))
+    total = _row_sum(np.exp(shifted), axis)
     shifted -= np.log(total, out=total)
     return shifted
 
 
 @hookimpl
 def softmax_cross_entropy(logits, targets):
-    shifted = logits - np.max(logits, axis=1, keepdims=True)
+    shifted = logits - _row_max(logits, 1)
     probs = np.exp(shifted)
-    total = np.sum(probs, axis=1, keepdims=True)
+    total = _row_sum(probs, 1)
     probs /= total
     rows = np.arange(logits.shape[0])
     loss = np.log(total[:, 0]) - shifted[rows, targets]

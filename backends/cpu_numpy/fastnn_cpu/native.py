@@ -161,7 +161,7 @@ class _Act:
     def __init__(self, lib: ctypes.CDLL):
         ptr, i64 = ctypes.c_void_p, ctypes.c_int64
         kinds = {"relu": [i64, ptr, ptr], "relu_backward": [i64, ptr, ptr, ptr],
-                 "bias_act": [i64, i64, ptr, ptr, ptr, i64]}
+                 "bias_act": [i64, i64, ptr, ptr, ptr, i64], "row_max": [i64, i64, ptr, ptr]}
         for kind, argtypes in kinds.items():
             setattr(self, kind, {char: build.typed(lib, f"fastnn_{kind}_f{bits}", argtypes)
                                  for char, bits in (("f", 32), ("d", 64))})

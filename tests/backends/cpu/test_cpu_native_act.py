@@ -151,3 +151,30 @@ def test_gelu_is_gelu32_in_one_pass(shape, loops):
     scale = 6e-8 * (1 + np.abs(x64))  # float32's half ulp of 1, times 0.5 |x| and more
     assert (np.abs(got[finite] - want[finite]) <= 8 * scale).all()
     assert (np.abs(got[finite] - exact) <= 16 * scale).all()
+
+
+@pytest.mark.parametrize("shape", [(1024, 64), (3, 5), (2, 7, 512), (4, 513), (6, 1)])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_softmax_family_on_short_rows_matches_numpy(shape, dtype, loops):
+    """The C row maximum and the BLAS row sums under softmax, log_softmax and the fused
+    cross-entropy: NumPy's values to rounding, NaN rows NaN, -inf entries 0 in softmax."""
+    x = (np.random.default_rng(len(shape)).standard_normal(shape) * 4).astype(dtype)
+    x.reshape(-1, shape[-1])[0, 0] = np.nan
+    x.reshape(-1, shape[-1])[-1, -1] = -np.inf
+    x64 = x.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(x64 - np.max(x64, axis=-1, keepdims=True))
+        want = e / e.sum(-1, keepdims=True)
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-14)
+    got = fused.softmax(x, -1)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got, want, **tol)
+    with np.errstate(divide="ignore"):
+        np.testing.assert_allclose(fused.log_softmax(x, x.ndim - 1), np.log(want), **tol)
+    if x.ndim == 2:
+        targets = np.arange(shape[0]) % shape[1]
+        loss, probs = fused.softmax_cross_entropy(x, targets)
+        np.testing.assert_allclose(probs, want, **tol)
+        with np.errstate(divide="ignore"):
+            want_loss = -np.log(want[np.arange(shape[0]), targets])
+        np.testing.assert_allclose(loss, want_loss, **tol)
