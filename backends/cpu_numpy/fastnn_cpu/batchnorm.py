@@ -56,10 +56,7 @@ def _work(x, *rest):
 def _native(x, *others):
     """The C loops when they take these arrays: x (N, C, ...) float32 or float64 with
     N * C * L > 0, it and ``others`` C-contiguous of its shape."""
-    if x.dtype.char not in "fd" or not x.size or not x.flags.c_contiguous:
-        return None
-    if any(o.shape != x.shape or o.dtype != x.dtype or not o.flags.c_contiguous
-           for o in others):
+    if not x.size or not native.dense(x, *others) or any(o.shape != x.shape for o in others):
         return None
     return native.norm_library()
 

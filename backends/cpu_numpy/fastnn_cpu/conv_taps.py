@@ -71,9 +71,7 @@ def _padded_input(x, padding):
 def _native(*arrays):
     """The C tap loops (native_conv.c) when they take these arrays: C-contiguous, of one
     float dtype, none empty; else None."""
-    first = arrays[0]
-    if first.dtype.char not in "fd" or any(
-            a.dtype != first.dtype or not a.flags.c_contiguous or not a.size for a in arrays):
+    if not native.dense(*arrays) or not all(a.size for a in arrays):
         return None
     return native.conv_library()
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from fastnn.api.hookspec import hookimpl
 from fastnn_cpu import bitmask, native
-from fastnn_cpu.scratch import ones
+from fastnn_cpu.scratch import row_sums
 
 # NOTE: ufunc.reduce, not np.max / np.sum (their wrappers cost ~1.5 us a call), and the
 # passes after the first in place: a 4x4 softmax was 11x PyTorch's host time.
@@ -21,7 +21,7 @@ SHORT_ROWS = 512
 
 def _last(x, axis) -> bool:
     """Whether ``axis`` is x's last, x a C-contiguous float array of short, non-empty rows
-    (the layouts _row_max and _row_sum take)."""
+    (the layouts _row_max takes)."""
     return (axis in (-1, x.ndim - 1) and x.ndim > 1 and 0 < x.shape[-1] <= SHORT_ROWS
             and x.dtype.char in "fd" and x.flags.c_contiguous)
 
@@ -39,10 +39,10 @@ def _row_max(x, axis):
 
 def _row_sum(x, axis):
     """np.add.reduce(x, axis, keepdims=True), short last-axis rows as one BLAS product with
-    ones (sequential sums in a few lanes, as layer norm's)."""
-    if not _last(x, axis):
-        return _SUM(x, axis=axis, keepdims=True)
-    return np.matmul(x, ones(x.shape[-1], x.dtype))[..., None]
+    ones (:func:`fastnn_cpu.scratch.row_sums`, as layer norm's)."""
+    if axis in (-1, x.ndim - 1):
+        return row_sums(x, SHORT_ROWS)
+    return _SUM(x, axis=axis, keepdims=True)
 
 
 @hookimpl

@@ -14,7 +14,7 @@ import numpy as np
 
 from fastnn.api.hookspec import hookimpl
 from fastnn_cpu import native
-from fastnn_cpu.scratch import BLAS_FLOATS, ones
+from fastnn_cpu.scratch import BLAS_FLOATS, ones, row_sums
 
 _SUM = np.add.reduce
 #: Longest rows summed by a BLAS matrix-vector product with ones: NumPy's reduction over
@@ -28,10 +28,7 @@ COLUMN_GEMV_MAX_ROWS = 16384
 
 def _row_sums(a):
     """Sums over the last axis, keepdims (a new array)."""
-    d = a.shape[-1]
-    if a.dtype in BLAS_FLOATS and 0 < d <= GEMV_MAX and a.ndim > 1:
-        return np.matmul(a, ones(d, a.dtype))[..., None]
-    return _SUM(a, axis=-1, keepdims=True)
+    return row_sums(a, GEMV_MAX)
 
 
 def _column_sums(a):
@@ -56,10 +53,7 @@ def _native(x, *others):
     """The C loops (native_norm.c) when they take these arrays: x (..., D) float32 or
     float64 with D and x not empty, it and ``others`` C-contiguous of its dtype; else
     None."""
-    if (x.dtype.char not in "fd" or not x.ndim or not x.size or not x.flags.c_contiguous
-            or any(o.dtype != x.dtype or not o.flags.c_contiguous for o in others)):
-        return None
-    return native.norm_library()
+    return native.norm_library() if x.ndim and x.size and native.dense(x, *others) else None
 
 
 @hookimpl

@@ -7,9 +7,10 @@ source runs a layer's whole time loop in one call:
 each step's GEMM through the same BLAS NumPy's products use (or MKL's, where
 fastnn_cpu.mkl_gemm took it), reached by a function pointer, and the step's gates and
 state in one pass (float32's tanh a branch-free polynomial that vectorises; float64's
-the C library's). Batch normalisation (:file:`native_norm.c`): two passes each way
-where NumPy makes seven or more. relu, its gradient and a Linear's bias add with or
-without relu (:file:`native_act.c`): one pass each where NumPy makes two to four.
+the C library's). Batch and layer normalisation (:file:`native_norm.c`): two passes
+each way where NumPy makes seven or more. relu, its gradient, a Linear's bias add with
+or without relu, float32 GELU and short rows' maxima (:file:`native_act.c`): one pass
+each where NumPy makes two to eighteen.
 conv1d's and conv2d's tap products (:file:`native_conv.c`): a GEMM a sample and tap,
 looped in C.
 
@@ -80,6 +81,31 @@ def _numpy_gemms():
     return None
 
 
+def _typed_kinds(target, lib, kinds: dict, lead: list = ()) -> None:
+    """``target.<kind>`` = {dtype char: ``lib``'s ``fastnn_<kind>_f32`` / ``_f64``, typed}
+    for each kind of ``kinds`` (kind -> its argument types after ``lead``)."""
+    for kind, argtypes in kinds.items():
+        setattr(target, kind, {char: build.typed(lib, f"fastnn_{kind}_f{bits}",
+                                                 [*lead, *argtypes])
+                               for char, bits in (("f", 32), ("d", 64))})
+
+
+def _once(cache: list, load):
+    """The library ``load()`` gives ((entry points or None, reason)), kept in ``cache`` (a
+    list, which tests swap) from the first call on."""
+    if not cache:
+        cache.append(load())
+    return cache[0][0]
+
+
+def dense(*arrays) -> bool:
+    """Whether the C loops take these arrays as they are: float32 or float64, all of the
+    first's dtype, each C-contiguous."""
+    dtype = arrays[0].dtype
+    return dtype.char in ("f", "d") and all(
+        a.dtype == dtype and a.flags.c_contiguous for a in arrays)
+
+
 class _Native:
     """The loaded library's entry points, typed."""
 
@@ -93,10 +119,7 @@ class _Native:
             "gru_forward": [i64, i64, i64, i64, ptr, ptr, ptr],
             "gru_backward": [i64, i64, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr],
         }
-        for kind, argtypes in kinds.items():  # {dtype char: function} of each kind
-            setattr(self, kind, {char: build.typed(lib, f"fastnn_{kind}_f{bits}",
-                                                   [ptr, c_int] + argtypes)
-                                 for char, bits in (("f", 32), ("d", 64))})
+        _typed_kinds(self, lib, kinds, [ptr, c_int])
         self.tanh_f32 = build.typed(lib, "fastnn_tanh_f32", [ptr, ptr, i64])
 
 
@@ -119,10 +142,8 @@ _LOADED: list = []  # [(_Native or None, reason)] once loaded
 
 
 def library():
-    """The loaded C loops, or None (NumPy's loops); built on the first call."""
-    if not _LOADED:
-        _LOADED.append(_load())
-    return _LOADED[0][0]
+    """The loaded recurrent loops, or None (NumPy's loops); built on the first call."""
+    return _once(_LOADED, _load)
 
 
 class _Norm:
@@ -135,9 +156,7 @@ class _Norm:
                  "bn_backward": [i64, i64, i64, ptr, ptr, ptr, ptr, ptr, f64, ptr, ptr, ptr],
                  "ln_train": [i64, i64, ptr, ptr, ptr, f64, ptr, ptr, ptr],
                  "ln_backward": [i64, i64] + [ptr] * 9}
-        for kind, argtypes in kinds.items():
-            setattr(self, kind, {char: build.typed(lib, f"fastnn_{kind}_f{bits}", argtypes)
-                                 for char, bits in (("f", 32), ("d", 64))})
+        _typed_kinds(self, lib, kinds)
 
 
 _NORM_SOURCE = Path(__file__).with_name("native_norm.c")
@@ -147,12 +166,14 @@ _NORM: list = []  # [(_Norm or None, reason)] once loaded
 
 
 def norm_library():
-    """The loaded batch normalisation loops, or None (NumPy's); built on the first call."""
-    if not _NORM:
+    """The loaded batch and layer normalisation loops, or None (NumPy's); built on the
+    first call."""
+    def load():
         lib, why = build.load(_NORM_SOURCE, _VARIABLE, "the cpu backend's C loops",
                               _NORM_FLAGS)
-        _NORM.append((None if lib is None else _Norm(lib), why))
-    return _NORM[0][0]
+        return None if lib is None else _Norm(lib), why
+
+    return _once(_NORM, load)
 
 
 class _Act:
@@ -162,9 +183,7 @@ class _Act:
         ptr, i64 = ctypes.c_void_p, ctypes.c_int64
         kinds = {"relu": [i64, ptr, ptr], "relu_backward": [i64, ptr, ptr, ptr],
                  "bias_act": [i64, i64, ptr, ptr, ptr, i64], "row_max": [i64, i64, ptr, ptr]}
-        for kind, argtypes in kinds.items():
-            setattr(self, kind, {char: build.typed(lib, f"fastnn_{kind}_f{bits}", argtypes)
-                                 for char, bits in (("f", 32), ("d", 64))})
+        _typed_kinds(self, lib, kinds)
         self.gelu_f32 = build.typed(lib, "fastnn_gelu_f32", [i64, ptr, ptr, ctypes.c_float,
                                                               ptr])
 
@@ -178,12 +197,13 @@ ACT_MIN_SIZE = 4096
 
 
 def act_library():
-    """The loaded elementwise loops (relu, its gradient, the bias add), or None (NumPy's);
-    built on the first call."""
-    if not _ACT:
+    """The loaded elementwise loops (relu and its gradient, the bias add, float32 GELU,
+    row maxima), or None (NumPy's); built on the first call."""
+    def load():
         lib, why = build.load(_ACT_SOURCE, _VARIABLE, "the cpu backend's C loops")
-        _ACT.append((None if lib is None else _Act(lib), why))
-    return _ACT[0][0]
+        return None if lib is None else _Act(lib), why
+
+    return _once(_ACT, load)
 
 
 class _Conv:
@@ -193,13 +213,11 @@ class _Conv:
     def __init__(self, lib: ctypes.CDLL, gemms: dict, ilp64: bool):
         ptr, i64, c_int = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
         self.gemm, self.ilp64 = gemms, int(ilp64)
-        taps = [ptr, c_int] + [i64] * 5 + [ptr, i64, ptr, ptr, ptr]
-        taps2d = [ptr, c_int] + [i64] * 6 + [ptr, i64, i64, ptr, ptr, ptr, ptr]
-        for kind, argtypes in (("conv1d_taps", taps), ("conv1d_taps_weight", taps + [i64]),
-                               ("conv2d_taps", taps2d),
-                               ("conv2d_taps_weight", taps2d + [i64])):
-            setattr(self, kind, {char: build.typed(lib, f"fastnn_{kind}_f{bits}", argtypes)
-                                 for char, bits in (("f", 32), ("d", 64))})
+        taps = [i64] * 5 + [ptr, i64, ptr, ptr, ptr]
+        taps2d = [i64] * 6 + [ptr, i64, i64, ptr, ptr, ptr, ptr]
+        _typed_kinds(self, lib, {"conv1d_taps": taps, "conv1d_taps_weight": taps + [i64],
+                                 "conv2d_taps": taps2d, "conv2d_taps_weight": taps2d + [i64]},
+                     [ptr, c_int])
 
 
 _CONV_SOURCE = Path(__file__).with_name("native_conv.c")
@@ -209,7 +227,7 @@ _CONV: list = []  # [(_Conv or None, reason)] once loaded
 def conv_library():
     """The loaded conv1d and conv2d tap loops, or None (MKL's or NumPy's batched products);
     built on the first call."""
-    if not _CONV:
+    def load():
         lib, why = build.load(_CONV_SOURCE, _VARIABLE, "the cpu backend's C loops")
         # NumPy's OpenBLAS even where MKL takes the products: on the taps' (16-32, 16-32)
         # blocks summed over 256-1024 positions MKL's sums carried 2-2.5x OpenBLAS's
@@ -217,18 +235,16 @@ def conv_library():
         gemms = None if lib is None else _gemms(mkl=False)
         if lib is not None and gemms is None:
             lib, why = None, "NumPy (no cblas_sgemm in NumPy's BLAS library or the process)"
-        _CONV.append((None if lib is None else _Conv(lib, *gemms), why))
-    return _CONV[0][0]
+        return None if lib is None else _Conv(lib, *gemms), why
+
+    return _once(_CONV, load)
 
 
 def act_for(x, *others):
     """The elementwise loops when they take these arrays: x float32 or float64 of at
     least ACT_MIN_SIZE elements, C-contiguous, ``others`` C-contiguous of its dtype;
     else None."""
-    if (x.dtype.char not in "fd" or x.size < ACT_MIN_SIZE or not x.flags.c_contiguous
-            or any(o.dtype != x.dtype or not o.flags.c_contiguous for o in others)):
-        return None
-    return act_library()
+    return act_library() if x.size >= ACT_MIN_SIZE and dense(x, *others) else None
 
 
 def status() -> str:
@@ -237,8 +253,8 @@ def status() -> str:
     norm_library()
     act_library()
     conv_library()
-    return (f"recurrent layers: {_LOADED[0][1]}; batch norm: {_NORM[0][1]}; "
-            f"relu and bias: {_ACT[0][1]}; conv taps: {_CONV[0][1]}")
+    return (f"recurrent layers: {_LOADED[0][1]}; batch and layer norm: {_NORM[0][1]}; "
+            f"elementwise: {_ACT[0][1]}; conv taps: {_CONV[0][1]}")
 
 
 address = build.address

@@ -59,6 +59,17 @@ BLAS_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _ONES: dict = {}
 
 
+def row_sums(a: np.ndarray, longest: int) -> np.ndarray:
+    """Sums over ``a``'s last axis, keepdims: rows of 1 to ``longest`` float32/64 values
+    as one BLAS product with :func:`ones` (NumPy's reduction over a short last axis pays
+    its loop's set-up a row; the product sums in sequence in a few lanes, not pairwise, so
+    callers keep ``longest`` modest), others by np.add.reduce."""
+    d = a.shape[-1] if a.ndim else 0
+    if a.dtype in BLAS_FLOATS and 0 < d <= longest and a.ndim > 1:
+        return np.matmul(a, ones(d, a.dtype))[..., None]
+    return np.add.reduce(a, axis=-1, keepdims=True)
+
+
 def ones(n: int, dtype) -> np.ndarray:
     """A read-only vector of ``n`` ones, kept for the next call (sums as BLAS products)."""
     vector = _ONES.get((n, dtype))
