@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from fastnn_cpu import fused, native
 
+from tests.backends.cpu.native_switch import c_or_not
+
 needs_c = pytest.mark.skipif(native.act_library() is None,
                              reason=f"no C loops here: {native.status()}")
 
@@ -15,11 +17,7 @@ needs_c = pytest.mark.skipif(native.act_library() is None,
 @pytest.fixture(params=["C", "NumPy"])
 def loops(request, monkeypatch):
     """Each test runs with the C loops (where they build) and with NumPy's."""
-    if request.param == "NumPy":
-        monkeypatch.setattr(native, "_ACT", [(None, "off for a test")])
-    elif native.act_library() is None:
-        pytest.skip(f"no C loops here: {native.status()}")
-    return request.param
+    return c_or_not(request, monkeypatch, "_ACT", native.act_library)
 
 
 def _specials(shape, dtype, seed):

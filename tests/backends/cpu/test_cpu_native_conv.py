@@ -8,15 +8,13 @@ import numpy as np
 import pytest
 from fastnn_cpu import conv, conv_taps, native
 
+from tests.backends.cpu.native_switch import c_or_not, off
+
 
 @pytest.fixture(params=["C", "batched"])
 def loops(request, monkeypatch):
     """Each test runs with the C loops (where they build) and with the batched products."""
-    if request.param == "batched":
-        monkeypatch.setattr(native, "_CONV", [(None, "off for a test")])
-    elif native.conv_library() is None:
-        pytest.skip(f"no C loops here: {native.status()}")
-    return request.param
+    return c_or_not(request, monkeypatch, "_CONV", native.conv_library)
 
 
 def _reference(x, w, g, padding, dilation):
@@ -183,7 +181,7 @@ def test_the_2d_tap_loops_match_the_definition(case, dtype, loops):
     np.testing.assert_allclose(both[1], dwt, rtol=tol["rtol"], atol=tol["atol"] * np.sqrt(n * h))
 
 
-def test_2d_nan_and_inf_give_what_the_im2col_path_gives(monkeypatch):
+def test_2d_nan_and_inf_give_what_the_im2col_path_gives():
     """A NaN only the dropped columns read (the C weight gradient's 0 * NaN), and a NaN
     weight (the C input gradient's padding times it), are left to the im2col path."""
     from fastnn_cpu import conv_2d
@@ -198,9 +196,9 @@ def test_2d_nan_and_inf_give_what_the_im2col_path_gives(monkeypatch):
     pads = ((1, 1), (1, 1))
     got = (conv_2d.conv2d_grad_weight(x, g, (3, 3), (1, 1), pads, (1, 1), 1),
            conv_2d.conv2d_grad_input(g, w_nan, (6, 6), (1, 1), pads, (1, 1), 1))
-    monkeypatch.setattr(native, "_CONV", [(None, "off for a test")])
-    want = (conv_2d.conv2d_grad_weight(x, g, (3, 3), (1, 1), pads, (1, 1), 1),
-            conv_2d.conv2d_grad_input(g, w_nan, (6, 6), (1, 1), pads, (1, 1), 1))
+    with off("_CONV"):
+        want = (conv_2d.conv2d_grad_weight(x, g, (3, 3), (1, 1), pads, (1, 1), 1),
+                conv_2d.conv2d_grad_input(g, w_nan, (6, 6), (1, 1), pads, (1, 1), 1))
     for a, b in zip(got, want):
         np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)

@@ -7,17 +7,15 @@ import numpy as np
 import pytest
 from fastnn_cpu import batchnorm, native
 
+from tests.backends.cpu.native_switch import off
+
 needs_c = pytest.mark.skipif(native.norm_library() is None,
                              reason=f"no C loops here: {native.status()}")
 
 
 def _numpy(fn):
-    kept = native._NORM[:]
-    native._NORM[:] = [(None, "off for a test")]
-    try:
+    with off("_NORM"):
         return fn()
-    finally:
-        native._NORM[:] = kept
 
 
 def _reference(x, w, b, g, eps):

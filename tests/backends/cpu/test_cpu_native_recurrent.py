@@ -8,18 +8,16 @@ import numpy as np
 import pytest
 from fastnn_cpu import mkl_gemm, native, recurrent, recurrent_gru
 
+from tests.backends.cpu.native_switch import off
+
 needs_c = pytest.mark.skipif(native.library() is None,
                              reason=f"no C loops here: {native.status()}")
 
 
 def _numpy_loops(fn):
     """``fn()`` with the C loops switched off."""
-    kept = native._LOADED[:]
-    native._LOADED[:] = [(None, "off for a test")]
-    try:
+    with off("_LOADED"):
         return fn()
-    finally:
-        native._LOADED[:] = kept
 
 
 def _inputs(rng, shape, dtype, kind="lstm"):

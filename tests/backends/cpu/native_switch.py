@@ -1,0 +1,29 @@
+"""Switching one of fastnn_cpu.native's C libraries off in a test, so that both the C
+loops and the NumPy code beside them are checked (each library is cached in a list of
+native's: ``_LOADED``, ``_NORM``, ``_ACT``, ``_CONV``)."""
+
+import contextlib
+
+import pytest
+from fastnn_cpu import native
+
+
+@contextlib.contextmanager
+def off(cache: str):
+    """The library cached in ``native.<cache>`` switched off inside the block."""
+    kept = getattr(native, cache)[:]
+    getattr(native, cache)[:] = [(None, "off for a test")]
+    try:
+        yield
+    finally:
+        getattr(native, cache)[:] = kept
+
+
+def c_or_not(request, monkeypatch, cache: str, library) -> str:
+    """For a fixture with params ["C", other]: the library off for ``other``, the test
+    skipped for "C" where ``library()`` did not build; returns the param."""
+    if request.param != "C":
+        monkeypatch.setattr(native, cache, [(None, "off for a test")])
+    elif library() is None:
+        pytest.skip(f"no C loops here: {native.status()}")
+    return request.param
