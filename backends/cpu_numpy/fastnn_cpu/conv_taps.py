@@ -48,10 +48,17 @@ COLUMNS_CHUNK_BYTES = 256 * 1024
 #: 32 k5 ran in 0.36-0.39 ms against the im2col's 0.53-0.56 (MKL, one Xeon thread), at
 #: 8 channels 1.05-1.25x the im2col's time.
 NATIVE_TAP_MIN_CHANNELS = 16
-# WEIGHT_BLOCKS: the C weight gradient sums (C_in, C_out) blocks a tap, which ran 1.1-4x
-# faster than (C_out, C_in) blocks at 3-48 input channels against 16-64 outputs, except
-# with 16 input channels and more outputs (MKL's GEMM with 16 rows: 1.2-1.5x slower);
-# those take (C_out, C_in) blocks (one Xeon thread).
+
+
+def out_rows(c_in: int, c_out: int) -> bool:
+    """Whether the C weight gradient (conv1d's and conv2d's) sums (C_out, C_in) blocks a
+    tap rather than (C_in, C_out) ones. Chosen with MKL's GEMM in the loops, where
+    (C_in, C_out) blocks ran 1.1-4x faster at 3-48 input channels against 16-64 outputs
+    except with 16 inputs and more outputs (1.2-1.5x slower). The loops call NumPy's
+    OpenBLAS now, where the two orientations are within 0.8-1.25x of each other with no
+    rule across shapes (conv2d's (64, 16, 14, 14) -> 32, the CNN's: these blocks 1.16x
+    faster; conv1d's 16 -> 32: 1.16x slower; one Xeon thread): kept, to be tuned again."""
+    return c_in == 16 and c_out > 16
 
 
 def applies(length_out, kernel_size, stride, padding, dilation, groups):
@@ -151,14 +158,14 @@ def grad_weight(x, grad_out, kernel_size, padding, dilation):
     lib = _native(xp, grad)
     if lib is not None:  # each tap's (C_out, C_in) block summed over the samples in C
         char, a = x.dtype.char, native.address
-        out_rows = c_in == 16 and c_out > 16  # (see WEIGHT_BLOCKS)
-        parts = np.empty((kernel_size,) + ((c_out, c_in) if out_rows else (c_in, c_out)),
+        rows = out_rows(c_in, c_out)
+        parts = np.empty((kernel_size,) + ((c_out, c_in) if rows else (c_in, c_out)),
                          x.dtype)
         first = np.arange(kernel_size, dtype=np.int64) * dilation
         lib.conv1d_taps_weight[char](lib.gemm[char], lib.ilp64, n, c_in, c_out, length_out,
                                      kernel_size, a(first), xp.shape[2], a(xp), a(grad),
-                                     a(parts), int(out_rows))
-        return np.ascontiguousarray(parts.transpose((1, 2, 0) if out_rows else (2, 1, 0)))
+                                     a(parts), int(rows))
+        return np.ascontiguousarray(parts.transpose((1, 2, 0) if rows else (2, 1, 0)))
     # (N, L_out, C_out), which BLAS reads transposed; a view with other strides (a
     # broadcast gradient) would send np.matmul to its loop without BLAS
     g_t = grad.transpose(0, 2, 1)

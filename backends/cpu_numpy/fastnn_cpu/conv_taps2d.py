@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastnn_cpu import native, scratch
+from fastnn_cpu import conv_taps, native, scratch
 from fastnn_cpu.finite import all_finite
 
 #: Fewest input channels for which the tap loops run (below, the im2col's GEMMs of
@@ -105,16 +105,16 @@ def grad_weight(x, grad_out, kernel, padding, dilation):
     grad = np.ascontiguousarray(grad_out, x.dtype)
     n, c_in, hp, wp = xp.shape
     c_out, ho, wo = grad.shape[1:]
-    out_rows = c_in == 16 and c_out > 16  # (as conv1d's: MKL-like 16-row products)
+    rows = conv_taps.out_rows(c_in, c_out)
     kh, kw = kernel
-    parts = np.empty((kh * kw,) + ((c_out, c_in) if out_rows else (c_in, c_out)), x.dtype)
+    parts = np.empty((kh * kw,) + ((c_out, c_in) if rows else (c_in, c_out)), x.dtype)
     work = scratch.empty("conv2d_taps_block", (c_out, (ho - 1) * wp + wo), x.dtype)
     offs = _offsets(kernel, dilation, wp)
     char, a = x.dtype.char, native.address
     lib.conv2d_taps_weight[char](lib.gemm[char], lib.ilp64, n, c_in, c_out, ho, wo,
                                  len(offs), a(offs), hp * wp, wp, a(xp), a(grad), a(work),
-                                 a(parts), int(out_rows))
+                                 a(parts), int(rows))
     if not all_finite(parts):
         return None
     parts = parts.reshape(kh, kw, *parts.shape[1:])
-    return np.ascontiguousarray(parts.transpose((2, 3, 0, 1) if out_rows else (3, 2, 0, 1)))
+    return np.ascontiguousarray(parts.transpose((2, 3, 0, 1) if rows else (3, 2, 0, 1)))
