@@ -45,8 +45,8 @@ FORWARD_TAP_MIN_CHANNELS = 24
 COLUMNS_CHUNK_BYTES = 256 * 1024
 #: With the C loops (native_conv.c) the forward goes by taps from this many input
 #: channels: a sample's taps summed while its output block is in cache, (32, 16, 256) ->
-#: 32 k5 ran in 0.36-0.39 ms against the im2col's 0.53-0.56 (MKL, one Xeon thread), at
-#: 8 channels 1.05-1.25x the im2col's time.
+#: 32 k5 ran in 0.34-0.39 ms against the im2col's 0.53-0.56 (one Xeon thread, the loops
+#: through MKL's GEMM and then NumPy's OpenBLAS), at 8 channels 1.05-1.25x its time.
 NATIVE_TAP_MIN_CHANNELS = 16
 
 
