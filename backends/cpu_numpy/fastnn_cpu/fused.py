@@ -8,7 +8,7 @@ import numpy as np
 
 from fastnn.api.hookspec import hookimpl
 from fastnn_cpu import bitmask, native
-from fastnn_cpu.scratch import row_sums
+from fastnn_cpu.scratch import FEW_ROWS, row_sums
 
 # NOTE: ufunc.reduce, not np.max / np.sum (their wrappers cost ~1.5 us a call), and the
 # passes after the first in place: a 4x4 softmax was 11x PyTorch's host time.
@@ -20,14 +20,17 @@ SHORT_ROWS = 512
 
 
 def _last(x, axis) -> bool:
-    """Whether ``axis`` is x's last, x a C-contiguous float array of short, non-empty rows
-    (the layouts _row_max takes)."""
-    return (axis in (-1, x.ndim - 1) and x.ndim > 1 and 0 < x.shape[-1] <= SHORT_ROWS
-            and x.dtype.char in "fd" and x.flags.c_contiguous)
+    """Whether ``axis`` is x's last, x a C-contiguous float array of at least
+    :data:`~fastnn_cpu.scratch.FEW_ROWS` short rows of 2 or more values (the layouts
+    _row_max takes)."""
+    return (axis in (-1, x.ndim - 1) and x.ndim > 1 and 1 < x.shape[-1] <= SHORT_ROWS
+            and x.dtype.char in "fd" and x.size >= FEW_ROWS * x.shape[-1]
+            and x.flags.c_contiguous)
 
 
 def _row_max(x, axis):
-    """np.maximum.reduce(x, axis, keepdims=True), NaN kept, short last-axis rows in C."""
+    """np.maximum.reduce(x, axis, keepdims=True), NaN kept, many short last-axis rows in
+    C."""
     lib = native.act_library() if _last(x, axis) else None
     if lib is None:
         return _MAX(x, axis=axis, keepdims=True)

@@ -176,3 +176,24 @@ def test_softmax_family_on_short_rows_matches_numpy(shape, dtype, loops):
         with np.errstate(divide="ignore"):
             want_loss = -np.log(want[np.arange(shape[0]), targets])
         np.testing.assert_allclose(loss, want_loss, **tol)
+
+
+@pytest.mark.parametrize("d", [2, 7, 8, 15, 16, 17, 33, 64, 100, 512])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_row_max_is_numpys_maximum_in_every_lane_and_tail(d, dtype, loops):
+    """The row maximum (a 64-byte vector at a time, then the tail): np.maximum.reduce's
+    values (a row of -0.0 and 0.0 may give either zero), with a NaN anywhere in a row (a
+    vector lane or the tail) making the row NaN, -inf and +inf rows, and subnormals."""
+    rows = 64  # (enough rows for the C loop: fused._last)
+    x = _specials((rows, d), dtype, d)
+    x[:8] = np.abs(x[:8])  # rows 0-7: a NaN planted at column (row * 5) % d, others none
+    for r in range(8):
+        x[r][np.isnan(x[r])] = 1.0
+        x[r, (r * 5) % d] = np.nan if r % 2 else x[r, (r * 5) % d]
+    x[8] = -np.inf
+    x[9] = np.finfo(dtype).smallest_subnormal * np.arange(d)
+    x[10, d - 1] = np.inf
+    got = fused._row_max(x, 1)
+    want = np.maximum.reduce(x, axis=1, keepdims=True)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)  # (-0.0 == 0.0, NaN == NaN)
