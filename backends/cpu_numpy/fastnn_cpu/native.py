@@ -184,8 +184,10 @@ class _Act:
         kinds = {"relu": [i64, ptr, ptr], "relu_backward": [i64, ptr, ptr, ptr],
                  "bias_act": [i64, i64, ptr, ptr, ptr, i64], "row_max": [i64, i64, ptr, ptr]}
         _typed_kinds(self, lib, kinds)
-        self.gelu_f32 = build.typed(lib, "fastnn_gelu_f32", [i64, ptr, ptr, ctypes.c_float,
-                                                              ptr])
+        c_float = ctypes.c_float
+        self.gelu_f32 = build.typed(lib, "fastnn_gelu_f32", [i64, ptr, ptr, c_float, ptr])
+        self.gelu_backward_f32 = build.typed(lib, "fastnn_gelu_backward_f32",
+                                             [i64, ptr, ptr, ptr, c_float, c_float, ptr])
 
 
 _ACT_SOURCE = Path(__file__).with_name("native_act.c")

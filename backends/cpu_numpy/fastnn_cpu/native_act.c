@@ -67,6 +67,27 @@ void fastnn_gelu_f32(int64_t n, const float *x, const float *coefs, float clamp,
     }
 }
 
+/* dz = grad * (out / x + x exp(-x^2 / 2) / sqrt(2 pi)): fastnn_cpu.fused.gelu_backward's
+ * steps in its order, in one pass (NumPy makes nine). out / x is the cdf (out = x cdf);
+ * where x^2 is at most tiny2 it is 0.5 (fused.gelu_backward says why). exp_small takes
+ * -x^2 / 2 down to -87 (2^-126's exponent); below, the pdf is 0, as float32's exp is to
+ * 1e-38 (its subnormals, 13 < |x|, times x are far under the cdf's ulp); x = +-inf: 0 *
+ * inf, NaN, as NumPy's; NaN passed on. */
+void fastnn_gelu_backward_f32(int64_t n, const float *x, const float *out,
+                              const float *grad, float tiny2, float inv_sqrt_2pi,
+                              float *dz) {
+    for (int64_t j = 0; j < n; j++) {
+        float v = x[j];
+        float s = v * v;
+        float y = s * -0.5f;
+        float e = exp_small(y > -87.0f ? y : -87.0f);
+        e = y < -87.0f ? 0.0f : e;
+        float pdf = e * v * inv_sqrt_2pi;
+        float cdf = s <= tiny2 ? 0.5f : out[j] / v;
+        dz[j] = (cdf + pdf) * grad[j];
+    }
+}
+
 /* out[i] = max of row i of x (rows, d), d >= 1, NaN where the row holds one (as
  * np.maximum.reduce): NumPy's reduction over a short last axis pays its loop's set-up a
  * row (110 us for (1024, 64) float32, where this takes a few). A row is taken a 64-byte

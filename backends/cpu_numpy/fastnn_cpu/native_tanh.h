@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
-/* exp(x) for x in [0, 40] (Cephes' expf: x = n ln 2 + r, a degree-6 polynomial in r, times
+/* exp(x) for x in [-87, 88] (Cephes' expf: x = n ln 2 + r, a degree-6 polynomial in r, times
  * 2^n from its bits), branch-free so that the loops below vectorise. */
 static inline float exp_small(float x) {
     float n = floorf(x * 1.44269504088896341f + 0.5f);

@@ -197,3 +197,30 @@ def test_row_max_is_numpys_maximum_in_every_lane_and_tail(d, dtype, loops):
     want = np.maximum.reduce(x, axis=1, keepdims=True)
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got, want)  # (-0.0 == 0.0, NaN == NaN)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_gelu_backward_float32_is_the_derivative_to_a_few_roundings(shape, loops):
+    """float32 GELU's gradient, grad * (cdf + x pdf) (in C: one pass with exp_small):
+    within a few float32 roundings of the float64 derivative, 0.5 * grad at +-0 and
+    subnormal x, NaN at NaN and +-inf (0 * inf, as the composite), and a pdf of 0 where
+    x^2 / 2 passes 87 (13.2 < |x|: the cdf's ulp is far above it)."""
+    from scipy.special import erf
+
+    x = _specials(shape, np.float32, 9) * np.float32(4)
+    flat = x.reshape(-1)
+    flat[:6] = [13.0, -13.0, 13.5, -13.5, 30.0, -30.0][:min(6, flat.size)]
+    grad = np.random.default_rng(9).standard_normal(shape).astype(np.float32)
+    out = fastnn_cpu.gelu(x)
+    got = fused.gelu_backward(x, out, grad)
+    assert got.dtype == np.float32 and got.shape == x.shape
+    x64 = x.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        exact = grad * (0.5 * (1 + erf(x64 / np.sqrt(2)))
+                        + x64 * np.exp(-x64 * x64 / 2) / np.sqrt(2 * np.pi))
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(x) | np.isinf(x))
+    finite = np.isfinite(x)
+    scale = 6e-8 * np.abs(grad[finite]) * (1 + np.abs(x64[finite]))
+    assert (np.abs(got[finite] - exact[finite]) <= 16 * scale).all()
+    zero = finite & (np.abs(x) < 1e-20)
+    np.testing.assert_array_equal(got[zero], np.float32(0.5) * grad[zero])
