@@ -9,8 +9,9 @@ fastnn_cpu.mkl_gemm took it), reached by a function pointer, and the step's gate
 state in one pass (float32's tanh a branch-free polynomial that vectorises; float64's
 the C library's). Batch and layer normalisation (:file:`native_norm.c`): two passes
 each way where NumPy makes seven or more. relu, its gradient, a Linear's bias add with
-or without relu, float32 GELU and short rows' maxima (:file:`native_act.c`): one pass
-each where NumPy makes two to eighteen.
+or without relu, float32 GELU and its gradient, short rows' maxima and attention's
+float32 softmax down the score columns and its backward (:file:`native_act.c`): one
+pass each (the softmax three, in L1) where NumPy makes two to eighteen.
 conv1d's and conv2d's tap products (:file:`native_conv.c`): a GEMM a sample and tap,
 looped in C.
 
@@ -188,6 +189,10 @@ class _Act:
         self.gelu_f32 = build.typed(lib, "fastnn_gelu_f32", [i64, ptr, ptr, c_float, ptr])
         self.gelu_backward_f32 = build.typed(lib, "fastnn_gelu_backward_f32",
                                              [i64, ptr, ptr, ptr, c_float, c_float, ptr])
+        self.softmax_cols_f32 = build.typed(lib, "fastnn_softmax_cols_f32",
+                                            [i64, i64, i64, ptr, ptr])
+        self.softmax_cols_backward_f32 = build.typed(
+            lib, "fastnn_softmax_cols_backward_f32", [i64, i64, i64, ptr, ptr, c_float])
 
 
 _ACT_SOURCE = Path(__file__).with_name("native_act.c")
@@ -199,7 +204,8 @@ ACT_MIN_SIZE = 4096
 
 
 def act_library():
-    """The loaded elementwise loops (relu and its gradient, the bias add, float32 GELU,
+    """The loaded elementwise loops (relu and its gradient, the bias add, float32 GELU and
+    its gradient, attention's column softmax,
     row maxima), or None (NumPy's); built on the first call."""
     def load():
         lib, why = build.load(_ACT_SOURCE, _VARIABLE, "the cpu backend's C loops")

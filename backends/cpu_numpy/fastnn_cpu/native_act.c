@@ -88,6 +88,95 @@ void fastnn_gelu_backward_f32(int64_t n, const float *x, const float *out,
     }
 }
 
+/* Softmax down the columns of n (S, L) float32 matrices in place (fastnn_cpu.sdpa's
+ * transposed scores: a column is one query's scores over the S keys), entries where
+ * drop (an (S, L) int32 mask, or NULL; bytes did not vectorise) is nonzero taken as
+ * -inf: NumPy's max, subtract, exp, sum, reciprocal and multiply passes (a column with
+ * a NaN is NaN, and so is one wholly dropped: -inf - -inf) in three sweeps of each
+ * matrix while it is in L1, COLS columns at a time, each loop along a row's columns
+ * (vectorised: the reductions are per column). exp_small clamped at -87, 0 below
+ * (float32's exp is under 1e-38 there). */
+#define COLS 256
+void fastnn_softmax_cols_f32(int64_t n, int64_t S, int64_t L, float *x,
+                             const int32_t *drop) {
+    float top[COLS], sum[COLS];
+    for (int64_t i = 0; i < n; i++) {
+        float *a = x + i * S * L;
+        for (int64_t c0 = 0; c0 < L; c0 += COLS) {
+            int64_t w = L - c0 < COLS ? L - c0 : COLS;
+            for (int64_t c = 0; c < w; c++) {
+                top[c] = -INFINITY;
+                sum[c] = 0.0f;
+            }
+            /* (as written, restrict and loads outside the tests, so that GCC 12
+             * vectorises the loops: a load under a test, or || , stopped it) */
+            for (int64_t s = 0; s < S; s++) {
+                float *restrict row = a + s * L + c0;
+                if (drop) {
+                    const int32_t *restrict off = drop + s * L + c0;
+                    for (int64_t c = 0; c < w; c++) {
+                        float r = row[c], t = top[c];
+                        float v = off[c] ? -INFINITY : r;
+                        row[c] = v;
+                        top[c] = (v > t) | (v != v) ? v : t;
+                    }
+                } else {
+                    for (int64_t c = 0; c < w; c++) {
+                        float v = row[c], t = top[c];
+                        top[c] = (v > t) | (v != v) ? v : t;
+                    }
+                }
+            }
+            for (int64_t s = 0; s < S; s++) {
+                float *row = a + s * L + c0;
+                for (int64_t c = 0; c < w; c++) {
+                    float y = row[c] - top[c];
+                    float e = exp_small(y > -87.0f ? y : -87.0f); /* (NaN: -87, no UB) */
+                    e = y < -87.0f ? 0.0f : e;
+                    e = y != y ? y : e;
+                    row[c] = e;
+                    sum[c] += e;
+                }
+            }
+            for (int64_t c = 0; c < w; c++)
+                sum[c] = 1.0f / sum[c];
+            for (int64_t s = 0; s < S; s++) {
+                float *row = a + s * L + c0;
+                for (int64_t c = 0; c < w; c++)
+                    row[c] *= sum[c];
+            }
+        }
+    }
+}
+
+/* The softmax's backward down the same columns, in place on ds (n (S, L) matrices, the
+ * gradient of the weights): ds = (ds - sum over s of ds * p) * p * factor, p the
+ * softmax's output laid out as ds (fastnn_cpu.sdpa.attention_backward's passes). */
+void fastnn_softmax_cols_backward_f32(int64_t n, int64_t S, int64_t L, float *ds,
+                                      const float *p, float factor) {
+    float dot[COLS];
+    for (int64_t i = 0; i < n; i++) {
+        float *d = ds + i * S * L;
+        const float *q = p + i * S * L;
+        for (int64_t c0 = 0; c0 < L; c0 += COLS) {
+            int64_t w = L - c0 < COLS ? L - c0 : COLS;
+            for (int64_t c = 0; c < w; c++)
+                dot[c] = 0.0f;
+            for (int64_t s = 0; s < S; s++) {
+                const float *dr = d + s * L + c0, *pr = q + s * L + c0;
+                for (int64_t c = 0; c < w; c++)
+                    dot[c] += dr[c] * pr[c];
+            }
+            for (int64_t s = 0; s < S; s++) {
+                float *dr = d + s * L + c0;
+                const float *pr = q + s * L + c0;
+                for (int64_t c = 0; c < w; c++)
+                    dr[c] = (dr[c] - dot[c]) * pr[c] * factor;
+            }
+        }
+    }
+}
+
 /* out[i] = max of row i of x (rows, d), d >= 1, NaN where the row holds one (as
  * np.maximum.reduce): NumPy's reduction over a short last axis pays its loop's set-up a
  * row (110 us for (1024, 64) float32, where this takes a few). A row is taken a 64-byte
