@@ -205,8 +205,8 @@ ACT_MIN_SIZE = 4096
 
 def act_library():
     """The loaded elementwise loops (relu and its gradient, the bias add, float32 GELU and
-    its gradient, attention's column softmax,
-    row maxima), or None (NumPy's); built on the first call."""
+    its gradient, row maxima, attention's column softmax), or None (NumPy's); built on
+    the first call."""
     def load():
         lib, why = build.load(_ACT_SOURCE, _VARIABLE, "the cpu backend's C loops")
         return None if lib is None else _Act(lib), why
