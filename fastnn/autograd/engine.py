@@ -16,7 +16,8 @@ import threading
 
 import numpy as np
 
-from fastnn.autograd import grad_mode, hooks, tensor_ops
+from fastnn.autograd import grad_mode, hooks, pieces, tensor_ops
+from fastnn.autograd.pieces import Pieces
 from fastnn.autograd.rules import RULES
 from fastnn.autograd.sink import _SHARED, _accumulate, _Sink  # noqa: F401  (_SHARED: capture)
 
@@ -247,6 +248,8 @@ def _backward_pass(roots, root_grads, retain_graph, create_graph, inputs, captur
             grads[id(node)] = sink.add(root, prev, grad_data) if general else node.ops.add(
                 prev, grad_data)
     anomaly = grad_mode.is_anomaly_enabled()
+    # slices' gradients kept as pieces, one cat when their tensor's rule runs (pieces.py)
+    lazy = not general and not anomaly
     order = _topological(seeds, owners)
     expand = None if targets is None else _leading_to(order, targets)
     # create_graph runs the same rules on Tensors (a few fused ones have Tensor versions)
@@ -259,6 +262,8 @@ def _backward_pass(roots, root_grads, retain_graph, create_graph, inputs, captur
             grad_out = grads.pop(id(node), None)
             if grad_out is None:
                 continue
+            if type(grad_out) is Pieces:
+                grad_out = grad_out.array(node.ops)
             if node.stamp != _clock:
                 check_saved(node)
             ops, view = node.ops, node
@@ -271,7 +276,12 @@ def _backward_pass(roots, root_grads, retain_graph, create_graph, inputs, captur
                     ops, view = sink.tensor_ops(ops), tensor_ops.view(node, owner)
             # the one place a rule runs; view is the node (its saved arrays as tensors
             # under create_graph, see tensor_ops.view)
-            in_grads = rules[node.op](ops, view, grad_out)
+            in_grads = None
+            if lazy and node.op == "slice":
+                piece = pieces.of_slice(node.attrs, grad_out)
+                in_grads = None if piece is None else (piece,)
+            if in_grads is None:
+                in_grads = rules[node.op](ops, view, grad_out)
             for t, child, needed, g in zip(node.inputs, node.parents, node.needs, in_grads):
                 if not needed or g is None:
                     continue
@@ -283,11 +293,16 @@ def _backward_pass(roots, root_grads, retain_graph, create_graph, inputs, captur
                     if general:
                         sink.leaf(t, g)
                     else:
-                        _accumulate(t, g, make)
+                        _accumulate(t, pieces.whole(t_ops, g), make)
                 else:
                     key = id(child)
                     prev = grads.get(key)
-                    grads[key] = g if prev is None else t_ops.add(prev, g)
+                    if prev is None:
+                        grads[key] = g
+                    elif type(prev) is Pieces or type(g) is Pieces:
+                        grads[key] = pieces.add(t_ops, prev, g)
+                    else:
+                        grads[key] = t_ops.add(prev, g)
             if not retain_graph:  # free the graph as we go: the saved arrays are no longer needed
                 node.inputs = node.saved = node.attrs = None
         return sink.finish() if general else None
