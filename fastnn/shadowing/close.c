@@ -26,6 +26,18 @@
         out[0] = max_abs;                                                                  \
         out[1] = max_ratio;                                                                \
         return special != 0;                                                               \
+    }                                                                                      \
+                                                                                           \
+    /* k outputs laid end to end in got and want, output i from starts[i] for sizes[i]    \
+     * elements with its own tolerance: its two maxima at out[2i], out[2i + 1] and        \
+     * special[i] set where it holds a NaN or Inf (fastnn.shadowing.vector's batch in one \
+     * call, where NumPy made eight passes over it) */                                    \
+    void NAME##_many(int64_t k, const REAL *got, const REAL *want, const int64_t *starts,  \
+                     const int64_t *sizes, const double *rtol, const double *atol,         \
+                     double *out, int32_t *special) {                                      \
+        for (int64_t i = 0; i < k; i++)                                                    \
+            special[i] = NAME(got + starts[i], want + starts[i], sizes[i], (REAL)rtol[i],  \
+                              (REAL)atol[i], out + 2 * i);                                 \
     }
 
 CLOSE(fastnn_close_f32, float, uint32_t, 0x7f800000u, fabsf)

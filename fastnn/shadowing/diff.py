@@ -84,26 +84,31 @@ def release() -> None:
 #: fixed cost is about NumPy's passes' whole cost)
 NATIVE_FROM = 1 << 12
 _NATIVE = "FASTNN_NATIVE"  # the switch of the core's C helpers (fastnn.api.native)
-_close: list = []  # [{dtype: the C function} or None, why] once loaded
+_close: list = []  # [{dtype: the C function} or None, why, {dtype: its _many}] once loaded
 
 
-def _close_functions():
-    """{np.float32: fn, np.float64: fn} of close.c, or None (NumPy's passes)."""
+def _close_functions(many: bool = False):
+    """{np.float32: fn, np.float64: fn} of close.c (``many``: its fastnn_close_*_many,
+    for outputs laid end to end), or None (NumPy's passes)."""
     if not _close:
         lib, why = native.load(Path(__file__).with_name("close.c"), _NATIVE,
                                "shadow mode's C comparison",
                                native.FLAGS + ("-fno-strict-aliasing", "-ffinite-math-only",
                                                "-fno-signed-zeros"))
-        found = None
+        found = several = None
         if lib is not None:
-            ptr = ctypes.c_void_p
-            found = {np.dtype(dtype): native.typed(lib, f"fastnn_close_f{bits}",
-                                                   [ptr, ptr, ctypes.c_int64, real, real, ptr],
-                                                   ctypes.c_int)
-                     for dtype, bits, real in ((np.float32, 32, ctypes.c_float),
-                                               (np.float64, 64, ctypes.c_double))}
-        _close[:] = [found, why]
-    return _close[0]
+            ptr, i64 = ctypes.c_void_p, ctypes.c_int64
+            kinds = ((np.dtype(np.float32), 32, ctypes.c_float),
+                     (np.dtype(np.float64), 64, ctypes.c_double))
+            found = {dtype: native.typed(lib, f"fastnn_close_f{bits}",
+                                         [ptr, ptr, i64, real, real, ptr], ctypes.c_int)
+                     for dtype, bits, real in kinds}
+            several = {dtype: native.typed(lib, f"fastnn_close_f{bits}_many",
+                                           [i64] + [ptr] * 8)
+                       for dtype, bits, _ in kinds}
+        _close[:] = [found, why, several]
+    found = _close[0]  # (a test may set _close to [None, why])
+    return _close[2] if many and found is not None else found
 
 
 def native_status() -> str:

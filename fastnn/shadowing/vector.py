@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastnn.shadowing.diff import _SAME_FROM, same_memory, scratch, skip_below
+from fastnn.api import native
+from fastnn.shadowing.diff import (_SAME_FROM, _close_functions, same_memory, scratch,
+                                   skip_below)
 
 # outputs from this many elements are compared one by one (their passes are long enough
 # that the fixed cost does not count, and laying them end to end would cost a copy)
@@ -86,7 +88,7 @@ class Bulk:
     whose row's last output was equal bit for bit, and the others (integers, bool,
     float16) up to the same size, are tried for equality as bytes first."""
 
-    __slots__ = ("_floats", "_exact", "_same", "count")
+    __slots__ = ("_floats", "_exact", "_same", "count", "_c")
 
     def __init__(self):
         self._floats: dict = {}  # dtype -> [index], [got], [want], [rtol], [atol], [known]
@@ -95,6 +97,10 @@ class Bulk:
         self._exact: tuple = ([], [], [])
         self._same: list = []  # outputs in the same memory as the reference's: equal
         self.count = 0
+        # close.c's comparisons ({dtype: (one, many)}), or None: the floats in NumPy's
+        # passes, and those equal last time tried for equality as bytes first (in C one
+        # pass finds equality too: a max_abs of 0)
+        self._c = _c_functions()
 
     def add(self, got, want, rtol: float, atol: float, known: float,
             equal_first: bool) -> int:
@@ -120,9 +126,12 @@ class Bulk:
             if size >= _SAME_FROM and got.strides == want.strides and same_memory(got, want):
                 self._same.append(index)  # (a view hook's output read with its input,
                 return index  # against NumPy's view of that input: equal, nothing to copy)
-            self._exact[0].append(index)
-            self._exact[1].append((got, want))
-            self._exact[2].append((rtol, atol, known))
+            if self._c is None:
+                self._exact[0].append(index)
+                self._exact[1].append((got, want))
+                self._exact[2].append((rtol, atol, known))
+            else:
+                self._float(index, got, want, rtol, atol, known)
         else:
             self._float(index, got, want, rtol, atol, known)
         return index
@@ -151,10 +160,78 @@ class Bulk:
                     found[index] = EQUAL_VERDICT
                 elif tolerance is not None:
                     self._float(index, *pair, *tolerance)
+        compare = _compare_group if self._c is None else self._compare_in_c
         for (dtype, direct), group in self._floats.items():
-            for index, verdict in zip(group[0], _compare_group(dtype, direct, *group[1:])):
+            for index, verdict in zip(group[0], compare(dtype, direct, *group[1:])):
                 found[index] = verdict
         return found
+
+    def _compare_in_c(self, dtype, direct, gots, wants, rtols, atols, knowns) -> list:
+        """:func:`_compare_group` in close.c: each large output in one call where it lies
+        (``direct``), the small ones laid end to end in one call for them all. An output
+        holding a NaN or an Inf, and a failing one, go through NumPy's passes, which
+        place the NaN and Inf (and find the failing output failing)."""
+        one, many = self._c[dtype]
+        if direct:
+            verdicts, out = [], np.empty(2)
+            for g, w, rtol, atol in zip(gots, wants, rtols, atols):
+                if g.strides != w.strides or not (
+                        (g.flags.c_contiguous and w.flags.c_contiguous)
+                        or (g.flags.f_contiguous and w.flags.f_contiguous)):
+                    verdicts.append(False)  # (one layout, whole: compared in memory order)
+                    continue
+                special = one(_address(g), _address(w), g.size, rtol, atol,
+                              native.address(out))
+                verdicts.append(False if special else (float(out[0]), float(out[1])))
+        else:
+            verdicts = _many_in_c(many, dtype, gots, wants, rtols, atols)
+        again = [k for k, v in enumerate(verdicts) if v is False or not v[1] <= 1.0]
+        if again:  # (rare: NumPy's passes for those, with their own verdicts)
+            redone = _compare_group(dtype, direct, *([group[k] for k in again] for group in
+                                                    (gots, wants, rtols, atols, knowns)))
+            for k, verdict in zip(again, redone):
+                verdicts[k] = verdict
+        return verdicts
+
+
+def _c_functions():
+    """{dtype: (close.c's one-output comparison, its many-output one)}, or None."""
+    one, many = _close_functions(), _close_functions(many=True)
+    if one is None or many is None:
+        return None
+    return {dtype: (fn, many[dtype]) for dtype, fn in one.items()}
+
+
+def _address(array) -> int:
+    """A C- or F-contiguous array's data address (the buffer protocol's where it is
+    writable)."""
+    return native.address(array) if array.flags.writeable else \
+        array.__array_interface__["data"][0]
+
+
+def _many_in_c(many, dtype, gots, wants, rtols, atols) -> list:
+    """Per output, (max_abs, ratio to its tolerance), or False where it holds a NaN or an
+    Inf: the outputs laid end to end in work arrays and compared in one close.c call."""
+    sizes = [g.size for g in gots]
+    key = ("c", dtype, tuple(sizes), tuple(rtols), tuple(atols))
+    layout = _limits.get(key)
+    if layout is None:
+        if len(_limits) > 64:
+            _limits.clear()
+        starts = np.cumsum([0] + sizes[:-1]).astype(np.int64)
+        layout = _limits[key] = (starts, np.array(sizes, np.int64),
+                                 np.array(rtols, np.float64), np.array(atols, np.float64),
+                                 int(starts[-1]) + sizes[-1])
+    starts, counts, rtol, atol, total = layout
+    got = np.concatenate(gots, axis=None, out=_work(3, dtype, total))
+    want = np.concatenate(wants, axis=None, out=_work(4, dtype, total))
+    k = len(gots)
+    out, special = np.empty(2 * k), np.empty(k, np.int32)
+    a = native.address
+    many(k, a(got), a(want), a(starts), a(counts), a(rtol), a(atol), a(out), a(special))
+    pairs = out.reshape(k, 2).tolist()
+    return [False if flag else (pair[0], pair[1])
+            for flag, pair in zip(special.tolist(), pairs)]
 
 
 def _compare_group(dtype, direct, gots, wants, rtols, atols, knowns) -> list:
