@@ -19,8 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from fastnn.api import native
-from fastnn.shadowing.diff import (_SAME_FROM, _close_functions, same_memory, scratch,
-                                   skip_below)
+from fastnn.shadowing.diff import _SAME_FROM, _close_functions, same_memory, scratch, skip_below
 
 # outputs from this many elements are compared one by one (their passes are long enough
 # that the fixed cost does not count, and laying them end to end would cost a copy)
