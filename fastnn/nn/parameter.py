@@ -85,7 +85,8 @@ class Parameter(Tensor):
                                     self.param_class, self._requires_grad)
 
     def __repr__(self) -> str:
-        return f"Parameter({self.param_class}, shape={self.shape}, dtype={self._dtype.name})"
+        """As PyTorch prints a parameter: ``Parameter containing:`` and the tensor."""
+        return "Parameter containing:\n" + super().__repr__()
 
 
 def _check(param_class: str, dtype, requires_grad) -> None:

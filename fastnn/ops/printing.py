@@ -1,16 +1,24 @@
-"""How tensors print: ``fnn.set_printoptions`` as PyTorch's (precision, threshold,
-edgeitems, linewidth, profile, sci_mode), applied by ``Tensor.__repr__``. What is not set
-keeps fastnn's defaults (NumPy's formatting, a summary above 50 elements)."""
+"""How tensors print, as PyTorch prints them: ``fnn.set_printoptions`` (precision,
+threshold, edgeitems, linewidth, profile, sci_mode) and the layout of ``Tensor.__repr__``.
+
+One format for all of a tensor's values (PyTorch's): floats with ``precision`` digits
+after the point (``1.5000``), or as ``1.`` when every finite value is a whole number, or
+in scientific notation (``1.0000e+05``) when the nonzero finite magnitudes span more
+than 1000x, pass 1e8 or fall under 1e-4 (``sci_mode`` forces either); every value right
+aligned to the widest; rows wrapped at ``linewidth``; above ``threshold`` values, only
+``edgeitems`` at each end of each axis, with ``...`` between.
+"""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 _PROFILES = {"default": dict(precision=4, threshold=1000, edgeitems=3, linewidth=80),
              "short": dict(precision=2, threshold=1000, edgeitems=2, linewidth=80),
-             "full": dict(precision=4, threshold=np.inf, edgeitems=3, linewidth=80)}
-_options: dict = {}  # what set_printoptions set; the rest is fastnn's default
-_DEFAULTS = dict(threshold=50)
+             "full": dict(precision=4, threshold=math.inf, edgeitems=3, linewidth=80)}
+_options: dict = {}  # what set_printoptions set; the rest is the default profile
 
 
 def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None,
@@ -28,25 +36,106 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=N
                         ("edgeitems", edgeitems), ("linewidth", linewidth)):
         if value is not None:
             _options[name] = value
-    if sci_mode is not None:
-        _options["sci_mode"] = bool(sci_mode)
+    _options["sci_mode"] = None if sci_mode is None else bool(sci_mode)
+
+
+def _opts() -> dict:
+    return {**_PROFILES["default"], "sci_mode": None, **_options}
+
+
+class _Format:
+    """One tensor's value format: decided from its (shown) values, applied to each."""
+
+    def __init__(self, shown: np.ndarray, opts: dict):
+        self.floats = shown.dtype.kind in "fc"
+        self.precision = opts["precision"]
+        self.sci = False
+        self.whole = self.floats  # (no nonzero finite value: 0. and nan, as PyTorch's)
+        self.width = 1
+        if not self.floats:
+            for value in shown.reshape(-1).tolist():
+                self.width = max(self.width, len(str(value)))
+            return
+        flat = shown.reshape(-1).astype(np.float64)
+        values = flat[np.isfinite(flat) & (flat != 0)]
+        if not values.size:
+            return
+        size = np.abs(values)
+        low, high = float(size.min()), float(size.max())
+        self.whole = bool((values == np.ceil(values)).all())
+        sci = opts["sci_mode"]
+        self.sci = (high / low > 1000.0 or high > 1.0e8 or low < 1.0e-4) if sci is None \
+            else sci
+        texts = [self._text(v) for v in values.tolist()]
+        # (a whole float gains its point: the width counts it)
+        self.width = max(len(t) for t in texts)
+
+    def _text(self, value: float) -> str:
+        if self.sci:
+            return f"{value:.{self.precision}e}"
+        if self.whole:
+            text = f"{value:.0f}"
+            return text if math.isinf(value) or math.isnan(value) else text + "."
+        return f"{value:.{self.precision}f}"
+
+    def __call__(self, value) -> str:
+        text = self._text(float(value)) if self.floats else str(value)
+        return text.rjust(self.width)
+
+
+def _shown(host: np.ndarray, edge: int) -> np.ndarray:
+    """The values a summarised print shows: ``edge`` at each end of every long axis."""
+    for axis, n in enumerate(host.shape):
+        if n > 2 * edge:
+            keep = list(range(edge)) + list(range(n - edge, n))
+            host = np.take(host, keep, axis=axis)
+    return host
+
+
+def _rows(host, indent: int, summarize: bool, fmt: _Format, opts: dict) -> str:
+    edge = opts["edgeitems"]
+    if host.ndim == 0:
+        return fmt(host.item())
+    n = host.shape[0]
+    cut = summarize and n > 2 * edge
+    if host.ndim == 1:
+        if summarize and not edge:
+            items = ["..."]
+        elif cut:
+            items = ([fmt(v) for v in host[:edge].tolist()] + [" ..."]
+                     + [fmt(v) for v in host[n - edge:].tolist()])
+        else:
+            items = [fmt(v) for v in host.tolist()]
+        per_line = max(1, math.floor((opts["linewidth"] - indent) / (fmt.width + 2)))
+        lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
+        return "[" + ("," + "\n" + " " * (indent + 1)).join(lines) + "]"
+    picks = (list(range(edge)) + [None] + list(range(n - edge, n))) if cut else range(n)
+    parts = ["..." if i is None else _rows(host[i], indent + 1, summarize, fmt, opts)
+             for i in picks]
+    return "[" + ("," + "\n" * (host.ndim - 1) + " " * (indent + 1)).join(parts) + "]"
 
 
 def format_array(host: np.ndarray, prefix: str) -> str:
-    """``host``'s values as the body of a tensor's repr."""
-    opts = {**_DEFAULTS, **_options}
-    sci = opts.pop("sci_mode", None)
-    kwargs = dict(separator=", ", prefix=prefix, threshold=opts["threshold"])
-    if "precision" in opts:
-        kwargs["precision"] = opts["precision"]
-    if "edgeitems" in opts:
-        kwargs["edgeitems"] = opts["edgeitems"]
-    if "linewidth" in opts:
-        kwargs["max_line_width"] = opts["linewidth"]
-    if sci is not None and host.dtype.kind == "f":
-        kwargs["floatmode"] = "maxprec"
-        digits = kwargs.get("precision", 8)
-        kwargs["formatter"] = {"float_kind": (lambda v: np.format_float_scientific(
-            v, precision=digits, unique=False)) if sci else (lambda v: np.format_float_positional(
-                v, precision=digits, trim="-"))}
-    return np.array2string(host, **kwargs)
+    """``host``'s values as the body of a tensor's repr that starts with ``prefix``."""
+    opts = _opts()
+    if host.size == 0:
+        return "[]"
+    summarize = host.size > opts["threshold"]
+    fmt = _Format(_shown(host, opts["edgeitems"]) if summarize else host, opts)
+    return _rows(host, len(prefix), summarize, fmt, opts)
+
+
+def with_suffixes(text: str, suffixes: list, indent: int) -> str:
+    """``text`` (``tensor([...``) closed with ``suffixes`` (dtype=, grad_fn=...): each
+    after ", " on the last line, or on a line of its own past ``linewidth``."""
+    width = _opts()["linewidth"]
+    parts = [text]
+    last = len(text) - text.rfind("\n") + 1
+    for suffix in suffixes:
+        if last + len(suffix) + 2 > width:
+            parts.append(",\n" + " " * indent + suffix)
+            last = indent + len(suffix)
+        else:
+            parts.append(", " + suffix)
+            last += len(suffix) + 2
+    return "".join(parts) + ")"

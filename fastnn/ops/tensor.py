@@ -136,17 +136,21 @@ class Tensor:
     def __repr__(self) -> str:
         """As PyTorch prints it: the values, then dtype and device where they are not the
         defaults (float32, int64 and bool; cpu), then grad_fn or requires_grad."""
-        body = printing.format_array(self.numpy(), "tensor(")
+        host = self.numpy()
         extra = []
         if self._device.type != "cpu" or self._device.index:
             extra.append(f"device='{self._device}'")
-        if self._dtype.name not in ("float32", "int64", "bool") or not self.numel():
+        if not host.size and host.ndim != 1:
+            extra.append(f"size={tuple(self.shape)}")
+        if self._dtype.name not in (("float32",) if not host.size else
+                                    ("float32", "int64", "bool")):
             extra.append(f"dtype={self._dtype.name}")
         if self._node is not None:
             extra.append(f"grad_fn=<{self._node.name()}>")
         elif self.requires_grad:
             extra.append("requires_grad=True")
-        return "tensor(" + ", ".join([body] + extra) + ")"
+        return printing.with_suffixes("tensor(" + printing.format_array(host, "tensor("),
+                                      extra, len("tensor("))
 
     def __bool__(self) -> bool:
         if self.numel() != 1:
