@@ -27,3 +27,29 @@ def c_or_not(request, monkeypatch, cache: str, library) -> str:
     elif library() is None:
         pytest.skip(f"no C loops here: {native.status()}")
     return request.param
+
+
+def spy(monkeypatch, cache: str, library, keep=()) -> list:
+    """Wrap the library cached in ``native.<cache>`` so that each entry point called is
+    named, in order, in the list returned (a table of entry points by dtype, or a plain
+    one; the attributes named in ``keep`` pass through); the test is skipped where the
+    library did not build."""
+    lib = library()
+    if lib is None:
+        pytest.skip(f"no C loops here: {native.status()}")
+    calls = []
+
+    def named(kind, fn):
+        return lambda *a: calls.append(kind) or fn(*a)
+
+    class Spy:
+        def __getattr__(self, kind):
+            found = getattr(lib, kind)
+            if kind in keep:
+                return found
+            if isinstance(found, dict):
+                return {c: named(kind, f) for c, f in found.items()}
+            return named(kind, found) if callable(found) else found
+
+    monkeypatch.setattr(native, cache, [(Spy(), "spied")])
+    return calls

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from fastnn_cpu import fused, native
 
-from tests.backends.cpu.native_switch import c_or_not
+from tests.backends.cpu.native_switch import c_or_not, spy
 
 needs_c = pytest.mark.skipif(native.act_library() is None,
                              reason=f"no C loops here: {native.status()}")
@@ -108,18 +108,8 @@ def test_other_layouts_take_numpy_with_the_same_values(layout, loops):
           np.where(out != 0, grad.astype(out.dtype), dtype(0)))
 
 
-@needs_c
 def test_the_c_loops_are_what_runs_on_a_large_contiguous_array(monkeypatch):
-    calls = []
-    lib = native.act_library()
-
-    class Spy:
-        def __getattr__(self, kind):
-            table = getattr(lib, kind)
-            return {c: (lambda *a, _f=f, _k=kind: calls.append(_k) or _f(*a))
-                    for c, f in table.items()}
-
-    monkeypatch.setattr(native, "_ACT", [(Spy(), "spied")])
+    calls = spy(monkeypatch, "_ACT", native.act_library)
     x = np.ones((64, 128), np.float32)
     fastnn_cpu.relu(x)
     fused.bias_act(x, x[0], "relu", 0.01)

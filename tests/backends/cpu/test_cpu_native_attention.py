@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from fastnn_cpu import native, sdpa
 
-from tests.backends.cpu.native_switch import c_or_not
+from tests.backends.cpu.native_switch import c_or_not, spy
 
 
 @pytest.fixture(params=["C", "NumPy"])
@@ -82,17 +82,8 @@ def test_a_query_with_every_key_masked_and_a_nan_score_give_nan_as_numpy(loops):
     np.testing.assert_allclose(weights[fine], want[fine], rtol=2e-5, atol=2e-6)
 
 
-@pytest.mark.skipif(native.act_library() is None, reason="no C loops here")
 def test_the_c_softmax_runs_on_nanogpts_float32_heads(monkeypatch):
-    calls = []
-    lib = native.act_library()
-
-    class Spy:
-        def __getattr__(self, name):
-            fn = getattr(lib, name)
-            return lambda *a: calls.append(name) or fn(*a)
-
-    monkeypatch.setattr(native, "_ACT", [(Spy(), "spied")])
+    calls = spy(monkeypatch, "_ACT", native.act_library)
     rng = np.random.default_rng(3)
     q, k, v = _heads(rng, 16, 4, 64, 16)
     out, weights = sdpa.attention(q, k, v, np.tril(np.ones((64, 64), bool)), 0.25)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from fastnn_cpu import conv, conv_taps, native
 
-from tests.backends.cpu.native_switch import c_or_not, off
+from tests.backends.cpu.native_switch import c_or_not, off, spy
 
 
 @pytest.fixture(params=["C", "batched"])
@@ -98,20 +98,7 @@ def test_a_nan_stays_where_the_definition_puts_it(loops):
 @pytest.fixture
 def spied(monkeypatch):
     """The names of the C tap loops called, in order (the library wrapped)."""
-    if native.conv_library() is None:
-        pytest.skip(f"no C loops here: {native.status()}")
-    calls = []
-    lib = native.conv_library()
-
-    class Spy:
-        gemm, ilp64 = lib.gemm, lib.ilp64
-
-        def __getattr__(self, kind):
-            return {c: (lambda *a, _f=f, _k=kind: calls.append(_k) or _f(*a))
-                    for c, f in getattr(lib, kind).items()}
-
-    monkeypatch.setattr(native, "_CONV", [(Spy(), "spied")])
-    return calls
+    return spy(monkeypatch, "_CONV", native.conv_library, keep=("gemm", "ilp64"))
 
 
 def test_the_c_loops_are_what_runs(spied):
