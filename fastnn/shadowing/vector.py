@@ -10,8 +10,12 @@ verdict as :func:`fastnn.shadowing.diff.compare`, ``|got - want| <= atol + rtol 
 |want|`` per element, with a NaN passing where the reference has a NaN and an Inf where
 it has the same Inf. An output that fails (a misplaced NaN or Inf, or a difference that
 overflows, too) comes back as None: the caller compares it again one by one, which
-finds the worst element and its errors for the message. Outputs equal last time, and
-the integer and bool ones, are tried for equality bit for bit.
+finds the worst element and its errors for the message. Where shadow mode's C comparison
+builds (close.c), the small outputs laid end to end are judged in one call of it and
+each large one in a call where it lies (one pass each, equality included); NumPy's
+passes then take only the outputs holding a NaN or an Inf, and failing ones. The
+integer and bool outputs, and without C the float ones equal last time, are tried for
+equality bit for bit.
 """
 
 from __future__ import annotations

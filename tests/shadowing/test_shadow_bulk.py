@@ -1,5 +1,5 @@
-"""A batch's outputs judged in bulk (:class:`fastnn.shadowing.vector.Bulk`) against the
-one-by-one comparison (:func:`fastnn.shadowing.diff.compare`): bulk never passes an output
+"""A batch's outputs judged in bulk (:class:`fastnn.shadowing.vector.Bulk`, in close.c and
+in NumPy's passes) against the one-by-one comparison (:func:`fastnn.shadowing.diff.compare`): bulk never passes an output
 that fails one by one, gives a passing output the same errors, and leaves only the
 failing ones (and those of a kind it does not judge) to the one-by-one diagnosis."""
 
@@ -16,6 +16,18 @@ from tests.shadowing import faulty
 KINDS = ("equal", "close", "planted", "same nan", "misplaced nan", "same inf",
          "opposite inf", "inf for finite", "negative zero", "overflow")
 TOLERANCES = [(2e-5, 2e-6), (0.0, 1e-3), (2e-4, 2e-5), (1e-2, 1e-12), (0.0, 0.0)]
+
+
+@pytest.fixture(autouse=True, params=["C", "NumPy"])
+def path(request, monkeypatch):
+    """Every test twice: a batch's floats compared in close.c (where it builds), and in
+    NumPy's passes (with the byte comparison first for outputs equal last time)."""
+    if request.param == "C":
+        if diff._close_functions(many=True) is None:
+            pytest.skip(f"no C comparison here: {diff.native_status()}")
+    else:
+        monkeypatch.setattr(diff, "_close", [None, "off for a test"])
+    return request.param
 
 
 def _output(rng, dtype, shape, kind, at):
