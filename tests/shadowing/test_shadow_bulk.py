@@ -1,7 +1,8 @@
 """A batch's outputs judged in bulk (:class:`fastnn.shadowing.vector.Bulk`, in close.c and
-in NumPy's passes) against the one-by-one comparison (:func:`fastnn.shadowing.diff.compare`): bulk never passes an output
-that fails one by one, gives a passing output the same errors, and leaves only the
-failing ones (and those of a kind it does not judge) to the one-by-one diagnosis."""
+in NumPy's passes) against the one-by-one comparison (:func:`fastnn.shadowing.diff.
+compare`): bulk never passes an output that fails one by one, gives a passing output the
+same errors, and leaves only the failing ones (and those of a kind it does not judge) to
+the one-by-one diagnosis."""
 
 from __future__ import annotations
 
