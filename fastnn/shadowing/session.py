@@ -281,10 +281,14 @@ class shadow(Batching, Checking):
         out = fn(*args)
         self._copies.clear()
         self._lag(read)
-        self._defer(backend, spec, args, out, host, originals, index, read[2])
+        self._defer(backend, spec, args, out, host, originals, index, read[2], depth=5)
         return out
 
-    def _defer(self, backend, spec, args, out, host, originals, index, many=False) -> None:
+    def _defer(self, backend, spec, args, out, host, originals, index, many=False,
+               depth=4) -> None:
+        """Hold the call for the next batch; ``depth``: how many frames up from the
+        Pending made here the hook's caller is (4: through _device_call and the hook's
+        wrapper; 5: through _device_in_place too)."""
         # lists the core may reuse are copied (a tuple of arrays and scalars is kept)
         if not spec.simple or list in map(type, args):
             args = batch.frozen(args)
@@ -293,7 +297,7 @@ class shadow(Batching, Checking):
         pending = self._pending
         pending.append(batch.Pending(backend, spec, args, out, host, originals, index,
                                      self._step, index - self._step_start, self._producers,
-                                     many))
+                                     many, depth))
         if len(pending) >= batch.BATCH:
             self._flush()
 
