@@ -114,7 +114,7 @@ def attention_backward(q, k, v, weights, grad, scale):
     grad_s, work = np.empty(rows + (source, length), dtype), np.empty(rows + (source, length),
                                                                       dtype)
     factor = dtype.type(scale)
-    lib = _columns(probs, None)
+    lib = _columns(probs, None) if dtype == probs.dtype else None  # (ds is q's dtype)
     for i in range(0, batch, step):
         j = min(i + step, batch)
         n, p = j - i, probs[i:j]
