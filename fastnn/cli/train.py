@@ -35,7 +35,7 @@ from fastnn.cli.bench import thread_limit
 from fastnn.cli.cnn import build_cnn
 from fastnn.cli.plot import plot, require_matplotlib
 from fastnn.cli.progress import Progress
-from fastnn.cli.train_resume import History, interrupted_note, restore_run, save_run
+from fastnn.cli.train_resume import History, held_interrupt, interrupted_note, restore_run, save_run
 from fastnn.cli.train_state import SCHEDULES, make_schedule
 
 # per data set: the model and the hyper-parameters that reach the target accuracy
@@ -277,8 +277,10 @@ def _fit(args, data, device, out, comm) -> History:
             history.train_acc.append(progress.accuracy)
             history.test_acc.append(test_acc)
             if args.checkpoint is not None and comm.rank == 0:  # before the line is printed
-                save_run(args, (model, optimizer, loader, schedule), epoch, history, CHOICES)
-                saved = epoch
+                with held_interrupt():  # (the file and `saved` agree, whenever Ctrl-C comes)
+                    save_run(args, (model, optimizer, loader, schedule), epoch, history,
+                             CHOICES)
+                    saved = epoch
             progress.end_epoch(f"held-out acc {test_acc:6.2%}")
     except KeyboardInterrupt:
         progress.close()

@@ -4,6 +4,9 @@ a resumed run continues bit-for-bit."""
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,6 +47,27 @@ def save_run(args, run: tuple, epoch: int, history: History, choices: dict) -> N
               "rng": rng_state(host_rng()),
               **({} if schedule is None else {"schedule": schedule.state_dict()})},
              args.checkpoint)
+
+
+@contextlib.contextmanager
+def held_interrupt():
+    """Ctrl-C inside the block is held until the block ends, then raised: a checkpoint
+    written and the count of epochs it holds agree whenever Ctrl-C comes (one that came
+    after the file was replaced but before the count was set had the note say one epoch
+    fewer than the file held). Outside the main thread, where no signal handler can be
+    set, the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT,
+                      signal.default_int_handler if previous is None else previous)
+    if caught:
+        raise KeyboardInterrupt
 
 
 def interrupted_note(args, epoch: int, saved: int | None) -> str:

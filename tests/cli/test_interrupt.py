@@ -58,3 +58,24 @@ def test_ctrl_c_without_a_checkpoint_says_nothing_was_kept():
     code, out, err = interrupt_training(after_epoch=1)
     assert code == 130 and (out + err).count("interrupted") == 1
     assert "nothing saved (--checkpoint PATH keeps epochs)" in err
+
+
+def test_ctrl_c_inside_a_held_block_is_raised_when_it_ends():
+    """The checkpoint's write and the count of epochs it holds (``fastnn train``'s
+    note) are one step: a SIGINT in between is held, then raised, and the previous
+    handler is back afterwards."""
+    from fastnn.cli.train_resume import held_interrupt
+
+    done = []
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        with held_interrupt():
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):  # (the handler runs between bytecodes: give it some)
+                sum(range(10))
+            done.append("after the signal")
+    assert done == ["after the signal"]
+    assert signal.getsignal(signal.SIGINT) is before
+    with held_interrupt():  # no signal: nothing raised
+        done.append("quiet")
+    assert done[-1] == "quiet"
