@@ -117,20 +117,31 @@ def native_status() -> str:
     return _close[1]
 
 
+def close_in_c(fn, got, want, rtol, atol):
+    """(max |got - want|, the worst ratio to the tolerance) of one output in one call of
+    close.c's ``fn``, read in memory order; None when the two are not laid out alike and
+    whole (C- or F-contiguous, the same strides) or an element is NaN or Inf."""
+    if got.strides != want.strides or not (
+            (got.flags.c_contiguous and want.flags.c_contiguous)
+            or (got.flags.f_contiguous and want.flags.f_contiguous)):
+        return None
+    out = np.empty(2)
+    if fn(native.address(got), native.address(want), got.size, rtol, atol,
+          native.address(out)):
+        return None
+    return float(out[0]), float(out[1])
+
+
 def _native_close(got, want, rtol, atol):
     """:func:`compare` of a passing output in one C pass: EQUAL or a passing Diff; None
     when C is not in use, the layouts differ, an element is NaN or Inf, or an element
     fails (NumPy's passes then find what :func:`compare` reports)."""
     functions = _close_functions()
     fn = None if functions is None else functions.get(got.dtype)
-    if fn is None or got.strides != want.strides or not (
-            (got.flags.c_contiguous and want.flags.c_contiguous)
-            or (got.flags.f_contiguous and want.flags.f_contiguous)):
+    found = None if fn is None else close_in_c(fn, got, want, rtol, atol)
+    if found is None:
         return None
-    out = np.empty(2)
-    if fn(_address(got), _address(want), got.size, rtol, atol, _address(out)):
-        return None
-    max_abs, worst = float(out[0]), float(out[1])
+    max_abs, worst = found
     if not worst <= 1.0:
         return None
     if max_abs == 0.0:
@@ -138,14 +149,10 @@ def _native_close(got, want, rtol, atol):
     return Diff(max_abs=max_abs, ratio=worst, size=got.size)
 
 
-def _address(array: np.ndarray) -> int:
-    return array.__array_interface__["data"][0]
-
-
 def same_memory(got: np.ndarray, want: np.ndarray) -> bool:
     """Whether two arrays of one shape, dtype and strides start at the same address (so
     they are the same values)."""
-    return np.may_share_memory(got, want) and _address(got) == _address(want)
+    return np.may_share_memory(got, want) and native.address(got) == native.address(want)
 
 
 def skip_below(atol: float, known: float) -> float:

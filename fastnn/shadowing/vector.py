@@ -23,7 +23,14 @@ from __future__ import annotations
 import numpy as np
 
 from fastnn.api import native
-from fastnn.shadowing.diff import _SAME_FROM, _close_functions, same_memory, scratch, skip_below
+from fastnn.shadowing.diff import (
+    _SAME_FROM,
+    _close_functions,
+    close_in_c,
+    same_memory,
+    scratch,
+    skip_below,
+)
 
 # outputs from this many elements are compared one by one (their passes are long enough
 # that the fixed cost does not count, and laying them end to end would cost a copy)
@@ -176,16 +183,10 @@ class Bulk:
         place the NaN and Inf (and find the failing output failing)."""
         one, many = self._c[dtype]
         if direct:
-            verdicts, out = [], np.empty(2)
+            verdicts = []
             for g, w, rtol, atol in zip(gots, wants, rtols, atols):
-                if g.strides != w.strides or not (
-                        (g.flags.c_contiguous and w.flags.c_contiguous)
-                        or (g.flags.f_contiguous and w.flags.f_contiguous)):
-                    verdicts.append(False)  # (one layout, whole: compared in memory order)
-                    continue
-                special = one(_address(g), _address(w), g.size, rtol, atol,
-                              native.address(out))
-                verdicts.append(False if special else (float(out[0]), float(out[1])))
+                found = close_in_c(one, g, w, rtol, atol)
+                verdicts.append(False if found is None else found)
         else:
             verdicts = _many_in_c(many, dtype, gots, wants, rtols, atols)
         again = [k for k, v in enumerate(verdicts) if v is False or not v[1] <= 1.0]
@@ -203,13 +204,6 @@ def _c_functions():
     if one is None or many is None:
         return None
     return {dtype: (fn, many[dtype]) for dtype, fn in one.items()}
-
-
-def _address(array) -> int:
-    """A C- or F-contiguous array's data address (the buffer protocol's where it is
-    writable)."""
-    return native.address(array) if array.flags.writeable else \
-        array.__array_interface__["data"][0]
 
 
 def _many_in_c(many, dtype, gots, wants, rtols, atols) -> list:
