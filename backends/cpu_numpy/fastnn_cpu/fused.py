@@ -24,8 +24,7 @@ def _last(x, axis) -> bool:
     :data:`~fastnn_cpu.scratch.FEW_ROWS` short rows of 2 or more values (the layouts
     _row_max takes)."""
     return (axis in (-1, x.ndim - 1) and x.ndim > 1 and 1 < x.shape[-1] <= SHORT_ROWS
-            and x.dtype.char in "fd" and x.size >= FEW_ROWS * x.shape[-1]
-            and x.flags.c_contiguous)
+            and x.size >= FEW_ROWS * x.shape[-1] and native.dense(x))
 
 
 def _row_max(x, axis):

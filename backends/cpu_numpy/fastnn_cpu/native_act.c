@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "native_tanh.h" /* tanh_f */
+#include "native_tanh.h" /* tanh_f, exp_nonpositive */
 
 #define ACT(REAL, SUFFIX)                                                                 \
     void fastnn_relu_##SUFFIX(int64_t n, const REAL *x, REAL *out) {                     \
@@ -69,20 +69,16 @@ void fastnn_gelu_f32(int64_t n, const float *x, const float *coefs, float clamp,
 
 /* dz = grad * (out / x + x exp(-x^2 / 2) / sqrt(2 pi)): fastnn_cpu.fused.gelu_backward's
  * steps in its order, in one pass (NumPy makes nine). out / x is the cdf (out = x cdf);
- * where x^2 is at most tiny2 it is 0.5 (fused.gelu_backward says why). exp_small takes
- * -x^2 / 2 down to -87 (2^-126's exponent); below, the pdf is 0, as float32's exp is to
- * 1e-38 (its subnormals, 13 < |x|, times x are far under the cdf's ulp); x = +-inf: 0 *
- * inf, NaN, as NumPy's; NaN passed on. */
+ * where x^2 is at most tiny2 it is 0.5 (fused.gelu_backward says why). Past 13 < |x|
+ * the pdf is 0 (exp_nonpositive: float32's exp gives subnormals there, which times x are
+ * far under the cdf's ulp); x = +-inf: 0 * inf, NaN, as NumPy's; NaN passed on. */
 void fastnn_gelu_backward_f32(int64_t n, const float *x, const float *out,
                               const float *grad, float tiny2, float inv_sqrt_2pi,
                               float *dz) {
     for (int64_t j = 0; j < n; j++) {
         float v = x[j];
         float s = v * v;
-        float y = s * -0.5f;
-        float e = exp_small(y > -87.0f ? y : -87.0f);
-        e = y < -87.0f ? 0.0f : e;
-        float pdf = e * v * inv_sqrt_2pi;
+        float pdf = exp_nonpositive(s * -0.5f) * v * inv_sqrt_2pi;
         float cdf = s <= tiny2 ? 0.5f : out[j] / v;
         dz[j] = (cdf + pdf) * grad[j];
     }
@@ -94,8 +90,7 @@ void fastnn_gelu_backward_f32(int64_t n, const float *x, const float *out,
  * -inf: NumPy's max, subtract, exp, sum, reciprocal and multiply passes (a column with
  * a NaN is NaN, and so is one wholly dropped: -inf - -inf) in three sweeps of each
  * matrix while it is in L1, COLS columns at a time, each loop along a row's columns
- * (vectorised: the reductions are per column). exp_small clamped at -87, 0 below
- * (float32's exp is under 1e-38 there). */
+ * (vectorised: the reductions are per column); exp by exp_nonpositive. */
 #define COLS 256
 void fastnn_softmax_cols_f32(int64_t n, int64_t S, int64_t L, float *x,
                              const int32_t *drop) {
@@ -130,10 +125,7 @@ void fastnn_softmax_cols_f32(int64_t n, int64_t S, int64_t L, float *x,
             for (int64_t s = 0; s < S; s++) {
                 float *row = a + s * L + c0;
                 for (int64_t c = 0; c < w; c++) {
-                    float y = row[c] - top[c];
-                    float e = exp_small(y > -87.0f ? y : -87.0f); /* (NaN: -87, no UB) */
-                    e = y < -87.0f ? 0.0f : e;
-                    e = y != y ? y : e;
+                    float e = exp_nonpositive(row[c] - top[c]);
                     row[c] = e;
                     sum[c] += e;
                 }

@@ -26,6 +26,15 @@ static inline float exp_small(float x) {
     return y * scale;
 }
 
+/* exp(y) for y <= 0 (a softmax's shifted scores, the normal pdf's -x^2 / 2): exp_small
+ * clamped at -87 (2^-126's exponent) and 0 below it (float32's exp is under 1e-38
+ * there), NaN passed on (the clamp takes NaN to -87, so exp_small never sees one). */
+static inline float exp_nonpositive(float y) {
+    float e = exp_small(y > -87.0f ? y : -87.0f);
+    e = y < -87.0f ? 0.0f : e;
+    return y != y ? y : e;
+}
+
 /* tanh in float32 to a few ulps: Cephes' odd polynomial below |x| 0.625 (small x keep
  * their relative accuracy), 1 - 2 / (e^{2|x|} + 1) with x's sign above it (at |x| > 20
  * exactly +-1, as float32's tanh from |x| ~9), NaN and +-0.0 passed on. */
