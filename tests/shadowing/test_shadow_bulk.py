@@ -19,16 +19,8 @@ KINDS = ("equal", "close", "planted", "same nan", "misplaced nan", "same inf",
 TOLERANCES = [(2e-5, 2e-6), (0.0, 1e-3), (2e-4, 2e-5), (1e-2, 1e-12), (0.0, 0.0)]
 
 
-@pytest.fixture(autouse=True, params=["C", "NumPy"])
-def path(request, monkeypatch):
-    """Every test twice: a batch's floats compared in close.c (where it builds), and in
-    NumPy's passes (with the byte comparison first for outputs equal last time)."""
-    if request.param == "C":
-        if diff._close_functions(many=True) is None:
-            pytest.skip(f"no C comparison here: {diff.native_status()}")
-    else:
-        monkeypatch.setattr(diff, "_close", [None, "off for a test"])
-    return request.param
+# every test twice: with shadow mode's C comparison and with NumPy's passes (conftest.py)
+pytestmark = pytest.mark.usefixtures("path")
 
 
 def _output(rng, dtype, shape, kind, at):
