@@ -1,5 +1,6 @@
 """How tensors print, as PyTorch prints them: ``fnn.set_printoptions`` (precision,
-threshold, edgeitems, linewidth, profile, sci_mode) and the layout of ``Tensor.__repr__``.
+threshold, edgeitems, linewidth, profile, sci_mode) and ``Tensor.__repr__``
+(:func:`tensor_repr`).
 
 One format for all of a tensor's values (PyTorch's): floats with ``precision`` digits
 after the point (``1.5000``), or as ``1.`` when every finite value is a whole number, or
@@ -123,6 +124,25 @@ def format_array(host: np.ndarray, prefix: str) -> str:
     summarize = host.size > opts["threshold"]
     fmt = _Format(_shown(host, opts["edgeitems"]) if summarize else host, opts)
     return _rows(host, len(prefix), summarize, fmt, opts)
+
+
+def tensor_repr(t) -> str:
+    """``repr(t)`` as PyTorch prints it: the values, then device and dtype where they are
+    not the defaults (cpu; float32, int64 and bool, or float32 alone for an empty tensor,
+    which also shows its size unless it is a vector), then grad_fn or requires_grad."""
+    host = t.numpy()
+    extra = []
+    if t._device.type != "cpu" or t._device.index:
+        extra.append(f"device='{t._device}'")
+    if not host.size and host.ndim != 1:
+        extra.append(f"size={tuple(t.shape)}")
+    if t._dtype.name not in (("float32", "int64", "bool") if host.size else ("float32",)):
+        extra.append(f"dtype={t._dtype.name}")
+    if t._node is not None:
+        extra.append(f"grad_fn=<{t._node.name()}>")
+    elif t.requires_grad:
+        extra.append("requires_grad=True")
+    return with_suffixes("tensor(" + format_array(host, "tensor("), extra, len("tensor("))
 
 
 def with_suffixes(text: str, suffixes: list, indent: int) -> str:

@@ -134,23 +134,8 @@ class Tensor:
         return self.shape[0]
 
     def __repr__(self) -> str:
-        """As PyTorch prints it: the values, then dtype and device where they are not the
-        defaults (float32, int64 and bool; cpu), then grad_fn or requires_grad."""
-        host = self.numpy()
-        extra = []
-        if self._device.type != "cpu" or self._device.index:
-            extra.append(f"device='{self._device}'")
-        if not host.size and host.ndim != 1:
-            extra.append(f"size={tuple(self.shape)}")
-        if self._dtype.name not in (("float32",) if not host.size else
-                                    ("float32", "int64", "bool")):
-            extra.append(f"dtype={self._dtype.name}")
-        if self._node is not None:
-            extra.append(f"grad_fn=<{self._node.name()}>")
-        elif self.requires_grad:
-            extra.append("requires_grad=True")
-        return printing.with_suffixes("tensor(" + printing.format_array(host, "tensor("),
-                                      extra, len("tensor("))
+        """As PyTorch prints it (:func:`fastnn.ops.printing.tensor_repr`)."""
+        return printing.tensor_repr(self)
 
     def __bool__(self) -> bool:
         if self.numel() != 1:
