@@ -47,8 +47,42 @@ def _row_sum(x, axis):
     return _SUM(x, axis=axis, keepdims=True)
 
 
+def _c_rows(x, axis, stats: bool = False):
+    """The softmax along x's last axis in one C call (native_act.c), x a C-contiguous
+    float32 array with rows of at least one value: the output, or (output, each row's
+    maximum, each row's sum) with ``stats``; None where C does not take x."""
+    if (x.dtype.char != "f" or axis not in (-1, x.ndim - 1) or not x.ndim or not x.size
+            or not x.flags.c_contiguous):
+        return None
+    lib = native.act_library()
+    if lib is None:
+        return None
+    d = x.shape[-1]
+    out = np.empty_like(x)
+    a = native.address
+    if not stats:
+        lib.softmax_rows_f32(x.size // d, d, a(x), a(out), None, None)
+        return out
+    top, total = np.empty(x.size // d, np.float32), np.empty(x.size // d, np.float32)
+    lib.softmax_rows_f32(x.size // d, d, a(x), a(out), a(top), a(total))
+    return out, top, total
+
+
+#: Largest array whose softmax along another axis than the last is taken as the C row
+#: softmax of a contiguous copy with that axis last (the copy costs less than NumPy's
+#: five calls up to about this size)
+_SWAP_BELOW = 1 << 12
+
+
 @hookimpl
 def softmax(x, axis):
+    out = _c_rows(x, axis)
+    if out is not None:
+        return out
+    if x.dtype.char == "f" and x.ndim > 1 and 0 < x.size <= _SWAP_BELOW:
+        out = _c_rows(np.ascontiguousarray(x.swapaxes(axis, -1)), -1)
+        if out is not None:
+            return out.swapaxes(axis, -1)
     e = np.subtract(x, _row_max(x, axis))
     np.exp(e, out=e)
     e /= _row_sum(e, axis)
@@ -65,11 +99,17 @@ def log_softmax(x, axis):
 
 @hookimpl
 def softmax_cross_entropy(logits, targets):
+    found = _c_rows(logits, 1, stats=True)
+    rows = np.arange(logits.shape[0])
+    if found is not None:  # log(sum) - (x[target] - max), as below without the shifted copy
+        probs, top, total = found
+        picked = logits[rows, targets]
+        picked -= top
+        return np.log(total) - picked, probs
     shifted = logits - _row_max(logits, 1)
     probs = np.exp(shifted)
     total = _row_sum(probs, 1)
     probs /= total
-    rows = np.arange(logits.shape[0])
     loss = np.log(total[:, 0]) - shifted[rows, targets]
     return loss, probs
 

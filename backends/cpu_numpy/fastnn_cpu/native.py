@@ -189,6 +189,8 @@ class _Act:
         self.gelu_f32 = build.typed(lib, "fastnn_gelu_f32", [i64, ptr, ptr, c_float, ptr])
         self.gelu_backward_f32 = build.typed(lib, "fastnn_gelu_backward_f32",
                                              [i64, ptr, ptr, ptr, c_float, c_float, ptr])
+        self.softmax_rows_f32 = build.typed(lib, "fastnn_softmax_rows_f32",
+                                            [i64, i64, ptr, ptr, ptr, ptr])
         self.softmax_cols_f32 = build.typed(lib, "fastnn_softmax_cols_f32",
                                             [i64, i64, i64, ptr, ptr])
         self.softmax_cols_backward_f32 = build.typed(
@@ -205,8 +207,8 @@ ACT_MIN_SIZE = 4096
 
 def act_library():
     """The loaded elementwise loops (relu and its gradient, the bias add, float32 GELU and
-    its gradient, row maxima, attention's column softmax), or None (NumPy's); built on
-    the first call."""
+    its gradient, row maxima, the row softmax, attention's column softmax), or None
+    (NumPy's); built on the first call."""
     def load():
         lib, why = build.load(_ACT_SOURCE, _VARIABLE, "the cpu backend's C loops")
         return None if lib is None else _Act(lib), why

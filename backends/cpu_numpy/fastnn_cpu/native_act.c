@@ -178,38 +178,84 @@ void fastnn_softmax_cols_backward_f32(int64_t n, int64_t S, int64_t L, float *ds
 #define ROW_MAX(NAME, REAL, INT)                                                          \
     typedef REAL NAME##_v __attribute__((vector_size(64)));                              \
     typedef INT NAME##_m __attribute__((vector_size(64)));                               \
-    void NAME(int64_t rows, int64_t d, const REAL *x, REAL *out) {                       \
+    static inline REAL NAME##_one(const REAL *a, int64_t d) {                            \
         enum { LANES = 64 / sizeof(REAL) };                                              \
-        for (int64_t i = 0; i < rows; i++) {                                             \
-            const REAL *a = x + i * d;                                                   \
-            REAL m = a[0];                                                               \
-            int64_t j = 0;                                                               \
-            int nan = 0;                                                                 \
-            if (d >= LANES) {                                                            \
-                NAME##_v top, v;                                                         \
-                NAME##_m bad = {0};                                                      \
-                memcpy(&top, a, sizeof top);                                             \
-                for (; j + LANES <= d; j += LANES) {                                     \
-                    memcpy(&v, a + j, sizeof v);                                         \
-                    NAME##_m up = v > top;                                               \
-                    top = (NAME##_v)(((NAME##_m)v & up) | ((NAME##_m)top & ~up));        \
-                    bad |= v != v;                                                       \
-                }                                                                        \
-                m = top[0];                                                              \
-                for (int l = 1; l < LANES; l++) {                                        \
-                    m = top[l] > m ? top[l] : m;                                         \
-                }                                                                        \
-                for (int l = 0; l < LANES; l++) {                                        \
-                    nan |= bad[l] != 0;                                                  \
-                }                                                                        \
+        REAL m = a[0];                                                                   \
+        int64_t j = 0;                                                                   \
+        int nan = 0;                                                                     \
+        if (d >= LANES) {                                                                \
+            NAME##_v top, v;                                                             \
+            NAME##_m bad = {0};                                                          \
+            memcpy(&top, a, sizeof top);                                                 \
+            for (; j + LANES <= d; j += LANES) {                                         \
+                memcpy(&v, a + j, sizeof v);                                             \
+                NAME##_m up = v > top;                                                   \
+                top = (NAME##_v)(((NAME##_m)v & up) | ((NAME##_m)top & ~up));            \
+                bad |= v != v;                                                           \
             }                                                                            \
-            for (; j < d; j++) {                                                         \
-                m = a[j] > m ? a[j] : m;                                                 \
-                nan |= a[j] != a[j];                                                     \
+            m = top[0];                                                                  \
+            for (int l = 1; l < LANES; l++) {                                            \
+                m = top[l] > m ? top[l] : m;                                             \
             }                                                                            \
-            out[i] = nan ? (REAL)NAN : m;                                                \
+            for (int l = 0; l < LANES; l++) {                                            \
+                nan |= bad[l] != 0;                                                      \
+            }                                                                            \
         }                                                                                \
+        for (; j < d; j++) {                                                             \
+            m = a[j] > m ? a[j] : m;                                                     \
+            nan |= a[j] != a[j];                                                         \
+        }                                                                                \
+        return nan ? (REAL)NAN : m;                                                      \
+    }                                                                                    \
+    void NAME(int64_t rows, int64_t d, const REAL *x, REAL *out) {                       \
+        for (int64_t i = 0; i < rows; i++)                                               \
+            out[i] = NAME##_one(x + i * d, d);                                           \
     }
 
 ROW_MAX(fastnn_row_max_f32, float, int32_t)
 ROW_MAX(fastnn_row_max_f64, double, int64_t)
+
+/* The softmax along the rows of x (rows, d), d >= 1, float32, into out: NumPy's max,
+ * subtract, exp, sum and divide passes in three sweeps of a row while it is in L1 (a
+ * 4x4 softmax was five NumPy calls, 4x PyTorch's). The row's maximum as
+ * fastnn_row_max_f32, exp by exp_nonpositive, the sum 16 lanes at a time (a serial sum
+ * does not vectorise) in blocks of 1024 added in double (NumPy's pairwise sum is as
+ * close), then a multiply by its reciprocal. A NaN anywhere in a row, or an
+ * infinite maximum, makes the row NaN, as NumPy's passes do. top and total, where not
+ * NULL, take each row's maximum and sum (the cross-entropy's loss is log(total) + top -
+ * x[target]). */
+typedef float sum16_f32 __attribute__((vector_size(64)));
+void fastnn_softmax_rows_f32(int64_t rows, int64_t d, const float *x, float *out,
+                             float *top, float *total) {
+    for (int64_t i = 0; i < rows; i++) {
+        const float *restrict a = x + i * d;
+        float *restrict o = out + i * d;
+        float m = fastnn_row_max_f32_one(a, d);
+        for (int64_t j = 0; j < d; j++)
+            o[j] = exp_nonpositive(a[j] - m);
+        double whole = 0.0; /* blocks of 1024 in 16 float lanes, the blocks in double */
+        int64_t j = 0;
+        while (j + 16 <= d) {
+            sum16_f32 acc = {0}, v;
+            int64_t end = j + 1024 < d ? j + 1024 : d;
+            for (; j + 16 <= end; j += 16) {
+                memcpy(&v, o + j, sizeof v);
+                acc += v;
+            }
+            float part = 0.0f;
+            for (int l = 0; l < 16; l++)
+                part += acc[l];
+            whole += part;
+        }
+        for (; j < d; j++)
+            whole += o[j];
+        float s = (float)whole;
+        float inv = 1.0f / s;
+        for (int64_t k = 0; k < d; k++)
+            o[k] *= inv;
+        if (top) {
+            top[i] = m;
+            total[i] = s;
+        }
+    }
+}

@@ -168,6 +168,67 @@ def test_softmax_family_on_short_rows_matches_numpy(shape, dtype, loops):
         np.testing.assert_allclose(loss, want_loss, **tol)
 
 
+@pytest.mark.parametrize("d", [1, 5, 16, 17, 100, 1024, 1040, 3000, 50_257])
+def test_row_softmax_in_c_is_the_float64_softmax_to_rounding(d, loops):
+    """The float32 row softmax (native_act.c: the maximum, exp and sum in three sweeps of
+    a row, the sum in 16 lanes and blocks of 1024): the float64 softmax within NumPy's
+    own float32 error; a NaN, a +inf or an all -inf row NaN, -inf entries 0, as NumPy."""
+    rng = np.random.default_rng(d)
+    x = (rng.standard_normal((6, d)) * 5).astype(np.float32)
+    x[1, d // 2] = np.nan
+    x[2, d - 1] = np.inf
+    x[3] = -np.inf
+    x[4, : d // 2] = -np.inf
+    x64 = x.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(x64 - x64.max(1, keepdims=True))
+        want = e / e.sum(1, keepdims=True)
+        numpy32 = np.exp(x - x.max(1, keepdims=True))
+        numpy32 /= numpy32.sum(1, keepdims=True)
+    got = fused.softmax(x, 1)
+    assert got.dtype == np.float32 and got.shape == x.shape
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    finite = ~np.isnan(want)
+    # NumPy's float32 passes set the scale: no more than twice their error, plus an ulp
+    worst = np.abs(numpy32[finite] - want[finite]).max()
+    assert np.abs(got[finite] - want[finite]).max() <= 2 * worst + 2 ** -24
+    assert (got[4, : d // 2] == 0).all()
+    if d > 1:
+        targets = np.arange(6) % d
+        loss, probs = fused.softmax_cross_entropy(x, targets)
+        np.testing.assert_array_equal(probs, got)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            want_loss = -np.log(want[np.arange(6), targets])
+        np.testing.assert_array_equal(np.isnan(loss), np.isnan(want_loss))
+        ok = np.isfinite(want_loss)
+        np.testing.assert_allclose(loss[ok], want_loss[ok], rtol=1e-5, atol=1e-5)
+
+
+@needs_c
+def test_softmax_of_a_small_or_large_float32_array_is_one_c_call(monkeypatch):
+    """A 4x4 softmax (five NumPy calls before, 4x PyTorch's host time) and a (1024, 512)
+    one both take the C row softmax, as do the fused cross-entropy and a small array
+    along another axis; a strided input, another axis of a large array and float64 keep
+    NumPy's passes."""
+    calls = spy(monkeypatch, "_ACT", native.act_library)
+    x = np.random.default_rng(0).standard_normal((1024, 512)).astype(np.float32)
+    fused.softmax(x[:4, :4].copy(), -1)
+    fused.softmax(x, 1)
+    fused.softmax_cross_entropy(x, np.arange(1024) % 512)
+    assert calls == ["softmax_rows_f32"] * 3
+    calls.clear()  # a small array along another axis: C on a copy with that axis last
+    small = x[:6, :5].reshape(2, 3, 5)
+    got = fused.softmax(small, 1)
+    assert calls == ["softmax_rows_f32"]
+    e = np.exp(small.astype(np.float64) - small.max(1, keepdims=True))
+    np.testing.assert_allclose(got, e / e.sum(1, keepdims=True), rtol=1e-6, atol=1e-7)
+    calls.clear()
+    fused.softmax(x[:, ::2], 1)
+    fused.softmax(x, 0)
+    fused.softmax(x.astype(np.float64), 1)
+    assert "softmax_rows_f32" not in calls
+
+
 @pytest.mark.parametrize("d", [2, 7, 8, 15, 16, 17, 33, 64, 100, 512])
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_row_max_is_numpys_maximum_in_every_lane_and_tail(d, dtype, loops):
