@@ -121,12 +121,28 @@ def plain_class(x) -> type:
 def alias(x, out=None):
     """A view of all of x's storage without its history (``detach()``, ``.data``); with
     ``out``, that tensor becomes it (``y.data = x``)."""
+    if out is not None and _made_from(x, out):  # (``p.data = p.data``, or ``= p.data.to(
+        if x._dtype is out._dtype and layout(x) == layout(out):  # its dtype)``: the same)
+            return out
+        raise ValueError(  # (as its own view, out would be its own parent)
+            "x.data = value: value is another view of x's own storage (x[...], x.t(), "
+            "x.data.view(...)), which fastnn cannot make x's storage; give x a copy of "
+            "those values with x.data = value.clone()")
     data = source(x)
     if out is None:
         out = plain_class(x)._make(data, x._dtype, x._device)
     else:
         out._data, out._dtype, out._view = data, x._dtype, None
     return mark_view(out, x, "alias")
+
+
+def _made_from(view, t) -> bool:
+    """Whether ``view`` is ``t`` or was made from it, through any chain of views."""
+    while view is not t:
+        if view._view is None:
+            return False
+        view = view._view[PARENT]
+    return True
 
 
 def whole(x):

@@ -57,6 +57,10 @@ class Tensor:
     @requires_grad.setter
     def requires_grad(self, value) -> None:
         value = flag("requires_grad", "the value", value)
+        if not value and self._node is not None:  # (as PyTorch: a silent no-op would not cut
+            raise RuntimeError(  # the tape, and a later backward would still reach x)
+                "requires_grad: only a leaf's flag can be changed, and this tensor was made "
+                "by a recorded op; take y = x.detach() for a copy outside the tape")
         if value and not self._dtype.is_floating:
             raise TypeError(
                 f"only floating-point tensors can require grad, not {self._dtype.name}; "

@@ -123,6 +123,22 @@ def test_detach_and_leaf_flags():
     np.testing.assert_allclose(d.numpy(), y.numpy())
 
 
+def test_only_a_leafs_requires_grad_can_be_turned_off():
+    """As PyTorch: turning the flag off on a result of the tape raises (it would not cut
+    the tape), on it again is a no-op, and a leaf's flag goes either way."""
+    x = fnn.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2.0
+    with pytest.raises(RuntimeError, match="only a leaf's flag.*detach"):
+        y.requires_grad_(False)
+    with pytest.raises(RuntimeError, match="only a leaf's flag"):
+        y.requires_grad = False
+    assert y.requires_grad_(True) is y and y.requires_grad
+    (y * y).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [8.0, 16.0])  # d(4x^2)/dx
+    x.requires_grad_(False)
+    assert not x.requires_grad and x.is_leaf
+
+
 def test_shared_intermediate_waits_for_all_consumers():
     # d is consumed twice and x three times through paths of different depths; a
     # depth-first order that marks nodes when first seen runs d's rule too early.

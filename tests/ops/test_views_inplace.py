@@ -272,6 +272,30 @@ def test_inplace_on_a_leaf_that_requires_grad_is_refused_outside_no_grad(dev):
     np.testing.assert_array_equal(w.numpy(), [6.0, 1.0, 1.0])
 
 
+def test_data_set_to_itself_is_a_no_op_and_to_another_view_of_it_refused(dev):
+    """``p.data = p.data`` (what ``p.data = p.data.float()`` or ``.contiguous()`` gives
+    back for a float32 p) leaves p as it was, writable and aliasing as before (it made p
+    its own parent: every later write recursed without end); a view of p's own storage in
+    another layout is refused with the fix (PyTorch re-lays p; fastnn cannot)."""
+    p = fnn.nn.Parameter(fnn.ones((2, 3), device=dev))
+    v = p[0]
+    for same in (lambda: p.data, lambda: p.data.float(), lambda: p.data.contiguous(),
+                 lambda: p):
+        p.data = same()
+    v.data = v.detach()
+    with fnn.no_grad():
+        p.copy_(fnn.arange(6.0, device=dev).reshape(2, 3))
+    np.testing.assert_array_equal(p.numpy(), np.arange(6.0).reshape(2, 3))
+    np.testing.assert_array_equal(v.numpy(), [0.0, 1.0, 2.0])  # still a view of p
+    assert isinstance(p, fnn.nn.Parameter) and p.requires_grad and p.shape == (2, 3)
+    for other in (lambda: p.data[0], lambda: p.data.t(), lambda: p.data.view(6)):
+        with pytest.raises(ValueError, match="another view of x's own storage.*clone"):
+            p.data = other()
+    p.data = p.data.t().clone()  # a copy is its own storage, as the message says
+    assert p.shape == (3, 2)
+    np.testing.assert_array_equal(p.numpy(), np.arange(6.0).reshape(2, 3).T)
+
+
 def test_backward_through_an_overwritten_saved_value_raises_naming_the_op(dev):
     a = fnn.tensor([1.0, 2.0, 3.0], device=dev, requires_grad=True)
     b = a * 2
