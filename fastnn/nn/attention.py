@@ -48,6 +48,11 @@ def _additive(mask):
     return m.where(mask, -math.inf, full(mask.shape, 0.0, device=mask.device))
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """A Linear under the name PyTorch gives MultiheadAttention's ``out_proj`` (a marker
+    of its quantization code), so that a printed model reads as PyTorch prints it."""
+
+
 class MultiheadAttention(Module):
     """Multi-head attention; inputs (L, N, E), or (N, L, E) with ``batch_first``, or (L, E)."""
 
@@ -83,7 +88,7 @@ class MultiheadAttention(Module):
                 for _ in range(2))
         else:
             self.bias_k = self.bias_v = None
-        self.out_proj = Linear(e, e, bias, dtype=dtype, device=device)
+        self.out_proj = NonDynamicallyQuantizableLinear(e, e, bias, dtype=dtype, device=device)
         if bias:
             self.out_proj.bias = const_init((e,), 0.0, "bias", dtype, device)
 

@@ -1,6 +1,7 @@
 """BatchNorm1d, BatchNorm2d and BatchNorm3d: PyTorch's batch normalisation layers.
 
-Parameters weight (connective, 1) and bias (bias, 0) when ``affine``; buffers
+Parameters weight (connective, 1) and bias (bias, 0) when ``affine`` (the bias not with
+``bias=False``, PyTorch 2.13's keyword); buffers
 running_mean (0), running_var (1) and num_batches_tracked (int64, 0) when
 ``track_running_stats``. In training the batch's statistics normalise and the
 running ones are updated (the unbiased variance, as PyTorch); in eval the
@@ -13,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from fastnn.api import dtypes
-from fastnn.api.args import integer, real
+from fastnn.api.args import flag, integer, real
 from fastnn.nn.module import Module, buffers_kept, check_tensor, const_init
 from fastnn.ops import normalization
 from fastnn.ops.storage import rebind
@@ -21,13 +22,15 @@ from fastnn.ops.tensor import tensor
 
 
 class RunningStats(Module):
-    """What BatchNorm and InstanceNorm share: weight and bias (when ``affine``), the
-    running-statistics buffers (when ``track_running_stats``), and the repr."""
+    """What BatchNorm and InstanceNorm share: weight and bias (when ``affine``; the bias
+    not with ``bias=False``), the running-statistics buffers (when
+    ``track_running_stats``), and the repr."""
 
-    def _init_stats(self, affine, dtype, device) -> None:
+    def _init_stats(self, affine, dtype, device, bias=True) -> None:
         shape = (self.num_features,)
+        self._has_bias = bool(affine) and flag(type(self).__name__, "bias", bias)
         self.weight = const_init(shape, 1.0, "connective", dtype, device) if affine else None
-        self.bias = const_init(shape, 0.0, "bias", dtype, device) if affine else None
+        self.bias = const_init(shape, 0.0, "bias", dtype, device) if self._has_bias else None
         if self.track_running_stats:
             float_dtype = dtypes.as_dtype(dtype if dtype is not None else
                                           dtypes.get_default_dtype())
@@ -41,7 +44,8 @@ class RunningStats(Module):
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+                f"affine={self.affine}, bias={self._has_bias}, "
+                f"track_running_stats={self.track_running_stats}")
 
 
 class _BatchNorm(RunningStats):
@@ -49,7 +53,8 @@ class _BatchNorm(RunningStats):
     LAYOUT = ""
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum=0.1, affine: bool = True,
-                 track_running_stats: bool = True, dtype=None, device=None):
+                 track_running_stats: bool = True, dtype=None, device=None, *,
+                 bias: bool = True):
         super().__init__()
         name = type(self).__name__
         self.num_features = integer(name, "num_features", num_features)
@@ -57,7 +62,7 @@ class _BatchNorm(RunningStats):
         self.momentum = None if momentum is None else real(name, "momentum", momentum)
         self.affine = bool(affine)
         self.track_running_stats = bool(track_running_stats)
-        self._init_stats(affine, dtype, device)
+        self._init_stats(affine, dtype, device, bias)
 
     def _check_input(self, x) -> None:
         check_tensor(type(self).__name__, x)

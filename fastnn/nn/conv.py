@@ -75,15 +75,17 @@ class Conv1d(Module):
         if self.causal:
             text += ", causal=True"
         elif self.padding != 0:
-            text += (f", padding={self.padding!r}" if isinstance(self.padding, str)
+            text += (f", padding={self.padding}" if isinstance(self.padding, str)
                      else f", padding=({self.padding},)")
         if self.dilation != 1:
             text += f", dilation=({self.dilation},)"
-        if self.padding_mode != "zeros":
-            text += f", padding_mode={self.padding_mode!r}"
         if self.groups != 1:
             text += f", groups={self.groups}"
-        return text + ("" if self.bias is not None else ", bias=False")
+        if self.bias is None:
+            text += ", bias=False"
+        if self.padding_mode != "zeros":  # (last, as PyTorch prints it)
+            text += f", padding_mode={self.padding_mode}"
+        return text
 
     def _check(self, x):
         check_tensor("Conv1d", x)

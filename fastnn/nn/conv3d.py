@@ -49,13 +49,17 @@ class Conv3d(Module):
     def extra_repr(self) -> str:
         text = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
                 f"stride={self.stride}")
-        if self.padding not in ((0, 0, 0), "valid"):
-            text += f", padding={self.padding!r}"
+        if self.padding != (0, 0, 0):  # ("valid" printed, as PyTorch's)
+            text += f", padding={self.padding}"
         if self.dilation != (1, 1, 1):
             text += f", dilation={self.dilation}"
         if self.groups != 1:
             text += f", groups={self.groups}"
-        return text + ("" if self.bias is not None else ", bias=False")
+        if self.bias is None:
+            text += ", bias=False"
+        if self.padding_mode != "zeros":  # (last, as PyTorch prints it)
+            text += f", padding_mode={self.padding_mode}"
+        return text
 
     def forward(self, x):
         check_tensor("Conv3d", x)

@@ -25,9 +25,6 @@ class CosineSimilarity(_TwoInputs):
         super().__init__()
         self.dim, self.eps = dim, nonnegative("CosineSimilarity", "eps", eps)
 
-    def extra_repr(self) -> str:
-        return f"dim={self.dim}, eps={self.eps}"
-
     def forward(self, x1, x2):
         return cosine_similarity(x1, x2, self.dim, self.eps)
 
@@ -40,9 +37,6 @@ class PairwiseDistance(_TwoInputs):
         self.norm = real("PairwiseDistance", "p", p)
         self.eps = real("PairwiseDistance", "eps", eps)
         self.keepdim = flag("PairwiseDistance", "keepdim", keepdim)
-
-    def extra_repr(self) -> str:
-        return f"p={self.norm}, eps={self.eps}, keepdim={self.keepdim}"
 
     def forward(self, x1, x2):
         return distance.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)

@@ -42,6 +42,15 @@ def _table(owner, num, dim, padding_idx, weight, dtype, device):
     return Parameter.from_numpy(host, "connective", dtype, device)
 
 
+def _pretrained(owner: str, embeddings) -> tuple:
+    """The shape of a ``from_pretrained`` table, checked 2-d."""
+    check_tensor(f"{owner}.from_pretrained", embeddings)
+    if embeddings.ndim != 2:
+        raise ValueError(f"{owner}.from_pretrained: embeddings must be 2-d, got shape "
+                         f"{embeddings.shape}")
+    return embeddings.shape
+
+
 def _check_indices(owner: str, indices) -> None:
     check_tensor(owner, indices)
     if indices.dtype not in (dtypes.int64, dtypes.int32):
@@ -81,12 +90,8 @@ class Embedding(Module):
                         sparse: bool = False):
         """An Embedding whose weight is (a copy of) the 2-d tensor ``embeddings``, frozen
         unless ``freeze=False``."""
-        check_tensor("Embedding.from_pretrained", embeddings)
-        if embeddings.ndim != 2:
-            raise ValueError(f"Embedding.from_pretrained: embeddings must be 2-d, got shape "
-                             f"{embeddings.shape}")
-        return cls(*embeddings.shape, padding_idx, max_norm, norm_type, scale_grad_by_freq,
-                   sparse, _weight=embeddings, _freeze=freeze)
+        return cls(*_pretrained("Embedding", embeddings), padding_idx, max_norm, norm_type,
+                   scale_grad_by_freq, sparse, _weight=embeddings, _freeze=freeze)
 
     def extra_repr(self) -> str:
         pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
@@ -125,6 +130,18 @@ class EmbeddingBag(Module):
         self.include_last_offset = bool(include_last_offset)
         self.weight = _table("EmbeddingBag", self.num_embeddings, self.embedding_dim,
                              self.padding_idx, _weight, dtype, device)
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze: bool = True, max_norm=None,
+                        norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                        mode: str = "mean", sparse: bool = False,
+                        include_last_offset: bool = False, padding_idx=None):
+        """An EmbeddingBag whose weight is (a copy of) the 2-d tensor ``embeddings``, frozen
+        unless ``freeze=False``, as PyTorch's."""
+        bag = cls(*_pretrained("EmbeddingBag", embeddings), max_norm, norm_type,
+                  scale_grad_by_freq, mode, sparse, embeddings, include_last_offset, padding_idx)
+        bag.weight.requires_grad_(not freeze)
+        return bag
 
     def extra_repr(self) -> str:
         pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"

@@ -28,8 +28,7 @@ class _Loss(Module):
         raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
 
     def extra_repr(self) -> str:
-        return ", ".join(f"{k}={v!r}" for k, v in self.kwargs.items()
-                         if not hasattr(v, "shape"))
+        return ""  # (as PyTorch's losses print: the name alone)
 
     def forward(self, input, target):
         return type(self).FN(input, target, **self.kwargs)

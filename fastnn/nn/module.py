@@ -179,8 +179,11 @@ class Module(HooksMixin, ModuleTree, ModuleState):
             self._buffers[name] = value
             object.__setattr__(self, name, value)
             return
-        if isinstance(value, Module) and name in self._modules:
-            self._modules[name] = value  # replaced in its place, as torch's: order is kept
+        if (name in self._modules and isinstance(value, Module)) or (
+                name in self._parameters and (value is None or isinstance(value, Parameter))):
+            # replaced in its place, as torch's (None too, the name kept): named_parameters(),
+            # state_dict() and an optimizer built after keep their order
+            (self._modules if isinstance(value, Module) else self._parameters)[name] = value
             object.__setattr__(self, name, value)
             return
         self._parameters.pop(name, None)
@@ -204,6 +207,8 @@ class Module(HooksMixin, ModuleTree, ModuleState):
             raise TypeError(f"{type(self).__name__}.register_parameter: {name!r} must be an "
                             f"fnn.nn.Parameter or None, got {type(param).__name__}")
         _check_name(self, "register_parameter", name)
+        if param is None:  # (registered as None, as PyTorch's: a later Parameter takes its place)
+            self._parameters[name] = None
         setattr(self, name, param)
 
     def add_module(self, name: str, module) -> None:
@@ -219,52 +224,6 @@ class Module(HooksMixin, ModuleTree, ModuleState):
             setattr(self, name, module)
 
     register_module = add_module
-
-    def get_submodule(self, target: str) -> Module:
-        """The sub-module at the dotted path ``target`` (``""``: this module)."""
-        mod = self
-        for part in target.split(".") if target else ():
-            child = mod._modules.get(part)
-            if child is None:
-                raise AttributeError(f"{type(mod).__name__} has no sub-module {part!r} (looking "
-                                     f"up {target!r}); it has {list(mod._modules)}")
-            mod = child
-        return mod
-
-    def _owner_of(self, target: str):
-        """(the module holding the last name of ``target``, that name)."""
-        path, _, name = target.rpartition(".")
-        return self.get_submodule(path), name
-
-    def _member(self, target: str, kind: str):
-        """The parameter or buffer (``kind``) at the dotted path ``target``."""
-        owner, name = self._owner_of(target)
-        table = getattr(owner, f"_{kind}s")
-        if name not in table:
-            raise AttributeError(f"{type(owner).__name__} has no {kind} {name!r} (looking up "
-                                 f"{target!r}); it has {list(table)}")
-        return table[name]
-
-    def get_parameter(self, target: str):
-        """The parameter at the dotted path ``target`` (``"0.weight"``), as PyTorch's."""
-        return self._member(target, "parameter")
-
-    def get_buffer(self, target: str):
-        """The buffer at the dotted path ``target`` (``"bn.running_mean"``)."""
-        return self._member(target, "buffer")
-
-    def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
-        """Put ``module`` at the dotted path ``target``, replacing what is there (with
-        ``strict=True`` the last name must already be a sub-module), as PyTorch's."""
-        if not target:
-            raise ValueError("set_submodule: cannot set the module itself (target is '')")
-        if not isinstance(module, Module):
-            raise TypeError(f"set_submodule: {module!r} is not a Module")
-        owner, name = self._owner_of(target)
-        if strict and name not in owner._modules:
-            raise AttributeError(f"{type(owner).__name__} has no sub-module {name!r} (setting "
-                                 f"{target!r} with strict=True)")
-        setattr(owner, name, module)
 
     # ------------------------------------------------------------ forward
     def forward(self, x):

@@ -1,5 +1,5 @@
-"""Walking a module tree, as PyTorch's ``nn.Module`` does: generators over sub-modules,
-parameters and buffers, and the settings applied to the whole tree.
+"""Walking a module tree, as PyTorch's ``nn.Module`` does: dotted paths to sub-modules,
+parameters and buffers, generators over them, and the settings applied to the whole tree.
 
 Orders are PyTorch's: a module before its sub-modules, depth first in the order they were
 assigned; a module's own parameters (or buffers) before those of its sub-modules. A
@@ -19,6 +19,53 @@ def _join(prefix: str, name: str) -> str:
 
 class ModuleTree:
     """The traversal half of :class:`~fastnn.nn.Module` (a mixin)."""
+
+    # ------------------------------------------------------------ dotted paths
+    def get_submodule(self, target: str) -> ModuleTree:
+        """The sub-module at the dotted path ``target`` (``""``: this module)."""
+        mod = self
+        for part in target.split(".") if target else ():
+            child = mod._modules.get(part)
+            if child is None:
+                raise AttributeError(f"{type(mod).__name__} has no sub-module {part!r} (looking "
+                                     f"up {target!r}); it has {list(mod._modules)}")
+            mod = child
+        return mod
+
+    def _owner_of(self, target: str):
+        """(the module holding the last name of ``target``, that name)."""
+        path, _, name = target.rpartition(".")
+        return self.get_submodule(path), name
+
+    def _member(self, target: str, kind: str):
+        """The parameter or buffer (``kind``) at the dotted path ``target``."""
+        owner, name = self._owner_of(target)
+        table = getattr(owner, f"_{kind}s")
+        if name not in table:
+            raise AttributeError(f"{type(owner).__name__} has no {kind} {name!r} (looking up "
+                                 f"{target!r}); it has {list(table)}")
+        return table[name]
+
+    def get_parameter(self, target: str):
+        """The parameter at the dotted path ``target`` (``"0.weight"``), as PyTorch's."""
+        return self._member(target, "parameter")
+
+    def get_buffer(self, target: str):
+        """The buffer at the dotted path ``target`` (``"bn.running_mean"``)."""
+        return self._member(target, "buffer")
+
+    def set_submodule(self, target: str, module: ModuleTree, strict: bool = False) -> None:
+        """Put ``module`` at the dotted path ``target``, replacing what is there (with
+        ``strict=True`` the last name must already be a sub-module), as PyTorch's."""
+        if not target:
+            raise ValueError("set_submodule: cannot set the module itself (target is '')")
+        if not isinstance(module, ModuleTree):  # (a Module: the class built on this one)
+            raise TypeError(f"set_submodule: {module!r} is not a Module")
+        owner, name = self._owner_of(target)
+        if strict and name not in owner._modules:
+            raise AttributeError(f"{type(owner).__name__} has no sub-module {name!r} (setting "
+                                 f"{target!r} with strict=True)")
+        setattr(owner, name, module)
 
     # ------------------------------------------------------------ sub-modules
     def named_children(self):

@@ -98,7 +98,8 @@ class LayerNorm(Module):
                 self.bias = const_init(self.normalized_shape, 0.0, "bias", dtype, device)
 
     def extra_repr(self) -> str:
-        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.affine}"
+        return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.affine}, "
+                f"bias={self.bias is not None}")
 
     def _normalize(self, x):
         centered = x - x.mean(axis=-1, keepdims=True)

@@ -19,10 +19,10 @@ from fastnn.ops.shaping import squeeze, unsqueeze
 
 
 class GroupNorm(Module):
-    """PyTorch's GroupNorm(num_groups, num_channels, eps, affine) over (N, C, *)."""
+    """PyTorch's GroupNorm(num_groups, num_channels, eps, affine, bias=) over (N, C, *)."""
 
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
-                 affine: bool = True, dtype=None, device=None):
+                 affine: bool = True, dtype=None, device=None, *, bias: bool = True):
         super().__init__()
         self.num_groups = integer("GroupNorm", "num_groups", num_groups)
         self.num_channels = integer("GroupNorm", "num_channels", num_channels)
@@ -31,12 +31,14 @@ class GroupNorm(Module):
                              f"num_groups={num_groups}")
         self.eps = nonnegative("GroupNorm", "eps", eps)
         self.affine = flag("GroupNorm", "affine", affine)
+        self._has_bias = self.affine and flag("GroupNorm", "bias", bias)
         shape = (self.num_channels,)
         self.weight = const_init(shape, 1.0, "connective", dtype, device) if affine else None
-        self.bias = const_init(shape, 0.0, "bias", dtype, device) if affine else None
+        self.bias = const_init(shape, 0.0, "bias", dtype, device) if self._has_bias else None
 
     def extra_repr(self) -> str:
-        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self._has_bias}")
 
     def forward(self, x):
         check_tensor("GroupNorm", x)
@@ -51,7 +53,7 @@ class _InstanceNorm(RunningStats):
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum=0.1,
                  affine: bool = False, track_running_stats: bool = False, dtype=None,
-                 device=None):
+                 device=None, *, bias: bool = True):
         super().__init__()
         name = type(self).__name__
         self.num_features = integer(name, "num_features", num_features)
@@ -59,7 +61,7 @@ class _InstanceNorm(RunningStats):
         self.momentum = None if momentum is None else real(name, "momentum", momentum)
         self.affine = flag(name, "affine", affine)
         self.track_running_stats = flag(name, "track_running_stats", track_running_stats)
-        self._init_stats(affine, dtype, device)
+        self._init_stats(affine, dtype, device, bias)
 
     def forward(self, x):
         name = type(self).__name__

@@ -34,8 +34,9 @@ class _Pad(Module):
         self.value = real(name, "value", value)
 
     def extra_repr(self) -> str:
-        constant = self.MODE == "constant" and not type(self).__name__.startswith("Zero")
-        return f"{self.padding}" + (f", value={self.value}" if constant else "")
+        if self.MODE == "constant" and not type(self).__name__.startswith("Zero"):
+            return f"padding={self.padding}, value={self.value}"  # (PyTorch's ConstantPadNd)
+        return f"{self.padding}"
 
     def forward(self, x):
         name = type(self).__name__

@@ -15,6 +15,12 @@ class _Pool(Module):
 
     FUNCTION = None
     ARGS: tuple = ()
+    #: the options the repr shows, in order, as PyTorch's (None: all of ARGS)
+    REPR: tuple | None = None
+    #: repr each shown int as a tuple of this many (PyTorch's AvgPool1d and MaxUnpoolNd
+    #: keep their sizes as tuples); 0: as given
+    TUPLES = 0
+    STRIDE_AS_GIVEN = False  # LPPool's: its repr shows stride=None when none was given
 
     def __init__(self, *args, **kwargs):
         super().__init__()
@@ -27,6 +33,7 @@ class _Pool(Module):
             options[name] = kwargs.pop(name, default)
         if kwargs:
             raise TypeError(f"{type(self).__name__}: unexpected arguments {sorted(kwargs)}")
+        self._given_stride = options.get("stride")  # (LPPool's repr shows it as given)
         if "kernel_size" in options and options.get("stride") is None:
             options["stride"] = options["kernel_size"]
         self.options = options
@@ -34,7 +41,15 @@ class _Pool(Module):
             object.__setattr__(self, name, value)
 
     def extra_repr(self) -> str:
-        return ", ".join(f"{name}={value!r}" for name, value in self.options.items())
+        names = self.options if self.REPR is None else self.REPR
+        return ", ".join(f"{name}={self._shown(name)}" for name in names)
+
+    def _shown(self, name: str):
+        value = self._given_stride if name == "stride" and self.STRIDE_AS_GIVEN else \
+            self.options[name]
+        if self.TUPLES and isinstance(value, int) and not isinstance(value, bool):
+            return (value,) * self.TUPLES
+        return value
 
     def forward(self, x):
         return type(self).FUNCTION(x, **self.options)
@@ -50,13 +65,15 @@ _MAX = (("kernel_size", None), ("stride", None), ("padding", 0), ("dilation", 1)
         ("return_indices", False), ("ceil_mode", False))
 _AVG = (("kernel_size", None), ("stride", None), ("padding", 0), ("ceil_mode", False),
         ("count_include_pad", True))
+_MAX_REPR = ("kernel_size", "stride", "padding", "dilation", "ceil_mode")
+_AVG_REPR = ("kernel_size", "stride", "padding")
 
 
 class MaxPool1d(_Pool):
     """PyTorch's MaxPool1d(kernel_size, stride=None, padding=0, dilation=1,
     return_indices=False, ceil_mode=False)."""
 
-    FUNCTION, ARGS = staticmethod(pooling.max_pool1d), _MAX
+    FUNCTION, ARGS, REPR = staticmethod(pooling.max_pool1d), _MAX, _MAX_REPR
 
 
 class MaxPool2d(_Pool):
@@ -64,14 +81,14 @@ class MaxPool2d(_Pool):
     return_indices=False, ceil_mode=False): with return_indices, forward returns
     (output, indices), the indices flat in each input plane (for MaxUnpool2d)."""
 
-    FUNCTION, ARGS = staticmethod(pooling.max_pool2d), _MAX
+    FUNCTION, ARGS, REPR = staticmethod(pooling.max_pool2d), _MAX, _MAX_REPR
 
 
 class AvgPool1d(_Pool):
     """PyTorch's AvgPool1d(kernel_size, stride=None, padding=0, ceil_mode=False,
     count_include_pad=True)."""
 
-    FUNCTION, ARGS = staticmethod(pooling.avg_pool1d), _AVG
+    FUNCTION, ARGS, REPR, TUPLES = staticmethod(pooling.avg_pool1d), _AVG, _AVG_REPR, 1
 
 
 class AvgPool2d(_Pool):
@@ -79,13 +96,14 @@ class AvgPool2d(_Pool):
     count_include_pad=True, divisor_override=None)."""
 
     FUNCTION, ARGS = staticmethod(pooling.avg_pool2d), _AVG + (("divisor_override", None),)
+    REPR = _AVG_REPR
 
 
 class MaxPool3d(_Pool):
     """PyTorch's MaxPool3d(kernel_size, stride=None, padding=0, dilation=1,
     return_indices=False, ceil_mode=False) (return_indices=True is refused)."""
 
-    FUNCTION, ARGS = staticmethod(pooling3d.max_pool3d), _MAX
+    FUNCTION, ARGS, REPR = staticmethod(pooling3d.max_pool3d), _MAX, _MAX_REPR
 
 
 class AvgPool3d(_Pool):
@@ -93,6 +111,7 @@ class AvgPool3d(_Pool):
     count_include_pad=True, divisor_override=None)."""
 
     FUNCTION, ARGS = staticmethod(pooling3d.avg_pool3d), _AVG + (("divisor_override", None),)
+    REPR = _AVG_REPR
 
 
 class AdaptiveAvgPool3d(_Pool):
@@ -117,7 +136,7 @@ class AdaptiveMaxPool1d(_Pool):
     """PyTorch's AdaptiveMaxPool1d(output_size, return_indices=False)."""
 
     FUNCTION = staticmethod(pooling_max.adaptive_max_pool1d)
-    ARGS = (("output_size", None), ("return_indices", False))
+    ARGS, REPR = (("output_size", None), ("return_indices", False)), ("output_size",)
 
 
 class AdaptiveMaxPool2d(_Pool):
@@ -125,7 +144,7 @@ class AdaptiveMaxPool2d(_Pool):
     or a pair whose None keeps that size."""
 
     FUNCTION = staticmethod(pooling_max.adaptive_max_pool2d)
-    ARGS = (("output_size", None), ("return_indices", False))
+    ARGS, REPR = (("output_size", None), ("return_indices", False)), ("output_size",)
 
 
 class AdaptiveMaxPool3d(_Pool):
@@ -133,7 +152,7 @@ class AdaptiveMaxPool3d(_Pool):
     or a triple whose None keeps that size."""
 
     FUNCTION = staticmethod(pooling3d_max.adaptive_max_pool3d)
-    ARGS = (("output_size", None), ("return_indices", False))
+    ARGS, REPR = (("output_size", None), ("return_indices", False)), ("output_size",)
 
 
 class _Unpool(_Pool):
@@ -147,39 +166,43 @@ class MaxUnpool1d(_Unpool):
     """PyTorch's MaxUnpool1d(kernel_size, stride=None, padding=0); forward(x, indices,
     output_size=None) with the indices of MaxPool1d(return_indices=True)."""
 
-    FUNCTION = staticmethod(pooling_max.max_unpool1d)
+    FUNCTION, TUPLES = staticmethod(pooling_max.max_unpool1d), 1
 
 
 class MaxUnpool2d(_Unpool):
     """PyTorch's MaxUnpool2d(kernel_size, stride=None, padding=0); forward(x, indices,
     output_size=None) with the indices of MaxPool2d(return_indices=True)."""
 
-    FUNCTION = staticmethod(pooling_max.max_unpool2d)
+    FUNCTION, TUPLES = staticmethod(pooling_max.max_unpool2d), 2
 
 
 class MaxUnpool3d(_Unpool):
     """PyTorch's MaxUnpool3d(kernel_size, stride=None, padding=0); forward(x, indices,
     output_size=None) with the flat indices d H W + h W + w of each value."""
 
-    FUNCTION = staticmethod(pooling3d_max.max_unpool3d)
+    FUNCTION, TUPLES = staticmethod(pooling3d_max.max_unpool3d), 3
 
 
 _LP = (("norm_type", None), ("kernel_size", None), ("stride", None), ("ceil_mode", False))
 
 
-class LPPool1d(_Pool):
+class _LPPool(_Pool):
+    STRIDE_AS_GIVEN = True
+
+
+class LPPool1d(_LPPool):
     """PyTorch's LPPool1d(norm_type, kernel_size, stride=None, ceil_mode=False)."""
 
     FUNCTION, ARGS = staticmethod(pooling_lp.lp_pool1d), _LP
 
 
-class LPPool2d(_Pool):
+class LPPool2d(_LPPool):
     """PyTorch's LPPool2d(norm_type, kernel_size, stride=None, ceil_mode=False)."""
 
     FUNCTION, ARGS = staticmethod(pooling_lp.lp_pool2d), _LP
 
 
-class LPPool3d(_Pool):
+class LPPool3d(_LPPool):
     """PyTorch's LPPool3d(norm_type, kernel_size, stride=None, ceil_mode=False)."""
 
     FUNCTION, ARGS = staticmethod(pooling_lp.lp_pool3d), _LP

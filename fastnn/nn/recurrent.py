@@ -69,18 +69,17 @@ class _Recurrent(Module):
                                                                 device))
 
     def extra_repr(self) -> str:
-        extra = "" if self.num_layers == 1 else f", num_layers={self.num_layers}"
-        if self.MODE == "RNN_RELU":
-            extra += ", nonlinearity='relu'"
-        for flag in ("batch_first", "bidirectional"):
-            if getattr(self, flag):
-                extra += f", {flag}=True"
+        extra = f", proj_size={self.proj_size}" if self.proj_size else ""  # (PyTorch's order)
+        if self.num_layers != 1:
+            extra += f", num_layers={self.num_layers}"
         if not self.bias:
             extra += ", bias=False"
+        if self.batch_first:
+            extra += ", batch_first=True"
         if self.dropout:
             extra += f", dropout={self.dropout}"
-        if self.proj_size:
-            extra += f", proj_size={self.proj_size}"
+        if self.bidirectional:
+            extra += ", bidirectional=True"
         return f"{self.input_size}, {self.hidden_size}{extra}"
 
     @property

@@ -73,9 +73,9 @@ class SyncBatchNorm(_BatchNorm):
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum=0.1,
                  affine: bool = True, track_running_stats: bool = True, process_group=None,
-                 device=None, dtype=None):
+                 device=None, dtype=None, *, bias: bool = True):
         super().__init__(num_features, eps, momentum, affine, track_running_stats,
-                         dtype=dtype, device=device)
+                         dtype=dtype, device=device, bias=bias)
         self.process_group = process_group
 
     def _check_input(self, x) -> None:

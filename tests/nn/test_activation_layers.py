@@ -129,11 +129,12 @@ def test_deepcopy_requires_grad_named_modules_and_repr():
     assert repr(nn.LeakyReLU(0.2)) == "LeakyReLU(negative_slope=0.2)"
     assert repr(nn.ReLU()) == "ReLU()"
     assert repr(nn.MultiheadAttention(4, 2)) == (
-        "MultiheadAttention(\n  (out_proj): Linear(in_features=4, out_features=4, bias=True)\n)")
+        "MultiheadAttention(\n  (out_proj): NonDynamicallyQuantizableLinear(in_features=4, "
+        "out_features=4, bias=True)\n)")
     assert repr(nn.Sequential(nn.Linear(2, 3), nn.Dropout(0.1))) == (
         "Sequential(\n  (0): Linear(in_features=2, out_features=3, bias=True)\n"
         "  (1): Dropout(p=0.1, inplace=False)\n)")
-    assert repr(nn.LayerNorm(8)) == "LayerNorm((8,), eps=1e-05, elementwise_affine=True)"
+    assert repr(nn.LayerNorm(8)) == "LayerNorm((8,), eps=1e-05, elementwise_affine=True, bias=True)"
     assert repr(nn.LSTM(3, 4, num_layers=2)) == "LSTM(3, 4, num_layers=2)"
 
 

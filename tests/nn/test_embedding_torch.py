@@ -171,3 +171,20 @@ def test_embedding_module_options_and_from_pretrained():
     assert nn.Embedding.from_pretrained(fnn.tensor(table), freeze=False).weight.requires_grad
     with pytest.raises(ValueError, match="sparse"):
         nn.Embedding(4, 2, sparse=True)
+
+
+def test_embedding_bag_from_pretrained_as_pytorchs():
+    """EmbeddingBag.from_pretrained: PyTorch's arguments in PyTorch's order, frozen unless
+    freeze=False, the table copied, the bags PyTorch's."""
+    table = rng.standard_normal((5, 3))
+    idx, offsets = np.array([4, 0, 2, 2, 1]), np.array([0, 2])
+    for kwargs in ({}, dict(mode="max"), dict(freeze=False, mode="sum", padding_idx=2)):
+        ours = nn.EmbeddingBag.from_pretrained(fnn.tensor(table), **kwargs)
+        theirs = torch.nn.EmbeddingBag.from_pretrained(torch.tensor(table), **kwargs)
+        assert ours.weight.requires_grad == theirs.weight.requires_grad
+        assert repr(ours) == repr(theirs)
+        np.testing.assert_allclose(
+            ours(fnn.tensor(idx), fnn.tensor(offsets)).detach().numpy(),
+            theirs(torch.tensor(idx), torch.tensor(offsets)).detach().numpy(), rtol=1e-12)
+    with pytest.raises(ValueError, match="EmbeddingBag.from_pretrained: embeddings must be 2-d"):
+        nn.EmbeddingBag.from_pretrained(fnn.tensor(table[0]))

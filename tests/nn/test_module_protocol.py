@@ -45,6 +45,24 @@ def test_traversals_are_generators_in_pytorchs_order():
     assert len(list(ours.modules())) == len(list(theirs.modules()))
 
 
+def test_a_parameter_assigned_again_keeps_its_place_as_pytorchs():
+    """``m.weight = Parameter(...)`` replaces the parameter where it stood (it moved to the
+    end: named_parameters(), state_dict() and a later optimizer's order changed); a new
+    name, or one freed by ``del`` or ``= None``, goes last, as in PyTorch."""
+    torch = _torch()
+    results = []
+    for lib in (fnn, torch):
+        m = lib.nn.Linear(2, 3)
+        m.weight = lib.nn.Parameter(lib.ones(3, 2))
+        first = [n for n, _ in m.named_parameters()]
+        m.extra = lib.nn.Parameter(lib.ones(1))
+        m.bias = None
+        m.bias = lib.nn.Parameter(lib.zeros(3))
+        results.append((first, [n for n, _ in m.named_parameters()], list(m.state_dict())))
+    assert results[0] == results[1]
+    assert results[0][0] == ["weight", "bias"]
+
+
 def test_apply_fn_visits_children_first_and_returns_the_module():
     torch = _torch()
     ours, theirs = _pair(torch)

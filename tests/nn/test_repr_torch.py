@@ -1,0 +1,148 @@
+"""Layers print as PyTorch prints them: ``print(model)`` of the same architecture gives
+the same text (each layer's repr built from the same arguments in both libraries, torch
+where it is installed), and a few literal reprs that hold without PyTorch."""
+
+import pytest
+
+from fastnn import nn
+
+# constructor calls written once, evaluated in both libraries' nn
+LAYERS = [
+    'MaxPool1d(2)',
+    'MaxPool2d(2, 1, 1)',
+    'MaxPool3d(2, return_indices=True)',
+    'AvgPool1d(2)',
+    'AvgPool2d(3, 2, 1, ceil_mode=True)',
+    'AvgPool3d(2)',
+    'AdaptiveMaxPool1d(3)',
+    'AdaptiveMaxPool2d((3, None))',
+    'AdaptiveMaxPool3d(3)',
+    'AdaptiveAvgPool1d(3)',
+    'AdaptiveAvgPool2d(3)',
+    'AdaptiveAvgPool3d(3)',
+    'LPPool1d(2, 3)',
+    'LPPool2d(2, 3, 1)',
+    'LPPool3d(1, 2)',
+    'MaxUnpool1d(2)',
+    'MaxUnpool2d(2)',
+    'MaxUnpool3d(2, 1)',
+    'Conv2d(1, 2, 3, padding="same", bias=False)',
+    'Conv2d(1, 2, 3, padding="valid")',
+    'Conv1d(1, 2, 3, padding="same")',
+    'Conv3d(1, 2, 3, padding="same", padding_mode="reflect")',
+    'ConvTranspose2d(1, 2, 3, stride=2, output_padding=1)',
+    'Conv1d(1, 2, 3, padding_mode="circular", padding=1)',
+    'Conv2d(2, 4, 3, padding=1, padding_mode="replicate", groups=2, dilation=2)',
+    'LSTM(2, 3, dropout=0.1, num_layers=2, batch_first=True, bidirectional=True, bias=False, '
+    'proj_size=2)',
+    'GRU(2, 3, bidirectional=True)',
+    'RNN(2, 3, nonlinearity="relu")',
+    'LSTMCell(2, 3)',
+    'GRUCell(2, 3, bias=False)',
+    'RNNCell(2, 3, nonlinearity="relu")',
+    'MultiheadAttention(4, 2)',
+    'CrossEntropyLoss(weight=None, label_smoothing=0.1)',
+    'MSELoss(reduction="sum")',
+    'BCEWithLogitsLoss()',
+    'NLLLoss()',
+    'L1Loss()',
+    'HuberLoss(delta=2.0)',
+    'SmoothL1Loss()',
+    'KLDivLoss(reduction="batchmean")',
+    'CTCLoss()',
+    'TripletMarginLoss()',
+    'CosineEmbeddingLoss()',
+    'MarginRankingLoss()',
+    'HingeEmbeddingLoss()',
+    'SoftMarginLoss()',
+    'MultiLabelSoftMarginLoss()',
+    'PoissonNLLLoss()',
+    'GaussianNLLLoss()',
+    'BCELoss()',
+    'MultiMarginLoss()',
+    'ConstantPad2d(1, 0.5)',
+    'ConstantPad1d((1, 2), 3.0)',
+    'ConstantPad3d(1, 0.0)',
+    'ZeroPad2d(1)',
+    'ZeroPad1d(2)',
+    'ReflectionPad2d(1)',
+    'ReplicationPad3d(1)',
+    'CircularPad2d(1)',
+    'CosineSimilarity()',
+    'PairwiseDistance()',
+    'TransformerEncoderLayer(4, 2, 8)',
+    'Embedding(3, 2, max_norm=1.0, sparse=False)',
+    'EmbeddingBag(3, 2, mode="sum")',
+    'Upsample(scale_factor=2, mode="bilinear")',
+    'UpsamplingNearest2d(scale_factor=2)',
+    'PixelShuffle(2)',
+    'PixelUnshuffle(2)',
+    'ChannelShuffle(2)',
+    'Fold((4, 4), 2)',
+    'Unfold(2, stride=2)',
+    'Dropout1d(0.1)',
+    'FeatureAlphaDropout()',
+    'LayerNorm([2, 3], eps=1e-6)',
+    'RMSNorm([3], eps=1e-6)',
+    'LocalResponseNorm(2)',
+    'Softmax2d()',
+    'Softmin(1)',
+    'Hardshrink()',
+    'Softshrink(0.3)',
+    'Tanhshrink()',
+    'RReLU()',
+    'GLU()',
+    'Hardsigmoid()',
+    'LogSigmoid()',
+    'Softsign()',
+    'CELU(0.5)',
+    'SELU(inplace=True)',
+    'Mish()',
+    'SiLU()',
+    'Sigmoid()',
+    'Tanh()',
+    'ReLU6()',
+    'ELU(alpha=0.5)',
+    'Identity()',
+    'Flatten(0, 2)',
+    'Unflatten(1, (2, 2))',
+    'Bilinear(2, 3, 4, bias=False)',
+    'Linear(2, 3)',
+    'LazyLinear(3)',
+    'Transformer(d_model=4, nhead=2, num_encoder_layers=1, num_decoder_layers=1, '
+    'dim_feedforward=8)',
+]
+
+
+@pytest.mark.parametrize("call", LAYERS)
+def test_a_layer_prints_as_pytorchs(call):
+    torch = pytest.importorskip("torch")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (PyTorch's nested-tensor notice on Transformer)
+        theirs = repr(eval("torch.nn." + call, {"torch": torch}))
+    assert repr(eval("nn." + call, {"nn": nn})) == theirs
+
+
+def test_reprs_that_once_differed_from_pytorchs():
+    """The texts PyTorch prints, literally: pools without return_indices, AvgPool1d's
+    tuples, LPPool's stride as given, losses by name alone, strings without quotes, the
+    norms' bias flag, the LSTM's keyword order, MultiheadAttention's out_proj class."""
+    assert repr(nn.MaxPool2d(2)) == ("MaxPool2d(kernel_size=2, stride=2, padding=0, "
+                                     "dilation=1, ceil_mode=False)")
+    assert repr(nn.AvgPool1d(2)) == "AvgPool1d(kernel_size=(2,), stride=(2,), padding=(0,))"
+    assert repr(nn.LPPool2d(2, 3)) == ("LPPool2d(norm_type=2, kernel_size=3, stride=None, "
+                                       "ceil_mode=False)")
+    assert repr(nn.CrossEntropyLoss(label_smoothing=0.1)) == "CrossEntropyLoss()"
+    assert repr(nn.Conv2d(1, 2, 3, padding="same", padding_mode="reflect", bias=False)) == (
+        "Conv2d(1, 2, kernel_size=(3, 3), stride=(1, 1), padding=same, bias=False, "
+        "padding_mode=reflect)")
+    assert repr(nn.BatchNorm1d(2, bias=False)) == (
+        "BatchNorm1d(2, eps=1e-05, momentum=0.1, affine=True, bias=False, "
+        "track_running_stats=True)")
+    assert [n for n, _ in nn.GroupNorm(2, 4, bias=False).named_parameters()] == ["weight"]
+    assert repr(nn.LSTM(2, 3, num_layers=2, batch_first=True, proj_size=2)) == (
+        "LSTM(2, 3, proj_size=2, num_layers=2, batch_first=True)")
+    assert repr(nn.ConstantPad1d(2, 3.5)) == "ConstantPad1d(padding=(2, 2), value=3.5)"
+    assert "(out_proj): NonDynamicallyQuantizableLinear(" in repr(nn.MultiheadAttention(4, 2))
