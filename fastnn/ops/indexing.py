@@ -25,6 +25,7 @@ from __future__ import annotations
 import builtins
 import math
 import numbers
+import warnings
 
 import numpy as np
 
@@ -59,6 +60,22 @@ def _on_device(item, x: Tensor) -> bool:
     """Whether an index is a tensor that stays where it is (x's own device), not host data."""
     return isinstance(item, Tensor) and (item._device == x._device or
                                          not item._device.backend.record.host_memory)
+
+
+def _sequence_as_tuple(key, stacklevel: int) -> bool:
+    """PyTorch's rule (NumPy's before 1.23): a list of fewer than 32 items of which one is
+    a list, a tuple, a tensor, an array, a slice, ``...`` or None indexes as the tuple of
+    its items (``x[[[0, 1], [1, 0]]]`` is ``x[[0, 1], [1, 0]]``), with PyTorch's warning
+    that this is deprecated; a list of ints is one index."""
+    if type(key) is not list or len(key) >= 32 or not any(
+            item is None or item is Ellipsis or isinstance(
+                item, (list, tuple, builtins.slice, Tensor, np.ndarray)) for item in key):
+        return False
+    warnings.warn("indexing with a list that holds lists, tensors, slices, ... or None is "
+                  "deprecated: it indexes as the tuple of its items, as in PyTorch; write "
+                  "x[tuple(seq)] for that, or x[fnn.tensor(seq)] for one index tensor",
+                  UserWarning, stacklevel=stacklevel)
+    return True
 
 
 def _expand_key(op: str, x: Tensor, key) -> list:
@@ -207,6 +224,8 @@ def _advanced(op: str, x: Tensor, advanced: list) -> Tensor:
 def getitem(x: Tensor, key) -> Tensor:
     """``x[key]``: see the module docstring."""
     kind = type(key)
+    if kind is list and _sequence_as_tuple(key, 4):  # (4: the user's line, past view_op's)
+        key, kind = tuple(key), tuple
     if kind is int:  # x[i]: one view of row i
         shape = x._data.shape
         if shape and -shape[0] <= key < shape[0]:
@@ -292,6 +311,8 @@ def setitem(x: Tensor, key, value) -> None:
     """``x[key] = value`` in place, as PyTorch: a basic key writes through the view
     ``x[key]`` (seen by every tensor sharing x's storage); integer-tensor and mask keys
     scatter. A value that requires grad is recorded (the gradient reaches it)."""
+    if type(key) is list and _sequence_as_tuple(key, 3):
+        key = tuple(key)
     if not isinstance(value, Tensor):
         if isinstance(value, bool) and x._dtype.is_floating:
             value = float(value)

@@ -3,6 +3,8 @@ positions, gradients) and against PyTorch where it is installed."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -71,6 +73,33 @@ def test_torch_agrees_on_mixed_indexing():
                 ([[0, 1], [2, 3]], slice(1, 3), [[4], [5]]), (X > 0.5,)]:
         tkey = tuple(torch.tensor(k) if isinstance(k, (list, np.ndarray)) else k for k in key)
         np.testing.assert_array_equal(x[key].numpy(), t[tkey].numpy())
+
+
+# a list that holds sequences, tensors, slices, ... or None: the tuple of its items, as PyTorch
+# (NumPy's rule before 1.23), with PyTorch's deprecation warning; a list of ints stays one index
+LIST_KEYS = [[[0, 1], [1, 0]], [[0, 2]], [(0, 1), (1, 0)], [0, [1, 2]], [slice(0, 2), 1],
+             [None, 0], [Ellipsis, 0], [0, 2]]
+
+
+@pytest.mark.parametrize("key", LIST_KEYS)
+def test_a_list_of_sequences_indexes_as_a_tuple_as_pytorchs(key):
+    as_tuple = any(not isinstance(k, int) for k in key)
+    want_key = tuple(key) if as_tuple else key
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = fnn.tensor(X)[key]
+        y = fnn.zeros(X.shape)
+        y[key] = 1.0
+    assert [str(w.message).count("tuple of its items") for w in caught] == [1, 1] * as_tuple
+    assert all(w.filename == __file__ for w in caught)  # the user's line
+    np.testing.assert_array_equal(got.numpy(), X[want_key])
+    want = np.zeros(X.shape)
+    want[want_key] = 1.0
+    np.testing.assert_array_equal(y.numpy(), want)
+    torch = pytest.importorskip("torch")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert tuple(torch.tensor(X)[key].shape) == got.shape
 
 
 def test_batching_as_pytorch_users_write_it(device):
