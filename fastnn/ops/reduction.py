@@ -191,12 +191,17 @@ def all(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> T
 
 @public(method=True, top=True)
 def norm(x: Tensor, p=2, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
-    """The vector p-norm over ``dim`` (None = all): p = 2, 1, inf, -inf, 0 or any real."""
+    """The vector p-norm over ``dim`` (None = all): p = 2, 1, inf, -inf, 0 or any real;
+    ``"fro"`` is the 2-norm over ``dim`` (the Frobenius norm of a matrix), as PyTorch's."""
     dim, keep = _args("norm", dim, axis, keepdim, keepdims)
+    if p == "fro":
+        p = 2
+    elif p == "nuc":
+        raise ValueError("norm: p='nuc' (the nuclear norm) is fnn.linalg.matrix_norm(x, 'nuc', "
+                         "dim=(-2, -1)) in fastnn")
     if isinstance(p, bool) or not isinstance(p, numbers.Real):
-        raise TypeError(f"norm: p must be a real number (2, 1, float('inf')...), got {p!r}")
-    if isinstance(p, str):
-        raise TypeError(f"norm: p must be a number, got {p!r}")
+        raise TypeError(f"norm: p must be a real number (2, 1, float('inf')...) or 'fro', got "
+                        f"{p!r}")
     _floating_only("norm", x)
     axes = normalize_axis("norm", dim, x.ndim)
     a = ew.abs(x)

@@ -82,6 +82,19 @@ def test_norm_gradient_at_zero_is_zero_as_pytorch():
     np.testing.assert_array_equal(x.grad.numpy(), np.zeros((2, 3)))
 
 
+@pytest.mark.parametrize("kwargs", [{}, {"dim": (1, 2)}, {"dim": 1, "keepdim": True}])
+def test_norm_p_fro_is_the_2_norm_over_dim_as_pytorchs(kwargs):
+    """torch.norm(x, p='fro') (a common spelling): the square root of the sum of squares
+    over ``dim`` (all elements without one); p='nuc' names linalg.matrix_norm."""
+    a = np.random.default_rng(1).standard_normal((2, 3, 4))
+    got = fnn.norm(fnn.tensor(a), p="fro", **kwargs)
+    axes = kwargs.get("dim")
+    want = np.sqrt((a * a).sum(axis=axes, keepdims=kwargs.get("keepdim", False)))
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+    with pytest.raises(ValueError, match="matrix_norm"):
+        fnn.tensor(a).norm(p="nuc")
+
+
 def test_logsumexp_is_stable(device):
     a = np.array([[1000.0, 1000.0], [-np.inf, -np.inf], [np.inf, 0.0], [-1000.0, 3.0]])
     out = fnn.tensor(a, device=device).logsumexp(1).numpy()
