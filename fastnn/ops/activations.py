@@ -19,7 +19,8 @@ from fastnn.autograd.engine import attach
 from fastnn.autograd.grad_mode import switches
 from fastnn.ops import joining
 from fastnn.ops.core import astype
-from fastnn.ops.elementwise import add, align, compare, div, exp, mul, where
+from fastnn.ops.elementwise import add, compare, div, exp, mul, where
+from fastnn.ops.operands import align
 from fastnn.ops.table import FUNCTIONAL, public
 from fastnn.ops.tensor import Tensor
 

@@ -14,8 +14,8 @@ import numbers
 
 from fastnn.api.args import integer
 from fastnn.autograd.engine import attach
-from fastnn.ops.elementwise import same_dtype
 from fastnn.ops.movement import reshape
+from fastnn.ops.operands import same_dtype
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
 

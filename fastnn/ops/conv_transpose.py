@@ -27,9 +27,9 @@ import numpy as np
 from fastnn.api.args import integer
 from fastnn.autograd.engine import attach
 from fastnn.ops import conv
-from fastnn.ops.elementwise import same_dtype
 from fastnn.ops.joining import pad
 from fastnn.ops.movement import reshape, transpose
+from fastnn.ops.operands import same_dtype
 from fastnn.ops.scattering import index_add
 from fastnn.ops.selecting import as_index, index_select_tensor
 from fastnn.ops.shaping import flip

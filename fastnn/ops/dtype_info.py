@@ -2,7 +2,7 @@
 ``result_type``/``promote_types``/``can_cast`` (its promotion rules), and ``is_nonzero``.
 
 The promotion answers are the ones the ops themselves follow (:func:`fastnn.api.dtypes.
-promote` and :func:`fastnn.ops.elementwise.align`): a Python scalar or a 0-d tensor decides
+promote` and :func:`fastnn.ops.operands.align`): a Python scalar or a 0-d tensor decides
 the result's dtype only when it is of a higher category (bool < integer < floating).
 """
 

@@ -8,65 +8,24 @@ from __future__ import annotations
 
 import numbers
 
+import numpy as np
+
 from fastnn.api import dtypes
-from fastnn.api.dtypes import promote
 from fastnn.autograd.engine import attach
 from fastnn.autograd.grad_mode import switches
 from fastnn.ops.core import astype, broadcast_shape, check_same_device
+from fastnn.ops.operands import (
+    align,
+    arrays_as_tensors,
+    as_tensor_like,
+    check_scalar,
+    python_bools,
+    scalar_operand,
+)
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
 
-_Scalar = (numbers.Real,)
 _make = Tensor._make  # bound once: the hot paths below skip the classmethod's lookup
-
-
-def _as_tensor_like(value, like: Tensor) -> Tensor:
-    """A 0-d tensor of ``like``'s dtype and device holding the Python scalar ``value``."""
-    dev = like._device
-    return Tensor._make(dev.ops.full((), value, like._dtype.name, dev.index), like._dtype, dev)
-
-
-def align(op: str, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
-    """Two tensors on one device with one dtype (the promoted one), or a clear error."""
-    check_same_device(op, a, b)
-    if a._dtype is not b._dtype:
-        target = promote(a._dtype, b._dtype)
-        # as PyTorch: a 0-d tensor next to one with dims decides the dtype only when it is
-        # of a higher category (bool < integer < floating); float32 + 0-d float64 is float32
-        if (a.ndim == 0) != (b.ndim == 0):
-            dims, zero_d = (b, a) if a.ndim == 0 else (a, b)
-            if _category(zero_d._dtype) <= _category(dims._dtype):
-                target = dims._dtype
-        a, b = astype(a, target), astype(b, target)
-    return a, b
-
-
-def same_dtype(op: str, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
-    """Two tensors on one device with one dtype, or a clear error: the products and
-    convolutions promote nothing (as PyTorch: float32 @ float64 is refused, where
-    promoting would silently run, and return, the whole product in float64)."""
-    check_same_device(op, a, b)
-    if a._dtype is not b._dtype:
-        raise RuntimeError(f"{op}: expected both operands to have the same dtype, got "
-                           f"{a._dtype.name} and {b._dtype.name}; convert one with .to()")
-    return a, b
-
-
-def _category(dtype) -> int:
-    return 2 if dtype.is_floating else (0 if dtype is dtypes.bool_ else 1)
-
-
-def _scalar_operand(op: str, a: Tensor, value):
-    """(a, value) for a Python scalar operand; an integer tensor meets a float as float32,
-    a bool tensor meets an integer as int64 (as in NumPy and PyTorch: True + 2 is 3)."""
-    value = _check_scalar(op, value)
-    if not a._dtype.is_floating and not isinstance(value, numbers.Integral):
-        a = astype(a, dtypes.float32)
-    elif a._dtype is dtypes.bool_:
-        a = astype(a, dtypes.int64)
-    if isinstance(value, numbers.Integral):
-        dtypes.check_fits(op, value, a._dtype)
-    return a, value
 
 
 def binary(op: str, a, b, saved_fn=None) -> Tensor:
@@ -96,19 +55,21 @@ def binary(op: str, a, b, saved_fn=None) -> Tensor:
                     saved = _needed_factors(saved, a, b_in)
                 return attach(out, op, (a, b_in), saved)
             return out  # nothing to record: skip attach's call (a fifth of a tiny op's time)
+    if type(a) is np.ndarray or type(b) is np.ndarray:  # (x + array, array + x)
+        a, b = arrays_as_tensors(a, b)
     if isinstance(a, bool) or isinstance(b, bool):
-        a, b = _python_bools(a, b)
+        a, b = python_bools(a, b)
     if not isinstance(a, Tensor):
         if not isinstance(b, Tensor):
             raise TypeError(f"{op}: expected a Tensor operand, got {type(a).__name__}")
-        b, value = _scalar_operand(op, b, a)  # 2.5 - int_tensor is float, as 2.5 + int_tensor
-        a = _as_tensor_like(value, b)
+        b, value = scalar_operand(op, b, a)  # 2.5 - int_tensor is float, as 2.5 + int_tensor
+        a = as_tensor_like(value, b)
     if isinstance(b, Tensor):
         a, b = align(op, a, b)
         broadcast_shape(op, a._data.shape, b._data.shape)
         b_data, b_in = b._data, b
     else:
-        a, b_data = _scalar_operand(op, a, b)
+        a, b_data = scalar_operand(op, a, b)
         b_in = None
     if op == "div" and not a._dtype.is_floating:
         a = astype(a, dtypes.float32)
@@ -122,26 +83,6 @@ def binary(op: str, a, b, saved_fn=None) -> Tensor:
     if saved_fn is _factors:
         saved = _needed_factors(saved, a, b_in)
     return attach(out, op, (a, b_in), saved)
-
-
-def _python_bools(a, b) -> tuple:
-    """A Python bool operand as PyTorch takes it: beside a bool tensor a 0-d bool tensor
-    (the op stays on bools), beside a number tensor the int 0 or 1 (the dtype is kept)."""
-    tensor = a if isinstance(a, Tensor) else b
-    if not isinstance(tensor, Tensor):
-        return a, b
-    if tensor._dtype is dtypes.bool_:
-        convert = _as_tensor_like
-    else:
-        def convert(value, like):
-            return int(value)
-    return tuple(convert(v, tensor) if isinstance(v, bool) else v for v in (a, b))
-
-
-def _check_scalar(op, value):
-    if isinstance(value, bool) or not isinstance(value, _Scalar):
-        raise TypeError(f"{op}: expected a Tensor or a real number, got {type(value).__name__}")
-    return float(value) if not isinstance(value, numbers.Integral) else int(value)
 
 
 # what a binary op's backward needs of (x, y, out): module functions, not a lambda made
@@ -244,8 +185,10 @@ def compare(op: str, a, b) -> Tensor:
     """greater / less / equal: a bool tensor that never carries gradients."""
     if not isinstance(a, Tensor):
         raise TypeError(f"{op}: expected a Tensor, got {type(a).__name__}")
+    if type(b) is np.ndarray:
+        a, b = arrays_as_tensors(a, b)
     if isinstance(b, bool):  # mask == True, x < False: as PyTorch, True is 1 beside numbers
-        a, b = _python_bools(a, b)
+        a, b = python_bools(a, b)
     if isinstance(b, Tensor):
         a, b = align(op, a, b)
         broadcast_shape(op, a._data.shape, b._data.shape)
@@ -256,7 +199,7 @@ def compare(op: str, a, b) -> Tensor:
             answer = {"greater": outside < 0, "less": outside > 0, "equal": False}[op]
             return Tensor._make(a._device.ops.full(a.shape, answer, "bool", a._device.index),
                                 dtypes.bool_, a._device)
-        a, b = _scalar_operand(op, a, b)
+        a, b = scalar_operand(op, a, b)
     return Tensor._make(getattr(a._device.ops, op)(a._data, b), dtypes.bool_, a._device)
 
 
@@ -280,7 +223,7 @@ def _scalar_pair(a, b, cond: Tensor) -> tuple:
 
     for value in (a, b):
         if not isinstance(value, bool):
-            _check_scalar("where", value)
+            check_scalar("where", value)
     if isinstance(a, bool) and isinstance(b, bool):
         kind = dtypes.bool_
     elif isinstance(a, float) or isinstance(b, float):
@@ -322,13 +265,13 @@ def where(cond: Tensor, a=_ALONE, b=_ALONE):
     if not isinstance(a, Tensor):
         if not isinstance(b, Tensor):
             raise TypeError("where: a or b must be a Tensor")
-        b, value = _scalar_operand("where", b, a)
-        a = _as_tensor_like(value, b)
+        b, value = scalar_operand("where", b, a)
+        a = as_tensor_like(value, b)
     if isinstance(b, Tensor):
         a, b = align("where", a, b)
         b_data, b_in = b._data, b
     else:  # a float scalar next to an integer tensor makes the result float32
-        a, b_data = _scalar_operand("where", a, b)
+        a, b_data = scalar_operand("where", a, b)
         b_in = None
     check_same_device("where", cond, a)
     shape = broadcast_shape("where", cond._data.shape, a._data.shape)

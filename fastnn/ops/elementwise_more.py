@@ -10,7 +10,7 @@ import numbers
 
 from fastnn.api import dtypes
 from fastnn.ops import elementwise as ew
-from fastnn.ops import mathops
+from fastnn.ops import mathops, operands
 from fastnn.ops.core import astype
 from fastnn.ops.special import done, lift, pair, pick, signbit_of
 from fastnn.ops.table import public
@@ -209,7 +209,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
             raise ValueError(f"isclose: {name} must be a real number >= 0, got {value!r}")
     a, b = _tensor("isclose", input), other
     if isinstance(b, Tensor):
-        a, b = ew.align("isclose", a.detach(), b.detach())
+        a, b = operands.align("isclose", a.detach(), b.detach())
     if not a._dtype.is_floating or (isinstance(b, Tensor) and not b._dtype.is_floating):
         if a._dtype is dtypes.bool_:
             a = astype(a, dtypes.int64)
@@ -249,7 +249,7 @@ def equal(input, other) -> bool:
     a, b = _tensor("equal", input), _tensor("equal", other)
     if a.shape != b.shape:
         return False
-    return bool(ew.compare("equal", *ew.align("equal", a.detach(), b.detach())).all().item())
+    return bool(ew.compare("equal", *operands.align("equal", a.detach(), b.detach())).all().item())
 
 
 def _nan_aware(op: str, input, other, beyond: str):
@@ -258,7 +258,7 @@ def _nan_aware(op: str, input, other, beyond: str):
     the operand chosen, ties to input, as PyTorch's."""
     a, b = _tensor(op, input), other
     if isinstance(b, Tensor):
-        a, b = ew.align(op, a, b)
+        a, b = operands.align(op, a, b)
     if not a._dtype.is_floating:  # (floats skip this pass: only its dtype would be read)
         out = (ew.maximum if beyond == "greater" else ew.minimum)(a, b)
         if not out._dtype.is_floating:

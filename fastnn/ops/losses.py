@@ -12,7 +12,7 @@ from fastnn.api import dtypes
 from fastnn.api.args import real
 from fastnn.api.program import recording
 from fastnn.autograd.grad_mode import no_grad
-from fastnn.ops import activations, movement, nnops
+from fastnn.ops import activations, movement, nnops, operands
 from fastnn.ops import elementwise as m
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
@@ -192,7 +192,7 @@ def _soft_cross_entropy(logits, target, weight, smoothing, reduction):
                         f"indices, or class probabilities of the logits' shape "
                         f"{logits.shape}; got a {target._dtype.name} tensor of shape "
                         f"{target.shape}")
-    m.same_dtype("cross_entropy", logits, target)
+    operands.same_dtype("cross_entropy", logits, target)
     axis = 1 if logits.ndim > 1 else 0
     classes = logits.shape[axis]
     if smoothing:

@@ -9,6 +9,7 @@ import math
 from fastnn.api import dtypes
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.ops import elementwise as ew
+from fastnn.ops import operands
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor, full
 
@@ -333,7 +334,7 @@ def _bitwise(op: str, a, b):
             return Tensor._make(getattr(a._device.ops, op)(a._data, b), a._dtype, a._device)
         b = int(b)
     if isinstance(b, Tensor):
-        a, b = ew.align(op, a, b)
+        a, b = operands.align(op, a, b)
         ew.broadcast_shape(op, a.shape, b.shape)
         data = getattr(a._device.ops, op)(a._data, b._data)
     else:

@@ -7,12 +7,16 @@ Kept apart from tensor.py so the class stays readable; imported once by
 
 from __future__ import annotations
 
+import numbers
+
+import numpy as np
+
 from fastnn.ops import elementwise as m
 from fastnn.ops import inplace as _inplace  # noqa: F401  (fills the table's _ methods)
 from fastnn.ops import movement, nnops, scattering, viewing  # noqa: F401
 from fastnn.ops.storage import inplace
 from fastnn.ops.table import METHODS
-from fastnn.ops.tensor import Tensor
+from fastnn.ops.tensor import Tensor, tensor
 
 
 def _rsub(self, other):
@@ -31,11 +35,20 @@ def _rmatmul(self, other):
     return nnops.matmul(other, self)
 
 
+# what the equality operators compare; anything else (None, a string, a list) gets Python's
+# answer by identity, as PyTorch's: ``x == None`` is False, ``x != None`` True
+_COMPARABLE = (Tensor, np.ndarray, numbers.Number)
+
+
 def _eq(self, other):
+    if not isinstance(other, _COMPARABLE):
+        return NotImplemented
     return m.compare("equal", self, other)
 
 
 def _ne(self, other):
+    if not isinstance(other, _COMPARABLE):
+        return NotImplemented
     return m.compare("equal", m.compare("equal", self, other), 0)
 
 
@@ -90,6 +103,19 @@ _METHODS = {
 }
 
 
+def _arrays_taken(fn):
+    """``fn(self, other)`` with a NumPy array ``other`` taken as a tensor on self's device,
+    for the operators whose ops do not meet their operands in :mod:`fastnn.ops.operands`
+    (``elementwise.binary`` and ``compare`` take arrays themselves)."""
+    def method(self, other):
+        if type(other) is np.ndarray:
+            other = tensor(other, device=self._device)
+        return fn(self, other)
+
+    method.__name__ = method.__qualname__ = fn.__name__
+    return method
+
+
 def _augmented(name: str, fn):
     """``x <op>= y``: the operator's result written into x (PyTorch's in-place semantics:
     ``y = x; x += 1`` changes y too)."""
@@ -102,6 +128,9 @@ def _augmented(name: str, fn):
 
 
 _ALL = {**METHODS, **_METHODS}
+for _op in ("floordiv", "mod", "and", "or", "xor", "lshift", "rshift"):
+    for _name in (f"__{_op}__", f"__r{_op}__"):
+        _ALL[_name] = _arrays_taken(_ALL[_name])
 for _op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or",
             "xor"):
     _ALL[f"__i{_op}__"] = _augmented(f"__i{_op}__", _ALL[f"__{_op}__"])

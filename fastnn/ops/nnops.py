@@ -19,8 +19,8 @@ from fastnn.ops.activations import activation as _activation_op
 from fastnn.ops.activations import bias_act, saved_by_bias_act
 from fastnn.ops.conv import conv1d_sides, side_padding, with_bias
 from fastnn.ops.core import astype, broadcast_shape, check_same_device
-from fastnn.ops.elementwise import same_dtype
 from fastnn.ops.movement import check_targets, reshape
+from fastnn.ops.operands import same_dtype
 from fastnn.ops.spelling import UNSET, dim_of
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor

@@ -13,7 +13,7 @@ import warnings
 
 from fastnn.api.args import ints
 from fastnn.ops import elementwise as ew
-from fastnn.ops import movement
+from fastnn.ops import movement, operands
 from fastnn.ops.core import broadcast_shape
 from fastnn.ops.joining import stack
 from fastnn.ops.nnops import matmul
@@ -35,7 +35,7 @@ def _dims(op: str, names: str, tensors: tuple, ndims: tuple) -> None:
 def mm(x: Tensor, mat2: Tensor) -> Tensor:
     """The matrix product of two 2-d tensors, (n, m) @ (m, p) -> (n, p)."""
     _dims("mm", "x mat2", (x, mat2), (2, 2))
-    ew.same_dtype("mm", x, mat2)
+    operands.same_dtype("mm", x, mat2)
     if x.shape[1] != mat2.shape[0]:
         raise RuntimeError(f"mm: mat1 and mat2 shapes cannot be multiplied ({x.shape[0]}x"
                            f"{x.shape[1]} and {mat2.shape[0]}x{mat2.shape[1]})")
@@ -46,7 +46,7 @@ def mm(x: Tensor, mat2: Tensor) -> Tensor:
 def bmm(x: Tensor, mat2: Tensor) -> Tensor:
     """Batched matrix products of two 3-d tensors, (b, n, m) @ (b, m, p) -> (b, n, p)."""
     _dims("bmm", "x mat2", (x, mat2), (3, 3))
-    ew.same_dtype("bmm", x, mat2)
+    operands.same_dtype("bmm", x, mat2)
     if x.shape[0] != mat2.shape[0] or x.shape[2] != mat2.shape[1]:
         raise RuntimeError(f"bmm: batch1 {x.shape} and batch2 {mat2.shape} do not match; "
                            "expected (b, n, m) and (b, m, p)")
@@ -57,7 +57,7 @@ def bmm(x: Tensor, mat2: Tensor) -> Tensor:
 def mv(x: Tensor, vec: Tensor) -> Tensor:
     """The product of a matrix (n, m) and a vector (m,): a vector (n,)."""
     _dims("mv", "x vec", (x, vec), (2, 1))
-    ew.same_dtype("mv", x, vec)
+    operands.same_dtype("mv", x, vec)
     if x.shape[1] != vec.shape[0]:
         raise RuntimeError(f"mv: size mismatch, got matrix {x.shape} and vector {vec.shape}")
     return matmul(x, vec)
@@ -67,7 +67,7 @@ def mv(x: Tensor, vec: Tensor) -> Tensor:
 def dot(x: Tensor, tensor: Tensor) -> Tensor:
     """The inner product of two 1-d tensors of the same size and dtype (a 0-d tensor)."""
     _dims("dot", "x tensor", (x, tensor), (1, 1))
-    ew.same_dtype("dot", x, tensor)
+    operands.same_dtype("dot", x, tensor)
     if x.shape != tensor.shape:
         raise RuntimeError(f"dot: inconsistent tensor size, expected tensors of the same "
                            f"size, got {x.shape[0]} and {tensor.shape[0]}")

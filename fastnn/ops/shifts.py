@@ -9,7 +9,7 @@ import builtins
 
 from fastnn.api import dtypes
 from fastnn.ops import elementwise as ew
-from fastnn.ops import mathops
+from fastnn.ops import mathops, operands
 from fastnn.ops.core import astype
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor, full
@@ -28,7 +28,7 @@ def _shift_operands(op: str, a, b):
         a = astype(a, dtypes.int64)
     if isinstance(b, Tensor):
         b = astype(b, dtypes.int64) if b._dtype is dtypes.bool_ else b
-        a, b = ew.align(op, a, b)
+        a, b = operands.align(op, a, b)
     else:  # a shift beyond the bits is one beyond them
         b = full((), builtins.max(builtins.min(int(b), 64), -1), a._dtype, a._device)
     return a, b

@@ -15,7 +15,7 @@ import math
 from fastnn.api import dtypes
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.ops import elementwise as ew
-from fastnn.ops import mathops
+from fastnn.ops import mathops, operands
 from fastnn.ops.core import astype
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor, full
@@ -103,12 +103,12 @@ def pair(op: str, a, b) -> tuple[Tensor, Tensor, object]:
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         raise TypeError(f"{op}: expected a Tensor operand, got {type(a).__name__}")
     if not isinstance(a, Tensor):
-        b, value = ew._scalar_operand(op, b, a)
-        a = ew._as_tensor_like(value, b)
+        b, value = operands.scalar_operand(op, b, a)
+        a = operands.as_tensor_like(value, b)
     elif not isinstance(b, Tensor):
-        a, value = ew._scalar_operand(op, a, b)
-        b = ew._as_tensor_like(value, a)
-    a, b = ew.align(op, a, b)
+        a, value = operands.scalar_operand(op, a, b)
+        b = operands.as_tensor_like(value, a)
+    a, b = operands.align(op, a, b)
     ew.broadcast_shape(op, a.shape, b.shape)
     a, out = lift(op, a)
     return a, astype(b, a._dtype), out

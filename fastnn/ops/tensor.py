@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 import numbers
 
@@ -280,6 +281,15 @@ class Tensor:
         ``.grad`` (as PyTorch's)."""
         return _rebuild_tensor, (self.numpy(), self._dtype.name, str(self._device),
                                  self._requires_grad)
+
+    def __deepcopy__(self, memo) -> Tensor:
+        """``copy.deepcopy(x)``: as :meth:`__reduce__`, and the gradient copied too, as
+        PyTorch's (a Parameter's is not, as PyTorch's)."""
+        out = _rebuild_tensor(*self.__reduce__()[1])
+        memo[id(self)] = out
+        if self._grad is not None:
+            out._grad = copy.deepcopy(self._grad, memo)
+        return out
 
     def zero_grad(self) -> None:
         self.grad = None

@@ -26,8 +26,12 @@ def test_ufuncs_refuse_tensors_instead_of_leaving_the_tape():
     t = fnn.tensor(np.ones(3), requires_grad=True)
     with pytest.raises(TypeError, match="does not support ufuncs"):
         np.exp(t)
-    with pytest.raises(TypeError, match="expected a Tensor or a real number, got ndarray"):
-        np.ones(3) + t  # defers to Tensor.__radd__, which asks for explicit conversion
+    # an array beside a tensor defers to the tensor's operator (Tensor.__array_priority__),
+    # which takes the array as a tensor: the result stays on the tape, as x + array's does
+    out = np.full(3, 2.0) * t + np.ones(3)
+    assert isinstance(out, fnn.Tensor) and out.requires_grad
+    out.sum().backward()
+    np.testing.assert_array_equal(t.grad.numpy(), [2.0, 2.0, 2.0])
 
 
 def test_no_copy_request_is_refused_off_the_host():
