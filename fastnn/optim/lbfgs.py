@@ -23,6 +23,7 @@ from fastnn.autograd.grad_mode import enable_grad, no_grad
 from fastnn.ops.storage import rebind
 from fastnn.optim.line_search import strong_wolfe
 from fastnn.optim.optimizer import Optimizer
+from fastnn.optim.param_state import ParamState
 from fastnn.optim.state import is_array
 
 
@@ -246,7 +247,7 @@ class LBFGS(Optimizer):
                                  f"parameter 0, got parameter {key}")
             state = {k: self._device_value(v, p) for k, v in saved.items()}
         self.param_groups[0].update(entry)
-        self.state = {id(p): state} if state else {}
+        self.state = ParamState(self._home, {id(p): state} if state else {})
         self._state_home = {id(q): (q._device, q._dtype) for q in self._params}
 
     def _device_value(self, value, p):

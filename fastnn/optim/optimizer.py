@@ -37,6 +37,7 @@ from fastnn.autograd.grad_mode import enable_grad, no_grad
 from fastnn.nn.module import PARAM_CLASSES
 from fastnn.nn.uninitialized import is_uninitialized
 from fastnn.ops.tensor import Tensor, tensor
+from fastnn.optim.param_state import ParamState
 from fastnn.optim.state import OptimizerState, is_array
 from fastnn.optim.step_hooks import StepHooks, with_step_hooks
 
@@ -59,7 +60,8 @@ class Optimizer(StepHooks, OptimizerState):
     def __init__(self, params, defaults: dict):
         self.defaults = dict(defaults)
         self.param_groups: list[dict] = []
-        self.state: dict[int, dict] = {}  # id(param) -> that parameter's state
+        # id(param) -> that parameter's state; state[param] gives it as tensors (PyTorch's)
+        self.state = ParamState(self._home)
         # id(param) -> (device, dtype) its state arrays live in; a parameter that
         # moved since (model.to() after some steps) takes its state along
         self._state_home: dict[int, tuple] = {}

@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from fastnn.ops.tensor import Tensor
+from fastnn.optim.param_state import ParamState, is_array
 
 
 class OptimizerState:
@@ -133,7 +134,7 @@ class OptimizerState:
                                 for name, value in st.items()}
         for group, entry in zip(self.param_groups, merged):
             group.update(entry)
-        self.state = new_state
+        self.state = ParamState(self._home, new_state)
         self._state_home = {id(p): (p._device, p._dtype) for p in params}
 
     # ------------------------------------------------------------ pickle and deepcopy
@@ -154,7 +155,7 @@ class OptimizerState:
         self.__dict__.update(state)
         params = self._all_params()
         by_index = self.state
-        self.state = {}
+        self.state = ParamState(self._home)
         for i, st in by_index.items():
             p = params[i]
             self.state[id(p)] = {k: (p._device.ops.from_numpy(np.asarray(v, p._dtype.numpy),
@@ -199,10 +200,6 @@ class OptimizerState:
                              "values, not numbers")
         host = np.asarray(host, dtype=p._dtype.numpy)
         return p._device.ops.from_numpy(host, p._device.index)
-
-
-def is_array(value) -> bool:
-    return hasattr(value, "shape") and not isinstance(value, (int, float))
 
 
 def as_number(value):

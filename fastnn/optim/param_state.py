@@ -1,0 +1,95 @@
+"""``optimizer.state``: each parameter's state, as fastnn's update rules keep it and as
+PyTorch's users read it.
+
+The rules keep ``id(param) -> {name: backend array or number}`` (a parameter is not a
+dict key they hash by value, and the arrays are what the backend's fused updates take).
+Indexed by the parameter itself, as PyTorch's ``optimizer.state[p]``, the same state
+comes back as a mapping of tensors on the state's device (empty for a parameter not
+updated yet, as PyTorch's defaultdict), which writes through: ``optimizer.state[p]
+["exp_avg"].norm()`` reads Adam's moment, ``optimizer.state[p]["exp_avg"] = t`` sets it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping
+
+import numpy as np
+
+from fastnn.api import dtypes
+from fastnn.ops.tensor import Tensor
+
+
+def is_array(value) -> bool:
+    """Whether a state entry is a backend array (else a number)."""
+    return hasattr(value, "shape") and not isinstance(value, (int, float))
+
+
+class ParamState(dict):
+    """id(param) -> that parameter's state (the rules' view); ``state[param]`` is
+    :class:`TensorState`, PyTorch's view of the same entries."""
+
+    __slots__ = ("_home",)
+
+    def __init__(self, home, *args):
+        super().__init__(*args)
+        self._home = home  # param -> (device, dtype) its state arrays live on
+
+    def __getitem__(self, key):
+        if isinstance(key, Tensor):
+            return TensorState(self, key)
+        return dict.__getitem__(self, key)
+
+    def __contains__(self, key) -> bool:
+        return dict.__contains__(self, id(key) if isinstance(key, Tensor) else key)
+
+    def __reduce__(self):  # (pickled as the plain dict it holds; the optimizer re-wraps it)
+        return dict, (dict(self),)
+
+
+class TensorState(MutableMapping):
+    """One parameter's state entries as tensors (arrays) and numbers, writing through to
+    the optimizer's own table."""
+
+    def __init__(self, table: ParamState, param: Tensor):
+        self._table, self._param = table, param
+
+    def _raw(self, create: bool = False) -> dict:
+        key = id(self._param)
+        found = dict.get(self._table, key)
+        if found is None:
+            found = {}
+            if create:
+                dict.__setitem__(self._table, key, found)
+        return found
+
+    def __getitem__(self, name):
+        value = self._raw()[name]
+        if not is_array(value):
+            return value
+        device = self._table._home(self._param)[0]
+        return Tensor._make(value, dtypes.as_dtype(_dtype_name(value)), device)
+
+    def __setitem__(self, name, value) -> None:
+        if isinstance(value, Tensor):
+            device, _ = self._table._home(self._param)
+            if value._device is not device:  # (the rules find their arrays on one device)
+                value = value.to(device)
+            value = value._data
+        self._raw(create=True)[name] = value
+
+    def __delitem__(self, name) -> None:
+        del self._raw()[name]
+
+    def __iter__(self):
+        return iter(list(self._raw()))
+
+    def __len__(self) -> int:
+        return len(self._raw())
+
+    def __repr__(self) -> str:
+        return repr(dict(self.items()))
+
+
+def _dtype_name(array) -> str:
+    kind = array.dtype
+    return kind if isinstance(kind, str) else np.dtype(kind).name
