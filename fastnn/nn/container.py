@@ -24,6 +24,13 @@ from fastnn.nn.linear import Linear
 from fastnn.nn.module import Module, check_input_dtype, check_tensor, keep_buffers
 
 
+def _checked(what: str, module):
+    if not isinstance(module, Module):
+        raise TypeError(f"Sequential.{what}: expected a fastnn Module, got "
+                        f"{type(module).__name__}")
+    return module
+
+
 class Sequential(Module):
     """Layers applied in order, as PyTorch's: ``Sequential(*layers)`` names them ``"0"``,
     ``"1"``, ... (parameters ``"0.weight"``), ``Sequential(OrderedDict([("conv", ...),
@@ -68,11 +75,48 @@ class Sequential(Module):
 
     def append(self, module: Module) -> Sequential:
         """Add ``module`` at the end (named by its position); returns self."""
-        if not isinstance(module, Module):
-            raise TypeError(f"Sequential.append: expected a fastnn Module, got "
-                            f"{type(module).__name__}")
-        setattr(self, str(len(self)), module)
+        setattr(self, str(len(self)), _checked("append", module))
         return self
+
+    def extend(self, layers) -> Sequential:
+        """Append each of ``layers`` (a Sequential or any iterable of modules)."""
+        for layer in layers:
+            self.append(layer)
+        return self
+
+    def insert(self, index: int, module: Module) -> Sequential:
+        """Put ``module`` at position ``index`` (negative from the end), the layers after
+        it moving up one, all named by position, as PyTorch's."""
+        n = len(self)
+        if not isinstance(index, int) or not -n <= index <= n:
+            raise IndexError(f"Sequential.insert: index {index!r} out of range for {n} layers")
+        layers = self.layers
+        layers.insert(index + n if index < 0 else index, _checked("insert", module))
+        self._renumber(layers)
+        return self
+
+    def __setitem__(self, index: int, module: Module) -> None:
+        key = list(self._modules)[index]  # (an IndexError names a bad index, as a list's)
+        setattr(self, key, _checked("__setitem__", module))
+
+    def __delitem__(self, index) -> None:
+        """Remove the layer (or slice of layers) at ``index``; the rest are named by their
+        new positions, as PyTorch's."""
+        layers = self.layers
+        del layers[index]
+        self._renumber(layers)
+
+    def pop(self, index: int = -1) -> Module:
+        """Remove and return the layer at ``index``."""
+        layer = self[index]
+        del self[index]
+        return layer
+
+    def _renumber(self, layers: list) -> None:
+        for key in list(self._modules):
+            delattr(self, key)
+        for i, layer in enumerate(layers):
+            setattr(self, str(i), layer)
 
     def forward(self, x):
         layers = self.layers

@@ -97,6 +97,8 @@ class Conv1d(Module):
             )
 
     def forward(self, x):
+        if getattr(x, "ndim", None) == 2:  # one sample (C, L), as PyTorch's: a batch of one
+            return self.forward(x.unsqueeze(0)).squeeze(0)
         self._check(x)
         x, (sides,) = pad_input(x, (self._sides,), self.padding_mode)
         padding = sides[0] if sides[0] == sides[1] else sides

@@ -66,6 +66,8 @@ class Conv2d(Module):
 
     def forward(self, x):
         check_tensor("Conv2d", x)
+        if x.ndim == 3:  # one sample (C, H, W), as PyTorch's: a batch of one
+            return self.forward(x.unsqueeze(0)).squeeze(0)
         if x.ndim != 4 or x.shape[1] != self.in_channels:
             raise ValueError(
                 f"Conv2d({self.in_channels}, {self.out_channels}): expected input of shape "

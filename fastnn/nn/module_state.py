@@ -79,10 +79,15 @@ class ModuleState:
                 own.update(mod._state(f"{prefix}{name}."))
         return own
 
-    def state_dict(self) -> dict:
-        """name -> a host NumPy copy of each parameter and persistent buffer."""
-        return {name: p if is_uninitialized(p) else np.array(p.numpy(), copy=True)
-                for name, p in self._state().items()}
+    def state_dict(self, *, destination=None, prefix: str = "", keep_vars: bool = False):
+        """name -> a host NumPy copy of each parameter and persistent buffer (``keep_vars``:
+        the tensors themselves), with PyTorch's ``destination`` (a dict filled and
+        returned) and ``prefix`` (put before every name)."""
+        out = {} if destination is None else destination
+        for name, p in self._state(prefix).items():
+            out[name] = p if keep_vars or is_uninitialized(p) else np.array(p.numpy(),
+                                                                             copy=True)
+        return out
 
     def load_state_dict(self, state_dict, strict: bool = True) -> IncompatibleKeys:
         """Copy ``state_dict`` (name -> array or Tensor) into the parameters and buffers,

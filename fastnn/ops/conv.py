@@ -109,11 +109,15 @@ def conv2d_raw(x: Tensor, weight: Tensor, stride: tuple, padding: tuple, dilatio
 
 @public()
 def conv2d(x: Tensor, weight: Tensor, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """2-D cross-correlation as PyTorch's conv2d: x (N, C_in, H, W),
-    weight (C_out, C_in/groups, KH, KW); stride, padding, dilation an int or a pair."""
+    """2-D cross-correlation as PyTorch's conv2d: x (N, C_in, H, W), or one sample
+    (C_in, H, W); weight (C_out, C_in/groups, KH, KW); stride, padding, dilation an int or
+    a pair."""
     for name, t in (("x", x), ("weight", weight)):
         if not isinstance(t, Tensor):
             raise TypeError(f"conv2d: {name} must be a Tensor, got {type(t).__name__}")
+    if x.ndim == 3 and weight.ndim == 4:  # one sample, as PyTorch's: a batch of one
+        out = conv2d(reshape(x, (1,) + x.shape), weight, bias, stride, padding, dilation, groups)
+        return reshape(out, out.shape[1:])
     stride = pair("conv2d", "stride", stride, 1)
     dilation = pair("conv2d", "dilation", dilation, 1)
     groups = integer("conv2d", "groups", groups)

@@ -143,11 +143,16 @@ def _positive_int(op, name, value, minimum):
 
 @public(top=True)
 def conv1d(x: Tensor, weight: Tensor, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """1-D cross-correlation as PyTorch's conv1d: x (N, C_in, L), weight (C_out, C_in/groups, K).
+    """1-D cross-correlation as PyTorch's conv1d: x (N, C_in, L), or one sample (C_in, L);
+    weight (C_out, C_in/groups, K).
 
     ``padding``: an int, "same", "valid" or (before, after).
     """
     x, weight = _float_pair("conv1d", x, weight)
+    if x.ndim == 2 and weight.ndim == 3:  # one sample, as PyTorch's: a batch of one
+        out = conv1d(reshape(x, (1,) + x.shape), weight, bias, stride, padding, dilation,
+                     groups)
+        return reshape(out, out.shape[1:])
     stride = _positive_int("conv1d", "stride", stride, 1)
     if isinstance(padding, (str, tuple, list)):  # "same", "valid" or (before, after)
         dilation = _positive_int("conv1d", "dilation", dilation, 1)

@@ -229,7 +229,10 @@ def test_conv1d_bias_and_bad_shapes():
     with pytest.raises(ValueError, match="stride must be an integer >= 1"):
         F.conv1d(x, w, stride=0)
     with pytest.raises(ValueError, match=r"expected x \(N, C_in, L\)"):
-        F.conv1d(fnn.randn((4, 10)), w)
+        F.conv1d(fnn.randn((10,)), w)
+    # one sample (C_in, L), as PyTorch's: a batch of one, without the batch axis
+    np.testing.assert_allclose(F.conv1d(x[0], w, b).numpy(), F.conv1d(x, w, b).numpy()[0],
+                               rtol=1e-6)
 
 
 def test_cross_entropy_and_targets():

@@ -60,3 +60,24 @@ def test_reverse_agrees_with_the_tape_under_a_padding_mode():
 def test_an_unknown_padding_mode_is_named():
     with pytest.raises(ValueError, match="Conv2d: padding_mode must be one of"):
         nn.Conv2d(1, 1, 3, padding_mode="mirror")
+
+
+@pytest.mark.parametrize("dims", [1, 2])
+def test_one_sample_without_a_batch_axis_as_pytorchs(dims):
+    """Conv1d on (C, L) and Conv2d on (C, H, W), module and functional: the sample as a
+    batch of one, its result without the batch axis (refused before), gradient too."""
+    rng = np.random.default_rng(dims)
+    x = rng.standard_normal((2,) + (7,) * dims)
+    layer = (nn.Conv1d if dims == 1 else nn.Conv2d)(2, 3, 3, padding=1, padding_mode="reflect",
+                                                     dtype=fnn.float64)
+    batched = layer(fnn.tensor(x[None]))
+    one = fnn.tensor(x, requires_grad=True)
+    out = layer(one)
+    assert out.shape == batched.shape[1:]
+    np.testing.assert_allclose(out.detach().numpy(), batched.detach().numpy()[0], rtol=1e-12)
+    out.sum().backward()
+    assert one.grad.shape == x.shape
+    conv = F.conv1d if dims == 1 else F.conv2d
+    np.testing.assert_allclose(
+        conv(fnn.tensor(x), layer.weight.detach(), stride=2).numpy(),
+        conv(fnn.tensor(x[None]), layer.weight.detach(), stride=2).numpy()[0], rtol=1e-12)

@@ -95,6 +95,45 @@ def test_sequential_from_an_ordered_dict_names_its_layers_as_pytorchs():
     assert set(grads) == {"conv.weight", "conv.bias", "bn.weight", "bn.bias"}
 
 
+def _edit(lib, s):
+    """insert, append, del, pop, item assignment and extend on a Sequential: the names
+    and classes after each, as PyTorch's (positions renumbered)."""
+    s.insert(1, lib.nn.ELU())
+    s.insert(-1, lib.nn.GELU())
+    s.append(lib.nn.SiLU())
+    seen = [[(n, type(m).__name__) for n, m in s.named_children()]]
+    del s[0]
+    popped = type(s.pop(1)).__name__
+    s[0] = lib.nn.Identity()
+    del s[1:3]
+    s.extend(lib.nn.Sequential(lib.nn.ReLU()))
+    seen.append([(n, type(m).__name__) for n, m in s.named_children()])
+    return seen, popped
+
+
+def test_sequential_insert_delete_pop_as_pytorchs():
+    ours = _edit(fnn, nn.Sequential(nn.ReLU(), nn.Tanh(), nn.Sigmoid()))
+    assert ours == ([[("0", "ReLU"), ("1", "ELU"), ("2", "Tanh"), ("3", "GELU"),
+                      ("4", "Sigmoid"), ("5", "SiLU")],
+                     [("0", "Identity"), ("1", "SiLU"), ("2", "ReLU")]], "Tanh")
+    torch = _torch()
+    assert ours == _edit(torch, torch.nn.Sequential(torch.nn.ReLU(), torch.nn.Tanh(),
+                                                    torch.nn.Sigmoid()))
+    with pytest.raises(IndexError):
+        nn.Sequential(nn.ReLU()).insert(3, nn.ReLU())
+
+
+def test_state_dict_takes_pytorchs_prefix_destination_and_keep_vars():
+    model = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3))
+    assert list(model.state_dict(prefix="net.")) == [
+        "net." + k for k in model.state_dict()]
+    kept = model.state_dict(keep_vars=True)
+    assert kept["0.weight"] is model[0].weight and kept["1.running_mean"] is model[1].running_mean
+    into = {"other": 1}
+    assert model.state_dict(destination=into) is into and len(into) == 1 + len(kept)
+    assert isinstance(model.state_dict()["0.bias"], np.ndarray)  # (fastnn's: host arrays)
+
+
 # ---------------------------------------------------------------- dtypes and devices
 
 
