@@ -35,6 +35,21 @@ class DType:
         return as_dtype, (self.name,)
 
     @property
+    def is_floating_point(self) -> bool:
+        """PyTorch's name for :attr:`is_floating`."""
+        return self.is_floating
+
+    @property
+    def is_signed(self) -> bool:
+        """Whether the type holds negative values (all but bool), as PyTorch's."""
+        return self.name != "bool"
+
+    @property
+    def is_complex(self) -> bool:
+        """False: fastnn has no complex dtypes (PyTorch's attribute, for code that asks)."""
+        return False
+
+    @property
     def numpy(self) -> np.dtype:
         """The NumPy dtype used on the host (bfloat16 has none and is stored as float32)."""
         return np.dtype("float32" if self.name == "bfloat16" else self.name)

@@ -1,10 +1,14 @@
-"""Module hooks, as PyTorch's: forward pre-hooks, forward hooks and full backward hooks.
+"""Module hooks, as PyTorch's: forward pre-hooks, forward hooks and full backward (pre-)
+hooks.
 
 ``module(*args)`` with hooks registered runs, in PyTorch's order::
 
     pre-hooks:       args = hook(module, args) or args          (registration order)
     forward:         out = module.forward(*args)
     forward hooks:   out = hook(module, args, out) or out
+    backward pre-hooks: on the tape, grad_output = hook(module, grad_output) or
+                     grad_output, as the gradient w.r.t. the output arrives (what they
+                     return is what flows into the module's backward)
     backward hooks:  on the tape, grad_input = hook(module, grad_input, grad_output)
                      or grad_input, once the gradient w.r.t. the module's input is known
 
@@ -75,6 +79,7 @@ class HooksMixin:
         object.__setattr__(self, "_forward_hooks", {})
         object.__setattr__(self, "_forward_hooks_with_kwargs", {})
         object.__setattr__(self, "_backward_hooks", {})
+        object.__setattr__(self, "_backward_pre_hooks", {})
 
     def register_forward_pre_hook(self, hook, *, prepend: bool = False,
                                   with_kwargs: bool = False) -> RemovableHandle:
@@ -103,10 +108,18 @@ class HooksMixin:
         owner = f"{type(self).__name__}.register_full_backward_hook"
         return _register(self._backward_hooks, hook, prepend, owner)
 
+    def register_full_backward_pre_hook(self, hook, prepend: bool = False) -> RemovableHandle:
+        """Call ``hook(module, grad_output)`` during backward as the gradient w.r.t. the
+        module's output arrives, before the module's own backward; a return value other
+        than None replaces ``grad_output`` (a 1-tuple) and is what flows on, as PyTorch's."""
+        owner = f"{type(self).__name__}.register_full_backward_pre_hook"
+        return _register(self._backward_pre_hooks, hook, prepend, owner)
+
 
 def has_hooks(module) -> bool:
     """True when ``module`` has any forward, pre-forward or backward hook."""
-    return bool(module._forward_pre_hooks or module._forward_hooks or module._backward_hooks)
+    return bool(module._forward_pre_hooks or module._forward_hooks or module._backward_hooks
+                or module._backward_pre_hooks)
 
 
 def call_with_hooks(module, forward, args: tuple, kwargs: dict):
@@ -126,7 +139,7 @@ def call_with_hooks(module, forward, args: tuple, kwargs: dict):
             if result is not None:
                 args = result if isinstance(result, tuple) else (result,)
     backward = None
-    if module._backward_hooks and grad_mode.is_grad_enabled():
+    if (module._backward_hooks or module._backward_pre_hooks) and grad_mode.is_grad_enabled():
         backward = _BackwardHooks(module)
         args = backward.wrap_input(args, kwargs)
     out = forward(*args, **kwargs)
@@ -159,7 +172,7 @@ class _BackwardHooks:
     def _refuse(self, what: str):
         name = type(self.module).__name__
         raise TypeError(
-            f"{name}: register_full_backward_hook supports modules called with one tensor "
+            f"{name}: full backward (pre-)hooks support modules called with one tensor "
             f"input that return one tensor; this call {what}. Hook the submodules that "
             f"take one tensor instead, or use x.register_hook on the tensors themselves"
         )
@@ -171,7 +184,7 @@ class _BackwardHooks:
             self._refuse(f"passed {len(found) + len(keyword)} tensors")
         index = found[0]
         x = args[index]
-        if not x._requires_grad:
+        if not x._requires_grad or not self.module._backward_hooks:
             return args
         self.input_needs_grad = True
         meta = (x._dtype, x._device)
@@ -190,29 +203,46 @@ class _BackwardHooks:
         meta = (out._dtype, out._device)
 
         def on_output_grad(grad):
-            self.grad_output = (Tensor._make(grad, *meta),)
-            if not self.input_needs_grad:
+            arrived = (Tensor._make(grad, *meta),)
+            self.grad_output = self._pre(arrived)
+            changed = self.grad_output[0]
+            if not self.input_needs_grad and self.module._backward_hooks:
                 self._call((None,))
+            return None if changed is arrived[0] else changed._data
 
         return _identity(out, on_output_grad)
+
+    def _pre(self, grad_output: tuple) -> tuple:
+        module = self.module
+        for hook in list(module._backward_pre_hooks.values()):
+            result = hook(module, grad_output)
+            if result is not None:
+                grad_output = _checked_grads(module, "full backward pre-hook", result,
+                                             "grad_output", grad_output[0])
+        return grad_output
 
     def _call(self, grad_input: tuple) -> tuple:
         module = self.module
         grad_output = self.grad_output or (None,)
         for hook in list(module._backward_hooks.values()):
             result = hook(module, grad_input, grad_output)
-            if result is None:
-                continue
-            result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
-            old = grad_input[0]
-            if len(result) != 1 or (old is not None and not (
-                    isinstance(result[0], Tensor) and result[0].shape == old.shape
-                    and result[0]._dtype is old._dtype and result[0]._device == old._device)):
-                want = "(None,)" if old is None else (
-                    f"(grad_input,) with one {old._dtype.name} Tensor of shape {old.shape} on "
-                    f"{old._device}")
-                raise ValueError(f"{type(module).__name__}: a full backward hook must return "
-                                 f"None or {want}, got {result!r:.200}")
-            grad_input = result
+            if result is not None:
+                grad_input = _checked_grads(module, "full backward hook", result, "grad_input",
+                                            grad_input[0])
         self.grad_output = None
         return grad_input
+
+
+def _checked_grads(module, what: str, result, name: str, old) -> tuple:
+    """A hook's replacement for the 1-tuple ``(old,)`` (``name``: grad_input or
+    grad_output): one of the same shape, dtype and device, or a clear error."""
+    result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+    if len(result) != 1 or (old is not None and not (
+            isinstance(result[0], Tensor) and result[0].shape == old.shape
+            and result[0]._dtype is old._dtype and result[0]._device == old._device)):
+        want = "(None,)" if old is None else (
+            f"({name},) with one {old._dtype.name} Tensor of shape {old.shape} on "
+            f"{old._device}")
+        raise ValueError(f"{type(module).__name__}: a {what} must return None or {want}, got "
+                         f"{result!r:.200}")
+    return result

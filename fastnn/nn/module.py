@@ -231,7 +231,8 @@ class Module(HooksMixin, ModuleTree, ModuleState):
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *args, **kwargs):
-        if self._forward_pre_hooks or self._forward_hooks or self._backward_hooks:
+        if (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
+                or self._backward_pre_hooks):
             return call_with_hooks(self, self._checked_forward, args, kwargs)
         if self._parameters and args:
             check_input_dtype(self, args[0])

@@ -118,3 +118,17 @@ def test_dtype_keeps_the_gradient_of_a_floating_input():
     y = fnn.tensor(a, requires_grad=True)
     y.sum(dtype=fnn.float64).backward()
     np.testing.assert_array_equal(y.grad.numpy(), np.ones_like(a))
+
+
+def test_dtype_facts_under_pytorchs_names():
+    """dtype.is_floating_point, is_signed, is_complex and itemsize, as PyTorch's dtypes
+    answer them (code that branches on them ran into an AttributeError)."""
+    names = ["float16", "float32", "float64", "int32", "int64", "bool"]
+    ours = [(d.is_floating_point, d.is_signed, d.is_complex, d.itemsize)
+            for d in (getattr(fnn, n) for n in names)]
+    assert ours == [(True, True, False, 2), (True, True, False, 4), (True, True, False, 8),
+                    (False, True, False, 4), (False, True, False, 8),
+                    (False, False, False, 1)]
+    torch = pytest.importorskip("torch")
+    assert ours == [(d.is_floating_point, d.is_signed, d.is_complex, d.itemsize)
+                    for d in (getattr(torch, n) for n in names)]

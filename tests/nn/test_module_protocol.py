@@ -220,14 +220,41 @@ def test_backward_hooks_on_a_module_with_two_inputs_or_outputs_are_refused():
     attention = nn.MultiheadAttention(4, 2, batch_first=True)
     attention.register_full_backward_hook(lambda m, gi, go: None)
     x = fnn.randn((2, 3, 4), requires_grad=True)
-    with pytest.raises(TypeError, match=r"MultiheadAttention: register_full_backward_hook "
-                                        r"supports modules called with one tensor input .*"
+    with pytest.raises(TypeError, match=r"MultiheadAttention: full backward \(pre-\)hooks "
+                                        r"support modules called with one tensor input .*"
                                         r"passed 3 tensors"):
         attention(x, x, x)
     lstm = nn.LSTM(4, 3, batch_first=True)
     lstm.register_full_backward_hook(lambda m, gi, go: None)
     with pytest.raises(TypeError, match=r"LSTM: .* returned a tuple"):
         lstm(x)
+
+
+def test_full_backward_pre_hooks_change_the_gradient_that_flows_as_pytorchs():
+    """register_full_backward_pre_hook: hook(module, grad_output) as the output's gradient
+    arrives; what it returns flows into the module's backward (the input's gradient and
+    the parameters'), and the full backward hook then sees the changed grad_output."""
+    torch = _torch()
+    results = []
+    for lib in (fnn, torch):
+        layer = lib.nn.Linear(3, 2)
+        with lib.no_grad():
+            layer.weight.copy_(lib.tensor([[1.0, 2.0, 3.0], [-1.0, 0.5, 2.0]]))
+        seen = []
+        layer.register_full_backward_pre_hook(lambda m, go: (go[0] * 10,))
+        layer.register_full_backward_pre_hook(
+            lambda m, go, seen=seen: seen.append(go[0].sum().item()))
+        layer.register_full_backward_hook(
+            lambda m, gi, go, seen=seen: seen.append(go[0].sum().item()))
+        x = lib.tensor([[1.0, 2.0, 3.0]], requires_grad=True)
+        layer(x).sum().backward()
+        results.append((seen, x.grad.tolist(), layer.weight.grad.tolist()))
+    assert results[0] == results[1]
+    assert results[0][0] == [20.0, 20.0]
+    bad = nn.Linear(3, 2)
+    bad.register_full_backward_pre_hook(lambda m, go: (go[0][:, :1],))
+    with pytest.raises(ValueError, match=r"pre-hook must return None or \(grad_output,\)"):
+        bad(fnn.ones((1, 3), requires_grad=True)).sum().backward()
 
 
 def test_a_backward_hook_returning_a_wrong_shape_is_named():
