@@ -106,6 +106,15 @@ def as_dtype(value) -> DType:
     return found
 
 
+def is_dtype(value) -> bool:
+    """Whether ``value`` names one of fastnn's dtypes (a DType, a name, a NumPy dtype)."""
+    try:
+        as_dtype(value)
+    except TypeError:
+        return False
+    return True
+
+
 _default_float = [float32]  # what tensor(), zeros(), randn() ... make floats as
 
 

@@ -198,7 +198,7 @@ class Tensor:
                 device, dtype = arg._device, arg._dtype
             elif isinstance(arg, bool):  # PyTorch's positional non_blocking (and copy)
                 continue
-            elif isinstance(arg, (Device, DeviceSpec, str)) and not _looks_like_dtype(arg):
+            elif isinstance(arg, (Device, DeviceSpec, str)) and not dtypes.is_dtype(arg):
                 device = arg
             else:
                 dtype = arg
@@ -209,7 +209,7 @@ class Tensor:
             except BackendError as exc:
                 # an installed backend's own error (unusable, no such device index)
                 # says all; only an unknown name may be a misspelt dtype
-                if not isinstance(device, str) or device.partition(":")[0] in _backend_names():
+                if not isinstance(device, str) or device.partition(":")[0] in registry._discover():
                     raise
                 raise BackendError(
                     f"to: {device!r} is neither a device nor a fastnn dtype "
@@ -293,18 +293,6 @@ class Tensor:
 
     def zero_grad(self) -> None:
         self.grad = None
-
-
-def _backend_names():
-    return registry._discover()
-
-
-def _looks_like_dtype(value) -> bool:
-    try:
-        as_dtype(value)
-        return True
-    except TypeError:
-        return False
 
 
 def _rebuild_tensor(host, dtype: str, device: str, requires_grad: bool) -> Tensor:
