@@ -61,9 +61,11 @@ from fastnn.settings import (
     channels_last,
     channels_last_3d,
     contiguous_format,
+    get_num_interop_threads,
     get_num_threads,
     memory_format,
     preserve_format,
+    set_num_interop_threads,
     set_num_threads,
     use_deterministic_algorithms,
 )
@@ -123,6 +125,7 @@ __all__ = [
     "DeviceSpec", "accelerator", "amp", "cpu", "cuda", "device", "double", "float",
     "get_default_dtype", "half", "int", "long", "set_default_dtype", "set_grad_enabled",
     "Size", "are_deterministic_algorithms_enabled", "get_num_threads", "set_num_threads",
+    "get_num_interop_threads", "set_num_interop_threads",
     "use_deterministic_algorithms", "testing",
     "inference_mode", "is_inference_mode_enabled", "is_anomaly_enabled", "set_anomaly_enabled",
     "autocast", "clear_autocast_cache", "get_autocast_dtype", "is_autocast_cache_enabled",
@@ -143,6 +146,8 @@ def __getattr__(name):
     if name in ("nn", "optim", "data", "utils", "linalg", "special", "testing", "distributions",
                 "func", "distributed"):
         return importlib.import_module(f"fastnn.{name}")
+    if name == "random":  # torch.random: manual_seed, seed, get/set_rng_state, fork_rng
+        return importlib.import_module("fastnn.ops.random_ops")
     if name in ("short", "int16"):
         # NOTE: int16 is no fastnn dtype (no backend stores it, and PyTorch's promotion of
         # it, e.g. sums to int64, would need rules of its own); say so rather than

@@ -101,6 +101,22 @@ def get_num_threads() -> int:
     return max((p["num_threads"] for p in pools), default=os.cpu_count() or 1)
 
 
+_INTEROP = [1]
+
+
+def set_num_interop_threads(n: int) -> None:
+    """PyTorch's inter-op thread count, recorded (fastnn runs one op at a time on the host:
+    there is no inter-op pool to size)."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"set_num_interop_threads: expected a positive int, got {n!r}")
+    _INTEROP[0] = n
+
+
+def get_num_interop_threads() -> int:
+    """What :func:`set_num_interop_threads` recorded (1 at start)."""
+    return _INTEROP[0]
+
+
 def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
     """Record PyTorch's determinism switch, and nothing more: PyTorch then refuses its
     nondeterministic CUDA kernels; fastnn keeps no list of such kernels, so none is

@@ -10,6 +10,7 @@ from that generator (as ``fnn.rand`` does); the discrete samplers run on the hos
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import numbers
 import time
@@ -142,6 +143,21 @@ def get_rng_state():
 def set_rng_state(state) -> None:
     """Restore the default generator's state from :func:`get_rng_state`."""
     default_generator.set_state(state)
+
+
+@contextlib.contextmanager
+def fork_rng(devices=None, enabled: bool = True, **kwargs):
+    """``torch.random.fork_rng``: the default generator's state is put back as it was when
+    the block ends (the draws inside it change nothing after). ``devices`` is accepted:
+    fastnn has one default generator for every device."""
+    if not enabled:
+        yield
+        return
+    saved = get_rng_state()
+    try:
+        yield
+    finally:
+        set_rng_state(saved)
 
 
 def _uniform_like(op: str, shape, dtype, device, generator) -> Tensor:

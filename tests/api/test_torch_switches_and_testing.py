@@ -50,6 +50,33 @@ def test_recorded_switches_read_back():
     assert fnn.backends.cudnn.benchmark and fnn.backends.cuda.matmul.allow_tf32 is False
     fnn.backends.cudnn.benchmark = False
     assert [r.name for r in fnn.backends()]  # still the list of installed backends
+    assert fnn.get_num_interop_threads() == 1
+    fnn.set_num_interop_threads(3)
+    try:
+        assert fnn.get_num_interop_threads() == 3
+    finally:
+        fnn.set_num_interop_threads(1)
+    with pytest.raises(ValueError, match="positive int"):
+        fnn.set_num_interop_threads(0)
+
+
+def test_fork_rng_puts_the_default_generator_back():
+    """fnn.random (torch.random): fork_rng restores the default generator's state when its
+    block ends, so the draws after it are those without the block; enabled=False does
+    not; the seed functions are there too."""
+    fnn.random.manual_seed(5)
+    want = fnn.randn(3).numpy()
+    fnn.random.manual_seed(5)
+    with fnn.random.fork_rng():
+        inside = fnn.randn(3).numpy()
+        fnn.randn(10)
+    np.testing.assert_array_equal(fnn.randn(3).numpy(), want)
+    np.testing.assert_array_equal(inside, want)
+    fnn.random.manual_seed(5)
+    with fnn.random.fork_rng(enabled=False):
+        fnn.randn(3)
+    assert not np.array_equal(fnn.randn(3).numpy(), want)
+    assert fnn.random.initial_seed() == 5 and isinstance(fnn.random.get_rng_state(), dict)
 
 
 def test_assert_close_uses_pytorchs_default_tolerances():

@@ -71,11 +71,12 @@ def _total(grads, norm_type: float) -> float:
 
 
 def clip_grad_norm_(params, max_norm: float, norm_type: float = 2.0,
-                    error_if_nonfinite: bool = False) -> Tensor:
+                    error_if_nonfinite: bool = False, foreach=None) -> Tensor:
     """Scale the ``.grad`` of ``params`` so their joint norm is at most ``max_norm``.
 
     A NaN total makes every gradient NaN, as in PyTorch (an infinite one: zero);
-    ``error_if_nonfinite=True`` raises instead.
+    ``error_if_nonfinite=True`` raises instead. ``foreach`` is accepted (PyTorch's choice
+    of kernels; the result is the same).
     """
     params = _params("clip_grad_norm", params)
     max_norm = check_number("clip_grad_norm", "max_norm", max_norm)
