@@ -259,3 +259,102 @@ def test_a_pytorch_policy_script_with_distributions_runs_unchanged(monkeypatch):
     np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-4, atol=1e-5)
     for mine, want in zip(ours[1], theirs[1]):
         np.testing.assert_allclose(mine, want, rtol=1e-3, atol=1e-5)
+
+
+# a transformer text classifier as PyTorch users write one now: padding masks, AdamW with parameter
+# groups (no decay on biases, norms and the position table), a warm-up and cosine LambdaLR,
+# label smoothing, gradient clipping, the best epoch's state_dict kept with deepcopy and
+# loaded back, Adam's moment read from optimizer.state[p]
+TRANSFORMER = '''
+import copy
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class Classifier(nn.Module):
+    def __init__(self, vocab=12, d=16, heads=2, classes=2, max_len=10):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d, padding_idx=0)
+        self.pos = nn.Parameter(torch.zeros(1, max_len, d))
+        layer = nn.TransformerEncoderLayer(d, heads, dim_feedforward=2 * d, dropout=0.0,
+                                           batch_first=True, norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(d)
+        self.head = nn.Linear(d, classes)
+
+    def forward(self, tokens):
+        pad = tokens == 0
+        x = self.embed(tokens) + self.pos[:, :tokens.size(1)]
+        x = self.encoder(x, src_key_padding_mask=pad)
+        keep = (~pad).unsqueeze(-1).float()
+        x = (x * keep).sum(1) / keep.sum(1).clamp(min=1)
+        return self.head(self.norm(x))
+
+
+def run(weights, tokens, labels, epochs=3):
+    model = Classifier()
+    model.load_state_dict({k: torch.tensor(v) for k, v in weights.items()})
+    decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and n != "pos"]
+    rest = [p for n, p in model.named_parameters() if p.ndim < 2 or n == "pos"]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05},
+                             {"params": rest, "weight_decay": 0.0}], lr=3e-3, betas=(0.9, 0.98))
+    total = epochs * math.ceil(len(tokens) / 16)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / 4) * 0.5 * (1 + math.cos(math.pi * s / total)))
+    loader = DataLoader(TensorDataset(torch.tensor(tokens), torch.tensor(labels)), batch_size=16)
+    best, best_acc, losses = None, -1.0, []
+    for epoch in range(epochs):
+        model.train()
+        for x, y in loader:
+            logits = model(x)
+            loss = F.cross_entropy(logits, y, label_smoothing=0.1)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+            opt.step()
+            sched.step()
+            losses.append(loss.item())
+        model.eval()
+        with torch.no_grad():
+            pred = model(torch.tensor(tokens)).argmax(dim=-1)
+            acc = (pred == torch.tensor(labels)).float().mean().item()
+        if acc > best_acc:
+            best_acc, best = acc, copy.deepcopy(model.state_dict())
+    model.load_state_dict(best)
+    moment = opt.state[model.head.weight]["exp_avg"]
+    return losses, best_acc, moment.numpy(), {n: p.detach().numpy()
+                                              for n, p in model.named_parameters()}
+'''
+
+
+def test_a_pytorch_transformer_classifier_script_runs_unchanged(monkeypatch):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(3)
+    torch.set_num_threads(1)
+    rng = np.random.default_rng(4)
+    lengths = rng.integers(3, 11, 64)
+    tokens = np.zeros((64, 10), np.int64)
+    for row, n in zip(tokens, lengths):
+        row[:n] = rng.integers(1, 12, n)
+    labels = (tokens == 3).any(1).astype(np.int64)  # does the sequence hold token 3
+    namespace = {}
+    exec(compile(TRANSFORMER, "<pytorch script>", "exec"), namespace)
+    weights = {k: v.numpy().copy() for k, v in namespace["Classifier"]().state_dict().items()}
+    theirs = namespace["run"](weights, tokens, labels)
+    _fastnn_as_torch(monkeypatch)
+    ours = _run(TRANSFORMER, weights, tokens, labels)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=2e-4, atol=2e-5)
+    assert abs(ours[1] - theirs[1]) <= 1 / 64  # a near-tie may round the other way
+    np.testing.assert_allclose(ours[2], theirs[2], rtol=2e-3, atol=1e-6)
+    assert list(ours[3]) == list(theirs[3])
+    for name, want in theirs[3].items():
+        mine = ours[3][name]
+        if name.endswith("in_proj_bias"):  # NOTE: the key bias adds one constant to a row's
+            # scores, which softmax removes: its gradient is rounding noise in both, which
+            # AdamW scales up to steps of lr; only the query and value biases are compared
+            mine, want = np.delete(mine, np.s_[16:32]), np.delete(want, np.s_[16:32])
+        np.testing.assert_allclose(mine, want, rtol=2e-3, atol=2e-4, err_msg=name)
