@@ -78,6 +78,12 @@ def _sequence_as_tuple(key, stacklevel: int) -> bool:
     return True
 
 
+def _zero_d_mask(key) -> bool:
+    """Whether ``key`` is a 0-d bool tensor: PyTorch's ``x[mask]`` is then x with a new
+    leading axis, kept (size 1) where the mask is True, empty where False."""
+    return isinstance(key, Tensor) and key.ndim == 0 and key._dtype is dtypes.bool_
+
+
 def _expand_key(op: str, x: Tensor, key) -> list:
     """The key as a list with ``...`` expanded and masks split into index tensors."""
     if not isinstance(key, tuple):
@@ -226,6 +232,8 @@ def getitem(x: Tensor, key) -> Tensor:
     kind = type(key)
     if kind is list and _sequence_as_tuple(key, 4):  # (4: the user's line, past view_op's)
         key, kind = tuple(key), tuple
+    elif _zero_d_mask(key):  # x[mask] with a 0-d mask: a new leading axis of 1 or 0 entries
+        return getitem(x.unsqueeze(0), key.reshape(1))
     if kind is int:  # x[i]: one view of row i
         shape = x._data.shape
         if shape and -shape[0] <= key < shape[0]:
@@ -313,6 +321,8 @@ def setitem(x: Tensor, key, value) -> None:
     scatter. A value that requires grad is recorded (the gradient reaches it)."""
     if type(key) is list and _sequence_as_tuple(key, 3):
         key = tuple(key)
+    elif _zero_d_mask(key):  # (writes through the view with the new axis)
+        return setitem(x.unsqueeze(0), key.reshape(1), value)
     if not isinstance(value, Tensor):
         if isinstance(value, bool) and x._dtype.is_floating:
             value = float(value)

@@ -102,6 +102,21 @@ def test_a_list_of_sequences_indexes_as_a_tuple_as_pytorchs(key):
         assert tuple(torch.tensor(X)[key].shape) == got.shape
 
 
+@pytest.mark.parametrize("flag", [True, False])
+def test_a_zero_d_mask_adds_a_leading_axis_as_pytorchs(flag):
+    """x[mask] with a 0-d bool mask: x with a new leading axis of one entry (True) or none
+    (False), 0-d x too (a NumPy error escaped before); x[mask] = v writes all of x or
+    nothing."""
+    for x in (fnn.tensor(5.0), fnn.tensor(X)):
+        got = x[fnn.tensor(flag)]
+        want = np.asarray(x.numpy())[None][[flag]]
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(got.numpy(), want)
+    y = fnn.zeros(X.shape)
+    y[fnn.tensor(flag)] = 2.0
+    np.testing.assert_array_equal(y.numpy(), np.full(X.shape, 2.0 if flag else 0.0))
+
+
 def test_batching_as_pytorch_users_write_it(device):
     data = fnn.tensor(X.reshape(4, 30), device=device)
     perm = fnn.tensor(np.random.default_rng(2).permutation(4), device=device)
