@@ -8,6 +8,8 @@ the tape. The regression and divergence losses are in :mod:`fastnn.ops.losses_re
 
 from __future__ import annotations
 
+import warnings
+
 from fastnn.api import dtypes
 from fastnn.api.args import real
 from fastnn.api.program import recording
@@ -33,6 +35,20 @@ def reduce(op: str, per_element: Tensor, reduction: str) -> Tensor:
     if reduction == "sum":
         return movement.sum(per_element)
     return per_element
+
+
+def broadcast_target(op: str, pred: Tensor, target: Tensor) -> None:
+    """PyTorch's rule for the elementwise regression losses: a target of another shape is
+    broadcast against the prediction, with PyTorch's warning (it is usually a mistake,
+    e.g. (N, 1) predictions against (N,) targets make an (N, N) loss)."""
+    for name, value in (("prediction", pred), ("target", target)):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{op}: {name} must be a Tensor, got {type(value).__name__}")
+    if pred.shape != target.shape:
+        warnings.warn(f"{op}: using a target size ({target.shape}) that is different to the "
+                      f"input size ({pred.shape}); this will likely lead to incorrect results "
+                      f"due to broadcasting, as in PyTorch. Please ensure they have the same "
+                      f"size", UserWarning, stacklevel=4)
 
 
 def same_shape(op: str, pred: Tensor, target: Tensor) -> None:

@@ -11,7 +11,7 @@ import numbers
 
 from fastnn.ops import elementwise as m
 from fastnn.ops import movement
-from fastnn.ops.losses import check_reduction, floored, reduce, same_shape
+from fastnn.ops.losses import broadcast_target, check_reduction, floored, reduce, same_shape
 from fastnn.ops.mathops import clamp
 from fastnn.ops.reduction import norm
 from fastnn.ops.table import public
@@ -30,7 +30,7 @@ def _positive(op: str, name: str, value, allow_zero=False) -> float:
 @public()
 def mse_loss(pred: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     """(pred - target)**2."""
-    same_shape("mse_loss", pred, target)
+    broadcast_target("mse_loss", pred, target)
     diff = m.sub(pred, target)
     return reduce("mse_loss", m.mul(diff, diff), reduction)
 
@@ -38,7 +38,7 @@ def mse_loss(pred: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
 @public()
 def l1_loss(pred: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     """|pred - target|."""
-    same_shape("l1_loss", pred, target)
+    broadcast_target("l1_loss", pred, target)
     return reduce("l1_loss", m.abs(m.sub(pred, target)), reduction)
 
 
@@ -52,7 +52,7 @@ def _huber(pred, target, delta):
 @public()
 def huber_loss(pred: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0):
     """0.5 * d**2 where |d| <= delta, else delta * (|d| - 0.5 * delta); d = pred - target."""
-    same_shape("huber_loss", pred, target)
+    broadcast_target("huber_loss", pred, target)
     delta = _positive("huber_loss", "delta", delta)
     return reduce("huber_loss", _huber(pred, target, delta), reduction)
 
@@ -61,7 +61,7 @@ def huber_loss(pred: Tensor, target: Tensor, reduction: str = "mean", delta: flo
 def smooth_l1_loss(pred: Tensor, target: Tensor, reduction: str = "mean", beta: float = 1.0):
     """0.5 d**2 / beta where |d| < beta, else |d| - 0.5 beta (huber_loss / beta; beta = 0 is
     l1_loss), as PyTorch's."""
-    same_shape("smooth_l1_loss", pred, target)
+    broadcast_target("smooth_l1_loss", pred, target)
     beta = _positive("smooth_l1_loss", "beta", beta, allow_zero=True)
     if beta == 0.0:
         return l1_loss(pred, target, reduction)

@@ -106,11 +106,29 @@ def test_targets_out_of_range_raise_a_clear_error():
         F.cross_entropy(logits, fnn.tensor(np.array([0, 1])))
 
 
+@pytest.mark.parametrize("name", ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"])
+def test_a_target_of_another_shape_broadcasts_with_pytorchs_warning(name):
+    """As PyTorch's: (3, 2) predictions against a (2,) target broadcast, with the warning
+    that this is likely a mistake; the value is the loss of the broadcast pair."""
+    rng = np.random.default_rng(0)
+    pred, target = rng.standard_normal((3, 2)), rng.standard_normal(2)
+    with pytest.warns(UserWarning, match="different to the input size"):
+        got = getattr(F, name)(fnn.tensor(pred), fnn.tensor(target))
+    want = getattr(F, name)(fnn.tensor(pred), fnn.tensor(np.broadcast_to(target, (3, 2))))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+    torch = pytest.importorskip("torch")
+    with pytest.warns(UserWarning):
+        theirs = getattr(torch.nn.functional, name)(torch.tensor(pred), torch.tensor(target))
+    np.testing.assert_allclose(got.numpy(), theirs.numpy(), rtol=1e-12)
+
+
 def test_bad_reduction_and_shape_mismatch_raise():
     x = fnn.randn((3, 2))
     with pytest.raises(ValueError, match="reduction must be one of"):
         F.mse_loss(x, x, reduction="avg")
-    with pytest.raises(ValueError, match="differ in shape"):
+    with pytest.raises(ValueError, match="do not broadcast"):  # (shapes that cannot meet)
         F.mse_loss(x, fnn.randn((2, 3)))
+    with pytest.raises(ValueError, match="differ in shape"):  # (as PyTorch: no broadcasting)
+        F.binary_cross_entropy(fnn.rand((3, 2)), fnn.rand((2,)))
     with pytest.raises(ValueError, match="reduction must be one of"):
         F.cross_entropy(x, fnn.tensor(np.array([0, 1, 1])), reduction="avg")
