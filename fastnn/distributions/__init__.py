@@ -27,6 +27,7 @@ from fastnn.distributions.heavy_tails import Cauchy, Gumbel, StudentT
 from fastnn.distributions.independent import Independent
 from fastnn.distributions.kl import kl_divergence, register_kl
 from fastnn.distributions.laplace import Laplace
+from fastnn.distributions.mixture_same_family import MixtureSameFamily
 from fastnn.distributions.multivariate_normal import MultivariateNormal
 from fastnn.distributions.normal import Normal
 from fastnn.distributions.positive_laws import AbsTransform, HalfNormal, LogNormal
@@ -44,7 +45,8 @@ from fastnn.distributions.uniform import Uniform
 __all__ = [
     "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet",
     "Distribution", "Exponential", "Gamma", "Geometric", "Gumbel", "HalfNormal", "Independent",
-    "Laplace", "LogNormal", "MultivariateNormal", "Normal", "OneHotCategorical",
+    "Laplace", "LogNormal", "MixtureSameFamily", "MultivariateNormal", "Normal",
+    "OneHotCategorical",
     "OneHotCategoricalStraightThrough", "Poisson", "StudentT", "Uniform",
     "constraints", "kl_divergence", "register_kl", "TransformedDistribution", "Transform",
     "AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform", "SigmoidTransform",
