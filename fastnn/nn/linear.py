@@ -108,13 +108,21 @@ class Linear(Dense):
         return self.forward_act(x, "identity")
 
     def forward_act(self, x, kind: str, slope: float = 0.01):
-        check_features(self._name(), x, self.in_features)
+        check_features(self._name(), x, self.in_features)  # the one check of x's shape
         weight, bias = self.weight, self.bias
         if autocasting.state.on:  # F.linear's casts (the bias too)
             x, weight, bias = autocasting.cast_args("linear", x, weight, bias)
-        z = nnops.linear(x, weight)
+        dtype, device = weight._dtype, weight._device
+        if not (x._dtype is dtype and x._device is device and dtype.is_floating and (
+                bias is None or (bias._dtype is dtype and bias._device is device))):
+            z = nnops.linear(x, weight)  # (the checked op: it names what does not match)
+            return (activations.activation(kind, z, slope) if bias is None
+                    else activations.bias_act(z, bias, kind, slope))
+        z = nnops.linear_raw(x, weight)  # checked above: nothing checked twice below
         if bias is None:
             return activations.activation(kind, z, slope)
+        if kind in activations.FUSED_KINDS:  # (the kinds and slopes the layers validated)
+            return activations.bias_act_raw(z, bias, kind, float(slope))
         return activations.bias_act(z, bias, kind, slope)
 
     def reverse(self, x, grad_out):

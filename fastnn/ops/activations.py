@@ -25,7 +25,7 @@ from fastnn.ops.table import FUNCTIONAL, public
 from fastnn.ops.tensor import Tensor
 
 ACTIVATIONS: dict = {}  # kind -> fn(x, slope)
-_FUSED_KINDS = frozenset(hookspec.BIAS_ACT_KINDS)
+FUSED_KINDS = frozenset(hookspec.BIAS_ACT_KINDS)  # the kinds of the bias_act hook
 
 
 def kind(name: str, uses_slope: bool = False):
@@ -264,9 +264,15 @@ def bias_act(x: Tensor, bias: Tensor, kind: str = "identity", slope=0.01) -> Ten
     _check_kind("bias_act", kind)
     if bias.ndim != 1 or not x.ndim or bias.shape[0] != x.shape[-1]:
         raise ValueError(f"bias_act: bias {bias.shape} does not match the last axis of {x.shape}")
-    if kind not in _FUSED_KINDS:
+    if kind not in FUSED_KINDS:
         return activation(kind, add(x, bias), slope)
-    slope = real("bias_act", "slope", slope)
+    return bias_act_raw(x, bias, kind, real("bias_act", "slope", slope))
+
+
+def bias_act_raw(x: Tensor, bias: Tensor, kind: str, slope: float) -> Tensor:
+    """:func:`bias_act` for callers that checked its arguments (one dtype and device, bias
+    along x's last axis, a kind of ``hookspec.BIAS_ACT_KINDS``, a real slope): the hook
+    and the tape's node, nothing checked again (nn.Linear's fused forward)."""
     data = x._device.ops.bias_act(x._data, bias._data, kind, slope)
     out = Tensor._make(data, x._dtype, x._device)
     return attach(out, "bias_act", (x, bias), saved_by_bias_act(kind, x._data, bias._data, data),

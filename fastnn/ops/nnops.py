@@ -121,20 +121,25 @@ def _plain_linear(x, weight, bias):
     if bias is not None and not (isinstance(bias, Tensor) and bias._dtype is dtype
                                  and bias._device is device and bias._data.shape == w_shape[:1]):
         return None
-    ops = device.ops
-    data = project(ops, x._data, weight._data)
-    out = Tensor._make(data, dtype, device)
-    taped = x._requires_grad or weight._requires_grad or switches.anomaly
-    if taped:
-        out = attach(out, "linear", (x, weight), (x._data, weight._data))
+    out = linear_raw(x, weight)
     if bias is None:
         return out
-    summed = ops.bias_act(data, bias._data, "identity", 0.01)
+    summed = device.ops.bias_act(out._data, bias._data, "identity", 0.01)
     result = Tensor._make(summed, dtype, device)
-    if not (taped or bias._requires_grad):
+    if not (out._node is not None or bias._requires_grad or switches.anomaly):
         return result
     return attach(result, "bias_act", (out, bias),
-                  saved_by_bias_act("identity", data, bias._data, summed), ("identity", 0.01))
+                  saved_by_bias_act("identity", out._data, bias._data, summed),
+                  ("identity", 0.01))
+
+
+def linear_raw(x: Tensor, weight: Tensor) -> Tensor:
+    """x @ weight.T with its tape node, for callers that checked x and weight (one floating
+    dtype and device, x's last axis weight's second): :func:`linear`'s and nn.Linear's."""
+    out = Tensor._make(project(x._device.ops, x._data, weight._data), x._dtype, x._device)
+    if x._requires_grad or weight._requires_grad or switches.anomaly:
+        return attach(out, "linear", (x, weight), (x._data, weight._data))
+    return out
 
 
 def _positive_int(op, name, value, minimum):
