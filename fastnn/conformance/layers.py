@@ -41,6 +41,8 @@ def specs() -> list:
          lambda d, dev: nn.Conv1d(2, 4, 2, stride=2, dilation=2, dtype=d, device=dev), (2, 2, 9)),
         ("Residual(Linear)", lambda d, dev: nn.Residual(nn.Linear(4, 4, dtype=d, device=dev)),
          (5, 4)),
+        ("DataParallel(Linear)",
+         lambda d, dev: nn.DataParallel(nn.Linear(4, 3, dtype=d, device=dev)), (5, 4)),
         ("Sequential", lambda d, dev: nn.Sequential(
             nn.Linear(4, 6, dtype=d, device=dev), nn.Activation("tanh"),
             nn.RMSNorm(6, dtype=d, device=dev), nn.Linear(6, 3, dtype=d, device=dev)), (5, 4)),

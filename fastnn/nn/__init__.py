@@ -46,6 +46,7 @@ from fastnn.nn.batchnorm import BatchNorm1d, BatchNorm2d
 from fastnn.nn.container import Residual, Sequential
 from fastnn.nn.conv import Conv1d
 from fastnn.nn.conv2d import Conv2d
+from fastnn.nn.data_parallel import DataParallel
 from fastnn.nn.embedding import Bilinear, Embedding, EmbeddingBag
 from fastnn.nn.flatten import Flatten, GlobalAvgPool1d
 from fastnn.nn.gated import DyT, GatedLinear
@@ -223,4 +224,4 @@ __all__ += ["LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d
             "UninitializedParameter"]
 __all__ += ["ConvTranspose3d"]
 __all__ += ["AdaptiveMaxPool3d", "MaxUnpool3d"]
-__all__ += ["SyncBatchNorm"]
+__all__ += ["SyncBatchNorm", "DataParallel"]

@@ -52,6 +52,29 @@ def resolve_conj(x: Tensor) -> Tensor:
     return x
 
 
+@public(method=True, top=True, functional=False, aliases=("conj_physical",))
+def conj(x: Tensor) -> Tensor:
+    """x itself: the conjugate of a real tensor (generic code calls it on any tensor)."""
+    return x
+
+
+_fact("real", lambda x: x, "x itself: the real part of a real tensor, as PyTorch's.")
+
+
+@public(method=True, functional=False, aliases=("share_memory_",))
+def pin_memory(x: Tensor, device=None) -> Tensor:
+    """x itself: fastnn's host arrays are what a device copy reads from, with no page-locked
+    pool to move them to (``x.pin_memory().to(device, non_blocking=True)`` runs as written;
+    ``share_memory_`` likewise: data-parallel ranks are processes with their own arrays)."""
+    return x
+
+
+@public(method=True, functional=False, aliases=("is_shared",))
+def is_pinned(x: Tensor, device=None) -> bool:
+    """False: no fastnn tensor is page-locked (or shared across processes)."""
+    return False
+
+
 @public(method=True, top=True, functional=False)
 def isreal(x: Tensor) -> Tensor:
     """True everywhere (a bool tensor shaped as x): every fastnn dtype is real."""

@@ -185,7 +185,7 @@ def test_data_parallel_is_a_pass_through_wrapper():
     x = fnn.randn(4, 3)
     np.testing.assert_array_equal(wrapped(x).detach().numpy(), net(x).detach().numpy())
     assert list(wrapped.state_dict()) == ["module.weight", "module.bias"]
-    assert fnn.nn.parallel.DataParallel is DataParallel
+    assert fnn.nn.parallel.DataParallel is DataParallel is fnn.nn.DataParallel  # (torch.nn's)
     with pytest.raises(ValueError, match="one MPI rank per device"):
         DataParallel(net, device_ids=[0, 1])
 

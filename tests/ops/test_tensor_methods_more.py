@@ -157,6 +157,19 @@ def test_facts_and_conjugate_transposes_are_pytorchs():
         _ = fnn.zeros(3).mH
 
 
+def test_pinned_shared_and_conjugate_spellings_of_a_real_host_tensor():
+    """x.pin_memory(), share_memory_(), conj(), conj_physical() and x.real give x itself
+    (a real tensor in fastnn's host arrays, as PyTorch's answer for a real dense CPU
+    tensor in values), is_pinned() and is_shared() False: code calling them runs."""
+    x = fnn.tensor(np.arange(3.0), requires_grad=True)
+    for same in (x.pin_memory(), x.share_memory_(), x.conj(), x.conj_physical(), x.real,
+                 fnn.conj(x)):
+        assert same is x
+    assert x.is_pinned() is False and x.is_shared() is False
+    loaded = x.pin_memory().to("cpu", non_blocking=True)
+    np.testing.assert_array_equal(loaded.detach().numpy(), [0.0, 1.0, 2.0])
+
+
 def test_cuda_moves_as_to_does():
     x = fnn.zeros(2)
     try:

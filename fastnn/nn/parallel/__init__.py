@@ -7,7 +7,7 @@ DistributedDataParallel`` does, and so does ``import fastnn.distributed``, after
 ``fnn.nn.parallel.DistributedDataParallel`` is there as in PyTorch.
 """
 
-from fastnn.nn.parallel.data_parallel import DataParallel
+from fastnn.nn.data_parallel import DataParallel
 from fastnn.nn.parallel.distributed import DistributedDataParallel
 
 __all__ = ["DataParallel", "DistributedDataParallel"]

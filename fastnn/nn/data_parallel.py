@@ -3,7 +3,8 @@
 PyTorch's ``DataParallel`` splits each batch over the GPUs of one process; without
 several devices (``device_ids`` of one device, or none on the CPU) it calls the module
 itself, which is what this one does, on the module's own device. For several devices,
-use :class:`~fastnn.nn.parallel.DistributedDataParallel` with one rank per device.
+use :class:`~fastnn.nn.parallel.DistributedDataParallel` with one rank per device. It is
+``fastnn.nn.DataParallel`` and ``fastnn.nn.parallel.DataParallel``, as in PyTorch.
 """
 
 from __future__ import annotations
