@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import builtins
 import math
-import numbers
-import warnings
 
 import numpy as np
 
@@ -33,6 +31,7 @@ from fastnn.api import dtypes
 from fastnn.ops.core import check_same_device
 from fastnn.ops.elementwise import where
 from fastnn.ops.gathering import scatter_add_tensor
+from fastnn.ops.index_keys import expand_key, sequence_as_tuple, zero_d_mask
 from fastnn.ops.movement import view_op
 from fastnn.ops.selecting import (
     as_index,
@@ -49,105 +48,7 @@ from fastnn.ops.tensor import Tensor
 
 _INDEX = (dtypes.int64, dtypes.int32)
 
-# ---------------------------------------------------------------- the key
-
-
-def _is_advanced(item) -> bool:
-    return isinstance(item, (Tensor, list, np.ndarray)) and not isinstance(item, bool)
-
-
-def _on_device(item, x: Tensor) -> bool:
-    """Whether an index is a tensor that stays where it is (x's own device), not host data."""
-    return isinstance(item, Tensor) and (item._device == x._device or
-                                         not item._device.backend.record.host_memory)
-
-
-def _sequence_as_tuple(key, stacklevel: int) -> bool:
-    """PyTorch's rule (NumPy's before 1.23): a list of fewer than 32 items of which one is
-    a list, a tuple, a tensor, an array, a slice, ``...`` or None indexes as the tuple of
-    its items (``x[[[0, 1], [1, 0]]]`` is ``x[[0, 1], [1, 0]]``), with PyTorch's warning
-    that this is deprecated; a list of ints is one index."""
-    if type(key) is not list or len(key) >= 32 or not any(
-            item is None or item is Ellipsis or isinstance(
-                item, (list, tuple, builtins.slice, Tensor, np.ndarray)) for item in key):
-        return False
-    warnings.warn("indexing with a list that holds lists, tensors, slices, ... or None is "
-                  "deprecated: it indexes as the tuple of its items, as in PyTorch; write "
-                  "x[tuple(seq)] for that, or x[fnn.tensor(seq)] for one index tensor",
-                  UserWarning, stacklevel=stacklevel)
-    return True
-
-
-def _zero_d_mask(key) -> bool:
-    """Whether ``key`` is a 0-d bool tensor: PyTorch's ``x[mask]`` is then x with a new
-    leading axis, kept (size 1) where the mask is True, empty where False."""
-    return isinstance(key, Tensor) and key.ndim == 0 and key._dtype is dtypes.bool_
-
-
-def _expand_key(op: str, x: Tensor, key) -> list:
-    """The key as a list with ``...`` expanded and masks split into index tensors."""
-    if not isinstance(key, tuple):
-        key = (key,)
-    items = []
-    for item in key:
-        if isinstance(item, tuple):  # a tuple inside the key is a list, as NumPy and torch
-            item = list(item)
-        if _is_advanced(item):
-            if not _on_device(item, x):  # host data: _advanced range-checks it, then uploads
-                host = item.numpy() if isinstance(item, Tensor) else np.asarray(item)
-                if host.dtype.kind != "b":
-                    items.append(("index", host))
-                    continue
-            item = as_index(op, item, x._device)
-            if item._dtype is dtypes.bool_:
-                items.append(("mask", item))
-                continue
-            items.append(("index", item))
-        elif item is None or item is Ellipsis or isinstance(item, builtins.slice):
-            items.append((item if item is not None else "none", item))
-        elif isinstance(item, bool):
-            raise IndexError(f"{op}: a bare bool index is not supported; use None to add an "
-                             "axis or a bool tensor mask")
-        elif isinstance(item, numbers.Integral):
-            items.append(("int", int(item)))
-        else:
-            raise IndexError(f"{op}: only ints, slices, ..., None, int/bool tensors, lists "
-                             f"and NumPy arrays are valid indices; got {type(item).__name__} "
-                             f"{item!r}" + (" (a float: use an int)" if isinstance(
-                                 item, numbers.Real) else ""))
-    used = builtins.sum(item.ndim if kind == "mask" else 1 for kind, item in items
-                        if kind not in ("none", Ellipsis))
-    ellipses = [i for i, (kind, _) in enumerate(items) if kind is Ellipsis]
-    if len(ellipses) > 1:
-        raise IndexError(f"{op}: an index can have only one ellipsis (...)")
-    if used > x.ndim:
-        raise IndexError(f"{op}: too many indices for a tensor of {x.ndim} dims: {key!r}")
-    fill = [(builtins.slice(None), builtins.slice(None))] * (x.ndim - used)
-    if ellipses:
-        at = ellipses[0]
-        items = items[:at] + fill + items[at + 1:]
-    else:
-        items = items + fill
-    out, dim = [], 0
-    for kind, item in items:
-        if isinstance(kind, builtins.slice):
-            out.append(("slice", item))
-        elif kind == "mask":
-            shape = x.shape[dim:dim + item.ndim]
-            if item.shape != shape:
-                raise IndexError(f"{op}: the mask of shape {item.shape} does not match the "
-                                 f"indexed dims {shape} (at dim {dim}) of a tensor of shape "
-                                 f"{x.shape}; a mask covers the dims it indexes exactly")
-            host = np.nonzero(item.numpy())  # as PyTorch: the result's shape needs the count
-            for part in host:
-                out.append(("index", as_index(op, part, x._device)))
-            dim += item.ndim
-            continue
-        else:
-            out.append((kind, item))
-        if kind != "none":
-            dim += 1
-    return out
+# ---------------------------------------------------------------- the key: fastnn.ops.index_keys
 
 
 def _basic(op: str, x: Tensor, items: list):
@@ -230,9 +131,9 @@ def _advanced(op: str, x: Tensor, advanced: list) -> Tensor:
 def getitem(x: Tensor, key) -> Tensor:
     """``x[key]``: see the module docstring."""
     kind = type(key)
-    if kind is list and _sequence_as_tuple(key, 4):  # (4: the user's line, past view_op's)
+    if kind is list and sequence_as_tuple(key, 4):  # (4: the user's line, past view_op's)
         key, kind = tuple(key), tuple
-    elif _zero_d_mask(key):  # x[mask] with a 0-d mask: a new leading axis of 1 or 0 entries
+    elif zero_d_mask(key):  # x[mask] with a 0-d mask: a new leading axis of 1 or 0 entries
         return getitem(x.unsqueeze(0), key.reshape(1))
     if kind is int:  # x[i]: one view of row i
         shape = x._data.shape
@@ -260,7 +161,7 @@ def getitem(x: Tensor, key) -> Tensor:
         check_same_device("index", x, key)
         negative = check_range("index", key, x.shape[0], negative_ok=True)
         return index_select_tensor(x, 0, wrap_negative(key, x.shape[0], negative))
-    items = _expand_key("index", x, key)
+    items = expand_key("index", x, key)
     out, advanced = _basic("index", x, items)
     return _advanced("index", out, advanced) if advanced else out
 
@@ -319,9 +220,9 @@ def setitem(x: Tensor, key, value) -> None:
     """``x[key] = value`` in place, as PyTorch: a basic key writes through the view
     ``x[key]`` (seen by every tensor sharing x's storage); integer-tensor and mask keys
     scatter. A value that requires grad is recorded (the gradient reaches it)."""
-    if type(key) is list and _sequence_as_tuple(key, 3):
+    if type(key) is list and sequence_as_tuple(key, 3):
         key = tuple(key)
-    elif _zero_d_mask(key):  # (writes through the view with the new axis)
+    elif zero_d_mask(key):  # (writes through the view with the new axis)
         return setitem(x.unsqueeze(0), key.reshape(1), value)
     if not isinstance(value, Tensor):
         if isinstance(value, bool) and x._dtype.is_floating:
@@ -339,7 +240,7 @@ def setitem(x: Tensor, key, value) -> None:
         check_inplace("index assignment", x)
         write(x, where(key, value, x).to(x._dtype))
         return
-    items = _expand_key("index assignment", x, key)
+    items = expand_key("index assignment", x, key)
     if not any(kind == "index" for kind, _ in items) and not any(
             kind == "slice" and (item.step or 1) < 0 for kind, item in items):
         target = getitem(x, key)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import fastnn as fnn
-from fastnn.ops import indexing
+from fastnn.ops import index_keys, indexing
 from tests.helpers import finite_difference, tape_grads
 from tests.ops.test_views_inplace import copying, dev  # noqa: F401 (fixtures)
 
@@ -31,7 +31,7 @@ BASES = {
 
 def _general(x, key):
     """x[key] by the general path (the key expanded, a slice, then a reshape)."""
-    out, advanced = indexing._basic("index", x, indexing._expand_key("index", x, key))
+    out, advanced = indexing._basic("index", x, index_keys.expand_key("index", x, key))
     assert not advanced
     return out
 
