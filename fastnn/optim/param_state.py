@@ -34,10 +34,10 @@ class ParamState(dict):
         super().__init__(*args)
         self._home = home  # param -> (device, dtype) its state arrays live on
 
-    def __getitem__(self, key):
+    def __missing__(self, key):  # (a parameter is never a key: the ids' lookups stay C's)
         if isinstance(key, Tensor):
             return TensorState(self, key)
-        return dict.__getitem__(self, key)
+        raise KeyError(key)
 
     def __contains__(self, key) -> bool:
         return dict.__contains__(self, id(key) if isinstance(key, Tensor) else key)
