@@ -16,7 +16,7 @@ from fastnn.ops.elementwise_more import sinc, xlogy
 from fastnn.ops.mathops import exp2, expm1, log1p, round
 from fastnn.ops.nnops import log_softmax, softmax
 from fastnn.ops.reduction import logsumexp
-from fastnn.ops.special import digamma, erfc, erfinv, lgamma
+from fastnn.ops.special_gamma import digamma, erfc, erfinv, lgamma
 from fastnn.ops.special_more import entr, log_ndtr, multigammaln, ndtr, xlog1py
 from fastnn.ops.statistics import logit
 

@@ -10,7 +10,8 @@ import math
 from fastnn.ops import elementwise as ew
 from fastnn.ops import mathops
 from fastnn.ops.elementwise_more import _isnan, _not, times_log
-from fastnn.ops.special import done, erfc, erfc_fraction, lgamma, lift
+from fastnn.ops.special import done, lift
+from fastnn.ops.special_gamma import erfc, erfc_fraction, lgamma
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
 
