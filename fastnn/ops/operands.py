@@ -79,15 +79,15 @@ def arrays_as_tensors(a, b) -> tuple:
 def python_bools(a, b) -> tuple:
     """A Python bool operand as PyTorch takes it: beside a bool tensor a 0-d bool tensor
     (the op stays on bools), beside a number tensor the int 0 or 1 (the dtype is kept)."""
-    tensor = a if isinstance(a, Tensor) else b
-    if not isinstance(tensor, Tensor):
+    like = a if isinstance(a, Tensor) else b
+    if not isinstance(like, Tensor):
         return a, b
-    if tensor._dtype is dtypes.bool_:
+    if like._dtype is dtypes.bool_:
         convert = as_tensor_like
     else:
-        def convert(value, like):
+        def convert(value, _):
             return int(value)
-    return tuple(convert(v, tensor) if isinstance(v, bool) else v for v in (a, b))
+    return tuple(convert(v, like) if isinstance(v, bool) else v for v in (a, b))
 
 
 def check_scalar(op, value):
