@@ -105,6 +105,17 @@ def _run(source: str, *args):
     return namespace["run"](*args)
 
 
+def _side_by_side(monkeypatch, source: str, model: str, *args) -> tuple:
+    """(PyTorch's results, fastnn's) of ``run(weights, *args)`` in ``source``, from the
+    same initial weights (those of the script's class ``model`` built by PyTorch)."""
+    namespace = {}
+    exec(compile(source, "<pytorch script>", "exec"), namespace)
+    weights = {k: v.numpy().copy() for k, v in namespace[model]().state_dict().items()}
+    theirs = namespace["run"](weights, *args)
+    _fastnn_as_torch(monkeypatch)
+    return theirs, _run(source, weights, *args)
+
+
 def test_a_pytorch_cnn_script_runs_unchanged_and_follows_pytorch(monkeypatch):
     torch = pytest.importorskip("torch")
     sklearn = pytest.importorskip("sklearn.datasets")
@@ -113,12 +124,7 @@ def test_a_pytorch_cnn_script_runs_unchanged_and_follows_pytorch(monkeypatch):
     labels = digits.target[:256].astype(np.int64)
     torch.manual_seed(0)
     torch.set_num_threads(1)
-    namespace = {}
-    exec(compile(CNN, "<pytorch script>", "exec"), namespace)
-    weights = {k: v.numpy().copy() for k, v in namespace["Net"]().state_dict().items()}
-    theirs = namespace["run"](weights, images, labels)
-    _fastnn_as_torch(monkeypatch)
-    ours = _run(CNN, weights, images, labels)
+    theirs, ours = _side_by_side(monkeypatch, CNN, "Net", images, labels)
     np.testing.assert_allclose(ours[0], theirs[0], rtol=2e-4)
     assert abs(ours[1] - theirs[1]) <= 2  # a near-tie may round the other way
     assert np.mean(ours[2] == theirs[2]) > 0.99
@@ -341,12 +347,7 @@ def test_a_pytorch_transformer_classifier_script_runs_unchanged(monkeypatch):
     for row, n in zip(tokens, lengths):
         row[:n] = rng.integers(1, 12, n)
     labels = (tokens == 3).any(1).astype(np.int64)  # does the sequence hold token 3
-    namespace = {}
-    exec(compile(TRANSFORMER, "<pytorch script>", "exec"), namespace)
-    weights = {k: v.numpy().copy() for k, v in namespace["Classifier"]().state_dict().items()}
-    theirs = namespace["run"](weights, tokens, labels)
-    _fastnn_as_torch(monkeypatch)
-    ours = _run(TRANSFORMER, weights, tokens, labels)
+    theirs, ours = _side_by_side(monkeypatch, TRANSFORMER, "Classifier", tokens, labels)
     np.testing.assert_allclose(ours[0], theirs[0], rtol=2e-4, atol=2e-5)
     assert abs(ours[1] - theirs[1]) <= 1 / 64  # a near-tie may round the other way
     np.testing.assert_allclose(ours[2], theirs[2], rtol=2e-3, atol=1e-6)
