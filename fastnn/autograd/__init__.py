@@ -1,12 +1,12 @@
 """Reverse-mode automatic differentiation: the tape, its switches and the backward rules.
 
-``grad`` is PyTorch's ``autograd.grad``; ``Tensor.backward``, ``retain_grad`` and
-``register_hook`` are methods of the tensor.
+``grad`` and ``backward`` are PyTorch's ``autograd.grad`` and ``autograd.backward``;
+``Tensor.backward``, ``retain_grad`` and ``register_hook`` are methods of the tensor.
 """
 
-from fastnn.autograd.engine import Node, attach, backward
+from fastnn.autograd.engine import Node, attach
 from fastnn.autograd.function import Function, FunctionCtx, once_differentiable
-from fastnn.autograd.functional import grad
+from fastnn.autograd.functional import backward, grad
 from fastnn.autograd.grad_mode import (
     detect_anomaly,
     enable_grad,

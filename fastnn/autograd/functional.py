@@ -67,23 +67,35 @@ def _flags(op: str, retain_graph, create_graph) -> tuple[bool, bool]:
     return retain_graph, create_graph
 
 
-def backward(tensor, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
-    """``tensor.backward(...)``: add d(tensor)/d(leaf) into the ``.grad`` of every leaf
-    (or of ``inputs`` only); see :meth:`fastnn.Tensor.backward`."""
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None
+             ) -> None:
+    """PyTorch's ``autograd.backward``: add d(tensors)/d(leaf), seeded with ``grad_tensors``
+    (one per tensor; None for a one-element tensor, meaning 1), into the ``.grad`` of every
+    leaf (or of ``inputs`` only), in one pass over all of them; ``tensor.backward(g)`` is
+    ``backward(tensor, g)`` (see :meth:`fastnn.Tensor.backward`)."""
     retain_graph, create_graph = _flags("backward", retain_graph, create_graph)
-    if not tensor._requires_grad:
-        raise RuntimeError(
-            "backward() on a tensor that does not require grad: create the leaves with "
-            "requires_grad=True (and not under no_grad)"
-        )
+    roots = _tensors("backward", "tensors", tensors)
+    seeds = ((grad_tensors,) if grad_tensors is None or hasattr(grad_tensors, "_node")
+             else tuple(grad_tensors))
+    if grad_tensors is None:
+        seeds = (None,) * len(roots)
+    if len(seeds) != len(roots):
+        raise ValueError(f"backward: got {len(seeds)} grad_tensors for {len(roots)} tensors; "
+                         f"pass one per tensor (None for a one-element tensor)")
+    for i, tensor in enumerate(roots):
+        if not tensor._requires_grad:
+            raise RuntimeError(
+                ("backward() on a tensor" if len(roots) == 1 else f"backward: tensors[{i}] is a "
+                 "tensor") + " that does not require grad: create the leaves with "
+                "requires_grad=True (and not under no_grad)")
     if inputs is not None:
-        inputs = _tensors("backward", "inputs", inputs, type(tensor))
+        inputs = _tensors("backward", "inputs", inputs, type(roots[0]))
         for i, t in enumerate(inputs):
             if not t._requires_grad:
                 raise RuntimeError(f"backward: inputs[{i}] does not require grad, so no "
                                    f"gradient can reach it")
-    seed = _seed("backward", tensor, gradient, create_graph, "grad")
-    engine.backward(tensor, seed, retain_graph, create_graph, inputs)
+    seeds = tuple(_seed("backward", t, g, create_graph, "grad") for t, g in zip(roots, seeds))
+    engine.run_backward(roots, seeds, retain_graph, create_graph, inputs)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,

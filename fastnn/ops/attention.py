@@ -127,8 +127,11 @@ def attention(q, k, v, mask=None, allow=True, is_causal=False, dropout_p=0.0, sc
 
 @public()
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None,
-                                 dropout_p: float = 0.0, is_causal: bool = False, scale=None):
-    """softmax(query key^T * scale + mask) value over the last two axes; see the module."""
+                                 dropout_p: float = 0.0, is_causal: bool = False, scale=None,
+                                 enable_gqa: bool = False):
+    """softmax(query key^T * scale + mask) value over the last two axes; see the module.
+    ``enable_gqa``: grouped-query attention, as PyTorch's: key and value with fewer heads
+    (dim -3) than query, each shared by query's heads in groups (repeated to match)."""
     for name, t in (("query", query), ("key", key), ("value", value)):
         if not isinstance(t, Tensor):
             raise TypeError(f"scaled_dot_product_attention: {name} must be a Tensor, got "
@@ -136,6 +139,14 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         if t.ndim < 2:
             raise ValueError(f"scaled_dot_product_attention: {name} must be (..., seq, "
                              f"features), got shape {t.shape}")
+    if enable_gqa and query.ndim >= 3 and key.ndim >= 3 and key.shape[-3] != query.shape[-3]:
+        heads, groups = query.shape[-3], key.shape[-3]
+        if heads % groups or value.ndim < 3 or value.shape[-3] != groups:
+            raise ValueError(f"scaled_dot_product_attention: with enable_gqa, query's {heads} "
+                             f"heads must be a multiple of key's and value's ({groups} and "
+                             f"{value.shape[-3] if value.ndim >= 3 else None})")
+        key = key.repeat_interleave(heads // groups, dim=-3)
+        value = value.repeat_interleave(heads // groups, dim=-3)
     if query.shape[-1] != key.shape[-1] or key.shape[-2] != value.shape[-2]:
         raise ValueError(f"scaled_dot_product_attention: query {query.shape}, key {key.shape} "
                          f"and value {value.shape} must be (..., L, E), (..., S, E), (..., S, Ev)")

@@ -147,3 +147,23 @@ def test_gradient_keyword_and_grad_alias():
         (x * 2.0).backward(fnn.ones((3,)), grad=fnn.ones((3,)))
     with pytest.raises(RuntimeError, match=r"backward: inputs\[0\] does not require grad"):
         (x * 2.0).sum().backward(inputs=[fnn.ones((3,))])
+
+
+def test_autograd_backward_takes_pytorchs_tensors_and_grad_tensors():
+    """fnn.autograd.backward(tensors, grad_tensors): one pass over all the tensors, each
+    seeded by its own gradient (None for a scalar), into .grad, as torch.autograd.backward
+    (it was the tape's internal function, taking a raw array)."""
+    x = fnn.tensor([1.0, 2.0], requires_grad=True)
+    fnn.autograd.backward([(x * 2).sum(), x ** 2], grad_tensors=[None, fnn.tensor([1.0, 10.0])])
+    np.testing.assert_allclose(x.grad.numpy(), [2.0 + 2.0, 2.0 + 40.0])
+    y = fnn.tensor([3.0], requires_grad=True)
+    fnn.autograd.backward(y * 5)
+    np.testing.assert_allclose(y.grad.numpy(), [5.0])
+    with pytest.raises(ValueError, match="2 grad_tensors for 1 tensors"):
+        fnn.autograd.backward(y * 5, grad_tensors=[None, None])
+    with pytest.raises(RuntimeError, match=r"tensors\[1\] is a tensor that does not require"):
+        fnn.autograd.backward([(y * 2).sum(), fnn.ones(1)])
+    torch = pytest.importorskip("torch")
+    t = torch.tensor([1.0, 2.0], requires_grad=True)
+    torch.autograd.backward([(t * 2).sum(), t ** 2], grad_tensors=[None, torch.tensor([1.0, 10.0])])
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy())

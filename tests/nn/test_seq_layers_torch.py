@@ -175,7 +175,7 @@ def test_multihead_attention_unbatched_and_init():
     assert out.shape == (4, 6)
 
 
-SDPA_CASES = ["none", "bool", "float", "causal"]
+SDPA_CASES = ["none", "bool", "float", "causal", "gqa"]
 
 
 @pytest.mark.parametrize("mask", SDPA_CASES)
@@ -195,6 +195,9 @@ def test_scaled_dot_product_attention_matches_torch(mask, dtype, device):
         kw_t["attn_mask"], kw_f["attn_mask"] = torch.tensor(m), fnn.tensor(m, device=device)
     elif mask == "causal":
         kw_t["is_causal"] = kw_f["is_causal"] = True
+    elif mask == "gqa":  # grouped-query attention: one key/value head for query's three
+        k, v = k[:, :1].copy(), v[:, :1].copy()
+        kw_t["enable_gqa"] = kw_f["enable_gqa"] = True
     tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (q, k, v))
     fq, fk, fv = (fnn.tensor(a, device=device, requires_grad=True) for a in (q, k, v))
     t_out = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, **kw_t)
