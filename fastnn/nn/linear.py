@@ -113,15 +113,13 @@ class Linear(Dense):
         if autocasting.state.on:  # F.linear's casts (the bias too)
             x, weight, bias = autocasting.cast_args("linear", x, weight, bias)
         dtype, device = weight._dtype, weight._device
-        if not (x._dtype is dtype and x._device is device and dtype.is_floating and (
-                bias is None or (bias._dtype is dtype and bias._device is device))):
-            z = nnops.linear(x, weight)  # (the checked op: it names what does not match)
-            return (activations.activation(kind, z, slope) if bias is None
-                    else activations.bias_act(z, bias, kind, slope))
-        z = nnops.linear_raw(x, weight)  # checked above: nothing checked twice below
+        # checked here, nothing is checked twice below; else the checked ops name the mismatch
+        trusted = x._dtype is dtype and x._device is device and dtype.is_floating and (
+            bias is None or (bias._dtype is dtype and bias._device is device))
+        z = nnops.linear_raw(x, weight) if trusted else nnops.linear(x, weight)
         if bias is None:
             return activations.activation(kind, z, slope)
-        if kind in activations.FUSED_KINDS:  # (the kinds and slopes the layers validated)
+        if trusted and kind in activations.FUSED_KINDS:  # (kinds and slopes layers validated)
             return activations.bias_act_raw(z, bias, kind, float(slope))
         return activations.bias_act(z, bias, kind, slope)
 

@@ -272,9 +272,11 @@ def bias_act(x: Tensor, bias: Tensor, kind: str = "identity", slope=0.01) -> Ten
 def bias_act_raw(x: Tensor, bias: Tensor, kind: str, slope: float) -> Tensor:
     """:func:`bias_act` for callers that checked its arguments (one dtype and device, bias
     along x's last axis, a kind of ``hookspec.BIAS_ACT_KINDS``, a real slope): the hook
-    and the tape's node, nothing checked again (nn.Linear's fused forward)."""
+    and the tape's node, nothing checked again (nn.Linear's fused forward, F.linear's)."""
     data = x._device.ops.bias_act(x._data, bias._data, kind, slope)
     out = Tensor._make(data, x._dtype, x._device)
+    if not (x._requires_grad or bias._requires_grad or switches.anomaly):
+        return out  # nothing to record: skip attach's call
     return attach(out, "bias_act", (x, bias), saved_by_bias_act(kind, x._data, bias._data, data),
                   (kind, slope))
 

@@ -16,7 +16,7 @@ from fastnn.api.args import integer, nonnegative
 from fastnn.autograd.engine import attach
 from fastnn.autograd.grad_mode import switches
 from fastnn.ops.activations import activation as _activation_op
-from fastnn.ops.activations import bias_act, saved_by_bias_act
+from fastnn.ops.activations import bias_act, bias_act_raw
 from fastnn.ops.conv import conv1d_sides, side_padding, with_bias
 from fastnn.ops.core import astype, broadcast_shape, check_same_device
 from fastnn.ops.movement import check_targets, reshape
@@ -122,15 +122,7 @@ def _plain_linear(x, weight, bias):
                                  and bias._device is device and bias._data.shape == w_shape[:1]):
         return None
     out = linear_raw(x, weight)
-    if bias is None:
-        return out
-    summed = device.ops.bias_act(out._data, bias._data, "identity", 0.01)
-    result = Tensor._make(summed, dtype, device)
-    if not (out._node is not None or bias._requires_grad or switches.anomaly):
-        return result
-    return attach(result, "bias_act", (out, bias),
-                  saved_by_bias_act("identity", out._data, bias._data, summed),
-                  ("identity", 0.01))
+    return out if bias is None else bias_act_raw(out, bias, "identity", 0.01)
 
 
 def linear_raw(x: Tensor, weight: Tensor) -> Tensor:
