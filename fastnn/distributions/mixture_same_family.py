@@ -66,9 +66,7 @@ class MixtureSameFamily(Distribution):
 
     def _weights(self):
         """The mixture's probabilities, shaped to meet the components' statistics."""
-        return self._pad_weights(self._mixture_distribution.probs)
-
-    def _pad_weights(self, w):
+        w = self._mixture_distribution.probs
         return w.reshape(tuple(w.shape) + (1,) * self._event_ndims)
 
     @property

@@ -48,6 +48,18 @@ def zero_d_mask(key) -> bool:
     return isinstance(key, Tensor) and key.ndim == 0 and key._dtype is dtypes.bool_
 
 
+def pytorch_key(x: Tensor, key, stacklevel: int) -> tuple:
+    """(x, key) with PyTorch's readings where NumPy's differ: a list holding sequences,
+    slices, ``...`` or None is the tuple of its items (:func:`sequence_as_tuple`, its
+    warning ``stacklevel`` frames up from the caller); a 0-d bool mask is a 1-d one over a
+    new leading axis of x (a view: a write through it reaches x)."""
+    if type(key) is list:
+        return x, (tuple(key) if sequence_as_tuple(key, stacklevel + 1) else key)
+    if zero_d_mask(key):
+        return x.unsqueeze(0), key.reshape(1)
+    return x, key
+
+
 def expand_key(op: str, x: Tensor, key) -> list:
     """The key as a list with ``...`` expanded and masks split into index tensors."""
     if not isinstance(key, tuple):

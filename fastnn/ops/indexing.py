@@ -31,7 +31,7 @@ from fastnn.api import dtypes
 from fastnn.ops.core import check_same_device
 from fastnn.ops.elementwise import where
 from fastnn.ops.gathering import scatter_add_tensor
-from fastnn.ops.index_keys import expand_key, sequence_as_tuple, zero_d_mask
+from fastnn.ops.index_keys import expand_key, pytorch_key
 from fastnn.ops.movement import view_op
 from fastnn.ops.selecting import (
     as_index,
@@ -131,10 +131,9 @@ def _advanced(op: str, x: Tensor, advanced: list) -> Tensor:
 def getitem(x: Tensor, key) -> Tensor:
     """``x[key]``: see the module docstring."""
     kind = type(key)
-    if kind is list and sequence_as_tuple(key, 4):  # (4: the user's line, past view_op's)
-        key, kind = tuple(key), tuple
-    elif zero_d_mask(key):  # x[mask] with a 0-d mask: a new leading axis of 1 or 0 entries
-        return getitem(x.unsqueeze(0), key.reshape(1))
+    if kind is list or (kind is Tensor and not key._data.shape):
+        x, key = pytorch_key(x, key, 4)  # (4: the user's line, past view_op's)
+        kind = type(key)
     if kind is int:  # x[i]: one view of row i
         shape = x._data.shape
         if shape and -shape[0] <= key < shape[0]:
@@ -220,10 +219,8 @@ def setitem(x: Tensor, key, value) -> None:
     """``x[key] = value`` in place, as PyTorch: a basic key writes through the view
     ``x[key]`` (seen by every tensor sharing x's storage); integer-tensor and mask keys
     scatter. A value that requires grad is recorded (the gradient reaches it)."""
-    if type(key) is list and sequence_as_tuple(key, 3):
-        key = tuple(key)
-    elif zero_d_mask(key):  # (writes through the view with the new axis)
-        return setitem(x.unsqueeze(0), key.reshape(1), value)
+    if type(key) is list or isinstance(key, Tensor):
+        x, key = pytorch_key(x, key, 3)
     if not isinstance(value, Tensor):
         if isinstance(value, bool) and x._dtype.is_floating:
             value = float(value)

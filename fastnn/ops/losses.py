@@ -37,13 +37,17 @@ def reduce(op: str, per_element: Tensor, reduction: str) -> Tensor:
     return per_element
 
 
+def _both_tensors(op: str, pred, target) -> None:
+    for name, value in (("prediction", pred), ("target", target)):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{op}: {name} must be a Tensor, got {type(value).__name__}")
+
+
 def broadcast_target(op: str, pred: Tensor, target: Tensor) -> None:
     """PyTorch's rule for the elementwise regression losses: a target of another shape is
     broadcast against the prediction, with PyTorch's warning (it is usually a mistake,
     e.g. (N, 1) predictions against (N,) targets make an (N, N) loss)."""
-    for name, value in (("prediction", pred), ("target", target)):
-        if not isinstance(value, Tensor):
-            raise TypeError(f"{op}: {name} must be a Tensor, got {type(value).__name__}")
+    _both_tensors(op, pred, target)
     if pred.shape != target.shape:
         warnings.warn(f"{op}: using a target size ({target.shape}) that is different to the "
                       f"input size ({pred.shape}); this will likely lead to incorrect results "
@@ -52,9 +56,7 @@ def broadcast_target(op: str, pred: Tensor, target: Tensor) -> None:
 
 
 def same_shape(op: str, pred: Tensor, target: Tensor) -> None:
-    for name, value in (("prediction", pred), ("target", target)):
-        if not isinstance(value, Tensor):
-            raise TypeError(f"{op}: {name} must be a Tensor, got {type(value).__name__}")
+    _both_tensors(op, pred, target)
     if pred.shape != target.shape:
         raise ValueError(f"{op}: prediction {pred.shape} and target {target.shape} differ in shape")
 

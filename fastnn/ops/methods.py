@@ -14,9 +14,10 @@ import numpy as np
 from fastnn.ops import elementwise as m
 from fastnn.ops import inplace as _inplace  # noqa: F401  (fills the table's _ methods)
 from fastnn.ops import movement, nnops, scattering, viewing  # noqa: F401
+from fastnn.ops.operands import arrays_as_tensors
 from fastnn.ops.storage import inplace
 from fastnn.ops.table import METHODS
-from fastnn.ops.tensor import Tensor, tensor
+from fastnn.ops.tensor import Tensor
 
 
 def _rsub(self, other):
@@ -109,7 +110,7 @@ def _arrays_taken(fn):
     (``elementwise.binary`` and ``compare`` take arrays themselves)."""
     def method(self, other):
         if type(other) is np.ndarray:
-            other = tensor(other, device=self._device)
+            self, other = arrays_as_tensors(self, other)
         return fn(self, other)
 
     method.__name__ = method.__qualname__ = fn.__name__
