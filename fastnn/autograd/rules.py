@@ -120,9 +120,9 @@ def _mul(ops, node, grad):
 
 @rule("div")
 def _div(ops, node, grad):
-    b, out = node.saved
+    a, b = node.saved  # (a: None unless b needs its gradient)
     grad_a = ops.div(grad, b)
-    return grad_a, (ops.neg(ops.mul(grad_a, out)) if node.needs[1] else None)
+    return grad_a, (ops.neg(ops.mul(grad_a, ops.div(a, b))) if node.needs[1] else None)
 
 
 @rule("pow")

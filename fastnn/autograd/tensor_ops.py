@@ -27,8 +27,9 @@ _UNARY_SAVES = {  # op -> (save the input, save the output), as fastnn.ops recor
 }
 _BINARY_SAVES = {
     "add": lambda a, b, out: (), "sub": lambda a, b, out: (),
-    "mul": lambda a, b, out: (a, b), "div": lambda a, b, out: (b, out),
-    "pow": lambda a, b, out: (a, b, out), "maximum": lambda a, b, out: (a, b),
+    "mul": lambda a, b, out: (a, b), "div": lambda a, b, out: (a, b),
+    "pow": lambda a, b, out: (a, b, out if hasattr(b, "shape") else None),
+    "maximum": lambda a, b, out: (a, b),
     "minimum": lambda a, b, out: (a, b),
 }
 _ACTIVATIONS = tuple(k for k in hookspec.ACTIVATION_HOOKS if k != "leaky_relu")  # no slope
@@ -88,7 +89,7 @@ class TensorOps:
         x_data = self._data(x)
         hook = getattr(self.raw, op)
         data = hook(x_data) if slope is None else hook(x_data, slope)
-        return self._record(op, data, (x,), (x_data, data), slope)
+        return self._record(op, data, (x,), composite.saved_for_grad(op, x_data, data), slope)
 
     def leaky_relu(self, x, slope):
         return self._activation("leaky_relu", x, slope)

@@ -15,6 +15,7 @@ import math
 
 from fastnn.api import dtypes, hookspec
 from fastnn.api.args import real
+from fastnn.api.composite import saved_for_grad
 from fastnn.autograd.engine import attach
 from fastnn.autograd.grad_mode import switches
 from fastnn.ops import joining
@@ -58,7 +59,8 @@ def _hook(op: str, x: Tensor, slope=0.0) -> Tensor:
     ops = x._device.ops
     data = ops.leaky_relu(x._data, slope) if op == "leaky_relu" else getattr(ops, op)(x._data)
     out = Tensor._make(data, x._dtype, x._device)
-    return attach(out, op, (x,), (x._data, data), slope if op == "leaky_relu" else None)
+    return attach(out, op, (x,), saved_for_grad(op, x._data, data),
+                  slope if op == "leaky_relu" else None)
 
 
 ACTIVATIONS["identity"] = lambda x, slope: x
@@ -76,7 +78,7 @@ def relu(x, inplace=False):
         out = Tensor._make(data, x._dtype, x._device)
         if not (x._requires_grad or switches.anomaly):
             return out
-        return attach(out, "relu", (x,), (x._data, data))
+        return attach(out, "relu", (x,), saved_for_grad("relu", x._data, data))
     if isinstance(x, Tensor) and x._dtype is not dtypes.bool_:
         return Tensor._make(x._device.ops.maximum(x._data, 0), x._dtype, x._device)
     return _hook("relu", x)

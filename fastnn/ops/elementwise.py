@@ -50,9 +50,7 @@ def binary(op: str, a, b, saved_fn=None) -> Tensor:
             out = _make(out_data, dtype, device)
             if a._requires_grad or (b_in is not None and b_in._requires_grad) or (
                     switches.anomaly):
-                saved = saved_fn(a_data, b_data, out_data) if saved_fn else ()
-                if saved_fn is _factors:
-                    saved = _needed_factors(saved, a, b_in)
+                saved = saved_fn(a_data, b_data, out_data, a, b_in) if saved_fn else ()
                 return attach(out, op, (a, b_in), saved)
             return out  # nothing to record: skip attach's call (a fifth of a tiny op's time)
     if type(a) is np.ndarray or type(b) is np.ndarray:  # (x + array, array + x)
@@ -79,36 +77,33 @@ def binary(op: str, a, b, saved_fn=None) -> Tensor:
     ops = a._device.ops
     out_data = getattr(ops, op)(a._data, b_data)
     out = Tensor._make(out_data, a._dtype, a._device)
-    saved = saved_fn(a._data, b_data, out_data) if saved_fn else ()
-    if saved_fn is _factors:
-        saved = _needed_factors(saved, a, b_in)
+    saved = saved_fn(a._data, b_data, out_data, a, b_in) if saved_fn else ()
     return attach(out, op, (a, b_in), saved)
 
 
-# what a binary op's backward needs of (x, y, out): module functions, not a lambda made
-# at each call (0.05 us of an eager op's few)
-def _inputs(x, y, out):
+# what a binary op's backward keeps of its arrays (x, y, out), given its tensors a and b
+# (b None for a scalar): as PyTorch's saved tensors, so that what is not kept may be written
+# in place afterwards without a stale-save error. Module functions, not a lambda made at
+# each call (0.05 us of an eager op's few).
+def _inputs(x, y, out, a, b):
     return x, y
 
 
-def _factors(x, y, out):  # mul's, trimmed to the needed ones by _needed_factors
-    return x, y
+def _factors(x, y, out, a, b):
+    """mul's: each factor only for the other's gradient (a dropout mask's, a constant's
+    partner may then be written in place: ``nn.Dropout(inplace=True)``, ``x.mul_(...)``)."""
+    return (x if b is not None and b._requires_grad else None, y if a._requires_grad else None)
 
 
-def _needed_factors(saved, a, b) -> tuple:
-    """As PyTorch's mul: each factor is kept only for the other's gradient, so a factor
-    whose partner needs none (a dropout mask's, a constant's) may be written in place
-    later (``nn.Dropout(inplace=True)``, ``x.mul_(...)``) without a stale-save error."""
-    return (saved[0] if b is not None and b._requires_grad else None,
-            saved[1] if a._requires_grad else None)
+def _dividend_and_divisor(x, y, out, a, b):
+    """div's: the divisor, and the dividend only for the divisor's gradient (no result:
+    ``y = x / s; y += 1`` then backpropagates)."""
+    return (x if b is not None and b._requires_grad else None), y
 
 
-def _divisor_and_result(x, y, out):
-    return y, out
-
-
-def _inputs_and_result(x, y, out):
-    return x, y, out
+def _pow_saved(x, y, out, a, b):
+    """pow's: base and exponent, and the result only for a tensor exponent's gradient."""
+    return x, y, (out if b is not None and b._requires_grad else None)
 
 
 @public(method=True, top=True)
@@ -152,7 +147,7 @@ def mul(a, b):
 
 def div(a, b):
     """a / b, elementwise true division, broadcast (integers give a float result)."""
-    return binary("div", a, b, _divisor_and_result)
+    return binary("div", a, b, _dividend_and_divisor)
 
 
 @public(method=True, top=True)
@@ -166,7 +161,7 @@ def pow(a, b):
         if isinstance(b, Tensor) and a._dtype is dtypes.bool_ and b._dtype is dtypes.bool_:
             raise TypeError("pow: not defined on two bool tensors (as in PyTorch); convert "
                             "with .to(fnn.int64) first")
-    return binary("pow", a, b, _inputs_and_result)
+    return binary("pow", a, b, _pow_saved)
 
 
 @public(method=True, top=True)

@@ -261,6 +261,9 @@ def write(t, new) -> None:
         storage = None
     if storage is None:
         storage = _storage(base)
+    if not storage.viewed:  # nothing views it: a writable C-contiguous array of its own
+        # first (a NumPy reduction's 0-d result is a read-only scalar, no array)
+        base._data = t._device.ops.contiguous(base._data)
     if base._node is not None and base._node.saved and any(
             s is base._data for s in base._node.saved):
         base._node.stale = base.shape  # its rule reads the array being overwritten

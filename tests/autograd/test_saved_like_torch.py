@@ -1,0 +1,118 @@
+"""What an op keeps for its backward decides which later in-place writes PyTorch refuses
+("modified by an inplace operation"): an op that keeps its result lets its input be
+written, one that keeps its input lets its result be written. fastnn keeps what
+PyTorch keeps for these ops, so a PyTorch script's in-place writes pass or fail alike,
+and the gradient is the one of the values before the write."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fastnn as fnn
+import fastnn.functional as F
+from fastnn.api import composite, hookspec
+
+try:
+    import torch
+except ImportError:  # pragma: no cover - the reference below holds without it
+    torch = None
+
+X = np.array([0.5, 1.5, -0.75], np.float64)
+
+# op, d op / dx at X (the reference), and which write PyTorch refuses: "input" (the op
+# keeps its input), "output" (it keeps its result), "both" or "neither"
+CASES = {
+    "sigmoid": (lambda t, y: t.sigmoid(y), lambda x: np.exp(-x) / (1 + np.exp(-x)) ** 2,
+                "output"),
+    "tanh": (lambda t, y: t.tanh(y), lambda x: 1 - np.tanh(x) ** 2, "output"),
+    "relu": (lambda t, y: t.relu(y), lambda x: (x > 0).astype(float), "output"),
+    "leaky_relu": (lambda t, y: t.nn.functional.leaky_relu(y, 0.1),
+                   lambda x: np.where(x > 0, 1.0, 0.1), "input"),
+    "silu": (lambda t, y: t.nn.functional.silu(y),
+             lambda x: (1 / (1 + np.exp(-x))) * (1 + x * (1 - 1 / (1 + np.exp(-x)))), "input"),
+    "softplus": (lambda t, y: t.nn.functional.softplus(y), lambda x: 1 / (1 + np.exp(-x)),
+                 "input"),
+    "pow scalar": (lambda t, y: y ** 2, lambda x: 2 * x, "input"),
+    "div scalar": (lambda t, y: y / 2, lambda x: np.full_like(x, 0.5), "neither"),
+    "mul scalar": (lambda t, y: y * 3, lambda x: np.full_like(x, 3.0), "neither"),
+    "exp": (lambda t, y: y.exp(), np.exp, "output"),
+}
+
+
+def _run(lib, op, write):
+    """d sum(op(y)) / dx with y = x * 1 and ``write`` ("input": y, "output": op(y)) written
+    in place between the forward and the backward; None when the backward refuses."""
+    x = lib.tensor(X, requires_grad=True)
+    y = x * 1
+    z = op(lib, y)
+    (y if write == "input" else z).add_(1.0)
+    try:
+        z.sum().backward()
+    except RuntimeError as exc:
+        assert "modified by an in" in str(exc)
+        return None
+    return x.grad.detach().numpy()
+
+
+@pytest.mark.parametrize("write", ["input", "output"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_in_place_write_after_op_refused_as_pytorch(name, write):
+    op, derivative, kept = CASES[name]
+    got = _run(fnn, op, write)
+    if kept in (write, "both"):
+        assert got is None, f"{name}: a write of its {write} must be refused"
+    else:
+        assert got is not None, f"{name}: a write of its {write} must pass"
+        np.testing.assert_allclose(got, derivative(X), rtol=1e-12, atol=1e-12)
+    if torch is not None:
+        want = _run(torch, op, write)
+        assert (got is None) == (want is None)
+        if want is not None:
+            np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_div_by_tensor_gradient_without_the_result():
+    """div keeps the dividend (not the result) for the divisor's gradient: the result may be
+    written in place, and -g a / b**2 is exact."""
+    a = fnn.tensor([1.0, -2.0, 3.0], dtype="float64", requires_grad=True)
+    b = fnn.tensor([0.5, 4.0, -1.5], dtype="float64", requires_grad=True)
+    out = a / b
+    out.mul_(2.0)
+    out.sum().backward()
+    np.testing.assert_allclose(b.grad.numpy(), -2.0 * a.detach().numpy()
+                               / b.detach().numpy() ** 2, rtol=1e-15)
+    np.testing.assert_allclose(a.grad.numpy(), 2.0 / b.detach().numpy(), rtol=1e-15)
+
+
+def test_every_activation_kind_says_what_its_gradient_reads():
+    assert set(composite.GRAD_READS) == set(hookspec.ACTIVATION_HOOKS)
+
+
+@pytest.mark.parametrize("make", [lambda x: (x * 2).sum(), lambda x: (x * 2).mean(),
+                                  lambda x: x.sum() + x.sum(), lambda x: (x * x).max()])
+def test_in_place_on_a_zero_d_result(make):
+    """``s = x.sum(); s += 1`` wrote into a NumPy scalar (a reduction's 0-d result) and
+    crashed in copyto; it adds, and the gradient flows through."""
+    x = fnn.tensor([1.0, 2.0, 3.0], dtype="float64", requires_grad=True)
+    s = make(x)
+    before = float(s)
+    s += 1.5
+    s.mul_(2.0)
+    assert float(s) == (before + 1.5) * 2.0
+    s.backward()
+    x2 = fnn.tensor([1.0, 2.0, 3.0], dtype="float64", requires_grad=True)
+    (make(x2) * 2.0).backward()
+    np.testing.assert_allclose(x.grad.numpy(), x2.grad.numpy(), rtol=1e-15)
+
+
+def test_loss_accumulated_in_place():
+    """The PyTorch loop idiom ``loss = 0; loss += criterion(...)`` over several terms."""
+    w = fnn.tensor([0.5, -1.0], dtype="float64", requires_grad=True)
+    loss = 0
+    for target in (1.0, 2.0, 3.0):
+        loss += F.mse_loss(w.sum() * 2.0, fnn.tensor(target, dtype="float64"))
+    loss.backward()
+    s = float(w.detach().sum())
+    want = sum(2 * (2 * s - t) * 2 for t in (1.0, 2.0, 3.0))
+    np.testing.assert_allclose(w.grad.numpy(), [want, want], rtol=1e-14)
