@@ -7,7 +7,7 @@ held-out part leaks into training).
 
 The rest is PyTorch's ``torch.utils.data``: the :class:`Dataset` and
 :class:`IterableDataset` base classes, ``TensorDataset``, ``Subset``, ``ConcatDataset``,
-``random_split``, the samplers
+``StackDataset``, ``random_split``, the samplers
 (``DistributedSampler`` too), ``default_collate`` and ``DataLoader`` (with worker
 processes); ``fastnn.utils.data`` is the same module under PyTorch's name.
 """
@@ -21,6 +21,7 @@ from fastnn.data.dataset import (
     ConcatDataset,
     Dataset,
     IterableDataset,
+    StackDataset,
     Subset,
     TensorDataset,
     random_split,
@@ -56,7 +57,7 @@ def load(name: str, **kwargs) -> ClassificationData:
 
 __all__ = ["BatchSampler", "ChainDataset", "ClassificationData", "ConcatDataset", "DataLoader",
            "Dataset", "DistributedSampler", "IterableDataset", "LOADERS", "MissingDataError",
-           "RandomSampler", "Sampler", "SequentialSampler", "Subset", "SubsetRandomSampler",
-           "TensorDataset", "WeightedRandomSampler", "WorkerInfo", "default_collate",
-           "default_convert", "get_worker_info", "load", "load_digits", "load_trace",
-           "random_split"]
+           "RandomSampler", "Sampler", "SequentialSampler", "StackDataset", "Subset",
+           "SubsetRandomSampler", "TensorDataset", "WeightedRandomSampler", "WorkerInfo",
+           "default_collate", "default_convert", "get_worker_info", "load", "load_digits",
+           "load_trace", "random_split"]

@@ -7,8 +7,8 @@ turns those arrays into tensors on the loader's device (what the main process do
 
 Samples may be arrays, fastnn or PyTorch tensors, numbers, strings, and tuples, lists,
 named tuples and dicts of those. Numbers become int64, float64 or bool tensors as in
-PyTorch; strings stay lists of strings. A tuple sample gives a tuple of batches (PyTorch
-gives a list; both unpack the same).
+PyTorch; strings stay lists of strings. A tuple or list sample gives a list of batches,
+as PyTorch's (a named tuple its own type).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def stack_host(samples: list, indices=None, where=""):
                   for k, column in enumerate(zip(*samples))]
         if isinstance(first, tuple) and hasattr(first, "_fields"):  # a named tuple
             return type(first)(*fields)
-        return tuple(fields) if isinstance(first, tuple) else fields
+        return fields  # (a tuple's too, as PyTorch's: batch[0] = ... may be assigned)
     raise TypeError(f"DataLoader: default_collate cannot batch samples of type "
                     f"{type(first).__name__}; return arrays, tensors, numbers, strings, or "
                     f"tuples, lists or dicts of them, or pass collate_fn=")

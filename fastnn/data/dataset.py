@@ -1,5 +1,5 @@
 """Datasets as PyTorch's ``torch.utils.data`` has them: the base classes, TensorDataset,
-Subset, ConcatDataset, ChainDataset and random_split.
+Subset, ConcatDataset, ChainDataset, StackDataset and random_split.
 
 A *map-style* dataset is any object with ``__len__`` and ``__getitem__`` (a subclass of
 :class:`Dataset` or not, a PyTorch dataset too); an *iterable* one subclasses
@@ -68,8 +68,9 @@ class TensorDataset(Dataset):
     def __getitem__(self, index):
         return tuple(t[index] for t in self.tensors)
 
-    def take(self, indices: np.ndarray, device) -> tuple:
-        """The samples at ``indices`` (int64) as one batch of tensors on ``device``."""
+    def take_batch(self, indices: np.ndarray, device) -> list:
+        """The samples at ``indices`` (int64) as one batch of tensors on ``device``: what
+        the default collate makes of them (a list, as PyTorch's), in one gather each."""
         out = []
         for t in self.tensors:
             if isinstance(t, np.ndarray):
@@ -77,7 +78,7 @@ class TensorDataset(Dataset):
             else:
                 rows = t.detach()[tensor(indices, device=t.device)]
                 out.append(rows if rows.device == device else rows.to(device))
-        return tuple(out)
+        return out
 
 
 class Subset(Dataset):
@@ -139,6 +140,33 @@ class ChainDataset(IterableDataset):
 
     def __len__(self) -> int:
         return sum(len(d) for d in self.datasets)
+
+
+class StackDataset(Dataset):
+    """Datasets of one length side by side, as PyTorch's: ``StackDataset(a, b)[i]`` is
+    ``(a[i], b[i])``; ``StackDataset(x=a, y=b)[i]`` is ``{"x": a[i], "y": b[i]}``."""
+
+    def __init__(self, *args, **kwargs):
+        if args and kwargs:
+            raise ValueError("StackDataset: give the datasets as positional arguments (tuple "
+                             "samples) or as keyword arguments (dict samples), not both")
+        if not args and not kwargs:
+            raise ValueError("StackDataset: give at least one dataset")
+        self.datasets = args if args else kwargs
+        parts = args if args else tuple(kwargs.values())
+        sizes = [len(d) for d in parts]
+        if len(set(sizes)) != 1:
+            raise ValueError(f"StackDataset: the datasets' lengths differ {sizes}; each must "
+                             "hold one item per sample")
+        self._length = sizes[0]
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {key: d[index] for key, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
 
 
 def numpy_rng(op: str, generator) -> np.random.Generator:

@@ -26,7 +26,7 @@ import numpy as np
 from fastnn.api.args import integer
 from fastnn.api.device import get_device
 from fastnn.data.collate import default_convert, to_device
-from fastnn.data.dataset import TensorDataset  # noqa: F401  (its old home)
+from fastnn.data.dataset import TensorDataset
 from fastnn.data.distributed import shard_indices, shard_size
 from fastnn.data.sampler import batched
 from fastnn.data.workers import fetch
@@ -180,10 +180,13 @@ class DataLoader:
                     return
                 yield self._finish(data, device)
         batched = not (self.batch_size is None and self.batch_sampler is None)
-        take = batched and self.collate_fn is None and hasattr(self.dataset, "take")
+        # a TensorDataset gathers a batch on its device in one call (not a subclass with
+        # samples of its own making)
+        take = (batched and self.collate_fn is None and isinstance(self.dataset, TensorDataset)
+                and type(self.dataset).__getitem__ is TensorDataset.__getitem__)
         for task in tasks:
-            if take:  # a TensorDataset gathers a batch on its device in one call
-                yield self.dataset.take(np.asarray(task, dtype=np.int64), device)
+            if take:
+                yield self.dataset.take_batch(np.asarray(task, dtype=np.int64), device)
             else:
                 yield self._finish(fetch(spec, None, task), device)
 

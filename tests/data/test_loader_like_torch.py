@@ -1,0 +1,77 @@
+"""DataLoader batches as PyTorch's: the batch's container type, datasets that are not
+plain TensorDatasets, and StackDataset."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fastnn as fnn
+from fastnn.data import DataLoader, StackDataset, TensorDataset, default_collate
+
+try:
+    import torch
+except ImportError:  # pragma: no cover - the assertions below hold without it
+    torch = None
+
+
+def test_tuple_samples_collate_to_a_list():
+    """PyTorch's default_collate turns tuple samples into a list of batches (item
+    assignment, ``isinstance(batch, list)``); a named tuple keeps its type."""
+    batch = default_collate([(np.ones(2, np.float32), 1), (np.zeros(2, np.float32), 2)])
+    assert type(batch) is list and len(batch) == 2
+    np.testing.assert_array_equal(batch[0].numpy(), [[1, 1], [0, 0]])
+    assert batch[1].tolist() == [1, 2]
+    batch[0] = batch[0] * 2  # a list: assignable, as in PyTorch
+    if torch is not None:
+        ref = torch.utils.data.default_collate([(np.ones(2, np.float32), 1),
+                                                (np.zeros(2, np.float32), 2)])
+        assert type(ref) is type(batch)
+
+
+def test_tensor_dataset_batches_are_lists():
+    ds = TensorDataset(fnn.arange(10.0), fnn.arange(10))
+    batches = list(DataLoader(ds, batch_size=4))
+    assert [type(b) for b in batches] == [list] * 3
+    assert batches[2][1].tolist() == [8, 9]
+    assert batches[0][0].tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_tensor_dataset_subclass_keeps_its_own_items():
+    """A TensorDataset subclass with its own __getitem__ (an augmentation) is loaded through
+    it, not through the plain dataset's one-gather fast path."""
+
+    class Doubled(TensorDataset):
+        def __getitem__(self, index):
+            (x,) = super().__getitem__(index)
+            return (x * 2,)
+
+    got = [b[0].tolist() for b in DataLoader(Doubled(fnn.arange(4.0)), batch_size=2)]
+    assert got == [[0.0, 2.0], [4.0, 6.0]]
+
+
+def test_a_tensor_itself_as_the_dataset():
+    """``DataLoader(tensor)`` indexes the tensor (a Tensor has a ``take`` method of its own,
+    which the loader mistook for the TensorDataset's batch gather)."""
+    g = fnn.Generator().manual_seed(0)
+    batches = list(DataLoader(fnn.arange(6), batch_size=2, shuffle=True, generator=g))
+    assert len(batches) == 3
+    assert sorted(fnn.cat(batches).tolist()) == list(range(6))
+    assert all(b.shape == (2,) for b in batches)
+
+
+def test_stack_dataset():
+    a, b = fnn.arange(3), fnn.arange(3) * 10
+    s = StackDataset(a, b)
+    assert len(s) == 3 and [int(v) for v in s[1]] == [1, 10]
+    d = StackDataset(x=a, y=b)
+    assert {k: int(v) for k, v in d[2].items()} == {"x": 2, "y": 20}
+    batch = next(iter(DataLoader(d, batch_size=3)))
+    assert batch["y"].tolist() == [0, 10, 20]
+    with pytest.raises(ValueError, match="lengths differ"):
+        StackDataset(a, fnn.arange(4))
+    with pytest.raises(ValueError, match="not both"):
+        StackDataset(a, y=b)
+    if torch is not None:
+        ref = torch.utils.data.StackDataset(x=torch.arange(3), y=torch.arange(3) * 10)
+        assert len(ref) == len(d) and int(ref[2]["y"]) == int(d[2]["y"])
