@@ -112,6 +112,35 @@ class Sequential(Module):
         del self[index]
         return layer
 
+    def __add__(self, other) -> Sequential:
+        """A new Sequential of this one's layers, then ``other``'s (the same modules)."""
+        if not isinstance(other, Sequential):
+            return NotImplemented
+        return Sequential(*self.layers, *other.layers)
+
+    def __iadd__(self, other) -> Sequential:
+        if not isinstance(other, Sequential):
+            return NotImplemented
+        return self.extend(other.layers)
+
+    def __mul__(self, times) -> Sequential:
+        """A new Sequential holding the layers ``times`` times over (the same modules, so
+        the repeats share parameters, as PyTorch's)."""
+        if isinstance(times, bool) or not isinstance(times, int):
+            return NotImplemented
+        if times <= 0:
+            raise ValueError(f"Sequential: can only multiply by a positive int, got {times}")
+        return Sequential(*(self.layers * times))
+
+    __rmul__ = __mul__
+
+    def __imul__(self, times) -> Sequential:
+        if isinstance(times, bool) or not isinstance(times, int):
+            return NotImplemented
+        if times <= 0:
+            raise ValueError(f"Sequential: can only multiply by a positive int, got {times}")
+        return self.extend(self.layers * (times - 1))
+
     def _renumber(self, layers: list) -> None:
         for key in list(self._modules):
             delattr(self, key)

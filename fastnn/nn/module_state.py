@@ -154,9 +154,8 @@ class ModuleState:
             if is_uninitialized(p):  # PyTorch's lazy load hook: materialised to that shape
                 p._materialize_data(data)
                 continue
-            rebind(p, data)  # in place: views of the parameter see the loaded values
-            if isinstance(p, Parameter):
-                p.grad = None
+            rebind(p, data)  # in place: views of the parameter see the loaded values (its
+            # .grad stays, as PyTorch's copy_ under no_grad leaves it)
         return IncompatibleKeys(missing, unexpected)
 
 

@@ -9,6 +9,8 @@ from fastnn.nn.utils.clip_grad import (
     clip_grad_norm_,
     clip_grad_value,
     clip_grad_value_,
+    clip_grads_with_norm_,
+    get_total_norm,
 )
 from fastnn.nn.utils.convert_parameters import parameters_to_vector, vector_to_parameters
 from fastnn.nn.utils.fusion import (
@@ -21,7 +23,8 @@ from fastnn.nn.utils.spectral_norm import remove_spectral_norm, spectral_norm
 from fastnn.nn.utils.weight_norm import remove_weight_norm, weight_norm
 
 __all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value", "clip_grad_value_",
-           "fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval",
-           "fuse_linear_bn_weights", "parameters_to_vector", "parametrizations", "parametrize",
+           "clip_grads_with_norm_", "fuse_conv_bn_eval", "fuse_conv_bn_weights",
+           "fuse_linear_bn_eval", "fuse_linear_bn_weights", "get_total_norm",
+           "parameters_to_vector", "parametrizations", "parametrize",
            "remove_spectral_norm", "remove_weight_norm", "rnn", "spectral_norm",
            "vector_to_parameters", "weight_norm"]

@@ -11,6 +11,7 @@ total before clipping, as a 0-d tensor on the first gradient's device, as PyTorc
 [-clip_value, clip_value] (minidx's per-value clipping).
 
 Both work in place on ``.grad`` and are also named without the underscore.
+``get_total_norm`` and ``clip_grads_with_norm_`` are clip_grad_norm_'s two halves.
 """
 
 from __future__ import annotations
@@ -79,21 +80,48 @@ def clip_grad_norm_(params, max_norm: float, norm_type: float = 2.0,
     of kernels; the result is the same).
     """
     params = _params("clip_grad_norm", params)
-    max_norm = check_number("clip_grad_norm", "max_norm", max_norm)
-    if not max_norm >= 0:
-        raise ValueError(f"clip_grad_norm: max_norm must be >= 0, got {max_norm}")
-    norm_type = float(check_number("clip_grad_norm", "norm_type", norm_type))
-    if math.isnan(norm_type):
-        raise ValueError("clip_grad_norm: norm_type must be a number p (the p-norm) or "
-                         "float('inf'), got nan")
+    max_norm = _max_norm("clip_grad_norm", max_norm)
     grads = [p.grad for p in params if p.grad is not None]
     if not grads:
         return tensor(0.0)
+    total = _total_norm("clip_grad_norm", grads, norm_type, error_if_nonfinite)
+    _scale(params, max_norm, float(total))
+    return total
+
+
+def _max_norm(owner: str, max_norm) -> float:
+    max_norm = check_number(owner, "max_norm", max_norm)
+    if not max_norm >= 0:
+        raise ValueError(f"{owner}: max_norm must be >= 0, got {max_norm}")
+    return max_norm
+
+
+def _total_norm(owner: str, grads: list, norm_type, error_if_nonfinite: bool) -> Tensor:
+    """The joint norm of ``grads`` as a 0-d tensor, as PyTorch's (``norm.item()`` in a
+    training loop's log line): float32, float64 where a gradient is (half precision would
+    overflow or round the total), on the first gradient's device."""
+    if isinstance(norm_type, str):  # PyTorch takes float(norm_type): 'inf' too
+        try:
+            norm_type = float(norm_type)
+        except ValueError:
+            raise ValueError(f"{owner}: norm_type must be a number p (the p-norm) or 'inf', "
+                             f"got {norm_type!r}") from None
+    norm_type = float(check_number(owner, "norm_type", norm_type))
+    if math.isnan(norm_type):
+        raise ValueError(f"{owner}: norm_type must be a number p (the p-norm) or "
+                         "float('inf'), got nan")
     with no_grad():
         total = _total(grads, norm_type)
     if error_if_nonfinite and not math.isfinite(total):
-        raise RuntimeError(f"clip_grad_norm: the total norm of the gradients is {total}; "
+        raise RuntimeError(f"{owner}: the total norm of the gradients is {total}; "
                            "error_if_nonfinite=False clips anyway")
+    wide = any(g._dtype is dtypes.float64 for g in grads)
+    return tensor(total, dtype=dtypes.float64 if wide else dtypes.float32,
+                  device=grads[0].device)
+
+
+def _scale(params: list, max_norm: float, total: float) -> None:
+    """Each ``.grad`` times max_norm / (total + 1e-6) when that is under 1."""
     coef = max_norm / (total + 1e-6)
     # "not <" so that a NaN norm makes NaN gradients, as in PyTorch, instead of passing
     # them on unclipped (an infinite one gives coef 0)
@@ -102,11 +130,24 @@ def clip_grad_norm_(params, max_norm: float, norm_type: float = 2.0,
             for p in params:
                 if p.grad is not None:  # in place, as PyTorch: p.grad's views see it
                     rebind(p.grad, p.grad._device.ops.mul(p.grad._data, coef))
-    # a 0-d tensor, as PyTorch's (``norm.item()`` in a training loop's log line): float32,
-    # float64 where a gradient is (half precision would overflow or round the total)
-    wide = any(g._dtype is dtypes.float64 for g in grads)
-    return tensor(total, dtype=dtypes.float64 if wide else dtypes.float32,
-                  device=grads[0].device)
+
+
+def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = False,
+                   foreach=None) -> Tensor:
+    """The joint norm of ``tensors`` (e.g. the gradients) taken as one vector, as a 0-d
+    tensor: :func:`clip_grad_norm_`'s first half, as PyTorch's."""
+    tensors = _params("get_total_norm", tensors)
+    if not tensors:
+        return tensor(0.0)
+    return _total_norm("get_total_norm", tensors, norm_type, error_if_nonfinite)
+
+
+def clip_grads_with_norm_(parameters, max_norm: float, total_norm, foreach=None) -> None:
+    """Scale the ``.grad`` of ``parameters`` by max_norm / (total_norm + 1e-6) when that is
+    under 1 (``total_norm`` from :func:`get_total_norm`): :func:`clip_grad_norm_`'s second
+    half, as PyTorch's."""
+    params = _params("clip_grads_with_norm", parameters)
+    _scale(params, _max_norm("clip_grads_with_norm", max_norm), float(total_norm))
 
 
 def clip_grad_value_(params, clip_value: float) -> None:
