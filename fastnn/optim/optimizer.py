@@ -101,6 +101,12 @@ class Optimizer(StepHooks, OptimizerState):
                     f"{type(self).__name__}: parameters must be floating-point Tensors, got "
                     f"{type(p).__name__}"
                 )
+            if not p.is_leaf and not _differentiable(self.defaults, group):
+                raise ValueError(
+                    f"{type(self).__name__}: can't optimize a non-leaf Tensor (a parameter of "
+                    f"shape {p.shape} is the result of an op on the tape); pass the leaf "
+                    "tensors (model.parameters(), or x.detach().requires_grad_()), as PyTorch "
+                    "asks")
             if id(p) in seen:
                 raise ValueError(f"{type(self).__name__}: a parameter of shape {p.shape} is "
                                  "given twice (in one group or in two); give each once")
@@ -348,3 +354,8 @@ def _short(value) -> str:
 
 
 Optimizer.step = with_step_hooks(Optimizer.step)
+
+
+def _differentiable(defaults: dict, group: dict) -> bool:
+    """Whether the group asks for a differentiable step (PyTorch then takes non-leaves)."""
+    return bool(group.get("differentiable", defaults.get("differentiable", False)))
