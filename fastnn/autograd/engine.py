@@ -83,11 +83,44 @@ class Node:
         self.out_id = None  # id of the output's array when the rule saved it (check_saved)
 
     def __repr__(self) -> str:
-        return f"<Node {self.op}>"
+        return f"<{self.name()} object at {hex(id(self))}>"  # (PyTorch's grad_fn repr)
 
     def name(self) -> str:
         """The node's name as PyTorch spells a ``grad_fn``: ``MulBackward0`` for ``mul``."""
         return "".join(part.capitalize() for part in self.op.split("_")) + "Backward0"
+
+    @property
+    def next_functions(self) -> tuple:
+        """PyTorch's edges of the graph: per input, (the node that made it, 0), or
+        (:class:`AccumulateGrad` of a leaf that requires grad, 0), or (None, 0) for an
+        input without gradient (what graph walkers such as torchviz read)."""
+        inputs = self.inputs or (None,) * len(self.parents)  # (freed by a backward)
+        edges = []
+        for t, parent, need in zip(inputs, self.parents, self.needs):
+            if parent is not None:
+                edges.append((parent, 0))
+            elif need and t is not None:
+                edges.append((AccumulateGrad(t), 0))
+            else:
+                edges.append((None, 0))
+        return tuple(edges)
+
+
+class AccumulateGrad:
+    """The graph's edge into a leaf: ``variable`` is the leaf whose ``.grad`` it fills."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable):
+        self.variable = variable
+
+    next_functions = ()
+
+    def name(self) -> str:
+        return "torch::autograd::AccumulateGrad"
+
+    def __repr__(self) -> str:
+        return "<AccumulateGrad>"
 
 
 
