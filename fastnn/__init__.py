@@ -52,6 +52,14 @@ from fastnn.autograd import (
     set_anomaly_enabled,
     set_grad_enabled,
 )
+from fastnn.ops.legacy_tensors import (
+    BoolTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+)
 from fastnn.ops.random_ops import default_generator, manual_seed
 from fastnn.ops.table import TOP as _TOP  # noqa: E402  (fnn.NAME where PyTorch has torch.NAME)
 from fastnn.ops.tensor import Tensor, full, ones, rand, randn, tensor, zeros
@@ -122,6 +130,7 @@ __all__ = [
     "preserve_format",
     "no_grad", "ones", "rand", "randn", "tensor", "use", "zeros",
     # PyTorch's spellings and module layout (import fastnn as torch)
+    "BoolTensor", "DoubleTensor", "FloatTensor", "HalfTensor", "IntTensor", "LongTensor",
     "DeviceSpec", "accelerator", "amp", "cpu", "cuda", "device", "double", "float",
     "get_default_dtype", "half", "int", "long", "set_default_dtype", "set_grad_enabled",
     "Size", "are_deterministic_algorithms_enabled", "get_num_threads", "set_num_threads",

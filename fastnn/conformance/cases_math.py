@@ -61,8 +61,12 @@ register(Case(
     ref=lambda x, axis: np.cumsum(x, axis) if x.ndim else x,
     samples=lambda rng: [Sample(f"{s} dim {a}", (rng.normal(size=s),), {"axis": a})
                          for s, a in CUMSUM],
-    edges=lambda rng, dtype: [Sample("NaN/Inf run on", (np.array([1.0, NAN, 2.0, INF]),),
-                                     {"axis": 0})],
+    edges=lambda rng, dtype: [
+        Sample("NaN/Inf run on", (np.array([1.0, NAN, 2.0, INF]),), {"axis": 0}),
+        Sample("Inf then finite", (np.array([1.0, INF, 2.0, 3.0]),), {"axis": 0}),
+        # a running sum rounded to its own precision at each step drifts (0.1 * 2**15 in
+        # float32: ~1e-3 relative); PyTorch's CPU kernel sums in double
+        Sample("a long run", (np.full(1 << 15, 0.1),), {"axis": 0})],
     random=_cumsum_random, grad_ref=_cumsum_grad, diff_args=(0,), tol=dict(ACCUMULATING)))
 
 

@@ -26,7 +26,7 @@ class Tensor:
     """An n-dimensional array on one device that can record its history for autograd.
 
     Create tensors with :func:`tensor`, :func:`zeros`, :func:`ones`, :func:`full`
-    or :func:`randn`; the constructor itself is internal.
+    or :func:`randn` (``Tensor(data)`` is PyTorch's legacy constructor).
     """
 
     # _hooks is set only by the first register_hook / retain_grad (see autograd.hooks)
@@ -36,6 +36,10 @@ class Tensor:
     # NumPy ufuncs refuse tensors (np.exp(t) would leave the tape): use t.exp(), or
     # np.exp(t.numpy()). This also makes ndarray + Tensor defer to Tensor.__radd__.
     __array_ufunc__ = None
+
+    def __new__(cls, *args, **kwargs):  # PyTorch's legacy Tensor(data), Tensor(*sizes)
+        from fastnn.ops.legacy_tensors import default_new  # (a module above this one)
+        return default_new(cls, args, kwargs)
 
     @classmethod
     def _make(cls, data, dtype: DType, device: Device) -> Tensor:
@@ -312,13 +316,12 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
         data = data.numpy()
     if data is None:
         raise TypeError("tensor: data is None; pass a NumPy array, a nested list or a number")
-    if dtype is None:
-        if isinstance(data, (np.ndarray, np.generic)):
-            dtype = as_dtype(data.dtype)
-        else:
-            dtype = inferred_dtype(data)
-    else:
+    if dtype is not None:
         dtype = as_dtype(dtype)
+    elif isinstance(data, (np.ndarray, np.generic)):
+        dtype = as_dtype(data.dtype)
+    else:
+        dtype = inferred_dtype(data)
     requires_grad = flag("tensor", "requires_grad", requires_grad)
     host = host_array("tensor", data, dtype)
     dev = as_device(device)

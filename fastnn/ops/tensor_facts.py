@@ -115,6 +115,16 @@ def typename(obj) -> str:
 _fact("retains_grad", lambda x: x._node is not None and getattr(x, "_hooks", None) is not None
       and x._hooks.retain, "Whether retain_grad() was called on this non-leaf tensor (False "
       "for a leaf, as PyTorch's).")
+
+
+def _version(x: Tensor) -> int:
+    base = x._view[0] if x._view is not None else x  # (its storage's owner: ops.storage)
+    return 0 if base._storage is None else base._storage.version
+
+
+_fact("_version", _version, "A number that grows at each in-place write to x's storage "
+      "(PyTorch's version counter: compare two readings; the steps are fastnn's write "
+      "clock, shared by all tensors, not one per write of x).")
 _fact("is_sparse", lambda x: False, "False: fastnn's tensors are dense.")
 _fact("is_quantized", lambda x: False, "False: fastnn has no quantized tensors.")
 _fact("is_meta", lambda x: False, "False: fastnn has no meta device.")

@@ -107,11 +107,26 @@ __kernel void k_cumsum(__global T *out, __global const T *x, const int x_off, co
     if (i >= lines) return;
     const int k = i % inner, o = i / inner;
     T acc = 0;
+#if IS_FLOAT
+    // compensated (Kahan) sum: a long float run keeps the low bits each step rounds off,
+    // close to PyTorch's CPU sum in double; a non-finite carry (after an Inf) is dropped
+    T carry = 0;
+    for (int j = 0; j < n; ++j) {
+        const int at = (o * n + j) * inner + k;
+        const T y = x[x_off + at] - carry;
+        const T t = acc + y;
+        carry = (t - acc) - y;
+        carry = isfinite(carry) ? carry : (T)0;
+        acc = t;
+        out[at] = acc;
+    }
+#else
     for (int j = 0; j < n; ++j) {
         const int at = (o * n + j) * inner + k;
         acc += x[x_off + at];
         out[at] = acc;
     }
+#endif
 }
 
 // product of each row of a contiguous (rows, cols) array; an empty row gives 1

@@ -1,0 +1,81 @@
+"""PyTorch's legacy tensor constructors: ``torch.Tensor(data)``, ``torch.Tensor(2, 3)``,
+``torch.FloatTensor([...])``, ``torch.LongTensor(...)`` and the other typed names.
+
+Older scripts (and many tutorials) still build tensors this way. As PyTorch's:
+
+- ``Tensor()`` is an empty tensor of the default dtype; ``Tensor(*sizes)`` (ints, or one
+  ``fnn.Size``) an uninitialised one of that shape; ``Tensor(data)`` (a list, a NumPy
+  array, a number sequence) a copy converted to the default dtype (``torch.Tensor``
+  follows ``set_default_dtype``); ``Tensor(t)`` of a tensor of that dtype shares t's
+  storage (no history), of another dtype is an error;
+- the typed names do the same with their own dtype (``FloatTensor`` float32,
+  ``DoubleTensor`` float64, ``HalfTensor`` float16, ``IntTensor`` int32, ``LongTensor``
+  int64, ``BoolTensor`` bool), and ``isinstance(x, fnn.FloatTensor)`` asks x's dtype.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+from fastnn.api import dtypes
+from fastnn.ops.aliases import _TYPE_NAMES
+from fastnn.ops.creation import empty
+from fastnn.ops.tensor import Tensor, tensor
+from fastnn.settings import Size
+
+
+def construct(dtype, args: tuple, device=None):
+    """The legacy constructor's tensor of ``dtype`` (see the module)."""
+    name = dtype.name
+    if not args:
+        return empty((0,), dtype=dtype, device=device)
+    if len(args) == 1 and isinstance(args[0], Size):
+        args = tuple(args[0])
+    if all(isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in args):
+        if any(a < 0 for a in args):
+            raise ValueError(f"Tensor: sizes must be non-negative, got {args}")
+        return empty(tuple(int(a) for a in args), dtype=dtype, device=device)
+    if len(args) != 1:
+        raise TypeError(f"{_TYPE_NAMES.get(name, 'Tensor')}: expected sizes (ints) or one "
+                        f"sequence of data, got {len(args)} arguments {args!r}")
+    data = args[0]
+    if isinstance(data, Tensor):
+        if data.dtype is not dtype:
+            raise TypeError(f"{_TYPE_NAMES.get(name, 'Tensor')}: expected a {name} tensor "
+                            f"(got {data.dtype.name}); convert with t.to(fnn.{name})")
+        return data.detach()  # (PyTorch's: the same storage, without history)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def default_new(cls, args: tuple, kwargs: dict):
+    """``Tensor(...)``: :func:`construct` with the default dtype."""
+    unknown = set(kwargs) - {"device"}
+    if unknown:
+        raise TypeError(f"Tensor: unexpected keyword arguments {sorted(unknown)}; "
+                        "use fnn.tensor(data, dtype=..., device=...)")
+    return construct(dtypes.get_default_dtype(), args, kwargs.get("device"))
+
+
+class _Typed(type):
+    """The metaclass of the typed names: calling one constructs, isinstance asks dtype."""
+
+    def __call__(cls, *args, device=None):
+        return construct(cls.dtype, args, device)
+
+    def __instancecheck__(cls, obj) -> bool:
+        return isinstance(obj, Tensor) and obj.dtype is cls.dtype
+
+
+def _typed(name: str, dtype):
+    return _Typed(name, (), {"dtype": dtype, "__doc__": f"PyTorch's legacy ``torch.{name}``: "
+                                                        f"a {dtype.name} tensor."})
+
+
+FloatTensor = _typed("FloatTensor", dtypes.float32)
+DoubleTensor = _typed("DoubleTensor", dtypes.float64)
+HalfTensor = _typed("HalfTensor", dtypes.float16)
+IntTensor = _typed("IntTensor", dtypes.int32)
+LongTensor = _typed("LongTensor", dtypes.int64)
+BoolTensor = _typed("BoolTensor", dtypes.bool_)
+TYPED = {c.__name__: c for c in (FloatTensor, DoubleTensor, HalfTensor, IntTensor, LongTensor,
+                                 BoolTensor)}
