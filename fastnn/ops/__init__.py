@@ -20,6 +20,7 @@ from fastnn.ops import foreach as _foreach  # noqa: F401
 from fastnn.ops import gathering as _gathering  # noqa: F401
 from fastnn.ops import indexing as _indexing  # noqa: F401
 from fastnn.ops import joining as _joining  # noqa: F401
+from fastnn.ops import legacy_tensors as _legacy_tensors  # noqa: F401
 from fastnn.ops import linalg_cholesky as _linalg_cholesky  # noqa: F401
 from fastnn.ops import linalg_decomp as _linalg_decomp  # noqa: F401
 from fastnn.ops import linalg_derived as _linalg_derived  # noqa: F401

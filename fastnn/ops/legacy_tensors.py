@@ -20,6 +20,7 @@ import numbers
 from fastnn.api import dtypes
 from fastnn.ops.aliases import _TYPE_NAMES
 from fastnn.ops.creation import empty
+from fastnn.ops.table import METHODS
 from fastnn.ops.tensor import Tensor, tensor
 from fastnn.settings import Size
 
@@ -47,13 +48,16 @@ def construct(dtype, args: tuple, device=None):
     return tensor(data, dtype=dtype, device=device)
 
 
-def default_new(cls, args: tuple, kwargs: dict):
-    """``Tensor(...)``: :func:`construct` with the default dtype."""
+def _default_new(cls, *args, **kwargs):
+    """``Tensor(...)``: :func:`construct` with the default dtype (Tensor.__new__)."""
     unknown = set(kwargs) - {"device"}
     if unknown:
         raise TypeError(f"Tensor: unexpected keyword arguments {sorted(unknown)}; "
                         "use fnn.tensor(data, dtype=..., device=...)")
     return construct(dtypes.get_default_dtype(), args, kwargs.get("device"))
+
+
+METHODS["__new__"] = _default_new  # (bound with the other methods: Tensor(data) works)
 
 
 class _Typed(type):

@@ -26,7 +26,7 @@ class Tensor:
     """An n-dimensional array on one device that can record its history for autograd.
 
     Create tensors with :func:`tensor`, :func:`zeros`, :func:`ones`, :func:`full`
-    or :func:`randn` (``Tensor(data)`` is PyTorch's legacy constructor).
+    or :func:`randn` (``Tensor(data)`` is PyTorch's legacy constructor: ops.legacy_tensors).
     """
 
     # _hooks is set only by the first register_hook / retain_grad (see autograd.hooks)
@@ -36,10 +36,6 @@ class Tensor:
     # NumPy ufuncs refuse tensors (np.exp(t) would leave the tape): use t.exp(), or
     # np.exp(t.numpy()). This also makes ndarray + Tensor defer to Tensor.__radd__.
     __array_ufunc__ = None
-
-    def __new__(cls, *args, **kwargs):  # PyTorch's legacy Tensor(data), Tensor(*sizes)
-        from fastnn.ops.legacy_tensors import default_new  # (a module above this one)
-        return default_new(cls, args, kwargs)
 
     @classmethod
     def _make(cls, data, dtype: DType, device: Device) -> Tensor:
