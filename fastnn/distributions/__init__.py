@@ -36,6 +36,7 @@ from fastnn.distributions.transforms import (
     AffineTransform,
     ComposeTransform,
     ExpTransform,
+    PowerTransform,
     SigmoidTransform,
     TanhTransform,
     Transform,
@@ -50,5 +51,5 @@ __all__ = [
     "OneHotCategoricalStraightThrough", "Poisson", "StudentT", "Uniform",
     "constraints", "kl_divergence", "register_kl", "TransformedDistribution", "Transform",
     "AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform", "SigmoidTransform",
-    "TanhTransform", "transforms",
+    "TanhTransform", "transforms", "PowerTransform",
 ]
