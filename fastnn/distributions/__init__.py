@@ -12,8 +12,8 @@ reparameterisation gradient; Poisson, Geometric and Binomial draws carry no grad
 
 Also as PyTorch's: Weibull, Pareto, Kumaraswamy and InverseGamma (TransformedDistributions
 through ``PowerTransform``), HalfCauchy, FisherSnedecor, GeneralizedPareto,
-ContinuousBernoulli and VonMises (drawn on the host by NumPy's von Mises sampler, no
-gradient).
+ContinuousBernoulli, VonMises (drawn on the host by NumPy's von Mises sampler, no
+gradient) and the counts Multinomial and NegativeBinomial (draws without gradient).
 """
 
 from fastnn.distributions import (  # noqa: F401 (registers)
@@ -30,6 +30,7 @@ from fastnn.distributions.categorical import (
 )
 from fastnn.distributions.continuous_bernoulli import ContinuousBernoulli
 from fastnn.distributions.counts import Binomial, Geometric, Poisson
+from fastnn.distributions.counts_more import Multinomial, NegativeBinomial
 from fastnn.distributions.distribution import Distribution
 from fastnn.distributions.exponential import Exponential
 from fastnn.distributions.gamma import Chi2, Gamma
@@ -66,5 +67,6 @@ __all__ = [
     "AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform", "SigmoidTransform",
     "TanhTransform", "transforms",
     "ContinuousBernoulli", "FisherSnedecor", "GeneralizedPareto", "HalfCauchy", "InverseGamma",
-    "Kumaraswamy", "Pareto", "PowerTransform", "VonMises", "Weibull",
+    "Kumaraswamy", "Multinomial", "NegativeBinomial", "Pareto", "PowerTransform", "VonMises",
+    "Weibull",
 ]
