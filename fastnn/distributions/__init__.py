@@ -13,12 +13,14 @@ reparameterisation gradient; Poisson, Geometric and Binomial draws carry no grad
 Also as PyTorch's: Weibull, Pareto, Kumaraswamy and InverseGamma (TransformedDistributions
 through ``PowerTransform``), HalfCauchy, FisherSnedecor, GeneralizedPareto,
 ContinuousBernoulli, VonMises (drawn on the host by NumPy's von Mises sampler, no
-gradient) and the counts Multinomial and NegativeBinomial (draws without gradient).
+gradient) and the counts Multinomial and NegativeBinomial (draws without gradient), with
+PyTorch's KL pairs for Pareto and ContinuousBernoulli (``kl_more``).
 """
 
 from fastnn.distributions import (  # noqa: F401 (registers)
     constraints,
     kl_families,
+    kl_more,
     transforms,
 )
 from fastnn.distributions.bernoulli import Bernoulli
