@@ -12,9 +12,10 @@ from fastnn.distributions.utils import shown
 __all__ = [
     "Constraint", "boolean", "dependent", "dependent_property", "greater_than",
     "greater_than_eq", "half_open_interval", "independent", "integer_interval", "interval",
-    "is_dependent", "less_than", "lower_cholesky", "lower_triangular", "nonnegative",
-    "nonnegative_integer", "one_hot", "positive", "positive_definite", "positive_integer",
-    "real", "real_vector", "simplex", "square", "symmetric", "unit_interval",
+    "is_dependent", "less_than", "lower_cholesky", "lower_triangular", "multinomial",
+    "nonnegative", "nonnegative_integer", "one_hot", "positive", "positive_definite",
+    "positive_integer", "real", "real_vector", "simplex", "square", "symmetric",
+    "unit_interval",
 ]
 
 
@@ -230,6 +231,20 @@ class _Simplex(Constraint):
         return (value >= 0).all(-1) & ((value.sum(-1) - 1).abs() < 1e-6)
 
 
+class _Multinomial(Constraint):
+    """Non-negative vectors (the last dim) summing to at most ``upper_bound`` (PyTorch's
+    weaker check: neither the integers nor the exact sum are checked)."""
+
+    is_discrete = True
+    event_dim = 1
+
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+
+    def check(self, value):
+        return (value >= 0).all(-1) & (value.sum(-1) <= self.upper_bound)
+
+
 class _LowerTriangular(Constraint):
     """Lower-triangular square matrices."""
 
@@ -317,6 +332,8 @@ half_open_interval = _HalfOpenInterval
 """``half_open_interval(low, high)``: [low, high)."""
 simplex = _Simplex()
 """Probability vectors."""
+multinomial = _Multinomial
+"""``multinomial(n)``: non-negative count vectors summing to at most ``n``."""
 lower_triangular = _LowerTriangular()
 """Lower-triangular matrices."""
 lower_cholesky = _LowerCholesky()

@@ -7,7 +7,8 @@ Registered here: Normal, Laplace, Exponential, Uniform, Bernoulli, Categorical a
 OneHotCategorical with themselves, MultivariateNormal with MultivariateNormal (scale_tril
 form), Independent with Independent and TransformedDistribution with
 TransformedDistribution (same transforms); the pairs of the later families (Gamma, Beta,
-Dirichlet, the counts, Cauchy, Gumbel, HalfNormal) are in ``kl_families``.
+Dirichlet, the counts, Cauchy, Gumbel, HalfNormal) are in ``kl_families``, those of Pareto
+and ContinuousBernoulli in ``kl_more``.
 """
 
 from __future__ import annotations

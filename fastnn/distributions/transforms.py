@@ -1,6 +1,6 @@
 """Invertible maps with a log-Jacobian, as ``torch.distributions.transforms``: ``ExpTransform``,
-``AffineTransform``, ``SigmoidTransform``, ``TanhTransform``, their inverses (``t.inv``)
-and ``ComposeTransform``, for :class:`TransformedDistribution`.
+``AffineTransform``, ``PowerTransform``, ``SigmoidTransform``, ``TanhTransform``, their
+inverses (``t.inv``) and ``ComposeTransform``, for :class:`TransformedDistribution`.
 
 With ``cache_size=1`` a transform remembers its last ``(x, y)`` pair, so that inverting a
 ``y`` it produced returns the very ``x`` (SAC's tanh-squashed Normal scores its own
@@ -14,10 +14,10 @@ import math
 import fastnn as fnn
 from fastnn import functional as F
 from fastnn.distributions import constraints
-from fastnn.distributions.utils import is_number, sum_rightmost
+from fastnn.distributions.utils import broadcast_all, is_number, sum_rightmost
 
-__all__ = ["AffineTransform", "ComposeTransform", "ExpTransform", "SigmoidTransform",
-           "TanhTransform", "Transform"]
+__all__ = ["AffineTransform", "ComposeTransform", "ExpTransform", "PowerTransform",
+           "SigmoidTransform", "TanhTransform", "Transform"]
 
 
 class Transform:
@@ -392,5 +392,47 @@ class AffineTransform(Transform):
     def forward_shape(self, shape):
         return fnn.broadcast_shapes(shape, getattr(self.loc, "shape", ()),
                                     getattr(self.scale, "shape", ()))
+
+    inverse_shape = forward_shape
+
+
+class PowerTransform(Transform):
+    """``y = x**exponent`` on the positive reals (``exponent`` a number or a tensor)."""
+
+    domain = constraints.positive
+    codomain = constraints.positive
+    bijective = True
+
+    def __init__(self, exponent, cache_size=0):
+        super().__init__(cache_size=cache_size)
+        (self.exponent,) = broadcast_all(exponent)
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return PowerTransform(self.exponent, cache_size=cache_size)
+
+    @property
+    def sign(self):
+        return self.exponent.sign()
+
+    def __eq__(self, other):
+        if not isinstance(other, PowerTransform):
+            return False
+        return bool((self.exponent == other.exponent).all().item())
+
+    __hash__ = object.__hash__
+
+    def _call(self, x):
+        return x.pow(self.exponent)
+
+    def _inverse(self, y):
+        return y.pow(1 / self.exponent)
+
+    def log_abs_det_jacobian(self, x, y):
+        return (self.exponent * y / x).abs().log()
+
+    def forward_shape(self, shape):
+        return fnn.broadcast_shapes(shape, tuple(self.exponent.shape))
 
     inverse_shape = forward_shape
