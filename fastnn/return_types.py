@@ -10,11 +10,18 @@ from __future__ import annotations
 from collections import namedtuple
 
 
+def _repr(self) -> str:
+    """As PyTorch prints them: ``fastnn.return_types.max(`` and a field a line."""
+    fields = ",\n".join(f"{k}={v!r}" for k, v in zip(self._fields, self))
+    return f"fastnn.return_types.{type(self).__name__}(\n{fields})"
+
+
 def _pair(name: str, first: str = "values", second: str = "indices", what: str = ""):
     cls = namedtuple(name, (first, second))
     cls.__module__ = __name__
     cls.__qualname__ = name
     cls.__doc__ = f"``({first}, {second})``: what ``{name}`` returns{what}."
+    cls.__repr__ = _repr
     return cls
 
 
@@ -45,6 +52,7 @@ def _named(name: str, *fields: str):
     cls.__module__ = __name__
     cls.__qualname__ = name
     cls.__doc__ = f"``({', '.join(fields)})``: what ``{name}`` returns."
+    cls.__repr__ = _repr
     return cls
 
 

@@ -249,12 +249,13 @@ class Module(HooksMixin, ModuleTree, ModuleState):
 
     def __repr__(self) -> str:
         lines = [f"({name}): {mod!r}".replace("\n", "\n  ") for name, mod in self._modules.items()]
-        extra = self.extra_repr()
-        if not lines:
-            return f"{type(self).__name__}({extra})"
-        # as PyTorch: the layer's own settings on the first line inside, then its children
-        return f"{type(self).__name__}(\n  " + "\n  ".join(([extra] if extra else []) + lines) \
-            + "\n)"
+        extra = self.extra_repr().split("\n") if self.extra_repr() else []
+        if len(extra) == 1 and not lines:
+            return f"{type(self).__name__}({extra[0]})"
+        if not extra and not lines:
+            return f"{type(self).__name__}()"
+        # as PyTorch: the layer's own settings (a line each) inside first, then its children
+        return f"{type(self).__name__}(\n  " + "\n  ".join(extra + lines) + "\n)"
 
     # ------------------------------------------------------------ reversible pair
     def reverse(self, x: Tensor, grad_out: Tensor):

@@ -74,8 +74,7 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self) -> str:
-        return "\n".join(f"({i}): Parameter of shape {tuple(p.shape)} ({p.dtype.name})"
-                         for i, p in enumerate(self._items()))
+        return "\n".join(_entry(i, p) for i, p in enumerate(self._items()))
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError("ParameterList has no forward: index it in the owning "
@@ -136,8 +135,17 @@ class ParameterDict(Module):
             self[key] = value
 
     def extra_repr(self) -> str:
-        return "\n".join(f"({k}): Parameter of shape {tuple(p.shape)} ({p.dtype.name})"
-                         for k, p in self._parameters.items())
+        return "\n".join(_entry(k, p, p.type()) for k, p in self._parameters.items())
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError("ParameterDict has no forward: read its parameters by key")
+
+
+def _entry(key, p, kind_name=None) -> str:
+    """One entry as PyTorch prints it: ``  (0): Parameter containing: [fastnn.float32 of
+    size 3x4]`` (a plain tensor: ``Tensor``; off the cpu the device index follows; a
+    ParameterDict names the type, ``fastnn.FloatTensor``, where a list names the dtype)."""
+    kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
+    size = "x".join(str(n) for n in p.shape)
+    where = "" if p.device.type == "cpu" else f" ({p.device.type}:{p.device.index})"
+    return f"  ({key}): {kind} containing: [{kind_name or p.dtype} of size {size}{where}]"

@@ -49,6 +49,9 @@ def param_class(p) -> str:
     return getattr(p, "param_class", "other")
 
 
+# fastnn's own group options at their defaults: not printed, so a repr reads as PyTorch's
+_UNSET_EXTRAS = {"class_lr": {}, "decay_classes": None, "l1": 0.0}
+
 class Optimizer(StepHooks, OptimizerState):
     """Base class; a rule sets ``defaults`` and implements ``_update(group, params, grads)``."""
 
@@ -173,6 +176,17 @@ class Optimizer(StepHooks, OptimizerState):
         """A rule's own checks of a complete group (e.g. SGD's Nesterov conditions)."""
 
     # ------------------------------------------------------------ updates
+    def __repr__(self) -> str:
+        """As PyTorch prints an optimizer: each group's options, sorted (fastnn's own
+        options ``class_lr``, ``decay_classes`` and ``l1`` only where set)."""
+        text = type(self).__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            text += f"\nParameter Group {i}\n"
+            for key in sorted(group):
+                if key != "params" and group[key] != _UNSET_EXTRAS.get(key, ()):
+                    text += f"    {key}: {group[key]}\n"
+        return text + ")"
+
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Drop every ``.grad`` (PyTorch's default), or fill it with zeros."""
         for group in self.param_groups:

@@ -1,0 +1,46 @@
+"""How parameter containers, optimizers and return types print, as PyTorch's (with
+fastnn where PyTorch writes torch)."""
+
+from __future__ import annotations
+
+import pytest
+
+import fastnn as fnn
+
+try:
+    import torch
+except ImportError:  # pragma: no cover - the literal expectations below hold without it
+    torch = None
+
+
+def _both(build):
+    ours = build(fnn)
+    if torch is not None:
+        assert ours == build(torch).replace("torch.", "fastnn.")
+    return ours
+
+
+def test_parameter_list_and_dict():
+    assert _both(lambda L: repr(L.nn.ParameterList(
+        [L.nn.Parameter(L.ones(2)), L.nn.Parameter(L.ones(3, 4))]))) == (
+        "ParameterList(\n"
+        "    (0): Parameter containing: [fastnn.float32 of size 2]\n"
+        "    (1): Parameter containing: [fastnn.float32 of size 3x4]\n)")
+    assert _both(lambda L: repr(L.nn.ParameterDict({"a": L.nn.Parameter(L.ones(2))}))) == (
+        "ParameterDict(  (a): Parameter containing: [fastnn.FloatTensor of size 2])")
+
+
+def test_return_types():
+    assert _both(lambda L: repr(L.tensor([[1.0, 3.0], [2.0, 0.0]]).max(1))) == (
+        "fastnn.return_types.max(\nvalues=tensor([3., 2.]),\nindices=tensor([1, 0]))")
+
+
+@pytest.mark.parametrize("make", [
+    lambda L, w: L.optim.Adam([w], lr=0.1, weight_decay=0),
+    lambda L, w: L.optim.SGD([w], lr=0.1, momentum=0.9, weight_decay=0, dampening=0),
+])
+def test_optimizer(make):
+    text = _both(lambda L: repr(make(L, L.nn.Parameter(L.ones(2)))))
+    assert text.startswith(("Adam (\nParameter Group 0\n    amsgrad: False\n",
+                            "SGD (\nParameter Group 0\n    dampening: 0\n"))
+    assert "class_lr" not in text and text.endswith(")")
