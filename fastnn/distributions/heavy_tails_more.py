@@ -13,33 +13,16 @@ from fastnn.distributions import constraints
 from fastnn.distributions.distribution import Distribution, as_size
 from fastnn.distributions.gamma import Gamma
 from fastnn.distributions.heavy_tails import Cauchy
-from fastnn.distributions.positive_laws import AbsTransform
-from fastnn.distributions.transformed_distribution import TransformedDistribution
+from fastnn.distributions.positive_laws import Folded
 from fastnn.distributions.utils import broadcast_all, is_number, standard_uniform
 
 __all__ = ["FisherSnedecor", "GeneralizedPareto", "HalfCauchy"]
 
 
-class HalfCauchy(TransformedDistribution):
+class HalfCauchy(Folded):
     """The law of ``|X|`` for ``X ~ Cauchy(0, scale)``."""
 
-    arg_constraints = {"scale": constraints.positive}
-    support = constraints.nonnegative
-    has_rsample = True
-
-    def __init__(self, scale, validate_args=None):
-        base_dist = Cauchy(0, scale, validate_args=False)
-        super().__init__(base_dist, AbsTransform(), validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        """This distribution with scale expanded to ``batch_shape``."""
-        new = self._get_checked_instance(HalfCauchy, _instance)
-        return super().expand(batch_shape, _instance=new)
-
-    @property
-    def scale(self):
-        """The base Cauchy's scale."""
-        return self.base_dist.scale
+    base = Cauchy
 
     @property
     def mean(self):
@@ -48,35 +31,9 @@ class HalfCauchy(TransformedDistribution):
                         device=self.scale.device)
 
     @property
-    def mode(self):
-        """0."""
-        return fnn.zeros_like(self.scale)
-
-    @property
     def variance(self):
         """inf (the Cauchy's)."""
         return self.base_dist.variance
-
-    def log_prob(self, value):
-        """Twice the Cauchy's density on [0, inf), ``-inf`` below 0."""
-        if self._validate_args:
-            self._validate_sample(value)
-        log_prob = self.base_dist.log_prob(value) + math.log(2)
-        return fnn.where(value >= 0, log_prob, fnn.full_like(log_prob, -math.inf))
-
-    def cdf(self, value):
-        """``2 atan(value / scale) / pi``."""
-        if self._validate_args:
-            self._validate_sample(value)
-        return 2 * self.base_dist.cdf(value) - 1
-
-    def icdf(self, prob):
-        """The Cauchy's icdf at ``(prob + 1) / 2``."""
-        return self.base_dist.icdf((prob + 1) / 2)
-
-    def entropy(self):
-        """The Cauchy's entropy minus ``log 2``."""
-        return self.base_dist.entropy() - math.log(2)
 
 
 def _nan_where(condition, values):

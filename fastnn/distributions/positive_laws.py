@@ -80,26 +80,60 @@ class LogNormal(TransformedDistribution):
         return self.base_dist.entropy() + self.loc
 
 
-class HalfNormal(TransformedDistribution):
-    """The law of ``|X|`` for ``X ~ Normal(0, scale)``."""
+class Folded(TransformedDistribution):
+    """The law of ``|X|`` for ``X ~ base(0, scale)``, a law symmetric about 0 (``base`` set
+    by the subclass): HalfNormal's and HalfCauchy's common part, as PyTorch's."""
 
     arg_constraints = {"scale": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
+    base = None  # the symmetric law that is folded at 0
 
     def __init__(self, scale, validate_args=None):
-        base_dist = Normal(0, scale, validate_args=False)
+        base_dist = self.base(0, scale, validate_args=False)
         super().__init__(base_dist, AbsTransform(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         """This distribution with scale expanded to ``batch_shape``."""
-        new = self._get_checked_instance(HalfNormal, _instance)
+        new = self._get_checked_instance(type(self), _instance)
         return super().expand(batch_shape, _instance=new)
 
     @property
     def scale(self):
-        """The base Normal's scale."""
+        """The base law's scale."""
         return self.base_dist.scale
+
+    @property
+    def mode(self):
+        """0."""
+        return fnn.zeros_like(self.scale)
+
+    def log_prob(self, value):
+        """Twice the base law's density on [0, inf), ``-inf`` below 0."""
+        if self._validate_args:
+            self._validate_sample(value)
+        log_prob = self.base_dist.log_prob(value) + math.log(2)
+        return fnn.where(value >= 0, log_prob, fnn.full_like(log_prob, -math.inf))
+
+    def cdf(self, value):
+        """``2 F(value) - 1`` with the base law's cdf F."""
+        if self._validate_args:
+            self._validate_sample(value)
+        return 2 * self.base_dist.cdf(value) - 1
+
+    def icdf(self, prob):
+        """The base law's icdf at ``(prob + 1) / 2``."""
+        return self.base_dist.icdf((prob + 1) / 2)
+
+    def entropy(self):
+        """The base law's entropy minus ``log 2``."""
+        return self.base_dist.entropy() - math.log(2)
+
+
+class HalfNormal(Folded):
+    """The law of ``|X|`` for ``X ~ Normal(0, scale)``."""
+
+    base = Normal
 
     @property
     def mean(self):
@@ -107,32 +141,6 @@ class HalfNormal(TransformedDistribution):
         return self.scale * math.sqrt(2 / math.pi)
 
     @property
-    def mode(self):
-        """0."""
-        return fnn.zeros_like(self.scale)
-
-    @property
     def variance(self):
         """``scale**2 (1 - 2 / pi)``."""
         return self.scale.pow(2) * (1 - 2 / math.pi)
-
-    def log_prob(self, value):
-        """Twice the Normal's density on [0, inf), ``-inf`` below 0."""
-        if self._validate_args:
-            self._validate_sample(value)
-        log_prob = self.base_dist.log_prob(value) + math.log(2)
-        return fnn.where(value >= 0, log_prob, fnn.full_like(log_prob, -math.inf))
-
-    def cdf(self, value):
-        """``2 Phi(value / scale) - 1``."""
-        if self._validate_args:
-            self._validate_sample(value)
-        return 2 * self.base_dist.cdf(value) - 1
-
-    def icdf(self, prob):
-        """The Normal's icdf at ``(prob + 1) / 2``."""
-        return self.base_dist.icdf((prob + 1) / 2)
-
-    def entropy(self):
-        """The Normal's entropy minus ``log 2``."""
-        return self.base_dist.entropy() - math.log(2)
