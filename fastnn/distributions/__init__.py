@@ -52,3 +52,30 @@ __all__ = [
     "AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform", "SigmoidTransform",
     "TanhTransform", "transforms",
 ]
+
+
+# the rest of PyTorch's transforms and the constraint registries
+from fastnn.distributions.constraint_registry import biject_to, transform_to  # noqa: E402
+from fastnn.distributions.transforms import (  # noqa: E402
+    CatTransform,
+    CorrCholeskyTransform,
+    CumulativeDistributionTransform,
+    IndependentTransform,
+    LowerCholeskyTransform,
+    PositiveDefiniteTransform,
+    PowerTransform,
+    ReshapeTransform,
+    SoftmaxTransform,
+    SoftplusTransform,
+    StackTransform,
+    StickBreakingTransform,
+    identity_transform,
+)
+
+__all__ += [
+    "CatTransform", "CorrCholeskyTransform", "CumulativeDistributionTransform",
+    "IndependentTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform",
+    "PowerTransform", "ReshapeTransform", "SoftmaxTransform", "SoftplusTransform",
+    "StackTransform", "StickBreakingTransform", "biject_to", "identity_transform",
+    "transform_to",
+]

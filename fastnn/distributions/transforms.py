@@ -175,24 +175,28 @@ class ComposeTransform(Transform):
 
     __hash__ = object.__hash__
 
-    def _event_dim(self) -> int:
-        return max([0] + [p.domain.event_dim for p in self.parts]
-                   + [p.codomain.event_dim for p in self.parts])
-
     @constraints.dependent_property(is_discrete=False)
     def domain(self):
         if not self.parts:
             return constraints.real
-        domain, extra = self.parts[0].domain, self._event_dim()
-        extra -= domain.event_dim
+        domain = self.parts[0].domain
+        event_dim = self.parts[-1].codomain.event_dim  # the widest event, walked back
+        for part in reversed(self.parts):
+            event_dim += part.domain.event_dim - part.codomain.event_dim
+            event_dim = max(event_dim, part.domain.event_dim)
+        extra = event_dim - domain.event_dim
         return constraints.independent(domain, extra) if extra > 0 else domain
 
     @constraints.dependent_property(is_discrete=False)
     def codomain(self):
         if not self.parts:
             return constraints.real
-        codomain, extra = self.parts[-1].codomain, self._event_dim()
-        extra -= codomain.event_dim
+        codomain = self.parts[-1].codomain
+        event_dim = self.parts[0].domain.event_dim  # the widest event, walked forward
+        for part in self.parts:
+            event_dim += part.codomain.event_dim - part.domain.event_dim
+            event_dim = max(event_dim, part.codomain.event_dim)
+        extra = event_dim - codomain.event_dim
         return constraints.independent(codomain, extra) if extra > 0 else codomain
 
     @property
@@ -394,3 +398,28 @@ class AffineTransform(Transform):
                                     getattr(self.scale, "shape", ()))
 
     inverse_shape = forward_shape
+
+
+# the rest of PyTorch's transforms, in their own modules (they import the classes above)
+from fastnn.distributions.transforms_matrix import (  # noqa: E402
+    CatTransform,
+    CorrCholeskyTransform,
+    LowerCholeskyTransform,
+    PositiveDefiniteTransform,
+    StackTransform,
+)
+from fastnn.distributions.transforms_more import (  # noqa: E402
+    CumulativeDistributionTransform,
+    IndependentTransform,
+    PowerTransform,
+    ReshapeTransform,
+    SoftmaxTransform,
+    SoftplusTransform,
+    StickBreakingTransform,
+    identity_transform,
+)
+
+__all__ += ["CatTransform", "CorrCholeskyTransform", "CumulativeDistributionTransform",
+            "IndependentTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform",
+            "PowerTransform", "ReshapeTransform", "SoftmaxTransform", "SoftplusTransform",
+            "StackTransform", "StickBreakingTransform", "identity_transform"]
