@@ -79,3 +79,14 @@ __all__ += [
     "StackTransform", "StickBreakingTransform", "biject_to", "identity_transform",
     "transform_to",
 ]
+
+# the low-rank normal and the simplex laws (relaxed, logistic-normal)
+from fastnn.distributions.logistic_normal import LogisticNormal  # noqa: E402
+from fastnn.distributions.lowrank_multivariate_normal import (  # noqa: E402
+    LowRankMultivariateNormal,
+)
+from fastnn.distributions.relaxed_bernoulli import RelaxedBernoulli  # noqa: E402
+from fastnn.distributions.relaxed_categorical import RelaxedOneHotCategorical  # noqa: E402
+
+__all__ += ["LogisticNormal", "LowRankMultivariateNormal", "RelaxedBernoulli",
+            "RelaxedOneHotCategorical"]
