@@ -80,13 +80,16 @@ __all__ += [
     "transform_to",
 ]
 
-# the low-rank normal and the simplex laws (relaxed, logistic-normal)
+# the low-rank normal, the simplex laws, Wishart, LKJCholesky, ExponentialFamily
+from fastnn.distributions.exp_family import ExponentialFamily  # noqa: E402
+from fastnn.distributions.lkj_cholesky import LKJCholesky  # noqa: E402
 from fastnn.distributions.logistic_normal import LogisticNormal  # noqa: E402
 from fastnn.distributions.lowrank_multivariate_normal import (  # noqa: E402
     LowRankMultivariateNormal,
 )
 from fastnn.distributions.relaxed_bernoulli import RelaxedBernoulli  # noqa: E402
 from fastnn.distributions.relaxed_categorical import RelaxedOneHotCategorical  # noqa: E402
+from fastnn.distributions.wishart import Wishart  # noqa: E402
 
-__all__ += ["LogisticNormal", "LowRankMultivariateNormal", "RelaxedBernoulli",
-            "RelaxedOneHotCategorical"]
+__all__ += ["ExponentialFamily", "LKJCholesky", "LogisticNormal", "LowRankMultivariateNormal",
+            "RelaxedBernoulli", "RelaxedOneHotCategorical", "Wishart"]
