@@ -1,6 +1,9 @@
 """Invertible maps with a log-Jacobian, as ``torch.distributions.transforms``: ``ExpTransform``,
 ``AffineTransform``, ``SigmoidTransform``, ``TanhTransform``, their inverses (``t.inv``)
-and ``ComposeTransform``, for :class:`TransformedDistribution`.
+and ``ComposeTransform``, for :class:`TransformedDistribution`. The rest of PyTorch's
+(``PowerTransform``, ``StickBreakingTransform``, ``CorrCholeskyTransform``,
+``CatTransform``, ...) are defined in ``transforms_more`` and ``transforms_matrix`` and
+exported here too.
 
 With ``cache_size=1`` a transform remembers its last ``(x, y)`` pair, so that inverting a
 ``y`` it produced returns the very ``x`` (SAC's tanh-squashed Normal scores its own
@@ -401,25 +404,8 @@ class AffineTransform(Transform):
 
 
 # the rest of PyTorch's transforms, in their own modules (they import the classes above)
-from fastnn.distributions.transforms_matrix import (  # noqa: E402
-    CatTransform,
-    CorrCholeskyTransform,
-    LowerCholeskyTransform,
-    PositiveDefiniteTransform,
-    StackTransform,
-)
-from fastnn.distributions.transforms_more import (  # noqa: E402
-    CumulativeDistributionTransform,
-    IndependentTransform,
-    PowerTransform,
-    ReshapeTransform,
-    SoftmaxTransform,
-    SoftplusTransform,
-    StickBreakingTransform,
-    identity_transform,
-)
+from fastnn.distributions import transforms_matrix, transforms_more  # noqa: E402
+from fastnn.distributions.transforms_matrix import *  # noqa: E402,F403
+from fastnn.distributions.transforms_more import *  # noqa: E402,F403
 
-__all__ += ["CatTransform", "CorrCholeskyTransform", "CumulativeDistributionTransform",
-            "IndependentTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform",
-            "PowerTransform", "ReshapeTransform", "SoftmaxTransform", "SoftplusTransform",
-            "StackTransform", "StickBreakingTransform", "identity_transform"]
+__all__ += transforms_matrix.__all__ + transforms_more.__all__
