@@ -341,3 +341,24 @@ def test_logistic_normal_samples_pull_back_to_the_normal():
     assert float(scalar.loc.reshape(-1)[0].item()) == 0.0
     with pytest.raises(ValueError, match="scale"):
         fd.LogisticNormal(fnn.zeros(2), fnn.tensor([1.0, -1.0]))
+
+
+def test_new_laws_run_on_opencl_with_cpu_values():
+    params = {k: v.astype(np.float32) for k, v in _lowrank_params().items()}
+    value = RNG.normal(size=(2, 4)).astype(np.float32)
+    simplex = np.array([0.2, 0.3, 0.5], np.float32)
+
+    def laws():
+        return [(fd.LowRankMultivariateNormal(**{k: fnn.tensor(v) for k, v in params.items()}),
+                 value),
+                (fd.RelaxedOneHotCategorical(fnn.tensor(0.5), logits=fnn.tensor([0.1, 0.2, 0.3])),
+                 simplex),
+                (fd.LogisticNormal(fnn.tensor([0.2, 0.3]), fnn.tensor([1.0, 0.5])), simplex)]
+
+    expected = [law.log_prob(fnn.tensor(v)).numpy() for law, v in laws()]
+    with fnn.use("opencl"):
+        for (law, v), want in zip(laws(), expected):
+            draws = law.rsample((2,))
+            assert str(draws.device).startswith("opencl")
+            np.testing.assert_allclose(law.log_prob(fnn.tensor(v)).numpy(), want, rtol=1e-5,
+                                       atol=1e-5)
