@@ -82,6 +82,7 @@ __all__ += [
 
 # the low-rank normal, the simplex laws, Wishart, LKJCholesky, ExponentialFamily
 from fastnn.distributions.exp_family import ExponentialFamily  # noqa: E402
+from fastnn.distributions.kl_exp_family import _kl_expfamily_expfamily  # noqa: E402,F401
 from fastnn.distributions.lkj_cholesky import LKJCholesky  # noqa: E402
 from fastnn.distributions.logistic_normal import LogisticNormal  # noqa: E402
 from fastnn.distributions.lowrank_multivariate_normal import (  # noqa: E402

@@ -2,8 +2,10 @@
 ``exp(<t(x), theta> - F(theta) + k(x))``, as PyTorch's. A subclass gives its natural
 parameters ``theta``, the log normaliser ``F`` and the expected carrier measure
 ``E[k(x)]``; from them come the entropy and, between two members of the same family, the
-KL divergence as Bregman divergences of ``F`` (its gradient by fastnn's autograd).
-Importing this module registers that KL for ``(ExponentialFamily, ExponentialFamily)``.
+KL divergence as Bregman divergences of ``F`` (its gradient by fastnn's autograd; the KL
+is registered by :mod:`fastnn.distributions.kl_exp_family`). As PyTorch's, Normal,
+Bernoulli, Beta, Dirichlet, Exponential, Gamma (and Chi2), Poisson and Wishart are
+members.
 """
 
 from __future__ import annotations
@@ -11,8 +13,6 @@ from __future__ import annotations
 import fastnn as fnn
 from fastnn.autograd.grad_mode import enable_grad
 from fastnn.distributions.distribution import Distribution
-from fastnn.distributions.kl import register_kl
-from fastnn.distributions.utils import sum_rightmost
 
 __all__ = ["ExponentialFamily"]
 
@@ -53,19 +53,3 @@ class ExponentialFamily(Distribution):
                                                           ).sum(-1)
         return result
 
-
-@register_kl(ExponentialFamily, ExponentialFamily)
-def _kl_expfamily_expfamily(p, q):
-    if type(p) is not type(q):
-        raise NotImplementedError("The cross KL-divergence between different exponential "
-                                  "families cannot be computed using Bregman divergences")
-    p_nparams, log_normalizer, gradients = _log_normalizer_and_gradients(p)
-    q_nparams = q._natural_params
-    result = q._log_normalizer(*q_nparams) - log_normalizer
-    batch_dims = len(fnn.broadcast_shapes(tuple(p.batch_shape), tuple(q.batch_shape)))
-    for p_nparam, q_nparam, gradient in zip(p_nparams, q_nparams, gradients):
-        term = (q_nparam - p_nparam) * gradient
-        # summed over the dims past the batch dims: PyTorch sums len(event_shape) dims,
-        # which also sums over the batch a parameter without event dims (Wishart's df)
-        result = result - sum_rightmost(term, max(0, term.dim() - batch_dims))
-    return result

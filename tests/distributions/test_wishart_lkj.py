@@ -247,3 +247,34 @@ def test_exponential_family_bregman_entropy_and_kl():
         fd.kl_divergence(p, fd.Wishart(5.0, covariance_matrix=fnn.eye(2)))
     with pytest.raises(NotImplementedError):
         fd.ExponentialFamily(validate_args=False).entropy()
+
+
+def _members():
+    rng = np.random.default_rng(92)
+
+    def positive(*shape):
+        return fnn.tensor(rng.uniform(0.5, 3.0, shape))
+
+    return {"Normal": lambda: fd.Normal(fnn.tensor(rng.normal(size=3)), positive(3)),
+            "Bernoulli": lambda: fd.Bernoulli(fnn.tensor(rng.uniform(0.1, 0.9, 3))),
+            "Beta": lambda: fd.Beta(positive(3), positive(3)),
+            "Dirichlet": lambda: fd.Dirichlet(positive(3, 4)),
+            "Exponential": lambda: fd.Exponential(positive(3)),
+            "Gamma": lambda: fd.Gamma(positive(3), positive(3)),
+            "Chi2": lambda: fd.Chi2(positive(3)),
+            "Poisson": lambda: fd.Poisson(positive(3))}
+
+
+@pytest.mark.parametrize("name", list(_members()))
+def test_pytorch_exponential_families_agree_with_their_closed_forms(name):
+    from fastnn.distributions.kl_exp_family import _kl_expfamily_expfamily
+
+    make = _members()[name]
+    p, q = make(), make()
+    assert isinstance(p, fd.ExponentialFamily)
+    bregman = _numpy(_kl_expfamily_expfamily(p, q))
+    np.testing.assert_allclose(bregman, _numpy(fd.kl_divergence(p, q)), rtol=1e-9, atol=1e-12)
+    if name in ("Beta", "Dirichlet", "Poisson"):  # no carrier measure, as PyTorch's
+        return
+    np.testing.assert_allclose(_numpy(fd.ExponentialFamily.entropy(p)), _numpy(p.entropy()),
+                               rtol=1e-9, atol=1e-12)
