@@ -7,6 +7,7 @@ from fastnn import functional as F
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.distributions import constraints
 from fastnn.distributions.distribution import Distribution, as_size
+from fastnn.distributions.exp_family import ExponentialFamily
 from fastnn.distributions.utils import (
     broadcast_all,
     is_number,
@@ -38,7 +39,7 @@ class BinaryParams(Distribution):
         return self._param.size()
 
 
-class Bernoulli(BinaryParams):
+class Bernoulli(BinaryParams, ExponentialFamily):
     """The Bernoulli distribution, parameterised by ``probs`` or by ``logits`` (log-odds),
     exactly one of them; the other is derived on first use."""
 
@@ -106,6 +107,15 @@ class Bernoulli(BinaryParams):
     def entropy(self):
         """``-p log(p) - (1 - p) log(1 - p)``."""
         return F.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
+
+    @property
+    def _natural_params(self):
+        return (fnn.logit(self.probs),)
+
+    def _log_normalizer(self, x):
+        return x.exp().log1p()
+
+    _mean_carrier_measure = 0
 
     def enumerate_support(self, expand=True):
         """``[0, 1]`` along dim 0 (expanded over the batch unless ``expand=False``)."""

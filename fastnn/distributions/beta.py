@@ -13,6 +13,7 @@ import fastnn as fnn
 from fastnn.distributions import constraints
 from fastnn.distributions.dirichlet_grad import attach_dirichlet_grad
 from fastnn.distributions.distribution import Distribution, as_size
+from fastnn.distributions.exp_family import ExponentialFamily
 from fastnn.distributions.gamma import standard_gamma
 from fastnn.distributions.utils import broadcast_all, is_number
 
@@ -25,7 +26,7 @@ def _normalised(gammas):
     return (gammas / gammas.sum(-1, keepdim=True)).clamp(min=finfo.tiny, max=1 - finfo.eps)
 
 
-class Dirichlet(Distribution):
+class Dirichlet(ExponentialFamily):
     """The Dirichlet distribution on the simplex: density
     ``prod x_i**(c_i - 1) Gamma(sum c) / prod Gamma(c_i)``."""
 
@@ -97,8 +98,15 @@ class Dirichlet(Distribution):
         return (fnn.lgamma(c).sum(-1) - fnn.lgamma(total) - (k - total) * fnn.digamma(total)
                 - ((c - 1.0) * fnn.digamma(c)).sum(-1))
 
+    @property
+    def _natural_params(self):
+        return (self.concentration,)
 
-class Beta(Distribution):
+    def _log_normalizer(self, x):
+        return fnn.lgamma(x).sum(-1) - fnn.lgamma(x.sum(-1))
+
+
+class Beta(ExponentialFamily):
     """The Beta distribution on [0, 1]: density
     ``x**(c1 - 1) (1 - x)**(c0 - 1) / B(c1, c0)``."""
 
@@ -165,3 +173,10 @@ class Beta(Distribution):
     def entropy(self):
         """The Dirichlet's entropy."""
         return self._dirichlet.entropy()
+
+    @property
+    def _natural_params(self):
+        return (self.concentration1, self.concentration0)
+
+    def _log_normalizer(self, x, y):
+        return fnn.lgamma(x) + fnn.lgamma(y) - fnn.lgamma(x + y)

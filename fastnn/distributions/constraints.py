@@ -274,13 +274,13 @@ class _Square(Constraint):
 
 
 class _Symmetric(_Square):
-    """Symmetric matrices (within an absolute 1e-6)."""
+    """Symmetric matrices (``isclose(value, value.mT, atol=1e-6)``, as PyTorch's)."""
 
     def check(self, value):
         square = super().check(value)
         if not bool(square.all().item()):
             return square
-        return ((value - value.mT).abs() <= 1e-6).all(-1).all(-1)
+        return fnn.isclose(value, value.mT, atol=1e-6).all(-1).all(-1)
 
 
 class _PositiveDefinite(_Symmetric):
@@ -344,3 +344,22 @@ symmetric = _Symmetric()
 """Symmetric matrices."""
 positive_definite = _PositiveDefinite()
 """Symmetric positive-definite matrices."""
+
+# the matrix and functor constraints, in their own module (it imports the classes above)
+from fastnn.distributions.constraints_more import (  # noqa: E402
+    _Cat,
+    _CorrCholesky,
+    _PositiveSemidefinite,
+    _Stack,
+)
+
+positive_semidefinite = _PositiveSemidefinite()
+"""Symmetric positive-semidefinite matrices."""
+corr_cholesky = _CorrCholesky()
+"""Cholesky factors of correlation matrices."""
+cat = _Cat
+"""``cat(cseq, dim=0, lengths=None)``: constraints on slices joined along ``dim``."""
+stack = _Stack
+"""``stack(cseq, dim=0)``: constraints on slices stacked along ``dim``."""
+
+__all__ += ["cat", "corr_cholesky", "positive_semidefinite", "stack"]

@@ -12,6 +12,7 @@ from fastnn.autograd.grad_mode import no_grad
 from fastnn.distributions import constraints
 from fastnn.distributions.bernoulli import BinaryParams
 from fastnn.distributions.distribution import Distribution, as_size
+from fastnn.distributions.exp_family import ExponentialFamily
 from fastnn.distributions.utils import (
     broadcast_all,
     is_number,
@@ -22,7 +23,7 @@ from fastnn.ops.rng_state import rng_of
 __all__ = ["Binomial", "Geometric", "Poisson"]
 
 
-class Poisson(Distribution):
+class Poisson(ExponentialFamily):
     """The Poisson distribution: mass ``rate**k exp(-rate) / k!`` for k = 0, 1, ..."""
 
     arg_constraints = {"rate": constraints.nonnegative}
@@ -69,6 +70,13 @@ class Poisson(Distribution):
             self._validate_sample(value)
         rate, value = broadcast_all(self.rate, value)
         return fnn.xlogy(value, rate) - rate - fnn.lgamma(value + 1)
+
+    @property
+    def _natural_params(self):
+        return (self.rate.log(),)
+
+    def _log_normalizer(self, x):
+        return x.exp()
 
 
 class _ProbsOrLogits(BinaryParams):

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import fastnn as fnn
 from fastnn.distributions import constraints
-from fastnn.distributions.distribution import Distribution, as_size
+from fastnn.distributions.distribution import as_size
+from fastnn.distributions.exp_family import ExponentialFamily
 from fastnn.distributions.utils import broadcast_all, is_number, standard_uniform
 
 __all__ = ["Exponential"]
 
 
-class Exponential(Distribution):
+class Exponential(ExponentialFamily):
     """The exponential distribution: density ``rate exp(-rate x)`` for x >= 0."""
 
     arg_constraints = {"rate": constraints.positive}
@@ -76,3 +77,12 @@ class Exponential(Distribution):
     def entropy(self):
         """``1 - log(rate)``."""
         return 1.0 - self.rate.log()
+
+    @property
+    def _natural_params(self):
+        return (-self.rate,)
+
+    def _log_normalizer(self, x):
+        return -(-x).log()
+
+    _mean_carrier_measure = 0

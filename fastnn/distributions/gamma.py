@@ -11,6 +11,7 @@ import numpy as np
 import fastnn as fnn
 from fastnn.distributions import constraints
 from fastnn.distributions.distribution import Distribution, as_size
+from fastnn.distributions.exp_family import ExponentialFamily
 from fastnn.distributions.special_host import piecewise, regularized_gamma
 from fastnn.distributions.utils import broadcast_all, is_number
 from fastnn.ops.rng_state import rng_of
@@ -99,7 +100,7 @@ def standard_gamma(concentration):
     return x + (concentration - alpha) * standard_gamma_grad(alpha, x)
 
 
-class Gamma(Distribution):
+class Gamma(ExponentialFamily):
     """The Gamma distribution: density ``rate**c x**(c - 1) exp(-rate x) / Gamma(c)`` for
     x >= 0, with ``c`` the concentration."""
 
@@ -158,6 +159,15 @@ class Gamma(Distribution):
         """``c - log(rate) + lgamma(c) + (1 - c) digamma(c)``."""
         c = self.concentration
         return c - self.rate.log() + fnn.lgamma(c) + (1.0 - c) * fnn.digamma(c)
+
+    @property
+    def _natural_params(self):
+        return (self.concentration - 1, -self.rate)
+
+    def _log_normalizer(self, x, y):
+        return fnn.lgamma(x + 1) + (x + 1) * (-y.reciprocal()).log()
+
+    _mean_carrier_measure = 0
 
     def cdf(self, value):
         """The regularised lower incomplete gamma ``P(c, rate value)`` (the gradient

@@ -5,13 +5,14 @@ from __future__ import annotations
 import math
 
 import fastnn as fnn
+from fastnn.distributions.exp_family import ExponentialFamily
 from fastnn.distributions.loc_scale import LocScale
 from fastnn.distributions.utils import standard_normal
 
 __all__ = ["Normal"]
 
 
-class Normal(LocScale):
+class Normal(LocScale, ExponentialFamily):
     """The normal distribution: density
     ``exp(-(x - loc)**2 / (2 scale**2)) / (scale sqrt(2 pi))``."""
 
@@ -53,3 +54,12 @@ class Normal(LocScale):
     def entropy(self):
         """``1/2 + log(2 pi)/2 + log(scale)``."""
         return 0.5 + 0.5 * math.log(2 * math.pi) + self.scale.log()
+
+    @property
+    def _natural_params(self):
+        return (self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal())
+
+    def _log_normalizer(self, x, y):
+        return -0.25 * x.pow(2) / y + 0.5 * (-math.pi / y).log()
+
+    _mean_carrier_measure = 0

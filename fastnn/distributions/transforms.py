@@ -1,6 +1,9 @@
 """Invertible maps with a log-Jacobian, as ``torch.distributions.transforms``: ``ExpTransform``,
-``AffineTransform``, ``PowerTransform``, ``SigmoidTransform``, ``TanhTransform``, their
-inverses (``t.inv``) and ``ComposeTransform``, for :class:`TransformedDistribution`.
+``AffineTransform``, ``SigmoidTransform``, ``TanhTransform``, their inverses (``t.inv``)
+and ``ComposeTransform``, for :class:`TransformedDistribution`. The rest of PyTorch's
+(``PowerTransform``, ``StickBreakingTransform``, ``CorrCholeskyTransform``,
+``CatTransform``, ...) are defined in ``transforms_more`` and ``transforms_matrix`` and
+exported here too.
 
 With ``cache_size=1`` a transform remembers its last ``(x, y)`` pair, so that inverting a
 ``y`` it produced returns the very ``x`` (SAC's tanh-squashed Normal scores its own
@@ -14,10 +17,10 @@ import math
 import fastnn as fnn
 from fastnn import functional as F
 from fastnn.distributions import constraints
-from fastnn.distributions.utils import broadcast_all, is_number, sum_rightmost
+from fastnn.distributions.utils import is_number, sum_rightmost
 
-__all__ = ["AffineTransform", "ComposeTransform", "ExpTransform", "PowerTransform",
-           "SigmoidTransform", "TanhTransform", "Transform"]
+__all__ = ["AffineTransform", "ComposeTransform", "ExpTransform", "SigmoidTransform",
+           "TanhTransform", "Transform"]
 
 
 class Transform:
@@ -175,24 +178,28 @@ class ComposeTransform(Transform):
 
     __hash__ = object.__hash__
 
-    def _event_dim(self) -> int:
-        return max([0] + [p.domain.event_dim for p in self.parts]
-                   + [p.codomain.event_dim for p in self.parts])
-
     @constraints.dependent_property(is_discrete=False)
     def domain(self):
         if not self.parts:
             return constraints.real
-        domain, extra = self.parts[0].domain, self._event_dim()
-        extra -= domain.event_dim
+        domain = self.parts[0].domain
+        event_dim = self.parts[-1].codomain.event_dim  # the widest event, walked back
+        for part in reversed(self.parts):
+            event_dim += part.domain.event_dim - part.codomain.event_dim
+            event_dim = max(event_dim, part.domain.event_dim)
+        extra = event_dim - domain.event_dim
         return constraints.independent(domain, extra) if extra > 0 else domain
 
     @constraints.dependent_property(is_discrete=False)
     def codomain(self):
         if not self.parts:
             return constraints.real
-        codomain, extra = self.parts[-1].codomain, self._event_dim()
-        extra -= codomain.event_dim
+        codomain = self.parts[-1].codomain
+        event_dim = self.parts[0].domain.event_dim  # the widest event, walked forward
+        for part in self.parts:
+            event_dim += part.codomain.event_dim - part.domain.event_dim
+            event_dim = max(event_dim, part.codomain.event_dim)
+        extra = event_dim - codomain.event_dim
         return constraints.independent(codomain, extra) if extra > 0 else codomain
 
     @property
@@ -396,43 +403,9 @@ class AffineTransform(Transform):
     inverse_shape = forward_shape
 
 
-class PowerTransform(Transform):
-    """``y = x**exponent`` on the positive reals (``exponent`` a number or a tensor)."""
+# the rest of PyTorch's transforms, in their own modules (they import the classes above)
+from fastnn.distributions import transforms_matrix, transforms_more  # noqa: E402
+from fastnn.distributions.transforms_matrix import *  # noqa: E402,F403
+from fastnn.distributions.transforms_more import *  # noqa: E402,F403
 
-    domain = constraints.positive
-    codomain = constraints.positive
-    bijective = True
-
-    def __init__(self, exponent, cache_size=0):
-        super().__init__(cache_size=cache_size)
-        (self.exponent,) = broadcast_all(exponent)
-
-    def with_cache(self, cache_size=1):
-        if self._cache_size == cache_size:
-            return self
-        return PowerTransform(self.exponent, cache_size=cache_size)
-
-    @property
-    def sign(self):
-        return self.exponent.sign()
-
-    def __eq__(self, other):
-        if not isinstance(other, PowerTransform):
-            return False
-        return bool((self.exponent == other.exponent).all().item())
-
-    __hash__ = object.__hash__
-
-    def _call(self, x):
-        return x.pow(self.exponent)
-
-    def _inverse(self, y):
-        return y.pow(1 / self.exponent)
-
-    def log_abs_det_jacobian(self, x, y):
-        return (self.exponent * y / x).abs().log()
-
-    def forward_shape(self, shape):
-        return fnn.broadcast_shapes(shape, tuple(self.exponent.shape))
-
-    inverse_shape = forward_shape
+__all__ += transforms_matrix.__all__ + transforms_more.__all__

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import numbers
 
+import numpy as np
+
 import fastnn as fnn
 from fastnn.autograd.grad_mode import enable_grad
 from fastnn.ops.tensor import Tensor
 
 __all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs",
-           "probs_to_logits"]
+           "probs_to_logits", "tril_matrix_to_vec", "vec_to_tril_matrix"]
 
 euler_constant = 0.5772156649015329
 """The Euler-Mascheroni constant (PyTorch's ``utils.euler_constant``)."""
@@ -95,3 +97,38 @@ class lazy_property:  # noqa: N801  (PyTorch's name)
             value = self.wrapped(instance)
         setattr(instance, self.wrapped.__name__, value)
         return value
+
+
+def _tril_flat_indices(n: int, diag: int):
+    """The flat (row-major) indices of the entries of an ``n x n`` matrix on or below
+    diagonal ``diag``, in row order (what PyTorch's boolean tril mask selects)."""
+    rows, cols = np.indices((n, n))
+    return np.flatnonzero(cols < rows + (diag + 1))
+
+
+def vec_to_tril_matrix(vec: Tensor, diag: int = 0) -> Tensor:
+    """``D x D`` lower-triangular matrices (zeros above diagonal ``diag``) filled in row
+    order from the last dim of ``vec``, as PyTorch's (a gather, so gradients flow)."""
+    size = vec.shape[-1]
+    n = (-(1 + 2 * diag) + ((1 + 2 * diag) ** 2 + 8 * size + 4 * abs(diag) * (diag + 1))
+         ** 0.5) / 2
+    if abs(round(n) - n) > fnn.finfo(vec.dtype).eps:
+        raise ValueError(f"The size of last dimension is {size} which cannot be expressed as "
+                         "the lower triangular part of a square D x D matrix.")
+    n = round(n)
+    source = np.full(n * n, size)  # the appended zero
+    source[_tril_flat_indices(n, diag)] = np.arange(size)
+    padded = fnn.cat([vec, fnn.zeros(tuple(vec.shape[:-1]) + (1,), dtype=vec.dtype,
+                                      device=vec.device)], -1)
+    index = fnn.tensor(source, dtype=fnn.int64, device=vec.device)
+    return padded.index_select(-1, index).reshape(tuple(vec.shape[:-1]) + (n, n))
+
+
+def tril_matrix_to_vec(mat: Tensor, diag: int = 0) -> Tensor:
+    """The entries of ``D x D`` matrices on or below diagonal ``diag``, in row order, as
+    vectors (PyTorch's)."""
+    n = mat.shape[-1]
+    if diag < -n or diag >= n:
+        raise ValueError(f"diag ({diag}) provided is outside [{-n}, {n - 1}].")
+    index = fnn.tensor(_tril_flat_indices(n, diag), dtype=fnn.int64, device=mat.device)
+    return mat.reshape(tuple(mat.shape[:-2]) + (n * n,)).index_select(-1, index)

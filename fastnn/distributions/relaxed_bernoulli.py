@@ -1,0 +1,131 @@
+"""``RelaxedBernoulli(temperature, probs= | logits=)``: the binary Concrete (Gumbel-softmax)
+distribution on (0, 1), reparameterised, as PyTorch's: the sigmoid of a
+``LogitRelaxedBernoulli``, whose draws are ``(logit(u) + logits) / temperature`` for
+``u ~ U(0, 1)`` (Maddison et al., 2017; Jang et al., 2017)."""
+
+from __future__ import annotations
+
+import math
+
+from fastnn.distributions import constraints
+from fastnn.distributions.distribution import Distribution, as_size
+from fastnn.distributions.transformed_distribution import TransformedDistribution
+from fastnn.distributions.transforms import SigmoidTransform
+from fastnn.distributions.utils import (
+    broadcast_all,
+    clamp_probs,
+    is_number,
+    lazy_property,
+    logits_to_probs,
+    probs_to_logits,
+    standard_uniform,
+)
+
+__all__ = ["LogitRelaxedBernoulli", "RelaxedBernoulli"]
+
+
+def log_of(value):
+    """``log`` of a tensor or of a Python number."""
+    return math.log(value) if is_number(value) else value.log()
+
+
+class LogitRelaxedBernoulli(Distribution):
+    """The logit of a :class:`RelaxedBernoulli` draw, on the real line: by ``probs`` (of
+    sampling 1) or ``logits`` (log-odds), exactly one of them, and ``temperature``."""
+
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.real
+
+    def __init__(self, temperature, probs=None, logits=None, validate_args=None):
+        self.temperature = temperature
+        if (probs is None) == (logits is None):
+            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        if probs is not None:
+            is_scalar = is_number(probs)
+            (self.probs,) = broadcast_all(probs)
+        else:
+            is_scalar = is_number(logits)
+            (self.logits,) = broadcast_all(logits)
+        self._param = self.probs if probs is not None else self.logits
+        batch_shape = () if is_scalar else self._param.shape
+        super().__init__(batch_shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        """This distribution with its parameter expanded to ``batch_shape``."""
+        new = self._get_checked_instance(LogitRelaxedBernoulli, _instance)
+        batch_shape = as_size(batch_shape)
+        new.temperature = self.temperature
+        if "probs" in self.__dict__:
+            new.probs = self.probs.expand(batch_shape)
+            new._param = new.probs
+        if "logits" in self.__dict__:
+            new.logits = self.logits.expand(batch_shape)
+            new._param = new.logits
+        super(LogitRelaxedBernoulli, new).__init__(batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @lazy_property
+    def logits(self):
+        """The log-odds of sampling 1."""
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        """The probability of sampling 1."""
+        return logits_to_probs(self.logits, is_binary=True)
+
+    @property
+    def param_shape(self):
+        """The shape of the parameter given."""
+        return self._param.size()
+
+    def rsample(self, sample_shape=()):
+        """``(logit(u) + logit(probs)) / temperature`` for ``u ~ U(0, 1)`` (both clamped
+        into [eps, 1 - eps])."""
+        shape = self._extended_shape(sample_shape)
+        probs = clamp_probs(self.probs.expand(shape))
+        uniforms = clamp_probs(standard_uniform(shape, probs.dtype, probs.device))
+        return (uniforms.log() - (-uniforms).log1p() + probs.log() - (-probs).log1p()
+                ) / self.temperature
+
+    def log_prob(self, value):
+        """``log(t) + d - 2 log(1 + exp(d))`` with ``d = logits - t value``."""
+        if self._validate_args:
+            self._validate_sample(value)
+        logits, value = broadcast_all(self.logits, value)
+        diff = logits - value.mul(self.temperature)
+        return log_of(self.temperature) + diff - 2 * diff.exp().log1p()
+
+
+class RelaxedBernoulli(TransformedDistribution):
+    """A relaxed Bernoulli on (0, 1): ``sigmoid`` of a :class:`LogitRelaxedBernoulli`
+    draw; reparameterised (gradients reach ``probs``/``logits`` and ``temperature``)."""
+
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.unit_interval
+    has_rsample = True
+
+    def __init__(self, temperature, probs=None, logits=None, validate_args=None):
+        base_dist = LogitRelaxedBernoulli(temperature, probs, logits)
+        super().__init__(base_dist, SigmoidTransform(), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        """This distribution with its parameter expanded to ``batch_shape``."""
+        new = self._get_checked_instance(RelaxedBernoulli, _instance)
+        return super().expand(batch_shape, _instance=new)
+
+    @property
+    def temperature(self):
+        """The relaxation temperature."""
+        return self.base_dist.temperature
+
+    @property
+    def logits(self):
+        """The log-odds of sampling 1."""
+        return self.base_dist.logits
+
+    @property
+    def probs(self):
+        """The probability of sampling 1."""
+        return self.base_dist.probs
