@@ -87,11 +87,15 @@ def attribute_docstring(module_name: str, name: str, must_assign: bool = False, 
     for node in body:
         if isinstance(node, ast.ImportFrom):
             for alias in node.names:
+                source = importlib.util.resolve_name(
+                    "." * node.level + (node.module or ""), module.__package__ or "") \
+                    if node.level else node.module
                 if (alias.asname or alias.name) == name:
-                    source = importlib.util.resolve_name(
-                        "." * node.level + (node.module or ""), module.__package__ or "") \
-                        if node.level else node.module
                     return attribute_docstring(source, alias.name, depth=depth + 1)
+                if alias.name == "*":  # (a facade module: the name may come from there)
+                    found = attribute_docstring(source, name, depth=depth + 1)
+                    if found is not False:
+                        return found
     return False
 
 

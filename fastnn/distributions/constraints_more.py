@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 import fastnn as fnn
-from fastnn.distributions.constraints import Constraint, _LowerCholesky, _Symmetric
+from fastnn.distributions.constraints_base import Constraint, _LowerCholesky, _Symmetric
 
 __all__: list = []
 

@@ -10,7 +10,7 @@ import math
 import fastnn as fnn
 from fastnn import functional as F
 from fastnn.distributions import constraints
-from fastnn.distributions.transforms import Transform
+from fastnn.distributions.transforms_base import Transform
 from fastnn.distributions.utils import (
     lazy_property,
     sum_rightmost,

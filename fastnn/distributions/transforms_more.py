@@ -12,7 +12,7 @@ import fastnn as fnn
 from fastnn import functional as F
 from fastnn.distributions import constraints
 from fastnn.distributions.distribution import as_size
-from fastnn.distributions.transforms import ComposeTransform, Transform
+from fastnn.distributions.transforms_base import ComposeTransform, Transform
 from fastnn.distributions.utils import broadcast_all, lazy_property, sum_rightmost
 from fastnn.settings import Size
 
