@@ -1,5 +1,6 @@
 """The closed-form KL divergences PyTorch registers for Pareto and ContinuousBernoulli,
-with themselves and with Beta, Exponential, Gamma, Gumbel, Laplace, Normal and Uniform
+with themselves and with Beta, Exponential, Gamma, Gumbel, Laplace, Normal and Uniform,
+and between Exponential, Laplace, Normal and Uniform
 (infinite where p's support reaches outside q's, with PyTorch's tests of the supports,
 including its ``>=``/``<=`` between ContinuousBernoulli and Uniform). Importing this module
 registers them."""
@@ -115,6 +116,45 @@ def _kl_uniform_pareto(p, q):
     return _set(t2 * (q.alpha + 1) - t1, p.low < q.scale, math.inf)
 
 
+@register_kl(Exponential, Normal)
+def _kl_exponential_normal(p, q):
+    var = q.scale.pow(2)
+    rate2 = p.rate.pow(2)
+    t1 = 0.5 * (rate2 * var * (2 * math.pi)).log()
+    return t1 - 1 + (rate2.reciprocal() - q.loc / p.rate + q.loc.pow(2) * 0.5) / var
+
+
+@register_kl(Laplace, Normal)
+def _kl_laplace_normal(p, q):
+    var = q.scale.pow(2)
+    ratio = p.scale.pow(2) / var
+    t1 = 0.5 * (2 * ratio / math.pi).log()
+    return -t1 + ratio + (0.5 * p.loc.pow(2) - p.loc * q.loc + 0.5 * q.loc.pow(2)) / var - 1
+
+
+@register_kl(Normal, Laplace)
+def _kl_normal_laplace(p, q):
+    diff = p.loc - q.loc
+    z = diff / p.scale
+    t2 = math.sqrt(2 / math.pi) * p.scale * (-0.5 * z.pow(2)).exp()
+    t3 = diff * (math.sqrt(0.5) * z).erf()
+    return -(p.scale / q.scale).log() + (t2 + t3) / q.scale - 0.5 * (1 + math.log(0.5 * math.pi))
+
+
+@register_kl(Uniform, Exponential)
+def _kl_uniform_exponential(p, q):
+    result = q.rate * (p.high + p.low) / 2 - ((p.high - p.low) * q.rate).log()
+    return _set(result, p.low < 0, math.inf)  # (the Exponential's support starts at 0)
+
+
+@register_kl(Uniform, Normal)
+def _kl_uniform_normal(p, q):
+    width = p.high - p.low
+    t1 = (math.sqrt(math.pi * 2) * q.scale / width).log()
+    t3 = ((p.high + p.low - 2 * q.loc) / 2).pow(2)
+    return t1 + 0.5 * (width.pow(2) / 12 + t3) / q.scale.pow(2)
+
+
 def _register_infinite(pairs, parameter):
     def infinite(p, q):
         return fnn.full_like(getattr(p, parameter), math.inf)
@@ -132,3 +172,6 @@ _register_infinite([(Gumbel, ContinuousBernoulli), (Gumbel, Pareto), (Laplace,
                    (Normal, Pareto)], "loc")
 _register_infinite([(Pareto, Beta), (Pareto, ContinuousBernoulli), (Pareto, Uniform)],
                    "scale")
+_register_infinite([(Exponential, Uniform)], "rate")
+_register_infinite([(Laplace, Exponential), (Laplace, Uniform), (Normal, Exponential),
+                    (Normal, Uniform)], "loc")

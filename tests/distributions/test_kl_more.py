@@ -79,3 +79,34 @@ def test_kl_pairs_match_torch(p_name, q_name):
         for key in p_params:
             np.testing.assert_allclose(ours_p[key].grad.numpy(), theirs_p[key].grad.numpy(),
                                        rtol=1e-9, atol=1e-12, err_msg=key)
+
+
+_F64 = dict(dtype=fnn.float64)
+_LAWS = {
+    "Exponential": (lambda: fd.Exponential(fnn.tensor(0.7, **_F64)), (0.0, np.inf)),
+    "Normal": (lambda: fd.Normal(fnn.tensor(0.3, **_F64), fnn.tensor(1.5, **_F64)),
+               (-np.inf, np.inf)),
+    "Laplace": (lambda: fd.Laplace(fnn.tensor(0.2, **_F64), fnn.tensor(0.8, **_F64)),
+                (-np.inf, np.inf)),
+    "Uniform": (lambda: fd.Uniform(fnn.tensor(0.5, **_F64), fnn.tensor(2.5, **_F64)),
+                (0.5, 2.5)),
+}
+
+
+@pytest.mark.parametrize("p_name, q_name", [
+    ("Exponential", "Normal"), ("Laplace", "Normal"), ("Normal", "Laplace"),
+    ("Uniform", "Exponential"), ("Uniform", "Normal")])
+def test_closed_forms_between_the_four_classic_laws(p_name, q_name):
+    (make_p, (low, high)), (make_q, _) = _LAWS[p_name], _LAWS[q_name]
+    p, q = make_p(), make_q()
+    np.testing.assert_allclose(fd.kl_divergence(p, q).item(), _quad_kl(p, q, low, high),
+                               rtol=1e-7)
+
+
+@pytest.mark.parametrize("p_name, q_name", [
+    ("Exponential", "Uniform"), ("Laplace", "Exponential"), ("Laplace", "Uniform"),
+    ("Normal", "Exponential"), ("Normal", "Uniform")])
+def test_infinite_where_p_reaches_outside_q(p_name, q_name):
+    assert fd.kl_divergence(_LAWS[p_name][0](), _LAWS[q_name][0]()).item() == math.inf
+    below = fd.Uniform(fnn.tensor(-0.5, **_F64), fnn.tensor(1.0, **_F64))
+    assert fd.kl_divergence(below, _LAWS["Exponential"][0]()).item() == math.inf
