@@ -71,10 +71,12 @@ from fastnn.settings import (
     contiguous_format,
     get_num_interop_threads,
     get_num_threads,
+    layout,
     memory_format,
     preserve_format,
     set_num_interop_threads,
     set_num_threads,
+    strided,
     use_deterministic_algorithms,
 )
 
@@ -126,7 +128,8 @@ __all__ = [
     "float32", "float64", "full", "functional", "get_device", "int32", "int64",
     "get_default_device", "set_default_device",
     "is_grad_enabled", "manual_seed", "default_generator", "return_types",
-    "memory_format", "contiguous_format", "channels_last", "channels_last_3d",
+    "memory_format", "contiguous_format", "channels_last", "channels_last_3d", "layout",
+    "strided",
     "preserve_format",
     "no_grad", "ones", "rand", "randn", "tensor", "use", "zeros",
     # PyTorch's spellings and module layout (import fastnn as torch)

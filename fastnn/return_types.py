@@ -45,6 +45,7 @@ linalg_qr = _pair("linalg_qr", "Q", "R")
 qr = _pair("qr", "Q", "R")
 triangular_solve = _pair("triangular_solve", "solution", "cloned_coefficient")
 linalg_eigh = _pair("linalg_eigh", "eigenvalues", "eigenvectors")
+histogram = _pair("histogram", "hist", "bin_edges")
 
 
 def _named(name: str, *fields: str):
@@ -60,7 +61,7 @@ linalg_svd = _named("linalg_svd", "U", "S", "Vh")
 svd = _named("svd", "U", "S", "V")
 linalg_lstsq = _named("linalg_lstsq", "solution", "residuals", "rank", "singular_values")
 
-__all__ = ["aminmax", "cummax", "cummin", "kthvalue", "linalg_cholesky_ex", "linalg_eigh",
-           "linalg_inv_ex", "linalg_lstsq", "linalg_qr", "linalg_slogdet", "linalg_solve_ex",
-           "linalg_svd", "max", "median", "min", "mode", "nanmedian", "qr", "slogdet", "sort",
-           "svd", "topk", "triangular_solve"]
+__all__ = ["aminmax", "cummax", "cummin", "histogram", "kthvalue", "linalg_cholesky_ex",
+           "linalg_eigh", "linalg_inv_ex", "linalg_lstsq", "linalg_qr", "linalg_slogdet",
+           "linalg_solve_ex", "linalg_svd", "max", "median", "min", "mode", "nanmedian", "qr",
+           "slogdet", "sort", "svd", "topk", "triangular_solve"]

@@ -65,6 +65,30 @@ MEMORY_FORMATS = {f.name: f for f in (contiguous_format, channels_last, channels
                                       preserve_format)}
 
 
+
+class layout:
+    """A tensor layout, as ``torch.layout``: fastnn's tensors are all ``fnn.strided``
+    (dense, with strides); ``x.layout`` says so."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"fastnn.{self.name}"
+
+    def __reduce__(self):
+        return _strided, ()
+
+
+strided = layout("strided")
+"""Dense tensors with strides: every fastnn tensor's layout."""
+
+
+def _strided() -> layout:
+    return strided
+
 def _memory_format(name: str) -> memory_format:
     return MEMORY_FORMATS[name]
 

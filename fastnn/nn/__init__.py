@@ -61,6 +61,7 @@ from fastnn.nn.loss import (
     L1Loss,
     MSELoss,
     NLLLoss,
+    NLLLoss2d,
     SmoothL1Loss,
 )
 from fastnn.nn.module import PARAM_CLASSES, Buffer, Module, Parameter
@@ -86,8 +87,8 @@ from fastnn.nn.pooling import (
     MaxUnpool2d,
     MaxUnpool3d,
 )
-from fastnn.nn.recurrent import GRU, LSTM, RNN
-from fastnn.nn.recurrent_cells import GRUCell, LSTMCell, RNNCell
+from fastnn.nn.recurrent import GRU, LSTM, RNN, RNNBase
+from fastnn.nn.recurrent_cells import GRUCell, LSTMCell, RNNCell, RNNCellBase
 from fastnn.nn.transformer import TransformerEncoder, TransformerEncoderLayer
 from fastnn.nn.transformer_decoder import (
     Transformer,
@@ -189,10 +190,12 @@ __all__ = [
     "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "DyT", "ELU", "Embedding", "GELU", "GLU",
     "GRU", "GatedLinear", "Hardtanh", "HuberLoss", "Identity", "KLDivLoss", "L1Loss", "LSTM",
     "LeakyReLU", "LogSoftmax", "MSELoss", "Mish", "ModuleDict", "ModuleList",
-    "ParameterDict", "ParameterList", "MultiheadAttention", "NLLLoss", "ReLU", "SELU", "SiLU",
+    "ParameterDict", "ParameterList", "MultiheadAttention", "NLLLoss", "NLLLoss2d", "ReLU",
+    "SELU", "SiLU",
     "Sigmoid", "SmoothL1Loss",
     "Softplus", "Tanh", "TransformerEncoder", "TransformerEncoderLayer",
-    "GRUCell", "LSTMCell", "RNN", "RNNCell", "Transformer", "TransformerDecoder",
+    "GRUCell", "LSTMCell", "RNN", "RNNBase", "RNNCell", "RNNCellBase", "Transformer",
+    "TransformerDecoder",
     "TransformerDecoderLayer", "Bilinear", "EmbeddingBag",
     # vision layers
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "BatchNorm1d",

@@ -54,6 +54,11 @@ class NLLLoss(_Loss):
         super().__init__(weight=weight, ignore_index=ignore_index, reduction=reduction)
 
 
+class NLLLoss2d(NLLLoss):
+    """NLLLoss under its old PyTorch name (for (N, C, H, W) log-probabilities, which
+    NLLLoss takes too)."""
+
+
 class BCELoss(_Loss):
     """F.binary_cross_entropy(probs, target, weight, reduction)."""
 

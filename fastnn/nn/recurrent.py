@@ -323,3 +323,7 @@ class GRU(_Recurrent):
                  bidirectional: bool = False, dtype=None, device=None):
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout,
                          bidirectional, 0, dtype, device)
+
+
+RNNBase = _Recurrent
+"""The base class of RNN, LSTM and GRU, under PyTorch's name (``isinstance(m, nn.RNNBase)``)."""

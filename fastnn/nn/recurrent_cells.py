@@ -192,3 +192,7 @@ def unsqueeze_state(hx):
         raise ValueError(f"the initial state of an unbatched (L, in) input must be 2-d "
                          f"(layers * directions, H), got {hx.shape}")
     return movement.reshape(hx, (hx.shape[0], 1, hx.shape[1]))
+
+
+RNNCellBase = _Cell
+"""The base class of RNNCell, LSTMCell and GRUCell, under PyTorch's name."""

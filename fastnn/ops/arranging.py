@@ -151,7 +151,7 @@ def tile(x: Tensor, dims) -> Tensor:
     return shaping.repeat(x, *dims)
 
 
-@public(method=True, top=True)
+@public(method=True, top=True, aliases=("unsafe_split_with_sizes",))
 def split_with_sizes(x: Tensor, split_sizes, dim=0) -> tuple:
     """Pieces of x along ``dim`` of the given sizes (which must sum to that dim's size)."""
     check_tensor("split_with_sizes", x)

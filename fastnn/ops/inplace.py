@@ -324,6 +324,13 @@ def _scatter_reduce_(x: Tensor, *args, **kwargs) -> Tensor:
     return inplace("scatter_reduce_", x, scatter_reduce, *args, **kwargs)
 
 
+def _index_reduce_(x: Tensor, *args, **kwargs) -> Tensor:
+    """``x.index_reduce(...)`` written into x, in place."""
+    from fastnn.ops.scatter_reduce import index_reduce
+
+    return inplace("index_reduce_", x, index_reduce, *args, **kwargs)
+
+
 def _index_put_(x: Tensor, indices, values, accumulate=False) -> Tensor:
     """``x.index_put(indices, values, accumulate)`` written into x, in place."""
     from fastnn.ops.scatter_reduce import index_put
@@ -339,7 +346,7 @@ def _put_(x: Tensor, index, source, accumulate=False) -> Tensor:
 
 
 for _name, _fn in (("scatter_reduce_", _scatter_reduce_), ("index_put_", _index_put_),
-                   ("put_", _put_)):
+                   ("put_", _put_), ("index_reduce_", _index_reduce_)):
     _fn.__name__ = _fn.__qualname__ = _name
     METHODS[_name] = _fn
 

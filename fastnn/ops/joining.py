@@ -123,7 +123,7 @@ def _pieces(x: Tensor, axis: int, sizes) -> tuple:
     return tuple(out)
 
 
-@public(method=True, top=True)
+@public(method=True, top=True, aliases=("unsafe_split",))
 def split(x: Tensor, split_size_or_sections, dim=UNSET, *, axis=UNSET) -> tuple:
     """Pieces of ``split_size`` along ``dim`` (the last may be smaller), or of the given
     sizes (a list summing to the dim's size), as PyTorch's split."""
@@ -145,7 +145,7 @@ def split(x: Tensor, split_size_or_sections, dim=UNSET, *, axis=UNSET) -> tuple:
     return _pieces(x, axis, sizes)
 
 
-@public(method=True, top=True)
+@public(method=True, top=True, aliases=("unsafe_chunk",))
 def chunk(x: Tensor, chunks: int, dim=UNSET, *, axis=UNSET) -> tuple:
     """``chunks`` pieces (fewer if the dim is short) of ceil(n / chunks), as PyTorch; an
     empty dim gives ``chunks`` empty pieces."""

@@ -57,7 +57,17 @@ def _default_new(cls, *args, **kwargs):
     return construct(dtypes.get_default_dtype(), args, kwargs.get("device"))
 
 
+def _new(x, *args, **kwargs):
+    """``x.new(data)`` / ``x.new(*sizes)``: the legacy constructor with x's dtype and device."""
+    unknown = set(kwargs) - {"device"}
+    if unknown:
+        raise TypeError(f"Tensor.new: unexpected keyword arguments {sorted(unknown)}; use "
+                        "x.new_tensor(data, dtype=...) or x.new_empty(sizes, dtype=...)")
+    return construct(x.dtype, args, kwargs.get("device", x.device))
+
+
 METHODS["__new__"] = _default_new  # (bound with the other methods: Tensor(data) works)
+METHODS["new"] = _new
 
 
 class _Typed(type):

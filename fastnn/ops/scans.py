@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from fastnn import return_types
 from fastnn.api import dtypes
 from fastnn.api.args import integer
 from fastnn.ops import elementwise as ew
@@ -188,6 +189,39 @@ def histc(x, bins=100, min=0, max=0):
     position = ew.minimum(ew.maximum(ew.where(inside, position, 0.0), 0.0), bins - 1.0)
     index = astype(position, dtypes.int64)
     return _counts(flat, index, bins, astype(inside, x._dtype), x._dtype)
+
+
+@public(method=True, top=True)
+def histogram(x, bins=100, *, range=None, weight=None, density=False):
+    """``(hist, bin_edges)`` of a floating tensor, as PyTorch's (and NumPy's): ``bins``
+    equal bins over ``range`` (default: the data's) or the given increasing edges (a 1-D
+    tensor); the last bin holds its right edge; ``weight`` sums weights instead of counting;
+    ``density`` divides by the total and the bin widths. Counted on the host (PyTorch's
+    is CPU-only too); no gradient."""
+    x = _check("histogram", x)
+    if not x._dtype.is_floating:
+        raise TypeError(f"histogram: defined on floating tensors, not {x._dtype.name}")
+    values = x.detach().numpy().astype(np.float64).ravel()
+    if isinstance(bins, Tensor):
+        edges = bins.detach().numpy().astype(np.float64)
+        if edges.ndim != 1 or edges.size < 2 or np.any(np.diff(edges) < 0):
+            raise ValueError("histogram: bins must be an int or a 1-D tensor of at least two "
+                             "increasing edges")
+    else:
+        edges = integer("histogram", "bins", bins, 1)
+    weights = None
+    if weight is not None:
+        weight = _check("histogram", weight)
+        if weight.shape != x.shape:
+            raise ValueError(f"histogram: weight {weight.shape} must have the input's shape "
+                             f"{x.shape}")
+        weights = weight.detach().numpy().astype(np.float64).ravel()
+    if range is not None:
+        range = tuple(float(v) for v in range)
+    hist, edges = np.histogram(values, edges, range=range, weights=weights,
+                               density=bool(density))
+    kind = dict(dtype=x._dtype, device=x.device)
+    return return_types.histogram(tensor(hist, **kind), tensor(edges, **kind))
 
 
 @public(method=True, top=True)

@@ -23,7 +23,7 @@ from fastnn.ops.shaping import axis_index
 from fastnn.ops.sorting import check_tensor, host
 from fastnn.ops.structure import const, take_flat
 from fastnn.ops.table import public
-from fastnn.ops.tensor import Tensor
+from fastnn.ops.tensor import Tensor, tensor
 
 _REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
 _UFUNC = {"prod": np.multiply, "amax": np.maximum, "amin": np.minimum}
@@ -154,6 +154,30 @@ def scatter_reduce(x: Tensor, dim, index, src, reduce, *, include_self=True) -> 
     result, w_self, w_src = _host_reduce(reduce, host(x), coords, host(src), hit,
                                          include_self, grad)
     return _weighted(x, axis, index, src, result, w_self, w_src)
+
+
+@public(method=True, top=True)
+def index_reduce(x: Tensor, dim, index, source, reduce, *, include_self=True) -> Tensor:
+    """x with source's slice ``i`` along ``dim`` reduced into x's slice ``index[i]`` by
+    ``reduce`` ("prod", "mean", "amax", "amin"), as PyTorch's: :func:`scatter_reduce` with
+    the index spread over each slice."""
+    check_tensor("index_reduce", x)
+    check_tensor("index_reduce", source)
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"index_reduce: reduce must be one of prod, mean, amax, amin, got "
+                           f"{reduce!r}")
+    axis = axis_index("index_reduce", dim, max(x.ndim, 1))
+    if not isinstance(index, Tensor):
+        index = tensor(np.asarray(index, dtype=np.int64), device=x.device)
+    if index.ndim != 1 or source.ndim != x.ndim or index.shape[0] != (
+            source.shape[axis] if source.ndim else 1):
+        raise IndexError(f"index_reduce: index must be 1-D with one entry per slice of source "
+                         f"along dim {axis} (source {source.shape}, index {index.shape})")
+    shape = [1] * source.ndim
+    if source.ndim:
+        shape[axis] = -1
+    spread = movement.broadcast_to(movement.reshape(index, tuple(shape)), source.shape)
+    return scatter_reduce(x, axis, spread, source, reduce, include_self=include_self)
 
 
 def scatter_multiply(x: Tensor, dim, index, src) -> Tensor:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from fastnn.api import dtypes
 from fastnn.ops.table import METHODS, public
 from fastnn.ops.tensor import Tensor, full
+from fastnn.settings import strided
 
 
 def _fact(name: str, fn, doc: str) -> None:
@@ -126,6 +127,30 @@ _fact("_version", _version, "A number that grows at each in-place write to x's s
       "(PyTorch's version counter: compare two readings; the steps are fastnn's write "
       "clock, shared by all tensors, not one per write of x).")
 _fact("is_sparse", lambda x: False, "False: fastnn's tensors are dense.")
+_fact("layout", lambda x: strided, "``fnn.strided``: fastnn's tensors are dense.")
+_fact("output_nr", lambda x: 0, "0: which output of its op x is (PyTorch's; fastnn's "
+      "multi-output ops make separate nodes).")
+for _device_type in ("mps", "xpu", "xla", "ipu", "mtia", "maia", "vulkan", "mkldnn",
+                     "nested", "sparse_csr"):
+    _fact(f"is_{_device_type}", lambda x: False, f"False: fastnn has no {_device_type} "
+          f"tensors.")
+
+
+def _unsupported_dtype(method: str, dtype: str):
+    def convert(x: Tensor, memory_format=None) -> Tensor:
+        raise TypeError(f"{method}(): {dtype} is not a fastnn dtype (fastnn's: float16, "
+                        f"float32, float64, int32, int64, bool); convert to one with "
+                        f"x.int(), x.long() or x.float()")
+
+    convert.__name__ = convert.__qualname__ = method
+    convert.__doc__ = f"PyTorch's conversion to {dtype}, which fastnn does not have: raises."
+    METHODS[method] = convert
+
+
+for _method, _dtype in (("byte", "uint8"), ("char", "int8"), ("short", "int16"),
+                        ("cfloat", "complex64"), ("cdouble", "complex128"),
+                        ("chalf", "complex32")):
+    _unsupported_dtype(_method, _dtype)
 _fact("is_quantized", lambda x: False, "False: fastnn has no quantized tensors.")
 _fact("is_meta", lambda x: False, "False: fastnn has no meta device.")
 

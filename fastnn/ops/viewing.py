@@ -34,6 +34,12 @@ def narrow(x: Tensor, dim, start, length) -> Tensor:
 
 
 @public(method=True, top=True)
+def narrow_copy(x: Tensor, dim, start, length) -> Tensor:
+    """A copy of :func:`narrow`'s view (not sharing x's memory)."""
+    return narrow(x, dim, start, length).clone()
+
+
+@public(method=True, top=True)
 def select(x: Tensor, dim, index) -> Tensor:
     """The view ``x[..., index, ...]`` along ``dim`` (that dim removed)."""
     axis = axis_index("select", dim, x.ndim)
