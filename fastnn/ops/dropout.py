@@ -52,8 +52,21 @@ def keep_mask(x: Tensor, shape: tuple, p: float, seed: int) -> Tensor:
 def feature_shape(op: str, x: Tensor, batched_rank: int) -> tuple:
     """The mask shape of channel dropout: one value per (N, C), or per C when unbatched.
 
-    As PyTorch, dropout2d reads a 3-D input as (N, C, L), with a warning.
+    As PyTorch, dropout2d reads a 3-D input as (N, C, L), with a warning; dropout2d and
+    dropout3d take inputs of other ranks with PyTorch's deprecation warning (dropout2d
+    one mask value per element of its first two dims, dropout3d as one unbatched sample).
     """
+    if op in ("dropout2d", "dropout3d") and x.ndim not in (batched_rank - 1, batched_rank):
+        warnings.warn(f"{op}: Received a {x.ndim}-D input to {op}, which is deprecated and "
+                      f"will result in an error in a future release (PyTorch's behaviour). To "
+                      f"retain the behavior and silence this warning, please use dropout "
+                      f"instead.", stacklevel=3)
+        if op == "dropout2d" and x.ndim >= 2:  # (PyTorch's feature_dropout on it as it is)
+            return x.shape[:2] + (1,) * (x.ndim - 2)
+        if op == "dropout3d" and x.ndim >= 1:  # (a batch of one: a mask value per dim 0)
+            return x.shape[:1] + (1,) * (x.ndim - 1)
+        raise RuntimeError(f"{op}: Feature dropout requires at least 2 dimensions in the "
+                           f"input, got shape {x.shape}")
     if x.ndim not in (batched_rank - 1, batched_rank):
         spatial = batched_rank - 2
         raise ValueError(f"{op}: expected a {batched_rank - 1}-D (C, *{spatial} spatial) or "

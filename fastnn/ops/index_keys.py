@@ -66,7 +66,7 @@ def expand_key(op: str, x: Tensor, key) -> list:
         key = (key,)
     items = []
     for item in key:
-        if isinstance(item, tuple):  # a tuple inside the key is a list, as NumPy and torch
+        if isinstance(item, (tuple, builtins.range)):  # a list, as NumPy and torch take them
             item = list(item)
         if is_advanced(item):
             if not on_device(item, x):  # host data: _advanced range-checks it, then uploads

@@ -1,0 +1,35 @@
+"""Idioms of PyTorch's own example scripts (github.com/pytorch/examples) that fastnn
+refused: dropout2d on a 2-D input (mnist_rnn), a range as an index (forward_forward)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fastnn as fnn
+import fastnn.functional as F
+
+
+def test_dropout2d_of_a_2d_input_drops_elements_with_pytorchs_warning():
+    fnn.manual_seed(0)
+    x = fnn.ones(64, 64)
+    with pytest.warns(UserWarning, match="Received a 2-D input to dropout2d"):
+        y = F.dropout2d(x, 0.5).numpy()
+    assert set(np.unique(y)) <= {0.0, 2.0}
+    # one mask value per element (PyTorch's feature dropout of an (N, C) input)
+    assert 0.4 < (y == 0).mean() < 0.6 and not (y == 0).all(1).any()
+    with pytest.warns(UserWarning, match="Received a 2-D input to dropout3d"):
+        z = F.dropout3d(fnn.ones(40, 3), 0.5).numpy()
+    assert all(len(set(row)) == 1 for row in z)  # whole rows (one sample of 40 channels)
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"), pytest.warns(UserWarning):
+        F.dropout2d(fnn.ones(5), 0.5)
+
+
+def test_range_as_an_index():
+    x = fnn.zeros(3, 4)
+    x[range(3), fnn.tensor([0, 1, 3])] = 5.0
+    want = np.zeros((3, 4))
+    want[range(3), [0, 1, 3]] = 5.0
+    np.testing.assert_array_equal(x.numpy(), want)
+    assert x[range(0, 3, 2)].shape == (2, 4)
+    np.testing.assert_array_equal(x[range(2), 1].numpy(), [0.0, 5.0])
