@@ -32,6 +32,14 @@ from fastnn.ops.linalg_decomp import eigh, eigvalsh, qr, svd, svdvals
 from fastnn.ops.linalg_derived import cond, lstsq, matrix_rank, pinv
 from fastnn.ops.linalg_derived import spectral as _spectral
 from fastnn.ops.linalg_lu import lu, lu_factor, lu_factor_ex, lu_solve
+from fastnn.ops.linalg_matfun import (
+    eig,
+    eigvals,
+    householder_product,
+    matrix_exp,
+    tensorinv,
+    tensorsolve,
+)
 from fastnn.ops.linalg_more import diagonal, matrix_power, multi_dot, solve_triangular, vander
 from fastnn.ops.linalg_solve import det, inv, inv_ex, slogdet, solve, solve_ex
 from fastnn.ops.products import cross as _cross
@@ -41,11 +49,12 @@ from fastnn.ops.shaping import axis_index
 from fastnn.ops.sorting import check_tensor
 from fastnn.ops.tensor import Tensor
 
-__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh",
-           "eigvalsh", "inv", "inv_ex", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve",
-           "matmul", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv",
-           "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd", "svdvals", "vander",
-           "vecdot", "vector_norm"]
+__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig",
+           "eigh", "eigvals", "eigvalsh", "householder_product", "inv", "inv_ex",
+           "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve",
+           "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot",
+           "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd",
+           "svdvals", "tensorinv", "tensorsolve", "vander", "vecdot", "vector_norm"]
 
 _INF = float("inf")
 

@@ -24,6 +24,7 @@ from fastnn.ops import linalg_cholesky as _linalg_cholesky  # noqa: F401
 from fastnn.ops import linalg_decomp as _linalg_decomp  # noqa: F401
 from fastnn.ops import linalg_derived as _linalg_derived  # noqa: F401
 from fastnn.ops import linalg_lu as _linalg_lu  # noqa: F401
+from fastnn.ops import linalg_matfun as _linalg_matfun  # noqa: F401
 from fastnn.ops import linalg_more as _linalg_more  # noqa: F401
 from fastnn.ops import linalg_solve as _linalg_solve  # noqa: F401
 from fastnn.ops import losses as _losses  # noqa: F401
