@@ -46,6 +46,8 @@ from fastnn.ops import shaping as _shaping  # noqa: F401
 from fastnn.ops import shifts as _shifts  # noqa: F401
 from fastnn.ops import sorting as _sorting  # noqa: F401
 from fastnn.ops import special as _special  # noqa: F401
+from fastnn.ops import special_bessel as _special_bessel  # noqa: F401
+from fastnn.ops import special_bessel_j as _special_bessel_j  # noqa: F401
 from fastnn.ops import special_gamma as _special_gamma  # noqa: F401
 from fastnn.ops import special_more as _special_more  # noqa: F401
 from fastnn.ops import statistics as _statistics  # noqa: F401
