@@ -50,6 +50,7 @@ from fastnn.ops import special_bessel as _special_bessel  # noqa: F401
 from fastnn.ops import special_bessel_j as _special_bessel_j  # noqa: F401
 from fastnn.ops import special_gamma as _special_gamma  # noqa: F401
 from fastnn.ops import special_more as _special_more  # noqa: F401
+from fastnn.ops import special_zeta as _special_zeta  # noqa: F401
 from fastnn.ops import statistics as _statistics  # noqa: F401
 from fastnn.ops import structure as _structure  # noqa: F401
 from fastnn.ops import structure_grid as _structure_grid  # noqa: F401
