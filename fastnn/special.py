@@ -7,8 +7,8 @@ functions (``i0``, ``i0e``, ``i1``, ``i1e``, ``modified_bessel_*``,
 ``scaled_modified_bessel_*``) in :mod:`fastnn.ops.special_bessel`; ``bessel_j0``/``j1``/
 ``y0``/``y1``, ``spherical_bessel_j0`` and ``airy_ai`` in
 :mod:`fastnn.ops.special_bessel_j`; ``zeta``, ``polygamma``, ``erfcx`` and ``ndtri`` in
-:mod:`fastnn.ops.special_zeta`. Not here yet: ``gammainc``/``gammaincc`` and the orthogonal
-polynomials.
+:mod:`fastnn.ops.special_zeta`; ``gammainc``/``gammaincc`` (computed on the host) in
+:mod:`fastnn.ops.special_gammainc`. Not here yet: the orthogonal polynomials.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from fastnn.ops.special_bessel_j import (
     spherical_bessel_j0,
 )
 from fastnn.ops.special_gamma import digamma, erfc, erfinv, lgamma
+from fastnn.ops.special_gammainc import gammainc, gammaincc
 from fastnn.ops.special_more import entr, log_ndtr, multigammaln, ndtr, xlog1py
 from fastnn.ops.special_zeta import erfcx, ndtri, polygamma, zeta
 from fastnn.ops.statistics import logit
@@ -48,9 +49,9 @@ gammaln = lgamma
 psi = digamma
 
 __all__ = ["airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "digamma", "entr", "erf",
-           "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammaln", "i0", "i0e", "i1",
-           "i1e", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp", "modified_bessel_i0",
-           "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1", "multigammaln",
-           "ndtr", "ndtri", "polygamma", "psi", "round", "scaled_modified_bessel_k0",
-           "scaled_modified_bessel_k1", "sinc", "softmax", "spherical_bessel_j0", "xlog1py",
-           "xlogy", "zeta"]
+           "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammainc", "gammaincc", "gammaln",
+           "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp",
+           "modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1",
+           "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round",
+           "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "sinc", "softmax",
+           "spherical_bessel_j0", "xlog1py", "xlogy", "zeta"]
