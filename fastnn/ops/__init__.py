@@ -51,6 +51,7 @@ from fastnn.ops import special_bessel_j as _special_bessel_j  # noqa: F401
 from fastnn.ops import special_gamma as _special_gamma  # noqa: F401
 from fastnn.ops import special_gammainc as _special_gammainc  # noqa: F401
 from fastnn.ops import special_more as _special_more  # noqa: F401
+from fastnn.ops import special_poly as _special_poly  # noqa: F401
 from fastnn.ops import special_zeta as _special_zeta  # noqa: F401
 from fastnn.ops import statistics as _statistics  # noqa: F401
 from fastnn.ops import structure as _structure  # noqa: F401
