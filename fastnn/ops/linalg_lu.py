@@ -5,10 +5,12 @@
 Gaussian elimination written with tensor ops, one column per step (as the Cholesky factor
 of :mod:`fastnn.ops.linalg_cholesky`): the pivot row is found with ``argmax`` on the
 device (the first largest ``|a|``, as LAPACK's ``idamax``), swapped in with a gather,
-and the trailing block updated by an outer product. It runs on every backend, reads
-nothing back to the host, and its gradient (and gradients of gradients) comes from the
-tape: with the pivots held fixed the factors are smooth functions of A, which is
-PyTorch's derivative too. Results are LAPACK's conventions:
+and the trailing block updated by an outer product. It runs on every backend and its
+gradient (and gradients of gradients) comes from the tape: with the pivots held fixed the
+factors are smooth functions of A, which is PyTorch's derivative too. Only the checks read
+back to the host: ``lu_factor``'s of U's diagonal (it raises on a zero) and the range
+check of the pivots given to ``lu_solve``/``lu_unpack``; both are skipped while
+``fnn.compile`` records a step. Results are LAPACK's conventions:
 
 - ``LU`` packs the unit lower factor L (strictly below the diagonal) and U (on and above);
 - ``pivots`` (int32, 1-based): at step i row i was swapped with row ``pivots[i]``;
@@ -25,6 +27,7 @@ import numpy as np
 
 from fastnn import return_types
 from fastnn.api import dtypes
+from fastnn.api.program_calls import recording
 from fastnn.ops import elementwise as ew
 from fastnn.ops import movement
 from fastnn.ops.gathering import gather
@@ -134,8 +137,9 @@ def lu_factor(A: Tensor, *, pivot: bool = True) -> tuple:
     _check_pivot("linalg.lu_factor", pivot)
     a = matrices("linalg.lu_factor", A, square=False)
     lu, pivots, _ = _eliminate(a, pivot)
-    codes = host(_info(lu))
-    raise_for("torch.linalg.lu_factor", codes, np.ndim(codes) > 0, _ZERO_PIVOT)
+    if not recording():  # (no read-back while fnn.compile records)
+        codes = host(_info(lu))
+        raise_for("torch.linalg.lu_factor", codes, np.ndim(codes) > 0, _ZERO_PIVOT)
     return return_types.linalg_lu_factor(_back(lu, A._dtype), pivots)
 
 
@@ -189,6 +193,8 @@ def _check_pivots(op: str, lu_data: Tensor, pivots: Tensor) -> None:
         raise RuntimeError(f"{op}: expected pivots of shape {tuple(lu_data.shape[:-2]) + (k,)}"
                            f" for LU of shape {tuple(lu_data.shape)}, got "
                            f"{tuple(pivots.shape)}")
+    if recording():  # no read-back while fnn.compile records
+        return
     values = np.asarray(host(pivots))
     if values.size and (values.min() < 1 or values.max() > lu_data.shape[-2]):
         raise RuntimeError(f"{op}: pivots must be between 1 and LU.size(-2) = "
