@@ -6,7 +6,13 @@ decompositions ``qr``, ``eigh``, ``eigvalsh``, ``svd``, ``svdvals``
 (:mod:`fastnn.ops.linalg_decomp`: eigenvalues ascending, singular values descending,
 vectors unique only up to sign), what derives from them (``pinv``, ``matrix_rank``,
 ``lstsq``, ``cond``) and the composites ``matrix_power``, ``multi_dot``,
-``solve_triangular``, ``vander``, ``diagonal`` (:mod:`fastnn.ops.linalg_more`).
+``solve_triangular``, ``vander``, ``diagonal`` (:mod:`fastnn.ops.linalg_more`), the LU
+factorisation ``lu_factor``, ``lu_factor_ex``, ``lu``, ``lu_solve``
+(:mod:`fastnn.ops.linalg_lu`), ``matrix_exp``, ``householder_product``, ``tensorinv``,
+``tensorsolve`` (:mod:`fastnn.ops.linalg_matfun`), ``ldl_factor``, ``ldl_factor_ex``,
+``ldl_solve`` (:mod:`fastnn.ops.linalg_ldl`, computed on the host). ``eig`` and
+``eigvals`` raise: their results are complex, which fastnn has no dtype for
+(``eigh``/``eigvalsh`` for symmetric matrices).
 
 The norms are composites of abs, sums and extrema. The spectral ones (``ord=2``, ``-2``,
 ``"nuc"``) are singular values (``svdvals``, the ``linalg_svd`` hook), with the SVD's
@@ -26,6 +32,16 @@ from fastnn.ops.linalg_cholesky import cholesky, cholesky_ex
 from fastnn.ops.linalg_decomp import eigh, eigvalsh, qr, svd, svdvals
 from fastnn.ops.linalg_derived import cond, lstsq, matrix_rank, pinv
 from fastnn.ops.linalg_derived import spectral as _spectral
+from fastnn.ops.linalg_ldl import ldl_factor, ldl_factor_ex, ldl_solve
+from fastnn.ops.linalg_lu import lu, lu_factor, lu_factor_ex, lu_solve
+from fastnn.ops.linalg_matfun import (
+    eig,
+    eigvals,
+    householder_product,
+    matrix_exp,
+    tensorinv,
+    tensorsolve,
+)
 from fastnn.ops.linalg_more import diagonal, matrix_power, multi_dot, solve_triangular, vander
 from fastnn.ops.linalg_solve import det, inv, inv_ex, slogdet, solve, solve_ex
 from fastnn.ops.products import cross as _cross
@@ -35,10 +51,12 @@ from fastnn.ops.shaping import axis_index
 from fastnn.ops.sorting import check_tensor
 from fastnn.ops.tensor import Tensor
 
-__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh",
-           "eigvalsh", "inv", "inv_ex", "lstsq", "matmul", "matrix_norm", "matrix_power",
-           "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex",
-           "solve_triangular", "svd", "svdvals", "vander", "vecdot", "vector_norm"]
+__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig",
+           "eigh", "eigvals", "eigvalsh", "householder_product", "inv", "inv_ex", "ldl_factor",
+           "ldl_factor_ex", "ldl_solve", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve",
+           "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot",
+           "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd",
+           "svdvals", "tensorinv", "tensorsolve", "vander", "vecdot", "vector_norm"]
 
 _INF = float("inf")
 

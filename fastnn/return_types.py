@@ -46,6 +46,8 @@ qr = _pair("qr", "Q", "R")
 triangular_solve = _pair("triangular_solve", "solution", "cloned_coefficient")
 linalg_eigh = _pair("linalg_eigh", "eigenvalues", "eigenvectors")
 histogram = _pair("histogram", "hist", "bin_edges")
+linalg_lu_factor = _pair("linalg_lu_factor", "LU", "pivots")
+linalg_ldl_factor = _pair("linalg_ldl_factor", "LD", "pivots")
 
 
 def _named(name: str, *fields: str):
@@ -59,9 +61,15 @@ def _named(name: str, *fields: str):
 
 linalg_svd = _named("linalg_svd", "U", "S", "Vh")
 svd = _named("svd", "U", "S", "V")
+linalg_lu_factor_ex = _named("linalg_lu_factor_ex", "LU", "pivots", "info")
+linalg_ldl_factor_ex = _named("linalg_ldl_factor_ex", "LD", "pivots", "info")
+linalg_lu = _named("linalg_lu", "P", "L", "U")
+lu_unpack = _named("lu_unpack", "P", "L", "U")
 linalg_lstsq = _named("linalg_lstsq", "solution", "residuals", "rank", "singular_values")
 
 __all__ = ["aminmax", "cummax", "cummin", "histogram", "kthvalue", "linalg_cholesky_ex",
-           "linalg_eigh", "linalg_inv_ex", "linalg_lstsq", "linalg_qr", "linalg_slogdet",
-           "linalg_solve_ex", "linalg_svd", "max", "median", "min", "mode", "nanmedian", "qr",
-           "slogdet", "sort", "svd", "topk", "triangular_solve"]
+           "linalg_eigh", "linalg_inv_ex", "linalg_ldl_factor", "linalg_ldl_factor_ex",
+           "linalg_lstsq", "linalg_lu", "linalg_lu_factor", "linalg_lu_factor_ex", "linalg_qr",
+           "linalg_slogdet", "linalg_solve_ex", "linalg_svd", "lu_unpack", "max", "median",
+           "min", "mode", "nanmedian", "qr", "slogdet", "sort", "svd", "topk",
+           "triangular_solve"]

@@ -24,6 +24,8 @@ from fastnn.ops import legacy_tensors as _legacy_tensors  # noqa: F401
 from fastnn.ops import linalg_cholesky as _linalg_cholesky  # noqa: F401
 from fastnn.ops import linalg_decomp as _linalg_decomp  # noqa: F401
 from fastnn.ops import linalg_derived as _linalg_derived  # noqa: F401
+from fastnn.ops import linalg_lu as _linalg_lu  # noqa: F401
+from fastnn.ops import linalg_matfun as _linalg_matfun  # noqa: F401
 from fastnn.ops import linalg_more as _linalg_more  # noqa: F401
 from fastnn.ops import linalg_solve as _linalg_solve  # noqa: F401
 from fastnn.ops import losses as _losses  # noqa: F401
@@ -45,8 +47,13 @@ from fastnn.ops import shaping as _shaping  # noqa: F401
 from fastnn.ops import shifts as _shifts  # noqa: F401
 from fastnn.ops import sorting as _sorting  # noqa: F401
 from fastnn.ops import special as _special  # noqa: F401
+from fastnn.ops import special_bessel as _special_bessel  # noqa: F401
+from fastnn.ops import special_bessel_j as _special_bessel_j  # noqa: F401
 from fastnn.ops import special_gamma as _special_gamma  # noqa: F401
+from fastnn.ops import special_gammainc as _special_gammainc  # noqa: F401
 from fastnn.ops import special_more as _special_more  # noqa: F401
+from fastnn.ops import special_poly as _special_poly  # noqa: F401
+from fastnn.ops import special_zeta as _special_zeta  # noqa: F401
 from fastnn.ops import statistics as _statistics  # noqa: F401
 from fastnn.ops import structure as _structure  # noqa: F401
 from fastnn.ops import structure_grid as _structure_grid  # noqa: F401

@@ -26,7 +26,7 @@ VALUE_OPS = (
     "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
     "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "atan2", "arctan2",
     "hypot", "erf", "erfc", "erfinv", "lgamma", "digamma", "sinc", "xlogy", "deg2rad",
-    "rad2deg",
+    "rad2deg", "i0", "polygamma", "igamma", "igammac",
     # arithmetic under PyTorch's other names
     "negative", "absolute", "divide", "true_divide", "subtract", "multiply", "fmod",
     "remainder", "floor_divide", "copysign", "gcd", "lcm",

@@ -56,10 +56,11 @@ def test_every_value_op_matches_torch_in_place(op):
     binary = op in {"atan2", "arctan2", "hypot", "xlogy", "divide", "true_divide", "subtract",
                     "multiply", "fmod", "remainder", "floor_divide", "copysign", "eq", "ne",
                     "not_equal", "gt", "lt", "ge", "le", "greater", "less", "greater_equal",
-                    "less_equal", "logical_and", "logical_or", "logical_xor", "float_power"}
+                    "less_equal", "logical_and", "logical_or", "logical_xor", "float_power",
+                    "igamma", "igammac"}
     integer = op.startswith("bitwise") or op in {"gcd", "lcm"}  # integer tensors only
     data = np.array([[3, 12, 5], [7, 1, 2]]) if integer else PROBS
-    args = {"cumsum": (1,), "cumprod": (0,), "renorm": (2, 0, 0.5)}.get(
+    args = {"cumsum": (1,), "cumprod": (0,), "renorm": (2, 0, 0.5), "polygamma": (2,)}.get(
         op, (np.array([[1, 2, 1], [2, 1, 3]]) if integer else OTHER,) if binary or (
             integer and op != "bitwise_not") else ())
     mine, theirs = fnn.tensor(data), torch.tensor(data)

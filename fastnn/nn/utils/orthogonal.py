@@ -12,13 +12,11 @@ With ``use_trivialization`` (the default) the module also keeps a buffer ``base`
 returns ``base @ Q``: registering (or assigning) W sets base to an orthogonal matrix
 closest in spirit to W (the Q of its QR factorisation, completed at random to a square
 one when W is not square) and X to -I, so the parametrized weight starts at that Q.
-Matrices are exponentiated by scaling and squaring a degree-18 Taylor polynomial,
-composed of matmuls (PyTorch uses a Pade approximant: equal to rounding).
+Matrices are exponentiated by ``fnn.linalg.matrix_exp`` and the reflections multiplied by
+``fnn.linalg.householder_product``, both composed of matmuls.
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
@@ -26,41 +24,16 @@ from fastnn.autograd.grad_mode import no_grad
 from fastnn.linalg import solve
 from fastnn.nn.module import Module
 from fastnn.ops.joining import cat
+from fastnn.ops.linalg_matfun import householder_product, matrix_exp
 from fastnn.ops.tensor import Tensor, randn, tensor, zeros
 
 MAPS = ("matrix_exp", "cayley", "householder")
-
-
-def matrix_exp(a: Tensor) -> Tensor:
-    """exp(a) for square matrices (batched), differentiable through its matmuls."""
-    norm = float(a.detach().abs().sum(-2).amax()) if a.numel() else 0.0  # the 1-norm
-    squarings = max(0, math.ceil(math.log2(norm / 0.5))) if norm > 0.5 else 0
-    a = a / float(2 ** squarings)
-    eye = _eye_like(a, a.shape[-1])
-    result, term = eye, eye
-    for k in range(1, 19):
-        term = (term @ a) / float(k)
-        result = result + term
-    for _ in range(squarings):
-        result = result @ result
-    return result
+__all__ = ["MAPS", "householder_product", "matrix_exp"]
 
 
 def _eye_like(like: Tensor, n: int, m: int | None = None) -> Tensor:
     eye = np.eye(n, n if m is None else m)
     return tensor(eye, dtype=like.dtype, device=like.device)
-
-
-def householder_product(reflectors: Tensor, tau: Tensor) -> Tensor:
-    """PyTorch's ``linalg.householder_product``: the first k columns of H_1 ... H_k, v_i the
-    i-th column of ``reflectors`` (n, k) below the diagonal with 1 on it."""
-    n, k = reflectors.shape[-2], reflectors.shape[-1]
-    vectors = reflectors.tril(-1) + _eye_like(reflectors, n, k)
-    q = _eye_like(reflectors, n)
-    for i in range(k):
-        v = vectors[..., :, i:i + 1]
-        q = q - (q @ v) @ v.mT * tau[..., i:i + 1].unsqueeze(-1)
-    return q[..., :, :k]
 
 
 def _make_orthogonal(a: Tensor) -> Tensor:
