@@ -179,6 +179,9 @@ NOT_LAYERS = ("Module", "ModuleList", "ModuleDict", "Parameter", "ParameterList"
 # the unpooling layers take two inputs (values and indices): checked against PyTorch by
 # tests/nn/test_pooling_torch.py
 NOT_LAYERS += ("MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d")
+# base classes under PyTorch's names (their subclasses, RNN, LSTM, GRU and the cells, have
+# specs of their own)
+NOT_LAYERS += ("RNNBase", "RNNCellBase")
 
 
 def uncovered() -> list:
