@@ -8,24 +8,7 @@ third-party one. Asking loads the installed backends to probe them.
 
 from __future__ import annotations
 
-from fastnn.api import registry
-from fastnn.api.device import Device, as_device, get_device
-
-
-def _usable(record) -> bool:
-    return record.available and not record.host_memory
-
-
-def current_accelerator() -> Device | None:
-    """The accelerator as a device: the current default device when it is one, else the
-    first usable accelerator backend by name; None when there is none."""
-    default = get_device()
-    if _usable(default.backend.record):
-        return default
-    for record in registry.backends():
-        if _usable(record):
-            return as_device(record.name)
-    return None
+from fastnn.api.device import current_accelerator
 
 
 def is_available() -> bool:

@@ -8,7 +8,7 @@ import threading
 from fastnn.api.certificates import check_use
 from fastnn.api.errors import BackendError
 from fastnn.api.fallback import set_fallback
-from fastnn.api.registry import get_backend, on_refresh
+from fastnn.api.registry import backends, get_backend, on_refresh
 
 
 class Device:
@@ -84,7 +84,9 @@ class DeviceSpec:
     def __init__(self, spec, index=None):
         if isinstance(spec, (Device, DeviceSpec)):
             name, given = spec.type, spec.index
-        elif isinstance(spec, str):
+        elif isinstance(spec, str) or (isinstance(spec, int) and not isinstance(spec, bool)):
+            if not isinstance(spec, str):  # an accelerator index, as PyTorch's device(0)
+                spec = accelerator_index(spec)
             try:
                 name, given = parse(spec)
             except ValueError as exc:
@@ -149,12 +151,44 @@ def parse(spec: str) -> tuple[str, int]:
     return name, int(index) if index else 0
 
 
+def current_accelerator() -> Device | None:
+    """The accelerator as a device (``fastnn.accelerator``'s): the current default device
+    when it is one (a usable backend whose arrays are not host memory), else the first
+    usable accelerator backend by name; None when there is none."""
+    default = get_device()
+    if _accelerates(default.backend.record):
+        return default
+    for record in backends():
+        if _accelerates(record):
+            return as_device(record.name)
+    return None
+
+
+def _accelerates(record) -> bool:
+    return record.available and not record.host_memory
+
+
+def accelerator_index(index: int) -> str:
+    """PyTorch's device given as an int (``x.to(0)``, ``model.to(rank)``): that index of
+    the current accelerator, as ``"cuda:0"``."""
+    if index < 0:
+        raise ValueError(f"device: an int device is an accelerator index >= 0, got {index}")
+    found = current_accelerator()
+    if found is None:
+        raise RuntimeError(f"device {index}: an int names an index of the accelerator (cuda, "
+                           f"opencl, ...) and none is available here; use 'cpu'")
+    return f"{found.type}:{index}"
+
+
 def as_device(spec) -> Device:
-    """Parse ``"name"`` or ``"name:N"`` (or pass a Device through)."""
+    """Parse ``"name"`` or ``"name:N"`` (or pass a Device through; an int is that index of
+    the accelerator, as PyTorch's)."""
     if isinstance(spec, Device):
         return spec
     if spec is None:
         return get_device()
+    if isinstance(spec, int) and not isinstance(spec, bool):
+        spec = accelerator_index(spec)
     if isinstance(spec, DeviceSpec):
         spec = str(spec)
     if not isinstance(spec, str):

@@ -198,8 +198,8 @@ class Tensor:
                 device, dtype = arg._device, arg._dtype
             elif isinstance(arg, bool):  # PyTorch's positional non_blocking (and copy)
                 continue
-            elif isinstance(arg, (Device, DeviceSpec, str)) and not dtypes.is_dtype(arg):
-                device = arg
+            elif isinstance(arg, (Device, DeviceSpec, str, int)) and not dtypes.is_dtype(arg):
+                device = arg  # (an int: an accelerator index, as PyTorch's x.to(0))
             else:
                 dtype = arg
         out = self

@@ -40,3 +40,20 @@ def test_to_a_missing_device_index_says_which_devices_exist():
 def test_to_an_unknown_name_may_be_a_misspelt_dtype():
     with pytest.raises(fnn.BackendError, match="neither a device nor a fastnn dtype.*float32"):
         fnn.ones((2,)).to("flaot32")
+
+
+def test_an_int_device_is_an_accelerator_index():
+    """PyTorch's x.to(0), model.to(rank), torch.device(1): that index of the accelerator;
+    without one, an error saying so (PyTorch raises too)."""
+    from fastnn.api.device import current_accelerator
+
+    accel = current_accelerator()
+    if accel is None:
+        with pytest.raises(RuntimeError, match="none is available"):
+            fnn.zeros(2).to(0)
+        return
+    assert fnn.zeros(2).to(0).device == f"{accel.type}:0"
+    assert fnn.nn.Linear(2, 2).to(0).weight.device == f"{accel.type}:0"
+    assert str(fnn.device(1)) == f"{accel.type}:1"
+    with pytest.raises(ValueError, match=">= 0"):
+        fnn.zeros(2).to(-1)
