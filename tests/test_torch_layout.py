@@ -105,7 +105,7 @@ def test_device_spec_compares_with_devices_and_strings():
     with pytest.raises(ValueError, match="device: bad device string 'cuda:x'"):
         fnn.device("cuda:x")
     with pytest.raises(TypeError, match="device: expected a string"):
-        fnn.device(3)
+        fnn.device(3.0)
     with pytest.raises(ValueError, match="already names index 1"):
         fnn.device("cuda:1", 2)
     with pytest.raises(fnn.BackendError, match="unknown backend 'nosuch'"):
