@@ -231,8 +231,12 @@ class ModuleState:
         return self.to(device)
 
     def share_memory(self) -> ModuleState:
-        """Returns self: fastnn's data-loading workers and ranks do not share a module's
-        tensors (PyTorch moves them to shared memory for its multiprocessing)."""
+        """Returns self, with a warning (once): fastnn does not share a module's tensors
+        across processes (PyTorch moves them to shared memory for its multiprocessing;
+        see ``Tensor.share_memory_``)."""
+        from fastnn.ops.tensor_facts import warn_not_shared  # (nn sits above ops)
+
+        warn_not_shared()
         return self
 
     def cpu(self) -> ModuleState:

@@ -5,6 +5,8 @@ tensors): each is what PyTorch gives for a real, dense tensor."""
 
 from __future__ import annotations
 
+import warnings
+
 from fastnn.api import dtypes
 from fastnn.ops.table import METHODS, public
 from fastnn.ops.tensor import Tensor, full
@@ -62,12 +64,33 @@ def conj(x: Tensor) -> Tensor:
 _fact("real", lambda x: x, "x itself: the real part of a real tensor, as PyTorch's.")
 
 
-@public(method=True, functional=False, aliases=("share_memory_",))
+@public(method=True, functional=False)
 def pin_memory(x: Tensor, device=None) -> Tensor:
     """x itself: fastnn's host arrays are what a device copy reads from, with no page-locked
-    pool to move them to (``x.pin_memory().to(device, non_blocking=True)`` runs as written;
-    ``share_memory_`` likewise: data-parallel ranks are processes with their own arrays)."""
+    pool to move them to (``x.pin_memory().to(device, non_blocking=True)`` runs as written)."""
     return x
+
+
+@public(method=True, functional=False)
+def share_memory_(x: Tensor) -> Tensor:
+    """x itself, with a warning (once): fastnn does not put tensors in memory shared across
+    processes, so processes started afterwards get copies and their writes do not come
+    back (PyTorch's Hogwild-style training would silently train only the copies)."""
+    warn_not_shared()
+    return x
+
+
+def warn_not_shared() -> None:
+    """The warning of :func:`share_memory_` (and ``Module.share_memory``), once a process."""
+    if not _SAID_NOT_SHARED:
+        _SAID_NOT_SHARED.append(True)
+        warnings.warn("share_memory_: fastnn tensors are not shared across processes; "
+                      "processes started afterwards work on copies and their updates do not "
+                      "reach this one (data-parallel training: fastnn.distributed)",
+                      UserWarning, stacklevel=3)
+
+
+_SAID_NOT_SHARED: list = []
 
 
 @public(method=True, functional=False, aliases=("is_shared",))

@@ -89,3 +89,19 @@ def test_small_names():
     loss = nn.NLLLoss2d()
     logp = fnn.tensor(np.log(np.full((1, 2, 2, 2), 0.5)), dtype=fnn.float64)
     np.testing.assert_allclose(loss(logp, fnn.tensor([[[0, 1], [1, 0]]])).item(), np.log(2))
+
+
+def test_share_memory_says_it_shares_nothing():
+    """PyTorch's share_memory_() puts x where processes started afterwards write into it
+    (Hogwild); fastnn cannot, so it says so (once) rather than train copies silently."""
+    from fastnn.ops import tensor_facts
+
+    tensor_facts._SAID_NOT_SHARED.clear()
+    x = fnn.ones(2)
+    with pytest.warns(UserWarning, match="not shared across processes"):
+        assert x.share_memory_() is x
+    tensor_facts._SAID_NOT_SHARED.clear()
+    model = nn.Linear(2, 2)
+    with pytest.warns(UserWarning, match="not shared across processes"):
+        assert model.share_memory() is model
+    assert not x.is_shared()
