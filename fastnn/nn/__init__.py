@@ -87,6 +87,7 @@ from fastnn.nn.pooling import (
     MaxUnpool2d,
     MaxUnpool3d,
 )
+from fastnn.nn.pooling_fractional import FractionalMaxPool2d, FractionalMaxPool3d
 from fastnn.nn.recurrent import GRU, LSTM, RNN, RNNBase
 from fastnn.nn.recurrent_cells import GRUCell, LSTMCell, RNNCell, RNNCellBase
 from fastnn.nn.transformer import TransformerEncoder, TransformerEncoderLayer
@@ -228,3 +229,4 @@ __all__ += ["LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d
 __all__ += ["ConvTranspose3d"]
 __all__ += ["AdaptiveMaxPool3d", "MaxUnpool3d"]
 __all__ += ["SyncBatchNorm", "DataParallel"]
+__all__ += ["FractionalMaxPool2d", "FractionalMaxPool3d"]

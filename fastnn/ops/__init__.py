@@ -33,6 +33,7 @@ from fastnn.ops import normalization as _normalization  # noqa: F401
 from fastnn.ops import pooling as _pooling  # noqa: F401
 from fastnn.ops import pooling3d as _pooling3d  # noqa: F401
 from fastnn.ops import pooling3d_max as _pooling3d_max  # noqa: F401
+from fastnn.ops import pooling_fractional as _pooling_fractional  # noqa: F401
 from fastnn.ops import pooling_lp as _pooling_lp  # noqa: F401
 from fastnn.ops import pooling_max as _pooling_max  # noqa: F401
 from fastnn.ops import products as _products  # noqa: F401

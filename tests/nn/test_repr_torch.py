@@ -20,6 +20,8 @@ LAYERS = [
     'AdaptiveAvgPool1d(3)',
     'AdaptiveAvgPool2d(3)',
     'AdaptiveAvgPool3d(3)',
+    'FractionalMaxPool2d(2, output_size=3)',
+    'FractionalMaxPool3d(2, output_ratio=0.5, return_indices=True)',
     'LPPool1d(2, 3)',
     'LPPool2d(2, 3, 1)',
     'LPPool3d(1, 2)',
