@@ -215,3 +215,17 @@ def test_bad_arguments_raise(name):
     call, error, match = BAD[name]
     with pytest.raises(error, match=match):
         call(fnn.zeros(2, 3, 7, 7))
+
+
+def test_cpu_autocast_runs_it_in_float32_as_torch():
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(6).normal(size=(1, 2, 8, 8)).astype(np.float32)
+    samples = np.random.default_rng(7).uniform(size=(1, 2, 2)).astype(np.float32)
+    with torch.autocast("cpu", dtype=torch.float16):
+        ref = torch.nn.functional.fractional_max_pool2d(
+            torch.tensor(x).half(), 2, 4, _random_samples=torch.tensor(samples).half())
+    with fnn.autocast("cpu", dtype=fnn.float16):
+        out = F.fractional_max_pool2d(fnn.tensor(x).half(), 2, 4,
+                                      _random_samples=fnn.tensor(samples).half())
+    assert out.dtype == fnn.float32 and ref.dtype == torch.float32
+    np.testing.assert_array_equal(out.numpy(), ref.numpy())
