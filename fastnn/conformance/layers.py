@@ -179,6 +179,9 @@ NOT_LAYERS = ("Module", "ModuleList", "ModuleDict", "Parameter", "ParameterList"
 # the unpooling layers take two inputs (values and indices): checked against PyTorch by
 # tests/nn/test_pooling_torch.py
 NOT_LAYERS += ("MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d")
+# an input and a target in, (output, loss) out: checked against PyTorch by
+# tests/nn/test_adaptive_softmax_torch.py
+NOT_LAYERS += ("AdaptiveLogSoftmaxWithLoss",)
 
 
 def uncovered() -> list:

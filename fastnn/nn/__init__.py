@@ -41,6 +41,7 @@ from fastnn.nn.activation_more import (
     Tanhshrink,
     Threshold,
 )
+from fastnn.nn.adaptive import AdaptiveLogSoftmaxWithLoss
 from fastnn.nn.attention import MultiheadAttention
 from fastnn.nn.batchnorm import BatchNorm1d, BatchNorm2d
 from fastnn.nn.container import Residual, Sequential
@@ -230,3 +231,4 @@ __all__ += ["ConvTranspose3d"]
 __all__ += ["AdaptiveMaxPool3d", "MaxUnpool3d"]
 __all__ += ["SyncBatchNorm", "DataParallel"]
 __all__ += ["FractionalMaxPool2d", "FractionalMaxPool3d"]
+__all__ += ["AdaptiveLogSoftmaxWithLoss"]

@@ -43,6 +43,7 @@ LAYERS = [
     'GRUCell(2, 3, bias=False)',
     'RNNCell(2, 3, nonlinearity="relu")',
     'MultiheadAttention(4, 2)',
+    'AdaptiveLogSoftmaxWithLoss(8, 10, [4, 6], head_bias=True)',
     'CrossEntropyLoss(weight=None, label_smoothing=0.1)',
     'MSELoss(reduction="sum")',
     'BCEWithLogitsLoss()',
