@@ -8,6 +8,7 @@ from fastnn.ops import activations_more as _activations_more  # noqa: F401
 from fastnn.ops import aliases as _aliases  # noqa: F401  (each op module fills the op table)
 from fastnn.ops import arranging as _arranging  # noqa: F401
 from fastnn.ops import attention as _attention  # noqa: F401
+from fastnn.ops import attention_mha as _attention_mha  # noqa: F401
 from fastnn.ops import conv as _conv  # noqa: F401
 from fastnn.ops import creation as _creation  # noqa: F401
 from fastnn.ops import ctc as _ctc  # noqa: F401
