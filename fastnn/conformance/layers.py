@@ -182,6 +182,9 @@ NOT_LAYERS += ("MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d")
 # base classes under PyTorch's names (their subclasses, RNN, LSTM, GRU and the cells, have
 # specs of their own)
 NOT_LAYERS += ("RNNBase", "RNNCellBase")
+# an input and a target in, (output, loss) out: checked against PyTorch by
+# tests/nn/test_adaptive_softmax_torch.py
+NOT_LAYERS += ("AdaptiveLogSoftmaxWithLoss",)
 
 
 def uncovered() -> list:
@@ -275,7 +278,22 @@ def _pool_specs(nn) -> list:
         ("AdaptiveMaxPool2d((3, 2))", lambda d, dev: nn.AdaptiveMaxPool2d((3, 2)), (2, 2, 7, 5)),
         ("AdaptiveMaxPool3d((2, None, 3))", lambda d, dev: nn.AdaptiveMaxPool3d((2, None, 3)),
          (2, 2, 5, 3, 7)),
+        # fixed samples, so that reverse's second forward pools over the same windows
+        ("FractionalMaxPool2d(2, (4, 3))", lambda d, dev: nn.FractionalMaxPool2d(
+            2, (4, 3), _random_samples=_samples((2, 3, 2), d, dev)), (2, 3, 7, 5)),
+        ("FractionalMaxPool3d((2, 1, 2), output_ratio=0.5, return_indices=True)",
+         lambda d, dev: nn.FractionalMaxPool3d(
+             (2, 1, 2), output_ratio=0.5, return_indices=True,
+             _random_samples=_samples((2, 2, 3), d, dev)), (2, 2, 6, 4, 7), {"call": _first}),
     ]
+
+
+def _samples(shape, dtype, device):
+    """Fixed fractional-pooling samples in [0, 1)."""
+    import fastnn as fnn
+
+    values = np.random.default_rng(3).uniform(size=shape)
+    return fnn.tensor(values, dtype=dtype, device=device)
 
 
 def randomize(layer, rng) -> None:

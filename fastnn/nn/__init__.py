@@ -41,6 +41,7 @@ from fastnn.nn.activation_more import (
     Tanhshrink,
     Threshold,
 )
+from fastnn.nn.adaptive import AdaptiveLogSoftmaxWithLoss
 from fastnn.nn.attention import MultiheadAttention
 from fastnn.nn.batchnorm import BatchNorm1d, BatchNorm2d
 from fastnn.nn.container import Residual, Sequential
@@ -87,6 +88,7 @@ from fastnn.nn.pooling import (
     MaxUnpool2d,
     MaxUnpool3d,
 )
+from fastnn.nn.pooling_fractional import FractionalMaxPool2d, FractionalMaxPool3d
 from fastnn.nn.recurrent import GRU, LSTM, RNN, RNNBase
 from fastnn.nn.recurrent_cells import GRUCell, LSTMCell, RNNCell, RNNCellBase
 from fastnn.nn.transformer import TransformerEncoder, TransformerEncoderLayer
@@ -228,3 +230,5 @@ __all__ += ["LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d
 __all__ += ["ConvTranspose3d"]
 __all__ += ["AdaptiveMaxPool3d", "MaxUnpool3d"]
 __all__ += ["SyncBatchNorm", "DataParallel"]
+__all__ += ["FractionalMaxPool2d", "FractionalMaxPool3d"]
+__all__ += ["AdaptiveLogSoftmaxWithLoss"]

@@ -8,6 +8,7 @@ from fastnn.ops import activations_more as _activations_more  # noqa: F401
 from fastnn.ops import aliases as _aliases  # noqa: F401  (each op module fills the op table)
 from fastnn.ops import arranging as _arranging  # noqa: F401
 from fastnn.ops import attention as _attention  # noqa: F401
+from fastnn.ops import attention_mha as _attention_mha  # noqa: F401
 from fastnn.ops import conv as _conv  # noqa: F401
 from fastnn.ops import creation as _creation  # noqa: F401
 from fastnn.ops import ctc as _ctc  # noqa: F401
@@ -35,6 +36,7 @@ from fastnn.ops import normalization as _normalization  # noqa: F401
 from fastnn.ops import pooling as _pooling  # noqa: F401
 from fastnn.ops import pooling3d as _pooling3d  # noqa: F401
 from fastnn.ops import pooling3d_max as _pooling3d_max  # noqa: F401
+from fastnn.ops import pooling_fractional as _pooling_fractional  # noqa: F401
 from fastnn.ops import pooling_lp as _pooling_lp  # noqa: F401
 from fastnn.ops import pooling_max as _pooling_max  # noqa: F401
 from fastnn.ops import products as _products  # noqa: F401

@@ -68,7 +68,8 @@ TABLE = {  # device kind -> policy -> fastnn op names (each an op of the public 
                  "poisson_nll_loss smooth_l1_loss cross_entropy l1_loss huber_loss "
                  "margin_ranking_loss soft_margin_loss triplet_margin_loss multi_margin_loss "
                  "kl_div multilabel_margin_loss binary_cross_entropy_with_logits "
-                 "grid_sample",
+                 "grid_sample fractional_max_pool2d fractional_max_pool3d "
+                 "fractional_max_pool2d_with_indices fractional_max_pool3d_with_indices",
         PROMOTE: "cat stack index_copy",
         INPUT: _NORMS_INPUT,
     },
