@@ -25,21 +25,6 @@ def _relu_grad(ops, out, grad):
     return ops.where(ops.equal(ops.equal(out, 0.0), 0), grad, 0.0)
 
 
-# what activation_grad (and a backend's fused gradient) reads of (z, out) for each kind: as
-# PyTorch's saved tensors, relu, sigmoid and tanh their result, the others their input
-# (gelu both: the fused hook recovers the cdf from out), so that the tensor not read may
-# be written in place afterwards without a stale-save error, as in PyTorch
-GRAD_READS = {"relu": (False, True), "sigmoid": (False, True), "tanh": (False, True),
-              "leaky_relu": (True, False), "silu": (True, False), "softplus": (True, False),
-              "gelu": (True, True)}
-
-
-def saved_for_grad(kind: str, z, out) -> tuple:
-    """(z, out) with None for what the kind's gradient does not read (:data:`GRAD_READS`)."""
-    reads_z, reads_out = GRAD_READS[kind]
-    return (z if reads_z else None, out if reads_out else None)
-
-
 def activation_grad(ops, kind, z, out, grad, slope=0.0):
     """dL/dz for out = kind(z), given dL/dout."""
     if kind == "identity":

@@ -19,6 +19,7 @@ from __future__ import annotations
 from fastnn.api import composite, composite_norm, dtypes, hookspec
 from fastnn.autograd.rules import RULES
 from fastnn.autograd.rules_attention import TENSOR_RULES as ATTENTION_TENSOR_RULES
+from fastnn.autograd.saved import saved_for_grad
 
 _UNARY_SAVES = {  # op -> (save the input, save the output), as fastnn.ops records them
     "neg": (False, False), "exp": (False, True), "log": (True, False), "sqrt": (False, True),
@@ -89,7 +90,7 @@ class TensorOps:
         x_data = self._data(x)
         hook = getattr(self.raw, op)
         data = hook(x_data) if slope is None else hook(x_data, slope)
-        return self._record(op, data, (x,), composite.saved_for_grad(op, x_data, data), slope)
+        return self._record(op, data, (x,), saved_for_grad(op, x_data, data), slope)
 
     def leaky_relu(self, x, slope):
         return self._activation("leaky_relu", x, slope)

@@ -1,12 +1,8 @@
 """The base of ``fastnn.distributions.transforms``: ``Transform``, ``ExpTransform``,
 ``AffineTransform``, ``SigmoidTransform``, ``TanhTransform``, their inverses (``t.inv``)
-and ``ComposeTransform``, for :class:`TransformedDistribution` (the rest of PyTorch's
-transforms are in ``transforms_more`` and ``transforms_matrix``).
-
-With ``cache_size=1`` a transform remembers its last ``(x, y)`` pair, so that inverting a
-``y`` it produced returns the very ``x`` (SAC's tanh-squashed Normal scores its own
-samples without ``atanh(+-1)``), as PyTorch's.
-"""
+and ``ComposeTransform``. With ``cache_size=1`` a transform remembers its last ``(x, y)``
+pair, so that inverting a ``y`` it produced returns the very ``x`` (SAC's tanh-squashed
+Normal scores its own samples without ``atanh(+-1)``), as PyTorch's."""
 
 from __future__ import annotations
 

@@ -15,9 +15,9 @@ import math
 
 from fastnn.api import dtypes, hookspec
 from fastnn.api.args import real
-from fastnn.api.composite import saved_for_grad
 from fastnn.autograd.engine import attach
 from fastnn.autograd.grad_mode import switches
+from fastnn.autograd.saved import saved_for_grad
 from fastnn.ops import joining
 from fastnn.ops.core import astype
 from fastnn.ops.elementwise import add, compare, div, exp, mul, where
