@@ -21,7 +21,26 @@ __all__ = ["Bernoulli"]
 
 class BinaryParams(Distribution):
     """A law of one success probability, given as exactly one of ``probs`` and ``logits``
-    (the other derived on first use): Bernoulli, Geometric, Binomial."""
+    (the other derived on first use): Bernoulli, Geometric, Binomial, NegativeBinomial,
+    ContinuousBernoulli, LogitRelaxedBernoulli."""
+
+    def _set_param(self, probs, logits) -> tuple:
+        """Keep the one of ``probs`` and ``logits`` given (as a tensor) and return the
+        batch shape it makes (() for a number)."""
+        if (probs is None) == (logits is None):
+            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        given = probs if probs is not None else logits
+        (value,) = broadcast_all(given)
+        setattr(self, "probs" if probs is not None else "logits", value)
+        self._param = value
+        return () if is_number(given) else value.shape
+
+    def _expand_param(self, new, batch_shape) -> None:
+        """``new`` given this one's probs and logits (those made so far) expanded."""
+        for name in ("probs", "logits"):
+            if name in self.__dict__:
+                setattr(new, name, getattr(self, name).expand(batch_shape))
+                new._param = getattr(new, name)
 
     @lazy_property
     def logits(self):
@@ -48,28 +67,13 @@ class Bernoulli(BinaryParams, ExponentialFamily):
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            is_scalar = is_number(probs)
-            (self.probs,) = broadcast_all(probs)
-        else:
-            is_scalar = is_number(logits)
-            (self.logits,) = broadcast_all(logits)
-        self._param = self.probs if probs is not None else self.logits
-        batch_shape = () if is_scalar else self._param.shape
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(self._set_param(probs, logits), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         """This distribution with its parameter expanded to ``batch_shape``."""
         new = self._get_checked_instance(Bernoulli, _instance)
         batch_shape = as_size(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-            new._param = new.logits
+        self._expand_param(new, batch_shape)
         super(Bernoulli, new).__init__(batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new

@@ -13,6 +13,7 @@ import fastnn as fnn
 from fastnn import functional as F
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.distributions import constraints
+from fastnn.distributions.bernoulli import BinaryParams
 from fastnn.distributions.distribution import Distribution, as_size
 from fastnn.distributions.utils import (
     broadcast_all,
@@ -20,14 +21,13 @@ from fastnn.distributions.utils import (
     is_number,
     lazy_property,
     logits_to_probs,
-    probs_to_logits,
     standard_uniform,
 )
 
 __all__ = ["ContinuousBernoulli"]
 
 
-class ContinuousBernoulli(Distribution):
+class ContinuousBernoulli(BinaryParams):
     """The continuous Bernoulli distribution, parameterised by ``probs`` (in (0, 1)) or
     ``logits`` (real), exactly one of them; the other is derived on first use."""
 
@@ -59,30 +59,16 @@ class ContinuousBernoulli(Distribution):
         new = self._get_checked_instance(ContinuousBernoulli, _instance)
         new._lims = self._lims
         batch_shape = as_size(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-            new._param = new.logits
+        self._expand_param(new, batch_shape)
         Distribution.__init__(new, batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
-
-    @lazy_property
-    def logits(self):
-        """``log(p) - log1p(-p)``."""
-        return probs_to_logits(self.probs, is_binary=True)
 
     @lazy_property
     def probs(self):
         """``sigmoid(logits)``, clamped into [eps, 1 - eps]."""
         return clamp_probs(logits_to_probs(self.logits, is_binary=True))
 
-    @property
-    def param_shape(self):
-        """The shape of the parameter given."""
-        return self._param.size()
 
     def _outside_unstable_region(self):
         return (self.probs <= self._lims[0]) | (self.probs > self._lims[1])

@@ -12,6 +12,7 @@ import fastnn as fnn
 from fastnn import functional as F
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.distributions import constraints
+from fastnn.distributions.bernoulli import BinaryParams
 from fastnn.distributions.categorical import Categorical
 from fastnn.distributions.counts import Binomial
 from fastnn.distributions.distribution import Distribution, as_size
@@ -19,8 +20,6 @@ from fastnn.distributions.gamma import Gamma
 from fastnn.distributions.utils import (
     broadcast_all,
     lazy_property,
-    logits_to_probs,
-    probs_to_logits,
 )
 
 __all__ = ["Multinomial", "NegativeBinomial"]
@@ -121,7 +120,7 @@ class Multinomial(Distribution):
         return log_factorial_n - log_factorial_xs + (logits * value).sum(-1)
 
 
-class NegativeBinomial(Distribution):
+class NegativeBinomial(BinaryParams):
     """The number of successes of Bernoulli(probs) trials before ``total_count`` failures:
     mass ``Gamma(k + r) / (k! Gamma(r)) p**k (1 - p)**r`` with ``r`` = total_count (any
     real r >= 0)."""
@@ -148,30 +147,10 @@ class NegativeBinomial(Distribution):
         new = self._get_checked_instance(NegativeBinomial, _instance)
         batch_shape = as_size(batch_shape)
         new.total_count = self.total_count.expand(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-            new._param = new.logits
+        self._expand_param(new, batch_shape)
         Distribution.__init__(new, batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
-
-    @lazy_property
-    def logits(self):
-        """The log-odds of a success."""
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        """``sigmoid(logits)``."""
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        """The shape of the parameter given."""
-        return self._param.size()
 
     @property
     def mean(self):

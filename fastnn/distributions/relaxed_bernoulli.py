@@ -8,16 +8,14 @@ from __future__ import annotations
 import math
 
 from fastnn.distributions import constraints
-from fastnn.distributions.distribution import Distribution, as_size
+from fastnn.distributions.bernoulli import BinaryParams
+from fastnn.distributions.distribution import as_size
 from fastnn.distributions.transformed_distribution import TransformedDistribution
 from fastnn.distributions.transforms import SigmoidTransform
 from fastnn.distributions.utils import (
     broadcast_all,
     clamp_probs,
     is_number,
-    lazy_property,
-    logits_to_probs,
-    probs_to_logits,
     standard_uniform,
 )
 
@@ -29,7 +27,7 @@ def log_of(value):
     return math.log(value) if is_number(value) else value.log()
 
 
-class LogitRelaxedBernoulli(Distribution):
+class LogitRelaxedBernoulli(BinaryParams):
     """The logit of a :class:`RelaxedBernoulli` draw, on the real line: by ``probs`` (of
     sampling 1) or ``logits`` (log-odds), exactly one of them, and ``temperature``."""
 
@@ -38,47 +36,17 @@ class LogitRelaxedBernoulli(Distribution):
 
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):
         self.temperature = temperature
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            is_scalar = is_number(probs)
-            (self.probs,) = broadcast_all(probs)
-        else:
-            is_scalar = is_number(logits)
-            (self.logits,) = broadcast_all(logits)
-        self._param = self.probs if probs is not None else self.logits
-        batch_shape = () if is_scalar else self._param.shape
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(self._set_param(probs, logits), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         """This distribution with its parameter expanded to ``batch_shape``."""
         new = self._get_checked_instance(LogitRelaxedBernoulli, _instance)
         batch_shape = as_size(batch_shape)
         new.temperature = self.temperature
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-            new._param = new.logits
+        self._expand_param(new, batch_shape)
         super(LogitRelaxedBernoulli, new).__init__(batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
-
-    @lazy_property
-    def logits(self):
-        """The log-odds of sampling 1."""
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        """The probability of sampling 1."""
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        """The shape of the parameter given."""
-        return self._param.size()
 
     def rsample(self, sample_shape=()):
         """``(logit(u) + logit(probs)) / temperature`` for ``u ~ U(0, 1)`` (both clamped
