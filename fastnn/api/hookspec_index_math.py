@@ -64,7 +64,13 @@ def scatter_add(base: Array, axis: int, index: Array, src: Array) -> Array:
 
 @primitive
 def cumsum(x: Array, axis: int) -> Array:
-    """Inclusive running sum along ``axis``; same shape and dtype (bool is never passed)."""
+    """Inclusive running sum along ``axis``; same shape and dtype (bool is never passed).
+
+    A float running sum must not drift with the length of the run (rounded to float32 at
+    each step, 2**15 times 0.1 ends ~1e-3 off): sum in a wider type (PyTorch's CPU kernel
+    sums in double), with compensation, or as a tree; the conformance suite checks a long
+    run against the exact sum.
+    """
 
 
 @primitive
