@@ -21,10 +21,11 @@ from fastnn.autograd.grad_mode import (
 )
 from fastnn.autograd.hooks import RemovableHandle
 from fastnn.autograd.rules import RULES
+from fastnn.autograd.variable import Variable
 
 __all__ = [
     "Node", "attach", "backward", "grad", "RULES", "no_grad", "enable_grad", "detect_anomaly",
     "is_grad_enabled", "is_anomaly_enabled", "RemovableHandle", "set_grad_enabled",
     "inference_mode", "is_inference_mode_enabled", "set_anomaly_enabled", "set_detect_anomaly",
-    "Function", "FunctionCtx", "once_differentiable",
+    "Function", "FunctionCtx", "once_differentiable", "Variable",
 ]

@@ -8,6 +8,8 @@ Older scripts (and many tutorials) still build tensors this way. As PyTorch's:
   array, a number sequence) a copy converted to the default dtype (``torch.Tensor``
   follows ``set_default_dtype``); ``Tensor(t)`` of a tensor of that dtype shares t's
   storage (no history), of another dtype is an error;
+- ``torch.autograd.Variable(t, requires_grad=...)`` (fastnn.autograd.variable) is t's
+  storage as a new leaf;
 - the typed names do the same with their own dtype (``FloatTensor`` float32,
   ``DoubleTensor`` float64, ``HalfTensor`` float16, ``IntTensor`` int32, ``LongTensor``
   int64, ``BoolTensor`` bool), and ``isinstance(x, fnn.FloatTensor)`` asks x's dtype.
@@ -18,6 +20,7 @@ from __future__ import annotations
 import numbers
 
 from fastnn.api import dtypes
+from fastnn.autograd import variable
 from fastnn.ops.aliases import _TYPE_NAMES
 from fastnn.ops.creation import empty
 from fastnn.ops.table import METHODS
@@ -93,3 +96,5 @@ LongTensor = _typed("LongTensor", dtypes.int64)
 BoolTensor = _typed("BoolTensor", dtypes.bool_)
 TYPED = {c.__name__: c for c in (FloatTensor, DoubleTensor, HalfTensor, IntTensor, LongTensor,
                                  BoolTensor)}
+
+variable.TENSOR.append(Tensor)  # (torch.autograd.Variable: isinstance asks the tensor class)

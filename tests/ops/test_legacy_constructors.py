@@ -94,3 +94,26 @@ def test_cumsum_of_a_long_run_accumulates_in_double(dtype):
     rtol = 1e-6 if dtype == "float32" else 1e-3
     np.testing.assert_allclose(got[-1], want[-1], rtol=rtol)
     np.testing.assert_allclose(got[::997], want[::997].astype(dtype), rtol=rtol)
+
+
+def test_variable_is_a_detached_leaf_sharing_storage():
+    from fastnn.autograd import Variable
+
+    x = fnn.tensor([1.0, 2.0])
+    v = Variable(x, requires_grad=True)
+    assert v is not x and v.requires_grad and not x.requires_grad and v.is_leaf
+    (v * 3).sum().backward()
+    assert v.grad.tolist() == [3.0, 3.0]
+    with fnn.no_grad():
+        v[0] = 10.0  # the same storage, as PyTorch's
+    assert x.tolist() == [10.0, 2.0]
+    y = fnn.ones(2, requires_grad=True) * 2
+    assert Variable(y).grad_fn is None and not Variable(y).requires_grad
+    assert isinstance(x, Variable) and not isinstance([1.0], Variable)
+    with pytest.raises(TypeError, match="must be a Tensor"):
+        Variable([1.0])
+    if torch is not None:
+        from torch.autograd import Variable as TorchVariable
+
+        ref = TorchVariable(torch.ones(2), requires_grad=True)
+        assert ref.is_leaf and ref.requires_grad
