@@ -334,8 +334,32 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) 
     return tensor.masked_fill_(make_tensor(zeros, device=tensor.device), 0.0)
 
 
+
+def _deprecated(fn):
+    """``nn.init.<name>`` without the underscore: PyTorch's deprecated spelling, which warns
+    (FutureWarning) and initialises in place as ``<name>_``."""
+    name = fn.__name__[:-1]
+
+    def old(*args, **kwargs):
+        warnings.warn(f"`nn.init.{name}` is now deprecated in favor of `nn.init.{name}_`.",
+                      FutureWarning, stacklevel=2)
+        return fn(*args, **kwargs)
+
+    old.__name__ = old.__qualname__ = name
+    old.__doc__ = f"Deprecated spelling of :func:`{fn.__name__}` (warns, as PyTorch's)."
+    return old
+
+
+(uniform, normal, constant, eye, dirac, xavier_uniform, xavier_normal, kaiming_uniform,
+ kaiming_normal, orthogonal, sparse) = map(_deprecated, (
+    uniform_, normal_, constant_, eye_, dirac_, xavier_uniform_, xavier_normal_,
+    kaiming_uniform_, kaiming_normal_, orthogonal_, sparse_))
+
 __all__ = [
     "calculate_gain", "constant_", "dirac_", "eye_", "kaiming_normal_", "kaiming_uniform_",
     "normal_", "ones_", "orthogonal_", "sparse_", "trunc_normal_", "uniform_",
     "xavier_normal_", "xavier_uniform_", "zeros_",
+    # PyTorch's deprecated spellings (they warn)
+    "constant", "dirac", "eye", "kaiming_normal", "kaiming_uniform", "normal", "orthogonal",
+    "sparse", "uniform", "xavier_normal", "xavier_uniform",
 ]

@@ -140,3 +140,19 @@ def test_load_state_dict_leaves_grads():
     for n, p in m.named_parameters():
         np.testing.assert_array_equal(p.grad.numpy(), before[n])
         assert not p.detach().numpy().any()
+
+
+@pytest.mark.parametrize("name, args", [("xavier_uniform", ()), ("kaiming_normal", ()),
+                                        ("normal", (0.0, 0.5)), ("constant", (0.25,)),
+                                        ("eye", ()), ("orthogonal", ())])
+def test_deprecated_init_spellings_warn_and_initialise(name, args):
+    """nn.init.xavier_uniform(w) (old scripts) warns as PyTorch's and fills w in place as
+    xavier_uniform_ would with the same seed."""
+    w, ref = fnn.empty(4, 4), fnn.empty(4, 4)
+    fnn.manual_seed(3)
+    with pytest.warns(FutureWarning, match=f"nn.init.{name}_"):
+        out = getattr(nn.init, name)(w, *args)
+    fnn.manual_seed(3)
+    getattr(nn.init, name + "_")(ref, *args)
+    assert out is w
+    np.testing.assert_array_equal(w.numpy(), ref.numpy())
