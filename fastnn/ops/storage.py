@@ -261,16 +261,20 @@ def write(t, new) -> None:
         storage = None
     if storage is None:
         storage = _storage(base)
-    if not storage.viewed:  # nothing views it: a writable C-contiguous array of its own
-        # first (a NumPy reduction's 0-d result is a read-only scalar, no array)
-        base._data = t._device.ops.contiguous(base._data)
     if base._node is not None and base._node.saved and any(
             s is base._data for s in base._node.saved):
         base._node.stale = base.shape  # its rule reads the array being overwritten
     ops = t._device.ops
     if native(t._device):
         if new._data is not t._data:
-            ops.assign(t._data, new._data)
+            try:
+                ops.assign(t._data, new._data)
+            except TypeError:
+                if t is not base or storage.viewed:
+                    raise
+                # an array the backend cannot write into (a NumPy reduction's 0-d result is
+                # a read-only scalar) that nothing views: the base takes a copy instead
+                base._data = copy_array(new)
     elif t is base:
         base._data = ops.contiguous(new._data)
         _refresh(base, storage)

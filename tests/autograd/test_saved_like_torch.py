@@ -91,7 +91,7 @@ def test_every_activation_kind_says_what_its_gradient_reads():
 
 
 @pytest.mark.parametrize("make", [lambda x: (x * 2).sum(), lambda x: (x * 2).mean(),
-                                  lambda x: x.sum() + x.sum(), lambda x: (x * x).max()])
+                                  lambda x: x.sum() + x.sum(), lambda x: (x * x).mean() * 2])
 def test_in_place_on_a_zero_d_result(make):
     """``s = x.sum(); s += 1`` wrote into a NumPy scalar (a reduction's 0-d result) and
     crashed in copyto; it adds, and the gradient flows through."""
@@ -105,6 +105,34 @@ def test_in_place_on_a_zero_d_result(make):
     x2 = fnn.tensor([1.0, 2.0, 3.0], dtype="float64", requires_grad=True)
     (make(x2) * 2.0).backward()
     np.testing.assert_allclose(x.grad.numpy(), x2.grad.numpy(), rtol=1e-15)
+
+
+def test_in_place_on_a_saved_zero_d_result_is_refused_as_pytorch():
+    """max keeps its result (as PyTorch's), so writing it in place is refused at backward."""
+    x = fnn.tensor([1.0, 3.0], dtype="float64", requires_grad=True)
+    s = (x * x).max()
+    s += 1.0
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        s.backward()
+    if torch is not None:
+        y = torch.tensor([1.0, 3.0], dtype=torch.float64, requires_grad=True)
+        t = (y * y).max()
+        t += 1.0
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            t.backward()
+
+
+def test_from_numpy_keeps_sharing_through_in_place_writes():
+    """An in-place write into a tensor made by from_numpy reaches the array (a transposed,
+    non-contiguous one and a 0-d one too), as PyTorch's."""
+    a = np.zeros((3, 4)).T
+    t = fnn.from_numpy(a)
+    t += 1.0
+    assert a.sum() == 12.0
+    b = np.array(5.0)
+    u = fnn.from_numpy(b)
+    u += 1.0
+    assert float(b) == 6.0
 
 
 def test_loss_accumulated_in_place():
