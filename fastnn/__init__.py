@@ -144,7 +144,7 @@ __all__ = [
     "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_dtype",
     "set_autocast_enabled",
     "nn", "optim", "utils", "linalg", "special", "distributions", "func",  # loaded on first use
-    "distributed", "onnx",
+    "distributed", "onnx", "profiler",
     "UncertifiedBackendWarning", *_LAZY,
 ]
 __all__ += sorted(set(_TOP) - set(__all__))
@@ -156,7 +156,7 @@ def __getattr__(name):
     import importlib
 
     if name in ("nn", "optim", "data", "utils", "linalg", "special", "testing", "distributions",
-                "func", "distributed", "onnx"):
+                "func", "distributed", "onnx", "profiler"):
         return importlib.import_module(f"fastnn.{name}")
     if name == "random":  # torch.random: manual_seed, seed, get/set_rng_state, fork_rng
         return importlib.import_module("fastnn.ops.random_ops")
@@ -170,6 +170,35 @@ def __getattr__(name):
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'fastnn' has no attribute {name!r}")
 
+
+def _stand_in(name: str, target: str):
+    """A module at ``name`` that loads ``target`` on first use and gives its names (so
+    that a layer can show, at PyTorch's path, a module of a layer above it without
+    importing it: ``fastnn.autograd.profiler`` is fastnn.profiler.legacy)."""
+    import importlib
+    import sys
+    import types
+
+    stand_in = types.ModuleType(name, f"PyTorch's {name.replace('fastnn', 'torch')}: the "
+                                      f"names of {target}, loaded on first use.")
+
+    def __getattr__(attr):
+        if attr.startswith("__") and attr != "__all__":  # (what scans sys.modules asks)
+            raise AttributeError(f"module {name!r} has no attribute {attr!r}")
+        module = importlib.import_module(target)
+        value = getattr(module, attr)  # AttributeError for a name it lacks
+        vars(stand_in).update({k: getattr(module, k) for k in module.__all__})
+        return value
+
+    stand_in.__getattr__ = __getattr__
+    stand_in.__dir__ = lambda: sorted(importlib.import_module(target).__all__)
+    sys.modules[name] = stand_in
+    package, _, attr = name.rpartition(".")
+    setattr(sys.modules[package], attr, stand_in)
+
+
+# torch.autograd.profiler: the profiler sits above autograd, so autograd gets a stand-in
+_stand_in("fastnn.autograd.profiler", "fastnn.profiler.legacy")
 
 # gradcheck, jacobian, ... under PyTorch's paths in fastnn.autograd (they need tensor ops,
 # a layer above the tape, so they are bound in from here)

@@ -21,7 +21,7 @@ LAYERS = {
     "nn": 3, "distributions": 3, "func": 3, "checkpoint": 3, "checkpoint_files": 3,
     "checkpoint_format": 3,
     "optim": 4, "data": 4, "distributed": 5, "capture": 5,
-    "cli": 6, "conformance": 6, "shadowing": 6,
+    "cli": 6, "conformance": 6, "shadowing": 6, "profiler": 6,
     # a sub-package above its package's layer (torch.nn.parallel needs torch.distributed)
     "nn.parallel": 5,
 }

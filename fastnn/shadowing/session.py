@@ -122,9 +122,9 @@ class shadow(Batching, Checking):
                 if getattr(ops, hook) is wrapper:  # else someone wrapped on top: ours
                     setattr(ops, hook, originals[hook])  # stays, passing calls through
         self._patched.clear()
-        for dev, ops, view in self._swapped:
+        for dev, previous, view in self._swapped:
             if dev.ops is view:  # else someone installed another table since: theirs stays
-                dev.ops = ops
+                dev.ops = previous
         self._swapped.clear()
         if _current and _current[0] is self:
             _current.clear()
@@ -162,12 +162,15 @@ class shadow(Batching, Checking):
         self._patched[id(ops)] = (ops, originals, wrappers)
         # the parsed devices get a copy of the patched table: the same hooks under a new
         # identity, so that code which resolved hooks from a table once and keys its cache
-        # on the table (a captured step's replay) resolves them again, shadowed
+        # on the table (a captured step's replay) resolves them again, shadowed. A device
+        # whose table is a copy holding the backend's hooks (a running profiler's) gets
+        # it too, and its own copy back at the end: so shadow and profiler nest
         view = copy.copy(ops)
         for dev in parsed_devices():
-            if dev.ops is ops:
+            if dev.backend is backend and (dev.ops is ops or all(
+                    getattr(dev.ops, hook, None) is fn for hook, fn in originals.items())):
+                self._swapped.append((dev, dev.ops, view))
                 dev.ops = view
-                self._swapped.append((dev, ops, view))
 
     def _wrap(self, backend, hook: str, fn, originals):
         wanted = self.ops is None or hook in self.ops
