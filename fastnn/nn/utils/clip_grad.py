@@ -85,8 +85,8 @@ def clip_grad_norm_(params, max_norm: float, norm_type: float = 2.0,
     if not grads:
         return tensor(0.0)
     total = _total_norm("clip_grad_norm", grads, norm_type, error_if_nonfinite)
-    _scale(params, max_norm, float(total))
-    return total
+    _scale(params, max_norm, total)
+    return _as_tensor(total, grads)
 
 
 def _max_norm(owner: str, max_norm) -> float:
@@ -96,10 +96,8 @@ def _max_norm(owner: str, max_norm) -> float:
     return max_norm
 
 
-def _total_norm(owner: str, grads: list, norm_type, error_if_nonfinite: bool) -> Tensor:
-    """The joint norm of ``grads`` as a 0-d tensor, as PyTorch's (``norm.item()`` in a
-    training loop's log line): float32, float64 where a gradient is (half precision would
-    overflow or round the total), on the first gradient's device."""
+def _total_norm(owner: str, grads: list, norm_type, error_if_nonfinite: bool) -> float:
+    """The joint norm of ``grads`` (``norm_type`` checked: a number, or 'inf')."""
     if isinstance(norm_type, str):  # PyTorch takes float(norm_type): 'inf' too
         try:
             norm_type = float(norm_type)
@@ -115,6 +113,13 @@ def _total_norm(owner: str, grads: list, norm_type, error_if_nonfinite: bool) ->
     if error_if_nonfinite and not math.isfinite(total):
         raise RuntimeError(f"{owner}: the total norm of the gradients is {total}; "
                            "error_if_nonfinite=False clips anyway")
+    return total
+
+
+def _as_tensor(total: float, grads: list) -> Tensor:
+    """The norm as a 0-d tensor, as PyTorch's (``norm.item()`` in a training loop's log
+    line): float32, float64 where a gradient is (half precision would overflow or round the
+    total), on the first gradient's device."""
     wide = any(g._dtype is dtypes.float64 for g in grads)
     return tensor(total, dtype=dtypes.float64 if wide else dtypes.float32,
                   device=grads[0].device)
@@ -139,7 +144,8 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
     tensors = _params("get_total_norm", tensors)
     if not tensors:
         return tensor(0.0)
-    return _total_norm("get_total_norm", tensors, norm_type, error_if_nonfinite)
+    return _as_tensor(_total_norm("get_total_norm", tensors, norm_type, error_if_nonfinite),
+                      tensors)
 
 
 def clip_grads_with_norm_(parameters, max_norm: float, total_norm, foreach=None) -> None:
