@@ -51,22 +51,26 @@ def construct(dtype, args: tuple, device=None):
     return tensor(data, dtype=dtype, device=device)
 
 
-def _default_new(cls, *args, **kwargs):
-    """``Tensor(...)``: :func:`construct` with the default dtype (Tensor.__new__)."""
+def _device_only(owner: str, kwargs: dict, instead: str, default=None):
+    """The ``device=`` keyword, the only one the legacy constructors take."""
     unknown = set(kwargs) - {"device"}
     if unknown:
-        raise TypeError(f"Tensor: unexpected keyword arguments {sorted(unknown)}; "
-                        "use fnn.tensor(data, dtype=..., device=...)")
-    return construct(dtypes.get_default_dtype(), args, kwargs.get("device"))
+        raise TypeError(f"{owner}: unexpected keyword arguments {sorted(unknown)}; use "
+                        f"{instead}")
+    return kwargs.get("device", default)
+
+
+def _default_new(cls, *args, **kwargs):
+    """``Tensor(...)``: :func:`construct` with the default dtype (Tensor.__new__)."""
+    device = _device_only("Tensor", kwargs, "fnn.tensor(data, dtype=..., device=...)")
+    return construct(dtypes.get_default_dtype(), args, device)
 
 
 def _new(x, *args, **kwargs):
     """``x.new(data)`` / ``x.new(*sizes)``: the legacy constructor with x's dtype and device."""
-    unknown = set(kwargs) - {"device"}
-    if unknown:
-        raise TypeError(f"Tensor.new: unexpected keyword arguments {sorted(unknown)}; use "
-                        "x.new_tensor(data, dtype=...) or x.new_empty(sizes, dtype=...)")
-    return construct(x.dtype, args, kwargs.get("device", x.device))
+    device = _device_only("Tensor.new", kwargs, "x.new_tensor(data, dtype=...) or "
+                          "x.new_empty(sizes, dtype=...)", x.device)
+    return construct(x.dtype, args, device)
 
 
 METHODS["__new__"] = _default_new  # (bound with the other methods: Tensor(data) works)
@@ -94,7 +98,5 @@ HalfTensor = _typed("HalfTensor", dtypes.float16)
 IntTensor = _typed("IntTensor", dtypes.int32)
 LongTensor = _typed("LongTensor", dtypes.int64)
 BoolTensor = _typed("BoolTensor", dtypes.bool_)
-TYPED = {c.__name__: c for c in (FloatTensor, DoubleTensor, HalfTensor, IntTensor, LongTensor,
-                                 BoolTensor)}
 
 variable.TENSOR.append(Tensor)  # (torch.autograd.Variable: isinstance asks the tensor class)
