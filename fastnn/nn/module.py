@@ -249,7 +249,8 @@ class Module(HooksMixin, ModuleTree, ModuleState):
 
     def __repr__(self) -> str:
         lines = [f"({name}): {mod!r}".replace("\n", "\n  ") for name, mod in self._modules.items()]
-        extra = self.extra_repr().split("\n") if self.extra_repr() else []
+        extra = self.extra_repr()
+        extra = extra.split("\n") if extra else []
         if len(extra) == 1 and not lines:
             return f"{type(self).__name__}({extra[0]})"
         if not extra and not lines:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import warnings
 
 from fastnn.api import dtypes
+from fastnn.ops.storage import base_of
 from fastnn.ops.table import METHODS, public
 from fastnn.ops.tensor import Tensor, full
 from fastnn.settings import strided
@@ -142,8 +143,8 @@ _fact("retains_grad", lambda x: x._node is not None and getattr(x, "_hooks", Non
 
 
 def _version(x: Tensor) -> int:
-    base = x._view[0] if x._view is not None else x  # (its storage's owner: ops.storage)
-    return 0 if base._storage is None else base._storage.version
+    storage = base_of(x)._storage
+    return 0 if storage is None else storage.version
 
 
 _fact("_version", _version, "A number that grows at each in-place write to x's storage "
