@@ -126,19 +126,15 @@ class Sequential(Module):
     def __mul__(self, times) -> Sequential:
         """A new Sequential holding the layers ``times`` times over (the same modules, so
         the repeats share parameters, as PyTorch's)."""
-        if isinstance(times, bool) or not isinstance(times, int):
+        if not _repeat_count(times):
             return NotImplemented
-        if times <= 0:
-            raise ValueError(f"Sequential: can only multiply by a positive int, got {times}")
         return Sequential(*(self.layers * times))
 
     __rmul__ = __mul__
 
     def __imul__(self, times) -> Sequential:
-        if isinstance(times, bool) or not isinstance(times, int):
+        if not _repeat_count(times):
             return NotImplemented
-        if times <= 0:
-            raise ValueError(f"Sequential: can only multiply by a positive int, got {times}")
         return self.extend(self.layers * (times - 1))
 
     def _renumber(self, layers: list) -> None:
@@ -228,3 +224,13 @@ class Residual(Module):
         with no_grad():
             grad_x = grad_out + grad_inner
         return grad_x, {f"inner.{name}": g for name, g in own.items()}
+
+
+def _repeat_count(times) -> bool:
+    """Whether ``times`` is an int Sequential can be multiplied by (a ValueError when it is
+    an int below 1, as PyTorch's)."""
+    if isinstance(times, bool) or not isinstance(times, int):
+        return False
+    if times <= 0:
+        raise ValueError(f"Sequential: can only multiply by a positive int, got {times}")
+    return True
