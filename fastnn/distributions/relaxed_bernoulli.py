@@ -66,21 +66,16 @@ class LogitRelaxedBernoulli(BinaryParams):
         return log_of(self.temperature) + diff - 2 * diff.exp().log1p()
 
 
-class RelaxedBernoulli(TransformedDistribution):
-    """A relaxed Bernoulli on (0, 1): ``sigmoid`` of a :class:`LogitRelaxedBernoulli`
-    draw; reparameterised (gradients reach ``probs``/``logits`` and ``temperature``)."""
+class Relaxed(TransformedDistribution):
+    """A relaxed (Concrete) law as a transform of its base law: RelaxedBernoulli's and
+    RelaxedOneHotCategorical's common part, ``temperature``, ``logits`` and ``probs`` the
+    base law's."""
 
-    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
-    support = constraints.unit_interval
     has_rsample = True
-
-    def __init__(self, temperature, probs=None, logits=None, validate_args=None):
-        base_dist = LogitRelaxedBernoulli(temperature, probs, logits)
-        super().__init__(base_dist, SigmoidTransform(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         """This distribution with its parameter expanded to ``batch_shape``."""
-        new = self._get_checked_instance(RelaxedBernoulli, _instance)
+        new = self._get_checked_instance(type(self), _instance)
         return super().expand(batch_shape, _instance=new)
 
     @property
@@ -90,10 +85,22 @@ class RelaxedBernoulli(TransformedDistribution):
 
     @property
     def logits(self):
-        """The log-odds of sampling 1."""
+        """The base law's logits (log-odds, or normalised log-probabilities)."""
         return self.base_dist.logits
 
     @property
     def probs(self):
-        """The probability of sampling 1."""
+        """The base law's probabilities."""
         return self.base_dist.probs
+
+
+class RelaxedBernoulli(Relaxed):
+    """A relaxed Bernoulli on (0, 1): ``sigmoid`` of a :class:`LogitRelaxedBernoulli`
+    draw; reparameterised (gradients reach ``probs``/``logits`` and ``temperature``)."""
+
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.unit_interval
+
+    def __init__(self, temperature, probs=None, logits=None, validate_args=None):
+        base_dist = LogitRelaxedBernoulli(temperature, probs, logits)
+        super().__init__(base_dist, SigmoidTransform(), validate_args=validate_args)

@@ -9,8 +9,7 @@ import fastnn as fnn
 from fastnn.distributions import constraints
 from fastnn.distributions.categorical import Categorical
 from fastnn.distributions.distribution import Distribution, as_size
-from fastnn.distributions.relaxed_bernoulli import log_of
-from fastnn.distributions.transformed_distribution import TransformedDistribution
+from fastnn.distributions.relaxed_bernoulli import Relaxed, log_of
 from fastnn.distributions.transforms import ExpTransform
 from fastnn.distributions.utils import broadcast_all, clamp_probs, standard_uniform
 
@@ -83,35 +82,14 @@ class ExpRelaxedCategorical(Distribution):
         return score + log_scale
 
 
-class RelaxedOneHotCategorical(TransformedDistribution):
+class RelaxedOneHotCategorical(Relaxed):
     """A relaxed one-hot categorical on the simplex: ``exp`` of an
     :class:`ExpRelaxedCategorical` draw; reparameterised."""
 
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     support = constraints.simplex
-    has_rsample = True
 
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):
         base_dist = ExpRelaxedCategorical(temperature, probs, logits,
                                           validate_args=validate_args)
         super().__init__(base_dist, ExpTransform(), validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        """This distribution with its parameter expanded to ``batch_shape + (K,)``."""
-        new = self._get_checked_instance(RelaxedOneHotCategorical, _instance)
-        return super().expand(batch_shape, _instance=new)
-
-    @property
-    def temperature(self):
-        """The relaxation temperature."""
-        return self.base_dist.temperature
-
-    @property
-    def logits(self):
-        """Normalised log-probabilities."""
-        return self.base_dist.logits
-
-    @property
-    def probs(self):
-        """The event probabilities."""
-        return self.base_dist.probs
