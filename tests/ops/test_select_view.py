@@ -12,7 +12,6 @@ import pytest
 import fastnn as fnn
 from fastnn.ops import index_keys, indexing
 from tests.helpers import finite_difference, tape_grads
-from tests.ops.test_views_inplace import copying, dev  # noqa: F401 (fixtures)
 
 rng = np.random.default_rng(22)
 

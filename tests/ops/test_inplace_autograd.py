@@ -1,0 +1,176 @@
+"""In-place writes and the tape, as PyTorch's, on every backend (the copying one too):
+leaves that require grad refuse them outside no_grad, ``.data`` assignment, the write
+clock that catches a backward through an overwritten saved value, and what each op keeps
+(so that the writes PyTorch allows pass)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fastnn as fnn
+
+
+def test_inplace_on_a_leaf_that_requires_grad_is_refused_outside_no_grad(dev):
+    w = fnn.ones((3,), device=dev, requires_grad=True)
+    for write in (lambda: w.add_(1.0), lambda: w.__iadd__(1.0), lambda: w[0].fill_(2.0),
+                  lambda: w.__setitem__(0, 2.0)):
+        with pytest.raises(RuntimeError, match="leaf tensor that requires grad"):
+            write()
+    with fnn.no_grad():
+        w -= 0.5
+        w[0] = 3.0
+    np.testing.assert_array_equal(w.numpy(), [3.0, 0.5, 0.5])
+    w.data.mul_(2.0)  # .data: the storage without history, as PyTorch's
+    np.testing.assert_array_equal(w.numpy(), [6.0, 1.0, 1.0])
+
+
+def test_data_set_to_itself_is_a_no_op_and_to_another_view_of_it_refused(dev):
+    """``p.data = p.data`` (what ``p.data = p.data.float()`` or ``.contiguous()`` gives
+    back for a float32 p) leaves p as it was, writable and aliasing as before (it made p
+    its own parent: every later write recursed without end); a view of p's own storage in
+    another layout is refused with the fix (PyTorch re-lays p; fastnn cannot)."""
+    p = fnn.nn.Parameter(fnn.ones((2, 3), device=dev))
+    v = p[0]
+    for same in (lambda: p.data, lambda: p.data.float(), lambda: p.data.contiguous(),
+                 lambda: p):
+        p.data = same()
+    v.data = v.detach()
+    with fnn.no_grad():
+        p.copy_(fnn.arange(6.0, device=dev).reshape(2, 3))
+    np.testing.assert_array_equal(p.numpy(), np.arange(6.0).reshape(2, 3))
+    np.testing.assert_array_equal(v.numpy(), [0.0, 1.0, 2.0])  # still a view of p
+    assert isinstance(p, fnn.nn.Parameter) and p.requires_grad and p.shape == (2, 3)
+    for other in (lambda: p.data[0], lambda: p.data.t(), lambda: p.data.view(6)):
+        with pytest.raises(ValueError, match="another view of x's own storage.*clone"):
+            p.data = other()
+    p.data = p.data.t().clone()  # a copy is its own storage, as the message says
+    assert p.shape == (3, 2)
+    np.testing.assert_array_equal(p.numpy(), np.arange(6.0).reshape(2, 3).T)
+
+
+def test_backward_through_an_overwritten_saved_value_raises_naming_the_op(dev):
+    a = fnn.tensor([1.0, 2.0, 3.0], device=dev, requires_grad=True)
+    b = a * 2
+    c = b * b          # mul saves b
+    b.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an in-place operation.*'mul'"):
+        c.sum().backward()
+    e = a.exp()        # exp saves its output
+    e[0] = 0.0
+    with pytest.raises(RuntimeError, match="output of 'exp'"):
+        e.sum().backward()
+    x = a * 1.0
+    y = x.exp()        # ...and not its input: writing x afterwards is fine, as in PyTorch
+    x.add_(1.0)
+    y.sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), np.exp([1.0, 2.0, 3.0]), rtol=1e-6)
+
+
+def test_inplace_ops_are_recorded_as_pytorch_records_them(dev):
+    torch = pytest.importorskip("torch")
+    host = np.array([0.5, -1.0, 2.0], dtype=np.float32)
+    w_host = np.array([1.5, 2.0, -0.5], dtype=np.float32)
+
+    def run(lib, make, **on):
+        a, w = make(host), make(w_host)
+        b = a * 1.0
+        kept = b + 1.0          # recorded before the writes: its gradient stays b's old path
+        b.mul_(w)
+        b += a
+        b.tanh_()
+        buf = lib.zeros((2, 3), **on)
+        buf[0] = b * 2.0          # a write of a value with history into a plain tensor
+        buf[1, 1:] = w[:2]
+        row = buf[1]
+        row.mul_(3.0)             # through a view of a non-leaf: the base's history grows
+        loss = (buf * buf).sum() + kept.sum()
+        loss.backward()
+        return a.grad, w.grad
+
+    theirs = run(torch, lambda h: torch.tensor(h, requires_grad=True))
+    ours = run(fnn, lambda h: fnn.tensor(h, device=dev, requires_grad=True), device=dev)
+    for got, want in zip(ours, theirs):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5)
+
+
+def test_gradients_of_leaves_are_their_own_storage(dev):
+    a = fnn.ones((3,), device=dev, requires_grad=True)
+    b = fnn.ones((3,), device=dev, requires_grad=True)
+    (a + b).sum().backward()       # one gradient array reaches both leaves
+    a.grad.zero_()
+    np.testing.assert_array_equal(b.grad.numpy(), [1.0, 1.0, 1.0])
+    b.grad += 1.0
+    np.testing.assert_array_equal(b.grad.numpy(), [2.0, 2.0, 2.0])
+    np.testing.assert_array_equal(a.grad.numpy(), [0.0, 0.0, 0.0])
+
+
+def test_out_writes_into_the_given_tensor_as_pytorch(dev):
+    a = fnn.tensor(np.arange(6.0).reshape(2, 3), device=dev)
+    out = fnn.zeros((2, 3), device=dev)
+    row = out[1]
+    assert fnn.add(a, 1.0, out=out) is out
+    np.testing.assert_array_equal(row.numpy(), [4.0, 5.0, 6.0])
+    grown = fnn.zeros((0,), device=dev)
+    fnn.matmul(a, a.T, out=grown)  # resized, as PyTorch resizes an empty out
+    np.testing.assert_allclose(grown.numpy(), np.arange(6.0).reshape(2, 3) @
+                               np.arange(6.0).reshape(2, 3).T)
+    fnn.cat([a, a], dim=0, out=grown)
+    assert grown.shape == (4, 3)
+    w = fnn.ones((3,), device=dev, requires_grad=True)
+    with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+        fnn.mul(w, 2.0, out=fnn.zeros((3,), device=dev))
+
+
+def test_views_of_results_a_hook_returned_non_contiguous_alias(dev):
+    # cpu's conv1d returns a transposed view of its GEMM's buffer, and elementwise ops keep
+    # that layout: views of such results must still alias, as PyTorch's do
+    x = fnn.tensor(np.random.default_rng(0).standard_normal((2, 3, 8)), dtype=fnn.float32,
+                   device=dev)
+    w = fnn.tensor(np.random.default_rng(1).standard_normal((4, 3, 3)), dtype=fnn.float32,
+                   device=dev)
+    y = fnn.functional.conv1d(x, w)
+    y.view(-1)[0] = 123.0
+    assert y.numpy()[0, 0, 0] == 123.0
+    z = fnn.functional.relu(fnn.functional.conv1d(x, w))
+    z.unsqueeze(1)[1, 0, 2, 3] = -1.0      # a unit-dim view first
+    z[1].reshape(-1)[0] = 55.0             # then a slice reshaped
+    z.view(2, -1)[0, 1] = 66.0
+    host = z.numpy()
+    assert host[1, 2, 3] == -1.0 and host[1, 0, 0] == 55.0 and host[0, 0, 1] == 66.0
+
+
+def test_a_factor_whose_partner_needs_no_gradient_may_be_written_afterwards(dev):
+    """As PyTorch's mul, each factor is kept only for the other's gradient: x * const
+    keeps const, not x, so x may then be written in place (torch allows it too); a
+    factor whose partner needs a gradient is still checked."""
+    a = fnn.tensor([1.0, 2.0, 3.0], device=dev, requires_grad=True)
+    x = a * 2
+    y = x * fnn.tensor([5.0, 6.0, 7.0], device=dev)  # keeps the constant only
+    x.add_(1.0)
+    (y.sum() + (x * x).sum()).backward()  # x is 2a + 1 now
+    np.testing.assert_allclose(a.grad.numpy(), 2 * np.array([5.0, 6.0, 7.0])
+                               + 2 * 2 * (2 * np.array([1.0, 2.0, 3.0]) + 1))
+    b = fnn.tensor([1.0, 2.0], device=dev, requires_grad=True)
+    c = fnn.tensor([3.0, 4.0], device=dev, requires_grad=True)
+    u, v = b * 1.0, c * 1.0
+    w = u * v  # both need gradients: both kept
+    u.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an in-place operation.*'mul'"):
+        w.sum().backward()
+
+
+def test_a_where_operand_may_be_written_afterwards_as_where_keeps_only_its_condition(dev):
+    """x[x < 0] = 0 on a non-leaf, then more: PyTorch's where keeps the condition only."""
+    a = fnn.tensor([-1.0, 2.0, -3.0, 4.0], device=dev, requires_grad=True)
+    h = a * 3.0
+    y = fnn.where(h > 0, h, fnn.zeros(4, device=dev))  # keeps h > 0, not h
+    h[h < 0] = 0.0
+    h.mul_(2.0)
+    (y * y).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), [0.0, 36.0, 0.0, 72.0])
+    cond = a > 0
+    z = fnn.where(cond, a * 1.0, 0.0)
+    cond.logical_not_()
+    with pytest.raises(RuntimeError, match="modified by an in-place operation.*'where'"):
+        z.sum().backward()
