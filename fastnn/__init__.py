@@ -144,7 +144,7 @@ __all__ = [
     "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_dtype",
     "set_autocast_enabled",
     "nn", "optim", "utils", "linalg", "special", "distributions", "func",  # loaded on first use
-    "distributed", "onnx", "profiler", "compiler",
+    "distributed", "onnx", "profiler", "compiler", "jit", "version",
     "UncertifiedBackendWarning", *_LAZY,
 ]
 __all__ += sorted(set(_TOP) - set(__all__))
@@ -156,7 +156,7 @@ def __getattr__(name):
     import importlib
 
     if name in ("nn", "optim", "data", "utils", "linalg", "special", "testing", "distributions",
-                "func", "distributed", "onnx", "profiler", "compiler"):
+                "func", "distributed", "onnx", "profiler", "compiler", "jit", "version"):
         return importlib.import_module(f"fastnn.{name}")
     if name == "random":  # torch.random: manual_seed, seed, get/set_rng_state, fork_rng
         return importlib.import_module("fastnn.ops.random_ops")

@@ -16,7 +16,7 @@ ROOT = Path(fastnn.__file__).parent
 LAYERS = {
     "api": 0, "autograd": 1, "ops": 2, "functional": 2, "return_types": 2, "": 2,
     "cuda": 2, "accelerator": 2, "utils": 4, "linalg": 2, "settings": 2, "testing": 2,
-    "onnx": 2, "compiler": 5,
+    "onnx": 2, "compiler": 5, "jit": 5, "version": 2,
     "amp": 2, "derivatives": 2, "special": 2, "autocast_mode": 2, "cpu": 2,
     "nn": 3, "distributions": 3, "func": 3, "checkpoint": 3, "checkpoint_files": 3,
     "checkpoint_format": 3,
