@@ -1,25 +1,50 @@
 """Loss modules, as PyTorch's: each holds the functional form's keyword arguments and
 calls it as ``loss_fn(input, target)``.
 
-They have no parameters (``weight`` and ``pos_weight`` are kept as plain tensors, not
-trained), so their state_dict is empty.
+They have no parameters. The per-class ``weight`` (and BCEWithLogitsLoss's
+``pos_weight``) is a buffer, as in PyTorch's ``_WeightedLoss``: in ``state_dict()`` where
+given, and moved by ``.to(device)``. ``_Loss`` and ``_WeightedLoss`` take PyTorch's
+arguments (``size_average``, ``reduce``, ``reduction``), so custom losses that subclass
+them run as written.
 """
 
 from __future__ import annotations
+
+import warnings
 
 from fastnn.nn.module import Module
 from fastnn.ops import losses, losses_regression
 
 
+def legacy_reduction(size_average, reduce) -> str:
+    """The ``reduction`` that PyTorch's deprecated ``size_average``/``reduce`` flags mean
+    (None counts as True), with PyTorch's warning."""
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    reduction = "mean" if size_average and reduce else "sum" if reduce else "none"
+    warnings.warn(f"size_average and reduce args will be deprecated, please use "
+                  f"reduction='{reduction}' instead.", UserWarning, stacklevel=4)
+    return reduction
+
+
 class _Loss(Module):
+    """The base of the loss modules (PyTorch's ``nn.modules.loss._Loss``): keeps
+    ``reduction`` and the functional form's other keyword arguments; tensors named in
+    ``BUFFERS`` are kept as buffers."""
+
     FN = None
     KEYS = ("reduction",)
+    BUFFERS = ()
 
-    def __init__(self, **kwargs):
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean", **kwargs):
         super().__init__()
-        losses.check_reduction(type(self).__name__, kwargs.get("reduction", "mean"),
+        if size_average is not None or reduce is not None:
+            reduction = legacy_reduction(size_average, reduce)
+        losses.check_reduction(type(self).__name__, reduction,
                                ("batchmean",) if type(self).__name__ == "KLDivLoss" else ())
-        self.kwargs = kwargs
+        for name in self.BUFFERS:
+            self.register_buffer(name, kwargs.pop(name, None))
+        self.kwargs = {**kwargs, "reduction": reduction}
 
     def __getattr__(self, name):
         kwargs = self.__dict__.get("kwargs", {})
@@ -27,14 +52,37 @@ class _Loss(Module):
             return kwargs[name]
         raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
 
+    def __setattr__(self, name, value):
+        kwargs = self.__dict__.get("kwargs")
+        if kwargs is not None and name in kwargs:  # (loss.reduction = "sum", as PyTorch's)
+            kwargs[name] = value
+            return
+        super().__setattr__(name, value)
+
+    def arguments(self) -> dict:
+        """The functional form's keyword arguments, the buffers' current tensors among them."""
+        if not self.BUFFERS:
+            return self.kwargs
+        return {**self.kwargs, **{name: getattr(self, name) for name in self.BUFFERS}}
+
     def extra_repr(self) -> str:
         return ""  # (as PyTorch's losses print: the name alone)
 
     def forward(self, input, target):
-        return type(self).FN(input, target, **self.kwargs)
+        return type(self).FN(input, target, **self.arguments())
 
 
-class CrossEntropyLoss(_Loss):
+class _WeightedLoss(_Loss):
+    """A loss with a per-class ``weight`` buffer (PyTorch's ``nn.modules.loss._WeightedLoss``)."""
+
+    BUFFERS = ("weight",)
+
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction: str = "mean",
+                 **kwargs):
+        super().__init__(size_average, reduce, reduction, weight=weight, **kwargs)
+
+
+class CrossEntropyLoss(_WeightedLoss):
     """F.cross_entropy(logits, targets, weight, ignore_index, reduction, label_smoothing)."""
 
     FN = staticmethod(losses.cross_entropy)
@@ -45,7 +93,7 @@ class CrossEntropyLoss(_Loss):
                          label_smoothing=label_smoothing)
 
 
-class NLLLoss(_Loss):
+class NLLLoss(_WeightedLoss):
     """F.nll_loss(log_probs, targets, weight, ignore_index, reduction)."""
 
     FN = staticmethod(losses.nll_loss)
@@ -59,7 +107,7 @@ class NLLLoss2d(NLLLoss):
     NLLLoss takes too)."""
 
 
-class BCELoss(_Loss):
+class BCELoss(_WeightedLoss):
     """F.binary_cross_entropy(probs, target, weight, reduction)."""
 
     FN = staticmethod(losses.binary_cross_entropy)
@@ -72,6 +120,7 @@ class BCEWithLogitsLoss(_Loss):
     """F.binary_cross_entropy_with_logits(logits, target, weight, reduction, pos_weight)."""
 
     FN = staticmethod(losses.binary_cross_entropy_with_logits)
+    BUFFERS = ("weight", "pos_weight")
 
     def __init__(self, weight=None, reduction: str = "mean", pos_weight=None):
         super().__init__(weight=weight, reduction=reduction, pos_weight=pos_weight)

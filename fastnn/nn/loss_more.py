@@ -4,7 +4,7 @@ keyword arguments and has no parameters."""
 
 from __future__ import annotations
 
-from fastnn.nn.loss import _Loss
+from fastnn.nn.loss import _Loss, _WeightedLoss
 from fastnn.ops import ctc, losses_regression
 from fastnn.ops import losses_more as L
 
@@ -13,7 +13,7 @@ class _Loss3(_Loss):
     """A loss of three tensors: ``loss(a, b, c)``."""
 
     def forward(self, a, b, c):
-        return type(self).FN(a, b, c, **self.kwargs)
+        return type(self).FN(a, b, c, **self.arguments())
 
 
 class MarginRankingLoss(_Loss3):
@@ -53,7 +53,7 @@ class SoftMarginLoss(_Loss):
         super().__init__(reduction=reduction)
 
 
-class MultiLabelSoftMarginLoss(_Loss):
+class MultiLabelSoftMarginLoss(_WeightedLoss):
     """F.multilabel_soft_margin_loss(input, target, weight, reduction)."""
 
     FN = staticmethod(L.multilabel_soft_margin_loss)
@@ -100,10 +100,10 @@ class GaussianNLLLoss(_Loss):
         super().__init__(full=full, eps=eps, reduction=reduction)
 
     def forward(self, input, target, var):
-        return L.gaussian_nll_loss(input, target, var, **self.kwargs)
+        return L.gaussian_nll_loss(input, target, var, **self.arguments())
 
 
-class MultiMarginLoss(_Loss):
+class MultiMarginLoss(_WeightedLoss):
     """F.multi_margin_loss(input, target, p, margin, weight, reduction)."""
 
     FN = staticmethod(L.multi_margin_loss)
