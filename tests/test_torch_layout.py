@@ -110,3 +110,56 @@ def test_device_spec_compares_with_devices_and_strings():
         fnn.device("cuda:1", 2)
     with pytest.raises(fnn.BackendError, match="unknown backend 'nosuch'"):
         fnn.zeros(1, device=fnn.device("nosuch"))
+
+
+def test_hook_handles_share_pytorchs_one_type():
+    from fastnn.utils.hooks import RemovableHandle
+
+    layer = fnn.nn.Linear(2, 2)
+    x = fnn.ones(2, requires_grad=True)
+    opt = fnn.optim.SGD(layer.parameters(), lr=0.1)
+    handles = [layer.register_forward_hook(lambda *a: None), x.register_hook(lambda g: g * 2),
+               opt.register_step_post_hook(lambda *a: None)]
+    assert all(isinstance(h, RemovableHandle) for h in handles)
+    handles[1].remove()  # the tensor's hook is gone: the gradient is not doubled
+    (x * 3).sum().backward()
+    assert x.grad.tolist() == [3.0, 3.0]
+
+
+def test_data_submodules_as_pytorchs():
+    from fastnn.utils.data.dataloader import DataLoader, default_collate, get_worker_info
+    from fastnn.utils.data.dataset import Subset, random_split  # noqa: F401
+    from fastnn.utils.data.sampler import WeightedRandomSampler  # noqa: F401
+
+    assert DataLoader is fnn.data.DataLoader and get_worker_info() is None
+    batch = default_collate([(fnn.tensor([1.0]), 2), (fnn.tensor([3.0]), 4)])
+    assert batch[0].tolist() == [[1.0], [3.0]] and batch[1].tolist() == [2, 4]
+
+
+def _warmup_rates(lib, base):
+    class Warmup(base):  # a custom scheduler written for PyTorch
+        def __init__(self, optimizer, steps, last_epoch=-1):
+            self.steps = steps
+            super().__init__(optimizer, last_epoch)
+
+        def get_lr(self):
+            factor = min(1.0, (self.last_epoch + 1) / self.steps)
+            return [rate * factor for rate in self.base_lrs]
+
+    opt = lib.optim.SGD([lib.nn.Parameter(lib.zeros(2))], lr=0.1)
+    schedule, rates = Warmup(opt, 4), []
+    for _ in range(6):
+        opt.step()
+        schedule.step()
+        rates.append(round(opt.param_groups[0]["lr"], 9))
+    return rates
+
+
+def test_custom_scheduler_on_the_old_base_name():
+    from fastnn.optim.lr_scheduler import LRScheduler, _LRScheduler
+
+    assert issubclass(_LRScheduler, LRScheduler)
+    assert _warmup_rates(fnn, _LRScheduler) == [0.05, 0.075, 0.1, 0.1, 0.1, 0.1]
+    torch = pytest.importorskip("torch")
+    assert _warmup_rates(fnn, _LRScheduler) == _warmup_rates(
+        torch, torch.optim.lr_scheduler._LRScheduler)

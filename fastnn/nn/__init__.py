@@ -232,3 +232,6 @@ __all__ += ["AdaptiveMaxPool3d", "MaxUnpool3d"]
 __all__ += ["SyncBatchNorm", "DataParallel"]
 __all__ += ["FractionalMaxPool2d", "FractionalMaxPool3d"]
 __all__ += ["AdaptiveLogSoftmaxWithLoss"]
+
+# torch.nn.modules' layout (needs the names above: loaded last)
+from fastnn.nn import modules  # noqa: E402, F401

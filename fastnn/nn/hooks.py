@@ -29,14 +29,19 @@ from __future__ import annotations
 import itertools
 
 from fastnn.autograd import engine, grad_mode
+from fastnn.autograd import hooks as tensor_hooks
 from fastnn.ops.tensor import Tensor
 
 _ids = itertools.count()
 
 
-class RemovableHandle:
-    """What ``register_*_hook`` returns: ``handle.remove()`` unregisters the hook (also as
-    a context manager: ``with module.register_forward_hook(f): ...``)."""
+class RemovableHandle(tensor_hooks.RemovableHandle):
+    """What a module's or an optimizer's ``register_*_hook`` returns: ``handle.remove()``
+    unregisters the hook (also as a context manager: ``with
+    module.register_forward_hook(f): ...``). One type with the tensors' handles
+    (``fastnn.utils.hooks.RemovableHandle``), as in PyTorch."""
+
+    __slots__ = ("id", "_dicts")
 
     def __init__(self, *hook_dicts):
         self.id = next(_ids)
@@ -44,14 +49,8 @@ class RemovableHandle:
 
     def remove(self) -> None:
         """Unregister the hook; removing twice does nothing."""
-        for hooks in self._dicts:
-            hooks.pop(self.id, None)
-
-    def __enter__(self) -> RemovableHandle:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.remove()
+        for table in self._dicts:
+            table.pop(self.id, None)
 
 
 def _register(hooks: dict, hook, prepend: bool, owner: str, extra: dict | None = None,

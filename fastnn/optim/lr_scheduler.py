@@ -43,6 +43,11 @@ from fastnn.optim.warmup import (
     warmup_factor,
 )
 
+
+class _LRScheduler(LRScheduler):
+    """PyTorch's former name of :class:`LRScheduler` (custom schedulers subclass it)."""
+
+
 __all__ = ["CosineAnnealing", "CosineAnnealingLR", "ExponentialLR", "FactorScheduler",
            "LRScheduler", "LambdaLR", "LinearDecay", "LinearLR", "LinearWarmup", "MultiStepLR",
            "OneCycleLR", "ReduceLROnPlateau", "SequentialLR", "StepLR", "WarmupCosine",

@@ -1,0 +1,43 @@
+"""``torch.nn.modules``' layout, for code that imports layers and their bases from it:
+``from fastnn.nn.modules.loss import _Loss``, ``from fastnn.nn.modules.utils import
+_pair``, ``from fastnn.nn.modules.batchnorm import _BatchNorm``.
+
+Each of PyTorch's submodules (``conv``, ``loss``, ``batchnorm``, ...) is here one
+namespace holding every layer of :mod:`fastnn.nn` and the bases that custom layers
+subclass (``_Loss``, ``_WeightedLoss``, ``_BatchNorm``, ``_NormBase``, ``_InstanceNorm``,
+``LazyModuleMixin``, ``RNNBase``, ``RNNCellBase``), so a name found where PyTorch has it
+is found here; ``utils`` is :mod:`fastnn.nn.modules.utils` itself.
+"""
+
+import sys
+import types
+
+from fastnn import nn as _nn
+from fastnn.nn.batchnorm import RunningStats as _NormBase
+from fastnn.nn.batchnorm import _BatchNorm
+from fastnn.nn.lazy import LazyModuleMixin
+from fastnn.nn.loss import _Loss, _WeightedLoss
+from fastnn.nn.modules import utils
+from fastnn.nn.norm_groups import _InstanceNorm
+
+# PyTorch's submodules of torch.nn.modules (utils is a module of its own, above)
+SUBMODULES = ("activation", "adaptive", "batchnorm", "channelshuffle", "container", "conv",
+              "distance", "dropout", "flatten", "fold", "instancenorm", "lazy", "linear",
+              "loss", "module", "normalization", "padding", "pixelshuffle", "pooling", "rnn",
+              "sparse", "transformer", "upsampling")
+
+_NAMES = {name: getattr(_nn, name) for name in _nn.__all__
+          if isinstance(getattr(_nn, name), type)}
+_NAMES.update(_Loss=_Loss, _WeightedLoss=_WeightedLoss, _BatchNorm=_BatchNorm,
+              _NormBase=_NormBase, _InstanceNorm=_InstanceNorm, LazyModuleMixin=LazyModuleMixin)
+globals().update(_NAMES)
+
+for _name in SUBMODULES:
+    _module = types.ModuleType(f"{__name__}.{_name}", f"torch.nn.modules.{_name}'s names "
+                               f"(every layer of fastnn.nn and the bases; see "
+                               f"fastnn.nn.modules)")
+    _module.__dict__.update(_NAMES)
+    sys.modules[_module.__name__] = _module
+    globals()[_name] = _module
+
+__all__ = sorted(_NAMES) + ["utils", *SUBMODULES]

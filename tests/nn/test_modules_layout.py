@@ -1,0 +1,135 @@
+"""fastnn.nn.modules (torch.nn.modules' layout) and the loss bases custom losses
+subclass: _Loss's and _WeightedLoss's arguments, the weight buffers, against PyTorch."""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+
+import numpy as np
+import pytest
+from fastnn.nn.modules.loss import _Loss, _WeightedLoss
+
+import fastnn as fnn
+from fastnn import nn
+from fastnn.nn.modules import SUBMODULES
+from fastnn.nn.modules.utils import _pair, _quadruple, _reverse_repeat_tuple, _single, _triple
+
+RNG = np.random.default_rng(0)
+LOGITS = RNG.normal(size=(6, 3)).astype(np.float32)
+TARGET = RNG.integers(0, 3, 6)
+WEIGHT = np.array([0.2, 1.0, 3.0], np.float32)
+
+
+class FocalLike(_Loss):
+    """A custom loss written for PyTorch: reduction from the base class."""
+
+    def __init__(self, gamma=2.0, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.gamma = gamma
+
+    def forward(self, logits, target):
+        log_p = nn.functional.log_softmax(logits, dim=1).gather(1, target.view(-1, 1)).view(-1)
+        per = -((1 - log_p.exp()) ** self.gamma) * log_p
+        return per.mean() if self.reduction == "mean" else per.sum() \
+            if self.reduction == "sum" else per
+
+
+class Weighted(_WeightedLoss):
+    def forward(self, logits, target):
+        return nn.functional.cross_entropy(logits, target, weight=self.weight,
+                                           reduction=self.reduction)
+
+
+def _focal_numpy(reduction):
+    z = LOGITS.astype(np.float64)
+    log_p = (z - np.log(np.exp(z).sum(1, keepdims=True)))[np.arange(6), TARGET]
+    per = -((1 - np.exp(log_p)) ** 2) * log_p
+    return {"mean": per.mean(), "sum": per.sum()}.get(reduction, per)
+
+
+@pytest.mark.parametrize("args, kwargs, reduction", [
+    ((), {}, "mean"), ((), {"reduction": "sum"}, "sum"), ((None, None, "none"), {}, "none"),
+    ((False, None), {}, "sum"), ((None, False), {}, "none"), ((True, True), {}, "mean")])
+def test_custom_loss_on_the_base(args, kwargs, reduction):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loss = FocalLike(2.0, *args, **kwargs)
+    assert loss.reduction == reduction
+    assert bool(caught) == (len(args) > 0 and any(a is not None for a in args[:2]))
+    got = loss(fnn.tensor(LOGITS), fnn.tensor(TARGET)).numpy()
+    np.testing.assert_allclose(got, _focal_numpy(reduction), rtol=1e-5, atol=1e-6)
+    loss.reduction = "sum"  # read by forward, as in PyTorch
+    np.testing.assert_allclose(loss(fnn.tensor(LOGITS), fnn.tensor(TARGET)).numpy(),
+                               _focal_numpy("sum"), rtol=1e-5)
+
+
+def test_reduction_assignment_reaches_builtin_losses():
+    loss = nn.CrossEntropyLoss()
+    loss.reduction = "none"
+    assert loss(fnn.tensor(LOGITS), fnn.tensor(TARGET)).shape == (6,)
+
+
+def test_weight_is_a_buffer():
+    loss = Weighted(fnn.tensor(WEIGHT), reduction="sum")
+    assert list(loss.state_dict()) == ["weight"]
+    z = LOGITS.astype(np.float64)
+    nll = -(z - np.log(np.exp(z).sum(1, keepdims=True)))[np.arange(6), TARGET]
+    expected = (WEIGHT[TARGET] * nll).sum()
+    np.testing.assert_allclose(loss(fnn.tensor(LOGITS), fnn.tensor(TARGET)).numpy(), expected,
+                               rtol=1e-5)
+    # a new weight loaded into a built-in loss is the one used
+    builtin = nn.CrossEntropyLoss(weight=fnn.ones(3), reduction="sum")
+    builtin.load_state_dict({"weight": WEIGHT})
+    np.testing.assert_allclose(builtin(fnn.tensor(LOGITS), fnn.tensor(TARGET)).numpy(),
+                               expected, rtol=1e-5)
+    assert nn.CrossEntropyLoss().state_dict() == {}
+    model = nn.Sequential(nn.Linear(3, 3), nn.BCEWithLogitsLoss(pos_weight=fnn.ones(3)))
+    assert list(model.double().state_dict()) == ["0.weight", "0.bias", "1.pos_weight"]
+    assert model[1].pos_weight.dtype == fnn.float64
+
+
+def test_weighted_losses_match_pytorch_state_dicts():
+    torch = pytest.importorskip("torch")
+    cases = [("CrossEntropyLoss", {"weight": WEIGHT}), ("NLLLoss", {"weight": WEIGHT}),
+             ("BCELoss", {"weight": WEIGHT}),
+             ("BCEWithLogitsLoss", {"weight": WEIGHT, "pos_weight": WEIGHT}),
+             ("MultiLabelSoftMarginLoss", {"weight": WEIGHT}),
+             ("MultiMarginLoss", {"weight": WEIGHT}), ("MSELoss", {})]
+    for name, arrays in cases:
+        ours = getattr(nn, name)(**{k: fnn.tensor(v) for k, v in arrays.items()})
+        theirs = getattr(torch.nn, name)(**{k: torch.tensor(v) for k, v in arrays.items()})
+        assert list(ours.state_dict()) == list(theirs.state_dict()), name
+        assert isinstance(ours, _WeightedLoss) == isinstance(
+            theirs, torch.nn.modules.loss._WeightedLoss), name
+
+
+def test_tuple_helpers_match_pytorch():
+    assert (_single(2), _pair(3), _triple((1, 2, 3)), _quadruple(0)) == (
+        (2,), (3, 3), (1, 2, 3), (0, 0, 0, 0))
+    assert _reverse_repeat_tuple((1, 2), 2) == (2, 2, 1, 1)
+    pytest.importorskip("torch")
+    from torch.nn.modules import utils as theirs
+
+    for value in (3, (4, 5), [6, 7]):
+        assert _pair(value) == theirs._pair(value)
+    assert _reverse_repeat_tuple((1, 2, 3), 2) == theirs._reverse_repeat_tuple((1, 2, 3), 2)
+
+
+def test_submodules_hold_pytorchs_names():
+    pytest.importorskip("torch")
+    missing = []
+    for name in SUBMODULES:
+        ours = importlib.import_module(f"fastnn.nn.modules.{name}")
+        theirs = importlib.import_module(f"torch.nn.modules.{name}")
+        for attr in getattr(theirs, "__all__", ()):
+            if hasattr(nn, attr):  # every layer fastnn has is found where PyTorch has it
+                if getattr(ours, attr, None) is not getattr(nn, attr):
+                    missing.append(f"{name}.{attr}")
+    assert not missing
+    for base in ("_Loss", "_WeightedLoss", "_BatchNorm", "_NormBase", "_InstanceNorm"):
+        owner = {"_Loss": "loss", "_WeightedLoss": "loss", "_InstanceNorm": "instancenorm"
+                 }.get(base, "batchnorm")
+        assert hasattr(importlib.import_module(f"torch.nn.modules.{owner}"), base)
+        assert hasattr(importlib.import_module(f"fastnn.nn.modules.{owner}"), base)
+    assert fnn.nn.modules.conv.Conv2d is nn.Conv2d
