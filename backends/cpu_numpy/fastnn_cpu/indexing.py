@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
+from fastnn_cpu import native
 
 
 def _slices(starts, stops, steps):
@@ -65,10 +66,31 @@ def gather(x, axis, index):
     return np.where(safe, out, np.zeros((), x.dtype))
 
 
+def _whole_rows(out, axis, index, src):
+    """The rows (int64) when scatter_add adds whole rows of ``src`` to rows of a 2-D float
+    ``out``: an embedding's gradient, whose index is the token ids broadcast along the
+    features (stride 0); None otherwise."""
+    if (axis != 0 or out.ndim != 2 or index.ndim != 2 or index.strides[1] != 0
+            or src.shape != index.shape or index.shape[1] != out.shape[1]
+            or src.dtype != out.dtype or out.dtype.char not in "fd"):
+        return None
+    rows = index[:, 0]
+    if not (0 <= rows.min() and rows.max() < out.shape[0]):
+        return None
+    return np.ascontiguousarray(rows, dtype=np.int64)
+
+
 @hookimpl
 def scatter_add(base, axis, index, src):
     out = np.array(base, copy=True, order="C")
     if not index.size:
+        return out
+    rows = _whole_rows(out, axis, index, src)
+    lib = None if rows is None else native.act_for(src)
+    if lib is not None:  # one C loop over the rows: np.add.at's sums in its order, 7-12x
+        # faster on (1024, 64) rows into (64, 64) (its per-element fixed cost)
+        a = native.address
+        lib.index_add_rows[out.dtype.char](len(rows), out.shape[1], a(rows), a(src), a(out))
         return out
     n = base.shape[axis]
     lin = _linear(base.shape, axis, index, n).reshape(-1)

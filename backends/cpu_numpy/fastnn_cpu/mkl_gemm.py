@@ -146,10 +146,21 @@ def _mkl_matmul(a, b, out=None):
     return out
 
 
-# without MKL, NumPy's own function with no call in between (a 4x4 product's hook took
-# 0.91 us through a Python function that only passed it on, 0.86 without)
-matmul = np.matmul if _FOUND is None else _mkl_matmul
-"""``np.matmul(a, b, out=out)``, MKL's GEMM taking the products it can (see _mkl_matmul)."""
+_gemm = np.matmul if _FOUND is None else _mkl_matmul
+
+
+def matmul(a, b, out=None):
+    """``np.matmul(a, b, out=out)``, MKL's GEMM taking the products it can (see
+    _mkl_matmul). A C-contiguous stack of matrices times one matrix (a Linear layer on
+    (batch, time, features)) is one product of its rows: np.matmul made one GEMM per
+    matrix of the stack, 1.1-1.7x the time of the one over (16 * 64, 64) @ (64, 256)
+    and its like (one Xeon thread, MKL and OpenBLAS alike)."""
+    if (b.ndim == 2 and a.ndim > 2 and a.flags.c_contiguous and a.shape[-1] == b.shape[0]
+            and (out is None or out.flags.c_contiguous)):
+        rows = a.reshape(-1, a.shape[-1])
+        flat = _gemm(rows, b, out=None if out is None else out.reshape(-1, b.shape[1]))
+        return flat.reshape(a.shape[:-1] + (b.shape[1],)) if out is None else out
+    return _gemm(a, b, out=out)
 
 
 def into(a, b, out, accumulate: bool = False, min_mnk: int = MIN_MNK) -> bool:

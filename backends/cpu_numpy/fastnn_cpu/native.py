@@ -183,7 +183,8 @@ class _Act:
     def __init__(self, lib: ctypes.CDLL):
         ptr, i64 = ctypes.c_void_p, ctypes.c_int64
         kinds = {"relu": [i64, ptr, ptr], "relu_backward": [i64, ptr, ptr, ptr],
-                 "bias_act": [i64, i64, ptr, ptr, ptr, i64], "row_max": [i64, i64, ptr, ptr]}
+                 "bias_act": [i64, i64, ptr, ptr, ptr, i64], "row_max": [i64, i64, ptr, ptr],
+                 "index_add_rows": [i64, i64, ptr, ptr, ptr]}
         _typed_kinds(self, lib, kinds)
         c_float = ctypes.c_float
         self.gelu_f32 = build.typed(lib, "fastnn_gelu_f32", [i64, ptr, ptr, c_float, ptr])

@@ -275,3 +275,32 @@ def test_gelu_backward_float32_is_the_derivative_to_a_few_roundings(shape, loops
     assert (np.abs(got[finite] - exact[finite]) <= 16 * scale).all()
     zero = finite & (np.abs(x) < 1e-20)
     np.testing.assert_array_equal(got[zero], np.float32(0.5) * grad[zero])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("vocab, tokens, width", [(64, 1024, 64), (5, 4096, 3), (300, 17, 256)])
+def test_whole_row_scatter_add_is_add_at_bit_for_bit(dtype, vocab, tokens, width, loops):
+    """An embedding's gradient (token rows broadcast along the features): the C loop adds
+    in np.add.at's order, so the sums (repeated rows included) are its bit for bit."""
+    from fastnn_cpu import indexing
+
+    rng = np.random.default_rng(vocab)
+    base = rng.standard_normal((vocab, width)).astype(dtype)
+    rows = rng.integers(0, vocab, tokens)
+    src = (rng.standard_normal((tokens, width)) * 1e3).astype(dtype)
+    index = np.broadcast_to(rows[:, None], (tokens, width))
+    want = base.copy()
+    np.add.at(want, rows, src)
+    got = indexing.scatter_add(base, 0, index, src)
+    np.testing.assert_array_equal(got, want)
+    assert not np.shares_memory(got, base)
+    # an index that is not whole rows, and rows out of range (dropped), take NumPy's path
+    mixed = np.array(index)
+    mixed[0, -1] = (rows[0] + 1) % vocab
+    want = base.copy()
+    np.add.at(want.reshape(-1), (mixed * width + np.arange(width)).reshape(-1), src.reshape(-1))
+    np.testing.assert_array_equal(indexing.scatter_add(base, 0, mixed, src), want)
+    outside = np.broadcast_to(np.r_[rows[:-1], vocab][:, None], (tokens, width))
+    want = base.copy()
+    np.add.at(want, rows[:-1], src[:-1])
+    np.testing.assert_array_equal(indexing.scatter_add(base, 0, outside, src), want)
