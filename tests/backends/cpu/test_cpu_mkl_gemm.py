@@ -175,3 +175,25 @@ def test_shared_left_declines_what_it_cannot_take():
     assert not mkl_gemm.shared_left(a, b, b, False)  # out is b: BLAS would read its writes
     assert np.array_equal(b, before)
     assert mkl_gemm.shared_left(a, b, out, False) is (mkl_gemm.VERSION is not None)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(16, 64, 64), (2, 3, 5, 64), (1, 300, 64), (0, 4, 64)])
+def test_a_stack_of_rows_is_one_product(dtype, shape):
+    """A C-contiguous stack times one matrix (a Linear on (batch, time, features)) is the
+    product of its rows: the float64 product's values, the stack's shape, into ``out`` too;
+    a stack that is not C-contiguous takes np.matmul as before."""
+    rng = np.random.default_rng(len(shape))
+    a = rng.standard_normal(shape).astype(dtype)
+    b = rng.standard_normal((64, 48)).astype(dtype).T.copy().T  # (a weight's transpose)
+    want = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
+    got = mkl_gemm.matmul(a, b)
+    assert got.shape == want.shape and got.dtype == dtype
+    np.testing.assert_allclose(got, want, **tol)
+    out = np.empty(want.shape, dtype)
+    assert mkl_gemm.matmul(a, b, out=out) is out
+    np.testing.assert_allclose(out, want, **tol)
+    strided = np.swapaxes(np.swapaxes(a, 0, -2).copy(), 0, -2)  # same values, not C-order
+    if strided.size:
+        np.testing.assert_allclose(mkl_gemm.matmul(strided, b), want, **tol)
