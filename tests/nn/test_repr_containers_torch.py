@@ -44,3 +44,19 @@ def test_optimizer(make):
     assert text.startswith(("Adam (\nParameter Group 0\n    amsgrad: False\n",
                             "SGD (\nParameter Group 0\n    dampening: 0\n"))
     assert "class_lr" not in text and text.endswith(")")
+
+
+@pytest.mark.parametrize("name", ["SGD", "RMSprop", "Adam", "Adamax", "NAdam", "RAdam",
+                                  "Adagrad", "Adadelta", "ASGD"])
+def test_optimizer_defaults_print_as_pytorch(name):
+    # PyTorch's defaults are the int 0 where they are zero (weight_decay: 0, not 0.0), and
+    # the beginner tutorials print their optimizers with the defaults.
+    text = _both(lambda L: repr(getattr(L.optim, name)([L.nn.Parameter(L.ones(2, 2))])))
+    assert ": 0.0\n" not in text
+
+
+def test_sgd_defaults_print_as_pytorch():
+    assert repr(fnn.optim.SGD([fnn.nn.Parameter(fnn.ones(2))], lr=0.01)) == (
+        "SGD (\nParameter Group 0\n    dampening: 0\n    differentiable: False\n"
+        "    foreach: None\n    fused: None\n    lr: 0.01\n    maximize: False\n"
+        "    momentum: 0\n    nesterov: False\n    weight_decay: 0\n)")
