@@ -16,7 +16,7 @@ import threading
 
 import numpy as np
 
-from fastnn.autograd import grad_mode, hooks, pieces, tensor_ops
+from fastnn.autograd import grad_mode, hooks, node_names, pieces, tensor_ops
 from fastnn.autograd.pieces import Pieces
 from fastnn.autograd.rules import RULES
 from fastnn.autograd.sink import _SHARED, _accumulate, _Sink  # noqa: F401  (_SHARED: capture)
@@ -86,8 +86,9 @@ class Node:
         return f"<{self.name()} object at {hex(id(self))}>"  # (PyTorch's grad_fn repr)
 
     def name(self) -> str:
-        """The node's name as PyTorch spells a ``grad_fn``: ``MulBackward0`` for ``mul``."""
-        return "".join(part.capitalize() for part in self.op.split("_")) + "Backward0"
+        """The node's name as PyTorch spells the ``grad_fn`` of the same call:
+        ``MulBackward0`` for ``mul`` (:mod:`fastnn.autograd.node_names`)."""
+        return node_names.name_of(self)
 
     @property
     def next_functions(self) -> tuple:
@@ -95,15 +96,21 @@ class Node:
         (:class:`AccumulateGrad` of a leaf that requires grad, 0), or (None, 0) for an
         input without gradient (what graph walkers such as torchviz read)."""
         inputs = self.inputs or (None,) * len(self.parents)  # (freed by a backward)
-        edges = []
-        for t, parent, need in zip(inputs, self.parents, self.needs):
-            if parent is not None:
-                edges.append((parent, 0))
-            elif need and t is not None:
-                edges.append((AccumulateGrad(t), 0))
-            else:
-                edges.append((None, 0))
-        return tuple(edges)
+        return node_names.edges_of(self, tuple(
+            _edge(t, parent, need) for t, parent, need in zip(inputs, self.parents, self.needs)))
+
+
+def _edge(t, parent, need) -> tuple:
+    if parent is not None:
+        return (parent, 0)
+    return (AccumulateGrad(t), 0) if need and t is not None else (None, 0)
+
+
+def edge_to(t) -> tuple:
+    """The ``next_functions`` entry of an edge into tensor ``t`` (or None) as it is now."""
+    if t is None or not hasattr(t, "_node"):
+        return (None, 0)
+    return _edge(t, t._node, t._requires_grad)
 
 
 class AccumulateGrad:
@@ -120,7 +127,7 @@ class AccumulateGrad:
         return "torch::autograd::AccumulateGrad"
 
     def __repr__(self) -> str:
-        return "<AccumulateGrad>"
+        return f"<AccumulateGrad object at {hex(id(self))}>"  # (PyTorch's)
 
 
 
