@@ -60,3 +60,17 @@ def test_sgd_defaults_print_as_pytorch():
         "SGD (\nParameter Group 0\n    dampening: 0\n    differentiable: False\n"
         "    foreach: None\n    fused: None\n    lr: 0.01\n    maximize: False\n"
         "    momentum: 0\n    nesterov: False\n    weight_decay: 0\n)")
+
+
+def test_module_list_folds_runs_of_alike_children():
+    # the transformer tutorial prints its encoder's layers as "(0-1): 2 x ..."
+    text = _both(lambda L: repr(L.nn.ModuleList(
+        [L.nn.Linear(2, 2), L.nn.Linear(2, 2), L.nn.ReLU(), L.nn.Linear(2, 3)])))
+    assert text == ("ModuleList(\n"
+                    "  (0-1): 2 x Linear(in_features=2, out_features=2, bias=True)\n"
+                    "  (2): ReLU()\n"
+                    "  (3): Linear(in_features=2, out_features=3, bias=True)\n)")
+    assert _both(lambda L: repr(L.nn.ModuleList())) == "ModuleList()"
+    nested = _both(lambda L: repr(L.nn.TransformerEncoder(
+        L.nn.TransformerEncoderLayer(4, 2, 8), 3, enable_nested_tensor=False)))
+    assert "(0-2): 3 x TransformerEncoderLayer(\n" in nested
