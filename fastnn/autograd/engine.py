@@ -96,40 +96,8 @@ class Node:
         (:class:`AccumulateGrad` of a leaf that requires grad, 0), or (None, 0) for an
         input without gradient (what graph walkers such as torchviz read)."""
         inputs = self.inputs or (None,) * len(self.parents)  # (freed by a backward)
-        return node_names.edges_of(self, tuple(
-            _edge(t, parent, need) for t, parent, need in zip(inputs, self.parents, self.needs)))
-
-
-def _edge(t, parent, need) -> tuple:
-    if parent is not None:
-        return (parent, 0)
-    return (AccumulateGrad(t), 0) if need and t is not None else (None, 0)
-
-
-def edge_to(t) -> tuple:
-    """The ``next_functions`` entry of an edge into tensor ``t`` (or None) as it is now."""
-    if t is None or not hasattr(t, "_node"):
-        return (None, 0)
-    return _edge(t, t._node, t._requires_grad)
-
-
-class AccumulateGrad:
-    """The graph's edge into a leaf: ``variable`` is the leaf whose ``.grad`` it fills."""
-
-    __slots__ = ("variable",)
-
-    def __init__(self, variable):
-        self.variable = variable
-
-    next_functions = ()
-
-    def name(self) -> str:
-        return "torch::autograd::AccumulateGrad"
-
-    def __repr__(self) -> str:
-        return f"<AccumulateGrad object at {hex(id(self))}>"  # (PyTorch's)
-
-
+        edges = zip(inputs, self.parents, self.needs)
+        return node_names.edges_of(self, tuple(node_names.edge(*e) for e in edges))
 
 
 def check_finite(ops, array, what: str) -> None:

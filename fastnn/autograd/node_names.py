@@ -5,8 +5,9 @@ Tutorials print ``loss.grad_fn``, its ``next_functions`` and tensors with their
 ``view`` is a ``reshape``, ``nn.Linear`` a fused ``bias_act``) and composes others (the
 losses) from several nodes. ``PYTORCH_NAMES`` renames the first kind where the op alone
 decides PyTorch's name; :func:`show_as` names the last node of a composite after the call
-and gives it the call's inputs as ``next_functions``. Only printing and graph walkers read
-either; backward never does.
+and gives it the call's inputs as ``next_functions``. The edges themselves (and the
+``AccumulateGrad`` a leaf's edge ends in) are built here too. Only printing and graph
+walkers read any of it; backward never does.
 """
 
 from __future__ import annotations
@@ -21,9 +22,42 @@ PYTORCH_NAMES = {
     "max_pool2d": "MaxPool2DWithIndicesBackward0",
     "layer_norm_train": "NativeLayerNormBackward0",
     # nn.Linear on a matrix: x @ W.T + b is one addmm in PyTorch
-    "bias_act": lambda node: "AddmmBackward0" if node.attrs and node.attrs[0] == "identity"
-    else None,
+    "bias_act": lambda node: (
+        "AddmmBackward0" if node.attrs and node.attrs[0] == "identity" else None),
 }
+
+
+class AccumulateGrad:
+    """The graph's edge into a leaf: ``variable`` is the leaf whose ``.grad`` it fills."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable):
+        self.variable = variable
+
+    next_functions = ()
+
+    def name(self) -> str:
+        return "torch::autograd::AccumulateGrad"
+
+    def __repr__(self) -> str:
+        return f"<AccumulateGrad object at {hex(id(self))}>"  # (PyTorch's)
+
+
+def edge(t, parent, need: bool) -> tuple:
+    """The ``next_functions`` entry into input ``t``: (the node that made it, 0),
+    (AccumulateGrad of a leaf that requires grad, 0) or (None, 0)."""
+    if parent is not None:
+        return (parent, 0)
+    return (AccumulateGrad(t), 0) if need and t is not None else (None, 0)
+
+
+def edge_to(t) -> tuple:
+    """The ``next_functions`` entry of an edge into tensor ``t`` (or None) as it is now."""
+    if t is None or not hasattr(t, "_node"):
+        return (None, 0)
+    return edge(t, t._node, t._requires_grad)
+
 
 class Shown:
     """A node of PyTorch's graph that fastnn's tape has none for (the ``TBackward0`` of
@@ -91,7 +125,5 @@ def show_as(out, name: str, inputs):
     Returns ``out``; a tensor without a node is left alone."""
     node = out._node
     if node is not None:
-        from fastnn.autograd.engine import edge_to
-
         _SHOWN[node] = (name, tuple(edge_to(t) for t in inputs))
     return out
