@@ -74,3 +74,14 @@ def test_module_list_folds_runs_of_alike_children():
     nested = _both(lambda L: repr(L.nn.TransformerEncoder(
         L.nn.TransformerEncoderLayer(4, 2, 8), 3, enable_nested_tensor=False)))
     assert "(0-2): 3 x TransformerEncoderLayer(\n" in nested
+
+
+def test_module_list_subclass_prints_its_own_name():
+    # the parametrizations tutorial prints layer.parametrizations.weight (a ParametrizationList)
+    def build(L):
+        layer = L.nn.Linear(2, 2)
+        L.nn.utils.parametrize.register_parametrization(layer, "weight", L.nn.Identity())
+        return repr(layer.parametrizations)
+
+    assert _both(build) == ("ModuleDict(\n  (weight): ParametrizationList(\n"
+                            "    (0): Identity()\n  )\n)")
