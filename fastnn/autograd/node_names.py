@@ -12,18 +12,39 @@ walkers read any of it; backward never does.
 
 from __future__ import annotations
 
+import functools
 import weakref
+
+
+def _first_input_dims(node, default: int = 2) -> int:
+    """The number of dims of the node's first input (``default`` once backward freed it)."""
+    return node.inputs[0].ndim if node.inputs and node.inputs[0] is not None else default
+
+
+def _matmul_name(node):
+    dims = (_first_input_dims(node), node.inputs[1].ndim if node.inputs else 2)
+    return {(2, 2): "MmBackward0", (3, 3): "BmmBackward0"}.get(dims)
+
+
+def _addmm_name(node):
+    """nn.Linear: x @ W.T + b is one addmm on a matrix, a view of one on more dims."""
+    if not (node.attrs and node.attrs[0] == "identity"):
+        return None
+    return "AddmmBackward0" if _first_input_dims(node) == 2 else "ViewBackward0"
+
 
 # op -> PyTorch's name, or a function of the node giving it (None: the default spelling)
 PYTORCH_NAMES = {
     "reshape": "ViewBackward0",
     "astype": "ToCopyBackward0",
+    "broadcast_to": "ExpandBackward0",
     "linear": "MmBackward0",
+    "matmul": _matmul_name,
+    "bias_act": _addmm_name,
+    "conv2d": "ConvolutionBackward0",
     "max_pool2d": "MaxPool2DWithIndicesBackward0",
     "layer_norm_train": "NativeLayerNormBackward0",
-    # nn.Linear on a matrix: x @ W.T + b is one addmm in PyTorch
-    "bias_act": lambda node: (
-        "AddmmBackward0" if node.attrs and node.attrs[0] == "identity" else None),
+    "batch_norm_train": "NativeBatchNormBackward0",
 }
 
 
@@ -83,7 +104,7 @@ def _mm_edges(node, edges):
 def _addmm_edges(node, edges):
     """nn.Linear's fused bias add over its matmul: PyTorch's one addmm(bias, x, W.T)."""
     matmul = edges[0][0]
-    if not (node.attrs and node.attrs[0] == "identity" and getattr(matmul, "op", None) == "linear"):
+    if _addmm_name(node) != "AddmmBackward0" or getattr(matmul, "op", None) != "linear":
         return edges
     return (edges[1],) + matmul.next_functions
 
@@ -123,7 +144,22 @@ def show_as(out, name: str, inputs):
     """Print ``out``'s node as ``name`` (``"MseLossBackward0"``), its edges those of the
     call's ``inputs`` (tensors or None): what PyTorch's single node for the call shows.
     Returns ``out``; a tensor without a node is left alone."""
-    node = out._node
+    node = getattr(out, "_node", None)
     if node is not None:
         _SHOWN[node] = (name, tuple(edge_to(t) for t in inputs))
     return out
+
+
+def shows(name: str):
+    """Decorate a composite ``fn(x, ...)`` whose result PyTorch records as one node ``name``:
+    the result prints so, with its first argument as its edge (:func:`show_as`)."""
+
+    def decorate(fn):
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            first = args[0] if args else next(iter(kwargs.values()), None)
+            return show_as(fn(*args, **kwargs), name, (first,))
+
+        return call
+
+    return decorate
