@@ -109,6 +109,10 @@ class FunctionNode(engine.Node):
         record = self.attrs[0] if isinstance(self.attrs, tuple) else self.attrs
         return f"{record.name}Backward" if record is not None else "FunctionBackward"
 
+    def __repr__(self) -> str:
+        # as PyTorch's, which names the class by its module: torch.autograd.function.<name>
+        return f"<fastnn.autograd.function.{self.name()} object at {hex(id(self))}>"
+
 
 class _Record:
     """One call's state for backward: the class, ctx, the inputs and the outputs' metadata."""

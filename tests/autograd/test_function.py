@@ -375,3 +375,17 @@ def test_against_torch_autograd_function():
     (second,) = fnn.autograd.grad((grad * grad).sum(), x)
     np.testing.assert_allclose(grad.numpy(), t_grad.detach().numpy(), rtol=1e-14)
     np.testing.assert_allclose(second.numpy(), t_second.numpy(), rtol=1e-14)
+
+
+def test_grad_fn_prints_as_pytorchs():
+    out = Sinh.apply(_leaf())[0]
+    text = repr(out.grad_fn)
+    assert text.startswith("<fastnn.autograd.function.SinhBackward object at 0x")
+    assert out.grad_fn.name() == "SinhBackward"
+    if torch is not None:
+        class TorchSinh(torch.autograd.Function):
+            forward, backward = Sinh.forward, Sinh.backward
+
+        theirs = repr(TorchSinh.apply(torch.tensor(X, requires_grad=True))[0].grad_fn)
+        assert theirs.split(" object")[0].replace("TorchSinh", "Sinh") == \
+            text.split(" object")[0].replace("fastnn.", "torch.")
