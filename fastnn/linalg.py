@@ -26,6 +26,7 @@ import numbers
 from fastnn.api import dtypes
 from fastnn.api.args import ints
 from fastnn.api.errors import LinAlgError
+from fastnn.autograd.node_names import shows
 from fastnn.ops import elementwise as ew
 from fastnn.ops import movement
 from fastnn.ops.linalg_cholesky import cholesky, cholesky_ex
@@ -71,6 +72,7 @@ def _float(op: str, x: Tensor, dtype) -> Tensor:
     return x
 
 
+@shows("LinalgVectorNormBackward0")
 def vector_norm(x: Tensor, ord=2, dim=None, keepdim=False, *, dtype=None) -> Tensor:
     """The vector ``ord``-norm over ``dim`` (an int, a tuple, or None for all elements):
     ``sum(|x|**ord)**(1/ord)``; ``inf``/``-inf`` the largest/smallest ``|x|``, 0 the

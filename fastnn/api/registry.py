@@ -172,8 +172,18 @@ def _build_ops(name: str, pm: pluggy.PluginManager) -> tuple[Ops, set[str]]:
     return ops, implemented
 
 
+# PyTorch device types no fastnn backend provides, and what they are: no install helps
+NOT_IN_FASTNN = {
+    "meta": "PyTorch's device of shapes without data (the ensembling tutorial's stateless "
+            "base model); fastnn has none: keep the module on a real device, "
+            "fnn.func.functional_call replaces its parameters all the same",
+}
+
+
 def _load(name: str) -> Backend:
     eps = _discover()
+    if name not in eps and name in NOT_IN_FASTNN:
+        raise BackendError(f"device {name!r} is {NOT_IN_FASTNN[name]}")
     if name not in eps:
         installed = ", ".join(sorted(eps)) or "none"
         raise BackendError(f"unknown backend {name!r}; installed backends: {installed}. "

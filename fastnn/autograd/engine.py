@@ -16,7 +16,7 @@ import threading
 
 import numpy as np
 
-from fastnn.autograd import grad_mode, hooks, pieces, tensor_ops
+from fastnn.autograd import grad_mode, hooks, node_names, pieces, tensor_ops
 from fastnn.autograd.pieces import Pieces
 from fastnn.autograd.rules import RULES
 from fastnn.autograd.sink import _SHARED, _accumulate, _Sink  # noqa: F401  (_SHARED: capture)
@@ -86,8 +86,9 @@ class Node:
         return f"<{self.name()} object at {hex(id(self))}>"  # (PyTorch's grad_fn repr)
 
     def name(self) -> str:
-        """The node's name as PyTorch spells a ``grad_fn``: ``MulBackward0`` for ``mul``."""
-        return "".join(part.capitalize() for part in self.op.split("_")) + "Backward0"
+        """The node's name as PyTorch spells the ``grad_fn`` of the same call:
+        ``MulBackward0`` for ``mul`` (:mod:`fastnn.autograd.node_names`)."""
+        return node_names.name_of(self)
 
     @property
     def next_functions(self) -> tuple:
@@ -95,34 +96,8 @@ class Node:
         (:class:`AccumulateGrad` of a leaf that requires grad, 0), or (None, 0) for an
         input without gradient (what graph walkers such as torchviz read)."""
         inputs = self.inputs or (None,) * len(self.parents)  # (freed by a backward)
-        edges = []
-        for t, parent, need in zip(inputs, self.parents, self.needs):
-            if parent is not None:
-                edges.append((parent, 0))
-            elif need and t is not None:
-                edges.append((AccumulateGrad(t), 0))
-            else:
-                edges.append((None, 0))
-        return tuple(edges)
-
-
-class AccumulateGrad:
-    """The graph's edge into a leaf: ``variable`` is the leaf whose ``.grad`` it fills."""
-
-    __slots__ = ("variable",)
-
-    def __init__(self, variable):
-        self.variable = variable
-
-    next_functions = ()
-
-    def name(self) -> str:
-        return "torch::autograd::AccumulateGrad"
-
-    def __repr__(self) -> str:
-        return "<AccumulateGrad>"
-
-
+        edges = zip(inputs, self.parents, self.needs)
+        return node_names.edges_of(self, tuple(node_names.edge(*e) for e in edges))
 
 
 def check_finite(ops, array, what: str) -> None:

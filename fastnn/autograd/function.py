@@ -79,17 +79,27 @@ class FunctionCtx:
 
 class _SavedOutput:
     """An output saved for backward, held weakly (output -> node -> ctx -> output would be a
-    reference cycle); once the output is gone its data comes back without history."""
+    reference cycle). Once the output is gone its data comes back on a node of the call again
+    while the call's graph lives, as PyTorch's saved outputs keep their grad_fn: a backward
+    recorded under create_graph reaches the call through it (the double-backward tutorial's
+    Sinh returns exp(x) as an output only to save it)."""
 
-    __slots__ = ("ref", "make")
+    __slots__ = ("ref", "make", "owner")
 
     def __init__(self, out):
         self.ref = weakref.ref(out)
         self.make = functools.partial(type(out)._make, out._data, out._dtype, out._device)
+        self.owner = None  # () -> the output's node, or None once the graph is gone
 
     def get(self):
         out = self.ref()
-        return out if out is not None else self.make()
+        if out is not None:
+            return out
+        out = self.make()
+        node = self.owner() if self.owner is not None else None
+        if node is not None:
+            _own(out, node)
+        return out
 
 
 class FunctionNode(engine.Node):
@@ -98,6 +108,10 @@ class FunctionNode(engine.Node):
     def name(self) -> str:
         record = self.attrs[0] if isinstance(self.attrs, tuple) else self.attrs
         return f"{record.name}Backward" if record is not None else "FunctionBackward"
+
+    def __repr__(self) -> str:
+        # as PyTorch's, which names the class by its module: torch.autograd.function.<name>
+        return f"<fastnn.autograd.function.{self.name()} object at {hex(id(self))}>"
 
 
 class _Record:
@@ -280,19 +294,35 @@ def _record(cls, ctx, args, outs, differentiable) -> None:
             t = _SavedOutput(t)
         saved.append(t)
     ctx._saved = tuple(saved)
+    outputs_saved = {positions[id(s.ref())]: s for s in saved if isinstance(s, _SavedOutput)}
     inputs = tuple(a if _is_tensor(a) else None for a in args)
     node = FunctionNode("custom_function", inputs, (), record, device.ops)
     node.opaque = getattr(cls, "_opaque", False)
     if len(differentiable) == 1:
         _own(first, node)
+        if differentiable[0] in outputs_saved:
+            outputs_saved[differentiable[0]].owner = weakref.ref(node)
         return
     zero = device.ops.full((), 0.0, first._dtype.name, device.index)
     hidden = tensor_cls._make(zero, first._dtype, device)
     _own(hidden, node)
     record.zero = zero
     for k in differentiable:
-        _own(outs[k], FunctionNode("custom_function_output", (hidden,), (), (record, k),
-                                   outs[k]._device.ops))
+        _own(outs[k], _output_node(hidden, record, k))
+        if k in outputs_saved:
+            outputs_saved[k].owner = functools.partial(
+                _output_node_again, weakref.ref(hidden), weakref.ref(record), k)
+
+
+def _output_node(hidden, record, k):
+    """The node of output ``k`` of a call with several: it hands its gradient to the call."""
+    return FunctionNode("custom_function_output", (hidden,), (), (record, k), hidden._device.ops)
+
+
+def _output_node_again(hidden_ref, record_ref, k):
+    """A new node for output ``k`` while the call's node lives (else None)."""
+    hidden, record = hidden_ref(), record_ref()
+    return None if hidden is None or record is None else _output_node(hidden, record, k)
 
 
 def _own(out, node) -> None:

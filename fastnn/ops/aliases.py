@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from fastnn.api import dtypes
+from fastnn.autograd.node_names import shows
 from fastnn.ops import elementwise as ew
 from fastnn.ops import mathops, movement, shaping
 from fastnn.ops.movement import view_op
@@ -186,6 +187,7 @@ def where_method(x: Tensor, condition: Tensor, other) -> Tensor:
 
 
 @public(method=True, functional=False)
+@shows("MaskedFillBackward0")
 def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
     """``value`` where ``mask`` (bool, broadcast to x) is True, else x."""
     if not isinstance(mask, Tensor) or mask.dtype is not dtypes.bool_:

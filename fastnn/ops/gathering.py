@@ -61,6 +61,22 @@ def scatter_add_tensor(base: Tensor, axis: int, index: Tensor, src: Tensor) -> T
     return attach(out, "scatter_add", (base, None, src), (index._data,), axis)
 
 
+def any_scalar(*operands) -> bool:
+    """Whether some operand is 0-d and none has more than one dim: the case
+    :func:`as_vector` makes 1-d (with more dims, the usual check reports the mismatch)."""
+    dims = [t.ndim if isinstance(t, Tensor) else np.ndim(t) for t in operands if t is not None]
+    return min(dims) == 0 and max(dims) <= 1
+
+
+def as_vector(t):
+    """A 0-d operand as 1-d of size 1, others as given: PyTorch's gather and scatter family
+    counts a 0-d self, index or src as one element along dim 0 (``scatter_(0,
+    torch.tensor(y), value=1)``, the transforms tutorial's one-hot)."""
+    if isinstance(t, Tensor):
+        return movement.reshape(t, (1,)) if t.ndim == 0 else t
+    return np.reshape(t, (1,)) if t is not None and np.ndim(t) == 0 else t
+
+
 def _fit(op: str, index: Tensor, other: Tensor, axis: int, what: str):
     """Check index.shape[d] <= other.shape[d] for d != axis (PyTorch's rule)."""
     if index.ndim != other.ndim:
@@ -85,9 +101,8 @@ def gather(x: Tensor, dim=UNSET, index=None, *, axis=UNSET) -> Tensor:
     if dim is UNSET or index is None:
         raise TypeError("gather: expected gather(x, dim, index)")
     index, host = _index("gather", x, index)
-    if x.ndim == 0:
-        x = movement.reshape(x, (1,))
-        index = movement.reshape(index, (1,)) if index.ndim == 0 else index
+    if any_scalar(x, index):  # the result has index's shape
+        return movement.reshape(gather(as_vector(x), dim, as_vector(index)), index.shape)
     axis = axis_index("gather", dim, x.ndim)
     _fit("gather", index, x, axis, "x")
     check_range("gather", _checkable(index, host), x.shape[axis], negative_ok=False)
@@ -107,6 +122,9 @@ def scatter_add(x: Tensor, dim=UNSET, index=None, src=None, *, axis=UNSET) -> Te
     check_same_device("scatter_add", x, src)
     if src._dtype is not x._dtype:
         src = src.to(x._dtype)
+    if any_scalar(x, index, src):
+        out = scatter_add(as_vector(x), dim, as_vector(index), as_vector(src))
+        return movement.reshape(out, x.shape)
     axis = axis_index("scatter_add", dim, x.ndim)
     _fit("scatter_add", index, x, axis, "x")
     _fit("scatter_add", index, src, axis, "src")

@@ -9,6 +9,7 @@ import numpy as np
 from fastnn.api.dtypes import promote
 from fastnn.autograd.engine import attach
 from fastnn.autograd.grad_mode import switches
+from fastnn.autograd.node_names import show_as
 from fastnn.ops import movement
 from fastnn.ops.core import astype, check_same_device
 from fastnn.ops.selecting import as_index, index_select_tensor, slice_scatter, slice_tensor
@@ -110,7 +111,7 @@ def stack(tensors, dim=UNSET, *, axis=UNSET) -> Tensor:
                              f"{shape}; stack needs equal shapes")
     at = axis_index("stack", dim, len(shape) + 1)
     grown = [movement.reshape(t, shape[:at] + (1,) + shape[at:]) for t in tensors]
-    return cat(grown, at)
+    return show_as(cat(grown, at), "StackBackward0", tensors)
 
 
 def _pieces(x: Tensor, axis: int, sizes) -> tuple:

@@ -14,6 +14,7 @@ from fastnn.api import dtypes
 from fastnn.api.args import real
 from fastnn.api.program import recording
 from fastnn.autograd.grad_mode import no_grad
+from fastnn.autograd.node_names import show_as
 from fastnn.ops import activations, movement, nnops, operands
 from fastnn.ops import elementwise as m
 from fastnn.ops.table import public
@@ -161,8 +162,8 @@ def cross_entropy(logits: Tensor, target: Tensor, weight=None, ignore_index: int
     classes = rows.shape[1]
     if weight is None and not smoothing and _none_ignored(flat, ignore_index):
         per = nnops.softmax_cross_entropy_rows(rows, flat)
-        return reduce("cross_entropy", per if logits.ndim == 2 else movement.reshape(
-            per, expected), reduction)
+        return _shown_nll(logits, reduce("cross_entropy", per if logits.ndim == 2 else
+                                         movement.reshape(per, expected), reduction))
     weight = _class_weight("cross_entropy", weight, classes, rows)
     keep, safe = _keep_and_safe(flat, ignore_index)
     row_weight = _picked_weight(weight, safe, classes, keep, rows)
@@ -172,7 +173,14 @@ def cross_entropy(logits: Tensor, target: Tensor, weight=None, ignore_index: int
         weighted = logp if weight is None else m.mul(logp, weight)
         smooth = m.mul(m.neg(movement.sum(weighted, 1)), keep.astype(rows.dtype))
         nll = m.add(m.mul(nll, 1.0 - smoothing), m.mul(smooth, smoothing / classes))
-    return _finish("cross_entropy", nll, row_weight, expected, reduction)
+        return _finish("cross_entropy", nll, row_weight, expected, reduction)
+    return _shown_nll(logits, _finish("cross_entropy", nll, row_weight, expected, reduction))
+
+
+def _shown_nll(log_probs: Tensor, loss: Tensor) -> Tensor:
+    """``loss`` printed as PyTorch's NllLossBackward0 (on (N, C) or (C,) input; PyTorch
+    names the loss of more dims otherwise)."""
+    return show_as(loss, "NllLossBackward0", (log_probs,)) if log_probs.ndim <= 2 else loss
 
 
 @public()
@@ -193,7 +201,8 @@ def nll_loss(log_probs: Tensor, target: Tensor, weight=None, ignore_index: int =
     row_weight = _picked_weight(weight, safe, classes, keep, rows)
     onehot = movement.one_hot(safe, classes, rows.dtype)
     picked = movement.sum(m.mul(rows, onehot), 1)
-    return _finish("nll_loss", m.mul(m.neg(picked), row_weight), row_weight, expected, reduction)
+    return _shown_nll(log_probs, _finish("nll_loss", m.mul(m.neg(picked), row_weight),
+                                         row_weight, expected, reduction))
 
 
 def _soft_cross_entropy(logits, target, weight, smoothing, reduction):
@@ -249,7 +258,7 @@ def binary_cross_entropy(probs: Tensor, target: Tensor, weight=None,
     PyTorch's (so p = 0 or 1 gives a finite loss). The gradient in p is PyTorch's, (p - t)
     / max(p (1 - p), 1e-12), finite at p = 0 and 1 too (0 where p = t)."""
     same_shape("binary_cross_entropy", probs, target)
-    lift = None
+    probs_in, lift = probs, None
     if probs.requires_grad:
         # at p = 0 or 1, PyTorch's gradient is (p - t) / 1e-12 (not the logs' 0 * inf):
         # the logs see p there without its gradient, and a term worth 0 brings that one
@@ -264,8 +273,9 @@ def binary_cross_entropy(probs: Tensor, target: Tensor, weight=None,
     per = m.neg(m.add(m.mul(target, log_p), m.mul(m.add(m.neg(target), 1.0), log_q)))
     if lift is not None:
         per = m.add(per, m.sub(lift, lift.detach()))
-    return reduce("binary_cross_entropy", _apply_weight("binary_cross_entropy", per, weight),
+    loss = reduce("binary_cross_entropy", _apply_weight("binary_cross_entropy", per, weight),
                   reduction)
+    return show_as(loss, "BinaryCrossEntropyBackward0", (probs_in, target))
 
 
 @public()
@@ -287,4 +297,5 @@ def binary_cross_entropy_with_logits(logits: Tensor, target: Tensor, weight=None
     per = m.add(m.mul(m.add(m.neg(target), 1.0), logits),
                 m.mul(log_weight, activations.softplus(m.neg(logits))))
     per = _apply_weight("binary_cross_entropy_with_logits", per, weight)
-    return reduce("binary_cross_entropy_with_logits", per, reduction)
+    return show_as(reduce("binary_cross_entropy_with_logits", per, reduction),
+                   "BinaryCrossEntropyWithLogitsBackward0", (logits, target))

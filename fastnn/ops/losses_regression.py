@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numbers
 
+from fastnn.autograd.node_names import show_as
 from fastnn.ops import elementwise as m
 from fastnn.ops import movement
 from fastnn.ops.losses import broadcast_target, check_reduction, floored, reduce, same_shape
@@ -32,7 +33,8 @@ def mse_loss(pred: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     """(pred - target)**2."""
     broadcast_target("mse_loss", pred, target)
     diff = m.sub(pred, target)
-    return reduce("mse_loss", m.mul(diff, diff), reduction)
+    return show_as(reduce("mse_loss", m.mul(diff, diff), reduction), "MseLossBackward0",
+                   (pred, target))
 
 
 @public()
@@ -54,7 +56,8 @@ def huber_loss(pred: Tensor, target: Tensor, reduction: str = "mean", delta: flo
     """0.5 * d**2 where |d| <= delta, else delta * (|d| - 0.5 * delta); d = pred - target."""
     broadcast_target("huber_loss", pred, target)
     delta = _positive("huber_loss", "delta", delta)
-    return reduce("huber_loss", _huber(pred, target, delta), reduction)
+    return show_as(reduce("huber_loss", _huber(pred, target, delta), reduction),
+                   "HuberLossBackward0", (pred, target))
 
 
 @public()
@@ -65,7 +68,8 @@ def smooth_l1_loss(pred: Tensor, target: Tensor, reduction: str = "mean", beta: 
     beta = _positive("smooth_l1_loss", "beta", beta, allow_zero=True)
     if beta == 0.0:
         return l1_loss(pred, target, reduction)
-    return reduce("smooth_l1_loss", m.mul(_huber(pred, target, beta), 1.0 / beta), reduction)
+    loss = reduce("smooth_l1_loss", m.mul(_huber(pred, target, beta), 1.0 / beta), reduction)
+    return show_as(loss, "SmoothL1LossBackward0", (pred, target))
 
 
 @public()

@@ -12,6 +12,7 @@ import math
 import warnings
 
 from fastnn.api.args import ints
+from fastnn.autograd.node_names import shows
 from fastnn.ops import elementwise as ew
 from fastnn.ops import movement, operands
 from fastnn.ops.core import broadcast_shape
@@ -208,6 +209,7 @@ def cross(x: Tensor, other: Tensor, dim=None) -> Tensor:
 
 
 @public(top=True)
+@shows("CdistBackward0")
 def cdist(x1: Tensor, x2: Tensor, p=2.0, compute_mode=None) -> Tensor:
     """The p-norm distance between each row of ``x1`` (..., P, M) and each row of ``x2``
     (..., R, M): shape (..., P, R); batch dims broadcast. For p=2 with more than 25 rows

@@ -9,6 +9,7 @@ import numbers
 
 from fastnn.api import dtypes
 from fastnn.autograd.engine import attach
+from fastnn.autograd.node_names import shows
 from fastnn.ops import elementwise as ew
 from fastnn.ops import movement
 from fastnn.ops.core import astype
@@ -114,6 +115,7 @@ def _keep_index(index: Tensor, x: Tensor, dim, keep: bool) -> Tensor:
 
 
 @public(method=True, top=True)
+@shows("VarBackward0")
 def var(x: Tensor, dim=UNSET, unbiased=None, keepdim=UNSET, *, correction=None, axis=UNSET,
         keepdims=UNSET) -> Tensor:
     """sum((x - mean)^2) / (N - correction) over ``dim``; correction=1 by default, as
@@ -131,6 +133,7 @@ def var(x: Tensor, dim=UNSET, unbiased=None, keepdim=UNSET, *, correction=None, 
 
 
 @public(method=True, top=True)
+@shows("StdBackward0")
 def std(x: Tensor, dim=UNSET, unbiased=None, keepdim=UNSET, *, correction=None, axis=UNSET,
         keepdims=UNSET) -> Tensor:
     """sqrt(var(x, ...)) (correction=1 by default, as PyTorch; where it is 0, its
@@ -149,6 +152,7 @@ def sqrt_zero(total: Tensor, root=ew.sqrt) -> Tensor:
 
 
 @public(method=True, top=True)
+@shows("LogsumexpBackward0")
 def logsumexp(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
     """log(sum(exp(x))) over ``dim``, stable: max + log(sum(exp(x - max))); all-(-inf)
     rows give -inf and +inf rows +inf, as PyTorch."""
@@ -190,6 +194,7 @@ def all(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> T
 
 
 @public(method=True, top=True)
+@shows("LinalgVectorNormBackward0")
 def norm(x: Tensor, p=2, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
     """The vector p-norm over ``dim`` (None = all): p = 2, 1, inf, -inf, 0 or any real;
     ``"fro"`` is the 2-norm over ``dim`` (the Frobenius norm of a matrix), as PyTorch's."""

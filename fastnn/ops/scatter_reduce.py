@@ -17,7 +17,7 @@ from fastnn.api import dtypes
 from fastnn.ops import elementwise as ew
 from fastnn.ops import movement
 from fastnn.ops.creation import zeros_like
-from fastnn.ops.gathering import _crop, _fit, _index, scatter_add
+from fastnn.ops.gathering import _crop, _fit, _index, any_scalar, as_vector, scatter_add
 from fastnn.ops.selecting import check_range
 from fastnn.ops.shaping import axis_index
 from fastnn.ops.sorting import check_tensor, host
@@ -115,12 +115,10 @@ def scatter_reduce(x: Tensor, dim, index, src, reduce, *, include_self=True) -> 
         raise RuntimeError(f"scatter_reduce: reduce must be one of {', '.join(_REDUCTIONS)}, "
                            f"got {reduce!r}")
     check_tensor("scatter_reduce", src)
-    if x.ndim == 0:  # one element, as a 1-d tensor (PyTorch treats it as dim 0)
-        one = movement.reshape(x, (1,))
-        index = index.reshape(1) if isinstance(index, Tensor) else np.reshape(index, 1)
-        out = scatter_reduce(one, 0, index, movement.reshape(src, (-1,)), reduce,
+    if any_scalar(x, index, src):  # a 0-d operand as one element along dim 0, as PyTorch
+        out = scatter_reduce(as_vector(x), dim, as_vector(index), as_vector(src), reduce,
                              include_self=include_self)
-        return movement.reshape(out, ())
+        return movement.reshape(out, x.shape)
     index, host_index = _index("scatter_reduce", x, index)
     axis = axis_index("scatter_reduce", dim, max(x.ndim, 1))
     _fit("scatter_reduce", index, x, axis, "x")

@@ -11,9 +11,10 @@ import numpy as np
 
 from fastnn.api import dtypes
 from fastnn.ops import elementwise as ew
+from fastnn.ops import movement
 from fastnn.ops.core import check_same_device
 from fastnn.ops.creation import full_like, zeros_like
-from fastnn.ops.gathering import scatter_add
+from fastnn.ops.gathering import any_scalar, as_vector, scatter_add
 from fastnn.ops.selecting import as_index, check_range, host_values
 from fastnn.ops.shaping import axis_index
 from fastnn.ops.sorting import host
@@ -127,6 +128,10 @@ def scatter(x: Tensor, dim, index, src=None, *, value=None, reduce=None) -> Tens
         src, value = None, src  # torch's scatter(dim, index, value) overload
     if (src is None) == (value is None):
         raise TypeError("scatter: give exactly one of src (a tensor) and value")
+    if isinstance(x, Tensor) and any_scalar(x, index, src):
+        out = scatter(as_vector(x), dim, as_vector(index), as_vector(src), value=value,
+                      reduce=reduce)
+        return movement.reshape(out, x.shape)
     axis = axis_index("scatter", dim, x.ndim)
     host = host_values(index, x._device)
     index = as_index("scatter", index, x._device)

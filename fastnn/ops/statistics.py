@@ -15,6 +15,7 @@ import numpy as np
 
 from fastnn import return_types
 from fastnn.api import dtypes
+from fastnn.autograd.node_names import show_as
 from fastnn.ops import elementwise as ew
 from fastnn.ops import mathops, movement, nnops
 from fastnn.ops.gathering import gather_tensor
@@ -154,7 +155,7 @@ def msort(x: Tensor) -> Tensor:
 def dist(x: Tensor, other: Tensor, p=2) -> Tensor:
     """The p-norm of ``x - other`` (broadcast), a 0-d tensor."""
     _floating("dist", x)
-    return norm(ew.sub(x, other), p)
+    return show_as(norm(ew.sub(x, other), p), "DistBackward0", (x, other))
 
 
 @public(method=True, top=True)

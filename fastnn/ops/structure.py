@@ -14,6 +14,7 @@ import numpy as np
 
 from fastnn.api import dtypes
 from fastnn.api.args import ints
+from fastnn.autograd.node_names import shows
 from fastnn.ops import elementwise as ew
 from fastnn.ops import movement
 from fastnn.ops.selecting import index_select_tensor, slice_tensor
@@ -58,6 +59,7 @@ def _triangle(op: str, x: Tensor, diagonal_: int, lower: bool) -> Tensor:
 
 
 @public(method=True, top=True)
+@shows("TrilBackward0")
 def tril(x: Tensor, diagonal=0) -> Tensor:
     """The lower triangle of the last two dims (``x[..., i, j]`` where ``j - i <= diagonal``),
     zeros elsewhere."""
@@ -65,6 +67,7 @@ def tril(x: Tensor, diagonal=0) -> Tensor:
 
 
 @public(method=True, top=True)
+@shows("TriuBackward0")
 def triu(x: Tensor, diagonal=0) -> Tensor:
     """The upper triangle of the last two dims (``x[..., i, j]`` where ``j - i >=
     diagonal``), zeros elsewhere."""

@@ -25,8 +25,8 @@ class Adagrad(Optimizer):
 
     STATE_KEYS = ("step", "sum")
 
-    def __init__(self, params, lr: float = 1e-2, lr_decay: float = 0.0,
-                 weight_decay: float = 0.0, initial_accumulator_value: float = 0.0,
+    def __init__(self, params, lr: float = 1e-2, lr_decay: float = 0,
+                 weight_decay: float = 0, initial_accumulator_value: float = 0,
                  eps: float = 1e-10, foreach=None, *, maximize: bool = False,
                  differentiable: bool = False, fused=None, class_lr=None, l1: float = 0.0,
                  decay_classes=None):
@@ -81,7 +81,7 @@ class RAdam(_AdamFamily):
     STATE_KEYS = ("step", "exp_avg", "exp_avg_sq")
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, decoupled_weight_decay: bool = False, *,
+                 weight_decay: float = 0, decoupled_weight_decay: bool = False, *,
                  foreach=None, maximize: bool = False, capturable: bool = False,
                  differentiable: bool = False, class_lr=None, l1: float = 0.0,
                  decay_classes=None):
@@ -106,7 +106,7 @@ class NAdam(_AdamFamily):
     STATE_KEYS = ("step", "mu_product", "exp_avg", "exp_avg_sq")
 
     def __init__(self, params, lr: float = 2e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, momentum_decay: float = 4e-3,
+                 weight_decay: float = 0, momentum_decay: float = 4e-3,
                  decoupled_weight_decay: bool = False, *, foreach=None,
                  maximize: bool = False, capturable: bool = False,
                  differentiable: bool = False, class_lr=None, l1: float = 0.0,

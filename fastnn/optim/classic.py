@@ -38,7 +38,7 @@ class Adadelta(Optimizer):
     RANGES = {**Optimizer.RANGES, "rho": (0.0, 1.0)}
 
     def __init__(self, params, lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6,
-                 weight_decay: float = 0.0, foreach=None, *, capturable: bool = False,
+                 weight_decay: float = 0, foreach=None, *, capturable: bool = False,
                  maximize: bool = False, differentiable: bool = False, class_lr=None,
                  l1: float = 0.0, decay_classes=None):
         super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay,
@@ -71,7 +71,7 @@ class Adamax(Optimizer):
     STATE_KEYS = ("step", "exp_avg", "exp_inf")
 
     def __init__(self, params, lr: float = 2e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, foreach=None, *, maximize: bool = False,
+                 weight_decay: float = 0, foreach=None, *, maximize: bool = False,
                  differentiable: bool = False, capturable: bool = False, class_lr=None,
                  l1: float = 0.0, decay_classes=None):
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
@@ -104,7 +104,7 @@ class ASGD(Optimizer):
     RANGES = {k: v for k, v in Optimizer.RANGES.items() if k != "alpha"}  # torch: any alpha
 
     def __init__(self, params, lr: float = 1e-2, lambd: float = 1e-4, alpha: float = 0.75,
-                 t0: float = 1e6, weight_decay: float = 0.0, foreach=None,
+                 t0: float = 1e6, weight_decay: float = 0, foreach=None,
                  maximize: bool = False, differentiable: bool = False,
                  capturable: bool = False, *, class_lr=None, l1: float = 0.0,
                  decay_classes=None):

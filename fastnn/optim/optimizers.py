@@ -51,8 +51,8 @@ class SGD(Optimizer):
 
     STATE_KEYS = ("momentum_buffer",)  # with momentum; none without
 
-    def __init__(self, params, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
-                 weight_decay: float = 0.0, nesterov: bool = False, *,
+    def __init__(self, params, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
+                 weight_decay: float = 0, nesterov: bool = False, *,
                  maximize: bool = False, foreach=None, differentiable: bool = False,
                  fused=None, class_lr=None, l1: float = 0.0, decay_classes=None):
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
@@ -97,7 +97,7 @@ class RMSprop(Optimizer):
     STATE_KEYS = ("square_avg", "step")  # and momentum_buffer, grad_avg where switched on
 
     def __init__(self, params, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
-                 weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False,
+                 weight_decay: float = 0, momentum: float = 0, centered: bool = False,
                  capturable: bool = False, foreach=None, maximize: bool = False,
                  differentiable: bool = False, *, class_lr=None, l1: float = 0.0,
                  decay_classes=None):
@@ -163,7 +163,7 @@ class Adam(Optimizer):
     STATE_KEYS = ("exp_avg", "exp_avg_sq", "step")  # and max_exp_avg_sq with amsgrad
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, amsgrad: bool = False, *, foreach=None,
+                 weight_decay: float = 0, amsgrad: bool = False, *, foreach=None,
                  maximize: bool = False, capturable: bool = False,
                  differentiable: bool = False, fused=None,
                  decoupled_weight_decay: bool = False, class_lr=None, l1: float = 0.0,

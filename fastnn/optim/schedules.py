@@ -168,7 +168,11 @@ class StepLR(LRScheduler):
     """Multiply the rate by ``gamma`` every ``step_size`` epochs."""
 
     def __init__(self, optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1):
-        self.step_size = integer("StepLR", "step_size", step_size, 1)
+        # a real number, kept as given: the transformer tutorial passes 1.0, which PyTorch's
+        # epoch arithmetic (last_epoch % step_size) takes
+        if check_number("StepLR", "step_size", step_size) <= 0:
+            raise ValueError(f"StepLR: step_size must be > 0, got {step_size!r}")
+        self.step_size = step_size
         self.gamma = check_number("StepLR", "gamma", gamma)
         super().__init__(optimizer, last_epoch)
 

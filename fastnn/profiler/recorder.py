@@ -31,6 +31,7 @@ import numpy as np
 
 from fastnn.api import hookspec, registry
 from fastnn.api.device import parsed_devices
+from fastnn.autograd.node_names import default_name
 
 _lock = threading.Lock()
 _current: list = []  # the attached recorder, if any
@@ -187,7 +188,7 @@ class Recorder:
 
     def _wrap_rule(self, op: str, fn):
         rec = self
-        name = "".join(part.capitalize() for part in op.split("_")) + "Backward0"  # Node.name
+        name = default_name(op)  # (a node's own name, before PyTorch's renames)
 
         def rule(*args, **kwargs):
             if not rec.recording:

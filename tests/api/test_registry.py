@@ -52,6 +52,14 @@ def test_unknown_backend_names_installed_ones():
         fnn.zeros((2,), device="nope:1")
 
 
+def test_meta_device_says_fastnn_has_none():
+    # the ensembling tutorial moves a copy of its model .to('meta'): no install helps
+    for make in (lambda: fnn.empty(2, device="meta"), lambda: fnn.nn.Linear(2, 2).to("meta")):
+        with pytest.raises(fnn.BackendError, match="'meta' is PyTorch's device of shapes "
+                                                   "without data.*fastnn has none"):
+            make()
+
+
 @pytest.mark.parametrize("name, command", [
     ("opencl", 'pip install -e "backends/opencl[pocl]"'),
     ("cuda", 'pip install -e "backends/cuda_cupy[cuda12]"'),

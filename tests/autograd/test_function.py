@@ -255,6 +255,48 @@ def test_a_saved_output_keeps_its_history_for_double_backward():
     np.testing.assert_allclose(x.grad.numpy(), np.exp(X), rtol=1e-15)
 
 
+class Sinh(fnn.autograd.Function):
+    """The double-backward tutorial's sinh: exp(x) and exp(-x) returned as outputs so that
+    saving them keeps their history, and dropped by the caller."""
+
+    @staticmethod
+    def forward(ctx, x):
+        expx, expnegx = x.exp(), (-x).exp()
+        ctx.save_for_backward(expx, expnegx)
+        return (expx - expnegx) / 2, expx, expnegx
+
+    @staticmethod
+    def backward(ctx, grad_out, grad_exp, grad_negexp):
+        expx, expnegx = ctx.saved_tensors
+        return grad_out * (expx + expnegx) / 2 + grad_exp * expx - grad_negexp * expnegx
+
+
+def test_saved_outputs_the_caller_dropped_keep_their_history():
+    x = _leaf()
+    (grad,) = fnn.autograd.grad(Sinh.apply(x)[0].sum(), x, create_graph=True)
+    np.testing.assert_allclose(grad.numpy(), np.cosh(X), rtol=1e-14)
+    (second,) = fnn.autograd.grad(grad.sum(), x)
+    np.testing.assert_allclose(second.numpy(), np.sinh(X), rtol=1e-14)
+    assert fnn.autograd.gradgradcheck(lambda t: Sinh.apply(t)[0], (_leaf(),))
+    x = _leaf()
+    Sinh.apply(x)[0].sum().backward()  # no graph kept: the data alone serves
+    np.testing.assert_allclose(x.grad.numpy(), np.cosh(X), rtol=1e-14)
+
+
+@needs_torch
+def test_saved_dropped_outputs_against_torch():
+    class TorchSinh(torch.autograd.Function):
+        forward, backward = Sinh.forward, Sinh.backward
+
+    t = torch.tensor(X, requires_grad=True)
+    (grad,) = torch.autograd.grad(TorchSinh.apply(t)[0].sum(), t, create_graph=True)
+    (theirs,) = torch.autograd.grad(grad.sum(), t)
+    x = _leaf()
+    (grad,) = fnn.autograd.grad(Sinh.apply(x)[0].sum(), x, create_graph=True)
+    (ours,) = fnn.autograd.grad(grad.sum(), x)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-14)
+
+
 def test_retain_graph_and_freed_graph():
     x = _leaf()
     y = Cube.apply(x).sum()
@@ -333,3 +375,17 @@ def test_against_torch_autograd_function():
     (second,) = fnn.autograd.grad((grad * grad).sum(), x)
     np.testing.assert_allclose(grad.numpy(), t_grad.detach().numpy(), rtol=1e-14)
     np.testing.assert_allclose(second.numpy(), t_second.numpy(), rtol=1e-14)
+
+
+def test_grad_fn_prints_as_pytorchs():
+    out = Sinh.apply(_leaf())[0]
+    text = repr(out.grad_fn)
+    assert text.startswith("<fastnn.autograd.function.SinhBackward object at 0x")
+    assert out.grad_fn.name() == "SinhBackward"
+    if torch is not None:
+        class TorchSinh(torch.autograd.Function):
+            forward, backward = Sinh.forward, Sinh.backward
+
+        theirs = repr(TorchSinh.apply(torch.tensor(X, requires_grad=True))[0].grad_fn)
+        assert theirs.split(" object")[0].replace("TorchSinh", "Sinh") == \
+            text.split(" object")[0].replace("fastnn.", "torch.")

@@ -26,7 +26,7 @@ def test_edges_reach_the_leaves():
     x = fnn.tensor([[1.0, 2.0]], requires_grad=True)
     w = fnn.tensor([[1.0], [3.0]], requires_grad=True)
     y = ((x * 2).exp() @ w).sum()
-    assert _walk(y.grad_fn) == ["SumBackward0", "MatmulBackward0", "ExpBackward0",
+    assert _walk(y.grad_fn) == ["SumBackward0", "MmBackward0", "ExpBackward0",
                                 "MulBackward0", "leaf:(1, 2)", "leaf:(2, 1)"]
     mul = y.grad_fn.next_functions[0][0].next_functions[0][0].next_functions[0][0]
     assert mul.next_functions[0][0].variable is x

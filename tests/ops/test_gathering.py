@@ -95,6 +95,50 @@ def test_one_hot_is_int64_as_pytorch(device):
     assert F.one_hot(fnn.tensor(labels), 4, dtype=fnn.float32).dtype == fnn.float32
 
 
+# PyTorch counts a 0-d self, index or src of the gather/scatter family as one element along
+# dim 0: the transforms tutorial one-hot encodes with zeros(10).scatter_(0, tensor(y), value=1)
+ZERO_D = {
+    "scatter_ value": (lambda L: L.zeros(5).scatter_(0, L.tensor(3), value=1), [0, 0, 0, 1, 0]),
+    "scatter src": (lambda L: L.zeros(5).scatter(0, L.tensor(3), L.tensor([5.0, 6.0])),
+                    [0, 0, 0, 5, 0]),
+    "scatter 0-d self": (lambda L: L.tensor(4.0).scatter(-1, L.tensor(0), 1.0), 1.0),
+    "scatter_add": (lambda L: L.zeros(3).scatter_add(0, L.tensor(1), L.tensor(5.0)), [0, 5, 0]),
+    "scatter_add 0-d self": (lambda L: L.tensor(4.0).scatter_add(0, L.tensor([0, 0]),
+                                                                  L.tensor([1.0, 2.0])), 7.0),
+    "scatter_reduce": (lambda L: L.ones(3).scatter_reduce(0, L.tensor(2), L.tensor(5.0), "prod"),
+                       [1, 1, 5]),
+    "gather": (lambda L: L.arange(5.0).gather(0, L.tensor(3)), 3.0),
+    "gather 0-d self": (lambda L: L.tensor(4.0).gather(0, L.tensor([0, 0])), [4, 4]),
+}
+
+
+@pytest.mark.parametrize("name", ZERO_D)
+def test_zero_d_operands_count_as_one_element(device, name):
+    build, want = ZERO_D[name]
+    with fnn.use(device):
+        out = build(fnn)
+    assert out.shape == np.shape(want)
+    np.testing.assert_array_equal(out.numpy(), want)
+    torch = pytest.importorskip("torch")
+    theirs = build(torch)
+    assert tuple(theirs.shape) == out.shape
+    np.testing.assert_array_equal(theirs.numpy(), out.numpy())
+
+
+def test_zero_d_index_gradients():
+    w = fnn.ones(3, requires_grad=True)
+    (w.gather(0, fnn.tensor(1)) * 3).backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [0, 3, 0])
+    v = fnn.tensor(2.0, requires_grad=True)
+    fnn.zeros(3).scatter(0, fnn.tensor(1), v).sum().backward()
+    assert v.grad.item() == 1.0
+
+
+def test_zero_d_index_into_a_matrix_still_raises():
+    with pytest.raises(ValueError, match="index has 0 dims"):
+        fnn.zeros(2, 3).scatter(0, fnn.tensor(1), 1.0)
+
+
 @pytest.mark.parametrize("call,error,match", [
     (lambda x: x.gather(1, fnn.tensor(np.array([[[4]]]))), IndexError,
      "gather: index 4 is out of range for an axis of size 4"),

@@ -17,6 +17,9 @@ STEPS = 40
 # name -> (class name, factory of keyword arguments given the optimizer module)
 CONFIGS = {
     "step": ("StepLR", dict(step_size=7, gamma=0.5)),
+    # the transformer tutorial's StepLR(optimizer, 1.0, gamma=0.95): PyTorch takes a float
+    "step-float": ("StepLR", dict(step_size=1.0, gamma=0.95)),
+    "step-fraction": ("StepLR", dict(step_size=2.5, gamma=0.5)),
     "multistep": ("MultiStepLR", dict(milestones=[3, 10, 10, 25], gamma=0.3)),
     "exponential": ("ExponentialLR", dict(gamma=0.9)),
     "cosine": ("CosineAnnealingLR", dict(T_max=12, eta_min=0.001)),
@@ -159,7 +162,8 @@ def test_a_rate_changed_between_steps_carries_on():
 
 
 @pytest.mark.parametrize("make, error, match", [
-    (lambda o: sched.StepLR(o, 0), ValueError, "step_size must be an integer >= 1"),
+    (lambda o: sched.StepLR(o, 0), ValueError, "step_size must be > 0"),
+    (lambda o: sched.StepLR(o, "2"), TypeError, "step_size must be a real number"),
     (lambda o: sched.CosineAnnealingLR(o, T_max=0), ValueError, "T_max must be an integer"),
     (lambda o: sched.LinearLR(o, start_factor=0), ValueError, r"start_factor must be in \(0, 1\]"),
     (lambda o: sched.ExponentialLR(o, gamma="x"), TypeError, "gamma must be a real number"),
@@ -178,3 +182,11 @@ def test_a_rate_changed_between_steps_carries_on():
 def test_bad_arguments_are_named(make, error, match):
     with pytest.raises(error, match=match):
         make(_two_groups(optim))
+
+
+def test_step_size_may_be_a_float_as_in_the_transformer_tutorial():
+    opt = _two_groups(optim, momentum=0.0)
+    s = sched.StepLR(opt, 1.0, gamma=0.95)
+    got = [s.get_last_lr()[0]] + [(s.step(), s.get_last_lr()[0])[1] for _ in range(5)]
+    np.testing.assert_allclose(got, [0.1 * 0.95 ** t for t in range(6)], rtol=1e-12)
+    assert s.step_size == 1.0  # kept as given, as PyTorch keeps it

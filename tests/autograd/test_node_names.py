@@ -1,0 +1,96 @@
+"""grad_fn names and edges as PyTorch's for the calls tutorials print: the losses fastnn
+composes, nn.Linear's fused addmm, view, and the walk of the blitz tutorial's
+loss.grad_fn.next_functions."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import fastnn as fnn
+from tests.autograd.test_graph_edges import _walk
+
+try:
+    import torch
+except ImportError:  # pragma: no cover - the literal names below hold without it
+    torch = None
+
+X = np.random.default_rng(0).standard_normal((4, 5)).astype(np.float32)
+
+CASES = {
+    "MseLossBackward0": lambda L, x: L.nn.functional.mse_loss(x, L.zeros(4, 5)),
+    "MseLossBackward0 ": lambda L, x: L.nn.MSELoss(reduction="sum")(x, L.zeros(4, 5)),
+    "SmoothL1LossBackward0": lambda L, x: L.nn.functional.smooth_l1_loss(x, L.zeros(4, 5)),
+    "HuberLossBackward0": lambda L, x: L.nn.functional.huber_loss(x, L.zeros(4, 5)),
+    "NllLossBackward0": lambda L, x: L.nn.functional.cross_entropy(x, L.tensor([0, 1, 2, 3])),
+    "NllLossBackward0 ": lambda L, x: L.nn.functional.nll_loss(x, L.tensor([0, 1, 2, 3])),
+    "BinaryCrossEntropyWithLogitsBackward0":
+        lambda L, x: L.nn.functional.binary_cross_entropy_with_logits(x, L.ones(4, 5)),
+    "BinaryCrossEntropyBackward0":
+        lambda L, x: L.nn.functional.binary_cross_entropy(x.sigmoid(), L.ones(4, 5)),
+    "MeanBackward0": lambda L, x: L.nn.functional.l1_loss(x, L.zeros(4, 5)),
+    "ViewBackward0": lambda L, x: x.view(20),
+    "ToCopyBackward0": lambda L, x: x.to(L.float64),
+    "MmBackward0": lambda L, x: L.nn.functional.linear(x, L.ones(3, 5)),
+    "MmBackward0 ": lambda L, x: x @ L.ones(5, 2),
+    "BmmBackward0": lambda L, x: L.bmm(x.view(1, 4, 5), L.ones(1, 5, 2)),
+    "AddmmBackward0": lambda L, x: L.nn.Linear(5, 2)(x),
+    "ViewBackward0 ": lambda L, x: L.nn.Linear(5, 2)(x.view(2, 2, 5)),
+    "ExpandBackward0": lambda L, x: x[:1].expand(3, 5),
+    "ConvolutionBackward0": lambda L, x: L.nn.functional.conv2d(x.view(1, 1, 4, 5),
+                                                                L.ones(1, 1, 2, 2)),
+    "NativeBatchNormBackward0": lambda L, x: L.nn.BatchNorm1d(5)(x),
+    "LinalgVectorNormBackward0": lambda L, x: x.norm(dim=1),
+    "DistBackward0": lambda L, x: L.dist(x, L.zeros(4, 5)),
+    "CdistBackward0": lambda L, x: L.cdist(x, L.zeros(2, 5)),
+    "StdBackward0": lambda L, x: x.std(),
+    "VarBackward0": lambda L, x: x.var(1),
+    "LogsumexpBackward0": lambda L, x: x.logsumexp(1),
+    "MaskedFillBackward0": lambda L, x: x.masked_fill(x > 0, 0.0),
+    "TriuBackward0": lambda L, x: x.triu(),
+    "TrilBackward0": lambda L, x: x.tril(1),
+    "StackBackward0": lambda L, x: L.stack([x, x]),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_grad_fn_names(name):
+    x = fnn.tensor(X, requires_grad=True)
+    out = CASES[name](fnn, x)
+    assert out.grad_fn.name() == name.strip()
+    assert re.fullmatch(rf"<{name.strip()} object at 0x[0-9a-f]+>", repr(out.grad_fn))
+    if torch is not None:
+        assert CASES[name](torch, torch.tensor(X, requires_grad=True)).grad_fn.name() == \
+            name.strip()
+
+
+def _blitz_walk(L):
+    """The blitz neural-network tutorial's walk: loss, then the Linear, then its bias."""
+    L.manual_seed(0)
+    fc = L.nn.Linear(5, 3)
+    loss = L.nn.MSELoss()(fc(L.tensor(X)), L.zeros(4, 3))
+    first = loss.grad_fn.next_functions[0][0]
+    return loss, first, first.next_functions[0][0], fc
+
+
+def test_blitz_tutorial_walk_reaches_the_bias():
+    loss, addmm, leaf, fc = _blitz_walk(fnn)
+    assert repr(loss).endswith("grad_fn=<MseLossBackward0>)")
+    assert addmm.name() == "AddmmBackward0"
+    assert re.fullmatch(r"<AccumulateGrad object at 0x[0-9a-f]+>", repr(leaf))
+    assert leaf.variable is fc.bias
+    names = _walk(loss.grad_fn)
+    assert names == ["MseLossBackward0", "AddmmBackward0", "leaf:(3,)", "TBackward0",
+                     "leaf:(3, 5)"]
+    if torch is not None:
+        assert _walk(_blitz_walk(torch)[0].grad_fn) == names
+
+
+def test_names_do_not_change_the_gradients():
+    w = fnn.tensor(np.ones((3, 5), np.float32), requires_grad=True)
+    x = fnn.tensor(X, requires_grad=True)
+    fnn.nn.functional.mse_loss(fnn.nn.functional.linear(x, w), fnn.zeros(4, 3)).backward()
+    want = 2 * (X @ np.ones((5, 3))) / 12
+    np.testing.assert_allclose(x.grad.numpy(), want @ np.ones((3, 5)), rtol=1e-5)
