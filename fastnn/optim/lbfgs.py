@@ -211,9 +211,9 @@ class LBFGS(Optimizer):
     # ------------------------------------------------------------ state in PyTorch's layout
     def state_dict(self) -> dict:
         """PyTorch's layout: the state under parameter 0, arrays as host NumPy copies."""
-        out = {"param_groups": [{**{k: v for k, v in self.param_groups[0].items()
-                                     if k != "params"},
-                                  "params": list(range(len(self._params)))}], "state": {}}
+        out = {"state": {}, "param_groups": [{**{k: v for k, v in self.param_groups[0].items()
+                                                 if k != "params"},
+                                              "params": list(range(len(self._params)))}]}
         st = self.state.get(id(self._params[0]))
         if st:
             out["state"][0] = {k: self._host(v) for k, v in st.items()}  # (PyTorch's int key)

@@ -55,9 +55,9 @@ class OptimizerState:
         return [p for g in self.param_groups for p in g["params"]]
 
     def state_dict(self) -> dict:
-        """{"param_groups": [hyper-parameters + param indices], "state": {i: {...}}}, the
-        state keyed by the parameter's int index, as PyTorch's (``load_state_dict`` also
-        takes the "i" strings that fastnn wrote before).
+        """{"state": {i: {...}}, "param_groups": [hyper-parameters + param indices]}, in
+        PyTorch's key order, the state keyed by the parameter's int index, as PyTorch's
+        (``load_state_dict`` also takes the "i" strings that fastnn wrote before).
 
         Arrays come back as host NumPy copies, so the dict can go to ``fnn.save``.
         """
@@ -75,7 +75,7 @@ class OptimizerState:
                 ops = self._state_home.get(id(p), (p._device,))[0].ops
                 state[i] = {k: (np.array(ops.to_numpy(v), copy=True)
                                 if is_array(v) else v) for k, v in st.items()}
-        return {"param_groups": groups, "state": state}
+        return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict: dict) -> None:
         """Restore hyper-parameters and per-parameter state saved by :meth:`state_dict`.
