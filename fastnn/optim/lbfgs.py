@@ -247,7 +247,7 @@ class LBFGS(Optimizer):
                                  f"parameter 0, got parameter {key}")
             state = {k: self._device_value(v, p) for k, v in saved.items()}
         self.param_groups[0].update(entry)
-        self.state = ParamState(self._home, {id(p): state} if state else {})
+        self.state = ParamState(self, {id(p): state} if state else {})
         self._state_home = {id(q): (q._device, q._dtype) for q in self._params}
 
     def _device_value(self, value, p):

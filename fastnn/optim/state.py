@@ -134,7 +134,7 @@ class OptimizerState:
                                 for name, value in st.items()}
         for group, entry in zip(self.param_groups, merged):
             group.update(entry)
-        self.state = ParamState(self._home, new_state)
+        self.state = ParamState(self, new_state)
         self._state_home = {id(p): (p._device, p._dtype) for p in params}
 
     # ------------------------------------------------------------ pickle and deepcopy
@@ -155,7 +155,7 @@ class OptimizerState:
         self.__dict__.update(state)
         params = self._all_params()
         by_index = self.state
-        self.state = ParamState(self._home)
+        self.state = ParamState(self)
         for i, st in by_index.items():
             p = params[i]
             self.state[id(p)] = {k: (p._device.ops.from_numpy(np.asarray(v, p._dtype.numpy),
