@@ -11,17 +11,33 @@ not underflow, the gradients are divided by it before the optimizer steps, a ste
 gradients hold inf or NaN is skipped, and the scale backs off after such a step and grows
 after ``growth_interval`` clean ones. It runs on every backend (it only multiplies
 tensors); with a power-of-two scale a float32 model trains to the same weights as without it.
+As PyTorch's, a scaler for ``"cuda"`` (the default device) where no CUDA device is usable
+warns and disables itself: ask for ``GradScaler("cpu")`` to scale on the host.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 
+from fastnn.api import registry
 from fastnn.autocast_mode import autocast, custom_bwd, custom_fwd, is_autocast_available
 from fastnn.autograd import no_grad
 from fastnn.ops.tensor import Tensor
 
 _READY, _UNSCALED, _STEPPED = "ready", "unscaled", "stepped"
+
+
+def _usable(device) -> bool:
+    """False, with PyTorch's warning, for a scaler on ``"cuda"`` where no CUDA device is
+    usable: PyTorch disables such a scaler (nanoGPT's float16 setting on a CPU machine
+    trains unscaled), so ``scale(loss)`` must not multiply there either."""
+    record = registry.record_of("cuda") if device == "cuda" else None
+    if device != "cuda" or (record and record.available):
+        return True
+    warnings.warn("GradScaler is enabled, but CUDA is not available (fastnn's cuda backend "
+                  "is missing or finds no device).  Disabling.", UserWarning, stacklevel=3)
+    return False
 
 
 class GradScaler:
@@ -42,7 +58,7 @@ class GradScaler:
         if not init_scale > 0:
             raise ValueError(f"GradScaler: init_scale must be > 0, got {init_scale}")
         self.device = device
-        self._enabled = bool(enabled)
+        self._enabled = bool(enabled) and _usable(device)
         self._scale = float(init_scale)
         self._growth_factor, self._backoff_factor = float(growth_factor), float(backoff_factor)
         self._growth_interval, self._growth_tracker = growth_interval, 0

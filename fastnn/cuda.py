@@ -24,22 +24,16 @@ NAME = "cuda"
 """The backend name these functions ask about."""
 
 
-def _record():
-    if NAME not in registry._discover():
-        return None
-    return registry.get_backend(NAME, require=False).record
-
-
 def is_available() -> bool:
     """True when the cuda backend is installed and usable here (a driver and a device)."""
-    record = _record()
+    record = registry.record_of(NAME)
     return bool(record and record.available)
 
 
 def device_count() -> int:
     """The number of CUDA devices the cuda backend can use (0 when it is missing or
     unusable)."""
-    record = _record()
+    record = registry.record_of(NAME)
     return len(record.devices) if record and record.available else 0
 
 
@@ -88,7 +82,7 @@ def current_device() -> int:
 def get_device_name(device=None) -> str:
     """The name of a CUDA device, as its driver reports it."""
     _require("get_device_name")
-    record = _record()
+    record = registry.record_of(NAME)
     index = 0 if device is None else int(str(device).rpartition(":")[2] or 0) \
         if not isinstance(device, int) else device
     return str(record.devices[index])
@@ -96,7 +90,7 @@ def get_device_name(device=None) -> str:
 
 def is_bf16_supported() -> bool:
     """Whether bfloat16 runs on the CUDA device (False where none is usable)."""
-    record = _record()
+    record = registry.record_of(NAME)
     return bool(record and record.available and "bfloat16" in getattr(record, "dtypes", ()))
 
 

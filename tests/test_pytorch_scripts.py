@@ -95,6 +95,7 @@ def _fastnn_as_torch(monkeypatch):
                          "torch.nn.functional": fastnn.nn.functional,
                          "torch.optim": fastnn.optim, "torch.utils": fastnn.utils,
                          "torch.utils.data": fastnn.utils.data,
+                         "torch.utils.data.dataloader": fastnn.utils.data.dataloader,
                          "torch.distributions": fastnn.distributions}.items():
         monkeypatch.setitem(sys.modules, name, module)
 

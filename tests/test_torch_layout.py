@@ -31,6 +31,28 @@ def test_utils_data_is_the_data_module():
     assert first.tolist() == [0, 1, 2, 3] and doubled.tolist() == [0, 2, 4, 6]
 
 
+def test_utils_data_submodules_are_the_data_modules():
+    # minGPT's trainer: `from torch.utils.data.dataloader import DataLoader`; importing a
+    # submodule by PyTorch's path must give fastnn's own module, not a second copy whose
+    # classes fail isinstance checks against fnn.data's
+    import fastnn.utils.data.dataset as dataset
+    import fastnn.utils.data.sampler as sampler
+    from fastnn.utils.data.dataloader import DataLoader
+
+    assert DataLoader is fnn.data.DataLoader
+    assert sampler.RandomSampler is fnn.data.RandomSampler
+    assert dataset.TensorDataset is fnn.data.TensorDataset
+    for name in ("dataloader", "sampler", "dataset", "distributed"):
+        assert sys.modules["fastnn.utils.data." + name] is getattr(fnn.data, name)
+    pytest.importorskip("torch")
+    for name, names in (("dataloader", ["DataLoader", "default_collate", "get_worker_info"]),
+                        ("sampler", ["RandomSampler", "BatchSampler", "SequentialSampler"]),
+                        ("dataset", ["Dataset", "TensorDataset", "random_split"])):
+        theirs = importlib.import_module("torch.utils.data." + name)
+        ours = importlib.import_module("fastnn.utils.data." + name)
+        assert all(hasattr(theirs, n) and hasattr(ours, n) for n in names), name
+
+
 def test_nn_utils_clips_gradients():
     from fastnn.nn.utils import clip_grad_norm_, clip_grad_value_
 

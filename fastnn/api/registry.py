@@ -245,6 +245,14 @@ def get_backend(name: str, require: bool = True) -> Backend:
     return backend
 
 
+def record_of(name: str) -> BackendRecord | None:
+    """The record of the installed backend called ``name`` (loading it to ask whether it
+    is usable), or None when no backend of that name is installed."""
+    if name not in _discover():
+        return None
+    return get_backend(name, require=False).record
+
+
 def backends() -> list[BackendRecord]:
     """One record per installed backend (loading each to ask whether it is available),
     with each device's conformance certificate status in ``certificates``."""

@@ -172,7 +172,7 @@ def _optimizer_guards(snapshot, binds) -> list:
     guards = []
     for o, before in zip(snapshot.optimizers, snapshot.opt_state):
         if id(o) in read or len(o.state) != len(before) or any(
-                st.keys() != before.get(pid, {}).keys() for pid, st in o.state.items()):
+                st.keys() != before.get(pid, {}).keys() for pid, st in dict.items(o.state)):
             guards.append(snapshot.guard_of(o))
     return guards
 

@@ -49,7 +49,7 @@ class Snapshot:
         self.grad_of = {id(g): t for t, g in zip(self.tensors, self.grads) if g is not None}
         self.grad_owner = {id(g._data): t for t, g in zip(self.tensors, self.grads)
                            if g is not None}
-        self.opt_state = [{pid: dict(st) for pid, st in o.state.items()}
+        self.opt_state = [{pid: dict(st) for pid, st in dict.items(o.state)}
                           for o in self.optimizers]
         self.opt_entry: dict[int, tuple] = {}  # id(array) -> (optimizer, pid, key)
         for o, state in zip(self.optimizers, self.opt_state):
@@ -88,7 +88,7 @@ class Snapshot:
         steps = []
         for o, before, groups in zip(self.optimizers, self.opt_state, self.groups):
             ref = weakref.ref(o)
-            for pid, st in o.state.items():
+            for pid, st in dict.items(o.state):
                 old = before.get(pid, {})
                 for key, value in st.items():
                     was = old.get(key)

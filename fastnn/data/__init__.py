@@ -14,6 +14,8 @@ processes); ``fastnn.utils.data`` is the same module under PyTorch's name.
 
 from __future__ import annotations
 
+# PyTorch's name for the loader's module, torch.utils.data.dataloader
+from fastnn.data import loader as dataloader  # noqa: F401
 from fastnn.data.base import ClassificationData, MissingDataError
 from fastnn.data.collate import default_collate, default_convert
 from fastnn.data.dataset import (

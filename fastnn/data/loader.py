@@ -25,11 +25,14 @@ import numpy as np
 
 from fastnn.api.args import integer
 from fastnn.api.device import get_device
-from fastnn.data.collate import default_convert, to_device
+
+# default_collate and get_worker_info: also here, as in torch.utils.data.dataloader, the
+# module a PyTorch script imports them from (fastnn.utils.data.dataloader is this one)
+from fastnn.data.collate import default_collate, default_convert, to_device  # noqa: F401
 from fastnn.data.dataset import TensorDataset
 from fastnn.data.distributed import shard_indices, shard_size
 from fastnn.data.sampler import batched
-from fastnn.data.workers import fetch
+from fastnn.data.workers import fetch, get_worker_info  # noqa: F401
 from fastnn.ops.tensor import host_rng
 
 

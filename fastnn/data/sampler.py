@@ -48,14 +48,21 @@ class RandomSampler(Sampler):
 
     def __iter__(self):
         n, rng = len(self.data_source), numpy_rng("RandomSampler", self.generator)
-        if self.replacement:
-            return iter(rng.integers(0, n, self.num_samples).tolist())
-        reps = -(-self.num_samples // n) if n else 0
-        order = np.concatenate([rng.permutation(n) for _ in range(reps)] or [np.arange(0)])
-        return iter(order[:self.num_samples].tolist())
+        return _draws(rng, n, self.num_samples, self.replacement)
 
     def __len__(self) -> int:
         return self.num_samples
+
+
+def _draws(rng, n: int, num_samples: int, replacement: bool):
+    """``num_samples`` indices below ``n``, drawn lazily a chunk at a time, as PyTorch's
+    sampler draws them: an epoch of ``num_samples=int(1e10)`` (minGPT's trainer) never
+    holds more than one chunk."""
+    left = num_samples
+    while left > 0 and n > 0:
+        chunk = rng.integers(0, n, min(left, 32)) if replacement else rng.permutation(n)[:left]
+        left -= len(chunk)
+        yield from chunk.tolist()
 
 
 class SubsetRandomSampler(Sampler):

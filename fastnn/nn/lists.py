@@ -6,6 +6,8 @@ no forward of their own: the owning module decides how to call them.
 
 from __future__ import annotations
 
+import itertools
+
 from fastnn.nn.module import Module
 
 
@@ -35,6 +37,19 @@ class ModuleList(Module):
 
     def __len__(self) -> int:
         return len(self._modules)
+
+    def __repr__(self) -> str:
+        """PyTorch's: a run of modules that print alike is one entry, ``(0-11): 12 x Block(``
+        (nanoGPT's ``h`` of identical blocks)."""
+        if not self._modules:
+            return f"{type(self).__name__}()"
+        lines, start = [], 0
+        for text, run in itertools.groupby(repr(mod) for mod in self._items()):
+            n = len(list(run))
+            key = f"({start}-{start + n - 1}): {n} x " if n > 1 else f"({start}): "
+            lines.append((key + text).replace("\n", "\n  "))
+            start += n
+        return f"{type(self).__name__}(\n  " + "\n  ".join(lines) + "\n)"
 
     def __iter__(self):
         return iter(self._items())

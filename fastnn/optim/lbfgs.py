@@ -211,9 +211,9 @@ class LBFGS(Optimizer):
     # ------------------------------------------------------------ state in PyTorch's layout
     def state_dict(self) -> dict:
         """PyTorch's layout: the state under parameter 0, arrays as host NumPy copies."""
-        out = {"param_groups": [{**{k: v for k, v in self.param_groups[0].items()
-                                     if k != "params"},
-                                  "params": list(range(len(self._params)))}], "state": {}}
+        out = {"state": {}, "param_groups": [{**{k: v for k, v in self.param_groups[0].items()
+                                                 if k != "params"},
+                                              "params": list(range(len(self._params)))}]}
         st = self.state.get(id(self._params[0]))
         if st:
             out["state"][0] = {k: self._host(v) for k, v in st.items()}  # (PyTorch's int key)
@@ -247,7 +247,7 @@ class LBFGS(Optimizer):
                                  f"parameter 0, got parameter {key}")
             state = {k: self._device_value(v, p) for k, v in saved.items()}
         self.param_groups[0].update(entry)
-        self.state = ParamState(self._home, {id(p): state} if state else {})
+        self.state = ParamState(self, {id(p): state} if state else {})
         self._state_home = {id(q): (q._device, q._dtype) for q in self._params}
 
     def _device_value(self, value, p):

@@ -64,7 +64,7 @@ class Optimizer(StepHooks, OptimizerState):
         self.defaults = dict(defaults)
         self.param_groups: list[dict] = []
         # id(param) -> that parameter's state; state[param] gives it as tensors (PyTorch's)
-        self.state = ParamState(self._home)
+        self.state = ParamState(self)
         # id(param) -> (device, dtype) its state arrays live in; a parameter that
         # moved since (model.to() after some steps) takes its state along
         self._state_home: dict[int, tuple] = {}

@@ -25,14 +25,17 @@ def is_array(value) -> bool:
 
 
 class ParamState(dict):
-    """id(param) -> that parameter's state (the rules' view); ``state[param]`` is
-    :class:`TensorState`, PyTorch's view of the same entries."""
+    """id(param) -> that parameter's state (the rules' view, through dict's own methods:
+    ``dict.get``, ``setdefault``, ``dict.items(state)``); ``state[param]`` is
+    :class:`TensorState`, PyTorch's view of the same entries, and iterating gives PyTorch's
+    view too: ``for p in opt.state``, ``opt.state.items()`` and ``.values()`` give the
+    parameters and their tensors, as PyTorch's ``optimizer.state`` does."""
 
-    __slots__ = ("_home",)
+    __slots__ = ("_owner",)
 
-    def __init__(self, home, *args):
+    def __init__(self, owner, *args):
         super().__init__(*args)
-        self._home = home  # param -> (device, dtype) its state arrays live on
+        self._owner = owner  # the optimizer: its params, and where their state lives
 
     def __missing__(self, key):  # (a parameter is never a key: the ids' lookups stay C's)
         if isinstance(key, Tensor):
@@ -42,8 +45,21 @@ class ParamState(dict):
     def __contains__(self, key) -> bool:
         return dict.__contains__(self, id(key) if isinstance(key, Tensor) else key)
 
+    def __iter__(self):
+        by_id = {id(p): p for p in self._owner._all_params()}
+        return iter([by_id.get(key, key) for key in dict.keys(self)])
+
+    def keys(self) -> list:
+        return list(self)
+
+    def values(self) -> list:
+        return [self[key] for key in self]
+
+    def items(self) -> list:
+        return [(key, self[key]) for key in self]
+
     def __reduce__(self):  # (pickled as the plain dict it holds; the optimizer re-wraps it)
-        return dict, (dict(self),)
+        return dict, (dict(dict.items(self)),)
 
 
 class TensorState(MutableMapping):
@@ -66,12 +82,12 @@ class TensorState(MutableMapping):
         value = self._raw()[name]
         if not is_array(value):
             return value
-        device = self._table._home(self._param)[0]
+        device = self._table._owner._home(self._param)[0]
         return Tensor._make(value, dtypes.as_dtype(_dtype_name(value)), device)
 
     def __setitem__(self, name, value) -> None:
         if isinstance(value, Tensor):
-            device, _ = self._table._home(self._param)
+            device, _ = self._table._owner._home(self._param)
             if value._device is not device:  # (the rules find their arrays on one device)
                 value = value.to(device)
             value = value._data

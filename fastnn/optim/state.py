@@ -55,9 +55,9 @@ class OptimizerState:
         return [p for g in self.param_groups for p in g["params"]]
 
     def state_dict(self) -> dict:
-        """{"param_groups": [hyper-parameters + param indices], "state": {i: {...}}}, the
-        state keyed by the parameter's int index, as PyTorch's (``load_state_dict`` also
-        takes the "i" strings that fastnn wrote before).
+        """{"state": {i: {...}}, "param_groups": [hyper-parameters + param indices]}, in
+        PyTorch's key order, the state keyed by the parameter's int index, as PyTorch's
+        (``load_state_dict`` also takes the "i" strings that fastnn wrote before).
 
         Arrays come back as host NumPy copies, so the dict can go to ``fnn.save``.
         """
@@ -75,7 +75,7 @@ class OptimizerState:
                 ops = self._state_home.get(id(p), (p._device,))[0].ops
                 state[i] = {k: (np.array(ops.to_numpy(v), copy=True)
                                 if is_array(v) else v) for k, v in st.items()}
-        return {"param_groups": groups, "state": state}
+        return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict: dict) -> None:
         """Restore hyper-parameters and per-parameter state saved by :meth:`state_dict`.
@@ -134,7 +134,7 @@ class OptimizerState:
                                 for name, value in st.items()}
         for group, entry in zip(self.param_groups, merged):
             group.update(entry)
-        self.state = ParamState(self._home, new_state)
+        self.state = ParamState(self, new_state)
         self._state_home = {id(p): (p._device, p._dtype) for p in params}
 
     # ------------------------------------------------------------ pickle and deepcopy
@@ -155,7 +155,7 @@ class OptimizerState:
         self.__dict__.update(state)
         params = self._all_params()
         by_index = self.state
-        self.state = ParamState(self._home)
+        self.state = ParamState(self)
         for i, st in by_index.items():
             p = params[i]
             self.state[id(p)] = {k: (p._device.ops.from_numpy(np.asarray(v, p._dtype.numpy),

@@ -151,6 +151,13 @@ def test_samplers_batch_as_pytorchs():
     assert sorted(order) == list(range(10)) and order != list(range(10))
     assert len(list(RandomSampler(ds, replacement=True, num_samples=25))) == 25
     assert len(list(RandomSampler(ds, num_samples=25))) == 25  # more than one permutation
+    # minGPT's trainer: an "endless" epoch, drawn lazily as PyTorch's (not 80 GB up front)
+    endless = iter(RandomSampler(ds, replacement=True, num_samples=int(1e10)))
+    drawn = [next(endless) for _ in range(100)]
+    assert all(0 <= i < 10 for i in drawn) and len(set(drawn)) > 1
+    assert len(RandomSampler(ds, replacement=True, num_samples=int(1e10))) == int(1e10)
+    endless = iter(RandomSampler(ds, num_samples=int(1e10)))
+    assert sorted(next(endless) for _ in range(10)) == list(range(10))
     drawn = list(WeightedRandomSampler([0, 1, 0, 1], 2, replacement=False))
     assert sorted(drawn) == [1, 3]
 

@@ -74,6 +74,7 @@ LAYERS = [
     'CosineSimilarity()',
     'PairwiseDistance()',
     'TransformerEncoderLayer(4, 2, 8)',
+    'TransformerEncoder(nn.TransformerEncoderLayer(4, 2, 8), 3, enable_nested_tensor=False)',
     'Embedding(3, 2, max_norm=1.0, sparse=False)',
     'EmbeddingBag(3, 2, mode="sum")',
     'Upsample(scale_factor=2, mode="bilinear")',
@@ -124,7 +125,7 @@ def test_a_layer_prints_as_pytorchs(call):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (PyTorch's nested-tensor notice on Transformer)
-        theirs = repr(eval("torch.nn." + call, {"torch": torch}))
+        theirs = repr(eval("torch.nn." + call, {"torch": torch, "nn": torch.nn}))
     assert repr(eval("nn." + call, {"nn": nn})) == theirs
 
 
@@ -149,3 +150,26 @@ def test_reprs_that_once_differed_from_pytorchs():
         "LSTM(2, 3, proj_size=2, num_layers=2, batch_first=True)")
     assert repr(nn.ConstantPad1d(2, 3.5)) == "ConstantPad1d(padding=(2, 2), value=3.5)"
     assert "(out_proj): NonDynamicallyQuantizableLinear(" in repr(nn.MultiheadAttention(4, 2))
+
+
+def test_a_module_list_prints_runs_of_alike_modules_once():
+    """PyTorch's ModuleList repr (nanoGPT's ``h``): ``(0-2): 3 x Linear(...)`` for a run of
+    modules that print alike, each other module on its own line; Sequential lists all."""
+    blocks = nn.ModuleList([nn.Linear(2, 2), nn.Linear(2, 2), nn.Linear(2, 2), nn.ReLU(),
+                            nn.Linear(2, 2), nn.Sequential(nn.Tanh(), nn.Tanh())])
+    want = ("ModuleList(\n"
+            "  (0-2): 3 x Linear(in_features=2, out_features=2, bias=True)\n"
+            "  (3): ReLU()\n"
+            "  (4): Linear(in_features=2, out_features=2, bias=True)\n"
+            "  (5): Sequential(\n"
+            "    (0): Tanh()\n"
+            "    (1): Tanh()\n"
+            "  )\n"
+            ")")
+    assert repr(blocks) == want
+    assert repr(nn.ModuleList()) == "ModuleList()"
+    torch = pytest.importorskip("torch")
+    theirs = torch.nn.ModuleList([torch.nn.Linear(2, 2), torch.nn.Linear(2, 2),
+                                  torch.nn.Linear(2, 2), torch.nn.ReLU(), torch.nn.Linear(2, 2),
+                                  torch.nn.Sequential(torch.nn.Tanh(), torch.nn.Tanh())])
+    assert repr(theirs) == want and repr(torch.nn.ModuleList()) == "ModuleList()"

@@ -125,6 +125,7 @@ def test_torch_state_dict_loads_and_back(name):
         np.testing.assert_allclose(got.numpy(), w.detach().numpy(), rtol=1e-10, atol=1e-13)
     # fastnn's first half -> torch's second half
     params, opt = _fastnn_run(name, "cpu", steps=range(half))
+    assert list(opt.state_dict()) == list(topt.state_dict()) == ["state", "param_groups"]
     tparams = [torch.tensor(p.numpy(), requires_grad=True) for p in params]
     theirs = getattr(torch.optim, cls)(tparams, **dict(kwargs, lr=123.0))
     theirs.load_state_dict(_to_torch(opt.state_dict()))

@@ -43,13 +43,13 @@ def _train(lib, functional, scaler, steps=7, poison=False):
 
 def test_a_power_of_two_scale_trains_to_the_same_weights():
     plain, _ = _train(fnn, F, None)
-    scaled, scales = _train(fnn, F, fnn.amp.GradScaler(init_scale=2.0 ** 12))
+    scaled, scales = _train(fnn, F, fnn.amp.GradScaler("cpu", init_scale=2.0 ** 12))
     np.testing.assert_array_equal(scaled, plain)
     assert scales == [2.0 ** 12] * 7
 
 
 def test_inf_gradients_skip_the_step_and_back_the_scale_off():
-    scaler = fnn.amp.GradScaler(init_scale=1024.0, growth_interval=2)
+    scaler = fnn.amp.GradScaler("cpu", init_scale=1024.0, growth_interval=2)
     weights, scales = _train(fnn, F, scaler, poison=True)
     assert scales == [1024.0, 2048.0, 1024.0, 512.0, 512.0, 1024.0, 1024.0]
     assert np.isfinite(weights).all()
@@ -64,7 +64,7 @@ def test_inf_gradients_skip_the_step_and_back_the_scale_off():
 def test_unscale_then_clip_then_step_and_the_misuse_errors():
     model = nn.Linear(2, 1)
     opt = optim.SGD(model.parameters(), lr=0.1)
-    scaler = fnn.amp.GradScaler(init_scale=8.0)
+    scaler = fnn.amp.GradScaler("cpu", init_scale=8.0)
     scaler.scale(model(fnn.ones(1, 2)).sum()).backward()
     np.testing.assert_allclose(model.bias.grad.numpy(), [8.0])
     scaler.unscale_(opt)
@@ -77,7 +77,7 @@ def test_unscale_then_clip_then_step_and_the_misuse_errors():
     scaler.update()
     state = scaler.state_dict()
     assert state["scale"] == 8.0 and state["_growth_tracker"] == 1
-    other = fnn.cuda.amp.GradScaler()
+    other = fnn.amp.GradScaler("cpu")
     other.load_state_dict(state)
     assert other.get_scale() == 8.0
 
@@ -87,3 +87,23 @@ def test_a_disabled_scaler_passes_everything_through():
     off, scales = _train(fnn, F, fnn.amp.GradScaler(enabled=False))
     np.testing.assert_array_equal(off, plain)
     assert scales == [1.0] * 7 and fnn.amp.GradScaler(enabled=False).state_dict() == {}
+
+
+@pytest.mark.skipif(fnn.cuda.is_available(), reason="needs a machine without CUDA")
+def test_a_cuda_scaler_without_cuda_disables_itself_as_pytorchs():
+    # nanoGPT's train.py makes torch.cuda.amp.GradScaler(enabled=dtype == "float16"); on a
+    # machine without CUDA PyTorch warns and disables it, so the loss is not multiplied
+    for make in (fnn.cuda.amp.GradScaler, fnn.amp.GradScaler):
+        with pytest.warns(UserWarning, match="CUDA is not available"):
+            scaler = make(enabled=True)
+        assert not scaler.is_enabled() and scaler.get_scale() == 1.0
+        loss = fnn.tensor(2.5)
+        assert scaler.scale(loss) is loss
+    plain, _ = _train(fnn, F, None)
+    with pytest.warns(UserWarning):
+        off, scales = _train(fnn, F, fnn.cuda.amp.GradScaler())
+    np.testing.assert_array_equal(off, plain)
+    assert scales == [1.0] * 7
+    if torch is not None and not torch.cuda.is_available():
+        with pytest.warns(UserWarning, match="CUDA is not available"):
+            assert not torch.amp.GradScaler("cuda").is_enabled()

@@ -100,6 +100,7 @@ def test_state_dict_loads_from_torch_and_back():
     _close(rest, want[2:])
     (w, b), opt, _ = _fastnn_run(kwargs, 2)
     sd = opt.state_dict()
+    assert list(sd) == list(topt.state_dict()) == ["state", "param_groups"]
 
     def tensors(v):
         if isinstance(v, list):

@@ -56,3 +56,28 @@ def test_state_by_parameter_matches_pytorchs():
     for name in ("exp_avg", "exp_avg_sq"):
         np.testing.assert_allclose(ours[name].numpy(), theirs[name].numpy(), rtol=1e-12)
     assert ours["step"] == int(theirs["step"])
+
+
+def _moments(lib, opt) -> list:
+    """Every parameter's Adam moments, read as a PyTorch user iterates optimizer.state."""
+    out = []
+    for p, st in opt.state.items():
+        assert isinstance(p, lib.nn.Parameter) and isinstance(st["exp_avg"], lib.Tensor)
+        out.append(st["exp_avg"].detach().numpy().tolist())
+    assert [id(p) for p in opt.state] == [id(p) for p, _ in opt.state.items()]
+    assert [st["exp_avg"].tolist() for st in opt.state.values()] == out
+    return out
+
+
+def test_iterating_the_state_gives_parameters_and_tensors():
+    # `for p, st in optimizer.state.items()` (state size reports, resetting moments) gave
+    # the rules' int ids and raw arrays where PyTorch gives the parameters and tensors
+    a, opt = _adam(fnn)
+    assert list(opt.state) == [a] and list(opt.state.keys())[0] is a
+    assert _moments(fnn, opt) == [opt.state[a]["exp_avg"].tolist()]
+    assert sum(v.numel() for st in opt.state.values() for v in st.values()
+               if isinstance(v, fnn.Tensor)) == 6
+    assert dict.keys(opt.state) == {id(a)}  # the rules' own view is unchanged
+    torch = pytest.importorskip("torch")
+    ta, topt = _adam(torch)
+    np.testing.assert_allclose(_moments(fnn, opt), _moments(torch, topt), rtol=1e-12)

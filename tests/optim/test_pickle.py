@@ -37,7 +37,9 @@ def test_optimizer_state_follows_the_copied_parameters(name, how):
                         else copy.deepcopy((model, opt)))
     params, twin_params = list(model.parameters()), list(twin_model.parameters())
     assert [p for g in twin.param_groups for p in g["params"]] == twin_params
-    assert set(twin.state) == {id(p) for p in twin_params}
+    # (iterating the state gives the parameters, as PyTorch's optimizer.state)
+    assert {id(p) for p in twin.state} == {id(p) for p in twin_params}
+    assert all(any(p is q for q in twin_params) for p in twin.state)
     for a, b in zip(*(o.state_dict()["state"].values() for o in (opt, twin))):
         assert a.keys() == b.keys()
         for key in a:

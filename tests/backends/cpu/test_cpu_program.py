@@ -69,7 +69,7 @@ def test_buffered_replays_equal_eager_and_escape_no_buffer(every_buffer):
             assert np.array_equal(value, o2.state_dict()["state"][key][name]), name
     escaped = [t._data for loss, h, _, _ in held for t in (loss, h)]
     escaped += [p._data for p in m2.parameters()] + [p.grad._data for p in m2.parameters()]
-    escaped += [v for st in o2.state.values() for v in st.values() if hasattr(v, "shape")]
+    escaped += [v for st in dict.values(o2.state) for v in st.values() if hasattr(v, "shape")]
     for array in escaped:
         for buffer in buffers:
             assert not np.shares_memory(array, buffer)
