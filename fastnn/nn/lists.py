@@ -83,21 +83,6 @@ class ModuleList(Module):
         items.insert(index, _check_module("ModuleList", index, module))
         self._reset(items)
 
-    def __repr__(self) -> str:
-        """As PyTorch prints a ModuleList: a run of children that print alike is one line,
-        ``(0-5): 6 x TransformerEncoderLayer(...)``."""
-        name, texts = type(self).__name__, [repr(module) for module in self._modules.values()]
-        if not texts:
-            return f"{name}()"
-        lines, start = [], 0
-        for end, text in enumerate(texts):
-            if end + 1 < len(texts) and texts[end + 1] == text:
-                continue
-            head = f"({start}): " if start == end else f"({start}-{end}): {end - start + 1} x "
-            lines.append(head + text.replace("\n", "\n  "))
-            start = end + 1
-        return f"{name}(\n  " + "\n  ".join(lines) + "\n)"
-
     def forward(self, *args, **kwargs):
         raise NotImplementedError("ModuleList has no forward: iterate over it and call each "
                                   "module, or use Sequential")
