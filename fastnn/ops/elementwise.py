@@ -147,6 +147,10 @@ def mul(a, b):
 
 def div(a, b):
     """a / b, elementwise true division, broadcast (integers give a float result)."""
+    if isinstance(b, numbers.Integral) and isinstance(a, Tensor) and a._dtype.is_integer:
+        a = a.to(dtypes.get_default_dtype())  # (img / 255 of a uint8 img: 255 needs no uint8)
+    elif isinstance(a, numbers.Integral) and isinstance(b, Tensor) and b._dtype.is_integer:
+        b = b.to(dtypes.get_default_dtype())
     return binary("div", a, b, _dividend_and_divisor)
 
 

@@ -42,6 +42,15 @@ def sequence_as_tuple(key, stacklevel: int) -> bool:
     return True
 
 
+def byte_mask(item: Tensor) -> Tensor:
+    """A uint8 index tensor as the bool mask PyTorch reads it as, with PyTorch's warning
+    that this is deprecated (int8 and int16 index tensors are refused by as_index)."""
+    warnings.warn("indexing with dtype uint8 is deprecated (as in PyTorch, the uint8 tensor "
+                  "is read as a bool mask); use a bool mask instead: x[mask.bool()]",
+                  UserWarning, stacklevel=5)
+    return item != 0
+
+
 def zero_d_mask(key) -> bool:
     """Whether ``key`` is a 0-d bool tensor: PyTorch's ``x[mask]`` is then x with a new
     leading axis, kept (size 1) where the mask is True, empty where False."""
@@ -68,6 +77,8 @@ def expand_key(op: str, x: Tensor, key) -> list:
     for item in key:
         if isinstance(item, (tuple, builtins.range)):  # a list, as NumPy and torch take them
             item = list(item)
+        elif isinstance(item, Tensor) and item._dtype is dtypes.uint8:
+            item = byte_mask(item)
         if is_advanced(item):
             if not on_device(item, x):  # host data: _advanced range-checks it, then uploads
                 host = item.numpy() if isinstance(item, Tensor) else np.asarray(item)

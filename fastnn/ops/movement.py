@@ -59,9 +59,9 @@ def _reduce(op: str, x: Tensor, axis, keepdims: bool) -> Tensor:
     elif op == "mean":  # as PyTorch: an integer mean has no dtype of its own
         raise TypeError(f"mean: defined on floating tensors, not {dtype.name} (as PyTorch); "
                         f"pass dtype=fnn.float32 or convert with .float()")
-    elif (dtype is dtypes.bool_ or dtype is dtypes.int32) and op == "sum":
-        # int64, as in NumPy and PyTorch: a count, and int32 sums that would overflow
-        # (NumPy's backend summed int32 to int64 under an int32 label)
+    elif dtype is not dtypes.int64 and op == "sum":
+        # int64, as in NumPy and PyTorch: a count, and uint8..int32 sums that would
+        # overflow (NumPy's backend summed int32 to int64 under an int32 label)
         x = x.to(dtypes.int64)
     data = getattr(x._device.ops, op)(x._data, axis, keepdims)
     out = _make(data, x._dtype, x._device)
