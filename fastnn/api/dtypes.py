@@ -94,6 +94,11 @@ def names() -> list[str]:
     return list(_BY_NAME)
 
 
+def integer_names() -> list[str]:
+    """The names of fastnn's integer dtypes (bool is not one), narrowest first."""
+    return [name for name, d in _BY_NAME.items() if d.is_integer]
+
+
 def as_dtype(value) -> DType:
     """Turn a DType, a name, or a NumPy dtype/type into a DType; TypeError if unsupported."""
     if isinstance(value, DType):
