@@ -187,3 +187,12 @@ def test_uint8_image_pipeline_end_to_end(device):
     got_loss, got_grad = _pipeline(fnn, F, image, weight, device)
     assert got_loss == pytest.approx(want_loss, rel=1e-5)
     np.testing.assert_allclose(got_grad, want_grad, rtol=1e-4, atol=1e-5)
+
+
+def test_a_uint8_fill_after_a_bool_fill_keeps_its_value(device):
+    """opencl: bool and uint8 are both uchar, and the fill kernel once came from the
+    bool build's cache, which took 2 as True (1): uint8 << 2 gave x << 0."""
+    assert fnn.full((2,), True, dtype=fnn.bool, device=device).min().item() is True
+    assert fnn.full((), 2, dtype=fnn.uint8, device=device).item() == 2
+    x = fnn.tensor([1, 3], dtype=fnn.uint8, device=device)
+    assert (x << 2).tolist() == [4, 12]

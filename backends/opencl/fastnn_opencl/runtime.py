@@ -261,6 +261,9 @@ class DeviceState:
 
         The program is compiled once per device; the Kernel object (which holds
         the arguments of the launch being set up) is the calling thread's own.
+        NOTE: the cache key leaves ``arg_dtypes`` out (the hot path pays for no tuple of
+        them): two calls whose scalar arguments differ in type must differ in
+        ``defines``, e.g. a fill of bool and one of uint8 (both ``uchar``).
         """
         key = (filename, name, defines)
         kernels = self._local.kernels
