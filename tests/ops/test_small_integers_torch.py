@@ -196,3 +196,18 @@ def test_a_uint8_fill_after_a_bool_fill_keeps_its_value(device):
     assert fnn.full((), 2, dtype=fnn.uint8, device=device).item() == 2
     x = fnn.tensor([1, 3], dtype=fnn.uint8, device=device)
     assert (x << 2).tolist() == [4, 12]
+
+
+def test_uint8_class_targets_where_pytorch_takes_them(device):
+    """cross_entropy and nll_loss take Byte targets for (N, C) scores, as PyTorch's, and
+    refuse them for (N, C, d1, ...) scores, as PyTorch's ("expected scalar type Long")."""
+    rng = np.random.default_rng(2)
+    scores = rng.standard_normal((5, 4)).astype(np.float32)
+    target = rng.integers(0, 4, (5,)).astype(np.uint8)
+    for ours, theirs in [(F.cross_entropy, TF.cross_entropy), (F.nll_loss, TF.nll_loss)]:
+        got = ours(fnn.tensor(scores, device=device), fnn.tensor(target, device=device))
+        want = theirs(torch.tensor(scores), torch.tensor(target))
+        assert got.item() == pytest.approx(want.item(), rel=1e-6)
+    with pytest.raises(TypeError, match="targets must be an int64 or int32 tensor"):
+        F.cross_entropy(fnn.zeros(2, 4, 3, device=device),
+                        fnn.zeros(2, 3, dtype=fnn.uint8, device=device))
