@@ -46,6 +46,8 @@ def test_hooks_match_the_numpy_backend(dtype):
         "argmax": ((x, 1), primitives.argmax, fastnn_cpu.argmax),
         "astype float32": ((x, "float32"), primitives.astype, fastnn_cpu.astype),
         "astype int8": ((x, "int8"), primitives.astype, fastnn_cpu.astype),
+        "float astype": ((np.array([-1.7, 2.9, 300.0, -300.0]), dtype), primitives.astype,
+                         fastnn_cpu.astype),
         "matmul": ((x, y.T.copy()), primitives.matmul, fastnn_cpu.matmul),
         "cumsum": ((x.astype(np.int64), 1), indexing.cumsum, cpu_indexing.cumsum),
         "prod": ((x.astype(np.int64), (1,), False), indexing.prod, cpu_indexing.prod),
