@@ -154,19 +154,25 @@ def test_mixed_integer_promotion(device, dtype, rng):
 @pytest.mark.conformance_row("greater")
 @pytest.mark.parametrize("dtype", ["uint8"])
 def test_uint8_index_is_a_mask(device, dtype, rng):
-    """x[m] and x[m] = v with a uint8 m read m as a bool mask, with PyTorch's deprecation
-    warning; int8 and int16 index tensors are refused."""
+    """x[m] and x[m] = values with a uint8 m read m as a bool mask, with PyTorch's
+    deprecation warning; x[m] = scalar and int8 and int16 index tensors are refused, as
+    PyTorch 2.13 refuses them."""
     _needs(device, dtype, "float32")
     x = rng.normal(size=(4, 5)).astype(np.float32)
     m = (rng.random((4, 5)) < 0.5).astype(np.uint8)
     with pytest.warns(UserWarning, match="uint8 is deprecated"):
         got = _on(device, x)[_on(device, m)]
     _same(got, x[m.astype(bool)], f"x[uint8 mask] on {device}")
+    values = np.arange(int(m.sum()), dtype=np.float32)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t = _on(device, x)
-        t[_on(device, m)] = 7.0
-    _same(t, np.where(m.astype(bool), np.float32(7), x), f"x[uint8 mask] = 7 on {device}")
+        t[_on(device, m)] = _on(device, values)
+    want = x.copy()
+    want[m.astype(bool)] = values
+    _same(t, want, f"x[uint8 mask] = values on {device}")
+    with pytest.raises(RuntimeError, match="only supports boolean masks"):
+        t[_on(device, m)] = 7.0  # (PyTorch's masked_fill_ takes bool masks only)
     for other in [d for d in SMALL if d != "uint8" and d in device.backend.record.dtypes]:
         with pytest.raises(IndexError, match="indices must be"):
             _on(device, x)[_on(device, np.array([0, 1], other))]

@@ -148,6 +148,14 @@ def test_uint8_mask_index_warns_and_reads_as_bool(device):
         warnings.simplefilter("ignore")
         want = torch.arange(4.0)[torch.tensor([1, 0, 2, 0], dtype=torch.uint8)]
     assert want.tolist() == [0.0, 2.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for lib in (torch, fnn):  # a scalar refused (PyTorch's masked_fill_), values written
+            y = lib.zeros(4)
+            with pytest.raises(RuntimeError, match="masked_fill_ only supports boolean masks"):
+                y[lib.tensor([1, 0, 2, 0], dtype=lib.uint8)] = 1.0
+            y[lib.tensor([1, 0, 2, 0], dtype=lib.uint8)] = lib.tensor([5.0, 6.0])
+            assert y.tolist() == [5.0, 0.0, 6.0, 0.0]
 
 
 def test_checkpoint_and_default_collate_keep_the_dtypes(device):
