@@ -219,3 +219,21 @@ def test_uint8_class_targets_where_pytorch_takes_them(device):
     with pytest.raises(TypeError, match="targets must be an int64 or int32 tensor"):
         F.cross_entropy(fnn.zeros(2, 4, 3, device=device),
                         fnn.zeros(2, 3, dtype=fnn.uint8, device=device))
+
+
+def test_uint8_conditions_and_masks_where_pytorch_takes_them(device):
+    """where() takes a uint8 condition with PyTorch's deprecation warning; masked_fill
+    and masked_select refuse a uint8 mask, as PyTorch's."""
+    for lib in (torch, fnn):
+        on = {"device": device} if lib is fnn else {}
+        x = lib.arange(3.0, **on)
+        cond = lib.tensor([1, 0, 2], dtype=lib.uint8, **on)
+        with warnings.catch_warnings(record=True) as caught:  # (PyTorch's warns once)
+            warnings.simplefilter("always")
+            assert lib.where(cond, x, -x).tolist() == [0.0, -1.0, 2.0]
+        assert lib is torch or "uint8 condition" in str(caught[0].message)
+        assert [t.tolist() for t in lib.where(cond)] == [[0, 2]]
+        with pytest.raises((RuntimeError, TypeError), match="mask"):
+            x.masked_fill(cond, 9.0)
+        with pytest.raises(RuntimeError, match="mask"):
+            lib.masked_select(x, cond)
