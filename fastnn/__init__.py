@@ -24,9 +24,12 @@ from fastnn.api.dtypes import (
     float32,
     float64,
     get_default_dtype,
+    int8,
+    int16,
     int32,
     int64,
     set_default_dtype,
+    uint8,
 )
 from fastnn.api.errors import BackendError, DeviceMismatchError
 from fastnn.api.fallback import fallback_stats
@@ -54,11 +57,14 @@ from fastnn.autograd import (
 )
 from fastnn.ops.legacy_tensors import (
     BoolTensor,
+    ByteTensor,
+    CharTensor,
     DoubleTensor,
     FloatTensor,
     HalfTensor,
     IntTensor,
     LongTensor,
+    ShortTensor,
 )
 from fastnn.ops.random_ops import default_generator, manual_seed
 from fastnn.ops.table import TOP as _TOP  # noqa: E402  (fnn.NAME where PyTorch has torch.NAME)
@@ -92,8 +98,9 @@ half = float16
 long = int64
 """``fnn.int64``, spelt as PyTorch's ``torch.long``."""
 int = int32  # noqa: A001
-"""``fnn.int32``, spelt as PyTorch's ``torch.int``. (There is no ``fnn.short``: int16 is
-not a fastnn dtype, and asking for it raises an AttributeError that says so.)"""
+"""``fnn.int32``, spelt as PyTorch's ``torch.int``."""
+short = int16
+"""``fnn.int16``, spelt as PyTorch's ``torch.short``."""
 device = DeviceSpec
 """``fnn.device("cuda:1")``: a device named without loading its backend, as ``torch.device``
 (see :class:`DeviceSpec`)."""
@@ -125,7 +132,8 @@ _LAZY = {  # name -> the module it is loaded from on first use (__getattr__ belo
 __all__ = [
     "BackendError", "DType", "Device", "DeviceMismatchError", "Tensor", "backends",
     "bfloat16", "bool", "bool_", "detect_anomaly", "enable_grad", "fallback_stats", "float16",
-    "float32", "float64", "full", "functional", "get_device", "int32", "int64",
+    "float32", "float64", "full", "functional", "get_device", "int8", "int16", "int32", "int64",
+    "uint8",
     "get_default_device", "set_default_device",
     "is_grad_enabled", "manual_seed", "default_generator", "return_types",
     "memory_format", "contiguous_format", "channels_last", "channels_last_3d", "layout",
@@ -133,9 +141,10 @@ __all__ = [
     "preserve_format",
     "no_grad", "ones", "rand", "randn", "tensor", "use", "zeros",
     # PyTorch's spellings and module layout (import fastnn as torch)
-    "BoolTensor", "DoubleTensor", "FloatTensor", "HalfTensor", "IntTensor", "LongTensor",
+    "BoolTensor", "ByteTensor", "CharTensor", "ShortTensor", "DoubleTensor", "FloatTensor",
+    "HalfTensor", "IntTensor", "LongTensor",
     "DeviceSpec", "accelerator", "amp", "cpu", "cuda", "device", "double", "float",
-    "get_default_dtype", "half", "int", "long", "set_default_dtype", "set_grad_enabled",
+    "get_default_dtype", "half", "int", "long", "short", "set_default_dtype", "set_grad_enabled",
     "Size", "are_deterministic_algorithms_enabled", "get_num_threads", "set_num_threads",
     "get_num_interop_threads", "set_num_interop_threads",
     "use_deterministic_algorithms", "testing",
@@ -160,12 +169,6 @@ def __getattr__(name):
         return importlib.import_module(f"fastnn.{name}")
     if name == "random":  # torch.random: manual_seed, seed, get/set_rng_state, fork_rng
         return importlib.import_module("fastnn.ops.random_ops")
-    if name in ("short", "int16"):
-        # NOTE: int16 is no fastnn dtype (no backend stores it, and PyTorch's promotion of
-        # it, e.g. sums to int64, would need rules of its own); say so rather than
-        # "no attribute", and give up as AttributeError so hasattr() stays False
-        raise AttributeError(f"fastnn has no {name} (int16) dtype: fastnn's integer dtypes "
-                             "are int32 (fnn.int) and int64 (fnn.long); use one of those")
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'fastnn' has no attribute {name!r}")

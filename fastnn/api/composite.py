@@ -12,6 +12,8 @@ import math
 
 import numpy as np
 
+from fastnn.api import dtypes
+
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
@@ -214,7 +216,8 @@ def rmsprop_step(ops, params, grads, square_avgs, lrs, weight_decays, alpha, eps
 # NOTE: MPI reduces float16 (and bfloat16, a NumPy extension type) at best through a
 # user-defined op: such buffers are reduced in float32 on the host and rounded back once,
 # which is also more precise than summing in half precision.
-_MPI_NATIVE = ("float32", "float64", "int32", "int64")
+# (every integer dtype is an MPI type: a uint8 sum wraps there, as PyTorch's all_reduce)
+_MPI_NATIVE = ("float32", "float64", *dtypes.integer_names())
 
 
 def host_pack(host: list) -> tuple:

@@ -41,8 +41,13 @@ class DType:
 
     @property
     def is_signed(self) -> bool:
-        """Whether the type holds negative values (all but bool), as PyTorch's."""
-        return self.name != "bool"
+        """Whether the type holds negative values (all but bool and uint8), as PyTorch's."""
+        return self.name not in ("bool", "uint8")
+
+    @property
+    def is_integer(self) -> bool:
+        """Whether this is one of the integer dtypes (bool is not one)."""
+        return not self.is_floating and self.name != "bool"
 
     @property
     def is_complex(self) -> bool:
@@ -64,6 +69,12 @@ float32 = DType("float32", True, 4)
 """IEEE 754 single precision, the default float dtype, on every backend."""
 float64 = DType("float64", True, 8)
 """IEEE 754 double precision (a device that lacks it refuses it with a clear error)."""
+uint8 = DType("uint8", False, 1)
+"""8-bit unsigned integers, what images are stored as (never carry gradients)."""
+int8 = DType("int8", False, 1)
+"""8-bit signed integers (never carry gradients)."""
+int16 = DType("int16", False, 2)
+"""16-bit signed integers (never carry gradients)."""
 int32 = DType("int32", False, 4)
 """32-bit signed integers (never carry gradients)."""
 int64 = DType("int64", False, 8)
@@ -71,15 +82,21 @@ int64 = DType("int64", False, 8)
 bool_ = DType("bool", False, 1)
 """Booleans, the result of comparisons (never carry gradients)."""
 
-_BY_NAME = {d.name: d for d in (float16, bfloat16, float32, float64, int32, int64, bool_)}
-_ORDER = {
-    "bool": 0, "int32": 1, "int64": 2, "float16": 3, "bfloat16": 3, "float32": 4, "float64": 5,
-}
+_BY_NAME = {d.name: d for d in (float16, bfloat16, float32, float64, uint8, int8, int16, int32,
+                                 int64, bool_)}
+#: the signed integer dtype of each size: where uint8 meets a signed type (promote)
+_SIGNED = {d.itemsize: d for d in _BY_NAME.values() if d.is_integer and d.is_signed}
+_FLOAT_ORDER = {"float16": 0, "bfloat16": 0, "float32": 1, "float64": 2}
 
 
 def names() -> list[str]:
     """The names of fastnn's dtypes."""
     return list(_BY_NAME)
+
+
+def integer_names() -> list[str]:
+    """The names of fastnn's integer dtypes (bool is not one), narrowest first."""
+    return [name for name, d in _BY_NAME.items() if d.is_integer]
 
 
 def as_dtype(value) -> DType:
@@ -134,13 +151,28 @@ def set_default_dtype(dtype) -> None:
     _default_float[0] = dtype
 
 
+def category(dtype: DType) -> int:
+    """PyTorch's promotion category: 0 bool, 1 integer, 2 floating."""
+    return 2 if dtype.is_floating else int(dtype.is_integer)
+
+
 def promote(a: DType, b: DType) -> DType:
-    """The result dtype of a binary op, as in PyTorch: the wider kind/size wins."""
+    """The result dtype of a binary op, as PyTorch's table: the higher category wins; two
+    floats, the wider (float16 with bfloat16 is float32); two integers, the wider, except
+    that uint8 with a signed type is the signed type of at least 16 bits (uint8 + int8 is
+    int16): no linear order gives both."""
     if a is b:
         return a
-    if {a.name, b.name} == {"float16", "bfloat16"}:
-        return float32
-    return a if _ORDER[a.name] >= _ORDER[b.name] else b
+    ca, cb = category(a), category(b)
+    if ca != cb:
+        return a if ca > cb else b
+    if ca == 2:
+        if {a.name, b.name} == {"float16", "bfloat16"}:
+            return float32
+        return a if _FLOAT_ORDER[a.name] >= _FLOAT_ORDER[b.name] else b
+    if a.is_signed == b.is_signed:  # (only uint8 is unsigned)
+        return a if a.itemsize >= b.itemsize else b
+    return _SIGNED[max(a.itemsize, b.itemsize, 2)]
 
 
 def check_fits(op: str, value: int, dtype: DType, what: str = "the Python integer") -> None:
@@ -155,7 +187,7 @@ def check_fits(op: str, value: int, dtype: DType, what: str = "the Python intege
     if not low <= value <= high:
         raise OverflowError(
             f"{op}: {what} {value} does not fit in {dtype.name} (range [{low}, {high}]); "
-            f"use {'dtype=fnn.int64 or ' if dtype.name == 'int32' else ''}a floating dtype")
+            f"use {'' if dtype is int64 else 'dtype=fnn.int64 or '}a floating dtype")
 
 
 def int_range(dtype: DType) -> tuple[int, int]:

@@ -8,7 +8,9 @@ this, so the core can call implementations positionally on the hot path).
 Arrays. A backend chooses its own array type ("backend array"). The core
 only requires that it exposes ``.shape`` (a tuple of ints); everything else
 goes through hooks. Dtypes are passed as names: ``"float32"``, ``"float64"``,
-``"float16"``, ``"bfloat16"``, ``"int32"``, ``"int64"``, ``"bool"``.
+``"float16"``, ``"bfloat16"``, ``"uint8"``, ``"int8"``, ``"int16"``, ``"int32"``,
+``"int64"``, ``"bool"`` (a backend lists those it holds in its probe; the core refuses
+the others before any hook runs).
 
 What the core guarantees before calling a hook (so backends need not check):
 operands live on this backend, binary operands have the same dtype (the core

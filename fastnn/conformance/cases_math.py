@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import fastnn.functional as F
+from fastnn.api.dtypes import integer_names
 from fastnn.conformance.case import Case, Sample, register
 from fastnn.conformance.cases_elementwise import unary
 from fastnn.conformance.cases_tensor import _reduction
@@ -103,8 +104,8 @@ def _int_case(name, run, ref, low=-9, high=10, nonzero_b=False, dtypes=("int64",
                   tol=dict(EXACT)))
 
 
-_int_case("floor_divide", lambda a, b: a // b, np.floor_divide, nonzero_b=True,
-          dtypes=("int64", "int32"))
-_int_case("bitwise_and", lambda a, b: a & b, np.bitwise_and, dtypes=("int64", "int32", "bool"))
-_int_case("bitwise_or", lambda a, b: a | b, np.bitwise_or, dtypes=("int64", "int32", "bool"))
-_int_case("bitwise_xor", lambda a, b: a ^ b, np.bitwise_xor, dtypes=("int64", "int32", "bool"))
+_INTS = tuple(integer_names())
+_int_case("floor_divide", lambda a, b: a // b, np.floor_divide, nonzero_b=True, dtypes=_INTS)
+_int_case("bitwise_and", lambda a, b: a & b, np.bitwise_and, dtypes=_INTS + ("bool",))
+_int_case("bitwise_or", lambda a, b: a | b, np.bitwise_or, dtypes=_INTS + ("bool",))
+_int_case("bitwise_xor", lambda a, b: a ^ b, np.bitwise_xor, dtypes=_INTS + ("bool",))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fastnn.api.dtypes import integer_names
 from fastnn.conformance.case import Case, register
 from fastnn.conformance.compare import Mismatch, assert_close
 
@@ -33,7 +34,7 @@ def _arrays(device, dtype, rng) -> dict:
         "the same array again": (x, host),
     }
     if dtype == "float32":  # integer and bool arrays in the same list, once
-        for name in ("int32", "int64", "bool"):
+        for name in (*integer_names(), "bool"):
             if name in device.backend.record.dtypes:
                 values = (rng.random((3, 2)) < 0.5 if name == "bool"
                           else rng.integers(-9, 9, (3, 2)).astype(name))

@@ -28,12 +28,13 @@ from pathlib import Path
 import pytest
 
 from fastnn.api import hookspec, registry
+from fastnn.api.dtypes import integer_names
 from fastnn.conformance.compare import FLOAT_DTYPES
 
 FILENAME = "conformance_xfail.txt"
 # the rows of checks that test no single hook (test_threads.py) may be listed too
 _HOOKS = set(hookspec.HOOKS) | {"threads"}
-_DTYPES = FLOAT_DTYPES + ("int32", "int64", "bool")  # integer checks: test_integers.py
+_DTYPES = FLOAT_DTYPES + (*integer_names(), "bool")  # integer checks: test_integers.py
 
 
 def _composite_names() -> set:

@@ -32,6 +32,24 @@ def bool_(x: Tensor) -> Tensor:
 
 
 @public(method=True, functional=False)
+def byte(x: Tensor) -> Tensor:
+    """x as uint8 (floats truncate toward zero)."""
+    return x.to(dtypes.uint8)
+
+
+@public(method=True, functional=False)
+def char(x: Tensor) -> Tensor:
+    """x as int8 (floats truncate toward zero)."""
+    return x.to(dtypes.int8)
+
+
+@public(method=True, functional=False)
+def short(x: Tensor) -> Tensor:
+    """x as int16 (floats truncate toward zero)."""
+    return x.to(dtypes.int16)
+
+
+@public(method=True, functional=False)
 def half(x: Tensor) -> Tensor:
     """x as float16."""
     return x.to(dtypes.float16)
@@ -134,7 +152,8 @@ def element_size(x: Tensor) -> int:
 
 # PyTorch's legacy tensor type names, one per dtype (x.type() and x.type("...Tensor"))
 _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
-               "bfloat16": "BFloat16Tensor", "int32": "IntTensor", "int64": "LongTensor",
+               "bfloat16": "BFloat16Tensor", "uint8": "ByteTensor", "int8": "CharTensor",
+               "int16": "ShortTensor", "int32": "IntTensor", "int64": "LongTensor",
                "bool": "BoolTensor"}
 _BY_TYPE_NAME = {v: k for k, v in _TYPE_NAMES.items()}
 

@@ -84,7 +84,7 @@ def _narrowed(owner: str, host: np.ndarray, target: np.dtype, dtype) -> np.ndarr
 
 
 def _wider(dtype) -> str:
-    return "dtype=fnn.int64 or a floating dtype" if dtype.name == "int32" else "a floating dtype"
+    return "a floating dtype" if dtype.name == "int64" else "dtype=fnn.int64 or a floating dtype"
 
 
 def _first_non_number(host: np.ndarray):

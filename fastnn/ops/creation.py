@@ -186,8 +186,8 @@ def _wrap(array: np.ndarray, dtype, device) -> Tensor | None:
 @public(top=True, functional=False)
 def from_numpy(array) -> Tensor:
     """A cpu tensor sharing ``array``'s memory (a write to either is seen by both), as
-    PyTorch's; its dtype is the array's (float16/32/64, int32/64 or bool). A read-only
-    array is copied."""
+    PyTorch's; its dtype is the array's (float16/32/64, uint8, int8/16/32/64 or bool). A
+    read-only array is copied."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy: expected a NumPy array, got {type(array).__name__}; "
                         "use fnn.tensor(data) for other data")

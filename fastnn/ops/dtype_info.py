@@ -16,15 +16,12 @@ from fastnn.api import dtypes
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
 
-_CATEGORY = {"bool": 0, "int32": 1, "int64": 1}  # every other dtype is floating (2)
-
 # bfloat16 has no NumPy dtype: its limits as PyTorch gives them (8 exponent bits, 7 mantissa)
 _BFLOAT16 = {"eps": 2.0 ** -7, "max": float.fromhex("0x1.fep127"), "tiny": 2.0 ** -126,
              "resolution": 0.01}
 
 
-def _category(dtype) -> int:
-    return _CATEGORY.get(dtype.name, 2)
+_category = dtypes.category
 
 
 @public(top=True, functional=False)

@@ -11,6 +11,7 @@ import numbers
 import numpy as np
 
 from fastnn.api import dtypes
+from fastnn.api.user_warning import warn_user
 from fastnn.autograd.engine import attach
 from fastnn.autograd.grad_mode import switches
 from fastnn.ops.core import astype, broadcast_shape, check_same_device
@@ -147,6 +148,10 @@ def mul(a, b):
 
 def div(a, b):
     """a / b, elementwise true division, broadcast (integers give a float result)."""
+    if isinstance(b, numbers.Integral) and isinstance(a, Tensor) and a._dtype.is_integer:
+        a = a.to(dtypes.get_default_dtype())  # (img / 255 of a uint8 img: 255 needs no uint8)
+    elif isinstance(a, numbers.Integral) and isinstance(b, Tensor) and b._dtype.is_integer:
+        b = b.to(dtypes.get_default_dtype())
     return binary("div", a, b, _dividend_and_divisor)
 
 
@@ -251,6 +256,10 @@ def where(cond: Tensor, a=_ALONE, b=_ALONE):
     if a is _ALONE or b is _ALONE:
         raise TypeError("where: give both a and b, or neither (where(cond) lists the "
                         "positions where cond is True)")
+    if isinstance(cond, Tensor) and cond._dtype is dtypes.uint8:  # as PyTorch 2.13
+        warn_user("where received a uint8 condition tensor: deprecated (as in PyTorch); "
+                  "use a bool condition (cond.bool())")
+        cond = compare("equal", compare("equal", cond, 0), 0)
     if isinstance(cond, Tensor) and not isinstance(a, Tensor) and not isinstance(b, Tensor):
         a, b = _scalar_pair(a, b, cond)
     if not isinstance(cond, Tensor) or cond._dtype is not dtypes.bool_:

@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 from fastnn.api import dtypes
+from fastnn.api.user_warning import warn_user
 from fastnn.ops.selecting import as_index
 from fastnn.ops.tensor import Tensor
 
@@ -42,6 +43,33 @@ def sequence_as_tuple(key, stacklevel: int) -> bool:
     return True
 
 
+def byte_mask(item: Tensor) -> Tensor:
+    """A uint8 index tensor as the bool mask PyTorch reads it as, with PyTorch's warning
+    that this is deprecated (int8 and int16 index tensors are refused by as_index)."""
+    warn_user("indexing with dtype uint8 is deprecated (as in PyTorch, the uint8 tensor is "
+              "read as a bool mask); use a bool mask instead: x[mask.bool()]")
+    return item != 0
+
+
+def _is_byte(item) -> bool:
+    return isinstance(item, Tensor) and item._dtype is dtypes.uint8
+
+
+def bytes_as_masks(key, value):
+    """``key`` of ``x[key] = value`` with each uint8 tensor in it (the key, or an item of a
+    tuple key) read as a bool mask, once (the assignment indexes with the key more than
+    once). As PyTorch 2.13: a scalar value (a number or a 0-d tensor) is refused there,
+    since its masked_fill_ takes bool masks only; a tensor of values is written."""
+    items = key if type(key) is tuple else (key,)
+    if not builtins.any(_is_byte(k) for k in items):
+        return key
+    if not isinstance(value, Tensor) or value.ndim == 0:
+        raise RuntimeError("index assignment: masked_fill_ only supports boolean masks, but "
+                           "got mask with dtype uint8 (as in PyTorch); use x[mask.bool()] = v")
+    items = tuple(byte_mask(k) if _is_byte(k) else k for k in items)
+    return items if type(key) is tuple else items[0]
+
+
 def zero_d_mask(key) -> bool:
     """Whether ``key`` is a 0-d bool tensor: PyTorch's ``x[mask]`` is then x with a new
     leading axis, kept (size 1) where the mask is True, empty where False."""
@@ -68,6 +96,8 @@ def expand_key(op: str, x: Tensor, key) -> list:
     for item in key:
         if isinstance(item, (tuple, builtins.range)):  # a list, as NumPy and torch take them
             item = list(item)
+        elif isinstance(item, Tensor) and item._dtype is dtypes.uint8:
+            item = byte_mask(item)
         if is_advanced(item):
             if not on_device(item, x):  # host data: _advanced range-checks it, then uploads
                 host = item.numpy() if isinstance(item, Tensor) else np.asarray(item)

@@ -31,7 +31,7 @@ from fastnn.api import dtypes
 from fastnn.ops.core import check_same_device
 from fastnn.ops.elementwise import where
 from fastnn.ops.gathering import scatter_add_tensor
-from fastnn.ops.index_keys import expand_key, pytorch_key
+from fastnn.ops.index_keys import bytes_as_masks, expand_key, pytorch_key
 from fastnn.ops.movement import view_op
 from fastnn.ops.selecting import (
     as_index,
@@ -219,6 +219,7 @@ def setitem(x: Tensor, key, value) -> None:
     """``x[key] = value`` in place, as PyTorch: a basic key writes through the view
     ``x[key]`` (seen by every tensor sharing x's storage); integer-tensor and mask keys
     scatter. A value that requires grad is recorded (the gradient reaches it)."""
+    key = bytes_as_masks(key, value)
     if type(key) is list or isinstance(key, Tensor):
         x, key = pytorch_key(x, key, 3)
     if not isinstance(value, Tensor):

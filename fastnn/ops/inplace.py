@@ -247,7 +247,7 @@ def geometric_(x: Tensor, p, *, generator=None) -> Tensor:
 
 
 _RANDOM_TOP = {"float16": 2**11, "bfloat16": 2**8, "float32": 2**24, "float64": 2**53,
-               "int32": 2**31 - 1, "int64": 2**63 - 2, "bool": 1}
+               "int64": 2**63 - 2, "bool": 1}  # the other integers: their largest value
 
 
 @public(method=True, functional=False)
@@ -260,7 +260,8 @@ def random_(x: Tensor, from_=0, to=None, *, generator=None) -> Tensor:
     if to is None and from_ != 0:
         from_, to = 0, from_
     if to is None:
-        to = _RANDOM_TOP[x._dtype.name] + 1
+        top = _RANDOM_TOP.get(x._dtype.name)
+        to = (dtypes.int_range(x._dtype)[1] if top is None else top) + 1
     if to <= from_:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
                            f"from={from_} >= to={to}")

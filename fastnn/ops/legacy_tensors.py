@@ -11,7 +11,8 @@ Older scripts (and many tutorials) still build tensors this way. As PyTorch's:
 - ``torch.autograd.Variable(t, requires_grad=...)`` (fastnn.autograd.variable) is t's
   storage as a new leaf;
 - the typed names do the same with their own dtype (``FloatTensor`` float32,
-  ``DoubleTensor`` float64, ``HalfTensor`` float16, ``IntTensor`` int32, ``LongTensor``
+  ``DoubleTensor`` float64, ``HalfTensor`` float16, ``ByteTensor`` uint8,
+  ``CharTensor`` int8, ``ShortTensor`` int16, ``IntTensor`` int32, ``LongTensor``
   int64, ``BoolTensor`` bool), and ``isinstance(x, fnn.FloatTensor)`` asks x's dtype.
 """
 
@@ -95,6 +96,9 @@ def _typed(name: str, dtype):
 FloatTensor = _typed("FloatTensor", dtypes.float32)
 DoubleTensor = _typed("DoubleTensor", dtypes.float64)
 HalfTensor = _typed("HalfTensor", dtypes.float16)
+ByteTensor = _typed("ByteTensor", dtypes.uint8)
+CharTensor = _typed("CharTensor", dtypes.int8)
+ShortTensor = _typed("ShortTensor", dtypes.int16)
 IntTensor = _typed("IntTensor", dtypes.int32)
 LongTensor = _typed("LongTensor", dtypes.int64)
 BoolTensor = _typed("BoolTensor", dtypes.bool_)

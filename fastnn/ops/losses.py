@@ -69,6 +69,9 @@ def _as_rows(op: str, scores: Tensor, targets: Tensor, what: str = "input"):
         if not isinstance(value, Tensor):
             raise TypeError(f"{op}: {name} must be a fastnn Tensor, got {type(value).__name__}; "
                             f"convert with fnn.tensor(...)")
+    if targets._dtype is dtypes.uint8 and scores.ndim <= 2:
+        # PyTorch takes Byte class indices for (N, C) and (C,) scores, not for (N, C, d1...)
+        targets = targets.to(dtypes.int64)
     if scores.ndim == 0:
         raise ValueError(f"{op}: input must be (N, C), (C,) or (N, C, d1, ...), got a 0-d tensor")
     if scores.ndim == 1:

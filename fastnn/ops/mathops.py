@@ -280,7 +280,7 @@ def remainder(a, b):
     The gradient is PyTorch's: 1 for a, -(a // b) for b (the quotient is a step function,
     so it is computed without a gradient, which also keeps x % 0 from giving NaN to x).
     """
-    a, b = (_numeric(v) for v in (a, b))
+    a, b = _numeric(a, b), _numeric(b, a)
     quotient = floor_div(_constant(a), _constant(b))  # raises on an integer 0 divisor
     out = ew.sub(a, ew.mul(b, quotient) if isinstance(b, Tensor) else ew.mul(quotient, b))
     if not out._dtype.is_floating:
@@ -300,13 +300,22 @@ def remainder(a, b):
     return ew.where(infinite, ew.where(other_side, b, a), out)
 
 
-def _numeric(value):
-    """A bool operand of % as the integer it is (bool % 1.5 is 1.0, as PyTorch's)."""
+def _numeric(value, other=None):
+    """A bool operand of % as the integer it is (bool % 1.5 is 1.0, as PyTorch's): of the
+    other operand's integer dtype where it is an integer tensor (bool % int8 is int8)."""
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, Tensor) and value._dtype is dtypes.bool_:
-        return value.to(dtypes.int64)
+        return value.to(bool_partner(other))
     return value
+
+
+def bool_partner(other):
+    """The integer dtype a bool tensor takes beside ``other``: an integer tensor's own,
+    else int64 (PyTorch's promotion: bool with int8 is int8)."""
+    if isinstance(other, Tensor) and other._dtype.is_integer:
+        return other._dtype
+    return dtypes.int64
 
 
 def _constant(value):
@@ -346,11 +355,14 @@ def _bitwise(op: str, a, b):
 
 def wrap_int(op: str, value: int, dtype) -> int:
     """A Python int as the integer dtype's bits hold it (two's complement), as PyTorch takes
-    the operand of a bitwise op: ``int32 | 0xFFFFFFFF`` is ``int32 | -1``."""
+    the operand of a bitwise op: ``int32 | 0xFFFFFFFF`` is ``int32 | -1``, ``uint8 & -1`` is
+    ``uint8 & 255``."""
     if not -2**63 <= value < 2**64:
         raise OverflowError(f"{op}: {value} does not fit in 64 bits (the widest integer a "
                             f"bitwise operand can be)")
-    bits = 32 if dtype is dtypes.int32 else 64
+    bits = 8 * dtype.itemsize
+    if not dtype.is_signed:  # uint8 | -1 is uint8 | 255
+        return value % 2**bits
     return (value + 2**(bits - 1)) % 2**bits - 2**(bits - 1)
 
 

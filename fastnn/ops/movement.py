@@ -59,9 +59,9 @@ def _reduce(op: str, x: Tensor, axis, keepdims: bool) -> Tensor:
     elif op == "mean":  # as PyTorch: an integer mean has no dtype of its own
         raise TypeError(f"mean: defined on floating tensors, not {dtype.name} (as PyTorch); "
                         f"pass dtype=fnn.float32 or convert with .float()")
-    elif (dtype is dtypes.bool_ or dtype is dtypes.int32) and op == "sum":
-        # int64, as in NumPy and PyTorch: a count, and int32 sums that would overflow
-        # (NumPy's backend summed int32 to int64 under an int32 label)
+    elif dtype is not dtypes.int64 and op == "sum":
+        # int64, as in NumPy and PyTorch: a count, and uint8..int32 sums that would
+        # overflow (NumPy's backend summed int32 to int64 under an int32 label)
         x = x.to(dtypes.int64)
     data = getattr(x._device.ops, op)(x._data, axis, keepdims)
     out = _make(data, x._dtype, x._device)
@@ -75,9 +75,13 @@ def _reduce(op: str, x: Tensor, axis, keepdims: bool) -> Tensor:
 @public(method=True, top=True)
 def sum(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET,
         dtype=None) -> Tensor:
-    """Sum over ``dim`` (None = all); ``dtype=``: the input converted first, as PyTorch."""
+    """Sum over ``dim`` (None = all); ``dtype=``: the input converted first, as PyTorch,
+    and the result of that dtype (``dtype=fnn.uint8`` wraps modulo 256; with none, bool
+    and integers narrower than int64 sum to int64)."""
     if dtype is not None:
         x = astype(x, dtype)
+        if not x._dtype.is_floating and x._dtype is not dtypes.int64:
+            return astype(sum(x, dim, keepdim, axis=axis, keepdims=keepdims), x._dtype)
     if dim is UNSET and axis is UNSET and keepdim is UNSET and keepdims is UNSET:
         return _reduce("sum", x, None, False)  # x.sum(): nothing to resolve
     if axis is UNSET and keepdim is UNSET and keepdims is UNSET:

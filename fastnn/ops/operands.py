@@ -49,8 +49,7 @@ def same_dtype(op: str, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
     return a, b
 
 
-def category(dtype) -> int:
-    return 2 if dtype.is_floating else (0 if dtype is dtypes.bool_ else 1)
+category = dtypes.category
 
 
 def scalar_operand(op: str, a: Tensor, value):

@@ -52,14 +52,14 @@ def prod(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET,
 
 @public(method=True, top=True)
 def cumsum(x: Tensor, dim=UNSET, *, axis=UNSET, dtype=None) -> Tensor:
-    """Running sum along ``dim`` (bool and int32 give int64, as PyTorch); ``dtype=``: the
-    input converted first."""
+    """Running sum along ``dim`` (bool and the integers narrower than int64 give int64, as
+    PyTorch); ``dtype=``: the input converted first."""
     if dtype is not None:
         x = astype(x, dtype)
     dim = dim_of("cumsum", dim, axis, UNSET)
     if dim is UNSET:
         raise TypeError("cumsum: missing dim (the dim to run along)")
-    if x._dtype in (dtypes.bool_, dtypes.int32):
+    if not x._dtype.is_floating and x._dtype is not dtypes.int64:
         x = x.to(dtypes.int64)
     if x.ndim == 0:
         axis_index("cumsum", dim, 0)
@@ -90,8 +90,10 @@ def amin(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> 
 
 
 def _flip_int(x: Tensor) -> Tensor:
-    """~x (= -x - 1) of an integer tensor, exactly: an order-reversing bijection."""
-    return Tensor._make(x._device.ops.bitwise_xor(x._data, -1), x._dtype, x._device)
+    """~x (= -x - 1; 255 - x for uint8) of an integer tensor, exactly: an order-reversing
+    bijection."""
+    ones = -1 if x._dtype.is_signed else 2 ** (8 * x._dtype.itemsize) - 1
+    return Tensor._make(x._device.ops.bitwise_xor(x._data, ones), x._dtype, x._device)
 
 
 @public(method=True, top=True)
@@ -180,8 +182,8 @@ def any(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> T
     nonzero = ew.compare("equal", ew.compare("equal", x.detach(), 0), 0).to(dtypes.int32)
     axes = normalize_axis("any", dim, x.ndim)
     if _count(x, axes) == 0:
-        return ew.compare("greater", movement.sum(nonzero, axes, keep), 0)
-    return movement.max(nonzero, axes, keep).to(dtypes.bool_)
+        return _as_input(ew.compare("greater", movement.sum(nonzero, axes, keep), 0), x)
+    return movement.max(nonzero, axes, keep).to(_truth_dtype(x))
 
 
 @public(method=True, top=True)
@@ -190,7 +192,16 @@ def all(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> T
     dim, keep = _args("all", dim, axis, keepdim, keepdims)
     zero = ew.compare("equal", x.detach(), 0).to(dtypes.int32)
     axes = normalize_axis("all", dim, x.ndim)
-    return ew.compare("equal", movement.sum(zero, axes, keep), 0)
+    return _as_input(ew.compare("equal", movement.sum(zero, axes, keep), 0), x)
+
+
+def _truth_dtype(x: Tensor):
+    """bool, or uint8 for a uint8 x: PyTorch's any/all keep uint8 (masks were uint8 once)."""
+    return dtypes.uint8 if x._dtype is dtypes.uint8 else dtypes.bool_
+
+
+def _as_input(truth: Tensor, x: Tensor) -> Tensor:
+    return truth if x._dtype is not dtypes.uint8 else truth.to(dtypes.uint8)
 
 
 @public(method=True, top=True)

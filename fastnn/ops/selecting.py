@@ -124,8 +124,9 @@ def as_index(op: str, value, device, size: int | None = None) -> Tensor:
             return value if value._dtype is dtypes.int64 else value.to(dtypes.int64)
         if value._dtype is dtypes.bool_:
             return value
-        raise IndexError(f"{op}: tensors used as indices must be int64, int32 or bool, got "
-                         f"{value._dtype.name}; convert with .long() or compare (x > 0)")
+        raise IndexError(f"{op}: tensors used as indices must be int64, int32, bool (or "
+                         f"uint8, read as a mask), got {value._dtype.name}; convert with "
+                         f".long() or compare (x > 0)")
     host = np.asarray(value)
     if host.dtype.kind == "b":
         kind = dtypes.bool_

@@ -25,17 +25,20 @@ def _shift_operands(op: str, a, b):
         a = full((), int(a), b._dtype if b._dtype is not dtypes.bool_ else dtypes.int64,
                  b._device)
     if a._dtype is dtypes.bool_:
-        a = astype(a, dtypes.int64)
+        a = astype(a, mathops.bool_partner(b))
     if isinstance(b, Tensor):
-        b = astype(b, dtypes.int64) if b._dtype is dtypes.bool_ else b
+        b = astype(b, mathops.bool_partner(a)) if b._dtype is dtypes.bool_ else b
         a, b = operands.align(op, a, b)
-    else:  # a shift beyond the bits is one beyond them
-        b = full((), builtins.max(builtins.min(int(b), 64), -1), a._dtype, a._device)
+    else:  # a shift beyond the bits is one beyond them (uint8 holds no -1: bits too)
+        shift = builtins.min(int(b), _bits(a))
+        if shift < 0:
+            shift = -1 if a._dtype.is_signed else _bits(a)
+        b = full((), shift, a._dtype, a._device)
     return a, b
 
 
 def _bits(x: Tensor) -> int:
-    return 32 if x._dtype is dtypes.int32 else 64
+    return 8 * x._dtype.itemsize
 
 
 def _power_of_two(n: Tensor) -> Tensor:
@@ -64,14 +67,16 @@ def bitwise_right_shift(input, other):
     """input >> other, arithmetic (the sign fills in): floor(input / 2**other); shifts
     outside [0, bits) give -1 for negative input, else 0, as PyTorch."""
     a, n = _shift_operands("bitwise_right_shift", input, other)
-    bits = _bits(a)
+    # (a signed shift by bits - 1 leaves only the sign: the fill; uint8's keeps the top bit)
+    bits = _bits(a) - int(a._dtype.is_signed)
     nonnegative = mathops.bitwise_not(ew.compare("less", n, 0))
-    inside = mathops.bitwise_and(nonnegative, ew.compare("less", n, bits - 1))
+    inside = mathops.bitwise_and(nonnegative, ew.compare("less", n, bits))
     m = ew.where(inside, n, 0)
     half = mathops.floor_div(m, 2)
     shifted = mathops.floor_div(mathops.floor_div(a, _power_of_two(half)),
                                 _power_of_two(ew.sub(m, half)))
-    fill = ew.where(ew.compare("less", a, 0), -1, full((), 0, a._dtype, a._device))
+    zero = full((), 0, a._dtype, a._device)
+    fill = ew.where(ew.compare("less", a, 0), -1, zero) if a._dtype.is_signed else zero
     return ew.where(inside, shifted, fill)
 
 

@@ -34,8 +34,8 @@ def get_device(x: Tensor) -> int:
 
 @public(method=True, functional=False)
 def is_signed(x: Tensor) -> bool:
-    """Whether x's dtype holds negative values (every fastnn dtype but bool)."""
-    return x.dtype is not dtypes.bool_
+    """Whether x's dtype holds negative values (every fastnn dtype but bool and uint8)."""
+    return x.dtype.is_signed
 
 
 @public(method=True, top=True, functional=False)
@@ -162,17 +162,15 @@ for _device_type in ("mps", "xpu", "xla", "ipu", "mtia", "maia", "vulkan", "mkld
 
 def _unsupported_dtype(method: str, dtype: str):
     def convert(x: Tensor, memory_format=None) -> Tensor:
-        raise TypeError(f"{method}(): {dtype} is not a fastnn dtype (fastnn's: float16, "
-                        f"float32, float64, int32, int64, bool); convert to one with "
-                        f"x.int(), x.long() or x.float()")
+        raise TypeError(f"{method}(): {dtype} is not a fastnn dtype (fastnn's: "
+                        f"{', '.join(dtypes.names())}); fastnn has no complex dtypes")
 
     convert.__name__ = convert.__qualname__ = method
     convert.__doc__ = f"PyTorch's conversion to {dtype}, which fastnn does not have: raises."
     METHODS[method] = convert
 
 
-for _method, _dtype in (("byte", "uint8"), ("char", "int8"), ("short", "int16"),
-                        ("cfloat", "complex64"), ("cdouble", "complex128"),
+for _method, _dtype in (("cfloat", "complex64"), ("cdouble", "complex128"),
                         ("chalf", "complex32")):
     _unsupported_dtype(_method, _dtype)
 _fact("is_quantized", lambda x: False, "False: fastnn has no quantized tensors.")

@@ -80,7 +80,9 @@ def test_small_names():
     assert [t.shape for t in x.unsafe_split(1, 0)] == [(1, 3), (1, 3)]
     assert x.layout is fnn.strided and repr(fnn.strided) == "fastnn.strided"
     assert not x.is_mps and not x.is_xpu and x.output_nr == 0
-    for method in ("byte", "char", "short"):
+    for method, dtype in (("byte", fnn.uint8), ("char", fnn.int8), ("short", fnn.int16)):
+        assert getattr(x, method)().dtype is dtype
+    for method in ("cfloat", "cdouble"):
         with pytest.raises(TypeError, match="is not a fastnn dtype"):
             getattr(x, method)()
     assert isinstance(nn.LSTM(2, 3), nn.RNNBase) and isinstance(nn.GRU(2, 3), nn.RNNBase)

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from fastnn.api import composite
+from fastnn.api import composite, dtypes
 from fastnn.api.hookspec import hookimpl
 from fastnn.api.xp_hooks import xp_hooks
 from fastnn_cpu import mkl_gemm, native
@@ -31,7 +31,9 @@ fastnn_hook_modules = ("fastnn_cpu.conv", "fastnn_cpu.conv_2d", "fastnn_cpu.fuse
                        "fastnn_cpu.layernorm", "fastnn_cpu.linalg")
 
 _ZEROS = {np.dtype(name): np.dtype(name).type(0) for name in ("float16", "float32", "float64")}
-_DTYPES = ["float32", "float64", "float16", "int32", "int64", "bool"]
+# NumPy's floats (it has no bfloat16), then every integer dtype and bool
+_DTYPES = ["float32", "float64", "float16",
+           *(name for name in dtypes.names() if not dtypes.as_dtype(name).is_floating)]
 
 # the hooks that are one call of NumPy (one table for every NumPy-like backend:
 # fastnn.api.xp_hooks)
@@ -141,7 +143,15 @@ def uniform(shape, dtype, device_index, seed):
 
 @hookimpl
 def astype(x, dtype):
+    # NOTE: a float outside uint8/int8/int16 is undefined in C: through int32, as NumPy's
+    # cast on x86 goes (300.0 -> uint8 44) on every host, and as the device backends do
+    if x.dtype.kind == "f" and dtype in _NARROW_INTS:
+        with np.errstate(invalid="ignore"):
+            return x.astype(np.int32).astype(dtype)
     return x.astype(dtype)
+
+
+_NARROW_INTS = {name for name in dtypes.integer_names() if np.dtype(name).itemsize < 4}
 
 
 @hookimpl

@@ -6,6 +6,8 @@ probe turns either into the backend's ``reason`` with the install hint.
 
 from __future__ import annotations
 
+from fastnn.api import dtypes as _dtypes
+
 INSTALL_HINT = (
     'install cupy for your CUDA driver with `pip install -e "backends/cuda_cupy[cuda12]"` '
     '(CUDA 12) or `pip install -e "backends/cuda_cupy[cuda13]"` (CUDA 13), on a machine '
@@ -20,7 +22,9 @@ except Exception as exc:  # ImportError, or a broken CUDA library install
 else:
     IMPORT_ERROR = ""
 
-DTYPES = ["float32", "float64", "float16", "int32", "int64", "bool"]
+# cupy's floats (it has no bfloat16), then every integer dtype and bool
+DTYPES = ["float32", "float64", "float16",
+          *(name for name in _dtypes.names() if not _dtypes.as_dtype(name).is_floating)]
 
 
 def _describe(index: int) -> str:

@@ -27,8 +27,10 @@ from fastnn_cuda._cupy import device_count
 
 CACHE_KEY = "cuda-nccl"
 _REDUCTIONS = {"sum": "NCCL_SUM", "max": "NCCL_MAX", "min": "NCCL_MIN"}
+# (NCCL has no 16-bit integers: int16 takes the composite path, as bool does)
 _DTYPES = {"float32": "NCCL_FLOAT32", "float64": "NCCL_FLOAT64", "float16": "NCCL_FLOAT16",
-           "bfloat16": "NCCL_BFLOAT16", "int32": "NCCL_INT32", "int64": "NCCL_INT64"}
+           "bfloat16": "NCCL_BFLOAT16", "uint8": "NCCL_UINT8", "int8": "NCCL_INT8",
+           "int32": "NCCL_INT32", "int64": "NCCL_INT64"}
 _HOST_OPS = SimpleNamespace(to_numpy=primitives.to_numpy, from_numpy=primitives.from_numpy)
 _MULTI_GPU = device_count() > 1  # one GPU: the current device is always the right one
 

@@ -49,7 +49,7 @@ def probe() -> dict:
     record["available"] = True
     record["devices"] = [runtime.describe(d) for d in devices]
     fp64 = ["float64"] if runtime.has_fp64(devices[0]) else []
-    record["dtypes"] = ["float32", *fp64, "int32", "int64", "bool"]
+    record["dtypes"] = ["float32", *fp64, *runtime.INTEGERS, "bool"]
     return record
 
 

@@ -16,10 +16,12 @@ from fastnn_opencl import fast_launch, unary_vec
 from fastnn_opencl.elementwise_plan import collapse, launch
 from fastnn_opencl.runtime import (
     CL_TYPES,
+    INTEGERS,
     NP_TYPES,
     CLArray,
     contiguous_strides,
     rounded,
+    unsigned_type,
 )
 
 
@@ -155,20 +157,18 @@ bitwise_or = _make_binary("bitwise_or")
 bitwise_xor = _make_binary("bitwise_xor")
 
 
-_UNSIGNED = {"int32": "uint", "int64": "ulong"}
-
-
 @hookimpl
 def pow(a, b):
     if a.dtype.startswith("float"):
         return _binary("k_pow", a, b)
-    if a.dtype not in _UNSIGNED:
+    if a.dtype not in INTEGERS:
         raise TypeError(f"opencl: pow is not defined on {a.dtype} tensors; convert to int64")
     if isinstance(b, CLArray):
         shape = a.shape if a.shape == b.shape else broadcast_shapes(a.shape, b.shape)
     else:
         shape, b = a.shape, _scalar(b, a.dtype)
-    return launch(3, "k_pow", [a, b], a.dtype, shape, extra_defines=(("UT", _UNSIGNED[a.dtype]),))
+    return launch(3, "k_pow", [a, b], a.dtype, shape,
+                  extra_defines=(("UT", unsigned_type(a.dtype)),))
 
 
 @hookimpl
@@ -183,5 +183,8 @@ def where(cond, a, b):
 @hookimpl
 def astype(x, dtype):
     x.dev.check_dtype(dtype)
-    extra = (("TO_BOOL", int(dtype == "bool")),)
+    # NOTE: C leaves a float outside a small integer type's range undefined (PoCL gave 0
+    # for 300.0 -> uchar); through int, as NumPy's cast on x86 goes, 300.0 is 44
+    extra = (("TO_BOOL", int(dtype == "bool")),
+             ("VIA_INT", int(dtype in INTEGERS and NP_TYPES[dtype].itemsize < 4)))
     return launch(6, "k_astype", [x], dtype, x.shape, extra_defines=extra)

@@ -231,6 +231,18 @@ def _run(plan, dev, inputs, out_dtype, shape, strides, n, param):
     return out
 
 
+INTEGER_UNARY = frozenset({"k_copy", "k_neg", "k_abs", "k_sign", "k_relu"})
+"""elementwise.cl's unary kernels of group 2 (integers): the rest are floating only."""
+
+
+def check_kernel(group: int, name: str, dtype: str) -> None:
+    """TypeError for a floating-only unary kernel asked for an integer or bool array: the
+    program has no such kernel, and pyopencl's "invalid kernel name" says nothing useful."""
+    if group == 2 and name not in INTEGER_UNARY:
+        raise TypeError(f"opencl: {name[2:]} is defined on floating arrays, not {dtype}; "
+                        f"convert first (x.float())")
+
+
 def _build_plan(dev, group, name, inputs, out_dtype, extra_defines, shape=None):
     """The plan of a flat launch (``shape`` None: every array input has the output's shape
     and is contiguous; n is an argument of each call) or of a strided one over ``shape``
@@ -238,6 +250,7 @@ def _build_plan(dev, group, name, inputs, out_dtype, extra_defines, shape=None):
     import pyopencl as cl
 
     dev.check_dtype(out_dtype)
+    check_kernel(group, name, out_dtype)
     if shape is None:
         modes, coll_shape, strides = [0 if isinstance(x, CLArray) else 2 for x in inputs], (), []
     else:

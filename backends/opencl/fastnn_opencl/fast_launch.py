@@ -163,6 +163,7 @@ def _plan(key, group, name, inputs, out_dtype):
         return None
     dev = x.dev
     dev.check_dtype(out_dtype)
+    elementwise_plan.check_kernel(group, name, out_dtype)
     modes = [0 if type(v) is CLArray else 2 for v in inputs]
     defines = elementwise_plan.kernel_defines(group, inputs, modes, out_dtype, 0, ())
     kernel = cl.Kernel(dev.program(elementwise_plan.FILE, defines), name)

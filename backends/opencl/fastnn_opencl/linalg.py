@@ -22,7 +22,7 @@ from fastnn.api.hookspec import hookimpl
 from fastnn_opencl import elementwise, gemm_tune, gemm_wide
 from fastnn_opencl.elementwise_plan import collapse
 from fastnn_opencl.fast_gemm import matmul_2d
-from fastnn_opencl.runtime import CL_TYPES, CLArray, contiguous_strides, rounded
+from fastnn_opencl.runtime import CL_TYPES, CLArray, contiguous_strides, rounded, unsigned_type
 
 FILE = "matmul.cl"
 _I = np.int32
@@ -262,8 +262,8 @@ def gemm_exact(a: CLArray, b: CLArray, c: CLArray, m: int, n: int, k: int, batch
                a_strides: tuple, b_strides: tuple, c_strides: tuple) -> None:
     """C = A @ B for integer and bool matrices (``kernels/matmul_int.cl``): any strides."""
     dev = c.dev
-    unsigned = {"int32": "uint", "int64": "ulong", "bool": "uchar"}[c.dtype]
-    defines = (("T", CL_TYPES[c.dtype]), ("UT", unsigned), ("IS_BOOL", int(c.dtype == "bool")))
+    defines = (("T", CL_TYPES[c.dtype]), ("UT", unsigned_type(c.dtype)),
+               ("IS_BOOL", int(c.dtype == "bool")))
     kernel = dev.kernel("matmul_int.cl", "k_gemm_exact", defines,
                         [_I, _I, _I, None, _I, _I, _I, _I, None, _I, _I, _I, _I, None, _I, _I,
                          _I])

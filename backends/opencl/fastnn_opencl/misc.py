@@ -16,7 +16,8 @@ FILE = "misc.cl"
 def fill(shape: tuple, value, dtype: str, dev) -> CLArray:
     out = dev.empty(shape, dtype)
     if out.size:
-        kernel = dev.kernel(FILE, "k_fill", (("T", CL_TYPES[dtype]),),
+        # (DTYPE: bool and uint8 are both uchar, and the value's host type differs)
+        kernel = dev.kernel(FILE, "k_fill", (("T", CL_TYPES[dtype]), ("DTYPE", dtype)),
                             [None, np.int32, NP_TYPES[dtype]])
         kernel(dev.queue, (rounded(out.size),), None, out.data, out.size, value)
     return out

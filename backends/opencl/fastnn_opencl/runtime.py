@@ -25,11 +25,24 @@ from fastnn_opencl.pocl_env import pin_pocl_threads
 CL_TYPES = {
     "float32": "float",
     "float64": "double",
+    "uint8": "uchar",
+    "int8": "char",
+    "int16": "short",
     "int32": "int",
     "int64": "long",
-    "bool": "uchar",
+    "bool": "uchar",  # (as uint8: code that must tell them apart asks the dtype's name)
 }
 NP_TYPES = {name: np.dtype(name) for name in CL_TYPES}
+INTEGERS = [name for name in CL_TYPES if NP_TYPES[name].kind in "iu"]
+"""The integer dtypes, each with a kernel for the exact paths: elementwise, compare, cast,
+index, copy, reduce, integer matmul."""
+
+
+def unsigned_type(dtype: str) -> str:
+    """The unsigned OpenCL type of an integer (or bool) dtype's width, where integer
+    arithmetic wraps without C's undefined signed overflow."""
+    ctype = CL_TYPES[dtype]
+    return ctype if ctype.startswith("u") else "u" + ctype
 MAX_NDIM = 8  # strided kernels pass shapes and strides as OpenCL int8 vectors
 INSTALL_HINT = 'install an OpenCL driver, or run on the CPU with `pip install "pyopencl[pocl]"`'
 COMPILER_HINT = ("a processor newer than the PoCL's LLVM gives \"unknown target CPU 'generic'\": "
@@ -248,6 +261,9 @@ class DeviceState:
 
         The program is compiled once per device; the Kernel object (which holds
         the arguments of the launch being set up) is the calling thread's own.
+        NOTE: the cache key leaves ``arg_dtypes`` out (the hot path pays for no tuple of
+        them): two calls whose scalar arguments differ in type must differ in
+        ``defines``, e.g. a fill of bool and one of uint8 (both ``uchar``).
         """
         key = (filename, name, defines)
         kernels = self._local.kernels

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import numpy as np
 
 DTYPES = {1: "float32", 2: "float64", 3: "float16", 4: "int32", 5: "int64", 6: "uint8",
-          7: "bfloat16"}
+          7: "bfloat16", 8: "int8"}
 OPS = {10: "sum", 11: "max", 12: "min"}
 
 
@@ -59,7 +59,7 @@ class FakeNccl:
 
     available = True
     NCCL_FLOAT32, NCCL_FLOAT64, NCCL_FLOAT16, NCCL_INT32, NCCL_INT64 = 1, 2, 3, 4, 5
-    NCCL_UINT8, NCCL_BFLOAT16 = 6, 7
+    NCCL_UINT8, NCCL_BFLOAT16, NCCL_INT8 = 6, 7, 8
     NCCL_SUM, NCCL_MAX, NCCL_MIN = 10, 11, 12
 
     def __init__(self, transport, fail_join: bool = False):

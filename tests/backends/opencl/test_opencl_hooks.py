@@ -92,7 +92,10 @@ def test_where(ocl, rng, dtype):
 @pytest.mark.parametrize("src,dst", [("float32", "float64"), ("float64", "float32"),
                                      ("float32", "int64"), ("float64", "int32"),
                                      ("int64", "float32"), ("bool", "float32"),
-                                     ("float32", "bool"), ("int32", "int64")])
+                                     ("float32", "bool"), ("int32", "int64"),
+                                     ("float64", "int16"), ("float32", "int8"),
+                                     ("int16", "int8"), ("int8", "uint8"), ("uint8", "float32"),
+                                     ("int64", "int16"), ("uint8", "bool")])
 def test_astype(ocl, rng, src, dst):
     x = (rng.standard_normal((3, 5)) * 4).astype(src)
     check(ocl, ocl.astype(up(ocl, x, True), dst), x.astype(dst), dst)
@@ -271,3 +274,16 @@ def test_full_uniform_and_dtypes(ocl):
         assert abs(u.mean() - 0.5) < 0.01 and abs(u.var() - 1 / 12) < 0.005
     with pytest.raises(TypeError, match="float16"):
         ocl.from_numpy(np.zeros(3, np.float16), 0)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "int32", "bool"])
+def test_floating_only_unary_kernels_refuse_integers(ocl, dtype):
+    """exp, sqrt, floor... have no integer kernel: a clear TypeError, on the fast path
+    (contiguous) and the general one (transposed), not pyopencl's "invalid kernel name"."""
+    x = np.arange(6).reshape(2, 3).astype(dtype)
+    for op in ("exp", "sqrt", "floor", "tanh"):
+        for transposed in (False, True):
+            with pytest.raises(TypeError, match=f"opencl: {op} is defined on floating arrays"):
+                getattr(ocl, op)(up(ocl, x, transposed))
+    if dtype != "bool":  # (the integer kernels stay)
+        check(ocl, ocl.neg(up(ocl, x)), np.negative(x), dtype)

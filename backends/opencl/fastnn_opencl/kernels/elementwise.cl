@@ -231,7 +231,8 @@ BINARY(k_minimum, a < b ? a : b)
 // NumPy's integer power does. For b < 0 (NumPy refuses, PyTorch truncates 1 / a**|b|)
 // 1 ** b is 1, (-1) ** b is -1 for odd b and 1 for even b, every other base 0.
 inline T0 int_pow(const T0 a, const T0 b) {
-    if (b < 0) return a == 1 ? (T0)1 : a == -1 ? ((b & 1) ? (T0)-1 : (T0)1) : (T0)0;
+    // ((T0)-1: only a signed T0 gets here, and uchar's -1 would be a constant compare)
+    if (b < 0) return a == 1 ? (T0)1 : a == (T0)-1 ? ((b & 1) ? (T0)-1 : (T0)1) : (T0)0;
     UT base = (UT)a, result = 1, e = (UT)b;
     for (; e; e >>= 1) {
         if (e & 1) result *= base;
@@ -270,6 +271,8 @@ HEAD(k_astype)
     const T0 x = LOAD(MODE0, 0);
 #if TO_BOOL
     out[i] = (uchar)(x != 0);
+#elif VIA_INT
+    out[i] = (TO)(int)x;
 #else
     out[i] = (TO)x;
 #endif

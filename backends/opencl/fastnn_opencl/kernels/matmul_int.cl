@@ -1,7 +1,7 @@
 // Integer and bool matrix products, with NumPy's semantics: integers wrap around,
 // bool @ bool is an OR of ANDs. One work-item per output element (c, r, batch):
 // exact products are rare next to float GEMMs, and a loop is all they need.
-// Host defines: T (int, long or uchar), UT (its unsigned type), IS_BOOL.
+// Host defines: T (an integer type, or uchar for bool), UT (its unsigned type), IS_BOOL.
 
 __kernel void k_gemm_exact(const int M, const int N, const int K,
                            __global const T *a, const int aoff, const int a_bs,
