@@ -37,6 +37,9 @@ class Sample:
     label: str
     args: tuple
     params: dict = field(default_factory=dict)
+    # dtypes the sample needs besides the case's own (astype's target): a device that
+    # does not list one of them skips the sample
+    needs: tuple = ()
 
     def __post_init__(self):
         # NumPy draws with size=() give NumPy scalars: keep them arrays (0-d tensors);

@@ -84,8 +84,8 @@ def _int_case(name, run, ref, low=-9, high=10, nonzero_b=False, dtypes=("int64",
         return values.astype(dtype)
 
     def samples(rng):
-        out = [Sample(f"{dt} shapes {sa} {sb}", (draw(rng, sa, 0, dt), draw(rng, sb, 1, dt)))
-               for sa, sb in INT_SHAPES for dt in dtypes]
+        out = [Sample(f"{dt} shapes {sa} {sb}", (draw(rng, sa, 0, dt), draw(rng, sb, 1, dt)),
+                      needs=(dt,)) for sa, sb in INT_SHAPES for dt in dtypes]
         out.append(Sample("python int b", (draw(rng, (2, 3), 0, "int64"), 3)))
         return out
 
