@@ -187,7 +187,12 @@ def check_fits(op: str, value: int, dtype: DType, what: str = "the Python intege
     if not low <= value <= high:
         raise OverflowError(
             f"{op}: {what} {value} does not fit in {dtype.name} (range [{low}, {high}]); "
-            f"use {'' if dtype is int64 else 'dtype=fnn.int64 or '}a floating dtype")
+            f"use {wider_hint(dtype)}")
+
+
+def wider_hint(dtype: DType) -> str:
+    """What to use instead of an integer dtype a value does not fit in."""
+    return "a floating dtype" if dtype is int64 else "dtype=fnn.int64 or a floating dtype"
 
 
 def int_range(dtype: DType) -> tuple[int, int]:

@@ -33,7 +33,6 @@ class _Loss(Module):
     ``BUFFERS`` are kept as buffers."""
 
     FN = None
-    KEYS = ("reduction",)
     BUFFERS = ()
 
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean", **kwargs):

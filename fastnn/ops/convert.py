@@ -79,12 +79,8 @@ def _narrowed(owner: str, host: np.ndarray, target: np.dtype, dtype) -> np.ndarr
         if low < info.min or high > info.max:
             bad = (low if low < info.min else high).item()
             raise OverflowError(f"{owner}: {bad!r} does not fit in {dtype.name} ([{info.min}, "
-                             f"{info.max}]); use {_wider(dtype)}")
+                             f"{info.max}]); use {_dtypes.wider_hint(dtype)}")
     return host.astype(target, copy=False)
-
-
-def _wider(dtype) -> str:
-    return "a floating dtype" if dtype.name == "int64" else "dtype=fnn.int64 or a floating dtype"
 
 
 def _first_non_number(host: np.ndarray):

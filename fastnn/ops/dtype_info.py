@@ -21,9 +21,6 @@ _BFLOAT16 = {"eps": 2.0 ** -7, "max": float.fromhex("0x1.fep127"), "tiny": 2.0 *
              "resolution": 0.01}
 
 
-_category = dtypes.category
-
-
 @public(top=True, functional=False)
 class finfo:
     """The limits of a floating dtype, as ``torch.finfo``: ``bits``, ``eps`` (the gap after
@@ -107,7 +104,7 @@ def result_type(tensor1, tensor2):
             continue
         if result is None:
             result = dtype
-        elif _category(dtype) > _category(result):  # a lower-priority, higher category
+        elif dtypes.category(dtype) > dtypes.category(result):  # lower priority, higher category
             result = dtype
     return result
 
@@ -123,7 +120,7 @@ def promote_types(type1, type2):
 def can_cast(from_, to) -> bool:
     """Whether PyTorch's casting rules allow ``from_`` to ``to`` in an op's output: never
     to a lower category (floating to integer, or a number to bool); sizes may shrink."""
-    return _category(dtypes.as_dtype(from_)) <= _category(dtypes.as_dtype(to))
+    return dtypes.category(dtypes.as_dtype(from_)) <= dtypes.category(dtypes.as_dtype(to))
 
 
 @public(method=True, top=True, functional=False)

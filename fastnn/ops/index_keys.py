@@ -96,7 +96,7 @@ def expand_key(op: str, x: Tensor, key) -> list:
     for item in key:
         if isinstance(item, (tuple, builtins.range)):  # a list, as NumPy and torch take them
             item = list(item)
-        elif isinstance(item, Tensor) and item._dtype is dtypes.uint8:
+        elif _is_byte(item):
             item = byte_mask(item)
         if is_advanced(item):
             if not on_device(item, x):  # host data: _advanced range-checks it, then uploads

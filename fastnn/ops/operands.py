@@ -32,7 +32,7 @@ def align(op: str, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
         # of a higher category (bool < integer < floating); float32 + 0-d float64 is float32
         if (a.ndim == 0) != (b.ndim == 0):
             dims, zero_d = (b, a) if a.ndim == 0 else (a, b)
-            if category(zero_d._dtype) <= category(dims._dtype):
+            if dtypes.category(zero_d._dtype) <= dtypes.category(dims._dtype):
                 target = dims._dtype
         a, b = astype(a, target), astype(b, target)
     return a, b
@@ -47,9 +47,6 @@ def same_dtype(op: str, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
         raise RuntimeError(f"{op}: expected both operands to have the same dtype, got "
                            f"{a._dtype.name} and {b._dtype.name}; convert one with .to()")
     return a, b
-
-
-category = dtypes.category
 
 
 def scalar_operand(op: str, a: Tensor, value):
