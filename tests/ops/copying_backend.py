@@ -11,6 +11,7 @@ from fastnn_cpu.conv_2d import *  # noqa: F401,F403
 from fastnn_cpu.fused import *  # noqa: F401,F403
 from fastnn_cpu.indexing import *  # noqa: F401,F403
 from fastnn_cpu.optim import *  # noqa: F401,F403
+from fastnn_cpu.reduce import *  # noqa: F401,F403
 from fastnn_cpu import backend_probe as _probe
 import fastnn_cpu.indexing as _ix
 import numpy as _np

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from fastnn_cpu import MEAN_GEMV_MAX, mean
+from fastnn_cpu.reduce import MEAN_GEMV_MAX, mean
 
 
 @pytest.mark.parametrize("dtype, rtol", [(np.float32, 2e-6), (np.float64, 1e-14)])

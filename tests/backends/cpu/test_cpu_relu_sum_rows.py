@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from fastnn_cpu import RELU_ROW_MIN_SIZE, SUM_GEMV_MAX, SUM_GEMV_MIN_SIZE, SUM_ROWS_MAX, relu
-from fastnn_cpu import sum as cpu_sum
+from fastnn_cpu import RELU_ROW_MIN_SIZE, relu
+from fastnn_cpu.reduce import SUM_GEMV_MAX, SUM_GEMV_MIN_SIZE, SUM_ROWS_MAX
+from fastnn_cpu.reduce import sum as cpu_sum
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
