@@ -18,6 +18,7 @@ import platform
 import re
 import shutil
 import subprocess
+import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -98,16 +99,21 @@ def build(source: Path, cc: str, flags=FLAGS) -> Path:
     return target
 
 
-def load(source: Path, variable: str, what: str, flags=FLAGS) -> tuple:
+def load(source: Path, variable: str, what: str, flags=FLAGS, python: bool = False) -> tuple:
     """(ctypes.CDLL or None, the reason in words) for ``source`` under the switch
-    ``variable``; ``what`` names the helper in the error of ``on``."""
+    ``variable``; ``what`` names the helper in the error of ``on``. ``python``: the
+    source uses Python's C API (built against this interpreter's headers, loaded as a
+    ctypes.PyDLL: its functions run holding the GIL and may raise)."""
     chosen = mode(variable)
     if chosen == "off":
         return None, f"off ({variable}=off)"
     try:
         cc = compiler()
+        if python:
+            flags = (*flags, "-I" + sysconfig.get_paths()["include"])
         path = build(source, cc, flags)
-        return ctypes.CDLL(str(path)), f"C ({path.name}, {cc})"
+        kind = ctypes.PyDLL if python else ctypes.CDLL
+        return kind(str(path)), f"C ({path.name}, {cc})"
     except (OSError, subprocess.SubprocessError) as exc:
         if chosen == "on":
             raise RuntimeError(f"{variable}=on, but {what} cannot be built: {exc}; install a C "

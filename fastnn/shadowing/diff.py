@@ -85,6 +85,8 @@ def release() -> None:
 NATIVE_FROM = 1 << 12
 _NATIVE = "FASTNN_NATIVE"  # the switch of the core's C helpers (fastnn.api.native)
 _close: list = []  # [{dtype: the C function} or None, why, {dtype: its _many}] once loaded
+# close.c's loop vectorises only so (what the flags assume away is what it reports)
+CLOSE_FLAGS = native.FLAGS + ("-fno-strict-aliasing", "-ffinite-math-only", "-fno-signed-zeros")
 
 
 def _close_functions(many: bool = False):
@@ -92,9 +94,7 @@ def _close_functions(many: bool = False):
     for outputs laid end to end), or None (NumPy's passes)."""
     if not _close:
         lib, why = native.load(Path(__file__).with_name("close.c"), _NATIVE,
-                               "shadow mode's C comparison",
-                               native.FLAGS + ("-fno-strict-aliasing", "-ffinite-math-only",
-                                               "-fno-signed-zeros"))
+                               "shadow mode's C comparison", CLOSE_FLAGS)
         found = several = None
         if lib is not None:
             ptr, i64 = ctypes.c_void_p, ctypes.c_int64

@@ -1,18 +1,23 @@
-"""Shadow mode's comparison tests run twice: with its C comparison (close.c, where it
-builds) and with NumPy's passes; a module asks with
-``pytestmark = pytest.mark.usefixtures("path")``."""
+"""Shadow mode's comparison tests run three times: with its batch comparison in C
+(bulk.c, where it builds), with close.c's loops alone, and with NumPy's passes; a module
+asks with ``pytestmark = pytest.mark.usefixtures("path")``."""
 
 import pytest
 
-from fastnn.shadowing import diff
+from fastnn.shadowing import diff, vector
 
 
-@pytest.fixture(params=["C", "NumPy"])
+@pytest.fixture(params=["bulk", "C", "NumPy"])
 def path(request, monkeypatch):
-    """C: close.c's comparisons (skipped where it did not build); NumPy: switched off."""
-    if request.param == "C":
+    """bulk: bulk.c and close.c (skipped where they did not build); C: close.c only;
+    NumPy: both switched off."""
+    if request.param == "bulk" and vector._bulk_function() is None:
+        pytest.skip(f"no C batch comparison here: {vector._bulk[1]}")
+    if request.param in ("bulk", "C"):
         if diff._close_functions() is None:
             pytest.skip(f"no C comparison here: {diff.native_status()}")
     else:
         monkeypatch.setattr(diff, "_close", [None, "off for a test"])
+    if request.param != "bulk":
+        monkeypatch.setattr(vector, "_bulk", [None, "off for a test"])
     return request.param

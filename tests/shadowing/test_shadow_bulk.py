@@ -1,8 +1,8 @@
-"""A batch's outputs judged in bulk (:class:`fastnn.shadowing.vector.Bulk`, in close.c and
-in NumPy's passes) against the one-by-one comparison (:func:`fastnn.shadowing.diff.
-compare`): bulk never passes an output that fails one by one, gives a passing output the
-same errors, and leaves only the failing ones (and those of a kind it does not judge) to
-the one-by-one diagnosis."""
+"""A batch's outputs judged in bulk (:class:`fastnn.shadowing.vector.Bulk`: in bulk.c's
+one call, in close.c and in NumPy's passes) against the one-by-one comparison
+(:func:`fastnn.shadowing.diff.compare`): bulk never passes an output that fails one by
+one, gives a passing output the same errors, and leaves only the failing ones (and those
+of a kind it does not judge) to the one-by-one diagnosis."""
 
 from __future__ import annotations
 
@@ -194,4 +194,33 @@ def test_an_output_in_the_reference_outputs_memory_is_equal_without_a_copy():
     same, off, copied = bulk.verdicts()
     assert same == vector.EQUAL_VERDICT and copied == vector.EQUAL_VERDICT
     assert off is None and diff.compare(shifted.T, base.T, 0.0, 1e-30).failed
-    assert bulk._same == [0]  # (the first only: nothing to copy)
+    if bulk._items is None:  # (bulk.c sees one memory in one test, with no list of them)
+        assert bulk._same == [0]  # (the first only: nothing to copy)
+
+
+def test_bulk_c_raises_on_a_bad_list_and_leaves_what_it_cannot_read_to_python():
+    """bulk.c's one call runs holding the GIL: a malformed list raises TypeError (it never
+    crashes the process), and an output that is no buffer, or laid out unlike its pair,
+    or of a dtype it does not judge and unequal, comes back as None for Python."""
+    fn = vector._bulk_function()
+    if fn is None:
+        pytest.skip(f"no C batch comparison here: {vector._bulk[1]}")
+    a = np.linspace(0, 1, 50, dtype=np.float32)
+    with pytest.raises(TypeError, match="expected a list"):
+        fn((a, a, 0.0, 1e-6))
+    with pytest.raises(TypeError, match="expected a list"):
+        fn([a, a, 0.0])
+    with pytest.raises(TypeError):
+        fn([a, a, "rtol", 1e-6])
+    x = np.arange(12.0).reshape(3, 4)
+    found = fn([a, a + np.float32(1e-7), 1e-5, 1e-6,  # close: its errors
+                3.0, 3.0, 0.0, 0.0,  # no buffer
+                x.T, np.ascontiguousarray(x.T), 0.0, 1e-9,  # equal, laid out apart
+                np.arange(4), np.arange(4) + 1, 0.0, 0.0,  # integers, unequal
+                np.arange(4), np.arange(4), 0.0, 0.0,  # integers, equal
+                a, a + 1, 1e-5, 1e-6])  # fails
+    want = (a + np.float32(1e-7)).astype(np.float64)
+    err = np.abs(a - want)
+    assert found[0] == pytest.approx((err.max(), (err / (1e-6 + 1e-5 * np.abs(want))).max()),
+                                     rel=1e-4)
+    assert found[1:4] == [None, None, None] and found[4] == (0.0, 0.0) and found[5] is None

@@ -1,0 +1,95 @@
+/* Shadow mode's batch of comparisons in one call (fastnn.shadowing.vector): a list of
+ * outputs [got, want, rtol, atol, got, want, ...] (host arrays, read through the buffer
+ * protocol) judged where they lie, each in one pass of close.c's loop, without laying
+ * them end to end first. Per output: (max |got - want|, the largest ratio to the
+ * tolerance) where it passes, or None where Python is to judge it (it fails, holds a
+ * NaN or an Inf, is laid out unlike its pair or not whole, or has a dtype other than
+ * float32 and float64 that is not equal bit for bit). Loaded with ctypes.PyDLL: it runs
+ * holding the GIL, and a bad argument raises rather than crashes. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+
+#include "close.c"
+
+/* 1 when a and b hold the same dtype, shape and strides, whole (C- or F-contiguous) */
+static int alike(const Py_buffer *a, const Py_buffer *b) {
+    if (a->ndim != b->ndim || a->itemsize != b->itemsize || strcmp(a->format, b->format))
+        return 0;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d] || (a->shape[d] > 1 && a->strides[d] != b->strides[d]))
+            return 0;
+    return (PyBuffer_IsContiguous(a, 'C') && PyBuffer_IsContiguous(b, 'C'))
+           || (PyBuffer_IsContiguous(a, 'F') && PyBuffer_IsContiguous(b, 'F'));
+}
+
+static PyObject *verdict(double max_abs, double ratio) {
+    PyObject *a = PyFloat_FromDouble(max_abs), *r = PyFloat_FromDouble(ratio), *pair = NULL;
+    if (a && r)
+        pair = PyTuple_Pack(2, a, r);
+    Py_XDECREF(a);
+    Py_XDECREF(r);
+    return pair;
+}
+
+/* the verdict of one output (a new reference; Py_None to be judged in Python) */
+static PyObject *judge(const Py_buffer *g, const Py_buffer *w, double rtol, double atol) {
+    Py_ssize_t n = g->len / (g->itemsize ? g->itemsize : 1);
+    if (!alike(g, w))
+        Py_RETURN_NONE;
+    if (n == 0 || g->buf == w->buf || !memcmp(g->buf, w->buf, (size_t)g->len))
+        return verdict(0.0, 0.0);  /* the same bits: the same values, NaN included */
+    double out[2];
+    int special;
+    if (!strcmp(g->format, "f"))
+        special = fastnn_close_f32(g->buf, w->buf, n, (float)rtol, (float)atol, out);
+    else if (!strcmp(g->format, "d"))
+        special = fastnn_close_f64(g->buf, w->buf, n, rtol, atol, out);
+    else
+        Py_RETURN_NONE;  /* integers, bool, float16: not equal, so Python finds how */
+    if (special || !(out[1] <= 1.0))
+        Py_RETURN_NONE;
+    return verdict(out[0], out[1]);
+}
+
+PyObject *fastnn_bulk(PyObject *items) {
+    if (!PyList_Check(items) || PyList_GET_SIZE(items) % 4) {
+        PyErr_SetString(PyExc_TypeError,
+                        "fastnn_bulk: expected a list [got, want, rtol, atol, ...]");
+        return NULL;
+    }
+    Py_ssize_t k = PyList_GET_SIZE(items) / 4;
+    PyObject *found = PyList_New(k);
+    if (!found)
+        return NULL;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        PyObject *got = PyList_GET_ITEM(items, 4 * i), *want = PyList_GET_ITEM(items, 4 * i + 1);
+        double rtol = PyFloat_AsDouble(PyList_GET_ITEM(items, 4 * i + 2));
+        double atol = PyFloat_AsDouble(PyList_GET_ITEM(items, 4 * i + 3));
+        if (PyErr_Occurred()) {
+            Py_DECREF(found);
+            return NULL;
+        }
+        PyObject *one = NULL;
+        Py_buffer g, w;
+        if (PyObject_GetBuffer(got, &g, PyBUF_RECORDS_RO) == 0) {
+            if (PyObject_GetBuffer(want, &w, PyBUF_RECORDS_RO) == 0) {
+                one = judge(&g, &w, rtol, atol);
+                PyBuffer_Release(&w);
+            }
+            PyBuffer_Release(&g);
+        }
+        if (one == NULL) {  /* not a buffer (a device array, a scalar): Python judges it */
+            if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_TypeError)
+                && !PyErr_ExceptionMatches(PyExc_BufferError)) {
+                Py_DECREF(found);
+                return NULL;
+            }
+            PyErr_Clear();
+            one = Py_NewRef(Py_None);
+        }
+        PyList_SET_ITEM(found, i, one);
+    }
+    return found;
+}
