@@ -24,9 +24,6 @@ through them after it.
 
 from __future__ import annotations
 
-import ctypes
-from pathlib import Path
-
 import numpy as np
 
 from fastnn.api import native
@@ -120,7 +117,7 @@ class Bulk:
         # pass finds equality too: a max_abs of 0)
         self._c = _c_functions()
         # with bulk.c: [got, want, rtol, atol, ...] of every output, judged in one call
-        self._items = [] if _bulk_function() is not None else None
+        self._items = [] if diff.bulk_function() is not None else None
 
     def add(self, got, want, rtol: float, atol: float, known: float,
             equal_first: bool) -> int:
@@ -179,7 +176,7 @@ class Bulk:
         items = self._items
         if items is None:
             return self._verdicts()
-        found = _bulk[0](items)
+        found = diff._bulk[0](items)
         again = [k for k, verdict in enumerate(found) if verdict is None]
         if again:  # (rare: failing, NaN or Inf, laid out apart, or not float and unequal;
             # judged as without bulk.c, with no hint of the row's last output)
@@ -228,22 +225,6 @@ class Bulk:
             for k, verdict in zip(again, redone):
                 verdicts[k] = verdict
         return verdicts
-
-
-_bulk: list = []  # [bulk.c's fastnn_bulk or None, why] once loaded
-
-
-def _bulk_function():
-    """bulk.c's batch comparison (a list of outputs in, their verdicts out), or None."""
-    if not _bulk:
-        lib, why = native.load(Path(diff.__file__).with_name("bulk.c"), diff._NATIVE,
-                               "shadow mode's C batch comparison", diff.CLOSE_FLAGS,
-                               python=True)
-        fn = None
-        if lib is not None:
-            fn = native.typed(lib, "fastnn_bulk", [ctypes.py_object], ctypes.py_object)
-        _bulk[:] = [fn, why]
-    return _bulk[0]
 
 
 def _c_functions():

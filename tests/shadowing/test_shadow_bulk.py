@@ -202,9 +202,9 @@ def test_bulk_c_raises_on_a_bad_list_and_leaves_what_it_cannot_read_to_python():
     """bulk.c's one call runs holding the GIL: a malformed list raises TypeError (it never
     crashes the process), and an output that is no buffer, or laid out unlike its pair,
     or of a dtype it does not judge and unequal, comes back as None for Python."""
-    fn = vector._bulk_function()
+    fn = diff.bulk_function()
     if fn is None:
-        pytest.skip(f"no C batch comparison here: {vector._bulk[1]}")
+        pytest.skip(f"no C batch comparison here: {diff._bulk[1]}")
     a = np.linspace(0, 1, 50, dtype=np.float32)
     with pytest.raises(TypeError, match="expected a list"):
         fn((a, a, 0.0, 1e-6))
