@@ -3,9 +3,9 @@
  * protocol) judged where they lie, each in one pass of close.c's loop, without laying
  * them end to end first. Per output: (max |got - want|, the largest ratio to the
  * tolerance) where it passes, or None where Python is to judge it (it fails, holds a
- * NaN or an Inf, is laid out unlike its pair or not whole, or has a dtype other than
- * float32 and float64 that is not equal bit for bit). Loaded with ctypes.PyDLL: it runs
- * holding the GIL, and a bad argument raises rather than crashes. */
+ * NaN or an Inf, is laid out unlike its pair or is not whole past its broadcast axes,
+ * or has a dtype other than float32 and float64 and is not equal bit for bit). Loaded
+ * with ctypes.PyDLL: it runs holding the GIL, and a bad argument raises, never crashes. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -13,15 +13,33 @@
 
 #include "close.c"
 
-/* 1 when a and b hold the same dtype, shape and strides, whole (C- or F-contiguous) */
-static int alike(const Py_buffer *a, const Py_buffer *b) {
+/* How many elements a and b hold past their broadcast axes (stride 0), when they hold
+ * the same dtype, shape and strides and, those axes dropped, are whole (C- or
+ * F-contiguous): both are then read as that many elements in memory order; else -1 */
+static Py_ssize_t alike(const Py_buffer *a, const Py_buffer *b) {
     if (a->ndim != b->ndim || a->itemsize != b->itemsize || strcmp(a->format, b->format))
-        return 0;
+        return -1;
     for (int d = 0; d < a->ndim; d++)
         if (a->shape[d] != b->shape[d] || (a->shape[d] > 1 && a->strides[d] != b->strides[d]))
+            return -1;
+    Py_ssize_t c_order = a->itemsize, f_order = a->itemsize, n = 1;
+    int c_whole = 1, f_whole = 1;
+    for (int d = a->ndim - 1; d >= 0; d--) {  /* C order: the last axis moves fastest */
+        if (a->shape[d] == 0)
             return 0;
-    return (PyBuffer_IsContiguous(a, 'C') && PyBuffer_IsContiguous(b, 'C'))
-           || (PyBuffer_IsContiguous(a, 'F') && PyBuffer_IsContiguous(b, 'F'));
+        if (a->shape[d] == 1 || a->strides[d] == 0)
+            continue;
+        c_whole &= a->strides[d] == c_order;
+        c_order *= a->shape[d];
+        n *= a->shape[d];
+    }
+    for (int d = 0; d < a->ndim; d++) {  /* F order: the first axis moves fastest */
+        if (a->shape[d] == 1 || a->strides[d] == 0)
+            continue;
+        f_whole &= a->strides[d] == f_order;
+        f_order *= a->shape[d];
+    }
+    return c_whole || f_whole ? n : -1;
 }
 
 static PyObject *verdict(double max_abs, double ratio) {
@@ -34,11 +52,12 @@ static PyObject *verdict(double max_abs, double ratio) {
 }
 
 /* the verdict of one output (a new reference; Py_None to be judged in Python) */
+/* the verdict of one output (a new reference; Py_None to be judged in Python) */
 static PyObject *judge(const Py_buffer *g, const Py_buffer *w, double rtol, double atol) {
-    Py_ssize_t n = g->len / (g->itemsize ? g->itemsize : 1);
-    if (!alike(g, w))
+    Py_ssize_t n = alike(g, w);
+    if (n < 0)
         Py_RETURN_NONE;
-    if (n == 0 || g->buf == w->buf || !memcmp(g->buf, w->buf, (size_t)g->len))
+    if (n == 0 || g->buf == w->buf || !memcmp(g->buf, w->buf, (size_t)(n * g->itemsize)))
         return verdict(0.0, 0.0);  /* the same bits: the same values, NaN included */
     double out[2];
     int special;

@@ -224,3 +224,31 @@ def test_bulk_c_raises_on_a_bad_list_and_leaves_what_it_cannot_read_to_python():
     assert found[0] == pytest.approx((err.max(), (err / (1e-6 + 1e-5 * np.abs(want))).max()),
                                      rel=1e-4)
     assert found[1:4] == [None, None, None] and found[4] == (0.0, 0.0) and found[5] is None
+
+
+@pytest.mark.parametrize("layout", ["broadcast", "broadcast column", "transposed",
+                                    "sliced", "reversed", "strided column"])
+def test_bulk_c_judges_laid_out_alike_arrays_as_numpy(layout):
+    """Pairs laid out alike (a broadcast's stride 0 included) get the errors NumPy finds
+    over their elements; a layout bulk.c cannot walk in memory order is left to Python."""
+    fn = diff.bulk_function()
+    if fn is None:
+        pytest.skip(f"no C batch comparison here: {diff._bulk[1]}")
+    rng = np.random.default_rng(3)
+    base = rng.normal(size=(6, 8)).astype(np.float32)
+    other = base + rng.normal(size=(6, 8)).astype(np.float32) * 1e-7
+    pick = {"broadcast": lambda a: np.broadcast_to(a[0], (5, 8)),
+            "broadcast column": lambda a: np.broadcast_to(a[:, :1].copy(), (6, 7)),
+            "transposed": lambda a: a.T,
+            "sliced": lambda a: a[:, ::2],
+            "reversed": lambda a: a[::-1],
+            "strided column": lambda a: np.broadcast_to(a[:, :1], (6, 7))}[layout]
+    got, want = pick(base), pick(other)
+    found = fn([got, want, 1e-5, 1e-6])[0]
+    if layout in ("sliced", "reversed", "strided column"):
+        assert found is None
+        return
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    err = np.abs(g - w)
+    assert found == pytest.approx((err.max(), (err / (1e-6 + 1e-5 * np.abs(w))).max()),
+                                  rel=1e-4)
