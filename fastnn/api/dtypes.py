@@ -99,6 +99,12 @@ def integer_names() -> list[str]:
     return [name for name, d in _BY_NAME.items() if d.is_integer]
 
 
+#: the integer dtypes narrower than int32: a float cast to one goes through int32 on every
+#: backend (C leaves a float outside their range undefined; NumPy's cast on x86 goes so,
+#: 300.0 -> uint8 44, where CUDA's saturates and PoCL gave 0)
+NARROW_INTEGERS = frozenset(name for name in integer_names() if np.dtype(name).itemsize < 4)
+
+
 def as_dtype(value) -> DType:
     """Turn a DType, a name, or a NumPy dtype/type into a DType; TypeError if unsupported."""
     if isinstance(value, DType):

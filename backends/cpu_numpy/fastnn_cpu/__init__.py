@@ -144,13 +144,11 @@ def uniform(shape, dtype, device_index, seed):
 def astype(x, dtype):
     # NOTE: a float outside uint8/int8/int16 is undefined in C: through int32, as NumPy's
     # cast on x86 goes (300.0 -> uint8 44) on every host, and as the device backends do
-    if x.dtype.kind == "f" and dtype in _NARROW_INTS:
+    if x.dtype.kind == "f" and dtype in dtypes.NARROW_INTEGERS:
         with np.errstate(invalid="ignore"):
             return x.astype(np.int32).astype(dtype)
     return x.astype(dtype)
 
-
-_NARROW_INTS = {name for name in dtypes.integer_names() if np.dtype(name).itemsize < 4}
 
 
 @hookimpl

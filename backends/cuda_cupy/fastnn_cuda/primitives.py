@@ -12,8 +12,6 @@ import contextlib
 import functools
 import math
 
-import numpy as np
-
 from fastnn.api import dtypes as _dtypes
 from fastnn.api.hookspec import hookimpl
 from fastnn.api.xp_hooks import xp_hooks
@@ -91,12 +89,10 @@ def uniform(shape, dtype, device_index, seed):
 def astype(x, dtype):
     # NOTE: CUDA's float to uint8 conversion saturates (300.0 -> 255) where NumPy's on x86
     # wraps through int32 (44), C leaving it undefined: through int32, as the cpu backend
-    if x.dtype.kind == "f" and dtype in _NARROW_INTS:
+    if x.dtype.kind == "f" and dtype in _dtypes.NARROW_INTEGERS:
         return x.astype(cp.int32).astype(dtype)
     return x.astype(dtype)
 
-
-_NARROW_INTS = {name for name in _dtypes.integer_names() if np.dtype(name).itemsize < 4}
 
 
 # ---------------------------------------------------------------- elementwise unary

@@ -11,6 +11,7 @@ import numbers
 
 import numpy as np
 
+from fastnn.api.dtypes import NARROW_INTEGERS
 from fastnn.api.hookspec import hookimpl
 from fastnn_opencl import fast_launch, unary_vec
 from fastnn_opencl.elementwise_plan import collapse, launch
@@ -183,8 +184,6 @@ def where(cond, a, b):
 @hookimpl
 def astype(x, dtype):
     x.dev.check_dtype(dtype)
-    # NOTE: C leaves a float outside a small integer type's range undefined (PoCL gave 0
-    # for 300.0 -> uchar); through int, as NumPy's cast on x86 goes, 300.0 is 44
-    extra = (("TO_BOOL", int(dtype == "bool")),
-             ("VIA_INT", int(dtype in INTEGERS and NP_TYPES[dtype].itemsize < 4)))
+    # (a float to a narrow integer through int: fastnn.api.dtypes.NARROW_INTEGERS)
+    extra = (("TO_BOOL", int(dtype == "bool")), ("VIA_INT", int(dtype in NARROW_INTEGERS)))
     return launch(6, "k_astype", [x], dtype, x.shape, extra_defines=extra)
