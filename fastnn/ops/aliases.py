@@ -213,18 +213,18 @@ def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
         raise TypeError("masked_fill: mask must be a bool tensor (e.g. x > 0)")
     if isinstance(value, Tensor):
         return ew.where(mask, value.to(x.dtype), x)
-    keep = ew.compare("equal", mask, 0)
+    keep = ew.not_mask(mask)
     return ew.where(keep, x, value)
 
 
 def _as_bool(x: Tensor) -> Tensor:
-    return x if x.dtype is dtypes.bool_ else ew.compare("equal", ew.compare("equal", x, 0), 0)
+    return x if x.dtype is dtypes.bool_ else ew.not_mask(ew.compare("equal", x, 0))
 
 
 @public(method=True, top=True)
 def logical_not(x: Tensor) -> Tensor:
     """True where x is zero (False)."""
-    return ew.compare("equal", _as_bool(x), 0)
+    return ew.not_mask(_as_bool(x))
 
 
 @public(method=True, top=True)

@@ -39,7 +39,7 @@ def apply_mask(scores: Tensor, mask, allow: bool) -> Tensor:
         raise TypeError(f"attention: attn_mask must be a Tensor or None, got "
                         f"{type(mask).__name__}")
     if mask.dtype is dtypes.bool_:
-        keep = mask if allow else m.compare("equal", mask, 0)
+        keep = mask if allow else m.not_mask(mask)
         return m.where(keep, scores, -math.inf)
     if not mask.dtype.is_floating:
         raise TypeError(f"attention: attn_mask must be bool or floating (added to the "

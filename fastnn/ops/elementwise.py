@@ -203,6 +203,12 @@ def compare(op: str, a, b) -> Tensor:
     return Tensor._make(getattr(a._device.ops, op)(a._data, b), dtypes.bool_, a._device)
 
 
+def not_mask(mask: Tensor) -> Tensor:
+    """NOT of a bool tensor, in one hook call (``compare("equal", mask, 0)`` casts the
+    mask to int64 first, as PyTorch's True == 0 compares numbers: two calls)."""
+    return Tensor._make(mask._device.ops.equal(mask._data, False), dtypes.bool_, mask._device)
+
+
 def _outside_range(a: Tensor, value) -> int:
     """+1 / -1 where the Python integer ``value`` lies above / below integer tensor a's
     dtype range (so a comparison with it has one answer), else 0."""
@@ -259,7 +265,7 @@ def where(cond: Tensor, a=_ALONE, b=_ALONE):
     if isinstance(cond, Tensor) and cond._dtype is dtypes.uint8:  # as PyTorch 2.13
         warn_user("where received a uint8 condition tensor: deprecated (as in PyTorch); "
                   "use a bool condition (cond.bool())")
-        cond = compare("equal", compare("equal", cond, 0), 0)
+        cond = not_mask(compare("equal", cond, 0))
     if isinstance(cond, Tensor) and not isinstance(a, Tensor) and not isinstance(b, Tensor):
         a, b = _scalar_pair(a, b, cond)
     if not isinstance(cond, Tensor) or cond._dtype is not dtypes.bool_:

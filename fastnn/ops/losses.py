@@ -125,7 +125,7 @@ def _finish(op, per_rows, row_weight, expected, reduction):
 
 
 def _keep_and_safe(targets: Tensor, ignore_index: int):
-    keep = m.compare("equal", m.compare("equal", targets, int(ignore_index)), 0)
+    keep = m.not_mask(m.compare("equal", targets, int(ignore_index)))
     return keep, m.where(keep, targets, 0)
 
 

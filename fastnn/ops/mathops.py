@@ -182,9 +182,9 @@ def clamp(x, min=None, max=None):
             continue
         past = ew.compare(beyond, out, bound)
         if isinstance(bound, Tensor) and bound._dtype.is_floating:  # a NaN bound gives NaN
-            past = bitwise_or(past, ew.compare("equal", ew.compare("equal", bound.detach(),
-                                                                   bound.detach()), 0))
-        out = ew.where(ew.compare("equal", past, 0), out, _like(bound, out))
+            past = bitwise_or(past, ew.not_mask(ew.compare("equal", bound.detach(),
+                                                            bound.detach())))
+        out = ew.where(ew.not_mask(past), out, _like(bound, out))
     return out
 
 
@@ -198,7 +198,7 @@ def isnan(x):
     """True where x is NaN."""
     if not x._dtype.is_floating:
         return full(x.shape, False, dtypes.bool_, x._device)
-    return ew.compare("equal", ew.compare("equal", x, x), 0)
+    return ew.not_mask(ew.compare("equal", x, x))
 
 
 @public(method=True, top=True)
@@ -388,7 +388,7 @@ def bitwise_xor(a, b):
 def bitwise_not(x):
     """~x: logical not on bool tensors, -x - 1 on integers."""
     if x._dtype is dtypes.bool_:
-        return ew.compare("equal", x, 0)
+        return ew.not_mask(x)
     if x._dtype.is_floating:
         raise TypeError(f"bitwise_not: defined on bool and integer tensors, not "
                         f"{x._dtype.name}")

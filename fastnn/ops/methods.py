@@ -50,7 +50,7 @@ def _eq(self, other):
 def _ne(self, other):
     if not isinstance(other, _COMPARABLE):
         return NotImplemented
-    return m.compare("equal", m.compare("equal", self, other), 0)
+    return m.not_mask(m.compare("equal", self, other))
 
 
 def _transpose(self, *axes):

@@ -101,7 +101,7 @@ def argmin(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -
     """Index of the first minimum along ``dim``; no dim: into the flattened tensor."""
     dim, keep = _args("argmin", dim, axis, keepdim, keepdims)
     if x._dtype is dtypes.bool_:
-        flipped = ew.compare("equal", x, 0)
+        flipped = ew.not_mask(x)
     else:
         flipped = ew.neg(x.detach()) if x._dtype.is_floating else _flip_int(x)
     return _keep_index(movement.argmax(flipped, dim), x, dim, keep)
@@ -179,7 +179,7 @@ def logsumexp(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET
 def any(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
     """True where some element over ``dim`` is nonzero."""
     dim, keep = _args("any", dim, axis, keepdim, keepdims)
-    nonzero = ew.compare("equal", ew.compare("equal", x.detach(), 0), 0).to(dtypes.int32)
+    nonzero = ew.not_mask(ew.compare("equal", x.detach(), 0)).to(dtypes.int32)
     axes = normalize_axis("any", dim, x.ndim)
     if _count(x, axes) == 0:
         return _as_input(ew.compare("greater", movement.sum(nonzero, axes, keep), 0), x)
@@ -226,8 +226,7 @@ def norm(x: Tensor, p=2, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET
     if p == float("-inf"):
         return amin(a, axes, keep)
     if p == 0:
-        return movement.sum(ew.compare("equal", ew.compare("equal", a, 0.0), 0).to(
-            x._dtype), axes, keep)
+        return movement.sum(ew.not_mask(ew.compare("equal", a, 0.0)).to(x._dtype), axes, keep)
     if p == 2:
         # NOTE: the gradient x / norm is 0/0 at a zero norm; PyTorch takes 0 there
         return sqrt_zero(movement.sum(ew.mul(x, x), axes, keep))

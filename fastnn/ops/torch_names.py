@@ -48,7 +48,7 @@ def eq(x: Tensor, other) -> Tensor:
 def ne(x: Tensor, other) -> Tensor:
     """x != other, elementwise (a bool tensor; True where either is NaN)."""
     _tensor("ne", x)
-    return ew.compare("equal", ew.compare("equal", x, other), 0)
+    return ew.not_mask(ew.compare("equal", x, other))
 
 
 @public(method=True, top=True, functional=False)
@@ -117,7 +117,7 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False) -> Tenso
         test_elements, device=elements.device)
     flat = movement.reshape(tests, (1,) * elements.ndim + (-1,))
     found = reduction.any(ew.compare("equal", shaping.unsqueeze(elements, -1), flat), -1)
-    return ew.compare("equal", found, 0) if invert else found
+    return ew.not_mask(found) if invert else found
 
 
 @public(method=True, top=True, functional=False)
