@@ -14,7 +14,16 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import fastnn.functional as F
-from fastnn.conformance.case import Case, Sample, away_from_zero, magnitudes, register, sum_to
+from fastnn.conformance.case import (
+    CASES,
+    Case,
+    Sample,
+    away_from_zero,
+    composite,
+    magnitudes,
+    register,
+    sum_to,
+)
 from fastnn.conformance.compare import EXACT, TRANSCENDENTAL
 
 NAN, INF = float("nan"), float("inf")
@@ -221,6 +230,15 @@ def _compare_case(name, run, ref):
 _compare_case("greater", lambda a, b: a > b, np.greater)
 _compare_case("less", lambda a, b: a < b, np.less)
 _compare_case("equal", lambda a, b: a.eq(b), np.equal)
+# composites: the NOT of a bool mask is equal(mask, False) on the backend
+_compare_case("not_equal", lambda a, b: a != b, np.not_equal)
+register(Case("logical_not", run=lambda a: a.logical_not(), ref=np.logical_not,
+              samples=lambda rng: [Sample("bool mask", (rng.random((3, 5)) < 0.5,)),
+                                   Sample("numbers, zeros among them",
+                                          (rng.integers(-2, 3, (4, 3)).astype(np.float64),))],
+              edges=lambda rng, dtype: [Sample("NaN/Inf specials", (SPECIALS,))],
+              tol=dict(EXACT)))
+composite(CASES["not_equal"], CASES["logical_not"])
 
 
 def _where_samples(rng):
