@@ -33,7 +33,7 @@ import warnings
 
 import numpy as np
 
-from fastnn.shadowing import blame, calls, tolerance, vector
+from fastnn.shadowing import blame, calls, diff, tolerance, vector
 from fastnn.shadowing.mismatch import ShadowWarning
 
 BATCH = 256  # pending calls at most (and read calls whose checks lag behind)
@@ -190,6 +190,12 @@ class Batching:
         order, the rows of the calls that passed counted and the others compared one by
         one (:meth:`_judge`: the worst element, the exact errors), so the first wrong
         call is the one blamed."""
+        if self._ref_numpy:  # the plain calls checked and counted in C where it built: the
+            # others, and any that fails, are left to what follows, in call order
+            settle = diff._bulk[2] if diff._bulk else diff.bulk_function(settle=True)
+            if settle is not None:
+                pending = settle(self, pending, fetched, self._ref_ops, self._by_dtype,
+                                 np.ndarray, np.asarray)
         ran = []  # (entry, host, pairs, failures, its first output's index in bulk)
         bulk = vector.Bulk()
         add = bulk.add

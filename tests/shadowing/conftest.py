@@ -19,5 +19,5 @@ def path(request, monkeypatch):
     else:
         monkeypatch.setattr(diff, "_close", [None, "off for a test"])
     if request.param != "bulk":
-        monkeypatch.setattr(diff, "_bulk", [None, "off for a test"])
+        monkeypatch.setattr(diff, "_bulk", [None, "off for a test", None])
     return request.param

@@ -11,6 +11,7 @@ import pytest
 
 import fastnn as fnn
 from fastnn import nn
+from fastnn.api.device import as_device
 from fastnn.shadowing import diff, vector
 from tests.shadowing import faulty
 
@@ -173,6 +174,8 @@ def test_a_model_judged_in_bulk_reports_as_one_by_one(tmp_path, monkeypatch):
 
     bulk = run()
     monkeypatch.setattr(vector.Bulk, "verdicts", lambda self: [None] * self.count)
+    if diff._bulk:  # nor bulk.c's check of the plain calls, which passes them without Bulk
+        monkeypatch.setattr(diff, "_bulk", diff._bulk[:2] + [None])
     alone = run()
     assert [(r["op"], r["dtype"], r["calls"], r["checked"], r["mismatches"]) for r in bulk] \
         == [(r["op"], r["dtype"], r["calls"], r["checked"], r["mismatches"]) for r in alone]
@@ -252,3 +255,34 @@ def test_bulk_c_judges_laid_out_alike_arrays_as_numpy(layout):
     err = np.abs(g - w)
     assert found == pytest.approx((err.max(), (err / (1e-6 + 1e-5 * np.abs(w))).max()),
                                   rel=1e-4)
+
+
+def test_a_batched_call_the_reference_cannot_run_is_counted_and_an_interrupt_passes(
+        tmp_path, monkeypatch):
+    """A device's calls checked in a batch (bulk.c's settle where it built, Python's path
+    else): a reference raising an Exception counts the call as unchecked and warns once;
+    a KeyboardInterrupt raised by the reference is not swallowed."""
+    try:
+        fnn.Device("opencl")
+    except fnn.BackendError as exc:
+        pytest.skip(f"opencl unavailable: {exc}")
+    name = faulty.install(tmp_path, "healthy", base="opencl")
+    x = fnn.tensor(np.ones((2, 3), np.float32), device=name)
+    cpu = as_device("cpu").ops
+    refusal = [TypeError("no exp here")]
+
+    def refuse(x):
+        raise refusal[0]
+
+    monkeypatch.setattr(cpu, "exp", refuse)
+    with pytest.warns(fnn.ShadowWarning, match="cannot run exp.*TypeError: no exp here"), \
+            fnn.shadow("cpu") as session:
+        y = x.exp()
+        x.exp().sum().item()
+    np.testing.assert_allclose(y.numpy(), np.e, rtol=1e-6)
+    rows = {r["op"]: r for r in session.report().rows}
+    assert (rows["exp"]["calls"], rows["exp"]["checked"], rows["exp"]["mismatches"]) == (2, 0, 0)
+    assert rows["sum"]["checked"] == 1
+    refusal[0] = KeyboardInterrupt()
+    with pytest.raises(KeyboardInterrupt), fnn.shadow("cpu"):
+        x.exp().sum().item()
