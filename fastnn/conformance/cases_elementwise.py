@@ -230,6 +230,13 @@ def _compare_case(name, run, ref):
 _compare_case("greater", lambda a, b: a > b, np.greater)
 _compare_case("less", lambda a, b: a < b, np.less)
 _compare_case("equal", lambda a, b: a.eq(b), np.equal)
+def _random_numbers(draw, what: str) -> Sample:
+    """One array of a drawn shape, of small integers (zeros among them) as float64."""
+    shape = draw(hnp.array_shapes(min_dims=0, max_dims=3, max_side=4))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31)))
+    return Sample(f"{what} random shape {shape}", (rng.integers(-2, 3, shape).astype(np.float64),))
+
+
 # composites: the NOT of a bool mask is equal(mask, False) on the backend
 _compare_case("not_equal", lambda a, b: a != b, np.not_equal)
 register(Case("logical_not", run=lambda a: a.logical_not(), ref=np.logical_not,
@@ -237,7 +244,7 @@ register(Case("logical_not", run=lambda a: a.logical_not(), ref=np.logical_not,
                                    Sample("numbers, zeros among them",
                                           (rng.integers(-2, 3, (4, 3)).astype(np.float64),))],
               edges=lambda rng, dtype: [Sample("NaN/Inf specials", (SPECIALS,))],
-              tol=dict(EXACT)))
+              random=lambda draw: _random_numbers(draw, "logical_not"), tol=dict(EXACT)))
 composite(CASES["not_equal"], CASES["logical_not"])
 
 
