@@ -295,7 +295,10 @@ static int settle_one(PyObject *session, PyObject *entry, PyObject *spec, PyObje
              || !(row = PyObject_CallMethodObjArgs(session, s_row_of, hook,
                                                    same ? got_dtype : want_dtype, NULL)))
         goto got_done;
-    double rtol = attr_double(row, s_rtol), atol = attr_double(row, s_atol);
+    double rtol = attr_double(row, s_rtol);
+    if (PyErr_Occurred())
+        goto got_done;
+    double atol = attr_double(row, s_atol);
     if (PyErr_Occurred())
         goto got_done;
     Py_buffer g, w;
