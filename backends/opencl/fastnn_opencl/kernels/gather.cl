@@ -13,12 +13,14 @@
 #define RANGE(j) __global const uint *s##j, uint o##j, uint d##j, uint n##j, uint pad##j
 #define TAKE(j) case j: take(out + d##j, s##j + o##j, n##j, i, step); break;
 
-// Words [0, n) of src to dst: 16 at a time (a 64-byte vector each), then the rest one by one
+// Words [0, n) of src to dst: 8 at a time (a 32-byte vector each), then the rest one by one
 // (PoCL ran a word a work item at a third of memcpy's speed: the reads of a large model's
-// step cost more than its kernels)
+// step cost more than its kernels). Not 16: pip's PoCL 3.0 (LLVM 14, AVX2 only) builds a
+// uint16 kernel once, but its kernel cache gives the program back with no kernel in it
+// (INVALID_KERNEL_NAME from the second process on)
 inline void take(__global uint *dst, __global const uint *src, uint n, uint i, uint step) {
-    uint whole = n / 16 * 16;
-    for (uint k = i * 16; k < whole; k += step * 16) vstore16(vload16(0, src + k), 0, dst + k);
+    uint whole = n / 8 * 8;
+    for (uint k = i * 8; k < whole; k += step * 8) vstore8(vload8(0, src + k), 0, dst + k);
     for (uint k = whole + i; k < n; k += step) dst[k] = src[k];
 }
 
