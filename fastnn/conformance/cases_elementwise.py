@@ -230,6 +230,8 @@ def _compare_case(name, run, ref):
 _compare_case("greater", lambda a, b: a > b, np.greater)
 _compare_case("less", lambda a, b: a < b, np.less)
 _compare_case("equal", lambda a, b: a.eq(b), np.equal)
+
+
 def _random_numbers(draw, what: str) -> Sample:
     """One array of a drawn shape, of small integers (zeros among them) as float64."""
     shape = draw(hnp.array_shapes(min_dims=0, max_dims=3, max_side=4))

@@ -218,7 +218,7 @@ def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
 
 
 def _as_bool(x: Tensor) -> Tensor:
-    return x if x.dtype is dtypes.bool_ else ew.not_mask(ew.compare("equal", x, 0))
+    return x if x.dtype is dtypes.bool_ else ew.nonzero_mask(x)
 
 
 @public(method=True, top=True)

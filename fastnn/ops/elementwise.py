@@ -209,6 +209,11 @@ def not_mask(mask: Tensor) -> Tensor:
     return Tensor._make(mask._device.ops.equal(mask._data, False), dtypes.bool_, mask._device)
 
 
+def nonzero_mask(x: Tensor) -> Tensor:
+    """True where x is nonzero (a NaN included), as a bool tensor: two hook calls."""
+    return not_mask(compare("equal", x, 0))
+
+
 def _outside_range(a: Tensor, value) -> int:
     """+1 / -1 where the Python integer ``value`` lies above / below integer tensor a's
     dtype range (so a comparison with it has one answer), else 0."""
@@ -265,7 +270,7 @@ def where(cond: Tensor, a=_ALONE, b=_ALONE):
     if isinstance(cond, Tensor) and cond._dtype is dtypes.uint8:  # as PyTorch 2.13
         warn_user("where received a uint8 condition tensor: deprecated (as in PyTorch); "
                   "use a bool condition (cond.bool())")
-        cond = not_mask(compare("equal", cond, 0))
+        cond = nonzero_mask(cond)
     if isinstance(cond, Tensor) and not isinstance(a, Tensor) and not isinstance(b, Tensor):
         a, b = _scalar_pair(a, b, cond)
     if not isinstance(cond, Tensor) or cond._dtype is not dtypes.bool_:

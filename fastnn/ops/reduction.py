@@ -179,7 +179,7 @@ def logsumexp(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET
 def any(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
     """True where some element over ``dim`` is nonzero."""
     dim, keep = _args("any", dim, axis, keepdim, keepdims)
-    nonzero = ew.not_mask(ew.compare("equal", x.detach(), 0)).to(dtypes.int32)
+    nonzero = ew.nonzero_mask(x.detach()).to(dtypes.int32)
     axes = normalize_axis("any", dim, x.ndim)
     if _count(x, axes) == 0:
         return _as_input(ew.compare("greater", movement.sum(nonzero, axes, keep), 0), x)
@@ -226,7 +226,7 @@ def norm(x: Tensor, p=2, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET
     if p == float("-inf"):
         return amin(a, axes, keep)
     if p == 0:
-        return movement.sum(ew.not_mask(ew.compare("equal", a, 0.0)).to(x._dtype), axes, keep)
+        return movement.sum(ew.nonzero_mask(a).to(x._dtype), axes, keep)
     if p == 2:
         # NOTE: the gradient x / norm is 0/0 at a zero norm; PyTorch takes 0 there
         return sqrt_zero(movement.sum(ew.mul(x, x), axes, keep))

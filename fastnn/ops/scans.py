@@ -148,7 +148,7 @@ def std_mean(x, dim=UNSET, unbiased=None, keepdim=UNSET, *, correction=None, axi
 def count_nonzero(x, dim=None):
     """The number of nonzero elements over ``dim`` (None: all; an int or a tuple), int64."""
     x = _check("count_nonzero", x)
-    flags = ew.not_mask(ew.compare("equal", x.detach(), 0))
+    flags = ew.nonzero_mask(x.detach())
     return movement.sum(astype(flags, dtypes.int64), dim, False)
 
 
