@@ -192,7 +192,7 @@ class Batching:
         call is the one blamed."""
         if self._ref_numpy:  # the plain calls checked and counted in C where it built: the
             # others, and any that fails, are left to what follows, in call order
-            settle = diff._bulk[2] if diff._bulk else diff.bulk_function(settle=True)
+            settle = diff.bulk_function(settle=True)
             if settle is not None:
                 pending = settle(self, pending, fetched, self._ref_ops, self._by_dtype,
                                  np.ndarray, np.asarray)

@@ -176,7 +176,7 @@ class Bulk:
         items = self._items
         if items is None:
             return self._verdicts()
-        found = diff._bulk[0](items)
+        found = diff.bulk_function()(items)
         again = [k for k, verdict in enumerate(found) if verdict is None]
         if again:  # (rare: failing, NaN or Inf, laid out apart, or not float and unequal;
             # judged as without bulk.c, with no hint of the row's last output)
