@@ -81,9 +81,14 @@ def walk(frame) -> tuple:
         if kind == 0:
             return code, frame.f_lineno, node
         if kind == 2 and node is None:
-            node = frame.f_locals.get("node")
+            node = node_of(frame)
         frame = frame.f_back
     return None, 0, node
+
+
+def node_of(frame):
+    """The tape's node that a ``_backward_pass`` frame is running the rule of."""
+    return frame.f_locals.get("node")
 
 
 _STRONG: set = set()  # array types without weak references

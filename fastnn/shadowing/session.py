@@ -27,7 +27,7 @@ import numpy as np
 
 from fastnn.api import hookspec, registry
 from fastnn.api.device import as_device, parsed_devices
-from fastnn.shadowing import batch, blame, calls, diff, tolerance
+from fastnn.shadowing import batch, blame, calls, diff, record, tolerance
 from fastnn.shadowing.batch import Batching
 from fastnn.shadowing.check import Checking
 from fastnn.shadowing.report import ShadowReport
@@ -193,6 +193,11 @@ class shadow(Batching, Checking):
 
         call.__name__ = call.__qualname__ = hook
         call.__wrapped__ = fn
+        if (wanted and sample == 1 and not backend.record.host_memory and not spec.in_place
+                and not spec.sync):  # the common device call, in C where it builds
+            make = record.recorder_function()
+            if make is not None:
+                return make(self, backend, spec, fn, originals, call, hook, spec.simple)
         return call
 
     # ------------------------------------------------------------ one call

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import gc
+import sys
+
 import numpy as np
 import pytest
 
 import fastnn as fnn
 from fastnn import nn
-from fastnn.shadowing import batch
+from fastnn.shadowing import batch, calls, record
+from fastnn.shadowing import session as session_module
 from tests.shadowing import faulty
 from tests.shadowing.on_opencl import line_in, opencl_or_skip  # noqa: F401 (autouse)
 
@@ -118,3 +122,46 @@ def test_a_to_numpy_reads_the_batch_only_when_many_calls_wait(tmp_path, monkeypa
         y.numpy()
         assert not session._pending and session._lagging == 5  # all read, to be checked
     assert caught.value.op == "exp" and caught.value.source[1] == line_of("read exp")
+
+
+def test_the_c_wrapper_passes_keywords_errors_and_pauses_on(tmp_path):
+    """record.c's wrapper sends a call with keywords to the Python wrapper, lets the hook's
+    own error through (the call numbered, as in Python), runs the bare hook while
+    shadowing is paused, and holds no reference once the session has ended."""
+    if record.recorder_function() is None:  # (the fixture's Python run, or not built)
+        pytest.skip("the C wrapper's own behaviour")
+    name = faulty.install(tmp_path, "healthy", base="opencl")
+    dev = fnn.Device(name)
+    x = dev.ops.from_numpy(np.linspace(-1, 1, 6, dtype=np.float32), dev.index)
+    hook = dev.ops.exp
+
+    def run():
+        with fnn.shadow("cpu") as session:
+            wrapper = dev.ops.exp
+            assert type(wrapper).__name__ == "Recorder"
+            assert wrapper.__wrapped__ is hook and wrapper.__name__ == "exp"
+            for _ in range(200):
+                wrapper(x)
+            wrapper(x=x)
+            first = session._calls
+            with pytest.raises(TypeError):
+                wrapper()
+            assert session._calls == first + 1
+            session._on = False
+            np.testing.assert_allclose(dev.ops.to_numpy(wrapper(x)),
+                                       np.exp(dev.ops.to_numpy(x)), rtol=1e-6)
+            session._on = True
+        rows = {r["op"]: r for r in session.report().rows}
+        assert rows["exp"]["checked"] == 201 and session.report().mismatches == 0
+
+    held = (x, hook, "exp", calls.SPECS["exp"], True, False)
+
+    def references():  # (the last session, kept for shadow_report(), let go first)
+        session_module._last.clear()
+        gc.collect()
+        return [sys.getrefcount(v) for v in held]
+
+    run()  # (what a first session loads and keeps: the tolerances, the code kinds)
+    before = references()
+    run()
+    assert references() == before
