@@ -18,8 +18,12 @@ small training step: 113 us against 165, of which NumPy's copies are 49).
 
 from __future__ import annotations
 
+import ctypes
+from pathlib import Path
+
 import numpy as np
 
+from fastnn.api import native
 from fastnn.api.hookspec import hookimpl
 from fastnn_opencl import elementwise, host_map
 from fastnn_opencl.runtime import NP_TYPES, cl, contiguous_strides
@@ -31,6 +35,7 @@ GATHER_BELOW = 1 << 18  # bytes: a stretch this small is gathered with the other
 _RANGES = 40  # ranges per launch of k_gather (kernels/gather.cl)
 _LOCAL = 256  # work items of a range (one work group, each item a word in 256)
 _ARG_DTYPES = [None] + [None, np.uint32, np.uint32, np.uint32, np.uint32] * _RANGES
+NATIVE_VARIABLE = "FASTNN_OPENCL_NATIVE"  # auto, on or off: host_copy.c (fastnn.api.native)
 
 
 _DENSE: dict = {}  # shape -> its contiguous strides (a step reads the same shapes again)
@@ -57,10 +62,48 @@ def _extent(x, contiguous: bool) -> tuple | None:
 @hookimpl
 def to_numpy_many(arrays):
     hosts: list = [None] * len(arrays)
-    # id(device) -> (its HostMaps or None, [(position, array)]): the contiguous arrays of
-    # a device whose buffers are host memory, each copied out of its mapping after the
-    # finish (no grouping by buffer: a copy each is what grouping would save them)
-    mapped: dict = {}
+    native_copy = _native()
+    # [(a device's HostMaps, [(position, array)])]: the arrays of each device whose buffers
+    # are host memory that are copied out of their mappings after the finish, one by one
+    # (no grouping by buffer: a copy each is what grouping would save them); in C, with
+    # transposed views among them
+    if native_copy is not None:
+        mapped, rest = native_copy[0](arrays, host_map._tables, host_map.maps)
+    else:
+        mapped, rest = _split(arrays)
+    queues, stretches = _read(hosts, arrays, rest) if rest else ({}, ())
+    for table, _ in mapped:
+        queues[id(table.dev.queue)] = table.dev.queue
+    for queue in queues.values():
+        queue.finish()
+    for table, read, itemsize in stretches:  # (the other arrays of mapped buffers)
+        start, end, views = read
+        buffer = table.view(views[0][1].data)[start * itemsize:end * itemsize].copy()
+        _place(hosts, buffer, 0, read)
+    for table, items in mapped:
+        views = table.views  # (HostMaps.view's lookup inlined: 60 calls cost 7 us)
+        if native_copy is not None:
+            left = native_copy[1](items, views, NP_TYPES, np.empty, np.ndarray, hosts)
+            for item in left:  # a buffer read for the first time: mapped, then copied at
+                table.view(item[1].data)  # once (a mapping may empty the table)
+                if native_copy[1]([item], views, NP_TYPES, np.empty, np.ndarray, hosts):
+                    raise RuntimeError("opencl: a buffer mapped for a read is not in its "
+                                       "table (fastnn_opencl.host_map)")
+            continue
+        for i, x in items:
+            data = x.data
+            memory = views.get(data.int_ptr)
+            if memory is None:
+                memory = table.view(data)
+            dtype = NP_TYPES[x.dtype]
+            hosts[i] = np.ndarray(x.shape, dtype, memory, x.offset * dtype.itemsize).copy()
+    return hosts
+
+
+def _split(arrays) -> tuple:
+    """host_copy.c's fastnn_split_mapped in Python, for C-contiguous arrays only:
+    ([(HostMaps, [(position, array)])], [positions of the others])."""
+    mapped: dict = {}  # id(device) -> (its HostMaps or None, [(position, array)])
     dense = _DENSE
     rest = []
     for i, x in enumerate(arrays):
@@ -75,29 +118,27 @@ def to_numpy_many(arrays):
                 found[1].append((i, x))
                 continue
         rest.append(i)
-    queues, stretches = _read(hosts, arrays, rest) if rest else ({}, ())
-    for _, items in mapped.values():
-        if items:
-            queue = items[0][1].dev.queue
-            queues[id(queue)] = queue
-    for queue in queues.values():
-        queue.finish()
-    for table, read, itemsize in stretches:  # (the other arrays of mapped buffers)
-        start, end, views = read
-        buffer = table.view(views[0][1].data)[start * itemsize:end * itemsize].copy()
-        _place(hosts, buffer, 0, read)
-    for table, items in mapped.values():
-        if table is None:
-            continue
-        views = table.views  # (HostMaps.view's lookup inlined: 60 calls cost 7 us)
-        for i, x in items:
-            data = x.data
-            memory = views.get(data.int_ptr)
-            if memory is None:
-                memory = table.view(data)
-            dtype = NP_TYPES[x.dtype]
-            hosts[i] = np.ndarray(x.shape, dtype, memory, x.offset * dtype.itemsize).copy()
-    return hosts
+    return [group for group in mapped.values() if group[1]], rest
+
+
+_native_copy: list = []  # [(split, copy) of host_copy.c or None, why] once loaded
+
+
+def _native():
+    """(fastnn_split_mapped, fastnn_copy_mapped) of host_copy.c, or None where it did not
+    build or ``FASTNN_OPENCL_NATIVE=off`` (:mod:`fastnn.api.native`): then :func:`_split`
+    and a loop in Python (C-contiguous arrays only; a transpose is read as a stretch)."""
+    if not _native_copy:
+        lib, why = native.load(Path(__file__).with_name("host_copy.c"), NATIVE_VARIABLE,
+                               "the OpenCL backend's copies out of mapped buffers",
+                               python=True)
+        found = None
+        if lib is not None:
+            obj = ctypes.py_object
+            found = (native.typed(lib, "fastnn_split_mapped", [obj] * 3, obj),
+                     native.typed(lib, "fastnn_copy_mapped", [obj] * 6, obj))
+        _native_copy[:] = [found, why]
+    return _native_copy[0]
 
 
 def _read(hosts: list, arrays: list, positions: list) -> tuple:

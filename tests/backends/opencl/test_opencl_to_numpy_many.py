@@ -7,14 +7,22 @@ import pytest
 from fastnn_opencl import host_map, runtime, transfer
 
 
-@pytest.fixture(params=["commands", "mapped"])
+@pytest.fixture(params=["commands", "mapped, in C", "mapped, in Python"])
 def reads(request, ocl, monkeypatch):
-    """Each test twice: read with commands (gathers, copies), and from mapped buffers
-    (skipped where the device's buffers cannot be mapped so)."""
+    """Each test three times: read with commands (gathers, copies), and from mapped
+    buffers (skipped where the device's buffers cannot be mapped so) with host_copy.c
+    (skipped where it did not build) and with its Python loop."""
     if request.param == "commands":
         monkeypatch.setattr(host_map, "maps", lambda dev: None)
-    elif host_map.maps(runtime.state(0)) is None:
+        monkeypatch.setattr(host_map, "_tables", {})  # (host_copy.c reads it first)
+        return request.param
+    if host_map.maps(runtime.state(0)) is None:
         pytest.skip("this device's buffers are not host memory kept mapped")
+    if request.param.endswith("in C"):
+        if transfer._native() is None:
+            pytest.skip(f"host_copy.c did not build: {transfer._native_copy[1]}")
+    else:
+        monkeypatch.setattr(transfer, "_native_copy", [None, "off for a test"])
     return request.param
 
 
@@ -96,3 +104,42 @@ def test_mapped_table_is_emptied_past_its_limit(ocl, monkeypatch):
     for i, got in enumerate(ocl.to_numpy_many(arrays)):
         np.testing.assert_array_equal(got, np.full(256, i, np.float32))
     assert len(table.views) <= 4 and table.nbytes <= 1 << 12
+
+
+def test_transposed_views_read_first_and_of_three_axes(ocl, reads):
+    """Views dense in another axis order (transposes of 2 and 3 axes, one of a buffer
+    never read before), beside a broadcast and a strided slice, read as to_numpy does."""
+    rng = np.random.default_rng(11)
+    cube = rng.normal(size=(3, 4, 5)).astype(np.float32)
+    flat = rng.normal(size=(6, 7)).astype(np.float64)
+    a, b = ocl.from_numpy(cube, 0), ocl.from_numpy(flat, 0)
+    views = [ocl.transpose(a, (2, 0, 1)), ocl.transpose(b, (1, 0)), a,
+             ocl.transpose(ocl.slice(a, (0, 0, 0), (3, 1, 5), (1, 1, 1)), (2, 1, 0)),
+             ocl.broadcast_to(ocl.slice(b, (0, 0), (1, 7), (1, 1)), (3, 7)),
+             ocl.slice(b, (0, 0), (6, 7), (2, 3))]
+    wants = [cube.transpose(2, 0, 1), flat.T, cube, cube[:, :1].transpose(2, 1, 0),
+             np.broadcast_to(flat[:1], (3, 7)), flat[::2, ::3]]
+    for got, want in zip(ocl.to_numpy_many(views), wants):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+        if got.flags.writeable:  # a copy: the device's array keeps its values
+            got[...] = 0
+    np.testing.assert_array_equal(ocl.to_numpy(a), cube)
+
+
+def test_the_c_copy_refuses_a_view_that_is_not_dense(ocl):
+    """fastnn_copy_mapped, given a broadcast (which fastnn_split_mapped never gives it),
+    raises instead of reading past what the view covers."""
+    functions = transfer._native()
+    table = host_map.maps(runtime.state(0))
+    if functions is None or table is None:
+        pytest.skip("no mapped reads in C here")
+    row = ocl.from_numpy(np.arange(4, dtype=np.float32), 0)
+    wide = ocl.broadcast_to(row, (3, 4))
+    ocl.to_numpy_many([row])  # (its buffer mapped)
+    groups, rest = functions[0]([wide, row], host_map._tables, host_map.maps)
+    assert rest == [0] and [[i for i, _ in items] for _, items in groups] == [[1]]
+    hosts = [None]
+    with pytest.raises(ValueError, match="densely"):
+        functions[1]([(0, wide)], table.views, runtime.NP_TYPES, np.empty, np.ndarray, hosts)
+    assert hosts == [None]
