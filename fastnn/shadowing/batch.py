@@ -33,7 +33,7 @@ import warnings
 
 import numpy as np
 
-from fastnn.shadowing import blame, calls, diff, tolerance, vector
+from fastnn.shadowing import blame, calls, check, diff, tolerance, vector
 from fastnn.shadowing.mismatch import ShadowWarning
 
 BATCH = 256  # pending calls at most (and read calls whose checks lag behind)
@@ -190,12 +190,13 @@ class Batching:
         order, the rows of the calls that passed counted and the others compared one by
         one (:meth:`_judge`: the worst element, the exact errors), so the first wrong
         call is the one blamed."""
-        if self._ref_numpy:  # the plain calls checked and counted in C where it built: the
-            # others, and any that fails, are left to what follows, in call order
+        if self._ref_numpy:  # the calls checked and counted in C where it built: the others,
+            # and any that fails, are left to what follows, in call order (with the
+            # reference's result where it ran: an optimizer's updates its host copies)
             settle = diff.bulk_function(settle=True)
             if settle is not None:
                 pending = settle(self, pending, fetched, self._ref_ops, self._by_dtype,
-                                 np.ndarray, np.asarray)
+                                 np.ndarray, np.asarray, self._ref.index, tolerance.UNCOMPARED)
         ran = []  # (entry, host, pairs, failures, its first output's index in bulk)
         bulk = vector.Bulk()
         add = bulk.add
@@ -203,6 +204,9 @@ class Batching:
         uncompared = tolerance.UNCOMPARED
         plain = self._plain
         for entry in pending:
+            result_of = check.NOT_RUN
+            if type(entry) is tuple:  # (its reference's result, from settle.c)
+                entry, result_of = entry
             spec = entry.spec
             host = entry.host
             if host is None and spec.plain and self._ref_numpy and id(entry.out) in fetched:
@@ -218,7 +222,7 @@ class Batching:
                 self._count(spec, entry.args, entry.out)
                 continue
             result = self._reference(spec, entry.args, host, entry.out,
-                                     None if spec.sync else lookup)
+                                     None if spec.sync else lookup, ran=result_of)
             if result is None:
                 continue
             pairs, first = result[0], None
@@ -243,7 +247,7 @@ class Batching:
             if failures:
                 if host is None:  # (the short path's: the inputs' host copies)
                     host = calls.host_args(entry.spec, entry.args, lookup)
-                self._blame(entry, host, failures, quiet, many)
+                self._blame(entry, host, failures, quiet, many, pairs)
         if many and not self._many:  # a wrong read: what it read is not to be used again
             self._copies.clear()
 
@@ -266,9 +270,12 @@ class Batching:
         to_numpy = originals["to_numpy"]
         return [np.asarray(to_numpy(a)) for a in arrays]
 
-    def _blame(self, entry, host, failures, quiet: bool, many: bool) -> None:
+    def _blame(self, entry, host, failures, quiet: bool, many: bool, pairs=()) -> None:
         """A pending call's outputs were out of tolerance: confirmed on arrays read one by
-        one (when they were read together) before the call is blamed."""
+        one (when they were read together) before the call is blamed. A call that wrote
+        its arguments has only its outputs read again, compared with the reference's
+        results ``pairs``: its inputs are gone from the device, and their host copies
+        were written by the reference (run again, it would update them twice)."""
         spec, args = entry.spec, entry.args
         if many and "to_numpy_many" in entry.backend.implemented:
             to_numpy = entry.originals["to_numpy"]
@@ -276,10 +283,15 @@ class Batching:
             def one_by_one(value):
                 return np.asarray(to_numpy(value))
 
-            if entry.host is None:
-                host = calls.host_args(spec, args, one_by_one)
-            failures = self._check(entry.backend, spec, args, host, entry.out,
-                                   None if spec.sync else one_by_one, count=False)
+            if entry.host is not None:
+                made = dict(calls.outputs(args[0] if spec.returns_none else entry.out))
+                again = [(path, one_by_one(made[path]), want, row)
+                         for path, _, want, row in pairs]
+                failures = self._judge(spec.hook, again, [], count=False)
+            else:
+                failures = self._check(entry.backend, spec, args,
+                                       calls.host_args(spec, args, one_by_one), entry.out,
+                                       None if spec.sync else one_by_one, count=False)
             if not failures:  # the read was wrong, not the op: read one by one from now
                 if self._many:
                     self._many = False

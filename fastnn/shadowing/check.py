@@ -13,6 +13,8 @@ from fastnn.shadowing.diff import EQUAL, Diff, compare
 from fastnn.shadowing.mismatch import ShadowMismatch, ShadowWarning
 from fastnn.shadowing.report import Row
 
+NOT_RUN = object()  # a reference not run yet (Checking._reference's ``ran``)
+
 
 class Checking:
     """Checks against the reference (uses the session's ``_ref``, ``_ref_ops``,
@@ -118,11 +120,12 @@ class Checking:
             return None
         return want, self._row_of(hook, got.dtype if got.dtype == want.dtype else want.dtype)
 
-    def _reference(self, spec, args, host, out, fetch, count=True):
+    def _reference(self, spec, args, host, out, fetch, count=True, ran=NOT_RUN):
         """Run the reference on ``host``: (pairs, failures), where pairs are
         [(output path, the backend's host array, the reference's, Row)] to compare and
         failures those already wrong (an output present on one side only); None when the
-        reference could not run the call (counted as unchecked)."""
+        reference could not run the call (counted as unchecked). ``ran``: the reference's
+        result where it ran already (settle.c's; its host copies may be written)."""
         hook, ref_ops = spec.hook, self._ref_ops
         # a NumPy reference takes the host arrays as they are: they are this call's own
         # copies, or cached ones that a hook writing in place has just dropped from the cache
@@ -130,7 +133,7 @@ class Checking:
         try:
             ref_args = (host if direct and not spec.devices
                         else calls.to_ref(spec, host, ref_ops, self._ref.index, direct))
-            ref_out = getattr(ref_ops, hook)(*ref_args)
+            ref_out = getattr(ref_ops, hook)(*ref_args) if ran is NOT_RUN else ran
         except Exception as exc:  # e.g. a dtype the reference lacks: not the backend's fault
             if count:
                 self._unchecked(hook, out if not spec.returns_none else args[0], exc)

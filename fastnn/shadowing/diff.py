@@ -111,13 +111,13 @@ def _close_functions(many: bool = False):
     return _close[2] if many and found is not None else found
 
 
-_bulk: list = []  # [bulk.c's fastnn_bulk or None, why, its fastnn_settle_plain] once loaded
+_bulk: list = []  # [bulk.c's fastnn_bulk or None, why, its fastnn_settle] once loaded
 
 
 def bulk_function(settle: bool = False):
     """bulk.c's batch comparison (a list of outputs in, their verdicts out), or None;
-    ``settle``: its check of a batch's plain calls (:meth:`fastnn.shadowing.batch.
-    Batching._settle_batch`), or None."""
+    ``settle``: its check of a batch's calls (settle.c, for :meth:`fastnn.shadowing.
+    batch.Batching._settle_batch`), or None."""
     if not _bulk:
         lib, why = native.load(Path(__file__).with_name("bulk.c"), _NATIVE,
                                "shadow mode's C batch comparison", CLOSE_FLAGS,
@@ -126,7 +126,7 @@ def bulk_function(settle: bool = False):
         if lib is not None:
             obj = ctypes.py_object
             fn = native.typed(lib, "fastnn_bulk", [obj], obj)
-            plain = native.typed(lib, "fastnn_settle_plain", [obj] * 7, obj)
+            plain = native.typed(lib, "fastnn_settle", [obj] * 9, obj)
         _bulk[:] = [fn, why, plain]
     return _bulk[2] if settle else _bulk[0]
 

@@ -165,3 +165,48 @@ def test_the_c_wrapper_passes_keywords_errors_and_pauses_on(tmp_path):
     before = references()
     run()
     assert references() == before
+
+
+def _adam_steps(name, steps: int):
+    """``steps`` Adam steps of a small model on ``name``; the line of the update is
+    marked ``device step line``."""
+    fnn.manual_seed(0)
+    with fnn.use(name):
+        model = nn.Sequential(nn.Linear(6, 8), nn.Activation("tanh"), nn.Linear(8, 3))
+        opt = fnn.optim.Adam(model.parameters(), lr=0.05)
+        x = fnn.tensor(np.linspace(-1, 1, 24, dtype=np.float32).reshape(4, 6))
+        y = fnn.tensor(np.array([0, 2, 1, 2]))
+    for _ in range(steps):
+        loss = fnn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()  # device step line
+    return model
+
+
+def test_an_optimizer_update_is_checked_once_and_a_wrong_one_named(tmp_path):
+    """A device's fused update is checked against one run of the reference's, which
+    updates the host copies read before it ran (a second run would update them twice);
+    a wrong update is named at the step's line, with the fault's error, not the update's."""
+    name = faulty.install(tmp_path, "healthy", base="opencl")
+    with fnn.shadow("cpu") as session:
+        runs = []
+        real = session._ref_ops.adam_step
+
+        def counted(*args):
+            runs.append(args[9])  # (the step number)
+            return real(*args)
+
+        session._ref_ops.adam_step = counted
+        try:
+            _adam_steps(name, 3)
+            session.report()  # (the last update's check runs here)
+        finally:
+            session._ref_ops.adam_step = real
+    assert runs == [1, 2, 3] and session.report().mismatches == 0
+    bad = faulty.install(tmp_path, "adam_step", base="opencl")
+    with pytest.raises(fnn.ShadowMismatch) as caught, fnn.shadow("cpu"):
+        _adam_steps(bad, 1)
+    err = caught.value
+    assert err.op == "adam_step" and err.source[:2] == (HERE, line_of("device step line"))
+    assert err.output.startswith("[0]") and err.max_abs < 0.05
