@@ -72,6 +72,29 @@ static PyObject *judge(const Py_buffer *g, const Py_buffer *w, double rtol, doub
     return verdict(out[0], out[1]);
 }
 
+/* judge() of two objects read through the buffer protocol: a new reference to the
+ * verdict, Py_None also where one is not a buffer (a device array, a scalar: Python
+ * judges it), NULL with another error raised */
+static PyObject *judge_objects(PyObject *got, PyObject *want, double rtol, double atol) {
+    PyObject *one = NULL;
+    Py_buffer g, w;
+    if (PyObject_GetBuffer(got, &g, PyBUF_RECORDS_RO) == 0) {
+        if (PyObject_GetBuffer(want, &w, PyBUF_RECORDS_RO) == 0) {
+            one = judge(&g, &w, rtol, atol);
+            PyBuffer_Release(&w);
+        }
+        PyBuffer_Release(&g);
+    }
+    if (!one) {
+        if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_TypeError)
+            && !PyErr_ExceptionMatches(PyExc_BufferError))
+            return NULL;
+        PyErr_Clear();
+        one = Py_NewRef(Py_None);
+    }
+    return one;
+}
+
 PyObject *fastnn_bulk(PyObject *items) {
     if (!PyList_Check(items) || PyList_GET_SIZE(items) % 4) {
         PyErr_SetString(PyExc_TypeError,
@@ -90,23 +113,10 @@ PyObject *fastnn_bulk(PyObject *items) {
             Py_DECREF(found);
             return NULL;
         }
-        PyObject *one = NULL;
-        Py_buffer g, w;
-        if (PyObject_GetBuffer(got, &g, PyBUF_RECORDS_RO) == 0) {
-            if (PyObject_GetBuffer(want, &w, PyBUF_RECORDS_RO) == 0) {
-                one = judge(&g, &w, rtol, atol);
-                PyBuffer_Release(&w);
-            }
-            PyBuffer_Release(&g);
-        }
-        if (one == NULL) {  /* not a buffer (a device array, a scalar): Python judges it */
-            if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_TypeError)
-                && !PyErr_ExceptionMatches(PyExc_BufferError)) {
-                Py_DECREF(found);
-                return NULL;
-            }
-            PyErr_Clear();
-            one = Py_NewRef(Py_None);
+        PyObject *one = judge_objects(got, want, rtol, atol);
+        if (!one) {
+            Py_DECREF(found);
+            return NULL;
         }
         PyList_SET_ITEM(found, i, one);
     }

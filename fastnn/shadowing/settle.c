@@ -138,22 +138,8 @@ static int judge_output(PyObject *session, PyObject *hook, PyObject *got, PyObje
     double atol = attr_double(row, s_atol);
     if (PyErr_Occurred())
         goto done;
-    Py_buffer g, w;
-    if (PyObject_GetBuffer(got, &g, PyBUF_RECORDS_RO) == 0) {
-        if (PyObject_GetBuffer(want, &w, PyBUF_RECORDS_RO) == 0) {
-            found = judge(&g, &w, rtol, atol);
-            PyBuffer_Release(&w);
-        }
-        PyBuffer_Release(&g);
-    }
-    if (!found) {
-        if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_BufferError)
-            && !PyErr_ExceptionMatches(PyExc_TypeError))
-            goto done;
-        PyErr_Clear();
-        result = 0;
+    if (!(found = judge_objects(got, want, rtol, atol)))
         goto done;
-    }
     if (found == Py_None) {
         result = 0;
     } else {
