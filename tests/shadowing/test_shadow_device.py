@@ -210,3 +210,29 @@ def test_an_optimizer_update_is_checked_once_and_a_wrong_one_named(tmp_path):
     err = caught.value
     assert err.op == "adam_step" and err.source[:2] == (HERE, line_of("device step line"))
     assert err.output.startswith("[0]") and err.max_abs < 0.05
+
+
+def test_checking_a_training_step_in_c_holds_no_references(tmp_path):
+    """settle.c's checks of a step's calls (several outputs, an update's host copies, a
+    device index) and record.c's wrapper leave no reference behind: the objects they
+    touch at every call have the same counts after a second session of steps."""
+    name = faulty.install(tmp_path, "healthy", base="opencl")
+    hooks = ("adam_step", "bias_act_backward", "softmax_cross_entropy", "full", "matmul")
+    held = [calls.SPECS[h] for h in hooks] + list(hooks) + [True, False, None]
+
+    def run():
+        with fnn.shadow("cpu") as session:
+            _adam_steps(name, 4)
+        assert session.report().mismatches == 0
+
+    def references():  # (the last session, kept for shadow_report(), let go first)
+        session_module._last.clear()
+        gc.collect()
+        return [sys.getrefcount(v) for v in held]
+
+    run()
+    before = references()
+    run()
+    after = references()
+    assert after[:-1] == before[:-1]
+    assert abs(after[-1] - before[-1]) < 50  # (None: counted by everything else too)

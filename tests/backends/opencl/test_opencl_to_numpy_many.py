@@ -143,3 +143,22 @@ def test_the_c_copy_refuses_a_view_that_is_not_dense(ocl):
     with pytest.raises(ValueError, match="densely"):
         functions[1]([(0, wide)], table.views, runtime.NP_TYPES, np.empty, np.ndarray, hosts)
     assert hosts == [None]
+
+
+def test_mapped_reads_hold_no_references(ocl, reads):
+    """Reading the same arrays again and again leaves their counts, and their dtypes',
+    as they were (host_copy.c's reads take and give back what they touch)."""
+    import gc
+    import sys
+
+    cube = ocl.from_numpy(np.arange(24, dtype=np.float32).reshape(2, 3, 4), 0)
+    arrays = [cube, ocl.transpose(cube, (2, 0, 1)), ocl.from_numpy(np.arange(5), 0)]
+    held = arrays + [cube.data, cube.dtype, arrays[2].dtype, cube.shape,
+                     runtime.NP_TYPES["float32"], runtime.NP_TYPES["int64"]]
+    ocl.to_numpy_many(arrays)
+    gc.collect()
+    before = [sys.getrefcount(v) for v in held]
+    for _ in range(100):
+        ocl.to_numpy_many(arrays)
+    gc.collect()
+    assert [sys.getrefcount(v) for v in held] == before
