@@ -236,3 +236,10 @@ def test_checking_a_training_step_in_c_holds_no_references(tmp_path):
     after = references()
     assert after[:-1] == before[:-1]
     assert abs(after[-1] - before[-1]) < 50  # (None: counted by everything else too)
+
+
+def test_the_c_wrapper_sets_every_field_of_a_pending_call():
+    """record.c fills a Pending through the slots record.FIELDS names, without its
+    __init__: a slot added to Pending or Place must be named there too."""
+    slots = set(batch.Pending.__slots__) | set(batch.blame.Place.__slots__)
+    assert set(record.FIELDS) == slots and len(record.FIELDS) == len(slots)
