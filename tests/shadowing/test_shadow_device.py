@@ -164,7 +164,9 @@ def test_the_c_wrapper_passes_keywords_errors_and_pauses_on(tmp_path):
     run()  # (what a first session loads and keeps: the tolerances, the code kinds)
     before = references()
     run()
-    assert references() == before
+    after = references()  # (a reference kept per call would add 200; a cache elsewhere
+    # may take or drop one of a name)
+    assert after[:2] == before[:2] and all(abs(a - b) <= 2 for a, b in zip(after, before))
 
 
 def _adam_steps(name, steps: int):
@@ -234,7 +236,9 @@ def test_checking_a_training_step_in_c_holds_no_references(tmp_path):
     before = references()
     run()
     after = references()
-    assert after[:-1] == before[:-1]
+    # a reference kept per call would add one a call (4 steps of several products and
+    # fused gradients); a cache elsewhere may take or drop one of a name (CI saw -1)
+    assert all(abs(a - b) <= 2 for a, b in zip(after[:-1], before[:-1])), (before, after)
     assert abs(after[-1] - before[-1]) < 50  # (None: counted by everything else too)
 
 
