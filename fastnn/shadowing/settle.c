@@ -15,22 +15,21 @@
 
 #define MOST_OUTPUTS 256  /* a call with more outputs is left to Python */
 
-static PyObject *s_host, *s_spec, *s_args, *s_out, *s_plain, *s_hook, *s_positions, *s_rtol,
-    *s_atol, *s_max_abs, *s_of_tolerance, *s_equal_first, *s_calls, *s_checked, *s_row_of,
-    *s_unchecked, *s_dtype, *s_kinds, *s_sync, *s_returns_none, *s_many, *s_session_many,
-    *s_shape;
+static PyObject *s_host, *s_spec, *s_args, *s_out, *s_hook, *s_rtol, *s_atol, *s_max_abs,
+    *s_of_tolerance, *s_equal_first, *s_calls, *s_checked, *s_row_of, *s_unchecked, *s_dtype,
+    *s_kinds, *s_sync, *s_returns_none, *s_many, *s_session_many, *s_shape;
 
 static int interned(void) {
     if (s_shape)
         return 0;
-    const char *names[] = {"host", "spec", "args", "out", "plain", "hook", "array_positions",
-                           "rtol", "atol", "max_abs", "of_tolerance", "equal_first", "calls",
-                           "checked", "_row_of", "_unchecked", "dtype", "kinds", "sync",
-                           "returns_none", "many", "_many", "shape"};
-    PyObject **slots[] = {&s_host, &s_spec, &s_args, &s_out, &s_plain, &s_hook, &s_positions,
-                          &s_rtol, &s_atol, &s_max_abs, &s_of_tolerance, &s_equal_first,
-                          &s_calls, &s_checked, &s_row_of, &s_unchecked, &s_dtype, &s_kinds,
-                          &s_sync, &s_returns_none, &s_many, &s_session_many, &s_shape};
+    const char *names[] = {"host", "spec", "args", "out", "hook", "rtol", "atol", "max_abs",
+                           "of_tolerance", "equal_first", "calls", "checked", "_row_of",
+                           "_unchecked", "dtype", "kinds", "sync", "returns_none", "many",
+                           "_many", "shape"};
+    PyObject **slots[] = {&s_host, &s_spec, &s_args, &s_out, &s_hook, &s_rtol, &s_atol,
+                          &s_max_abs, &s_of_tolerance, &s_equal_first, &s_calls, &s_checked,
+                          &s_row_of, &s_unchecked, &s_dtype, &s_kinds, &s_sync,
+                          &s_returns_none, &s_many, &s_session_many, &s_shape};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (!(*slots[i] = PyUnicode_InternFromString(names[i])))
             return -1;
@@ -186,72 +185,6 @@ static PyObject *reference(PyObject *session, PyObject *ref_ops, PyObject *hook,
     return NULL;
 }
 
-/* 1: checked and counted; 0: left to Python; -1: an error raised */
-static int settle_plain(PyObject *session, PyObject *entry, PyObject *spec, PyObject *fetched,
-                        PyObject *ref_ops, PyObject *by_dtype, PyObject *ndarray,
-                        PyObject *asarray) {
-    int result = -1;
-    PyObject *out = NULL, *args = NULL, *positions = NULL, *hook = NULL, *call = NULL,
-             *want = NULL, *row = NULL;
-    if (!(out = PyObject_GetAttr(entry, s_out)))
-        goto done;
-    PyObject *got = fetched_of(fetched, out);  /* borrowed */
-    if (!got) {
-        result = PyErr_Occurred() ? -1 : 0;
-        goto done;
-    }
-    Py_INCREF(got);
-    if (!(args = PyObject_GetAttr(entry, s_args))
-        || !(positions = PyObject_GetAttr(spec, s_positions))
-        || !(hook = PyObject_GetAttr(spec, s_hook)))
-        goto got_done;
-    if (!PyTuple_Check(args) || !PyTuple_Check(positions)) {
-        result = 0;  /* (frozen lists: Python's path) */
-        goto got_done;
-    }
-    if (!(call = PyTuple_New(PyTuple_GET_SIZE(args))))  /* this call's own arguments */
-        goto got_done;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++)
-        PyTuple_SET_ITEM(call, i, Py_NewRef(PyTuple_GET_ITEM(args, i)));
-    for (Py_ssize_t p = 0; p < PyTuple_GET_SIZE(positions); p++) {
-        Py_ssize_t i = PyLong_AsSsize_t(PyTuple_GET_ITEM(positions, p));
-        if (i == -1 && PyErr_Occurred())
-            goto got_done;
-        if (i < 0 || i >= PyTuple_GET_SIZE(call))
-            continue;
-        PyObject *host = fetched_of(fetched, PyTuple_GET_ITEM(call, i));
-        if (!host) {
-            if (PyErr_Occurred())
-                goto got_done;
-            continue;  /* not an array read: the value itself */
-        }
-        PyObject *value = PyTuple_GET_ITEM(call, i);
-        PyTuple_SET_ITEM(call, i, Py_NewRef(host));  /* (the tuple is this call's own) */
-        Py_DECREF(value);
-    }
-    int unchecked;
-    if (!(want = reference(session, ref_ops, hook, call, out, &unchecked))) {
-        result = unchecked ? 1 : -1;  /* counted, as unchecked */
-        goto got_done;
-    }
-    double max_abs, ratio;
-    result = judge_output(session, hook, got, want, by_dtype, ndarray, asarray, &row,
-                          &max_abs, &ratio);
-    if (result == 1 && (passed(row, max_abs, ratio) < 0 || counted(row) < 0))
-        result = -1;
-got_done:
-    Py_DECREF(got);
-done:
-    Py_XDECREF(out);
-    Py_XDECREF(args);
-    Py_XDECREF(positions);
-    Py_XDECREF(hook);
-    Py_XDECREF(call);
-    Py_XDECREF(want);
-    Py_XDECREF(row);
-    return result;
-}
-
 /* the leaves of nested lists and tuples, appended to ``into`` */
 static int flatten(PyObject *value, PyObject *into) {
     if (PyList_Check(value) || PyTuple_Check(value)) {
@@ -296,7 +229,7 @@ static int host_copy(PyObject *fetched, PyObject *value, PyObject **made) {
     return 1;
 }
 
-/* The reference's arguments of a call that is not plain: the host copies read before an
+/* The reference's arguments of a call: the host copies read before an
  * in-place call (``host``, a list), else the call's arguments with each array (and each
  * array of a list) replaced by its host copy; a device index made ``ref_index``. A new
  * tuple; NULL with no error raised where an array was not read (left to Python). */
@@ -371,9 +304,9 @@ failed:
     return NULL;
 }
 
-/* A call that is not plain (several outputs, lists, a device index, an in-place write):
- * 1 checked and counted, 0 left to Python (*ran set to the reference's result where it
- * ran), -1 an error raised */
+/* A call (its outputs one array or several, in lists; lists, a device index or an
+ * in-place write among its arguments): 1 checked and counted, 0 left to Python (*ran
+ * set to the reference's result where it ran), -1 an error raised */
 static int settle_general(PyObject *session, PyObject *entry, PyObject *spec, PyObject *host,
                           PyObject *fetched, PyObject *ref_ops, PyObject *by_dtype,
                           PyObject *ndarray, PyObject *asarray, PyObject *ref_index,
@@ -446,15 +379,10 @@ static int settle_entry(PyObject *session, PyObject *entry, PyObject *fetched,
                         PyObject *asarray, PyObject *ref_index, PyObject *uncompared,
                         PyObject **ran) {
     int result = -1;
-    PyObject *host = NULL, *spec = NULL, *plain = NULL, *hook = NULL;
+    PyObject *host = NULL, *spec = NULL, *hook = NULL;
     if (!(host = PyObject_GetAttr(entry, s_host)) || !(spec = PyObject_GetAttr(entry, s_spec))
-        || !(plain = PyObject_GetAttr(spec, s_plain)) || !(hook = PyObject_GetAttr(spec, s_hook)))
+        || !(hook = PyObject_GetAttr(spec, s_hook)))
         goto done;
-    if (host == Py_None && plain == Py_True) {
-        result = settle_plain(session, entry, spec, fetched, ref_ops, by_dtype, ndarray,
-                              asarray);
-        goto done;
-    }
     result = 0;
     int skip = PySet_Contains(uncompared, hook);
     if (skip) {  /* (only shapes compare: Python's path) */
@@ -493,7 +421,6 @@ static int settle_entry(PyObject *session, PyObject *entry, PyObject *fetched,
 done:
     Py_XDECREF(host);
     Py_XDECREF(spec);
-    Py_XDECREF(plain);
     Py_XDECREF(hook);
     return result;
 }
