@@ -4,7 +4,7 @@
  * and is checked (sample 1, the hook among ``ops``): it numbers the call, runs the hook,
  * holds the call for the next batch (batch.Pending, its fields set through their slot
  * descriptors, the user's line found by walking the stack as blame.walk does), notes
- * which call made the output (blame.Producers.put) and runs the lagging checks. Any
+ * which call made the output (through blame.Producers) and runs the lagging checks. Any
  * other call (keyword arguments, shadowing paused) goes to the Python wrapper or to the
  * hook itself, as the Python wrapper would send it. Loaded with ctypes.PyDLL: it runs
  * holding the GIL, and an error raises, never crashes. */
@@ -20,7 +20,6 @@ static PyObject *fields;         /* its slot descriptors, in the order of FIELD 
 static PyObject *frozen_fn;      /* batch.frozen */
 static PyObject *kind_fn;        /* blame._kind */
 static PyObject *inside;         /* blame._inside: id(code) -> 0, 1 or 2 */
-static PyObject *strong;         /* blame._STRONG: array types without weak references */
 static PyObject *node_fn;        /* the tape's current node, from a _backward_pass frame */
 static PyObject *batch_module;   /* fastnn.shadowing.batch: its BATCH and LAG_ELEMENTS, read
                                   * at each call (a test may change them) */
@@ -29,7 +28,7 @@ enum { F_BACKEND, F_SPEC, F_ARGS, F_OUT, F_HOST, F_ORIGINALS, F_MANY, F_CALL, F_
        F_OP_IN_STEP, F_PRODUCERS, F_CODE, F_LINE, F_NODE, N_FIELDS };
 
 static PyObject *s_on, *s_calls, *s_pending, *s_step, *s_step_start, *s_producers, *s_ready,
-    *s_flush, *s_settle_ready, *s_table, *s_limit, *s_note, *s_shape, *s_batch, *s_lag;
+    *s_flush, *s_settle_ready, *s_put, *s_note, *s_shape, *s_batch, *s_lag;
 
 typedef struct {
     PyObject_HEAD
@@ -103,51 +102,6 @@ failed:
     Py_DECREF(frame);
     Py_DECREF(node);
     return NULL;
-}
-
-/* blame.ByArray.put(producers, value, payload) */
-static int put(PyObject *producers, PyObject *value, PyObject *payload) {
-    int done = -1;
-    PyObject *table = PyObject_GetAttr(producers, s_table), *limit = NULL, *key = NULL,
-             *entry = NULL;
-    if (!table || !(limit = PyObject_GetAttr(producers, s_limit)))
-        goto out;
-    if (!PyDict_Check(table)) {
-        PyErr_SetString(PyExc_TypeError, "shadow: a producers table that is not a dict");
-        goto out;
-    }
-    Py_ssize_t most = PyLong_AsSsize_t(limit);
-    if (most == -1 && PyErr_Occurred())
-        goto out;
-    if (PyDict_GET_SIZE(table) >= most)
-        PyDict_Clear(table);
-    int held = PySet_Contains(strong, (PyObject *)Py_TYPE(value));
-    if (held < 0)
-        goto out;
-    if (!held) {
-        PyObject *ref = PyWeakref_NewRef(value, NULL);
-        if (ref) {
-            entry = PyTuple_Pack(2, ref, payload);
-            Py_DECREF(ref);
-        } else if (PyErr_ExceptionMatches(PyExc_TypeError)) {  /* no weak references */
-            PyErr_Clear();
-            if (PySet_Add(strong, (PyObject *)Py_TYPE(value)) < 0)
-                goto out;
-        } else {
-            goto out;
-        }
-    }
-    if (!entry && !(entry = PyTuple_Pack(2, value, payload)))
-        goto out;
-    if (!(key = PyLong_FromVoidPtr(value)))
-        goto out;
-    done = PyDict_SetItem(table, key, entry);
-out:
-    Py_XDECREF(table);
-    Py_XDECREF(limit);
-    Py_XDECREF(key);
-    Py_XDECREF(entry);
-    return done;
 }
 
 static Py_ssize_t attr_index(PyObject *o, PyObject *name) {
@@ -226,16 +180,14 @@ static int record(Recorder *self, PyObject *const *argv, Py_ssize_t n, PyObject 
         Py_DECREF(flushed);
     }
     /* _after: the arrays it made, then the lagging checks while the device runs it */
-    if (shaped) {
-        if (!(payload = PyTuple_Pack(2, number, self->hook)) || put(producers, out, payload) < 0)
-            goto out;
-    } else {
-        PyObject *noted = PyObject_CallMethodObjArgs(producers, s_note, out, number, self->hook,
-                                                     NULL);
-        if (!noted)
-            goto out;
-        Py_DECREF(noted);
-    }
+    PyObject *noted = NULL;
+    if (!shaped)
+        noted = PyObject_CallMethodObjArgs(producers, s_note, out, number, self->hook, NULL);
+    else if ((payload = PyTuple_Pack(2, number, self->hook)))
+        noted = PyObject_CallMethodObjArgs(producers, s_put, out, payload, NULL);
+    if (!noted)
+        goto out;
+    Py_DECREF(noted);
     if (!(ready = PyObject_GetAttr(self->session, s_ready)))
         goto out;
     int waiting = PyObject_IsTrue(ready);
@@ -368,13 +320,12 @@ static PyObject *intern(const char *name) { return PyUnicode_InternFromString(na
 
 /* Called once: what the wrappers need of batch.py and blame.py; returns None. */
 PyObject *fastnn_record_init(PyObject *pending, PyObject *descriptors, PyObject *frozen,
-                             PyObject *kind, PyObject *inside_table, PyObject *strong_types,
-                             PyObject *node, PyObject *batch) {
+                             PyObject *kind, PyObject *inside_table, PyObject *node,
+                             PyObject *batch) {
     if (!PyType_Check(pending) || !PyTuple_Check(descriptors)
-        || PyTuple_GET_SIZE(descriptors) != N_FIELDS || !PyDict_Check(inside_table)
-        || !PySet_Check(strong_types)) {
+        || PyTuple_GET_SIZE(descriptors) != N_FIELDS || !PyDict_Check(inside_table)) {
         PyErr_SetString(PyExc_TypeError, "fastnn_record_init: expected (type, tuple of the "
-                                         "14 slot descriptors, fn, fn, dict, set, fn, module)");
+                                         "14 slot descriptors, fn, fn, dict, fn, module)");
         return NULL;
     }
     for (Py_ssize_t i = 0; i < N_FIELDS; i++)
@@ -384,11 +335,11 @@ PyObject *fastnn_record_init(PyObject *pending, PyObject *descriptors, PyObject 
         }
     if (!s_shape) {
         PyObject **slots[] = {&s_on, &s_calls, &s_pending, &s_step, &s_step_start, &s_producers,
-                              &s_ready, &s_flush, &s_settle_ready, &s_table, &s_limit, &s_note,
-                              &s_shape, &s_batch, &s_lag};
+                              &s_ready, &s_flush, &s_settle_ready, &s_put, &s_note, &s_shape,
+                              &s_batch, &s_lag};
         const char *names[] = {"_on", "_calls", "_pending", "_step", "_step_start",
-                               "_producers", "_ready", "_flush", "_settle_ready", "_table",
-                               "limit", "note", "shape", "BATCH", "LAG_ELEMENTS"};
+                               "_producers", "_ready", "_flush", "_settle_ready", "put",
+                               "note", "shape", "BATCH", "LAG_ELEMENTS"};
         for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
             if (!(*slots[i] = intern(names[i])))
                 return NULL;
@@ -400,7 +351,6 @@ PyObject *fastnn_record_init(PyObject *pending, PyObject *descriptors, PyObject 
     Py_XSETREF(frozen_fn, Py_NewRef(frozen));
     Py_XSETREF(kind_fn, Py_NewRef(kind));
     Py_XSETREF(inside, Py_NewRef(inside_table));
-    Py_XSETREF(strong, Py_NewRef(strong_types));
     Py_XSETREF(node_fn, Py_NewRef(node));
     Py_XSETREF(batch_module, Py_NewRef(batch));
     Py_RETURN_NONE;

@@ -35,10 +35,9 @@ def recorder_function():
         make = None
         if lib is not None:
             obj = ctypes.py_object
-            init = native.typed(lib, "fastnn_record_init", [obj] * 8, obj)
+            init = native.typed(lib, "fastnn_record_init", [obj] * 7, obj)
             init(batch.Pending, tuple(getattr(batch.Pending, name) for name in FIELDS),
-                 batch.frozen, blame._kind, blame._inside, blame._STRONG, blame.node_of,
-                 batch)
+                 batch.frozen, blame._kind, blame._inside, blame.node_of, batch)
             make = native.typed(lib, "fastnn_recorder", [obj] * 8, obj)
         _state[:] = [make, why]
     return _state[0]
