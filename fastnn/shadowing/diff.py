@@ -122,12 +122,12 @@ def bulk_function(settle: bool = False):
         lib, why = native.load(Path(__file__).with_name("bulk.c"), _NATIVE,
                                "shadow mode's C batch comparison", CLOSE_FLAGS,
                                python=True)
-        fn = plain = None
+        fn = checks = None
         if lib is not None:
             obj = ctypes.py_object
             fn = native.typed(lib, "fastnn_bulk", [obj], obj)
-            plain = native.typed(lib, "fastnn_settle", [obj] * 9, obj)
-        _bulk[:] = [fn, why, plain]
+            checks = native.typed(lib, "fastnn_settle", [obj] * 9, obj)
+        _bulk[:] = [fn, why, checks]
     return _bulk[2] if settle else _bulk[0]
 
 
