@@ -9,7 +9,8 @@ shared, the median over the rounds of each round's own ratio):
 unless ``OPENBLAS_NUM_THREADS`` says otherwise: NumPy's 2 threads on these tiny
 products made the reference itself 15x slower).
 ``clone`` is the NumPy backend installed again under another name (a host backend
-shadowed by cpu: no transfers, only the shadowing's own work).
+shadowed by cpu: no transfers, only the shadowing's own work). On a machine with an
+NVIDIA GPU, ``benchmarks/gpu_check.sh`` runs ``--backends cuda``.
 
 ``--floor`` times a fourth way, a measurement aid and not a mode of shadowing: the
 shadowed step with the checks themselves (the reference's calls and the comparisons)
@@ -26,6 +27,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import contextlib  # noqa: E402
+import json  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
@@ -182,8 +184,11 @@ def main(argv=None) -> int:
     parser.add_argument("--floor", action="store_true",
                         help="also time the shadowed step without its checks (reads and "
                              "per-call bookkeeping only): the rounds' median ratios")
+    parser.add_argument("--json", metavar="PATH",
+                        help="also write every measurement there (a list, one row a model)")
     args = parser.parse_args(argv)
     print(describe_blas())
+    rows = []
     print(f"{'backend':<8}{'model':<8}{'backend ms':>12}{args.reference + ' ms':>10}"
           f"{'shadowed ms':>13}{'shadowed/(both)':>17}{'in CPU time':>13}"
           f"{'rounds median':>15}{'in CPU time':>13}"
@@ -198,6 +203,9 @@ def main(argv=None) -> int:
                   f"{r['round_ratio']:>15.2f}{r['round_ratio_cpu']:>13.2f}"
                   + (f"{r['floor_ratio']:>11.2f}{r['floor_ratio_cpu']:>13.2f}"
                      if args.floor else ""), flush=True)
+            rows.append({"backend": backend, "model": size, **r})
+            if args.json:  # (rewritten after each row: a run stopped early keeps its rows)
+                Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
     return 0
 
 

@@ -12,7 +12,9 @@
 #     if pip cannot, puts the tree on PYTHONPATH with hand-made dist-infos so that the
 #     fastnn.backends entry points are still found;
 #  3. runs tests/backends/cuda (NVRTC compile check, kernels vs the NumPy backend);
-#  4. runs the conformance suite on `cuda` (float32, float64 and float16);
+#  4. runs the conformance suite on `cuda` (float32, float64 and float16), then shadow
+#     mode's device tests on cuda and benchmarks/bench_shadow.py (what shadowing the MLP
+#     step costs against the two backends' own time);
 #  5. runs benchmarks/gpu_models.py, one model a process: the eight model steps of
 #     bench_models.py on cuda, eager, compiled (CUDA graphs + fused kernels), compiled
 #     without graphs, and PyTorch CUDA eager, with a compiled-vs-eager check;
@@ -27,8 +29,8 @@
 # the next one runs, and a part with under 15 s left is skipped, and said. Results (at
 # most eight files, as the device tool returns): $OUT/SUMMARY.md (read this first),
 # $OUT/results.json (each part's verdict, exit status, seconds and limit), the reports
-# conformance_cuda.json, gpu_models.json, gpu_report.json, gpu_overhead.json, and
-# $OUT/logs.tgz (every log); all rewritten after each part, so a run stopped early still
+# conformance_cuda.json, shadow_cuda.json, gpu_models.json, gpu_report.json,
+# gpu_overhead.json, and $OUT/logs.tgz (every log); all rewritten after each part, so a run stopped early still
 # returns what it did.
 #
 # For tests: PYTHON picks the interpreter; FASTNN_GPU_CHECK_ASSUME_GPU=1 skips the GPU
@@ -57,7 +59,8 @@ pack() {
     { printf '{"budget_s": %d, "elapsed_s": %d, "gpu": "%s", "parts": [' "$BUDGET" \
           "$(elapsed)" "${GPU_NAME:-none}"
       paste -sd, "$PARTS"; printf ']}\n'; } > "$OUT/results.json"
-    for report in conformance_cuda.json gpu_models.json gpu_report.json gpu_overhead.json; do
+    for report in conformance_cuda.json shadow_cuda.json gpu_models.json gpu_report.json \
+            gpu_overhead.json; do
         [ -f "$LOGS/$report" ] && cp "$LOGS/$report" "$OUT/"
     done
     cp "$SUMMARY" "$LOGS/" && tar czf "$OUT/logs.tgz" -C "$LOGS" .
@@ -208,6 +211,13 @@ show cuda_tests 15
 run conformance 150 $PY -m pytest -p fastnn.conformance.plugin --pyargs fastnn.conformance \
     --backend cuda -q -p no:cacheprovider $XDIST --conformance-report "$LOGS/conformance_cuda.json"
 show conformance 40 "FAILED|ERROR|CONFORM|passed|failed"
+
+# shadow mode on cuda: planted faults in clones of the backend named at their lines, then
+# the shadowed MLP step's time over the cuda and cpu steps' (the budget is 1.5)
+run shadow 90 bash -c "$PY -m pytest tests/shadowing/test_shadow_device.py \
+    tests/shadowing/test_shadow_deferred.py -q -rs -p no:cacheprovider -k cuda && \
+    $PY benchmarks/bench_shadow.py --backends cuda --rounds 10 --json $LOGS/shadow_cuda.json"
+show shadow 12 "passed|failed|FAILED|ERROR|^cuda|^backend"
 
 # ---------------------------------------------------------------- model steps
 # one process a model, so that one that hangs leaves the others' rows

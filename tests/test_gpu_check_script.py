@@ -18,7 +18,7 @@ import pytest
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_check.sh"
 # every part the script runs after the GPU detection, in order, where Python cannot even
 # import setuptools (the pip install of the tree is then left out)
-PARTS = (["environment", "install_cupy", "backends", "cuda_tests", "conformance"]
+PARTS = (["environment", "install_cupy", "backends", "cuda_tests", "conformance", "shadow"]
          + [f"model_{m}" for m in ("MLP", "Conv1d", "CNN", "ResNet", "LSTM", "GRU",
                                    "Transformer", "nanoGPT")]
          + ["bench", "overhead", "train_digits", "conformance_cublas_gemm", "distributed",

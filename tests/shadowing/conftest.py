@@ -1,10 +1,17 @@
-"""Shadow mode's comparison tests run three times: with its batch comparison in C
-(bulk.c, where it builds), with close.c's loops alone, and with NumPy's passes; a module
-asks with ``pytestmark = pytest.mark.usefixtures("path")``."""
+"""Fixtures of the shadow tests. ``path``: a comparison test runs three times, with shadow
+mode's batch comparison in C (bulk.c, where it builds), with close.c's loops alone, and with
+NumPy's passes. ``device_base``: a test of shadowing a device backend runs on each device
+backend (opencl; cuda where a GPU is) with each wrapper of device calls. A module asks with
+``pytestmark = pytest.mark.usefixtures(...)``."""
 
 import pytest
 
-from fastnn.shadowing import diff
+import fastnn as fnn
+from fastnn.shadowing import diff, record
+from tests.fake_backends import forget
+
+BASES = ("opencl", "cuda")  # the device backends that faulty clones are made of
+WRAPPERS = ("C wrapper", "Python wrapper")
 
 
 @pytest.fixture(params=["bulk", "C", "NumPy"])
@@ -21,3 +28,24 @@ def path(request, monkeypatch):
     if request.param != "bulk":
         monkeypatch.setattr(diff, "_bulk", [None, "off for a test", None])
     return request.param
+
+
+@pytest.fixture(params=[(b, w) for b in BASES for w in WRAPPERS],
+                ids=[f"{b}-{w.split()[0]}" for b in BASES for w in WRAPPERS])
+def device_base(request, monkeypatch):
+    """The device backend's name (faulty.install's ``base``), with the device calls
+    recorded by record.c's wrapper (skipped where it did not build) or by session.py's
+    Python wrapper; skipped where the backend is unavailable. The faulty backends that
+    the test installed are forgotten after it."""
+    base, wrapper = request.param
+    try:
+        fnn.Device(base)
+    except fnn.BackendError as exc:
+        pytest.skip(f"{base} unavailable: {exc}")
+    if wrapper == "C wrapper":
+        if record.recorder_function() is None:
+            pytest.skip(f"no C wrapper here: {record.status()}")
+    else:
+        monkeypatch.setattr(record, "_state", [None, "off for a test"])
+    yield base
+    forget()

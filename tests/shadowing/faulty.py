@@ -62,9 +62,9 @@ def sqrt(x):
 }
 
 
-# the same on the OpenCL backend: arrays in device memory, whose checks go in batches
-OPENCL_BASE = BASE.replace("fastnn_cpu", "fastnn_opencl")
-OPENCL_FAULTS = {
+# the same on a device backend (opencl, cuda: ``fastnn_<base>``): arrays in device memory,
+# whose checks go in batches; the faults use the backend's own hooks only
+DEVICE_FAULTS = {
     "healthy": "",
     # exp 1% too large, computed with the backend's own kernels
     "exp": """
@@ -80,7 +80,8 @@ _memo = {}
 
 @hookimpl
 def exp(x):
-    key = (id(x.data), x.offset, x.shape)
+    # where x lies: an OpenCL buffer and offset, or a cupy pointer
+    key = (id(x.data), x.offset, x.shape) if hasattr(x, "offset") else (x.data.ptr, x.shape)
     if key not in _memo:
         _memo[key] = (x.data, _real.exp(x))  # (the buffer held: its id stays its own)
     return _real.mul(_memo[key][1], _real.full(x.shape, 1.0, str(x.dtype), 0))
@@ -101,10 +102,12 @@ def to_numpy_many(arrays):
 
 
 def install(tmp_path, fault: str, base: str = "cpu") -> str:
-    """Install the ``base`` backend with ``fault`` as ``shadow_<fault>`` (or
-    ``shadow_opencl_<fault>``); returns its name."""
+    """Install the ``base`` backend with ``fault`` (of FAULTS for cpu, of DEVICE_FAULTS for
+    a device backend) as ``shadow_<fault>`` (or ``shadow_<base>_<fault>``); returns its
+    name."""
     name = f"shadow_{fault}" if base == "cpu" else f"shadow_{base}_{fault}"
-    source = BASE + FAULTS[fault] if base == "cpu" else OPENCL_BASE + OPENCL_FAULTS[fault]
+    faults = FAULTS if base == "cpu" else DEVICE_FAULTS
+    source = BASE.replace("fastnn_cpu", f"fastnn_{base}") + faults[fault]
     install_backend(tmp_path / name, f"fastnn-backend-{name}", name, f"{name}_mod", source)
     return name
 

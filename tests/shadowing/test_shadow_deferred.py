@@ -14,7 +14,9 @@ import fastnn as fnn
 from fastnn import nn
 from fastnn.shadowing import batch, blame, diff, vector
 from tests.shadowing import faulty
-from tests.shadowing.on_opencl import line_in, opencl_or_skip  # noqa: F401 (autouse)
+from tests.shadowing.source_lines import line_in
+
+pytestmark = pytest.mark.usefixtures("device_base")
 
 HERE = __file__.rstrip("c")
 
@@ -23,8 +25,8 @@ def line_of(marker: str) -> int:
     return line_in(HERE, marker)
 
 
-def test_a_mismatch_checked_at_the_optimizer_step_blames_its_own_line(tmp_path):
-    name = faulty.install(tmp_path, "exp", base="opencl")
+def test_a_mismatch_checked_at_the_optimizer_step_blames_its_own_line(device_base, tmp_path):
+    name = faulty.install(tmp_path, "exp", base=device_base)
     fnn.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 8), nn.Activation("tanh"), nn.Linear(8, 3)).to(name)
     opt = fnn.optim.Adam(model.parameters(), lr=1e-2)
@@ -50,8 +52,8 @@ def test_a_mismatch_checked_at_the_optimizer_step_blames_its_own_line(tmp_path):
     assert line_of("deferred exp") not in frames
 
 
-def test_a_mismatch_pending_at_the_end_of_the_block_is_raised_by_its_exit(tmp_path):
-    name = faulty.install(tmp_path, "exp", base="opencl")
+def test_a_mismatch_pending_at_the_end_of_the_block_is_raised_by_its_exit(device_base, tmp_path):
+    name = faulty.install(tmp_path, "exp", base=device_base)
     x = fnn.tensor(np.linspace(-1, 1, 6, dtype=np.float32), device=name)
     session = fnn.shadow("cpu")
     with pytest.raises(fnn.ShadowMismatch) as caught:
@@ -63,8 +65,8 @@ def test_a_mismatch_pending_at_the_end_of_the_block_is_raised_by_its_exit(tmp_pa
 
 
 @pytest.mark.parametrize("stale", [False, True], ids=["invalidated", "stale (control)"])
-def test_an_in_place_write_drops_the_cached_host_copy(tmp_path, monkeypatch, stale):
-    name = faulty.install(tmp_path, "exp_memo", base="opencl")
+def test_an_in_place_write_drops_the_cached_host_copy(device_base, tmp_path, monkeypatch, stale):
+    name = faulty.install(tmp_path, "exp_memo", base=device_base)
     if stale:  # what a cache that outlived in-place writes would do: the fault is hidden
         monkeypatch.setattr(blame.HostCopies, "clear", lambda self: None)
     a = fnn.tensor(np.linspace(-1, 1, 8, dtype=np.float32), device=name)
@@ -79,8 +81,9 @@ def test_an_in_place_write_drops_the_cached_host_copy(tmp_path, monkeypatch, sta
     assert exp_rows[0]["mismatches"] == (0 if stale else 1), exp_rows
 
 
-def test_a_mismatch_after_an_in_place_write_is_blamed_on_the_line_that_read_it(tmp_path):
-    name = faulty.install(tmp_path, "exp_memo", base="opencl")
+def test_a_mismatch_after_an_in_place_write_is_blamed_on_the_line_that_read_it(device_base,
+                                                                               tmp_path):
+    name = faulty.install(tmp_path, "exp_memo", base=device_base)
     a = fnn.tensor(np.linspace(-1, 1, 8, dtype=np.float32), device=name)
     with pytest.raises(fnn.ShadowMismatch) as caught, fnn.shadow("cpu"):
         a.exp()
@@ -169,11 +172,11 @@ def test_outputs_tried_for_equality_at_once_agree_with_one_by_one():
     assert vector.equal_each(pairs) == [True] * len(pairs)
 
 
-def test_the_host_copies_kept_are_one_batchs(tmp_path, monkeypatch):
+def test_the_host_copies_kept_are_one_batchs(device_base, tmp_path, monkeypatch):
     """A loop with no in-place hook keeps the host copies (and holds the device arrays)
     of the last batch read only, not of every batch since the last in-place write."""
     monkeypatch.setattr(batch, "BATCH", 8)
-    name = faulty.install(tmp_path, "healthy", base="opencl")
+    name = faulty.install(tmp_path, "healthy", base=device_base)
     x = fnn.tensor(np.linspace(-1, 1, 6, dtype=np.float32), device=name)
     with fnn.shadow("cpu") as session:
         for _ in range(40):

@@ -1,4 +1,5 @@
-"""Shadowing a device backend (OpenCL): checks in batches, blame as precise as at once."""
+"""Shadowing a device backend (opencl; cuda where a GPU is): checks in batches, blame as
+precise as at once."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from fastnn import nn
 from fastnn.shadowing import batch, calls, record
 from fastnn.shadowing import session as session_module
 from tests.shadowing import faulty
-from tests.shadowing.on_opencl import line_in, opencl_or_skip  # noqa: F401 (autouse)
+from tests.shadowing.source_lines import line_in
+
+pytestmark = pytest.mark.usefixtures("device_base")
 
 HERE = __file__.rstrip("c")
 
@@ -22,8 +25,8 @@ def line_of(marker: str) -> int:
     return line_in(HERE, marker)
 
 
-def test_a_wrong_kernel_is_blamed_at_its_own_line_though_checked_later(tmp_path):
-    name = faulty.install(tmp_path, "exp", base="opencl")
+def test_a_wrong_kernel_is_blamed_at_its_own_line_though_checked_later(device_base, tmp_path):
+    name = faulty.install(tmp_path, "exp", base=device_base)
     x = fnn.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4), device=name)
     with pytest.raises(fnn.ShadowMismatch) as caught, fnn.shadow("cpu"):
         y = (x * 2).relu()
@@ -36,8 +39,8 @@ def test_a_wrong_kernel_is_blamed_at_its_own_line_though_checked_later(tmp_path)
     assert err.backend == name and err.reference == "cpu"
 
 
-def test_a_broken_to_numpy_many_is_named_and_blames_no_op(tmp_path):
-    name = faulty.install(tmp_path, "to_numpy_many", base="opencl")
+def test_a_broken_to_numpy_many_is_named_and_blames_no_op(device_base, tmp_path):
+    name = faulty.install(tmp_path, "to_numpy_many", base=device_base)
     fnn.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 8), nn.Activation("tanh"), nn.Linear(8, 2)).to(name)
     x = fnn.tensor(np.ones((3, 4), np.float32), device=name)
@@ -50,8 +53,8 @@ def test_a_broken_to_numpy_many_is_named_and_blames_no_op(tmp_path):
 
 
 @pytest.mark.parametrize("many", [True, False], ids=["read together", "one by one"])
-def test_the_healthy_clone_passes_batches_of_every_size(tmp_path, monkeypatch, many):
-    name = faulty.install(tmp_path, "healthy", base="opencl")
+def test_the_healthy_clone_passes_batches_of_every_size(device_base, tmp_path, monkeypatch, many):
+    name = faulty.install(tmp_path, "healthy", base=device_base)
     monkeypatch.setattr(batch, "BATCH", 3)
     fnn.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 8), nn.Activation("gelu"), nn.Linear(8, 2)).to(name)
@@ -67,10 +70,10 @@ def test_the_healthy_clone_passes_batches_of_every_size(tmp_path, monkeypatch, m
     assert report.mismatches == 0 and sum(r["checked"] for r in report.rows) > 40, report
 
 
-def test_a_broken_to_numpy_many_seen_first_at_a_read_blames_no_op(tmp_path):
+def test_a_broken_to_numpy_many_seen_first_at_a_read_blames_no_op(device_base, tmp_path):
     """A to_numpy's check compares its result with the batch's read: when only the read
     (to_numpy_many) is wrong, the read is named and the to_numpy is not blamed."""
-    name = faulty.install(tmp_path, "to_numpy_many", base="opencl")
+    name = faulty.install(tmp_path, "to_numpy_many", base=device_base)
     x = fnn.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4), device=name)
     with pytest.warns(fnn.ShadowWarning, match="to_numpy_many returned other values"), \
             fnn.shadow("cpu") as session:
@@ -81,11 +84,11 @@ def test_a_broken_to_numpy_many_seen_first_at_a_read_blames_no_op(tmp_path):
     assert session._many is False
 
 
-def test_checks_pending_at_the_last_sync_point_run_at_the_exit(tmp_path):
+def test_checks_pending_at_the_last_sync_point_run_at_the_exit(device_base, tmp_path):
     """A to_numpy reads nothing for the checks: they (its own too) wait for the next
     batch; with no call after it, the end of the block runs them, and blames the call's
     own line."""
-    name = faulty.install(tmp_path, "exp", base="opencl")
+    name = faulty.install(tmp_path, "exp", base=device_base)
     x = fnn.tensor(np.linspace(-1, 1, 12, dtype=np.float32), device=name)
     with pytest.raises(fnn.ShadowMismatch) as caught, fnn.shadow("cpu") as session:
         y = x.exp()  # lagging exp
@@ -95,10 +98,10 @@ def test_checks_pending_at_the_last_sync_point_run_at_the_exit(tmp_path):
     assert caught.value.source[:2] == (HERE, line_of("lagging exp"))
 
 
-def test_a_to_numpy_result_changed_by_its_caller_is_not_blamed(tmp_path):
+def test_a_to_numpy_result_changed_by_its_caller_is_not_blamed(device_base, tmp_path):
     """A to_numpy's check waits for the next batch with a copy of its result: the caller
     owns the array and may write it meanwhile."""
-    name = faulty.install(tmp_path, "healthy", base="opencl")
+    name = faulty.install(tmp_path, "healthy", base=device_base)
     x = fnn.tensor(np.linspace(-1, 1, 12, dtype=np.float32), device=name)
     with fnn.shadow("cpu") as session:
         got = (x * 2).numpy()
@@ -108,12 +111,12 @@ def test_a_to_numpy_result_changed_by_its_caller_is_not_blamed(tmp_path):
     assert [r["checked"] for r in rows if r["op"] == "to_numpy"] == [1], rows
 
 
-def test_a_to_numpy_reads_the_batch_only_when_many_calls_wait(tmp_path, monkeypatch):
+def test_a_to_numpy_reads_the_batch_only_when_many_calls_wait(device_base, tmp_path, monkeypatch):
     """A to_numpy reads the pending calls with it once READ_AT_SYNC of them wait (an
     evaluation loop's outputs are not held for many iterations), not before; a wrong
     call read there is still blamed at its own line."""
     monkeypatch.setattr(batch, "READ_AT_SYNC", 4)
-    name = faulty.install(tmp_path, "exp", base="opencl")
+    name = faulty.install(tmp_path, "exp", base=device_base)
     x = fnn.tensor(np.linspace(-1, 1, 12, dtype=np.float32), device=name)
     with pytest.raises(fnn.ShadowMismatch) as caught, fnn.shadow("cpu") as session:
         (x * 2).numpy()
@@ -124,13 +127,13 @@ def test_a_to_numpy_reads_the_batch_only_when_many_calls_wait(tmp_path, monkeypa
     assert caught.value.op == "exp" and caught.value.source[1] == line_of("read exp")
 
 
-def test_the_c_wrapper_passes_keywords_errors_and_pauses_on(tmp_path):
+def test_the_c_wrapper_passes_keywords_errors_and_pauses_on(device_base, tmp_path):
     """record.c's wrapper sends a call with keywords to the Python wrapper, lets the hook's
     own error through (the call numbered, as in Python), runs the bare hook while
     shadowing is paused, and holds no reference once the session has ended."""
     if record.recorder_function() is None:  # (the fixture's Python run, or not built)
         pytest.skip("the C wrapper's own behaviour")
-    name = faulty.install(tmp_path, "healthy", base="opencl")
+    name = faulty.install(tmp_path, "healthy", base=device_base)
     dev = fnn.Device(name)
     x = dev.ops.from_numpy(np.linspace(-1, 1, 6, dtype=np.float32), dev.index)
     hook = dev.ops.exp
@@ -186,11 +189,11 @@ def _adam_steps(name, steps: int):
     return model
 
 
-def test_an_optimizer_update_is_checked_once_and_a_wrong_one_named(tmp_path):
+def test_an_optimizer_update_is_checked_once_and_a_wrong_one_named(device_base, tmp_path):
     """A device's fused update is checked against one run of the reference's, which
     updates the host copies read before it ran (a second run would update them twice);
     a wrong update is named at the step's line, with the fault's error, not the update's."""
-    name = faulty.install(tmp_path, "healthy", base="opencl")
+    name = faulty.install(tmp_path, "healthy", base=device_base)
     with fnn.shadow("cpu") as session:
         runs = []
         real = session._ref_ops.adam_step
@@ -206,7 +209,7 @@ def test_an_optimizer_update_is_checked_once_and_a_wrong_one_named(tmp_path):
         finally:
             session._ref_ops.adam_step = real
     assert runs == [1, 2, 3] and session.report().mismatches == 0
-    bad = faulty.install(tmp_path, "adam_step", base="opencl")
+    bad = faulty.install(tmp_path, "adam_step", base=device_base)
     with pytest.raises(fnn.ShadowMismatch) as caught, fnn.shadow("cpu"):
         _adam_steps(bad, 1)
     err = caught.value
@@ -214,11 +217,11 @@ def test_an_optimizer_update_is_checked_once_and_a_wrong_one_named(tmp_path):
     assert err.output.startswith("[0]") and err.max_abs < 0.05
 
 
-def test_checking_a_training_step_in_c_holds_no_references(tmp_path):
+def test_checking_a_training_step_in_c_holds_no_references(device_base, tmp_path):
     """settle.c's checks of a step's calls (several outputs, an update's host copies, a
     device index) and record.c's wrapper leave no reference behind: the objects they
     touch at every call have the same counts after a second session of steps."""
-    name = faulty.install(tmp_path, "healthy", base="opencl")
+    name = faulty.install(tmp_path, "healthy", base=device_base)
     hooks = ("adam_step", "bias_act_backward", "softmax_cross_entropy", "full", "matmul")
     held = [calls.SPECS[h] for h in hooks] + list(hooks) + [True, False, None]
 
