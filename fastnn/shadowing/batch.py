@@ -28,6 +28,7 @@ was made, and is raised from a later call.
 
 from __future__ import annotations
 
+import operator
 import sys
 import warnings
 
@@ -81,6 +82,14 @@ def frozen(value):
         return type(value)([frozen(item) if isinstance(item, (list, tuple)) else item
                             for item in value])
     return value
+
+
+_hook_of = operator.attrgetter("spec.hook")
+
+
+def _call_of(left) -> int:
+    """The call number of what settle.c left: a pending call, or (it, its result)."""
+    return (left[0] if type(left) is tuple else left).call
 
 
 def fetched_lookup(fetched: dict):
@@ -192,11 +201,18 @@ class Batching:
         call is the one blamed."""
         if self._ref_numpy:  # the calls checked and counted in C where it built: the others,
             # and any that fails, are left to what follows, in call order (with the
-            # reference's result where it ran: an optimizer's updates its host copies)
+            # reference's result where it ran: an optimizer's updates its host copies).
+            # The reference runs them grouped by hook, each hook's code warm from its last
+            # call (a batch's calls are independent: each reads the batch's own host
+            # copies); what is left goes back in call order, so the first wrong call of
+            # the batch is the one blamed
             settle = diff.bulk_function(settle=True)
             if settle is not None:
-                pending = settle(self, pending, fetched, self._ref_ops, self._by_dtype,
-                                 np.ndarray, np.asarray, self._ref.index, tolerance.UNCOMPARED)
+                pending = settle(self, sorted(pending, key=_hook_of), fetched, self._ref_ops,
+                                 self._by_dtype, np.ndarray, np.asarray, self._ref.index,
+                                 tolerance.UNCOMPARED)
+                if len(pending) > 1:
+                    pending.sort(key=_call_of)
         ran = []  # (entry, host, pairs, failures, its first output's index in bulk)
         bulk = vector.Bulk()
         add = bulk.add

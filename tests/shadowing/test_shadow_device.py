@@ -39,6 +39,20 @@ def test_a_wrong_kernel_is_blamed_at_its_own_line_though_checked_later(device_ba
     assert err.backend == name and err.reference == "cpu"
 
 
+def test_of_two_wrong_calls_checked_together_the_first_one_is_blamed(device_base, tmp_path):
+    """A batch's references run grouped by hook (exp's before sqrt's) and what fails is
+    judged in call order: the wrong sqrt, called first, is blamed, not the wrong exp."""
+    name = faulty.install(tmp_path, "sqrt_exp", base=device_base)
+    x = fnn.tensor(np.linspace(0.5, 2, 12, dtype=np.float32), device=name)
+    with pytest.raises(fnn.ShadowMismatch) as caught, fnn.shadow("cpu"):
+        y = (x * 2).sqrt()  # first wrong call
+        z = y.exp()
+        z.sum().item()
+    err = caught.value
+    assert err.op == "sqrt" and err.source[:2] == (HERE, line_of("first wrong call"))
+    assert err.max_rel == pytest.approx(0.01, rel=1e-3)
+
+
 def test_a_broken_to_numpy_many_is_named_and_blames_no_op(device_base, tmp_path):
     name = faulty.install(tmp_path, "to_numpy_many", base=device_base)
     fnn.manual_seed(0)
