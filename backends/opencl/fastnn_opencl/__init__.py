@@ -34,6 +34,9 @@ def probe() -> dict:
     except ImportError as exc:
         record["reason"] = f"pyopencl is not installed ({exc}); {INSTALL_HINT}"
         return record
+    except ValueError as exc:  # a setting of ours that is wrong
+        record["reason"] = str(exc)
+        return record
     try:
         devices = runtime.devices()
     except Exception as exc:  # e.g. clGetPlatformIDs failed: PLATFORM_NOT_FOUND_KHR

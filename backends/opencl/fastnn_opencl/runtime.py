@@ -20,7 +20,7 @@ from importlib import resources
 
 import numpy as np
 
-from fastnn_opencl.pocl_env import pin_pocl_threads
+from fastnn_opencl import pocl_env
 
 CL_TYPES = {
     "float32": "float",
@@ -52,13 +52,22 @@ _pyopencl = None
 
 
 def cl():
-    """The pyopencl module, imported on first use (PoCL's threads pinned where safe:
-    :func:`pin_pocl_threads`)."""
+    """The pyopencl module, imported on first use, and the platforms queried once: PoCL's
+    threads, which that query starts, pinned where safe and scheduled as SCHED_BATCH
+    (:mod:`fastnn_opencl.pocl_env`). Raises ValueError for a bad
+    ``FASTNN_OPENCL_WORKER_POLICY``."""
     global _pyopencl
     if _pyopencl is None:
-        pin_pocl_threads()
+        policy = pocl_env.worker_policy()
+        pocl_env.pin_pocl_threads()
         import pyopencl
 
+        before = pocl_env.thread_ids()
+        try:
+            platforms = pyopencl.get_platforms()
+        except Exception:  # (no platform: list_devices says so when asked)
+            platforms = []
+        pocl_env.batch_pocl_threads(before, platforms, policy)
         _pyopencl = pyopencl
     return _pyopencl
 
