@@ -141,6 +141,20 @@ def test_a_to_numpy_reads_the_batch_only_when_many_calls_wait(device_base, tmp_p
     assert caught.value.op == "exp" and caught.value.source[1] == line_of("read exp")
 
 
+def _counts_around_a_second_run(run, held) -> tuple:
+    """The reference counts of ``held`` after a first ``run()`` (what a first session loads
+    and keeps: the tolerances, the code kinds) and after a second one."""
+    def references():  # (the last session, kept for shadow_report(), let go first)
+        session_module._last.clear()
+        gc.collect()
+        return [sys.getrefcount(v) for v in held]
+
+    run()
+    before = references()
+    run()
+    return before, references()
+
+
 def test_the_c_wrapper_passes_keywords_errors_and_pauses_on(device_base, tmp_path):
     """record.c's wrapper sends a call with keywords to the Python wrapper, lets the hook's
     own error through (the call numbered, as in Python), runs the bare hook while
@@ -172,17 +186,9 @@ def test_the_c_wrapper_passes_keywords_errors_and_pauses_on(device_base, tmp_pat
         assert rows["exp"]["checked"] == 201 and session.report().mismatches == 0
 
     held = (x, hook, "exp", calls.SPECS["exp"], True, False)
-
-    def references():  # (the last session, kept for shadow_report(), let go first)
-        session_module._last.clear()
-        gc.collect()
-        return [sys.getrefcount(v) for v in held]
-
-    run()  # (what a first session loads and keeps: the tolerances, the code kinds)
-    before = references()
-    run()
-    after = references()  # (a reference kept per call would add 200; a cache elsewhere
-    # may take or drop one of a name)
+    before, after = _counts_around_a_second_run(run, held)
+    # (a reference kept per call would add 200; a cache elsewhere may take or drop one of
+    # a name)
     assert after[:2] == before[:2] and all(abs(a - b) <= 2 for a, b in zip(after, before))
 
 
@@ -244,15 +250,7 @@ def test_checking_a_training_step_in_c_holds_no_references(device_base, tmp_path
             _adam_steps(name, 4)
         assert session.report().mismatches == 0
 
-    def references():  # (the last session, kept for shadow_report(), let go first)
-        session_module._last.clear()
-        gc.collect()
-        return [sys.getrefcount(v) for v in held]
-
-    run()
-    before = references()
-    run()
-    after = references()
+    before, after = _counts_around_a_second_run(run, held)
     # a reference kept per call would add one a call (4 steps of several products and
     # fused gradients); a cache elsewhere may take or drop one of a name (CI saw -1)
     assert all(abs(a - b) <= 2 for a, b in zip(after[:-1], before[:-1])), (before, after)
