@@ -194,18 +194,19 @@ class Batching:
         return pending, fetched, many
 
     def _settle_batch(self, pending, fetched, many, quiet: bool = False) -> None:
-        """Check the batch: every reference call first, in call order, then all their
-        outputs judged together (:class:`fastnn.shadowing.vector.Bulk`), then, in call
-        order, the rows of the calls that passed counted and the others compared one by
-        one (:meth:`_judge`: the worst element, the exact errors), so the first wrong
+        """Check the batch: in C where it built (settle.c, the calls grouped by hook), what
+        it can; then, for the rest in call order, every reference call first, then all
+        their outputs judged together (:class:`fastnn.shadowing.vector.Bulk`), then, in
+        call order, the rows of the calls that passed counted and the others compared one
+        by one (:meth:`_judge`: the worst element, the exact errors), so the first wrong
         call is the one blamed."""
         if self._ref_numpy:  # the calls checked and counted in C where it built: the others,
-            # and any that fails, are left to what follows, in call order (with the
-            # reference's result where it ran: an optimizer's updates its host copies).
-            # The reference runs them grouped by hook, each hook's code warm from its last
-            # call (a batch's calls are independent: each reads the batch's own host
-            # copies); what is left goes back in call order, so the first wrong call of
-            # the batch is the one blamed
+            # and any that fails, are left to what follows (with the reference's result
+            # where it ran: an optimizer's updates its host copies). The reference runs
+            # them grouped by hook, each hook's code warm from its last call (a batch's
+            # calls are independent: each reads the batch's own host copies); what is left
+            # goes back in call order, so the first wrong call of the batch is the one
+            # blamed
             settle = diff.bulk_function(settle=True)
             if settle is not None:
                 pending = settle(self, sorted(pending, key=_hook_of), fetched, self._ref_ops,

@@ -4,14 +4,14 @@
  * copies read before it ran, a device index made the reference's), each output is judged
  * where it lies against the backend's host copy ({id(array): host copy} ``fetched``)
  * and, where every output passes, the report's rows count it as Row.passed and
- * _settle_batch do. What is left comes back, in call order, for Python's path, which
- * blames the first wrong call: another kind of call (a to_numpy, a hook writing its
- * arguments with no result, a read that went wrong), an output that fails or that
- * judge() leaves to Python; a call whose reference already ran comes back as (entry,
- * the reference's result), so that Python does not run it again (an optimizer's
- * reference updates its host copies in place). A reference that raises an Exception is
- * counted as unchecked by the session's _unchecked, as in Python; any other error (a
- * KeyboardInterrupt) propagates. */
+ * _settle_batch do. What is left comes back, in the order given, for Python's path,
+ * which (once batch.py has put it back in call order) blames the first wrong call:
+ * another kind of call (a to_numpy, a hook writing its arguments with no result, a read
+ * that went wrong), an output that fails or that judge() leaves to Python; a call whose
+ * reference already ran comes back as (entry, the reference's result), so that Python
+ * does not run it again (an optimizer's reference updates its host copies in place). A
+ * reference that raises an Exception is counted as unchecked by the session's
+ * _unchecked, as in Python; any other error (a KeyboardInterrupt) propagates. */
 
 #define MOST_OUTPUTS 256  /* a call with more outputs is left to Python */
 
@@ -292,12 +292,8 @@ static PyObject *general_call(PyObject *entry, PyObject *spec, PyObject *host,
     Py_DECREF(kinds);
     Py_DECREF(source);
     return call;
-left:
-    Py_XDECREF(call);
-    Py_DECREF(kinds);
-    Py_XDECREF(source);
-    return NULL;
-failed:
+left:   /* (no error raised: left to Python) */
+failed: /* (an error raised) */
     Py_XDECREF(call);
     Py_DECREF(kinds);
     Py_XDECREF(source);
@@ -425,8 +421,9 @@ done:
     return result;
 }
 
-/* The calls of ``pending`` checked and counted here, in call order; returns what is
- * left to Python, in call order: entries, or (entry, the reference's result). */
+/* The calls of ``pending`` checked and counted here, in the order given (batch.py gives
+ * them grouped by hook); returns what is left to Python, in that order (batch.py puts it
+ * back in call order): entries, or (entry, the reference's result). */
 PyObject *fastnn_settle(PyObject *session, PyObject *pending, PyObject *fetched,
                         PyObject *ref_ops, PyObject *by_dtype, PyObject *ndarray,
                         PyObject *asarray, PyObject *ref_index, PyObject *uncompared) {
