@@ -1,6 +1,6 @@
 """PoCL's environment, set before pyopencl first starts it: its worker threads pinned one
 to a CPU where that is safe (:func:`pin_pocl_threads`) and, once started, scheduled not
-to preempt the threads that launch their work (:func:`batch_pocl_threads`); both called by
+to preempt the threads that launch their work (:func:`start_platforms`); both called by
 :func:`fastnn_opencl.runtime.cl`."""
 
 from __future__ import annotations
@@ -56,6 +56,18 @@ def thread_ids() -> set | None:
         return {int(task) for task in os.listdir("/proc/self/task")}
     except (OSError, ValueError):
         return None
+
+
+def start_platforms(pyopencl, policy: str) -> list:
+    """Query the platforms once (which starts PoCL's threads) and schedule the threads that
+    started as ``policy`` says (:func:`batch_pocl_threads`); returns their ids. No
+    platform is no error here: listing the devices says so when asked."""
+    before = thread_ids()
+    try:
+        platforms = pyopencl.get_platforms()
+    except Exception:
+        platforms = []
+    return batch_pocl_threads(before, platforms, policy)
 
 
 def batch_pocl_threads(before: set | None, platforms: list, policy: str) -> list:

@@ -62,12 +62,7 @@ def cl():
         pocl_env.pin_pocl_threads()
         import pyopencl
 
-        before = pocl_env.thread_ids()
-        try:
-            platforms = pyopencl.get_platforms()
-        except Exception:  # (no platform: list_devices says so when asked)
-            platforms = []
-        pocl_env.batch_pocl_threads(before, platforms, policy)
+        pocl_env.start_platforms(pyopencl, policy)
         _pyopencl = pyopencl
     return _pyopencl
 
