@@ -64,27 +64,23 @@ def sqrt(x):
 
 # the same on a device backend (opencl, cuda: ``fastnn_<base>``): arrays in device memory,
 # whose checks go in batches; the faults use the backend's own hooks only
+
+
+def _one_percent_high(hook: str) -> str:
+    """A one-argument hook 1% too large, computed with the backend's own kernels."""
+    return f"""
+@hookimpl
+def {hook}(x):
+    y = _real.{hook}(x)
+    return _real.mul(y, _real.full(y.shape, 1.01, str(y.dtype), 0))
+"""
+
+
 DEVICE_FAULTS = {
     "healthy": "",
-    # exp 1% too large, computed with the backend's own kernels
-    "exp": """
-@hookimpl
-def exp(x):
-    y = _real.exp(x)
-    return _real.mul(y, _real.full(y.shape, 1.01, str(y.dtype), 0))
-""",
-    # sqrt and exp both 1% too large (two wrong calls in one batch)
-    "sqrt_exp": """
-@hookimpl
-def sqrt(x):
-    y = _real.sqrt(x)
-    return _real.mul(y, _real.full(y.shape, 1.01, str(y.dtype), 0))
-
-@hookimpl
-def exp(x):
-    y = _real.exp(x)
-    return _real.mul(y, _real.full(y.shape, 1.01, str(y.dtype), 0))
-""",
+    "exp": _one_percent_high("exp"),
+    # two wrong calls in one batch
+    "sqrt_exp": _one_percent_high("sqrt") + _one_percent_high("exp"),
     # exp that remembers its result per buffer: after an in-place write to its input it
     # returns the result for the old values (a stale host copy of the input would hide it)
     "exp_memo": """
