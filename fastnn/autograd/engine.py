@@ -33,6 +33,9 @@ class _Running(threading.local):
 
     leaf = staticmethod(lambda t, g: _accumulate(t, g, type(t)._make))  # outside a pass
     depth = 0  # backward passes running in this thread (a rule may run one inside)
+    # [the node whose rule the innermost pass of this thread runs]: shadow mode's blame
+    # reads it (blame.node_of) where reading the pass's frame locals cost a dict of 38
+    rule_node: list = [None]
     callbacks: list = []  # queue_callback's, run when the outermost pass ends
 
     class Pass:  # with Pass(leaf): leaf is the running pass's, then the outer's again
@@ -203,15 +206,18 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, inpu
     if not running.depth:
         running.callbacks = []
     running.depth += 1
+    outer, running.rule_node = running.rule_node, [None]  # (a nested pass's own)
     try:
         found = _backward_pass(roots, root_grads, retain_graph, create_graph, inputs,
                                capture, leaf)
     except BaseException:
         running.depth -= 1
+        running.rule_node = outer
         if not running.depth:
             running.callbacks = []
         raise
     running.depth -= 1
+    running.rule_node = outer
     if not running.depth and running.callbacks:
         queued, running.callbacks = running.callbacks, []
         for fn in queued:
@@ -258,6 +264,7 @@ def _backward_pass(roots, root_grads, retain_graph, create_graph, inputs, captur
     anomaly = grad_mode.is_anomaly_enabled()
     # slices' gradients kept as pieces, one cat when their tensor's rule runs (pieces.py)
     lazy = not general and not anomaly
+    rule_node = running.rule_node
     order = _topological(seeds, owners)
     expand = None if targets is None else _leading_to(order, targets)
     # create_graph runs the same rules on Tensors (a few fused ones have Tensor versions)
@@ -270,6 +277,7 @@ def _backward_pass(roots, root_grads, retain_graph, create_graph, inputs, captur
             grad_out = grads.pop(id(node), None)
             if grad_out is None:
                 continue
+            rule_node[0] = node
             if type(grad_out) is Pieces:
                 grad_out = grad_out.array(node.ops)
             if node.stamp != _clock:

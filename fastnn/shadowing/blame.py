@@ -15,6 +15,7 @@ import sys
 import weakref
 
 import fastnn
+from fastnn.autograd import engine
 
 _FASTNN = os.path.dirname(os.path.abspath(fastnn.__file__)) + os.sep
 _SKIP = (_FASTNN, "<frozen", os.path.join("", "contextlib.py"))
@@ -87,8 +88,9 @@ def walk(frame) -> tuple:
 
 
 def node_of(frame):
-    """The tape's node that a ``_backward_pass`` frame is running the rule of."""
-    return frame.f_locals.get("node")
+    """The tape's node that a ``_backward_pass`` frame is running the rule of: the
+    innermost pass of this thread's (the frame is the innermost that the walk met)."""
+    return engine.running.rule_node[0]
 
 
 _STRONG: set = set()  # array types without weak references

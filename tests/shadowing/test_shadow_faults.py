@@ -115,6 +115,25 @@ def test_a_wrong_gradient_kernel_is_named_at_the_backward_line(tmp_path):
     assert "in the backward of 'conv2d'" in str(err)
 
 
+@pytest.mark.parametrize("reentrant", [True, False])
+def test_a_gradient_kernel_after_a_nested_pass_names_the_outer_node(tmp_path, reentrant):
+    # a reentrant checkpoint runs a backward pass inside its rule; once it is done, the
+    # outer pass's calls are blamed on the outer pass's node again (conv2d, run after the
+    # checkpoint's rule in backward order), not on the inner pass's last node
+    from fastnn.utils.checkpoint import checkpoint
+
+    name = faulty.install(tmp_path, "conv2d_grad_weight")
+    fnn.manual_seed(0)
+    with fnn.use(name):
+        conv, head = nn.Conv2d(1, 2, 3, padding=1), nn.Linear(2 * 4 * 4, 3)
+        x = fnn.tensor(np.random.default_rng(0).normal(size=(2, 1, 4, 4)).astype(np.float32))
+    with pytest.raises(fnn.ShadowMismatch) as caught, fnn.shadow("cpu"):
+        h = conv(x)
+        out = checkpoint(lambda t: head(t.tanh().reshape(2, -1)), h, use_reentrant=reentrant)
+        out.sum().backward()
+    assert caught.value.op == "conv2d_grad_weight" and caught.value.backward_of == "conv2d"
+
+
 def test_a_wrong_fused_optimizer_update_is_named_at_the_step_line(tmp_path):
     name = faulty.install(tmp_path, "adam_step")
     model, opt, x, y = _deep_setup(name)
