@@ -100,6 +100,42 @@ def fetched_lookup(fetched: dict):
     return lookup
 
 
+def _collect(pending, cached: dict, extra) -> tuple:
+    """(fetched, groups, held): {id(array): host copy in ``cached``, or None: to be read},
+    [(originals, [arrays to read])] and [[every array of each hook table]] of the pending
+    calls (each call's inputs, then its outputs) and ``extra`` (originals, [arrays])."""
+    tables: dict = {}  # id(originals) -> (originals, [arrays the calls need])
+    for entry in pending:
+        spec = entry.spec
+        table = tables.get(id(entry.originals))
+        if table is None:
+            table = tables[id(entry.originals)] = (entry.originals, [])
+        arrays = table[1]
+        if entry.host is None:
+            arrays += calls.input_arrays(spec, entry.args)
+        if not spec.sync:  # (to_numpy's output is on the host already)
+            arrays += calls.arrays_in(entry.args[0] if spec.returns_none else entry.out)
+    if extra is not None:
+        table = tables.get(id(extra[0]))
+        if table is None:
+            table = tables[id(extra[0])] = (extra[0], [])
+        table[1].extend(extra[1])
+    # id -> host copy, for this batch (the cache may drop entries); None: to be read
+    fetched: dict = {}
+    groups = []  # (originals, [arrays to read])
+    for originals, arrays in tables.values():
+        wanted = []
+        for array in arrays:
+            key = id(array)
+            if key not in fetched:
+                host = fetched[key] = cached.get(key)
+                if host is None:
+                    wanted.append(array)
+        if wanted:
+            groups.append((originals, wanted))
+    return fetched, groups, [table[1] for table in tables.values()]
+
+
 class Batching:
     """The batched checks of :class:`fastnn.shadowing.session.shadow` (a mixin: it uses
     the session's ``_pending``, ``_copies``, ``_many``, ``_on`` and its checks)."""
@@ -147,41 +183,12 @@ class Batching:
         """(pending calls, {id(array): host copy}, read with to_numpy_many): the arrays
         the pending calls need, and ``extra``'s, read in one wait per backend."""
         pending, self._pending = self._pending, []
-        tables: dict = {}  # id(originals) -> (originals, [arrays the calls need])
-        for entry in pending:  # (each call's inputs, then its outputs)
-            spec = entry.spec
-            table = tables.get(id(entry.originals))
-            if table is None:
-                table = tables[id(entry.originals)] = (entry.originals, [])
-            arrays = table[1]
-            if entry.host is None:
-                arrays += calls.input_arrays(spec, entry.args)
-            made = entry.args[0] if spec.returns_none else entry.out
-            if spec.sync:  # (to_numpy's output is on the host already)
-                pass
-            elif hasattr(made, "shape"):
-                arrays.append(made)
-            else:
-                arrays += calls.arrays_in(made)
-        if extra is not None:
-            table = tables.get(id(extra[0]))
-            if table is None:
-                table = tables[id(extra[0])] = (extra[0], [])
-            table[1].extend(extra[1])
-        # id -> host copy, for this batch (the cache may drop entries); None: to be read
-        fetched: dict = {}
-        groups = []  # (originals, [arrays to read])
         cached = self._copies.hosts
-        for originals, arrays in tables.values():
-            wanted = []
-            for array in arrays:
-                key = id(array)
-                if key not in fetched:
-                    host = fetched[key] = cached.get(key)
-                    if host is None:
-                        wanted.append(array)
-            if wanted:
-                groups.append((originals, wanted))
+        collect = diff.bulk_function(collect=True)
+        if collect is not None:  # (collect.c: _collect in C)
+            fetched, groups, held = collect(pending, cached, extra)
+        else:
+            fetched, groups, held = _collect(pending, cached, extra)
         many = self._many
         if groups:
             on, self._on = self._on, False  # a composite read calls hooks: not shadowed
@@ -190,7 +197,7 @@ class Batching:
                     fetched.update(zip(map(id, arrays), self._read(originals, arrays)))
             finally:
                 self._on = on
-            self._copies.keep([table[1] for table in tables.values()], fetched)
+            self._copies.keep(held, fetched)
         return pending, fetched, many
 
     def _settle_batch(self, pending, fetched, many, quiet: bool = False) -> None:

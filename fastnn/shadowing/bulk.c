@@ -125,3 +125,5 @@ PyObject *fastnn_bulk(PyObject *items) {
 
 /* a batch's calls checked in one call (fastnn_settle): settle.c, which uses judge() */
 #include "settle.c"
+/* the arrays a batch needs read (fastnn_collect), with settle.c's names */
+#include "collect.c"

@@ -111,24 +111,27 @@ def _close_functions(many: bool = False):
     return _close[2] if many and found is not None else found
 
 
-_bulk: list = []  # [bulk.c's fastnn_bulk or None, why, its fastnn_settle] once loaded
+_bulk: list = []  # [bulk.c's fastnn_bulk or None, why, fastnn_settle, fastnn_collect] once
+# loaded
 
 
-def bulk_function(settle: bool = False):
+def bulk_function(settle: bool = False, collect: bool = False):
     """bulk.c's batch comparison (a list of outputs in, their verdicts out), or None;
     ``settle``: its check of a batch's calls (settle.c, for :meth:`fastnn.shadowing.
-    batch.Batching._settle_batch`), or None."""
+    batch.Batching._settle_batch`), or None; ``collect``: its list of the arrays a batch
+    needs read (collect.c, for :meth:`~fastnn.shadowing.batch.Batching._read_batch`)."""
     if not _bulk:
         lib, why = native.load(Path(__file__).with_name("bulk.c"), _NATIVE,
                                "shadow mode's C batch comparison", CLOSE_FLAGS,
                                python=True)
-        fn = checks = None
+        fn = checks = arrays = None
         if lib is not None:
             obj = ctypes.py_object
             fn = native.typed(lib, "fastnn_bulk", [obj], obj)
             checks = native.typed(lib, "fastnn_settle", [obj] * 9, obj)
-        _bulk[:] = [fn, why, checks]
-    return _bulk[2] if settle else _bulk[0]
+            arrays = native.typed(lib, "fastnn_collect", [obj] * 3, obj)
+        _bulk[:] = [fn, why, checks, arrays]
+    return _bulk[3] if collect else _bulk[2] if settle else _bulk[0]
 
 
 def native_status() -> str:

@@ -26,7 +26,7 @@ def path(request, monkeypatch):
     else:
         monkeypatch.setattr(diff, "_close", [None, "off for a test"])
     if request.param != "bulk":
-        monkeypatch.setattr(diff, "_bulk", [None, "off for a test", None])
+        monkeypatch.setattr(diff, "_bulk", [None, "off for a test", None, None])
     return request.param
 
 
