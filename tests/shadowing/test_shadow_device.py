@@ -11,7 +11,7 @@ import pytest
 
 import fastnn as fnn
 from fastnn import nn
-from fastnn.shadowing import batch, calls, record
+from fastnn.shadowing import batch, blame, calls, record
 from fastnn.shadowing import session as session_module
 from tests.shadowing import faulty
 from tests.shadowing.source_lines import line_in
@@ -262,3 +262,27 @@ def test_the_c_wrapper_sets_every_field_of_a_pending_call():
     __init__: a slot added to Pending or Place must be named there too."""
     slots = set(batch.Pending.__slots__) | set(batch.blame.Place.__slots__)
     assert set(record.FIELDS) == slots and len(record.FIELDS) == len(slots)
+
+
+def test_each_output_is_noted_with_the_call_that_made_it(device_base, tmp_path):
+    """The producers table, filled by either wrapper: each array made is found with its
+    call and hook; device arrays without weak references are held (their ids stay
+    theirs); a full table is emptied before the next entry."""
+
+    name = faulty.install(tmp_path, "healthy", base=device_base)
+    x = fnn.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4), device=name)
+    with fnn.shadow("cpu") as session:
+        first = session._calls
+        y = x * 2
+        z = y.relu()
+        table = session._producers
+        assert table.of(y._data) == (first, "mul") and table.of(z._data) == (first + 1, "relu")
+        assert table.of(x._data) is None  # (made before shadowing)
+        kind = type(z._data)
+        held = table._table[id(z._data)][0]
+        assert held is z._data if kind in blame._STRONG else held() is z._data
+        table.limit = len(table._table)
+        w = z + 1
+        assert list(table._table) == [id(w._data)] and table.of(w._data)[1] == "add"
+        z.sum().item()
+    assert fnn.shadow_report().mismatches == 0
