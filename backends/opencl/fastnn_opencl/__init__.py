@@ -13,7 +13,7 @@ record instead of an import error.
 from __future__ import annotations
 
 from fastnn.api.hookspec import hookimpl
-from fastnn_opencl.runtime import COMPILER_HINT, INSTALL_HINT
+from fastnn_opencl.discovery import COMPILER_HINT, INSTALL_HINT
 
 # the modules holding the hooks: the registry registers each of them (importing them does
 # not import pyopencl either: each reaches it through runtime when a hook first runs)
@@ -27,9 +27,9 @@ def probe() -> dict:
     """What :func:`backend_probe` reports; never raises."""
     record = {"available": False, "reason": "", "devices": [], "dtypes": [], "version": "?"}
     try:
-        from fastnn_opencl import runtime
+        from fastnn_opencl import discovery, runtime
 
-        pyopencl = runtime.cl()
+        pyopencl = discovery.cl()
         record["version"] = f"pyopencl {pyopencl.VERSION_TEXT}"
     except ImportError as exc:
         record["reason"] = f"pyopencl is not installed ({exc}); {INSTALL_HINT}"
@@ -42,16 +42,16 @@ def probe() -> dict:
     except Exception as exc:  # e.g. clGetPlatformIDs failed: PLATFORM_NOT_FOUND_KHR
         record["reason"] = f"no OpenCL platform ({type(exc).__name__}: {exc}); {INSTALL_HINT}"
         return record
-    if not devices and runtime.unusable:
-        broken = "; ".join(f"{name}: {why}" for name, why in runtime.unusable.items())
+    if not devices and discovery.unusable:
+        broken = "; ".join(f"{name}: {why}" for name, why in discovery.unusable.items())
         record["reason"] = (f"no OpenCL device can build kernels ({broken}); {COMPILER_HINT}")
         return record
     if not devices:
         record["reason"] = f"OpenCL platforms exist but expose no device; {INSTALL_HINT}"
         return record
     record["available"] = True
-    record["devices"] = [runtime.describe(d) for d in devices]
-    fp64 = ["float64"] if runtime.has_fp64(devices[0]) else []
+    record["devices"] = [discovery.describe(d) for d in devices]
+    fp64 = ["float64"] if discovery.has_fp64(devices[0]) else []
     record["dtypes"] = ["float32", *fp64, *runtime.INTEGERS, "bool"]
     return record
 

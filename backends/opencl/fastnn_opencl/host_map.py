@@ -19,7 +19,7 @@ import threading
 
 import numpy as np
 
-from fastnn_opencl.runtime import _PROBE_KERNEL, cl
+from fastnn_opencl.discovery import _PROBE_KERNEL, cl
 
 LIMIT_BYTES = 1 << 29  # buffers held mapped at most (their memory, not copies of it)
 _tables: dict = {}  # id(DeviceState) -> HostMaps, or None where reads use commands

@@ -1,7 +1,7 @@
 """PoCL's environment, set before pyopencl first starts it: its worker threads pinned one
 to a CPU where that is safe (:func:`pin_pocl_threads`) and, once started, scheduled not
 to preempt the threads that launch their work (:func:`start_platforms`); both called by
-:func:`fastnn_opencl.runtime.cl`."""
+:func:`fastnn_opencl.discovery.cl`."""
 
 from __future__ import annotations
 

@@ -123,8 +123,9 @@ def test_a_bad_policy_is_refused_by_name(env_module, text):
 
 def test_a_bad_policy_makes_the_backend_unusable_with_the_reason(ocl, monkeypatch):
     import fastnn_opencl
+    from fastnn_opencl import discovery
 
-    monkeypatch.setattr(ocl.runtime, "_pyopencl", None)  # (as before the first use)
+    monkeypatch.setattr(discovery, "_pyopencl", None)  # (as before the first use)
     monkeypatch.setenv("FASTNN_OPENCL_WORKER_POLICY", "fast")
     record = fastnn_opencl.probe()
     assert not record["available"]

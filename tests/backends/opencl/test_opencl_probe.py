@@ -19,28 +19,28 @@ def test_probe_lists_devices_with_capabilities(ocl):
 
 
 def test_gpus_come_before_cpus(ocl):
-    from fastnn_opencl import runtime
+    from fastnn_opencl import discovery
 
-    kinds = [runtime._type_name(d) for d in runtime.list_devices()]
-    assert kinds == sorted(kinds, key=runtime._TYPE_RANK.__getitem__)
+    kinds = [discovery._type_name(d) for d in discovery.list_devices()]
+    assert kinds == sorted(kinds, key=discovery._TYPE_RANK.__getitem__)
 
 
 def test_pyopencl_ctx_selects_and_rejects(ocl, monkeypatch):
     from types import SimpleNamespace as NS
 
-    from fastnn_opencl import runtime
+    from fastnn_opencl import discovery
 
     plat0, plat1 = NS(name="NVIDIA CUDA"), NS(name="Portable Computing Language")
     entries = [(NS(name="H200"), plat0, 0), (NS(name="pthread-Xeon"), plat1, 0),
                (NS(name="cpu-Other"), plat1, 1)]
     for spec, want in [("1:1", 2), ("1", 1), (":other", 2), ("portable:0", 1), ("0", 0)]:
         monkeypatch.setenv("PYOPENCL_CTX", spec)
-        assert runtime._from_env(entries) == want, spec
+        assert discovery._from_env(entries) == want, spec
     monkeypatch.setenv("PYOPENCL_CTX", "0:99")
     with pytest.raises(RuntimeError, match="PYOPENCL_CTX='0:99' matches no OpenCL device"):
-        runtime._from_env(entries)
+        discovery._from_env(entries)
     monkeypatch.delenv("PYOPENCL_CTX")
-    assert runtime._from_env(entries) is None
+    assert discovery._from_env(entries) is None
 
 
 def test_unavailable_without_pyopencl_and_import_still_works():
@@ -56,13 +56,13 @@ def test_unavailable_without_pyopencl_and_import_still_works():
 def test_unavailable_without_platform(monkeypatch):
     pytest.importorskip("pyopencl")
     import fastnn_opencl
-    from fastnn_opencl import runtime
+    from fastnn_opencl import discovery, runtime
 
     def no_platform():
         raise RuntimeError("clGetPlatformIDs failed: PLATFORM_NOT_FOUND_KHR")
 
     monkeypatch.setattr(runtime, "_devices", None)
-    monkeypatch.setattr(runtime, "list_devices", no_platform)
+    monkeypatch.setattr(discovery, "list_devices", no_platform)
     record = fastnn_opencl.probe()
     assert not record["available"]
     assert "PLATFORM_NOT_FOUND_KHR" in record["reason"] and "pyopencl[pocl]" in record["reason"]
@@ -72,28 +72,28 @@ def test_devices_whose_compiler_fails_are_left_out_and_named(monkeypatch):
     """pip's PoCL 3.0 lists a Zen 5 processor, then fails every build: not a usable device."""
     pytest.importorskip("pyopencl")
     import fastnn_opencl
-    from fastnn_opencl import runtime
+    from fastnn_opencl import discovery, runtime
 
     try:
-        runtime.list_devices()
+        discovery.list_devices()
     except Exception:
         pytest.skip("no OpenCL platform")
     monkeypatch.setattr(runtime, "_devices", None)
-    monkeypatch.setattr(runtime, "unusable", {})
-    monkeypatch.setattr(runtime, "compiler_error",
+    monkeypatch.setattr(discovery, "unusable", {})
+    monkeypatch.setattr(discovery, "compiler_error",
                         lambda device: "error: unknown target CPU 'generic'")
     record = fastnn_opencl.probe()
     assert not record["available"] and not record["devices"]
     assert "no OpenCL device can build kernels" in record["reason"]
     assert "unknown target CPU 'generic'" in record["reason"]
     assert "apt-get install pocl-opencl-icd" in record["reason"]
-    assert runtime.unusable and all("unknown target" in e for e in runtime.unusable.values())
+    assert discovery.unusable and all("unknown target" in e for e in discovery.unusable.values())
 
 
 def test_listed_devices_build_kernels(ocl):
-    from fastnn_opencl import runtime
+    from fastnn_opencl import discovery, runtime
 
-    assert all(runtime.compiler_error(d) is None for d in runtime.devices())
+    assert all(discovery.compiler_error(d) is None for d in runtime.devices())
 
 
 def test_float64_refused_clearly_where_the_device_lacks_it(ocl):
