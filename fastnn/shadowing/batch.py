@@ -65,7 +65,7 @@ class Pending(blame.Place):
         # of for nothing (a third of a walk's time)
         self.call, self.step, self.op_in_step = call, step, op_in_step
         self.producers = producers
-        self._code, self._line, self._node = blame.walk(sys._getframe(depth))
+        self._code, self._offset, self._node = blame.walk(sys._getframe(depth))
 
     def size(self) -> int:
         """How many output elements its check compares (about)."""

@@ -23,26 +23,27 @@ _SKIP = (_FASTNN, "<frozen", os.path.join("", "contextlib.py"))
 
 class Place:
     """Where call ``call`` sits: its index, the step, its index in the step, and the
-    user's line that issued it, kept as (code, line) and the tape's node until a
-    mismatch asks for them as text (:meth:`source`, :meth:`backward_of`), and the
+    user's line that issued it, kept as (code, the instruction's offset) and the tape's
+    node until a mismatch asks for them as text (:meth:`source`, :meth:`backward_of`:
+    the line is found from the offset then, not at each call), and the
     table of its step's producers (a check may run a step later, when another table
     is being filled)."""
 
-    __slots__ = ("call", "step", "op_in_step", "producers", "_code", "_line", "_node")
+    __slots__ = ("call", "step", "op_in_step", "producers", "_code", "_offset", "_node")
 
     def __init__(self, call: int, step: int, op_in_step: int, depth: int = 2,
                  producers=None):
         self.call, self.step, self.op_in_step = call, step, op_in_step
         self.producers = producers
-        self._code, self._line, self._node = walk(sys._getframe(depth))
+        self._code, self._offset, self._node = walk(sys._getframe(depth))
 
     def source(self):
         """(file, line, function, text) of the first frame outside fastnn, or None."""
         code = self._code
         if code is None:
             return None
-        path = code.co_filename
-        return path, self._line, code.co_name, linecache.getline(path, self._line).strip()
+        path, line = code.co_filename, line_at(code, self._offset)
+        return path, line, code.co_name, linecache.getline(path, line).strip()
 
     def backward_of(self):
         """The op whose backward rule was running (the tape's node), or None."""
@@ -71,8 +72,11 @@ def _kind(code) -> int:
 
 
 def walk(frame) -> tuple:
-    """(code, line, node): the first frame outside fastnn and the tape's current node,
-    in one walk up the stack (the tape's loop runs below the user's frame)."""
+    """(code, offset, node): the first frame outside fastnn, the offset of the instruction
+    it runs (:func:`line_at` makes it a line: ``f_lineno`` scans the code's line table
+    from its start, 11 us at line 2000 of a script run at module level), and the tape's
+    current node, in one walk up the stack (the tape's loop runs below the user's
+    frame)."""
     node, inside = None, _inside
     while frame is not None:
         code = frame.f_code
@@ -80,11 +84,20 @@ def walk(frame) -> tuple:
         if kind is None:
             kind = _kind(code)
         if kind == 0:
-            return code, frame.f_lineno, node
+            return code, frame.f_lasti, node
         if kind == 2 and node is None:
             node = node_of(frame)
         frame = frame.f_back
     return None, 0, node
+
+
+def line_at(code, offset: int) -> int:
+    """The source line of the instruction at byte ``offset`` of ``code`` (what the frame's
+    ``f_lineno`` was when it ran it); the code's first line where the table has none."""
+    for start, end, line in code.co_lines():
+        if start <= offset < end:
+            return code.co_firstlineno if line is None else line
+    return code.co_firstlineno
 
 
 def node_of(frame):

@@ -25,7 +25,7 @@ static PyObject *batch_module;   /* fastnn.shadowing.batch: its BATCH and LAG_EL
                                   * at each call (a test may change them) */
 
 enum { F_BACKEND, F_SPEC, F_ARGS, F_OUT, F_HOST, F_ORIGINALS, F_MANY, F_CALL, F_STEP,
-       F_OP_IN_STEP, F_PRODUCERS, F_CODE, F_LINE, F_NODE, N_FIELDS };
+       F_OP_IN_STEP, F_PRODUCERS, F_CODE, F_OFFSET, F_NODE, N_FIELDS };
 
 static PyObject *s_on, *s_calls, *s_pending, *s_step, *s_step_start, *s_producers, *s_ready,
     *s_flush, *s_settle_ready, *s_put, *s_note, *s_shape, *s_batch, *s_lag;
@@ -55,7 +55,23 @@ static int set_field(PyObject *obj, int field, PyObject *value) {
     return Py_TYPE(descr)->tp_descr_set(descr, obj, value);
 }
 
-/* (code, line, node) of the first frame outside fastnn above ``frame`` and the tape's node
+/* frame.f_lasti: the offset in bytes of the instruction the frame runs (blame.line_at makes
+ * it a line when a mismatch asks; PyFrame_GetLineNumber scans the code's line table from
+ * its start at each call); -2 with an error raised */
+static int last_offset(PyFrameObject *frame) {
+#if PY_VERSION_HEX >= 0x030B0000
+    return PyFrame_GetLasti(frame);
+#else
+    PyObject *value = PyObject_GetAttrString((PyObject *)frame, "f_lasti");
+    if (!value)
+        return -2;
+    long offset = PyLong_AsLong(value);
+    Py_DECREF(value);
+    return offset == -1 && PyErr_Occurred() ? -2 : (int)offset;
+#endif
+}
+
+/* (code, offset, node) of the first frame outside fastnn above ``frame`` and the tape's node
  * (blame.walk): a new tuple */
 static PyObject *walk(PyFrameObject *frame) {
     PyObject *node = Py_NewRef(Py_None), *found = NULL;
@@ -78,7 +94,8 @@ static PyObject *walk(PyFrameObject *frame) {
             goto failed;
         }
         if (k == 0) {
-            found = Py_BuildValue("(OiO)", code, PyFrame_GetLineNumber(frame), node);
+            int offset = last_offset(frame);
+            found = offset == -2 ? NULL : Py_BuildValue("(OiO)", code, offset, node);
             Py_DECREF(code);
             Py_DECREF(frame);
             Py_DECREF(node);

@@ -21,7 +21,7 @@ from fastnn.shadowing import batch, blame, diff
 
 # batch.Pending's fields in record.c's order (its FIELD enumeration)
 FIELDS = ("backend", "spec", "args", "out", "host", "originals", "many", "call", "step",
-          "op_in_step", "producers", "_code", "_line", "_node")
+          "op_in_step", "producers", "_code", "_offset", "_node")
 
 _state: list = []  # [record.c's fastnn_recorder or None, why] once loaded
 

@@ -286,3 +286,27 @@ def test_each_output_is_noted_with_the_call_that_made_it(device_base, tmp_path):
         assert list(table._table) == [id(w._data)] and table.of(w._data)[1] == "add"
         z.sum().item()
     assert fnn.shadow_report().mismatches == 0
+
+
+def _long_script(path, backend: str, at: int) -> int:
+    """A script run at module level whose wrong exp is on line ``at``; returns that line."""
+    lines = [f"filler_{i} = {i}" for i in range(at - 4)]
+    lines += ["import numpy as np", "import fastnn as fnn",
+              f"x = fnn.tensor(np.linspace(-1, 1, 6, dtype=np.float32), device={backend!r})",
+              "y = x.exp()  # the wrong exp", "y.sum().item()"]
+    path.write_text("\n".join(lines) + "\n")
+    return at
+
+
+def test_a_call_far_down_a_long_script_is_named_at_its_line(device_base, tmp_path):
+    """The user's line is kept as the instruction's offset and made a line only for a
+    mismatch: right at line 1500 of a script run at module level, where f_lineno at each
+    call would have scanned the line table from its start."""
+    name = faulty.install(tmp_path, "exp", base=device_base)
+    script = tmp_path / "long_script.py"
+    line = _long_script(script, name, 1500)
+    with pytest.raises(fnn.ShadowMismatch) as caught, fnn.shadow("cpu"):
+        exec(compile(script.read_text(), str(script), "exec"), {"__name__": "long_script"})
+    err = caught.value
+    assert err.op == "exp" and err.source[:2] == (str(script), line)
+    assert err.source[3] == "y = x.exp()  # the wrong exp"

@@ -181,3 +181,25 @@ def test_the_healthy_clone_passes_the_deep_step(tmp_path):
         for _ in range(2):
             _deep_step(model, opt, x, y)
     assert fnn.shadow_report().mismatches == 0
+
+
+def test_line_at_agrees_with_f_lineno():
+    """blame.walk keeps the user's frame's f_lasti; line_at makes it the line f_lineno
+    gave, wherever in the code the frame stood (and a call spread over lines)."""
+    import sys
+
+    from fastnn.shadowing import blame
+
+    seen = []
+
+    def here():
+        frame = sys._getframe(1)
+        seen.append((frame.f_code, frame.f_lasti, frame.f_lineno))
+
+    here()
+    for _ in range(2):
+        here()
+    value = [1,
+             here()]
+    assert value and len(seen) == 4
+    assert [blame.line_at(code, offset) for code, offset, _ in seen] == [s[2] for s in seen]
