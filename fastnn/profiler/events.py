@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 
+from fastnn.api.frames import line_at
 from fastnn.profiler.table import build_table, format_time
 
 # sort keys of PyTorch's tables that name device time, which fastnn does not measure: they
@@ -244,11 +245,20 @@ class EventList(list):
 _CATEGORY = {"user": "user_annotation", "backward": "cpu_op", "hook": "cpu_op"}
 
 
+def stack_text(frames) -> list | None:
+    """A recorded stack (``Recorder.source``: (code, instruction offset) pairs) as
+    PyTorch's ``file(line): name`` lines."""
+    if frames is None:
+        return None
+    return [f"{code.co_filename}({line_at(code, offset)}): {code.co_name}"
+            for code, offset in frames]
+
+
 def build_events(raw, start_ns: int, base_ns: int, metadata=None) -> EventList:
     """The cycle's :class:`Raw` records as an EventList, by start time, with each event's
     ``cpu_parent`` and ``cpu_children`` (a parent outside the cycle: none)."""
     events = [FunctionEvent(r.id, r.name, r.thread, (r.start - start_ns) / 1000.0,
-                            (r.end - start_ns) / 1000.0, r.shapes, r.dtypes, r.stack,
+                            (r.end - start_ns) / 1000.0, r.shapes, r.dtypes, stack_text(r.stack),
                             r.backend, r.kind) for r in raw]
     by_id = {event.id: event for event in events}
     for event, r in zip(events, raw):

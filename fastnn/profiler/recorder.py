@@ -267,13 +267,15 @@ class Recorder:
                                 None, None, source, None, kind))
 
     def source(self) -> list:
-        """The user's frames, innermost first, as PyTorch's stacks: ``file(line): name``
-        (fastnn's and the backends' own frames left out)."""
+        """The user's frames, innermost first (fastnn's and the backends' own frames left
+        out), as (code, instruction offset): :func:`fastnn.profiler.events.stack_text`
+        makes them PyTorch's ``file(line): name`` when the events are built (``f_lineno``
+        at each op scanned the code's line table: :mod:`fastnn.api.frames`)."""
         frame, out, skip = sys._getframe(2), [], self._skip
         while frame is not None and len(out) < _STACK_DEPTH:
             code = frame.f_code
             if not code.co_filename.startswith(skip):
-                out.append(f"{code.co_filename}({frame.f_lineno}): {code.co_name}")
+                out.append((code, frame.f_lasti))
             frame = frame.f_back
         return out
 

@@ -15,6 +15,7 @@ import sys
 import weakref
 
 import fastnn
+from fastnn.api.frames import line_at
 from fastnn.autograd import engine
 
 _FASTNN = os.path.dirname(os.path.abspath(fastnn.__file__)) + os.sep
@@ -73,9 +74,8 @@ def _kind(code) -> int:
 
 def walk(frame) -> tuple:
     """(code, offset, node): the first frame outside fastnn, the offset of the instruction
-    it runs (:func:`line_at` makes it a line: ``f_lineno`` scans the code's line table
-    from its start, 11 us at line 2000 of a script run at module level), and the tape's
-    current node, in one walk up the stack (the tape's loop runs below the user's
+    it runs (:func:`fastnn.api.frames.line_at` makes it a line, for a mismatch), and the
+    tape's current node, in one walk up the stack (the tape's loop runs below the user's
     frame)."""
     node, inside = None, _inside
     while frame is not None:
@@ -89,15 +89,6 @@ def walk(frame) -> tuple:
             node = node_of(frame)
         frame = frame.f_back
     return None, 0, node
-
-
-def line_at(code, offset: int) -> int:
-    """The source line of the instruction at byte ``offset`` of ``code`` (what the frame's
-    ``f_lineno`` was when it ran it); the code's first line where the table has none."""
-    for start, end, line in code.co_lines():
-        if start <= offset < end:
-            return code.co_firstlineno if line is None else line
-    return code.co_firstlineno
 
 
 def node_of(frame):

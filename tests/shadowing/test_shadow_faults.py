@@ -188,7 +188,7 @@ def test_line_at_agrees_with_f_lineno():
     gave, wherever in the code the frame stood (and a call spread over lines)."""
     import sys
 
-    from fastnn.shadowing import blame
+    from fastnn.api.frames import line_at
 
     seen = []
 
@@ -202,4 +202,4 @@ def test_line_at_agrees_with_f_lineno():
     value = [1,
              here()]
     assert value and len(seen) == 4
-    assert [blame.line_at(code, offset) for code, offset, _ in seen] == [s[2] for s in seen]
+    assert [line_at(code, offset) for code, offset, _ in seen] == [s[2] for s in seen]
