@@ -1,28 +1,20 @@
 /* Which arrays a batch of pending calls needs read (fastnn.shadowing.batch's _read_batch),
- * part of bulk.c (included there, after settle.c, whose interned names it uses). For each
- * pending call: the arrays among its arguments (unless its inputs were read before it ran,
- * ``host``), then those it made (its first argument for a hook with no result; none for a
- * to_numpy, whose output is on the host); each list or tuple flattened, and a value
- * counted as an array where it has a ``shape``. The arrays are kept per hook table
- * (``originals``, by identity, in the order first met), ``extra`` (originals, arrays) last,
- * then looked up by identity: {id: host copy from ``cached``, or None}, and each array not
- * cached goes once to its table's list to read. Python's loop cost about 1 us a call. */
+ * part of bulk.c (included there, after settle.c, whose interned names and shape test it
+ * uses). For each pending call: the arrays among its arguments (unless its inputs were
+ * read before it ran, ``host``), then those it made (its first argument for a hook with
+ * no result; none for a to_numpy, whose output is on the host); each list or tuple
+ * flattened, and a value counted as an array where it has a ``shape``. The arrays are
+ * kept per hook table (``originals``, by identity, in the order first met), ``extra``
+ * (originals, arrays) last, then looked up by identity: {id: host copy from ``cached``,
+ * or None}, and each array not cached goes once to its table's list to read. Python's
+ * loop cost about 1 us a call. */
 
-static PyObject *s_arrays, *s_originals;
-
-/* ``value`` appended to ``into`` where it is an array */
+/* ``value`` appended to ``into`` where it is an array (settle.c's has_shape) */
 static int one_array(PyObject *value, PyObject *into) {
     if (value == Py_None)
         return 0;
-    PyObject *shape = PyObject_GetAttr(value, s_shape);
-    if (!shape) {
-        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-            return -1;
-        PyErr_Clear();
-        return 0;
-    }
-    Py_DECREF(shape);
-    return PyList_Append(into, value);
+    int array = has_shape(value);
+    return array <= 0 ? array : PyList_Append(into, value);
 }
 
 /* ``value``'s arrays appended to ``into``: its leaves where it is a list or tuple */
@@ -139,9 +131,7 @@ out:
  * calls, with ``extra`` (originals, [arrays]) or None, against the host copies ``cached``
  * ({id: host copy}) */
 PyObject *fastnn_collect(PyObject *pending, PyObject *cached, PyObject *extra) {
-    if ((s_arrays == NULL && (!(s_arrays = PyUnicode_InternFromString("arrays"))
-                              || !(s_originals = PyUnicode_InternFromString("originals"))))
-        || interned() < 0)
+    if (interned() < 0)
         return NULL;
     if (!PyList_Check(pending) || !PyDict_Check(cached)
         || (extra != Py_None && (!PyTuple_Check(extra) || PyTuple_GET_SIZE(extra) != 2

@@ -17,19 +17,21 @@
 
 static PyObject *s_host, *s_spec, *s_args, *s_out, *s_hook, *s_rtol, *s_atol, *s_max_abs,
     *s_of_tolerance, *s_equal_first, *s_calls, *s_checked, *s_row_of, *s_unchecked, *s_dtype,
-    *s_kinds, *s_sync, *s_returns_none, *s_many, *s_session_many, *s_shape;
+    *s_kinds, *s_sync, *s_returns_none, *s_many, *s_session_many, *s_shape, *s_arrays,
+    *s_originals;
 
 static int interned(void) {
-    if (s_shape)
+    if (s_originals)
         return 0;
     const char *names[] = {"host", "spec", "args", "out", "hook", "rtol", "atol", "max_abs",
                            "of_tolerance", "equal_first", "calls", "checked", "_row_of",
                            "_unchecked", "dtype", "kinds", "sync", "returns_none", "many",
-                           "_many", "shape"};
+                           "_many", "shape", "arrays", "originals"};
     PyObject **slots[] = {&s_host, &s_spec, &s_args, &s_out, &s_hook, &s_rtol, &s_atol,
                           &s_max_abs, &s_of_tolerance, &s_equal_first, &s_calls, &s_checked,
                           &s_row_of, &s_unchecked, &s_dtype, &s_kinds, &s_sync,
-                          &s_returns_none, &s_many, &s_session_many, &s_shape};
+                          &s_returns_none, &s_many, &s_session_many, &s_shape, &s_arrays,
+                          &s_originals};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (!(*slots[i] = PyUnicode_InternFromString(names[i])))
             return -1;
@@ -202,6 +204,20 @@ static int flatten(PyObject *value, PyObject *into) {
     return PyList_Append(into, value);
 }
 
+/* hasattr(value, "shape"), what shadow mode takes for a backend array: 1 or 0, -1 with an
+ * error other than AttributeError raised */
+static int has_shape(PyObject *value) {
+    PyObject *shape = PyObject_GetAttr(value, s_shape);
+    if (shape) {
+        Py_DECREF(shape);
+        return 1;
+    }
+    if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+        return -1;
+    PyErr_Clear();
+    return 0;
+}
+
 /* What calls.host_args puts for one argument: its host copy where it is an array, else
  * the value itself (*made, a new reference): 1, 0 for an array not read (left to
  * Python), -1 with an error raised */
@@ -217,14 +233,9 @@ static int host_copy(PyObject *fetched, PyObject *value, PyObject **made) {
     }
     if (PyErr_Occurred())
         return -1;
-    PyObject *shape = PyObject_GetAttr(value, s_shape);
-    if (shape) {  /* an array that was not read */
-        Py_DECREF(shape);
-        return 0;
-    }
-    if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-        return -1;
-    PyErr_Clear();
+    int array = has_shape(value);
+    if (array)  /* an array that was not read (0), or an error (-1) */
+        return array < 0 ? -1 : 0;
     *made = Py_NewRef(value);
     return 1;
 }
