@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 import pytest
 
@@ -12,14 +10,14 @@ import fastnn.functional as F
 from fastnn import nn
 from tests.fake_backends import forget
 from tests.shadowing import faulty
+from tests.shadowing.source_lines import line_in
 
 HERE = __file__.rstrip("c")
 
 
 def line_of(marker: str) -> int:
     """The line of this file that ends with ``# marker``."""
-    lines = inspect.getsource(inspect.getmodule(line_of)).splitlines()
-    return next(i + 1 for i, text in enumerate(lines) if text.rstrip().endswith(f"# {marker}"))
+    return line_in(HERE, marker)
 
 
 @pytest.fixture(autouse=True)
