@@ -11,6 +11,7 @@
 #include <Python.h>
 #include <string.h>
 
+#include "attrs.c"
 #include "close.c"
 
 /* How many elements a and b hold past their broadcast axes (stride 0), when they hold

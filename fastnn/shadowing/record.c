@@ -14,6 +14,8 @@
 #include <frameobject.h>
 #include <structmember.h>
 
+#include "attrs.c"
+
 /* set once by fastnn_record_init */
 static PyObject *pending_type;   /* batch.Pending */
 static PyObject *fields;         /* its slot descriptors, in the order of FIELD below */
@@ -37,18 +39,6 @@ typedef struct {
     vectorcallfunc vectorcall;
 } Recorder;
 
-/* hasattr(o, name): 1 or 0, -1 with an error other than AttributeError raised */
-static int has_attr(PyObject *o, PyObject *name) {
-    PyObject *value = PyObject_GetAttr(o, name);
-    if (value) {
-        Py_DECREF(value);
-        return 1;
-    }
-    if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-        return -1;
-    PyErr_Clear();
-    return 0;
-}
 
 static int set_field(PyObject *obj, int field, PyObject *value) {
     PyObject *descr = PyTuple_GET_ITEM(fields, field);

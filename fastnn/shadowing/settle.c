@@ -204,18 +204,10 @@ static int flatten(PyObject *value, PyObject *into) {
     return PyList_Append(into, value);
 }
 
-/* hasattr(value, "shape"), what shadow mode takes for a backend array: 1 or 0, -1 with an
- * error other than AttributeError raised */
+/* hasattr(value, "shape") (attrs.c's has_attr), what shadow mode takes for a backend
+ * array: 1 or 0, -1 with an error other than AttributeError raised */
 static int has_shape(PyObject *value) {
-    PyObject *shape = PyObject_GetAttr(value, s_shape);
-    if (shape) {
-        Py_DECREF(shape);
-        return 1;
-    }
-    if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-        return -1;
-    PyErr_Clear();
-    return 0;
+    return has_attr(value, s_shape);
 }
 
 /* What calls.host_args puts for one argument: its host copy where it is an array, else
