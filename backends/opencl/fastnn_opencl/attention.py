@@ -55,9 +55,8 @@ def _prepare(lead: tuple, arrays: list) -> tuple:
         arrays = [a if a.is_contiguous else elementwise.copy(a) for a in arrays]
         found = _lead(lead, arrays)
     b1, b2, lead_strides = found
-    from pyopencl.cltypes import make_int4
-
-    vecs = [make_int4(*s, *a.strides[-2:]) for a, s in zip(arrays, lead_strides)]
+    vecs = [elementwise_plan.int_vector((*s, *a.strides[-2:]), 4)
+            for a, s in zip(arrays, lead_strides)]
     return arrays, b1, b2, vecs
 
 

@@ -26,18 +26,30 @@ from fastnn_opencl.runtime import (
 )
 
 FILE = "elementwise.cl"
-_vectors: dict = {}
+_vectors: dict = {}  # (values, lanes, fill) -> its vector argument
+_MOST_VECTORS = 4096  # (the table empties when full: strides follow the shapes a model uses)
+
+
+def int_vector(values: tuple, lanes: int = MAX_NDIM, fill: int = 1):
+    """An OpenCL ``int{lanes}`` argument holding ``values`` padded with ``fill``, cached:
+    pyopencl's ``make_int4`` evaluates a string at each call (11 us against 0.5 for the
+    array; a strided write made two, an attention call four to eight)."""
+    key = (values, lanes, fill)
+    found = _vectors.get(key)
+    if found is None:
+        import pyopencl.cltypes as cltypes
+
+        if len(_vectors) >= _MOST_VECTORS:
+            _vectors.clear()
+        padded = tuple(values) + (fill,) * (lanes - len(values))
+        kind = getattr(cltypes, f"int{lanes}")
+        found = _vectors[key] = np.array(padded, np.int32).view(kind)[0]
+    return found
 
 
 def int8_vector(values):
     """An OpenCL ``int8`` argument holding ``values`` (padded with ones), cached."""
-    found = _vectors.get(values)
-    if found is None:
-        import pyopencl.cltypes as cltypes
-
-        padded = tuple(values) + (1,) * (MAX_NDIM - len(values))
-        found = _vectors[values] = np.array(padded, np.int32).view(cltypes.int8)[0]
-    return found
+    return int_vector(values)
 
 
 def _aligned_strides(x: CLArray, shape: tuple) -> list:

@@ -58,11 +58,9 @@ def write(dst: CLArray, src: CLArray) -> None:
     dev = dst.dev
     shape, (dst_st, src_st) = elementwise_plan.collapse(dst.shape, [dst.strides, src.strides])
     if len(shape) <= 4 and not (dst.is_contiguous and src.is_contiguous):
-        pad = 4 - len(shape)
-        shape = tuple(reversed(shape)) + (1,) * pad  # innermost first
-        from pyopencl.cltypes import make_int4 as vec
-
-        dst_v, src_v = vec(*reversed(dst_st), *(0,) * pad), vec(*reversed(src_st), *(0,) * pad)
+        shape = tuple(reversed(shape)) + (1,) * (4 - len(shape))  # innermost first
+        vec = elementwise_plan.int_vector
+        dst_v, src_v = vec(tuple(reversed(dst_st)), 4, 0), vec(tuple(reversed(src_st)), 4, 0)
         if dev.is_cpu:  # a run of the innermost axis per work-item
             kernel = dev.kernel(VIEWS, "k_write_runs", (("T", CL_TYPES[dst.dtype]),),
                                 [None, _I, None, None, _I, None, _I, _I])
