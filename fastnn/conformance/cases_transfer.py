@@ -1,9 +1,10 @@
 """The conformance case of ``to_numpy_many``: every array as ``to_numpy`` gives it, in order.
 
 A custom case: it calls ``device.ops.to_numpy_many`` on a list that mixes layouts
-(contiguous, transposed, broadcast, strided slices, 0-d, size-0), dtypes and arrays
-that share one buffer, and compares each result with ``to_numpy`` of the same array
-and with the host array it was made from, exactly.
+(contiguous, transposed, broadcast, strided slices, slices that cover a third of their
+buffer's rows, 0-d, size-0), dtypes and arrays that share one buffer, and compares each
+result with ``to_numpy`` of the same array and with the host array it was made from,
+exactly.
 """
 
 from __future__ import annotations
@@ -21,12 +22,16 @@ def _arrays(device, dtype, rng) -> dict:
     host = rng.normal(size=(4, 6)).astype(dtype)
     x = ops.from_numpy(host, index)
     column = host[:, :1]
+    packed = rng.normal(size=(4, 12)).astype(dtype)  # (a projection of q, k and v packed)
+    wide = ops.from_numpy(packed, index)
     arrays = {
         "contiguous": (x, host),
         "transposed": (ops.transpose(x, (1, 0)), host.T),
         "broadcast": (ops.broadcast_to(ops.reshape(x, (4, 1, 6)), (4, 3, 6)),
                       np.broadcast_to(host.reshape(4, 1, 6), (4, 3, 6))),
         "strided slice": (ops.slice(x, (1, 1), (4, 6), (2, 2)), host[1:4:2, 1:6:2]),
+        "third of each row": (ops.slice(wide, (0, 4), (4, 8), (1, 1)), packed[:, 4:8]),
+        "last third of each row": (ops.slice(wide, (0, 8), (4, 12), (1, 1)), packed[:, 8:]),
         "column broadcast": (ops.broadcast_to(ops.slice(x, (0, 0), (4, 1), (1, 1)), (4, 5)),
                              np.broadcast_to(column, (4, 5))),
         "0-d": (ops.from_numpy(np.array(1.5, dtype), index), np.array(1.5, dtype)),

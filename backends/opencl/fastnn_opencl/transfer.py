@@ -5,7 +5,8 @@ shadow mode reads dozens of arrays at each check, so ``to_numpy_many`` queues
 non-blocking reads for all of them and finishes each device's queue once. Views of
 one buffer (a weight and its transpose, a broadcast) are read once, as the stretch of
 the buffer they cover, and viewed on the host; a view that covers much more buffer
-than it holds (a sparse slice) is gathered by a copy kernel first. The small stretches
+than it holds (a sparse slice) is gathered by a copy kernel first (where the buffers are
+host memory, it is copied on the host instead). The small stretches
 (under ``GATHER_BELOW`` bytes) of one device are first gathered into one device buffer,
 40 to a kernel launch, and that is read: on PoCL each queued command costs about as much
 as a small kernel, so 40 small arrays cost 2 commands instead of 40. Where the device's
@@ -73,7 +74,7 @@ def to_numpy_many(arrays):
         mapped, rest = native_copy[0](arrays, host_map._tables, host_map.maps)
     else:
         mapped, rest = _split(arrays)
-    queues, stretches = _read(hosts, arrays, rest) if rest else ({}, ())
+    queues, stretches, sparse = _read(hosts, arrays, rest) if rest else ({}, (), ())
     for table, _ in mapped:
         queues[id(table.dev.queue)] = table.dev.queue
     for queue in queues.values():
@@ -82,6 +83,10 @@ def to_numpy_many(arrays):
         start, end, views = read
         buffer = table.view(views[0][1].data)[start * itemsize:end * itemsize].copy()
         _place(hosts, buffer, 0, read)
+    for table, i, x in sparse:  # (views of mapped buffers that a stretch would not suit)
+        dtype = NP_TYPES[x.dtype]
+        hosts[i] = np.ndarray(x.shape, dtype, table.view(x.data), x.offset * dtype.itemsize,
+                              tuple(s * dtype.itemsize for s in x.strides)).copy()
     for table, items in mapped:
         views = table.views  # (HostMaps.view's lookup inlined: 60 calls cost 7 us)
         if native_copy is not None:
@@ -147,10 +152,15 @@ def _read(hosts: list, arrays: list, positions: list) -> tuple:
     """Queue the reads of ``arrays[i]`` for each i of ``positions`` into ``hosts``: views
     of one buffer read once, as the stretch they cover, small stretches gathered. Returns
     (the queues to finish, by id; [(HostMaps, stretch, itemsize)] of the mapped buffers,
-    to be copied on the host after the finish)."""
+    to be copied on the host after the finish; [(HostMaps, i, array)] of the views of
+    mapped buffers that cover much more than they hold, or with a negative stride, to be
+    copied element by element on the host after the finish: a gather kernel's launch
+    cost 30 us, for the q, k and v views of a packed projection)."""
     # buffer -> [start, end, [(position, view, contiguous)]]: the stretch of it to read,
     # and its views
     reads: dict = {}
+    queues: dict = {}
+    sparse: list = []
     dense = _DENSE
     for i in positions:
         x = arrays[i]
@@ -167,6 +177,11 @@ def _read(hosts: list, arrays: list, positions: list) -> tuple:
             contiguous = x.is_contiguous
             extent = _extent(x, contiguous)
         if extent is None:
+            table = host_map.maps(x.dev)
+            if table is not None:
+                sparse.append((table, i, x))
+                queues[id(x.dev.queue)] = x.dev.queue
+                continue
             x = elementwise.copy(x)
             contiguous, extent = True, (0, x.size)
         key = (id(x.data), x.dtype)
@@ -181,7 +196,7 @@ def _read(hosts: list, arrays: list, positions: list) -> tuple:
             found[2].append((i, x, contiguous))
         else:
             reads[(i, x.dtype)] = [extent[0], extent[1], [(i, x, contiguous)]]
-    queues, small, mapped = {}, {}, []
+    small, mapped = {}, []
     for read in reads.values():
         start, end, views = read
         x = views[0][1]
@@ -205,7 +220,7 @@ def _read(hosts: list, arrays: list, positions: list) -> tuple:
     for items in small.values():
         queue = _gather(hosts, items)
         queues[id(queue)] = queue
-    return queues, mapped
+    return queues, mapped, sparse
 
 
 def _place(hosts: list, buffer: np.ndarray, first: int, read) -> None:

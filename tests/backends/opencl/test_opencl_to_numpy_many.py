@@ -127,6 +127,30 @@ def test_transposed_views_read_first_and_of_three_axes(ocl, reads):
     np.testing.assert_array_equal(ocl.to_numpy(a), cube)
 
 
+def test_sparse_views_of_mapped_buffers_are_copied_without_a_kernel(ocl, reads, monkeypatch):
+    """Views that cover much more of their buffer than they hold (q, k and v of a packed
+    projection, a strided slice) read as to_numpy does; where the buffers are mapped
+    they are copied on the host, with no gather kernel (a launch each on PoCL), and the
+    copies are the caller's (the device's array keeps its values)."""
+    rng = np.random.default_rng(5)
+    packed = rng.normal(size=(2, 5, 12)).astype(np.float32)
+    x = ocl.from_numpy(packed, 0)
+    views = [ocl.slice(x, (0, 0, 4 * k), (2, 5, 4 * k + 4), (1, 1, 1)) for k in range(3)]
+    views.append(ocl.slice(x, (0, 1, 0), (2, 5, 12), (1, 3, 5)))
+    wants = [packed[..., 4 * k:4 * k + 4] for k in range(3)] + [packed[:, 1::3, ::5]]
+    launched = []
+    real_copy = transfer.elementwise.copy
+    monkeypatch.setattr(transfer.elementwise, "copy",
+                        lambda a: launched.append(a) or real_copy(a))
+    got = ocl.to_numpy_many(views)
+    assert bool(launched) == (reads == "commands")
+    for host, want in zip(got, wants):
+        assert host.dtype == want.dtype and host.shape == want.shape
+        np.testing.assert_array_equal(host, want)
+        host[...] = 0
+    np.testing.assert_array_equal(ocl.to_numpy(x), packed)
+
+
 def test_the_c_copy_refuses_a_view_that_is_not_dense(ocl):
     """fastnn_copy_mapped, given a broadcast (which fastnn_split_mapped never gives it),
     raises instead of reading past what the view covers."""
