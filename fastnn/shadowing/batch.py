@@ -233,7 +233,8 @@ class Batching:
                 entry, result_of = entry
             spec = entry.spec
             host = entry.host
-            if host is None and spec.plain and self._ref_numpy and id(entry.out) in fetched:
+            if (host is None and spec.plain and self._ref_numpy and result_of is check.NOT_RUN
+                    and id(entry.out) in fetched):
                 found = plain(entry, fetched)  # (the common case, on a short path)
                 if found is not None:
                     _, got, want, row = found

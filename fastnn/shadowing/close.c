@@ -8,6 +8,19 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
+
+/* one element's part of the loops below: its NaN or Inf flagged by its bits, the two
+ * maxima raised (in a block that declares special, max_abs, max_ratio, rtol and atol) */
+#define CLOSE_STEP(REAL, UINT, EXPONENT, ABS, G, W, G_BITS, W_BITS)                         \
+    {                                                                                      \
+        special |= (UINT)(((G_BITS) & EXPONENT) == EXPONENT)                               \
+                   | (UINT)(((W_BITS) & EXPONENT) == EXPONENT);                            \
+        REAL err = ABS((G) - (W));                                                         \
+        REAL ratio = err / (atol + rtol * ABS(W));                                         \
+        max_abs = err > max_abs ? err : max_abs;                                           \
+        max_ratio = ratio > max_ratio ? ratio : max_ratio;                                 \
+    }
 
 #define CLOSE(NAME, REAL, UINT, EXPONENT, ABS)                                             \
     int NAME(const REAL *got, const REAL *want, int64_t n, REAL rtol, REAL atol,           \
@@ -15,13 +28,27 @@
         const UINT *got_bits = (const UINT *)got, *want_bits = (const UINT *)want;         \
         REAL max_abs = 0, max_ratio = 0;                                                   \
         UINT special = 0;                                                                  \
-        for (int64_t j = 0; j < n; j++) {                                                  \
-            special |= (UINT)((got_bits[j] & EXPONENT) == EXPONENT)                        \
-                       | (UINT)((want_bits[j] & EXPONENT) == EXPONENT);                    \
-            REAL err = ABS(got[j] - want[j]);                                              \
-            REAL ratio = err / (atol + rtol * ABS(want[j]));                               \
-            max_abs = err > max_abs ? err : max_abs;                                       \
-            max_ratio = ratio > max_ratio ? ratio : max_ratio;                             \
+        for (int64_t j = 0; j < n; j++)                                                    \
+            CLOSE_STEP(REAL, UINT, EXPONENT, ABS, got[j], want[j], got_bits[j], want_bits[j]) \
+        out[0] = max_abs;                                                                  \
+        out[1] = max_ratio;                                                                \
+        return special != 0;                                                               \
+    }                                                                                      \
+                                                                                           \
+    /* n elements ``got_step`` and ``want_step`` bytes apart (a strided row: a slice, a    \
+     * transpose), their maxima raised into out[0] and out[1] as they were */              \
+    int NAME##_strided(const char *got, int64_t got_step, const char *want,                \
+                       int64_t want_step, int64_t n, REAL rtol, REAL atol, double *out) {  \
+        REAL max_abs = (REAL)out[0], max_ratio = (REAL)out[1];                             \
+        UINT special = 0;                                                                  \
+        for (int64_t j = 0; j < n; j++, got += got_step, want += want_step) {              \
+            REAL g, w;                                                                     \
+            UINT g_bits, w_bits;                                                           \
+            memcpy(&g, got, sizeof g);                                                     \
+            memcpy(&w, want, sizeof w);                                                    \
+            memcpy(&g_bits, got, sizeof g_bits);                                           \
+            memcpy(&w_bits, want, sizeof w_bits);                                          \
+            CLOSE_STEP(REAL, UINT, EXPONENT, ABS, g, w, g_bits, w_bits)                    \
         }                                                                                  \
         out[0] = max_abs;                                                                  \
         out[1] = max_ratio;                                                                \

@@ -203,8 +203,9 @@ def test_an_output_in_the_reference_outputs_memory_is_equal_without_a_copy():
 
 def test_bulk_c_raises_on_a_bad_list_and_leaves_what_it_cannot_read_to_python():
     """bulk.c's one call runs holding the GIL: a malformed list raises TypeError (it never
-    crashes the process), and an output that is no buffer, or laid out unlike its pair,
-    or of a dtype it does not judge and unequal, comes back as None for Python."""
+    crashes the process), and an output that is no buffer, or of a dtype it does not
+    judge and unequal, comes back as None for Python; one laid out unlike its pair is
+    judged row by row."""
     fn = diff.bulk_function()
     if fn is None:
         pytest.skip(f"no C batch comparison here: {diff._bulk[1]}")
@@ -226,14 +227,15 @@ def test_bulk_c_raises_on_a_bad_list_and_leaves_what_it_cannot_read_to_python():
     err = np.abs(a - want)
     assert found[0] == pytest.approx((err.max(), (err / (1e-6 + 1e-5 * np.abs(want))).max()),
                                      rel=1e-4)
-    assert found[1:4] == [None, None, None] and found[4] == (0.0, 0.0) and found[5] is None
+    assert found[1] is None and found[2] == (0.0, 0.0) and found[3] is None
+    assert found[4] == (0.0, 0.0) and found[5] is None
 
 
 @pytest.mark.parametrize("layout", ["broadcast", "broadcast column", "transposed",
                                     "sliced", "reversed", "strided column"])
 def test_bulk_c_judges_laid_out_alike_arrays_as_numpy(layout):
     """Pairs laid out alike (a broadcast's stride 0 included) get the errors NumPy finds
-    over their elements; a layout bulk.c cannot walk in memory order is left to Python."""
+    over their elements, in memory order or row by row."""
     fn = diff.bulk_function()
     if fn is None:
         pytest.skip(f"no C batch comparison here: {diff._bulk[1]}")
@@ -248,13 +250,70 @@ def test_bulk_c_judges_laid_out_alike_arrays_as_numpy(layout):
             "strided column": lambda a: np.broadcast_to(a[:, :1], (6, 7))}[layout]
     got, want = pick(base), pick(other)
     found = fn([got, want, 1e-5, 1e-6])[0]
-    if layout in ("sliced", "reversed", "strided column"):
-        assert found is None
-        return
     g, w = got.astype(np.float64), want.astype(np.float64)
     err = np.abs(g - w)
     assert found == pytest.approx((err.max(), (err / (1e-6 + 1e-5 * np.abs(w))).max()),
                                   rel=1e-4)
+
+
+LAYOUTS = {  # (shape of the base, how got is laid out, how want is)
+    "slice of a packed projection": ((4, 5, 24), lambda a: a[..., 8:16].copy(),
+                                     lambda a: a[..., 8:16]),
+    "transpose of four axes": ((3, 4, 5, 6), lambda a: a.transpose(0, 2, 1, 3),
+                               lambda a: np.ascontiguousarray(a.transpose(0, 2, 1, 3))),
+    "both transposed alike": ((3, 4, 5, 6), lambda a: a.transpose(2, 0, 3, 1),
+                              lambda a: a.transpose(2, 0, 3, 1)),
+    "reversed against dense": ((7, 9), lambda a: a[::-1, ::-2],
+                               lambda a: a[::-1, ::-2].copy()),
+    "broadcast in want only": ((1, 9), lambda a: np.repeat(a, 6, axis=0),
+                               lambda a: np.broadcast_to(a, (6, 9))),
+    "sliced rows": ((8, 10), lambda a: a[1::3], lambda a: a[1::3].copy()),
+    "Fortran against C": ((5, 6, 7), lambda a: np.asfortranarray(a), lambda a: a.copy()),
+}
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "bool"])
+@pytest.mark.parametrize("kind", ["equal", "close", "planted", "same nan"])
+def test_bulk_c_judges_pairs_laid_out_apart_as_numpy(layout, dtype, kind):
+    """A host copy laid out unlike the reference's output (a slice's dense copy against a
+    view, a transpose of four axes, a reversed view, a broadcast) gets the verdict that
+    the one-by-one comparison gives (diff.compare): its errors where it passes, None
+    where it fails or holds a NaN (Python then finds the worst element)."""
+    fn = diff.bulk_function()
+    if fn is None:
+        pytest.skip(f"no C batch comparison here: {diff._bulk[1]}")
+    shape, lay_got, lay_want = LAYOUTS[layout]
+    rng = np.random.default_rng(7)
+    base = np.array(rng.normal(size=shape) * 3, dtype)
+    other = base.copy()
+    floats = base.dtype.kind == "f"
+    at = tuple(n // 2 for n in shape)
+    if kind == "close" and floats:
+        other += (base * 1e-6).astype(dtype)
+    elif kind == "planted" or (kind != "equal" and not floats):
+        other[at] = not other[at] if dtype == "bool" else other[at] + 1
+    elif kind == "same nan":
+        base[at] = other[at] = np.nan
+    got, want = lay_got(other), lay_want(base)
+    assert got.strides != want.strides or layout == "both transposed alike"
+    rtol, atol = 1e-5, 1e-6
+    found = fn([got, want, rtol, atol])[0]
+    passes = not floats or np.isfinite(got).all()
+    if not floats:
+        passes = np.array_equal(got, want)
+    else:
+        g, w = got.astype(np.float64), want.astype(np.float64)
+        passes = passes and bool((np.abs(g - w) <= atol + rtol * np.abs(w)).all())
+    if not passes:
+        assert found is None
+        return
+    if not floats:
+        assert found == (0.0, 0.0)
+        return
+    err = np.abs(g - w)
+    assert found == pytest.approx((err.max(), (err / (atol + rtol * np.abs(w))).max()),
+                                  rel=1e-4, abs=1e-30)
 
 
 def test_a_batched_call_the_reference_cannot_run_is_counted_and_an_interrupt_passes(
