@@ -32,8 +32,11 @@ from fastnn_opencl import elementwise, host_map
 from fastnn_opencl.runtime import NP_TYPES, cl, contiguous_strides
 
 # a view read as the stretch of buffer it covers may cover at most this many times the
-# elements it holds (a transpose covers 1x, a broadcast less)
+# elements it holds (a transpose covers 1x, a broadcast less); from a mapped buffer, where
+# the stretch is a memcpy on the host, more: a strided copy of the q, k or v third of a
+# packed projection (3x) cost 12 us, the memcpy of its stretch 4
 _SPAN = 2
+_MAPPED_SPAN = 4
 GATHER_BELOW = 1 << 18  # bytes: a stretch this small is gathered with the others
 _RANGES = 40  # ranges per launch of k_gather (kernels/gather.cl)
 _LOCAL = 256  # work items of a range (one work group, each item a word in 256)
@@ -51,15 +54,16 @@ def _dense(shape: tuple) -> tuple:
     return strides
 
 
-def _extent(x, contiguous: bool) -> tuple | None:
+def _extent(x, contiguous: bool, span: int = _SPAN) -> tuple | None:
     """(first, last + 1) element of the buffer that the view covers, or None when it is
-    to be gathered instead (a negative stride, or a sparse view)."""
+    to be gathered instead (a negative stride, or a view covering more than ``span``
+    times what it holds)."""
     if contiguous:
         return x.offset, x.offset + x.size
     if any(s < 0 for s in x.strides):
         return None
     last = x.offset + sum((n - 1) * s for n, s in zip(x.shape, x.strides))
-    return (x.offset, last + 1) if last + 1 - x.offset <= _SPAN * x.size else None
+    return (x.offset, last + 1) if last + 1 - x.offset <= span * x.size else None
 
 
 @hookimpl
@@ -175,9 +179,9 @@ def _read(hosts: list, arrays: list, positions: list) -> tuple:
             contiguous, extent = True, (x.offset, x.offset + x.size)
         else:
             contiguous = x.is_contiguous
-            extent = _extent(x, contiguous)
-        if extent is None:
             table = host_map.maps(x.dev)
+            extent = _extent(x, contiguous, _SPAN if table is None else _MAPPED_SPAN)
+        if extent is None:
             if table is not None:
                 sparse.append((table, i, x))
                 queues[id(x.dev.queue)] = x.dev.queue
@@ -191,7 +195,8 @@ def _read(hosts: list, arrays: list, positions: list) -> tuple:
             continue
         start, end = min(found[0], extent[0]), max(found[1], extent[1])
         held = x.size + sum(v[1].size for v in found[2])
-        if end - start <= _SPAN * held:  # else views far apart: read on their own
+        span = _SPAN if host_map.maps(x.dev) is None else _MAPPED_SPAN
+        if end - start <= span * held:  # else views far apart: read on their own
             found[0], found[1] = start, end
             found[2].append((i, x, contiguous))
         else:
