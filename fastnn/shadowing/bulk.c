@@ -138,10 +138,13 @@ static PyObject *judge(const Py_buffer *g, const Py_buffer *w, double rtol, doub
         if (g->ndim != w->ndim || g->ndim > 64 || g->itemsize != w->itemsize
             || strcmp(g->format, w->format))
             Py_RETURN_NONE;
-        for (int d = 0; d < g->ndim; d++)
+        int same = g->buf == w->buf;  /* (one memory, read alike: a view of a shared copy) */
+        for (int d = 0; d < g->ndim; d++) {
             if (g->shape[d] != w->shape[d])
                 Py_RETURN_NONE;
-        return judge_strided(g, w, rtol, atol);
+            same &= g->shape[d] == 1 || g->strides[d] == w->strides[d];
+        }
+        return same ? verdict(0.0, 0.0) : judge_strided(g, w, rtol, atol);
     }
     if (n == 0 || g->buf == w->buf || !memcmp(g->buf, w->buf, (size_t)(n * g->itemsize)))
         return verdict(0.0, 0.0);  /* the same bits: the same values, NaN included */

@@ -14,10 +14,10 @@
 #define MAX_AXES 32
 
 static PyObject *s_data, *s_int_ptr, *s_shape, *s_dtype, *s_offset, *s_strides, *s_dev,
-    *s_size;
+    *s_size, *s_flags, *s_writeable, *s_itemsize;
 
 static int interned(void) {
-    if (s_size)
+    if (s_itemsize)
         return 0;
     return (s_data = PyUnicode_InternFromString("data"))
                    && (s_int_ptr = PyUnicode_InternFromString("int_ptr"))
@@ -27,6 +27,9 @@ static int interned(void) {
                    && (s_strides = PyUnicode_InternFromString("strides"))
                    && (s_dev = PyUnicode_InternFromString("dev"))
                    && (s_size = PyUnicode_InternFromString("size"))
+                   && (s_flags = PyUnicode_InternFromString("flags"))
+                   && (s_writeable = PyUnicode_InternFromString("writeable"))
+                   && (s_itemsize = PyUnicode_InternFromString("itemsize"))
                ? 0
                : -1;
 }
@@ -81,10 +84,48 @@ static int dense(int n, const Py_ssize_t *shape, const Py_ssize_t *strides) {
     return 1;
 }
 
-/* hosts[i] = a copy of x, for one (i, x) of items; 1 done, 0 its buffer not mapped yet
- * (left to Python), -1 an error raised */
+/* host.flags.writeable = False: 0, -1 with an error raised */
+static int read_only(PyObject *host) {
+    PyObject *flags = PyObject_GetAttr(host, s_flags);
+    int done = flags ? PyObject_SetAttr(flags, s_writeable, Py_False) : -1;
+    Py_XDECREF(flags);
+    return done;
+}
+
+/* x viewed on ``base``, the copy of the same stretch of buffer made for an array read
+ * before it (a reshape, a transpose of it): ndarray(shape, dtype, base, 0, strides in
+ * bytes), read-only, as the copy it shares now is (a new reference, NULL with an error) */
+static PyObject *shared_view(PyObject *made, PyObject *shape, PyObject *dtype, PyObject *ndarray,
+                             int n, const Py_ssize_t *steps_of) {
+    PyObject *base = PyTuple_GET_ITEM(made, 0), *first = PyTuple_GET_ITEM(made, 1);
+    PyObject *itemsize = PyObject_GetAttr(dtype, s_itemsize), *steps = NULL, *zero = NULL,
+             *host = NULL;
+    Py_ssize_t size = itemsize ? PyLong_AsSsize_t(itemsize) : -1;
+    Py_XDECREF(itemsize);
+    if (size == -1 || !(steps = PyTuple_New(n)))
+        goto done;
+    for (int d = 0; d < n; d++) {
+        PyObject *b = PyLong_FromSsize_t(steps_of[d] * size);
+        if (!b)
+            goto done;
+        PyTuple_SET_ITEM(steps, d, b);
+    }
+    if ((zero = PyLong_FromLong(0))
+        && (host = PyObject_CallFunctionObjArgs(ndarray, shape, dtype, base, zero, steps, NULL))
+        && (read_only(first) < 0 || read_only(host) < 0))
+        Py_CLEAR(host);
+done:
+    Py_XDECREF(steps);
+    Py_XDECREF(zero);
+    return host;
+}
+
+/* hosts[i] = a copy of x, for one (i, x) of items, or a read-only view of the copy made
+ * for an earlier item of the same stretch of the same buffer (``made``: {(handle, first,
+ * size, dtype): (the copy's base, the first result on it)}); 1 done, 0 its buffer not
+ * mapped yet (left to Python), -1 an error raised */
 static int copy_one(PyObject *item, PyObject *views, PyObject *np_types, PyObject *empty,
-                    PyObject *ndarray, PyObject *hosts) {
+                    PyObject *ndarray, PyObject *hosts, PyObject *made) {
     if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
         PyErr_SetString(PyExc_TypeError, "fastnn_copy_mapped: an item is not (i, array)");
         return -1;
@@ -99,7 +140,8 @@ static int copy_one(PyObject *item, PyObject *views, PyObject *np_types, PyObjec
     PyObject *x = PyTuple_GET_ITEM(item, 1);
     int result = -1;
     PyObject *data = NULL, *handle = NULL, *shape = NULL, *kind = NULL, *offset = NULL,
-             *host = NULL, *strides = NULL, *flat = NULL, *steps = NULL;
+             *host = NULL, *strides = NULL, *flat = NULL, *steps = NULL, *key = NULL,
+             *count = NULL;
     PyObject *memory, *dtype;  /* borrowed */
     if (!(data = PyObject_GetAttr(x, s_data)) || !(handle = PyObject_GetAttr(data, s_int_ptr)))
         goto done;
@@ -130,12 +172,21 @@ static int copy_one(PyObject *item, PyObject *views, PyObject *np_types, PyObjec
     }
     for (int d = 0; d < n; d++)
         size *= extents[d];
+    if (!(count = PyLong_FromSsize_t(size))
+        || !(key = PyTuple_Pack(4, handle, offset, count, kind)))
+        goto done;
+    PyObject *earlier = PyDict_GetItemWithError(made, key);  /* (borrowed) */
+    if (earlier) {  /* the same bytes as an array copied before it: viewed on that copy */
+        if ((host = shared_view(earlier, shape, dtype, ndarray, n, steps_of)))
+            result = PyList_SetItem(hosts, i, Py_NewRef(host)) < 0 ? -1 : 1;
+        goto done;
+    }
+    if (PyErr_Occurred())
+        goto done;
     if (layout == 2) {
         host = PyObject_CallFunctionObjArgs(empty, shape, dtype, NULL);
     } else {  /* the stretch copied as it lies, viewed with the array's strides */
-        PyObject *count = PyLong_FromSsize_t(size);
-        flat = count ? PyObject_CallFunctionObjArgs(empty, count, dtype, NULL) : NULL;
-        Py_XDECREF(count);
+        flat = PyObject_CallFunctionObjArgs(empty, count, dtype, NULL);
     }
     if (!host && !flat)
         goto done;
@@ -176,6 +227,12 @@ static int copy_one(PyObject *item, PyObject *views, PyObject *np_types, PyObjec
     }
     if (result == 1 && PyList_SetItem(hosts, i, Py_NewRef(host)) < 0)
         result = -1;
+    if (result == 1) {
+        PyObject *entry = PyTuple_Pack(2, flat ? flat : host, host);
+        if (!entry || PyDict_SetItem(made, key, entry) < 0)
+            result = -1;
+        Py_XDECREF(entry);
+    }
 done:
     Py_XDECREF(data);
     Py_XDECREF(handle);
@@ -186,22 +243,26 @@ done:
     Py_XDECREF(strides);
     Py_XDECREF(flat);
     Py_XDECREF(steps);
+    Py_XDECREF(key);
+    Py_XDECREF(count);
     return result;
 }
 
 /* For each (i, x) of ``items`` (dense CLArrays of one device whose buffers are host
  * memory, the queue finished): hosts[i] = a copy of x out of ``views`` ({buffer handle:
  * uint8 mapping}), made with ``empty(shape, np_types[x.dtype])`` (a transposed one
- * viewed with ``ndarray`` and its strides). Returns the items whose buffer is not mapped
- * yet, for Python to map and copy. */
+ * viewed with ``ndarray`` and its strides), or a read-only view of the copy of the same
+ * stretch made before, found in ``made`` (a dict the caller keeps for one read, filled
+ * here). Returns the items whose buffer is not mapped yet, for Python to map and copy. */
 PyObject *fastnn_copy_mapped(PyObject *items, PyObject *views, PyObject *np_types,
-                             PyObject *empty, PyObject *ndarray, PyObject *hosts) {
+                             PyObject *empty, PyObject *ndarray, PyObject *hosts,
+                             PyObject *made) {
     if (interned() < 0)
         return NULL;
     if (!PyList_Check(items) || !PyDict_Check(views) || !PyDict_Check(np_types)
-        || !PyList_Check(hosts)) {
+        || !PyList_Check(hosts) || !PyDict_Check(made)) {
         PyErr_SetString(PyExc_TypeError, "fastnn_copy_mapped: expected (list, dict, dict, "
-                                         "np.empty, np.ndarray, list)");
+                                         "np.empty, np.ndarray, list, dict)");
         return NULL;
     }
     PyObject *left = PyList_New(0);
@@ -210,7 +271,7 @@ PyObject *fastnn_copy_mapped(PyObject *items, PyObject *views, PyObject *np_type
     for (Py_ssize_t k = 0; k < PyList_GET_SIZE(items); k++) {
         PyObject *item = PyList_GET_ITEM(items, k);
         Py_INCREF(item);
-        int done = copy_one(item, views, np_types, empty, ndarray, hosts);
+        int done = copy_one(item, views, np_types, empty, ndarray, hosts, made);
         if (done == 0 && PyList_Append(left, item) < 0)
             done = -1;
         Py_DECREF(item);

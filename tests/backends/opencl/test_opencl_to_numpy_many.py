@@ -156,6 +156,33 @@ def test_sparse_views_of_mapped_buffers_are_copied_without_a_kernel(ocl, reads, 
     np.testing.assert_array_equal(ocl.to_numpy(x), packed)
 
 
+def test_arrays_of_one_stretch_share_one_read_only_copy(ocl, reads):
+    """Arrays that hold the very same stretch of one buffer (an array, its reshape, its
+    transpose) read as to_numpy does; from mapped buffers they are copied once and
+    viewed, read-only, as the hook's contract says of results that share memory; an
+    array of another stretch, and one read alone, is the caller's to write."""
+    rng = np.random.default_rng(9)
+    cube = rng.normal(size=(2, 3, 4)).astype(np.float32)
+    x, other = ocl.from_numpy(cube, 0), ocl.from_numpy(cube + 1, 0)
+    arrays = [x, ocl.reshape(x, (6, 4)), ocl.transpose(x, (2, 0, 1)), other,
+              ocl.reshape(other, (24,))]
+    wants = [cube, cube.reshape(6, 4), cube.transpose(2, 0, 1), cube + 1, cube.reshape(24) + 1]
+    got = ocl.to_numpy_many(arrays)
+    for host, want in zip(got, wants):
+        assert host.dtype == want.dtype and host.shape == want.shape
+        np.testing.assert_array_equal(host, want)
+    if reads != "commands":  # (Python's loop takes C-contiguous arrays: the transpose is
+        # read with the stretches of _read there)
+        shared = [0, 1, 2, 3, 4] if reads.endswith("in C") else [0, 1, 3, 4]
+        assert not any(got[i].flags.writeable for i in shared)
+        assert np.may_share_memory(got[0], got[1]) and np.may_share_memory(got[3], got[4])
+        assert not np.may_share_memory(got[0], got[3])
+    alone, = ocl.to_numpy_many([x])
+    assert alone.flags.writeable
+    alone[...] = 0
+    np.testing.assert_array_equal(ocl.to_numpy(x), cube)
+
+
 def test_the_c_copy_refuses_a_view_that_is_not_dense(ocl):
     """fastnn_copy_mapped, given a broadcast (which fastnn_split_mapped never gives it),
     raises instead of reading past what the view covers."""
@@ -170,7 +197,8 @@ def test_the_c_copy_refuses_a_view_that_is_not_dense(ocl):
     assert rest == [0] and [[i for i, _ in items] for _, items in groups] == [[1]]
     hosts = [None]
     with pytest.raises(ValueError, match="densely"):
-        functions[1]([(0, wide)], table.views, runtime.NP_TYPES, np.empty, np.ndarray, hosts)
+        functions[1]([(0, wide)], table.views, runtime.NP_TYPES, np.empty, np.ndarray, hosts,
+                     {})
     assert hosts == [None]
 
 
