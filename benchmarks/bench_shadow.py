@@ -1,10 +1,12 @@
 """What shadow mode costs: a training step on a backend, on the reference, and shadowed.
 
 Shadow mode (``fnn.shadow``) runs each hook call of a backend again on a reference
-backend and compares; its budget is the two backends' own time plus 50%. This times
-one MLP training step (tape, Adam) three ways in alternating rounds, keeping each
+backend and compares; its budget is the two backends' own time plus 50%. This times a
+training step (tape, Adam) of each model three ways in alternating rounds, keeping each
 one's fastest, so all three see the same machine (and, steadier where the machine is
-shared, the median over the rounds of each round's own ratio):
+shared, the median over the rounds of each round's own ratio): an MLP at two sizes
+(``small`` is ``fastnn train``'s on digits) and ``fastnn train``'s other models on
+their data sets' shapes (``--models``):
 ``python benchmarks/bench_shadow.py [--backends opencl,clone]`` (one BLAS thread
 unless ``OPENBLAS_NUM_THREADS`` says otherwise: NumPy's 2 threads on these tiny
 products made the reference itself 15x slower).
@@ -47,6 +49,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from blas_info import describe as describe_blas  # noqa: E402
 
 SIZES = {"small": (64, 128, 32), "large": (784, 512, 128)}  # features, width, batch
+# ``fastnn train``'s other models on their data sets' shapes and batch sizes (the MLP on
+# digits is ``small``): (input shape, classes, batch), random inputs of those shapes
+TRAIN = {"conv1d": ((1, 275), 4, 10), "gru": ((1, 275), 4, 10), "lstm": ((1, 275), 4, 10),
+         "transformer": ((1, 275), 4, 10), "cnn": ((64,), 10, 32)}
+MODELS = tuple(SIZES) + tuple(TRAIN)
 
 
 CLONE = "shadow_bench_clone"
@@ -98,6 +105,35 @@ def make_step(device: str, features: int, width: int, batch: int):
     return step
 
 
+def make_train_step(device: str, kind: str):
+    """A closure running one step of ``fastnn train --model kind`` (Adam, the tape) on
+    ``device``, on random inputs of its data set's shape; ends with a sync (the loss)."""
+    from fastnn.cli.train import build_model, make_optimizer, tape_step
+
+    shape, classes, batch = TRAIN[kind]
+    fnn.manual_seed(0)
+    rng = np.random.default_rng(0)
+    with fnn.use(device):
+        model = build_model(kind, shape, classes)
+        opt = make_optimizer("adam", model.parameters(), 1e-3)
+        x = fnn.tensor(rng.normal(size=(batch, *shape)).astype(np.float32))
+        y = fnn.tensor(rng.integers(0, classes, batch))
+
+    def step():
+        return tape_step(model, opt, x, y)[1].item()
+
+    return step
+
+
+def maker(model: str):
+    """``device -> step`` for ``model``: an MLP size of SIZES or a model of TRAIN."""
+    if model in SIZES:
+        return lambda device: make_step(device, *SIZES[model])
+    if model in TRAIN:
+        return lambda device: make_train_step(device, model)
+    raise ValueError(f"bench_shadow: unknown model {model!r}; known: {', '.join(MODELS)}")
+
+
 def _time(step, steps: int, session=None) -> tuple:
     """(wall, CPU) seconds per step; CPU time counts every thread of the process (PoCL's
     workers too) and is steadier than wall time on a machine shared with other work.
@@ -131,11 +167,9 @@ def measure(backend: str, reference: str = "cpu", size: str = "small", rounds: i
     """Fastest seconds per step of: the backend, the reference, the shadowed backend, in
     wall time (``backend`` ...) and CPU time (``backend_cpu`` ...), with their ratios;
     ``floor``: the shadowed backend without checks too (``unchecked`` ...)."""
-    features, width, batch = SIZES[size]
-    own = make_step(backend, features, width, batch)
-    ref = make_step(reference, features, width, batch)
-    shadowed = make_step(backend, features, width, batch)
-    bare = make_step(backend, features, width, batch) if floor else None
+    make = maker(size)
+    own, ref, shadowed = make(backend), make(reference), make(backend)
+    bare = make(backend) if floor else None
     for step in (own, ref):
         step()
     with fnn.shadow(reference):
@@ -180,6 +214,10 @@ def main(argv=None) -> int:
     parser.add_argument("--backends", default="opencl,clone",
                         help="comma-separated; 'clone' is the NumPy backend under another name")
     parser.add_argument("--reference", default="cpu")
+    parser.add_argument("--models", default=",".join(MODELS),
+                        help=f"comma-separated, of {', '.join(MODELS)} (default all): the "
+                             f"MLP small (fastnn train's on digits) and large, and fastnn "
+                             f"train's other models")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--floor", action="store_true",
                         help="also time the shadowed step without its checks (reads and "
@@ -189,15 +227,18 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     print(describe_blas())
     rows = []
-    print(f"{'backend':<8}{'model':<8}{'backend ms':>12}{args.reference + ' ms':>10}"
+    models = args.models.split(",")
+    for model in models:
+        maker(model)  # (an unknown name fails before any timing)
+    print(f"{'backend':<8}{'model':<12}{'backend ms':>12}{args.reference + ' ms':>10}"
           f"{'shadowed ms':>13}{'shadowed/(both)':>17}{'in CPU time':>13}"
           f"{'rounds median':>15}{'in CPU time':>13}"
           + (f"{'unchecked':>11}{'in CPU time':>13}" if args.floor else ""))
     for backend in args.backends.split(","):
         name = install_clone() if backend == "clone" else backend
-        for size in SIZES:
+        for size in models:
             r = measure(name, args.reference, size, args.rounds, floor=args.floor)
-            print(f"{backend:<8}{size:<8}{r['backend'] * 1e3:>12.2f}"
+            print(f"{backend:<8}{size:<12}{r['backend'] * 1e3:>12.2f}"
                   f"{r['reference'] * 1e3:>10.2f}{r['shadowed'] * 1e3:>13.2f}"
                   f"{r['ratio']:>17.2f}{r['ratio_cpu']:>13.2f}"
                   f"{r['round_ratio']:>15.2f}{r['round_ratio_cpu']:>13.2f}"
