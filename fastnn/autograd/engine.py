@@ -137,7 +137,8 @@ def unbroadcast(ops, grad, shape):
     )
     if axes:
         grad = ops.sum(grad, axes, False)
-    return ops.reshape(grad, shape)
+    # (the sum gives the shape itself where only leading axes went: no reshape call then)
+    return grad if tuple(grad.shape) == tuple(shape) else ops.reshape(grad, shape)
 
 
 def _topological(roots, owners=None):
