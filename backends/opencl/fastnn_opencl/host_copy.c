@@ -93,8 +93,8 @@ static int read_only(PyObject *host) {
 }
 
 /* x viewed on ``base``, the copy of the same stretch of buffer made for an array read
- * before it (a reshape, a transpose of it): ndarray(shape, dtype, base, 0, strides in
- * bytes), read-only, as the copy it shares now is (a new reference, NULL with an error) */
+ * before it (a reshape of it): ndarray(shape, dtype, base, 0, strides in bytes),
+ * read-only, as the copy it shares now is (a new reference, NULL with an error) */
 static PyObject *shared_view(PyObject *made, PyObject *shape, PyObject *dtype, PyObject *ndarray,
                              int n, const Py_ssize_t *steps_of) {
     PyObject *base = PyTuple_GET_ITEM(made, 0), *first = PyTuple_GET_ITEM(made, 1);
@@ -120,10 +120,10 @@ done:
     return host;
 }
 
-/* hosts[i] = a copy of x, for one (i, x) of items, or a read-only view of the copy made
- * for an earlier item of the same stretch of the same buffer (``made``: {(handle, first,
- * size, dtype): (the copy's base, the first result on it)}); 1 done, 0 its buffer not
- * mapped yet (left to Python), -1 an error raised */
+/* hosts[i] = a copy of x, for one (i, x) of items, or, for a C-ordered x, a read-only
+ * view of the copy made for an earlier C-ordered item of the same stretch of the same
+ * buffer (``made``: {(handle, first, size, dtype): (the copy's base, the first result on
+ * it)}); 1 done, 0 its buffer not mapped yet (left to Python), -1 an error raised */
 static int copy_one(PyObject *item, PyObject *views, PyObject *np_types, PyObject *empty,
                     PyObject *ndarray, PyObject *hosts, PyObject *made) {
     if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
@@ -172,17 +172,23 @@ static int copy_one(PyObject *item, PyObject *views, PyObject *np_types, PyObjec
     }
     for (int d = 0; d < n; d++)
         size *= extents[d];
-    if (!(count = PyLong_FromSsize_t(size))
-        || !(key = PyTuple_Pack(4, handle, offset, count, kind)))
+    if (!(count = PyLong_FromSsize_t(size)))
         goto done;
-    PyObject *earlier = PyDict_GetItemWithError(made, key);  /* (borrowed) */
-    if (earlier) {  /* the same bytes as an array copied before it: viewed on that copy */
-        if ((host = shared_view(earlier, shape, dtype, ndarray, n, steps_of)))
-            result = PyList_SetItem(hosts, i, Py_NewRef(host)) < 0 ? -1 : 1;
-        goto done;
+    /* C-ordered arrays of one stretch share (a reshape); a transpose gets its own copy: a
+     * weight's shared with its transpose would be read-only, and the optimizer's reference
+     * would copy it again to write it (the small MLP's step 3% slower so) */
+    if (layout == 2) {
+        if (!(key = PyTuple_Pack(4, handle, offset, count, kind)))
+            goto done;
+        PyObject *earlier = PyDict_GetItemWithError(made, key);  /* (borrowed) */
+        if (earlier) {  /* the same bytes as an array copied before it: viewed on it */
+            if ((host = shared_view(earlier, shape, dtype, ndarray, n, steps_of)))
+                result = PyList_SetItem(hosts, i, Py_NewRef(host)) < 0 ? -1 : 1;
+            goto done;
+        }
+        if (PyErr_Occurred())
+            goto done;
     }
-    if (PyErr_Occurred())
-        goto done;
     if (layout == 2) {
         host = PyObject_CallFunctionObjArgs(empty, shape, dtype, NULL);
     } else {  /* the stretch copied as it lies, viewed with the array's strides */
@@ -227,7 +233,7 @@ static int copy_one(PyObject *item, PyObject *views, PyObject *np_types, PyObjec
     }
     if (result == 1 && PyList_SetItem(hosts, i, Py_NewRef(host)) < 0)
         result = -1;
-    if (result == 1) {
+    if (result == 1 && key) {
         PyObject *entry = PyTuple_Pack(2, flat ? flat : host, host);
         if (!entry || PyDict_SetItem(made, key, entry) < 0)
             result = -1;
