@@ -116,6 +116,8 @@ class shadow(Batching, Checking):
         self._on = False
         self._forget()
         self._spare.clear()
+        # the session stays (shadow_report reads it): what it held of the arrays goes
+        self._copies, self._producers = blame.HostCopies(), blame.Producers(limit=4096)
         diff.release()
         for ops, originals, wrappers in self._patched.values():
             for hook, wrapper in wrappers.items():

@@ -266,8 +266,9 @@ def test_the_c_wrapper_sets_every_field_of_a_pending_call():
 
 def test_each_output_is_noted_with_the_call_that_made_it(device_base, tmp_path):
     """The producers table, filled by either wrapper: each array made is found with its
-    call and hook; device arrays without weak references are held (their ids stay
-    theirs); a full table is emptied before the next entry."""
+    call and hook; device arrays without weak references (none of fastnn's backends
+    now) would be held, so that their ids stay theirs; a full table is emptied before
+    the next entry."""
 
     name = faulty.install(tmp_path, "healthy", base=device_base)
     x = fnn.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4), device=name)
@@ -285,6 +286,32 @@ def test_each_output_is_noted_with_the_call_that_made_it(device_base, tmp_path):
         w = z + 1
         assert list(table._table) == [id(w._data)] and table.of(w._data)[1] == "add"
         z.sum().item()
+    assert fnn.shadow_report().mismatches == 0
+
+
+def test_the_producers_table_keeps_no_device_array_alive(device_base, tmp_path):
+    """Device arrays are weakly referable (opencl's CLArray as CuPy's arrays): the table
+    of which call made each array holds them weakly, so a loop with no optimizer step
+    (an evaluation, where the table is not renewed) frees what it no longer uses."""
+    import weakref
+
+    name = faulty.install(tmp_path, "healthy", base=device_base)
+    x = fnn.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4), device=name)
+    with fnn.shadow("cpu") as session:
+        made = []
+        for _ in range(20):
+            y = x * 2
+            made.append(weakref.ref(y._data))
+            y.sum().item()
+        del y
+        session.report()  # (the checks still waiting hold their calls' arrays)
+        session._copies.clear()  # (and the last batch's host copies, until the next read)
+        gc.collect()
+        assert type(x._data) not in blame._STRONG and len(session._producers._table) >= 20
+        assert [ref() for ref in made] == [None] * len(made)
+        kept = weakref.ref((x * 3)._data)  # (its check runs at the block's end)
+    gc.collect()
+    assert kept() is None  # (the ended session holds none of its arrays)
     assert fnn.shadow_report().mismatches == 0
 
 

@@ -219,10 +219,12 @@ class CLArray:
     """An n-d view of an OpenCL buffer: shape, strides and offset counted in elements.
 
     Views (transpose, broadcast_to, reshape of a contiguous array) share the
-    buffer; kernels read any view through its strides.
+    buffer; kernels read any view through its strides. Weakly referable, as NumPy's and
+    CuPy's arrays are: shadow mode's table of which call made each array holds them
+    weakly, so it keeps no device memory alive.
     """
 
-    __slots__ = ("data", "shape", "strides", "offset", "dtype", "dev", "size")
+    __slots__ = ("data", "shape", "strides", "offset", "dtype", "dev", "size", "__weakref__")
 
     def __init__(self, data, shape, strides, offset, dtype, dev):
         self.data = data
