@@ -244,7 +244,8 @@ def main(argv=None) -> int:
                   f"{r['round_ratio']:>15.2f}{r['round_ratio_cpu']:>13.2f}"
                   + (f"{r['floor_ratio']:>11.2f}{r['floor_ratio_cpu']:>13.2f}"
                      if args.floor else ""), flush=True)
-            rows.append({"backend": backend, "model": size, **r})
+            # ("backend" in r is the backend's seconds a step: the name goes as "device")
+            rows.append({"device": backend, "model": size, **r})
             if args.json:  # (rewritten after each row: a run stopped early keeps its rows)
                 Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
     return 0
