@@ -14,7 +14,7 @@
 #  3. runs tests/backends/cuda (NVRTC compile check, kernels vs the NumPy backend);
 #  4. runs the conformance suite on `cuda` (float32, float64 and float16), then shadow
 #     mode's device tests on cuda and benchmarks/bench_shadow.py (what shadowing the MLP
-#     step costs against the two backends' own time);
+#     and fastnn train's other models costs against the two backends' own time);
 #  5. runs benchmarks/gpu_models.py, one model a process: the eight model steps of
 #     bench_models.py on cuda, eager, compiled (CUDA graphs + fused kernels), compiled
 #     without graphs, and PyTorch CUDA eager, with a compiled-vs-eager check;
@@ -213,10 +213,13 @@ run conformance 150 $PY -m pytest -p fastnn.conformance.plugin --pyargs fastnn.c
 show conformance 40 "FAILED|ERROR|CONFORM|passed|failed"
 
 # shadow mode on cuda: planted faults in clones of the backend named at their lines, then
-# the shadowed MLP step's time over the cuda and cpu steps' (the budget is 1.5)
-run shadow 90 bash -c "$PY -m pytest tests/shadowing/test_shadow_device.py \
+# the shadowed steps' time over the cuda and cpu steps' (the budget is 1.5): the MLPs and
+# the transformer first (its JSON is rewritten after each model: a part cut short keeps
+# the models it timed)
+run shadow 120 bash -c "$PY -m pytest tests/shadowing/test_shadow_device.py \
     tests/shadowing/test_shadow_deferred.py -q -rs -p no:cacheprovider -k cuda && \
-    $PY benchmarks/bench_shadow.py --backends cuda --rounds 10 --json $LOGS/shadow_cuda.json"
+    $PY benchmarks/bench_shadow.py --backends cuda --rounds 10 --json $LOGS/shadow_cuda.json \
+    --models small,large,transformer,lstm,gru,conv1d,cnn"
 show shadow 12 "passed|failed|FAILED|ERROR|^cuda|^backend"
 
 # ---------------------------------------------------------------- model steps
