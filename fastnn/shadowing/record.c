@@ -39,7 +39,6 @@ typedef struct {
     vectorcallfunc vectorcall;
 } Recorder;
 
-
 static int set_field(PyObject *obj, int field, PyObject *value) {
     PyObject *descr = PyTuple_GET_ITEM(fields, field);
     return Py_TYPE(descr)->tp_descr_set(descr, obj, value);

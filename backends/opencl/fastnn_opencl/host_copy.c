@@ -14,10 +14,10 @@
 #define MAX_AXES 32
 
 static PyObject *s_data, *s_int_ptr, *s_shape, *s_dtype, *s_offset, *s_strides, *s_dev,
-    *s_size, *s_flags, *s_writeable, *s_itemsize;
+    *s_size, *s_flags, *s_writeable;
 
 static int interned(void) {
-    if (s_itemsize)
+    if (s_writeable)
         return 0;
     return (s_data = PyUnicode_InternFromString("data"))
                    && (s_int_ptr = PyUnicode_InternFromString("int_ptr"))
@@ -29,7 +29,6 @@ static int interned(void) {
                    && (s_size = PyUnicode_InternFromString("size"))
                    && (s_flags = PyUnicode_InternFromString("flags"))
                    && (s_writeable = PyUnicode_InternFromString("writeable"))
-                   && (s_itemsize = PyUnicode_InternFromString("itemsize"))
                ? 0
                : -1;
 }
@@ -92,38 +91,21 @@ static int read_only(PyObject *host) {
     return done;
 }
 
-/* x viewed on ``base``, the copy of the same stretch of buffer made for an array read
- * before it (a reshape of it): ndarray(shape, dtype, base, 0, strides in bytes),
+/* x (C-ordered) viewed on ``copy``, the C-ordered copy of the same stretch of buffer
+ * made for an array read before it (a reshape of it): ndarray(shape, dtype, copy),
  * read-only, as the copy it shares now is (a new reference, NULL with an error) */
-static PyObject *shared_view(PyObject *made, PyObject *shape, PyObject *dtype, PyObject *ndarray,
-                             int n, const Py_ssize_t *steps_of) {
-    PyObject *base = PyTuple_GET_ITEM(made, 0), *first = PyTuple_GET_ITEM(made, 1);
-    PyObject *itemsize = PyObject_GetAttr(dtype, s_itemsize), *steps = NULL, *zero = NULL,
-             *host = NULL;
-    Py_ssize_t size = itemsize ? PyLong_AsSsize_t(itemsize) : -1;
-    Py_XDECREF(itemsize);
-    if (size == -1 || !(steps = PyTuple_New(n)))
-        goto done;
-    for (int d = 0; d < n; d++) {
-        PyObject *b = PyLong_FromSsize_t(steps_of[d] * size);
-        if (!b)
-            goto done;
-        PyTuple_SET_ITEM(steps, d, b);
-    }
-    if ((zero = PyLong_FromLong(0))
-        && (host = PyObject_CallFunctionObjArgs(ndarray, shape, dtype, base, zero, steps, NULL))
-        && (read_only(first) < 0 || read_only(host) < 0))
+static PyObject *shared_view(PyObject *copy, PyObject *shape, PyObject *dtype,
+                             PyObject *ndarray) {
+    PyObject *host = PyObject_CallFunctionObjArgs(ndarray, shape, dtype, copy, NULL);
+    if (host && (read_only(copy) < 0 || read_only(host) < 0))
         Py_CLEAR(host);
-done:
-    Py_XDECREF(steps);
-    Py_XDECREF(zero);
     return host;
 }
 
 /* hosts[i] = a copy of x, for one (i, x) of items, or, for a C-ordered x, a read-only
  * view of the copy made for an earlier C-ordered item of the same stretch of the same
- * buffer (``made``: {(handle, first, size, dtype): (the copy's base, the first result on
- * it)}); 1 done, 0 its buffer not mapped yet (left to Python), -1 an error raised */
+ * buffer (``made``: {(handle, first, size, dtype): that copy}); 1 done, 0 its buffer not
+ * mapped yet (left to Python), -1 an error raised */
 static int copy_one(PyObject *item, PyObject *views, PyObject *np_types, PyObject *empty,
                     PyObject *ndarray, PyObject *hosts, PyObject *made) {
     if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
@@ -182,7 +164,7 @@ static int copy_one(PyObject *item, PyObject *views, PyObject *np_types, PyObjec
             goto done;
         PyObject *earlier = PyDict_GetItemWithError(made, key);  /* (borrowed) */
         if (earlier) {  /* the same bytes as an array copied before it: viewed on it */
-            if ((host = shared_view(earlier, shape, dtype, ndarray, n, steps_of)))
+            if ((host = shared_view(earlier, shape, dtype, ndarray)))
                 result = PyList_SetItem(hosts, i, Py_NewRef(host)) < 0 ? -1 : 1;
             goto done;
         }
@@ -233,12 +215,8 @@ static int copy_one(PyObject *item, PyObject *views, PyObject *np_types, PyObjec
     }
     if (result == 1 && PyList_SetItem(hosts, i, Py_NewRef(host)) < 0)
         result = -1;
-    if (result == 1 && key) {
-        PyObject *entry = PyTuple_Pack(2, flat ? flat : host, host);
-        if (!entry || PyDict_SetItem(made, key, entry) < 0)
-            result = -1;
-        Py_XDECREF(entry);
-    }
+    if (result == 1 && key && PyDict_SetItem(made, key, host) < 0)  /* (a C-ordered copy) */
+        result = -1;
 done:
     Py_XDECREF(data);
     Py_XDECREF(handle);

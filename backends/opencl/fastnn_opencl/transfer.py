@@ -185,6 +185,8 @@ def _read(hosts: list, arrays: list, positions: list) -> tuple:
         if not x.size:
             hosts[i] = np.empty(x.shape, NP_TYPES[x.dtype])
             continue
+        table = host_map.maps(x.dev)
+        span = _SPAN if table is None else _MAPPED_SPAN
         shape = x.shape
         strides = dense.get(shape)
         if strides is None:
@@ -193,8 +195,7 @@ def _read(hosts: list, arrays: list, positions: list) -> tuple:
             contiguous, extent = True, (x.offset, x.offset + x.size)
         else:
             contiguous = x.is_contiguous
-            table = host_map.maps(x.dev)
-            extent = _extent(x, contiguous, _SPAN if table is None else _MAPPED_SPAN)
+            extent = _extent(x, contiguous, span)
         if extent is None:
             if table is not None:
                 sparse.append((table, i, x))
@@ -209,7 +210,6 @@ def _read(hosts: list, arrays: list, positions: list) -> tuple:
             continue
         start, end = min(found[0], extent[0]), max(found[1], extent[1])
         held = x.size + sum(v[1].size for v in found[2])
-        span = _SPAN if host_map.maps(x.dev) is None else _MAPPED_SPAN
         if end - start <= span * held:  # else views far apart: read on their own
             found[0], found[1] = start, end
             found[2].append((i, x, contiguous))
