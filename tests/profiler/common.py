@@ -30,7 +30,7 @@ def training(device="cpu"):
 
 def step(model, opt, x, y):
     opt.zero_grad()
-    loss = F.cross_entropy(F.relu(model(x)), y)
+    loss = F.cross_entropy(F.relu(model(x)), y)  # step's forward
     loss.backward()
     opt.step()
     return loss

@@ -14,7 +14,7 @@ from fastnn import nn
 from fastnn.shadowing import batch, blame, calls, record
 from fastnn.shadowing import session as session_module
 from tests.shadowing import faulty
-from tests.shadowing.source_lines import line_in
+from tests.source_lines import line_in
 
 pytestmark = pytest.mark.usefixtures("device_base")
 

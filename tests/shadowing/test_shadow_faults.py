@@ -10,7 +10,7 @@ import fastnn.functional as F
 from fastnn import nn
 from tests.fake_backends import forget
 from tests.shadowing import faulty
-from tests.shadowing.source_lines import line_in
+from tests.source_lines import line_in
 
 HERE = __file__.rstrip("c")
 

@@ -1,4 +1,5 @@
-"""The line of a marker comment in a test file: the line a mismatch must blame."""
+"""The line of a marker comment in a test file: the line a mismatch must blame, or a
+profiler's stack must name."""
 
 from __future__ import annotations
 
