@@ -41,6 +41,37 @@ def per_call(fn, sync, calls, repeats):
     return best * 1e6
 
 
+def reads(cp, rng, repeats):
+    """Shadow mode's read of a step's arrays: ``to_numpy_many`` (async copies into a
+    page-locked buffer, one wait) against one non-blocking ``cupy.asnumpy`` each into
+    pageable memory (each waits for its copy), in microseconds a read."""
+    from fastnn_cuda import transfer
+
+    mlp = [(128, 784), (512, 784), (512,), (128, 512), (512, 512), (10, 512), (10,),
+           (128, 10)] * 6  # the 784-512-512-10 MLP's arrays, about a step's worth
+    attention = [(10, 64, 32)] * 300  # a small transformer's many small arrays
+    rows = []
+    for name, shapes in (("MLP step", mlp), ("transformer step", attention)):
+        arrays = [cp.asarray(rng.standard_normal(s, dtype=np.float32)) for s in shapes]
+        arrays = [a.T if i % 3 == 2 else a for i, a in enumerate(arrays)]  # some views
+        stream = cp.cuda.get_current_stream()
+
+        def each(arrays=arrays, stream=stream):
+            hosts = [cp.asnumpy(a, stream=stream, blocking=False) for a in arrays]
+            stream.synchronize()
+            return hosts
+
+        same = all(np.array_equal(a, b) for a, b in zip(each(), transfer.to_numpy_many(arrays)))
+        row = {"op": f"read {len(arrays)} arrays ({name}, "
+                     f"{sum(a.nbytes for a in arrays) / 2**20:.1f} MiB)", "agree": same}
+        for label, fn in (("to_numpy_many", lambda a=arrays: transfer.to_numpy_many(a)),
+                          ("asnumpy_each", each)):
+            row[f"{label}_us"] = round(per_call(fn, stream.synchronize, 3, repeats), 1)
+        rows.append(row)
+        print(row, flush=True)
+    return rows
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=None)
@@ -131,6 +162,7 @@ def main(argv=None):
                 row[f"{label}_us"] = f"{type(exc).__name__}: {exc}"[:80]
         rows.append(row)
         print(row, flush=True)
+    rows += reads(cp, rng, args.repeats)
     if args.out:
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, "gpu_overhead.json"), "w") as f:

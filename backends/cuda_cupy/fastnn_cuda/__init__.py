@@ -13,7 +13,8 @@ bias + activation, and the backward passes of the last two), ``optim.py``
 ``launch.py`` (launch parameters), ``collectives.py`` (allreduce and broadcast
 through NCCL), ``layers.py`` (pooling, batch norm, LSTM/GRU layers), ``capture.py`` and
 ``graph.py`` (``fnn.compile``'s programs as CUDA graphs), ``fused_program.py`` (fused
-elementwise chains as generated kernels).
+elementwise chains as generated kernels), ``transfer.py`` (many arrays read to the host
+in one wait).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from fastnn_cuda import _cupy
 # the modules holding the hooks: the registry registers each of them
 fastnn_hook_modules = tuple(f"fastnn_cuda.{name}" for name in (
     "collectives", "conv", "conv_2d", "fused", "indexing", "optim", "primitives", "capture",
-    "layers", "fused_program", "sdpa", "norm_act", "linalg"))
+    "layers", "fused_program", "sdpa", "norm_act", "linalg", "transfer"))
 
 
 @hookimpl

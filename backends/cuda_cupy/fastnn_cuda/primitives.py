@@ -55,20 +55,6 @@ def to_numpy(x):
 
 
 @hookimpl
-def to_numpy_many(arrays):
-    # every copy queued on its device's current stream, then one sync per stream used
-    streams, hosts = {}, []
-    for x in arrays:
-        with on_device(x.device.id):
-            stream = cp.cuda.get_current_stream()
-            hosts.append(cp.asnumpy(x, stream=stream, blocking=False))
-        streams[stream.ptr, x.device.id] = stream
-    for stream in streams.values():
-        stream.synchronize()
-    return hosts
-
-
-@hookimpl
 def full(shape, value, dtype, device_index):
     with on_device(device_index):
         return cp.full(shape, value, dtype=dtype)
