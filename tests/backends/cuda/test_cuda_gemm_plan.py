@@ -111,6 +111,10 @@ class HostBlas:
 
     def __init__(self):
         self.calls = []
+        self.bound = None
+
+    def bind(self, stream_ptr, workspace_ptr, workspace_bytes):
+        self.bound = (stream_ptr, workspace_ptr, workspace_bytes)
 
     @staticmethod
     def matrices(ptr, dtype, rows, cols, ld, stride, batch, writable=False):
