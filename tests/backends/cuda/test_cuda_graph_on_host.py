@@ -195,6 +195,24 @@ def test_segments_cut_at_number_inputs_and_host_hooks():
     assert segs[2].reads == [3, 2]
 
 
+def test_cusolver_hooks_run_plain_between_graphs():
+    """cupy refuses cuSOLVER in a capture: a linalg hook is a plain segment, and what it
+    returns reaches the next graph through a buffer."""
+    import fastnn as fnn
+    from fastnn.api.program import Call, Program, Seq, Slot
+
+    dev = fnn.Device("cpu")
+    solved = Seq(tuple, [Slot(3), Slot(4)])
+    calls = [Call(dev, "exp", [Slot(0)], {}, Slot(2)),
+             Call(dev, "linalg_solve", [Slot(2), Slot(1)], {}, solved),
+             Call(dev, "add", [Slot(3), Slot(1)], {}, Slot(5))]
+    segs = graph.segments(Program("p", calls, [0, 1], [5], {}), set())
+    assert [s.capturable for s in segs] == [True, False, True]
+    assert segs[1].outs == [3] and segs[2].reads == [3, 1]
+    assert {"linalg_solve", "linalg_qr", "linalg_eigh", "linalg_svd",
+            "linalg_slogdet"} <= graph.EAGER
+
+
 def test_the_cupy_capture_object_brackets_the_work(monkeypatch):
     """CupyCapture against a recording stand-in for cupy: the work runs between
     begin_capture and end_capture on its own non-blocking stream, with the private pool's
