@@ -77,14 +77,18 @@ class Library:
 @functools.cache
 def library() -> Library:
     """libcublas as cupy loaded it (cuda-pathfinder returns a library already loaded)."""
+    path = None
     try:
         from cuda import pathfinder
-    except ImportError:  # a cupy older than its pathfinder dependency: the soname
+    except ImportError:  # a cupy older than its pathfinder dependency
+        pass
+    else:
+        path = pathfinder.load_nvidia_dynamic_lib("cublas").abs_path
+    if path is None:  # the soname: cuBLAS's major version is CUDA's
         from fastnn_cuda._cupy import cupy
 
-        major = cupy.cuda.runtime.runtimeGetVersion() // 1000
-        return Library(ctypes.CDLL(f"libcublas.so.{major}"))
-    return Library(ctypes.CDLL(pathfinder.load_nvidia_dynamic_lib("cublas").abs_path))
+        path = f"libcublas.so.{cupy.cuda.runtime.runtimeGetVersion() // 1000}"
+    return Library(ctypes.CDLL(path))
 
 
 class Handle:
