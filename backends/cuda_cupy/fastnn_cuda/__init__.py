@@ -13,8 +13,9 @@ bias + activation, and the backward passes of the last two), ``optim.py``
 ``launch.py`` (launch parameters), ``collectives.py`` (allreduce and broadcast
 through NCCL), ``layers.py`` (pooling, batch norm, LSTM/GRU layers), ``capture.py`` and
 ``graph.py`` (``fnn.compile``'s programs as CUDA graphs), ``fused_program.py`` (fused
-elementwise chains as generated kernels), ``transfer.py`` (many arrays read to the host
-in one wait).
+elementwise chains as generated kernels), ``gemm.py`` and ``cublas_lib.py`` (every matrix
+product; cuBLAS called directly where cupy refuses to, in a capture), ``transfer.py``
+(many arrays read to the host in one wait).
 """
 
 from __future__ import annotations

@@ -17,24 +17,37 @@ def compile_program(program):
 
 
 class CupyCapture:
-    """Stream capture with cupy: a private non-blocking stream and memory pool per program."""
+    """Stream capture with cupy: a private non-blocking stream and memory pool per program.
+
+    cupy refuses cuBLAS while a stream captures, so the matrix products of a capture go
+    to cuBLAS directly (:func:`fastnn_cuda.gemm.capturing`), on this thread's own handle
+    bound to the stream and to a workspace from the private pool (kept for the graphs'
+    lifetime: their GEMM kernels use it at every replay)."""
 
     def __init__(self, device_id: int):
+        from fastnn_cuda import cublas_lib
         from fastnn_cuda._cupy import cupy as cp
 
         self.cp, self.device_id = cp, device_id
         with cp.cuda.Device(device_id):
             self.stream = cp.cuda.Stream(non_blocking=True)
+            capability = cp.cuda.Device(device_id).compute_capability
         self.pool = cp.cuda.MemoryPool()
+        self.workspace = self.empty((cublas_lib.workspace_bytes(capability),), "uint8")
 
     def capture(self, run, values):
         """(graph, run(values)) with run's work recorded, not executed."""
+        from fastnn_cuda import cublas_lib, gemm
+
         cp = self.cp
         with cp.cuda.Device(self.device_id), cp.cuda.using_allocator(self.pool.malloc), \
                 self.stream:
+            blas = cublas_lib.handle(self.device_id)  # made and bound before the capture
+            blas.bind(self.stream.ptr, self.workspace.data.ptr, self.workspace.nbytes)
             self.stream.begin_capture()
             try:
-                result = run(values)
+                with gemm.capturing(blas):
+                    result = run(values)
             except BaseException:
                 with contextlib.suppress(Exception):
                     self.stream.end_capture()

@@ -17,7 +17,7 @@ float16 and other dtypes without a kernel use strided views and adds instead.
 from __future__ import annotations
 
 from fastnn.api.hookspec import hookimpl
-from fastnn_cuda import kernels
+from fastnn_cuda import gemm, kernels
 from fastnn_cuda._cupy import cupy as cp
 
 
@@ -55,8 +55,8 @@ def columns(x, kernel_size, stride, padding, dilation, groups, l_out):
 def _gemm(a, b):
     """Batched (groups, m, k) @ (groups, k, n); 2-D when there is one group (no copies)."""
     if a.shape[0] == 1:
-        return cp.matmul(a[0], b[0])[None]
-    return cp.matmul(a, b)
+        return gemm.matmul(cp, a[0], b[0])[None]
+    return gemm.matmul(cp, a, b)
 
 
 def _grad_out_rows(grad_out, groups):

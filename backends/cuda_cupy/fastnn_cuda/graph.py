@@ -3,7 +3,8 @@
 The program is cut into segments: runs of calls that a CUDA graph can hold, and the calls
 that must run as plain hooks on every replay (those reading a number input, such as an
 optimizer step's learning rate or a dropout seed, whose values change between steps, the
-host-side hooks of :data:`EAGER`, and in-place writes into what a plain call returned).
+host-side hooks of :data:`EAGER` and the cuSOLVER ones cupy refuses to capture, and in-place
+writes into what a plain call returned).
 A typical training step is one graph (forward and backward) followed by the optimizer's one
 launch.
 
@@ -40,11 +41,13 @@ import warnings
 import numpy as np
 
 from fastnn.api.program import Program, Seq, Slot, impure, interpreter, slots_in
+from fastnn_cuda import linalg
 
 ENABLED = os.environ.get("FASTNN_CUDA_GRAPHS", "1") != "0"
 ALIGN = 256  # bytes: where each output starts in the staging arena
 WARMUP = 1  # interpreter runs before the capture
-EAGER = frozenset({"from_numpy", "to_numpy", "uniform", "allreduce", "broadcast"})
+EAGER = frozenset({"from_numpy", "to_numpy", "uniform", "allreduce", "broadcast"}
+                  | linalg.UNCAPTURABLE)
 _said: set = set()
 
 

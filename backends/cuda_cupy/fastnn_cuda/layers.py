@@ -21,7 +21,7 @@ import math
 
 from fastnn.api import composite_norm, composite_pool, composite_recurrent
 from fastnn.api.hookspec import hookimpl
-from fastnn_cuda import kernels
+from fastnn_cuda import gemm, kernels
 from fastnn_cuda._cupy import cupy as cp
 from fastnn_cuda.fused import _own_hooks
 
@@ -119,7 +119,7 @@ def batch_norm_backward(x, weight, mean, var, grad, eps):
 def _projection(x, w, bias):
     """(T, N, G): x (T, N, I) @ w^T + bias, one GEMM for every step."""
     t_len, n, size = x.shape
-    flat = cp.matmul(x.reshape(t_len * n, size), w.T)
+    flat = gemm.matmul(cp, x.reshape(t_len * n, size), w.T)
     flat += bias
     return flat.reshape(t_len, n, w.shape[0])
 
@@ -132,8 +132,8 @@ def _previous(h0, out):
 
 def _weight_grads(d, inputs, w, shape):
     """(d input as ``shape``, or None where not ``shape``; d w; d bias)."""
-    d_in = None if shape is None else cp.matmul(d, w).reshape(shape)
-    return d_in, cp.matmul(d.T, inputs), d.sum(axis=0)
+    d_in = None if shape is None else gemm.matmul(cp, d, w).reshape(shape)
+    return d_in, gemm.matmul(cp, d.T, inputs), d.sum(axis=0)
 
 
 @hookimpl
@@ -149,7 +149,7 @@ def lstm_layer(x, h0, c0, w_ih, w_hh, bias):
     w_t, device = w_hh.T, x.device.id
     h, c = cp.ascontiguousarray(h0), cp.ascontiguousarray(c0)
     for t in range(t_len):
-        hh = cp.matmul(h, w_t)
+        hh = gemm.matmul(cp, h, w_t)
         kernels.launch_flat("lstm_cell_forward", x.dtype, device, n * hid,
                             (xp[t], hh, c, gates[t], cells[t], out[t], n, hid))
         h, c = out[t], cells[t]
@@ -174,11 +174,11 @@ def lstm_layer_backward(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad
         c_prev = cells[t - 1] if t else c0
         kernels.launch_flat("lstm_cell_backward", x.dtype, device, n * hid,
                             (grad_out[t], rec, gates[t], cells[t], c_prev, dc, da[t], n, hid))
-        rec = cp.matmul(da[t], w_hh)
+        rec = gemm.matmul(cp, da[t], w_hh)
     flat = da.reshape(t_len * n, 4 * hid)
     dx, dw_ih, dbias = _weight_grads(flat, cp.ascontiguousarray(x).reshape(t_len * n, size),
                                      w_ih, x.shape if needs_dx else None)
-    dw_hh = cp.matmul(flat.T, _previous(h0, out))
+    dw_hh = gemm.matmul(cp, flat.T, _previous(h0, out))
     return dx, rec, dc, dw_ih, dw_hh, dbias
 
 
@@ -194,7 +194,7 @@ def gru_layer(x, h0, w_ih, w_hh, b_ih, b_hh):
     w_t, b_hh, device = w_hh.T, cp.ascontiguousarray(b_hh), x.device.id
     h = cp.ascontiguousarray(h0)
     for t in range(t_len):
-        q = cp.matmul(h, w_t)
+        q = gemm.matmul(cp, h, w_t)
         kernels.launch_flat("gru_cell_forward", x.dtype, device, n * hid,
                             (xp[t], q, b_hh, h, saved[t], out[t], n, hid))
         h = out[t]
@@ -218,10 +218,10 @@ def gru_layer_backward(x, h0, w_ih, w_hh, out, saved, grad_out, needs_dx):
         h_prev = out[t - 1] if t else h0c
         kernels.launch_flat("gru_cell_backward", x.dtype, device, n * hid,
                             (grad_out[t], carry, rec, saved[t], h_prev, dp[t], dq[t], n, hid))
-        rec = cp.matmul(dq[t], w_hh)
+        rec = gemm.matmul(cp, dq[t], w_hh)
     dh0 = carry + rec
     flat_p, flat_q = dp.reshape(t_len * n, 3 * hid), dq.reshape(t_len * n, 3 * hid)
     dx, dw_ih, db_ih = _weight_grads(flat_p, cp.ascontiguousarray(x).reshape(t_len * n, size),
                                      w_ih, x.shape if needs_dx else None)
-    dw_hh = cp.matmul(flat_q.T, _previous(h0, out))
+    dw_hh = gemm.matmul(cp, flat_q.T, _previous(h0, out))
     return dx, dh0, dw_ih, dw_hh, db_ih, flat_q.sum(axis=0)

@@ -68,3 +68,8 @@ def linalg_svd(a, full_matrices):
     u, s, vh = cp.linalg.svd(a, full_matrices=full_matrices)  # gesvd / batched gesvdj
     return (u.astype(a.dtype, copy=False), s.astype(a.dtype, copy=False),
             vh.astype(a.dtype, copy=False))
+
+
+# cupy refuses cuSOLVER while a stream captures (and solve reads its info back to the
+# host): a CUDA-graph replay (graph.py) runs these hooks plain, between its graphs
+UNCAPTURABLE = frozenset(name for name in tuple(globals()) if name.startswith("linalg_"))

@@ -265,10 +265,6 @@ def one_hot(indices, num_classes, dtype):
 @hookimpl
 def matmul(a, b):
     # cupy hands 2-D operands to cuBLAS GEMM as they are: a transposed view
-    # (F-contiguous) becomes the transpose flag, not a copy. FASTNN_CUDA_GEMM=cublas
-    # calls cuBLAS directly instead (gemm.py), for less host time per product.
-    if a.ndim == 2 and b.ndim == 2 and gemm.enabled():
-        out = gemm.matmul2d(cp, a, b)
-        if out is not None:
-            return out
-    return cp.matmul(a, b)
+    # (F-contiguous) becomes the transpose flag, not a copy. gemm.matmul calls cuBLAS
+    # itself in a CUDA-graph capture (cupy refuses to there) and with FASTNN_CUDA_GEMM=cublas.
+    return gemm.matmul(cp, a, b)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from fastnn.api.hookspec import hookimpl
-from fastnn_cuda import kernels
+from fastnn_cuda import gemm, kernels
 from fastnn_cuda._cupy import cupy as cp
 from fastnn_cuda.fused import softmax as _softmax
 
@@ -40,24 +40,24 @@ def mask_rows(mask, shape):
 
 @hookimpl
 def attention(q, k, v, mask, scale):
-    scores = cp.ascontiguousarray(cp.matmul(q, _swap(k)))  # fresh: no copy
+    scores = cp.ascontiguousarray(gemm.matmul(cp, q, _swap(k)))  # fresh: no copy
     if _kernel_dtype(q, k, v) and scores.size:
         cols = scores.shape[-1]
         keep, period = mask_rows(mask, scores.shape) if mask is not None else (0, 1)
         kernels.launch_rows("attention_softmax", scores.dtype, scores.device.id,
                             scores.size // cols, cols, (scores, cols, float(scale), keep, period))
-        return cp.matmul(scores, v), scores
+        return gemm.matmul(cp, scores, v), scores
     scores *= scores.dtype.type(scale)
     if mask is not None:
         scores = cp.where(mask, scores, scores.dtype.type(-cp.inf))
     weights = _softmax(scores, scores.ndim - 1)
-    return cp.matmul(weights, v), weights
+    return gemm.matmul(cp, weights, v), weights
 
 
 @hookimpl
 def attention_backward(q, k, v, weights, grad, scale):
-    grad_v = cp.matmul(_swap(weights), grad)
-    grad_s = cp.ascontiguousarray(cp.matmul(grad, _swap(v)))  # dL/dweights, then dL/dscores
+    grad_v = gemm.matmul(cp, _swap(weights), grad)
+    grad_s = cp.ascontiguousarray(gemm.matmul(cp, grad, _swap(v)))  # dL/dweights, then dL/dscores
     if _kernel_dtype(weights, grad_s) and grad_s.size:
         cols = grad_s.shape[-1]
         kernels.launch_rows("attention_softmax_backward", grad_s.dtype, grad_s.device.id,
@@ -67,4 +67,4 @@ def attention_backward(q, k, v, weights, grad, scale):
         grad_s -= (grad_s * weights).sum(axis=-1, keepdims=True)
         grad_s *= weights
         grad_s *= grad_s.dtype.type(scale)
-    return cp.matmul(grad_s, k), cp.matmul(_swap(grad_s), q), grad_v
+    return gemm.matmul(cp, grad_s, k), gemm.matmul(cp, _swap(grad_s), q), grad_v

@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 import pytest
-from fastnn_cuda import fused_program, graph, layers
+from fastnn_cuda import cublas_lib, fused_program, graph, layers
 
 import fastnn as fnn
 import fastnn.functional as F
@@ -76,8 +76,17 @@ class Net(nn.Module):
 
 @pytest.mark.parametrize("use_graphs", [True, False])
 def test_compiled_steps_on_the_gpu_match_eager(use_graphs, monkeypatch):
-    """Adam with a schedule: the optimizer runs plain, the rest as one graph."""
+    """Adam with a schedule: the optimizer runs plain, the rest as one graph, its products
+    (conv, LSTM, linear; forward and backward) through cuBLAS called directly (cupy refuses
+    cuBLAS in a capture): a capture that failed and fell back would fail this test."""
     monkeypatch.setattr(graph, "ENABLED", use_graphs)
+    runs, products = [], []
+    compile_program = graph.compile_program
+    monkeypatch.setattr(graph, "compile_program",
+                        lambda program: runs.append(compile_program(program)) or runs[-1])
+    gemm = cublas_lib.Handle.gemm
+    monkeypatch.setattr(cublas_lib.Handle, "gemm",
+                        lambda self, *args: products.append(args[-1]) or gemm(self, *args))
     results = []
     for compiled in (False, True):
         fnn.manual_seed(0)
@@ -100,6 +109,40 @@ def test_compiled_steps_on_the_gpu_match_eager(use_graphs, monkeypatch):
                 sched.step()
         results.append((losses, [p.numpy() for p in model.parameters()]))
     (l1, p1), (l2, p2) = results
+    if use_graphs:
+        plans = [run.state["plan"] for run in runs if hasattr(run, "state")]
+        assert plans and all(plan is not None for plan in plans), "a capture fell back"
+        assert len(products) >= 10 and set(products) == {np.dtype(np.float32)}
+    else:
+        assert not products
     np.testing.assert_allclose(l1, l2, rtol=1e-4, atol=1e-5)
     for a, b in zip(p1, p2):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_products_captured_through_cublas_match_numpy(dtype):
+    """gemm.matmul inside CupyCapture (cuBLAS through ctypes, as cupy refuses cuBLAS there):
+    2-D, batched, broadcast, 1-D and transposed operands, replayed twice."""
+    from fastnn_cuda import capture, gemm
+
+    cap = capture.CupyCapture(0)
+    rng = np.random.default_rng(2)
+    tol = {"float16": dict(rtol=1e-2, atol=5e-2), "float32": dict(rtol=1e-4, atol=1e-4),
+           "float64": dict(rtol=1e-11, atol=1e-11)}[dtype]
+    cases = [((64, 48), (48, 32)), ((3, 5, 7), (3, 7, 4)), ((2, 3, 5, 7), (7, 4)),
+             ((7,), (3, 7, 2)), ((2, 1, 4, 6), (3, 6, 5)), ((300, 257), (257, 129))]
+    for a_shape, b_shape in cases:
+        a0 = rng.standard_normal(a_shape).astype(dtype)
+        b0 = rng.standard_normal(b_shape).astype(dtype)
+        want = np.matmul(a0.astype(np.float64), b0.astype(np.float64))
+        for flip in (False, True):
+            a, b = cp.asarray(a0), cp.asarray(b0)
+            if flip:  # the same values through transposed views
+                a, b = (cp.ascontiguousarray(x.swapaxes(-1, -2)).swapaxes(-1, -2)
+                        if x.ndim > 1 else x for x in (a, b))
+            graph_obj, (out,) = cap.capture(lambda v: [gemm.matmul(cp, v[0], v[1])], [a, b])
+            for _ in range(2):
+                out.fill(cp.nan)
+                cap.launch(graph_obj)
+                np.testing.assert_allclose(cp.asnumpy(out).astype(np.float64), want, **tol)

@@ -19,6 +19,7 @@ import pytest
 from fastnn_cuda import graph
 
 from fastnn.api import program as programs
+from tests.backends.cuda.host_build import DevArray
 from tests.capture.test_compile import _train
 
 
@@ -194,19 +195,40 @@ def test_segments_cut_at_number_inputs_and_host_hooks():
     assert segs[2].reads == [3, 2]
 
 
+def test_cusolver_hooks_run_plain_between_graphs():
+    """cupy refuses cuSOLVER in a capture: a linalg hook is a plain segment, and what it
+    returns reaches the next graph through a buffer."""
+    import fastnn as fnn
+    from fastnn.api.program import Call, Program, Seq, Slot
+
+    dev = fnn.Device("cpu")
+    solved = Seq(tuple, [Slot(3), Slot(4)])
+    calls = [Call(dev, "exp", [Slot(0)], {}, Slot(2)),
+             Call(dev, "linalg_solve", [Slot(2), Slot(1)], {}, solved),
+             Call(dev, "add", [Slot(3), Slot(1)], {}, Slot(5))]
+    segs = graph.segments(Program("p", calls, [0, 1], [5], {}), set())
+    assert [s.capturable for s in segs] == [True, False, True]
+    assert segs[1].outs == [3] and segs[2].reads == [3, 1]
+    assert {"linalg_solve", "linalg_qr", "linalg_eigh", "linalg_svd",
+            "linalg_slogdet"} <= graph.EAGER
+
+
 def test_the_cupy_capture_object_brackets_the_work(monkeypatch):
     """CupyCapture against a recording stand-in for cupy: the work runs between
     begin_capture and end_capture on its own non-blocking stream, with the private pool's
-    allocator, and a failure still ends the capture before it propagates."""
+    allocator and the matrix products sent to this thread's cuBLAS handle (bound to the
+    stream and to a workspace from the pool before the capture begins), and a failure
+    still ends the capture before it propagates."""
     from types import SimpleNamespace
 
-    from fastnn_cuda import _cupy, capture
+    from fastnn_cuda import _cupy, capture, cublas_lib, gemm
 
     log = []
 
     class Ctx:
         def __init__(self, name):
             self.name = name
+            self.compute_capability = "90"
 
         def __enter__(self):
             log.append(f"enter {self.name}")
@@ -215,6 +237,8 @@ def test_the_cupy_capture_object_brackets_the_work(monkeypatch):
             log.append(f"exit {self.name}")
 
     class Stream(Ctx):
+        ptr = 1234
+
         def __init__(self, non_blocking=False):
             super().__init__("stream")
             log.append(f"stream non_blocking={non_blocking}")
@@ -226,21 +250,37 @@ def test_the_cupy_capture_object_brackets_the_work(monkeypatch):
             log.append("end")
             return SimpleNamespace(launch=lambda: log.append("launch"))
 
+    class Handle:
+        def bind(self, stream_ptr, workspace_ptr, nbytes):
+            log.append(f"bind {stream_ptr} {nbytes >> 20} MiB")
+            assert workspace_ptr == cap.workspace.data.ptr
+
+    handle = Handle()
+    monkeypatch.setattr(cublas_lib, "handle", lambda device_id: log.append(
+        f"handle {device_id}") or handle)
     pool = SimpleNamespace(malloc="private malloc")
     fake = SimpleNamespace(
         cuda=SimpleNamespace(Device=lambda i: Ctx(f"device {i}"), Stream=Stream,
                              MemoryPool=lambda: pool,
                              using_allocator=lambda malloc: Ctx(f"allocator {malloc}")),
-        empty=lambda shape, dtype: log.append(f"empty {shape}") or np.empty(shape, dtype))
+        empty=lambda shape, dtype: log.append(f"empty {shape}") or DevArray(shape, dtype))
     monkeypatch.setattr(_cupy, "cupy", fake)
     cap = capture.CupyCapture(3)
-    assert log == ["enter device 3", "stream non_blocking=True", "exit device 3"]
+    assert log == ["enter device 3", "stream non_blocking=True", "exit device 3",
+                   "enter device 3", "enter allocator private malloc", f"empty ({32 << 20},)",
+                   "exit allocator private malloc", "exit device 3"]
     log.clear()
-    graph_obj, result = cap.capture(lambda values: log.append("work") or [values[0] + 1], [1])
+
+    def work(values):
+        log.append(f"work, products to {'the handle' if gemm._state.blas is handle else None}")
+        return [values[0] + 1]
+
+    graph_obj, result = cap.capture(work, [1])
     assert result == [2]
-    assert log == ["enter device 3", "enter allocator private malloc", "enter stream", "begin",
-                   "work", "end", "exit stream", "exit allocator private malloc",
-                   "exit device 3"]
+    assert log == ["enter device 3", "enter allocator private malloc", "enter stream",
+                   "handle 3", "bind 1234 32 MiB", "begin", "work, products to the handle",
+                   "end", "exit stream", "exit allocator private malloc", "exit device 3"]
+    assert gemm._state.blas is None
     log.clear()
     cap.launch(graph_obj)
     assert log == ["launch"]
@@ -251,7 +291,8 @@ def test_the_cupy_capture_object_brackets_the_work(monkeypatch):
 
     with pytest.raises(RuntimeError, match="CaptureUnsupported"):
         cap.capture(broken, [])
-    assert log[3:6] == ["begin", "end", "exit stream"]
+    assert log[5:8] == ["begin", "end", "exit stream"]
+    assert gemm._state.blas is None
     log.clear()
     assert cap.empty((2,), "float32").shape == (2,)
     assert log == ["enter device 3", "enter allocator private malloc", "empty (2,)",
