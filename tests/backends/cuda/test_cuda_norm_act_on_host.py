@@ -118,6 +118,19 @@ def test_layer_norm_backward_matches_float64(on_host, dtype, shape, transposed):
         np.testing.assert_allclose(got, ref, **tol(dtype))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_layer_norm_backward_of_one_feature_is_exactly_zero(on_host, dtype):
+    """One feature: xhat = 0 and g - mean(g) = 0, so dx is 0 however large rstd is (the
+    conformance case (5, 1)). A g that the sums see rounded but the last step sees as an
+    unrounded fused multiply-add leaves its rounding error times rstd (~316)."""
+    x, w, grad = rand((5, 1), 11, dtype), rand((1,), 12, dtype), rand((5, 1), 13, dtype)
+    _, mean, rstd = (a.astype(dtype) for a in refs.layer_norm(x, w, w, 1e-5))
+    dx, _, _ = norm_act.layer_norm_backward(_dev(x), _dev(w), _dev(mean), _dev(rstd),
+                                            _dev(grad))
+    want = refs.layer_norm_backward(x, w, mean, rstd, grad)[0]
+    np.testing.assert_array_equal(dx, want.astype(dtype))
+
+
 def test_layer_norm_backward_of_a_broadcast_gradient(on_host):
     """The gradient of a sum is a stride-0 view: read as the values it shows."""
     x = rand((9, 33), 7, "float64")

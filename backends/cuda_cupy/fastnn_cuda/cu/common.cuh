@@ -63,6 +63,24 @@ template <> __device__ __forceinline__ double neg_inf<double>() {
     return __longlong_as_double(0xfff0000000000000LL);
 }
 
+// The type a kernel sums T in. NOTE: float sums accumulate in double: a block adds in
+// the order of its threads and shuffles, so in float [3e38, -3e38, 1] may add 3e38 + 1
+// first and lose the 1. A float total that overflows still gives inf once cast back to
+// float, as NumPy's float32 sum does.
+template <typename T> struct Accum { typedef T type; };
+template <> struct Accum<float> { typedef double type; };
+
+// a * b rounded to T. NOTE: nvcc and NVRTC contract a * b + c into a fused multiply-add
+// by default, which skips that rounding; these intrinsics are never contracted, so a value
+// used twice (once summed, once subtracted from its mean) is the same value both times.
+template <typename T> __device__ __forceinline__ T mul_rn(T a, T b);
+template <> __device__ __forceinline__ float mul_rn<float>(float a, float b) {
+    return __fmul_rn(a, b);
+}
+template <> __device__ __forceinline__ double mul_rn<double>(double a, double b) {
+    return __dmul_rn(a, b);
+}
+
 // NOTE: fmax() drops NaNs; NumPy's max propagates them, and so must we.
 template <typename T> __device__ __forceinline__ T nan_max(T a, T b) {
     return (a > b || a != a) ? a : b;
@@ -81,7 +99,8 @@ template <typename T> __device__ __forceinline__ T warp_max(T v) {
 }
 
 // Block-wide sum / max; every thread gets the result. blockDim.x % 32 == 0.
-// `scratch` holds at least 32 values; it is free for reuse when this returns.
+// `scratch` holds at least 32 values; it is free for reuse when this returns. A sum adds in
+// T: pass it Accum<T>::type values (and scratch) where the order must not lose terms.
 template <typename T> __device__ T block_sum(T v, T* scratch) {
     const int lane = threadIdx.x % FASTNN_WARP, warp = threadIdx.x / FASTNN_WARP;
     const int warps = blockDim.x / FASTNN_WARP;
