@@ -26,6 +26,8 @@ CUDA_KEYWORDS = r"""
 #define __shared__ static
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
 static inline double __longlong_as_double(long long i) { double d; memcpy(&d, &i, 8); return d; }
+static inline int __float_as_int(float f) { int i; memcpy(&i, &f, 4); return i; }
+static inline long long __double_as_longlong(double d) { long long i; memcpy(&i, &d, 8); return i; }
 // rounded products that are never contracted into an fma (a volatile store rounds)
 static inline float __fmul_rn(float a, float b) { volatile float r = a * b; return r; }
 static inline double __dmul_rn(double a, double b) { volatile double r = a * b; return r; }

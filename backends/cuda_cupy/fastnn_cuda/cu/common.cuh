@@ -81,6 +81,31 @@ template <> __device__ __forceinline__ double mul_rn<double>(double a, double b)
     return __dmul_rn(a, b);
 }
 
+// Sign tests on the bits. NOTE: cupy compiles every module with -ftz=true (appended to
+// our options in cupy/cuda/compiler.py; NVRTC takes the last), so a float comparison reads
+// a subnormal as 0: relu(tiny) kept tiny but its gradient was 0, where PyTorch gives g.
+// These read the bits, so they hold with or without flushing.
+__device__ __forceinline__ long long bits_of(float v) { return __float_as_int(v); }
+__device__ __forceinline__ long long bits_of(double v) { return __double_as_longlong(v); }
+template <typename T> __device__ __forceinline__ long long magnitude_bits(T v) {
+    return bits_of(v) & (sizeof(T) == 4 ? 0x7fffffffLL : 0x7fffffffffffffffLL);
+}
+template <typename T> __device__ __forceinline__ bool is_nan_bits(T v) {
+    return magnitude_bits(v) > (sizeof(T) == 4 ? 0x7f800000LL : 0x7ff0000000000000LL);
+}
+// v == 0 (either sign), subnormals not zero
+template <typename T> __device__ __forceinline__ bool is_zero_bits(T v) {
+    return magnitude_bits(v) == 0;
+}
+// v > 0: the sign bit clear, not +0, not NaN (+inf included)
+template <typename T> __device__ __forceinline__ bool is_positive_bits(T v) {
+    return bits_of(v) > 0 && !is_nan_bits(v);
+}
+// v < 0: the sign bit set, not -0, not NaN (-inf included)
+template <typename T> __device__ __forceinline__ bool is_negative_bits(T v) {
+    return bits_of(v) < 0 && !is_zero_bits(v) && !is_nan_bits(v);
+}
+
 // NOTE: fmax() drops NaNs; NumPy's max propagates them, and so must we.
 template <typename T> __device__ __forceinline__ T nan_max(T a, T b) {
     return (a > b || a != a) ? a : b;
