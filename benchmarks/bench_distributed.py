@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -107,13 +106,14 @@ def worker(args) -> None:
 
 
 def launch(args, ranks: int) -> dict:
-    mpiexec = Path(sys.executable).parent / "mpiexec"
-    mpiexec = str(mpiexec) if mpiexec.exists() else shutil.which("mpiexec")
+    from fastnn.distributed.launcher import find_mpiexec, mpiexec_env
+
+    mpiexec = find_mpiexec()
     if mpiexec is None and ranks > 1:
         raise SystemExit("bench_distributed: no mpiexec; pip install -e '.[distributed]'")
     # one rank without mpiexec: init() is then one rank (mpi4py's singleton, or none)
     launcher = [mpiexec, "-n", str(ranks)] if mpiexec is not None else []
-    env = dict(os.environ)
+    env = mpiexec_env()
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     command = launcher + [sys.executable, __file__, "--worker",

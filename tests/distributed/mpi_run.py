@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from importlib.util import find_spec
@@ -13,6 +12,7 @@ import numpy as np
 import pytest
 
 import fastnn as fnn
+from fastnn.distributed.launcher import find_mpiexec, mpiexec_env
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 240  # seconds per launch: 2 oversubscribed cores shared by other jobs
@@ -22,8 +22,7 @@ def mpiexec() -> str:
     """The mpiexec next to this Python (the mpich wheel's), else on PATH; skip without one."""
     if find_spec("mpi4py") is None:
         pytest.skip("mpi4py is not installed: pip install -e '.[distributed]'")
-    here = Path(sys.executable).parent / "mpiexec"
-    found = str(here) if here.exists() else shutil.which("mpiexec")
+    found = find_mpiexec()
     if found is None:
         pytest.skip("no mpiexec: pip install -e '.[distributed]' (the mpich wheel has one)")
     return found
@@ -34,7 +33,8 @@ def launch(ranks: int, *command: str, timeout: int = TIMEOUT,
     """Run ``command`` (after ``python``) on ``ranks`` ranks; unless ``check=False``, fail
     with the ranks' output when it exits non-zero."""
     # FASTNN_NCCL=0: ranks of one machine may share a GPU, which NCCL refuses
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", FASTNN_NCCL="0")
+    env = mpiexec_env(dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
+                           FASTNN_NCCL="0"))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     args = [mpiexec(), "-n", str(ranks), sys.executable, *command]
     try:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from fastnn_cpu import conv_plan, mkl_gemm
+from fastnn_cpu.views import reshaped_view
 
 #: Output columns a chunk (one BLAS call) and chunks a batch (one copy, one matmul). Where
 #: MKL takes the products (:func:`fastnn_cpu.mkl_gemm.into`), a batch is one GEMM over all
@@ -87,9 +88,7 @@ class _Flat:
 
 def _view(a, shape):
     """``a`` reshaped as a view (raises rather than copy: a plan's views must stay views)."""
-    view = a.view()
-    view.shape = shape
-    return view
+    return reshaped_view(a, shape)
 
 
 def _build_forward(x_shape, c_out, lay, dtype):

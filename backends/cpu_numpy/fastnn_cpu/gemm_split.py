@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from fastnn_cpu import mkl_gemm
+from fastnn_cpu.views import reshaped_view
 
 #: Largest m * k * n of one BLAS call that OpenBLAS's small-matrix kernels take.
 SMALL_MNK = 10**6
@@ -37,9 +38,7 @@ def parts(m, k, n):
 def _split(a, count):
     """a (..., r, n) as (..., count, r, n // count): a view, never a copy."""
     *lead, r, n = a.shape
-    view = a.view()
-    view.shape = (*lead, r, count, n // count)  # raises rather than copy
-    return np.moveaxis(view, -2, -3)
+    return np.moveaxis(reshaped_view(a, (*lead, r, count, n // count)), -2, -3)
 
 
 def matmul(a, b, out):

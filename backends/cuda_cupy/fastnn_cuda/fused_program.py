@@ -32,7 +32,9 @@ KERNEL = "fastnn_fused"
 FORMULAS = {
     "neg": "-{0}", "exp": "f_exp<T>({0})", "log": "f_log<T>({0})", "sqrt": "f_sqrt<T>({0})",
     "abs": "f_abs<T>({0})", "tanh": "f_tanh<T>({0})", "sigmoid": "fused_sigmoid<T>({0})",
-    "relu": "({0}) < T(0) ? T(0) : ({0})",  # (NaN and -0.0 kept, as PyTorch)
+    # (NaN and -0.0 kept, as PyTorch; the sign read from the bits, so that a subnormal is
+    # not read as 0 under cupy's -ftz=true: common.cuh)
+    "relu": "is_negative_bits({0}) ? T(0) : ({0})",
     "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}",
     "maximum": "(({0}) != ({0}) || ({1}) != ({1})) ? ({0}) + ({1}) : (({0}) > ({1}) ? ({0}) "
                ": ({1}))",

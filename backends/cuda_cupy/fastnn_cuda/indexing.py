@@ -58,7 +58,9 @@ def scatter_add(base, axis, index, src):
         return out
     n = base.shape[axis]
     keep = (index >= 0) & (index < n)
-    grids = list(cp.indices(index.shape, sparse=True))
+    # the other axes' coordinates as open grids (cupy's indices has no sparse=True)
+    grids = [cp.arange(size).reshape((1,) * d + (size,) + (1,) * (index.ndim - d - 1))
+             for d, size in enumerate(index.shape)]
     grids[axis] = index
     coords = tuple(cp.broadcast_to(g, index.shape)[keep] for g in grids)
     _add_at(out, coords, cp.broadcast_to(src, index.shape)[keep])

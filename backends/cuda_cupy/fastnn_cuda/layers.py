@@ -24,6 +24,7 @@ from fastnn.api.hookspec import hookimpl
 from fastnn_cuda import gemm, kernels
 from fastnn_cuda._cupy import cupy as cp
 from fastnn_cuda.fused import _own_hooks
+from fastnn_cuda.norm_act import in_float32
 
 
 def _kernel_dtype(*arrays) -> bool:
@@ -85,6 +86,8 @@ def _channels(x) -> tuple[int, int, int]:
 
 @hookimpl
 def batch_norm_train(x, weight, bias, eps):
+    if x.dtype == cp.float16:  # a channel's mean and variance in float32, as PyTorch
+        return in_float32(lambda *a: batch_norm_train(*a, eps), x, weight, bias)
     if not _kernel_dtype(x, weight, bias):
         return composite_norm.batch_norm_train(_own_hooks(), x, weight, bias, eps)
     x = cp.ascontiguousarray(x)

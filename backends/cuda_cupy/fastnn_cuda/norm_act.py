@@ -57,8 +57,19 @@ def _rows(x) -> tuple[int, int]:
     return x.size // cols, cols
 
 
+def in_float32(fn, *arrays):
+    """``fn`` on float16 arrays computed in float32, its results cast back to float16.
+
+    NOTE: in float16 a row of large values loses its mean (one ulp at 100 is 0.06), and
+    x - mean carries that error into every output; PyTorch accumulates half in float.
+    """
+    return tuple(a.astype(cp.float16) for a in fn(*(a.astype(cp.float32) for a in arrays)))
+
+
 @hookimpl
 def layer_norm_train(x, weight, bias, eps):
+    if x.dtype == cp.float16:
+        return in_float32(lambda *a: layer_norm_train(*a, eps), x, weight, bias)
     if not _kernel_dtype(x, weight, bias) or x.ndim == 0 or x.size == 0:
         return composite_norm.layer_norm_train(_own_hooks(), x, weight, bias, eps)
     x = cp.ascontiguousarray(x)

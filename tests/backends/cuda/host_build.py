@@ -26,6 +26,11 @@ CUDA_KEYWORDS = r"""
 #define __shared__ static
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
 static inline double __longlong_as_double(long long i) { double d; memcpy(&d, &i, 8); return d; }
+static inline int __float_as_int(float f) { int i; memcpy(&i, &f, 4); return i; }
+static inline long long __double_as_longlong(double d) { long long i; memcpy(&i, &d, 8); return i; }
+// rounded products that are never contracted into an fma (a volatile store rounds)
+static inline float __fmul_rn(float a, float b) { volatile float r = a * b; return r; }
+static inline double __dmul_rn(double a, double b) { volatile double r = a * b; return r; }
 """
 
 
@@ -159,13 +164,31 @@ def launch_on_host(monkeypatch, libs, serial=()) -> list:
     return launches
 
 
+def _host_has_fma() -> bool:
+    try:
+        with open("/proc/cpuinfo") as info:
+            return any(line.startswith("flags") and " fma" in line for line in info)
+    except OSError:
+        return False
+
+
+# NOTE: nvcc and NVRTC contract a * b + c into one fused multiply-add by default
+# (--fmad=true), which skips the rounding of a * b; g++ in ISO C++ mode never does. Where
+# the CPU has FMA the host builds contract too, so that a kernel whose result depends on
+# that rounding fails here as it does on a GPU (g++ contracts only in the pass that
+# -fexpensive-optimizations turns on, -O2 and up).
+CONTRACT_LIKE_NVCC = (("-mfma", "-ffp-contract=fast", "-fexpensive-optimizations")
+                      if _host_has_fma() else ())
+
+
 def compile_library(directory, stem: str, text: str, flags=()) -> ctypes.CDLL:
     """g++ ``text`` into ``directory/stem.so`` with the kernels' -D options, and load it."""
     src, out = directory / f"{stem}.cpp", directory / f"{stem}.so"
     src.write_text(text)
     defines = [o for o in kernels.COMPILE_OPTIONS if o.startswith("-D")]
-    subprocess.run(["g++", "-O1", "-shared", "-fPIC", "-std=c++14", *flags, *defines,
-                    "-o", str(out), str(src)], check=True, capture_output=True, text=True)
+    subprocess.run(["g++", "-O1", "-shared", "-fPIC", "-std=c++14", *CONTRACT_LIKE_NVCC,
+                    *flags, *defines, "-o", str(out), str(src)],
+                   check=True, capture_output=True, text=True)
     return ctypes.CDLL(str(out))
 
 

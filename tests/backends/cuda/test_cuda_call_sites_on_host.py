@@ -29,6 +29,7 @@ from fastnn_cuda import conv, conv_2d, fused, kernels, launch, optim, primitives
 import fastnn as fnn
 from fastnn.api import composite, registry
 from tests.backends.cuda.conv_cases import CONV2D_CASES, CONV_CASES
+from tests.backends.cuda.cupy_standin import CupyStandIn
 from tests.backends.cuda.host_build import DevArray, build_serial, c_arg, run_serial
 from tests.backends.cuda.optim_cases import OPTIM_CASES, RPROP_ARGS, case_id, states
 
@@ -44,16 +45,13 @@ def _dev(value):
     return value
 
 
-class _NumpyAsCupy:
-    """NumPy's functions, returning DevArrays."""
+class _NumpyAsCupy(CupyStandIn):
+    """NumPy's functions, held to cupy's signatures, returning DevArrays."""
 
     ndarray = DevArray
 
-    def __getattr__(self, name):
-        obj = getattr(np, name)
-        if callable(obj) and not isinstance(obj, type):
-            return lambda *args, **kwargs: _dev(obj(*args, **kwargs))
-        return obj
+    def __init__(self):
+        super().__init__(wrap=_dev)
 
 
 SERIAL_SAFE = {"bias_act", "softmax_xent_backward", "swish_forward", "swish_backward",

@@ -14,6 +14,7 @@ also runs the one-block sum (block_sum: shuffles within warps, then warp 0).
 from __future__ import annotations
 
 import ctypes
+import math
 import shutil
 
 import numpy as np
@@ -113,3 +114,31 @@ def test_sum_all_through_warp_shuffles(lib, dtype, n):
                                                                     (x, out, n, float(n))])
     np.testing.assert_allclose(out[0], x.astype(np.float64).mean(),
                                rtol=1e-5 if dtype == "float32" else 1e-12, atol=1e-6)
+
+
+def test_float32_sums_keep_a_small_term_between_two_large_ones(lib):
+    """[3e38, -3e38, 1]: the shuffles add lane 2 to lane 0 first, and 3e38 + 1 is 3e38 in
+    float and in double, so a plain accumulator gives a mean of 0; the exact mean (fsum) is
+    1/3. Down a column the warps' partials meet in row order: 3e38, then 1, then -3e38."""
+    x = np.array([3e38, -3e38, 1.0], np.float32)
+    out = np.full(1, np.nan, np.float32)
+    lib.run_sum_all_f32(ctypes.c_uint(1), ctypes.c_uint(launch.ONE_BLOCK_THREADS),
+                        *[c_arg(a) for a in (x, out, 3, 3.0)])
+    np.testing.assert_allclose(out[0], math.fsum(x) / 3, rtol=1e-7)
+    column = np.array([[3e38, 2.0], [1.0, 5.0], [-3e38, -7.0]], np.float32)
+    sums = np.full(2, np.nan, np.float32)
+    run(lib, "sum_rows", "float32", 2, column, sums, 3, 2, 3.0)
+    np.testing.assert_allclose(sums, [math.fsum(c) / 3 for c in column.T], rtol=1e-7)
+
+
+@pytest.mark.parametrize("values", [[3e38, 3e38, 1.0], [np.inf, 1.0, 2.0],
+                                    [np.inf, -np.inf, 1.0], [np.nan, 1.0, 1e30]])
+def test_a_float32_mean_overflows_and_propagates_as_numpys(lib, values):
+    """The float32 total is rounded (to inf, if it overflows) before it is divided; Inf
+    and NaN inputs give NumPy's answer, not the NaN of their rounding errors (inf - inf)."""
+    x = np.array(values, np.float32)
+    out = np.full(1, -1.0, np.float32)
+    lib.run_sum_all_f32(ctypes.c_uint(1), ctypes.c_uint(launch.ONE_BLOCK_THREADS),
+                        *[c_arg(a) for a in (x, out, 3, 3.0)])
+    with np.errstate(over="ignore", invalid="ignore"):
+        np.testing.assert_array_equal(out[0], x.mean())

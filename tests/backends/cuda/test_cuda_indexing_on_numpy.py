@@ -13,12 +13,13 @@ from fastnn_cpu import indexing as cpu_indexing
 from fastnn_cuda import indexing, primitives
 
 from fastnn.api import registry
+from tests.backends.cuda.cupy_standin import CupyStandIn, add_at
 
 
 @pytest.fixture(autouse=True)
 def numpy_as_cupy(monkeypatch):
-    monkeypatch.setattr(indexing, "cp", np)
-    monkeypatch.setattr(indexing, "_add_at", np.add.at)
+    monkeypatch.setattr(indexing, "cp", CupyStandIn())
+    monkeypatch.setattr(indexing, "_add_at", add_at)
     # the atomic path (integers, float16); the ordered float kernels run on the host in
     # test_cuda_scatter_on_host.py
     monkeypatch.setattr(indexing.kernels, "has_kernel", lambda dtype: False)
@@ -53,6 +54,23 @@ def test_gather_and_scatter_add_with_repeats_and_out_of_range(axis):
                                cpu_indexing.scatter_add(X, axis, index, src), rtol=1e-14)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "int32", "int64", "uint8"])
+@pytest.mark.parametrize("axis", [0, 2])
+def test_scatter_add_without_a_kernel(dtype, axis):
+    """float16 and the integers take cupyx's scatter_add (no ordered kernel): repeated
+    indices accumulate, out-of-range ones are skipped, as the NumPy backend does."""
+    shape = list(X.shape)
+    shape[axis] = 6
+    index = rng.integers(-1, X.shape[axis] + 1, shape)
+    base = (X * 4).astype(dtype)
+    src = rng.integers(0, 5, shape).astype(dtype)
+    same(indexing.scatter_add(base, axis, index, src),
+         cpu_indexing.scatter_add(base, axis, index, src))
+    src_broadcast = np.ones((1,) * X.ndim, dtype)  # a src that broadcasts to the index
+    same(indexing.scatter_add(base, axis, index, src_broadcast),
+         cpu_indexing.scatter_add(base, axis, index, np.broadcast_to(src_broadcast, shape)))
+
+
 def test_index_select_cat_cumsum_prod():
     index = np.array([2, 0, 2, 1])
     same(indexing.index_select(X, 0, index), cpu_indexing.index_select(X, 0, index))
@@ -66,7 +84,7 @@ def test_index_select_cat_cumsum_prod():
 
 
 def test_math_and_bitwise(monkeypatch):
-    monkeypatch.setattr(primitives, "cp", np)
+    monkeypatch.setattr(primitives, "cp", CupyStandIn())
     reference = registry.hook_namespace(fastnn_cpu)
     same(primitives.floor(X), np.floor(X))
     same(primitives.sin(X), reference.sin(X))

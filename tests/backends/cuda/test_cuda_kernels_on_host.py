@@ -16,6 +16,7 @@ shared-memory partials in order.
 
 from __future__ import annotations
 
+import platform
 import shutil
 
 import numpy as np
@@ -27,7 +28,13 @@ from fastnn_cuda import kernels, launch
 import fastnn as fnn
 from fastnn.api import composite
 from tests.backends.cuda.conv_cases import CONV_CASES
-from tests.backends.cuda.host_build import build_serial, c_arg, run_serial
+from tests.backends.cuda.host_build import (
+    SERIAL_SHIM,
+    build_serial,
+    c_arg,
+    compile_library,
+    run_serial,
+)
 
 if shutil.which("g++") is None:
     pytest.skip("g++ is not installed: cannot build the kernels for the host",
@@ -79,6 +86,63 @@ def test_bias_act(host_lib, dtype, kind, plane_caps):
     run_planes(host_lib, "bias_act", dtype, x.size, 1, 1, (x, 0, out, 1, x.size, code, 0.1))
     want = x if kind == "identity" else cpu_fused.bias_act(x, np.zeros(37, dtype), kind, 0.1)
     np.testing.assert_allclose(out, want, **TOL[dtype])
+
+
+# cupy compiles every kernel with -ftz=true: float arithmetic and comparisons read a
+# subnormal as 0. On x86 the MXCSR bits FTZ (0x8000) and DAZ (0x0040) do the same.
+FLUSH_SUBNORMALS = r"""
+#include <xmmintrin.h>
+extern "C" void fastnn_flush_subnormals(int on) {
+    const unsigned csr = _mm_getcsr();
+    _mm_setcsr(on ? (csr | 0x8040u) : (csr & ~0x8040u));
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def flushing_lib(tmp_path_factory):
+    if platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("flushes subnormals through x86's MXCSR")
+    text = SERIAL_SHIM + kernels.source("activations.cu").replace(
+        '#line 1 "', '#line 1 "host_') + FLUSH_SUBNORMALS
+    lib = compile_library(tmp_path_factory.mktemp("ftz"), "activations_ftz", text)
+    return {"activations.cu": lib}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("kind", ["relu", "leaky_relu"])
+def test_relu_keeps_subnormals_when_the_gpu_flushes_them(flushing_lib, dtype, kind):
+    """relu(tiny) = tiny and its gradient is g, as in PyTorch, even where comparisons read
+    a subnormal as 0 (the GPU gave a gradient of 0 for float32's smallest subnormal)."""
+    tiny = np.finfo(dtype).smallest_subnormal
+    x = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, tiny, -tiny, 1.0, -1.0, 3e4], dtype)
+    g = np.random.default_rng(7).standard_normal(x.shape).astype(dtype)
+    slope = 0.1 if kind == "leaky_relu" else 0.0
+    with np.errstate(invalid="ignore"):  # the float64 reference, without flushing
+        x64 = x.astype(np.float64)
+        positive = x64 > 0
+        if kind == "relu":  # x itself where x > 0, x is NaN or x is +-0; else +0
+            want_out = np.where(positive | np.isnan(x64) | (x64 == 0), x64, 0.0)
+        else:
+            want_out = np.where(positive, x64, slope * x64)
+        want_out = want_out.astype(dtype)
+        keep = (positive | np.isnan(x64)) if kind == "relu" else positive
+        want_dx = np.where(keep, g, g * slope).astype(dtype)
+    out, dx = np.full_like(x, 7.0), np.full_like(x, 7.0)
+    code = kernels.ACTIVATION_CODES[kind]
+    flush = flushing_lib["activations.cu"].fastnn_flush_subnormals
+    flush(1)
+    try:
+        run_planes(flushing_lib, "bias_act", dtype, x.size, 1, 1,
+                   (x, 0, out, 1, x.size, code, slope))
+        z = out if kind == "relu" else x  # relu's gradient reads out; leaky_relu's reads z
+        run_planes(flushing_lib, "act_backward", dtype, x.size, 1, 1,
+                   (z, out, g, dx, x.size, code, slope))
+    finally:
+        flush(0)
+    np.testing.assert_array_equal(out, want_out)
+    np.testing.assert_array_equal(np.signbit(out), np.signbit(want_out))
+    np.testing.assert_array_equal(dx, want_dx)
 
 
 def run_columns_one_warp(libs, base, dtype, cols, args):

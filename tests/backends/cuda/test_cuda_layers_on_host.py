@@ -153,14 +153,23 @@ def test_gru_layer_forward_and_backward(on_host, t_len, n, size, hid):
     assert on_host.count("gru_cell_backward") == t_len
 
 
-def test_float16_takes_the_composites(on_host, monkeypatch):
-    seen = []
-    monkeypatch.setattr(composite_norm, "batch_norm_train",
-                        lambda ops, *args: seen.append("bn") or "composite")
-    x = _dev(np.ones((2, 3, 4), np.float16))
-    w = _dev(np.ones(3, np.float16))
-    assert layers.batch_norm_train(x, w, w, 1e-5) == "composite"
-    assert seen == ["bn"] and on_host == []
+def test_float16_batch_norm_of_a_large_mean_is_computed_in_float32(on_host, monkeypatch):
+    """Channels around 100 (the conformance edge "a large mean"): in float16 the mean is
+    off by up to 0.03 and the variance cancels; it runs the float32 kernel and casts back,
+    as PyTorch accumulates half in float. The reference is float64 on the same inputs."""
+    monkeypatch.setattr(layers, "_own_hooks", lambda: CPU)  # a fallback would run on NumPy
+    rng = np.random.default_rng(3)
+    x = (rng.normal(0.5, 1.5, (4, 3, 5)) + 100.0).astype(np.float16)
+    w, b = rng.uniform(0.5, 1.5, 3).astype(np.float16), rng.uniform(-1, 1, 3).astype(np.float16)
+    out, mean, var = layers.batch_norm_train(_dev(x), _dev(w), _dev(b), 1e-5)
+    assert on_host == ["batch_norm_forward"]
+    x64 = x.astype(np.float64)
+    want_mean, want_var = x64.mean((0, 2)), x64.var((0, 2))
+    want = ((x64 - want_mean[:, None]) / np.sqrt(want_var[:, None] + 1e-5) * w[:, None]
+            + b[:, None])
+    for got, ref in zip((out, mean, var), (want, want_mean, want_var)):
+        assert got.dtype == np.float16
+        np.testing.assert_allclose(got, ref.astype(np.float16), rtol=2e-3, atol=2e-3)
 
 
 BN_WRAP = r"""

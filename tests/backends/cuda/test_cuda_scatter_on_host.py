@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from fastnn_cuda import indexing, kernels, launch, scatter
 
+from tests.backends.cuda.cupy_standin import CupyStandIn
 from tests.backends.cuda.host_build import (
     SERIAL_SHIM,
     DevArray,
@@ -44,8 +45,8 @@ def on_host(request, libs, monkeypatch):
     """The hook on NumPy with host-built kernels. "auto" keeps the plan the hook picks; the
     others force one (a walk per line, three groups per line, the sort), "tiny-" on a grid
     of one block of four threads, so that every grid-stride loop goes round."""
-    monkeypatch.setattr(indexing, "cp", np)
-    monkeypatch.setattr(scatter, "cp", np)
+    monkeypatch.setattr(indexing, "cp", CupyStandIn())
+    monkeypatch.setattr(scatter, "cp", CupyStandIn())
     launches = []
 
     def function(base, dtype, device_id):

@@ -9,11 +9,13 @@ import pytest
 from fastnn_cpu import sdpa as cpu_sdpa
 from fastnn_cuda import fused, kernels, sdpa
 
+from tests.backends.cuda.cupy_standin import CupyStandIn
+
 
 @pytest.fixture(autouse=True)
 def numpy_as_cupy(monkeypatch):
     for module in (fused, sdpa):
-        monkeypatch.setattr(module, "cp", np)
+        monkeypatch.setattr(module, "cp", CupyStandIn())
     monkeypatch.setattr(kernels, "has_kernel", lambda dtype: False)
 
 

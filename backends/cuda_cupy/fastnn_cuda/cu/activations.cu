@@ -27,8 +27,9 @@ template <typename T> __device__ __forceinline__ T sigmoid_of(T z) {
 
 template <typename T> __device__ __forceinline__ T activate(T z, i64 kind, T slope) {
     switch ((int)kind) {
-        case ACT_RELU: return z < T(0) ? T(0) : z;  // NaN and -0.0 kept, as PyTorch
-        case ACT_LEAKY_RELU: return z > T(0) ? z : slope * z;
+        // the sign read from the bits: subnormals kept under -ftz=true (common.cuh)
+        case ACT_RELU: return is_negative_bits(z) ? T(0) : z;  // NaN and -0.0 kept, as PyTorch
+        case ACT_LEAKY_RELU: return is_positive_bits(z) ? z : slope * z;
         case ACT_SIGMOID: return sigmoid_of(z);
         case ACT_TANH: return f_tanh(z);
         case ACT_SILU: return z * sigmoid_of(z);
@@ -79,8 +80,8 @@ FASTNN_INSTANTIATE(FASTNN_BIAS_ACT)
 template <typename T> __device__ __forceinline__ T activation_grad(T z, T out, T g, i64 kind,
                                                                     T slope) {
     switch ((int)kind) {
-        case ACT_RELU: return out == T(0) ? T(0) : g;
-        case ACT_LEAKY_RELU: return z > T(0) ? g : g * slope;
+        case ACT_RELU: return is_zero_bits(out) ? T(0) : g;
+        case ACT_LEAKY_RELU: return is_positive_bits(z) ? g : g * slope;
         case ACT_SIGMOID: return g * (out * (T(1) - out));
         case ACT_TANH: return g * (T(1) - out * out);
         case ACT_SILU: {

@@ -63,6 +63,49 @@ template <> __device__ __forceinline__ double neg_inf<double>() {
     return __longlong_as_double(0xfff0000000000000LL);
 }
 
+// The type a kernel sums T in. NOTE: float sums accumulate in double: a block adds in
+// the order of its threads and shuffles, so in float [3e38, -3e38, 1] may add 3e38 + 1
+// first and lose the 1. A float total that overflows still gives inf once cast back to
+// float, as NumPy's float32 sum does.
+template <typename T> struct Accum { typedef T type; };
+template <> struct Accum<float> { typedef double type; };
+
+// a * b rounded to T. NOTE: nvcc and NVRTC contract a * b + c into a fused multiply-add
+// by default, which skips that rounding; these intrinsics are never contracted, so a value
+// used twice (once summed, once subtracted from its mean) is the same value both times.
+template <typename T> __device__ __forceinline__ T mul_rn(T a, T b);
+template <> __device__ __forceinline__ float mul_rn<float>(float a, float b) {
+    return __fmul_rn(a, b);
+}
+template <> __device__ __forceinline__ double mul_rn<double>(double a, double b) {
+    return __dmul_rn(a, b);
+}
+
+// Sign tests on the bits. NOTE: cupy compiles every module with -ftz=true (appended to
+// our options in cupy/cuda/compiler.py; NVRTC takes the last), so a float comparison reads
+// a subnormal as 0: relu(tiny) kept tiny but its gradient was 0, where PyTorch gives g.
+// These read the bits, so they hold with or without flushing.
+__device__ __forceinline__ long long bits_of(float v) { return __float_as_int(v); }
+__device__ __forceinline__ long long bits_of(double v) { return __double_as_longlong(v); }
+template <typename T> __device__ __forceinline__ long long magnitude_bits(T v) {
+    return bits_of(v) & (sizeof(T) == 4 ? 0x7fffffffLL : 0x7fffffffffffffffLL);
+}
+template <typename T> __device__ __forceinline__ bool is_nan_bits(T v) {
+    return magnitude_bits(v) > (sizeof(T) == 4 ? 0x7f800000LL : 0x7ff0000000000000LL);
+}
+// v == 0 (either sign), subnormals not zero
+template <typename T> __device__ __forceinline__ bool is_zero_bits(T v) {
+    return magnitude_bits(v) == 0;
+}
+// v > 0: the sign bit clear, not +0, not NaN (+inf included)
+template <typename T> __device__ __forceinline__ bool is_positive_bits(T v) {
+    return bits_of(v) > 0 && !is_nan_bits(v);
+}
+// v < 0: the sign bit set, not -0, not NaN (-inf included)
+template <typename T> __device__ __forceinline__ bool is_negative_bits(T v) {
+    return bits_of(v) < 0 && !is_zero_bits(v) && !is_nan_bits(v);
+}
+
 // NOTE: fmax() drops NaNs; NumPy's max propagates them, and so must we.
 template <typename T> __device__ __forceinline__ T nan_max(T a, T b) {
     return (a > b || a != a) ? a : b;
@@ -81,7 +124,8 @@ template <typename T> __device__ __forceinline__ T warp_max(T v) {
 }
 
 // Block-wide sum / max; every thread gets the result. blockDim.x % 32 == 0.
-// `scratch` holds at least 32 values; it is free for reuse when this returns.
+// `scratch` holds at least 32 values; it is free for reuse when this returns. A sum adds in
+// T: pass it Accum<T>::type values (and scratch) where the order must not lose terms.
 template <typename T> __device__ T block_sum(T v, T* scratch) {
     const int lane = threadIdx.x % FASTNN_WARP, warp = threadIdx.x / FASTNN_WARP;
     const int warps = blockDim.x / FASTNN_WARP;

@@ -13,25 +13,26 @@
 //                           One chunk: those are dweight and dbias; several: sum_rows
 //                           (cu/reduce.cu) adds the chunks' partials in one more launch.
 //
-// The same arithmetic, in the same order, as the core's composite
-// (fastnn.api.composite_norm); an empty row gives mean = NaN (0 / 0), as NumPy's.
+// The core's composite (fastnn.api.composite_norm) in the same steps; float sums accumulate
+// in double (Accum, common.cuh). An empty row gives mean = NaN (0 / 0), as NumPy's.
 
 template <typename T>
 __device__ void layer_norm_forward_body(const T* x, const T* weight, const T* bias, T* out,
                                         T* mean_out, T* rstd_out, i64 cols, double eps) {
-    __shared__ T scratch[FASTNN_WARP];
+    typedef typename Accum<T>::type A;
+    __shared__ A scratch[FASTNN_WARP];
     const T* row = x + (i64)blockIdx.x * cols;
     T* dst = out + (i64)blockIdx.x * cols;
-    T s = T(0);
-    for (i64 j = threadIdx.x; j < cols; j += blockDim.x) s += row[j];
-    const T mean = block_sum(s, scratch) / T(cols);
-    T ss = T(0);
+    A s = A(0);
+    for (i64 j = threadIdx.x; j < cols; j += blockDim.x) s += A(row[j]);
+    const T mean = T(block_sum(s, scratch) / A(cols));
+    A ss = A(0);
     for (i64 j = threadIdx.x; j < cols; j += blockDim.x) {
-        const T d = row[j] - mean;
+        const A d = A(row[j]) - A(mean);
         ss += d * d;
     }
     // NOTE: 1 / sqrt rather than rsqrt(): rsqrtf is approximate (2 ulp).
-    const T rstd = T(1) / f_sqrt(block_sum(ss, scratch) / T(cols) + T(eps));
+    const T rstd = T(A(1) / f_sqrt(block_sum(ss, scratch) / A(cols) + A(eps)));
     for (i64 j = threadIdx.x; j < cols; j += blockDim.x)
         dst[j] = (row[j] - mean) * rstd * weight[j] + bias[j];
     if (threadIdx.x == 0) {
@@ -43,21 +44,24 @@ __device__ void layer_norm_forward_body(const T* x, const T* weight, const T* bi
 template <typename T>
 __device__ void layer_norm_backward_dx_body(const T* x, const T* weight, const T* mean,
                                             const T* rstd, const T* grad, T* dx, i64 cols) {
-    __shared__ T scratch[FASTNN_WARP];
+    typedef typename Accum<T>::type A;
+    __shared__ A scratch[FASTNN_WARP];
     const i64 base = (i64)blockIdx.x * cols;
     const T mu = mean[blockIdx.x], r = rstd[blockIdx.x];
-    T sg = T(0), sgx = T(0);
+    A sg = A(0), sgx = A(0);
     for (i64 j = threadIdx.x; j < cols; j += blockDim.x) {
-        const T g = grad[base + j] * weight[j];
-        sg += g;
-        sgx += g * ((x[base + j] - mu) * r);
+        const T g = mul_rn(grad[base + j], weight[j]);
+        sg += A(g);
+        sgx += A(g) * A((x[base + j] - mu) * r);
     }
-    const T mean_g = block_sum(sg, scratch) / T(cols);
-    const T mean_gx = block_sum(sgx, scratch) / T(cols);
+    const A mean_g = block_sum(sg, scratch) / A(cols);
+    const A mean_gx = block_sum(sgx, scratch) / A(cols);
     for (i64 j = threadIdx.x; j < cols; j += blockDim.x) {
-        const T g = grad[base + j] * weight[j];
+        // NOTE: g rounded as the sums saw it (mul_rn): one feature gives g - mean_g = 0
+        // exactly, where an fma's unrounded g left its rounding error times rstd
+        const T g = mul_rn(grad[base + j], weight[j]);
         const T xhat = (x[base + j] - mu) * r;
-        dx[base + j] = (g - mean_g - xhat * mean_gx) * r;
+        dx[base + j] = T((A(g) - mean_g - A(xhat) * mean_gx) * A(r));
     }
 }
 
@@ -65,34 +69,35 @@ template <typename T>
 __device__ void layer_norm_param_grads_body(const T* x, const T* mean, const T* rstd,
                                             const T* grad, T* partial, i64 rows, i64 cols,
                                             i64 chunk_rows) {
-    __shared__ T part_w[FASTNN_WARP][FASTNN_WARP];
-    __shared__ T part_b[FASTNN_WARP][FASTNN_WARP];
+    typedef typename Accum<T>::type A;
+    __shared__ A part_w[FASTNN_WARP][FASTNN_WARP];
+    __shared__ A part_b[FASTNN_WARP][FASTNN_WARP];
     const int lane = threadIdx.x % FASTNN_WARP, warp = threadIdx.x / FASTNN_WARP;
     const int warps = blockDim.x / FASTNN_WARP;
     const i64 col = (i64)blockIdx.x * FASTNN_WARP + lane;
     const i64 first = (i64)blockIdx.y * chunk_rows;
     const i64 end = first + chunk_rows < rows ? first + chunk_rows : rows;
-    T dw = T(0), db = T(0);
+    A dw = A(0), db = A(0);
     if (col < cols) {
 #pragma unroll 4
         for (i64 r = first + warp; r < end; r += warps) {
             const i64 i = r * cols + col;
             const T g = grad[i];
-            dw += g * ((x[i] - mean[r]) * rstd[r]);
-            db += g;
+            dw += A(g) * A((x[i] - mean[r]) * rstd[r]);
+            db += A(g);
         }
     }
     part_w[warp][lane] = dw;
     part_b[warp][lane] = db;
     __syncthreads();
     if (warp == 0 && col < cols) {
-        T tw = T(0), tb = T(0);
+        A tw = A(0), tb = A(0);
         for (int w = 0; w < warps; ++w) {
             tw += part_w[w][lane];
             tb += part_b[w][lane];
         }
-        partial[(2 * (i64)blockIdx.y) * cols + col] = tw;
-        partial[(2 * (i64)blockIdx.y + 1) * cols + col] = tb;
+        partial[(2 * (i64)blockIdx.y) * cols + col] = T(tw);
+        partial[(2 * (i64)blockIdx.y + 1) * cols + col] = T(tb);
     }
 }
 
