@@ -56,6 +56,7 @@ class RefusingCupy(_NumpyAsCupy):
     operands as cupy's cuBLAS wrappers do."""
 
     def __init__(self):
+        super().__init__()
         self.capturing = False
         fake = self
 
