@@ -55,6 +55,10 @@ def _check_relu_backward(device, dtype, rng):
 
     tiny = float(np.finfo(dtype).smallest_subnormal)
     edges = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, tiny, -tiny, 1.0, -1.0, 3e4])
+    # The hook keeps subnormals, as PyTorch does; the composite is made of the backend's
+    # own ops, and a device whose comparisons flush subnormals to zero (cupy compiles its
+    # kernels with -ftz=true) makes it differ there: it is compared elsewhere only
+    flushes = bool(ops.to_numpy(ops.equal(put(np.array([tiny])), put(np.array([0.0]))))[0])
     for shape, transposed in [((3, 4), False), ((0, 5), False), ((37, 70), False),
                               ((6, 33), True), (edges.shape, False)]:
         x = edges if shape == edges.shape else rng.normal(size=shape)
@@ -71,7 +75,9 @@ def _check_relu_backward(device, dtype, rng):
         np.testing.assert_array_equal(np.asarray(got, np.float64), want.astype(dtype),
                                       err_msg=what)
         composed = ops.to_numpy(composite.relu_backward(ops, out, grad))
-        np.testing.assert_array_equal(got, composed, err_msg=what + " (the composite)")
+        same = ~((x != 0) & (np.abs(x) < np.finfo(dtype).tiny)) if flushes else ...
+        np.testing.assert_array_equal(got[same], composed[same],
+                                      err_msg=what + " (the composite)")
     out = ops.relu(put(np.array([[1.0, -1.0, np.nan]])))
     grad = ops.broadcast_to(put(np.array([[2.0]])), (1, 3))  # a broadcast gradient
     got = ops.to_numpy(ops.relu_backward(out, grad))
