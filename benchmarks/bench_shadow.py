@@ -209,6 +209,30 @@ def measure(backend: str, reference: str = "cpu", size: str = "small", rounds: i
     return best
 
 
+def profile(backend: str, reference: str, size: str, path: str, steps: int = 20) -> None:
+    """Append where ``steps`` shadowed steps of ``size`` spend their time to ``path``."""
+    import cProfile
+    import io
+    import pstats
+
+    step = maker(size)(backend)
+    with fnn.shadow(reference) as session:
+        for _ in range(3):
+            step()
+        session.report()
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for _ in range(steps):
+            step()
+        session.report()
+        profiler.disable()
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(30)
+    with open(path, "a") as f:
+        f.write(f"==== {backend} {size}: {steps} shadowed steps, by own time\n")
+        f.write(text.getvalue())
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backends", default="opencl,clone",
@@ -224,6 +248,9 @@ def main(argv=None) -> int:
                              "per-call bookkeeping only): the rounds' median ratios")
     parser.add_argument("--json", metavar="PATH",
                         help="also write every measurement there (a list, one row a model)")
+    parser.add_argument("--profile", metavar="PATH",
+                        help="also profile 20 shadowed steps of each model (cProfile, the "
+                             "30 costliest functions by own time), appended there")
     args = parser.parse_args(argv)
     print(describe_blas())
     rows = []
@@ -246,6 +273,8 @@ def main(argv=None) -> int:
                      if args.floor else ""), flush=True)
             # ("backend" in r is the backend's seconds a step: the name goes as "device")
             rows.append({"device": backend, "model": size, **r})
+            if args.profile:
+                profile(name, args.reference, size, args.profile)
             if args.json:  # (rewritten after each row: a run stopped early keeps its rows)
                 Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
     return 0

@@ -67,3 +67,13 @@ def test_the_floor_checks_nothing_on_a_host_backend_either(bench):
     finally:
         sys.path.remove(root)
         forget()
+
+
+def test_profile_appends_where_the_shadowed_steps_went(bench, tmp_path):
+    path = tmp_path / "profile.txt"
+    for _ in range(2):
+        bench.profile("opencl", "cpu", "small", str(path), steps=2)
+    text = path.read_text()
+    assert text.count("==== opencl small: 2 shadowed steps") == 2
+    assert "to_numpy_many" in text or "_settle_batch" in text  # shadowing's own work
+    assert fnn.shadow_report().mismatches == 0
