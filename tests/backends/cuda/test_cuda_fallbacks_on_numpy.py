@@ -300,3 +300,19 @@ def test_rprop_fallback_matches_numpy_backend():
     for got_list, want_list in zip(got, ref):
         for a, b in zip(got_list, want_list):
             np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+@pytest.mark.parametrize("value", [0, 0.0, False, -0.0, 1.5, float("nan"), np.float32(0.0)])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int64", "bool"])
+def test_full_of_zero_is_a_memset_with_the_same_bits(value, dtype, monkeypatch):
+    made = []
+    zeros = primitives.cp.zeros
+    monkeypatch.setattr(primitives.cp, "zeros", lambda *a, **k: made.append(a) or zeros(*a, **k),
+                        raising=False)
+    if dtype in ("int64", "bool") and value != value:
+        return  # (NaN has no integer value)
+    got = primitives.full((2, 3), value, dtype, 0)
+    want = np.full((2, 3), value, dtype=dtype)
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()  # -0.0's sign too
+    assert bool(made) == (type(value) in (int, float, bool) and value == 0
+                          and np.copysign(1, value) > 0)
