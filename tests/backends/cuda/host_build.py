@@ -9,10 +9,12 @@ the g++ call, and the conversion of Python arguments to the kernels' C types.
 from __future__ import annotations
 
 import ctypes
+import shutil
 import subprocess
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 from fastnn_cuda import kernels, launch
 
 # What every shim defines; each test adds threadIdx & co., __syncthreads and shuffles.
@@ -51,6 +53,13 @@ extern "C" void fastnn_set_index3(unsigned bx, unsigned by, unsigned bz, unsigne
 
 SERIAL_SOURCES = ("activations.cu", "swish.cu", "conv.cu", "optim.cu", "optim_more.cu",
                   "softmax.cu", "reduce.cu")
+
+
+def require_compiler() -> None:
+    """Skip the calling test module (or test) where g++ cannot build the kernels."""
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is not installed: cannot build the kernels for the host",
+                    allow_module_level=True)
 
 
 def build_serial(directory) -> dict:

@@ -15,8 +15,6 @@ test_cuda_column_kernels_threaded.py and the GPU tests cover them).
 
 from __future__ import annotations
 
-import shutil
-
 import fastnn_cpu
 import fastnn_cpu.optim
 import numpy as np
@@ -30,12 +28,16 @@ import fastnn as fnn
 from fastnn.api import composite, registry
 from tests.backends.cuda.conv_cases import CONV2D_CASES, CONV_CASES
 from tests.backends.cuda.cupy_standin import CupyStandIn
-from tests.backends.cuda.host_build import DevArray, build_serial, c_arg, run_serial
+from tests.backends.cuda.host_build import (
+    DevArray,
+    build_serial,
+    c_arg,
+    require_compiler,
+    run_serial,
+)
 from tests.backends.cuda.optim_cases import OPTIM_CASES, RPROP_ARGS, case_id, states
 
-if shutil.which("g++") is None:
-    pytest.skip("g++ is not installed: cannot build the kernels for the host",
-                allow_module_level=True)
+require_compiler()
 
 def _dev(value):
     if isinstance(value, np.ndarray) and not isinstance(value, DevArray):

@@ -13,7 +13,6 @@ the host, one thread after another.
 
 from __future__ import annotations
 
-import shutil
 from types import SimpleNamespace
 
 import numpy as np
@@ -38,14 +37,13 @@ from tests.backends.cuda.host_build import (
     build_serial,
     c_arg,
     compile_library,
+    require_compiler,
     run_serial,
 )
 from tests.backends.cuda.test_cuda_call_sites_on_host import _dev, _NumpyAsCupy
 from tests.backends.cuda.test_cuda_gemm_plan import HostBlas
 
-if shutil.which("g++") is None:
-    pytest.skip("g++ is not installed: cannot build the kernels for the host",
-                allow_module_level=True)
+require_compiler()
 
 TOL = {"float64": dict(rtol=1e-11, atol=1e-12), "float32": dict(rtol=2e-5, atol=2e-5),
        "float16": dict(rtol=2e-2, atol=2e-2)}

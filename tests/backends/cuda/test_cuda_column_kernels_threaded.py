@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ctypes
 import math
-import shutil
 
 import numpy as np
 import pytest
@@ -23,11 +22,9 @@ from fastnn_cpu import fused as cpu_fused
 from fastnn_cuda import kernels, launch
 
 import fastnn as fnn
-from tests.backends.cuda.host_build import THREADED_SHIM, c_arg, compile_library
+from tests.backends.cuda.host_build import THREADED_SHIM, c_arg, compile_library, require_compiler
 
-if shutil.which("g++") is None:
-    pytest.skip("g++ is not installed: cannot build the kernels for the host",
-                allow_module_level=True)
+require_compiler()
 
 LAUNCHER = r"""
 template <typename F, typename... A>

@@ -8,7 +8,6 @@ and must match the expression evaluated node by node with the NumPy backend's ho
 
 from __future__ import annotations
 
-import shutil
 from types import SimpleNamespace
 
 import numpy as np
@@ -17,7 +16,7 @@ from fastnn_cuda import fused_program, kernels
 
 import fastnn as fnn
 from fastnn.api.fusion import evaluate
-from tests.backends.cuda.host_build import SERIAL_SHIM, c_arg, compile_library
+from tests.backends.cuda.host_build import SERIAL_SHIM, c_arg, compile_library, require_compiler
 
 EXPRS = [
     ("add", ("mul", ("in", 0), ("in", 1)), ("const", 0.5)),
@@ -101,8 +100,7 @@ class _NumpyCupy:
 
 @pytest.fixture
 def on_host(tmp_path, monkeypatch):
-    if shutil.which("g++") is None:
-        pytest.skip("g++ is not installed: cannot build the kernels for the host")
+    require_compiler()
     monkeypatch.setattr(fused_program, "cp", _NumpyCupy)
     monkeypatch.setattr(fused_program, "MAX_BLOCKS", 2)  # the grid-stride loop goes round
     monkeypatch.setattr(fused_program, "THREADS", 32)

@@ -17,7 +17,6 @@ shared-memory partials in order.
 from __future__ import annotations
 
 import platform
-import shutil
 
 import numpy as np
 import pytest
@@ -33,12 +32,11 @@ from tests.backends.cuda.host_build import (
     build_serial,
     c_arg,
     compile_library,
+    require_compiler,
     run_serial,
 )
 
-if shutil.which("g++") is None:
-    pytest.skip("g++ is not installed: cannot build the kernels for the host",
-                allow_module_level=True)
+require_compiler()
 
 
 @pytest.fixture(scope="module")

@@ -7,20 +7,22 @@ and backward, on strided inputs, padded/dilated/ceil-mode windows and ties."""
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 from fastnn_cuda import kernels, launch, layers
 
 import fastnn as fnn
 from fastnn.api import composite_norm, composite_pool, composite_recurrent
-from tests.backends.cuda.host_build import SERIAL_SHIM, c_arg, compile_library, run_serial
+from tests.backends.cuda.host_build import (
+    SERIAL_SHIM,
+    c_arg,
+    compile_library,
+    require_compiler,
+    run_serial,
+)
 from tests.backends.cuda.test_cuda_call_sites_on_host import _dev, _NumpyAsCupy
 
-if shutil.which("g++") is None:
-    pytest.skip("g++ is not installed: cannot build the kernels for the host",
-                allow_module_level=True)
+require_compiler()
 
 CPU = fnn.Device("cpu").ops
 TOL = dict(rtol=1e-11, atol=1e-12)

@@ -10,7 +10,6 @@ the hooks claim."""
 from __future__ import annotations
 
 import math
-import shutil
 
 import numpy as np
 import pytest
@@ -24,12 +23,11 @@ from tests.backends.cuda.host_build import (
     build_threaded,
     compile_library,
     launch_on_host,
+    require_compiler,
 )
 from tests.backends.cuda.test_cuda_call_sites_on_host import _NumpyAsCupy
 
-if shutil.which("g++") is None:
-    pytest.skip("g++ is not installed: cannot build the kernels for the host",
-                allow_module_level=True)
+require_compiler()
 
 CPU = fnn.Device("cpu").ops
 SERIAL = {"act_backward"}  # no exchange between threads

@@ -6,19 +6,15 @@ a block), against the NumPy backend's fused hooks and float64."""
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 from fastnn_cpu import fused as cpu_fused
 from fastnn_cuda import fused, launch
 
-from tests.backends.cuda.host_build import build_threaded, launch_on_host
+from tests.backends.cuda.host_build import build_threaded, launch_on_host, require_compiler
 from tests.backends.cuda.test_cuda_call_sites_on_host import _dev, _NumpyAsCupy
 
-if shutil.which("g++") is None:
-    pytest.skip("g++ is not installed: cannot build the kernels for the host",
-                allow_module_level=True)
+require_compiler()
 
 
 @pytest.fixture(scope="module")

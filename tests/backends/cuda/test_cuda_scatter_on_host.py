@@ -11,7 +11,6 @@ The values span many magnitudes, so that another order of addition changes the b
 
 from __future__ import annotations
 
-import shutil
 from types import SimpleNamespace
 
 import numpy as np
@@ -24,12 +23,11 @@ from tests.backends.cuda.host_build import (
     DevArray,
     c_arg,
     compile_library,
+    require_compiler,
     run_serial,
 )
 
-if shutil.which("g++") is None:
-    pytest.skip("g++ is not installed: cannot build the kernels for the host",
-                allow_module_level=True)
+require_compiler()
 
 @pytest.fixture(scope="module")
 def libs(tmp_path_factory):
