@@ -173,6 +173,25 @@ def launch_on_host(monkeypatch, libs, serial=()) -> list:
     return launches
 
 
+def launch_serially(monkeypatch, libs, **sizes) -> list:
+    """Route every kernel launch to the serial host builds ``libs`` (one thread after
+    another), with small launch shapes so that the grid-stride loops wrap: 8 threads a
+    flat block, at most 3 blocks, and ``sizes`` (other ``launch`` constants) set too.
+    Returns the list the launched kernels' names are appended to, in order."""
+    launches: list = []
+
+    def function(base, dtype, device_id):
+        def run(grid, block, args):
+            launches.append(base)
+            run_serial(libs, base, str(dtype), grid, block, [c_arg(a) for a in args])
+        return run
+
+    monkeypatch.setattr(kernels, "function", function)
+    for name, value in {"FLAT_THREADS": 8, "FLAT_MAX_BLOCKS": 3, **sizes}.items():
+        monkeypatch.setattr(launch, name, value)
+    return launches
+
+
 def _host_has_fma() -> bool:
     try:
         with open("/proc/cpuinfo") as info:

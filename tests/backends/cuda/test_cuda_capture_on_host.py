@@ -25,7 +25,6 @@ from fastnn_cuda import (
     cublas_lib,
     fused,
     kernels,
-    launch,
     layers,
     primitives,
     sdpa,
@@ -35,10 +34,9 @@ from tests.backends.cuda.conv_cases import CONV2D_CASES, CONV_CASES
 from tests.backends.cuda.host_build import (
     SERIAL_SHIM,
     build_serial,
-    c_arg,
     compile_library,
+    launch_serially,
     require_compiler,
-    run_serial,
 )
 from tests.backends.cuda.test_cuda_call_sites_on_host import _dev, _NumpyAsCupy
 from tests.backends.cuda.test_cuda_gemm_plan import HostBlas
@@ -113,15 +111,7 @@ def captured(libs, monkeypatch):
     blas = HostBlas()
     monkeypatch.setattr(cublas_lib, "handle", lambda device_id: blas)
 
-    def function(base, dtype, device_id):
-        def run(grid, block, args):
-            run_serial(libs, base, str(dtype), grid, block, [c_arg(a) for a in args])
-        return run
-
-    monkeypatch.setattr(kernels, "function", function)
-    monkeypatch.setattr(launch, "FLAT_THREADS", 8)
-    monkeypatch.setattr(launch, "FLAT_MAX_BLOCKS", 3)
-    monkeypatch.setattr(launch, "PLANE_THREADS_MAX", 64)
+    launch_serially(monkeypatch, libs, PLANE_THREADS_MAX=64)
     cap = capture.CupyCapture(0)
 
     def run(fn, *args):

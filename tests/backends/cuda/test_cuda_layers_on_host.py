@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from fastnn_cuda import kernels, launch, layers
+from fastnn_cuda import kernels, layers
 
 import fastnn as fnn
 from fastnn.api import composite_norm, composite_pool, composite_recurrent
@@ -17,8 +17,8 @@ from tests.backends.cuda.host_build import (
     SERIAL_SHIM,
     c_arg,
     compile_library,
+    launch_serially,
     require_compiler,
-    run_serial,
 )
 from tests.backends.cuda.test_cuda_call_sites_on_host import _dev, _NumpyAsCupy
 
@@ -37,19 +37,7 @@ def lib(tmp_path_factory):
 @pytest.fixture
 def on_host(lib, monkeypatch):
     monkeypatch.setattr(layers, "cp", _NumpyAsCupy())
-    launches = []
-
-    def function(base, dtype, device_id):
-        def run(grid, block, args):
-            launches.append(base)
-            run_serial(lib, base, str(dtype), grid, block, [c_arg(a) for a in args])
-        return run
-
-    monkeypatch.setattr(kernels, "function", function)
-    monkeypatch.setattr(launch, "FLAT_THREADS", 8)
-    monkeypatch.setattr(launch, "FLAT_MAX_BLOCKS", 3)
-    monkeypatch.setattr(launch, "BN_THREADS", 1)
-    return launches
+    return launch_serially(monkeypatch, lib, BN_THREADS=1)
 
 
 def rand(shape, seed, scale=1.0):
