@@ -162,14 +162,34 @@ def unchecked(reference: str):
         Batching._settle_batch, Checking._check, Checking._check_plain = saved
 
 
+@contextlib.contextmanager
+def with_worker(reference: str):
+    """Shadowing against ``reference`` with its checks on a worker thread
+    (``FASTNN_SHADOW_WORKER=1``, :mod:`fastnn.shadowing.worker`; ``--worker``)."""
+    from fastnn.shadowing import worker
+
+    saved = os.environ.get(worker.VARIABLE)
+    os.environ[worker.VARIABLE] = "1"
+    try:
+        with fnn.shadow(reference) as session:
+            yield session
+    finally:
+        if saved is None:
+            del os.environ[worker.VARIABLE]
+        else:
+            os.environ[worker.VARIABLE] = saved
+
+
 def measure(backend: str, reference: str = "cpu", size: str = "small", rounds: int = 5,
-            steps: int = 5, floor: bool = False) -> dict:
+            steps: int = 5, floor: bool = False, threaded: bool = False) -> dict:
     """Fastest seconds per step of: the backend, the reference, the shadowed backend, in
     wall time (``backend`` ...) and CPU time (``backend_cpu`` ...), with their ratios;
-    ``floor``: the shadowed backend without checks too (``unchecked`` ...)."""
+    ``floor``: the shadowed backend without checks too (``unchecked`` ...); ``threaded``:
+    shadowed with its checks on a worker thread too (``worker`` ...)."""
     make = maker(size)
     own, ref, shadowed = make(backend), make(reference), make(backend)
     bare = make(backend) if floor else None
+    beside = make(backend) if threaded else None
     for step in (own, ref):
         step()
     with fnn.shadow(reference):
@@ -177,7 +197,11 @@ def measure(backend: str, reference: str = "cpu", size: str = "small", rounds: i
     if floor:
         with unchecked(reference):
             bare()
-    ways = ("backend", "reference", "shadowed") + (("unchecked",) if floor else ())
+    if threaded:
+        with with_worker(reference):
+            beside()
+    ways = (("backend", "reference", "shadowed") + (("unchecked",) if floor else ())
+            + (("worker",) if threaded else ()))
     best = {f"{way}{kind}": float("inf") for way in ways for kind in ("", "_cpu")}
 
     def keep(way, times):
@@ -187,6 +211,7 @@ def measure(backend: str, reference: str = "cpu", size: str = "small", rounds: i
 
     per_round = []  # (wall ratio, CPU ratio) of each round: its three ways timed together
     floors = []  # the same for the unchecked way
+    workers = []  # and for the worker's
     for _ in range(rounds):
         a = keep("backend", _time(own, steps))
         b = keep("reference", _time(ref, steps))
@@ -197,11 +222,18 @@ def measure(backend: str, reference: str = "cpu", size: str = "small", rounds: i
             with unchecked(reference) as session:
                 d = keep("unchecked", _time(bare, steps, session))
             floors.append((d[0] / (a[0] + b[0]), d[1] / (a[1] + b[1])))
+        if threaded:
+            with with_worker(reference) as session:
+                e = keep("worker", _time(beside, steps, session))
+            workers.append((e[0] / (a[0] + b[0]), e[1] / (a[1] + b[1])))
     best["ratio"] = best["shadowed"] / (best["backend"] + best["reference"])
     best["ratio_cpu"] = best["shadowed_cpu"] / (best["backend_cpu"] + best["reference_cpu"])
     if floor:
         best["floor_ratio"] = statistics.median(r[0] for r in floors)
         best["floor_ratio_cpu"] = statistics.median(r[1] for r in floors)
+    if threaded:
+        best["worker_ratio"] = statistics.median(r[0] for r in workers)
+        best["worker_ratio_cpu"] = statistics.median(r[1] for r in workers)
     # on a machine shared with other work the fastest of each way may come from rounds
     # under different load; the median of the rounds' own ratios is steadier
     best["round_ratio"] = statistics.median(r[0] for r in per_round)
@@ -246,6 +278,9 @@ def main(argv=None) -> int:
     parser.add_argument("--floor", action="store_true",
                         help="also time the shadowed step without its checks (reads and "
                              "per-call bookkeeping only): the rounds' median ratios")
+    parser.add_argument("--worker", action="store_true",
+                        help="also time the shadowed step with its checks on a worker "
+                             "thread (FASTNN_SHADOW_WORKER=1): the rounds' median ratios")
     parser.add_argument("--json", metavar="PATH",
                         help="also write every measurement there (a list, one row a model)")
     parser.add_argument("--profile", metavar="PATH",
@@ -260,17 +295,21 @@ def main(argv=None) -> int:
     print(f"{'backend':<8}{'model':<12}{'backend ms':>12}{args.reference + ' ms':>10}"
           f"{'shadowed ms':>13}{'shadowed/(both)':>17}{'in CPU time':>13}"
           f"{'rounds median':>15}{'in CPU time':>13}"
-          + (f"{'unchecked':>11}{'in CPU time':>13}" if args.floor else ""))
+          + (f"{'unchecked':>11}{'in CPU time':>13}" if args.floor else "")
+          + (f"{'worker':>9}{'in CPU time':>13}" if args.worker else ""))
     for backend in args.backends.split(","):
         name = install_clone() if backend == "clone" else backend
         for size in models:
-            r = measure(name, args.reference, size, args.rounds, floor=args.floor)
+            r = measure(name, args.reference, size, args.rounds, floor=args.floor,
+                        threaded=args.worker)
             print(f"{backend:<8}{size:<12}{r['backend'] * 1e3:>12.2f}"
                   f"{r['reference'] * 1e3:>10.2f}{r['shadowed'] * 1e3:>13.2f}"
                   f"{r['ratio']:>17.2f}{r['ratio_cpu']:>13.2f}"
                   f"{r['round_ratio']:>15.2f}{r['round_ratio_cpu']:>13.2f}"
                   + (f"{r['floor_ratio']:>11.2f}{r['floor_ratio_cpu']:>13.2f}"
-                     if args.floor else ""), flush=True)
+                     if args.floor else "")
+                  + (f"{r['worker_ratio']:>9.2f}{r['worker_ratio_cpu']:>13.2f}"
+                     if args.worker else ""), flush=True)
             # ("backend" in r is the backend's seconds a step: the name goes as "device")
             rows.append({"device": backend, "model": size, **r})
             if args.profile:

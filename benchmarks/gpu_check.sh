@@ -214,13 +214,15 @@ show conformance 40 "FAILED|ERROR|CONFORM|passed|failed"
 
 # shadow mode on cuda: planted faults in clones of the backend named at their lines, then
 # the shadowed steps' time over the cuda and cpu steps' (the budget is 1.5), and with the
-# checks left out (--floor: the reads and the per-call bookkeeping alone), each model's
+# checks left out (--floor: the reads and the per-call bookkeeping alone), with them on a
+# worker thread (--worker: the experimental FASTNN_SHADOW_WORKER=1), each model's
 # shadowed steps profiled into shadow_profile.txt (in logs.tgz): the MLPs and
 # the transformer first (its JSON is rewritten after each model: a part cut short keeps
 # the models it timed)
 run shadow 120 bash -c "$PY -m pytest tests/shadowing/test_shadow_device.py \
-    tests/shadowing/test_shadow_deferred.py -q -rs -p no:cacheprovider -k cuda && \
-    $PY benchmarks/bench_shadow.py --backends cuda --rounds 10 --floor \
+    tests/shadowing/test_shadow_deferred.py tests/shadowing/test_shadow_worker.py -q -rs \
+    -p no:cacheprovider -k cuda && \
+    $PY benchmarks/bench_shadow.py --backends cuda --rounds 10 --floor --worker \
     --json $LOGS/shadow_cuda.json --profile $LOGS/shadow_profile.txt \
     --models small,large,transformer,lstm,gru,conv1d,cnn"
 show shadow 12 "passed|failed|FAILED|ERROR|^cuda|^backend"

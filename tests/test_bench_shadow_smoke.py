@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -76,4 +77,14 @@ def test_profile_appends_where_the_shadowed_steps_went(bench, tmp_path):
     text = path.read_text()
     assert text.count("==== opencl small: 2 shadowed steps") == 2
     assert "to_numpy_many" in text or "_settle_batch" in text  # shadowing's own work
+    assert fnn.shadow_report().mismatches == 0
+
+
+def test_worker_times_the_step_with_its_checks_on_a_thread(bench, monkeypatch):
+    from fastnn.shadowing import worker
+
+    monkeypatch.delenv(worker.VARIABLE, raising=False)
+    result = bench.measure("opencl", "cpu", "small", rounds=1, steps=1, threaded=True)
+    assert 0 < result["worker"] < float("inf") and 0 < result["worker_ratio"] < float("inf")
+    assert worker.VARIABLE not in os.environ  # put back as it was
     assert fnn.shadow_report().mismatches == 0

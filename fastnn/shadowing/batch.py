@@ -140,9 +140,14 @@ class Batching:
     """The batched checks of :class:`fastnn.shadowing.session.shadow` (a mixin: it uses
     the session's ``_pending``, ``_copies``, ``_many``, ``_on`` and its checks)."""
 
-    def _flush(self, quiet: bool = False) -> None:
+    def _flush(self, quiet: bool = False, final: bool = False) -> None:
         """Check every read and pending device call, reading the arrays the pending ones
-        need to the host in one wait per backend."""
+        need to the host in one wait per backend. With a worker (:mod:`.worker`) only a
+        ``final`` flush (the end, a report) waits for the checks; any other reads the
+        pending calls and leaves their checks to the worker."""
+        if self._worker is not None and not final:
+            self._lag(self._read_batch())
+            return
         self._settle_ready(quiet=quiet)
         self._settle_batch(*self._read_batch(), quiet=quiet)
 
@@ -150,7 +155,9 @@ class Batching:
         """Let the checks of a batch just read run later, a few at each call that follows
         (:meth:`_settle_ready`), while the device runs that call: the host's checks and
         the device's work overlap. They run in call order, before any later batch's."""
-        if read[0]:
+        if read[0] and self._worker is not None:
+            self._worker.put(self._settle_batch, *read)  # (checked on its thread, in order)
+        elif read[0]:
             self._ready.append(list(read))
             self._lagging += len(read[0])
             if self._lagging > BATCH:
@@ -158,7 +165,13 @@ class Batching:
 
     def _settle_ready(self, budget=None, quiet: bool = False) -> None:
         """Run the lagging checks in call order: all of them, or those of about ``budget``
-        output elements (at least one call's)."""
+        output elements (at least one call's); with a worker, wait for all of them."""
+        if self._worker is not None:
+            if budget is None:
+                self._worker.wait(quiet)
+            else:
+                self._worker.raise_error()
+            return
         ready = self._ready
         while ready:
             head = ready[0]

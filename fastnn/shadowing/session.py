@@ -27,7 +27,7 @@ import numpy as np
 
 from fastnn.api import hookspec, registry
 from fastnn.api.device import as_device, parsed_devices
-from fastnn.shadowing import batch, blame, calls, diff, record, tolerance
+from fastnn.shadowing import batch, blame, calls, diff, record, tolerance, worker
 from fastnn.shadowing.batch import Batching
 from fastnn.shadowing.check import Checking
 from fastnn.shadowing.report import ShadowReport
@@ -69,6 +69,7 @@ class shadow(Batching, Checking):
             ops = frozenset(ops)
         self.reference, self.mode, self.sample, self.ops = reference, mode, sample, ops
         self._rows: dict = {}
+        self._worker = None
         self._patched: dict = {}
         self._warned: set = set()
         self._refused: set = set()
@@ -94,6 +95,8 @@ class shadow(Batching, Checking):
             self._copies = blame.HostCopies()
             self._pending, self._many = [], True
             self._ready, self._lagging = [], 0  # batches read, their checks to run
+            # or a thread that checks them (FASTNN_SHADOW_WORKER=1, experimental)
+            self._worker = worker.Worker() if worker.wanted() else None
             self._by_dtype: dict = {}
             self._spare: dict = {}  # (shape, dtype) -> host arrays to copy inputs into
             self._on = True
@@ -108,13 +111,16 @@ class shadow(Batching, Checking):
         back as it was (``quiet``: a pending mismatch is counted, not raised)."""
         with _lock:
             try:
-                self._flush(quiet)
+                self._flush(quiet, final=True)
             finally:
                 self._restore()
 
     def _restore(self) -> None:
         self._on = False
         self._forget()
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
         self._spare.clear()
         # the session stays (shadow_report reads it): what it held of the arrays goes
         self._copies, self._producers = blame.HostCopies(), blame.Producers(limit=4096)
@@ -141,7 +147,7 @@ class shadow(Batching, Checking):
     def report(self) -> ShadowReport:
         """This session's :class:`ShadowReport` (calls still pending are checked first)."""
         if self._on:
-            self._flush(quiet=True)
+            self._flush(quiet=True, final=True)
         return ShadowReport(self._rows, str(getattr(self, "_ref", self.reference)), self.mode,
                             self.sample, tolerance.SOURCE)
 
@@ -312,7 +318,14 @@ class shadow(Batching, Checking):
             self._flush()
 
     def _count(self, spec, args, out) -> None:
-        self._row(spec.hook, calls.dtype_name(args[0] if spec.returns_none else out)).calls += 1
+        dtype = calls.dtype_name(args[0] if spec.returns_none else out)
+        if self._worker is not None and not self._worker.here():  # (the worker's rows)
+            self._worker.put(self._count_row, spec.hook, dtype)
+        else:
+            self._count_row(spec.hook, dtype)
+
+    def _count_row(self, hook: str, dtype: str) -> None:
+        self._row(hook, dtype).calls += 1
 
     def _place(self, index: int) -> blame.Place:
         """Where call ``index`` sits (the user's line is looked up only for a mismatch)."""
