@@ -89,6 +89,9 @@ def _fetch(device: int, reads) -> list:
     stream = cp.cuda.get_current_stream()
     copy = cp.cuda.runtime.memcpyAsync
     hosts, queued, used = [None] * len(reads), [], 0
+    staged_bytes = sum(-(-size // _ALIGN) * _ALIGN for _, size in reads if size <= STAGING_MAX)
+    if staged_bytes:  # (a round never holds more than this, nor more than STAGING_MAX)
+        _buffer(device, min(STAGING_MAX, staged_bytes))
 
     def wait():
         stream.synchronize()
@@ -106,9 +109,6 @@ def _fetch(device: int, reads) -> list:
         if used + size > STAGING_MAX:
             wait()
             used = 0
-        if not queued:  # (a round's first read: the buffer is free)
-            round_size = sum(s for _, s in reads[r:] if s <= STAGING_MAX)
-            _buffer(device, min(STAGING_MAX, round_size + _ALIGN * (len(reads) - r)))
         copy(_staging[device].ptr + used, address, size, _D2H, stream.ptr)
         queued.append((r, used))
         used += -(-size // _ALIGN) * _ALIGN
