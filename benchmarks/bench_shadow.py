@@ -187,21 +187,17 @@ def measure(backend: str, reference: str = "cpu", size: str = "small", rounds: i
     ``floor``: the shadowed backend without checks too (``unchecked`` ...); ``threaded``:
     shadowed with its checks on a worker thread too (``worker`` ...)."""
     make = maker(size)
-    own, ref, shadowed = make(backend), make(reference), make(backend)
-    bare = make(backend) if floor else None
-    beside = make(backend) if threaded else None
+    own, ref = make(backend), make(reference)
+    # the shadowed ways: name -> (how it shadows, its own model's step, its ratios' key)
+    shadowed = {name: (shadowing, make(backend), key) for name, shadowing, key, wanted in (
+        ("shadowed", fnn.shadow, "round", True), ("unchecked", unchecked, "floor", floor),
+        ("worker", with_worker, "worker", threaded)) if wanted}
     for step in (own, ref):
         step()
-    with fnn.shadow(reference):
-        shadowed()  # warm: kernels compiled, tolerances loaded
-    if floor:
-        with unchecked(reference):
-            bare()
-    if threaded:
-        with with_worker(reference):
-            beside()
-    ways = (("backend", "reference", "shadowed") + (("unchecked",) if floor else ())
-            + (("worker",) if threaded else ()))
+    for shadowing, step, _ in shadowed.values():
+        with shadowing(reference):
+            step()  # warm: kernels compiled, tolerances loaded
+    ways = ("backend", "reference", *shadowed)
     best = {f"{way}{kind}": float("inf") for way in ways for kind in ("", "_cpu")}
 
     def keep(way, times):
@@ -209,35 +205,22 @@ def measure(backend: str, reference: str = "cpu", size: str = "small", rounds: i
         best[f"{way}_cpu"] = min(best[f"{way}_cpu"], times[1])
         return times
 
-    per_round = []  # (wall ratio, CPU ratio) of each round: its three ways timed together
-    floors = []  # the same for the unchecked way
-    workers = []  # and for the worker's
+    # (wall ratio, CPU ratio) of each round: each shadowed way's over the round's own two
+    per_round: dict = {way: [] for way in shadowed}
     for _ in range(rounds):
         a = keep("backend", _time(own, steps))
         b = keep("reference", _time(ref, steps))
-        with fnn.shadow(reference) as session:
-            c = keep("shadowed", _time(shadowed, steps, session))
-        per_round.append((c[0] / (a[0] + b[0]), c[1] / (a[1] + b[1])))
-        if floor:
-            with unchecked(reference) as session:
-                d = keep("unchecked", _time(bare, steps, session))
-            floors.append((d[0] / (a[0] + b[0]), d[1] / (a[1] + b[1])))
-        if threaded:
-            with with_worker(reference) as session:
-                e = keep("worker", _time(beside, steps, session))
-            workers.append((e[0] / (a[0] + b[0]), e[1] / (a[1] + b[1])))
+        for way, (shadowing, step, _) in shadowed.items():
+            with shadowing(reference) as session:
+                c = keep(way, _time(step, steps, session))
+            per_round[way].append((c[0] / (a[0] + b[0]), c[1] / (a[1] + b[1])))
     best["ratio"] = best["shadowed"] / (best["backend"] + best["reference"])
     best["ratio_cpu"] = best["shadowed_cpu"] / (best["backend_cpu"] + best["reference_cpu"])
-    if floor:
-        best["floor_ratio"] = statistics.median(r[0] for r in floors)
-        best["floor_ratio_cpu"] = statistics.median(r[1] for r in floors)
-    if threaded:
-        best["worker_ratio"] = statistics.median(r[0] for r in workers)
-        best["worker_ratio_cpu"] = statistics.median(r[1] for r in workers)
     # on a machine shared with other work the fastest of each way may come from rounds
     # under different load; the median of the rounds' own ratios is steadier
-    best["round_ratio"] = statistics.median(r[0] for r in per_round)
-    best["round_ratio_cpu"] = statistics.median(r[1] for r in per_round)
+    for way, (_, _, key) in shadowed.items():
+        best[f"{key}_ratio"] = statistics.median(r[0] for r in per_round[way])
+        best[f"{key}_ratio_cpu"] = statistics.median(r[1] for r in per_round[way])
     return best
 
 
