@@ -165,12 +165,10 @@ class Batching:
 
     def _settle_ready(self, budget=None, quiet: bool = False) -> None:
         """Run the lagging checks in call order: all of them, or those of about ``budget``
-        output elements (at least one call's); with a worker, wait for all of them."""
+        output elements (at least one call's); with a worker (whose batches never lag
+        here, so only a flush calls this), wait for all of them."""
         if self._worker is not None:
-            if budget is None:
-                self._worker.wait(quiet)
-            else:
-                self._worker.raise_error()
+            self._worker.wait(quiet)
             return
         ready = self._ready
         while ready:
