@@ -75,7 +75,6 @@ def plan(a_shape, a_strides, b_shape, b_strides):
     return pb[0], pa[0], n, m, k, pb[1], pa[1], max(n, 1)
 
 
-
 def readable(shape, strides) -> bool:
     """Whether cuBLAS reads the (batch, r, c) operand with these element strides as it is:
     each matrix as :func:`operand` says, the matrices a positive stride apart (a broadcast
