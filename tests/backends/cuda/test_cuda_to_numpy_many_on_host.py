@@ -1,7 +1,8 @@
 """The CUDA backend's to_numpy_many on a stand-in for cupy whose "device memory" is host
 memory: the hook's address arithmetic runs on real addresses.
 
-A stand-in device array is a NumPy view (its ``data.ptr`` is the view's first byte);
+A stand-in device array is a NumPy view (host_build's DevArray: its ``data.ptr`` is the
+view's first byte);
 ``memcpyAsync`` only queues a copy, which its stream's ``synchronize`` performs, so a
 result read before the wait shows as wrong values, and every queued copy is counted.
 """
@@ -14,6 +15,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from fastnn_cuda import transfer
+
+from tests.backends.cuda.host_build import DevArray
 
 
 class _Stream:
@@ -40,18 +43,6 @@ class _Pinned(bytearray):
         return len(self)
 
 
-class _DeviceArray:
-    """A device array of the stand-in, on device 0: a NumPy view, its memory the device's."""
-
-    def __init__(self, values):
-        self.values = values
-        self.shape, self.strides, self.dtype = values.shape, values.strides, values.dtype
-        self.itemsize, self.nbytes, self.size = values.itemsize, values.nbytes, values.size
-        self.flags = SimpleNamespace(c_contiguous=values.flags.c_contiguous)
-        self.data = SimpleNamespace(ptr=values.__array_interface__["data"][0])
-        self.device = SimpleNamespace(id=0)
-
-
 @pytest.fixture
 def stream(monkeypatch):
     stream = _Stream()
@@ -64,7 +55,7 @@ def stream(monkeypatch):
     fake = SimpleNamespace(
         cuda=SimpleNamespace(get_current_stream=lambda: stream, alloc_pinned_memory=_Pinned,
                              runtime=SimpleNamespace(memcpyAsync=memcpy_async)),
-        ascontiguousarray=lambda x: _DeviceArray(np.ascontiguousarray(x.values)))
+        ascontiguousarray=lambda x: np.ascontiguousarray(x).view(DevArray))
     monkeypatch.setattr(transfer, "cp", fake)
     monkeypatch.setattr(transfer, "_staging", {})
     return stream
@@ -83,7 +74,7 @@ VIEWS = {
 
 
 def test_every_view_is_read_as_numpy_sees_it_after_one_wait(stream):
-    got = transfer.to_numpy_many([_DeviceArray(v) for v in VIEWS.values()])
+    got = transfer.to_numpy_many([v.view(DevArray) for v in VIEWS.values()])
     assert stream.syncs == 1 and not stream.queued
     for (name, want), host in zip(VIEWS.items(), got):
         assert host.dtype == want.dtype and host.shape == want.shape, name
@@ -101,8 +92,8 @@ def test_a_strided_view_is_read_as_its_span_and_a_sparse_one_made_contiguous(str
     made = []
     contiguous = transfer.cp.ascontiguousarray
     transfer.cp.ascontiguousarray = lambda x: made.append(x) or contiguous(x)
-    got = transfer.to_numpy_many([_DeviceArray(W.T), _DeviceArray(WIDE[:, ::16])])
-    assert [m.values.shape for m in made] == [(4, 4)]  # only the sparse one: 16x its bytes
+    got = transfer.to_numpy_many([W.T.view(DevArray), WIDE[:, ::16].view(DevArray)])
+    assert [m.shape for m in made] == [(4, 4)]  # only the sparse one: 16x its bytes
     assert got[0].strides == W.T.strides  # the transpose viewed on its span, as on device
     np.testing.assert_array_equal(got[1], WIDE[:, ::16])
 
@@ -110,7 +101,7 @@ def test_a_strided_view_is_read_as_its_span_and_a_sparse_one_made_contiguous(str
 def test_reads_go_in_rounds_that_fit_the_staging_buffer(stream, monkeypatch):
     monkeypatch.setattr(transfer, "STAGING_MAX", 1024)
     arrays = [rng.normal(size=n) for n in (20, 100, 30, 300, 1)]  # 300 doubles: 2400 bytes
-    got = transfer.to_numpy_many([_DeviceArray(a) for a in arrays])
+    got = transfer.to_numpy_many([a.view(DevArray) for a in arrays])
     for host, want in zip(got, arrays):
         np.testing.assert_array_equal(host, want)
     assert stream.syncs >= 2 and not stream.queued
@@ -119,5 +110,5 @@ def test_reads_go_in_rounds_that_fit_the_staging_buffer(stream, monkeypatch):
 
 def test_nothing_to_read(stream):
     assert transfer.to_numpy_many([]) == []
-    got = transfer.to_numpy_many([_DeviceArray(np.zeros((3, 0), np.int8))])
+    got = transfer.to_numpy_many([np.zeros((3, 0), np.int8).view(DevArray)])
     assert got[0].shape == (3, 0) and got[0].dtype == np.int8 and stream.copies == 0
