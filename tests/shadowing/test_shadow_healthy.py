@@ -21,11 +21,11 @@ def _opencl():
 SHAPES = {"mlp": (64,), "cnn": (64,)}
 
 
-def _train(kind, dtype, steps, reverse=False, batch=6):
+def _train(kind, dtype, steps, reverse=False, batch=6, device="opencl"):
     rng = np.random.default_rng(1)
     shape = SHAPES.get(kind, (1, seq_models.PATCH * 5))
     fnn.manual_seed(0)
-    with fnn.use("opencl"):
+    with fnn.use(device):
         model = build_model(kind, shape, 4).to(getattr(fnn, dtype))
         opt = make_optimizer("adam", model.parameters(), 1e-2)
         with fnn.shadow("cpu", mode="record") as session:

@@ -9,10 +9,9 @@ import numpy as np
 import pytest
 
 import fastnn as fnn
-import fastnn.functional as F
-from fastnn import nn
 from fastnn.shadowing import batch, worker
 from tests.shadowing import faulty
+from tests.shadowing.test_shadow_healthy import _train
 from tests.source_lines import line_in
 
 HERE = __file__.rstrip("c")
@@ -21,23 +20,6 @@ HERE = __file__.rstrip("c")
 @pytest.fixture(autouse=True)
 def with_worker(monkeypatch):
     monkeypatch.setenv(worker.VARIABLE, "1")
-
-
-def _train(device, steps: int) -> fnn.ShadowReport:
-    fnn.manual_seed(0)
-    rng = np.random.default_rng(0)
-    model = nn.Sequential(nn.Linear(6, 16), nn.Activation("relu"), nn.Linear(16, 3)).to(device)
-    opt = fnn.optim.Adam(model.parameters(), lr=1e-2)
-    x = fnn.tensor(rng.normal(size=(8, 6)).astype(np.float32), device=device)
-    y = fnn.tensor(rng.integers(0, 3, 8), device=device)
-    with fnn.shadow("cpu") as session:
-        for _ in range(steps):
-            loss = F.cross_entropy(model(x), y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            loss.item()
-        return session.report()
 
 
 def test_the_checks_run_on_the_worker_and_agree_with_the_default(device_base, monkeypatch):
@@ -49,11 +31,11 @@ def test_the_checks_run_on_the_worker_and_agree_with_the_default(device_base, mo
         return settle(self, *args, **kwargs)
 
     monkeypatch.setattr(batch.Batching, "_settle_batch", recorded)
-    threaded = _train(device_base, 5)
+    threaded = _train("mlp", "float32", 5, device=device_base)
     assert "fastnn-shadow-checks" in threads
     monkeypatch.delenv(worker.VARIABLE)
     threads.clear()
-    default = _train(device_base, 5)
+    default = _train("mlp", "float32", 5, device=device_base)
     assert threads == {threading.main_thread().name}
     assert threaded.mismatches == default.mismatches == 0
     counts = {(r["op"], r["dtype"]): (r["calls"], r["checked"]) for r in default.rows}
