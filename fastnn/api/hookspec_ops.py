@@ -118,6 +118,23 @@ def bias_act_backward(
 
 
 @op
+def linear(x: Array, weight: Array) -> Array:
+    """x @ weight.T: x (..., in) with any leading axes (none: x (in,)), weight (out, in),
+    floats of one dtype, any strides; returns (..., out). PyTorch's linear without its bias
+    (the core adds that with ``bias_act``): one hook, where its composite makes a transposed
+    view of the weight and, for leading axes past one, folds them into one around the
+    ``matmul`` (four calls, each one shadow mode checks and a GPU's host launches)."""
+
+
+@op
+def linear_grad_weight(x: Array, grad: Array) -> Array:
+    """The weight gradient of ``out = linear(x, weight)``: grad = dL/dout (..., out) and x
+    (..., in) with the same leading axes (any strides, ``grad`` possibly a broadcast view),
+    their leading axes folded into one, grad^T x: (out, in), zeros where the leading axes
+    hold no element."""
+
+
+@op
 def softmax_cross_entropy_backward(probs: Array, targets: Array, grad: Array) -> Array:
     """dL/dlogits of ``softmax_cross_entropy``: (probs - one_hot) * grad.
 

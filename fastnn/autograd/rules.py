@@ -294,15 +294,7 @@ def _matmul(ops, node, grad):
 def _linear(ops, node, grad):
     x, weight = node.saved
     grad_x = ops.matmul(grad, weight) if node.needs[0] else None
-    grad_w = None
-    if node.needs[1]:
-        rows, cols = grad, x
-        if len(x.shape) != 2:  # fold leading axes into one batch axis
-            count = math.prod(x.shape[:-1])
-            rows = ops.reshape(grad, (count, grad.shape[-1]))
-            cols = ops.reshape(x, (count, x.shape[-1]))
-        grad_w = ops.matmul(ops.transpose(rows, (1, 0)), cols)
-    return grad_x, grad_w
+    return grad_x, ops.linear_grad_weight(x, grad) if node.needs[1] else None
 
 
 @rule("conv1d")

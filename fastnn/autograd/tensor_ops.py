@@ -241,6 +241,10 @@ class TensorOps:
         grad_z = composite.activation_grad(self, kind, self.add(x, bias), out, grad, slope)
         return grad_z, grad_z
 
+    def linear_grad_weight(self, x, grad):
+        """The hook's composite: its reshapes, transpose and matmul on the tape."""
+        return composite.linear_grad_weight(self, x, grad)
+
     def gelu_backward(self, x, out, grad):
         """The hook's composite: its gradient on the tape through erf and exp."""
         return composite.activation_grad(self, "gelu", x, out, grad)

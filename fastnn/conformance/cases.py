@@ -16,6 +16,7 @@ from fastnn.conformance import (  # noqa: F401  (importing a module registers it
     cases_layernorm,
     cases_linalg,
     cases_linalg_decomp,
+    cases_linear,
     cases_math,
     cases_math_more,
     cases_norm,

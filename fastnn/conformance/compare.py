@@ -76,11 +76,14 @@ def assert_close(actual, expected, rtol: float, atol: float, what: str) -> None:
         kind = "value"
     index = tuple(int(i) for i in index)
     g, w = float(got[index]), float(want[index])
+    # (an atol of one per element, a bound on a sum's rounding, is named at the worst one)
+    at = float(atol) if np.ndim(atol) == 0 else float(np.broadcast_to(atol, want.shape)[index])
     with np.errstate(all="ignore"):
         rel = abs(g - w) / max(abs(w), 1e-300)
     raise Mismatch(
         f"{what}: {int(bad.sum())} of {bad.size} elements out of tolerance "
-        f"(rtol={rtol:g}, atol={atol:g}); worst {kind} at {_fmt_index(index)}: "
+        f"(rtol={rtol:g}, atol={at:g}{'' if np.ndim(atol) == 0 else ' there'}); worst {kind} "
+        f"at {_fmt_index(index)}: "
         f"got {g!r}, expected {w!r}, abs err {abs(g - w):.3g}, "
         f"rel err {rel:.3g}"
     )

@@ -204,7 +204,7 @@ def test_program_is_printed_and_dead_calls_are_dropped(capsys):
         forward(fnn.randn(3, 4))
     text = forward.program()
     assert text == capsys.readouterr().out.strip()
-    assert "matmul(" in text and "exp(" not in text
+    assert "linear(" in text and "exp(" not in text
     assert "float32[3, 8]" in text and "frees" in text
 
 

@@ -5,12 +5,11 @@ from fastnn.autograd.rules import RULES
 from fastnn.conformance.cases import CASES
 
 # backward rules of core-level ops that are not hooks: moving a tensor between devices,
-# F.linear (a tape node of its own, computed with matmul and transpose), the identity
-# that module backward hooks ride on (fastnn/nn/hooks.py), "as_strided", recorded on a
+# the identity that module backward hooks ride on (fastnn/nn/hooks.py), "as_strided", recorded on a
 # view written through (fastnn/ops/storage.py), and "conv_transpose2d" (the conv2d_grad_input
 # hook run forward, fastnn/ops/conv_transpose.py), and the nodes of custom autograd
 # Functions (fastnn/autograd/function.py, rules_custom.py)
-CORE_ONLY_RULES = {"transfer", "linear", "call_hook", "as_strided", "conv_transpose2d",
+CORE_ONLY_RULES = {"transfer", "call_hook", "as_strided", "conv_transpose2d",
                    "lstm_sequence", "gru_sequence", "attention_packed", "custom_function",
                    "custom_function_output", "once_differentiable",
                    "select",  # x[1]: the slice hook, then reshape (one view, one node)

@@ -31,7 +31,7 @@ def test_every_hook_call_of_a_training_step_is_an_event_with_the_right_count():
             step(model, opt, x, y)
     names = Counter(e.name for e in _hooks(prof.events()))
     assert names == counted.calls
-    assert {"matmul", "softmax_cross_entropy", "sgd_step", "relu"} <= set(names)
+    assert {"linear", "softmax_cross_entropy", "sgd_step", "relu"} <= set(names)
     assert names["bias_act"] or names["add"]
     averages = {a.key: a for a in prof.key_averages()}
     assert all(averages[hook].count == count for hook, count in counted.calls.items())
@@ -91,7 +91,7 @@ def test_record_function_ranges_nest_and_own_their_calls():
         assert rng.is_user_annotation and rng.backend is None
     assert {e.name for e in events if e.cpu_parent is None} == {"outer"}  # all inside it
     inside = [e for e in events if e.kind == "hook" and e.cpu_parent is inner]
-    assert {"matmul", "sgd_step"} <= {e.name for e in inside}
+    assert {"linear", "sgd_step"} <= {e.name for e in inside}
     averages = {a.key: a for a in prof.key_averages()}
     assert averages["decorated"].count == 2
     assert math.isclose(averages["outer"].self_cpu_time_total, outer.self_cpu_time_total)
@@ -112,8 +112,8 @@ def test_record_shapes_gives_the_real_argument_shapes_and_dtypes():
     seen = [(e.name, e.input_shapes) for e in _hooks(prof.events())
             if e.name in plain and not any(s and isinstance(s[0], list) for s in e.input_shapes)]
     assert seen == counted.shapes
-    (matmul, *_) = [e for e in prof.events() if e.name == "matmul"]
-    assert matmul.input_shapes == [[6, 8], [8, 4]] and matmul.input_dtypes[:2] == [
+    (linear, *_) = [e for e in prof.events() if e.name == "linear"]  # (x, weight (out, in))
+    assert linear.input_shapes == [[6, 8], [4, 8]] and linear.input_dtypes[:2] == [
         "float32", "float32"]
 
 
@@ -195,12 +195,12 @@ def test_events_and_the_chrome_trace_agree(tmp_path):
         assert record["args"].get("Input Dims", []) == event.input_shapes
         assert record["cat"] == ("user_annotation" if event.kind == "user" else "cpu_op")
     # with_stack: the user's line (this file), not fastnn's frames
-    (matmul, *_) = [e for e in events if e.name == "matmul"]
-    assert "tests/profiler/common.py(" in matmul.stack[0]  # step()'s forward line
+    (linear, *_) = [e for e in events if e.name == "linear"]
+    assert "tests/profiler/common.py(" in linear.stack[0]  # step()'s forward line
     forward = line_in(common.__file__, "step's forward")
-    assert matmul.stack[0].startswith(f"{common.__file__}({forward}): ")
-    assert matmul.stack[0].endswith("): step") and __file__ in matmul.stack[1]
-    assert not any("/fastnn/" in frame for frame in matmul.stack)
+    assert linear.stack[0].startswith(f"{common.__file__}({forward}): ")
+    assert linear.stack[0].endswith("): step") and __file__ in linear.stack[1]
+    assert not any("/fastnn/" in frame for frame in linear.stack)
 
 
 def test_hook_tables_are_put_back_exactly_also_after_an_exception():
@@ -213,7 +213,7 @@ def test_hook_tables_are_put_back_exactly_also_after_an_exception():
         step(model, opt, x, y)
         raise ValueError("inside the block")
     assert_same(before, snapshot())
-    assert "matmul" in {e.name for e in failed.events()}  # recorded up to the error
+    assert "linear" in {e.name for e in failed.events()}  # recorded up to the error
     assert prof.events() and fnn.get_device().ops is before[0]["cpu"][0]
 
 
@@ -270,7 +270,7 @@ def test_opencl_calls_are_recorded_too():
         step(model, opt, x, y)
     assert_same(before, snapshot())
     hooks = {(e.name, e.backend) for e in prof.events() if e.kind == "hook"}
-    assert {("matmul", "opencl"), ("sgd_step", "opencl")} <= hooks
-    (matmul, *_) = [e for e in prof.events() if e.name == "matmul"]
-    assert matmul.input_shapes[:2] == [[6, 8], [8, 4]]
+    assert {("linear", "opencl"), ("sgd_step", "opencl")} <= hooks
+    (linear, *_) = [e for e in prof.events() if e.name == "linear"]
+    assert linear.input_shapes[:2] == [[6, 8], [4, 8]]
     assert np.isfinite(step(model, opt, x, y).item())

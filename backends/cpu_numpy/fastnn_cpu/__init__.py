@@ -332,3 +332,15 @@ def one_hot(indices, num_classes, dtype):
 @hookimpl
 def matmul(a, b):
     return _matmul(a, b)  # NumPy's np.matmul, or MKL's GEMM where installed
+
+
+@hookimpl
+def linear(x, weight):
+    # (a C-contiguous x's leading axes are folded into one GEMM by mkl_gemm.matmul)
+    return _matmul(x, weight.T)
+
+
+@hookimpl
+def linear_grad_weight(x, grad):
+    count = math.prod(x.shape[:-1])
+    return _matmul(grad.reshape(count, grad.shape[-1]).T, x.reshape(count, x.shape[-1]))

@@ -275,3 +275,21 @@ def matmul(a, b):
     # (F-contiguous) becomes the transpose flag, not a copy. gemm.matmul calls cuBLAS
     # itself in a CUDA-graph capture (cupy refuses to there) and with FASTNN_CUDA_GEMM=cublas.
     return gemm.matmul(cp, a, b)
+
+
+@hookimpl
+def linear(x, weight):
+    # W^T is a view that cuBLAS reads with its transpose flag; leading axes are folded into
+    # one GEMM (cupy.matmul would run a batch of products)
+    shape = x.shape
+    if len(shape) <= 2:
+        return gemm.matmul(cp, x, weight.T)
+    rows = x.reshape(math.prod(shape[:-1]), shape[-1])  # (a view where the strides allow)
+    return gemm.matmul(cp, rows, weight.T).reshape(shape[:-1] + (weight.shape[0],))
+
+
+@hookimpl
+def linear_grad_weight(x, grad):
+    count = math.prod(x.shape[:-1])
+    return gemm.matmul(cp, grad.reshape(count, grad.shape[-1]).T,
+                       x.reshape(count, x.shape[-1]))

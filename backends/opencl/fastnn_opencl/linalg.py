@@ -14,12 +14,13 @@ WPT rows. ``FASTNN_OPENCL_GEMM=cpu|tiled`` forces one design (to test both anywh
 
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
-from fastnn_opencl import elementwise, gemm_tune, gemm_wide
+from fastnn_opencl import elementwise, gemm_tune, gemm_wide, misc
 from fastnn_opencl.elementwise_plan import collapse
 from fastnn_opencl.fast_gemm import matmul_2d
 from fastnn_opencl.runtime import CL_TYPES, CLArray, contiguous_strides, rounded, unsigned_type
@@ -310,6 +311,24 @@ def matmul(a, b):
         b2, b_strides = _as_batch_matrix(b, batch_shape, need_unit_cols=True)
         gemm(a2, b2, out, m, n, k, batch, a_strides, b_strides, (m * n, n, 1))
     return _squeezed(out, squeeze, batch_shape, m, n)
+
+
+@hookimpl
+def linear(x, weight):
+    weight_t = misc.transpose(weight, (1, 0))  # (a view: matmul reads W^T in place)
+    shape = x.shape
+    if len(shape) <= 2:
+        return matmul(x, weight_t)
+    rows = misc.reshape(x, (math.prod(shape[:-1]), shape[-1]))  # (one GEMM, not a batch)
+    return misc.reshape(matmul(rows, weight_t), shape[:-1] + (weight.shape[0],))
+
+
+@hookimpl
+def linear_grad_weight(x, grad):
+    count = math.prod(x.shape[:-1])
+    rows = grad if grad.ndim == 2 else misc.reshape(grad, (count, grad.shape[-1]))
+    cols = x if x.ndim == 2 else misc.reshape(x, (count, x.shape[-1]))
+    return matmul(misc.transpose(rows, (1, 0)), cols)
 
 
 NT_MIN_K = 256
