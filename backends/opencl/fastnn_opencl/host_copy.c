@@ -14,10 +14,10 @@
 #define MAX_AXES 32
 
 static PyObject *s_data, *s_int_ptr, *s_shape, *s_dtype, *s_offset, *s_strides, *s_dev,
-    *s_size, *s_flags, *s_writeable;
+    *s_size, *s_flags, *s_writeable, *s_itemsize;
 
 static int interned(void) {
-    if (s_writeable)
+    if (s_itemsize)
         return 0;
     return (s_data = PyUnicode_InternFromString("data"))
                    && (s_int_ptr = PyUnicode_InternFromString("int_ptr"))
@@ -29,6 +29,7 @@ static int interned(void) {
                    && (s_size = PyUnicode_InternFromString("size"))
                    && (s_flags = PyUnicode_InternFromString("flags"))
                    && (s_writeable = PyUnicode_InternFromString("writeable"))
+                   && (s_itemsize = PyUnicode_InternFromString("itemsize"))
                ? 0
                : -1;
 }
@@ -91,12 +92,33 @@ static int read_only(PyObject *host) {
     return done;
 }
 
-/* x (C-ordered) viewed on ``copy``, the C-ordered copy of the same stretch of buffer
- * made for an array read before it (a reshape of it): ndarray(shape, dtype, copy),
- * read-only, as the copy it shares now is (a new reference, NULL with an error) */
+/* x viewed on ``copy``, the copy of the same stretch of buffer made for an array read
+ * before it (C-ordered: a 1-d copy of the stretch, or the C-ordered array it was):
+ * ndarray(shape, dtype, copy, 0, x's strides in bytes), read-only, as the copy it shares
+ * now is (a new reference, NULL with an error) */
 static PyObject *shared_view(PyObject *copy, PyObject *shape, PyObject *dtype,
-                             PyObject *ndarray) {
-    PyObject *host = PyObject_CallFunctionObjArgs(ndarray, shape, dtype, copy, NULL);
+                             PyObject *ndarray, int n, const Py_ssize_t *strides) {
+    PyObject *size_of = PyObject_GetAttr(dtype, s_itemsize);
+    Py_ssize_t itemsize = size_of ? PyLong_AsSsize_t(size_of) : -1;
+    Py_XDECREF(size_of);
+    if (itemsize <= 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "fastnn_copy_mapped: a dtype without itemsize");
+        return NULL;
+    }
+    PyObject *steps = PyTuple_New(n), *zero = PyLong_FromLong(0), *host = NULL;
+    int ok = steps && zero;
+    for (int d = 0; d < n && ok; d++) {
+        PyObject *b = PyLong_FromSsize_t(strides[d] * itemsize);
+        if (!b)
+            ok = 0;
+        else
+            PyTuple_SET_ITEM(steps, d, b);
+    }
+    if (ok)
+        host = PyObject_CallFunctionObjArgs(ndarray, shape, dtype, copy, zero, steps, NULL);
+    Py_XDECREF(steps);
+    Py_XDECREF(zero);
     if (host && (read_only(copy) < 0 || read_only(host) < 0))
         Py_CLEAR(host);
     return host;
@@ -156,21 +178,28 @@ static int copy_one(PyObject *item, PyObject *views, PyObject *np_types, PyObjec
         size *= extents[d];
     if (!(count = PyLong_FromSsize_t(size)))
         goto done;
-    /* C-ordered arrays of one stretch share (a reshape); a transpose gets its own copy: a
-     * weight's shared with its transpose would be read-only, and the optimizer's reference
-     * would copy it again to write it (the small MLP's step 3% slower so) */
-    if (layout == 2) {
-        if (!(key = PyTuple_Pack(4, handle, offset, count, kind)))
-            goto done;
-        PyObject *earlier = PyDict_GetItemWithError(made, key);  /* (borrowed) */
-        if (earlier) {  /* the same bytes as an array copied before it: viewed on it */
-            if ((host = shared_view(earlier, shape, dtype, ndarray)))
-                result = PyList_SetItem(hosts, i, Py_NewRef(host)) < 0 ? -1 : 1;
+    /* arrays of one stretch share one copy of it (a reshape, a transpose of an array read
+     * before it): the first copies the stretch, the others are viewed on that copy, each
+     * with its own strides, all read-only. (When the linear hooks did not exist, a weight
+     * read with its transpose was shared too, and the optimizer's reference copied it
+     * again to write it: the small MLP's step 3% slower so) */
+    if (!(key = PyTuple_Pack(4, handle, offset, count, kind)))
+        goto done;
+    PyObject *earlier = PyDict_GetItemWithError(made, key);  /* (borrowed) */
+    if (earlier) {  /* the same bytes as an array copied before it: viewed on its copy */
+        if (!PyTuple_Check(earlier) || PyTuple_GET_SIZE(earlier) != 2) {
+            PyErr_SetString(PyExc_TypeError, "fastnn_copy_mapped: made holds (copy, array)");
             goto done;
         }
-        if (PyErr_Occurred())
+        if (read_only(PyTuple_GET_ITEM(earlier, 1)) < 0)  /* (the array read first) */
             goto done;
+        if ((host = shared_view(PyTuple_GET_ITEM(earlier, 0), shape, dtype, ndarray, n,
+                                steps_of)))
+            result = PyList_SetItem(hosts, i, Py_NewRef(host)) < 0 ? -1 : 1;
+        goto done;
     }
+    if (PyErr_Occurred())
+        goto done;
     if (layout == 2) {
         host = PyObject_CallFunctionObjArgs(empty, shape, dtype, NULL);
     } else {  /* the stretch copied as it lies, viewed with the array's strides */
@@ -215,8 +244,12 @@ static int copy_one(PyObject *item, PyObject *views, PyObject *np_types, PyObjec
     }
     if (result == 1 && PyList_SetItem(hosts, i, Py_NewRef(host)) < 0)
         result = -1;
-    if (result == 1 && key && PyDict_SetItem(made, key, host) < 0)  /* (a C-ordered copy) */
-        result = -1;
+    if (result == 1) {  /* (the copy of the stretch, and the array viewed on it) */
+        PyObject *entry = PyTuple_Pack(2, flat ? flat : host, host);
+        if (!entry || PyDict_SetItem(made, key, entry) < 0)
+            result = -1;
+        Py_XDECREF(entry);
+    }
 done:
     Py_XDECREF(data);
     Py_XDECREF(handle);
@@ -236,8 +269,8 @@ done:
  * memory, the queue finished): hosts[i] = a copy of x out of ``views`` ({buffer handle:
  * uint8 mapping}), made with ``empty(shape, np_types[x.dtype])`` (a transposed one
  * viewed with ``ndarray`` and its strides), or a read-only view of the copy of the same
- * stretch made before, found in ``made`` (a dict the caller keeps for one read, filled
- * here). Returns the items whose buffer is not mapped yet, for Python to map and copy. */
+ * stretch made before (the array read first made read-only too), found in ``made`` (a
+ * dict the caller keeps for one read, filled here: {stretch: (its copy, that array)}). Returns the items whose buffer is not mapped yet, for Python to map and copy. */
 PyObject *fastnn_copy_mapped(PyObject *items, PyObject *views, PyObject *np_types,
                              PyObject *empty, PyObject *ndarray, PyObject *hosts,
                              PyObject *made) {

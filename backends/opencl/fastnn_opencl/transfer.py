@@ -14,13 +14,13 @@ buffers are host memory (PoCL on the CPU: :mod:`fastnn_opencl.host_map`), nothin
 gathered or read by a command: the queue is finished once and each stretch is copied on
 the host from its buffer's mapping (made at the buffer's first read, kept open); there a
 contiguous array is copied on its own, without the grouping by buffer (60 arrays of a
-small training step: 113 us against 165, of which NumPy's copies are 49), except that a
-C-ordered array holding the very stretch of buffer a C-ordered array before it held (a
-reshape of it) is viewed on that one's copy, both read-only (68 of a transformer step's
-333 arrays; a transpose keeps a copy of its own, so that a weight's copy stays writable
-for the optimizer's reference). In C (``host_copy.c``, where it builds;
-``FASTNN_OPENCL_NATIVE=off`` keeps Python) the arrays are picked and copied in two
-calls, transposed views among them: 93 us.
+small training step: 113 us against 165, of which NumPy's copies are 49), except that an
+array holding the very stretch of buffer an array before it held (a reshape of it) is
+viewed on that one's copy, both read-only (68 of a transformer step's 333 arrays). In C
+(``host_copy.c``, where it builds; ``FASTNN_OPENCL_NATIVE=off`` keeps Python) the
+arrays are picked and copied in two calls, transposed views among them: 93 us; there a
+transpose of an array read before it shares that copy too (in Python only C-ordered
+arrays do).
 """
 
 from __future__ import annotations
