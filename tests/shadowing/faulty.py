@@ -44,6 +44,14 @@ def adam_step(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays, beta1, b
     return _real.adam_step(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays, beta1,
                            beta2, eps, step + 1, decoupled)
 """,
+    # a Linear's weight gradient that drops every leading axis but one (right for 2-d x)
+    "linear_grad_weight": """
+@hookimpl
+def linear_grad_weight(x, grad):
+    if x.ndim > 2:
+        x, grad = x[0], grad[0]
+    return _real.linear_grad_weight(x, grad)
+""",
     # reads its input in memory order: right only for contiguous arrays
     "exp_contiguous": """
 @hookimpl

@@ -113,6 +113,19 @@ def test_a_wrong_gradient_kernel_is_named_at_the_backward_line(tmp_path):
     assert "in the backward of 'conv2d'" in str(err)
 
 
+def test_a_wrong_linear_weight_gradient_is_named_at_the_backward_line(tmp_path):
+    # the attention's projections take 3-d inputs: the fault drops all but one position
+    name = faulty.install(tmp_path, "linear_grad_weight")
+    model, opt, x, y = _deep_setup(name)
+    with pytest.raises(fnn.ShadowMismatch) as caught, fnn.shadow("cpu"):
+        _deep_step(model, opt, x, y)
+    err = caught.value
+    assert err.op == "linear_grad_weight" and err.backward_of == "linear"
+    assert err.source[:2] == (HERE, line_of("backward line"))
+    # the first one backward meets: out_proj's, on (L, N, E) as PyTorch's attention runs
+    assert err.input_shapes == [(16, 4, 8), (16, 4, 8)] and err.shape == (8, 8)
+
+
 @pytest.mark.parametrize("reentrant", [True, False])
 def test_a_gradient_kernel_after_a_nested_pass_names_the_outer_node(tmp_path, reentrant):
     # a reentrant checkpoint runs a backward pass inside its rule; once it is done, the
