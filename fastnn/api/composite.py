@@ -379,6 +379,11 @@ def to_numpy_many(ops, arrays):
     return [ops.to_numpy(a) for a in arrays]
 
 
+def to_numpy_views(ops, arrays):
+    """None: no views (the caller reads copies with ``to_numpy_many``)."""
+    return None
+
+
 from fastnn.api.composite_attention import (  # noqa: E402,F401  (the attention hooks)
     attention,
     attention_backward,

@@ -324,3 +324,16 @@ def to_numpy_many(arrays: list) -> list:
     Results may share memory (arrays that view one buffer may be read once and viewed
     on the host); a result that shares memory with another result is read-only. Shadow
     mode reads a call's inputs and outputs with it."""
+
+
+@op
+def to_numpy_views(arrays: list) -> list | None:
+    """Host NumPy arrays of ``arrays``, as ``to_numpy_many`` gives them, except that where
+    the device's buffers are host memory (a CPU OpenCL device, an integrated GPU) a result
+    may be a read-only view of the device's own memory instead of a copy; or None where
+    the backend views none of them (a device whose memory is not the host's: the caller
+    reads with ``to_numpy_many``; the composite always returns None). A view shows what the
+    device writes there later: the caller holds the arrays while it reads their views (so
+    no buffer is freed and reused) and stops reading them before the next in-place hook
+    (``assign``, a fused optimizer step) runs on their device. A result that is writable is
+    a copy. Shadow mode reads with it first."""

@@ -1,10 +1,13 @@
-"""The conformance case of ``to_numpy_many``: every array as ``to_numpy`` gives it, in order.
+"""The conformance cases of ``to_numpy_many`` and ``to_numpy_views``: every array as
+``to_numpy`` gives it, in order.
 
-A custom case: it calls ``device.ops.to_numpy_many`` on a list that mixes layouts
+Custom cases: each calls its hook on a list that mixes layouts
 (contiguous, transposed, broadcast, strided slices, slices that cover a third of their
 buffer's rows, 0-d, size-0), dtypes and arrays that share one buffer, and compares each
 result with ``to_numpy`` of the same array and with the host array it was made from,
-exactly.
+exactly. A result of ``to_numpy_views`` may be the device's memory, read-only; one that
+is writable must be a copy: writing it leaves the device's array as it was (and it may
+return None, viewing nothing).
 """
 
 from __future__ import annotations
@@ -47,24 +50,40 @@ def _arrays(device, dtype, rng) -> dict:
     return arrays
 
 
-def _check_to_numpy_many(device, dtype, rng):
-    arrays = _arrays(device, dtype, rng)
-    got = device.ops.to_numpy_many([a for a, _ in arrays.values()])
-    if not isinstance(got, list) or len(got) != len(arrays):
-        raise Mismatch(f"to_numpy_many of {len(arrays)} arrays returned "
-                       f"{type(got).__name__} of length {len(got)}; it must return a list "
-                       "with one host array per array, in order")
-    for (label, (array, expected)), host in zip(arrays.items(), got):
-        if not isinstance(host, np.ndarray) or host.dtype != expected.dtype \
-                or host.shape != expected.shape:
-            raise Mismatch(f"to_numpy_many, {label}: got {type(host).__name__} "
-                           f"{getattr(host, 'dtype', '')} {getattr(host, 'shape', '')}, "
-                           f"expected ndarray {expected.dtype} {expected.shape}")
-        assert_close(host, expected, 0.0, 0.0, f"to_numpy_many, {label}, {dtype}")
-        assert_close(host, np.asarray(device.ops.to_numpy(array)), 0.0, 0.0,
-                     f"to_numpy_many against to_numpy, {label}, {dtype}")
-    if device.ops.to_numpy_many([]) != []:
-        raise Mismatch("to_numpy_many([]) must return []")
+def _check_reads(hook: str):
+    """The check of ``hook`` (to_numpy_many or to_numpy_views)."""
+    def check(device, dtype, rng):
+        arrays = _arrays(device, dtype, rng)
+        read = getattr(device.ops, hook)
+        got = read([a for a, _ in arrays.values()])
+        if got is None and hook == "to_numpy_views":
+            return  # (it views none of them: shadow mode reads with to_numpy_many)
+        if not isinstance(got, list) or len(got) != len(arrays):
+            raise Mismatch(f"{hook} of {len(arrays)} arrays returned {type(got).__name__} of "
+                           f"length {len(got)}; it must return a list with one host array "
+                           "per array, in order")
+        for (label, (array, expected)), host in zip(arrays.items(), got):
+            if not isinstance(host, np.ndarray) or host.dtype != expected.dtype \
+                    or host.shape != expected.shape:
+                raise Mismatch(f"{hook}, {label}: got {type(host).__name__} "
+                               f"{getattr(host, 'dtype', '')} {getattr(host, 'shape', '')}, "
+                               f"expected ndarray {expected.dtype} {expected.shape}")
+            assert_close(host, expected, 0.0, 0.0, f"{hook}, {label}, {dtype}")
+            assert_close(host, np.asarray(device.ops.to_numpy(array)), 0.0, 0.0,
+                         f"{hook} against to_numpy, {label}, {dtype}")
+        if hook == "to_numpy_views":  # a writable result is the caller's copy
+            for (label, (array, expected)), host in zip(arrays.items(), got):
+                if host.flags.writeable and host.size:
+                    host[...] = 0
+                    assert_close(np.asarray(device.ops.to_numpy(array)), expected, 0.0, 0.0,
+                                 f"{hook}, {label}, {dtype}: the device's array after its "
+                                 f"writable result was written (a view must be read-only)")
+        if read([]) not in ([], None if hook == "to_numpy_views" else []):
+            raise Mismatch(f"{hook}([]) must return []" + (" or None" if hook ==
+                                                           "to_numpy_views" else ""))
+
+    return check
 
 
-register(Case("to_numpy_many", check=_check_to_numpy_many))
+register(Case("to_numpy_many", check=_check_reads("to_numpy_many")))
+register(Case("to_numpy_views", check=_check_reads("to_numpy_views")))

@@ -7,8 +7,11 @@ checked calls wait in a list (their arrays held) until a sync point: an in-place
 calls, a ``to_numpy`` that finds ``READ_AT_SYNC`` calls pending, or the end of
 shadowing. Then every array they need goes to the host in one ``to_numpy_many`` call
 (the backend queues each copy and waits once; its composite, for a backend without the
-hook, reads them one by one). An in-place hook's inputs are read in the same wait,
-before it runs, and its check waits for the next batch like any other. A
+hook, reads them one by one), or ``to_numpy_views`` where the backend implements it (its
+buffers host memory: the device's own memory viewed, no copy; the batches read so far
+are then checked before an in-place hook runs, which would write that memory). An
+in-place hook's inputs are read in the same wait, before it runs, and its check waits
+for the next batch like any other. A
 ``to_numpy``'s own check waits for the next batch too, on a copy of its result: a
 training step's ``loss.item()`` after ``opt.step()`` reads nothing, and the step is
 read once, at the update (reading the few calls pending there cost a whole read's
@@ -301,8 +304,14 @@ class Batching:
         return None if found is None else ("", got, *found)
 
     def _read(self, originals, arrays) -> list:
-        if self._many:
-            return [np.asarray(h) for h in originals["to_numpy_many"](arrays)]
+        if self._many:  # views of the device's memory where the backend gives them
+            hosts = originals["to_numpy_views"](arrays) if self._views else None
+            if hosts is None:
+                hosts = originals["to_numpy_many"](arrays)
+            else:  # (checked before the next in-place hook: see _device_in_place)
+                self._viewed = True
+                self._read_with[id(originals)] = "to_numpy_views"
+            return [np.asarray(h) for h in hosts]
         to_numpy = originals["to_numpy"]
         return [np.asarray(to_numpy(a)) for a in arrays]
 
@@ -313,7 +322,8 @@ class Batching:
         results ``pairs``: its inputs are gone from the device, and their host copies
         were written by the reference (run again, it would update them twice)."""
         spec, args = entry.spec, entry.args
-        if many and "to_numpy_many" in entry.backend.implemented:
+        if many and not {"to_numpy_many", "to_numpy_views"}.isdisjoint(
+                entry.backend.implemented):
             to_numpy = entry.originals["to_numpy"]
 
             def one_by_one(value):
@@ -339,10 +349,13 @@ class Batching:
         self._fail(entry.backend, spec, args, host, failures, entry)  # its own place
 
     def _wrong_read(self, backend) -> None:
-        """The backend's to_numpy_many disagreed with its to_numpy: a mismatch of its own."""
-        self._row("to_numpy_many", "-").mismatches += 1
+        """The backend's to_numpy_many (or to_numpy_views) disagreed with its to_numpy: a
+        mismatch of its own."""
+        originals = self._patched[id(backend.ops)][1] if id(backend.ops) in self._patched else {}
+        hook = self._read_with.get(id(originals), "to_numpy_many")
+        self._row(hook, "-").mismatches += 1
         warnings.warn(ShadowWarning(
-            f"shadow: {backend.name}'s to_numpy_many returned other values than its "
+            f"shadow: {backend.name}'s {hook} returned other values than its "
             f"to_numpy for the same arrays; shadow mode reads arrays one by one from now on "
             f"(check the backend with `fastnn conformance --backend {backend.name}`)"),
             stacklevel=4)

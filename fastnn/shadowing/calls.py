@@ -15,7 +15,7 @@ import numpy as np
 from fastnn.api import hookspec
 
 # hooks whose outputs are host arrays already, and which wait for the device anyway
-HOST_OUT = frozenset({"to_numpy", "to_numpy_many"})
+HOST_OUT = frozenset({"to_numpy", "to_numpy_many", "to_numpy_views"})
 
 
 class Spec:

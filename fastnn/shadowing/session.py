@@ -94,6 +94,9 @@ class shadow(Batching, Checking):
             self._producers = blame.Producers(limit=4096)
             self._copies = blame.HostCopies()
             self._pending, self._many = [], True
+            # reads with to_numpy_views (tests turn it off to read copies); whether a read
+            # since the last in-place hook gave views; id(originals) -> the hook that read
+            self._views, self._viewed, self._read_with = True, False, {}
             self._ready, self._lagging = [], 0  # batches read, their checks to run
             # or a thread that checks them (FASTNN_SHADOW_WORKER=1, experimental)
             self._worker = worker.Worker() if worker.wanted() else None
@@ -283,10 +286,15 @@ class shadow(Batching, Checking):
     def _device_in_place(self, backend, spec, fn, args, originals, checked, index):
         """A device call that writes its arguments: the calls pending and its inputs are
         read in one wait before it runs; the batch is checked while the device runs it,
-        and its own check waits for the next batch."""
+        and its own check waits for the next batch. Where the backend reads with views of
+        its memory (``to_numpy_views``), which the call may write, every batch read so far
+        is checked before it runs instead (its inputs' host copies are copies)."""
         if not checked:
             if self._pending:
                 self._flush()
+            if self._viewed:  # views of the device's memory still to check: before it writes
+                self._settle_ready()  # (with a worker: waited for)
+                self._viewed = False
             out = fn(*args)
             self._copies.clear()  # the backend may have written through any view
             self._count(spec, args, out)
@@ -294,9 +302,14 @@ class shadow(Batching, Checking):
         read = self._read_batch(extra=(originals, calls.input_arrays(spec, args)))
         fetched = read[1]
         host = calls.host_args(spec, args, lambda a: _writable(fetched[id(a)]))
+        views, self._viewed = self._viewed, False
+        if views:  # every check waiting, this batch's last (with a worker: on it, waited for)
+            self._lag(read)
+            self._settle_ready()
         out = fn(*args)
         self._copies.clear()
-        self._lag(read)
+        if not views:
+            self._lag(read)
         self._defer(backend, spec, args, out, host, originals, index, read[2], depth=5)
         return out
 

@@ -104,15 +104,25 @@ def exp(x):
 """,
     # the fused Adam above, with the bias correction of the next step, on the device
     "adam_step": FAULTS["adam_step"],
-    # a to_numpy_many whose first element of every float array comes back 1 larger
+    # reads of many arrays (to_numpy_many, and to_numpy_views where the base has it: shadow
+    # mode reads with that one) whose first element of every float array comes back 1
+    # larger
     "to_numpy_many": """
-@hookimpl
-def to_numpy_many(arrays):
-    hosts = [np.array(h) for h in _real.to_numpy_many(arrays)]
+def _one_larger(hosts):
+    hosts = [np.array(h) for h in hosts]
     for host in hosts:
         if host.size and host.dtype.kind == "f":
             host.flat[0] += 1
     return hosts
+
+@hookimpl
+def to_numpy_many(arrays):
+    return _one_larger(_real.to_numpy_many(arrays))
+
+if hasattr(_real, "to_numpy_views"):
+    @hookimpl
+    def to_numpy_views(arrays):
+        return _one_larger(_real.to_numpy_views(arrays))
 """,
 }
 

@@ -73,12 +73,31 @@ def test_an_in_place_write_drops_the_cached_host_copy(device_base, tmp_path, mon
     # only exp is checked: the in-place write (assign) is not run on the reference, so
     # nothing but dropping the cached copy keeps it from holding the old values
     with fnn.shadow("cpu", mode="record", ops=["exp"]) as session:
+        if stale:  # read copies (a view of the device's memory is never stale)
+            session._views = False
         a.exp()  # a's host copy is read for this check and kept for later calls
         a.add_(1.0)  # written in place on the device (assign)
         a.exp()  # second exp: the memo returns exp of the old values
     exp_rows = [r for r in session.report().rows if r["op"] == "exp"]
     assert exp_rows and exp_rows[0]["checked"] == 2
     assert exp_rows[0]["mismatches"] == (0 if stale else 1), exp_rows
+
+
+def test_reads_the_device_will_write_are_checked_before_it_does(device_base, tmp_path):
+    """A batch read with views of the device's memory (to_numpy_views, opencl on PoCL)
+    whose arrays an in-place write then changes: its checks run before the write, so the
+    healthy calls pass (after it, exp's input would read the new values and its output
+    the old ones); where the reads are copies they lag as before."""
+    name = faulty.install(tmp_path, "healthy", base=device_base)
+    a = fnn.tensor(np.linspace(-1, 1, 8, dtype=np.float32), device=name)
+    with fnn.shadow("cpu") as session:
+        for _ in range(3):
+            b = (a * 2).exp()
+            a.add_(1.0)  # written in place on the device (assign), b's inputs read first
+            a.mul_(b.sum() * 0 + 0.5)  # (a read of b's batch at the next write)
+    report = session.report()
+    assert report.mismatches == 0, report
+    assert {r["op"]: r["checked"] for r in report.rows}["exp"] == 3
 
 
 def test_a_mismatch_after_an_in_place_write_is_blamed_on_the_line_that_read_it(device_base,

@@ -53,16 +53,22 @@ def test_of_two_wrong_calls_checked_together_the_first_one_is_blamed(device_base
     assert err.max_rel == pytest.approx(0.01, rel=1e-3)
 
 
+def _read_hook(session) -> str:
+    """The hook shadow mode read batches with: to_numpy_views where the backend has it."""
+    return "to_numpy_views" if "to_numpy_views" in session._read_with.values() else \
+        "to_numpy_many"
+
+
 def test_a_broken_to_numpy_many_is_named_and_blames_no_op(device_base, tmp_path):
     name = faulty.install(tmp_path, "to_numpy_many", base=device_base)
     fnn.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 8), nn.Activation("tanh"), nn.Linear(8, 2)).to(name)
     x = fnn.tensor(np.ones((3, 4), np.float32), device=name)
-    with pytest.warns(fnn.ShadowWarning, match="to_numpy_many returned other values"), \
+    with pytest.warns(fnn.ShadowWarning, match="to_numpy_(many|views) returned other values"), \
             fnn.shadow("cpu") as session:
         model(x).sum().backward()
     rows = session.report().rows
-    assert [r["op"] for r in rows if r["mismatches"]] == ["to_numpy_many"], rows
+    assert [r["op"] for r in rows if r["mismatches"]] == [_read_hook(session)], rows
     assert session._many is False and sum(r["checked"] for r in rows) > 10
 
 
@@ -89,12 +95,12 @@ def test_a_broken_to_numpy_many_seen_first_at_a_read_blames_no_op(device_base, t
     (to_numpy_many) is wrong, the read is named and the to_numpy is not blamed."""
     name = faulty.install(tmp_path, "to_numpy_many", base=device_base)
     x = fnn.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4), device=name)
-    with pytest.warns(fnn.ShadowWarning, match="to_numpy_many returned other values"), \
+    with pytest.warns(fnn.ShadowWarning, match="to_numpy_(many|views) returned other values"), \
             fnn.shadow("cpu") as session:
         got = (x * 2).numpy()
     np.testing.assert_array_equal(got, np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4) * 2)
     rows = session.report().rows
-    assert [r["op"] for r in rows if r["mismatches"]] == ["to_numpy_many"], rows
+    assert [r["op"] for r in rows if r["mismatches"]] == [_read_hook(session)], rows
     assert session._many is False
 
 

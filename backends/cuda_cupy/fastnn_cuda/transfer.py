@@ -117,6 +117,11 @@ def _fetch(device: int, reads) -> list:
 
 
 @hookimpl
+def to_numpy_views(arrays):
+    return None  # a GPU's memory is not the host's: nothing to view (read with the above)
+
+
+@hookimpl
 def to_numpy_many(arrays):
     results = [None] * len(arrays)
     by_device: dict = {}

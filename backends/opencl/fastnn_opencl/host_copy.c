@@ -92,12 +92,16 @@ static int read_only(PyObject *host) {
     return done;
 }
 
-/* x viewed on ``copy``, the copy of the same stretch of buffer made for an array read
- * before it (C-ordered: a 1-d copy of the stretch, or the C-ordered array it was):
- * ndarray(shape, dtype, copy, 0, x's strides in bytes), read-only, as the copy it shares
- * now is (a new reference, NULL with an error) */
-static PyObject *shared_view(PyObject *copy, PyObject *shape, PyObject *dtype,
-                             PyObject *ndarray, int n, const Py_ssize_t *strides) {
+/* x viewed on ``base`` from its element ``first`` with x's strides (in elements): the
+ * copy of the same stretch of buffer made for an array read before it (a 1-d copy of the
+ * stretch, or the C-ordered array it was; first 0), or the buffer's own mapping (a view of
+ * the device's memory): ndarray(shape, dtype, base, first * itemsize, strides * itemsize),
+ * read-only, as a copy it shares is made too (``copied``; a mapping is left as it is) (a
+ * new reference, NULL with an error; past the end of ``base``, the ndarray constructor's
+ * error) */
+static PyObject *shared_view(PyObject *base, Py_ssize_t first, PyObject *shape,
+                             PyObject *dtype, PyObject *ndarray, int n,
+                             const Py_ssize_t *strides, int copied) {
     PyObject *size_of = PyObject_GetAttr(dtype, s_itemsize);
     Py_ssize_t itemsize = size_of ? PyLong_AsSsize_t(size_of) : -1;
     Py_XDECREF(size_of);
@@ -106,8 +110,8 @@ static PyObject *shared_view(PyObject *copy, PyObject *shape, PyObject *dtype,
             PyErr_SetString(PyExc_ValueError, "fastnn_copy_mapped: a dtype without itemsize");
         return NULL;
     }
-    PyObject *steps = PyTuple_New(n), *zero = PyLong_FromLong(0), *host = NULL;
-    int ok = steps && zero;
+    PyObject *steps = PyTuple_New(n), *at = PyLong_FromSsize_t(first * itemsize), *host = NULL;
+    int ok = steps && at;
     for (int d = 0; d < n && ok; d++) {
         PyObject *b = PyLong_FromSsize_t(strides[d] * itemsize);
         if (!b)
@@ -116,10 +120,10 @@ static PyObject *shared_view(PyObject *copy, PyObject *shape, PyObject *dtype,
             PyTuple_SET_ITEM(steps, d, b);
     }
     if (ok)
-        host = PyObject_CallFunctionObjArgs(ndarray, shape, dtype, copy, zero, steps, NULL);
+        host = PyObject_CallFunctionObjArgs(ndarray, shape, dtype, base, at, steps, NULL);
     Py_XDECREF(steps);
-    Py_XDECREF(zero);
-    if (host && (read_only(copy) < 0 || read_only(host) < 0))
+    Py_XDECREF(at);
+    if (host && ((copied && read_only(base) < 0) || read_only(host) < 0))
         Py_CLEAR(host);
     return host;
 }
@@ -129,7 +133,7 @@ static PyObject *shared_view(PyObject *copy, PyObject *shape, PyObject *dtype,
  * buffer (``made``: {(handle, first, size, dtype): that copy}); 1 done, 0 its buffer not
  * mapped yet (left to Python), -1 an error raised */
 static int copy_one(PyObject *item, PyObject *views, PyObject *np_types, PyObject *empty,
-                    PyObject *ndarray, PyObject *hosts, PyObject *made) {
+                    PyObject *ndarray, PyObject *hosts, PyObject *made, int view) {
     if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
         PyErr_SetString(PyExc_TypeError, "fastnn_copy_mapped: an item is not (i, array)");
         return -1;
@@ -178,6 +182,11 @@ static int copy_one(PyObject *item, PyObject *views, PyObject *np_types, PyObjec
         size *= extents[d];
     if (!(count = PyLong_FromSsize_t(size)))
         goto done;
+    if (view) {  /* the device's memory itself, viewed (to_numpy_views) */
+        if ((host = shared_view(memory, first, shape, dtype, ndarray, n, steps_of, 0)))
+            result = PyList_SetItem(hosts, i, Py_NewRef(host)) < 0 ? -1 : 1;
+        goto done;
+    }
     /* arrays of one stretch share one copy of it (a reshape, a transpose of an array read
      * before it): the first copies the stretch, the others are viewed on that copy, each
      * with its own strides, all read-only. (When the linear hooks did not exist, a weight
@@ -193,8 +202,8 @@ static int copy_one(PyObject *item, PyObject *views, PyObject *np_types, PyObjec
         }
         if (read_only(PyTuple_GET_ITEM(earlier, 1)) < 0)  /* (the array read first) */
             goto done;
-        if ((host = shared_view(PyTuple_GET_ITEM(earlier, 0), shape, dtype, ndarray, n,
-                                steps_of)))
+        if ((host = shared_view(PyTuple_GET_ITEM(earlier, 0), 0, shape, dtype, ndarray, n,
+                                steps_of, 1)))
             result = PyList_SetItem(hosts, i, Py_NewRef(host)) < 0 ? -1 : 1;
         goto done;
     }
@@ -270,10 +279,12 @@ done:
  * uint8 mapping}), made with ``empty(shape, np_types[x.dtype])`` (a transposed one
  * viewed with ``ndarray`` and its strides), or a read-only view of the copy of the same
  * stretch made before (the array read first made read-only too), found in ``made`` (a
- * dict the caller keeps for one read, filled here: {stretch: (its copy, that array)}). Returns the items whose buffer is not mapped yet, for Python to map and copy. */
+ * dict the caller keeps for one read, filled here: {stretch: (its copy, that array)});
+ * with ``as_views`` true, each a read-only view of the mapping itself, no copy
+ * (to_numpy_views). Returns the items whose buffer is not mapped yet, for Python to map and copy. */
 PyObject *fastnn_copy_mapped(PyObject *items, PyObject *views, PyObject *np_types,
                              PyObject *empty, PyObject *ndarray, PyObject *hosts,
-                             PyObject *made) {
+                             PyObject *made, PyObject *as_views) {
     if (interned() < 0)
         return NULL;
     if (!PyList_Check(items) || !PyDict_Check(views) || !PyDict_Check(np_types)
@@ -282,13 +293,16 @@ PyObject *fastnn_copy_mapped(PyObject *items, PyObject *views, PyObject *np_type
                                          "np.empty, np.ndarray, list, dict)");
         return NULL;
     }
+    int view = PyObject_IsTrue(as_views);
+    if (view < 0)
+        return NULL;
     PyObject *left = PyList_New(0);
     if (!left)
         return NULL;
     for (Py_ssize_t k = 0; k < PyList_GET_SIZE(items); k++) {
         PyObject *item = PyList_GET_ITEM(items, k);
         Py_INCREF(item);
-        int done = copy_one(item, views, np_types, empty, ndarray, hosts, made);
+        int done = copy_one(item, views, np_types, empty, ndarray, hosts, made, view);
         if (done == 0 && PyList_Append(left, item) < 0)
             done = -1;
         Py_DECREF(item);

@@ -72,6 +72,20 @@ def _extent(x, contiguous: bool, span: int = _SPAN) -> tuple | None:
 
 @hookimpl
 def to_numpy_many(arrays):
+    return _to_host(arrays, False)
+
+
+@hookimpl
+def to_numpy_views(arrays):
+    # where the buffers are host memory, each dense array is its mapping viewed, read-only
+    if not any(host_map.maps(x.dev) is not None for x in arrays):
+        return None  # (no device of theirs is host memory: nothing to view)
+    return _to_host(arrays, True)
+
+
+def _to_host(arrays, views_of_mapped: bool) -> list:
+    """to_numpy_many, or with ``views_of_mapped`` to_numpy_views: the dense arrays of
+    mapped buffers viewed in their mappings (read-only) instead of copied."""
     hosts: list = [None] * len(arrays)
     native_copy = _native()
     # [(a device's HostMaps, [(position, array)])]: the arrays of each device whose buffers
@@ -99,11 +113,12 @@ def to_numpy_many(arrays):
         views = table.views  # (HostMaps.view's lookup inlined: 60 calls cost 7 us)
         made: dict = {}  # (buffer, offset, size, dtype) -> the copy of that stretch
         if native_copy is not None:
-            left = native_copy[1](items, views, NP_TYPES, np.empty, np.ndarray, hosts, made)
+            left = native_copy[1](items, views, NP_TYPES, np.empty, np.ndarray, hosts, made,
+                                  views_of_mapped)
             for item in left:  # a buffer read for the first time: mapped, then copied at
                 table.view(item[1].data)  # once (a mapping may empty the table)
                 if native_copy[1]([item], views, NP_TYPES, np.empty, np.ndarray, hosts,
-                                  made):
+                                  made, views_of_mapped):
                     raise RuntimeError("opencl: a buffer mapped for a read is not in its "
                                        "table (fastnn_opencl.host_map)")
             continue
@@ -120,8 +135,12 @@ def to_numpy_many(arrays):
             if memory is None:
                 memory = table.view(data)
             dtype = NP_TYPES[x.dtype]
-            hosts[i] = made[key] = np.ndarray(x.shape, dtype, memory,
-                                              x.offset * dtype.itemsize).copy()
+            host = np.ndarray(x.shape, dtype, memory, x.offset * dtype.itemsize)
+            if views_of_mapped:  # (the device's memory: read-only)
+                host.flags.writeable = False
+            else:
+                host = host.copy()
+            hosts[i] = made[key] = host
     return hosts
 
 
@@ -161,7 +180,7 @@ def _native():
         if lib is not None:
             obj = ctypes.py_object
             found = (native.typed(lib, "fastnn_split_mapped", [obj] * 3, obj),
-                     native.typed(lib, "fastnn_copy_mapped", [obj] * 7, obj))
+                     native.typed(lib, "fastnn_copy_mapped", [obj] * 8, obj))
         _native_copy[:] = [found, why]
     return _native_copy[0]
 

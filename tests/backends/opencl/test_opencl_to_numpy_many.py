@@ -200,7 +200,7 @@ def test_the_c_copy_refuses_a_view_that_is_not_dense(ocl):
     hosts = [None]
     with pytest.raises(ValueError, match="densely"):
         functions[1]([(0, wide)], table.views, runtime.NP_TYPES, np.empty, np.ndarray, hosts,
-                     {})
+                     {}, False)
     assert hosts == [None]
 
 
@@ -223,3 +223,28 @@ def test_mapped_reads_hold_no_references(ocl, reads):
     after = [sys.getrefcount(v) for v in held]  # (a reference kept per read would add
     # 100 or more; a cache elsewhere may take or drop one of a name)
     assert after[:4] == before[:4] and all(abs(a - b) <= 2 for a, b in zip(after, before))
+
+
+def test_views_are_the_device_memory_where_it_is_host_memory(ocl, reads):
+    """to_numpy_views: every result as to_numpy's, read-only; from mapped buffers the
+    dense arrays (a transpose, a reshape among them) are the buffers' own memory, so a
+    later write by the device shows in them (what shadow mode's in-place rule is for);
+    where the buffers are not mapped, None (nothing viewed: read with to_numpy_many)."""
+    rng = np.random.default_rng(4)
+    cube = rng.normal(size=(2, 3, 4)).astype(np.float32)
+    x = ocl.from_numpy(cube, 0)
+    arrays = [x, ocl.transpose(x, (2, 0, 1)), ocl.reshape(x, (6, 4)),
+              ocl.slice(x, (0, 0, 0), (2, 3, 4), (1, 2, 1)), ocl.from_numpy(np.arange(5), 0)]
+    wants = [cube, cube.transpose(2, 0, 1), cube.reshape(6, 4), cube[:, ::2], np.arange(5)]
+    got = ocl.to_numpy_views(arrays)
+    if reads == "commands":
+        assert got is None
+        return
+    for host, want in zip(got, wants):
+        assert host.dtype == want.dtype and host.shape == want.shape
+        np.testing.assert_array_equal(host, want)
+    ocl.assign(x, ocl.from_numpy(np.zeros_like(cube), 0))  # the device writes x's buffer
+    ocl.to_numpy(x)  # (the queue finished)
+    for host in got[:3] if reads.endswith("in C") else got[:1] + got[2:3]:
+        assert not host.flags.writeable and not host.any()  # the buffer itself
+    np.testing.assert_array_equal(got[4], np.arange(5))
