@@ -7,9 +7,9 @@ checked calls wait in a list (their arrays held) until a sync point: an in-place
 calls, a ``to_numpy`` that finds ``READ_AT_SYNC`` calls pending, or the end of
 shadowing. Then every array they need goes to the host in one ``to_numpy_many`` call
 (the backend queues each copy and waits once; its composite, for a backend without the
-hook, reads them one by one), or ``to_numpy_views`` where the backend implements it (its
-buffers host memory: the device's own memory viewed, no copy; the batches read so far
-are then checked before an in-place hook runs, which would write that memory). An
+hook, reads them one by one), or ``to_numpy_views`` where it gives views (buffers in
+host memory: the device's own memory viewed, no copy; the batches read so far are then
+checked before an in-place hook runs, which would write that memory). An
 in-place hook's inputs are read in the same wait, before it runs, and its check waits
 for the next batch like any other. A
 ``to_numpy``'s own check waits for the next batch too, on a copy of its result: a
