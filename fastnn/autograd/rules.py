@@ -189,9 +189,13 @@ def _astype(ops, node, grad):
 
 
 def _expand(ops, grad, shape, axis, keepdims):
-    """Reshape a reduced gradient so that it broadcasts against ``shape``."""
+    """Reshape a reduced gradient so that it broadcasts against ``shape`` (no call where
+    it does as it is: the reduced axes were the leading ones, as a full reduction's, a
+    loss's, are; every caller broadcasts it)."""
     if not keepdims:
         axes = range(len(shape)) if axis is None else axis
+        if sorted(axes) == list(range(len(axes))):
+            return grad
         kept = list(shape)
         for a in axes:
             kept[a] = 1
