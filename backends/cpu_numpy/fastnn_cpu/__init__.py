@@ -7,11 +7,13 @@ plain ``numpy.ndarray``; ``device_index`` is always 0.
 from __future__ import annotations
 
 import math
+import types
 
 import numpy as np
 
 from fastnn.api import composite, dtypes
 from fastnn.api.hookspec import hookimpl
+from fastnn.api.own_hooks import product_hooks
 from fastnn.api.xp_hooks import xp_hooks
 from fastnn_cpu import mkl_gemm, native
 from fastnn_cpu.bitmask import INTS, select
@@ -334,17 +336,8 @@ def matmul(a, b):
     return _matmul(a, b)  # NumPy's np.matmul, or MKL's GEMM where installed
 
 
-@hookimpl
-def linear(x, weight):
-    if x.ndim <= 2:
-        return _matmul(x, weight.T)
-    # the leading axes folded into one GEMM (a strided x copied first: NumPy's batched
-    # matmul with a transposed right operand ran 1.5-2x slower than the one 2-d GEMM)
-    rows = x.reshape(math.prod(x.shape[:-1]), x.shape[-1])
-    return _matmul(rows, weight.T).reshape(x.shape[:-1] + (weight.shape[0],))
-
-
-@hookimpl
-def linear_grad_weight(x, grad):
-    count = math.prod(x.shape[:-1])
-    return _matmul(grad.reshape(count, grad.shape[-1]).T, x.reshape(count, x.shape[-1]))
+# linear and linear_grad_weight: the core's composites on the backend's own reshape,
+# transpose and matmul, a Linear's leading axes folded into one GEMM (a strided x copied
+# first)
+globals().update(product_hooks(types.SimpleNamespace(reshape=reshape, transpose=transpose,
+                                                     matmul=_matmul)))

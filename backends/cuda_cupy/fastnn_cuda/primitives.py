@@ -11,9 +11,11 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import types
 
 from fastnn.api import dtypes as _dtypes
 from fastnn.api.hookspec import hookimpl
+from fastnn.api.own_hooks import product_hooks
 from fastnn.api.xp_hooks import xp_hooks
 from fastnn_cuda import _cupy, gemm, kernels, launch
 from fastnn_cuda._cupy import cupy as cp
@@ -277,19 +279,9 @@ def matmul(a, b):
     return gemm.matmul(cp, a, b)
 
 
-@hookimpl
-def linear(x, weight):
-    # W^T is a view that cuBLAS reads with its transpose flag; leading axes are folded into
-    # one GEMM (cupy.matmul would run a batch of products)
-    shape = x.shape
-    if len(shape) <= 2:
-        return gemm.matmul(cp, x, weight.T)
-    rows = x.reshape(math.prod(shape[:-1]), shape[-1])  # (a view where the strides allow)
-    return gemm.matmul(cp, rows, weight.T).reshape(shape[:-1] + (weight.shape[0],))
-
-
-@hookimpl
-def linear_grad_weight(x, grad):
-    count = math.prod(x.shape[:-1])
-    return gemm.matmul(cp, grad.reshape(count, grad.shape[-1]).T,
-                       x.reshape(count, x.shape[-1]))
+# linear and linear_grad_weight: the core's composites on the backend's own views and
+# matmul (cp looked up at each call), a Linear's leading axes folded into one GEMM: cuBLAS
+# reads the transposed W with its transpose flag, where cupy.matmul would run a batch of
+# products
+globals().update(product_hooks(types.SimpleNamespace(
+    reshape=reshape, matmul=matmul, transpose=transpose)))  # noqa: F821  (xp_hooks made it)

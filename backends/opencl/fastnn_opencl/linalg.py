@@ -14,12 +14,13 @@ WPT rows. ``FASTNN_OPENCL_GEMM=cpu|tiled`` forces one design (to test both anywh
 
 from __future__ import annotations
 
-import math
 import os
+import types
 
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
+from fastnn.api.own_hooks import product_hooks
 from fastnn_opencl import elementwise, gemm_tune, gemm_wide, misc
 from fastnn_opencl.elementwise_plan import collapse
 from fastnn_opencl.fast_gemm import matmul_2d
@@ -313,22 +314,11 @@ def matmul(a, b):
     return _squeezed(out, squeeze, batch_shape, m, n)
 
 
-@hookimpl
-def linear(x, weight):
-    weight_t = misc.transpose(weight, (1, 0))  # (a view: matmul reads W^T in place)
-    shape = x.shape
-    if len(shape) <= 2:
-        return matmul(x, weight_t)
-    rows = misc.reshape(x, (math.prod(shape[:-1]), shape[-1]))  # (one GEMM, not a batch)
-    return misc.reshape(matmul(rows, weight_t), shape[:-1] + (weight.shape[0],))
-
-
-@hookimpl
-def linear_grad_weight(x, grad):
-    count = math.prod(x.shape[:-1])
-    rows = grad if grad.ndim == 2 else misc.reshape(grad, (count, grad.shape[-1]))
-    cols = x if x.ndim == 2 else misc.reshape(x, (count, x.shape[-1]))
-    return matmul(misc.transpose(rows, (1, 0)), cols)
+# linear and linear_grad_weight: the core's composites on the backend's own views and
+# matmul, a Linear's leading axes folded into one GEMM (matmul reads the transposed W in
+# place)
+globals().update(product_hooks(types.SimpleNamespace(reshape=misc.reshape,
+                                                     transpose=misc.transpose, matmul=matmul)))
 
 
 NT_MIN_K = 256
