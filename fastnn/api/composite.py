@@ -137,6 +137,24 @@ def softmax_cross_entropy_backward(ops, probs, targets, grad):
     return ops.mul(diff, ops.reshape(grad, (n, 1)))
 
 
+def kept_targets(ops, targets, ignore_index):
+    """targets != ignore_index as a bool array (equal to False is a logical not)."""
+    return ops.equal(ops.equal(targets, ignore_index), False)
+
+
+def softmax_cross_entropy_ignore(ops, logits, targets, ignore_index):
+    keep = kept_targets(ops, targets, ignore_index)
+    loss, probs = ops.softmax_cross_entropy(logits, ops.where(keep, targets, 0))
+    # where() selects: an ignored row's loss is 0 even where its logits hold a NaN
+    return ops.where(keep, loss, 0.0), probs, ops.astype(keep, str(probs.dtype))
+
+
+def softmax_cross_entropy_ignore_backward(ops, probs, targets, grad, ignore_index):
+    keep = kept_targets(ops, targets, ignore_index)
+    grad = ops.mul(grad, ops.astype(keep, str(probs.dtype)))  # times 0: NaN stays NaN
+    return ops.softmax_cross_entropy_backward(probs, ops.where(keep, targets, 0), grad)
+
+
 def rms_div(ops, x, eps):
     ms = ops.mean(ops.mul(x, x), (len(x.shape) - 1,), True)
     r = ops.pow(ops.add(ms, eps), -0.5)

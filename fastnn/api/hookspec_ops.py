@@ -87,6 +87,21 @@ def softmax_cross_entropy(logits: Array, targets: Array) -> tuple[Array, Array]:
 
 
 @op
+def softmax_cross_entropy_ignore(logits: Array, targets: Array,
+                                 ignore_index: int) -> tuple[Array, Array, Array]:
+    """``softmax_cross_entropy`` where a row whose target equals ``ignore_index`` is left
+    out, as PyTorch's ``cross_entropy(..., ignore_index=)``: its loss is 0 (whatever its
+    logits) and its target is never read as an index.
+
+    Returns (loss per row (N,), softmax probabilities (N, C), kept (N,)): kept is 1 on the
+    rows counted and 0 on those ignored, in the logits' dtype, so that the mean is
+    sum(loss) / sum(kept). One hook where its composite makes nine calls (compare, negate,
+    select the safe targets, the loss, cast, multiply). Another target outside [0, C)
+    gives its row a NaN loss, as ``softmax_cross_entropy``.
+    """
+
+
+@op
 def rms_div(x: Array, eps: float) -> tuple[Array, Array]:
     """r = 1 / sqrt(mean(x**2, last axis, keepdims) + eps).
 
@@ -143,6 +158,15 @@ def softmax_cross_entropy_backward(probs: Array, targets: Array, grad: Array) ->
     outside [0, C) makes its whole row NaN, as its loss is, so that an
     optimizer step cannot go ahead on finite, plausible gradients.
     """
+
+
+@op
+def softmax_cross_entropy_ignore_backward(probs: Array, targets: Array, grad: Array,
+                                          ignore_index: int) -> Array:
+    """dL/dlogits of ``softmax_cross_entropy_ignore``: (probs - one_hot) * grad, times 0
+    on the rows whose target equals ``ignore_index`` (so a NaN probability stays NaN, as
+    PyTorch's log_softmax backward gives), with ``softmax_cross_entropy_backward``'s
+    shapes and its NaN rows for the other targets outside [0, C)."""
 
 
 # ---------------------------------------------------------------- collectives (ops)

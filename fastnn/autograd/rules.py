@@ -365,6 +365,12 @@ def _softmax_cross_entropy(ops, node, grad):
     return ops.softmax_cross_entropy_backward(probs, targets, grad), None
 
 
+@rule("softmax_cross_entropy_ignore")
+def _softmax_cross_entropy_ignore(ops, node, grad):
+    probs, targets = node.saved
+    return ops.softmax_cross_entropy_ignore_backward(probs, targets, grad, node.attrs), None
+
+
 @rule("rms_div")
 def _rms_div(ops, node, grad):
     out, r = node.saved

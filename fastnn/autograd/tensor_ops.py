@@ -304,6 +304,17 @@ def _softmax_cross_entropy(ops, node, grad):
     return composite.softmax_cross_entropy_backward(ops, probs, targets, grad), None
 
 
+def _softmax_cross_entropy_ignore(ops, node, grad):
+    """As above, for the hook that leaves out the rows of ``node.attrs``, the
+    ignore_index: their gradient is the grad times 0."""
+    probs = ops.softmax(node.inputs[0], 1)
+    _, targets = node.saved
+    keep = composite.kept_targets(ops.raw, targets, node.attrs)  # raw arrays: constants
+    grad = ops.mul(grad, ops.raw.astype(keep, probs._dtype.name))
+    safe = ops.raw.where(keep, targets, 0)
+    return composite.softmax_cross_entropy_backward(ops, probs, safe, grad), None
+
+
 def _transfer(ops, node, grad):
     """The gradient copied back to the source device, recorded as a transfer."""
     source = node.attrs  # the Device the input lives on
@@ -338,6 +349,7 @@ def _layer_norm(ops, node, grad):
 TENSOR_RULES = dict(RULES)  # the rules run under create_graph: the same, but these
 TENSOR_RULES.update(
     softmax_cross_entropy=_softmax_cross_entropy,
+    softmax_cross_entropy_ignore=_softmax_cross_entropy_ignore,
     transfer=_transfer,
     layer_norm_train=_layer_norm,
     rms_div=_unsupported("its saved reciprocal RMS is a raw array"),

@@ -109,6 +109,56 @@ register(Case("softmax_cross_entropy",
               edges=_ce_edges, random=_ce_random, tol=dict(TRANSCENDENTAL)))
 
 
+def _ce_ignore_ref(logits, targets, ignore_index):
+    keep = targets != ignore_index
+    safe = np.where(keep, targets, 0)
+    with np.errstate(invalid="ignore"):
+        return np.where(keep, _ce_ref(logits, safe), 0.0)
+
+
+def _ce_ignore_grad(logits, targets, grad_out, ignore_index):
+    keep = targets != ignore_index
+    (grad, _) = _ce_grad(logits, np.where(keep, targets, 0), grad_out * keep)
+    return grad, None
+
+
+def _ce_ignore_sample(rng, n, c, ignore_index, every=3, label=None):
+    sample = _ce_sample(rng, n, c, label)
+    targets = sample.args[1]
+    targets[::every] = ignore_index  # (a positive ignore_index may also be a class)
+    return Sample(sample.label + f", ignore_index={ignore_index}", sample.args,
+                  {"ignore_index": ignore_index})
+
+
+def _ce_ignore_edges(rng, dtype):
+    (edge,) = _ce_edges(rng, dtype)
+    logits, targets = edge.args
+    ignored_nan = targets.copy()
+    ignored_nan[2] = -100  # the NaN row ignored: its loss is 0, its gradient NaN
+    return [Sample("large logits and a NaN row", (logits, targets), {"ignore_index": 0}),
+            Sample("the NaN row ignored", (logits, ignored_nan), {"ignore_index": -100}),
+            Sample("every row ignored", (logits, np.full(3, 7, np.int64)),
+                   {"ignore_index": 7})]
+
+
+def _ce_ignore_random(draw):
+    n, c = draw(st.integers(1, 6)), draw(st.integers(1, 6))
+    ignore_index = draw(st.sampled_from([-100, -1, 0, c - 1]))
+    every = draw(st.integers(1, 4))
+    return _ce_ignore_sample(np.random.default_rng(draw(st.integers(0, 2**31))), n, c,
+                             ignore_index, every, f"random logits ({n}, {c})")
+
+
+register(Case("softmax_cross_entropy_ignore",
+              run=lambda logits, targets, ignore_index: F.cross_entropy(
+                  logits, targets, ignore_index=ignore_index, reduction="none"),
+              ref=_ce_ignore_ref, grad_ref=_ce_ignore_grad, diff_args=(0,),
+              samples=lambda rng: [_ce_ignore_sample(rng, n, c, ii) for n, c, ii in
+                                   [(4, 5, -100), (6, 3, 1), (1, 3, -100), (0, 3, -100),
+                                    (40, 300, -100)]],
+              edges=_ce_ignore_edges, random=_ce_ignore_random, tol=dict(TRANSCENDENTAL)))
+
+
 def _rms_ref(x, eps):
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
 
@@ -278,5 +328,51 @@ def _check_xent_backward(device, dtype, rng):
                      f"softmax_cross_entropy_backward ({n}, {c}), {grad_kind} grad, {dtype}")
 
 
+def _check_xent_ignore(device, dtype, rng):
+    """Both ignore hooks called directly: a broadcast scalar grad (the mean's), ignored
+    rows, a target outside [0, C) that is not ignored (a NaN row, never an index)."""
+    ops = device.ops
+    rtol, atol = GRADIENT[dtype]
+
+    def put(a, cast=dtype):
+        return ops.from_numpy(np.ascontiguousarray(a, dtype=cast), device.index)
+
+    for n, c, ignore_index, grad_kind in [(5, 4, -100, "rows"), (6, 3, 2, "broadcast scalar"),
+                                          (3, 2, -100, "rows"), (0, 3, -1, "rows"),
+                                          (33, 700, 5, "broadcast scalar")]:
+        logits = rng.normal(scale=2.0, size=(n, c)).astype(dtype).astype(np.float64)
+        targets = rng.integers(0, c, n).astype(np.int64)
+        targets[::2] = ignore_index
+        if n >= 3:
+            targets[1] = c + 3 if ignore_index != c + 3 else -7  # out of range, kept
+        what = f"softmax_cross_entropy_ignore ({n}, {c}), ignore_index={ignore_index}, {dtype}"
+        keep = targets != ignore_index
+        bad = keep & ((targets < 0) | (targets >= c))
+        loss, probs, kept = ops.softmax_cross_entropy_ignore(put(logits), put(targets, np.int64),
+                                                             ignore_index)
+        with np.errstate(invalid="ignore"):
+            want = _ce_ignore_ref(logits, np.where(bad, 0, targets), ignore_index)
+        want[bad] = NAN
+        assert_close(ops.to_numpy(loss), want.astype(dtype), *TRANSCENDENTAL[dtype],
+                     what + ": loss")
+        assert_close(ops.to_numpy(kept), keep.astype(dtype), 0.0, 0.0, what + ": kept")
+        assert_close(ops.to_numpy(probs), _softmax_ref(logits, 1).astype(dtype),
+                     *TRANSCENDENTAL[dtype], what + ": probs")
+        p = _softmax_ref(logits, 1).astype(dtype).astype(np.float64)
+        g = rng.normal(size=n).astype(dtype).astype(np.float64)
+        if grad_kind == "broadcast scalar":
+            g[:] = g[0] if n else 0.0
+            grad = ops.broadcast_to(ops.reshape(put(g[:1]), ()), (n,))
+        else:
+            grad = put(g)
+        safe = np.where(keep & ~bad, targets, 0)
+        want = (p - np.eye(c)[safe]) * (g * keep)[:, None]
+        want[bad] = NAN
+        got = ops.softmax_cross_entropy_ignore_backward(put(p), put(targets, np.int64), grad,
+                                                        ignore_index)
+        assert_close(ops.to_numpy(got), want.astype(dtype), rtol, atol, what + ": backward")
+
+
 register(Case("bias_act_backward", check=_check_bias_act_backward))
 register(Case("softmax_cross_entropy_backward", check=_check_xent_backward))
+register(Case("softmax_cross_entropy_ignore_backward", check=_check_xent_ignore))

@@ -308,8 +308,9 @@ def one_hot(targets: Tensor, num_classes: int = -1, dtype=dtypes.int64) -> Tenso
     return Tensor._make(data, dtype, targets._device)
 
 
-def check_targets(op: str, targets: Tensor, num_classes: int) -> None:
-    """Integer class targets in [0, num_classes), or a clear error."""
+def check_targets(op: str, targets: Tensor, num_classes: int, ignore_index=None) -> None:
+    """Integer class targets in [0, num_classes) (those equal to ``ignore_index`` aside),
+    or a clear error."""
     if not isinstance(targets, Tensor) or targets._dtype not in (dtypes.int64, dtypes.int32):
         given = (f"a {targets._dtype.name} tensor" if isinstance(targets, Tensor) else
                  type(targets).__name__)
@@ -321,10 +322,18 @@ def check_targets(op: str, targets: Tensor, num_classes: int) -> None:
         # backends check only in anomaly mode; their kernels must not read out
         # of bounds on a bad target (they give NaN instead).
         ops = targets._device.ops
-        low = ops.to_numpy(ops.max(ops.neg(targets._data), None, False))
-        high = ops.to_numpy(ops.max(targets._data, None, False))
-        if -int(low) < 0 or int(high) >= num_classes:
+        if ignore_index is None:
+            low = -int(ops.to_numpy(ops.max(ops.neg(targets._data), None, False)))
+            high = int(ops.to_numpy(ops.max(targets._data, None, False)))
+        else:
+            host = ops.to_numpy(targets._data)
+            host = host[host != ignore_index]
+            if not host.size:
+                return
+            low, high = int(host.min()), int(host.max())
+        if low < 0 or high >= num_classes:
+            also = "" if ignore_index is None else f" (or equal ignore_index={ignore_index})"
             raise ValueError(
-                f"{op}: targets must be in [0, {num_classes}), got values in "
-                f"[{-int(low)}, {int(high)}]"
+                f"{op}: targets must be in [0, {num_classes}){also}, got values in "
+                f"[{low}, {high}]"
             )

@@ -274,8 +274,7 @@ def rms_div(x: Tensor, eps=1e-6) -> Tensor:
     return attach(Tensor._make(data, x._dtype, x._device), "rms_div", (x,), (data, r))
 
 
-def softmax_cross_entropy_rows(logits: Tensor, targets: Tensor) -> Tensor:
-    """Per-row cross-entropy of (N, C) logits against int targets (N,)."""
+def _check_rows(logits, targets, ignore_index=None) -> None:
     for name, value in (("logits", logits), ("targets", targets)):
         if not isinstance(value, Tensor):
             raise TypeError(
@@ -293,8 +292,25 @@ def softmax_cross_entropy_rows(logits: Tensor, targets: Tensor) -> Tensor:
             f"cross_entropy: targets must have shape ({logits.shape[0]},) to match logits "
             f"{logits.shape}, got {targets.shape}"
         )
-    check_targets("cross_entropy", targets, logits.shape[1])
+    check_targets("cross_entropy", targets, logits.shape[1], ignore_index)
+
+
+def softmax_cross_entropy_rows(logits: Tensor, targets: Tensor) -> Tensor:
+    """Per-row cross-entropy of (N, C) logits against int targets (N,)."""
+    _check_rows(logits, targets)
     loss, probs = logits._device.ops.softmax_cross_entropy(logits._data, targets._data)
     out = Tensor._make(loss, logits._dtype, logits._device)
     return attach(out, "softmax_cross_entropy", (logits, None), (probs, targets._data),
                   logits._dtype.name)
+
+
+def softmax_cross_entropy_ignore_rows(logits: Tensor, targets: Tensor, ignore_index: int):
+    """(per-row cross-entropy, kept): as :func:`softmax_cross_entropy_rows`, with 0 on the
+    rows whose target is ``ignore_index``; kept is 1.0 on the other rows, 0.0 on those."""
+    _check_rows(logits, targets, ignore_index)
+    loss, probs, kept = logits._device.ops.softmax_cross_entropy_ignore(
+        logits._data, targets._data, ignore_index)
+    out = Tensor._make(loss, logits._dtype, logits._device)
+    out = attach(out, "softmax_cross_entropy_ignore", (logits, None), (probs, targets._data),
+                 ignore_index)
+    return out, Tensor._make(kept, logits._dtype, logits._device)

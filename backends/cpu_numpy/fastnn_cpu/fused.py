@@ -114,6 +114,28 @@ def softmax_cross_entropy(logits, targets):
     return loss, probs
 
 
+def _kept_rows(targets, ignore_index, classes):
+    """(bool per row: target != ignore_index, the targets to read, which rows are kept
+    with a target outside [0, classes) or None): a bad target is never an index."""
+    keep = targets != ignore_index
+    safe = np.where(keep, targets, 0)
+    bad = (safe < 0) | (safe >= classes)
+    if bad.any():
+        safe[bad] = 0
+        return keep, safe, bad
+    return keep, safe, None
+
+
+@hookimpl
+def softmax_cross_entropy_ignore(logits, targets, ignore_index):
+    keep, safe, bad = _kept_rows(targets, ignore_index, logits.shape[1])
+    loss, probs = softmax_cross_entropy(logits, safe)
+    loss = np.where(keep, loss, 0).astype(logits.dtype, copy=False)
+    if bad is not None:
+        loss[bad] = np.nan
+    return loss, probs, keep.astype(logits.dtype)
+
+
 @hookimpl
 def rms_div(x, eps):
     r = np.mean(np.square(x), axis=-1, keepdims=True)
@@ -216,6 +238,15 @@ def softmax_cross_entropy_backward(probs, targets, grad):
     out = probs.copy()
     out[np.arange(probs.shape[0]), targets] -= 1
     out *= grad[:, None]
+    return out
+
+
+@hookimpl
+def softmax_cross_entropy_ignore_backward(probs, targets, grad, ignore_index):
+    keep, safe, bad = _kept_rows(targets, ignore_index, probs.shape[1])
+    out = softmax_cross_entropy_backward(probs, safe, grad * keep)  # times 0: NaN stays
+    if bad is not None:
+        out[bad] = np.nan
     return out
 
 

@@ -60,17 +60,28 @@ def log_softmax(x, axis):
     return shifted
 
 
+def _xent(logits, targets, ignore_index=None):
+    """The row kernel's (loss, probs) and, with ``ignore_index``, kept: one launch."""
+    n, c = logits.shape
+    logits = cp.ascontiguousarray(logits)
+    targets = cp.ascontiguousarray(targets.astype(cp.int64, copy=False))
+    loss = cp.empty((n,), dtype=logits.dtype)
+    probs = cp.empty_like(logits)
+    if ignore_index is None:
+        kernels.launch_rows("softmax_xent", logits.dtype, logits.device.id, n, c,
+                            (logits, targets, loss, probs, c))
+        return loss, probs
+    kept = cp.empty((n,), dtype=logits.dtype)
+    kernels.launch_rows("softmax_xent_ignore", logits.dtype, logits.device.id, n, c,
+                        (logits, targets, loss, probs, c, kept, int(ignore_index)))
+    return loss, probs, kept
+
+
 @hookimpl
 def softmax_cross_entropy(logits, targets):
-    n, c = logits.shape
     if kernels.has_kernel(logits.dtype):
-        logits = cp.ascontiguousarray(logits)
-        targets = cp.ascontiguousarray(targets.astype(cp.int64, copy=False))
-        loss = cp.empty((n,), dtype=logits.dtype)
-        probs = cp.empty_like(logits)
-        args = (logits, targets, loss, probs, c)
-        kernels.launch_rows("softmax_xent", logits.dtype, logits.device.id, n, c, args)
-        return loss, probs
+        return _xent(logits, targets)
+    n, c = logits.shape
     shifted = logits - cp.max(logits, axis=1, keepdims=True)
     probs = cp.exp(shifted)
     total = cp.sum(probs, axis=1, keepdims=True)
@@ -80,6 +91,13 @@ def softmax_cross_entropy(logits, targets):
     picked = cp.take_along_axis(shifted, cp.clip(targets, 0, c - 1)[:, None], axis=1)[:, 0]
     loss = cp.log(total[:, 0]) - picked
     return cp.where(valid, loss, cp.nan).astype(logits.dtype, copy=False), probs
+
+
+@hookimpl
+def softmax_cross_entropy_ignore(logits, targets, ignore_index):
+    if kernels.has_kernel(logits.dtype):
+        return _xent(logits, targets, ignore_index)
+    return composite.softmax_cross_entropy_ignore(_own_hooks(), logits, targets, ignore_index)
 
 
 @hookimpl
@@ -149,20 +167,42 @@ def bias_act_backward(x, bias, out, grad, kind, slope):
     return composite.bias_act_backward(_own_hooks(), x, bias, out, grad, kind, slope)
 
 
+def _xent_backward(probs, targets, grad, ignore_index=None):
+    """One plane launch, or None where the kernel does not take these arrays."""
+    if not probs.size:
+        return cp.empty_like(probs)
+    if not (kernels.has_kernel(probs.dtype) and grad.dtype == probs.dtype):
+        return None
+    c = probs.shape[1]
+    probs = cp.ascontiguousarray(probs)
+    targets = cp.ascontiguousarray(targets.astype(cp.int64, copy=False))
+    # a broadcast scalar (the mean's gradient) keeps its stride 0: no copy
+    stride = grad.strides[0] // grad.itemsize
+    out = cp.empty_like(probs)
+    rows = probs.shape[0]
+    args = (probs, targets, grad, stride, out, rows, c)
+    base = "softmax_xent_backward"
+    if ignore_index is not None:
+        args, base = args + (int(ignore_index),), "softmax_xent_ignore_backward"
+    kernels.launch_planes(base, probs.dtype, probs.device.id, c, rows, 1, args)
+    return out
+
+
 @hookimpl
 def softmax_cross_entropy_backward(probs, targets, grad):
-    c = probs.shape[1]
-    if kernels.has_kernel(probs.dtype) and probs.size and grad.dtype == probs.dtype:
-        probs = cp.ascontiguousarray(probs)
-        targets = cp.ascontiguousarray(targets.astype(cp.int64, copy=False))
-        # a broadcast scalar (the mean's gradient) keeps its stride 0: no copy
-        stride = grad.strides[0] // grad.itemsize
-        out = cp.empty_like(probs)
-        rows = probs.shape[0]
-        kernels.launch_planes("softmax_xent_backward", probs.dtype, probs.device.id, c, rows, 1,
-                              (probs, targets, grad, stride, out, rows, c))
+    out = _xent_backward(probs, targets, grad)
+    if out is not None:
         return out
     return composite.softmax_cross_entropy_backward(_own_hooks(), probs, targets, grad)
+
+
+@hookimpl
+def softmax_cross_entropy_ignore_backward(probs, targets, grad, ignore_index):
+    out = _xent_backward(probs, targets, grad, ignore_index)
+    if out is not None:
+        return out
+    return composite.softmax_cross_entropy_ignore_backward(_own_hooks(), probs, targets, grad,
+                                                           ignore_index)
 
 
 # ---------------------------------------------------------------- swish (no hook yet)

@@ -40,6 +40,8 @@ KERNEL_FILES = {
     "log_softmax": "softmax.cu",
     "softmax_xent": "softmax.cu",
     "softmax_xent_backward": "softmax.cu",
+    "softmax_xent_ignore": "softmax.cu",
+    "softmax_xent_ignore_backward": "softmax.cu",
     "sum_rows": "reduce.cu",
     "sum_all": "reduce.cu",
     "rms_div": "rms.cu",

@@ -59,27 +59,41 @@ def log_softmax(x, axis):
     return _softmax(x, axis, True)
 
 
-@hookimpl
-def softmax_cross_entropy(logits, targets):
+def _xent(logits, targets, ignore_index):
+    """(loss, probs, kept or None): kept (and loss 0) on the rows whose target is
+    ``ignore_index``, where one is given."""
     logits, targets = _dense(logits), _dense(targets)
     dev = logits.dev
     n, c = logits.shape
     loss = dev.empty((n,), logits.dtype)
     probs = dev.empty((n, c), logits.dtype)
+    kept = None if ignore_index is None else dev.empty((n,), logits.dtype)
+    ignore = (np.int64(0), _I(0)) if ignore_index is None else (np.int64(ignore_index), _I(1))
     wg = reduce.group_size(dev, c)
     defines = (("T", CL_TYPES[logits.dtype]), ("TI", CL_TYPES[targets.dtype]),
                ("ACC", reduce._acc_type(logits, 0)))
+    tail = ((loss if kept is None else kept).data,) + ignore
     if n and wg:
         kernel = dev.kernel(FILE, "k_softmax_xent_group", defines + (("WG", wg),),
-                            [None, None, None, _I, None, _I, _I])
+                            [None, None, None, _I, None, _I, _I, None, None, None])
         kernel(dev.queue, (n * wg,), (wg,), loss.data, probs.data, logits.data, logits.offset,
-               targets.data, targets.offset, c)
+               targets.data, targets.offset, c, *tail)
     elif n:
         kernel = dev.kernel(FILE, "k_softmax_xent", defines,
-                            [None, None, None, _I, None, _I, _I, _I])
+                            [None, None, None, _I, None, _I, _I, _I, None, None, None])
         kernel(dev.queue, (rounded(n, 16),), None, loss.data, probs.data, logits.data,
-               logits.offset, targets.data, targets.offset, n, c)
-    return loss, probs
+               logits.offset, targets.data, targets.offset, n, c, *tail)
+    return loss, probs, kept
+
+
+@hookimpl
+def softmax_cross_entropy(logits, targets):
+    return _xent(logits, targets, None)[:2]
+
+
+@hookimpl
+def softmax_cross_entropy_ignore(logits, targets, ignore_index):
+    return _xent(logits, targets, int(ignore_index))
 
 
 @hookimpl
@@ -179,16 +193,27 @@ def relu_backward(out, grad):
     return dx
 
 
-@hookimpl
-def softmax_cross_entropy_backward(probs, targets, grad):
+def _xent_backward(probs, targets, grad, ignore_index):
     probs, targets = _dense(probs), _dense(targets)
     dev = probs.dev
     n, c = probs.shape
     out = dev.empty((n, c), probs.dtype)
+    ignore = (np.int64(0), _I(0)) if ignore_index is None else (np.int64(ignore_index), _I(1))
     if out.size:
         defines = (("T", CL_TYPES[probs.dtype]), ("TI", CL_TYPES[targets.dtype]))
         kernel = dev.kernel(FILE, "k_softmax_xent_backward", defines,
-                            [None, None, _I, None, _I, None, _I, _I, _I, _I])
+                            [None, None, _I, None, _I, None, _I, _I, _I, _I, None, None])
         kernel(dev.queue, (rounded(c, 16), n), None, out.data, probs.data, probs.offset,
-               targets.data, targets.offset, grad.data, grad.offset, grad.strides[0], n, c)
+               targets.data, targets.offset, grad.data, grad.offset, grad.strides[0], n, c,
+               *ignore)
     return out
+
+
+@hookimpl
+def softmax_cross_entropy_backward(probs, targets, grad):
+    return _xent_backward(probs, targets, grad, None)
+
+
+@hookimpl
+def softmax_cross_entropy_ignore_backward(probs, targets, grad, ignore_index):
+    return _xent_backward(probs, targets, grad, int(ignore_index))

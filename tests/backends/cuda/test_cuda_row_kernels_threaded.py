@@ -6,12 +6,22 @@ a block), against the NumPy backend's fused hooks and float64."""
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 import pytest
 from fastnn_cpu import fused as cpu_fused
-from fastnn_cuda import fused, launch
+from fastnn_cuda import fused, kernels, launch
 
-from tests.backends.cuda.host_build import build_threaded, launch_on_host, require_compiler
+from tests.backends.cuda.host_build import (
+    build_serial,
+    build_threaded,
+    c_arg,
+    launch_on_host,
+    require_compiler,
+    run_serial,
+    run_threaded,
+)
 from tests.backends.cuda.test_cuda_call_sites_on_host import _dev, _NumpyAsCupy
 
 require_compiler()
@@ -80,3 +90,46 @@ def test_a_nan_poisons_only_its_row(on_host):
     x[1, 50] = np.nan
     got = fused.softmax(_dev(x), 1)
     assert np.isnan(got[1]).all() and np.isfinite(got[[0, 2]]).all()
+
+
+@pytest.fixture(scope="module")
+def serial_libs(tmp_path_factory):
+    return build_serial(tmp_path_factory.mktemp("rows_serial"))
+
+
+@pytest.fixture
+def ignore_device(libs, serial_libs, monkeypatch):
+    """A device whose ignore_index hooks are the cuda backend's, their kernels on the host:
+    the forward's rows with real threads, the backward's plane kernel one thread after
+    another (as the call-site tests run it). The check's layout helpers are NumPy's."""
+    monkeypatch.setattr(fused, "cp", _NumpyAsCupy())
+    monkeypatch.setattr(launch, "ROW_THREADS_MAX", 64)
+    launches = []
+
+    def function(base, dtype, device_id):
+        def run(grid, block, args):
+            launches.append(base)
+            threaded = base == "softmax_xent_ignore"
+            (run_threaded if threaded else run_serial)(
+                libs if threaded else serial_libs, base, str(dtype), grid, block,
+                [c_arg(a) for a in args])
+        return run
+
+    monkeypatch.setattr(kernels, "function", function)
+    ops = types.SimpleNamespace(
+        from_numpy=lambda array, index: _dev(np.array(array, copy=True)), to_numpy=np.array,
+        reshape=lambda a, shape: _dev(np.reshape(a, shape)),
+        broadcast_to=lambda a, shape: _dev(np.broadcast_to(a, shape)),
+        softmax_cross_entropy_ignore=fused.softmax_cross_entropy_ignore,
+        softmax_cross_entropy_ignore_backward=fused.softmax_cross_entropy_ignore_backward)
+    return types.SimpleNamespace(ops=ops, index=0, launches=launches)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_ignore_index_hooks_pass_the_conformance_check(ignore_device, dtype):
+    """Ignored rows, a kept target outside [0, C), a broadcast scalar grad, rows of 700."""
+    from fastnn.conformance.cases import CASES
+
+    CASES["softmax_cross_entropy_ignore_backward"].check(ignore_device, dtype,
+                                                         np.random.default_rng(1))
+    assert set(ignore_device.launches) == {"softmax_xent_ignore", "softmax_xent_ignore_backward"}

@@ -72,3 +72,14 @@ def test_a_nan_in_a_row_spreads_to_that_row_only(as_gpu):
     with fnn.use("opencl"):
         out = F.softmax(fnn.tensor(host)).numpy()
     assert np.isnan(out[1]).all() and np.isfinite(out[0]).all()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_group_kernel_leaves_the_ignored_rows_out(as_gpu, dtype):
+    """The conformance check of both ignore_index hooks (ignored rows, a bad target, rows
+    of 700) on the work-group kernel."""
+    from fastnn.conformance.cases import CASES
+
+    with fnn.use("opencl") as device:
+        CASES["softmax_cross_entropy_ignore_backward"].check(device, dtype,
+                                                             np.random.default_rng(3))

@@ -33,10 +33,11 @@ __device__ void softmax_body(const T* x, T* out, i64 cols, bool log_space) {
 }
 
 // loss[r] = log(sum_j exp(x[r,j] - m)) - (x[r,t] - m); probs = softmax(x).
-// A target outside [0, cols) gives a NaN loss and is never used as an index.
+// A target outside [0, cols) gives a NaN loss and is never used as an index. With
+// has_ignore, a target equal to `ignore` gives loss 0 and kept 0 (kept 1 elsewhere).
 template <typename T>
 __device__ void softmax_xent_body(const T* logits, const i64* targets, T* loss, T* probs,
-                                  i64 cols) {
+                                  i64 cols, T* kept, i64 ignore, bool has_ignore) {
     __shared__ T scratch[FASTNN_WARP];
     const i64 r = blockIdx.x;
     const T* row = logits + r * cols;
@@ -47,7 +48,10 @@ __device__ void softmax_xent_body(const T* logits, const i64* targets, T* loss, 
     for (i64 j = threadIdx.x; j < cols; j += blockDim.x) dst[j] = f_exp(row[j] - m) * inv;
     if (threadIdx.x == 0) {
         const i64 t = targets[r];
-        loss[r] = (t >= 0 && t < cols) ? f_log(s) - (row[t] - m) : quiet_nan<T>();
+        const bool ignored = has_ignore && t == ignore;
+        if (has_ignore) kept[r] = ignored ? T(0) : T(1);
+        loss[r] = ignored ? T(0)
+                  : (t >= 0 && t < cols) ? f_log(s) - (row[t] - m) : quiet_nan<T>();
     }
 }
 
@@ -60,7 +64,12 @@ __device__ void softmax_xent_body(const T* logits, const i64* targets, T* loss, 
     }                                                                                    \
     extern "C" __global__ void softmax_xent_##SUFFIX(const T* logits, const i64* targets, \
                                                      T* loss, T* probs, i64 cols) {      \
-        softmax_xent_body<T>(logits, targets, loss, probs, cols);                        \
+        softmax_xent_body<T>(logits, targets, loss, probs, cols, loss, 0, false);        \
+    }                                                                                    \
+    extern "C" __global__ void softmax_xent_ignore_##SUFFIX(                             \
+        const T* logits, const i64* targets, T* loss, T* probs, i64 cols, T* kept,       \
+        i64 ignore) {                                                                    \
+        softmax_xent_body<T>(logits, targets, loss, probs, cols, kept, ignore, true);    \
     }
 
 FASTNN_INSTANTIATE(FASTNN_SOFTMAX)
@@ -69,15 +78,18 @@ FASTNN_INSTANTIATE(FASTNN_SOFTMAX)
 // (x along a row's columns, y over rows). grad_stride is 0 for a broadcast scalar
 // gradient (the mean's). Targets are compared, never used as an index; one outside
 // [0, cols) makes its row NaN, as its loss is, so that no optimizer step goes ahead on it.
+// With has_ignore, a row whose target equals `ignore` is probs * 0 (NaN stays NaN).
 template <typename T>
 __device__ void softmax_xent_backward_body(const T* probs, const i64* targets, const T* grad,
-                                           i64 grad_stride, T* out, i64 rows, i64 cols) {
+                                           i64 grad_stride, T* out, i64 rows, i64 cols,
+                                           i64 ignore, bool has_ignore) {
     const i64 first = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     const i64 step = (i64)gridDim.x * blockDim.x;
     for (i64 r = PLANE_ROW_FIRST; r < rows; r += PLANE_ROW_STEP) {
         const i64 target = targets[r];
         const bool valid = target >= 0 && target < cols;
-        const T g = valid ? grad[r * grad_stride] : quiet_nan<T>();
+        const bool ignored = has_ignore && target == ignore;
+        const T g = ignored ? T(0) : valid ? grad[r * grad_stride] : quiet_nan<T>();
         for (i64 j = first; j < cols; j += step) {
             const T p = probs[r * cols + j];
             out[r * cols + j] = (j == target ? p - T(1) : p) * g;
@@ -89,7 +101,14 @@ __device__ void softmax_xent_backward_body(const T* probs, const i64* targets, c
     extern "C" __global__ void softmax_xent_backward_##SUFFIX(                           \
         const T* probs, const i64* targets, const T* grad, i64 grad_stride, T* out,      \
         i64 rows, i64 cols) {                                                            \
-        softmax_xent_backward_body<T>(probs, targets, grad, grad_stride, out, rows, cols); \
+        softmax_xent_backward_body<T>(probs, targets, grad, grad_stride, out, rows, cols,  \
+                                      0, false);                                         \
+    }                                                                                    \
+    extern "C" __global__ void softmax_xent_ignore_backward_##SUFFIX(                    \
+        const T* probs, const i64* targets, const T* grad, i64 grad_stride, T* out,      \
+        i64 rows, i64 cols, i64 ignore) {                                                \
+        softmax_xent_backward_body<T>(probs, targets, grad, grad_stride, out, rows, cols,  \
+                                      ignore, true);                                     \
     }
 
 FASTNN_INSTANTIATE(FASTNN_SOFTMAX_XENT_BACKWARD)

@@ -31,11 +31,21 @@ __kernel void k_softmax(__global T *out, __global const T *x, const int off, con
 }
 
 #ifdef TI
+// The loss of row n and, with has_ignore, its kept flag: a target equal to ignore gives 0
+// (and kept 0), another outside [0, C) NaN, never an index.
+#define XENT_LOSS(n, t, total, row, top)                                              \
+    do {                                                                              \
+        const int ignored_ = has_ignore && (long)(t) == ignore;                       \
+        if (has_ignore) kept[n] = ignored_ ? (T)0 : (T)1;                             \
+        loss[n] = ignored_ ? (T)0                                                     \
+                  : ((t) >= 0 && (t) < C) ? (T)log(total) - ((row)[t] - (top)) : (T)NAN; \
+    } while (0)
+
 // Per row n of (N, C) logits: probs = softmax, loss = log(sum exp(x - max)) - (x[t] - max).
-// NOTE: a target outside [0, C) gives a NaN loss instead of reading out of bounds.
 __kernel void k_softmax_xent(__global T *loss, __global T *probs, __global const T *x,
                              const int off, __global const TI *targets, const int toff,
-                             const int N, const int C) {
+                             const int N, const int C, __global T *kept, const long ignore,
+                             const int has_ignore) {
     const int n = get_global_id(0);
     if (n >= N) return;
     const __global T *row = x + off + n * C;
@@ -51,7 +61,7 @@ __kernel void k_softmax_xent(__global T *loss, __global T *probs, __global const
     const T inv = (T)((ACC)1 / total);
     for (int c = 0; c < C; ++c) p[c] *= inv;
     const TI t = targets[toff + n];
-    loss[n] = (t >= 0 && t < C) ? (T)log(total) - (row[t] - top) : (T)NAN;
+    XENT_LOSS(n, t, total, row, top);
 }
 #endif
 
@@ -125,7 +135,8 @@ __kernel void k_softmax_group(__global T *out, __global const T *x, const int of
 #ifdef TI
 __kernel void k_softmax_xent_group(__global T *loss, __global T *probs, __global const T *x,
                                    const int off, __global const TI *targets, const int toff,
-                                   const int C) {
+                                   const int C, __global T *kept, const long ignore,
+                                   const int has_ignore) {
     const int n = get_group_id(0), lid = get_local_id(0);
     const __global T *row = x + off + n * C;
     __global T *p = probs + n * C;
@@ -143,7 +154,7 @@ __kernel void k_softmax_xent_group(__global T *loss, __global T *probs, __global
     for (int c = lid; c < C; c += WG) p[c] *= inv;
     if (lid == 0) {
         const TI t = targets[toff + n];
-        loss[n] = (t >= 0 && t < C) ? (T)log(total) - (row[t] - top) : (T)NAN;
+        XENT_LOSS(n, t, total, row, top);
     }
 }
 #endif
@@ -291,15 +302,21 @@ __kernel void k_col_sums(__global T *sums, __global const T *x, const int off,
 // dlogits[n, c] = (probs[n, c] - (c == targets[n])) * grad[n * gstride] on a 2-d range
 // (c, n); gstride is 0 for a broadcast scalar gradient (the mean's). A target outside
 // [0, C) makes its row NaN, as its loss is: an optimizer step must not go ahead on it.
+// With has_ignore, a row whose target equals ignore is p * 0 (a NaN p stays NaN).
 __kernel void k_softmax_xent_backward(__global T *out, __global const T *probs,
                                       const int poff, __global const TI *targets,
                                       const int toff, __global const T *grad, const int goff,
-                                      const int gstride, const int N, const int C) {
+                                      const int gstride, const int N, const int C,
+                                      const long ignore, const int has_ignore) {
     const int c = get_global_id(0), n = get_global_id(1);
     if (c >= C || n >= N) return;
     const int i = n * C + c;
     const TI t = targets[toff + n];
     const T p = probs[poff + i];
+    if (has_ignore && (long)t == ignore) {
+        out[i] = p * (T)0;
+        return;
+    }
     out[i] = (t < 0 || t >= C) ? (T)NAN : (c == t ? p - (T)1 : p) * grad[goff + n * gstride];
 }
 #endif
