@@ -93,6 +93,9 @@ def _loss_cases(dtype):
                                       {"weight": const(weight), "ignore_index": 3,
                                        "label_smoothing": 0.15}),
         "cross_entropy_nd": ("cross_entropy", [seq_logits, seq_targets], {"ignore_index": 1}),
+        # the default ignore_index, two rows ignored (a device backend's fused hook)
+        "cross_entropy_ignored_rows": ("cross_entropy", [logits, np.where(
+            np.arange(6) % 3 == 0, -100, targets)], {}),
         "nll_loss_weight": ("nll_loss", [logp, rng.integers(0, 5, 4)], {"weight": weight}),
         "mse_loss": ("mse_loss", [pred, target], {}),
         "l1_loss": ("l1_loss", [pred, target], {}),
