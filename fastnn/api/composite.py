@@ -347,6 +347,8 @@ def to_numpy_views(ops, arrays):
 from fastnn.api.composite_attention import (  # noqa: E402,F401  (the attention hooks)
     attention,
     attention_backward,
+    attention_packed,
+    attention_packed_backward,
 )
 from fastnn.api.composite_collectives import (  # noqa: E402,F401  (host-staged collectives)
     allreduce,

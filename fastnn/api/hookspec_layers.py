@@ -39,6 +39,25 @@ def attention_backward(q: Array, k: Array, v: Array, weights: Array, grad: Array
     A masked score needs no argument: its weight, so its ds, is 0."""
 
 
+@op
+def attention_packed(qkv: Array, mask: Any, scale: float) -> tuple[Array, Array]:
+    """``attention`` of q, k, v = qkv[0], qkv[1], qkv[2]: qkv (3, ..., L, E) holds
+    self-attention's three projections along its first axis, with any strides (the core
+    passes a transposed view of the one projection, see ``attention_packed_backward``).
+    Returns ``attention``'s (out, weights). One hook where its composite makes seven calls
+    (a slice and a reshape for each of q, k and v, then ``attention``)."""
+
+
+@op
+def attention_packed_backward(qkv: Array, weights: Array, grad: Array, scale: float,
+                              order: Shape) -> Array:
+    """dL/dqkv (qkv's shape) of ``attention_packed``: ``attention_backward``'s dq, dk and
+    dv stacked along the first axis. ``order`` says how qkv lies in memory: it is its
+    storage transposed by ``order``. The result should lie the same way, so that the
+    core's reshape back to the projection's layout is a view; any layout is correct, only
+    slower. One hook where its composite makes fifteen calls."""
+
+
 # ---------------------------------------------------------------- pooling
 
 

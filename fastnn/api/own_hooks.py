@@ -16,7 +16,7 @@ arguments by their names and is marked as an implementation, as
 
 from __future__ import annotations
 
-from fastnn.api import composite
+from fastnn.api import composite, composite_attention
 from fastnn.api.hookspec import hookimpl
 
 
@@ -31,3 +31,20 @@ def product_hooks(own) -> dict:
         return composite.linear_grad_weight(own, x, grad)
 
     return {"linear": hookimpl(linear), "linear_grad_weight": hookimpl(linear_grad_weight)}
+
+
+def packed_attention_hooks(own) -> dict:
+    """``attention_packed`` and ``attention_packed_backward`` on ``own`` (``slice``,
+    ``reshape``, ``transpose``, ``cat``, ``attention`` and ``attention_backward`` with the
+    hooks' signatures): self-attention's q, k and v taken from, and their gradients joined
+    into, the one packed projection."""
+
+    def attention_packed(qkv, mask, scale):
+        return composite_attention.attention_packed(own, qkv, mask, scale)
+
+    def attention_packed_backward(qkv, weights, grad, scale, order):
+        return composite_attention.attention_packed_backward(own, qkv, weights, grad, scale,
+                                                             order)
+
+    return {"attention_packed": hookimpl(attention_packed),
+            "attention_packed_backward": hookimpl(attention_packed_backward)}

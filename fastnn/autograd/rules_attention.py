@@ -14,30 +14,16 @@ RULES: dict = {}  # merged into fastnn.autograd.rules.RULES
 TENSOR_RULES: dict = {}  # the same ops under create_graph
 
 
-def unpack(ops, qkv):
-    """(q, k, v): the three slices of ``qkv`` along its first axis, without that axis."""
-    shape = tuple(qkv.shape)
-    rank = len(shape)
-    return tuple(ops.reshape(ops.slice(qkv, (i,) + (0,) * (rank - 1), (i + 1,) + shape[1:],
-                                       (1,) * rank), shape[1:]) for i in range(3))
-
-
 def _attention(ops, node, grad):
     q, k, v, weights = node.saved
     return ops.attention_backward(q, k, v, weights, grad, node.attrs[1])
 
 
 def _attention_packed(ops, node, grad):
-    """One gradient for qkv: the three joined along the axis that qkv's first axis is in
-    its storage (``order``: qkv is that storage's transpose), so that the layer's reshape
-    back to its projection takes the result as it is."""
+    """One gradient for qkv, laid out as qkv's storage (``order``: qkv is that storage's
+    transpose), so that the layer's reshape back to its projection takes it as it is."""
     qkv, weights = node.saved
-    order = node.attrs[3]
-    grads = ops.attention_backward(*unpack(ops, qkv), weights, grad, node.attrs[1])
-    shape = (1,) + tuple(grads[0].shape)
-    inverse = tuple(sorted(range(len(order)), key=order.__getitem__))
-    parts = [ops.transpose(ops.reshape(g, shape), inverse) for g in grads]
-    return (ops.transpose(ops.cat(parts, order[0]), order),)
+    return (ops.attention_packed_backward(qkv, weights, grad, node.attrs[1], node.attrs[3]),)
 
 
 RULES["attention"] = _attention
@@ -59,7 +45,7 @@ def _attention_tensor(ops, node, grad):
 def _attention_packed_tensor(ops, node, grad):
     mask, scale, (dtype, index) = node.attrs[:3]
     (qkv,) = node.inputs
-    grads = _grads_on_tape(ops, *unpack(ops, qkv), mask, scale, grad)
+    grads = _grads_on_tape(ops, *composite_attention.unpack(ops, qkv), mask, scale, grad)
     shape = tuple(qkv.shape)
     out = ops.full(shape, 0.0, dtype, index)
     for i, g in enumerate(grads):

@@ -4,7 +4,8 @@ reference and finite differences; unmasked and causal, L != S, Ev != E, 2-d and 
 strided head views, large scores), and at the hook, ``attention`` and
 ``attention_backward`` against that reference and against the core's composite
 (fastnn.api.composite_attention) on the same device: odd shapes, transposed inputs, a
-broadcast gradient, a causal mask with more queries than keys."""
+broadcast gradient, a causal mask with more queries than keys; and the packed pair,
+``attention_packed`` and its backward, on qkv (3, ..., L, E) as self-attention passes it."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import fastnn.functional as F
 from fastnn.api import composite_attention
 from fastnn.conformance.case import Case, Sample, register
 from fastnn.conformance.compare import ACCUMULATING, GRADIENT, assert_close
+from fastnn.ops.attention import packed_attention
 
 
 def _mask(length, source):
@@ -153,3 +155,111 @@ def _check(device, dtype, rng):
 
 
 register(Case("attention_backward", check=_check))
+
+
+# ---------------------------------------------------------------- packed self-attention
+# qkv (3, ..., L, E): self-attention's q, k and v in one array, as nn.MultiheadAttention
+# passes them, a transposed view of its one projection (N, L, 3, heads, E) where ``order``
+# says so (the strided samples).
+
+ORDER = (2, 0, 3, 1, 4)  # (N, L, 3, heads, E) -> (3, N, heads, L, E), batch_first's
+INVERSE = tuple(sorted(range(5), key=ORDER.__getitem__))
+
+
+def _packed_run(qkv, causal=False, strided=False):
+    if strided:  # the same values, lying in memory as the layer's projection does
+        return packed_attention(qkv.permute(*INVERSE).contiguous().permute(*ORDER), causal,
+                                order=ORDER)
+    return packed_attention(qkv, causal)
+
+
+def _packed_ref(qkv, causal=False, strided=False):
+    return _ref(qkv[0], qkv[1], qkv[2], causal)
+
+
+def _packed_grads(qkv, causal=False, strided=False, *, grad_out):
+    return (np.stack(_grads(qkv[0], qkv[1], qkv[2], causal, grad_out=grad_out)),)
+
+
+PACKED_SHAPES = [((2, 3), 5, 4, False), ((2, 2), 6, 3, True), ((), 4, 2, True),
+                 ((3,), 1, 5, False), ((1, 1), 7, 1, True)]
+
+
+def _packed_samples(rng):
+    out = []
+    for lead, length, width, causal in PACKED_SHAPES:
+        for strided in (False, True) if len(lead) == 2 else (False,):
+            out.append(Sample(f"qkv (3, {lead}, L={length}, E={width})"
+                              f"{' causal' if causal else ''}{' strided' if strided else ''}",
+                              (rng.normal(size=(3,) + lead + (length, width)),),
+                              {"causal": causal, "strided": strided}))
+    return out
+
+
+def _packed_edges(rng, dtype):
+    qkv = rng.normal(scale=6.0, size=(3, 2, 3, 2))
+    return [Sample("large scores (needs the max shift)", (qkv,), {"causal": False}),
+            Sample("one position", (rng.normal(size=(3, 2, 1, 3)),), {"causal": True})]
+
+
+def _packed_random(draw):
+    lead = tuple(draw(st.integers(1, 3)) for _ in range(draw(st.integers(0, 2))))
+    length, width = draw(st.integers(1, 5)), draw(st.integers(1, 5))
+    causal = draw(st.booleans())
+    strided = len(lead) == 2 and draw(st.booleans())
+    rng = np.random.default_rng(draw(st.integers(0, 2**31)))
+    return Sample(f"random qkv (3, {lead}, {length}, {width}) causal={causal}",
+                  (rng.normal(size=(3,) + lead + (length, width)),),
+                  {"causal": causal, "strided": strided})
+
+
+register(Case("attention_packed", run=_packed_run, ref=_packed_ref, grad_ref=_packed_grads,
+              diff_args=(0,), samples=_packed_samples, edges=_packed_edges,
+              random=_packed_random, tol=dict(ACCUMULATING)))
+
+
+def _check_packed(device, dtype, rng):
+    """Both packed hooks at the hook level on a contiguous qkv and on the layer's
+    transposed view (with its ``order``), against the reference and the composites."""
+    ops = device.ops
+    rtol, atol = GRADIENT[dtype]
+
+    def host(a):
+        return np.asarray(ops.to_numpy(a), dtype=np.float64)
+
+    for (n, heads), length, width, causal in [((2, 3), 5, 4, False), ((4, 2), 7, 3, True),
+                                               ((40, 2), 8, 3, True), ((1, 1), 1, 2, False)]:
+        for layout in ("contiguous", "transposed"):
+            qkv = rng.normal(size=(3, n, heads, length, width)).astype(dtype)
+            g = rng.normal(size=(n, heads, length, width)).astype(dtype)
+            if layout == "transposed":
+                order = ORDER
+                storage = ops.from_numpy(np.ascontiguousarray(qkv.transpose(INVERSE)),
+                                         device.index)
+                packed = ops.transpose(storage, order)
+            else:
+                order = tuple(range(5))
+                packed = ops.from_numpy(qkv, device.index)
+            grad = ops.from_numpy(g, device.index)
+            wide = qkv.astype(np.float64)
+            (want_out, want_w), want_grads = _reference(*wide, causal, g.astype(np.float64))
+            mask = ops.from_numpy(_mask(length, length), device.index) if causal else None
+            scale = 1.0 / np.sqrt(width)
+            what = f"attention_packed (3, {n}, {heads}, {length}, {width}) {layout}, {dtype}"
+            out, weights = ops.attention_packed(packed, mask, scale)
+            c_out, c_weights = composite_attention.attention_packed(ops, packed, mask, scale)
+            for name, a, b, want in (("out", out, c_out, want_out),
+                                     ("weights", weights, c_weights, want_w)):
+                assert_close(host(a), want, rtol, atol, f"{what}: {name}")
+                assert_close(host(a), host(b), rtol, atol, f"{what}: {name} vs the composite")
+            what = what.replace("attention_packed", "attention_packed_backward")
+            got = ops.attention_packed_backward(packed, weights, grad, scale, order)
+            composed = composite_attention.attention_packed_backward(ops, packed, c_weights,
+                                                                     grad, scale, order)
+            slack = atol * np.sqrt(length)
+            assert tuple(got.shape) == qkv.shape, f"{what}: shape {got.shape}, not {qkv.shape}"
+            assert_close(host(got), np.stack(want_grads), rtol, slack, what)
+            assert_close(host(got), host(composed), rtol, slack, f"{what} vs the composite")
+
+
+register(Case("attention_packed_backward", check=_check_packed))

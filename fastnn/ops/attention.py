@@ -18,7 +18,6 @@ import numpy as np
 
 from fastnn.api import dtypes
 from fastnn.autograd.engine import attach
-from fastnn.autograd.rules_attention import unpack
 from fastnn.ops import elementwise as m
 from fastnn.ops import movement, nnops
 from fastnn.ops.table import public
@@ -94,9 +93,7 @@ def packed_attention(qkv, is_causal, scale=None, order=None) -> Tensor:
     device, shape = qkv._device, qkv.shape
     scale = 1.0 / math.sqrt(shape[-1]) if scale is None else float(scale)
     mask = causal_data(shape[-2], shape[-2], device) if is_causal else None
-    ops = device.ops
-    q, k, v = unpack(ops, qkv._data)
-    out, weights = ops.attention(q, k, v, mask, scale)
+    out, weights = device.ops.attention_packed(qkv._data, mask, scale)
     return attach(Tensor._make(out, qkv._dtype, device), "attention_packed", (qkv,),
                   (qkv._data, weights), (mask, scale, (qkv._dtype.name, device.index), order))
 

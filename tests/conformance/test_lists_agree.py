@@ -10,7 +10,7 @@ from fastnn.conformance.cases import CASES
 # hook run forward, fastnn/ops/conv_transpose.py), and the nodes of custom autograd
 # Functions (fastnn/autograd/function.py, rules_custom.py)
 CORE_ONLY_RULES = {"transfer", "call_hook", "as_strided", "conv_transpose2d",
-                   "lstm_sequence", "gru_sequence", "attention_packed", "custom_function",
+                   "lstm_sequence", "gru_sequence", "custom_function",
                    "custom_function_output", "once_differentiable",
                    "select",  # x[1]: the slice hook, then reshape (one view, one node)
                    "clone",  # x * 1 whose node keeps nothing of x (PyTorch's CloneBackward)

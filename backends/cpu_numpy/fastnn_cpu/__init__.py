@@ -13,7 +13,7 @@ import numpy as np
 
 from fastnn.api import composite, dtypes
 from fastnn.api.hookspec import hookimpl
-from fastnn.api.own_hooks import product_hooks
+from fastnn.api.own_hooks import packed_attention_hooks, product_hooks
 from fastnn.api.xp_hooks import xp_hooks
 from fastnn_cpu import mkl_gemm, native
 from fastnn_cpu.bitmask import INTS, select
@@ -341,3 +341,12 @@ def matmul(a, b):
 # first)
 globals().update(product_hooks(types.SimpleNamespace(reshape=reshape, transpose=transpose,
                                                      matmul=_matmul)))
+
+# attention_packed and its backward: the composites on this backend's own views, cat and
+# attention hooks (self-attention's q, k, v out of, and their gradients into, one array)
+from fastnn_cpu import indexing as _indexing  # noqa: E402
+from fastnn_cpu import sdpa as _sdpa  # noqa: E402
+
+globals().update(packed_attention_hooks(types.SimpleNamespace(
+    slice=_indexing.slice, reshape=reshape, transpose=transpose, cat=_indexing.cat,
+    attention=_sdpa.attention, attention_backward=_sdpa.attention_backward)))

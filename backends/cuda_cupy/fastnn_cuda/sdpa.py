@@ -10,9 +10,11 @@ NOTE: no fused (flash-style) kernel yet: the (..., L, S) scores are materialised
 from __future__ import annotations
 
 import math
+import types
 
 from fastnn.api.hookspec import hookimpl
-from fastnn_cuda import gemm, kernels
+from fastnn.api.own_hooks import packed_attention_hooks
+from fastnn_cuda import gemm, indexing, kernels, primitives
 from fastnn_cuda._cupy import cupy as cp
 from fastnn_cuda.fused import softmax as _softmax
 
@@ -68,3 +70,11 @@ def attention_backward(q, k, v, weights, grad, scale):
         grad_s *= weights
         grad_s *= grad_s.dtype.type(scale)
     return gemm.matmul(cp, grad_s, k), gemm.matmul(cp, _swap(grad_s), q), grad_v
+
+
+# attention_packed and its backward: the composites on this backend's own views, cat and
+# the hooks above (self-attention's q, k, v out of, and their gradients into, one array)
+globals().update(packed_attention_hooks(types.SimpleNamespace(
+    slice=indexing.slice, reshape=primitives.reshape,
+    transpose=primitives.transpose,
+    cat=indexing.cat, attention=attention, attention_backward=attention_backward)))

@@ -14,11 +14,13 @@ in the cache.
 from __future__ import annotations
 
 import math
+import types
 
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
-from fastnn_opencl import elementwise, elementwise_plan, misc
+from fastnn.api.own_hooks import packed_attention_hooks
+from fastnn_opencl import elementwise, elementwise_plan, indexing, misc
 from fastnn_opencl.runtime import CL_TYPES, NP_TYPES, CLArray, contiguous_strides, rounded
 
 FILE = "attention.cl"
@@ -138,3 +140,10 @@ def attention_backward(q, k, v, weights, grad, scale):
            weights.data, q.data, q.offset, st[0], grad.data, grad.offset, st[3], length,
            source, e, ev)
     return dq, dk, dv
+
+
+# attention_packed and its backward: the composites on this backend's own views, cat and
+# the hooks above (self-attention's q, k, v out of, and their gradients into, one array)
+globals().update(packed_attention_hooks(types.SimpleNamespace(
+    slice=indexing.slice, reshape=misc.reshape, transpose=misc.transpose, cat=indexing.cat,
+    attention=attention, attention_backward=attention_backward)))

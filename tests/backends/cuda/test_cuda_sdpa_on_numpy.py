@@ -4,10 +4,12 @@ a broadcast gradient."""
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 import pytest
 from fastnn_cpu import sdpa as cpu_sdpa
-from fastnn_cuda import fused, kernels, sdpa
+from fastnn_cuda import fused, indexing, kernels, primitives, sdpa
 
 from tests.backends.cuda.cupy_standin import CupyStandIn
 
@@ -38,3 +40,22 @@ def test_attention_hooks_match_the_numpy_backend(causal, shape, strided):
     want = cpu_sdpa.attention_backward(q, k, v, want_weights, grad, 0.3)
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_packed_attention_hooks_pass_the_conformance_check(monkeypatch, dtype):
+    """attention_packed and its backward (the composites on cuda's own slice, reshape,
+    transpose, cat and attention hooks) through the suite's check: a contiguous qkv and
+    the layer's transposed view with its order."""
+    from fastnn.conformance import cases_attention
+
+    for module in (indexing, primitives):
+        monkeypatch.setattr(module, "cp", CupyStandIn())
+    ops = types.SimpleNamespace(
+        from_numpy=lambda array, index: np.array(array, copy=True), to_numpy=np.array,
+        transpose=primitives.transpose, reshape=primitives.reshape, slice=indexing.slice,
+        cat=indexing.cat, attention=sdpa.attention, attention_backward=sdpa.attention_backward,
+        attention_packed=sdpa.attention_packed,
+        attention_packed_backward=sdpa.attention_packed_backward)
+    cases_attention._check_packed(types.SimpleNamespace(ops=ops, index=0), dtype,
+                                  np.random.default_rng(0))
