@@ -142,16 +142,25 @@ def kept_targets(ops, targets, ignore_index):
     return ops.equal(ops.equal(targets, ignore_index), False)
 
 
-def softmax_cross_entropy_ignore(ops, logits, targets, ignore_index):
+def softmax_cross_entropy_ignore(ops, logits, targets, ignore_index, reduction):
     keep = kept_targets(ops, targets, ignore_index)
     loss, probs = ops.softmax_cross_entropy(logits, ops.where(keep, targets, 0))
     # where() selects: an ignored row's loss is 0 even where its logits hold a NaN
-    return ops.where(keep, loss, 0.0), probs, ops.astype(keep, str(probs.dtype))
+    loss = ops.where(keep, loss, 0.0)
+    if reduction == "none":
+        return loss, probs, None
+    total = ops.sum(ops.astype(keep, str(probs.dtype)), (0,), False)
+    loss = ops.sum(loss, (0,), False)
+    return (ops.div(loss, total) if reduction == "mean" else loss), probs, total
 
 
-def softmax_cross_entropy_ignore_backward(ops, probs, targets, grad, ignore_index):
+def softmax_cross_entropy_ignore_backward(ops, probs, targets, grad, ignore_index, reduction,
+                                          total):
     keep = kept_targets(ops, targets, ignore_index)
-    grad = ops.mul(grad, ops.astype(keep, str(probs.dtype)))  # times 0: NaN stays NaN
+    if reduction != "none":
+        grad = ops.broadcast_to(ops.div(grad, total) if reduction == "mean" else grad,
+                                probs.shape[:1])
+    grad = ops.where(keep, grad, 0.0)  # (grad / total is NaN where every row is ignored)
     return ops.softmax_cross_entropy_backward(probs, ops.where(keep, targets, 0), grad)
 
 

@@ -87,17 +87,19 @@ def softmax_cross_entropy(logits: Array, targets: Array) -> tuple[Array, Array]:
 
 
 @op
-def softmax_cross_entropy_ignore(logits: Array, targets: Array,
-                                 ignore_index: int) -> tuple[Array, Array, Array]:
+def softmax_cross_entropy_ignore(logits: Array, targets: Array, ignore_index: int,
+                                 reduction: str) -> tuple[Array, Array, Any]:
     """``softmax_cross_entropy`` where a row whose target equals ``ignore_index`` is left
-    out, as PyTorch's ``cross_entropy(..., ignore_index=)``: its loss is 0 (whatever its
-    logits) and its target is never read as an index.
+    out, reduced, as PyTorch's ``cross_entropy(..., ignore_index=, reduction=)`` and its
+    ``nll_loss_forward``: an ignored row's loss is 0 (whatever its logits) and its target
+    is never read as an index; another target outside [0, C) gives its row a NaN loss, as
+    ``softmax_cross_entropy``.
 
-    Returns (loss per row (N,), softmax probabilities (N, C), kept (N,)): kept is 1 on the
-    rows counted and 0 on those ignored, in the logits' dtype, so that the mean is
-    sum(loss) / sum(kept). One hook where its composite makes nine calls (compare, negate,
-    select the safe targets, the loss, cast, multiply). Another target outside [0, C)
-    gives its row a NaN loss, as ``softmax_cross_entropy``.
+    Returns (loss, probs, total). ``reduction`` "none": loss per row (N,), total None;
+    "sum": the rows' sum, 0-d; "mean": that sum / total, 0-d (NaN when every row is
+    ignored, as PyTorch). probs: the softmax probabilities (N, C); total: the number of
+    rows kept, a 0-d array of the logits' dtype ("sum" and "mean"). One hook where its
+    composite makes nine to twelve calls.
     """
 
 
@@ -162,11 +164,15 @@ def softmax_cross_entropy_backward(probs: Array, targets: Array, grad: Array) ->
 
 @op
 def softmax_cross_entropy_ignore_backward(probs: Array, targets: Array, grad: Array,
-                                          ignore_index: int) -> Array:
-    """dL/dlogits of ``softmax_cross_entropy_ignore``: (probs - one_hot) * grad, times 0
-    on the rows whose target equals ``ignore_index`` (so a NaN probability stays NaN, as
-    PyTorch's log_softmax backward gives), with ``softmax_cross_entropy_backward``'s
-    shapes and its NaN rows for the other targets outside [0, C)."""
+                                          ignore_index: int, reduction: str,
+                                          total: Any) -> Array:
+    """dL/dlogits of ``softmax_cross_entropy_ignore``: (probs - one_hot) * g, where g is
+    ``grad`` per row (N,) for reduction "none", the 0-d ``grad`` for "sum" and ``grad /
+    total`` for "mean" (``total`` as the forward returned it), and 0 on the rows whose
+    target equals ``ignore_index``, even where every row is (their gradient is probs * 0:
+    NaN only where a probability is, as PyTorch's nll_loss and log_softmax backward give);
+    ``softmax_cross_entropy_backward``'s NaN rows for the other targets outside [0, C).
+    ``grad`` may be a broadcast view."""
 
 
 # ---------------------------------------------------------------- collectives (ops)

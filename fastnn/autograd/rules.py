@@ -367,8 +367,9 @@ def _softmax_cross_entropy(ops, node, grad):
 
 @rule("softmax_cross_entropy_ignore")
 def _softmax_cross_entropy_ignore(ops, node, grad):
-    probs, targets = node.saved
-    return ops.softmax_cross_entropy_ignore_backward(probs, targets, grad, node.attrs), None
+    probs, targets, total = node.saved
+    return ops.softmax_cross_entropy_ignore_backward(probs, targets, grad, *node.attrs,
+                                                     total), None
 
 
 @rule("rms_div")

@@ -305,12 +305,16 @@ def _softmax_cross_entropy(ops, node, grad):
 
 
 def _softmax_cross_entropy_ignore(ops, node, grad):
-    """As above, for the hook that leaves out the rows of ``node.attrs``, the
-    ignore_index: their gradient is the grad times 0."""
+    """As above, for the hook that leaves out the rows of the ignore_index (their
+    gradient is the grad times 0) and reduces by ``node.attrs``' reduction."""
     probs = ops.softmax(node.inputs[0], 1)
-    _, targets = node.saved
-    keep = composite.kept_targets(ops.raw, targets, node.attrs)  # raw arrays: constants
-    grad = ops.mul(grad, ops.raw.astype(keep, probs._dtype.name))
+    _, targets, total = node.saved
+    ignore_index, reduction = node.attrs
+    if reduction != "none":
+        grad = ops.broadcast_to(ops.div(grad, total) if reduction == "mean" else grad,
+                                tuple(probs.shape[:1]))
+    keep = composite.kept_targets(ops.raw, targets, ignore_index)  # raw arrays: constants
+    grad = ops.where(keep, grad, 0.0)
     safe = ops.raw.where(keep, targets, 0)
     return composite.softmax_cross_entropy_backward(ops, probs, safe, grad), None
 

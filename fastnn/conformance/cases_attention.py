@@ -257,7 +257,6 @@ def _check_packed(device, dtype, rng):
             composed = composite_attention.attention_packed_backward(ops, packed, c_weights,
                                                                      grad, scale, order)
             slack = atol * np.sqrt(length)
-            assert tuple(got.shape) == qkv.shape, f"{what}: shape {got.shape}, not {qkv.shape}"
             assert_close(host(got), np.stack(want_grads), rtol, slack, what)
             assert_close(host(got), host(composed), rtol, slack, f"{what} vs the composite")
 

@@ -21,7 +21,13 @@ from fastnn.conformance.cases_elementwise import (
     _ref_silu,
     _ref_softplus,
 )
-from fastnn.conformance.compare import ACCUMULATING, GRADIENT, TRANSCENDENTAL, assert_close
+from fastnn.conformance.compare import (
+    ACCUMULATING,
+    GRADIENT,
+    TRANSCENDENTAL,
+    Mismatch,
+    assert_close,
+)
 
 NAN = float("nan")
 SOFTMAX_SHAPES = [((3, 5), -1), ((3, 5), 0), ((2, 3, 4), 1), ((4, 1), -1), ((0, 5), -1), ((7,), 0)]
@@ -109,25 +115,39 @@ register(Case("softmax_cross_entropy",
               edges=_ce_edges, random=_ce_random, tol=dict(TRANSCENDENTAL)))
 
 
-def _ce_ignore_ref(logits, targets, ignore_index):
+def _ce_ignore_ref(logits, targets, ignore_index, reduction="none"):
     keep = targets != ignore_index
     safe = np.where(keep, targets, 0)
-    with np.errstate(invalid="ignore"):
-        return np.where(keep, _ce_ref(logits, safe), 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        per = np.where(keep, _ce_ref(logits, safe), 0.0)
+        if reduction == "none":
+            return per
+        return per.sum() / (keep.sum() if reduction == "mean" else 1.0)
 
 
-def _ce_ignore_grad(logits, targets, grad_out, ignore_index):
+def _ce_ignore_row_grads(targets, grad_out, ignore_index, reduction):
+    """The gradient each row's loss gets (0 on the ignored rows)."""
     keep = targets != ignore_index
-    (grad, _) = _ce_grad(logits, np.where(keep, targets, 0), grad_out * keep)
+    if reduction == "mean":
+        with np.errstate(invalid="ignore", divide="ignore"):
+            grad_out = grad_out / keep.sum()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(keep, np.broadcast_to(grad_out, keep.shape), 0.0)
+
+
+def _ce_ignore_grad(logits, targets, grad_out, ignore_index, reduction="none"):
+    keep = targets != ignore_index
+    g = _ce_ignore_row_grads(targets, grad_out, ignore_index, reduction)
+    (grad, _) = _ce_grad(logits, np.where(keep, targets, 0), g)
     return grad, None
 
 
-def _ce_ignore_sample(rng, n, c, ignore_index, every=3, label=None):
+def _ce_ignore_sample(rng, n, c, ignore_index, reduction, every=3, label=None):
     sample = _ce_sample(rng, n, c, label)
     targets = sample.args[1]
     targets[::every] = ignore_index  # (a positive ignore_index may also be a class)
-    return Sample(sample.label + f", ignore_index={ignore_index}", sample.args,
-                  {"ignore_index": ignore_index})
+    return Sample(sample.label + f", ignore_index={ignore_index}, {reduction}", sample.args,
+                  {"ignore_index": ignore_index, "reduction": reduction})
 
 
 def _ce_ignore_edges(rng, dtype):
@@ -135,28 +155,34 @@ def _ce_ignore_edges(rng, dtype):
     logits, targets = edge.args
     ignored_nan = targets.copy()
     ignored_nan[2] = -100  # the NaN row ignored: its loss is 0, its gradient NaN
-    return [Sample("large logits and a NaN row", (logits, targets), {"ignore_index": 0}),
-            Sample("the NaN row ignored", (logits, ignored_nan), {"ignore_index": -100}),
-            Sample("every row ignored", (logits, np.full(3, 7, np.int64)),
-                   {"ignore_index": 7})]
+    return [Sample("large logits and a NaN row", (logits, targets),
+                   {"ignore_index": 0, "reduction": "none"}),
+            Sample("the NaN row ignored", (logits, ignored_nan),
+                   {"ignore_index": -100, "reduction": "mean"}),
+            Sample("every row ignored (a NaN mean, as PyTorch)", (logits, np.full(3, 7, np.int64)),
+                   {"ignore_index": 7, "reduction": "mean"}),
+            Sample("every row ignored, summed", (logits, np.full(3, 7, np.int64)),
+                   {"ignore_index": 7, "reduction": "sum"})]
 
 
 def _ce_ignore_random(draw):
     n, c = draw(st.integers(1, 6)), draw(st.integers(1, 6))
     ignore_index = draw(st.sampled_from([-100, -1, 0, c - 1]))
-    every = draw(st.integers(1, 4))
+    every = draw(st.integers(2, 4))
+    reduction = draw(st.sampled_from(["none", "sum", "mean"]))
     return _ce_ignore_sample(np.random.default_rng(draw(st.integers(0, 2**31))), n, c,
-                             ignore_index, every, f"random logits ({n}, {c})")
+                             ignore_index, reduction, every, f"random logits ({n}, {c})")
 
 
 register(Case("softmax_cross_entropy_ignore",
-              run=lambda logits, targets, ignore_index: F.cross_entropy(
-                  logits, targets, ignore_index=ignore_index, reduction="none"),
+              run=lambda logits, targets, ignore_index, reduction: F.cross_entropy(
+                  logits, targets, ignore_index=ignore_index, reduction=reduction),
               ref=_ce_ignore_ref, grad_ref=_ce_ignore_grad, diff_args=(0,),
-              samples=lambda rng: [_ce_ignore_sample(rng, n, c, ii) for n, c, ii in
-                                   [(4, 5, -100), (6, 3, 1), (1, 3, -100), (0, 3, -100),
-                                    (40, 300, -100)]],
-              edges=_ce_ignore_edges, random=_ce_ignore_random, tol=dict(TRANSCENDENTAL)))
+              samples=lambda rng: [_ce_ignore_sample(rng, n, c, ii, r) for n, c, ii, r in
+                                   [(4, 5, -100, "none"), (6, 3, 1, "mean"),
+                                    (1, 3, -100, "sum"), (0, 3, -100, "none"),
+                                    (40, 300, -100, "mean"), (9, 4, 3, "sum")]],
+              edges=_ce_ignore_edges, random=_ce_ignore_random, tol=dict(ACCUMULATING)))
 
 
 def _rms_ref(x, eps):
@@ -329,47 +355,59 @@ def _check_xent_backward(device, dtype, rng):
 
 
 def _check_xent_ignore(device, dtype, rng):
-    """Both ignore hooks called directly: a broadcast scalar grad (the mean's), ignored
-    rows, a target outside [0, C) that is not ignored (a NaN row, never an index)."""
+    """Both ignore hooks called directly, for each reduction: ignored rows, a target
+    outside [0, C) that is not ignored (a NaN row, never an index), a broadcast grad."""
     ops = device.ops
     rtol, atol = GRADIENT[dtype]
 
     def put(a, cast=dtype):
         return ops.from_numpy(np.ascontiguousarray(a, dtype=cast), device.index)
 
-    for n, c, ignore_index, grad_kind in [(5, 4, -100, "rows"), (6, 3, 2, "broadcast scalar"),
-                                          (3, 2, -100, "rows"), (0, 3, -1, "rows"),
-                                          (33, 700, 5, "broadcast scalar")]:
+    plan = [(5, 4, -100, "none", "rows"), (6, 3, 2, "none", "broadcast"), (3, 2, -100, "sum", ""),
+            (0, 3, -1, "none", "rows"), (33, 700, 5, "mean", ""), (8, 6, -100, "mean", ""),
+            (4, 3, 1, "sum", "")]
+    for n, c, ignore_index, reduction, grad_kind in plan:
         logits = rng.normal(scale=2.0, size=(n, c)).astype(dtype).astype(np.float64)
         targets = rng.integers(0, c, n).astype(np.int64)
         targets[::2] = ignore_index
-        if n >= 3:
+        if n >= 3 and reduction == "none":
             targets[1] = c + 3 if ignore_index != c + 3 else -7  # out of range, kept
-        what = f"softmax_cross_entropy_ignore ({n}, {c}), ignore_index={ignore_index}, {dtype}"
+        what = (f"softmax_cross_entropy_ignore ({n}, {c}), ignore_index={ignore_index}, "
+                f"{reduction}, {dtype}")
         keep = targets != ignore_index
         bad = keep & ((targets < 0) | (targets >= c))
-        loss, probs, kept = ops.softmax_cross_entropy_ignore(put(logits), put(targets, np.int64),
-                                                             ignore_index)
+        loss, probs, total = ops.softmax_cross_entropy_ignore(
+            put(logits), put(targets, np.int64), ignore_index, reduction)
         with np.errstate(invalid="ignore"):
-            want = _ce_ignore_ref(logits, np.where(bad, 0, targets), ignore_index)
-        want[bad] = NAN
-        assert_close(ops.to_numpy(loss), want.astype(dtype), *TRANSCENDENTAL[dtype],
+            want = _ce_ignore_ref(logits, np.where(bad, 0, targets), ignore_index, reduction)
+        if reduction == "none":
+            want[bad] = NAN
+            if total is not None:
+                raise Mismatch(f"{what}: total must be None with reduction 'none'")
+        else:
+            assert_close(ops.to_numpy(total), np.asarray(keep.sum(), dtype), 0.0, 0.0,
+                         what + ": total")
+        assert_close(ops.to_numpy(loss), np.asarray(want, dtype), *ACCUMULATING[dtype],
                      what + ": loss")
-        assert_close(ops.to_numpy(kept), keep.astype(dtype), 0.0, 0.0, what + ": kept")
         assert_close(ops.to_numpy(probs), _softmax_ref(logits, 1).astype(dtype),
                      *TRANSCENDENTAL[dtype], what + ": probs")
         p = _softmax_ref(logits, 1).astype(dtype).astype(np.float64)
-        g = rng.normal(size=n).astype(dtype).astype(np.float64)
-        if grad_kind == "broadcast scalar":
-            g[:] = g[0] if n else 0.0
-            grad = ops.broadcast_to(ops.reshape(put(g[:1]), ()), (n,))
+        if reduction != "none":
+            g = rng.normal(size=()).astype(dtype).astype(np.float64)
+            grad = ops.reshape(put(g), ())  # (NumPy makes a 0-d array contiguous as (1,))
         else:
-            grad = put(g)
+            g = rng.normal(size=n).astype(dtype).astype(np.float64)
+            if grad_kind == "broadcast":
+                g[:] = g[0] if n else 0.0
+                grad = ops.broadcast_to(ops.reshape(put(g[:1]), ()), (n,))
+            else:
+                grad = put(g)
         safe = np.where(keep & ~bad, targets, 0)
-        want = (p - np.eye(c)[safe]) * (g * keep)[:, None]
+        rows = _ce_ignore_row_grads(targets, g, ignore_index, reduction)
+        want = (p - np.eye(c)[safe]) * rows[:, None]
         want[bad] = NAN
-        got = ops.softmax_cross_entropy_ignore_backward(put(p), put(targets, np.int64), grad,
-                                                        ignore_index)
+        got = ops.softmax_cross_entropy_ignore_backward(
+            put(p), put(targets, np.int64), grad, ignore_index, reduction, total)
         assert_close(ops.to_numpy(got), want.astype(dtype), rtol, atol, what + ": backward")
 
 

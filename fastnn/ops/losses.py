@@ -167,9 +167,10 @@ def cross_entropy(logits: Tensor, target: Tensor, weight=None, ignore_index: int
         per = nnops.softmax_cross_entropy_rows(rows, flat)
         return _shown_nll(logits, reduce("cross_entropy", per if logits.ndim == 2 else
                                          movement.reshape(per, expected), reduction))
-    if weight is None and not smoothing:  # one hook leaves the ignored rows out
-        per, kept = nnops.softmax_cross_entropy_ignore_rows(rows, flat, int(ignore_index))
-        return _shown_nll(logits, _finish("cross_entropy", per, kept, expected, reduction))
+    if weight is None and not smoothing:  # one hook leaves the ignored rows out, reduced
+        loss = nnops.softmax_cross_entropy_ignore_rows(rows, flat, int(ignore_index), reduction)
+        return _shown_nll(logits, movement.reshape(loss, expected) if reduction == "none" and
+                          logits.ndim != 2 else loss)
     weight = _class_weight("cross_entropy", weight, classes, rows)
     keep, safe = _keep_and_safe(flat, ignore_index)
     row_weight = _picked_weight(weight, safe, classes, keep, rows)

@@ -304,13 +304,13 @@ def softmax_cross_entropy_rows(logits: Tensor, targets: Tensor) -> Tensor:
                   logits._dtype.name)
 
 
-def softmax_cross_entropy_ignore_rows(logits: Tensor, targets: Tensor, ignore_index: int):
-    """(per-row cross-entropy, kept): as :func:`softmax_cross_entropy_rows`, with 0 on the
-    rows whose target is ``ignore_index``; kept is 1.0 on the other rows, 0.0 on those."""
+def softmax_cross_entropy_ignore_rows(logits: Tensor, targets: Tensor, ignore_index: int,
+                                     reduction: str) -> Tensor:
+    """The cross-entropy of (N, C) logits against int targets (N,), the rows whose target
+    is ``ignore_index`` left out, reduced by ``reduction`` as PyTorch's (one hook)."""
     _check_rows(logits, targets, ignore_index)
-    loss, probs, kept = logits._device.ops.softmax_cross_entropy_ignore(
-        logits._data, targets._data, ignore_index)
+    loss, probs, total = logits._device.ops.softmax_cross_entropy_ignore(
+        logits._data, targets._data, ignore_index, reduction)
     out = Tensor._make(loss, logits._dtype, logits._device)
-    out = attach(out, "softmax_cross_entropy_ignore", (logits, None), (probs, targets._data),
-                 ignore_index)
-    return out, Tensor._make(kept, logits._dtype, logits._device)
+    return attach(out, "softmax_cross_entropy_ignore", (logits, None),
+                  (probs, targets._data, total), (ignore_index, reduction))

@@ -127,13 +127,18 @@ def _kept_rows(targets, ignore_index, classes):
 
 
 @hookimpl
-def softmax_cross_entropy_ignore(logits, targets, ignore_index):
+def softmax_cross_entropy_ignore(logits, targets, ignore_index, reduction):
     keep, safe, bad = _kept_rows(targets, ignore_index, logits.shape[1])
     loss, probs = softmax_cross_entropy(logits, safe)
     loss = np.where(keep, loss, 0).astype(logits.dtype, copy=False)
     if bad is not None:
         loss[bad] = np.nan
-    return loss, probs, keep.astype(logits.dtype)
+    if reduction == "none":
+        return loss, probs, None
+    total = np.asarray(np.count_nonzero(keep), logits.dtype)
+    loss = _SUM(loss, axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):  # every row ignored: NaN
+        return np.asarray(loss / total if reduction == "mean" else loss), probs, total
 
 
 @hookimpl
@@ -242,9 +247,11 @@ def softmax_cross_entropy_backward(probs, targets, grad):
 
 
 @hookimpl
-def softmax_cross_entropy_ignore_backward(probs, targets, grad, ignore_index):
+def softmax_cross_entropy_ignore_backward(probs, targets, grad, ignore_index, reduction, total):
     keep, safe, bad = _kept_rows(targets, ignore_index, probs.shape[1])
-    out = softmax_cross_entropy_backward(probs, safe, grad * keep)  # times 0: NaN stays
+    if reduction == "mean":
+        grad = grad / total
+    out = softmax_cross_entropy_backward(probs, safe, np.where(keep, grad, 0))
     if bad is not None:
         out[bad] = np.nan
     return out

@@ -94,10 +94,16 @@ def softmax_cross_entropy(logits, targets):
 
 
 @hookimpl
-def softmax_cross_entropy_ignore(logits, targets, ignore_index):
-    if kernels.has_kernel(logits.dtype):
-        return _xent(logits, targets, ignore_index)
-    return composite.softmax_cross_entropy_ignore(_own_hooks(), logits, targets, ignore_index)
+def softmax_cross_entropy_ignore(logits, targets, ignore_index, reduction):
+    if not kernels.has_kernel(logits.dtype):
+        return composite.softmax_cross_entropy_ignore(_own_hooks(), logits, targets,
+                                                      ignore_index, reduction)
+    loss, probs, kept = _xent(logits, targets, ignore_index)
+    if reduction == "none":
+        return loss, probs, None
+    total = cp.sum(kept)
+    loss = cp.sum(loss)
+    return (loss / total if reduction == "mean" else loss), probs, total
 
 
 @hookimpl
@@ -177,7 +183,7 @@ def _xent_backward(probs, targets, grad, ignore_index=None):
     probs = cp.ascontiguousarray(probs)
     targets = cp.ascontiguousarray(targets.astype(cp.int64, copy=False))
     # a broadcast scalar (the mean's gradient) keeps its stride 0: no copy
-    stride = grad.strides[0] // grad.itemsize
+    stride = grad.strides[0] // grad.itemsize if grad.ndim else 0
     out = cp.empty_like(probs)
     rows = probs.shape[0]
     args = (probs, targets, grad, stride, out, rows, c)
@@ -197,12 +203,13 @@ def softmax_cross_entropy_backward(probs, targets, grad):
 
 
 @hookimpl
-def softmax_cross_entropy_ignore_backward(probs, targets, grad, ignore_index):
-    out = _xent_backward(probs, targets, grad, ignore_index)
-    if out is not None:
-        return out
+def softmax_cross_entropy_ignore_backward(probs, targets, grad, ignore_index, reduction, total):
+    if kernels.has_kernel(probs.dtype) and grad.dtype == probs.dtype:
+        if reduction == "mean":
+            grad = grad / total  # 0-d: the kernel reads it with stride 0
+        return _xent_backward(probs, targets, grad, ignore_index)
     return composite.softmax_cross_entropy_ignore_backward(_own_hooks(), probs, targets, grad,
-                                                           ignore_index)
+                                                           ignore_index, reduction, total)
 
 
 # ---------------------------------------------------------------- swish (no hook yet)

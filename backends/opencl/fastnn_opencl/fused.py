@@ -92,8 +92,13 @@ def softmax_cross_entropy(logits, targets):
 
 
 @hookimpl
-def softmax_cross_entropy_ignore(logits, targets, ignore_index):
-    return _xent(logits, targets, int(ignore_index))
+def softmax_cross_entropy_ignore(logits, targets, ignore_index, reduction):
+    loss, probs, kept = _xent(logits, targets, int(ignore_index))
+    if reduction == "none":
+        return loss, probs, None
+    total = reduce.sum(kept, (0,), False)
+    loss = reduce.sum(loss, (0,), False)
+    return (elementwise.div(loss, total) if reduction == "mean" else loss), probs, total
 
 
 @hookimpl
@@ -194,6 +199,7 @@ def relu_backward(out, grad):
 
 
 def _xent_backward(probs, targets, grad, ignore_index):
+    """grad (N,), or 0-d: every row's (read with stride 0)."""
     probs, targets = _dense(probs), _dense(targets)
     dev = probs.dev
     n, c = probs.shape
@@ -204,8 +210,8 @@ def _xent_backward(probs, targets, grad, ignore_index):
         kernel = dev.kernel(FILE, "k_softmax_xent_backward", defines,
                             [None, None, _I, None, _I, None, _I, _I, _I, _I, None, None])
         kernel(dev.queue, (rounded(c, 16), n), None, out.data, probs.data, probs.offset,
-               targets.data, targets.offset, grad.data, grad.offset, grad.strides[0], n, c,
-               *ignore)
+               targets.data, targets.offset, grad.data, grad.offset,
+               grad.strides[0] if grad.ndim else 0, n, c, *ignore)
     return out
 
 
@@ -215,5 +221,7 @@ def softmax_cross_entropy_backward(probs, targets, grad):
 
 
 @hookimpl
-def softmax_cross_entropy_ignore_backward(probs, targets, grad, ignore_index):
+def softmax_cross_entropy_ignore_backward(probs, targets, grad, ignore_index, reduction, total):
+    if reduction == "mean":
+        grad = elementwise.div(grad, total)
     return _xent_backward(probs, targets, grad, int(ignore_index))
