@@ -11,15 +11,14 @@ composite of the same name in :mod:`fastnn.api.composite` (written in
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastnn.api.spec_marks import Array, Shape, op
 
 # ---------------------------------------------------------------- attention
 
 
 @op
-def attention(q: Array, k: Array, v: Array, mask: Any, scale: float) -> tuple[Array, Array]:
+def attention(q: Array, k: Array, v: Array, mask: Array | None,
+              scale: float) -> tuple[Array, Array]:
     """Scaled dot-product attention over the last two axes: weights = softmax(q k^T * scale)
     along S, with the scores where ``mask`` is False taken as -inf; out = weights v.
 
@@ -40,7 +39,7 @@ def attention_backward(q: Array, k: Array, v: Array, weights: Array, grad: Array
 
 
 @op
-def attention_packed(qkv: Array, mask: Any, scale: float) -> tuple[Array, Array]:
+def attention_packed(qkv: Array, mask: Array | None, scale: float) -> tuple[Array, Array]:
     """``attention`` of q, k, v = qkv[0], qkv[1], qkv[2]: qkv (3, ..., L, E) holds
     self-attention's three projections along its first axis, with any strides (the core
     passes a transposed view of the one projection, see ``attention_packed_backward``).

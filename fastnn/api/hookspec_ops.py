@@ -88,7 +88,7 @@ def softmax_cross_entropy(logits: Array, targets: Array) -> tuple[Array, Array]:
 
 @op
 def softmax_cross_entropy_ignore(logits: Array, targets: Array, ignore_index: int,
-                                 reduction: str) -> tuple[Array, Array, Any]:
+                                 reduction: str) -> tuple[Array, Array, Array | None]:
     """``softmax_cross_entropy`` where a row whose target equals ``ignore_index`` is left
     out, reduced, as PyTorch's ``cross_entropy(..., ignore_index=, reduction=)`` and its
     ``nll_loss_forward``: an ignored row's loss is 0 (whatever its logits) and its target
@@ -165,7 +165,7 @@ def softmax_cross_entropy_backward(probs: Array, targets: Array, grad: Array) ->
 @op
 def softmax_cross_entropy_ignore_backward(probs: Array, targets: Array, grad: Array,
                                           ignore_index: int, reduction: str,
-                                          total: Any) -> Array:
+                                          total: Array | None) -> Array:
     """dL/dlogits of ``softmax_cross_entropy_ignore``: (probs - one_hot) * g, where g is
     ``grad`` per row (N,) for reduction "none", the 0-d ``grad`` for "sum" and ``grad /
     total`` for "mean" (``total`` as the forward returned it), and 0 on the rows whose

@@ -32,7 +32,7 @@ class Spec:
                 kinds.append("device")
             elif hook == "from_numpy" and name == "array":
                 kinds.append("host")
-            elif param.annotation == "Array":
+            elif param.annotation in ("Array", "Array | None"):  # (None passes as it is)
                 kinds.append("array")
             elif param.annotation == "list":
                 kinds.append("list")

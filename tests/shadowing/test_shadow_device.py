@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -344,3 +345,29 @@ def test_a_call_far_down_a_long_script_is_named_at_its_line(device_base, tmp_pat
     err = caught.value
     assert err.op == "exp" and err.source[:2] == (str(script), line)
     assert err.source[3] == "y = x.exp()  # the wrong exp"
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_array_arguments_that_may_be_none_reach_the_reference_on_the_host(device_base,
+                                                                           reduction):
+    """A causal attention's mask and the ignore_index loss's count of rows kept are arrays
+    or None (``Array | None`` in the spec): both are read and uploaded to the reference, so
+    their calls are checked, not counted with a warning that the reference could not run
+    them (as they were when the mask passed as a plain value)."""
+    rng = np.random.default_rng(0)
+    q = fnn.tensor(rng.standard_normal((2, 3, 5, 4)).astype(np.float32), device=device_base,
+                   requires_grad=True)
+    logits = fnn.tensor(rng.standard_normal((6, 4)).astype(np.float32), device=device_base,
+                        requires_grad=True)
+    targets = fnn.tensor(np.array([1, -100, 2, 0, -100, 3]), device=device_base)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", fnn.ShadowWarning)
+        with fnn.shadow("cpu") as session:
+            out = fnn.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+            loss = fnn.nn.functional.cross_entropy(logits, targets, reduction=reduction)
+            (out.sum() + loss.sum()).backward()
+            rows = {row["op"]: row for row in session.report().rows}
+    for hook in ("attention", "attention_backward", "softmax_cross_entropy_ignore",
+                 "softmax_cross_entropy_ignore_backward"):
+        assert rows[hook]["checked"] == rows[hook]["calls"] == 1, rows[hook]
+

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import subprocess
@@ -16,6 +17,7 @@ import fastnn as fnn
 from fastnn import nn
 from fastnn.api import hookspec
 from fastnn.api.device import as_device
+from fastnn.shadowing import calls
 from tests.fake_backends import forget
 from tests.shadowing import faulty
 
@@ -203,3 +205,18 @@ def test_data_parallel_steps_on_two_ranks_are_shadowed(tmp_path):
         rows = {r["op"]: r for r in report["ops"]}
         assert report["mismatches"] == 0, report
         assert rows["allreduce"]["checked"] == 3 and rows["adam_step"]["checked"] == 3
+
+
+def test_no_hook_hides_an_array_in_an_argument_shadow_mode_passes_as_a_value():
+    """Shadow mode uploads the arguments annotated ``Array`` (or ``Array | None``) and
+    ``list``; any other is passed to the reference as it is. Only these may hold
+    something else than plain values: the communicator, a program, an expression, and
+    ``from_numpy``'s host array."""
+    opaque = set()
+    for hook in hookspec.HOOKS:
+        for name, param in inspect.signature(getattr(hookspec, hook)).parameters.items():
+            if param.annotation == "Any":
+                opaque.add((hook, name))
+    assert opaque == {("from_numpy", "array"), ("allreduce", "comm"), ("broadcast", "comm"),
+                      ("compile_program", "program"), ("fused_elementwise", "expr")}
+    assert calls.SPECS["attention"].kinds[3] == "array"
