@@ -331,6 +331,18 @@ def _check_bias_act_backward(device, dtype, rng):
                      atol + _sum_bound(want_dz, dtype), what + ": dbias")
 
 
+def _grad_rows(ops, put, rng, n, dtype, kind):
+    """(values, device array) of a loss's gradient per row: "rows" (N,), "broadcast
+    scalar" one value broadcast to (N,) with stride 0, or "0-d" (a reduced loss's)."""
+    g = rng.normal(size=() if kind == "0-d" else n).astype(dtype).astype(np.float64)
+    if kind == "0-d":
+        return g, ops.reshape(put(g), ())  # (NumPy makes a 0-d array contiguous as (1,))
+    if kind == "broadcast scalar":
+        g[:] = g[0] if n else 0.0
+        return g, ops.broadcast_to(ops.reshape(put(g[:1]), ()), (n,))
+    return g, put(g)
+
+
 def _check_xent_backward(device, dtype, rng):
     ops = device.ops
     rtol, atol = GRADIENT[dtype]
@@ -342,12 +354,7 @@ def _check_xent_backward(device, dtype, rng):
                             (33, 700, "rows"), (8, 10, "broadcast scalar")]:
         probs = _softmax_ref(rng.normal(size=(n, c)), 1).astype(dtype).astype(np.float64)
         targets = rng.integers(0, c, n).astype(np.int64)
-        g = rng.normal(size=n).astype(dtype).astype(np.float64)
-        if grad_kind == "broadcast scalar":
-            g[:] = g[0] if n else 0.0
-            grad = ops.broadcast_to(ops.reshape(put(g[:1]), ()), (n,))
-        else:
-            grad = put(g)
+        g, grad = _grad_rows(ops, put, rng, n, dtype, grad_kind)
         want = (probs - np.eye(c)[targets]) * g[:, None]
         got = ops.softmax_cross_entropy_backward(put(probs), put(targets, np.int64), grad)
         assert_close(ops.to_numpy(got), want.astype(dtype), rtol, atol,
@@ -363,7 +370,8 @@ def _check_xent_ignore(device, dtype, rng):
     def put(a, cast=dtype):
         return ops.from_numpy(np.ascontiguousarray(a, dtype=cast), device.index)
 
-    plan = [(5, 4, -100, "none", "rows"), (6, 3, 2, "none", "broadcast"), (3, 2, -100, "sum", ""),
+    plan = [(5, 4, -100, "none", "rows"), (6, 3, 2, "none", "broadcast scalar"),
+            (3, 2, -100, "sum", ""),
             (0, 3, -1, "none", "rows"), (33, 700, 5, "mean", ""), (8, 6, -100, "mean", ""),
             (4, 3, 1, "sum", "")]
     for n, c, ignore_index, reduction, grad_kind in plan:
@@ -392,16 +400,8 @@ def _check_xent_ignore(device, dtype, rng):
         assert_close(ops.to_numpy(probs), _softmax_ref(logits, 1).astype(dtype),
                      *TRANSCENDENTAL[dtype], what + ": probs")
         p = _softmax_ref(logits, 1).astype(dtype).astype(np.float64)
-        if reduction != "none":
-            g = rng.normal(size=()).astype(dtype).astype(np.float64)
-            grad = ops.reshape(put(g), ())  # (NumPy makes a 0-d array contiguous as (1,))
-        else:
-            g = rng.normal(size=n).astype(dtype).astype(np.float64)
-            if grad_kind == "broadcast":
-                g[:] = g[0] if n else 0.0
-                grad = ops.broadcast_to(ops.reshape(put(g[:1]), ()), (n,))
-            else:
-                grad = put(g)
+        g, grad = _grad_rows(ops, put, rng, n, dtype, grad_kind if reduction == "none" else
+                             "0-d")
         safe = np.where(keep & ~bad, targets, 0)
         rows = _ce_ignore_row_grads(targets, g, ignore_index, reduction)
         want = (p - np.eye(c)[safe]) * rows[:, None]
