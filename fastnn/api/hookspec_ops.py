@@ -99,7 +99,7 @@ def softmax_cross_entropy_ignore(logits: Array, targets: Array, ignore_index: in
     "sum": the rows' sum, 0-d; "mean": that sum / total, 0-d (NaN when every row is
     ignored, as PyTorch). probs: the softmax probabilities (N, C); total: the number of
     rows kept, a 0-d array of the logits' dtype ("sum" and "mean"). One hook where its
-    composite makes nine to twelve calls.
+    composite makes five to nine.
     """
 
 
