@@ -142,9 +142,13 @@ def kept_targets(ops, targets, ignore_index):
     return ops.equal(ops.equal(targets, ignore_index), False)
 
 
-def softmax_cross_entropy_ignore(ops, logits, targets, ignore_index, reduction):
+def cross_entropy_loss(ops, logits, targets, ignore_index, reduction, label_smoothing):
     keep = kept_targets(ops, targets, ignore_index)
     loss, probs = ops.softmax_cross_entropy(logits, ops.where(keep, targets, 0))
+    if label_smoothing:  # (1 - s) nll + s / C * sum_c (-log p_c)
+        spread = ops.neg(ops.sum(ops.log_softmax(logits, 1), (1,), False))
+        loss = ops.add(ops.mul(loss, 1.0 - label_smoothing),
+                       ops.mul(spread, label_smoothing / logits.shape[1]))
     # where() selects: an ignored row's loss is 0 even where its logits hold a NaN
     loss = ops.where(keep, loss, 0.0)
     if reduction == "none":
@@ -154,14 +158,28 @@ def softmax_cross_entropy_ignore(ops, logits, targets, ignore_index, reduction):
     return (ops.div(loss, total) if reduction == "mean" else loss), probs, total
 
 
-def softmax_cross_entropy_ignore_backward(ops, probs, targets, grad, ignore_index, reduction,
-                                          total):
+def cross_entropy_loss_backward(ops, probs, targets, grad, ignore_index, reduction,
+                                label_smoothing, total):
+    return cross_entropy_loss_grad(ops, probs, targets, grad, ignore_index, reduction,
+                                   label_smoothing, total, ops.softmax_cross_entropy_backward)
+
+
+def cross_entropy_loss_grad(ops, probs, targets, grad, ignore_index, reduction,
+                            label_smoothing, total, hard):
+    """The composite of ``cross_entropy_loss_backward`` with ``hard(probs, targets, g)`` =
+    (probs - one_hot) g, the unsmoothed backward (a hook, or its composite on the tape)."""
+    n, c = probs.shape
     keep = kept_targets(ops, targets, ignore_index)
     if reduction != "none":
-        grad = ops.broadcast_to(ops.div(grad, total) if reduction == "mean" else grad,
-                                probs.shape[:1])
+        grad = ops.broadcast_to(ops.div(grad, total) if reduction == "mean" else grad, (n,))
     grad = ops.where(keep, grad, 0.0)  # (grad / total is NaN where every row is ignored)
-    return ops.softmax_cross_entropy_backward(probs, ops.where(keep, targets, 0), grad)
+    safe = ops.where(keep, targets, 0)
+    if not label_smoothing:
+        return hard(probs, safe, grad)
+    # (p - (1 - s) one_hot - s / C) g = (1 - s) (p - one_hot) g + (s p - s / C) g
+    spread = ops.sub(ops.mul(probs, label_smoothing), label_smoothing / c)
+    return ops.add(hard(probs, safe, ops.mul(grad, 1.0 - label_smoothing)),
+                   ops.mul(spread, ops.reshape(grad, (n, 1))))
 
 
 def rms_div(ops, x, eps):

@@ -87,19 +87,23 @@ def softmax_cross_entropy(logits: Array, targets: Array) -> tuple[Array, Array]:
 
 
 @op
-def softmax_cross_entropy_ignore(logits: Array, targets: Array, ignore_index: int,
-                                 reduction: str) -> tuple[Array, Array, Array | None]:
-    """``softmax_cross_entropy`` where a row whose target equals ``ignore_index`` is left
-    out, reduced, as PyTorch's ``cross_entropy(..., ignore_index=, reduction=)`` and its
-    ``nll_loss_forward``: an ignored row's loss is 0 (whatever its logits) and its target
-    is never read as an index; another target outside [0, C) gives its row a NaN loss, as
-    ``softmax_cross_entropy``.
+def cross_entropy_loss(logits: Array, targets: Array, ignore_index: int, reduction: str,
+                       label_smoothing: float) -> tuple[Array, Array, Array | None]:
+    """PyTorch's ``cross_entropy(logits, targets, ignore_index=, reduction=,
+    label_smoothing=)`` without class weights (``aten::cross_entropy_loss``): logits (N, C),
+    int targets (N,).
+
+    A kept row's loss is (1 - s) (-log p[t]) + s / C * sum_c (-log p[c]), s =
+    ``label_smoothing`` in [0, 1]. A row whose target equals ``ignore_index`` is left out:
+    its loss is 0 (whatever its logits) and its target is never read as an index; another
+    target outside [0, C) gives its row a NaN loss, as ``softmax_cross_entropy``.
 
     Returns (loss, probs, total). ``reduction`` "none": loss per row (N,), total None;
     "sum": the rows' sum, 0-d; "mean": that sum / total, 0-d (NaN when every row is
     ignored, as PyTorch). probs: the softmax probabilities (N, C); total: the number of
-    rows kept, a 0-d array of the logits' dtype ("sum" and "mean"). One hook where its
-    composite makes five to nine.
+    rows kept, a 0-d array of the logits' dtype ("sum" and "mean"), as
+    ``nll_loss_forward``'s total_weight. One hook where its composite makes five to
+    fifteen calls.
     """
 
 
@@ -163,16 +167,16 @@ def softmax_cross_entropy_backward(probs: Array, targets: Array, grad: Array) ->
 
 
 @op
-def softmax_cross_entropy_ignore_backward(probs: Array, targets: Array, grad: Array,
-                                          ignore_index: int, reduction: str,
-                                          total: Array | None) -> Array:
-    """dL/dlogits of ``softmax_cross_entropy_ignore``: (probs - one_hot) * g, where g is
-    ``grad`` per row (N,) for reduction "none", the 0-d ``grad`` for "sum" and ``grad /
-    total`` for "mean" (``total`` as the forward returned it), and 0 on the rows whose
-    target equals ``ignore_index``, even where every row is (their gradient is probs * 0:
-    NaN only where a probability is, as PyTorch's nll_loss and log_softmax backward give);
-    ``softmax_cross_entropy_backward``'s NaN rows for the other targets outside [0, C).
-    ``grad`` may be a broadcast view."""
+def cross_entropy_loss_backward(probs: Array, targets: Array, grad: Array, ignore_index: int,
+                                reduction: str, label_smoothing: float,
+                                total: Array | None) -> Array:
+    """dL/dlogits of ``cross_entropy_loss``: (probs - (1 - s) one_hot - s / C) * g, s =
+    ``label_smoothing``, where g is ``grad`` per row (N,) for reduction "none", the 0-d
+    ``grad`` for "sum" and ``grad / total`` for "mean" (``total`` as the forward returned
+    it), and 0 on the rows whose target equals ``ignore_index``, even where every row is
+    (their gradient is probs * 0: NaN only where a probability is, as PyTorch's nll_loss
+    and log_softmax backward give); ``softmax_cross_entropy_backward``'s NaN rows for the
+    other targets outside [0, C). ``grad`` may be a broadcast view."""
 
 
 # ---------------------------------------------------------------- collectives (ops)

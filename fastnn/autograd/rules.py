@@ -365,11 +365,10 @@ def _softmax_cross_entropy(ops, node, grad):
     return ops.softmax_cross_entropy_backward(probs, targets, grad), None
 
 
-@rule("softmax_cross_entropy_ignore")
-def _softmax_cross_entropy_ignore(ops, node, grad):
+@rule("cross_entropy_loss")
+def _cross_entropy_loss(ops, node, grad):
     probs, targets, total = node.saved
-    return ops.softmax_cross_entropy_ignore_backward(probs, targets, grad, *node.attrs,
-                                                     total), None
+    return ops.cross_entropy_loss_backward(probs, targets, grad, *node.attrs, total), None
 
 
 @rule("rms_div")

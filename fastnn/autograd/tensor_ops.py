@@ -16,6 +16,8 @@ that uses ``x`` or ``out`` depends on them on the tape.
 
 from __future__ import annotations
 
+import functools
+
 from fastnn.api import composite, composite_norm, dtypes, hookspec
 from fastnn.autograd.rules import RULES
 from fastnn.autograd.rules_attention import TENSOR_RULES as ATTENTION_TENSOR_RULES
@@ -304,19 +306,14 @@ def _softmax_cross_entropy(ops, node, grad):
     return composite.softmax_cross_entropy_backward(ops, probs, targets, grad), None
 
 
-def _softmax_cross_entropy_ignore(ops, node, grad):
-    """As above, for the hook that leaves out the rows of the ignore_index (their
-    gradient is the grad times 0) and reduces by ``node.attrs``' reduction."""
+def _cross_entropy_loss(ops, node, grad):
+    """The hook's composite, with the probabilities recomputed from the logits on the tape
+    as above (the targets, the ignored rows' mask and the total are constants)."""
     probs = ops.softmax(node.inputs[0], 1)
     _, targets, total = node.saved
-    ignore_index, reduction = node.attrs
-    if reduction != "none":
-        grad = ops.broadcast_to(ops.div(grad, total) if reduction == "mean" else grad,
-                                tuple(probs.shape[:1]))
-    keep = composite.kept_targets(ops.raw, targets, ignore_index)  # raw arrays: constants
-    grad = ops.where(keep, grad, 0.0)
-    safe = ops.raw.where(keep, targets, 0)
-    return composite.softmax_cross_entropy_backward(ops, probs, safe, grad), None
+    hard = functools.partial(composite.softmax_cross_entropy_backward, ops)
+    return composite.cross_entropy_loss_grad(ops, probs, targets, grad, *node.attrs, total,
+                                             hard), None
 
 
 def _transfer(ops, node, grad):
@@ -353,7 +350,7 @@ def _layer_norm(ops, node, grad):
 TENSOR_RULES = dict(RULES)  # the rules run under create_graph: the same, but these
 TENSOR_RULES.update(
     softmax_cross_entropy=_softmax_cross_entropy,
-    softmax_cross_entropy_ignore=_softmax_cross_entropy_ignore,
+    cross_entropy_loss=_cross_entropy_loss,
     transfer=_transfer,
     layer_norm_train=_layer_norm,
     rms_div=_unsupported("its saved reciprocal RMS is a raw array"),

@@ -167,18 +167,21 @@ def cross_entropy(logits: Tensor, target: Tensor, weight=None, ignore_index: int
         per = nnops.softmax_cross_entropy_rows(rows, flat)
         return _shown_nll(logits, reduce("cross_entropy", per if logits.ndim == 2 else
                                          movement.reshape(per, expected), reduction))
-    if weight is None and not smoothing:  # one hook leaves the ignored rows out, reduced
-        loss = nnops.softmax_cross_entropy_ignore_rows(rows, flat, int(ignore_index), reduction)
-        return _shown_nll(logits, movement.reshape(loss, expected) if reduction == "none" and
-                          logits.ndim != 2 else loss)
+    if weight is None:  # one hook: smoothed, the ignored rows left out, reduced
+        loss = nnops.cross_entropy_loss_rows(rows, flat, int(ignore_index), reduction,
+                                             smoothing)
+        if reduction == "none" and logits.ndim != 2:
+            loss = movement.reshape(loss, expected)
+        # (PyTorch's label-smoothed loss ends in an add: (1 - s) nll + s / C smooth)
+        return show_as(loss, "AddBackward0", (logits,)) if smoothing else _shown_nll(logits,
+                                                                                     loss)
     weight = _class_weight("cross_entropy", weight, classes, rows)
     keep, safe = _keep_and_safe(flat, ignore_index)
     row_weight = _picked_weight(weight, safe, classes, keep, rows)
     nll = m.mul(nnops.softmax_cross_entropy_rows(rows, safe), row_weight)
     if smoothing:
         logp = nnops.log_softmax(rows, 1)
-        weighted = logp if weight is None else m.mul(logp, weight)
-        smooth = m.mul(m.neg(movement.sum(weighted, 1)), keep.astype(rows.dtype))
+        smooth = m.mul(m.neg(movement.sum(m.mul(logp, weight), 1)), keep.astype(rows.dtype))
         nll = m.add(m.mul(nll, 1.0 - smoothing), m.mul(smooth, smoothing / classes))
         return _finish("cross_entropy", nll, row_weight, expected, reduction)
     return _shown_nll(logits, _finish("cross_entropy", nll, row_weight, expected, reduction))

@@ -304,13 +304,13 @@ def softmax_cross_entropy_rows(logits: Tensor, targets: Tensor) -> Tensor:
                   logits._dtype.name)
 
 
-def softmax_cross_entropy_ignore_rows(logits: Tensor, targets: Tensor, ignore_index: int,
-                                     reduction: str) -> Tensor:
-    """The cross-entropy of (N, C) logits against int targets (N,), the rows whose target
-    is ``ignore_index`` left out, reduced by ``reduction`` as PyTorch's (one hook)."""
+def cross_entropy_loss_rows(logits: Tensor, targets: Tensor, ignore_index: int,
+                            reduction: str, label_smoothing: float) -> Tensor:
+    """The cross-entropy of (N, C) logits against int targets (N,), label-smoothed, the rows
+    whose target is ``ignore_index`` left out, reduced as PyTorch's (one hook)."""
     _check_rows(logits, targets, ignore_index)
-    loss, probs, total = logits._device.ops.softmax_cross_entropy_ignore(
-        logits._data, targets._data, ignore_index, reduction)
+    loss, probs, total = logits._device.ops.cross_entropy_loss(
+        logits._data, targets._data, ignore_index, reduction, label_smoothing)
     out = Tensor._make(loss, logits._dtype, logits._device)
-    return attach(out, "softmax_cross_entropy_ignore", (logits, None),
-                  (probs, targets._data, total), (ignore_index, reduction))
+    return attach(out, "cross_entropy_loss", (logits, None), (probs, targets._data, total),
+                  (ignore_index, reduction, label_smoothing))

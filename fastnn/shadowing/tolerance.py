@@ -18,7 +18,7 @@ from fastnn.conformance.compare import ACCUMULATING, EXACT, GRADIENT
 
 # custom cases whose checks use the gradient tolerance (see cases_io._compare_step)
 _GRADIENT_LIKE = ("bias_act_backward", "softmax_cross_entropy_backward",
-                  "softmax_cross_entropy_ignore_backward")
+                  "cross_entropy_loss_backward")
 _EXACT = ("from_numpy", "to_numpy", "to_numpy_many", "to_numpy_views", "full", "astype")
 # random numbers: each backend has its own generator, so only shape and dtype compare
 UNCOMPARED = frozenset({"uniform"})

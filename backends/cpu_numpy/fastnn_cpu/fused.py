@@ -127,9 +127,13 @@ def _kept_rows(targets, ignore_index, classes):
 
 
 @hookimpl
-def softmax_cross_entropy_ignore(logits, targets, ignore_index, reduction):
+def cross_entropy_loss(logits, targets, ignore_index, reduction, label_smoothing):
     keep, safe, bad = _kept_rows(targets, ignore_index, logits.shape[1])
     loss, probs = softmax_cross_entropy(logits, safe)
+    if label_smoothing:  # (1 - s) nll + s / C * sum_c (-log p_c)
+        spread = _SUM(log_softmax(logits, 1), axis=1)
+        spread *= -label_smoothing / logits.shape[1]
+        loss = loss * (1.0 - label_smoothing) + spread
     loss = np.where(keep, loss, 0).astype(logits.dtype, copy=False)
     if bad is not None:
         loss[bad] = np.nan
@@ -247,11 +251,18 @@ def softmax_cross_entropy_backward(probs, targets, grad):
 
 
 @hookimpl
-def softmax_cross_entropy_ignore_backward(probs, targets, grad, ignore_index, reduction, total):
+def cross_entropy_loss_backward(probs, targets, grad, ignore_index, reduction, label_smoothing,
+                                total):
     keep, safe, bad = _kept_rows(targets, ignore_index, probs.shape[1])
     if reduction == "mean":
         grad = grad / total
-    out = softmax_cross_entropy_backward(probs, safe, np.where(keep, grad, 0))
+    grad = np.where(keep, grad, 0)
+    if label_smoothing:  # (p - (1 - s) one_hot - s / C) g
+        out = probs - label_smoothing / probs.shape[1]
+        out[np.arange(probs.shape[0]), safe] -= 1.0 - label_smoothing
+        out *= grad[:, None]
+    else:
+        out = softmax_cross_entropy_backward(probs, safe, grad)
     if bad is not None:
         out[bad] = np.nan
     return out

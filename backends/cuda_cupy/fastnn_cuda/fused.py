@@ -60,8 +60,9 @@ def log_softmax(x, axis):
     return shifted
 
 
-def _xent(logits, targets, ignore_index=None):
-    """The row kernel's (loss, probs) and, with ``ignore_index``, kept: one launch."""
+def _xent(logits, targets, ignore_index=None, smoothing=0.0):
+    """The row kernel's (loss, probs) and, with ``ignore_index``, kept (the loss
+    label-smoothed by ``smoothing``): one launch."""
     n, c = logits.shape
     logits = cp.ascontiguousarray(logits)
     targets = cp.ascontiguousarray(targets.astype(cp.int64, copy=False))
@@ -73,7 +74,8 @@ def _xent(logits, targets, ignore_index=None):
         return loss, probs
     kept = cp.empty((n,), dtype=logits.dtype)
     kernels.launch_rows("softmax_xent_ignore", logits.dtype, logits.device.id, n, c,
-                        (logits, targets, loss, probs, c, kept, int(ignore_index)))
+                        (logits, targets, loss, probs, c, kept, int(ignore_index),
+                         float(smoothing)))
     return loss, probs, kept
 
 
@@ -94,11 +96,11 @@ def softmax_cross_entropy(logits, targets):
 
 
 @hookimpl
-def softmax_cross_entropy_ignore(logits, targets, ignore_index, reduction):
+def cross_entropy_loss(logits, targets, ignore_index, reduction, label_smoothing):
     if not kernels.has_kernel(logits.dtype):
-        return composite.softmax_cross_entropy_ignore(_own_hooks(), logits, targets,
-                                                      ignore_index, reduction)
-    loss, probs, kept = _xent(logits, targets, ignore_index)
+        return composite.cross_entropy_loss(_own_hooks(), logits, targets, ignore_index,
+                                            reduction, label_smoothing)
+    loss, probs, kept = _xent(logits, targets, ignore_index, label_smoothing)
     if reduction == "none":
         return loss, probs, None
     total = cp.sum(kept)
@@ -173,7 +175,7 @@ def bias_act_backward(x, bias, out, grad, kind, slope):
     return composite.bias_act_backward(_own_hooks(), x, bias, out, grad, kind, slope)
 
 
-def _xent_backward(probs, targets, grad, ignore_index=None):
+def _xent_backward(probs, targets, grad, ignore_index=None, smoothing=0.0):
     """One plane launch, or None where the kernel does not take these arrays."""
     if not probs.size:
         return cp.empty_like(probs)
@@ -189,7 +191,8 @@ def _xent_backward(probs, targets, grad, ignore_index=None):
     args = (probs, targets, grad, stride, out, rows, c)
     base = "softmax_xent_backward"
     if ignore_index is not None:
-        args, base = args + (int(ignore_index),), "softmax_xent_ignore_backward"
+        args = args + (int(ignore_index), float(smoothing))
+        base = "softmax_xent_ignore_backward"
     kernels.launch_planes(base, probs.dtype, probs.device.id, c, rows, 1, args)
     return out
 
@@ -203,13 +206,14 @@ def softmax_cross_entropy_backward(probs, targets, grad):
 
 
 @hookimpl
-def softmax_cross_entropy_ignore_backward(probs, targets, grad, ignore_index, reduction, total):
+def cross_entropy_loss_backward(probs, targets, grad, ignore_index, reduction, label_smoothing,
+                                total):
     if kernels.has_kernel(probs.dtype) and grad.dtype == probs.dtype:
         if reduction == "mean":
             grad = grad / total  # 0-d: the kernel reads it with stride 0
-        return _xent_backward(probs, targets, grad, ignore_index)
-    return composite.softmax_cross_entropy_ignore_backward(_own_hooks(), probs, targets, grad,
-                                                           ignore_index, reduction, total)
+        return _xent_backward(probs, targets, grad, ignore_index, label_smoothing)
+    return composite.cross_entropy_loss_backward(_own_hooks(), probs, targets, grad,
+                                                 ignore_index, reduction, label_smoothing, total)
 
 
 # ---------------------------------------------------------------- swish (no hook yet)

@@ -59,28 +59,38 @@ def log_softmax(x, axis):
     return _softmax(x, axis, True)
 
 
-def _xent(logits, targets, ignore_index):
+def _ignore_args(ignore_index, smoothing) -> tuple:
+    """The row kernels' last arguments: the ignore_index, whether there is one, and the
+    label smoothing (0: none; typed T by the kernel's argument list)."""
+    if ignore_index is None:
+        return np.int64(0), _I(0), float(smoothing)
+    return np.int64(ignore_index), _I(1), float(smoothing)
+
+
+def _xent(logits, targets, ignore_index, smoothing=0.0):
     """(loss, probs, kept or None): kept (and loss 0) on the rows whose target is
-    ``ignore_index``, where one is given."""
+    ``ignore_index``, where one is given; the loss label-smoothed by ``smoothing``."""
     logits, targets = _dense(logits), _dense(targets)
     dev = logits.dev
     n, c = logits.shape
     loss = dev.empty((n,), logits.dtype)
     probs = dev.empty((n, c), logits.dtype)
     kept = None if ignore_index is None else dev.empty((n,), logits.dtype)
-    ignore = (np.int64(0), _I(0)) if ignore_index is None else (np.int64(ignore_index), _I(1))
+    ignore = _ignore_args(ignore_index, smoothing)
     wg = reduce.group_size(dev, c)
     defines = (("T", CL_TYPES[logits.dtype]), ("TI", CL_TYPES[targets.dtype]),
                ("ACC", reduce._acc_type(logits, 0)))
     tail = ((loss if kept is None else kept).data,) + ignore
     if n and wg:
         kernel = dev.kernel(FILE, "k_softmax_xent_group", defines + (("WG", wg),),
-                            [None, None, None, _I, None, _I, _I, None, None, None])
+                            [None, None, None, _I, None, _I, _I, None, None, None,
+                             NP_TYPES[logits.dtype]])
         kernel(dev.queue, (n * wg,), (wg,), loss.data, probs.data, logits.data, logits.offset,
                targets.data, targets.offset, c, *tail)
     elif n:
         kernel = dev.kernel(FILE, "k_softmax_xent", defines,
-                            [None, None, None, _I, None, _I, _I, _I, None, None, None])
+                            [None, None, None, _I, None, _I, _I, _I, None, None, None,
+                             NP_TYPES[logits.dtype]])
         kernel(dev.queue, (rounded(n, 16),), None, loss.data, probs.data, logits.data,
                logits.offset, targets.data, targets.offset, n, c, *tail)
     return loss, probs, kept
@@ -92,8 +102,8 @@ def softmax_cross_entropy(logits, targets):
 
 
 @hookimpl
-def softmax_cross_entropy_ignore(logits, targets, ignore_index, reduction):
-    loss, probs, kept = _xent(logits, targets, int(ignore_index))
+def cross_entropy_loss(logits, targets, ignore_index, reduction, label_smoothing):
+    loss, probs, kept = _xent(logits, targets, int(ignore_index), float(label_smoothing))
     if reduction == "none":
         return loss, probs, None
     total = reduce.sum(kept, (0,), False)
@@ -198,17 +208,18 @@ def relu_backward(out, grad):
     return dx
 
 
-def _xent_backward(probs, targets, grad, ignore_index):
+def _xent_backward(probs, targets, grad, ignore_index, smoothing=0.0):
     """grad (N,), or 0-d: every row's (read with stride 0)."""
     probs, targets = _dense(probs), _dense(targets)
     dev = probs.dev
     n, c = probs.shape
     out = dev.empty((n, c), probs.dtype)
-    ignore = (np.int64(0), _I(0)) if ignore_index is None else (np.int64(ignore_index), _I(1))
+    ignore = _ignore_args(ignore_index, smoothing)
     if out.size:
         defines = (("T", CL_TYPES[probs.dtype]), ("TI", CL_TYPES[targets.dtype]))
         kernel = dev.kernel(FILE, "k_softmax_xent_backward", defines,
-                            [None, None, _I, None, _I, None, _I, _I, _I, _I, None, None])
+                            [None, None, _I, None, _I, None, _I, _I, _I, _I, None, None,
+                             NP_TYPES[probs.dtype]])
         kernel(dev.queue, (rounded(c, 16), n), None, out.data, probs.data, probs.offset,
                targets.data, targets.offset, grad.data, grad.offset,
                grad.strides[0] if grad.ndim else 0, n, c, *ignore)
@@ -221,7 +232,8 @@ def softmax_cross_entropy_backward(probs, targets, grad):
 
 
 @hookimpl
-def softmax_cross_entropy_ignore_backward(probs, targets, grad, ignore_index, reduction, total):
+def cross_entropy_loss_backward(probs, targets, grad, ignore_index, reduction, label_smoothing,
+                                total):
     if reduction == "mean":
         grad = elementwise.div(grad, total)
-    return _xent_backward(probs, targets, grad, int(ignore_index))
+    return _xent_backward(probs, targets, grad, int(ignore_index), float(label_smoothing))

@@ -60,13 +60,13 @@ def test_cross_entropy_bad_targets_give_nan(ops):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_ignore_index_kernels_pass_the_conformance_check(dtype):
-    """Both ignore_index hooks on the GPU's own kernels: ignored rows, a kept target
-    outside [0, C), a broadcast scalar grad, rows of 700 (blocks of many warps)."""
+def test_cross_entropy_loss_kernels_pass_the_conformance_check(dtype):
+    """Both cross_entropy_loss hooks on the GPU's own kernels: ignored rows, a kept target
+    outside [0, C), label smoothing, each reduction, rows of 700 (blocks of many warps)."""
     from fastnn.conformance.cases import CASES
 
-    CASES["softmax_cross_entropy_ignore_backward"].check(fnn.Device("cuda"), dtype,
-                                                         np.random.default_rng(2))
+    CASES["cross_entropy_loss_backward"].check(fnn.Device("cuda"), dtype,
+                                               np.random.default_rng(2))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -98,8 +98,8 @@ def serial_libs(tmp_path_factory):
 
 
 @pytest.fixture
-def ignore_device(libs, serial_libs, monkeypatch):
-    """A device whose ignore_index hooks are the cuda backend's, their kernels on the host:
+def loss_device(libs, serial_libs, monkeypatch):
+    """A device whose cross_entropy_loss hooks are the cuda backend's, their kernels on the host:
     the forward's rows with real threads, the backward's plane kernel one thread after
     another (as the call-site tests run it). The check's layout helpers are NumPy's."""
     monkeypatch.setattr(fused, "cp", _NumpyAsCupy())
@@ -120,16 +120,16 @@ def ignore_device(libs, serial_libs, monkeypatch):
         from_numpy=lambda array, index: _dev(np.array(array, copy=True)), to_numpy=np.array,
         reshape=lambda a, shape: _dev(np.reshape(a, shape)),
         broadcast_to=lambda a, shape: _dev(np.broadcast_to(a, shape)),
-        softmax_cross_entropy_ignore=fused.softmax_cross_entropy_ignore,
-        softmax_cross_entropy_ignore_backward=fused.softmax_cross_entropy_ignore_backward)
+        cross_entropy_loss=fused.cross_entropy_loss,
+        cross_entropy_loss_backward=fused.cross_entropy_loss_backward)
     return types.SimpleNamespace(ops=ops, index=0, launches=launches)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_the_ignore_index_hooks_pass_the_conformance_check(ignore_device, dtype):
-    """Ignored rows, a kept target outside [0, C), a broadcast scalar grad, rows of 700."""
+def test_the_cross_entropy_loss_hooks_pass_the_conformance_check(loss_device, dtype):
+    """Ignored rows, a kept target outside [0, C), label smoothing, each reduction, a
+    broadcast and a 0-d grad, rows of 700."""
     from fastnn.conformance.cases import CASES
 
-    CASES["softmax_cross_entropy_ignore_backward"].check(ignore_device, dtype,
-                                                         np.random.default_rng(1))
-    assert set(ignore_device.launches) == {"softmax_xent_ignore", "softmax_xent_ignore_backward"}
+    CASES["cross_entropy_loss_backward"].check(loss_device, dtype, np.random.default_rng(1))
+    assert set(loss_device.launches) == {"softmax_xent_ignore", "softmax_xent_ignore_backward"}

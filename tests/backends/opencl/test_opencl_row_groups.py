@@ -75,11 +75,10 @@ def test_a_nan_in_a_row_spreads_to_that_row_only(as_gpu):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_the_group_kernel_leaves_the_ignored_rows_out(as_gpu, dtype):
-    """The conformance check of both ignore_index hooks (ignored rows, a bad target, rows
-    of 700) on the work-group kernel."""
+def test_the_group_kernel_passes_the_cross_entropy_loss_check(as_gpu, dtype):
+    """The conformance check of both cross_entropy_loss hooks (ignored rows, a bad target,
+    label smoothing, rows of 300 and 700) on the work-group kernel."""
     from fastnn.conformance.cases import CASES
 
     with fnn.use("opencl") as device:
-        CASES["softmax_cross_entropy_ignore_backward"].check(device, dtype,
-                                                             np.random.default_rng(3))
+        CASES["cross_entropy_loss_backward"].check(device, dtype, np.random.default_rng(3))

@@ -34,10 +34,12 @@ __device__ void softmax_body(const T* x, T* out, i64 cols, bool log_space) {
 
 // loss[r] = log(sum_j exp(x[r,j] - m)) - (x[r,t] - m); probs = softmax(x).
 // A target outside [0, cols) gives a NaN loss and is never used as an index. With
-// has_ignore, a target equal to `ignore` gives loss 0 and kept 0 (kept 1 elsewhere).
+// has_ignore, a target equal to `ignore` gives loss 0 and kept 0 (kept 1 elsewhere). With
+// smooth = s != 0 the loss is (1 - s) nll + s / cols * sum_j (-log p_j), that sum being
+// cols log(sum) - sum_j (x_j - m) (added only then: 0 * an infinite sum would be NaN).
 template <typename T>
 __device__ void softmax_xent_body(const T* logits, const i64* targets, T* loss, T* probs,
-                                  i64 cols, T* kept, i64 ignore, bool has_ignore) {
+                                  i64 cols, T* kept, i64 ignore, bool has_ignore, T smooth) {
     __shared__ T scratch[FASTNN_WARP];
     const i64 r = blockIdx.x;
     const T* row = logits + r * cols;
@@ -46,12 +48,19 @@ __device__ void softmax_xent_body(const T* logits, const i64* targets, T* loss, 
     row_max_sum(row, cols, scratch, &m, &s);
     const T inv = T(1) / s;
     for (i64 j = threadIdx.x; j < cols; j += blockDim.x) dst[j] = f_exp(row[j] - m) * inv;
+    T shifted = T(0);
+    if (smooth != T(0)) {  // (a kernel argument: every thread of the block takes it)
+        for (i64 j = threadIdx.x; j < cols; j += blockDim.x) shifted += row[j] - m;
+        shifted = block_sum(shifted, scratch);
+    }
     if (threadIdx.x == 0) {
         const i64 t = targets[r];
         const bool ignored = has_ignore && t == ignore;
         if (has_ignore) kept[r] = ignored ? T(0) : T(1);
-        loss[r] = ignored ? T(0)
-                  : (t >= 0 && t < cols) ? f_log(s) - (row[t] - m) : quiet_nan<T>();
+        T value = (t >= 0 && t < cols) ? f_log(s) - (row[t] - m) : quiet_nan<T>();
+        if (smooth != T(0))
+            value = (T(1) - smooth) * value + smooth / T(cols) * (T(cols) * f_log(s) - shifted);
+        loss[r] = ignored ? T(0) : value;
     }
 }
 
@@ -64,12 +73,13 @@ __device__ void softmax_xent_body(const T* logits, const i64* targets, T* loss, 
     }                                                                                    \
     extern "C" __global__ void softmax_xent_##SUFFIX(const T* logits, const i64* targets, \
                                                      T* loss, T* probs, i64 cols) {      \
-        softmax_xent_body<T>(logits, targets, loss, probs, cols, loss, 0, false);        \
+        softmax_xent_body<T>(logits, targets, loss, probs, cols, loss, 0, false, T(0));  \
     }                                                                                    \
     extern "C" __global__ void softmax_xent_ignore_##SUFFIX(                             \
         const T* logits, const i64* targets, T* loss, T* probs, i64 cols, T* kept,       \
-        i64 ignore) {                                                                    \
-        softmax_xent_body<T>(logits, targets, loss, probs, cols, kept, ignore, true);    \
+        i64 ignore, double smooth) {                                                     \
+        softmax_xent_body<T>(logits, targets, loss, probs, cols, kept, ignore, true,     \
+                             T(smooth));                                                 \
     }
 
 FASTNN_INSTANTIATE(FASTNN_SOFTMAX)
@@ -78,11 +88,12 @@ FASTNN_INSTANTIATE(FASTNN_SOFTMAX)
 // (x along a row's columns, y over rows). grad_stride is 0 for a broadcast scalar
 // gradient (the mean's). Targets are compared, never used as an index; one outside
 // [0, cols) makes its row NaN, as its loss is, so that no optimizer step goes ahead on it.
-// With has_ignore, a row whose target equals `ignore` is probs * 0 (NaN stays NaN).
+// With has_ignore, a row whose target equals `ignore` is probs * 0 (NaN stays NaN); with
+// smooth = s, (probs - (1 - s) [j == target] - s / cols) * grad.
 template <typename T>
 __device__ void softmax_xent_backward_body(const T* probs, const i64* targets, const T* grad,
                                            i64 grad_stride, T* out, i64 rows, i64 cols,
-                                           i64 ignore, bool has_ignore) {
+                                           i64 ignore, bool has_ignore, T smooth) {
     const i64 first = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     const i64 step = (i64)gridDim.x * blockDim.x;
     for (i64 r = PLANE_ROW_FIRST; r < rows; r += PLANE_ROW_STEP) {
@@ -92,7 +103,7 @@ __device__ void softmax_xent_backward_body(const T* probs, const i64* targets, c
         const T g = ignored ? T(0) : valid ? grad[r * grad_stride] : quiet_nan<T>();
         for (i64 j = first; j < cols; j += step) {
             const T p = probs[r * cols + j];
-            out[r * cols + j] = (j == target ? p - T(1) : p) * g;
+            out[r * cols + j] = ((j == target ? p - (T(1) - smooth) : p) - smooth / T(cols)) * g;
         }
     }
 }
@@ -102,13 +113,13 @@ __device__ void softmax_xent_backward_body(const T* probs, const i64* targets, c
         const T* probs, const i64* targets, const T* grad, i64 grad_stride, T* out,      \
         i64 rows, i64 cols) {                                                            \
         softmax_xent_backward_body<T>(probs, targets, grad, grad_stride, out, rows, cols,  \
-                                      0, false);                                         \
+                                      0, false, T(0));                                   \
     }                                                                                    \
     extern "C" __global__ void softmax_xent_ignore_backward_##SUFFIX(                    \
         const T* probs, const i64* targets, const T* grad, i64 grad_stride, T* out,      \
-        i64 rows, i64 cols, i64 ignore) {                                                \
+        i64 rows, i64 cols, i64 ignore, double smooth) {                                 \
         softmax_xent_backward_body<T>(probs, targets, grad, grad_stride, out, rows, cols,  \
-                                      ignore, true);                                     \
+                                      ignore, true, T(smooth));                          \
     }
 
 FASTNN_INSTANTIATE(FASTNN_SOFTMAX_XENT_BACKWARD)

@@ -32,36 +32,42 @@ __kernel void k_softmax(__global T *out, __global const T *x, const int off, con
 
 #ifdef TI
 // The loss of row n and, with has_ignore, its kept flag: a target equal to ignore gives 0
-// (and kept 0), another outside [0, C) NaN, never an index.
-#define XENT_LOSS(n, t, total, row, top)                                              \
+// (and kept 0), another outside [0, C) NaN, never an index. With smooth = s != 0 the loss
+// is (1 - s) nll + s / C * sum_c (-log p_c), the sum C log(total) - shifted, shifted the
+// row's sum of x - max (added only then: 0 * an infinite sum would be NaN).
+#define XENT_LOSS(n, t, total, row, top, shifted)                                     \
     do {                                                                              \
         const int ignored_ = has_ignore && (long)(t) == ignore;                       \
         if (has_ignore) kept[n] = ignored_ ? (T)0 : (T)1;                             \
-        loss[n] = ignored_ ? (T)0                                                     \
-                  : ((t) >= 0 && (t) < C) ? (T)log(total) - ((row)[t] - (top)) : (T)NAN; \
+        T value_ = ((t) >= 0 && (t) < C) ? (T)log(total) - ((row)[t] - (top)) : (T)NAN; \
+        if (smooth != (T)0)                                                           \
+            value_ = ((T)1 - smooth) * value_                                         \
+                     + smooth / (T)C * ((T)C * (T)log(total) - (T)(shifted));          \
+        loss[n] = ignored_ ? (T)0 : value_;                                           \
     } while (0)
 
 // Per row n of (N, C) logits: probs = softmax, loss = log(sum exp(x - max)) - (x[t] - max).
 __kernel void k_softmax_xent(__global T *loss, __global T *probs, __global const T *x,
                              const int off, __global const TI *targets, const int toff,
                              const int N, const int C, __global T *kept, const long ignore,
-                             const int has_ignore) {
+                             const int has_ignore, const T smooth) {
     const int n = get_global_id(0);
     if (n >= N) return;
     const __global T *row = x + off + n * C;
     __global T *p = probs + n * C;
     T top = -INFINITY;
     for (int c = 0; c < C; ++c) top = fmax(top, row[c]);
-    ACC total = 0;
+    ACC total = 0, shifted = 0;
     for (int c = 0; c < C; ++c) {
         const T e = exp(row[c] - top);
         p[c] = e;
         total += (ACC)e;
+        shifted += (ACC)(row[c] - top);
     }
     const T inv = (T)((ACC)1 / total);
     for (int c = 0; c < C; ++c) p[c] *= inv;
     const TI t = targets[toff + n];
-    XENT_LOSS(n, t, total, row, top);
+    XENT_LOSS(n, t, total, row, top, shifted);
 }
 #endif
 
@@ -136,25 +142,31 @@ __kernel void k_softmax_group(__global T *out, __global const T *x, const int of
 __kernel void k_softmax_xent_group(__global T *loss, __global T *probs, __global const T *x,
                                    const int off, __global const TI *targets, const int toff,
                                    const int C, __global T *kept, const long ignore,
-                                   const int has_ignore) {
+                                   const int has_ignore, const T smooth) {
     const int n = get_group_id(0), lid = get_local_id(0);
     const __global T *row = x + off + n * C;
     __global T *p = probs + n * C;
     __local ACC part[WG];
     const T top = group_row_max(row, C, lid, part);
-    ACC total = 0;
+    ACC total = 0, shifted = 0;
     for (int c = lid; c < C; c += WG) {
         const T e = exp(row[c] - top);
         p[c] = e;  // each item scales only what it wrote: no barrier needed for p
         total += (ACC)e;
+        shifted += (ACC)(row[c] - top);
     }
     ROW_REDUCE(part, lid, total, ROW_ADD);
     total = part[0];
+    if (smooth != (T)0) {  // (a kernel argument: every item of the group takes this branch)
+        barrier(CLK_LOCAL_MEM_FENCE);  // every item has read part[0] before it is reused
+        ROW_REDUCE(part, lid, shifted, ROW_ADD);
+        shifted = part[0];
+    }
     const T inv = (T)((ACC)1 / total);
     for (int c = lid; c < C; c += WG) p[c] *= inv;
     if (lid == 0) {
         const TI t = targets[toff + n];
-        XENT_LOSS(n, t, total, row, top);
+        XENT_LOSS(n, t, total, row, top, shifted);
     }
 }
 #endif
@@ -302,12 +314,14 @@ __kernel void k_col_sums(__global T *sums, __global const T *x, const int off,
 // dlogits[n, c] = (probs[n, c] - (c == targets[n])) * grad[n * gstride] on a 2-d range
 // (c, n); gstride is 0 for a broadcast scalar gradient (the mean's). A target outside
 // [0, C) makes its row NaN, as its loss is: an optimizer step must not go ahead on it.
-// With has_ignore, a row whose target equals ignore is p * 0 (a NaN p stays NaN).
+// With has_ignore, a row whose target equals ignore is p * 0 (a NaN p stays NaN); with
+// smooth = s, (p - (1 - s) [c == t] - s / C) * grad.
 __kernel void k_softmax_xent_backward(__global T *out, __global const T *probs,
                                       const int poff, __global const TI *targets,
                                       const int toff, __global const T *grad, const int goff,
                                       const int gstride, const int N, const int C,
-                                      const long ignore, const int has_ignore) {
+                                      const long ignore, const int has_ignore,
+                                      const T smooth) {
     const int c = get_global_id(0), n = get_global_id(1);
     if (c >= C || n >= N) return;
     const int i = n * C + c;
@@ -317,6 +331,7 @@ __kernel void k_softmax_xent_backward(__global T *out, __global const T *probs,
         out[i] = p * (T)0;
         return;
     }
-    out[i] = (t < 0 || t >= C) ? (T)NAN : (c == t ? p - (T)1 : p) * grad[goff + n * gstride];
+    const T q = (c == t ? p - ((T)1 - smooth) : p) - smooth / (T)C;
+    out[i] = (t < 0 || t >= C) ? (T)NAN : q * grad[goff + n * gstride];
 }
 #endif
