@@ -172,9 +172,9 @@ def cross_entropy(logits: Tensor, target: Tensor, weight=None, ignore_index: int
                                              smoothing)
         if reduction == "none" and logits.ndim != 2:
             loss = movement.reshape(loss, expected)
-        # (PyTorch's label-smoothed loss ends in an add: (1 - s) nll + s / C smooth)
-        return show_as(loss, "AddBackward0", (logits,)) if smoothing else _shown_nll(logits,
-                                                                                     loss)
+        if smoothing:  # (PyTorch's smoothed loss ends in an add: (1 - s) nll + s / C ...)
+            return show_as(loss, "AddBackward0", (logits,))
+        return _shown_nll(logits, loss)
     weight = _class_weight("cross_entropy", weight, classes, rows)
     keep, safe = _keep_and_safe(flat, ignore_index)
     row_weight = _picked_weight(weight, safe, classes, keep, rows)

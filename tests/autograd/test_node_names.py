@@ -26,6 +26,10 @@ CASES = {
     "HuberLossBackward0": lambda L, x: L.nn.functional.huber_loss(x, L.zeros(4, 5)),
     "NllLossBackward0": lambda L, x: L.nn.functional.cross_entropy(x, L.tensor([0, 1, 2, 3])),
     "NllLossBackward0 ": lambda L, x: L.nn.functional.nll_loss(x, L.tensor([0, 1, 2, 3])),
+    "NllLossBackward0  ": lambda L, x: L.nn.functional.cross_entropy(
+        x, L.tensor([0, -100, 2, 3]), reduction="sum"),  # (a row ignored: one fused hook)
+    "AddBackward0": lambda L, x: L.nn.functional.cross_entropy(
+        x, L.tensor([0, 1, 2, -100]), label_smoothing=0.1),
     "BinaryCrossEntropyWithLogitsBackward0":
         lambda L, x: L.nn.functional.binary_cross_entropy_with_logits(x, L.ones(4, 5)),
     "BinaryCrossEntropyBackward0":
