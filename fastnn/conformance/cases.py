@@ -7,6 +7,7 @@ from fastnn.conformance import (  # noqa: F401  (importing a module registers it
     cases_collective,
     cases_conv,
     cases_conv2d,
+    cases_cross_entropy,
     cases_elementwise,
     cases_fused,
     cases_gelu,
