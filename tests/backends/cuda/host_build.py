@@ -153,11 +153,12 @@ def run_threaded(libs, base, dtype, grid, block, c_args) -> None:
                             ctypes.c_uint(threads), body)
 
 
-def launch_on_host(monkeypatch, libs, serial=()) -> list:
+def launch_on_host(monkeypatch, libs, serial=(), serial_libs=None) -> list:
     """Route the cuda backend's kernel launches (``kernels.function``) to the host builds
     ``libs``: each launch runs with every thread of a block an OS thread, or one thread
-    after another for the kernels named in ``serial``. Returns the list the names of the
-    launched kernels are appended to, in order."""
+    after another for the kernels named in ``serial`` (from ``serial_libs`` where given:
+    the serial builds of a source whose other kernels run threaded). Returns the list the
+    names of the launched kernels are appended to, in order."""
     launches: list = []
 
     def function(base, dtype, device_id):
@@ -165,8 +166,11 @@ def launch_on_host(monkeypatch, libs, serial=()) -> list:
 
         def run(grid, block, args):
             launches.append(base)
-            runner = run_serial if base in serial else run_threaded
-            runner(libs, base, str(dtype), grid, block, [c_arg(a) for a in args])
+            if base in serial:
+                runner, found = run_serial, libs if serial_libs is None else serial_libs
+            else:
+                runner, found = run_threaded, libs
+            runner(found, base, str(dtype), grid, block, [c_arg(a) for a in args])
         return run
 
     monkeypatch.setattr(kernels, "function", function)

@@ -11,16 +11,13 @@ import types
 import numpy as np
 import pytest
 from fastnn_cpu import fused as cpu_fused
-from fastnn_cuda import fused, kernels, launch
+from fastnn_cuda import fused, launch
 
 from tests.backends.cuda.host_build import (
     build_serial,
     build_threaded,
-    c_arg,
     launch_on_host,
     require_compiler,
-    run_serial,
-    run_threaded,
 )
 from tests.backends.cuda.test_cuda_call_sites_on_host import _dev, _NumpyAsCupy
 
@@ -104,18 +101,7 @@ def loss_device(libs, serial_libs, monkeypatch):
     another (as the call-site tests run it). The check's layout helpers are NumPy's."""
     monkeypatch.setattr(fused, "cp", _NumpyAsCupy())
     monkeypatch.setattr(launch, "ROW_THREADS_MAX", 64)
-    launches = []
-
-    def function(base, dtype, device_id):
-        def run(grid, block, args):
-            launches.append(base)
-            threaded = base == "softmax_xent_ignore"
-            (run_threaded if threaded else run_serial)(
-                libs if threaded else serial_libs, base, str(dtype), grid, block,
-                [c_arg(a) for a in args])
-        return run
-
-    monkeypatch.setattr(kernels, "function", function)
+    launches = launch_on_host(monkeypatch, libs, {"softmax_xent_ignore_backward"}, serial_libs)
     ops = types.SimpleNamespace(
         from_numpy=lambda array, index: _dev(np.array(array, copy=True)), to_numpy=np.array,
         reshape=lambda a, shape: _dev(np.reshape(a, shape)),
