@@ -16,7 +16,10 @@ The harness (:mod:`fastnn.conformance.harness`) turns each into forward,
 gradient (finite differences and analytic), edge-case, randomised and
 cross-backend checks. A *custom* case (creation, transfer, the fused optimizer
 steps) instead supplies ``check(device, dtype, rng)``, which raises
-:class:`~fastnn.conformance.compare.Mismatch` on a wrong result.
+:class:`~fastnn.conformance.compare.Mismatch` on a wrong result, and declares as
+``tol`` the table its check holds the hook's outputs to (the widest it uses; a
+check may add slack for the magnitudes of its sums). Shadow mode holds the hook
+to that table on a user's model (:mod:`fastnn.shadowing.tolerance`).
 """
 
 from __future__ import annotations
@@ -65,13 +68,17 @@ class Case:
     diff_args: tuple = ()
     edges: Callable[[np.random.Generator, str], list] | None = None
     random: Callable[[Any], Sample] | None = None
-    tol: dict = field(default_factory=lambda: dict(ELEMENTWISE))
+    tol: dict | None = None  # None: ELEMENTWISE for a run-style case (see above)
     check: Callable | None = None
     pass_dtype: bool = False  # run() takes dtype=<name> (ops that create a dtype)
     grad_check: str = "both"  # "both", "analytic" (no finite differences), or "none"
     # an op composed of primitives (no hook of its own): checked as a hook's case is, on
     # every backend, and reported in a row of its own
     composite: bool = False
+
+    def __post_init__(self):
+        if self.tol is None and self.check is None:
+            self.tol = dict(ELEMENTWISE)
 
     @property
     def differentiable(self) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from fastnn.conformance.case import Case, register
-from fastnn.conformance.compare import Mismatch
+from fastnn.conformance.compare import EXACT, GRADIENT, Mismatch, assert_close
 
 
 def _train(device, dtype, rng_seed, compiled):
@@ -56,7 +56,7 @@ def _check(device, dtype, rng):
                            f"{np.max(np.abs(want.astype(float) - got.astype(float)))})")
 
 
-register(Case("compile_program", check=_check))
+register(Case("compile_program", check=_check, tol=dict(EXACT)))
 
 
 # expressions as fnn.compile's fusion makes them (fastnn.api.fusion): chains of
@@ -73,7 +73,6 @@ _EXPRS = [
 
 def _check_fused(device, dtype, rng):
     from fastnn.api import composite
-    from fastnn.conformance.compare import GRADIENT, assert_close
 
     ops = device.ops
     for shape in [(3, 4), (7,), (), (2, 0)]:
@@ -92,4 +91,4 @@ def _check_fused(device, dtype, rng):
                          f"{dtype}, shape {shape} (against the hooks node by node)")
 
 
-register(Case("fused_elementwise", check=_check_fused))
+register(Case("fused_elementwise", check=_check_fused, tol=dict(GRADIENT)))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from fastnn.conformance.case import Case, register
-from fastnn.conformance.compare import Mismatch, assert_close
+from fastnn.conformance.compare import ACCUMULATING, EXACT, Mismatch, assert_close
 from fastnn.distributed.comm import Communicator
 
 SHAPES = [(3, 4), (), (0, 2), (5,)]
@@ -55,5 +55,7 @@ def _check_broadcast(device, dtype, rng):
     _run(device, dtype, rng, "broadcast", (0,))
 
 
-register(Case("allreduce", check=_check_allreduce))
-register(Case("broadcast", check=_check_broadcast))
+# on one rank the reduction must give its inputs back exactly; across ranks each backend
+# sums in its own order, so the hook is held to the table of sums on a user's model
+register(Case("allreduce", check=_check_allreduce, tol=dict(ACCUMULATING)))
+register(Case("broadcast", check=_check_broadcast, tol=dict(EXACT)))

@@ -14,6 +14,7 @@ import numpy as np
 
 from fastnn.conformance.case import Case, register
 from fastnn.conformance.cases_io import LRS, SHAPES, WDS, _compare_step, _state
+from fastnn.conformance.compare import GRADIENT
 
 
 def _put(device, dtype):
@@ -185,12 +186,12 @@ def _check_rprop(device, dtype, rng):
                   ["params", "prevs", "step_sizes"], "etas=(0.5, 1.2)")
 
 
-register(Case("amsgrad_step", check=_check_amsgrad))
-register(Case("rmsprop_momentum_step", check=_check_rmsprop_momentum))
-register(Case("adagrad_step", check=_check_adagrad))
-register(Case("radam_step", check=_check_radam))
-register(Case("nadam_step", check=_check_nadam))
-register(Case("adadelta_step", check=_check_adadelta))
-register(Case("adamax_step", check=_check_adamax))
-register(Case("asgd_step", check=_check_asgd))
-register(Case("rprop_step", check=_check_rprop))
+register(Case("amsgrad_step", check=_check_amsgrad, tol=dict(GRADIENT)))
+register(Case("rmsprop_momentum_step", check=_check_rmsprop_momentum, tol=dict(GRADIENT)))
+register(Case("adagrad_step", check=_check_adagrad, tol=dict(GRADIENT)))
+register(Case("radam_step", check=_check_radam, tol=dict(GRADIENT)))
+register(Case("nadam_step", check=_check_nadam, tol=dict(GRADIENT)))
+register(Case("adadelta_step", check=_check_adadelta, tol=dict(GRADIENT)))
+register(Case("adamax_step", check=_check_adamax, tol=dict(GRADIENT)))
+register(Case("asgd_step", check=_check_asgd, tol=dict(GRADIENT)))
+register(Case("rprop_step", check=_check_rprop, tol=dict(GRADIENT)))

@@ -153,4 +153,4 @@ def _check(device, dtype, rng, kind, part):
 for _kind in ("lstm", "gru"):
     for _part, _name in (("forward", f"{_kind}_layer"), ("backward", f"{_kind}_layer_backward")):
         register(Case(_name, check=lambda device, dtype, rng, k=_kind, p=_part:
-                      _check(device, dtype, rng, k, p)))
+                      _check(device, dtype, rng, k, p), tol=dict(GRADIENT)))
