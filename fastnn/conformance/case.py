@@ -69,6 +69,9 @@ class Case:
     edges: Callable[[np.random.Generator, str], list] | None = None
     random: Callable[[Any], Sample] | None = None
     tol: dict | None = None  # None: ELEMENTWISE for a run-style case (see above)
+    # the analytic gradient check's {dtype: (rtol, atol)}; None: GRADIENT (wider where a
+    # sample's gradients sum more products than GRADIENT's float32 atol allows)
+    grad_tol: dict | None = None
     check: Callable | None = None
     pass_dtype: bool = False  # run() takes dtype=<name> (ops that create a dtype)
     grad_check: str = "both"  # "both", "analytic" (no finite differences), or "none"

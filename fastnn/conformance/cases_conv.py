@@ -13,12 +13,15 @@ from hypothesis import strategies as st
 import fastnn as fnn
 import fastnn.functional as F
 from fastnn.conformance.case import Case, Sample, register
-from fastnn.conformance.compare import ACCUMULATING
+from fastnn.conformance.compare import ACCUMULATING, GRADIENT
 
 # The weight gradient sums N * L_out products per element (1,024 in the (1, 16, 1024)
 # sample): float32 rounding in a plain running sum reaches ~3e-5 relative there (the
 # minimal backend's 8e-5 absolute on a value of 2.7), past ACCUMULATING's 1e-5.
 LONG_SUMS = dict(ACCUMULATING, float32=(1e-4, 1e-4))
+# the same sums in the tape's weight gradient of conv1d itself: 2.4e-5 absolute on a value
+# of 0.023 (a cancelled sum of 1,024 products of size ~0.6) on the cpu backend's GEMM
+LONG_SUM_GRADS = dict(GRADIENT, float32=(1e-4, 1e-4))
 
 NAN = float("nan")
 # (N, C_in, L, C_out, K, stride, padding, dilation, groups)
@@ -144,7 +147,7 @@ def _conv_grad_ref(x, weight, bias=None, *, grad_out, **params):
 
 register(Case("conv1d", run=_conv_run, ref=_conv_reference, grad_ref=_conv_grad_ref,
               diff_args=(0, 1, 2), samples=_conv_samples, edges=_conv_edges,
-              random=_conv_random, tol=dict(ACCUMULATING)))
+              random=_conv_random, tol=dict(ACCUMULATING), grad_tol=dict(LONG_SUM_GRADS)))
 
 
 def register_gradient_cases(prefix, conv, forward_ref, grads_ref, conv_samples, conv_random):
