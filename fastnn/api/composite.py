@@ -196,10 +196,12 @@ from fastnn.api.composite_optim import (  # noqa: E402,F401  (the newer optimize
     adamax_step,
     amsgrad_step,
     asgd_step,
+    clip_grads_with_norm,
     nadam_step,
     radam_step,
     rmsprop_momentum_step,
     rprop_step,
+    total_norm,
 )
 
 # ---------------------------------------------------------------- joining and selecting

@@ -184,3 +184,48 @@ def rprop_step(ops, params, grads, prevs, step_sizes, etaminus, etaplus, step_si
         for lst, value in zip(out, (p, g, size)):
             lst.append(value)
     return out
+
+
+def _norm_dtype(arrays) -> str:
+    """total_norm's dtype: float64 when any array is, else float32."""
+    return "float64" if any(str(a.dtype) == "float64" for a in arrays) else "float32"
+
+
+def total_norm(ops, arrays, norm_type):
+    """Each array's sum of |x|^p (max |x| for inf) in the result's dtype, then the root."""
+    dtype, total = _norm_dtype(arrays), None
+    for x in arrays:
+        if norm_type == math.inf and x.size == 0:
+            continue  # (max over nothing: adds nothing to the max)
+        x = x if str(x.dtype) == dtype else ops.astype(x, dtype)
+        if norm_type == math.inf:
+            part = ops.max(ops.abs(x), None, False)
+        elif norm_type == 2.0:
+            part = ops.sum(ops.mul(x, x), None, False)
+        else:
+            part = ops.sum(ops.pow(ops.abs(x), norm_type), None, False)
+        if total is None:
+            total = part
+        else:
+            total = ops.maximum(total, part) if norm_type == math.inf else ops.add(total, part)
+    if total is None:  # every array size 0 under inf: the sum of nothing, 0
+        return ops.sum(ops.astype(arrays[0], dtype), None, False)
+    if norm_type == math.inf:
+        return total
+    return ops.sqrt(total) if norm_type == 2.0 else ops.pow(total, 1.0 / norm_type)
+
+
+def clip_grads_with_norm(ops, grads, max_norm, total):
+    """c = min(max_norm / (total + 1e-6), 1) in total's dtype, cast once per dtype."""
+    shifted = ops.add(total, 1e-6)
+    # max_norm as a 0-d array of total's dtype (greater(t, t) is False, NaN included)
+    numerator = ops.where(ops.greater(shifted, shifted), shifted, max_norm)
+    coef = ops.minimum(ops.div(numerator, shifted), 1.0)
+    cast = {str(total.dtype): coef}
+    out = []
+    for g in grads:
+        dtype = str(g.dtype)
+        if dtype not in cast:
+            cast[dtype] = ops.astype(coef, dtype)
+        out.append(ops.mul(g, cast[dtype]))
+    return out

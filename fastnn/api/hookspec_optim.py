@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fastnn.api.spec_marks import op
+from fastnn.api.spec_marks import Array, op
 
 
 @op
@@ -254,4 +254,26 @@ def rprop_step(
     etaplus where s > 0, etaminus where s < 0 (1 where 0) and clamped to [min, max]; where
     s < 0 the gradient counts as 0; p = p - sign(g) * step_size; prev = g.
     Returns the new (params, prevs, step_sizes); may update in place.
+    """
+
+
+@op
+def total_norm(arrays: list, norm_type: float) -> Array:
+    """The ``norm_type``-norm of all the values of ``arrays`` (one device's, any shapes
+    and layouts, at least one) taken as one vector, as PyTorch's ``get_total_norm``:
+    (sum |x|^p)^(1/p) for p > 0 (a finite float), max |x| for ``inf`` (a size-0 array adds
+    nothing; all of them size 0: 0). A 0-d array, float64 when any array is float64,
+    else float32 (float16 and bfloat16 values summed in float32). NaN anywhere gives NaN.
+    One hook where its composite makes three calls an array.
+    """
+
+
+@op
+def clip_grads_with_norm(grads: list, max_norm: float, total: Array) -> list:
+    """Each of ``grads`` times c = min(max_norm / (total + 1e-6), 1), as PyTorch's
+    ``clip_grads_with_norm_``: ``total`` a 0-d float array (:func:`total_norm`'s), c
+    computed in its dtype, then cast to each array's dtype (as an in-place multiply by a
+    0-d tensor); a NaN total makes every value NaN, an infinite one zeros (NaN where a
+    value is infinite). Returns new arrays of the same shapes and dtypes, in order; nothing
+    waits for the device. One hook where its composite makes one call an array.
     """

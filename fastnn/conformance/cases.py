@@ -4,6 +4,7 @@ from fastnn.conformance import (  # noqa: F401  (importing a module registers it
     cases_activations,
     cases_attention,
     cases_capture,
+    cases_clip,
     cases_collective,
     cases_conv,
     cases_conv2d,

@@ -196,3 +196,42 @@ def rprop_step(params, grads, prevs, step_sizes, etaminus, etaplus, step_size_mi
         sign *= size
         p -= sign
     return list(params), list(prevs), list(step_sizes)
+
+
+@hookimpl
+def total_norm(arrays, norm_type):
+    # one BLAS dot (or one pass) an array, in the result's dtype; the parts joined once
+    dtype = np.float64 if any(a.dtype == np.float64 for a in arrays) else np.float32
+    parts = []
+    for x in arrays:
+        if x.size == 0:
+            continue
+        v = x.reshape(-1)
+        v = v if v.dtype == dtype else v.astype(dtype)
+        if norm_type == 2.0:
+            parts.append(np.dot(v, v))
+        elif norm_type == np.inf:
+            parts.append(np.max(np.abs(v)))
+        else:
+            parts.append(np.sum(np.abs(v) ** dtype(norm_type)))
+    parts = np.array(parts, dtype)
+    if norm_type == np.inf:
+        return np.asarray(parts.max() if parts.size else dtype(0), dtype)
+    total = parts.sum(dtype=dtype)
+    return np.asarray(np.sqrt(total) if norm_type == 2.0 else total ** dtype(1.0 / norm_type),
+                      dtype)
+
+
+@hookimpl
+def clip_grads_with_norm(grads, max_norm, total):
+    total = np.asarray(total)
+    kind = total.dtype.type
+    coef = np.minimum(kind(max_norm) / (total + kind(1e-6)), kind(1.0))
+    cast: dict = {}
+    out = []
+    for g in grads:
+        c = cast.get(g.dtype)
+        if c is None:
+            c = cast[g.dtype] = coef.astype(g.dtype)
+        out.append(g * c)
+    return out

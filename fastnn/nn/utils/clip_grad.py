@@ -5,7 +5,9 @@ gradients taken as one vector (p > 0: (sum |g|^p)^(1/p); inf: max |g|; as PyTorc
 for p = 0, p < 0 and -inf: that p-norm of the gradients' own p-norms); when total >
 max_norm every gradient is multiplied by max_norm / (total + 1e-6). Returns the
 total before clipping, as a 0-d tensor on the first gradient's device, as PyTorch's
-(float32, float64 where a gradient is; computed with one read-back per device).
+(float32, float64 where a gradient is). Nothing is read back to the host (unless
+``error_if_nonfinite``): the coefficient min(max_norm / (total + 1e-6), 1) stays on
+the device and multiplies every gradient, as PyTorch's, so a GPU step does not wait.
 
 ``clip_grad_value_(params, clip_value)``: every gradient value clamped to
 [-clip_value, clip_value] (minidx's per-value clipping).
@@ -38,29 +40,31 @@ def _params(owner: str, params) -> list:
     return params
 
 
-def _device_total(grads, norm_type: float) -> float:
-    """The joint norm, with one reduction and one read-back per device."""
+def _device_total(grads, norm_type: float) -> Tensor:
+    """The joint norm as a 0-d tensor on the first gradient's device, nothing read back:
+    one ``total_norm`` hook call per device, the devices' norms joined on the first."""
     per_device: dict = {}
     for g in grads:
-        if g.dtype.itemsize < 4:
-            # NOTE: float16 squares overflow past 65504 (a norm of 256): reduce in float32
-            g = g.to(dtypes.float32)
-        if norm_type == math.inf:
-            part = g.abs().max()
-        else:
-            part = (g * g).sum() if norm_type == 2.0 else (g.abs() ** norm_type).sum()
-        prev = per_device.get(g._device)
-        if prev is None:
-            per_device[g._device] = part
-        else:
-            per_device[g._device] = prev.maximum(part) if norm_type == math.inf else prev + part
-    parts = [float(s.item()) for s in per_device.values()]
-    if norm_type == math.inf:
-        return max(parts)
-    return math.sqrt(sum(parts)) if norm_type == 2.0 else sum(parts) ** (1.0 / norm_type)
+        per_device.setdefault(g._device, []).append(g)
+    norms = []
+    for device, group in per_device.items():
+        wide = any(g._dtype is dtypes.float64 for g in group)
+        data = device.ops.total_norm([g._data for g in group], norm_type)
+        norm = Tensor._make(data, dtypes.float64 if wide else dtypes.float32, device)
+        norms.append(norm if device is grads[0]._device else norm.to(grads[0].device))
+    if len(norms) == 1:
+        return norms[0]
+    # the p-norm of the devices' p-norms is the p-norm of all the values
+    if any(n._dtype is dtypes.float64 for n in norms):
+        norms = [n.to(dtypes.float64) for n in norms]
+    total = norms[0]
+    for norm in norms[1:]:
+        total = total.maximum(norm) if norm_type == math.inf else (
+            (total ** norm_type + norm ** norm_type) ** (1.0 / norm_type))
+    return total
 
 
-def _total(grads, norm_type: float) -> float:
+def _total(grads, norm_type: float) -> Tensor:
     if norm_type > 0:
         return _device_total(grads, norm_type)
     # p = 0 (a count), p < 0 and -inf are not sums over all values: PyTorch takes the
@@ -68,7 +72,7 @@ def _total(grads, norm_type: float) -> float:
     with np.errstate(divide="ignore"):
         norms = [np.linalg.norm(g.numpy().astype(np.float64).ravel(), norm_type)
                  for g in grads]
-        return float(np.linalg.norm(np.array(norms), norm_type))
+        return _as_tensor(float(np.linalg.norm(np.array(norms), norm_type)), grads)
 
 
 def clip_grad_norm_(params, max_norm: float, norm_type: float = 2.0,
@@ -86,7 +90,7 @@ def clip_grad_norm_(params, max_norm: float, norm_type: float = 2.0,
         return tensor(0.0)
     total = _total_norm("clip_grad_norm", grads, norm_type, error_if_nonfinite)
     _scale(params, max_norm, total)
-    return _as_tensor(total, grads)
+    return total
 
 
 def _max_norm(owner: str, max_norm) -> float:
@@ -96,7 +100,7 @@ def _max_norm(owner: str, max_norm) -> float:
     return max_norm
 
 
-def _total_norm(owner: str, grads: list, norm_type, error_if_nonfinite: bool) -> float:
+def _total_norm(owner: str, grads: list, norm_type, error_if_nonfinite: bool) -> Tensor:
     """The joint norm of ``grads`` (``norm_type`` checked: a number, or 'inf')."""
     if isinstance(norm_type, str):  # PyTorch takes float(norm_type): 'inf' too
         try:
@@ -110,7 +114,8 @@ def _total_norm(owner: str, grads: list, norm_type, error_if_nonfinite: bool) ->
                          "float('inf'), got nan")
     with no_grad():
         total = _total(grads, norm_type)
-    if error_if_nonfinite and not math.isfinite(total):
+    # the one read of the norm (PyTorch's too): only when asked for
+    if error_if_nonfinite and not math.isfinite(float(total.item())):
         raise RuntimeError(f"{owner}: the total norm of the gradients is {total}; "
                            "error_if_nonfinite=False clips anyway")
     return total
@@ -125,16 +130,36 @@ def _as_tensor(total: float, grads: list) -> Tensor:
                   device=grads[0].device)
 
 
-def _scale(params: list, max_norm: float, total: float) -> None:
-    """Each ``.grad`` times max_norm / (total + 1e-6) when that is under 1."""
-    coef = max_norm / (total + 1e-6)
-    # "not <" so that a NaN norm makes NaN gradients, as in PyTorch, instead of passing
-    # them on unclipped (an infinite one gives coef 0)
-    if not coef >= 1.0:
-        with no_grad():
-            for p in params:
-                if p.grad is not None:  # in place, as PyTorch: p.grad's views see it
-                    rebind(p.grad, p.grad._device.ops.mul(p.grad._data, coef))
+def _scale(params: list, max_norm: float, total) -> None:
+    """Each ``.grad`` times min(max_norm / (total + 1e-6), 1).
+
+    ``total`` a tensor: the coefficient stays on its device and every gradient is
+    multiplied (one ``clip_grads_with_norm`` hook call per device), as PyTorch does, so
+    that a training step waits for no read-back (a NaN norm makes NaN gradients, an
+    infinite one zeros). A Python number: multiplied only where the coefficient is under
+    1 (or NaN)."""
+    grads = [p.grad for p in params if p.grad is not None]
+    with no_grad():
+        if not isinstance(total, Tensor):
+            coef = max_norm / (total + 1e-6)
+            # "not >=" so that a NaN norm makes NaN gradients, as in PyTorch
+            if not coef >= 1.0:
+                for g in grads:
+                    _rebind_all([g], [g._device.ops.mul(g._data, coef)])
+            return
+        per_device: dict = {}
+        for g in grads:
+            per_device.setdefault(g._device, []).append(g)
+        for device, group in per_device.items():
+            here = total if device is total._device else total.to(group[0].device)
+            _rebind_all(group, device.ops.clip_grads_with_norm(
+                [g._data for g in group], max_norm, here._data))
+
+
+def _rebind_all(grads: list, arrays: list) -> None:
+    """Each of ``grads`` holds its new array, in place as PyTorch's: its views see it."""
+    for g, data in zip(grads, arrays):
+        rebind(g, data)
 
 
 def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = False,
@@ -144,8 +169,7 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
     tensors = _params("get_total_norm", tensors)
     if not tensors:
         return tensor(0.0)
-    return _as_tensor(_total_norm("get_total_norm", tensors, norm_type, error_if_nonfinite),
-                      tensors)
+    return _total_norm("get_total_norm", tensors, norm_type, error_if_nonfinite)
 
 
 def clip_grads_with_norm_(parameters, max_norm: float, total_norm, foreach=None) -> None:
@@ -153,7 +177,9 @@ def clip_grads_with_norm_(parameters, max_norm: float, total_norm, foreach=None)
     under 1 (``total_norm`` from :func:`get_total_norm`): :func:`clip_grad_norm_`'s second
     half, as PyTorch's."""
     params = _params("clip_grads_with_norm", parameters)
-    _scale(params, _max_norm("clip_grads_with_norm", max_norm), float(total_norm))
+    if not isinstance(total_norm, Tensor):
+        total_norm = check_number("clip_grads_with_norm", "total_norm", total_norm)
+    _scale(params, _max_norm("clip_grads_with_norm", max_norm), total_norm)
 
 
 def clip_grad_value_(params, clip_value: float) -> None:

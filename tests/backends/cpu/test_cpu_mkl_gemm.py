@@ -78,6 +78,9 @@ def test_what_blas_cannot_take_in_place_goes_to_numpy(case):
         a, b = a[:, :128].copy(), b[:128].copy()
         out = a
     want = np.matmul(a.copy(), b)
+    if case == "out_f":  # NumPy's own product into an F-ordered out (its rounding may
+        # differ in the last bit from a C-ordered one's: NumPy 2.4 computes it transposed)
+        want = np.matmul(a, b, out=np.empty_like(out))
     got = mkl_gemm.matmul(a, b, out=out)
     assert got.dtype == want.dtype and got.shape == want.shape
     assert np.array_equal(got, want)
