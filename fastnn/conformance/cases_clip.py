@@ -52,7 +52,7 @@ def _samples(rng):
 
 def _edges(rng, dtype):
     nan, inf = _arrays(rng, [(3,), (2, 2)]), _arrays(rng, [(3,), (2, 2)])
-    nan[0][1], inf[1][0, 1] = np.nan, -np.inf
+    nan[0][1], inf[0][0] = np.nan, -np.inf  # (in the first array: parts follow it)
     big = (np.full((2,), 150.0), np.full((3, 1), 150.0))  # squares sum past 65504
     empty = (np.zeros((0, 3)), np.zeros((0,)))
     out = [Sample(f"a NaN, p={p}", nan, {"norm_type": p}) for p in NORMS]

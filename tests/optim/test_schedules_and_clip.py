@@ -164,3 +164,36 @@ def test_clip_grad_norm_of_float16_gradients_does_not_overflow_in_float16():
     assert float(optim.clip_grad_norm(params, 30.0)) == pytest.approx(300.0)
     for p in params:
         np.testing.assert_allclose(p.grad.numpy().astype(np.float64), [15.0, 15.0], rtol=1e-3)
+
+
+def _backend_names():
+    return [b.name for b in fnn.backends() if b.name in ("cpu", "opencl") and b.available]
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, math.inf])
+@pytest.mark.parametrize("device", _backend_names())
+def test_clip_grad_norm_reads_nothing_back_and_matches_pytorch(device, norm_type):
+    # one total_norm and one clip_grads_with_norm a device, no read of the norm (PyTorch's
+    # keeps it on the device too); the result as torch's
+    torch = pytest.importorskip("torch")
+    from fastnn.api.device import as_device
+    from fastnn.conformance.harness import recording
+
+    rng = np.random.default_rng(5)
+    grads = [np.asarray(rng.standard_normal(s) * 3, np.float32) for s in [(6, 5), (5,), (), (4, 7)]]
+    params = [fnn.zeros(g.shape, device=device, requires_grad=True) for g in grads]
+    for p, g in zip(params, grads):
+        p.grad = fnn.tensor(g, device=device)
+    params[3].grad = params[3].grad.T.contiguous().T  # a gradient of another layout
+    with recording(as_device(device).ops, set()) as used:
+        total = nn.utils.clip_grad_norm_(params, 1.0, norm_type)
+    # (and, on a device backend, the write through the view of the transposed gradient)
+    assert sorted(used - {"assign"}) == ["clip_grads_with_norm", "total_norm"], used
+    theirs = [torch.zeros(g.shape, requires_grad=True) for g in grads]
+    for t, g in zip(theirs, grads):
+        t.grad = torch.from_numpy(g.copy())
+    want = torch.nn.utils.clip_grad_norm_(theirs, 1.0, norm_type)
+    assert total.device.type == device and total.dtype is fnn.float32
+    np.testing.assert_allclose(float(total), float(want), rtol=1e-5)
+    for p, t in zip(params, theirs):
+        np.testing.assert_allclose(p.grad.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-7)

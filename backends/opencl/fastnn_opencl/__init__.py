@@ -20,7 +20,7 @@ from fastnn_opencl.discovery import COMPILER_HINT, INSTALL_HINT
 fastnn_hook_modules = tuple(f"fastnn_opencl.{name}" for name in (
     "collectives", "conv", "conv_2d", "elementwise", "fused", "indexing", "linalg", "misc",
     "optim", "reduce", "fused_program", "launch_list", "transfer",
-    "recurrent", "pooling", "batchnorm", "attention", "norm_act"))
+    "recurrent", "pooling", "batchnorm", "attention", "norm_act", "clip"))
 
 
 def probe() -> dict:
