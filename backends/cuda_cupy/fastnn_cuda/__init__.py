@@ -9,7 +9,8 @@ cupy or a driver, :func:`backend_probe` reports why, with the install hint.
 Layout: ``primitives.py`` (elementwise, reductions, data movement, matmul),
 ``conv.py`` (im2col + GEMM), ``fused.py`` (softmax, cross-entropy, rms_div,
 bias + activation, and the backward passes of the last two), ``optim.py``
-(SGD/Adam/RMSProp in one launch), ``kernels.py`` (sources and compilation),
+(SGD/Adam/RMSProp in one launch), ``clip.py`` (gradient clipping's norm and scaling, a
+launch per table of arrays), ``kernels.py`` (sources and compilation),
 ``launch.py`` (launch parameters), ``collectives.py`` (allreduce and broadcast
 through NCCL), ``layers.py`` (pooling, batch norm, LSTM/GRU layers), ``capture.py`` and
 ``graph.py`` (``fnn.compile``'s programs as CUDA graphs), ``fused_program.py`` (fused
@@ -30,7 +31,7 @@ from fastnn_cuda import _cupy
 # the modules holding the hooks: the registry registers each of them
 fastnn_hook_modules = tuple(f"fastnn_cuda.{name}" for name in (
     "collectives", "conv", "conv_2d", "fused", "indexing", "optim", "primitives", "capture",
-    "layers", "fused_program", "sdpa", "norm_act", "linalg", "transfer"))
+    "layers", "fused_program", "sdpa", "norm_act", "linalg", "transfer", "clip"))
 
 
 @hookimpl

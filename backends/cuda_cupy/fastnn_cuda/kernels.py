@@ -25,7 +25,7 @@ KERNEL_DTYPES = {"float32": "f32", "float64": "f64"}
 SOURCES = ("activations.cu", "softmax.cu", "rms.cu", "swish.cu", "optim.cu", "optim_more.cu",
            "conv.cu",
            "reduce.cu", "layers.cu", "scatter.cu", "norm.cu",
-           "attention.cu")
+           "attention.cu", "clip.cu")
 COMPILE_OPTIONS = ("-std=c++14",) + launch.table_defines()
 
 # Must match `enum ActKind` in cu/activations.cu (a test compares the two).
@@ -79,6 +79,9 @@ KERNEL_FILES = {
     "layer_norm_param_grads": "norm.cu",
     "attention_softmax": "attention.cu",
     "attention_softmax_backward": "attention.cu",
+    "norm_parts": "clip.cu",
+    "norm_finish": "clip.cu",
+    "clip_scale": "clip.cu",
 }
 
 _ENTRY = re.compile(

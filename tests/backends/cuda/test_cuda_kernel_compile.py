@@ -72,9 +72,11 @@ def test_activation_codes_match_the_cuda_enum():
     assert enum == kernels.ACTIVATION_CODES
 
 
-def test_step_table_parameter_has_the_size_python_packs(ptx):
-    text = ptx("optim.cu", "compute_90")
-    for base in ("sgd_step", "adam_step", "rmsprop_step"):
+@pytest.mark.parametrize("name,bases", [("optim.cu", ("sgd_step", "adam_step", "rmsprop_step")),
+                                        ("clip.cu", ("norm_parts", "clip_scale"))])
+def test_step_table_parameter_has_the_size_python_packs(ptx, name, bases):
+    text = ptx(name, "compute_90")
+    for base in bases:
         for dtype in kernels.KERNEL_DTYPES:
             name = kernels.kernel_name(base, dtype)
             size = re.search(rf"\.param \.align \d+ \.b8 {name}_param_0\[(\d+)\]", text)
