@@ -34,27 +34,19 @@ def _grads(rng) -> list:
     return [rng.standard_normal(s).astype(np.float32) for s in _shapes()]
 
 
+class _Calls(list):
+    """Every hook name called, in order (harness.recording adds each to its ``used``)."""
+
+    add = list.append
+
+
 def _counts(params, device: str, max_norm: float) -> tuple[int, int]:
     """(hook calls, reads back) of one clip_grad_norm_ call."""
     from fastnn.api.device import as_device
-    from fastnn.api.hookspec import HOOKS
+    from fastnn.conformance.harness import recording
 
-    ops, names = as_device(device).ops, []
-    originals = {name: getattr(ops, name) for name in HOOKS}
-
-    def wrap(name, fn):
-        def call(*a, **k):
-            names.append(name)
-            return fn(*a, **k)
-        return call
-
-    for name, fn in originals.items():
-        setattr(ops, name, wrap(name, fn))
-    try:
+    with recording(as_device(device).ops, _Calls()) as names:
         fnn.nn.utils.clip_grad_norm_(params, max_norm)
-    finally:
-        for name, fn in originals.items():
-            setattr(ops, name, fn)
     return len(names), sum(name.startswith("to_numpy") for name in names)
 
 
