@@ -197,3 +197,14 @@ def test_clip_grad_norm_reads_nothing_back_and_matches_pytorch(device, norm_type
     np.testing.assert_allclose(float(total), float(want), rtol=1e-5)
     for p, t in zip(params, theirs):
         np.testing.assert_allclose(p.grad.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("device", _backend_names())
+def test_clip_grads_with_an_integer_total_divides_as_pytorch(device):
+    # max_norm / (total + 1e-6) is a float division for an integer total too (a kernel
+    # computing in the total's type would divide integers: 2 // 13 = 0)
+    p = fnn.zeros(3, requires_grad=True, device=device)
+    p.grad = fnn.tensor([3.0, 4.0, 12.0], device=device)
+    nn.utils.clip_grads_with_norm_([p], 2.0, fnn.tensor(13, device=device))
+    np.testing.assert_allclose(p.grad.numpy(), np.array([3.0, 4.0, 12.0]) * 2.0 / 13.000001,
+                               rtol=1e-6)

@@ -43,11 +43,8 @@ def _params(owner: str, params) -> list:
 def _device_total(grads, norm_type: float) -> Tensor:
     """The joint norm as a 0-d tensor on the first gradient's device, nothing read back:
     one ``total_norm`` hook call per device, the devices' norms joined on the first."""
-    per_device: dict = {}
-    for g in grads:
-        per_device.setdefault(g._device, []).append(g)
     norms = []
-    for device, group in per_device.items():
+    for device, group in _by_device(grads).items():
         wide = any(g._dtype is dtypes.float64 for g in group)
         data = device.ops.total_norm([g._data for g in group], norm_type)
         norm = Tensor._make(data, dtypes.float64 if wide else dtypes.float32, device)
@@ -147,13 +144,20 @@ def _scale(params: list, max_norm: float, total) -> None:
                 for g in grads:
                     _rebind_all([g], [g._device.ops.mul(g._data, coef)])
             return
-        per_device: dict = {}
-        for g in grads:
-            per_device.setdefault(g._device, []).append(g)
-        for device, group in per_device.items():
+        if not total._dtype.is_floating:  # (as PyTorch's division: a float coefficient)
+            total = total.to(dtypes.float32)
+        for device, group in _by_device(grads).items():
             here = total if device is total._device else total.to(group[0].device)
             _rebind_all(group, device.ops.clip_grads_with_norm(
                 [g._data for g in group], max_norm, here._data))
+
+
+def _by_device(tensors: list) -> dict:
+    """{device: [tensors on it]}, in the order the devices first appear."""
+    groups: dict = {}
+    for t in tensors:
+        groups.setdefault(t._device, []).append(t)
+    return groups
 
 
 def _rebind_all(grads: list, arrays: list) -> None:
