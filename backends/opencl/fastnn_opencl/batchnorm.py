@@ -16,16 +16,13 @@ import math
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
-from fastnn_opencl import elementwise
+from fastnn_opencl import elementwise, misc
 from fastnn_opencl.runtime import CL_TYPES, NP_TYPES, CLArray
 
 FILE = "batchnorm.cl"
 _I = np.int32
 RUN = 64  # values of a plane per work-item of the elementwise passes (batchnorm.cl)
 
-
-def _dense(x: CLArray) -> CLArray:
-    return x if x.is_contiguous else elementwise.copy(x)
 
 
 def _planes(x: CLArray) -> tuple:
@@ -55,7 +52,7 @@ def _setup(x: CLArray):
 
 @hookimpl
 def batch_norm_train(x, weight, bias, eps):
-    (x, sxn, sxc), weight, bias = _planes(x), _dense(weight), _dense(bias)
+    (x, sxn, sxc), weight, bias = _planes(x), misc.contiguous(weight), misc.contiguous(bias)
     dev, defines, acc, n, c, s = _setup(x)
     part = dev.empty((c, n, 2), acc)
     mean, var = dev.empty((c,), x.dtype), dev.empty((c,), x.dtype)
@@ -77,7 +74,7 @@ def batch_norm_train(x, weight, bias, eps):
 @hookimpl
 def batch_norm_backward(x, weight, mean, var, grad, eps):
     (x, sxn, sxc), (grad, sgn, sgc) = _planes(x), _planes(grad)
-    weight, mean, var = _dense(weight), _dense(mean), _dense(var)
+    weight, mean, var = misc.contiguous(weight), misc.contiguous(mean), misc.contiguous(var)
     dev, defines, acc, n, c, s = _setup(x)
     stat = dev.empty((c, 2), x.dtype)
     queue = dev.queue

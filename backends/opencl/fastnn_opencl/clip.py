@@ -13,18 +13,16 @@ import math
 
 import numpy as np
 
+from fastnn.api.composite_optim import norm_dtype
 from fastnn.api.hookspec import hookimpl
-from fastnn_opencl import elementwise
-from fastnn_opencl.runtime import CL_TYPES, NP_TYPES, CLArray, rounded
+from fastnn_opencl import misc
+from fastnn_opencl.runtime import CL_TYPES, NP_TYPES, rounded
 
 FILE = "clip.cl"
 _I = np.int32
 PER_ITEM = 1024  # values an item of k_norm_parts sums (fewer items for short arrays)
 MAX_ITEMS = 4096  # items an array's launch has at most (its parts in the finishing sum)
 
-
-def _dense(x: CLArray) -> CLArray:
-    return x if x.is_contiguous else elementwise.copy(x)
 
 
 def _kind(norm_type: float) -> int:
@@ -34,9 +32,9 @@ def _kind(norm_type: float) -> int:
 @hookimpl
 def total_norm(arrays, norm_type):
     dev = arrays[0].dev
-    acc = "float64" if any(a.dtype == "float64" for a in arrays) else "float32"
+    acc = norm_dtype(arrays)
     kind, p = _kind(norm_type), NP_TYPES[acc].type(0.0 if norm_type == math.inf else norm_type)
-    work = [(_dense(x), min(MAX_ITEMS, -(-x.size // PER_ITEM))) for x in arrays if x.size]
+    work = [(misc.contiguous(x), min(MAX_ITEMS, -(-x.size // PER_ITEM))) for x in arrays if x.size]
     parts = dev.empty((max(1, sum(items for _, items in work)),), acc)
     slot = 0
     for x, items in work:
@@ -58,7 +56,7 @@ def clip_grads_with_norm(grads, max_norm, total):
     acc = total.dtype
     out = []
     for g in grads:
-        x, result = _dense(g), g.dev.empty(g.shape, g.dtype)
+        x, result = misc.contiguous(g), g.dev.empty(g.shape, g.dtype)
         if g.size:
             kernel = g.dev.kernel(FILE, "k_clip", (("T", CL_TYPES[g.dtype]),
                                                    ("ACC", CL_TYPES[acc])),

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
-from fastnn_opencl import elementwise
+from fastnn_opencl import elementwise, misc
 from fastnn_opencl.linalg import gemm, gemm_packed, uses_cpu_kernels, vector_lanes
 from fastnn_opencl.misc import fill
 from fastnn_opencl.runtime import CL_TYPES, CLArray, rounded
@@ -33,9 +33,6 @@ _I = np.int32
 def _length_out(length, kernel_size, stride, padding, dilation):
     return (length + 2 * padding - dilation * (kernel_size - 1) - 1) // stride + 1
 
-
-def _dense(x: CLArray) -> CLArray:
-    return x if x.is_contiguous else elementwise.copy(x)
 
 
 def _im2col(x: CLArray, k: int, length_out: int, stride, padding, dilation, transposed: bool):
@@ -57,13 +54,13 @@ def _grad_rows(grad_out: CLArray) -> CLArray:
     n, c_out, length_out = grad_out.shape
     g = grad_out.view((c_out, n, length_out), (grad_out.strides[1], grad_out.strides[0],
                                                grad_out.strides[2]))
-    g = _dense(g)
+    g = misc.contiguous(g)
     return g.view((c_out, n * length_out), (n * length_out, 1))
 
 
 @hookimpl
 def conv1d(x, weight, stride, padding, dilation, groups):
-    weight = _dense(weight)
+    weight = misc.contiguous(weight)
     n = x.shape[0]
     c_out, c_in_g, k = weight.shape
     length_out = _length_out(x.shape[2], k, stride, padding, dilation)
@@ -137,7 +134,7 @@ def _im2col_packer(x: CLArray, k: int, length_out: int, stride: int, padding: in
 
 @hookimpl
 def conv1d_grad_input(grad_out, weight, input_length, stride, padding, dilation, groups):
-    weight = _dense(weight)
+    weight = misc.contiguous(weight)
     n, c_out, length_out = grad_out.shape
     _, c_in_g, k = weight.shape
     c_in, ck, nl, c_out_g = c_in_g * groups, c_in_g * k, n * length_out, c_out // groups

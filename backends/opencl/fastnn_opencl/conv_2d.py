@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
-from fastnn_opencl import elementwise
-from fastnn_opencl.conv import PACK_CONV, _dense, _zeros
+from fastnn_opencl import elementwise, misc
+from fastnn_opencl.conv import PACK_CONV, _zeros
 from fastnn_opencl.linalg import (
     PACK_EDGE,
     gemm,
@@ -59,13 +59,13 @@ def _grad_rows(grad_out: CLArray) -> CLArray:
     """grad_out (N, C_out, H_out, W_out) as a contiguous (C_out, N * H_out * W_out) array."""
     n, c_out, oh, ow = grad_out.shape
     s = grad_out.strides
-    g = _dense(grad_out.view((c_out, n, oh, ow), (s[1], s[0], s[2], s[3])))
+    g = misc.contiguous(grad_out.view((c_out, n, oh, ow), (s[1], s[0], s[2], s[3])))
     return g.view((c_out, n * oh * ow), (n * oh * ow, 1))
 
 
 @hookimpl
 def conv2d(x, weight, stride, padding, dilation, groups):
-    weight = _dense(weight)
+    weight = misc.contiguous(weight)
     n = x.shape[0]
     c_out, c_in_g, kh, kw = weight.shape
     oh, ow = _sizes(x.shape[2:], (kh, kw), stride, padding, dilation)
@@ -212,7 +212,7 @@ def _im2col_packer(x, kernel, out_size, stride, padding, dilation, c0, ck, nl):
 
 @hookimpl
 def conv2d_grad_input(grad_out, weight, input_size, stride, padding, dilation, groups):
-    weight = _dense(weight)
+    weight = misc.contiguous(weight)
     n, c_out, oh, ow = grad_out.shape
     _, c_in_g, kh, kw = weight.shape
     c_in, ck, nl, c_out_g = c_in_g * groups, c_in_g * kh * kw, n * oh * ow, c_out // groups

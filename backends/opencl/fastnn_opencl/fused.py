@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from fastnn.api.hookspec import BIAS_ACT_KINDS, hookimpl
-from fastnn_opencl import elementwise, reduce
+from fastnn_opencl import elementwise, misc, reduce
 from fastnn_opencl.runtime import CL_TYPES, NP_TYPES, CLArray, rounded
 
 FILE = "fused.cl"
@@ -24,12 +24,9 @@ _I = np.int32
 ACTS = BIAS_ACT_KINDS  # a kind's index is its code in the kernels
 
 
-def _dense(x: CLArray) -> CLArray:
-    return x if x.is_contiguous else elementwise.copy(x)
-
 
 def _softmax(x: CLArray, axis: int, log_out: bool) -> CLArray:
-    x = _dense(x)
+    x = misc.contiguous(x)
     dev = x.dev
     out = dev.empty(x.shape, x.dtype)
     k = x.shape[axis]
@@ -70,7 +67,7 @@ def _ignore_args(ignore_index, smoothing) -> tuple:
 def _xent(logits, targets, ignore_index, smoothing=0.0):
     """(loss, probs, kept or None): kept (and loss 0) on the rows whose target is
     ``ignore_index``, where one is given; the loss label-smoothed by ``smoothing``."""
-    logits, targets = _dense(logits), _dense(targets)
+    logits, targets = misc.contiguous(logits), misc.contiguous(targets)
     dev = logits.dev
     n, c = logits.shape
     loss = dev.empty((n,), logits.dtype)
@@ -113,7 +110,7 @@ def cross_entropy_loss(logits, targets, ignore_index, reduction, label_smoothing
 
 @hookimpl
 def rms_div(x, eps):
-    x = _dense(x)
+    x = misc.contiguous(x)
     dev = x.dev
     f = x.shape[-1]
     rows = x.size // f if f else math.prod(x.shape[:-1])
@@ -135,7 +132,7 @@ def rms_div(x, eps):
 
 @hookimpl
 def bias_act(x, bias, kind, slope):
-    x, bias = _dense(x), _dense(bias)
+    x, bias = misc.contiguous(x), misc.contiguous(bias)
     dev = x.dev
     out = dev.empty(x.shape, x.dtype)
     if out.size:
@@ -157,7 +154,7 @@ COLUMN_FEATURES_MAX = 64
 
 @hookimpl
 def bias_act_backward(x, bias, out, grad, kind, slope):
-    x, bias, out, grad = (_dense(a) for a in (x, bias, out, grad))
+    x, bias, out, grad = (misc.contiguous(a) for a in (x, bias, out, grad))
     dev = x.dev
     features = bias.shape[0]
     rows = x.size // features if features else 0
@@ -194,7 +191,7 @@ def relu_backward(out, grad):
         from fastnn.api.registry import get_backend
 
         return composite.relu_backward(get_backend("opencl").ops, out, grad)
-    out, grad = _dense(out), _dense(grad)
+    out, grad = misc.contiguous(out), misc.contiguous(grad)
     dev = out.dev
     dx = dev.empty(out.shape, out.dtype)
     n = out.size
@@ -210,7 +207,7 @@ def relu_backward(out, grad):
 
 def _xent_backward(probs, targets, grad, ignore_index, smoothing=0.0):
     """grad (N,), or 0-d: every row's (read with stride 0)."""
-    probs, targets = _dense(probs), _dense(targets)
+    probs, targets = misc.contiguous(probs), misc.contiguous(targets)
     dev = probs.dev
     n, c = probs.shape
     out = dev.empty((n, c), probs.dtype)

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
-from fastnn_opencl import elementwise, elementwise_plan
+from fastnn_opencl import elementwise, elementwise_plan, misc
 from fastnn_opencl.runtime import CL_TYPES, MAX_NDIM, NP_TYPES, CLArray, contiguous_strides, rounded
 from fastnn_opencl.runtime import cl as _cl
 
@@ -25,9 +25,6 @@ def _defines(dtype: str) -> tuple:
 def _kernel(dev, name, dtype, arg_dtypes):
     return dev.kernel(FILE, name, _defines(dtype), arg_dtypes)
 
-
-def _dense(x: CLArray) -> CLArray:
-    return x if x.is_contiguous else elementwise.copy(x)
 
 
 def _fresh(x: CLArray) -> CLArray:
@@ -72,7 +69,7 @@ def write(dst: CLArray, src: CLArray) -> None:
         kernel(dev.queue, (shape[0], shape[1], shape[2] * shape[3]), None, dst.data,
                dst.offset, dst_v, src.data, src.offset, src_v, shape[2])
         return
-    src = _dense(src)
+    src = misc.contiguous(src)
     # one buffer copy (the strided kernel divides per element); not within one buffer, where
     # the regions may overlap (a copy between overlapping regions is an OpenCL error)
     if dst.is_contiguous and src.data is not dst.data:
@@ -113,7 +110,7 @@ def cat(arrays, axis):
 
 
 def _index_args(index: CLArray):
-    index = _dense(index)
+    index = misc.contiguous(index)
     return index.data, index.offset
 
 
@@ -123,7 +120,7 @@ def gather(x, axis, index):
     out = dev.empty(index.shape, x.dtype)
     if not out.size:
         return out
-    x = _dense(x)
+    x = misc.contiguous(x)
     _, inner = _lines(index.shape, axis)
     kernel = _kernel(dev, "k_gather", x.dtype, [None, None, _I, None, _I, _I, _I, _I, _I])
     kernel(dev.queue, (rounded(out.size),), None, out.data, x.data, x.offset,
@@ -138,7 +135,7 @@ def index_select(x, axis, index):
     out = dev.empty(shape, x.dtype)
     if not out.size:
         return out
-    x = _dense(x)
+    x = misc.contiguous(x)
     _, inner = _lines(x.shape, axis)
     kernel = _kernel(dev, "k_index_select", x.dtype,
                      [None, None, _I, None, _I, _I, _I, _I, _I])
@@ -153,7 +150,7 @@ def scatter_add(base, axis, index, src):
     if not index.size:
         return out
     dev = base.dev
-    src = _dense(src)
+    src = misc.contiguous(src)
     outer, inner = _lines(index.shape, axis)
     # floats: one work-item per line, adding in index order (deterministic: a replayed
     # step equals its eager run bit for bit); integers: atomic adds, exact in any order
@@ -172,7 +169,7 @@ def cumsum(x, axis):
     outer, inner = _lines(x.shape, axis)
     if not out.size:
         return out
-    x = _dense(x)
+    x = misc.contiguous(x)
     kernel = _kernel(dev, "k_cumsum", x.dtype, [None, None, _I, _I, _I, _I])
     kernel(dev.queue, (rounded(outer * inner),), None, out.data, x.data, x.offset,
            x.shape[axis], inner, outer * inner)
@@ -190,7 +187,7 @@ def prod(x, axis, keepdims):
     dev = x.dev
     out = dev.empty(tuple(x.shape[d] for d in kept), x.dtype)
     if rows:
-        dense = _dense(moved) if cols else moved
+        dense = misc.contiguous(moved) if cols else moved
         kernel = _kernel(dev, "k_prod_rows", x.dtype, [None, None, _I, _I, _I])
         kernel(dev.queue, (rounded(rows),), None, out.data, dense.data, dense.offset, rows,
                cols)

@@ -11,7 +11,7 @@ import numpy as np
 
 from fastnn.api import composite, composite_norm
 from fastnn.api.hookspec import hookimpl
-from fastnn_opencl import elementwise
+from fastnn_opencl import misc
 from fastnn_opencl.runtime import CL_TYPES, NP_TYPES, CLArray, rounded
 
 FILE = "norm_act.cl"
@@ -23,9 +23,6 @@ def _ops():
 
     return get_backend("opencl").ops
 
-
-def _dense(x: CLArray) -> CLArray:
-    return x if x.is_contiguous else elementwise.copy(x)
 
 
 def _fused(*arrays) -> bool:
@@ -51,7 +48,7 @@ def _rows(x: CLArray) -> tuple:
 def layer_norm_train(x, weight, bias, eps):
     if not _fused(x, weight, bias):
         return composite_norm.layer_norm_train(_ops(), x, weight, bias, eps)
-    x, weight, bias = _dense(x), _dense(weight), _dense(bias)
+    x, weight, bias = misc.contiguous(x), misc.contiguous(weight), misc.contiguous(bias)
     dev = x.dev
     rows, d = _rows(x)
     stat_shape = x.shape[:-1] + (1,)
@@ -69,7 +66,7 @@ def layer_norm_train(x, weight, bias, eps):
 def layer_norm_backward(x, weight, mean, rstd, grad):
     if not _fused(x, weight, mean, rstd, grad):
         return composite_norm.layer_norm_backward(_ops(), x, weight, mean, rstd, grad)
-    x, weight, mean, rstd, grad = (_dense(a) for a in (x, weight, mean, rstd, grad))
+    x, weight, mean, rstd, grad = (misc.contiguous(a) for a in (x, weight, mean, rstd, grad))
     dev = x.dev
     rows, d = _rows(x)
     dx = dev.empty(x.shape, x.dtype)
@@ -88,7 +85,7 @@ def layer_norm_backward(x, weight, mean, rstd, grad):
 def gelu_backward(x, out, grad):
     if not _fused(x, grad) or x.shape != grad.shape:
         return composite.gelu_backward(_ops(), x, out, grad)
-    x, grad = _dense(x), _dense(grad)
+    x, grad = misc.contiguous(x), misc.contiguous(grad)
     dev = x.dev
     dx = dev.empty(x.shape, x.dtype)
     n = x.size

@@ -15,7 +15,7 @@ import numpy as np
 
 from fastnn.api.composite_optim import radam_rectification
 from fastnn.api.hookspec import hookimpl
-from fastnn_opencl import elementwise
+from fastnn_opencl import elementwise, misc
 from fastnn_opencl.misc import fill
 from fastnn_opencl.runtime import CL_TYPES, NP_TYPES, CLArray, rounded
 
@@ -27,9 +27,6 @@ def _owned(x: CLArray) -> CLArray:
     """``x`` if it can be updated in place (contiguous, offset 0), else a copy."""
     return x if x.is_contiguous and x.offset == 0 else elementwise.copy(x)
 
-
-def _dense(x: CLArray) -> CLArray:
-    return x if x.is_contiguous else elementwise.copy(x)
 
 
 def _kernel(p: CLArray, name: str, n_buffers: int, n_scalars: int, n_flags: int):
@@ -66,7 +63,7 @@ def _bias(beta1, beta2, step) -> tuple[float, float]:
 def sgd_step(params, grads, bufs, lrs, weight_decays, momentum, dampening, nesterov, first_step):
     new_params, new_bufs = [], []
     for p, g, buf, lr, wd in zip(params, grads, bufs, lrs, weight_decays):
-        p, g = _owned(p), _dense(g)
+        p, g = _owned(p), misc.contiguous(g)
         first = first_step or buf is None
         if momentum:
             buf = p.dev.empty(p.shape, p.dtype) if first else _owned(buf)
@@ -86,7 +83,7 @@ def adam_step(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays, beta1, b
     bias1, bias2 = _bias(beta1, beta2, step)
     out_p, out_m, out_v = [], [], []
     for p, g, m, v, lr, wd in zip(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays):
-        p, g, m, v = _owned(p), _dense(g), _owned(m), _owned(v)
+        p, g, m, v = _owned(p), misc.contiguous(g), _owned(m), _owned(v)
         if p.size:
             kernel = _kernel(p, "k_adam", 2, 7, 1)
             kernel(p.dev.queue, (rounded(p.size),), None, p.data, g.data, g.offset, m.data,
@@ -157,7 +154,7 @@ each launch's scalar arguments, set where they changed."""
 def rmsprop_step(params, grads, square_avgs, lrs, weight_decays, alpha, eps):
     out_p, out_v = [], []
     for p, g, v, lr, wd in zip(params, grads, square_avgs, lrs, weight_decays):
-        p, g = _owned(p), _dense(g)
+        p, g = _owned(p), misc.contiguous(g)
         v = fill(p.shape, 0, p.dtype, p.dev) if v is None else _owned(v)
         if p.size:
             kernel = _kernel(p, "k_rmsprop", 1, 4, 0)
@@ -185,7 +182,7 @@ def amsgrad_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, lrs, wei
     out = [], [], [], []
     for p, g, m, v, vmax, lr, wd in zip(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs,
                                         lrs, weight_decays):
-        p, g, m, v, vmax = _owned(p), _dense(g), _owned(m), _owned(v), _owned(vmax)
+        p, g, m, v, vmax = _owned(p), misc.contiguous(g), _owned(m), _owned(v), _owned(vmax)
         _launch(p, "k_amsgrad", (m, v, vmax),
                 _floats(p, lr, wd, beta1, beta2, eps, bias1, bias2), (decoupled,), g)
         for lst, value in zip(out, (p, m, v, vmax)):
@@ -199,7 +196,7 @@ def rmsprop_momentum_step(params, grads, square_avgs, grad_avgs, bufs, lrs, weig
     out = [], [], [], []
     for p, g, v, a, buf, lr, wd in zip(params, grads, square_avgs, grad_avgs, bufs, lrs,
                                        weight_decays):
-        p, g, v = _owned(p), _dense(g), _owned(v)
+        p, g, v = _owned(p), misc.contiguous(g), _owned(v)
         a = _owned(a) if centered else None
         buf = _owned(buf) if momentum else None
         # an unused state slot gets v, which the kernel then never reads through it
@@ -214,7 +211,7 @@ def rmsprop_momentum_step(params, grads, square_avgs, grad_avgs, bufs, lrs, weig
 def adagrad_step(params, grads, state_sums, lrs, weight_decays, eps):
     out_p, out_s = [], []
     for p, g, s, lr, wd in zip(params, grads, state_sums, lrs, weight_decays):
-        p, g, s = _owned(p), _dense(g), _owned(s)
+        p, g, s = _owned(p), misc.contiguous(g), _owned(s)
         _launch(p, "k_adagrad", (s,), (lr, wd, eps), (), g)
         out_p.append(p)
         out_s.append(s)
@@ -228,7 +225,7 @@ def radam_step(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays, beta1, 
     rect = radam_rectification(beta2, step)
     out = [], [], []
     for p, g, m, v, lr, wd in zip(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays):
-        p, g, m, v = _owned(p), _dense(g), _owned(m), _owned(v)
+        p, g, m, v = _owned(p), misc.contiguous(g), _owned(m), _owned(v)
         adaptive = 0.0 if rect is None else lr * rect * math.sqrt(bias2) / bias1
         _launch(p, "k_radam", (m, v), (lr, wd, beta1, beta2, eps, lr / bias1, adaptive),
                 (rect is not None, decoupled), g)
@@ -243,7 +240,7 @@ def nadam_step(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays, beta1, 
     bias2 = 1.0 - beta2**step
     out = [], [], []
     for p, g, m, v, lr, wd in zip(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays):
-        p, g, m, v = _owned(p), _dense(g), _owned(m), _owned(v)
+        p, g, m, v = _owned(p), misc.contiguous(g), _owned(m), _owned(v)
         coef_g = lr * (1.0 - mu) / (1.0 - mu_product)
         coef_m = lr * mu_next / (1.0 - mu_product * mu_next)
         _launch(p, "k_nadam", (m, v), (lr, wd, beta1, beta2, eps, bias2, coef_g, coef_m),
@@ -259,7 +256,7 @@ def nadam_step(params, grads, exp_avgs, exp_avg_sqs, lrs, weight_decays, beta1, 
 def adadelta_step(params, grads, square_avgs, acc_deltas, lrs, weight_decays, rho, eps):
     out = [], [], []
     for p, g, v, u, lr, wd in zip(params, grads, square_avgs, acc_deltas, lrs, weight_decays):
-        p, g, v, u = _owned(p), _dense(g), _owned(v), _owned(u)
+        p, g, v, u = _owned(p), misc.contiguous(g), _owned(v), _owned(u)
         _launch(p, "k_adadelta", (v, u), (lr, wd, rho, eps), (), g)
         for lst, value in zip(out, (p, v, u)):
             lst.append(value)
@@ -271,7 +268,7 @@ def adamax_step(params, grads, exp_avgs, exp_infs, lrs, weight_decays, beta1, be
     bias1 = 1.0 - beta1**step
     out = [], [], []
     for p, g, m, u, lr, wd in zip(params, grads, exp_avgs, exp_infs, lrs, weight_decays):
-        p, g, m, u = _owned(p), _dense(g), _owned(m), _owned(u)
+        p, g, m, u = _owned(p), misc.contiguous(g), _owned(m), _owned(u)
         _launch(p, "k_adamax", (m, u), (lr, wd, 1.0 - beta1, beta2, eps, lr / bias1), (), g)
         for lst, value in zip(out, (p, m, u)):
             lst.append(value)
@@ -282,7 +279,7 @@ def adamax_step(params, grads, exp_avgs, exp_infs, lrs, weight_decays, beta1, be
 def asgd_step(params, grads, axs, etas, weight_decays, lambd, mu):
     out_p, out_ax = [], []
     for p, g, ax, eta, wd in zip(params, grads, axs, etas, weight_decays):
-        p, g, ax = _owned(p), _dense(g), _owned(ax)
+        p, g, ax = _owned(p), misc.contiguous(g), _owned(ax)
         _launch(p, "k_asgd", (ax,), (eta, wd, lambd, mu), (mu == 1,), g)
         out_p.append(p)
         out_ax.append(ax)
@@ -294,7 +291,7 @@ def rprop_step(params, grads, prevs, step_sizes, etaminus, etaplus, step_size_mi
                step_size_max):
     out = [], [], []
     for p, g, prev, size in zip(params, grads, prevs, step_sizes):
-        p, g, prev, size = _owned(p), _dense(g), _owned(prev), _owned(size)
+        p, g, prev, size = _owned(p), misc.contiguous(g), _owned(prev), _owned(size)
         _launch(p, "k_rprop", (prev, size), (etaminus, etaplus, step_size_min, step_size_max),
                 (), g)
         for lst, value in zip(out, (p, prev, size)):

@@ -14,16 +14,13 @@ from __future__ import annotations
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
-from fastnn_opencl import elementwise
-from fastnn_opencl.runtime import CL_TYPES, CLArray, rounded
+from fastnn_opencl import misc
+from fastnn_opencl.runtime import CL_TYPES, rounded
 
 FILE = "pooling.cl"
 _I = np.int32
 _GEOMETRY = [_I] * 12
 
-
-def _dense(x: CLArray) -> CLArray:
-    return x if x.is_contiguous else elementwise.copy(x)
 
 
 def _geometry(x_shape, out_shape, kernel, stride, padding, dilation) -> tuple:
@@ -41,7 +38,7 @@ def _tiles(geometry: tuple) -> bool:
 
 @hookimpl
 def max_pool2d(x, kernel, stride, padding, dilation, output_size):
-    x = _dense(x)
+    x = misc.contiguous(x)
     dev = x.dev
     out = dev.empty(tuple(x.shape[:2]) + tuple(output_size), x.dtype)
     if out.size == 0:
@@ -57,7 +54,7 @@ def max_pool2d(x, kernel, stride, padding, dilation, output_size):
 
 @hookimpl
 def max_pool2d_backward(x, out, grad, kernel, stride, padding, dilation):
-    x, grad = _dense(x), _dense(grad)  # (out: only its shape is read)
+    x, grad = misc.contiguous(x), misc.contiguous(grad)  # (out: only its shape is read)
     dev = x.dev
     dx = dev.empty(x.shape, grad.dtype)
     if dx.size == 0:

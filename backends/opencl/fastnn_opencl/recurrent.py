@@ -18,7 +18,7 @@ import os
 import numpy as np
 
 from fastnn.api.hookspec import hookimpl
-from fastnn_opencl import elementwise
+from fastnn_opencl import elementwise, misc
 from fastnn_opencl.linalg import matmul as _matmul
 from fastnn_opencl.misc import fill
 from fastnn_opencl.reduce import sum as _sum
@@ -27,9 +27,6 @@ from fastnn_opencl.runtime import CL_TYPES, NP_TYPES, CLArray, cl, contiguous_st
 FILE = "recurrent.cl"
 _I = np.int32
 
-
-def _dense(x: CLArray) -> CLArray:
-    return x if x.is_contiguous else elementwise.copy(x)
 
 
 def _dense0(x: CLArray) -> CLArray:
@@ -125,7 +122,7 @@ def _previous(h0: CLArray, out: CLArray) -> CLArray:
 
 def _projection(x: CLArray, w: CLArray) -> CLArray:
     """x (T, N, I) @ w^T as a contiguous (T * N, G) array: one GEMM for every step."""
-    return _dense0(_matmul(_flat(_dense(x)), _t(w)))
+    return _dense0(_matmul(_flat(misc.contiguous(x)), _t(w)))
 
 
 def _last_product(d: CLArray, w: CLArray, base, n: int, hid: int) -> CLArray:
@@ -152,7 +149,7 @@ def lstm_layer(x, h0, c0, w_ih, w_hh, bias):
     dev = x.dev
     xp = _projection(x, w_ih)
     w_t = elementwise.copy(_t(w_hh))  # (H, 4H): each step reads it along 4H
-    h0, c0, bias = _dense(h0), _dense(c0), _dense(bias)
+    h0, c0, bias = misc.contiguous(h0), misc.contiguous(c0), misc.contiguous(bias)
     gates = dev.empty((t_len, n, 4 * hid), x.dtype)
     cells = dev.empty((t_len, n, hid), x.dtype)
     out = dev.empty((t_len, n, hid), x.dtype)
@@ -170,8 +167,8 @@ def lstm_layer_backward(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad
     t_len, n, _ = x.shape
     hid = h0.shape[1]
     dev = x.dev
-    w_hh, c0, gates, cells = _dense0(w_hh), _dense(c0), _dense0(gates), _dense0(cells)
-    grad_out = _dense(grad_out)
+    w_hh, c0, gates, cells = _dense0(w_hh), misc.contiguous(c0), _dense0(gates), _dense0(cells)
+    grad_out = misc.contiguous(grad_out)
     dc = elementwise.copy(grad_c)  # carried in place, dL/dc_t
     da = dev.empty((t_len, n, 4 * hid), x.dtype)
     kernel, cols = _kernel(dev, x.dtype, "k_lstm_seq_back", _LSTM_BACK, hid)
@@ -182,9 +179,9 @@ def lstm_layer_backward(x, h0, c0, w_ih, w_hh, out, gates, cells, grad_out, grad
                c0.data, c0.offset, dc.data, da.data), backward=True, serial=serial)
     dh0 = _last_product(da, w_hh, None, n, hid)
     flat = _flat(da)
-    dx = (_matmul(flat, _dense(w_ih)).view(x.shape, contiguous_strides(x.shape))
+    dx = (_matmul(flat, misc.contiguous(w_ih)).view(x.shape, contiguous_strides(x.shape))
           if needs_dx else None)
-    dw_ih, dw_hh, dbias = _weight_grads(flat, _dense(x), _dense(h0), _dense(out))
+    dw_ih, dw_hh, dbias = _weight_grads(flat, *(misc.contiguous(a) for a in (x, h0, out)))
     return dx, dh0, dc, dw_ih, dw_hh, dbias
 
 
@@ -220,7 +217,7 @@ def gru_layer(x, h0, w_ih, w_hh, b_ih, b_hh):
     dev = x.dev
     xp = _dense0(elementwise.add(_projection(x, w_ih), b_ih))
     w_t = elementwise.copy(_t(w_hh))  # (H, 3H)
-    h0, b_hh = _dense(h0), _dense(b_hh)
+    h0, b_hh = misc.contiguous(h0), misc.contiguous(b_hh)
     saved = dev.empty((t_len, n, 4 * hid), x.dtype)
     out = dev.empty((t_len, n, hid), x.dtype)
     kernel, cols = _kernel(dev, x.dtype, "k_gru_seq", _GRU, hid)
@@ -236,8 +233,8 @@ def gru_layer_backward(x, h0, w_ih, w_hh, out, saved, grad_out, needs_dx):
     t_len, n, _ = x.shape
     hid = h0.shape[1]
     dev = x.dev
-    w_hh, h0, out, saved = _dense0(w_hh), _dense(h0), _dense0(out), _dense0(saved)
-    grad_out = _dense(grad_out)
+    w_hh, h0, out, saved = _dense0(w_hh), misc.contiguous(h0), _dense0(out), _dense0(saved)
+    grad_out = misc.contiguous(grad_out)
     dh = fill((n, hid), 0, x.dtype, dev)  # carried in place: dL/dh_{t+1} * z_{t+1}
     dp = dev.empty((t_len, n, 3 * hid), x.dtype)
     dq = dev.empty((t_len, n, 3 * hid), x.dtype)
@@ -249,9 +246,9 @@ def gru_layer_backward(x, h0, w_ih, w_hh, out, saved, grad_out, needs_dx):
                h0.data, h0.offset, dh.data, dp.data, dq.data), backward=True, serial=serial)
     dh0 = _last_product(dq, w_hh, dh, n, hid)
     fp, fq = _flat(dp), _flat(dq)
-    dx = (_matmul(fp, _dense(w_ih)).view(x.shape, contiguous_strides(x.shape))
+    dx = (_matmul(fp, misc.contiguous(w_ih)).view(x.shape, contiguous_strides(x.shape))
           if needs_dx else None)
-    dw_ih = _matmul(_t(fp), _flat(_dense(x)))
+    dw_ih = _matmul(_t(fp), _flat(misc.contiguous(x)))
     dw_hh = _matmul(_t(fq), _previous(h0, out))
     db_ih, db_hh = _sum(fp, (0,), False), _sum(fq, (0,), False)
     return dx, dh0, dw_ih, dw_hh, db_ih, db_hh
