@@ -186,14 +186,15 @@ def rprop_step(ops, params, grads, prevs, step_sizes, etaminus, etaplus, step_si
     return out
 
 
-def _norm_dtype(arrays) -> str:
-    """total_norm's dtype: float64 when any array is, else float32."""
+def norm_dtype(arrays) -> str:
+    """total_norm's dtype: float64 when any array is, else float32 (the backends and the
+    core take it from here)."""
     return "float64" if any(str(a.dtype) == "float64" for a in arrays) else "float32"
 
 
 def total_norm(ops, arrays, norm_type):
     """Each array's sum of |x|^p (max |x| for inf) in the result's dtype, then the root."""
-    dtype, total = _norm_dtype(arrays), None
+    dtype, total = norm_dtype(arrays), None
     for x in arrays:
         if norm_type == math.inf and x.size == 0:
             continue  # (max over nothing: adds nothing to the max)

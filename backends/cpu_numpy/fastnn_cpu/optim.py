@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastnn.api.composite_optim import radam_rectification
+from fastnn.api.composite_optim import norm_dtype, radam_rectification
 from fastnn.api.hookspec import hookimpl
 
 
@@ -201,7 +201,7 @@ def rprop_step(params, grads, prevs, step_sizes, etaminus, etaplus, step_size_mi
 @hookimpl
 def total_norm(arrays, norm_type):
     # one BLAS dot (or one pass) an array, in the result's dtype; the parts joined once
-    dtype = np.float64 if any(a.dtype == np.float64 for a in arrays) else np.float32
+    dtype = np.dtype(norm_dtype(arrays)).type
     parts = []
     for x in arrays:
         if x.size == 0:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 
+from fastnn.api.composite_optim import norm_dtype
 from fastnn.api.hookspec import hookimpl
 from fastnn_cuda import kernels, launch, optim
 from fastnn_cuda._cupy import cupy as cp
@@ -27,11 +28,6 @@ NORM_TWO, NORM_INF, NORM_POW = 0, 1, 2
 
 def _kind(norm_type: float) -> int:
     return NORM_TWO if norm_type == 2.0 else NORM_INF if norm_type == math.inf else NORM_POW
-
-
-def _result_dtype(arrays) -> str:
-    """total_norm's dtype: float64 when any array is, else float32."""
-    return "float64" if any(a.dtype == "float64" for a in arrays) else "float32"
 
 
 def _launches(arrays, groups, pointers):
@@ -57,7 +53,7 @@ def _fallback_part(x, kind: int, norm_type: float, dtype: str):
 
 @hookimpl
 def total_norm(arrays, norm_type):
-    dtype, kind = _result_dtype(arrays), _kind(norm_type)
+    dtype, kind = norm_dtype(arrays), _kind(norm_type)
     p = 0.0 if kind == NORM_INF else float(norm_type)
     groups = optim._kernel_groups(arrays)  # C-contiguous float32 and float64 ones
     done = {k for idx in groups.values() for k in idx}

@@ -24,6 +24,7 @@ import numpy as np
 
 from fastnn.api import dtypes
 from fastnn.api.args import real as check_number
+from fastnn.api.composite_optim import norm_dtype
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.ops.storage import rebind
 from fastnn.ops.tensor import Tensor, tensor
@@ -45,9 +46,9 @@ def _device_total(grads, norm_type: float) -> Tensor:
     one ``total_norm`` hook call per device, the devices' norms joined on the first."""
     norms = []
     for device, group in _by_device(grads).items():
-        wide = any(g._dtype is dtypes.float64 for g in group)
-        data = device.ops.total_norm([g._data for g in group], norm_type)
-        norm = Tensor._make(data, dtypes.float64 if wide else dtypes.float32, device)
+        arrays = [g._data for g in group]
+        data = device.ops.total_norm(arrays, norm_type)
+        norm = Tensor._make(data, dtypes.as_dtype(norm_dtype(arrays)), device)
         norms.append(norm if device is grads[0]._device else norm.to(grads[0].device))
     if len(norms) == 1:
         return norms[0]
@@ -140,16 +141,18 @@ def _scale(params: list, max_norm: float, total) -> None:
         if not isinstance(total, Tensor):
             coef = max_norm / (total + 1e-6)
             # "not >=" so that a NaN norm makes NaN gradients, as in PyTorch
-            if not coef >= 1.0:
+            if not coef >= 1.0:  # (in place, as PyTorch: the views of .grad see it)
                 for g in grads:
-                    _rebind_all([g], [g._device.ops.mul(g._data, coef)])
+                    rebind(g, g._device.ops.mul(g._data, coef))
             return
         if not total._dtype.is_floating:  # (as PyTorch's division: a float coefficient)
             total = total.to(dtypes.float32)
         for device, group in _by_device(grads).items():
             here = total if device is total._device else total.to(group[0].device)
-            _rebind_all(group, device.ops.clip_grads_with_norm(
-                [g._data for g in group], max_norm, here._data))
+            scaled = device.ops.clip_grads_with_norm([g._data for g in group], max_norm,
+                                                     here._data)
+            for g, data in zip(group, scaled):
+                rebind(g, data)
 
 
 def _by_device(tensors: list) -> dict:
@@ -158,12 +161,6 @@ def _by_device(tensors: list) -> dict:
     for t in tensors:
         groups.setdefault(t._device, []).append(t)
     return groups
-
-
-def _rebind_all(grads: list, arrays: list) -> None:
-    """Each of ``grads`` holds its new array, in place as PyTorch's: its views see it."""
-    for g, data in zip(grads, arrays):
-        rebind(g, data)
 
 
 def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = False,
