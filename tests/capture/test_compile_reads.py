@@ -2,7 +2,8 @@
 (integer division's zero divisor, Gaussian NLL's variances) is checked at the recording
 with eager's error and the step is one program; an op whose result depends on the values
 read (argwhere's shape) is refused naming the line, or is a graph break with
-fullgraph=False, equal to eager."""
+fullgraph=False, equal to eager. clip_grad_norm_ reads nothing back, so a step that clips
+compiles whole."""
 
 import warnings
 
@@ -93,3 +94,32 @@ def test_argwhere_is_a_graph_break_equal_to_eager_without_fullgraph():
             assert np.array_equal(got, np.argwhere(x > 0) * 2)  # NumPy's, exactly
     breaks = [str(w.message) for w in said if "graph break" in str(w.message)]
     assert len(breaks) == 1 and "fnn.argwhere(x > 0)" in breaks[0]  # said once per line
+
+
+def test_a_step_that_clips_its_gradients_is_captured_and_replayed():
+    # clip_grad_norm_ keeps the norm and its coefficient on the device, as PyTorch's: a
+    # step that clips reads nothing back, so it compiles, and replays as eager computes it
+    def make():
+        fnn.manual_seed(0)
+        model = fnn.nn.Sequential(fnn.nn.Linear(4, 8), fnn.nn.ReLU(), fnn.nn.Linear(8, 2))
+        return model, fnn.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(model, opt, x):
+        opt.zero_grad()
+        (model(x) ** 2).sum().backward()
+        norm = fnn.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+        opt.step()
+        return norm
+
+    eager, compiled = make(), make()
+    run = fnn.compile(lambda x: step(*compiled, x))
+    data = np.random.default_rng(1)
+    for _ in range(5):
+        x = fnn.tensor(data.normal(size=(3, 4)).astype(np.float32))
+        want, got = step(*eager, x), run(x)
+        assert float(want) > 0.5  # clipped, every step
+        assert np.array_equal(got.numpy(), want.numpy())
+    assert run.stats["replayed"] == 3
+    for a, b in zip(eager[0].parameters(), compiled[0].parameters()):
+        assert np.array_equal(a.detach().numpy(), b.detach().numpy())
+
