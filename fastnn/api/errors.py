@@ -9,6 +9,12 @@ class DeviceMismatchError(RuntimeError):
     """An op received tensors that live on two different devices."""
 
 
+class StateDictError(RuntimeError, ValueError):
+    """A state dict does not fit the model it is loaded into: a RuntimeError, as PyTorch's
+    ``load_state_dict`` raises (``except RuntimeError`` code keeps working), and a
+    ValueError, as fastnn raised before."""
+
+
 class LinAlgError(RuntimeError):
     """A linear-algebra op met a matrix it cannot handle (a singular one for inv and solve);
     ``fnn.linalg.LinAlgError``, as ``torch.linalg.LinAlgError``."""

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from fastnn.api import dtypes as fnn_dtypes
+from fastnn.api.errors import StateDictError
 from fastnn.nn.parameter import Parameter
 from fastnn.nn.uninitialized import SHAPE_MESSAGE, is_uninitialized
 from fastnn.ops.convert import host_array
@@ -128,10 +129,11 @@ class ModuleState:
                 parts.append(f"unexpected keys {unexpected}")
             if mismatched:
                 parts.append(f"shape mismatches [{'; '.join(mismatched)}]")
-            raise ValueError(
+            hint = ("strict=False loads the keys that match" if not mismatched else
+                    "a shape must match, strict or not")
+            raise StateDictError(
                 f"{name}.load_state_dict: the state dict does not fit this model: "
-                + ", ".join(parts) + " (was it saved from another model? strict=False loads "
-                "the keys that match)"
+                + ", ".join(parts) + f" (was it saved from another model? {hint})"
             )
         # convert every value before touching any tensor: a value that cannot be
         # converted leaves the model as it was

@@ -74,6 +74,12 @@ def test_load_state_dict_strict_and_not_as_pytorchs():
     wrong = dict(sd, **{"out.weight": np.zeros((3, 4))})
     with pytest.raises(ValueError, match=r"out.weight: checkpoint \(3, 4\), model \(2, 4\)"):
         ours.load_state_dict(wrong, strict=False)  # a shape mismatch raises, strict or not
+    # PyTorch raises RuntimeError for both: `except RuntimeError` code must catch ours
+    for bad, strict in ((partial, True), (wrong, False)):
+        with pytest.raises(RuntimeError):
+            theirs.load_state_dict({k: torch.tensor(v) for k, v in bad.items()}, strict=strict)
+        with pytest.raises(RuntimeError, match="does not fit this model"):
+            ours.load_state_dict(bad, strict=strict)
 
 
 # ---------------------------------------------------------------- containers
