@@ -17,7 +17,7 @@ from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.linear import check_features
 from fastnn.nn.module import Module, check_grad, check_tensor, const_init
 from fastnn.ops import activations, nnops
-from fastnn.ops.nnops import implicit_dim
+from fastnn.ops.nnops import implicit_dim, last_axis
 from fastnn.ops.spelling import UNSET, dim_of
 from fastnn.ops.tensor import Tensor, host_rng, rand, zeros
 
@@ -77,14 +77,16 @@ def _forward_is_kind(cls) -> bool:
 class Softmax(Module):
     """y = softmax(x / temperature) along ``dim`` (PyTorch's Softmax; ``axis=`` is the same).
 
-    The default is the last axis (fastnn's API contract); an explicit ``dim=None`` picks
-    PyTorch's implicit dim, 0 for 0-, 1- and 3-D input, else 1, with PyTorch's deprecation
-    warning (:func:`implicit_dim`).
+    The default is the last axis (fastnn's API contract), with a warning on 3-D and larger
+    input, where PyTorch's implicit dim differs (:func:`~fastnn.ops.nnops.last_axis`); an
+    explicit ``dim=None`` picks PyTorch's implicit dim, 0 for 0-, 1- and 3-D input, else 1,
+    with PyTorch's deprecation warning (:func:`implicit_dim`).
     """
 
     def __init__(self, dim=UNSET, temperature: float = 1.0, *, axis=UNSET):
         super().__init__()
         temperature = nonnegative("Softmax", "temperature", temperature, zero=False)
+        self._last_axis = dim is UNSET and axis is UNSET  # the default: warn as last_axis
         dim = dim_of("Softmax", dim, axis, -1)
         if dim is not None and (isinstance(dim, bool) or not isinstance(dim, numbers.Integral)):
             raise TypeError(f"Softmax: dim must be an int or None, got {dim!r}")
@@ -106,6 +108,8 @@ class Softmax(Module):
     def forward(self, x):
         check_tensor("Softmax", x)
         dim = implicit_dim("softmax", x.ndim) if self.dim is None else self.dim
+        if x.ndim >= 3 and self.dim == -1 and getattr(self, "_last_axis", False):
+            last_axis("Softmax", x.ndim)
         return nnops.softmax(self._scaled(x), dim)
 
 

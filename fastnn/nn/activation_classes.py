@@ -14,9 +14,10 @@ from __future__ import annotations
 import numbers
 
 from fastnn.api.args import real
-from fastnn.nn.activation import Activation, implicit_dim
+from fastnn.nn.activation import Activation, implicit_dim, last_axis
 from fastnn.nn.module import Module, check_tensor
 from fastnn.ops import activations, nnops
+from fastnn.ops.spelling import UNSET, dim_of
 
 
 def inplace_repr(inplace: bool, before: str = "") -> str:
@@ -234,19 +235,23 @@ class _AlongDim(_Composed):
 
 
 class LogSoftmax(_AlongDim):
-    """x - logsumexp(x) along ``dim`` (default the last axis, fastnn's API contract); an
-    explicit ``dim=None`` picks PyTorch's implicit dim with its deprecation warning (see
+    """x - logsumexp(x) along ``dim`` (default the last axis, fastnn's API contract, with
+    a warning where PyTorch's implicit dim differs: :func:`~fastnn.ops.nnops.last_axis`);
+    an explicit ``dim=None`` picks PyTorch's implicit dim with its deprecation warning (see
     :func:`~fastnn.ops.nnops.implicit_dim`)."""
 
-    def __init__(self, dim=-1):
+    def __init__(self, dim=UNSET):
         if dim is None:
             Module.__init__(self)
             self.dim = None
         else:
-            super().__init__(dim)
+            super().__init__(dim_of("LogSoftmax", dim, UNSET, -1))
+        self._last_axis = dim is UNSET
 
     def _fn(self, x, inplace):
         dim = implicit_dim("log_softmax", x.ndim) if self.dim is None else self.dim
+        if x.ndim >= 3 and self.dim == -1 and getattr(self, "_last_axis", False):
+            last_axis("LogSoftmax", x.ndim)
         return nnops.log_softmax(x, dim)
 
 

@@ -12,6 +12,7 @@ import warnings
 
 from fastnn.api import dtypes
 from fastnn.api.args import integer, nonnegative
+from fastnn.api.user_warning import warn_user
 from fastnn.autograd.engine import attach
 from fastnn.autograd.grad_mode import switches
 from fastnn.ops.activations import activation as _activation_op
@@ -216,13 +217,26 @@ def implicit_dim(op: str, ndim: int) -> int:
     return 0 if ndim in (0, 1, 3) else 1
 
 
+def last_axis(op: str, ndim: int) -> int:
+    """The dim of a softmax-like call given none: the last axis (the API contract). Where
+    PyTorch's deprecated implicit dim differs (0 for 3-D input, 1 for 4-D and more), a
+    script ported from PyTorch would change meaning without a word, so this warns, naming
+    both dims; PyTorch warns on the same calls."""
+    if ndim >= 3:
+        warn_user(f"{op}: no dim given, so fastnn takes the last axis (dim={ndim - 1}) of "
+                  f"this {ndim}-D input, where PyTorch's deprecated implicit choice takes "
+                  f"dim={0 if ndim == 3 else 1}; pass dim= to say which")
+    return -1
+
+
 @public(method=True, top=True)
 def softmax(x: Tensor, dim=UNSET, *, axis=UNSET, dtype=None) -> Tensor:
     """exp(x) / sum(exp(x)) along ``dim``, computed stably. A 0-d ``x`` is its own
     row (as PyTorch); a size-0 dim gives an empty result. ``dtype=``: the input
     converted first (a float16 model's softmax in float32, as in PyTorch). Without a
-    dim, the last axis: the API contract's default (PyTorch's F.softmax would take its
-    deprecated implicit dim, :func:`implicit_dim`, which nn.Softmax(dim=None) keeps)."""
+    dim, the last axis: the API contract's default, with a warning where PyTorch's F.softmax
+    would take another (its deprecated implicit dim, :func:`implicit_dim`, which
+    nn.Softmax(dim=None) keeps; :func:`last_axis`)."""
     if (type(dim) is int and axis is UNSET and dtype is None and isinstance(x, Tensor)
             and x._dtype.is_floating):
         data = x._data  # the common call, checked here at once
@@ -236,6 +250,8 @@ def softmax(x: Tensor, dim=UNSET, *, axis=UNSET, dtype=None) -> Tensor:
                 return out
             return attach(out, "softmax", (x,), (data,), dim)
     x = _normalized_input("softmax", x, dtype)
+    if dim is UNSET and axis is UNSET:
+        axis = last_axis("softmax", x.ndim)
     axis = dim_of("softmax", dim, axis, -1)
     if x.ndim == 0:
         _axis("softmax", reshape(x, (1,)), axis)
@@ -253,6 +269,8 @@ def log_softmax(x: Tensor, dim=UNSET, *, axis=UNSET, dtype=None) -> Tensor:
     row (as PyTorch); a size-0 dim gives an empty result. ``dtype=``: the input
     converted first. Without a dim, the last axis, as :func:`softmax`."""
     x = _normalized_input("log_softmax", x, dtype)
+    if dim is UNSET and axis is UNSET:
+        axis = last_axis("log_softmax", x.ndim)
     axis = dim_of("log_softmax", dim, axis, -1)
     if x.ndim == 0:
         _axis("log_softmax", reshape(x, (1,)), axis)

@@ -178,6 +178,38 @@ def test_implicit_softmax_dim_as_torch(name):
     assert nn.Softmax().dim == -1 and nn.LogSoftmax().dim == -1 and nn.Softmin().dim is None
 
 
+CALLS_WITHOUT_DIM = [("Softmax", lambda x: nn.Softmax()(x)),
+                     ("LogSoftmax", lambda x: nn.LogSoftmax()(x)),
+                     ("softmax", lambda x: F.softmax(x)),
+                     ("log_softmax", lambda x: x.log_softmax())]
+
+
+@pytest.mark.parametrize("name,call", CALLS_WITHOUT_DIM, ids=[c[0] for c in CALLS_WITHOUT_DIM])
+def test_the_last_axis_default_warns_where_torchs_implicit_dim_differs(name, call):
+    """The contract's default (the last axis) and PyTorch's implicit dim agree for 1- and
+    2-D input and differ above: there a ported script would change meaning, so it warns,
+    naming both dims; an explicit dim never warns."""
+    for shape, torch_dim in [((4,), 0), ((2, 3), 1), ((2, 3, 4), 0), ((2, 3, 4, 2), 1)]:
+        x = fnn.tensor(n(*shape))
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            out = call(x)
+        log = "og" in name
+        explicit = fnn.log_softmax(x, -1) if log else fnn.softmax(x, -1)
+        np.testing.assert_array_equal(out.numpy(), explicit.numpy())
+        if len(shape) <= 2:
+            assert not seen
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fn = torch.nn.functional.log_softmax if log else torch.nn.functional.softmax
+                theirs = fn(torch.tensor(x.numpy()))
+            np.testing.assert_allclose(out.numpy(), theirs.numpy(), rtol=1e-6)
+        else:
+            assert len(seen) == 1 and seen[0].filename == __file__, [str(w) for w in seen]
+            assert (f"takes the last axis (dim={len(shape) - 1})" in str(seen[0].message)
+                    and f"implicit choice takes dim={torch_dim}" in str(seen[0].message))
+
+
 @pytest.mark.filterwarnings("ignore:.*deprecated")
 def test_deprecated_upsample_functions_as_torch():
     x = n(1, 2, 3, 4)
