@@ -10,21 +10,8 @@ them run as written.
 
 from __future__ import annotations
 
-import warnings
-
 from fastnn.nn.module import Module
 from fastnn.ops import losses, losses_regression
-
-
-def legacy_reduction(size_average, reduce) -> str:
-    """The ``reduction`` that PyTorch's deprecated ``size_average``/``reduce`` flags mean
-    (None counts as True), with PyTorch's warning."""
-    size_average = True if size_average is None else size_average
-    reduce = True if reduce is None else reduce
-    reduction = "mean" if size_average and reduce else "sum" if reduce else "none"
-    warnings.warn(f"size_average and reduce args will be deprecated, please use "
-                  f"reduction='{reduction}' instead.", UserWarning, stacklevel=4)
-    return reduction
 
 
 class _Loss(Module):
@@ -37,8 +24,7 @@ class _Loss(Module):
 
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean", **kwargs):
         super().__init__()
-        if size_average is not None or reduce is not None:
-            reduction = legacy_reduction(size_average, reduce)
+        reduction = losses.reduction_of(type(self).__name__, size_average, reduce, reduction)
         losses.check_reduction(type(self).__name__, reduction,
                                ("batchmean",) if type(self).__name__ == "KLDivLoss" else ())
         for name in self.BUFFERS:
@@ -86,9 +72,9 @@ class CrossEntropyLoss(_WeightedLoss):
 
     FN = staticmethod(losses.cross_entropy)
 
-    def __init__(self, weight=None, ignore_index: int = -100, reduction: str = "mean",
-                 label_smoothing: float = 0.0):
-        super().__init__(weight=weight, ignore_index=ignore_index, reduction=reduction,
+    def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
+                 reduction: str = "mean", label_smoothing: float = 0.0):
+        super().__init__(weight, size_average, reduce, reduction, ignore_index=ignore_index,
                          label_smoothing=label_smoothing)
 
 
@@ -97,8 +83,9 @@ class NLLLoss(_WeightedLoss):
 
     FN = staticmethod(losses.nll_loss)
 
-    def __init__(self, weight=None, ignore_index: int = -100, reduction: str = "mean"):
-        super().__init__(weight=weight, ignore_index=ignore_index, reduction=reduction)
+    def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
+                 reduction: str = "mean"):
+        super().__init__(weight, size_average, reduce, reduction, ignore_index=ignore_index)
 
 
 class NLLLoss2d(NLLLoss):
@@ -111,8 +98,8 @@ class BCELoss(_WeightedLoss):
 
     FN = staticmethod(losses.binary_cross_entropy)
 
-    def __init__(self, weight=None, reduction: str = "mean"):
-        super().__init__(weight=weight, reduction=reduction)
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
+        super().__init__(weight, size_average, reduce, reduction)
 
 
 class BCEWithLogitsLoss(_Loss):
@@ -121,8 +108,9 @@ class BCEWithLogitsLoss(_Loss):
     FN = staticmethod(losses.binary_cross_entropy_with_logits)
     BUFFERS = ("weight", "pos_weight")
 
-    def __init__(self, weight=None, reduction: str = "mean", pos_weight=None):
-        super().__init__(weight=weight, reduction=reduction, pos_weight=pos_weight)
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction: str = "mean",
+                 pos_weight=None):
+        super().__init__(size_average, reduce, reduction, weight=weight, pos_weight=pos_weight)
 
 
 class MSELoss(_Loss):
@@ -130,8 +118,8 @@ class MSELoss(_Loss):
 
     FN = staticmethod(losses_regression.mse_loss)
 
-    def __init__(self, reduction: str = "mean"):
-        super().__init__(reduction=reduction)
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
 
 
 class L1Loss(_Loss):
@@ -139,8 +127,8 @@ class L1Loss(_Loss):
 
     FN = staticmethod(losses_regression.l1_loss)
 
-    def __init__(self, reduction: str = "mean"):
-        super().__init__(reduction=reduction)
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
 
 
 class SmoothL1Loss(_Loss):
@@ -148,8 +136,9 @@ class SmoothL1Loss(_Loss):
 
     FN = staticmethod(losses_regression.smooth_l1_loss)
 
-    def __init__(self, reduction: str = "mean", beta: float = 1.0):
-        super().__init__(reduction=reduction, beta=beta)
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean",
+                 beta: float = 1.0):
+        super().__init__(size_average, reduce, reduction, beta=beta)
 
 
 class HuberLoss(_Loss):
@@ -166,5 +155,6 @@ class KLDivLoss(_Loss):
 
     FN = staticmethod(losses_regression.kl_div)
 
-    def __init__(self, reduction: str = "mean", log_target: bool = False):
-        super().__init__(reduction=reduction, log_target=log_target)
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean",
+                 log_target: bool = False):
+        super().__init__(size_average, reduce, reduction, log_target=log_target)

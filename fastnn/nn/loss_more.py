@@ -21,8 +21,9 @@ class MarginRankingLoss(_Loss3):
 
     FN = staticmethod(L.margin_ranking_loss)
 
-    def __init__(self, margin: float = 0.0, reduction: str = "mean"):
-        super().__init__(margin=margin, reduction=reduction)
+    def __init__(self, margin: float = 0.0, size_average=None, reduce=None,
+                 reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction, margin=margin)
 
 
 class TripletMarginLoss(_Loss3):
@@ -31,8 +32,9 @@ class TripletMarginLoss(_Loss3):
     FN = staticmethod(L.triplet_margin_loss)
 
     def __init__(self, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6,
-                 swap: bool = False, reduction: str = "mean"):
-        super().__init__(margin=margin, p=p, eps=eps, swap=swap, reduction=reduction)
+                 swap: bool = False, size_average=None, reduce=None, reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction, margin=margin, p=p, eps=eps,
+                         swap=swap)
 
 
 class CosineEmbeddingLoss(_Loss3):
@@ -40,8 +42,9 @@ class CosineEmbeddingLoss(_Loss3):
 
     FN = staticmethod(losses_regression.cosine_embedding_loss)
 
-    def __init__(self, margin: float = 0.0, reduction: str = "mean"):
-        super().__init__(margin=margin, reduction=reduction)
+    def __init__(self, margin: float = 0.0, size_average=None, reduce=None,
+                 reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction, margin=margin)
 
 
 class SoftMarginLoss(_Loss):
@@ -49,8 +52,8 @@ class SoftMarginLoss(_Loss):
 
     FN = staticmethod(L.soft_margin_loss)
 
-    def __init__(self, reduction: str = "mean"):
-        super().__init__(reduction=reduction)
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
 
 
 class MultiLabelSoftMarginLoss(_WeightedLoss):
@@ -58,8 +61,8 @@ class MultiLabelSoftMarginLoss(_WeightedLoss):
 
     FN = staticmethod(L.multilabel_soft_margin_loss)
 
-    def __init__(self, weight=None, reduction: str = "mean"):
-        super().__init__(weight=weight, reduction=reduction)
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
+        super().__init__(weight, size_average, reduce, reduction)
 
 
 class MultiLabelMarginLoss(_Loss):
@@ -67,8 +70,8 @@ class MultiLabelMarginLoss(_Loss):
 
     FN = staticmethod(L.multilabel_margin_loss)
 
-    def __init__(self, reduction: str = "mean"):
-        super().__init__(reduction=reduction)
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
 
 
 class HingeEmbeddingLoss(_Loss):
@@ -76,8 +79,9 @@ class HingeEmbeddingLoss(_Loss):
 
     FN = staticmethod(L.hinge_embedding_loss)
 
-    def __init__(self, margin: float = 1.0, reduction: str = "mean"):
-        super().__init__(margin=margin, reduction=reduction)
+    def __init__(self, margin: float = 1.0, size_average=None, reduce=None,
+                 reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction, margin=margin)
 
 
 class PoissonNLLLoss(_Loss):
@@ -85,9 +89,10 @@ class PoissonNLLLoss(_Loss):
 
     FN = staticmethod(L.poisson_nll_loss)
 
-    def __init__(self, log_input: bool = True, full: bool = False, eps: float = 1e-8,
-                 reduction: str = "mean"):
-        super().__init__(log_input=log_input, full=full, eps=eps, reduction=reduction)
+    def __init__(self, log_input: bool = True, full: bool = False, size_average=None,
+                 eps: float = 1e-8, reduce=None, reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction, log_input=log_input, full=full,
+                         eps=eps)
 
 
 class GaussianNLLLoss(_Loss):
@@ -108,8 +113,9 @@ class MultiMarginLoss(_WeightedLoss):
 
     FN = staticmethod(L.multi_margin_loss)
 
-    def __init__(self, p: int = 1, margin: float = 1.0, weight=None, reduction: str = "mean"):
-        super().__init__(p=p, margin=margin, weight=weight, reduction=reduction)
+    def __init__(self, p: int = 1, margin: float = 1.0, weight=None, size_average=None,
+                 reduce=None, reduction: str = "mean"):
+        super().__init__(weight, size_average, reduce, reduction, p=p, margin=margin)
 
 
 class TripletMarginWithDistanceLoss(_Loss3):

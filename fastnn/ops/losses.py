@@ -13,6 +13,7 @@ import warnings
 from fastnn.api import dtypes
 from fastnn.api.args import real
 from fastnn.api.program import recording
+from fastnn.api.user_warning import warn_user
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.autograd.node_names import show_as
 from fastnn.ops import activations, movement, nnops, operands
@@ -29,7 +30,27 @@ def check_reduction(op: str, reduction, extra=()) -> None:
                          f"got {reduction!r}")
 
 
-def reduce(op: str, per_element: Tensor, reduction: str) -> Tensor:
+def reduction_of(op: str, size_average, reduce, reduction) -> str:
+    """``reduction``, or what PyTorch's deprecated ``size_average`` and ``reduce`` flags
+    mean where either is given (None counts as True: both true "mean", ``reduce`` alone
+    "sum", else "none"), with PyTorch's warning. They sit where PyTorch's signatures have
+    them, so a call written for PyTorch binds its positional arguments as there; a string
+    in their place is fastnn's older ``reduction`` position, refused by name."""
+    if size_average is None and reduce is None:
+        return reduction
+    for name, value in (("size_average", size_average), ("reduce", reduce)):
+        if isinstance(value, str):
+            raise TypeError(f"{op}: {name}={value!r}: PyTorch's deprecated {name} flag "
+                            f"takes this position; pass reduction={value!r} by keyword")
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    reduction = "mean" if size_average and reduce else "sum" if reduce else "none"
+    warn_user(f"size_average and reduce args will be deprecated, please use "
+              f"reduction='{reduction}' instead.")
+    return reduction
+
+
+def reduce_loss(op: str, per_element: Tensor, reduction: str) -> Tensor:
     check_reduction(op, reduction)
     if reduction == "mean":
         return movement.mean(per_element)
@@ -140,8 +161,9 @@ def _none_ignored(targets: Tensor, ignore_index: int) -> bool:
 
 
 @public()
-def cross_entropy(logits: Tensor, target: Tensor, weight=None, ignore_index: int = -100,
-                  reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+def cross_entropy(logits: Tensor, target: Tensor, weight=None, size_average=None,
+                  ignore_index: int = -100, reduce=None, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:
     """Softmax cross-entropy over the class axis 1 against integer class targets, or against
     class probabilities shaped as the logits (a floating ``target``), as PyTorch's.
 
@@ -150,6 +172,7 @@ def cross_entropy(logits: Tensor, target: Tensor, weight=None, ignore_index: int
     with s = ``label_smoothing``; targets equal to ``ignore_index`` add nothing, and "mean"
     divides by the summed weight of the targets not ignored (their count without weights).
     """
+    reduction = reduction_of("cross_entropy", size_average, reduce, reduction)
     check_reduction("cross_entropy", reduction)
     smoothing = real("cross_entropy", "label_smoothing", label_smoothing)
     if not 0.0 <= smoothing <= 1.0:
@@ -165,8 +188,8 @@ def cross_entropy(logits: Tensor, target: Tensor, weight=None, ignore_index: int
     classes = rows.shape[1]
     if weight is None and not smoothing and _none_ignored(flat, ignore_index):
         per = nnops.softmax_cross_entropy_rows(rows, flat)
-        return _shown_nll(logits, reduce("cross_entropy", per if logits.ndim == 2 else
-                                         movement.reshape(per, expected), reduction))
+        return _shown_nll(logits, reduce_loss("cross_entropy", per if logits.ndim == 2 else
+                                              movement.reshape(per, expected), reduction))
     if weight is None:  # one hook: smoothed, the ignored rows left out, reduced
         loss = nnops.cross_entropy_loss_rows(rows, flat, int(ignore_index), reduction,
                                              smoothing)
@@ -194,10 +217,11 @@ def _shown_nll(log_probs: Tensor, loss: Tensor) -> Tensor:
 
 
 @public()
-def nll_loss(log_probs: Tensor, target: Tensor, weight=None, ignore_index: int = -100,
-             reduction: str = "mean") -> Tensor:
+def nll_loss(log_probs: Tensor, target: Tensor, weight=None, size_average=None,
+             ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Tensor:
     """-w[y_i] * log_probs[i, y_i] (the input holds log-probabilities, e.g. log_softmax),
     with cross_entropy's shapes, weights, ignore_index and weighted mean."""
+    reduction = reduction_of("nll_loss", size_average, reduce, reduction)
     check_reduction("nll_loss", reduction)
     rows, flat, expected = _as_rows("nll_loss", log_probs, target)
     if not rows.dtype.is_floating:
@@ -239,7 +263,7 @@ def _soft_cross_entropy(logits, target, weight, smoothing, reduction):
         weight = _class_weight("cross_entropy", weight, classes, logits)
         picked = m.mul(picked, movement.reshape(weight, (classes,) + (1,) * (logits.ndim
                                                                            - axis - 1)))
-    return reduce("cross_entropy", m.neg(movement.sum(picked, axis)), reduction)
+    return reduce_loss("cross_entropy", m.neg(movement.sum(picked, axis)), reduction)
 
 
 def _apply_weight(op: str, per: Tensor, weight) -> Tensor:
@@ -262,11 +286,12 @@ _BCE_EPS = 9.999999960041972e-13  # PyTorch's floor of p (1 - p): 1e-12 as a flo
 
 
 @public()
-def binary_cross_entropy(probs: Tensor, target: Tensor, weight=None,
-                         reduction: str = "mean") -> Tensor:
+def binary_cross_entropy(probs: Tensor, target: Tensor, weight=None, size_average=None,
+                         reduce=None, reduction: str = "mean") -> Tensor:
     """-(t log p + (1 - t) log(1 - p)) on probabilities p, each log clamped at -100 as
     PyTorch's (so p = 0 or 1 gives a finite loss). The gradient in p is PyTorch's, (p - t)
     / max(p (1 - p), 1e-12), finite at p = 0 and 1 too (0 where p = t)."""
+    reduction = reduction_of("binary_cross_entropy", size_average, reduce, reduction)
     same_shape("binary_cross_entropy", probs, target)
     probs_in, lift = probs, None
     if probs.requires_grad:
@@ -283,20 +308,22 @@ def binary_cross_entropy(probs: Tensor, target: Tensor, weight=None,
     per = m.neg(m.add(m.mul(target, log_p), m.mul(m.add(m.neg(target), 1.0), log_q)))
     if lift is not None:
         per = m.add(per, m.sub(lift, lift.detach()))
-    loss = reduce("binary_cross_entropy", _apply_weight("binary_cross_entropy", per, weight),
-                  reduction)
+    loss = reduce_loss("binary_cross_entropy",
+                       _apply_weight("binary_cross_entropy", per, weight), reduction)
     return show_as(loss, "BinaryCrossEntropyBackward0", (probs_in, target))
 
 
 @public()
 def binary_cross_entropy_with_logits(logits: Tensor, target: Tensor, weight=None,
-                                     reduction: str = "mean", pos_weight=None):
+                                     size_average=None, reduce=None, reduction: str = "mean",
+                                     pos_weight=None):
     """-(pw t log sigmoid(x) + (1 - t) log(1 - sigmoid(x))), computed stably, as PyTorch's.
 
     Uses (1 - t) x + (1 + (pw - 1) t) softplus(-x), PyTorch's form also without pos_weight,
     so that x = +-inf gives what PyTorch gives (inf for x = inf, t < 1; else NaN).
     ``pos_weight`` broadcasts along the last (class) axis.
     """
+    reduction = reduction_of("binary_cross_entropy_with_logits", size_average, reduce, reduction)
     same_shape("binary_cross_entropy_with_logits", logits, target)
     log_weight = 1.0
     if pos_weight is not None:
@@ -307,5 +334,5 @@ def binary_cross_entropy_with_logits(logits: Tensor, target: Tensor, weight=None
     per = m.add(m.mul(m.add(m.neg(target), 1.0), logits),
                 m.mul(log_weight, activations.softplus(m.neg(logits))))
     per = _apply_weight("binary_cross_entropy_with_logits", per, weight)
-    return show_as(reduce("binary_cross_entropy_with_logits", per, reduction),
+    return show_as(reduce_loss("binary_cross_entropy_with_logits", per, reduction),
                    "BinaryCrossEntropyWithLogitsBackward0", (logits, target))

@@ -35,8 +35,8 @@ from fastnn.ops import activations, movement
 from fastnn.ops import elementwise as m
 from fastnn.ops.distance import pairwise_distance
 from fastnn.ops.gathering import gather
-from fastnn.ops.losses import floored
-from fastnn.ops.losses import reduce as reduced
+from fastnn.ops.losses import floored, reduction_of
+from fastnn.ops.losses import reduce_loss as reduced
 from fastnn.ops.mathops import clamp
 from fastnn.ops.movement import one_hot
 from fastnn.ops.shaping import unsqueeze
@@ -64,8 +64,9 @@ def _logsigmoid(x: Tensor) -> Tensor:
 
 @public()
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
-                        reduction: str = "mean") -> Tensor:
+                        size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """PyTorch's margin_ranking_loss: max(0, -target (input1 - input2) + margin)."""
+    reduction = reduction_of("margin_ranking_loss", size_average, reduce, reduction)
     _tensors("margin_ranking_loss", input1=input1, input2=input2, target=target)
     _broadcast_shape("margin_ranking_loss", input1, input2, target)
     margin = real("margin_ranking_loss", "margin", margin)
@@ -77,9 +78,11 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
 @public()
 def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
                         margin: float = 1.0, p: float = 2.0, eps: float = 1e-6,
-                        swap: bool = False, reduction: str = "mean") -> Tensor:
+                        swap: bool = False, size_average=None, reduce=None,
+                        reduction: str = "mean") -> Tensor:
     """PyTorch's triplet_margin_loss: max(0, margin + d(a, p) - d(a, n)) with d the
     pairwise ``p``-distance over the last dim."""
+    reduction = reduction_of("triplet_margin_loss", size_average, reduce, reduction)
     _tensors("triplet_margin_loss", anchor=anchor, positive=positive, negative=negative)
     dims = {anchor.ndim, positive.ndim, negative.ndim}
     if len(dims) != 1 or dims - {1, 2}:
@@ -96,8 +99,10 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
 
 
 @public()
-def soft_margin_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
+                     reduction: str = "mean") -> Tensor:
     """PyTorch's soft_margin_loss: log(1 + exp(-target input)), computed stably."""
+    reduction = reduction_of("soft_margin_loss", size_average, reduce, reduction)
     _tensors("soft_margin_loss", input=input, target=target)
     _broadcast_shape("soft_margin_loss", input, target)
     per = activations.softplus(m.neg(m.mul(target, input)))
@@ -105,10 +110,11 @@ def soft_margin_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> 
 
 
 @public()
-def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight=None,
-                                reduction: str = "mean") -> Tensor:
+def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight=None, size_average=None,
+                                reduce=None, reduction: str = "mean") -> Tensor:
     """PyTorch's multilabel_soft_margin_loss over (N, C) or (C,): the mean over classes of
     the binary cross-entropy of sigmoid(input) against target, times ``weight``."""
+    reduction = reduction_of("multilabel_soft_margin_loss", size_average, reduce, reduction)
     _tensors("multilabel_soft_margin_loss", input=input, target=target)
     if input.ndim not in (1, 2) or target.shape != input.shape:
         raise ValueError(f"multilabel_soft_margin_loss: expected input (N, C) or (C,) and a "
@@ -123,9 +129,11 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight=None,
 
 
 @public()
-def multilabel_margin_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
+                           reduction: str = "mean") -> Tensor:
     """PyTorch's multilabel_margin_loss: input (N, C) or (C,), target int64 of the same
     shape holding each sample's class indices, ended by the first -1."""
+    reduction = reduction_of("multilabel_margin_loss", size_average, reduce, reduction)
     _tensors("multilabel_margin_loss", input=input, target=target)
     if input.ndim not in (1, 2) or target.shape != input.shape or target.dtype.is_floating:
         raise ValueError(f"multilabel_margin_loss: expected input (N, C) or (C,) and an "
@@ -157,9 +165,10 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, reduction: str = "mean
 
 @public()
 def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
-                         reduction: str = "mean") -> Tensor:
+                         size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """PyTorch's hinge_embedding_loss: input where target = 1, max(0, margin - input) where
     target = -1 (both terms where target is neither, as PyTorch)."""
+    reduction = reduction_of("hinge_embedding_loss", size_average, reduce, reduction)
     _tensors("hinge_embedding_loss", input=input, target=target)
     _broadcast_shape("hinge_embedding_loss", input, target)
     margin = real("hinge_embedding_loss", "margin", margin)
@@ -175,9 +184,7 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
     """PyTorch's poisson_nll_loss: exp(input) - target input (``log_input``), else input -
     target log(input + eps); ``full`` adds Stirling's term where target > 1."""
     _tensors("poisson_nll_loss", input=input, target=target)
-    if size_average is not None or reduce is not None:
-        raise TypeError("poisson_nll_loss: size_average and reduce are deprecated; use "
-                        "reduction=")
+    reduction = reduction_of("poisson_nll_loss", size_average, reduce, reduction)
     if flag("poisson_nll_loss", "log_input", log_input):
         per = m.sub(m.exp(input), m.mul(target, input))
     else:
@@ -227,9 +234,11 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False,
 
 @public()
 def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0,
-                      weight=None, reduction: str = "mean") -> Tensor:
+                      weight=None, size_average=None, reduce=None,
+                      reduction: str = "mean") -> Tensor:
     """PyTorch's multi_margin_loss: input (N, C) or (C,), target (N,) or () class indices;
     per sample, sum over i != y of weight[y] max(0, margin - x_y + x_i)^p / C (p 1 or 2)."""
+    reduction = reduction_of("multi_margin_loss", size_average, reduce, reduction)
     _tensors("multi_margin_loss", input=input, target=target)
     if p not in (1, 2) or isinstance(p, bool):
         raise ValueError(f"multi_margin_loss: only p == 1 and p == 2 are supported, got {p!r}")

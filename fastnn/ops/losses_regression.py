@@ -12,7 +12,14 @@ import numbers
 from fastnn.autograd.node_names import show_as
 from fastnn.ops import elementwise as m
 from fastnn.ops import movement
-from fastnn.ops.losses import broadcast_target, check_reduction, floored, reduce, same_shape
+from fastnn.ops.losses import (
+    broadcast_target,
+    check_reduction,
+    floored,
+    reduce_loss,
+    reduction_of,
+    same_shape,
+)
 from fastnn.ops.mathops import clamp
 from fastnn.ops.reduction import norm
 from fastnn.ops.table import public
@@ -28,20 +35,46 @@ def _positive(op: str, name: str, value, allow_zero=False) -> float:
     return float(value)
 
 
+def _weighted(op: str, per: Tensor, pred: Tensor, weight, reduction: str,
+              mean_over_weight: bool = True) -> Tensor:
+    """PyTorch's elementwise ``weight`` (the prediction's shape) applied to ``per``; "mean"
+    divides by the weights' sum (huber_loss's, ``mean_over_weight=False``, by the count)."""
+    if not isinstance(weight, Tensor):
+        raise TypeError(f"{op}: weight must be a Tensor shaped as the input, got "
+                        f"{type(weight).__name__}")
+    if weight.shape != pred.shape:
+        raise ValueError(f"{op}: weight must have the input's shape {pred.shape}, got "
+                         f"{weight.shape}")
+    check_reduction(op, reduction)
+    per = m.mul(per, weight)
+    if reduction == "mean" and mean_over_weight:
+        return m.div(movement.sum(per), movement.sum(weight))
+    return reduce_loss(op, per, reduction)
+
+
 @public()
-def mse_loss(pred: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
-    """(pred - target)**2."""
+def mse_loss(pred: Tensor, target: Tensor, size_average=None, reduce=None,
+             reduction: str = "mean", weight=None) -> Tensor:
+    """(pred - target)**2; ``weight`` (pred's shape) scales each term, and "mean" then
+    divides by its sum, as PyTorch's."""
+    reduction = reduction_of("mse_loss", size_average, reduce, reduction)
     broadcast_target("mse_loss", pred, target)
     diff = m.sub(pred, target)
-    return show_as(reduce("mse_loss", m.mul(diff, diff), reduction), "MseLossBackward0",
+    if weight is not None:
+        return _weighted("mse_loss", m.mul(diff, diff), pred, weight, reduction)
+    return show_as(reduce_loss("mse_loss", m.mul(diff, diff), reduction), "MseLossBackward0",
                    (pred, target))
 
 
 @public()
-def l1_loss(pred: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
-    """|pred - target|."""
+def l1_loss(pred: Tensor, target: Tensor, size_average=None, reduce=None,
+            reduction: str = "mean", weight=None) -> Tensor:
+    """|pred - target|; ``weight`` as :func:`mse_loss`'s."""
+    reduction = reduction_of("l1_loss", size_average, reduce, reduction)
     broadcast_target("l1_loss", pred, target)
-    return reduce("l1_loss", m.abs(m.sub(pred, target)), reduction)
+    if weight is not None:
+        return _weighted("l1_loss", m.abs(m.sub(pred, target)), pred, weight, reduction)
+    return reduce_loss("l1_loss", m.abs(m.sub(pred, target)), reduction)
 
 
 def _huber(pred, target, delta):
@@ -52,32 +85,42 @@ def _huber(pred, target, delta):
 
 
 @public()
-def huber_loss(pred: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0):
-    """0.5 * d**2 where |d| <= delta, else delta * (|d| - 0.5 * delta); d = pred - target."""
+def huber_loss(pred: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
+               weight=None):
+    """0.5 * d**2 where |d| <= delta, else delta * (|d| - 0.5 * delta); d = pred - target.
+    ``weight`` (pred's shape) scales each term; "mean" then divides by the count, as
+    PyTorch's (unlike mse_loss's weighted mean)."""
     broadcast_target("huber_loss", pred, target)
     delta = _positive("huber_loss", "delta", delta)
-    return show_as(reduce("huber_loss", _huber(pred, target, delta), reduction),
+    if weight is not None:
+        return _weighted("huber_loss", _huber(pred, target, delta), pred, weight, reduction,
+                         mean_over_weight=False)
+    return show_as(reduce_loss("huber_loss", _huber(pred, target, delta), reduction),
                    "HuberLossBackward0", (pred, target))
 
 
 @public()
-def smooth_l1_loss(pred: Tensor, target: Tensor, reduction: str = "mean", beta: float = 1.0):
+def smooth_l1_loss(pred: Tensor, target: Tensor, size_average=None, reduce=None,
+                   reduction: str = "mean", beta: float = 1.0):
     """0.5 d**2 / beta where |d| < beta, else |d| - 0.5 beta (huber_loss / beta; beta = 0 is
     l1_loss), as PyTorch's."""
+    reduction = reduction_of("smooth_l1_loss", size_average, reduce, reduction)
     broadcast_target("smooth_l1_loss", pred, target)
     beta = _positive("smooth_l1_loss", "beta", beta, allow_zero=True)
     if beta == 0.0:
-        return l1_loss(pred, target, reduction)
-    loss = reduce("smooth_l1_loss", m.mul(_huber(pred, target, beta), 1.0 / beta), reduction)
+        return l1_loss(pred, target, reduction=reduction)
+    loss = reduce_loss("smooth_l1_loss", m.mul(_huber(pred, target, beta), 1.0 / beta), reduction)
     return show_as(loss, "SmoothL1LossBackward0", (pred, target))
 
 
 @public()
-def kl_div(input: Tensor, target: Tensor, reduction: str = "mean", log_target: bool = False):
+def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,
+           reduction: str = "mean", log_target: bool = False):
     """KL(target || p) pointwise with ``input`` = log p: xlogy(t, t) - t input, as PyTorch
     (t log t is 0 where t = 0; a NaN or negative t gives NaN) (``log_target=True``: target
     holds log t, exp(t) (t - input)). "batchmean" divides the sum by the batch size
     input.shape[0], the true KL divergence per sample."""
+    reduction = reduction_of("kl_div", size_average, reduce, reduction)
     same_shape("kl_div", input, target)
     check_reduction("kl_div", reduction, ("batchmean",))
     if log_target:
@@ -90,7 +133,7 @@ def kl_div(input: Tensor, target: Tensor, reduction: str = "mean", log_target: b
     if reduction == "batchmean":
         batch = input.shape[0] if input.ndim else 1
         return m.div(movement.sum(per), float(batch))
-    return reduce("kl_div", per, reduction)
+    return reduce_loss("kl_div", per, reduction)
 
 
 @public()
@@ -109,9 +152,10 @@ def cosine_similarity(a: Tensor, b: Tensor, dim: int = 1, eps: float = 1e-8) -> 
 
 @public()
 def cosine_embedding_loss(a: Tensor, b: Tensor, y: Tensor, margin: float = 0.0,
-                          reduction: str = "mean") -> Tensor:
+                          size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """1 - cos(a, b) where y = 1, max(0, cos(a, b) - margin) where y = -1 (cos over dim 1,
     with PyTorch's 1e-12 in the norms)."""
+    reduction = reduction_of("cosine_embedding_loss", size_average, reduce, reduction)
     same_shape("cosine_embedding_loss", a, b)
     if not isinstance(y, Tensor):
         raise TypeError(f"cosine_embedding_loss: y must be a Tensor of 1 and -1, got "
@@ -125,4 +169,4 @@ def cosine_embedding_loss(a: Tensor, b: Tensor, y: Tensor, margin: float = 0.0,
     dissimilar = clamp(m.sub(cos, float(margin)), min=0.0)  # (PyTorch's clamp_min)
     # as PyTorch: the similar term where y == 1, the other where y == -1 (else 0)
     per = m.add(m.where(y == 1, similar, 0.0), m.where(y == -1, dissimilar, 0.0))
-    return reduce("cosine_embedding_loss", per, reduction)
+    return reduce_loss("cosine_embedding_loss", per, reduction)
