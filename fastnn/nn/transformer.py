@@ -20,6 +20,7 @@ from fastnn.nn.linear import Linear
 from fastnn.nn.lists import ModuleList
 from fastnn.nn.module import Module, tape_reverse
 from fastnn.nn.norm import LayerNorm
+from fastnn.nn.transformer_nested import nested_padding, nested_path_refusal, takes_nested_path
 from fastnn.ops import activations
 
 _ACTIVATIONS = {"relu": activations.relu, "gelu": activations.gelu}
@@ -100,8 +101,10 @@ class TransformerEncoderLayer(Module):
 class TransformerEncoder(Module):
     """``num_layers`` deep copies of ``encoder_layer`` (``layers.0``, ...), then ``norm``.
 
-    ``enable_nested_tensor`` and ``mask_check`` are PyTorch's speed options, accepted and
-    without effect here (the result does not depend on them)."""
+    ``enable_nested_tensor`` and ``mask_check`` are PyTorch's: where PyTorch's encoder
+    would run on nested tensors (eval, a ``src_key_padding_mask``, nothing to
+    differentiate), the padded frames of the output are zero before ``norm``, as there
+    (:mod:`fastnn.nn.transformer_nested`)."""
 
     def __init__(self, encoder_layer: Module, num_layers: int, norm=None,
                  enable_nested_tensor: bool = True, mask_check: bool = True):
@@ -112,12 +115,22 @@ class TransformerEncoder(Module):
         self.num_layers = integer("TransformerEncoder", "num_layers", num_layers)
         self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(self.num_layers)])
         self.norm = norm
+        self.enable_nested_tensor = bool(enable_nested_tensor)
+        self.use_nested_tensor = (self.enable_nested_tensor
+                                  and isinstance(encoder_layer, TransformerEncoderLayer)
+                                  and not nested_path_refusal(encoder_layer))
+        self.mask_check = bool(mask_check)
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+        padding, zeroed = src_key_padding_mask, None
+        if takes_nested_path(self, src, mask, padding):
+            padding, zeroed = nested_padding(padding, getattr(self, "mask_check", True))
         x = src
         for layer in self.layers:
-            x = layer(x, src_mask=mask, src_key_padding_mask=src_key_padding_mask,
+            x = layer(x, src_mask=mask, src_key_padding_mask=padding,
                       is_causal=is_causal_flag(is_causal))
+        if zeroed is not None:
+            x = x.masked_fill(zeroed.unsqueeze(-1), 0.0)
         return x if self.norm is None else self.norm(x)
 
     def reverse(self, x, grad_out, **masks):
