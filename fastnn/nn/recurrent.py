@@ -109,6 +109,11 @@ class _Recurrent(Module):
             layout = "(N, L, in)" if self.batch_first else "(L, N, in)"
             raise ValueError(f"{name}: input must be {layout} or (L, in) with in = "
                              f"input_size = {self.input_size}, got {x.shape}")
+        weight = self.weight_ih_l0
+        if not x.dtype.is_floating:  # Module.__call__ checks floating inputs only
+            raise TypeError(f"{name}: input is {x.dtype.name} but the layer's parameters are "
+                            f"{weight.dtype.name}; convert the input with "
+                            f"x.to(fnn.{weight.dtype.name})")
         length = x.shape[1 if self.batch_first and x.ndim == 3 else 0]
         if not length:
             raise ValueError(f"{name}: the input of shape {x.shape} has a sequence length of "

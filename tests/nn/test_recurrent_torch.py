@@ -152,6 +152,9 @@ def test_bad_shapes_and_options_are_refused():
         nn.GRUCell(3, 4)(fnn.randn(2, 3), fnn.randn(3, 4))
     with pytest.raises(ValueError, match="input must be"):
         nn.RNNCell(3, 4)(fnn.randn(2, 5))
+    for kind in ("RNN", "LSTM", "GRU"):  # as PyTorch refuses them, not a NumPy casting error
+        with pytest.raises(TypeError, match="input is int64 but the layer's parameters are"):
+            getattr(nn, kind)(3, 4)(fnn.zeros(5, 2, 3, dtype=fnn.int64))
 
 
 CELLS = [("RNNCell", {}), ("RNNCell", {"nonlinearity": "relu"}), ("LSTMCell", {}),
