@@ -98,9 +98,11 @@ class _Recurrent(Module):
         return [[p for p in self._weights(key) if p is not None] for key in keys]
 
     def _weights(self, key):
-        get = self._parameters.get
-        return tuple(get(f"{what}_{key}") for what in ("weight_ih", "weight_hh", "bias_ih",
-                                                        "bias_hh", "weight_hr"))
+        # NOTE: the attributes, not _parameters: as PyTorch's _flat_weights follow setattr,
+        # a script may swap a weight for a computed tensor (AWD-LSTM's WeightDrop deletes
+        # the parameter and sets dropout(raw) before each forward)
+        return tuple(getattr(self, f"{what}_{key}", None)
+                     for what in ("weight_ih", "weight_hh", "bias_ih", "bias_hh", "weight_hr"))
 
     def _check_input(self, x):
         name = type(self).__name__
