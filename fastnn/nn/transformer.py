@@ -77,21 +77,23 @@ class TransformerEncoderLayer(Module):
         self.activation = activation
         self.batch_first = bool(batch_first)
 
-    def _sa(self, x, mask, padding, is_causal):
-        out, _ = self.self_attn(x, x, x, key_padding_mask=padding, need_weights=False,
-                                attn_mask=mask, is_causal=is_causal)
+    # the blocks have PyTorch's names and arguments: a subclass that overrides them (to
+    # return the attention weights, say) changes what forward computes, as there
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+        out, _ = self.self_attn(x, x, x, key_padding_mask=key_padding_mask,
+                                need_weights=False, attn_mask=attn_mask, is_causal=is_causal)
         return self.dropout1(out)
 
-    def _ff(self, x):
+    def _ff_block(self, x):
         return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
         x = src
         if self.norm_first:
-            x = x + self._sa(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
-            return x + self._ff(self.norm2(x))
-        x = self.norm1(x + self._sa(x, src_mask, src_key_padding_mask, is_causal))
-        return self.norm2(x + self._ff(x))
+            x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
+            return x + self._ff_block(self.norm2(x))
+        x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
+        return self.norm2(x + self._ff_block(x))
 
     def reverse(self, x, grad_out, **masks):
         """dL/dsrc and dL/dparams for dL/d(output), the masks given, from the tape."""

@@ -241,3 +241,40 @@ def test_encoder_zeroes_padded_frames_where_torch_takes_its_nested_path(padding,
     with fnn.set_grad_enabled(grad):
         got = ours(fx, src_key_padding_mask=fnn.tensor(mask)).detach().numpy()
     np.testing.assert_allclose(got, expected, **TOL["float64"], equal_nan=True)
+
+
+def _weight_keeping(base):
+    """The usual recipe to get a transformer layer's attention weights: a subclass whose
+    ``_sa_block`` (PyTorch's name) asks for them and keeps them."""
+
+    class Keeping(base):
+        def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+            out, self.kept = self.self_attn(x, x, x, attn_mask=attn_mask,
+                                            key_padding_mask=key_padding_mask,
+                                            need_weights=True, average_attn_weights=False)
+            return self.dropout1(out * 0.5)
+
+        def _ff_block(self, x):
+            return super()._ff_block(x) * 2.0
+
+    return Keeping
+
+
+@pytest.mark.parametrize("kind", ["Encoder", "Decoder"])
+def test_a_subclass_overriding_the_attention_block_changes_forward(kind):
+    torch.manual_seed(0)
+    theirs = _weight_keeping(getattr(torch.nn, f"Transformer{kind}Layer"))(
+        8, 2, 16, 0.0, batch_first=True).double()
+    ours = _weight_keeping(getattr(nn, f"Transformer{kind}Layer"))(
+        8, 2, 16, 0.0, batch_first=True, dtype=fnn.float64)
+    ours.load_state_dict({k: v.numpy() for k, v in theirs.state_dict().items()})
+    x, memory = rng.standard_normal((2, 5, 8)), rng.standard_normal((2, 4, 8))
+    args_t, args_f = [torch.tensor(x)], [fnn.tensor(x)]
+    if kind == "Decoder":
+        args_t.append(torch.tensor(memory))
+        args_f.append(fnn.tensor(memory))
+    np.testing.assert_allclose(ours(*args_f).detach().numpy(), theirs(*args_t).detach().numpy(),
+                               **TOL["float64"])
+    assert ours.kept.shape == tuple(theirs.kept.shape) == (2, 2, 5, 5)
+    np.testing.assert_allclose(ours.kept.detach().numpy(), theirs.kept.detach().numpy(),
+                               **TOL["float64"])
