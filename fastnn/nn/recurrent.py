@@ -20,7 +20,14 @@ import warnings
 
 from fastnn.api.args import integer
 from fastnn.nn.module import Module, check_tensor, tape_reverse, uniform_init
-from fastnn.nn.recurrent_cells import GATES, prepare, rnn_mode, step, unsqueeze_state
+from fastnn.nn.recurrent_cells import (
+    GATES,
+    prepare,
+    reset_uniform,
+    rnn_mode,
+    step,
+    unsqueeze_state,
+)
 from fastnn.nn.utils.rnn import PackedSequence
 from fastnn.ops import autocasting, gathering, joining, movement, shaping
 from fastnn.ops import elementwise as m
@@ -86,6 +93,11 @@ class _Recurrent(Module):
     def mode(self) -> str:
         """PyTorch's name of the cell: 'RNN_TANH', 'RNN_RELU', 'LSTM' or 'GRU'."""
         return self.MODE
+
+    def reset_parameters(self) -> None:
+        """Every parameter drawn again from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)),
+        in place, as PyTorch's (the parameters a script registered on the layer too)."""
+        reset_uniform(self)
 
     def flatten_parameters(self) -> None:
         """PyTorch's cuDNN weight compaction; nothing to do here (accepted so scripts run)."""

@@ -162,10 +162,15 @@ class Transformer(Module):
             self.decoder = TransformerDecoder(
                 TransformerDecoderLayer(*layer_args, **kw), num_decoder_layers,
                 layer_norm(d_model, layer_norm_eps, bias, kw))
+        self._reset_parameters()
+        self.d_model, self.nhead, self.batch_first = d_model, nhead, bool(batch_first)
+
+    def _reset_parameters(self) -> None:
+        """PyTorch's init of a Transformer: every parameter of two or more dims
+        xavier-uniform, in place."""
         for p in self.parameters():
             if p.ndim > 1:
                 xavier_uniform_(p)
-        self.d_model, self.nhead, self.batch_first = d_model, nhead, bool(batch_first)
 
     def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None,
                 src_key_padding_mask=None, tgt_key_padding_mask=None,
