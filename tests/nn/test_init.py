@@ -406,3 +406,8 @@ def test_reset_parameters_where_torch_has_it(torch):
         assert model["ln"].weight.tolist() == [1.0] * 8 and model["ln"].bias.tolist() == [0.0] * 8
         assert model["mha"].in_proj_bias.tolist() == [0.0] * 24
     assert results["fastnn"] == results["torch"]
+    lazy = nn.LazyLinear(3)
+    lazy.reset_parameters()  # a placeholder is left for the first input, as PyTorch's
+    lazy(fnn.ones(2, 4))
+    lazy.reset_parameters()
+    assert lazy.weight.shape == (3, 4) and float(lazy.weight.abs().max()) <= 0.5
