@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 
 from fastnn.api.args import integer
+from fastnn.nn import init
 from fastnn.nn.linear import Linear
 from fastnn.nn.module import Module, Parameter, check_tensor, const_init, tape_reverse
 
@@ -94,6 +95,19 @@ class MultiheadAttention(Module):
         self.out_proj = NonDynamicallyQuantizableLinear(e, e, bias, dtype=dtype, device=device)
         if bias:
             self.out_proj.bias = const_init((e,), 0.0, "bias", dtype, device)
+
+    def _reset_parameters(self) -> None:
+        """PyTorch's reset: the input projections xavier-uniform, their bias and
+        out_proj's 0, bias_k and bias_v xavier-normal; in place."""
+        for weight in ((self.in_proj_weight,) if self._qkv_same_embed_dim else
+                       (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)):
+            init.xavier_uniform_(weight)
+        if self.in_proj_bias is not None:
+            init.zeros_(self.in_proj_bias)
+            init.zeros_(self.out_proj.bias)
+        for extra in (self.bias_k, self.bias_v):
+            if extra is not None:
+                init.xavier_normal_(extra)
 
     def _projections(self):
         """(weights, biases) of q, k and v, three of each (a bias may be None)."""

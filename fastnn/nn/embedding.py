@@ -13,6 +13,8 @@ import math
 
 from fastnn.api import dtypes
 from fastnn.api.args import integer
+from fastnn.autograd.grad_mode import no_grad
+from fastnn.nn import init
 from fastnn.nn.module import Module, Parameter, check_tensor, tape_reverse, uniform_init
 from fastnn.ops import embedding_bag as bag_ops
 from fastnn.ops import gathering
@@ -93,6 +95,16 @@ class Embedding(Module):
         return cls(*_pretrained("Embedding", embeddings), padding_idx, max_norm, norm_type,
                    scale_grad_by_freq, sparse, _weight=embeddings, _freeze=freeze)
 
+    def reset_parameters(self) -> None:
+        """Draw the weight again, in place: N(0, 1), the padding row zero (PyTorch's)."""
+        init.normal_(self.weight)
+        self._fill_padding_idx_with_zero()
+
+    def _fill_padding_idx_with_zero(self) -> None:
+        if self.padding_idx is not None:
+            with no_grad():
+                self.weight[self.padding_idx].fill_(0.0)
+
     def extra_repr(self) -> str:
         pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
         norm = "" if self.max_norm is None else f", max_norm={self.max_norm}"
@@ -130,6 +142,13 @@ class EmbeddingBag(Module):
         self.include_last_offset = bool(include_last_offset)
         self.weight = _table("EmbeddingBag", self.num_embeddings, self.embedding_dim,
                              self.padding_idx, _weight, dtype, device)
+
+    def reset_parameters(self) -> None:
+        """Draw the weight again, in place: N(0, 1), the padding row zero (PyTorch's)."""
+        Embedding.reset_parameters(self)
+
+    def _fill_padding_idx_with_zero(self) -> None:
+        Embedding._fill_padding_idx_with_zero(self)
 
     @classmethod
     def from_pretrained(cls, embeddings, freeze: bool = True, max_norm=None,

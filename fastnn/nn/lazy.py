@@ -159,6 +159,12 @@ class LazyLinear(LazyModuleMixin, Linear):
     def __init__(self, out_features: int, bias: bool = True, device=None, dtype=None):
         self._lazy_setup({"out_features": out_features, "bias": bias}, dtype, device)
 
+    def reset_parameters(self) -> None:
+        """PyTorch's: nothing while the parameters are placeholders (the first input draws
+        them), Linear's reset after."""
+        if not self.has_uninitialized_params() and self.in_features != 0:
+            super().reset_parameters()
+
     def _infer(self, x) -> int:
         if x.ndim == 0:
             raise ValueError(f"{type(self).__name__}: expected input (..., in_features), got "

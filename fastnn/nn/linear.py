@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from fastnn.api.args import flag, integer, real
 from fastnn.autograd.grad_mode import no_grad
+from fastnn.nn import init
 from fastnn.nn.module import (
     Module,
     check_grad,
@@ -70,6 +71,13 @@ class Dense(Module):
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}"
+
+    def reset_parameters(self) -> None:
+        """Draw the parameters again, in place, as at construction (PyTorch's init)."""
+        bound = fan_in_bound(self.in_features)
+        for param in (self.weight, getattr(self, "bias", None)):
+            if param is not None:
+                init.uniform_(param, -bound, bound)
 
     def forward(self, x):
         check_features(self._name(), x, self.in_features)

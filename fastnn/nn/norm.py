@@ -16,9 +16,18 @@ import math
 
 from fastnn.api.args import flag, nonnegative
 from fastnn.autograd.grad_mode import no_grad
+from fastnn.nn import init
 from fastnn.nn.linear import check_features, sum_leading
 from fastnn.nn.module import Module, check_grad, check_tensor, const_init
 from fastnn.ops import autocasting, nnops, norms
+
+
+def reset_affine(norm) -> None:
+    """A norm's ``weight`` back to 1 and ``bias`` to 0 (those it has), in place."""
+    if getattr(norm, "weight", None) is not None:
+        init.ones_(norm.weight)
+    if getattr(norm, "bias", None) is not None:
+        init.zeros_(norm.bias)
 
 
 class RMSDiv(Module):
@@ -55,6 +64,10 @@ class RMSNorm(Module):
         self.weight = None
         if self.elementwise_affine:
             self.weight = const_init(self.normalized_shape, 1.0, "connective", dtype, device)
+
+    def reset_parameters(self) -> None:
+        """weight back to 1, in place (PyTorch's)."""
+        reset_affine(self)
 
     def extra_repr(self) -> str:
         return (f"{self.normalized_shape}, eps={self.eps}, "
@@ -96,6 +109,10 @@ class LayerNorm(Module):
             self.weight = const_init(self.normalized_shape, 1.0, "connective", dtype, device)
             if with_bias:
                 self.bias = const_init(self.normalized_shape, 0.0, "bias", dtype, device)
+
+    def reset_parameters(self) -> None:
+        """weight back to 1 and bias to 0, in place (PyTorch's)."""
+        reset_affine(self)
 
     def extra_repr(self) -> str:
         return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.affine}, "

@@ -20,7 +20,14 @@ import warnings
 
 from fastnn.api.args import integer
 from fastnn.nn.module import Module, check_tensor, tape_reverse, uniform_init
-from fastnn.nn.recurrent_cells import GATES, prepare, rnn_mode, step, unsqueeze_state
+from fastnn.nn.recurrent_cells import (
+    GATES,
+    prepare,
+    reset_uniform,
+    rnn_mode,
+    step,
+    unsqueeze_state,
+)
 from fastnn.nn.utils.rnn import PackedSequence
 from fastnn.ops import autocasting, gathering, joining, movement, shaping
 from fastnn.ops import elementwise as m
@@ -87,6 +94,11 @@ class _Recurrent(Module):
         """PyTorch's name of the cell: 'RNN_TANH', 'RNN_RELU', 'LSTM' or 'GRU'."""
         return self.MODE
 
+    def reset_parameters(self) -> None:
+        """Every parameter drawn again from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)),
+        in place, as PyTorch's (the parameters a script registered on the layer too)."""
+        reset_uniform(self)
+
     def flatten_parameters(self) -> None:
         """PyTorch's cuDNN weight compaction; nothing to do here (accepted so scripts run)."""
 
@@ -98,9 +110,11 @@ class _Recurrent(Module):
         return [[p for p in self._weights(key) if p is not None] for key in keys]
 
     def _weights(self, key):
-        get = self._parameters.get
-        return tuple(get(f"{what}_{key}") for what in ("weight_ih", "weight_hh", "bias_ih",
-                                                        "bias_hh", "weight_hr"))
+        # NOTE: the attributes, not _parameters: as PyTorch's _flat_weights follow setattr,
+        # a script may swap a weight for a computed tensor (AWD-LSTM's WeightDrop deletes
+        # the parameter and sets dropout(raw) before each forward)
+        return tuple(getattr(self, f"{what}_{key}", None)
+                     for what in ("weight_ih", "weight_hh", "bias_ih", "bias_hh", "weight_hr"))
 
     def _check_input(self, x):
         name = type(self).__name__
@@ -109,6 +123,11 @@ class _Recurrent(Module):
             layout = "(N, L, in)" if self.batch_first else "(L, N, in)"
             raise ValueError(f"{name}: input must be {layout} or (L, in) with in = "
                              f"input_size = {self.input_size}, got {x.shape}")
+        weight = self.weight_ih_l0
+        if not x.dtype.is_floating:  # Module.__call__ checks floating inputs only
+            raise TypeError(f"{name}: input is {x.dtype.name} but the layer's parameters are "
+                            f"{weight.dtype.name}; convert the input with "
+                            f"x.to(fnn.{weight.dtype.name})")
         length = x.shape[1 if self.batch_first and x.ndim == 3 else 0]
         if not length:
             raise ValueError(f"{name}: the input of shape {x.shape} has a sequence length of "

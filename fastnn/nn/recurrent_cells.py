@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 
 from fastnn.api.args import integer
+from fastnn.nn import init
 from fastnn.nn.module import Module, check_tensor, tape_reverse, uniform_init
 from fastnn.ops import activations, autocasting, joining, movement, nnops
 from fastnn.ops import elementwise as m
@@ -72,6 +73,14 @@ def rnn_mode(owner: str, nonlinearity) -> str:
     return "RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU"
 
 
+def reset_uniform(layer) -> None:
+    """PyTorch's reset of a recurrent layer or cell: each of its parameters drawn from
+    U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), in place."""
+    bound = 1.0 / math.sqrt(layer.hidden_size) if layer.hidden_size > 0 else 0.0
+    for param in layer.parameters():
+        init.uniform_(param, -bound, bound)
+
+
 class _Cell(Module):
     MODE = ""
 
@@ -92,6 +101,10 @@ class _Cell(Module):
             self.bias_hh = uniform_init((rows,), bound, "bias", dtype, device)
         else:
             self.bias_ih = self.bias_hh = None
+
+    def reset_parameters(self) -> None:
+        """Every parameter drawn again, in place, as at construction (PyTorch's)."""
+        reset_uniform(self)
 
     def extra_repr(self) -> str:
         return f"{self.input_size}, {self.hidden_size}" + ("" if self.bias else ", bias=False")

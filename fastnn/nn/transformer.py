@@ -20,6 +20,7 @@ from fastnn.nn.linear import Linear
 from fastnn.nn.lists import ModuleList
 from fastnn.nn.module import Module, tape_reverse
 from fastnn.nn.norm import LayerNorm
+from fastnn.nn.transformer_nested import nested_padding, nested_path_refusal, takes_nested_path
 from fastnn.ops import activations
 
 _ACTIVATIONS = {"relu": activations.relu, "gelu": activations.gelu}
@@ -76,21 +77,23 @@ class TransformerEncoderLayer(Module):
         self.activation = activation
         self.batch_first = bool(batch_first)
 
-    def _sa(self, x, mask, padding, is_causal):
-        out, _ = self.self_attn(x, x, x, key_padding_mask=padding, need_weights=False,
-                                attn_mask=mask, is_causal=is_causal)
+    # the blocks have PyTorch's names and arguments: a subclass that overrides them (to
+    # return the attention weights, say) changes what forward computes, as there
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+        out, _ = self.self_attn(x, x, x, key_padding_mask=key_padding_mask,
+                                need_weights=False, attn_mask=attn_mask, is_causal=is_causal)
         return self.dropout1(out)
 
-    def _ff(self, x):
+    def _ff_block(self, x):
         return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
         x = src
         if self.norm_first:
-            x = x + self._sa(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
-            return x + self._ff(self.norm2(x))
-        x = self.norm1(x + self._sa(x, src_mask, src_key_padding_mask, is_causal))
-        return self.norm2(x + self._ff(x))
+            x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
+            return x + self._ff_block(self.norm2(x))
+        x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
+        return self.norm2(x + self._ff_block(x))
 
     def reverse(self, x, grad_out, **masks):
         """dL/dsrc and dL/dparams for dL/d(output), the masks given, from the tape."""
@@ -100,8 +103,10 @@ class TransformerEncoderLayer(Module):
 class TransformerEncoder(Module):
     """``num_layers`` deep copies of ``encoder_layer`` (``layers.0``, ...), then ``norm``.
 
-    ``enable_nested_tensor`` and ``mask_check`` are PyTorch's speed options, accepted and
-    without effect here (the result does not depend on them)."""
+    ``enable_nested_tensor`` and ``mask_check`` are PyTorch's: where PyTorch's encoder
+    would run on nested tensors (eval, a ``src_key_padding_mask``, nothing to
+    differentiate), the padded frames of the output are zero before ``norm``, as there
+    (:mod:`fastnn.nn.transformer_nested`)."""
 
     def __init__(self, encoder_layer: Module, num_layers: int, norm=None,
                  enable_nested_tensor: bool = True, mask_check: bool = True):
@@ -112,12 +117,22 @@ class TransformerEncoder(Module):
         self.num_layers = integer("TransformerEncoder", "num_layers", num_layers)
         self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(self.num_layers)])
         self.norm = norm
+        self.enable_nested_tensor = bool(enable_nested_tensor)
+        self.use_nested_tensor = (self.enable_nested_tensor
+                                  and isinstance(encoder_layer, TransformerEncoderLayer)
+                                  and not nested_path_refusal(encoder_layer))
+        self.mask_check = bool(mask_check)
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+        padding, zeroed = src_key_padding_mask, None
+        if takes_nested_path(self, src, mask, padding):
+            padding, zeroed = nested_padding(padding, getattr(self, "mask_check", True))
         x = src
         for layer in self.layers:
-            x = layer(x, src_mask=mask, src_key_padding_mask=src_key_padding_mask,
+            x = layer(x, src_mask=mask, src_key_padding_mask=padding,
                       is_causal=is_causal_flag(is_causal))
+        if zeroed is not None:
+            x = x.masked_fill(zeroed.unsqueeze(-1), 0.0)
         return x if self.norm is None else self.norm(x)
 
     def reverse(self, x, grad_out, **masks):

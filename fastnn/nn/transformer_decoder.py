@@ -71,17 +71,19 @@ class TransformerDecoderLayer(Module):
         self.activation = activation
         self.batch_first = bool(batch_first)
 
-    def _sa(self, x, mask, padding, is_causal):
-        out, _ = self.self_attn(x, x, x, key_padding_mask=padding, need_weights=False,
-                                attn_mask=mask, is_causal=is_causal)
+    # PyTorch's block names and arguments, so that a subclass's overrides are used
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+        out, _ = self.self_attn(x, x, x, key_padding_mask=key_padding_mask,
+                                need_weights=False, attn_mask=attn_mask, is_causal=is_causal)
         return self.dropout1(out)
 
-    def _mha(self, x, memory, mask, padding, is_causal):
-        out, _ = self.multihead_attn(x, memory, memory, key_padding_mask=padding,
-                                     need_weights=False, attn_mask=mask, is_causal=is_causal)
+    def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal=False):
+        out, _ = self.multihead_attn(x, mem, mem, key_padding_mask=key_padding_mask,
+                                     need_weights=False, attn_mask=attn_mask,
+                                     is_causal=is_causal)
         return self.dropout2(out)
 
-    def _ff(self, x):
+    def _ff_block(self, x):
         return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
     def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
@@ -90,12 +92,12 @@ class TransformerDecoderLayer(Module):
         sa = (tgt_mask, tgt_key_padding_mask, bool(tgt_is_causal))
         mha = (memory_mask, memory_key_padding_mask, bool(memory_is_causal))
         if self.norm_first:
-            x = x + self._sa(self.norm1(x), *sa)
-            x = x + self._mha(self.norm2(x), memory, *mha)
-            return x + self._ff(self.norm3(x))
-        x = self.norm1(x + self._sa(x, *sa))
-        x = self.norm2(x + self._mha(x, memory, *mha))
-        return self.norm3(x + self._ff(x))
+            x = x + self._sa_block(self.norm1(x), *sa)
+            x = x + self._mha_block(self.norm2(x), memory, *mha)
+            return x + self._ff_block(self.norm3(x))
+        x = self.norm1(x + self._sa_block(x, *sa))
+        x = self.norm2(x + self._mha_block(x, memory, *mha))
+        return self.norm3(x + self._ff_block(x))
 
     def reverse(self, x, grad_out, memory=None, **masks):
         """dL/dtgt and dL/dparams for dL/d(output), the memory (and masks) given and held
@@ -160,10 +162,15 @@ class Transformer(Module):
             self.decoder = TransformerDecoder(
                 TransformerDecoderLayer(*layer_args, **kw), num_decoder_layers,
                 layer_norm(d_model, layer_norm_eps, bias, kw))
+        self._reset_parameters()
+        self.d_model, self.nhead, self.batch_first = d_model, nhead, bool(batch_first)
+
+    def _reset_parameters(self) -> None:
+        """PyTorch's init of a Transformer: every parameter of two or more dims
+        xavier-uniform, in place."""
         for p in self.parameters():
             if p.ndim > 1:
                 xavier_uniform_(p)
-        self.d_model, self.nhead, self.batch_first = d_model, nhead, bool(batch_first)
 
     def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None,
                 src_key_padding_mask=None, tgt_key_padding_mask=None,

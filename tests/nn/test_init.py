@@ -364,3 +364,50 @@ def test_import_paths():
     import fastnn.nn.init as by_path
 
     assert by_path is init is nn.init
+
+
+def _resettable(lib):
+    layers = lib.nn
+    return layers.ModuleDict({
+        "emb": layers.Embedding(50, 8, padding_idx=1), "bag": layers.EmbeddingBag(50, 8,
+                                                                               padding_idx=2),
+        "lstm": layers.LSTM(8, 6, 2, bidirectional=True, proj_size=3), "gru": layers.GRU(8, 6),
+        "cell": layers.LSTMCell(8, 6), "ln": layers.LayerNorm(8), "rms": layers.RMSNorm(8),
+        "lin": layers.Linear(8, 4), "mha": layers.MultiheadAttention(8, 2, add_bias_kv=True),
+        "tr": layers.Transformer(8, 2, 1, 1, 16)})
+
+
+def test_reset_parameters_where_torch_has_it(torch):
+    # `for m in model.modules(): if hasattr(m, "reset_parameters"): m.reset_parameters()`
+    # re-initialises a model in PyTorch; a layer without the method was silently skipped
+    results = {}
+    for lib in (torch, fnn):
+        model = _resettable(lib)
+        with lib.no_grad():
+            for p in model.parameters():
+                p.fill_(7.0)
+        before = {name: id(p) for name, p in model.named_parameters()}
+        reset = sorted(n for n, m in model.named_modules() if hasattr(m, "reset_parameters"))
+        private = sorted(n for n, m in model.named_modules() if hasattr(m, "_reset_parameters"))
+        for module in model.modules():
+            if hasattr(module, "reset_parameters"):
+                module.reset_parameters()
+        model["tr"]._reset_parameters()
+        model["mha"]._reset_parameters()
+        params = dict(model.named_parameters())
+        assert all(id(p) == before[name] for name, p in params.items())  # in place
+        results[lib.__name__] = (reset, private,
+                                 sorted(n for n, p in params.items() if bool((p == 7.0).all())))
+        assert float(model["emb"].weight[1].abs().sum()) == 0.0  # padding rows
+        assert float(model["bag"].weight[2].abs().sum()) == 0.0
+        assert 0.8 < float(model["emb"].weight.std()) < 1.2  # N(0, 1)
+        assert float(model["lstm"].weight_hh_l0.abs().max()) <= 1 / math.sqrt(6)
+        assert float(model["lin"].weight.abs().max()) <= 1 / math.sqrt(8)
+        assert model["ln"].weight.tolist() == [1.0] * 8 and model["ln"].bias.tolist() == [0.0] * 8
+        assert model["mha"].in_proj_bias.tolist() == [0.0] * 24
+    assert results["fastnn"] == results["torch"]
+    lazy = nn.LazyLinear(3)
+    lazy.reset_parameters()  # a placeholder is left for the first input, as PyTorch's
+    lazy(fnn.ones(2, 4))
+    lazy.reset_parameters()
+    assert lazy.weight.shape == (3, 4) and float(lazy.weight.abs().max()) <= 0.5

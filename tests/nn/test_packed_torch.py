@@ -85,3 +85,28 @@ def test_packed_data_of_another_dtype_is_refused():
     packed = frnn.pack_sequence([fnn.randn(3, 2, dtype=fnn.float64)])
     with pytest.raises(TypeError, match="packed data is float64"):
         nn.GRU(2, 3)(packed)
+
+
+def test_unpack_sequence_and_packed_sequence_methods_follow_torch():
+    seqs = [rng.standard_normal((n, 3)).astype(np.float32) for n in (2, 4, 3)]
+    f_packed = frnn.pack_sequence([fnn.tensor(s) for s in seqs], enforce_sorted=False)
+    t_packed = trnn.pack_sequence([torch.tensor(s) for s in seqs], enforce_sorted=False)
+    for a, b in zip(frnn.unpack_sequence(f_packed), trnn.unpack_sequence(t_packed)):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    # PyTorch's constructor fills unsorted_indices from sorted_indices
+    rebuilt = frnn.PackedSequence(f_packed.data, f_packed.batch_sizes, f_packed.sorted_indices)
+    theirs = trnn.PackedSequence(t_packed.data, t_packed.batch_sizes, t_packed.sorted_indices)
+    assert rebuilt.unsorted_indices.tolist() == theirs.unsorted_indices.tolist()
+    assert frnn.invert_permutation(None) is None
+    perm = [2, 0, 3, 1]
+    assert (frnn.invert_permutation(fnn.tensor(perm)).tolist()
+            == trnn.invert_permutation(torch.tensor(perm)).tolist())
+    # the Tensor-like moves and casts a script calls on a packed batch
+    assert f_packed.to("cpu") is f_packed and f_packed.cpu() is f_packed
+    assert f_packed.is_cuda is t_packed.is_cuda is False
+    for cast in ("double", "float", "half", "long", "int", "short", "char", "byte"):
+        ours, theirs = getattr(f_packed, cast)(), getattr(t_packed, cast)()
+        assert ours.data.dtype.name == str(theirs.data.dtype).removeprefix("torch.")
+        assert ours.sorted_indices.tolist() == theirs.sorted_indices.tolist()
+        assert ours.batch_sizes.tolist() == theirs.batch_sizes.tolist()
+    assert f_packed.to(fnn.float64).data.dtype == fnn.float64

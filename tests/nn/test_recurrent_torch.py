@@ -152,6 +152,9 @@ def test_bad_shapes_and_options_are_refused():
         nn.GRUCell(3, 4)(fnn.randn(2, 3), fnn.randn(3, 4))
     with pytest.raises(ValueError, match="input must be"):
         nn.RNNCell(3, 4)(fnn.randn(2, 5))
+    for kind in ("RNN", "LSTM", "GRU"):  # as PyTorch refuses them, not a NumPy casting error
+        with pytest.raises(TypeError, match="input is int64 but the layer's parameters are"):
+            getattr(nn, kind)(3, 4)(fnn.zeros(5, 2, 3, dtype=fnn.int64))
 
 
 CELLS = [("RNNCell", {}), ("RNNCell", {"nonlinearity": "relu"}), ("LSTMCell", {}),
@@ -231,3 +234,45 @@ def test_all_weights_and_flatten_parameters_as_torch():
     assert [[p.shape for p in group] for group in ours.all_weights] == \
         [[tuple(p.shape) for p in group] for group in theirs.all_weights]
     assert ours.mode == "LSTM" and nn.GRU(2, 3).mode == "GRU"
+
+
+def _weight_drop(lib, layer, name):
+    """AWD-LSTM's WeightDrop: the parameter becomes ``name + '_raw'``, and before each
+    forward the layer's attribute is set to a tensor computed from it."""
+    raw = getattr(layer, name)
+    del layer._parameters[name]
+    layer.register_parameter(name + "_raw", lib.nn.Parameter(raw.data))
+    setattr(layer, name, getattr(layer, name + "_raw") * 0.5)
+
+
+@pytest.mark.filterwarnings("ignore:torch.nn.utils.weight_norm is deprecated")
+@pytest.mark.parametrize("kind", ["RNN", "LSTM", "GRU"])
+@pytest.mark.parametrize("how", ["weight_drop", "weight_norm", "orthogonal"])
+def test_a_recurrent_weight_swapped_for_a_computed_tensor_is_used(kind, how):
+    # PyTorch's layers read their weights as attributes (_flat_weights follow setattr), so
+    # WeightDrop and the weight_norm / parametrization wrappers change what they compute
+    torch.manual_seed(0)
+    theirs = getattr(torch.nn, kind)(3, 4, num_layers=2, bidirectional=True).double()
+    ours = getattr(nn, kind)(3, 4, num_layers=2, bidirectional=True, dtype=fnn.float64)
+    ours.load_state_dict({k: v.detach().numpy() for k, v in theirs.state_dict().items()})
+    for lib, layer in ((torch, theirs), (fnn, ours)):
+        if how == "weight_drop":
+            _weight_drop(lib, layer, "weight_hh_l1_reverse")
+        elif how == "weight_norm":
+            lib.nn.utils.weight_norm(layer, "weight_hh_l0")
+        else:
+            lib.nn.utils.parametrizations.orthogonal(layer, "weight_hh_l0")
+    assert sorted(n for n, _ in ours.named_parameters()) == \
+        sorted(n for n, _ in theirs.named_parameters())
+    # orthogonal's base completes a tall weight's Q with random columns: take PyTorch's
+    ours.load_state_dict({k: v.detach().numpy() for k, v in theirs.state_dict().items()})
+    x = rng.standard_normal((5, 2, 3))
+    t_out, _ = theirs(torch.tensor(x))
+    f_out, _ = ours(fnn.tensor(x))
+    np.testing.assert_allclose(f_out.detach().numpy(), t_out.detach().numpy(), **TOL["float64"])
+    t_out.pow(2).sum().backward()
+    f_out.pow(2).sum().backward()
+    t_params = dict(theirs.named_parameters())
+    for name, p in ours.named_parameters():
+        np.testing.assert_allclose(p.grad.numpy(), t_params[name].grad.numpy(), err_msg=name,
+                                   **TOL["float64"])

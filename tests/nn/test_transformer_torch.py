@@ -194,3 +194,87 @@ def test_encoder_accepts_torch_options_and_causal_detection():
                                  fnn.tensor(rng.standard_normal((5, 2, 8))), mask=mask_f)
     assert grad_x.shape == (5, 2, 8) and set(grads) == {n for n, _ in ours.named_parameters()}
     assert TOL  # the shared tolerances are the ones compare() uses
+
+
+NESTED_PADDING = {  # (N, T) = (3, 5); True: padded
+    "left_aligned": [[0, 0, 0, 1, 1], [0, 0, 0, 0, 0], [0, 1, 1, 1, 1]],
+    "a_row_all_padding": [[0, 0, 0, 1, 1], [0, 0, 0, 0, 0], [1, 1, 1, 1, 1]],
+    "not_left_aligned": [[0, 1, 0, 0, 0], [0, 0, 0, 0, 0], [0, 1, 1, 1, 1]],
+}
+
+
+@pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors")
+@pytest.mark.parametrize("padding", list(NESTED_PADDING))
+@pytest.mark.parametrize("call", ["no_grad", "frozen", "float_mask", "no_mask_check",
+                                  "src_requires_grad", "train", "norm_first", "seq_first"])
+def test_encoder_zeroes_padded_frames_where_torch_takes_its_nested_path(padding, call):
+    # PyTorch's encoder in eval with a padding mask and nothing to differentiate runs on
+    # nested tensors: the padded frames come out 0 (the final norm's bias after it)
+    if (call, padding) == ("norm_first", "a_row_all_padding"):
+        pytest.skip("PyTorch's fused eval layer gives NaN for a sequence of padding alone "
+                    "where its own training path (and fastnn) attend to nothing: 0")
+    torch.manual_seed(0)
+    layer_kw = {"dim_feedforward": 16, "dropout": 0.0, "batch_first": call != "seq_first",
+                "norm_first": call == "norm_first"}
+    theirs = torch.nn.TransformerEncoder(
+        torch.nn.TransformerEncoderLayer(8, 2, **layer_kw), 2,
+        norm=torch.nn.LayerNorm(8), mask_check=call != "no_mask_check").double()
+    ours = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, dtype=fnn.float64, **layer_kw),
+                                 2, norm=nn.LayerNorm(8, dtype=fnn.float64),
+                                 mask_check=call != "no_mask_check")
+    with torch.no_grad():
+        theirs.norm.bias.fill_(0.5)
+    ours.load_state_dict({k: v.numpy() for k, v in theirs.state_dict().items()})
+    for model in (theirs, ours):
+        model.train(call == "train")
+        model.requires_grad_(call != "frozen")
+    x = rng.standard_normal((3, 5, 8) if call != "seq_first" else (5, 3, 8))
+    mask = np.array(NESTED_PADDING[padding], bool)
+    if call == "float_mask":
+        mask = np.where(mask, -1e9, 0.0)
+    grad = call in ("frozen", "src_requires_grad")
+    tx = torch.tensor(x, requires_grad=call == "src_requires_grad")
+    fx = fnn.tensor(x, requires_grad=call == "src_requires_grad")
+    with torch.set_grad_enabled(grad):
+        expected = theirs(tx, src_key_padding_mask=torch.tensor(mask)).detach().numpy()
+    with fnn.set_grad_enabled(grad):
+        got = ours(fx, src_key_padding_mask=fnn.tensor(mask)).detach().numpy()
+    np.testing.assert_allclose(got, expected, **TOL["float64"], equal_nan=True)
+
+
+def _weight_keeping(base):
+    """The usual recipe to get a transformer layer's attention weights: a subclass whose
+    ``_sa_block`` (PyTorch's name) asks for them and keeps them."""
+
+    class Keeping(base):
+        def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+            out, self.kept = self.self_attn(x, x, x, attn_mask=attn_mask,
+                                            key_padding_mask=key_padding_mask,
+                                            need_weights=True, average_attn_weights=False)
+            return self.dropout1(out * 0.5)
+
+        def _ff_block(self, x):
+            return super()._ff_block(x) * 2.0
+
+    return Keeping
+
+
+@pytest.mark.parametrize("kind", ["Encoder", "Decoder"])
+def test_a_subclass_overriding_the_attention_block_changes_forward(kind):
+    torch.manual_seed(0)
+    theirs = _weight_keeping(getattr(torch.nn, f"Transformer{kind}Layer"))(
+        8, 2, 16, 0.0, batch_first=True).double()
+    ours = _weight_keeping(getattr(nn, f"Transformer{kind}Layer"))(
+        8, 2, 16, 0.0, batch_first=True, dtype=fnn.float64)
+    ours.load_state_dict({k: v.numpy() for k, v in theirs.state_dict().items()})
+    x, memory = rng.standard_normal((2, 5, 8)), rng.standard_normal((2, 4, 8))
+    args_t, args_f = [torch.tensor(x)], [fnn.tensor(x)]
+    if kind == "Decoder":
+        args_t.append(torch.tensor(memory))
+        args_f.append(fnn.tensor(memory))
+    np.testing.assert_allclose(ours(*args_f).detach().numpy(), theirs(*args_t).detach().numpy(),
+                               **TOL["float64"])
+    assert ours.kept.shape == tuple(theirs.kept.shape) == (2, 2, 5, 5)
+    np.testing.assert_allclose(ours.kept.detach().numpy(), theirs.kept.detach().numpy(),
+                               **TOL["float64"])

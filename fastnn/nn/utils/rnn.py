@@ -6,7 +6,8 @@ and ``batch_sizes[t]`` says how many run at frame t. RNN, LSTM and GRU take one 
 one (with h_n taken at each sequence's own last frame). :func:`pack_padded_sequence` and
 :func:`pad_packed_sequence` go from and to a padded (T, N, *) tensor, each one gather (so
 one scatter-add backward); ``sorted_indices`` / ``unsorted_indices`` carry the batch order
-when the lengths were not sorted (``enforce_sorted=False``).
+when the lengths were not sorted (``enforce_sorted=False``). As PyTorch's, a PackedSequence
+moves and casts its ``data`` with ``to``, ``cpu``, ``cuda``, ``float``, ``double`` ...
 """
 
 from __future__ import annotations
@@ -15,18 +16,89 @@ from typing import NamedTuple
 
 import numpy as np
 
-from fastnn.ops import gathering, joining, movement
+from fastnn.api.dtypes import float16, float32, float64, int8, int16, int32, int64, uint8
+from fastnn.ops import gathering, joining, movement, sorting
 from fastnn.ops.tensor import Tensor, full, tensor
 
 
-class PackedSequence(NamedTuple):
-    """(data (sum of lengths, *), batch_sizes (T,) int64 on cpu, sorted_indices,
-    unsorted_indices) as PyTorch's."""
-
+class _PackedFields(NamedTuple):
     data: Tensor
     batch_sizes: Tensor
     sorted_indices: Tensor | None = None
     unsorted_indices: Tensor | None = None
+
+
+def invert_permutation(permutation: Tensor | None) -> Tensor | None:
+    """The inverse of a 1-d permutation of indices (None stays None), as PyTorch's."""
+    if permutation is None:
+        return None
+    return sorting.argsort(permutation, 0, stable=True)
+
+
+class PackedSequence(_PackedFields):
+    """(data (sum of lengths, *), batch_sizes (T,) int64 on cpu, sorted_indices,
+    unsorted_indices) as PyTorch's; ``unsorted_indices`` defaults to the inverse of
+    ``sorted_indices``."""
+
+    __slots__ = ()
+
+    def __new__(cls, data, batch_sizes=None, sorted_indices=None, unsorted_indices=None):
+        if unsorted_indices is None:
+            unsorted_indices = invert_permutation(sorted_indices)
+        return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
+
+    def to(self, *args, **kwargs) -> PackedSequence:
+        """``data.to(*args, **kwargs)``, the indices following it to its device;
+        ``batch_sizes`` stays on the cpu. Self when ``data`` is unchanged."""
+        return self._with_data(self.data.to(*args, **kwargs))
+
+    def _with_data(self, data: Tensor) -> PackedSequence:
+        if data is self.data:
+            return self
+        def follow(indices):
+            return None if indices is None else indices.to(data.device)
+        return type(self)(data, self.batch_sizes, follow(self.sorted_indices),
+                          follow(self.unsorted_indices))
+
+    def cpu(self) -> PackedSequence:
+        return self._with_data(self.data.cpu())
+
+    def cuda(self, device=None) -> PackedSequence:
+        return self._with_data(self.data.cuda(device))
+
+    def double(self) -> PackedSequence:
+        return self.to(dtype=float64)
+
+    def float(self) -> PackedSequence:
+        return self.to(dtype=float32)
+
+    def half(self) -> PackedSequence:
+        return self.to(dtype=float16)
+
+    def long(self) -> PackedSequence:
+        return self.to(dtype=int64)
+
+    def int(self) -> PackedSequence:
+        return self.to(dtype=int32)
+
+    def short(self) -> PackedSequence:
+        return self.to(dtype=int16)
+
+    def char(self) -> PackedSequence:
+        return self.to(dtype=int8)
+
+    def byte(self) -> PackedSequence:
+        return self.to(dtype=uint8)
+
+    def pin_memory(self) -> PackedSequence:
+        return self._with_data(self.data.pin_memory())
+
+    def is_pinned(self) -> bool:
+        return self.data.is_pinned()
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.data.is_cuda
 
 
 def _host_lengths(lengths) -> np.ndarray:
@@ -139,6 +211,12 @@ def pack_sequence(sequences, enforce_sorted: bool = True) -> PackedSequence:
     lengths = [s.shape[0] for s in sequences]
     return pack_padded_sequence(pad_sequence(sequences), lengths,
                                 enforce_sorted=enforce_sorted)
+
+
+def unpack_sequence(packed_sequences: PackedSequence) -> list:
+    """The list of (L_i, *) sequences of a PackedSequence, in the batch's order."""
+    padded, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
+    return unpad_sequence(padded, lengths, batch_first=True)
 
 
 def unpad_sequence(padded_sequences: Tensor, lengths, batch_first: bool = False) -> list:
