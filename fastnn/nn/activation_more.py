@@ -8,6 +8,7 @@ from __future__ import annotations
 import numbers
 
 from fastnn.api.args import integer, real
+from fastnn.nn import init as nn_init
 from fastnn.nn.activation_classes import inplace_repr
 from fastnn.nn.module import Module, check_tensor
 from fastnn.nn.parameter import const_init
@@ -183,6 +184,10 @@ class PReLU(Module):
         self.num_parameters = integer("PReLU", "num_parameters", num_parameters)
         self.init = real("PReLU", "init", init)
         self.weight = const_init((self.num_parameters,), self.init, "other", dtype, device)
+
+    def reset_parameters(self) -> None:
+        """weight back to ``init``, in place (PyTorch's)."""
+        nn_init.constant_(self.weight, self.init)
 
     def extra_repr(self) -> str:
         return f"num_parameters={self.num_parameters}"

@@ -15,7 +15,9 @@ import numpy as np
 
 from fastnn.api import dtypes
 from fastnn.api.args import flag, integer, real
+from fastnn.nn import init
 from fastnn.nn.module import Module, buffers_kept, check_tensor, const_init
+from fastnn.nn.norm import reset_affine
 from fastnn.ops import normalization
 from fastnn.ops.storage import rebind
 from fastnn.ops.tensor import tensor
@@ -41,6 +43,19 @@ class RunningStats(Module):
         else:
             for buffer in ("running_mean", "running_var", "num_batches_tracked"):
                 self.register_buffer(buffer, None)
+
+    def reset_running_stats(self) -> None:
+        """running_mean back to 0, running_var to 1 and num_batches_tracked to 0, in place
+        (when the layer tracks them; PyTorch's)."""
+        if self.track_running_stats and self.running_mean is not None:
+            init.zeros_(self.running_mean)
+            init.ones_(self.running_var)
+            init.zeros_(self.num_batches_tracked)
+
+    def reset_parameters(self) -> None:
+        """The running statistics reset, and weight back to 1 and bias to 0 (PyTorch's)."""
+        self.reset_running_stats()
+        reset_affine(self)
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "

@@ -23,6 +23,7 @@ from fastnn.nn.module import (
     uniform_init,
     wrap,
 )
+from fastnn.nn.parameter import reset_fan_in_uniform
 from fastnn.ops import nnops
 from fastnn.ops.conv import side_padding
 
@@ -68,6 +69,10 @@ class Conv1d(Module):
         self.bias = None
         if flag("Conv1d", "bias", bias):
             self.bias = uniform_init((self.out_channels,), bound, "bias", dtype, device)
+
+    def reset_parameters(self) -> None:
+        """Draw the parameters again, in place, as at construction (PyTorch's init)."""
+        reset_fan_in_uniform(self)
 
     def extra_repr(self) -> str:
         text = (f"{self.in_channels}, {self.out_channels}, kernel_size=({self.kernel_size},), "

@@ -10,6 +10,7 @@ from __future__ import annotations
 from fastnn.api.args import flag, integer
 from fastnn.nn.conv_padding import check_mode, pad_input
 from fastnn.nn.module import Module, check_tensor, fan_in_bound, uniform_init
+from fastnn.nn.parameter import reset_fan_in_uniform
 from fastnn.ops import autocasting, conv
 
 
@@ -48,6 +49,10 @@ class Conv2d(Module):
         self.bias = None
         if flag("Conv2d", "bias", bias):
             self.bias = uniform_init((self.out_channels,), bound, "bias", dtype, device)
+
+    def reset_parameters(self) -> None:
+        """Draw the parameters again, in place, as at construction (PyTorch's init)."""
+        reset_fan_in_uniform(self)
 
     def extra_repr(self) -> str:
         text = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "

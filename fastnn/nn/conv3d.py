@@ -12,6 +12,7 @@ import math
 from fastnn.api.args import flag, integer
 from fastnn.nn.conv_padding import check_mode, pad_input
 from fastnn.nn.module import Module, check_tensor, fan_in_bound, uniform_init
+from fastnn.nn.parameter import reset_fan_in_uniform
 from fastnn.ops import autocasting, conv
 from fastnn.ops import conv3d as ops
 
@@ -45,6 +46,10 @@ class Conv3d(Module):
         self.bias = None
         if flag("Conv3d", "bias", bias):
             self.bias = uniform_init((self.out_channels,), bound, "bias", dtype, device)
+
+    def reset_parameters(self) -> None:
+        """Draw the parameters again, in place, as at construction (PyTorch's init)."""
+        reset_fan_in_uniform(self)
 
     def extra_repr(self) -> str:
         text = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "

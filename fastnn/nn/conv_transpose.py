@@ -13,6 +13,7 @@ import math
 
 from fastnn.api.args import flag, integer
 from fastnn.nn.module import Module, check_tensor, fan_in_bound, uniform_init
+from fastnn.nn.parameter import reset_fan_in_uniform
 from fastnn.ops import conv_transpose as ops
 from fastnn.ops import conv_transpose3d as ops3
 
@@ -59,6 +60,10 @@ class _ConvTranspose(Module):
         self.bias = None
         if flag(name, "bias", bias):
             self.bias = uniform_init((self.out_channels,), bound, "bias", dtype, device)
+
+    def reset_parameters(self) -> None:
+        """Draw the parameters again, in place, as at construction (PyTorch's init)."""
+        reset_fan_in_uniform(self)
 
     def extra_repr(self) -> str:
         text = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "

@@ -16,6 +16,7 @@ from fastnn.api.args import integer
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn import init
 from fastnn.nn.module import Module, Parameter, check_tensor, tape_reverse, uniform_init
+from fastnn.nn.parameter import reset_fan_in_uniform
 from fastnn.ops import embedding_bag as bag_ops
 from fastnn.ops import gathering
 from fastnn.ops.tensor import host_rng
@@ -193,6 +194,10 @@ class Bilinear(Module):
         self.weight = uniform_init(shape, bound, "connective", dtype, device)
         self.bias = (uniform_init((self.out_features,), bound, "bias", dtype, device) if bias
                      else None)
+
+    def reset_parameters(self) -> None:
+        """Draw the parameters again, in place, as at construction (PyTorch's init)."""
+        reset_fan_in_uniform(self, self.in1_features)
 
     def extra_repr(self) -> str:
         return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "

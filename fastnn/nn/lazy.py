@@ -82,6 +82,17 @@ class LazyModuleMixin:
                 setattr(self, name, UninitializedBuffer(False, b.device, b.dtype))
         object.__setattr__(self, self._lazy_dim, 0)
 
+    def reset_parameters(self) -> None:
+        """PyTorch's: nothing while the parameters are placeholders (the first input draws
+        them), the layer's own reset after."""
+        if not self.has_uninitialized_params():
+            super().reset_parameters()
+
+    def reset_running_stats(self) -> None:
+        """A lazy norm's: nothing while its buffers are placeholders, the norm's after."""
+        if not self.has_uninitialized_params():
+            super().reset_running_stats()
+
     def has_uninitialized_params(self) -> bool:
         """Whether any of this module's own parameters or buffers is still a placeholder."""
         return any(is_uninitialized(t) for t in (*self._parameters.values(),
@@ -158,12 +169,6 @@ class LazyLinear(LazyModuleMixin, Linear):
 
     def __init__(self, out_features: int, bias: bool = True, device=None, dtype=None):
         self._lazy_setup({"out_features": out_features, "bias": bias}, dtype, device)
-
-    def reset_parameters(self) -> None:
-        """PyTorch's: nothing while the parameters are placeholders (the first input draws
-        them), Linear's reset after."""
-        if not self.has_uninitialized_params() and self.in_features != 0:
-            super().reset_parameters()
 
     def _infer(self, x) -> int:
         if x.ndim == 0:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from fastnn.api.args import flag, integer, real
 from fastnn.autograd.grad_mode import no_grad
-from fastnn.nn import init
 from fastnn.nn.module import (
     Module,
     check_grad,
@@ -26,6 +25,7 @@ from fastnn.nn.module import (
     fan_in_bound,
     uniform_init,
 )
+from fastnn.nn.parameter import reset_fan_in_uniform
 from fastnn.ops import activations, autocasting, nnops
 from fastnn.ops.tensor import Tensor
 
@@ -74,10 +74,7 @@ class Dense(Module):
 
     def reset_parameters(self) -> None:
         """Draw the parameters again, in place, as at construction (PyTorch's init)."""
-        bound = fan_in_bound(self.in_features)
-        for param in (self.weight, getattr(self, "bias", None)):
-            if param is not None:
-                init.uniform_(param, -bound, bound)
+        reset_fan_in_uniform(self, self.in_features)
 
     def forward(self, x):
         check_features(self._name(), x, self.in_features)

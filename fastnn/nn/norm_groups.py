@@ -14,6 +14,7 @@ from __future__ import annotations
 from fastnn.api.args import flag, integer, nonnegative, real
 from fastnn.nn.batchnorm import RunningStats
 from fastnn.nn.module import Module, buffers_kept, check_tensor, const_init
+from fastnn.nn.norm import reset_affine
 from fastnn.ops import norms
 from fastnn.ops.shaping import squeeze, unsqueeze
 
@@ -35,6 +36,10 @@ class GroupNorm(Module):
         shape = (self.num_channels,)
         self.weight = const_init(shape, 1.0, "connective", dtype, device) if affine else None
         self.bias = const_init(shape, 0.0, "bias", dtype, device) if self._has_bias else None
+
+    def reset_parameters(self) -> None:
+        """weight back to 1 and bias to 0, in place (PyTorch's)."""
+        reset_affine(self)
 
     def extra_repr(self) -> str:
         return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "

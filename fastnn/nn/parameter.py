@@ -10,6 +10,7 @@ import numpy as np
 from fastnn.api import dtypes
 from fastnn.api.device import as_device
 from fastnn.api.dtypes import as_dtype
+from fastnn.nn import init
 from fastnn.ops.convert import host_array
 from fastnn.ops.storage import alias
 from fastnn.ops.tensor import Tensor, host_rng
@@ -134,6 +135,20 @@ def uniform_init(shape, bound: float, param_class: str, dtype, device) -> Parame
 def fan_in_bound(fan_in: int) -> float:
     """PyTorch's default bound 1/sqrt(fan_in) (kaiming-uniform with a = sqrt(5))."""
     return 1.0 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+
+
+def reset_fan_in_uniform(module, fan_in=None) -> None:
+    """The default draw of PyTorch's Linear, Bilinear and convolution layers, again and in
+    place: ``weight`` and ``bias`` (when there is one) from U(-b, b), b = 1/sqrt(fan_in)
+    (kaiming_uniform_ with a = sqrt(5)); ``fan_in`` the weight's dim 1 times its kernel
+    size unless given (Bilinear's is its in1_features)."""
+    weight = module.weight
+    if fan_in is None:
+        fan_in = math.prod(weight.shape[1:])
+    bound = fan_in_bound(fan_in)
+    for param in (weight, getattr(module, "bias", None)):
+        if param is not None:
+            init.uniform_(param, -bound, bound)
 
 
 def const_init(shape, value: float, param_class: str, dtype, device) -> Parameter:

@@ -411,3 +411,64 @@ def test_reset_parameters_where_torch_has_it(torch):
     lazy(fnn.ones(2, 4))
     lazy.reset_parameters()
     assert lazy.weight.shape == (3, 4) and float(lazy.weight.abs().max()) <= 0.5
+
+
+def _vision_resettable(lib):
+    layers = lib.nn
+    return layers.ModuleDict({
+        "c1": layers.Conv1d(6, 8, 5, groups=2), "c2": layers.Conv2d(4, 16, 3),
+        "c3": layers.Conv3d(2, 4, (1, 3, 3), bias=False), "t1": layers.ConvTranspose1d(4, 6, 3),
+        "t2": layers.ConvTranspose2d(8, 4, 4, groups=2), "t3": layers.ConvTranspose3d(2, 3, 2),
+        "bil": layers.Bilinear(5, 7, 3), "bn": layers.BatchNorm2d(6), "bn1": layers.BatchNorm1d(4),
+        "in": layers.InstanceNorm2d(6, affine=True, track_running_stats=True),
+        "gn": layers.GroupNorm(2, 6), "prelu": layers.PReLU(3, init=0.1),
+        "sync": layers.SyncBatchNorm(3)})
+
+
+def test_reset_parameters_of_the_vision_layers_as_torchs(torch):
+    """Every conv, norm, Bilinear and PReLU resets in place to PyTorch's init: the same
+    layers answer hasattr, the draws stay within PyTorch's bounds 1/sqrt(fan_in) (fan_in
+    from the weight: ConvTranspose's dim 1 is out_channels / groups; Bilinear's is
+    in1_features) and fill them, the norms and running statistics go back exactly."""
+    results = {}
+    for lib in (torch, fnn):
+        model = _vision_resettable(lib)
+        with lib.no_grad():
+            for t in [*model.parameters(), *model.buffers()]:
+                t.fill_(7)
+        before = {name: id(p) for name, p in model.named_parameters()}
+        for module in model.modules():
+            if hasattr(module, "reset_parameters"):
+                module.reset_parameters()
+        params = dict(model.named_parameters())
+        assert all(id(p) == before[name] for name, p in params.items())
+        results[lib.__name__] = (
+            sorted(n for n, m in model.named_modules() if hasattr(m, "reset_parameters")),
+            sorted(n for n, m in model.named_modules() if hasattr(m, "reset_running_stats")))
+        fans = {"c1": 3 * 5, "c2": 4 * 9, "c3": 2 * 9, "t1": 6 * 3, "t2": 2 * 16, "t3": 3 * 8,
+                "bil": 5}
+        for name, fan_in in fans.items():
+            for p in (model[name].weight, model[name].bias):
+                if p is None:
+                    continue
+                host = p.detach().numpy()
+                bound = 1 / math.sqrt(fan_in)
+                assert np.abs(host).max() <= bound, name
+                assert host.size < 24 or np.abs(host).max() > 0.5 * bound, name  # the bound's
+        for name in ("bn", "bn1", "in", "gn", "sync"):
+            assert (model[name].weight.detach().numpy() == 1).all()
+            assert (model[name].bias.detach().numpy() == 0).all()
+        for name in ("bn", "bn1", "in", "sync"):
+            assert (model[name].running_mean.numpy() == 0).all()
+            assert (model[name].running_var.numpy() == 1).all()
+            assert int(model[name].num_batches_tracked) == 0
+        np.testing.assert_allclose(model["prelu"].weight.detach().numpy(), 0.1, rtol=1e-6)
+    assert results["fastnn"] == results["torch"]
+    lazy = nn.LazyConv2d(4, 3)
+    lazy.reset_parameters()  # a placeholder: left for the first input, as PyTorch's
+    lazy(fnn.ones(1, 2, 5, 5))
+    lazy.reset_parameters()
+    assert lazy.weight.shape == (4, 2, 3, 3) and float(lazy.weight.abs().max()) <= 1 / 18 ** .5
+    lazy_bn = nn.LazyBatchNorm1d()
+    lazy_bn.reset_parameters()
+    lazy_bn.reset_running_stats()
