@@ -114,8 +114,7 @@ class ModuleDict(Module):
         setattr(self, key, _check_module("ModuleDict", key, module))
 
     def __delitem__(self, key) -> None:
-        del self._modules[key]
-        object.__delattr__(self, key)
+        del self._modules[key]  # (its attribute goes with it: fastnn.nn.members)
 
     def pop(self, key) -> Module:
         mod = self[key]

@@ -30,6 +30,7 @@ import threading
 from fastnn.api.errors import DeviceMismatchError
 from fastnn.autograd.grad_mode import enable_grad, no_grad
 from fastnn.nn.hooks import HooksMixin, call_with_hooks
+from fastnn.nn.members import Members, bind_members
 from fastnn.nn.module_state import ModuleState
 from fastnn.nn.module_tree import ModuleTree
 from fastnn.nn.parameter import (  # noqa: F401  (layers import these from here too)
@@ -143,9 +144,10 @@ class Module(HooksMixin, ModuleTree, ModuleState):
     """
 
     def __init__(self):
-        object.__setattr__(self, "_parameters", {})
-        object.__setattr__(self, "_modules", {})
-        object.__setattr__(self, "_buffers", {})
+        members = self.__dict__
+        object.__setattr__(self, "_parameters", Members(members))
+        object.__setattr__(self, "_modules", Members(members))
+        object.__setattr__(self, "_buffers", Members(members))
         object.__setattr__(self, "_non_persistent_buffers_set", set())
         object.__setattr__(self, "training", True)
         self._init_hooks()
@@ -195,11 +197,18 @@ class Module(HooksMixin, ModuleTree, ModuleState):
         object.__setattr__(self, name, value)
 
     def __delattr__(self, name):
+        member = name in self._parameters or name in self._modules or name in self._buffers
         self._parameters.pop(name, None)
         self._modules.pop(name, None)
         if self._buffers.pop(name, _MISSING) is not _MISSING:
             self._non_persistent_buffers_set.discard(name)
-        object.__delattr__(self, name)
+        if not member:  # (a member's attribute went with it)
+            object.__delattr__(self, name)
+
+    def __setstate__(self, state):
+        """A copied or unpickled module: its member dicts mirror its attributes again."""
+        self.__dict__.update(state)
+        bind_members(self.__dict__)
 
     def register_parameter(self, name: str, param) -> None:
         """Add ``param`` (a Parameter, or None) under ``name``, as ``self.name = param``."""
