@@ -42,9 +42,10 @@ class DataLoader:
 
     ``dataset`` is map-style (any object with ``__len__`` and ``__getitem__``, a PyTorch
     dataset too) or an :class:`~fastnn.data.IterableDataset`. With the loader's own order
-    (no ``sampler``), ``seed=None`` draws a seed from fastnn's host generator
-    (``fnn.manual_seed`` reproduces it), each ``iter(loader)`` is a new epoch
-    (``set_epoch`` sets which), ``shard=(rank, world_size)`` gives this rank its part, and
+    (no ``sampler``), ``seed=None`` draws each epoch's order from ``generator`` (default:
+    fastnn's host generator, ``fnn.manual_seed``) as that epoch starts, as PyTorch's
+    RandomSampler does, and ``seed=`` fixes every epoch's order; each ``iter(loader)`` is a
+    new epoch (``set_epoch`` sets which), ``shard=(rank, world_size)`` gives this rank its part, and
     :meth:`state_dict` resumes mid-epoch exactly. ``num_workers=N`` loads batches in N
     worker processes (:mod:`fastnn.data.workers`); ``pin_memory`` is accepted and does
     nothing (host arrays are already where every backend copies from).
@@ -84,12 +85,31 @@ class DataLoader:
                              f"{timeout!r}")
         self.timeout, self.worker_init_fn = float(timeout), worker_init_fn
         self.multiprocessing_context, self.generator = multiprocessing_context, generator
-        # (generator=: the seed comes from that generator, so a seeded torch.Generator
-        # gives the same orders again, as PyTorch's)
-        self.seed = (int(_rng_of(generator).integers(2**31)) if seed is None
-                     else integer("DataLoader", "seed", seed, 0))
         self.rank, self.world_size = _check_shard(shard)
+        # seed=None without a shard is PyTorch's rule: each epoch's order is drawn from
+        # ``generator`` (fastnn's host generator by default) when the epoch starts, as
+        # PyTorch's RandomSampler draws at each iter, so re-seeding it (torch.manual_seed,
+        # g.manual_seed) before an epoch gives that epoch's order again. A shard's ranks
+        # must agree on one order, so they keep one seed, drawn here.
+        self._draws = seed is None and shard is None
+        self._seed = (None if self._draws else self._draw_seed() if seed is None
+                      else integer("DataLoader", "seed", seed, 0))
+        self._seed_used = False
         self.epoch, self.position, self._resumed, self._pool = 0, 0, False, None
+
+    def _draw_seed(self) -> int:
+        return int(_rng_of(self.generator).integers(2**31))
+
+    @property
+    def seed(self) -> int:
+        """The seed of the current epoch's order (with seed=None, drawn when first needed)."""
+        if self._seed is None:
+            self._seed = self._draw_seed()
+        return self._seed
+
+    @seed.setter
+    def seed(self, value: int) -> None:
+        self._seed, self._seed_used = integer("DataLoader", "seed", value, 0), False
 
     @property
     def shard(self):
@@ -112,11 +132,15 @@ class DataLoader:
 
     def indices(self, epoch: int | None = None) -> np.ndarray:
         """The sample indices of ``epoch`` (default: the current one) in the loader's own
-        order (without a ``sampler``)."""
+        order (without a ``sampler``); with ``seed=None`` the current epoch's, whose seed
+        alone decides it."""
         epoch = self.epoch if epoch is None else integer("DataLoader", "epoch", epoch, 0)
         n = len(self.dataset)
-        order = (np.random.default_rng([self.seed, epoch]).permutation(n) if self.shuffle
-                 else np.arange(n))
+        if not self.shuffle:
+            order = np.arange(n)
+        else:
+            key = self.seed if self._draws else [self.seed, epoch]
+            order = np.random.default_rng(key).permutation(n)
         if self.world_size > 1:
             order = shard_indices(order, self.rank, self.world_size)
         return order.astype(np.int64)
@@ -129,7 +153,9 @@ class DataLoader:
     def __iter__(self):
         if self.position and not self._resumed:  # the last epoch was broken off: a new one
             self.epoch, self.position = self.epoch + 1, 0
-        self._resumed = False
+        if self._draws and self._seed_used:
+            self._seed = None  # a new epoch draws its seed when it first needs it
+        self._resumed, self._seed_used = False, True
         return self._epoch()
 
     def _tasks(self):

@@ -75,3 +75,31 @@ def test_stack_dataset():
     if torch is not None:
         ref = torch.utils.data.StackDataset(x=torch.arange(3), y=torch.arange(3) * 10)
         assert len(ref) == len(d) and int(ref[2]["y"]) == int(d[2]["y"])
+
+
+def _orders(loader_class, make_generator, reseed):
+    """Two epochs of a shuffled loader, its generator re-seeded before each (the generator
+    given to the loader, or the global one when make_generator gives None)."""
+    g = make_generator()
+    loader = loader_class(list(range(10)), batch_size=3, shuffle=True, generator=g)
+    reseed(g)
+    first = [b.tolist() for b in loader]
+    reseed(g)
+    return first, [b.tolist() for b in loader]
+
+
+@pytest.mark.parametrize("own_generator", [True, False])
+def test_reseeding_before_an_epoch_gives_its_order_again(own_generator):
+    """As PyTorch's RandomSampler, a shuffled loader draws each epoch's order from its
+    generator as the epoch starts: re-seeding the generator (or torch.manual_seed) after the
+    loader was built repeats the order (the seed was once drawn when the loader was built)."""
+    for lib, loader_class in ((fnn, DataLoader),
+                              (torch, torch and torch.utils.data.DataLoader)):
+        if lib is None:
+            continue
+        if own_generator:
+            make, reseed = lib.Generator, lambda g: g.manual_seed(7)
+        else:
+            make, reseed = (lambda: None), (lambda g, lib=lib: lib.manual_seed(7))
+        first, again = _orders(loader_class, make, reseed)
+        assert first == again and sorted(sum(first, [])) == list(range(10))
