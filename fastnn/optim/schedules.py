@@ -16,6 +16,7 @@ carries on from there, and the floating-point results are PyTorch's).
 from __future__ import annotations
 
 import math
+import warnings
 from bisect import bisect_right
 from collections import Counter
 
@@ -23,6 +24,15 @@ import numpy as np
 
 from fastnn.api.args import integer
 from fastnn.api.args import real as check_number
+
+
+def warn_epoch_deprecated() -> None:
+    """PyTorch's warning for ``scheduler.step(epoch)``, which it still honours."""
+    warnings.warn("The epoch parameter in `scheduler.step()` was not necessary and is being "
+                  "deprecated where possible. Please use `scheduler.step()` to step the "
+                  "scheduler. During the deprecation, if epoch is different from None, the "
+                  "closed form is used instead of the new chainable form, where available.",
+                  UserWarning, stacklevel=3)
 
 
 def _groups_lr(optimizer) -> list:
@@ -93,17 +103,21 @@ class LRScheduler:
         """The rates the last step set, one per parameter group."""
         return list(self._last_lr)
 
-    def step(self) -> None:
+    def step(self, epoch: int | None = None) -> None:
         """Advance one epoch (or batch: whatever the schedule counts) and set every group's
-        ``lr``; call it after ``optimizer.step()``."""
+        ``lr``; call it after ``optimizer.step()``. ``step(epoch)`` (deprecated in PyTorch,
+        with its warning) jumps to ``epoch``: the closed form where the rule has one."""
         self._step_count += 1
-        self._update_lr()
+        if epoch is not None:
+            warn_epoch_deprecated()
+            epoch = integer(type(self).__name__, "epoch", epoch, 0)
+        self._update_lr(epoch)
 
     def _update_lr(self, epoch: int | None = None) -> None:
         if epoch is None:
             self.last_epoch += 1
             values = self.get_lr()
-        else:  # SequentialLR's restart of a scheduler at a milestone: its closed form
+        else:  # step(epoch), or SequentialLR's restart at a milestone: the closed form
             self.last_epoch = epoch
             values = self._closed_form() if hasattr(self, "_closed_form") else self.get_lr()
         for group, lr in zip(self.optimizer.param_groups, values):

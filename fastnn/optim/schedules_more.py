@@ -10,7 +10,13 @@ from bisect import bisect_right
 
 from fastnn.api.args import integer
 from fastnn.api.args import real as check_number
-from fastnn.optim.schedules import LRScheduler, _check_optimizer, _groups_lr, _plain
+from fastnn.optim.schedules import (
+    LRScheduler,
+    _check_optimizer,
+    _groups_lr,
+    _plain,
+    warn_epoch_deprecated,
+)
 
 
 class SequentialLR(LRScheduler):
@@ -210,11 +216,16 @@ class ReduceLROnPlateau(LRScheduler):
             return a < (best * (1.0 - th) if self.threshold_mode == "rel" else best - th)
         return a > (best * (th + 1.0) if self.threshold_mode == "rel" else best + th)
 
-    def step(self, metrics) -> None:
+    def step(self, metrics, epoch: int | None = None) -> None:
         """Record this epoch's ``metrics`` (a number or 0-d tensor) and cut the rates when
-        it has not improved for more than ``patience`` epochs."""
+        it has not improved for more than ``patience`` epochs (``epoch``, deprecated in
+        PyTorch, sets ``last_epoch``)."""
         current = float(_plain(metrics.item() if hasattr(metrics, "item") else metrics))
-        self.last_epoch += 1
+        if epoch is None:
+            self.last_epoch += 1
+        else:
+            warn_epoch_deprecated()
+            self.last_epoch = integer("ReduceLROnPlateau", "epoch", epoch, 0)
         if self._is_better(current):
             self.best, self.num_bad_epochs = current, 0
         else:

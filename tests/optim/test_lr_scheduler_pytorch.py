@@ -70,6 +70,47 @@ def test_rates_equal_pytorchs(name):
                                rtol=1e-13, atol=0)
 
 
+# epochs passed to step(epoch): jumps forward and back, as an old script's resume does
+JUMPS = [3, 4, 4, 7, 2, 10, 11, 12, 1, 0, 13, 30]
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_step_with_an_epoch_equals_pytorchs(name):
+    """``scheduler.step(epoch)`` is deprecated in PyTorch but still honoured (with a
+    UserWarning): the closed form at that epoch where the rule has one."""
+    torch = pytest.importorskip("torch")
+    import warnings
+
+    def run(lib_sched, opt):
+        scheduler = _make(lib_sched, opt, name)
+        out = []
+        for epoch in JUMPS:
+            with pytest.warns(UserWarning, match="epoch parameter in `scheduler.step"):
+                scheduler.step(epoch)
+            out.append(scheduler.get_last_lr() + [g.get("momentum") for g in opt.param_groups])
+        return out
+
+    ours = run(sched, _two_groups(optim))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = run(torch.optim.lr_scheduler, _two_groups(torch))
+    np.testing.assert_allclose(np.array(ours, dtype=float), np.array(theirs, dtype=float),
+                               rtol=1e-13, atol=0)
+
+
+def test_plateau_step_with_an_epoch_sets_last_epoch():
+    torch = pytest.importorskip("torch")
+
+    def run(lib_sched, opt):
+        plateau = lib_sched.ReduceLROnPlateau(opt, patience=0)
+        with pytest.warns(UserWarning, match="epoch parameter"):
+            plateau.step(1.0, 5)
+        plateau.step(2.0)
+        return plateau.last_epoch, plateau.get_last_lr()
+
+    assert run(sched, _two_groups(optim)) == run(torch.optim.lr_scheduler, _two_groups(torch))
+
+
 def test_sequential_and_plateau_equal_pytorchs():
     torch = pytest.importorskip("torch")
     import warnings
