@@ -69,6 +69,10 @@ class LRScheduler:
 
     #: the attributes state_dict() saves (numbers and lists of numbers)
     STATE = ("last_epoch", "_step_count", "base_lrs", "_last_lr")
+    #: the rule's hyperparameters, saved too (PyTorch's state_dict is the scheduler's
+    #: __dict__) and restored from a state that holds them, so a scheduler built with other
+    #: arguments continues with the saved ones, as PyTorch's does
+    HYPER: tuple = ()
 
     def __init__(self, optimizer, last_epoch: int = -1):
         owner = type(self).__name__
@@ -128,9 +132,10 @@ class LRScheduler:
         self._last_lr = _groups_lr(self.optimizer)
 
     def state_dict(self) -> dict:
-        """The scheduler's position, as numbers (for ``fnn.save``)."""
+        """The scheduler's position and hyperparameters, as numbers and strings (for
+        ``fnn.save``)."""
         return {name: (list(v) if isinstance(v, (list, tuple)) else v)
-                for name in self.STATE for v in [getattr(self, name)]}
+                for name in self.STATE + self.HYPER for v in [getattr(self, name)]}
 
     def load_state_dict(self, state: dict) -> None:
         """Continue from a :meth:`state_dict` (also as ``fnn.load`` returns it)."""
@@ -144,6 +149,14 @@ class LRScheduler:
                              "scheduler?)")
         for name in self.STATE:
             setattr(self, name, _plain(state[name]))
+        for name in self.HYPER:
+            if name in state:
+                self._restore(name, state[name])
+
+    def _restore(self, name: str, value) -> None:
+        """Set hyperparameter ``name`` from a saved state (a rule whose attribute is not a
+        plain number overrides it)."""
+        setattr(self, name, _plain(value))
 
 
 class LambdaLR(LRScheduler):
@@ -181,6 +194,8 @@ def _factor(fn, epoch: int) -> float:
 class StepLR(LRScheduler):
     """Multiply the rate by ``gamma`` every ``step_size`` epochs."""
 
+    HYPER = ("step_size", "gamma")
+
     def __init__(self, optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1):
         # a real number, kept as given: the transformer tutorial passes 1.0, which PyTorch's
         # epoch arithmetic (last_epoch % step_size) takes
@@ -202,6 +217,8 @@ class StepLR(LRScheduler):
 class MultiStepLR(LRScheduler):
     """Multiply the rate by ``gamma`` at each epoch of ``milestones``."""
 
+    HYPER = ("milestones", "gamma")
+
     def __init__(self, optimizer, milestones, gamma: float = 0.1, last_epoch: int = -1):
         try:
             milestones = [integer("MultiStepLR", "milestones", m, 0) for m in milestones]
@@ -211,6 +228,11 @@ class MultiStepLR(LRScheduler):
         self.milestones = Counter(milestones)
         self.gamma = check_number("MultiStepLR", "gamma", gamma)
         super().__init__(optimizer, last_epoch)
+
+    def _restore(self, name, value):
+        if name == "milestones":  # a Counter, saved as {epoch: count} (as PyTorch's)
+            value = Counter({int(_plain(k)): int(_plain(n)) for k, n in dict(value).items()})
+        super()._restore(name, value)
 
     def get_lr(self):
         if self.last_epoch not in self.milestones:
@@ -226,6 +248,8 @@ class MultiStepLR(LRScheduler):
 
 class ExponentialLR(LRScheduler):
     """Multiply the rate by ``gamma`` every epoch."""
+
+    HYPER = ("gamma",)
 
     def __init__(self, optimizer, gamma: float, last_epoch: int = -1):
         self.gamma = check_number("ExponentialLR", "gamma", gamma)
@@ -243,6 +267,8 @@ class ExponentialLR(LRScheduler):
 class LinearLR(LRScheduler):
     """The usual warm-up: the factor goes linearly from ``start_factor`` to ``end_factor``
     over ``total_iters`` epochs, then stays."""
+
+    HYPER = ("start_factor", "end_factor", "total_iters")
 
     def __init__(self, optimizer, start_factor: float = 1.0 / 3, end_factor: float = 1.0,
                  total_iters: int = 5, last_epoch: int = -1):
@@ -270,6 +296,8 @@ class LinearLR(LRScheduler):
 class CosineAnnealingLR(LRScheduler):
     """Cosine from the initial rate down to ``eta_min`` over ``T_max`` epochs, and back up
     over the next ``T_max`` (PyTorch's recursive form: a period of 2 T_max)."""
+
+    HYPER = ("T_max", "eta_min")
 
     def __init__(self, optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1):
         self.T_max = integer("CosineAnnealingLR", "T_max", T_max, 1)

@@ -52,6 +52,8 @@ class MultiplicativeLR(LRScheduler):
 class ConstantLR(LRScheduler):
     """The rate times ``factor`` until epoch ``total_iters``, then the rate itself."""
 
+    HYPER = ("factor", "total_iters")
+
     def __init__(self, optimizer, factor: float = 1.0 / 3, total_iters: int = 5,
                  last_epoch: int = -1):
         factor = check_number("ConstantLR", "factor", factor)
@@ -76,6 +78,8 @@ class ConstantLR(LRScheduler):
 
 class PolynomialLR(LRScheduler):
     """Decay to 0 over ``total_iters`` epochs as (1 - t / total_iters) ** power."""
+
+    HYPER = ("total_iters", "power")
 
     def __init__(self, optimizer, total_iters: int = 5, power: float = 1.0,
                  last_epoch: int = -1):

@@ -193,6 +193,58 @@ def test_state_dict_round_trip_mid_run(name, tmp_path):
     np.testing.assert_array_equal(np.array(head + tail), np.array(straight))
 
 
+# (class, the saved scheduler's arguments, the arguments of the one that loads its state)
+RESTORED = [
+    ("StepLR", dict(step_size=3, gamma=0.5), dict(step_size=5, gamma=0.9)),
+    ("MultiStepLR", dict(milestones=[2, 8, 8, 12], gamma=0.5), dict(milestones=[3])),
+    ("ExponentialLR", dict(gamma=0.9), dict(gamma=0.5)),
+    ("LinearLR", dict(start_factor=0.1, total_iters=10), dict(start_factor=0.5, total_iters=3)),
+    ("CosineAnnealingLR", dict(T_max=10, eta_min=0.01), dict(T_max=30)),
+    ("ConstantLR", dict(factor=0.3, total_iters=8), dict(factor=0.5, total_iters=2)),
+    ("PolynomialLR", dict(total_iters=12, power=2.0), dict(total_iters=30)),
+    ("OneCycleLR", dict(max_lr=1.0, total_steps=30, anneal_strategy="linear"),
+     dict(max_lr=1.0, total_steps=40, pct_start=0.5)),
+    ("ReduceLROnPlateau", dict(patience=1, factor=0.5, cooldown=2), dict(patience=6)),
+]
+
+
+@pytest.mark.parametrize("cls, saved_args, new_args", RESTORED, ids=[r[0] for r in RESTORED])
+def test_load_state_dict_restores_the_saved_hyperparameters(cls, saved_args, new_args,
+                                                            tmp_path):
+    """PyTorch's scheduler state_dict is its __dict__: loading it into a scheduler built
+    with other arguments continues with the saved ones (through a checkpoint here)."""
+    torch = pytest.importorskip("torch")
+    import warnings
+
+    metrics = [1.0, 0.9, 0.95, 0.96, 0.97, 0.98] + [0.99] * 14
+
+    def run(lib, lib_sched, save):
+        opt = _two_groups(lib)
+        first = getattr(lib_sched, cls)(opt, **saved_args)
+        second_opt = _two_groups(lib)
+        second = getattr(lib_sched, cls)(second_opt, **new_args)
+        out = []
+        for t, metric in enumerate(metrics):
+            scheduler = first if t < 6 else second
+            (scheduler.step(metric) if cls == "ReduceLROnPlateau" else scheduler.step())
+            if t == 5:
+                opt_state, state = save(opt.state_dict()), save(first.state_dict())
+                second_opt.load_state_dict(opt_state)
+                second.load_state_dict(state)
+            out.append(scheduler.get_last_lr())
+        return out
+
+    def checkpoint(state):
+        fnn.save({"s": state}, tmp_path / "s.safetensors")
+        return fnn.load(tmp_path / "s.safetensors")["s"]
+
+    ours = run(optim, sched, checkpoint)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = run(torch, torch.optim.lr_scheduler, lambda state: state)
+    np.testing.assert_allclose(np.array(ours), np.array(theirs), rtol=1e-13, atol=0)
+
+
 def test_a_rate_changed_between_steps_carries_on():
     opt = _two_groups(optim)
     s = sched.ExponentialLR(opt, gamma=0.5)
