@@ -103,3 +103,37 @@ def test_reseeding_before_an_epoch_gives_its_order_again(own_generator):
             make, reseed = (lambda: None), (lambda g, lib=lib: lib.manual_seed(7))
         first, again = _orders(loader_class, make, reseed)
         assert first == again and sorted(sum(first, [])) == list(range(10))
+
+
+STRING_BATCHES = [[(1, "a"), (2, "b")], ["a", "b"], [{"s": "a"}, {"s": "b"}], [[1, "a"], [2, "b"]]]
+
+
+@pytest.mark.parametrize("samples", STRING_BATCHES)
+def test_strings_collate_as_torchs(samples):
+    """PyTorch's default_collate leaves strings as they came: a field of tuple samples is a
+    tuple of strings, the top level or a dict field a list."""
+    ours = default_collate(samples)
+    if torch is not None:
+        theirs = torch.utils.data.default_collate(samples)
+        for mine, want in zip(ours if isinstance(ours, list) else [ours],
+                              theirs if isinstance(theirs, list) else [theirs]):
+            if isinstance(want, (tuple, list, str, dict)):
+                assert type(mine) is type(want) and mine == want
+
+
+def test_batch_size_none_converts_as_torch():
+    """Without batching, a loader converts each sample as PyTorch's default_convert: a tuple
+    gives a list, NumPy scalars become 0-d tensors, strings stay."""
+    ds = TensorDataset(fnn.arange(3.0), fnn.arange(3))
+    sample = next(iter(DataLoader(ds, batch_size=None)))
+    assert type(sample) is list and sample[1].tolist() == 0
+    from fastnn.data import default_convert
+
+    converted = default_convert((np.float32(2.0), [np.int64(3), "x"]))
+    assert type(converted) is list and converted[0].shape == () and converted[1][1] == "x"
+    assert converted[1][0].dtype == fnn.int64
+    if torch is not None:
+        theirs = torch.utils.data.default_convert((np.float32(2.0), [np.int64(3), "x"]))
+        assert type(theirs) is list and theirs[0].shape == () and theirs[1][1] == "x"
+        assert type(next(iter(torch.utils.data.DataLoader(
+            torch.utils.data.TensorDataset(torch.arange(3.0)), batch_size=None)))) is list
