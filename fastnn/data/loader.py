@@ -31,7 +31,7 @@ from fastnn.api.device import get_device
 from fastnn.data.collate import default_collate, default_convert, to_device  # noqa: F401
 from fastnn.data.dataset import TensorDataset
 from fastnn.data.distributed import shard_indices, shard_size
-from fastnn.data.sampler import batched
+from fastnn.data.sampler import BatchSampler, LoaderOrder, SequentialSampler, batched
 from fastnn.data.workers import fetch, get_worker_info  # noqa: F401
 from fastnn.ops.tensor import host_rng
 
@@ -70,7 +70,7 @@ class DataLoader:
         self.batch_size = (None if batch_size is None
                            else integer("DataLoader", "batch_size", batch_size, 1))
         _check_exclusive(self, sampler, batch_sampler, shard)
-        self.sampler, self.batch_sampler = sampler, batch_sampler
+        self._sampler, self._batch_sampler = sampler, batch_sampler
         self.collate_fn, self.pin_memory = collate_fn, bool(pin_memory)
         self.pin_memory_device, self.in_order = pin_memory_device, in_order
         self.num_workers = integer("DataLoader", "num_workers", num_workers, 0)
@@ -112,19 +112,37 @@ class DataLoader:
         self._seed, self._seed_used = integer("DataLoader", "seed", value, 0), False
 
     @property
+    def sampler(self):
+        """The ``sampler=`` given, else (as PyTorch's loader) one over the loader's own order:
+        a RandomSampler when it shuffles, a SequentialSampler when not; None for an iterable
+        dataset."""
+        if self._sampler is not None or self.iterable:
+            return self._sampler
+        return LoaderOrder(self) if self.shuffle else SequentialSampler(self.dataset)
+
+    @property
+    def batch_sampler(self):
+        """The ``batch_sampler=`` given, else (as PyTorch's loader) a BatchSampler over
+        :attr:`sampler`; None without batching (``batch_size=None``) or for an iterable
+        dataset."""
+        if self._batch_sampler is not None or self.batch_size is None or self.iterable:
+            return self._batch_sampler
+        return BatchSampler(self.sampler, self.batch_size, self.drop_last)
+
+    @property
     def shard(self):
         """``(rank, world_size)``, or None for an unsharded loader."""
         return None if self.world_size == 1 else (self.rank, self.world_size)
 
     def num_samples(self) -> int:
         """Samples this loader (this rank) gives per epoch."""
-        if self.sampler is not None:
-            return len(self.sampler)
+        if self._sampler is not None:
+            return len(self._sampler)
         return shard_size(len(self.dataset), self.world_size)
 
     def __len__(self) -> int:
-        if self.batch_sampler is not None:
-            return len(self.batch_sampler)
+        if self._batch_sampler is not None:
+            return len(self._batch_sampler)
         n = self.num_samples()
         if self.batch_size is None:
             return n
@@ -163,10 +181,10 @@ class DataLoader:
         the ones already given skipped; None for an iterable dataset."""
         if self.iterable:
             return None
-        if self.batch_sampler is not None:
-            batches = iter(self.batch_sampler)
+        if self._batch_sampler is not None:
+            batches = iter(self._batch_sampler)
         else:
-            order = (iter(self.sampler) if self.sampler is not None
+            order = (iter(self._sampler) if self._sampler is not None
                      else iter(self.indices().tolist()))
             if self.batch_size is None:
                 batches = order
@@ -194,7 +212,7 @@ class DataLoader:
         tensors on ``device``; a ``collate_fn``'s result as it is."""
         if self.collate_fn is not None:
             return data
-        if self.batch_size is None and self.batch_sampler is None:
+        if self.batch_size is None and self._batch_sampler is None:
             return default_convert(data, device)
         return to_device(data, device)
 
@@ -208,7 +226,7 @@ class DataLoader:
                 except StopIteration:
                     return
                 yield self._finish(data, device)
-        batched = not (self.batch_size is None and self.batch_sampler is None)
+        batched = not (self.batch_size is None and self._batch_sampler is None)
         # a TensorDataset gathers a batch on its device in one call (not a subclass with
         # samples of its own making)
         take = (batched and self.collate_fn is None and isinstance(self.dataset, TensorDataset)

@@ -137,3 +137,24 @@ def test_batch_size_none_converts_as_torch():
         assert type(theirs) is list and theirs[0].shape == () and theirs[1][1] == "x"
         assert type(next(iter(torch.utils.data.DataLoader(
             torch.utils.data.TensorDataset(torch.arange(3.0)), batch_size=None)))) is list
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_a_loader_has_torchs_sampler_and_batch_sampler(shuffle):
+    """``loader.sampler`` and ``loader.batch_sampler`` exist without being given, as
+    PyTorch's (``len(loader.sampler)`` is the samples of an epoch), and follow the order."""
+    from fastnn.data import BatchSampler, RandomSampler, SequentialSampler
+
+    loader = DataLoader(TensorDataset(fnn.arange(10)), batch_size=3, shuffle=shuffle,
+                        drop_last=True)
+    kind = RandomSampler if shuffle else SequentialSampler
+    assert isinstance(loader.sampler, kind) and len(loader.sampler) == 10
+    assert isinstance(loader.batch_sampler, BatchSampler) and len(loader.batch_sampler) == 3
+    assert list(loader.batch_sampler) == [b[0].tolist() for b in loader]
+    assert DataLoader(TensorDataset(fnn.arange(4)), batch_size=None).batch_sampler is None
+    if torch is not None:
+        ref = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.arange(10)),
+                                          batch_size=3, shuffle=shuffle, drop_last=True)
+        theirs = torch.utils.data.RandomSampler if shuffle else torch.utils.data.SequentialSampler
+        assert isinstance(ref.sampler, theirs) and len(ref.sampler) == 10
+        assert len(ref.batch_sampler) == 3
