@@ -35,6 +35,21 @@ def warn_epoch_deprecated() -> None:
                   UserWarning, stacklevel=3)
 
 
+def _warn_if_optimizer_not_stepped(optimizer) -> None:
+    """PyTorch's warning for a first ``scheduler.step()`` before any ``optimizer.step()``
+    (the first rate of the schedule is then skipped); fastnn's optimizers record their
+    steps, another optimizer is not checked."""
+    if (getattr(type(optimizer).step, "runs_step_hooks", False)
+            and not optimizer.__dict__.get("_opt_called")):
+        warnings.warn("Detected call of `lr_scheduler.step()` before `optimizer.step()`. In "
+                      "PyTorch 1.1.0 and later, you should call them in the opposite order: "
+                      "`optimizer.step()` before `lr_scheduler.step()`.  Failure to do this "
+                      "will result in PyTorch skipping the first value of the learning rate "
+                      "schedule. See more details at "
+                      "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
+                      UserWarning, stacklevel=3)
+
+
 def _groups_lr(optimizer) -> list:
     return [group["lr"] for group in optimizer.param_groups]
 
@@ -111,6 +126,8 @@ class LRScheduler:
         """Advance one epoch (or batch: whatever the schedule counts) and set every group's
         ``lr``; call it after ``optimizer.step()``. ``step(epoch)`` (deprecated in PyTorch,
         with its warning) jumps to ``epoch``: the closed form where the rule has one."""
+        if self._step_count == 1 and not self._is_initial:
+            _warn_if_optimizer_not_stepped(self.optimizer)
         self._step_count += 1
         if epoch is not None:
             warn_epoch_deprecated()

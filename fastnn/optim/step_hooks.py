@@ -5,7 +5,8 @@ pre-hook may return ``(new_args, new_kwargs)`` for the step to take), each retur
 a handle whose ``remove()`` unregisters it. EMA and logging libraries use them.
 
 Every optimizer's ``step`` is wrapped once, when its class is made
-(:func:`with_step_hooks`): without hooks a step pays two dict lookups; a ``step`` that
+(:func:`with_step_hooks`): without hooks a step pays two dict lookups and marks itself
+taken (for the schedulers' "step before optimizer.step()" warning); a ``step`` that
 calls ``super().step()`` runs the hooks once, at the outer call."""
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ def with_step_hooks(fn):
     @functools.wraps(fn)
     def step(self, *args, **kwargs):
         own = self.__dict__
+        own["_opt_called"] = True  # (a scheduler stepped before this warns, as PyTorch's)
         pre, post = own.get("_step_pre_hooks"), own.get("_step_post_hooks")
         if not (pre or post) or own.get("_in_step"):
             return fn(self, *args, **kwargs)

@@ -283,3 +283,25 @@ def test_step_size_may_be_a_float_as_in_the_transformer_tutorial():
     got = [s.get_last_lr()[0]] + [(s.step(), s.get_last_lr()[0])[1] for _ in range(5)]
     np.testing.assert_allclose(got, [0.1 * 0.95 ** t for t in range(6)], rtol=1e-12)
     assert s.step_size == 1.0  # kept as given, as PyTorch keeps it
+
+
+@pytest.mark.parametrize("optimizer_first", [True, False])
+def test_stepping_the_scheduler_first_warns_as_torch(optimizer_first):
+    """PyTorch warns when the first scheduler.step() comes before any optimizer.step()
+    (the schedule's first rate is skipped); the usual order is silent."""
+    torch = pytest.importorskip("torch")
+    import warnings
+
+    def warned(lib):
+        opt = _two_groups(lib)
+        s = (sched if lib is optim else torch.optim.lr_scheduler).StepLR(opt, 2)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            if optimizer_first:
+                opt.step()
+            s.step()
+            opt.step()
+            s.step()
+        return ["before `optimizer.step()`" in str(w.message) for w in seen]
+
+    assert warned(optim) == warned(torch) == ([] if optimizer_first else [True])
