@@ -67,3 +67,25 @@ def test_string_keys_still_load_and_checkpoints_keep_ints(tmp_path):
     back = fnn.load(tmp_path / "c.pt")["optimizer"]
     assert list(back["state"]) == [0, 1]
     other.load_state_dict(back)
+
+
+def test_adagrad_fills_every_state_when_built_as_pytorch():
+    """PyTorch's Adagrad gives each parameter its state in the constructor (step 0, the sum
+    at initial_accumulator_value): a parameter that never had a gradient is in state_dict,
+    and opt.state[p]["sum"] is there before the first step."""
+    torch = pytest.importorskip("torch")
+    ours = [fnn.ones(3, requires_grad=True), fnn.ones(2, requires_grad=True)]
+    theirs = [torch.ones(3, requires_grad=True), torch.ones(2, requires_grad=True)]
+    opt = fnn.optim.Adagrad(ours, lr=0.1, initial_accumulator_value=0.5)
+    topt = torch.optim.Adagrad(theirs, lr=0.1, initial_accumulator_value=0.5)
+    np.testing.assert_array_equal(opt.state[ours[1]]["sum"].numpy(),
+                                  topt.state[theirs[1]]["sum"].numpy())
+    ours[0].grad, theirs[0].grad = fnn.ones(3), torch.ones(3)
+    opt.step()
+    topt.step()
+    got, want = opt.state_dict()["state"], topt.state_dict()["state"]
+    assert sorted(got) == sorted(want) == [0, 1]
+    for i in (0, 1):
+        assert float(got[i]["step"]) == float(want[i]["step"])
+        np.testing.assert_allclose(got[i]["sum"], want[i]["sum"].numpy())
+    np.testing.assert_allclose(ours[0].detach().numpy(), theirs[0].detach().numpy(), rtol=1e-6)
