@@ -16,6 +16,7 @@ carries on from there, and the floating-point results are PyTorch's).
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 from bisect import bisect_right
 from collections import Counter
@@ -77,6 +78,17 @@ def _plain(value):
     if isinstance(value, np.generic):
         return value.item()
     return value
+
+
+def _is_plain(value) -> bool:
+    """A number, string, bool or None, or a list, tuple or str-keyed dict of those."""
+    if value is None or isinstance(value, (bool, numbers.Number, str)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_is_plain(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _is_plain(v) for k, v in value.items())
+    return False
 
 
 class LRScheduler:
@@ -152,7 +164,17 @@ class LRScheduler:
         """The scheduler's position and hyperparameters, as numbers and strings (for
         ``fnn.save``)."""
         return {name: (list(v) if isinstance(v, (list, tuple)) else v)
-                for name in self.STATE + self.HYPER for v in [getattr(self, name)]}
+                for name in self.STATE + self.HYPER + self._own()
+                for v in [getattr(self, name)]}
+
+    def _own(self) -> tuple:
+        """A rule written outside fastnn (a user's warm-up subclass): its own plain attributes,
+        counters included, saved and restored too, as PyTorch's state_dict (the whole
+        __dict__) keeps them."""
+        if type(self).__module__.startswith("fastnn."):
+            return ()
+        known = {*self.STATE, *self.HYPER, "optimizer"}
+        return tuple(k for k, v in vars(self).items() if k not in known and _is_plain(v))
 
     def load_state_dict(self, state: dict) -> None:
         """Continue from a :meth:`state_dict` (also as ``fnn.load`` returns it)."""
@@ -166,7 +188,7 @@ class LRScheduler:
                              "scheduler?)")
         for name in self.STATE:
             setattr(self, name, _plain(state[name]))
-        for name in self.HYPER:
+        for name in self.HYPER + self._own():
             if name in state:
                 self._restore(name, state[name])
 

@@ -305,3 +305,52 @@ def test_stepping_the_scheduler_first_warns_as_torch(optimizer_first):
         return ["before `optimizer.step()`" in str(w.message) for w in seen]
 
     assert warned(optim) == warned(torch) == ([] if optimizer_first else [True])
+
+
+def _restarting(lib_sched):
+    """A user's schedule that keeps a counter of its own (PyTorch saves every attribute)."""
+
+    class Restarting(lib_sched.LRScheduler):
+        def __init__(self, optimizer, period):
+            self.period, self.restarts = period, 0
+            super().__init__(optimizer)
+
+        def get_lr(self):
+            if self.last_epoch and self.last_epoch % self.period == 0:
+                self.restarts += 1
+            return [b / (1 + self.restarts) * (1 - (self.last_epoch % self.period) / self.period)
+                    for b in self.base_lrs]
+
+    return Restarting
+
+
+def test_a_users_subclass_saves_its_own_attributes_as_torch(tmp_path):
+    """A subclass's own attributes (its counters, its arguments) go into state_dict and come
+    back with load_state_dict, through a checkpoint, as PyTorch's whole-__dict__ state."""
+    torch = pytest.importorskip("torch")
+    import warnings
+
+    def run(lib, lib_sched, save):
+        Restarting = _restarting(lib_sched)
+        opt = _two_groups(lib)
+        first = Restarting(opt, period=4)
+        for _ in range(9):
+            first.step()
+        second = Restarting(_two_groups(lib), period=7)
+        second.load_state_dict(save(first.state_dict()))
+        out = []
+        for _ in range(10):
+            second.step()
+            out.append(second.get_last_lr())
+        return out, second.restarts, second.period
+
+    def checkpoint(state):
+        fnn.save({"s": state}, tmp_path / "s.safetensors")
+        return fnn.load(tmp_path / "s.safetensors")["s"]
+
+    ours = run(optim, sched, checkpoint)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = run(torch, torch.optim.lr_scheduler, lambda state: state)
+    assert ours[1:] == theirs[1:]
+    np.testing.assert_allclose(np.array(ours[0]), np.array(theirs[0]), rtol=1e-13, atol=0)
