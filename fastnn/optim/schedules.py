@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import types
 import warnings
 from bisect import bisect_right
 from collections import Counter
@@ -198,7 +199,27 @@ class LRScheduler:
         setattr(self, name, _plain(value))
 
 
-class LambdaLR(LRScheduler):
+class WithLambdas:
+    """PyTorch's rule for the ``lr_lambdas`` of LambdaLR and MultiplicativeLR in a state: a
+    function is saved as None, a callable object as a copy of its ``__dict__`` (its own
+    state: a warm-up length, a counter), which load_state_dict puts back into the callable
+    this scheduler was given."""
+
+    def state_dict(self) -> dict:
+        state = super().state_dict()
+        state["lr_lambdas"] = [None if isinstance(fn, types.FunctionType)
+                               or not hasattr(fn, "__dict__") else dict(vars(fn))
+                               for fn in self.lr_lambdas]
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        for fn, saved in zip(self.lr_lambdas, state.get("lr_lambdas") or ()):
+            if isinstance(saved, dict):
+                vars(fn).update(saved)
+
+
+class LambdaLR(WithLambdas, LRScheduler):
     """lr = initial_lr * lr_lambda(epoch) (one function, or one per group)."""
 
     def __init__(self, optimizer, lr_lambda, last_epoch: int = -1):

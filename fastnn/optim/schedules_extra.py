@@ -11,7 +11,14 @@ import math
 
 from fastnn.api.args import integer
 from fastnn.api.args import real as check_number
-from fastnn.optim.schedules import LRScheduler, _check_optimizer, _factor, _groups_lr, _plain
+from fastnn.optim.schedules import (
+    LRScheduler,
+    WithLambdas,
+    _check_optimizer,
+    _factor,
+    _groups_lr,
+    _plain,
+)
 from fastnn.optim.schedules_more import ReduceLROnPlateau
 
 
@@ -26,7 +33,7 @@ def _per_group(owner: str, name: str, optimizer, value) -> list:
     return [check_number(owner, name, value)] * n
 
 
-class MultiplicativeLR(LRScheduler):
+class MultiplicativeLR(WithLambdas, LRScheduler):
     """Multiply each group's rate by ``lr_lambda(epoch)`` every epoch (one function, or one
     per group), as PyTorch's."""
 

@@ -354,3 +354,44 @@ def test_a_users_subclass_saves_its_own_attributes_as_torch(tmp_path):
         theirs = run(torch, torch.optim.lr_scheduler, lambda state: state)
     assert ours[1:] == theirs[1:]
     np.testing.assert_allclose(np.array(ours[0]), np.array(theirs[0]), rtol=1e-13, atol=0)
+
+
+class _Decay:
+    """A callable lr_lambda with state of its own, as PyTorch's docs show."""
+
+    def __init__(self, rate):
+        self.rate = rate
+
+    def __call__(self, epoch):
+        return self.rate**epoch
+
+
+@pytest.mark.parametrize("cls", ["LambdaLR", "MultiplicativeLR"])
+def test_callable_lr_lambdas_state_as_torch(cls, tmp_path):
+    """PyTorch saves a callable object's __dict__ for each lr_lambda (None for a function)
+    and puts it back into the lambda the loading scheduler holds."""
+    torch = pytest.importorskip("torch")
+    import warnings
+
+    def run(lib, lib_sched, save):
+        opt = _two_groups(lib)
+        first = getattr(lib_sched, cls)(opt, [_Decay(0.5), lambda e: 0.9])
+        for _ in range(3):
+            first.step()
+        state = save(first.state_dict())
+        second = getattr(lib_sched, cls)(_two_groups(lib), [_Decay(0.8), lambda e: 0.7])
+        second.load_state_dict(state)
+        second.step()
+        return (second.lr_lambdas[0].rate, [s is None for s in state["lr_lambdas"]],
+                second.get_last_lr())
+
+    def checkpoint(state):
+        fnn.save({"s": state}, tmp_path / "s.safetensors")
+        return fnn.load(tmp_path / "s.safetensors")["s"]
+
+    ours = run(optim, sched, checkpoint)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = run(torch, torch.optim.lr_scheduler, lambda state: state)
+    assert ours[:2] == theirs[:2] == (0.5, [False, True])
+    np.testing.assert_allclose(ours[2], theirs[2], rtol=1e-13)
