@@ -41,7 +41,12 @@ from fastnn.nn.uninitialized import is_uninitialized
 from fastnn.ops.tensor import Tensor, tensor
 from fastnn.optim.param_state import ParamState
 from fastnn.optim.state import OptimizerState, is_array
-from fastnn.optim.step_hooks import StepHooks, with_step_hooks
+from fastnn.optim.step_hooks import (
+    StepHooks,
+    with_load_hooks,
+    with_state_dict_hooks,
+    with_step_hooks,
+)
 
 L1_CLASSES = ("connective",)
 """The parameter classes minidx's ``l1`` term applies to."""
@@ -61,6 +66,10 @@ class Optimizer(StepHooks, OptimizerState):
         super().__init_subclass__(**kwargs)
         if "step" in cls.__dict__:  # its own step runs the step hooks too
             cls.step = with_step_hooks(cls.__dict__["step"])
+        if "state_dict" in cls.__dict__:  # and its own state_dict the state-dict hooks
+            cls.state_dict = with_state_dict_hooks(cls.__dict__["state_dict"])
+        if "load_state_dict" in cls.__dict__:
+            cls.load_state_dict = with_load_hooks(cls.__dict__["load_state_dict"])
 
     def __init__(self, params, defaults: dict):
         self.defaults = dict(defaults)
@@ -399,6 +408,8 @@ def _short(value) -> str:
 
 
 Optimizer.step = with_step_hooks(Optimizer.step)
+Optimizer.state_dict = with_state_dict_hooks(Optimizer.state_dict)
+Optimizer.load_state_dict = with_load_hooks(Optimizer.load_state_dict)
 
 
 def _differentiable(defaults: dict, group: dict) -> bool:
