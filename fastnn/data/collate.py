@@ -7,8 +7,9 @@ turns those arrays into tensors on the loader's device (what the main process do
 
 Samples may be arrays, fastnn or PyTorch tensors, numbers, strings, and tuples, lists,
 named tuples and dicts of those. Numbers become int64, float64 or bool tensors as in
-PyTorch; strings stay lists of strings. A tuple or list sample gives a list of batches,
-as PyTorch's (a named tuple its own type).
+PyTorch; strings stay as they came (a list at the top, a tuple as a field of tuple
+samples). A tuple or list sample gives a list of batches, as PyTorch's (a named tuple its
+own type).
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ def stack_host(samples: list, indices=None, where=""):
                 f"sample {first_i} has shape {rows[0].shape} and sample {odd_i} has "
                 f"{rows[odd].shape}{where}; pad them to one shape or use batch_size=1")
         return np.stack(rows).view(Stacked)
-    if isinstance(first, (str, bytes)):
-        return list(samples)
+    if isinstance(first, (str, bytes)):  # as PyTorch's: the samples as they came (a
+        return samples                    # field of tuple samples stays a tuple)
     if isinstance(first, collections.abc.Mapping):
         fields = {key: stack_host([s[key] for s in samples], indices,
                                   f" (field {key!r} of each sample)") for key in first}
@@ -50,7 +51,7 @@ def stack_host(samples: list, indices=None, where=""):
         if len(lengths) != 1:
             raise RuntimeError(f"DataLoader: each sample of a batch must have the same number "
                                f"of fields, got {sorted(lengths)}")
-        fields = [stack_host(list(column), indices, f" (field {k} of each sample)")
+        fields = [stack_host(column, indices, f" (field {k} of each sample)")
                   for k, column in enumerate(zip(*samples))]
         if isinstance(first, tuple) and hasattr(first, "_fields"):  # a named tuple
             return type(first)(*fields)
@@ -94,14 +95,15 @@ def default_convert(sample, device=None):
     from fastnn.api.device import as_device, get_device
 
     device = get_device() if device is None else as_device(device)
-    if isinstance(sample, np.ndarray) or _is_torch(sample):
+    if isinstance(sample, (np.ndarray, np.generic)) and sample.dtype.kind not in "OSU" or (
+            _is_torch(sample)):
         return tensor(_host(sample), device=device)
     if isinstance(sample, dict):
         return {k: default_convert(v, device) for k, v in sample.items()}
     if isinstance(sample, tuple) and hasattr(sample, "_fields"):
         return type(sample)(*(default_convert(v, device) for v in sample))
-    if isinstance(sample, (tuple, list)):
-        return type(sample)(default_convert(v, device) for v in sample)
+    if isinstance(sample, (tuple, list)):  # a tuple gives a list, as PyTorch's
+        return [default_convert(v, device) for v in sample]
     return sample
 
 

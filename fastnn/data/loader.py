@@ -31,7 +31,7 @@ from fastnn.api.device import get_device
 from fastnn.data.collate import default_collate, default_convert, to_device  # noqa: F401
 from fastnn.data.dataset import TensorDataset
 from fastnn.data.distributed import shard_indices, shard_size
-from fastnn.data.sampler import batched
+from fastnn.data.sampler import BatchSampler, LoaderOrder, SequentialSampler, batched
 from fastnn.data.workers import fetch, get_worker_info  # noqa: F401
 from fastnn.ops.tensor import host_rng
 
@@ -42,9 +42,10 @@ class DataLoader:
 
     ``dataset`` is map-style (any object with ``__len__`` and ``__getitem__``, a PyTorch
     dataset too) or an :class:`~fastnn.data.IterableDataset`. With the loader's own order
-    (no ``sampler``), ``seed=None`` draws a seed from fastnn's host generator
-    (``fnn.manual_seed`` reproduces it), each ``iter(loader)`` is a new epoch
-    (``set_epoch`` sets which), ``shard=(rank, world_size)`` gives this rank its part, and
+    (no ``sampler``), ``seed=None`` draws each epoch's order from ``generator`` (default:
+    fastnn's host generator, ``fnn.manual_seed``) as that epoch starts, as PyTorch's
+    RandomSampler does, and ``seed=`` fixes every epoch's order; each ``iter(loader)`` is a
+    new epoch (``set_epoch`` sets which), ``shard=(rank, world_size)`` gives this rank its part, and
     :meth:`state_dict` resumes mid-epoch exactly. ``num_workers=N`` loads batches in N
     worker processes (:mod:`fastnn.data.workers`); ``pin_memory`` is accepted and does
     nothing (host arrays are already where every backend copies from).
@@ -69,7 +70,7 @@ class DataLoader:
         self.batch_size = (None if batch_size is None
                            else integer("DataLoader", "batch_size", batch_size, 1))
         _check_exclusive(self, sampler, batch_sampler, shard)
-        self.sampler, self.batch_sampler = sampler, batch_sampler
+        self._sampler, self._batch_sampler = sampler, batch_sampler
         self.collate_fn, self.pin_memory = collate_fn, bool(pin_memory)
         self.pin_memory_device, self.in_order = pin_memory_device, in_order
         self.num_workers = integer("DataLoader", "num_workers", num_workers, 0)
@@ -84,12 +85,49 @@ class DataLoader:
                              f"{timeout!r}")
         self.timeout, self.worker_init_fn = float(timeout), worker_init_fn
         self.multiprocessing_context, self.generator = multiprocessing_context, generator
-        # (generator=: the seed comes from that generator, so a seeded torch.Generator
-        # gives the same orders again, as PyTorch's)
-        self.seed = (int(_rng_of(generator).integers(2**31)) if seed is None
-                     else integer("DataLoader", "seed", seed, 0))
         self.rank, self.world_size = _check_shard(shard)
+        # seed=None without a shard is PyTorch's rule: each epoch's order is drawn from
+        # ``generator`` (fastnn's host generator by default) when the epoch starts, as
+        # PyTorch's RandomSampler draws at each iter, so re-seeding it (torch.manual_seed,
+        # g.manual_seed) before an epoch gives that epoch's order again. A shard's ranks
+        # must agree on one order, so they keep one seed, drawn here.
+        self._draws = seed is None and shard is None
+        self._seed = (None if self._draws else self._draw_seed() if seed is None
+                      else integer("DataLoader", "seed", seed, 0))
+        self._seed_used = False
         self.epoch, self.position, self._resumed, self._pool = 0, 0, False, None
+
+    def _draw_seed(self) -> int:
+        return int(_rng_of(self.generator).integers(2**31))
+
+    @property
+    def seed(self) -> int:
+        """The seed of the current epoch's order (with seed=None, drawn when first needed)."""
+        if self._seed is None:
+            self._seed = self._draw_seed()
+        return self._seed
+
+    @seed.setter
+    def seed(self, value: int) -> None:
+        self._seed, self._seed_used = integer("DataLoader", "seed", value, 0), False
+
+    @property
+    def sampler(self):
+        """The ``sampler=`` given, else (as PyTorch's loader) one over the loader's own order:
+        a RandomSampler when it shuffles, a SequentialSampler when not; None for an iterable
+        dataset."""
+        if self._sampler is not None or self.iterable:
+            return self._sampler
+        return LoaderOrder(self) if self.shuffle else SequentialSampler(self.dataset)
+
+    @property
+    def batch_sampler(self):
+        """The ``batch_sampler=`` given, else (as PyTorch's loader) a BatchSampler over
+        :attr:`sampler`; None without batching (``batch_size=None``) or for an iterable
+        dataset."""
+        if self._batch_sampler is not None or self.batch_size is None or self.iterable:
+            return self._batch_sampler
+        return BatchSampler(self.sampler, self.batch_size, self.drop_last)
 
     @property
     def shard(self):
@@ -98,13 +136,13 @@ class DataLoader:
 
     def num_samples(self) -> int:
         """Samples this loader (this rank) gives per epoch."""
-        if self.sampler is not None:
-            return len(self.sampler)
+        if self._sampler is not None:
+            return len(self._sampler)
         return shard_size(len(self.dataset), self.world_size)
 
     def __len__(self) -> int:
-        if self.batch_sampler is not None:
-            return len(self.batch_sampler)
+        if self._batch_sampler is not None:
+            return len(self._batch_sampler)
         n = self.num_samples()
         if self.batch_size is None:
             return n
@@ -112,11 +150,15 @@ class DataLoader:
 
     def indices(self, epoch: int | None = None) -> np.ndarray:
         """The sample indices of ``epoch`` (default: the current one) in the loader's own
-        order (without a ``sampler``)."""
+        order (without a ``sampler``); with ``seed=None`` the current epoch's, whose seed
+        alone decides it."""
         epoch = self.epoch if epoch is None else integer("DataLoader", "epoch", epoch, 0)
         n = len(self.dataset)
-        order = (np.random.default_rng([self.seed, epoch]).permutation(n) if self.shuffle
-                 else np.arange(n))
+        if not self.shuffle:
+            order = np.arange(n)
+        else:
+            key = self.seed if self._draws else [self.seed, epoch]
+            order = np.random.default_rng(key).permutation(n)
         if self.world_size > 1:
             order = shard_indices(order, self.rank, self.world_size)
         return order.astype(np.int64)
@@ -129,7 +171,9 @@ class DataLoader:
     def __iter__(self):
         if self.position and not self._resumed:  # the last epoch was broken off: a new one
             self.epoch, self.position = self.epoch + 1, 0
-        self._resumed = False
+        if self._draws and self._seed_used:
+            self._seed = None  # a new epoch draws its seed when it first needs it
+        self._resumed, self._seed_used = False, True
         return self._epoch()
 
     def _tasks(self):
@@ -137,10 +181,10 @@ class DataLoader:
         the ones already given skipped; None for an iterable dataset."""
         if self.iterable:
             return None
-        if self.batch_sampler is not None:
-            batches = iter(self.batch_sampler)
+        if self._batch_sampler is not None:
+            batches = iter(self._batch_sampler)
         else:
-            order = (iter(self.sampler) if self.sampler is not None
+            order = (iter(self._sampler) if self._sampler is not None
                      else iter(self.indices().tolist()))
             if self.batch_size is None:
                 batches = order
@@ -168,7 +212,7 @@ class DataLoader:
         tensors on ``device``; a ``collate_fn``'s result as it is."""
         if self.collate_fn is not None:
             return data
-        if self.batch_size is None and self.batch_sampler is None:
+        if self.batch_size is None and self._batch_sampler is None:
             return default_convert(data, device)
         return to_device(data, device)
 
@@ -182,7 +226,7 @@ class DataLoader:
                 except StopIteration:
                     return
                 yield self._finish(data, device)
-        batched = not (self.batch_size is None and self.batch_sampler is None)
+        batched = not (self.batch_size is None and self._batch_sampler is None)
         # a TensorDataset gathers a batch on its device in one call (not a subclass with
         # samples of its own making)
         take = (batched and self.collate_fn is None and isinstance(self.dataset, TensorDataset)

@@ -54,6 +54,21 @@ class RandomSampler(Sampler):
         return self.num_samples
 
 
+class LoaderOrder(RandomSampler):
+    """A DataLoader's own shuffled order as its ``sampler`` attribute, where PyTorch's loader
+    holds a RandomSampler: the length, and the indices of the loader's current epoch."""
+
+    def __init__(self, loader):
+        super().__init__(loader.dataset, generator=loader.generator)
+        self.loader = loader
+
+    def __iter__(self):
+        return iter(self.loader.indices().tolist())
+
+    def __len__(self) -> int:
+        return self.loader.num_samples()
+
+
 def _draws(rng, n: int, num_samples: int, replacement: bool):
     """``num_samples`` indices below ``n``, drawn lazily a chunk at a time, as PyTorch's
     sampler draws them: an epoch of ``num_samples=int(1e10)`` (minGPT's trainer) never

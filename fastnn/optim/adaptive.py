@@ -35,12 +35,21 @@ class Adagrad(Optimizer):
                                       eps=eps, foreach=foreach, maximize=maximize,
                                       differentiable=differentiable, fused=fused,
                                       class_lr=class_lr, l1=l1, decay_classes=decay_classes))
+        # as PyTorch's, every parameter given here has its state at once (step 0, the sum at
+        # initial_accumulator_value): state_dict() and opt.state[p] hold it before a step
+        for group in self.param_groups:
+            for p in group["params"]:
+                self.state.setdefault(id(p), {}).update(self._fresh(group, p), step=0)
+                self._state_home[id(p)] = (p._device, p._dtype)
+
+    @staticmethod
+    def _fresh(group, p) -> dict:
+        start = float(group["initial_accumulator_value"])
+        return {"sum": p._device.ops.full(p.shape, start, p._dtype.name, p._device.index)}
 
     def _update(self, group, params, grads):
-        start = float(group["initial_accumulator_value"])
-
         def init(p):
-            return {"sum": p._device.ops.full(p.shape, start, p._dtype.name, p._device.index)}
+            return self._fresh(group, p)
 
         for step, items in by_step(self, params, grads, init).items():
             ps = [p for p, _, _ in items]

@@ -28,7 +28,9 @@ for a parameter left out), so the hooks need not know about classes.
 
 from __future__ import annotations
 
+import difflib
 import math
+import warnings
 
 import numpy as np
 
@@ -39,7 +41,12 @@ from fastnn.nn.uninitialized import is_uninitialized
 from fastnn.ops.tensor import Tensor, tensor
 from fastnn.optim.param_state import ParamState
 from fastnn.optim.state import OptimizerState, is_array
-from fastnn.optim.step_hooks import StepHooks, with_step_hooks
+from fastnn.optim.step_hooks import (
+    StepHooks,
+    with_load_hooks,
+    with_state_dict_hooks,
+    with_step_hooks,
+)
 
 L1_CLASSES = ("connective",)
 """The parameter classes minidx's ``l1`` term applies to."""
@@ -59,6 +66,10 @@ class Optimizer(StepHooks, OptimizerState):
         super().__init_subclass__(**kwargs)
         if "step" in cls.__dict__:  # its own step runs the step hooks too
             cls.step = with_step_hooks(cls.__dict__["step"])
+        if "state_dict" in cls.__dict__:  # and its own state_dict the state-dict hooks
+            cls.state_dict = with_state_dict_hooks(cls.__dict__["state_dict"])
+        if "load_state_dict" in cls.__dict__:
+            cls.load_state_dict = with_load_hooks(cls.__dict__["load_state_dict"])
 
     def __init__(self, params, defaults: dict):
         self.defaults = dict(defaults)
@@ -80,10 +91,8 @@ class Optimizer(StepHooks, OptimizerState):
         the rest (as PyTorch's)."""
         if not isinstance(group, dict) or "params" not in group:
             raise TypeError(f"{type(self).__name__}: a param group must be a dict with 'params'")
-        unknown = set(group) - set(self.defaults) - {"params"}
-        if unknown:
-            raise TypeError(f"{type(self).__name__}: unknown options {sorted(unknown)}; "
-                            f"a group takes {', '.join(sorted(self.defaults))}")
+        _warn_misspelt(type(self).__name__, set(group) - set(self.defaults) - _GROUP_KEYS,
+                       self.defaults)
         params = group["params"]  # one tensor alone is a group of one, as in PyTorch
         if isinstance(params, (set, frozenset)):  # refused as PyTorch refuses it
             raise TypeError(f"{type(self).__name__}: a param group's 'params' must be an "
@@ -91,6 +100,7 @@ class Optimizer(StepHooks, OptimizerState):
                             "runs, and with it which state belongs to which parameter")
         params = _param_list(type(self).__name__, "a param group's 'params'",
                              [params] if isinstance(params, Tensor) else params)
+        params, names = _split_names(type(self).__name__, params)
         seen = {id(p) for g in self.param_groups for p in g["params"]}
         for p in params:
             if is_uninitialized(p):
@@ -115,6 +125,8 @@ class Optimizer(StepHooks, OptimizerState):
                                  "given twice (in one group or in two); give each once")
             seen.add(id(p))
         full = {**self.defaults, **group, "params": params}
+        if names:
+            full["param_names"] = names
         full["class_lr"] = dict(full.get("class_lr") or {})
         self._check_hyper(full)
         self.param_groups.append(full)
@@ -321,6 +333,34 @@ def decay_classes(owner: str, value) -> tuple | None:
     return value
 
 
+# a group's keys that are no option: its parameters and (from named_parameters()) their names
+_GROUP_KEYS = {"params", "param_names"}
+
+
+def _warn_misspelt(owner: str, extra: set, options: dict) -> None:
+    """PyTorch keeps a param group's extra keys (a "name", an "initial_lr" ...), unused, and
+    so does fastnn; one spelt like an option of the rule is most likely a typo, so it warns."""
+    for key in sorted(k for k in extra if isinstance(k, str)):
+        close = difflib.get_close_matches(key, list(options), n=1, cutoff=0.85)
+        if close:
+            warnings.warn(f"{owner}: param group key {key!r} is not one of its options (did "
+                          f"you mean {close[0]!r}?); it is kept, unused, as PyTorch keeps it",
+                          stacklevel=5)  # the caller of SGD(...) and the like
+
+
+def _split_names(owner: str, params: list) -> tuple[list, list | None]:
+    """``params`` and their names when they came as ``(name, tensor)`` pairs (PyTorch's
+    ``model.named_parameters()``), else None."""
+    named = [isinstance(p, tuple) for p in params]
+    if not any(named):
+        return params, None
+    if not all(named) or not all(len(p) == 2 and isinstance(p[0], str) for p in params):
+        raise ValueError(f"{owner}: all optimizer params should be with/without names "
+                         "(model.named_parameters() gives (name, tensor) pairs); some param "
+                         "names are missing")
+    return [p for _, p in params], [name for name, _ in params]
+
+
 def _param_list(owner: str, what: str, params) -> list:
     """``params`` as a list, refusing a bare tensor and anything not iterable, as PyTorch."""
     if isinstance(params, Tensor):
@@ -368,6 +408,8 @@ def _short(value) -> str:
 
 
 Optimizer.step = with_step_hooks(Optimizer.step)
+Optimizer.state_dict = with_state_dict_hooks(Optimizer.state_dict)
+Optimizer.load_state_dict = with_load_hooks(Optimizer.load_state_dict)
 
 
 def _differentiable(defaults: dict, group: dict) -> bool:

@@ -16,7 +16,11 @@ from collections.abc import MutableMapping
 import numpy as np
 
 from fastnn.api import dtypes
-from fastnn.ops.tensor import Tensor
+from fastnn.ops.tensor import Tensor, tensor
+
+#: the counts and factors fastnn's rules keep as numbers that PyTorch's optimizers keep as
+#: 0-d float32 tensors (``state[p]["step"].item()`` works as in PyTorch)
+TENSOR_NUMBERS = ("step", "mu_product", "eta", "mu")
 
 
 def is_array(value) -> bool:
@@ -78,14 +82,29 @@ class TensorState(MutableMapping):
                 dict.__setitem__(self._table, key, found)
         return found
 
+    def _as_tensor_number(self, name) -> bool:
+        """Whether entry ``name`` is a count or factor that fastnn's own rule keeps as a
+        Python number and PyTorch's optimizers as a 0-d float32 tensor."""
+        if name not in TENSOR_NUMBERS:
+            return False
+        update = type(self._table._owner)._update
+        return update.__module__.startswith("fastnn.") and update.__qualname__ != (
+            "Optimizer._update")  # (a user's optimizer keeps what it stores)
+
     def __getitem__(self, name):
         value = self._raw()[name]
         if not is_array(value):
+            if isinstance(value, (int, float)) and self._as_tensor_number(name):
+                return tensor(float(value), dtype=dtypes.float32, device="cpu")  # (as PyTorch)
             return value
         device = self._table._owner._home(self._param)[0]
         return Tensor._make(value, dtypes.as_dtype(_dtype_name(value)), device)
 
     def __setitem__(self, name, value) -> None:
+        if self._as_tensor_number(name) and np.ndim(value) == 0:
+            number = float(value.item() if hasattr(value, "item") else value)
+            self._raw(create=True)[name] = int(number) if name == "step" else number
+            return
         if isinstance(value, Tensor):
             device, _ = self._table._owner._home(self._param)
             if value._device is not device:  # (the rules find their arrays on one device)

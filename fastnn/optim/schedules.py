@@ -16,6 +16,9 @@ carries on from there, and the floating-point results are PyTorch's).
 from __future__ import annotations
 
 import math
+import numbers
+import types
+import warnings
 from bisect import bisect_right
 from collections import Counter
 
@@ -23,6 +26,30 @@ import numpy as np
 
 from fastnn.api.args import integer
 from fastnn.api.args import real as check_number
+
+
+def warn_epoch_deprecated() -> None:
+    """PyTorch's warning for ``scheduler.step(epoch)``, which it still honours."""
+    warnings.warn("The epoch parameter in `scheduler.step()` was not necessary and is being "
+                  "deprecated where possible. Please use `scheduler.step()` to step the "
+                  "scheduler. During the deprecation, if epoch is different from None, the "
+                  "closed form is used instead of the new chainable form, where available.",
+                  UserWarning, stacklevel=3)
+
+
+def _warn_if_optimizer_not_stepped(optimizer) -> None:
+    """PyTorch's warning for a first ``scheduler.step()`` before any ``optimizer.step()``
+    (the first rate of the schedule is then skipped); fastnn's optimizers record their
+    steps, another optimizer is not checked."""
+    if (getattr(type(optimizer).step, "runs_step_hooks", False)
+            and not optimizer.__dict__.get("_opt_called")):
+        warnings.warn("Detected call of `lr_scheduler.step()` before `optimizer.step()`. In "
+                      "PyTorch 1.1.0 and later, you should call them in the opposite order: "
+                      "`optimizer.step()` before `lr_scheduler.step()`.  Failure to do this "
+                      "will result in PyTorch skipping the first value of the learning rate "
+                      "schedule. See more details at "
+                      "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
+                      UserWarning, stacklevel=3)
 
 
 def _groups_lr(optimizer) -> list:
@@ -54,11 +81,26 @@ def _plain(value):
     return value
 
 
+def _is_plain(value) -> bool:
+    """A number, string, bool or None, or a list, tuple or str-keyed dict of those."""
+    if value is None or isinstance(value, (bool, numbers.Number, str)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_is_plain(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _is_plain(v) for k, v in value.items())
+    return False
+
+
 class LRScheduler:
     """Base: a rule implements ``get_lr()`` (the rates of ``self.last_epoch``)."""
 
     #: the attributes state_dict() saves (numbers and lists of numbers)
     STATE = ("last_epoch", "_step_count", "base_lrs", "_last_lr")
+    #: the rule's hyperparameters, saved too (PyTorch's state_dict is the scheduler's
+    #: __dict__) and restored from a state that holds them, so a scheduler built with other
+    #: arguments continues with the saved ones, as PyTorch's does
+    HYPER: tuple = ()
 
     def __init__(self, optimizer, last_epoch: int = -1):
         owner = type(self).__name__
@@ -93,17 +135,23 @@ class LRScheduler:
         """The rates the last step set, one per parameter group."""
         return list(self._last_lr)
 
-    def step(self) -> None:
+    def step(self, epoch: int | None = None) -> None:
         """Advance one epoch (or batch: whatever the schedule counts) and set every group's
-        ``lr``; call it after ``optimizer.step()``."""
+        ``lr``; call it after ``optimizer.step()``. ``step(epoch)`` (deprecated in PyTorch,
+        with its warning) jumps to ``epoch``: the closed form where the rule has one."""
+        if self._step_count == 1 and not self._is_initial:
+            _warn_if_optimizer_not_stepped(self.optimizer)
         self._step_count += 1
-        self._update_lr()
+        if epoch is not None:
+            warn_epoch_deprecated()
+            epoch = integer(type(self).__name__, "epoch", epoch, 0)
+        self._update_lr(epoch)
 
     def _update_lr(self, epoch: int | None = None) -> None:
         if epoch is None:
             self.last_epoch += 1
             values = self.get_lr()
-        else:  # SequentialLR's restart of a scheduler at a milestone: its closed form
+        else:  # step(epoch), or SequentialLR's restart at a milestone: the closed form
             self.last_epoch = epoch
             values = self._closed_form() if hasattr(self, "_closed_form") else self.get_lr()
         for group, lr in zip(self.optimizer.param_groups, values):
@@ -114,9 +162,20 @@ class LRScheduler:
         self._last_lr = _groups_lr(self.optimizer)
 
     def state_dict(self) -> dict:
-        """The scheduler's position, as numbers (for ``fnn.save``)."""
+        """The scheduler's position and hyperparameters, as numbers and strings (for
+        ``fnn.save``)."""
         return {name: (list(v) if isinstance(v, (list, tuple)) else v)
-                for name in self.STATE for v in [getattr(self, name)]}
+                for name in self.STATE + self.HYPER + self._own()
+                for v in [getattr(self, name)]}
+
+    def _own(self) -> tuple:
+        """A rule written outside fastnn (a user's warm-up subclass): its own plain attributes,
+        counters included, saved and restored too, as PyTorch's state_dict (the whole
+        __dict__) keeps them."""
+        if type(self).__module__.startswith("fastnn."):
+            return ()
+        known = {*self.STATE, *self.HYPER, "optimizer"}
+        return tuple(k for k, v in vars(self).items() if k not in known and _is_plain(v))
 
     def load_state_dict(self, state: dict) -> None:
         """Continue from a :meth:`state_dict` (also as ``fnn.load`` returns it)."""
@@ -130,9 +189,37 @@ class LRScheduler:
                              "scheduler?)")
         for name in self.STATE:
             setattr(self, name, _plain(state[name]))
+        for name in self.HYPER + self._own():
+            if name in state:
+                self._restore(name, state[name])
+
+    def _restore(self, name: str, value) -> None:
+        """Set hyperparameter ``name`` from a saved state (a rule whose attribute is not a
+        plain number overrides it)."""
+        setattr(self, name, _plain(value))
 
 
-class LambdaLR(LRScheduler):
+class WithLambdas:
+    """PyTorch's rule for the ``lr_lambdas`` of LambdaLR and MultiplicativeLR in a state: a
+    function is saved as None, a callable object as a copy of its ``__dict__`` (its own
+    state: a warm-up length, a counter), which load_state_dict puts back into the callable
+    this scheduler was given."""
+
+    def state_dict(self) -> dict:
+        state = super().state_dict()
+        state["lr_lambdas"] = [None if isinstance(fn, types.FunctionType)
+                               or not hasattr(fn, "__dict__") else dict(vars(fn))
+                               for fn in self.lr_lambdas]
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        for fn, saved in zip(self.lr_lambdas, state.get("lr_lambdas") or ()):
+            if isinstance(saved, dict):
+                vars(fn).update(saved)
+
+
+class LambdaLR(WithLambdas, LRScheduler):
     """lr = initial_lr * lr_lambda(epoch) (one function, or one per group)."""
 
     def __init__(self, optimizer, lr_lambda, last_epoch: int = -1):
@@ -167,6 +254,8 @@ def _factor(fn, epoch: int) -> float:
 class StepLR(LRScheduler):
     """Multiply the rate by ``gamma`` every ``step_size`` epochs."""
 
+    HYPER = ("step_size", "gamma")
+
     def __init__(self, optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1):
         # a real number, kept as given: the transformer tutorial passes 1.0, which PyTorch's
         # epoch arithmetic (last_epoch % step_size) takes
@@ -188,6 +277,8 @@ class StepLR(LRScheduler):
 class MultiStepLR(LRScheduler):
     """Multiply the rate by ``gamma`` at each epoch of ``milestones``."""
 
+    HYPER = ("milestones", "gamma")
+
     def __init__(self, optimizer, milestones, gamma: float = 0.1, last_epoch: int = -1):
         try:
             milestones = [integer("MultiStepLR", "milestones", m, 0) for m in milestones]
@@ -197,6 +288,11 @@ class MultiStepLR(LRScheduler):
         self.milestones = Counter(milestones)
         self.gamma = check_number("MultiStepLR", "gamma", gamma)
         super().__init__(optimizer, last_epoch)
+
+    def _restore(self, name, value):
+        if name == "milestones":  # a Counter, saved as {epoch: count} (as PyTorch's)
+            value = Counter({int(_plain(k)): int(_plain(n)) for k, n in dict(value).items()})
+        super()._restore(name, value)
 
     def get_lr(self):
         if self.last_epoch not in self.milestones:
@@ -212,6 +308,8 @@ class MultiStepLR(LRScheduler):
 
 class ExponentialLR(LRScheduler):
     """Multiply the rate by ``gamma`` every epoch."""
+
+    HYPER = ("gamma",)
 
     def __init__(self, optimizer, gamma: float, last_epoch: int = -1):
         self.gamma = check_number("ExponentialLR", "gamma", gamma)
@@ -229,6 +327,8 @@ class ExponentialLR(LRScheduler):
 class LinearLR(LRScheduler):
     """The usual warm-up: the factor goes linearly from ``start_factor`` to ``end_factor``
     over ``total_iters`` epochs, then stays."""
+
+    HYPER = ("start_factor", "end_factor", "total_iters")
 
     def __init__(self, optimizer, start_factor: float = 1.0 / 3, end_factor: float = 1.0,
                  total_iters: int = 5, last_epoch: int = -1):
@@ -256,6 +356,8 @@ class LinearLR(LRScheduler):
 class CosineAnnealingLR(LRScheduler):
     """Cosine from the initial rate down to ``eta_min`` over ``T_max`` epochs, and back up
     over the next ``T_max`` (PyTorch's recursive form: a period of 2 T_max)."""
+
+    HYPER = ("T_max", "eta_min")
 
     def __init__(self, optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1):
         self.T_max = integer("CosineAnnealingLR", "T_max", T_max, 1)

@@ -11,7 +11,14 @@ import math
 
 from fastnn.api.args import integer
 from fastnn.api.args import real as check_number
-from fastnn.optim.schedules import LRScheduler, _check_optimizer, _factor, _groups_lr, _plain
+from fastnn.optim.schedules import (
+    LRScheduler,
+    WithLambdas,
+    _check_optimizer,
+    _factor,
+    _groups_lr,
+    _plain,
+)
 from fastnn.optim.schedules_more import ReduceLROnPlateau
 
 
@@ -26,7 +33,7 @@ def _per_group(owner: str, name: str, optimizer, value) -> list:
     return [check_number(owner, name, value)] * n
 
 
-class MultiplicativeLR(LRScheduler):
+class MultiplicativeLR(WithLambdas, LRScheduler):
     """Multiply each group's rate by ``lr_lambda(epoch)`` every epoch (one function, or one
     per group), as PyTorch's."""
 
@@ -52,6 +59,8 @@ class MultiplicativeLR(LRScheduler):
 class ConstantLR(LRScheduler):
     """The rate times ``factor`` until epoch ``total_iters``, then the rate itself."""
 
+    HYPER = ("factor", "total_iters")
+
     def __init__(self, optimizer, factor: float = 1.0 / 3, total_iters: int = 5,
                  last_epoch: int = -1):
         factor = check_number("ConstantLR", "factor", factor)
@@ -76,6 +85,8 @@ class ConstantLR(LRScheduler):
 
 class PolynomialLR(LRScheduler):
     """Decay to 0 over ``total_iters`` epochs as (1 - t / total_iters) ** power."""
+
+    HYPER = ("total_iters", "power")
 
     def __init__(self, optimizer, total_iters: int = 5, power: float = 1.0,
                  last_epoch: int = -1):

@@ -10,7 +10,13 @@ from bisect import bisect_right
 
 from fastnn.api.args import integer
 from fastnn.api.args import real as check_number
-from fastnn.optim.schedules import LRScheduler, _check_optimizer, _groups_lr, _plain
+from fastnn.optim.schedules import (
+    LRScheduler,
+    _check_optimizer,
+    _groups_lr,
+    _plain,
+    warn_epoch_deprecated,
+)
 
 
 class SequentialLR(LRScheduler):
@@ -18,6 +24,7 @@ class SequentialLR(LRScheduler):
     afresh (its epoch 0) at its milestone, as PyTorch's."""
 
     STATE = ("last_epoch", "_last_lr")
+    HYPER = ("_milestones",)
 
     def __init__(self, optimizer, schedulers, milestones, last_epoch: int = -1):
         _check_optimizer("SequentialLR", optimizer)
@@ -80,6 +87,8 @@ class OneCycleLR(LRScheduler):
     ``pct_start`` of ``total_steps``, then down to initial_lr / final_div_factor (cos or
     linear); momentum (or Adam's beta1) cycles between max_momentum and base_momentum."""
 
+    HYPER = ("total_steps", "anneal_strategy", "cycle_momentum", "use_beta1", "_phases")
+
     def __init__(self, optimizer, max_lr, total_steps=None, epochs=None, steps_per_epoch=None,
                  pct_start: float = 0.3, anneal_strategy: str = "cos",
                  cycle_momentum: bool = True, base_momentum=0.85, max_momentum=0.95,
@@ -119,7 +128,7 @@ class OneCycleLR(LRScheduler):
                 group["initial_lr"] = top / div_factor
                 group["max_lr"] = top
                 group["min_lr"] = group["initial_lr"] / final_div_factor
-        self.cycle_momentum = bool(cycle_momentum)
+        self.cycle_momentum, self.use_beta1 = bool(cycle_momentum), False
         if self.cycle_momentum:
             groups = optimizer.param_groups
             self.use_beta1 = "betas" in groups[0]
@@ -178,6 +187,7 @@ class ReduceLROnPlateau(LRScheduler):
     ``patience`` epochs (PyTorch's rule, thresholds and cooldown included)."""
 
     STATE = ("last_epoch", "_last_lr", "best", "num_bad_epochs", "cooldown_counter", "min_lrs")
+    HYPER = ("factor", "patience", "cooldown", "threshold", "eps", "mode", "threshold_mode")
 
     def __init__(self, optimizer, mode: str = "min", factor: float = 0.1, patience: int = 10,
                  threshold: float = 1e-4, threshold_mode: str = "rel", cooldown: int = 0,
@@ -210,11 +220,16 @@ class ReduceLROnPlateau(LRScheduler):
             return a < (best * (1.0 - th) if self.threshold_mode == "rel" else best - th)
         return a > (best * (th + 1.0) if self.threshold_mode == "rel" else best + th)
 
-    def step(self, metrics) -> None:
+    def step(self, metrics, epoch: int | None = None) -> None:
         """Record this epoch's ``metrics`` (a number or 0-d tensor) and cut the rates when
-        it has not improved for more than ``patience`` epochs."""
+        it has not improved for more than ``patience`` epochs (``epoch``, deprecated in
+        PyTorch, sets ``last_epoch``)."""
         current = float(_plain(metrics.item() if hasattr(metrics, "item") else metrics))
-        self.last_epoch += 1
+        if epoch is None:
+            self.last_epoch += 1
+        else:
+            warn_epoch_deprecated()
+            self.last_epoch = integer("ReduceLROnPlateau", "epoch", epoch, 0)
         if self._is_better(current):
             self.best, self.num_bad_epochs = current, 0
         else:

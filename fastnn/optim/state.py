@@ -112,7 +112,8 @@ class OptimizerState:
             entry = dict(group)
             for k, v in saved.items():
                 if k != "params":
-                    entry[k] = dict(v) if isinstance(v, dict) else as_number(v)
+                    entry[k] = (dict(v) if isinstance(v, dict) else list(v)
+                                if k == "param_names" else as_number(v))
             self._check_hyper(entry)  # a bad saved value fails here, before anything changes
             merged.append(entry)
         params = self._all_params()

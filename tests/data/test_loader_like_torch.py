@@ -75,3 +75,86 @@ def test_stack_dataset():
     if torch is not None:
         ref = torch.utils.data.StackDataset(x=torch.arange(3), y=torch.arange(3) * 10)
         assert len(ref) == len(d) and int(ref[2]["y"]) == int(d[2]["y"])
+
+
+def _orders(loader_class, make_generator, reseed):
+    """Two epochs of a shuffled loader, its generator re-seeded before each (the generator
+    given to the loader, or the global one when make_generator gives None)."""
+    g = make_generator()
+    loader = loader_class(list(range(10)), batch_size=3, shuffle=True, generator=g)
+    reseed(g)
+    first = [b.tolist() for b in loader]
+    reseed(g)
+    return first, [b.tolist() for b in loader]
+
+
+@pytest.mark.parametrize("own_generator", [True, False])
+def test_reseeding_before_an_epoch_gives_its_order_again(own_generator):
+    """As PyTorch's RandomSampler, a shuffled loader draws each epoch's order from its
+    generator as the epoch starts: re-seeding the generator (or torch.manual_seed) after the
+    loader was built repeats the order (the seed was once drawn when the loader was built)."""
+    for lib, loader_class in ((fnn, DataLoader),
+                              (torch, torch and torch.utils.data.DataLoader)):
+        if lib is None:
+            continue
+        if own_generator:
+            make, reseed = lib.Generator, lambda g: g.manual_seed(7)
+        else:
+            make, reseed = (lambda: None), (lambda g, lib=lib: lib.manual_seed(7))
+        first, again = _orders(loader_class, make, reseed)
+        assert first == again and sorted(sum(first, [])) == list(range(10))
+
+
+STRING_BATCHES = [[(1, "a"), (2, "b")], ["a", "b"], [{"s": "a"}, {"s": "b"}], [[1, "a"], [2, "b"]]]
+
+
+@pytest.mark.parametrize("samples", STRING_BATCHES)
+def test_strings_collate_as_torchs(samples):
+    """PyTorch's default_collate leaves strings as they came: a field of tuple samples is a
+    tuple of strings, the top level or a dict field a list."""
+    ours = default_collate(samples)
+    if torch is not None:
+        theirs = torch.utils.data.default_collate(samples)
+        for mine, want in zip(ours if isinstance(ours, list) else [ours],
+                              theirs if isinstance(theirs, list) else [theirs]):
+            if isinstance(want, (tuple, list, str, dict)):
+                assert type(mine) is type(want) and mine == want
+
+
+def test_batch_size_none_converts_as_torch():
+    """Without batching, a loader converts each sample as PyTorch's default_convert: a tuple
+    gives a list, NumPy scalars become 0-d tensors, strings stay."""
+    ds = TensorDataset(fnn.arange(3.0), fnn.arange(3))
+    sample = next(iter(DataLoader(ds, batch_size=None)))
+    assert type(sample) is list and sample[1].tolist() == 0
+    from fastnn.data import default_convert
+
+    converted = default_convert((np.float32(2.0), [np.int64(3), "x"]))
+    assert type(converted) is list and converted[0].shape == () and converted[1][1] == "x"
+    assert converted[1][0].dtype == fnn.int64
+    if torch is not None:
+        theirs = torch.utils.data.default_convert((np.float32(2.0), [np.int64(3), "x"]))
+        assert type(theirs) is list and theirs[0].shape == () and theirs[1][1] == "x"
+        assert type(next(iter(torch.utils.data.DataLoader(
+            torch.utils.data.TensorDataset(torch.arange(3.0)), batch_size=None)))) is list
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_a_loader_has_torchs_sampler_and_batch_sampler(shuffle):
+    """``loader.sampler`` and ``loader.batch_sampler`` exist without being given, as
+    PyTorch's (``len(loader.sampler)`` is the samples of an epoch), and follow the order."""
+    from fastnn.data import BatchSampler, RandomSampler, SequentialSampler
+
+    loader = DataLoader(TensorDataset(fnn.arange(10)), batch_size=3, shuffle=shuffle,
+                        drop_last=True)
+    kind = RandomSampler if shuffle else SequentialSampler
+    assert isinstance(loader.sampler, kind) and len(loader.sampler) == 10
+    assert isinstance(loader.batch_sampler, BatchSampler) and len(loader.batch_sampler) == 3
+    assert list(loader.batch_sampler) == [b[0].tolist() for b in loader]
+    assert DataLoader(TensorDataset(fnn.arange(4)), batch_size=None).batch_sampler is None
+    if torch is not None:
+        ref = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.arange(10)),
+                                          batch_size=3, shuffle=shuffle, drop_last=True)
+        theirs = torch.utils.data.RandomSampler if shuffle else torch.utils.data.SequentialSampler
+        assert isinstance(ref.sampler, theirs) and len(ref.sampler) == 10
+        assert len(ref.batch_sampler) == 3

@@ -79,8 +79,6 @@ def test_apply_gradients_names_a_malformed_argument(pairs, match):
     (lambda p: optim.SGD(p + p[:1]), ValueError, r"given twice .* give each once"),
     # PyTorch refuses a non-leaf (the optimizer would update an op's result, not the leaf)
     (lambda p: optim.Adam([p[0] * 2]), ValueError, r"can't optimize a non-leaf Tensor"),
-    (lambda p: optim.SGD([{"params": p, "momentun": 0.9}]), TypeError,
-     r"unknown options \['momentun'\]; a group takes .*momentum"),
     (lambda p: optim.SGD([]), ValueError, r"empty parameter list"),
 ])
 def test_rule_arguments(make, error, match):

@@ -106,3 +106,46 @@ def test_a_set_in_add_param_group_is_refused_as_torch_refuses_it():
     with pytest.raises(TypeError, match="ordered collection"):
         opt.add_param_group({"params": {q}})
     assert len(opt.param_groups) == 1
+
+
+def _linear(lib):
+    lib.manual_seed(0)
+    return lib.nn.Linear(3, 2)
+
+
+def test_extra_group_keys_are_kept_as_torch_keeps_them():
+    """PyTorch keeps a param group's extra keys (a "name" to log by, an "initial_lr" a
+    scheduler resumes from) and saves them; a key spelt like an option warns here."""
+    for lib in (torch, fnn):
+        model = _linear(lib)
+        opt = lib.optim.SGD([{"params": [model.weight], "name": "w", "initial_lr": 0.2},
+                             {"params": [model.bias], "initial_lr": 0.4}], lr=0.1)
+        assert opt.param_groups[0]["name"] == "w" and "name" not in opt.param_groups[1]
+        assert opt.state_dict()["param_groups"][0]["name"] == "w"
+        sched = lib.optim.lr_scheduler.StepLR(opt, 2, last_epoch=3)
+        assert sched.base_lrs == [0.2, 0.4] and sched.last_epoch == 4
+        again = lib.optim.SGD([{"params": [model.weight]}, {"params": [model.bias]}], lr=0.1)
+        again.load_state_dict(opt.state_dict())
+        assert again.param_groups[0]["name"] == "w"
+    with pytest.warns(UserWarning, match="'momentun' .*did you mean 'momentum'"):
+        opt = optim.SGD([{"params": [_linear(fnn).weight], "momentun": 0.9}], lr=0.1)
+    assert opt.param_groups[0]["momentum"] == 0
+
+
+def test_named_parameters_as_torch_takes_them():
+    """PyTorch's optimizers take model.named_parameters(): the names go to "param_names"."""
+    got = {}
+    for lib in (torch, fnn):
+        model = _linear(lib)
+        opt = lib.optim.Adam(model.named_parameters(), lr=0.1)
+        assert opt.param_groups[0]["params"] == [model.weight, model.bias] or lib is torch
+        before = model.weight.detach().numpy().copy()
+        model(lib.ones(4, 3)).sum().backward()
+        opt.step()
+        groups = opt.state_dict()["param_groups"]
+        got[lib] = (groups[0]["param_names"], groups[0]["params"],
+                    model.weight.detach().numpy() - before)
+        with pytest.raises(ValueError, match="with/without names"):
+            lib.optim.SGD([("weight", model.weight), model.bias], lr=0.1)
+    assert got[fnn][:2] == got[torch][:2] == (["weight", "bias"], [0, 1])
+    np.testing.assert_allclose(got[fnn][2], got[torch][2], rtol=1e-6)

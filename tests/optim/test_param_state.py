@@ -75,9 +75,56 @@ def test_iterating_the_state_gives_parameters_and_tensors():
     a, opt = _adam(fnn)
     assert list(opt.state) == [a] and list(opt.state.keys())[0] is a
     assert _moments(fnn, opt) == [opt.state[a]["exp_avg"].tolist()]
+    # the moments, and the step as a 0-d tensor, as PyTorch's state size reports count them
     assert sum(v.numel() for st in opt.state.values() for v in st.values()
-               if isinstance(v, fnn.Tensor)) == 6
+               if isinstance(v, fnn.Tensor)) == 7
     assert dict.keys(opt.state) == {id(a)}  # the rules' own view is unchanged
     torch = pytest.importorskip("torch")
     ta, topt = _adam(torch)
     np.testing.assert_allclose(_moments(fnn, opt), _moments(torch, topt), rtol=1e-12)
+
+
+@pytest.mark.parametrize("cls", ["Adam", "NAdam", "ASGD", "Adagrad", "RMSprop", "Rprop"])
+def test_counts_read_as_zero_dim_tensors_as_pytorch(cls):
+    """PyTorch keeps ``step`` (and NAdam's mu_product, ASGD's eta and mu) as 0-d float32
+    tensors on the CPU: ``state[p]["step"].item()`` works, and writing one back keeps the
+    rule stepping; a user's own optimizer keeps the numbers it stores."""
+    torch = pytest.importorskip("torch")
+    seen = {}
+    for lib in (fnn, torch):
+        p = lib.ones(3, requires_grad=True)
+        opt = getattr(lib.optim, cls)([p], lr=0.1)
+        for _ in range(2):
+            p.grad = lib.ones(3)
+            opt.step()
+        st = opt.state[p]
+        scalars = {k: (v.item(), str(v.dtype).split(".")[-1], str(v.device))
+                   for k, v in st.items() if v.ndim == 0}
+        st["step"] = st["step"] + 1
+        p.grad = lib.ones(3)
+        opt.step()
+        seen[lib] = scalars, float(st["step"]), p.detach().numpy().copy()
+    assert seen[fnn][0].keys() == seen[torch][0].keys()
+    for k, (value, dtype, device) in seen[fnn][0].items():
+        assert (dtype, device) == seen[torch][0][k][1:] == ("float32", "cpu")
+        assert value == pytest.approx(seen[torch][0][k][0], rel=1e-6)
+    assert seen[fnn][1] == seen[torch][1] == 4.0
+    np.testing.assert_allclose(seen[fnn][2], seen[torch][2], rtol=1e-5)
+
+
+def test_a_users_optimizer_keeps_its_int_step():
+    class Plain(fnn.optim.Optimizer):
+        def __init__(self, params):
+            super().__init__(params, {"lr": 0.1})
+
+        def step(self):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    state = self.state[p]
+                    state["step"] = state.get("step", 0) + 1
+
+    p = fnn.ones(2, requires_grad=True)
+    opt = Plain([p])
+    opt.step()
+    opt.step()
+    assert opt.state[p]["step"] == 2 and type(opt.state[p]["step"]) is int

@@ -208,3 +208,19 @@ def test_clip_grads_with_an_integer_total_divides_as_pytorch(device):
     nn.utils.clip_grads_with_norm_([p], 2.0, fnn.tensor(13, device=device))
     np.testing.assert_allclose(p.grad.numpy(), np.array([3.0, 4.0, 12.0]) * 2.0 / 13.000001,
                                rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_",
+                                  "clip_grads_with_norm_"])
+def test_clip_functions_take_torchs_keywords(name):
+    """Every keyword of PyTorch's clipping functions (``foreach=`` included) is taken."""
+    torch = pytest.importorskip("torch")
+    import inspect
+
+    theirs = list(inspect.signature(getattr(torch.nn.utils, name)).parameters)
+    ours = list(inspect.signature(getattr(nn.utils, name)).parameters)
+    assert ours[1:] == theirs[1:]
+    p = fnn.tensor([1.0, 2.0], requires_grad=True)
+    p.grad = fnn.tensor([3.0, -3.0])
+    nn.utils.clip_grad_value_([p], 1.0, foreach=True)
+    assert p.grad.tolist() == [1.0, -1.0]

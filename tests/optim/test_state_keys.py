@@ -67,3 +67,53 @@ def test_string_keys_still_load_and_checkpoints_keep_ints(tmp_path):
     back = fnn.load(tmp_path / "c.pt")["optimizer"]
     assert list(back["state"]) == [0, 1]
     other.load_state_dict(back)
+
+
+def test_adagrad_fills_every_state_when_built_as_pytorch():
+    """PyTorch's Adagrad gives each parameter its state in the constructor (step 0, the sum
+    at initial_accumulator_value): a parameter that never had a gradient is in state_dict,
+    and opt.state[p]["sum"] is there before the first step."""
+    torch = pytest.importorskip("torch")
+    ours = [fnn.ones(3, requires_grad=True), fnn.ones(2, requires_grad=True)]
+    theirs = [torch.ones(3, requires_grad=True), torch.ones(2, requires_grad=True)]
+    opt = fnn.optim.Adagrad(ours, lr=0.1, initial_accumulator_value=0.5)
+    topt = torch.optim.Adagrad(theirs, lr=0.1, initial_accumulator_value=0.5)
+    np.testing.assert_array_equal(opt.state[ours[1]]["sum"].numpy(),
+                                  topt.state[theirs[1]]["sum"].numpy())
+    ours[0].grad, theirs[0].grad = fnn.ones(3), torch.ones(3)
+    opt.step()
+    topt.step()
+    got, want = opt.state_dict()["state"], topt.state_dict()["state"]
+    assert sorted(got) == sorted(want) == [0, 1]
+    for i in (0, 1):
+        assert float(got[i]["step"]) == float(want[i]["step"])
+        np.testing.assert_allclose(got[i]["sum"], want[i]["sum"].numpy())
+    np.testing.assert_allclose(ours[0].detach().numpy(), theirs[0].detach().numpy(), rtol=1e-6)
+
+
+def test_state_dict_hooks_as_pytorch():
+    """PyTorch's optimizer state-dict hooks: pre and post around state_dict() and
+    load_state_dict(), a post hook's (or a load pre hook's) returned dict replacing it,
+    prepend= putting a hook first, and remove() unregistering it."""
+    torch = pytest.importorskip("torch")
+
+    def run(lib, cls):
+        params = [lib.ones(2, requires_grad=True)]
+        opt = getattr(lib.optim, cls)(params, lr=0.1)
+        seen = []
+        opt.register_state_dict_pre_hook(lambda o: seen.append("pre"))
+        opt.register_state_dict_post_hook(lambda o, sd: {**sd, "extra": 1})
+        handle = opt.register_state_dict_post_hook(lambda o, sd: seen.append("first"),
+                                                   prepend=True)
+        opt.register_load_state_dict_pre_hook(
+            lambda o, sd: {**sd, "param_groups": [{**sd["param_groups"][0], "lr": 0.5}]})
+        opt.register_load_state_dict_post_hook(lambda o: seen.append("loaded"))
+        state = opt.state_dict()
+        handle.remove()
+        opt.state_dict()
+        opt.load_state_dict({k: v for k, v in state.items() if k != "extra"})
+        return seen, "extra" in state, opt.param_groups[0]["lr"]
+
+    for cls in ("SGD", "LBFGS"):
+        assert run(fnn, cls) == run(torch, cls) == (["pre", "first", "pre", "loaded"], True,
+                                                    0.5)

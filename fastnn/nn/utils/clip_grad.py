@@ -183,8 +183,9 @@ def clip_grads_with_norm_(parameters, max_norm: float, total_norm, foreach=None)
     _scale(params, _max_norm("clip_grads_with_norm", max_norm), total_norm)
 
 
-def clip_grad_value_(params, clip_value: float) -> None:
-    """Clamp every ``.grad`` value of ``params`` to [-clip_value, clip_value], in place."""
+def clip_grad_value_(params, clip_value: float, foreach=None) -> None:
+    """Clamp every ``.grad`` value of ``params`` to [-clip_value, clip_value], in place
+    (``foreach`` is accepted: PyTorch's choice of kernel, the same result)."""
     params = _params("clip_grad_value", params)
     clip_value = check_number("clip_grad_value", "clip_value", clip_value)
     if not clip_value >= 0:
@@ -198,11 +199,11 @@ def clip_grad_value_(params, clip_value: float) -> None:
 
 
 def clip_grad_norm(params, max_norm: float, norm_type: float = 2.0,
-                   error_if_nonfinite: bool = False) -> float:
+                   error_if_nonfinite: bool = False, foreach=None) -> float:
     """:func:`clip_grad_norm_` (the same function, named without the underscore)."""
-    return clip_grad_norm_(params, max_norm, norm_type, error_if_nonfinite)
+    return clip_grad_norm_(params, max_norm, norm_type, error_if_nonfinite, foreach)
 
 
-def clip_grad_value(params, clip_value: float) -> None:
+def clip_grad_value(params, clip_value: float, foreach=None) -> None:
     """:func:`clip_grad_value_` (the same function, named without the underscore)."""
-    clip_grad_value_(params, clip_value)
+    clip_grad_value_(params, clip_value, foreach)
