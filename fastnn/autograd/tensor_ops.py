@@ -198,6 +198,37 @@ class TensorOps:
         data = self.raw.log_softmax(self._data(x), axis)
         return self._record("log_softmax", data, (x,), (data,), axis)
 
+    # ------------------------------------------------------------ convolutions
+    def _conv(self, op, a, b, attrs, *size):
+        """``op(a, b, *size, *attrs)`` recorded with a and b saved (every conv rule's
+        saved pair) and attrs = (stride, padding, dilation, groups)."""
+        a_data, b_data = self._data(a), self._data(b)
+        data = getattr(self.raw, op)(a_data, b_data, *size, *attrs)
+        return self._record(op, data, (a, b), (a_data, b_data), attrs)
+
+    def conv1d(self, x, weight, *attrs):
+        return self._conv("conv1d", x, weight, attrs)
+
+    def conv1d_grad_input(self, grad, weight, length, *attrs):
+        return self._conv("conv1d_grad_input", grad, weight, attrs, length)
+
+    def conv1d_grad_weight(self, x, grad, kernel_size, *attrs):
+        return self._conv("conv1d_grad_weight", x, grad, attrs, kernel_size)
+
+    def conv2d(self, x, weight, *attrs):
+        return self._conv("conv2d", x, weight, attrs)
+
+    def conv2d_grad_input(self, grad, weight, size, *attrs):
+        return self._conv("conv2d_grad_input", grad, weight, attrs, size)
+
+    def conv2d_grad_weight(self, x, grad, kernel_size, *attrs):
+        return self._conv("conv2d_grad_weight", x, grad, attrs, kernel_size)
+
+    def conv2d_backward(self, x, weight, grad, *attrs):
+        """The fused hook as its two primitives, each on the tape."""
+        return (self.conv2d_grad_input(grad, weight, tuple(x.shape[2:]), *attrs),
+                self.conv2d_grad_weight(x, grad, tuple(weight.shape[2:]), *attrs))
+
     # ------------------------------------------------------------ indexing
     def slice(self, x, starts, stops, steps):
         x_data = self._data(x)
@@ -354,8 +385,5 @@ TENSOR_RULES.update(
     transfer=_transfer,
     layer_norm_train=_layer_norm,
     rms_div=_unsupported("its saved reciprocal RMS is a raw array"),
-    conv1d=_unsupported("conv1d_grad_input and conv1d_grad_weight have no rules"),
-    conv2d=_unsupported("conv2d_grad_input and conv2d_grad_weight have no rules"),
-    conv_transpose2d=_unsupported("conv2d_grad_weight has no rule"),
 )
 TENSOR_RULES.update(ATTENTION_TENSOR_RULES)
