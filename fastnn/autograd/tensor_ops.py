@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 
-from fastnn.api import composite, composite_norm, dtypes, hookspec
+from fastnn.api import composite, composite_norm, composite_pool, dtypes, hookspec
 from fastnn.autograd.rules import RULES
 from fastnn.autograd.rules_attention import TENSOR_RULES as ATTENTION_TENSOR_RULES
 from fastnn.autograd.saved import saved_for_grad
@@ -130,8 +130,12 @@ class TensorOps:
         return self._attach(out, "where", inputs, (self._data(cond),))
 
     def astype(self, x, dtype):
-        data = self.raw.astype(self._data(x), dtype)
+        # a composite names the dtype as str(a.dtype): "float32" for an array, but
+        # "fastnn.float32" for a Tensor here; the hook takes the plain name
+        if isinstance(dtype, str):
+            dtype = dtype.removeprefix("fastnn.")
         target = dtypes.as_dtype(dtype)
+        data = self.raw.astype(self._data(x), target.name)
         if not isinstance(x, self._cls):
             return data
         if not (target.is_floating and x._dtype.is_floating):
@@ -282,6 +286,11 @@ class TensorOps:
         """The hook's composite: its gradient on the tape through erf and exp."""
         return composite.activation_grad(self, "gelu", x, out, grad)
 
+    def max_pool2d_backward(self, x, out, grad, *attrs):
+        """The hook's composite: grad routed to each window's maximum by masks of x and
+        out (constants: the maxima's positions are piecewise constant), on the tape."""
+        return composite_pool.max_pool2d_backward(self, x, out, grad, *attrs)
+
     def relu_backward(self, out, grad):
         """The hook's composite: a select on the tape (its gradient flows to grad)."""
         return composite.relu_backward(self, out, grad)
@@ -378,12 +387,26 @@ def _layer_norm(ops, node, grad):
     return composite_norm.layer_norm_backward(ops, x, weight, mean, rstd, grad)
 
 
+def _batch_norm(ops, node, grad):
+    """The hook's composite with the batch's mean and (biased) variance recomputed from x
+    on the tape, as :func:`_layer_norm`'s."""
+    x, weight = node.saved[:2]
+    axes = (0,) + tuple(range(2, len(x.shape)))
+    channels = (x.shape[1],)
+    mean = ops.mean(x, axes, True)
+    centered = ops.sub(x, mean)
+    var = ops.mean(ops.mul(centered, centered), axes, False)
+    return composite_norm.batch_norm_backward(ops, x, weight, ops.reshape(mean, channels), var,
+                                              grad, node.attrs)
+
+
 TENSOR_RULES = dict(RULES)  # the rules run under create_graph: the same, but these
 TENSOR_RULES.update(
     softmax_cross_entropy=_softmax_cross_entropy,
     cross_entropy_loss=_cross_entropy_loss,
     transfer=_transfer,
     layer_norm_train=_layer_norm,
+    batch_norm_train=_batch_norm,
     rms_div=_unsupported("its saved reciprocal RMS is a raw array"),
 )
 TENSOR_RULES.update(ATTENTION_TENSOR_RULES)

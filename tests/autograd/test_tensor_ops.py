@@ -84,6 +84,12 @@ CASES = {  # name -> (function of (lib, *inputs), input shapes)
                         [(1, 2, 5, 5), (3, 2, 3, 3)]),
     "conv_transpose2d": (lambda L, x, w: _functional(L).conv_transpose2d(
         x, w, stride=2, padding=1, output_padding=1).tanh(), [(2, 4, 3, 4), (4, 3, 3, 3)]),
+    "max_pool2d": (lambda L, x: _functional(L).max_pool2d(x * x, 3, stride=2, padding=1) * x[
+        :, :, ::2, ::2], [(2, 3, 6, 6)]),
+    "max_pool2d_tiles": (lambda L, x: _functional(L).max_pool2d(x.tanh(), 2).exp(),
+                         [(1, 2, 4, 6)]),
+    "batch_norm_train": (lambda L, x, w, b: _functional(L).batch_norm(
+        x * x, None, None, w, b, training=True) * x, [(4, 3, 2, 2), (3,), (3,)]),
     "conv1d": (lambda L, x, w: _functional(L).conv1d(x, w, stride=2, padding=2, dilation=2,
                                                      groups=2).tanh(),
                [(2, 4, 9), (6, 2, 3)]),
