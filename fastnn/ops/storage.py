@@ -261,9 +261,13 @@ def write(t, new) -> None:
         storage = None
     if storage is None:
         storage = _storage(base)
-    if base._node is not None and base._node.saved and any(
-            s is base._data for s in base._node.saved):
-        base._node.stale = base.shape  # its rule reads the array being overwritten
+    node = base._node
+    if node is not None and node.saved and any(s is base._data for s in node.saved):
+        if node.op in engine.OUTPUT_COPIED_ON_WRITE:
+            kept = copy_array(base)
+            node.saved = tuple(kept if s is base._data else s for s in node.saved)
+        else:
+            node.stale = base.shape  # its rule reads the array being overwritten
     ops = t._device.ops
     if native(t._device):
         if new._data is not t._data:
