@@ -106,8 +106,8 @@ def mark_view(out, x, kind: str, args=None):
         out._view = [x, x, kind, args, kind == "alias", None, None]
     else:
         out._view = [info[BASE], x, kind, args, info[DETACHED] or kind == "alias", None, None]
-    if x._requires_grad and not out._view[DETACHED]:
-        _track(out)
+    if x._requires_grad and not out._view[DETACHED] and grad_mode.switches.grad:
+        _track(out)  # (a view made under no_grad keeps no history, as PyTorch's)
     writes = x._device.ops.__dict__.get("_writes_views")  # native(), inlined: every view
     if not (writes or native(x._device)):
         base = out._view[BASE]
