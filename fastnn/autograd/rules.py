@@ -14,6 +14,7 @@ import math
 from fastnn.api import hookspec
 from fastnn.api.composite import activation_grad
 from fastnn.autograd.rules_attention import RULES as ATTENTION_RULES
+from fastnn.autograd.rules_conv import RULES as CONV_RULES
 from fastnn.autograd.rules_custom import RULES as CUSTOM_RULES
 from fastnn.autograd.rules_indexing import RULES as INDEXING_RULES
 from fastnn.autograd.rules_math import RULES as MATH_RULES
@@ -279,7 +280,7 @@ def _call_hook(ops, node, grad):
     return (grad if replaced is None else replaced,)
 
 
-# ---------------------------------------------------------------- matmul and conv1d
+# ---------------------------------------------------------------- matmul
 
 
 def _swap_last(ops, x):
@@ -299,46 +300,6 @@ def _linear(ops, node, grad):
     x, weight = node.saved
     grad_x = ops.matmul(grad, weight) if node.needs[0] else None
     return grad_x, ops.linear_grad_weight(x, grad) if node.needs[1] else None
-
-
-@rule("conv1d")
-def _conv1d(ops, node, grad):
-    x, weight = node.saved
-    stride, padding, dilation, groups = node.attrs
-    grad_x = grad_w = None
-    if node.needs[0]:
-        grad_x = ops.conv1d_grad_input(grad, weight, x.shape[2], stride, padding, dilation, groups)
-    if node.needs[1]:
-        grad_w = ops.conv1d_grad_weight(x, grad, weight.shape[2], stride, padding, dilation, groups)
-    return grad_x, grad_w
-
-
-@rule("conv2d")
-def _conv2d(ops, node, grad):
-    x, weight = node.saved
-    attrs = node.attrs  # stride, padding, dilation, groups
-    if node.needs[0] and node.needs[1]:
-        return ops.conv2d_backward(x, weight, grad, *attrs)
-    grad_x = grad_w = None
-    if node.needs[0]:
-        grad_x = ops.conv2d_grad_input(grad, weight, tuple(x.shape[2:]), *attrs)
-    if node.needs[1]:
-        grad_w = ops.conv2d_grad_weight(x, grad, tuple(weight.shape[2:]), *attrs)
-    return grad_x, grad_w
-
-
-@rule("conv_transpose2d")
-def _conv_transpose2d(ops, node, grad):
-    # y = conv2d_grad_input(x, w): the adjoint of a conv2d whose input is y's shape, so
-    # dL/dx is that conv2d of grad, and dL/dw its weight gradient with grad as its input
-    x, weight = node.saved
-    attrs = node.attrs  # stride, padding, dilation, groups
-    grad_x = grad_w = None
-    if node.needs[0]:
-        grad_x = ops.conv2d(grad, weight, *attrs)
-    if node.needs[1]:
-        grad_w = ops.conv2d_grad_weight(grad, x, tuple(weight.shape[2:]), *attrs)
-    return grad_x, grad_w
 
 
 # ---------------------------------------------------------------- fused ops
@@ -382,5 +343,6 @@ RULES.update(INDEXING_RULES)
 RULES.update(MATH_RULES)
 RULES.update(RECURRENT_RULES)
 RULES.update(POOL_RULES)
+RULES.update(CONV_RULES)
 RULES.update(ATTENTION_RULES)
 RULES.update(CUSTOM_RULES)

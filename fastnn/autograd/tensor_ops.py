@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 
-from fastnn.api import composite, composite_norm, dtypes, hookspec
+from fastnn.api import composite, composite_norm, composite_pool, dtypes, hookspec
 from fastnn.autograd.rules import RULES
 from fastnn.autograd.rules_attention import TENSOR_RULES as ATTENTION_TENSOR_RULES
 from fastnn.autograd.saved import saved_for_grad
@@ -130,8 +130,12 @@ class TensorOps:
         return self._attach(out, "where", inputs, (self._data(cond),))
 
     def astype(self, x, dtype):
-        data = self.raw.astype(self._data(x), dtype)
+        # a composite names the dtype as str(a.dtype): "float32" for an array, but
+        # "fastnn.float32" for a Tensor here; the hook takes the plain name
+        if isinstance(dtype, str):
+            dtype = dtype.removeprefix("fastnn.")
         target = dtypes.as_dtype(dtype)
+        data = self.raw.astype(self._data(x), target.name)
         if not isinstance(x, self._cls):
             return data
         if not (target.is_floating and x._dtype.is_floating):
@@ -198,6 +202,37 @@ class TensorOps:
         data = self.raw.log_softmax(self._data(x), axis)
         return self._record("log_softmax", data, (x,), (data,), axis)
 
+    # ------------------------------------------------------------ convolutions
+    def _conv(self, op, a, b, attrs, *size):
+        """``op(a, b, *size, *attrs)`` recorded with a and b saved (every conv rule's
+        saved pair) and attrs = (stride, padding, dilation, groups)."""
+        a_data, b_data = self._data(a), self._data(b)
+        data = getattr(self.raw, op)(a_data, b_data, *size, *attrs)
+        return self._record(op, data, (a, b), (a_data, b_data), attrs)
+
+    def conv1d(self, x, weight, *attrs):
+        return self._conv("conv1d", x, weight, attrs)
+
+    def conv1d_grad_input(self, grad, weight, length, *attrs):
+        return self._conv("conv1d_grad_input", grad, weight, attrs, length)
+
+    def conv1d_grad_weight(self, x, grad, kernel_size, *attrs):
+        return self._conv("conv1d_grad_weight", x, grad, attrs, kernel_size)
+
+    def conv2d(self, x, weight, *attrs):
+        return self._conv("conv2d", x, weight, attrs)
+
+    def conv2d_grad_input(self, grad, weight, size, *attrs):
+        return self._conv("conv2d_grad_input", grad, weight, attrs, size)
+
+    def conv2d_grad_weight(self, x, grad, kernel_size, *attrs):
+        return self._conv("conv2d_grad_weight", x, grad, attrs, kernel_size)
+
+    def conv2d_backward(self, x, weight, grad, *attrs):
+        """The fused hook as its two primitives, each on the tape."""
+        return (self.conv2d_grad_input(grad, weight, tuple(x.shape[2:]), *attrs),
+                self.conv2d_grad_weight(x, grad, tuple(weight.shape[2:]), *attrs))
+
     # ------------------------------------------------------------ indexing
     def slice(self, x, starts, stops, steps):
         x_data = self._data(x)
@@ -250,6 +285,11 @@ class TensorOps:
     def gelu_backward(self, x, out, grad):
         """The hook's composite: its gradient on the tape through erf and exp."""
         return composite.activation_grad(self, "gelu", x, out, grad)
+
+    def max_pool2d_backward(self, x, out, grad, *attrs):
+        """The hook's composite: grad routed to each window's maximum by masks of x and
+        out (constants: the maxima's positions are piecewise constant), on the tape."""
+        return composite_pool.max_pool2d_backward(self, x, out, grad, *attrs)
 
     def relu_backward(self, out, grad):
         """The hook's composite: a select on the tape (its gradient flows to grad)."""
@@ -347,15 +387,26 @@ def _layer_norm(ops, node, grad):
     return composite_norm.layer_norm_backward(ops, x, weight, mean, rstd, grad)
 
 
+def _batch_norm(ops, node, grad):
+    """The hook's composite with the batch's mean and (biased) variance recomputed from x
+    on the tape, as :func:`_layer_norm`'s."""
+    x, weight = node.saved[:2]
+    axes = (0,) + tuple(range(2, len(x.shape)))
+    channels = (x.shape[1],)
+    mean = ops.mean(x, axes, True)
+    centered = ops.sub(x, mean)
+    var = ops.mean(ops.mul(centered, centered), axes, False)
+    return composite_norm.batch_norm_backward(ops, x, weight, ops.reshape(mean, channels), var,
+                                              grad, node.attrs)
+
+
 TENSOR_RULES = dict(RULES)  # the rules run under create_graph: the same, but these
 TENSOR_RULES.update(
     softmax_cross_entropy=_softmax_cross_entropy,
     cross_entropy_loss=_cross_entropy_loss,
     transfer=_transfer,
     layer_norm_train=_layer_norm,
+    batch_norm_train=_batch_norm,
     rms_div=_unsupported("its saved reciprocal RMS is a raw array"),
-    conv1d=_unsupported("conv1d_grad_input and conv1d_grad_weight have no rules"),
-    conv2d=_unsupported("conv2d_grad_input and conv2d_grad_weight have no rules"),
-    conv_transpose2d=_unsupported("conv2d_grad_weight has no rule"),
 )
 TENSOR_RULES.update(ATTENTION_TENSOR_RULES)

@@ -152,7 +152,13 @@ register(Case("conv1d", run=_conv_run, ref=_conv_reference, grad_ref=_conv_grad_
 
 def register_gradient_cases(prefix, conv, forward_ref, grads_ref, conv_samples, conv_random):
     """The cases of ``<prefix>_grad_input`` and ``<prefix>_grad_weight``, reached the way
-    users reach them: ``conv`` forward, then backward; ``grads_ref`` gives both."""
+    users reach them: ``conv`` forward, then ``autograd.grad`` (with ``create_graph``, so
+    that each is differentiable again, as a gradient penalty needs); ``grads_ref`` gives
+    both. Each is bilinear, and its adjoints are the forward and the other gradient:
+    <h, grad_input(g, w)> = <conv(h, w), g> and <h, grad_weight(x, g)> = <conv(x, h), g>.
+    x is only the shape of grad_input, and the weight only that of grad_weight. Their
+    gradients are checked against those adjoints only (the conv cases check the adjoints
+    against finite differences; here they would cost minutes)."""
 
     def with_grad_out(rng, sample):
         x, w = sample.args[:2]
@@ -161,13 +167,24 @@ def register_gradient_cases(prefix, conv, forward_ref, grads_ref, conv_samples, 
 
     def make(which):
         def run(x, weight, grad_out, **params):
-            leaves = [x.detach().requires_grad_(), weight.detach().requires_grad_()]
+            args = [x, weight]
+            args[which] = args[which].detach().requires_grad_()
             with fnn.enable_grad():
-                conv(leaves[0], leaves[1], None, **params).backward(grad_out)
-            return leaves[which].grad
+                (grad,) = fnn.autograd.grad(conv(*args, None, **params), args[which],
+                                            grad_out, create_graph=True)
+            return grad
 
         def ref(x, weight, grad_out, **params):
             return grads_ref(x, weight, grad_out, **params)[which]
+
+        def grad_ref(x, weight, conv_grad, *, grad_out, **params):
+            # conv_grad: the gradient this case takes in (its third argument); grad_out:
+            # the one coming back into its output
+            if which == 0:  # grad_input(conv_grad, weight)
+                return (None, grads_ref(grad_out, weight, conv_grad, **params)[1],
+                        forward_ref(grad_out, weight, **params))
+            return (grads_ref(x, grad_out, conv_grad, **params)[0], None,
+                    forward_ref(x, grad_out, **params))
 
         def samples(rng):
             return [with_grad_out(rng, s) for s in conv_samples(rng) if len(s.args) == 2]
@@ -177,7 +194,10 @@ def register_gradient_cases(prefix, conv, forward_ref, grads_ref, conv_samples, 
 
         name = f"{prefix}_{('grad_input', 'grad_weight')[which]}"
         register(Case(name, run=run, ref=ref, samples=samples, random=random,
-                      edges=lambda rng, dtype: [], tol=dict((ACCUMULATING, LONG_SUMS)[which])))
+                      grad_ref=grad_ref,
+                      diff_args=((1, 2), (0, 2))[which], edges=lambda rng, dtype: [],
+                      tol=dict((ACCUMULATING, LONG_SUMS)[which]),
+                      grad_tol=dict(LONG_SUM_GRADS), grad_check="analytic"))
 
     make(0)
     make(1)

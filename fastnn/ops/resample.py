@@ -25,7 +25,7 @@ import numbers
 import numpy as np
 
 from fastnn.api.args import integer
-from fastnn.ops import pooling
+from fastnn.ops import pooling, resample_aa
 from fastnn.ops.movement import reshape
 from fastnn.ops.selecting import as_index, index_select_tensor
 from fastnn.ops.shaping import permute
@@ -137,7 +137,8 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     """PyTorch's interpolate of (N, C, *spatial): modes nearest, nearest-exact, linear (1
     spatial dim), bilinear (2), trilinear (3), bicubic (2), area (1 or 2); ``size`` or
     ``scale_factor`` (a number or one per spatial dim); ``align_corners`` for the
-    interpolating modes (default False)."""
+    interpolating modes (default False); ``antialias=True`` with bilinear and bicubic
+    (:mod:`fastnn.ops.resample_aa`)."""
     if not isinstance(input, Tensor):
         raise TypeError(f"interpolate: input must be a Tensor, got {type(input).__name__}")
     if mode not in MODES:
@@ -151,8 +152,9 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     if align_corners is not None and not linear:
         raise ValueError("interpolate: align_corners option can only be set with the "
                          "interpolating modes: linear | bilinear | bicubic | trilinear")
-    if antialias:
-        raise ValueError("interpolate: antialias=True is not supported")
+    if antialias and mode not in resample_aa.FILTERS:
+        raise ValueError(f"interpolate: antialias=True works with modes bilinear and bicubic "
+                         f"only (as PyTorch's), got mode {mode!r}")
     if not input._dtype.is_floating and linear:
         raise TypeError(f"interpolate: mode {mode!r} needs a floating-point input, got "
                         f"{input._dtype.name}")
@@ -168,7 +170,10 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     out = input
     for k, (m, scale) in enumerate(zip(sizes, scales)):
         axis = 2 + k
-        if mode == "bicubic":
+        if antialias:
+            ratio = _source_scale(out.shape[axis], m, scale, bool(align_corners), dtype)
+            out = resample_aa.resize_axis(out, axis, m, ratio, mode, dtype)
+        elif mode == "bicubic":
             out = _cubic_axis(out, axis, m, scale, bool(align_corners), dtype)
         elif linear:
             out = _linear_axis(out, axis, m, scale, bool(align_corners), dtype)

@@ -43,13 +43,18 @@ BASE, PARENT, KIND, ARGS, DETACHED, LAYOUT, POSITIONS = range(7)
 class Storage:
     """A base's write record: the stamp of its last in-place write; its live views."""
 
-    __slots__ = ("version", "copy_on_write", "views", "viewed")
+    __slots__ = ("version", "copy_on_write", "views", "viewed", "grad_views", "prune_at")
 
     def __init__(self):
         self.version = 0
         self.copy_on_write = False
         self.views = None  # a WeakSet of the views to refresh (composite backends only)
         self.viewed = False  # some view was made of this base (its array is C-contiguous)
+        # weak references to the views made with history: a write through the base or
+        # another view gives each live one a fresh history (PyTorch regenerates a view's
+        # grad_fn); the dead are dropped once the list passes prune_at
+        self.grad_views = None
+        self.prune_at = 64
 
 
 def native(device) -> bool:
@@ -101,6 +106,8 @@ def mark_view(out, x, kind: str, args=None):
         out._view = [x, x, kind, args, kind == "alias", None, None]
     else:
         out._view = [info[BASE], x, kind, args, info[DETACHED] or kind == "alias", None, None]
+    if x._requires_grad and not out._view[DETACHED] and grad_mode.switches.grad:
+        _track(out)  # (a view made under no_grad keeps no history, as PyTorch's)
     writes = x._device.ops.__dict__.get("_writes_views")  # native(), inlined: every view
     if not (writes or native(x._device)):
         base = out._view[BASE]
@@ -109,6 +116,21 @@ def mark_view(out, x, kind: str, args=None):
             storage.views = weakref.WeakSet()
         storage.views.add(out)
     return out
+
+
+def _track(view) -> None:
+    """Note ``view`` on its base's storage, for :func:`_renew_views`."""
+    base = view._view[BASE]
+    storage = base._storage
+    if storage is None:  # (not _storage(): a copy-on-write record must stay as it is)
+        storage = base._storage = Storage()
+    views = storage.grad_views
+    if views is None:
+        views = storage.grad_views = []
+    views.append(weakref.ref(view))
+    if len(views) > storage.prune_at:  # (amortised: a parameter viewed at every step)
+        views[:] = [ref for ref in views if ref() is not None]
+        storage.prune_at = 2 * len(views) + 64
 
 
 def plain_class(x) -> type:
@@ -261,9 +283,13 @@ def write(t, new) -> None:
         storage = None
     if storage is None:
         storage = _storage(base)
-    if base._node is not None and base._node.saved and any(
-            s is base._data for s in base._node.saved):
-        base._node.stale = base.shape  # its rule reads the array being overwritten
+    node = base._node
+    if node is not None and node.saved and any(s is base._data for s in node.saved):
+        if node.op in engine.OUTPUT_COPIED_ON_WRITE:
+            kept = copy_array(base)
+            node.saved = tuple(kept if s is base._data else s for s in node.saved)
+        else:
+            node.stale = base.shape  # its rule reads the array being overwritten
     ops = t._device.ops
     if native(t._device):
         if new._data is not t._data:
@@ -355,6 +381,7 @@ def _record(t, base, new) -> None:
     in-place ops and CopySlices do."""
     if t is base:
         t._node, t._requires_grad = new._node, True
+        _renew_views(base, None)
         return
     old = type(base)._make(base._data, base._dtype, base._device)
     old._node, old._requires_grad = base._node, base._requires_grad
@@ -367,6 +394,29 @@ def _record(t, base, new) -> None:
     base._requires_grad = True
     t._node = Node("as_strided", (base,), (), (positions, base.shape, spec), base._device.ops)
     t._requires_grad = True
+    _renew_views(base, t)
+
+
+def _renew_views(base, written) -> None:
+    """Give every other live view of ``base`` made with history the base's new history
+    (an as_strided of it), as PyTorch regenerates the grad_fn of a view whose base was
+    written: else ``v = y[0]; y.mul_(2); v.sum().backward()`` would miss the write."""
+    storage = base._storage
+    views = storage.grad_views if storage is not None else None
+    if not views:
+        return
+    spec = (base._dtype.name, base._device.index)
+    live = []
+    for ref in views:
+        view = ref()
+        if view is None or view._view is None or view._view[BASE] is not base:
+            continue  # (dead, or no longer a view of base: v.data = ...)
+        live.append(ref)
+        if view is not written:
+            view._node = Node("as_strided", (base,), (), (_device_positions(view), base.shape,
+                                                          spec), base._device.ops)
+            view._requires_grad = True
+    views[:] = live
 
 
 def inplace(op: str, t, compute, *args, **kwargs):

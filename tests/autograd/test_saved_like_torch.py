@@ -145,3 +145,45 @@ def test_loss_accumulated_in_place():
     s = float(w.detach().sum())
     want = sum(2 * (2 * s - t) * 2 for t in (1.0, 2.0, 3.0))
     np.testing.assert_allclose(w.grad.numpy(), [want, want], rtol=1e-14)
+
+
+
+POOLED = np.linspace(-1.0, 1.0, 32).reshape(1, 2, 4, 4)[..., ::-1].copy()  # distinct values
+WEIGHTS = np.array([[1.0, -2.0], [3.0, 4.0]])
+
+
+def _max_pool_then(lib, write):
+    """The gradient of sum(WEIGHTS * relu_(max_pool2d(x))), with the pooling's result (or
+    input) written in place before the backward (PyTorch's STN tutorial: nn.MaxPool2d(2,
+    stride=2), then nn.ReLU(True)); None when the backward refuses."""
+    x = lib.tensor(POOLED, requires_grad=True)
+    y = x * 1
+    z = lib.nn.Sequential(lib.nn.MaxPool2d(2, stride=2), lib.nn.ReLU(inplace=True))(y)
+    if write == "input":
+        y.add_(1.0)
+    try:
+        (z * lib.tensor(WEIGHTS)).sum().backward()
+    except RuntimeError as exc:
+        assert "modified by an in" in str(exc)
+        return None
+    return x.grad.detach().numpy()
+
+
+@pytest.mark.parametrize("write", ["output", "input"])
+def test_max_pool_result_written_in_place_as_pytorch(write):
+    # PyTorch's max pooling keeps its input and the indices, not its result
+    got = _max_pool_then(fnn, write)
+    if write == "input":
+        assert got is None
+    else:
+        want = np.zeros_like(POOLED)
+        for c, i, j in np.ndindex(2, 2, 2):
+            window = POOLED[0, c, 2 * i:2 * i + 2, 2 * j:2 * j + 2]
+            a, b = np.unravel_index(window.argmax(), (2, 2))
+            want[0, c, 2 * i + a, 2 * j + b] = WEIGHTS[i, j] * (window.max() > 0)
+        np.testing.assert_allclose(got, want)
+    if torch is not None:
+        want = _max_pool_then(torch, write)
+        assert (got is None) == (want is None)
+        if want is not None:
+            np.testing.assert_allclose(got, want)

@@ -94,6 +94,33 @@ def test_inplace_ops_are_recorded_as_pytorch_records_them(dev):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5)
 
 
+# a view made before a write through its base or through another view of the base:
+# PyTorch regenerates the view's grad_fn, so its gradient includes the write
+VIEW_THEN_WRITE = {
+    "base written": lambda a: (a[0], a.mul_(3.0)),
+    "sibling written": lambda a: (a[0], a[:, 0].mul_(3.0)),
+    "view of a view written": lambda a: (a[:], a[:][..., 1].mul_(-2.0)),
+    "reshape written through": lambda a: (a.view(8), a[1].mul_(3.0)),
+    "transposed": lambda a: (a.transpose(0, 1), a.transpose(0, 1)[0].mul_(3.0)),
+    "nested": lambda a: (a[1][2:], a[1, 3].mul_(5.0)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(VIEW_THEN_WRITE))
+def test_a_view_made_before_a_write_sees_it_in_its_gradient(dev, case):
+    torch = pytest.importorskip("torch")
+    host = np.arange(1.0, 9.0, dtype=np.float32).reshape(2, 4)
+
+    def run(lib, x):
+        view, _ = VIEW_THEN_WRITE[case](x * 2.0)
+        (view * view).sum().backward()
+        return x.grad
+
+    want = run(torch, torch.tensor(host, requires_grad=True))
+    got = run(fnn, fnn.tensor(host, device=dev, requires_grad=True))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
 def test_gradients_of_leaves_are_their_own_storage(dev):
     a = fnn.ones((3,), device=dev, requires_grad=True)
     b = fnn.ones((3,), device=dev, requires_grad=True)

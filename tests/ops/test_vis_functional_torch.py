@@ -129,6 +129,20 @@ def test_interpolate_2d(kwargs, mode, dtype):
           **extra, **kwargs)
 
 
+AA_RESIZE = [dict(size=(3, 4)), dict(scale_factor=0.5), dict(scale_factor=0.37),
+             dict(size=(11, 13)), dict(scale_factor=(0.6, 2.3)),
+             dict(scale_factor=0.45, recompute_scale_factor=True)]
+
+
+@pytest.mark.parametrize("corners", [False, True])
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("kwargs", AA_RESIZE, ids=str)
+def test_interpolate_antialias(kwargs, mode, corners):
+    """PyTorch's (PIL's) antialiased resize: a downscale widens the filter."""
+    check("interpolate", [n(2, 3, 9, 10)], mode=mode, antialias=True, align_corners=corners,
+          **kwargs)
+
+
 @pytest.mark.parametrize("mode,shape,kwargs", [
     ("linear", (2, 3, 5), dict(scale_factor=2.5)),
     ("linear", (2, 3, 5), dict(size=1)),
@@ -155,5 +169,7 @@ def test_interpolate_refusals_name_the_problem():
         F.interpolate(x, scale_factor=2, align_corners=True)
     with pytest.raises(ValueError, match="mode must be one of"):
         F.interpolate(x, scale_factor=2, mode="cubic")
+    with pytest.raises(ValueError, match="antialias=True works with modes bilinear and"):
+        F.interpolate(x, scale_factor=0.5, mode="nearest", antialias=True)
     with pytest.raises(ValueError, match="mode 'bicubic' needs a 4-D"):
         F.interpolate(fnn.zeros(1, 1, 3), scale_factor=2, mode="bicubic")
