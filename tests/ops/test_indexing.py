@@ -117,6 +117,26 @@ def test_a_zero_d_mask_adds_a_leading_axis_as_pytorchs(flag):
     np.testing.assert_array_equal(y.numpy(), np.full(X.shape, 2.0 if flag else 0.0))
 
 
+@pytest.mark.parametrize("key", [
+    lambda lib: lib.tensor(1), lambda lib: lib.tensor(-1, dtype=lib.int32),
+    lambda lib: (lib.tensor(2), lib.tensor(1)), lambda lib: (slice(None), lib.tensor(3)),
+    lambda lib: (lib.tensor(1), Ellipsis, lib.tensor(0)),
+])
+def test_a_zero_d_int_tensor_indexes_as_an_int_a_view_as_pytorchs(key):
+    """x[i] with a 0-d integer tensor i is x[int(i)] in PyTorch: a select, a view, so a write
+    through it reaches x (it was an index_select, a silent copy)."""
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (fnn, torch):
+        x = lib.tensor(X)
+        view = x[key(lib)]
+        view.mul_(0.0) if view.ndim else view.fill_(0.0)
+        x[key(lib)] += 1.0
+        results.append((np.asarray(view.numpy()), x.numpy()))
+    for got, want in zip(*results):
+        np.testing.assert_array_equal(got, want)
+
+
 def test_batching_as_pytorch_users_write_it(device):
     data = fnn.tensor(X.reshape(4, 30), device=device)
     perm = fnn.tensor(np.random.default_rng(2).permutation(4), device=device)
