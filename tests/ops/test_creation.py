@@ -77,6 +77,23 @@ def test_full_keeps_the_tuple_and_takes_the_dtype_from_the_value():
         np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
 
 
+@pytest.mark.parametrize("make", [
+    lambda lib: [np.float64(1.5), 2.0], lambda lib: [np.int32(1), np.int32(2)],
+    lambda lib: [np.float16(1), 2], lambda lib: [np.float16(1), 2.5],
+    lambda lib: [np.uint8(3), np.int8(1)], lambda lib: [True, np.int16(2)],
+    lambda lib: [(1, 2), (np.float64(2), 3)], lambda lib: [np.array([1, 2], np.int32), [3, 4]],
+    lambda lib: [lib.tensor(1.5, dtype=lib.float64), 2.0], lambda lib: [1, 2.0],
+    lambda lib: [lib.tensor(1, dtype=lib.int32), 2], lambda lib: [[], []], lambda lib: [True],
+])
+def test_tensor_of_a_list_keeps_its_numpy_and_tensor_leaves_dtypes_as_torch(make):
+    """torch.tensor([np.float64(1.5), 2.0]) is float64: a NumPy scalar or array, or a tensor,
+    inside a list keeps its dtype, promoted with the Python leaves (it was float32)."""
+    torch = pytest.importorskip("torch")
+    ours, theirs = fnn.tensor(make(fnn)), torch.tensor(make(torch))
+    assert ours.dtype.name == str(theirs.dtype).split(".")[1]
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
 def test_bad_sizes_name_the_op():
     with pytest.raises(ValueError, match=r"randn: negative dimension in shape \(2, -1\)"):
         fnn.randn(2, -1)
