@@ -180,7 +180,9 @@ def any(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> T
     """True where some element over ``dim`` is nonzero."""
     dim, keep = _args("any", dim, axis, keepdim, keepdims)
     nonzero = ew.nonzero_mask(x.detach()).to(dtypes.int32)
-    axes = normalize_axis("any", dim, x.ndim)
+    axes = normalize_axis("any", dim, x.ndim, empty_is_all=False)
+    if axes == ():  # no axis, as PyTorch: each element's own truth
+        return nonzero.to(_truth_dtype(x))
     if _count(x, axes) == 0:
         return _as_input(ew.compare("greater", movement.sum(nonzero, axes, keep), 0), x)
     return movement.max(nonzero, axes, keep).to(_truth_dtype(x))
@@ -190,8 +192,10 @@ def any(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> T
 def all(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
     """True where every element over ``dim`` is nonzero."""
     dim, keep = _args("all", dim, axis, keepdim, keepdims)
+    axes = normalize_axis("all", dim, x.ndim, empty_is_all=False)
+    if axes == ():  # no axis, as PyTorch: each element's own truth
+        return ew.nonzero_mask(x.detach()).to(_truth_dtype(x))
     zero = ew.compare("equal", x.detach(), 0).to(dtypes.int32)
-    axes = normalize_axis("all", dim, x.ndim)
     return _as_input(ew.compare("equal", movement.sum(zero, axes, keep), 0), x)
 
 
