@@ -208,13 +208,24 @@ def where_method(x: Tensor, condition: Tensor, other) -> Tensor:
 @public(method=True, functional=False)
 @shows("MaskedFillBackward0")
 def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
-    """``value`` where ``mask`` (bool, broadcast to x) is True, else x."""
+    """``value`` where ``mask`` (bool, broadcast to x) is True, else x; x's dtype, as
+    PyTorch: the value (a number or a 0-d tensor) is converted to it (2.5 fills an int64
+    x with 2, 5 fills a bool x with True)."""
     if not isinstance(mask, Tensor) or mask.dtype is not dtypes.bool_:
         raise TypeError("masked_fill: mask must be a bool tensor (e.g. x > 0)")
     if isinstance(value, Tensor):
+        if value.ndim:
+            raise RuntimeError(f"masked_fill: only a 0-d value tensor is supported (as "
+                               f"PyTorch), got shape {value.shape}; use torch.where(mask, "
+                               "value, x) to fill from a tensor")
         return ew.where(mask, value.to(x.dtype), x)
-    keep = ew.not_mask(mask)
-    return ew.where(keep, x, value)
+    if x.dtype.is_floating and not isinstance(value, bool):  # the common case: -inf, 0.0
+        return ew.where(ew.not_mask(mask), x, value)
+    try:
+        value = full((), value, dtype=x.dtype, device=x.device)
+    except (ValueError, OverflowError) as exc:
+        raise type(exc)(f"masked_fill: {exc}") from None
+    return ew.where(mask, value, x)
 
 
 def _as_bool(x: Tensor) -> Tensor:
