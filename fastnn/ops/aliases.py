@@ -8,6 +8,7 @@ from fastnn.autograd.node_names import shows
 from fastnn.ops import elementwise as ew
 from fastnn.ops import mathops, movement, shaping
 from fastnn.ops.movement import view_op
+from fastnn.ops.operands import fill_value
 from fastnn.ops.spelling import shape_of
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor, full, tensor
@@ -218,14 +219,10 @@ def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
             raise RuntimeError(f"masked_fill: only a 0-d value tensor is supported (as "
                                f"PyTorch), got shape {value.shape}; use torch.where(mask, "
                                "value, x) to fill from a tensor")
-        return ew.where(mask, value.to(x.dtype), x)
-    if x.dtype.is_floating and not isinstance(value, bool):  # the common case: -inf, 0.0
-        return ew.where(ew.not_mask(mask), x, value)
-    try:
-        value = full((), value, dtype=x.dtype, device=x.device)
-    except (ValueError, OverflowError) as exc:
-        raise type(exc)(f"masked_fill: {exc}") from None
-    return ew.where(mask, value, x)
+    value = fill_value("masked_fill", value, x)
+    if isinstance(value, Tensor):
+        return ew.where(mask, value, x)
+    return ew.where(ew.not_mask(mask), x, value)  # a float for a floating x: -inf, 0.0
 
 
 def _as_bool(x: Tensor) -> Tensor:

@@ -386,7 +386,8 @@ def inplace(op: str, t, compute, *args, **kwargs):
         raise RuntimeError(f"{op}: the result's shape {new.shape} does not match the "
                            f"in-place tensor's shape {t.shape} (it would broadcast it)")
     if new._dtype is not t._dtype:
-        if new._dtype.is_floating and not t._dtype.is_floating:
+        if dtypes.category(new._dtype) > dtypes.category(t._dtype):
+            # as PyTorch's can_cast: no float into an integer, no number into a bool
             raise RuntimeError(f"{op}: result type {new._dtype.name} can't be cast to the "
                                f"desired output type {t._dtype.name}")
         new = astype(new, t._dtype)
