@@ -273,6 +273,8 @@ def where(cond: Tensor, a=_ALONE, b=_ALONE):
         cond = nonzero_mask(cond)
     if isinstance(cond, Tensor) and not isinstance(a, Tensor) and not isinstance(b, Tensor):
         a, b = _scalar_pair(a, b, cond)
+    elif isinstance(a, bool) or isinstance(b, bool):  # where(m, x, True), as PyTorch
+        a, b = python_bools(a, b)
     if not isinstance(cond, Tensor) or cond._dtype is not dtypes.bool_:
         given = (f"a {cond._dtype.name} tensor" if isinstance(cond, Tensor) else
                  type(cond).__name__)
