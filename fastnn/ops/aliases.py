@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from fastnn.api import dtypes
-from fastnn.autograd.node_names import shows
+from fastnn.autograd.node_names import show_as, shows
 from fastnn.ops import elementwise as ew
 from fastnn.ops import mathops, movement, shaping
 from fastnn.ops.movement import view_op
@@ -255,11 +255,13 @@ def logical_xor(x: Tensor, other: Tensor) -> Tensor:
 
 @public(method=True, top=True)
 def t(x: Tensor) -> Tensor:
-    """The transpose of a matrix (a 0-d or 1-d tensor is returned as it is)."""
+    """The transpose of a matrix (of a 0-d or 1-d tensor, a view of it as it is; as
+    PyTorch, never x itself)."""
     if x.ndim > 2:
         raise ValueError(f"t: expects a tensor of at most 2 dims, got {x.ndim}; use "
                          "x.transpose(d0, d1)")
-    return x if x.ndim < 2 else shaping.swap(x, 0, 1)
+    out = movement.same_view(x) if x.ndim < 2 else shaping.swap(x, 0, 1)
+    return show_as(out, "TBackward0", (x,))
 
 
 @public(method="__iter__", functional=False)

@@ -8,6 +8,7 @@ import math
 
 from fastnn.api import dtypes
 from fastnn.autograd.grad_mode import no_grad
+from fastnn.autograd.node_names import show_as
 from fastnn.ops import elementwise as ew
 from fastnn.ops import operands
 from fastnn.ops.table import public
@@ -160,7 +161,7 @@ def rsqrt(x):
 def square(x):
     """x * x (a bool x is squared as int64, as PyTorch)."""
     x = _numeric(x)
-    return ew.mul(x, x)
+    return show_as(ew.mul(x, x), "PowBackward0", (x,))
 
 
 @public(method=True, top=True)
@@ -185,7 +186,8 @@ def clamp(x, min=None, max=None):
             past = bitwise_or(past, ew.not_mask(ew.compare("equal", bound.detach(),
                                                             bound.detach())))
         out = ew.where(ew.not_mask(past), out, _like(bound, out))
-    return out
+    tensors = isinstance(min, Tensor) or isinstance(max, Tensor)
+    return show_as(out, "ClampBackward0" if tensors else "ClampBackward1", (x,))
 
 
 def _like(bound, x):

@@ -9,7 +9,7 @@ import numbers
 
 from fastnn.api import dtypes
 from fastnn.autograd.engine import attach
-from fastnn.autograd.node_names import shows
+from fastnn.autograd.node_names import show_as, shows
 from fastnn.ops import elementwise as ew
 from fastnn.ops import movement
 from fastnn.ops.core import astype
@@ -73,7 +73,7 @@ def cumsum(x: Tensor, dim=UNSET, *, axis=UNSET, dtype=None) -> Tensor:
 def amax(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
     """Max over ``dim`` (ties share the gradient evenly, as PyTorch's amax)."""
     dim, keep = _args("amax", dim, axis, keepdim, keepdims)
-    return movement.max(x, dim, keep)
+    return show_as(movement.max(x, dim, keep), "AmaxBackward0", (x,))
 
 
 @public(method=True, top=True)
@@ -81,6 +81,10 @@ def amin(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> 
     """Min over ``dim``: -max(-x) on floats, ~max(~x) on integers (``~`` reverses their
     order without overflowing, where -x of the dtype's minimum wraps to itself)."""
     dim, keep = _args("amin", dim, axis, keepdim, keepdims)
+    return show_as(_amin(x, dim, keep), "AminBackward0", (x,))
+
+
+def _amin(x: Tensor, dim, keep: bool) -> Tensor:
     if x._dtype is dtypes.bool_:
         return _flip_int(movement.max(_flip_int(x.to(dtypes.int64)), dim, keep)).to(
             dtypes.bool_)
