@@ -66,6 +66,14 @@ def test_dtype_shortcuts():
         assert getattr(x, method)().dtype is dtype
 
 
+def test_dtype_is_the_class_of_the_dtypes_as_torch_dtype():
+    """isinstance(d, torch.dtype) (a check in user code and type hints) holds for every
+    dtype; fnn.dtype was missing (an AttributeError)."""
+    assert all(isinstance(d, fnn.dtype) for d in (fnn.float32, fnn.int64, fnn.bool, fnn.half))
+    assert not isinstance("float32", fnn.dtype)
+    assert isinstance(torch.float32, torch.dtype)
+
+
 @pytest.mark.parametrize("dtype,value", [
     ("int64", 2.5), ("int64", True), ("bool", 5), ("bool", 0.0), ("float32", True),
     ("float16", float("-inf")), ("uint8", 7), ("float64", -1),
