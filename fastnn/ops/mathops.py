@@ -254,6 +254,10 @@ def floor_div(a, b):
     """a // b rounded toward -inf (floats: floor(a / b); integers: exact)."""
     if _floating_pair(a, b):
         return floor(ew.div(a, b))
+    if all(v._dtype is dtypes.bool_ if isinstance(v, Tensor) else isinstance(v, bool)
+           for v in (a, b)):  # NumPy's bool // bool is int8: a bool label on int8 data
+        raise NotImplementedError("floor_divide: not implemented for two bools (as in "
+                                  "PyTorch); convert one with .long()")
     _no_zero_divisor("floor_divide", b)
     return ew.binary("floor_divide", a, b)
 

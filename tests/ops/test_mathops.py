@@ -80,6 +80,20 @@ def test_floor_division_and_remainder_as_python(device):
     assert (x // y).dtype is fnn.int64 and (f % 2).dtype is fnn.float64
 
 
+def test_floor_division_of_two_bools_is_refused_as_pytorchs():
+    """bool // bool gave a tensor labelled bool over NumPy's int8 data (printed 1 and 0);
+    PyTorch refuses it. bool // int is int64, as PyTorch's."""
+    m = fnn.tensor([True, False])
+    for other in (fnn.tensor([True, True]), True):
+        with pytest.raises(NotImplementedError, match="floor_divide"):
+            m // other
+    got = m // 1
+    assert got.dtype is fnn.int64 and got.tolist() == [1, 0]
+    torch = pytest.importorskip("torch")
+    with pytest.raises(NotImplementedError):
+        torch.tensor([True, False]) // torch.tensor([True, True])
+
+
 def test_bitwise(device):
     a, b = np.array([5, -3, 12]), np.array([3, 6, -1])
     x, y = fnn.tensor(a, device=device), fnn.tensor(b, device=device)
