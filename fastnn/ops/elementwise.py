@@ -112,14 +112,22 @@ def add(a, b, *, alpha=1):
     """a + alpha * b, elementwise, with NumPy broadcasting and PyTorch's type promotion
     (either side may be a Python number)."""
     if alpha != 1:
-        b = _times_alpha("add", b, alpha)
+        b = _times_alpha("add", a, b, alpha)
     return binary("add", a, b)
 
 
-def _times_alpha(op: str, b, alpha):
-    """``alpha * b`` for add's and sub's ``alpha=`` (a Python number, as PyTorch)."""
+def _times_alpha(op: str, a, b, alpha):
+    """``alpha * b`` for add's and sub's ``alpha=`` (a Python number, as PyTorch; a float
+    alpha is refused where a and b are integers, as PyTorch refuses it, instead of making
+    the integer sum a float one)."""
     if isinstance(alpha, bool) or not isinstance(alpha, numbers.Number):
         raise TypeError(f"{op}: alpha must be a number, got {type(alpha).__name__}")
+    if not isinstance(alpha, numbers.Integral) and not any(
+            v._dtype.is_floating if isinstance(v, Tensor) else not isinstance(v, numbers.Integral)
+            for v in (a, b)):
+        raise RuntimeError(f"{op}: for integral input tensors, alpha must not be a floating "
+                           f"point number, got {alpha!r} (as PyTorch); convert an input "
+                           "with .float()")
     return mul(b, alpha) if isinstance(b, Tensor) else b * alpha
 
 
@@ -136,7 +144,7 @@ def sub(a, b, *, alpha=1):
     """a - alpha * b, elementwise, broadcast (not defined on bool tensors)."""
     _no_bool("sub", a, b)
     if alpha != 1:
-        b = _times_alpha("sub", b, alpha)
+        b = _times_alpha("sub", a, b, alpha)
     return binary("sub", a, b)
 
 

@@ -94,6 +94,28 @@ def test_floor_division_of_two_bools_is_refused_as_pytorchs():
         torch.tensor([True, False]) // torch.tensor([True, True])
 
 
+@pytest.mark.parametrize("call", [
+    lambda L: L.add(L.tensor([1, 2]), L.tensor([1, 2]), alpha=2.5),
+    lambda L: L.tensor([1, 2]).sub(1, alpha=0.5),
+    lambda L: L.tensor([1, 2]).add_(L.tensor([1, 2]), alpha=0.5),
+    lambda L: L.add(L.tensor([1.0, 2.0]), L.tensor([1, 2]), alpha=2.5),
+    lambda L: L.tensor([1, 2]).add(1.5, alpha=2.5),
+    lambda L: L.tensor([1, 2]).sub(L.tensor([1, 2]), alpha=2),
+])
+def test_a_float_alpha_with_integer_inputs_is_refused_as_pytorchs(call):
+    """add(int, int, alpha=2.5) made the integer sum a float one silently; PyTorch refuses a
+    float alpha where both inputs are integers."""
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (fnn, torch):
+        try:
+            out = call(lib)
+            results.append((str(out.dtype).rpartition(".")[2], out.tolist()))
+        except RuntimeError:
+            results.append("refused")
+    assert results[0] == results[1]
+
+
 def test_bitwise(device):
     a, b = np.array([5, -3, 12]), np.array([3, 6, -1])
     x, y = fnn.tensor(a, device=device), fnn.tensor(b, device=device)
