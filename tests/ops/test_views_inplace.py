@@ -147,6 +147,21 @@ def test_index_fill_and_scatter_convert_the_value_as_torch(fill, dtype):
     assert results[0] == results[1]
 
 
+@pytest.mark.parametrize("call", [
+    lambda L: L.tensor([1, 2, -3]).div_(2, rounding_mode="floor"),
+    lambda L: L.tensor([-7, 7]).div_(2, rounding_mode="trunc"),
+    lambda L: L.tensor([-7.0, 7.0]).divide_(L.tensor(2.0), rounding_mode="floor"),
+    lambda L: L.tensor([-7.0, 7.0]).div_(2),
+])
+def test_div_in_place_takes_rounding_mode_as_torch(call):
+    """x.div_(2, rounding_mode="floor") (the in-place spelling of integer division) raised a
+    TypeError on the keyword."""
+    torch = pytest.importorskip("torch")
+    ours, theirs = call(fnn), call(torch)
+    assert str(ours.dtype).rpartition(".")[2] == str(theirs.dtype).rpartition(".")[2]
+    assert ours.tolist() == theirs.tolist()
+
+
 def test_underscore_methods_match_numpy(dev):
     x, a = _grid(dev)
     y = fnn.tensor(np.full((3, 4), 2.0), dtype=fnn.float32, device=dev)
