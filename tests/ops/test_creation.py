@@ -75,6 +75,11 @@ def test_full_keeps_the_tuple_and_takes_the_dtype_from_the_value():
         ours, theirs = fnn.full((2, 3), value), torch.full((2, 3), value)
         assert ours.dtype.name == str(theirs.dtype).split(".")[1]
         np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    for value in (7, 1.5, True, np.float64(2.5)):  # a 0-d tensor: the number it holds
+        ours = fnn.full((2,), fnn.tensor(value))
+        theirs = torch.full((2,), torch.tensor(value))
+        assert ours.dtype.name == str(theirs.dtype).split(".")[1]
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
 
 
 @pytest.mark.parametrize("make", [
