@@ -163,7 +163,7 @@ _BY_TYPE_NAME = {v: k for k, v in _TYPE_NAMES.items()}
 def type_(x: Tensor, dtype=None):
     """No argument: x's type name as PyTorch's ``x.type()`` gives it, with fastnn for torch
     (``'fastnn.FloatTensor'``, ``'fastnn.cuda.FloatTensor'`` off the cpu); with a dtype (or
-    such a name): x converted to it."""
+    such a name, or a legacy class: ``x.type(torch.LongTensor)``): x converted to it."""
     if dtype is None:
         where = "" if x.device.type == "cpu" else f"{x.device.type}."
         return f"fastnn.{where}{_TYPE_NAMES[x.dtype.name]}"
@@ -173,6 +173,8 @@ def type_(x: Tensor, dtype=None):
             raise TypeError(f"type: unknown tensor type {dtype!r}; expected a dtype or one of "
                             f"{', '.join(sorted(_BY_TYPE_NAME))}")
         dtype = found
+    elif isinstance(dtype, type) and isinstance(getattr(dtype, "dtype", None), dtypes.DType):
+        dtype = dtype.dtype  # x.type(torch.LongTensor): the legacy class's dtype
     return x.to(dtypes.as_dtype(dtype))
 
 

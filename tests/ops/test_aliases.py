@@ -54,6 +54,9 @@ def test_type_converts():
         "torch.LongTensor").tolist()
     assert x.type("fastnn.IntTensor").dtype is fnn.int32
     assert x.type("torch.ShortTensor").dtype is fnn.int16
+    assert x.type(fnn.LongTensor).tolist() == torch.tensor([1.5, -2.0]).type(
+        torch.LongTensor).tolist()  # a legacy class, as older scripts pass it
+    assert x.type(fnn.FloatTensor).dtype is fnn.float32
     with pytest.raises(TypeError, match="type: unknown tensor type 'torch.ComplexFloatTensor'"):
         x.type("torch.ComplexFloatTensor")
 
