@@ -122,6 +122,26 @@ def test_out_writes_into_the_given_tensor_as_pytorch(dev):
         fnn.mul(w, 2.0, out=fnn.zeros((3,), device=dev))
 
 
+@pytest.mark.parametrize("call", [
+    lambda L: L.add(L.tensor([1.5, 2.0]), 1, out=L.zeros(2, dtype=L.int64)),
+    lambda L: L.sum(L.tensor([1, 2]), 0, out=L.zeros((), dtype=L.bool)),
+    lambda L: L.add(L.tensor([1, 2]), 1, out=L.zeros(2)),
+    lambda L: L.mul(L.tensor([True, False]), True, out=L.zeros(2, dtype=L.int32)),
+])
+def test_out_casts_as_pytorchs_can_cast(call):
+    """A float result written into an integer out= (or a number into a bool one) was
+    truncated silently; PyTorch refuses it, and casts the other way."""
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (fnn, torch):
+        try:
+            out = call(lib)
+            results.append((str(out.dtype).rpartition(".")[2], out.tolist()))
+        except RuntimeError:
+            results.append("refused")
+    assert results[0] == results[1]
+
+
 def test_views_of_results_a_hook_returned_non_contiguous_alias(dev):
     # cpu's conv1d returns a transposed view of its GEMM's buffer, and elementwise ops keep
     # that layout: views of such results must still alias, as PyTorch's do
