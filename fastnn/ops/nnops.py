@@ -12,6 +12,7 @@ import warnings
 
 from fastnn.api import dtypes
 from fastnn.api.args import integer, nonnegative
+from fastnn.api.user_warning import warn_user
 from fastnn.autograd.engine import attach
 from fastnn.autograd.grad_mode import switches
 from fastnn.ops.activations import activation as _activation_op
@@ -216,6 +217,17 @@ def implicit_dim(op: str, ndim: int) -> int:
     return 0 if ndim in (0, 1, 3) else 1
 
 
+def _last_dim_default(op: str, x: Tensor, dim, axis) -> None:
+    """Warn where a call without a dim takes the contract's last dim but PyTorch's
+    deprecated implicit dim differs (3-D and more: dim 0 or 1): the same script would
+    normalise another axis under PyTorch, so the choice is said, not made silently."""
+    if dim is UNSET and axis is UNSET and isinstance(x, Tensor) and x.ndim >= 3:
+        theirs = 0 if x.ndim == 3 else 1
+        warn_user(f"{op}: no dim given for a {x.ndim}-d input; fastnn takes the last dim "
+                  f"(dim=-1, its API's default) where PyTorch's deprecated implicit choice "
+                  f"is dim={theirs}; pass dim= explicitly")
+
+
 @public(method=True, top=True)
 def softmax(x: Tensor, dim=UNSET, *, axis=UNSET, dtype=None) -> Tensor:
     """exp(x) / sum(exp(x)) along ``dim``, computed stably. A 0-d ``x`` is its own
@@ -235,6 +247,7 @@ def softmax(x: Tensor, dim=UNSET, *, axis=UNSET, dtype=None) -> Tensor:
             if not (x._requires_grad or switches.anomaly):
                 return out
             return attach(out, "softmax", (x,), (data,), dim)
+    _last_dim_default("softmax", x, dim, axis)
     x = _normalized_input("softmax", x, dtype)
     axis = dim_of("softmax", dim, axis, -1)
     if x.ndim == 0:
@@ -252,6 +265,7 @@ def log_softmax(x: Tensor, dim=UNSET, *, axis=UNSET, dtype=None) -> Tensor:
     """x - logsumexp(x) along ``dim``, computed stably. A 0-d ``x`` is its own
     row (as PyTorch); a size-0 dim gives an empty result. ``dtype=``: the input
     converted first. Without a dim, the last axis, as :func:`softmax`."""
+    _last_dim_default("log_softmax", x, dim, axis)
     x = _normalized_input("log_softmax", x, dtype)
     axis = dim_of("log_softmax", dim, axis, -1)
     if x.ndim == 0:

@@ -3,6 +3,8 @@ the dim=/axis=, keepdim=/keepdims= spellings, against NumPy float64 and PyTorch.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -160,6 +162,23 @@ def test_softmax_of_0d_and_of_empty(device):
     assert fnn.tensor(3.0, device=device).softmax(0).item() == 1.0
     assert fnn.tensor(3.0, device=device).log_softmax(-1).item() == 0.0
     assert fnn.zeros((2, 0), device=device).softmax(dim=-1).shape == (2, 0)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 4), (2, 3, 4, 2)])
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_without_dim_says_it_differs_from_pytorch(shape, name):
+    """F.softmax(x) of a 3-d or 4-d x takes the contract's last dim where PyTorch's implicit
+    dim is 0 or 1: different values, so it warns (it was silent); a 2-d x agrees with
+    PyTorch and stays quiet."""
+    x = fnn.tensor(rng.standard_normal(shape))
+    with pytest.warns(UserWarning, match=f"PyTorch's deprecated implicit choice is "
+                                         f"dim={0 if len(shape) == 3 else 1}"):
+        got = getattr(fnn.nn.functional, name)(x)
+    np.testing.assert_allclose(got.numpy(), getattr(x, name)(-1).numpy())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        getattr(fnn.nn.functional, name)(fnn.tensor(X[0]))
+        getattr(fnn.nn.functional, name)(x, dim=1)
 
 
 def test_both_spellings_is_an_error():
