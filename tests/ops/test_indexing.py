@@ -137,6 +137,22 @@ def test_a_zero_d_int_tensor_indexes_as_an_int_a_view_as_pytorchs(key):
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("key,value_shape", [
+    ((1, 2, 3), (1,)), ((1, 2, 3), (1, 1)), ((1, 2), (1, 6)), (0, (1, 5, 6)),
+    ((slice(None),), (1, 4, 5, 6)), ((IDX,), (1, 1, 1, 1, 6)), ((X > 0,), (1, 1)),
+])
+def test_setitem_drops_leading_unit_dims_of_the_value_as_pytorch(key, value_shape):
+    """x[i] = out with out of shape (1,) or (1, 1) (a model's output for one sample) was
+    refused: PyTorch drops the value's leading size-1 dims beyond the indexed shape's."""
+    torch = pytest.importorskip("torch")
+    value = np.arange(float(np.prod(value_shape))).reshape(value_shape) + 7.0
+    ours, theirs = fnn.tensor(X), torch.tensor(X)
+    ours[key] = fnn.tensor(value)
+    theirs[key if not isinstance(key, tuple) or not isinstance(key[0], np.ndarray) else
+           (torch.tensor(key[0]),)] = torch.tensor(value)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
 def test_batching_as_pytorch_users_write_it(device):
     data = fnn.tensor(X.reshape(4, 30), device=device)
     perm = fnn.tensor(np.random.default_rng(2).permutation(4), device=device)
