@@ -83,6 +83,8 @@ def zero_d_int(item):
     if isinstance(item, Tensor) and not item._data.shape and item._dtype.is_integer and \
             item._dtype is not dtypes.uint8:
         return int(item.item())
+    if type(item) is np.ndarray and not item.shape and item.dtype.kind == "i":
+        return int(item)  # a 0-d NumPy integer array, as PyTorch reads it too
     return item
 
 

@@ -120,7 +120,7 @@ def test_a_zero_d_mask_adds_a_leading_axis_as_pytorchs(flag):
 @pytest.mark.parametrize("key", [
     lambda lib: lib.tensor(1), lambda lib: lib.tensor(-1, dtype=lib.int32),
     lambda lib: (lib.tensor(2), lib.tensor(1)), lambda lib: (slice(None), lib.tensor(3)),
-    lambda lib: (lib.tensor(1), Ellipsis, lib.tensor(0)),
+    lambda lib: (lib.tensor(1), Ellipsis, lib.tensor(0)), lambda lib: np.array(2),
 ])
 def test_a_zero_d_int_tensor_indexes_as_an_int_a_view_as_pytorchs(key):
     """x[i] with a 0-d integer tensor i is x[int(i)] in PyTorch: a select, a view, so a write
