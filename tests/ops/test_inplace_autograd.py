@@ -142,6 +142,58 @@ def test_out_casts_as_pytorchs_can_cast(call):
     assert results[0] == results[1]
 
 
+def _masked_scale(L):
+    w = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = w.clone()
+    y[y > 1.5] *= 2  # x[mask] read, then written back: the read keeps only the index
+    y.sum().backward()
+    return w.grad
+
+
+def _index_then_write(L):
+    w = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    x = w * 1
+    picked = x[L.tensor([2, 0])]
+    x.add_(1)
+    picked.sum().backward()
+    return w.grad
+
+
+def _index_then_write_the_index(L):
+    w = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    i = L.tensor([2, 0])
+    picked = (w * 1).index_select(0, i)
+    i.add_(0)
+    picked.sum().backward()
+    return w.grad
+
+
+def _gather_then_write(L):
+    w = L.tensor([[1.0, 2.0, 3.0]], requires_grad=True)
+    x = w * 1
+    picked = x.gather(1, L.tensor([[2, 0]]))
+    x.add_(1)
+    picked.sum().backward()
+    return w.grad
+
+
+@pytest.mark.parametrize("case", [_masked_scale, _index_then_write,
+                                  _index_then_write_the_index, _gather_then_write])
+def test_indexing_keeps_what_pytorch_keeps_for_backward(case):
+    """x[idx] and index_select keep the index, not x, as PyTorch's: y[y > 1.5] *= 2 on a
+    non-leaf raised 'modified by an in-place operation' at backward; a write into the
+    index still raises, and gather still keeps x (PyTorch's does)."""
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (fnn, torch):
+        try:
+            results.append(case(lib).tolist())
+        except RuntimeError as exc:
+            assert "modified by an in" in str(exc)
+            results.append("refused")
+    assert results[0] == results[1]
+
+
 def test_views_of_results_a_hook_returned_non_contiguous_alias(dev):
     # cpu's conv1d returns a transposed view of its GEMM's buffer, and elementwise ops keep
     # that layout: views of such results must still alias, as PyTorch's do
