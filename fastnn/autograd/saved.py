@@ -12,6 +12,13 @@ GRAD_READS = {"relu": (False, True), "sigmoid": (False, True), "tanh": (False, T
               "gelu": (True, True)}
 
 
+# ops whose rule reads their own output where PyTorch's keeps only the input (gelu: the
+# fused gradient recovers the cdf from out, PyTorch's GeluBackward saves self): a write
+# into the output gives the node a copy of the old values instead of making it stale, so
+# that y = F.gelu(x); y += r; backward passes, as in PyTorch
+OUTPUT_COPIED_ON_WRITE = frozenset({"gelu"})
+
+
 def saved_for_grad(kind: str, z, out) -> tuple:
     """(z, out) with None for what the kind's gradient does not read (:data:`GRAD_READS`)."""
     reads_z, reads_out = GRAD_READS[kind]

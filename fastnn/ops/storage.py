@@ -30,6 +30,7 @@ from fastnn.api import dtypes
 from fastnn.api.layout import contiguous_strides, view_strides
 from fastnn.autograd import engine, grad_mode
 from fastnn.autograd.engine import Node
+from fastnn.autograd.saved import OUTPUT_COPIED_ON_WRITE
 from fastnn.ops.core import astype
 
 # A view's record, ``t._view``: a list (cheaper to make than an object, on every view op)
@@ -263,7 +264,13 @@ def write(t, new) -> None:
         storage = _storage(base)
     if base._node is not None and base._node.saved and any(
             s is base._data for s in base._node.saved):
-        base._node.stale = base.shape  # its rule reads the array being overwritten
+        node = base._node
+        if node.op in OUTPUT_COPIED_ON_WRITE:  # PyTorch's rule would not read it: keep
+            old = copy_array(base)            # the old values for this one
+            node.saved = tuple(old if s is base._data else s for s in node.saved)
+            node.out_id = id(old)
+        else:
+            node.stale = base.shape  # its rule reads the array being overwritten
     ops = t._device.ops
     if native(t._device):
         if new._data is not t._data:

@@ -194,6 +194,25 @@ def test_indexing_keeps_what_pytorch_keeps_for_backward(case):
     assert results[0] == results[1]
 
 
+@pytest.mark.parametrize("write", [
+    lambda y: y.add_(1.0), lambda y: y.__setitem__(0, 5.0),
+    lambda y: y.view(-1)[1:].mul_(3.0),
+])
+def test_a_gelu_output_written_in_place_still_differentiates_as_pytorchs(write):
+    """y = F.gelu(x); y += r raised 'modified by an in-place operation' at backward: the
+    fused gradient reads gelu's output, which PyTorch's GeluBackward does not keep. The
+    node now keeps a copy of the old output when it is overwritten."""
+    torch = pytest.importorskip("torch")
+    grads = []
+    for lib in (fnn, torch):
+        w = lib.tensor([[1.0, -2.0, 3.0]], requires_grad=True)
+        y = lib.nn.functional.gelu(w)
+        write(y)
+        (y * lib.tensor([[1.0, 2.0, 3.0]])).sum().backward()
+        grads.append(w.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-6)
+
+
 def test_views_of_results_a_hook_returned_non_contiguous_alias(dev):
     # cpu's conv1d returns a transposed view of its GEMM's buffer, and elementwise ops keep
     # that layout: views of such results must still alias, as PyTorch's do
