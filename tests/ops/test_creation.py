@@ -99,6 +99,17 @@ def test_tensor_of_a_list_keeps_its_numpy_and_tensor_leaves_dtypes_as_torch(make
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
 
 
+def test_scalar_tensor_as_torch():
+    """fnn.scalar_tensor was missing: a 0-d tensor of the default float dtype, 3 -> 3.0."""
+    torch = pytest.importorskip("torch")
+    for value, kwargs in [(3, {}), (True, {}), (2.5, {"dtype": "float64"}),
+                          (7, {"dtype": "int64"})]:
+        ours = fnn.scalar_tensor(value, **{k: getattr(fnn, v) for k, v in kwargs.items()})
+        theirs = torch.scalar_tensor(value, **{k: getattr(torch, v) for k, v in kwargs.items()})
+        assert ours.shape == () and ours.dtype.name == str(theirs.dtype).split(".")[1]
+        assert ours.item() == theirs.item()
+
+
 def test_bad_sizes_name_the_op():
     with pytest.raises(ValueError, match=r"randn: negative dimension in shape \(2, -1\)"):
         fnn.randn(2, -1)
