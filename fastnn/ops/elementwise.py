@@ -70,10 +70,10 @@ def binary(op: str, a, b, saved_fn=None) -> Tensor:
     else:
         a, b_data = scalar_operand(op, a, b)
         b_in = None
-    if op == "div" and not a._dtype.is_floating:
-        a = astype(a, dtypes.float32)
+    if op == "div" and not a._dtype.is_floating:  # true division: the default float
+        a = astype(a, dtypes.get_default_dtype())
         if b_in is not None:
-            b_in = astype(b_in, dtypes.float32)
+            b_in = astype(b_in, a._dtype)
             b_data = b_in._data
     ops = a._device.ops
     out_data = getattr(ops, op)(a._data, b_data)
@@ -316,7 +316,7 @@ def unary(op: str, x: Tensor, save_input=False, save_output=False) -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
     if not x._dtype.is_floating and op not in ("neg", "abs", "sign", "relu"):
-        x = astype(x, dtypes.float32)
+        x = astype(x, dtypes.get_default_dtype())  # exp of an int tensor: the default float
     out_data = getattr(x._device.ops, op)(x._data)
     out = _make(out_data, x._dtype, x._device)
     if not (x._requires_grad or switches.anomaly):

@@ -22,7 +22,7 @@ _SMALLEST_NORMAL = {"float64": 2.2250738585072014e-308, "float32": 1.17549435082
 def _float(op: str, x) -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
-    return x if x._dtype.is_floating else x.to(dtypes.float32)
+    return x if x._dtype.is_floating else x.to(dtypes.get_default_dtype())
 
 
 @public(method=True, top=True)

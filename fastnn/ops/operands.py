@@ -65,11 +65,12 @@ def same_dtype(op: str, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def scalar_operand(op: str, a: Tensor, value):
-    """(a, value) for a Python scalar operand; an integer tensor meets a float as float32,
-    a bool tensor meets an integer as int64 (as in NumPy and PyTorch: True + 2 is 3)."""
+    """(a, value) for a Python scalar operand; an integer tensor meets a float as the
+    default float dtype (float32 unless set_default_dtype), a bool tensor meets an integer
+    as int64 (as in PyTorch: True + 2 is 3)."""
     value = check_scalar(op, value)
     if not a._dtype.is_floating and not isinstance(value, numbers.Integral):
-        a = astype(a, dtypes.float32)
+        a = astype(a, dtypes.get_default_dtype())
     elif a._dtype is dtypes.bool_:
         a = astype(a, dtypes.int64)
     if isinstance(value, numbers.Integral):

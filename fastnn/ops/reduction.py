@@ -164,7 +164,7 @@ def logsumexp(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET
     rows give -inf and +inf rows +inf, as PyTorch."""
     dim, keep = _args("logsumexp", dim, axis, keepdim, keepdims)
     if not x._dtype.is_floating:
-        x = x.to(dtypes.float32)
+        x = x.to(dtypes.get_default_dtype())
     axes = normalize_axis("logsumexp", dim, x.ndim)
     if _count(x, axes) == 0:
         return ew.log(movement.sum(ew.exp(x), axes, keep))

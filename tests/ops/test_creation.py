@@ -142,6 +142,38 @@ def test_default_dtype_reaches_every_float_factory(float64_default):
     assert str(torch_default) == "torch.float32"
 
 
+PROMOTIONS = {
+    "int * float": lambda L: L.tensor([1, 2]) * 1.5,
+    "int / int": lambda L: L.tensor([1, 2]) / L.tensor([2, 2]),
+    "int / 2": lambda L: L.tensor([1, 2]) / 2,
+    "bool + float": lambda L: L.tensor([True, False]) + 0.5,
+    "sqrt of int": lambda L: L.tensor([1, 2]).sqrt(),
+    "exp of int": lambda L: L.tensor([1, 2]).exp(),
+    "sigmoid of int": lambda L: L.tensor([1, 2]).sigmoid(),
+    "logsumexp of int": lambda L: L.tensor([1, 2]).logsumexp(0),
+    "where int, float": lambda L: L.where(L.tensor([True, False]), L.tensor([1, 2]), 0.5),
+    "clamp int, float": lambda L: L.tensor([1, 2]).clamp(min=1.5),
+    "float32 * float": lambda L: L.tensor([1.0], dtype=L.float32) * 1.5,
+}
+
+
+@pytest.mark.parametrize("name", PROMOTIONS)
+def test_an_integer_promoted_to_float_takes_the_default_dtype(name):
+    """Under set_default_dtype(float64), int_tensor * 1.5, int / int, exp of an int ... are
+    float64 in PyTorch; fastnn made them float32 (and repr printed the default float's
+    dtype= and not float32's)."""
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (fnn, torch):
+        lib.set_default_dtype(lib.float64)
+        try:
+            out = PROMOTIONS[name](lib)
+            results.append((str(out.dtype).rpartition(".")[2], repr(out).replace("torch.", "")))
+        finally:
+            lib.set_default_dtype(lib.float32)
+    assert results[0] == results[1]
+
+
 def test_default_dtype_must_be_floating():
     assert fnn.get_default_dtype() is fnn.float32
     with pytest.raises(TypeError, match="set_default_dtype: only floating dtypes"):
