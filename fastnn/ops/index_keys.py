@@ -96,6 +96,8 @@ def pytorch_key(x: Tensor, key, stacklevel: int) -> tuple:
     an int (:func:`zero_d_int`)."""
     if type(key) is list:
         return x, (tuple(key) if sequence_as_tuple(key, stacklevel + 1) else key)
+    if _is_byte(key) and not key._data.shape:  # a 0-d uint8 key: a 0-d mask, as PyTorch
+        key = byte_mask(key)
     if zero_d_mask(key):
         return x.unsqueeze(0), key.reshape(1)
     return x, zero_d_int(key)
@@ -120,8 +122,8 @@ def expand_key(op: str, x: Tensor, key) -> list:
                     continue
             item = as_index(op, item, x._device)
             if item._dtype is dtypes.bool_ and not item.ndim:
-                raise IndexError(f"{op}: a 0-d bool tensor inside a tuple key is not "
-                                 "supported; index with it alone (x[flag]) or use None")
+                raise IndexError(f"{op}: a 0-d bool (or uint8) tensor inside a tuple key is "
+                                 "not supported; index with it alone (x[flag]) or use None")
             if item._dtype is dtypes.bool_:
                 items.append(("mask", item))
                 continue

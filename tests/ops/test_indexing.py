@@ -115,6 +115,8 @@ def test_a_zero_d_mask_adds_a_leading_axis_as_pytorchs(flag):
     y = fnn.zeros(X.shape)
     y[fnn.tensor(flag)] = 2.0
     np.testing.assert_array_equal(y.numpy(), np.full(X.shape, 2.0 if flag else 0.0))
+    with pytest.warns(UserWarning, match="uint8"):  # a 0-d uint8 key is such a mask too
+        assert fnn.tensor(X)[fnn.tensor(int(flag), dtype=fnn.uint8)].shape == want.shape
 
 
 @pytest.mark.parametrize("key", [
