@@ -101,6 +101,9 @@ int = int32  # noqa: A001
 """``fnn.int32``, spelt as PyTorch's ``torch.int``."""
 short = int16
 """``fnn.int16``, spelt as PyTorch's ``torch.short``."""
+dtype = DType
+"""The class of fnn.float32, fnn.int64, ..., spelt as PyTorch's ``torch.dtype``
+(``isinstance(d, torch.dtype)``, ``Optional[torch.dtype]`` annotations)."""
 device = DeviceSpec
 """``fnn.device("cuda:1")``: a device named without loading its backend, as ``torch.device``
 (see :class:`DeviceSpec`)."""
@@ -143,7 +146,7 @@ __all__ = [
     # PyTorch's spellings and module layout (import fastnn as torch)
     "BoolTensor", "ByteTensor", "CharTensor", "ShortTensor", "DoubleTensor", "FloatTensor",
     "HalfTensor", "IntTensor", "LongTensor",
-    "DeviceSpec", "accelerator", "amp", "cpu", "cuda", "device", "double", "float",
+    "DeviceSpec", "accelerator", "amp", "cpu", "cuda", "device", "double", "dtype", "float",
     "get_default_dtype", "half", "int", "long", "short", "set_default_dtype", "set_grad_enabled",
     "Size", "are_deterministic_algorithms_enabled", "get_num_threads", "set_num_threads",
     "get_num_interop_threads", "set_num_interop_threads",

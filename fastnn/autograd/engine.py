@@ -60,13 +60,6 @@ def tick() -> int:
     return _clock
 
 
-# ops whose rule reads their output where PyTorch's saves something else (max pooling:
-# the indices), so that PyTorch lets that output be written in place (nn.MaxPool2d, then
-# nn.ReLU(inplace=True)): a write into it first gives the node a copy of it
-# (fastnn.ops.storage.write) instead of making the node stale
-OUTPUT_COPIED_ON_WRITE = frozenset({"max_pool2d"})
-
-
 class Node:
     """One recorded op: enough to compute its inputs' gradients from its output's.
 

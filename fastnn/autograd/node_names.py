@@ -33,8 +33,20 @@ def _addmm_name(node):
     return "AddmmBackward0" if _first_input_dims(node) == 2 else "ViewBackward0"
 
 
+def _over_dims(name: str):
+    """``x.sum()`` prints SumBackward0, ``x.sum(dim)`` SumBackward1 (PyTorch's overloads):
+    the node's attrs hold the dims, None for all."""
+    return lambda node: f"{name}Backward1" if node.attrs and node.attrs[1] is not None \
+        else f"{name}Backward0"
+
+
 # op -> PyTorch's name, or a function of the node giving it (None: the default spelling)
 PYTORCH_NAMES = {
+    "sum": _over_dims("Sum"),
+    "mean": _over_dims("Mean"),
+    "prod": _over_dims("Prod"),
+    "max": lambda node: "MaxBackward1" if node.attrs and node.attrs[1] is None
+    else "AmaxBackward0",
     "reshape": "ViewBackward0",
     "astype": "ToCopyBackward0",
     "broadcast_to": "ExpandBackward0",
@@ -145,7 +157,7 @@ def show_as(out, name: str, inputs):
     call's ``inputs`` (tensors or None): what PyTorch's single node for the call shows.
     Returns ``out``; a tensor without a node is left alone."""
     node = getattr(out, "_node", None)
-    if node is not None:
+    if node is not None and not any(out is t for t in inputs):  # (an op that returned x)
         _SHOWN[node] = (name, tuple(edge_to(t) for t in inputs))
     return out
 

@@ -12,6 +12,15 @@ GRAD_READS = {"relu": (False, True), "sigmoid": (False, True), "tanh": (False, T
               "gelu": (True, True)}
 
 
+# ops whose rule reads their own output where PyTorch's keeps something else (gelu: the
+# fused gradient recovers the cdf from out, PyTorch's GeluBackward saves self; max
+# pooling: PyTorch saves the indices): a write into the output
+# (fastnn.ops.storage.write) gives the node a copy of the old values instead of making
+# it stale, so that y = F.gelu(x); y += r and nn.MaxPool2d then nn.ReLU(inplace=True)
+# pass backward, as in PyTorch
+OUTPUT_COPIED_ON_WRITE = frozenset({"gelu", "max_pool2d"})
+
+
 def saved_for_grad(kind: str, z, out) -> tuple:
     """(z, out) with None for what the kind's gradient does not read (:data:`GRAD_READS`)."""
     reads_z, reads_out = GRAD_READS[kind]

@@ -55,7 +55,7 @@ def _hook(op: str, x: Tensor, slope=0.0) -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
     if not x._dtype.is_floating:
-        x = astype(x, dtypes.float32)
+        x = astype(x, dtypes.get_default_dtype())  # as PyTorch: the default float
     ops = x._device.ops
     data = ops.leaky_relu(x._data, slope) if op == "leaky_relu" else getattr(ops, op)(x._data)
     out = Tensor._make(data, x._dtype, x._device)
@@ -152,7 +152,7 @@ def softplus(x, beta=1.0, threshold=20.0):
 def _floating(op: str, x) -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
-    return x if x._dtype.is_floating else astype(x, dtypes.float32)
+    return x if x._dtype.is_floating else astype(x, dtypes.get_default_dtype())
 
 
 def _negative_part(x: Tensor, alpha: float) -> Tensor:

@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 from fastnn.api import dtypes
-from fastnn.autograd.node_names import shows
+from fastnn.autograd.node_names import show_as, shows
 from fastnn.ops import elementwise as ew
 from fastnn.ops import mathops, movement, shaping
 from fastnn.ops.movement import view_op
+from fastnn.ops.operands import fill_value
 from fastnn.ops.spelling import shape_of
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor, full, tensor
@@ -162,7 +163,7 @@ _BY_TYPE_NAME = {v: k for k, v in _TYPE_NAMES.items()}
 def type_(x: Tensor, dtype=None):
     """No argument: x's type name as PyTorch's ``x.type()`` gives it, with fastnn for torch
     (``'fastnn.FloatTensor'``, ``'fastnn.cuda.FloatTensor'`` off the cpu); with a dtype (or
-    such a name): x converted to it."""
+    such a name, or a legacy class: ``x.type(torch.LongTensor)``): x converted to it."""
     if dtype is None:
         where = "" if x.device.type == "cpu" else f"{x.device.type}."
         return f"fastnn.{where}{_TYPE_NAMES[x.dtype.name]}"
@@ -172,6 +173,8 @@ def type_(x: Tensor, dtype=None):
             raise TypeError(f"type: unknown tensor type {dtype!r}; expected a dtype or one of "
                             f"{', '.join(sorted(_BY_TYPE_NAME))}")
         dtype = found
+    elif isinstance(dtype, type) and isinstance(getattr(dtype, "dtype", None), dtypes.DType):
+        dtype = dtype.dtype  # x.type(torch.LongTensor): the legacy class's dtype
     return x.to(dtypes.as_dtype(dtype))
 
 
@@ -208,13 +211,20 @@ def where_method(x: Tensor, condition: Tensor, other) -> Tensor:
 @public(method=True, functional=False)
 @shows("MaskedFillBackward0")
 def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
-    """``value`` where ``mask`` (bool, broadcast to x) is True, else x."""
+    """``value`` where ``mask`` (bool, broadcast to x) is True, else x; x's dtype, as
+    PyTorch: the value (a number or a 0-d tensor) is converted to it (2.5 fills an int64
+    x with 2, 5 fills a bool x with True)."""
     if not isinstance(mask, Tensor) or mask.dtype is not dtypes.bool_:
         raise TypeError("masked_fill: mask must be a bool tensor (e.g. x > 0)")
     if isinstance(value, Tensor):
-        return ew.where(mask, value.to(x.dtype), x)
-    keep = ew.not_mask(mask)
-    return ew.where(keep, x, value)
+        if value.ndim:
+            raise RuntimeError(f"masked_fill: only a 0-d value tensor is supported (as "
+                               f"PyTorch), got shape {value.shape}; use torch.where(mask, "
+                               "value, x) to fill from a tensor")
+    value = fill_value("masked_fill", value, x)
+    if isinstance(value, Tensor):
+        return ew.where(mask, value, x)
+    return ew.where(ew.not_mask(mask), x, value)  # a float for a floating x: -inf, 0.0
 
 
 def _as_bool(x: Tensor) -> Tensor:
@@ -247,11 +257,13 @@ def logical_xor(x: Tensor, other: Tensor) -> Tensor:
 
 @public(method=True, top=True)
 def t(x: Tensor) -> Tensor:
-    """The transpose of a matrix (a 0-d or 1-d tensor is returned as it is)."""
+    """The transpose of a matrix (of a 0-d or 1-d tensor, a view of it as it is; as
+    PyTorch, never x itself)."""
     if x.ndim > 2:
         raise ValueError(f"t: expects a tensor of at most 2 dims, got {x.ndim}; use "
                          "x.transpose(d0, d1)")
-    return x if x.ndim < 2 else shaping.swap(x, 0, 1)
+    out = movement.same_view(x) if x.ndim < 2 else shaping.swap(x, 0, 1)
+    return show_as(out, "TBackward0", (x,))
 
 
 @public(method="__iter__", functional=False)

@@ -123,11 +123,53 @@ def _ragged(data) -> str:
 
 
 def inferred_dtype(data):
-    """The dtype PyTorch infers for Python data: bools -> bool, ints -> int64, anything else
-    -> the default float dtype; host_array then names what cannot be converted."""
+    """The dtype PyTorch infers for Python data: bools -> bool, ints -> int64, floats -> the
+    default float dtype, and a NumPy scalar, NumPy array or Tensor inside a list keeps its
+    own dtype; the leaves' dtypes promote as PyTorch's table (``[np.float64(1.5), 2.0]`` is
+    float64, ``[np.float16(1), 2]`` float16). host_array then names what cannot be
+    converted."""
+    if not isinstance(data, (list, tuple)):
+        try:
+            kind = np.asarray(data).dtype.kind
+        except (TypeError, ValueError):
+            return _dtypes.get_default_dtype()
+        return (_dtypes.bool_ if kind == "b" else _dtypes.int64 if kind in "iu" else
+                _dtypes.get_default_dtype())
+    found: set = set()
+    _leaf_dtypes(data, found, 0)
+    result = None
+    for dtype in found:
+        result = dtype if result is None else _dtypes.promote(result, dtype)
+    return result or _dtypes.get_default_dtype()
+
+
+def _leaf_dtypes(data, found: set, depth: int) -> None:
+    """Add to ``found`` the dtype of each leaf of the nested lists ``data`` (a type at a
+    time: one pass over a list of plain floats costs one ``set(map(type, ...))``)."""
+    if depth > MAX_DIMS:  # a list that holds itself: host_array names the depth
+        return
+    for kind in set(map(type, data)):
+        if issubclass(kind, (list, tuple)):
+            for item in data:
+                if type(item) is kind:
+                    _leaf_dtypes(item, found, depth + 1)
+        elif issubclass(kind, (np.ndarray, np.generic)) or hasattr(kind, "dtype"):
+            found.update(filter(None, (_leaf_dtype(kind, item) for item in data
+                                       if type(item) is kind)))
+        else:
+            found.add(_leaf_dtype(kind, None) or _dtypes.get_default_dtype())
+
+
+def _leaf_dtype(kind, item):
+    """The dtype of one leaf of type ``kind``; None where it has none of fastnn's (host_array
+    then refuses it, or it is a float)."""
+    if issubclass(kind, (bool, np.bool_)):
+        return _dtypes.bool_
+    if issubclass(kind, numbers.Integral) and not issubclass(kind, np.generic):
+        return _dtypes.int64
+    if item is None or not hasattr(item, "dtype"):
+        return None
     try:
-        kind = np.asarray(data).dtype.kind
-    except (TypeError, ValueError):
-        return _dtypes.get_default_dtype()
-    return (_dtypes.bool_ if kind == "b" else _dtypes.int64 if kind in "iu" else
-            _dtypes.get_default_dtype())
+        return _dtypes.as_dtype(item.dtype)
+    except (TypeError, ValueError, KeyError):
+        return None

@@ -37,6 +37,15 @@ def _make(host: np.ndarray, dtype, device, requires_grad=False) -> Tensor:
 
 
 @public(top=True, functional=False)
+def scalar_tensor(s, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A 0-d tensor holding the number ``s`` (a 0-d tensor is read as its number), of the
+    default float dtype unless given, whatever the number (PyTorch's: 3 gives 3.0)."""
+    if isinstance(s, Tensor) and not s._data.shape:
+        s = s.item()
+    return full((), s, dtypes.float_or_default(dtype), device, requires_grad)
+
+
+@public(top=True, functional=False)
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False) -> Tensor:
     """[start, end) by ``step`` (one argument: [0, start)); int64 when every bound is an int,
     else the default float dtype, as PyTorch."""

@@ -44,7 +44,7 @@ def draw_seed() -> int:
 
 def keep_mask(x: Tensor, shape: tuple, p: float, seed: int) -> Tensor:
     """The 0/1 keep-mask of ``shape`` (broadcasting against x), in x's floating dtype."""
-    dtype = x.dtype if x.dtype.is_floating else dtypes.float32
+    dtype = x.dtype if x.dtype.is_floating else dtypes.get_default_dtype()
     with no_grad():
         return (rand(shape, dtype=dtype, device=x.device, seed=seed) >= p).astype(dtype)
 

@@ -70,10 +70,10 @@ def binary(op: str, a, b, saved_fn=None) -> Tensor:
     else:
         a, b_data = scalar_operand(op, a, b)
         b_in = None
-    if op == "div" and not a._dtype.is_floating:
-        a = astype(a, dtypes.float32)
+    if op == "div" and not a._dtype.is_floating:  # true division: the default float
+        a = astype(a, dtypes.get_default_dtype())
         if b_in is not None:
-            b_in = astype(b_in, dtypes.float32)
+            b_in = astype(b_in, a._dtype)
             b_data = b_in._data
     ops = a._device.ops
     out_data = getattr(ops, op)(a._data, b_data)
@@ -112,14 +112,22 @@ def add(a, b, *, alpha=1):
     """a + alpha * b, elementwise, with NumPy broadcasting and PyTorch's type promotion
     (either side may be a Python number)."""
     if alpha != 1:
-        b = _times_alpha("add", b, alpha)
+        b = _times_alpha("add", a, b, alpha)
     return binary("add", a, b)
 
 
-def _times_alpha(op: str, b, alpha):
-    """``alpha * b`` for add's and sub's ``alpha=`` (a Python number, as PyTorch)."""
+def _times_alpha(op: str, a, b, alpha):
+    """``alpha * b`` for add's and sub's ``alpha=`` (a Python number, as PyTorch; a float
+    alpha is refused where a and b are integers, as PyTorch refuses it, instead of making
+    the integer sum a float one)."""
     if isinstance(alpha, bool) or not isinstance(alpha, numbers.Number):
         raise TypeError(f"{op}: alpha must be a number, got {type(alpha).__name__}")
+    if not isinstance(alpha, numbers.Integral) and not any(
+            v._dtype.is_floating if isinstance(v, Tensor) else not isinstance(v, numbers.Integral)
+            for v in (a, b)):
+        raise RuntimeError(f"{op}: for integral input tensors, alpha must not be a floating "
+                           f"point number, got {alpha!r} (as PyTorch); convert an input "
+                           "with .float()")
     return mul(b, alpha) if isinstance(b, Tensor) else b * alpha
 
 
@@ -136,7 +144,7 @@ def sub(a, b, *, alpha=1):
     """a - alpha * b, elementwise, broadcast (not defined on bool tensors)."""
     _no_bool("sub", a, b)
     if alpha != 1:
-        b = _times_alpha("sub", b, alpha)
+        b = _times_alpha("sub", a, b, alpha)
     return binary("sub", a, b)
 
 
@@ -273,6 +281,8 @@ def where(cond: Tensor, a=_ALONE, b=_ALONE):
         cond = nonzero_mask(cond)
     if isinstance(cond, Tensor) and not isinstance(a, Tensor) and not isinstance(b, Tensor):
         a, b = _scalar_pair(a, b, cond)
+    elif isinstance(a, bool) or isinstance(b, bool):  # where(m, x, True), as PyTorch
+        a, b = python_bools(a, b)
     if not isinstance(cond, Tensor) or cond._dtype is not dtypes.bool_:
         given = (f"a {cond._dtype.name} tensor" if isinstance(cond, Tensor) else
                  type(cond).__name__)
@@ -306,7 +316,7 @@ def unary(op: str, x: Tensor, save_input=False, save_output=False) -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
     if not x._dtype.is_floating and op not in ("neg", "abs", "sign", "relu"):
-        x = astype(x, dtypes.float32)
+        x = astype(x, dtypes.get_default_dtype())  # exp of an int tensor: the default float
     out_data = getattr(x._device.ops, op)(x._data)
     out = _make(out_data, x._dtype, x._device)
     if not (x._requires_grad or switches.anomaly):

@@ -13,6 +13,7 @@ import numbers
 import numpy as np
 
 from fastnn import return_types
+from fastnn.autograd.node_names import show_as
 from fastnn.ops import elementwise as ew
 from fastnn.ops import movement, reduction
 from fastnn.ops.gathering import gather_tensor
@@ -43,7 +44,8 @@ def _with_indices(op: str, x: Tensor, dim: int, keep: bool, find_index, result):
     if not keep:
         shape = x.shape[:a] + x.shape[a + 1:]
         values, index = movement.reshape(values, shape), movement.reshape(index, shape)
-    return result(values, index)
+    # the values print as PyTorch's x.max(dim)'s: MaxBackward0 (MinBackward0)
+    return result(show_as(values, f"{op.capitalize()}Backward0", (x,)), index)
 
 
 def _argmax(x: Tensor, a: int) -> Tensor:
@@ -77,7 +79,8 @@ def min(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET):  # 
         return ew.minimum(x, dim)
     dim, keep = dim_of("min", dim, axis), keep_of("min", keepdim, keepdims)
     if not _single(dim):
-        return reduction.amin(x, dim, keep)
+        return show_as(reduction.amin(x, dim, keep), "MinBackward1" if dim is None else
+                       "AminBackward0", (x,))
     return _with_indices("min", x, dim, keep, _argmin, return_types.min)
 
 

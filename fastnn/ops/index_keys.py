@@ -76,16 +76,31 @@ def zero_d_mask(key) -> bool:
     return isinstance(key, Tensor) and key.ndim == 0 and key._dtype is dtypes.bool_
 
 
+def zero_d_int(item):
+    """``item`` as PyTorch reads it: a 0-d integer tensor (not uint8, not bool) is the int
+    it holds, so that ``x[i]`` with ``i = fnn.tensor(1)`` (an argmax, a loop counter) is a
+    select, a view of x as with ``x[1]``, not a copy; any other item is returned as is."""
+    if isinstance(item, Tensor) and not item._data.shape and item._dtype.is_integer and \
+            item._dtype is not dtypes.uint8:
+        return int(item.item())
+    if type(item) is np.ndarray and not item.shape and item.dtype.kind == "i":
+        return int(item)  # a 0-d NumPy integer array, as PyTorch reads it too
+    return item
+
+
 def pytorch_key(x: Tensor, key, stacklevel: int) -> tuple:
     """(x, key) with PyTorch's readings where NumPy's differ: a list holding sequences,
     slices, ``...`` or None is the tuple of its items (:func:`sequence_as_tuple`, its
     warning ``stacklevel`` frames up from the caller); a 0-d bool mask is a 1-d one over a
-    new leading axis of x (a view: a write through it reaches x)."""
+    new leading axis of x (a view: a write through it reaches x); a 0-d integer tensor is
+    an int (:func:`zero_d_int`)."""
     if type(key) is list:
         return x, (tuple(key) if sequence_as_tuple(key, stacklevel + 1) else key)
+    if _is_byte(key) and not key._data.shape:  # a 0-d uint8 key: a 0-d mask, as PyTorch
+        key = byte_mask(key)
     if zero_d_mask(key):
         return x.unsqueeze(0), key.reshape(1)
-    return x, key
+    return x, zero_d_int(key)
 
 
 def expand_key(op: str, x: Tensor, key) -> list:
@@ -94,6 +109,7 @@ def expand_key(op: str, x: Tensor, key) -> list:
         key = (key,)
     items = []
     for item in key:
+        item = zero_d_int(item)
         if isinstance(item, (tuple, builtins.range)):  # a list, as NumPy and torch take them
             item = list(item)
         elif _is_byte(item):
@@ -105,6 +121,9 @@ def expand_key(op: str, x: Tensor, key) -> list:
                     items.append(("index", host))
                     continue
             item = as_index(op, item, x._device)
+            if item._dtype is dtypes.bool_ and not item.ndim:
+                raise IndexError(f"{op}: a 0-d bool (or uint8) tensor inside a tuple key is "
+                                 "not supported; index with it alone (x[flag]) or use None")
             if item._dtype is dtypes.bool_:
                 items.append(("mask", item))
                 continue

@@ -295,6 +295,11 @@ def _broadcasts_to(shape, target) -> bool:
 
 
 def _broadcast_value(value: Tensor, shape) -> Tensor:
+    """``value`` broadcast to the indexed ``shape``; as PyTorch, leading size-1 dims beyond
+    the target's are dropped first (``x[i] = out`` with out of shape (1,) or (1, 1))."""
+    extra = value.ndim - len(shape)
+    if extra > 0 and all(n == 1 for n in value.shape[:extra]):
+        value = value.reshape(value.shape[extra:])
     try:
         target = np.broadcast_shapes(value.shape, tuple(shape))
     except ValueError:

@@ -63,7 +63,14 @@ def _binary(name: str, fn):
     return method
 
 
-for _name, _fn in {"mul_": ew.mul, "div_": ew.div, "pow_": ew.pow,
+@public(method=True, functional=False, aliases=("divide_",))
+def div_(x: Tensor, other, *, rounding_mode=None) -> Tensor:
+    """``x.div(other, rounding_mode=...)`` written into x, in place (an integer x takes
+    only a rounded division, as PyTorch)."""
+    return inplace("div_", x, mathops.div_rounded, other, rounding_mode=rounding_mode)
+
+
+for _name, _fn in {"mul_": ew.mul, "pow_": ew.pow,
                    "maximum_": ew.maximum, "minimum_": ew.minimum}.items():
     METHODS[_name] = _binary(_name, _fn)
 for _name, _fn in {"neg_": ew.neg, "abs_": ew.abs, "exp_": ew.exp, "log_": ew.log,

@@ -8,6 +8,7 @@ import math
 
 from fastnn.api import dtypes
 from fastnn.autograd.grad_mode import no_grad
+from fastnn.autograd.node_names import show_as
 from fastnn.ops import elementwise as ew
 from fastnn.ops import operands
 from fastnn.ops.table import public
@@ -21,7 +22,7 @@ _SMALLEST_NORMAL = {"float64": 2.2250738585072014e-308, "float32": 1.17549435082
 def _float(op: str, x) -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
-    return x if x._dtype.is_floating else x.to(dtypes.float32)
+    return x if x._dtype.is_floating else x.to(dtypes.get_default_dtype())
 
 
 @public(method=True, top=True)
@@ -160,7 +161,7 @@ def rsqrt(x):
 def square(x):
     """x * x (a bool x is squared as int64, as PyTorch)."""
     x = _numeric(x)
-    return ew.mul(x, x)
+    return show_as(ew.mul(x, x), "PowBackward0", (x,))
 
 
 @public(method=True, top=True)
@@ -185,7 +186,8 @@ def clamp(x, min=None, max=None):
             past = bitwise_or(past, ew.not_mask(ew.compare("equal", bound.detach(),
                                                             bound.detach())))
         out = ew.where(ew.not_mask(past), out, _like(bound, out))
-    return out
+    tensors = isinstance(min, Tensor) or isinstance(max, Tensor)
+    return show_as(out, "ClampBackward0" if tensors else "ClampBackward1", (x,))
 
 
 def _like(bound, x):
@@ -252,6 +254,10 @@ def floor_div(a, b):
     """a // b rounded toward -inf (floats: floor(a / b); integers: exact)."""
     if _floating_pair(a, b):
         return floor(ew.div(a, b))
+    if all(v._dtype is dtypes.bool_ if isinstance(v, Tensor) else isinstance(v, bool)
+           for v in (a, b)):  # NumPy's bool // bool is int8: a bool label on int8 data
+        raise NotImplementedError("floor_divide: not implemented for two bools (as in "
+                                  "PyTorch); convert one with .long()")
     _no_zero_divisor("floor_divide", b)
     return ew.binary("floor_divide", a, b)
 

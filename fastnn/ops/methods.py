@@ -11,6 +11,7 @@ import numbers
 
 import numpy as np
 
+from fastnn.autograd.node_names import show_as
 from fastnn.ops import elementwise as m
 from fastnn.ops import inplace as _inplace  # noqa: F401  (fills the table's _ methods)
 from fastnn.ops import movement, nnops, scattering, viewing  # noqa: F401
@@ -139,5 +140,5 @@ for _op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", 
 for _name, _fn in _ALL.items():
     setattr(Tensor, _name, _fn)
 
-Tensor.T = property(lambda self: movement.transpose(self))
+Tensor.T = property(lambda self: show_as(movement.transpose(self), "PermuteBackward0", (self,)))
 Tensor.__hash__ = object.__hash__

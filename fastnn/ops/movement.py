@@ -22,8 +22,12 @@ from fastnn.settings import check_memory_format
 _make = Tensor._make  # bound once: the hot paths skip the classmethod's lookup
 
 
-def normalize_axis(op: str, axis, ndim: int):
-    """None, an int or a sequence of ints -> None or a sorted tuple of non-negative axes."""
+def normalize_axis(op: str, axis, ndim: int, empty_is_all: bool = True):
+    """None, an int or a sequence of ints -> None or a sorted tuple of non-negative axes.
+
+    An empty sequence (``x.sum(dim=())``, ``dims=[]`` built in a loop) is None, every axis,
+    as PyTorch's sum, mean, amax, var, norm... read it; ``empty_is_all=False`` keeps it ()
+    for any and all, which PyTorch reads as no axis."""
     if axis is None:
         return None
     if type(axis) is int and -ndim <= axis < ndim:
@@ -32,6 +36,8 @@ def normalize_axis(op: str, axis, ndim: int):
         axes = (axis,) if isinstance(axis, numbers.Integral) else tuple(axis)
     except TypeError:
         raise TypeError(f"{op}: axis must be an int or a tuple of ints, got {axis!r}") from None
+    if not axes:
+        return None if empty_is_all else ()
     out, n = [], builtins.max(ndim, 1)  # a 0-d tensor has one axis-like position, as in PyTorch
     for a in axes:
         if isinstance(a, bool) or not isinstance(a, numbers.Integral):

@@ -180,10 +180,11 @@ def conv1d(x: Tensor, weight: Tensor, bias=None, stride=1, padding=0, dilation=1
 
 
 def _floating(op: str, x) -> Tensor:
-    """``x`` itself when floating point, else cast to float32 (as the activations do)."""
+    """``x`` itself when floating point, else cast to the default float dtype (as the
+    activations do, and PyTorch)."""
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
-    return x if x._dtype.is_floating else astype(x, dtypes.float32)
+    return x if x._dtype.is_floating else astype(x, dtypes.get_default_dtype())
 
 
 def _normalized_input(op: str, x, dtype) -> Tensor:

@@ -12,7 +12,7 @@ import numpy as np
 from fastnn.api import dtypes
 from fastnn.api.dtypes import promote
 from fastnn.ops.core import astype, check_same_device
-from fastnn.ops.tensor import Tensor, tensor
+from fastnn.ops.tensor import Tensor, full, tensor
 
 _Scalar = (numbers.Real,)
 
@@ -21,6 +21,21 @@ def as_tensor_like(value, like: Tensor) -> Tensor:
     """A 0-d tensor of ``like``'s dtype and device holding the Python scalar ``value``."""
     dev = like._device
     return Tensor._make(dev.ops.full((), value, like._dtype.name, dev.index), like._dtype, dev)
+
+
+def fill_value(op: str, value, like: Tensor):
+    """A fill value (a number or a tensor) converted to ``like``'s dtype, as PyTorch's fill
+    ops (masked_fill, index_fill, scatter's value) convert it: 2.5 into an int64 tensor is
+    2, 5 into a bool one True. A number for a floating ``like`` stays a number (the common
+    case: -inf, 0.0); a value that does not fit raises naming ``op``."""
+    if isinstance(value, Tensor):
+        return value if value._dtype is like._dtype else astype(value, like._dtype)
+    if like._dtype.is_floating and isinstance(value, _Scalar) and not isinstance(value, bool):
+        return value
+    try:
+        return full((), value, dtype=like._dtype, device=like._device)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise type(exc)(f"{op}: {str(exc).removeprefix('full: ')}") from None
 
 
 def align(op: str, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
@@ -50,11 +65,12 @@ def same_dtype(op: str, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def scalar_operand(op: str, a: Tensor, value):
-    """(a, value) for a Python scalar operand; an integer tensor meets a float as float32,
-    a bool tensor meets an integer as int64 (as in NumPy and PyTorch: True + 2 is 3)."""
+    """(a, value) for a Python scalar operand; an integer tensor meets a float as the
+    default float dtype (float32 unless set_default_dtype), a bool tensor meets an integer
+    as int64 (as in PyTorch: True + 2 is 3)."""
     value = check_scalar(op, value)
     if not a._dtype.is_floating and not isinstance(value, numbers.Integral):
-        a = astype(a, dtypes.float32)
+        a = astype(a, dtypes.get_default_dtype())
     elif a._dtype is dtypes.bool_:
         a = astype(a, dtypes.int64)
     if isinstance(value, numbers.Integral):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 
+from fastnn.api import dtypes
 from fastnn.autograd import grad_mode
 from fastnn.ops import autocasting
 from fastnn.ops.core import astype, check_same_device
@@ -24,6 +25,9 @@ NAMES = ("add", "sub", "mul", "div", "pow", "matmul", "mm", "bmm", "cat", "stack
          "remainder", "fmod", "lerp", "addcmul", "addcdiv", "index_select", "gather",
          "mv", "dot", "outer", "addmm", "addmv", "baddbmm", "kron", "cross", "tril", "triu",
          "masked_select", "take", "searchsorted", "bucketize", "nonzero", "tensordot")
+
+# the reductions whose out= PyTorch reads as their dtype= (sum of floats into an int64 out)
+_OUT_IS_DTYPE = ("sum", "cumsum", "prod")
 
 
 def with_out(fn):
@@ -43,6 +47,11 @@ def with_out(fn):
         result = autocasting.below(fn, *args, **kwargs)  # out= calls do not autocast
         check_same_device(fn.__name__, out, result)
         if result._dtype is not out._dtype:
+            if dtypes.category(result._dtype) > dtypes.category(out._dtype) and \
+                    fn.__name__ not in _OUT_IS_DTYPE:
+                raise RuntimeError(f"{fn.__name__}: result type {result._dtype.name} can't be "
+                                   f"cast to the desired output type {out._dtype.name} (as "
+                                   "PyTorch's out=); pass an out of the result's dtype")
             result = astype(result, out._dtype)
         if result.shape != out.shape:
             if out._view is not None or (out._storage is not None and out._storage.viewed):

@@ -16,6 +16,8 @@ import math
 
 import numpy as np
 
+from fastnn.api import dtypes
+
 _PROFILES = {"default": dict(precision=4, threshold=1000, edgeitems=3, linewidth=80),
              "short": dict(precision=2, threshold=1000, edgeitems=2, linewidth=80),
              "full": dict(precision=4, threshold=math.inf, edgeitems=3, linewidth=80)}
@@ -128,15 +130,17 @@ def format_array(host: np.ndarray, prefix: str) -> str:
 
 def tensor_repr(t) -> str:
     """``repr(t)`` as PyTorch prints it: the values, then device and dtype where they are
-    not the defaults (cpu; float32, int64 and bool, or float32 alone for an empty tensor,
-    which also shows its size unless it is a vector), then grad_fn or requires_grad."""
+    not the defaults (cpu; the default float dtype, int64 and bool, or that float alone for
+    an empty tensor, which also shows its size unless it is a vector), then grad_fn or
+    requires_grad."""
     host = t.numpy()
     extra = []
     if t._device.type != "cpu" or t._device.index:
         extra.append(f"device='{t._device}'")
     if not host.size and host.ndim != 1:
         extra.append(f"size={tuple(t.shape)}")
-    if t._dtype.name not in (("float32", "int64", "bool") if host.size else ("float32",)):
+    default = dtypes.get_default_dtype().name  # float32 unless set_default_dtype
+    if t._dtype.name not in ((default, "int64", "bool") if host.size else (default,)):
         extra.append(f"dtype={t._dtype.name}")
     if t._node is not None:
         extra.append(f"grad_fn=<{t._node.name()}>")

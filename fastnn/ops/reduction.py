@@ -9,7 +9,7 @@ import numbers
 
 from fastnn.api import dtypes
 from fastnn.autograd.engine import attach
-from fastnn.autograd.node_names import shows
+from fastnn.autograd.node_names import show_as, shows
 from fastnn.ops import elementwise as ew
 from fastnn.ops import movement
 from fastnn.ops.core import astype
@@ -73,7 +73,7 @@ def cumsum(x: Tensor, dim=UNSET, *, axis=UNSET, dtype=None) -> Tensor:
 def amax(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
     """Max over ``dim`` (ties share the gradient evenly, as PyTorch's amax)."""
     dim, keep = _args("amax", dim, axis, keepdim, keepdims)
-    return movement.max(x, dim, keep)
+    return show_as(movement.max(x, dim, keep), "AmaxBackward0", (x,))
 
 
 @public(method=True, top=True)
@@ -81,6 +81,10 @@ def amin(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> 
     """Min over ``dim``: -max(-x) on floats, ~max(~x) on integers (``~`` reverses their
     order without overflowing, where -x of the dtype's minimum wraps to itself)."""
     dim, keep = _args("amin", dim, axis, keepdim, keepdims)
+    return show_as(_amin(x, dim, keep), "AminBackward0", (x,))
+
+
+def _amin(x: Tensor, dim, keep: bool) -> Tensor:
     if x._dtype is dtypes.bool_:
         return _flip_int(movement.max(_flip_int(x.to(dtypes.int64)), dim, keep)).to(
             dtypes.bool_)
@@ -160,7 +164,7 @@ def logsumexp(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET
     rows give -inf and +inf rows +inf, as PyTorch."""
     dim, keep = _args("logsumexp", dim, axis, keepdim, keepdims)
     if not x._dtype.is_floating:
-        x = x.to(dtypes.float32)
+        x = x.to(dtypes.get_default_dtype())
     axes = normalize_axis("logsumexp", dim, x.ndim)
     if _count(x, axes) == 0:
         return ew.log(movement.sum(ew.exp(x), axes, keep))
@@ -180,7 +184,9 @@ def any(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> T
     """True where some element over ``dim`` is nonzero."""
     dim, keep = _args("any", dim, axis, keepdim, keepdims)
     nonzero = ew.nonzero_mask(x.detach()).to(dtypes.int32)
-    axes = normalize_axis("any", dim, x.ndim)
+    axes = normalize_axis("any", dim, x.ndim, empty_is_all=False)
+    if axes == ():  # no axis, as PyTorch: each element's own truth
+        return nonzero.to(_truth_dtype(x))
     if _count(x, axes) == 0:
         return _as_input(ew.compare("greater", movement.sum(nonzero, axes, keep), 0), x)
     return movement.max(nonzero, axes, keep).to(_truth_dtype(x))
@@ -190,8 +196,10 @@ def any(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> T
 def all(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
     """True where every element over ``dim`` is nonzero."""
     dim, keep = _args("all", dim, axis, keepdim, keepdims)
+    axes = normalize_axis("all", dim, x.ndim, empty_is_all=False)
+    if axes == ():  # no axis, as PyTorch: each element's own truth
+        return ew.nonzero_mask(x.detach()).to(_truth_dtype(x))
     zero = ew.compare("equal", x.detach(), 0).to(dtypes.int32)
-    axes = normalize_axis("all", dim, x.ndim)
     return _as_input(ew.compare("equal", movement.sum(zero, axes, keep), 0), x)
 
 

@@ -131,7 +131,7 @@ def var_mean(x, dim=UNSET, unbiased=None, keepdim=UNSET, *, correction=None, axi
     x = _check("var_mean", x)
     dim, keep = dim_of("var_mean", dim, axis, None), keep_of("var_mean", keepdim, keepdims)
     spread = reduction.var(x, dim, unbiased, keep, correction=correction)
-    floating = x if x._dtype.is_floating else astype(x, dtypes.float32)
+    floating = x if x._dtype.is_floating else astype(x, dtypes.get_default_dtype())
     return spread, movement.mean(floating, dim, keep)
 
 

@@ -15,6 +15,7 @@ from fastnn.ops import movement
 from fastnn.ops.core import check_same_device
 from fastnn.ops.creation import full_like, zeros_like
 from fastnn.ops.gathering import any_scalar, as_vector, scatter_add
+from fastnn.ops.operands import fill_value
 from fastnn.ops.selecting import as_index, check_range, host_values
 from fastnn.ops.shaping import axis_index
 from fastnn.ops.sorting import host
@@ -109,15 +110,7 @@ def index_fill(x: Tensor, dim, index, value) -> Tensor:
     index = index.reshape(-1) if isinstance(index, Tensor) else np.asarray(index).reshape(-1)
     shape = tuple(index.shape[0] if d == axis else n for d, n in enumerate(x.shape))
     axis, index = _along("index_fill", x, axis, index, shape)
-    return ew.where(_hit(x, axis, index), _value(value, x), x)
-
-
-def _value(value, x: Tensor):
-    if isinstance(value, Tensor):
-        return value.to(x._dtype)
-    if isinstance(value, bool) and x._dtype.is_floating:
-        return float(value)
-    return value
+    return ew.where(_hit(x, axis, index), fill_value("index_fill", value, x), x)
 
 
 @public(method=True, top=True)
@@ -140,7 +133,7 @@ def scatter(x: Tensor, dim, index, src=None, *, value=None, reduce=None) -> Tens
     if index.ndim != x.ndim:
         raise ValueError(f"scatter: index has {index.ndim} dims, x has {x.ndim}")
     if src is None and reduce is None:  # one value: every write of a place writes it
-        return ew.where(_hit(x, axis, index), _value(value, x), x)
+        return ew.where(_hit(x, axis, index), fill_value("scatter", value, x), x)
     if src is None:
         src = full_like(index, value, dtype=x._dtype)
     src = _source("scatter", x, src)

@@ -58,8 +58,12 @@ def index_select_tensor(x: Tensor, axis: int, index: Tensor) -> Tensor:
     """The ``index_select`` op: ``index`` a 1-d int64 tensor, already in range."""
     data = x._device.ops.index_select(x._data, axis, index._data)
     out = Tensor._make(data, x._dtype, x._device)
-    return attach(out, "index_select", (x, None), (index._data,), (x.shape, axis,
-                                                                   zero_spec(x)))
+    # index among the inputs (it takes no gradient): the engine's check of saved arrays
+    # then sees the saved one is index's, and x counts as not kept, as PyTorch's
+    # index_select and x[idx] keep only the index (x[m] *= 2 on a non-leaf passes; gather
+    # keeps x in PyTorch, and here)
+    return attach(out, "index_select", (x, index), (index._data,), (x.shape, axis,
+                                                                    zero_spec(x)))
 
 
 def check_range(op: str, index, size: int, negative_ok: bool) -> bool:

@@ -9,6 +9,7 @@ import numpy as np
 
 from fastnn.api import dtypes
 from fastnn.api.args import ints
+from fastnn.autograd.node_names import show_as
 from fastnn.ops import movement
 from fastnn.ops.movement import view_op
 from fastnn.ops.selecting import as_index, index_select_tensor
@@ -63,7 +64,8 @@ def squeeze(x: Tensor, dim=None, *, axis=UNSET) -> Tensor:
     else:
         dims = {axis_index("squeeze", d, x.ndim) for d in ints("squeeze", "dim", dim)}
         keep = [n for i, n in enumerate(x.shape) if not (i in dims and n == 1)]
-    return movement.reshape(x, tuple(keep))
+    return show_as(movement.reshape(x, tuple(keep)),
+                   "SqueezeBackward0" if dim is None else "SqueezeBackward1", (x,))
 
 
 @public(method=True, top=True)
@@ -73,13 +75,14 @@ def unsqueeze(x: Tensor, dim=UNSET, *, axis=UNSET) -> Tensor:
     if dim is UNSET:
         raise TypeError("unsqueeze: missing dim (where to insert the new axis)")
     at = axis_index("unsqueeze", dim, x.ndim + 1)
-    return movement.reshape(x, x.shape[:at] + (1,) + x.shape[at:])
+    return show_as(movement.reshape(x, x.shape[:at] + (1,) + x.shape[at:]),
+                   "UnsqueezeBackward0", (x,))
 
 
 @public(method=True, top=True)
 def permute(x: Tensor, *dims) -> Tensor:
     """Reorder the dims (varargs or one tuple)."""
-    return movement.transpose(x, sizes_of("permute", dims))
+    return show_as(movement.transpose(x, sizes_of("permute", dims)), "PermuteBackward0", (x,))
 
 
 @public(top=True, name="swapaxes", aliases=("swapdims",), method=("swapaxes", "swapdims"))

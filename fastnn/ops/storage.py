@@ -30,6 +30,7 @@ from fastnn.api import dtypes
 from fastnn.api.layout import contiguous_strides, view_strides
 from fastnn.autograd import engine, grad_mode
 from fastnn.autograd.engine import Node
+from fastnn.autograd.saved import OUTPUT_COPIED_ON_WRITE
 from fastnn.ops.core import astype
 
 # A view's record, ``t._view``: a list (cheaper to make than an object, on every view op)
@@ -283,11 +284,13 @@ def write(t, new) -> None:
         storage = None
     if storage is None:
         storage = _storage(base)
-    node = base._node
-    if node is not None and node.saved and any(s is base._data for s in node.saved):
-        if node.op in engine.OUTPUT_COPIED_ON_WRITE:
-            kept = copy_array(base)
-            node.saved = tuple(kept if s is base._data else s for s in node.saved)
+    if base._node is not None and base._node.saved and any(
+            s is base._data for s in base._node.saved):
+        node = base._node
+        if node.op in OUTPUT_COPIED_ON_WRITE:  # PyTorch's rule would not read it: keep
+            old = copy_array(base)            # the old values for this one
+            node.saved = tuple(old if s is base._data else s for s in node.saved)
+            node.out_id = id(old)
         else:
             node.stale = base.shape  # its rule reads the array being overwritten
     ops = t._device.ops
@@ -436,7 +439,8 @@ def inplace(op: str, t, compute, *args, **kwargs):
         raise RuntimeError(f"{op}: the result's shape {new.shape} does not match the "
                            f"in-place tensor's shape {t.shape} (it would broadcast it)")
     if new._dtype is not t._dtype:
-        if new._dtype.is_floating and not t._dtype.is_floating:
+        if dtypes.category(new._dtype) > dtypes.category(t._dtype):
+            # as PyTorch's can_cast: no float into an integer, no number into a bool
             raise RuntimeError(f"{op}: result type {new._dtype.name} can't be cast to the "
                                f"desired output type {t._dtype.name}")
         new = astype(new, t._dtype)

@@ -330,7 +330,10 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
 
 def full(shape, value, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A new tensor of ``shape`` (one tuple, or an int) filled with ``value``; dtype=None
-    takes it from the value as PyTorch: bool, int64 for an int, else the default float."""
+    takes it from the value as PyTorch: bool, int64 for an int, else the default float. A
+    0-d tensor value is read as the Python number it holds, as PyTorch reads it."""
+    if isinstance(value, Tensor) and not value._data.shape:
+        value = value.item()
     if not isinstance(value, numbers.Real):
         raise TypeError(f"full: value must be a real number, got {type(value).__name__} {value!r}")
     if dtype is None:

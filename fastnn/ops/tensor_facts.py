@@ -106,9 +106,9 @@ def isreal(x: Tensor) -> Tensor:
     return full(x.shape, True, dtypes.bool_, x.device)
 
 
-@public(method=True, top=True, functional=False)
+@public(method=("positive", "__pos__"), top=True, functional=False)
 def positive(x: Tensor) -> Tensor:
-    """x itself (``+x``); TypeError for a bool tensor, as PyTorch."""
+    """x itself (``+x``, as PyTorch's unary plus); TypeError for a bool tensor, as PyTorch."""
     if x.dtype is dtypes.bool_:
         raise TypeError("positive: not defined for bool tensors; use x.int() first")
     return x

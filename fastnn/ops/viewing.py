@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from fastnn.api.args import ints
+from fastnn.autograd.node_names import show_as
 from fastnn.ops import movement, storage
 from fastnn.ops.movement import view_op
 from fastnn.ops.selecting import slice_tensor
@@ -103,7 +104,7 @@ def movedim(x: Tensor, source, destination) -> Tensor:
         order[d] = s
     others = iter(d for d in range(x.ndim) if d not in src)
     order = tuple(next(others) if o is None else o for o in order)
-    return movement.transpose(x, order)
+    return show_as(movement.transpose(x, order), "PermuteBackward0", (x,))
 
 
 def _mT(x: Tensor) -> Tensor:

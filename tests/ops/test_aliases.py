@@ -54,6 +54,9 @@ def test_type_converts():
         "torch.LongTensor").tolist()
     assert x.type("fastnn.IntTensor").dtype is fnn.int32
     assert x.type("torch.ShortTensor").dtype is fnn.int16
+    assert x.type(fnn.LongTensor).tolist() == torch.tensor([1.5, -2.0]).type(
+        torch.LongTensor).tolist()  # a legacy class, as older scripts pass it
+    assert x.type(fnn.FloatTensor).dtype is fnn.float32
     with pytest.raises(TypeError, match="type: unknown tensor type 'torch.ComplexFloatTensor'"):
         x.type("torch.ComplexFloatTensor")
 
@@ -64,3 +67,37 @@ def test_dtype_shortcuts():
                           ("half", fnn.float16), ("double", fnn.float64),
                           ("float", fnn.float32)]:
         assert getattr(x, method)().dtype is dtype
+
+
+def test_dtype_is_the_class_of_the_dtypes_as_torch_dtype():
+    """isinstance(d, torch.dtype) (a check in user code and type hints) holds for every
+    dtype; fnn.dtype was missing (an AttributeError)."""
+    assert all(isinstance(d, fnn.dtype) for d in (fnn.float32, fnn.int64, fnn.bool, fnn.half))
+    assert not isinstance("float32", fnn.dtype)
+    assert isinstance(torch.float32, torch.dtype)
+
+
+@pytest.mark.parametrize("dtype,value", [
+    ("int64", 2.5), ("int64", True), ("bool", 5), ("bool", 0.0), ("float32", True),
+    ("float16", float("-inf")), ("uint8", 7), ("float64", -1),
+])
+@pytest.mark.parametrize("in_place", [False, True])
+def test_masked_fill_keeps_x_dtype_as_torch(dtype, value, in_place):
+    """x.masked_fill(mask, v) has x's dtype, v converted to it, as PyTorch (an int64 x filled
+    with 2.5 became float32, a bool x filled with 5 int64, and a bool value was refused)."""
+    results = []
+    for lib in (fnn, torch):
+        x = lib.tensor([1, 0, 3]).to(getattr(lib, dtype))
+        mask = lib.tensor([True, False, True])
+        out = x.masked_fill_(mask, value) if in_place else x.masked_fill(mask, value)
+        results.append((str(out.dtype).rpartition(".")[2], out.numpy().tolist()))
+    assert results[0] == results[1]
+
+
+def test_masked_fill_value_tensor_is_0_d_as_torch():
+    x, mask = fnn.zeros(3), fnn.tensor([True, False, True])
+    np.testing.assert_array_equal(x.masked_fill(mask, fnn.tensor(2)).numpy(), [2, 0, 2])
+    with pytest.raises(RuntimeError, match="0-d value tensor"):
+        x.masked_fill(mask, fnn.tensor([2.0]))
+    with pytest.raises(RuntimeError):
+        torch.zeros(3).masked_fill(torch.tensor([True, False, True]), torch.tensor([2.0]))

@@ -75,6 +75,39 @@ def test_full_keeps_the_tuple_and_takes_the_dtype_from_the_value():
         ours, theirs = fnn.full((2, 3), value), torch.full((2, 3), value)
         assert ours.dtype.name == str(theirs.dtype).split(".")[1]
         np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    for value in (7, 1.5, True, np.float64(2.5)):  # a 0-d tensor: the number it holds
+        ours = fnn.full((2,), fnn.tensor(value))
+        theirs = torch.full((2,), torch.tensor(value))
+        assert ours.dtype.name == str(theirs.dtype).split(".")[1]
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+@pytest.mark.parametrize("make", [
+    lambda lib: [np.float64(1.5), 2.0], lambda lib: [np.int32(1), np.int32(2)],
+    lambda lib: [np.float16(1), 2], lambda lib: [np.float16(1), 2.5],
+    lambda lib: [np.uint8(3), np.int8(1)], lambda lib: [True, np.int16(2)],
+    lambda lib: [(1, 2), (np.float64(2), 3)], lambda lib: [np.array([1, 2], np.int32), [3, 4]],
+    lambda lib: [lib.tensor(1.5, dtype=lib.float64), 2.0], lambda lib: [1, 2.0],
+    lambda lib: [lib.tensor(1, dtype=lib.int32), 2], lambda lib: [[], []], lambda lib: [True],
+])
+def test_tensor_of_a_list_keeps_its_numpy_and_tensor_leaves_dtypes_as_torch(make):
+    """torch.tensor([np.float64(1.5), 2.0]) is float64: a NumPy scalar or array, or a tensor,
+    inside a list keeps its dtype, promoted with the Python leaves (it was float32)."""
+    torch = pytest.importorskip("torch")
+    ours, theirs = fnn.tensor(make(fnn)), torch.tensor(make(torch))
+    assert ours.dtype.name == str(theirs.dtype).split(".")[1]
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_scalar_tensor_as_torch():
+    """fnn.scalar_tensor was missing: a 0-d tensor of the default float dtype, 3 -> 3.0."""
+    torch = pytest.importorskip("torch")
+    for value, kwargs in [(3, {}), (True, {}), (2.5, {"dtype": "float64"}),
+                          (7, {"dtype": "int64"})]:
+        ours = fnn.scalar_tensor(value, **{k: getattr(fnn, v) for k, v in kwargs.items()})
+        theirs = torch.scalar_tensor(value, **{k: getattr(torch, v) for k, v in kwargs.items()})
+        assert ours.shape == () and ours.dtype.name == str(theirs.dtype).split(".")[1]
+        assert ours.item() == theirs.item()
 
 
 def test_bad_sizes_name_the_op():
@@ -107,6 +140,38 @@ def test_default_dtype_reaches_every_float_factory(float64_default):
     assert fnn.tensor(np.zeros(2, np.float32)).dtype is fnn.float32
     torch_default = torch.get_default_dtype()
     assert str(torch_default) == "torch.float32"
+
+
+PROMOTIONS = {
+    "int * float": lambda L: L.tensor([1, 2]) * 1.5,
+    "int / int": lambda L: L.tensor([1, 2]) / L.tensor([2, 2]),
+    "int / 2": lambda L: L.tensor([1, 2]) / 2,
+    "bool + float": lambda L: L.tensor([True, False]) + 0.5,
+    "sqrt of int": lambda L: L.tensor([1, 2]).sqrt(),
+    "exp of int": lambda L: L.tensor([1, 2]).exp(),
+    "sigmoid of int": lambda L: L.tensor([1, 2]).sigmoid(),
+    "logsumexp of int": lambda L: L.tensor([1, 2]).logsumexp(0),
+    "where int, float": lambda L: L.where(L.tensor([True, False]), L.tensor([1, 2]), 0.5),
+    "clamp int, float": lambda L: L.tensor([1, 2]).clamp(min=1.5),
+    "float32 * float": lambda L: L.tensor([1.0], dtype=L.float32) * 1.5,
+}
+
+
+@pytest.mark.parametrize("name", PROMOTIONS)
+def test_an_integer_promoted_to_float_takes_the_default_dtype(name):
+    """Under set_default_dtype(float64), int_tensor * 1.5, int / int, exp of an int ... are
+    float64 in PyTorch; fastnn made them float32 (and repr printed the default float's
+    dtype= and not float32's)."""
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (fnn, torch):
+        lib.set_default_dtype(lib.float64)
+        try:
+            out = PROMOTIONS[name](lib)
+            results.append((str(out.dtype).rpartition(".")[2], repr(out).replace("torch.", "")))
+        finally:
+            lib.set_default_dtype(lib.float32)
+    assert results[0] == results[1]
 
 
 def test_default_dtype_must_be_floating():

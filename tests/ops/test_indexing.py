@@ -115,6 +115,44 @@ def test_a_zero_d_mask_adds_a_leading_axis_as_pytorchs(flag):
     y = fnn.zeros(X.shape)
     y[fnn.tensor(flag)] = 2.0
     np.testing.assert_array_equal(y.numpy(), np.full(X.shape, 2.0 if flag else 0.0))
+    with pytest.warns(UserWarning, match="uint8"):  # a 0-d uint8 key is such a mask too
+        assert fnn.tensor(X)[fnn.tensor(int(flag), dtype=fnn.uint8)].shape == want.shape
+
+
+@pytest.mark.parametrize("key", [
+    lambda lib: lib.tensor(1), lambda lib: lib.tensor(-1, dtype=lib.int32),
+    lambda lib: (lib.tensor(2), lib.tensor(1)), lambda lib: (slice(None), lib.tensor(3)),
+    lambda lib: (lib.tensor(1), Ellipsis, lib.tensor(0)), lambda lib: np.array(2),
+])
+def test_a_zero_d_int_tensor_indexes_as_an_int_a_view_as_pytorchs(key):
+    """x[i] with a 0-d integer tensor i is x[int(i)] in PyTorch: a select, a view, so a write
+    through it reaches x (it was an index_select, a silent copy)."""
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (fnn, torch):
+        x = lib.tensor(X)
+        view = x[key(lib)]
+        view.mul_(0.0) if view.ndim else view.fill_(0.0)
+        x[key(lib)] += 1.0
+        results.append((np.asarray(view.numpy()), x.numpy()))
+    for got, want in zip(*results):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("key,value_shape", [
+    ((1, 2, 3), (1,)), ((1, 2, 3), (1, 1)), ((1, 2), (1, 6)), (0, (1, 5, 6)),
+    ((slice(None),), (1, 4, 5, 6)), ((IDX,), (1, 1, 1, 1, 6)), ((X > 0,), (1, 1)),
+])
+def test_setitem_drops_leading_unit_dims_of_the_value_as_pytorch(key, value_shape):
+    """x[i] = out with out of shape (1,) or (1, 1) (a model's output for one sample) was
+    refused: PyTorch drops the value's leading size-1 dims beyond the indexed shape's."""
+    torch = pytest.importorskip("torch")
+    value = np.arange(float(np.prod(value_shape))).reshape(value_shape) + 7.0
+    ours, theirs = fnn.tensor(X), torch.tensor(X)
+    ours[key] = fnn.tensor(value)
+    theirs[key if not isinstance(key, tuple) or not isinstance(key[0], np.ndarray) else
+           (torch.tensor(key[0]),)] = torch.tensor(value)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
 
 
 def test_batching_as_pytorch_users_write_it(device):

@@ -149,6 +149,97 @@ def test_out_writes_into_the_given_tensor_as_pytorch(dev):
         fnn.mul(w, 2.0, out=fnn.zeros((3,), device=dev))
 
 
+@pytest.mark.parametrize("call", [
+    lambda L: L.add(L.tensor([1.5, 2.0]), 1, out=L.zeros(2, dtype=L.int64)),
+    lambda L: L.sum(L.tensor([1, 2]), 0, out=L.zeros((), dtype=L.bool)),
+    lambda L: L.add(L.tensor([1, 2]), 1, out=L.zeros(2)),
+    lambda L: L.mul(L.tensor([True, False]), True, out=L.zeros(2, dtype=L.int32)),
+])
+def test_out_casts_as_pytorchs_can_cast(call):
+    """A float result written into an integer out= (or a number into a bool one) was
+    truncated silently; PyTorch refuses it, and casts the other way."""
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (fnn, torch):
+        try:
+            out = call(lib)
+            results.append((str(out.dtype).rpartition(".")[2], out.tolist()))
+        except RuntimeError:
+            results.append("refused")
+    assert results[0] == results[1]
+
+
+def _masked_scale(L):
+    w = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = w.clone()
+    y[y > 1.5] *= 2  # x[mask] read, then written back: the read keeps only the index
+    y.sum().backward()
+    return w.grad
+
+
+def _index_then_write(L):
+    w = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    x = w * 1
+    picked = x[L.tensor([2, 0])]
+    x.add_(1)
+    picked.sum().backward()
+    return w.grad
+
+
+def _index_then_write_the_index(L):
+    w = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    i = L.tensor([2, 0])
+    picked = (w * 1).index_select(0, i)
+    i.add_(0)
+    picked.sum().backward()
+    return w.grad
+
+
+def _gather_then_write(L):
+    w = L.tensor([[1.0, 2.0, 3.0]], requires_grad=True)
+    x = w * 1
+    picked = x.gather(1, L.tensor([[2, 0]]))
+    x.add_(1)
+    picked.sum().backward()
+    return w.grad
+
+
+@pytest.mark.parametrize("case", [_masked_scale, _index_then_write,
+                                  _index_then_write_the_index, _gather_then_write])
+def test_indexing_keeps_what_pytorch_keeps_for_backward(case):
+    """x[idx] and index_select keep the index, not x, as PyTorch's: y[y > 1.5] *= 2 on a
+    non-leaf raised 'modified by an in-place operation' at backward; a write into the
+    index still raises, and gather still keeps x (PyTorch's does)."""
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (fnn, torch):
+        try:
+            results.append(case(lib).tolist())
+        except RuntimeError as exc:
+            assert "modified by an in" in str(exc)
+            results.append("refused")
+    assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("write", [
+    lambda y: y.add_(1.0), lambda y: y.__setitem__(0, 5.0),
+    lambda y: y.view(-1)[1:].mul_(3.0),
+])
+def test_a_gelu_output_written_in_place_still_differentiates_as_pytorchs(write):
+    """y = F.gelu(x); y += r raised 'modified by an in-place operation' at backward: the
+    fused gradient reads gelu's output, which PyTorch's GeluBackward does not keep. The
+    node now keeps a copy of the old output when it is overwritten."""
+    torch = pytest.importorskip("torch")
+    grads = []
+    for lib in (fnn, torch):
+        w = lib.tensor([[1.0, -2.0, 3.0]], requires_grad=True)
+        y = lib.nn.functional.gelu(w)
+        write(y)
+        (y * lib.tensor([[1.0, 2.0, 3.0]])).sum().backward()
+        grads.append(w.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-6)
+
+
 def test_views_of_results_a_hook_returned_non_contiguous_alias(dev):
     # cpu's conv1d returns a transposed view of its GEMM's buffer, and elementwise ops keep
     # that layout: views of such results must still alias, as PyTorch's do

@@ -80,6 +80,42 @@ def test_floor_division_and_remainder_as_python(device):
     assert (x // y).dtype is fnn.int64 and (f % 2).dtype is fnn.float64
 
 
+def test_floor_division_of_two_bools_is_refused_as_pytorchs():
+    """bool // bool gave a tensor labelled bool over NumPy's int8 data (printed 1 and 0);
+    PyTorch refuses it. bool // int is int64, as PyTorch's."""
+    m = fnn.tensor([True, False])
+    for other in (fnn.tensor([True, True]), True):
+        with pytest.raises(NotImplementedError, match="floor_divide"):
+            m // other
+    got = m // 1
+    assert got.dtype is fnn.int64 and got.tolist() == [1, 0]
+    torch = pytest.importorskip("torch")
+    with pytest.raises(NotImplementedError):
+        torch.tensor([True, False]) // torch.tensor([True, True])
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.add(L.tensor([1, 2]), L.tensor([1, 2]), alpha=2.5),
+    lambda L: L.tensor([1, 2]).sub(1, alpha=0.5),
+    lambda L: L.tensor([1, 2]).add_(L.tensor([1, 2]), alpha=0.5),
+    lambda L: L.add(L.tensor([1.0, 2.0]), L.tensor([1, 2]), alpha=2.5),
+    lambda L: L.tensor([1, 2]).add(1.5, alpha=2.5),
+    lambda L: L.tensor([1, 2]).sub(L.tensor([1, 2]), alpha=2),
+])
+def test_a_float_alpha_with_integer_inputs_is_refused_as_pytorchs(call):
+    """add(int, int, alpha=2.5) made the integer sum a float one silently; PyTorch refuses a
+    float alpha where both inputs are integers."""
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (fnn, torch):
+        try:
+            out = call(lib)
+            results.append((str(out.dtype).rpartition(".")[2], out.tolist()))
+        except RuntimeError:
+            results.append("refused")
+    assert results[0] == results[1]
+
+
 def test_bitwise(device):
     a, b = np.array([5, -3, 12]), np.array([3, 6, -1])
     x, y = fnn.tensor(a, device=device), fnn.tensor(b, device=device)

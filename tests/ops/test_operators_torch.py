@@ -72,3 +72,14 @@ def test_deepcopy_copies_the_gradient_but_a_parameters_not():
     t = torch.tensor(A, requires_grad=True)
     (t * t).sum().backward()
     assert copy.deepcopy(t).grad is not None
+
+
+def test_unary_plus_is_x_itself_as_pytorchs():
+    """+x raised 'bad operand type for unary +'; PyTorch's is x.positive(), x itself."""
+    x = fnn.tensor([1.0, -2.0], requires_grad=True)
+    assert +x is x
+    with pytest.raises(TypeError, match="bool"):
+        +fnn.tensor([True])
+    torch = pytest.importorskip("torch")
+    t = torch.tensor([1.0, -2.0])
+    assert +t is t

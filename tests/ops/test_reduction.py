@@ -111,6 +111,23 @@ def test_any_all(device):
     assert fnn.zeros((0, 2), device=device).all().item() is True
 
 
+@pytest.mark.parametrize("name", ["sum", "mean", "amax", "amin", "std", "var", "nansum",
+                                  "nanmean", "norm", "logsumexp", "any", "all"])
+@pytest.mark.parametrize("keep", [False, True])
+def test_an_empty_dim_tuple_as_torch(name, keep):
+    """x.sum(dim=()) (dims built in a loop, left empty) reduces every axis in PyTorch, and
+    any/all reduce none; it reduced none everywhere (a silent no-op sum)."""
+    torch = pytest.importorskip("torch")
+    if name == "logsumexp" and not keep:
+        pytest.skip("torch 2.13's logsumexp(dim=()) fails on its own output shape")
+    a = np.array([[0.0, 1.5, -2.0], [3.0, 0.0, 4.0]])
+    ours = getattr(fnn.tensor(a), name)(dim=(), keepdim=keep)
+    theirs = getattr(torch.tensor(a), name)(dim=(), keepdim=keep)
+    assert ours.shape == tuple(theirs.shape)
+    assert ours.dtype.name == str(theirs.dtype).split(".")[1]
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+
+
 @pytest.mark.parametrize("fill", [False, True])
 def test_max_and_min_of_bool_tensors(device, fill):
     # issue 25: on opencl the max of an all-False bool tensor was True (its start value)

@@ -87,6 +87,23 @@ def test_where_with_two_scalars(a, b):
     np.testing.assert_array_equal(got.numpy(), want.numpy())
 
 
+@pytest.mark.parametrize("values", [[1.5, 2.0], [1, 2], [True, True], [3, 4]])
+@pytest.mark.parametrize("flag", [True, False])
+@pytest.mark.parametrize("side", [0, 1])
+def test_where_with_a_python_bool_beside_a_tensor(values, flag, side):
+    """where(m, x, True) (a mask completed with a bool) is refused no more: the bool is a
+    0-d bool tensor beside bools, the int 0 or 1 beside numbers, as PyTorch."""
+    results = []
+    for lib in (fnn, torch):
+        x = lib.tensor(values)
+        if values == [3, 4]:
+            x = x.to(lib.int32)
+        pair = (x, flag) if side == 0 else (flag, x)
+        got = lib.where(lib.tensor([True, False]), *pair)
+        results.append((str(got.dtype).rpartition(".")[2], got.tolist()))
+    assert results[0] == results[1]
+
+
 KEYS = [((0,),), ((1, 0, -1), Ellipsis), (slice(None), (2, 0)), (((0, 1), (1, 0)),),
         ((0, 1), (1, 2)), (Ellipsis, (3, 0))]
 

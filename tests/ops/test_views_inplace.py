@@ -110,6 +110,58 @@ def test_augmented_assignment_writes_in_place(dev):
         n /= 2  # int64 /= 2 would be float, as torch refuses
 
 
+@pytest.mark.parametrize("write", [
+    lambda lib, b: b.__iadd__(1), lambda lib, b: b.mul_(2), lambda lib, b: b.add_(lib.tensor([1])),
+    lambda lib, b: b.__iadd__(True), lambda lib, b: b.__ior__(lib.tensor([False, True])),
+    lambda lib, b: b.copy_(lib.tensor([0, 5])), lambda lib, b: b.fill_(3),
+])
+def test_in_place_onto_a_bool_tensor_casts_as_torch(write):
+    """bool += 1 is refused as PyTorch's can_cast refuses int64 into bool (fastnn wrote True
+    silently); bool += True, |=, copy_ and fill_ convert as PyTorch's."""
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (fnn, torch):
+        b = lib.tensor([True, False])
+        try:
+            write(lib, b)
+            results.append(b.tolist())
+        except RuntimeError:
+            results.append("refused")
+    assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("fill", [
+    lambda x: x.index_fill_(0, x.new_tensor([1]).long(), 2.5),
+    lambda x: x.scatter_(0, x.new_tensor([1]).long(), 2.5),
+    lambda x: x.index_fill(0, x.new_tensor([0]).long(), True),
+])
+@pytest.mark.parametrize("dtype", ["int64", "bool", "float32"])
+def test_index_fill_and_scatter_convert_the_value_as_torch(fill, dtype):
+    """A number filled into an integer or bool tensor is converted to its dtype, as PyTorch's
+    (index_fill_/scatter_ of 2.5 into int64 was refused, True into bool too)."""
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (fnn, torch):
+        out = fill(lib.tensor([1, 0, 3]).to(getattr(lib, dtype)))
+        results.append((str(out.dtype).rpartition(".")[2], out.tolist()))
+    assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.tensor([1, 2, -3]).div_(2, rounding_mode="floor"),
+    lambda L: L.tensor([-7, 7]).div_(2, rounding_mode="trunc"),
+    lambda L: L.tensor([-7.0, 7.0]).divide_(L.tensor(2.0), rounding_mode="floor"),
+    lambda L: L.tensor([-7.0, 7.0]).div_(2),
+])
+def test_div_in_place_takes_rounding_mode_as_torch(call):
+    """x.div_(2, rounding_mode="floor") (the in-place spelling of integer division) raised a
+    TypeError on the keyword."""
+    torch = pytest.importorskip("torch")
+    ours, theirs = call(fnn), call(torch)
+    assert str(ours.dtype).rpartition(".")[2] == str(theirs.dtype).rpartition(".")[2]
+    assert ours.tolist() == theirs.tolist()
+
+
 def test_underscore_methods_match_numpy(dev):
     x, a = _grid(dev)
     y = fnn.tensor(np.full((3, 4), 2.0), dtype=fnn.float32, device=dev)
