@@ -109,6 +109,14 @@ class FunctionNode(engine.Node):
         record = self.attrs[0] if isinstance(self.attrs, tuple) else self.attrs
         return f"{record.name}Backward" if record is not None else "FunctionBackward"
 
+    def release(self) -> None:
+        """As :meth:`engine.Node.release`; a call whose ctx saved tensors cannot run again."""
+        record = self.attrs[0] if isinstance(self.attrs, tuple) else self.attrs
+        if record is not None and any(t is not None for t in record.ctx._saved):
+            self.inputs = self.saved = self.attrs = None
+        else:
+            super().release()
+
     def __repr__(self) -> str:
         # as PyTorch's, which names the class by its module: torch.autograd.function.<name>
         return f"<fastnn.autograd.function.{self.name()} object at {hex(id(self))}>"
