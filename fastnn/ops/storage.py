@@ -28,7 +28,7 @@ import numpy as np
 
 from fastnn.api import dtypes
 from fastnn.api.layout import contiguous_strides, view_strides
-from fastnn.autograd import engine, grad_mode
+from fastnn.autograd import engine, grad_mode, node_names
 from fastnn.autograd.engine import Node
 from fastnn.ops.core import astype
 
@@ -419,10 +419,37 @@ def _renew_views(base, written) -> None:
     views[:] = live
 
 
+# in-place ops whose result reads none of the values it replaces -> the name PyTorch gives
+# their grad_fn (the random fills of fastnn.ops.inplace too, named as PyTorch's default)
+OVERWRITES = {"zero_": "ZeroBackward0", "fill_": "FillBackward2", "copy_": "CopyBackwards"}
+
+
+def overwritten(op: str, t, new):
+    """``new`` (t's shape and dtype, values that replace all of t's) with a node
+    ``overwrite`` over t's history: t's old history gets a zero gradient, ``new``'s its
+    own. Without it a written non-leaf would keep no edge to its history (or would keep
+    the old one, where the write ran under no_grad), and its leaves would end the
+    backward with ``.grad`` None, or a wrong one, where PyTorch gives zeros."""
+    old = type(t)._make(t._data, t._dtype, t._device)
+    old._node, old._requires_grad = t._node, True
+    out = type(t)._make(new._data, t._dtype, t._device)
+    name = OVERWRITES.get(op) or node_names.default_name(op.rstrip("_"))
+    # (PyTorch's edges: copy_'s to its source, None where that has no history)
+    inputs = (old, new if new._requires_grad else None)
+    if op != "copy_" and not new._requires_grad:
+        inputs = (old,)
+    out._node = Node("overwrite", inputs, (), (name, (t._dtype.name, t._device.index)),
+                     t._device.ops)
+    out._requires_grad = True
+    return out
+
+
 def inplace(op: str, t, compute, *args, **kwargs):
     """``t.<op>_(...)``: ``compute(t, *args)`` out of place, then written into ``t``."""
     check_inplace(op, t)
-    if grad_mode.switches.grad and t._requires_grad:
+    if op in OVERWRITES and grad_mode.switches.grad and t._requires_grad:
+        new = overwritten(op, t, compute(t, *args, **kwargs))
+    elif grad_mode.switches.grad and t._requires_grad:
         # the op reads t's values before the write: a snapshot with t's history and its
         # own copy of the array, so that its backward still sees the old values
         old = type(t)._make(copy_array(t), t._dtype, t._device)

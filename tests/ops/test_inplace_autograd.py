@@ -121,6 +121,61 @@ def test_a_view_made_before_a_write_sees_it_in_its_gradient(dev, case):
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
 
 
+# writes whose values read none of the old ones: the old history gets zeros in PyTorch
+# (ZeroBackward0 ...), so a leaf behind it ends with a zero .grad, not None (an optimizer
+# skips a parameter whose .grad is None: no weight decay)
+OVERWRITE = {
+    "zero_": lambda lib, a, src: a.zero_(),
+    "fill_": lambda lib, a, src: a.fill_(1.5),
+    "fill_ with a 0-d tensor": lambda lib, a, src: a.fill_(src.sum()),
+    "copy_ of a constant": lambda lib, a, src: a.copy_(lib.ones(2, 3)),
+    "copy_ broadcast": lambda lib, a, src: a.copy_(src[0] * 3.0),
+    "uniform_": lambda lib, a, src: a.uniform_(),
+    "normal_": lambda lib, a, src: a.normal_(),
+    "bernoulli_": lambda lib, a, src: a.bernoulli_(0.5),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OVERWRITE))
+def test_an_overwrite_of_a_non_leaf_gives_its_history_zeros(dev, case):
+    torch = pytest.importorskip("torch")
+    host = np.arange(1.0, 7.0, dtype=np.float32).reshape(2, 3)
+
+    def run(lib, x, src):
+        a = x * 2.0
+        OVERWRITE[case](lib, a, src)
+        (a * (a.detach() * 0 + 2.0)).sum().backward()
+        grads = [None if t.grad is None else t.grad.numpy() for t in (x, src)]
+        return grads, a.grad_fn.name().split("::")[-1][:4]
+
+    want = run(torch, torch.tensor(host, requires_grad=True),
+               torch.tensor(host, requires_grad=True))
+    got = run(fnn, fnn.tensor(host, device=dev, requires_grad=True),
+              fnn.tensor(host, device=dev, requires_grad=True))
+    assert got[1] == want[1]
+    for ours, theirs in zip(got[0], want[0]):
+        if theirs is None:
+            assert ours is None
+        else:
+            np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+
+
+def test_a_step_after_zeroing_a_non_leaf_decays_the_parameter_as_pytorch(dev):
+    torch = pytest.importorskip("torch")
+
+    def run(lib, w):
+        opt = lib.optim.SGD([w], lr=0.1, weight_decay=0.5)
+        a = w * 2.0
+        a.zero_()
+        a.sum().backward()
+        opt.step()
+        return w.detach().numpy()
+
+    want = run(torch, torch.ones(3, requires_grad=True))
+    got = run(fnn, fnn.ones(3, device=dev, requires_grad=True))
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
 def test_gradients_of_leaves_are_their_own_storage(dev):
     a = fnn.ones((3,), device=dev, requires_grad=True)
     b = fnn.ones((3,), device=dev, requires_grad=True)
