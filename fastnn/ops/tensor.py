@@ -13,6 +13,7 @@ from fastnn.api.args import flag, integer
 from fastnn.api.device import Device, DeviceSpec, as_device, get_device
 from fastnn.api.dtypes import DType, as_dtype
 from fastnn.api.errors import BackendError
+from fastnn.api.user_warning import warn_user
 from fastnn.autograd import functional as autograd
 from fastnn.autograd import hooks
 from fastnn.ops import core, printing
@@ -71,8 +72,17 @@ class Tensor:
 
     @property
     def grad(self):
-        """The accumulated gradient (a Tensor like this one), or None."""
-        return self._grad
+        """The accumulated gradient (a Tensor like this one), or None. Read on a non-leaf
+        that keeps none, it warns as PyTorch's (backward fills only leaves' ``.grad``)."""
+        found = self._grad
+        if found is None and self._node is not None and not hooks.retains(self):
+            warn_user("The .grad attribute of a Tensor that is not a leaf Tensor is being "
+                      "accessed. Its .grad attribute won't be populated during "
+                      "autograd.backward(). If you indeed want the .grad field to be "
+                      "populated for a non-leaf Tensor, use .retain_grad() on the non-leaf "
+                      "Tensor. If you access the non-leaf Tensor by mistake, make sure you "
+                      "access the leaf Tensor instead.")
+        return found
 
     @grad.setter
     def grad(self, value) -> None:
