@@ -38,6 +38,7 @@ from fastnn.ops.core import astype
 # whether it was made through detach()/.data (shares the storage, not the history); and
 # the layout and device positions, computed on first use.
 BASE, PARENT, KIND, ARGS, DETACHED, LAYOUT, POSITIONS = range(7)
+DATA = "data"  # the DETACHED entry of x.data and of its views (see data_of)
 
 
 class Storage:
@@ -138,6 +139,15 @@ def plain_class(x) -> type:
     (PyTorch's ``p.detach()``, ``p.data`` and ``p[...]`` are plain Tensors, so that
     ``module.w = p.detach()`` does not register a second parameter)."""
     return type(x).__mro__[-2]  # Tensor derives from object alone
+
+
+def data_of(x):
+    """``x.data``: an alias of x's storage (:func:`alias`) whose writes, and those through
+    its views, autograd does not see (no version tick: PyTorch gives ``.data`` a version
+    counter of its own)."""
+    out = alias(x)
+    out._view[DETACHED] = DATA
+    return out
 
 
 def alias(x, out=None):
@@ -283,8 +293,14 @@ def write(t, new) -> None:
         storage = None
     if storage is None:
         storage = _storage(base)
+    # a write through x.data (or a view of it) is not seen by autograd, as PyTorch's: its
+    # .data has a version counter of its own, so a backward reads the new values unchecked.
+    # NOTE: not on a backend without views (no assign): there the write makes new arrays,
+    # the nodes would read the old ones, so the version check raises instead
+    tracked = t._view is None or t._view[DETACHED] != DATA or not native(t._device)
     node = base._node
-    if node is not None and node.saved and any(s is base._data for s in node.saved):
+    if tracked and node is not None and node.saved and any(
+            s is base._data for s in node.saved):
         if node.op in engine.OUTPUT_COPIED_ON_WRITE:
             kept = copy_array(base)
             node.saved = tuple(kept if s is base._data else s for s in node.saved)
@@ -306,7 +322,8 @@ def write(t, new) -> None:
         _refresh(base, storage)
     else:
         _write_back(t, base, new, storage)
-    storage.version = engine.tick()
+    if tracked:
+        storage.version = engine.tick()
     if grad_mode.switches.grad:
         if t._view is not None and t._view[DETACHED]:
             if new._requires_grad:  # a detached alias takes the history alone

@@ -20,7 +20,7 @@ from fastnn.ops import core, printing
 from fastnn.ops.convert import host_array, inferred_dtype
 from fastnn.ops.rng_state import host_rng, manual_seed, rng_of  # noqa: F401 (named here too)
 from fastnn.ops.spelling import shape_arg, shape_of
-from fastnn.ops.storage import alias
+from fastnn.ops.storage import alias, data_of
 
 
 class Tensor:
@@ -117,8 +117,9 @@ class Tensor:
     @property
     def data(self) -> Tensor:
         """This tensor's storage as a tensor without history (PyTorch's ``x.data``): writes
-        through it are seen by ``x``; ``x.numpy()`` gives the host array."""
-        return self.detach()
+        through it are seen by ``x`` but not by autograd; ``x.numpy()`` gives the host
+        array."""
+        return data_of(self)
 
     @data.setter
     def data(self, value) -> None:

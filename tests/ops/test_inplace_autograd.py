@@ -25,6 +25,37 @@ def test_inplace_on_a_leaf_that_requires_grad_is_refused_outside_no_grad(dev):
     np.testing.assert_array_equal(w.numpy(), [6.0, 1.0, 1.0])
 
 
+def test_writes_through_data_are_not_seen_by_autograd_as_pytorch(dev):
+    """x.data has a version counter of its own in PyTorch: a write through it (or a view
+    of it) after x was saved raises nothing, and the backward reads the new values;
+    detach() shares x's counter and raises."""
+    torch = pytest.importorskip("torch")
+
+    def run(lib, make):
+        x = make([1.0, 2.0, 3.0])
+        y = x * x
+        s = x.sigmoid()
+        version = x._version
+        x.data.mul_(2.0)
+        x.data[0] = 5.0
+        s.data.add_(1.0)
+        (y.sum() + s.sum()).backward()
+        assert x._version == version
+        z = x * x
+        x.detach().mul_(2.0)
+        with pytest.raises(RuntimeError, match="modified by an in.?place operation"):
+            z.sum().backward()
+        return x.grad.numpy()
+
+    want = run(torch, lambda v: torch.tensor(v, requires_grad=True))
+    if dev == "copying":  # a backend without views: the saved arrays are the old ones
+        with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+            run(fnn, lambda v: fnn.tensor(v, device=dev, requires_grad=True))
+        return
+    got = run(fnn, lambda v: fnn.tensor(v, device=dev, requires_grad=True))
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
 def test_data_set_to_itself_is_a_no_op_and_to_another_view_of_it_refused(dev):
     """``p.data = p.data`` (what ``p.data = p.data.float()`` or ``.contiguous()`` gives
     back for a float32 p) leaves p as it was, writable and aliasing as before (it made p
