@@ -20,7 +20,7 @@ import weakref
 
 import numpy as np
 
-from fastnn.autograd import engine, grad_mode
+from fastnn.autograd import engine, grad_mode, hooks
 
 __all__ = ["Function", "FunctionCtx", "FunctionNode", "once_differentiable"]
 
@@ -316,6 +316,7 @@ def _before_write(t):
     """A tensor of ``t``'s array with t's history before the call wrote into it."""
     old = type(t)._make(t._data, t._dtype, t._device)
     old._node, old._requires_grad = t._node, t._requires_grad
+    hooks.hand_over(t, old)
     return old
 
 

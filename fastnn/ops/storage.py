@@ -28,7 +28,7 @@ import numpy as np
 
 from fastnn.api import dtypes
 from fastnn.api.layout import contiguous_strides, view_strides
-from fastnn.autograd import engine, grad_mode, node_names
+from fastnn.autograd import engine, grad_mode, hooks, node_names
 from fastnn.autograd.engine import Node
 from fastnn.ops.core import astype
 
@@ -402,6 +402,7 @@ def _record(t, base, new) -> None:
         return
     old = type(base)._make(base._data, base._dtype, base._device)
     old._node, old._requires_grad = base._node, base._requires_grad
+    hooks.hand_over(base, old)
     positions = _device_positions(t)
     keep = ~_written(t, math.prod(base.shape))  # the positions the write left alone
     keep = base._device.ops.from_numpy(keep, base._device.index)
@@ -449,6 +450,7 @@ def overwritten(op: str, t, new):
     backward with ``.grad`` None, or a wrong one, where PyTorch gives zeros."""
     old = type(t)._make(t._data, t._dtype, t._device)
     old._node, old._requires_grad = t._node, True
+    hooks.hand_over(t, old)
     out = type(t)._make(new._data, t._dtype, t._device)
     name = OVERWRITES.get(op) or node_names.default_name(op.rstrip("_"))
     # (PyTorch's edges: copy_'s to its source, None where that has no history)
@@ -471,6 +473,7 @@ def inplace(op: str, t, compute, *args, **kwargs):
         # own copy of the array, so that its backward still sees the old values
         old = type(t)._make(copy_array(t), t._dtype, t._device)
         old._node, old._requires_grad = t._node, True
+        hooks.hand_over(t, old)
         new = compute(old, *args, **kwargs)
     else:
         new = compute(t, *args, **kwargs)
