@@ -36,8 +36,9 @@ from fastnn.ops.core import astype
 # [base, parent, kind, args, detached, layout, positions]: the tensor that owns the storage
 # (never itself a view); the tensor the view was made from; the view op and its args;
 # whether it was made through detach()/.data (shares the storage, not the history); and
-# the layout and device positions, computed on first use.
-BASE, PARENT, KIND, ARGS, DETACHED, LAYOUT, POSITIONS = range(7)
+# the layout and device positions, computed on first use; whether it (or the view it was
+# made from) was made under no_grad from a tensor with history.
+BASE, PARENT, KIND, ARGS, DETACHED, LAYOUT, POSITIONS, NO_GRAD = range(8)
 DATA = "data"  # the DETACHED entry of x.data and of its views (see data_of)
 
 
@@ -104,11 +105,15 @@ def mark_view(out, x, kind: str, args=None):
     """Record ``out`` (made from ``x`` by the view op ``kind``) as a view of x's storage."""
     info = x._view
     if info is None:
-        out._view = [x, x, kind, args, kind == "alias", None, None]
+        out._view = [x, x, kind, args, kind == "alias", None, None, False]
     else:
-        out._view = [info[BASE], x, kind, args, info[DETACHED] or kind == "alias", None, None]
-    if x._requires_grad and not out._view[DETACHED] and grad_mode.switches.grad:
-        _track(out)  # (a view made under no_grad keeps no history, as PyTorch's)
+        out._view = [info[BASE], x, kind, args, info[DETACHED] or kind == "alias", None, None,
+                     info[NO_GRAD]]
+    if x._requires_grad and not out._view[DETACHED]:
+        if grad_mode.switches.grad:
+            _track(out)
+        else:  # a view made under no_grad keeps no history, as PyTorch's
+            out._view[NO_GRAD] = True
     writes = x._device.ops.__dict__.get("_writes_views")  # native(), inlined: every view
     if not (writes or native(x._device)):
         base = out._view[BASE]
@@ -273,6 +278,12 @@ def check_inplace(op: str, t) -> None:
                     f"{op}: {what} that requires grad is used in an in-place operation; "
                     "write under `with fnn.no_grad():` (as an optimizer or an initialiser "
                     "does), or on a copy (x.clone())")
+        if t._view is not None and t._view[NO_GRAD] and base._requires_grad:
+            raise RuntimeError(
+                f"{op}: a view was created in no_grad mode and is being modified in place "
+                "with grad mode enabled, which PyTorch forbids as ambiguous; make both the "
+                "view and the write inside the no_grad block (not tracked) or both outside "
+                "(tracked)")
     if t._view is not None and overlaps(t):
         raise RuntimeError(
             f"{op}: more than one element of the written-to tensor refers to a single memory "

@@ -56,6 +56,25 @@ def test_writes_through_data_are_not_seen_by_autograd_as_pytorch(dev):
     np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
+def test_a_view_made_under_no_grad_written_with_grad_on_is_refused_as_pytorch(dev):
+    """PyTorch forbids it as ambiguous (tracked or not?): fastnn wrote the values and kept
+    the old history, so the base's gradient missed the write."""
+    torch = pytest.importorskip("torch")
+    for lib, on in ((torch, {}), (fnn, {"device": dev})):
+        h = lib.ones(2, requires_grad=True, **on) * 2.0
+        with lib.no_grad():
+            v = h[0:1]
+            w = h.view(2)
+        for write in (lambda v, w: v.mul_(3.0), lambda v, w: w.__setitem__(0, 3.0),
+                      lambda v, w: w[1:].zero_()):
+            with pytest.raises(RuntimeError, match="created in no_grad mode"):
+                write(v, w)
+        with lib.no_grad():
+            v.mul_(3.0)  # both under no_grad: allowed, not tracked
+        h.detach()[0:1].mul_(2.0)  # a detached view: allowed
+        np.testing.assert_array_equal(h.detach().numpy(), [12.0, 2.0])
+
+
 def test_data_set_to_itself_is_a_no_op_and_to_another_view_of_it_refused(dev):
     """``p.data = p.data`` (what ``p.data = p.data.float()`` or ``.contiguous()`` gives
     back for a float32 p) leaves p as it was, writable and aliasing as before (it made p
