@@ -105,14 +105,17 @@ class _SavedOutput:
 class FunctionNode(engine.Node):
     """The tape node of one ``apply``: named ``<Function>Backward`` as PyTorch names it."""
 
+    released_name = "Function"  # the class's name, kept when a backward freed the record
+
     def name(self) -> str:
         record = self.attrs[0] if isinstance(self.attrs, tuple) else self.attrs
-        return f"{record.name}Backward" if record is not None else "FunctionBackward"
+        return f"{record.name if record is not None else self.released_name}Backward"
 
     def release(self) -> None:
         """As :meth:`engine.Node.release`; a call whose ctx saved tensors cannot run again."""
         record = self.attrs[0] if isinstance(self.attrs, tuple) else self.attrs
         if record is not None and any(t is not None for t in record.ctx._saved):
+            self.released_name = record.name
             self.inputs = self.saved = self.attrs = None
         else:
             super().release()
