@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import weakref
 
 import numpy as np
 
@@ -93,6 +94,17 @@ class Node:
         ``MulBackward0`` for ``mul`` (:mod:`fastnn.autograd.node_names`)."""
         return node_names.name_of(self)
 
+    def release(self) -> None:
+        """Free what the forward kept once a backward has used the node (without
+        retain_graph). As PyTorch frees saved tensors: a node that saved arrays cannot run
+        again; one that saved none (add, a view, select, sum) can, its inputs kept only as
+        their metadata (:class:`Released`), so that it holds no activation alive."""
+        if self.saved or self.opaque:
+            self.inputs = self.saved = self.attrs = None
+        elif self.inputs is not None:
+            self.inputs = tuple([_released(t, child, need) for t, child, need in
+                                 zip(self.inputs, self.parents, self.needs)])
+
     @property
     def next_functions(self) -> tuple:
         """PyTorch's edges of the graph: per input, (the node that made it, 0), or
@@ -101,6 +113,48 @@ class Node:
         inputs = self.inputs or (None,) * len(self.parents)  # (freed by a backward)
         edges = zip(inputs, self.parents, self.needs)
         return node_names.edges_of(self, tuple(node_names.edge(*e) for e in edges))
+
+
+class _Shape:
+    """The ``_data`` of a :class:`Released`: the shape of the array it had."""
+
+    __slots__ = ("shape",)
+
+    def __init__(self, shape):
+        self.shape = shape
+
+
+class Released:
+    """What a released node keeps of an input (other than a leaf that requires grad): what
+    the engine and the rules read of it (device, dtype, shape) and a weak reference to the
+    tensor, for its hooks, retain_grad and ``inputs=`` while it lives (:func:`live`)."""
+
+    __slots__ = ("ref", "_device", "_dtype", "_data", "_requires_grad")
+    _hooks = _node = _view = None
+
+    def __init__(self, t):
+        self.ref = weakref.ref(t)
+        self._device, self._dtype, self._data = t._device, t._dtype, _Shape(t._data.shape)
+        self._requires_grad = t._requires_grad
+
+    @property
+    def ndim(self) -> int:
+        return len(self._data.shape)
+
+
+def _released(t, child, need):
+    """What a released node keeps of its input ``t`` (see :meth:`Node.release`)."""
+    if t is None or type(t) is Released or (child is None and need):
+        return t  # a leaf that requires grad is kept, as PyTorch's AccumulateGrad keeps it
+    return Released(t)
+
+
+def live(t):
+    """The tensor behind ``t`` (a node's input) while it lives, else ``t`` itself."""
+    if type(t) is Released:
+        found = t.ref()
+        return t if found is None else found
+    return t
 
 
 def check_finite(ops, array, what: str) -> None:
@@ -170,7 +224,7 @@ def _topological(roots, owners=None):
                     consumers[key] = 0
                     stack.append(child)
                     if owners is not None:
-                        owners[key] = t
+                        owners[key] = live(t)
                 consumers[key] += 1
     order, ready = [], [node for node in starts if not consumers[id(node)]]
     while ready:
@@ -321,7 +375,7 @@ def _backward_pass(roots, root_grads, retain_graph, create_graph, inputs, captur
                     else:
                         grads[key] = t_ops.add(prev, g)
             if not retain_graph:  # free the graph as we go: the saved arrays are no longer needed
-                node.inputs = node.saved = node.attrs = None
+                node.release()
         return sink.finish() if general else None
 
 
@@ -333,7 +387,7 @@ def _leading_to(order, targets) -> set:
             expand.add(id(node))
             continue
         for t, child in zip(node.inputs, node.parents):
-            if t is not None and (id(t) in targets or (
+            if t is not None and (id(live(t)) in targets or (
                     child is not None and id(child) in expand)):
                 expand.add(id(node))
                 break

@@ -20,7 +20,7 @@ import weakref
 
 import numpy as np
 
-from fastnn.autograd import engine, grad_mode
+from fastnn.autograd import engine, grad_mode, hooks
 
 __all__ = ["Function", "FunctionCtx", "FunctionNode", "once_differentiable"]
 
@@ -36,6 +36,7 @@ class FunctionCtx:
     def __init__(self):
         self._saved = ()
         self._non_differentiable = set()
+        self._dirty = ()
         self.materialize_grads = True
         self.needs_input_grad = ()
 
@@ -71,10 +72,9 @@ class FunctionCtx:
         self.materialize_grads = bool(value)
 
     def mark_dirty(self, *tensors) -> None:
-        """Not supported: fastnn's custom Functions cannot write into their inputs."""
-        raise NotImplementedError(
-            "mark_dirty: custom Functions that modify their inputs in place are not supported "
-            "by fastnn; return a new tensor instead (out = x.clone(), then modify out)")
+        """Declare inputs that ``forward`` wrote in place: each must be returned as an
+        output, and it takes the call's history (as an in-place op's result does)."""
+        self._dirty = tuple(tensors)
 
 
 class _SavedOutput:
@@ -105,9 +105,20 @@ class _SavedOutput:
 class FunctionNode(engine.Node):
     """The tape node of one ``apply``: named ``<Function>Backward`` as PyTorch names it."""
 
+    released_name = "Function"  # the class's name, kept when a backward freed the record
+
     def name(self) -> str:
         record = self.attrs[0] if isinstance(self.attrs, tuple) else self.attrs
-        return f"{record.name}Backward" if record is not None else "FunctionBackward"
+        return f"{record.name if record is not None else self.released_name}Backward"
+
+    def release(self) -> None:
+        """As :meth:`engine.Node.release`; a call whose ctx saved tensors cannot run again."""
+        record = self.attrs[0] if isinstance(self.attrs, tuple) else self.attrs
+        if record is not None and any(t is not None for t in record.ctx._saved):
+            self.released_name = record.name
+            self.inputs = self.saved = self.attrs = None
+        else:
+            super().release()
 
     def __repr__(self) -> str:
         # as PyTorch's, which names the class by its module: torch.autograd.function.<name>
@@ -267,18 +278,49 @@ class Function:
         if not any(ctx.needs_input_grad):
             return output
         inputs = {id(t) for t in tensors}
+        dirty = _check_dirty(cls, ctx, outs)
         for k, o in enumerate(outs):
-            if _is_tensor(o) and (id(o) in inputs or o._requires_grad):
+            if _is_tensor(o) and id(o) not in dirty and (id(o) in inputs or o._requires_grad):
                 outs[k] = o.detach()  # an input returned as is: a new tensor of its storage
         differentiable = [k for k, o in enumerate(outs) if _is_tensor(o)
                           and o._dtype.is_floating and id(o) not in ctx._non_differentiable]
         if differentiable:
-            _record(cls, ctx, args, outs, differentiable)
+            # a dirty input is the output itself: the node's edge goes to its old history
+            _record(cls, ctx, tuple(_before_write(a) if id(a) in dirty else a for a in args),
+                    outs, differentiable)
         if grad_mode.is_anomaly_enabled():
             for k in differentiable:
                 engine.check_finite(outs[k]._device.ops, outs[k]._data,
                                     f"the forward of {cls.__name__}")
         return outs[0] if single else tuple(outs)
+
+
+def _check_dirty(cls, ctx, outs) -> set:
+    """The ids of the tensors ``forward`` marked dirty, checked as PyTorch checks them."""
+    dirty = {id(t) for t in ctx._dirty}
+    returned = {id(o) for o in outs if _is_tensor(o)}
+    for t in ctx._dirty:
+        if id(t) not in returned:
+            raise RuntimeError(f"{cls.__name__}: some elements marked as dirty during the "
+                               f"forward method were not returned as output; return every "
+                               f"tensor passed to ctx.mark_dirty")
+        if t._requires_grad and t._node is None:
+            raise RuntimeError(f"{cls.__name__}: a leaf tensor that requires grad is used in "
+                               f"an in-place operation (marked dirty); pass a copy "
+                               f"(x.clone()) or call it under no_grad")
+        if t._view is not None and t._requires_grad:
+            raise NotImplementedError(
+                f"{cls.__name__}: mark_dirty on a view of a tensor with history is not "
+                f"supported by fastnn; pass a copy (x.clone()) and write into that")
+    return dirty
+
+
+def _before_write(t):
+    """A tensor of ``t``'s array with t's history before the call wrote into it."""
+    old = type(t)._make(t._data, t._dtype, t._device)
+    old._node, old._requires_grad = t._node, t._requires_grad
+    hooks.hand_over(t, old)
+    return old
 
 
 def _record(cls, ctx, args, outs, differentiable) -> None:

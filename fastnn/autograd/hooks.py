@@ -108,6 +108,17 @@ def _add(table: dict, fn) -> RemovableHandle:
     return RemovableHandle(table, key)
 
 
+def hand_over(tensor, old) -> None:
+    """Before an in-place write gives ``tensor`` a new history (``old``: a tensor holding the
+    history before it): the hooks registered so far fire on old's gradient, the gradient
+    with respect to the value before the write, as PyTorch's; retain_grad stays (it keeps
+    the latest value's). Their handles still remove them."""
+    found = getattr(tensor, "_hooks", None)
+    if found is not None and found.fns:
+        moved = old._hooks = Hooks()
+        moved.fns, found.fns = found.fns, {}
+
+
 def retain_grad(tensor) -> None:
     """Keep the gradient of a non-leaf ``tensor`` in its ``.grad`` (a leaf keeps it anyway)."""
     if not tensor._requires_grad:

@@ -57,6 +57,7 @@ PYTORCH_NAMES = {
     "max_pool2d": "MaxPool2DWithIndicesBackward0",
     "layer_norm_train": "NativeLayerNormBackward0",
     "batch_norm_train": "NativeBatchNormBackward0",
+    "overwrite": lambda node: node.attrs[0] if node.attrs else None,  # ZeroBackward0 ...
 }
 
 

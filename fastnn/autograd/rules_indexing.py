@@ -132,6 +132,13 @@ def _as_strided(ops, node, grad):
     return (ops.reshape(flat, shape),)
 
 
+@rule("overwrite")
+def _overwrite(ops, node, grad):
+    """A write of values that read none of the old ones (zero_, fill_, copy_, uniform_ ...):
+    the old history gets zeros, the written values (when they carry history) the gradient."""
+    return _zeros(ops, tuple(grad.shape), node.attrs[1]), grad
+
+
 @rule("assign")
 def _assign(ops, node, grad):
     """The base after a write through a view: the overwritten positions take their gradient

@@ -21,7 +21,7 @@ from fastnn.ops import elementwise as ew
 from fastnn.ops import gathering as ga
 from fastnn.ops.core import check_same_device
 from fastnn.ops.creation import full_like
-from fastnn.ops.storage import base_of, check_inplace, inplace, write
+from fastnn.ops.storage import base_of, check_inplace, inplace, overwritten, write
 from fastnn.ops.table import METHODS, public
 from fastnn.ops.tensor import Tensor, rand, randn, tensor
 
@@ -177,12 +177,7 @@ METHODS["scatter_add_"] = scatter_add_
 def _draw(op: str, x: Tensor, values: Tensor) -> Tensor:
     if not x._dtype.is_floating:
         raise TypeError(f"{op}: expected a floating-point tensor, got {x._dtype.name}")
-    check_inplace(op, x)
-    from fastnn.autograd.grad_mode import no_grad
-
-    with no_grad():
-        write(x, values.to(x._dtype))
-    return x
+    return _write_drawn(op, x, values)
 
 
 @public(method=True, functional=False)
@@ -277,12 +272,17 @@ def random_(x: Tensor, from_=0, to=None, *, generator=None) -> Tensor:
 
 
 def _write_drawn(op: str, x: Tensor, values: Tensor) -> Tensor:
-    """``values`` written into x of any dtype, outside the tape (as :func:`_draw`)."""
+    """``values`` written into x of any dtype; a non-leaf x's history gets a zero gradient
+    (PyTorch's ``UniformBackward0`` ...), else the write is outside the tape."""
     check_inplace(op, x)
-    from fastnn.autograd.grad_mode import no_grad
+    from fastnn.autograd.grad_mode import is_grad_enabled, no_grad
 
+    values = values.to(x._dtype)
+    if is_grad_enabled() and x._requires_grad:
+        write(x, overwritten(op, x, values))
+        return x
     with no_grad():
-        write(x, values.to(x._dtype))
+        write(x, values)
     return x
 
 

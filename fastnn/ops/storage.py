@@ -28,7 +28,7 @@ import numpy as np
 
 from fastnn.api import dtypes
 from fastnn.api.layout import contiguous_strides, view_strides
-from fastnn.autograd import engine, grad_mode
+from fastnn.autograd import engine, grad_mode, hooks, node_names
 from fastnn.autograd.engine import Node
 from fastnn.autograd.saved import OUTPUT_COPIED_ON_WRITE
 from fastnn.ops.core import astype
@@ -37,8 +37,10 @@ from fastnn.ops.core import astype
 # [base, parent, kind, args, detached, layout, positions]: the tensor that owns the storage
 # (never itself a view); the tensor the view was made from; the view op and its args;
 # whether it was made through detach()/.data (shares the storage, not the history); and
-# the layout and device positions, computed on first use.
-BASE, PARENT, KIND, ARGS, DETACHED, LAYOUT, POSITIONS = range(7)
+# the layout and device positions, computed on first use; whether it (or the view it was
+# made from) was made under no_grad from a tensor with history.
+BASE, PARENT, KIND, ARGS, DETACHED, LAYOUT, POSITIONS, NO_GRAD = range(8)
+DATA = "data"  # the DETACHED entry of x.data and of its views (see data_of)
 
 
 class Storage:
@@ -104,11 +106,15 @@ def mark_view(out, x, kind: str, args=None):
     """Record ``out`` (made from ``x`` by the view op ``kind``) as a view of x's storage."""
     info = x._view
     if info is None:
-        out._view = [x, x, kind, args, kind == "alias", None, None]
+        out._view = [x, x, kind, args, kind == "alias", None, None, False]
     else:
-        out._view = [info[BASE], x, kind, args, info[DETACHED] or kind == "alias", None, None]
-    if x._requires_grad and not out._view[DETACHED] and grad_mode.switches.grad:
-        _track(out)  # (a view made under no_grad keeps no history, as PyTorch's)
+        out._view = [info[BASE], x, kind, args, info[DETACHED] or kind == "alias", None, None,
+                     info[NO_GRAD]]
+    if x._requires_grad and not out._view[DETACHED]:
+        if grad_mode.switches.grad:
+            _track(out)
+        else:  # a view made under no_grad keeps no history, as PyTorch's
+            out._view[NO_GRAD] = True
     writes = x._device.ops.__dict__.get("_writes_views")  # native(), inlined: every view
     if not (writes or native(x._device)):
         base = out._view[BASE]
@@ -139,6 +145,15 @@ def plain_class(x) -> type:
     (PyTorch's ``p.detach()``, ``p.data`` and ``p[...]`` are plain Tensors, so that
     ``module.w = p.detach()`` does not register a second parameter)."""
     return type(x).__mro__[-2]  # Tensor derives from object alone
+
+
+def data_of(x):
+    """``x.data``: an alias of x's storage (:func:`alias`) whose writes, and those through
+    its views, autograd does not see (no version tick: PyTorch gives ``.data`` a version
+    counter of its own)."""
+    out = alias(x)
+    out._view[DETACHED] = DATA
+    return out
 
 
 def alias(x, out=None):
@@ -264,6 +279,12 @@ def check_inplace(op: str, t) -> None:
                     f"{op}: {what} that requires grad is used in an in-place operation; "
                     "write under `with fnn.no_grad():` (as an optimizer or an initialiser "
                     "does), or on a copy (x.clone())")
+        if t._view is not None and t._view[NO_GRAD] and base._requires_grad:
+            raise RuntimeError(
+                f"{op}: a view was created in no_grad mode and is being modified in place "
+                "with grad mode enabled, which PyTorch forbids as ambiguous; make both the "
+                "view and the write inside the no_grad block (not tracked) or both outside "
+                "(tracked)")
     if t._view is not None and overlaps(t):
         raise RuntimeError(
             f"{op}: more than one element of the written-to tensor refers to a single memory "
@@ -284,9 +305,14 @@ def write(t, new) -> None:
         storage = None
     if storage is None:
         storage = _storage(base)
-    if base._node is not None and base._node.saved and any(
-            s is base._data for s in base._node.saved):
-        node = base._node
+    # a write through x.data (or a view of it) is not seen by autograd, as PyTorch's: its
+    # .data has a version counter of its own, so a backward reads the new values unchecked.
+    # NOTE: not on a backend without views (no assign): there the write makes new arrays,
+    # the nodes would read the old ones, so the version check raises instead
+    tracked = t._view is None or t._view[DETACHED] != DATA or not native(t._device)
+    node = base._node
+    if tracked and node is not None and node.saved and any(
+            s is base._data for s in node.saved):
         if node.op in OUTPUT_COPIED_ON_WRITE:  # PyTorch's rule would not read it: keep
             old = copy_array(base)            # the old values for this one
             node.saved = tuple(old if s is base._data else s for s in node.saved)
@@ -309,7 +335,8 @@ def write(t, new) -> None:
         _refresh(base, storage)
     else:
         _write_back(t, base, new, storage)
-    storage.version = engine.tick()
+    if tracked:
+        storage.version = engine.tick()
     if grad_mode.switches.grad:
         if t._view is not None and t._view[DETACHED]:
             if new._requires_grad:  # a detached alias takes the history alone
@@ -388,6 +415,7 @@ def _record(t, base, new) -> None:
         return
     old = type(base)._make(base._data, base._dtype, base._device)
     old._node, old._requires_grad = base._node, base._requires_grad
+    hooks.hand_over(base, old)
     positions = _device_positions(t)
     keep = ~_written(t, math.prod(base.shape))  # the positions the write left alone
     keep = base._device.ops.from_numpy(keep, base._device.index)
@@ -422,14 +450,43 @@ def _renew_views(base, written) -> None:
     views[:] = live
 
 
+# in-place ops whose result reads none of the values it replaces -> the name PyTorch gives
+# their grad_fn (the random fills of fastnn.ops.inplace too, named as PyTorch's default)
+OVERWRITES = {"zero_": "ZeroBackward0", "fill_": "FillBackward2", "copy_": "CopyBackwards"}
+
+
+def overwritten(op: str, t, new):
+    """``new`` (t's shape and dtype, values that replace all of t's) with a node
+    ``overwrite`` over t's history: t's old history gets a zero gradient, ``new``'s its
+    own. Without it a written non-leaf would keep no edge to its history (or would keep
+    the old one, where the write ran under no_grad), and its leaves would end the
+    backward with ``.grad`` None, or a wrong one, where PyTorch gives zeros."""
+    old = type(t)._make(t._data, t._dtype, t._device)
+    old._node, old._requires_grad = t._node, True
+    hooks.hand_over(t, old)
+    out = type(t)._make(new._data, t._dtype, t._device)
+    name = OVERWRITES.get(op) or node_names.default_name(op.rstrip("_"))
+    # (PyTorch's edges: copy_'s to its source, None where that has no history)
+    inputs = (old, new if new._requires_grad else None)
+    if op != "copy_" and not new._requires_grad:
+        inputs = (old,)
+    out._node = Node("overwrite", inputs, (), (name, (t._dtype.name, t._device.index)),
+                     t._device.ops)
+    out._requires_grad = True
+    return out
+
+
 def inplace(op: str, t, compute, *args, **kwargs):
     """``t.<op>_(...)``: ``compute(t, *args)`` out of place, then written into ``t``."""
     check_inplace(op, t)
-    if grad_mode.switches.grad and t._requires_grad:
+    if op in OVERWRITES and grad_mode.switches.grad and t._requires_grad:
+        new = overwritten(op, t, compute(t, *args, **kwargs))
+    elif grad_mode.switches.grad and t._requires_grad:
         # the op reads t's values before the write: a snapshot with t's history and its
         # own copy of the array, so that its backward still sees the old values
         old = type(t)._make(copy_array(t), t._dtype, t._device)
         old._node, old._requires_grad = t._node, True
+        hooks.hand_over(t, old)
         new = compute(old, *args, **kwargs)
     else:
         new = compute(t, *args, **kwargs)

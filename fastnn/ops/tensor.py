@@ -13,13 +13,14 @@ from fastnn.api.args import flag, integer
 from fastnn.api.device import Device, DeviceSpec, as_device, get_device
 from fastnn.api.dtypes import DType, as_dtype
 from fastnn.api.errors import BackendError
+from fastnn.api.user_warning import warn_user
 from fastnn.autograd import functional as autograd
 from fastnn.autograd import hooks
 from fastnn.ops import core, printing
 from fastnn.ops.convert import host_array, inferred_dtype
 from fastnn.ops.rng_state import host_rng, manual_seed, rng_of  # noqa: F401 (named here too)
 from fastnn.ops.spelling import shape_arg, shape_of
-from fastnn.ops.storage import alias
+from fastnn.ops.storage import alias, data_of
 
 
 class Tensor:
@@ -71,8 +72,17 @@ class Tensor:
 
     @property
     def grad(self):
-        """The accumulated gradient (a Tensor like this one), or None."""
-        return self._grad
+        """The accumulated gradient (a Tensor like this one), or None. Read on a non-leaf
+        that keeps none, it warns as PyTorch's (backward fills only leaves' ``.grad``)."""
+        found = self._grad
+        if found is None and self._node is not None and not hooks.retains(self):
+            warn_user("The .grad attribute of a Tensor that is not a leaf Tensor is being "
+                      "accessed. Its .grad attribute won't be populated during "
+                      "autograd.backward(). If you indeed want the .grad field to be "
+                      "populated for a non-leaf Tensor, use .retain_grad() on the non-leaf "
+                      "Tensor. If you access the non-leaf Tensor by mistake, make sure you "
+                      "access the leaf Tensor instead.")
+        return found
 
     @grad.setter
     def grad(self, value) -> None:
@@ -107,8 +117,9 @@ class Tensor:
     @property
     def data(self) -> Tensor:
         """This tensor's storage as a tensor without history (PyTorch's ``x.data``): writes
-        through it are seen by ``x``; ``x.numpy()`` gives the host array."""
-        return self.detach()
+        through it are seen by ``x`` but not by autograd; ``x.numpy()`` gives the host
+        array."""
+        return data_of(self)
 
     @data.setter
     def data(self, value) -> None:

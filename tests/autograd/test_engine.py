@@ -1,6 +1,8 @@
 """The tape: accumulation, shared inputs, deep graphs, freeing, no_grad, anomaly mode."""
 
+import gc
 import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -48,11 +50,46 @@ def test_chain_of_100000_ops_does_not_recurse():
 def test_graph_is_freed_after_backward():
     x = fnn.tensor([1.0, 2.0], requires_grad=True)
     y = (x * x).sum()
-    node = y._node
+    node, product = y._node, y._node.parents[0]
     y.backward()
-    assert node.inputs is None and node.saved is None
-    with pytest.raises(RuntimeError, match="second time"):
+    assert product.inputs is None and product.saved is None  # mul saved x: freed
+    # sum saved nothing: it keeps its input's metadata, not the tensor (PyTorch's rule)
+    assert not any(isinstance(t, fnn.Tensor) for t in node.inputs)
+    with pytest.raises(RuntimeError, match="second time .at 'mul'"):
         y.backward()
+
+
+def test_a_second_backward_through_nodes_that_saved_nothing_runs_as_in_pytorch():
+    torch = pytest.importorskip("torch")
+
+    def run(lib):
+        x = lib.ones(3, requires_grad=True)
+        first = x[0]  # select, then (below) add, a view and sum: none saves a tensor
+        first.backward()
+        first.backward()
+        y = (x + 1).view(3, 1).sum()
+        y.backward()
+        y.backward()
+        z = (x * x).sum()  # mul saved x: a second backward raises in both
+        z.backward()
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            z.backward()
+        return x.grad.numpy()
+
+    np.testing.assert_array_equal(run(fnn), run(torch))
+
+
+def test_a_released_node_keeps_no_intermediate_tensor_alive():
+    x = fnn.ones(3, requires_grad=True)
+    h = x + 0.5
+    ref = weakref.ref(h)
+    y = (h + 1).sum()
+    y.backward()
+    del h
+    gc.collect()
+    assert ref() is None  # add and sum kept its metadata only
+    y.backward()  # and still run
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0, 2.0])
 
 
 def test_non_scalar_backward_needs_a_gradient():

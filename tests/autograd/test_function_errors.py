@@ -75,12 +75,41 @@ def test_in_place_write_into_a_saved_tensor_and_mark_dirty_are_refused():
         @staticmethod
         def forward(ctx, x):
             ctx.mark_dirty(x)
-            return x
+            return x * 1.0
 
-    with pytest.raises(NotImplementedError, match="mark_dirty"):
+    with pytest.raises(RuntimeError, match="marked as dirty .* not returned"):
         Dirty.apply(_leaf() * 1.0)
     with pytest.raises(RuntimeError, match="apply"):
         Cube()
+
+
+def test_mark_dirty_gives_the_written_input_the_call_s_history_as_pytorch():
+    torch = pytest.importorskip("torch")
+
+    def run(lib):
+        class ReluInPlace(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                x.clamp_(min=0)
+                ctx.mark_dirty(x)
+                ctx.save_for_backward(x)
+                return x
+
+            @staticmethod
+            def backward(ctx, grad):
+                (y,) = ctx.saved_tensors
+                return grad * (y > 0).float()
+
+        x = lib.tensor([-1.0, 2.0, 3.0], requires_grad=True)
+        a = x * 2.0
+        b = ReluInPlace.apply(a)
+        assert b is a and a.requires_grad
+        (b * b).sum().backward()
+        with pytest.raises(RuntimeError, match="leaf .* in-place operation"):
+            ReluInPlace.apply(lib.ones(2, requires_grad=True))
+        return x.grad.numpy()
+
+    np.testing.assert_allclose(run(fnn), run(torch))
 
 
 def _devices():

@@ -121,3 +121,26 @@ def test_names_do_not_change_the_gradients():
     fnn.nn.functional.mse_loss(fnn.nn.functional.linear(x, w), fnn.zeros(4, 3)).backward()
     want = 2 * (X @ np.ones((5, 3))) / 12
     np.testing.assert_allclose(x.grad.numpy(), want @ np.ones((3, 5)), rtol=1e-5)
+
+
+def test_a_custom_function_s_node_keeps_its_name_after_backward_as_pytorch():
+    torch = pytest.importorskip("torch")
+
+    def run(lib):
+        class Square(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * x
+
+            @staticmethod
+            def backward(ctx, grad):
+                (x,) = ctx.saved_tensors
+                return 2 * x * grad
+
+        y = Square.apply(lib.ones(2, requires_grad=True)).sum()
+        node = y.grad_fn.next_functions[0][0]
+        y.backward()
+        return node.name()
+
+    assert run(fnn) == run(torch) == "SquareBackward"

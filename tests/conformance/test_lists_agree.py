@@ -14,7 +14,8 @@ CORE_ONLY_RULES = {"transfer", "call_hook", "as_strided", "conv_transpose2d",
                    "custom_function_output", "once_differentiable",
                    "select",  # x[1]: the slice hook, then reshape (one view, one node)
                    "clone",  # x * 1 whose node keeps nothing of x (PyTorch's CloneBackward)
-                   "evenly"}  # median(): an element whose gradient ties share, as PyTorch's
+                   "evenly",  # median(): an element whose gradient ties share, as PyTorch's
+                   "overwrite"}  # zero_/fill_/copy_ on a non-leaf: its history gets zeros
 
 
 # the cases of hooks; the others check ops composed of primitives (Case.composite)

@@ -25,6 +25,56 @@ def test_inplace_on_a_leaf_that_requires_grad_is_refused_outside_no_grad(dev):
     np.testing.assert_array_equal(w.numpy(), [6.0, 1.0, 1.0])
 
 
+def test_writes_through_data_are_not_seen_by_autograd_as_pytorch(dev):
+    """x.data has a version counter of its own in PyTorch: a write through it (or a view
+    of it) after x was saved raises nothing, and the backward reads the new values;
+    detach() shares x's counter and raises."""
+    torch = pytest.importorskip("torch")
+
+    def run(lib, make):
+        x = make([1.0, 2.0, 3.0])
+        y = x * x
+        s = x.sigmoid()
+        version = x._version
+        x.data.mul_(2.0)
+        x.data[0] = 5.0
+        s.data.add_(1.0)
+        (y.sum() + s.sum()).backward()
+        assert x._version == version
+        z = x * x
+        x.detach().mul_(2.0)
+        with pytest.raises(RuntimeError, match="modified by an in.?place operation"):
+            z.sum().backward()
+        return x.grad.numpy()
+
+    want = run(torch, lambda v: torch.tensor(v, requires_grad=True))
+    if dev == "copying":  # a backend without views: the saved arrays are the old ones
+        with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+            run(fnn, lambda v: fnn.tensor(v, device=dev, requires_grad=True))
+        return
+    got = run(fnn, lambda v: fnn.tensor(v, device=dev, requires_grad=True))
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_a_view_made_under_no_grad_written_with_grad_on_is_refused_as_pytorch(dev):
+    """PyTorch forbids it as ambiguous (tracked or not?): fastnn wrote the values and kept
+    the old history, so the base's gradient missed the write."""
+    torch = pytest.importorskip("torch")
+    for lib, on in ((torch, {}), (fnn, {"device": dev})):
+        h = lib.ones(2, requires_grad=True, **on) * 2.0
+        with lib.no_grad():
+            v = h[0:1]
+            w = h.view(2)
+        for write in (lambda v, w: v.mul_(3.0), lambda v, w: w.__setitem__(0, 3.0),
+                      lambda v, w: w[1:].zero_()):
+            with pytest.raises(RuntimeError, match="created in no_grad mode"):
+                write(v, w)
+        with lib.no_grad():
+            v.mul_(3.0)  # both under no_grad: allowed, not tracked
+        h.detach()[0:1].mul_(2.0)  # a detached view: allowed
+        np.testing.assert_array_equal(h.detach().numpy(), [12.0, 2.0])
+
+
 def test_data_set_to_itself_is_a_no_op_and_to_another_view_of_it_refused(dev):
     """``p.data = p.data`` (what ``p.data = p.data.float()`` or ``.contiguous()`` gives
     back for a float32 p) leaves p as it was, writable and aliasing as before (it made p
@@ -119,6 +169,61 @@ def test_a_view_made_before_a_write_sees_it_in_its_gradient(dev, case):
     want = run(torch, torch.tensor(host, requires_grad=True))
     got = run(fnn, fnn.tensor(host, device=dev, requires_grad=True))
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+# writes whose values read none of the old ones: the old history gets zeros in PyTorch
+# (ZeroBackward0 ...), so a leaf behind it ends with a zero .grad, not None (an optimizer
+# skips a parameter whose .grad is None: no weight decay)
+OVERWRITE = {
+    "zero_": lambda lib, a, src: a.zero_(),
+    "fill_": lambda lib, a, src: a.fill_(1.5),
+    "fill_ with a 0-d tensor": lambda lib, a, src: a.fill_(src.sum()),
+    "copy_ of a constant": lambda lib, a, src: a.copy_(lib.ones(2, 3)),
+    "copy_ broadcast": lambda lib, a, src: a.copy_(src[0] * 3.0),
+    "uniform_": lambda lib, a, src: a.uniform_(),
+    "normal_": lambda lib, a, src: a.normal_(),
+    "bernoulli_": lambda lib, a, src: a.bernoulli_(0.5),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OVERWRITE))
+def test_an_overwrite_of_a_non_leaf_gives_its_history_zeros(dev, case):
+    torch = pytest.importorskip("torch")
+    host = np.arange(1.0, 7.0, dtype=np.float32).reshape(2, 3)
+
+    def run(lib, x, src):
+        a = x * 2.0
+        OVERWRITE[case](lib, a, src)
+        (a * (a.detach() * 0 + 2.0)).sum().backward()
+        grads = [None if t.grad is None else t.grad.numpy() for t in (x, src)]
+        return grads, a.grad_fn.name().split("::")[-1][:4]
+
+    want = run(torch, torch.tensor(host, requires_grad=True),
+               torch.tensor(host, requires_grad=True))
+    got = run(fnn, fnn.tensor(host, device=dev, requires_grad=True),
+              fnn.tensor(host, device=dev, requires_grad=True))
+    assert got[1] == want[1]
+    for ours, theirs in zip(got[0], want[0]):
+        if theirs is None:
+            assert ours is None
+        else:
+            np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+
+
+def test_a_step_after_zeroing_a_non_leaf_decays_the_parameter_as_pytorch(dev):
+    torch = pytest.importorskip("torch")
+
+    def run(lib, w):
+        opt = lib.optim.SGD([w], lr=0.1, weight_decay=0.5)
+        a = w * 2.0
+        a.zero_()
+        a.sum().backward()
+        opt.step()
+        return w.detach().numpy()
+
+    want = run(torch, torch.ones(3, requires_grad=True))
+    got = run(fnn, fnn.ones(3, device=dev, requires_grad=True))
+    np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
 def test_gradients_of_leaves_are_their_own_storage(dev):
