@@ -123,6 +123,11 @@ def linear_raw(x: Tensor, weight: Tensor) -> Tensor:
     return out
 
 
+def _single(value):
+    """A one-element tuple or list, ``(2,)``, as its element; anything else as given."""
+    return value[0] if isinstance(value, (tuple, list)) and len(value) == 1 else value
+
+
 def _positive_int(op, name, value, minimum):
     return integer(op, name, value, minimum)  # also refuses True, which is no stride
 
@@ -139,6 +144,8 @@ def conv1d(x: Tensor, weight: Tensor, bias=None, stride=1, padding=0, dilation=1
         out = conv1d(reshape(x, (1,) + x.shape), weight, bias, stride, padding, dilation,
                      groups)
         return reshape(out, out.shape[1:])
+    # nn.Conv1d's attributes are 1-tuples, (2,), as PyTorch's: taken as the int
+    stride, padding, dilation = (_single(v) for v in (stride, padding, dilation))
     stride = _positive_int("conv1d", "stride", stride, 1)
     if isinstance(padding, (str, tuple, list)):  # "same", "valid" or (before, after)
         dilation = _positive_int("conv1d", "dilation", dilation, 1)

@@ -49,6 +49,9 @@ CONV = [
     ("conv_transpose1d", (n(2, 4, 7), n(4, 2, 3)), dict(stride=3, padding=1, output_padding=2,
                                                        groups=2, dilation=2)),
     ("conv_transpose1d", (n(2, 3, 4), n(3, 2, 5), n(2)), dict(groups=1)),
+    # nn.Conv1d's attributes are 1-tuples, passed on to F.conv1d by user modules
+    ("conv1d", (n(2, 4, 9), n(6, 4, 3), n(6)), dict(stride=(2,), padding=(1,),
+                                                   dilation=(2,))),
     ("unfold", (n(2, 4, 5, 6),), dict(kernel_size=(2, 3), padding=1, stride=(2, 1),
                                       dilation=(1, 2))),
     ("unfold", (n(3, 4, 4),), dict(kernel_size=2)),
