@@ -10,7 +10,7 @@ output index i along an axis of input size n, output size m:
   without, (i + 0.5) scale - 0.5 clamped at 0; then (1 - w) x[floor] + w x[floor + 1];
 - bicubic: the same source (not clamped), then Keys' cubic convolution (a = -0.75) over the
   four neighbours floor - 1 .. floor + 2, indices clamped to the edge, as PyTorch;
-- area: adaptive average pooling to the output size (1-D and 2-D).
+- area: adaptive average pooling to the output size (1-D, 2-D and 3-D).
 
 ``scale`` is 1 / scale_factor when a scale factor is given (and not
 ``recompute_scale_factor``), else n / m, as PyTorch; the indices and weights are computed
@@ -25,7 +25,7 @@ import numbers
 import numpy as np
 
 from fastnn.api.args import integer
-from fastnn.ops import pooling, resample_aa
+from fastnn.ops import pooling, pooling3d, resample_aa
 from fastnn.ops.movement import reshape
 from fastnn.ops.selecting import as_index, index_select_tensor
 from fastnn.ops.shaping import permute
@@ -135,7 +135,7 @@ def _linear_axis(x: Tensor, axis: int, m: int, scale, align_corners: bool, dtype
 def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
                 align_corners=None, recompute_scale_factor=None, antialias: bool = False):
     """PyTorch's interpolate of (N, C, *spatial): modes nearest, nearest-exact, linear (1
-    spatial dim), bilinear (2), trilinear (3), bicubic (2), area (1 or 2); ``size`` or
+    spatial dim), bilinear (2), trilinear (3), bicubic (2), area (1, 2 or 3); ``size`` or
     ``scale_factor`` (a number or one per spatial dim); ``align_corners`` for the
     interpolating modes (default False); ``antialias=True`` with bilinear and bicubic
     (:mod:`fastnn.ops.resample_aa`)."""
@@ -184,12 +184,12 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
 
 def _area(x: Tensor, sizes: tuple) -> Tensor:
     """mode='area': PyTorch's adaptive average pooling to ``sizes``."""
-    if len(sizes) == 1:
-        return pooling.adaptive_avg_pool1d(x, sizes[0])
-    if len(sizes) == 2:
-        return pooling.adaptive_avg_pool2d(x, sizes)
-    raise ValueError(f"interpolate: mode 'area' supports 1 or 2 spatial dims, got input "
-                     f"{x.shape}")
+    if len(sizes) > 3:
+        raise ValueError(f"interpolate: mode 'area' supports 1, 2 or 3 spatial dims, got "
+                         f"input {x.shape}")
+    pool = (pooling.adaptive_avg_pool1d, pooling.adaptive_avg_pool2d,
+            pooling3d.adaptive_avg_pool3d)[len(sizes) - 1]
+    return pool(x, sizes[0] if len(sizes) == 1 else sizes)
 
 
 @public()

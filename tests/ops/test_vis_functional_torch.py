@@ -157,6 +157,7 @@ def test_interpolate_antialias(kwargs, mode, corners):
     ("area", (2, 3, 6, 8), dict(size=(3, 4))),
     ("area", (2, 3, 6, 8), dict(size=(7, 9))),
     ("area", (2, 3, 7), dict(scale_factor=0.5)),
+    ("area", (1, 2, 4, 5, 6), dict(size=(3, 7, 4))),
 ])
 def test_interpolate_other_ranks(mode, shape, kwargs):
     check("interpolate", [n(*shape)], mode=mode, **kwargs)
