@@ -72,7 +72,8 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
 
 @public()
 def linear(x: Tensor, weight: Tensor, bias=None, activation: str = "identity") -> Tensor:
-    """activation(x @ weight.T + bias), weight (out, in) as in PyTorch.
+    """activation(x @ weight.T + bias), weight (out, in) as in PyTorch; a weight vector
+    (in,) gives x @ weight, the last axis dropped, as PyTorch's.
 
     Its own tape node, so that the weight gradient g.T @ x comes out in the
     weight's (out, in) layout rather than as a transposed view.
@@ -82,6 +83,12 @@ def linear(x: Tensor, weight: Tensor, bias=None, activation: str = "identity") -
         if out is not None:
             return out
     x, weight = _float_pair("linear", x, weight)
+    if weight.ndim == 1 and x.ndim and x.shape[-1] == weight.shape[0]:
+        # a weight vector: x @ weight, the last axis dropped, as PyTorch's
+        out = linear(x, reshape(weight, (1, weight.shape[0])), None, activation="identity")
+        out = reshape(out, x.shape[:-1])
+        out = out if bias is None else out + bias
+        return out if activation == "identity" else _activation_op(activation, out)
     if weight.ndim != 2 or x.ndim == 0 or x.shape[-1] != weight.shape[1]:
         raise ValueError(
             f"linear: input with {x.shape[-1] if x.ndim else 0} features (shape {x.shape}) does "
