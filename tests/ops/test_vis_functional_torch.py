@@ -163,6 +163,36 @@ def test_interpolate_other_ranks(mode, shape, kwargs):
     check("interpolate", [n(*shape)], mode=mode, **kwargs)
 
 
+@pytest.mark.parametrize("mode, shape, kwargs", [
+    ("nearest", (2, 3, 7), dict(scale_factor=1.1)),  # the size kept, the indices moved
+    ("nearest", (2, 3, 3), dict(scale_factor=2.2)),  # the size doubled, not i // 2
+    ("nearest", (1, 2, 3, 7, 4), dict(scale_factor=(2.2, 1.1, 1.2))),
+    ("nearest-exact", (2, 3, 7), dict(scale_factor=1.1)),
+    ("nearest-exact", (2, 3, 7, 7), dict(scale_factor=1.1)),
+    ("nearest", (2, 3, 3, 7), dict(scale_factor=(2.2, 1.1))),  # 2-D: copy and i // 2
+    ("linear", (2, 3, 7), dict(scale_factor=1.1)),  # a kept size is copied
+    ("bilinear", (2, 3, 7, 5), dict(scale_factor=(1.1, 1.5))),
+    ("trilinear", (1, 2, 7, 3, 4), dict(scale_factor=(1.1, 2.0, 1.1))),
+])
+def test_interpolate_scale_factor_keeping_or_doubling_a_size(mode, shape, kwargs):
+    """Where scale_factor keeps an axis's size or doubles it, PyTorch's kernels differ:
+    nearest uses the scale in 1-D and 3-D (and nearest-exact everywhere), copies or halves
+    the index in 2-D, and the linear modes copy a kept axis. Gradients: PyTorch's 1-D
+    nearest backward copies where its forward did not, so only values are compared."""
+    x = n(*shape)
+    ours = F.interpolate(fnn.tensor(x), mode=mode, **kwargs)
+    theirs = TF.interpolate(torch.tensor(x), mode=mode, **kwargs)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_interpolate_to_the_same_size_is_a_new_tensor():
+    x = fnn.tensor(n(1, 2, 4, 4))
+    y = F.interpolate(x, size=(4, 4))
+    assert y is not x
+    y.zero_()
+    assert x.abs().sum().item() > 0
+
+
 def test_interpolate_refusals_name_the_problem():
     x = fnn.zeros(1, 1, 3, 3)
     with pytest.raises(ValueError, match="exactly one of size and scale_factor"):
