@@ -101,7 +101,7 @@ class AvgPool2d(_Pool):
 
 class MaxPool3d(_Pool):
     """PyTorch's MaxPool3d(kernel_size, stride=None, padding=0, dilation=1,
-    return_indices=False, ceil_mode=False) (return_indices=True is refused)."""
+    return_indices=False, ceil_mode=False)."""
 
     FUNCTION, ARGS, REPR = staticmethod(pooling3d.max_pool3d), _MAX, _MAX_REPR
 

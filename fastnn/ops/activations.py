@@ -20,7 +20,7 @@ from fastnn.autograd.grad_mode import switches
 from fastnn.autograd.saved import saved_for_grad
 from fastnn.ops import joining
 from fastnn.ops.core import astype
-from fastnn.ops.elementwise import add, compare, div, exp, mul, where
+from fastnn.ops.elementwise import add, compare, div, exp, maximum, minimum, mul, where
 from fastnn.ops.operands import align
 from fastnn.ops.table import FUNCTIONAL, public
 from fastnn.ops.tensor import Tensor
@@ -199,11 +199,20 @@ def hardtanh(x, min_val=-1.0, max_val=1.0, inplace=False):
     """x clipped to [min_val, max_val]."""
     if inplace:
         return written(x, lambda t: hardtanh(t, min_val, max_val))
-    x = _floating("hardtanh", x)
+    if not isinstance(x, Tensor):
+        raise TypeError(f"hardtanh: expected a Tensor, got {type(x).__name__}")
     low, high = real("hardtanh", "min_val", min_val), real("hardtanh", "max_val", max_val)
     if low > high:
         raise ValueError(f"hardtanh: min_val {low} is above max_val {high}")
-    return clip_flat(x, low, high)
+    if not x._dtype.is_floating and x._dtype.name != "bool":
+        return integer_clip(x, low, high)
+    return clip_flat(_floating("hardtanh", x), low, high)
+
+
+def integer_clip(x: Tensor, low: float, high: float) -> Tensor:
+    """An integer tensor limited to [low, high] in its own dtype, each bound truncated
+    toward 0, as PyTorch's hardtanh and relu6 of integers (no gradient to carry)."""
+    return minimum(maximum(x, int(low)), int(high))
 
 
 def clip_flat(x: Tensor, low: float, high: float) -> Tensor:

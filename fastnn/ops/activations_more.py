@@ -9,7 +9,14 @@ from __future__ import annotations
 from fastnn.api.args import real
 from fastnn.ops import elementwise as ew
 from fastnn.ops import nnops
-from fastnn.ops.activations import _floating, clip_flat, softplus, tanh, written
+from fastnn.ops.activations import (
+    _floating,
+    clip_flat,
+    integer_clip,
+    softplus,
+    tanh,
+    written,
+)
 from fastnn.ops.core import astype
 from fastnn.ops.rng_state import rng_of
 from fastnn.ops.table import public
@@ -43,6 +50,8 @@ def relu6(x, inplace=False):
     """min(max(x, 0), 6)."""
     if inplace:
         return written(x, relu6)
+    if isinstance(x, Tensor) and not x._dtype.is_floating and x._dtype.name != "bool":
+        return integer_clip(x, 0.0, 6.0)
     z = _floating("relu6", x)
     return clip_flat(z, 0.0, 6.0)
 

@@ -172,7 +172,7 @@ def unbind(x: Tensor, dim=UNSET, *, axis=UNSET) -> tuple:
 def pad(x: Tensor, pad, mode="constant", value=0.0) -> Tensor:
     """Pad the last len(pad) // 2 dims: ``pad = (left_last, right_last, left_prev, ...)``,
     PyTorch's order. Modes: constant (``value``), reflect (no edge repeat), replicate,
-    circular (wraps around, each side at most the dim's size)."""
+    circular (wraps around, each side at most the dim's size); a negative size crops."""
     pad = tuple(pad)
     if len(pad) % 2 or len(pad) // 2 > x.ndim:
         raise ValueError(f"pad: pad must have an even length of at most 2 * ndim "
@@ -191,9 +191,12 @@ def pad(x: Tensor, pad, mode="constant", value=0.0) -> Tensor:
     for d, (left, right) in enumerate(widths):
         if not (left or right):
             continue
-        n = x.shape[d]
-        if left < 0 or right < 0:
-            raise ValueError(f"pad: {mode} padding must be non-negative, got {pad}")
+        # a negative side crops first, then the other pads the cropped dim, as PyTorch's
+        start, stop = max(-left, 0), x.shape[d] - max(-right, 0)
+        left, right, n = max(left, 0), max(right, 0), stop - start
+        if n < 0:
+            raise ValueError(f"pad: negative padding crops more than the tensor's shape "
+                             f"{x.shape}")
         if mode == "reflect" and (left >= n or right >= n):
             raise ValueError(f"pad: reflect padding ({left}, {right}) must be smaller than "
                              f"the padded dim's size {n}")
@@ -210,7 +213,7 @@ def pad(x: Tensor, pad, mode="constant", value=0.0) -> Tensor:
             positions = positions % n
         else:
             positions = np.clip(positions, 0, n - 1)
-        out = index_select_tensor(out, d, as_index("pad", positions, x._device))
+        out = index_select_tensor(out, d, as_index("pad", positions + start, x._device))
     return out
 
 

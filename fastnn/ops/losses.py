@@ -142,7 +142,15 @@ def _finish(op, per_rows, row_weight, expected, reduction):
     if reduction == "none":
         return movement.reshape(per_rows, expected)
     total = movement.sum(per_rows)
-    return m.div(total, movement.sum(row_weight)) if reduction == "mean" else total
+    if reduction != "mean":
+        return total
+    weight_sum = movement.sum(row_weight)
+    # NOTE: every row ignored (weight sum 0): PyTorch's loss is 0/0 = nan but its gradient
+    # 0, where total / 0 would send inf * 0 = nan into every row; so divide by 1 there and
+    # add the nan as a constant
+    empty = m.compare("equal", weight_sum.detach(), 0)
+    nan_if_empty = m.where(empty, float("nan"), 0.0).astype(total.dtype)
+    return m.add(m.div(total, m.where(empty, 1.0, weight_sum)), nan_if_empty)
 
 
 def _keep_and_safe(targets: Tensor, ignore_index: int):

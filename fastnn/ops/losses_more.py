@@ -236,15 +236,20 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False,
 def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0,
                       weight=None, size_average=None, reduce=None,
                       reduction: str = "mean") -> Tensor:
-    """PyTorch's multi_margin_loss: input (N, C) or (C,), target (N,) or () class indices;
-    per sample, sum over i != y of weight[y] max(0, margin - x_y + x_i)^p / C (p 1 or 2)."""
+    """PyTorch's multi_margin_loss: input (N, C) or (C,), target (N,) or () (or (1,)) class
+    indices; per sample, sum over i != y of weight[y] max(0, margin - x_y + x_i)^p / C (p 1
+    or 2)."""
     reduction = reduction_of("multi_margin_loss", size_average, reduce, reduction)
     _tensors("multi_margin_loss", input=input, target=target)
     if p not in (1, 2) or isinstance(p, bool):
         raise ValueError(f"multi_margin_loss: only p == 1 and p == 2 are supported, got {p!r}")
-    if input.ndim not in (1, 2) or target.shape != input.shape[:-1] or target.dtype.is_floating:
+    # one sample (C,) takes its target as () or (1,), the loss shaped as the target
+    one_target = input.ndim == 1 and target.shape in ((), (1,))
+    if input.ndim not in (1, 2) or (target.shape != input.shape[:-1] and not one_target) \
+            or target.dtype.is_floating:
         raise ValueError(f"multi_margin_loss: expected input (N, C) or (C,) and integer "
-                         f"targets (N,) or (), got {input.shape} and {target.shape}")
+                         f"targets (N,) or () (or (1,)), got {input.shape} and "
+                         f"{target.shape}")
     margin = real("multi_margin_loss", "margin", margin)
     rows = input if input.ndim == 2 else unsqueeze(input, 0)
     labels = movement.reshape(target, (rows.shape[0], 1))
@@ -260,7 +265,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
                                     1, labels))
     per = m.div(movement.sum(hinge, 1), float(rows.shape[1]))
     if input.ndim == 1:
-        per = movement.reshape(per, ())
+        per = movement.reshape(per, target.shape)
     return reduced("multi_margin_loss", per, reduction)
 
 

@@ -72,7 +72,8 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
 
 @public()
 def linear(x: Tensor, weight: Tensor, bias=None, activation: str = "identity") -> Tensor:
-    """activation(x @ weight.T + bias), weight (out, in) as in PyTorch.
+    """activation(x @ weight.T + bias), weight (out, in) as in PyTorch; a weight vector
+    (in,) gives x @ weight, the last axis dropped, as PyTorch's.
 
     Its own tape node, so that the weight gradient g.T @ x comes out in the
     weight's (out, in) layout rather than as a transposed view.
@@ -82,6 +83,12 @@ def linear(x: Tensor, weight: Tensor, bias=None, activation: str = "identity") -
         if out is not None:
             return out
     x, weight = _float_pair("linear", x, weight)
+    if weight.ndim == 1 and x.ndim and x.shape[-1] == weight.shape[0]:
+        # a weight vector: x @ weight, the last axis dropped, as PyTorch's
+        out = linear(x, reshape(weight, (1, weight.shape[0])), None, activation="identity")
+        out = reshape(out, x.shape[:-1])
+        out = out if bias is None else out + bias
+        return out if activation == "identity" else _activation_op(activation, out)
     if weight.ndim != 2 or x.ndim == 0 or x.shape[-1] != weight.shape[1]:
         raise ValueError(
             f"linear: input with {x.shape[-1] if x.ndim else 0} features (shape {x.shape}) does "
@@ -123,6 +130,11 @@ def linear_raw(x: Tensor, weight: Tensor) -> Tensor:
     return out
 
 
+def _single(value):
+    """A one-element tuple or list, ``(2,)``, as its element; anything else as given."""
+    return value[0] if isinstance(value, (tuple, list)) and len(value) == 1 else value
+
+
 def _positive_int(op, name, value, minimum):
     return integer(op, name, value, minimum)  # also refuses True, which is no stride
 
@@ -139,6 +151,8 @@ def conv1d(x: Tensor, weight: Tensor, bias=None, stride=1, padding=0, dilation=1
         out = conv1d(reshape(x, (1,) + x.shape), weight, bias, stride, padding, dilation,
                      groups)
         return reshape(out, out.shape[1:])
+    # nn.Conv1d's attributes are 1-tuples, (2,), as PyTorch's: taken as the int
+    stride, padding, dilation = (_single(v) for v in (stride, padding, dilation))
     stride = _positive_int("conv1d", "stride", stride, 1)
     if isinstance(padding, (str, tuple, list)):  # "same", "valid" or (before, after)
         dilation = _positive_int("conv1d", "dilation", dilation, 1)

@@ -20,6 +20,7 @@ output size per axis is the 2-D op's (``ceil_mode`` included), and so are the gr
 from __future__ import annotations
 
 from fastnn.ops.conv3d import triple
+from fastnn.ops.gathering import gather
 from fastnn.ops.movement import reshape
 from fastnn.ops.pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
 from fastnn.ops.table import public
@@ -59,16 +60,35 @@ def _windows(op, kernel_size, stride, padding, dilation=1):
 def max_pool3d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """Max over each (KD, KH, KW) window of x (N, C, D, H, W) or (C, D, H, W), PyTorch's
-    max_pool3d (``return_indices`` is not supported)."""
-    if return_indices:
-        raise NotImplementedError("max_pool3d: return_indices=True is not supported; use "
-                                  "max_pool2d per depth slice if the indices are needed")
+    max_pool3d. ``return_indices=True`` also returns each max's flat index into its
+    (D, H, W) volume (int64), as PyTorch's (for max_unpool3d)."""
     x, added = _batched("max_pool3d", x)
     k, s, p, d = _windows("max_pool3d", kernel_size, stride, padding, dilation)
+    if return_indices:
+        return _max_with_indices(x, added, k, s, p, d, ceil_mode)
     return _separable(
         x, added,
         lambda t: max_pool2d(t, k[1:], s[1:], p[1:], d[1:], ceil_mode),
         lambda t: max_pool2d(t, (k[0], 1), (s[0], 1), (p[0], 0), (d[0], 1), ceil_mode))
+
+
+def _max_with_indices(x, added, k, s, p, d, ceil_mode) -> tuple:
+    """The two stages of :func:`max_pool3d` with their indices: the depth stage's index
+    names the depth d' whose (H, W) maximum won, the plane stage's the (h, w) within that
+    depth, so the volume's index is d' * H * W + (h * W + w)."""
+    n, c, depth, h, w = x.shape
+    planes, plane_index = max_pool2d(reshape(x, (n, c * depth, h, w)), k[1:], s[1:], p[1:],
+                                     d[1:], ceil_mode, return_indices=True)
+    oh, ow = planes.shape[-2:]
+    out, depth_index = max_pool2d(reshape(planes, (n, c, depth, oh * ow)), (k[0], 1),
+                                  (s[0], 1), (p[0], 0), (d[0], 1), ceil_mode,
+                                  return_indices=True)
+    won = depth_index // (oh * ow)  # (N, C, D', H'*W'): the winning depth of each output
+    within = gather(reshape(plane_index, (n, c, depth, oh * ow)), 2, won)
+    index = won * (h * w) + within
+    shape = (n, c, out.shape[2], oh, ow)
+    out, index = reshape(out, shape), reshape(index, shape)
+    return (reshape(out, shape[1:]), reshape(index, shape[1:])) if added else (out, index)
 
 
 @public()

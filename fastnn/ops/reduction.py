@@ -234,7 +234,9 @@ def norm(x: Tensor, p=2, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET
     if p == float("-inf"):
         return amin(a, axes, keep)
     if p == 0:
-        return movement.sum(ew.nonzero_mask(a).to(x._dtype), axes, keep)
+        # 1 per nonzero, x * 0 at a zero: the count, on the tape with a zero gradient, as
+        # PyTorch's (whose result requires grad, so backward through it works)
+        return movement.sum(ew.where(ew.nonzero_mask(a), 1.0, ew.mul(x, 0.0)), axes, keep)
     if p == 2:
         # NOTE: the gradient x / norm is 0/0 at a zero norm; PyTorch takes 0 there
         return sqrt_zero(movement.sum(ew.mul(x, x), axes, keep))

@@ -4,13 +4,15 @@
 ``interpolate`` resizes the spatial axes of (N, C, *spatial) one axis at a time; for
 output index i along an axis of input size n, output size m:
 
-- nearest: source floor(i * scale) (i // 2 when m = 2 n; the identity when m = n),
-  nearest-exact: floor((i + 0.5) * scale), clamped to n - 1;
+- nearest: source floor(i * scale) (with 2 spatial dims, i // 2 when m = 2 n and the
+  identity when m = n, as PyTorch's 2-D kernel), nearest-exact: floor((i + 0.5) *
+  scale), clamped to n - 1;
 - linear (linear, bilinear, trilinear): with align_corners, source i (n - 1) / (m - 1);
   without, (i + 0.5) scale - 0.5 clamped at 0; then (1 - w) x[floor] + w x[floor + 1];
+  an axis that keeps its size is copied, whatever the scale, as PyTorch's;
 - bicubic: the same source (not clamped), then Keys' cubic convolution (a = -0.75) over the
   four neighbours floor - 1 .. floor + 2, indices clamped to the edge, as PyTorch;
-- area: adaptive average pooling to the output size (1-D and 2-D).
+- area: adaptive average pooling to the output size (1-D, 2-D and 3-D).
 
 ``scale`` is 1 / scale_factor when a scale factor is given (and not
 ``recompute_scale_factor``), else n / m, as PyTorch; the indices and weights are computed
@@ -25,7 +27,7 @@ import numbers
 import numpy as np
 
 from fastnn.api.args import integer
-from fastnn.ops import pooling, resample_aa
+from fastnn.ops import pooling, pooling3d, resample_aa
 from fastnn.ops.movement import reshape
 from fastnn.ops.selecting import as_index, index_select_tensor
 from fastnn.ops.shaping import permute
@@ -72,12 +74,19 @@ def _source_scale(n: int, m: int, scale, align_corners: bool, dtype) -> object:
     return dtype(1.0 / scale) if scale is not None else dtype(n / m)
 
 
-def _nearest_axis(x: Tensor, axis: int, m: int, scale, exact: bool, dtype) -> Tensor:
+def _nearest_axis(x: Tensor, axis: int, m: int, scale, exact: bool, planar: bool,
+                  dtype) -> Tensor:
     n = x.shape[axis]
+    # NOTE: PyTorch's 2-D nearest on CPU (``planar``) copies an axis that keeps its size
+    # and takes i // 2 for one that doubles, whatever the scale_factor (its small-output
+    # path; its vectorized path for large planes uses the scale); its 1-D and 3-D kernels
+    # and nearest-exact use the scale, so 1.1 on a length of 7 moves indices past 1
+    if m == n and (scale is None or (planar and not exact)):
+        return x
     ratio = _source_scale(n, m, scale, False, dtype)
     pos = np.arange(m, dtype=dtype)
     src = np.floor((pos + dtype(0.5)) * ratio if exact else pos * ratio).astype(np.int64)
-    if m == 2 * n and not exact:  # PyTorch's kernel takes i // 2 then, whatever the scale
+    if planar and not exact and m == 2 * n:
         src = np.arange(m) // 2
     return index_select_tensor(x, axis, as_index("interpolate", np.minimum(src, n - 1),
                                                  x._device))
@@ -135,7 +144,7 @@ def _linear_axis(x: Tensor, axis: int, m: int, scale, align_corners: bool, dtype
 def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
                 align_corners=None, recompute_scale_factor=None, antialias: bool = False):
     """PyTorch's interpolate of (N, C, *spatial): modes nearest, nearest-exact, linear (1
-    spatial dim), bilinear (2), trilinear (3), bicubic (2), area (1 or 2); ``size`` or
+    spatial dim), bilinear (2), trilinear (3), bicubic (2), area (1, 2 or 3); ``size`` or
     ``scale_factor`` (a number or one per spatial dim); ``align_corners`` for the
     interpolating modes (default False); ``antialias=True`` with bilinear and bicubic
     (:mod:`fastnn.ops.resample_aa`)."""
@@ -176,20 +185,22 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         elif mode == "bicubic":
             out = _cubic_axis(out, axis, m, scale, bool(align_corners), dtype)
         elif linear:
-            out = _linear_axis(out, axis, m, scale, bool(align_corners), dtype)
-        elif m != out.shape[axis]:  # the same size is the identity, as PyTorch
-            out = _nearest_axis(out, axis, m, scale, mode == "nearest-exact", dtype)
-    return out
+            if m != out.shape[axis]:  # PyTorch copies an axis that keeps its size
+                out = _linear_axis(out, axis, m, scale, bool(align_corners), dtype)
+        else:
+            out = _nearest_axis(out, axis, m, scale, mode == "nearest-exact", rank == 2, dtype)
+    # a new tensor, as PyTorch's, even where every axis kept its size
+    return input.clone() if out is input else out
 
 
 def _area(x: Tensor, sizes: tuple) -> Tensor:
     """mode='area': PyTorch's adaptive average pooling to ``sizes``."""
-    if len(sizes) == 1:
-        return pooling.adaptive_avg_pool1d(x, sizes[0])
-    if len(sizes) == 2:
-        return pooling.adaptive_avg_pool2d(x, sizes)
-    raise ValueError(f"interpolate: mode 'area' supports 1 or 2 spatial dims, got input "
-                     f"{x.shape}")
+    if len(sizes) > 3:
+        raise ValueError(f"interpolate: mode 'area' supports 1, 2 or 3 spatial dims, got "
+                         f"input {x.shape}")
+    pool = (pooling.adaptive_avg_pool1d, pooling.adaptive_avg_pool2d,
+            pooling3d.adaptive_avg_pool3d)[len(sizes) - 1]
+    return pool(x, sizes[0] if len(sizes) == 1 else sizes)
 
 
 @public()

@@ -177,8 +177,8 @@ def _with_indices(name: str):
     return fn
 
 
-for _name in ("max_pool1d", "max_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
-              "adaptive_max_pool3d"):
+for _name in ("max_pool1d", "max_pool2d", "max_pool3d", "adaptive_max_pool1d",
+              "adaptive_max_pool2d", "adaptive_max_pool3d"):
     public(name=_name + "_with_indices")(_with_indices(_name))
 
 

@@ -67,6 +67,7 @@ LOSSES = [
     ("multi_margin_loss", "MultiMarginLoss", (n(4, 5), np.array([0, 3, 4, 3])), (1, 0),
      dict(p=2, margin=0.5)),
     ("multi_margin_loss", "MultiMarginLoss", (n(5), np.array(2)), (1, 0), {}),
+    ("multi_margin_loss", "MultiMarginLoss", (n(5), np.array([2])), (1, 0), {}),
     ("triplet_margin_with_distance_loss", "TripletMarginWithDistanceLoss",
      (n(5, 3), n(5, 3), n(5, 3)), (1, 1, 1), dict(swap=True, margin=0.5)),
     ("kl_div", "KLDivLoss", (np.log(np.abs(n(4, 3))), np.abs(n(4, 3))), (1, 1), {}),

@@ -225,3 +225,15 @@ def test_nan_and_inf_edges_match_torch(device):
     for g, w in zip(got, run(torch, torch_f, lambda v, **kw: torch.tensor(v, **kw))):
         np.testing.assert_allclose(g, w, rtol=1e-6)
     assert np.isnan(F.kl_div(fnn.tensor([-1.0, -2.0]), fnn.tensor([0.5, NAN])).item())
+
+
+@pytest.mark.parametrize("name", ["nll_loss", "cross_entropy"])
+@pytest.mark.parametrize("device", devices())
+def test_every_target_ignored_gives_nan_loss_and_zero_gradient(name, device):
+    """A batch whose targets are all ignore_index (a fully padded batch): PyTorch's mean is
+    0/0 = nan but its gradient is 0, not inf * 0 = nan in every row."""
+    x = fnn.tensor(rng.standard_normal((3, 4)), device=device, requires_grad=True)
+    loss = getattr(F, name)(x, fnn.tensor([-100, -100, -100], device=device))
+    loss.backward()
+    assert np.isnan(loss.item())
+    np.testing.assert_array_equal(x.grad.numpy(), np.zeros((3, 4)))

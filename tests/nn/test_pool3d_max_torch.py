@@ -102,3 +102,33 @@ def test_adaptive_indices_round_trip_through_max_unpool3d():
     np.testing.assert_array_equal(back.numpy(), ref.numpy())
     with pytest.raises(TypeError, match="int64"):
         F.max_unpool3d(out, index.to(fnn.float32), 2)
+
+
+MAX = [((2, 3, 6, 7, 5), dict(kernel_size=2)),
+       ((1, 2, 7, 6, 5), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
+       ((2, 5, 6, 7), dict(kernel_size=(2, 3, 2), stride=(1, 2, 2), dilation=(2, 1, 2)))]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("ties", [False, True])
+@pytest.mark.parametrize("shape, params", MAX)
+def test_max_pool3d_indices_match_torch(shape, params, ties, device):
+    """max_pool3d(return_indices=True), its _with_indices spelling and nn.MaxPool3d's: the
+    flat (D, H, W) index of the first max in (d, h, w) order, as PyTorch's."""
+    x = _input(shape, ties)
+    ours_x = fnn.tensor(x, device=device, requires_grad=True)
+    theirs_x = torch.tensor(x, requires_grad=True)
+    out, index = F.max_pool3d(ours_x, return_indices=True, **params)
+    ref, ref_index = TF.max_pool3d(theirs_x, return_indices=True, **params)
+    np.testing.assert_array_equal(out.numpy(), ref.detach().numpy())
+    assert index.dtype == fnn.int64
+    np.testing.assert_array_equal(index.numpy(), ref_index.numpy())
+    g = np.random.default_rng(1).normal(size=tuple(ref.shape))
+    (out * fnn.tensor(g, device=device)).sum().backward()
+    (ref * torch.tensor(g)).sum().backward()
+    np.testing.assert_allclose(ours_x.grad.numpy(), theirs_x.grad.numpy(), rtol=1e-12,
+                               atol=1e-12)
+    _, index = F.max_pool3d_with_indices(fnn.tensor(x, device=device), **params)
+    np.testing.assert_array_equal(index.numpy(), ref_index.numpy())
+    _, index = nn.MaxPool3d(return_indices=True, **params)(fnn.tensor(x, device=device))
+    np.testing.assert_array_equal(index.numpy(), ref_index.numpy())

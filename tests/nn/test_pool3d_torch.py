@@ -65,8 +65,6 @@ def test_float32_stays_float32():
 def test_refusals_name_the_op():
     with pytest.raises(ValueError, match="max_pool3d: expected input"):
         F.max_pool3d(fnn.ones(3, 4, 4), 2)
-    with pytest.raises(NotImplementedError, match="return_indices"):
-        F.max_pool3d(fnn.ones(1, 1, 4, 4, 4), 2, return_indices=True)
     with pytest.raises(ValueError, match="output_size"):
         F.adaptive_avg_pool3d(fnn.ones(1, 1, 4, 4, 4), (2, 2))
     assert repr(nn.AvgPool3d(2)) == "AvgPool3d(kernel_size=2, stride=2, padding=0)"

@@ -69,6 +69,18 @@ def test_inplace_writes_the_input():
         assert y is x
 
 
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_hardtanh_and_relu6_keep_an_integer_dtype(dtype):
+    """PyTorch clips integer tensors in their own dtype (each bound truncated toward 0);
+    fastnn gave float32."""
+    host = np.arange(-3, 9, dtype=dtype)
+    for run in (lambda f, x: f.relu6(x), lambda f, x: f.hardtanh(x),
+                lambda f, x: f.hardtanh(x, -1.5, 2.7)):
+        got, want = run(F, fnn.tensor(host)), run(TF, torch.tensor(host))
+        assert str(got.dtype).rpartition(".")[2] == str(want.dtype).rpartition(".")[2]
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
 def test_prelu_softmin_rrelu():
     rng = np.random.default_rng(0)
     host, w = rng.normal(size=(2, 3, 4)), np.array([0.1, -0.2, 0.3])

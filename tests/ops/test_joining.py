@@ -77,7 +77,10 @@ def test_split_chunk_unbind(device):
 @pytest.mark.parametrize("pad,mode", [((1, 2), "constant"), ((1, 0, 2, 1), "constant"),
                                       ((2, 3), "reflect"), ((1, 1, 2, 0), "reflect"),
                                       ((3, 1), "replicate"), ((0, 2, 1, 1), "replicate"),
-                                      ((-1, 2), "constant")])
+                                      ((-1, 2), "constant"),
+                                      # negative sizes crop first in every mode, as PyTorch
+                                      ((2, -1), "reflect"), ((-1, 2, 1, -1), "replicate"),
+                                      ((2, -1, 0, 1), "circular")])
 def test_pad_matches_numpy_and_torch(device, pad, mode):
     x = fnn.tensor(A, device=device, requires_grad=True)
     out = F.pad(x, pad, mode=mode, value=0.5)

@@ -16,6 +16,21 @@ def test_matches_torch(p):
             grad=p != 0.0)
 
 
+@pytest.mark.parametrize("run", [lambda f, x: f.pdist(x, 0),
+                                 lambda f, x: f.pairwise_distance(x, x.flip(0), p=0),
+                                 lambda f, x: x.norm(0, dim=1)])
+def test_zero_norm_counts_and_takes_part_in_backward(run):
+    """p=0 counts the nonzeros; PyTorch's result requires grad (backward gives x no
+    gradient), where fastnn's had left the tape and backward raised."""
+    x = fnn.tensor(X, requires_grad=True)
+    out = run(F, x)
+    np.testing.assert_array_equal(out.detach().numpy(),
+                                  run(torch.nn.functional, torch.tensor(X)).numpy())
+    assert out.requires_grad
+    out.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.zeros_like(X))
+
+
 def test_repeated_rows_and_small_inputs():
     repeated = np.concatenate([X[:2], X[:1]])  # rows 0 and 2 equal: distance 0, gradient 0
     compare(F.pdist, torch.nn.functional.pdist, repeated)

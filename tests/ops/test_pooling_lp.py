@@ -69,3 +69,18 @@ def test_with_indices_spellings_are_return_indices():
     np.testing.assert_array_equal(idx.numpy(), want_idx.numpy())
     out, idx = F.adaptive_max_pool1d_with_indices(x[0], 3)
     assert out.shape == (2, 6, 3) and idx.shape == (2, 6, 3)
+
+
+
+@pytest.mark.parametrize("dims,shape", [(1, (2, 3, 9)), (2, (2, 3, 7, 8)), (3, (1, 2, 5, 6, 7))])
+@pytest.mark.parametrize("p", [float("inf"), -float("inf")])
+def test_lp_pool_infinite_norm_is_max_of_abs_as_pytorch(dims, shape, p):
+    """PyTorch takes norm_type=inf as max pooling of |x| (and -inf as its min), where the
+    power-average formula would give inf or 1 in every window."""
+    torch = pytest.importorskip("torch")
+    from tests.ops.torch_compare import compare
+
+    name = f"lp_pool{dims}d"
+    x = np.random.default_rng(dims).normal(size=shape)
+    compare(lambda t: getattr(F, name)(t, p, 2, ceil_mode=True),
+            lambda t: getattr(torch.nn.functional, name)(t, p, 2, ceil_mode=True), x)

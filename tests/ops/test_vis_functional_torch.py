@@ -49,6 +49,9 @@ CONV = [
     ("conv_transpose1d", (n(2, 4, 7), n(4, 2, 3)), dict(stride=3, padding=1, output_padding=2,
                                                        groups=2, dilation=2)),
     ("conv_transpose1d", (n(2, 3, 4), n(3, 2, 5), n(2)), dict(groups=1)),
+    # nn.Conv1d's attributes are 1-tuples, passed on to F.conv1d by user modules
+    ("conv1d", (n(2, 4, 9), n(6, 4, 3), n(6)), dict(stride=(2,), padding=(1,),
+                                                   dilation=(2,))),
     ("unfold", (n(2, 4, 5, 6),), dict(kernel_size=(2, 3), padding=1, stride=(2, 1),
                                       dilation=(1, 2))),
     ("unfold", (n(3, 4, 4),), dict(kernel_size=2)),
@@ -154,9 +157,40 @@ def test_interpolate_antialias(kwargs, mode, corners):
     ("area", (2, 3, 6, 8), dict(size=(3, 4))),
     ("area", (2, 3, 6, 8), dict(size=(7, 9))),
     ("area", (2, 3, 7), dict(scale_factor=0.5)),
+    ("area", (1, 2, 4, 5, 6), dict(size=(3, 7, 4))),
 ])
 def test_interpolate_other_ranks(mode, shape, kwargs):
     check("interpolate", [n(*shape)], mode=mode, **kwargs)
+
+
+@pytest.mark.parametrize("mode, shape, kwargs", [
+    ("nearest", (2, 3, 7), dict(scale_factor=1.1)),  # the size kept, the indices moved
+    ("nearest", (2, 3, 3), dict(scale_factor=2.2)),  # the size doubled, not i // 2
+    ("nearest", (1, 2, 3, 7, 4), dict(scale_factor=(2.2, 1.1, 1.2))),
+    ("nearest-exact", (2, 3, 7), dict(scale_factor=1.1)),
+    ("nearest-exact", (2, 3, 7, 7), dict(scale_factor=1.1)),
+    ("nearest", (2, 3, 3, 7), dict(scale_factor=(2.2, 1.1))),  # 2-D: copy and i // 2
+    ("linear", (2, 3, 7), dict(scale_factor=1.1)),  # a kept size is copied
+    ("bilinear", (2, 3, 7, 5), dict(scale_factor=(1.1, 1.5))),
+    ("trilinear", (1, 2, 7, 3, 4), dict(scale_factor=(1.1, 2.0, 1.1))),
+])
+def test_interpolate_scale_factor_keeping_or_doubling_a_size(mode, shape, kwargs):
+    """Where scale_factor keeps an axis's size or doubles it, PyTorch's kernels differ:
+    nearest uses the scale in 1-D and 3-D (and nearest-exact everywhere), copies or halves
+    the index in 2-D, and the linear modes copy a kept axis. Gradients: PyTorch's 1-D
+    nearest backward copies where its forward did not, so only values are compared."""
+    x = n(*shape)
+    ours = F.interpolate(fnn.tensor(x), mode=mode, **kwargs)
+    theirs = TF.interpolate(torch.tensor(x), mode=mode, **kwargs)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_interpolate_to_the_same_size_is_a_new_tensor():
+    x = fnn.tensor(n(1, 2, 4, 4))
+    y = F.interpolate(x, size=(4, 4))
+    assert y is not x
+    y.zero_()
+    assert x.abs().sum().item() > 0
 
 
 def test_interpolate_refusals_name_the_problem():
