@@ -14,7 +14,12 @@ _state = {"deterministic": False, "warn_only": False}
 
 
 class Size(tuple):
-    """A shape, as ``torch.Size``: a tuple of ints (``x.shape == fnn.Size([2, 3])``)."""
+    """A shape, as ``torch.Size``: a tuple of ints (``x.shape == fnn.Size([2, 3])``), what
+    ``x.shape`` and ``x.size()`` return.
+
+    ``repr`` is PyTorch's (``fastnn.Size([2, 3])``); ``str`` (and so an f-string) is the
+    tuple's ``(2, 3)``, as the shapes in fastnn's messages read.
+    """
 
     def __new__(cls, sizes=()):
         sizes = tuple(sizes)
@@ -31,6 +36,8 @@ class Size(tuple):
 
     def __repr__(self) -> str:
         return f"fastnn.Size({list(self)})"
+
+    __str__ = tuple.__repr__
 
 
 class memory_format:
