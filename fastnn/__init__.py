@@ -101,6 +101,16 @@ int = int32  # noqa: A001
 """``fnn.int32``, spelt as PyTorch's ``torch.int``."""
 short = int16
 """``fnn.int16``, spelt as PyTorch's ``torch.short``."""
+pi = __import__("math").pi
+"""The Python float pi, as ``torch.pi``."""
+e = __import__("math").e
+"""The Python float e, as ``torch.e``."""
+inf = __import__("math").inf
+"""The Python float infinity, as ``torch.inf``."""
+nan = __import__("math").nan
+"""The Python float NaN, as ``torch.nan``."""
+newaxis = None
+"""``x[:, fnn.newaxis]``, as ``torch.newaxis`` (NumPy's spelling of None)."""
 device = DeviceSpec
 """``fnn.device("cuda:1")``: a device named without loading its backend, as ``torch.device``
 (see :class:`DeviceSpec`)."""
@@ -154,7 +164,7 @@ __all__ = [
     "set_autocast_enabled",
     "nn", "optim", "utils", "linalg", "special", "distributions", "func",  # loaded on first use
     "distributed", "onnx", "profiler", "compiler", "jit", "version",
-    "UncertifiedBackendWarning", *_LAZY,
+    "UncertifiedBackendWarning", "pi", "e", "inf", "nan", "newaxis", *_LAZY,
 ]
 __all__ += sorted(set(_TOP) - set(__all__))
 
