@@ -29,7 +29,8 @@ VALUE_OPS = (
     "rad2deg", "i0", "polygamma", "igamma", "igammac",
     # arithmetic under PyTorch's other names
     "negative", "absolute", "divide", "true_divide", "subtract", "multiply", "fmod",
-    "remainder", "floor_divide", "copysign", "gcd", "lcm",
+    "remainder", "floor_divide", "copysign", "gcd", "lcm", "ldexp", "heaviside",
+    "addbmm", "addr",
     # comparisons and logic (the result, 0 or 1, in x's dtype)
     "eq", "ne", "not_equal", "gt", "lt", "ge", "le", "greater", "less", "greater_equal",
     "less_equal", "logical_not", "logical_and", "logical_or", "logical_xor", "bitwise_not",
@@ -88,7 +89,8 @@ TOP_INPLACE = (
     "acosh_", "atanh_", "arcsin_", "arccos_", "arctan_", "arcsinh_", "arccosh_",
     "arctanh_", "erf_", "erfc_", "sinc_", "xlogy_", "deg2rad_", "rad2deg_", "floor_",
     "ceil_", "round_", "trunc_", "fix_", "frac_", "nan_to_num_", "clamp_", "clamp_min_",
-    "clamp_max_", "clip_", "fill_", "zero_", "detach_", "index_put_", "addmv_",
+    "clamp_max_", "clip_", "fill_", "zero_", "detach_", "index_put_", "addmv_", "gcd_",
+    "lcm_", "i0_", "ldexp_",
 )
 for _name in TOP_INPLACE:
     TOP.setdefault(_name, METHODS[_name])

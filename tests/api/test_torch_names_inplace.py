@@ -60,7 +60,10 @@ def test_every_value_op_matches_torch_in_place(op):
                     "igamma", "igammac"}
     integer = op.startswith("bitwise") or op in {"gcd", "lcm"}  # integer tensors only
     data = np.array([[3, 12, 5], [7, 1, 2]]) if integer else PROBS
-    args = {"cumsum": (1,), "cumprod": (0,), "renorm": (2, 0, 0.5), "polygamma": (2,)}.get(
+    args = {"cumsum": (1,), "cumprod": (0,), "renorm": (2, 0, 0.5), "polygamma": (2,),
+            "ldexp": (np.array([[1, -2, 0], [3, 0, 1]]),), "heaviside": (OTHER,),
+            "addbmm": (np.ones((4, 2, 5)) * 0.5, np.ones((4, 5, 3)) * 0.25),
+            "addr": (np.array([1.0, -2.0]), np.array([0.5, 1.5, 3.0]))}.get(
         op, (np.array([[1, 2, 1], [2, 1, 3]]) if integer else OTHER,) if binary or (
             integer and op != "bitwise_not") else ())
     mine, theirs = fnn.tensor(data), torch.tensor(data)
