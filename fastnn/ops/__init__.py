@@ -83,6 +83,7 @@ from fastnn.ops import integrate as _integrate  # noqa: F401
 # isort: split
 # last: binds the table's methods and the operators onto Tensor, so every op module first
 from fastnn.ops import tensor_facts as _tensor_facts  # noqa: F401
+from fastnn.ops import torch_forms as _torch_forms  # noqa: F401
 from fastnn.ops import torch_names as _torch_names  # noqa: F401  (names ops of every module)
 
 # isort: split
