@@ -75,6 +75,7 @@ from fastnn.ops import resample as _resample  # noqa: F401
 
 # isort: split
 # PyTorch names composed from the ops above: sampling, integration, integer math
+from fastnn.ops import differences as _differences  # noqa: F401
 from fastnn.ops import divisors as _divisors  # noqa: F401
 from fastnn.ops import grid_sampling as _grid_sampling  # noqa: F401
 from fastnn.ops import gumbel as _gumbel  # noqa: F401
