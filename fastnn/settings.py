@@ -164,6 +164,21 @@ def are_deterministic_algorithms_enabled() -> bool:
     return _state["deterministic"]
 
 
+def set_flush_denormal(mode: bool) -> bool:
+    """PyTorch's switch that flushes denormal floats to zero on the CPU. fastnn's backends
+    have no such mode: nothing changes and the answer is False, what PyTorch answers on a
+    CPU that cannot flush (denormals keep their values)."""
+    if not isinstance(mode, bool):
+        raise TypeError(f"set_flush_denormal: mode must be True or False, got {mode!r}")
+    return False
+
+
+def is_storage(obj) -> bool:
+    """False: fastnn has no storage objects (``torch.is_storage`` asks whether ``obj`` is
+    a ``torch.UntypedStorage`` or ``TypedStorage``)."""
+    return False
+
+
 def backend_switches(target) -> None:
     """Give ``target`` (``fnn.backends``) PyTorch's ``cudnn``, ``cuda.matmul`` and ``mps``
     attributes, so that ``torch.backends.cudnn.benchmark = True`` runs: fastnn has no

@@ -11,6 +11,7 @@ from fastnn.ops import attention as _attention  # noqa: F401
 from fastnn.ops import attention_mha as _attention_mha  # noqa: F401
 from fastnn.ops import conv as _conv  # noqa: F401
 from fastnn.ops import creation as _creation  # noqa: F401
+from fastnn.ops import creation_more as _creation_more  # noqa: F401
 from fastnn.ops import ctc as _ctc  # noqa: F401
 from fastnn.ops import dtype_info as _dtype_info  # noqa: F401
 from fastnn.ops import einsum as _einsum  # noqa: F401
