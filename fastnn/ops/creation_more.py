@@ -1,8 +1,9 @@
-"""PyTorch's rarer constructors: the deprecated ``torch.range`` (its end included) and
-``torch.frombuffer`` (a tensor over a Python buffer's memory)."""
+"""PyTorch's rarer constructors: the deprecated ``torch.range`` (its end included),
+``torch.frombuffer`` (a tensor over a Python buffer's memory) and ``empty_strided``."""
 
 from __future__ import annotations
 
+import builtins
 import math
 import warnings
 
@@ -10,9 +11,11 @@ import numpy as np
 
 from fastnn.api import dtypes
 from fastnn.api.dtypes import as_dtype
+from fastnn.api.layout import contiguous_strides
 from fastnn.ops.creation import _make, _number, from_numpy
+from fastnn.ops.spelling import shape_arg
 from fastnn.ops.table import public
-from fastnn.ops.tensor import Tensor
+from fastnn.ops.tensor import Tensor, zeros
 
 
 @public(top=True, functional=False)
@@ -72,3 +75,38 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False) -> Ten
     if requires_grad:
         out.requires_grad_(True)
     return out
+
+
+def _strided(op: str, size, stride, dtype, device, requires_grad) -> Tensor:
+    """Zeros of ``size`` laid out with ``stride``: a dense layout (C order of some
+    permutation of the dims) is made as a permuted contiguous tensor, so ``stride()`` is
+    the one asked for; a layout with gaps or overlaps is refused."""
+    size, stride = shape_arg(op, size), tuple(int(s) for s in stride)
+    if len(size) != len(stride):
+        raise RuntimeError(f"{op}: mismatch in length of strides and shape ({len(stride)} "
+                           f"strides for {len(size)} sizes)")
+    order = sorted(builtins.range(len(size)), key=lambda d: (-stride[d], d))
+    dense = contiguous_strides(tuple(size[d] for d in order))
+    if any(size[d] > 1 and stride[d] != s for d, s in zip(order, dense)):
+        raise NotImplementedError(
+            f"{op}: strides {stride} for size {size} leave gaps or overlap; fastnn makes only "
+            f"dense layouts (PyTorch's as_strided views are not supported)")
+    base = zeros(tuple(size[d] for d in order), dtype=dtype, device=device)
+    out = base.permute(*(order.index(d) for d in builtins.range(len(size))))
+    return out.requires_grad_(True) if requires_grad else out
+
+
+@public(top=True, functional=False)
+def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False,
+                  layout=None, pin_memory=False) -> Tensor:
+    """A new tensor of ``size`` whose ``stride()`` is ``stride`` (any dense layout: a
+    permutation of the dims in C order), filled with zeros here: no uninitialised memory."""
+    return _strided("empty_strided", size, stride, dtype, device, requires_grad)
+
+
+@public(method=True, functional=False)
+def new_empty_strided(x: Tensor, size, stride, *, dtype=None, device=None,
+                      requires_grad=False) -> Tensor:
+    """:func:`empty_strided` with x's dtype and device unless given."""
+    return _strided("new_empty_strided", size, stride, x.dtype if dtype is None else dtype,
+                    x.device if device is None else device, requires_grad)

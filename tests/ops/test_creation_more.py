@@ -63,3 +63,21 @@ def test_frombuffer_refuses_what_torch_refuses(kwargs, message):
 def test_flush_denormal_and_is_storage_answer_as_torch_can():
     assert fnn.set_flush_denormal(False) is False  # (no such mode: PyTorch's answer then)
     assert fnn.is_storage(fnn.zeros(2)) is torch.is_storage(torch.zeros(2)) is False
+
+
+@pytest.mark.parametrize("size, stride", [
+    ((2, 3), (3, 1)), ((2, 3), (1, 2)), ((2, 3, 4), (1, 8, 2)), ((2, 3, 4), (12, 1, 3)),
+    ((2, 1, 3), (3, 3, 1)), ((0, 3), (3, 1)), ((), ())])
+def test_empty_strided_has_the_strides_asked_for(size, stride):
+    theirs, ours = torch.empty_strided(size, stride), fnn.empty_strided(size, stride)
+    assert ours.shape == tuple(theirs.shape) and ours.stride() == theirs.stride()
+    assert ours.is_contiguous() == theirs.is_contiguous()
+    made = fnn.zeros(1, dtype=fnn.float64).new_empty_strided(size, stride)
+    assert made.dtype == fnn.float64 and made.stride() == theirs.stride()
+
+
+def test_empty_strided_refuses_a_layout_with_gaps_or_overlaps():
+    with pytest.raises(NotImplementedError, match="as_strided"):
+        fnn.empty_strided((2, 3), (1, 1))
+    leaf = fnn.empty_strided((2, 3), (1, 2), requires_grad=True)
+    assert leaf.requires_grad and leaf.is_leaf
