@@ -29,6 +29,10 @@ def test_shape_and_size_are_sizes_as_torchs():
     assert x.size().numel() == 6 and x.shape == (2, 3) and hash(x.shape) == hash((2, 3))
     assert repr(x.shape) == "fastnn.Size([2, 3])" and f"{x.shape}" == str(x.shape) == "(2, 3)"
     assert fnn.Tensor(x.shape).shape == (2, 3) and type(x.size(1)) is int
+    for grown, count in ((x.shape + (4,), 24), ((4,) + x.shape, 24), (x.shape * 2, 36),
+                         (2 * x.shape, 36)):
+        assert isinstance(grown, fnn.Size) and grown.numel() == count
+    assert (x.shape + (4,)) == (2, 3, 4) and ((4,) + x.shape) == (4, 2, 3)
     if torch is not None:
         t = torch.zeros(2, 3)
         assert isinstance(t.shape, torch.Size) and t.size().numel() == 6
