@@ -10,13 +10,17 @@ grad is refused outside ``no_grad``), exactly as ``add_`` and the others in
 
 from __future__ import annotations
 
+import math
+
 from fastnn.autograd import grad_mode
 from fastnn.ops import inplace as _inplace  # noqa: F401  (add_, relu_ ...: read below)
 from fastnn.ops import shaping
 from fastnn.ops.aliases import t as transpose_2d
+from fastnn.ops.joining import cat
+from fastnn.ops.spelling import shape_of
 from fastnn.ops.storage import check_inplace, inplace
 from fastnn.ops.table import METHODS, TOP
-from fastnn.ops.tensor import Tensor
+from fastnn.ops.tensor import Tensor, zeros
 
 VALUE_OPS = (
     # rounding and powers
@@ -94,3 +98,42 @@ TOP_INPLACE = (
 )
 for _name in TOP_INPLACE:
     TOP.setdefault(_name, METHODS[_name])
+
+
+def resize_(x: Tensor, *sizes, memory_format=None) -> Tensor:
+    """x takes the shape ``sizes`` in place, as PyTorch's ``resize_``: its elements in
+    order, the first ``numel`` of them kept when it shrinks, zeros appended when it grows
+    (PyTorch's are uninitialised; NOTE: after a shrink, a grow gives zeros where PyTorch's
+    unshrunk storage still held the old values). A tensor that requires grad is refused,
+    as PyTorch refuses it; so is a view or a tensor with views, unless the shape stays."""
+    shape = shape_of("resize_", sizes)
+    if shape == x.shape:
+        return x
+    if x._requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    check_inplace("resize_", x)
+    storage = x._storage
+    if x._view is not None or (storage is not None and storage.viewed):
+        raise RuntimeError(
+            "resize_: changing the shape of a tensor that is a view or has views is not "
+            "supported by fastnn; take x = x.reshape(...) (same size) or a new tensor")
+    ops, have = x._device.ops, x.numel()
+    # (a detached tensor over x's array: a view of x itself would mark x viewed)
+    flat = Tensor._make(ops.reshape(ops.contiguous(x._data), (have,)), x._dtype, x._device)
+    count = math.prod(shape)
+    if count <= have:
+        flat = flat[:count]
+    else:
+        flat = cat([flat, zeros(count - have, dtype=x.dtype, device=x.device)])
+    x._data = ops.contiguous(ops.reshape(ops.contiguous(flat._data), shape))
+    x._node = None
+    return x
+
+
+def resize_as_(x: Tensor, other: Tensor, *, memory_format=None) -> Tensor:
+    """``x.resize_(other.shape)``."""
+    return resize_(x, other.shape)
+
+
+METHODS["resize_"], METHODS["resize_as_"] = resize_, resize_as_
+TOP.setdefault("resize_as_", resize_as_)

@@ -155,3 +155,24 @@ def test_shape_ops_keep_the_history_and_refuse_views():
             target.t_()
     assert set(SHAPE_OPS) == {"squeeze", "unsqueeze", "t", "transpose", "swapaxes",
                               "swapdims"}
+
+
+def test_resize_reshapes_keeps_a_prefix_or_grows_as_torch():
+    for module in (torch, fnn) if torch is not None else (fnn,):
+        x = module.tensor([[0.0, 1, 2], [3, 4, 5]])
+        assert x.resize_(3, 2) is x and x.tolist() == [[0, 1], [2, 3], [4, 5]]
+        assert x.resize_(4).tolist() == [0, 1, 2, 3] and x.is_contiguous()
+        empty = module.empty(0)
+        assert empty.resize_(2, 3).shape == (2, 3) and empty.resize_((6,)).shape == (6,)
+        assert module.zeros(2).resize_as_(module.zeros(3, 1)).shape == (3, 1)
+        with pytest.raises(RuntimeError, match="cannot resize variables that require grad"):
+            module.zeros(2, requires_grad=True).resize_(3)
+    grown = fnn.tensor([1.0, 2.0]).resize_(2, 2)
+    assert grown.tolist() == [[1.0, 2.0], [0.0, 0.0]]  # (PyTorch's new elements: unset)
+    base = fnn.zeros(4)
+    view = base[:2]
+    with pytest.raises(RuntimeError, match="view"):
+        base.resize_(2, 2)
+    with pytest.raises(RuntimeError, match="view"):
+        view.resize_(1, 2)
+    assert view.resize_(2) is view
