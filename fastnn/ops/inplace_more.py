@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from fastnn.autograd import grad_mode
 from fastnn.ops import inplace as _inplace  # noqa: F401  (add_, relu_ ...: read below)
 from fastnn.ops import shaping
@@ -20,7 +22,7 @@ from fastnn.ops.joining import cat
 from fastnn.ops.spelling import shape_of
 from fastnn.ops.storage import check_inplace, inplace
 from fastnn.ops.table import METHODS, TOP
-from fastnn.ops.tensor import Tensor, zeros
+from fastnn.ops.tensor import Tensor, tensor, zeros
 
 VALUE_OPS = (
     # rounding and powers
@@ -137,3 +139,46 @@ def resize_as_(x: Tensor, other: Tensor, *, memory_format=None) -> Tensor:
 
 METHODS["resize_"], METHODS["resize_as_"] = resize_, resize_as_
 TOP.setdefault("resize_as_", resize_as_)
+
+
+def _refuse_grad(name: str, x: Tensor) -> None:
+    if x._requires_grad:
+        raise RuntimeError(f"Can't call {name}() on Variable that requires grad. Use "
+                           f"var.detach().{name}() instead.")
+
+
+def _put_values(x: Tensor, values: list) -> Tensor:
+    """x's elements replaced in place by ``values`` (Python numbers, x's C order), cast to
+    x's dtype as PyTorch casts a number (a float into an int tensor: truncated)."""
+    host = np.asarray(values, dtype=np.float64 if x.dtype.is_floating else None)
+    host = host.reshape(x.shape).astype(x.dtype.numpy)
+    return x.copy_(tensor(host, dtype=x.dtype, device=x.device))
+
+
+def _numbers(x: Tensor) -> list:
+    """x's elements as Python numbers in C order (no view of x is made: a view would mark
+    its storage as viewed)."""
+    return np.asarray(x.tolist()).reshape(-1).tolist()
+
+
+def apply_(x: Tensor, callable) -> Tensor:  # noqa: A002  (PyTorch's argument name)
+    """Every element of x replaced by ``callable(element)`` (a Python number in, one out),
+    in place; a tensor that requires grad is refused, as PyTorch's. Slow: one Python call
+    per element (PyTorch's runs on the CPU alone; fastnn's on any device, through the
+    host)."""
+    _refuse_grad("apply_", x)
+    return _put_values(x, [callable(v) for v in _numbers(x)])
+
+
+def map_(x: Tensor, other: Tensor, callable) -> Tensor:  # noqa: A002
+    """Every element of x replaced by ``callable(element, other's element)``, with
+    ``other`` broadcast to x's shape, in place (see :func:`apply_`)."""
+    _refuse_grad("map_", x)
+    if not isinstance(other, Tensor):
+        raise TypeError(f"map_: other must be a Tensor, got {type(other).__name__}")
+    pairs = zip(_numbers(x), np.broadcast_to(np.asarray(other.tolist()), x.shape).reshape(
+        -1).tolist())
+    return _put_values(x, [callable(a, b) for a, b in pairs])
+
+
+METHODS["apply_"], METHODS["map_"] = apply_, map_

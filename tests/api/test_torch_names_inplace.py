@@ -176,3 +176,22 @@ def test_resize_reshapes_keeps_a_prefix_or_grows_as_torch():
     with pytest.raises(RuntimeError, match="view"):
         view.resize_(1, 2)
     assert view.resize_(2) is view
+
+
+def test_apply_and_map_call_a_function_per_element_as_torch():
+    for module in (torch, fnn) if torch is not None else (fnn,):
+        x = module.tensor([1.0, 2.0, 3.0])
+        assert x.apply_(lambda v: v * 2) is x and x.tolist() == [2.0, 4.0, 6.0]
+        assert module.tensor([1, 2, 3]).apply_(lambda v: v / 2).tolist() == [0, 1, 1]
+        assert module.tensor([True, False]).apply_(lambda v: not v).tolist() == [False, True]
+        grid = module.tensor([[1.0, 2.0, 3.0]] * 2)
+        grid.map_(module.tensor([10.0, 20.0, 30.0]), lambda a, b: a + b)
+        assert grid.tolist() == [[11.0, 22.0, 33.0]] * 2
+        base = module.zeros(2, 3)
+        base[0].apply_(lambda v: 5.0)
+        assert base.tolist() == [[5.0] * 3, [0.0] * 3]
+        with pytest.raises(RuntimeError, match="requires grad"):
+            module.tensor([1.0], requires_grad=True).apply_(lambda v: v)
+    fresh = fnn.tensor([1.0, 2.0])
+    fresh.apply_(lambda v: v)
+    assert fresh.resize_(3).shape == (3,)  # (apply_ made no view of it)
