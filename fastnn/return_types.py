@@ -47,6 +47,7 @@ qr = _pair("qr", "Q", "R")
 triangular_solve = _pair("triangular_solve", "solution", "cloned_coefficient")
 linalg_eigh = _pair("linalg_eigh", "eigenvalues", "eigenvectors")
 histogram = _pair("histogram", "hist", "bin_edges")
+histogramdd = _pair("histogramdd", "hist", "bin_edges")
 linalg_lu_factor = _pair("linalg_lu_factor", "LU", "pivots")
 linalg_ldl_factor = _pair("linalg_ldl_factor", "LD", "pivots")
 
