@@ -77,9 +77,11 @@ from fastnn.settings import (
     contiguous_format,
     get_num_interop_threads,
     get_num_threads,
+    is_storage,
     layout,
     memory_format,
     preserve_format,
+    set_flush_denormal,
     set_num_interop_threads,
     set_num_threads,
     strided,
@@ -104,6 +106,16 @@ short = int16
 dtype = DType
 """The class of fnn.float32, fnn.int64, ..., spelt as PyTorch's ``torch.dtype``
 (``isinstance(d, torch.dtype)``, ``Optional[torch.dtype]`` annotations)."""
+pi = __import__("math").pi
+"""The Python float pi, as ``torch.pi``."""
+e = __import__("math").e
+"""The Python float e, as ``torch.e``."""
+inf = __import__("math").inf
+"""The Python float infinity, as ``torch.inf``."""
+nan = __import__("math").nan
+"""The Python float NaN, as ``torch.nan``."""
+newaxis = None
+"""``x[:, fnn.newaxis]``, as ``torch.newaxis`` (NumPy's spelling of None)."""
 device = DeviceSpec
 """``fnn.device("cuda:1")``: a device named without loading its backend, as ``torch.device``
 (see :class:`DeviceSpec`)."""
@@ -150,14 +162,14 @@ __all__ = [
     "get_default_dtype", "half", "int", "long", "short", "set_default_dtype", "set_grad_enabled",
     "Size", "are_deterministic_algorithms_enabled", "get_num_threads", "set_num_threads",
     "get_num_interop_threads", "set_num_interop_threads",
-    "use_deterministic_algorithms", "testing",
+    "use_deterministic_algorithms", "testing", "is_storage", "set_flush_denormal",
     "inference_mode", "is_inference_mode_enabled", "is_anomaly_enabled", "set_anomaly_enabled",
     "autocast", "clear_autocast_cache", "get_autocast_dtype", "is_autocast_cache_enabled",
     "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_dtype",
     "set_autocast_enabled",
     "nn", "optim", "utils", "linalg", "special", "distributions", "func",  # loaded on first use
     "distributed", "onnx", "profiler", "compiler", "jit", "version",
-    "UncertifiedBackendWarning", *_LAZY,
+    "UncertifiedBackendWarning", "pi", "e", "inf", "nan", "newaxis", *_LAZY,
 ]
 __all__ += sorted(set(_TOP) - set(__all__))
 

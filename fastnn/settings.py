@@ -14,7 +14,12 @@ _state = {"deterministic": False, "warn_only": False}
 
 
 class Size(tuple):
-    """A shape, as ``torch.Size``: a tuple of ints (``x.shape == fnn.Size([2, 3])``)."""
+    """A shape, as ``torch.Size``: a tuple of ints (``x.shape == fnn.Size([2, 3])``), what
+    ``x.shape`` and ``x.size()`` return.
+
+    ``repr`` is PyTorch's (``fastnn.Size([2, 3])``); ``str`` (and so an f-string) is the
+    tuple's ``(2, 3)``, as the shapes in fastnn's messages read.
+    """
 
     def __new__(cls, sizes=()):
         sizes = tuple(sizes)
@@ -31,6 +36,29 @@ class Size(tuple):
 
     def __repr__(self) -> str:
         return f"fastnn.Size({list(self)})"
+
+    __str__ = tuple.__repr__
+
+    # a sum with a tuple and a repeat are Sizes too, as PyTorch's (the checks are skipped:
+    # the parts are Sizes' ints). NOTE: a slice stays a tuple: a Python __getitem__ would
+    # add ~300 ns to every x.shape[i] of the ops' hot path (PyTorch's s[1:] is a Size).
+    def __add__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return _new_tuple(Size, _tuple_add(self, other))
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return _new_tuple(Size, _tuple_add(other, self))
+
+    def __mul__(self, count):
+        return _new_tuple(Size, _tuple_mul(self, count))
+
+    __rmul__ = __mul__
+
+
+_new_tuple, _tuple_add, _tuple_mul = tuple.__new__, tuple.__add__, tuple.__mul__
 
 
 class memory_format:
@@ -155,6 +183,21 @@ def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None
 def are_deterministic_algorithms_enabled() -> bool:
     """What :func:`use_deterministic_algorithms` last recorded (False at start)."""
     return _state["deterministic"]
+
+
+def set_flush_denormal(mode: bool) -> bool:
+    """PyTorch's switch that flushes denormal floats to zero on the CPU. fastnn's backends
+    have no such mode: nothing changes and the answer is False, what PyTorch answers on a
+    CPU that cannot flush (denormals keep their values)."""
+    if not isinstance(mode, bool):
+        raise TypeError(f"set_flush_denormal: mode must be True or False, got {mode!r}")
+    return False
+
+
+def is_storage(obj) -> bool:
+    """False: fastnn has no storage objects (``torch.is_storage`` asks whether ``obj`` is
+    a ``torch.UntypedStorage`` or ``TypedStorage``)."""
+    return False
 
 
 def backend_switches(target) -> None:

@@ -109,6 +109,14 @@ def test_dtype_aliases_as_torch():
         assert getattr(fnn, name).name == str(getattr(torch, name)).split(".")[1], name
 
 
+def test_constants_as_torch():
+    torch = pytest.importorskip("torch")
+    for name in ("pi", "e", "inf"):
+        assert type(getattr(fnn, name)) is float and getattr(fnn, name) == getattr(torch, name)
+    assert np.isnan(fnn.nan) and fnn.newaxis is torch.newaxis is None
+    assert fnn.zeros(2, 3)[:, fnn.newaxis].shape == (2, 1, 3)
+
+
 def test_device_spec_compares_with_devices_and_strings():
     torch = pytest.importorskip("torch")
     for spec in ("cuda:1", "cpu", "opencl:0"):

@@ -70,7 +70,7 @@ def _op(where: str, op, t: Tensor) -> ReduceOp:
 
 
 def _agree(comm: Communicator, where: str, *tensors) -> None:
-    layout = [(f"tensor {i}", t.shape, t.dtype.name) for i, t in enumerate(tensors)]
+    layout = [(f"tensor {i}", tuple(t.shape), t.dtype.name) for i, t in enumerate(tensors)]
     check_same_layout(comm, where, layout, what="tensors")
 
 

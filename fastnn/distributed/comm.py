@@ -148,7 +148,7 @@ class Communicator:
         """Rank ``root``'s values of ``tensor`` on every rank: a new tensor."""
         _check_tensor("broadcast", tensor)
         self.check_root("broadcast", root)
-        check_same_layout(self, "broadcast", [("tensor", tensor.shape, tensor.dtype.name)])
+        check_same_layout(self, "broadcast", [("tensor", tuple(tensor.shape), tensor.dtype.name)])
         (data,) = self.broadcast_arrays(tensor._device, tensor._dtype, [tensor._data], root)
         return Tensor._make(data, tensor._dtype, tensor._device)
 

@@ -53,7 +53,7 @@ def broadcast_parameters(model, comm: Communicator, root: int = 0) -> None:
     named = list(model.named_parameters())
     named += list(getattr(model, "named_buffers", lambda: ())())
     check_same_layout(comm, "broadcast_parameters",
-                      [(name, t.shape, t.dtype.name) for name, t in named])
+                      [(name, tuple(t.shape), t.dtype.name) for name, t in named])
     broadcast_tensors(comm, [t for _, t in named], root)
 
 
@@ -96,7 +96,7 @@ class DistributedOptimizer(Optimizer):
         params = self._params()
         self._index = {id(p): i for i, p in enumerate(params)}
         check_same_layout(self.comm, "DistributedOptimizer",
-                          [(f"parameter {i}", p.shape, p.dtype.name, p.requires_grad)
+                          [(f"parameter {i}", tuple(p.shape), p.dtype.name, p.requires_grad)
                            for i, p in enumerate(params)])
 
     def __repr__(self) -> str:
@@ -174,7 +174,8 @@ class DistributedOptimizer(Optimizer):
         layout = tuple(self._position(p) for p, _ in pairs)
         if layout not in self._checked:
             check_same_layout(self.comm, "DistributedOptimizer",
-                              [(i, p.shape, p.dtype.name) for i, (p, _) in zip(layout, pairs)])
+                              [(i, tuple(p.shape), p.dtype.name)
+                               for i, (p, _) in zip(layout, pairs)])
             self._checked.add(layout)
         return average_gradients(self.comm, pairs, n)
 

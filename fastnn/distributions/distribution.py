@@ -168,13 +168,13 @@ class Distribution:
         event_start = value.dim() - len(self._event_shape)
         if tuple(value.shape[event_start:]) != tuple(self._event_shape):
             raise ValueError(f"The right-most size of value must match event_shape: "
-                             f"{Size(value.shape)} vs {self._event_shape}.")
+                             f"{Size(value.shape)!r} vs {self._event_shape!r}.")
         actual = tuple(value.shape)
         expected = tuple(self._batch_shape) + tuple(self._event_shape)
         for i, j in zip(reversed(actual), reversed(expected)):
             if i != 1 and j != 1 and i != j:
                 raise ValueError(f"Value is not broadcastable with batch_shape+event_shape: "
-                                 f"{Size(actual)} vs {Size(expected)}.")
+                                 f"{Size(actual)!r} vs {Size(expected)!r}.")
         try:
             support = self.support
         except NotImplementedError:
@@ -201,6 +201,6 @@ class Distribution:
         except NotImplementedError:
             names = []
         values = [self.__dict__[p] for p in names]
-        args = ", ".join(f"{p}: {shown(v) if v.numel() == 1 else Size(v.shape)}"
+        args = ", ".join(f"{p}: {shown(v) if v.numel() == 1 else repr(Size(v.shape))}"
                          for p, v in zip(names, values))
         return f"{type(self).__name__}({args})"

@@ -82,14 +82,14 @@ class LowRankMultivariateNormal(Distribution):
                              f"{event_shape[0]} x m")
         if tuple(cov_diag.shape[-1:]) != event_shape:
             raise ValueError(f"cov_diag must be a batch of vectors with shape "
-                             f"{as_size(event_shape)}")
+                             f"{as_size(event_shape)!r}")
         try:
             loc_, self.cov_factor, cov_diag_ = fnn.broadcast_tensors(
                 loc.unsqueeze(-1), cov_factor, cov_diag.unsqueeze(-1))
         except (RuntimeError, ValueError) as err:
-            raise ValueError(f"Incompatible batch shapes: loc {as_size(loc.shape)}, "
-                             f"cov_factor {as_size(cov_factor.shape)}, cov_diag "
-                             f"{as_size(cov_diag.shape)}") from err
+            raise ValueError(f"Incompatible batch shapes: loc {as_size(loc.shape)!r}, "
+                             f"cov_factor {as_size(cov_factor.shape)!r}, cov_diag "
+                             f"{as_size(cov_diag.shape)!r}") from err
         self.loc = loc_[..., 0]
         self.cov_diag = cov_diag_[..., 0]
         self._unbroadcasted_cov_factor = cov_factor

@@ -141,7 +141,7 @@ class ReshapeTransform(Transform):
             raise ValueError("Too few dimensions on input")
         cut = len(shape) - len(old)
         if shape[cut:] != tuple(old):
-            raise ValueError(f"Shape mismatch: expected {Size(shape[cut:])} but got {old}")
+            raise ValueError(f"Shape mismatch: expected {Size(shape[cut:])!r} but got {old!r}")
         return Size(shape[:cut] + tuple(new))
 
     def forward_shape(self, shape):

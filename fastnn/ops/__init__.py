@@ -11,6 +11,7 @@ from fastnn.ops import attention as _attention  # noqa: F401
 from fastnn.ops import attention_mha as _attention_mha  # noqa: F401
 from fastnn.ops import conv as _conv  # noqa: F401
 from fastnn.ops import creation as _creation  # noqa: F401
+from fastnn.ops import creation_more as _creation_more  # noqa: F401
 from fastnn.ops import ctc as _ctc  # noqa: F401
 from fastnn.ops import dtype_info as _dtype_info  # noqa: F401
 from fastnn.ops import einsum as _einsum  # noqa: F401
@@ -75,6 +76,7 @@ from fastnn.ops import resample as _resample  # noqa: F401
 
 # isort: split
 # PyTorch names composed from the ops above: sampling, integration, integer math
+from fastnn.ops import differences as _differences  # noqa: F401
 from fastnn.ops import divisors as _divisors  # noqa: F401
 from fastnn.ops import grid_sampling as _grid_sampling  # noqa: F401
 from fastnn.ops import gumbel as _gumbel  # noqa: F401
@@ -83,6 +85,7 @@ from fastnn.ops import integrate as _integrate  # noqa: F401
 # isort: split
 # last: binds the table's methods and the operators onto Tensor, so every op module first
 from fastnn.ops import tensor_facts as _tensor_facts  # noqa: F401
+from fastnn.ops import torch_forms as _torch_forms  # noqa: F401
 from fastnn.ops import torch_names as _torch_names  # noqa: F401  (names ops of every module)
 
 # isort: split

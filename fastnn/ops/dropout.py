@@ -81,7 +81,7 @@ def feature_shape(op: str, x: Tensor, batched_rank: int) -> tuple:
     return x.shape[:lead] + (1,) * (x.ndim - lead)
 
 
-def _finish(x: Tensor, out: Tensor, inplace) -> Tensor:
+def finish(x: Tensor, out: Tensor, inplace) -> Tensor:
     if flag("dropout", "inplace", inplace):
         return x.copy_(out)
     return out
@@ -122,7 +122,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     p = _check("dropout", input, p, training)
     if not training or p == 0.0:
         return input
-    return _finish(input, apply_dropout(input, p, input.shape, seed), inplace)
+    return finish(input, apply_dropout(input, p, input.shape, seed), inplace)
 
 
 def _feature(op: str, rank: int):
@@ -132,7 +132,7 @@ def _feature(op: str, rank: int):
         shape = feature_shape(op, input, rank)
         if not training or p == 0.0:
             return input
-        return _finish(input, apply_dropout(input, p, shape, seed), inplace)
+        return finish(input, apply_dropout(input, p, shape, seed), inplace)
 
     fn.__name__ = fn.__qualname__ = op
     spatial = rank - 2
@@ -155,7 +155,7 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace
     p = _check("alpha_dropout", input, p, training)
     if not training or p == 0.0:
         return input
-    return _finish(input, apply_alpha_dropout(input, p, input.shape, seed), inplace)
+    return finish(input, apply_alpha_dropout(input, p, input.shape, seed), inplace)
 
 
 @public()
@@ -170,4 +170,4 @@ def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
         raise ValueError(f"feature_alpha_dropout: expected an (N, C, ...) input, got shape "
                          f"{input.shape}")
     shape = input.shape[:2] + (1,) * (input.ndim - 2)
-    return _finish(input, apply_alpha_dropout(input, p, shape, seed), inplace)
+    return finish(input, apply_alpha_dropout(input, p, shape, seed), inplace)

@@ -1,7 +1,7 @@
 """More elementwise ops as PyTorch has them, each a composite of the primitives: log10,
 logaddexp(2), copysign, fmod, hypot, frac, fix, sgn, signbit, nan_to_num, isclose,
 allclose, equal, isposinf/isneginf, fmax/fmin, xlogy, sinc, deg2rad/rad2deg, float_power,
-and the bit shifts (``<<``, ``>>``)."""
+frexp, and the bit shifts (``<<``, ``>>``)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import math
 import numbers
 
 from fastnn.api import dtypes
+from fastnn.autograd.grad_mode import no_grad
 from fastnn.ops import elementwise as ew
 from fastnn.ops import mathops, operands
 from fastnn.ops.core import astype
@@ -344,3 +345,35 @@ def float_power(input, exponent):
     a = astype(input, dtypes.float64) if isinstance(input, Tensor) else float(input)
     b = astype(exponent, dtypes.float64) if isinstance(exponent, Tensor) else float(exponent)
     return ew.pow(a, b)
+
+
+@public(method=True, top=True, functional=False)
+def frexp(input):  # noqa: A002
+    """(mantissa, exponent) with input = mantissa * 2 ** exponent, |mantissa| in [0.5, 1)
+    and an int32 exponent (0 and both for 0, inf and NaN), as ``math.frexp``; the
+    mantissa's gradient is grad / 2 ** exponent, as PyTorch's."""
+    from fastnn import return_types
+
+    x = _tensor("frexp", input)
+    if not x.dtype.is_floating:
+        raise RuntimeError(f"torch.frexp() only supports floating-point dtypes, got "
+                           f"{x.dtype.name}")
+    with no_grad():
+        size = ew.abs(x)
+        regular = mathops.bitwise_and(size > 0.0, mathops.isfinite(x))
+        safe = where(regular, size, 1.0)
+        exponent = ew.add(mathops.floor(mathops.log2(safe)), 1.0)
+        for _ in range(2):  # log2 may round across a power of two: one step either way
+            scaled = _scale(safe, exponent)
+            exponent = where(scaled >= 1.0, ew.add(exponent, 1.0),
+                             where(scaled < 0.5, ew.sub(exponent, 1.0), exponent))
+        exponent = where(regular, exponent, 0.0)
+    mantissa = _scale(x, exponent)
+    return return_types.frexp(mantissa, astype(exponent, dtypes.int32))
+
+
+def _scale(x: Tensor, exponent: Tensor) -> Tensor:
+    """x * 2 ** -exponent in two factors, so that neither over- nor underflows where the
+    product does not (a subnormal x has an exponent down to -148 in float32)."""
+    half = mathops.floor(ew.div(exponent, 2.0))
+    return ew.mul(ew.mul(x, mathops.exp2(ew.neg(half))), mathops.exp2(ew.sub(half, exponent)))

@@ -192,7 +192,7 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
                                                                   eps)))))
     if flag("poisson_nll_loss", "full", full):
         big = target > 1
-        safe = m.where(big, target, 2.0).detach()
+        safe = m.where(big, target, 2.0)  # (a target that requires grad gets the term's)
         stirling = m.add(m.sub(m.mul(safe, m.log(safe)), safe),
                          m.mul(m.log(m.mul(safe, 2 * math.pi)), 0.5))
         per = m.add(per, m.where(big, stirling, 0.0))

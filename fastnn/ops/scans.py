@@ -224,6 +224,47 @@ def histogram(x, bins=100, *, range=None, weight=None, density=False):
     return return_types.histogram(tensor(hist, **kind), tensor(edges, **kind))
 
 
+@public(top=True, functional=False)
+def histogramdd(input, bins=10, *, range=None, weight=None, density=False):  # noqa: A002
+    """``(hist, bin_edges)`` of the rows of an (..., D) floating tensor as points in D
+    dims, as PyTorch's (and NumPy's ``histogramdd``): ``bins`` an int, one int per dim or
+    one 1-D tensor of increasing edges per dim; ``range`` a flat list (min_0, max_0, min_1,
+    ...); the edges a tuple of D tensors. Counted on the host (PyTorch's is CPU-only
+    too); no gradient."""
+    x = _check("histogramdd", input)
+    if not x._dtype.is_floating or x.ndim < 1:
+        raise TypeError(f"histogramdd: expected a floating tensor of points (..., D), got "
+                        f"a {x.ndim}-D {x._dtype.name} tensor")
+    dims = x.shape[-1]
+    points = x.detach().numpy().astype(np.float64).reshape(-1, dims)
+    if isinstance(bins, (list, tuple)) and bins and isinstance(bins[0], Tensor):
+        bins = [b.detach().numpy().astype(np.float64) for b in bins]
+    elif isinstance(bins, (list, tuple)):
+        bins = [integer("histogramdd", "bins", b, 1) for b in bins]
+    else:
+        bins = integer("histogramdd", "bins", bins, 1)
+    if isinstance(bins, list) and len(bins) != dims:
+        raise ValueError(f"histogramdd: expected {dims} sequences of bins (one per dim of "
+                         f"the points), got {len(bins)}")
+    if range is not None:
+        flat = [float(v) for v in range]
+        if len(flat) != 2 * dims:
+            raise ValueError(f"histogramdd: expected range to have {2 * dims} values (a "
+                             f"min and a max per dim), got {len(flat)}")
+        range = [flat[2 * d:2 * d + 2] for d in builtins.range(dims)]
+    weights = None
+    if weight is not None:
+        weights = _check("histogramdd", weight).detach().numpy().astype(np.float64).ravel()
+        if weights.size != points.shape[0]:
+            raise ValueError(f"histogramdd: weight {weight.shape} must have the input's shape "
+                             f"without its last dim, {x.shape[:-1]}")
+    hist, edges = np.histogramdd(points, bins, range=range, weights=weights,
+                                 density=bool(density))
+    kind = dict(dtype=x._dtype, device=x.device)
+    return return_types.histogramdd(tensor(hist, **kind),
+                                    tuple(tensor(e, **kind) for e in edges))
+
+
 @public(method=True, top=True)
 def bincount(x, weights=None, minlength=0):
     """Counts of each value of a 1-D tensor of non-negative integers (the sum of

@@ -21,6 +21,9 @@ from fastnn.ops.convert import host_array, inferred_dtype
 from fastnn.ops.rng_state import host_rng, manual_seed, rng_of  # noqa: F401 (named here too)
 from fastnn.ops.spelling import shape_arg, shape_of
 from fastnn.ops.storage import alias, data_of
+from fastnn.settings import Size
+
+_new_tuple = tuple.__new__
 
 
 class Tensor:
@@ -99,8 +102,8 @@ class Tensor:
         self._grad = value
 
     @property
-    def shape(self) -> tuple:
-        return tuple(self._data.shape)
+    def shape(self) -> Size:
+        return _new_tuple(Size, self._data.shape)  # (skips Size's checks: ints already)
 
     @property
     def ndim(self) -> int:

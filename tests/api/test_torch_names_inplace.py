@@ -60,7 +60,10 @@ def test_every_value_op_matches_torch_in_place(op):
                     "igamma", "igammac"}
     integer = op.startswith("bitwise") or op in {"gcd", "lcm"}  # integer tensors only
     data = np.array([[3, 12, 5], [7, 1, 2]]) if integer else PROBS
-    args = {"cumsum": (1,), "cumprod": (0,), "renorm": (2, 0, 0.5), "polygamma": (2,)}.get(
+    args = {"cumsum": (1,), "cumprod": (0,), "renorm": (2, 0, 0.5), "polygamma": (2,),
+            "ldexp": (np.array([[1, -2, 0], [3, 0, 1]]),), "heaviside": (OTHER,),
+            "addbmm": (np.ones((4, 2, 5)) * 0.5, np.ones((4, 5, 3)) * 0.25),
+            "addr": (np.array([1.0, -2.0]), np.array([0.5, 1.5, 3.0]))}.get(
         op, (np.array([[1, 2, 1], [2, 1, 3]]) if integer else OTHER,) if binary or (
             integer and op != "bitwise_not") else ())
     mine, theirs = fnn.tensor(data), torch.tensor(data)
@@ -152,3 +155,43 @@ def test_shape_ops_keep_the_history_and_refuse_views():
             target.t_()
     assert set(SHAPE_OPS) == {"squeeze", "unsqueeze", "t", "transpose", "swapaxes",
                               "swapdims"}
+
+
+def test_resize_reshapes_keeps_a_prefix_or_grows_as_torch():
+    for module in (torch, fnn) if torch is not None else (fnn,):
+        x = module.tensor([[0.0, 1, 2], [3, 4, 5]])
+        assert x.resize_(3, 2) is x and x.tolist() == [[0, 1], [2, 3], [4, 5]]
+        assert x.resize_(4).tolist() == [0, 1, 2, 3] and x.is_contiguous()
+        empty = module.empty(0)
+        assert empty.resize_(2, 3).shape == (2, 3) and empty.resize_((6,)).shape == (6,)
+        assert module.zeros(2).resize_as_(module.zeros(3, 1)).shape == (3, 1)
+        with pytest.raises(RuntimeError, match="cannot resize variables that require grad"):
+            module.zeros(2, requires_grad=True).resize_(3)
+    grown = fnn.tensor([1.0, 2.0]).resize_(2, 2)
+    assert grown.tolist() == [[1.0, 2.0], [0.0, 0.0]]  # (PyTorch's new elements: unset)
+    base = fnn.zeros(4)
+    view = base[:2]
+    with pytest.raises(RuntimeError, match="view"):
+        base.resize_(2, 2)
+    with pytest.raises(RuntimeError, match="view"):
+        view.resize_(1, 2)
+    assert view.resize_(2) is view
+
+
+def test_apply_and_map_call_a_function_per_element_as_torch():
+    for module in (torch, fnn) if torch is not None else (fnn,):
+        x = module.tensor([1.0, 2.0, 3.0])
+        assert x.apply_(lambda v: v * 2) is x and x.tolist() == [2.0, 4.0, 6.0]
+        assert module.tensor([1, 2, 3]).apply_(lambda v: v / 2).tolist() == [0, 1, 1]
+        assert module.tensor([True, False]).apply_(lambda v: not v).tolist() == [False, True]
+        grid = module.tensor([[1.0, 2.0, 3.0]] * 2)
+        grid.map_(module.tensor([10.0, 20.0, 30.0]), lambda a, b: a + b)
+        assert grid.tolist() == [[11.0, 22.0, 33.0]] * 2
+        base = module.zeros(2, 3)
+        base[0].apply_(lambda v: 5.0)
+        assert base.tolist() == [[5.0] * 3, [0.0] * 3]
+        with pytest.raises(RuntimeError, match="requires grad"):
+            module.tensor([1.0], requires_grad=True).apply_(lambda v: v)
+    fresh = fnn.tensor([1.0, 2.0])
+    fresh.apply_(lambda v: v)
+    assert fresh.resize_(3).shape == (3,)  # (apply_ made no view of it)

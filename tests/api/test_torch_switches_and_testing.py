@@ -21,6 +21,24 @@ def test_size_is_a_shape_tuple():
         fnn.Size([2.0])
 
 
+def test_shape_and_size_are_sizes_as_torchs():
+    # torch: x.shape and x.size() are torch.Size (isinstance checks, x.size().numel(),
+    # Tensor(x.shape) an uninitialised tensor of that shape); f-strings keep the tuple
+    x = fnn.zeros(2, 3)
+    assert isinstance(x.shape, fnn.Size) and isinstance(x.size(), fnn.Size)
+    assert x.size().numel() == 6 and x.shape == (2, 3) and hash(x.shape) == hash((2, 3))
+    assert repr(x.shape) == "fastnn.Size([2, 3])" and f"{x.shape}" == str(x.shape) == "(2, 3)"
+    assert fnn.Tensor(x.shape).shape == (2, 3) and type(x.size(1)) is int
+    for grown, count in ((x.shape + (4,), 24), ((4,) + x.shape, 24), (x.shape * 2, 36),
+                         (2 * x.shape, 36)):
+        assert isinstance(grown, fnn.Size) and grown.numel() == count
+    assert (x.shape + (4,)) == (2, 3, 4) and ((4,) + x.shape) == (4, 2, 3)
+    if torch is not None:
+        t = torch.zeros(2, 3)
+        assert isinstance(t.shape, torch.Size) and t.size().numel() == 6
+        assert torch.Tensor(t.shape).shape == (2, 3)
+
+
 def test_threads_reach_numpys_blas():
     threadpoolctl = pytest.importorskip("threadpoolctl")
     before = fnn.get_num_threads()

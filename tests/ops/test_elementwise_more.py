@@ -224,3 +224,25 @@ def test_angle_of_real_tensors_as_torch(dtype):
         x = fnn.tensor(values, requires_grad=True)
         (fnn.angle(x) * 2.0).sum().backward()
         np.testing.assert_array_equal(x.grad.numpy(), np.zeros_like(values))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_frexp_matches_torch_bit_for_bit(dtype):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    values = np.concatenate([
+        [0.0, -0.0, 1.0, 3.0, -0.75, np.inf, -np.inf, np.nan, 1e-40, 3.4e38, 1e-45, 0.5,
+         0.9999999, 2.0 ** -126, -1024.0, 1.0000001],
+        rng.standard_normal(500) * 10.0 ** rng.integers(-40, 38, 500)]).astype(dtype)
+    mantissa, exponent = fnn.frexp(fnn.tensor(values))
+    theirs = torch.frexp(torch.tensor(values))
+    np.testing.assert_array_equal(mantissa.numpy(), theirs.mantissa.numpy())
+    np.testing.assert_array_equal(exponent.numpy(), theirs.exponent.numpy())
+    assert exponent.dtype == fnn.int32 and mantissa.dtype.name == dtype
+    x, t = fnn.tensor([3.0, -0.3], requires_grad=True), torch.tensor([3.0, -0.3],
+                                                                     requires_grad=True)
+    x.frexp().mantissa.sum().backward()
+    torch.frexp(t).mantissa.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy())
+    with pytest.raises(RuntimeError, match="floating-point"):
+        fnn.frexp(fnn.tensor([1, 2]))

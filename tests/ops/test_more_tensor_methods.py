@@ -107,3 +107,24 @@ def test_share_memory_says_it_shares_nothing():
     with pytest.warns(UserWarning, match="not shared across processes"):
         assert model.share_memory() is model
     assert not x.is_shared()
+
+
+@pytest.mark.parametrize("case", ["ints", "range density", "edges weight", "one int", "3-d"])
+def test_histogramdd_matches_torch(case):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    points = rng.random((4, 5, 3) if case == "3-d" else (50, 2)).astype(np.float32)
+    results = []
+    for module in (torch, fnn):
+        kwargs = {"ints": dict(bins=[3, 4]), "one int": dict(bins=5), "3-d": dict(bins=2),
+                  "range density": dict(bins=3, range=[0.0, 1.0, 0.0, 2.0], density=True),
+                  "edges weight": dict(bins=[module.tensor([0.0, 0.5, 1.0]),
+                                             module.tensor([0.0, 0.2, 1.0])],
+                                       weight=module.tensor(np.arange(50.0,
+                                                                      dtype=np.float32)))}[case]
+        results.append(module.histogramdd(module.tensor(points), **kwargs))
+    theirs, ours = results
+    np.testing.assert_allclose(ours.hist.numpy(), theirs.hist.numpy(), rtol=1e-6)
+    assert ours.hist.dtype == fnn.float32 and isinstance(ours.bin_edges, tuple)
+    for mine, their in zip(ours.bin_edges, theirs.bin_edges, strict=True):
+        np.testing.assert_allclose(mine.numpy(), their.numpy(), rtol=1e-6)
