@@ -102,8 +102,10 @@ def test_dist(p):
         return DIST_REFERENCES[p](d) if p in DIST_REFERENCES else \
             (np.abs(d) ** p).sum() ** (1 / p)
 
+    # p = 0 without gradients: torch 2.13's own dist(p=0) fails its backward (an undefined
+    # tensor); fastnn's zero gradient of the count is checked in tests/ops/test_pdist.py
     check(lambda x, y: fnn.dist(x, y, p), reference, DATA, RNG.normal(size=(7,)),
-          torch_run=lambda x, y: torch.dist(x, y, p))
+          torch_run=lambda x, y: torch.dist(x, y, p), grad=p != 0)
     with pytest.raises(TypeError, match="dist: expected a floating-point tensor"):
         fnn.dist(fnn.tensor([1, 2]), fnn.tensor([1, 2]))
 
