@@ -43,3 +43,17 @@ def usable_or_skip(device: str) -> None:
         fnn.Device(device)
     except fnn.BackendError as exc:
         pytest.skip(f"{device} unavailable: {exc}")
+
+
+def outcomes_as_torch(call) -> tuple:
+    """``(fastnn's, torch's)`` outcome of ``call(lib)``: its result's dtype name and values,
+    or "refused" where it raises a RuntimeError (torch's error for a refused cast)."""
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (fnn, torch):
+        try:
+            out = call(lib)
+            results.append((str(out.dtype).rpartition(".")[2], out.tolist()))
+        except RuntimeError:
+            results.append("refused")
+    return tuple(results)

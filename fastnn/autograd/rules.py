@@ -13,6 +13,7 @@ import math
 
 from fastnn.api import hookspec
 from fastnn.api.composite import activation_grad
+from fastnn.autograd.rule_table import rule_table
 from fastnn.autograd.rules_attention import RULES as ATTENTION_RULES
 from fastnn.autograd.rules_conv import RULES as CONV_RULES
 from fastnn.autograd.rules_custom import RULES as CUSTOM_RULES
@@ -21,17 +22,9 @@ from fastnn.autograd.rules_math import RULES as MATH_RULES
 from fastnn.autograd.rules_pool import RULES as POOL_RULES
 from fastnn.autograd.rules_recurrent import RULES as RECURRENT_RULES
 
-RULES: dict = {}
+RULES, rule = rule_table()
 """Op name -> its backward rule ``rule(ops, node, grad_out)``, one gradient per input."""
 _SQRT_2_OVER_PI = 2.0 / math.sqrt(math.pi)
-
-
-def rule(name):
-    def register(fn):
-        RULES[name] = fn
-        return fn
-
-    return register
 
 
 # ---------------------------------------------------------------- activations

@@ -11,15 +11,9 @@ three hooks. ``attrs`` is always (stride, padding, dilation, groups).
 
 from __future__ import annotations
 
-RULES: dict = {}  # merged into fastnn.autograd.rules.RULES
+from fastnn.autograd.rule_table import rule_table
 
-
-def rule(name):
-    def register(fn):
-        RULES[name] = fn
-        return fn
-
-    return register
+RULES, rule = rule_table()  # merged into fastnn.autograd.rules.RULES
 
 
 @rule("conv1d")

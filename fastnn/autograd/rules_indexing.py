@@ -8,15 +8,9 @@ from __future__ import annotations
 
 import math
 
-RULES: dict = {}  # merged into fastnn.autograd.rules.RULES
+from fastnn.autograd.rule_table import rule_table
 
-
-def rule(name):
-    def register(fn):
-        RULES[name] = fn
-        return fn
-
-    return register
+RULES, rule = rule_table()  # merged into fastnn.autograd.rules.RULES
 
 
 def _expand(ops, grad, shape, axis, keepdims):

@@ -7,17 +7,10 @@ from __future__ import annotations
 
 import math
 
+from fastnn.autograd.rule_table import rule_table
 from fastnn.autograd.rules_indexing import _expand, zeros
 
-RULES: dict = {}  # merged into fastnn.autograd.rules.RULES
-
-
-def rule(name):
-    def register(fn):
-        RULES[name] = fn
-        return fn
-
-    return register
+RULES, rule = rule_table()  # merged into fastnn.autograd.rules.RULES
 
 
 @rule("cumsum")

@@ -4,15 +4,9 @@ the sequence's input needs a gradient (``node.needs[0]``: no input GEMM where no
 
 from __future__ import annotations
 
-RULES: dict = {}  # merged into fastnn.autograd.rules.RULES
+from fastnn.autograd.rule_table import rule_table
 
-
-def rule(name):
-    def register(fn):
-        RULES[name] = fn
-        return fn
-
-    return register
+RULES, rule = rule_table()  # merged into fastnn.autograd.rules.RULES
 
 
 @rule("lstm_sequence")

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import fastnn as fnn
+from tests.helpers import outcomes_as_torch
 
 rng = np.random.default_rng(0)
 X = rng.uniform(-3, 3, (4, 5))
@@ -105,15 +106,8 @@ def test_floor_division_of_two_bools_is_refused_as_pytorchs():
 def test_a_float_alpha_with_integer_inputs_is_refused_as_pytorchs(call):
     """add(int, int, alpha=2.5) made the integer sum a float one silently; PyTorch refuses a
     float alpha where both inputs are integers."""
-    torch = pytest.importorskip("torch")
-    results = []
-    for lib in (fnn, torch):
-        try:
-            out = call(lib)
-            results.append((str(out.dtype).rpartition(".")[2], out.tolist()))
-        except RuntimeError:
-            results.append("refused")
-    assert results[0] == results[1]
+    ours, theirs = outcomes_as_torch(call)
+    assert ours == theirs
 
 
 def test_bitwise(device):

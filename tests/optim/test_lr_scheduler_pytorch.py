@@ -4,6 +4,7 @@ exactly), with a written-out formula where one exists; state_dict() mid-run cont
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -208,13 +209,26 @@ RESTORED = [
 ]
 
 
+def _resumed_both(run, torch, tmp_path) -> tuple:
+    """``run(lib, lib_sched, checkpoint)`` with fastnn (its scheduler state saved to a file
+    and loaded back) and with torch (the state dict as it is): (ours, theirs)."""
+    def checkpoint(state):
+        fnn.save({"s": state}, tmp_path / "s.safetensors")
+        return fnn.load(tmp_path / "s.safetensors")["s"]
+
+    ours = run(optim, sched, checkpoint)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = run(torch, torch.optim.lr_scheduler, lambda state: state)
+    return ours, theirs
+
+
 @pytest.mark.parametrize("cls, saved_args, new_args", RESTORED, ids=[r[0] for r in RESTORED])
 def test_load_state_dict_restores_the_saved_hyperparameters(cls, saved_args, new_args,
                                                             tmp_path):
     """PyTorch's scheduler state_dict is its __dict__: loading it into a scheduler built
     with other arguments continues with the saved ones (through a checkpoint here)."""
     torch = pytest.importorskip("torch")
-    import warnings
 
     metrics = [1.0, 0.9, 0.95, 0.96, 0.97, 0.98] + [0.99] * 14
 
@@ -234,14 +248,7 @@ def test_load_state_dict_restores_the_saved_hyperparameters(cls, saved_args, new
             out.append(scheduler.get_last_lr())
         return out
 
-    def checkpoint(state):
-        fnn.save({"s": state}, tmp_path / "s.safetensors")
-        return fnn.load(tmp_path / "s.safetensors")["s"]
-
-    ours = run(optim, sched, checkpoint)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        theirs = run(torch, torch.optim.lr_scheduler, lambda state: state)
+    ours, theirs = _resumed_both(run, torch, tmp_path)
     np.testing.assert_allclose(np.array(ours), np.array(theirs), rtol=1e-13, atol=0)
 
 
@@ -328,7 +335,6 @@ def test_a_users_subclass_saves_its_own_attributes_as_torch(tmp_path):
     """A subclass's own attributes (its counters, its arguments) go into state_dict and come
     back with load_state_dict, through a checkpoint, as PyTorch's whole-__dict__ state."""
     torch = pytest.importorskip("torch")
-    import warnings
 
     def run(lib, lib_sched, save):
         Restarting = _restarting(lib_sched)
@@ -344,14 +350,7 @@ def test_a_users_subclass_saves_its_own_attributes_as_torch(tmp_path):
             out.append(second.get_last_lr())
         return out, second.restarts, second.period
 
-    def checkpoint(state):
-        fnn.save({"s": state}, tmp_path / "s.safetensors")
-        return fnn.load(tmp_path / "s.safetensors")["s"]
-
-    ours = run(optim, sched, checkpoint)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        theirs = run(torch, torch.optim.lr_scheduler, lambda state: state)
+    ours, theirs = _resumed_both(run, torch, tmp_path)
     assert ours[1:] == theirs[1:]
     np.testing.assert_allclose(np.array(ours[0]), np.array(theirs[0]), rtol=1e-13, atol=0)
 
@@ -371,7 +370,6 @@ def test_callable_lr_lambdas_state_as_torch(cls, tmp_path):
     """PyTorch saves a callable object's __dict__ for each lr_lambda (None for a function)
     and puts it back into the lambda the loading scheduler holds."""
     torch = pytest.importorskip("torch")
-    import warnings
 
     def run(lib, lib_sched, save):
         opt = _two_groups(lib)
@@ -385,13 +383,6 @@ def test_callable_lr_lambdas_state_as_torch(cls, tmp_path):
         return (second.lr_lambdas[0].rate, [s is None for s in state["lr_lambdas"]],
                 second.get_last_lr())
 
-    def checkpoint(state):
-        fnn.save({"s": state}, tmp_path / "s.safetensors")
-        return fnn.load(tmp_path / "s.safetensors")["s"]
-
-    ours = run(optim, sched, checkpoint)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        theirs = run(torch, torch.optim.lr_scheduler, lambda state: state)
+    ours, theirs = _resumed_both(run, torch, tmp_path)
     assert ours[:2] == theirs[:2] == (0.5, [False, True])
     np.testing.assert_allclose(ours[2], theirs[2], rtol=1e-13)
