@@ -49,7 +49,9 @@ def _reduction(name, run, ref, grad, empty=True, nan_rows=True, exact=False):
 
     def random(draw):
         shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5))
-        axis = tuple(sorted(draw(st.sets(st.integers(0, len(shape) - 1)))))
+        # no axes drawn: None, the whole tensor (what an empty dim tuple means in PyTorch
+        # and fastnn, where NumPy's reduces none)
+        axis = tuple(sorted(draw(st.sets(st.integers(0, len(shape) - 1))))) or None
         keepdims = draw(st.booleans())
         rng = np.random.default_rng(draw(st.integers(0, 2**31)))
         return Sample(f"random shape {shape}", (rng.normal(size=shape),),
