@@ -1,12 +1,11 @@
-"""The table of a module of backward rules and its ``@rule(name)`` decorator, which files
-the function under ``name``; :mod:`fastnn.autograd.rules` merges the modules' tables."""
+"""The ``@rule(name)`` decorator of a module of backward rules, which files the function
+in that module's table under ``name``; :mod:`fastnn.autograd.rules` merges the tables."""
 
 from __future__ import annotations
 
 
-def rule_table() -> tuple:
-    """``(table, rule)``: a new dict of op name -> backward rule, and its decorator."""
-    table: dict = {}
+def rule_into(table: dict):
+    """The decorator ``@rule(name)`` that puts the decorated rule in ``table``."""
 
     def rule(name):
         def register(fn):
@@ -15,4 +14,4 @@ def rule_table() -> tuple:
 
         return register
 
-    return table, rule
+    return rule

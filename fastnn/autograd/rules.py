@@ -13,7 +13,7 @@ import math
 
 from fastnn.api import hookspec
 from fastnn.api.composite import activation_grad
-from fastnn.autograd.rule_table import rule_table
+from fastnn.autograd.rule_table import rule_into
 from fastnn.autograd.rules_attention import RULES as ATTENTION_RULES
 from fastnn.autograd.rules_conv import RULES as CONV_RULES
 from fastnn.autograd.rules_custom import RULES as CUSTOM_RULES
@@ -22,8 +22,9 @@ from fastnn.autograd.rules_math import RULES as MATH_RULES
 from fastnn.autograd.rules_pool import RULES as POOL_RULES
 from fastnn.autograd.rules_recurrent import RULES as RECURRENT_RULES
 
-RULES, rule = rule_table()
+RULES: dict = {}
 """Op name -> its backward rule ``rule(ops, node, grad_out)``, one gradient per input."""
+rule = rule_into(RULES)
 _SQRT_2_OVER_PI = 2.0 / math.sqrt(math.pi)
 
 

@@ -11,9 +11,10 @@ three hooks. ``attrs`` is always (stride, padding, dilation, groups).
 
 from __future__ import annotations
 
-from fastnn.autograd.rule_table import rule_table
+from fastnn.autograd.rule_table import rule_into
 
-RULES, rule = rule_table()  # merged into fastnn.autograd.rules.RULES
+RULES: dict = {}  # merged into fastnn.autograd.rules.RULES
+rule = rule_into(RULES)
 
 
 @rule("conv1d")

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import math
 
-from fastnn.autograd.rule_table import rule_table
+from fastnn.autograd.rule_table import rule_into
 
-RULES, rule = rule_table()  # merged into fastnn.autograd.rules.RULES
+RULES: dict = {}  # merged into fastnn.autograd.rules.RULES
+rule = rule_into(RULES)
 
 
 def _expand(ops, grad, shape, axis, keepdims):

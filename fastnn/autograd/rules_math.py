@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import math
 
-from fastnn.autograd.rule_table import rule_table
+from fastnn.autograd.rule_table import rule_into
 from fastnn.autograd.rules_indexing import _expand, zeros
 
-RULES, rule = rule_table()  # merged into fastnn.autograd.rules.RULES
+RULES: dict = {}  # merged into fastnn.autograd.rules.RULES
+rule = rule_into(RULES)
 
 
 @rule("cumsum")

@@ -4,9 +4,10 @@ the sequence's input needs a gradient (``node.needs[0]``: no input GEMM where no
 
 from __future__ import annotations
 
-from fastnn.autograd.rule_table import rule_table
+from fastnn.autograd.rule_table import rule_into
 
-RULES, rule = rule_table()  # merged into fastnn.autograd.rules.RULES
+RULES: dict = {}  # merged into fastnn.autograd.rules.RULES
+rule = rule_into(RULES)
 
 
 @rule("lstm_sequence")
