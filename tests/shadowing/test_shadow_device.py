@@ -195,9 +195,10 @@ def test_the_c_wrapper_passes_keywords_errors_and_pauses_on(device_base, tmp_pat
 
     held = (x, hook, "exp", calls.SPECS["exp"], True, False)
     before, after = _counts_around_a_second_run(run, held)
-    # (a reference kept per call would add 200; a cache elsewhere may take or drop one of
-    # a name)
-    assert after[:2] == before[:2] and all(abs(a - b) <= 2 for a, b in zip(after, before))
+    # (a reference kept per call would add 200; a cache elsewhere may take or drop a few of
+    # a shared constant: "exp", True and False are held all over the process, and in a full
+    # run their counts moved by more than 2 between the two reads)
+    assert after[:2] == before[:2] and all(abs(a - b) <= 20 for a, b in zip(after, before))
 
 
 def _adam_steps(name, steps: int):
