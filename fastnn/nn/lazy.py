@@ -88,11 +88,6 @@ class LazyModuleMixin:
         if not self.has_uninitialized_params():
             super().reset_parameters()
 
-    def reset_running_stats(self) -> None:
-        """A lazy norm's: nothing while its buffers are placeholders, the norm's after."""
-        if not self.has_uninitialized_params():
-            super().reset_running_stats()
-
     def has_uninitialized_params(self) -> bool:
         """Whether any of this module's own parameters or buffers is still a placeholder."""
         return any(is_uninitialized(t) for t in (*self._parameters.values(),
@@ -267,6 +262,11 @@ class _LazyNorm(_LazyChannels):
                  track_running_stats: bool = True, device=None, dtype=None):
         self._lazy_setup({"eps": eps, "momentum": momentum, "affine": affine,
                           "track_running_stats": track_running_stats}, dtype, device)
+
+    def reset_running_stats(self) -> None:
+        """Nothing while the buffers are placeholders, the norm's reset after."""
+        if not self.has_uninitialized_params():
+            super().reset_running_stats()
 
 
 class LazyBatchNorm1d(_LazyNorm, BatchNorm1d):

@@ -472,3 +472,7 @@ def test_reset_parameters_of_the_vision_layers_as_torchs(torch):
     lazy_bn = nn.LazyBatchNorm1d()
     lazy_bn.reset_parameters()
     lazy_bn.reset_running_stats()
+    for name, args in (("LazyLinear", (3,)), ("LazyConv2d", (3, 2)),
+                       ("LazyBatchNorm1d", ())):  # only the norms have it
+        assert (hasattr(getattr(nn, name)(*args), "reset_running_stats")
+                == hasattr(getattr(torch.nn, name)(*args), "reset_running_stats")), name
