@@ -8,6 +8,9 @@ fastnn's generator, so dropout draws the same numbers, and backpropagates throug
 that recomputed graph. The recomputation's own leaves (the parameters) get their
 gradients through the outer backward pass (``.grad``, ``autograd.grad``'s inputs,
 hooks, ``create_graph``), so the gradients are those of the plain call, bit for bit.
+Under ``create_graph`` the recomputation reads the inputs through a cut (:class:`_Cut`)
+instead of detached copies, so that a second-order pass (a gradient penalty) goes on
+into the inputs' history.
 """
 
 from __future__ import annotations
@@ -44,12 +47,20 @@ class _Checkpoint(Function):
 
     @staticmethod
     def backward(ctx, *grad_outputs):
+        create = fastnn.is_grad_enabled()  # the engine turns grad on under create_graph
+        cut = {"open": True, "grads": {}}
         inputs = []
-        for a in ctx.values:  # the same values, as leaves of the recomputed graph
+        for i, a in enumerate(ctx.values):
             if _is_tensor(a):
-                d = a.detach()
-                d.requires_grad_(a.requires_grad)
-                a = d
+                if create and a.requires_grad:
+                    # NOTE: under create_graph the gradients must stay functions of the
+                    # real inputs (a second-order pass goes on into their history), so the
+                    # recomputation reads them through a cut, not from detached copies
+                    a = _Cut.apply(a, cut, i)
+                else:  # the same values, as leaves of the recomputed graph
+                    d = a.detach()
+                    d.requires_grad_(a.requires_grad)
+                    a = d
             inputs.append(a)
         outs = _recompute(ctx, inputs)
         _check_same(ctx.shapes, outs)
@@ -58,7 +69,6 @@ class _Checkpoint(Function):
             if _is_tensor(o) and o.requires_grad and g is not None:
                 roots.append(o)
                 seeds.append(g)
-        create = fastnn.is_grad_enabled()  # the engine turns grad on under create_graph
         found = {}
         mine = {id(t) for t in inputs if _is_tensor(t)}
         outer = engine.running.leaf
@@ -72,15 +82,42 @@ class _Checkpoint(Function):
                     prev + g if _is_tensor(g) else t._device.ops.add(prev, g))
 
         if roots:
-            engine.run_backward(tuple(roots), tuple(s if create else s._data for s in seeds),
-                                retain_graph=create, create_graph=create, leaf=leaf)
+            try:
+                engine.run_backward(tuple(roots),
+                                    tuple(s if create else s._data for s in seeds),
+                                    retain_graph=create, create_graph=create, leaf=leaf)
+            finally:
+                cut["open"] = False
         grads = []
-        for t in inputs:
+        for i, t in enumerate(inputs):
             g = found.get(id(t)) if _is_tensor(t) else None
+            if g is None:
+                g = cut["grads"].get(i)
             if g is not None and not _is_tensor(g):
                 g = fastnn.Tensor._make(g, t._dtype, t._device)
             grads.append(g)
         return (None, None, None, None, *grads)
+
+
+class _Cut(Function):
+    """``forward(ctx, x, cut, index)``: ``x`` itself, as a new tensor of its history. While
+    ``cut["open"]`` (the pass of the checkpoint's backward that runs the recomputed
+    graph) the gradient stops here and is kept in ``cut["grads"][index]``; later passes
+    through that graph (a second-order gradient) go on into ``x``'s history."""
+
+    @staticmethod
+    def forward(ctx, x, cut, index):
+        ctx.cut, ctx.index = cut, index
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        if ctx.cut["open"]:
+            grads = ctx.cut["grads"]
+            prev = grads.get(ctx.index)
+            grads[ctx.index] = grad_out if prev is None else prev + grad_out
+            return None, None, None
+        return grad_out, None, None
 
 
 def _call(function, keys, values):

@@ -133,6 +133,38 @@ def test_double_backward_through_a_checkpoint():
             np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15)
 
 
+@pytest.mark.parametrize("blocks", ["one", "nested", "sequential"])
+def test_a_gradient_penalty_reaches_the_layers_before_the_checkpoint(blocks):
+    # the penalty's gradient flows back through grad_x into the history of the block's
+    # input (the layer before it, and x itself): a second-order pass through the
+    # recomputed graph must go on into that history, as without the checkpoint
+    model = _mlp(dropout=0.0)
+    fnn.manual_seed(3)
+    pre = nn.Linear(4, 4).to(fnn.float64)
+    found = []
+    for wrap in (None, blocks):
+        for p in [*model.parameters(), *pre.parameters()]:
+            p.grad = None
+        x = fnn.tensor(X, dtype=fnn.float64, requires_grad=True)
+        h = pre(x)
+        if wrap is None:
+            out = model(h)
+        elif wrap == "one":
+            out = checkpoint(model, h, use_reentrant=False)
+        elif wrap == "nested":
+            inner = checkpoint(lambda t: model[1](model[0](t)), h, use_reentrant=False)
+            out = checkpoint(model[2:], inner, use_reentrant=False)
+        else:
+            out = checkpoint_sequential(model, 3, h, use_reentrant=False)
+        (grad_x,) = fnn.autograd.grad(out.sum(), x, create_graph=True)
+        (((grad_x * grad_x).sum(1) - 1) ** 2).mean().backward()
+        found.append([x.grad.numpy(), pre.weight.grad.numpy(),
+                      *(p.grad.numpy() for p in model.parameters() if p.grad is not None)])
+    assert len(found[0]) == len(found[1])
+    for a, b in zip(*found):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
 def test_a_hook_on_a_parameter_sees_its_whole_gradient():
     w = fnn.tensor(np.arange(12.0).reshape(4, 3) / 10, dtype=fnn.float64, requires_grad=True)
     x = fnn.tensor(X, dtype=fnn.float64, requires_grad=True)
