@@ -7,9 +7,10 @@ turns those arrays into tensors on the loader's device (what the main process do
 
 Samples may be arrays, fastnn or PyTorch tensors, numbers, strings, and tuples, lists,
 named tuples and dicts of those. Numbers become int64, float64 or bool tensors as in
-PyTorch; strings stay as they came (a list at the top, a tuple as a field of tuple
-samples). A tuple or list sample gives a list of batches, as PyTorch's (a named tuple its
-own type).
+PyTorch (Python ints with a float among them: the default float dtype, as
+``torch.tensor(batch)``); strings stay as they came (a list at the top, a tuple as a
+field of tuple samples). A tuple or list sample gives a list of batches, as PyTorch's
+(a named tuple its own type).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numbers
 
 import numpy as np
 
+from fastnn.api.dtypes import get_default_dtype
 from fastnn.ops.tensor import Tensor, tensor
 
 
@@ -30,6 +32,10 @@ class Stacked(np.ndarray):
 def stack_host(samples: list, indices=None, where=""):
     """``samples`` stacked field by field into NumPy arrays (in a worker: no device)."""
     first = samples[0]
+    if _python_int(first) and any(type(s) is float for s in samples):
+        # NOTE: PyTorch collates Python ints with torch.tensor(batch), which gives a float
+        # among them the default float dtype (float32), not NumPy's float64
+        return np.asarray(samples, dtype=get_default_dtype().numpy).view(Stacked)
     if isinstance(first, (Tensor, np.ndarray, np.generic, numbers.Number)) or _is_torch(first):
         rows = [_host(v) for v in samples]
         odd = next((k for k, row in enumerate(rows) if row.shape != rows[0].shape), None)
@@ -113,6 +119,11 @@ def _host(value) -> np.ndarray:
     if _is_torch(value):
         return value.detach().cpu().numpy()
     return np.asarray(value)
+
+
+def _python_int(value) -> bool:
+    """A Python int or bool (not a NumPy integer, which PyTorch collates by its own dtype)."""
+    return isinstance(value, int) and not isinstance(value, np.generic)
 
 
 def _is_torch(value) -> bool:

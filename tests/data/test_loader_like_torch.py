@@ -121,6 +121,26 @@ def test_strings_collate_as_torchs(samples):
                 assert type(mine) is type(want) and mine == want
 
 
+NUMBER_BATCHES = [[1, 2.5], [2.5, 1], [1, 2], [True, False], [True, 2], [1.5, 2.5],
+                  [np.int32(1), np.int32(2)], [np.float32(1), np.float32(2)], [1, np.float64(2.5)]]
+
+
+@pytest.mark.parametrize("samples", NUMBER_BATCHES)
+def test_numbers_collate_to_torchs_dtypes(samples):
+    """PyTorch collates Python ints with ``torch.tensor(batch)`` (a float among them gives
+    float32), Python floats as float64, NumPy scalars by their own dtype."""
+    want = {"[1, 2.5]": "float32", "[2.5, 1]": "float64", "[1, 2]": "int64",
+            "[True, False]": "bool", "[True, 2]": "int64", "[1.5, 2.5]": "float64",
+            "[np.int32(1), np.int32(2)]": "int32", "[np.float32(1.0), np.float32(2.0)]":
+            "float32", "[1, np.float64(2.5)]": "float64"}
+    ours = default_collate(samples)
+    assert ours.dtype == want[repr(samples)]
+    if torch is not None:
+        theirs = torch.utils.data.default_collate(samples)
+        assert str(theirs.dtype) == "torch." + want[repr(samples)]
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
 def test_batch_size_none_converts_as_torch():
     """Without batching, a loader converts each sample as PyTorch's default_convert: a tuple
     gives a list, NumPy scalars become 0-d tensors, strings stay."""
