@@ -3,7 +3,9 @@ Subset, ConcatDataset, ChainDataset, StackDataset and random_split.
 
 A *map-style* dataset is any object with ``__len__`` and ``__getitem__`` (a subclass of
 :class:`Dataset` or not, a PyTorch dataset too); an *iterable* one subclasses
-:class:`IterableDataset` and defines ``__iter__``.
+:class:`IterableDataset` and defines ``__iter__``. A map-style dataset may also define
+``__getitems__(indices)``, a batch's samples in one call: the DataLoader then fetches each
+batch with it, as PyTorch's does (Subset and StackDataset pass it on).
 """
 
 from __future__ import annotations
@@ -96,6 +98,10 @@ class Subset(Dataset):
             return [self.dataset[self.indices[i]] for i in index]
         return self.dataset[self.indices[index]]
 
+    def __getitems__(self, indices: list) -> list:
+        """A batch's samples, through the dataset's own ``__getitems__`` when it has one."""
+        return get_items(self.dataset, [self.indices[i] for i in indices])
+
 
 class ConcatDataset(Dataset):
     """Map-style datasets one after another; negative indices count from the end."""
@@ -167,6 +173,32 @@ class StackDataset(Dataset):
         if isinstance(self.datasets, dict):
             return {key: d[index] for key, d in self.datasets.items()}
         return tuple(d[index] for d in self.datasets)
+
+    def __getitems__(self, indices: list) -> list:
+        """A batch's samples, each part through its dataset's ``__getitems__`` if any."""
+        if isinstance(self.datasets, dict):
+            parts = {key: _items_of(key, d, indices) for key, d in self.datasets.items()}
+            return [{key: part[k] for key, part in parts.items()} for k in range(len(indices))]
+        parts = [_items_of(n, d, indices) for n, d in enumerate(self.datasets)]
+        return [tuple(part[k] for part in parts) for k in range(len(indices))]
+
+
+def get_items(dataset, indices: list) -> list:
+    """The samples of a map-style ``dataset`` at ``indices``, as PyTorch's DataLoader fetches
+    a batch: one ``dataset.__getitems__(indices)`` call when the dataset has that method
+    (a batched read, as Hugging Face datasets have), else ``dataset[i]`` for each."""
+    many = getattr(dataset, "__getitems__", None)
+    if callable(many):
+        return many(indices)
+    return [dataset[i] for i in indices]
+
+
+def _items_of(name, dataset, indices: list) -> list:
+    items = get_items(dataset, indices)
+    if len(items) != len(indices):
+        raise ValueError(f"StackDataset: dataset {name!r}.__getitems__ returned {len(items)} "
+                         f"samples for {len(indices)} indices; it must return one per index")
+    return items
 
 
 def numpy_rng(op: str, generator) -> np.random.Generator:

@@ -230,7 +230,8 @@ class DataLoader:
         # a TensorDataset gathers a batch on its device in one call (not a subclass with
         # samples of its own making)
         take = (batched and self.collate_fn is None and isinstance(self.dataset, TensorDataset)
-                and type(self.dataset).__getitem__ is TensorDataset.__getitem__)
+                and type(self.dataset).__getitem__ is TensorDataset.__getitem__
+                and not hasattr(self.dataset, "__getitems__"))
         for task in tasks:
             if take:
                 yield self.dataset.take_batch(np.asarray(task, dtype=np.int64), device)

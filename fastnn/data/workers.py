@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fastnn.data.collate import stack_host
+from fastnn.data.dataset import get_items
 
 _POLL_S = 1.0  # how often a waiting side checks that the other one is alive
 _info = None
@@ -107,7 +108,7 @@ def fetch(spec, it, indices):
         return collate(samples) if collate else stack_host(samples, None)
     if batch_size is None:
         return collate(dataset[indices]) if collate else dataset[indices]
-    samples = [dataset[i] for i in indices]
+    samples = get_items(dataset, list(indices))
     return collate(samples) if collate else stack_host(samples, indices)
 
 

@@ -141,6 +141,53 @@ def test_numbers_collate_to_torchs_dtypes(samples):
         np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
 
 
+class _Batched:
+    """A map-style dataset with a batched read whose samples differ from __getitem__'s,
+    so that the test sees which one the loader called."""
+
+    def __len__(self):
+        return 7
+
+    def __getitem__(self, i):
+        return np.array([float(i)], np.float32)
+
+    def __getitems__(self, indices):
+        assert type(indices) is list
+        return [np.array([10.0 * i], np.float32) for i in indices]
+
+
+def _batched_datasets(data):
+    base = _Batched()
+    return {"plain": base, "subset": data.Subset(base, [6, 0, 2, 5]),
+            "stack": data.StackDataset(base, base), "stack_dict": data.StackDataset(x=base)}
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+@pytest.mark.parametrize("which", ["plain", "subset", "stack", "stack_dict"])
+def test_a_dataset_with_getitems_is_fetched_a_batch_at_a_time(which, num_workers):
+    """PyTorch's loader fetches a batch with ``dataset.__getitems__(indices)`` when the
+    dataset has it (Hugging Face datasets do); Subset and StackDataset pass it on."""
+    import fastnn.data as data
+
+    def flat(batch):
+        if isinstance(batch, dict):
+            return {k: flat(v) for k, v in batch.items()}
+        if isinstance(batch, list):
+            return [flat(v) for v in batch]
+        return batch.numpy().tolist()
+
+    ours = [flat(b) for b in DataLoader(_batched_datasets(data)[which], batch_size=3,
+                                        num_workers=num_workers)]
+    assert ours[0] in ([[0.0], [10.0], [20.0]], [[60.0], [0.0], [20.0]],
+                       [[[0.0], [10.0], [20.0]]] * 2, {"x": [[0.0], [10.0], [20.0]]})
+    if torch is not None:
+        import torch.utils.data as theirs
+
+        want = [flat(b) for b in theirs.DataLoader(_batched_datasets(theirs)[which],
+                                                   batch_size=3)]
+        assert ours == want
+
+
 def test_batch_size_none_converts_as_torch():
     """Without batching, a loader converts each sample as PyTorch's default_convert: a tuple
     gives a list, NumPy scalars become 0-d tensors, strings stay."""
