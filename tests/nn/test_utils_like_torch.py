@@ -156,3 +156,23 @@ def test_deprecated_init_spellings_warn_and_initialise(name, args):
     getattr(nn.init, name + "_")(ref, *args)
     assert out is w
     np.testing.assert_array_equal(w.numpy(), ref.numpy())
+
+
+def test_skip_init_builds_the_module_on_its_device():
+    layer = nn.utils.skip_init(nn.Linear, 4, 3, bias=False)
+    assert layer.weight.shape == (3, 4) and layer.bias is None
+    assert layer.weight.device == fnn.device("cpu")
+    with pytest.raises(RuntimeError, match="Expected a Module"):
+        nn.utils.skip_init(int, 3)
+    if torch is not None:
+        ref = torch.nn.utils.skip_init(torch.nn.Linear, 4, 3, bias=False)
+        assert tuple(ref.weight.shape) == tuple(layer.weight.shape)
+
+
+def test_stateless_functional_call_is_func_functional_call_with_a_warning():
+    layer = nn.Linear(4, 3, dtype=F64)
+    w = fnn.tensor(np.arange(12.0).reshape(3, 4))
+    x = fnn.tensor(np.ones((2, 4)))
+    with pytest.warns(FutureWarning, match="torch.func.functional_call"):
+        out = nn.utils.stateless.functional_call(layer, {"weight": w}, (x,))
+    np.testing.assert_allclose(out.numpy(), x.numpy() @ w.numpy().T + layer.bias.numpy())
