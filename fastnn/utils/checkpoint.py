@@ -19,6 +19,7 @@ import warnings
 
 import fastnn
 from fastnn.autograd import Function, enable_grad, engine
+from fastnn.func import pytree
 
 __all__ = ["checkpoint", "checkpoint_sequential"]
 
@@ -160,8 +161,9 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, **k
     refused, and if no argument requires grad the output does not either (with a
     warning), so the parameters inside get no gradient. ``False`` and None (PyTorch's
     recommended variant; PyTorch warns on None) record the node whenever grad mode is on.
-    ``function`` must return a Tensor or a tuple; it must not change state that its
-    second run would see. Tensors with a history (not leaves) that it reads must be
+    ``function`` returns a Tensor or a tuple (with ``use_reentrant=False``, any nesting
+    of tuples, lists and dicts, whose tensors all get gradients); it must not change
+    state that its second run would see. Tensors with a history (not leaves) that it reads must be
     passed as arguments, not taken from a closure: the recomputation would otherwise
     backpropagate into the graph outside the block a second time.
     """
@@ -183,8 +185,26 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, **k
                           "use_reentrant=False)", UserWarning, stacklevel=2)
     elif not any(_is_tensor(a) and a.requires_grad for a in (*args, *kwargs.values())):
         anchor = fastnn.zeros((), requires_grad=True)
-    return _Checkpoint.apply(function, bool(preserve_rng_state), tuple(kwargs), anchor, *args,
-                             *kwargs.values())
+    if use_reentrant:
+        return _Checkpoint.apply(function, bool(preserve_rng_state), tuple(kwargs), anchor,
+                                 *args, *kwargs.values())
+    flat = _Flat(function)
+    leaves = _Checkpoint.apply(flat, bool(preserve_rng_state), tuple(kwargs), anchor, *args,
+                               *kwargs.values())
+    return pytree.unflatten(list(leaves), flat.spec)
+
+
+class _Flat:
+    """``function`` with its output (a tensor, or any nesting of tuples, lists and dicts) as
+    the tuple of its leaves, so that every tensor in it is an output of the checkpoint's
+    node, as PyTorch's non-reentrant variant allows; ``spec`` rebuilds the nesting."""
+
+    def __init__(self, function):
+        self.function, self.spec = function, None
+
+    def __call__(self, *args, **kwargs):
+        leaves, self.spec = pytree.flatten(self.function(*args, **kwargs))
+        return tuple(leaves)
 
 
 def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):

@@ -199,6 +199,34 @@ def test_tuple_outputs_keyword_arguments_and_no_grad():
     assert not a.requires_grad
 
 
+@pytest.mark.parametrize("pack", [
+    lambda h, e: {"hidden": h, "extra": (e, None, 3)},
+    lambda h, e: [h, [e]],
+    lambda h, e: (h, (e, "cache")),
+], ids=["dict", "list", "nested_tuple"])
+def test_nested_outputs_all_get_gradients(pack):
+    # PyTorch's non-reentrant checkpoint takes any nesting of outputs (a layer returning
+    # a dict or (hidden, (k, v))); a tensor left out of the node had no gradient, silently
+    w = fnn.tensor(np.ones((4, 2)), dtype=fnn.float64, requires_grad=True)
+    found = []
+    for wrap in (False, True):
+        w.grad = None
+        x = fnn.tensor(X, dtype=fnn.float64, requires_grad=True)
+
+        def block(t):
+            h = t @ w
+            return pack(h.tanh(), h.exp())
+
+        out = checkpoint(block, x, use_reentrant=False) if wrap else block(x)
+        flat = [out["hidden"], out["extra"][0]] if isinstance(out, dict) else [
+            out[0], out[1][0]]
+        assert type(out) is type(pack(1, 2))
+        (flat[0].sum() + (flat[1] ** 2).sum()).backward()
+        found.append([x.grad.numpy(), w.grad.numpy()])
+    for a, b in zip(*found):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_a_tensor_keyword_argument_with_history_is_an_input():
     def block(t, shift):
         return (t * shift).sin()
