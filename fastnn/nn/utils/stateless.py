@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import warnings
 
-from fastnn.func.reparametrize import functional_call as _functional_call
-
 __all__ = ["functional_call"]
 
 
 def functional_call(module, parameters_and_buffers, args=None, kwargs=None, *,
                     tie_weights=True, strict=False):
     """:func:`fastnn.func.functional_call` under its old name."""
+    # NOTE: imported here: fastnn.func imports fastnn.nn, whose package imports this module
+    from fastnn.func.reparametrize import functional_call as call
+
     warnings.warn("`torch.nn.utils.stateless.functional_call` is deprecated as of PyTorch "
                   "2.0 and will be removed in a future version of PyTorch. Please use "
                   "`torch.func.functional_call` instead which is a drop-in replacement.",
                   FutureWarning, stacklevel=2)
-    return _functional_call(module, parameters_and_buffers, args, kwargs,
-                            tie_weights=tie_weights, strict=strict)
+    return call(module, parameters_and_buffers, args, kwargs,
+                tie_weights=tie_weights, strict=strict)
