@@ -134,3 +134,28 @@ def test_parameters_to_vector_and_back():
     np.testing.assert_array_equal(model[2].bias.numpy(), [10.0])
     with pytest.raises(ValueError, match="has 3 elements, the parameters 11"):
         nn.utils.vector_to_parameters(fnn.ones(3), model.parameters())
+
+
+def test_vector_to_parameters_makes_the_parameters_views_of_the_vector():
+    # PyTorch sets param.data to a slice of vec: a later write to either is seen by both
+    # (flat-parameter code updates the vector in place and expects the model to follow)
+    def run(lib):
+        model = lib.nn.Linear(2, 2)
+        vec = lib.arange(7.0)  # one element more than the parameters: left unused
+        lib.nn.utils.vector_to_parameters(vec, model.parameters())
+        vec.mul_(10)
+        seen = [model.weight.detach().numpy().copy(), model.bias.detach().numpy().copy()]
+        with lib.no_grad():
+            model.weight.add_(1)
+        opt = lib.optim.SGD(model.parameters(), lr=1.0)
+        model(lib.ones(1, 2)).sum().backward()
+        opt.step()
+        return seen + [vec.numpy().copy(), isinstance(model.weight, lib.nn.Parameter)]
+
+    ours = run(fnn)
+    np.testing.assert_array_equal(ours[0], [[0, 10], [20, 30]])
+    np.testing.assert_array_equal(ours[2], [0, 10, 20, 30, 39, 49, 60])
+    assert ours[3] is True
+    if torch is not None:
+        for mine, theirs in zip(ours, run(torch)):
+            np.testing.assert_array_equal(mine, theirs)
