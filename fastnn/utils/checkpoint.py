@@ -29,19 +29,19 @@ def _is_tensor(x) -> bool:
 
 
 class _Checkpoint(Function):
-    """``forward(ctx, function, preserve, keys, anchor, *values)``: ``function`` without its
-    graph, on ``values``, whose last ``len(keys)`` are the keyword arguments ``keys`` (so
-    that tensors among them are inputs of the node too); ``anchor`` is None or a leaf that
+    """``forward(ctx, function, preserve, anchor, *values)``: ``function(*values)`` without
+    its graph (the non-reentrant variant passes a :class:`_Flat`, whose values are the
+    leaves of every argument, keyword ones too); ``anchor`` is None or a leaf that
     requires grad, which records the node when no argument requires grad (the parameters
     may)."""
 
     _opaque = True  # its backward reaches leaves that are not its inputs (the parameters)
 
     @staticmethod
-    def forward(ctx, function, preserve, keys, anchor, *values):
-        ctx.function, ctx.keys, ctx.values = function, keys, values
+    def forward(ctx, function, preserve, anchor, *values):
+        ctx.function, ctx.values = function, values
         ctx.rng = fastnn.get_rng_state() if preserve else None
-        output = _call(function, keys, values)
+        output = function(*values)
         outs = output if isinstance(output, tuple) else (output,)
         ctx.shapes = tuple(o.shape if _is_tensor(o) else None for o in outs)
         return output
@@ -97,7 +97,7 @@ class _Checkpoint(Function):
             if g is not None and not _is_tensor(g):
                 g = fastnn.Tensor._make(g, t._dtype, t._device)
             grads.append(g)
-        return (None, None, None, None, *grads)
+        return (None, None, None, *grads)
 
 
 class _Cut(Function):
@@ -121,22 +121,17 @@ class _Cut(Function):
         return grad_out, None, None
 
 
-def _call(function, keys, values):
-    split = len(values) - len(keys)
-    return function(*values[:split], **dict(zip(keys, values[split:])))
-
-
 def _recompute(ctx, inputs) -> tuple:
     """``function`` run again with recording on, from the generator state of the forward."""
     if ctx.rng is None:
         with enable_grad():
-            output = _call(ctx.function, ctx.keys, inputs)
+            output = ctx.function(*inputs)
     else:
         now = fastnn.get_rng_state()
         fastnn.set_rng_state(ctx.rng)
         try:
             with enable_grad():
-                output = _call(ctx.function, ctx.keys, inputs)
+                output = ctx.function(*inputs)
         finally:
             fastnn.set_rng_state(now)
     return output if isinstance(output, tuple) else (output,)
@@ -163,8 +158,9 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, **k
     recommended variant; PyTorch warns on None) record the node whenever grad mode is on.
     ``function`` returns a Tensor or a tuple (with ``use_reentrant=False``, any nesting
     of tuples, lists and dicts, whose tensors all get gradients); it must not change
-    state that its second run would see. Tensors with a history (not leaves) that it reads must be
-    passed as arguments, not taken from a closure: the recomputation would otherwise
+    state that its second run would see. Tensors with a history (not leaves) that it reads
+    must be passed as arguments (with ``use_reentrant=False``, also inside tuples, lists
+    and dicts among them), not taken from a closure: the recomputation would otherwise
     backpropagate into the graph outside the block a second time.
     """
     if use_reentrant is not None and not isinstance(use_reentrant, bool):
@@ -174,7 +170,7 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, **k
         raise TypeError(f"checkpoint: function must be callable, got {type(function).__name__}")
     if not fastnn.is_grad_enabled():
         return function(*args, **kwargs)
-    anchor = None
+    preserve = bool(preserve_rng_state)
     if use_reentrant:
         if kwargs:
             raise ValueError(f"checkpoint: unexpected keyword arguments {sorted(kwargs)} with "
@@ -183,26 +179,28 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, **k
             warnings.warn("checkpoint: none of the inputs have requires_grad=True; with "
                           "use_reentrant=True the gradients will be None (pass "
                           "use_reentrant=False)", UserWarning, stacklevel=2)
-    elif not any(_is_tensor(a) and a.requires_grad for a in (*args, *kwargs.values())):
+        return _Checkpoint.apply(function, preserve, None, *args)
+    # the tensors anywhere in the arguments (a (k, v) tuple, a dict of masks) are inputs
+    # of the node, and anywhere in the output its outputs, as PyTorch's variant allows
+    values, spec = pytree.flatten((args, kwargs))
+    anchor = None
+    if not any(_is_tensor(a) and a.requires_grad for a in values):
         anchor = fastnn.zeros((), requires_grad=True)
-    if use_reentrant:
-        return _Checkpoint.apply(function, bool(preserve_rng_state), tuple(kwargs), anchor,
-                                 *args, *kwargs.values())
-    flat = _Flat(function)
-    leaves = _Checkpoint.apply(flat, bool(preserve_rng_state), tuple(kwargs), anchor, *args,
-                               *kwargs.values())
+    flat = _Flat(function, spec)
+    leaves = _Checkpoint.apply(flat, preserve, anchor, *values)
     return pytree.unflatten(list(leaves), flat.spec)
 
 
 class _Flat:
-    """``function`` with its output (a tensor, or any nesting of tuples, lists and dicts) as
-    the tuple of its leaves, so that every tensor in it is an output of the checkpoint's
-    node, as PyTorch's non-reentrant variant allows; ``spec`` rebuilds the nesting."""
+    """``function`` called on the leaves of its arguments (``args_spec`` rebuilds the
+    ``(args, kwargs)`` nesting), returning the tuple of its output's leaves (a tensor, or
+    any nesting of tuples, lists and dicts); ``spec`` rebuilds the output."""
 
-    def __init__(self, function):
-        self.function, self.spec = function, None
+    def __init__(self, function, args_spec):
+        self.function, self.args_spec, self.spec = function, args_spec, None
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *values):
+        args, kwargs = pytree.unflatten(list(values), self.args_spec)
         leaves, self.spec = pytree.flatten(self.function(*args, **kwargs))
         return tuple(leaves)
 

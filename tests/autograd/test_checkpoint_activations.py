@@ -243,6 +243,34 @@ def test_a_tensor_keyword_argument_with_history_is_an_input():
     np.testing.assert_allclose(found[0], 4 * X * np.cos(2 * X * X) + 2, rtol=1e-13)
 
 
+@pytest.mark.parametrize("as_keyword", [False, True])
+def test_tensors_with_history_inside_tuple_and_dict_arguments_are_inputs(as_keyword):
+    # a block given (k, v) or {"scale": s} built outside it (a cache, a mask) where those
+    # tensors also feed the loss elsewhere: PyTorch's non-reentrant variant takes them; the
+    # recomputation reached into their history and freed it before the outer pass needed it
+    w = fnn.tensor(np.ones((4, 4)) * 0.3, dtype=fnn.float64, requires_grad=True)
+
+    def block(t, kv, extra=None):
+        k, v = kv
+        return ((t @ w) * k + v) * extra["scale"]
+
+    found = []
+    for wrap in (False, True):
+        w.grad = None
+        x = fnn.tensor(X, dtype=fnn.float64, requires_grad=True)
+        kv, extra = (x.tanh(), x * 3.0), {"scale": x.sum() * 0.1}
+        if as_keyword:
+            args, kwargs = (x,), {"kv": kv, "extra": extra}
+        else:
+            args, kwargs = (x, kv, extra), {}
+        out = checkpoint(block, *args, use_reentrant=False, **kwargs) if wrap else block(
+            *args, **kwargs)
+        ((out ** 2).sum() + kv[0].sum() + extra["scale"] * 2).backward()
+        found.append([x.grad.numpy(), w.grad.numpy()])
+    for a, b in zip(*found):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
 def test_a_function_that_computes_something_else_the_second_time_is_caught():
     calls = []
 
