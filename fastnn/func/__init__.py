@@ -8,6 +8,7 @@
   pass per output element.
 - :func:`vmap`: map a function over a dimension of its inputs; a loop over that dimension,
   not batching rules (see :mod:`fastnn.func.batching`).
+- :func:`replace_all_batch_norm_modules_`: batch norm layers without running statistics.
 
 They compose (``grad(grad(f))``, ``jacrev(grad(f))``, ``vmap(grad(f))``,
 ``vmap(jacrev(f))``) and take PyTorch's arguments. What differs: fastnn has one tape
@@ -17,10 +18,11 @@ transform's own inputs (the caller's inputs that require grad, a captured parame
 enclosing transform's inputs); see :mod:`fastnn.func.tracing`.
 """
 
+from fastnn.func.batch_norm import replace_all_batch_norm_modules_
 from fastnn.func.batching import vmap
 from fastnn.func.jacobians import hessian, jacfwd, jacrev
 from fastnn.func.reparametrize import functional_call, stack_module_state
 from fastnn.func.reverse import grad, grad_and_value, jvp, linearize, vjp
 
 __all__ = ["functional_call", "stack_module_state", "grad", "grad_and_value", "vjp", "jvp",
-           "linearize", "jacrev", "jacfwd", "hessian", "vmap"]
+           "linearize", "jacrev", "jacfwd", "hessian", "vmap", "replace_all_batch_norm_modules_"]

@@ -74,3 +74,24 @@ def test_tied_weights_and_strict():
     with pytest.raises(ValueError, match="multiple dictionaries"):
         functional_call(model, ({"a.weight": w}, {"a.weight": w}), fnn.tensor(X))
     assert fnn.func.functional_call is functional_call
+
+
+def test_replace_all_batch_norm_modules_drops_the_running_statistics():
+    # the per-sample-gradient recipe: vmap over a model whose batch norm layers would
+    # otherwise update their running statistics in place
+    from fastnn.func import grad, replace_all_batch_norm_modules_, vmap
+
+    model = nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.ReLU(),
+                          nn.Sequential(nn.Linear(6, 2), nn.BatchNorm1d(2, affine=False)))
+    assert replace_all_batch_norm_modules_(model) is model
+    assert sorted(model.state_dict()) == ["0.bias", "0.weight", "1.bias", "1.weight",
+                                          "3.0.bias", "3.0.weight"]
+    assert [m.track_running_stats for m in (model[1], model[3][1])] == [False, False]
+    x = fnn.tensor(np.random.default_rng(0).standard_normal((3, 5, 4)), dtype=fnn.float32)
+    model.eval()  # batch statistics still: eval mode has nothing else to use
+    out = model(x[0])
+    np.testing.assert_allclose(out.numpy().mean(0), 0, atol=1e-6)
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    per_group = vmap(grad(lambda p, xb: (functional_call(model, p, (xb,)) ** 3).sum()),
+                     in_dims=(None, 0))(params, x)
+    assert per_group["0.weight"].shape == (3, 6, 4)
