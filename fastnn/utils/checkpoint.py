@@ -154,8 +154,9 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, **k
     replays fastnn's generator, so random ops (dropout) draw the same numbers again.
     ``use_reentrant=True`` follows PyTorch's reentrant variant: keyword arguments are
     refused, and if no argument requires grad the output does not either (with a
-    warning), so the parameters inside get no gradient. ``False`` and None (PyTorch's
-    recommended variant; PyTorch warns on None) record the node whenever grad mode is on.
+    warning), so the parameters inside get no gradient. ``False`` (PyTorch's recommended
+    variant) records the node whenever grad mode is on. None (not given) is True with a
+    warning, as in PyTorch.
     ``function`` returns a Tensor or a tuple (with ``use_reentrant=False``, any nesting
     of tuples, lists and dicts, whose tensors all get gradients); it must not change
     state that its second run would see. Tensors with a history (not leaves) that it reads
@@ -163,9 +164,7 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, **k
     and dicts among them), not taken from a closure: the recomputation would otherwise
     backpropagate into the graph outside the block a second time.
     """
-    if use_reentrant is not None and not isinstance(use_reentrant, bool):
-        raise TypeError(f"checkpoint: use_reentrant must be True, False or None, got "
-                        f"{use_reentrant!r}")
+    use_reentrant = _reentrant("checkpoint", use_reentrant)
     if not callable(function):
         raise TypeError(f"checkpoint: function must be callable, got {type(function).__name__}")
     if not fastnn.is_grad_enabled():
@@ -191,6 +190,21 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, **k
     return pytree.unflatten(list(leaves), flat.spec)
 
 
+def _reentrant(where: str, use_reentrant) -> bool:
+    """``use_reentrant`` as given, or PyTorch's default for None: True, with its warning."""
+    if use_reentrant is None:
+        warnings.warn(f"{where}: pass use_reentrant explicitly. Without it PyTorch (and so "
+                      f"fastnn) use the reentrant variant, use_reentrant=True, in which a "
+                      f"block none of whose inputs requires grad gets no gradients and "
+                      f"keyword arguments are refused; use_reentrant=False is recommended",
+                      UserWarning, stacklevel=3)
+        return True
+    if not isinstance(use_reentrant, bool):
+        raise TypeError(f"{where}: use_reentrant must be True, False or None, got "
+                        f"{use_reentrant!r}")
+    return use_reentrant
+
+
 class _Flat:
     """``function`` called on the leaves of its arguments (``args_spec`` rebuilds the
     ``(args, kwargs)`` nesting), returning the tuple of its output's leaves (a tensor, or
@@ -209,8 +223,10 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwar
     """Run ``functions`` (a Sequential or a list of modules/callables) one after another on
     ``input``, in ``segments`` chunks: every chunk but the last is checkpointed.
 
-    ``preserve_rng_state`` (keyword, default True) is passed to :func:`checkpoint`.
+    ``preserve_rng_state`` (keyword, default True) and ``use_reentrant`` (None: True, with
+    a warning, as PyTorch's) are passed to :func:`checkpoint`.
     """
+    use_reentrant = _reentrant("checkpoint_sequential", use_reentrant)
     preserve = kwargs.pop("preserve_rng_state", True)
     if kwargs:
         raise ValueError(f"checkpoint_sequential: unexpected keyword arguments {sorted(kwargs)}")

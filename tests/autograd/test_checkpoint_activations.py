@@ -101,6 +101,34 @@ def test_parameters_get_gradients_when_the_input_needs_none():
     assert any("requires_grad" in str(w.message) for w in caught)
 
 
+def test_use_reentrant_not_given_is_pytorchs_default_the_reentrant_variant():
+    # PyTorch warns and runs the reentrant variant: a block whose input needs no grad
+    # leaves its parameters without gradients, and keyword arguments are refused
+    def run(lib, ck, **kwargs):
+        lib.manual_seed(0)
+        layer = lib.nn.Linear(4, 3).double()
+        x = lib.tensor(X)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = ck(layer, x, **kwargs)
+        said = any("use_reentrant" in str(w.message) for w in caught)
+        return said, out.requires_grad
+
+    from fastnn.utils.checkpoint import checkpoint as ours
+
+    assert run(fnn, ours) == (True, False)
+    assert run(fnn, ours, use_reentrant=False) == (False, True)
+    with pytest.warns(UserWarning, match="use_reentrant"), pytest.raises(ValueError):
+        ours(lambda t, scale: t * scale, fnn.tensor(X, requires_grad=True), scale=2.0)
+    with pytest.warns(UserWarning, match="use_reentrant"):
+        checkpoint_sequential(_mlp(), 2, fnn.tensor(X, dtype=fnn.float64))
+    if torch is not None:
+        from torch.utils.checkpoint import checkpoint as theirs
+
+        assert run(torch, theirs) == (True, False)
+        assert run(torch, theirs, use_reentrant=False)[1] is True
+
+
 def test_autograd_grad_with_respect_to_parameters():
     model = _mlp()
     params = list(model.parameters())
