@@ -20,6 +20,7 @@ from fastnn.ops.joining import stack
 from fastnn.ops.tensor import Tensor
 
 _ABSENT = object()
+_PROPERTY = object()  # _swap's mark for a tensor set through a class property
 
 
 def _merged(dicts) -> dict:
@@ -74,12 +75,21 @@ def _swap(module: Module, name: str, value):
             table[leaf] = value
             object.__setattr__(owner, leaf, value)
             return owner, leaf, table, old
+    if isinstance(getattr(type(owner), leaf, None), property):
+        # a parametrized tensor (nn.utils.parametrize): as PyTorch's, set through the
+        # property (the parametrization's right_inverse) and set back the value it had
+        old = getattr(owner, leaf)
+        setattr(owner, leaf, value)
+        return owner, leaf, _PROPERTY, old
     old = owner.__dict__.get(leaf, _ABSENT)  # not a parameter or buffer: a plain attribute
     object.__setattr__(owner, leaf, value)
     return owner, leaf, None, old
 
 
 def _restore(owner, leaf, table, old) -> None:
+    if table is _PROPERTY:
+        setattr(owner, leaf, old)
+        return
     if table is not None:
         table[leaf] = old
     if old is _ABSENT:

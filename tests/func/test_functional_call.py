@@ -95,3 +95,17 @@ def test_replace_all_batch_norm_modules_drops_the_running_statistics():
     per_group = vmap(grad(lambda p, xb: (functional_call(model, p, (xb,)) ** 3).sum()),
                      in_dims=(None, 0))(params, x)
     assert per_group["0.weight"].shape == (3, 6, 4)
+
+
+def test_a_parametrized_tensor_given_by_its_own_name_leaves_the_module_as_it_was():
+    # PyTorch sets it through the parametrization's property (right_inverse) and sets the
+    # old value back the same way; fastnn wrote the originals, then failed to restore them
+    from fastnn.nn.utils import parametrizations
+
+    layer = parametrizations.weight_norm(nn.Linear(4, 3, dtype=fnn.float64))
+    before = layer.weight.detach().numpy().copy()
+    w = fnn.tensor(np.arange(12.0).reshape(3, 4) - 5)
+    x = fnn.tensor(np.ones((2, 4)))
+    out = functional_call(layer, {"weight": w, "bias": fnn.zeros(3, dtype=fnn.float64)}, (x,))
+    np.testing.assert_allclose(out.numpy(), x.numpy() @ w.numpy().T, rtol=1e-12)
+    np.testing.assert_allclose(layer.weight.detach().numpy(), before, rtol=1e-12)
