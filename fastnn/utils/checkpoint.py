@@ -15,13 +15,16 @@ into the inputs' history.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 
 import fastnn
 from fastnn.autograd import Function, enable_grad, engine
 from fastnn.func import pytree
 
-__all__ = ["checkpoint", "checkpoint_sequential"]
+__all__ = ["checkpoint", "checkpoint_sequential", "noop_context_fn"]
+
+_DETERMINISM_CHECKS = ("default", "none")  # PyTorch's determinism_check values
 
 
 def _is_tensor(x) -> bool:
@@ -64,7 +67,8 @@ class _Checkpoint(Function):
                     a = d
             inputs.append(a)
         outs = _recompute(ctx, inputs)
-        _check_same(ctx.shapes, outs)
+        if getattr(ctx.function, "check", True):
+            _check_same(ctx.shapes, outs)
         roots, seeds = [], []
         for o, g in zip(outs, grad_outputs):
             if _is_tensor(o) and o.requires_grad and g is not None:
@@ -146,7 +150,8 @@ def _check_same(shapes, outs) -> None:
             f"run again (no state changed between the two runs)")
 
 
-def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, **kwargs):
+def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism_check="default",
+               debug=False, early_stop=True, preserve_rng_state=True, **kwargs):
     """``function(*args, **kwargs)`` without keeping its activations; they are recomputed
     in backward.
 
@@ -163,8 +168,22 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, **k
     must be passed as arguments (with ``use_reentrant=False``, also inside tuples, lists
     and dicts among them), not taken from a closure: the recomputation would otherwise
     backpropagate into the graph outside the block a second time.
+
+    PyTorch's options of the non-reentrant variant: ``context_fn`` returns two context
+    managers, the first entered around the forward, the second around the recomputation;
+    ``determinism_check="none"`` skips the check that the recomputation gives tensors of
+    the first run's shapes ("default"); ``debug`` and ``early_stop`` are accepted and
+    change nothing here (fastnn recomputes the whole block, and has no extra trace).
     """
     use_reentrant = _reentrant("checkpoint", use_reentrant)
+    if context_fn is None:
+        context_fn = noop_context_fn
+    if use_reentrant and (context_fn is not noop_context_fn or debug):
+        raise ValueError("checkpoint: passing context_fn or debug is only supported when "
+                         "use_reentrant=False")
+    if determinism_check not in _DETERMINISM_CHECKS:
+        raise ValueError(f"checkpoint: determinism_check should be one of "
+                         f"{list(_DETERMINISM_CHECKS)}, but got {determinism_check!r}")
     if not callable(function):
         raise TypeError(f"checkpoint: function must be callable, got {type(function).__name__}")
     if not fastnn.is_grad_enabled():
@@ -185,7 +204,7 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, **k
     anchor = None
     if not any(_is_tensor(a) and a.requires_grad for a in values):
         anchor = fastnn.zeros((), requires_grad=True)
-    flat = _Flat(function, spec)
+    flat = _Flat(function, spec, context_fn(), determinism_check != "none")
     leaves = _Checkpoint.apply(flat, preserve, anchor, *values)
     return pytree.unflatten(list(leaves), flat.spec)
 
@@ -208,15 +227,27 @@ def _reentrant(where: str, use_reentrant) -> bool:
 class _Flat:
     """``function`` called on the leaves of its arguments (``args_spec`` rebuilds the
     ``(args, kwargs)`` nesting), returning the tuple of its output's leaves (a tensor, or
-    any nesting of tuples, lists and dicts); ``spec`` rebuilds the output."""
+    any nesting of tuples, lists and dicts); ``spec`` rebuilds the output. The first call
+    (the forward) runs inside ``contexts[0]``, later ones (recomputations) inside
+    ``contexts[1]``; ``check``: whether a recomputation's shapes are checked."""
 
-    def __init__(self, function, args_spec):
+    def __init__(self, function, args_spec, contexts, check):
         self.function, self.args_spec, self.spec = function, args_spec, None
+        self.contexts, self.check, self.calls = tuple(contexts), check, 0
 
     def __call__(self, *values):
         args, kwargs = pytree.unflatten(list(values), self.args_spec)
-        leaves, self.spec = pytree.flatten(self.function(*args, **kwargs))
+        context = self.contexts[min(self.calls, 1)]
+        self.calls += 1
+        with context:
+            output = self.function(*args, **kwargs)
+        leaves, self.spec = pytree.flatten(output)
         return tuple(leaves)
+
+
+def noop_context_fn():
+    """``context_fn``'s default: two contexts that do nothing."""
+    return contextlib.nullcontext(), contextlib.nullcontext()
 
 
 def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):

@@ -129,6 +129,38 @@ def test_use_reentrant_not_given_is_pytorchs_default_the_reentrant_variant():
         assert run(torch, theirs, use_reentrant=False)[1] is True
 
 
+def test_pytorchs_non_reentrant_options_are_taken():
+    # context_fn (one context around the forward, one around the recomputation),
+    # determinism_check, debug and early_stop are PyTorch's keyword options, not
+    # arguments of the block
+    import contextlib
+
+    seen, phase = [], [None]
+
+    @contextlib.contextmanager
+    def entered(name):
+        phase[0] = name
+        try:
+            yield
+        finally:
+            phase[0] = None
+
+    def block(t):
+        seen.append(phase[0])
+        return t.tanh()
+
+    x = fnn.tensor(X, requires_grad=True)
+    out = checkpoint(block, x, use_reentrant=False, determinism_check="none", debug=False,
+                     early_stop=True, context_fn=lambda: (entered("forward"), entered("again")))
+    out.sum().backward()
+    assert seen == ["forward", "again"]
+    np.testing.assert_allclose(x.grad.numpy(), 1 - np.tanh(X) ** 2, rtol=1e-6)
+    with pytest.raises(ValueError, match="use_reentrant=False"):
+        checkpoint(block, x, use_reentrant=True, debug=True)
+    with pytest.raises(ValueError, match="determinism_check"):
+        checkpoint(block, x, use_reentrant=False, determinism_check="strict")
+
+
 def test_autograd_grad_with_respect_to_parameters():
     model = _mlp()
     params = list(model.parameters())
