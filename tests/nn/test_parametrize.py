@@ -141,3 +141,30 @@ def test_errors_as_torch():
         P.register_parametrization(nn.Linear(3, 3), "nothing", Shrink())
     with pytest.raises(ValueError, match="does not have a parametrization on bias"):
         P.remove_parametrizations(nn.Linear(3, 3), "bias")
+
+
+@pytest.mark.parametrize("tensor_name", [None, "weight"])
+def test_transfer_parametrizations_and_params_shares_them_as_torchs(tensor_name):
+    class Sym(nn.Module):
+        def forward(self, X):
+            return X.triu() + X.triu(1).T
+
+    class TSym(torch.nn.Module):
+        def forward(self, X):
+            return X.triu() + X.triu(1).T
+
+    w = np.random.default_rng(0).standard_normal((4, 4)).astype(np.float32)
+    found = []
+    for lib, sym, module in ((fnn, Sym, nn), (torch, TSym, torch.nn)):
+        src = module.Linear(4, 4)
+        with lib.no_grad():
+            src.weight.copy_(lib.tensor(w))
+        lib.nn.utils.parametrize.register_parametrization(src, "weight", sym())
+        dst = module.Module()  # no weight of its own: it gets one first
+        lib.nn.utils.parametrize.transfer_parametrizations_and_params(src, dst, tensor_name)
+        assert dst.parametrizations.weight.original is src.parametrizations.weight.original
+        assert dst.parametrizations.weight[0] is src.parametrizations.weight[0]
+        found.append((sorted(dst.state_dict()), type(dst).__name__,
+                      dst.weight.detach().numpy().copy()))
+    assert found[0][:2] == found[1][:2]
+    np.testing.assert_array_equal(found[0][2], found[1][2])

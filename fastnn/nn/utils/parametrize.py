@@ -279,3 +279,29 @@ def remove_parametrizations(module: Module, tensor_name: str,
 def type_before_parametrizations(module: Module) -> type:
     """The module's class before parametrizations changed it."""
     return type(module).__bases__[0] if is_parametrized(module) else type(module)
+
+
+def transfer_parametrizations_and_params(from_module: Module, to_module: Module,
+                                         tensor_name: str | None = None) -> Module:
+    """Give ``to_module`` the parametrizations of ``from_module`` (all of them, or those of
+    ``tensor_name``), sharing the same parametrization modules and original parameters,
+    as PyTorch's; a tensor ``to_module`` lacks is first added as a Parameter holding
+    ``from_module``'s parametrized value. Returns ``to_module``."""
+    if not is_parametrized(from_module):
+        return to_module
+    names = list(from_module.parametrizations) if tensor_name is None else [tensor_name]
+    for name in names:
+        if not hasattr(to_module, name):
+            setattr(to_module, name, Parameter(getattr(from_module, name)))
+        source = from_module.parametrizations[name]
+        for parametrization in source:
+            register_parametrization(to_module, name, parametrization)
+        target = to_module.parametrizations[name]
+        if hasattr(source, "original"):
+            target.original = source.original
+        else:
+            num = 0
+            while hasattr(source, f"original{num}"):
+                setattr(target, f"original{num}", getattr(source, f"original{num}"))
+                num += 1
+    return to_module
