@@ -77,8 +77,10 @@ class DataLoader:
         if self.num_workers == 0 and (prefetch_factor is not None or persistent_workers):
             raise ValueError("DataLoader: prefetch_factor and persistent_workers need "
                              "num_workers > 0 (they describe worker processes)")
-        self.prefetch_factor = (2 if prefetch_factor is None else
-                                integer("DataLoader", "prefetch_factor", prefetch_factor, 1))
+        # None without workers, as PyTorch's (code that rebuilds a loader from its
+        # attributes passes it back, and a number there needs workers)
+        self.prefetch_factor = (None if self.num_workers == 0 else 2 if prefetch_factor is None
+                                else integer("DataLoader", "prefetch_factor", prefetch_factor, 1))
         self.persistent_workers = bool(persistent_workers)
         if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real) or timeout < 0:
             raise ValueError(f"DataLoader: timeout must be a number of seconds >= 0, got "

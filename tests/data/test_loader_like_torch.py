@@ -225,3 +225,20 @@ def test_a_loader_has_torchs_sampler_and_batch_sampler(shuffle):
         theirs = torch.utils.data.RandomSampler if shuffle else torch.utils.data.SequentialSampler
         assert isinstance(ref.sampler, theirs) and len(ref.sampler) == 10
         assert len(ref.batch_sampler) == 3
+
+
+@pytest.mark.parametrize("num_workers, prefetch_factor, want", [(0, None, None), (2, None, 2),
+                                                                 (2, 3, 3)])
+def test_prefetch_factor_attribute_as_torchs(num_workers, prefetch_factor, want):
+    """PyTorch's loader keeps prefetch_factor None without workers, so that a loader rebuilt
+    from its attributes (as training frameworks do) is accepted again."""
+    data = TensorDataset(fnn.arange(4.0))
+    loader = DataLoader(data, num_workers=num_workers, prefetch_factor=prefetch_factor)
+    assert loader.prefetch_factor == want
+    again = DataLoader(data, num_workers=loader.num_workers,
+                       prefetch_factor=loader.prefetch_factor)
+    assert again.prefetch_factor == want
+    if torch is not None:
+        ref = torch.utils.data.DataLoader(torch.arange(4.0), num_workers=num_workers,
+                                          prefetch_factor=prefetch_factor)
+        assert ref.prefetch_factor == want
