@@ -134,3 +134,43 @@ def test_parameters_to_vector_and_back():
     np.testing.assert_array_equal(model[2].bias.numpy(), [10.0])
     with pytest.raises(ValueError, match="has 3 elements, the parameters 11"):
         nn.utils.vector_to_parameters(fnn.ones(3), model.parameters())
+
+
+def test_the_attention_and_library_switches_are_kept():
+    cuda = fnn.backends.cuda
+    assert cuda.flash_sdp_enabled() and cuda.math_sdp_enabled()
+    cuda.enable_flash_sdp(False)
+    try:
+        assert not cuda.flash_sdp_enabled() and cuda.mem_efficient_sdp_enabled()
+        with cuda.sdp_kernel(enable_flash=True, enable_math=False):
+            assert cuda.flash_sdp_enabled() and not cuda.math_sdp_enabled()
+        assert not cuda.flash_sdp_enabled() and cuda.math_sdp_enabled()
+    finally:
+        cuda.enable_flash_sdp(True)
+    with pytest.raises(TypeError, match="enable_math_sdp: enabled must be True or False"):
+        cuda.enable_math_sdp("no")
+    assert fnn.backends.mkldnn.is_available() is False and fnn.backends.opt_einsum.enabled
+    model = fnn.nn.Linear(2, 2)
+    x = fnn.ones(1, 2)
+    before = model(x).tolist()
+    assert model.compile(mode="max-autotune") is None and model(x).tolist() == before
+
+
+def _child(index, folder, fail_at):
+    if index == fail_at:
+        raise ValueError(f"child {index} was told to fail")
+    with open(f"{folder}/{index}", "w") as f:
+        f.write(str(index * 10))
+
+
+def test_multiprocessing_spawn_runs_each_index_and_reports_a_failure(tmp_path):
+    import fastnn.multiprocessing as mp
+
+    assert mp.get_context("spawn").get_start_method() == "spawn" and mp.cpu_count() >= 1
+    mp.spawn(_child, args=(str(tmp_path), -1), nprocs=2)
+    assert sorted(p.read_text() for p in tmp_path.iterdir()) == ["0", "10"]
+    with pytest.raises(mp.ProcessRaisedException, match="child 1 was told to fail") as info:
+        mp.spawn(_child, args=(str(tmp_path), 1), nprocs=2)
+    assert info.value.error_index == 1
+    with pytest.raises(ValueError, match="nprocs must be a positive int"):
+        mp.spawn(_child, nprocs=0)
