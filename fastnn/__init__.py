@@ -187,7 +187,25 @@ def __getattr__(name):
         return importlib.import_module("fastnn.ops.random_ops")
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
+    if name in _NOT_HERE:
+        raise AttributeError(f"module 'fastnn' has no attribute {name!r}: PyTorch's "
+                             f"torch.{name} {_NOT_HERE[name]}")
     raise AttributeError(f"module 'fastnn' has no attribute {name!r}")
+
+
+# PyTorch's submodules that fastnn does not have, and why (an AttributeError says so)
+_NOT_HERE = {
+    "fft": "works on complex tensors, and fastnn has no complex dtypes",
+    "sparse": "works on sparse tensors, and fastnn's tensors are dense only",
+    "hub": "downloads models; fastnn loads their torch.save files with fnn.load",
+    **dict.fromkeys(("fx", "export", "_dynamo", "library", "overrides"),
+                    "works on PyTorch's own graph and operator machinery, which fastnn does "
+                    "not have (fnn.compile captures a step)"),
+    **dict.fromkeys(("ao", "quantization"), "quantizes models, which fastnn does not"),
+    "masked": "works on masked tensors, which fastnn does not have",
+    "signal": "has window functions only; fastnn has hann_window and its siblings at the "
+              "top level",
+}
 
 
 def _stand_in(name: str, target: str):

@@ -174,3 +174,11 @@ def test_multiprocessing_spawn_runs_each_index_and_reports_a_failure(tmp_path):
     assert info.value.error_index == 1
     with pytest.raises(ValueError, match="nprocs must be a positive int"):
         mp.spawn(_child, nprocs=0)
+
+
+@pytest.mark.parametrize("name, why", [("fft", "no complex dtypes"), ("sparse", "dense only"),
+                                       ("_dynamo", "fnn.compile captures a step")])
+def test_a_pytorch_submodule_fastnn_lacks_says_why(name, why):
+    assert not hasattr(fnn, name)
+    with pytest.raises(AttributeError, match=f"torch.{name} .*{why}"):
+        getattr(fnn, name)
