@@ -10,8 +10,6 @@ from __future__ import annotations
 import os
 from types import SimpleNamespace
 
-from fastnn.api.args import flag
-
 _state = {"deterministic": False, "warn_only": False}
 
 
@@ -203,52 +201,15 @@ def is_storage(obj) -> bool:
 
 
 def backend_switches(target) -> None:
-    """Give ``target`` (``fnn.backends``) PyTorch's ``cudnn``, ``cuda.matmul``, ``cuda``'s
-    attention switches, ``mps``, ``mkldnn`` and ``opt_einsum`` attributes, so that
-    ``torch.backends.cudnn.benchmark = True`` and ``enable_flash_sdp(False)`` run: fastnn
-    has no cuDNN autotuner, TF32 switch or attention kernels to choose between, so the
-    values are only kept."""
+    """Give ``target`` (``fnn.backends``) PyTorch's ``cudnn``, ``cuda.matmul``, ``mps``,
+    ``mkldnn`` and ``opt_einsum`` attributes, so that ``torch.backends.cudnn.benchmark =
+    True`` runs: fastnn has no cuDNN autotuner or TF32 switch to drive, so the values are
+    only kept."""
     target.cudnn = SimpleNamespace(enabled=True, benchmark=False, deterministic=False,
                                    allow_tf32=True, is_available=lambda: False)
     matmul = SimpleNamespace(allow_tf32=False, allow_fp16_reduced_precision_reduction=True)
     target.cuda = SimpleNamespace(matmul=matmul, is_built=lambda: False)
-    for kind in ("flash", "mem_efficient", "math", "cudnn"):
-        _sdp_switch(target.cuda, kind)
-    target.cuda.sdp_kernel = _sdp_kernel(target.cuda)
     target.mps = SimpleNamespace(is_available=lambda: False, is_built=lambda: False)
     target.mkldnn = SimpleNamespace(enabled=True, is_available=lambda: False)
     target.opt_einsum = SimpleNamespace(enabled=True, strategy="auto",
                                         is_available=lambda: False)
-
-
-def _sdp_switch(cuda, kind: str) -> None:
-    """``enable_<kind>_sdp(flag)`` and ``<kind>_sdp_enabled()`` on ``cuda``, sharing one
-    kept flag."""
-    state = {"on": True}
-
-    def enable(enabled: bool) -> None:
-        state["on"] = flag(f"enable_{kind}_sdp", "enabled", enabled)
-
-    setattr(cuda, f"enable_{kind}_sdp", enable)
-    setattr(cuda, f"{kind}_sdp_enabled", lambda: state["on"])
-
-
-def _sdp_kernel(cuda):
-    """``torch.backends.cuda.sdp_kernel(enable_flash=..., ...)``: a context manager that
-    sets the kept switches and puts them back."""
-    import contextlib
-
-    @contextlib.contextmanager
-    def sdp_kernel(enable_flash=True, enable_math=True, enable_mem_efficient=True,
-                   enable_cudnn=True):
-        kinds = ("flash", "math", "mem_efficient", "cudnn")
-        before = [getattr(cuda, f"{k}_sdp_enabled")() for k in kinds]
-        for k, on in zip(kinds, (enable_flash, enable_math, enable_mem_efficient, enable_cudnn)):
-            getattr(cuda, f"enable_{k}_sdp")(on)
-        try:
-            yield
-        finally:
-            for k, on in zip(kinds, before):
-                getattr(cuda, f"enable_{k}_sdp")(on)
-
-    return sdp_kernel
