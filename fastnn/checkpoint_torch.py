@@ -8,7 +8,9 @@ table of fastnn's own stand-ins (PyTorch is never imported), and any other name 
 refused before anything is called. What it rebuilds: dicts (``OrderedDict`` too), lists,
 tuples, sets, numbers, strings, bytes, ``torch.Size`` (a tuple), ``torch.device`` (its
 string), dtypes (fastnn's) and tensors and Parameters, as NumPy arrays (bfloat16 ones as
-float32, exactly: NumPy has no bfloat16). A whole pickled ``nn.Module`` or optimizer is
+float32, exactly: NumPy has no bfloat16). Tensors that shared a storage when saved (tied
+weights, a transpose) share memory again, as PyTorch's load gives them; each storage is
+read once, straight from the file into its array. A whole pickled ``nn.Module`` or optimizer is
 refused by its class name, as PyTorch's own ``weights_only`` load refuses it.
 
 PyTorch's older format (a bare pickle, before 1.6) and TorchScript archives are refused
@@ -22,6 +24,7 @@ import collections
 import io
 import pickle
 import zipfile
+import zlib
 
 import numpy as np
 
@@ -44,7 +47,7 @@ class _Storage:
 
 def _rebuild_tensor(storage, offset, size, stride, *_rest):
     """``torch._utils._rebuild_tensor_v2``: the elements of a storage at (offset, size,
-    stride), as a NumPy array of its own."""
+    stride), as a NumPy view of it."""
     array, bfloat16 = storage
     size, stride = tuple(size), tuple(stride)
     if len(size) != len(stride) or any(n < 0 for n in size) or any(s < 0 for s in stride):
@@ -56,9 +59,9 @@ def _rebuild_tensor(storage, offset, size, stride, *_rest):
                 f"a tensor of size {size}, stride {stride} at offset {offset} reaches past "
                 f"its storage of {array.size} elements")
     step = array.itemsize
-    view = np.lib.stride_tricks.as_strided(array[offset:], size,
-                                           tuple(s * step for s in stride), writeable=False)
-    out = np.array(view)  # (its own, writable: storages may be shared by several tensors)
+    # a view of the storage, as PyTorch's tensors are: tensors saved sharing a storage
+    # (tied weights, a transpose) share it again
+    out = np.lib.stride_tricks.as_strided(array[offset:], size, tuple(s * step for s in stride))
     if bfloat16:  # bfloat16 is the top half of a float32: exact
         out = (out.astype(np.uint32) << 16).view(np.float32)
     return out
@@ -151,19 +154,44 @@ class _Reader(pickle._Unpickler):
         _, kind, key, _location, numel = pid
         found = self._storages.get(key)
         if found is None:
-            try:
-                raw = self._archive.read(f"{self._prefix}data/{key}")
-            except KeyError:
-                raise pickle.UnpicklingError(f"its storage {key!r} is missing") from None
-            if len(raw) != numel * kind.dtype.itemsize:
-                raise pickle.UnpicklingError(
-                    f"its storage {key!r} holds {len(raw)} bytes, not {numel} "
-                    f"{kind.name} elements")
-            array = np.frombuffer(raw, kind.dtype)
+            if isinstance(numel, bool) or not isinstance(numel, int) or numel < 0:
+                raise pickle.UnpicklingError(f"its storage {key!r} has {numel!r} elements")
+            array = _read_storage(self._archive, f"{self._prefix}data/{key}", kind, numel)
             if self._swap:
                 array = array.byteswap()
             found = self._storages[key] = (array, kind.name == "BFloat16Storage")
         return found
+
+
+def _read_storage(archive, name: str, kind: _Storage, numel: int) -> np.ndarray:
+    """The ``numel`` elements of the archive's entry ``name``, read straight into a new
+    array when the entry is stored uncompressed (as torch.save stores it), its CRC-32
+    checked as zipfile checks it."""
+    try:
+        info = archive.getinfo(name)
+    except KeyError:
+        raise pickle.UnpicklingError(f"its storage {name.rsplit('/', 1)[-1]!r} is missing") \
+            from None
+    if info.file_size != numel * kind.dtype.itemsize:
+        raise pickle.UnpicklingError(
+            f"its storage {name.rsplit('/', 1)[-1]!r} holds {info.file_size} bytes, not "
+            f"{numel} {kind.name} elements")
+    array = np.empty(numel, kind.dtype)
+    raw = memoryview(array).cast("B")
+    fp = archive.fp
+    if info.compress_type != zipfile.ZIP_STORED or not hasattr(fp, "readinto"):
+        raw[:] = archive.read(name)
+        return array
+    fp.seek(info.header_offset)
+    local = fp.read(30)  # the local header: its name and extra field lengths at 26..30
+    if len(local) != 30 or not local.startswith(b"PK\x03\x04"):
+        raise pickle.UnpicklingError(f"the zip entry {name!r} has no local header")
+    fp.seek(info.header_offset + 30 + int.from_bytes(local[26:28], "little")
+            + int.from_bytes(local[28:30], "little"))
+    if fp.readinto(raw) != len(raw) or zlib.crc32(raw) != info.CRC:
+        raise pickle.UnpicklingError(f"the bytes of {name!r} are truncated or corrupt (its "
+                                     "CRC-32 does not match)")
+    return array
 
 
 def is_zip(first: bytes) -> bool:
