@@ -152,13 +152,15 @@ def _child(index, folder, fail_at):
 
 
 def test_multiprocessing_spawn_runs_each_index_and_reports_a_failure(tmp_path):
+    # (forked here: a spawned child imports this test module, torch with it, ~25 s a child
+    # on a loaded machine; spawn() is start_processes with "spawn")
     import fastnn.multiprocessing as mp
 
     assert mp.get_context("spawn").get_start_method() == "spawn" and mp.cpu_count() >= 1
-    mp.spawn(_child, args=(str(tmp_path), -1), nprocs=2)
+    mp.start_processes(_child, args=(str(tmp_path), -1), nprocs=2, start_method="fork")
     assert sorted(p.read_text() for p in tmp_path.iterdir()) == ["0", "10"]
     with pytest.raises(mp.ProcessRaisedException, match="child 1 was told to fail") as info:
-        mp.spawn(_child, args=(str(tmp_path), 1), nprocs=2)
+        mp.start_processes(_child, args=(str(tmp_path), 1), nprocs=2, start_method="fork")
     assert info.value.error_index == 1
     with pytest.raises(ValueError, match="nprocs must be a positive int"):
         mp.spawn(_child, nprocs=0)
