@@ -136,6 +136,11 @@ def _installed_version() -> str:
 __version__ = _installed_version()
 """The installed fastnn-core's version (``fastnn --version`` prints it)."""
 
+# the submodules loaded on first use (__getattr__ below), to keep import light
+_SUBMODULES = ("nn", "optim", "data", "utils", "linalg", "special", "testing", "distributions",
+               "func", "distributed", "onnx", "profiler", "compiler", "jit", "version",
+               "multiprocessing")
+
 _LAZY = {  # name -> the module it is loaded from on first use (__getattr__ below)
     "save": "fastnn.checkpoint", "load": "fastnn.checkpoint",
     "compile": "fastnn.capture", "CaptureError": "fastnn.capture",
@@ -162,31 +167,45 @@ __all__ = [
     "get_default_dtype", "half", "int", "long", "short", "set_default_dtype", "set_grad_enabled",
     "Size", "are_deterministic_algorithms_enabled", "get_num_threads", "set_num_threads",
     "get_num_interop_threads", "set_num_interop_threads",
-    "use_deterministic_algorithms", "testing", "is_storage", "set_flush_denormal",
+    "use_deterministic_algorithms", "is_storage", "set_flush_denormal",
     "inference_mode", "is_inference_mode_enabled", "is_anomaly_enabled", "set_anomaly_enabled",
     "autocast", "clear_autocast_cache", "get_autocast_dtype", "is_autocast_cache_enabled",
     "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_dtype",
     "set_autocast_enabled",
-    "nn", "optim", "utils", "linalg", "special", "distributions", "func",  # loaded on first use
-    "distributed", "onnx", "profiler", "compiler", "jit", "version",
+    *(name for name in _SUBMODULES if name != "data"),  # (fastnn.data: torch.utils.data)
     "UncertifiedBackendWarning", "pi", "e", "inf", "nan", "newaxis", *_LAZY,
 ]
 __all__ += sorted(set(_TOP) - set(__all__))
 
 
 def __getattr__(name):
-    # nn, optim, data, utils and the checkpoint functions load on first use to keep
-    # import light
     import importlib
 
-    if name in ("nn", "optim", "data", "utils", "linalg", "special", "testing", "distributions",
-                "func", "distributed", "onnx", "profiler", "compiler", "jit", "version"):
+    if name in _SUBMODULES:
         return importlib.import_module(f"fastnn.{name}")
     if name == "random":  # torch.random: manual_seed, seed, get/set_rng_state, fork_rng
         return importlib.import_module("fastnn.ops.random_ops")
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
+    if name in _NOT_HERE:
+        raise AttributeError(f"module 'fastnn' has no attribute {name!r}: PyTorch's "
+                             f"torch.{name} {_NOT_HERE[name]}")
     raise AttributeError(f"module 'fastnn' has no attribute {name!r}")
+
+
+# PyTorch's submodules that fastnn does not have, and why (an AttributeError says so)
+_NOT_HERE = {
+    "fft": "works on complex tensors, and fastnn has no complex dtypes",
+    "sparse": "works on sparse tensors, and fastnn's tensors are dense only",
+    "hub": "downloads models; fastnn loads their torch.save files with fnn.load",
+    **dict.fromkeys(("fx", "export", "_dynamo", "library", "overrides"),
+                    "works on PyTorch's own graph and operator machinery, which fastnn does "
+                    "not have (fnn.compile captures a step)"),
+    **dict.fromkeys(("ao", "quantization"), "quantizes models, which fastnn does not"),
+    "masked": "works on masked tensors, which fastnn does not have",
+    "signal": "has window functions only; fastnn has hann_window and its siblings at the "
+              "top level",
+}
 
 
 def _stand_in(name: str, target: str):

@@ -40,7 +40,7 @@ import os
 
 import numpy as np
 
-from fastnn import checkpoint_format
+from fastnn import checkpoint_format, checkpoint_torch
 from fastnn.checkpoint_files import atomic_write
 
 SEP = "/"
@@ -149,6 +149,24 @@ def _key(key):
     return key
 
 
+def _starts_a_zip(source) -> bool:
+    """Whether ``source`` (a path, or a file object left where it was) starts as a zip
+    archive: PyTorch's torch.save file, read by :mod:`fastnn.checkpoint_torch`."""
+    if isinstance(source, str):
+        try:
+            with open(source, "rb") as f:
+                return checkpoint_torch.is_zip(f.read(4))
+        except OSError:
+            return False  # (the safetensors reader says what is wrong with the path)
+    try:
+        start = source.tell()
+        first = source.read(4)
+        source.seek(start)
+    except (AttributeError, OSError, ValueError):
+        return False
+    return isinstance(first, bytes) and checkpoint_torch.is_zip(first)
+
+
 def _path(owner: str, path) -> str:
     try:
         return os.fsdecode(os.fspath(path))
@@ -186,6 +204,10 @@ def load(path, map_location=None, pickle_module=None, *, weights_only=None, mmap
     host arrays whatever the device (``load_state_dict`` puts them on the module's), and
     the format holds data only, never code, so every load is ``weights_only``.
 
+    A file written by PyTorch's ``torch.save`` (its zip format) loads too, without PyTorch:
+    its tensors, dicts, lists, numbers and strings, as PyTorch's ``weights_only=True`` load
+    reads them, never running code from the file (:mod:`fastnn.checkpoint_torch`).
+
     The header is checked against the file's size before any tensor is read, each tensor
     is read straight into its array, and the checksums (where the file has them) are
     verified: a truncated or corrupt file raises ValueError naming the path (and the
@@ -194,10 +216,14 @@ def load(path, map_location=None, pickle_module=None, *, weights_only=None, mmap
     with PyTorch)."""
     if hasattr(path, "read") and not isinstance(path, (str, bytes)):
         label = repr(getattr(path, "name", None) or type(path).__name__)
+        if _starts_a_zip(path):
+            return checkpoint_torch.read(path, label)
         tensors, meta = checkpoint_format.read_stream(path, label)
         path = label
     else:
         path = _path("load", path)
+        if _starts_a_zip(path):
+            return checkpoint_torch.read(path, path)
         tensors, meta = checkpoint_format.read(path)
     if meta is None or _META_KEY not in meta:
         return tensors

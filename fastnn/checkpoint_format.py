@@ -141,12 +141,12 @@ def _read(f, size: int):
         raise _Corrupt("too short for a header (truncated or empty)")
     first = _read_exactly(f, 8, "the header length")
     n = int.from_bytes(first, "little")
-    # torch.save's zip archive, or its older bare pickle: both read as an impossible length
+    # torch.save's older bare pickle (its zip archive is read by fastnn.checkpoint_torch)
     if n > min(MAX_HEADER, size - 8) and first.startswith((b"PK\x03\x04", b"\x80\x02\x8a")):
-        raise _Corrupt("it is a PyTorch torch.save file (a pickle, in a zip archive or "
-                       "bare), which fastnn never unpickles; with PyTorch, torch.load it "
-                       "and save its tensors as NumPy arrays with fnn.save (or with "
-                       "safetensors)")
+        raise _Corrupt("it is a PyTorch torch.save file in the format before PyTorch 1.6 (a "
+                       "bare pickle), which fastnn does not unpickle; with PyTorch, torch.load "
+                       "it and torch.save it again (the zip format, which fnn.load reads), or "
+                       "save its tensors with fnn.save")
     if n > min(MAX_HEADER, size - 8):
         raise _Corrupt(f"the header length says {n} bytes but the file holds {size - 8} after "
                        "it (truncated, corrupt or another format)")

@@ -201,11 +201,15 @@ def is_storage(obj) -> bool:
 
 
 def backend_switches(target) -> None:
-    """Give ``target`` (``fnn.backends``) PyTorch's ``cudnn``, ``cuda.matmul`` and ``mps``
-    attributes, so that ``torch.backends.cudnn.benchmark = True`` runs: fastnn has no
-    cuDNN autotuner or TF32 switch to drive, so the values are only kept."""
+    """Give ``target`` (``fnn.backends``) PyTorch's ``cudnn``, ``cuda.matmul``, ``mps``,
+    ``mkldnn`` and ``opt_einsum`` attributes, so that ``torch.backends.cudnn.benchmark =
+    True`` runs: fastnn has no cuDNN autotuner or TF32 switch to drive, so the values are
+    only kept."""
     target.cudnn = SimpleNamespace(enabled=True, benchmark=False, deterministic=False,
                                    allow_tf32=True, is_available=lambda: False)
     matmul = SimpleNamespace(allow_tf32=False, allow_fp16_reduced_precision_reduction=True)
     target.cuda = SimpleNamespace(matmul=matmul, is_built=lambda: False)
     target.mps = SimpleNamespace(is_available=lambda: False, is_built=lambda: False)
+    target.mkldnn = SimpleNamespace(enabled=True, is_available=lambda: False)
+    target.opt_einsum = SimpleNamespace(enabled=True, strategy="auto",
+                                        is_available=lambda: False)

@@ -20,8 +20,9 @@ from fastnn.autograd.grad_mode import no_grad
 from fastnn.distributed.comm import Communicator, check_same_layout
 from fastnn.distributed.process_group import ReduceOp, Work, world
 from fastnn.ops.joining import stack
-from fastnn.ops.storage import overlaps, write
+from fastnn.ops.storage import write
 from fastnn.ops.tensor import Tensor, zeros
+from fastnn.ops.view_layout import overlaps
 
 
 def _tensor(where: str, t, name: str = "tensor") -> Tensor:

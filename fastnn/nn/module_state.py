@@ -241,6 +241,11 @@ class ModuleState:
         warn_not_shared()
         return self
 
+    def compile(self, *args, **kwargs) -> None:
+        """``model.compile()``, PyTorch's in-place ``torch.compile``: accepted, and the
+        module keeps running eagerly, which computes what a compiled forward computes.
+        (fastnn's capture, ``fnn.compile(train_step)``, records a whole step.)"""
+
     def cpu(self) -> ModuleState:
         """Move to the cpu device; returns self."""
         return self.to("cpu")

@@ -21,9 +21,10 @@ from fastnn.ops import elementwise as ew
 from fastnn.ops import gathering as ga
 from fastnn.ops.core import check_same_device
 from fastnn.ops.creation import full_like
-from fastnn.ops.storage import base_of, check_inplace, inplace, overwritten, write
+from fastnn.ops.storage import check_inplace, inplace, overwritten, write
 from fastnn.ops.table import METHODS, public
 from fastnn.ops.tensor import Tensor, rand, randn, tensor
+from fastnn.ops.view_layout import base_of
 
 
 def _scaled(op, alpha):

@@ -14,9 +14,10 @@ from fastnn.autograd.engine import attach
 from fastnn.autograd.grad_mode import is_anomaly_enabled, switches
 from fastnn.ops.core import astype, broadcast_shape
 from fastnn.ops.spelling import UNSET, dim_of, keep_of, sizes_of
-from fastnn.ops.storage import copy_array, is_contiguous, layout, mark_view, source, whole
+from fastnn.ops.storage import copy_array, mark_view, source, whole
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
+from fastnn.ops.view_layout import is_contiguous, layout
 from fastnn.settings import check_memory_format
 
 _make = Tensor._make  # bound once: the hot paths skip the classmethod's lookup

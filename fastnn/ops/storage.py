@@ -3,8 +3,8 @@
 A tensor made by a view op (basic indexing, ``view``/``reshape`` when the layout allows,
 ``transpose``/``permute``, ``expand``, ``detach`` ...) records a view record: the
 tensor that owns the storage (its *base*, never itself a view) and how the view was made.
-From that the core derives, lazily, the view's layout in the base's storage (shape,
-strides, offset, counted in elements of the base in C order): ``stride()``,
+From that :mod:`fastnn.ops.view_layout` derives, lazily, the view's layout in the base's
+storage (shape, strides, offset, counted in elements of the base in C order): ``stride()``,
 ``is_contiguous()``, ``storage_offset()``, and the flat positions a write must reach.
 
 Writes go through :func:`write`, the one in-place write of the core. A backend whose view
@@ -24,22 +24,24 @@ from __future__ import annotations
 import math
 import weakref
 
-import numpy as np
-
 from fastnn.api import dtypes
-from fastnn.api.layout import contiguous_strides, view_strides
 from fastnn.autograd import engine, grad_mode, hooks, node_names
 from fastnn.autograd.engine import Node
 from fastnn.autograd.saved import OUTPUT_COPIED_ON_WRITE
 from fastnn.ops.core import astype
+from fastnn.ops.view_layout import (
+    BASE,
+    DETACHED,
+    KIND,
+    NO_GRAD,
+    PARENT,
+    base_of,
+    device_positions,
+    layout,
+    overlaps,
+    written_mask,
+)
 
-# A view's record, ``t._view``: a list (cheaper to make than an object, on every view op)
-# [base, parent, kind, args, detached, layout, positions]: the tensor that owns the storage
-# (never itself a view); the tensor the view was made from; the view op and its args;
-# whether it was made through detach()/.data (shares the storage, not the history); and
-# the layout and device positions, computed on first use; whether it (or the view it was
-# made from) was made under no_grad from a tensor with history.
-BASE, PARENT, KIND, ARGS, DETACHED, LAYOUT, POSITIONS, NO_GRAD = range(8)
 DATA = "data"  # the DETACHED entry of x.data and of its views (see data_of)
 
 
@@ -67,10 +69,6 @@ def native(device) -> bool:
     if found is None:
         found = ops._writes_views = "assign" in device.backend.implemented
     return found
-
-
-def base_of(t):
-    return t._view[BASE] if t._view is not None else t
 
 
 def source(x):
@@ -196,76 +194,6 @@ def _storage(base):
     return storage
 
 
-# ---------------------------------------------------------------- layouts
-
-
-def layout(t) -> tuple:
-    """(shape, strides, offset) of ``t`` in its base's storage, in elements."""
-    info = t._view
-    if info is None:
-        shape = tuple(t._data.shape)
-        return shape, contiguous_strides(shape), 0
-    if info[LAYOUT] is None:
-        shape, strides, offset = layout(info[PARENT])
-        kind, args = info[KIND], info[ARGS]
-        if kind == "slice":
-            starts, _, steps = args
-            offset += sum(a * s for a, s in zip(starts, strides))
-            strides = tuple(s * c for s, c in zip(strides, steps))
-        elif kind == "select":  # a slice without its int axes (x[1], x[:, 2])
-            starts, _, steps, kept = args
-            offset += sum(a * s for a, s in zip(starts, strides))
-            strides = tuple(strides[d] * steps[d] for d in kept)
-        elif kind == "transpose":
-            strides = tuple(strides[a] for a in args)
-        elif kind == "broadcast_to":
-            lead = len(args) - len(shape)
-            strides = (0,) * lead + tuple(0 if n_in == 1 and n != 1 else s for n, n_in, s in
-                                          zip(args[lead:], shape, strides))
-        elif kind == "reshape":
-            strides = view_strides(shape, strides, args)
-        elif kind == "as_strided":
-            strides, offset = args
-        info[LAYOUT] = (tuple(t._data.shape), tuple(strides), offset)
-    return info[LAYOUT]
-
-
-def is_contiguous(t) -> bool:
-    shape, strides, _ = layout(t)
-    if 0 in shape:  # as PyTorch: an empty tensor is contiguous, whatever its strides
-        return True
-    expected = 1
-    for n, s in zip(reversed(shape), reversed(strides)):
-        if n != 1 and s != expected:
-            return False
-        expected *= n
-    return True
-
-
-def host_positions(t) -> np.ndarray:
-    """The flat positions (in the base's C order) of t's elements, shaped like t."""
-    shape, strides, offset = layout(t)
-    pos = np.full(shape, offset, dtype=np.int64)
-    for d, (n, s) in enumerate(zip(shape, strides)):
-        if n > 1 and s:
-            pos += (np.arange(n, dtype=np.int64) * s).reshape((n,) + (1,) * (len(shape) - d - 1))
-    return pos
-
-
-def _device_positions(t):
-    info = t._view
-    if info[POSITIONS] is None:
-        ops = t._device.ops
-        info[POSITIONS] = ops.from_numpy(host_positions(t).reshape(-1), t._device.index)
-    return info[POSITIONS]
-
-
-def overlaps(t) -> bool:
-    """Whether two elements of ``t`` share one memory location (an expanded view)."""
-    shape, strides, _ = layout(t)
-    return any(n > 1 and s == 0 for n, s in zip(shape, strides))
-
-
 # ---------------------------------------------------------------- writes
 
 
@@ -372,23 +300,16 @@ def _write_back(t, base, new, storage) -> None:
     """The composite: scatter ``new`` into the base's array, then refresh base's views."""
     ops, index = t._device.ops, t._device.index
     flat_n = math.prod(base.shape)
-    positions = _device_positions(t)
+    positions = device_positions(t)
     work = "int64" if base._dtype is dtypes.bool_ else base._dtype.name
     values = ops.reshape(ops.astype(new._data, work), (-1,))
     scattered = ops.scatter_add(ops.full((flat_n,), 0, work, index), 0, positions, values)
     flat = ops.reshape(ops.astype(base._data, work), (flat_n,))
-    data = ops.where(ops.from_numpy(_written(t, flat_n), index), scattered, flat)
+    data = ops.where(ops.from_numpy(written_mask(t, flat_n), index), scattered, flat)
     if work != base._dtype.name:
         data = ops.astype(data, base._dtype.name)
     base._data = ops.reshape(data, base.shape)
     _refresh(base, storage)
-
-
-def _written(t, flat_n: int) -> np.ndarray:
-    """A host bool mask over the base's ``flat_n`` positions: True where ``t`` lies."""
-    mask = np.zeros(flat_n, dtype=bool)
-    mask[host_positions(t).reshape(-1)] = True
-    return mask
 
 
 def _refresh(base, storage) -> None:
@@ -402,7 +323,7 @@ def _refresh(base, storage) -> None:
             view._data = base._data if view._data.shape == base._data.shape else \
                 ops.reshape(base._data, view._data.shape)
             continue
-        picked = ops.index_select(flat, 0, _device_positions(view))
+        picked = ops.index_select(flat, 0, device_positions(view))
         view._data = ops.reshape(picked, tuple(view._data.shape))
 
 
@@ -416,8 +337,8 @@ def _record(t, base, new) -> None:
     old = type(base)._make(base._data, base._dtype, base._device)
     old._node, old._requires_grad = base._node, base._requires_grad
     hooks.hand_over(base, old)
-    positions = _device_positions(t)
-    keep = ~_written(t, math.prod(base.shape))  # the positions the write left alone
+    positions = device_positions(t)
+    keep = ~written_mask(t, math.prod(base.shape))  # the positions the write left alone
     keep = base._device.ops.from_numpy(keep, base._device.index)
     spec = (base._dtype.name, base._device.index)
     base._node = Node("assign", (old, new), (), (positions, keep, base.shape, spec),
@@ -444,7 +365,7 @@ def _renew_views(base, written) -> None:
             continue  # (dead, or no longer a view of base: v.data = ...)
         live.append(ref)
         if view is not written:
-            view._node = Node("as_strided", (base,), (), (_device_positions(view), base.shape,
+            view._node = Node("as_strided", (base,), (), (device_positions(view), base.shape,
                                                           spec), base._device.ops)
             view._requires_grad = True
     views[:] = live

@@ -8,9 +8,9 @@ from __future__ import annotations
 import warnings
 
 from fastnn.api import dtypes
-from fastnn.ops.storage import base_of
 from fastnn.ops.table import METHODS, public
 from fastnn.ops.tensor import Tensor, full
+from fastnn.ops.view_layout import base_of
 from fastnn.settings import strided
 
 

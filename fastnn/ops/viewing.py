@@ -8,7 +8,7 @@ import math
 
 from fastnn.api.args import ints
 from fastnn.autograd.node_names import show_as
-from fastnn.ops import movement, storage
+from fastnn.ops import movement, view_layout
 from fastnn.ops.movement import view_op
 from fastnn.ops.selecting import slice_tensor
 from fastnn.ops.shaping import axis_index
@@ -123,14 +123,14 @@ Tensor.mT = property(_mT, doc="The last two dims exchanged (a view), as PyTorch'
 @public(method=True, functional=False)
 def stride(x: Tensor, dim=None):
     """The strides in elements (a tuple, or one dim's), as PyTorch reports them."""
-    strides = storage.layout(x)[1]
+    strides = view_layout.layout(x)[1]
     return strides if dim is None else strides[axis_index("stride", dim, x.ndim)]
 
 
 @public(method=True, functional=False)
 def storage_offset(x: Tensor) -> int:
     """Where x's first element sits in its storage, in elements."""
-    return storage.layout(x)[2]
+    return view_layout.layout(x)[2]
 
 
 @public(method=True, functional=False)
@@ -142,7 +142,7 @@ def is_contiguous(x: Tensor, memory_format=None) -> bool:
     check_memory_format("is_contiguous", memory_format)
     if memory_format is None or memory_format.name in ("contiguous_format",
                                                        "preserve_format"):
-        return storage.is_contiguous(x)
+        return view_layout.is_contiguous(x)
     rank = 4 if memory_format.name == "channels_last" else 5
     if x.ndim != rank:
         raise RuntimeError(f"is_contiguous: {memory_format!r} is for {rank}-D tensors, got "
@@ -161,12 +161,12 @@ def is_contiguous(x: Tensor, memory_format=None) -> bool:
 def data_ptr(x: Tensor) -> int:
     """An integer naming x's first element's place in memory: equal for two tensors that
     start at the same element of the same storage (an identity, not a usable address)."""
-    base = storage.base_of(x)
-    return (id(base) << 40) + storage.layout(x)[2] * x._dtype.numpy.itemsize
+    base = view_layout.base_of(x)
+    return (id(base) << 40) + view_layout.layout(x)[2] * x._dtype.numpy.itemsize
 
 
 def _base(x: Tensor):
-    return x._view[storage.BASE] if x._view is not None else None
+    return x._view[view_layout.BASE] if x._view is not None else None
 
 
 Tensor._base = property(_base, doc="The tensor whose storage this view shares, or None.")

@@ -159,3 +159,41 @@ def test_vector_to_parameters_makes_the_parameters_views_of_the_vector():
     if torch is not None:
         for mine, theirs in zip(ours, run(torch)):
             np.testing.assert_array_equal(mine, theirs)
+
+
+def test_the_library_switches_are_kept_and_model_compile_stays_eager():
+    assert fnn.backends.mkldnn.is_available() is False and fnn.backends.opt_einsum.enabled
+    model = fnn.nn.Linear(2, 2)
+    x = fnn.ones(1, 2)
+    before = model(x).tolist()
+    assert model.compile(mode="max-autotune") is None and model(x).tolist() == before
+
+
+def _child(index, folder, fail_at):
+    if index == fail_at:
+        raise ValueError(f"child {index} was told to fail")
+    with open(f"{folder}/{index}", "w") as f:
+        f.write(str(index * 10))
+
+
+def test_multiprocessing_spawn_runs_each_index_and_reports_a_failure(tmp_path):
+    # (forked here: a spawned child imports this test module, torch with it, ~25 s a child
+    # on a loaded machine; spawn() is start_processes with "spawn")
+    import fastnn.multiprocessing as mp
+
+    assert mp.get_context("spawn").get_start_method() == "spawn" and mp.cpu_count() >= 1
+    mp.start_processes(_child, args=(str(tmp_path), -1), nprocs=2, start_method="fork")
+    assert sorted(p.read_text() for p in tmp_path.iterdir()) == ["0", "10"]
+    with pytest.raises(mp.ProcessRaisedException, match="child 1 was told to fail") as info:
+        mp.start_processes(_child, args=(str(tmp_path), 1), nprocs=2, start_method="fork")
+    assert info.value.error_index == 1
+    with pytest.raises(ValueError, match="nprocs must be a positive int"):
+        mp.spawn(_child, nprocs=0)
+
+
+@pytest.mark.parametrize("name, why", [("fft", "no complex dtypes"), ("sparse", "dense only"),
+                                       ("_dynamo", "fnn.compile captures a step")])
+def test_a_pytorch_submodule_fastnn_lacks_says_why(name, why):
+    assert not hasattr(fnn, name)
+    with pytest.raises(AttributeError, match=f"torch.{name} .*{why}"):
+        getattr(fnn, name)

@@ -214,6 +214,33 @@ def test_a_write_into_an_expanded_view_is_refused(dev):
         x.expand(4, 3).fill_(1.0)
 
 
+def test_a_slice_of_an_expanded_view_that_does_not_overlap_is_written(dev):
+    # as PyTorch's: one row (or column) of an expand()ed tensor is a plain strided view of
+    # the storage; writing it writes the source, and every row of the expansion sees it
+    x = fnn.tensor([1.0, 2.0, 3.0], device=dev)
+    e = x.expand(2, 3)
+    e[0].add_(1.0)
+    e[0, 1] = 7.0
+    np.testing.assert_array_equal(x.numpy(), [2.0, 7.0, 4.0])
+    np.testing.assert_array_equal(e.numpy(), [[2.0, 7.0, 4.0]] * 2)
+    y = fnn.zeros((3, 1), device=dev)
+    y.expand(3, 4)[:, 0].fill_(5.0)
+    np.testing.assert_array_equal(y.numpy(), [[5.0]] * 3)
+    with pytest.raises(RuntimeError, match="single memory location"):
+        e[:, 0].fill_(1.0)  # (this column is one element, twice)
+
+
+def test_a_read_only_array_that_owns_its_memory_stays_unwritten():
+    # the cpu backend lifts NumPy's read-only flag only for views of writable memory (a
+    # broadcast); a constant it keeps read-only is still refused
+    from fastnn_cpu.indexing import assign
+    kept = np.zeros(3, np.float32)
+    kept.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        assign(kept[1:], np.ones(2, np.float32))
+    assert not kept.any()
+
+
 def test_strides_offsets_and_contiguity_are_pytorchs(dev):
     x, _ = _grid(dev, (2, 3, 4))
     assert x.stride() == (12, 4, 1) and x.is_contiguous()

@@ -146,4 +146,31 @@ def index_select(x, axis, index):
 
 @hookimpl
 def assign(dst, src):
+    if isinstance(dst, np.ndarray) and not dst.flags.writeable:
+        dst = _writable(dst)
     np.copyto(dst, src, casting="unsafe")
+
+
+class _Memory:
+    """What np.asarray reads an array from: an interface, and the owner kept alive."""
+
+    def __init__(self, interface, owner):
+        self.__array_interface__, self.base = interface, owner
+
+
+def _writable(dst):
+    """``dst`` made writable where NumPy's read-only flag came from a broadcast view: a
+    slice of ``x.expand(...)`` that does not overlap itself is written as PyTorch writes it
+    (the core refuses writes through overlapping views). The first writable array up its
+    chain of views owns the memory; a read-only array that owns its memory (a kept
+    constant) stops the walk, and the copy below refuses it as before."""
+    owner = dst.base
+    while isinstance(owner, np.ndarray) and not owner.flags.writeable:
+        if owner.flags.owndata:
+            return dst
+        owner = owner.base
+    if not isinstance(owner, np.ndarray):
+        return dst
+    interface = dict(dst.__array_interface__)
+    interface["data"] = (interface["data"][0], False)  # (address, read-only)
+    return np.asarray(_Memory(interface, owner))
