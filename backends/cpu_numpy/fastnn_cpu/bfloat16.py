@@ -1,0 +1,169 @@
+"""bfloat16 on the NumPy backend: stored as ml_dtypes' bfloat16, computed in float32.
+
+NumPy has no bfloat16; the optional ``ml_dtypes`` package (``pip install
+fastnn-backend-cpu[bfloat16]``) gives it one. The backend lists bfloat16 only where that
+package is installed, and imports it only when a bfloat16 array is first made (it costs
+~1 s to import).
+
+The arithmetic is PyTorch's CPU kernels': the values are stored in bfloat16, every hook
+computes in float32 and rounds its floating results to bfloat16 once (a matmul, a
+convolution or a sum accumulates in float32, then rounds). One wrapper per hook does it,
+put over the hooks when the backend is imported (:func:`wrap_hooks`), so no hook knows
+about bfloat16: a bfloat16 operand is read as float32, the float32 hook runs, and its
+floating results are rounded to bfloat16. Hooks that only move or make values
+(:data:`STORAGE`) see the bfloat16 arrays themselves, so that views alias. A float32
+wrapper call pays one dtype check per array argument (~0.1 us).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+import numpy as np
+
+from fastnn.api import dtypes, hookspec
+
+BF16 = None
+"""ml_dtypes' bfloat16 dtype once a bfloat16 array was made here (before: None, so the
+wrappers' check, ``a.dtype is BF16``, is false without importing ml_dtypes)."""
+
+STORAGE = frozenset((
+    "from_numpy", "to_numpy", "to_numpy_many", "to_numpy_views", "full", "uniform",
+    "astype", "reshape", "transpose", "broadcast_to", "contiguous", "slice",
+    "slice_scatter", "assign", "cat", "gather", "index_select", "one_hot", "allreduce",
+    "broadcast", "compile_program", "backend_probe",
+))
+"""Hooks that move, copy or make values (no arithmetic): they run on the bfloat16 arrays
+as they are (a view of a bfloat16 array is a bfloat16 view)."""
+
+FLOAT32_RESULTS = frozenset(("total_norm",))
+"""Hooks whose spec gives a float32 result for bfloat16 inputs."""
+
+ROUNDED_SCALARS = frozenset(("add", "sub", "pow"))
+"""Hooks whose Python float operand PyTorch rounds to bfloat16 first (``x + 0.1`` adds
+bfloat16's 0.1); ``mul`` and ``div`` take the number at float32 precision, as PyTorch's."""
+
+def available() -> bool:
+    """Whether bfloat16 can be offered here (ml_dtypes is installed)."""
+    return dtypes.has_numpy_bfloat16()
+
+
+def numpy_dtype(name: str):
+    """The NumPy dtype for the dtype name ``name``: ml_dtypes' for ``"bfloat16"`` (imported
+    now, and :data:`BF16` set), else ``name`` itself."""
+    global BF16
+    if name != "bfloat16":
+        return name
+    if BF16 is None:
+        BF16 = dtypes.numpy_bfloat16()
+    return BF16
+
+
+def noted(array):
+    """``array``, after noting that a bfloat16 array now exists (from_numpy's input)."""
+    if BF16 is None and array.dtype.name == "bfloat16":
+        numpy_dtype("bfloat16")
+    return array
+
+
+def rounded(value, dtype: str):
+    """A fill value for ``dtype``: for bfloat16, rounded to float32 first, as PyTorch
+    converts a number (double to float to bfloat16: 862 of 600k doubles near a tie land
+    on the other bfloat16 when rounded once)."""
+    if dtype != "bfloat16" or not isinstance(value, float):
+        return value
+    return float(np.float32(value))
+
+
+def astype(x, dtype: str, plain):
+    """``x`` converted to ``dtype`` where one side is bfloat16: through float32, as
+    PyTorch converts (``plain``, the backend's astype, takes float32 on to ``dtype``)."""
+    bf16 = numpy_dtype("bfloat16")
+    if x.dtype is bf16:
+        return x.copy() if dtype == "bfloat16" else plain(x.astype(np.float32), dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        wide = x if x.dtype == np.float32 else x.astype(np.float32)
+    return wide.astype(bf16)
+
+
+def _up(value):
+    """A bfloat16 array (or a list or tuple of arrays) as float32; anything else as is."""
+    if type(value) is np.ndarray:
+        return value.astype(np.float32) if value.dtype is BF16 else value
+    if type(value) in (list, tuple):
+        return type(value)(_up(v) for v in value)
+    return value
+
+
+def _down(value):
+    """float32 arrays (in lists and tuples too) rounded to bfloat16; anything else as is."""
+    if type(value) is np.ndarray:
+        return value.astype(BF16) if value.dtype == np.float32 else value
+    if type(value) is np.float32:  # a reduction's NumPy scalar: a 0-d array
+        return np.asarray(value).astype(BF16)
+    if type(value) in (list, tuple):
+        return type(value)(_down(v) for v in value)
+    return value
+
+
+def _bf16_number(value):
+    """A Python float rounded to bfloat16 (through float32, as PyTorch); else ``value``."""
+    if type(value) is not float:
+        return value
+    return float(np.float32(value).astype(BF16))
+
+
+def _has_bf16(value) -> bool:
+    if type(value) is np.ndarray:
+        return value.dtype is BF16
+    if type(value) in (list, tuple):
+        return any(_has_bf16(v) for v in value)
+    return False
+
+
+def _array_positions(name: str) -> tuple[int, ...]:
+    """The positions of ``name``'s array (or list-of-arrays) parameters in its spec."""
+    params = inspect.signature(getattr(hookspec, name)).parameters.values()
+    return tuple(i for i, p in enumerate(params)
+                 if "Array" in str(p.annotation) or str(p.annotation) == "list")
+
+
+def _wrapped(name: str, fn):
+    """``fn`` (the hook ``name``) computing bfloat16 operands in float32."""
+    positions = _array_positions(name)
+    signature = inspect.signature(fn)
+    keep = name in FLOAT32_RESULTS
+
+    def slow(args):
+        if name in ROUNDED_SCALARS:
+            args = [_bf16_number(a) for a in args]
+        out = fn(*(_up(a) for a in args))
+        return out if keep else _down(out)
+
+    @functools.wraps(fn)
+    def hook(*args, **kwargs):
+        if kwargs:  # (the core calls positionally; a test may not)
+            args = signature.bind(*args, **kwargs).args
+        for i in positions:
+            a = args[i]
+            if (a.dtype is BF16 if type(a) is np.ndarray else
+                    type(a) is list and _has_bf16(a)):
+                return slow(args)
+        return fn(*args)
+
+    hook.bfloat16_wrapper = True
+    return hook
+
+
+def wrap_hooks(modules) -> None:
+    """Put the bfloat16 wrapper over every hook implementation of ``modules`` (the
+    backend's hook modules) but :data:`STORAGE`'s, in place."""
+    marker = f"{hookspec.PROJECT}_impl"
+    for module in modules:
+        for name, fn in list(vars(module).items()):
+            if not callable(fn) or not hasattr(fn, marker) or name in STORAGE or \
+                    getattr(fn, "bfloat16_wrapper", False) or \
+                    not hasattr(hookspec, name):
+                continue
+            setattr(module, name, _wrapped(name, fn))
