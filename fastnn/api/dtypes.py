@@ -91,6 +91,12 @@ def holds_numbers(np_dtype) -> bool:
     return np_dtype.kind in "biuf" or np_dtype.name == "bfloat16"
 
 
+def floating_kind(np_dtype) -> bool:
+    """Whether NumPy dtype ``np_dtype`` is a floating one, ml_dtypes' bfloat16 included
+    (``kind == "f"`` misses it: its kind is "V")."""
+    return np_dtype.kind == "f" or np_dtype.name == "bfloat16"
+
+
 def has_numpy_bfloat16() -> bool:
     """Whether ml_dtypes (NumPy's bfloat16) is installed, without importing it."""
     if _ML_DTYPES:

@@ -37,8 +37,10 @@ STORAGE = frozenset((
 """Hooks that move, copy or make values (no arithmetic): they run on the bfloat16 arrays
 as they are (a view of a bfloat16 array is a bfloat16 view)."""
 
-FLOAT32_RESULTS = frozenset(("total_norm",))
-"""Hooks whose spec gives a float32 result for bfloat16 inputs."""
+FLOAT32_RESULTS = {"total_norm": None, "layer_norm_train": (1, 2), "rms_div": (1,)}
+"""Hook -> the results it keeps float32 for bfloat16 inputs (None: all): total_norm's, by
+its spec; the statistics that only the backward reads, as PyTorch keeps them (rounded,
+the mean of values far from 0 loses the small differences the backward subtracts)."""
 
 ROUNDED_SCALARS = frozenset(("add", "sub", "pow"))
 """Hooks whose Python float operand PyTorch rounds to bfloat16 first (``x + 0.1`` adds
@@ -107,6 +109,17 @@ def _down(value):
     return value
 
 
+def _down_parallel(value, mask: list):
+    """As :func:`_down`, but a list as long as ``mask`` (a hook's result parallel to its
+    input list: the optimizer steps, clip_grads_with_norm) rounds only where ``mask`` says
+    its input was bfloat16: a float32 gradient beside a bfloat16 one stays float32."""
+    if type(value) is list and len(value) == len(mask):
+        return [_down(v) if bf16 else v for v, bf16 in zip(value, mask)]
+    if type(value) in (list, tuple):
+        return type(value)(_down_parallel(v, mask) for v in value)
+    return _down(value)
+
+
 def _bf16_number(value):
     """A Python float rounded to bfloat16 (through float32, as PyTorch); else ``value``."""
     if type(value) is not float:
@@ -122,24 +135,33 @@ def _has_bf16(value) -> bool:
     return False
 
 
-def _array_positions(name: str) -> tuple[int, ...]:
-    """The positions of ``name``'s array (or list-of-arrays) parameters in its spec."""
-    params = inspect.signature(getattr(hookspec, name)).parameters.values()
-    return tuple(i for i, p in enumerate(params)
-                 if "Array" in str(p.annotation) or str(p.annotation) == "list")
+def _array_positions(name: str) -> tuple[tuple[int, ...], int | None]:
+    """The positions of ``name``'s array (or list-of-arrays) parameters in its spec, and
+    that of its first list of arrays (None without one)."""
+    kinds = [str(p.annotation) for p in
+             inspect.signature(getattr(hookspec, name)).parameters.values()]
+    lists = [i for i, kind in enumerate(kinds) if kind == "list"]
+    return (tuple(i for i, kind in enumerate(kinds) if "Array" in kind or kind == "list"),
+            lists[0] if lists else None)
 
 
 def _wrapped(name: str, fn):
     """``fn`` (the hook ``name``) computing bfloat16 operands in float32."""
-    positions = _array_positions(name)
+    positions, first_list = _array_positions(name)
     signature = inspect.signature(fn)
-    keep = name in FLOAT32_RESULTS
+    keep = FLOAT32_RESULTS.get(name, ())
 
     def slow(args):
         if name in ROUNDED_SCALARS:
             args = [_bf16_number(a) for a in args]
         out = fn(*(_up(a) for a in args))
-        return out if keep else _down(out)
+        if keep is None:
+            return out
+        if keep:
+            return tuple(v if i in keep else _down(v) for i, v in enumerate(out))
+        if first_list is None:
+            return _down(out)
+        return _down_parallel(out, [_has_bf16(a) for a in args[first_list]])
 
     @functools.wraps(fn)
     def hook(*args, **kwargs):
