@@ -59,6 +59,9 @@ def numpy_dtype(name: str):
         return name
     if BF16 is None:
         BF16 = dtypes.numpy_bfloat16()
+        if BF16 is None:  # found by available(), but its import failed
+            raise TypeError("bfloat16: the ml_dtypes package is installed but cannot be "
+                            "imported (import ml_dtypes says why); reinstall it")
     return BF16
 
 
