@@ -265,6 +265,18 @@ def test_layer_norm_keeps_its_statistics_in_float32():
     np.testing.assert_allclose(_values(x.grad), want, rtol=2 ** -6, atol=1e-6)
 
 
+def test_widening_is_ml_dtypes_cast_bit_for_bit():
+    """The hooks' fast bfloat16 -> float32 (bits shifted up), on every bfloat16 value."""
+    from fastnn_cpu.bfloat16 import widened
+
+    every = np.arange(2 ** 16, dtype=np.uint32).astype(np.uint16).view(FA.numpy().dtype)
+    for values in (every, every.reshape(256, 256)[:, ::3].T, every[7:8].reshape(())):
+        wide = widened(values)
+        assert wide.dtype == np.float32 and wide.shape == values.shape
+        np.testing.assert_array_equal(wide.view(np.uint32),
+                                      values.astype(np.float32).view(np.uint32))
+
+
 def test_host_side_ops_take_bfloat16_as_a_float():
     """Ops that work on host arrays asked ``dtype.kind == "f"``, which ml_dtypes' bfloat16
     (kind "V") is not: include_self=False filled with 0 (a bool's identity) instead of
