@@ -193,6 +193,36 @@ def test_training_steps_as_pytorch(build, shape, mode, optimizer):
     np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-2, atol=1e-2)
 
 
+def _losses(mode, compiled, x, y):
+    fnn.manual_seed(0)
+    model = fnn.nn.Sequential(fnn.nn.Linear(8, 32), fnn.nn.ReLU(), fnn.nn.Linear(32, 4))
+    if mode == "bfloat16":
+        model, x = model.bfloat16(), x.bfloat16()
+    opt = fnn.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    def step(xb, yb):
+        opt.zero_grad()
+        with fnn.autocast("cpu", enabled=mode == "autocast"):
+            loss = F.cross_entropy(model(xb), yb)
+        loss.backward()
+        opt.step()
+        return loss
+
+    run = fnn.compile(step) if compiled else step
+    return [float(run(x, y)) for _ in range(4)]
+
+
+@pytest.mark.parametrize("mode", ["autocast", "bfloat16"])
+def test_a_compiled_step_gives_the_eager_steps_losses(mode, monkeypatch):
+    """fnn.compile's cpu buffer plan (NumPy writing into kept buffers, every size here)
+    leaves bfloat16 calls to their hooks."""
+    from fastnn_cpu import program
+
+    monkeypatch.setattr(program, "MIN_BYTES", 0)
+    x, y = fnn.randn(16, 8), fnn.randint(0, 4, (16,))
+    assert _losses(mode, True, x, y) == _losses(mode, False, x, y)
+
+
 def test_a_bfloat16_model_round_trips_through_state_dict_and_save(tmp_path):
     model = fnn.nn.Sequential(fnn.nn.Linear(4, 3), fnn.nn.BatchNorm1d(3)).bfloat16()
     model(fnn.randn(5, 4).bfloat16())  # running statistics too
