@@ -8,8 +8,9 @@ softmax, losses, norms in float32; cat, stack... to the widest input type). The 
 type is a backend name (``"cpu"``, ``"cuda"``, ``"opencl"``, a third-party one); tensors
 of another device type are left alone. The default dtype is PyTorch's (float16, bfloat16
 on cpu). A backend that lacks the dtype raises at construction, when the region is
-enabled: fastnn's cpu backend has no bfloat16, so ``fnn.autocast("cpu")`` asks for
-``dtype=fnn.float16`` instead of silently computing in another precision.
+enabled, instead of silently computing in another precision: fastnn's cpu backend has
+bfloat16 only where ml_dtypes is installed, and without it ``fnn.autocast("cpu")`` asks
+for ``dtype=fnn.float16``.
 
 Where fastnn still differs from PyTorch in a region on cuda: ``fnn.linalg``'s norms are
 not cast to float32, and a PackedSequence into a recurrent layer is not cast. Ops of

@@ -89,8 +89,8 @@ def _flatten(node, prefix: str, tensors: dict, depth: int):
         if checkpoint_format.dtype_code(node) is None:
             raise TypeError(
                 f"save: cannot store {where}: {node.dtype} arrays (safetensors holds bool, "
-                "(u)int8 to (u)int64, float16, float32, float64 and complex64); convert it "
-                "with .astype()")
+                "(u)int8 to (u)int64, float16, bfloat16, float32, float64 and complex64); "
+                "convert it with .astype()")
         name = prefix or "tensor"
         tensors[name] = checkpoint_format.little_endian(node)
         return {"t": name}

@@ -30,6 +30,8 @@ import zlib
 
 import numpy as np
 
+from fastnn.api import dtypes
+
 CRC_KEY = "fastnn.crc32"
 HEADER_CRC_KEY = "fastnn.header_crc32"
 MAX_HEADER = 100 * 1024 * 1024  # the safetensors library's own limit
@@ -44,7 +46,20 @@ _CODES = {np.dtype(t): code for code, t in _DTYPES.items()}
 
 def dtype_code(array: np.ndarray) -> str | None:
     """The safetensors dtype name of ``array`` (any byte order), or None where it has none."""
+    if array.dtype.name == "bfloat16":  # ml_dtypes' (fastnn.api.dtypes.numpy_bfloat16)
+        return "BF16"
     return _CODES.get(array.dtype.newbyteorder("="))
+
+
+def _numpy_dtype(name: str, code: str) -> np.dtype:
+    """The NumPy dtype of the safetensors dtype ``code`` of tensor ``name``."""
+    if code != "BF16":
+        return np.dtype(_DTYPES[code])
+    found = dtypes.numpy_bfloat16()
+    if found is None:
+        raise TypeError(f"load: tensor {name!r} is bfloat16, which NumPy holds only with the "
+                        "ml_dtypes package: pip install ml_dtypes")
+    return found
 
 
 def little_endian(array: np.ndarray) -> np.ndarray:
@@ -216,13 +231,13 @@ def _layout(header: dict, body_size: int) -> list:
         if not isinstance(entry, dict) or set(entry) != {"dtype", "shape", "data_offsets"}:
             raise _Corrupt(f"the entry of tensor {name!r} is not {{dtype, shape, data_offsets}}")
         code, shape, offsets = entry["dtype"], entry["shape"], entry["data_offsets"]
-        if code not in _DTYPES:
+        if code not in _DTYPES and code != "BF16":
             raise _Corrupt(f"tensor {name!r} has dtype {code!r}, which is not one of "
-                           f"{', '.join(_DTYPES)}")
+                           f"{', '.join(_DTYPES)}, BF16")
         if not _ints(shape) or not (_ints(offsets) and len(offsets) == 2):
             raise _Corrupt(f"tensor {name!r} has shape {shape!r} and offsets {offsets!r}; "
                            "expected lists of non-negative integers")
-        dtype = np.dtype(_DTYPES[code])
+        dtype = _numpy_dtype(name, code)
         count = 1
         for dim in shape:
             count *= dim

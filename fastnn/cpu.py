@@ -1,6 +1,6 @@
 """``fastnn.cpu``, the part of ``torch.cpu`` a script asks: ``fnn.cpu.amp.autocast`` (a
 mixed-precision region on cpu, PyTorch's default dtype bfloat16, which fastnn's cpu backend
-lacks: give ``dtype=fnn.float16``), ``is_available()`` and ``device_count()``."""
+has where ml_dtypes is installed), ``is_available()`` and ``device_count()``."""
 
 from __future__ import annotations
 

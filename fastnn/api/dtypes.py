@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 
 
@@ -56,15 +58,57 @@ class DType:
 
     @property
     def numpy(self) -> np.dtype:
-        """The NumPy dtype used on the host (bfloat16 has none and is stored as float32)."""
-        return np.dtype("float32" if self.name == "bfloat16" else self.name)
+        """The NumPy dtype used on the host: bfloat16's is ml_dtypes' where that package is
+        installed (NumPy has none; without it, float32)."""
+        if self.name == "bfloat16":
+            return numpy_bfloat16() or np.dtype("float32")
+        return np.dtype(self.name)
+
+
+_ML_DTYPES: list = []  # [ml_dtypes' bfloat16 dtype, or None], filled on first use
+
+
+def numpy_bfloat16() -> np.dtype | None:
+    """ml_dtypes' NumPy bfloat16 dtype, or None where ml_dtypes is not installed.
+
+    Imported on first use, not with fastnn: ml_dtypes 0.7 takes ~1 s of CPU to import,
+    which a script that never asks for bfloat16 should not pay. Importing it also teaches
+    NumPy the name: ``np.dtype("bfloat16")`` works from then on.
+    """
+    if not _ML_DTYPES:
+        try:
+            import ml_dtypes
+        except ImportError:
+            _ML_DTYPES.append(None)
+        else:
+            _ML_DTYPES.append(np.dtype(ml_dtypes.bfloat16))
+    return _ML_DTYPES[0]
+
+
+def holds_numbers(np_dtype) -> bool:
+    """Whether NumPy dtype ``np_dtype`` holds numbers fastnn takes: bool, integers,
+    floats, and ml_dtypes' bfloat16 (whose NumPy kind is "V")."""
+    return np_dtype.kind in "biuf" or np_dtype.name == "bfloat16"
+
+
+def floating_kind(np_dtype) -> bool:
+    """Whether NumPy dtype ``np_dtype`` is a floating one, ml_dtypes' bfloat16 included
+    (``kind == "f"`` misses it: its kind is "V")."""
+    return np_dtype.kind == "f" or np_dtype.name == "bfloat16"
+
+
+def has_numpy_bfloat16() -> bool:
+    """Whether ml_dtypes (NumPy's bfloat16) is installed, without importing it."""
+    if _ML_DTYPES:
+        return _ML_DTYPES[0] is not None
+    return importlib.util.find_spec("ml_dtypes") is not None
 
 
 float16 = DType("float16", True, 2)
 """IEEE 754 half precision (16 bits), where a backend lists it."""
 bfloat16 = DType("bfloat16", True, 2)
-"""bfloat16 (8 exponent bits, 7 mantissa bits), where a backend lists it; stored as
-float32 on the host."""
+"""bfloat16 (8 exponent bits, 7 mantissa bits), where a backend lists it; on the host an
+ml_dtypes bfloat16 array (see :func:`numpy_bfloat16`)."""
 float32 = DType("float32", True, 4)
 """IEEE 754 single precision, the default float dtype, on every backend."""
 float64 = DType("float64", True, 8)

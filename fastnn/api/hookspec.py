@@ -10,7 +10,9 @@ only requires that it exposes ``.shape`` (a tuple of ints); everything else
 goes through hooks. Dtypes are passed as names: ``"float32"``, ``"float64"``,
 ``"float16"``, ``"bfloat16"``, ``"uint8"``, ``"int8"``, ``"int16"``, ``"int32"``,
 ``"int64"``, ``"bool"`` (a backend lists those it holds in its probe; the core refuses
-the others before any hook runs).
+the others before any hook runs). On the host, a bfloat16 array is an ml_dtypes
+``bfloat16`` NumPy array (:func:`fastnn.api.dtypes.numpy_bfloat16`): what ``from_numpy``
+receives and ``to_numpy`` returns for that dtype.
 
 What the core guarantees before calling a hook (so backends need not check):
 operands live on this backend, binary operands have the same dtype (the core

@@ -17,6 +17,7 @@ import weakref
 
 import numpy as np
 
+from fastnn.api import dtypes
 from fastnn.autograd import grad_mode, hooks, node_names, pieces, tensor_ops
 from fastnn.autograd.pieces import Pieces
 from fastnn.autograd.rules import RULES
@@ -160,7 +161,7 @@ def live(t):
 def check_finite(ops, array, what: str) -> None:
     """Raise FloatingPointError if ``array`` holds a NaN or Inf (anomaly mode)."""
     host = np.asarray(ops.to_numpy(array))
-    if host.dtype.kind == "f" and not np.isfinite(host).all():
+    if dtypes.floating_kind(host.dtype) and not np.isfinite(host).all():
         raise FloatingPointError(f"detect_anomaly: {what} produced NaN or Inf")
 
 

@@ -20,6 +20,7 @@ import weakref
 
 import numpy as np
 
+from fastnn.api import dtypes
 from fastnn.autograd import engine, grad_mode, hooks
 
 __all__ = ["Function", "FunctionCtx", "FunctionNode", "once_differentiable"]
@@ -188,7 +189,7 @@ class _Record:
             for i, g in enumerate(grads):
                 if g is not None:
                     host = np.asarray(self.args[i]._device.ops.to_numpy(getattr(g, "_data", g)))
-                    if host.dtype.kind == "f" and not np.isfinite(host).all():
+                    if dtypes.floating_kind(host.dtype) and not np.isfinite(host).all():
                         raise FloatingPointError(f"detect_anomaly: {self.name}.backward "
                                                  f"returned NaN or Inf for input {i}")
         return grads

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fastnn.api import dtypes
 from fastnn.capture.record import is_array
 from fastnn.ops import rng_state
 from fastnn.ops.tensor import Tensor
@@ -120,7 +121,7 @@ def _same(a, b, dev) -> bool:
     ops = dev.ops
     x, y = np.asarray(ops.to_numpy(a)), np.asarray(ops.to_numpy(b))
     return x.shape == y.shape and x.dtype == y.dtype and np.array_equal(
-        x, y, equal_nan=x.dtype.kind in "fc")
+        x, y, equal_nan=dtypes.floating_kind(x.dtype))
 
 
 def _compare_result(eager, replayed):

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from fastnn.conformance.compare import ELEMENTWISE
+from fastnn.conformance.compare import ELEMENTWISE, Tolerances
 
 
 @dataclass
@@ -82,6 +82,9 @@ class Case:
     def __post_init__(self):
         if self.tol is None and self.check is None:
             self.tol = dict(ELEMENTWISE)
+        # bfloat16's tolerances derived from float16's where a case gives none
+        self.tol = None if self.tol is None else Tolerances(self.tol)
+        self.grad_tol = None if self.grad_tol is None else Tolerances(self.grad_tol)
 
     @property
     def differentiable(self) -> bool:

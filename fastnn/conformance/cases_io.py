@@ -86,6 +86,7 @@ def _check_uniform(device, dtype, rng):
     assert_close(a, b, 0.0, 0.0, f"uniform, {dtype}: the same seed must give the same array")
     if np.array_equal(a, c):
         raise Mismatch(f"uniform, {dtype}: seeds 7 and 8 gave the same array")
+    a = a.astype(np.float64)  # (NumPy would sum ml_dtypes' bfloat16 in bfloat16)
     # NOTE: 5 standard errors: a correct generator fails this about once in 10**6 runs
     mean_err, var_err = 5 * np.sqrt(1 / 12 / n), 5 * np.sqrt(1 / 180 / n)
     if abs(a.mean() - 0.5) > mean_err or abs(a.var() - 1 / 12) > var_err:

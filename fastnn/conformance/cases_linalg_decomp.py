@@ -18,6 +18,7 @@ import numpy as np
 
 import fastnn as fnn
 from fastnn.conformance.cases_linalg import _case
+from fastnn.conformance.compare import Tolerances
 
 # a few roundings per element times the samples' small condition numbers
 DECOMP = {"float16": (6e-3, 6e-3), "float32": (5e-5, 5e-5), "float64": (1e-10, 1e-11)}
@@ -98,7 +99,7 @@ def _general_rows(*rows):
 
 def _register(name, run, ref, samples, **kw):
     case = _case(name, run, ref, samples, **kw)
-    case.tol = dict(DECOMP)
+    case.tol = Tolerances(DECOMP)
     return case
 
 

@@ -12,17 +12,36 @@ from __future__ import annotations
 
 import numpy as np
 
-FLOAT_DTYPES = ("float16", "float32", "float64")
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+
+#: bfloat16 has 3 fewer mantissa bits than float16: 8x its tolerances, wherever a table
+#: gives none of its own
+BFLOAT16_SCALE = 8.0
+
+
+class Tolerances(dict):
+    """``{dtype: (rtol, atol)}`` in which bfloat16, unless given, is float16's times
+    :data:`BFLOAT16_SCALE` (so that no table of the suite has to spell it out)."""
+
+    def __missing__(self, dtype):
+        if dtype == "bfloat16" and "float16" in self:
+            rtol, atol = self["float16"]
+            return (rtol * BFLOAT16_SCALE, atol * BFLOAT16_SCALE)
+        raise KeyError(dtype)
+
 
 # (rtol, atol) per dtype for ops computed with a few roundings per element.
-ELEMENTWISE = {"float16": (2e-3, 1e-3), "float32": (2e-6, 1e-6), "float64": (1e-12, 1e-13)}
+ELEMENTWISE = Tolerances({
+    "float16": (2e-3, 1e-3), "float32": (2e-6, 1e-6), "float64": (1e-12, 1e-13)})
 # transcendental functions: libm, CUDA and OpenCL promise a few ulp
-TRANSCENDENTAL = {"float16": (4e-3, 2e-3), "float32": (1e-5, 1e-6), "float64": (1e-11, 1e-13)}
+TRANSCENDENTAL = Tolerances({
+    "float16": (4e-3, 2e-3), "float32": (1e-5, 1e-6), "float64": (1e-11, 1e-13)})
 # sums of many terms (reductions, matmul, conv): the order of additions is the backend's
-ACCUMULATING = {"float16": (1e-2, 1e-2), "float32": (1e-5, 2e-5), "float64": (1e-11, 1e-12)}
+ACCUMULATING = Tolerances({
+    "float16": (1e-2, 1e-2), "float32": (1e-5, 2e-5), "float64": (1e-11, 1e-12)})
 # gradients go through several primitives, each rounding
-GRADIENT = {"float16": (3e-2, 3e-2), "float32": (1e-4, 1e-5), "float64": (1e-9, 1e-11)}
-EXACT = {"float16": (0.0, 0.0), "float32": (0.0, 0.0), "float64": (0.0, 0.0)}
+GRADIENT = Tolerances({"float16": (3e-2, 3e-2), "float32": (1e-4, 1e-5), "float64": (1e-9, 1e-11)})
+EXACT = Tolerances({"float16": (0.0, 0.0), "float32": (0.0, 0.0), "float64": (0.0, 0.0)})
 # central finite differences in float64: truncation ~eps**2, rounding ~1e-16 / eps
 FINITE_DIFFERENCE = (1e-5, 1e-6)
 

@@ -22,7 +22,7 @@ from importlib.metadata import entry_points
 import numpy as np
 import pytest
 
-from fastnn.api import registry
+from fastnn.api import dtypes, registry
 from fastnn.conformance import layers, options
 from fastnn.conformance import report as report_mod
 from fastnn.conformance.cases import CASES
@@ -66,8 +66,10 @@ class State:
         self.device = as_device(name)
         self.implemented = sorted(backend.implemented)
         # float32 is required of every backend, listed or not; the others where listed
-        self.dtypes = [d for d in ("float32", "float64", "float16")
+        self.dtypes = [d for d in ("float32", "float64", "float16", "bfloat16")
                        if d == "float32" or d in self.record.dtypes]
+        if "bfloat16" in self.dtypes:  # NumPy's (ml_dtypes'), for the inputs and references
+            dtypes.numpy_bfloat16()
         self.others = self._others(config.getoption("--conformance-against"))
         self.xfail = XfailList.for_backend(name, config.getoption("--conformance-xfail"))
         self.examples = config.getoption("--conformance-examples")
@@ -118,7 +120,8 @@ def pytest_generate_tests(metafunc):
         state = _state(metafunc.config)
         found = layers.specs() or [None]
         metafunc.parametrize("layer_spec", found, ids=[s[0] if s else "none" for s in found])
-        metafunc.parametrize("dtype", [d for d in state.dtypes if d != "float16"])
+        metafunc.parametrize("dtype", [d for d in state.dtypes
+                                       if d not in ("float16", "bfloat16")])
         return
     if "case" not in metafunc.fixturenames:
         return

@@ -27,7 +27,9 @@ def host_array(owner: str, data, dtype) -> np.ndarray:
     one); TypeError for data that holds no numbers, ValueError for ragged data or values
     that do not fit ``dtype``. ``owner`` starts every message (e.g. ``"tensor"``)."""
     target = np.dtype(dtype.numpy)
-    if isinstance(data, np.ndarray) and data.dtype.kind in "biuf":
+    if _foreign_bfloat16(data):  # a PyTorch bfloat16 tensor, which NumPy cannot read:
+        data = data.float()  # as float32 (exact)
+    if isinstance(data, np.ndarray) and _dtypes.holds_numbers(data.dtype):
         return _narrowed(owner, data, target, dtype)
     if isinstance(data, (str, bytes, dict, set, frozenset)) or _is_iterator(data):
         raise TypeError(f"{owner}: data must be {_ACCEPTED}; got a {type(data).__name__}"
@@ -62,6 +64,13 @@ def host_array(owner: str, data, dtype) -> np.ndarray:
     return _narrowed(owner, host, target, dtype)
 
 
+def _foreign_bfloat16(data) -> bool:
+    """Whether ``data`` is another library's bfloat16 tensor (PyTorch's ``torch.bfloat16``:
+    its ``__array__`` refuses the dtype) with a ``float()`` method."""
+    return (not isinstance(data, np.ndarray) and hasattr(data, "__array__") and
+            str(getattr(data, "dtype", "")).endswith(".bfloat16") and hasattr(data, "float"))
+
+
 def _is_iterator(data) -> bool:
     return hasattr(data, "__next__")  # a generator: NumPy would wrap it as one object
 
@@ -80,6 +89,10 @@ def _narrowed(owner: str, host: np.ndarray, target: np.dtype, dtype) -> np.ndarr
             bad = (low if low < info.min else high).item()
             raise OverflowError(f"{owner}: {bad!r} does not fit in {dtype.name} ([{info.min}, "
                              f"{info.max}]); use {_dtypes.wider_hint(dtype)}")
+    if dtype.name == "bfloat16" and host.dtype != target and host.dtype != np.float32:
+        # NOTE: through float32, as PyTorch converts (double to float to bfloat16): rounded
+        # once, a double near a tie can land on the other bfloat16
+        host = host.astype(np.float32)
     return host.astype(target, copy=False)
 
 

@@ -13,6 +13,7 @@ import numbers
 import numpy as np
 
 from fastnn import return_types
+from fastnn.api import dtypes
 from fastnn.autograd.node_names import show_as
 from fastnn.ops import elementwise as ew
 from fastnn.ops import movement, reduction
@@ -101,7 +102,7 @@ def _running(x: Tensor, a: int, largest: bool) -> np.ndarray:
         values = values.astype(np.int8)
     best = (np.maximum if largest else np.minimum).accumulate(values, axis=a)
     hit = values == best
-    if values.dtype.kind == "f":
+    if dtypes.floating_kind(values.dtype):
         hit |= np.isnan(values)
     shape = [1] * values.ndim
     shape[a] = values.shape[a]

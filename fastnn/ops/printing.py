@@ -121,6 +121,8 @@ def _rows(host, indent: int, summarize: bool, fmt: _Format, opts: dict) -> str:
 def format_array(host: np.ndarray, prefix: str) -> str:
     """``host``'s values as the body of a tensor's repr that starts with ``prefix``."""
     opts = _opts()
+    if host.dtype.name == "bfloat16":  # ml_dtypes' (NumPy formats it as an odd kind)
+        host = host.astype(np.float32)
     if host.size == 0:
         return "[]"
     summarize = host.size > opts["threshold"]

@@ -32,7 +32,7 @@ _UFUNC = {"prod": np.multiply, "amax": np.maximum, "amin": np.minimum}
 def _identity(reduce: str, dtype: np.dtype):
     if reduce == "prod":
         return 1
-    if dtype.kind == "f":
+    if dtypes.floating_kind(dtype):
         return -np.inf if reduce == "amax" else np.inf
     info = np.iinfo(dtype) if dtype.kind in "iu" else None
     if info is None:  # bool

@@ -147,7 +147,7 @@ def _median_index(values: np.ndarray, axis: int) -> np.ndarray:
     """The index of the lower median along ``axis`` (size 1 there), or of the first NaN."""
     n = values.shape[axis]
     index = np.take(order(values, axis, False), [(n - 1) // 2], axis=axis)
-    if values.dtype.kind == "f":
+    if dtypes.floating_kind(values.dtype):
         nan = np.isnan(values)
         first = np.argmax(nan, axis=axis).reshape(index.shape)
         index = np.where(nan.any(axis=axis).reshape(index.shape), first, index)

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from fastnn.api import dtypes
 from fastnn.ops.tensor import Tensor
 from fastnn.optim.param_state import ParamState, is_array
 
@@ -196,7 +197,7 @@ class OptimizerState:
         if tuple(host.shape) != p.shape:
             raise ValueError(f"{owner}: state {name!r} of parameter {key} has shape "
                              f"{tuple(host.shape)}, the parameter {p.shape}")
-        if host.dtype.kind not in "biuf":
+        if not dtypes.holds_numbers(host.dtype):
             raise ValueError(f"{owner}: state {name!r} of parameter {key} holds {host.dtype} "
                              "values, not numbers")
         host = np.asarray(host, dtype=p._dtype.numpy)

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastnn.conformance.compare import ACCUMULATING
+from fastnn.conformance.compare import ACCUMULATING, BFLOAT16_SCALE
 
 # random numbers: each backend has its own generator, so only shape and dtype compare
 UNCOMPARED = frozenset({"uniform"})
-# bfloat16 has 3 fewer mantissa bits than float16: 8x its tolerances
-_WIDER = {"bfloat16": ("float16", 8.0)}
+# bfloat16's tolerances: float16's, scaled as the suite scales them
+_WIDER = {"bfloat16": ("float16", BFLOAT16_SCALE)}
 
 
 def _case_tables() -> tuple[dict, str]:

@@ -32,3 +32,14 @@ def test_shapes_and_integers_are_exact():
         assert_close(np.zeros((2, 3)), np.zeros((3, 2)), 1.0, 1.0, "x")
     with pytest.raises(Mismatch, match="1 of 3 elements differ"):
         assert_close(np.array([0, 1, 2]), np.array([0, 1, 3]), 1.0, 1.0, "argmax")
+
+
+def test_bfloat16_tolerances_are_float16s_times_8_unless_given():
+    from fastnn.conformance.compare import ELEMENTWISE, GRADIENT, Tolerances
+
+    assert ELEMENTWISE["bfloat16"] == (8 * ELEMENTWISE["float16"][0],
+                                       8 * ELEMENTWISE["float16"][1])
+    assert GRADIENT["bfloat16"] == (0.24, 0.24)
+    assert Tolerances({"float16": (1.0, 2.0), "bfloat16": (3.0, 4.0)})["bfloat16"] == (3.0, 4.0)
+    with pytest.raises(KeyError):
+        Tolerances({"float32": (1.0, 1.0)})["bfloat16"]  # no float16 to derive it from

@@ -1,4 +1,5 @@
-"""fastnn's NumPy backend: every primitive on host arrays, float32 and float64.
+"""fastnn's NumPy backend: every primitive on host arrays, float32 and float64 (also
+float16, and bfloat16 where ml_dtypes is installed: fastnn_cpu.bfloat16).
 
 Registered as ``cpu`` in the ``fastnn.backends`` entry-point group. Arrays are
 plain ``numpy.ndarray``; ``device_index`` is always 0.
@@ -7,6 +8,7 @@ plain ``numpy.ndarray``; ``device_index`` is always 0.
 from __future__ import annotations
 
 import math
+import sys
 import types
 
 import numpy as np
@@ -15,7 +17,7 @@ from fastnn.api import composite, dtypes
 from fastnn.api.hookspec import hookimpl
 from fastnn.api.own_hooks import packed_attention_hooks, product_hooks
 from fastnn.api.xp_hooks import xp_hooks
-from fastnn_cpu import mkl_gemm, native
+from fastnn_cpu import bfloat16, mkl_gemm, native
 from fastnn_cpu.bitmask import INTS, select
 from fastnn_cpu.erf import GELU_CLAMP, GELU_COEFS, gelu32
 from fastnn_cpu.erf import erf as _erf
@@ -32,8 +34,8 @@ fastnn_hook_modules = ("fastnn_cpu.conv", "fastnn_cpu.conv_2d", "fastnn_cpu.fuse
                        "fastnn_cpu.layernorm", "fastnn_cpu.linalg", "fastnn_cpu.reduce")
 
 _ZEROS = {np.dtype(name): np.dtype(name).type(0) for name in ("float16", "float32", "float64")}
-# NumPy's floats (it has no bfloat16), then every integer dtype and bool
-_DTYPES = ["float32", "float64", "float16",
+# NumPy's floats, ml_dtypes' bfloat16 where installed, then every integer dtype and bool
+_DTYPES = ["float32", "float64", "float16", *(["bfloat16"] if bfloat16.available() else []),
            *(name for name in dtypes.names() if not dtypes.as_dtype(name).is_floating)]
 
 # the hooks that are one call of NumPy (one table for every NumPy-like backend:
@@ -119,7 +121,7 @@ def backend_probe():
 
 @hookimpl
 def from_numpy(array, device_index):
-    return np.array(array, copy=True)
+    return bfloat16.noted(np.array(array, copy=True))
 
 
 @hookimpl
@@ -134,16 +136,21 @@ def to_numpy_many(arrays):
 
 @hookimpl
 def full(shape, value, dtype, device_index):
-    return np.full(shape, value, dtype=dtype)
+    return np.full(shape, bfloat16.rounded(value, dtype), dtype=bfloat16.numpy_dtype(dtype))
 
 
 @hookimpl
 def uniform(shape, dtype, device_index, seed):
-    return np.random.default_rng(seed).random(shape, dtype=np.float64).astype(dtype)
+    values = np.random.default_rng(seed).random(shape, dtype=np.float64)
+    if dtype == "bfloat16":  # on the grid of 2**-8, as PyTorch's: never rounded up to 1
+        return (np.floor(values * 256.0) / 256.0).astype(bfloat16.numpy_dtype(dtype))
+    return values.astype(dtype)
 
 
 @hookimpl
 def astype(x, dtype):
+    if x.dtype is bfloat16.BF16 or dtype == "bfloat16":
+        return bfloat16.astype(x, dtype, astype)
     # NOTE: a float outside uint8/int8/int16 is undefined in C: through int32, as NumPy's
     # cast on x86 goes (300.0 -> uint8 44) on every host, and as the device backends do
     if x.dtype.kind == "f" and dtype in dtypes.NARROW_INTEGERS:
@@ -326,7 +333,7 @@ def contiguous(x):
 
 @hookimpl
 def one_hot(indices, num_classes, dtype):
-    out = np.zeros(indices.shape + (num_classes,), dtype=dtype)
+    out = np.zeros(indices.shape + (num_classes,), dtype=bfloat16.numpy_dtype(dtype))
     np.put_along_axis(out, indices[..., None].astype(np.intp), 1, axis=-1)
     return out
 
@@ -350,3 +357,11 @@ from fastnn_cpu import sdpa as _sdpa  # noqa: E402
 globals().update(packed_attention_hooks(types.SimpleNamespace(
     slice=_indexing.slice, reshape=reshape, transpose=transpose, cat=_indexing.cat,
     attention=_sdpa.attention, attention_backward=_sdpa.attention_backward)))
+
+# bfloat16 computed in float32: one wrapper over every hook but those that only move values
+# (fastnn_cpu.bfloat16); with nothing to wrap for where ml_dtypes is missing
+if bfloat16.available():
+    import importlib as _importlib  # noqa: E402
+
+    bfloat16.wrap_hooks([sys.modules[__name__], *(_importlib.import_module(name)
+                                                  for name in fastnn_hook_modules)])
