@@ -3,15 +3,16 @@
 ``torch.save`` writes a zip archive: ``<name>/data.pkl``, a pickle of the saved object
 whose tensors refer by key to raw storages ``<name>/data/<key>``, and ``byteorder``. A
 pickle can call anything it names, so this reader is PyTorch's ``weights_only=True``
-reader in spirit: every name the pickle asks for is looked up in :data:`ALLOWED`, a
-table of fastnn's own stand-ins (PyTorch is never imported), and any other name is
-refused before anything is called. What it rebuilds: dicts (``OrderedDict`` too), lists,
-tuples, sets, numbers, strings, bytes, ``torch.Size`` (a tuple), ``torch.device`` (its
-string), dtypes (fastnn's) and tensors and Parameters, as NumPy arrays (bfloat16 ones as
-float32, exactly: NumPy has no bfloat16). Tensors that shared a storage when saved (tied
-weights, a transpose) share memory again, as PyTorch's load gives them; each storage is
-read once, straight from the file into its array. A whole pickled ``nn.Module`` or optimizer is
-refused by its class name, as PyTorch's own ``weights_only`` load refuses it.
+reader in spirit: every name the pickle asks for is looked up in :data:`ALLOWED`, a table
+of fastnn's own stand-ins (PyTorch is never imported), and any other name is refused
+before anything is called. What it rebuilds: dicts (``OrderedDict`` too), lists, tuples,
+sets, numbers, strings, bytes, ``torch.Size`` (a tuple), ``torch.device`` (its string),
+dtypes (fastnn's) and tensors and Parameters, as NumPy arrays (bfloat16 ones as ml_dtypes'
+bfloat16 where that package is installed, else as float32, exactly). Tensors that shared a
+storage when saved (tied weights, a transpose) share memory again, as PyTorch's load gives
+them; each storage is read once, straight from the file into its array. A whole pickled
+``nn.Module`` or optimizer is refused by its class name, as PyTorch's own ``weights_only``
+load refuses it.
 
 PyTorch's older format (a bare pickle, before 1.6) and TorchScript archives are refused
 with what to do instead.
@@ -27,6 +28,8 @@ import zipfile
 import zlib
 
 import numpy as np
+
+from fastnn.api import dtypes
 
 # PyTorch's storage classes -> the NumPy dtype of their bytes
 _STORAGES = {
@@ -62,7 +65,7 @@ def _rebuild_tensor(storage, offset, size, stride, *_rest):
     # a view of the storage, as PyTorch's tensors are: tensors saved sharing a storage
     # (tied weights, a transpose) share it again
     out = np.lib.stride_tricks.as_strided(array[offset:], size, tuple(s * step for s in stride))
-    if bfloat16:  # bfloat16 is the top half of a float32: exact
+    if bfloat16:  # (no ml_dtypes) bfloat16 is the top half of a float32: exact
         out = (out.astype(np.uint32) << 16).view(np.float32)
     return out
 
@@ -93,7 +96,6 @@ def _size(dims=()):
 
 
 def _dtypes() -> dict:
-    from fastnn.api import dtypes
     return {("torch", name): dtypes.as_dtype(name) for name in dtypes.names()}
 
 
@@ -159,7 +161,10 @@ class _Reader(pickle._Unpickler):
             array = _read_storage(self._archive, f"{self._prefix}data/{key}", kind, numel)
             if self._swap:
                 array = array.byteswap()
-            found = self._storages[key] = (array, kind.name == "BFloat16Storage")
+            widen = kind.name == "BFloat16Storage"
+            if widen and dtypes.numpy_bfloat16() is not None:  # (ml_dtypes is installed)
+                array, widen = array.view(dtypes.numpy_bfloat16()), False
+            found = self._storages[key] = (array, widen)
         return found
 
 
