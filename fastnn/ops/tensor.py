@@ -342,10 +342,25 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
     return out
 
 
-def full(shape, value, dtype=None, device=None, requires_grad=False) -> Tensor:
+class _NotGiven:
+    """The default of full's arguments (None is a value it rejects by name)."""
+
+    def __repr__(self) -> str:
+        return "<required>"
+
+
+_NOT_GIVEN = _NotGiven()
+
+
+def full(shape=_NOT_GIVEN, value=_NOT_GIVEN, dtype=None, device=None, requires_grad=False, *,
+         size=_NOT_GIVEN, fill_value=_NOT_GIVEN) -> Tensor:
     """A new tensor of ``shape`` (one tuple, or an int) filled with ``value``; dtype=None
     takes it from the value as PyTorch: bool, int64 for an int, else the default float. A
-    0-d tensor value is read as the Python number it holds, as PyTorch reads it."""
+    0-d tensor value is read as the Python number it holds, as PyTorch reads it.
+    ``size=`` and ``fill_value=`` are PyTorch's keywords for the two (``torch.full((L, L),
+    fill_value=min_value)``, as Hugging Face's causal masks are made)."""
+    shape = _either("shape", shape, "size", size)
+    value = _either("value", value, "fill_value", fill_value)
     if isinstance(value, Tensor) and not value._data.shape:
         value = value.item()
     if not isinstance(value, numbers.Real):
@@ -369,6 +384,17 @@ def full(shape, value, dtype=None, device=None, requires_grad=False) -> Tensor:
     data = dev.ops.full(shape_arg("full", shape), value, dtype.name, dev.index)
     out = Tensor._make(data, dtype, dev)
     return out.requires_grad_(True) if requires_grad else out
+
+
+def _either(name: str, value, torch_name: str, torch_value):
+    """full's argument given as ``name`` or as PyTorch's ``torch_name`` (one of them)."""
+    if torch_value is _NOT_GIVEN:
+        if value is _NOT_GIVEN:
+            raise TypeError(f"full: missing the argument {name} (PyTorch's {torch_name})")
+        return value
+    if value is not _NOT_GIVEN:
+        raise TypeError(f"full: give {name} or {torch_name} (PyTorch's name), not both")
+    return torch_value
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:

@@ -81,6 +81,24 @@ def test_full_keeps_the_tuple_and_takes_the_dtype_from_the_value():
         assert ours.dtype.name == str(theirs.dtype).split(".")[1]
         np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
 
+    # PyTorch's keywords: Hugging Face makes its causal masks with
+    # torch.full((L, L), fill_value=torch.finfo(dtype).min, dtype=dtype)
+    low = float(np.finfo(np.float32).min)
+    for lib in (fnn, torch):
+        made = [lib.full((2, 3), fill_value=low, dtype=lib.float32),
+                lib.full(size=(2,), fill_value=7)]
+        if lib is fnn:
+            ours = made
+        else:
+            theirs = made
+    for mine, want in zip(ours, theirs):
+        assert mine.dtype.name == str(want.dtype).split(".")[1]
+        np.testing.assert_array_equal(mine.numpy(), want.numpy())
+    with pytest.raises(TypeError, match="give value or fill_value"):
+        fnn.full((2,), 1.0, fill_value=2.0)
+    with pytest.raises(TypeError, match="missing the argument value"):
+        fnn.full((2,))
+
 
 @pytest.mark.parametrize("make", [
     lambda lib: [np.float64(1.5), 2.0], lambda lib: [np.int32(1), np.int32(2)],
