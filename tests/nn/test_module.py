@@ -129,6 +129,35 @@ def test_load_state_dict_hooks_as_pytorchs(monkeypatch):
     assert ours[4] == sorted(parts) and ours[5] == "raised"
 
 
+def test_load_state_dict_assign_as_pytorchs():
+    """gpt-fast loads its checkpoint with load_state_dict(checkpoint, assign=True): a
+    TypeError (no such argument). The state's tensors become the parameters, dtype and
+    storage included; a parameter keeps requires_grad; a buffer is replaced too."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    weight = rng.standard_normal((3, 2))  # float64: assign keeps the state's dtype
+    mean = rng.standard_normal(3).astype(np.float32)
+    found = []
+    for lib in (fnn, torch):
+        model = lib.nn.Sequential(lib.nn.Linear(2, 3), lib.nn.BatchNorm1d(3))
+        model[0].bias.requires_grad_(False)
+        old = model[0].weight
+        state = {k: lib.tensor(v.numpy() if hasattr(v, "numpy") else v)
+                 for k, v in model.state_dict().items()}
+        state["0.weight"], state["1.running_mean"] = lib.tensor(weight), lib.tensor(mean)
+        result = model.load_state_dict(state, assign=True)
+        w = model[0].weight
+        with lib.no_grad():
+            state["0.weight"][0, 0] = 100.0  # shared with the parameter
+        found.append((str(w.dtype).split(".")[-1], w is not old, type(w).__name__,
+                      w.requires_grad, model[0].bias.requires_grad, float(w[0, 0]),
+                      model[1].running_mean.numpy().tolist(), list(result.missing_keys)))
+    assert found[0] == found[1]
+    assert found[0][:2] == ("float64", True) and found[0][5] == 100.0
+    with pytest.raises(TypeError, match="assign must be True or False"):
+        mlp().load_state_dict(mlp().state_dict(), assign="yes")
+
+
 def test_to_dtype_converts_parameters_in_place():
     model = mlp()
     params = list(model.parameters())
