@@ -113,6 +113,16 @@ def _check_same(shapes, outs) -> None:
             f"run again (no state changed between the two runs)")
 
 
+def _may_need_grad(function) -> bool:
+    """False for a module (or a module's method) none of whose parameters requires grad (a
+    frozen block, LoRA's merged eval); True for anything else, whose closure may hold one."""
+    owner = function if isinstance(function, fastnn.nn.Module) else getattr(
+        function, "__self__", None)
+    if isinstance(owner, fastnn.nn.Module):
+        return any(p.requires_grad for p in owner.parameters())
+    return True
+
+
 def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, **kwargs):
     """``function(*args, **kwargs)`` without keeping its activations; they are recomputed
     in backward.
@@ -122,7 +132,9 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, **k
     ``use_reentrant=True`` follows PyTorch's reentrant variant: keyword arguments are
     refused, and if no argument requires grad the output does not either (with a
     warning), so the parameters inside get no gradient. ``False`` and None (PyTorch's
-    recommended variant; PyTorch warns on None) record the node whenever grad mode is on.
+    recommended variant; PyTorch warns on None) record the node whenever grad mode is on
+    and something may require grad (a module with no parameter that does is called plainly:
+    its output requires no grad, as PyTorch's).
     ``function`` must return a Tensor or a tuple; it must not change state that its
     second run would see. Tensors with a history (not leaves) that it reads must be
     passed as arguments, not taken from a closure: the recomputation would otherwise
@@ -145,6 +157,8 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, **k
                           "use_reentrant=True the gradients will be None (pass "
                           "use_reentrant=False)", UserWarning, stacklevel=2)
     elif not any(_is_tensor(a) and a.requires_grad for a in (*args, *kwargs.values())):
+        if not _may_need_grad(function):  # nothing in it requires grad: the plain call,
+            return function(*args, **kwargs)  # whose output requires none, as PyTorch's
         anchor = fastnn.zeros((), requires_grad=True)
     return _Checkpoint.apply(function, bool(preserve_rng_state), tuple(kwargs), anchor, *args,
                              *kwargs.values())
