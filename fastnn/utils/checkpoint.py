@@ -25,19 +25,24 @@ def _is_tensor(x) -> bool:
 
 
 class _Checkpoint(Function):
-    """``forward(ctx, function, preserve, keys, anchor, *values)``: ``function`` without its
-    graph, on ``values``, whose last ``len(keys)`` are the keyword arguments ``keys`` (so
-    that tensors among them are inputs of the node too); ``anchor`` is None or a leaf that
-    requires grad, which records the node when no argument requires grad (the parameters
-    may)."""
+    """``forward(ctx, function, preserve, keys, anchor, given, *values)``: ``function``
+    without its graph, on ``values``, whose last ``len(keys)`` are the keyword arguments
+    ``keys`` (so that tensors among them are inputs of the node too); ``anchor`` is None or
+    a leaf that requires grad, which records the node when no argument requires grad (the
+    parameters may); ``given`` is None or the outputs of a run already made (with the
+    generator state before it)."""
 
     _opaque = True  # its backward reaches leaves that are not its inputs (the parameters)
 
     @staticmethod
-    def forward(ctx, function, preserve, keys, anchor, *values):
+    def forward(ctx, function, preserve, keys, anchor, given, *values):
         ctx.function, ctx.keys, ctx.values = function, keys, values
-        ctx.rng = fastnn.get_rng_state() if preserve else None
-        output = _call(function, keys, values)
+        if given is not None:  # (rng state, outputs, whether a tuple) of a run already made
+            ctx.rng, outs, is_tuple = given
+            output = outs if is_tuple else outs[0]
+        else:
+            ctx.rng = fastnn.get_rng_state() if preserve else None
+            output = _call(function, keys, values)
         outs = output if isinstance(output, tuple) else (output,)
         ctx.shapes = tuple(o.shape if _is_tensor(o) else None for o in outs)
         return output
@@ -80,7 +85,7 @@ class _Checkpoint(Function):
             if g is not None and not _is_tensor(g):
                 g = fastnn.Tensor._make(g, t._dtype, t._device)
             grads.append(g)
-        return (None, None, None, None, *grads)
+        return (None, None, None, None, None, *grads)
 
 
 def _call(function, keys, values):
@@ -113,16 +118,6 @@ def _check_same(shapes, outs) -> None:
             f"run again (no state changed between the two runs)")
 
 
-def _may_need_grad(function) -> bool:
-    """False for a module (or a module's method) none of whose parameters requires grad (a
-    frozen block, LoRA's merged eval); True for anything else, whose closure may hold one."""
-    owner = function if isinstance(function, fastnn.nn.Module) else getattr(
-        function, "__self__", None)
-    if isinstance(owner, fastnn.nn.Module):
-        return any(p.requires_grad for p in owner.parameters())
-    return True
-
-
 def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, **kwargs):
     """``function(*args, **kwargs)`` without keeping its activations; they are recomputed
     in backward.
@@ -132,9 +127,10 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, **k
     ``use_reentrant=True`` follows PyTorch's reentrant variant: keyword arguments are
     refused, and if no argument requires grad the output does not either (with a
     warning), so the parameters inside get no gradient. ``False`` and None (PyTorch's
-    recommended variant; PyTorch warns on None) record the node whenever grad mode is on
-    and something may require grad (a module with no parameter that does is called plainly:
-    its output requires no grad, as PyTorch's).
+    recommended variant; PyTorch warns on None) record the node whenever the output
+    depends on something that requires grad (when no argument does, the first run records
+    to find out, then lets that graph go: a frozen block's output requires no grad, as
+    PyTorch's).
     ``function`` must return a Tensor or a tuple; it must not change state that its
     second run would see. Tensors with a history (not leaves) that it reads must be
     passed as arguments, not taken from a closure: the recomputation would otherwise
@@ -147,7 +143,7 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, **k
         raise TypeError(f"checkpoint: function must be callable, got {type(function).__name__}")
     if not fastnn.is_grad_enabled():
         return function(*args, **kwargs)
-    anchor = None
+    anchor = given = None
     if use_reentrant:
         if kwargs:
             raise ValueError(f"checkpoint: unexpected keyword arguments {sorted(kwargs)} with "
@@ -157,11 +153,18 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, **k
                           "use_reentrant=True the gradients will be None (pass "
                           "use_reentrant=False)", UserWarning, stacklevel=2)
     elif not any(_is_tensor(a) and a.requires_grad for a in (*args, *kwargs.values())):
-        if not _may_need_grad(function):  # nothing in it requires grad: the plain call,
-            return function(*args, **kwargs)  # whose output requires none, as PyTorch's
+        # PyTorch's output requires grad only where it depends on something that does (a
+        # LoRA block merged for eval does not): run it once recording, to find out
+        rng = fastnn.get_rng_state() if preserve_rng_state else None
+        output = function(*args, **kwargs)
+        outs = output if isinstance(output, tuple) else (output,)
+        if not any(_is_tensor(o) and o.requires_grad for o in outs):
+            return output
+        given = (rng, tuple(o.detach() if _is_tensor(o) else o for o in outs),
+                 isinstance(output, tuple))  # its graph goes; the node recomputes it
         anchor = fastnn.zeros((), requires_grad=True)
-    return _Checkpoint.apply(function, bool(preserve_rng_state), tuple(kwargs), anchor, *args,
-                             *kwargs.values())
+    return _Checkpoint.apply(function, bool(preserve_rng_state), tuple(kwargs), anchor, given,
+                             *args, *kwargs.values())
 
 
 def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):

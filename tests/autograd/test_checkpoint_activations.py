@@ -252,6 +252,14 @@ def test_a_frozen_block_gives_an_output_that_requires_no_grad_as_pytorchs():
         np.testing.assert_array_equal(out.numpy(), model(x).numpy())
     model[0].weight.requires_grad_(True)  # one parameter that does: recorded
     assert checkpoint(model, x, use_reentrant=False).requires_grad
+    lora = fnn.zeros(4, 4, dtype=fnn.float64, requires_grad=True)  # not used when merged
+    for merged in (True, False):
+        block = (lambda t: model(t)) if merged else (lambda t: model(t @ lora))
+        model[0].weight.requires_grad_(False)
+        out = checkpoint(block, x, use_reentrant=False)
+        assert out.requires_grad is not merged
+    out.sum().backward()  # the recorded node still differentiates
+    assert lora.grad is not None and lora.grad.shape == (4, 4)
     if torch is not None:
         frozen = torch.nn.Linear(4, 3).double().requires_grad_(False)
         assert not torch.utils.checkpoint.checkpoint(frozen, torch.tensor(X),
