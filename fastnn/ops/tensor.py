@@ -397,29 +397,32 @@ def _either(name: str, value, torch_name: str, torch_value):
     return torch_value
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+def zeros(*sizes, size=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A tensor filled with 0, sized by varargs or one tuple (``zeros(2, 3)``,
-    ``zeros((2, 3))``); the default float dtype on the current device unless given."""
-    return full(shape_of("zeros", size), 0, dtypes.float_or_default(dtype), device, requires_grad)
+    ``zeros((2, 3))``) or PyTorch's ``size=``; the default float dtype on the current
+    device unless given."""
+    return full(shape_of("zeros", sizes, size), 0, dtypes.float_or_default(dtype), device,
+                requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A tensor filled with 1, sized as :func:`zeros`."""
-    return full(shape_of("ones", size), 1, dtypes.float_or_default(dtype), device, requires_grad)
+    return full(shape_of("ones", sizes, size), 1, dtypes.float_or_default(dtype), device,
+                requires_grad)
 
 
-def randn(*size, dtype=None, device=None, seed=None, requires_grad=False,
+def randn(*sizes, size=None, dtype=None, device=None, seed=None, requires_grad=False,
           generator=None) -> Tensor:
     """Standard normal samples, sized as :func:`zeros` (``randn(1, 3, 32, 32)``); the same
     ``seed`` gives the same values on every backend; ``generator=`` an fnn.Generator."""
     dtype = dtypes.floating_dtype("randn", dtype)
     rng = rng_of("randn", generator) if seed is None else np.random.default_rng(
         integer("randn", "seed", seed, 0))
-    host = rng.standard_normal(shape_of("randn", size))
+    host = rng.standard_normal(shape_of("randn", sizes, size))
     return tensor(host, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def rand(*size, dtype=None, device=None, seed=None, requires_grad=False,
+def rand(*sizes, size=None, dtype=None, device=None, seed=None, requires_grad=False,
          generator=None) -> Tensor:
     """Uniform samples in [0, 1), sized as :func:`zeros`, drawn on the device itself (from
     a seed drawn from ``generator``, fastnn's default one unless given)."""
@@ -428,7 +431,7 @@ def rand(*size, dtype=None, device=None, seed=None, requires_grad=False,
     if seed is None:
         seed = int(rng_of("rand", generator).integers(2**31))
     seed = integer("rand", "seed", seed, 0)
-    data = dev.ops.uniform(shape_of("rand", size), dtype.name, dev.index, seed)
+    data = dev.ops.uniform(shape_of("rand", sizes, size), dtype.name, dev.index, seed)
     out = Tensor._make(data, dtype, dev)
     return out.requires_grad_(True) if flag("rand", "requires_grad", requires_grad) else out
 

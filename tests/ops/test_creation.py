@@ -234,3 +234,15 @@ def test_as_tensor_shares_when_it_can_and_copies_when_it_must(device):
     frozen = np.ones(2)
     frozen.flags.writeable = False
     assert fnn.as_tensor(frozen).numpy().flags.writeable  # a read-only array is copied
+
+
+@pytest.mark.parametrize("name", ["zeros", "ones", "empty", "randn", "rand"])
+def test_sizes_by_pytorchs_keyword_size(name):
+    """torch.randn(size=(B, T)) raised TypeError (the sizes were varargs only)."""
+    torch = pytest.importorskip("torch")
+    for size in ((2, 3), [4], ()):
+        ours = getattr(fnn, name)(size=size, dtype=fnn.float64)
+        theirs = getattr(torch, name)(size=size, dtype=torch.float64)
+        assert ours.shape == tuple(theirs.shape) and ours.dtype == fnn.float64
+    with pytest.raises(TypeError, match=f"{name}: give the sizes as arguments or as size="):
+        getattr(fnn, name)(2, size=(2,))
