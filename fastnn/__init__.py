@@ -186,7 +186,16 @@ def __getattr__(name):
         return importlib.import_module("fastnn.ops.random_ops")
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
+    if name in _COMPLEX:
+        raise AttributeError(f"module 'fastnn' has no attribute {name!r}: fastnn has no "
+                             f"complex dtypes. Rotary embeddings (torch.polar, "
+                             f"view_as_complex) have a real form: rotate the pairs with "
+                             f"cos and sin (x1 * cos - x2 * sin, x1 * sin + x2 * cos)")
     raise AttributeError(f"module 'fastnn' has no attribute {name!r}")
+
+
+_COMPLEX = {"polar", "view_as_complex", "view_as_real", "complex", "complex32", "complex64",
+            "complex128", "cfloat", "cdouble", "chalf"}  # PyTorch's complex names
 
 
 def _stand_in(name: str, target: str):
