@@ -26,6 +26,9 @@ class _Missing:
 
 _MISSING = _Missing()
 _made: dict = {}  # fn -> its wrapper (one per function, so its names share it)
+# PyTorch's functions whose input is not their first argument (where(condition, input,
+# other), searchsorted(sorted_sequence, input)): input= is theirs to refuse, not the first's
+_NOT_FIRST = {"where", "searchsorted"}
 _kinds = inspect.Parameter
 
 
@@ -37,7 +40,7 @@ def takes_input_keyword(fn):
     made = _made.get(fn)
     if made is not None:
         return made
-    if not inspect.isfunction(fn):  # a class (fnn.Generator, fnn.finfo) stays itself
+    if not inspect.isfunction(fn) or fn.__name__ in _NOT_FIRST:  # (a class stays itself)
         return fn
     try:
         params = list(inspect.signature(fn).parameters.values())
