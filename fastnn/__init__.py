@@ -190,6 +190,11 @@ def __getattr__(name):
     if name in _NOT_HERE:
         raise AttributeError(f"module 'fastnn' has no attribute {name!r}: PyTorch's "
                              f"torch.{name} {_NOT_HERE[name]}")
+    if name in _COMPLEX:
+        raise AttributeError(f"module 'fastnn' has no attribute {name!r}: fastnn has no "
+                             f"complex dtypes. Rotary embeddings (torch.polar, "
+                             f"view_as_complex) have a real form: rotate the pairs with "
+                             f"cos and sin (x1 * cos - x2 * sin, x1 * sin + x2 * cos)")
     raise AttributeError(f"module 'fastnn' has no attribute {name!r}")
 
 
@@ -206,6 +211,9 @@ _NOT_HERE = {
     "signal": "has window functions only; fastnn has hann_window and its siblings at the "
               "top level",
 }
+
+_COMPLEX = {"polar", "view_as_complex", "view_as_real", "complex", "complex32", "complex64",
+            "complex128", "cfloat", "cdouble", "chalf"}  # PyTorch's complex names
 
 
 def _stand_in(name: str, target: str):

@@ -2,11 +2,14 @@
 on fastnn: ``fnn.Size``, the memory formats (``fnn.channels_last`` ...),
 ``set_num_threads``/``get_num_threads`` (the host BLAS threads of the NumPy backend),
 ``use_deterministic_algorithms`` (recorded and asked back), and the attributes of
-``torch.backends.cudnn``/``torch.backends.cuda.matmul`` that scripts assign.
+``torch.backends.cudnn``/``torch.backends.cuda.matmul`` that scripts assign, and the
+attention-kernel switches of ``torch.backends.cuda`` (kept; every choice runs one op).
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 from types import SimpleNamespace
 
@@ -208,8 +211,38 @@ def backend_switches(target) -> None:
     target.cudnn = SimpleNamespace(enabled=True, benchmark=False, deterministic=False,
                                    allow_tf32=True, is_available=lambda: False)
     matmul = SimpleNamespace(allow_tf32=False, allow_fp16_reduced_precision_reduction=True)
-    target.cuda = SimpleNamespace(matmul=matmul, is_built=lambda: False)
+    target.cuda = SimpleNamespace(matmul=matmul, is_built=lambda: False, sdp_kernel=sdp_kernel)
+    for kind in _SDP:  # enable_flash_sdp(flag), flash_sdp_enabled(), ...
+        setattr(target.cuda, f"enable_{kind}_sdp", functools.partial(_enable_sdp, kind))
+        setattr(target.cuda, f"{kind}_sdp_enabled", functools.partial(_SDP.__getitem__, kind))
     target.mps = SimpleNamespace(is_available=lambda: False, is_built=lambda: False)
     target.mkldnn = SimpleNamespace(enabled=True, is_available=lambda: False)
     target.opt_einsum = SimpleNamespace(enabled=True, strategy="auto",
                                         is_available=lambda: False)
+
+
+_SDP = {"flash": True, "mem_efficient": True, "math": True, "cudnn": True}
+"""PyTorch's switches of its attention kernels (``torch.backends.cuda.enable_flash_sdp``).
+fastnn's attention is one op of each backend, which every choice runs: they are kept."""
+
+
+def _enable_sdp(kind: str, enabled: bool) -> None:
+    if not isinstance(enabled, bool):
+        raise TypeError(f"enable_{kind}_sdp: expected True or False, got {enabled!r}")
+    _SDP[kind] = enabled
+
+
+@contextlib.contextmanager
+def sdp_kernel(enable_flash: bool = True, enable_math: bool = True,
+               enable_mem_efficient: bool = True, enable_cudnn: bool = True):
+    """PyTorch's deprecated ``torch.backends.cuda.sdp_kernel`` (gpt-fast decodes under it):
+    the switches set for the block and put back after; results do not change."""
+    previous = dict(_SDP)
+    given = {"flash": enable_flash, "math": enable_math, "mem_efficient": enable_mem_efficient,
+             "cudnn": enable_cudnn}
+    for kind, flag in given.items():
+        _enable_sdp(kind, flag)
+    try:
+        yield {}
+    finally:
+        _SDP.update(previous)

@@ -191,3 +191,14 @@ def test_custom_scheduler_on_the_old_base_name():
     torch = pytest.importorskip("torch")
     assert _warmup_rates(fnn, _LRScheduler) == _warmup_rates(
         torch, torch.optim.lr_scheduler._LRScheduler)
+
+
+def test_complex_names_say_fastnn_has_no_complex_dtypes():
+    """Llama's and gpt-fast's rotary embeddings call torch.polar and view_as_complex: the
+    AttributeError now says why and what to write instead."""
+    for name in ("polar", "view_as_complex", "complex64", "cfloat"):
+        assert not hasattr(fnn, name)
+        with pytest.raises(AttributeError, match=f"{name!r}: fastnn has no complex dtypes.*cos"):
+            getattr(fnn, name)
+    with pytest.raises(AttributeError, match=r"no attribute 'no_such_name'$"):
+        _ = fnn.no_such_name

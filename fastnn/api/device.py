@@ -131,6 +131,18 @@ class DeviceSpec:
         index = "" if self.index is None else f", index={self.index}"
         return f"device(type={self.type!r}{index})"
 
+    def __enter__(self) -> DeviceSpec:
+        """``with fnn.device("cuda"):`` as PyTorch's device context: tensors and layers made
+        in the block go to this device (this thread's default until the block ends, as
+        ``with fnn.use(...)``); a missing backend raises here."""
+        device = as_device(self)
+        check_use(device)
+        _stack().append(device)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _stack().pop()
+
 
 _cache: dict[str, Device] = {}  # every spelling seen -> its canonical Device
 _canonical: dict[tuple, Device] = {}  # (backend, index) -> the one Device of that device

@@ -409,8 +409,12 @@ def check_saved(node) -> None:
     inputs = {id(t._data) for t in node.inputs if t is not None}
     saved = {id(a) for a in node.saved if hasattr(a, "shape")}
     # a saved array that is neither an input's nor the output's was derived from them (a
-    # view, on a strided backend): then every input counts as saved
-    derived = bool(saved - inputs - {node.out_id})
+    # view, on a strided backend): then every input counts as saved. One of a dtype no
+    # input has is not a view of them (gather's and scatter_add's int64 index): index_add_
+    # into one tensor again and again (Mixtral's experts) raised here
+    kinds = {str(t._data.dtype) for t in node.inputs if t is not None}
+    derived = any(id(a) not in inputs and id(a) != node.out_id and str(a.dtype) in kinds
+                  for a in node.saved if hasattr(a, "shape"))
     for i, t in enumerate(node.inputs):
         if t is None or not (derived or id(t._data) in saved):
             continue

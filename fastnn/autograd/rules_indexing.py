@@ -80,7 +80,7 @@ def _slice_scatter(ops, node, grad):
 @rule("gather")
 def _gather(ops, node, grad):
     """One scatter-add of the gradient into zeros shaped like the input."""
-    (index,) = node.saved
+    index = node.saved[0]
     shape, axis, spec = node.attrs
     base = _zeros(ops, shape, spec)
     if not math.prod(grad.shape):

@@ -259,7 +259,7 @@ class TensorOps:
             return data
         spec = (x._dtype.name, x._device.index)
         out = self._record(None, data, (x,))
-        return self._attach(out, "gather", (x, None), (index_data,),
+        return self._attach(out, "gather", (x, None), (index_data, x_data),
                             (tuple(x_data.shape), axis, spec))
 
     def scatter_add(self, base, axis, index, src):

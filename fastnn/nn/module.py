@@ -42,6 +42,7 @@ from fastnn.nn.parameter import (  # noqa: F401  (layers import these from here 
     uniform_init,
     wrap,
 )
+from fastnn.nn.state_hooks import StateHooksMixin
 from fastnn.ops import autocasting
 from fastnn.ops.tensor import Tensor
 
@@ -133,7 +134,7 @@ class _NotGiven:
 _MISSING = _NotGiven()
 
 
-class Module(HooksMixin, ModuleTree, ModuleState):
+class Module(HooksMixin, StateHooksMixin, ModuleTree, ModuleState):
     """Base class of layers: parameters, buffers, sub-modules, hooks, state dicts and the
     reversible pair, with PyTorch's ``nn.Module`` protocol.
 

@@ -18,10 +18,13 @@ from collections.abc import Mapping
 import numpy as np
 
 from fastnn.api import dtypes as fnn_dtypes
+from fastnn.api.args import flag
 from fastnn.api.errors import StateDictError
+from fastnn.nn import state_hooks
 from fastnn.nn.parameter import Parameter
 from fastnn.nn.uninitialized import SHAPE_MESSAGE, is_uninitialized
 from fastnn.ops.convert import host_array
+from fastnn.ops.creation import as_tensor
 from fastnn.ops.storage import rebind
 from fastnn.ops.tensor import Tensor
 from fastnn.settings import check_memory_format
@@ -37,6 +40,51 @@ class IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpect
         if not self.missing_keys and not self.unexpected_keys:
             return "<All keys matched successfully>"
         return super().__repr__()
+
+
+def _misfit(name: str, strict: bool, missing, unexpected, mismatched) -> StateDictError:
+    parts = []
+    if strict and missing:
+        parts.append(f"missing keys {missing}")
+    if strict and unexpected:
+        parts.append(f"unexpected keys {unexpected}")
+    if mismatched:
+        parts.append(f"shape mismatches [{'; '.join(mismatched)}]")
+    hint = ("strict=False loads the keys that match" if not mismatched else
+            "a shape must match, strict or not")
+    return StateDictError(f"{name}.load_state_dict: the state dict does not fit this model: "
+                          + ", ".join(parts) + f" (was it saved from another model? {hint})")
+
+
+def _assign(root, state_dict) -> None:
+    """PyTorch's ``load_state_dict(assign=True)``: each parameter and persistent buffer of
+    ``root``'s modules that ``state_dict`` names becomes its value (a Parameter given stays
+    itself; a Tensor is wrapped sharing its storage; an array becomes a tensor on the
+    parameter's device, with its own dtype). Every value converts before any changes."""
+    changes = []
+    for path, module in root.named_modules(remove_duplicate=False):
+        prefix = f"{path}." if path else ""
+        for member, old in module._parameters.items():
+            if old is not None and prefix + member in state_dict:
+                value = state_dict[prefix + member]
+                if isinstance(value, Parameter):
+                    value.requires_grad_(old.requires_grad)
+                else:
+                    value = Parameter(_tensor_of(value, old), old.requires_grad,
+                                      getattr(old, "param_class", "other"))
+                changes.append((module, member, value))
+        for member, old in module._buffers.items():
+            if (old is not None and prefix + member in state_dict
+                    and member not in module._non_persistent_buffers_set):
+                changes.append((module, member, _tensor_of(state_dict[prefix + member], old)))
+    for module, member, value in changes:
+        setattr(module, member, value)
+
+
+def _tensor_of(value, old: Tensor) -> Tensor:
+    if isinstance(value, Tensor):
+        return value
+    return as_tensor(np.asarray(value), device=old.device)
 
 
 class ModuleState:
@@ -90,14 +138,20 @@ class ModuleState:
                                                                              copy=True)
         return out
 
-    def load_state_dict(self, state_dict, strict: bool = True) -> IncompatibleKeys:
+    def load_state_dict(self, state_dict, strict: bool = True,
+                        assign: bool = False) -> IncompatibleKeys:
         """Copy ``state_dict`` (name -> array or Tensor) into the parameters and buffers,
         in place (the same objects, so an optimizer keeps them).
 
         Returns ``(missing_keys, unexpected_keys)``. ``strict=True`` (the default) raises a
         ValueError listing both when either is not empty; ``strict=False`` loads the keys
         that match. A value whose shape differs from the model's raises in both modes,
-        naming the key. Nothing is loaded unless every value converts.
+        naming the key. Nothing is loaded unless every value converts. ``assign=True``:
+        PyTorch's, the state's tensors become the parameters and buffers (with their dtype;
+        an array goes to the parameter's device), instead of being copied into them
+        (a parameter keeps its requires_grad and class). Load hooks run as
+        PyTorch's (:mod:`fastnn.nn.state_hooks`); with a post-hook, the keys that match load
+        before ``strict`` judges what the hooks left missing or unexpected.
         """
         name = type(self).__name__
         if not isinstance(state_dict, Mapping):
@@ -107,9 +161,10 @@ class ModuleState:
                 f"{type(state_dict).__name__}"
             )
         strict = bool(strict)
+        state_dict, missing, unexpected = state_hooks.run_pre_hooks(self, state_dict, strict)
         own = self._state()
-        missing = [n for n in own if n not in state_dict]
-        unexpected = [n for n in state_dict if n not in own]
+        missing += [n for n in own if n not in state_dict]
+        unexpected += [n for n in state_dict if n not in own]
         mismatched = []
         for key, p in own.items():
             if key in state_dict and is_uninitialized(state_dict[key]):
@@ -121,20 +176,13 @@ class ModuleState:
                 shape = _shape_of_value(name, key, state_dict[key])
                 if shape != p.shape:
                     mismatched.append(f"{key}: checkpoint {shape}, model {p.shape}")
-        if mismatched or (strict and (missing or unexpected)):
-            parts = []
-            if strict and missing:
-                parts.append(f"missing keys {missing}")
-            if strict and unexpected:
-                parts.append(f"unexpected keys {unexpected}")
-            if mismatched:
-                parts.append(f"shape mismatches [{'; '.join(mismatched)}]")
-            hint = ("strict=False loads the keys that match" if not mismatched else
-                    "a shape must match, strict or not")
-            raise StateDictError(
-                f"{name}.load_state_dict: the state dict does not fit this model: "
-                + ", ".join(parts) + f" (was it saved from another model? {hint})"
-            )
+        # post-hooks may forgive missing or unexpected keys: then strict judges after them
+        post_hooks = state_hooks.has_post_hooks(self)
+        if mismatched or (strict and not post_hooks and (missing or unexpected)):
+            raise _misfit(name, strict, missing, unexpected, mismatched)
+        if flag(f"{name}.load_state_dict", "assign", assign):
+            _assign(self, state_dict)
+            return self._after_load(name, strict, missing, unexpected, post_hooks)
         # convert every value before touching any tensor: a value that cannot be
         # converted leaves the model as it was
         converted = {}
@@ -158,7 +206,15 @@ class ModuleState:
                 continue
             rebind(p, data)  # in place: views of the parameter see the loaded values (its
             # .grad stays, as PyTorch's copy_ under no_grad leaves it)
-        return IncompatibleKeys(missing, unexpected)
+        return self._after_load(name, strict, missing, unexpected, post_hooks)
+
+    def _after_load(self, name, strict, missing, unexpected, post_hooks) -> IncompatibleKeys:
+        result = IncompatibleKeys(missing, unexpected)
+        if post_hooks:
+            state_hooks.run_post_hooks(self, result)
+            if strict and (result.missing_keys or result.unexpected_keys):
+                raise _misfit(name, strict, result.missing_keys, result.unexpected_keys, [])
+        return result
 
 
     # ------------------------------------------------------------ devices and dtypes

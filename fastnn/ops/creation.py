@@ -18,7 +18,7 @@ from fastnn.api.device import as_device
 from fastnn.api.dtypes import as_dtype
 from fastnn.ops import tensor as tensor_module
 from fastnn.ops.rng_state import rng_of
-from fastnn.ops.spelling import shape_arg
+from fastnn.ops.spelling import shape_arg, shape_of
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor, full, tensor
 
@@ -89,10 +89,11 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False) -> Tensor:
 
 
 @public(top=True, functional=False)
-def empty(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+def empty(*sizes, size=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A new tensor sized as :func:`zeros` (``empty(2, 3)``), filled with zeros here: no
     uninitialised memory."""
-    return tensor_module.zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad)
+    return tensor_module.zeros(shape_of("empty", sizes, size), dtype=dtype, device=device,
+                               requires_grad=requires_grad)
 
 
 def _like(x: Tensor, dtype, device):

@@ -52,7 +52,10 @@ def gather_tensor(x: Tensor, axis: int, index: Tensor) -> Tensor:
     """The gather primitive (index: x's rank and shape except along ``axis``, in range)."""
     data = x._device.ops.gather(x._data, axis, index._data)
     out = Tensor._make(data, x._dtype, x._device)
-    return attach(out, "gather", (x, None), (index._data,), (x.shape, axis, zero_spec(x)))
+    # x's array too, only so that writing x in place before backward raises, as PyTorch's
+    # gather (which saves self) does
+    return attach(out, "gather", (x, None), (index._data, x._data),
+                  (x.shape, axis, zero_spec(x)))
 
 
 def scatter_add_tensor(base: Tensor, axis: int, index: Tensor, src: Tensor) -> Tensor:

@@ -17,6 +17,7 @@ its autocast policy.
 from __future__ import annotations
 
 from fastnn.ops import autocasting
+from fastnn.ops.torch_keywords import takes_input_keyword
 
 FUNCTIONAL: dict = {}  # fastnn.functional.NAME
 METHODS: dict = {}  # Tensor.NAME
@@ -35,9 +36,9 @@ def public(method=False, functional=True, top=False, name=None, aliases=()):
         fn = autocasting.wrap(names[0], fn)  # an op of the autocast table casts first
         for n in names:
             if functional:
-                _put(FUNCTIONAL, n, fn)
+                _put(FUNCTIONAL, n, takes_input_keyword(fn))
             if top:
-                _put(TOP, n, fn)
+                _put(TOP, n, takes_input_keyword(fn))
         if method:
             for n in (names if method is True else (method,) if isinstance(method, str)
                       else method):

@@ -342,10 +342,25 @@ def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
     return out
 
 
-def full(shape, value, dtype=None, device=None, requires_grad=False) -> Tensor:
+class _NotGiven:
+    """The default of full's arguments (None is a value it rejects by name)."""
+
+    def __repr__(self) -> str:
+        return "<required>"
+
+
+_NOT_GIVEN = _NotGiven()
+
+
+def full(shape=_NOT_GIVEN, value=_NOT_GIVEN, dtype=None, device=None, requires_grad=False, *,
+         size=_NOT_GIVEN, fill_value=_NOT_GIVEN) -> Tensor:
     """A new tensor of ``shape`` (one tuple, or an int) filled with ``value``; dtype=None
     takes it from the value as PyTorch: bool, int64 for an int, else the default float. A
-    0-d tensor value is read as the Python number it holds, as PyTorch reads it."""
+    0-d tensor value is read as the Python number it holds, as PyTorch reads it.
+    ``size=`` and ``fill_value=`` are PyTorch's keywords for the two (``torch.full((L, L),
+    fill_value=min_value)``, as Hugging Face's causal masks are made)."""
+    shape = _either("shape", shape, "size", size)
+    value = _either("value", value, "fill_value", fill_value)
     if isinstance(value, Tensor) and not value._data.shape:
         value = value.item()
     if not isinstance(value, numbers.Real):
@@ -371,29 +386,43 @@ def full(shape, value, dtype=None, device=None, requires_grad=False) -> Tensor:
     return out.requires_grad_(True) if requires_grad else out
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+def _either(name: str, value, torch_name: str, torch_value):
+    """full's argument given as ``name`` or as PyTorch's ``torch_name`` (one of them)."""
+    if torch_value is _NOT_GIVEN:
+        if value is _NOT_GIVEN:
+            raise TypeError(f"full: missing the argument {name} (PyTorch's {torch_name})")
+        return value
+    if value is not _NOT_GIVEN:
+        raise TypeError(f"full: give {name} or {torch_name} (PyTorch's name), not both")
+    return torch_value
+
+
+def zeros(*sizes, size=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A tensor filled with 0, sized by varargs or one tuple (``zeros(2, 3)``,
-    ``zeros((2, 3))``); the default float dtype on the current device unless given."""
-    return full(shape_of("zeros", size), 0, dtypes.float_or_default(dtype), device, requires_grad)
+    ``zeros((2, 3))``) or PyTorch's ``size=``; the default float dtype on the current
+    device unless given."""
+    return full(shape_of("zeros", sizes, size), 0, dtypes.float_or_default(dtype), device,
+                requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A tensor filled with 1, sized as :func:`zeros`."""
-    return full(shape_of("ones", size), 1, dtypes.float_or_default(dtype), device, requires_grad)
+    return full(shape_of("ones", sizes, size), 1, dtypes.float_or_default(dtype), device,
+                requires_grad)
 
 
-def randn(*size, dtype=None, device=None, seed=None, requires_grad=False,
+def randn(*sizes, size=None, dtype=None, device=None, seed=None, requires_grad=False,
           generator=None) -> Tensor:
     """Standard normal samples, sized as :func:`zeros` (``randn(1, 3, 32, 32)``); the same
     ``seed`` gives the same values on every backend; ``generator=`` an fnn.Generator."""
     dtype = dtypes.floating_dtype("randn", dtype)
     rng = rng_of("randn", generator) if seed is None else np.random.default_rng(
         integer("randn", "seed", seed, 0))
-    host = rng.standard_normal(shape_of("randn", size))
+    host = rng.standard_normal(shape_of("randn", sizes, size))
     return tensor(host, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def rand(*size, dtype=None, device=None, seed=None, requires_grad=False,
+def rand(*sizes, size=None, dtype=None, device=None, seed=None, requires_grad=False,
          generator=None) -> Tensor:
     """Uniform samples in [0, 1), sized as :func:`zeros`, drawn on the device itself (from
     a seed drawn from ``generator``, fastnn's default one unless given)."""
@@ -402,7 +431,7 @@ def rand(*size, dtype=None, device=None, seed=None, requires_grad=False,
     if seed is None:
         seed = int(rng_of("rand", generator).integers(2**31))
     seed = integer("rand", "seed", seed, 0)
-    data = dev.ops.uniform(shape_of("rand", size), dtype.name, dev.index, seed)
+    data = dev.ops.uniform(shape_of("rand", sizes, size), dtype.name, dev.index, seed)
     out = Tensor._make(data, dtype, dev)
     return out.requires_grad_(True) if flag("rand", "requires_grad", requires_grad) else out
 

@@ -43,8 +43,12 @@ class _Checkpoint(Function):
     @staticmethod
     def forward(ctx, function, preserve, anchor, *values):
         ctx.function, ctx.values = function, values
-        ctx.rng = fastnn.get_rng_state() if preserve else None
-        output = function(*values)
+        given = getattr(function, "given", None)
+        if given is not None:  # (the generator's state before it, outputs) of a run made
+            (ctx.rng, output), function.given = given, None
+        else:
+            ctx.rng = fastnn.get_rng_state() if preserve else None
+            output = function(*values)
         outs = output if isinstance(output, tuple) else (output,)
         ctx.shapes = tuple(o.shape if _is_tensor(o) else None for o in outs)
         return output
@@ -160,7 +164,9 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism
     ``use_reentrant=True`` follows PyTorch's reentrant variant: keyword arguments are
     refused, and if no argument requires grad the output does not either (with a
     warning), so the parameters inside get no gradient. ``False`` (PyTorch's recommended
-    variant) records the node whenever grad mode is on. None (not given) is True with a
+    variant) records the node whenever the output depends on something that requires grad
+    (when no argument does, the first run records to find out, then lets that graph go: a
+    frozen block's output requires no grad, as PyTorch's). None (not given) is True with a
     warning, as in PyTorch.
     ``function`` returns a Tensor or a tuple (with ``use_reentrant=False``, any nesting
     of tuples, lists and dicts, whose tensors all get gradients); it must not change
@@ -201,10 +207,17 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism
     # the tensors anywhere in the arguments (a (k, v) tuple, a dict of masks) are inputs
     # of the node, and anywhere in the output its outputs, as PyTorch's variant allows
     values, spec = pytree.flatten((args, kwargs))
+    flat = _Flat(function, spec, context_fn(), determinism_check != "none")
     anchor = None
     if not any(_is_tensor(a) and a.requires_grad for a in values):
+        # whether the output requires grad depends on the block (a frozen one's does not,
+        # as PyTorch's): one recorded run tells; its graph is let go, its outputs kept
+        rng = fastnn.get_rng_state() if preserve else None
+        outs = flat(*values)
+        if not any(_is_tensor(o) and o.requires_grad for o in outs):
+            return pytree.unflatten(list(outs), flat.spec)
+        flat.given = (rng, tuple(o.detach() if _is_tensor(o) else o for o in outs))
         anchor = fastnn.zeros((), requires_grad=True)
-    flat = _Flat(function, spec, context_fn(), determinism_check != "none")
     leaves = _Checkpoint.apply(flat, preserve, anchor, *values)
     return pytree.unflatten(list(leaves), flat.spec)
 
@@ -234,6 +247,7 @@ class _Flat:
     def __init__(self, function, args_spec, contexts, check):
         self.function, self.args_spec, self.spec = function, args_spec, None
         self.contexts, self.check, self.calls = tuple(contexts), check, 0
+        self.given = None  # (generator state, outputs) of a first run made already
 
     def __call__(self, *values):
         args, kwargs = pytree.unflatten(list(values), self.args_spec)

@@ -236,3 +236,22 @@ def test_set_and_get_default_device_as_pytorchs(monkeypatch):
             fnn.set_default_device("no_such_backend")
     finally:
         device.reset_default()
+
+
+def test_a_device_is_a_context_manager_as_pytorchs(tmp_path):
+    """gpt-fast's generate sets up its caches under ``with torch.device(device):``; the
+    device object raised TypeError (no context manager protocol)."""
+    install_backend(tmp_path, "clone-backend", "clone", "clone_mod", CPU_CLONE)
+    spec = fnn.device("clone:1")
+    with spec as entered:
+        assert entered is spec
+        assert fnn.zeros(2).device == "clone:1"
+        assert fnn.nn.Linear(2, 3).weight.device == "clone:1"
+        with fnn.device("cpu"):
+            assert fnn.ones(1).device == "cpu"
+        assert fnn.ones(1).device == "clone:1"
+    assert fnn.get_device() == "cpu"
+    with pytest.raises(fnn.BackendError, match="meta"):
+        with fnn.device("meta"):
+            pass
+    assert fnn.get_device() == "cpu"

@@ -78,6 +78,27 @@ def test_recorded_switches_read_back():
         fnn.set_num_interop_threads(0)
 
 
+def test_attention_kernel_switches_are_kept_as_pytorchs():
+    # gpt-fast decodes under torch.backends.cuda.sdp_kernel(...): an AttributeError here
+    cuda = fnn.backends.cuda
+    assert cuda.flash_sdp_enabled() and cuda.math_sdp_enabled()
+    with cuda.sdp_kernel(enable_flash=False, enable_mem_efficient=False, enable_math=True):
+        assert not cuda.flash_sdp_enabled() and not cuda.mem_efficient_sdp_enabled()
+        assert cuda.math_sdp_enabled() and cuda.cudnn_sdp_enabled()
+    assert cuda.flash_sdp_enabled() and cuda.mem_efficient_sdp_enabled()
+    cuda.enable_flash_sdp(False)
+    try:
+        assert not cuda.flash_sdp_enabled()
+    finally:
+        cuda.enable_flash_sdp(True)
+    with pytest.raises(TypeError, match="enable_math_sdp: expected True or False"):
+        cuda.enable_math_sdp("no")
+    if torch is not None:
+        with torch.backends.cuda.sdp_kernel(enable_flash=False):
+            assert not torch.backends.cuda.flash_sdp_enabled()
+        assert torch.backends.cuda.flash_sdp_enabled()
+
+
 def test_fork_rng_puts_the_default_generator_back():
     """fnn.random (torch.random): fork_rng restores the default generator's state when its
     block ends, so the draws after it are those without the block; enabled=False does

@@ -384,3 +384,31 @@ def test_against_torch_checkpoint():
     for mine, theirs in zip(linears, [m for m in ref if isinstance(m, torch.nn.Linear)]):
         np.testing.assert_allclose(mine.weight.grad.numpy(), theirs.weight.grad.numpy(),
                                    rtol=1e-12, atol=1e-14)
+
+
+def test_a_frozen_block_gives_an_output_that_requires_no_grad_as_pytorchs():
+    """A LoRA model merged for eval has no parameter that requires grad; its checkpointed
+    blocks' output required grad (PyTorch's does not: nothing in it does)."""
+    model = _mlp(0.0).requires_grad_(False)
+    x = fnn.tensor(X)
+    for use_reentrant in (False, None):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = checkpoint(model, x, use_reentrant=use_reentrant)
+            method = checkpoint(model.forward, x, use_reentrant=use_reentrant)
+        assert not out.requires_grad and out.grad_fn is None and not method.requires_grad
+        np.testing.assert_array_equal(out.numpy(), model(x).numpy())
+    model[0].weight.requires_grad_(True)  # one parameter that does: recorded
+    assert checkpoint(model, x, use_reentrant=False).requires_grad
+    lora = fnn.zeros(4, 4, dtype=fnn.float64, requires_grad=True)  # not used when merged
+    for merged in (True, False):
+        block = (lambda t: model(t)) if merged else (lambda t: model(t @ lora))
+        model[0].weight.requires_grad_(False)
+        out = checkpoint(block, x, use_reentrant=False)
+        assert out.requires_grad is not merged
+    out.sum().backward()  # the recorded node still differentiates
+    assert lora.grad is not None and lora.grad.shape == (4, 4)
+    if torch is not None:
+        frozen = torch.nn.Linear(4, 3).double().requires_grad_(False)
+        assert not torch.utils.checkpoint.checkpoint(frozen, torch.tensor(X),
+                                                     use_reentrant=False).requires_grad

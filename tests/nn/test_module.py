@@ -63,6 +63,101 @@ def test_load_state_dict_from_another_model_lists_every_problem():
         model.load_state_dict(state)
 
 
+# gpt-fast's attention: a checkpoint with separate wq, wk, wv loads into one wqkv through
+# a load_state_dict pre-hook (the module had no such method: AttributeError)
+GPT_FAST_HOOK = """
+import torch
+import torch.nn as nn
+
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.wqkv = nn.Linear(4, 12, bias=False)
+        self._register_load_state_dict_pre_hook(self.load_hook)
+
+    def load_hook(self, state_dict, prefix, *args):
+        if prefix + "wq.weight" in state_dict:
+            wq = state_dict.pop(prefix + "wq.weight")
+            wk = state_dict.pop(prefix + "wk.weight")
+            wv = state_dict.pop(prefix + "wv.weight")
+            state_dict[prefix + "wqkv.weight"] = torch.cat([wq, wk, wv])
+
+
+def run(parts):
+    model = nn.ModuleList([nn.Linear(4, 4), Attention()])
+    calls = []
+    model[0].register_load_state_dict_pre_hook(
+        lambda module, sd, prefix, *rest: calls.append(("pre", type(module).__name__, prefix)))
+    model.register_load_state_dict_post_hook(
+        lambda module, keys: calls.append(("post", sorted(keys.missing_keys))))
+    model[1].register_load_state_dict_post_hook(
+        lambda module, keys: keys.missing_keys.remove("0.bias"))  # forgives a key
+    state = {k: torch.from_numpy(v) for k, v in parts.items()}
+    result = model.load_state_dict(state)
+    merged = model[1].wqkv.weight.detach().numpy().copy()
+    handle = model[1]._register_load_state_dict_pre_hook(
+        lambda module, sd, prefix, *rest: calls.append(("with_module", prefix)), with_module=True)
+    handle.remove()
+    try:
+        model.load_state_dict({k: v for k, v in state.items() if k != "0.weight"})
+        strict = "loaded"
+    except RuntimeError:
+        strict = "raised"
+    return (merged, calls, list(result.missing_keys), list(result.unexpected_keys),
+            sorted(state), strict)
+"""
+
+
+def test_load_state_dict_hooks_as_pytorchs(monkeypatch):
+    pytest.importorskip("torch")
+    from tests.test_pytorch_scripts import _fastnn_as_torch, _run
+
+    rng = np.random.default_rng(0)
+    parts = {"0.weight": rng.standard_normal((4, 4)).astype(np.float32)}
+    for name in ("wq", "wk", "wv"):
+        parts[f"1.{name}.weight"] = rng.standard_normal((4, 4)).astype(np.float32)
+    theirs = _run(GPT_FAST_HOOK, parts)
+    _fastnn_as_torch(monkeypatch)
+    ours = _run(GPT_FAST_HOOK, parts)
+    np.testing.assert_array_equal(ours[0], theirs[0])
+    np.testing.assert_array_equal(ours[0][:4], parts["1.wq.weight"])
+    assert ours[1:] == theirs[1:]
+    # a sub-module's post-hook runs before its parent's; the caller's dict is not edited
+    assert ours[1] == [("pre", "Linear", "0."), ("post", []), ("pre", "Linear", "0."),
+                       ("post", ["0.weight"])]
+    assert ours[4] == sorted(parts) and ours[5] == "raised"
+
+
+def test_load_state_dict_assign_as_pytorchs():
+    """gpt-fast loads its checkpoint with load_state_dict(checkpoint, assign=True): a
+    TypeError (no such argument). The state's tensors become the parameters, dtype and
+    storage included; a parameter keeps requires_grad; a buffer is replaced too."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    weight = rng.standard_normal((3, 2))  # float64: assign keeps the state's dtype
+    mean = rng.standard_normal(3).astype(np.float32)
+    found = []
+    for lib in (fnn, torch):
+        model = lib.nn.Sequential(lib.nn.Linear(2, 3), lib.nn.BatchNorm1d(3))
+        model[0].bias.requires_grad_(False)
+        old = model[0].weight
+        state = {k: lib.tensor(v.numpy() if hasattr(v, "numpy") else v)
+                 for k, v in model.state_dict().items()}
+        state["0.weight"], state["1.running_mean"] = lib.tensor(weight), lib.tensor(mean)
+        result = model.load_state_dict(state, assign=True)
+        w = model[0].weight
+        with lib.no_grad():
+            state["0.weight"][0, 0] = 100.0  # shared with the parameter
+        found.append((str(w.dtype).split(".")[-1], w is not old, type(w).__name__,
+                      w.requires_grad, model[0].bias.requires_grad, float(w[0, 0]),
+                      model[1].running_mean.numpy().tolist(), list(result.missing_keys)))
+    assert found[0] == found[1]
+    assert found[0][:2] == ("float64", True) and found[0][5] == 100.0
+    with pytest.raises(TypeError, match="assign must be True or False"):
+        mlp().load_state_dict(mlp().state_dict(), assign="yes")
+
+
 def test_to_dtype_converts_parameters_in_place():
     model = mlp()
     params = list(model.parameters())

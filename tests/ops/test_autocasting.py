@@ -118,7 +118,9 @@ def test_every_table_name_is_a_wrapped_public_op():
     bare = [name for name in autocasting.POLICY
             if name in ops and not hasattr(ops[name], "autocast_policy")]
     assert not bare, f"listed but not wrapped: {bare}"
-    assert fnn.Tensor.__matmul__ is FUNCTIONAL["matmul"]  # the operators go through it too
+    # the operators go through it too (functional's takes PyTorch's input= on top of it)
+    assert fnn.Tensor.__matmul__ is METHODS["matmul"] is FUNCTIONAL["matmul"].__wrapped__
+    assert hasattr(fnn.Tensor.__matmul__, "autocast_policy")
 
 
 @pytest.fixture

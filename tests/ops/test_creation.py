@@ -81,6 +81,24 @@ def test_full_keeps_the_tuple_and_takes_the_dtype_from_the_value():
         assert ours.dtype.name == str(theirs.dtype).split(".")[1]
         np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
 
+    # PyTorch's keywords: Hugging Face makes its causal masks with
+    # torch.full((L, L), fill_value=torch.finfo(dtype).min, dtype=dtype)
+    low = float(np.finfo(np.float32).min)
+    for lib in (fnn, torch):
+        made = [lib.full((2, 3), fill_value=low, dtype=lib.float32),
+                lib.full(size=(2,), fill_value=7)]
+        if lib is fnn:
+            ours = made
+        else:
+            theirs = made
+    for mine, want in zip(ours, theirs):
+        assert mine.dtype.name == str(want.dtype).split(".")[1]
+        np.testing.assert_array_equal(mine.numpy(), want.numpy())
+    with pytest.raises(TypeError, match="give value or fill_value"):
+        fnn.full((2,), 1.0, fill_value=2.0)
+    with pytest.raises(TypeError, match="missing the argument value"):
+        fnn.full((2,))
+
 
 @pytest.mark.parametrize("make", [
     lambda lib: [np.float64(1.5), 2.0], lambda lib: [np.int32(1), np.int32(2)],
@@ -216,3 +234,15 @@ def test_as_tensor_shares_when_it_can_and_copies_when_it_must(device):
     frozen = np.ones(2)
     frozen.flags.writeable = False
     assert fnn.as_tensor(frozen).numpy().flags.writeable  # a read-only array is copied
+
+
+@pytest.mark.parametrize("name", ["zeros", "ones", "empty", "randn", "rand"])
+def test_sizes_by_pytorchs_keyword_size(name):
+    """torch.randn(size=(B, T)) raised TypeError (the sizes were varargs only)."""
+    torch = pytest.importorskip("torch")
+    for size in ((2, 3), [4], ()):
+        ours = getattr(fnn, name)(size=size, dtype=fnn.float64)
+        theirs = getattr(torch, name)(size=size, dtype=torch.float64)
+        assert ours.shape == tuple(theirs.shape) and ours.dtype == fnn.float64
+    with pytest.raises(TypeError, match=f"{name}: give the sizes as arguments or as size="):
+        getattr(fnn, name)(2, size=(2,))

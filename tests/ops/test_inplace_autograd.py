@@ -303,12 +303,34 @@ def _gather_then_write(L):
     return w.grad
 
 
+def _index_add_into_one_buffer(L):
+    # Hugging Face's Mixtral: each expert's output index_add_-ed into one zeros buffer
+    w = L.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], requires_grad=True)
+    out = L.zeros(4, 2)
+    out.index_add_(0, L.tensor([0, 2]), w[:2] * 2)
+    out.index_add_(0, L.tensor([2, 3, 3]), w * 3)
+    (out * L.tensor([[1.0], [2.0], [3.0], [4.0]])).sum().backward()
+    return w.grad
+
+
+def _scatter_add_into_one_buffer(L):
+    w = L.tensor([[1.0, 2.0, 3.0]], requires_grad=True)
+    out = L.zeros(1, 4)
+    out.scatter_add_(1, L.tensor([[0, 3, 3]]), w)
+    out.scatter_add_(1, L.tensor([[1, 1, 0]]), w * w)
+    (out * L.tensor([[1.0, 2.0, 3.0, 4.0]])).sum().backward()
+    return w.grad
+
+
 @pytest.mark.parametrize("case", [_masked_scale, _index_then_write,
-                                  _index_then_write_the_index, _gather_then_write])
+                                  _index_then_write_the_index, _gather_then_write,
+                                  _index_add_into_one_buffer, _scatter_add_into_one_buffer])
 def test_indexing_keeps_what_pytorch_keeps_for_backward(case):
     """x[idx] and index_select keep the index, not x, as PyTorch's: y[y > 1.5] *= 2 on a
     non-leaf raised 'modified by an in-place operation' at backward; a write into the
-    index still raises, and gather still keeps x (PyTorch's does)."""
+    index still raises, and gather still keeps x (PyTorch's does). index_add_ and
+    scatter_add_ keep their index only: adding into one buffer twice raised at backward
+    (the saved int64 index was taken for a view of the buffer)."""
     torch = pytest.importorskip("torch")
     results = []
     for lib in (fnn, torch):
