@@ -136,7 +136,34 @@ class ModuleState:
         for name, p in self._state(prefix).items():
             out[name] = p if keep_vars or is_uninitialized(p) else np.array(p.numpy(),
                                                                              copy=True)
+        for name, module in self._extra_states(prefix).items():
+            out[name] = module.get_extra_state()
         return out
+
+    def get_extra_state(self):
+        """PyTorch's hook for state that is neither a parameter nor a buffer: a module that
+        overrides it (and :meth:`set_extra_state`) has what it returns saved in
+        ``state_dict()`` under ``<prefix>_extra_state``, and given back on load."""
+        raise RuntimeError(f"{type(self).__name__}.get_extra_state: not overridden, so the "
+                           "module has no extra state (state_dict() calls it only where a "
+                           "subclass defines it)")
+
+    def set_extra_state(self, state) -> None:
+        """Take back what :meth:`get_extra_state` returned (``load_state_dict`` calls it
+        with the ``_extra_state`` entry)."""
+        raise RuntimeError(f"{type(self).__name__}.set_extra_state: the state dict has extra "
+                           "state for this module; define set_extra_state to load it")
+
+    def _extra_states(self, prefix: str = "") -> dict:
+        """``<prefix>_extra_state`` -> module, for each module of the tree whose class
+        overrides :meth:`get_extra_state`."""
+        found = {}
+        if type(self).get_extra_state is not ModuleState.get_extra_state:
+            found[prefix + "_extra_state"] = self
+        for name, mod in self._modules.items():
+            if mod is not None:
+                found.update(mod._extra_states(f"{prefix}{name}."))
+        return found
 
     def load_state_dict(self, state_dict, strict: bool = True,
                         assign: bool = False) -> IncompatibleKeys:
@@ -162,9 +189,9 @@ class ModuleState:
             )
         strict = bool(strict)
         state_dict, missing, unexpected = state_hooks.run_pre_hooks(self, state_dict, strict)
-        own = self._state()
-        missing += [n for n in own if n not in state_dict]
-        unexpected += [n for n in state_dict if n not in own]
+        own, extras = self._state(), self._extra_states()
+        missing += [n for n in (*own, *extras) if n not in state_dict]
+        unexpected += [n for n in state_dict if n not in own and n not in extras]
         mismatched = []
         for key, p in own.items():
             if key in state_dict and is_uninitialized(state_dict[key]):
@@ -182,7 +209,8 @@ class ModuleState:
             raise _misfit(name, strict, missing, unexpected, mismatched)
         if flag(f"{name}.load_state_dict", "assign", assign):
             _assign(self, state_dict)
-            return self._after_load(name, strict, missing, unexpected, post_hooks)
+            return self._after_load(name, strict, missing, unexpected, post_hooks,
+                                    (extras, state_dict))
         # convert every value before touching any tensor: a value that cannot be
         # converted leaves the model as it was
         converted = {}
@@ -206,9 +234,15 @@ class ModuleState:
                 continue
             rebind(p, data)  # in place: views of the parameter see the loaded values (its
             # .grad stays, as PyTorch's copy_ under no_grad leaves it)
-        return self._after_load(name, strict, missing, unexpected, post_hooks)
+        return self._after_load(name, strict, missing, unexpected, post_hooks,
+                                    (extras, state_dict))
 
-    def _after_load(self, name, strict, missing, unexpected, post_hooks) -> IncompatibleKeys:
+    def _after_load(self, name, strict, missing, unexpected, post_hooks,
+                    given) -> IncompatibleKeys:
+        extras, state_dict = given  # the modules' extra states, then the post-hooks
+        for key, module in extras.items():
+            if key in state_dict:
+                module.set_extra_state(state_dict[key])
         result = IncompatibleKeys(missing, unexpected)
         if post_hooks:
             state_hooks.run_post_hooks(self, result)
