@@ -54,6 +54,11 @@ COPIES = {  # PyTorch gives new memory, even where the values are x's own
     "vstack([x])": lambda lib, t: lib.vstack([t]),
     "column_stack([x])": lambda lib, t: lib.column_stack([t]),
     "block_diag(x)": lambda lib, t: lib.block_diag(t),
+    "repeat(1, 1)": lambda lib, t: t.repeat(1, 1),
+    "repeat(2, 1, 1)": lambda lib, t: t.repeat(2, 1, 1),  # was a stride-0 view
+    "repeat(3, 1)": lambda lib, t: t.repeat(3, 1),
+    "tile(x, (1,))": lambda lib, t: lib.tile(t, (1,)),
+    "tile(x, (2, 1, 1))": lambda lib, t: lib.tile(t, (2, 1, 1)),
 }
 
 
