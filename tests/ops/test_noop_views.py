@@ -59,6 +59,9 @@ COPIES = {  # PyTorch gives new memory, even where the values are x's own
     "repeat(3, 1)": lambda lib, t: t.repeat(3, 1),
     "tile(x, (1,))": lambda lib, t: lib.tile(t, (1,)),
     "tile(x, (2, 1, 1))": lambda lib, t: lib.tile(t, (2, 1, 1)),
+    "roll(0, 0)": lambda lib, t: t.roll(0, 0),
+    "roll(3, 1)": lambda lib, t: lib.roll(t, 3, 1),  # a whole turn
+    "roll(0)": lambda lib, t: t.roll(0),
 }
 
 
