@@ -119,7 +119,8 @@ def _pieces(x: Tensor, axis: int, sizes) -> tuple:
     for n in sizes:
         starts = tuple(offset if d == axis else 0 for d in range(x.ndim))
         stops = tuple(offset + n if d == axis else x.shape[d] for d in range(x.ndim))
-        out.append(slice_tensor(x, starts, stops, (1,) * x.ndim))
+        piece = slice_tensor(x, starts, stops, (1,) * x.ndim)
+        out.append(movement.same_view(x) if piece is x else piece)  # a view, as PyTorch's
         offset += n
     return tuple(out)
 

@@ -36,6 +36,11 @@ NEW = {  # the op on a (2, 3) tensor
     "unflatten(1, (3,))": lambda lib, t: t.unflatten(1, (3,)),
     "permute(0, 1)": lambda lib, t: t.permute(0, 1),
     "movedim(0, 0)": lambda lib, t: t.movedim(0, 0),
+    "chunk(1)[0]": lambda lib, t: t.chunk(1)[0],
+    "split(2)[0]": lambda lib, t: t.split(2)[0],
+    "split([2], 0)[0]": lambda lib, t: lib.split(t, [2], 0)[0],
+    "tensor_split(x, 1)[0]": lambda lib, t: lib.tensor_split(t, 1)[0],
+    "hsplit(x, 1)[0]": lambda lib, t: lib.hsplit(t, 1)[0],
 }
 SAME = {  # PyTorch gives x itself back
     "contiguous()": lambda lib, t: t.contiguous(),
