@@ -89,10 +89,11 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False) -> Tensor:
 
 
 @public(top=True, functional=False)
-def empty(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """A new tensor sized as :func:`zeros` (``empty(2, 3)``), filled with zeros here: no
-    uninitialised memory."""
-    return tensor_module.zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad)
+def empty(*sizes, dtype=None, device=None, requires_grad=False, size=None) -> Tensor:
+    """A new tensor sized as :func:`zeros` (``empty(2, 3)``, ``empty(size=(2, 3))``), filled
+    with zeros here: no uninitialised memory."""
+    return tensor_module.zeros(*sizes, dtype=dtype, device=device, requires_grad=requires_grad,
+                               size=size)
 
 
 def _like(x: Tensor, dtype, device):

@@ -52,9 +52,15 @@ def sizes_of(op: str, sizes: tuple) -> tuple:
                         f"{type(first).__name__} {first!r}") from None
 
 
-def shape_of(op: str, sizes: tuple) -> tuple:
-    """The shape of a new tensor from sizes as varargs or one sequence: ints >= 0, with an
-    error that names ``op`` (and the keyword a misplaced dtype or device wants)."""
+def shape_of(op: str, sizes: tuple, size=None) -> tuple:
+    """The shape of a new tensor from sizes as varargs or one sequence, or from PyTorch's
+    ``size=`` keyword (``torch.empty(size=(2, 3))``): ints >= 0, with an error that names
+    ``op`` (and the keyword a misplaced dtype or device wants)."""
+    if size is not None:
+        if sizes:
+            raise TypeError(f"{op}: sizes given twice, as arguments {sizes} and as "
+                            f"size={size!r}; pass one of them")
+        sizes = (size,)
     shape = sizes_of(op, sizes)
     for n in shape:
         if isinstance(n, bool) or not isinstance(n, numbers.Integral):

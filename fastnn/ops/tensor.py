@@ -371,30 +371,33 @@ def full(shape, value, dtype=None, device=None, requires_grad=False) -> Tensor:
     return out.requires_grad_(True) if requires_grad else out
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """A tensor filled with 0, sized by varargs or one tuple (``zeros(2, 3)``,
-    ``zeros((2, 3))``); the default float dtype on the current device unless given."""
-    return full(shape_of("zeros", size), 0, dtypes.float_or_default(dtype), device, requires_grad)
+def zeros(*sizes, dtype=None, device=None, requires_grad=False, size=None) -> Tensor:
+    """A tensor filled with 0, sized by varargs, one tuple or ``size=`` (``zeros(2, 3)``,
+    ``zeros((2, 3))``, ``zeros(size=(2, 3))``); the default float dtype on the current
+    device unless given."""
+    return full(shape_of("zeros", sizes, size), 0, dtypes.float_or_default(dtype), device,
+                requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+def ones(*sizes, dtype=None, device=None, requires_grad=False, size=None) -> Tensor:
     """A tensor filled with 1, sized as :func:`zeros`."""
-    return full(shape_of("ones", size), 1, dtypes.float_or_default(dtype), device, requires_grad)
+    return full(shape_of("ones", sizes, size), 1, dtypes.float_or_default(dtype), device,
+                requires_grad)
 
 
-def randn(*size, dtype=None, device=None, seed=None, requires_grad=False,
-          generator=None) -> Tensor:
+def randn(*sizes, dtype=None, device=None, seed=None, requires_grad=False,
+          generator=None, size=None) -> Tensor:
     """Standard normal samples, sized as :func:`zeros` (``randn(1, 3, 32, 32)``); the same
     ``seed`` gives the same values on every backend; ``generator=`` an fnn.Generator."""
     dtype = dtypes.floating_dtype("randn", dtype)
     rng = rng_of("randn", generator) if seed is None else np.random.default_rng(
         integer("randn", "seed", seed, 0))
-    host = rng.standard_normal(shape_of("randn", size))
+    host = rng.standard_normal(shape_of("randn", sizes, size))
     return tensor(host, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def rand(*size, dtype=None, device=None, seed=None, requires_grad=False,
-         generator=None) -> Tensor:
+def rand(*sizes, dtype=None, device=None, seed=None, requires_grad=False,
+         generator=None, size=None) -> Tensor:
     """Uniform samples in [0, 1), sized as :func:`zeros`, drawn on the device itself (from
     a seed drawn from ``generator``, fastnn's default one unless given)."""
     dtype, dev = dtypes.floating_dtype("rand", dtype), as_device(device)
@@ -402,7 +405,7 @@ def rand(*size, dtype=None, device=None, seed=None, requires_grad=False,
     if seed is None:
         seed = int(rng_of("rand", generator).integers(2**31))
     seed = integer("rand", "seed", seed, 0)
-    data = dev.ops.uniform(shape_of("rand", size), dtype.name, dev.index, seed)
+    data = dev.ops.uniform(shape_of("rand", sizes, size), dtype.name, dev.index, seed)
     out = Tensor._make(data, dtype, dev)
     return out.requires_grad_(True) if flag("rand", "requires_grad", requires_grad) else out
 
