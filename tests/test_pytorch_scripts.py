@@ -516,3 +516,105 @@ def test_a_pytorch_style_transfer_script_runs_unchanged(monkeypatch):
             # conv for res1.in2), which removes a per-channel constant: these biases' gradients
             # are rounding noise in both, which Adam scales up to steps of lr
         np.testing.assert_allclose(ours[2][name], want, rtol=2e-3, atol=2e-5, err_msg=name)
+
+
+# PyTorch's graph attention example (gat/main.py), its model as written: parameters made
+# with torch.empty(size=...), batched matmul of heads, .mT, a -9e16 mask through torch.where,
+# heads concatenated through permute/contiguous/view or averaged, masked node indexing
+GAT = '''
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+
+class GraphAttentionLayer(nn.Module):
+    def __init__(self, in_features, out_features, n_heads, concat=False, dropout=0.4,
+                 leaky_relu_slope=0.2):
+        super().__init__()
+        self.n_heads, self.concat, self.dropout = n_heads, concat, dropout
+        if concat:
+            self.out_features = out_features
+            self.n_hidden = out_features // n_heads
+        else:
+            self.n_hidden = out_features
+        self.W = nn.Parameter(torch.empty(size=(in_features, self.n_hidden * n_heads)))
+        self.a = nn.Parameter(torch.empty(size=(n_heads, 2 * self.n_hidden, 1)))
+        self.leakyrelu = nn.LeakyReLU(leaky_relu_slope)
+        nn.init.xavier_normal_(self.W)
+        nn.init.xavier_normal_(self.a)
+
+    def _get_attention_scores(self, h_transformed):
+        source_scores = torch.matmul(h_transformed, self.a[:, :self.n_hidden, :])
+        target_scores = torch.matmul(h_transformed, self.a[:, self.n_hidden:, :])
+        return self.leakyrelu(source_scores + target_scores.mT)
+
+    def forward(self, h, adj_mat):
+        n_nodes = h.shape[0]
+        h_transformed = torch.mm(h, self.W)
+        h_transformed = F.dropout(h_transformed, self.dropout, training=self.training)
+        h_transformed = h_transformed.view(n_nodes, self.n_heads, self.n_hidden).permute(1, 0, 2)
+        e = self._get_attention_scores(h_transformed)
+        connectivity_mask = -9e16 * torch.ones_like(e)
+        e = torch.where(adj_mat > 0, e, connectivity_mask)
+        attention = F.softmax(e, dim=-1)
+        attention = F.dropout(attention, self.dropout, training=self.training)
+        h_prime = torch.matmul(attention, h_transformed)
+        if self.concat:
+            return h_prime.permute(1, 0, 2).contiguous().view(n_nodes, self.out_features)
+        return h_prime.mean(dim=0)
+
+
+class GAT(nn.Module):
+    def __init__(self, in_features, n_hidden, n_heads, num_classes, concat=False, dropout=0.0):
+        super().__init__()
+        self.gat1 = GraphAttentionLayer(in_features, n_hidden, n_heads, concat, dropout)
+        self.gat2 = GraphAttentionLayer(n_hidden, num_classes, 1, False, dropout)
+
+    def forward(self, input_tensor, adj_mat):
+        x = F.elu(self.gat1(input_tensor, adj_mat))
+        return F.log_softmax(self.gat2(x, adj_mat), dim=1)
+
+
+def run(weights, features, labels, adj, concat):
+    model = GAT(features.shape[1], 8, 4, 3, concat)
+    model.load_state_dict({k: torch.tensor(v) for k, v in weights.items()})
+    features, labels = torch.tensor(features), torch.tensor(labels)
+    adj_mat = torch.eye(len(adj)) + torch.tensor(adj)
+    idx = torch.arange(len(labels))
+    idx_train, idx_val = idx[idx % 4 != 0], idx[idx % 4 == 0]
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.005, weight_decay=5e-4)
+    criterion = nn.NLLLoss()
+    losses = []
+    for epoch in range(8):
+        model.train()
+        optimizer.zero_grad()
+        loss = criterion(model(features, adj_mat)[idx_train], labels[idx_train])
+        loss.backward()
+        optimizer.step()
+        model.eval()
+        with torch.no_grad():
+            output = model(features, adj_mat)[idx_val]
+            acc = (output.argmax(dim=1) == labels[idx_val]).float().sum() / len(idx_val)
+        losses.append((loss.item(), acc.item()))
+    return losses, {n: p.detach().numpy() for n, p in model.named_parameters()}
+'''
+
+
+@pytest.mark.parametrize("concat", [False, True])
+def test_a_pytorch_graph_attention_script_runs_unchanged(monkeypatch, concat):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(7)
+    rng = np.random.default_rng(8)
+    features = (rng.random((40, 12)) < 0.2).astype(np.float32)
+    labels = rng.integers(0, 3, 40)
+    adj = (rng.random((40, 40)) < 0.1).astype(np.float32)
+    namespace = {}
+    exec(compile(GAT, "<pytorch script>", "exec"), namespace)
+    model = namespace["GAT"](12, 8, 4, 3, concat)
+    weights = {k: v.numpy().copy() for k, v in model.state_dict().items()}
+    theirs = namespace["run"](weights, features, labels, adj, concat)
+    _fastnn_as_torch(monkeypatch)
+    ours = _run(GAT, weights, features, labels, adj, concat)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-4, atol=1e-6)
+    for name, want in theirs[1].items():
+        np.testing.assert_allclose(ours[1][name], want, rtol=1e-3, atol=1e-5, err_msg=name)
