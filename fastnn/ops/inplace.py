@@ -138,9 +138,10 @@ def _copied(x: Tensor, src) -> Tensor:
 
 
 @public(method=True, functional=False)
-def copy_(x: Tensor, src) -> Tensor:
+def copy_(x: Tensor, src, non_blocking: bool = False) -> Tensor:
     """src's values (broadcast, converted to x's dtype, moved to x's device) written into
-    x; gradients flow back to src."""
+    x; gradients flow back to src. ``non_blocking`` is accepted, as PyTorch's (the copy is
+    done when copy_ returns)."""
     return inplace("copy_", x, _copied, src)
 
 
