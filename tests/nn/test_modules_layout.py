@@ -133,3 +133,14 @@ def test_submodules_hold_pytorchs_names():
         assert hasattr(importlib.import_module(f"torch.nn.modules.{owner}"), base)
         assert hasattr(importlib.import_module(f"fastnn.nn.modules.{owner}"), base)
     assert fnn.nn.modules.conv.Conv2d is nn.Conv2d
+
+
+def test_multihead_attentions_out_proj_class_is_where_pytorch_has_it():
+    # the word language model example lists torch.nn.modules.linear.NonDynamicallyQuantizableLinear
+    # among its safe globals: reaching it raised AttributeError
+    torch = pytest.importorskip("torch")
+    ours = fnn.nn.modules.linear.NonDynamicallyQuantizableLinear
+    theirs = torch.nn.modules.linear.NonDynamicallyQuantizableLinear
+    assert type(nn.MultiheadAttention(4, 2).out_proj) is ours
+    assert type(torch.nn.MultiheadAttention(4, 2).out_proj) is theirs
+    assert issubclass(ours, nn.Linear)

@@ -13,6 +13,7 @@ import sys
 import types
 
 from fastnn import nn as _nn
+from fastnn.nn.attention import NonDynamicallyQuantizableLinear
 from fastnn.nn.batchnorm import RunningStats as _NormBase
 from fastnn.nn.batchnorm import _BatchNorm
 from fastnn.nn.lazy import LazyModuleMixin
@@ -29,7 +30,9 @@ SUBMODULES = ("activation", "adaptive", "batchnorm", "channelshuffle", "containe
 _NAMES = {name: getattr(_nn, name) for name in _nn.__all__
           if isinstance(getattr(_nn, name), type)}
 _NAMES.update(_Loss=_Loss, _WeightedLoss=_WeightedLoss, _BatchNorm=_BatchNorm,
-              _NormBase=_NormBase, _InstanceNorm=_InstanceNorm, LazyModuleMixin=LazyModuleMixin)
+              _NormBase=_NormBase, _InstanceNorm=_InstanceNorm, LazyModuleMixin=LazyModuleMixin,
+              # MultiheadAttention's out_proj, which the word language model example lists
+              NonDynamicallyQuantizableLinear=NonDynamicallyQuantizableLinear)
 globals().update(_NAMES)
 
 for _name in SUBMODULES:
