@@ -36,7 +36,7 @@ class Conv1d(Module):
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1,
                  padding=0, dilation: int = 1, groups: int = 1, bias: bool = True,
-                 padding_mode: str = "zeros", causal: bool = False, dtype=None, device=None):
+                 padding_mode: str = "zeros", device=None, dtype=None, *, causal: bool = False):
         super().__init__()
         self.padding_mode = check_mode("Conv1d", padding_mode)
         self.in_channels = integer("Conv1d", "in_channels", in_channels)

@@ -24,7 +24,7 @@ class Conv2d(Module):
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
                  dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
-                 dtype=None, device=None):
+                 device=None, dtype=None):
         super().__init__()
         self.padding_mode = check_mode("Conv2d", padding_mode)
         self.in_channels = integer("Conv2d", "in_channels", in_channels)
