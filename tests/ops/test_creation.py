@@ -17,6 +17,17 @@ def test_arange_as_torch(args):
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
 
 
+@pytest.mark.parametrize("kwargs", [{"end": 4}, {"start": 1, "end": 4},
+                                    {"start": 0.5, "end": 3, "step": 0.5}, {"end": 2.5}])
+def test_arange_by_keyword_as_torch(kwargs):
+    torch = pytest.importorskip("torch")
+    ours, theirs = fnn.arange(**kwargs), torch.arange(**kwargs)
+    assert ours.dtype.name == str(theirs.dtype).split(".")[1]
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    with pytest.raises(TypeError, match="arange: missing the end"):
+        fnn.arange()
+
+
 def test_arange_dtype_device_and_errors(device):
     x = fnn.arange(4, dtype=fnn.float64, device=device)
     assert x.dtype is fnn.float64 and x.device.type == device
