@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from fastnn.api.args import flag, integer
 from fastnn.autograd.grad_mode import no_grad
+from fastnn.nn.bases import _ConvNd
 from fastnn.nn.conv_padding import check_mode, pad_input
 from fastnn.nn.module import (
-    Module,
     check_grad,
     check_tensor,
     fan_in_bound,
@@ -28,7 +28,7 @@ from fastnn.ops import nnops
 from fastnn.ops.conv import side_padding
 
 
-class Conv1d(Module):
+class Conv1d(_ConvNd):
     """PyTorch's Conv1d: weight (out, in // groups, k) connective, bias (out,) bias.
 
     Both start as U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in // groups * k.

@@ -192,3 +192,25 @@ def test_a_device_and_dtype_given_by_position_land_where_pytorchs_do():
     assert layer.weight.dtype is fnn.float64 and layer.weight.device.type == "cpu"
     assert nn.LayerNorm(4, 1e-5, True, True, None, fnn.float64).weight.dtype is fnn.float64
     assert nn.Conv1d(1, 2, 3, 1, 0, 1, 1, True, "zeros", "cpu").causal is False
+
+
+_BASES = [("conv", "_ConvNd"), ("conv", "_ConvTransposeNd"), ("dropout", "_DropoutNd"),
+          ("batchnorm", "_BatchNorm"), ("batchnorm", "_NormBase"),
+          ("instancenorm", "_InstanceNorm"), ("loss", "_Loss"), ("loss", "_WeightedLoss")]
+
+
+@pytest.mark.parametrize("owner, base", _BASES, ids=[b for _, b in _BASES])
+def test_layers_are_instances_of_pytorchs_bases_as_pytorchs_are(owner, base):
+    # init loops written for PyTorch ask isinstance(m, nn.modules.conv._ConvNd), which had no
+    # answer (no such name), as had dropout's _DropoutNd
+    torch = pytest.importorskip("torch")
+    theirs = getattr(importlib.import_module(f"torch.nn.modules.{owner}"), base)
+    ours = getattr(importlib.import_module(f"fastnn.nn.modules.{owner}"), base)
+    differ = []
+    for name in dir(torch.nn):
+        t, f = getattr(torch.nn, name), getattr(nn, name, None)
+        if isinstance(t, type) and issubclass(t, torch.nn.Module) and isinstance(f, type):
+            if issubclass(t, theirs) != issubclass(f, ours):
+                differ.append(f"{name}: PyTorch {issubclass(t, theirs)}, fastnn "
+                              f"{issubclass(f, ours)}")
+    assert not differ, "\n".join(differ)
