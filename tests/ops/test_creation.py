@@ -103,7 +103,7 @@ def test_the_size_keyword_as_torch(case):
 
 
 def test_sizes_given_twice_are_refused():
-    with pytest.raises(TypeError, match=r"zeros: sizes given twice"):
+    with pytest.raises(TypeError, match=r"zeros: .*size="):  # both ways at once
         fnn.zeros(2, size=(2,))
 
 
