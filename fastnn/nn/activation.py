@@ -14,6 +14,7 @@ import numbers
 from fastnn.api import dtypes
 from fastnn.api.args import flag, integer, nonnegative, real
 from fastnn.autograd.grad_mode import no_grad
+from fastnn.nn.bases import _DropoutNd
 from fastnn.nn.linear import check_features
 from fastnn.nn.module import Module, check_grad, check_tensor, const_init
 from fastnn.ops import activations, nnops
@@ -134,7 +135,7 @@ class Swish(Module):
 
 
 
-class Dropout(Module):
+class Dropout(_DropoutNd):
     """y = x * m / (1 - p) in training mode, with m ~ Bernoulli(1 - p) drawn on the device.
 
     Identity in eval mode (``model.eval()``) and when p == 0; zeros when p == 1.

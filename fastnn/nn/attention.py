@@ -62,7 +62,7 @@ class MultiheadAttention(Module):
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
                  add_bias_kv: bool = False, add_zero_attn: bool = False, kdim=None, vdim=None,
-                 batch_first: bool = False, dtype=None, device=None):
+                 batch_first: bool = False, device=None, dtype=None):
         super().__init__()
         self.embed_dim = integer("MultiheadAttention", "embed_dim", embed_dim)
         self.num_heads = integer("MultiheadAttention", "num_heads", num_heads)

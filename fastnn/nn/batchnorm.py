@@ -68,7 +68,7 @@ class _BatchNorm(RunningStats):
     LAYOUT = ""
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum=0.1, affine: bool = True,
-                 track_running_stats: bool = True, dtype=None, device=None, *,
+                 track_running_stats: bool = True, device=None, dtype=None, *,
                  bias: bool = True):
         super().__init__()
         name = type(self).__name__

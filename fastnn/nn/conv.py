@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from fastnn.api.args import flag, integer
 from fastnn.autograd.grad_mode import no_grad
+from fastnn.nn.bases import _ConvNd
 from fastnn.nn.conv_padding import check_mode, pad_input
 from fastnn.nn.module import (
-    Module,
     check_grad,
     check_tensor,
     fan_in_bound,
@@ -28,7 +28,7 @@ from fastnn.ops import nnops
 from fastnn.ops.conv import side_padding
 
 
-class Conv1d(Module):
+class Conv1d(_ConvNd):
     """PyTorch's Conv1d: weight (out, in // groups, k) connective, bias (out,) bias.
 
     Both start as U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in // groups * k.
@@ -36,7 +36,7 @@ class Conv1d(Module):
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1,
                  padding=0, dilation: int = 1, groups: int = 1, bias: bool = True,
-                 padding_mode: str = "zeros", causal: bool = False, dtype=None, device=None):
+                 padding_mode: str = "zeros", device=None, dtype=None, *, causal: bool = False):
         super().__init__()
         self.padding_mode = check_mode("Conv1d", padding_mode)
         self.in_channels = integer("Conv1d", "in_channels", in_channels)

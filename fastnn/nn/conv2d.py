@@ -8,13 +8,14 @@ whose conv2d rule calls the backend's ``conv2d_grad_input`` and
 from __future__ import annotations
 
 from fastnn.api.args import flag, integer
+from fastnn.nn.bases import _ConvNd
 from fastnn.nn.conv_padding import check_mode, pad_input
-from fastnn.nn.module import Module, check_tensor, fan_in_bound, uniform_init
+from fastnn.nn.module import check_tensor, fan_in_bound, uniform_init
 from fastnn.nn.parameter import reset_fan_in_uniform
 from fastnn.ops import autocasting, conv
 
 
-class Conv2d(Module):
+class Conv2d(_ConvNd):
     """PyTorch's Conv2d: weight (out, in // groups, kh, kw) connective, bias (out,) bias.
 
     ``kernel_size``, ``stride``, ``dilation``: an int or a pair; ``padding``: an int, a
@@ -24,7 +25,7 @@ class Conv2d(Module):
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
                  dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
-                 dtype=None, device=None):
+                 device=None, dtype=None):
         super().__init__()
         self.padding_mode = check_mode("Conv2d", padding_mode)
         self.in_channels = integer("Conv2d", "in_channels", in_channels)

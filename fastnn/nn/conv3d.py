@@ -10,14 +10,15 @@ from __future__ import annotations
 import math
 
 from fastnn.api.args import flag, integer
+from fastnn.nn.bases import _ConvNd
 from fastnn.nn.conv_padding import check_mode, pad_input
-from fastnn.nn.module import Module, check_tensor, fan_in_bound, uniform_init
+from fastnn.nn.module import check_tensor, fan_in_bound, uniform_init
 from fastnn.nn.parameter import reset_fan_in_uniform
 from fastnn.ops import autocasting, conv
 from fastnn.ops import conv3d as ops
 
 
-class Conv3d(Module):
+class Conv3d(_ConvNd):
     """PyTorch's Conv3d over (N, C, D, H, W) or (C, D, H, W); ``kernel_size``, ``stride``,
     ``dilation`` an int or 3 ints, ``padding`` also "same" (stride 1) or "valid"."""
 

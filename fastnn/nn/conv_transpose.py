@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 
 from fastnn.api.args import flag, integer
-from fastnn.nn.module import Module, check_tensor, fan_in_bound, uniform_init
+from fastnn.nn.bases import _ConvNd
+from fastnn.nn.module import check_tensor, fan_in_bound, uniform_init
 from fastnn.nn.parameter import reset_fan_in_uniform
 from fastnn.ops import conv_transpose as ops
 from fastnn.ops import conv_transpose3d as ops3
@@ -26,7 +27,7 @@ def _tuple(op: str, name: str, value, rank: int, minimum: int) -> tuple:
     return (integer(op, name, value, minimum),) * rank
 
 
-class _ConvTranspose(Module):
+class _ConvTranspose(_ConvNd):
     RANK = 2  # spatial axes
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,

@@ -21,12 +21,27 @@ class DataParallel(Module):
         if not isinstance(module, Module):
             raise TypeError(f"DataParallel: module must be a fastnn nn.Module, got "
                             f"{type(module).__name__}")
-        if device_ids is not None and len(list(device_ids)) > 1:
-            raise ValueError(f"DataParallel: fastnn runs one process on one device, got "
-                             f"device_ids={list(device_ids)}; for several devices use "
-                             "DistributedDataParallel with one MPI rank per device")
+        _one_device("DataParallel", device_ids)
         self.module = module
         self.device_ids, self.output_device, self.dim = device_ids, output_device, dim
 
     def forward(self, *args, **kwargs):
         return self.module(*args, **kwargs)
+
+
+def data_parallel(module, inputs, device_ids=None, output_device=None, dim: int = 0,
+                  module_kwargs=None):
+    """PyTorch's functional ``DataParallel``: ``module(*inputs, **module_kwargs)`` on the
+    module's own device (``inputs`` one tensor or a tuple), as DataParallel's forward; more
+    than one device in ``device_ids`` is refused as DataParallel refuses it."""
+    _one_device("data_parallel", device_ids)
+    if not isinstance(inputs, tuple):
+        inputs = (inputs,)
+    return module(*inputs, **(module_kwargs or {}))
+
+
+def _one_device(op: str, device_ids) -> None:
+    if device_ids is not None and len(list(device_ids)) > 1:
+        raise ValueError(f"{op}: fastnn runs one process on one device, got "
+                         f"device_ids={list(device_ids)}; for several devices use "
+                         "DistributedDataParallel with one MPI rank per device")

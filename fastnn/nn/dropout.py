@@ -10,11 +10,12 @@ eval mode and when p = 0.
 from __future__ import annotations
 
 from fastnn.api.args import flag, integer
-from fastnn.nn.module import Module, check_grad, check_tensor, tape_reverse
+from fastnn.nn.bases import _DropoutNd
+from fastnn.nn.module import check_grad, check_tensor, tape_reverse
 from fastnn.ops import dropout as ops
 
 
-class _SeededDropout(Module):
+class _SeededDropout(_DropoutNd):
     FN = None  # the functional form: fn(x, p, shape, seed)
 
     def __init__(self, p: float = 0.5, inplace: bool = False):

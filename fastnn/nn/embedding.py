@@ -72,8 +72,8 @@ class Embedding(Module):
 
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx=None,
                  max_norm=None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,
-                 sparse: bool = False, _weight=None, _freeze: bool = False, dtype=None,
-                 device=None):
+                 sparse: bool = False, _weight=None, _freeze: bool = False, device=None,
+                 dtype=None):
         super().__init__()
         self.num_embeddings = integer("Embedding", "num_embeddings", num_embeddings)
         self.embedding_dim = integer("Embedding", "embedding_dim", embedding_dim)
@@ -128,7 +128,7 @@ class EmbeddingBag(Module):
     def __init__(self, num_embeddings: int, embedding_dim: int, max_norm=None,
                  norm_type: float = 2.0, scale_grad_by_freq: bool = False, mode: str = "mean",
                  sparse: bool = False, _weight=None, include_last_offset: bool = False,
-                 padding_idx=None, dtype=None, device=None):
+                 padding_idx=None, device=None, dtype=None):
         super().__init__()
         self.num_embeddings = integer("EmbeddingBag", "num_embeddings", num_embeddings)
         self.embedding_dim = integer("EmbeddingBag", "embedding_dim", embedding_dim)
@@ -184,7 +184,7 @@ class Bilinear(Module):
     1/sqrt(in1)) as PyTorch's; ``forward(input1, input2)``."""
 
     def __init__(self, in1_features: int, in2_features: int, out_features: int,
-                 bias: bool = True, dtype=None, device=None):
+                 bias: bool = True, device=None, dtype=None):
         super().__init__()
         self.in1_features = integer("Bilinear", "in1_features", in1_features)
         self.in2_features = integer("Bilinear", "in2_features", in2_features)

@@ -259,9 +259,11 @@ class _LazyNorm(_LazyChannels):
     _lazy_dim = "num_features"
 
     def __init__(self, eps: float = 1e-5, momentum=0.1, affine: bool = True,
-                 track_running_stats: bool = True, device=None, dtype=None):
+                 track_running_stats: bool = True, device=None, dtype=None, *,
+                 bias: bool = True):
         self._lazy_setup({"eps": eps, "momentum": momentum, "affine": affine,
-                          "track_running_stats": track_running_stats}, dtype, device)
+                          "track_running_stats": track_running_stats, "bias": bias}, dtype,
+                         device)
 
     def reset_running_stats(self) -> None:
         """Nothing while the buffers are placeholders, the norm's reset after."""

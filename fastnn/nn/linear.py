@@ -61,7 +61,7 @@ def _dense_grads(x: Tensor, grad_out: Tensor, weight: Tensor):
 class Dense(Module):
     """y = x W^T with weight (out_features, in_features), class connective; no bias."""
 
-    def __init__(self, in_features: int, out_features: int, dtype=None, device=None):
+    def __init__(self, in_features: int, out_features: int, device=None, dtype=None):
         super().__init__()
         name = type(self).__name__
         self.in_features = integer(name, "in_features", in_features)
@@ -101,9 +101,9 @@ class Linear(Dense):
     Linear followed by an Activation).
     """
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype=None,
-                 device=None):
-        super().__init__(in_features, out_features, dtype, device)
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None,
+                 dtype=None):
+        super().__init__(in_features, out_features, dtype=dtype, device=device)
         if flag(type(self).__name__, "bias", bias):
             self.bias = uniform_init((self.out_features,), fan_in_bound(self.in_features),
                                      "bias", dtype, device)
@@ -146,7 +146,7 @@ class Linear(Dense):
 class Bias1d(Module):
     """y = x + b along the last axis; b (features,) of class bias, initially 0."""
 
-    def __init__(self, features: int, dtype=None, device=None):
+    def __init__(self, features: int, device=None, dtype=None):
         super().__init__()
         self.features = integer(type(self).__name__, "features", features)
         self.bias = const_init((self.features,), 0.0, "bias", dtype, device)
@@ -168,7 +168,7 @@ class Bias1d(Module):
 class Diag(Module):
     """y = x * d, a learnable per-feature scale d (features,) of class connective, initially 1."""
 
-    def __init__(self, features: int, dtype=None, device=None):
+    def __init__(self, features: int, device=None, dtype=None):
         super().__init__()
         self.features = integer(type(self).__name__, "features", features)
         self.weight = const_init((self.features,), 1.0, "connective", dtype, device)
@@ -190,7 +190,7 @@ class Diag(Module):
 class ScalarScale(Module):
     """y = s * x with one learnable scalar s (shape ()), class connective."""
 
-    def __init__(self, init: float = 1.0, dtype=None, device=None):
+    def __init__(self, init: float = 1.0, device=None, dtype=None):
         super().__init__()
         self.weight = const_init((), real("ScalarScale", "init", init), "connective", dtype,
                                  device)

@@ -54,7 +54,7 @@ class RMSNorm(Module):
     """
 
     def __init__(self, normalized_shape, eps=None, elementwise_affine: bool = True,
-                 dtype=None, device=None):
+                 device=None, dtype=None):
         super().__init__()
         name = type(self).__name__
         self.normalized_shape = norms.normalized_shape_of(name, normalized_shape)
@@ -95,7 +95,7 @@ class LayerNorm(Module):
     """
 
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
-                 bias: bool = True, dtype=None, device=None):
+                 bias: bool = True, device=None, dtype=None):
         super().__init__()
         name = type(self).__name__
         self.normalized_shape = norms.normalized_shape_of(name, normalized_shape)

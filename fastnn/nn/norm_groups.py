@@ -23,7 +23,7 @@ class GroupNorm(Module):
     """PyTorch's GroupNorm(num_groups, num_channels, eps, affine, bias=) over (N, C, *)."""
 
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
-                 affine: bool = True, dtype=None, device=None, *, bias: bool = True):
+                 affine: bool = True, device=None, dtype=None, *, bias: bool = True):
         super().__init__()
         self.num_groups = integer("GroupNorm", "num_groups", num_groups)
         self.num_channels = integer("GroupNorm", "num_channels", num_channels)
@@ -57,8 +57,8 @@ class _InstanceNorm(RunningStats):
     RANK = 3  # the batched input rank
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum=0.1,
-                 affine: bool = False, track_running_stats: bool = False, dtype=None,
-                 device=None, *, bias: bool = True):
+                 affine: bool = False, track_running_stats: bool = False, device=None,
+                 dtype=None, *, bias: bool = True):
         super().__init__()
         name = type(self).__name__
         self.num_features = integer(name, "num_features", num_features)

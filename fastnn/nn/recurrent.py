@@ -40,7 +40,7 @@ class _Recurrent(Module):
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
-                 bidirectional: bool = False, proj_size: int = 0, dtype=None, device=None):
+                 bidirectional: bool = False, proj_size: int = 0, device=None, dtype=None):
         super().__init__()
         name = type(self).__name__
         self.input_size = integer(name, "input_size", input_size)
@@ -303,10 +303,10 @@ class RNN(_Recurrent):
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
                  nonlinearity: str = "tanh", bias: bool = True, batch_first: bool = False,
-                 dropout: float = 0.0, bidirectional: bool = False, dtype=None, device=None):
+                 dropout: float = 0.0, bidirectional: bool = False, device=None, dtype=None):
         mode = rnn_mode("RNN", nonlinearity)
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout,
-                         bidirectional, 0, dtype, device)
+                         bidirectional, 0, dtype=dtype, device=device)
         self.MODE, self.nonlinearity = mode, nonlinearity
 
 
@@ -339,9 +339,9 @@ class GRU(_Recurrent):
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
-                 bidirectional: bool = False, dtype=None, device=None):
+                 bidirectional: bool = False, device=None, dtype=None):
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout,
-                         bidirectional, 0, dtype, device)
+                         bidirectional, 0, dtype=dtype, device=device)
 
 
 RNNBase = _Recurrent

@@ -84,8 +84,8 @@ def reset_uniform(layer) -> None:
 class _Cell(Module):
     MODE = ""
 
-    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, dtype=None,
-                 device=None):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None,
+                 dtype=None):
         super().__init__()
         name = type(self).__name__
         self.input_size = integer(name, "input_size", input_size)
@@ -144,9 +144,9 @@ class RNNCell(_Cell):
     MODE = "RNN_TANH"
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
-                 nonlinearity: str = "tanh", dtype=None, device=None):
+                 nonlinearity: str = "tanh", device=None, dtype=None):
         mode = rnn_mode("RNNCell", nonlinearity)
-        super().__init__(input_size, hidden_size, bias, dtype, device)
+        super().__init__(input_size, hidden_size, bias, dtype=dtype, device=device)
         self.MODE, self.nonlinearity = mode, nonlinearity
 
     def extra_repr(self) -> str:

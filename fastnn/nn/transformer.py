@@ -58,7 +58,7 @@ class TransformerEncoderLayer(Module):
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
                  dropout: float = 0.1, activation="relu", layer_norm_eps: float = 1e-5,
                  batch_first: bool = False, norm_first: bool = False, bias: bool = True,
-                 dtype=None, device=None):
+                 device=None, dtype=None):
         super().__init__()
         d_model = integer("TransformerEncoderLayer", "d_model", d_model)
         dim_feedforward = integer("TransformerEncoderLayer", "dim_feedforward", dim_feedforward)

@@ -47,7 +47,7 @@ class TransformerDecoderLayer(Module):
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
                  dropout: float = 0.1, activation=activations.relu,
                  layer_norm_eps: float = 1e-5, batch_first: bool = False,
-                 norm_first: bool = False, bias: bool = True, dtype=None, device=None):
+                 norm_first: bool = False, bias: bool = True, device=None, dtype=None):
         super().__init__()
         name = "TransformerDecoderLayer"
         d_model = integer(name, "d_model", d_model)
@@ -145,7 +145,7 @@ class Transformer(Module):
                  num_decoder_layers: int = 6, dim_feedforward: int = 2048,
                  dropout: float = 0.1, activation=activations.relu, custom_encoder=None,
                  custom_decoder=None, layer_norm_eps: float = 1e-5, batch_first: bool = False,
-                 norm_first: bool = False, bias: bool = True, dtype=None, device=None):
+                 norm_first: bool = False, bias: bool = True, device=None, dtype=None):
         super().__init__()
         kw = {"dtype": dtype, "device": device}
         layer_args = (d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,

@@ -74,28 +74,32 @@ def view_as(x: Tensor, other: Tensor) -> Tensor:
     return movement.reshape(x, other.shape)
 
 
-def _new(op: str, x: Tensor, size: tuple, value, dtype, device, requires_grad) -> Tensor:
-    return full(shape_of(op, size), value, dtype or x.dtype, device or x.device,
+def _new(op: str, x: Tensor, sizes: tuple, value, dtype, device, requires_grad,
+         size=None) -> Tensor:
+    return full(shape_of(op, sizes, size), value, dtype or x.dtype, device or x.device,
                 requires_grad)
 
 
 @public(method=True, functional=False)
-def new_zeros(x: Tensor, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """Zeros sized by varargs or one tuple (``x.new_zeros(2, 3)``), with x's dtype and
-    device unless given."""
-    return _new("new_zeros", x, size, 0, dtype, device, requires_grad)
+def new_zeros(x: Tensor, *sizes, dtype=None, device=None, requires_grad=False,
+              size=None) -> Tensor:
+    """Zeros sized by varargs, one tuple or ``size=`` (``x.new_zeros(2, 3)``), with x's
+    dtype and device unless given."""
+    return _new("new_zeros", x, sizes, 0, dtype, device, requires_grad, size)
 
 
 @public(method=True, functional=False)
-def new_ones(x: Tensor, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
+def new_ones(x: Tensor, *sizes, dtype=None, device=None, requires_grad=False,
+             size=None) -> Tensor:
     """Ones sized as :func:`new_zeros`, with x's dtype and device unless given."""
-    return _new("new_ones", x, size, 1, dtype, device, requires_grad)
+    return _new("new_ones", x, sizes, 1, dtype, device, requires_grad, size)
 
 
 @public(method=True, functional=False)
-def new_empty(x: Tensor, *size, dtype=None, device=None, requires_grad=False) -> Tensor:
+def new_empty(x: Tensor, *sizes, dtype=None, device=None, requires_grad=False,
+              size=None) -> Tensor:
     """A new tensor sized as :func:`new_zeros` (zeros: no uninitialised memory)."""
-    return _new("new_empty", x, size, 0, dtype, device, requires_grad)
+    return _new("new_empty", x, sizes, 0, dtype, device, requires_grad, size)
 
 
 @public(method=True, functional=False)

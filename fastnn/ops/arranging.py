@@ -27,7 +27,8 @@ from fastnn.ops.tensor import Tensor, tensor
 def _piece(x: Tensor, axis: int, start: int, stop: int) -> Tensor:
     starts = tuple(start if d == axis else 0 for d in range(x.ndim))
     stops = tuple(max(start, stop) if d == axis else n for d, n in enumerate(x.shape))
-    return slice_tensor(x, starts, stops, (1,) * x.ndim)
+    piece = slice_tensor(x, starts, stops, (1,) * x.ndim)
+    return movement.same_view(x) if piece is x else piece  # a view, never x (PyTorch's)
 
 
 def _cuts(op: str, indices_or_sections, n: int) -> list:

@@ -18,7 +18,7 @@ from fastnn.api.device import as_device
 from fastnn.api.dtypes import as_dtype
 from fastnn.ops import tensor as tensor_module
 from fastnn.ops.rng_state import rng_of
-from fastnn.ops.spelling import shape_arg, shape_of
+from fastnn.ops.spelling import UNSET, shape_arg, shape_of
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor, full, tensor
 
@@ -46,10 +46,15 @@ def scalar_tensor(s, dtype=None, device=None, requires_grad=False) -> Tensor:
 
 
 @public(top=True, functional=False)
-def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """[start, end) by ``step`` (one argument: [0, start)); int64 when every bound is an int,
-    else the default float dtype, as PyTorch."""
-    if end is None:
+def arange(start=UNSET, end=None, step=1, dtype=None, device=None,
+           requires_grad=False) -> Tensor:
+    """[start, end) by ``step`` (one argument: [0, start); ``arange(end=n)`` as PyTorch's);
+    int64 when every bound is an int, else the default float dtype, as PyTorch."""
+    if start is UNSET:
+        if end is None:
+            raise TypeError("arange: missing the end (arange(end), arange(start, end, step))")
+        start = 0
+    elif end is None:
         start, end = 0, start
     start, end, step = (_number("arange", n, v) for n, v in
                         (("start", start), ("end", end), ("step", step)))

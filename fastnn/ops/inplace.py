@@ -139,9 +139,10 @@ def _copied(x: Tensor, src) -> Tensor:
 
 
 @public(method=True, functional=False)
-def copy_(x: Tensor, src) -> Tensor:
+def copy_(x: Tensor, src, non_blocking: bool = False) -> Tensor:
     """src's values (broadcast, converted to x's dtype, moved to x's device) written into
-    x; gradients flow back to src."""
+    x; gradients flow back to src. ``non_blocking`` is accepted, as PyTorch's (the copy is
+    done when copy_ returns)."""
     return inplace("copy_", x, _copied, src)
 
 
@@ -182,25 +183,26 @@ def _draw(op: str, x: Tensor, values: Tensor) -> Tensor:
 
 
 @public(method=True, functional=False)
-def uniform_(x: Tensor, a=0.0, b=1.0) -> Tensor:
-    """Samples from U(a, b) written into x, from fastnn's generator (``manual_seed``)."""
-    return _draw("uniform_", x, rand(x.shape, dtype=x._dtype, device=x._device) * (b - a) + a)
+def uniform_(x: Tensor, a=0.0, b=1.0, *, generator=None) -> Tensor:
+    """Samples from U(a, b) written into x, from fastnn's generator (``manual_seed``) or
+    the fnn.Generator given."""
+    draw = rand(x.shape, dtype=x._dtype, device=x._device, generator=generator)
+    return _draw("uniform_", x, draw * (b - a) + a)
 
 
 @public(method=True, functional=False)
-def normal_(x: Tensor, mean=0.0, std=1.0) -> Tensor:
-    """Samples from N(mean, std**2) written into x, from fastnn's generator."""
-    return _draw("normal_", x, randn(x.shape, dtype=x._dtype, device=x._device) * std + mean)
+def normal_(x: Tensor, mean=0.0, std=1.0, *, generator=None) -> Tensor:
+    """Samples from N(mean, std**2) written into x, from fastnn's generator or the one
+    given."""
+    draw = randn(x.shape, dtype=x._dtype, device=x._device, generator=generator)
+    return _draw("normal_", x, draw * std + mean)
 
 
 @public(method=True, functional=False)
-def bernoulli_(x: Tensor, p=0.5) -> Tensor:
-    """1 with probability ``p`` (a number or a tensor like x), else 0, written into x."""
-    draw = rand(x.shape, dtype=x._dtype if x._dtype.is_floating else dtypes.float32,
-                device=x._device)
-    ones = ew.compare("less", draw, p)
-    return _draw("bernoulli_", x, ones.to(x._dtype if x._dtype.is_floating
-                                           else dtypes.float32))
+def bernoulli_(x: Tensor, p=0.5, *, generator=None) -> Tensor:
+    """1 with probability ``p`` (a number or a tensor like x), else 0, written into x of
+    any dtype (an integer or bool x too, as PyTorch's)."""
+    return _write_drawn("bernoulli_", x, ew.compare("less", _uniforms(x, generator), p))
 
 
 def _uniforms(x: Tensor, generator) -> Tensor:

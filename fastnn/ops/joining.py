@@ -62,8 +62,8 @@ def cat(tensors, dim=UNSET, *, axis=UNSET) -> Tensor:
         if len(s) != len(first) or s[:at] + s[at + 1:] != rest:
             raise ValueError(f"cat: tensor {i} has shape {s}, but tensor 0 has {first}; all "
                              f"must match except in dim {at}")
-    if len(tensors) == 1:
-        return tensors[0]
+    # one tensor too goes through the hook: PyTorch's cat always gives new memory, so
+    # that writing into torch.cat([x]) leaves x alone
     data = tensors[0]._device.ops.cat([t._data for t in tensors], at)
     out = Tensor._make(data, tensors[0]._dtype, tensors[0]._device)
     return attach(out, "cat", tuple(tensors), (), ([s[at] for s in shapes], at))
@@ -119,7 +119,8 @@ def _pieces(x: Tensor, axis: int, sizes) -> tuple:
     for n in sizes:
         starts = tuple(offset if d == axis else 0 for d in range(x.ndim))
         stops = tuple(offset + n if d == axis else x.shape[d] for d in range(x.ndim))
-        out.append(slice_tensor(x, starts, stops, (1,) * x.ndim))
+        piece = slice_tensor(x, starts, stops, (1,) * x.ndim)
+        out.append(movement.same_view(x) if piece is x else piece)  # a view, as PyTorch's
         offset += n
     return tuple(out)
 

@@ -54,9 +54,14 @@ def _ne(self, other):
     return m.not_mask(m.compare("equal", self, other))
 
 
-def _transpose(self, *axes):
-    """``x.transpose(0, 1)`` swaps two dims (PyTorch); ``x.transpose((2, 0, 1))`` or
-    ``x.transpose(2, 0, 1)`` permutes them all; no axes reverses them."""
+def _transpose(self, *axes, dim0=None, dim1=None):
+    """``x.transpose(0, 1)`` swaps two dims (PyTorch; also ``dim0=``, ``dim1=``);
+    ``x.transpose((2, 0, 1))`` or ``x.transpose(2, 0, 1)`` permutes them all; no axes
+    reverses them."""
+    if dim0 is not None or dim1 is not None:
+        axes = axes + tuple(d for d in (dim0, dim1) if d is not None)
+        if len(axes) != 2:
+            raise TypeError(f"transpose: expected two dims (dim0, dim1), got {axes}")
     if len(axes) == 2 and all(isinstance(a, int) for a in axes):
         return movement.transpose(self, axes[0], axes[1])
     if len(axes) == 1 and not isinstance(axes[0], int):

@@ -128,7 +128,10 @@ def repeat(x: Tensor, *sizes) -> Tensor:
     for n, r in zip(shape, sizes):
         target += [r, n]
     tiled = movement.broadcast_to(grown, tuple(target))
-    return movement.reshape(tiled, tuple(n * r for n, r in zip(shape, sizes)))
+    out = movement.reshape(tiled, tuple(n * r for n, r in zip(shape, sizes)))
+    if out is x or out._view is not None:  # x itself, or a view of x with stride 0 where
+        out = clone(out)  # a leading dim repeats: PyTorch's repeat always gives new memory
+    return show_as(out, "RepeatBackward0", (x,))
 
 
 @public(method=True, top=True)

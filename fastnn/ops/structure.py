@@ -18,7 +18,7 @@ from fastnn.autograd.node_names import shows
 from fastnn.ops import elementwise as ew
 from fastnn.ops import movement
 from fastnn.ops.selecting import index_select_tensor, slice_tensor
-from fastnn.ops.shaping import axis_index, flip
+from fastnn.ops.shaping import axis_index, clone, flip
 from fastnn.ops.sorting import check_tensor, host
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor, tensor
@@ -186,6 +186,8 @@ def roll(x: Tensor, shifts, dims=None) -> Tensor:
             tail = slice_tensor(out, (0,) * x.ndim, tuple(cut if k == a else m for k, m in
                                                          enumerate(out.shape)), ones)
             out = cat([head, tail], a)
+    if out is x:  # nothing moved: still new memory, as PyTorch's roll
+        out = clone(x)
     return out
 
 

@@ -138,7 +138,7 @@ def block_diag(*tensors) -> Tensor:
             parts.append(const(np.zeros((r, width - left - c)), b, kind))
         rows.append(cat(parts, 1) if len(parts) > 1 else b)
         left += c
-    return cat(rows, 0) if len(rows) > 1 else rows[0]
+    return cat(rows, 0)  # new memory even for one block, as PyTorch's
 
 
 @public(top=True)

@@ -171,8 +171,10 @@ class Tensor:
         return int(self.item())
 
     # ------------------------------------------------------------ host and devices
-    def numpy(self) -> np.ndarray:
-        """A host NumPy array (a copy unless the tensor lives on the host already)."""
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """A host NumPy array (a copy unless the tensor lives on the host already).
+        PyTorch's ``force=True`` (detach and copy to the host first) changes nothing here:
+        the array is a host one, whatever the tensor's grad or device."""
         return self._device.ops.to_numpy(self._data)
 
     def __array__(self, dtype=None, copy=None):
@@ -285,8 +287,8 @@ class Tensor:
         None for a leaf."""
         return self._node
 
-    def requires_grad_(self, flag: bool = True) -> Tensor:
-        self.requires_grad = flag
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        self.requires_grad = requires_grad
         return self
 
     def __reduce__(self):

@@ -190,6 +190,21 @@ def test_data_parallel_is_a_pass_through_wrapper():
         DataParallel(net, device_ids=[0, 1])
 
 
+def test_the_functional_data_parallel_calls_the_module_as_pytorchs():
+    # dcgan/main.py calls nn.parallel.data_parallel(self.main, input, range(self.ngpu))
+    torch = pytest.importorskip("torch")
+    net, x = nn.Linear(3, 2), fnn.randn(4, 3)
+    ours = fnn.nn.parallel.data_parallel(net, x)
+    np.testing.assert_array_equal(ours.detach().numpy(), net(x).detach().numpy())
+    bilinear, y = nn.Bilinear(3, 3, 1), fnn.randn(4, 3)
+    np.testing.assert_array_equal(
+        fnn.nn.parallel.data_parallel(bilinear, (x, y), device_ids=[0]).detach().numpy(),
+        bilinear(x, y).detach().numpy())
+    with pytest.raises(ValueError, match="data_parallel: .*one MPI rank per device"):
+        fnn.nn.parallel.data_parallel(net, x, range(2))
+    assert callable(torch.nn.parallel.data_parallel)  # (PyTorch's needs a GPU to run)
+
+
 def test_state_dict_keys_match_torch_ddp(group, tmp_path):
     torch = pytest.importorskip("torch")
     tdist = pytest.importorskip("torch.distributed")

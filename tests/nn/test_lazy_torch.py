@@ -32,6 +32,8 @@ CASES = [
     ("LazyInstanceNorm1d", (), {}, (2, 3, 5)),
     ("LazyInstanceNorm2d", (), {"affine": False}, (2, 3, 4, 4)),
     ("LazyInstanceNorm3d", (), {"track_running_stats": False}, (2, 2, 2, 3, 2)),
+    ("LazyBatchNorm2d", (), {"bias": False}, (4, 3, 2, 3)),  # PyTorch 2.13's keyword
+    ("LazyInstanceNorm1d", (), {"bias": False}, (2, 3, 5)),
 ]
 IDS = [f"{c[0]}-{i}" for i, c in enumerate(CASES)]
 

@@ -4,6 +4,7 @@ subclass: _Loss's and _WeightedLoss's arguments, the weight buffers, against PyT
 from __future__ import annotations
 
 import importlib
+import inspect
 import warnings
 
 import numpy as np
@@ -133,3 +134,83 @@ def test_submodules_hold_pytorchs_names():
         assert hasattr(importlib.import_module(f"torch.nn.modules.{owner}"), base)
         assert hasattr(importlib.import_module(f"fastnn.nn.modules.{owner}"), base)
     assert fnn.nn.modules.conv.Conv2d is nn.Conv2d
+
+
+def test_multihead_attentions_out_proj_class_is_where_pytorch_has_it():
+    # the word language model example lists torch.nn.modules.linear.NonDynamicallyQuantizableLinear
+    # among its safe globals: reaching it raised AttributeError
+    torch = pytest.importorskip("torch")
+    ours = fnn.nn.modules.linear.NonDynamicallyQuantizableLinear
+    theirs = torch.nn.modules.linear.NonDynamicallyQuantizableLinear
+    assert type(nn.MultiheadAttention(4, 2).out_proj) is ours
+    assert type(torch.nn.MultiheadAttention(4, 2).out_proj) is theirs
+    assert issubclass(ours, nn.Linear)
+
+
+# PyTorch's deprecated or internal positional arguments that fastnn's layers leave out
+_NOT_POSITIONAL = {"Hardtanh": {"min_value", "max_value"}, "RNNBase": {"mode"},
+                   "RNNCellBase": {"num_chunks"}}
+
+
+def _positional(cls) -> list | None:
+    """The names of ``cls.__init__``'s positional parameters, None where it takes *args."""
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    params = inspect.signature(cls.__init__).parameters.values()
+    if any(p.kind == inspect.Parameter.VAR_POSITIONAL for p in params):
+        return None
+    return [p.name for p in params if p.kind in kinds][1:]
+
+
+def test_every_layer_takes_pytorchs_positional_arguments_in_pytorchs_order():
+    # nn.Linear(i, o, True, device, dtype) took the device as the dtype (fastnn had dtype
+    # first), as did ~20 layers; mnist_forward_forward's Linear subclass passes them so
+    torch = pytest.importorskip("torch")
+    wrong = []
+    for name in dir(torch.nn):
+        theirs, ours = getattr(torch.nn, name), getattr(nn, name, None)
+        if not (isinstance(theirs, type) and issubclass(theirs, torch.nn.Module)
+                and isinstance(ours, type)):
+            continue
+        try:
+            want, got = _positional(theirs), _positional(ours)
+        except (TypeError, ValueError):  # no signature to read
+            continue
+        if want is None or got is None:
+            continue
+        want = [p for p in want if p not in _NOT_POSITIONAL.get(name, ())]
+        if got[:len(want)] != want:
+            wrong.append(f"{name}: {got} for PyTorch's {want}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_a_device_and_dtype_given_by_position_land_where_pytorchs_do():
+    class Layer(nn.Linear):  # as mnist_forward_forward's
+        def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
+            super().__init__(in_features, out_features, bias, device, dtype)
+
+    layer = Layer(3, 2, True, "cpu", fnn.float64)
+    assert layer.weight.dtype is fnn.float64 and layer.weight.device.type == "cpu"
+    assert nn.LayerNorm(4, 1e-5, True, True, None, fnn.float64).weight.dtype is fnn.float64
+    assert nn.Conv1d(1, 2, 3, 1, 0, 1, 1, True, "zeros", "cpu").causal is False
+
+
+_BASES = [("conv", "_ConvNd"), ("conv", "_ConvTransposeNd"), ("dropout", "_DropoutNd"),
+          ("batchnorm", "_BatchNorm"), ("batchnorm", "_NormBase"),
+          ("instancenorm", "_InstanceNorm"), ("loss", "_Loss"), ("loss", "_WeightedLoss")]
+
+
+@pytest.mark.parametrize("owner, base", _BASES, ids=[b for _, b in _BASES])
+def test_layers_are_instances_of_pytorchs_bases_as_pytorchs_are(owner, base):
+    # init loops written for PyTorch ask isinstance(m, nn.modules.conv._ConvNd), which had no
+    # answer (no such name), as had dropout's _DropoutNd
+    torch = pytest.importorskip("torch")
+    theirs = getattr(importlib.import_module(f"torch.nn.modules.{owner}"), base)
+    ours = getattr(importlib.import_module(f"fastnn.nn.modules.{owner}"), base)
+    differ = []
+    for name in dir(torch.nn):
+        t, f = getattr(torch.nn, name), getattr(nn, name, None)
+        if isinstance(t, type) and issubclass(t, torch.nn.Module) and isinstance(f, type):
+            if issubclass(t, theirs) != issubclass(f, ours):
+                differ.append(f"{name}: PyTorch {issubclass(t, theirs)}, fastnn "
+                              f"{issubclass(f, ours)}")
+    assert not differ, "\n".join(differ)

@@ -17,6 +17,17 @@ def test_arange_as_torch(args):
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
 
 
+@pytest.mark.parametrize("kwargs", [{"end": 4}, {"start": 1, "end": 4},
+                                    {"start": 0.5, "end": 3, "step": 0.5}, {"end": 2.5}])
+def test_arange_by_keyword_as_torch(kwargs):
+    torch = pytest.importorskip("torch")
+    ours, theirs = fnn.arange(**kwargs), torch.arange(**kwargs)
+    assert ours.dtype.name == str(theirs.dtype).split(".")[1]
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    with pytest.raises(TypeError, match="arange: missing the end"):
+        fnn.arange()
+
+
 def test_arange_dtype_device_and_errors(device):
     x = fnn.arange(4, dtype=fnn.float64, device=device)
     assert x.dtype is fnn.float64 and x.device.type == device
@@ -67,6 +78,33 @@ def test_sizes_as_varargs_or_one_tuple_as_torch(name, make, sizes):
     ours, theirs = make(fnn, *sizes), make(torch, *sizes)
     assert ours.shape == tuple(theirs.shape)
     assert ours.dtype.name == str(theirs.dtype).split(".")[1]
+
+
+SIZE_KEYWORD = {  # PyTorch's size= keyword (the GAT example's torch.empty(size=(n, m)))
+    "empty(size=)": lambda m: m.empty(size=(2, 3)),
+    "zeros(size=, dtype=)": lambda m: m.zeros(size=[2, 3], dtype=m.float64),
+    "ones(size=Size)": lambda m: m.ones(size=m.ones(4, 1).shape),
+    "rand(size=)": lambda m: m.rand(size=(2,)),
+    "randn(size=)": lambda m: m.randn(size=(1, 3, 2)),
+    "new_zeros(size=)": lambda m: m.ones(2).new_zeros(size=(3, 1)),
+    "new_ones(size=)": lambda m: m.ones(2, dtype=m.int64).new_ones(size=(3,)),
+    "new_empty(size=)": lambda m: m.ones(2).new_empty(size=(2, 2)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SIZE_KEYWORD))
+def test_the_size_keyword_as_torch(case):
+    torch = pytest.importorskip("torch")
+    ours, theirs = SIZE_KEYWORD[case](fnn), SIZE_KEYWORD[case](torch)
+    assert ours.shape == tuple(theirs.shape)
+    assert ours.dtype.name == str(theirs.dtype).split(".")[1]
+    if "rand" not in case and "empty" not in case:
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_sizes_given_twice_are_refused():
+    with pytest.raises(TypeError, match=r"zeros: .*size="):  # both ways at once
+        fnn.zeros(2, size=(2,))
 
 
 def test_full_keeps_the_tuple_and_takes_the_dtype_from_the_value():

@@ -36,6 +36,11 @@ NEW = {  # the op on a (2, 3) tensor
     "unflatten(1, (3,))": lambda lib, t: t.unflatten(1, (3,)),
     "permute(0, 1)": lambda lib, t: t.permute(0, 1),
     "movedim(0, 0)": lambda lib, t: t.movedim(0, 0),
+    "chunk(1)[0]": lambda lib, t: t.chunk(1)[0],
+    "split(2)[0]": lambda lib, t: t.split(2)[0],
+    "split([2], 0)[0]": lambda lib, t: lib.split(t, [2], 0)[0],
+    "tensor_split(x, 1)[0]": lambda lib, t: lib.tensor_split(t, 1)[0],
+    "hsplit(x, 1)[0]": lambda lib, t: lib.hsplit(t, 1)[0],
 }
 SAME = {  # PyTorch gives x itself back
     "contiguous()": lambda lib, t: t.contiguous(),
@@ -45,6 +50,23 @@ SAME = {  # PyTorch gives x itself back
     "flatten(1)": lambda lib, t: t.flatten(1),
     "flatten(0, 0)": lambda lib, t: t.flatten(0, 0),
     "atleast_2d": lambda lib, t: lib.atleast_2d(t),
+}
+COPIES = {  # PyTorch gives new memory, even where the values are x's own
+    "cat([x])": lambda lib, t: lib.cat([t]),
+    "cat([x], 1)": lambda lib, t: lib.cat((t,), 1),
+    "stack([x])[0]": lambda lib, t: lib.stack([t])[0],
+    "hstack([x])": lambda lib, t: lib.hstack([t]),
+    "vstack([x])": lambda lib, t: lib.vstack([t]),
+    "column_stack([x])": lambda lib, t: lib.column_stack([t]),
+    "block_diag(x)": lambda lib, t: lib.block_diag(t),
+    "repeat(1, 1)": lambda lib, t: t.repeat(1, 1),
+    "repeat(2, 1, 1)": lambda lib, t: t.repeat(2, 1, 1),  # was a stride-0 view
+    "repeat(3, 1)": lambda lib, t: t.repeat(3, 1),
+    "tile(x, (1,))": lambda lib, t: lib.tile(t, (1,)),
+    "tile(x, (2, 1, 1))": lambda lib, t: lib.tile(t, (2, 1, 1)),
+    "roll(0, 0)": lambda lib, t: t.roll(0, 0),
+    "roll(3, 1)": lambda lib, t: lib.roll(t, 3, 1),  # a whole turn
+    "roll(0)": lambda lib, t: t.roll(0),
 }
 
 
@@ -94,6 +116,25 @@ def test_which_ops_give_a_new_tensor_is_pytorchs():
             ours = fnn.zeros(2, 3, requires_grad=True)
             assert (op(torch, theirs) is theirs) is expect_same, case
             assert (op(fnn, ours) is ours) is expect_same, case
+
+
+@pytest.mark.parametrize("dev", DEVICES)
+@pytest.mark.parametrize("case", sorted(COPIES))
+def test_an_op_that_copies_in_pytorch_never_hands_back_x_or_a_view(dev, case):
+    # torch.cat([x]) gave x itself: writing into the "copy" wrote into x
+    x = fnn.tensor(np.arange(6.0).reshape(2, 3), device=dev)
+    y = COPIES[case](fnn, x)
+    assert y is not x and y._base is not x
+    y.add_(100.0)
+    np.testing.assert_array_equal(x.numpy(), np.arange(6.0).reshape(2, 3))
+
+
+def test_which_ops_copy_is_pytorchs():
+    torch = pytest.importorskip("torch")
+    for case, op in COPIES.items():
+        x = torch.arange(6.0).reshape(2, 3)
+        op(torch, x).add_(100.0)
+        assert x.max().item() == 5.0, case
 
 
 def test_view_as_a_dtype_is_refused_naming_the_conversion():

@@ -29,6 +29,10 @@ SAMPLERS = {
     "randn": lambda g: fnn.randn(5, generator=g),
     "rand": lambda g: fnn.rand(5, generator=g),
     "randint": lambda g: fnn.randint(0, 9, (5,), generator=g),
+    # the in-place fills take generator= too, as PyTorch's x.normal_(0, 1, generator=g)
+    "normal_": lambda g: fnn.zeros(5).normal_(1.0, 2.0, generator=g),
+    "uniform_": lambda g: fnn.zeros(5).uniform_(-1.0, 1.0, generator=g),
+    "bernoulli_": lambda g: fnn.zeros(20).bernoulli_(0.5, generator=g),
 }
 
 
@@ -116,6 +120,15 @@ def test_against_torch_api_where_installed():
         torch.ones(2, 5), 3).shape)
     assert str(torch.poisson(torch.ones(2)).dtype) == "torch.float32"
     assert fnn.poisson(fnn.ones(2)).dtype is fnn.float32
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "bool", "float64"])
+def test_bernoulli_fills_any_dtype_as_torch(dtype):
+    torch = pytest.importorskip("torch")
+    theirs = torch.zeros(400, dtype=getattr(torch, dtype)).bernoulli_(0.5)
+    ours = fnn.zeros(400, dtype=getattr(fnn, dtype)).bernoulli_(0.5)
+    assert ours.dtype.name == str(theirs.dtype).split(".")[1]
+    assert set(np.unique(ours.numpy()).tolist()) == {0, 1}
 
 
 def test_nn_init_takes_a_generator():

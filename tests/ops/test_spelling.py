@@ -44,3 +44,22 @@ def test_the_one_parser():
         shape_of("op", (2, "a"))
     with pytest.raises(ValueError, match=r"op: negative dimension in shape \(2, -3\)"):
         shape_of("op", ((2, -3),))
+
+
+# PyTorch's keyword names for a method's arguments, as scripts write them
+KEYWORDS = [
+    ("transpose(dim0=, dim1=)", lambda lib, x: x.transpose(dim0=0, dim1=1)),
+    ("transpose(1, dim1=0)", lambda lib, x: x.transpose(1, dim1=0)),
+    ("copy_(src, non_blocking=)", lambda lib, x: x.copy_(lib.ones(2, 3), non_blocking=True)),
+    ("requires_grad_(requires_grad=)",
+     lambda lib, x: x.requires_grad_(requires_grad=True) * 1),
+    ("numpy(force=)", lambda lib, x: lib.tensor(x.detach().numpy(force=True))),
+]
+
+
+@pytest.mark.parametrize("name, call", KEYWORDS, ids=[c[0] for c in KEYWORDS])
+def test_methods_take_pytorchs_keyword_names(name, call):
+    data = np.arange(6.0).reshape(2, 3)
+    ours, theirs = call(fnn, fnn.tensor(data)), call(torch, torch.tensor(data))
+    assert ours.shape == tuple(theirs.shape) and ours.requires_grad == theirs.requires_grad
+    np.testing.assert_array_equal(ours.detach().numpy(), theirs.detach().numpy())

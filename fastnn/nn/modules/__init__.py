@@ -13,8 +13,11 @@ import sys
 import types
 
 from fastnn import nn as _nn
+from fastnn.nn.attention import NonDynamicallyQuantizableLinear
+from fastnn.nn.bases import _ConvNd, _DropoutNd
 from fastnn.nn.batchnorm import RunningStats as _NormBase
 from fastnn.nn.batchnorm import _BatchNorm
+from fastnn.nn.conv_transpose import _ConvTranspose
 from fastnn.nn.lazy import LazyModuleMixin
 from fastnn.nn.loss import _Loss, _WeightedLoss
 from fastnn.nn.modules import utils
@@ -29,7 +32,11 @@ SUBMODULES = ("activation", "adaptive", "batchnorm", "channelshuffle", "containe
 _NAMES = {name: getattr(_nn, name) for name in _nn.__all__
           if isinstance(getattr(_nn, name), type)}
 _NAMES.update(_Loss=_Loss, _WeightedLoss=_WeightedLoss, _BatchNorm=_BatchNorm,
-              _NormBase=_NormBase, _InstanceNorm=_InstanceNorm, LazyModuleMixin=LazyModuleMixin)
+              _NormBase=_NormBase, _InstanceNorm=_InstanceNorm, LazyModuleMixin=LazyModuleMixin,
+              # MultiheadAttention's out_proj, which the word language model example lists
+              NonDynamicallyQuantizableLinear=NonDynamicallyQuantizableLinear,
+              # the bases that PyTorch code tests layers against (fastnn.nn.bases)
+              _ConvNd=_ConvNd, _ConvTransposeNd=_ConvTranspose, _DropoutNd=_DropoutNd)
 globals().update(_NAMES)
 
 for _name in SUBMODULES:
