@@ -214,8 +214,9 @@ class Identity(BasePruningMethod):
         return super().apply(module, name)
 
 
-class RandomUnstructured(BasePruningMethod):
-    """Prunes ``amount`` entries (an int) or that fraction of them (a float), at random."""
+class _Unstructured(BasePruningMethod):
+    """Prunes ``amount`` entries (an int) or that fraction of them, those that
+    :meth:`_dropped` picks."""
 
     PRUNING_TYPE = "unstructured"
 
@@ -227,31 +228,28 @@ class RandomUnstructured(BasePruningMethod):
         count = _count_to_prune(self.amount, t.numel())
         mask = default_mask.clone()
         if count:
-            scores = fastnn.rand_like(t)
-            mask.view(-1)[fastnn.topk(scores.view(-1), k=count).indices] = 0
+            mask.view(-1)[self._dropped(t.reshape(-1), count)] = 0
         return mask
+
+
+class RandomUnstructured(_Unstructured):
+    """Prunes ``amount`` entries (an int) or that fraction of them, at random."""
+
+    @staticmethod
+    def _dropped(flat, count):
+        return fastnn.topk(fastnn.rand_like(flat), k=count).indices
 
     @classmethod
     def apply(cls, module, name, amount):
         return super().apply(module, name, amount=amount)
 
 
-class L1Unstructured(BasePruningMethod):
+class L1Unstructured(_Unstructured):
     """Prunes the ``amount`` entries (an int, or that fraction) of smallest absolute value."""
 
-    PRUNING_TYPE = "unstructured"
-
-    def __init__(self, amount):
-        _check_amount(amount)
-        self.amount = amount
-
-    def compute_mask(self, t, default_mask):
-        count = _count_to_prune(self.amount, t.numel())
-        mask = default_mask.clone()
-        if count:
-            smallest = fastnn.topk(t.abs().reshape(-1), k=count, largest=False).indices
-            mask.view(-1)[smallest] = 0
-        return mask
+    @staticmethod
+    def _dropped(flat, count):
+        return fastnn.topk(flat.abs(), k=count, largest=False).indices
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):
