@@ -137,8 +137,12 @@ def test_elementwise_weight_as_pytorch(name, reduction):
     host_w = np.random.default_rng(5).random((4, 3))  # (not the module's rng: test order)
     w = fnn.tensor(host_w, requires_grad=True)
     tw = torch.tensor(host_w, requires_grad=True)
+    # every fastnn tensor made here: the module's x and y were made at collection, and a
+    # test that refreshes the backend registry (tests/api/test_registry.py) in the same
+    # worker before this one gives new tensors another cpu Device object
     a, ta = fnn.tensor(x.numpy(), requires_grad=True), tx.clone().requires_grad_(True)
-    ours = getattr(F, name)(a, y, reduction=reduction, weight=w)
+    b = fnn.tensor(y.numpy())
+    ours = getattr(F, name)(a, b, reduction=reduction, weight=w)
     theirs = getattr(TF, name)(ta, ty, reduction=reduction, weight=tw)
     np.testing.assert_allclose(ours.numpy(), theirs.detach().numpy(), rtol=1e-12, atol=1e-15)
     ours.sum().backward()
@@ -146,4 +150,4 @@ def test_elementwise_weight_as_pytorch(name, reduction):
     np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-10, atol=1e-14)
     np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-10, atol=1e-14)
     with pytest.raises(ValueError, match=r"weight must have the input's shape \(4, 3\)"):
-        getattr(F, name)(x, y, weight=fnn.ones((3,)))
+        getattr(F, name)(a, b, weight=fnn.ones((3,)))
