@@ -32,6 +32,15 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def _registry_kept():
+    """Each test leaves the backends and devices as it found them (tests.fake_backends)."""
+    from tests.fake_backends import registry_kept
+
+    with registry_kept():
+        yield
+
+
 def torch_skips(reports) -> int:
     """How many of these skipped-test reports skipped for want of PyTorch."""
     count = 0

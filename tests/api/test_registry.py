@@ -255,3 +255,14 @@ def test_a_device_is_a_context_manager_as_pytorchs(tmp_path):
         with fnn.device("meta"):
             pass
     assert fnn.get_device() == "cpu"
+
+
+def test_registry_kept_gives_tensors_made_before_their_device_back():
+    from tests.fake_backends import registry_kept
+
+    before = fnn.tensor([1.0, 2.0])
+    with registry_kept():
+        forget()
+        assert fnn.ones(2).device is not before.device  # a new Device object meanwhile
+    assert fnn.ones(2).device is before.device
+    np.testing.assert_array_equal((before + fnn.ones(2)).numpy(), [2.0, 3.0])
