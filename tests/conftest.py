@@ -1,6 +1,7 @@
 """Shared pytest options for fastnn's own tests, and the note at the end of a run on how
 many PyTorch cross-checks were skipped."""
 
+import contextlib
 import os
 import re
 import tempfile
@@ -32,11 +33,36 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@contextlib.contextmanager
+def registry_kept():
+    """Give the Device objects parsed before the block (and their backends) back after it,
+    where the block refreshed the registry (tests.fake_backends.forget). A tensor holds its
+    Device object: the tensors that test modules make at import would otherwise sit on
+    devices that no new tensor matches ("expected all tensors on one device, found cpu and
+    cpu"). Backends the block installed stay discoverable; those it removed are not put
+    back."""
+    from fastnn.api import device, registry
+
+    devices, loaded, default = dict(device._canonical), dict(registry._loaded), list(
+        device._default)
+    try:
+        yield
+    finally:
+        if device._canonical != devices:
+            with registry._lock:
+                present = registry._discover()
+                for key, dev in devices.items():
+                    if key[0] in present and device._canonical.get(key) is not dev:
+                        registry._loaded[key[0]] = loaded[key[0]]
+                        device._canonical[key] = dev
+                        device._cache.clear()  # spellings parse again, to these objects
+                if all(d.backend.name in present for d in default):
+                    device._default[:] = default
+
+
 @pytest.fixture(autouse=True)
 def _registry_kept():
-    """Each test leaves the backends and devices as it found them (tests.fake_backends)."""
-    from tests.fake_backends import registry_kept
-
+    """Each test leaves the devices that tensors hold as it found them (registry_kept)."""
     with registry_kept():
         yield
 

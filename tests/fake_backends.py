@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import textwrap
 from pathlib import Path
@@ -28,27 +27,6 @@ def forget() -> None:
     """Make fastnn rediscover entry points and start again from the default device."""
     registry.refresh()
     device.reset_default()
-
-
-@contextlib.contextmanager
-def registry_kept():
-    """Put the loaded backends and the parsed Device objects back as they were on the way
-    out, whatever the block forgot or installed. A tensor holds its Device object, so a
-    test that refreshed the registry would otherwise leave the tensors that other test
-    modules made at import on devices no new tensor matches ("expected all tensors on one
-    device, found cpu and cpu")."""
-    kept = (registry._entry_points, dict(registry._loaded), dict(device._cache),
-            dict(device._canonical), list(device._default))
-    try:
-        yield
-    finally:
-        with registry._lock:
-            registry._entry_points = kept[0]
-            for now, then in zip((registry._loaded, device._cache, device._canonical,
-                                  device._default), kept[1:]):
-                if now != then:
-                    now.clear()
-                    now.update(then) if isinstance(now, dict) else now.extend(then)
 
 
 # A second host backend: the NumPy hooks re-registered under another name,

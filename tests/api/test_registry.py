@@ -258,7 +258,7 @@ def test_a_device_is_a_context_manager_as_pytorchs(tmp_path):
 
 
 def test_registry_kept_gives_tensors_made_before_their_device_back():
-    from tests.fake_backends import registry_kept
+    from tests.conftest import registry_kept
 
     before = fnn.tensor([1.0, 2.0])
     with registry_kept():
