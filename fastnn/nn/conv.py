@@ -12,18 +12,15 @@ same ones the tape uses), dL/db = sum of g over the batch and length axes.
 
 from __future__ import annotations
 
-from fastnn.api.args import flag, integer
+from fastnn.api.args import integer
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.bases import _ConvNd
 from fastnn.nn.conv_padding import check_mode, pad_input
 from fastnn.nn.module import (
     check_grad,
     check_tensor,
-    fan_in_bound,
-    uniform_init,
     wrap,
 )
-from fastnn.nn.parameter import reset_fan_in_uniform
 from fastnn.ops import nnops
 from fastnn.ops.conv import side_padding
 
@@ -57,22 +54,8 @@ class Conv1d(_ConvNd):
             padding = _one(padding) if not isinstance(padding, str) else padding
             (self._sides,) = side_padding("Conv1d", padding, (span,), (self.stride,))
             self.padding = padding if isinstance(padding, str) else self._sides[0]
-        if self.in_channels % self.groups or self.out_channels % self.groups:
-            raise ValueError(
-                f"Conv1d: in_channels={in_channels} and out_channels={out_channels} must both be "
-                f"divisible by groups={groups}"
-            )
-        fan_in = self.in_channels // self.groups * self.kernel_size
-        bound = fan_in_bound(fan_in)
-        shape = (self.out_channels, self.in_channels // self.groups, self.kernel_size)
-        self.weight = uniform_init(shape, bound, "connective", dtype, device)
-        self.bias = None
-        if flag("Conv1d", "bias", bias):
-            self.bias = uniform_init((self.out_channels,), bound, "bias", dtype, device)
-
-    def reset_parameters(self) -> None:
-        """Draw the parameters again, in place, as at construction (PyTorch's init)."""
-        reset_fan_in_uniform(self)
+        self._init_parameters((self.out_channels, self.in_channels // self.groups,
+                               self.kernel_size), bias, dtype, device)
 
     def extra_repr(self) -> str:
         text = (f"{self.in_channels}, {self.out_channels}, kernel_size=({self.kernel_size},), "

@@ -7,11 +7,10 @@ whose conv2d rule calls the backend's ``conv2d_grad_input`` and
 
 from __future__ import annotations
 
-from fastnn.api.args import flag, integer
+from fastnn.api.args import integer
 from fastnn.nn.bases import _ConvNd
 from fastnn.nn.conv_padding import check_mode, pad_input
-from fastnn.nn.module import check_tensor, fan_in_bound, uniform_init
-from fastnn.nn.parameter import reset_fan_in_uniform
+from fastnn.nn.module import check_tensor
 from fastnn.ops import autocasting, conv
 
 
@@ -34,26 +33,12 @@ class Conv2d(_ConvNd):
         self.stride = conv.pair("Conv2d", "stride", stride, 1)
         self.dilation = conv.pair("Conv2d", "dilation", dilation, 1)
         self.groups = integer("Conv2d", "groups", groups)
-        if self.in_channels % self.groups or self.out_channels % self.groups:
-            raise ValueError(
-                f"Conv2d: in_channels={in_channels} and out_channels={out_channels} must both be "
-                f"divisible by groups={groups}"
-            )
         spans = tuple(d * (k - 1) + 1 for d, k in zip(self.dilation, self.kernel_size))
         self._sides = conv.side_padding("Conv2d", padding, spans, self.stride)
         self.padding = padding if isinstance(padding, str) else tuple(lo for lo, _ in
                                                                       self._sides)
-        fan_in = self.in_channels // self.groups * self.kernel_size[0] * self.kernel_size[1]
-        bound = fan_in_bound(fan_in)
-        shape = (self.out_channels, self.in_channels // self.groups) + self.kernel_size
-        self.weight = uniform_init(shape, bound, "connective", dtype, device)
-        self.bias = None
-        if flag("Conv2d", "bias", bias):
-            self.bias = uniform_init((self.out_channels,), bound, "bias", dtype, device)
-
-    def reset_parameters(self) -> None:
-        """Draw the parameters again, in place, as at construction (PyTorch's init)."""
-        reset_fan_in_uniform(self)
+        self._init_parameters((self.out_channels, self.in_channels // self.groups)
+                              + self.kernel_size, bias, dtype, device)
 
     def extra_repr(self) -> str:
         text = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "

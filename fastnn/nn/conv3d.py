@@ -7,13 +7,10 @@ U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in // groups * kd * kh * kw, as PyT
 
 from __future__ import annotations
 
-import math
-
-from fastnn.api.args import flag, integer
+from fastnn.api.args import integer
 from fastnn.nn.bases import _ConvNd
 from fastnn.nn.conv_padding import check_mode, pad_input
-from fastnn.nn.module import check_tensor, fan_in_bound, uniform_init
-from fastnn.nn.parameter import reset_fan_in_uniform
+from fastnn.nn.module import check_tensor
 from fastnn.ops import autocasting, conv
 from fastnn.ops import conv3d as ops
 
@@ -33,24 +30,12 @@ class Conv3d(_ConvNd):
         self.dilation = ops.triple("Conv3d", "dilation", dilation, 1)
         self.groups = integer("Conv3d", "groups", groups)
         self.padding_mode = check_mode("Conv3d", padding_mode)
-        if self.in_channels % self.groups or self.out_channels % self.groups:
-            raise ValueError(f"Conv3d: in_channels={in_channels} and out_channels="
-                             f"{out_channels} must both be divisible by groups={groups}")
         self._sides = ops.sides3("Conv3d", padding, self.kernel_size, self.dilation,
                                  self.stride)
         self.padding = padding if isinstance(padding, str) else tuple(lo for lo, _ in
                                                                       self._sides)
-        fan_in = self.in_channels // self.groups * math.prod(self.kernel_size)
-        bound = fan_in_bound(fan_in)
-        shape = (self.out_channels, self.in_channels // self.groups) + self.kernel_size
-        self.weight = uniform_init(shape, bound, "connective", dtype, device)
-        self.bias = None
-        if flag("Conv3d", "bias", bias):
-            self.bias = uniform_init((self.out_channels,), bound, "bias", dtype, device)
-
-    def reset_parameters(self) -> None:
-        """Draw the parameters again, in place, as at construction (PyTorch's init)."""
-        reset_fan_in_uniform(self)
+        self._init_parameters((self.out_channels, self.in_channels // self.groups)
+                              + self.kernel_size, bias, dtype, device)
 
     def extra_repr(self) -> str:
         text = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "

@@ -9,12 +9,9 @@ fan_in of that weight: out_channels // groups * prod(kernel_size).
 
 from __future__ import annotations
 
-import math
-
-from fastnn.api.args import flag, integer
+from fastnn.api.args import integer
 from fastnn.nn.bases import _ConvNd
-from fastnn.nn.module import check_tensor, fan_in_bound, uniform_init
-from fastnn.nn.parameter import reset_fan_in_uniform
+from fastnn.nn.module import check_tensor
 from fastnn.ops import conv_transpose as ops
 from fastnn.ops import conv_transpose3d as ops3
 
@@ -47,24 +44,12 @@ class _ConvTranspose(_ConvNd):
             raise ValueError(f"{name}: only padding_mode='zeros' is supported (as PyTorch), "
                              f"got {padding_mode!r}")
         self.padding_mode = padding_mode
-        if self.in_channels % self.groups or self.out_channels % self.groups:
-            raise ValueError(f"{name}: in_channels={in_channels} and out_channels="
-                             f"{out_channels} must both be divisible by groups={groups}")
         if any(o >= s and o >= d for o, s, d in zip(self.output_padding, self.stride,
                                                     self.dilation)):
             raise ValueError(f"{name}: output_padding {self.output_padding} must be smaller "
                              f"than either stride {self.stride} or dilation {self.dilation}")
-        fan_in = self.out_channels // self.groups * math.prod(self.kernel_size)
-        bound = fan_in_bound(fan_in)
-        shape = (self.in_channels, self.out_channels // self.groups) + self.kernel_size
-        self.weight = uniform_init(shape, bound, "connective", dtype, device)
-        self.bias = None
-        if flag(name, "bias", bias):
-            self.bias = uniform_init((self.out_channels,), bound, "bias", dtype, device)
-
-    def reset_parameters(self) -> None:
-        """Draw the parameters again, in place, as at construction (PyTorch's init)."""
-        reset_fan_in_uniform(self)
+        self._init_parameters((self.in_channels, self.out_channels // self.groups)
+                              + self.kernel_size, bias, dtype, device)
 
     def extra_repr(self) -> str:
         text = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
