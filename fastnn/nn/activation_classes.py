@@ -175,8 +175,8 @@ class ELU(_Composed):
         return activations.elu(x, self.alpha, inplace)
 
 
-class SELU(_Composed):
-    """scale * elu(x, alpha) with PyTorch's fixed constants."""
+class _ComposedInPlace(_Composed):
+    """A composed activation whose one setting is ``inplace``."""
 
     def __init__(self, inplace: bool = False):
         super().__init__()
@@ -184,20 +184,17 @@ class SELU(_Composed):
 
     def extra_repr(self) -> str:
         return inplace_repr(self.inplace)
+
+
+class SELU(_ComposedInPlace):
+    """scale * elu(x, alpha) with PyTorch's fixed constants."""
 
     def _fn(self, x, inplace):
         return activations.selu(x, inplace)
 
 
-class Mish(_Composed):
+class Mish(_ComposedInPlace):
     """x * tanh(softplus(x))."""
-
-    def __init__(self, inplace: bool = False):
-        super().__init__()
-        self.inplace = bool(inplace)
-
-    def extra_repr(self) -> str:
-        return inplace_repr(self.inplace)
 
     def _fn(self, x, inplace):
         return activations.mish(x, inplace)
