@@ -126,6 +126,7 @@ from fastnn.nn.lazy import (
     LazyInstanceNorm3d,
     LazyLinear,
 )
+from fastnn.nn.loss_linear import LinearCrossEntropyLoss, LinearCrossEntropyOptions
 from fastnn.nn.loss_more import (
     CosineEmbeddingLoss,
     CTCLoss,
@@ -227,7 +228,7 @@ __all__ += ["LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d
             "LazyInstanceNorm1d",
             "LazyInstanceNorm2d", "LazyInstanceNorm3d", "LazyLinear", "UninitializedBuffer",
             "UninitializedParameter"]
-__all__ += ["ConvTranspose3d"]
+__all__ += ["ConvTranspose3d", "LinearCrossEntropyLoss", "LinearCrossEntropyOptions"]
 __all__ += ["AdaptiveMaxPool3d", "MaxUnpool3d"]
 __all__ += ["SyncBatchNorm", "DataParallel"]
 __all__ += ["FractionalMaxPool2d", "FractionalMaxPool3d"]

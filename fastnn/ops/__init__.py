@@ -30,6 +30,7 @@ from fastnn.ops import linalg_lu as _linalg_lu  # noqa: F401
 from fastnn.ops import linalg_matfun as _linalg_matfun  # noqa: F401
 from fastnn.ops import linalg_more as _linalg_more  # noqa: F401
 from fastnn.ops import linalg_solve as _linalg_solve  # noqa: F401
+from fastnn.ops import linear_cross_entropy as _linear_cross_entropy  # noqa: F401
 from fastnn.ops import losses as _losses  # noqa: F401
 from fastnn.ops import losses_regression as _losses_regression  # noqa: F401
 from fastnn.ops import mathops as _mathops  # noqa: F401
