@@ -8,7 +8,7 @@ Every layer runs forward on the tape (``layer(x)``) and also offers
 import sys
 
 from fastnn import functional
-from fastnn.nn import init, utils
+from fastnn.nn import grad, init, utils
 from fastnn.nn.activation import Activation, Dropout, Softmax, Swish
 from fastnn.nn.activation_classes import (
     ELU,
@@ -216,7 +216,7 @@ __all__ = [
     "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "MultiMarginLoss",
     "TripletMarginWithDistanceLoss", "ChannelShuffle", "LocalResponseNorm", "CTCLoss",
     # PyTorch's module layout
-    "functional", "init", "utils",
+    "functional", "grad", "init", "utils",
 ]
 __all__ += ["AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool1d", "LPPool2d", "LPPool3d",
             "MaxUnpool1d", "MaxUnpool2d"]
