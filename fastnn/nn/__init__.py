@@ -8,7 +8,7 @@ Every layer runs forward on the tape (``layer(x)``) and also offers
 import sys
 
 from fastnn import functional
-from fastnn.nn import grad, init, utils
+from fastnn.nn import attention, grad, init, utils
 from fastnn.nn.activation import Activation, Dropout, Softmax, Swish
 from fastnn.nn.activation_classes import (
     ELU,
@@ -42,7 +42,6 @@ from fastnn.nn.activation_more import (
     Threshold,
 )
 from fastnn.nn.adaptive import AdaptiveLogSoftmaxWithLoss
-from fastnn.nn.attention import MultiheadAttention
 from fastnn.nn.batchnorm import BatchNorm1d, BatchNorm2d
 from fastnn.nn.container import Residual, Sequential
 from fastnn.nn.conv import Conv1d
@@ -66,6 +65,7 @@ from fastnn.nn.loss import (
     SmoothL1Loss,
 )
 from fastnn.nn.module import PARAM_CLASSES, Buffer, Module, Parameter
+from fastnn.nn.multihead_attention import MultiheadAttention
 from fastnn.nn.norm import LayerNorm, RMSDiv, RMSNorm
 from fastnn.nn.param_lists import ParameterDict, ParameterList
 from fastnn.nn.pooling import (
@@ -216,7 +216,7 @@ __all__ = [
     "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "MultiMarginLoss",
     "TripletMarginWithDistanceLoss", "ChannelShuffle", "LocalResponseNorm", "CTCLoss",
     # PyTorch's module layout
-    "functional", "grad", "init", "utils",
+    "attention", "functional", "grad", "init", "utils",
 ]
 __all__ += ["AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool1d", "LPPool2d", "LPPool3d",
             "MaxUnpool1d", "MaxUnpool2d"]

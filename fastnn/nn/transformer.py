@@ -15,10 +15,10 @@ import copy
 
 from fastnn.api.args import integer
 from fastnn.nn.activation import Dropout
-from fastnn.nn.attention import MultiheadAttention
 from fastnn.nn.linear import Linear
 from fastnn.nn.lists import ModuleList
 from fastnn.nn.module import Module, tape_reverse
+from fastnn.nn.multihead_attention import MultiheadAttention
 from fastnn.nn.norm import LayerNorm
 from fastnn.nn.transformer_nested import nested_padding, nested_path_refusal, takes_nested_path
 from fastnn.ops import activations

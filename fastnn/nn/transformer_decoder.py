@@ -24,11 +24,11 @@ import numpy as np
 from fastnn.api import dtypes
 from fastnn.api.args import integer
 from fastnn.nn.activation import Dropout
-from fastnn.nn.attention import MultiheadAttention
 from fastnn.nn.init import xavier_uniform_
 from fastnn.nn.linear import Linear
 from fastnn.nn.lists import ModuleList
 from fastnn.nn.module import Module, check_tensor, tape_reverse
+from fastnn.nn.multihead_attention import MultiheadAttention
 from fastnn.nn.transformer import (
     TransformerEncoder,
     TransformerEncoderLayer,

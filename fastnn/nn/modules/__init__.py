@@ -13,7 +13,6 @@ import sys
 import types
 
 from fastnn import nn as _nn
-from fastnn.nn.attention import NonDynamicallyQuantizableLinear
 from fastnn.nn.bases import _ConvNd, _DropoutNd
 from fastnn.nn.batchnorm import RunningStats as _NormBase
 from fastnn.nn.batchnorm import _BatchNorm
@@ -21,6 +20,7 @@ from fastnn.nn.conv_transpose import _ConvTranspose
 from fastnn.nn.lazy import LazyModuleMixin
 from fastnn.nn.loss import _Loss, _WeightedLoss
 from fastnn.nn.modules import utils
+from fastnn.nn.multihead_attention import NonDynamicallyQuantizableLinear
 from fastnn.nn.norm_groups import _InstanceNorm
 
 # PyTorch's submodules of torch.nn.modules (utils is a module of its own, above)

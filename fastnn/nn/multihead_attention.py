@@ -22,9 +22,6 @@ from fastnn.api.args import integer
 from fastnn.nn import init
 from fastnn.nn.linear import Linear
 from fastnn.nn.module import Module, Parameter, check_tensor, const_init, tape_reverse
-
-# torch.nn.attention's kernel choice: from torch.nn.attention import sdpa_kernel, SDPBackend
-from fastnn.nn.sdpa_backends import SDPBackend, sdpa_kernel  # noqa: F401
 from fastnn.ops import attention as attn_ops
 from fastnn.ops import elementwise as m
 from fastnn.ops import joining, movement, nnops
