@@ -31,7 +31,8 @@ MODULES = ("fastnn", "fastnn.autograd", "fastnn.functional", "fastnn.nn", "fastn
            "fastnn.nn.init", "fastnn.nn.parallel", "fastnn.optim.swa_utils", "fastnn.linalg",
            "fastnn.special",
            "fastnn.utils.checkpoint", "fastnn.utils.tensorboard", "fastnn.distributions",
-           "fastnn.distributions.constraints", "fastnn.derivatives", "fastnn.func", "fastnn.jit")
+           "fastnn.distributions.constraints", "fastnn.derivatives", "fastnn.func", "fastnn.jit",
+           "fastnn.nn.grad", "fastnn.nn.attention", "fastnn.nn.attention.flex_attention")
 REGENERATE = "python docs/gen_api.py"
 
 
