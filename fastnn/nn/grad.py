@@ -56,43 +56,31 @@ def _check_shape(name, out, grad_output) -> None:
                            f"the sizes, stride, padding and dilation")
 
 
-def conv1d_input(input_size, weight, grad_output, stride=1, padding=0, dilation=1, groups=1):
-    """The gradient of ``conv1d(input, weight, ...)`` with respect to an input of
-    ``input_size``."""
-    return _input_grad("conv1d_input", conv1d, input_size, weight, grad_output,
-                       (stride, padding, dilation, groups))
+def _input_function(name, conv):
+    def function(input_size, weight, grad_output, stride=1, padding=0, dilation=1, groups=1):
+        return _input_grad(name, conv, input_size, weight, grad_output,
+                           (stride, padding, dilation, groups))
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = (f"The gradient of ``{conv.__name__}(input, weight, ...)`` with "
+                        f"respect to an input of ``input_size``.")
+    return function
 
 
-def conv1d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation=1, groups=1):
-    """The gradient of ``conv1d(input, weight, ...)`` with respect to a weight of
-    ``weight_size``."""
-    return _weight_grad("conv1d_weight", conv1d, input, weight_size, grad_output,
-                        (stride, padding, dilation, groups))
+def _weight_function(name, conv):
+    def function(input, weight_size, grad_output, stride=1, padding=0, dilation=1, groups=1):
+        return _weight_grad(name, conv, input, weight_size, grad_output,
+                            (stride, padding, dilation, groups))
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = (f"The gradient of ``{conv.__name__}(input, weight, ...)`` with "
+                        f"respect to a weight of ``weight_size``.")
+    return function
 
 
-def conv2d_input(input_size, weight, grad_output, stride=1, padding=0, dilation=1, groups=1):
-    """The gradient of ``conv2d(input, weight, ...)`` with respect to an input of
-    ``input_size``."""
-    return _input_grad("conv2d_input", conv2d, input_size, weight, grad_output,
-                       (stride, padding, dilation, groups))
-
-
-def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation=1, groups=1):
-    """The gradient of ``conv2d(input, weight, ...)`` with respect to a weight of
-    ``weight_size``."""
-    return _weight_grad("conv2d_weight", conv2d, input, weight_size, grad_output,
-                        (stride, padding, dilation, groups))
-
-
-def conv3d_input(input_size, weight, grad_output, stride=1, padding=0, dilation=1, groups=1):
-    """The gradient of ``conv3d(input, weight, ...)`` with respect to an input of
-    ``input_size``."""
-    return _input_grad("conv3d_input", conv3d, input_size, weight, grad_output,
-                       (stride, padding, dilation, groups))
-
-
-def conv3d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation=1, groups=1):
-    """The gradient of ``conv3d(input, weight, ...)`` with respect to a weight of
-    ``weight_size``."""
-    return _weight_grad("conv3d_weight", conv3d, input, weight_size, grad_output,
-                        (stride, padding, dilation, groups))
+conv1d_input = _input_function("conv1d_input", conv1d)
+conv1d_weight = _weight_function("conv1d_weight", conv1d)
+conv2d_input = _input_function("conv2d_input", conv2d)
+conv2d_weight = _weight_function("conv2d_weight", conv2d)
+conv3d_input = _input_function("conv3d_input", conv3d)
+conv3d_weight = _weight_function("conv3d_weight", conv3d)
