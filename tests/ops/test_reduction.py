@@ -76,6 +76,21 @@ def test_prod_gradient_with_zeros():
     np.testing.assert_array_equal(x.grad.numpy(), t.grad.numpy())
 
 
+@pytest.mark.parametrize("call", [
+    lambda lib, x: x.std(False), lambda lib, x: x.var(True), lambda lib, x: lib.std(x, False),
+    lambda lib, x: lib.var(x, False), lambda lib, x: lib.std_mean(x, False),
+    lambda lib, x: lib.var_mean(x, True), lambda lib, x: x.var(0, False, True)])
+def test_a_bool_where_dim_goes_is_unbiased_as_pytorchs_overload(call):
+    """torch.std(x, False) is PyTorch's overload std(input, unbiased): the population
+    spread over every element; it was read as a dim and raised."""
+    torch = pytest.importorskip("torch")
+    ours, theirs = call(fnn, fnn.tensor(X)), call(torch, torch.tensor(X))
+    for mine, want in zip(ours if isinstance(ours, tuple) else (ours,),
+                          theirs if isinstance(theirs, tuple) else (theirs,)):
+        assert mine.shape == tuple(want.shape)
+        np.testing.assert_allclose(mine.numpy(), want.numpy(), rtol=1e-12)
+
+
 def test_norm_gradient_at_zero_is_zero_as_pytorch():
     x = fnn.zeros((2, 3), dtype=fnn.float64, requires_grad=True)
     x.norm(dim=1).sum().backward()
