@@ -222,17 +222,15 @@ def _as_input(truth: Tensor, x: Tensor) -> Tensor:
     return truth if x._dtype is not dtypes.uint8 else truth.to(dtypes.uint8)
 
 
-@public(method=True, top=True)
 @shows("LinalgVectorNormBackward0")
 def norm(x: Tensor, p=2, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
     """The vector p-norm over ``dim`` (None = all): p = 2, 1, inf, -inf, 0 or any real;
-    ``"fro"`` is the 2-norm over ``dim`` (the Frobenius norm of a matrix), as PyTorch's."""
+    ``"fro"`` is the 2-norm over ``dim`` (the Frobenius norm of a matrix), as PyTorch's.
+    (``fnn.norm`` and ``x.norm`` are :func:`fastnn.ops.linalg_derived.norm`, which adds
+    ``"nuc"``, the nuclear norm.)"""
     dim, keep = _args("norm", dim, axis, keepdim, keepdims)
     if p == "fro":
         p = 2
-    elif p == "nuc":
-        raise ValueError("norm: p='nuc' (the nuclear norm) is fnn.linalg.matrix_norm(x, 'nuc', "
-                         "dim=(-2, -1)) in fastnn")
     if isinstance(p, bool) or not isinstance(p, numbers.Real):
         raise TypeError(f"norm: p must be a real number (2, 1, float('inf')...) or 'fro', got "
                         f"{p!r}")

@@ -100,14 +100,30 @@ def test_norm_gradient_at_zero_is_zero_as_pytorch():
 @pytest.mark.parametrize("kwargs", [{}, {"dim": (1, 2)}, {"dim": 1, "keepdim": True}])
 def test_norm_p_fro_is_the_2_norm_over_dim_as_pytorchs(kwargs):
     """torch.norm(x, p='fro') (a common spelling): the square root of the sum of squares
-    over ``dim`` (all elements without one); p='nuc' names linalg.matrix_norm."""
+    over ``dim`` (all elements without one)."""
     a = np.random.default_rng(1).standard_normal((2, 3, 4))
     got = fnn.norm(fnn.tensor(a), p="fro", **kwargs)
     axes = kwargs.get("dim")
     want = np.sqrt((a * a).sum(axis=axes, keepdims=kwargs.get("keepdim", False)))
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
-    with pytest.raises(ValueError, match="matrix_norm"):
-        fnn.tensor(a).norm(p="nuc")
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"dim": (0, 2)}, {"dim": (2, 1), "keepdim": True},
+                                    {"dim": (-2, -1)}])
+def test_norm_p_nuc_is_the_nuclear_norm_as_pytorchs(kwargs):
+    """torch.norm(W, p='nuc') (low-rank penalties): the sum of the singular values of the
+    planes of the two dims, a matrix's own without a dim; it raised."""
+    torch = pytest.importorskip("torch")
+    a = np.random.default_rng(1).standard_normal((2, 3, 4) if kwargs else (3, 4))
+    x, t = fnn.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    ours, theirs = fnn.norm(x, p="nuc", **kwargs), torch.norm(t, p="nuc", **kwargs)
+    assert ours.shape == tuple(theirs.shape)
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-12)
+    ours.sum().backward()
+    theirs.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-10, atol=1e-12)
+    with pytest.raises(RuntimeError, match="2 dims"):
+        fnn.tensor(np.zeros((2, 3, 4))).norm(p="nuc")
 
 
 def test_logsumexp_is_stable(device):
