@@ -113,9 +113,16 @@ def _values(op: str, A: Tensor, hermitian: bool) -> Tensor:
     return a, svdvals(a)
 
 
-def matrix_rank(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
+def matrix_rank(A: Tensor, tol=None, hermitian: bool = False, *, atol=None,
+                rtol=None) -> Tensor:
     """The number (int64, per matrix) of singular values (|eigenvalues| with
-    ``hermitian=True``) above ``max(atol, rtol * largest)``."""
+    ``hermitian=True``) above ``max(atol, rtol * largest)``; ``tol`` (PyTorch's older
+    overload, ``matrix_rank(A, 1e-4)``) is ``atol`` alone."""
+    if tol is not None:
+        if atol is not None or rtol is not None:
+            raise TypeError("linalg.matrix_rank: give tol (PyTorch's older form) or "
+                            "atol=/rtol=, not both")
+        atol = tol
     a, s = _values("linalg.matrix_rank", A, hermitian)
     tol = unsqueeze(_tolerance(a, _largest(s), atol, rtol), -1)
     return movement.sum(ew.compare("greater", s, tol).long(), -1)
