@@ -211,6 +211,23 @@ def norm(x: Tensor, p=2, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET
     return movement.reshape(total, tuple(1 if d in (a, b) else n for d, n in enumerate(x.shape)))
 
 
+@public(top=True, functional=False)
+def nuclear_norm(x: Tensor, dim=None, keepdim=False) -> Tensor:
+    """torch.nuclear_norm (older than linalg.matrix_norm, still PyTorch's): the sum of the
+    singular values of the planes of the two dims ``dim`` (the last two without one);
+    ``nuclear_norm(x, True)`` is keepdim, PyTorch's other overload."""
+    if isinstance(dim, bool):
+        dim, keepdim = None, dim
+    return norm(x, "nuc", (-2, -1) if dim is None else dim, keepdim)
+
+
+@public(top=True, functional=False)
+def frobenius_norm(x: Tensor, dim, keepdim=False) -> Tensor:
+    """torch.frobenius_norm (older than linalg.matrix_norm, still PyTorch's): the square
+    root of the sum of squares over ``dim``."""
+    return reduction.norm(x, 2, dim, keepdim)
+
+
 def _square_norm(x: Tensor, p) -> Tensor:
     """matrix_norm(x, p) for the non-spectral p of :func:`cond` (without importing
     fastnn.linalg, which imports this module)."""

@@ -126,6 +126,24 @@ def test_norm_p_nuc_is_the_nuclear_norm_as_pytorchs(kwargs):
         fnn.tensor(np.zeros((2, 3, 4))).norm(p="nuc")
 
 
+@pytest.mark.parametrize("call", [
+    lambda lib, x: lib.nuclear_norm(x), lambda lib, x: lib.nuclear_norm(x, True),
+    lambda lib, x: lib.nuclear_norm(x, dim=(0, 2), keepdim=True),
+    lambda lib, x: lib.frobenius_norm(x, dim=(1, 2)), lambda lib, x: lib.frobenius_norm(x, 2, True),
+    lambda lib, x: lib.adjoint(x)])
+def test_the_older_matrix_norm_names_as_pytorchs(call):
+    """torch.nuclear_norm, torch.frobenius_norm and torch.adjoint (older scripts' names,
+    still PyTorch's) were missing."""
+    torch = pytest.importorskip("torch")
+    x, t = fnn.tensor(X, requires_grad=True), torch.tensor(X, requires_grad=True)
+    ours, theirs = call(fnn, x), call(torch, t)
+    assert ours.shape == tuple(theirs.shape)
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-12)
+    ours.sum().backward()
+    theirs.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
 def test_logsumexp_is_stable(device):
     a = np.array([[1000.0, 1000.0], [-np.inf, -np.inf], [np.inf, 0.0], [-1000.0, 3.0]])
     out = fnn.tensor(a, device=device).logsumexp(1).numpy()
