@@ -240,6 +240,27 @@ def poisson(input, generator=None):
     return tensor(draws, dtype=input._dtype, device=input._device)
 
 
+@public(top=True)
+def binomial(count, prob, generator=None):
+    """Binomial samples: successes in ``count`` trials of probability ``prob`` (floating
+    tensors of one dtype, broadcast together), elementwise, in that dtype."""
+    for name, value in (("count", count), ("prob", prob)):
+        if not isinstance(value, Tensor) or not value._dtype.is_floating:
+            raise TypeError(f"binomial: {name} must be a floating tensor, got "
+                            f"{getattr(value, 'dtype', type(value).__name__)}")
+    if count._dtype is not prob._dtype:
+        raise RuntimeError(f"binomial: count and prob must have one dtype, got "
+                           f"{count._dtype.name} and {prob._dtype.name}")
+    trials = count.detach().numpy().astype(np.float64)
+    chance = prob.detach().numpy().astype(np.float64)
+    if np.any(~(trials >= 0)):
+        raise ValueError("binomial: count must be >= 0 (and not NaN)")
+    if np.any(~((chance >= 0) & (chance <= 1))):
+        raise ValueError("binomial: prob must be in [0, 1]")
+    draws = rng_of("binomial", generator).binomial(trials.astype(np.int64), chance)
+    return tensor(draws, dtype=count._dtype, device=count._device)
+
+
 @public(method=True, top=True)
 def multinomial(input, num_samples, replacement=False, *, generator=None):
     """Indices drawn by the weights in each row of ``input`` (1-D or 2-D, non-negative,
