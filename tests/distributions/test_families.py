@@ -162,3 +162,23 @@ def test_number_parameters_give_torchs_shapes_and_dtype(name):
     value = theirs.sample((3, 2))
     close(ours.log_prob(fnn.tensor(value.numpy())), theirs.log_prob(value), rtol=1e-5,
           atol=1e-5)
+
+
+@pytest.mark.parametrize("name,params", [("Gamma", (2.0, 1.5)), ("Chi2", (3.0,)),
+                                         ("Normal", (0.5, 2.0))])
+def test_log_prob_of_a_float64_value_has_torchs_dtype(name, params):
+    """PyTorch's Gamma (and Chi2) read the value in rate's dtype first: a float32 law
+    scores a float64 value (or a number) in float32; the other laws promote."""
+    laws = [getattr(lib.distributions, name)(*(lib.tensor([p]) for p in params))
+            for lib in (fnn, torch)]
+    values = [lib.tensor([0.3, 1.2], dtype=lib.float64, requires_grad=True)
+              for lib in (fnn, torch)]
+    (ours, theirs) = (law.log_prob(value) for law, value in zip(laws, values))
+    assert ours.dtype.name == str(theirs.dtype).rpartition(".")[2]
+    close(ours, theirs, rtol=1e-6, atol=1e-6)
+    ours.sum().backward()
+    theirs.sum().backward()
+    assert values[0].grad.dtype is fnn.float64
+    close(values[0].grad, values[1].grad, rtol=1e-6, atol=1e-6)
+    if name != "Normal":
+        close(laws[0].log_prob(0.5), laws[1].log_prob(0.5), rtol=1e-6, atol=1e-6)
