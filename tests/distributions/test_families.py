@@ -165,14 +165,16 @@ def test_number_parameters_give_torchs_shapes_and_dtype(name):
 
 
 @pytest.mark.parametrize("name,params", [("Gamma", (2.0, 1.5)), ("Chi2", (3.0,)),
-                                         ("Normal", (0.5, 2.0))])
+                                         ("HalfCauchy", (1.5,)), ("Normal", (0.5, 2.0)),
+                                         ("Bernoulli", (0.3,)), ("ContinuousBernoulli", (0.3,))])
 def test_log_prob_of_a_float64_value_has_torchs_dtype(name, params):
-    """PyTorch's Gamma (and Chi2) read the value in rate's dtype first: a float32 law
-    scores a float64 value (or a number) in float32; the other laws promote."""
+    """PyTorch's Gamma, Chi2 and HalfCauchy read the value in their parameter's dtype
+    first: a float32 law scores a float64 value (Gamma a number too) in float32; the
+    other laws promote, the Bernoulli laws included (fastnn cast their value down)."""
     laws = [getattr(lib.distributions, name)(*(lib.tensor([p]) for p in params))
             for lib in (fnn, torch)]
-    values = [lib.tensor([0.3, 1.2], dtype=lib.float64, requires_grad=True)
-              for lib in (fnn, torch)]
+    point = [0.0, 1.0] if name == "Bernoulli" else [0.3, 0.9]
+    values = [lib.tensor(point, dtype=lib.float64, requires_grad=True) for lib in (fnn, torch)]
     (ours, theirs) = (law.log_prob(value) for law, value in zip(laws, values))
     assert ours.dtype.name == str(theirs.dtype).rpartition(".")[2]
     close(ours, theirs, rtol=1e-6, atol=1e-6)
@@ -180,5 +182,5 @@ def test_log_prob_of_a_float64_value_has_torchs_dtype(name, params):
     theirs.sum().backward()
     assert values[0].grad.dtype is fnn.float64
     close(values[0].grad, values[1].grad, rtol=1e-6, atol=1e-6)
-    if name != "Normal":
+    if name in ("Gamma", "Chi2"):
         close(laws[0].log_prob(0.5), laws[1].log_prob(0.5), rtol=1e-6, atol=1e-6)
