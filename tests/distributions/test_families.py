@@ -184,3 +184,20 @@ def test_log_prob_of_a_float64_value_has_torchs_dtype(name, params):
     close(values[0].grad, values[1].grad, rtol=1e-6, atol=1e-6)
     if name in ("Gamma", "Chi2"):
         close(laws[0].log_prob(0.5), laws[1].log_prob(0.5), rtol=1e-6, atol=1e-6)
+
+
+def test_a_float32_multivariate_normal_scores_a_float64_value_as_torchs():
+    """PyTorch's MultivariateNormal solves with L in L's dtype, so a float32 law scores a
+    float64 value in float32; fastnn's matmul refused the mixed dtypes."""
+    cov = [[2.0, 0.3], [0.3, 1.0]]
+    results = []
+    for lib in (fnn, torch):
+        value = lib.tensor([[0.5, 0.2], [-1.0, 0.4]], dtype=lib.float64, requires_grad=True)
+        law = lib.distributions.MultivariateNormal(lib.zeros(2), lib.tensor(cov))
+        score = law.log_prob(value)
+        score.sum().backward()
+        results.append((score, value.grad))
+    (ours, our_grad), (theirs, their_grad) = results
+    assert ours.dtype is fnn.float32 and theirs.dtype == torch.float32
+    close(ours, theirs, rtol=1e-6, atol=1e-6)
+    close(our_grad, their_grad, rtol=1e-6, atol=1e-6)
