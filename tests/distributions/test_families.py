@@ -201,3 +201,17 @@ def test_a_float32_multivariate_normal_scores_a_float64_value_as_torchs():
     assert ours.dtype is fnn.float32 and theirs.dtype == torch.float32
     close(ours, theirs, rtol=1e-6, atol=1e-6)
     close(our_grad, their_grad, rtol=1e-6, atol=1e-6)
+
+
+def test_normal_draws_take_the_mean_dtype_as_torchs():
+    """torch.normal(mean, std) and Normal(loc, scale).sample() draw in the mean's dtype (a
+    float32 loc with a float64 scale gives float32); fastnn promoted to float64.
+    rsample stays promoted, as PyTorch's loc + eps * scale."""
+    for lib in (fnn, torch):
+        mean, std = lib.zeros(3), lib.ones(3, dtype=lib.float64)
+        law = lib.distributions.Normal(mean, std)
+        got = [lib.normal(mean, std), lib.normal(std, mean.abs() + 1), law.sample((2,)),
+               lib.distributions.LogNormal(mean, std).sample(), law.rsample()]
+        names = [str(t.dtype).rpartition(".")[2] for t in got]
+        assert names == ["float32", "float64", "float32", "float32", "float64"], lib.__name__
+        assert tuple(got[2].shape) == (2, 3)
