@@ -49,6 +49,16 @@ class FunctionCtx:
                                 f"got {type(t).__name__}; keep other values as ctx attributes")
         self._saved = tensors
 
+    def save_for_forward(self, *tensors) -> None:
+        """Keep ``tensors`` (Tensors or None) for a ``jvp`` staticmethod, as PyTorch's. fastnn's
+        forward mode (``fnn.func.jvp``, ``jacfwd``) differentiates ``backward`` instead
+        (the double-vjp trick), so ``jvp`` is not called and these are only kept."""
+        for i, t in enumerate(tensors):
+            if t is not None and not _is_tensor(t):
+                raise TypeError(f"save_for_forward: argument {i} must be a Tensor or None, "
+                                f"got {type(t).__name__}; keep other values as ctx attributes")
+        self._saved_forward = tensors
+
     @property
     def saved_tensors(self) -> tuple:
         """The tensors given to :meth:`save_for_backward`, in order."""

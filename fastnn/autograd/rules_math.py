@@ -66,11 +66,15 @@ def _linalg_slogdet(ops, node, grad):
 
     NOTE: where G is exactly 0 the gradient is 0 even if A is singular (A^-T is inf/nan
     there): det = sign * exp(logabsdet) sends G = 0 for a singular matrix, whose det
-    gradient is then 0, as PyTorch's."""
+    gradient is then 0, as PyTorch's. Only the entries that are not finite are masked:
+    a mask on G alone made the result constant in G at G = 0, so a derivative with
+    respect to G there (jvp's double-vjp trick, whose G is zeros) was 0."""
     a, identity = node.saved
     inverse_t, _ = ops.linalg_solve(ops.transpose(a, _swap_last(len(a.shape))), identity)
     grad = ops.reshape(grad, tuple(grad.shape) + (1, 1))
-    return (ops.mul(ops.where(ops.equal(grad, 0.0), grad, inverse_t), grad),)
+    finite = ops.less(ops.abs(inverse_t), math.inf)  # (False at NaN too)
+    safe = ops.where(finite, inverse_t, ops.where(ops.equal(grad, 0.0), grad, inverse_t))
+    return (ops.mul(safe, grad),)
 
 
 @rule("floor")

@@ -105,7 +105,7 @@ class Bernoulli(BinaryParams, ExponentialFamily):
         if self._validate_args:
             self._validate_sample(value)
         logits, value = broadcast_all(self.logits, value)
-        return -F.binary_cross_entropy_with_logits(logits, value.to(logits.dtype),
+        return -F.binary_cross_entropy_with_logits(logits, _floating(value, logits),
                                                    reduction="none")
 
     def entropy(self):
@@ -128,3 +128,10 @@ class Bernoulli(BinaryParams, ExponentialFamily):
         if expand:
             values = values.expand((-1,) + tuple(self._batch_shape))
         return values
+
+
+def _floating(value, logits):
+    """value as PyTorch's binary_cross_entropy_with_logits takes it: a floating value as it
+    is (a float64 value of a float32 law scores in float64), a count or flag in logits'
+    dtype."""
+    return value if value.dtype.is_floating else value.to(logits.dtype)

@@ -128,7 +128,7 @@ class ContinuousBernoulli(BinaryParams):
         if self._validate_args:
             self._validate_sample(value)
         logits, value = broadcast_all(self.logits, value)
-        return (-F.binary_cross_entropy_with_logits(logits, value.to(logits.dtype),
+        return (-F.binary_cross_entropy_with_logits(logits, _floating(value, logits),
                                                     reduction="none")
                 + self._cont_bern_log_norm())
 
@@ -154,3 +154,10 @@ class ContinuousBernoulli(BinaryParams):
         log_probs0 = (-self.probs).log1p()
         log_probs1 = self.probs.log()
         return self.mean * (log_probs0 - log_probs1) - self._cont_bern_log_norm() - log_probs0
+
+
+def _floating(value, logits):
+    """value as PyTorch's binary_cross_entropy_with_logits takes it: a floating value as it
+    is (a float64 value of a float32 law scores in float64), a count or flag in logits'
+    dtype."""
+    return value if value.dtype.is_floating else value.to(logits.dtype)

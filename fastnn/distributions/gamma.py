@@ -148,7 +148,9 @@ class Gamma(ExponentialFamily):
         return value + (plain.clamp(min=fnn.finfo(value.dtype).tiny) - plain)
 
     def log_prob(self, value):
-        """``c log(rate) + (c - 1) log(value) - rate value - lgamma(c)``."""
+        """``c log(rate) + (c - 1) log(value) - rate value - lgamma(c)``; value (a tensor or
+        a number) is read in rate's dtype and device first, as PyTorch's Gamma and Chi2."""
+        value = fnn.as_tensor(value, dtype=self.rate.dtype, device=self.rate.device)
         if self._validate_args:
             self._validate_sample(value)
         c, rate = self.concentration, self.rate

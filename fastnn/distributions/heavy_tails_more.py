@@ -23,6 +23,7 @@ class HalfCauchy(Folded):
     """The law of ``|X|`` for ``X ~ Cauchy(0, scale)``."""
 
     base = Cauchy
+    value_in_scale_dtype = True  # (log_prob's value in scale's dtype, as PyTorch's)
 
     @property
     def mean(self):

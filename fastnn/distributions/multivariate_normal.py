@@ -37,8 +37,9 @@ def tril_inverse(tril: Tensor) -> Tensor:
 
 
 def batch_mahalanobis(tril_inv: Tensor, diff: Tensor) -> Tensor:
-    """``|L^-1 diff|^2`` over the last dim, the batch dims broadcast."""
-    return (tril_inv @ diff.unsqueeze(-1)).squeeze(-1).pow(2).sum(-1)
+    """``|L^-1 diff|^2`` over the last dim, the batch dims broadcast, in L's dtype: PyTorch's
+    triangular solve reads diff in L's dtype (a float32 law scores a float64 value)."""
+    return (tril_inv @ diff.to(tril_inv.dtype).unsqueeze(-1)).squeeze(-1).pow(2).sum(-1)
 
 
 def half_log_det(tril: Tensor) -> Tensor:

@@ -26,6 +26,12 @@ class Normal(LocScale, ExponentialFamily):
         """``scale ** 2``."""
         return self.scale.pow(2)
 
+    def sample(self, sample_shape=()):
+        """:meth:`rsample` without history, in loc's dtype: PyTorch's draws with
+        torch.normal(loc, scale), whose samples take the mean's dtype."""
+        with fnn.no_grad():
+            return self.rsample(sample_shape).to(self.loc.dtype)
+
     def rsample(self, sample_shape=()):
         """``loc + scale * eps`` with ``eps ~ N(0, 1)``."""
         shape = self._extended_shape(sample_shape)

@@ -88,6 +88,8 @@ class Folded(TransformedDistribution):
     support = constraints.nonnegative
     has_rsample = True
     base = None  # the symmetric law that is folded at 0
+    # PyTorch's HalfCauchy (not its HalfNormal) reads log_prob's value in scale's dtype
+    value_in_scale_dtype = False
 
     def __init__(self, scale, validate_args=None):
         base_dist = self.base(0, scale, validate_args=False)
@@ -112,6 +114,8 @@ class Folded(TransformedDistribution):
         """Twice the base law's density on [0, inf), ``-inf`` below 0."""
         if self._validate_args:
             self._validate_sample(value)
+        if self.value_in_scale_dtype:
+            value = fnn.as_tensor(value, dtype=self.scale.dtype, device=self.scale.device)
         log_prob = self.base_dist.log_prob(value) + math.log(2)
         return fnn.where(value >= 0, log_prob, fnn.full_like(log_prob, -math.inf))
 

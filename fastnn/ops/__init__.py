@@ -26,6 +26,7 @@ from fastnn.ops import legacy_tensors as _legacy_tensors  # noqa: F401
 from fastnn.ops import linalg_cholesky as _linalg_cholesky  # noqa: F401
 from fastnn.ops import linalg_decomp as _linalg_decomp  # noqa: F401
 from fastnn.ops import linalg_derived as _linalg_derived  # noqa: F401
+from fastnn.ops import linalg_lowrank as _linalg_lowrank  # noqa: F401
 from fastnn.ops import linalg_lu as _linalg_lu  # noqa: F401
 from fastnn.ops import linalg_matfun as _linalg_matfun  # noqa: F401
 from fastnn.ops import linalg_more as _linalg_more  # noqa: F401

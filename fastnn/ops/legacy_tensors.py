@@ -13,7 +13,9 @@ Older scripts (and many tutorials) still build tensors this way. As PyTorch's:
 - the typed names do the same with their own dtype (``FloatTensor`` float32,
   ``DoubleTensor`` float64, ``HalfTensor`` float16, ``ByteTensor`` uint8,
   ``CharTensor`` int8, ``ShortTensor`` int16, ``IntTensor`` int32, ``LongTensor``
-  int64, ``BoolTensor`` bool), and ``isinstance(x, fnn.FloatTensor)`` asks x's dtype.
+  int64, ``BoolTensor`` bool), and ``isinstance(x, fnn.FloatTensor)`` asks x's dtype;
+- ``set_default_tensor_type(torch.DoubleTensor)`` (or its name, ``"torch.DoubleTensor"``),
+  the older spelling of ``set_default_dtype`` in many scientific scripts.
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ from __future__ import annotations
 import numbers
 
 from fastnn.api import dtypes
+from fastnn.api.device import set_default_device
 from fastnn.autograd import variable
-from fastnn.ops.aliases import _TYPE_NAMES
+from fastnn.ops.aliases import _BY_TYPE_NAME, _TYPE_NAMES
 from fastnn.ops.creation import empty
-from fastnn.ops.table import METHODS
+from fastnn.ops.table import METHODS, public
 from fastnn.ops.tensor import Tensor, tensor
 from fastnn.settings import Size
 
@@ -104,3 +107,26 @@ LongTensor = _typed("LongTensor", dtypes.int64)
 BoolTensor = _typed("BoolTensor", dtypes.bool_)
 
 variable.TENSOR.append(Tensor)  # (torch.autograd.Variable: isinstance asks the tensor class)
+
+
+@public(top=True, functional=False)
+def set_default_tensor_type(t) -> None:
+    """PyTorch's (deprecated) ``set_default_tensor_type``: the legacy type's dtype becomes
+    the default (:func:`fastnn.set_default_dtype`); a CUDA type's name
+    (``"torch.cuda.DoubleTensor"``) makes cuda the default device too. A cpu type leaves
+    the default device as it is."""
+    name = t if isinstance(t, str) else getattr(t, "__name__", None)
+    if isinstance(t, str):
+        found = _BY_TYPE_NAME.get(t.rpartition(".")[2])
+    else:
+        found = t.dtype.name if isinstance(t, _Typed) else None
+    if found is None:
+        raise TypeError(f"set_default_tensor_type: expected a legacy tensor type "
+                        f"(torch.DoubleTensor, torch.FloatTensor or its name), got {t!r}")
+    dtype = dtypes.as_dtype(found)
+    if not dtype.is_floating:
+        raise TypeError(f"set_default_tensor_type: only floating-point types are supported as "
+                        f"the default type, got {name}")
+    dtypes.set_default_dtype(dtype)
+    if isinstance(t, str) and ".cuda." in f".{t}":
+        set_default_device("cuda")

@@ -1,6 +1,7 @@
 """What torch.linalg derives from the SVD and eigh: ``pinv`` (and ``fnn.pinverse``),
 ``matrix_rank``, ``lstsq``, ``cond``, and the spectral matrix norms (``ord=2``, ``-2``,
-``"nuc"``, used by :func:`fastnn.linalg.matrix_norm`).
+``"nuc"``, used by :func:`fastnn.linalg.matrix_norm`), and ``torch.norm``, whose
+``p="nuc"`` is the nuclear norm.
 
 Tolerances are torch's: a singular value counts where it exceeds
 ``max(atol, rtol * largest)``, with ``rtol = eps * max(m, n)`` when neither is given
@@ -16,9 +17,10 @@ import numpy as np
 from fastnn import return_types
 from fastnn.autograd.function import Function
 from fastnn.ops import elementwise as ew
-from fastnn.ops import movement
+from fastnn.ops import movement, reduction
 from fastnn.ops.linalg_decomp import _back, _general, eigh, svd, svdvals
-from fastnn.ops.shaping import unsqueeze
+from fastnn.ops.shaping import axis_index, unsqueeze
+from fastnn.ops.spelling import UNSET, dim_of, keep_of
 from fastnn.ops.structure import const
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
@@ -111,9 +113,16 @@ def _values(op: str, A: Tensor, hermitian: bool) -> Tensor:
     return a, svdvals(a)
 
 
-def matrix_rank(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
+def matrix_rank(A: Tensor, tol=None, hermitian: bool = False, *, atol=None,
+                rtol=None) -> Tensor:
     """The number (int64, per matrix) of singular values (|eigenvalues| with
-    ``hermitian=True``) above ``max(atol, rtol * largest)``."""
+    ``hermitian=True``) above ``max(atol, rtol * largest)``; ``tol`` (PyTorch's older
+    overload, ``matrix_rank(A, 1e-4)``) is ``atol`` alone."""
+    if tol is not None:
+        if atol is not None or rtol is not None:
+            raise TypeError("linalg.matrix_rank: give tol (PyTorch's older form) or "
+                            "atol=/rtol=, not both")
+        atol = tol
     a, s = _values("linalg.matrix_rank", A, hermitian)
     tol = unsqueeze(_tolerance(a, _largest(s), atol, rtol), -1)
     return movement.sum(ew.compare("greater", s, tol).long(), -1)
@@ -176,6 +185,47 @@ def spectral(x: Tensor, which: str) -> Tensor:
 
 
 _INF = float("inf")
+
+
+@public(method=True, top=True)
+def norm(x: Tensor, p=2, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
+    """torch.norm: the vector p-norm over ``dim`` (:func:`fastnn.ops.reduction.norm`;
+    ``"fro"`` the 2-norm), or for ``p="nuc"`` the nuclear norm (the sum of the singular
+    values) of the planes of the two dims ``dim`` (no dim: the matrix x), as PyTorch's."""
+    if not (isinstance(p, str) and p == "nuc"):
+        return reduction.norm(x, p, dim, keepdim, axis=axis, keepdims=keepdims)
+    dim, keep = dim_of("norm", dim, axis, None), keep_of("norm", keepdim, keepdims)
+    if not x._dtype.is_floating:
+        raise TypeError(f"norm: defined on floating tensors, not {x._dtype.name} (as "
+                        f"PyTorch); convert with .float()")
+    dims = tuple(range(x.ndim)) if dim is None else (dim,) if isinstance(dim, int) else dim
+    if len(dims) != 2 or x.ndim < 2:
+        raise RuntimeError(f"norm: p='nuc' needs 2 dims of a tensor of at least 2 dims, got "
+                           f"dim={dims} of a tensor of shape {tuple(x.shape)}; pass dim=(-2, "
+                           f"-1) for the last two")
+    a, b = (axis_index("norm", d, x.ndim) for d in dims)
+    rest = [d for d in range(x.ndim) if d not in (a, b)]
+    total = spectral(movement.transpose(x, tuple(rest + [a, b])), "all")
+    if not keep:
+        return total
+    return movement.reshape(total, tuple(1 if d in (a, b) else n for d, n in enumerate(x.shape)))
+
+
+@public(top=True, functional=False)
+def nuclear_norm(x: Tensor, dim=None, keepdim=False) -> Tensor:
+    """torch.nuclear_norm (older than linalg.matrix_norm, still PyTorch's): the sum of the
+    singular values of the planes of the two dims ``dim`` (the last two without one);
+    ``nuclear_norm(x, True)`` is keepdim, PyTorch's other overload."""
+    if isinstance(dim, bool):
+        dim, keepdim = None, dim
+    return norm(x, "nuc", (-2, -1) if dim is None else dim, keepdim)
+
+
+@public(top=True, functional=False)
+def frobenius_norm(x: Tensor, dim, keepdim=False) -> Tensor:
+    """torch.frobenius_norm (older than linalg.matrix_norm, still PyTorch's): the square
+    root of the sum of squares over ``dim``."""
+    return reduction.norm(x, 2, dim, keepdim)
 
 
 def _square_norm(x: Tensor, p) -> Tensor:

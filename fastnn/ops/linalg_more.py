@@ -122,7 +122,8 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
                      unitriangular: bool = False) -> Tensor:
     """X with ``A X = B`` (``X A = B`` with ``left=False``) for triangular A (..., n, n):
     only the triangle ``upper`` names is read (its diagonal taken as ones with
-    ``unitriangular``); B (..., n, k) with batch dims broadcast."""
+    ``unitriangular``); B (..., n, k) with batch dims broadcast. A floating B of another
+    dtype is read in A's, as PyTorch's (a float32 factor with float64 data)."""
     from fastnn.ops.linalg_solve import solve_ex
 
     check_tensor("linalg.solve_triangular", A)
@@ -130,6 +131,8 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
     if B.ndim < 2:
         raise RuntimeError("linalg.solve_triangular: The input tensor B must have at least 2 "
                            "dimensions.")
+    if A.dtype.is_floating and B.dtype.is_floating and B.dtype is not A.dtype:
+        B = B.to(A.dtype)
     return solve_ex(_triangle(A, upper, unitriangular), B, left=left).result
 
 

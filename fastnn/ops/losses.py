@@ -16,7 +16,7 @@ from fastnn.api.program import recording
 from fastnn.api.user_warning import warn_user
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.autograd.node_names import show_as
-from fastnn.ops import activations, movement, nnops, operands
+from fastnn.ops import activations, movement, nnops
 from fastnn.ops import elementwise as m
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
@@ -261,7 +261,8 @@ def _soft_cross_entropy(logits, target, weight, smoothing, reduction):
                         f"indices, or class probabilities of the logits' shape "
                         f"{logits.shape}; got a {target._dtype.name} tensor of shape "
                         f"{target.shape}")
-    operands.same_dtype("cross_entropy", logits, target)
+    # (no same-dtype check: float64 soft labels from NumPy with float32 logits promote to
+    # float64, as PyTorch's log_softmax(logits) * target does)
     axis = 1 if logits.ndim > 1 else 0
     classes = logits.shape[axis]
     if smoothing:

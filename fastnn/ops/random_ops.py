@@ -198,7 +198,8 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
            requires_grad=False):
     """Normal samples: ``normal(mean, std)`` with tensor mean and/or std (broadcast), or
     ``normal(mean, std, size)`` with numbers. No gradient flows to mean or std (as
-    PyTorch's)."""
+    PyTorch's). The samples take a tensor mean's dtype (a float32 mean with a float64 std
+    gives float32), else the std's, as PyTorch's."""
     tensors = [v for v in (mean, std) if isinstance(v, Tensor)]
     if tensors:
         if size is not None:
@@ -206,10 +207,10 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
                             "std the shape is theirs")
         like = tensors[0]
         shape = tuple(np.broadcast_shapes(*(t.shape for t in tensors)))
-        kind = dtypes.promote(*(t._dtype for t in tensors)) if len(tensors) == 2 else \
-            like._dtype
-        if not kind.is_floating:
-            raise TypeError(f"normal: mean and std must be floating tensors, got {kind.name}")
+        kind = like._dtype  # mean's dtype where it is a tensor, as PyTorch's (no promotion)
+        if not all(t._dtype.is_floating for t in tensors):
+            raise TypeError(f"normal: mean and std must be floating tensors, got "
+                            f"{', '.join(t._dtype.name for t in tensors)}")
         device = like._device
     else:
         if size is None:
@@ -238,6 +239,27 @@ def poisson(input, generator=None):
         raise ValueError("poisson: rates must be >= 0 (and not NaN)")
     draws = rng_of("poisson", generator).poisson(rates)
     return tensor(draws, dtype=input._dtype, device=input._device)
+
+
+@public(top=True)
+def binomial(count, prob, generator=None):
+    """Binomial samples: successes in ``count`` trials of probability ``prob`` (floating
+    tensors of one dtype, broadcast together), elementwise, in that dtype."""
+    for name, value in (("count", count), ("prob", prob)):
+        if not isinstance(value, Tensor) or not value._dtype.is_floating:
+            raise TypeError(f"binomial: {name} must be a floating tensor, got "
+                            f"{getattr(value, 'dtype', type(value).__name__)}")
+    if count._dtype is not prob._dtype:
+        raise RuntimeError(f"binomial: count and prob must have one dtype, got "
+                           f"{count._dtype.name} and {prob._dtype.name}")
+    trials = count.detach().numpy().astype(np.float64)
+    chance = prob.detach().numpy().astype(np.float64)
+    if np.any(~(trials >= 0)):
+        raise ValueError("binomial: count must be >= 0 (and not NaN)")
+    if np.any(~((chance >= 0) & (chance <= 1))):
+        raise ValueError("binomial: prob must be in [0, 1]")
+    draws = rng_of("binomial", generator).binomial(trials.astype(np.int64), chance)
+    return tensor(draws, dtype=count._dtype, device=count._device)
 
 
 @public(method=True, top=True)

@@ -24,6 +24,14 @@ def _args(op, dim, axis, keepdim, keepdims):
     return dim_of(op, dim, axis, None), keep_of(op, keepdim, keepdims)
 
 
+def unbiased_overload(dim, unbiased):
+    """(dim, unbiased) of var/std and their _mean forms: a bool where ``dim`` goes is
+    PyTorch's other overload, ``var(x, unbiased)`` (``x.std(False)``), never a dim."""
+    if isinstance(dim, bool) and unbiased is None:
+        return UNSET, dim
+    return dim, unbiased
+
+
 def _floating_only(op: str, x: Tensor) -> None:
     if not x._dtype.is_floating:  # as PyTorch, which has no integer variance or norm
         raise TypeError(f"{op}: defined on floating tensors, not {x._dtype.name} (as "
@@ -125,7 +133,8 @@ def _keep_index(index: Tensor, x: Tensor, dim, keep: bool) -> Tensor:
 def var(x: Tensor, dim=UNSET, unbiased=None, keepdim=UNSET, *, correction=None, axis=UNSET,
         keepdims=UNSET) -> Tensor:
     """sum((x - mean)^2) / (N - correction) over ``dim``; correction=1 by default, as
-    PyTorch (``unbiased=False`` means correction=0)."""
+    PyTorch (``unbiased=False`` means correction=0; ``var(x, False)`` too)."""
+    dim, unbiased = unbiased_overload(dim, unbiased)
     dim, keep = _args("var", dim, axis, keepdim, keepdims)
     if unbiased is not None and correction is not None:
         raise TypeError("var: give unbiased= or correction=, not both")
@@ -144,6 +153,7 @@ def std(x: Tensor, dim=UNSET, unbiased=None, keepdim=UNSET, *, correction=None, 
         keepdims=UNSET) -> Tensor:
     """sqrt(var(x, ...)) (correction=1 by default, as PyTorch; where it is 0, its
     gradient is 0, as PyTorch's, not NaN)."""
+    dim, unbiased = unbiased_overload(dim, unbiased)
     dim, keep = _args("std", dim, axis, keepdim, keepdims)
     return sqrt_zero(var(x, dim, unbiased, keep, correction=correction))
 
@@ -212,17 +222,15 @@ def _as_input(truth: Tensor, x: Tensor) -> Tensor:
     return truth if x._dtype is not dtypes.uint8 else truth.to(dtypes.uint8)
 
 
-@public(method=True, top=True)
 @shows("LinalgVectorNormBackward0")
 def norm(x: Tensor, p=2, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
     """The vector p-norm over ``dim`` (None = all): p = 2, 1, inf, -inf, 0 or any real;
-    ``"fro"`` is the 2-norm over ``dim`` (the Frobenius norm of a matrix), as PyTorch's."""
+    ``"fro"`` is the 2-norm over ``dim`` (the Frobenius norm of a matrix), as PyTorch's.
+    (``fnn.norm`` and ``x.norm`` are :func:`fastnn.ops.linalg_derived.norm`, which adds
+    ``"nuc"``, the nuclear norm.)"""
     dim, keep = _args("norm", dim, axis, keepdim, keepdims)
     if p == "fro":
         p = 2
-    elif p == "nuc":
-        raise ValueError("norm: p='nuc' (the nuclear norm) is fnn.linalg.matrix_norm(x, 'nuc', "
-                         "dim=(-2, -1)) in fastnn")
     if isinstance(p, bool) or not isinstance(p, numbers.Real):
         raise TypeError(f"norm: p must be a real number (2, 1, float('inf')...) or 'fro', got "
                         f"{p!r}")

@@ -129,6 +129,7 @@ def var_mean(x, dim=UNSET, unbiased=None, keepdim=UNSET, *, correction=None, axi
     """``(var, mean)`` over ``dim``, as :func:`var` and :func:`mean` (correction=1 by
     default), a plain tuple as PyTorch's."""
     x = _check("var_mean", x)
+    dim, unbiased = reduction.unbiased_overload(dim, unbiased)
     dim, keep = dim_of("var_mean", dim, axis, None), keep_of("var_mean", keepdim, keepdims)
     spread = reduction.var(x, dim, unbiased, keep, correction=correction)
     floating = x if x._dtype.is_floating else astype(x, dtypes.get_default_dtype())

@@ -176,8 +176,11 @@ def renorm(x: Tensor, p, dim, maxnorm) -> Tensor:
 @public(method=True, top=True)
 def logit(x: Tensor, eps=None) -> Tensor:
     """log(x / (1 - x)), the inverse of sigmoid; with ``eps``, x is first clamped to
-    [eps, 1 - eps] (the gradient is then 0 outside)."""
-    _floating("logit", x)
+    [eps, 1 - eps] (the gradient is then 0 outside). Integer and bool x are read in the
+    default float dtype first, as PyTorch's."""
+    check_tensor("logit", x)
+    if not x.dtype.is_floating:
+        x = x.to(dtypes.get_default_dtype())
     if eps is not None:
         x = mathops.clamp(x, eps, 1.0 - eps)
     return ew.log(ew.div(x, ew.sub(1.0, x)))

@@ -186,7 +186,7 @@ def cuda(x: Tensor, device=None, non_blocking: bool = False, memory_format=None)
                 f"cuda:{device}" if isinstance(device, int) else device)
 
 
-@public(method=("adjoint",), functional=False)
+@public(method=("adjoint",), top=True, functional=False)
 def adjoint(x: Tensor) -> Tensor:
     """The conjugate transpose of the last two dims, a view: ``x.mT`` for fastnn's real
     dtypes (``x.mH`` too)."""

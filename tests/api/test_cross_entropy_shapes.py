@@ -72,3 +72,24 @@ def test_agrees_with_pytorch():
     t = torch.tensor(host, requires_grad=True)
     torch.nn.functional.cross_entropy(t, torch.tensor(labels)).backward()
     np.testing.assert_allclose(logits.grad.numpy(), t.grad.numpy(), rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_float64_soft_labels_with_float32_logits_promote_as_pytorch(smoothing):
+    """Soft labels made with NumPy are float64; PyTorch's cross_entropy against them with
+    float32 logits promotes to float64. fastnn refused the two dtypes."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    host = rng.standard_normal((4, 5)).astype(np.float32)
+    labels = rng.dirichlet(np.ones(5), size=4)  # float64
+    results = []
+    for lib, functional in ((fnn, F), (torch, torch.nn.functional)):
+        logits = lib.tensor(host, requires_grad=True)
+        loss = functional.cross_entropy(logits, lib.tensor(labels), label_smoothing=smoothing)
+        loss.backward()
+        results.append((loss, logits.grad))
+    (ours, our_grad), (theirs, their_grad) = results
+    assert ours.dtype is fnn.float64 and theirs.dtype == torch.float64
+    assert our_grad.dtype is fnn.float32
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(our_grad.numpy(), their_grad.numpy(), rtol=1e-5, atol=1e-7)

@@ -137,6 +137,17 @@ def test_logit(eps):
                                rtol=1e-12)
 
 
+@pytest.mark.parametrize("eps", [None, 0.25])
+def test_logit_of_integers_is_in_the_default_float_dtype_as_pytorchs(eps):
+    """torch.logit(torch.tensor([0, 1])) gives float32 [-inf, inf]; it raised a TypeError."""
+    if torch is None:
+        pytest.skip("needs PyTorch")
+    for values in ([0, 1, 1], [True, False, True]):
+        ours, theirs = fnn.logit(fnn.tensor(values), eps), torch.logit(torch.tensor(values), eps)
+        assert ours.dtype == fnn.float32 and theirs.dtype == torch.float32
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
+
+
 WEIGHTS = [{}, {"correction": 0}, {"correction": 2}, {"fweights": [1, 2, 0, 3, 1]},
            {"aweights": [0.5, 1.0, 2.0, 0.1, 1.5]},
            {"fweights": [1, 2, 1, 3, 1], "aweights": [0.5, 1.0, 2.0, 0.1, 1.5],

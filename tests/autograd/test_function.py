@@ -184,6 +184,48 @@ def test_setup_context_style():
     np.testing.assert_allclose(x.grad.numpy(), 6 * X, rtol=1e-15)
 
 
+@needs_torch
+def test_a_function_with_a_jvp_rule_works_under_fnn_func_as_pytorchs():
+    """PyTorch's torch.func-ready Function saves for its jvp with ctx.save_for_forward;
+    fastnn had no such method (an AttributeError at apply). fastnn's forward mode
+    differentiates backward, so the values agree without calling jvp."""
+
+    def define(lib):
+        class MyExp(lib.autograd.Function):
+            generate_vmap_rule = True
+
+            @staticmethod
+            def forward(x):
+                return lib.exp(x)
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                ctx.save_for_backward(output)
+                ctx.save_for_forward(output)
+
+            @staticmethod
+            def backward(ctx, grad):
+                (y,) = ctx.saved_tensors
+                return grad * y
+
+            @staticmethod
+            def jvp(ctx, tangent):
+                (y,) = ctx.saved_tensors
+                return tangent * y
+
+        return MyExp
+
+    def run(lib):
+        fn, x = define(lib).apply, lib.tensor(X)
+        return [lib.func.grad(lambda z: fn(z).sum())(x), lib.func.vmap(fn)(x[:, None]),
+                lib.func.jvp(fn, (x,), (lib.ones_like(x),))[1], lib.func.jacfwd(fn)(x)]
+
+    for ours, theirs in zip(run(fnn), run(torch)):
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-14)
+    with pytest.raises(TypeError, match="save_for_forward: argument 0"):
+        fnn.autograd.function.FunctionCtx().save_for_forward(1.0)
+
+
 def test_non_differentiable_outputs_do_not_require_grad():
     class SortValues(fnn.autograd.Function):
         @staticmethod

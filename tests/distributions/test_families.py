@@ -162,3 +162,56 @@ def test_number_parameters_give_torchs_shapes_and_dtype(name):
     value = theirs.sample((3, 2))
     close(ours.log_prob(fnn.tensor(value.numpy())), theirs.log_prob(value), rtol=1e-5,
           atol=1e-5)
+
+
+@pytest.mark.parametrize("name,params", [("Gamma", (2.0, 1.5)), ("Chi2", (3.0,)),
+                                         ("HalfCauchy", (1.5,)), ("Normal", (0.5, 2.0)),
+                                         ("Bernoulli", (0.3,)), ("ContinuousBernoulli", (0.3,))])
+def test_log_prob_of_a_float64_value_has_torchs_dtype(name, params):
+    """PyTorch's Gamma, Chi2 and HalfCauchy read the value in their parameter's dtype
+    first: a float32 law scores a float64 value (Gamma a number too) in float32; the
+    other laws promote, the Bernoulli laws included (fastnn cast their value down)."""
+    laws = [getattr(lib.distributions, name)(*(lib.tensor([p]) for p in params))
+            for lib in (fnn, torch)]
+    point = [0.0, 1.0] if name == "Bernoulli" else [0.3, 0.9]
+    values = [lib.tensor(point, dtype=lib.float64, requires_grad=True) for lib in (fnn, torch)]
+    (ours, theirs) = (law.log_prob(value) for law, value in zip(laws, values))
+    assert ours.dtype.name == str(theirs.dtype).rpartition(".")[2]
+    close(ours, theirs, rtol=1e-6, atol=1e-6)
+    ours.sum().backward()
+    theirs.sum().backward()
+    assert values[0].grad.dtype is fnn.float64
+    close(values[0].grad, values[1].grad, rtol=1e-6, atol=1e-6)
+    if name in ("Gamma", "Chi2"):
+        close(laws[0].log_prob(0.5), laws[1].log_prob(0.5), rtol=1e-6, atol=1e-6)
+
+
+def test_a_float32_multivariate_normal_scores_a_float64_value_as_torchs():
+    """PyTorch's MultivariateNormal solves with L in L's dtype, so a float32 law scores a
+    float64 value in float32; fastnn's matmul refused the mixed dtypes."""
+    cov = [[2.0, 0.3], [0.3, 1.0]]
+    results = []
+    for lib in (fnn, torch):
+        value = lib.tensor([[0.5, 0.2], [-1.0, 0.4]], dtype=lib.float64, requires_grad=True)
+        law = lib.distributions.MultivariateNormal(lib.zeros(2), lib.tensor(cov))
+        score = law.log_prob(value)
+        score.sum().backward()
+        results.append((score, value.grad))
+    (ours, our_grad), (theirs, their_grad) = results
+    assert ours.dtype is fnn.float32 and theirs.dtype == torch.float32
+    close(ours, theirs, rtol=1e-6, atol=1e-6)
+    close(our_grad, their_grad, rtol=1e-6, atol=1e-6)
+
+
+def test_normal_draws_take_the_mean_dtype_as_torchs():
+    """torch.normal(mean, std) and Normal(loc, scale).sample() draw in the mean's dtype (a
+    float32 loc with a float64 scale gives float32); fastnn promoted to float64.
+    rsample stays promoted, as PyTorch's loc + eps * scale."""
+    for lib in (fnn, torch):
+        mean, std = lib.zeros(3), lib.ones(3, dtype=lib.float64)
+        law = lib.distributions.Normal(mean, std)
+        got = [lib.normal(mean, std), lib.normal(std, mean.abs() + 1), law.sample((2,)),
+               lib.distributions.LogNormal(mean, std).sample(), law.rsample()]
+        names = [str(t.dtype).rpartition(".")[2] for t in got]
+        assert names == ["float32", "float64", "float32", "float32", "float64"], lib.__name__
+        assert tuple(got[2].shape) == (2, 3)

@@ -72,6 +72,34 @@ def test_isinstance_asks_the_dtype():
     assert not isinstance([1.0], fnn.FloatTensor)
 
 
+@pytest.mark.parametrize("kind", ["DoubleTensor", "torch.DoubleTensor"])
+def test_set_default_tensor_type_sets_the_default_dtype_as_pytorchs(kind):
+    """torch.set_default_tensor_type(torch.DoubleTensor), the older spelling of
+    set_default_dtype that PINN scripts start with, was missing (an AttributeError)."""
+    with _dtype64():
+        fnn.set_default_dtype(fnn.float32)
+        fnn.set_default_tensor_type(getattr(fnn, kind) if "." not in kind else kind)
+        made = [fnn.tensor([1.0]), fnn.zeros(2), fnn.Tensor([1]), fnn.nn.Linear(2, 2).weight]
+        assert [t.dtype for t in made] == [fnn.float64] * 4
+        fnn.set_default_tensor_type("torch.FloatTensor")
+        assert fnn.get_default_dtype() is fnn.float32
+        if torch is not None:
+            import warnings
+
+            old = torch.get_default_dtype()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                torch.set_default_tensor_type(getattr(torch, kind) if "." not in kind else kind)
+            try:
+                assert torch.tensor([1.0]).dtype == torch.float64
+            finally:
+                torch.set_default_dtype(old)
+    for bad, match in ((fnn.LongTensor, "floating-point"), ("torch.IntTensor", "floating-point"),
+                       (fnn.float64, "legacy tensor type")):
+        with pytest.raises(TypeError, match=match):
+            fnn.set_default_tensor_type(bad)
+
+
 def test_version_counts_in_place_writes():
     x = fnn.zeros(3)
     v = x[1:]

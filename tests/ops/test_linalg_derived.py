@@ -44,6 +44,10 @@ CASES = [
     ("matrix_rank atol", lambda m, a: m.linalg.matrix_rank(a, atol=1.0), (n(4, 4),)),
     ("matrix_rank hermitian", lambda m, a: m.linalg.matrix_rank(a, hermitian=True),
      (sym(2, 3, 3),)),
+    # PyTorch's older overload matrix_rank(A, tol, hermitian): tol is atol alone
+    ("matrix_rank tol", lambda m, a: m.linalg.matrix_rank(a, 1.0), (n(2, 4, 4),)),
+    ("matrix_rank tol=", lambda m, a: m.linalg.matrix_rank(a, tol=0.8, hermitian=True),
+     (sym(2, 3, 3),)),
     ("lstsq", _lstsq, (n(2, 5, 3), n(2, 5, 2))),
     ("lstsq vector", _lstsq, (n(5, 3), n(5))),
     ("lstsq gelsd", lambda m, a, b: _lstsq(m, a, b, driver="gelsd"), (n(2, 5, 3), n(2, 5, 2))),

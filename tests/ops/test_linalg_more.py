@@ -96,6 +96,25 @@ def test_on_each_backend(device):
     np.testing.assert_allclose(p.numpy(), np.linalg.matrix_power(a, 3), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("a_dtype,b_dtype", [("float32", "float64"), ("float64", "float32")])
+def test_solve_triangular_reads_b_in_a_s_dtype_as_torch(a_dtype, b_dtype):
+    """torch.linalg.solve_triangular(L, B) with L float32 and B float64 (a float32 model's
+    Cholesky factor with float64 data) solves in L's dtype; fastnn raised."""
+    a, b = tri(3, 3), n(3, 2)
+    results = []
+    for lib in (fnn, torch):
+        left = lib.tensor(a, dtype=getattr(lib, a_dtype))
+        right = lib.tensor(b, dtype=getattr(lib, b_dtype), requires_grad=True)
+        x = lib.linalg.solve_triangular(left, right, upper=False)
+        x.sum().backward()
+        results.append((x, right.grad))
+    (ours, our_grad), (theirs, their_grad) = results
+    assert ours.dtype.name == a_dtype and str(theirs.dtype) == f"torch.{a_dtype}"
+    assert our_grad.dtype.name == b_dtype
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-5)
+    np.testing.assert_allclose(our_grad.numpy(), their_grad.numpy(), rtol=1e-5)
+
+
 def test_errors():
     with pytest.raises(RuntimeError, match="at least 2"):
         fnn.linalg.multi_dot([fnn.ones(2, 2)])

@@ -99,6 +99,22 @@ def test_gradients_of_gradients_match_torch(name, fn, args):
         np.testing.assert_allclose(g, w, rtol=1e-8, atol=1e-10)
 
 
+@pytest.mark.parametrize("name,fn", [
+    ("det", lambda m, a: m.linalg.det(a)), ("logdet", lambda m, a: m.logdet(a)),
+    ("logabsdet", lambda m, a: m.linalg.slogdet(a)[1]),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_forward_mode_products_of_determinants_match_torch(name, fn):
+    """jvp (a vjp differentiated with respect to its zero cotangent) gave a zero tangent
+    for det and slogdet: their backward masked a zero cotangent."""
+    a, tangent = mats(2, 3, 3), n(2, 3, 3)
+    got = fnn.func.jvp(lambda x: fn(fnn, x), (fnn.tensor(a),), (fnn.tensor(tangent),))
+    want = torch.func.jvp(lambda x: fn(torch, x), (torch.tensor(a),), (torch.tensor(tangent),))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-10)
+    _, got = fnn.autograd.functional.jvp(lambda x: fn(fnn, x), fnn.tensor(a), fnn.tensor(tangent))
+    np.testing.assert_allclose(got.numpy(), want[1].numpy(), rtol=1e-10)
+
+
 # ---------------------------------------------------------------- singular matrices
 
 

@@ -24,6 +24,7 @@ SAMPLERS = {
     "normal": lambda g: fnn.normal(fnn.zeros(6), fnn.ones(6), generator=g),
     "normal_size": lambda g: fnn.normal(1.0, 2.0, (3, 2), generator=g),
     "poisson": lambda g: fnn.poisson(fnn.full((5,), 4.0), g),
+    "binomial": lambda g: fnn.binomial(fnn.full((5,), 9.0), fnn.full((5,), 0.3), g),
     "randperm": lambda g: fnn.randperm(10, generator=g),
     "randint_like": lambda g: fnn.randint_like(fnn.zeros(8), 0, 100, generator=g),
     "randn": lambda g: fnn.randn(5, generator=g),
@@ -108,6 +109,10 @@ def test_refusals_name_the_problem():
         fnn.normal(fnn.zeros(2), -1.0)
     with pytest.raises(ValueError, match="rates"):
         fnn.poisson(fnn.tensor([-1.0]))
+    with pytest.raises(ValueError, match="prob must be in"):
+        fnn.binomial(fnn.tensor([3.0]), fnn.tensor([1.5]))
+    with pytest.raises(RuntimeError, match="one dtype"):
+        fnn.binomial(fnn.tensor([3.0], dtype=fnn.float64), fnn.tensor([0.5]))
 
 
 def test_against_torch_api_where_installed():
@@ -120,6 +125,14 @@ def test_against_torch_api_where_installed():
         torch.ones(2, 5), 3).shape)
     assert str(torch.poisson(torch.ones(2)).dtype) == "torch.float32"
     assert fnn.poisson(fnn.ones(2)).dtype is fnn.float32
+    # torch.binomial (count, prob): broadcast, in their dtype, a binomial's mean
+    for lib in (torch, fnn):
+        draws = lib.binomial(lib.full((2, 1), 10.0, dtype=lib.float64),
+                             lib.tensor([0.2, 0.7] * 2000, dtype=lib.float64))
+        assert tuple(draws.shape) == (2, 4000) and draws.dtype == lib.float64
+        values = draws.numpy()
+        assert abs(values[:, ::2].mean() - 2.0) < 0.1 and abs(values[:, 1::2].mean() - 7.0) < 0.1
+        assert values.min() >= 0 and values.max() <= 10 and np.all(values == np.round(values))
 
 
 @pytest.mark.parametrize("dtype", ["int64", "int32", "bool", "float64"])

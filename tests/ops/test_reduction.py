@@ -76,6 +76,21 @@ def test_prod_gradient_with_zeros():
     np.testing.assert_array_equal(x.grad.numpy(), t.grad.numpy())
 
 
+@pytest.mark.parametrize("call", [
+    lambda lib, x: x.std(False), lambda lib, x: x.var(True), lambda lib, x: lib.std(x, False),
+    lambda lib, x: lib.var(x, False), lambda lib, x: lib.std_mean(x, False),
+    lambda lib, x: lib.var_mean(x, True), lambda lib, x: x.var(0, False, True)])
+def test_a_bool_where_dim_goes_is_unbiased_as_pytorchs_overload(call):
+    """torch.std(x, False) is PyTorch's overload std(input, unbiased): the population
+    spread over every element; it was read as a dim and raised."""
+    torch = pytest.importorskip("torch")
+    ours, theirs = call(fnn, fnn.tensor(X)), call(torch, torch.tensor(X))
+    for mine, want in zip(ours if isinstance(ours, tuple) else (ours,),
+                          theirs if isinstance(theirs, tuple) else (theirs,)):
+        assert mine.shape == tuple(want.shape)
+        np.testing.assert_allclose(mine.numpy(), want.numpy(), rtol=1e-12)
+
+
 def test_norm_gradient_at_zero_is_zero_as_pytorch():
     x = fnn.zeros((2, 3), dtype=fnn.float64, requires_grad=True)
     x.norm(dim=1).sum().backward()
@@ -85,14 +100,48 @@ def test_norm_gradient_at_zero_is_zero_as_pytorch():
 @pytest.mark.parametrize("kwargs", [{}, {"dim": (1, 2)}, {"dim": 1, "keepdim": True}])
 def test_norm_p_fro_is_the_2_norm_over_dim_as_pytorchs(kwargs):
     """torch.norm(x, p='fro') (a common spelling): the square root of the sum of squares
-    over ``dim`` (all elements without one); p='nuc' names linalg.matrix_norm."""
+    over ``dim`` (all elements without one)."""
     a = np.random.default_rng(1).standard_normal((2, 3, 4))
     got = fnn.norm(fnn.tensor(a), p="fro", **kwargs)
     axes = kwargs.get("dim")
     want = np.sqrt((a * a).sum(axis=axes, keepdims=kwargs.get("keepdim", False)))
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
-    with pytest.raises(ValueError, match="matrix_norm"):
-        fnn.tensor(a).norm(p="nuc")
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"dim": (0, 2)}, {"dim": (2, 1), "keepdim": True},
+                                    {"dim": (-2, -1)}])
+def test_norm_p_nuc_is_the_nuclear_norm_as_pytorchs(kwargs):
+    """torch.norm(W, p='nuc') (low-rank penalties): the sum of the singular values of the
+    planes of the two dims, a matrix's own without a dim; it raised."""
+    torch = pytest.importorskip("torch")
+    a = np.random.default_rng(1).standard_normal((2, 3, 4) if kwargs else (3, 4))
+    x, t = fnn.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    ours, theirs = fnn.norm(x, p="nuc", **kwargs), torch.norm(t, p="nuc", **kwargs)
+    assert ours.shape == tuple(theirs.shape)
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-12)
+    ours.sum().backward()
+    theirs.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-10, atol=1e-12)
+    with pytest.raises(RuntimeError, match="2 dims"):
+        fnn.tensor(np.zeros((2, 3, 4))).norm(p="nuc")
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib, x: lib.nuclear_norm(x), lambda lib, x: lib.nuclear_norm(x, True),
+    lambda lib, x: lib.nuclear_norm(x, dim=(0, 2), keepdim=True),
+    lambda lib, x: lib.frobenius_norm(x, dim=(1, 2)), lambda lib, x: lib.frobenius_norm(x, 2, True),
+    lambda lib, x: lib.adjoint(x)])
+def test_the_older_matrix_norm_names_as_pytorchs(call):
+    """torch.nuclear_norm, torch.frobenius_norm and torch.adjoint (older scripts' names,
+    still PyTorch's) were missing."""
+    torch = pytest.importorskip("torch")
+    x, t = fnn.tensor(X, requires_grad=True), torch.tensor(X, requires_grad=True)
+    ours, theirs = call(fnn, x), call(torch, t)
+    assert ours.shape == tuple(theirs.shape)
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-12)
+    ours.sum().backward()
+    theirs.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-10, atol=1e-12)
 
 
 def test_logsumexp_is_stable(device):
