@@ -26,6 +26,7 @@ class ShapeError(RuntimeError, ValueError):
     ValueError, as fastnn raised before."""
 
 
-class DimError(IndexError, ValueError):
-    """A dim outside the tensor's dims: an IndexError, as PyTorch's "Dimension out of
-    range", and a ValueError, as fastnn raised before."""
+class OutOfRangeError(IndexError, ValueError):
+    """A dim outside the tensor's dims, or a class index outside the classes: an
+    IndexError, as PyTorch's "Dimension out of range" and "Target 7 is out of bounds",
+    and a ValueError, as fastnn raised before."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from fastnn.api.args import flag, integer
+from fastnn.api.errors import ShapeError
 from fastnn.nn.bases import _ConvNd
 from fastnn.nn.module import check_tensor, fan_in_bound, uniform_init
 from fastnn.nn.parameter import reset_fan_in_uniform
@@ -85,7 +86,7 @@ class _ConvTranspose(_ConvNd):
         check_tensor(name, x)
         rank = self.RANK
         if x.ndim not in (rank + 1, rank + 2) or x.shape[-rank - 1] != self.in_channels:
-            raise ValueError(f"{name}({self.in_channels}, {self.out_channels}): expected input "
+            raise ShapeError(f"{name}({self.in_channels}, {self.out_channels}): expected input "
                              f"(N, {self.in_channels}, *{rank} spatial) or unbatched, got "
                              f"{x.shape}")
         output_padding = self.output_padding

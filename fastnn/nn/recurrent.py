@@ -142,7 +142,7 @@ class _Recurrent(Module):
         check_tensor(type(self).__name__, state)
         want = (count, batch, size)
         if state.shape != want:
-            raise ValueError(f"{type(self).__name__}: {what} must have shape {want}, got "
+            raise ShapeError(f"{type(self).__name__}: {what} must have shape {want}, got "
                              f"{state.shape}")
         if state.dtype != like.dtype:  # it would silently compute in the wider dtype
             raise TypeError(f"{type(self).__name__}: {what} is {state.dtype.name} but the "

@@ -25,7 +25,7 @@ def _tensors(op: str, tensors) -> list:
         raise TypeError(f"{op}: expected a sequence of tensors, got {type(tensors).__name__}")
     tensors = list(tensors)
     if not tensors:
-        raise ValueError(f"{op}: expected a non-empty sequence of tensors")
+        raise ShapeError(f"{op}: expected a non-empty sequence of tensors")
     first = tensors[0]
     dtype = getattr(first, "_dtype", None)
     mixed = False
@@ -200,7 +200,7 @@ def pad(x: Tensor, pad, mode="constant", value=0.0) -> Tensor:
             raise ValueError(f"pad: negative padding crops more than the tensor's shape "
                              f"{x.shape}")
         if mode == "reflect" and (left >= n or right >= n):
-            raise ValueError(f"pad: reflect padding ({left}, {right}) must be smaller than "
+            raise ShapeError(f"pad: reflect padding ({left}, {right}) must be smaller than "
                              f"the padded dim's size {n}")
         if mode == "circular" and (left > n or right > n):
             raise ValueError(f"pad: circular padding ({left}, {right}) wraps around more "
