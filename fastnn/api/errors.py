@@ -18,3 +18,15 @@ class StateDictError(RuntimeError, ValueError):
 class LinAlgError(RuntimeError):
     """A linear-algebra op met a matrix it cannot handle (a singular one for inv and solve);
     ``fnn.linalg.LinAlgError``, as ``torch.linalg.LinAlgError``."""
+
+
+class ShapeError(RuntimeError, ValueError):
+    """Shapes that do not fit an op (they do not broadcast, view, join or multiply): a
+    RuntimeError, as PyTorch raises (``except RuntimeError`` code keeps working), and a
+    ValueError, as fastnn raised before."""
+
+
+class OutOfRangeError(IndexError, ValueError):
+    """A dim outside the tensor's dims, or a class index outside the classes: an
+    IndexError, as PyTorch's "Dimension out of range" and "Target 7 is out of bounds",
+    and a ValueError, as fastnn raised before."""

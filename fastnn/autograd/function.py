@@ -16,6 +16,7 @@ hidden scalar tensor: the engine runs that node after every output's node, so
 from __future__ import annotations
 
 import functools
+import inspect
 import weakref
 
 import numpy as np
@@ -275,11 +276,14 @@ class Function:
         """Run ``forward`` on ``args`` and record one node for ``backward`` on its outputs."""
         ctx = FunctionCtx()
         grad_on = grad_mode.is_grad_enabled()
+        split = cls.setup_context is not Function.setup_context
+        if split:  # as PyTorch: setup_context's inputs are every argument, defaults too
+            args, kwargs = _bind_defaults(cls.forward, args, kwargs)
         tensors = [a for a in args if _is_tensor(a)]
         ctx.needs_input_grad = tuple(_is_tensor(a) and grad_on and a._requires_grad
                                      for a in args)
         with grad_mode.no_grad():
-            if cls.setup_context is not Function.setup_context:
+            if split:
                 output = cls.forward(*args, **kwargs)
                 cls.setup_context(ctx, args, output)
             else:
@@ -304,6 +308,19 @@ class Function:
                 engine.check_finite(outs[k]._device.ops, outs[k]._data,
                                     f"the forward of {cls.__name__}")
         return outs[0] if single else tuple(outs)
+
+
+@functools.lru_cache(maxsize=256)
+def _signature(forward) -> inspect.Signature:
+    return inspect.signature(forward)
+
+
+def _bind_defaults(forward, args, kwargs) -> tuple:
+    """(args, kwargs) of a call to ``forward`` with its defaults filled in and keyword
+    arguments moved to their positions, as PyTorch's ``bind_default_args``."""
+    bound = _signature(forward).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return bound.args, bound.kwargs
 
 
 def _check_dirty(cls, ctx, outs) -> set:

@@ -15,6 +15,7 @@ import numpy as np
 
 from fastnn.api import dtypes
 from fastnn.api.args import flag, integer, real
+from fastnn.api.errors import ShapeError
 from fastnn.nn import init
 from fastnn.nn.module import Module, buffers_kept, check_tensor, const_init
 from fastnn.nn.norm import reset_affine
@@ -82,7 +83,7 @@ class _BatchNorm(RunningStats):
     def _check_input(self, x) -> None:
         check_tensor(type(self).__name__, x)
         if x.ndim not in self.DIMS or x.shape[1] != self.num_features:
-            raise ValueError(f"{type(self).__name__}({self.num_features}): expected input "
+            raise ShapeError(f"{type(self).__name__}({self.num_features}): expected input "
                              f"{self.LAYOUT} with {self.num_features} channels, got {x.shape}")
 
     def forward(self, x):

@@ -13,6 +13,7 @@ same ones the tape uses), dL/db = sum of g over the batch and length axes.
 from __future__ import annotations
 
 from fastnn.api.args import integer
+from fastnn.api.errors import ShapeError
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.bases import _ConvNd
 from fastnn.nn.conv_padding import check_mode, pad_input
@@ -78,7 +79,7 @@ class Conv1d(_ConvNd):
     def _check(self, x):
         check_tensor("Conv1d", x)
         if x.ndim != 3 or x.shape[1] != self.in_channels:
-            raise ValueError(
+            raise ShapeError(
                 f"Conv1d({self.in_channels}, {self.out_channels}): expected input of shape "
                 f"(batch, {self.in_channels}, length), got {x.shape}; check the channel count "
                 "(channels come before length, as in PyTorch)"

@@ -8,6 +8,7 @@ whose conv2d rule calls the backend's ``conv2d_grad_input`` and
 from __future__ import annotations
 
 from fastnn.api.args import integer
+from fastnn.api.errors import ShapeError
 from fastnn.nn.bases import _ConvNd
 from fastnn.nn.conv_padding import check_mode, pad_input
 from fastnn.nn.module import check_tensor
@@ -60,7 +61,7 @@ class Conv2d(_ConvNd):
         if x.ndim == 3:  # one sample (C, H, W), as PyTorch's: a batch of one
             return self.forward(x.unsqueeze(0)).squeeze(0)
         if x.ndim != 4 or x.shape[1] != self.in_channels:
-            raise ValueError(
+            raise ShapeError(
                 f"Conv2d({self.in_channels}, {self.out_channels}): expected input of shape "
                 f"(batch, {self.in_channels}, height, width), got {x.shape}; check the channel "
                 "count (channels come before height and width, as in PyTorch)"

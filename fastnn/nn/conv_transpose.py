@@ -10,6 +10,7 @@ fan_in of that weight: out_channels // groups * prod(kernel_size).
 from __future__ import annotations
 
 from fastnn.api.args import integer
+from fastnn.api.errors import ShapeError
 from fastnn.nn.bases import _ConvNd
 from fastnn.nn.module import check_tensor
 from fastnn.ops import conv_transpose as ops
@@ -70,7 +71,7 @@ class _ConvTranspose(_ConvNd):
         check_tensor(name, x)
         rank = self.RANK
         if x.ndim not in (rank + 1, rank + 2) or x.shape[-rank - 1] != self.in_channels:
-            raise ValueError(f"{name}({self.in_channels}, {self.out_channels}): expected input "
+            raise ShapeError(f"{name}({self.in_channels}, {self.out_channels}): expected input "
                              f"(N, {self.in_channels}, *{rank} spatial) or unbatched, got "
                              f"{x.shape}")
         output_padding = self.output_padding

@@ -16,6 +16,7 @@ ScalarScale    x * s                 g * s                       sum of g * x (a
 from __future__ import annotations
 
 from fastnn.api.args import flag, integer, real
+from fastnn.api.errors import ShapeError
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn.module import (
     Module,
@@ -33,7 +34,7 @@ from fastnn.ops.tensor import Tensor
 def check_features(layer: str, x: Tensor, features: int, what: str = "in_features") -> None:
     check_tensor(layer, x)
     if x.ndim == 0 or x.shape[-1] != features:
-        raise ValueError(
+        raise ShapeError(
             f"{layer}: expected input of shape (..., {features}) ({what}={features}), got "
             f"{x.shape}; the last axis must be the feature axis"
         )

@@ -9,14 +9,21 @@ from fastnn.ops import ctc, losses_regression
 from fastnn.ops import losses_more as L
 
 
-class _Loss3(_Loss):
-    """A loss of three tensors: ``loss(a, b, c)``."""
+class _PairLoss(_Loss):
+    """A loss of a pair and its target: ``loss(input1, input2, target)``, PyTorch's names."""
 
-    def forward(self, a, b, c):
-        return type(self).FN(a, b, c, **self.arguments())
+    def forward(self, input1, input2, target):
+        return type(self).FN(input1, input2, target, **self.arguments())
 
 
-class MarginRankingLoss(_Loss3):
+class _TripletLoss(_Loss):
+    """A loss of a triplet: ``loss(anchor, positive, negative)``, PyTorch's names."""
+
+    def forward(self, anchor, positive, negative):
+        return type(self).FN(anchor, positive, negative, **self.arguments())
+
+
+class MarginRankingLoss(_PairLoss):
     """F.margin_ranking_loss(input1, input2, target, margin, reduction)."""
 
     FN = staticmethod(L.margin_ranking_loss)
@@ -26,7 +33,7 @@ class MarginRankingLoss(_Loss3):
         super().__init__(size_average, reduce, reduction, margin=margin)
 
 
-class TripletMarginLoss(_Loss3):
+class TripletMarginLoss(_TripletLoss):
     """F.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduction)."""
 
     FN = staticmethod(L.triplet_margin_loss)
@@ -37,7 +44,7 @@ class TripletMarginLoss(_Loss3):
                          swap=swap)
 
 
-class CosineEmbeddingLoss(_Loss3):
+class CosineEmbeddingLoss(_PairLoss):
     """F.cosine_embedding_loss(input1, input2, target, margin, reduction)."""
 
     FN = staticmethod(losses_regression.cosine_embedding_loss)
@@ -94,6 +101,9 @@ class PoissonNLLLoss(_Loss):
         super().__init__(size_average, reduce, reduction, log_input=log_input, full=full,
                          eps=eps)
 
+    def forward(self, log_input, target):
+        return L.poisson_nll_loss(log_input, target, **self.arguments())
+
 
 class GaussianNLLLoss(_Loss):
     """F.gaussian_nll_loss(input, target, var, full, eps, reduction): ``loss(input, target,
@@ -118,7 +128,7 @@ class MultiMarginLoss(_WeightedLoss):
         super().__init__(weight, size_average, reduce, reduction, p=p, margin=margin)
 
 
-class TripletMarginWithDistanceLoss(_Loss3):
+class TripletMarginWithDistanceLoss(_TripletLoss):
     """F.triplet_margin_with_distance_loss(anchor, positive, negative, distance_function,
     margin, swap, reduction)."""
 

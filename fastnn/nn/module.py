@@ -25,6 +25,8 @@ self_grads)`` the update.
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import threading
 
 from fastnn.api.errors import DeviceMismatchError
@@ -134,6 +136,20 @@ class _NotGiven:
 _MISSING = _NotGiven()
 
 
+@functools.cache
+def _forward_parameters(cls) -> frozenset:
+    return frozenset(inspect.signature(cls.forward).parameters)
+
+
+def _input_by_name(cls, kwargs: dict) -> tuple:
+    """``layer(input=t)``: PyTorch's layers name their tensor ``input``, fastnn's ``x``;
+    where forward has no parameter ``input``, t is its first argument."""
+    if "input" in _forward_parameters(cls):
+        return (), kwargs
+    kwargs = dict(kwargs)
+    return (kwargs.pop("input"),), kwargs
+
+
 class Module(HooksMixin, StateHooksMixin, ModuleTree, ModuleState):
     """Base class of layers: parameters, buffers, sub-modules, hooks, state dicts and the
     reversible pair, with PyTorch's ``nn.Module`` protocol.
@@ -241,6 +257,8 @@ class Module(HooksMixin, StateHooksMixin, ModuleTree, ModuleState):
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *args, **kwargs):
+        if kwargs and not args and "input" in kwargs:
+            args, kwargs = _input_by_name(type(self), kwargs)
         if (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
                 or self._backward_pre_hooks):
             return call_with_hooks(self, self._checked_forward, args, kwargs)

@@ -19,6 +19,7 @@ import math
 import warnings
 
 from fastnn.api.args import integer
+from fastnn.api.errors import ShapeError
 from fastnn.nn.module import Module, check_tensor, tape_reverse, uniform_init
 from fastnn.nn.recurrent_cells import (
     GATES,
@@ -121,7 +122,7 @@ class _Recurrent(Module):
         check_tensor(name, x)
         if x.ndim not in (2, 3) or x.shape[-1] != self.input_size:
             layout = "(N, L, in)" if self.batch_first else "(L, N, in)"
-            raise ValueError(f"{name}: input must be {layout} or (L, in) with in = "
+            raise ShapeError(f"{name}: input must be {layout} or (L, in) with in = "
                              f"input_size = {self.input_size}, got {x.shape}")
         weight = self.weight_ih_l0
         if not x.dtype.is_floating:  # Module.__call__ checks floating inputs only
@@ -141,7 +142,7 @@ class _Recurrent(Module):
         check_tensor(type(self).__name__, state)
         want = (count, batch, size)
         if state.shape != want:
-            raise ValueError(f"{type(self).__name__}: {what} must have shape {want}, got "
+            raise ShapeError(f"{type(self).__name__}: {what} must have shape {want}, got "
                              f"{state.shape}")
         if state.dtype != like.dtype:  # it would silently compute in the wider dtype
             raise TypeError(f"{type(self).__name__}: {what} is {state.dtype.name} but the "

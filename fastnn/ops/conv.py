@@ -13,6 +13,7 @@ from __future__ import annotations
 import numbers
 
 from fastnn.api.args import integer
+from fastnn.api.errors import ShapeError
 from fastnn.autograd.engine import attach
 from fastnn.ops.movement import reshape
 from fastnn.ops.operands import same_dtype
@@ -96,7 +97,7 @@ def conv2d_raw(x: Tensor, weight: Tensor, stride: tuple, padding: tuple, dilatio
         before, after = padding[axis]
         size = (length + before + after - dilation[axis] * (k - 1) - 1) // stride[axis] + 1
         if k < 1 or size < 1:
-            raise ValueError(
+            raise ShapeError(
                 f"{op}: kernel {tuple(weight.shape[2:])} with dilation {dilation} does not fit "
                 f"an input of size {tuple(x.shape[2:])} padded by {padding} (output size "
                 f"{size} along axis {2 + axis})")

@@ -7,7 +7,7 @@ so it never imports the Tensor class: new tensors are made with ``type(x)._make`
 from __future__ import annotations
 
 from fastnn.api import dtypes
-from fastnn.api.errors import DeviceMismatchError
+from fastnn.api.errors import DeviceMismatchError, ShapeError
 from fastnn.autograd.engine import attach
 
 
@@ -28,7 +28,7 @@ def broadcast_shape(op, sa, sb) -> tuple:
     out = []
     for x, y in zip(pa, pb):
         if x != y and x != 1 and y != 1:
-            raise ValueError(f"{op}: shapes {tuple(sa)} and {tuple(sb)} do not broadcast")
+            raise ShapeError(f"{op}: shapes {tuple(sa)} and {tuple(sb)} do not broadcast")
         out.append(y if x == 1 else x)
     return tuple(out)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from fastnn.api import dtypes
+from fastnn.api.errors import ShapeError
 from fastnn.autograd.engine import attach
 from fastnn.ops import movement
 from fastnn.ops.core import check_same_device
@@ -83,7 +84,7 @@ def as_vector(t):
 def _fit(op: str, index: Tensor, other: Tensor, axis: int, what: str):
     """Check index.shape[d] <= other.shape[d] for d != axis (PyTorch's rule)."""
     if index.ndim != other.ndim:
-        raise ValueError(f"{op}: index has {index.ndim} dims but {what} has {other.ndim}; "
+        raise ShapeError(f"{op}: index has {index.ndim} dims but {what} has {other.ndim}; "
                          f"they need the same number of dims")
     for d, (n, m) in enumerate(zip(index.shape, other.shape)):
         if d != axis and n > m:

@@ -28,6 +28,7 @@ import math
 import numpy as np
 
 from fastnn.api import dtypes
+from fastnn.api.errors import ShapeError
 from fastnn.ops.core import check_same_device
 from fastnn.ops.elementwise import where
 from fastnn.ops.gathering import scatter_add_tensor
@@ -305,6 +306,6 @@ def _broadcast_value(value: Tensor, shape) -> Tensor:
     except ValueError:
         target = None
     if target != tuple(shape):
-        raise ValueError(f"index assignment: a value of shape {value.shape} cannot be "
+        raise ShapeError(f"index assignment: a value of shape {value.shape} cannot be "
                          f"broadcast to the indexed shape {tuple(shape)}")
     return value.broadcast_to(tuple(shape))

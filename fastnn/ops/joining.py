@@ -7,6 +7,7 @@ import numbers
 import numpy as np
 
 from fastnn.api.dtypes import promote
+from fastnn.api.errors import ShapeError
 from fastnn.autograd.engine import attach
 from fastnn.autograd.grad_mode import switches
 from fastnn.autograd.node_names import show_as
@@ -24,7 +25,7 @@ def _tensors(op: str, tensors) -> list:
         raise TypeError(f"{op}: expected a sequence of tensors, got {type(tensors).__name__}")
     tensors = list(tensors)
     if not tensors:
-        raise ValueError(f"{op}: expected a non-empty sequence of tensors")
+        raise ShapeError(f"{op}: expected a non-empty sequence of tensors")
     first = tensors[0]
     dtype = getattr(first, "_dtype", None)
     mixed = False
@@ -60,7 +61,7 @@ def cat(tensors, dim=UNSET, *, axis=UNSET) -> Tensor:
     rest = first[:at] + first[at + 1:]
     for i, s in enumerate(shapes):
         if len(s) != len(first) or s[:at] + s[at + 1:] != rest:
-            raise ValueError(f"cat: tensor {i} has shape {s}, but tensor 0 has {first}; all "
+            raise ShapeError(f"cat: tensor {i} has shape {s}, but tensor 0 has {first}; all "
                              f"must match except in dim {at}")
     # one tensor too goes through the hook: PyTorch's cat always gives new memory, so
     # that writing into torch.cat([x]) leaves x alone
@@ -107,7 +108,7 @@ def stack(tensors, dim=UNSET, *, axis=UNSET) -> Tensor:
     shape = tensors[0].shape
     for i, t in enumerate(tensors):
         if t.shape != shape:
-            raise ValueError(f"stack: tensor {i} has shape {t.shape}, but tensor 0 has "
+            raise ShapeError(f"stack: tensor {i} has shape {t.shape}, but tensor 0 has "
                              f"{shape}; stack needs equal shapes")
     at = axis_index("stack", dim, len(shape) + 1)
     grown = [movement.reshape(t, shape[:at] + (1,) + shape[at:]) for t in tensors]
@@ -142,7 +143,7 @@ def split(x: Tensor, split_size_or_sections, dim=UNSET, *, axis=UNSET) -> tuple:
     else:
         sizes = [int(s) for s in sizes]
         if sum(sizes) != n or any(s < 0 for s in sizes):
-            raise ValueError(f"split: sizes {sizes} must be non-negative and sum to the size "
+            raise ShapeError(f"split: sizes {sizes} must be non-negative and sum to the size "
                              f"{n} of dim {axis}")
     return _pieces(x, axis, sizes)
 
@@ -199,7 +200,7 @@ def pad(x: Tensor, pad, mode="constant", value=0.0) -> Tensor:
             raise ValueError(f"pad: negative padding crops more than the tensor's shape "
                              f"{x.shape}")
         if mode == "reflect" and (left >= n or right >= n):
-            raise ValueError(f"pad: reflect padding ({left}, {right}) must be smaller than "
+            raise ShapeError(f"pad: reflect padding ({left}, {right}) must be smaller than "
                              f"the padded dim's size {n}")
         if mode == "circular" and (left > n or right > n):
             raise ValueError(f"pad: circular padding ({left}, {right}) wraps around more "

@@ -12,6 +12,7 @@ import warnings
 
 from fastnn.api import dtypes
 from fastnn.api.args import real
+from fastnn.api.errors import ShapeError
 from fastnn.api.program import recording
 from fastnn.api.user_warning import warn_user
 from fastnn.autograd.grad_mode import no_grad
@@ -106,7 +107,7 @@ def _as_rows(op: str, scores: Tensor, targets: Tensor, what: str = "input"):
         last = tuple(range(2, scores.ndim)) + (1,)
         rows = movement.reshape(movement.transpose(scores, (0,) + last), (-1, scores.shape[1]))
     if targets.shape != expected:
-        raise ValueError(f"{op}: targets must have shape {expected} to match {what} "
+        raise ShapeError(f"{op}: targets must have shape {expected} to match {what} "
                          f"{scores.shape} (its shape without the class axis 1), got "
                          f"{targets.shape}")
     return rows, movement.reshape(targets, (-1,)), expected

@@ -151,14 +151,15 @@ def cosine_similarity(a: Tensor, b: Tensor, dim: int = 1, eps: float = 1e-8) -> 
 
 
 @public()
-def cosine_embedding_loss(a: Tensor, b: Tensor, y: Tensor, margin: float = 0.0,
+def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
                           size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
-    """1 - cos(a, b) where y = 1, max(0, cos(a, b) - margin) where y = -1 (cos over dim 1,
-    with PyTorch's 1e-12 in the norms)."""
+    """1 - cos(input1, input2) where target = 1, max(0, cos - margin) where target = -1
+    (cos over the last dim, with PyTorch's 1e-12 in the norms)."""
     reduction = reduction_of("cosine_embedding_loss", size_average, reduce, reduction)
+    a, b, y = input1, input2, target
     same_shape("cosine_embedding_loss", a, b)
     if not isinstance(y, Tensor):
-        raise TypeError(f"cosine_embedding_loss: y must be a Tensor of 1 and -1, got "
+        raise TypeError(f"cosine_embedding_loss: target must be a Tensor of 1 and -1, got "
                         f"{type(y).__name__}")
     axis = a.ndim - 1
     dot = movement.sum(m.mul(a, b), axis)

@@ -9,6 +9,7 @@ import numbers
 
 from fastnn.api import dtypes
 from fastnn.api.args import flag, ints
+from fastnn.api.errors import OutOfRangeError, ShapeError
 from fastnn.api.layout import view_strides
 from fastnn.autograd.engine import attach
 from fastnn.autograd.grad_mode import is_anomaly_enabled, switches
@@ -44,7 +45,7 @@ def normalize_axis(op: str, axis, ndim: int, empty_is_all: bool = True):
         if isinstance(a, bool) or not isinstance(a, numbers.Integral):
             raise TypeError(f"{op}: axis must be an int or a tuple of ints, got {axis!r}")
         if not -n <= a < n:
-            raise ValueError(f"{op}: axis {a} is out of range for a tensor with {ndim} dims")
+            raise OutOfRangeError(f"{op}: axis {a} is out of range for a tensor with {ndim} dims")
         a = int(a) % n
         if a in out:
             raise ValueError(f"{op}: axis {a} is repeated in {axis}")
@@ -151,10 +152,10 @@ def _resolve_shape(op, shape, size: int) -> tuple:
     known = math.prod(n for n in shape if n != -1)
     if unknown:
         if known == 0 or size % known:
-            raise ValueError(f"{op}: cannot infer -1 in {shape} for {size} elements")
+            raise ShapeError(f"{op}: cannot infer -1 in {shape} for {size} elements")
         shape = shape[: unknown[0]] + (size // known,) + shape[unknown[0] + 1 :]
     elif known != size:
-        raise ValueError(f"{op}: cannot reshape {size} elements into shape {shape}")
+        raise ShapeError(f"{op}: cannot reshape {size} elements into shape {shape}")
     return shape
 
 
@@ -251,7 +252,7 @@ def transpose(x: Tensor, axes=None, dim1=None) -> Tensor:
     if dim1 is not None:  # two dims to exchange
         pair = ints("transpose", "dims", (axes, dim1))
         if any(not -n <= a < n for a in pair):
-            raise ValueError(f"transpose: axes {pair} out of range for a tensor with {n} dims")
+            raise OutOfRangeError(f"transpose: axes {pair} out of range for a tensor with {n} dims")
         order = list(range(n))
         order[pair[0] % n], order[pair[1] % n] = order[pair[1] % n], order[pair[0] % n]
         axes = tuple(order)
@@ -259,10 +260,10 @@ def transpose(x: Tensor, axes=None, dim1=None) -> Tensor:
         axes = tuple(reversed(range(n)))
     given = ints("transpose", "axes", axes)
     if any(not -n <= a < n for a in given):
-        raise ValueError(f"transpose: axes {given} out of range for a tensor with {n} dims")
+        raise OutOfRangeError(f"transpose: axes {given} out of range for a tensor with {n} dims")
     axes = tuple(a % n for a in given) if n else given
     if sorted(axes) != list(range(n)):
-        raise ValueError(f"transpose: {given} is not a permutation of the {n} axes")
+        raise ShapeError(f"transpose: {given} is not a permutation of the {n} axes")
     out = Tensor._make(x._device.ops.transpose(source(x), axes), x._dtype, x._device)
     mark_view(out, x, "transpose", axes)
     return attach(out, "transpose", (x,), (), axes)
@@ -273,7 +274,7 @@ def broadcast_to(x: Tensor, shape) -> Tensor:
     """A view of ``x`` broadcast to ``shape`` (NumPy rules)."""
     shape = ints("broadcast_to", "shape", shape)
     if broadcast_shape("broadcast_to", x.shape, shape) != shape:
-        raise ValueError(f"broadcast_to: cannot broadcast {x.shape} to {shape}")
+        raise ShapeError(f"broadcast_to: cannot broadcast {x.shape} to {shape}")
     if shape == x.shape:
         return x
     out = Tensor._make(x._device.ops.broadcast_to(source(x), shape), x._dtype, x._device)
@@ -340,7 +341,7 @@ def check_targets(op: str, targets: Tensor, num_classes: int, ignore_index=None)
             low, high = int(host.min()), int(host.max())
         if low < 0 or high >= num_classes:
             also = "" if ignore_index is None else f" (or equal ignore_index={ignore_index})"
-            raise ValueError(
+            raise OutOfRangeError(
                 f"{op}: targets must be in [0, {num_classes}){also}, got values in "
                 f"[{low}, {high}]"
             )

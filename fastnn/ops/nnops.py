@@ -12,6 +12,7 @@ import warnings
 
 from fastnn.api import dtypes
 from fastnn.api.args import integer, nonnegative
+from fastnn.api.errors import OutOfRangeError, ShapeError
 from fastnn.api.user_warning import warn_user
 from fastnn.autograd.engine import attach
 from fastnn.autograd.grad_mode import switches
@@ -57,7 +58,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
         b = reshape(b, (b.shape[0], 1))
         squeeze.append(-1)
     if a.shape[-1] != b.shape[-2]:
-        raise ValueError(
+        raise ShapeError(
             f"matmul: shapes {a.shape} and {b.shape} are not aligned: "
             f"{a.shape[-1]} (last dim of a) != {b.shape[-2]} (second-to-last dim of b)"
         )
@@ -182,7 +183,7 @@ def conv1d(x: Tensor, weight: Tensor, bias=None, stride=1, padding=0, dilation=1
         )
     length_out = (length + 2 * padding - dilation * (k - 1) - 1) // stride + 1
     if k < 1 or length_out < 1:
-        raise ValueError(
+        raise ShapeError(
             f"conv1d: kernel size {k} with dilation {dilation} does not fit an input of length "
             f"{length} padded by {padding} on each side (output length {length_out})"
         )
@@ -220,7 +221,7 @@ def _axis(op, x, axis):
     if isinstance(axis, bool) or not isinstance(axis, numbers.Integral):
         raise TypeError(f"{op}: axis must be an int, got {axis!r}")
     if not -x.ndim <= axis < x.ndim:
-        raise ValueError(f"{op}: axis {axis} out of range for shape {x.shape}")
+        raise OutOfRangeError(f"{op}: axis {axis} out of range for shape {x.shape}")
     return axis % x.ndim
 
 

@@ -1,4 +1,5 @@
-"""``out=`` on the functions where PyTorch users write it: ``fnn.add(a, b, out=c)``.
+"""``out=`` on the functions where PyTorch users write it: ``fnn.add(a, b, out=c)``,
+``fnn.rand(2, 2, out=c)``.
 
 The result is computed as usual and written into ``out`` (every view of out's storage
 sees it); an ``out`` of another shape is resized first, as PyTorch does, when nothing
@@ -13,6 +14,7 @@ import functools
 from fastnn.api import dtypes
 from fastnn.autograd import grad_mode
 from fastnn.ops import autocasting
+from fastnn.ops import tensor as tensor_module
 from fastnn.ops.core import astype, check_same_device
 from fastnn.ops.storage import rebind, write
 from fastnn.ops.table import TOP
@@ -25,6 +27,11 @@ NAMES = ("add", "sub", "mul", "div", "pow", "matmul", "mm", "bmm", "cat", "stack
          "remainder", "fmod", "lerp", "addcmul", "addcdiv", "index_select", "gather",
          "mv", "dot", "outer", "addmm", "addmv", "baddbmm", "kron", "cross", "tril", "triu",
          "masked_select", "take", "searchsorted", "bucketize", "nonzero", "tensordot")
+
+# PyTorch's factories with an out= argument: they make their values in out's dtype, on
+# out's device (torch.arange(5, out=a_float_tensor) counts in floats)
+FACTORIES = ("zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm",
+             "arange", "linspace", "logspace", "eye")
 
 # the reductions whose out= PyTorch reads as their dtype= (sum of floats into an int64 out)
 _OUT_IS_DTYPE = ("sum", "cumsum", "prod")
@@ -67,8 +74,36 @@ def with_out(fn):
     return call
 
 
+def with_out_factory(fn):
+    """The factory ``fn`` taking PyTorch's keyword ``out=``: its values are made in out's
+    dtype (a ``dtype=`` that differs raises, as PyTorch) on out's device, then written
+    into out as :func:`with_out` writes."""
+    written = with_out(fn)
+
+    @functools.wraps(fn)
+    def call(*args, out=None, **kwargs):
+        if out is None:
+            return fn(*args, **kwargs)
+        if not isinstance(out, Tensor):
+            raise TypeError(f"{fn.__name__}: out must be a Tensor, got {type(out).__name__}")
+        dtype = kwargs.get("dtype")
+        if dtype is not None and dtypes.as_dtype(dtype) is not out._dtype:
+            raise RuntimeError(f"{fn.__name__}: dtype {dtypes.as_dtype(dtype).name} does not "
+                               f"match the dtype of out ({out._dtype.name}); drop dtype= or "
+                               "pass an out of that dtype")
+        kwargs["dtype"], kwargs["device"] = out._dtype, out._device
+        return written(*args, out=out, **kwargs)
+
+    call.takes_out = True
+    return call
+
+
 def install() -> None:
-    """Give every function of NAMES in the ``fnn.NAME`` table its ``out=``."""
+    """Give every function of NAMES and FACTORIES in the ``fnn.NAME`` table its ``out=``."""
     for name in NAMES:
         if name in TOP and not getattr(TOP[name], "takes_out", False):
             TOP[name] = with_out(TOP[name])
+    for name in FACTORIES:  # zeros, ones, full, rand and randn live outside the table
+        fn = TOP.get(name) or getattr(tensor_module, name)
+        if not getattr(fn, "takes_out", False):
+            TOP[name] = with_out_factory(fn)

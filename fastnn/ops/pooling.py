@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from fastnn.api.args import integer
+from fastnn.api.errors import ShapeError
 from fastnn.autograd.engine import attach
 from fastnn.ops.conv import conv2d_raw, pair
 from fastnn.ops.movement import reshape
@@ -87,7 +88,7 @@ def output_sizes(op, size, kernel, stride, padding, dilation, ceil_mode):
             o -= 1
         sizes.append(o)
     if min(sizes) < 1:
-        raise ValueError(f"{op}: kernel {kernel} does not fit an input of size {tuple(size)} "
+        raise ShapeError(f"{op}: kernel {kernel} does not fit an input of size {tuple(size)} "
                          f"padded by {padding} (output size {tuple(sizes)})")
     return tuple(sizes)
 

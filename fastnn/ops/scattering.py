@@ -10,6 +10,7 @@ import numbers
 import numpy as np
 
 from fastnn.api import dtypes
+from fastnn.api.errors import ShapeError
 from fastnn.ops import elementwise as ew
 from fastnn.ops import movement
 from fastnn.ops.core import check_same_device
@@ -138,7 +139,7 @@ def scatter(x: Tensor, dim, index, src=None, *, value=None, reduce=None) -> Tens
         src = full_like(index, value, dtype=x._dtype)
     src = _source("scatter", x, src)
     if any(i > s for i, s in zip(index.shape, src.shape)):
-        raise ValueError(f"scatter: index of shape {index.shape} is larger than src "
+        raise ShapeError(f"scatter: index of shape {index.shape} is larger than src "
                          f"{src.shape}")
     src = src[tuple(slice(0, n) for n in index.shape)]
     if reduce is None:

@@ -9,6 +9,7 @@ import numpy as np
 
 from fastnn.api import dtypes
 from fastnn.api.args import ints
+from fastnn.api.errors import ShapeError
 from fastnn.autograd.node_names import show_as
 from fastnn.ops import movement
 from fastnn.ops.movement import view_op
@@ -115,7 +116,7 @@ def repeat(x: Tensor, *sizes) -> Tensor:
     """Tile ``x``: dim i repeated sizes[i] times (PyTorch's repeat, NumPy's tile)."""
     sizes = ints("repeat", "sizes", sizes_of("repeat", sizes))
     if len(sizes) < x.ndim:
-        raise ValueError(f"repeat: {len(sizes)} repeat counts for a tensor of {x.ndim} dims; "
+        raise ShapeError(f"repeat: {len(sizes)} repeat counts for a tensor of {x.ndim} dims; "
                          "give at least one per dim")
     if any(n < 0 for n in sizes):
         raise ValueError(f"repeat: counts must be >= 0, got {sizes}")

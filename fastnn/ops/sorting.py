@@ -17,6 +17,7 @@ import numpy as np
 from fastnn import return_types
 from fastnn.api import dtypes
 from fastnn.api.args import flag
+from fastnn.api.errors import ShapeError
 from fastnn.autograd.engine import attach
 from fastnn.ops import movement
 from fastnn.ops.gathering import gather_tensor
@@ -84,7 +85,7 @@ def _positions(op: str, name: str, k, low: int, high: int) -> int:
     if isinstance(k, bool) or not isinstance(k, numbers.Integral):
         raise TypeError(f"{op}: {name} must be an int, got {type(k).__name__} {k!r}")
     if not low <= k <= high:
-        raise ValueError(f"{op}: {name}={k} is out of range: the dim has {high} elements, "
+        raise ShapeError(f"{op}: {name}={k} is out of range: the dim has {high} elements, "
                          f"so {name} must be in [{low}, {high}]")
     return int(k)
 

@@ -12,7 +12,7 @@ from fastnn.api import dtypes, registry
 from fastnn.api.args import flag, integer
 from fastnn.api.device import Device, DeviceSpec, as_device, get_device
 from fastnn.api.dtypes import DType, as_dtype
-from fastnn.api.errors import BackendError
+from fastnn.api.errors import BackendError, ShapeError
 from fastnn.api.user_warning import warn_user
 from fastnn.autograd import functional as autograd
 from fastnn.autograd import hooks
@@ -158,7 +158,7 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self.numel() != 1:
-            raise ValueError(
+            raise ShapeError(
                 f"the truth value of a tensor with {self.numel()} elements is ambiguous; "
                 "use .any()/.all() on .numpy() or reduce it first"
             )
@@ -194,7 +194,7 @@ class Tensor:
     def item(self):
         """The value of a one-element tensor as a Python number."""
         if self.numel() != 1:
-            raise ValueError(f"item() needs a tensor with one element, got shape {self.shape}")
+            raise ShapeError(f"item() needs a tensor with one element, got shape {self.shape}")
         return self.numpy().reshape(()).item()
 
     def tolist(self):

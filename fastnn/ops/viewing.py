@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from fastnn.api.args import ints
+from fastnn.api.errors import ShapeError
 from fastnn.autograd.node_names import show_as
 from fastnn.ops import movement, view_layout
 from fastnn.ops.movement import view_op
@@ -27,7 +28,7 @@ def narrow(x: Tensor, dim, start, length) -> Tensor:
         raise IndexError(f"narrow: start {start} is out of range for dim {axis} of size {n}")
     start %= n if n else 1
     if length < 0 or start + length > n:
-        raise ValueError(f"narrow: start ({start}) + length ({length}) exceeds dim {axis} of "
+        raise ShapeError(f"narrow: start ({start}) + length ({length}) exceeds dim {axis} of "
                          f"size {n}")
     starts = tuple(start if d == axis else 0 for d in range(x.ndim))
     stops = tuple(start + length if d == axis else s for d, s in enumerate(x.shape))
@@ -85,7 +86,7 @@ def unflatten(x: Tensor, dim, sizes) -> Tensor:
         known = math.prod(n for n in sizes if n != -1)
         sizes = tuple(x.shape[axis] // known if n == -1 else n for n in sizes)
     if math.prod(sizes) != x.shape[axis]:
-        raise ValueError(f"unflatten: sizes {sizes} do not multiply to dim {axis}'s size "
+        raise ShapeError(f"unflatten: sizes {sizes} do not multiply to dim {axis}'s size "
                          f"{x.shape[axis]}")
     return movement.reshape(x, x.shape[:axis] + tuple(sizes) + x.shape[axis + 1:])
 

@@ -226,6 +226,56 @@ def test_a_function_with_a_jvp_rule_works_under_fnn_func_as_pytorchs():
         fnn.autograd.function.FunctionCtx().save_for_forward(1.0)
 
 
+def _scaled_linear(lib, seen):
+    """PyTorch's 'Extending' LinearFunction, setup_context style, with defaults."""
+    class ScaledLinear(lib.autograd.Function):
+        @staticmethod
+        def forward(input, weight, bias=None, scale=2.0):
+            out = input.mm(weight.t()) * scale
+            return out if bias is None else out + bias
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            input, weight, bias, scale = inputs  # the defaults are there too
+            ctx.save_for_backward(input, weight)
+            ctx.scale = scale
+            seen.append((len(inputs), ctx.needs_input_grad))
+
+        @staticmethod
+        def backward(ctx, grad):
+            input, weight = ctx.saved_tensors
+            seen.append(ctx.needs_input_grad)
+            grad_bias = grad.sum(0) if ctx.needs_input_grad[2] else None
+            return (grad.mm(weight) * ctx.scale, grad.t().mm(input) * ctx.scale,
+                    grad_bias, None)
+
+    return ScaledLinear
+
+
+@needs_torch
+@pytest.mark.parametrize("call", [
+    lambda fn, x, w, b: fn.apply(x, w),
+    lambda fn, x, w, b: fn.apply(x, w, b),
+    lambda fn, x, w, b: fn.apply(x, w, bias=b, scale=3.0),
+    lambda fn, x, w, b: fn.apply(x, weight=w, scale=0.5),
+])
+def test_setup_context_gets_every_argument_defaults_included(call):
+    rng = np.random.default_rng(0)
+    arrays = rng.standard_normal((3, 4)), rng.standard_normal((2, 4)), rng.standard_normal(2)
+    results = []
+    for lib in (torch, fnn):
+        seen = []
+        x, w, b = (lib.tensor(a, requires_grad=True) for a in arrays)
+        call(_scaled_linear(lib, seen), x, w, b).sum().backward()
+        results.append((seen, [t.grad.numpy() if t.grad is not None else None
+                               for t in (x, w, b)]))
+    (t_seen, t_grads), (seen, grads) = results
+    assert seen == t_seen
+    for mine, want in zip(grads, t_grads):
+        assert (mine is None) == (want is None)
+        if want is not None:
+            np.testing.assert_allclose(mine, want, rtol=1e-14)
+
 def test_non_differentiable_outputs_do_not_require_grad():
     class SortValues(fnn.autograd.Function):
         @staticmethod

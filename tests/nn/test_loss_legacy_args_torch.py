@@ -151,3 +151,33 @@ def test_elementwise_weight_as_pytorch(name, reduction):
     np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-10, atol=1e-14)
     with pytest.raises(ValueError, match=r"weight must have the input's shape \(4, 3\)"):
         getattr(F, name)(a, b, weight=fnn.ones((3,)))
+
+
+# PyTorch's AdaptiveLogSoftmaxWithLoss names them input_ and target_; nobody passes those
+LOSS_MODULES = sorted(n for n in dir(torch.nn) if n.endswith("Loss") and hasattr(nn, n)
+                      and n != "AdaptiveLogSoftmaxWithLoss")
+
+
+@pytest.mark.parametrize("name", LOSS_MODULES)
+def test_loss_modules_forward_takes_pytorchs_argument_names(name):
+    """The knowledge distillation tutorial calls cosine_loss(a, b, target=ones); the
+    three-tensor losses named their arguments a, b, c."""
+    ours = list(inspect.signature(getattr(nn, name).forward).parameters)
+    assert ours == list(inspect.signature(getattr(torch.nn, name).forward).parameters)
+
+
+def test_pair_and_triplet_losses_by_keyword_as_pytorch():
+    a, b = rng.standard_normal((4, 6)), rng.standard_normal((4, 6))
+    y = np.array([1.0, -1.0, 1.0, -1.0])
+    results = []
+    for lib in (fnn, torch):
+        t = [lib.tensor(v) for v in (a, b, y)]
+        results.append([
+            lib.nn.CosineEmbeddingLoss(margin=0.1)(t[0], t[1], target=t[2]),
+            lib.nn.functional.cosine_embedding_loss(input1=t[0], input2=t[1], target=t[2]),
+            lib.nn.MarginRankingLoss()(input1=t[0][:, 0], input2=t[1][:, 0], target=t[2]),
+            lib.nn.TripletMarginLoss()(anchor=t[0], positive=t[1], negative=t[0] * 2),
+            lib.nn.PoissonNLLLoss()(log_input=t[0], target=t[1].abs()),
+        ])
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-10)

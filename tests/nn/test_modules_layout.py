@@ -214,3 +214,29 @@ def test_layers_are_instances_of_pytorchs_bases_as_pytorchs_are(owner, base):
                 differ.append(f"{name}: PyTorch {issubclass(t, theirs)}, fastnn "
                               f"{issubclass(f, ours)}")
     assert not differ, "\n".join(differ)
+
+
+@pytest.mark.parametrize("make, data", [
+    (lambda lib: lib.nn.Linear(3, 2), RNG.normal(size=(4, 3))),
+    (lambda lib: lib.nn.ReLU(), RNG.normal(size=(4, 3))),
+    (lambda lib: lib.nn.Conv1d(2, 3, 2), RNG.normal(size=(1, 2, 5))),
+    (lambda lib: lib.nn.LayerNorm(3), RNG.normal(size=(4, 3))),
+    (lambda lib: lib.nn.Sequential(lib.nn.Linear(3, 3), lib.nn.Tanh()), RNG.normal(size=(4, 3))),
+    (lambda lib: lib.nn.GRU(3, 2), RNG.normal(size=(5, 1, 3))),
+    (lambda lib: lib.nn.Embedding(5, 2), np.array([[0, 4, 1]])),
+])
+def test_a_layer_takes_its_tensor_by_pytorchs_name_input(make, data):
+    """layer(input=x), as PyTorch's forward(self, input): fastnn's layers name it x."""
+    torch = pytest.importorskip("torch")
+    results, state = [], None
+    for lib in (fnn, torch):
+        layer = make(lib)
+        if state is None:
+            state = {k: np.asarray(v) for k, v in layer.state_dict().items()}
+        else:
+            layer.load_state_dict({k: torch.tensor(v) for k, v in state.items()})
+        x = lib.tensor(data if data.dtype.kind == "i" else data.astype(np.float32))
+        out = layer(input=x)
+        out = out[0] if isinstance(out, tuple) else out
+        results.append(out.detach().numpy())
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-5, atol=1e-6)

@@ -268,6 +268,48 @@ def test_out_casts_as_pytorchs_can_cast(call):
     assert ours == theirs
 
 
+
+def _into(make, dtype_name):
+    """make(lib, out) called with an empty out of that dtype: (out is the result, out)."""
+    def call(L):
+        out = L.zeros(0, dtype=getattr(L, dtype_name))
+        result = make(L, out)
+        assert result is out
+        return out
+    return call
+
+
+@pytest.mark.parametrize("dtype_name", ["float64", "int64"])
+@pytest.mark.parametrize("make", [
+    lambda L, out: L.zeros(2, 3, out=out),
+    lambda L, out: L.ones((2, 2), out=out),
+    lambda L, out: L.full((3,), 7, out=out),
+    lambda L, out: L.arange(5, out=out),
+    lambda L, out: L.linspace(0, 4, 5, out=out),
+    lambda L, out: L.logspace(0, 2, 3, out=out),
+    lambda L, out: L.eye(2, out=out),
+    lambda L, out: L.zeros(2, dtype=L.float32, out=out),  # refused: out's dtype differs
+])
+def test_factories_fill_out_in_its_dtype(make, dtype_name):
+    """The 'Introduction to PyTorch' tensors tutorial's torch.rand(2, 2, out=c): the
+    factories took no out= at all."""
+    ours, theirs = outcomes_as_torch(_into(make, dtype_name))
+    assert ours == theirs
+
+
+def test_random_factories_write_into_out():
+    c = fnn.zeros(2, 2)
+    row = c[0]
+    assert fnn.rand(2, 2, out=c) is c
+    assert c.dtype is fnn.float32 and np.all(row.numpy() == c.numpy()[0])
+    assert 0 < np.unique(c.numpy()).size and np.all((c.numpy() >= 0) & (c.numpy() < 1))
+    grown = fnn.zeros(0, dtype=fnn.float64)
+    assert fnn.randn(3, out=grown) is grown and grown.shape == (3,)
+    counts = fnn.zeros(0, dtype=fnn.int64)
+    fnn.randint(0, 5, (4,), out=counts)
+    fnn.randperm(6, out=counts)
+    assert sorted(counts.tolist()) == list(range(6))
+
 def _masked_scale(L):
     w = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
     y = w.clone()
