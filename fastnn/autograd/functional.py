@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from fastnn.api.errors import DeviceMismatchError
+from fastnn.api.errors import DeviceMismatchError, ShapeError
 from fastnn.autograd import engine, tensor_ops
 
 
@@ -43,7 +43,7 @@ def _seed(op: str, output, given, create_graph: bool, what: str):
     if not isinstance(given, type(output)):
         raise TypeError(f"{op}: {what} must be a Tensor or None, got {type(given).__name__}")
     if given.shape != output.shape:
-        raise ValueError(f"{op}: {what} has shape {given.shape}, expected {output.shape} "
+        raise ShapeError(f"{op}: {what} has shape {given.shape}, expected {output.shape} "
                          f"(the output's shape)")
     if given._device is not output._device and given._device != output._device:
         raise DeviceMismatchError(f"{op}: {what} is on {given._device}, the output on "

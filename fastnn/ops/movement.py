@@ -116,7 +116,8 @@ def max(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> T
     axis, keepdims = dim_of("max", dim, axis), keep_of("max", keepdim, keepdims)
     axes = normalize_axis("max", axis, x.ndim)
     if any(x.shape[a] == 0 for a in (range(x.ndim) if axes is None else axes)):
-        raise ValueError(f"max: cannot reduce over a size-0 axis of a tensor of shape {x.shape}")
+        raise ShapeError(f"max: cannot reduce over a size-0 axis of a tensor of shape {x.shape}; "
+                         f"give a dim whose size is not 0")
     return _reduce("max", x, axis, keepdims)
 
 

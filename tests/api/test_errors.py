@@ -51,7 +51,14 @@ MISTAKES = {
     "sum dim": lambda lib: lib.ones(2, 3).sum(dim=4),
     "softmax dim": lambda lib: lib.softmax(lib.ones(2, 3), dim=3),
     "transpose dim": lambda lib: lib.ones(2, 3).transpose(0, 5),
+    "max of nothing": lambda lib: lib.zeros(0).max(),
+    "grad_outputs shape": lambda lib: _grad_of_shape(lib, 2),
 }
+
+
+def _grad_of_shape(lib, size):
+    x = lib.ones(3, requires_grad=True)
+    return lib.autograd.grad(x * 2, x, lib.ones(size))
 
 
 @pytest.mark.parametrize("name", MISTAKES)
