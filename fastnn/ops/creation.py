@@ -152,14 +152,16 @@ def rand_like(x, dtype=None, device=None, seed=None, requires_grad=False) -> Ten
 
 
 @public(top=True, functional=False)
-def randint(low, high=None, size=None, dtype=dtypes.int64, device=None, seed=None, *,
+def randint(low=None, high=None, size=None, dtype=dtypes.int64, device=None, seed=None, *,
             generator=None) -> Tensor:
-    """Integers uniform in [low, high) (``randint(high, size)`` starts at 0), int64 as
-    PyTorch's; ``seed=`` as randn's."""
+    """Integers uniform in [low, high) (``randint(high, size)`` and ``randint(high=,
+    size=)`` start at 0), int64 as PyTorch's; ``seed=`` as randn's."""
     if size is None and high is not None and not isinstance(high, numbers.Integral):
         low, high, size = 0, low, high
     if high is None:
         low, high = 0, low
+    if low is None:
+        low = 0
     if size is None:
         raise TypeError("randint: missing size (the shape, e.g. (3, 4))")
     low, high = integer("randint", "low", low, -2**63), integer("randint", "high", high,
