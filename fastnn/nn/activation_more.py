@@ -9,7 +9,7 @@ import numbers
 
 from fastnn.api.args import integer, real
 from fastnn.nn import init as nn_init
-from fastnn.nn.activation_classes import inplace_repr
+from fastnn.nn.activation_classes import Hardtanh, inplace_repr
 from fastnn.nn.module import Module, check_tensor
 from fastnn.nn.parameter import const_init
 from fastnn.ops import activations_more as act
@@ -44,10 +44,18 @@ class _InPlace(_Function):
         return getattr(act, self.FUNCTION)(x, inplace=self.inplace)
 
 
-class ReLU6(_InPlace):
-    """min(max(x, 0), 6)."""
+class ReLU6(Hardtanh):
+    """min(max(x, 0), 6): a Hardtanh(0, 6), as PyTorch's (``isinstance(m, nn.Hardtanh)``
+    holds for it, as scripts that fold clipping layers expect)."""
 
-    FUNCTION = "relu6"
+    def __init__(self, inplace: bool = False):
+        super().__init__(0.0, 6.0, inplace)
+
+    def extra_repr(self) -> str:
+        return inplace_repr(self.inplace)
+
+    def _fn(self, x, inplace):
+        return act.relu6(x, inplace=inplace)
 
 
 class Hardsigmoid(_InPlace):

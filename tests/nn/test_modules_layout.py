@@ -136,6 +136,27 @@ def test_submodules_hold_pytorchs_names():
     assert fnn.nn.modules.conv.Conv2d is nn.Conv2d
 
 
+def test_a_custom_pool_on_pytorchs_base_takes_its_arguments():
+    """class MyPool(_MaxPoolNd) gets kernel_size, stride (= kernel_size) ... as PyTorch's."""
+    torch = pytest.importorskip("torch")
+    from fastnn.nn.modules.pooling import _MaxPoolNd
+
+    def make(base, functional):
+        class MyPool(base):
+            def forward(self, x):
+                return functional.max_pool2d(x, self.kernel_size, self.stride, self.padding)
+        return MyPool(3, padding=1)
+
+    ours = make(_MaxPoolNd, fnn.nn.functional)
+    theirs = make(torch.nn.modules.pooling._MaxPoolNd, torch.nn.functional)
+    assert (ours.kernel_size, ours.stride, ours.padding) == (3, 3, 1)
+    assert (theirs.kernel_size, theirs.stride, theirs.padding) == (3, 3, 1)
+    x = np.random.default_rng(0).standard_normal((1, 2, 7, 7)).astype(np.float32)
+    np.testing.assert_array_equal(ours(fnn.tensor(x)).numpy(), theirs(torch.tensor(x)).numpy())
+    assert repr(nn.ReLU6(inplace=True)) == repr(torch.nn.ReLU6(inplace=True))
+    assert repr(nn.ZeroPad2d(2)) == repr(torch.nn.ZeroPad2d(2))
+
+
 def test_multihead_attentions_out_proj_class_is_where_pytorch_has_it():
     # the word language model example lists torch.nn.modules.linear.NonDynamicallyQuantizableLinear
     # among its safe globals: reaching it raised AttributeError
@@ -196,7 +217,13 @@ def test_a_device_and_dtype_given_by_position_land_where_pytorchs_do():
 
 _BASES = [("conv", "_ConvNd"), ("conv", "_ConvTransposeNd"), ("dropout", "_DropoutNd"),
           ("batchnorm", "_BatchNorm"), ("batchnorm", "_NormBase"),
-          ("instancenorm", "_InstanceNorm"), ("loss", "_Loss"), ("loss", "_WeightedLoss")]
+          ("instancenorm", "_InstanceNorm"), ("loss", "_Loss"), ("loss", "_WeightedLoss"),
+          ("pooling", "_MaxPoolNd"), ("pooling", "_AvgPoolNd"), ("pooling", "_AdaptiveAvgPoolNd"),
+          ("pooling", "_AdaptiveMaxPoolNd"), ("pooling", "_MaxUnpoolNd"), ("pooling", "_LPPoolNd"),
+          ("padding", "_ConstantPadNd"), ("padding", "_ReflectionPadNd"),
+          ("padding", "_ReplicationPadNd"), ("padding", "_CircularPadNd"),
+          # a ReLU6 is a Hardtanh and a ZeroPad2d a ConstantPad2d, as in PyTorch
+          ("activation", "Hardtanh"), ("padding", "ConstantPad2d")]
 
 
 @pytest.mark.parametrize("owner, base", _BASES, ids=[b for _, b in _BASES])
