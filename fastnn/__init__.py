@@ -190,6 +190,11 @@ def __getattr__(name):
     if name in _NOT_HERE:
         raise AttributeError(f"module 'fastnn' has no attribute {name!r}: PyTorch's "
                              f"torch.{name} {_NOT_HERE[name]}")
+    if name in _SPARSE:
+        raise AttributeError(f"module 'fastnn' has no attribute {name!r}: PyTorch's "
+                             f"torch.{name} makes or needs sparse tensors, and fastnn's "
+                             f"tensors are dense only (no sparse layouts); keep the data "
+                             f"dense")
     if name in _COMPLEX:
         raise AttributeError(f"module 'fastnn' has no attribute {name!r}: fastnn has no "
                              f"complex dtypes. Rotary embeddings (torch.polar, "
@@ -211,6 +216,10 @@ _NOT_HERE = {
     "signal": "has window functions only; fastnn has hann_window and its siblings at the "
               "top level",
 }
+
+_SPARSE = {"sparse_coo_tensor", "sparse_csr_tensor", "sparse_csc_tensor", "sparse_bsr_tensor",
+           "sparse_bsc_tensor", "sparse_compressed_tensor", "sparse_coo", "sparse_csr",
+           "sparse_csc", "sparse_bsr", "sparse_bsc", "smm", "hspmm", "sspaddmm"}  # PyTorch's
 
 _COMPLEX = {"polar", "view_as_complex", "view_as_real", "complex", "complex32", "complex64",
             "complex128", "cfloat", "cdouble", "chalf"}  # PyTorch's complex names
