@@ -139,7 +139,7 @@ __version__ = _installed_version()
 # the submodules loaded on first use (__getattr__ below), to keep import light
 _SUBMODULES = ("nn", "optim", "data", "utils", "linalg", "special", "testing", "distributions",
                "func", "distributed", "onnx", "profiler", "compiler", "jit", "version",
-               "multiprocessing")
+               "multiprocessing", "serialization")
 
 _LAZY = {  # name -> the module it is loaded from on first use (__getattr__ below)
     "save": "fastnn.checkpoint", "load": "fastnn.checkpoint",
