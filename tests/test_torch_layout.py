@@ -128,6 +128,9 @@ def test_device_spec_compares_with_devices_and_strings():
     assert fnn.zeros(1).device == fnn.device("cpu")
     assert hash(fnn.device("cpu")) == hash(fnn.device("cpu:0"))
     assert repr(fnn.device("cuda", 1)) == "device(type='cuda', index=1)"
+    # a tensor's device prints as PyTorch's too (it printed device('cpu'))
+    assert repr(fnn.zeros(1).device) == repr(torch.zeros(1).device) == "device(type='cpu')"
+    assert repr([fnn.zeros(1).device]) == repr([torch.zeros(1).device])
     assert fnn.zeros(2, device=fnn.device("cpu")).device == "cpu"
     assert fnn.zeros(2).to(fnn.device("cpu")).device == "cpu"
     with pytest.raises(ValueError, match="device: bad device string 'cuda:x'"):
