@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numbers
 
-from fastnn.api.args import real
+from fastnn.api.args import as_given, real
 from fastnn.nn.activation import Activation, implicit_dim, last_axis
 from fastnn.nn.module import Module, check_tensor
 from fastnn.ops import activations, nnops
@@ -130,8 +130,8 @@ class Softplus(Activation):
 
     def __init__(self, beta: float = 1.0, threshold: float = 20.0):
         super().__init__("softplus")
-        self.beta = real("Softplus", "beta", beta)
-        self.threshold = real("Softplus", "threshold", threshold)
+        self.beta = as_given(real("Softplus", "beta", beta), beta)
+        self.threshold = as_given(real("Softplus", "threshold", threshold), threshold)
 
     def extra_repr(self) -> str:
         return f"beta={self.beta}, threshold={self.threshold}"
@@ -165,7 +165,7 @@ class ELU(_Composed):
 
     def __init__(self, alpha: float = 1.0, inplace: bool = False):
         super().__init__()
-        self.alpha = real("ELU", "alpha", alpha)
+        self.alpha = as_given(real("ELU", "alpha", alpha), alpha)
         self.inplace = bool(inplace)
 
     def extra_repr(self) -> str:
@@ -208,8 +208,8 @@ class Hardtanh(_Composed):
 
     def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
         super().__init__()
-        self.min_val = real("Hardtanh", "min_val", min_val)
-        self.max_val = real("Hardtanh", "max_val", max_val)
+        self.min_val = as_given(real("Hardtanh", "min_val", min_val), min_val)
+        self.max_val = as_given(real("Hardtanh", "max_val", max_val), max_val)
         if self.min_val > self.max_val:
             raise ValueError(f"Hardtanh: min_val {min_val} is above max_val {max_val}")
         self.inplace = bool(inplace)
