@@ -132,6 +132,11 @@ LAYERS = [
     'GroupNorm(2, 4, eps=1)',
     'LayerNorm(4, eps=1)',
     'TransformerEncoderLayer(4, 2, 8, layer_norm_eps=1)',
+    # an embedding's norm settings print where they are not the defaults
+    'Embedding(10, 3, padding_idx=0, max_norm=1.5, norm_type=1, scale_grad_by_freq=True)',
+    'Embedding(10, 3, norm_type=2.5)',
+    "EmbeddingBag(10, 3, max_norm=0.5, norm_type=4, scale_grad_by_freq=True, mode='sum', "
+    "padding_idx=1)",
 ]
 
 
