@@ -270,14 +270,16 @@ def _positions(cond) -> tuple:
 
 
 @public(top=True)
-def where(cond: Tensor, a=_ALONE, b=_ALONE):
-    """Elementwise ``a if cond else b`` (cond a bool tensor; a and b tensors or Python
-    scalars). ``where(cond)`` alone is ``nonzero(cond, as_tuple=True)``."""
+def where(condition: Tensor, input=_ALONE, other=_ALONE):  # noqa: A002  (PyTorch's names)
+    """Elementwise ``input if condition else other`` (condition a bool tensor; input and
+    other tensors or Python scalars). ``where(condition)`` alone is ``nonzero(condition,
+    as_tuple=True)``."""
+    cond, a, b = condition, input, other
     if a is _ALONE and b is _ALONE:
         return _positions(cond)
     if a is _ALONE or b is _ALONE:
-        raise TypeError("where: give both a and b, or neither (where(cond) lists the "
-                        "positions where cond is True)")
+        raise TypeError("where: give both input and other, or neither (where(condition) "
+                        "lists the positions where condition is True)")
     if isinstance(cond, Tensor) and cond._dtype is dtypes.uint8:  # as PyTorch 2.13
         warn_user("where received a uint8 condition tensor: deprecated (as in PyTorch); "
                   "use a bool condition (cond.bool())")

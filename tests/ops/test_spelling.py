@@ -87,6 +87,10 @@ KEYWORDS = [
     ("bitwise_xor(other=)", lambda lib, x: x.long().bitwise_xor(other=x.long())),
     ("split(split_size=, dim=)", lambda lib, x: x.split(split_size=2, dim=1)[0]),
     ("norm(dim=, dtype=)", lambda lib, x: x.norm(dim=1, dtype=lib.float64)),
+    ("torch.where(condition=, input=, other=)",
+     lambda lib, x: lib.where(condition=x > 2, input=x, other=-x)),
+    ("F.cosine_similarity(x1=, x2=)",
+     lambda lib, x: lib.nn.functional.cosine_similarity(x1=x, x2=x + 1, dim=1)),
 ]
 
 
