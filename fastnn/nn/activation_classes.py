@@ -87,9 +87,21 @@ class LeakyReLU(Activation):
     def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
         super().__init__("leaky_relu", negative_slope)
         self.inplace = bool(inplace)
+        self._given_slope = as_given(self.slope, negative_slope)
+
+    @property
+    def negative_slope(self):
+        """PyTorch's attribute (``kaiming_normal_(w, a=m.negative_slope)`` reads it), as
+        given; setting it changes the slope the layer applies."""
+        return self._given_slope
+
+    @negative_slope.setter
+    def negative_slope(self, value) -> None:
+        self.slope = real("LeakyReLU", "negative_slope", value)
+        self._given_slope = as_given(self.slope, value)
 
     def extra_repr(self) -> str:
-        return inplace_repr(self.inplace, f"negative_slope={self.slope}")
+        return inplace_repr(self.inplace, f"negative_slope={self.negative_slope}")
 
     FORWARD_IS_KIND = True
 

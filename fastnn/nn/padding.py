@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numbers
 
-from fastnn.api.args import real
+from fastnn.api.args import as_given, real
 from fastnn.nn.module import Module, check_tensor
 from fastnn.ops.joining import pad
 
@@ -33,7 +33,7 @@ class _Pad(Module):
             raise ValueError(f"{name}: padding must be an int or {sides} ints, got "
                              f"{padding!r}")
         self.padding = tuple(int(p) for p in padding)
-        self.value = real(name, "value", value)
+        self.value = as_given(real(name, "value", value), value)
 
     def extra_repr(self) -> str:
         if self.MODE == "constant" and not type(self).__name__.startswith("Zero"):
