@@ -37,8 +37,11 @@ from fastnn.api.registry import backends
 from fastnn.autocast_mode import (
     autocast,
     clear_autocast_cache,
+    get_autocast_cpu_dtype,
     get_autocast_dtype,
+    get_autocast_gpu_dtype,
     is_autocast_cache_enabled,
+    is_autocast_cpu_enabled,
     is_autocast_enabled,
     set_autocast_cache_enabled,
     set_autocast_dtype,
@@ -171,7 +174,8 @@ __all__ = [
     "inference_mode", "is_inference_mode_enabled", "is_anomaly_enabled", "set_anomaly_enabled",
     "autocast", "clear_autocast_cache", "get_autocast_dtype", "is_autocast_cache_enabled",
     "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_dtype",
-    "set_autocast_enabled",
+    "set_autocast_enabled", "get_autocast_gpu_dtype", "get_autocast_cpu_dtype",
+    "is_autocast_cpu_enabled",
     *(name for name in _SUBMODULES if name != "data"),  # (fastnn.data: torch.utils.data)
     "UncertifiedBackendWarning", "pi", "e", "inf", "nan", "newaxis", *_LAZY,
 ]
