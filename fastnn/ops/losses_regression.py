@@ -152,10 +152,12 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
 
 
 @public()
-def cosine_embedding_loss(a: Tensor, b: Tensor, y: Tensor, margin: float = 0.0,
+def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
                           size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
-    """1 - cos(a, b) where y = 1, max(0, cos(a, b) - margin) where y = -1 (cos over dim 1,
-    with PyTorch's 1e-12 in the norms)."""
+    """1 - cos(a, b) where y = 1, max(0, cos(a, b) - margin) where y = -1 (a, b, y:
+    PyTorch's input1, input2 and target; cos over dim 1, with PyTorch's 1e-12 in the
+    norms)."""
+    a, b, y = input1, input2, target
     reduction = reduction_of("cosine_embedding_loss", size_average, reduce, reduction)
     same_shape("cosine_embedding_loss", a, b)
     if not isinstance(y, Tensor):
