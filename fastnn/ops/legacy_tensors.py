@@ -21,10 +21,11 @@ from __future__ import annotations
 import numbers
 
 from fastnn.api import dtypes
+from fastnn.api.device import set_default_device
 from fastnn.autograd import variable
-from fastnn.ops.aliases import _TYPE_NAMES
+from fastnn.ops.aliases import _BY_TYPE_NAME, _TYPE_NAMES
 from fastnn.ops.creation import empty
-from fastnn.ops.table import METHODS
+from fastnn.ops.table import METHODS, public
 from fastnn.ops.tensor import Tensor, tensor
 from fastnn.settings import Size
 
@@ -102,5 +103,23 @@ ShortTensor = _typed("ShortTensor", dtypes.int16)
 IntTensor = _typed("IntTensor", dtypes.int32)
 LongTensor = _typed("LongTensor", dtypes.int64)
 BoolTensor = _typed("BoolTensor", dtypes.bool_)
+
+@public(top=True, functional=False)
+def set_default_tensor_type(t) -> None:
+    """PyTorch's older ``set_default_tensor_type``: the default dtype from a legacy type
+    (``torch.DoubleTensor``, or its name ``'torch.DoubleTensor'``); a cuda type name
+    (``'torch.cuda.FloatTensor'``) makes cuda the default device too."""
+    if isinstance(t, str):
+        dtype = _BY_TYPE_NAME.get(t.rpartition(".")[2])
+    else:
+        dtype = getattr(t, "dtype", None) if isinstance(t, _Typed) else None
+    if dtype is None:
+        raise TypeError(f"set_default_tensor_type: expected a legacy tensor type such as "
+                        f"torch.FloatTensor or 'torch.DoubleTensor', got {t!r}; or call "
+                        f"set_default_dtype(dtype)")
+    dtypes.set_default_dtype(dtype)  # (refuses an integer type, as PyTorch's)
+    if isinstance(t, str) and ".cuda." in t:
+        set_default_device("cuda")
+
 
 variable.TENSOR.append(Tensor)  # (torch.autograd.Variable: isinstance asks the tensor class)
