@@ -241,3 +241,30 @@ def test_layers_are_instances_of_pytorchs_bases_as_pytorchs_are(owner, base):
                 differ.append(f"{name}: PyTorch {issubclass(t, theirs)}, fastnn "
                               f"{issubclass(f, ours)}")
     assert not differ, "\n".join(differ)
+
+
+def test_helpers_scripts_import_from_pytorchs_submodules():
+    """consume_prefix_in_state_dict_if_present (loading a DistributedDataParallel
+    checkpoint into the bare model) and module._addindent (custom reprs) were missing."""
+    torch = pytest.importorskip("torch")
+    import collections
+
+    from fastnn.nn.modules.module import _addindent, _IncompatibleKeys
+
+    from fastnn.nn.modules.utils import consume_prefix_in_state_dict_if_present
+
+    theirs_utils = importlib.import_module("torch.nn.modules.utils")
+    theirs_module = importlib.import_module("torch.nn.modules.module")
+    for text in ("one line", "a\nb\n  c"):
+        assert _addindent(text, 4) == theirs_module._addindent(text, 4)
+    wrapped = torch.nn.Sequential(collections.OrderedDict(
+        module=torch.nn.Sequential(torch.nn.Linear(2, 2)))).state_dict()
+    for strip in (consume_prefix_in_state_dict_if_present,
+                  theirs_utils.consume_prefix_in_state_dict_if_present):
+        state = collections.OrderedDict(wrapped)
+        state._metadata = dict(wrapped._metadata)
+        strip(state, "module.")
+        assert list(state) == ["0.weight", "0.bias"] and sorted(state._metadata) == ["", "0"]
+    model = nn.Sequential(nn.Linear(2, 2))
+    result = model.load_state_dict({k: v.numpy() for k, v in state.items()})
+    assert isinstance(result, _IncompatibleKeys) and not result.missing_keys

@@ -21,6 +21,7 @@ from fastnn.nn.batchnorm import _BatchNorm
 from fastnn.nn.conv_transpose import _ConvTranspose
 from fastnn.nn.lazy import LazyModuleMixin
 from fastnn.nn.loss import _Loss, _WeightedLoss
+from fastnn.nn.module_state import IncompatibleKeys
 from fastnn.nn.modules import utils
 from fastnn.nn.norm_groups import _InstanceNorm
 from fastnn.nn.padding import _CircularPadNd, _ConstantPadNd, _ReflectionPadNd, _ReplicationPadNd
@@ -54,11 +55,18 @@ _NAMES.update(_Loss=_Loss, _WeightedLoss=_WeightedLoss, _BatchNorm=_BatchNorm,
               _CircularPadNd=_CircularPadNd)
 globals().update(_NAMES)
 
+# the helpers PyTorch's submodules hold beside the layers, that scripts import from there
+_HELPERS = {
+    "module": {"_addindent": utils._addindent, "_IncompatibleKeys": IncompatibleKeys},
+    "container": {"_addindent": utils._addindent},
+}
+
 for _name in SUBMODULES:
     _module = types.ModuleType(f"{__name__}.{_name}", f"torch.nn.modules.{_name}'s names "
                                f"(every layer of fastnn.nn and the bases; see "
                                f"fastnn.nn.modules)")
     _module.__dict__.update(_NAMES)
+    _module.__dict__.update(_HELPERS.get(_name, {}))
     sys.modules[_module.__name__] = _module
     globals()[_name] = _module
 
