@@ -91,6 +91,8 @@ KEYWORDS = [
      lambda lib, x: lib.where(condition=x > 2, input=x, other=-x)),
     ("F.cosine_similarity(x1=, x2=)",
      lambda lib, x: lib.nn.functional.cosine_similarity(x1=x, x2=x + 1, dim=1)),
+    ("torch.searchsorted(sorted_sequence=, input=)",
+     lambda lib, x: lib.searchsorted(sorted_sequence=x[0], input=x[1] - 2.5, right=True)),
     ("F.cosine_embedding_loss(input1=, input2=, target=)",
      lambda lib, x: lib.nn.functional.cosine_embedding_loss(
          input1=x, input2=x.flip(1), target=lib.tensor([1.0, -1.0]), margin=0.1)),
