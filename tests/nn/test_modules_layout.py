@@ -268,3 +268,28 @@ def test_helpers_scripts_import_from_pytorchs_submodules():
     model = nn.Sequential(nn.Linear(2, 2))
     result = model.load_state_dict({k: v.numpy() for k, v in state.items()})
     assert isinstance(result, _IncompatibleKeys) and not result.missing_keys
+
+
+def test_transformer_helpers_are_where_pytorch_has_them():
+    """Code that builds its own transformer stacks imports _get_clones,
+    _get_activation_fn and _generate_square_subsequent_mask from
+    torch.nn.modules.transformer."""
+    pytest.importorskip("torch")
+    from fastnn.nn.modules.transformer import (
+        _generate_square_subsequent_mask,
+        _get_activation_fn,
+        _get_clones,
+    )
+
+    theirs = importlib.import_module("torch.nn.modules.transformer")
+    layer = nn.Linear(2, 2)
+    clones = _get_clones(layer, 3)
+    assert isinstance(clones, nn.ModuleList) and len(clones) == 3
+    assert clones[0] is not layer and clones[0].weight is not layer.weight
+    np.testing.assert_array_equal(clones[1].weight.detach().numpy(),
+                                  layer.weight.detach().numpy())
+    assert _get_activation_fn("gelu") is fnn.nn.functional.gelu
+    with pytest.raises(RuntimeError, match="activation should be relu/gelu, not tanh"):
+        _get_activation_fn("tanh")
+    np.testing.assert_array_equal(_generate_square_subsequent_mask(4).numpy(),
+                                  theirs._generate_square_subsequent_mask(4).numpy())

@@ -59,6 +59,10 @@ globals().update(_NAMES)
 _HELPERS = {
     "module": {"_addindent": utils._addindent, "_IncompatibleKeys": IncompatibleKeys},
     "container": {"_addindent": utils._addindent},
+    "transformer": {"_get_clones": utils._get_clones,
+                    "_get_activation_fn": utils._get_activation_fn,
+                    "_generate_square_subsequent_mask":
+                        _nn.Transformer.generate_square_subsequent_mask},
 }
 
 for _name in SUBMODULES:

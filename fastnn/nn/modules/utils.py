@@ -54,3 +54,22 @@ def _addindent(text: str, spaces: int) -> str:
     if not rest:
         return text
     return "\n".join([first] + [" " * spaces + line for line in rest])
+
+
+def _get_clones(module, n: int):
+    """A ModuleList of ``n`` deep copies of ``module`` (torch.nn.modules.transformer's,
+    which code that builds its own transformer stacks imports)."""
+    import copy
+
+    from fastnn.nn.lists import ModuleList
+
+    return ModuleList([copy.deepcopy(module) for _ in range(n)])
+
+
+def _get_activation_fn(activation: str):
+    """F.relu or F.gelu by name (torch.nn.modules.transformer's)."""
+    from fastnn import functional
+
+    if activation in ("relu", "gelu"):
+        return getattr(functional, activation)
+    raise RuntimeError(f"activation should be relu/gelu, not {activation}")
