@@ -37,8 +37,11 @@ from fastnn.api.registry import backends
 from fastnn.autocast_mode import (
     autocast,
     clear_autocast_cache,
+    get_autocast_cpu_dtype,
     get_autocast_dtype,
+    get_autocast_gpu_dtype,
     is_autocast_cache_enabled,
+    is_autocast_cpu_enabled,
     is_autocast_enabled,
     set_autocast_cache_enabled,
     set_autocast_dtype,
@@ -139,7 +142,7 @@ __version__ = _installed_version()
 # the submodules loaded on first use (__getattr__ below), to keep import light
 _SUBMODULES = ("nn", "optim", "data", "utils", "linalg", "special", "testing", "distributions",
                "func", "distributed", "onnx", "profiler", "compiler", "jit", "version",
-               "multiprocessing")
+               "multiprocessing", "serialization")
 
 _LAZY = {  # name -> the module it is loaded from on first use (__getattr__ below)
     "save": "fastnn.checkpoint", "load": "fastnn.checkpoint",
@@ -171,7 +174,8 @@ __all__ = [
     "inference_mode", "is_inference_mode_enabled", "is_anomaly_enabled", "set_anomaly_enabled",
     "autocast", "clear_autocast_cache", "get_autocast_dtype", "is_autocast_cache_enabled",
     "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_dtype",
-    "set_autocast_enabled",
+    "set_autocast_enabled", "get_autocast_gpu_dtype", "get_autocast_cpu_dtype",
+    "is_autocast_cpu_enabled",
     *(name for name in _SUBMODULES if name != "data"),  # (fastnn.data: torch.utils.data)
     "UncertifiedBackendWarning", "pi", "e", "inf", "nan", "newaxis", *_LAZY,
 ]
@@ -190,6 +194,11 @@ def __getattr__(name):
     if name in _NOT_HERE:
         raise AttributeError(f"module 'fastnn' has no attribute {name!r}: PyTorch's "
                              f"torch.{name} {_NOT_HERE[name]}")
+    if name in _SPARSE:
+        raise AttributeError(f"module 'fastnn' has no attribute {name!r}: PyTorch's "
+                             f"torch.{name} makes or needs sparse tensors, and fastnn's "
+                             f"tensors are dense only (no sparse layouts); keep the data "
+                             f"dense")
     if name in _COMPLEX:
         raise AttributeError(f"module 'fastnn' has no attribute {name!r}: fastnn has no "
                              f"complex dtypes. Rotary embeddings (torch.polar, "
@@ -211,6 +220,10 @@ _NOT_HERE = {
     "signal": "has window functions only; fastnn has hann_window and its siblings at the "
               "top level",
 }
+
+_SPARSE = {"sparse_coo_tensor", "sparse_csr_tensor", "sparse_csc_tensor", "sparse_bsr_tensor",
+           "sparse_bsc_tensor", "sparse_compressed_tensor", "sparse_coo", "sparse_csr",
+           "sparse_csc", "sparse_bsr", "sparse_bsc", "smm", "hspmm", "sspaddmm"}  # PyTorch's
 
 _COMPLEX = {"polar", "view_as_complex", "view_as_real", "complex", "complex32", "complex64",
             "complex128", "cfloat", "cdouble", "chalf"}  # PyTorch's complex names

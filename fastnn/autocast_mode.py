@@ -58,6 +58,22 @@ def get_autocast_dtype(device_type: str):
     return state.dtypes.get(name) or autocasting.default_dtype(name)
 
 
+def get_autocast_gpu_dtype():
+    """PyTorch's older spelling of ``get_autocast_dtype("cuda")`` (which Hugging Face's
+    attention code still calls)."""
+    return get_autocast_dtype("cuda")
+
+
+def get_autocast_cpu_dtype():
+    """PyTorch's older spelling of ``get_autocast_dtype("cpu")``."""
+    return get_autocast_dtype("cpu")
+
+
+def is_autocast_cpu_enabled() -> bool:
+    """PyTorch's older spelling of ``is_autocast_enabled("cpu")``."""
+    return is_autocast_enabled("cpu")
+
+
 def set_autocast_enabled(device_type, enabled=None) -> None:
     """PyTorch's ``set_autocast_enabled(device_type, enabled)`` (or ``(enabled)``: cuda)."""
     if enabled is None:
@@ -254,6 +270,7 @@ cpu_autocast.__name__ = cpu_autocast.__qualname__ = "autocast"
 
 __all__ = [
     "autocast", "clear_autocast_cache", "custom_bwd", "custom_fwd", "get_autocast_dtype",
+    "get_autocast_cpu_dtype", "get_autocast_gpu_dtype", "is_autocast_cpu_enabled",
     "is_autocast_available",
     "is_autocast_cache_enabled", "is_autocast_enabled", "set_autocast_cache_enabled",
     "set_autocast_dtype", "set_autocast_enabled",

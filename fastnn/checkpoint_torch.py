@@ -116,6 +116,11 @@ ALLOWED = {
 }
 
 
+#: (module, name) -> a class or function a script allowed by name, as PyTorch's
+#: ``torch.serialization.add_safe_globals`` allows it (see :mod:`fastnn.serialization`)
+USER_ALLOWED: dict = {}
+
+
 class _Reader(pickle._Unpickler):
     """Python's own unpickler (its opcode table can be changed, the C one's cannot) with
     every name looked up in the table and BUILD (which sets attributes on an object made
@@ -128,9 +133,12 @@ class _Reader(pickle._Unpickler):
         super().__init__(io.BytesIO(data))
         self._archive, self._prefix, self._swap = archive, prefix, swap
         self._storages: dict = {}
-        self._allowed = {**ALLOWED, **_dtypes()}
+        self._allowed = {**ALLOWED, **_dtypes(), **USER_ALLOWED}
+        self._user_types = {v for v in USER_ALLOWED.values() if isinstance(v, type)}
 
     def _build(self):
+        if type(self.stack[-2]) in self._user_types:  # an object of a class the script
+            return pickle._Unpickler.load_build(self)  # allowed: its own __setstate__
         state = self.stack.pop()
         inst = self.stack[-1]
         if type(inst) is not collections.OrderedDict or not isinstance(state, dict) or not all(
@@ -231,8 +239,9 @@ def read(f, label: str):
                     f"load: {label} holds a pickled {message}, which fastnn does not "
                     "rebuild: it reads torch.save files of tensors, dicts, lists, numbers "
                     "and strings only (PyTorch's weights_only=True), never running code "
-                    "from a file. With PyTorch, save the object's state_dict() instead") \
-                    from None
+                    "from a file. With PyTorch, save the object's state_dict() instead; "
+                    "or, if you trust the file, allow the name first: "
+                    f"fastnn.serialization.add_safe_globals([{message}])") from None
             raise ValueError(f"load: {label} is a corrupt torch.save file: {message}") \
                 from None
         except (EOFError, ValueError, TypeError, IndexError, KeyError,

@@ -35,6 +35,20 @@ def test_the_pytorch_names():
     assert fnn.cpu.is_available() and fnn.cpu.device_count() == 1
 
 
+def test_pytorchs_older_autocast_names():
+    """torch.get_autocast_gpu_dtype() (Hugging Face's attention code), get_autocast_cpu_dtype
+    and is_autocast_cpu_enabled were missing."""
+    torch = pytest.importorskip("torch")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in ("get_autocast_gpu_dtype", "get_autocast_cpu_dtype"):
+            assert getattr(fnn, name)().name == str(getattr(torch, name)()).split(".")[-1]
+        assert fnn.is_autocast_cpu_enabled() is torch.is_autocast_cpu_enabled() is False
+        with fnn.autocast("cpu"), torch.autocast("cpu"):
+            assert fnn.is_autocast_cpu_enabled() is torch.is_autocast_cpu_enabled() is True
+            assert fnn.get_autocast_cpu_dtype() is fnn.bfloat16
+
+
 def test_state_inside_and_after_a_region():
     with _region() as region:
         assert region.device == "cpu"

@@ -104,6 +104,37 @@ def test_a_pickled_module_is_refused_by_its_class_name(tmp_path):
         fnn.load(tmp_path / "whole.pt")
 
 
+def test_names_a_script_allows_load_as_with_pytorchs_safe_globals(tmp_path):
+    """A checkpoint holding a NumPy scalar (a best accuracy) and the run's argparse
+    Namespace loads after torch.serialization.add_safe_globals, as PyTorch's weights_only
+    load does; fastnn had no torch.serialization and refused the names."""
+    import argparse
+
+    torch = pytest.importorskip("torch")
+    numpy_names = [np._core.multiarray.scalar, np.dtype, np.dtypes.Float64DType]
+    state = {"w": torch.ones(2), "best": np.float64(0.5),
+             "args": argparse.Namespace(lr=0.1, name="run")}
+    torch.save(state, tmp_path / "run.pt")
+    with pytest.raises(ValueError, match=r"add_safe_globals\(\[numpy\._core\.multiarray"):
+        fnn.load(tmp_path / "run.pt")
+    for lib in (torch, fnn):
+        with lib.serialization.safe_globals(numpy_names + [argparse.Namespace]):
+            loaded = lib.load(tmp_path / "run.pt", weights_only=True)
+        assert loaded["best"] == 0.5 and type(loaded["best"]) is np.float64
+        assert vars(loaded["args"]) == {"lr": 0.1, "name": "run"}
+        assert argparse.Namespace not in lib.serialization.get_safe_globals()
+    with pytest.raises(ValueError, match="holds a pickled numpy"):
+        fnn.load(tmp_path / "run.pt")  # the with block's names are gone again
+    fnn.serialization.add_safe_globals(numpy_names + [argparse.Namespace])
+    try:
+        assert fnn.load(tmp_path / "run.pt")["args"].lr == 0.1
+        assert set(fnn.serialization.get_safe_globals()) == set(numpy_names +
+                                                                [argparse.Namespace])
+    finally:
+        fnn.serialization.clear_safe_globals()
+    assert fnn.serialization.save is fnn.save and fnn.serialization.load is fnn.load
+
+
 class _Runs:
     def __reduce__(self):
         import os

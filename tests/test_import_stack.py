@@ -23,7 +23,7 @@ LAYERS = {
     "onnx": 2, "compiler": 5, "jit": 5, "version": 2,
     "amp": 2, "derivatives": 2, "special": 2, "autocast_mode": 2, "cpu": 2,
     "nn": 3, "distributions": 3, "func": 3, "checkpoint": 3, "checkpoint_files": 3,
-    "checkpoint_format": 3, "checkpoint_torch": 3, "multiprocessing": 2,
+    "checkpoint_format": 3, "checkpoint_torch": 3, "serialization": 3, "multiprocessing": 2,
     "optim": 4, "data": 4, "distributed": 5, "capture": 5,
     "cli": 6, "conformance": 6, "shadowing": 6, "profiler": 6,
     # a sub-package above its package's layer (torch.nn.parallel needs torch.distributed)

@@ -128,6 +128,9 @@ def test_device_spec_compares_with_devices_and_strings():
     assert fnn.zeros(1).device == fnn.device("cpu")
     assert hash(fnn.device("cpu")) == hash(fnn.device("cpu:0"))
     assert repr(fnn.device("cuda", 1)) == "device(type='cuda', index=1)"
+    # a tensor's device prints as PyTorch's too (it printed device('cpu'))
+    assert repr(fnn.zeros(1).device) == repr(torch.zeros(1).device) == "device(type='cpu')"
+    assert repr([fnn.zeros(1).device]) == repr([torch.zeros(1).device])
     assert fnn.zeros(2, device=fnn.device("cpu")).device == "cpu"
     assert fnn.zeros(2).to(fnn.device("cpu")).device == "cpu"
     with pytest.raises(ValueError, match="device: bad device string 'cuda:x'"):
@@ -202,3 +205,24 @@ def test_complex_names_say_fastnn_has_no_complex_dtypes():
             getattr(fnn, name)
     with pytest.raises(AttributeError, match=r"no attribute 'no_such_name'$"):
         _ = fnn.no_such_name
+
+
+def test_sparse_names_say_fastnn_is_dense_only():
+    """torch.sparse_coo_tensor, x.to_sparse() gave bare AttributeErrors; what holds for a
+    dense tensor (x.to_dense(), torch.spmm of dense operands, sparse_dim) answers as
+    PyTorch's."""
+    for name in ("sparse_coo_tensor", "sparse_csr_tensor", "sparse_coo", "hspmm"):
+        assert not hasattr(fnn, name)
+        with pytest.raises(AttributeError, match=f"{name!r}: .*dense only"):
+            getattr(fnn, name)
+    x = fnn.tensor([[1.0, 0.0], [2.0, 3.0]])
+    for method in ("to_sparse", "to_sparse_csr", "coalesce"):
+        with pytest.raises(NotImplementedError, match=f"{method}\\(\\): fastnn's tensors are "
+                                                      "dense only"):
+            getattr(x, method)()
+    torch = pytest.importorskip("torch")
+    t = torch.tensor(x.numpy())
+    np.testing.assert_array_equal(fnn.spmm(x, x).numpy(), torch.spmm(t, t).numpy())
+    assert x.to_dense() is x and t.to_dense() is t
+    assert x.to_dense(dtype=fnn.float64).dtype == fnn.float64
+    assert (x.sparse_dim(), x.dense_dim()) == (t.sparse_dim(), t.dense_dim())

@@ -57,6 +57,14 @@ def real(owner: str, name: str, value) -> float:
     return float(value)
 
 
+def as_given(checked: float, value):
+    """``value`` itself when it is a Python int, else ``checked`` (its checked float): a
+    layer keeps a hyperparameter as PyTorch's does, as given, so that its repr reads as
+    PyTorch's (``Softplus(beta=2)``, not ``beta=2.0``). The functional ops take floats of
+    it again, so nothing below the layer sees an int."""
+    return value if type(value) is int else checked
+
+
 def flag(owner: str, name: str, value) -> bool:
     """``value`` when it is a bool (Python's or NumPy's); else TypeError naming ``owner`` and
     ``name``, so that ``bias="no"`` is not taken as true."""

@@ -43,7 +43,10 @@ class Device:
             )
 
     def __repr__(self) -> str:
-        return f"device({self._str!r})"
+        # PyTorch's form (``device(type='cpu')``, ``device(type='cuda', index=1)``), the
+        # index shown where the name shows it
+        index = f", index={self.index}" if ":" in self._str else ""
+        return f"device(type={self.type!r}{index})"
 
     def __str__(self) -> str:
         return self._str

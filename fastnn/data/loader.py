@@ -120,7 +120,8 @@ class DataLoader:
         dataset."""
         if self._sampler is not None or self.iterable:
             return self._sampler
-        return LoaderOrder(self) if self.shuffle else SequentialSampler(self.dataset)
+        return self._kept("sampler", (self.shuffle, self.dataset), lambda: (
+            LoaderOrder(self) if self.shuffle else SequentialSampler(self.dataset)))
 
     @property
     def batch_sampler(self):
@@ -129,7 +130,19 @@ class DataLoader:
         dataset."""
         if self._batch_sampler is not None or self.batch_size is None or self.iterable:
             return self._batch_sampler
-        return BatchSampler(self.sampler, self.batch_size, self.drop_last)
+        sampler = self.sampler
+        return self._kept("batch_sampler", (sampler, self.batch_size, self.drop_last),
+                          lambda: BatchSampler(sampler, self.batch_size, self.drop_last))
+
+    def _kept(self, name: str, settings: tuple, make):
+        """The loader's own sampler ``name``, made once and kept while the settings it was
+        made from stay (PyTorch's loader holds one object: ``loader.sampler is
+        loader.sampler``, and what a script sets on it stays)."""
+        kept = self.__dict__.setdefault("_made", {}).get(name)
+        if kept is None or len(kept[0]) != len(settings) or any(
+                a is not b and a != b for a, b in zip(kept[0], settings)):
+            kept = self._made[name] = (settings, make())
+        return kept[1]
 
     @property
     def shard(self):

@@ -12,7 +12,9 @@ data-dependent control flow (which PyTorch's vmap rejects).
 
 What differs from PyTorch's:
 
-- a mapped dimension of size 0 raises (there is no call to learn the output's shape from);
+- a mapped dimension of size 0 calls ``func`` once, on zeros shaped as one example, to
+  learn the outputs' structure, shapes and dtypes (PyTorch's one batched call sees no
+  example either); the default generator is left as it was, and the outputs are empty;
 - ``out_dims=None`` for an output returns the first call's value if every call returned
   the same object or equal values, and raises PyTorch's error otherwise (a value that does
   not depend on the mapped inputs is equal across calls);
@@ -100,10 +102,6 @@ def _batched_inputs(func, in_dims, args: tuple) -> tuple[int, list, list, object
     if any(size != sizes[0] for size in sizes):
         raise ValueError("vmap: Expected all tensors to have the same size in the mapped "
                          f"dimension, got sizes {sizes} for the mapped dimension")
-    if sizes[0] == 0:
-        raise ValueError(f"vmap({name}): the mapped dimension has size 0; fastnn's vmap calls "
-                         f"{name} once per index and cannot infer the output's shape from "
-                         "no call")
     return sizes[0], flat_dims, flat_args, spec
 
 
@@ -128,8 +126,9 @@ def _same_across(values: list) -> bool:
     return True
 
 
-def _stacked_outputs(func, results: list, out_dims):
-    """The calls' results stacked leaf by leaf along their out_dim."""
+def _stacked_outputs(func, results: list, out_dims, empty: bool = False):
+    """The calls' results stacked leaf by leaf along their out_dim (``empty``: the one
+    result of a size-0 batch's probe call, whose stack keeps none of it)."""
     name = _name(func)
     flat, spec = pytree.flatten(results[0])
     columns = [[leaf] for leaf in flat]
@@ -165,7 +164,8 @@ def _stacked_outputs(func, results: list, out_dims):
                 raise ValueError(f"vmap({name}, ...): `{name}` must only return Tensors, got "
                                  f"type {type(value)}. Did you mean to set out_dims= to None "
                                  "for output?")
-        stacked.append(stack(column, dim=out_dim))
+        out = stack(column, dim=out_dim)
+        stacked.append(out.narrow(out_dim, 0, 0) if empty else out)
     return pytree.unflatten(stacked, spec)
 
 
@@ -193,6 +193,18 @@ def _randomness(mode: str):
     yield restart
 
 
+def _example_call(func, flat_args, flat_dims, spec, kwargs, randomness: str):
+    """``func`` on zeros shaped as one example of a size-0 batch, to learn what it returns;
+    the default generator is left as it was (the batch draws no numbers)."""
+    examples = [arg if dim is None else arg.new_zeros(arg.shape[:dim] + arg.shape[dim + 1:])
+                for arg, dim in zip(flat_args, flat_dims)]
+    with _randomness("error" if randomness == "error" else "same") as restart:
+        try:
+            return func(*pytree.unflatten(examples, spec), **kwargs)
+        finally:
+            restart()
+
+
 def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     """``func`` mapped over a dimension of its inputs: ``vmap(f)(x)[i] == f(x[i])``.
 
@@ -214,6 +226,9 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     @functools.wraps(func)
     def wrapped(*args, **kwargs):
         size, flat_dims, flat_args, spec = _batched_inputs(func, in_dims, args)
+        if size == 0:
+            return _stacked_outputs(func, [_example_call(func, flat_args, flat_dims, spec,
+                                                         kwargs, randomness)], out_dims, True)
         results = []
         with _randomness(randomness) as restart:
             for index in range(size):

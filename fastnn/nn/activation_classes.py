@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numbers
 
-from fastnn.api.args import real
+from fastnn.api.args import as_given, real
 from fastnn.nn.activation import Activation, implicit_dim, last_axis
 from fastnn.nn.module import Module, check_tensor
 from fastnn.ops import activations, nnops
@@ -87,9 +87,21 @@ class LeakyReLU(Activation):
     def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
         super().__init__("leaky_relu", negative_slope)
         self.inplace = bool(inplace)
+        self._given_slope = as_given(self.slope, negative_slope)
+
+    @property
+    def negative_slope(self):
+        """PyTorch's attribute (``kaiming_normal_(w, a=m.negative_slope)`` reads it), as
+        given; setting it changes the slope the layer applies."""
+        return self._given_slope
+
+    @negative_slope.setter
+    def negative_slope(self, value) -> None:
+        self.slope = real("LeakyReLU", "negative_slope", value)
+        self._given_slope = as_given(self.slope, value)
 
     def extra_repr(self) -> str:
-        return inplace_repr(self.inplace, f"negative_slope={self.slope}")
+        return inplace_repr(self.inplace, f"negative_slope={self.negative_slope}")
 
     FORWARD_IS_KIND = True
 
@@ -130,8 +142,8 @@ class Softplus(Activation):
 
     def __init__(self, beta: float = 1.0, threshold: float = 20.0):
         super().__init__("softplus")
-        self.beta = real("Softplus", "beta", beta)
-        self.threshold = real("Softplus", "threshold", threshold)
+        self.beta = as_given(real("Softplus", "beta", beta), beta)
+        self.threshold = as_given(real("Softplus", "threshold", threshold), threshold)
 
     def extra_repr(self) -> str:
         return f"beta={self.beta}, threshold={self.threshold}"
@@ -165,7 +177,7 @@ class ELU(_Composed):
 
     def __init__(self, alpha: float = 1.0, inplace: bool = False):
         super().__init__()
-        self.alpha = real("ELU", "alpha", alpha)
+        self.alpha = as_given(real("ELU", "alpha", alpha), alpha)
         self.inplace = bool(inplace)
 
     def extra_repr(self) -> str:
@@ -205,8 +217,8 @@ class Hardtanh(_Composed):
 
     def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
         super().__init__()
-        self.min_val = real("Hardtanh", "min_val", min_val)
-        self.max_val = real("Hardtanh", "max_val", max_val)
+        self.min_val = as_given(real("Hardtanh", "min_val", min_val), min_val)
+        self.max_val = as_given(real("Hardtanh", "max_val", max_val), max_val)
         if self.min_val > self.max_val:
             raise ValueError(f"Hardtanh: min_val {min_val} is above max_val {max_val}")
         self.inplace = bool(inplace)

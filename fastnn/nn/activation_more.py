@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numbers
 
-from fastnn.api.args import integer, real
+from fastnn.api.args import as_given, integer, real
 from fastnn.nn import init as nn_init
-from fastnn.nn.activation_classes import inplace_repr
+from fastnn.nn.activation_classes import Hardtanh, inplace_repr
 from fastnn.nn.module import Module, check_tensor
 from fastnn.nn.parameter import const_init
 from fastnn.ops import activations_more as act
@@ -44,10 +44,18 @@ class _InPlace(_Function):
         return getattr(act, self.FUNCTION)(x, inplace=self.inplace)
 
 
-class ReLU6(_InPlace):
-    """min(max(x, 0), 6)."""
+class ReLU6(Hardtanh):
+    """min(max(x, 0), 6): a Hardtanh(0, 6), as PyTorch's (``isinstance(m, nn.Hardtanh)``
+    holds for it, as scripts that fold clipping layers expect)."""
 
-    FUNCTION = "relu6"
+    def __init__(self, inplace: bool = False):
+        super().__init__(0.0, 6.0, inplace)
+
+    def extra_repr(self) -> str:
+        return inplace_repr(self.inplace)
+
+    def _fn(self, x, inplace):
+        return act.relu6(x, inplace=inplace)
 
 
 class Hardsigmoid(_InPlace):
@@ -103,7 +111,7 @@ class Softshrink(_Function):
 
     def __init__(self, lambd: float = 0.5):
         super().__init__()
-        self.lambd = real("Softshrink", "lambd", lambd)
+        self.lambd = as_given(real("Softshrink", "lambd", lambd), lambd)
         if self.lambd < 0:
             raise ValueError(f"Softshrink: lambd must be >= 0, got {lambd}")
 
@@ -119,7 +127,7 @@ class Hardshrink(_Function):
 
     def __init__(self, lambd: float = 0.5):
         super().__init__()
-        self.lambd = real("Hardshrink", "lambd", lambd)
+        self.lambd = as_given(real("Hardshrink", "lambd", lambd), lambd)
 
     def extra_repr(self) -> str:
         return f"{self.lambd}"
@@ -133,8 +141,8 @@ class Threshold(_Function):
 
     def __init__(self, threshold: float, value: float, inplace: bool = False):
         super().__init__()
-        self.threshold = real("Threshold", "threshold", threshold)
-        self.value = real("Threshold", "value", value)
+        self.threshold = as_given(real("Threshold", "threshold", threshold), threshold)
+        self.value = as_given(real("Threshold", "value", value), value)
         self.inplace = bool(inplace)
 
     def _apply(self, x):
@@ -149,7 +157,7 @@ class CELU(_Function):
 
     def __init__(self, alpha: float = 1.0, inplace: bool = False):
         super().__init__()
-        self.alpha = real("CELU", "alpha", alpha)
+        self.alpha = as_given(real("CELU", "alpha", alpha), alpha)
         if self.alpha == 0:
             raise ValueError("CELU: alpha must be nonzero")
         self.inplace = bool(inplace)
@@ -166,7 +174,8 @@ class RReLU(_Function):
 
     def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False):
         super().__init__()
-        self.lower, self.upper = real("RReLU", "lower", lower), real("RReLU", "upper", upper)
+        self.lower = as_given(real("RReLU", "lower", lower), lower)
+        self.upper = as_given(real("RReLU", "upper", upper), upper)
         if self.lower > self.upper:
             raise ValueError(f"RReLU: lower {lower} is above upper {upper}")
         self.inplace = bool(inplace)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from fastnn.api import dtypes
-from fastnn.api.args import flag, integer, real
+from fastnn.api.args import as_given, flag, integer, real
 from fastnn.api.errors import ShapeError
 from fastnn.nn import init
 from fastnn.nn.module import Module, buffers_kept, check_tensor, const_init
@@ -74,8 +74,9 @@ class _BatchNorm(RunningStats):
         super().__init__()
         name = type(self).__name__
         self.num_features = integer(name, "num_features", num_features)
-        self.eps = real(name, "eps", eps)
-        self.momentum = None if momentum is None else real(name, "momentum", momentum)
+        self.eps = as_given(real(name, "eps", eps), eps)
+        self.momentum = None if momentum is None else as_given(real(name, "momentum", momentum),
+                                                              momentum)
         self.affine = bool(affine)
         self.track_running_stats = bool(track_running_stats)
         self._init_stats(affine, dtype, device, bias)

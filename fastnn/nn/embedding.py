@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from fastnn.api import dtypes
-from fastnn.api.args import integer
+from fastnn.api.args import as_given, integer
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn import init
 from fastnn.nn.module import Module, Parameter, check_tensor, tape_reverse, uniform_init
@@ -81,7 +81,7 @@ class Embedding(Module):
         if sparse:
             raise ValueError("Embedding: sparse=True (a sparse gradient) is not supported; "
                              "fastnn's gradients are dense, leave sparse=False")
-        self.max_norm, self.norm_type = max_norm, float(norm_type)
+        self.max_norm, self.norm_type = max_norm, as_given(float(norm_type), norm_type)
         self.scale_grad_by_freq, self.sparse = bool(scale_grad_by_freq), False
         self.weight = _table("Embedding", self.num_embeddings, self.embedding_dim,
                              self.padding_idx, _weight, dtype, device)
@@ -108,13 +108,20 @@ class Embedding(Module):
 
     def extra_repr(self) -> str:
         pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
-        norm = "" if self.max_norm is None else f", max_norm={self.max_norm}"
-        return f"{self.num_embeddings}, {self.embedding_dim}{pad}{norm}"
+        return f"{self.num_embeddings}, {self.embedding_dim}{pad}{_norm_repr(self)}"
 
     def forward(self, indices):
         _check_indices("Embedding", indices)
         return gathering.embedding(indices, self.weight, self.padding_idx, self.max_norm,
                                    self.norm_type, self.scale_grad_by_freq)
+
+
+def _norm_repr(table) -> str:
+    """PyTorch's repr of an embedding's max_norm, norm_type and scale_grad_by_freq, each
+    where it is not the default."""
+    return ("" if table.max_norm is None else f", max_norm={table.max_norm}") + (
+        "" if table.norm_type == 2 else f", norm_type={table.norm_type}") + (
+        ", scale_grad_by_freq=True" if table.scale_grad_by_freq else "")
 
 
 class EmbeddingBag(Module):
@@ -138,7 +145,7 @@ class EmbeddingBag(Module):
             raise ValueError("EmbeddingBag: sparse=True (a sparse gradient) is not supported; "
                              "fastnn's gradients are dense, leave sparse=False")
         self.padding_idx = _padding_index("EmbeddingBag", padding_idx, self.num_embeddings)
-        self.max_norm, self.norm_type = max_norm, float(norm_type)
+        self.max_norm, self.norm_type = max_norm, as_given(float(norm_type), norm_type)
         self.scale_grad_by_freq, self.mode, self.sparse = bool(scale_grad_by_freq), mode, False
         self.include_last_offset = bool(include_last_offset)
         self.weight = _table("EmbeddingBag", self.num_embeddings, self.embedding_dim,
@@ -165,7 +172,8 @@ class EmbeddingBag(Module):
 
     def extra_repr(self) -> str:
         pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
-        return f"{self.num_embeddings}, {self.embedding_dim}, mode='{self.mode}'{pad}"
+        return (f"{self.num_embeddings}, {self.embedding_dim}{_norm_repr(self)}, "
+                f"mode='{self.mode}'{pad}")
 
     def forward(self, input, offsets=None, per_sample_weights=None):
         _check_indices("EmbeddingBag", input)

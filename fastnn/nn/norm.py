@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from fastnn.api.args import flag, nonnegative
+from fastnn.api.args import as_given, flag, nonnegative
 from fastnn.autograd.grad_mode import no_grad
 from fastnn.nn import init
 from fastnn.nn.linear import check_features, sum_leading
@@ -35,7 +35,7 @@ class RMSDiv(Module):
 
     def __init__(self, eps: float = 1e-6):
         super().__init__()
-        self.eps = nonnegative(type(self).__name__, "eps", eps)
+        self.eps = as_given(nonnegative(type(self).__name__, "eps", eps), eps)
 
     def extra_repr(self) -> str:
         return f"eps={self.eps}"
@@ -100,7 +100,7 @@ class LayerNorm(Module):
         name = type(self).__name__
         self.normalized_shape = norms.normalized_shape_of(name, normalized_shape)
         self.features = math.prod(self.normalized_shape)
-        self.eps = nonnegative(name, "eps", eps)
+        self.eps = as_given(nonnegative(name, "eps", eps), eps)
         self.elementwise_affine = self.affine = flag(name, "elementwise_affine",
                                                      elementwise_affine)
         with_bias = flag(name, "bias", bias)

@@ -11,7 +11,7 @@ no buffer.
 
 from __future__ import annotations
 
-from fastnn.api.args import flag, integer, nonnegative, real
+from fastnn.api.args import as_given, flag, integer, nonnegative, real
 from fastnn.nn.batchnorm import RunningStats
 from fastnn.nn.module import Module, buffers_kept, check_tensor, const_init
 from fastnn.nn.norm import reset_affine
@@ -30,7 +30,7 @@ class GroupNorm(Module):
         if self.num_channels % self.num_groups:
             raise ValueError(f"GroupNorm: num_channels={num_channels} must be divisible by "
                              f"num_groups={num_groups}")
-        self.eps = nonnegative("GroupNorm", "eps", eps)
+        self.eps = as_given(nonnegative("GroupNorm", "eps", eps), eps)
         self.affine = flag("GroupNorm", "affine", affine)
         self._has_bias = self.affine and flag("GroupNorm", "bias", bias)
         shape = (self.num_channels,)
@@ -62,8 +62,9 @@ class _InstanceNorm(RunningStats):
         super().__init__()
         name = type(self).__name__
         self.num_features = integer(name, "num_features", num_features)
-        self.eps = nonnegative(name, "eps", eps)
-        self.momentum = None if momentum is None else real(name, "momentum", momentum)
+        self.eps = as_given(nonnegative(name, "eps", eps), eps)
+        self.momentum = None if momentum is None else as_given(real(name, "momentum", momentum),
+                                                              momentum)
         self.affine = flag(name, "affine", affine)
         self.track_running_stats = flag(name, "track_running_stats", track_running_stats)
         self._init_stats(affine, dtype, device, bias)
@@ -114,9 +115,9 @@ class LocalResponseNorm(Module):
     def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0):
         super().__init__()
         self.size = integer("LocalResponseNorm", "size", size)
-        self.alpha, self.beta = real("LocalResponseNorm", "alpha", alpha), \
-            real("LocalResponseNorm", "beta", beta)
-        self.k = real("LocalResponseNorm", "k", k)
+        self.alpha = as_given(real("LocalResponseNorm", "alpha", alpha), alpha)
+        self.beta = as_given(real("LocalResponseNorm", "beta", beta), beta)
+        self.k = as_given(real("LocalResponseNorm", "k", k), k)
 
     def extra_repr(self) -> str:
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import numbers
 
-from fastnn.api.args import real
+from fastnn.api.args import as_given, real
 from fastnn.nn.module import Module, check_tensor
 from fastnn.ops.joining import pad
 
 
 class _Pad(Module):
+    """A padding layer: ``F.pad(x, padding, MODE, value)`` over the last DIMS dims."""
+
     MODE = "constant"
     DIMS = 1
 
@@ -31,7 +33,7 @@ class _Pad(Module):
             raise ValueError(f"{name}: padding must be an int or {sides} ints, got "
                              f"{padding!r}")
         self.padding = tuple(int(p) for p in padding)
-        self.value = real(name, "value", value)
+        self.value = as_given(real(name, "value", value), value)
 
     def extra_repr(self) -> str:
         if self.MODE == "constant" and not type(self).__name__.startswith("Zero"):
@@ -47,10 +49,38 @@ class _Pad(Module):
         return pad(x, self.padding, self.MODE, self.value)
 
 
-def _layer(mode: str, dims: int, name: str, doc: str):
-    cls = type(name, (_Pad,), {"MODE": mode, "DIMS": dims, "__doc__": doc,
-                               "__module__": __name__})
-    if mode != "constant":
+class _ConstantPadNd(_Pad):
+    """The base of ConstantPad1d/2d/3d and ZeroPad1d/2d/3d (PyTorch's _ConstantPadNd)."""
+
+    MODE = "constant"
+
+
+class _ReflectionPadNd(_Pad):
+    """The base of ReflectionPad1d/2d/3d (PyTorch's _ReflectionPadNd)."""
+
+    MODE = "reflect"
+
+
+class _ReplicationPadNd(_Pad):
+    """The base of ReplicationPad1d/2d/3d (PyTorch's _ReplicationPadNd)."""
+
+    MODE = "replicate"
+
+
+class _CircularPadNd(_Pad):
+    """The base of CircularPad1d/2d/3d (PyTorch's _CircularPadNd)."""
+
+    MODE = "circular"
+
+
+# PyTorch's bases, which scripts test layers against (isinstance(m, _ReflectionPadNd))
+_BASES = {base.MODE: base for base in (_ConstantPadNd, _ReflectionPadNd, _ReplicationPadNd,
+                                       _CircularPadNd)}
+
+
+def _layer(dims: int, name: str, doc: str, base: type):
+    cls = type(name, (base,), {"DIMS": dims, "__doc__": doc, "__module__": __name__})
+    if base.MODE != "constant":
         def __init__(self, padding):
             _Pad.__init__(self, padding)
 
@@ -69,15 +99,17 @@ _WHAT = {"constant": "a constant ``value``", "reflect": "the reflection of the i
 _NAMES = {"constant": "ConstantPad", "reflect": "ReflectionPad", "replicate": "ReplicationPad",
           "circular": "CircularPad"}
 
-ZeroPad1d = _layer("constant", 1, "ZeroPad1d", "PyTorch's ZeroPad1d: pads the last dim "
-                                               "with zeros.")
-ZeroPad2d = _layer("constant", 2, "ZeroPad2d", "PyTorch's ZeroPad2d: pads the last 2 dims "
-                                               "with zeros.")
-ZeroPad3d = _layer("constant", 3, "ZeroPad3d", "PyTorch's ZeroPad3d: pads the last 3 dims "
-                                               "with zeros.")
 ConstantPad1d, ConstantPad2d, ConstantPad3d, ReflectionPad1d, ReflectionPad2d, \
     ReflectionPad3d, ReplicationPad1d, ReplicationPad2d, ReplicationPad3d, CircularPad1d, \
     CircularPad2d, CircularPad3d = (
-        _layer(mode, k, f"{_NAMES[mode]}{k}d",
-               f"PyTorch's {_NAMES[mode]}{k}d: pads the last {k} dim(s) with {_WHAT[mode]}.")
+        _layer(k, f"{_NAMES[mode]}{k}d",
+               f"PyTorch's {_NAMES[mode]}{k}d: pads the last {k} dim(s) with {_WHAT[mode]}.",
+               _BASES[mode])
         for mode in ("constant", "reflect", "replicate", "circular") for k in (1, 2, 3))
+# a ZeroPadNd is a ConstantPadNd, as PyTorch's
+ZeroPad1d = _layer(1, "ZeroPad1d", "PyTorch's ZeroPad1d: pads the last dim with zeros.",
+                   ConstantPad1d)
+ZeroPad2d = _layer(2, "ZeroPad2d", "PyTorch's ZeroPad2d: pads the last 2 dims with zeros.",
+                   ConstantPad2d)
+ZeroPad3d = _layer(3, "ZeroPad3d", "PyTorch's ZeroPad3d: pads the last 3 dims with zeros.",
+                   ConstantPad3d)

@@ -69,14 +69,42 @@ _MAX_REPR = ("kernel_size", "stride", "padding", "dilation", "ceil_mode")
 _AVG_REPR = ("kernel_size", "stride", "padding")
 
 
-class MaxPool1d(_Pool):
+# PyTorch's bases of each family (torch.nn.modules.pooling), which scripts test layers
+# against (isinstance(m, _MaxPoolNd)) and subclass
+class _MaxPoolNd(_Pool):
+    """The base of MaxPool1d/2d/3d: PyTorch's _MaxPoolNd(kernel_size, stride=None,
+    padding=0, dilation=1, return_indices=False, ceil_mode=False)."""
+
+    ARGS, REPR = _MAX, _MAX_REPR
+
+
+class _AvgPoolNd(_Pool):
+    """The base of AvgPool1d/2d/3d (PyTorch's _AvgPoolNd)."""
+
+    ARGS, REPR = _AVG, _AVG_REPR
+
+
+class _AdaptiveAvgPoolNd(_Pool):
+    """The base of AdaptiveAvgPool1d/2d/3d: PyTorch's _AdaptiveAvgPoolNd(output_size)."""
+
+    ARGS = (("output_size", None),)
+
+
+class _AdaptiveMaxPoolNd(_Pool):
+    """The base of AdaptiveMaxPool1d/2d/3d: PyTorch's _AdaptiveMaxPoolNd(output_size,
+    return_indices=False)."""
+
+    ARGS, REPR = (("output_size", None), ("return_indices", False)), ("output_size",)
+
+
+class MaxPool1d(_MaxPoolNd):
     """PyTorch's MaxPool1d(kernel_size, stride=None, padding=0, dilation=1,
     return_indices=False, ceil_mode=False)."""
 
     FUNCTION, ARGS, REPR = staticmethod(pooling.max_pool1d), _MAX, _MAX_REPR
 
 
-class MaxPool2d(_Pool):
+class MaxPool2d(_MaxPoolNd):
     """PyTorch's MaxPool2d(kernel_size, stride=None, padding=0, dilation=1,
     return_indices=False, ceil_mode=False): with return_indices, forward returns
     (output, indices), the indices flat in each input plane (for MaxUnpool2d)."""
@@ -84,14 +112,14 @@ class MaxPool2d(_Pool):
     FUNCTION, ARGS, REPR = staticmethod(pooling.max_pool2d), _MAX, _MAX_REPR
 
 
-class AvgPool1d(_Pool):
+class AvgPool1d(_AvgPoolNd):
     """PyTorch's AvgPool1d(kernel_size, stride=None, padding=0, ceil_mode=False,
     count_include_pad=True)."""
 
     FUNCTION, ARGS, REPR, TUPLES = staticmethod(pooling.avg_pool1d), _AVG, _AVG_REPR, 1
 
 
-class AvgPool2d(_Pool):
+class AvgPool2d(_AvgPoolNd):
     """PyTorch's AvgPool2d(kernel_size, stride=None, padding=0, ceil_mode=False,
     count_include_pad=True, divisor_override=None)."""
 
@@ -99,14 +127,14 @@ class AvgPool2d(_Pool):
     REPR = _AVG_REPR
 
 
-class MaxPool3d(_Pool):
+class MaxPool3d(_MaxPoolNd):
     """PyTorch's MaxPool3d(kernel_size, stride=None, padding=0, dilation=1,
     return_indices=False, ceil_mode=False)."""
 
     FUNCTION, ARGS, REPR = staticmethod(pooling3d.max_pool3d), _MAX, _MAX_REPR
 
 
-class AvgPool3d(_Pool):
+class AvgPool3d(_AvgPoolNd):
     """PyTorch's AvgPool3d(kernel_size, stride=None, padding=0, ceil_mode=False,
     count_include_pad=True, divisor_override=None)."""
 
@@ -114,32 +142,32 @@ class AvgPool3d(_Pool):
     REPR = _AVG_REPR
 
 
-class AdaptiveAvgPool3d(_Pool):
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
     """PyTorch's AdaptiveAvgPool3d(output_size): an int, or a triple (None keeps that size)."""
 
     FUNCTION, ARGS = staticmethod(pooling3d.adaptive_avg_pool3d), (("output_size", None),)
 
 
-class AdaptiveAvgPool1d(_Pool):
+class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
     """PyTorch's AdaptiveAvgPool1d(output_size)."""
 
     FUNCTION, ARGS = staticmethod(pooling.adaptive_avg_pool1d), (("output_size", None),)
 
 
-class AdaptiveAvgPool2d(_Pool):
+class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
     """PyTorch's AdaptiveAvgPool2d(output_size): an int, or a pair (None keeps that size)."""
 
     FUNCTION, ARGS = staticmethod(pooling.adaptive_avg_pool2d), (("output_size", None),)
 
 
-class AdaptiveMaxPool1d(_Pool):
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
     """PyTorch's AdaptiveMaxPool1d(output_size, return_indices=False)."""
 
     FUNCTION = staticmethod(pooling_max.adaptive_max_pool1d)
     ARGS, REPR = (("output_size", None), ("return_indices", False)), ("output_size",)
 
 
-class AdaptiveMaxPool2d(_Pool):
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
     """PyTorch's AdaptiveMaxPool2d(output_size, return_indices=False): output_size an int,
     or a pair whose None keeps that size."""
 
@@ -147,7 +175,7 @@ class AdaptiveMaxPool2d(_Pool):
     ARGS, REPR = (("output_size", None), ("return_indices", False)), ("output_size",)
 
 
-class AdaptiveMaxPool3d(_Pool):
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
     """PyTorch's AdaptiveMaxPool3d(output_size, return_indices=False): output_size an int,
     or a triple whose None keeps that size."""
 
@@ -155,28 +183,30 @@ class AdaptiveMaxPool3d(_Pool):
     ARGS, REPR = (("output_size", None), ("return_indices", False)), ("output_size",)
 
 
-class _Unpool(_Pool):
+class _MaxUnpoolNd(_Pool):
+    """The base of MaxUnpool1d/2d/3d (PyTorch's _MaxUnpoolNd)."""
+
     ARGS = (("kernel_size", None), ("stride", None), ("padding", 0))
 
     def forward(self, x, indices, output_size=None):
         return type(self).FUNCTION(x, indices, output_size=output_size, **self.options)
 
 
-class MaxUnpool1d(_Unpool):
+class MaxUnpool1d(_MaxUnpoolNd):
     """PyTorch's MaxUnpool1d(kernel_size, stride=None, padding=0); forward(x, indices,
     output_size=None) with the indices of MaxPool1d(return_indices=True)."""
 
     FUNCTION, TUPLES = staticmethod(pooling_max.max_unpool1d), 1
 
 
-class MaxUnpool2d(_Unpool):
+class MaxUnpool2d(_MaxUnpoolNd):
     """PyTorch's MaxUnpool2d(kernel_size, stride=None, padding=0); forward(x, indices,
     output_size=None) with the indices of MaxPool2d(return_indices=True)."""
 
     FUNCTION, TUPLES = staticmethod(pooling_max.max_unpool2d), 2
 
 
-class MaxUnpool3d(_Unpool):
+class MaxUnpool3d(_MaxUnpoolNd):
     """PyTorch's MaxUnpool3d(kernel_size, stride=None, padding=0); forward(x, indices,
     output_size=None) with the flat indices d H W + h W + w of each value."""
 
@@ -186,23 +216,26 @@ class MaxUnpool3d(_Unpool):
 _LP = (("norm_type", None), ("kernel_size", None), ("stride", None), ("ceil_mode", False))
 
 
-class _LPPool(_Pool):
-    STRIDE_AS_GIVEN = True
+class _LPPoolNd(_Pool):
+    """The base of LPPool1d/2d/3d: PyTorch's _LPPoolNd(norm_type, kernel_size, stride=None,
+    ceil_mode=False)."""
+
+    ARGS, STRIDE_AS_GIVEN = _LP, True
 
 
-class LPPool1d(_LPPool):
+class LPPool1d(_LPPoolNd):
     """PyTorch's LPPool1d(norm_type, kernel_size, stride=None, ceil_mode=False)."""
 
     FUNCTION, ARGS = staticmethod(pooling_lp.lp_pool1d), _LP
 
 
-class LPPool2d(_LPPool):
+class LPPool2d(_LPPoolNd):
     """PyTorch's LPPool2d(norm_type, kernel_size, stride=None, ceil_mode=False)."""
 
     FUNCTION, ARGS = staticmethod(pooling_lp.lp_pool2d), _LP
 
 
-class LPPool3d(_LPPool):
+class LPPool3d(_LPPoolNd):
     """PyTorch's LPPool3d(norm_type, kernel_size, stride=None, ceil_mode=False)."""
 
     FUNCTION, ARGS = staticmethod(pooling_lp.lp_pool3d), _LP

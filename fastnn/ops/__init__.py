@@ -13,6 +13,7 @@ from fastnn.ops import conv as _conv  # noqa: F401
 from fastnn.ops import creation as _creation  # noqa: F401
 from fastnn.ops import creation_more as _creation_more  # noqa: F401
 from fastnn.ops import ctc as _ctc  # noqa: F401
+from fastnn.ops import dense_only as _dense_only  # noqa: F401
 from fastnn.ops import dtype_info as _dtype_info  # noqa: F401
 from fastnn.ops import einsum as _einsum  # noqa: F401
 from fastnn.ops import elementwise_more as _elementwise_more  # noqa: F401

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import numbers
+
 from fastnn.api import dtypes
 from fastnn.autograd.node_names import show_as, shows
 from fastnn.ops import elementwise as ew
@@ -276,3 +278,14 @@ def iterate(x: Tensor):
     if x.ndim == 0:
         raise TypeError("iteration over a 0-d tensor; use x.item() for its value")
     return (x[i] for i in range(x.shape[0]))
+
+
+@public(method="__contains__", functional=False)
+def contains(x: Tensor, element) -> bool:
+    """``element in x``: whether any element of x equals ``element`` (a number or a tensor
+    broadcast against x), as PyTorch's; Python's fallback iterated rows and compared them
+    whole, which raised for any x of more than one dim."""
+    if not isinstance(element, (Tensor, numbers.Number)):
+        raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you "
+                           f"passed in a {type(element)}.")
+    return bool((x == element).any())

@@ -21,6 +21,7 @@ from fastnn.ops.rng_state import rng_of
 from fastnn.ops.spelling import UNSET, shape_arg, shape_of
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor, full, tensor
+from fastnn.settings import check_memory_format
 
 
 def _number(op: str, name: str, value):
@@ -101,65 +102,74 @@ def empty(*sizes, size=None, dtype=None, device=None, requires_grad=False) -> Te
                                requires_grad=requires_grad)
 
 
-def _like(x: Tensor, dtype, device):
+def _like(x: Tensor, dtype, device, memory_format=None, op: str = "zeros_like"):
+    """The dtype and device of a tensor made like ``x``; a ``memory_format`` is checked and
+    the result is row-major whatever it says (see :class:`fastnn.settings.memory_format`)."""
     if not isinstance(x, Tensor):
         raise TypeError(f"expected a Tensor to take the shape of, got {type(x).__name__}")
+    check_memory_format(op, memory_format)
     return (x._dtype if dtype is None else as_dtype(dtype)), (x._device if device is None
                                                               else as_device(device))
 
 
 @public(top=True, functional=False)
-def zeros_like(x, dtype=None, device=None, requires_grad=False) -> Tensor:
+def zeros_like(x, dtype=None, device=None, requires_grad=False, *, memory_format=None) -> Tensor:
     """Zeros shaped like x (its dtype and device unless given)."""
-    dtype, device = _like(x, dtype, device)
+    dtype, device = _like(x, dtype, device, memory_format)
     return full(x.shape, 0, dtype, device, requires_grad)
 
 
 @public(top=True, functional=False)
-def ones_like(x, dtype=None, device=None, requires_grad=False) -> Tensor:
+def ones_like(x, dtype=None, device=None, requires_grad=False, *, memory_format=None) -> Tensor:
     """Ones shaped like x."""
-    dtype, device = _like(x, dtype, device)
+    dtype, device = _like(x, dtype, device, memory_format, "ones_like")
     return full(x.shape, 1, dtype, device, requires_grad)
 
 
 @public(top=True, functional=False)
-def empty_like(x, dtype=None, device=None, requires_grad=False) -> Tensor:
+def empty_like(x, dtype=None, device=None, requires_grad=False, *, memory_format=None) -> Tensor:
     """A new tensor shaped like x (zeros)."""
-    return zeros_like(x, dtype, device, requires_grad)
+    dtype, device = _like(x, dtype, device, memory_format, "empty_like")
+    return full(x.shape, 0, dtype, device, requires_grad)
 
 
 @public(top=True, functional=False)
-def full_like(x, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
+def full_like(x, fill_value, dtype=None, device=None, requires_grad=False, *,
+              memory_format=None) -> Tensor:
     """``fill_value`` in a tensor shaped like x."""
-    dtype, device = _like(x, dtype, device)
+    dtype, device = _like(x, dtype, device, memory_format, "full_like")
     return full(x.shape, fill_value, dtype, device, requires_grad)
 
 
 @public(top=True, functional=False)
-def randn_like(x, dtype=None, device=None, seed=None, requires_grad=False) -> Tensor:
+def randn_like(x, dtype=None, device=None, seed=None, requires_grad=False, *,
+               memory_format=None) -> Tensor:
     """Standard normal samples shaped like x."""
-    dtype, device = _like(x, dtype, device)
+    dtype, device = _like(x, dtype, device, memory_format, "randn_like")
     return tensor_module.randn(x.shape, dtype=dtype, device=device, seed=seed,
                                requires_grad=requires_grad)
 
 
 @public(top=True, functional=False)
-def rand_like(x, dtype=None, device=None, seed=None, requires_grad=False) -> Tensor:
+def rand_like(x, dtype=None, device=None, seed=None, requires_grad=False, *,
+              memory_format=None) -> Tensor:
     """Uniform [0, 1) samples shaped like x."""
-    dtype, device = _like(x, dtype, device)
+    dtype, device = _like(x, dtype, device, memory_format, "rand_like")
     return tensor_module.rand(x.shape, dtype=dtype, device=device, seed=seed,
                               requires_grad=requires_grad)
 
 
 @public(top=True, functional=False)
-def randint(low, high=None, size=None, dtype=dtypes.int64, device=None, seed=None, *,
+def randint(low=None, high=None, size=None, dtype=dtypes.int64, device=None, seed=None, *,
             generator=None) -> Tensor:
-    """Integers uniform in [low, high) (``randint(high, size)`` starts at 0), int64 as
-    PyTorch's; ``seed=`` as randn's."""
+    """Integers uniform in [low, high) (``randint(high, size)`` and ``randint(high=,
+    size=)`` start at 0), int64 as PyTorch's; ``seed=`` as randn's."""
     if size is None and high is not None and not isinstance(high, numbers.Integral):
         low, high, size = 0, low, high
     if high is None:
         low, high = 0, low
+    if low is None:
+        low = 0
     if size is None:
         raise TypeError("randint: missing size (the shape, e.g. (3, 4))")
     low, high = integer("randint", "low", low, -2**63), integer("randint", "high", high,

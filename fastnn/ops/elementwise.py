@@ -108,12 +108,12 @@ def _pow_saved(x, y, out, a, b):
 
 
 @public(method=True, top=True)
-def add(a, b, *, alpha=1):
-    """a + alpha * b, elementwise, with NumPy broadcasting and PyTorch's type promotion
+def add(a, other, *, alpha=1):
+    """a + alpha * other, elementwise, with NumPy broadcasting and PyTorch's type promotion
     (either side may be a Python number)."""
     if alpha != 1:
-        b = _times_alpha("add", a, b, alpha)
-    return binary("add", a, b)
+        other = _times_alpha("add", a, other, alpha)
+    return binary("add", a, other)
 
 
 def _times_alpha(op: str, a, b, alpha):
@@ -140,18 +140,18 @@ def _no_bool(op: str, *operands) -> None:
 
 
 @public(method=True, top=True)
-def sub(a, b, *, alpha=1):
-    """a - alpha * b, elementwise, broadcast (not defined on bool tensors)."""
-    _no_bool("sub", a, b)
+def sub(a, other, *, alpha=1):
+    """a - alpha * other, elementwise, broadcast (not defined on bool tensors)."""
+    _no_bool("sub", a, other)
     if alpha != 1:
-        b = _times_alpha("sub", a, b, alpha)
-    return binary("sub", a, b)
+        other = _times_alpha("sub", a, other, alpha)
+    return binary("sub", a, other)
 
 
 @public(method=True, top=True)
-def mul(a, b):
-    """a * b, elementwise, broadcast."""
-    return binary("mul", a, b, _factors)
+def mul(a, other):
+    """a * other, elementwise, broadcast."""
+    return binary("mul", a, other, _factors)
 
 
 def div(a, b):
@@ -164,29 +164,32 @@ def div(a, b):
 
 
 @public(method=True, top=True)
-def pow(a, b):
-    """a ** b, elementwise, broadcast; gradients flow to both a and b."""
+def pow(a, exponent):
+    """a ** exponent, elementwise, broadcast; gradients flow to both a and exponent."""
     if isinstance(a, Tensor) and not a._dtype.is_floating:
-        if isinstance(b, numbers.Integral) and not isinstance(b, bool) and b < 0:
+        if (isinstance(exponent, numbers.Integral) and not isinstance(exponent, bool)
+                and exponent < 0):
             raise ValueError(f"pow: integers to negative integer powers are not allowed (as in "
-                             f"NumPy and PyTorch), got {a._dtype.name} ** {b}; use a float "
-                             f"exponent (x ** {float(b)}) or convert x to a float dtype")
-        if isinstance(b, Tensor) and a._dtype is dtypes.bool_ and b._dtype is dtypes.bool_:
+                             f"NumPy and PyTorch), got {a._dtype.name} ** {exponent}; use a "
+                             f"float exponent (x ** {float(exponent)}) or convert x to a float "
+                             f"dtype")
+        if (isinstance(exponent, Tensor) and a._dtype is dtypes.bool_
+                and exponent._dtype is dtypes.bool_):
             raise TypeError("pow: not defined on two bool tensors (as in PyTorch); convert "
                             "with .to(fnn.int64) first")
-    return binary("pow", a, b, _pow_saved)
+    return binary("pow", a, exponent, _pow_saved)
 
 
 @public(method=True, top=True)
-def maximum(a, b):
-    """The elementwise larger of a and b, broadcast."""
-    return binary("maximum", a, b, _inputs)
+def maximum(a, other):
+    """The elementwise larger of a and other, broadcast."""
+    return binary("maximum", a, other, _inputs)
 
 
 @public(method=True, top=True)
-def minimum(a, b):
-    """The elementwise smaller of a and b, broadcast."""
-    return binary("minimum", a, b, _inputs)
+def minimum(a, other):
+    """The elementwise smaller of a and other, broadcast."""
+    return binary("minimum", a, other, _inputs)
 
 
 def compare(op: str, a, b) -> Tensor:
@@ -267,14 +270,16 @@ def _positions(cond) -> tuple:
 
 
 @public(top=True)
-def where(cond: Tensor, a=_ALONE, b=_ALONE):
-    """Elementwise ``a if cond else b`` (cond a bool tensor; a and b tensors or Python
-    scalars). ``where(cond)`` alone is ``nonzero(cond, as_tuple=True)``."""
+def where(condition: Tensor, input=_ALONE, other=_ALONE):  # noqa: A002  (PyTorch's names)
+    """Elementwise ``input if condition else other`` (condition a bool tensor; input and
+    other tensors or Python scalars). ``where(condition)`` alone is ``nonzero(condition,
+    as_tuple=True)``."""
+    cond, a, b = condition, input, other
     if a is _ALONE and b is _ALONE:
         return _positions(cond)
     if a is _ALONE or b is _ALONE:
-        raise TypeError("where: give both a and b, or neither (where(cond) lists the "
-                        "positions where cond is True)")
+        raise TypeError("where: give both input and other, or neither (where(condition) "
+                        "lists the positions where condition is True)")
     if isinstance(cond, Tensor) and cond._dtype is dtypes.uint8:  # as PyTorch 2.13
         warn_user("where received a uint8 condition tensor: deprecated (as in PyTorch); "
                   "use a bool condition (cond.bool())")

@@ -58,13 +58,16 @@ def _argmin(x: Tensor, a: int) -> Tensor:
 
 
 @public(method=True, top=True)
-def max(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET):  # noqa: A001
+def max(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET,  # noqa: A001
+        other=UNSET):
     """Max over ``dim``: with a single int dim, ``(values, indices)`` (the first maximum;
     NaN wins); else the values over all dims or a tuple of dims (ties share the gradient,
     as amax). ``max(x, other)`` is ``maximum(x, other)``."""
     check_tensor("max", x)
     if isinstance(dim, Tensor):
         return ew.maximum(x, dim)
+    if other is not UNSET:  # torch.max(x, other=y)
+        return ew.maximum(x, other)
     dim, keep = dim_of("max", dim, axis), keep_of("max", keepdim, keepdims)
     if not _single(dim):
         return movement.max(x, dim, keep)
@@ -72,12 +75,15 @@ def max(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET):  # 
 
 
 @public(method=True, top=True)
-def min(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET):  # noqa: A001
+def min(x: Tensor, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET,  # noqa: A001
+        other=UNSET):
     """Min over ``dim``: with a single int dim, ``(values, indices)`` (the first minimum;
     NaN wins); else the values, as amin. ``min(x, other)`` is ``minimum(x, other)``."""
     check_tensor("min", x)
     if isinstance(dim, Tensor):
         return ew.minimum(x, dim)
+    if other is not UNSET:  # torch.min(x, other=y)
+        return ew.minimum(x, other)
     dim, keep = dim_of("min", dim, axis), keep_of("min", keepdim, keepdims)
     if not _single(dim):
         return show_as(reduction.amin(x, dim, keep), "MinBackward1" if dim is None else

@@ -71,8 +71,13 @@ def div_(x: Tensor, other, *, rounding_mode=None) -> Tensor:
     return inplace("div_", x, mathops.div_rounded, other, rounding_mode=rounding_mode)
 
 
-for _name, _fn in {"mul_": ew.mul, "pow_": ew.pow,
-                   "maximum_": ew.maximum, "minimum_": ew.minimum}.items():
+@public(method=True, functional=False)
+def pow_(x: Tensor, exponent) -> Tensor:
+    """x = x ** exponent, in place (PyTorch's name of the argument)."""
+    return inplace("pow_", x, ew.pow, exponent)
+
+
+for _name, _fn in {"mul_": ew.mul, "maximum_": ew.maximum, "minimum_": ew.minimum}.items():
     METHODS[_name] = _binary(_name, _fn)
 for _name, _fn in {"neg_": ew.neg, "abs_": ew.abs, "exp_": ew.exp, "log_": ew.log,
                    "sqrt_": ew.sqrt, "sigmoid_": act.sigmoid, "tanh_": act.tanh,

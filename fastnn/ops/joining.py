@@ -15,7 +15,7 @@ from fastnn.ops import movement
 from fastnn.ops.core import astype, check_same_device
 from fastnn.ops.selecting import as_index, index_select_tensor, slice_scatter, slice_tensor
 from fastnn.ops.shaping import axis_index
-from fastnn.ops.spelling import UNSET, dim_of
+from fastnn.ops.spelling import UNSET, dim_of, one_of
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor, full
 
@@ -127,13 +127,19 @@ def _pieces(x: Tensor, axis: int, sizes) -> tuple:
 
 
 @public(method=True, top=True, aliases=("unsafe_split",))
-def split(x: Tensor, split_size_or_sections, dim=UNSET, *, axis=UNSET) -> tuple:
+def split(x: Tensor, split_size_or_sections=UNSET, dim=UNSET, *, axis=UNSET,
+          split_size=UNSET) -> tuple:
     """Pieces of ``split_size`` along ``dim`` (the last may be smaller), or of the given
-    sizes (a list summing to the dim's size), as PyTorch's split."""
+    sizes (a list summing to the dim's size), as PyTorch's split (whose method names its
+    first argument ``split_size``)."""
+    sizes = one_of("split", ("split_size_or_sections", "split_size"),
+                   (split_size_or_sections, split_size), UNSET)
+    if sizes is UNSET:
+        raise TypeError("split: missing split_size_or_sections (a piece size or a list of "
+                        "sizes)")
     dim = dim_of("split", dim, axis, 0)
     axis = axis_index("split", dim, x.ndim)
     n = x.shape[axis]
-    sizes = split_size_or_sections
     if isinstance(sizes, numbers.Integral) and not isinstance(sizes, bool):
         if sizes < 0 or (sizes == 0 and n):
             raise ValueError(f"split: split_size must be positive (0 only for an empty dim, "

@@ -188,12 +188,16 @@ _INF = float("inf")
 
 
 @public(method=True, top=True)
-def norm(x: Tensor, p=2, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
+def norm(x: Tensor, p=2, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET,
+         dtype=None) -> Tensor:
     """torch.norm: the vector p-norm over ``dim`` (:func:`fastnn.ops.reduction.norm`;
     ``"fro"`` the 2-norm), or for ``p="nuc"`` the nuclear norm (the sum of the singular
-    values) of the planes of the two dims ``dim`` (no dim: the matrix x), as PyTorch's."""
+    values) of the planes of the two dims ``dim`` (no dim: the matrix x), as PyTorch's;
+    ``dtype=`` converts x first."""
     if not (isinstance(p, str) and p == "nuc"):
-        return reduction.norm(x, p, dim, keepdim, axis=axis, keepdims=keepdims)
+        return reduction.norm(x, p, dim, keepdim, axis=axis, keepdims=keepdims, dtype=dtype)
+    if dtype is not None:
+        x = x.to(dtype)
     dim, keep = dim_of("norm", dim, axis, None), keep_of("norm", keepdim, keepdims)
     if not x._dtype.is_floating:
         raise TypeError(f"norm: defined on floating tensors, not {x._dtype.name} (as "

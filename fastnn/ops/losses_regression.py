@@ -137,11 +137,12 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,
 
 
 @public()
-def cosine_similarity(a: Tensor, b: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
-    """sum(a * b, dim) / (max(|a|, eps) max(|b|, eps)), as PyTorch's (a and b broadcast;
-    the norms' floor is not differentiated, so a zero vector's gradient is b / (eps |b|),
-    as PyTorch's, not NaN)."""
-    for name, value in (("a", a), ("b", b)):
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """sum(x1 * x2, dim) / (max(|x1|, eps) max(|x2|, eps)), as PyTorch's (x1 and x2
+    broadcast; the norms' floor is not differentiated, so a zero vector's gradient is
+    x2 / (eps |x2|), as PyTorch's, not NaN)."""
+    a, b = x1, x2
+    for name, value in (("x1", a), ("x2", b)):
         if not isinstance(value, Tensor):
             raise TypeError(f"cosine_similarity: {name} must be a Tensor, got "
                             f"{type(value).__name__}")

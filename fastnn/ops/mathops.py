@@ -223,22 +223,22 @@ def isfinite(x):
 
 
 @public(method=True, top=True, name="div")
-def div_rounded(a, b, *, rounding_mode=None):
-    """a / b, elementwise, broadcast: true division (integers give a float result), or
+def div_rounded(a, other, *, rounding_mode=None):
+    """a / other, elementwise, broadcast: true division (integers give a float result), or
     rounded toward zero (``rounding_mode="trunc"``) or toward -inf (``"floor"``), in the
     operands' dtype, as PyTorch."""
     if rounding_mode is None:
-        return ew.div(a, b)
+        return ew.div(a, other)
     if rounding_mode == "floor":
-        return floor_div(a, b)
+        return floor_div(a, other)
     if rounding_mode != "trunc":
         raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got "
                          f"{rounding_mode!r}")
-    if _floating_pair(a, b):
-        return trunc(ew.div(a, b))
-    # integers, exactly: sign(a) sign(b) (|a| // |b|)
-    q = floor_div(*(ew.abs(v) if isinstance(v, Tensor) else abs(v) for v in (a, b)))
-    for v in (a, b):
+    if _floating_pair(a, other):
+        return trunc(ew.div(a, other))
+    # integers, exactly: sign(a) sign(other) (|a| // |other|)
+    q = floor_div(*(ew.abs(v) if isinstance(v, Tensor) else abs(v) for v in (a, other)))
+    for v in (a, other):
         q = ew.mul(q, ew.sign(v) if isinstance(v, Tensor) else (v > 0) - (v < 0))
     return q
 
@@ -250,16 +250,16 @@ def _floating_pair(a, b) -> bool:
 
 
 @public(method=("floor_divide", "__floordiv__"), top=True, name="floor_divide")
-def floor_div(a, b):
-    """a // b rounded toward -inf (floats: floor(a / b); integers: exact)."""
-    if _floating_pair(a, b):
-        return floor(ew.div(a, b))
+def floor_div(a, other):
+    """a // other rounded toward -inf (floats: floor(a / other); integers: exact)."""
+    if _floating_pair(a, other):
+        return floor(ew.div(a, other))
     if all(v._dtype is dtypes.bool_ if isinstance(v, Tensor) else isinstance(v, bool)
-           for v in (a, b)):  # NumPy's bool // bool is int8: a bool label on int8 data
+           for v in (a, other)):  # NumPy's bool // bool is int8: a bool label on int8 data
         raise NotImplementedError("floor_divide: not implemented for two bools (as in "
                                   "PyTorch); convert one with .long()")
-    _no_zero_divisor("floor_divide", b)
-    return ew.binary("floor_divide", a, b)
+    _no_zero_divisor("floor_divide", other)
+    return ew.binary("floor_divide", a, other)
 
 
 def _no_zero_divisor(op: str, b) -> None:
@@ -280,30 +280,32 @@ def rfloor_div(a, b):
 
 
 @public(method=("remainder", "__mod__"), top=True)
-def remainder(a, b):
-    """a - b * (a // b): the sign of b, as Python's % and PyTorch's remainder.
+def remainder(a, other):
+    """a - other * (a // other): the sign of other, as Python's % and PyTorch's remainder.
 
-    The gradient is PyTorch's: 1 for a, -(a // b) for b (the quotient is a step function,
-    so it is computed without a gradient, which also keeps x % 0 from giving NaN to x).
+    The gradient is PyTorch's: 1 for a, -(a // other) for other (the quotient is a step
+    function, so it is computed without a gradient, which also keeps x % 0 from giving NaN
+    to x).
     """
-    a, b = _numeric(a, b), _numeric(b, a)
-    quotient = floor_div(_constant(a), _constant(b))  # raises on an integer 0 divisor
-    out = ew.sub(a, ew.mul(b, quotient) if isinstance(b, Tensor) else ew.mul(quotient, b))
+    a, other = _numeric(a, other), _numeric(other, a)
+    quotient = floor_div(_constant(a), _constant(other))  # raises on an integer 0 divisor
+    out = ew.sub(a, ew.mul(other, quotient) if isinstance(other, Tensor)
+                 else ew.mul(quotient, other))
     if not out._dtype.is_floating:
         return out
-    # an infinite b (where inf * 0 made NaN): PyTorch's fmod-then-adjust answer, a itself,
-    # or b where a is nonzero and of the other sign
-    if not isinstance(b, Tensor):
-        if not math.isinf(b):
+    # an infinite other (where inf * 0 made NaN): PyTorch's fmod-then-adjust answer, a
+    # itself, or other where a is nonzero and of the other sign
+    if not isinstance(other, Tensor):
+        if not math.isinf(other):
             return out
-        b = full((), b, out._dtype, out._device)
+        other = full((), other, out._dtype, out._device)
     if not isinstance(a, Tensor):
         a = full((), a, out._dtype, out._device)
-    a_c, b_c = a.detach(), b.detach()
+    a_c, b_c = a.detach(), other.detach()
     other_side = bitwise_and(bitwise_xor(ew.compare("less", b_c, 0), ew.compare("less", a_c, 0)),
                              bitwise_not(ew.compare("equal", a_c, 0)))
     infinite = bitwise_and(ew.compare("equal", ew.abs(b_c), _INF), isfinite(a_c))
-    return ew.where(infinite, ew.where(other_side, b, a), out)
+    return ew.where(infinite, ew.where(other_side, other, a), out)
 
 
 def _numeric(value, other=None):
@@ -373,21 +375,21 @@ def wrap_int(op: str, value: int, dtype) -> int:
 
 
 @public(method=("bitwise_and", "__and__", "__rand__"), top=True)
-def bitwise_and(a, b):
-    """a & b on bool or integer tensors (a Python int or bool as b)."""
-    return _bitwise("bitwise_and", a, b)
+def bitwise_and(a, other):
+    """a & other on bool or integer tensors (a Python int or bool as other)."""
+    return _bitwise("bitwise_and", a, other)
 
 
 @public(method=("bitwise_or", "__or__", "__ror__"), top=True)
-def bitwise_or(a, b):
-    """a | b on bool or integer tensors."""
-    return _bitwise("bitwise_or", a, b)
+def bitwise_or(a, other):
+    """a | other on bool or integer tensors."""
+    return _bitwise("bitwise_or", a, other)
 
 
 @public(method=("bitwise_xor", "__xor__", "__rxor__"), top=True)
-def bitwise_xor(a, b):
-    """a ^ b on bool or integer tensors."""
-    return _bitwise("bitwise_xor", a, b)
+def bitwise_xor(a, other):
+    """a ^ other on bool or integer tensors."""
+    return _bitwise("bitwise_xor", a, other)
 
 
 @public(method=("bitwise_not", "__invert__"), top=True)

@@ -14,7 +14,7 @@ from fastnn.api.layout import view_strides
 from fastnn.autograd.engine import attach
 from fastnn.autograd.grad_mode import is_anomaly_enabled, switches
 from fastnn.ops.core import astype, broadcast_shape
-from fastnn.ops.spelling import UNSET, dim_of, keep_of, sizes_of
+from fastnn.ops.spelling import UNSET, dim_of, keep_of, sizes_by_name, sizes_of
 from fastnn.ops.storage import copy_array, mark_view, source, whole
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
@@ -197,9 +197,10 @@ def view_op(**where):
 
 
 @view_op(method=True, top=True)
-def reshape(x: Tensor, *shape) -> Tensor:
-    """Same elements, new shape (one -1 allowed)."""
-    shape = sizes_of("reshape", shape)
+def reshape(x: Tensor, *sizes, shape=None) -> Tensor:
+    """Same elements, new shape (one -1 allowed): varargs, one sequence or ``shape=``."""
+    shape = sizes_of("reshape", sizes) if shape is None else sizes_by_name(
+        "reshape", sizes, "shape", shape)
     old = x._data.shape
     if not (type(shape) is tuple and _plain_sizes(shape) and math.prod(shape) == math.prod(old)):
         shape = _resolve_shape("reshape", shape, math.prod(old))
@@ -234,10 +235,11 @@ def strict_view(op: str, x: Tensor, shape) -> Tensor:
 
 
 @public(top=True)
-def transpose(x: Tensor, axes=None, dim1=None) -> Tensor:
-    """Permute axes; ``axes=None`` reverses them (``x.T``); ``transpose(x, d0, d1)``
-    exchanges two dims, as PyTorch's."""
-    n = len(x._data.shape)
+def transpose(x: Tensor, dim0=None, dim1=None) -> Tensor:
+    """Permute axes; ``transpose(x, d0, d1)`` exchanges two dims, as PyTorch's;
+    ``transpose(x, axes)`` with one full permutation reorders them all, and no dims
+    reverses them (``x.T``)."""
+    axes, n = dim0, len(x._data.shape)
     if axes is None and dim1 is None:  # x.T: nothing to check
         axes = tuple(range(n - 1, -1, -1))
         out = Tensor._make(x._device.ops.transpose(source(x), axes), x._dtype, x._device)
@@ -271,9 +273,9 @@ def transpose(x: Tensor, axes=None, dim1=None) -> Tensor:
 
 
 @view_op(method=True, top=True)
-def broadcast_to(x: Tensor, shape) -> Tensor:
-    """A view of ``x`` broadcast to ``shape`` (NumPy rules)."""
-    shape = ints("broadcast_to", "shape", shape)
+def broadcast_to(x: Tensor, size) -> Tensor:
+    """A view of ``x`` broadcast to ``size`` (NumPy rules; PyTorch's name of the shape)."""
+    shape = ints("broadcast_to", "size", size)
     if broadcast_shape("broadcast_to", x.shape, shape) != shape:
         raise ShapeError(f"broadcast_to: cannot broadcast {x.shape} to {shape}")
     if shape == x.shape:

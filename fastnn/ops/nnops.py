@@ -37,36 +37,38 @@ def _float_pair(op, a, b):
 
 
 @public(method=True, top=True)
-def matmul(a: Tensor, b: Tensor) -> Tensor:
+def matmul(a: Tensor, other: Tensor) -> Tensor:
     """Matrix product with NumPy semantics (batched, broadcasting; 1-D operands promoted)."""
-    if isinstance(a, Tensor) and isinstance(b, Tensor) and a._dtype is b._dtype and (
-            a._device is b._device):
-        sa, sb = a._data.shape, b._data.shape
+    if isinstance(a, Tensor) and isinstance(other, Tensor) and a._dtype is other._dtype and (
+            a._device is other._device):
+        sa, sb = a._data.shape, other._data.shape
         if len(sa) == 2 and len(sb) == 2 and sa[1] == sb[0]:  # the common case, checked
-            out = _make(a._device.ops.matmul(a._data, b._data), a._dtype, a._device)
-            if not (a._requires_grad or b._requires_grad or switches.anomaly):
+            out = _make(a._device.ops.matmul(a._data, other._data), a._dtype, a._device)
+            if not (a._requires_grad or other._requires_grad or switches.anomaly):
                 return out
-            return attach(out, "matmul", (a, b), (a._data, b._data))
-    a, b = _float_pair("matmul", a, b)
-    if a.ndim == 0 or b.ndim == 0:
+            return attach(out, "matmul", (a, other), (a._data, other._data))
+    a, other = _float_pair("matmul", a, other)
+    if a.ndim == 0 or other.ndim == 0:
         raise ValueError("matmul: operands must have at least 1 dimension; use * for scalars")
     squeeze = []
     if a.ndim == 1:
         a = reshape(a, (1, a.shape[0]))
         squeeze.append(-2)
-    if b.ndim == 1:
-        b = reshape(b, (b.shape[0], 1))
+    if other.ndim == 1:
+        other = reshape(other, (other.shape[0], 1))
         squeeze.append(-1)
-    if a.shape[-1] != b.shape[-2]:
+    if a.shape[-1] != other.shape[-2]:
         raise ShapeError(
-            f"matmul: shapes {a.shape} and {b.shape} are not aligned: "
-            f"{a.shape[-1]} (last dim of a) != {b.shape[-2]} (second-to-last dim of b)"
+            f"matmul: shapes {a.shape} and {other.shape} are not aligned: "
+            f"{a.shape[-1]} (last dim of input) != {other.shape[-2]} (second-to-last dim of "
+            f"other)"
         )
-    batch = broadcast_shape("matmul (batch dims)", a.shape[:-2], b.shape[:-2])
-    out = Tensor._make(a._device.ops.matmul(a._data, b._data), a._dtype, a._device)
-    out = attach(out, "matmul", (a, b), (a._data, b._data))
+    batch = broadcast_shape("matmul (batch dims)", a.shape[:-2], other.shape[:-2])
+    out = Tensor._make(a._device.ops.matmul(a._data, other._data), a._dtype, a._device)
+    out = attach(out, "matmul", (a, other), (a._data, other._data))
     if squeeze:
-        shape = batch + (a.shape[-2],) * (-2 not in squeeze) + (b.shape[-1],) * (-1 not in squeeze)
+        shape = (batch + (a.shape[-2],) * (-2 not in squeeze)
+                 + (other.shape[-1],) * (-1 not in squeeze))
         out = reshape(out, shape)
     return out
 

@@ -223,12 +223,15 @@ def _as_input(truth: Tensor, x: Tensor) -> Tensor:
 
 
 @shows("LinalgVectorNormBackward0")
-def norm(x: Tensor, p=2, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET) -> Tensor:
+def norm(x: Tensor, p=2, dim=UNSET, keepdim=UNSET, *, axis=UNSET, keepdims=UNSET,
+         dtype=None) -> Tensor:
     """The vector p-norm over ``dim`` (None = all): p = 2, 1, inf, -inf, 0 or any real;
-    ``"fro"`` is the 2-norm over ``dim`` (the Frobenius norm of a matrix), as PyTorch's.
-    (``fnn.norm`` and ``x.norm`` are :func:`fastnn.ops.linalg_derived.norm`, which adds
-    ``"nuc"``, the nuclear norm.)"""
+    ``"fro"`` is the 2-norm over ``dim`` (the Frobenius norm of a matrix), as PyTorch's;
+    ``dtype=`` converts x first (as PyTorch's). (``fnn.norm`` and ``x.norm`` are
+    :func:`fastnn.ops.linalg_derived.norm`, which adds ``"nuc"``, the nuclear norm.)"""
     dim, keep = _args("norm", dim, axis, keepdim, keepdims)
+    if dtype is not None:
+        x = x.to(dtype)
     if p == "fro":
         p = 2
     if isinstance(p, bool) or not isinstance(p, numbers.Real):

@@ -109,12 +109,13 @@ def _side(op: str, right, side) -> str:
 
 
 @public(top=True)
-def searchsorted(sorted_sequence: Tensor, values, *, out_int32=False, right=False, side=None,
-                 sorter=None) -> Tensor:
-    """Where ``values`` would go in ``sorted_sequence`` (sorted along its last dim, or in
-    the order ``sorter`` gives) to keep it sorted: the first such place (``side="left"``)
-    or the last (``right=True``). An N-d sequence searches row by row, values' leading
-    dims matching."""
+def searchsorted(sorted_sequence: Tensor, input, *, out_int32=False, right=False,  # noqa: A002
+                 side=None, sorter=None) -> Tensor:
+    """Where the values ``input`` (PyTorch's name) would go in ``sorted_sequence`` (sorted
+    along its last dim, or in the order ``sorter`` gives) to keep it sorted: the first such
+    place (``side="left"``) or the last (``right=True``). An N-d sequence searches row by
+    row, the values' leading dims matching."""
+    values = input
     check_tensor("searchsorted", sorted_sequence)
     side = _side("searchsorted", right, side)
     seq = host(sorted_sequence)

@@ -14,7 +14,7 @@ from fastnn.autograd.node_names import show_as
 from fastnn.ops import movement
 from fastnn.ops.movement import view_op
 from fastnn.ops.selecting import as_index, index_select_tensor
-from fastnn.ops.spelling import UNSET, dim_of, sizes_of
+from fastnn.ops.spelling import UNSET, dim_of, sizes_by_name, sizes_of
 from fastnn.ops.table import public
 from fastnn.ops.tensor import Tensor
 
@@ -31,13 +31,16 @@ def axis_index(op: str, axis, ndim: int) -> int:
 
 
 @view_op(method=True)
-def view(x: Tensor, *shape) -> Tensor:
-    """``x`` with a new shape (one -1 allowed), sharing its storage: PyTorch's view (a
-    RuntimeError when x's strides allow no such view; ``reshape`` copies then)."""
-    if len(shape) == 1 and isinstance(shape[0], dtypes.DType):
+def view(x: Tensor, *shape, size=None, dtype=None) -> Tensor:
+    """``x`` with a new shape (one -1 allowed; or ``size=``), sharing its storage: PyTorch's
+    view (a RuntimeError when x's strides allow no such view; ``reshape`` copies then)."""
+    if size is not None:
+        shape = sizes_by_name("view", shape, "size", size)
+    elif dtype is not None or len(shape) == 1 and isinstance(shape[0], dtypes.DType):
+        dtype = dtype or shape[0]
         raise NotImplementedError(
-            f"view({shape[0].name}): reinterpreting a tensor's bits as another dtype is not "
-            f"supported; to convert the values use x.to({shape[0].name})")
+            f"view({dtype.name}): reinterpreting a tensor's bits as another dtype is not "
+            f"supported; to convert the values use x.to({dtype.name})")
     return movement.strict_view("view", x, sizes_of("view", shape))
 
 
@@ -81,9 +84,11 @@ def unsqueeze(x: Tensor, dim=UNSET, *, axis=UNSET) -> Tensor:
 
 
 @public(method=True, top=True)
-def permute(x: Tensor, *dims) -> Tensor:
-    """Reorder the dims (varargs or one tuple)."""
-    return show_as(movement.transpose(x, sizes_of("permute", dims)), "PermuteBackward0", (x,))
+def permute(x: Tensor, *order, dims=None) -> Tensor:
+    """Reorder the dims (varargs, one tuple or ``dims=``)."""
+    order = sizes_of("permute", order) if dims is None else sizes_by_name(
+        "permute", order, "dims", dims)
+    return show_as(movement.transpose(x, order), "PermuteBackward0", (x,))
 
 
 @public(top=True, name="swapaxes", aliases=("swapdims",), method=("swapaxes", "swapdims"))
@@ -98,9 +103,12 @@ def swap(x: Tensor, dim0, dim1) -> Tensor:
 
 
 @view_op(method=True, top=True)
-def expand(x: Tensor, *sizes) -> Tensor:
-    """A broadcast view; -1 keeps a dim's size (as PyTorch)."""
-    sizes = ints("expand", "sizes", sizes_of("expand", sizes))
+def expand(x: Tensor, *sizes, size=None) -> Tensor:
+    """A broadcast view; -1 keeps a dim's size (as PyTorch). Sizes as varargs, one tuple
+    or ``size=``."""
+    sizes = sizes_of("expand", sizes) if size is None else sizes_by_name(
+        "expand", sizes, "size", size)
+    sizes = ints("expand", "sizes", sizes)
     lead = len(sizes) - x.ndim
     if lead < 0:
         raise ValueError(f"expand: {len(sizes)} sizes for a tensor of {x.ndim} dims")
@@ -112,9 +120,12 @@ def expand(x: Tensor, *sizes) -> Tensor:
 
 
 @public(method=True)
-def repeat(x: Tensor, *sizes) -> Tensor:
-    """Tile ``x``: dim i repeated sizes[i] times (PyTorch's repeat, NumPy's tile)."""
-    sizes = ints("repeat", "sizes", sizes_of("repeat", sizes))
+def repeat(x: Tensor, *sizes, repeats=None) -> Tensor:
+    """Tile ``x``: dim i repeated sizes[i] times (PyTorch's repeat, NumPy's tile; the
+    counts as varargs, one tuple or ``repeats=``)."""
+    sizes = sizes_of("repeat", sizes) if repeats is None else sizes_by_name(
+        "repeat", sizes, "repeats", repeats)
+    sizes = ints("repeat", "sizes", sizes)
     if len(sizes) < x.ndim:
         raise ShapeError(f"repeat: {len(sizes)} repeat counts for a tensor of {x.ndim} dims; "
                          "give at least one per dim")

@@ -52,6 +52,15 @@ def sizes_of(op: str, sizes: tuple) -> tuple:
                         f"{type(first).__name__} {first!r}") from None
 
 
+def sizes_by_name(op: str, sizes: tuple, name: str, value) -> tuple:
+    """Sizes given as PyTorch's keyword (``x.view(size=(2, 3))``, ``x.reshape(shape=...)``,
+    ``x.permute(dims=...)``) instead of varargs: ``value``, unless varargs came too. Called
+    only when the keyword was given, so that the varargs spelling pays nothing for it."""
+    if sizes:
+        raise TypeError(f"{op}: give the sizes as arguments or as {name}=, not both")
+    return sizes_of(op, (value,))
+
+
 def shape_of(op: str, sizes: tuple, size=None) -> tuple:
     """The shape of a new tensor from sizes as varargs or one sequence, or as PyTorch's
     keyword ``size=`` (``torch.zeros(size=(2, 3))``): ints >= 0, with an error that names

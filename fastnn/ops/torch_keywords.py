@@ -91,6 +91,15 @@ def _wrapper(fn, params: list):
             lines += [f"    if {other} is _missing:",
                       f"        raise TypeError(\"{name}() missing required argument: "
                       f"'{other}'\")"]
+    # sizes as varargs with a keyword twin (reshape(*sizes, shape=None)): the usual call
+    # leaves the keyword at its default, and then passes none, as it did before the
+    # keyword (a keyword through a view op's **kwargs is a tenth of a reshape's time)
+    named = [i for i, p in enumerate(params) if p.kind is _kinds.KEYWORD_ONLY
+             and p.default is not p.empty]
+    if star and named and any(p.kind is _kinds.VAR_POSITIONAL for p in params):
+        plain = [c for i, c in enumerate(call) if i not in named]
+        test = " and ".join(f"{params[i].name} is _d{i}" for i in named)
+        lines += [f"    if {test}:", f"        return _fn({', '.join(plain)})"]
     lines.append(f"    return _fn({', '.join(call)})")
     # compiled as this file's code, so that the frames that name a user's line (shadow
     # mode, errors) skip the wrapper as fastnn's own

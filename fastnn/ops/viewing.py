@@ -166,6 +166,42 @@ def data_ptr(x: Tensor) -> int:
     return (id(base) << 40) + view_layout.layout(x)[2] * x._dtype.numpy.itemsize
 
 
+class UntypedStorage:
+    """What ``x.untyped_storage()`` gives: the bytes behind x and every view of its base,
+    as far as code that compares storages asks (Hugging Face's ``save_pretrained`` finds
+    shared weights by ``data_ptr()`` and ``nbytes()``). fastnn has no storage objects to
+    index or resize; this one answers those questions and ``device``."""
+
+    def __init__(self, base: Tensor):
+        self._base = base
+
+    def data_ptr(self) -> int:
+        """The base's :meth:`Tensor.data_ptr`: equal for tensors of one storage."""
+        return data_ptr(self._base)
+
+    def nbytes(self) -> int:
+        """The storage's size in bytes."""
+        return self._base.numel() * self._base._dtype.numpy.itemsize
+
+    size = nbytes  # (PyTorch's: an untyped storage's size is in bytes)
+
+    def __len__(self) -> int:
+        return self.nbytes()
+
+    @property
+    def device(self):
+        return self._base.device
+
+    def __repr__(self) -> str:
+        return f"fastnn.UntypedStorage(nbytes={self.nbytes()}, device={self.device})"
+
+
+@public(method=True, functional=False)
+def untyped_storage(x: Tensor) -> UntypedStorage:
+    """x's storage (shared with its base and the base's other views), as bytes."""
+    return UntypedStorage(view_layout.base_of(x))
+
+
 def _base(x: Tensor):
     return x._view[view_layout.BASE] if x._view is not None else None
 

@@ -227,6 +227,24 @@ def test_a_loader_has_torchs_sampler_and_batch_sampler(shuffle):
         assert len(ref.batch_sampler) == 3
 
 
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_a_loaders_own_samplers_are_one_object_each(shuffle):
+    """PyTorch's loader holds one sampler and one batch_sampler: ``loader.sampler is
+    loader.sampler``, and an attribute a script sets on it (or a hook that keys on its
+    identity) stays; fastnn made a new one at each access."""
+    loader = DataLoader(TensorDataset(fnn.arange(10)), batch_size=3, shuffle=shuffle)
+    assert loader.sampler is loader.sampler
+    assert loader.batch_sampler is loader.batch_sampler
+    assert loader.batch_sampler.sampler is loader.sampler
+    loader.sampler.note = "kept"
+    assert loader.sampler.note == "kept"
+    if torch is not None:
+        ref = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.arange(10)),
+                                          batch_size=3, shuffle=shuffle)
+        assert ref.sampler is ref.sampler and ref.batch_sampler is ref.batch_sampler
+        assert ref.batch_sampler.sampler is ref.sampler
+
+
 @pytest.mark.parametrize("num_workers, prefetch_factor, want", [(0, None, None), (2, None, 2),
                                                                  (2, 3, 3)])
 def test_prefetch_factor_attribute_as_torchs(num_workers, prefetch_factor, want):

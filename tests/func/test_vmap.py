@@ -46,6 +46,39 @@ def test_out_dims_tuple_outputs_and_kwargs_match_torch():
     assert_tree_close(got, (ours(B43 * 2), ours(X3)))
 
 
+def _shapes(tree):
+    if isinstance(tree, (tuple, list)):
+        return [_shapes(t) for t in tree]
+    if isinstance(tree, dict):
+        return {k: _shapes(v) for k, v in tree.items()}
+    return (tuple(tree.shape), str(tree.dtype).split(".")[-1]) if hasattr(tree, "shape") \
+        else tree
+
+
+def test_a_batch_of_size_0_gives_empty_outputs_as_torchs():
+    """A size-0 batch (an empty last chunk, a filtered batch) raised in fastnn; PyTorch's
+    vmap returns empty outputs of the right shapes and dtypes. The default generator is left
+    where it was."""
+    cases = [
+        (lambda lib: lambda v: v * 2, {}, (0, 3)),
+        (lambda lib: lambda v: (v.sum(), v.long()), dict(out_dims=(0, 1)), (0, 3)),
+        (lambda lib: lambda v: {"a": v[:2], "b": v.max()}, {}, (0, 3)),
+        (lambda lib: lambda v: v.sum(), dict(in_dims=1), (3, 0)),
+        (lambda lib: lambda v: (v, 5), dict(out_dims=(0, None)), (0, 3)),
+        (lambda lib: lib.func.vmap(lambda v: v @ lib.ones(3, 2)), {}, (2, 0, 3)),
+        (lambda lib: lib.func.grad(lambda v: (v ** 2).sum()), {}, (0, 3)),
+        (lambda lib: lambda v: v + lib.rand(3), dict(randomness="different"), (0, 3)),
+    ]
+    for make, kwargs, shape in cases:
+        fnn.manual_seed(0)
+        got = ffunc.vmap(make(fnn), **kwargs)(fnn.ones(*shape))
+        assert fnn.rand(2).tolist() == (fnn.manual_seed(0), fnn.rand(2))[1].tolist()
+        want = TF.vmap(make(torch), **kwargs)(torch.ones(*shape))
+        assert _shapes(got) == _shapes(want)
+    with pytest.raises(RuntimeError, match="randomness error mode"):
+        ffunc.vmap(lambda v: v + fnn.rand(3))(fnn.ones(0, 3))
+
+
 def test_fnn_vmap_is_func_vmap_as_torch_vmap_is_torch_func_vmap():
     assert fnn.vmap is ffunc.vmap and torch.vmap is TF.vmap
 

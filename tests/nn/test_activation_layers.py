@@ -165,3 +165,17 @@ def test_dyt_gradients_match_torch_composition():
     (torch.tanh(alpha * tx) * torch.ones(4, dtype=torch.float64)).sum().backward()
     np.testing.assert_allclose(xt.grad.numpy(), tx.grad.numpy(), rtol=1e-12)
     np.testing.assert_allclose(dyt.alpha.grad.numpy(), alpha.grad.numpy(), rtol=1e-12)
+
+
+def test_leaky_relu_has_pytorchs_negative_slope_attribute():
+    """Init code reads m.negative_slope (kaiming_normal_(w, a=m.negative_slope, ...)) and
+    may set it; fastnn's LeakyReLU had no such attribute."""
+    torch = pytest.importorskip("torch")
+    ours, theirs = nn.LeakyReLU(0.2), torch.nn.LeakyReLU(0.2)
+    assert ours.negative_slope == theirs.negative_slope == 0.2
+    ours.negative_slope = theirs.negative_slope = 1
+    assert repr(ours) == repr(theirs) == "LeakyReLU(negative_slope=1)"
+    x = np.linspace(-2, 2, 5).astype(np.float32)
+    ours.negative_slope = theirs.negative_slope = 0.5
+    np.testing.assert_allclose(ours(fnn.tensor(x)).numpy(), theirs(torch.tensor(x)).numpy())
+    assert repr(nn.ConstantPad1d((1, 2), 3)) == repr(torch.nn.ConstantPad1d((1, 2), 3))

@@ -136,6 +136,27 @@ def test_submodules_hold_pytorchs_names():
     assert fnn.nn.modules.conv.Conv2d is nn.Conv2d
 
 
+def test_a_custom_pool_on_pytorchs_base_takes_its_arguments():
+    """class MyPool(_MaxPoolNd) gets kernel_size, stride (= kernel_size) ... as PyTorch's."""
+    torch = pytest.importorskip("torch")
+    from fastnn.nn.modules.pooling import _MaxPoolNd
+
+    def make(base, functional):
+        class MyPool(base):
+            def forward(self, x):
+                return functional.max_pool2d(x, self.kernel_size, self.stride, self.padding)
+        return MyPool(3, padding=1)
+
+    ours = make(_MaxPoolNd, fnn.nn.functional)
+    theirs = make(torch.nn.modules.pooling._MaxPoolNd, torch.nn.functional)
+    assert (ours.kernel_size, ours.stride, ours.padding) == (3, 3, 1)
+    assert (theirs.kernel_size, theirs.stride, theirs.padding) == (3, 3, 1)
+    x = np.random.default_rng(0).standard_normal((1, 2, 7, 7)).astype(np.float32)
+    np.testing.assert_array_equal(ours(fnn.tensor(x)).numpy(), theirs(torch.tensor(x)).numpy())
+    assert repr(nn.ReLU6(inplace=True)) == repr(torch.nn.ReLU6(inplace=True))
+    assert repr(nn.ZeroPad2d(2)) == repr(torch.nn.ZeroPad2d(2))
+
+
 def test_multihead_attentions_out_proj_class_is_where_pytorch_has_it():
     # the word language model example lists torch.nn.modules.linear.NonDynamicallyQuantizableLinear
     # among its safe globals: reaching it raised AttributeError
@@ -196,7 +217,13 @@ def test_a_device_and_dtype_given_by_position_land_where_pytorchs_do():
 
 _BASES = [("conv", "_ConvNd"), ("conv", "_ConvTransposeNd"), ("dropout", "_DropoutNd"),
           ("batchnorm", "_BatchNorm"), ("batchnorm", "_NormBase"),
-          ("instancenorm", "_InstanceNorm"), ("loss", "_Loss"), ("loss", "_WeightedLoss")]
+          ("instancenorm", "_InstanceNorm"), ("loss", "_Loss"), ("loss", "_WeightedLoss"),
+          ("pooling", "_MaxPoolNd"), ("pooling", "_AvgPoolNd"), ("pooling", "_AdaptiveAvgPoolNd"),
+          ("pooling", "_AdaptiveMaxPoolNd"), ("pooling", "_MaxUnpoolNd"), ("pooling", "_LPPoolNd"),
+          ("padding", "_ConstantPadNd"), ("padding", "_ReflectionPadNd"),
+          ("padding", "_ReplicationPadNd"), ("padding", "_CircularPadNd"),
+          # a ReLU6 is a Hardtanh and a ZeroPad2d a ConstantPad2d, as in PyTorch
+          ("activation", "Hardtanh"), ("padding", "ConstantPad2d")]
 
 
 @pytest.mark.parametrize("owner, base", _BASES, ids=[b for _, b in _BASES])
@@ -240,3 +267,55 @@ def test_a_layer_takes_its_tensor_by_pytorchs_name_input(make, data):
         out = out[0] if isinstance(out, tuple) else out
         results.append(out.detach().numpy())
     np.testing.assert_allclose(results[0], results[1], rtol=1e-5, atol=1e-6)
+
+
+def test_helpers_scripts_import_from_pytorchs_submodules():
+    """consume_prefix_in_state_dict_if_present (loading a DistributedDataParallel
+    checkpoint into the bare model) and module._addindent (custom reprs) were missing."""
+    torch = pytest.importorskip("torch")
+    import collections
+
+    from fastnn.nn.modules.module import _addindent, _IncompatibleKeys
+
+    from fastnn.nn.modules.utils import consume_prefix_in_state_dict_if_present
+
+    theirs_utils = importlib.import_module("torch.nn.modules.utils")
+    theirs_module = importlib.import_module("torch.nn.modules.module")
+    for text in ("one line", "a\nb\n  c"):
+        assert _addindent(text, 4) == theirs_module._addindent(text, 4)
+    wrapped = torch.nn.Sequential(collections.OrderedDict(
+        module=torch.nn.Sequential(torch.nn.Linear(2, 2)))).state_dict()
+    for strip in (consume_prefix_in_state_dict_if_present,
+                  theirs_utils.consume_prefix_in_state_dict_if_present):
+        state = collections.OrderedDict(wrapped)
+        state._metadata = dict(wrapped._metadata)
+        strip(state, "module.")
+        assert list(state) == ["0.weight", "0.bias"] and sorted(state._metadata) == ["", "0"]
+    model = nn.Sequential(nn.Linear(2, 2))
+    result = model.load_state_dict({k: v.numpy() for k, v in state.items()})
+    assert isinstance(result, _IncompatibleKeys) and not result.missing_keys
+
+
+def test_transformer_helpers_are_where_pytorch_has_them():
+    """Code that builds its own transformer stacks imports _get_clones,
+    _get_activation_fn and _generate_square_subsequent_mask from
+    torch.nn.modules.transformer."""
+    pytest.importorskip("torch")
+    from fastnn.nn.modules.transformer import (
+        _generate_square_subsequent_mask,
+        _get_activation_fn,
+        _get_clones,
+    )
+
+    theirs = importlib.import_module("torch.nn.modules.transformer")
+    layer = nn.Linear(2, 2)
+    clones = _get_clones(layer, 3)
+    assert isinstance(clones, nn.ModuleList) and len(clones) == 3
+    assert clones[0] is not layer and clones[0].weight is not layer.weight
+    np.testing.assert_array_equal(clones[1].weight.detach().numpy(),
+                                  layer.weight.detach().numpy())
+    assert _get_activation_fn("gelu") is fnn.nn.functional.gelu
+    with pytest.raises(RuntimeError, match="activation should be relu/gelu, not tanh"):
+        _get_activation_fn("tanh")
+    np.testing.assert_array_equal(_generate_square_subsequent_mask(4).numpy(),
+                                  theirs._generate_square_subsequent_mask(4).numpy())

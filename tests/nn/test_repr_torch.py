@@ -115,6 +115,28 @@ LAYERS = [
     'LazyLinear(3)',
     'Transformer(d_model=4, nhead=2, num_encoder_layers=1, num_decoder_layers=1, '
     'dim_feedforward=8)',
+    # a hyperparameter given as an int prints as given, as PyTorch keeps it (fastnn printed
+    # Softplus(beta=2.0))
+    'Softplus(beta=2)',
+    'Softplus(2, 10)',
+    'ELU(alpha=2)',
+    'CELU(3)',
+    'Hardtanh(0, 6)',
+    'Threshold(0.1, 20)',
+    'Hardshrink(1)',
+    'Softshrink(1)',
+    'RReLU(0, 1)',
+    'LocalResponseNorm(2, alpha=1, beta=1, k=2)',
+    'BatchNorm2d(4, eps=1, momentum=1)',
+    'InstanceNorm1d(4, eps=1, momentum=1)',
+    'GroupNorm(2, 4, eps=1)',
+    'LayerNorm(4, eps=1)',
+    'TransformerEncoderLayer(4, 2, 8, layer_norm_eps=1)',
+    # an embedding's norm settings print where they are not the defaults
+    'Embedding(10, 3, padding_idx=0, max_norm=1.5, norm_type=1, scale_grad_by_freq=True)',
+    'Embedding(10, 3, norm_type=2.5)',
+    "EmbeddingBag(10, 3, max_norm=0.5, norm_type=4, scale_grad_by_freq=True, mode='sum', "
+    "padding_idx=1)",
 ]
 
 

@@ -101,3 +101,13 @@ def test_masked_fill_value_tensor_is_0_d_as_torch():
         x.masked_fill(mask, fnn.tensor([2.0]))
     with pytest.raises(RuntimeError):
         torch.zeros(3).masked_fill(torch.tensor([True, False, True]), torch.tensor([2.0]))
+
+
+def test_in_asks_whether_any_element_equals_as_torchs():
+    """``2.0 in x`` compared x's rows with Python's fallback and raised for a 2-d x."""
+    for lib in (fnn, torch):
+        x = lib.arange(6.0).reshape(2, 3)
+        assert 2.0 in x and 7 not in x and lib.tensor([3.0, 4.0, 5.0]) in x
+        assert lib.tensor([9.0, 4.0, 9.0]) in x and True not in lib.tensor([False])
+        with pytest.raises(RuntimeError, match="only supports Tensor or scalar"):
+            _ = "a" in x

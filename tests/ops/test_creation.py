@@ -284,3 +284,19 @@ def test_sizes_by_pytorchs_keyword_size(name):
         assert ours.shape == tuple(theirs.shape) and ours.dtype == fnn.float64
     with pytest.raises(TypeError, match=f"{name}: give the sizes as arguments or as size="):
         getattr(fnn, name)(2, size=(2,))
+
+
+@pytest.mark.parametrize("name, args", [("zeros_like", ()), ("ones_like", ()),
+                                        ("empty_like", ()), ("full_like", (2.5,)),
+                                        ("rand_like", ()), ("randn_like", ())])
+def test_like_functions_take_memory_format_as_torch(name, args):
+    """torch.zeros_like(x, memory_format=torch.preserve_format) (what code copied from
+    PyTorch's own optimizers writes) raised a TypeError in fastnn."""
+    torch = pytest.importorskip("torch")
+    ours = getattr(fnn, name)(fnn.ones(2, 3), *args, memory_format=fnn.preserve_format)
+    theirs = getattr(torch, name)(torch.ones(2, 3), *args, memory_format=torch.preserve_format)
+    assert ours.shape == tuple(theirs.shape) and ours.dtype == fnn.float32
+    if name not in ("empty_like", "rand_like", "randn_like"):
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    with pytest.raises(TypeError, match=f"{name}: memory_format must be one of"):
+        getattr(fnn, name)(fnn.ones(2), *args, memory_format="C")

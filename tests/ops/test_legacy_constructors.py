@@ -145,3 +145,21 @@ def test_variable_is_a_detached_leaf_sharing_storage():
 
         ref = TorchVariable(torch.ones(2), requires_grad=True)
         assert ref.is_leaf and ref.requires_grad
+
+
+def test_set_default_tensor_type_as_torchs():
+    """Older scripts call torch.set_default_tensor_type(torch.DoubleTensor) or with the
+    name 'torch.DoubleTensor'; fastnn had no such function."""
+    torch = pytest.importorskip("torch")
+    try:
+        for lib in (fnn, torch):
+            lib.set_default_tensor_type(lib.DoubleTensor)
+            assert str(lib.ones(2).dtype).endswith("float64")
+            assert str(lib.nn.Linear(2, 2).weight.dtype).endswith("float64")
+            lib.set_default_tensor_type("torch.FloatTensor")
+            assert str(lib.ones(2).dtype).endswith("float32")
+            with pytest.raises(TypeError):
+                lib.set_default_tensor_type(lib.LongTensor)
+    finally:
+        fnn.set_default_dtype(fnn.float32)
+        torch.set_default_dtype(torch.float32)

@@ -271,3 +271,18 @@ def test_numpy_and_from_numpy_share_memory_on_cpu():
     host = x.numpy()
     x[1] = 4.0
     assert host[1] == 4.0
+
+
+def test_untyped_storage_tells_shared_tensors_apart_as_pytorchs():
+    """Hugging Face's save_pretrained finds tied weights by
+    x.untyped_storage().data_ptr() and .nbytes(); fastnn had no untyped_storage."""
+    torch = pytest.importorskip("torch")
+    for lib in (fnn, torch):
+        w, other = lib.ones(4, 3), lib.ones(4, 3)
+        views = (w[1:], w.T, w.view(12), w[:, 0])
+        assert all(v.untyped_storage().data_ptr() == w.untyped_storage().data_ptr()
+                   for v in views)
+        assert other.untyped_storage().data_ptr() != w.untyped_storage().data_ptr()
+        assert [v.untyped_storage().nbytes() for v in views] == [48] * 4
+        assert w.untyped_storage().size() == len(w.untyped_storage()) == 48
+        assert str(w.untyped_storage().device) == "cpu"
