@@ -41,6 +41,7 @@ while True:
 """
 
 
+@pytest.mark.slow  # (8-17 s of the README's 2-core run; CI runs it with --runslow)
 def test_a_kill_9_loop_of_writers_leaves_no_orphans_after_the_next_save(tmp_path):
     path = tmp_path / "ckpt.safetensors"
     rng = random.Random(0)

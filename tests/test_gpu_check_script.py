@@ -75,6 +75,7 @@ def test_every_part_runs_and_reports_when_each_fails(tmp_path):
     assert len(list(out.iterdir())) <= 8  # what the device tool returns
 
 
+@pytest.mark.slow  # (8-17 s of the README's 2-core run; CI runs it with --runslow)
 def test_a_hanging_part_is_killed_and_the_rest_skipped_within_the_budget(tmp_path):
     budget = 27  # 10 s are kept for packing: the first part gets 17 s, then none is left
     done, out, seconds = _run(tmp_path, _fake_python(tmp_path, "exec sleep 600"),

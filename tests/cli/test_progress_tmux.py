@@ -79,6 +79,7 @@ def finished_epochs(rows: list[str]) -> list[int]:
             if row_kind(row) == "epoch"]
 
 
+@pytest.mark.slow  # (8-17 s of the README's 2-core run; CI runs it with --runslow)
 def test_train_in_80_columns_then_ctrl_c(tmp_path):
     checkpoint, rc_file = tmp_path / "run.safetensors", tmp_path / "rc"
     env = " ".join(f"{k}={shlex.quote(os.environ[k])}" for k in ("PATH", "PYTHONPATH")

@@ -5,7 +5,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 
+
+@pytest.mark.slow  # (8-17 s of the README's 2-core run; CI runs it with --runslow)
 def test_verbose_ids_name_real_files(tmp_path):
     argv = [sys.executable, "-m", "fastnn.cli", "conformance", "--backend", "cpu",
             "-k", "test_forward and exp", "-v", "--report", "-", "--against", "none"]
