@@ -44,31 +44,8 @@ def with_out(fn):
     def call(*args, out=None, **kwargs):
         if out is None:
             return fn(*args, **kwargs)
-        if not isinstance(out, Tensor):
-            raise TypeError(f"{fn.__name__}: out must be a Tensor, got {type(out).__name__}")
-        if grad_mode.switches.grad and (out._requires_grad or any(
-                isinstance(a, Tensor) and a._requires_grad for a in args)):
-            raise RuntimeError(f"{fn.__name__}(): functions with out=... arguments don't "
-                               "support automatic differentiation; drop out= or call it "
-                               "under fnn.no_grad()")
-        result = autocasting.below(fn, *args, **kwargs)  # out= calls do not autocast
-        check_same_device(fn.__name__, out, result)
-        if result._dtype is not out._dtype:
-            if dtypes.category(result._dtype) > dtypes.category(out._dtype) and \
-                    fn.__name__ not in _OUT_IS_DTYPE:
-                raise RuntimeError(f"{fn.__name__}: result type {result._dtype.name} can't be "
-                                   f"cast to the desired output type {out._dtype.name} (as "
-                                   "PyTorch's out=); pass an out of the result's dtype")
-            result = astype(result, out._dtype)
-        if result.shape != out.shape:
-            if out._view is not None or (out._storage is not None and out._storage.viewed):
-                raise RuntimeError(f"{fn.__name__}: out has shape {out.shape} and is viewed, "
-                                   f"the result has shape {result.shape}; pass an out of "
-                                   "the result's shape")
-            rebind(out, result._data)
-        else:
-            write(out, result)
-        return out
+        _check_out(fn, out)
+        return _write_into(fn, out, args, kwargs)
 
     call.takes_out = True
     return call
@@ -78,24 +55,54 @@ def with_out_factory(fn):
     """The factory ``fn`` taking PyTorch's keyword ``out=``: its values are made in out's
     dtype (a ``dtype=`` that differs raises, as PyTorch) on out's device, then written
     into out as :func:`with_out` writes."""
-    written = with_out(fn)
 
     @functools.wraps(fn)
     def call(*args, out=None, **kwargs):
         if out is None:
             return fn(*args, **kwargs)
-        if not isinstance(out, Tensor):
-            raise TypeError(f"{fn.__name__}: out must be a Tensor, got {type(out).__name__}")
+        _check_out(fn, out)
         dtype = kwargs.get("dtype")
         if dtype is not None and dtypes.as_dtype(dtype) is not out._dtype:
             raise RuntimeError(f"{fn.__name__}: dtype {dtypes.as_dtype(dtype).name} does not "
                                f"match the dtype of out ({out._dtype.name}); drop dtype= or "
                                "pass an out of that dtype")
         kwargs["dtype"], kwargs["device"] = out._dtype, out._device
-        return written(*args, out=out, **kwargs)
+        return _write_into(fn, out, args, kwargs)
 
     call.takes_out = True
     return call
+
+
+def _check_out(fn, out) -> None:
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{fn.__name__}: out must be a Tensor, got {type(out).__name__}")
+
+
+def _write_into(fn, out, args, kwargs):
+    """``fn(*args, **kwargs)`` computed as usual and written into ``out``; returns out."""
+    if grad_mode.switches.grad and (out._requires_grad or any(
+            isinstance(a, Tensor) and a._requires_grad for a in args)):
+        raise RuntimeError(f"{fn.__name__}(): functions with out=... arguments don't "
+                           "support automatic differentiation; drop out= or call it "
+                           "under fnn.no_grad()")
+    result = autocasting.below(fn, *args, **kwargs)  # out= calls do not autocast
+    check_same_device(fn.__name__, out, result)
+    if result._dtype is not out._dtype:
+        if dtypes.category(result._dtype) > dtypes.category(out._dtype) and \
+                fn.__name__ not in _OUT_IS_DTYPE:
+            raise RuntimeError(f"{fn.__name__}: result type {result._dtype.name} can't be "
+                               f"cast to the desired output type {out._dtype.name} (as "
+                               "PyTorch's out=); pass an out of the result's dtype")
+        result = astype(result, out._dtype)
+    if result.shape != out.shape:
+        if out._view is not None or (out._storage is not None and out._storage.viewed):
+            raise RuntimeError(f"{fn.__name__}: out has shape {out.shape} and is viewed, "
+                               f"the result has shape {result.shape}; pass an out of "
+                               "the result's shape")
+        rebind(out, result._data)
+    else:
+        write(out, result)
+    return out
 
 
 def install() -> None:
