@@ -38,14 +38,14 @@ def main(argv=None) -> int:
     t = rng.integers(0, args.classes, args.rows)
     steps = {}
     for name, options in (("whole", None), ("chunked", fnn.nn.LinearCrossEntropyOptions())):
-        steps[f"fastnn {name}"] = _fastnn_step(fnn, x, w, t, options)
+        steps[f"fastnn {name}"] = _step(fnn, x, w, t, options)
     try:
         import torch
 
         torch.set_num_threads(1)
         for name, options in (("whole", None),
                               ("chunked", torch.nn.LinearCrossEntropyOptions())):
-            steps[f"torch {name}"] = _torch_step(torch, x, w, t, options)
+            steps[f"torch {name}"] = _step(torch, x, w, t, options)
     except ImportError:
         print("PyTorch is not installed: pip install torch==2.13.0 to compare")
     times = {name: [] for name in steps}
@@ -70,26 +70,14 @@ def main(argv=None) -> int:
     return 0
 
 
-def _fastnn_step(fnn, x, w, t, options):
-    fx, target = fnn.tensor(x), fnn.tensor(t)
-    fw = fnn.tensor(w, requires_grad=True)
+def _step(lib, x, w, t, options):
+    """One forward and backward of ``lib`` (torch or fastnn) from the same arrays."""
+    lx, target = lib.tensor(x), lib.tensor(t)
+    lw = lib.tensor(w, requires_grad=True)
 
     def step():
-        fw.grad = None
-        loss = fnn.nn.functional.linear_cross_entropy(fx, fw, target, options=options)
-        loss.backward()
-        return float(loss.detach())
-
-    return step
-
-
-def _torch_step(torch, x, w, t, options):
-    tx, target = torch.tensor(x), torch.tensor(t)
-    tw = torch.tensor(w, requires_grad=True)
-
-    def step():
-        tw.grad = None
-        loss = torch.nn.functional.linear_cross_entropy(tx, tw, target, options=options)
+        lw.grad = None
+        loss = lib.nn.functional.linear_cross_entropy(lx, lw, target, options=options)
         loss.backward()
         return float(loss.detach())
 

@@ -65,7 +65,7 @@ def register_pytree_node(cls, flatten_fn, unflatten_fn, *, serialized_type_name=
     ``unflatten_fn(children, context) -> obj``."""
     if cls in _NODES:
         raise ValueError(f"{cls} is already registered as pytree node.")
-    _NODES[cls] = _Node(flatten_fn, lambda c, ctx: unflatten_fn(c, ctx))
+    _NODES[cls] = _Node(flatten_fn, unflatten_fn)
 
 
 class TreeSpec:

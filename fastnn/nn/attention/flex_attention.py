@@ -20,6 +20,7 @@ A :class:`BlockMask` keeps its ``mask_mod`` and the dense mask it gives; its blo
 
 from __future__ import annotations
 
+import inspect
 import math
 from typing import NamedTuple
 
@@ -111,8 +112,6 @@ def create_mask(mod_fn, B, H, Q_LEN, KV_LEN, device=None) -> Tensor:
 
 
 def _arity(fn) -> int:
-    import inspect
-
     try:
         return len(inspect.signature(fn).parameters)
     except (TypeError, ValueError):
