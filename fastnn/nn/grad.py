@@ -10,6 +10,7 @@ operand or ``grad_output`` requires grad, as PyTorch's.
 
 from __future__ import annotations
 
+from fastnn.api.errors import ShapeError
 from fastnn.autograd.functional import grad as _grad
 from fastnn.autograd.grad_mode import enable_grad, is_grad_enabled
 from fastnn.ops.conv import conv2d
@@ -51,9 +52,9 @@ def _check(name, **tensors) -> None:
 
 def _check_shape(name, out, grad_output) -> None:
     if tuple(out.shape) != tuple(grad_output.shape):
-        raise RuntimeError(f"{name}: grad_output has shape {tuple(grad_output.shape)}, but the "
-                           f"convolution of these sizes gives {tuple(out.shape)}; check "
-                           f"the sizes, stride, padding and dilation")
+        raise ShapeError(f"{name}: grad_output has shape {tuple(grad_output.shape)}, but the "
+                         f"convolution of these sizes gives {tuple(out.shape)}; check "
+                         f"the sizes, stride, padding and dilation")
 
 
 def _input_function(name, conv):

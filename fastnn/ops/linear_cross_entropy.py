@@ -23,6 +23,7 @@ import dataclasses
 import warnings
 
 from fastnn.api import dtypes
+from fastnn.api.errors import ShapeError
 from fastnn.autograd.function import Function, once_differentiable
 from fastnn.ops import creation
 from fastnn.ops.joining import cat
@@ -232,25 +233,25 @@ def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *
             raise TypeError(f"linear_cross_entropy: {name} must be a Tensor, got "
                             f"{type(value).__name__}")
     if not 1 <= input.ndim <= 2:
-        raise RuntimeError(f"linear_cross_entropy: expected input with dimensionality 1 or 2, "
-                           f"got {input.ndim}")
+        raise ShapeError(f"linear_cross_entropy: expected input with dimensionality 1 or 2, "
+                         f"got {input.ndim}")
     if linear_weight.ndim < 2:
-        raise RuntimeError(f"linear_cross_entropy: expected linear_weight with "
-                           f"dimensionality at least 2, got {linear_weight.ndim}")
+        raise ShapeError(f"linear_cross_entropy: expected linear_weight with "
+                         f"dimensionality at least 2, got {linear_weight.ndim}")
     batch, in_features = tuple(input.shape[:-1]), input.shape[-1]
     if in_features != linear_weight.shape[-1]:
-        raise RuntimeError(f"linear_cross_entropy: expected equal input and linear_weight "
-                           f"last dimensions (in_features), got {in_features} and "
-                           f"{linear_weight.shape[-1]}, respectively")
+        raise ShapeError(f"linear_cross_entropy: expected equal input and linear_weight "
+                         f"last dimensions (in_features), got {in_features} and "
+                         f"{linear_weight.shape[-1]}, respectively")
     classes, out_features = linear_weight.shape[0], tuple(linear_weight.shape[1:-1])
     if linear_bias is not None and tuple(linear_bias.shape) != (classes, *out_features):
-        raise RuntimeError(f"linear_cross_entropy: expected linear_bias shape "
-                           f"{(classes, *out_features)}, got {tuple(linear_bias.shape)}")
+        raise ShapeError(f"linear_cross_entropy: expected linear_bias shape "
+                         f"{(classes, *out_features)}, got {tuple(linear_bias.shape)}")
     if out_features and not batch:
-        raise RuntimeError(f"linear_cross_entropy: K-dimensional loss defined by "
-                           f"linear_weight shape {tuple(linear_weight.shape)} requires "
-                           f"batched input, (N, {in_features}), got unbatched input with "
-                           f"shape {tuple(input.shape)}")
+        raise ShapeError(f"linear_cross_entropy: K-dimensional loss defined by "
+                         f"linear_weight shape {tuple(linear_weight.shape)} requires "
+                         f"batched input, (N, {in_features}), got unbatched input with "
+                         f"shape {tuple(input.shape)}")
     probabilities = tuple(target.shape) == (*batch, classes, *out_features)
     if probabilities and ignore_index is not None:
         raise RuntimeError("linear_cross_entropy: ignore_index cannot be specified when "
@@ -285,9 +286,9 @@ def _chunked(x, w, target, b, class_weight, ignore_index, reduction, options):
     if single:
         x, target = x.reshape(1, -1), target.reshape(1)
     elif tuple(target.shape) != (x.shape[0],):
-        raise RuntimeError(f"linear_cross_entropy: expected target of shape "
-                           f"({x.shape[0]},) for input {tuple(x.shape)}, got "
-                           f"{tuple(target.shape)}")
+        raise ShapeError(f"linear_cross_entropy: expected target of shape "
+                         f"({x.shape[0]},) for input {tuple(x.shape)}, got "
+                         f"{tuple(target.shape)}")
     check_targets("linear_cross_entropy", target, w.shape[0], ignore_index)
     rows = options.chunk_rows(x.shape[0], x.shape[1], w.shape[0], x.device, x.dtype)
     loss = _Chunked.apply(x, w, b, target, class_weight, int(ignore_index), reduction, rows,
